@@ -1,0 +1,240 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// loaded is a job as Apply read it, kept beside the version being changed so
+// that save can move exactly the index entries that changed.
+type loaded struct {
+	old *Job // nil for a job created by this command
+	job *Job
+}
+
+func (a *applier) load(id JobID) (*loaded, error) {
+	key := storage.JobKey(uint64(id))
+	b, err := a.tx.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, unknownJob(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	j := new(Job)
+	if _, err := storage.DecodeAt(key, b, storage.KindJob, jobVersion, j); err != nil {
+		return nil, err
+	}
+	return &loaded{old: j.clone(), job: j}, nil
+}
+
+// resolve finds the job a Target names.
+func (a *applier) resolve(t Target) (*loaded, error) {
+	if t.Job != 0 {
+		return a.load(t.Job)
+	}
+	b, err := a.tx.Get(storage.WorkflowKey(t.WorkflowID))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, fmt.Errorf("%w: workflow id %q", ErrUnknownJob, t.WorkflowID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	id, err := storage.ParseU64(b)
+	if err != nil {
+		return nil, err
+	}
+	return a.load(JobID(id))
+}
+
+// fenced loads a job for a write by attempt ref and refuses it unless that
+// attempt is the job's current one and the job is Running under it.
+func (a *applier) fenced(ref LeaseRef, cmd string) (*loaded, error) {
+	l, err := a.load(ref.Job)
+	if err != nil {
+		return nil, err
+	}
+	j := l.job
+	if j.Status != StatusRunning || j.Attempt != ref.Attempt {
+		return nil, &StaleAttemptError{Job: j.ID, Attempt: ref.Attempt, Current: j.Attempt, Status: j.Status, Command: cmd}
+	}
+	return l, nil
+}
+
+// save writes the job record and moves its index entries from what the old
+// record implied to what the new one implies.
+func (a *applier) save(l *loaded) {
+	j := l.job
+	j.UpdatedMS = a.now
+	a.tx.Set(storage.JobKey(uint64(j.ID)), EncodeJob(j))
+	var before []string
+	if l.old != nil {
+		before = indexKeys(l.old)
+	}
+	after := indexKeys(j)
+	for _, k := range before {
+		if !containsKey(after, k) {
+			a.tx.Delete([]byte(k))
+		}
+	}
+	for _, k := range after {
+		if !containsKey(before, k) {
+			a.tx.Set([]byte(k), nil)
+		}
+	}
+	l.old = j.clone()
+}
+
+func containsKey(keys []string, k string) bool {
+	for _, x := range keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// indexKeys lists every index entry a job record implies. The workflow-id
+// key is not among them: it names the latest run and holds a value.
+func indexKeys(j *Job) []string {
+	id := uint64(j.ID)
+	keys := make([]string, 0, 6+len(j.Timers))
+	keys = append(keys,
+		string(storage.StatusKey(byte(j.Status), id)),
+		string(storage.TypeKey(j.Type, id)),
+		string(storage.QueueKey(j.Queue, id)))
+	switch j.Status {
+	case StatusQueued:
+		keys = append(keys, string(storage.ReadyKey(j.Queue, j.ReadyAtMS, id)))
+	case StatusRunning:
+		keys = append(keys, string(storage.LeaseKey(j.LeaseExpiryMS, id)))
+	case StatusRetrying:
+		keys = append(keys, string(storage.DelayedKey(j.ReleaseAtMS, id)))
+	}
+	for _, t := range j.Timers {
+		keys = append(keys, string(storage.TimerKey(t.FireMS, id, t.ID)))
+	}
+	return keys
+}
+
+func (j *Job) clone() *Job {
+	c := *j
+	c.Timers = append([]Timer(nil), j.Timers...)
+	if j.Wait != nil {
+		w := *j.Wait
+		c.Wait = &w
+	}
+	return &c
+}
+
+// appendEvent numbers and stamps ev, checks that a status event is legal in
+// the job's status, writes it and brings the job record along: status, lease,
+// ready time, wait and timers. It does not save the record (the caller does,
+// once per command, after all its events).
+func (a *applier) appendEvent(l *loaded, ev Event) (uint64, error) {
+	j := l.job
+	from := j.Status
+	to, ok := Next(from, &ev)
+	if !ok {
+		return 0, &TransitionError{Job: j.ID, From: from, Event: ev.Type}
+	}
+	j.LastSeq++
+	ev.Seq = j.LastSeq
+	ev.AtMS = a.now
+	a.tx.Set(storage.EventKey(uint64(j.ID), ev.Seq), EncodeEvent(&ev))
+	if IsStatusEvent(ev.Type) {
+		a.enter(j, to, &ev)
+	}
+	return ev.Seq, nil
+}
+
+// enter sets the fields that belong to status to; the index entries follow
+// from them in save.
+func (a *applier) enter(j *Job, to Status, ev *Event) {
+	j.Status = to
+	j.LeaseOwner, j.LeaseExpiryMS = "", 0
+	j.ReadyAtMS, j.ReleaseAtMS = 0, 0
+	j.Wait = nil
+	switch to {
+	case StatusQueued:
+		j.ReadyAtMS = a.now
+	case StatusRunning:
+		j.LeaseOwner, j.LeaseExpiryMS = ev.Name, ev.LeaseExpiryMS
+	case StatusRetrying:
+		j.ReleaseAtMS = a.now + ev.DelayMS
+	case StatusWaiting, StatusParked:
+		w := *ev.Wait
+		j.Wait = &w
+	case StatusCompleted, StatusFailed, StatusCancelled:
+		j.ClosedMS = a.now
+		j.Timers = nil
+	}
+}
+
+// nextJobID takes the next job id from the counter.
+func (a *applier) nextJobID() (JobID, error) {
+	n, err := a.u64(storage.KeyNextJob)
+	if err != nil {
+		return 0, err
+	}
+	n++
+	a.tx.Set(storage.KeyNextJob, storage.U64(n))
+	return JobID(n), nil
+}
+
+// wake ends a job's wait with wait_completed when it is Waiting or Parked.
+func (a *applier) wake(l *loaded, reason, name string) (bool, error) {
+	if s := l.job.Status; s != StatusWaiting && s != StatusParked {
+		return false, nil
+	}
+	_, err := a.appendEvent(l, Event{Type: EventWaitCompleted, Reason: reason, Name: name})
+	return err == nil, err
+}
+
+// effect reads the effect record of step in job id, or nil.
+func (a *applier) effect(id JobID, step string) (*Effect, error) {
+	key := storage.EffectKey(uint64(id), step)
+	b, err := a.tx.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	e := new(Effect)
+	if _, err := storage.DecodeAt(key, b, storage.KindEffect, effectVersion, e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// closed runs what a job's end implies beyond its own record: a child's
+// result becomes the effect of its parent's step (phase 1), and a parent
+// waiting for that step is woken. The first result recorded for a step wins.
+func (a *applier) closed(l *loaded, ev *Event) error {
+	j := l.job
+	if j.ParentID == 0 {
+		return nil
+	}
+	p, err := a.load(j.ParentID)
+	if errors.Is(err, ErrUnknownJob) {
+		return nil
+	}
+	if err != nil || p.job.Status.Terminal() {
+		return err
+	}
+	if e, err := a.effect(p.job.ID, j.ParentStep); err != nil || e != nil {
+		return err
+	}
+	eff := &Effect{Step: j.ParentStep, Payload: ev.Payload, Failed: ev.Type != EventJobCompleted, AtMS: a.now}
+	a.tx.Set(storage.EffectKey(uint64(p.job.ID), j.ParentStep), EncodeEffect(eff))
+	if p.job.Wait.waitsForStep(j.ParentStep) {
+		if _, err := a.wake(p, "step", j.ParentStep); err != nil {
+			return err
+		}
+		a.save(p)
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// Machine applies commands. It holds only the limits, so one Machine may be
+// shared; Apply itself is a pure step function over its transaction.
+type Machine struct {
+	limits Limits
+}
+
+// NewMachine returns a Machine enforcing l (zero fields take their defaults).
+func NewMachine(l Limits) (*Machine, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	return &Machine{limits: l.withDefaults()}, nil
+}
+
+var defaultMachine = &Machine{limits: Limits{}.withDefaults()}
+
+// Apply applies cmd with the default limits; see Machine.Apply.
+func Apply(tx *storage.Tx, cmd Command) (Result, error) { return defaultMachine.Apply(tx, cmd) }
+
+// Apply validates cmd against the job state machine and the current attempt,
+// and records it in tx: events with the next seqs, the job record, the status
+// projection and every index. It reads no clock (time is cmd's NowMS, kept
+// monotonic), starts no goroutine and does no I/O besides tx. On error tx
+// holds no write of this command, so the caller can drop it and go on with
+// the next command in the same batch.
+func (m *Machine) Apply(tx *storage.Tx, cmd Command) (res Result, err error) {
+	if cmd == nil {
+		return nil, fmt.Errorf("%w: nil command", ErrUnknownCommand)
+	}
+	if _, ok := newCommand(cmd.Kind()); !ok {
+		return nil, fmt.Errorf("%w: kind %d", ErrUnknownCommand, cmd.Kind())
+	}
+	if err := cmd.check(&m.limits); err != nil {
+		return nil, err
+	}
+	if tx.Len() != 0 {
+		return nil, errors.New("engine: Apply needs a fresh Tx")
+	}
+	a := &applier{tx: tx, lim: &m.limits}
+	h := cmd.Head()
+	if h.RequestID != "" {
+		if res, found, err := a.recordedResult(cmd); found || err != nil {
+			return res, err
+		}
+	}
+	if err := a.stampNow(h.NowMS); err != nil {
+		return nil, err
+	}
+	res, err = a.dispatch(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if h.RequestID != "" {
+		if err := a.recordResult(cmd, res); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (a *applier) dispatch(cmd Command) (Result, error) {
+	switch c := cmd.(type) {
+	case *CreateJob:
+		return a.create(c)
+	case *Claim:
+		return a.claim(c)
+	case *Heartbeat:
+		return a.heartbeat(c)
+	case *AppendEvents:
+		return a.appendEvents(c)
+	case *CommitStep:
+		return a.commitStep(c)
+	case *Wait:
+		return a.wait(c)
+	case *Signal:
+		return a.signal(c)
+	case *FireTimers:
+		return a.fireTimers(c)
+	case *Reclaim:
+		return a.reclaim(c)
+	case *ReleaseDelayed:
+		return a.releaseDelayed(c)
+	case *Cancel:
+		return a.lifecycle(c.Target, "Cancel", Event{Type: EventJobCancelled, Reason: c.Reason})
+	case *Activate:
+		return a.lifecycle(c.Target, "Activate", Event{Type: EventJobActivated})
+	case *Suspend:
+		return a.lifecycle(c.Target, "Suspend", Event{Type: EventJobSuspended, Reason: c.Reason})
+	case *Resume:
+		return a.lifecycle(c.Target, "Resume", Event{Type: EventJobResumed})
+	case *Complete:
+		return a.finish(c.LeaseRef, "Complete", Event{Type: EventJobCompleted, Payload: c.Result})
+	case *Fail:
+		return a.finish(c.LeaseRef, "Fail", Event{Type: EventJobFailed, Payload: c.Error})
+	case *Requeue:
+		return a.requeue(c)
+	}
+	return nil, fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
+}
+
+// applier carries one command's state through Apply.
+type applier struct {
+	tx  *storage.Tx
+	lim *Limits
+	now int64
+}
+
+// stampNow makes time monotonic: a command stamped before the last one
+// applied takes the last one's time.
+func (a *applier) stampNow(nowMS int64) error {
+	last, err := a.u64(storage.KeyLastNow)
+	if err != nil {
+		return err
+	}
+	a.now = nowMS
+	if int64(last) >= nowMS {
+		a.now = int64(last)
+		return nil
+	}
+	a.tx.Set(storage.KeyLastNow, storage.U64(uint64(nowMS)))
+	return nil
+}
+
+func (a *applier) u64(key []byte) (uint64, error) {
+	b, err := a.tx.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return storage.ParseU64(b)
+}
+
+// recordedResult returns the stored result of cmd's request id, if any.
+func (a *applier) recordedResult(cmd Command) (Result, bool, error) {
+	key := storage.RequestKey(cmd.Head().RequestID)
+	b, err := a.tx.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	kind, res, err := DecodeResult(b)
+	if err != nil {
+		return nil, false, err
+	}
+	if kind != cmd.Kind() {
+		return nil, false, invalid(cmd.Kind().String(), "RequestID",
+			fmt.Sprintf("%q was already used by a %s command", cmd.Head().RequestID, kind))
+	}
+	return res, true, nil
+}
+
+// requestPruneBatch bounds how many expired request records one command
+// removes, so pruning never makes a command expensive.
+const requestPruneBatch = 8
+
+// recordResult keeps res for retries of cmd's request id and prunes a few
+// records older than the retention.
+func (a *applier) recordResult(cmd Command, res Result) error {
+	id := cmd.Head().RequestID
+	b, err := EncodeResult(cmd.Kind(), res)
+	if err != nil {
+		return err
+	}
+	a.tx.Set(storage.RequestKey(id), b)
+	a.tx.Set(storage.RequestAgeKey(a.now, id), nil)
+	cutoff := a.now - a.lim.RequestRetentionMS
+	var expired [][]byte
+	err = a.tx.Scan(storage.ReqAgePrefix, nil, false, func(k, _ []byte) (bool, error) {
+		tk, err := storage.ParseTimeKey(k)
+		if err != nil {
+			return false, err
+		}
+		if tk.AtMS >= cutoff {
+			return false, nil
+		}
+		expired = append(expired, k)
+		return len(expired) < requestPruneBatch, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range expired {
+		tk, _ := storage.ParseTimeKey(k)
+		a.tx.Delete(k)
+		a.tx.Delete(storage.RequestKey(tk.Rest))
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+func (a *applier) claim(c *Claim) (Result, error) {
+	var ids []JobID
+	err := a.tx.Scan(storage.ReadyPrefix(c.Queue), nil, false, func(k, _ []byte) (bool, error) {
+		e, err := storage.ParseReadyKey(k)
+		if err != nil {
+			return false, err
+		}
+		ids = append(ids, JobID(e.Job))
+		return len(ids) < c.Max, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &ClaimResult{}
+	for _, id := range ids {
+		l, err := a.load(id)
+		if err != nil {
+			return nil, err
+		}
+		j := l.job
+		if j.Status != StatusQueued {
+			return nil, &storage.CorruptError{Key: storage.JobKey(uint64(id)), Kind: storage.KindJob,
+				Reason: fmt.Sprintf("job is %s but listed in the ready index of %q", j.Status, c.Queue)}
+		}
+		j.Attempt++
+		ev := Event{Type: EventJobLeased, Attempt: j.Attempt, Name: c.Owner, LeaseExpiryMS: a.now + c.LeaseMS}
+		seq, err := a.appendEvent(l, ev)
+		if err != nil {
+			return nil, err
+		}
+		a.save(l)
+		res.Jobs = append(res.Jobs, ClaimedJob{
+			Job: j.ID, WorkflowID: j.WorkflowID, Type: j.Type,
+			Attempt: j.Attempt, LeaseExpiryMS: j.LeaseExpiryMS, LastSeq: seq,
+		})
+	}
+	return res, nil
+}
+
+func (a *applier) heartbeat(c *Heartbeat) (Result, error) {
+	res := &HeartbeatResult{LeaseExpiryMS: a.now + c.LeaseMS}
+	for _, ref := range c.Leases {
+		l, err := a.fenced(ref, "Heartbeat")
+		if err != nil {
+			code := StaleAttemptCode
+			if _, ok := err.(*StaleAttemptError); !ok {
+				if !isUnknownJob(err) {
+					return nil, err
+				}
+				code = "unknown_job"
+			}
+			res.Refused = append(res.Refused, Refusal{LeaseRef: ref, Code: code})
+			continue
+		}
+		// A lease only grows: a heartbeat with a shorter lease than the
+		// one held keeps the longer expiry.
+		if exp := a.now + c.LeaseMS; exp > l.job.LeaseExpiryMS {
+			l.job.LeaseExpiryMS = exp
+			a.save(l)
+		}
+	}
+	return res, nil
+}
+
+func (a *applier) reclaim(c *Reclaim) (Result, error) {
+	return a.sweep(storage.LeasePrefix, c.Max, func(tk storage.TimeKey, key []byte, res *SweepResult) error {
+		l, err := a.load(JobID(tk.Job))
+		if err != nil {
+			return err
+		}
+		j := l.job
+		// The lease index holds only Running jobs (save keeps it so); the
+		// check is the last line of defence of invariant 4: a job that is
+		// not running — above all a Waiting or Parked one — is never taken.
+		if j.Status != StatusRunning || j.LeaseExpiryMS != tk.AtMS {
+			return &storage.CorruptError{Key: key, Kind: storage.KindKey,
+				Reason: fmt.Sprintf("lease index entry for job %d in status %s", j.ID, j.Status)}
+		}
+		if _, err := a.appendEvent(l, Event{Type: EventJobRequeued, Reason: ReasonLeaseExpired, Attempt: j.Attempt}); err != nil {
+			return err
+		}
+		a.save(l)
+		res.Jobs = append(res.Jobs, j.ID)
+		res.Ready = append(res.Ready, j.ID)
+		return nil
+	})
+}
+
+func (a *applier) releaseDelayed(c *ReleaseDelayed) (Result, error) {
+	return a.sweep(storage.DelayedPrefix, c.Max, func(tk storage.TimeKey, key []byte, res *SweepResult) error {
+		l, err := a.load(JobID(tk.Job))
+		if err != nil {
+			return err
+		}
+		if l.job.Status != StatusRetrying {
+			return &storage.CorruptError{Key: key, Kind: storage.KindKey,
+				Reason: fmt.Sprintf("delayed index entry for job %d in status %s", l.job.ID, l.job.Status)}
+		}
+		if _, err := a.appendEvent(l, Event{Type: EventJobRequeued, Reason: ReasonRetryDelay}); err != nil {
+			return err
+		}
+		a.save(l)
+		res.Jobs = append(res.Jobs, l.job.ID)
+		res.Ready = append(res.Ready, l.job.ID)
+		return nil
+	})
+}
+
+// sweep calls fn for up to max entries of a time-ordered index that are due
+// at or before now, oldest first. The keys are collected before fn runs,
+// because fn's writes move entries of the same index.
+func (a *applier) sweep(prefix []byte, max int, fn func(tk storage.TimeKey, key []byte, res *SweepResult) error) (Result, error) {
+	type due struct {
+		tk  storage.TimeKey
+		key []byte
+	}
+	var dues []due
+	res := &SweepResult{}
+	err := a.tx.Scan(prefix, nil, false, func(k, _ []byte) (bool, error) {
+		tk, err := storage.ParseTimeKey(k)
+		if err != nil {
+			return false, err
+		}
+		if tk.AtMS > a.now {
+			return false, nil
+		}
+		if len(dues) == max {
+			res.More = true
+			return false, nil
+		}
+		dues = append(dues, due{tk, k})
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dues {
+		if err := fn(d.tk, d.key, res); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+func (a *applier) create(c *CreateJob) (Result, error) {
+	digest := startDigest(c)
+	if c.WorkflowID != "" {
+		cur, err := a.resolve(Target{WorkflowID: c.WorkflowID})
+		switch {
+		case errors.Is(err, ErrUnknownJob):
+		case err != nil:
+			return nil, err
+		default:
+			if res, err := reuse(c, cur.job, digest); res != nil || err != nil {
+				return res, err
+			}
+		}
+	}
+	if c.ParentID != 0 {
+		p, err := a.load(c.ParentID)
+		if err != nil {
+			return nil, fmt.Errorf("CreateJob.ParentID: %w", err)
+		}
+		if p.job.Status.Terminal() {
+			return nil, fmt.Errorf("%w: parent job %d is %s", ErrJobClosed, p.job.ID, p.job.Status)
+		}
+	}
+	id, err := a.nextJobID()
+	if err != nil {
+		return nil, err
+	}
+	wf := c.WorkflowID
+	if wf == "" {
+		wf = fmt.Sprintf("job-%d", id)
+	}
+	l := &loaded{job: &Job{
+		ID: id, WorkflowID: wf, Type: c.Type, Queue: c.Queue,
+		StartDigest: digest, ParentID: c.ParentID, ParentStep: c.ParentStep, CreatedMS: a.now,
+	}}
+	ev := Event{Type: EventJobCreated, Name: c.Type, Payload: c.Input}
+	if c.Draft {
+		ev.Type = EventJobDrafted
+	}
+	if _, err := a.appendEvent(l, ev); err != nil {
+		return nil, err
+	}
+	a.save(l)
+	a.tx.Set(storage.WorkflowKey(wf), storage.U64(uint64(id)))
+	return &CreateResult{Job: id, WorkflowID: wf}, nil
+}
+
+// reuse applies the workflow-id reuse policy against the id's current run.
+// It returns a result to answer with, an error to refuse with, or neither
+// when a new run may start.
+func reuse(c *CreateJob, cur *Job, digest uint64) (Result, error) {
+	open := !cur.Status.Terminal()
+	refuse := func() error {
+		return fmt.Errorf("%w: workflow id %q has run %d in status %s", ErrWorkflowExists, c.WorkflowID, cur.ID, cur.Status)
+	}
+	switch c.ReusePolicy {
+	case IDReuseRejectDuplicate:
+		return nil, refuse()
+	case IDReuseReturnExisting:
+		if open && cur.StartDigest == digest {
+			return &CreateResult{Job: cur.ID, WorkflowID: cur.WorkflowID, Existing: true}, nil
+		}
+	}
+	if open {
+		return nil, refuse()
+	}
+	return nil, nil
+}
+
+// startDigest fingerprints what makes two starts identical.
+func startDigest(c *CreateJob) uint64 {
+	h := fnv.New64a()
+	for _, part := range [][]byte{[]byte(c.Type), []byte(c.Queue), c.Input} {
+		var n [4]byte
+		n[0], n[1], n[2], n[3] = byte(len(part)>>24), byte(len(part)>>16), byte(len(part)>>8), byte(len(part))
+		h.Write(n[:])
+		h.Write(part)
+	}
+	return h.Sum64()
+}

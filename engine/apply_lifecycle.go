@@ -1,0 +1,72 @@
+package engine
+
+import "fmt"
+
+// lifecycle applies an operator command (cancel, activate, suspend, resume)
+// whose only effect is one status event on the target job.
+func (a *applier) lifecycle(t Target, cmd string, ev Event) (Result, error) {
+	l, err := a.resolve(t)
+	if err != nil {
+		return nil, err
+	}
+	ev.Attempt = l.job.Attempt
+	seq, err := a.appendEvent(l, ev)
+	if err != nil {
+		return nil, err
+	}
+	if l.job.Status.Terminal() {
+		if err := a.closed(l, &ev); err != nil {
+			return nil, err
+		}
+	}
+	a.save(l)
+	return &StatusResult{Job: l.job.ID, Status: l.job.Status, Seq: seq}, nil
+}
+
+// finish ends a running job by its own attempt (complete, fail).
+func (a *applier) finish(ref LeaseRef, cmd string, ev Event) (Result, error) {
+	l, err := a.fenced(ref, cmd)
+	if err != nil {
+		return nil, err
+	}
+	ev.Attempt = ref.Attempt
+	seq, err := a.appendEvent(l, ev)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.closed(l, &ev); err != nil {
+		return nil, err
+	}
+	a.save(l)
+	return &StatusResult{Job: l.job.ID, Status: l.job.Status, Seq: seq}, nil
+}
+
+func (a *applier) requeue(c *Requeue) (Result, error) {
+	var l *loaded
+	var err error
+	if c.Attempt == 0 {
+		// An operator's retry of a failed job: there is no live attempt to fence.
+		if l, err = a.load(c.Job); err != nil {
+			return nil, err
+		}
+		if l.job.Status != StatusFailed {
+			return nil, fmt.Errorf("%w: a requeue without an attempt retries a Failed job; job %d is %s",
+				&TransitionError{Job: l.job.ID, From: l.job.Status, Event: EventJobRequeued}, l.job.ID, l.job.Status)
+		}
+	} else if l, err = a.fenced(c.LeaseRef, "Requeue"); err != nil {
+		return nil, err
+	}
+	reason := c.Reason
+	if reason == "" {
+		reason = ReasonRetry
+	}
+	if c.Attempt == 0 || reason == ReasonRetry {
+		l.job.Retries++
+	}
+	seq, err := a.appendEvent(l, Event{Type: EventJobRequeued, Attempt: c.Attempt, DelayMS: c.DelayMS, Reason: reason})
+	if err != nil {
+		return nil, err
+	}
+	a.save(l)
+	return &StatusResult{Job: l.job.ID, Status: l.job.Status, Seq: seq}, nil
+}

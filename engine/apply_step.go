@@ -1,0 +1,197 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+func isUnknownJob(err error) bool { return errors.Is(err, ErrUnknownJob) }
+
+func (a *applier) appendEvents(c *AppendEvents) (Result, error) {
+	l, err := a.fenced(c.LeaseRef, "AppendEvents")
+	if err != nil {
+		return nil, err
+	}
+	res := &AppendResult{}
+	for _, ne := range c.Events {
+		seq, err := a.appendEvent(l, Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload})
+		if err != nil {
+			return nil, err
+		}
+		if res.FirstSeq == 0 {
+			res.FirstSeq = seq
+		}
+		res.LastSeq = seq
+	}
+	a.save(l)
+	return res, nil
+}
+
+func (a *applier) commitStep(c *CommitStep) (Result, error) {
+	l, err := a.fenced(c.LeaseRef, "CommitStep")
+	if err != nil {
+		return nil, err
+	}
+	id := l.job.ID
+	eff, err := a.effect(id, c.Step)
+	if err != nil {
+		return nil, err
+	}
+	payload := c.Payload
+	failed := c.Failed
+	switch {
+	case eff != nil && eff.CommittedSeq != 0:
+		return nil, fmt.Errorf("%w: step %q of job %d at seq %d", ErrStepCommitted, c.Step, id, eff.CommittedSeq)
+	case c.CatchUp && eff == nil:
+		return nil, invalid("CommitStep", "CatchUp", fmt.Sprintf("step %q of job %d has no recorded effect to catch up", c.Step, id))
+	case !c.CatchUp && eff != nil:
+		return nil, fmt.Errorf("%w: step %q of job %d has a recorded effect: catch it up instead", ErrStepCommitted, c.Step, id)
+	case c.CatchUp:
+		payload, failed = eff.Payload, eff.Failed
+	default:
+		// An inline commit keeps the payload in the event alone: the effect
+		// record only marks the step as committed.
+		eff = &Effect{Step: c.Step, Attempt: c.Attempt, Failed: failed, AtMS: a.now}
+	}
+	seq, err := a.appendEvent(l, Event{Type: c.Type, Attempt: c.Attempt, Step: c.Step, Payload: payload, Commit: true})
+	if err != nil {
+		return nil, err
+	}
+	eff.CommittedSeq = seq
+	a.tx.Set(storage.EffectKey(uint64(id), c.Step), EncodeEffect(eff))
+	a.save(l)
+	return &AppendResult{FirstSeq: seq, LastSeq: seq}, nil
+}
+
+func (a *applier) wait(c *Wait) (Result, error) {
+	l, err := a.fenced(c.LeaseRef, "Wait")
+	if err != nil {
+		return nil, err
+	}
+	j := l.job
+	if c.SeenSeq > j.LastSeq {
+		return nil, invalid("Wait", "SeenSeq", fmt.Sprintf("%d is beyond the job's last seq %d", c.SeenSeq, j.LastSeq))
+	}
+	woken, err := a.alreadyHappened(j, &c.Spec, c.SeenSeq)
+	if err != nil {
+		return nil, err
+	}
+	if woken {
+		return &WaitResult{Woken: true, Status: j.Status, Seq: j.LastSeq}, nil
+	}
+	spec := c.Spec
+	seq, err := a.appendEvent(l, Event{Type: EventJobWaiting, Attempt: c.Attempt, Wait: &spec})
+	if err != nil {
+		return nil, err
+	}
+	if spec.TimerAtMS > 0 {
+		setTimer(j, Timer{ID: spec.TimerID, FireMS: spec.TimerAtMS})
+	}
+	a.save(l)
+	return &WaitResult{Status: j.Status, Seq: seq}, nil
+}
+
+// setTimer adds t to the job's pending timers, replacing a timer of the same id.
+func setTimer(j *Job, t Timer) {
+	for i := range j.Timers {
+		if j.Timers[i].ID == t.ID {
+			j.Timers[i] = t
+			return
+		}
+	}
+	j.Timers = append(j.Timers, t)
+}
+
+// alreadyHappened reports whether something spec waits for happened after
+// seenSeq, or is due now: a timer at or before now, a matching signal or
+// timer_fired event, or a recorded effect of a step.
+func (a *applier) alreadyHappened(j *Job, spec *WaitSpec, seenSeq uint64) (bool, error) {
+	if spec.TimerAtMS > 0 && spec.TimerAtMS <= a.now {
+		return true, nil
+	}
+	for _, step := range spec.Steps {
+		e, err := a.effect(j.ID, step)
+		if err != nil || e != nil {
+			return e != nil, err
+		}
+	}
+	if seenSeq == j.LastSeq {
+		return false, nil
+	}
+	found := false
+	start := storage.EventKey(uint64(j.ID), seenSeq+1)
+	err := a.tx.Scan(storage.EventPrefix(uint64(j.ID)), start, true, func(k, v []byte) (bool, error) {
+		ev := new(Event)
+		if _, err := storage.DecodeAt(k, v, storage.KindEvent, eventVersion, ev); err != nil {
+			return false, err
+		}
+		found = (ev.Type == EventSignalReceived && spec.waitsForSignal(ev.Name)) ||
+			(ev.Type == EventTimerFired && spec.waitsForTimer(ev.Name))
+		return !found, nil
+	})
+	return found, err
+}
+
+func (a *applier) signal(c *Signal) (Result, error) {
+	l, err := a.resolve(c.Target)
+	if err != nil {
+		return nil, err
+	}
+	j := l.job
+	if j.Status.Terminal() {
+		return nil, fmt.Errorf("%w: signal %q to job %d in status %s", ErrJobClosed, c.Name, j.ID, j.Status)
+	}
+	seq, err := a.appendEvent(l, Event{Type: EventSignalReceived, Name: c.Name, Payload: c.Payload})
+	if err != nil {
+		return nil, err
+	}
+	woke := false
+	if j.Wait.waitsForSignal(c.Name) {
+		if woke, err = a.wake(l, "signal", c.Name); err != nil {
+			return nil, err
+		}
+	}
+	a.save(l)
+	return &SignalResult{Job: j.ID, Seq: seq, Woke: woke}, nil
+}
+
+func (a *applier) fireTimers(c *FireTimers) (Result, error) {
+	return a.sweep(storage.TimerPrefix, c.Max, func(tk storage.TimeKey, key []byte, res *SweepResult) error {
+		l, err := a.load(JobID(tk.Job))
+		if err != nil {
+			return err
+		}
+		j := l.job
+		if !removeTimer(j, Timer{ID: tk.Rest, FireMS: tk.AtMS}) {
+			return &storage.CorruptError{Key: key, Kind: storage.KindKey,
+				Reason: fmt.Sprintf("timer index entry not among job %d's timers", j.ID)}
+		}
+		if _, err := a.appendEvent(l, Event{Type: EventTimerFired, Name: tk.Rest}); err != nil {
+			return err
+		}
+		res.Jobs = append(res.Jobs, j.ID)
+		if j.Wait.waitsForTimer(tk.Rest) {
+			woke, err := a.wake(l, "timer", tk.Rest)
+			if err != nil {
+				return err
+			}
+			if woke {
+				res.Ready = append(res.Ready, j.ID)
+			}
+		}
+		a.save(l)
+		return nil
+	})
+}
+
+func removeTimer(j *Job, t Timer) bool {
+	for i := range j.Timers {
+		if j.Timers[i] == t {
+			j.Timers = append(j.Timers[:i], j.Timers[i+1:]...)
+			return true
+		}
+	}
+	return false
+}

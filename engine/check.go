@@ -1,0 +1,257 @@
+package engine
+
+import "fmt"
+
+// checker collects the first field error of one command's validation.
+type checker struct {
+	cmd string
+	lim *Limits
+	err error
+}
+
+func newChecker(c Command, l *Limits) *checker {
+	ch := &checker{cmd: c.Kind().String(), lim: l}
+	h := c.Head()
+	ch.name("RequestID", h.RequestID, false)
+	if h.NowMS <= 0 {
+		ch.fail("NowMS", "must be a positive Unix time in milliseconds (the log stamps it)")
+	}
+	return ch
+}
+
+func (c *checker) fail(field, reason string) {
+	if c.err == nil {
+		c.err = invalid(c.cmd, field, reason)
+	}
+}
+
+func (c *checker) name(field, v string, required bool) {
+	switch {
+	case c.err != nil:
+	case required && v == "":
+		c.fail(field, "is required")
+	case len(v) > c.lim.MaxNameBytes:
+		c.err = tooLarge(c.cmd, field, len(v), c.lim.MaxNameBytes)
+	}
+}
+
+func (c *checker) names(field string, vs []string) {
+	for i, v := range vs {
+		c.name(fmt.Sprintf("%s[%d]", field, i), v, true)
+	}
+}
+
+func (c *checker) payload(field string, b []byte) {
+	if c.err == nil && len(b) > c.lim.MaxPayloadBytes {
+		c.err = tooLarge(c.cmd, field, len(b), c.lim.MaxPayloadBytes)
+	}
+}
+
+func (c *checker) batch(field string, n int) {
+	switch {
+	case c.err != nil:
+	case n <= 0:
+		c.fail(field, "must be at least 1")
+	case n > c.lim.MaxBatch:
+		c.err = tooLarge(c.cmd, field, n, c.lim.MaxBatch)
+	}
+}
+
+func (c *checker) lease(field string, ms int64) {
+	switch {
+	case c.err != nil:
+	case ms <= 0:
+		c.fail(field, "must be a positive number of milliseconds")
+	case ms > c.lim.MaxLeaseMS:
+		c.fail(field, fmt.Sprintf("is %d ms, over the limit of %d ms", ms, c.lim.MaxLeaseMS))
+	}
+}
+
+func (c *checker) ref(r LeaseRef) {
+	if c.err == nil && r.Job == 0 {
+		c.fail("Job", "is required")
+	}
+	if c.err == nil && r.Attempt == 0 {
+		c.fail("Attempt", "is required for a fenced write")
+	}
+}
+
+func (c *checker) target(t Target) {
+	if c.err == nil && t.Job == 0 && t.WorkflowID == "" {
+		c.fail("Target", "needs a Job or a WorkflowID")
+	}
+	c.name("WorkflowID", t.WorkflowID, false)
+}
+
+func (c *checker) userEvent(field string, t EventType) {
+	c.name(field, string(t), true)
+	if c.err == nil && IsStatusEvent(t) {
+		c.fail(field, fmt.Sprintf("%q is a status event, written only by its own command", t))
+	}
+}
+
+func (c *CreateJob) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.name("WorkflowID", c.WorkflowID, false)
+	ch.name("Type", c.Type, true)
+	ch.name("Queue", c.Queue, true)
+	ch.payload("Input", c.Input)
+	if c.ReusePolicy > IDReuseReturnExisting {
+		ch.fail("ReusePolicy", fmt.Sprintf("%d is not a known policy", c.ReusePolicy))
+	}
+	ch.name("ParentStep", c.ParentStep, c.ParentID != 0)
+	if c.ParentID == 0 && c.ParentStep != "" {
+		ch.fail("ParentID", "is required with ParentStep")
+	}
+	return ch.err
+}
+
+func (c *Claim) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.name("Queue", c.Queue, true)
+	ch.name("Owner", c.Owner, true)
+	ch.batch("Max", c.Max)
+	ch.lease("LeaseMS", c.LeaseMS)
+	return ch.err
+}
+
+func (c *Heartbeat) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.batch("Leases", len(c.Leases))
+	for _, r := range c.Leases {
+		ch.ref(r)
+	}
+	ch.lease("LeaseMS", c.LeaseMS)
+	return ch.err
+}
+
+func (c *AppendEvents) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.ref(c.LeaseRef)
+	switch {
+	case len(c.Events) == 0:
+		ch.fail("Events", "is empty")
+	case len(c.Events) > l.MaxEventsPerAppend && ch.err == nil:
+		ch.err = tooLarge(ch.cmd, "Events", len(c.Events), l.MaxEventsPerAppend)
+	}
+	for i := range c.Events {
+		e := &c.Events[i]
+		ch.userEvent(fmt.Sprintf("Events[%d].Type", i), e.Type)
+		ch.name(fmt.Sprintf("Events[%d].Step", i), e.Step, false)
+		ch.name(fmt.Sprintf("Events[%d].Name", i), e.Name, false)
+		ch.payload(fmt.Sprintf("Events[%d].Payload", i), e.Payload)
+	}
+	return ch.err
+}
+
+func (c *CommitStep) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.ref(c.LeaseRef)
+	ch.name("Step", c.Step, true)
+	ch.userEvent("Type", c.Type)
+	ch.payload("Payload", c.Payload)
+	if c.CatchUp && len(c.Payload) > 0 {
+		ch.fail("Payload", "must be empty with CatchUp: the recorded effect supplies it")
+	}
+	return ch.err
+}
+
+func (c *Wait) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.ref(c.LeaseRef)
+	s := &c.Spec
+	if s.TimerAtMS == 0 && len(s.Signals) == 0 && len(s.Steps) == 0 {
+		ch.fail("Spec", "waits for nothing: give a timer, signals or steps")
+	}
+	if s.TimerAtMS < 0 {
+		ch.fail("Spec.TimerAtMS", "is negative")
+	}
+	ch.name("Spec.TimerID", s.TimerID, s.TimerAtMS > 0)
+	if s.TimerAtMS == 0 && s.TimerID != "" {
+		ch.fail("Spec.TimerAtMS", "is required with a TimerID")
+	}
+	if len(s.Signals)+len(s.Steps) > l.MaxBatch && ch.err == nil {
+		ch.err = tooLarge(ch.cmd, "Spec", len(s.Signals)+len(s.Steps), l.MaxBatch)
+	}
+	ch.names("Spec.Signals", s.Signals)
+	ch.names("Spec.Steps", s.Steps)
+	return ch.err
+}
+
+func (c *Signal) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.target(c.Target)
+	ch.name("Name", c.Name, true)
+	ch.payload("Payload", c.Payload)
+	return ch.err
+}
+
+func (c *FireTimers) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.batch("Max", c.Max)
+	return ch.err
+}
+
+func (c *Reclaim) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.batch("Max", c.Max)
+	return ch.err
+}
+
+func (c *ReleaseDelayed) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.batch("Max", c.Max)
+	return ch.err
+}
+
+func (c *Cancel) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.target(c.Target)
+	ch.name("Reason", c.Reason, false)
+	return ch.err
+}
+
+func (c *Activate) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.target(c.Target)
+	return ch.err
+}
+
+func (c *Suspend) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.target(c.Target)
+	ch.name("Reason", c.Reason, false)
+	return ch.err
+}
+
+func (c *Resume) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.target(c.Target)
+	return ch.err
+}
+
+func (c *Complete) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.ref(c.LeaseRef)
+	ch.payload("Result", c.Result)
+	return ch.err
+}
+
+func (c *Fail) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.ref(c.LeaseRef)
+	ch.payload("Error", c.Error)
+	return ch.err
+}
+
+func (c *Requeue) check(l *Limits) error {
+	ch := newChecker(c, l)
+	if c.Job == 0 {
+		ch.fail("Job", "is required")
+	}
+	if c.DelayMS < 0 {
+		ch.fail("DelayMS", "is negative")
+	}
+	ch.name("Reason", c.Reason, false)
+	return ch.err
+}

@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/heddlewf/heddle/storage"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// The encoded forms of commands and results: a storage record (type byte,
+// version byte, msgpack) whose body is [kind, body]. Commands travel through
+// the Raft log; results are kept for request-id retries and sent back to the
+// proposer.
+const (
+	commandVersion = 1
+	resultVersion  = 1
+)
+
+type envelope struct {
+	_    struct{} `msgpack:",as_array"`
+	Kind CommandKind
+	Body msgpack.RawMessage
+}
+
+// EncodeCommand returns the log form of c.
+func EncodeCommand(c Command) ([]byte, error) {
+	body, err := msgpack.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("engine: encode %s: %w", c.Kind(), err)
+	}
+	return storage.Encode(storage.KindCommand, commandVersion, &envelope{Kind: c.Kind(), Body: body})
+}
+
+// DecodeCommand decodes the log form of a command. Unknown kinds give
+// ErrUnknownCommand; malformed bytes give a *storage.CorruptError. The fields
+// are not validated here: Apply validates every command it applies.
+func DecodeCommand(b []byte) (Command, error) {
+	var env envelope
+	if _, err := storage.Decode(b, storage.KindCommand, commandVersion, &env); err != nil {
+		return nil, err
+	}
+	c, ok := newCommand(env.Kind)
+	if !ok {
+		return nil, fmt.Errorf("%w: kind %d", ErrUnknownCommand, env.Kind)
+	}
+	if err := msgpack.Unmarshal(env.Body, c); err != nil {
+		return nil, &storage.CorruptError{Kind: storage.KindCommand, Reason: fmt.Sprintf("%s body: %v", env.Kind, err)}
+	}
+	return c, nil
+}
+
+// EncodeResult returns the stored form of the result of a command of kind k.
+func EncodeResult(k CommandKind, r Result) ([]byte, error) {
+	body, err := msgpack.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("engine: encode %s result: %w", k, err)
+	}
+	return storage.Encode(storage.KindResult, resultVersion, &envelope{Kind: k, Body: body})
+}
+
+// DecodeResult decodes a stored result and returns it with the kind of the
+// command it answered.
+func DecodeResult(b []byte) (CommandKind, Result, error) {
+	var env envelope
+	if _, err := storage.Decode(b, storage.KindResult, resultVersion, &env); err != nil {
+		return 0, nil, err
+	}
+	r := newResult(env.Kind)
+	if r == nil {
+		return 0, nil, fmt.Errorf("%w: result of kind %d", ErrUnknownCommand, env.Kind)
+	}
+	if err := msgpack.Unmarshal(env.Body, r); err != nil {
+		return 0, nil, &storage.CorruptError{Kind: storage.KindResult, Reason: fmt.Sprintf("%s body: %v", env.Kind, err)}
+	}
+	return env.Kind, r, nil
+}

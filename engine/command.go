@@ -1,0 +1,304 @@
+package engine
+
+import "fmt"
+
+// Header is carried by every command.
+type Header struct {
+	// RequestID, when set, makes the command idempotent: a command whose
+	// request id was already applied returns the first result and writes
+	// nothing. Results are kept for Limits.RequestRetentionMS.
+	RequestID string `msgpack:"rq,omitempty"`
+	// NowMS is the command's time in Unix milliseconds, stamped by the single
+	// writer (the local log, or the Raft leader). Apply keeps it monotonic: a
+	// command stamped earlier than its predecessor takes the predecessor's time.
+	NowMS int64 `msgpack:"now"`
+}
+
+// Head returns the header, so every command type satisfies Command by embedding it.
+func (h *Header) Head() *Header { return h }
+
+// Command is one state change, applied by Apply. Commands are plain data:
+// they are encoded into the Raft log and must decode identically everywhere.
+type Command interface {
+	Head() *Header
+	// Kind is the command's stable type number.
+	Kind() CommandKind
+	// check validates the fields against the limits, without reading state.
+	check(l *Limits) error
+}
+
+// CommandKind is the stable number of a command type, stored in the log.
+type CommandKind uint8
+
+// Command kinds. Stored in logs and request records: never reuse a number.
+const (
+	KindCreateJob      CommandKind = 1
+	KindClaim          CommandKind = 2
+	KindHeartbeat      CommandKind = 3
+	KindAppendEvents   CommandKind = 4
+	KindCommitStep     CommandKind = 5
+	KindWait           CommandKind = 6
+	KindSignal         CommandKind = 7
+	KindFireTimers     CommandKind = 8
+	KindReclaim        CommandKind = 9
+	KindReleaseDelayed CommandKind = 10
+	KindCancel         CommandKind = 11
+	KindActivate       CommandKind = 12
+	KindSuspend        CommandKind = 13
+	KindResume         CommandKind = 14
+	KindComplete       CommandKind = 15
+	KindFail           CommandKind = 16
+	KindRequeue        CommandKind = 17
+)
+
+var commandNames = map[CommandKind]string{
+	KindCreateJob: "CreateJob", KindClaim: "Claim", KindHeartbeat: "Heartbeat",
+	KindAppendEvents: "AppendEvents", KindCommitStep: "CommitStep", KindWait: "Wait",
+	KindSignal: "Signal", KindFireTimers: "FireTimers", KindReclaim: "Reclaim",
+	KindReleaseDelayed: "ReleaseDelayed", KindCancel: "Cancel", KindActivate: "Activate",
+	KindSuspend: "Suspend", KindResume: "Resume", KindComplete: "Complete",
+	KindFail: "Fail", KindRequeue: "Requeue",
+}
+
+func (k CommandKind) String() string {
+	if n, ok := commandNames[k]; ok {
+		return n
+	}
+	return fmt.Sprintf("CommandKind(%d)", uint8(k))
+}
+
+// IDReusePolicy decides what CreateJob does when its workflow id already has a run.
+type IDReusePolicy uint8
+
+const (
+	// IDReuseAllowAfterTerminal (the default) starts a new run when the
+	// current run is terminal, and refuses while it is open.
+	IDReuseAllowAfterTerminal IDReusePolicy = 0
+	// IDReuseRejectDuplicate refuses whenever any run of the id exists.
+	IDReuseRejectDuplicate IDReusePolicy = 1
+	// IDReuseReturnExisting returns the open run when the start is identical
+	// (same type, queue and input), refuses a different start while it is
+	// open, and starts a new run after a terminal one.
+	IDReuseReturnExisting IDReusePolicy = 2
+)
+
+// Target names a job by id, or by workflow id (its current run) when Job is 0.
+type Target struct {
+	Job        JobID  `msgpack:"j,omitempty"`
+	WorkflowID string `msgpack:"wf,omitempty"`
+}
+
+// CreateJob starts a job (a workflow run): job_created, or job_drafted with Draft.
+type CreateJob struct {
+	Header
+	WorkflowID  string        `msgpack:"wf,omitempty"` // empty: "job-<id>"
+	Type        string        `msgpack:"ty"`
+	Queue       string        `msgpack:"qu"`
+	Input       []byte        `msgpack:"in,omitempty"`
+	ReusePolicy IDReusePolicy `msgpack:"rp,omitempty"`
+	Draft       bool          `msgpack:"dr,omitempty"`
+	// ParentID and ParentStep make the job's result the effect of a step of
+	// another job (a child workflow, or an activity on another queue).
+	ParentID   JobID  `msgpack:"pi,omitempty"`
+	ParentStep string `msgpack:"ps,omitempty"`
+}
+
+// Claim takes up to Max ready jobs of Queue, in the order they became ready,
+// each with a new attempt and a lease of LeaseMS for Owner.
+type Claim struct {
+	Header
+	Queue   string `msgpack:"qu"`
+	Owner   string `msgpack:"ow"`
+	Max     int    `msgpack:"mx"`
+	LeaseMS int64  `msgpack:"ls"`
+}
+
+// LeaseRef names one attempt of one job.
+type LeaseRef struct {
+	Job     JobID  `msgpack:"j"`
+	Attempt uint64 `msgpack:"a"`
+}
+
+// Heartbeat renews the leases of running attempts to Now+LeaseMS. Each
+// attempt that is not current is refused on its own; the others are renewed.
+type Heartbeat struct {
+	Header
+	Leases  []LeaseRef `msgpack:"ls"`
+	LeaseMS int64      `msgpack:"ms"`
+}
+
+// NewEvent is an event a worker asks to append; the engine numbers and stamps it.
+type NewEvent struct {
+	Type    EventType `msgpack:"t"`
+	Step    string    `msgpack:"s,omitempty"`
+	Name    string    `msgpack:"n,omitempty"`
+	Payload []byte    `msgpack:"p,omitempty"`
+}
+
+// AppendEvents appends non-status events to a running job (fenced).
+type AppendEvents struct {
+	Header
+	LeaseRef
+	Events []NewEvent `msgpack:"ev"`
+}
+
+// CommitStep records a step's result (the effect) and its completion event in
+// one fenced command. With CatchUp, the effect must already be recorded (by a
+// remote worker or a child job) and only the event is appended, carrying the
+// effect's payload. A step commits once.
+type CommitStep struct {
+	Header
+	LeaseRef
+	Step    string    `msgpack:"st"`
+	Type    EventType `msgpack:"ty"` // the completion event, e.g. "activity_completed"
+	Payload []byte    `msgpack:"p,omitempty"`
+	Failed  bool      `msgpack:"f,omitempty"`
+	CatchUp bool      `msgpack:"cu,omitempty"`
+}
+
+// Wait blocks a running job (fenced) on a timer, signals or step effects and
+// releases its lease. If something it waits for already happened after
+// SeenSeq (the last event the worker has seen), the wait is over before it
+// starts: nothing is written and the result says Woken.
+type Wait struct {
+	Header
+	LeaseRef
+	Spec    WaitSpec `msgpack:"sp"`
+	SeenSeq uint64   `msgpack:"ss"`
+}
+
+// Signal delivers a named signal to a job; it wakes the job if it waits for that name.
+type Signal struct {
+	Header
+	Target
+	Name    string `msgpack:"n"`
+	Payload []byte `msgpack:"p,omitempty"`
+}
+
+// FireTimers fires up to Max timers due at Now.
+type FireTimers struct {
+	Header
+	Max int `msgpack:"mx"`
+}
+
+// Reclaim requeues up to Max running jobs whose lease expired by Now. It
+// never touches a Waiting or Parked job (they hold no lease).
+type Reclaim struct {
+	Header
+	Max int `msgpack:"mx"`
+}
+
+// ReleaseDelayed requeues up to Max Retrying jobs whose retry delay has passed.
+type ReleaseDelayed struct {
+	Header
+	Max int `msgpack:"mx"`
+}
+
+// Cancel ends a job as Cancelled from any non-terminal status.
+type Cancel struct {
+	Header
+	Target
+	Reason string `msgpack:"r,omitempty"`
+}
+
+// Activate moves a Draft job to Queued.
+type Activate struct {
+	Header
+	Target
+}
+
+// Suspend pauses a job; a running attempt loses its lease and is fenced out.
+type Suspend struct {
+	Header
+	Target
+	Reason string `msgpack:"r,omitempty"`
+}
+
+// Resume moves a Suspended job to Queued.
+type Resume struct {
+	Header
+	Target
+}
+
+// Complete ends a running job successfully (fenced).
+type Complete struct {
+	Header
+	LeaseRef
+	Result []byte `msgpack:"r,omitempty"`
+}
+
+// Fail ends a running job with a failure (fenced).
+type Fail struct {
+	Header
+	LeaseRef
+	Error []byte `msgpack:"e,omitempty"`
+}
+
+// Requeue puts a job back in its queue, after DelayMS (then it is Retrying
+// until the scheduler releases it). A running job is requeued by its own
+// attempt (fenced); a Failed job is retried with Attempt 0.
+type Requeue struct {
+	Header
+	LeaseRef
+	DelayMS int64  `msgpack:"d,omitempty"`
+	Reason  string `msgpack:"r,omitempty"`
+}
+
+func (*CreateJob) Kind() CommandKind      { return KindCreateJob }
+func (*Claim) Kind() CommandKind          { return KindClaim }
+func (*Heartbeat) Kind() CommandKind      { return KindHeartbeat }
+func (*AppendEvents) Kind() CommandKind   { return KindAppendEvents }
+func (*CommitStep) Kind() CommandKind     { return KindCommitStep }
+func (*Wait) Kind() CommandKind           { return KindWait }
+func (*Signal) Kind() CommandKind         { return KindSignal }
+func (*FireTimers) Kind() CommandKind     { return KindFireTimers }
+func (*Reclaim) Kind() CommandKind        { return KindReclaim }
+func (*ReleaseDelayed) Kind() CommandKind { return KindReleaseDelayed }
+func (*Cancel) Kind() CommandKind         { return KindCancel }
+func (*Activate) Kind() CommandKind       { return KindActivate }
+func (*Suspend) Kind() CommandKind        { return KindSuspend }
+func (*Resume) Kind() CommandKind         { return KindResume }
+func (*Complete) Kind() CommandKind       { return KindComplete }
+func (*Fail) Kind() CommandKind           { return KindFail }
+func (*Requeue) Kind() CommandKind        { return KindRequeue }
+
+// newCommand returns an empty command of kind k, for decoding.
+func newCommand(k CommandKind) (Command, bool) {
+	switch k {
+	case KindCreateJob:
+		return new(CreateJob), true
+	case KindClaim:
+		return new(Claim), true
+	case KindHeartbeat:
+		return new(Heartbeat), true
+	case KindAppendEvents:
+		return new(AppendEvents), true
+	case KindCommitStep:
+		return new(CommitStep), true
+	case KindWait:
+		return new(Wait), true
+	case KindSignal:
+		return new(Signal), true
+	case KindFireTimers:
+		return new(FireTimers), true
+	case KindReclaim:
+		return new(Reclaim), true
+	case KindReleaseDelayed:
+		return new(ReleaseDelayed), true
+	case KindCancel:
+		return new(Cancel), true
+	case KindActivate:
+		return new(Activate), true
+	case KindSuspend:
+		return new(Suspend), true
+	case KindResume:
+		return new(Resume), true
+	case KindComplete:
+		return new(Complete), true
+	case KindFail:
+		return new(Fail), true
+	case KindRequeue:
+		return new(Requeue), true
+	}
+	return nil, false
+}

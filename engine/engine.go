@@ -1,0 +1,245 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// Config configures Open. The zero value is invalid only in that it names no
+// storage: set Dir, or InMemory for tests. Every other zero field takes its
+// documented default.
+type Config struct {
+	// Dir is the database directory (created if missing).
+	Dir string
+	// InMemory keeps everything in memory; nothing survives Close.
+	InMemory bool
+	// Storage tunes Badger; its Dir and InMemory are taken from above.
+	Storage storage.Options
+	// Limits bound what one command may carry.
+	Limits Limits
+	// Clock stamps commands and drives the scheduler; nil means clock.Wall().
+	Clock clock.Clock
+	// MaxBatchCommands bounds one group commit; 0 means 1024.
+	MaxBatchCommands int
+	// SchedulerBatch bounds the jobs of one timer, reclaim or release
+	// proposal; 0 means 256.
+	SchedulerBatch int
+	// DisableScheduler leaves timers, expired leases and retry delays to the
+	// caller (tests drive them by proposing FireTimers, Reclaim, ReleaseDelayed).
+	DisableScheduler bool
+	// OnSchedulerError receives errors the scheduler met; nil drops them.
+	OnSchedulerError func(error)
+}
+
+// Validate reports the first invalid field of c.
+func (c Config) Validate() error {
+	so := c.storageOptions()
+	if err := so.Validate(); err != nil {
+		return err
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return err
+	}
+	if c.MaxBatchCommands < 0 || c.SchedulerBatch < 0 {
+		return fmt.Errorf("%w: Config.MaxBatchCommands and SchedulerBatch must not be negative", ErrInvalidCommand)
+	}
+	lim := c.Limits.withDefaults()
+	if maxBatch := storage.MaxBatchBytes(so); int64(lim.MaxPayloadBytes)*2 > maxBatch {
+		return fmt.Errorf("%w: Limits.MaxPayloadBytes %d does not fit twice into one storage batch of %d bytes (raise Storage.MemTableBytes)",
+			ErrInvalidCommand, lim.MaxPayloadBytes, maxBatch)
+	}
+	return nil
+}
+
+func (c Config) storageOptions() storage.Options {
+	so := c.Storage
+	so.Dir, so.InMemory = c.Dir, c.InMemory
+	return so
+}
+
+// Engine is an embedded heddle: a database directory, the local log that
+// applies commands to it, and the scheduler. All methods are safe for
+// concurrent use.
+type Engine struct {
+	db     *storage.DB
+	log    *LocalLog
+	sched  *Scheduler
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	limits Limits
+}
+
+// Open opens (or creates) an engine.
+func Open(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := NewMachine(cfg.Limits)
+	if err != nil {
+		return nil, err
+	}
+	db, err := storage.Open(cfg.storageOptions())
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{db: db, limits: m.limits}
+	var onCommit func()
+	if !cfg.DisableScheduler {
+		onCommit = func() { e.sched.Wake() }
+	}
+	e.log, err = NewLocalLog(LocalLogConfig{DB: db, Machine: m, Clock: cfg.Clock,
+		MaxBatchCommands: cfg.MaxBatchCommands, OnCommit: onCommit})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if !cfg.DisableScheduler {
+		e.sched = NewScheduler(e.log, db, cfg.Clock, cfg.SchedulerBatch)
+		e.sched.OnError = cfg.OnSchedulerError
+		ctx, cancel := context.WithCancel(context.Background())
+		e.cancel = cancel
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.sched.Run(ctx)
+		}()
+	}
+	return e, nil
+}
+
+// Close stops the scheduler and the log and closes the database. Proposals
+// already accepted are applied first.
+func (e *Engine) Close() error {
+	if e.cancel != nil {
+		e.cancel()
+	}
+	e.wg.Wait()
+	e.log.Close()
+	return e.db.Close()
+}
+
+// DB exposes the database, for verification and snapshots.
+func (e *Engine) DB() *storage.DB { return e.db }
+
+// Log exposes the engine's log.
+func (e *Engine) Log() Log { return e.log }
+
+// Propose applies cmd through the log.
+func (e *Engine) Propose(ctx context.Context, cmd Command) (Result, error) {
+	return e.log.Propose(ctx, cmd)
+}
+
+func propose[R Result](ctx context.Context, e *Engine, cmd Command) (R, error) {
+	var zero R
+	res, err := e.log.Propose(ctx, cmd)
+	if err != nil {
+		return zero, err
+	}
+	r, ok := res.(R)
+	if !ok {
+		return zero, fmt.Errorf("engine: %s returned %T", cmd.Kind(), res)
+	}
+	return r, nil
+}
+
+// Create starts a job.
+func (e *Engine) Create(ctx context.Context, c CreateJob) (*CreateResult, error) {
+	return propose[*CreateResult](ctx, e, &c)
+}
+
+// Claim takes ready jobs of a queue.
+func (e *Engine) Claim(ctx context.Context, c Claim) ([]ClaimedJob, error) {
+	r, err := propose[*ClaimResult](ctx, e, &c)
+	if err != nil {
+		return nil, err
+	}
+	return r.Jobs, nil
+}
+
+// Heartbeat renews leases; see HeartbeatResult for the refused ones.
+func (e *Engine) Heartbeat(ctx context.Context, c Heartbeat) (*HeartbeatResult, error) {
+	return propose[*HeartbeatResult](ctx, e, &c)
+}
+
+// HeartbeatOne renews one lease and returns ErrStaleAttempt (or
+// ErrUnknownJob) when it is refused.
+func (e *Engine) HeartbeatOne(ctx context.Context, ref LeaseRef, leaseMS int64) (int64, error) {
+	r, err := e.Heartbeat(ctx, Heartbeat{Leases: []LeaseRef{ref}, LeaseMS: leaseMS})
+	if err != nil {
+		return 0, err
+	}
+	if len(r.Refused) > 0 {
+		if r.Refused[0].Code == StaleAttemptCode {
+			return 0, fmt.Errorf("%w: heartbeat of job %d attempt %d", ErrStaleAttempt, ref.Job, ref.Attempt)
+		}
+		return 0, unknownJob(ref.Job)
+	}
+	return r.LeaseExpiryMS, nil
+}
+
+// Append appends events to a running job.
+func (e *Engine) Append(ctx context.Context, c AppendEvents) (*AppendResult, error) {
+	return propose[*AppendResult](ctx, e, &c)
+}
+
+// CommitStep records a step's effect and completion event.
+func (e *Engine) CommitStep(ctx context.Context, c CommitStep) (*AppendResult, error) {
+	return propose[*AppendResult](ctx, e, &c)
+}
+
+// Wait blocks a running job and releases its lease.
+func (e *Engine) Wait(ctx context.Context, c Wait) (*WaitResult, error) {
+	return propose[*WaitResult](ctx, e, &c)
+}
+
+// Signal delivers a signal.
+func (e *Engine) Signal(ctx context.Context, c Signal) (*SignalResult, error) {
+	return propose[*SignalResult](ctx, e, &c)
+}
+
+// Cancel cancels a job.
+func (e *Engine) Cancel(ctx context.Context, c Cancel) (*StatusResult, error) {
+	return propose[*StatusResult](ctx, e, &c)
+}
+
+// Activate moves a Draft job to Queued.
+func (e *Engine) Activate(ctx context.Context, c Activate) (*StatusResult, error) {
+	return propose[*StatusResult](ctx, e, &c)
+}
+
+// Suspend pauses a job.
+func (e *Engine) Suspend(ctx context.Context, c Suspend) (*StatusResult, error) {
+	return propose[*StatusResult](ctx, e, &c)
+}
+
+// Resume requeues a Suspended job.
+func (e *Engine) Resume(ctx context.Context, c Resume) (*StatusResult, error) {
+	return propose[*StatusResult](ctx, e, &c)
+}
+
+// Complete ends a running job successfully.
+func (e *Engine) Complete(ctx context.Context, c Complete) (*StatusResult, error) {
+	return propose[*StatusResult](ctx, e, &c)
+}
+
+// Fail ends a running job with a failure.
+func (e *Engine) Fail(ctx context.Context, c Fail) (*StatusResult, error) {
+	return propose[*StatusResult](ctx, e, &c)
+}
+
+// Requeue puts a job back in its queue, optionally after a retry delay.
+func (e *Engine) Requeue(ctx context.Context, c Requeue) (*StatusResult, error) {
+	return propose[*StatusResult](ctx, e, &c)
+}
+
+// view runs fn over a consistent read of the store, unless ctx is done.
+func (e *Engine) view(ctx context.Context, fn func(r *storage.Reader) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return e.db.View(fn)
+}

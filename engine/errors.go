@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// Sentinel errors. Every error Apply, Log and Engine return matches one of
+// these with errors.Is; the typed errors below wrap them and add detail. A
+// command that fails writes nothing.
+var (
+	// ErrStaleAttempt: a fenced write came from an attempt that is not the
+	// job's current, running one. The worker must stop the job at once.
+	ErrStaleAttempt = errors.New("engine: stale attempt")
+	// ErrUnknownJob: no job has the given id or workflow id.
+	ErrUnknownJob = errors.New("engine: unknown job")
+	// ErrIllegalTransition: the command's status event is illegal in the job's status.
+	ErrIllegalTransition = errors.New("engine: illegal transition")
+	// ErrUnknownCommand: a command kind this version does not know.
+	ErrUnknownCommand = errors.New("engine: unknown command")
+	// ErrInvalidCommand: a missing or malformed field.
+	ErrInvalidCommand = errors.New("engine: invalid command")
+	// ErrPayloadTooLarge: a payload, name or batch over its configured limit.
+	ErrPayloadTooLarge = errors.New("engine: payload too large")
+	// ErrWorkflowExists: a start refused by the workflow-id reuse policy.
+	ErrWorkflowExists = errors.New("engine: workflow already exists")
+	// ErrJobClosed: the job is terminal and takes no more signals or writes.
+	ErrJobClosed = errors.New("engine: job closed")
+	// ErrStepCommitted: the step already has a committed result.
+	ErrStepCommitted = errors.New("engine: step already committed")
+	// ErrInvariant: a stored history breaks the state machine (see InvariantError).
+	ErrInvariant = errors.New("engine: invariant violated")
+	// ErrClosed: the log or engine was closed.
+	ErrClosed = errors.New("engine: closed")
+	// ErrCorrupt: stored bytes did not decode (see storage.CorruptError).
+	ErrCorrupt = storage.ErrCorrupt
+)
+
+// Stable codes, one per typed error, for logs, APIs and tests.
+const (
+	StaleAttemptCode = "HDL-ENGINE-0001"
+	TransitionCode   = "HDL-ENGINE-0003"
+	FieldCode        = "HDL-ENGINE-0004"
+)
+
+// StaleAttemptError details ErrStaleAttempt.
+type StaleAttemptError struct {
+	Job     JobID
+	Attempt uint64 // the writer's attempt
+	Current uint64 // the job's current attempt
+	Status  Status // the job's status (fenced writes need Running)
+	Command string
+}
+
+func (e *StaleAttemptError) Error() string {
+	return fmt.Sprintf("engine: stale attempt: %s on job %d by attempt %d, job is %s at attempt %d [%s]",
+		e.Command, e.Job, e.Attempt, e.Status, e.Current, StaleAttemptCode)
+}
+func (e *StaleAttemptError) Unwrap() error { return ErrStaleAttempt }
+func (e *StaleAttemptError) Code() string  { return StaleAttemptCode }
+
+// TransitionError details ErrIllegalTransition.
+type TransitionError struct {
+	Job   JobID
+	From  Status
+	Event EventType
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("engine: illegal transition: %s on job %d in status %s [%s]", e.Event, e.Job, e.From, TransitionCode)
+}
+func (e *TransitionError) Unwrap() error { return ErrIllegalTransition }
+func (e *TransitionError) Code() string  { return TransitionCode }
+
+// FieldError names the command field that was wrong. It wraps
+// ErrInvalidCommand, or ErrPayloadTooLarge for a limit.
+type FieldError struct {
+	Command string
+	Field   string
+	Reason  string
+	err     error
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("%v: %s.%s %s [%s]", e.err, e.Command, e.Field, e.Reason, FieldCode)
+}
+func (e *FieldError) Unwrap() error { return e.err }
+func (e *FieldError) Code() string  { return FieldCode }
+
+func invalid(cmd, field, reason string) error {
+	return &FieldError{Command: cmd, Field: field, Reason: reason, err: ErrInvalidCommand}
+}
+
+func tooLarge(cmd, field string, n, limit int) error {
+	return &FieldError{Command: cmd, Field: field, Reason: fmt.Sprintf("is %d, over the limit of %d", n, limit), err: ErrPayloadTooLarge}
+}
+
+func unknownJob(id JobID) error { return fmt.Errorf("%w: %d", ErrUnknownJob, id) }

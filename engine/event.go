@@ -1,0 +1,75 @@
+package engine
+
+import "github.com/heddlewf/heddle/storage"
+
+// Event is one entry of a job's history. Seq numbers start at 1 and have no
+// gaps. Fields that do not apply to an event's type are left zero.
+type Event struct {
+	Seq  uint64    `msgpack:"q"`
+	Type EventType `msgpack:"t"`
+	// AtMS is the command's Now (Unix milliseconds) when the event was appended.
+	AtMS int64 `msgpack:"at"`
+	// Attempt is the attempt that wrote the event, for fenced writes and claims.
+	Attempt uint64 `msgpack:"a,omitempty"`
+	// Step names the step (activity) an event or effect belongs to.
+	Step string `msgpack:"s,omitempty"`
+	// Name is a signal name, timer id, marker name, lease owner, … by type.
+	Name string `msgpack:"n,omitempty"`
+	// Payload is opaque to the engine (inputs, results, errors, details).
+	Payload []byte `msgpack:"p,omitempty"`
+	// Reason says why a status event happened (lease_expired, retry, …).
+	Reason string `msgpack:"r,omitempty"`
+	// DelayMS is the retry delay of a job_requeued event.
+	DelayMS int64 `msgpack:"d,omitempty"`
+	// LeaseExpiryMS is the lease of a job_leased event.
+	LeaseExpiryMS int64 `msgpack:"l,omitempty"`
+	// Commit marks the event CommitStep appended for Step: the step's one
+	// committed result.
+	Commit bool `msgpack:"c,omitempty"`
+	// Wait describes what a job_waiting event waits for.
+	Wait *WaitSpec `msgpack:"w,omitempty"`
+}
+
+// WaitSpec is what a waiting job waits for; the first of these to happen
+// completes the wait.
+type WaitSpec struct {
+	// TimerID and TimerAtMS name a durable timer (TimerAtMS 0: no timer).
+	TimerID   string `msgpack:"ti,omitempty"`
+	TimerAtMS int64  `msgpack:"ta,omitempty"`
+	// Signals are signal names; any one of them arriving ends the wait.
+	Signals []string `msgpack:"sg,omitempty"`
+	// Steps are step ids whose effect (a remote activity's or a child job's
+	// result) ends the wait when it is recorded.
+	Steps []string `msgpack:"st,omitempty"`
+	// Park marks a long wait: the job is Parked rather than Waiting.
+	Park bool `msgpack:"pk,omitempty"`
+}
+
+func (w *WaitSpec) waitsForSignal(name string) bool { return w != nil && contains(w.Signals, name) }
+func (w *WaitSpec) waitsForStep(step string) bool   { return w != nil && contains(w.Steps, step) }
+func (w *WaitSpec) waitsForTimer(id string) bool {
+	return w != nil && w.TimerAtMS > 0 && w.TimerID == id
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+const eventVersion = 1
+
+// EncodeEvent returns the stored form of e.
+func EncodeEvent(e *Event) []byte { return storage.MustEncode(storage.KindEvent, eventVersion, e) }
+
+// DecodeEvent decodes a stored event; failures are *storage.CorruptError.
+func DecodeEvent(b []byte) (*Event, error) {
+	e := new(Event)
+	if _, err := storage.Decode(b, storage.KindEvent, eventVersion, e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}

@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// harness applies commands one at a time straight through Apply over an
+// in-memory store, with time under the test's control. Each command is its
+// own committed batch, so the harness sees exactly what a LocalLog would.
+type harness struct {
+	t   testing.TB
+	db  *storage.DB
+	m   *Machine
+	now int64
+}
+
+func newHarness(t testing.TB) *harness {
+	t.Helper()
+	db, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return &harness{t: t, db: db, m: defaultMachine, now: 1_000_000}
+}
+
+// apply stamps cmd with the harness clock and applies and commits it.
+func (h *harness) apply(cmd Command) (Result, error) {
+	cmd.Head().NowMS = h.now
+	b := h.db.NewBatch()
+	tx := b.Begin()
+	res, err := h.m.Apply(tx, cmd)
+	if err != nil {
+		b.Discard()
+		return nil, err
+	}
+	if err := b.Add(tx); err != nil {
+		h.t.Fatalf("batch add: %v", err)
+	}
+	if err := b.Commit(); err != nil {
+		h.t.Fatalf("commit: %v", err)
+	}
+	return res, nil
+}
+
+func (h *harness) must(cmd Command) Result {
+	h.t.Helper()
+	res, err := h.apply(cmd)
+	if err != nil {
+		h.t.Fatalf("%s: %v", cmd.Kind(), err)
+	}
+	return res
+}
+
+func (h *harness) mustFail(cmd Command, want error) error {
+	h.t.Helper()
+	_, err := h.apply(cmd)
+	if !errors.Is(err, want) {
+		h.t.Fatalf("%s: got error %v, want %v", cmd.Kind(), err, want)
+	}
+	return err
+}
+
+func (h *harness) create(wf string) JobID {
+	h.t.Helper()
+	return h.must(&CreateJob{WorkflowID: wf, Type: "order", Queue: "q"}).(*CreateResult).Job
+}
+
+func (h *harness) claimOne(leaseMS int64) ClaimedJob {
+	h.t.Helper()
+	r := h.must(&Claim{Queue: "q", Owner: "w1", Max: 1, LeaseMS: leaseMS}).(*ClaimResult)
+	if len(r.Jobs) != 1 {
+		h.t.Fatalf("claim got %d jobs, want 1", len(r.Jobs))
+	}
+	return r.Jobs[0]
+}
+
+func (h *harness) job(id JobID) *Job {
+	h.t.Helper()
+	var j *Job
+	err := h.db.View(func(r *storage.Reader) error {
+		var err error
+		j, err = ReadJob(r, id)
+		return err
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return j
+}
+
+func (h *harness) history(id JobID) []Event {
+	h.t.Helper()
+	var evs []Event
+	err := h.db.View(func(r *storage.Reader) error {
+		var err error
+		evs, _, err = ReadHistory(r, id, 0, 0)
+		return err
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return evs
+}
+
+// verify fails the test on any problem Verify finds.
+func (h *harness) verify() {
+	h.t.Helper()
+	var errs []error
+	h.db.View(func(r *storage.Reader) error {
+		errs = Verify(r, 10)
+		return nil
+	})
+	for _, err := range errs {
+		h.t.Error(err)
+	}
+	if len(errs) > 0 {
+		h.t.FailNow()
+	}
+}
+
+// snapshot returns every key and value in the store, for "nothing changed" checks.
+func (h *harness) snapshot() map[string]string {
+	out := map[string]string{}
+	h.db.View(func(r *storage.Reader) error {
+		return r.Scan(nil, nil, true, func(k, v []byte) (bool, error) {
+			out[string(k)] = string(v)
+			return true, nil
+		})
+	})
+	return out
+}
+
+func sameStore(t testing.TB, before, after map[string]string) {
+	t.Helper()
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("key %q changed", k)
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("key %q added", k)
+		}
+	}
+}
+
+var bg = context.Background()

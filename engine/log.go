@@ -1,0 +1,185 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// Log orders commands and applies them durably. Propose returns once cmd is
+// applied and durable, with its result or its typed error. Propose may be
+// called from many goroutines at once; the log applies commands one at a
+// time, in one order, and stamps each with the time (callers leave NowMS 0).
+//
+// When ctx ends before the command is applied, Propose returns ctx's error
+// and the outcome is unknown: the command may still be applied. Retry with
+// the same RequestID to learn the result without applying it twice.
+type Log interface {
+	Propose(ctx context.Context, cmd Command) (Result, error)
+}
+
+// LocalLog is the embedded Log: one goroutine applies proposals in arrival
+// order, packing all that are waiting into one Badger transaction and one
+// sync (group commit), then answers each caller with its own result.
+type LocalLog struct {
+	db      *storage.DB
+	machine *Machine
+	clock   clock.Clock
+	maxCmds int
+
+	proposals chan *proposal
+	done      chan struct{}
+	closeOnce sync.Once
+	mu        sync.RWMutex // guards closed against concurrent Propose
+	closed    bool
+	onCommit  func() // called after each durable batch (the scheduler's wake-up)
+}
+
+type proposal struct {
+	cmd   Command
+	res   Result
+	err   error
+	reply chan struct{}
+}
+
+// LocalLogConfig configures a LocalLog. The zero value of every field but DB
+// is valid.
+type LocalLogConfig struct {
+	DB *storage.DB
+	// Machine applies the commands; nil means default limits.
+	Machine *Machine
+	// Clock stamps the commands; nil means clock.Wall().
+	Clock clock.Clock
+	// MaxBatchCommands bounds the commands in one group commit; 0 means 1024.
+	MaxBatchCommands int
+	// OnCommit, if set, is called (from the log's goroutine) after each
+	// durable batch. It must not block.
+	OnCommit func()
+}
+
+// NewLocalLog starts a LocalLog; Close stops it.
+func NewLocalLog(cfg LocalLogConfig) (*LocalLog, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("engine: LocalLogConfig.DB is required")
+	}
+	if cfg.MaxBatchCommands < 0 {
+		return nil, fmt.Errorf("engine: LocalLogConfig.MaxBatchCommands %d is negative", cfg.MaxBatchCommands)
+	}
+	l := &LocalLog{db: cfg.DB, machine: cfg.Machine, clock: cfg.Clock, maxCmds: cfg.MaxBatchCommands,
+		proposals: make(chan *proposal, 1024), done: make(chan struct{}), onCommit: cfg.OnCommit}
+	if l.machine == nil {
+		l.machine = defaultMachine
+	}
+	if l.clock == nil {
+		l.clock = clock.Wall()
+	}
+	if l.maxCmds == 0 {
+		l.maxCmds = 1024
+	}
+	go l.run()
+	return l, nil
+}
+
+// Propose implements Log.
+func (l *LocalLog) Propose(ctx context.Context, cmd Command) (Result, error) {
+	p := &proposal{cmd: cmd, reply: make(chan struct{})}
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	select {
+	case l.proposals <- p:
+		l.mu.RUnlock()
+	case <-ctx.Done():
+		l.mu.RUnlock()
+		return nil, ctx.Err()
+	}
+	select {
+	case <-p.reply:
+		return p.res, p.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close stops accepting proposals, finishes those already accepted and stops.
+func (l *LocalLog) Close() error {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.closed = true
+		close(l.proposals)
+		l.mu.Unlock()
+	})
+	<-l.done
+	return nil
+}
+
+func (l *LocalLog) run() {
+	defer close(l.done)
+	pending := make([]*proposal, 0, l.maxCmds)
+	for p := range l.proposals {
+		pending = append(pending[:0], p)
+	drain:
+		for len(pending) < l.maxCmds {
+			select {
+			case q, ok := <-l.proposals:
+				if !ok {
+					break drain
+				}
+				pending = append(pending, q)
+			default:
+				break drain
+			}
+		}
+		l.applyBatch(pending)
+	}
+}
+
+// applyBatch applies proposals in order into as few batches as their writes
+// allow, commits each batch with one sync, and only then answers the callers
+// whose commands it holds.
+func (l *LocalLog) applyBatch(ps []*proposal) {
+	nowMS := l.clock.Now().UnixMilli()
+	batch := l.db.NewBatch()
+	var waiting []*proposal // applied, answered after the commit
+	commit := func() {
+		err := batch.Commit()
+		for _, p := range waiting {
+			if err != nil && p.err == nil {
+				p.res, p.err = nil, fmt.Errorf("engine: commit: %w", err)
+			}
+			close(p.reply)
+		}
+		waiting = waiting[:0]
+		if err == nil && l.onCommit != nil {
+			l.onCommit()
+		}
+	}
+	for _, p := range ps {
+		p.cmd.Head().NowMS = nowMS
+		tx := batch.Begin()
+		p.res, p.err = l.machine.Apply(tx, p.cmd)
+		if p.err != nil {
+			// Nothing of this command reached the batch, but its error was
+			// judged on state the batch holds: answer after the commit.
+			waiting = append(waiting, p)
+			continue
+		}
+		err := batch.Add(tx)
+		if errors.Is(err, storage.ErrBatchFull) {
+			commit()
+			batch = l.db.NewBatch()
+			err = batch.Add(tx)
+		}
+		if err != nil {
+			p.res, p.err = nil, fmt.Errorf("%w: %v", ErrPayloadTooLarge, err)
+		}
+		waiting = append(waiting, p)
+	}
+	commit()
+}

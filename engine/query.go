@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// Describe returns the record of the job t names.
+func (e *Engine) Describe(ctx context.Context, t Target) (*Job, error) {
+	var j *Job
+	err := e.view(ctx, func(r *storage.Reader) error {
+		var err error
+		j, err = readTarget(r, t)
+		return err
+	})
+	return j, err
+}
+
+// ReadJob reads one job record.
+func ReadJob(r *storage.Reader, id JobID) (*Job, error) {
+	key := storage.JobKey(uint64(id))
+	b, err := r.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, unknownJob(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	j := new(Job)
+	if _, err := storage.DecodeAt(key, b, storage.KindJob, jobVersion, j); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+func readTarget(r *storage.Reader, t Target) (*Job, error) {
+	if t.Job != 0 {
+		return ReadJob(r, t.Job)
+	}
+	if t.WorkflowID == "" {
+		return nil, fmt.Errorf("%w: a target needs a Job or a WorkflowID", ErrInvalidCommand)
+	}
+	b, err := r.Get(storage.WorkflowKey(t.WorkflowID))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, fmt.Errorf("%w: workflow id %q", ErrUnknownJob, t.WorkflowID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	id, err := storage.ParseU64(b)
+	if err != nil {
+		return nil, err
+	}
+	return ReadJob(r, JobID(id))
+}
+
+// HistoryPage is one page of a job's history.
+type HistoryPage struct {
+	Events []Event
+	// Next is the seq to pass as afterSeq for the following page; 0 when
+	// this page reached the end of the history.
+	Next uint64
+}
+
+// MaxPage bounds the size of one History or List page.
+const MaxPage = 1000
+
+// History returns up to limit events of job id with seq > afterSeq (limit 0
+// means 100; at most MaxPage).
+func (e *Engine) History(ctx context.Context, id JobID, afterSeq uint64, limit int) (*HistoryPage, error) {
+	if limit < 0 || limit > MaxPage {
+		return nil, fmt.Errorf("%w: history limit %d is not in [0, %d]", ErrInvalidCommand, limit, MaxPage)
+	}
+	if limit == 0 {
+		limit = 100
+	}
+	page := &HistoryPage{}
+	err := e.view(ctx, func(r *storage.Reader) error {
+		if _, err := ReadJob(r, id); err != nil {
+			return err
+		}
+		evs, more, err := ReadHistory(r, id, afterSeq, limit)
+		page.Events = evs
+		if more && len(evs) > 0 {
+			page.Next = evs[len(evs)-1].Seq
+		}
+		return err
+	})
+	return page, err
+}
+
+// ReadHistory reads up to limit events (limit 0: all) of job id after afterSeq,
+// and whether more follow.
+func ReadHistory(r *storage.Reader, id JobID, afterSeq uint64, limit int) ([]Event, bool, error) {
+	var evs []Event
+	more := false
+	start := storage.EventKey(uint64(id), afterSeq+1)
+	err := r.Scan(storage.EventPrefix(uint64(id)), start, true, func(k, v []byte) (bool, error) {
+		if limit > 0 && len(evs) == limit {
+			more = true
+			return false, nil
+		}
+		ev := Event{}
+		if _, err := storage.DecodeAt(k, v, storage.KindEvent, eventVersion, &ev); err != nil {
+			return false, err
+		}
+		evs = append(evs, ev)
+		return true, nil
+	})
+	return evs, more, err
+}
+
+// Effect returns the recorded effect of a step, or nil when there is none.
+func (e *Engine) Effect(ctx context.Context, id JobID, step string) (*Effect, error) {
+	var eff *Effect
+	err := e.view(ctx, func(r *storage.Reader) error {
+		key := storage.EffectKey(uint64(id), step)
+		b, err := r.Get(key)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		eff = new(Effect)
+		_, err = storage.DecodeAt(key, b, storage.KindEffect, effectVersion, eff)
+		return err
+	})
+	return eff, err
+}
+
+// ListQuery filters and pages List. Zero fields do not filter.
+type ListQuery struct {
+	Status Status
+	Type   string
+	Queue  string
+	// After is the cursor: only jobs with a larger id are listed.
+	After JobID
+	// Limit bounds the page (0 means 100; at most MaxPage).
+	Limit int
+}
+
+// ListPage is one page of List, in job-id (creation) order.
+type ListPage struct {
+	Jobs []*Job
+	// Next is the cursor for the following page; 0 at the end.
+	Next JobID
+}
+
+// List returns jobs matching q. It walks the most selective index the query
+// names (status, then type, then queue) and filters the rest from the records.
+func (e *Engine) List(ctx context.Context, q ListQuery) (*ListPage, error) {
+	if q.Limit < 0 || q.Limit > MaxPage {
+		return nil, fmt.Errorf("%w: list limit %d is not in [0, %d]", ErrInvalidCommand, q.Limit, MaxPage)
+	}
+	if q.Limit == 0 {
+		q.Limit = 100
+	}
+	var prefix []byte
+	switch {
+	case q.Status != StatusNone:
+		prefix = storage.StatusPrefix(byte(q.Status))
+	case q.Type != "":
+		prefix = storage.TypePrefix(q.Type)
+	case q.Queue != "":
+		prefix = storage.QueuePrefix(q.Queue)
+	default:
+		prefix = storage.JobPrefix
+	}
+	start := append(append([]byte(nil), prefix...), storage.U64(uint64(q.After)+1)...)
+	page := &ListPage{}
+	err := e.view(ctx, func(r *storage.Reader) error {
+		return r.Scan(prefix, start, false, func(k, _ []byte) (bool, error) {
+			id, err := storage.TrailingJob(k)
+			if err != nil {
+				return false, err
+			}
+			j, err := ReadJob(r, JobID(id))
+			if err != nil {
+				return false, err
+			}
+			if (q.Status != StatusNone && j.Status != q.Status) || (q.Type != "" && j.Type != q.Type) ||
+				(q.Queue != "" && j.Queue != q.Queue) {
+				return true, nil
+			}
+			if len(page.Jobs) == q.Limit {
+				page.Next = page.Jobs[len(page.Jobs)-1].ID
+				return false, nil
+			}
+			page.Jobs = append(page.Jobs, j)
+			return true, nil
+		})
+	})
+	return page, err
+}

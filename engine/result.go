@@ -1,0 +1,117 @@
+package engine
+
+// Result is what a command returns when it succeeds: one of the *Result
+// types below (newResult maps each command kind to its type).
+type Result interface {
+	isResult()
+}
+
+// CreateResult answers CreateJob.
+type CreateResult struct {
+	Job        JobID  `msgpack:"j"`
+	WorkflowID string `msgpack:"wf"`
+	// Existing is true when IDReuseReturnExisting returned an open run.
+	Existing bool `msgpack:"ex,omitempty"`
+}
+
+// ClaimedJob is one job handed out by Claim.
+type ClaimedJob struct {
+	Job           JobID  `msgpack:"j"`
+	WorkflowID    string `msgpack:"wf"`
+	Type          string `msgpack:"ty"`
+	Attempt       uint64 `msgpack:"a"`
+	LeaseExpiryMS int64  `msgpack:"le"`
+	// LastSeq is the seq of the job_leased event the claim appended.
+	LastSeq uint64 `msgpack:"ls"`
+}
+
+// ClaimResult answers Claim; Jobs is empty when nothing was ready.
+type ClaimResult struct {
+	Jobs []ClaimedJob `msgpack:"js,omitempty"`
+}
+
+// Refusal is one lease a Heartbeat did not renew.
+type Refusal struct {
+	LeaseRef
+	// Code is the stable code of the reason: StaleAttemptCode, or
+	// "unknown_job" when the job does not exist.
+	Code string `msgpack:"c"`
+}
+
+// HeartbeatResult answers Heartbeat: the new expiry of the renewed leases,
+// and those refused.
+type HeartbeatResult struct {
+	LeaseExpiryMS int64     `msgpack:"le"`
+	Refused       []Refusal `msgpack:"rf,omitempty"`
+}
+
+// AppendResult answers AppendEvents and CommitStep: the seqs written.
+type AppendResult struct {
+	FirstSeq uint64 `msgpack:"f"`
+	LastSeq  uint64 `msgpack:"l"`
+}
+
+// WaitResult answers Wait.
+type WaitResult struct {
+	// Woken: the wait was already satisfied; nothing was written and the
+	// job is still Running under the same attempt and lease.
+	Woken  bool   `msgpack:"wk,omitempty"`
+	Status Status `msgpack:"st"`
+	Seq    uint64 `msgpack:"sq"`
+}
+
+// SignalResult answers Signal.
+type SignalResult struct {
+	Job JobID  `msgpack:"j"`
+	Seq uint64 `msgpack:"sq"`
+	// Woke is true when the signal ended the job's wait.
+	Woke bool `msgpack:"wk,omitempty"`
+}
+
+// SweepResult answers FireTimers, Reclaim and ReleaseDelayed: the jobs
+// touched, those made claimable, and whether more were due than Max allowed.
+type SweepResult struct {
+	Jobs  []JobID `msgpack:"js,omitempty"`
+	Ready []JobID `msgpack:"rd,omitempty"`
+	More  bool    `msgpack:"mo,omitempty"`
+}
+
+// StatusResult answers the lifecycle commands: the job, its new status and
+// the seq of the status event.
+type StatusResult struct {
+	Job    JobID  `msgpack:"j"`
+	Status Status `msgpack:"st"`
+	Seq    uint64 `msgpack:"sq"`
+}
+
+func (*CreateResult) isResult()    {}
+func (*ClaimResult) isResult()     {}
+func (*HeartbeatResult) isResult() {}
+func (*WaitResult) isResult()      {}
+func (*SignalResult) isResult()    {}
+func (*AppendResult) isResult()    {}
+func (*SweepResult) isResult()     {}
+func (*StatusResult) isResult()    {}
+
+// newResult returns an empty result of the type command kind k answers with.
+func newResult(k CommandKind) Result {
+	switch k {
+	case KindCreateJob:
+		return new(CreateResult)
+	case KindClaim:
+		return new(ClaimResult)
+	case KindHeartbeat:
+		return new(HeartbeatResult)
+	case KindWait:
+		return new(WaitResult)
+	case KindSignal:
+		return new(SignalResult)
+	case KindAppendEvents, KindCommitStep:
+		return new(AppendResult)
+	case KindFireTimers, KindReclaim, KindReleaseDelayed:
+		return new(SweepResult)
+	case KindCancel, KindActivate, KindSuspend, KindResume, KindComplete, KindFail, KindRequeue:
+		return new(StatusResult)
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package engine
+
+import "fmt"
+
+// Status is a job's state, the projection of its history (STATE-MACHINES.md §1 and §4).
+type Status uint8
+
+// Job statuses. The numbers are stored on disk (job records and the status
+// index) and must never be reused.
+const (
+	StatusNone      Status = 0 // no history yet
+	StatusQueued    Status = 1
+	StatusRunning   Status = 2
+	StatusWaiting   Status = 3
+	StatusParked    Status = 4 // a Waiting job with a long wait: the scheduler skips it
+	StatusRetrying  Status = 5 // a Queued job whose next claim waits for a retry delay
+	StatusCompleted Status = 6
+	StatusFailed    Status = 7
+	StatusCancelled Status = 8
+	StatusDraft     Status = 9  // created, not yet activated: not claimable
+	StatusSuspended Status = 10 // paused by a person or the scheduler: not claimable
+	numStatuses            = 11
+)
+
+var statusNames = [numStatuses]string{
+	"None", "Queued", "Running", "Waiting", "Parked", "Retrying",
+	"Completed", "Failed", "Cancelled", "Draft", "Suspended",
+}
+
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return fmt.Sprintf("Status(%d)", uint8(s))
+}
+
+// ParseStatus returns the status with the given name (as String prints it).
+func ParseStatus(name string) (Status, error) {
+	for i, n := range statusNames {
+		if n == name && i != 0 {
+			return Status(i), nil
+		}
+	}
+	return StatusNone, fmt.Errorf("%w: unknown status %q", ErrInvalidCommand, name)
+}
+
+// Terminal reports whether s ends the job (Failed may still be retried).
+func (s Status) Terminal() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
+}
+
+// Statuses lists every real status, in numeric order.
+func Statuses() []Status {
+	out := make([]Status, 0, numStatuses-1)
+	for s := Status(1); s < numStatuses; s++ {
+		out = append(out, s)
+	}
+	return out
+}
+
+// EventType names a history event. The status events below are written only
+// by the commands that own them; every other name is free for the SDK
+// (activity, timer, signal, marker events) and never changes the status.
+type EventType string
+
+// Status events: each one moves the job along the transition table.
+const (
+	EventJobCreated    EventType = "job_created"
+	EventJobQueued     EventType = "job_queued"
+	EventJobRequeued   EventType = "job_requeued"
+	EventJobLeased     EventType = "job_leased"
+	EventJobRunning    EventType = "job_running"
+	EventJobWaiting    EventType = "job_waiting"
+	EventWaitCompleted EventType = "wait_completed"
+	EventJobCompleted  EventType = "job_completed"
+	EventJobFailed     EventType = "job_failed"
+	EventJobCancelled  EventType = "job_cancelled"
+	// The §4 job-level additions.
+	EventJobDrafted   EventType = "job_drafted"
+	EventJobActivated EventType = "job_activated"
+	EventJobSuspended EventType = "job_suspended"
+	EventJobResumed   EventType = "job_resumed"
+)
+
+// Events the engine itself writes that do not change the status.
+const (
+	EventSignalReceived EventType = "signal_received"
+	EventTimerFired     EventType = "timer_fired"
+	EventStepCommitted  EventType = "step_committed"
+)
+
+// Reasons recorded on job_requeued and wait_completed events.
+const (
+	ReasonLeaseExpired = "lease_expired"
+	ReasonRetryDelay   = "retry_delay_elapsed"
+	ReasonRetry        = "retry"
+	ReasonReleased     = "released"
+)
+
+// statusEvents lists the status events in the column order of the table.
+var statusEvents = []EventType{
+	EventJobCreated, EventJobQueued, EventJobRequeued, EventJobLeased, EventJobRunning,
+	EventJobWaiting, EventWaitCompleted, EventJobCompleted, EventJobFailed, EventJobCancelled,
+	EventJobDrafted, EventJobActivated, EventJobSuspended, EventJobResumed,
+}
+
+// StatusEvents returns the status events, in the column order of the table.
+func StatusEvents() []EventType { return append([]EventType(nil), statusEvents...) }
+
+var statusEventSet = func() map[EventType]bool {
+	m := make(map[EventType]bool, len(statusEvents))
+	for _, e := range statusEvents {
+		m[e] = true
+	}
+	return m
+}()
+
+// IsStatusEvent reports whether t changes the job status.
+func IsStatusEvent(t EventType) bool { return statusEventSet[t] }

@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// Verify checks a whole store against the state machine: every job's history
+// is legal and derives its stored status (CheckHistory), its record agrees
+// with its history, every index entry the records imply exists, no index
+// holds an entry no record implies, workflow ids name their latest run, and
+// every committed effect points at its event. It reads everything; it is
+// for tests, chaos checkers and operators, never for a hot path. It returns
+// all problems found, up to max (0 means no bound).
+func Verify(r *storage.Reader, max int) []error {
+	v := &verifier{r: r, max: max, want: map[string]bool{}, latest: map[string]JobID{}}
+	v.jobs()
+	for _, p := range [][]byte{{storage.PrefixStatus}, {storage.PrefixType}, {storage.PrefixQueue},
+		{storage.PrefixReady}, storage.LeasePrefix, storage.TimerPrefix, storage.DelayedPrefix} {
+		v.index(p)
+	}
+	v.workflows()
+	return v.errs
+}
+
+type verifier struct {
+	r      *storage.Reader
+	max    int
+	errs   []error
+	want   map[string]bool  // index keys the records imply
+	latest map[string]JobID // workflow id -> its newest run
+}
+
+func (v *verifier) add(err error) bool {
+	if v.max > 0 && len(v.errs) >= v.max {
+		return false
+	}
+	v.errs = append(v.errs, err)
+	return v.max == 0 || len(v.errs) < v.max
+}
+
+func (v *verifier) jobs() {
+	var jobs []*Job
+	err := v.r.Scan(storage.JobPrefix, nil, true, func(k, b []byte) (bool, error) {
+		j := new(Job)
+		if _, err := storage.DecodeAt(k, b, storage.KindJob, jobVersion, j); err != nil {
+			return v.add(err), nil
+		}
+		jobs = append(jobs, j)
+		return true, nil
+	})
+	if err != nil {
+		v.add(err)
+	}
+	for _, j := range jobs {
+		if !v.job(j) {
+			return
+		}
+	}
+}
+
+func (v *verifier) job(j *Job) bool {
+	fail := func(format string, a ...any) bool {
+		return v.add(fmt.Errorf("job %d: "+format, append([]any{j.ID}, a...)...))
+	}
+	hist, _, err := ReadHistory(v.r, j.ID, 0, 0)
+	if err != nil {
+		return v.add(fmt.Errorf("job %d: %w", j.ID, err))
+	}
+	if err := CheckHistory(hist, j.Status); err != nil {
+		return fail("%v", err)
+	}
+	if j.LastSeq != uint64(len(hist)) {
+		return fail("record says last seq %d, history has %d events", j.LastSeq, len(hist))
+	}
+	if err := recordMatchesHistory(j, hist); err != nil {
+		return fail("%v", err)
+	}
+	for _, k := range indexKeys(j) {
+		v.want[k] = true
+	}
+	if j.ID > v.latest[j.WorkflowID] {
+		v.latest[j.WorkflowID] = j.ID
+	}
+	return v.effects(j, hist)
+}
+
+// recordMatchesHistory checks the record fields the last status event decides.
+func recordMatchesHistory(j *Job, hist []Event) error {
+	var last *Event
+	var attempt uint64
+	for i := range hist {
+		if IsStatusEvent(hist[i].Type) {
+			last = &hist[i]
+		}
+		if hist[i].Type == EventJobLeased && hist[i].Attempt > attempt {
+			attempt = hist[i].Attempt
+		}
+	}
+	if j.Attempt != attempt {
+		return fmt.Errorf("record attempt %d, history's last claim is attempt %d", j.Attempt, attempt)
+	}
+	switch j.Status {
+	case StatusRunning:
+		if j.LeaseExpiryMS < last.LeaseExpiryMS || j.LeaseOwner != last.Name || last.Attempt != j.Attempt {
+			return fmt.Errorf("running record (attempt %d, owner %q, lease %d) disagrees with its claim %+v",
+				j.Attempt, j.LeaseOwner, j.LeaseExpiryMS, *last)
+		}
+	case StatusWaiting, StatusParked:
+		if j.Wait == nil || last.Wait == nil {
+			return errors.New("waiting record or event lacks its wait")
+		}
+	case StatusRetrying:
+		if j.ReleaseAtMS != last.AtMS+last.DelayMS {
+			return fmt.Errorf("retry release at %d, event says %d", j.ReleaseAtMS, last.AtMS+last.DelayMS)
+		}
+	case StatusQueued:
+		if j.ReadyAtMS != last.AtMS {
+			return fmt.Errorf("ready at %d, last status event at %d", j.ReadyAtMS, last.AtMS)
+		}
+	}
+	if j.Status != StatusRunning && (j.LeaseOwner != "" || j.LeaseExpiryMS != 0) {
+		return fmt.Errorf("%s record holds a lease", j.Status)
+	}
+	if j.Status.Terminal() && len(j.Timers) > 0 {
+		return fmt.Errorf("%s record holds %d timers", j.Status, len(j.Timers))
+	}
+	return nil
+}
+
+func (v *verifier) effects(j *Job, hist []Event) bool {
+	ok := true
+	err := v.r.Scan(storage.EffectPrefix(uint64(j.ID)), nil, true, func(k, b []byte) (bool, error) {
+		e := new(Effect)
+		if _, err := storage.DecodeAt(k, b, storage.KindEffect, effectVersion, e); err != nil {
+			ok = v.add(err)
+			return ok, nil
+		}
+		step := string(k[len(storage.EffectPrefix(uint64(j.ID))):])
+		if e.CommittedSeq == 0 {
+			return true, nil
+		}
+		if e.CommittedSeq > uint64(len(hist)) || hist[e.CommittedSeq-1].Step != step || !hist[e.CommittedSeq-1].Commit {
+			ok = v.add(fmt.Errorf("job %d: effect of step %q says committed at seq %d, which is not its event", j.ID, step, e.CommittedSeq))
+		}
+		return ok, nil
+	})
+	if err != nil {
+		return v.add(err)
+	}
+	// No step commits twice, and every commit has its effect record.
+	commits := map[string]uint64{}
+	for _, ev := range hist {
+		if !ev.Commit {
+			continue
+		}
+		if prev, dup := commits[ev.Step]; dup {
+			ok = v.add(fmt.Errorf("job %d: step %q committed twice, at seq %d and %d", j.ID, ev.Step, prev, ev.Seq)) && ok
+		}
+		commits[ev.Step] = ev.Seq
+		if has, err := v.r.Get(storage.EffectKey(uint64(j.ID), ev.Step)); err != nil || has == nil {
+			ok = v.add(fmt.Errorf("job %d: step %q committed at seq %d has no effect record", j.ID, ev.Step, ev.Seq)) && ok
+		}
+	}
+	return ok
+}
+
+func (v *verifier) index(prefix []byte) {
+	err := v.r.Scan(prefix, nil, false, func(k, _ []byte) (bool, error) {
+		if !v.want[string(k)] {
+			return v.add(fmt.Errorf("index entry %q is implied by no job record", k)), nil
+		}
+		delete(v.want, string(k))
+		return true, nil
+	})
+	if err != nil {
+		v.add(err)
+	}
+	if prefix[0] == storage.PrefixDelayed { // the last index: whatever is left is missing
+		for k := range v.want {
+			if !v.add(fmt.Errorf("index entry %q is missing", k)) {
+				return
+			}
+		}
+	}
+}
+
+func (v *verifier) workflows() {
+	for wf, id := range v.latest {
+		b, err := v.r.Get(storage.WorkflowKey(wf))
+		if err != nil {
+			v.add(fmt.Errorf("workflow id %q: %w", wf, err))
+			continue
+		}
+		got, err := storage.ParseU64(b)
+		if err != nil || JobID(got) != id {
+			v.add(fmt.Errorf("workflow id %q names run %d, its newest run is %d (%v)", wf, got, id, err))
+		}
+	}
+}

@@ -1,0 +1,18 @@
+package storage
+
+// AppliedIndex returns the last log index whose command is in the store, or 0.
+// The index is written in the same transaction as the data it covers
+// (SetAppliedIndex), so after a crash it never claims more than was stored.
+func AppliedIndex(r interface{ Get([]byte) ([]byte, error) }) (uint64, error) {
+	b, err := r.Get(KeyAppliedIndex)
+	if err == ErrNotFound {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return ParseU64(b)
+}
+
+// SetAppliedIndex records index as applied, inside tx.
+func SetAppliedIndex(tx *Tx, index uint64) { tx.Set(KeyAppliedIndex, U64(index)) }

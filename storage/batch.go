@@ -1,0 +1,74 @@
+package storage
+
+import (
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Batch is one Badger read-write transaction shared by many commands (group
+// commit): each command runs in its own Tx, and only the writes of commands
+// that succeeded are added. Commit makes them all durable with one sync.
+//
+// A Batch is driven by a single goroutine.
+type Batch struct {
+	db           *DB
+	txn          *badger.Txn
+	bytes, count int64
+}
+
+// NewBatch starts a batch.
+func (db *DB) NewBatch() *Batch {
+	return &Batch{db: db, txn: db.bdb.NewTransaction(true)}
+}
+
+// Begin returns a Tx for one command over this batch.
+func (b *Batch) Begin() *Tx { return NewTx(&Reader{txn: b.txn}) }
+
+// Empty reports whether no writes were added.
+func (b *Batch) Empty() bool { return b.count == 0 }
+
+// Add moves tx's buffered writes into the batch, in the order tx first wrote
+// them. It returns ErrBatchFull, writing nothing, when they do not fit beside
+// what the batch holds (commit it and Add to a fresh batch: the writes remain
+// valid, since the committed batch is exactly the state tx read), and
+// ErrTooLarge when they would not fit even into an empty batch.
+func (b *Batch) Add(tx *Tx) error {
+	n, size := int64(tx.Len()), tx.Bytes()
+	if n > b.db.maxCount || size > b.db.maxBytes {
+		return fmt.Errorf("%w: %d keys, %d bytes (limit %d keys, %d bytes)", ErrTooLarge, n, size, b.db.maxCount, b.db.maxBytes)
+	}
+	if b.count+n > b.db.maxCount || b.bytes+size > b.db.maxBytes {
+		return ErrBatchFull
+	}
+	for _, k := range tx.order {
+		w := tx.writes[k]
+		var err error
+		if w.deleted {
+			err = b.txn.Delete([]byte(k))
+		} else {
+			err = b.txn.Set([]byte(k), w.val)
+		}
+		if err != nil {
+			// Our accounting keeps us below Badger's limits, so this is an
+			// internal error; the batch is no longer trustworthy.
+			return fmt.Errorf("storage: adding writes to batch: %w", err)
+		}
+	}
+	b.count += n
+	b.bytes += size
+	return nil
+}
+
+// Commit makes the batch durable (synced unless the database was opened with
+// NoSync) and ends it.
+func (b *Batch) Commit() error {
+	if b.count == 0 {
+		b.txn.Discard()
+		return nil
+	}
+	return b.txn.Commit()
+}
+
+// Discard drops the batch without writing anything.
+func (b *Batch) Discard() { b.txn.Discard() }

@@ -1,0 +1,61 @@
+package storage
+
+import (
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// DB is an open heddle database. It is safe for concurrent use: reads run in
+// their own read transactions, while writes go through Batch, which the caller
+// must drive from a single goroutine (the local log or the Raft FSM).
+type DB struct {
+	bdb  *badger.DB
+	opts Options
+	// maxBytes and maxCount are the limits one Batch stays below, kept with a
+	// margin under Badger's own so that ErrTxnTooBig never surfaces mid-batch.
+	maxBytes, maxCount int64
+}
+
+// Open opens (creating if needed) the database described by opts.
+func Open(opts Options) (*DB, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	bdb, err := badger.Open(opts.badgerOptions())
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %q: %w", opts.Dir, err)
+	}
+	db := &DB{bdb: bdb, opts: opts}
+	// Keep 10% headroom under Badger's limits: its own accounting adds
+	// per-entry overhead that our estimate does not model exactly.
+	db.maxBytes = bdb.MaxBatchSize() * 9 / 10
+	db.maxCount = bdb.MaxBatchCount() * 9 / 10
+	return db, nil
+}
+
+// Close flushes and closes the database.
+func (db *DB) Close() error { return db.bdb.Close() }
+
+// Badger exposes the underlying database for read-only helpers and tests.
+func (db *DB) Badger() *badger.DB { return db.bdb }
+
+// Options returns the options the database was opened with, defaults applied.
+func (db *DB) Options() Options { return db.opts }
+
+// View runs fn in a read-only transaction over a consistent point in time.
+func (db *DB) View(fn func(r *Reader) error) error {
+	return db.bdb.View(func(txn *badger.Txn) error { return fn(&Reader{txn: txn}) })
+}
+
+// Get reads one key in its own read transaction.
+func (db *DB) Get(key []byte) ([]byte, error) {
+	var out []byte
+	err := db.View(func(r *Reader) error {
+		v, err := r.Get(key)
+		out = v
+		return err
+	})
+	return out, err
+}

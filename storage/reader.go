@@ -1,0 +1,80 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Reader reads through one Badger transaction. It is not safe for concurrent
+// use, and a read-write transaction allows only one open iterator at a time,
+// so a Scan callback must not start another Scan on the same Reader.
+type Reader struct {
+	txn *badger.Txn
+}
+
+// NewReader wraps a Badger transaction, for callers that manage their own.
+func NewReader(txn *badger.Txn) *Reader { return &Reader{txn: txn} }
+
+// Get returns a copy of the value at key, or ErrNotFound.
+func (r *Reader) Get(key []byte) ([]byte, error) {
+	item, err := r.txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return item.ValueCopy(nil)
+}
+
+// Scan calls fn for every key with the given prefix, in key order, starting at
+// the first key >= start (start nil means the beginning of the prefix). When
+// withValues is false fn receives a nil value, and Badger does not fetch the
+// values at all (index ranges hold empty values). fn returns false to stop.
+// The key and value passed to fn are copies the callee may keep.
+func (r *Reader) Scan(prefix, start []byte, withValues bool, fn func(key, val []byte) (bool, error)) error {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = prefix
+	opts.PrefetchValues = withValues
+	if withValues {
+		opts.PrefetchSize = 16
+	}
+	it := r.txn.NewIterator(opts)
+	defer it.Close()
+	seek := prefix
+	if start != nil && bytes.Compare(start, prefix) > 0 {
+		seek = start
+	}
+	for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
+		item := it.Item()
+		key := item.KeyCopy(nil)
+		var val []byte
+		if withValues {
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			val = v
+		}
+		more, err := fn(key, val)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// First returns the first key with the given prefix, or ErrNotFound.
+func (r *Reader) First(prefix []byte) ([]byte, error) {
+	var first []byte
+	err := r.Scan(prefix, nil, false, func(k, _ []byte) (bool, error) {
+		first = k
+		return false, nil
+	})
+	if err == nil && first == nil {
+		err = ErrNotFound
+	}
+	return first, err
+}
