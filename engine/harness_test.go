@@ -150,3 +150,5 @@ func sameStore(t testing.TB, before, after map[string]string) {
 }
 
 var bg = context.Background()
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// bogus is a command kind this version does not know.
+type bogus struct{ Header }
+
+func (*bogus) Kind() CommandKind     { return 99 }
+func (*bogus) check(*Limits) error { return nil }
+
+// Each kind of bad input gets a typed error naming what was wrong, and
+// nothing is written.
+func TestBadInputWritesNothing(t *testing.T) {
+	h := newHarness(t)
+	ref := drive(h, StatusRunning, "wf")
+	big := bytes.Repeat([]byte("x"), (1<<20)+1)
+	tests := []struct {
+		name     string
+		cmd      Command
+		want     error
+		mentions string
+	}{
+		{"unknown command", &bogus{}, ErrUnknownCommand, "99"},
+		{"nil command", nil, ErrUnknownCommand, "nil"},
+		{"oversized input", &CreateJob{Type: "t", Queue: "q", Input: big}, ErrPayloadTooLarge, "CreateJob.Input"},
+		{"oversized event", &AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: "x", Payload: big}}}, ErrPayloadTooLarge, "Events[0].Payload"},
+		{"oversized name", &Signal{Target: Target{Job: ref.Job}, Name: strings.Repeat("n", 300)}, ErrPayloadTooLarge, "Signal.Name"},
+		{"missing type", &CreateJob{Queue: "q"}, ErrInvalidCommand, "CreateJob.Type"},
+		{"missing queue", &Claim{Owner: "w", Max: 1, LeaseMS: 1}, ErrInvalidCommand, "Claim.Queue"},
+		{"zero claim", &Claim{Queue: "q", Owner: "w", Max: 0, LeaseMS: 1}, ErrInvalidCommand, "Claim.Max"},
+		{"huge lease", &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1 << 40}, ErrInvalidCommand, "Claim.LeaseMS"},
+		{"status event appended", &AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: EventJobCompleted}}}, ErrInvalidCommand, "status event"},
+		{"empty wait", &Wait{LeaseRef: ref}, ErrInvalidCommand, "Wait.Spec"},
+		{"seen seq beyond history", &Wait{LeaseRef: ref, Spec: WaitSpec{Signals: []string{"s"}}, SeenSeq: 99}, ErrInvalidCommand, "SeenSeq"},
+		{"no target", &Cancel{}, ErrInvalidCommand, "Cancel.Target"},
+		{"unknown job", &Cancel{Target: Target{Job: 12345}}, ErrUnknownJob, "12345"},
+		{"unknown workflow", &Signal{Target: Target{WorkflowID: "nope"}, Name: "s"}, ErrUnknownJob, "nope"},
+		{"illegal transition", &Activate{Target: Target{Job: ref.Job}}, ErrIllegalTransition, "job_activated on job 1 in status Running"},
+		{"stale attempt", &Complete{LeaseRef: LeaseRef{Job: ref.Job, Attempt: 7}}, ErrStaleAttempt, "attempt 7"},
+		{"catch up without effect", &CommitStep{LeaseRef: ref, Step: "s", Type: "done", CatchUp: true}, ErrInvalidCommand, "no recorded effect"},
+		{"parent unknown", &CreateJob{Type: "t", Queue: "q", ParentID: 77, ParentStep: "s"}, ErrUnknownJob, "ParentID"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := h.snapshot()
+			var err error
+			if tt.cmd == nil {
+				_, err = h.m.Apply(h.db.NewBatch().Begin(), nil)
+			} else {
+				_, err = h.apply(tt.cmd)
+			}
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("error %v, want %v", err, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.mentions) {
+				t.Fatalf("error %q does not mention %q", err, tt.mentions)
+			}
+			sameStore(t, before, h.snapshot())
+		})
+	}
+}
+
+// Corrupt bytes in the store are reported as corruption, with the key, and
+// the command writes nothing.
+func TestCorruptRecordIsReported(t *testing.T) {
+	h := newHarness(t)
+	ref := drive(h, StatusRunning, "wf")
+	b := h.db.NewBatch()
+	tx := b.Begin()
+	tx.Set(storage.JobKey(uint64(ref.Job)), []byte{byte(storage.KindJob), 1, 0xc1})
+	if err := b.Add(tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	before := h.snapshot()
+	_, err := h.apply(&Complete{LeaseRef: ref})
+	var ce *storage.CorruptError
+	if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || !bytes.Equal(ce.Key, storage.JobKey(uint64(ref.Job))) {
+		t.Fatalf("error %v, want a CorruptError naming the job key", err)
+	}
+	sameStore(t, before, h.snapshot())
+}
+
+// Garbage and unknown kinds on the log's wire are refused by DecodeCommand.
+func TestDecodeCommandRefusesBadBytes(t *testing.T) {
+	good, err := EncodeCommand(&Signal{Target: Target{Job: 1}, Name: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := DecodeCommand(good); err != nil || c.(*Signal).Name != "s" {
+		t.Fatalf("round trip: %v %+v", err, c)
+	}
+	unknown, _ := storage.Encode(storage.KindCommand, commandVersion, &envelope{Kind: 200, Body: []byte{0x80}})
+	for name, tc := range map[string]struct {
+		b    []byte
+		want error
+	}{
+		"empty":        {nil, ErrCorrupt},
+		"wrong type":   {append([]byte{byte(storage.KindEvent)}, good[1:]...), ErrCorrupt},
+		"truncated":    {good[:len(good)-2], ErrCorrupt},
+		"unknown kind": {unknown, ErrUnknownCommand},
+	} {
+		if _, err := DecodeCommand(tc.b); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
+	}
+}
+
+func TestLimitsAndConfigValidate(t *testing.T) {
+	if err := (Limits{}).Validate(); err != nil {
+		t.Fatalf("zero Limits: %v", err)
+	}
+	if err := (Limits{MaxPayloadBytes: -1}).Validate(); err == nil || !strings.Contains(err.Error(), "MaxPayloadBytes") {
+		t.Fatalf("negative payload limit: %v", err)
+	}
+	if err := (Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "Dir") {
+		t.Fatalf("zero Config: %v, want an error naming Dir", err)
+	}
+	if err := (Config{InMemory: true}).Validate(); err != nil {
+		t.Fatalf("in-memory Config: %v", err)
+	}
+	c := Config{InMemory: true, Limits: Limits{MaxPayloadBytes: 8 << 20}}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "MaxPayloadBytes") {
+		t.Fatalf("payload limit over the batch size: %v", err)
+	}
+}

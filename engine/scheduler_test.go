@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// countingLog records what the scheduler proposes.
+type countingLog struct {
+	inner Log
+	mu    sync.Mutex
+	kinds []CommandKind
+}
+
+func (c *countingLog) Propose(ctx context.Context, cmd Command) (Result, error) {
+	c.mu.Lock()
+	c.kinds = append(c.kinds, cmd.Kind())
+	c.mu.Unlock()
+	return c.inner.Propose(ctx, cmd)
+}
+
+func (c *countingLog) proposed() []CommandKind {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]CommandKind(nil), c.kinds...)
+}
+
+// eventually waits for cond, which background goroutines make true; it fails
+// only if cond never holds (the bound is generous, not a timing assertion).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("never happened: %s", what)
+}
+
+// The scheduler sleeps until the earliest deadline in the indexes and
+// proposes exactly when it is due: nothing while the clock stands still,
+// one proposal when it reaches the deadline.
+func TestSchedulerProposesExactlyWhenDue(t *testing.T) {
+	start := time.UnixMilli(1_000_000)
+	clk := clock.NewManual(start)
+	db, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var sched *Scheduler
+	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk, OnCommit: func() {
+		if sched != nil {
+			sched.Wake()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	log := &countingLog{inner: local}
+	sched = NewScheduler(log, db, clk, 10)
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan struct{})
+	go func() { sched.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	id := local.mustCreate(t)
+	c, _ := local.Propose(bg, &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
+	ref := LeaseRef{Job: id, Attempt: c.(*ClaimResult).Jobs[0].Attempt}
+	if _, err := local.Propose(bg, &Wait{LeaseRef: ref, Spec: WaitSpec{TimerID: "t", TimerAtMS: start.UnixMilli() + 10_000}, SeenSeq: 2}); err != nil {
+		t.Fatal(err)
+	}
+	// With only a timer 10 s away, the scheduler holds one timer for it.
+	eventually(t, "scheduler sleeps on one timer", func() bool { return clk.Pending() == 1 })
+	clk.Advance(9_999 * time.Millisecond)
+	eventually(t, "scheduler sleeps again", func() bool { return clk.Pending() == 1 })
+	if p := log.proposed(); len(p) != 0 {
+		t.Fatalf("proposed %v before the deadline", p)
+	}
+	clk.Advance(time.Millisecond)
+	eventually(t, "timer fired", func() bool { return jobStatus(t, db, id) == StatusQueued })
+	if p := log.proposed(); len(p) != 1 || p[0] != KindFireTimers {
+		t.Fatalf("proposed %v, want one FireTimers", p)
+	}
+}
+
+func (l *LocalLog) mustCreate(t *testing.T) JobID {
+	t.Helper()
+	r, err := l.Propose(bg, &CreateJob{Type: "t", Queue: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.(*CreateResult).Job
+}
+
+func jobStatus(t *testing.T, db *storage.DB, id JobID) Status {
+	var s Status
+	db.View(func(r *storage.Reader) error {
+		j, err := ReadJob(r, id)
+		if err != nil {
+			t.Error(err)
+			return err
+		}
+		s = j.Status
+		return nil
+	})
+	return s
+}
+
+// Through the Engine: the scheduler fires timers, reclaims an expired lease,
+// releases a retry delay, and leaves a waiting job alone.
+func TestEngineSchedulerDrivesDeadlines(t *testing.T) {
+	clk := clock.NewManual(time.UnixMilli(5_000_000))
+	e, err := Open(Config{InMemory: true, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	mk := func(wf string) (JobID, LeaseRef) {
+		r, err := e.Create(bg, CreateJob{WorkflowID: wf, Type: "t", Queue: "q"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs, err := e.Claim(bg, Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 5_000})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("claim: %v %v", jobs, err)
+		}
+		return r.Job, LeaseRef{Job: r.Job, Attempt: jobs[0].Attempt}
+	}
+	timerJob, tref := mk("timer")
+	if _, err := e.Wait(bg, Wait{LeaseRef: tref, Spec: WaitSpec{TimerID: "t", TimerAtMS: clk.Now().UnixMilli() + 3_000}, SeenSeq: 2}); err != nil {
+		t.Fatal(err)
+	}
+	leased, _ := mk("leased")
+	waiting, wref := mk("waiting")
+	if _, err := e.Wait(bg, Wait{LeaseRef: wref, Spec: WaitSpec{Signals: []string{"never"}}, SeenSeq: 2}); err != nil {
+		t.Fatal(err)
+	}
+	retry, rref := mk("retry")
+	if _, err := e.Requeue(bg, Requeue{LeaseRef: rref, DelayMS: 4_000}); err != nil {
+		t.Fatal(err)
+	}
+	status := func(id JobID) Status {
+		j, err := e.Describe(bg, Target{Job: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j.Status
+	}
+	clk.Advance(3 * time.Second)
+	eventually(t, "timer job queued", func() bool { return status(timerJob) == StatusQueued })
+	clk.Advance(time.Second)
+	eventually(t, "retry released", func() bool { return status(retry) == StatusQueued })
+	clk.Advance(time.Second)
+	eventually(t, "expired lease reclaimed", func() bool { return status(leased) == StatusQueued })
+	clk.Advance(24 * time.Hour)
+	// Two claims later the reclaimed/released jobs run again; the waiting one
+	// was never reclaimed however far the clock moved.
+	eventually(t, "scheduler idle", func() bool { return clk.Pending() <= 1 })
+	if s := status(waiting); s != StatusWaiting {
+		t.Fatalf("waiting job is %s", s)
+	}
+	var errs []error
+	e.DB().View(func(r *storage.Reader) error { errs = Verify(r, 5); return nil })
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+}
+
+// History and List page with cursors and filter by status, type and queue.
+func TestHistoryAndListPaging(t *testing.T) {
+	e, err := Open(Config{InMemory: true, DisableScheduler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for i := 0; i < 7; i++ {
+		typ, q := "a", "q1"
+		if i%2 == 1 {
+			typ, q = "b", "q2"
+		}
+		if _, err := e.Create(bg, CreateJob{Type: typ, Queue: q}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 5; i++ {
+		if _, err := e.Signal(bg, Signal{Target: Target{Job: 1}, Name: "s"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seqs []uint64
+	for after := uint64(0); ; {
+		p, err := e.History(bg, 1, after, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range p.Events {
+			seqs = append(seqs, ev.Seq)
+		}
+		if p.Next == 0 {
+			break
+		}
+		after = p.Next
+	}
+	if len(seqs) != 6 || seqs[0] != 1 || seqs[5] != 6 {
+		t.Fatalf("paged history seqs %v, want 1..6", seqs)
+	}
+	if _, err := e.History(bg, 99, 0, 0); !errorsIs(err, ErrUnknownJob) {
+		t.Fatalf("history of unknown job: %v", err)
+	}
+	list := func(q ListQuery) []JobID {
+		var ids []JobID
+		for {
+			p, err := e.List(bg, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range p.Jobs {
+				ids = append(ids, j.ID)
+			}
+			if p.Next == 0 {
+				return ids
+			}
+			q.After = p.Next
+		}
+	}
+	eq := func(got []JobID, want ...JobID) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("got %v, want %v", got, want)
+			}
+		}
+	}
+	eq(list(ListQuery{Limit: 2}), 1, 2, 3, 4, 5, 6, 7)
+	eq(list(ListQuery{Type: "b", Limit: 2}), 2, 4, 6)
+	eq(list(ListQuery{Queue: "q1", Status: StatusQueued, Limit: 3}), 1, 3, 5, 7)
+	if _, err := e.Cancel(bg, Cancel{Target: Target{Job: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	eq(list(ListQuery{Status: StatusCancelled}), 3)
+	eq(list(ListQuery{Status: StatusQueued, Type: "a"}), 1, 5, 7)
+}

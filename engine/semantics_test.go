@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+// A retried command with the same request id returns the first result and
+// writes nothing twice.
+func TestRequestIDMakesCommandsIdempotent(t *testing.T) {
+	h := newHarness(t)
+	first := h.must(&CreateJob{Header: Header{RequestID: "r1"}, WorkflowID: "wf", Type: "t", Queue: "q"})
+	claim := h.must(&Claim{Header: Header{RequestID: "r2"}, Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000})
+	before := h.snapshot()
+	h.now += 10
+	again := h.must(&CreateJob{Header: Header{RequestID: "r1"}, WorkflowID: "wf", Type: "t", Queue: "q"})
+	claimAgain := h.must(&Claim{Header: Header{RequestID: "r2"}, Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000})
+	if !reflect.DeepEqual(first, again) || !reflect.DeepEqual(claim, claimAgain) {
+		t.Fatalf("retries answered %+v / %+v, first %+v / %+v", again, claimAgain, first, claim)
+	}
+	sameStore(t, before, h.snapshot())
+	// Reusing the id for another kind of command is an error.
+	h.mustFail(&Cancel{Header: Header{RequestID: "r1"}, Target: Target{Job: 1}}, ErrInvalidCommand)
+	// After the retention, the record is pruned by later requests.
+	h.now += 3600_000 + 1
+	h.must(&Signal{Header: Header{RequestID: "r3"}, Target: Target{Job: 1}, Name: "x"})
+	if _, err := h.db.Get([]byte("rr1")); err == nil {
+		t.Fatal("request record r1 survived its retention")
+	}
+	h.verify()
+}
+
+func TestWorkflowIDReusePolicies(t *testing.T) {
+	h := newHarness(t)
+	start := func(p IDReusePolicy, input string) (*CreateResult, error) {
+		r, err := h.apply(&CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", Input: []byte(input), ReusePolicy: p})
+		if err != nil {
+			return nil, err
+		}
+		return r.(*CreateResult), nil
+	}
+	first, err := start(IDReuseAllowAfterTerminal, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Open run: refused by the default and by reject; identical start returns it.
+	if _, err := start(IDReuseAllowAfterTerminal, "a"); !errors.Is(err, ErrWorkflowExists) {
+		t.Fatalf("default policy on an open run: %v", err)
+	}
+	if _, err := start(IDReuseRejectDuplicate, "a"); !errors.Is(err, ErrWorkflowExists) {
+		t.Fatalf("reject policy on an open run: %v", err)
+	}
+	same, err := start(IDReuseReturnExisting, "a")
+	if err != nil || !same.Existing || same.Job != first.Job {
+		t.Fatalf("identical start = %+v, %v; want run %d", same, err, first.Job)
+	}
+	if _, err := start(IDReuseReturnExisting, "b"); !errors.Is(err, ErrWorkflowExists) {
+		t.Fatalf("different start under return-existing: %v", err)
+	}
+	// Terminal run: reject still refuses, the others start a new run.
+	h.must(&Cancel{Target: Target{Job: first.Job}})
+	if _, err := start(IDReuseRejectDuplicate, "a"); !errors.Is(err, ErrWorkflowExists) {
+		t.Fatalf("reject policy after a terminal run: %v", err)
+	}
+	second, err := start(IDReuseAllowAfterTerminal, "a")
+	if err != nil || second.Job == first.Job || second.Existing {
+		t.Fatalf("start after terminal = %+v, %v", second, err)
+	}
+	if j := h.job(second.Job); j.WorkflowID != "wf" {
+		t.Fatalf("new run has workflow id %q", j.WorkflowID)
+	}
+	h.verify() // the workflow-id key names the newest run
+}
+
+// Now is kept monotonic: a command stamped earlier than its predecessor
+// takes the predecessor's time.
+func TestNowIsMonotonic(t *testing.T) {
+	h := newHarness(t)
+	id := h.create("wf")
+	h.now -= 500
+	h.must(&Signal{Target: Target{Job: id}, Name: "late"})
+	evs := h.history(id)
+	if evs[1].AtMS != evs[0].AtMS {
+		t.Fatalf("event stamped %d after one stamped %d", evs[1].AtMS, evs[0].AtMS)
+	}
+}
+
+// Signals sent while a job is Queued, Running and Waiting are recorded once
+// each, in order; only the one a wait names wakes the job.
+func TestSignalsInOrderAndWake(t *testing.T) {
+	h := newHarness(t)
+	id := h.create("wf")
+	h.must(&Signal{Target: Target{Job: id}, Name: "s", Payload: []byte("1")})
+	c := h.claimOne(1000)
+	ref := LeaseRef{Job: id, Attempt: c.Attempt}
+	h.must(&Signal{Target: Target{WorkflowID: "wf"}, Name: "s", Payload: []byte("2")})
+	h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{Signals: []string{"go"}}, SeenSeq: h.job(id).LastSeq})
+	if r := h.must(&Signal{Target: Target{Job: id}, Name: "s", Payload: []byte("3")}).(*SignalResult); r.Woke {
+		t.Fatal("a signal the wait does not name woke the job")
+	}
+	if r := h.must(&Signal{Target: Target{Job: id}, Name: "go", Payload: []byte("4")}).(*SignalResult); !r.Woke {
+		t.Fatal("the awaited signal did not wake the job")
+	}
+	var got []string
+	for _, ev := range h.history(id) {
+		if ev.Type == EventSignalReceived {
+			got = append(got, string(ev.Payload))
+		}
+	}
+	if !reflect.DeepEqual(got, []string{"1", "2", "3", "4"}) {
+		t.Fatalf("signals recorded %v, want 1 2 3 4", got)
+	}
+	h.verify()
+}
+
+// A wait for something that already happened after SeenSeq does not block.
+func TestWaitAlreadySatisfied(t *testing.T) {
+	h := newHarness(t)
+	id := h.create("wf")
+	c := h.claimOne(1000)
+	ref := LeaseRef{Job: id, Attempt: c.Attempt}
+	h.must(&Signal{Target: Target{Job: id}, Name: "go"})
+	before := h.snapshot()
+	w := h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{Signals: []string{"go"}}, SeenSeq: c.LastSeq}).(*WaitResult)
+	if !w.Woken || w.Status != StatusRunning {
+		t.Fatalf("wait = %+v, want woken and still running", w)
+	}
+	sameStore(t, before, h.snapshot())
+	// Having seen the signal, the worker's next wait does block.
+	w = h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{Signals: []string{"go"}}, SeenSeq: h.job(id).LastSeq}).(*WaitResult)
+	if w.Woken || w.Status != StatusWaiting {
+		t.Fatalf("second wait = %+v, want Waiting", w)
+	}
+	h.verify()
+}
+
+// A child job's result becomes its parent's step effect (phase 1), wakes the
+// parent, and the parent catches it up into its history (phase 2) once.
+func TestChildResultIsCaughtUp(t *testing.T) {
+	h := newHarness(t)
+	parent := h.create("parent")
+	pc := h.claimOne(1000)
+	pref := LeaseRef{Job: parent, Attempt: pc.Attempt}
+	child := h.must(&CreateJob{WorkflowID: "child", Type: "t", Queue: "remote", ParentID: parent, ParentStep: "s1"}).(*CreateResult).Job
+	h.must(&Wait{LeaseRef: pref, Spec: WaitSpec{Steps: []string{"s1"}}, SeenSeq: h.job(parent).LastSeq})
+
+	cc := h.must(&Claim{Queue: "remote", Owner: "w2", Max: 1, LeaseMS: 1000}).(*ClaimResult).Jobs[0]
+	h.must(&Complete{LeaseRef: LeaseRef{Job: child, Attempt: cc.Attempt}, Result: []byte("42")})
+	if got := h.job(parent).Status; got != StatusQueued {
+		t.Fatalf("parent after child completed: %s, want Queued", got)
+	}
+	pc2 := h.claimOne(1000)
+	pref2 := LeaseRef{Job: parent, Attempt: pc2.Attempt}
+	h.mustFail(&CommitStep{LeaseRef: pref2, Step: "s1", Type: "child_completed", Payload: []byte("x")}, ErrStepCommitted)
+	r := h.must(&CommitStep{LeaseRef: pref2, Step: "s1", Type: "child_completed", CatchUp: true}).(*AppendResult)
+	if ev := h.history(parent)[r.FirstSeq-1]; string(ev.Payload) != "42" || !ev.Commit {
+		t.Fatalf("caught-up event %+v, want the child's result", ev)
+	}
+	h.mustFail(&CommitStep{LeaseRef: pref2, Step: "s1", Type: "child_completed", CatchUp: true}, ErrStepCommitted)
+	h.verify()
+}
+
+// A retry delay makes a job Retrying; release returns it to the queue.
+func TestRetryDelayAndRelease(t *testing.T) {
+	h := newHarness(t)
+	ref := drive(h, StatusRunning, "wf")
+	h.must(&Requeue{LeaseRef: ref, DelayMS: 3000})
+	if n := len(h.must(&Claim{Queue: "q", Owner: "w", Max: 5, LeaseMS: 10}).(*ClaimResult).Jobs); n != 0 {
+		t.Fatalf("claimed a Retrying job")
+	}
+	h.now += 2999
+	if r := h.must(&ReleaseDelayed{Max: 5}).(*SweepResult); len(r.Jobs) != 0 {
+		t.Fatalf("released early: %+v", r)
+	}
+	h.now++
+	if r := h.must(&ReleaseDelayed{Max: 5}).(*SweepResult); len(r.Ready) != 1 {
+		t.Fatalf("release = %+v", r)
+	}
+	if j := h.job(ref.Job); j.Status != StatusQueued || j.Retries != 1 {
+		t.Fatalf("job %+v", j)
+	}
+	h.verify()
+}
+
+// Sweeps take at most Max jobs, oldest first, and say when more are due.
+func TestSweepBatches(t *testing.T) {
+	h := newHarness(t)
+	for i := 0; i < 5; i++ {
+		h.create("")
+	}
+	h.must(&Claim{Queue: "q", Owner: "w", Max: 5, LeaseMS: 100})
+	h.now += 100
+	r := h.must(&Reclaim{Max: 3}).(*SweepResult)
+	if !reflect.DeepEqual(r.Jobs, []JobID{1, 2, 3}) || !r.More {
+		t.Fatalf("first reclaim %+v", r)
+	}
+	r = h.must(&Reclaim{Max: 3}).(*SweepResult)
+	if !reflect.DeepEqual(r.Jobs, []JobID{4, 5}) || r.More {
+		t.Fatalf("second reclaim %+v", r)
+	}
+	h.verify()
+}
