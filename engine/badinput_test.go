@@ -12,7 +12,7 @@ import (
 // bogus is a command kind this version does not know.
 type bogus struct{ Header }
 
-func (*bogus) Kind() CommandKind     { return 99 }
+func (*bogus) Kind() CommandKind   { return 99 }
 func (*bogus) check(*Limits) error { return nil }
 
 // Each kind of bad input gets a typed error naming what was wrong, and
