@@ -90,13 +90,13 @@ func (a *applier) dispatch(cmd Command) (Result, error) {
 	case *ReleaseDelayed:
 		return a.releaseDelayed(c)
 	case *Cancel:
-		return a.lifecycle(c.Target, "Cancel", Event{Type: EventJobCancelled, Reason: c.Reason})
+		return a.lifecycle(c.Target, Event{Type: EventJobCancelled, Reason: c.Reason})
 	case *Activate:
-		return a.lifecycle(c.Target, "Activate", Event{Type: EventJobActivated})
+		return a.lifecycle(c.Target, Event{Type: EventJobActivated})
 	case *Suspend:
-		return a.lifecycle(c.Target, "Suspend", Event{Type: EventJobSuspended, Reason: c.Reason})
+		return a.lifecycle(c.Target, Event{Type: EventJobSuspended, Reason: c.Reason})
 	case *Resume:
-		return a.lifecycle(c.Target, "Resume", Event{Type: EventJobResumed})
+		return a.lifecycle(c.Target, Event{Type: EventJobResumed})
 	case *Complete:
 		return a.finish(c.LeaseRef, "Complete", Event{Type: EventJobCompleted, Payload: c.Result})
 	case *Fail:

@@ -1,10 +1,8 @@
 package engine
 
-import "fmt"
-
 // lifecycle applies an operator command (cancel, activate, suspend, resume)
 // whose only effect is one status event on the target job.
-func (a *applier) lifecycle(t Target, cmd string, ev Event) (Result, error) {
+func (a *applier) lifecycle(t Target, ev Event) (Result, error) {
 	l, err := a.resolve(t)
 	if err != nil {
 		return nil, err
@@ -50,8 +48,8 @@ func (a *applier) requeue(c *Requeue) (Result, error) {
 			return nil, err
 		}
 		if l.job.Status != StatusFailed {
-			return nil, fmt.Errorf("%w: a requeue without an attempt retries a Failed job; job %d is %s",
-				&TransitionError{Job: l.job.ID, From: l.job.Status, Event: EventJobRequeued}, l.job.ID, l.job.Status)
+			// Only a Failed job may be retried without an attempt.
+			return nil, &TransitionError{Job: l.job.ID, From: l.job.Status, Event: EventJobRequeued}
 		}
 	} else if l, err = a.fenced(c.LeaseRef, "Requeue"); err != nil {
 		return nil, err
