@@ -6,6 +6,9 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
+// maxKeyBytes is the longest key Badger accepts.
+const maxKeyBytes = 65000
+
 // Batch is one Badger read-write transaction shared by many commands (group
 // commit): each command runs in its own Tx, and only the writes of commands
 // that succeeded are added. Commit makes them all durable with one sync.
@@ -37,6 +40,15 @@ func (b *Batch) Add(tx *Tx) error {
 	n, size := int64(tx.Len()), tx.Bytes()
 	if n > b.db.maxCount || size > b.db.maxBytes {
 		return fmt.Errorf("%w: %d keys, %d bytes (limit %d keys, %d bytes)", ErrTooLarge, n, size, b.db.maxCount, b.db.maxBytes)
+	}
+	// Check every write before applying any: Badger refuses an oversized key
+	// or value only when it meets it, after the earlier writes went in.
+	for _, k := range tx.order {
+		w := tx.writes[k]
+		if len(k) > maxKeyBytes || (!w.deleted && int64(len(w.val)) > b.db.maxValue) {
+			return fmt.Errorf("%w: key of %d bytes with a value of %d bytes (limits %d, %d)",
+				ErrTooLarge, len(k), len(w.val), maxKeyBytes, b.db.maxValue)
+		}
 	}
 	if b.count+n > b.db.maxCount || b.bytes+size > b.db.maxBytes {
 		return ErrBatchFull

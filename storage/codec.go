@@ -75,7 +75,19 @@ func Decode(b []byte, kind Kind, maxVersion byte, v any) (byte, error) {
 	}
 	dec := msgpack.GetDecoder()
 	defer msgpack.PutDecoder(dec)
+	// Walk the encoding once with Skip before decoding: Skip allocates
+	// nothing per element, while Decode pre-sizes maps and slices from the
+	// lengths the input claims, so a few corrupt bytes could otherwise
+	// demand gigabytes.
 	r := bytes.NewReader(b[2:])
+	dec.Reset(r)
+	if err := dec.Skip(); err != nil {
+		return 0, &CorruptError{Kind: kind, Reason: err.Error()}
+	}
+	if r.Len() != 0 {
+		return 0, &CorruptError{Kind: kind, Reason: fmt.Sprintf("%d trailing bytes", r.Len())}
+	}
+	r.Reset(b[2:])
 	dec.Reset(r)
 	if err := dec.Decode(v); err != nil {
 		return 0, &CorruptError{Kind: kind, Reason: err.Error()}

@@ -15,6 +15,8 @@ type DB struct {
 	// maxBytes and maxCount are the limits one Batch stays below, kept with a
 	// margin under Badger's own so that ErrTxnTooBig never surfaces mid-batch.
 	maxBytes, maxCount int64
+	// maxValue is the largest single value Badger accepts here.
+	maxValue int64
 }
 
 // Open opens (creating if needed) the database described by opts.
@@ -32,6 +34,10 @@ func Open(opts Options) (*DB, error) {
 	// per-entry overhead that our estimate does not model exactly.
 	db.maxBytes = bdb.MaxBatchSize() * 9 / 10
 	db.maxCount = bdb.MaxBatchCount() * 9 / 10
+	db.maxValue = opts.ValueLogFileBytes
+	if opts.InMemory {
+		db.maxValue = inMemoryValueLimit(opts.MemTableBytes)
+	}
 	return db, nil
 }
 

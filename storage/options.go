@@ -89,8 +89,8 @@ func (o Options) Validate() error {
 		return bad("BlockCacheBytes", "must not be negative")
 	case o.ValueThresholdBytes < 0 || o.ValueThresholdBytes > 1<<20:
 		return bad("ValueThresholdBytes", "must be between 0 and 1 MiB")
-	case o.ValueLogFileBytes < 0 || (o.ValueLogFileBytes > 0 && o.ValueLogFileBytes < 1<<20):
-		return bad("ValueLogFileBytes", "must be 0 (default) or at least 1 MiB")
+	case o.ValueLogFileBytes < 0 || (o.ValueLogFileBytes > 0 && o.ValueLogFileBytes < 1<<20) || o.ValueLogFileBytes >= 2<<30:
+		return bad("ValueLogFileBytes", "must be 0 (default) or in [1 MiB, 2 GiB)")
 	}
 	d := o.withDefaults()
 	if d.ValueThresholdBytes > maxBatchBytes(d.MemTableBytes) {
@@ -120,10 +120,15 @@ func (o Options) badgerOptions() badger.Options {
 		// Raft FSM), so Badger's conflict detection would only cost memory.
 		WithDetectConflicts(false)
 	if o.InMemory {
-		bo = bo.WithDir("").WithValueDir("")
+		// Badger keeps values inline in memory mode but applies its value
+		// size limit from ValueThreshold; lift it to what a batch can hold.
+		bo = bo.WithDir("").WithValueDir("").WithValueThreshold(inMemoryValueLimit(o.MemTableBytes))
 	}
 	return bo
 }
+
+// inMemoryValueLimit is the largest value an in-memory database stores.
+func inMemoryValueLimit(memTableBytes int64) int64 { return min(1<<20, maxBatchBytes(memTableBytes)) }
 
 // maxBatchBytes mirrors Badger's transaction size limit for a memtable size.
 func maxBatchBytes(memTableBytes int64) int64 { return memTableBytes * 15 / 100 }

@@ -31,7 +31,8 @@ const perEntryOverhead = 32
 // NewTx returns a Tx reading through r with an empty write buffer.
 func NewTx(r *Reader) *Tx { return &Tx{r: r, writes: map[string]write{}} }
 
-// Get returns the value at key as this command sees it, or ErrNotFound.
+// Get returns the value at key as this command sees it, or ErrNotFound. A
+// value this command wrote is returned as is: the caller must not modify it.
 func (t *Tx) Get(key []byte) ([]byte, error) {
 	if w, ok := t.writes[string(key)]; ok {
 		if w.deleted {
