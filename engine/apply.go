@@ -52,9 +52,11 @@ func (m *Machine) Apply(tx *storage.Tx, cmd Command) (res Result, err error) {
 			return res, err
 		}
 	}
-	if err := a.stampNow(h.NowMS); err != nil {
+	last, err := a.u64(storage.KeyLastNow)
+	if err != nil {
 		return nil, err
 	}
+	a.now = max(h.NowMS, int64(last))
 	res, err = a.dispatch(cmd)
 	if err != nil {
 		return nil, err
@@ -63,6 +65,12 @@ func (m *Machine) Apply(tx *storage.Tx, cmd Command) (res Result, err error) {
 		if err := a.recordResult(cmd, res); err != nil {
 			return nil, err
 		}
+	}
+	// Time is kept monotonic by remembering the latest Now that wrote
+	// something; a command that wrote nothing (an empty claim or sweep)
+	// leaves the store untouched, so idle polling costs no sync.
+	if tx.Len() > 0 && a.now > int64(last) {
+		tx.Set(storage.KeyLastNow, storage.U64(uint64(a.now)))
 	}
 	return res, nil
 }
@@ -112,22 +120,6 @@ type applier struct {
 	tx  *storage.Tx
 	lim *Limits
 	now int64
-}
-
-// stampNow makes time monotonic: a command stamped before the last one
-// applied takes the last one's time.
-func (a *applier) stampNow(nowMS int64) error {
-	last, err := a.u64(storage.KeyLastNow)
-	if err != nil {
-		return err
-	}
-	a.now = nowMS
-	if int64(last) >= nowMS {
-		a.now = int64(last)
-		return nil
-	}
-	a.tx.Set(storage.KeyLastNow, storage.U64(uint64(nowMS)))
-	return nil
 }
 
 func (a *applier) u64(key []byte) (uint64, error) {

@@ -37,7 +37,9 @@ func (a *applier) create(c *CreateJob) (Result, error) {
 	}
 	wf := c.WorkflowID
 	if wf == "" {
-		wf = fmt.Sprintf("job-%d", id)
+		if wf, err = a.defaultWorkflowID(id); err != nil {
+			return nil, err
+		}
 	}
 	l := &loaded{job: &Job{
 		ID: id, WorkflowID: wf, Type: c.Type, Queue: c.Queue,
@@ -87,4 +89,18 @@ func startDigest(c *CreateJob) uint64 {
 		h.Write(part)
 	}
 	return h.Sum64()
+}
+
+// defaultWorkflowID names a job started without a workflow id "job-<id>",
+// or "job-<id>.<n>" with the first n that no run uses, since a user may have
+// chosen such a name for another workflow.
+func (a *applier) defaultWorkflowID(id JobID) (string, error) {
+	wf := fmt.Sprintf("job-%d", id)
+	for n := 1; ; n++ {
+		taken, err := a.tx.Has(storage.WorkflowKey(wf))
+		if err != nil || !taken {
+			return wf, err
+		}
+		wf = fmt.Sprintf("job-%d.%d", id, n)
+	}
 }

@@ -1,5 +1,7 @@
 package engine
 
+import "fmt"
+
 // lifecycle applies an operator command (cancel, activate, suspend, resume)
 // whose only effect is one status event on the target job.
 func (a *applier) lifecycle(t Target, ev Event) (Result, error) {
@@ -50,6 +52,16 @@ func (a *applier) requeue(c *Requeue) (Result, error) {
 		if l.job.Status != StatusFailed {
 			// Only a Failed job may be retried without an attempt.
 			return nil, &TransitionError{Job: l.job.ID, From: l.job.Status, Event: EventJobRequeued}
+		}
+		// A workflow id has at most one open run: a failed run that a newer
+		// run replaced stays closed.
+		cur, err := a.resolve(Target{WorkflowID: l.job.WorkflowID})
+		if err != nil {
+			return nil, err
+		}
+		if cur.job.ID != l.job.ID {
+			return nil, fmt.Errorf("%w: job %d cannot be retried: workflow id %q has a newer run %d",
+				ErrWorkflowExists, l.job.ID, l.job.WorkflowID, cur.job.ID)
 		}
 	} else if l, err = a.fenced(c.LeaseRef, "Requeue"); err != nil {
 		return nil, err

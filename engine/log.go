@@ -148,6 +148,7 @@ func (l *LocalLog) applyBatch(ps []*proposal) {
 	batch := l.db.NewBatch()
 	var waiting []*proposal // applied, answered after the commit
 	commit := func() {
+		wrote := !batch.Empty()
 		err := batch.Commit()
 		for _, p := range waiting {
 			if err != nil && p.err == nil {
@@ -156,7 +157,7 @@ func (l *LocalLog) applyBatch(ps []*proposal) {
 			close(p.reply)
 		}
 		waiting = waiting[:0]
-		if err == nil && l.onCommit != nil {
+		if err == nil && wrote && l.onCommit != nil {
 			l.onCommit()
 		}
 	}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/heddlewf/heddle/engine"
+)
+
+// printTimeline prints one job's whole history as a table: this is the
+// record the engine keeps, and the only thing a recovering worker reads.
+func (d *demo) printTimeline(ctx context.Context) error {
+	wf := d.cfg.Timeline
+	id := d.jobs[wf]
+	hist, err := readHistory(ctx, d.e, id)
+	if err != nil {
+		return err
+	}
+	if len(hist) == 0 {
+		return fmt.Errorf("timeline: job %d has no history", id)
+	}
+	d.rep.plain("")
+	d.rep.plain("history of %s (job %d), %d events; +ms from the first event, att = attempt:", wf, id, len(hist))
+	d.rep.plain("  %3s %6s %3s  %-20s %-19s %s", "seq", "+ms", "att", "event", "step / name", "details")
+	first := hist[0].AtMS
+	for _, ev := range hist {
+		d.rep.plain("  %3d %6d %3s  %-20s %-19s %s", ev.Seq, ev.AtMS-first, attempt(ev.Attempt),
+			ev.Type, stepOrName(ev), details(ev, first))
+	}
+	return nil
+}
+
+func attempt(a uint64) string {
+	if a == 0 {
+		return "-"
+	}
+	return fmt.Sprint(a)
+}
+
+func stepOrName(ev engine.Event) string {
+	if ev.Step != "" {
+		return ev.Step
+	}
+	return ev.Name
+}
+
+// details joins what else the event carries: its payload (shortened), the
+// commit mark, the reason, the lease and what a wait waits for.
+func details(ev engine.Event, first int64) string {
+	var parts []string
+	if len(ev.Payload) > 0 {
+		parts = append(parts, shorten(string(ev.Payload), 48))
+	}
+	if ev.Commit {
+		parts = append(parts, "[committed]")
+	}
+	if ev.Reason != "" {
+		parts = append(parts, "reason "+ev.Reason)
+	}
+	if ev.LeaseExpiryMS != 0 {
+		parts = append(parts, fmt.Sprintf("lease until +%dms", ev.LeaseExpiryMS-first))
+	}
+	if w := ev.Wait; w != nil {
+		if len(w.Signals) > 0 {
+			parts = append(parts, "waits for signal "+strings.Join(w.Signals, ", "))
+		}
+		if w.TimerAtMS != 0 {
+			parts = append(parts, fmt.Sprintf("waits for timer %s at +%dms", w.TimerID, w.TimerAtMS-first))
+		}
+	}
+	return strings.Join(parts, "  ")
+}
+
+// shorten cuts s to at most n runes, marking the cut.
+func shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
