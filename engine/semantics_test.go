@@ -201,3 +201,40 @@ func TestSweepBatches(t *testing.T) {
 	}
 	h.verify()
 }
+
+// A job started without a workflow id never takes over an id a user chose.
+func TestDefaultWorkflowIDAvoidsUserIDs(t *testing.T) {
+	h := newHarness(t)
+	user := h.create("job-2") // job 1, under a name the default scheme would give job 2
+	r := h.must(&CreateJob{Type: "t", Queue: "q"}).(*CreateResult)
+	if r.Job != 2 || r.WorkflowID != "job-2.1" {
+		t.Fatalf("default-named job = %+v, want job 2 named job-2.1", r)
+	}
+	if j := h.job(user); j.WorkflowID != "job-2" {
+		t.Fatalf("user's job renamed: %+v", j)
+	}
+	h.verify()
+}
+
+// A failed run that a newer run of the same workflow id replaced cannot be
+// retried: one workflow id has at most one open run.
+func TestRetryOfSupersededRunRefused(t *testing.T) {
+	h := newHarness(t)
+	old := drive(h, StatusFailed, "wf")
+	h.create("wf") // the new run
+	h.mustFail(&Requeue{LeaseRef: LeaseRef{Job: old.Job}}, ErrWorkflowExists)
+	h.verify()
+}
+
+// A command that finds nothing to do writes nothing, not even the clock.
+func TestIdleCommandsWriteNothing(t *testing.T) {
+	h := newHarness(t)
+	h.create("wf")
+	h.claimOne(1000)
+	before := h.snapshot()
+	h.now += 5000
+	h.must(&Claim{Queue: "q", Owner: "w", Max: 10, LeaseMS: 1000})
+	h.must(&FireTimers{Max: 10})
+	h.must(&ReleaseDelayed{Max: 10})
+	sameStore(t, before, h.snapshot())
+}
