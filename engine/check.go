@@ -2,6 +2,9 @@ package engine
 
 import "fmt"
 
+// maxDelayMS bounds a retry delay (100 years) so release times never overflow.
+const maxDelayMS = 100 * 365 * 24 * 3600 * 1000
+
 // checker collects the first field error of one command's validation.
 type checker struct {
 	cmd string
@@ -249,8 +252,8 @@ func (c *Requeue) check(l *Limits) error {
 	if c.Job == 0 {
 		ch.fail("Job", "is required")
 	}
-	if c.DelayMS < 0 {
-		ch.fail("DelayMS", "is negative")
+	if c.DelayMS < 0 || c.DelayMS > maxDelayMS {
+		ch.fail("DelayMS", fmt.Sprintf("is %d, not in [0, %d] (100 years)", c.DelayMS, maxDelayMS))
 	}
 	ch.name("Reason", c.Reason, false)
 	return ch.err

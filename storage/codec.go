@@ -73,8 +73,10 @@ func Decode(b []byte, kind Kind, maxVersion byte, v any) (byte, error) {
 	if b[1] == 0 || b[1] > maxVersion {
 		return 0, &CorruptError{Kind: kind, Reason: fmt.Sprintf("version %d is not in [1, %d]", b[1], maxVersion)}
 	}
-	dec := msgpack.GetDecoder()
-	defer msgpack.PutDecoder(dec)
+	// A fresh decoder per call: msgpack's pooled decoders keep the buffer a
+	// failed decode grew to fit a corrupt length, so pooling them lets
+	// repeated reads of one bad record grow memory without bound.
+	dec := msgpack.NewDecoder(nil)
 	// Walk the encoding once with Skip before decoding: Skip allocates
 	// nothing per element, while Decode pre-sizes maps and slices from the
 	// lengths the input claims, so a few corrupt bytes could otherwise

@@ -1,0 +1,479 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"runtime"
+	"testing"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// Fuzz targets for everything heddle decodes: commands (from the Raft log),
+// results (request records), events, job records and effects. Each target
+// checks that decoding never panics, that every failure is ErrCorrupt (or
+// ErrUnknownCommand for an unknown kind), and that whatever decodes
+// re-encodes to bytes that decode to the same value. FuzzDecodeCommand also
+// applies what it decodes to a populated store.
+//
+//	go test ./engine -run '^$' -fuzz '^FuzzDecodeCommand$' -fuzztime 15s
+
+// fuzzDecodeErr fails unless err is one of the errors decoding may return.
+func fuzzDecodeErr(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnknownCommand) {
+		t.Fatalf("%s: error %v (%T) is neither ErrCorrupt nor ErrUnknownCommand", what, err, err)
+	}
+}
+
+// fuzzSameValue fails unless a and b are equal once empty slices count as
+// nil (msgpack's omitempty drops them, so an explicit empty array decodes
+// to an empty slice once and to nil after a round trip).
+func fuzzSameValue(t *testing.T, what string, a, b any) {
+	t.Helper()
+	if !reflect.DeepEqual(propNormalize(a), propNormalize(b)) {
+		t.Fatalf("%s changed in a round trip:\n%#v\n%#v", what, a, b)
+	}
+}
+
+// fuzzGarbage are seeds every target gets: empty, short, wrong kinds and
+// versions, truncated and oversized msgpack.
+func fuzzGarbage(kind storage.Kind) [][]byte {
+	k := byte(kind)
+	return [][]byte{
+		{},
+		{k},
+		{k, 1},
+		{k, 0, 0x80},
+		{k, 2, 0x80},
+		{k + 1, 1, 0x80},
+		{k, 1, 0xc0},
+		{k, 1, 0x80},
+		{k, 1, 0x80, 0x00},                   // trailing byte
+		{k, 1, 0xdf, 0xff, 0xff, 0xff, 0xff}, // a map claiming 4G entries
+		{k, 1, 0xdd, 0xff, 0xff, 0xff, 0xff}, // an array claiming 4G entries
+		{k, 1, 0x92, 0x01},                   // a truncated envelope
+		{k, 1, 0x92, 0x63, 0x80},             // envelope of kind 99
+		{k, 1, 0x92, 0x01, 0xc0},             // kind 1, nil body
+		{k, 1, 0x92, 0x01, 0x81, 0xa2, 't', 'y', 0x01},       // a string field given an int
+		{k, 1, 0x92, 0x04, 0x81, 0xa2, 'e', 'v', 0x91, 0xc0}, // events: [nil]
+		{k, 1, 0x92, 0x01, 0xc4, 0x01, 0x80},                 // body is bin, not a map
+		{k, 1, 0x81, 0xa1, 'q', 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+	}
+}
+
+// fuzzSampleCommands covers every command kind, aimed at the jobs
+// newFuzzStore creates, so that many of them apply.
+func fuzzSampleCommands() []Command {
+	return []Command{
+		&CreateJob{Header: Header{RequestID: "rq-new", NowMS: 2_000_000}, WorkflowID: "wf-x", Type: "order", Queue: "q", Input: []byte("in")},
+		&CreateJob{Header: Header{NowMS: 2_000_000}, WorkflowID: "wf-open", Type: "order", Queue: "q", ReusePolicy: IDReuseReturnExisting},
+		&CreateJob{Header: Header{NowMS: 2_000_000}, Type: "child", Queue: "q", Draft: true, ParentID: 3, ParentStep: "c"},
+		&Claim{Header: Header{NowMS: 2_000_000}, Queue: "q", Owner: "w", Max: 3, LeaseMS: 30_000},
+		&Heartbeat{Header: Header{NowMS: 2_000_000}, Leases: []LeaseRef{{Job: 3, Attempt: 1}, {Job: 1, Attempt: 1}, {Job: 99, Attempt: 1}}, LeaseMS: 60_000},
+		&AppendEvents{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Events: []NewEvent{{Type: "activity_started", Step: "a"}, {Type: EventSignalReceived, Name: "go"}}},
+		&CommitStep{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "a", Type: "activity_completed", Payload: []byte("ok")},
+		&CommitStep{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "c", Type: "child_completed", CatchUp: true},
+		&Wait{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Spec: WaitSpec{TimerID: "t", TimerAtMS: 2_100_000, Signals: []string{"go"}, Steps: []string{"c"}, Park: true}, SeenSeq: 2},
+		&Signal{Header: Header{NowMS: 2_000_000}, Target: Target{WorkflowID: "wf-wait"}, Name: "go", Payload: []byte("p")},
+		&FireTimers{Header: Header{NowMS: 9_000_000}, Max: 10},
+		&Reclaim{Header: Header{NowMS: 9_000_000}, Max: 10},
+		&ReleaseDelayed{Header: Header{NowMS: 9_000_000}, Max: 10},
+		&Cancel{Header: Header{NowMS: 2_000_000}, Target: Target{Job: 6}, Reason: "user"},
+		&Activate{Header: Header{NowMS: 2_000_000}, Target: Target{Job: 2}},
+		&Suspend{Header: Header{NowMS: 2_000_000}, Target: Target{Job: 3}, Reason: "ops"},
+		&Resume{Header: Header{NowMS: 2_000_000}, Target: Target{Job: 7}},
+		&Complete{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Result: []byte("done")},
+		&Fail{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Error: []byte("boom")},
+		&Requeue{Header: Header{RequestID: "rq-1", NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 8}, DelayMS: 5000},
+		&Requeue{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Reason: "backoff"},
+	}
+}
+
+// fuzzStore is a small store holding a job in most statuses, for applying
+// fuzzed commands. Each command is applied, checked and undone, so every
+// input meets the same store.
+type fuzzStore struct {
+	h    *harness
+	base map[string]string
+}
+
+func newFuzzStore(f *testing.F) *fuzzStore {
+	h := newHarness(f)
+	h.now = 1_000_000
+	// One queue per job, so each claim takes the job it means to.
+	start := func(wf, queue string) (JobID, LeaseRef) {
+		id := h.must(&CreateJob{WorkflowID: wf, Type: "order", Queue: queue}).(*CreateResult).Job
+		if queue == "q" {
+			return id, LeaseRef{}
+		}
+		c := h.must(&Claim{Queue: queue, Owner: "w", Max: 1, LeaseMS: 30_000}).(*ClaimResult)
+		if len(c.Jobs) != 1 || c.Jobs[0].Job != id {
+			f.Fatalf("fuzz store: claim of %s = %+v", queue, c.Jobs)
+		}
+		return id, LeaseRef{Job: id, Attempt: c.Jobs[0].Attempt}
+	}
+	start("wf-open", "q")                                                              // 1 Queued
+	h.must(&CreateJob{WorkflowID: "wf-draft", Type: "order", Queue: "d", Draft: true}) // 2 Draft
+	start("wf-run", "r")                                                               // 3 Running, attempt 1
+	h.must(&CreateJob{Type: "child", Queue: "k", ParentID: 3, ParentStep: "c"})        // 4 Queued, child of 3
+	_, ref := start("wf-wait", "w")                                                    // 5 Waiting
+	h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{TimerID: "t", TimerAtMS: 1_500_000, Signals: []string{"go"}}, SeenSeq: 2})
+	start("wf-cancel", "q") // 6 Queued
+	start("wf-susp", "q")   // 7 Suspended
+	h.must(&Suspend{Target: Target{Job: 7}})
+	_, ref = start("wf-fail", "f") // 8 Failed
+	h.must(&Fail{LeaseRef: ref, Error: []byte("x")})
+	_, ref = start("wf-retry", "t") // 9 Retrying
+	h.must(&Requeue{LeaseRef: ref, DelayMS: 5000})
+	_, ref = start("wf-done", "c") // 10 Completed
+	h.must(&Complete{LeaseRef: ref, Result: []byte("ok")})
+	h.must(&Signal{Header: Header{RequestID: "rq-sig"}, Target: Target{Job: 3}, Name: "hello"})
+	h.verify()
+	for id, want := range map[JobID]Status{1: StatusQueued, 2: StatusDraft, 3: StatusRunning, 4: StatusQueued, 5: StatusWaiting,
+		6: StatusQueued, 7: StatusSuspended, 8: StatusFailed, 9: StatusRetrying, 10: StatusCompleted} {
+		if got := h.job(id).Status; got != want {
+			f.Fatalf("fuzz store: job %d is %s, want %s", id, got, want)
+		}
+	}
+	return &fuzzStore{h: h, base: propSnapshot(h.db)}
+}
+
+// apply applies cmd to the store, checks the outcome and restores the store.
+func (fs *fuzzStore) apply(t *testing.T, cmd Command) {
+	db := fs.h.db
+	b := db.NewBatch()
+	tx := b.Begin()
+	res, err := func() (res Result, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("Apply(%s) panicked: %v", propFmtCmd(cmd), r)
+			}
+		}()
+		return fs.h.m.Apply(tx, cmd)
+	}()
+	if err != nil {
+		b.Discard()
+		if !propMatchesSentinel(err) {
+			t.Fatalf("Apply(%s) = %v, which matches no sentinel error", propFmtCmd(cmd), err)
+		}
+		return
+	}
+	if want := reflect.TypeOf(newResult(cmd.Kind())); reflect.TypeOf(res) != want {
+		t.Fatalf("Apply(%s) returned a %T, want %v", propFmtCmd(cmd), res, want)
+	}
+	rb, err := EncodeResult(cmd.Kind(), res)
+	if err != nil {
+		t.Fatalf("encoding the result %s: %v", propFmtRes(res), err)
+	}
+	if k, r2, err := DecodeResult(rb); err != nil || k != cmd.Kind() {
+		t.Fatalf("decoding the result of %s: kind %s, %v", cmd.Kind(), k, err)
+	} else {
+		fuzzSameValue(t, "the result", res, r2)
+	}
+	if err := b.Add(tx); err != nil {
+		// LocalLog refuses a command whose writes exceed one transaction.
+		b.Discard()
+		if !errors.Is(err, storage.ErrTooLarge) {
+			t.Fatalf("batch add: %v", err)
+		}
+		return
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	defer fs.restore(t)
+	var errs []error
+	db.View(func(r *storage.Reader) error {
+		errs = Verify(r, 5)
+		return nil
+	})
+	if len(errs) > 0 {
+		t.Fatalf("after %s -> %s, Verify: %v", propFmtCmd(cmd), propFmtRes(res), errs)
+	}
+	// A request id answers a retry with the first result and writes nothing.
+	if cmd.Head().RequestID != "" {
+		b := db.NewBatch()
+		defer b.Discard()
+		tx := b.Begin()
+		again, err := fs.h.m.Apply(tx, cmd)
+		if err != nil || !reflect.DeepEqual(propNormalize(again), propNormalize(res)) || tx.Len() != 0 {
+			t.Fatalf("retry of %s = %s, %v (%d writes); first result %s", propFmtCmd(cmd), propFmtRes(again), err, tx.Len(), propFmtRes(res))
+		}
+	}
+}
+
+// restore puts the store back to its base contents.
+func (fs *fuzzStore) restore(t *testing.T) {
+	now := propSnapshot(fs.h.db)
+	b := fs.h.db.NewBatch()
+	tx := b.Begin()
+	for k := range now {
+		if _, ok := fs.base[k]; !ok {
+			tx.Delete([]byte(k))
+		}
+	}
+	for k, v := range fs.base {
+		if w, ok := now[k]; !ok || w != v {
+			tx.Set([]byte(k), []byte(v))
+		}
+	}
+	if err := b.Add(tx); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	if d := propStoreDiff(fs.base, propSnapshot(fs.h.db)); d != "" {
+		t.Fatalf("restore left differences: %s", d)
+	}
+}
+
+func FuzzDecodeCommand(f *testing.F) {
+	for _, c := range fuzzSampleCommands() {
+		b, err := EncodeCommand(c)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range fuzzGarbage(storage.KindCommand) {
+		f.Add(b)
+	}
+	fs := newFuzzStore(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := DecodeCommand(data)
+		if err != nil {
+			fuzzDecodeErr(t, "DecodeCommand", err)
+			return
+		}
+		if c == nil {
+			t.Fatal("DecodeCommand returned a nil command and no error")
+		}
+		if _, known := newCommand(c.Kind()); !known {
+			t.Fatalf("DecodeCommand returned a command of unknown kind %d", c.Kind())
+		}
+		b, err := EncodeCommand(c)
+		if err != nil {
+			t.Fatalf("re-encoding %s: %v", propFmtCmd(c), err)
+		}
+		c2, err := DecodeCommand(b)
+		if err != nil {
+			t.Fatalf("decoding the re-encoding of %s: %v", propFmtCmd(c), err)
+		}
+		if c2.Kind() != c.Kind() {
+			t.Fatalf("round trip changed the kind from %s to %s", c.Kind(), c2.Kind())
+		}
+		fuzzSameValue(t, "the command", c, c2)
+		if b2, err := EncodeCommand(c2); err != nil || !bytes.Equal(b, b2) {
+			t.Fatalf("encoding is not stable: % x, then % x (%v)", b, b2, err)
+		}
+		// As decoded (any NowMS), and as the log would stamp it.
+		fs.apply(t, c)
+		c.Head().NowMS = fs.h.now + 1000
+		fs.apply(t, c)
+	})
+}
+
+func fuzzSampleResults() map[CommandKind]Result {
+	return map[CommandKind]Result{
+		KindCreateJob:      &CreateResult{Job: 1, WorkflowID: "wf", Existing: true},
+		KindClaim:          &ClaimResult{Jobs: []ClaimedJob{{Job: 1, WorkflowID: "wf", Type: "t", Attempt: 2, LeaseExpiryMS: 5, LastSeq: 3}}},
+		KindHeartbeat:      &HeartbeatResult{LeaseExpiryMS: 9, Refused: []Refusal{{LeaseRef: LeaseRef{Job: 1, Attempt: 1}, Code: StaleAttemptCode}}},
+		KindAppendEvents:   &AppendResult{FirstSeq: 2, LastSeq: 4},
+		KindWait:           &WaitResult{Woken: true, Status: StatusRunning, Seq: 7},
+		KindSignal:         &SignalResult{Job: 3, Seq: 4, Woke: true},
+		KindReclaim:        &SweepResult{Jobs: []JobID{1, 2}, Ready: []JobID{2}, More: true},
+		KindCancel:         &StatusResult{Job: 1, Status: StatusCancelled, Seq: 5},
+		KindFireTimers:     &SweepResult{},
+		KindReleaseDelayed: &SweepResult{Ready: []JobID{}},
+	}
+}
+
+func FuzzDecodeResult(f *testing.F) {
+	results := fuzzSampleResults()
+	results[KindRequeue+100] = &SweepResult{} // a kind this version does not know
+	for k, r := range results {
+		b, err := EncodeResult(k, r)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range fuzzGarbage(storage.KindResult) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		k, r, err := DecodeResult(data)
+		if err != nil {
+			fuzzDecodeErr(t, "DecodeResult", err)
+			return
+		}
+		want := newResult(k)
+		if want == nil || reflect.TypeOf(r) != reflect.TypeOf(want) {
+			t.Fatalf("DecodeResult returned a %T for kind %d", r, k)
+		}
+		b, err := EncodeResult(k, r)
+		if err != nil {
+			t.Fatalf("re-encoding %s: %v", propFmtRes(r), err)
+		}
+		k2, r2, err := DecodeResult(b)
+		if err != nil || k2 != k {
+			t.Fatalf("decoding the re-encoding: kind %s (was %s), %v", k2, k, err)
+		}
+		fuzzSameValue(t, "the result", r, r2)
+		if b2, err := EncodeResult(k2, r2); err != nil || !bytes.Equal(b, b2) {
+			t.Fatalf("encoding is not stable: % x, then % x (%v)", b, b2, err)
+		}
+	})
+}
+
+func FuzzDecodeEvent(f *testing.F) {
+	for _, e := range []*Event{
+		{Seq: 1, Type: EventJobCreated, AtMS: 1000, Name: "order", Payload: []byte("in")},
+		{Seq: 2, Type: EventJobLeased, AtMS: 1001, Attempt: 1, Name: "w", LeaseExpiryMS: 31_001},
+		{Seq: 3, Type: EventJobWaiting, AtMS: 1002, Attempt: 1, Wait: &WaitSpec{TimerID: "t", TimerAtMS: 5000, Signals: []string{"s"}, Steps: []string{"a"}, Park: true}},
+		{Seq: 4, Type: EventJobRequeued, AtMS: 1003, Reason: ReasonRetry, DelayMS: 500},
+		{Seq: 5, Type: "activity_completed", Step: "a", Payload: []byte("ok"), Commit: true},
+	} {
+		f.Add(EncodeEvent(e))
+	}
+	for _, b := range fuzzGarbage(storage.KindEvent) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e, err := DecodeEvent(data)
+		if err != nil {
+			fuzzDecodeErr(t, "DecodeEvent", err)
+			return
+		}
+		b := EncodeEvent(e)
+		e2, err := DecodeEvent(b)
+		if err != nil {
+			t.Fatalf("decoding the re-encoding of %+v: %v", *e, err)
+		}
+		fuzzSameValue(t, "the event", e, e2)
+		if b2 := EncodeEvent(e2); !bytes.Equal(b, b2) {
+			t.Fatalf("encoding is not stable: % x, then % x", b, b2)
+		}
+		// The projection and the checker take any event without panicking.
+		e.Seq = 1
+		hist := []Event{*e}
+		DeriveStatus(hist)
+		if err := CheckHistory(hist, StatusNone); err != nil && !errors.Is(err, ErrInvariant) {
+			t.Fatalf("CheckHistory(%+v) = %v, not ErrInvariant", *e, err)
+		}
+	})
+}
+
+func FuzzDecodeJob(f *testing.F) {
+	for _, j := range []*Job{
+		{ID: 1, WorkflowID: "wf", Type: "order", Queue: "q", Status: StatusQueued, LastSeq: 1, ReadyAtMS: 1000, CreatedMS: 1000, UpdatedMS: 1000},
+		{ID: 2, WorkflowID: "wf-2", Type: "order", Queue: "q", Status: StatusRunning, Attempt: 3, LeaseOwner: "w", LeaseExpiryMS: 9000,
+			LastSeq: 7, Timers: []Timer{{ID: "t", FireMS: 5000}}, Retries: 2, StartDigest: 0xdeadbeef, ParentID: 1, ParentStep: "c", CreatedMS: 1, UpdatedMS: 2},
+		{ID: 3, Status: StatusParked, Wait: &WaitSpec{TimerID: "t", TimerAtMS: 5000, Park: true}, ClosedMS: 4},
+	} {
+		f.Add(EncodeJob(j))
+	}
+	for _, b := range fuzzGarbage(storage.KindJob) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		j, err := DecodeJob(data)
+		if err != nil {
+			fuzzDecodeErr(t, "DecodeJob", err)
+			return
+		}
+		b := EncodeJob(j)
+		j2, err := DecodeJob(b)
+		if err != nil {
+			t.Fatalf("decoding the re-encoding of %+v: %v", *j, err)
+		}
+		fuzzSameValue(t, "the job", j, j2)
+		if b2 := EncodeJob(j2); !bytes.Equal(b, b2) {
+			t.Fatalf("encoding is not stable: % x, then % x", b, b2)
+		}
+		fuzzSameValue(t, "a clone of the job", j, j.clone())
+	})
+}
+
+func FuzzDecodeEffect(f *testing.F) {
+	for _, e := range []*Effect{
+		{Step: "a", Payload: []byte("ok"), Attempt: 2, CommittedSeq: 5, AtMS: 1000},
+		{Step: "c", Failed: true, AtMS: 1},
+	} {
+		f.Add(EncodeEffect(e))
+	}
+	for _, b := range fuzzGarbage(storage.KindEffect) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e, err := DecodeEffect(data)
+		if err != nil {
+			fuzzDecodeErr(t, "DecodeEffect", err)
+			return
+		}
+		b := EncodeEffect(e)
+		e2, err := DecodeEffect(b)
+		if err != nil {
+			t.Fatalf("decoding the re-encoding of %+v: %v", *e, err)
+		}
+		fuzzSameValue(t, "the effect", e, e2)
+		if b2 := EncodeEffect(e2); !bytes.Equal(b, b2) {
+			t.Fatalf("encoding is not stable: % x, then % x", b, b2)
+		}
+	})
+}
+
+// TestFuzzCorruptRecordsKeepMemoryBounded: decoding a corrupt record costs
+// memory in proportion to the record, not to the lengths it claims, however
+// often it is read. (FuzzDecodeCommand found records whose repeated decoding
+// grew a pooled msgpack decoder's buffer by a quarter each time, to
+// gigabytes.) Each record below is a few bytes claiming a 4 GiB string; 60
+// decodes of one may allocate at most 200 MiB in all. The loop stops as soon
+// as the bound is passed, so a failure stays cheap.
+func TestFuzzCorruptRecordsKeepMemoryBounded(t *testing.T) {
+	claim := []byte{0xdb, 0xff, 0xff, 0xff, 0xff}               // str32 of 4 GiB, and nothing after
+	mapKey := append([]byte{0x81}, claim...)                    // a map whose first key is that string
+	inBin := append([]byte{0xc4, byte(len(mapKey))}, mapKey...) // a bin8 holding the map
+	cases := []struct {
+		name   string
+		record []byte
+		decode func([]byte) error
+	}{
+		{"event", append([]byte{byte(storage.KindEvent), 1}, mapKey...),
+			func(b []byte) error { _, err := DecodeEvent(b); return err }},
+		{"job", append([]byte{byte(storage.KindJob), 1}, mapKey...),
+			func(b []byte) error { _, err := DecodeJob(b); return err }},
+		{"effect", append([]byte{byte(storage.KindEffect), 1}, mapKey...),
+			func(b []byte) error { _, err := DecodeEffect(b); return err }},
+		{"command envelope", append([]byte{byte(storage.KindCommand), 1, 0x92, 0x01}, claim...),
+			func(b []byte) error { _, err := DecodeCommand(b); return err }},
+		{"command body", append([]byte{byte(storage.KindCommand), 1, 0x92, 0x01}, inBin...),
+			func(b []byte) error { _, err := DecodeCommand(b); return err }},
+		{"result body", append([]byte{byte(storage.KindResult), 1, 0x92, 0x01}, inBin...),
+			func(b []byte) error { _, _, err := DecodeResult(b); return err }},
+	}
+	const rounds, limit = 60, 200 << 20
+	for _, c := range cases {
+		runtime.GC()
+		runtime.GC() // empties sync.Pools: every case starts from fresh decoders
+		var start, now runtime.MemStats
+		runtime.ReadMemStats(&start)
+		for i := 1; i <= rounds; i++ {
+			if err := c.decode(c.record); err == nil {
+				t.Fatalf("%s: a record claiming 4 GiB decoded", c.name)
+			} else {
+				fuzzDecodeErr(t, c.name, err)
+			}
+			runtime.ReadMemStats(&now)
+			if used := now.TotalAlloc - start.TotalAlloc; used > limit {
+				t.Errorf("%s: %d decodes of a %d-byte corrupt record allocated %d MiB (limit %d MiB for %d decodes); "+
+					"a decoder reused after a failed read keeps and grows its buffer",
+					c.name, i, len(c.record), used>>20, limit>>20, rounds)
+				break
+			}
+		}
+	}
+}

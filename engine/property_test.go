@@ -1,0 +1,2319 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// The property test drives Apply with thousands of random command sequences
+// and checks every command against a reference model written from the
+// documented semantics (STATE-MACHINES.md and the doc comments of the
+// commands), plus properties that need no model: errors are sentinel errors,
+// failed commands write nothing, request ids replay, fencing admits at most
+// one attempt per job, blocked jobs are never reclaimed, and Verify finds
+// nothing wrong with the store.
+//
+// Every failure names its seed. Replay one with
+//
+//	go test ./engine -run TestPropertyRandomCommands -property.seed=S -v
+
+var propertySeed = flag.Int64("property.seed", 0,
+	"run TestPropertyRandomCommands for this one seed only (0: the default seeds 1..N)")
+
+const (
+	propDefaultSeeds = 30 // seeds 1..30, one in-memory store each
+	propSeqsPerSeed  = 10 // random sequences per seed, applied to the same store
+	propCmdsPerSeq   = 60 // commands per sequence
+	propFullEvery    = 1  // the first sequence of each seed is fully checked after every command
+)
+
+func TestPropertyRandomCommands(t *testing.T) {
+	seeds := make([]int64, 0, propDefaultSeeds)
+	for s := int64(1); s <= propDefaultSeeds; s++ {
+		seeds = append(seeds, s)
+	}
+	seqs := propSeqsPerSeed
+	if testing.Short() {
+		seeds = seeds[:5]
+	}
+	if *propertySeed != 0 {
+		seeds = []int64{*propertySeed}
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel() // each seed has its own store; its run is deterministic
+			t.Logf("seed %d (replay: go test ./engine -run TestPropertyRandomCommands -property.seed=%d -v)", seed, seed)
+			runPropertySeed(t, seed, seqs)
+		})
+	}
+}
+
+// propSentinels are the errors every refusal of Apply must match.
+var propSentinels = []error{ErrStaleAttempt, ErrUnknownJob, ErrIllegalTransition, ErrInvalidCommand,
+	ErrPayloadTooLarge, ErrWorkflowExists, ErrJobClosed, ErrStepCommitted}
+
+func propMatchesSentinel(err error, extra ...error) bool {
+	for _, s := range slices.Concat(propSentinels, extra) {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// propBogusCmd is a command of a kind Apply does not know.
+type propBogusCmd struct{ Header }
+
+func (*propBogusCmd) Kind() CommandKind   { return 99 }
+func (*propBogusCmd) check(*Limits) error { return nil }
+
+// ---------------------------------------------------------------------------
+// The specification's transition table (STATE-MACHINES.md §1 and §4, with the
+// project's extension: cancel from Queued/Retrying), written out again here
+// so that the engine's table is checked against the document, not itself.
+
+var propSpecTable = map[Status]map[EventType]Status{
+	StatusNone: {EventJobCreated: StatusQueued, EventJobQueued: StatusQueued,
+		EventJobRequeued: StatusQueued, EventJobDrafted: StatusDraft},
+	StatusQueued: {EventJobRequeued: StatusQueued, EventJobLeased: StatusRunning, EventJobRunning: StatusRunning,
+		EventWaitCompleted: StatusQueued, EventJobCancelled: StatusCancelled, EventJobSuspended: StatusSuspended},
+	StatusRunning: {EventJobRequeued: StatusQueued, EventJobWaiting: StatusWaiting, EventWaitCompleted: StatusQueued,
+		EventJobCompleted: StatusCompleted, EventJobFailed: StatusFailed, EventJobCancelled: StatusCancelled,
+		EventJobSuspended: StatusSuspended},
+	StatusWaiting: {EventWaitCompleted: StatusQueued, EventJobCancelled: StatusCancelled, EventJobSuspended: StatusSuspended},
+	StatusParked:  {EventWaitCompleted: StatusQueued, EventJobCancelled: StatusCancelled, EventJobSuspended: StatusSuspended},
+	StatusRetrying: {EventJobRequeued: StatusQueued, EventJobLeased: StatusRunning, EventJobRunning: StatusRunning,
+		EventWaitCompleted: StatusQueued, EventJobCancelled: StatusCancelled, EventJobSuspended: StatusSuspended},
+	StatusCompleted: {},
+	StatusFailed:    {EventJobRequeued: StatusQueued},
+	StatusCancelled: {},
+	StatusDraft:     {EventJobActivated: StatusQueued, EventJobSuspended: StatusSuspended, EventJobCancelled: StatusCancelled},
+	StatusSuspended: {EventJobResumed: StatusQueued, EventJobCancelled: StatusCancelled},
+}
+
+var propSpecStatusEvents = []EventType{
+	EventJobCreated, EventJobQueued, EventJobRequeued, EventJobLeased, EventJobRunning,
+	EventJobWaiting, EventWaitCompleted, EventJobCompleted, EventJobFailed, EventJobCancelled,
+	EventJobDrafted, EventJobActivated, EventJobSuspended, EventJobResumed,
+}
+
+func propIsStatus(t EventType) bool { return slices.Contains(propSpecStatusEvents, t) }
+
+func propTerminal(s Status) bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
+}
+
+// propSpecNext is the documented Next: the table's cell, refined to Parked by a
+// parked wait and to Retrying by a delayed requeue.
+func propSpecNext(from Status, ev *Event) (Status, bool) {
+	if !propIsStatus(ev.Type) {
+		return from, true
+	}
+	to, ok := propSpecTable[from][ev.Type]
+	if !ok {
+		return from, false
+	}
+	if to == StatusWaiting && ev.Wait != nil && ev.Wait.Park {
+		to = StatusParked
+	}
+	if to == StatusQueued && ev.Type == EventJobRequeued && ev.DelayMS > 0 {
+		to = StatusRetrying
+	}
+	return to, true
+}
+
+// ---------------------------------------------------------------------------
+// The reference model.
+
+const (
+	propMaxPayload  = 1 << 20
+	propMaxName     = 256
+	propMaxEvents   = 1000
+	propMaxBatch    = 1000
+	propMaxLeaseMS  = 3600_000
+	propRetentionMS = 3600_000
+	propPruneBatch  = 8
+	propUnknownCode = "unknown_job"
+)
+
+type propJob struct {
+	ID                  JobID
+	WF, Type, Queue     string
+	Input               []byte
+	Status              Status
+	Attempt             uint64
+	Owner               string
+	LeaseExp            int64
+	ReadyAt, ReleaseAt  int64
+	Wait                *WaitSpec
+	Timers              []Timer
+	Retries             uint32
+	Parent              JobID
+	ParentStep          string
+	CreatedMS, ClosedMS int64
+	Events              []Event
+	Effects             map[string]*Effect
+}
+
+type propReq struct {
+	at   int64
+	kind CommandKind
+	res  Result
+}
+
+type propModel struct {
+	jobs    []*propJob
+	wfs     map[string]JobID   // workflow id -> newest run
+	byWF    map[string][]JobID // workflow id -> every run
+	reqs    map[string]*propReq
+	lastNow int64
+	now     int64
+	// touched lists the jobs the current command changed, with their last
+	// seq before it.
+	touched    map[JobID]uint64
+	touchOrder []JobID
+	// wrote: the current command writes something (then, and only then,
+	// it also records its Now as the latest).
+	wrote bool
+}
+
+func newPropModel() *propModel {
+	return &propModel{wfs: map[string]JobID{}, byWF: map[string][]JobID{}, reqs: map[string]*propReq{}}
+}
+
+func (m *propModel) job(id JobID) *propJob {
+	if id == 0 || int(id) > len(m.jobs) {
+		return nil
+	}
+	return m.jobs[id-1]
+}
+
+func (m *propModel) touch(j *propJob) {
+	m.wrote = true
+	if _, ok := m.touched[j.ID]; !ok {
+		m.touched[j.ID] = uint64(len(j.Events))
+		m.touchOrder = append(m.touchOrder, j.ID)
+	}
+}
+
+// apply predicts cmd: its result or the sentinel error it must fail with, and
+// whether the result is the replay of a recorded request. The model changes
+// only when the command succeeds.
+func (m *propModel) apply(cmd Command) (res Result, err error, replay bool) {
+	m.touched, m.touchOrder, m.wrote = map[JobID]uint64{}, nil, false
+	if err := propValidate(cmd); err != nil {
+		return nil, err, false
+	}
+	h := cmd.Head()
+	if h.RequestID != "" {
+		if r, ok := m.reqs[h.RequestID]; ok {
+			if r.kind != cmd.Kind() {
+				return nil, ErrInvalidCommand, false
+			}
+			return r.res, nil, true
+		}
+	}
+	m.now = max(m.lastNow, h.NowMS)
+	res, err = m.dispatch(cmd)
+	if err != nil {
+		if len(m.touched) > 0 {
+			panic(fmt.Sprintf("model bug: %s failed after changing jobs %v", cmd.Kind(), m.touchOrder))
+		}
+		return nil, err, false
+	}
+	if h.RequestID != "" {
+		m.record(h.RequestID, cmd.Kind(), res)
+		m.wrote = true
+	}
+	if m.wrote {
+		m.lastNow = m.now
+	}
+	return res, nil, false
+}
+
+// record keeps a request's result and prunes the oldest expired records.
+func (m *propModel) record(rid string, kind CommandKind, res Result) {
+	m.reqs[rid] = &propReq{at: m.now, kind: kind, res: res}
+	type aged struct {
+		at  int64
+		rid string
+	}
+	var exp []aged
+	for id, r := range m.reqs {
+		if r.at < m.now-propRetentionMS {
+			exp = append(exp, aged{r.at, id})
+		}
+	}
+	sort.Slice(exp, func(i, k int) bool {
+		if exp[i].at != exp[k].at {
+			return exp[i].at < exp[k].at
+		}
+		return exp[i].rid < exp[k].rid
+	})
+	if len(exp) > propPruneBatch {
+		exp = exp[:propPruneBatch]
+	}
+	for _, e := range exp {
+		delete(m.reqs, e.rid)
+	}
+}
+
+// propValidate is the documented field validation (command.go, limits.go).
+func propValidate(cmd Command) error {
+	var err error
+	fail := func(e error) {
+		if err == nil {
+			err = e
+		}
+	}
+	name := func(v string, required bool) {
+		switch {
+		case required && v == "":
+			fail(ErrInvalidCommand)
+		case len(v) > propMaxName:
+			fail(ErrPayloadTooLarge)
+		}
+	}
+	payload := func(b []byte) {
+		if len(b) > propMaxPayload {
+			fail(ErrPayloadTooLarge)
+		}
+	}
+	batch := func(n int) {
+		switch {
+		case n <= 0:
+			fail(ErrInvalidCommand)
+		case n > propMaxBatch:
+			fail(ErrPayloadTooLarge)
+		}
+	}
+	lease := func(ms int64) {
+		if ms <= 0 || ms > propMaxLeaseMS {
+			fail(ErrInvalidCommand)
+		}
+	}
+	ref := func(r LeaseRef) {
+		if r.Job == 0 || r.Attempt == 0 {
+			fail(ErrInvalidCommand)
+		}
+	}
+	target := func(t Target) {
+		if t.Job == 0 && t.WorkflowID == "" {
+			fail(ErrInvalidCommand)
+		}
+		name(t.WorkflowID, false)
+	}
+	userEvent := func(t EventType) {
+		name(string(t), true)
+		if propIsStatus(t) {
+			fail(ErrInvalidCommand)
+		}
+	}
+	h := cmd.Head()
+	name(h.RequestID, false)
+	if h.NowMS <= 0 {
+		fail(ErrInvalidCommand)
+	}
+	switch c := cmd.(type) {
+	case *CreateJob:
+		name(c.WorkflowID, false)
+		name(c.Type, true)
+		name(c.Queue, true)
+		payload(c.Input)
+		if c.ReusePolicy > IDReuseReturnExisting {
+			fail(ErrInvalidCommand)
+		}
+		name(c.ParentStep, c.ParentID != 0)
+		if c.ParentID == 0 && c.ParentStep != "" {
+			fail(ErrInvalidCommand)
+		}
+	case *Claim:
+		name(c.Queue, true)
+		name(c.Owner, true)
+		batch(c.Max)
+		lease(c.LeaseMS)
+	case *Heartbeat:
+		batch(len(c.Leases))
+		for _, r := range c.Leases {
+			ref(r)
+		}
+		lease(c.LeaseMS)
+	case *AppendEvents:
+		ref(c.LeaseRef)
+		if len(c.Events) == 0 {
+			fail(ErrInvalidCommand)
+		} else if len(c.Events) > propMaxEvents {
+			fail(ErrPayloadTooLarge)
+		}
+		for _, e := range c.Events {
+			userEvent(e.Type)
+			name(e.Step, false)
+			name(e.Name, false)
+			payload(e.Payload)
+		}
+	case *CommitStep:
+		ref(c.LeaseRef)
+		name(c.Step, true)
+		userEvent(c.Type)
+		payload(c.Payload)
+		if c.CatchUp && len(c.Payload) > 0 {
+			fail(ErrInvalidCommand)
+		}
+	case *Wait:
+		ref(c.LeaseRef)
+		s := c.Spec
+		if s.TimerAtMS == 0 && len(s.Signals) == 0 && len(s.Steps) == 0 {
+			fail(ErrInvalidCommand)
+		}
+		if s.TimerAtMS < 0 {
+			fail(ErrInvalidCommand)
+		}
+		name(s.TimerID, s.TimerAtMS > 0)
+		if s.TimerAtMS == 0 && s.TimerID != "" {
+			fail(ErrInvalidCommand)
+		}
+		if len(s.Signals)+len(s.Steps) > propMaxBatch {
+			fail(ErrPayloadTooLarge)
+		}
+		for _, v := range append(append([]string(nil), s.Signals...), s.Steps...) {
+			name(v, true)
+		}
+	case *Signal:
+		target(c.Target)
+		name(c.Name, true)
+		payload(c.Payload)
+	case *FireTimers:
+		batch(c.Max)
+	case *Reclaim:
+		batch(c.Max)
+	case *ReleaseDelayed:
+		batch(c.Max)
+	case *Cancel:
+		target(c.Target)
+		name(c.Reason, false)
+	case *Activate:
+		target(c.Target)
+	case *Suspend:
+		target(c.Target)
+		name(c.Reason, false)
+	case *Resume:
+		target(c.Target)
+	case *Complete:
+		ref(c.LeaseRef)
+		payload(c.Result)
+	case *Fail:
+		ref(c.LeaseRef)
+		payload(c.Error)
+	case *Requeue:
+		if c.Job == 0 {
+			fail(ErrInvalidCommand)
+		}
+		if c.DelayMS < 0 {
+			fail(ErrInvalidCommand)
+		}
+		name(c.Reason, false)
+	default:
+		return ErrUnknownCommand
+	}
+	return err
+}
+
+func (m *propModel) dispatch(cmd Command) (Result, error) {
+	switch c := cmd.(type) {
+	case *CreateJob:
+		return m.create(c)
+	case *Claim:
+		return m.claim(c)
+	case *Heartbeat:
+		return m.heartbeat(c)
+	case *AppendEvents:
+		return m.appendEvents(c)
+	case *CommitStep:
+		return m.commitStep(c)
+	case *Wait:
+		return m.wait(c)
+	case *Signal:
+		return m.signal(c)
+	case *FireTimers:
+		return m.fireTimers(c)
+	case *Reclaim:
+		return m.reclaim(c)
+	case *ReleaseDelayed:
+		return m.release(c)
+	case *Cancel:
+		return m.lifecycle(c.Target, Event{Type: EventJobCancelled, Reason: c.Reason})
+	case *Activate:
+		return m.lifecycle(c.Target, Event{Type: EventJobActivated})
+	case *Suspend:
+		return m.lifecycle(c.Target, Event{Type: EventJobSuspended, Reason: c.Reason})
+	case *Resume:
+		return m.lifecycle(c.Target, Event{Type: EventJobResumed})
+	case *Complete:
+		return m.finish(c.LeaseRef, Event{Type: EventJobCompleted, Payload: c.Result})
+	case *Fail:
+		return m.finish(c.LeaseRef, Event{Type: EventJobFailed, Payload: c.Error})
+	case *Requeue:
+		return m.requeue(c)
+	}
+	return nil, ErrUnknownCommand
+}
+
+// legal reports whether ev may be appended to j.
+func (m *propModel) legal(j *propJob, ev Event) bool {
+	_, ok := propSpecNext(j.Status, &ev)
+	return ok
+}
+
+// appendEv appends ev to j's history and moves j to the status it leads to.
+// The caller has checked legality.
+func (m *propModel) appendEv(j *propJob, ev Event) uint64 {
+	to, ok := propSpecNext(j.Status, &ev)
+	if !ok {
+		panic(fmt.Sprintf("model bug: %s illegal in %s", ev.Type, j.Status))
+	}
+	m.touch(j)
+	ev.Seq = uint64(len(j.Events)) + 1
+	ev.AtMS = m.now
+	j.Events = append(j.Events, ev)
+	if propIsStatus(ev.Type) {
+		m.enter(j, to, &ev)
+	}
+	return ev.Seq
+}
+
+// propSatAdd is a+b without wrapping: a delay that runs past the end of time
+// never ends.
+func propSatAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func (m *propModel) enter(j *propJob, to Status, ev *Event) {
+	j.Status = to
+	j.Owner, j.LeaseExp, j.ReadyAt, j.ReleaseAt, j.Wait = "", 0, 0, 0, nil
+	switch to {
+	case StatusQueued:
+		j.ReadyAt = m.now
+	case StatusRunning:
+		j.Owner, j.LeaseExp = ev.Name, ev.LeaseExpiryMS
+	case StatusRetrying:
+		j.ReleaseAt = propSatAdd(m.now, ev.DelayMS)
+	case StatusWaiting, StatusParked:
+		w := *ev.Wait
+		j.Wait = &w
+	case StatusCompleted, StatusFailed, StatusCancelled:
+		j.ClosedMS = m.now
+		j.Timers = nil
+	}
+}
+
+func (m *propModel) resolve(t Target) (*propJob, error) {
+	if t.Job != 0 {
+		if j := m.job(t.Job); j != nil {
+			return j, nil
+		}
+		return nil, ErrUnknownJob
+	}
+	id, ok := m.wfs[t.WorkflowID]
+	if !ok {
+		return nil, ErrUnknownJob
+	}
+	return m.job(id), nil
+}
+
+func (m *propModel) fenced(ref LeaseRef) (*propJob, error) {
+	j := m.job(ref.Job)
+	if j == nil {
+		return nil, ErrUnknownJob
+	}
+	if j.Status != StatusRunning || j.Attempt != ref.Attempt {
+		return nil, ErrStaleAttempt
+	}
+	return j, nil
+}
+
+func (m *propModel) create(c *CreateJob) (Result, error) {
+	if c.WorkflowID != "" {
+		if id, ok := m.wfs[c.WorkflowID]; ok {
+			cur := m.job(id)
+			open := !propTerminal(cur.Status)
+			switch c.ReusePolicy {
+			case IDReuseRejectDuplicate:
+				return nil, ErrWorkflowExists
+			case IDReuseReturnExisting:
+				if open && cur.Type == c.Type && cur.Queue == c.Queue && bytes.Equal(cur.Input, c.Input) {
+					return &CreateResult{Job: cur.ID, WorkflowID: cur.WF, Existing: true}, nil
+				}
+			}
+			if open {
+				return nil, ErrWorkflowExists
+			}
+		}
+	}
+	if c.ParentID != 0 {
+		p := m.job(c.ParentID)
+		if p == nil {
+			return nil, ErrUnknownJob
+		}
+		if propTerminal(p.Status) {
+			return nil, ErrJobClosed
+		}
+	}
+	id := JobID(len(m.jobs) + 1)
+	wf := c.WorkflowID
+	if wf == "" {
+		// "job-<id>", or "job-<id>.<n>" when a user took that name.
+		wf = fmt.Sprintf("job-%d", id)
+		for n := 1; m.byWF[wf] != nil; n++ {
+			wf = fmt.Sprintf("job-%d.%d", id, n)
+		}
+	}
+	j := &propJob{ID: id, WF: wf, Type: c.Type, Queue: c.Queue, Input: c.Input, Parent: c.ParentID,
+		ParentStep: c.ParentStep, CreatedMS: m.now, Effects: map[string]*Effect{}}
+	m.jobs = append(m.jobs, j)
+	ev := Event{Type: EventJobCreated, Name: c.Type, Payload: c.Input}
+	if c.Draft {
+		ev.Type = EventJobDrafted
+	}
+	m.appendEv(j, ev)
+	m.wfs[wf] = id
+	m.byWF[wf] = append(m.byWF[wf], id)
+	return &CreateResult{Job: id, WorkflowID: wf}, nil
+}
+
+func (m *propModel) claim(c *Claim) (Result, error) {
+	var ready []*propJob
+	for _, j := range m.jobs {
+		if j.Status == StatusQueued && j.Queue == c.Queue {
+			ready = append(ready, j)
+		}
+	}
+	sort.Slice(ready, func(a, b int) bool {
+		if ready[a].ReadyAt != ready[b].ReadyAt {
+			return ready[a].ReadyAt < ready[b].ReadyAt
+		}
+		return ready[a].ID < ready[b].ID
+	})
+	if len(ready) > c.Max {
+		ready = ready[:c.Max]
+	}
+	res := &ClaimResult{}
+	for _, j := range ready {
+		j.Attempt++
+		seq := m.appendEv(j, Event{Type: EventJobLeased, Attempt: j.Attempt, Name: c.Owner, LeaseExpiryMS: m.now + c.LeaseMS})
+		res.Jobs = append(res.Jobs, ClaimedJob{Job: j.ID, WorkflowID: j.WF, Type: j.Type, Attempt: j.Attempt,
+			LeaseExpiryMS: j.LeaseExp, LastSeq: seq})
+	}
+	return res, nil
+}
+
+func (m *propModel) heartbeat(c *Heartbeat) (Result, error) {
+	res := &HeartbeatResult{LeaseExpiryMS: m.now + c.LeaseMS}
+	for _, ref := range c.Leases {
+		j, err := m.fenced(ref)
+		switch {
+		case errors.Is(err, ErrUnknownJob):
+			res.Refused = append(res.Refused, Refusal{LeaseRef: ref, Code: propUnknownCode})
+		case err != nil:
+			res.Refused = append(res.Refused, Refusal{LeaseRef: ref, Code: StaleAttemptCode})
+		case m.now+c.LeaseMS > j.LeaseExp:
+			m.touch(j)
+			j.LeaseExp = m.now + c.LeaseMS
+		}
+	}
+	return res, nil
+}
+
+func (m *propModel) appendEvents(c *AppendEvents) (Result, error) {
+	j, err := m.fenced(c.LeaseRef)
+	if err != nil {
+		return nil, err
+	}
+	res := &AppendResult{}
+	for _, ne := range c.Events {
+		seq := m.appendEv(j, Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload})
+		if res.FirstSeq == 0 {
+			res.FirstSeq = seq
+		}
+		res.LastSeq = seq
+	}
+	return res, nil
+}
+
+func (m *propModel) commitStep(c *CommitStep) (Result, error) {
+	j, err := m.fenced(c.LeaseRef)
+	if err != nil {
+		return nil, err
+	}
+	eff := j.Effects[c.Step]
+	payload := c.Payload
+	switch {
+	case eff != nil && eff.CommittedSeq != 0:
+		return nil, ErrStepCommitted
+	case c.CatchUp && eff == nil:
+		return nil, ErrInvalidCommand
+	case !c.CatchUp && eff != nil:
+		return nil, ErrStepCommitted
+	case c.CatchUp:
+		payload = eff.Payload
+		e := *eff
+		eff = &e
+	default:
+		eff = &Effect{Step: c.Step, Attempt: c.Attempt, Failed: c.Failed, AtMS: m.now}
+	}
+	seq := m.appendEv(j, Event{Type: c.Type, Attempt: c.Attempt, Step: c.Step, Payload: payload, Commit: true})
+	eff.CommittedSeq = seq
+	j.Effects[c.Step] = eff
+	return &AppendResult{FirstSeq: seq, LastSeq: seq}, nil
+}
+
+func (m *propModel) alreadyHappened(j *propJob, spec *WaitSpec, seen uint64) bool {
+	if spec.TimerAtMS > 0 && spec.TimerAtMS <= m.now {
+		return true
+	}
+	for _, s := range spec.Steps {
+		if j.Effects[s] != nil {
+			return true
+		}
+	}
+	for _, ev := range j.Events[seen:] {
+		if ev.Type == EventSignalReceived && slices.Contains(spec.Signals, ev.Name) {
+			return true
+		}
+		if ev.Type == EventTimerFired && spec.TimerAtMS > 0 && spec.TimerID == ev.Name {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *propModel) wait(c *Wait) (Result, error) {
+	j, err := m.fenced(c.LeaseRef)
+	if err != nil {
+		return nil, err
+	}
+	if c.SeenSeq > uint64(len(j.Events)) {
+		return nil, ErrInvalidCommand
+	}
+	if m.alreadyHappened(j, &c.Spec, c.SeenSeq) {
+		return &WaitResult{Woken: true, Status: StatusRunning, Seq: uint64(len(j.Events))}, nil
+	}
+	spec := c.Spec
+	seq := m.appendEv(j, Event{Type: EventJobWaiting, Attempt: c.Attempt, Wait: &spec})
+	if spec.TimerAtMS > 0 {
+		t := Timer{ID: spec.TimerID, FireMS: spec.TimerAtMS}
+		if i := slices.IndexFunc(j.Timers, func(x Timer) bool { return x.ID == t.ID }); i >= 0 {
+			j.Timers[i] = t
+		} else {
+			j.Timers = append(j.Timers, t)
+		}
+	}
+	return &WaitResult{Status: j.Status, Seq: seq}, nil
+}
+
+// wake ends j's wait if it is blocked.
+func (m *propModel) wake(j *propJob, reason, name string) bool {
+	if j.Status != StatusWaiting && j.Status != StatusParked {
+		return false
+	}
+	m.appendEv(j, Event{Type: EventWaitCompleted, Reason: reason, Name: name})
+	return true
+}
+
+func (m *propModel) signal(c *Signal) (Result, error) {
+	j, err := m.resolve(c.Target)
+	if err != nil {
+		return nil, err
+	}
+	if propTerminal(j.Status) {
+		return nil, ErrJobClosed
+	}
+	waits := j.Wait != nil && slices.Contains(j.Wait.Signals, c.Name)
+	seq := m.appendEv(j, Event{Type: EventSignalReceived, Name: c.Name, Payload: c.Payload})
+	woke := false
+	if waits {
+		woke = m.wake(j, "signal", c.Name)
+	}
+	return &SignalResult{Job: j.ID, Seq: seq, Woke: woke}, nil
+}
+
+type propDue struct {
+	at  int64
+	job *propJob
+	tid string
+}
+
+func propSortDues(d []propDue) {
+	sort.Slice(d, func(a, b int) bool {
+		if d[a].at != d[b].at {
+			return d[a].at < d[b].at
+		}
+		if d[a].job.ID != d[b].job.ID {
+			return d[a].job.ID < d[b].job.ID
+		}
+		return d[a].tid < d[b].tid
+	})
+}
+
+func propCapDues(d []propDue, max int, res *SweepResult) []propDue {
+	if len(d) > max {
+		res.More = true
+		return d[:max]
+	}
+	return d
+}
+
+func (m *propModel) fireTimers(c *FireTimers) (Result, error) {
+	var dues []propDue
+	for _, j := range m.jobs {
+		for _, t := range j.Timers {
+			if t.FireMS <= m.now {
+				dues = append(dues, propDue{t.FireMS, j, t.ID})
+			}
+		}
+	}
+	propSortDues(dues)
+	res := &SweepResult{}
+	for _, d := range propCapDues(dues, c.Max, res) {
+		j := d.job
+		i := slices.Index(j.Timers, Timer{ID: d.tid, FireMS: d.at})
+		j.Timers = slices.Delete(j.Timers, i, i+1)
+		m.appendEv(j, Event{Type: EventTimerFired, Name: d.tid})
+		res.Jobs = append(res.Jobs, j.ID)
+		if j.Wait != nil && j.Wait.TimerAtMS > 0 && j.Wait.TimerID == d.tid && m.wake(j, "timer", d.tid) {
+			res.Ready = append(res.Ready, j.ID)
+		}
+	}
+	return res, nil
+}
+
+func (m *propModel) reclaim(c *Reclaim) (Result, error) {
+	var dues []propDue
+	for _, j := range m.jobs {
+		if j.Status == StatusRunning && j.LeaseExp <= m.now {
+			dues = append(dues, propDue{j.LeaseExp, j, ""})
+		}
+	}
+	propSortDues(dues)
+	res := &SweepResult{}
+	for _, d := range propCapDues(dues, c.Max, res) {
+		m.appendEv(d.job, Event{Type: EventJobRequeued, Reason: ReasonLeaseExpired, Attempt: d.job.Attempt})
+		res.Jobs = append(res.Jobs, d.job.ID)
+		res.Ready = append(res.Ready, d.job.ID)
+	}
+	return res, nil
+}
+
+func (m *propModel) release(c *ReleaseDelayed) (Result, error) {
+	var dues []propDue
+	for _, j := range m.jobs {
+		if j.Status == StatusRetrying && j.ReleaseAt <= m.now {
+			dues = append(dues, propDue{j.ReleaseAt, j, ""})
+		}
+	}
+	propSortDues(dues)
+	res := &SweepResult{}
+	for _, d := range propCapDues(dues, c.Max, res) {
+		m.appendEv(d.job, Event{Type: EventJobRequeued, Reason: ReasonRetryDelay})
+		res.Jobs = append(res.Jobs, d.job.ID)
+		res.Ready = append(res.Ready, d.job.ID)
+	}
+	return res, nil
+}
+
+func (m *propModel) lifecycle(t Target, ev Event) (Result, error) {
+	j, err := m.resolve(t)
+	if err != nil {
+		return nil, err
+	}
+	ev.Attempt = j.Attempt
+	if !m.legal(j, ev) {
+		return nil, ErrIllegalTransition
+	}
+	seq := m.appendEv(j, ev)
+	if propTerminal(j.Status) {
+		m.closed(j, ev)
+	}
+	return &StatusResult{Job: j.ID, Status: j.Status, Seq: seq}, nil
+}
+
+func (m *propModel) finish(ref LeaseRef, ev Event) (Result, error) {
+	j, err := m.fenced(ref)
+	if err != nil {
+		return nil, err
+	}
+	ev.Attempt = ref.Attempt
+	seq := m.appendEv(j, ev)
+	m.closed(j, ev)
+	return &StatusResult{Job: j.ID, Status: j.Status, Seq: seq}, nil
+}
+
+// closed records a finished child's result as its parent's step effect and
+// wakes a parent waiting for it; the first result for a step wins.
+func (m *propModel) closed(j *propJob, ev Event) {
+	if j.Parent == 0 {
+		return
+	}
+	p := m.job(j.Parent)
+	if p == nil || propTerminal(p.Status) || p.Effects[j.ParentStep] != nil {
+		return
+	}
+	m.wrote = true
+	p.Effects[j.ParentStep] = &Effect{Step: j.ParentStep, Payload: ev.Payload, Failed: ev.Type != EventJobCompleted, AtMS: m.now}
+	if p.Wait != nil && slices.Contains(p.Wait.Steps, j.ParentStep) {
+		m.wake(p, "step", j.ParentStep)
+	}
+}
+
+func (m *propModel) requeue(c *Requeue) (Result, error) {
+	var j *propJob
+	if c.Attempt == 0 {
+		if j = m.job(c.Job); j == nil {
+			return nil, ErrUnknownJob
+		}
+		if j.Status != StatusFailed {
+			return nil, ErrIllegalTransition
+		}
+		// A failed run that a newer run of its workflow id replaced stays
+		// closed: a workflow id has at most one open run.
+		if m.wfs[j.WF] != j.ID {
+			return nil, ErrWorkflowExists
+		}
+	} else {
+		var err error
+		if j, err = m.fenced(c.LeaseRef); err != nil {
+			return nil, err
+		}
+	}
+	reason := c.Reason
+	if reason == "" {
+		reason = ReasonRetry
+	}
+	if c.Attempt == 0 || reason == ReasonRetry {
+		j.Retries++
+	}
+	seq := m.appendEv(j, Event{Type: EventJobRequeued, Attempt: c.Attempt, DelayMS: c.DelayMS, Reason: reason})
+	return &StatusResult{Job: j.ID, Status: j.Status, Seq: seq}, nil
+}
+
+// ---------------------------------------------------------------------------
+// The driver: generates commands, applies them to the engine and the model,
+// and compares.
+
+type propRid struct {
+	rid string
+	cmd Command
+}
+
+type propDriver struct {
+	t    *testing.T
+	seed int64
+	r    *rand.Rand
+	h    *harness
+	m    *propModel
+
+	seq, cmdN int
+	trace     []string
+
+	// Fencing, tracked from command outcomes alone: the newest attempt
+	// each job was claimed with, and whether it still holds the job.
+	claimed map[JobID]uint64
+	live    map[JobID]uint64
+
+	rids     []propRid
+	ridN     int
+	firstRes map[string]Result // the engine's result for each recorded request id
+
+	snapshots int
+	stats     map[string]int // outcomes, for the -v coverage line
+
+	// Group commit, as LocalLog does it: commands of a sequence may share
+	// one batch, committed every groupMax commands; reads in between go
+	// through the batch.
+	batch    *storage.Batch
+	pending  int
+	groupMax int
+}
+
+func runPropertySeed(t *testing.T, seed int64, seqs int) {
+	p := &propDriver{t: t, seed: seed, r: rand.New(rand.NewPCG(uint64(seed), 0x6865646c65)), h: newHarness(t), m: newPropModel(),
+		claimed: map[JobID]uint64{}, live: map[JobID]uint64{}, firstRes: map[string]Result{},
+		stats: map[string]int{}}
+	for p.seq = 0; p.seq < seqs; p.seq++ {
+		p.groupMax = 1
+		if p.seq >= propFullEvery && p.chance(50) {
+			p.groupMax = 2 + p.r.IntN(30)
+		}
+		for p.cmdN = 0; p.cmdN < propCmdsPerSeq; p.cmdN++ {
+			p.step()
+			if p.seq < propFullEvery {
+				p.fullCheck(false)
+			}
+		}
+		p.commit()
+		p.fullCheck(true)
+	}
+	keys := make([]string, 0, len(p.stats))
+	for k := range p.stats {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%d", k, p.stats[k])
+	}
+	t.Logf("seed %d: %d sequences, %d jobs, %d store snapshots compared; outcomes:%s", seed, seqs, len(p.m.jobs), p.snapshots, b.String())
+}
+
+func (p *propDriver) fail(format string, a ...any) {
+	p.t.Helper()
+	p.t.Fatalf("seed=%d seq=%d cmd=%d: %s\nreplay: go test ./engine -run TestPropertyRandomCommands -property.seed=%d -v\nlast commands (seq.cmd):\n%s",
+		p.seed, p.seq, p.cmdN, fmt.Sprintf(format, a...), p.seed, strings.Join(p.trace, "\n"))
+}
+
+func (p *propDriver) addTrace(s string) {
+	const keep = 40
+	if len(p.trace) == keep {
+		copy(p.trace, p.trace[1:])
+		p.trace = p.trace[:keep-1]
+	}
+	p.trace = append(p.trace, s)
+}
+
+func propFmtCmd(c Command) string {
+	if c == nil {
+		return "<nil>"
+	}
+	s := fmt.Sprintf("%+v", reflect.ValueOf(c).Elem().Interface())
+	if len(s) > 400 {
+		s = s[:400] + "…"
+	}
+	return c.Kind().String() + s
+}
+
+func propFmtRes(r Result) string {
+	if r == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("%T%+v", r, reflect.ValueOf(r).Elem().Interface())
+}
+
+// engineApply applies cmd in the open batch (opening one if needed) and
+// adds its writes to it on success, committing every groupMax commands. It
+// returns how many keys the command wrote.
+func (p *propDriver) engineApply(cmd Command) (res Result, writes int, err error) {
+	if p.batch == nil {
+		p.batch = p.h.db.NewBatch()
+	}
+	tx := p.batch.Begin()
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				p.fail("Apply(%s) panicked: %v", propFmtCmd(cmd), r)
+			}
+		}()
+		res, err = p.h.m.Apply(tx, cmd)
+	}()
+	if err != nil {
+		return nil, 0, err // the command's Tx is dropped; the batch goes on
+	}
+	err = p.batch.Add(tx)
+	if errors.Is(err, storage.ErrBatchFull) {
+		p.commit()
+		p.batch = p.h.db.NewBatch()
+		err = p.batch.Add(tx)
+	}
+	if err != nil {
+		p.fail("batch add: %v", err)
+	}
+	if p.pending++; p.pending >= p.groupMax {
+		p.commit()
+	}
+	return res, tx.Len(), nil
+}
+
+func (p *propDriver) commit() {
+	if p.batch == nil {
+		return
+	}
+	if err := p.batch.Commit(); err != nil {
+		p.fail("commit: %v", err)
+	}
+	if p.pending > 1 {
+		p.stats["~group-commits"]++
+	}
+	p.batch, p.pending = nil, 0
+}
+
+// view reads the store as the next command will see it: through the open
+// batch, or the committed store.
+func (p *propDriver) view(fn func(get func([]byte) ([]byte, error)) error) error {
+	if p.batch != nil {
+		return fn(p.batch.Begin().Get)
+	}
+	return p.h.db.Badger().View(func(txn *badger.Txn) error {
+		return fn(func(k []byte) ([]byte, error) {
+			item, err := txn.Get(k)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				return nil, storage.ErrNotFound
+			}
+			if err != nil {
+				return nil, err
+			}
+			return item.ValueCopy(nil)
+		})
+	})
+}
+
+// snapshot is harness.snapshot as the next command sees the store.
+func (p *propDriver) snapshot() map[string]string {
+	if p.batch == nil {
+		return propSnapshot(p.h.db)
+	}
+	out := map[string]string{}
+	err := p.batch.Begin().Scan(nil, nil, true, func(k, v []byte) (bool, error) {
+		out[string(k)] = string(v)
+		return true, nil
+	})
+	if err != nil {
+		p.fail("snapshot: %v", err)
+	}
+	return out
+}
+
+// propScan calls fn for every key under prefix at or after start, with its
+// value, reading Badger directly: storage.Reader.Scan prefetches values with
+// one goroutine per item, which dominates the test's time under -race.
+func propScan(db *storage.DB, prefix, start []byte, fn func(k, v []byte) error) error {
+	return db.Badger().View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		opts.Prefix = prefix
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		seek := prefix
+		if start != nil {
+			seek = start
+		}
+		for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if err := fn(it.Item().KeyCopy(nil), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// propSnapshot is harness.snapshot through propScan.
+func propSnapshot(db *storage.DB) map[string]string {
+	out := map[string]string{}
+	if err := propScan(db, nil, nil, func(k, v []byte) error { out[string(k)] = string(v); return nil }); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+func (p *propDriver) advanceClock() {
+	r := p.r
+	switch n := r.IntN(100); {
+	case n < 60:
+		p.h.now += int64(r.IntN(500))
+	case n < 90:
+		p.h.now += int64(r.IntN(10_000))
+	case n < 98:
+		p.h.now += int64(r.IntN(120_000))
+	default:
+		p.h.now += int64(r.IntN(2 * 3600_000)) // past leases, timers, delays and request retention
+	}
+}
+
+func (p *propDriver) step() {
+	p.advanceClock()
+	cmd, want, note := p.gen()
+	stamp := p.h.now
+	if p.r.IntN(100) < 3 {
+		stamp -= 1 + int64(p.r.IntN(5000)) // a late stamp: Apply keeps time monotonic
+	}
+	if note != "now=0" {
+		cmd.Head().NowMS = stamp
+	}
+
+	// A retry delay that runs past the end of int64 time means "never": the
+	// engine may refuse it as invalid, or keep the job Retrying for good
+	// (the model's choice); it must not wrap around into the past.
+	if c, ok := cmd.(*Requeue); ok && c.DelayMS > math.MaxInt64-max(stamp, p.m.lastNow) {
+		b := p.batch
+		if b == nil {
+			b = p.h.db.NewBatch()
+		}
+		_, err := p.h.m.Apply(b.Begin(), cmd) // not added: a dry run
+		if b != p.batch {
+			b.Discard()
+		}
+		if errors.Is(err, ErrInvalidCommand) || errors.Is(err, ErrPayloadTooLarge) {
+			p.addTrace(fmt.Sprintf("%d.%d now=%d %s -> error: %v", p.seq, p.cmdN, stamp, propFmtCmd(cmd), err))
+			p.stats["Requeue:endless-delay-refused"]++
+			return
+		}
+	}
+
+	var blocked map[JobID]bool
+	if _, ok := cmd.(*Reclaim); ok {
+		blocked = map[JobID]bool{}
+		for _, j := range p.m.jobs {
+			if j.Status == StatusWaiting || j.Status == StatusParked {
+				blocked[j.ID] = true
+			}
+		}
+	}
+	mres, merr, replay := p.m.apply(cmd)
+	if want != nil && !errors.Is(merr, want) {
+		p.fail("test bug: the model predicts %v for a command generated to fail with %v: %s", merr, want, propFmtCmd(cmd))
+	}
+
+	// Snapshot the store around refusals: every one in the first sequence,
+	// while the store is small, then a sample.
+	var before map[string]string
+	if merr != nil && (p.seq < 1 || p.cmdN < 50 && p.r.IntN(10) == 0) {
+		before = p.snapshot()
+	}
+	res, writes, err := p.engineApply(cmd)
+
+	outcome := ""
+	if err != nil {
+		outcome = "error: " + err.Error()
+	} else {
+		outcome = propFmtRes(res)
+	}
+	if note != "" {
+		note = " [" + note + "]"
+	}
+	p.addTrace(fmt.Sprintf("%d.%d now=%d %s%s -> %s", p.seq, p.cmdN, stamp, propFmtCmd(cmd), note, outcome))
+
+	if err != nil && !propMatchesSentinel(err, ErrUnknownCommand) {
+		p.fail("%s returned an error matching no sentinel: %v", cmd.Kind(), err)
+	}
+	if errors.Is(err, ErrUnknownCommand) && cmd.Kind() != 99 {
+		p.fail("%s returned ErrUnknownCommand: %v", cmd.Kind(), err)
+	}
+	switch {
+	case merr != nil && err == nil:
+		p.fail("%s succeeded with %s; the model expects %v", cmd.Kind(), propFmtRes(res), merr)
+	case merr == nil && err != nil:
+		p.fail("%s failed with %v; the model expects %s", cmd.Kind(), err, propFmtRes(mres))
+	case merr != nil && !errors.Is(err, merr):
+		p.fail("%s failed with %v; the model expects %v", cmd.Kind(), err, merr)
+	}
+	if before != nil {
+		p.snapshots++
+		after := p.snapshot()
+		if diff := propStoreDiff(before, after); diff != "" {
+			p.fail("%s (error %v, replay %v) changed the store: %s", cmd.Kind(), err, replay, diff)
+		}
+	}
+	p.count(cmd, res, err, replay)
+	if err != nil {
+		return
+	}
+	// A replay writes nothing, nor does a command that changes nothing (an
+	// empty claim or sweep, a wait already over): idle polling costs no sync.
+	if p.m.wrote != (writes > 0) {
+		p.fail("%s (replay %v) wrote %d keys; the model expects a write: %v", cmd.Kind(), replay, writes, p.m.wrote)
+	}
+
+	rid := cmd.Head().RequestID
+	if replay {
+		first, ok := p.firstRes[rid]
+		if !ok {
+			p.fail("test bug: replay of request %q with no first result", rid)
+		}
+		if !reflect.DeepEqual(res, first) {
+			p.fail("request %q replayed %s, the first result was %s", rid, propFmtRes(res), propFmtRes(first))
+		}
+	} else if rid != "" {
+		p.firstRes[rid] = res
+	}
+	if !reflect.DeepEqual(res, mres) {
+		p.fail("%s returned %s; the model expects %s", cmd.Kind(), propFmtRes(res), propFmtRes(mres))
+	}
+	for id := range blocked {
+		if !replay && slices.Contains(res.(*SweepResult).Jobs, id) {
+			p.fail("Reclaim took job %d, which was Waiting/Parked", id)
+		}
+	}
+	if !replay {
+		p.checkFencing(cmd, res)
+	}
+	p.checkTouched()
+	p.checkOpenRuns()
+}
+
+func (p *propDriver) count(cmd Command, res Result, err error, replay bool) {
+	k := cmd.Kind().String()
+	switch {
+	case err != nil:
+		for _, s := range slices.Concat(propSentinels, []error{ErrUnknownCommand}) {
+			if errors.Is(err, s) {
+				k += ":" + strings.ReplaceAll(strings.TrimPrefix(s.Error(), "engine: "), " ", "_")
+				break
+			}
+		}
+	case replay:
+		k += ":replay"
+	default:
+		switch r := res.(type) {
+		case *CreateResult:
+			if r.Existing {
+				k += ":existing"
+			}
+		case *ClaimResult:
+			k += fmt.Sprintf(":%d", min(len(r.Jobs), 2))
+		case *WaitResult:
+			if r.Woken {
+				k += ":woken"
+			} else {
+				k += ":" + r.Status.String()
+			}
+		case *SignalResult:
+			if r.Woke {
+				k += ":woke"
+			}
+		case *SweepResult:
+			if len(r.Ready) > 0 {
+				k += ":ready"
+			} else if len(r.Jobs) > 0 {
+				k += ":some"
+			}
+		case *StatusResult:
+			k += ":" + r.Status.String()
+		}
+		if c, ok := cmd.(*CommitStep); ok && c.CatchUp {
+			k += ":catchup"
+		}
+		for _, id := range p.m.touchOrder {
+			if evs := p.m.job(id).Events; len(evs) > 0 && evs[len(evs)-1].Type == EventWaitCompleted && evs[len(evs)-1].Reason == "step" {
+				k += ":woke-parent"
+				break
+			}
+		}
+	}
+	p.stats[k]++
+}
+
+// checkFencing tracks attempts from command outcomes alone: a claim hands
+// out a newer attempt than any before, and a fenced write is accepted only
+// from the newest attempt while it still holds the job.
+func (p *propDriver) checkFencing(cmd Command, res Result) {
+	accept := func(ref LeaseRef) {
+		if got, ok := p.live[ref.Job]; !ok || got != ref.Attempt {
+			p.fail("%s by attempt %d of job %d accepted; the live attempt is %d (held: %v)", cmd.Kind(), ref.Attempt, ref.Job, got, ok)
+		}
+	}
+	switch c := cmd.(type) {
+	case *Claim:
+		for _, cj := range res.(*ClaimResult).Jobs {
+			if cj.Attempt <= p.claimed[cj.Job] {
+				p.fail("claim handed out attempt %d of job %d after attempt %d", cj.Attempt, cj.Job, p.claimed[cj.Job])
+			}
+			if _, held := p.live[cj.Job]; held {
+				p.fail("claim took job %d while attempt %d still held it", cj.Job, p.live[cj.Job])
+			}
+			p.claimed[cj.Job] = cj.Attempt
+			p.live[cj.Job] = cj.Attempt
+		}
+	case *Heartbeat:
+		refused := map[LeaseRef]bool{}
+		for _, rf := range res.(*HeartbeatResult).Refused {
+			refused[rf.LeaseRef] = true
+		}
+		for _, ref := range c.Leases {
+			if !refused[ref] {
+				accept(ref)
+			} else if got, ok := p.live[ref.Job]; ok && got == ref.Attempt {
+				p.fail("heartbeat of live attempt %d of job %d was refused", ref.Attempt, ref.Job)
+			}
+		}
+	case *AppendEvents:
+		accept(c.LeaseRef)
+	case *CommitStep:
+		accept(c.LeaseRef)
+	case *Wait:
+		accept(c.LeaseRef)
+		if !res.(*WaitResult).Woken {
+			delete(p.live, c.Job)
+		}
+	case *Complete:
+		accept(c.LeaseRef)
+		delete(p.live, c.Job)
+	case *Fail:
+		accept(c.LeaseRef)
+		delete(p.live, c.Job)
+	case *Requeue:
+		if c.Attempt != 0 {
+			accept(c.LeaseRef)
+			delete(p.live, c.Job)
+		}
+	case *Reclaim:
+		for _, id := range res.(*SweepResult).Jobs {
+			if _, held := p.live[id]; !held {
+				p.fail("reclaim took job %d, which no attempt held", id)
+			}
+			delete(p.live, id)
+		}
+	case *Cancel, *Suspend:
+		delete(p.live, res.(*StatusResult).Job)
+	}
+}
+
+// checkTouched compares every job the model says the command changed with
+// its stored record and new events, and probes its fencing: of its recent
+// attempts, exactly the live one (or none) may renew its lease.
+func (p *propDriver) checkTouched() {
+	if len(p.m.touchOrder) == 0 {
+		return
+	}
+	type read struct {
+		job *Job
+		evs []Event
+	}
+	reads := map[JobID]*read{}
+	err := p.view(func(get func([]byte) ([]byte, error)) error {
+		for _, id := range p.m.touchOrder {
+			rd := &read{}
+			reads[id] = rd
+			b, err := get(storage.JobKey(uint64(id)))
+			if err == nil {
+				rd.job, err = DecodeJob(b)
+			}
+			if err != nil {
+				return fmt.Errorf("job %d: %w", id, err)
+			}
+			for seq := p.m.touched[id] + 1; ; seq++ {
+				b, err := get(storage.EventKey(uint64(id), seq))
+				if errors.Is(err, storage.ErrNotFound) {
+					break
+				}
+				if err != nil {
+					return err
+				}
+				ev, err := DecodeEvent(b)
+				if err != nil {
+					return err
+				}
+				rd.evs = append(rd.evs, *ev)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		p.fail("reading the changed jobs: %v", err)
+	}
+	for _, id := range p.m.touchOrder {
+		mj := p.m.job(id)
+		if d := propJobDiff(mj, reads[id].job); d != "" {
+			p.fail("job %d record differs from the model: %s", id, d)
+		}
+		if want := mj.Events[p.m.touched[id]:]; !reflect.DeepEqual(propNormalize(reads[id].evs), propNormalize(want)) {
+			p.fail("job %d new events differ from the model:\n got %+v\nwant %+v", id, reads[id].evs, want)
+		}
+	}
+	p.probe()
+}
+
+// probe asks the engine, without committing, which of the recent attempts
+// of each changed job it would accept a fenced write from: exactly the live
+// one, or none.
+func (p *propDriver) probe() {
+	var refs []LeaseRef
+	for _, id := range p.m.touchOrder {
+		mj := p.m.job(id)
+		if mj.Attempt == 0 {
+			continue
+		}
+		for a := max(1, int64(mj.Attempt)-2); a <= int64(mj.Attempt)+1; a++ {
+			refs = append(refs, LeaseRef{Job: mj.ID, Attempt: uint64(a)})
+		}
+	}
+	if len(refs) == 0 {
+		return
+	}
+	b := p.batch
+	if b == nil {
+		b = p.h.db.NewBatch()
+		defer b.Discard()
+	}
+	// The probe's Tx is never added to the batch: it writes nothing.
+	res, err := p.h.m.Apply(b.Begin(), &Heartbeat{Header: Header{NowMS: p.h.now}, Leases: refs, LeaseMS: 1000})
+	if err != nil {
+		p.fail("fencing probe: %v", err)
+	}
+	refused := map[LeaseRef]bool{}
+	for _, rf := range res.(*HeartbeatResult).Refused {
+		refused[rf.LeaseRef] = true
+	}
+	accepted := map[JobID][]uint64{}
+	for _, ref := range refs {
+		if !refused[ref] {
+			accepted[ref.Job] = append(accepted[ref.Job], ref.Attempt)
+		}
+	}
+	for _, id := range p.m.touchOrder {
+		got := accepted[id]
+		live, held := p.live[id]
+		switch {
+		case len(got) > 1:
+			p.fail("job %d accepts fenced writes from attempts %v at once", id, got)
+		case held && (len(got) != 1 || got[0] != live):
+			p.fail("job %d: live attempt %d, but the engine accepts attempts %v", id, live, got)
+		case !held && len(got) != 0:
+			p.fail("job %d: no attempt holds it, but the engine accepts attempts %v", id, got)
+		}
+	}
+}
+
+// checkOpenRuns: a workflow id never has two open runs at once (the reuse
+// policy refuses a start while the current run is open).
+func (p *propDriver) checkOpenRuns() {
+	for _, id := range p.m.touchOrder {
+		wf := p.m.job(id).WF
+		var open []JobID
+		for _, rid := range p.m.byWF[wf] {
+			if !propTerminal(p.m.job(rid).Status) {
+				open = append(open, rid)
+			}
+		}
+		if len(open) > 1 {
+			p.fail("workflow id %q has %d open runs at once: jobs %v", wf, len(open), open)
+		}
+	}
+}
+
+func propJobDiff(mj *propJob, j *Job) string {
+	var d []string
+	cmp := func(field string, got, want any) {
+		if !reflect.DeepEqual(propNormalize(got), propNormalize(want)) {
+			d = append(d, fmt.Sprintf("%s = %+v, model %+v", field, got, want))
+		}
+	}
+	cmp("ID", j.ID, mj.ID)
+	cmp("WorkflowID", j.WorkflowID, mj.WF)
+	cmp("Type", j.Type, mj.Type)
+	cmp("Queue", j.Queue, mj.Queue)
+	cmp("Status", j.Status, mj.Status)
+	cmp("Attempt", j.Attempt, mj.Attempt)
+	cmp("LeaseOwner", j.LeaseOwner, mj.Owner)
+	cmp("LeaseExpiryMS", j.LeaseExpiryMS, mj.LeaseExp)
+	cmp("LastSeq", j.LastSeq, uint64(len(mj.Events)))
+	cmp("ReadyAtMS", j.ReadyAtMS, mj.ReadyAt)
+	cmp("ReleaseAtMS", j.ReleaseAtMS, mj.ReleaseAt)
+	cmp("Wait", j.Wait, mj.Wait)
+	cmp("Timers", j.Timers, mj.Timers)
+	cmp("Retries", j.Retries, mj.Retries)
+	cmp("ParentID", j.ParentID, mj.Parent)
+	cmp("ParentStep", j.ParentStep, mj.ParentStep)
+	cmp("CreatedMS", j.CreatedMS, mj.CreatedMS)
+	cmp("ClosedMS", j.ClosedMS, mj.ClosedMS)
+	return strings.Join(d, "; ")
+}
+
+// fullCheck runs Verify and, with model, compares the whole store with the
+// model: every record, history and effect, the workflow ids and the request
+// records.
+func (p *propDriver) fullCheck(model bool) {
+	var problems []string
+	add := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	p.h.db.View(func(r *storage.Reader) error {
+		for _, e := range Verify(r, 10) {
+			add("Verify: %v", e)
+		}
+		return nil
+	})
+	if !model {
+		if len(problems) > 0 {
+			p.fail("Verify:\n%s", strings.Join(problems, "\n"))
+		}
+		return
+	}
+	jobs := map[JobID]*Job{}
+	hists := map[JobID][]Event{}
+	effs := map[JobID]map[string]*Effect{}
+	wfs := map[string]JobID{}
+	reqs := map[string]bool{}
+	err := propScan(p.h.db, nil, nil, func(k, v []byte) error {
+		var err error
+		switch k[0] {
+		case storage.PrefixJob:
+			var j *Job
+			if j, err = DecodeJob(v); err == nil {
+				jobs[j.ID] = j
+			}
+		case storage.PrefixEvent:
+			var ev *Event
+			if ev, err = DecodeEvent(v); err == nil {
+				id, _, _ := storage.ParseEventKey(k)
+				hists[JobID(id)] = append(hists[JobID(id)], *ev)
+			}
+		case storage.PrefixEffect:
+			var e *Effect
+			if e, err = DecodeEffect(v); err == nil {
+				id, _ := storage.TrailingJob(k[:9])
+				if effs[JobID(id)] == nil {
+					effs[JobID(id)] = map[string]*Effect{}
+				}
+				effs[JobID(id)][string(k[9:])] = e
+			}
+		case storage.PrefixWorkflow:
+			id, err := storage.ParseU64(v)
+			if err != nil {
+				return err
+			}
+			wfs[string(k[1:])] = JobID(id)
+		case storage.PrefixRequest:
+			reqs[string(k[1:])] = true
+		}
+		return err
+	})
+	if err != nil {
+		add("reading the store: %v", err)
+	}
+	if len(jobs) != len(p.m.jobs) {
+		add("store holds %d job records, the model %d", len(jobs), len(p.m.jobs))
+	}
+	for _, mj := range p.m.jobs {
+		j := jobs[mj.ID]
+		if j == nil {
+			add("job %d has no record", mj.ID)
+			continue
+		}
+		if d := propJobDiff(mj, j); d != "" {
+			add("job %d record differs from the model: %s", mj.ID, d)
+		}
+		hist := hists[mj.ID]
+		if !reflect.DeepEqual(propNormalize(hist), propNormalize(mj.Events)) {
+			add("job %d history differs from the model:\n got %+v\nwant %+v", mj.ID, hist, mj.Events)
+		}
+		if DeriveStatus(hist) != mj.Status {
+			add("job %d: DeriveStatus(history) = %s, model %s", mj.ID, DeriveStatus(hist), mj.Status)
+		}
+		if !reflect.DeepEqual(propNormalize(effs[mj.ID]), propNormalize(mj.Effects)) {
+			add("job %d effects differ from the model:\n got %s\nwant %s", mj.ID, propFmtEffects(effs[mj.ID]), propFmtEffects(mj.Effects))
+		}
+	}
+	if !reflect.DeepEqual(wfs, p.m.wfs) {
+		add("workflow ids %v, the model %v", wfs, p.m.wfs)
+	}
+	for rid := range reqs {
+		if _, ok := p.m.reqs[rid]; !ok {
+			add("request record %q is not in the model (pruned there)", rid)
+		}
+	}
+	if len(reqs) != len(p.m.reqs) {
+		add("store holds %d request records, the model %d", len(reqs), len(p.m.reqs))
+	}
+	if len(problems) > 0 {
+		if len(problems) > 10 {
+			problems = problems[:10]
+		}
+		p.fail("full check after seq %d:\n%s", p.seq, strings.Join(problems, "\n"))
+	}
+}
+
+func propFmtEffects(m map[string]*Effect) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%q:%+v ", k, *m[k])
+	}
+	return b.String()
+}
+
+func propStoreDiff(before, after map[string]string) string {
+	var d []string
+	for k, v := range before {
+		if w, ok := after[k]; !ok {
+			d = append(d, fmt.Sprintf("deleted %q", k))
+		} else if w != v {
+			d = append(d, fmt.Sprintf("changed %q", k))
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			d = append(d, fmt.Sprintf("added %q", k))
+		}
+	}
+	sort.Strings(d)
+	if len(d) > 10 {
+		d = append(d[:10], "…")
+	}
+	return strings.Join(d, ", ")
+}
+
+// propNormalize returns a deep copy of v in which every empty slice or map
+// is nil, so values that went through msgpack's omitempty compare equal.
+func propNormalize(v any) any {
+	if v == nil {
+		return nil
+	}
+	src := reflect.ValueOf(v)
+	dst := reflect.New(src.Type()).Elem()
+	propNormValue(dst, src)
+	return dst.Interface()
+}
+
+func propNormValue(dst, src reflect.Value) {
+	switch src.Kind() {
+	case reflect.Pointer:
+		if src.IsNil() {
+			return
+		}
+		p := reflect.New(src.Type().Elem())
+		propNormValue(p.Elem(), src.Elem())
+		dst.Set(p)
+	case reflect.Interface:
+		if src.IsNil() {
+			return
+		}
+		inner := reflect.New(src.Elem().Type()).Elem()
+		propNormValue(inner, src.Elem())
+		dst.Set(inner)
+	case reflect.Struct:
+		for i := 0; i < src.NumField(); i++ {
+			if dst.Field(i).CanSet() {
+				propNormValue(dst.Field(i), src.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if src.Len() == 0 {
+			return
+		}
+		s := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
+		for i := 0; i < src.Len(); i++ {
+			propNormValue(s.Index(i), src.Index(i))
+		}
+		dst.Set(s)
+	case reflect.Map:
+		if src.Len() == 0 {
+			return
+		}
+		mp := reflect.MakeMapWithSize(src.Type(), src.Len())
+		it := src.MapRange()
+		for it.Next() {
+			val := reflect.New(src.Type().Elem()).Elem()
+			propNormValue(val, it.Value())
+			mp.SetMapIndex(it.Key(), val)
+		}
+		dst.Set(mp)
+	default:
+		dst.Set(src)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// The generator.
+
+var (
+	propStepNames   = []string{"a", "b", "c-0", "c-1", "c-2"}
+	propSignalNames = []string{"s1", "s2", "s3"}
+	propTimerIDs    = []string{"t1", "t2", "t3"}
+)
+
+func propPick[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }
+
+func (p *propDriver) chance(pct int) bool { return p.r.IntN(100) < pct }
+
+func (p *propDriver) payload() []byte {
+	if p.chance(50) {
+		return nil
+	}
+	return []byte(fmt.Sprintf("p%d", p.r.IntN(100)))
+}
+
+func (p *propDriver) unknownID() JobID { return JobID(len(p.m.jobs) + 1 + p.r.IntN(3)) }
+
+// pickJob picks an existing job, mostly a recent one, or nil when there is none.
+func (p *propDriver) pickJob() *propJob {
+	n := len(p.m.jobs)
+	if n == 0 {
+		return nil
+	}
+	if p.chance(70) {
+		lo := max(0, n-12)
+		return p.m.jobs[lo+p.r.IntN(n-lo)]
+	}
+	return p.m.jobs[p.r.IntN(n)]
+}
+
+// pickWhere picks a job satisfying ok (any job, if none does).
+func (p *propDriver) pickWhere(ok func(*propJob) bool) *propJob {
+	var c []*propJob
+	for _, j := range p.m.jobs {
+		if ok(j) {
+			c = append(c, j)
+		}
+	}
+	if len(c) == 0 {
+		return p.pickJob()
+	}
+	return c[p.r.IntN(len(c))]
+}
+
+func (p *propDriver) status(ss ...Status) func(*propJob) bool {
+	return func(j *propJob) bool { return slices.Contains(ss, j.Status) }
+}
+
+// pickRef names an attempt for a fenced write: mostly the live attempt of a
+// running job, sometimes a stale one, an attempt from the future or an
+// unknown job.
+func (p *propDriver) pickRef() LeaseRef {
+	if p.chance(4) {
+		return LeaseRef{Job: p.unknownID(), Attempt: 1}
+	}
+	if p.chance(80) {
+		var running []*propJob
+		for _, j := range p.m.jobs {
+			if j.Status == StatusRunning {
+				running = append(running, j)
+			}
+		}
+		if len(running) > 0 {
+			j := running[p.r.IntN(len(running))]
+			if p.chance(85) {
+				return LeaseRef{Job: j.ID, Attempt: j.Attempt}
+			}
+			return LeaseRef{Job: j.ID, Attempt: p.otherAttempt(j)}
+		}
+	}
+	j := p.pickJob()
+	if j == nil {
+		return LeaseRef{Job: p.unknownID(), Attempt: 1}
+	}
+	if j.Attempt == 0 || p.chance(30) {
+		return LeaseRef{Job: j.ID, Attempt: p.otherAttempt(j)}
+	}
+	return LeaseRef{Job: j.ID, Attempt: j.Attempt}
+}
+
+// pickChildRef is pickRef, but often the live attempt of a running child
+// whose parent waits for it.
+func (p *propDriver) pickChildRef() LeaseRef {
+	if p.chance(50) {
+		for _, j := range p.m.jobs {
+			if j.Status == StatusRunning && j.Parent != 0 && p.m.job(j.Parent).Wait != nil && p.chance(60) {
+				return LeaseRef{Job: j.ID, Attempt: j.Attempt}
+			}
+		}
+	}
+	return p.pickRef()
+}
+
+func (p *propDriver) otherAttempt(j *propJob) uint64 {
+	if j.Attempt > 1 && p.chance(70) {
+		return 1 + uint64(p.r.IntN(int(j.Attempt-1)))
+	}
+	return j.Attempt + 1
+}
+
+func (p *propDriver) pickTarget(j *propJob) Target {
+	switch {
+	case j == nil || p.chance(3):
+		if p.chance(50) {
+			return Target{WorkflowID: "wf-none"}
+		}
+		return Target{Job: p.unknownID()}
+	case p.chance(20):
+		return Target{WorkflowID: j.WF} // the workflow's newest run, maybe not j
+	}
+	return Target{Job: j.ID}
+}
+
+func (p *propDriver) lease() int64 {
+	switch p.r.IntN(4) {
+	case 0:
+		return 1000
+	case 1:
+		return 5000
+	case 2:
+		return 30_000
+	}
+	return 1 + int64(p.r.IntN(propMaxLeaseMS))
+}
+
+func (p *propDriver) sweepMax() int {
+	if p.chance(10) {
+		return 100
+	}
+	return 1 + p.r.IntN(4)
+}
+
+// gen returns a command, the sentinel it was generated to fail with (nil for
+// the others) and a note for the trace.
+func (p *propDriver) gen() (Command, error, string) {
+	if len(p.rids) > 0 && p.chance(6) {
+		u := p.rids[p.r.IntN(len(p.rids))]
+		switch p.r.IntN(10) {
+		case 0: // the same request id on another command of the same kind
+			c := p.genKind(u.cmd.Kind())
+			c.Head().RequestID = u.rid
+			return c, nil, "request id reused, same kind"
+		case 1: // … of another kind
+			k := CommandKind(1 + p.r.IntN(17))
+			c := p.genKind(k)
+			c.Head().RequestID = u.rid
+			return c, nil, "request id reused, " + k.String()
+		}
+		return u.cmd, nil, "request repeated"
+	}
+	n := p.r.IntN(100)
+	if n >= 95 {
+		return p.genBad()
+	}
+	kinds := []struct {
+		upto int
+		k    CommandKind
+	}{{14, KindCreateJob}, {25, KindClaim}, {29, KindHeartbeat}, {35, KindAppendEvents}, {42, KindCommitStep},
+		{49, KindWait}, {54, KindSignal}, {58, KindFireTimers}, {62, KindReclaim}, {65, KindReleaseDelayed},
+		{68, KindCancel}, {71, KindActivate}, {74, KindSuspend}, {77, KindResume}, {82, KindComplete},
+		{86, KindFail}, {95, KindRequeue}}
+	var k CommandKind
+	for _, e := range kinds {
+		if n < e.upto {
+			k = e.k
+			break
+		}
+	}
+	c := p.genKind(k)
+	if p.chance(15) {
+		rid := fmt.Sprintf("rq-%d", p.ridN)
+		p.ridN++
+		c.Head().RequestID = rid
+		p.rids = append(p.rids, propRid{rid, c})
+	}
+	return c, nil, ""
+}
+
+func (p *propDriver) genKind(k CommandKind) Command {
+	r := p.r
+	switch k {
+	case KindCreateJob:
+		return p.genCreate()
+	case KindClaim:
+		q := propPick(r, "qa", "qb")
+		if p.chance(10) {
+			q = "qz"
+		}
+		return &Claim{Queue: q, Owner: fmt.Sprintf("w%d", r.IntN(3)), Max: 1 + r.IntN(4), LeaseMS: p.lease()}
+	case KindHeartbeat:
+		c := &Heartbeat{LeaseMS: p.lease()}
+		for i := 1 + r.IntN(3); i > 0; i-- {
+			c.Leases = append(c.Leases, p.pickRef())
+		}
+		return c
+	case KindAppendEvents:
+		c := &AppendEvents{LeaseRef: p.pickRef()}
+		for i := 1 + r.IntN(3); i > 0; i-- {
+			ev := NewEvent{Type: propPick[EventType](r, "activity_started", "activity_started", "marker", "marker", "note")}
+			switch r.IntN(10) {
+			case 0, 1:
+				ev.Type, ev.Name = EventSignalReceived, propPick(r, propSignalNames...)
+			case 2:
+				ev.Type, ev.Name = EventTimerFired, propPick(r, propTimerIDs...)
+			}
+			if p.chance(50) {
+				ev.Step = propPick(r, propStepNames...)
+			}
+			if ev.Name == "" && p.chance(30) {
+				ev.Name = "n"
+			}
+			ev.Payload = p.payload()
+			c.Events = append(c.Events, ev)
+		}
+		return c
+	case KindCommitStep:
+		ref := p.pickRef()
+		c := &CommitStep{LeaseRef: ref, Step: propPick(r, propStepNames...),
+			Type: propPick[EventType](r, "activity_completed", "activity_failed", "child_completed")}
+		if j := p.m.job(ref.Job); j != nil && p.chance(60) {
+			for step, e := range j.Effects {
+				if e.CommittedSeq == 0 {
+					c.Step, c.CatchUp = step, true
+					break
+				}
+			}
+		}
+		if !c.CatchUp && p.chance(25) {
+			c.CatchUp = true
+		}
+		if !c.CatchUp {
+			c.Payload = p.payload()
+			c.Failed = p.chance(20)
+		}
+		return c
+	case KindWait:
+		ref := p.pickRef()
+		c := &Wait{LeaseRef: ref}
+		s := &c.Spec
+		if p.chance(55) {
+			s.TimerID = propPick(r, propTimerIDs...)
+			s.TimerAtMS = p.h.now - 2000 + int64(r.IntN(120_000))
+		}
+		if p.chance(45) {
+			s.Signals = []string{propPick(r, propSignalNames...)}
+			if p.chance(30) {
+				s.Signals = append(s.Signals, propPick(r, propSignalNames...))
+			}
+		}
+		if p.chance(35) {
+			s.Steps = []string{propPick(r, propStepNames...)}
+		}
+		// Mostly wait for a step an open child of the job will provide.
+		if p.chance(50) {
+			for _, ch := range p.m.jobs {
+				if ch.Parent == ref.Job && !propTerminal(ch.Status) {
+					s.Steps = append(s.Steps, ch.ParentStep)
+					break
+				}
+			}
+		}
+		if s.TimerAtMS == 0 && len(s.Signals) == 0 && len(s.Steps) == 0 {
+			s.Signals = []string{propPick(r, propSignalNames...)}
+		}
+		s.Park = p.chance(30)
+		if j := p.m.job(ref.Job); j != nil {
+			last := uint64(len(j.Events))
+			switch n := r.IntN(100); {
+			case n < 55:
+				c.SeenSeq = last
+			case n < 92:
+				c.SeenSeq = uint64(r.IntN(int(last) + 1))
+			default:
+				c.SeenSeq = last + 1 // beyond the history: invalid
+			}
+		}
+		return c
+	case KindSignal:
+		c := &Signal{Name: propPick(r, propSignalNames...), Payload: p.payload()}
+		j := p.pickJob()
+		if p.chance(40) {
+			if w := p.pickWhere(p.status(StatusWaiting, StatusParked)); w != nil && w.Wait != nil && len(w.Wait.Signals) > 0 {
+				j = w
+				c.Name = propPick(r, w.Wait.Signals...)
+			}
+		}
+		c.Target = p.pickTarget(j)
+		return c
+	case KindFireTimers:
+		return &FireTimers{Max: p.sweepMax()}
+	case KindReclaim:
+		return &Reclaim{Max: p.sweepMax()}
+	case KindReleaseDelayed:
+		return &ReleaseDelayed{Max: p.sweepMax()}
+	case KindCancel:
+		j := p.pickJob()
+		if p.chance(60) {
+			j = p.pickWhere(func(j *propJob) bool { return !propTerminal(j.Status) })
+		}
+		return &Cancel{Target: p.pickTarget(j), Reason: propPick(r, "", "user")}
+	case KindActivate:
+		j := p.pickJob()
+		if p.chance(70) {
+			j = p.pickWhere(p.status(StatusDraft))
+		}
+		return &Activate{Target: p.pickTarget(j)}
+	case KindSuspend:
+		j := p.pickJob()
+		if p.chance(60) {
+			j = p.pickWhere(p.status(StatusDraft, StatusQueued, StatusRunning, StatusWaiting, StatusParked, StatusRetrying))
+		}
+		return &Suspend{Target: p.pickTarget(j), Reason: propPick(r, "", "ops")}
+	case KindResume:
+		j := p.pickJob()
+		if p.chance(70) {
+			j = p.pickWhere(p.status(StatusSuspended))
+		}
+		return &Resume{Target: p.pickTarget(j)}
+	case KindComplete:
+		return &Complete{LeaseRef: p.pickChildRef(), Result: p.payload()}
+	case KindFail:
+		return &Fail{LeaseRef: p.pickChildRef(), Error: p.payload()}
+	case KindRequeue:
+		c := &Requeue{Reason: propPick(r, "", "", ReasonRetry, "backoff")}
+		if p.chance(5) {
+			c.Reason = ReasonLeaseExpired
+		}
+		if p.chance(35) {
+			j := p.pickJob()
+			if p.chance(70) {
+				j = p.pickWhere(p.status(StatusFailed))
+			}
+			if j == nil {
+				c.Job = p.unknownID()
+			} else {
+				c.Job = j.ID
+			}
+		} else {
+			c.LeaseRef = p.pickRef()
+		}
+		switch n := r.IntN(100); {
+		case n < 50:
+		case n < 97:
+			c.DelayMS = 1 + int64(r.IntN(60_000))
+		default:
+			c.DelayMS = math.MaxInt64 - int64(r.IntN(1000)) // "never": must not wrap around
+		}
+		return c
+	}
+	panic(fmt.Sprintf("genKind(%d)", k))
+}
+
+func (p *propDriver) genCreate() *CreateJob {
+	r := p.r
+	c := &CreateJob{Type: propPick(r, "order", "ship"), Queue: propPick(r, "qa", "qb")}
+	if p.chance(35) {
+		c.Input = []byte(fmt.Sprintf("in-%d", r.IntN(3)))
+	}
+	switch n := r.IntN(100); {
+	case n < 60:
+	case n < 88:
+		c.WorkflowID = fmt.Sprintf("wf-%d", r.IntN(8))
+	case n < 95:
+		// An explicit id that looks like a generated one.
+		c.WorkflowID = fmt.Sprintf("job-%d", len(p.m.jobs)+1+r.IntN(3))
+	default:
+		if j := p.pickJob(); j != nil {
+			c.WorkflowID = j.WF
+		}
+	}
+	c.ReusePolicy = IDReusePolicy(r.IntN(3))
+	c.Draft = p.chance(15)
+	if p.chance(25) {
+		j := p.pickJob()
+		if p.chance(70) {
+			j = p.pickWhere(p.status(StatusRunning, StatusWaiting, StatusParked, StatusQueued))
+		}
+		if j != nil && p.chance(95) {
+			c.ParentID = j.ID
+		} else {
+			c.ParentID = p.unknownID()
+		}
+		c.ParentStep = propPick(r, "c-0", "c-1", "c-2")
+	}
+	return c
+}
+
+// genBad returns a command that must be refused, and the sentinel it must
+// be refused with.
+func (p *propDriver) genBad() (Command, error, string) {
+	ref := p.pickRef()
+	long := strings.Repeat("x", propMaxName+1)
+	switch p.r.IntN(22) {
+	case 0:
+		return &Claim{Queue: "qa", Owner: "w", Max: 0, LeaseMS: 1000}, ErrInvalidCommand, "bad"
+	case 1:
+		return &Claim{Queue: "qa", Owner: "w", Max: propMaxBatch + 1, LeaseMS: 1000}, ErrPayloadTooLarge, "bad"
+	case 2:
+		return &Claim{Queue: "qa", Owner: "w", Max: 1, LeaseMS: propMaxLeaseMS + 1}, ErrInvalidCommand, "bad"
+	case 3:
+		return &Heartbeat{LeaseMS: 1000}, ErrInvalidCommand, "bad"
+	case 4:
+		return &AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: EventJobCompleted}}}, ErrInvalidCommand, "bad"
+	case 5:
+		return &AppendEvents{LeaseRef: ref}, ErrInvalidCommand, "bad"
+	case 6:
+		return &CommitStep{LeaseRef: ref, Step: "a", Type: "activity_completed", CatchUp: true, Payload: []byte("x")}, ErrInvalidCommand, "bad"
+	case 7:
+		return &Wait{LeaseRef: ref}, ErrInvalidCommand, "bad"
+	case 8:
+		return &Wait{LeaseRef: ref, Spec: WaitSpec{TimerID: "t1"}}, ErrInvalidCommand, "bad"
+	case 9:
+		return &Signal{Name: "s1"}, ErrInvalidCommand, "bad"
+	case 10:
+		return &Cancel{}, ErrInvalidCommand, "bad"
+	case 11:
+		return &Requeue{}, ErrInvalidCommand, "bad"
+	case 12:
+		return &Requeue{LeaseRef: ref, DelayMS: -1}, ErrInvalidCommand, "bad"
+	case 13:
+		return &Complete{LeaseRef: LeaseRef{Job: ref.Job}}, ErrInvalidCommand, "bad"
+	case 14:
+		return &CreateJob{Queue: "qa"}, ErrInvalidCommand, "bad"
+	case 15:
+		return &CreateJob{Type: "order", Queue: "qa", ReusePolicy: 3}, ErrInvalidCommand, "bad"
+	case 16:
+		return &CreateJob{Type: "order", Queue: "qa", ParentStep: "c-0"}, ErrInvalidCommand, "bad"
+	case 17:
+		return &CreateJob{Type: long, Queue: "qa"}, ErrPayloadTooLarge, "bad"
+	case 18:
+		c := &Resume{Target: Target{Job: ref.Job}}
+		c.RequestID = long
+		return c, ErrPayloadTooLarge, "bad"
+	case 19:
+		return &CommitStep{LeaseRef: ref, Step: "a", Type: EventJobFailed}, ErrInvalidCommand, "bad"
+	case 20:
+		return &Activate{Target: Target{Job: ref.Job}}, ErrInvalidCommand, "now=0"
+	}
+	return &propBogusCmd{}, ErrUnknownCommand, "bad"
+}
+
+// ---------------------------------------------------------------------------
+// DeriveStatus and CheckHistory against the specification's table.
+
+func TestDeriveTransitionTableMatchesSpec(t *testing.T) {
+	if got, want := StatusEvents(), propSpecStatusEvents; !slices.Equal(got, want) {
+		t.Fatalf("StatusEvents() = %v, the spec's %v", got, want)
+	}
+	events := append(StatusEvents(), "activity_completed", EventSignalReceived, EventTimerFired)
+	for _, from := range append([]Status{StatusNone}, Statuses()...) {
+		for _, et := range events {
+			if IsStatusEvent(et) != propIsStatus(et) {
+				t.Errorf("IsStatusEvent(%s) = %v", et, IsStatusEvent(et))
+			}
+			if propIsStatus(et) {
+				to, ok := BaseTransition(from, et)
+				wto, wok := propSpecTable[from][et]
+				if ok != wok || to != wto {
+					t.Errorf("BaseTransition(%s, %s) = %s, %v; the spec says %s, %v", from, et, to, ok, wto, wok)
+				}
+			}
+			for _, ev := range []Event{{Type: et}, {Type: et, DelayMS: 5}, {Type: et, Wait: &WaitSpec{Park: true}}, {Type: et, Wait: &WaitSpec{}}} {
+				to, ok := Next(from, &ev)
+				wto, wok := propSpecNext(from, &ev)
+				if ok != wok || to != wto {
+					t.Errorf("Next(%s, %+v) = %s, %v; the spec says %s, %v", from, ev, to, ok, wto, wok)
+				}
+			}
+		}
+	}
+}
+
+// propLegalHistory walks the spec's table from StatusNone, mixing in
+// non-status events. states[k] is the status after the first k events.
+func propLegalHistory(r *rand.Rand) (hist []Event, states []Status) {
+	s := StatusNone
+	states = []Status{s}
+	n := 1 + r.IntN(40)
+	var attempt uint64
+	for i := 0; i < n; i++ {
+		var ev Event
+		row := propSpecTable[s]
+		if r.IntN(100) < 30 || len(row) == 0 {
+			ev = Event{Type: propPick[EventType](r, "activity_completed", EventSignalReceived, EventTimerFired, "marker"), Name: "x"}
+		} else {
+			var legal []EventType
+			for _, et := range propSpecStatusEvents { // table order, so the walk is deterministic
+				if _, ok := row[et]; ok {
+					legal = append(legal, et)
+				}
+			}
+			ev = Event{Type: propPick(r, legal...)}
+			switch ev.Type {
+			case EventJobLeased:
+				attempt++
+				ev.Attempt, ev.Name, ev.LeaseExpiryMS = attempt, "w", int64(1000+i)
+			case EventJobWaiting:
+				ev.Wait = &WaitSpec{Signals: []string{"s"}, Park: r.IntN(2) == 0}
+			case EventJobRequeued:
+				if r.IntN(2) == 0 {
+					ev.DelayMS = 1 + int64(r.IntN(1000))
+				}
+				ev.Reason = ReasonRetry
+				if s == StatusRunning && r.IntN(2) == 0 {
+					ev.Reason = ReasonLeaseExpired
+				}
+			}
+		}
+		ev.Seq = uint64(i + 1)
+		ev.AtMS = int64(1000 + i)
+		to, ok := propSpecNext(s, &ev)
+		if !ok {
+			panic("propLegalHistory: picked an illegal event")
+		}
+		s = to
+		hist = append(hist, ev)
+		states = append(states, s)
+	}
+	return hist, states
+}
+
+func TestDeriveStatusRandomHistories(t *testing.T) {
+	seed := int64(1)
+	if *propertySeed != 0 {
+		seed = *propertySeed
+	}
+	r := rand.New(rand.NewPCG(uint64(seed), 0xde7))
+	rounds := 5000
+	if testing.Short() {
+		rounds = 500
+	}
+	for round := 0; round < rounds; round++ {
+		hist, states := propLegalHistory(r)
+		fail := func(format string, a ...any) {
+			t.Helper()
+			t.Fatalf("seed=%d round=%d: %s\nhistory: %+v", seed, round, fmt.Sprintf(format, a...), hist)
+		}
+		final := states[len(states)-1]
+		for k := range states {
+			if got := DeriveStatus(hist[:k]); got != states[k] {
+				fail("DeriveStatus of the first %d events = %s, folding the spec's Next gives %s", k, got, states[k])
+			}
+		}
+		if err := CheckHistory(hist, final); err != nil {
+			fail("CheckHistory refused a legal history: %v", err)
+		}
+		if err := CheckHistory(hist, StatusNone); err != nil {
+			fail("CheckHistory (no stored status) refused a legal history: %v", err)
+		}
+		// A stored status other than the derived one is refused.
+		if wrong := Statuses()[r.IntN(len(Statuses()))]; wrong != final {
+			if err := CheckHistory(hist, wrong); !errors.Is(err, ErrInvariant) {
+				fail("CheckHistory accepted stored status %s for a history deriving %s (err %v)", wrong, final, err)
+			}
+		}
+		// An illegal status event inserted anywhere is refused.
+		pos := r.IntN(len(hist) + 1)
+		var illegal []EventType
+		for _, et := range propSpecStatusEvents {
+			if _, ok := propSpecNext(states[pos], &Event{Type: et}); !ok {
+				illegal = append(illegal, et)
+			}
+		}
+		bad := Event{Type: propPick(r, illegal...), Wait: &WaitSpec{Signals: []string{"s"}}}
+		broken := slices.Insert(slices.Clone(hist), pos, bad)
+		for i := range broken {
+			broken[i].Seq = uint64(i + 1)
+		}
+		if err := CheckHistory(broken, StatusNone); !errors.Is(err, ErrInvariant) {
+			fail("CheckHistory accepted %s inserted at %d (status %s): err %v", bad.Type, pos+1, states[pos], err)
+		}
+		// A gap in the seqs is refused.
+		if len(hist) > 1 {
+			gap := slices.Clone(hist)
+			i := 1 + r.IntN(len(gap)-1)
+			gap = slices.Delete(gap, i-1, i)
+			if err := CheckHistory(gap, StatusNone); !errors.Is(err, ErrInvariant) {
+				fail("CheckHistory accepted a history with event %d removed: err %v", i, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package replay
+
+import "github.com/heddlewf/heddle/engine"
+
+// The history events the SDK writes for workflow commands. Each carries the
+// command's step id in Event.Step (timer_fired, written by the engine, in
+// Event.Name) and the command's name (activity type, child workflow type,
+// marker name) in Event.Name, which is what replay matches against the code.
+const (
+	EventActivityScheduled     engine.EventType = "activity_scheduled" // sent to another queue
+	EventActivityAttemptFailed engine.EventType = "activity_attempt_failed"
+	EventActivityCompleted     engine.EventType = "activity_completed"
+	EventActivityFailed        engine.EventType = "activity_failed"
+	EventTimerScheduled        engine.EventType = "timer_scheduled"
+	EventTimerCanceled         engine.EventType = "timer_canceled"
+	EventChildScheduled        engine.EventType = "child_scheduled"
+	EventChildCompleted        engine.EventType = "child_completed"
+	EventChildFailed           engine.EventType = "child_failed"
+	EventMarkerRecorded        engine.EventType = "marker_recorded"
+	EventCancelRequested       engine.EventType = "cancel_requested"
+)
+
+// CommandKind is the kind of a workflow command.
+type CommandKind uint8
+
+// Command kinds.
+const (
+	KindActivity CommandKind = 1
+	KindTimer    CommandKind = 2
+	KindChild    CommandKind = 3
+	KindMarker   CommandKind = 4
+)
+
+func (k CommandKind) String() string {
+	switch k {
+	case KindActivity:
+		return "activity"
+	case KindTimer:
+		return "timer"
+	case KindChild:
+		return "child workflow"
+	case KindMarker:
+		return "marker"
+	}
+	return "unknown command"
+}
+
+// eventRole says what a step event means for its command.
+type eventRole uint8
+
+const (
+	roleRecord  eventRole = iota // the command happened (scheduled, a failed try, …)
+	roleSucceed                  // the command's result: resolve with success
+	roleFail                     // the command's result: resolve with failure
+)
+
+// stepEvents maps each step event type to its command kind and role.
+var stepEvents = map[engine.EventType]struct {
+	kind CommandKind
+	role eventRole
+}{
+	EventActivityScheduled:     {KindActivity, roleRecord},
+	EventActivityAttemptFailed: {KindActivity, roleRecord},
+	EventActivityCompleted:     {KindActivity, roleSucceed},
+	EventActivityFailed:        {KindActivity, roleFail},
+	EventTimerScheduled:        {KindTimer, roleRecord},
+	EventTimerCanceled:         {KindTimer, roleFail},
+	engine.EventTimerFired:     {KindTimer, roleSucceed},
+	EventChildScheduled:        {KindChild, roleRecord},
+	EventChildCompleted:        {KindChild, roleSucceed},
+	EventChildFailed:           {KindChild, roleFail},
+	EventMarkerRecorded:        {KindMarker, roleRecord},
+}
+
+// stepOf returns the step an event belongs to, or "" for events of no step.
+func stepOf(ev *engine.Event) string {
+	if ev.Type == engine.EventTimerFired {
+		return ev.Name
+	}
+	if _, ok := stepEvents[ev.Type]; ok {
+		return ev.Step
+	}
+	return ""
+}
