@@ -63,24 +63,35 @@ func (a *applier) fenced(ref LeaseRef, cmd string) (*loaded, error) {
 	return l, nil
 }
 
-// save writes the job record and moves its index entries from what the old
-// record implied to what the new one implies.
+// save writes the job record and brings the indexes along. Exact indexes
+// (status, type, queue, ready, delayed) move from what the old record
+// implied to what the new one implies. Swept indexes (leases, timers) only
+// gain entries: an entry the job no longer needs stays behind, stale, until
+// the sweep that reaches its time removes it. Deleting it now would leave a
+// deletion marker ahead of the index's low-water mark, where every scan would
+// have to walk it until Badger compacts — and a busy engine finishes jobs
+// far faster than that.
 func (a *applier) save(l *loaded) {
 	j := l.job
 	j.UpdatedMS = a.now
 	a.tx.Set(storage.JobKey(uint64(j.ID)), EncodeJob(j))
-	var before []string
+	var exactBefore, sweptBefore []string
 	if l.old != nil {
-		before = indexKeys(l.old)
+		exactBefore, sweptBefore = exactIndexKeys(l.old), sweptIndexKeys(l.old)
 	}
-	after := indexKeys(j)
-	for _, k := range before {
-		if !containsKey(after, k) {
+	exactAfter := exactIndexKeys(j)
+	for _, k := range exactBefore {
+		if !containsKey(exactAfter, k) {
 			a.tx.Delete([]byte(k))
 		}
 	}
-	for _, k := range after {
-		if !containsKey(before, k) {
+	for _, k := range exactAfter {
+		if !containsKey(exactBefore, k) {
+			a.tx.Set([]byte(k), nil)
+		}
+	}
+	for _, k := range sweptIndexKeys(j) {
+		if !containsKey(sweptBefore, k) {
 			a.tx.Set([]byte(k), nil)
 		}
 	}
@@ -96,11 +107,12 @@ func containsKey(keys []string, k string) bool {
 	return false
 }
 
-// indexKeys lists every index entry a job record implies. The workflow-id
-// key is not among them: it names the latest run and holds a value.
-func indexKeys(j *Job) []string {
+// exactIndexKeys lists the entries of the exact indexes a job record implies.
+// The workflow-id key is not among them: it names the latest run and holds a
+// value.
+func exactIndexKeys(j *Job) []string {
 	id := uint64(j.ID)
-	keys := make([]string, 0, 6+len(j.Timers))
+	keys := make([]string, 0, 4)
 	keys = append(keys,
 		string(storage.StatusKey(byte(j.Status), id)),
 		string(storage.TypeKey(j.Type, id)),
@@ -108,10 +120,18 @@ func indexKeys(j *Job) []string {
 	switch j.Status {
 	case StatusQueued:
 		keys = append(keys, string(storage.ReadyKey(j.Queue, j.ReadyAtMS, id)))
-	case StatusRunning:
-		keys = append(keys, string(storage.LeaseKey(j.LeaseExpiryMS, id)))
 	case StatusRetrying:
 		keys = append(keys, string(storage.DelayedKey(j.ReleaseAtMS, id)))
+	}
+	return keys
+}
+
+// sweptIndexKeys lists the lease and timer entries a job record needs.
+func sweptIndexKeys(j *Job) []string {
+	id := uint64(j.ID)
+	keys := make([]string, 0, 1+len(j.Timers))
+	if j.Status == StatusRunning {
+		keys = append(keys, string(storage.LeaseKey(j.LeaseExpiryMS, id)))
 	}
 	for _, t := range j.Timers {
 		keys = append(keys, string(storage.TimerKey(t.FireMS, id, t.ID)))

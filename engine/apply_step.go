@@ -158,15 +158,14 @@ func (a *applier) signal(c *Signal) (Result, error) {
 }
 
 func (a *applier) fireTimers(c *FireTimers) (Result, error) {
-	return a.sweep(storage.TimerPrefix, c.Max, func(tk storage.TimeKey, key []byte, res *SweepResult) error {
+	return a.sweep(storage.TimerPrefix, storage.KeyLowTimer, c.Max, func(tk storage.TimeKey, key []byte, res *SweepResult) error {
 		l, err := a.load(JobID(tk.Job))
 		if err != nil {
 			return err
 		}
 		j := l.job
 		if !removeTimer(j, Timer{ID: tk.Rest, FireMS: tk.AtMS}) {
-			return &storage.CorruptError{Key: key, Kind: storage.KindKey,
-				Reason: fmt.Sprintf("timer index entry not among job %d's timers", j.ID)}
+			return nil // stale: the job ended or set the timer anew
 		}
 		if _, err := a.appendEvent(l, Event{Type: EventTimerFired, Name: tk.Rest}); err != nil {
 			return err

@@ -57,7 +57,7 @@ type LocalLogConfig struct {
 	// MaxBatchCommands bounds the commands in one group commit; 0 means 1024.
 	MaxBatchCommands int
 	// OnCommit, if set, is called (from the log's goroutine) after each
-	// durable batch. It must not block.
+	// durable batch that wrote something. It must not block.
 	OnCommit func()
 }
 

@@ -187,10 +187,49 @@ type propModel struct {
 	// wrote: the current command writes something (then, and only then,
 	// it also records its Now as the latest).
 	wrote bool
+	// leases and timers model the swept indexes: every entry a record ever
+	// implied, until the sweep that reaches its time removes it (entries the
+	// record no longer needs stay behind, stale).
+	leases map[propDue]bool
+	timers map[propDue]bool
 }
 
 func newPropModel() *propModel {
-	return &propModel{wfs: map[string]JobID{}, byWF: map[string][]JobID{}, reqs: map[string]*propReq{}}
+	return &propModel{wfs: map[string]JobID{}, byWF: map[string][]JobID{}, reqs: map[string]*propReq{},
+		leases: map[propDue]bool{}, timers: map[propDue]bool{}}
+}
+
+// noteSwept adds the lease and timer entries the changed jobs now imply.
+func (m *propModel) noteSwept() {
+	for _, id := range m.touchOrder {
+		j := m.job(id)
+		if j.Status == StatusRunning {
+			m.leases[propDue{at: j.LeaseExp, job: j}] = true
+		}
+		for _, t := range j.Timers {
+			m.timers[propDue{at: t.FireMS, job: j, tid: t.ID}] = true
+		}
+	}
+}
+
+// dueEntries removes and returns, oldest first, up to max entries of set due
+// by now, setting res.More when more were due.
+func (m *propModel) dueEntries(set map[propDue]bool, max int, res *SweepResult) []propDue {
+	var dues []propDue
+	for d := range set {
+		if d.at <= m.now {
+			dues = append(dues, d)
+		}
+	}
+	propSortDues(dues)
+	dues = propCapDues(dues, max, res)
+	for _, d := range dues {
+		delete(set, d)
+	}
+	if len(dues) > 0 {
+		m.wrote = true
+	}
+	return dues
 }
 
 func (m *propModel) job(id JobID) *propJob {
@@ -237,6 +276,7 @@ func (m *propModel) apply(cmd Command) (res Result, err error, replay bool) {
 		m.record(h.RequestID, cmd.Kind(), res)
 		m.wrote = true
 	}
+	m.noteSwept()
 	if m.wrote {
 		m.lastNow = m.now
 	}
@@ -778,19 +818,13 @@ func propCapDues(d []propDue, max int, res *SweepResult) []propDue {
 }
 
 func (m *propModel) fireTimers(c *FireTimers) (Result, error) {
-	var dues []propDue
-	for _, j := range m.jobs {
-		for _, t := range j.Timers {
-			if t.FireMS <= m.now {
-				dues = append(dues, propDue{t.FireMS, j, t.ID})
-			}
-		}
-	}
-	propSortDues(dues)
 	res := &SweepResult{}
-	for _, d := range propCapDues(dues, c.Max, res) {
+	for _, d := range m.dueEntries(m.timers, c.Max, res) {
 		j := d.job
 		i := slices.Index(j.Timers, Timer{ID: d.tid, FireMS: d.at})
+		if i < 0 {
+			continue // stale
+		}
 		j.Timers = slices.Delete(j.Timers, i, i+1)
 		m.appendEv(j, Event{Type: EventTimerFired, Name: d.tid})
 		res.Jobs = append(res.Jobs, j.ID)
@@ -802,15 +836,11 @@ func (m *propModel) fireTimers(c *FireTimers) (Result, error) {
 }
 
 func (m *propModel) reclaim(c *Reclaim) (Result, error) {
-	var dues []propDue
-	for _, j := range m.jobs {
-		if j.Status == StatusRunning && j.LeaseExp <= m.now {
-			dues = append(dues, propDue{j.LeaseExp, j, ""})
-		}
-	}
-	propSortDues(dues)
 	res := &SweepResult{}
-	for _, d := range propCapDues(dues, c.Max, res) {
+	for _, d := range m.dueEntries(m.leases, c.Max, res) {
+		if d.job.Status != StatusRunning || d.job.LeaseExp != d.at {
+			continue // stale
+		}
 		m.appendEv(d.job, Event{Type: EventJobRequeued, Reason: ReasonLeaseExpired, Attempt: d.job.Attempt})
 		res.Jobs = append(res.Jobs, d.job.ID)
 		res.Ready = append(res.Ready, d.job.ID)

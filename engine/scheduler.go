@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/heddlewf/heddle/engine/clock"
@@ -52,28 +51,36 @@ func (s *Scheduler) Wake() {
 
 // sweepKind pairs an index with the command that drains it.
 type sweepKind struct {
-	prefix []byte
-	cmd    func(max int) Command
+	prefix, low []byte
+	cmd         func(max int) Command
 }
 
 var sweeps = []sweepKind{
-	{storage.TimerPrefix, func(n int) Command { return &FireTimers{Max: n} }},
-	{storage.LeasePrefix, func(n int) Command { return &Reclaim{Max: n} }},
-	{storage.DelayedPrefix, func(n int) Command { return &ReleaseDelayed{Max: n} }},
+	{storage.TimerPrefix, storage.KeyLowTimer, func(n int) Command { return &FireTimers{Max: n} }},
+	{storage.LeasePrefix, storage.KeyLowLease, func(n int) Command { return &Reclaim{Max: n} }},
+	{storage.DelayedPrefix, storage.KeyLowDelayed, func(n int) Command { return &ReleaseDelayed{Max: n} }},
 }
 
-// Deadlines returns the earliest due time (Unix ms) of each index, 0 when empty,
+// Deadlines returns the earliest due time (Unix ms) of each index, 0 when
+// empty, reading from each index's low-water mark; an entry may be stale (a
+// lease or timer no longer needed), in which case the sweep just removes it,
 // in the order timers, leases, retry delays.
 func (s *Scheduler) Deadlines() ([3]int64, error) {
 	var out [3]int64
 	err := s.db.View(func(r *storage.Reader) error {
 		for i, sw := range sweeps {
-			k, err := r.First(sw.prefix)
-			if errors.Is(err, storage.ErrNotFound) {
-				continue
-			}
+			low, err := storage.ReadU64(r, sw.low)
 			if err != nil {
 				return err
+			}
+			var k []byte
+			err = r.Scan(sw.prefix, append(append([]byte(nil), sw.prefix...), storage.U64(low)...), false,
+				func(key, _ []byte) (bool, error) { k = key; return false, nil })
+			if err != nil {
+				return err
+			}
+			if k == nil {
+				continue
 			}
 			tk, err := storage.ParseTimeKey(k)
 			if err != nil {

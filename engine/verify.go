@@ -18,8 +18,13 @@ func Verify(r *storage.Reader, max int) []error {
 	v := &verifier{r: r, max: max, want: map[string]bool{}, latest: map[string]JobID{}}
 	v.jobs()
 	for _, p := range [][]byte{{storage.PrefixStatus}, {storage.PrefixType}, {storage.PrefixQueue},
-		{storage.PrefixReady}, storage.LeasePrefix, storage.TimerPrefix, storage.DelayedPrefix} {
+		{storage.PrefixReady}, storage.DelayedPrefix, storage.LeasePrefix, storage.TimerPrefix} {
 		v.index(p)
+	}
+	for k := range v.want {
+		if !v.add(fmt.Errorf("index entry %q is missing", k)) {
+			break
+		}
 	}
 	v.workflows()
 	return v.errs
@@ -65,6 +70,14 @@ func (v *verifier) job(j *Job) bool {
 	fail := func(format string, a ...any) bool {
 		return v.add(fmt.Errorf("job %d: "+format, append([]any{j.ID}, a...)...))
 	}
+	// Record the entries the record implies first, so a job that fails a
+	// check below is not also blamed for "unimplied" index entries.
+	for _, k := range exactIndexKeys(j) {
+		v.want[k] = true
+	}
+	for _, k := range sweptIndexKeys(j) {
+		v.want[k] = true
+	}
 	hist, _, err := ReadHistory(v.r, j.ID, 0, 0)
 	if err != nil {
 		return v.add(fmt.Errorf("job %d: %w", j.ID, err))
@@ -77,9 +90,6 @@ func (v *verifier) job(j *Job) bool {
 	}
 	if err := recordMatchesHistory(j, hist); err != nil {
 		return fail("%v", err)
-	}
-	for _, k := range indexKeys(j) {
-		v.want[k] = true
 	}
 	if j.ID > v.latest[j.WorkflowID] {
 		v.latest[j.WorkflowID] = j.ID
@@ -167,9 +177,52 @@ func (v *verifier) effects(j *Job, hist []Event) bool {
 	return ok
 }
 
+// index checks one index: every entry must be implied by a record, except
+// that the swept indexes (leases, timers) may hold stale entries awaiting
+// their sweep; and no entry of a time-ordered index may sort below the
+// index's low-water mark, where scans no longer look.
 func (v *verifier) index(prefix []byte) {
+	lows := map[string]uint64{} // low-water mark by mark key
+	low := func(key []byte) uint64 {
+		if m, ok := lows[string(key)]; ok {
+			return m
+		}
+		m, err := storage.ReadU64(v.r, key)
+		if err != nil {
+			v.add(err)
+		}
+		lows[string(key)] = m
+		return m
+	}
+	swept := prefix[0] == storage.PrefixLease || prefix[0] == storage.PrefixTimer
 	err := v.r.Scan(prefix, nil, false, func(k, _ []byte) (bool, error) {
+		var at int64
+		var mark []byte
+		switch prefix[0] {
+		case storage.PrefixReady:
+			e, err := storage.ParseReadyKey(k)
+			if err != nil {
+				return v.add(err), nil
+			}
+			at, mark = e.ReadyAtMS, storage.LowReadyKey(e.Queue)
+		case storage.PrefixLease, storage.PrefixTimer, storage.PrefixDelayed:
+			tk, err := storage.ParseTimeKey(k)
+			if err != nil {
+				return v.add(err), nil
+			}
+			at = tk.AtMS
+			mark = map[byte][]byte{storage.PrefixLease: storage.KeyLowLease, storage.PrefixTimer: storage.KeyLowTimer,
+				storage.PrefixDelayed: storage.KeyLowDelayed}[prefix[0]]
+		}
+		if mark != nil && uint64(at) < low(mark) {
+			if !v.add(fmt.Errorf("index entry %q sorts below the low-water mark %d of its index", k, low(mark))) {
+				return false, nil
+			}
+		}
 		if !v.want[string(k)] {
+			if swept {
+				return true, nil // stale, removed when its time comes
+			}
 			return v.add(fmt.Errorf("index entry %q is implied by no job record", k)), nil
 		}
 		delete(v.want, string(k))
@@ -177,13 +230,6 @@ func (v *verifier) index(prefix []byte) {
 	})
 	if err != nil {
 		v.add(err)
-	}
-	if prefix[0] == storage.PrefixDelayed { // the last index: whatever is left is missing
-		for k := range v.want {
-			if !v.add(fmt.Errorf("index entry %q is missing", k)) {
-				return
-			}
-		}
 	}
 }
 

@@ -4,7 +4,16 @@ package storage
 // The index is written in the same transaction as the data it covers
 // (SetAppliedIndex), so after a crash it never claims more than was stored.
 func AppliedIndex(r interface{ Get([]byte) ([]byte, error) }) (uint64, error) {
-	b, err := r.Get(KeyAppliedIndex)
+	return ReadU64(r, KeyAppliedIndex)
+}
+
+// SetAppliedIndex records index as applied, inside tx.
+func SetAppliedIndex(tx *Tx, index uint64) { tx.Set(KeyAppliedIndex, U64(index)) }
+
+// ReadU64 reads a numeric meta value (the applied index, a low-water mark),
+// 0 when absent.
+func ReadU64(r interface{ Get([]byte) ([]byte, error) }, key []byte) (uint64, error) {
+	b, err := r.Get(key)
 	if err == ErrNotFound {
 		return 0, nil
 	}
@@ -13,6 +22,3 @@ func AppliedIndex(r interface{ Get([]byte) ([]byte, error) }) (uint64, error) {
 	}
 	return ParseU64(b)
 }
-
-// SetAppliedIndex records index as applied, inside tx.
-func SetAppliedIndex(tx *Tx, index uint64) { tx.Set(KeyAppliedIndex, U64(index)) }

@@ -48,6 +48,18 @@ var (
 	KeyNextJob      = []byte("mnextjob")
 )
 
+// Low-water marks: for each time-ordered index, a time below which the
+// index holds no live entry. Scans start there, so the deletion markers that
+// finished work leaves at the front of an index are never walked again.
+var (
+	KeyLowLease   = []byte("mlow/l")
+	KeyLowTimer   = []byte("mlow/t")
+	KeyLowDelayed = []byte("mlow/d")
+)
+
+// LowReadyKey holds the low-water mark of queue's ready index.
+func LowReadyKey(queue string) []byte { return append([]byte("mlow/q/"), queue...) }
+
 // MaxKeyString is the longest string component a key may hold.
 const MaxKeyString = 1<<16 - 1
 
