@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,7 +23,11 @@ type Dispatcher struct {
 	nextID     int
 	running    *Coroutine
 	root       *Coroutine
-	closed     bool
+	// closed is read by coroutines abandoned after a deadlock, hence atomic.
+	closed atomic.Bool
+	// broken holds the deadlock that left a coroutine running outside the
+	// SDK; the dispatcher cannot give turns safely after it.
+	broken error
 	// DeadlockTimeout bounds how long one coroutine may run between two
 	// Blocks; 0 means one second. It is the one wall-clock reading in
 	// replay, a watchdog that never decides what the workflow does.
@@ -34,9 +39,9 @@ type Coroutine struct {
 	d      *Dispatcher
 	name   string
 	resume chan bool     // true: run on; false: exit (the dispatcher is closing)
-	yield  chan yieldMsg // the coroutine hands control back
+	yield  chan yieldMsg // the coroutine hands control back (room for one)
 	cond   func() bool   // what the coroutine waits for; nil while running
-	done   bool
+	done   atomic.Bool
 	err    error // a panic in the coroutine's code
 }
 
@@ -87,11 +92,17 @@ func NewDispatcher(fn func()) *Dispatcher {
 // Go adds a coroutine that runs fn; it first runs during the current or next
 // ExecuteUntilAllBlocked, after the coroutines that exist already.
 func (d *Dispatcher) Go(name string, fn func()) *Coroutine {
+	if d.closed.Load() {
+		// A deferred function of a closing coroutine: nothing runs any more.
+		c := &Coroutine{d: d, name: name}
+		c.done.Store(true)
+		return c
+	}
 	if name == "" {
 		name = fmt.Sprintf("coroutine-%d", d.nextID)
 	}
 	d.nextID++
-	c := &Coroutine{d: d, name: name, resume: make(chan bool), yield: make(chan yieldMsg)}
+	c := &Coroutine{d: d, name: name, resume: make(chan bool), yield: make(chan yieldMsg, 1)}
 	d.coroutines = append(d.coroutines, c)
 	go c.start(fn)
 	return c
@@ -100,12 +111,14 @@ func (d *Dispatcher) Go(name string, fn func()) *Coroutine {
 func (c *Coroutine) start(fn func()) {
 	defer func() {
 		r := recover()
-		c.done = true
 		if r != nil && r != errExit {
 			buf := make([]byte, 64<<10)
 			buf = buf[:runtime.Stack(buf, false)]
 			c.err = &PanicError{Coroutine: c.name, Value: r, Stack: string(buf)}
 		}
+		c.done.Store(true)
+		// yield has room for one message, so this never blocks, even for
+		// a coroutine the dispatcher abandoned after a deadlock.
 		c.yield <- yieldMsg{progressed: true}
 	}()
 	if !<-c.resume {
@@ -122,7 +135,7 @@ func (d *Dispatcher) Block(cond func() bool) {
 	if c == nil {
 		panic("replay: Block called outside a workflow coroutine")
 	}
-	if d.closed {
+	if d.closed.Load() {
 		panic(errExit) // a deferred function of a closing coroutine
 	}
 	if cond() {
@@ -146,8 +159,11 @@ func (d *Dispatcher) Block(cond func() bool) {
 // a full round makes no progress: every coroutine is blocked on a condition
 // that does not hold, or done. It returns the first panic or deadlock.
 func (d *Dispatcher) ExecuteUntilAllBlocked() error {
-	if d.closed {
+	if d.closed.Load() {
 		return errors.New("replay: dispatcher is closed")
+	}
+	if d.broken != nil {
+		return d.broken
 	}
 	timeout := d.DeadlockTimeout
 	if timeout == 0 {
@@ -157,7 +173,7 @@ func (d *Dispatcher) ExecuteUntilAllBlocked() error {
 		progressed := false
 		for i := 0; i < len(d.coroutines); i++ { // Go may append during the round
 			c := d.coroutines[i]
-			if c.done {
+			if c.done.Load() {
 				continue
 			}
 			d.running = c
@@ -165,6 +181,7 @@ func (d *Dispatcher) ExecuteUntilAllBlocked() error {
 			msg, err := d.await(c, timeout)
 			d.running = nil
 			if err != nil {
+				d.broken = err
 				return err
 			}
 			if c.err != nil {
@@ -201,7 +218,7 @@ func (d *Dispatcher) await(c *Coroutine, timeout time.Duration) (yieldMsg, error
 func (d *Dispatcher) compact() {
 	live := d.coroutines[:0]
 	for _, c := range d.coroutines {
-		if !c.done {
+		if !c.done.Load() {
 			live = append(live, c)
 		}
 	}
@@ -214,7 +231,7 @@ func (d *Dispatcher) compact() {
 // Done reports whether every coroutine has finished.
 func (d *Dispatcher) Done() bool {
 	for _, c := range d.coroutines {
-		if !c.done {
+		if !c.done.Load() {
 			return false
 		}
 	}
@@ -223,26 +240,36 @@ func (d *Dispatcher) Done() bool {
 
 // RootDone reports whether the first coroutine (the workflow function) has
 // returned; others it started may still be blocked.
-func (d *Dispatcher) RootDone() bool { return d.root.done }
+func (d *Dispatcher) RootDone() bool { return d.root.done.Load() }
 
 // Close ends every coroutine that has not finished by unwinding its stack
 // (deferred functions in workflow code run). A closed dispatcher runs no more.
-// A coroutine stuck outside the SDK cannot be unwound and is left behind.
+// After a deadlock nothing is unwound: the coroutines are abandoned.
 func (d *Dispatcher) Close() {
-	if d.closed {
+	if d.closed.Swap(true) {
 		return
 	}
-	d.closed = true
+	if d.broken != nil {
+		// A coroutine still runs outside the SDK and may touch the
+		// dispatcher at any time, so nothing here can be read safely:
+		// abandon every coroutine (they stay parked; their memory is the
+		// price of a deadlocked workflow).
+		return
+	}
 	for _, c := range d.coroutines {
-		if c.done {
+		if c.done.Load() {
 			continue
 		}
 		d.running = c
+		// Both waits are bounded: a deferred function that blocks outside
+		// the SDK while unwinding must not hang the worker.
 		select {
 		case c.resume <- false:
-			<-c.yield
-		case <-time.After(10 * time.Millisecond):
-			// Still running outside the SDK after a deadlock: abandon it.
+			select {
+			case <-c.yield:
+			case <-time.After(100 * time.Millisecond):
+			}
+		case <-time.After(100 * time.Millisecond):
 		}
 		d.running = nil
 	}

@@ -124,3 +124,20 @@ func TestDispatcherCloseUnwinds(t *testing.T) {
 		t.Fatal("a closed dispatcher ran again")
 	}
 }
+
+// After a deadlock the dispatcher refuses to run again, and Close returns
+// even though the stuck coroutine never yields.
+func TestDispatcherAfterDeadlock(t *testing.T) {
+	never := make(chan struct{})
+	defer close(never)
+	d := NewDispatcher(func() { <-never })
+	d.DeadlockTimeout = 20 * time.Millisecond
+	first := d.ExecuteUntilAllBlocked()
+	if second := d.ExecuteUntilAllBlocked(); second == nil || second != first {
+		t.Fatalf("second run = %v, want the first deadlock %v again", second, first)
+	}
+	d.Close()
+	if c := d.Go("late", func() { t.Error("ran after Close") }); !c.done.Load() {
+		t.Fatal("Go after Close started a coroutine")
+	}
+}
