@@ -1,0 +1,185 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// ActivityOptions say where and for how long an activity may run. They are
+// set on a context with WithActivityOptions and travel with the activity's
+// command to the worker, which enforces them.
+type ActivityOptions struct {
+	// TaskQueue is the queue the activity is sent to; empty means the
+	// workflow's own task queue.
+	TaskQueue string
+	// ScheduleToCloseTimeout bounds the whole activity, retries included.
+	ScheduleToCloseTimeout time.Duration
+	// StartToCloseTimeout bounds one attempt.
+	StartToCloseTimeout time.Duration
+	// HeartbeatTimeout is the longest gap between two heartbeats of a
+	// running attempt; 0 means no heartbeats are expected.
+	HeartbeatTimeout time.Duration
+	// RetryPolicy says how failed attempts are retried; nil means the
+	// defaults of RetryPolicy's zero value.
+	RetryPolicy *RetryPolicy
+}
+
+// BackoffKind chooses how the delay between attempts grows.
+type BackoffKind uint8
+
+// Backoff kinds. The zero value is exponential, as in Temporal.
+const (
+	// BackoffExponential waits InitialInterval × BackoffCoefficient^n
+	// before retry n (n = 0 for the first retry).
+	BackoffExponential BackoffKind = iota
+	// BackoffLinear waits InitialInterval × (n+1) before retry n.
+	BackoffLinear
+	// BackoffFixed always waits InitialInterval.
+	BackoffFixed
+)
+
+func (k BackoffKind) String() string {
+	switch k {
+	case BackoffExponential:
+		return "exponential"
+	case BackoffLinear:
+		return "linear"
+	case BackoffFixed:
+		return "fixed"
+	}
+	return fmt.Sprintf("BackoffKind(%d)", uint8(k))
+}
+
+// Retry policy defaults, used for the zero value of a field.
+const (
+	DefaultInitialInterval    = time.Second
+	DefaultBackoffCoefficient = 2.0
+	DefaultMaximumInterval    = 30 * time.Second
+)
+
+// RetryPolicy says how an activity's failed attempts are retried. Zero
+// fields take the defaults: InitialInterval 1s, BackoffCoefficient 2,
+// MaximumInterval 30s (but never below InitialInterval), MaximumAttempts 0
+// meaning unlimited (as in Temporal; ScheduleToCloseTimeout then bounds the
+// retries). An error whose type (ApplicationError.Type, or the Go type
+// name, see EncodeFailure) is listed in NonRetryableErrorTypes, or that is
+// marked non-retryable, is not retried.
+type RetryPolicy struct {
+	InitialInterval        time.Duration
+	BackoffCoefficient     float64
+	MaximumInterval        time.Duration
+	MaximumAttempts        int32
+	NonRetryableErrorTypes []string
+	Backoff                BackoffKind
+}
+
+// Delay returns how long to wait before the next attempt after attempt
+// number attempt (counted from 1) failed: retry n = attempt-1 waits
+//
+//	exponential: InitialInterval × BackoffCoefficient^n
+//	linear:      InitialInterval × (n+1)
+//	fixed:       InitialInterval
+//
+// capped at MaximumInterval. An attempt below 1 counts as 1. A nil policy
+// uses the defaults.
+func (p *RetryPolicy) Delay(attempt int) time.Duration {
+	var q RetryPolicy
+	if p != nil {
+		q = *p
+	}
+	initial, coef, maxI := q.InitialInterval, q.BackoffCoefficient, q.MaximumInterval
+	if initial <= 0 {
+		initial = DefaultInitialInterval
+	}
+	if coef <= 0 {
+		coef = DefaultBackoffCoefficient
+	}
+	if maxI <= 0 {
+		maxI = max(DefaultMaximumInterval, initial)
+	}
+	n := max(attempt, 1) - 1
+	var d float64
+	switch q.Backoff {
+	case BackoffLinear:
+		d = float64(initial) * float64(n+1)
+	case BackoffFixed:
+		d = float64(initial)
+	default:
+		d = float64(initial) * math.Pow(coef, float64(n))
+	}
+	if math.IsNaN(d) || d >= float64(maxI) {
+		return maxI
+	}
+	return time.Duration(d)
+}
+
+// HasAttemptsLeft reports whether attempt number attempt (counted from 1)
+// may be followed by another under the policy's MaximumAttempts.
+func (p *RetryPolicy) HasAttemptsLeft(attempt int) bool {
+	return p == nil || p.MaximumAttempts == 0 || int64(attempt) < int64(p.MaximumAttempts)
+}
+
+// IsRetryableType reports whether an error of type errType may be retried.
+func (p *RetryPolicy) IsRetryableType(errType string) bool {
+	if p == nil {
+		return true
+	}
+	for _, t := range p.NonRetryableErrorTypes {
+		if t == errType {
+			return false
+		}
+	}
+	return true
+}
+
+// Validate reports a policy that cannot be applied.
+func (p *RetryPolicy) Validate() error {
+	if p == nil {
+		return nil
+	}
+	var errs []error
+	if p.InitialInterval < 0 {
+		errs = append(errs, fmt.Errorf("InitialInterval %v is negative", p.InitialInterval))
+	}
+	if p.MaximumInterval < 0 {
+		errs = append(errs, fmt.Errorf("MaximumInterval %v is negative", p.MaximumInterval))
+	}
+	if p.BackoffCoefficient != 0 && (p.BackoffCoefficient < 1 || math.IsNaN(p.BackoffCoefficient) || math.IsInf(p.BackoffCoefficient, 0)) {
+		errs = append(errs, fmt.Errorf("BackoffCoefficient %v must be at least 1 (or 0 for the default)", p.BackoffCoefficient))
+	}
+	if p.MaximumAttempts < 0 {
+		errs = append(errs, fmt.Errorf("MaximumAttempts %d is negative", p.MaximumAttempts))
+	}
+	if p.MaximumInterval > 0 && p.InitialInterval > p.MaximumInterval {
+		errs = append(errs, fmt.Errorf("MaximumInterval %v is below InitialInterval %v", p.MaximumInterval, p.InitialInterval))
+	}
+	if p.Backoff > BackoffFixed {
+		errs = append(errs, fmt.Errorf("unknown backoff %v", p.Backoff))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("workflow: invalid retry policy: %w", err)
+	}
+	return nil
+}
+
+type activityOptionsKey struct{}
+
+// WithActivityOptions returns a child of ctx whose activities run with
+// opts. It replaces, not merges, the options set higher up.
+func WithActivityOptions(ctx Context, opts ActivityOptions) Context {
+	if opts.RetryPolicy != nil {
+		rp := *opts.RetryPolicy
+		rp.NonRetryableErrorTypes = append([]string(nil), rp.NonRetryableErrorTypes...)
+		opts.RetryPolicy = &rp // later changes by the caller do not leak in
+	}
+	return WithValue(ctx, activityOptionsKey{}, opts)
+}
+
+// GetActivityOptions returns the activity options set on ctx, or the zero
+// value.
+func GetActivityOptions(ctx Context) ActivityOptions {
+	opts, _ := ctx.Value(activityOptionsKey{}).(ActivityOptions)
+	return opts
+}
