@@ -18,6 +18,11 @@ import (
 // When ctx ends before the command is applied, Propose returns ctx's error
 // and the outcome is unknown: the command may still be applied. Retry with
 // the same RequestID to learn the result without applying it twice.
+//
+// The log owns cmd once it is proposed: it stamps cmd's NowMS in place and
+// may still be doing so after a Propose ended by ctx returns. Retry with a
+// fresh copy of the command, never the same value (Engine's methods always
+// propose copies).
 type Log interface {
 	Propose(ctx context.Context, cmd Command) (Result, error)
 }
