@@ -111,6 +111,8 @@ func (a *applier) dispatch(cmd Command) (Result, error) {
 		return a.finish(c.LeaseRef, "Fail", Event{Type: EventJobFailed, Payload: c.Error})
 	case *Requeue:
 		return a.requeue(c)
+	case *RequestCancel:
+		return a.requestCancel(c)
 	}
 	return nil, fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
 }

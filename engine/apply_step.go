@@ -81,13 +81,18 @@ func (a *applier) wait(c *Wait) (Result, error) {
 	if woken {
 		return &WaitResult{Woken: true, Status: j.Status, Seq: j.LastSeq}, nil
 	}
+	for _, ne := range c.Events {
+		if _, err := a.appendEvent(l, Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload}); err != nil {
+			return nil, err
+		}
+	}
 	spec := c.Spec
 	seq, err := a.appendEvent(l, Event{Type: EventJobWaiting, Attempt: c.Attempt, Wait: &spec})
 	if err != nil {
 		return nil, err
 	}
-	if spec.TimerAtMS > 0 {
-		setTimer(j, Timer{ID: spec.TimerID, FireMS: spec.TimerAtMS})
+	for _, t := range spec.allTimers() {
+		setTimer(j, t)
 	}
 	a.save(l)
 	return &WaitResult{Status: j.Status, Seq: seq}, nil
@@ -108,8 +113,10 @@ func setTimer(j *Job, t Timer) {
 // seenSeq, or is due now: a timer at or before now, a matching signal or
 // timer_fired event, or a recorded effect of a step.
 func (a *applier) alreadyHappened(j *Job, spec *WaitSpec, seenSeq uint64) (bool, error) {
-	if spec.TimerAtMS > 0 && spec.TimerAtMS <= a.now {
-		return true, nil
+	for _, t := range spec.allTimers() {
+		if t.FireMS <= a.now {
+			return true, nil
+		}
 	}
 	for _, step := range spec.Steps {
 		e, err := a.effect(j.ID, step)
@@ -128,7 +135,8 @@ func (a *applier) alreadyHappened(j *Job, spec *WaitSpec, seenSeq uint64) (bool,
 			return false, err
 		}
 		found = (ev.Type == EventSignalReceived && spec.waitsForSignal(ev.Name)) ||
-			(ev.Type == EventTimerFired && spec.waitsForTimer(ev.Name))
+			(ev.Type == EventTimerFired && spec.waitsForTimer(ev.Name)) ||
+			ev.Type == EventCancelRequested // the workflow must see it before waiting
 		return !found, nil
 	})
 	return found, err
@@ -193,4 +201,24 @@ func removeTimer(j *Job, t Timer) bool {
 		}
 	}
 	return false
+}
+
+func (a *applier) requestCancel(c *RequestCancel) (Result, error) {
+	l, err := a.resolve(c.Target)
+	if err != nil {
+		return nil, err
+	}
+	j := l.job
+	if j.Status.Terminal() {
+		return nil, fmt.Errorf("%w: cancel request to job %d in status %s", ErrJobClosed, j.ID, j.Status)
+	}
+	seq, err := a.appendEvent(l, Event{Type: EventCancelRequested, Reason: c.Reason})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.wake(l, "cancel", ""); err != nil {
+		return nil, err
+	}
+	a.save(l)
+	return &StatusResult{Job: j.ID, Status: j.Status, Seq: seq}, nil
 }

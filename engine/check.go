@@ -163,8 +163,24 @@ func (c *Wait) check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
 	s := &c.Spec
-	if s.TimerAtMS == 0 && len(s.Signals) == 0 && len(s.Steps) == 0 {
+	if s.TimerAtMS == 0 && len(s.Timers) == 0 && len(s.Signals) == 0 && !s.AnySignal && len(s.Steps) == 0 {
 		ch.fail("Spec", "waits for nothing: give a timer, signals or steps")
+	}
+	for i, t := range s.Timers {
+		ch.name(fmt.Sprintf("Spec.Timers[%d].ID", i), t.ID, true)
+		if t.FireMS <= 0 {
+			ch.fail(fmt.Sprintf("Spec.Timers[%d].FireMS", i), "must be a positive Unix time in milliseconds")
+		}
+	}
+	if len(c.Events) > l.MaxEventsPerAppend && ch.err == nil {
+		ch.err = tooLarge(ch.cmd, "Events", len(c.Events), l.MaxEventsPerAppend)
+	}
+	for i := range c.Events {
+		e := &c.Events[i]
+		ch.userEvent(fmt.Sprintf("Events[%d].Type", i), e.Type)
+		ch.name(fmt.Sprintf("Events[%d].Step", i), e.Step, false)
+		ch.name(fmt.Sprintf("Events[%d].Name", i), e.Name, false)
+		ch.payload(fmt.Sprintf("Events[%d].Payload", i), e.Payload)
 	}
 	if s.TimerAtMS < 0 {
 		ch.fail("Spec.TimerAtMS", "is negative")
@@ -173,8 +189,8 @@ func (c *Wait) check(l *Limits) error {
 	if s.TimerAtMS == 0 && s.TimerID != "" {
 		ch.fail("Spec.TimerAtMS", "is required with a TimerID")
 	}
-	if len(s.Signals)+len(s.Steps) > l.MaxBatch && ch.err == nil {
-		ch.err = tooLarge(ch.cmd, "Spec", len(s.Signals)+len(s.Steps), l.MaxBatch)
+	if n := len(s.Signals) + len(s.Steps) + len(s.Timers); n > l.MaxBatch && ch.err == nil {
+		ch.err = tooLarge(ch.cmd, "Spec", n, l.MaxBatch)
 	}
 	ch.names("Spec.Signals", s.Signals)
 	ch.names("Spec.Steps", s.Steps)
@@ -255,6 +271,13 @@ func (c *Requeue) check(l *Limits) error {
 	if c.DelayMS < 0 || c.DelayMS > maxDelayMS {
 		ch.fail("DelayMS", fmt.Sprintf("is %d, not in [0, %d] (100 years)", c.DelayMS, maxDelayMS))
 	}
+	ch.name("Reason", c.Reason, false)
+	return ch.err
+}
+
+func (c *RequestCancel) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.target(c.Target)
 	ch.name("Reason", c.Reason, false)
 	return ch.err
 }

@@ -49,6 +49,7 @@ const (
 	KindComplete       CommandKind = 15
 	KindFail           CommandKind = 16
 	KindRequeue        CommandKind = 17
+	KindRequestCancel  CommandKind = 18
 )
 
 var commandNames = map[CommandKind]string{
@@ -57,7 +58,7 @@ var commandNames = map[CommandKind]string{
 	KindSignal: "Signal", KindFireTimers: "FireTimers", KindReclaim: "Reclaim",
 	KindReleaseDelayed: "ReleaseDelayed", KindCancel: "Cancel", KindActivate: "Activate",
 	KindSuspend: "Suspend", KindResume: "Resume", KindComplete: "Complete",
-	KindFail: "Fail", KindRequeue: "Requeue",
+	KindFail: "Fail", KindRequeue: "Requeue", KindRequestCancel: "RequestCancel",
 }
 
 func (k CommandKind) String() string {
@@ -165,6 +166,19 @@ type Wait struct {
 	LeaseRef
 	Spec    WaitSpec `msgpack:"sp"`
 	SeenSeq uint64   `msgpack:"ss"`
+	// Events are appended just before job_waiting (markers and scheduled
+	// timers the worker recorded), saving a separate AppendEvents. They are
+	// not written when the wait is already over.
+	Events []NewEvent `msgpack:"ev,omitempty"`
+}
+
+// RequestCancel asks a workflow to cancel itself: it appends
+// cancel_requested (the workflow code sees its context cancelled) and wakes
+// a waiting job. Cancel, by contrast, ends the job at once.
+type RequestCancel struct {
+	Header
+	Target
+	Reason string `msgpack:"r,omitempty"`
 }
 
 // Signal delivers a named signal to a job; it wakes the job if it waits for that name.
@@ -261,6 +275,7 @@ func (*Resume) Kind() CommandKind         { return KindResume }
 func (*Complete) Kind() CommandKind       { return KindComplete }
 func (*Fail) Kind() CommandKind           { return KindFail }
 func (*Requeue) Kind() CommandKind        { return KindRequeue }
+func (*RequestCancel) Kind() CommandKind  { return KindRequestCancel }
 
 // newCommand returns an empty command of kind k, for decoding.
 func newCommand(k CommandKind) (Command, bool) {
@@ -299,6 +314,8 @@ func newCommand(k CommandKind) (Command, bool) {
 		return new(Fail), true
 	case KindRequeue:
 		return new(Requeue), true
+	case KindRequestCancel:
+		return new(RequestCancel), true
 	}
 	return nil, false
 }

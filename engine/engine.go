@@ -71,6 +71,9 @@ type Engine struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	limits Limits
+
+	commitMu sync.Mutex
+	commitCh chan struct{} // closed and replaced after every durable batch
 }
 
 // Open opens (or creates) an engine.
@@ -86,10 +89,15 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{db: db, limits: m.limits}
-	var onCommit func()
-	if !cfg.DisableScheduler {
-		onCommit = func() { e.sched.Wake() }
+	e := &Engine{db: db, limits: m.limits, commitCh: make(chan struct{})}
+	onCommit := func() {
+		if e.sched != nil {
+			e.sched.Wake()
+		}
+		e.commitMu.Lock()
+		close(e.commitCh)
+		e.commitCh = make(chan struct{})
+		e.commitMu.Unlock()
 	}
 	e.log, err = NewLocalLog(LocalLogConfig{DB: db, Machine: m, Clock: cfg.Clock,
 		MaxBatchCommands: cfg.MaxBatchCommands, OnCommit: onCommit})
@@ -229,6 +237,39 @@ func (e *Engine) Complete(ctx context.Context, c Complete) (*StatusResult, error
 // Fail ends a running job with a failure.
 func (e *Engine) Fail(ctx context.Context, c Fail) (*StatusResult, error) {
 	return propose[*StatusResult](ctx, e, &c)
+}
+
+// RequestCancel asks a workflow to cancel itself.
+func (e *Engine) RequestCancel(ctx context.Context, c RequestCancel) (*StatusResult, error) {
+	return propose[*StatusResult](ctx, e, &c)
+}
+
+// Committed returns a channel that is closed after the next durable batch
+// that wrote something: waiters re-read what they watch, without polling.
+func (e *Engine) Committed() <-chan struct{} {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	return e.commitCh
+}
+
+// WaitClosed blocks until the job t names is terminal (Completed, Failed or
+// Cancelled) and returns its record, or until ctx ends.
+func (e *Engine) WaitClosed(ctx context.Context, t Target) (*Job, error) {
+	for {
+		changed := e.Committed() // before the read, so no commit is missed
+		j, err := e.Describe(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if j.Status.Terminal() {
+			return j, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // Requeue puts a job back in its queue, optionally after a retry delay.

@@ -43,12 +43,41 @@ type WaitSpec struct {
 	Steps []string `msgpack:"st,omitempty"`
 	// Park marks a long wait: the job is Parked rather than Waiting.
 	Park bool `msgpack:"pk,omitempty"`
+	// Timers are more durable timers to set and wait on (the SDK's timers;
+	// TimerID/TimerAtMS is the one-timer shorthand). Any of them firing ends
+	// the wait.
+	Timers []Timer `msgpack:"tt,omitempty"`
+	// AnySignal: any signal ends the wait (workflow code selecting over
+	// channels decides itself whether the signal was the one it needs).
+	AnySignal bool `msgpack:"as,omitempty"`
 }
 
-func (w *WaitSpec) waitsForSignal(name string) bool { return w != nil && contains(w.Signals, name) }
-func (w *WaitSpec) waitsForStep(step string) bool   { return w != nil && contains(w.Steps, step) }
+func (w *WaitSpec) waitsForSignal(name string) bool {
+	return w != nil && (w.AnySignal || contains(w.Signals, name))
+}
+func (w *WaitSpec) waitsForStep(step string) bool { return w != nil && contains(w.Steps, step) }
 func (w *WaitSpec) waitsForTimer(id string) bool {
-	return w != nil && w.TimerAtMS > 0 && w.TimerID == id
+	if w == nil {
+		return false
+	}
+	if w.TimerAtMS > 0 && w.TimerID == id {
+		return true
+	}
+	for _, t := range w.Timers {
+		if t.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// allTimers lists the timers a wait sets, the shorthand one first.
+func (w *WaitSpec) allTimers() []Timer {
+	var ts []Timer
+	if w.TimerAtMS > 0 {
+		ts = append(ts, Timer{ID: w.TimerID, FireMS: w.TimerAtMS})
+	}
+	return append(ts, w.Timers...)
 }
 
 func contains(list []string, s string) bool {

@@ -110,7 +110,7 @@ func newResult(k CommandKind) Result {
 		return new(AppendResult)
 	case KindFireTimers, KindReclaim, KindReleaseDelayed:
 		return new(SweepResult)
-	case KindCancel, KindActivate, KindSuspend, KindResume, KindComplete, KindFail, KindRequeue:
+	case KindCancel, KindActivate, KindSuspend, KindResume, KindComplete, KindFail, KindRequeue, KindRequestCancel:
 		return new(StatusResult)
 	}
 	return nil

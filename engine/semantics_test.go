@@ -238,3 +238,41 @@ func TestIdleCommandsWriteNothing(t *testing.T) {
 	h.must(&ReleaseDelayed{Max: 10})
 	sameStore(t, before, h.snapshot())
 }
+
+// A wait on several timers and on any signal; a cancel request wakes a
+// waiting job and ends an open wait before it starts.
+func TestWaitOnTimersAnySignalAndCancelRequest(t *testing.T) {
+	h := newHarness(t)
+	id := h.create("wf")
+	c := h.claimOne(1000)
+	ref := LeaseRef{Job: id, Attempt: c.Attempt}
+	w := h.must(&Wait{LeaseRef: ref, SeenSeq: c.LastSeq,
+		Spec:   WaitSpec{Timers: []Timer{{ID: "3", FireMS: h.now + 500}, {ID: "5", FireMS: h.now + 100}}, AnySignal: true},
+		Events: []NewEvent{{Type: "timer_scheduled", Step: "3"}, {Type: "timer_scheduled", Step: "5"}}}).(*WaitResult)
+	if w.Woken || w.Seq != c.LastSeq+3 {
+		t.Fatalf("wait = %+v, want job_waiting after two recorded events", w)
+	}
+	h.now += 100
+	if r := h.must(&FireTimers{Max: 10}).(*SweepResult); len(r.Ready) != 1 {
+		t.Fatalf("the earlier timer did not wake the job: %+v", r)
+	}
+	c2 := h.claimOne(1000)
+	ref2 := LeaseRef{Job: id, Attempt: c2.Attempt}
+	h.must(&Wait{LeaseRef: ref2, SeenSeq: c2.LastSeq, Spec: WaitSpec{Timers: []Timer{{ID: "3", FireMS: h.now + 400}}, AnySignal: true}})
+	if r := h.must(&Signal{Target: Target{Job: id}, Name: "anything"}).(*SignalResult); !r.Woke {
+		t.Fatal("AnySignal did not wake on an arbitrary signal")
+	}
+	c3 := h.claimOne(1000)
+	ref3 := LeaseRef{Job: id, Attempt: c3.Attempt}
+	h.must(&RequestCancel{Target: Target{Job: id}})
+	if w := h.must(&Wait{LeaseRef: ref3, SeenSeq: c3.LastSeq, Spec: WaitSpec{AnySignal: true}}).(*WaitResult); !w.Woken {
+		t.Fatal("a wait after an unseen cancel request blocked")
+	}
+	h.must(&Wait{LeaseRef: ref3, SeenSeq: h.job(id).LastSeq, Spec: WaitSpec{Steps: []string{"x"}}})
+	if r := h.must(&RequestCancel{Target: Target{WorkflowID: "wf"}}).(*StatusResult); r.Status != StatusQueued {
+		t.Fatalf("cancel request left the waiting job %s", r.Status)
+	}
+	h.verify()
+	h.must(&Cancel{Target: Target{Job: id}})
+	h.mustFail(&RequestCancel{Target: Target{Job: id}}, ErrJobClosed)
+}

@@ -87,6 +87,9 @@ const (
 	EventSignalReceived EventType = "signal_received"
 	EventTimerFired     EventType = "timer_fired"
 	EventStepCommitted  EventType = "step_committed"
+	// EventCancelRequested asks the workflow to cancel itself (RequestCancel);
+	// unlike job_cancelled it does not change the status.
+	EventCancelRequested EventType = "cancel_requested"
 )
 
 // Reasons recorded on job_requeued and wait_completed events.
