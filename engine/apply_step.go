@@ -55,7 +55,7 @@ func (a *applier) commitStep(c *CommitStep) (Result, error) {
 		// record only marks the step as committed.
 		eff = &Effect{Step: c.Step, Attempt: c.Attempt, Failed: failed, AtMS: a.now}
 	}
-	seq, err := a.appendEvent(l, Event{Type: c.Type, Attempt: c.Attempt, Step: c.Step, Payload: payload, Commit: true})
+	seq, err := a.appendEvent(l, Event{Type: c.Type, Attempt: c.Attempt, Step: c.Step, Name: c.Name, Payload: payload, Commit: true})
 	if err != nil {
 		return nil, err
 	}

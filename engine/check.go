@@ -151,6 +151,7 @@ func (c *CommitStep) check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
 	ch.name("Step", c.Step, true)
+	ch.name("Name", c.Name, false)
 	ch.userEvent("Type", c.Type)
 	ch.payload("Payload", c.Payload)
 	if c.CatchUp && len(c.Payload) > 0 {

@@ -151,7 +151,8 @@ type CommitStep struct {
 	Header
 	LeaseRef
 	Step    string    `msgpack:"st"`
-	Type    EventType `msgpack:"ty"` // the completion event, e.g. "activity_completed"
+	Type    EventType `msgpack:"ty"`          // the completion event, e.g. "activity_completed"
+	Name    string    `msgpack:"n,omitempty"` // the event's name (activity type, …)
 	Payload []byte    `msgpack:"p,omitempty"`
 	Failed  bool      `msgpack:"f,omitempty"`
 	CatchUp bool      `msgpack:"cu,omitempty"`

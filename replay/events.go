@@ -1,6 +1,10 @@
 package replay
 
-import "github.com/heddlewf/heddle/engine"
+import (
+	"strings"
+
+	"github.com/heddlewf/heddle/engine"
+)
 
 // The history events the SDK writes for workflow commands. Each carries the
 // command's step id in Event.Step (timer_fired, written by the engine, in
@@ -72,9 +76,16 @@ var stepEvents = map[engine.EventType]struct {
 	EventMarkerRecorded:        {KindMarker, roleRecord},
 }
 
+// RetryTimerPrefix starts the ids of the durable timers a worker sets to
+// wait out an activity's retry delay. They belong to no workflow command.
+const RetryTimerPrefix = "retry:"
+
 // stepOf returns the step an event belongs to, or "" for events of no step.
 func stepOf(ev *engine.Event) string {
 	if ev.Type == engine.EventTimerFired {
+		if strings.HasPrefix(ev.Name, RetryTimerPrefix) {
+			return ""
+		}
 		return ev.Name
 	}
 	if _, ok := stepEvents[ev.Type]; ok {

@@ -1,0 +1,66 @@
+// Package activity is what activity code imports: the facts of the current
+// execution and heartbeats.
+package activity
+
+import (
+	"context"
+	"time"
+)
+
+// Info describes one execution of an activity.
+type Info struct {
+	ActivityType string
+	WorkflowID   string
+	RunID        string
+	// Step is the activity's step in its workflow's history.
+	Step string
+	// Attempt counts executions of this step, from 1.
+	Attempt int
+	// Deadline is when this attempt's StartToCloseTimeout ends (zero: none).
+	Deadline time.Time
+	// IdempotencyKey is the same on every retry and every replay of this
+	// step, and differs between steps: pass it to downstream services so a
+	// step executed twice (a worker died between running it and committing
+	// it) has its effect once.
+	IdempotencyKey string
+}
+
+// Env is what the worker gives an activity's context: its info and a way to
+// heartbeat. It is implemented by the worker, not by activity code.
+type Env interface {
+	Info() Info
+	// Heartbeat records progress details and renews the lease that covers
+	// the activity; an error means the attempt is stale and the activity's
+	// context is being cancelled.
+	Heartbeat(details []byte) error
+	// HeartbeatDetails returns the details of the last heartbeat of an
+	// earlier attempt of this step, if any.
+	HeartbeatDetails() []byte
+}
+
+type envKey struct{}
+
+// WithEnv returns ctx carrying env; the worker calls it.
+func WithEnv(ctx context.Context, env Env) context.Context {
+	return context.WithValue(ctx, envKey{}, env)
+}
+
+func envOf(ctx context.Context) Env {
+	env, ok := ctx.Value(envKey{}).(Env)
+	if !ok {
+		panic("activity: the context does not belong to an activity run by a heddle worker")
+	}
+	return env
+}
+
+// GetInfo returns the info of the activity running under ctx.
+func GetInfo(ctx context.Context) Info { return envOf(ctx).Info() }
+
+// RecordHeartbeat reports progress. details are kept for the next attempt
+// (GetHeartbeatDetails) if this one fails. When the attempt turns out to be
+// stale, ctx is cancelled: the activity should stop and return.
+func RecordHeartbeat(ctx context.Context, details []byte) error { return envOf(ctx).Heartbeat(details) }
+
+// GetHeartbeatDetails returns what an earlier attempt of this step last
+// recorded with RecordHeartbeat, or nil.
+func GetHeartbeatDetails(ctx context.Context) []byte { return envOf(ctx).HeartbeatDetails() }

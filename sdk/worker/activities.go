@@ -1,0 +1,270 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/sdk/activity"
+	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/workflow"
+)
+
+// attemptRecord is the payload of an activity_attempt_failed event: which
+// try failed, why, and (for a retry delay too long to sleep in the worker)
+// when the next try may start.
+type attemptRecord struct {
+	Attempt   int    `json:"attempt"`
+	Message   string `json:"message"`
+	RetryAtMS int64  `json:"retryAtMS,omitempty"`
+}
+
+// retryAt returns when a durably delayed retry of a step may run, or 0.
+func retryAt(recs []*engine.Event) int64 {
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Type == replay.EventActivityAttemptFailed {
+			var rec attemptRecord
+			if json.Unmarshal(recs[i].Payload, &rec) == nil {
+				return rec.RetryAtMS
+			}
+			return 0
+		}
+	}
+	return 0
+}
+
+// failedAttempts counts the recorded failed tries of a step.
+func failedAttempts(recs []*engine.Event) int {
+	n := 0
+	for _, ev := range recs {
+		if ev.Type == replay.EventActivityAttemptFailed {
+			n++
+		}
+	}
+	return n
+}
+
+// outcome is how one activity's run in this worker ended.
+type outcome struct {
+	c       *replay.Command
+	result  []byte
+	err     error             // the final error, nil on success
+	records []engine.NewEvent // failed tries to record
+	retryAt int64             // > 0: the next try waits for a durable timer
+}
+
+// runInline executes the runnable inline activities concurrently and
+// commits each result as it arrives, letting the workflow schedule more in
+// between. It reports whether anything was committed.
+func (r *run) runInline(cmds []*replay.Command) (bool, error) {
+	results := make(chan outcome)
+	running := 0
+	started := map[string]bool{}
+	startReady := func(cmds []*replay.Command) {
+		nowMS := r.w.opts.Clock.Now().UnixMilli()
+		for _, c := range cmds {
+			if !r.isInline(c) || started[c.Step] {
+				continue
+			}
+			recs := r.x.Records(c.Step)
+			if at := retryAt(recs); at > nowMS {
+				continue // waits for its retry timer
+			}
+			started[c.Step] = true
+			running++
+			go func(c *replay.Command, attempt int) { results <- r.execute(c, attempt) }(c, failedAttempts(recs)+1)
+		}
+	}
+	startReady(cmds)
+	committed := false
+	var firstErr error
+	for running > 0 {
+		o := <-results
+		running--
+		if firstErr != nil {
+			continue // drain the others; the turn is over
+		}
+		r.pending = append(r.pending, o.records...)
+		if o.retryAt > 0 {
+			continue // recorded with the next write; the wait sets its timer
+		}
+		if err := r.commitActivity(o); err != nil {
+			firstErr = err
+			continue
+		}
+		committed = true
+		if err := r.catchUp(false); err != nil {
+			continue // the fault is handled by the caller's loop
+		}
+		startReady(r.x.Unresolved())
+	}
+	return committed, firstErr
+}
+
+func (r *run) commitActivity(o outcome) error {
+	if err := r.flush(); err != nil {
+		return err
+	}
+	cs := engine.CommitStep{LeaseRef: r.ref, Step: o.c.Step, Name: o.c.Name, Type: replay.EventActivityCompleted, Payload: o.result}
+	if o.err != nil {
+		cs.Type, cs.Payload, cs.Failed = replay.EventActivityFailed, workflow.EncodeFailure(o.err), true
+	}
+	_, err := r.w.e.CommitStep(r.ctx, cs)
+	return err
+}
+
+// execute runs an activity from try attempt on, retrying in the worker while
+// the delay is short, until it succeeds, fails for good, or needs a durable
+// retry timer.
+func (r *run) execute(c *replay.Command, attempt int) outcome {
+	opts, _ := c.Options.(workflow.ActivityOptions)
+	o := outcome{c: c}
+	fn := r.w.activityFn(c.Name)
+	if fn == nil {
+		o.err = workflow.NewApplicationError(fmt.Sprintf("activity %q is not registered on queue %q", c.Name, r.w.queue), "ActivityNotRegistered", false)
+	}
+	policy := opts.RetryPolicy
+	if policy == nil {
+		policy = &workflow.RetryPolicy{}
+	}
+	for ; fn != nil; attempt++ {
+		info := activity.Info{ActivityType: c.Name, WorkflowID: r.job.WorkflowID, RunID: strconv.FormatUint(uint64(r.job.Job), 10),
+			Step: c.Step, Attempt: attempt, IdempotencyKey: fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step)}
+		result, err := r.w.callActivity(r.ctx, fn, c.Input, info, opts, r.ref)
+		if err == nil {
+			o.result, o.err = result, nil
+			return o
+		}
+		o.err = err
+		if r.ctx.Err() != nil || !retryable(err, policy) || !policy.HasAttemptsLeft(attempt) {
+			return o
+		}
+		delay := policy.Delay(attempt)
+		rec := attemptRecord{Attempt: attempt, Message: err.Error()}
+		if delay > r.w.opts.RetryInlineThreshold {
+			rec.RetryAtMS = r.w.opts.Clock.Now().Add(delay).UnixMilli()
+			o.retryAt = rec.RetryAtMS
+		}
+		b, _ := json.Marshal(rec)
+		o.records = append(o.records, engine.NewEvent{Type: replay.EventActivityAttemptFailed, Step: c.Step, Name: c.Name, Payload: b})
+		if o.retryAt > 0 {
+			return o
+		}
+		t := r.w.opts.Clock.NewTimer(delay)
+		select {
+		case <-t.C():
+		case <-r.ctx.Done():
+			t.Stop()
+			return o
+		}
+	}
+	return o
+}
+
+// retryable applies the policy's non-retryable types and the error's own flag.
+func retryable(err error, p *workflow.RetryPolicy) bool {
+	var app *workflow.ApplicationError
+	if errors.As(workflow.DecodeFailure(workflow.EncodeFailure(err)), &app) {
+		return !app.NonRetryable && p.IsRetryableType(app.Type)
+	}
+	return true
+}
+
+// activityEnv is what an activity's context carries.
+type activityEnv struct {
+	w    *Worker
+	ctx  context.Context
+	info activity.Info
+	ref  engine.LeaseRef
+}
+
+func (a *activityEnv) Info() activity.Info      { return a.info }
+func (a *activityEnv) HeartbeatDetails() []byte { return nil }
+func (a *activityEnv) Heartbeat([]byte) error {
+	_, err := a.w.e.HeartbeatOne(a.ctx, a.ref, a.w.opts.LeaseTTL.Milliseconds())
+	return err
+}
+
+// callActivity runs one try of an activity function under its
+// StartToCloseTimeout, turning a panic into an error.
+func (w *Worker) callActivity(ctx context.Context, fn any, input []byte, info activity.Info, opts workflow.ActivityOptions, ref engine.LeaseRef) (result []byte, err error) {
+	if opts.StartToCloseTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.StartToCloseTimeout)
+		defer cancel()
+		info.Deadline, _ = ctx.Deadline()
+	}
+	ctx = activity.WithEnv(ctx, &activityEnv{w: w, ctx: ctx, info: info, ref: ref})
+	defer func() {
+		if p := recover(); p != nil {
+			result, err = nil, fmt.Errorf("activity %s panicked: %v", info.ActivityType, p)
+		}
+	}()
+	v := reflect.ValueOf(fn)
+	t := v.Type()
+	if t.Kind() != reflect.Func || t.NumOut() == 0 || t.NumOut() > 2 || !t.Out(t.NumOut()-1).Implements(reflect.TypeFor[error]()) {
+		return nil, workflow.NewApplicationError(fmt.Sprintf("activity %s has the shape %s; it must return error or (T, error)", info.ActivityType, t), "BadActivity", true)
+	}
+	var args []reflect.Value
+	first := 0
+	if t.NumIn() > 0 && t.In(0) == reflect.TypeFor[context.Context]() {
+		args, first = append(args, reflect.ValueOf(ctx)), 1
+	}
+	ptrs := make([]any, 0, t.NumIn()-first)
+	for i := first; i < t.NumIn(); i++ {
+		p := reflect.New(t.In(i))
+		ptrs = append(ptrs, p.Interface())
+		args = append(args, p.Elem())
+	}
+	if err := converter.Decode(input, ptrs...); err != nil {
+		return nil, workflow.NewApplicationError(fmt.Sprintf("activity %s input: %v", info.ActivityType, err), "BadInput", true)
+	}
+	out := v.Call(args)
+	if e := out[len(out)-1]; !e.IsNil() {
+		err = e.Interface().(error)
+		if ctx.Err() == context.DeadlineExceeded {
+			err = fmt.Errorf("activity %s: start-to-close timeout after %v: %w", info.ActivityType, opts.StartToCloseTimeout, err)
+		}
+		return nil, err
+	}
+	if len(out) == 2 {
+		return converter.Encode(out[0].Interface())
+	}
+	return nil, nil
+}
+
+// taskInput is the input of a job that carries an activity to another
+// queue: the arguments and the options the workflow gave.
+type taskInput struct {
+	Args    []byte                   `json:"args"`
+	Options workflow.ActivityOptions `json:"options"`
+}
+
+// runActivityTask executes an activity that another queue's workflow sent
+// here, and ends its job: the engine makes the result the workflow's step
+// effect.
+func (w *Worker) runActivityTask(ctx context.Context, j engine.ClaimedJob, ref engine.LeaseRef, name string) error {
+	page, err := w.e.History(ctx, j.Job, 0, 1)
+	if err != nil || len(page.Events) == 0 {
+		return errors.Join(err, fmt.Errorf("worker: activity task %d has no history", j.Job))
+	}
+	var in taskInput
+	if err := json.Unmarshal(page.Events[0].Payload, &in); err != nil {
+		_, ferr := w.e.Fail(ctx, engine.Fail{LeaseRef: ref, Error: workflow.EncodeFailure(fmt.Errorf("activity task input: %w", err))})
+		return ferr
+	}
+	c := &replay.Command{Step: "1", Kind: replay.KindActivity, Name: name, Input: in.Args, Options: in.Options}
+	r := &run{w: w, ctx: ctx, job: j, ref: ref}
+	o := r.execute(c, int(j.Attempt))
+	if o.err != nil {
+		_, err = w.e.Fail(ctx, engine.Fail{LeaseRef: ref, Error: workflow.EncodeFailure(o.err)})
+		return err
+	}
+	_, err = w.e.Complete(ctx, engine.Complete{LeaseRef: ref, Result: o.result})
+	return err
+}

@@ -1,0 +1,255 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/sdk/workflow"
+)
+
+// run is one turn of one workflow job in this worker: from the claim to the
+// wait, completion or failure that releases it.
+type run struct {
+	w       *Worker
+	ctx     context.Context
+	job     engine.ClaimedJob
+	ref     engine.LeaseRef
+	x       *replay.Execution
+	pending []engine.NewEvent // recorded by the worker, not yet written
+}
+
+func (w *Worker) runWorkflow(ctx context.Context, j engine.ClaimedJob, ref engine.LeaseRef) error {
+	fn := w.workflowFn(j.Type)
+	if fn == nil {
+		// Another worker of this queue may know the type: give the job back
+		// after a pause, as a Temporal workflow task would be retried.
+		_, err := w.e.Requeue(ctx, engine.Requeue{LeaseRef: ref, DelayMS: 1000, Reason: "unregistered_type"})
+		return errors.Join(fmt.Errorf("worker: workflow type %q is not registered on queue %q", j.Type, w.queue), err)
+	}
+	x := w.cache.Take(j.Job)
+	if x == nil {
+		info := workflow.Info{WorkflowID: j.WorkflowID, RunID: strconv.FormatUint(uint64(j.Job), 10),
+			WorkflowType: j.Type, TaskQueue: w.queue, Attempt: int(j.Attempt)}
+		x = replay.NewExecution(j.Job, workflow.NewEntry(fn, info))
+		x.DeadlockTimeout = w.opts.DeadlockTimeout
+	}
+	r := &run{w: w, ctx: ctx, job: j, ref: ref, x: x}
+	released, err := r.drive()
+	if err != nil || !released {
+		x.Close() // its state may run ahead of what is durable: never reuse it
+		return err
+	}
+	w.cache.Put(x)
+	return nil
+}
+
+// catchUp applies the history the execution has not seen yet.
+func (r *run) catchUp(replaying bool) error {
+	for {
+		page, err := r.w.e.History(r.ctx, r.job.Job, r.x.LastSeq(), engine.MaxPage)
+		if err != nil {
+			return err
+		}
+		if err := r.x.Advance(page.Events, replaying); err != nil {
+			return err
+		}
+		if page.Next == 0 {
+			return nil
+		}
+	}
+}
+
+// drive runs the workflow until it waits (the execution may be cached:
+// released is true) or ends.
+func (r *run) drive() (released bool, err error) {
+	if err := r.catchUp(true); err != nil && r.x.Fault() == nil {
+		return false, err
+	}
+	for {
+		if fault := r.x.Fault(); fault != nil {
+			// Nondeterminism, a panic or a deadlock: the run cannot go on
+			// with this code. Failing the job makes it visible; an operator
+			// may retry it (Requeue) once the code is fixed.
+			return false, r.fail(fault)
+		}
+		r.pending = append(r.pending, r.x.DrainMarkers()...)
+		if done, result, err := r.x.Finished(); done {
+			return false, r.finish(result, err)
+		}
+		cmds := r.x.Unresolved()
+		progressed, err := r.runInline(cmds)
+		if err != nil {
+			return false, err
+		}
+		if progressed {
+			continue
+		}
+		if progressed, err = r.startRemote(cmds); err != nil {
+			return false, err
+		}
+		if progressed {
+			continue
+		}
+		woken, err := r.wait(cmds)
+		if err != nil || !woken {
+			return err == nil, err
+		}
+		if err := r.catchUp(false); err != nil {
+			continue // a fault is handled at the top of the loop
+		}
+	}
+}
+
+// flush writes the events the worker recorded (markers, failed tries)
+// before a step commit, so a commit never lands ahead of a marker whose
+// value it may depend on.
+func (r *run) flush() error {
+	if len(r.pending) == 0 {
+		return nil
+	}
+	if _, err := r.w.e.Append(r.ctx, engine.AppendEvents{LeaseRef: r.ref, Events: r.pending}); err != nil {
+		return err
+	}
+	r.pending = nil
+	return r.catchUp(false)
+}
+
+func (r *run) finish(result []byte, werr error) error {
+	if err := r.flush(); err != nil {
+		return err
+	}
+	if werr == nil {
+		_, err := r.w.e.Complete(r.ctx, engine.Complete{LeaseRef: r.ref, Result: result})
+		return err
+	}
+	if errors.Is(werr, workflow.ErrCanceled) {
+		_, err := r.w.e.Cancel(r.ctx, engine.Cancel{Target: engine.Target{Job: r.job.Job}, Reason: "canceled by request"})
+		return err
+	}
+	return r.fail(werr)
+}
+
+func (r *run) fail(werr error) error {
+	_, err := r.w.e.Fail(r.ctx, engine.Fail{LeaseRef: r.ref, Error: workflow.EncodeFailure(werr)})
+	return err
+}
+
+// isInline reports whether an activity command runs in this worker.
+func (r *run) isInline(c *replay.Command) bool {
+	opts, _ := c.Options.(workflow.ActivityOptions)
+	return c.Kind == replay.KindActivity && (opts.TaskQueue == "" || opts.TaskQueue == r.w.queue)
+}
+
+// startRemote sends activities of other queues and child workflows to the
+// engine as jobs whose result becomes this job's step effect, and catches
+// up effects that arrived (phase 2 of the step commit). It reports whether
+// the workflow can go on.
+func (r *run) startRemote(cmds []*replay.Command) (bool, error) {
+	progressed := false
+	for _, c := range cmds {
+		if (c.Kind != replay.KindActivity || r.isInline(c)) && c.Kind != replay.KindChild {
+			continue
+		}
+		if !c.Recorded {
+			if err := r.createRemote(c); err != nil {
+				return false, err
+			}
+			continue
+		}
+		eff, err := r.w.e.Effect(r.ctx, r.job.Job, c.Step)
+		if err != nil || eff == nil || eff.CommittedSeq != 0 {
+			if err != nil {
+				return false, err
+			}
+			continue
+		}
+		typ := map[[2]bool]engine.EventType{
+			{false, false}: replay.EventActivityCompleted, {false, true}: replay.EventActivityFailed,
+			{true, false}: replay.EventChildCompleted, {true, true}: replay.EventChildFailed,
+		}[[2]bool{c.Kind == replay.KindChild, eff.Failed}]
+		if err := r.flush(); err != nil {
+			return false, err
+		}
+		if _, err := r.w.e.CommitStep(r.ctx, engine.CommitStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, Type: typ, CatchUp: true}); err != nil {
+			return false, err
+		}
+		if err := r.catchUp(false); err != nil {
+			return true, nil
+		}
+		progressed = true
+	}
+	return progressed, nil
+}
+
+// createRemote creates the job of a remote activity or child workflow and
+// records that it was scheduled. The job's workflow id and request id are
+// derived from this job and the step, so doing it again after a crash finds
+// the job created the first time.
+func (r *run) createRemote(c *replay.Command) error {
+	create := engine.CreateJob{
+		WorkflowID: r.job.WorkflowID + "/" + c.Step, Input: c.Input,
+		ReusePolicy: engine.IDReuseReturnExisting, ParentID: r.job.Job, ParentStep: c.Step,
+	}
+	create.RequestID = fmt.Sprintf("heddle/%d/%s", r.job.Job, c.Step)
+	ev := engine.NewEvent{Step: c.Step, Name: c.Name}
+	switch c.Kind {
+	case replay.KindActivity:
+		opts, _ := c.Options.(workflow.ActivityOptions)
+		in, err := json.Marshal(taskInput{Args: c.Input, Options: opts})
+		if err != nil {
+			return err
+		}
+		create.Type, create.Queue, create.Input = ActivityTypePrefix+c.Name, opts.TaskQueue, in
+		ev.Type = replay.EventActivityScheduled
+	case replay.KindChild:
+		create.Type, create.Queue = c.Name, r.w.queue
+		ev.Type = replay.EventChildScheduled
+	}
+	if _, err := r.w.e.Create(r.ctx, create); err != nil && !errors.Is(err, engine.ErrWorkflowExists) {
+		return err
+	}
+	r.pending = append(r.pending, ev)
+	return nil
+}
+
+// wait releases the job until something it waits for happens: a timer, a
+// signal, a remote step's effect or a retry delay. The worker records the
+// scheduled timers in the same command. woken reports that something it
+// would wait for already happened: the job stays in hand.
+func (r *run) wait(cmds []*replay.Command) (woken bool, err error) {
+	spec := engine.WaitSpec{AnySignal: true}
+	events := append([]engine.NewEvent(nil), r.pending...)
+	for _, c := range cmds {
+		switch {
+		case c.Kind == replay.KindTimer:
+			spec.Timers = append(spec.Timers, engine.Timer{ID: c.Step, FireMS: c.FireAt})
+			if !c.Recorded {
+				events = append(events, engine.NewEvent{Type: replay.EventTimerScheduled, Step: c.Step})
+			}
+		case c.Kind == replay.KindActivity && r.isInline(c):
+			if at := retryAt(r.x.Records(c.Step)); at > 0 {
+				spec.Timers = append(spec.Timers, engine.Timer{ID: retryTimerID(c.Step, r.x.Records(c.Step)), FireMS: at})
+			}
+		default:
+			spec.Steps = append(spec.Steps, c.Step)
+		}
+	}
+	res, err := r.w.e.Wait(r.ctx, engine.Wait{LeaseRef: r.ref, Spec: spec, SeenSeq: r.x.LastSeq(), Events: events})
+	if err != nil {
+		return false, err
+	}
+	if res.Woken {
+		return true, nil
+	}
+	r.pending = nil
+	return false, nil
+}
+
+func retryTimerID(step string, recs []*engine.Event) string {
+	return replay.RetryTimerPrefix + step + ":" + strconv.Itoa(len(recs))
+}

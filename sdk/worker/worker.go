@@ -1,0 +1,276 @@
+// Package worker runs the workflows and activities of one task queue against
+// an embedded engine: it claims jobs, replays or resumes their workflow
+// code, executes activities inline under their timeouts and retry policies,
+// and commits every finished step as one fenced command.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/sdk/workflow"
+)
+
+// ActivityTypePrefix marks the jobs that carry one activity to another task
+// queue: their type is this prefix and the activity's name.
+const ActivityTypePrefix = "@activity:"
+
+// Options configure a Worker. The zero value is valid: every zero field
+// takes its documented default.
+type Options struct {
+	// Identity names the worker in leases; "" means "worker-<queue>".
+	Identity string
+	// MaxConcurrentJobs bounds the jobs (workflow runs and remote activity
+	// tasks) driven at once; 0 means 64.
+	MaxConcurrentJobs int
+	// LeaseTTL is the lease a claim takes and each heartbeat renews; 0
+	// means 30 s. Heartbeats go out every third of it.
+	LeaseTTL time.Duration
+	// CacheSize bounds the workflow cache; 0 means 1000, negative disables
+	// it (every turn replays the history from the start).
+	CacheSize int
+	// RetryInlineThreshold: an activity retry delay up to this long is
+	// slept in the worker; a longer one becomes a durable timer and the job
+	// waits instead of holding its lease. 0 means 2 s.
+	RetryInlineThreshold time.Duration
+	// DeadlockTimeout bounds how long workflow code may run without
+	// yielding; 0 means one second.
+	DeadlockTimeout time.Duration
+	// Clock is used for retry sleeps; nil means clock.Wall().
+	Clock clock.Clock
+	// OnError, if set, receives errors that end a job's turn in this worker
+	// (the job itself is left to its lease); it must not block.
+	OnError func(job engine.JobID, err error)
+}
+
+// Validate reports the first invalid field.
+func (o Options) Validate() error {
+	switch {
+	case o.MaxConcurrentJobs < 0:
+		return fmt.Errorf("worker: Options.MaxConcurrentJobs %d is negative", o.MaxConcurrentJobs)
+	case o.LeaseTTL < 0 || (o.LeaseTTL > 0 && o.LeaseTTL < 100*time.Millisecond):
+		return fmt.Errorf("worker: Options.LeaseTTL %v must be 0 or at least 100ms", o.LeaseTTL)
+	case o.RetryInlineThreshold < 0:
+		return fmt.Errorf("worker: Options.RetryInlineThreshold %v is negative", o.RetryInlineThreshold)
+	}
+	return nil
+}
+
+func (o Options) withDefaults(queue string) Options {
+	if o.Identity == "" {
+		o.Identity = "worker-" + queue
+	}
+	if o.MaxConcurrentJobs == 0 {
+		o.MaxConcurrentJobs = 64
+	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = 30 * time.Second
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = 1000
+	}
+	if o.RetryInlineThreshold == 0 {
+		o.RetryInlineThreshold = 2 * time.Second
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Wall()
+	}
+	return o
+}
+
+// Worker claims and drives the jobs of one task queue. Register workflows
+// and activities before Start; Start and Stop may be called once each.
+type Worker struct {
+	e     *engine.Engine
+	queue string
+	opts  Options
+	cache *replay.Cache
+
+	mu         sync.Mutex
+	workflows  map[string]any
+	activities map[string]any
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	slots  chan struct{}
+}
+
+// New returns a worker for taskQueue on e.
+func New(e *engine.Engine, taskQueue string, opts Options) (*Worker, error) {
+	if taskQueue == "" {
+		return nil, errors.New("worker: taskQueue is empty")
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults(taskQueue)
+	return &Worker{e: e, queue: taskQueue, opts: opts, cache: replay.NewCache(max(opts.CacheSize, 0)),
+		workflows: map[string]any{}, activities: map[string]any{}}, nil
+}
+
+// RegisterWorkflow registers a workflow function under its name (as
+// workflow.ActivityName derives names from functions).
+func (w *Worker) RegisterWorkflow(fn any) { w.RegisterWorkflowWithName(fn, workflow.ActivityName(fn)) }
+
+// RegisterWorkflowWithName registers a workflow function under name.
+func (w *Worker) RegisterWorkflowWithName(fn any, name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.workflows[name] = fn
+}
+
+// RegisterActivity registers an activity function under its name.
+func (w *Worker) RegisterActivity(fn any) { w.RegisterActivityWithName(fn, workflow.ActivityName(fn)) }
+
+// RegisterActivityWithName registers an activity function under name.
+func (w *Worker) RegisterActivityWithName(fn any, name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.activities[name] = fn
+}
+
+func (w *Worker) workflowFn(name string) any {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.workflows[name]
+}
+
+func (w *Worker) activityFn(name string) any {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.activities[name]
+}
+
+// Start begins claiming jobs.
+func (w *Worker) Start() error {
+	if w.stop != nil {
+		return errors.New("worker: already started")
+	}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	w.stop = make(chan struct{})
+	w.slots = make(chan struct{}, w.opts.MaxConcurrentJobs)
+	w.wg.Add(1)
+	go w.poll()
+	return nil
+}
+
+// Stop stops claiming and waits for the jobs in hand to reach their next
+// commit point (a wait, a completion or a failure) — a graceful drain. If
+// ctx ends first, the jobs in hand are abandoned to their leases.
+func (w *Worker) Stop(ctx context.Context) error {
+	if w.stop == nil {
+		return nil
+	}
+	close(w.stop)
+	done := make(chan struct{})
+	go func() { w.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		w.cancel()
+		return nil
+	case <-ctx.Done():
+		w.cancel()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// poll claims jobs while there are free slots, and sleeps until the next
+// commit when the queue is empty: it never spins.
+func (w *Worker) poll() {
+	defer w.wg.Done()
+	for {
+		free := 0
+		for free < cap(w.slots) {
+			select {
+			case w.slots <- struct{}{}:
+				free++
+				continue
+			default:
+			}
+			break
+		}
+		if free == 0 {
+			select { // every slot is busy: wait for one
+			case w.slots <- struct{}{}:
+				free = 1
+			case <-w.stop:
+				return
+			}
+		}
+		changed := w.e.Committed()
+		jobs, err := w.e.Claim(w.ctx, engine.Claim{Queue: w.queue, Owner: w.opts.Identity, Max: free, LeaseMS: w.opts.LeaseTTL.Milliseconds()})
+		for i := len(jobs); i < free; i++ {
+			<-w.slots
+		}
+		if err != nil && w.opts.OnError != nil {
+			w.opts.OnError(0, err)
+		}
+		for _, j := range jobs {
+			w.wg.Add(1)
+			go func(j engine.ClaimedJob) {
+				defer w.wg.Done()
+				defer func() { <-w.slots }()
+				w.handle(j)
+			}(j)
+		}
+		if len(jobs) > 0 {
+			continue
+		}
+		select {
+		case <-changed:
+		case <-w.stop:
+			return
+		}
+	}
+}
+
+// handle drives one claimed job through one turn.
+func (w *Worker) handle(j engine.ClaimedJob) {
+	ctx, cancel := context.WithCancel(w.ctx)
+	defer cancel()
+	ref := engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}
+	hbDone := make(chan struct{})
+	go w.heartbeat(ctx, cancel, ref, hbDone)
+	defer func() { cancel(); <-hbDone }()
+
+	var err error
+	if name, ok := strings.CutPrefix(j.Type, ActivityTypePrefix); ok {
+		err = w.runActivityTask(ctx, j, ref, name)
+	} else {
+		err = w.runWorkflow(ctx, j, ref)
+	}
+	if err != nil && w.opts.OnError != nil && !errors.Is(err, context.Canceled) {
+		w.opts.OnError(j.Job, err)
+	}
+}
+
+// heartbeat renews the lease every third of its length; a refusal means the
+// attempt is stale, so the job's context is cancelled at once.
+func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelFunc, ref engine.LeaseRef, done chan struct{}) {
+	defer close(done)
+	every := w.opts.LeaseTTL / 3
+	for {
+		t := w.opts.Clock.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		if _, err := w.e.HeartbeatOne(ctx, ref, w.opts.LeaseTTL.Milliseconds()); err != nil &&
+			(errors.Is(err, engine.ErrStaleAttempt) || errors.Is(err, engine.ErrUnknownJob)) {
+			cancel()
+			return
+		}
+	}
+}
