@@ -113,6 +113,8 @@ func (a *applier) dispatch(cmd Command) (Result, error) {
 		return a.requeue(c)
 	case *RequestCancel:
 		return a.requestCancel(c)
+	case *ContinueAsNew:
+		return a.continueAsNew(c)
 	}
 	return nil, fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
 }

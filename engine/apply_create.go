@@ -104,3 +104,23 @@ func (a *applier) defaultWorkflowID(id JobID) (string, error) {
 		wf = fmt.Sprintf("job-%d.%d", id, n)
 	}
 }
+
+func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
+	l, err := a.fenced(c.LeaseRef, "ContinueAsNew")
+	if err != nil {
+		return nil, err
+	}
+	old := l.job
+	if _, err := a.appendEvent(l, Event{Type: EventJobCompleted, Attempt: c.Attempt, Reason: ReasonContinuedAsNew}); err != nil {
+		return nil, err
+	}
+	a.save(l) // no closed(): the parent waits for the last run of the chain
+	typ := c.Type
+	if typ == "" {
+		typ = old.Type
+	}
+	next := &CreateJob{WorkflowID: old.WorkflowID, Type: typ, Queue: old.Queue, Input: c.Input,
+		ParentID: old.ParentID, ParentStep: old.ParentStep}
+	next.Header = c.Header
+	return a.create(next)
+}

@@ -282,3 +282,11 @@ func (c *RequestCancel) check(l *Limits) error {
 	ch.name("Reason", c.Reason, false)
 	return ch.err
 }
+
+func (c *ContinueAsNew) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.ref(c.LeaseRef)
+	ch.name("Type", c.Type, false)
+	ch.payload("Input", c.Input)
+	return ch.err
+}

@@ -50,6 +50,7 @@ const (
 	KindFail           CommandKind = 16
 	KindRequeue        CommandKind = 17
 	KindRequestCancel  CommandKind = 18
+	KindContinueAsNew  CommandKind = 19
 )
 
 var commandNames = map[CommandKind]string{
@@ -59,6 +60,7 @@ var commandNames = map[CommandKind]string{
 	KindReleaseDelayed: "ReleaseDelayed", KindCancel: "Cancel", KindActivate: "Activate",
 	KindSuspend: "Suspend", KindResume: "Resume", KindComplete: "Complete",
 	KindFail: "Fail", KindRequeue: "Requeue", KindRequestCancel: "RequestCancel",
+	KindContinueAsNew: "ContinueAsNew",
 }
 
 func (k CommandKind) String() string {
@@ -173,6 +175,17 @@ type Wait struct {
 	Events []NewEvent `msgpack:"ev,omitempty"`
 }
 
+// ContinueAsNew ends a running job (fenced) as Completed and, in the same
+// command, starts the next run of its workflow id with a fresh history: the
+// same queue, parent and parent step, and Type (empty: the same type) with
+// Input. A crash can never leave the workflow id with neither run.
+type ContinueAsNew struct {
+	Header
+	LeaseRef
+	Type  string `msgpack:"ty,omitempty"`
+	Input []byte `msgpack:"in,omitempty"`
+}
+
 // RequestCancel asks a workflow to cancel itself: it appends
 // cancel_requested (the workflow code sees its context cancelled) and wakes
 // a waiting job. Cancel, by contrast, ends the job at once.
@@ -277,6 +290,7 @@ func (*Complete) Kind() CommandKind       { return KindComplete }
 func (*Fail) Kind() CommandKind           { return KindFail }
 func (*Requeue) Kind() CommandKind        { return KindRequeue }
 func (*RequestCancel) Kind() CommandKind  { return KindRequestCancel }
+func (*ContinueAsNew) Kind() CommandKind  { return KindContinueAsNew }
 
 // newCommand returns an empty command of kind k, for decoding.
 func newCommand(k CommandKind) (Command, bool) {
@@ -317,6 +331,8 @@ func newCommand(k CommandKind) (Command, bool) {
 		return new(Requeue), true
 	case KindRequestCancel:
 		return new(RequestCancel), true
+	case KindContinueAsNew:
+		return new(ContinueAsNew), true
 	}
 	return nil, false
 }

@@ -239,6 +239,11 @@ func (e *Engine) Fail(ctx context.Context, c Fail) (*StatusResult, error) {
 	return propose[*StatusResult](ctx, e, &c)
 }
 
+// ContinueAsNew completes a running job and starts its workflow id's next run.
+func (e *Engine) ContinueAsNew(ctx context.Context, c ContinueAsNew) (*CreateResult, error) {
+	return propose[*CreateResult](ctx, e, &c)
+}
+
 // RequestCancel asks a workflow to cancel itself.
 func (e *Engine) RequestCancel(ctx context.Context, c RequestCancel) (*StatusResult, error) {
 	return propose[*StatusResult](ctx, e, &c)

@@ -96,7 +96,7 @@ func (*StatusResult) isResult()    {}
 // newResult returns an empty result of the type command kind k answers with.
 func newResult(k CommandKind) Result {
 	switch k {
-	case KindCreateJob:
+	case KindCreateJob, KindContinueAsNew:
 		return new(CreateResult)
 	case KindClaim:
 		return new(ClaimResult)

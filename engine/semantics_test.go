@@ -276,3 +276,29 @@ func TestWaitOnTimersAnySignalAndCancelRequest(t *testing.T) {
 	h.must(&Cancel{Target: Target{Job: id}})
 	h.mustFail(&RequestCancel{Target: Target{Job: id}}, ErrJobClosed)
 }
+
+// Continue-as-new completes the run and starts the next one under the same
+// workflow id in one command; the parent link moves to the new run.
+func TestContinueAsNew(t *testing.T) {
+	h := newHarness(t)
+	parent := h.create("parent")
+	child := h.must(&CreateJob{WorkflowID: "loop", Type: "t", Queue: "q", ParentID: parent, ParentStep: "7"}).(*CreateResult).Job
+	h.must(&Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}) // the parent
+	c := h.must(&Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}).(*ClaimResult).Jobs[0]
+	if c.Job != child {
+		t.Fatalf("claimed %d, want the child %d", c.Job, child)
+	}
+	r := h.must(&ContinueAsNew{LeaseRef: LeaseRef{Job: child, Attempt: c.Attempt}, Input: []byte("n=2")}).(*CreateResult)
+	if r.WorkflowID != "loop" || r.Job == child {
+		t.Fatalf("continue-as-new = %+v", r)
+	}
+	old, next := h.job(child), h.job(r.Job)
+	if old.Status != StatusCompleted || next.Status != StatusQueued || next.ParentID != parent || next.ParentStep != "7" {
+		t.Fatalf("old %+v, next %+v", old, next)
+	}
+	if eff, _ := h.m.Apply(h.db.NewBatch().Begin(), &Signal{Header: Header{NowMS: h.now}, Target: Target{WorkflowID: "loop"}, Name: "x"}); eff.(*SignalResult).Job != r.Job {
+		t.Fatal("the workflow id does not name the new run")
+	}
+	h.mustFail(&AppendEvents{LeaseRef: LeaseRef{Job: child, Attempt: c.Attempt}, Events: []NewEvent{{Type: "x"}}}, ErrStaleAttempt)
+	h.verify()
+}

@@ -98,6 +98,9 @@ const (
 	ReasonRetryDelay   = "retry_delay_elapsed"
 	ReasonRetry        = "retry"
 	ReasonReleased     = "released"
+	// ReasonContinuedAsNew marks the job_completed of a run that continued
+	// as a new run.
+	ReasonContinuedAsNew = "continued_as_new"
 )
 
 // statusEvents lists the status events in the column order of the table.

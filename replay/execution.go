@@ -171,6 +171,7 @@ func (x *Execution) apply(ev *engine.Event) error {
 		return &NondeterminismError{Step: step, Event: ev, Did: "never issued this step"}
 	}
 	se := stepEvents[ev.Type]
+	cmd.Recorded = true // issued live, its record has now come back through the history
 	if se.role != roleRecord && !cmd.Resolved {
 		cmd.Resolved = true
 		if cmd.resolve != nil {

@@ -252,3 +252,25 @@ func TestSignalsAndMarkersReplay(t *testing.T) {
 		t.Fatalf("old history result %q", res)
 	}
 }
+
+// A command issued live is marked Recorded once its record event is applied,
+// so a cached execution never asks the worker to issue it again.
+func TestLiveCommandBecomesRecorded(t *testing.T) {
+	x := NewExecution(1, func(x *Execution, _ []byte) {
+		x.Issue(KindChild, "Child", nil, nil, 0, nil)
+		x.Dispatcher().Block(func() bool { return false })
+	})
+	defer x.Close()
+	if err := x.Advance([]engine.Event{{Seq: 1, Type: engine.EventJobCreated}}, false); err != nil {
+		t.Fatal(err)
+	}
+	if c := x.Unresolved(); len(c) != 1 || c[0].Recorded {
+		t.Fatalf("unresolved %+v, want one unrecorded child", c)
+	}
+	if err := x.Advance([]engine.Event{{Seq: 2, Type: EventChildScheduled, Step: "1", Name: "Child"}}, false); err != nil {
+		t.Fatal(err)
+	}
+	if c := x.Unresolved(); len(c) != 1 || !c[0].Recorded {
+		t.Fatalf("after its record: %+v, want Recorded", c)
+	}
+}

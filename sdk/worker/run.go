@@ -123,6 +123,14 @@ func (r *run) finish(result []byte, werr error) error {
 	if err := r.flush(); err != nil {
 		return err
 	}
+	if err := r.closeChildren(); err != nil {
+		return err
+	}
+	var can *workflow.ContinueAsNewError
+	if errors.As(werr, &can) {
+		_, err := r.w.e.ContinueAsNew(r.ctx, engine.ContinueAsNew{LeaseRef: r.ref, Type: can.WorkflowType, Input: can.Input})
+		return err
+	}
 	if werr == nil {
 		_, err := r.w.e.Complete(r.ctx, engine.Complete{LeaseRef: r.ref, Result: result})
 		return err
@@ -207,7 +215,14 @@ func (r *run) createRemote(c *replay.Command) error {
 		create.Type, create.Queue, create.Input = ActivityTypePrefix+c.Name, opts.TaskQueue, in
 		ev.Type = replay.EventActivityScheduled
 	case replay.KindChild:
+		opts, _ := c.Options.(workflow.ChildWorkflowOptions)
 		create.Type, create.Queue = c.Name, r.w.queue
+		if opts.TaskQueue != "" {
+			create.Queue = opts.TaskQueue
+		}
+		if opts.WorkflowID != "" {
+			create.WorkflowID = opts.WorkflowID
+		}
 		ev.Type = replay.EventChildScheduled
 	}
 	if _, err := r.w.e.Create(r.ctx, create); err != nil && !errors.Is(err, engine.ErrWorkflowExists) {
@@ -244,7 +259,11 @@ func (r *run) wait(cmds []*replay.Command) (woken bool, err error) {
 		return false, err
 	}
 	if res.Woken {
-		return true, nil
+		// Something happened already; the Wait wrote nothing. Write the
+		// records (scheduled steps, markers) now, so that what woke the job
+		// (say, a child's result) finds its step recorded and can be caught
+		// up, instead of the job being woken by it again and again.
+		return true, r.flush()
 	}
 	r.pending = nil
 	return false, nil
@@ -252,4 +271,31 @@ func (r *run) wait(cmds []*replay.Command) (woken bool, err error) {
 
 func retryTimerID(step string, recs []*engine.Event) string {
 	return replay.RetryTimerPrefix + step + ":" + strconv.Itoa(len(recs))
+}
+
+// closeChildren applies the parent-close policy to the children still
+// running when the workflow ends. A child already closed is left alone.
+func (r *run) closeChildren() error {
+	for _, c := range r.x.Unresolved() {
+		if c.Kind != replay.KindChild || !c.Recorded {
+			continue
+		}
+		opts, _ := c.Options.(workflow.ChildWorkflowOptions)
+		id := opts.WorkflowID
+		if id == "" {
+			id = r.job.WorkflowID + "/" + c.Step
+		}
+		t := engine.Target{WorkflowID: id}
+		var err error
+		switch opts.ParentClosePolicy {
+		case workflow.ParentCloseTerminate:
+			_, err = r.w.e.Cancel(r.ctx, engine.Cancel{Target: t, Reason: "parent closed"})
+		case workflow.ParentCloseRequestCancel:
+			_, err = r.w.e.RequestCancel(r.ctx, engine.RequestCancel{Target: t, Reason: "parent closed"})
+		}
+		if err != nil && !errors.Is(err, engine.ErrIllegalTransition) && !errors.Is(err, engine.ErrJobClosed) {
+			return err
+		}
+	}
+	return nil
 }
