@@ -62,6 +62,7 @@ type Execution struct {
 
 	onSignal func(name string, payload []byte)
 	onCancel func()
+	local    any // the SDK's per-execution state
 
 	fault    error // nondeterminism, a panic or a deadlock: the run cannot go on
 	finished bool
@@ -93,6 +94,13 @@ func (x *Execution) LastSeq() uint64 { return x.lastSeq }
 
 // OnSignal installs the receiver of signal_received events.
 func (x *Execution) OnSignal(fn func(name string, payload []byte)) { x.onSignal = fn }
+
+// SetLocal keeps the SDK's per-execution state with the execution, so the
+// worker can reach it (to answer queries) through the execution alone.
+func (x *Execution) SetLocal(v any) { x.local = v }
+
+// Local returns what SetLocal kept.
+func (x *Execution) Local() any { return x.local }
 
 // OnCancel installs what a cancel_requested event triggers.
 func (x *Execution) OnCancel(fn func()) { x.onCancel = fn }

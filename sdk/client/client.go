@@ -15,11 +15,37 @@ import (
 
 // Client talks to one engine. It is safe for concurrent use.
 type Client struct {
-	e *engine.Engine
+	e       *engine.Engine
+	querier Querier
+}
+
+// Querier answers queries with workflow code (a worker has it; the engine
+// does not). *worker.Worker is one.
+type Querier interface {
+	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
+}
+
+// Options configure NewWithOptions.
+type Options struct {
+	// Querier answers QueryWorkflow; nil makes QueryWorkflow an error.
+	Querier Querier
 }
 
 // New returns a client of the embedded engine e.
 func New(e *engine.Engine) *Client { return &Client{e: e} }
+
+// NewWithOptions returns a client of e with opts.
+func NewWithOptions(e *engine.Engine, opts Options) *Client {
+	return &Client{e: e, querier: opts.Querier}
+}
+
+// QueryWorkflow asks a run for its state through a query handler.
+func (c *Client) QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error) {
+	if c.querier == nil {
+		return converter.EncodedValue{}, errors.New("client: QueryWorkflow needs Options.Querier (a worker that has the workflow code)")
+	}
+	return c.querier.QueryWorkflow(ctx, workflowID, runID, queryType, args...)
+}
 
 // IDReusePolicy decides what a start does when its workflow id has a run.
 type IDReusePolicy = engine.IDReusePolicy

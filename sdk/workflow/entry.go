@@ -19,6 +19,7 @@ type state struct {
 	signals  map[string]*channelImpl // GetSignalChannel's channels
 	pending  map[string][][]byte     // signals received before their channel was asked for
 	versions map[string]Version      // GetVersion's answers, so a change id answers the same twice
+	queries  map[string]any          // SetQueryHandler's handlers
 }
 
 type stateKey struct{}
@@ -83,6 +84,7 @@ func newEntry(fn any, info Info, logger *slog.Logger) replay.Entry {
 		}
 		x.OnSignal(st.onSignal)
 		x.OnCancel(func() { cancel() })
+		x.SetLocal(st)
 		ctx = WithValue(ctx, stateKey{}, st)
 
 		t := v.Type()

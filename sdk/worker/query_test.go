@@ -1,0 +1,65 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/worker"
+	"github.com/heddlewf/heddle/sdk/workflow"
+)
+
+// Tally counts signals and answers queries about the count.
+func Tally(ctx workflow.Context) (int, error) {
+	count := 0
+	if err := workflow.SetQueryHandler(ctx, "count", func(plus int) (int, error) { return count + plus, nil }); err != nil {
+		return 0, err
+	}
+	ch := workflow.GetSignalChannel(ctx, "add")
+	for count < 3 {
+		var n int
+		ch.Receive(ctx, &n)
+		count += n
+	}
+	return count, nil
+}
+
+func TestQueryWorkflow(t *testing.T) {
+	e := open(t)
+	w := startWorker(t, e, "q", worker.Options{})
+	w.RegisterWorkflow(Tally)
+	c := client.NewWithOptions(e, client.Options{Querier: w})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "tally", TaskQueue: "q"}, Tally)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SignalWorkflow(ctx, "tally", "", "add", 2); err != nil {
+		t.Fatal(err)
+	}
+	// The query replays the history: it sees the signal once it is recorded.
+	v, err := c.QueryWorkflow(ctx, "tally", "", "count", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got int
+	if err := v.Get(&got); err != nil || got != 12 {
+		t.Fatalf("query = %d, %v; want 12", got, err)
+	}
+	if _, err := c.QueryWorkflow(ctx, "tally", "", "nope"); !errors.Is(err, workflow.ErrUnknownQuery) {
+		t.Fatalf("unknown query: %v", err)
+	}
+	if err := c.SignalWorkflow(ctx, "tally", "", "add", 1); err != nil {
+		t.Fatal(err)
+	}
+	var final int
+	if err := run.Get(ctx, &final); err != nil || final != 3 {
+		t.Fatalf("result %d, %v", final, err)
+	}
+	if _, err := client.New(e).QueryWorkflow(ctx, "tally", "", "count"); err == nil {
+		t.Fatal("a client without a querier answered a query")
+	}
+}
