@@ -74,6 +74,9 @@ func (a *applier) heartbeat(c *Heartbeat) (Result, error) {
 			res.Refused = append(res.Refused, Refusal{LeaseRef: ref, Code: code})
 			continue
 		}
+		if l.job.CancelRequested {
+			res.CancelRequested = append(res.CancelRequested, l.job.ID)
+		}
 		// A lease only grows: a heartbeat with a shorter lease than the
 		// one held keeps the longer expiry.
 		if exp := a.now + c.LeaseMS; exp > l.job.LeaseExpiryMS {

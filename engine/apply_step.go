@@ -212,6 +212,7 @@ func (a *applier) requestCancel(c *RequestCancel) (Result, error) {
 	if j.Status.Terminal() {
 		return nil, fmt.Errorf("%w: cancel request to job %d in status %s", ErrJobClosed, j.ID, j.Status)
 	}
+	j.CancelRequested = true
 	seq, err := a.appendEvent(l, Event{Type: EventCancelRequested, Reason: c.Reason})
 	if err != nil {
 		return nil, err

@@ -39,9 +39,12 @@ type Job struct {
 	// whose effect its result becomes.
 	ParentID   JobID  `msgpack:"pi,omitempty"`
 	ParentStep string `msgpack:"ps,omitempty"`
-	CreatedMS  int64  `msgpack:"cr"`
-	UpdatedMS  int64  `msgpack:"up"`
-	ClosedMS   int64  `msgpack:"cl,omitempty"`
+	// CancelRequested records a RequestCancel, so heartbeats can tell the
+	// worker holding the job to cancel the activities it runs.
+	CancelRequested bool  `msgpack:"cq,omitempty"`
+	CreatedMS       int64 `msgpack:"cr"`
+	UpdatedMS       int64 `msgpack:"up"`
+	ClosedMS        int64 `msgpack:"cl,omitempty"`
 }
 
 // Timer is one pending durable timer of a job.

@@ -43,6 +43,9 @@ type Refusal struct {
 type HeartbeatResult struct {
 	LeaseExpiryMS int64     `msgpack:"le"`
 	Refused       []Refusal `msgpack:"rf,omitempty"`
+	// CancelRequested lists the renewed jobs whose workflow was asked to
+	// cancel: the worker cancels the activities it runs for them.
+	CancelRequested []JobID `msgpack:"cq,omitempty"`
 }
 
 // AppendResult answers AppendEvents and CommitStep: the seqs written.

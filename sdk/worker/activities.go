@@ -135,13 +135,13 @@ func (r *run) execute(c *replay.Command, attempt int) outcome {
 	for ; fn != nil; attempt++ {
 		info := activity.Info{ActivityType: c.Name, WorkflowID: r.job.WorkflowID, RunID: strconv.FormatUint(uint64(r.job.Job), 10),
 			Step: c.Step, Attempt: attempt, IdempotencyKey: fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step)}
-		result, err := r.w.callActivity(r.ctx, fn, c.Input, info, opts, r.ref)
+		result, err := r.w.callActivity(r.actCtx, fn, c.Input, info, opts, r.ref)
 		if err == nil {
 			o.result, o.err = result, nil
 			return o
 		}
 		o.err = err
-		if r.ctx.Err() != nil || !retryable(err, policy) || !policy.HasAttemptsLeft(attempt) {
+		if r.actCtx.Err() != nil || !retryable(err, policy) || !policy.HasAttemptsLeft(attempt) {
 			return o
 		}
 		delay := policy.Delay(attempt)
@@ -158,7 +158,7 @@ func (r *run) execute(c *replay.Command, attempt int) outcome {
 		t := r.w.opts.Clock.NewTimer(delay)
 		select {
 		case <-t.C():
-		case <-r.ctx.Done():
+		case <-r.actCtx.Done():
 			t.Stop()
 			return o
 		}
@@ -248,7 +248,7 @@ type taskInput struct {
 // runActivityTask executes an activity that another queue's workflow sent
 // here, and ends its job: the engine makes the result the workflow's step
 // effect.
-func (w *Worker) runActivityTask(ctx context.Context, j engine.ClaimedJob, ref engine.LeaseRef, name string) error {
+func (w *Worker) runActivityTask(ctx, actCtx context.Context, j engine.ClaimedJob, ref engine.LeaseRef, name string) error {
 	page, err := w.e.History(ctx, j.Job, 0, 1)
 	if err != nil || len(page.Events) == 0 {
 		return errors.Join(err, fmt.Errorf("worker: activity task %d has no history", j.Job))
@@ -259,7 +259,7 @@ func (w *Worker) runActivityTask(ctx context.Context, j engine.ClaimedJob, ref e
 		return ferr
 	}
 	c := &replay.Command{Step: "1", Kind: replay.KindActivity, Name: name, Input: in.Args, Options: in.Options}
-	r := &run{w: w, ctx: ctx, job: j, ref: ref}
+	r := &run{w: w, ctx: ctx, actCtx: actCtx, job: j, ref: ref}
 	o := r.execute(c, int(j.Attempt))
 	if o.err != nil {
 		_, err = w.e.Fail(ctx, engine.Fail{LeaseRef: ref, Error: workflow.EncodeFailure(o.err)})

@@ -16,14 +16,15 @@ import (
 // wait, completion or failure that releases it.
 type run struct {
 	w       *Worker
-	ctx     context.Context
+	ctx     context.Context // the turn: engine writes
+	actCtx  context.Context // activities: also cancelled by a cancel request
 	job     engine.ClaimedJob
 	ref     engine.LeaseRef
 	x       *replay.Execution
 	pending []engine.NewEvent // recorded by the worker, not yet written
 }
 
-func (w *Worker) runWorkflow(ctx context.Context, j engine.ClaimedJob, ref engine.LeaseRef) error {
+func (w *Worker) runWorkflow(ctx, actCtx context.Context, j engine.ClaimedJob, ref engine.LeaseRef) error {
 	fn := w.workflowFn(j.Type)
 	if fn == nil {
 		// Another worker of this queue may know the type: give the job back
@@ -38,7 +39,7 @@ func (w *Worker) runWorkflow(ctx context.Context, j engine.ClaimedJob, ref engin
 		x = replay.NewExecution(j.Job, workflow.NewEntry(fn, info))
 		x.DeadlockTimeout = w.opts.DeadlockTimeout
 	}
-	r := &run{w: w, ctx: ctx, job: j, ref: ref, x: x}
+	r := &run{w: w, ctx: ctx, actCtx: actCtx, job: j, ref: ref, x: x}
 	released, err := r.drive()
 	if err != nil || !released {
 		x.Close() // its state may run ahead of what is durable: never reuse it
@@ -81,15 +82,17 @@ func (r *run) drive() (released bool, err error) {
 		if done, result, err := r.x.Finished(); done {
 			return false, r.finish(result, err)
 		}
+		// Remote work (children, other queues' activities) is started
+		// before inline activities run, so that it proceeds in parallel.
 		cmds := r.x.Unresolved()
-		progressed, err := r.runInline(cmds)
+		progressed, err := r.startRemote(cmds)
 		if err != nil {
 			return false, err
 		}
 		if progressed {
 			continue
 		}
-		if progressed, err = r.startRemote(cmds); err != nil {
+		if progressed, err = r.runInline(cmds); err != nil {
 			return false, err
 		}
 		if progressed {

@@ -239,24 +239,30 @@ func (w *Worker) handle(j engine.ClaimedJob) {
 	ctx, cancel := context.WithCancel(w.ctx)
 	defer cancel()
 	ref := engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}
+	// Activities run under their own context, cancelled when the workflow
+	// is asked to cancel; the turn's writes go on under ctx, so the
+	// workflow can still commit what the cancellation produced.
+	actCtx, cancelActs := context.WithCancel(ctx)
+	defer cancelActs()
 	hbDone := make(chan struct{})
-	go w.heartbeat(ctx, cancel, ref, hbDone)
+	go w.heartbeat(ctx, cancel, cancelActs, ref, hbDone)
 	defer func() { cancel(); <-hbDone }()
 
 	var err error
 	if name, ok := strings.CutPrefix(j.Type, ActivityTypePrefix); ok {
-		err = w.runActivityTask(ctx, j, ref, name)
+		err = w.runActivityTask(ctx, actCtx, j, ref, name)
 	} else {
-		err = w.runWorkflow(ctx, j, ref)
+		err = w.runWorkflow(ctx, actCtx, j, ref)
 	}
 	if err != nil && w.opts.OnError != nil && !errors.Is(err, context.Canceled) {
 		w.opts.OnError(j.Job, err)
 	}
 }
 
-// heartbeat renews the lease every third of its length; a refusal means the
-// attempt is stale, so the job's context is cancelled at once.
-func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelFunc, ref engine.LeaseRef, done chan struct{}) {
+// heartbeat renews the lease every third of its length. A refusal means the
+// attempt is stale, so the job's context is cancelled at once; a cancel
+// request for the workflow cancels the activities' context.
+func (w *Worker) heartbeat(ctx context.Context, cancel, cancelActs context.CancelFunc, ref engine.LeaseRef, done chan struct{}) {
 	defer close(done)
 	every := w.opts.LeaseTTL / 3
 	for {
@@ -267,10 +273,16 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelFunc, ref e
 			return
 		case <-t.C():
 		}
-		if _, err := w.e.HeartbeatOne(ctx, ref, w.opts.LeaseTTL.Milliseconds()); err != nil &&
-			(errors.Is(err, engine.ErrStaleAttempt) || errors.Is(err, engine.ErrUnknownJob)) {
+		res, err := w.e.Heartbeat(ctx, engine.Heartbeat{Leases: []engine.LeaseRef{ref}, LeaseMS: w.opts.LeaseTTL.Milliseconds()})
+		if err != nil {
+			continue // a transient failure: the next beat tries again
+		}
+		if len(res.Refused) > 0 {
 			cancel()
 			return
+		}
+		if len(res.CancelRequested) > 0 {
+			cancelActs()
 		}
 	}
 }
