@@ -46,6 +46,7 @@ func Supervisor(ctx workflow.Context) error {
 }
 
 func TestCancellationReachesActivitiesAndChildren(t *testing.T) {
+	activitySawCancel.Store(false)
 	e := open(t)
 	w := startWorker(t, e, "sup", worker.Options{LeaseTTL: 300 * time.Millisecond})
 	w.RegisterWorkflow(Supervisor)

@@ -46,6 +46,7 @@ func Collect(ctx workflow.Context) (string, error) {
 }
 
 func TestSignalsInEveryStatusDeliveredOnceInOrder(t *testing.T) {
+	gate = make(chan struct{}) // fresh for every run of the test (-count)
 	e := open(t)
 	c := client.New(e)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
