@@ -55,10 +55,14 @@ type Execution struct {
 	nowMS     int64
 	replaying bool
 	lastSeq   uint64
-	nextStep  uint64
-	cmds      map[string]*Command
-	byStep    map[string][]*engine.Event // the known history, by step
-	markers   []engine.NewEvent
+	// frontier is the seq of the newest known event that workflow code
+	// produced (a step event, a wait, its end). Code running before it
+	// re-executes decisions the history already holds: it is replaying.
+	frontier uint64
+	nextStep uint64
+	cmds     map[string]*Command
+	byStep   map[string][]*engine.Event // the known history, by step
+	markers  []engine.NewEvent
 
 	onSignal func(name string, payload []byte)
 	onCancel func()
@@ -85,8 +89,11 @@ func (x *Execution) Dispatcher() *Dispatcher { return x.d }
 // Now returns workflow time: the time of the history event being applied.
 func (x *Execution) Now() time.Time { return time.UnixMilli(x.nowMS) }
 
-// IsReplaying reports whether the events being applied were in the history
-// before this worker's turn began (so side effects like logging are skipped).
+// IsReplaying reports whether the code is re-executing decisions the
+// history already holds: the events being applied were given as replayed,
+// and the history records a step of the code further on. Past the last
+// recorded step the code decides anew, even within a replayed stretch (a
+// new run's first turn is live from its first event).
 func (x *Execution) IsReplaying() bool { return x.replaying }
 
 // LastSeq is the seq of the last history event applied.
@@ -131,6 +138,10 @@ func (x *Execution) Advance(events []engine.Event, replaying bool) error {
 		// issue a step whose record lies ahead of the event being applied.
 		if step := stepOf(ev); step != "" {
 			x.byStep[step] = append(x.byStep[step], ev)
+			x.frontier = ev.Seq
+		}
+		if decidedByCode(ev.Type) {
+			x.frontier = ev.Seq
 		}
 	}
 	if start < 0 {
@@ -138,7 +149,7 @@ func (x *Execution) Advance(events []engine.Event, replaying bool) error {
 	}
 	for i := start; i < len(events); i++ {
 		ev := &events[i]
-		x.lastSeq, x.nowMS, x.replaying = ev.Seq, ev.AtMS, replaying
+		x.lastSeq, x.nowMS, x.replaying = ev.Seq, ev.AtMS, replaying && ev.Seq < x.frontier
 		if err := x.apply(ev); err != nil {
 			x.fault = err
 			return err
@@ -357,4 +368,14 @@ func callerOutsideSDK() string {
 			return ""
 		}
 	}
+}
+
+// decidedByCode reports status events that record a decision of the
+// workflow code: blocking (job_waiting) and ending.
+func decidedByCode(t engine.EventType) bool {
+	switch t {
+	case engine.EventJobWaiting, engine.EventJobCompleted, engine.EventJobFailed, engine.EventJobCancelled:
+		return true
+	}
+	return false
 }

@@ -543,6 +543,9 @@ func TestInfoAndLoggerSkipReplay(t *testing.T) {
 		t.Fatalf("live log:\n%s", buf.String())
 	}
 	buf.Reset()
+	// As the real worker does, record the end: a replay of the history then
+	// re-executes every decision and logs nothing.
+	w.append(engine.Event{Type: engine.EventJobCompleted, Payload: res})
 	if _, err := w.replayer().driveEntry(entry); err != nil || buf.Len() != 0 {
 		t.Fatalf("replay logged %q, %v", buf.String(), err)
 	}
