@@ -8,24 +8,35 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/worker"
+	"github.com/heddlewf/heddle/storage"
 )
 
 const (
-	// demoLeaseMS is short so that the crashed worker's lease runs out within
-	// the demo; real workers would use tens of seconds.
-	demoLeaseMS = 500
-	// stepDelay is how long each simulated activity takes.
-	stepDelay = 30 * time.Millisecond
-	// approvalDelay is how long the "person" takes to approve order-2.
+	// ordersQueue is served by worker-1; recoveryQueue by worker-a, which
+	// the demo stops mid-workflow, and then by worker-b.
+	ordersQueue   = "orders"
+	recoveryQueue = "orders-east"
+	// demoLease is worker-a's lease: short, so that it lapses within the
+	// demo once worker-a stops heartbeating. Real workers use tens of seconds.
+	demoLease = 300 * time.Millisecond
+	// stopGrace is how long worker-a's Stop waits for its jobs to drain:
+	// too short for the held activity, so its job is abandoned to its lease.
+	stopGrace = 50 * time.Millisecond
+	// approvalDelay is how long the "person" takes to approve order-3.
 	approvalDelay = 100 * time.Millisecond
-	// demoTimeout bounds the whole demo: it normally takes under a second,
+	// demoTimeout bounds the whole demo: it normally takes about a second,
 	// so hitting this means something is stuck.
-	demoTimeout = 15 * time.Second
+	demoTimeout = 20 * time.Second
 )
 
 // demoConfig is what runDemo needs. Only cmd/ reads the wall clock, so the
@@ -50,8 +61,9 @@ func runDemoCommand(args []string, stdout, stderr io.Writer) int {
 	timeline := fs.String("timeline", "order-1", "workflow id whose full history is printed at the end")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: heddle demo [--dir D] [--timeline ID]\n\n"+
-			"Runs three orders through the engine with a hand-written worker: a crash and\n"+
-			"recovery with fencing, a retried step, a signal and a durable timer.\n\n")
+			"Runs four order sagas on the SDK: workflows in plain Go, workers, a client.\n"+
+			"Shows a retried activity, a durable timer, a signal, a child workflow,\n"+
+			"compensation, and a workflow resumed by a new worker after its first stopped.\n\n")
 		fs.PrintDefaults()
 	}
 	if code := parseFlags(fs, args); code >= 0 {
@@ -67,66 +79,97 @@ func runDemoCommand(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// demoOrder is one order of the demo, where it runs and what it shows.
+type demoOrder struct {
+	Order
+	queue string
+	story string
+	// wantFailed: the order must end Failed (after compensating).
+	wantFailed bool
+}
+
+func demoOrders() []demoOrder {
+	return []demoOrder{
+		{Order{ID: "order-1", Item: "loom", Qty: 1, Amount: 24900}, recoveryQueue,
+			"its worker is stopped mid-workflow; a new worker resumes it", false},
+		{Order{ID: "order-2", Item: "shuttle", Qty: 3, Amount: 4500}, ordersQueue,
+			"the card network times out once; the retry policy retries", false},
+		{Order{ID: "order-3", Item: "heddle-frame", Qty: 40, Amount: 1299000, NeedsApproval: true}, ordersQueue,
+			"a large order: waits for the signal approved", false},
+		{Order{ID: "order-4", Item: "yarn", Qty: 12, Amount: 3600}, ordersQueue,
+			"shipping fails for good: the saga compensates and fails", true},
+	}
+}
+
 // demo holds the state shared by the demo's phases.
 type demo struct {
 	cfg    demoConfig
 	e      *engine.Engine
+	c      *client.Client
 	rep    *reporter
-	acts   *activities
-	orders map[string]order
-	jobs   map[string]engine.JobID
-	// zombie is the write the crashed worker never made; refused is the
-	// engine's answer when that worker "wakes up" and tries it anyway.
-	zombie  *crashError
-	refused error
-	// schedErrs collects what the engine's scheduler reports.
-	schedMu   sync.Mutex
-	schedErrs []error
+	shop   *shopState
+	orders []demoOrder
+	runs   map[string]client.WorkflowRun
+	// results and errs hold what each run's Get returned.
+	mu      sync.Mutex
+	results map[string]string
+	errs    map[string]error
+	// problems collects scheduler errors and unexpected worker errors.
+	problems []error
+	// stopErr is what worker-a's Stop returned.
+	stopErr error
 }
 
-// runDemo runs the whole demo and returns nil only if every order completed
-// and every check held.
+// runDemo runs the whole demo and returns nil only if every check held.
 func runDemo(ctx context.Context, cfg demoConfig) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, demoTimeout)
 	defer cancel()
-	d := &demo{cfg: cfg, rep: newReporter(cfg.Out, cfg.Clock), orders: map[string]order{}, jobs: map[string]engine.JobID{}}
-	for _, o := range demoOrders() {
-		d.orders[o.id] = o
-	}
-	if _, ok := d.orders[cfg.Timeline]; !ok {
-		return fmt.Errorf("--timeline %q is not one of the demo's orders (order-1, order-2, order-3)", cfg.Timeline)
+	d := &demo{cfg: cfg, rep: newReporter(cfg.Out, cfg.Clock), orders: demoOrders(),
+		runs: map[string]client.WorkflowRun{}, results: map[string]string{}, errs: map[string]error{}}
+	if !slices.ContainsFunc(d.orders, func(o demoOrder) bool { return o.ID == cfg.Timeline }) {
+		return fmt.Errorf("--timeline %q is not one of the demo's orders (order-1 … order-4)", cfg.Timeline)
 	}
 	dir, cleanup, err := demoDir(cfg.Dir)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	if err := d.open(dir); err != nil {
-		return err
+	where := "kept"
+	if cfg.Dir == "" {
+		where = "temporary, removed at the end"
+	}
+	d.rep.plain("heddle demo: order sagas written against sdk/workflow, run by sdk/worker, started by sdk/client")
+	d.rep.plain("database: %s (%s)\n", dir, where)
+	d.e, err = engine.Open(engine.Config{Dir: dir, Clock: cfg.Clock, OnSchedulerError: d.problem})
+	if err != nil {
+		return fmt.Errorf("open engine: %w", err)
 	}
 	defer func() {
 		if cerr := d.e.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("close engine: %w", cerr)
 		}
 	}()
-	return d.phases(ctx)
-}
-
-// phases runs the demo's chapters in order, stopping at the first failure.
-func (d *demo) phases(ctx context.Context) error {
-	for _, phase := range []func(context.Context) error{
-		d.createOrders, d.crashFirstWorker, d.runSecondWorker, d.checkOutcome, d.printTimeline, d.verifyStore,
-	} {
-		if err := phase(ctx); err != nil {
-			return err
-		}
+	d.c = client.New(d.e)
+	d.shop = newShopState(d.rep)
+	d.shop.chargeFailures["order-2"] = 1
+	d.shop.shipFails["order-4"] = true
+	d.shop.holdConfirmation = "order-1"
+	if err := d.story(ctx); err != nil {
+		return err
 	}
-	return nil
+	if err := d.check(ctx); err != nil {
+		return err
+	}
+	if err := d.printTimeline(ctx); err != nil {
+		return err
+	}
+	d.summary(ctx)
+	return d.verifyStore()
 }
 
 // demoDir returns the database directory and how to clean it up. A given
-// directory must be new or empty, so that the claims of the demo's workers
-// can only meet the demo's own jobs.
+// directory must be new or empty, so that the demo's workers meet only the
+// demo's own jobs.
 func demoDir(dir string) (string, func(), error) {
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "heddle-demo-")
@@ -145,187 +188,370 @@ func demoDir(dir string) (string, func(), error) {
 	return dir, func() {}, nil
 }
 
-// open starts the engine with its scheduler, which fires the timer and
-// reclaims the crashed worker's job: the demo never proposes those itself.
-func (d *demo) open(dir string) error {
-	where := "kept"
-	if d.cfg.Dir == "" {
-		where = "temporary, removed at the end"
-	}
-	d.rep.plain("heddle demo: the core engine driven by a hand-written worker loop (the SDK comes later)")
-	d.rep.plain("database: %s (%s)\n", dir, where)
-	e, err := engine.Open(engine.Config{Dir: dir, Clock: d.cfg.Clock, OnSchedulerError: d.schedulerError})
+func (d *demo) problem(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.problems = append(d.problems, err)
+}
+
+// newWorker starts a worker of queue with every workflow and activity.
+// worker-a's errors after it is abandoned are expected and only printed.
+func (d *demo) newWorker(name, queue string, lease time.Duration, expectErrors bool) (*worker.Worker, error) {
+	opts := worker.Options{Identity: name, LeaseTTL: lease, Clock: d.cfg.Clock,
+		OnError: func(job engine.JobID, err error) {
+			if expectErrors {
+				d.rep.event("%s: job %d left to its lease: %v", name, job, err)
+				return
+			}
+			d.problem(fmt.Errorf("%s, job %d: %w", name, job, err))
+		}}
+	w, err := worker.New(d.e, queue, opts)
 	if err != nil {
-		return fmt.Errorf("open engine: %w", err)
+		return nil, err
 	}
-	d.e = e
-	d.acts = &activities{clock: d.cfg.Clock, delay: stepDelay, faults: map[string]int{"order-3/charge-card": 1}}
-	return nil
+	w.RegisterWorkflow(OrderWorkflow)
+	w.RegisterWorkflow(ShipmentWorkflow)
+	s := &Shop{st: d.shop, worker: name}
+	w.RegisterActivity(s.ReserveInventory)
+	w.RegisterActivity(s.ChargeCard)
+	w.RegisterActivity(s.SendConfirmation)
+	w.RegisterActivity(s.PackOrder)
+	w.RegisterActivity(s.ShipOrder)
+	w.RegisterActivity(s.RefundCard)
+	w.RegisterActivity(s.ReleaseInventory)
+	if err := w.Start(); err != nil {
+		return nil, err
+	}
+	d.rep.event("%s started on queue %q (lease %v)", name, queue, lease)
+	return w, nil
 }
 
-// schedulerError runs on the scheduler's goroutine.
-func (d *demo) schedulerError(err error) {
-	d.schedMu.Lock()
-	defer d.schedMu.Unlock()
-	d.schedErrs = append(d.schedErrs, err)
-}
-
-// createOrders starts the three orders.
-func (d *demo) createOrders(ctx context.Context) error {
-	for _, o := range demoOrders() {
-		res, err := d.e.Create(ctx, engine.CreateJob{WorkflowID: o.id, Type: orderType, Queue: orderQueue, Input: []byte(o.input)})
-		if err != nil {
-			return fmt.Errorf("create %s: %w", o.id, err)
-		}
-		d.jobs[o.id] = res.Job
-		d.rep.order(o.id, "created as job %d in queue %q: %s", res.Job, orderQueue, o.story)
-	}
-	return nil
-}
-
-// newWorker returns a worker of the demo's orders.
-func (d *demo) newWorker(name string) *worker {
-	return &worker{name: name, e: d.e, clock: d.cfg.Clock, leaseMS: demoLeaseMS,
-		acts: d.acts, orders: d.orders, rep: d.rep}
-}
-
-// crashFirstWorker lets worker-a claim order-1 and crash before committing
-// charge-card. It keeps the write worker-a never made, for the fencing check.
-func (d *demo) crashFirstWorker(ctx context.Context) error {
-	a := d.newWorker("worker-a")
-	a.crash = func(wf, step string, attempt uint64) bool {
-		return wf == "order-1" && step == "charge-card" && attempt == 1
-	}
-	cj, ok, err := a.claim(ctx)
-	if err != nil || !ok || cj.WorkflowID != "order-1" {
-		return fmt.Errorf("worker-a should have claimed order-1 (got %q, %v): %v", cj.WorkflowID, ok, err)
-	}
-	err = a.process(ctx, cj)
-	if !errors.As(err, &d.zombie) {
-		return fmt.Errorf("worker-a should have crashed on order-1, got: %v", err)
-	}
-	j, err := d.e.Describe(ctx, engine.Target{Job: cj.Job})
+// story starts the workers and the orders, stops worker-a in the middle of
+// order-1 and resumes it on worker-b, approves order-3, and waits for every
+// order to end.
+func (d *demo) story(ctx context.Context) error {
+	w1, err := d.newWorker("worker-1", ordersQueue, 5*time.Second, false)
 	if err != nil {
 		return err
 	}
-	d.rep.order("order-1", "worker-a CRASHED after running charge-card, before committing it: no more heartbeats")
-	d.rep.order("order-1", "job stays %s under attempt %d; its lease runs out at +%dms and the scheduler will reclaim it",
+	defer w1.Stop(context.Background())
+	wa, err := d.newWorker("worker-a", recoveryQueue, demoLease, true)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	for _, o := range d.orders {
+		run, err := d.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: o.ID, TaskQueue: o.queue}, OrderWorkflow, o.Order)
+		if err != nil {
+			wa.Stop(context.Background())
+			return fmt.Errorf("start %s: %w", o.ID, err)
+		}
+		d.runs[o.ID] = run
+		d.rep.order(o.ID, "started (run %s, queue %s): %s", run.GetRunID(), o.queue, o.story)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var res string
+			err := run.Get(ctx, &res)
+			d.mu.Lock()
+			d.results[o.ID], d.errs[o.ID] = res, err
+			d.mu.Unlock()
+			if err != nil {
+				d.rep.order(o.ID, "workflow FAILED: %v", err)
+			} else {
+				d.rep.order(o.ID, "workflow completed: %s", res)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); d.approve(ctx, "order-3") }()
+
+	// Recovery: wait for order-1 to be inside SendConfirmation, then stop
+	// worker-a with a grace too short for it, and start worker-b.
+	wb, recErr := d.recover(ctx, wa)
+	if wb != nil {
+		defer wb.Stop(context.Background())
+	}
+	if recErr != nil {
+		d.shop.releaseHeld()
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		wa.Stop(cancelled)
+	}
+	wg.Wait()
+	return recErr
+}
+
+// recover stops worker-a while order-1 is held inside its third activity,
+// a hung call: the drain cannot finish, so worker-a is abandoned to its
+// lease, and worker-b resumes order-1 once the lease lapses. Only then does
+// the hung call return, and worker-a's late commit is fenced off.
+func (d *demo) recover(ctx context.Context, wa *worker.Worker) (*worker.Worker, error) {
+	select {
+	case <-d.shop.held:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("order-1 never reached SendConfirmation: %w", ctx.Err())
+	}
+	hist, err := d.c.GetWorkflowHistory(ctx, "order-1", "")
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	for _, ev := range hist {
+		if ev.Commit {
+			done = append(done, ev.Name)
+		}
+	}
+	d.rep.order("order-1", "committed so far: %s; stopping worker-a with a %v grace", strings.Join(done, ", "), stopGrace)
+	sctx, cancel := context.WithTimeout(ctx, stopGrace)
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); d.stopErr = wa.Stop(sctx) }()
+	<-sctx.Done()
+	j, err := d.c.DescribeWorkflow(ctx, "order-1", "")
+	if err != nil {
+		return nil, err
+	}
+	d.rep.order("order-1", "worker-a's drain timed out: job abandoned (%s, attempt %d), no more heartbeats; lease lapses at +%dms",
 		j.Status, j.Attempt, d.rep.offset(j.LeaseExpiryMS))
-	return nil
-}
-
-// runSecondWorker runs worker-b until every order completed, playing the
-// person who approves order-2 meanwhile.
-func (d *demo) runSecondWorker(ctx context.Context) error {
-	b := d.newWorker("worker-b")
-	b.onClaim = d.lateWriteOnReclaim
-	wctx, stopWorker := context.WithCancel(ctx)
-	defer stopWorker()
-	bg := startBackground(func() error { return b.run(wctx) })
-	d.rep.event("worker-b started, polling queue %q", orderQueue)
-	err := d.approve(ctx, bg, "order-2", "approved")
-	if err == nil {
-		err = d.until(ctx, bg, d.allCompleted)
-	}
-	stopWorker()
-	if werr := bg.wait(); err == nil && werr != nil {
-		err = fmt.Errorf("worker-b: %w", werr)
-	}
-	if err == nil {
-		d.rep.event("all %d orders completed; worker-b stopped", len(d.jobs))
-	}
-	return err
-}
-
-// lateWriteOnReclaim plays the crashed worker waking up: the moment worker-b
-// holds order-1 under a newer attempt, the old attempt tries to commit the
-// step it had finished. The engine must refuse it as stale.
-func (d *demo) lateWriteOnReclaim(ctx context.Context, cj engine.ClaimedJob) error {
-	z := d.zombie
-	if cj.WorkflowID != z.wf || cj.Attempt <= z.ref.Attempt || d.refused != nil {
-		return nil
-	}
-	_, err := d.e.CommitStep(ctx, engine.CommitStep{LeaseRef: z.ref, Step: z.step, Type: evActivityCompleted, Payload: z.payload})
-	if !isStale(err) {
-		return fmt.Errorf("FENCING BROKEN: late commit of %s by attempt %d was not refused as stale (err=%v)", z.step, z.ref.Attempt, err)
-	}
-	d.refused = err
-	d.rep.order(z.wf, "worker-a wakes up and commits %s as attempt %d: refused: %v", z.step, z.ref.Attempt, err)
-	return nil
-}
-
-// approve waits until the order waits for the signal, then sends it after a
-// short pause, as a person would.
-func (d *demo) approve(ctx context.Context, bg *background, wf, name string) error {
-	waiting := func(ctx context.Context) (bool, error) {
-		j, err := d.e.Describe(ctx, engine.Target{WorkflowID: wf})
-		return err == nil && j.Status == engine.StatusWaiting, err
-	}
-	if err := d.until(ctx, bg, waiting); err != nil {
-		return err
-	}
-	if err := sleep(ctx, d.cfg.Clock, approvalDelay); err != nil {
-		return err
-	}
-	res, err := d.e.Signal(ctx, engine.Signal{Target: engine.Target{WorkflowID: wf}, Name: name, Payload: []byte(`{"by":"alice"}`)})
+	wb, err := d.newWorker("worker-b", recoveryQueue, 5*time.Second, false)
 	if err != nil {
-		return fmt.Errorf("signal %s to %s: %w", name, wf, err)
+		return nil, err
 	}
-	d.rep.order(wf, "alice sends signal %s: signal_received at seq %d, woke the job: %v", name, res.Seq, res.Woke)
-	return nil
-}
-
-// allCompleted reports whether every order's job is Completed.
-func (d *demo) allCompleted(ctx context.Context) (bool, error) {
-	for wf, id := range d.jobs {
-		j, err := d.e.Describe(ctx, engine.Target{Job: id})
-		if err != nil {
-			return false, err
-		}
-		if j.Status.Terminal() && j.Status != engine.StatusCompleted {
-			return false, fmt.Errorf("%s ended %s", wf, j.Status)
-		}
-		if j.Status != engine.StatusCompleted {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-// until polls cond until it holds, failing early if the worker stops.
-func (d *demo) until(ctx context.Context, bg *background, cond func(context.Context) (bool, error)) error {
+	// Wait for worker-b to hold order-1 under a newer attempt.
 	for {
-		ok, err := cond(ctx)
-		if ok || err != nil {
-			return err
+		changed := d.e.Committed()
+		j, err := d.c.DescribeWorkflow(ctx, "order-1", "")
+		if err != nil {
+			return wb, err
+		}
+		if j.Attempt >= 2 {
+			d.rep.order("order-1", "resumed by worker-b as attempt %d (%s)", j.Attempt, j.Status)
+			break
 		}
 		select {
-		case <-bg.done:
-			return fmt.Errorf("worker-b stopped early: %v", bg.err)
+		case <-changed:
+		case <-ctx.Done():
+			return wb, fmt.Errorf("order-1 was never resumed: %w", ctx.Err())
+		}
+	}
+	d.shop.releaseHeld()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		return wb, fmt.Errorf("worker-a never stopped: %w", ctx.Err())
+	}
+	d.rep.order("order-1", "worker-a's Stop returned: %v", d.stopErr)
+	return wb, nil
+}
+
+// approve waits until order-3 has waited out its ship window and waits
+// again (for the signal), then sends the signal after a short pause.
+func (d *demo) approve(ctx context.Context, wf string) {
+	for {
+		changed := d.e.Committed()
+		j, err := d.c.DescribeWorkflow(ctx, wf, "")
+		if err != nil {
+			d.problem(err)
+			return
+		}
+		if j.Status.Terminal() {
+			d.problem(fmt.Errorf("%s ended %s before its approval", wf, j.Status))
+			return
+		}
+		if j.Status == engine.StatusWaiting {
+			hist, err := d.c.GetWorkflowHistory(ctx, wf, "")
+			if err != nil {
+				d.problem(err)
+				return
+			}
+			if slices.ContainsFunc(hist, func(ev engine.Event) bool { return ev.Type == engine.EventTimerFired }) {
+				break
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			d.problem(fmt.Errorf("waiting to approve %s: %w", wf, ctx.Err()))
+			return
+		}
+	}
+	d.rep.order(wf, "ship window over, waiting for approval")
+	if err := sleep(ctx, d.cfg.Clock, approvalDelay); err != nil {
+		d.problem(err)
+		return
+	}
+	if err := d.c.SignalWorkflow(ctx, wf, "", "approved", "alice"); err != nil {
+		d.problem(fmt.Errorf("signal %s: %w", wf, err))
+		return
+	}
+	d.rep.order(wf, "alice sends signal approved")
+}
+
+// check verifies what the demo claims, from the runs' results, the
+// activity execution counter and the histories.
+func (d *demo) check(ctx context.Context) error {
+	d.rep.plain("")
+	d.rep.plain("checks:")
+	var fails []string
+	fail := func(format string, a ...any) { fails = append(fails, fmt.Sprintf(format, a...)) }
+	ok := func(format string, a ...any) { d.rep.plain("  ok  "+format, a...) }
+	d.mu.Lock()
+	problems := slices.Clone(d.problems)
+	d.mu.Unlock()
+	for _, p := range problems {
+		fail("unexpected error: %v", p)
+	}
+	hist := map[string][]engine.Event{}
+	for _, o := range d.orders {
+		h, err := d.c.GetWorkflowHistory(ctx, o.ID, "")
+		if err != nil {
+			return err
+		}
+		hist[o.ID] = h
+		j, err := d.c.DescribeWorkflow(ctx, o.ID, "")
+		if err != nil {
+			return err
+		}
+		err = d.errs[o.ID]
+		switch {
+		case o.wantFailed && j.Status == engine.StatusFailed && err != nil && strings.Contains(err.Error(), "compensated"):
+			ok("%s Failed after compensating, as planned", o.ID)
+		case !o.wantFailed && j.Status == engine.StatusCompleted && err == nil:
+			ok("%s Completed", o.ID)
 		default:
+			fail("%s ended %s (err %v)", o.ID, j.Status, err)
 		}
-		if err := sleep(ctx, d.cfg.Clock, 10*time.Millisecond); err != nil {
-			return fmt.Errorf("waiting for the orders: %w", err)
+	}
+	// the retry
+	if runs, keys := d.shop.executions("order-2", "ChargeCard"); runs == 2 && keys == 1 &&
+		countType(hist["order-2"], replay.EventActivityAttemptFailed) == 1 {
+		ok("order-2 ChargeCard retried: 2 executions of one step, 1 activity_attempt_failed event")
+	} else {
+		fail("order-2 ChargeCard ran %d times under %d keys", runs, keys)
+	}
+	// the signal
+	if slices.ContainsFunc(hist["order-3"], func(ev engine.Event) bool {
+		return ev.Type == engine.EventSignalReceived && ev.Name == "approved"
+	}) {
+		ok("order-3 received the signal approved")
+	} else {
+		fail("order-3 has no signal_received approved")
+	}
+	// the timers and the children
+	for _, o := range d.orders {
+		if countType(hist[o.ID], engine.EventTimerFired) < 1 {
+			fail("%s has no timer_fired (ship window)", o.ID)
 		}
+		child, err := d.c.DescribeWorkflow(ctx, o.ID+"-shipment", "")
+		want := engine.StatusCompleted
+		if o.wantFailed {
+			want = engine.StatusFailed
+		}
+		if err != nil || child.Status != want {
+			fail("child %s-shipment: %v %v, want %s", o.ID, child, err, want)
+		}
+	}
+	ok("every order waited out its ship window (timer_fired) and ran its child ShipmentWorkflow")
+	// the compensation
+	ship, _ := d.shop.executions("order-4", "ShipOrder")
+	refund, _ := d.shop.executions("order-4", "RefundCard")
+	release, _ := d.shop.executions("order-4", "ReleaseInventory")
+	if ship == 1 && refund == 1 && release == 1 && countType(hist["order-4"], replay.EventChildFailed) == 1 {
+		ok("order-4 ShipOrder failed once (non-retryable), child_failed; RefundCard and ReleaseInventory ran once each")
+	} else {
+		fail("order-4: ShipOrder %d, RefundCard %d, ReleaseInventory %d executions", ship, refund, release)
+	}
+	for _, o := range d.orders[:3] {
+		if n, _ := d.shop.executions(o.ID, "RefundCard"); n != 0 {
+			fail("%s was compensated", o.ID)
+		}
+	}
+	// the recovery
+	reserve, _ := d.shop.executions("order-1", "ReserveInventory")
+	charge, _ := d.shop.executions("order-1", "ChargeCard")
+	confirm, confirmKeys := d.shop.executions("order-1", "SendConfirmation")
+	requeued := slices.ContainsFunc(hist["order-1"], func(ev engine.Event) bool {
+		return ev.Type == engine.EventJobRequeued && ev.Reason == engine.ReasonLeaseExpired
+	})
+	d.rep.plain("      order-1 executions by idempotency key: %s", strings.Join(d.shop.counts("order-1"), ", "))
+	if reserve == 1 && charge == 1 && confirm == 2 && confirmKeys == 1 && requeued && d.stopErr != nil {
+		ok("order-1 recovered: lease_expired requeue; worker-b did not re-run ReserveInventory (1 execution) or ChargeCard (1 execution); it re-ran only SendConfirmation, in flight when worker-a was abandoned (2 executions, one idempotency key)")
+	} else {
+		fail("order-1 recovery: ReserveInventory %d, ChargeCard %d, SendConfirmation %d (%d keys), lease_expired requeue %v, Stop %v",
+			reserve, charge, confirm, confirmKeys, requeued, d.stopErr)
+	}
+	if len(fails) > 0 {
+		for _, f := range fails {
+			d.rep.plain("  FAIL %s", f)
+		}
+		return fmt.Errorf("%d checks failed, first: %s", len(fails), fails[0])
+	}
+	return nil
+}
+
+func countType(hist []engine.Event, t engine.EventType) int {
+	n := 0
+	for _, ev := range hist {
+		if ev.Type == t {
+			n++
+		}
+	}
+	return n
+}
+
+// summary prints one line per order: status, attempts, what ran.
+func (d *demo) summary(ctx context.Context) {
+	d.rep.plain("")
+	d.rep.plain("summary:")
+	for _, o := range d.orders {
+		j, err := d.c.DescribeWorkflow(ctx, o.ID, "")
+		if err != nil {
+			d.rep.plain("  %-8s %v", o.ID, err)
+			continue
+		}
+		var ran []string
+		for _, act := range []string{"ReserveInventory", "ChargeCard", "SendConfirmation", "PackOrder", "ShipOrder", "RefundCard", "ReleaseInventory"} {
+			if n, _ := d.shop.executions(o.ID, act); n > 0 {
+				ran = append(ran, fmt.Sprintf("%s×%d", act, n))
+			}
+		}
+		d.mu.Lock()
+		outcome := d.results[o.ID]
+		if err := d.errs[o.ID]; err != nil {
+			outcome = shorten(err.Error(), 90)
+		}
+		d.mu.Unlock()
+		d.rep.plain("  %-8s %-9s job %d, %d claims, %d events; ran %s", o.ID, j.Status, j.ID, j.Attempt, j.LastSeq, strings.Join(ran, " "))
+		d.rep.plain("  %-8s => %s", "", outcome)
 	}
 }
 
-// background is one goroutine whose error is read after done is closed.
-type background struct {
-	done chan struct{}
-	err  error
-}
-
-func startBackground(fn func() error) *background {
-	bg := &background{done: make(chan struct{})}
-	go func() {
-		defer close(bg.done)
-		bg.err = fn()
-	}()
-	return bg
-}
-
-func (bg *background) wait() error {
-	<-bg.done
-	return bg.err
+// verifyStore runs engine.Verify over one consistent read of the whole
+// store: histories legal, records, indexes and effects all in agreement.
+func (d *demo) verifyStore() error {
+	var problems []error
+	jobs := 0
+	err := d.e.DB().View(func(r *storage.Reader) error {
+		problems = engine.Verify(r, 0)
+		return r.Scan(storage.JobPrefix, nil, false, func(_, _ []byte) (bool, error) {
+			jobs++
+			return true, nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	d.rep.plain("")
+	d.rep.plain("store verified: %d jobs, %d problems", jobs, len(problems))
+	for _, p := range problems {
+		d.rep.plain("  problem: %v", p)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("engine.Verify found %d problems, first: %w", len(problems), problems[0])
+	}
+	if want := 2 * len(d.orders); jobs != want {
+		return fmt.Errorf("verify: store holds %d jobs, want %d (each order and its child)", jobs, want)
+	}
+	return nil
 }

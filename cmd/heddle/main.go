@@ -1,5 +1,5 @@
-// Command heddle is heddle's binary. Today it runs the demo of the core
-// engine; the server, the cluster and the workflow commands come later.
+// Command heddle is heddle's binary. Today it runs the demo of the
+// SDK; the server, the cluster and the workflow commands come later.
 package main
 
 import (
@@ -23,7 +23,7 @@ type command struct {
 // commands lists the subcommands in the order usage prints them.
 func commands() []command {
 	return []command{
-		{"demo", "run the engine demo: three orders, a crash, a signal, a timer", runDemoCommand},
+		{"demo", "run the SDK demo: order sagas, a retry, a timer, a signal, a child, compensation, recovery", runDemoCommand},
 		{"help", "print this help, or the help of one command", runHelp},
 	}
 }

@@ -13,8 +13,12 @@ import (
 // record the engine keeps, and the only thing a recovering worker reads.
 func (d *demo) printTimeline(ctx context.Context) error {
 	wf := d.cfg.Timeline
-	id := d.jobs[wf]
-	hist, err := readHistory(ctx, d.e, id)
+	j, err := d.c.DescribeWorkflow(ctx, wf, "")
+	if err != nil {
+		return err
+	}
+	id := j.ID
+	hist, err := d.c.GetWorkflowHistory(ctx, wf, "")
 	if err != nil {
 		return err
 	}
@@ -23,11 +27,12 @@ func (d *demo) printTimeline(ctx context.Context) error {
 	}
 	d.rep.plain("")
 	d.rep.plain("history of %s (job %d), %d events; +ms from the first event, att = attempt:", wf, id, len(hist))
-	d.rep.plain("  %3s %6s %3s  %-20s %-19s %s", "seq", "+ms", "att", "event", "step / name", "details")
+	d.rep.plain("  %3s %6s %3s  %-23s %-24s %s", "seq", "+ms", "att", "event", "step  name", "details")
 	first := hist[0].AtMS
 	for _, ev := range hist {
-		d.rep.plain("  %3d %6d %3s  %-20s %-19s %s", ev.Seq, ev.AtMS-first, attempt(ev.Attempt),
+		line := fmt.Sprintf("  %3d %6d %3s  %-23s %-24s %s", ev.Seq, ev.AtMS-first, attempt(ev.Attempt),
 			ev.Type, stepOrName(ev), details(ev, first))
+		d.rep.plain("%s", strings.TrimRight(line, " "))
 	}
 	return nil
 }
@@ -40,10 +45,7 @@ func attempt(a uint64) string {
 }
 
 func stepOrName(ev engine.Event) string {
-	if ev.Step != "" {
-		return ev.Step
-	}
-	return ev.Name
+	return strings.TrimSpace(ev.Step + "  " + ev.Name)
 }
 
 // details joins what else the event carries: its payload (shortened), the

@@ -14,7 +14,10 @@ type Info struct {
 	RunID        string
 	// Step is the activity's step in its workflow's history.
 	Step string
-	// Attempt counts executions of this step, from 1.
+	// Attempt counts the tries of this step recorded as failed, plus one. A
+	// try cut short by a crash (the worker died before committing) is not
+	// recorded, so the next try reports the same attempt: tell executions
+	// apart by IdempotencyKey and count them yourself if you must.
 	Attempt int
 	// Deadline is when this attempt's StartToCloseTimeout ends (zero: none).
 	Deadline time.Time

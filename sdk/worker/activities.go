@@ -24,18 +24,29 @@ type attemptRecord struct {
 	RetryAtMS int64  `json:"retryAtMS,omitempty"`
 }
 
-// retryAt returns when a durably delayed retry of a step may run, or 0.
-func retryAt(recs []*engine.Event) int64 {
-	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].Type == replay.EventActivityAttemptFailed {
-			var rec attemptRecord
-			if json.Unmarshal(recs[i].Payload, &rec) == nil {
-				return rec.RetryAtMS
-			}
-			return 0
+// retryAt returns when a durably delayed retry of a step may run and the
+// failed try it follows, or 0: the newest activity_attempt_failed record
+// decides, among the history's records and the ones still pending.
+func retryAt(recs []*engine.Event, pending []engine.NewEvent, step string) (int64, int) {
+	for i := len(pending) - 1; i >= 0; i-- {
+		if pending[i].Type == replay.EventActivityAttemptFailed && pending[i].Step == step {
+			return parseRetry(pending[i].Payload)
 		}
 	}
-	return 0
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Type == replay.EventActivityAttemptFailed {
+			return parseRetry(recs[i].Payload)
+		}
+	}
+	return 0, 0
+}
+
+func parseRetry(payload []byte) (int64, int) {
+	var rec attemptRecord
+	if json.Unmarshal(payload, &rec) != nil {
+		return 0, 0
+	}
+	return rec.RetryAtMS, rec.Attempt
 }
 
 // failedAttempts counts the recorded failed tries of a step.
@@ -72,7 +83,7 @@ func (r *run) runInline(cmds []*replay.Command) (bool, error) {
 				continue
 			}
 			recs := r.x.Records(c.Step)
-			if at := retryAt(recs); at > nowMS {
+			if at, _ := retryAt(recs, r.pending, c.Step); at > nowMS {
 				continue // waits for its retry timer
 			}
 			started[c.Step] = true
@@ -86,6 +97,12 @@ func (r *run) runInline(cmds []*replay.Command) (bool, error) {
 	for running > 0 {
 		o := <-results
 		running--
+		if firstErr == nil && r.ctx.Err() != nil {
+			// The worker itself stopped, or the attempt turned stale: what
+			// the activities returned under a cancelled context is not
+			// their result and must not be committed.
+			firstErr = r.ctx.Err()
+		}
 		if firstErr != nil {
 			continue // drain the others; the turn is over
 		}

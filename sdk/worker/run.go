@@ -250,8 +250,8 @@ func (r *run) wait(cmds []*replay.Command) (woken bool, err error) {
 				events = append(events, engine.NewEvent{Type: replay.EventTimerScheduled, Step: c.Step})
 			}
 		case c.Kind == replay.KindActivity && r.isInline(c):
-			if at := retryAt(r.x.Records(c.Step)); at > 0 {
-				spec.Timers = append(spec.Timers, engine.Timer{ID: retryTimerID(c.Step, r.x.Records(c.Step)), FireMS: at})
+			if at, attempt := retryAt(r.x.Records(c.Step), r.pending, c.Step); at > 0 {
+				spec.Timers = append(spec.Timers, engine.Timer{ID: replay.RetryTimerPrefix + c.Step + ":" + strconv.Itoa(attempt), FireMS: at})
 			}
 		default:
 			spec.Steps = append(spec.Steps, c.Step)
@@ -270,10 +270,6 @@ func (r *run) wait(cmds []*replay.Command) (woken bool, err error) {
 	}
 	r.pending = nil
 	return false, nil
-}
-
-func retryTimerID(step string, recs []*engine.Event) string {
-	return replay.RetryTimerPrefix + step + ":" + strconv.Itoa(len(recs))
 }
 
 // closeChildren applies the parent-close policy to the children still
