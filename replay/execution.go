@@ -61,6 +61,7 @@ type Execution struct {
 	frontier uint64
 	nextStep uint64
 	cmds     map[string]*Command
+	open     map[string]*Command        // the unresolved non-marker commands, for Unresolved
 	byStep   map[string][]*engine.Event // the known history, by step
 	markers  []engine.NewEvent
 
@@ -80,7 +81,8 @@ type Execution struct {
 // NewExecution returns an execution of job that will run entry when the
 // history's job_created event is applied.
 func NewExecution(job engine.JobID, entry Entry) *Execution {
-	return &Execution{Job: job, entry: entry, cmds: map[string]*Command{}, byStep: map[string][]*engine.Event{}}
+	return &Execution{Job: job, entry: entry, cmds: map[string]*Command{}, open: map[string]*Command{},
+		byStep: map[string][]*engine.Event{}}
 }
 
 // Dispatcher returns the dispatcher running the workflow's coroutines.
@@ -193,6 +195,7 @@ func (x *Execution) apply(ev *engine.Event) error {
 	cmd.Recorded = true // issued live, its record has now come back through the history
 	if se.role != roleRecord && !cmd.Resolved {
 		cmd.Resolved = true
+		delete(x.open, step)
 		if cmd.resolve != nil {
 			cmd.resolve(Resolution{Payload: ev.Payload, Failed: se.role == roleFail, Event: ev})
 		}
@@ -231,6 +234,9 @@ func (x *Execution) issue(step string, kind CommandKind, name string, input []by
 		cmd.Recorded = true
 	}
 	x.cmds[step] = cmd
+	if kind != KindMarker {
+		x.open[step] = cmd
+	}
 	return cmd
 }
 
@@ -309,11 +315,9 @@ func (x *Execution) DrainMarkers() []engine.NewEvent {
 // activity's failed tries, a scheduled timer or child): they must not be
 // issued to the engine again, only waited for, resumed or caught up.
 func (x *Execution) Unresolved() []*Command {
-	var out []*Command
-	for _, c := range x.cmds {
-		if !c.Resolved && c.Kind != KindMarker {
-			out = append(out, c)
-		}
+	out := make([]*Command, 0, len(x.open))
+	for _, c := range x.open {
+		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool { return stepLess(out[i].Step, out[j].Step) })
 	return out

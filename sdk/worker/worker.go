@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
@@ -86,7 +87,8 @@ func (o Options) withDefaults(queue string) Options {
 }
 
 // Worker claims and drives the jobs of one task queue. Register workflows
-// and activities before Start; Start and Stop may be called once each.
+// and activities before Start. Start may be called once; Stop any number of
+// times (the calls after the first return nil at once).
 type Worker struct {
 	e     *engine.Engine
 	queue string
@@ -97,11 +99,12 @@ type Worker struct {
 	workflows  map[string]any
 	activities map[string]any
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	slots  chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
+	stop    chan struct{}
+	stopped atomic.Bool
+	wg      sync.WaitGroup
+	slots   chan struct{}
 }
 
 // New returns a worker for taskQueue on e.
@@ -167,8 +170,8 @@ func (w *Worker) Start() error {
 // commit point (a wait, a completion or a failure) — a graceful drain. If
 // ctx ends first, the jobs in hand are abandoned to their leases.
 func (w *Worker) Stop(ctx context.Context) error {
-	if w.stop == nil {
-		return nil
+	if w.stop == nil || w.stopped.Swap(true) {
+		return nil // never started, or already stopped
 	}
 	close(w.stop)
 	done := make(chan struct{})
