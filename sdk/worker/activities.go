@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"sync"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/replay"
@@ -22,6 +23,29 @@ type attemptRecord struct {
 	Attempt   int    `json:"attempt"`
 	Message   string `json:"message"`
 	RetryAtMS int64  `json:"retryAtMS,omitempty"`
+	// Details are the try's last heartbeat details, for the next try.
+	Details []byte `json:"details,omitempty"`
+}
+
+// lastDetails returns the heartbeat details the newest failed try of a
+// step recorded, among the pending records and the history's.
+func lastDetails(recs []*engine.Event, pending []engine.NewEvent, step string) []byte {
+	var payload []byte
+	for i := len(pending) - 1; i >= 0 && payload == nil; i-- {
+		if pending[i].Type == replay.EventActivityAttemptFailed && pending[i].Step == step {
+			payload = pending[i].Payload
+		}
+	}
+	for i := len(recs) - 1; i >= 0 && payload == nil; i-- {
+		if recs[i].Type == replay.EventActivityAttemptFailed {
+			payload = recs[i].Payload
+		}
+	}
+	var rec attemptRecord
+	if payload == nil || json.Unmarshal(payload, &rec) != nil {
+		return nil
+	}
+	return rec.Details
 }
 
 // retryAt returns when a durably delayed retry of a step may run and the
@@ -88,7 +112,8 @@ func (r *run) runInline(cmds []*replay.Command) (bool, error) {
 			}
 			started[c.Step] = true
 			running++
-			go func(c *replay.Command, attempt int) { results <- r.execute(c, attempt) }(c, failedAttempts(recs)+1)
+			details := lastDetails(recs, r.pending, c.Step)
+			go func(c *replay.Command, attempt int) { results <- r.execute(c, attempt, details) }(c, failedAttempts(recs)+1)
 		}
 	}
 	startReady(cmds)
@@ -138,7 +163,7 @@ func (r *run) commitActivity(o outcome) error {
 // execute runs an activity from try attempt on, retrying in the worker while
 // the delay is short, until it succeeds, fails for good, or needs a durable
 // retry timer.
-func (r *run) execute(c *replay.Command, attempt int) outcome {
+func (r *run) execute(c *replay.Command, attempt int, details []byte) outcome {
 	opts, _ := c.Options.(workflow.ActivityOptions)
 	o := outcome{c: c}
 	fn := r.w.activityFn(c.Name)
@@ -152,7 +177,9 @@ func (r *run) execute(c *replay.Command, attempt int) outcome {
 	for ; fn != nil; attempt++ {
 		info := activity.Info{ActivityType: c.Name, WorkflowID: r.job.WorkflowID, RunID: strconv.FormatUint(uint64(r.job.Job), 10),
 			Step: c.Step, Attempt: attempt, IdempotencyKey: fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step)}
-		result, err := r.w.callActivity(r.actCtx, fn, c.Input, info, opts, r.ref)
+		env := &activityEnv{w: r.w, info: info, ref: r.ref, prev: details}
+		result, err := r.w.callActivity(r.actCtx, fn, c.Input, env, opts)
+		details = env.recorded()
 		if err == nil {
 			o.result, o.err = result, nil
 			return o
@@ -162,7 +189,7 @@ func (r *run) execute(c *replay.Command, attempt int) outcome {
 			return o
 		}
 		delay := policy.Delay(attempt)
-		rec := attemptRecord{Attempt: attempt, Message: err.Error()}
+		rec := attemptRecord{Attempt: attempt, Message: err.Error(), Details: details}
 		if delay > r.w.opts.RetryInlineThreshold {
 			rec.RetryAtMS = r.w.opts.Clock.Now().Add(delay).UnixMilli()
 			o.retryAt = rec.RetryAtMS
@@ -192,31 +219,54 @@ func retryable(err error, p *workflow.RetryPolicy) bool {
 	return true
 }
 
-// activityEnv is what an activity's context carries.
+// activityEnv is what an activity's context carries: its info, the
+// details an earlier try recorded, and those this try records.
 type activityEnv struct {
 	w    *Worker
 	ctx  context.Context
 	info activity.Info
 	ref  engine.LeaseRef
+	prev []byte
+
+	mu      sync.Mutex
+	details []byte
 }
 
 func (a *activityEnv) Info() activity.Info      { return a.info }
-func (a *activityEnv) HeartbeatDetails() []byte { return nil }
-func (a *activityEnv) Heartbeat([]byte) error {
+func (a *activityEnv) HeartbeatDetails() []byte { return a.prev }
+
+// Heartbeat keeps details for the next try and renews the job's lease; an
+// error means the attempt is stale (the worker then cancels the activity).
+func (a *activityEnv) Heartbeat(details []byte) error {
+	a.mu.Lock()
+	a.details = append([]byte(nil), details...)
+	a.mu.Unlock()
 	_, err := a.w.e.HeartbeatOne(a.ctx, a.ref, a.w.opts.LeaseTTL.Milliseconds())
 	return err
 }
 
+// recorded returns the details this try recorded, or the earlier try's.
+func (a *activityEnv) recorded() []byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.details != nil {
+		return a.details
+	}
+	return a.prev
+}
+
 // callActivity runs one try of an activity function under its
 // StartToCloseTimeout, turning a panic into an error.
-func (w *Worker) callActivity(ctx context.Context, fn any, input []byte, info activity.Info, opts workflow.ActivityOptions, ref engine.LeaseRef) (result []byte, err error) {
+func (w *Worker) callActivity(ctx context.Context, fn any, input []byte, env *activityEnv, opts workflow.ActivityOptions) (result []byte, err error) {
+	info := &env.info
 	if opts.StartToCloseTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, opts.StartToCloseTimeout)
 		defer cancel()
 		info.Deadline, _ = ctx.Deadline()
 	}
-	ctx = activity.WithEnv(ctx, &activityEnv{w: w, ctx: ctx, info: info, ref: ref})
+	env.ctx = ctx
+	ctx = activity.WithEnv(ctx, env)
 	defer func() {
 		if p := recover(); p != nil {
 			result, err = nil, fmt.Errorf("activity %s panicked: %v", info.ActivityType, p)
@@ -277,7 +327,7 @@ func (w *Worker) runActivityTask(ctx, actCtx context.Context, j engine.ClaimedJo
 	}
 	c := &replay.Command{Step: "1", Kind: replay.KindActivity, Name: name, Input: in.Args, Options: in.Options}
 	r := &run{w: w, ctx: ctx, actCtx: actCtx, job: j, ref: ref}
-	o := r.execute(c, int(j.Attempt))
+	o := r.execute(c, int(j.Attempt), nil)
 	if o.err != nil {
 		_, err = w.e.Fail(ctx, engine.Fail{LeaseRef: ref, Error: workflow.EncodeFailure(o.err)})
 		return err
