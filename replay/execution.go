@@ -291,6 +291,9 @@ func (x *Execution) KeyedMarker(key, name string, compute func() ([]byte, error)
 	return v, err == nil, err
 }
 
+// HasKeyedMarker reports whether the history holds the keyed marker key.
+func (x *Execution) HasKeyedMarker(key string) bool { return len(x.byStep["k:"+key]) > 0 }
+
 func (x *Execution) byStepPayload(step string, cmd *Command) []byte {
 	if recs := x.byStep[step]; len(recs) > 0 {
 		return recs[0].Payload

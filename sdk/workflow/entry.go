@@ -20,6 +20,9 @@ type state struct {
 	pending  map[string][][]byte     // signals received before their channel was asked for
 	versions map[string]Version      // GetVersion's answers, so a change id answers the same twice
 	queries  map[string]any          // SetQueryHandler's handlers
+	// mutable holds MutableSideEffect's state per id: calls so far and the
+	// current (last recorded) value.
+	mutable map[string]*mutableState
 }
 
 type stateKey struct{}
