@@ -28,7 +28,10 @@ type Command struct {
 	Input   []byte
 	Options any   // the SDK's options for the command; opaque to replay
 	FireAt  int64 // a timer's firing time, Unix ms
-	Where   string
+	// IssuedAtMS is the workflow time when the code issued the command: the
+	// same on every replay, so deadlines measured from it are too.
+	IssuedAtMS int64
+	Where      string
 	// Recorded is true once the history holds an event of the step: the
 	// command happened before and must not be issued to the engine again.
 	Recorded bool
@@ -225,7 +228,8 @@ func (x *Execution) Issue(kind CommandKind, name string, input []byte, opts any,
 }
 
 func (x *Execution) issue(step string, kind CommandKind, name string, input []byte, opts any, fireAt int64, resolve func(Resolution)) *Command {
-	cmd := &Command{Step: step, Kind: kind, Name: name, Input: input, Options: opts, FireAt: fireAt, resolve: resolve, Where: callerOutsideSDK()}
+	cmd := &Command{Step: step, Kind: kind, Name: name, Input: input, Options: opts, FireAt: fireAt, resolve: resolve,
+		IssuedAtMS: x.nowMS, Where: callerOutsideSDK()}
 	if recs := x.byStep[step]; len(recs) > 0 {
 		rec := recs[0]
 		if stepEvents[rec.Type].kind != kind || (kind != KindTimer && rec.Name != name) {

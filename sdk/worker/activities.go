@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/replay"
@@ -174,11 +175,25 @@ func (r *run) execute(c *replay.Command, attempt int, details []byte) outcome {
 	if policy == nil {
 		policy = &workflow.RetryPolicy{}
 	}
+	// ScheduleToCloseTimeout bounds all tries together, from the workflow
+	// time the activity was scheduled (the same on every replay).
+	var deadline time.Time
+	if opts.ScheduleToCloseTimeout > 0 {
+		deadline = time.UnixMilli(c.IssuedAtMS).Add(opts.ScheduleToCloseTimeout)
+	}
+	scheduleTimeout := func() error {
+		return workflow.NewApplicationError(fmt.Sprintf("activity %s: schedule-to-close timeout of %v", c.Name, opts.ScheduleToCloseTimeout),
+			"ScheduleToCloseTimeout", true)
+	}
 	for ; fn != nil; attempt++ {
+		if !deadline.IsZero() && !r.w.opts.Clock.Now().Before(deadline) {
+			o.err = scheduleTimeout()
+			return o
+		}
 		info := activity.Info{ActivityType: c.Name, WorkflowID: r.job.WorkflowID, RunID: strconv.FormatUint(uint64(r.job.Job), 10),
 			Step: c.Step, Attempt: attempt, IdempotencyKey: fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step)}
-		env := &activityEnv{w: r.w, info: info, ref: r.ref, prev: details}
-		result, err := r.w.callActivity(r.actCtx, fn, c.Input, env, opts)
+		env := &activityEnv{w: r.w, info: info, ref: r.ref, prev: details, beats: make(chan struct{}, 1)}
+		result, err := r.w.callActivity(r.actCtx, fn, c.Input, env, opts, deadline)
 		details = env.recorded()
 		if err == nil {
 			o.result, o.err = result, nil
@@ -189,6 +204,10 @@ func (r *run) execute(c *replay.Command, attempt int, details []byte) outcome {
 			return o
 		}
 		delay := policy.Delay(attempt)
+		if !deadline.IsZero() && !r.w.opts.Clock.Now().Add(delay).Before(deadline) {
+			o.err = errors.Join(scheduleTimeout(), err)
+			return o
+		}
 		rec := attemptRecord{Attempt: attempt, Message: err.Error(), Details: details}
 		if delay > r.w.opts.RetryInlineThreshold {
 			rec.RetryAtMS = r.w.opts.Clock.Now().Add(delay).UnixMilli()
@@ -230,6 +249,7 @@ type activityEnv struct {
 
 	mu      sync.Mutex
 	details []byte
+	beats   chan struct{} // each Heartbeat, for the HeartbeatTimeout watchdog
 }
 
 func (a *activityEnv) Info() activity.Info      { return a.info }
@@ -241,6 +261,10 @@ func (a *activityEnv) Heartbeat(details []byte) error {
 	a.mu.Lock()
 	a.details = append([]byte(nil), details...)
 	a.mu.Unlock()
+	select {
+	case a.beats <- struct{}{}:
+	default:
+	}
 	_, err := a.w.e.HeartbeatOne(a.ctx, a.ref, a.w.opts.LeaseTTL.Milliseconds())
 	return err
 }
@@ -257,13 +281,29 @@ func (a *activityEnv) recorded() []byte {
 
 // callActivity runs one try of an activity function under its
 // StartToCloseTimeout, turning a panic into an error.
-func (w *Worker) callActivity(ctx context.Context, fn any, input []byte, env *activityEnv, opts workflow.ActivityOptions) (result []byte, err error) {
+func (w *Worker) callActivity(ctx context.Context, fn any, input []byte, env *activityEnv, opts workflow.ActivityOptions, scheduleDeadline time.Time) (result []byte, err error) {
 	info := &env.info
 	if opts.StartToCloseTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, opts.StartToCloseTimeout)
 		defer cancel()
-		info.Deadline, _ = ctx.Deadline()
+	}
+	if !scheduleDeadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, scheduleDeadline)
+		defer cancel()
+	}
+	info.Deadline, _ = ctx.Deadline()
+	if opts.HeartbeatTimeout > 0 {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		go w.heartbeatWatchdog(ctx, cancel, env.beats, opts.HeartbeatTimeout)
+		defer func() {
+			if err != nil && errors.Is(context.Cause(ctx), errHeartbeatTimeout) {
+				err = fmt.Errorf("activity %s: no heartbeat within %v: %w", info.ActivityType, opts.HeartbeatTimeout, err)
+			}
+		}()
 	}
 	env.ctx = ctx
 	ctx = activity.WithEnv(ctx, env)
@@ -305,11 +345,33 @@ func (w *Worker) callActivity(ctx context.Context, fn any, input []byte, env *ac
 	return nil, nil
 }
 
+// errHeartbeatTimeout is the cause of a try cancelled for a missed heartbeat.
+var errHeartbeatTimeout = errors.New("heartbeat timeout")
+
+// heartbeatWatchdog cancels a try whose activity lets HeartbeatTimeout pass
+// without a heartbeat; each beat starts the wait anew.
+func (w *Worker) heartbeatWatchdog(ctx context.Context, cancel context.CancelCauseFunc, beats <-chan struct{}, timeout time.Duration) {
+	for {
+		t := w.opts.Clock.NewTimer(timeout)
+		select {
+		case <-beats:
+			t.Stop()
+		case <-t.C():
+			cancel(errHeartbeatTimeout)
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
 // taskInput is the input of a job that carries an activity to another
 // queue: the arguments and the options the workflow gave.
 type taskInput struct {
-	Args    []byte                   `json:"args"`
-	Options workflow.ActivityOptions `json:"options"`
+	Args       []byte                   `json:"args"`
+	Options    workflow.ActivityOptions `json:"options"`
+	IssuedAtMS int64                    `json:"issuedAtMS"`
 }
 
 // runActivityTask executes an activity that another queue's workflow sent
@@ -325,7 +387,7 @@ func (w *Worker) runActivityTask(ctx, actCtx context.Context, j engine.ClaimedJo
 		_, ferr := w.e.Fail(ctx, engine.Fail{LeaseRef: ref, Error: workflow.EncodeFailure(fmt.Errorf("activity task input: %w", err))})
 		return ferr
 	}
-	c := &replay.Command{Step: "1", Kind: replay.KindActivity, Name: name, Input: in.Args, Options: in.Options}
+	c := &replay.Command{Step: "1", Kind: replay.KindActivity, Name: name, Input: in.Args, Options: in.Options, IssuedAtMS: in.IssuedAtMS}
 	r := &run{w: w, ctx: ctx, actCtx: actCtx, job: j, ref: ref}
 	o := r.execute(c, int(j.Attempt), nil)
 	if o.err != nil {

@@ -211,7 +211,7 @@ func (r *run) createRemote(c *replay.Command) error {
 	switch c.Kind {
 	case replay.KindActivity:
 		opts, _ := c.Options.(workflow.ActivityOptions)
-		in, err := json.Marshal(taskInput{Args: c.Input, Options: opts})
+		in, err := json.Marshal(taskInput{Args: c.Input, Options: opts, IssuedAtMS: c.IssuedAtMS})
 		if err != nil {
 			return err
 		}
