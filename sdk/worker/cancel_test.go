@@ -46,9 +46,13 @@ func Supervisor(ctx workflow.Context) error {
 }
 
 func TestCancellationReachesActivitiesAndChildren(t *testing.T) {
+	forEachCache(t, testCancellationReachesActivitiesAndChildren)
+}
+
+func testCancellationReachesActivitiesAndChildren(t *testing.T, cache int) {
 	activitySawCancel.Store(false)
 	e := open(t)
-	w := startWorker(t, e, "sup", worker.Options{LeaseTTL: 300 * time.Millisecond})
+	w := startWorker(t, e, "sup", worker.Options{CacheSize: cache, LeaseTTL: 300 * time.Millisecond})
 	w.RegisterWorkflow(Supervisor)
 	w.RegisterWorkflow(Sleeper)
 	w.RegisterActivity(LongRunning)

@@ -42,9 +42,13 @@ func ResumeFlow(ctx workflow.Context) (string, error) {
 
 // A retry sees the heartbeat details of the try before it.
 func TestHeartbeatDetailsCarryToTheNextTry(t *testing.T) {
+	forEachCache(t, testHeartbeatDetailsCarryToTheNextTry)
+}
+
+func testHeartbeatDetailsCarryToTheNextTry(t *testing.T, cache int) {
 	for _, threshold := range []time.Duration{time.Second, time.Microsecond} { // inline and durable retry
 		e := open(t)
-		w := startWorker(t, e, "hb", worker.Options{RetryInlineThreshold: threshold})
+		w := startWorker(t, e, "hb", worker.Options{CacheSize: cache, RetryInlineThreshold: threshold})
 		w.RegisterWorkflow(ResumeFlow)
 		w.RegisterActivity(Resumable)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

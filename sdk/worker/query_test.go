@@ -26,9 +26,11 @@ func Tally(ctx workflow.Context) (int, error) {
 	return count, nil
 }
 
-func TestQueryWorkflow(t *testing.T) {
+func TestQueryWorkflow(t *testing.T) { forEachCache(t, testQueryWorkflow) }
+
+func testQueryWorkflow(t *testing.T, cache int) {
 	e := open(t)
-	w := startWorker(t, e, "q", worker.Options{})
+	w := startWorker(t, e, "q", worker.Options{CacheSize: cache})
 	w.RegisterWorkflow(Tally)
 	c := client.NewWithOptions(e, client.Options{Querier: w})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

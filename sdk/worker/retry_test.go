@@ -46,10 +46,12 @@ func Retrier(ctx workflow.Context) (string, error) {
 // A retry delay longer than the inline threshold becomes a durable timer:
 // the job waits instead of holding its lease, then the next try runs. A
 // non-retryable failure is not retried.
-func TestDurableRetryAndNonRetryable(t *testing.T) {
+func TestDurableRetryAndNonRetryable(t *testing.T) { forEachCache(t, testDurableRetryAndNonRetryable) }
+
+func testDurableRetryAndNonRetryable(t *testing.T, cache int) {
 	flakyCalls.Store(0)
 	e := open(t)
-	w := startWorker(t, e, "retry", worker.Options{RetryInlineThreshold: time.Millisecond})
+	w := startWorker(t, e, "retry", worker.Options{CacheSize: cache, RetryInlineThreshold: time.Millisecond})
 	w.RegisterWorkflow(Retrier)
 	w.RegisterActivity(FlakyOnce)
 	w.RegisterActivity(Permanent)

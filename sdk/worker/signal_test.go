@@ -46,6 +46,10 @@ func Collect(ctx workflow.Context) (string, error) {
 }
 
 func TestSignalsInEveryStatusDeliveredOnceInOrder(t *testing.T) {
+	forEachCache(t, testSignalsInEveryStatusDeliveredOnceInOrder)
+}
+
+func testSignalsInEveryStatusDeliveredOnceInOrder(t *testing.T, cache int) {
 	gate = make(chan struct{}) // fresh for every run of the test (-count)
 	e := open(t)
 	c := client.New(e)
@@ -81,7 +85,7 @@ func TestSignalsInEveryStatusDeliveredOnceInOrder(t *testing.T) {
 	// Queued: no worker yet.
 	send("q1")
 	send("q2")
-	w := startWorker(t, e, "sig", worker.Options{})
+	w := startWorker(t, e, "sig", worker.Options{CacheSize: cache})
 	w.RegisterWorkflow(Collect)
 	w.RegisterActivity(Hold)
 	// Running: the worker holds the job while Hold blocks.

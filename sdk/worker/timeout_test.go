@@ -56,9 +56,11 @@ func Timeouts(ctx workflow.Context) (string, error) {
 // ScheduleToCloseTimeout ends the retries of an activity for good, and
 // HeartbeatTimeout cancels a try that stops heartbeating but not one that
 // keeps heartbeating.
-func TestActivityTimeouts(t *testing.T) {
+func TestActivityTimeouts(t *testing.T) { forEachCache(t, testActivityTimeouts) }
+
+func testActivityTimeouts(t *testing.T, cache int) {
 	e := open(t)
-	w := startWorker(t, e, "to", worker.Options{})
+	w := startWorker(t, e, "to", worker.Options{CacheSize: cache})
 	w.RegisterWorkflow(Timeouts)
 	w.RegisterActivity(AlwaysTransient)
 	w.RegisterActivity(Silent)

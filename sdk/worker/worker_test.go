@@ -204,8 +204,12 @@ func CancellableWorkflow(ctx workflow.Context) (string, error) {
 
 // A cancel request reaches the workflow through its context.
 func TestCancelRequestReachesWorkflow(t *testing.T) {
+	forEachCache(t, testCancelRequestReachesWorkflow)
+}
+
+func testCancelRequestReachesWorkflow(t *testing.T, cache int) {
 	e := open(t)
-	startWorker(t, e, "orders", worker.Options{})
+	startWorker(t, e, "orders", worker.Options{CacheSize: cache})
 	c := client.New(e)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -235,4 +239,13 @@ func TestCancelRequestReachesWorkflow(t *testing.T) {
 		t.Fatalf("Get = %v, want ErrCanceled", err)
 	}
 	verify(t, e)
+}
+
+// forEachCache runs a test twice: with the workflow cache (every turn after
+// the first resumes from memory) and without it (every turn replays the
+// history from the start). The results must be the same.
+func forEachCache(t *testing.T, test func(t *testing.T, cache int)) {
+	for _, cache := range []int{0, -1} {
+		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) { test(t, cache) })
+	}
 }
