@@ -74,9 +74,13 @@ func testSignalsInEveryStatusDeliveredOnceInOrder(t *testing.T, cache int) {
 	}
 	waitFor := func(s engine.Status) {
 		t.Helper()
-		for status() != s {
+		for {
+			changed := e.Committed() // before the read, or a commit in between is missed
+			if status() == s {
+				return
+			}
 			select {
-			case <-e.Committed():
+			case <-changed:
 			case <-ctx.Done():
 				t.Fatalf("the job never became %s", s)
 			}

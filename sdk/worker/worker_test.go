@@ -219,6 +219,7 @@ func testCancelRequestReachesWorkflow(t *testing.T, cache int) {
 	}
 	// Wait until the workflow blocks, then ask it to cancel.
 	for {
+		changed := e.Committed() // before the read, or a commit in between is missed
 		j, err := c.DescribeWorkflow(ctx, "c-1", "")
 		if err != nil {
 			t.Fatal(err)
@@ -227,7 +228,7 @@ func testCancelRequestReachesWorkflow(t *testing.T, cache int) {
 			break
 		}
 		select {
-		case <-e.Committed():
+		case <-changed:
 		case <-ctx.Done():
 			t.Fatal("workflow never waited")
 		}

@@ -131,7 +131,8 @@ type failure struct {
 // EncodeFailure writes err as a failure payload, the JSON object
 // {"type": ..., "message": ..., "nonRetryable": bool}, for the worker to
 // put in activity_failed (and attempt_failed) events. An *ApplicationError
-// in err's chain gives the three fields; any other error is of the type
+// in err's chain gives the type and retryability, and the message is err's
+// whole text (so what wrappers added is kept); any other error is of the type
 // named by its Go type without package or pointer ("errorString" for
 // errors.New), with its Error text, and retryable.
 func EncodeFailure(err error) []byte {
@@ -144,8 +145,14 @@ func EncodeFailure(err error) []byte {
 	switch {
 	case errors.As(err, &ae):
 		f = failure{Type: ae.Type, Message: ae.Message, NonRetryable: ae.NonRetryable}
+		if error(ae) != err {
+			f.Message = err.Error() // wrapped: keep what the wrappers said
+		}
 	case errors.As(err, &act):
 		f = failure{Type: act.Type, Message: act.Message, NonRetryable: act.NonRetryable}
+		if error(act) != err {
+			f.Message = err.Error()
+		}
 	default:
 		t := reflect.TypeOf(err)
 		for t.Kind() == reflect.Pointer {

@@ -596,3 +596,18 @@ func TestActivityOptionsTravelWithContext(t *testing.T) {
 		t.Fatalf("options %+v", o)
 	}
 }
+
+// A wrapped application error keeps its type and retryability, and the
+// wrappers' words.
+func TestEncodeFailureKeepsWrappers(t *testing.T) {
+	inner := NewApplicationError("address undeliverable", "Undeliverable", true)
+	got := DecodeFailure(EncodeFailure(fmt.Errorf("compensated after: %w", inner)))
+	var ae *ApplicationError
+	if !errors.As(got, &ae) || ae.Type != "Undeliverable" || !ae.NonRetryable ||
+		ae.Message != "compensated after: Undeliverable: address undeliverable" {
+		t.Fatalf("decoded %#v", got)
+	}
+	if m := DecodeFailure(EncodeFailure(inner)).(*ApplicationError).Message; m != "address undeliverable" {
+		t.Fatalf("unwrapped message %q", m)
+	}
+}
