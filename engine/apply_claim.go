@@ -53,7 +53,7 @@ func (a *applier) claim(c *Claim) (Result, error) {
 		a.save(l)
 		res.Jobs = append(res.Jobs, ClaimedJob{
 			Job: j.ID, WorkflowID: j.WorkflowID, Type: j.Type,
-			Attempt: j.Attempt, LeaseExpiryMS: j.LeaseExpiryMS, LastSeq: seq,
+			Attempt: j.Attempt, LeaseExpiryMS: j.LeaseExpiryMS, LastSeq: seq, DeadlineMS: j.DeadlineMS,
 		})
 	}
 	return res, nil

@@ -44,7 +44,11 @@ func (a *applier) create(c *CreateJob) (Result, error) {
 	l := &loaded{job: &Job{
 		ID: id, WorkflowID: wf, Type: c.Type, Queue: c.Queue,
 		StartDigest: digest, ParentID: c.ParentID, ParentStep: c.ParentStep, CreatedMS: a.now,
+		Retry: c.Retry, RunAttempt: 1,
 	}}
+	if c.ExecutionTimeoutMS > 0 {
+		l.job.DeadlineMS = a.now + c.ExecutionTimeoutMS
+	}
 	ev := Event{Type: EventJobCreated, Name: c.Type, Payload: c.Input}
 	if c.Draft {
 		ev.Type = EventJobDrafted
@@ -111,7 +115,13 @@ func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
 		return nil, err
 	}
 	old := l.job
-	if _, err := a.appendEvent(l, Event{Type: EventJobCompleted, Attempt: c.Attempt, Reason: ReasonContinuedAsNew}); err != nil {
+	end := Event{Type: EventJobCompleted, Attempt: c.Attempt, Reason: ReasonContinuedAsNew}
+	runAttempt := int32(1)
+	if c.Failure != nil {
+		end = Event{Type: EventJobFailed, Attempt: c.Attempt, Reason: ReasonRetried, Payload: c.Failure}
+		runAttempt = old.RunAttempt + 1
+	}
+	if _, err := a.appendEvent(l, end); err != nil {
 		return nil, err
 	}
 	a.save(l) // no closed(): the parent waits for the last run of the chain
@@ -120,7 +130,22 @@ func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
 		typ = old.Type
 	}
 	next := &CreateJob{WorkflowID: old.WorkflowID, Type: typ, Queue: old.Queue, Input: c.Input,
-		ParentID: old.ParentID, ParentStep: old.ParentStep}
+		ParentID: old.ParentID, ParentStep: old.ParentStep, Retry: old.Retry}
 	next.Header = c.Header
-	return a.create(next)
+	res, err := a.create(next)
+	if err != nil {
+		return nil, err
+	}
+	nl, err := a.load(res.(*CreateResult).Job)
+	if err != nil {
+		return nil, err
+	}
+	nl.job.DeadlineMS, nl.job.RunAttempt = old.DeadlineMS, runAttempt
+	if c.DelayMS > 0 {
+		if _, err := a.appendEvent(nl, Event{Type: EventJobRequeued, DelayMS: c.DelayMS, Reason: ReasonRetry}); err != nil {
+			return nil, err
+		}
+	}
+	a.save(nl)
+	return res, nil
 }

@@ -103,6 +103,12 @@ func (c *CreateJob) check(l *Limits) error {
 		ch.fail("ReusePolicy", fmt.Sprintf("%d is not a known policy", c.ReusePolicy))
 	}
 	ch.name("ParentStep", c.ParentStep, c.ParentID != 0)
+	if c.ExecutionTimeoutMS < 0 || c.ExecutionTimeoutMS > maxDelayMS {
+		ch.fail("ExecutionTimeoutMS", fmt.Sprintf("is %d, not in [0, %d]", c.ExecutionTimeoutMS, maxDelayMS))
+	}
+	if r := c.Retry; r != nil && (r.InitialIntervalMS < 0 || r.MaximumIntervalMS < 0 || r.BackoffCoefficient < 0 || r.MaximumAttempts < 0) {
+		ch.fail("Retry", "has a negative field")
+	}
 	if c.ParentID == 0 && c.ParentStep != "" {
 		ch.fail("ParentID", "is required with ParentStep")
 	}
@@ -288,5 +294,9 @@ func (c *ContinueAsNew) check(l *Limits) error {
 	ch.ref(c.LeaseRef)
 	ch.name("Type", c.Type, false)
 	ch.payload("Input", c.Input)
+	ch.payload("Failure", c.Failure)
+	if c.DelayMS < 0 || c.DelayMS > maxDelayMS {
+		ch.fail("DelayMS", fmt.Sprintf("is %d, not in [0, %d]", c.DelayMS, maxDelayMS))
+	}
 	return ch.err
 }

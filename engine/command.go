@@ -104,6 +104,21 @@ type CreateJob struct {
 	// another job (a child workflow, or an activity on another queue).
 	ParentID   JobID  `msgpack:"pi,omitempty"`
 	ParentStep string `msgpack:"ps,omitempty"`
+	// ExecutionTimeoutMS bounds the workflow id's whole chain of runs
+	// (retries and continue-as-new included) from this start; 0: no bound.
+	ExecutionTimeoutMS int64 `msgpack:"et,omitempty"`
+	// Retry, if set, retries a failed run as a new run (see ContinueAsNew).
+	Retry *RetryPolicy `msgpack:"rt,omitempty"`
+}
+
+// RetryPolicy says how a failed workflow run is retried. The engine stores
+// it; the worker applies it.
+type RetryPolicy struct {
+	InitialIntervalMS  int64   `msgpack:"ii"`
+	BackoffCoefficient float64 `msgpack:"bc,omitempty"`
+	MaximumIntervalMS  int64   `msgpack:"mi,omitempty"`
+	// MaximumAttempts bounds the runs, the first included; 0: no bound.
+	MaximumAttempts int32 `msgpack:"ma,omitempty"`
 }
 
 // Claim takes up to Max ready jobs of Queue, in the order they became ready,
@@ -184,6 +199,11 @@ type ContinueAsNew struct {
 	LeaseRef
 	Type  string `msgpack:"ty,omitempty"`
 	Input []byte `msgpack:"in,omitempty"`
+	// Failure, when set, ends the run as Failed (reason "retried") instead
+	// of Completed: a retry of a failed run under its RetryPolicy.
+	Failure []byte `msgpack:"fl,omitempty"`
+	// DelayMS holds the new run back (Retrying) for a retry's backoff.
+	DelayMS int64 `msgpack:"d,omitempty"`
 }
 
 // RequestCancel asks a workflow to cancel itself: it appends

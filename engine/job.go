@@ -39,6 +39,12 @@ type Job struct {
 	// whose effect its result becomes.
 	ParentID   JobID  `msgpack:"pi,omitempty"`
 	ParentStep string `msgpack:"ps,omitempty"`
+	// DeadlineMS ends the chain of runs (its execution timeout); 0: none.
+	DeadlineMS int64 `msgpack:"dl,omitempty"`
+	// Retry is the workflow retry policy; RunAttempt numbers the runs of a
+	// retry chain from 1.
+	Retry      *RetryPolicy `msgpack:"rp,omitempty"`
+	RunAttempt int32        `msgpack:"ra2,omitempty"`
 	// CancelRequested records a RequestCancel, so heartbeats can tell the
 	// worker holding the job to cancel the activities it runs.
 	CancelRequested bool  `msgpack:"cq,omitempty"`

@@ -23,6 +23,8 @@ type ClaimedJob struct {
 	LeaseExpiryMS int64  `msgpack:"le"`
 	// LastSeq is the seq of the job_leased event the claim appended.
 	LastSeq uint64 `msgpack:"ls"`
+	// DeadlineMS is the run's execution deadline (0: none).
+	DeadlineMS int64 `msgpack:"dl,omitempty"`
 }
 
 // ClaimResult answers Claim; Jobs is empty when nothing was ready.

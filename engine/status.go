@@ -101,6 +101,8 @@ const (
 	// ReasonContinuedAsNew marks the job_completed of a run that continued
 	// as a new run.
 	ReasonContinuedAsNew = "continued_as_new"
+	// ReasonRetried marks the job_failed of a run retried as a new run.
+	ReasonRetried = "retried"
 )
 
 // statusEvents lists the status events in the column order of the table.

@@ -77,13 +77,16 @@ var stepEvents = map[engine.EventType]struct {
 }
 
 // RetryTimerPrefix starts the ids of the durable timers a worker sets to
-// wait out an activity's retry delay. They belong to no workflow command.
+// wait out an activity's retry delay. They belong to no workflow command,
+// like every timer whose id is not a step number.
 const RetryTimerPrefix = "retry:"
 
 // stepOf returns the step an event belongs to, or "" for events of no step.
 func stepOf(ev *engine.Event) string {
 	if ev.Type == engine.EventTimerFired {
-		if strings.HasPrefix(ev.Name, RetryTimerPrefix) {
+		// Workflow timers are named by their step, a number; the worker's
+		// own timers (retry delays, the execution deadline) are not.
+		if ev.Name == "" || strings.TrimLeft(ev.Name, "0123456789") != "" {
 			return ""
 		}
 		return ev.Name

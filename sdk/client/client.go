@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/sdk/converter"
@@ -67,6 +68,12 @@ type StartWorkflowOptions struct {
 	WorkflowIDReusePolicy IDReusePolicy
 	// RequestID makes the start idempotent across retries of this call.
 	RequestID string
+	// RetryPolicy, if set, retries a failed run as a new run of the same
+	// workflow id with the same input (Get follows to the last run).
+	RetryPolicy *workflow.RetryPolicy
+	// WorkflowExecutionTimeout bounds the whole chain of runs (retries and
+	// continue-as-new included); 0: no bound.
+	WorkflowExecutionTimeout time.Duration
 }
 
 // WorkflowRun is one run of a workflow.
@@ -89,18 +96,35 @@ func (r *run) GetID() string    { return r.id }
 func (r *run) GetRunID() string { return strconv.FormatUint(uint64(r.runID), 10) }
 
 func (r *run) Get(ctx context.Context, valuePtr any) error {
-	j, err := r.c.e.WaitClosed(ctx, engine.Target{Job: r.runID})
-	if err != nil {
-		return err
+	id := r.runID
+	var j *engine.Job
+	var last engine.Event
+	for {
+		var err error
+		if j, err = r.c.e.WaitClosed(ctx, engine.Target{Job: id}); err != nil {
+			return err
+		}
+		page, err := r.c.e.History(ctx, j.ID, j.LastSeq-1, 1)
+		if err != nil {
+			return err
+		}
+		if len(page.Events) != 1 {
+			return fmt.Errorf("client: run %d has no closing event", j.ID)
+		}
+		last = page.Events[0]
+		if last.Reason != engine.ReasonContinuedAsNew && last.Reason != engine.ReasonRetried {
+			break
+		}
+		// The run went on as a new run of the same workflow id: follow it.
+		next, err := r.c.e.Describe(ctx, engine.Target{WorkflowID: j.WorkflowID})
+		if err != nil {
+			return err
+		}
+		if next.ID <= id {
+			return fmt.Errorf("client: run %d continued, but no newer run of %q exists", id, j.WorkflowID)
+		}
+		id = next.ID
 	}
-	page, err := r.c.e.History(ctx, j.ID, j.LastSeq-1, 1)
-	if err != nil {
-		return err
-	}
-	if len(page.Events) != 1 {
-		return fmt.Errorf("client: run %d has no closing event", j.ID)
-	}
-	last := page.Events[0]
 	switch j.Status {
 	case engine.StatusCompleted:
 		if valuePtr == nil {
@@ -127,7 +151,15 @@ func (c *Client) ExecuteWorkflow(ctx context.Context, opts StartWorkflowOptions,
 	if err != nil {
 		return nil, fmt.Errorf("client: workflow arguments: %w", err)
 	}
-	create := engine.CreateJob{WorkflowID: opts.ID, Type: name, Queue: opts.TaskQueue, Input: input, ReusePolicy: opts.WorkflowIDReusePolicy}
+	create := engine.CreateJob{WorkflowID: opts.ID, Type: name, Queue: opts.TaskQueue, Input: input, ReusePolicy: opts.WorkflowIDReusePolicy,
+		ExecutionTimeoutMS: opts.WorkflowExecutionTimeout.Milliseconds()}
+	if p := opts.RetryPolicy; p != nil {
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("client: StartWorkflowOptions.RetryPolicy: %w", err)
+		}
+		create.Retry = &engine.RetryPolicy{InitialIntervalMS: p.InitialInterval.Milliseconds(), BackoffCoefficient: p.BackoffCoefficient,
+			MaximumIntervalMS: p.MaximumInterval.Milliseconds(), MaximumAttempts: p.MaximumAttempts}
+	}
 	create.RequestID = opts.RequestID
 	res, err := c.e.Create(ctx, create)
 	if err != nil {

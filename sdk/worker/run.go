@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/replay"
@@ -72,6 +73,10 @@ func (r *run) drive() (released bool, err error) {
 		return false, err
 	}
 	for {
+		if d := r.job.DeadlineMS; d > 0 && r.w.opts.Clock.Now().UnixMilli() >= d {
+			return false, r.fail(workflow.NewApplicationError(
+				fmt.Sprintf("workflow %s exceeded its execution timeout", r.job.WorkflowID), "WorkflowExecutionTimeout", true))
+		}
 		if fault := r.x.Fault(); fault != nil {
 			// Nondeterminism, a panic or a deadlock: the run cannot go on
 			// with this code. Failing the job makes it visible; an operator
@@ -136,6 +141,9 @@ func (r *run) finish(result []byte, werr error) error {
 	}
 	if werr == nil {
 		_, err := r.w.e.Complete(r.ctx, engine.Complete{LeaseRef: r.ref, Result: result})
+		return err
+	}
+	if retried, err := r.retry(werr); retried || err != nil {
 		return err
 	}
 	if errors.Is(werr, workflow.ErrCanceled) {
@@ -257,6 +265,9 @@ func (r *run) wait(cmds []*replay.Command) (woken bool, err error) {
 			spec.Steps = append(spec.Steps, c.Step)
 		}
 	}
+	if d := r.job.DeadlineMS; d > 0 {
+		spec.Timers = append(spec.Timers, engine.Timer{ID: "deadline", FireMS: d})
+	}
 	res, err := r.w.e.Wait(r.ctx, engine.Wait{LeaseRef: r.ref, Spec: spec, SeenSeq: r.x.LastSeq(), Events: events})
 	if err != nil {
 		return false, err
@@ -297,4 +308,31 @@ func (r *run) closeChildren() error {
 		}
 	}
 	return nil
+}
+
+// retry applies the run's workflow retry policy to its failure: while
+// attempts are left and the failure is retryable, the run ends Failed and a
+// new run of the same workflow id starts with the same input after the
+// backoff (engine.ContinueAsNew with a Failure).
+func (r *run) retry(werr error) (bool, error) {
+	if errors.Is(werr, workflow.ErrCanceled) {
+		return false, nil
+	}
+	j, err := r.w.e.Describe(r.ctx, engine.Target{Job: r.job.Job})
+	if err != nil || j.Retry == nil {
+		return false, err
+	}
+	p := workflow.RetryPolicy{InitialInterval: time.Duration(j.Retry.InitialIntervalMS) * time.Millisecond,
+		BackoffCoefficient: j.Retry.BackoffCoefficient, MaximumInterval: time.Duration(j.Retry.MaximumIntervalMS) * time.Millisecond,
+		MaximumAttempts: j.Retry.MaximumAttempts}
+	if !retryable(werr, &p) || !p.HasAttemptsLeft(int(j.RunAttempt)) {
+		return false, nil
+	}
+	first, err := r.w.e.History(r.ctx, j.ID, 0, 1)
+	if err != nil || len(first.Events) == 0 {
+		return false, errors.Join(err, errors.New("worker: run has no job_created event"))
+	}
+	_, err = r.w.e.ContinueAsNew(r.ctx, engine.ContinueAsNew{LeaseRef: r.ref, Input: first.Events[0].Payload,
+		Failure: workflow.EncodeFailure(werr), DelayMS: p.Delay(int(j.RunAttempt)).Milliseconds()})
+	return true, err
 }
