@@ -79,6 +79,18 @@ func (c *checker) ref(r LeaseRef) {
 	}
 }
 
+// events checks events a worker asks to append: non-status types, names and
+// payloads within the limits.
+func (c *checker) events(evs []NewEvent) {
+	for i := range evs {
+		e := &evs[i]
+		c.userEvent(fmt.Sprintf("Events[%d].Type", i), e.Type)
+		c.name(fmt.Sprintf("Events[%d].Step", i), e.Step, false)
+		c.name(fmt.Sprintf("Events[%d].Name", i), e.Name, false)
+		c.payload(fmt.Sprintf("Events[%d].Payload", i), e.Payload)
+	}
+}
+
 func (c *checker) target(t Target) {
 	if c.err == nil && t.Job == 0 && t.WorkflowID == "" {
 		c.fail("Target", "needs a Job or a WorkflowID")
@@ -143,13 +155,7 @@ func (c *AppendEvents) check(l *Limits) error {
 	case len(c.Events) > l.MaxEventsPerAppend && ch.err == nil:
 		ch.err = tooLarge(ch.cmd, "Events", len(c.Events), l.MaxEventsPerAppend)
 	}
-	for i := range c.Events {
-		e := &c.Events[i]
-		ch.userEvent(fmt.Sprintf("Events[%d].Type", i), e.Type)
-		ch.name(fmt.Sprintf("Events[%d].Step", i), e.Step, false)
-		ch.name(fmt.Sprintf("Events[%d].Name", i), e.Name, false)
-		ch.payload(fmt.Sprintf("Events[%d].Payload", i), e.Payload)
-	}
+	ch.events(c.Events)
 	return ch.err
 }
 
@@ -182,13 +188,7 @@ func (c *Wait) check(l *Limits) error {
 	if len(c.Events) > l.MaxEventsPerAppend && ch.err == nil {
 		ch.err = tooLarge(ch.cmd, "Events", len(c.Events), l.MaxEventsPerAppend)
 	}
-	for i := range c.Events {
-		e := &c.Events[i]
-		ch.userEvent(fmt.Sprintf("Events[%d].Type", i), e.Type)
-		ch.name(fmt.Sprintf("Events[%d].Step", i), e.Step, false)
-		ch.name(fmt.Sprintf("Events[%d].Name", i), e.Name, false)
-		ch.payload(fmt.Sprintf("Events[%d].Payload", i), e.Payload)
-	}
+	ch.events(c.Events)
 	if s.TimerAtMS < 0 {
 		ch.fail("Spec.TimerAtMS", "is negative")
 	}

@@ -28,18 +28,9 @@ import (
 func ExecuteActivity(ctx Context, activity any, args ...any) Future {
 	st := stateOf(ctx)
 	f, set := newCommandFuture()
-	name, err := activityNameOf(activity)
+	name, input, err := prepareCommand(ctx, "activity", activity, args)
 	if err != nil {
 		set(nil, err)
-		return f
-	}
-	if ctx.Err() != nil {
-		set(nil, ErrCanceled)
-		return f
-	}
-	input, err := converter.Encode(args...)
-	if err != nil {
-		set(nil, fmt.Errorf("workflow: activity %s: %w", name, err))
 		return f
 	}
 	opts := GetActivityOptions(ctx)
@@ -211,3 +202,20 @@ func (e *ActivityError) Error() string {
 
 // Unwrap returns the failure the activity reported.
 func (e *ActivityError) Unwrap() error { return e.Cause }
+
+// prepareCommand names a command's function (or takes its string name) and
+// encodes its arguments; a cancelled ctx gives ErrCanceled instead.
+func prepareCommand(ctx Context, what string, fnOrName any, args []any) (string, []byte, error) {
+	name, err := activityNameOf(fnOrName)
+	if err != nil {
+		return "", nil, err
+	}
+	if ctx.Err() != nil {
+		return "", nil, ErrCanceled
+	}
+	input, err := converter.Encode(args...)
+	if err != nil {
+		return "", nil, fmt.Errorf("workflow: %s %s: %w", what, name, err)
+	}
+	return name, input, nil
+}

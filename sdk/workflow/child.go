@@ -66,18 +66,9 @@ func (e *ChildWorkflowError) Unwrap() error { return e.Cause }
 func ExecuteChildWorkflow(ctx Context, childWorkflow any, args ...any) Future {
 	st := stateOf(ctx)
 	f, set := newCommandFuture()
-	name, err := activityNameOf(childWorkflow)
+	name, input, err := prepareCommand(ctx, "child workflow", childWorkflow, args)
 	if err != nil {
 		set(nil, err)
-		return f
-	}
-	if ctx.Err() != nil {
-		set(nil, ErrCanceled)
-		return f
-	}
-	input, err := converter.Encode(args...)
-	if err != nil {
-		set(nil, fmt.Errorf("workflow: child workflow %s: %w", name, err))
 		return f
 	}
 	st.x.Issue(replay.KindChild, name, input, GetChildWorkflowOptions(ctx), 0, func(r replay.Resolution) {
