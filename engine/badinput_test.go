@@ -133,3 +133,28 @@ func TestLimitsAndConfigValidate(t *testing.T) {
 		t.Fatalf("payload limit over the batch size: %v", err)
 	}
 }
+
+// A command that fails after it has already changed things (a claim of two
+// jobs whose second record is corrupt) leaves nothing behind: not even the
+// first job's claim. This goes through the LocalLog, which must drop the
+// failed command's buffered writes from its batch.
+func TestFailureAfterWritesLeavesNothing(t *testing.T) {
+	h := newHarness(t)
+	first := h.create("a")
+	second := h.create("b")
+	b := h.db.NewBatch()
+	tx := b.Begin()
+	tx.Set(storage.JobKey(uint64(second)), []byte{byte(storage.KindJob), 1, 0xc1})
+	if err := b.Add(tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	before := h.snapshot()
+	h.mustFail(&Claim{Queue: "q", Owner: "w", Max: 2, LeaseMS: 1000}, ErrCorrupt)
+	sameStore(t, before, h.snapshot())
+	if j := h.job(first); j.Status != StatusQueued || j.Attempt != 0 {
+		t.Fatalf("the first job was claimed by a failed command: %+v", j)
+	}
+}

@@ -85,6 +85,20 @@ func (m *Manual) Advance(d time.Duration) {
 	m.mu.Unlock()
 }
 
+// Set moves the clock to t, forward or (for tests of clock skew) back, and
+// fires every timer due by then.
+func (m *Manual) Set(t time.Time) {
+	m.mu.Lock()
+	d := t.Sub(m.now)
+	if d < 0 {
+		m.now = t
+		m.mu.Unlock()
+		return
+	}
+	m.mu.Unlock()
+	m.Advance(d)
+}
+
 // Pending returns how many timers wait to fire.
 func (m *Manual) Pending() int {
 	m.mu.Lock()
