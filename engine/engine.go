@@ -61,19 +61,75 @@ func (c Config) storageOptions() storage.Options {
 	return so
 }
 
-// Engine is an embedded heddle: a database directory, the local log that
-// applies commands to it, and the scheduler. All methods are safe for
-// concurrent use.
+// Engine is heddle's command and query surface over a Backend: the
+// embedded one Open builds (a database directory, the local log that applies
+// commands to it, and the scheduler), or a Raft node's (package raftfsm).
+// All methods are safe for concurrent use.
 type Engine struct {
-	db     *storage.DB
-	log    *LocalLog
-	sched  *Scheduler
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	limits Limits
+	db      *storage.DB // the embedded database; nil over another Backend
+	log     Log
+	local   *LocalLog // the embedded log; nil over another Backend
+	store   Viewer
+	barrier func(context.Context) error
+	sched   *Scheduler
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	limits  Limits
+	onClose func() error
 
 	commitMu sync.Mutex
 	commitCh chan struct{} // closed and replaced after every durable batch
+}
+
+// Viewer gives consistent reads of the applied state. *storage.DB is one;
+// a Raft node's state machine is another (its database may be swapped by a
+// snapshot restore between two calls, never during one).
+type Viewer interface {
+	View(fn func(r *storage.Reader) error) error
+}
+
+// Backend is what New builds an Engine over.
+type Backend struct {
+	// Log applies commands. Required.
+	Log Log
+	// Store reads the state Log's commands were applied to. Required.
+	Store Viewer
+	// ReadBarrier, if set, runs before every read and returns once Store
+	// reflects every command acknowledged before the read began (a Raft
+	// read-index); reads fail with its error. Nil means Store is always
+	// current, as in embedded mode.
+	ReadBarrier func(ctx context.Context) error
+	// Limits are the limits Log's machine enforces (for callers' checks).
+	Limits Limits
+	// OnClose, if set, is called by Close.
+	OnClose func() error
+}
+
+// New returns an Engine over b. It runs no scheduler: the backend owns
+// timers and leases (a Raft node runs one on the leader only). The backend
+// must call NotifyCommitted after every applied batch that wrote something.
+func New(b Backend) (*Engine, error) {
+	if b.Log == nil || b.Store == nil {
+		return nil, fmt.Errorf("%w: engine.Backend needs Log and Store", ErrInvalidCommand)
+	}
+	if err := b.Limits.Validate(); err != nil {
+		return nil, err
+	}
+	return &Engine{log: b.Log, store: b.Store, barrier: b.ReadBarrier, limits: b.Limits.withDefaults(),
+		onClose: b.OnClose, commitCh: make(chan struct{})}, nil
+}
+
+// NotifyCommitted wakes everything waiting on Committed (and the embedded
+// scheduler). A Backend calls it after each applied batch that wrote
+// something; it never blocks.
+func (e *Engine) NotifyCommitted() {
+	if e.sched != nil {
+		e.sched.Wake()
+	}
+	e.commitMu.Lock()
+	close(e.commitCh)
+	e.commitCh = make(chan struct{})
+	e.commitMu.Unlock()
 }
 
 // Open opens (or creates) an engine.
@@ -89,22 +145,14 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{db: db, limits: m.limits, commitCh: make(chan struct{})}
-	onCommit := func() {
-		if e.sched != nil {
-			e.sched.Wake()
-		}
-		e.commitMu.Lock()
-		close(e.commitCh)
-		e.commitCh = make(chan struct{})
-		e.commitMu.Unlock()
-	}
-	e.log, err = NewLocalLog(LocalLogConfig{DB: db, Machine: m, Clock: cfg.Clock,
-		MaxBatchCommands: cfg.MaxBatchCommands, OnCommit: onCommit})
+	e := &Engine{db: db, store: db, limits: m.limits, commitCh: make(chan struct{})}
+	e.local, err = NewLocalLog(LocalLogConfig{DB: db, Machine: m, Clock: cfg.Clock,
+		MaxBatchCommands: cfg.MaxBatchCommands, OnCommit: e.NotifyCommitted})
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
+	e.log = e.local
 	if !cfg.DisableScheduler {
 		e.sched = NewScheduler(e.log, db, cfg.Clock, cfg.SchedulerBatch)
 		e.sched.OnError = cfg.OnSchedulerError
@@ -126,12 +174,30 @@ func (e *Engine) Close() error {
 		e.cancel()
 	}
 	e.wg.Wait()
-	e.log.Close()
-	return e.db.Close()
+	if e.local != nil {
+		e.local.Close()
+	}
+	var err error
+	if e.onClose != nil {
+		err = e.onClose()
+	}
+	if e.db != nil {
+		if cerr := e.db.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
-// DB exposes the database, for verification and snapshots.
+// DB exposes the embedded database, for verification and snapshots; it is
+// nil for an Engine over another Backend (use View).
 func (e *Engine) DB() *storage.DB { return e.db }
+
+// View runs fn over a consistent read of the applied state, after the
+// backend's read barrier.
+func (e *Engine) View(ctx context.Context, fn func(r *storage.Reader) error) error {
+	return e.view(ctx, fn)
+}
 
 // Log exposes the engine's log.
 func (e *Engine) Log() Log { return e.log }
@@ -173,20 +239,9 @@ func (e *Engine) Heartbeat(ctx context.Context, c Heartbeat) (*HeartbeatResult, 
 	return propose[*HeartbeatResult](ctx, e, &c)
 }
 
-// HeartbeatOne renews one lease and returns ErrStaleAttempt (or
-// ErrUnknownJob) when it is refused.
+// HeartbeatOne renews one lease; see the package function HeartbeatOne.
 func (e *Engine) HeartbeatOne(ctx context.Context, ref LeaseRef, leaseMS int64) (int64, error) {
-	r, err := e.Heartbeat(ctx, Heartbeat{Leases: []LeaseRef{ref}, LeaseMS: leaseMS})
-	if err != nil {
-		return 0, err
-	}
-	if len(r.Refused) > 0 {
-		if r.Refused[0].Code == StaleAttemptCode {
-			return 0, fmt.Errorf("%w: heartbeat of job %d attempt %d", ErrStaleAttempt, ref.Job, ref.Attempt)
-		}
-		return 0, unknownJob(ref.Job)
-	}
-	return r.LeaseExpiryMS, nil
+	return HeartbeatOne(ctx, e, ref, leaseMS)
 }
 
 // Append appends events to a running job.
@@ -287,5 +342,10 @@ func (e *Engine) view(ctx context.Context, fn func(r *storage.Reader) error) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return e.db.View(fn)
+	if e.barrier != nil {
+		if err := e.barrier(ctx); err != nil {
+			return err
+		}
+	}
+	return e.store.View(fn)
 }

@@ -36,6 +36,13 @@ var (
 	ErrClosed = errors.New("engine: closed")
 	// ErrCorrupt: stored bytes did not decode (see storage.CorruptError).
 	ErrCorrupt = storage.ErrCorrupt
+	// ErrNotLeader: a cluster node that is not the Raft leader was asked to
+	// write or to read linearizably (see NotLeaderError for the leader).
+	ErrNotLeader = errors.New("engine: not the leader")
+	// ErrUnknownOutcome: a proposal may or may not have been applied (the
+	// leader lost its leadership or the node died before answering).
+	// Retrying with the same request id is safe.
+	ErrUnknownOutcome = errors.New("engine: outcome unknown")
 )
 
 // Stable codes, one per typed error, for logs, APIs and tests.
@@ -44,6 +51,21 @@ const (
 	TransitionCode   = "HDL-ENGINE-0003"
 	FieldCode        = "HDL-ENGINE-0004"
 )
+
+// NotLeaderError details ErrNotLeader with the leader this node knows of,
+// if any, so callers can go there.
+type NotLeaderError struct {
+	LeaderID   string // Raft server id; empty when no leader is known
+	LeaderHTTP string // the leader's HTTP API address (host:port); may be empty
+}
+
+func (e *NotLeaderError) Error() string {
+	if e.LeaderID == "" {
+		return "engine: not the leader (no leader known)"
+	}
+	return fmt.Sprintf("engine: not the leader (leader %s at %q)", e.LeaderID, e.LeaderHTTP)
+}
+func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }
 
 // StaleAttemptError details ErrStaleAttempt.
 type StaleAttemptError struct {

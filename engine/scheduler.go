@@ -20,7 +20,7 @@ import (
 // reclaimed however old its last lease.
 type Scheduler struct {
 	log   Log
-	db    *storage.DB
+	db    Viewer
 	clock clock.Clock
 	batch int
 	wake  chan struct{}
@@ -31,7 +31,7 @@ type Scheduler struct {
 
 // NewScheduler returns a scheduler proposing to log from the indexes of db.
 // batch bounds the jobs of one proposal (0 means 256).
-func NewScheduler(log Log, db *storage.DB, clk clock.Clock, batch int) *Scheduler {
+func NewScheduler(log Log, db Viewer, clk clock.Clock, batch int) *Scheduler {
 	if batch <= 0 {
 		batch = 256
 	}

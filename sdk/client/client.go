@@ -16,7 +16,7 @@ import (
 
 // Client talks to one engine. It is safe for concurrent use.
 type Client struct {
-	e       *engine.Engine
+	e       engine.Service
 	querier Querier
 }
 
@@ -32,11 +32,12 @@ type Options struct {
 	Querier Querier
 }
 
-// New returns a client of the embedded engine e.
-func New(e *engine.Engine) *Client { return &Client{e: e} }
+// New returns a client of e: an *engine.Engine in-process, or a remote
+// service (engine/httpapi) for a node or a cluster.
+func New(e engine.Service) *Client { return &Client{e: e} }
 
 // NewWithOptions returns a client of e with opts.
-func NewWithOptions(e *engine.Engine, opts Options) *Client {
+func NewWithOptions(e engine.Service, opts Options) *Client {
 	return &Client{e: e, querier: opts.Querier}
 }
 

@@ -265,7 +265,7 @@ func (a *activityEnv) Heartbeat(details []byte) error {
 	case a.beats <- struct{}{}:
 	default:
 	}
-	_, err := a.w.e.HeartbeatOne(a.ctx, a.ref, a.w.opts.LeaseTTL.Milliseconds())
+	_, err := engine.HeartbeatOne(a.ctx, a.w.e, a.ref, a.w.opts.LeaseTTL.Milliseconds())
 	return err
 }
 

@@ -90,7 +90,7 @@ func (o Options) withDefaults(queue string) Options {
 // and activities before Start. Start may be called once; Stop any number of
 // times (the calls after the first return nil at once).
 type Worker struct {
-	e     *engine.Engine
+	e     engine.Service
 	queue string
 	opts  Options
 	cache *replay.Cache
@@ -99,16 +99,21 @@ type Worker struct {
 	workflows  map[string]any
 	activities map[string]any
 
-	ctx     context.Context
-	cancel  context.CancelFunc
-	stop    chan struct{}
-	stopped atomic.Bool
-	wg      sync.WaitGroup
-	slots   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	// pollCtx ends the claim in flight when Stop is called, while ctx
+	// lets the jobs in hand drain.
+	pollCtx    context.Context
+	pollCancel context.CancelFunc
+	stop       chan struct{}
+	stopped    atomic.Bool
+	wg         sync.WaitGroup
+	slots      chan struct{}
 }
 
-// New returns a worker for taskQueue on e.
-func New(e *engine.Engine, taskQueue string, opts Options) (*Worker, error) {
+// New returns a worker for taskQueue on e: an *engine.Engine in-process, or
+// a remote service (engine/httpapi) for a node or a cluster.
+func New(e engine.Service, taskQueue string, opts Options) (*Worker, error) {
 	if taskQueue == "" {
 		return nil, errors.New("worker: taskQueue is empty")
 	}
@@ -160,6 +165,7 @@ func (w *Worker) Start() error {
 	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.stop = make(chan struct{})
+	w.pollCtx, w.pollCancel = context.WithCancel(w.ctx)
 	w.slots = make(chan struct{}, w.opts.MaxConcurrentJobs)
 	w.wg.Add(1)
 	go w.poll()
@@ -174,6 +180,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 		return nil // never started, or already stopped
 	}
 	close(w.stop)
+	w.pollCancel()
 	done := make(chan struct{})
 	go func() { w.wg.Wait(); close(done) }()
 	select {
@@ -191,6 +198,8 @@ func (w *Worker) Stop(ctx context.Context) error {
 // commit when the queue is empty: it never spins.
 func (w *Worker) poll() {
 	defer w.wg.Done()
+	defer w.pollCancel()
+	var backoff time.Duration
 	for {
 		free := 0
 		for free < cap(w.slots) {
@@ -210,14 +219,30 @@ func (w *Worker) poll() {
 				return
 			}
 		}
-		changed := w.e.Committed()
-		jobs, err := w.e.Claim(w.ctx, engine.Claim{Queue: w.queue, Owner: w.opts.Identity, Max: free, LeaseMS: w.opts.LeaseTTL.Milliseconds()})
+		jobs, err := w.e.ClaimWait(w.pollCtx, engine.Claim{Queue: w.queue, Owner: w.opts.Identity, Max: free, LeaseMS: w.opts.LeaseTTL.Milliseconds()})
 		for i := len(jobs); i < free; i++ {
 			<-w.slots
 		}
-		if err != nil && w.opts.OnError != nil {
-			w.opts.OnError(0, err)
+		if err != nil {
+			if w.pollCtx.Err() != nil {
+				return
+			}
+			if w.opts.OnError != nil {
+				w.opts.OnError(0, err)
+			}
+			// The service is unreachable or refused: back off instead of
+			// spinning, and give up at once when stopped.
+			backoff = min(max(2*backoff, 10*time.Millisecond), time.Second)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-w.stop:
+				t.Stop()
+				return
+			}
+			continue
 		}
+		backoff = 0
 		for _, j := range jobs {
 			w.wg.Add(1)
 			go func(j engine.ClaimedJob) {
@@ -225,14 +250,6 @@ func (w *Worker) poll() {
 				defer func() { <-w.slots }()
 				w.handle(j)
 			}(j)
-		}
-		if len(jobs) > 0 {
-			continue
-		}
-		select {
-		case <-changed:
-		case <-w.stop:
-			return
 		}
 	}
 }

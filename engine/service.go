@@ -1,0 +1,83 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+)
+
+// Service is everything a client or worker asks of heddle: the typed
+// commands and the reads. *Engine implements it in-process; package
+// engine/httpapi implements it over HTTP against one node or a cluster, so
+// the SDK runs unchanged on either.
+//
+// Every method is safe for concurrent use. A method returns an error that
+// matches one of this package's sentinels with errors.Is (ErrStaleAttempt,
+// ErrUnknownJob, ...); a remote implementation maps the wire error back to
+// the same sentinel. When a remote call's outcome is unknown (the node died
+// mid-request) the implementation retries it with the same request id, so a
+// command carrying one is applied at most once.
+type Service interface {
+	Create(ctx context.Context, c CreateJob) (*CreateResult, error)
+	Claim(ctx context.Context, c Claim) ([]ClaimedJob, error)
+	// ClaimWait is Claim that, when the queue is empty, waits until work
+	// may have arrived and tries again; it returns with at least one job,
+	// or with ctx's error. It never polls on a fixed tick.
+	ClaimWait(ctx context.Context, c Claim) ([]ClaimedJob, error)
+	Heartbeat(ctx context.Context, c Heartbeat) (*HeartbeatResult, error)
+	Append(ctx context.Context, c AppendEvents) (*AppendResult, error)
+	CommitStep(ctx context.Context, c CommitStep) (*AppendResult, error)
+	Wait(ctx context.Context, c Wait) (*WaitResult, error)
+	Signal(ctx context.Context, c Signal) (*SignalResult, error)
+	Cancel(ctx context.Context, c Cancel) (*StatusResult, error)
+	Activate(ctx context.Context, c Activate) (*StatusResult, error)
+	Suspend(ctx context.Context, c Suspend) (*StatusResult, error)
+	Resume(ctx context.Context, c Resume) (*StatusResult, error)
+	Complete(ctx context.Context, c Complete) (*StatusResult, error)
+	Fail(ctx context.Context, c Fail) (*StatusResult, error)
+	Requeue(ctx context.Context, c Requeue) (*StatusResult, error)
+	RequestCancel(ctx context.Context, c RequestCancel) (*StatusResult, error)
+	ContinueAsNew(ctx context.Context, c ContinueAsNew) (*CreateResult, error)
+
+	Describe(ctx context.Context, t Target) (*Job, error)
+	History(ctx context.Context, id JobID, afterSeq uint64, limit int) (*HistoryPage, error)
+	Effect(ctx context.Context, id JobID, step string) (*Effect, error)
+	List(ctx context.Context, q ListQuery) (*ListPage, error)
+	// WaitClosed blocks until the job t names is terminal and returns its
+	// record, or until ctx ends.
+	WaitClosed(ctx context.Context, t Target) (*Job, error)
+}
+
+var _ Service = (*Engine)(nil)
+
+// ClaimWait implements Service: it claims, and while nothing was claimed
+// sleeps until the next commit that wrote something.
+func (e *Engine) ClaimWait(ctx context.Context, c Claim) ([]ClaimedJob, error) {
+	for {
+		changed := e.Committed() // before the claim, so no commit is missed
+		jobs, err := e.Claim(ctx, c)
+		if err != nil || len(jobs) > 0 {
+			return jobs, err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// HeartbeatOne renews one lease through s and returns ErrStaleAttempt (or
+// ErrUnknownJob) when it is refused, else the new expiry (Unix ms).
+func HeartbeatOne(ctx context.Context, s Service, ref LeaseRef, leaseMS int64) (int64, error) {
+	r, err := s.Heartbeat(ctx, Heartbeat{Leases: []LeaseRef{ref}, LeaseMS: leaseMS})
+	if err != nil {
+		return 0, err
+	}
+	if len(r.Refused) > 0 {
+		if r.Refused[0].Code == StaleAttemptCode {
+			return 0, fmt.Errorf("%w: heartbeat of job %d attempt %d", ErrStaleAttempt, ref.Job, ref.Attempt)
+		}
+		return 0, unknownJob(ref.Job)
+	}
+	return r.LeaseExpiryMS, nil
+}
