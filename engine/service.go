@@ -54,7 +54,10 @@ var _ Service = (*Engine)(nil)
 func (e *Engine) ClaimWait(ctx context.Context, c Claim) ([]ClaimedJob, error) {
 	for {
 		changed := e.Committed() // before the claim, so no commit is missed
-		jobs, err := e.Claim(ctx, c)
+		// The claim itself is not cancelled with ctx: a claim applied after
+		// its caller gave up would leave jobs leased to nobody until their
+		// leases expire.
+		jobs, err := e.Claim(context.WithoutCancel(ctx), c)
 		if err != nil || len(jobs) > 0 {
 			return jobs, err
 		}
