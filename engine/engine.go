@@ -342,7 +342,7 @@ func (e *Engine) view(ctx context.Context, fn func(r *storage.Reader) error) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if e.barrier != nil {
+	if e.barrier != nil && !IsStaleRead(ctx) {
 		if err := e.barrier(ctx); err != nil {
 			return err
 		}

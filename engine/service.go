@@ -84,3 +84,19 @@ func HeartbeatOne(ctx context.Context, s Service, ref LeaseRef, leaseMS int64) (
 	}
 	return r.LeaseExpiryMS, nil
 }
+
+type staleReadKey struct{}
+
+// WithStaleRead marks ctx so that reads through it skip the backend's read
+// barrier: a cluster follower answers from its own state at once, which may
+// lag the leader's by the replication delay. Without it every read is
+// linearizable.
+func WithStaleRead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, staleReadKey{}, true)
+}
+
+// IsStaleRead reports whether ctx was marked by WithStaleRead.
+func IsStaleRead(ctx context.Context) bool {
+	v, _ := ctx.Value(staleReadKey{}).(bool)
+	return v
+}

@@ -44,6 +44,11 @@ func Open(opts Options) (*DB, error) {
 // Close flushes and closes the database.
 func (db *DB) Close() error { return db.bdb.Close() }
 
+// Sync makes every committed write durable, for databases opened with
+// NoSync (a Raft node's state, whose durability is the Raft log's until a
+// snapshot is taken).
+func (db *DB) Sync() error { return db.bdb.Sync() }
+
 // Badger exposes the underlying database for read-only helpers and tests.
 func (db *DB) Badger() *badger.DB { return db.bdb }
 

@@ -52,15 +52,42 @@ type SnapshotInfo struct {
 // WriteSnapshot streams every key and value, as of a single read transaction,
 // to w. Writes that commit while it runs are not included, so the snapshot is
 // exactly the state at SnapshotInfo.AppliedIndex.
+func (db *DB) WriteSnapshot(w io.Writer) (SnapshotInfo, error) {
+	s := db.OpenSnapshot()
+	defer s.Close()
+	return s.WriteTo(w)
+}
+
+// Snapshot is a point-in-time view of the whole database, fixed when
+// OpenSnapshot returns: a Raft state machine opens one on its apply
+// goroutine (so it holds exactly the applied state) and streams it out on
+// another while applies go on. Close releases it.
+type Snapshot struct {
+	txn *badger.Txn
+}
+
+// OpenSnapshot fixes the current state for WriteTo.
+func (db *DB) OpenSnapshot() *Snapshot { return &Snapshot{txn: db.bdb.NewTransaction(false)} }
+
+// Close releases the snapshot; it may be called more than once.
+func (s *Snapshot) Close() {
+	if s.txn != nil {
+		s.txn.Discard()
+		s.txn = nil
+	}
+}
+
+// WriteTo streams the snapshot to w in the format LoadSnapshot reads.
 //
 // Badger's Stream and Backup are not used: outside managed mode each of their
 // goroutines opens its own read transaction, so they do not read at one
 // timestamp.
-func (db *DB) WriteSnapshot(w io.Writer) (SnapshotInfo, error) {
-	txn := db.bdb.NewTransaction(false)
-	defer txn.Discard()
-
+func (s *Snapshot) WriteTo(w io.Writer) (SnapshotInfo, error) {
 	var info SnapshotInfo
+	if s.txn == nil {
+		return info, errors.New("storage: write snapshot: snapshot is closed")
+	}
+	txn := s.txn
 	applied, err := AppliedIndex(&Reader{txn: txn})
 	if err != nil {
 		return info, fmt.Errorf("storage: write snapshot: %w", err)
