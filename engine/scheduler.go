@@ -27,6 +27,11 @@ type Scheduler struct {
 	// OnError, if set, receives errors from proposals (the loop backs off and
 	// goes on); it runs on the scheduler goroutine.
 	OnError func(error)
+	// ReclaimNotBeforeMS, if set before Run, holds back reclaiming expired
+	// leases until that time (Unix ms). A new Raft leader sets it to give
+	// workers whose heartbeats could not commit during the election time to
+	// renew, so a leader change does not take jobs from live workers.
+	ReclaimNotBeforeMS int64
 }
 
 // NewScheduler returns a scheduler proposing to log from the indexes of db.
@@ -146,6 +151,9 @@ func (s *Scheduler) step(ctx context.Context) (time.Duration, error) {
 	for i, at := range deadlines {
 		if at == 0 {
 			continue
+		}
+		if i == 1 { // leases
+			at = max(at, s.ReclaimNotBeforeMS)
 		}
 		if at <= nowMS {
 			if _, err := s.log.Propose(ctx, sweeps[i].cmd(s.batch)); err != nil {

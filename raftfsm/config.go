@@ -1,0 +1,137 @@
+package raftfsm
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// Config configures a Node. ID, Dir and RaftAddr are required; every other
+// zero field takes the default its comment gives.
+type Config struct {
+	// ID is the node's Raft server id, unique and stable for its life.
+	ID string
+	// Dir holds the node's Raft log, snapshots and state database.
+	Dir string
+	// RaftAddr is the host:port the Raft transport listens on and that
+	// peers dial; it must be reachable by them (not 0.0.0.0). Port 0 picks
+	// a free port (see Node.RaftAddr).
+	RaftAddr string
+	// HTTPAddr is the node's API address (host:port) as clients reach it;
+	// it is replicated so followers can send clients to the leader. Empty
+	// means the node serves no API.
+	HTTPAddr string
+	// Bootstrap makes a node with no Raft state start a one-node cluster
+	// that others then join. It is ignored when state exists.
+	Bootstrap bool
+
+	// Clock stamps commands on the leader and drives the scheduler; nil
+	// means clock.Wall().
+	Clock clock.Clock
+	// Limits bound what one command may carry; every node must use the
+	// same limits, since Apply enforces them.
+	Limits engine.Limits
+	// Storage tunes Badger; its Dir and InMemory are ignored, and NoSync
+	// is forced on (the Raft log is the durable record; the state is
+	// synced before each snapshot).
+	Storage storage.Options
+
+	// HeartbeatTimeout and ElectionTimeout are Raft's; 0 means 1s each,
+	// as in hashicorp/raft's defaults. LeaderLeaseTimeout 0 means 500ms.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	// SnapshotInterval and SnapshotThreshold say how often Raft checks
+	// and how many new entries make it snapshot; 0 means 30s and 8192.
+	SnapshotInterval  time.Duration
+	SnapshotThreshold uint64
+	// TrailingLogs is how many entries stay in the log after a snapshot, so
+	// a slightly lagging follower catches up from the log; 0 means 10240.
+	TrailingLogs uint64
+	// FailoverGrace is how long a new leader waits before reclaiming
+	// expired leases, so workers that could not heartbeat during the
+	// election keep their jobs; 0 means 5s.
+	FailoverGrace time.Duration
+	// ApplyTimeout bounds the wait to hand an entry to Raft; 0 means 10s.
+	ApplyTimeout time.Duration
+	// MaxEntryCommands and MaxEntryBytes bound one log entry; 0 means 512
+	// commands and 4 MiB.
+	MaxEntryCommands int
+	MaxEntryBytes    int
+	// SchedulerBatch bounds the jobs of one timer, reclaim or release
+	// proposal; 0 means 256.
+	SchedulerBatch int
+	// DisableScheduler leaves timers and leases to the caller (tests).
+	DisableScheduler bool
+	// OnSchedulerError receives the scheduler's errors; nil drops them.
+	OnSchedulerError func(error)
+	// LogOutput receives Raft's log lines (warnings and above); nil
+	// discards them.
+	LogOutput io.Writer
+}
+
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.HeartbeatTimeout, time.Second)
+	def(&c.ElectionTimeout, time.Second)
+	def(&c.LeaderLeaseTimeout, 500*time.Millisecond)
+	def(&c.SnapshotInterval, 30*time.Second)
+	def(&c.FailoverGrace, 5*time.Second)
+	def(&c.ApplyTimeout, 10*time.Second)
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = 8192
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = 10240
+	}
+	if c.MaxEntryCommands == 0 {
+		c.MaxEntryCommands = 512
+	}
+	if c.MaxEntryBytes == 0 {
+		c.MaxEntryBytes = 4 << 20
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Wall()
+	}
+	if c.LogOutput == nil {
+		c.LogOutput = io.Discard
+	}
+	c.Storage.NoSync = true
+	c.Storage.InMemory = false
+	return c
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.ID == "":
+		return fmt.Errorf("%w: ID is empty", ErrConfig)
+	case c.Dir == "":
+		return fmt.Errorf("%w: Dir is empty", ErrConfig)
+	case c.RaftAddr == "":
+		return fmt.Errorf("%w: RaftAddr is empty", ErrConfig)
+	case c.HeartbeatTimeout < 0 || c.ElectionTimeout < 0 || c.LeaderLeaseTimeout < 0 || c.SnapshotInterval < 0 ||
+		c.FailoverGrace < 0 || c.ApplyTimeout < 0:
+		return fmt.Errorf("%w: durations must not be negative", ErrConfig)
+	case c.MaxEntryCommands < 0 || c.MaxEntryCommands > maxEntryCommands:
+		return fmt.Errorf("%w: MaxEntryCommands %d is not in [0, %d]", ErrConfig, c.MaxEntryCommands, maxEntryCommands)
+	case c.MaxEntryBytes < 0 || c.MaxEntryBytes > 64<<20:
+		return fmt.Errorf("%w: MaxEntryBytes %d is not in [0, 64 MiB]", ErrConfig, c.MaxEntryBytes)
+	case c.SchedulerBatch < 0:
+		return fmt.Errorf("%w: SchedulerBatch %d is negative", ErrConfig, c.SchedulerBatch)
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return err
+	}
+	so := c.Storage
+	so.Dir = c.Dir
+	return so.Validate()
+}

@@ -1,0 +1,328 @@
+package raftfsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// keyEntryPart records how many commands of a multi-command entry are
+// already in the store, when one entry's writes did not fit into one Badger
+// transaction: a node that crashes between the two transactions resumes the
+// entry after them instead of applying its first commands twice.
+var keyEntryPart = []byte("mraftpart")
+
+// keyNodePrefix prefixes each member's HTTP address (nodeBody entries).
+const keyNodePrefix = "mnode/"
+
+// FSM is the replicated state machine: a Badger database that committed log
+// entries are applied to by engine.Apply.
+//
+// Raft calls ApplyBatch, Snapshot and Restore from one goroutine; View may
+// run concurrently with all of them. Restore replaces the database under a
+// write lock, so a View sees either the old state or the new one.
+type FSM struct {
+	machine *engine.Machine
+	state   *stateDir
+
+	mu sync.RWMutex // guards db against Restore's swap
+	db *storage.DB
+
+	applied   atomic.Uint64 // the last log index processed (any entry type)
+	appliedMu sync.Mutex
+	appliedCh chan struct{} // closed and replaced whenever applied advances
+
+	// onApply is called after a batch that wrote something (the engine's
+	// commit notification); it must not block.
+	onApply func()
+}
+
+var _ raft.BatchingFSM = (*FSM)(nil)
+
+// entryOutcome is what ApplyBatch returns for one log entry: one result or
+// error per command, in order. Raft hands it to the proposer's future
+// in-process; it is never serialized.
+type entryOutcome struct {
+	results []engine.Result
+	errs    []error
+}
+
+func newFSM(state *stateDir, machine *engine.Machine) (*FSM, error) {
+	db, err := state.open()
+	if err != nil {
+		return nil, err
+	}
+	f := &FSM{machine: machine, state: state, db: db, appliedCh: make(chan struct{})}
+	var idx uint64
+	err = db.View(func(r *storage.Reader) error {
+		var err error
+		idx, err = storage.AppliedIndex(r)
+		return err
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	f.applied.Store(idx)
+	return f, nil
+}
+
+// View implements engine.Viewer over the current database.
+func (f *FSM) View(fn func(r *storage.Reader) error) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.db.View(fn)
+}
+
+// Applied returns the last log index the state reflects.
+func (f *FSM) Applied() uint64 { return f.applied.Load() }
+
+// appliedChanged returns a channel closed at the next advance of Applied.
+func (f *FSM) appliedChanged() <-chan struct{} {
+	f.appliedMu.Lock()
+	defer f.appliedMu.Unlock()
+	return f.appliedCh
+}
+
+func (f *FSM) setApplied(idx uint64) {
+	f.applied.Store(idx)
+	f.appliedMu.Lock()
+	close(f.appliedCh)
+	f.appliedCh = make(chan struct{})
+	f.appliedMu.Unlock()
+}
+
+func (f *FSM) close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state.closeDB(f.db)
+}
+
+// Apply implements raft.FSM for a single entry.
+func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
+
+// ApplyBatch implements raft.BatchingFSM: every entry of logs goes into one
+// Badger transaction (more only when they do not fit), each followed by the
+// applied index, so that after a crash the store never claims an entry it
+// does not hold. Entries at or below the applied index were applied before
+// a restart and are skipped.
+//
+// A failure to commit to Badger (a full or failing disk) leaves this node's
+// state behind its log, with no way to report it to Raft: the node panics
+// rather than go on serving a state that diverged from its peers'.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	f.mu.RLock() // Restore never runs concurrently; this only pairs with View
+	db := f.db
+	f.mu.RUnlock()
+	a := &batchApplier{f: f, db: db, batch: db.NewBatch()}
+	last := f.applied.Load()
+	for i, l := range logs {
+		if l.Index <= last {
+			out[i] = skipped(l)
+			continue
+		}
+		if l.Type == raft.LogCommand {
+			out[i] = a.entry(l)
+		}
+		tx := a.batch.Begin()
+		storage.SetAppliedIndex(tx, l.Index)
+		a.add(tx)
+		last = l.Index
+	}
+	a.commit()
+	if last > f.applied.Load() {
+		f.setApplied(last)
+	}
+	if a.wrote && f.onApply != nil {
+		f.onApply()
+	}
+	return out
+}
+
+// skipped answers for an entry applied before a restart. Nobody waits for
+// it on this node, but a proposer that does must not take it as a success.
+func skipped(l *raft.Log) any {
+	return &entryOutcome{errs: []error{fmt.Errorf("%w: log entry %d was applied before this node restarted", engine.ErrUnknownOutcome, l.Index)}}
+}
+
+// batchApplier carries one ApplyBatch's Badger transaction.
+type batchApplier struct {
+	f     *FSM
+	db    *storage.DB
+	batch *storage.Batch
+	wrote bool
+}
+
+// add moves tx's writes into the batch, committing the batch first when
+// they do not fit.
+func (a *batchApplier) add(tx *storage.Tx) error {
+	err := a.batch.Add(tx)
+	if errors.Is(err, storage.ErrBatchFull) {
+		a.commit()
+		a.batch = a.db.NewBatch()
+		err = a.batch.Add(tx)
+	}
+	return err
+}
+
+func (a *batchApplier) commit() {
+	if a.batch.Empty() {
+		a.batch.Commit()
+		return
+	}
+	if err := a.batch.Commit(); err != nil {
+		panic(fmt.Sprintf("raftfsm: committing applied log entries to the state database failed; this node's state can no longer follow the log: %v", err))
+	}
+	a.wrote = true
+}
+
+// entry applies one command entry and returns its outcome.
+func (a *batchApplier) entry(l *raft.Log) any {
+	e, err := decodeEntry(l.Data)
+	if err != nil {
+		var ee *EntryError
+		if errors.As(err, &ee) {
+			ee.Index = l.Index
+		}
+		// Every node decodes the same bytes and fails the same way, so the
+		// states stay equal; the proposer hears the error.
+		return &entryOutcome{errs: []error{err}}
+	}
+	if e.kind == entryNode {
+		tx := a.batch.Begin()
+		key := []byte(keyNodePrefix + e.node.ID)
+		if e.node.Remove {
+			tx.Delete(key)
+		} else {
+			tx.Set(key, []byte(e.node.HTTPAddr))
+		}
+		if err := a.add(tx); err != nil {
+			return &entryOutcome{errs: []error{err}}
+		}
+		return &entryOutcome{results: []engine.Result{nil}, errs: []error{nil}}
+	}
+	done := a.partDone(l.Index)
+	out := &entryOutcome{results: make([]engine.Result, len(e.cmds)), errs: make([]error, len(e.cmds))}
+	for k, raw := range e.cmds {
+		if k < done {
+			out.errs[k] = fmt.Errorf("%w: command %d of log entry %d was applied before this node restarted", engine.ErrUnknownOutcome, k, l.Index)
+			continue
+		}
+		cmd, err := engine.DecodeCommand(raw)
+		if err != nil {
+			out.errs[k] = err
+			continue
+		}
+		tx := a.batch.Begin()
+		res, err := a.f.machine.Apply(tx, cmd)
+		if err != nil {
+			out.errs[k] = err // a failed command wrote nothing
+			continue
+		}
+		if len(e.cmds) > 1 {
+			tx.Set(keyEntryPart, partValue(l.Index, k+1))
+		}
+		if err := a.add(tx); err != nil {
+			out.errs[k] = fmt.Errorf("%w: %v", engine.ErrPayloadTooLarge, err)
+			continue
+		}
+		out.results[k] = res
+	}
+	return out
+}
+
+// partDone returns how many commands of the entry at index are already in
+// the store (nonzero only after a crash in the middle of a large entry).
+func (a *batchApplier) partDone(index uint64) int {
+	tx := a.batch.Begin()
+	v, err := tx.Get(keyEntryPart)
+	if err != nil || len(v) != 16 || binary.BigEndian.Uint64(v) != index {
+		return 0
+	}
+	return int(binary.BigEndian.Uint64(v[8:]))
+}
+
+func partValue(index uint64, n int) []byte {
+	v := make([]byte, 16)
+	binary.BigEndian.PutUint64(v, index)
+	binary.BigEndian.PutUint64(v[8:], uint64(n))
+	return v
+}
+
+// Snapshot implements raft.FSM. It syncs the database first: the database
+// runs without a sync per commit (the Raft log is what is durable), and once
+// Raft has a snapshot at index N it may drop the log below N, so everything
+// up to N must be on disk in the database before the snapshot is taken.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	db := f.db
+	f.mu.RUnlock()
+	if err := db.Sync(); err != nil {
+		return nil, fmt.Errorf("raftfsm: sync before snapshot: %w", err)
+	}
+	release := f.state.hold(db)
+	return &fsmSnapshot{snap: db.OpenSnapshot(), release: release}, nil
+}
+
+// Restore implements raft.FSM: it loads the snapshot into a fresh data
+// directory and swaps it in only when the load succeeded, so a crash or a
+// corrupt snapshot leaves the old state in place.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	db, info, err := f.state.load(rc)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	old := f.db
+	f.db = db
+	f.mu.Unlock()
+	f.state.retire(old)
+	f.setApplied(info.AppliedIndex)
+	if f.onApply != nil {
+		f.onApply()
+	}
+	return nil
+}
+
+// nodeHTTP returns the HTTP address a member recorded, or "".
+func (f *FSM) nodeHTTP(id string) string {
+	var addr string
+	f.View(func(r *storage.Reader) error {
+		v, err := r.Get([]byte(keyNodePrefix + id))
+		if err == nil {
+			addr = string(v)
+		}
+		return nil
+	})
+	return addr
+}
+
+type fsmSnapshot struct {
+	snap    *storage.Snapshot
+	release func()
+}
+
+// Persist implements raft.FSMSnapshot; it runs concurrently with applies.
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := s.snap.WriteTo(sink); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+// Release implements raft.FSMSnapshot.
+func (s *fsmSnapshot) Release() {
+	s.snap.Close()
+	s.release()
+}

@@ -1,0 +1,225 @@
+package raftfsm
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/heddlewf/heddle/engine"
+)
+
+// watchLeadership starts the leader's duties when this node wins an
+// election and stops them when it loses leadership.
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case isLeader := <-n.notify:
+			n.leadMu.Lock()
+			if n.stopLeader != nil {
+				n.stopLeader()
+				n.stopLeader, n.ready = nil, nil
+			}
+			if isLeader {
+				ctx, cancel := context.WithCancel(n.ctx)
+				ready := make(chan struct{})
+				n.stopLeader, n.ready = cancel, ready
+				n.wg.Add(1)
+				go n.lead(ctx, ready)
+			}
+			n.leadMu.Unlock()
+		}
+	}
+}
+
+// lead runs while this node leads: a barrier first (so reads see all that
+// earlier leaders committed), then the node's HTTP address into the log,
+// then the scheduler, whose lease reclaims wait out the failover grace.
+func (n *Node) lead(ctx context.Context, ready chan struct{}) {
+	defer n.wg.Done()
+	if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+		return // leadership lost; the next election starts over
+	}
+	close(ready)
+	if n.cfg.HTTPAddr != "" && n.fsm.nodeHTTP(n.cfg.ID) != n.cfg.HTTPAddr {
+		n.applyNode(ctx, nodeBody{ID: n.cfg.ID, HTTPAddr: n.cfg.HTTPAddr})
+	}
+	if n.cfg.DisableScheduler {
+		return
+	}
+	s := engine.NewScheduler(n.prop, n.fsm, n.cfg.Clock, n.cfg.SchedulerBatch)
+	s.OnError = n.cfg.OnSchedulerError
+	s.ReclaimNotBeforeMS = n.cfg.Clock.Now().Add(n.cfg.FailoverGrace).UnixMilli()
+	n.sched.Store(s)
+	defer n.sched.CompareAndSwap(s, nil)
+	s.Run(ctx)
+}
+
+// applyNode replicates a member's HTTP address (or its removal).
+func (n *Node) applyNode(ctx context.Context, b nodeBody) error {
+	data, err := encodeEntry(entryNode, &b)
+	if err != nil {
+		return err
+	}
+	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
+	if err := f.Error(); err != nil {
+		return n.applyError(err)
+	}
+	if out, ok := f.Response().(*entryOutcome); ok && len(out.errs) > 0 && out.errs[0] != nil {
+		return out.errs[0]
+	}
+	return nil
+}
+
+// readBarrier makes a read linearizable (Raft's read-index): only the
+// leader answers; it confirms it still leads after noting the commit index,
+// then waits until its state machine has applied that index. Entries that
+// never reach the state machine (no-ops, barriers) are not waited for.
+func (n *Node) readBarrier(ctx context.Context) error {
+	n.leadMu.Lock()
+	ready := n.ready
+	n.leadMu.Unlock()
+	if ready == nil || n.raft.State() != raft.Leader {
+		return n.notLeader()
+	}
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	commit := n.raft.CommitIndex()
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return n.notLeader()
+	}
+	target := n.lastStateIndex(commit)
+	for {
+		changed := n.fsm.appliedChanged()
+		if n.fsm.Applied() >= target {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// lastStateIndex returns the highest index at or below commit whose entry
+// the state machine sees (a command or a configuration change).
+func (n *Node) lastStateIndex(commit uint64) uint64 {
+	applied := n.fsm.Applied()
+	for i := commit; i > applied; i-- {
+		var l raft.Log
+		if err := n.store.GetLog(i, &l); err != nil {
+			// Compacted away: it is inside a snapshot, which is applied.
+			return applied
+		}
+		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
+			return i
+		}
+	}
+	return applied
+}
+
+// Join adds a voter (through the leader) and records its HTTP address.
+func (n *Node) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
+	if id == "" || raftAddr == "" {
+		return fmt.Errorf("%w: join needs an id and a Raft address", engine.ErrInvalidCommand)
+	}
+	if !n.IsLeader() {
+		return n.notLeader()
+	}
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return n.applyError(err)
+	}
+	member := false
+	for _, s := range cf.Configuration().Servers {
+		switch {
+		case s.ID == raft.ServerID(id) && s.Address == raft.ServerAddress(raftAddr):
+			member = true
+		case s.ID == raft.ServerID(id) || s.Address == raft.ServerAddress(raftAddr):
+			// Same id at a new address, or a new id at an old address:
+			// replace the stale member.
+			if err := n.raft.RemoveServer(s.ID, 0, n.cfg.ApplyTimeout).Error(); err != nil {
+				return n.applyError(err)
+			}
+		}
+	}
+	if !member {
+		if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ApplyTimeout).Error(); err != nil {
+			return n.applyError(err)
+		}
+	}
+	if httpAddr != "" {
+		return n.applyNode(ctx, nodeBody{ID: id, HTTPAddr: httpAddr})
+	}
+	return nil
+}
+
+// Remove takes a member out of the cluster (through the leader).
+func (n *Node) Remove(ctx context.Context, id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: remove needs an id", engine.ErrInvalidCommand)
+	}
+	if !n.IsLeader() {
+		return n.notLeader()
+	}
+	if err := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout).Error(); err != nil {
+		return n.applyError(err)
+	}
+	return n.applyNode(ctx, nodeBody{ID: id, Remove: true})
+}
+
+// TransferLeader asks the leader to hand leadership to another voter.
+func (n *Node) TransferLeader(ctx context.Context) error {
+	if !n.IsLeader() {
+		return n.notLeader()
+	}
+	if err := n.raft.LeadershipTransfer().Error(); err != nil {
+		return fmt.Errorf("raftfsm: leadership transfer: %w", err)
+	}
+	return nil
+}
+
+// Member is one server of the cluster configuration.
+type Member struct {
+	ID       string `json:"id" msgpack:"id"`
+	RaftAddr string `json:"raft_addr" msgpack:"raft_addr"`
+	HTTPAddr string `json:"http_addr" msgpack:"http_addr"`
+	Voter    bool   `json:"voter" msgpack:"voter"`
+	Leader   bool   `json:"leader" msgpack:"leader"`
+}
+
+// Status is a node's view of the cluster.
+type Status struct {
+	ID           string   `json:"id" msgpack:"id"`
+	State        string   `json:"state" msgpack:"state"`
+	LeaderID     string   `json:"leader_id" msgpack:"leader_id"`
+	LeaderHTTP   string   `json:"leader_http" msgpack:"leader_http"`
+	Term         uint64   `json:"term" msgpack:"term"`
+	CommitIndex  uint64   `json:"commit_index" msgpack:"commit_index"`
+	AppliedIndex uint64   `json:"applied_index" msgpack:"applied_index"`
+	LastIndex    uint64   `json:"last_index" msgpack:"last_index"`
+	Members      []Member `json:"members" msgpack:"members"`
+}
+
+// Status reports this node's view of the cluster.
+func (n *Node) Status(ctx context.Context) (Status, error) {
+	st := Status{ID: n.cfg.ID, State: n.raft.State().String(), Term: n.raft.CurrentTerm(),
+		CommitIndex: n.raft.CommitIndex(), AppliedIndex: n.fsm.Applied(), LastIndex: n.raft.LastIndex()}
+	st.LeaderID, st.LeaderHTTP = n.Leader()
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return st, err
+	}
+	for _, s := range cf.Configuration().Servers {
+		st.Members = append(st.Members, Member{ID: string(s.ID), RaftAddr: string(s.Address),
+			HTTPAddr: n.fsm.nodeHTTP(string(s.ID)), Voter: s.Suffrage == raft.Voter, Leader: string(s.ID) == st.LeaderID})
+	}
+	return st, nil
+}

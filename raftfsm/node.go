@@ -1,0 +1,243 @@
+package raftfsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/heddlewf/heddle/engine"
+)
+
+// Node is one member of a heddle cluster. Its Engine is an engine.Service
+// like the embedded one: writes go through the Raft log (and fail with
+// engine.ErrNotLeader on a follower), reads are linearizable unless the
+// context asks for a stale read (engine.WithStaleRead).
+type Node struct {
+	cfg       Config
+	raft      *raft.Raft
+	fsm       *FSM
+	prop      *proposer
+	eng       *engine.Engine
+	store     *raftboltdb.BoltStore
+	transport *raft.NetworkTransport
+
+	notify chan bool
+	leadMu sync.Mutex
+	sched  atomic.Pointer[engine.Scheduler] // the leader's scheduler, woken by applies
+	// ready is closed once this node, as leader, has applied everything
+	// committed before its term (its first barrier); nil when not leader.
+	ready      chan struct{}
+	stopLeader context.CancelFunc
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open starts a node: it opens (or creates) its directory, starts the Raft
+// transport and, with Bootstrap and no existing state, makes itself a
+// one-node cluster.
+func Open(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	machine, err := engine.NewMachine(cfg.Limits)
+	if err != nil {
+		return nil, err
+	}
+	raftDir := filepath.Join(cfg.Dir, "raft")
+	if err := os.MkdirAll(raftDir, 0o755); err != nil {
+		return nil, fmt.Errorf("raftfsm: %w", err)
+	}
+	state, err := newStateDir(filepath.Join(cfg.Dir, "state"), cfg.Storage)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, notify: make(chan bool, 16)}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if n.fsm, err = newFSM(state, machine); err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Node, error) {
+		if n.transport != nil {
+			n.transport.Close()
+		}
+		if n.store != nil {
+			n.store.Close()
+		}
+		n.fsm.close()
+		return nil, err
+	}
+	n.store, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(raftDir, "raft.db")})
+	if err != nil {
+		return fail(fmt.Errorf("raftfsm: opening the Raft log: %w", err))
+	}
+	logs, err := raft.NewLogCache(1024, n.store)
+	if err != nil {
+		return fail(err)
+	}
+	snaps, err := raft.NewFileSnapshotStore(raftDir, 2, cfg.LogOutput)
+	if err != nil {
+		return fail(err)
+	}
+	addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	if err != nil {
+		return fail(fmt.Errorf("%w: RaftAddr %q: %v", ErrConfig, cfg.RaftAddr, err))
+	}
+	n.transport, err = raft.NewTCPTransport(cfg.RaftAddr, advertise(addr), 3, 10*time.Second, cfg.LogOutput)
+	if err != nil {
+		return fail(fmt.Errorf("raftfsm: Raft transport on %s: %w", cfg.RaftAddr, err))
+	}
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = 256
+	// The state database persists with its applied index, so a restart
+	// resumes from it; restoring the last snapshot at every start would
+	// reload the whole state for nothing. Snapshot syncs the database, so
+	// it always holds at least what the newest snapshot holds.
+	rc.NoSnapshotRestoreOnStart = true
+	rc.NotifyCh = n.notify
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: cfg.LogOutput})
+
+	n.prop = newProposer(n, cfg.Clock, cfg.MaxEntryCommands, cfg.MaxEntryBytes, cfg.ApplyTimeout)
+	n.eng, err = engine.New(engine.Backend{Log: n.prop, Store: n.fsm, ReadBarrier: n.readBarrier, Limits: cfg.Limits})
+	if err != nil {
+		n.prop.close()
+		return fail(err)
+	}
+	n.fsm.onApply = func() {
+		n.eng.NotifyCommitted()
+		if s := n.sched.Load(); s != nil {
+			s.Wake()
+		}
+	}
+
+	hasState, err := raft.HasExistingState(logs, n.store, snaps)
+	if err != nil {
+		n.prop.close()
+		return fail(err)
+	}
+	n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.store, snaps, n.transport)
+	if err != nil {
+		n.prop.close()
+		return fail(fmt.Errorf("raftfsm: starting Raft: %w", err))
+	}
+	if cfg.Bootstrap && !hasState {
+		f := n.raft.BootstrapCluster(raft.Configuration{Servers: []raft.Server{
+			{ID: rc.LocalID, Address: n.transport.LocalAddr(), Suffrage: raft.Voter}}})
+		if err := f.Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			n.Close()
+			return nil, fmt.Errorf("raftfsm: bootstrap: %w", err)
+		}
+	}
+	n.wg.Add(1)
+	go n.watchLeadership()
+	return n, nil
+}
+
+// advertise returns addr unless it is unspecified (0.0.0.0), which peers
+// could not dial; the transport then refuses to start with a clear error.
+func advertise(addr *net.TCPAddr) net.Addr {
+	if addr.Port == 0 || addr.IP.IsUnspecified() {
+		return nil
+	}
+	return addr
+}
+
+// Engine returns the node's engine.Service.
+func (n *Node) Engine() *engine.Engine { return n.eng }
+
+// Raft exposes the Raft instance, for status and tests.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// ID returns the node's server id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// RaftAddr returns the address the transport listens on.
+func (n *Node) RaftAddr() string { return string(n.transport.LocalAddr()) }
+
+// HTTPAddr returns the configured API address.
+func (n *Node) HTTPAddr() string { return n.cfg.HTTPAddr }
+
+// FSM exposes the state machine (its applied index and reads).
+func (n *Node) FSM() *FSM { return n.fsm }
+
+// IsLeader reports whether this node is the Raft leader now.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Leader returns the leader's server id and HTTP address, empty if unknown.
+func (n *Node) Leader() (id, httpAddr string) {
+	_, lid := n.raft.LeaderWithID()
+	if lid == "" {
+		return "", ""
+	}
+	return string(lid), n.fsm.nodeHTTP(string(lid))
+}
+
+func (n *Node) notLeader() error {
+	id, http := n.Leader()
+	if id == n.cfg.ID { // leadership moved in between; let the caller retry
+		id, http = "", ""
+	}
+	return &engine.NotLeaderError{LeaderID: id, LeaderHTTP: http}
+}
+
+// Close stops the node: the scheduler, the proposer, Raft, the transport
+// and the stores. It is safe to call more than once.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		n.cancel()
+		n.leadMu.Lock()
+		if n.stopLeader != nil {
+			n.stopLeader()
+		}
+		n.leadMu.Unlock()
+		var errs []error
+		if n.raft != nil {
+			errs = append(errs, n.raft.Shutdown().Error())
+		}
+		n.prop.close()
+		n.wg.Wait()
+		errs = append(errs, n.transport.Close(), n.store.Close(), n.fsm.close())
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
+}
+
+// WaitLeader blocks until some node is known as leader, and returns its id.
+func (n *Node) WaitLeader(ctx context.Context) (string, error) {
+	for {
+		if id, _ := n.Leader(); id != "" {
+			return id, nil
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", ctx.Err()
+		case <-t.C:
+		}
+	}
+}

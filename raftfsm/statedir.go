@@ -1,0 +1,189 @@
+package raftfsm
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// stateDir is a node's state/ directory: CURRENT names the live database
+// directory (data-NNNNNN); a restore loads into the next one and renames a
+// new CURRENT over the old, which is atomic, so a crash at any point leaves
+// one complete database named. Directories CURRENT does not name are
+// leftovers of an interrupted restore and are removed at open.
+type stateDir struct {
+	dir  string
+	opts storage.Options // Dir is set per data directory
+	gen  int
+
+	mu    sync.Mutex
+	holds map[*storage.DB]*sync.WaitGroup // open snapshots per database
+	bg    sync.WaitGroup                   // retirements in progress
+}
+
+const currentFile = "CURRENT"
+
+func newStateDir(dir string, opts storage.Options) (*stateDir, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("raftfsm: state directory: %w", err)
+	}
+	s := &stateDir{dir: dir, opts: opts, holds: map[*storage.DB]*sync.WaitGroup{}}
+	b, err := os.ReadFile(filepath.Join(dir, currentFile))
+	switch {
+	case os.IsNotExist(err):
+		s.gen = 0
+	case err != nil:
+		return nil, fmt.Errorf("raftfsm: reading %s: %w", currentFile, err)
+	default:
+		name := strings.TrimSpace(string(b))
+		gen, ok := parseDataName(name)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s names %q, not a data directory", storage.ErrCorrupt, filepath.Join(dir, currentFile), name)
+		}
+		s.gen = gen
+	}
+	// Remove what an interrupted restore left behind.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if gen, ok := parseDataName(e.Name()); ok && gen != s.gen {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+	return s, nil
+}
+
+func dataName(gen int) string { return fmt.Sprintf("data-%06d", gen) }
+
+func parseDataName(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "data-")
+	if !ok || len(rest) != 6 {
+		return 0, false
+	}
+	gen, err := strconv.Atoi(rest)
+	return gen, err == nil && gen >= 0
+}
+
+func (s *stateDir) optsFor(gen int) storage.Options {
+	o := s.opts
+	o.Dir = filepath.Join(s.dir, dataName(gen))
+	return o
+}
+
+// open opens the live database.
+func (s *stateDir) open() (*storage.DB, error) { return storage.Open(s.optsFor(s.gen)) }
+
+// load fills a fresh data directory from a snapshot and makes it the live
+// one. On error the fresh directory is removed and the live one is kept.
+func (s *stateDir) load(r io.Reader) (*storage.DB, storage.SnapshotInfo, error) {
+	gen := s.gen + 1
+	opts := s.optsFor(gen)
+	os.RemoveAll(opts.Dir)
+	db, err := storage.Open(opts)
+	if err != nil {
+		return nil, storage.SnapshotInfo{}, err
+	}
+	fail := func(err error) (*storage.DB, storage.SnapshotInfo, error) {
+		db.Close()
+		os.RemoveAll(opts.Dir)
+		return nil, storage.SnapshotInfo{}, fmt.Errorf("raftfsm: restore snapshot: %w", err)
+	}
+	info, err := db.LoadSnapshot(r)
+	if err != nil {
+		return fail(err)
+	}
+	if err := db.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := s.writeCurrent(gen); err != nil {
+		return fail(err)
+	}
+	s.gen = gen
+	return db, info, nil
+}
+
+// writeCurrent points CURRENT at gen: write a temporary file, sync it,
+// rename it over CURRENT and sync the directory.
+func (s *stateDir) writeCurrent(gen int) error {
+	tmp := filepath.Join(s.dir, currentFile+".tmp")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(dataName(gen) + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(s.dir, currentFile)); err != nil {
+		return err
+	}
+	d, err := os.Open(s.dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// hold registers an open snapshot of db; the returned func releases it. A
+// retired database is closed only after its snapshots are released.
+func (s *stateDir) hold(db *storage.DB) func() {
+	s.mu.Lock()
+	wg := s.holds[db]
+	if wg == nil {
+		wg = new(sync.WaitGroup)
+		s.holds[db] = wg
+	}
+	wg.Add(1)
+	s.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(wg.Done) }
+}
+
+// retire closes a database that a restore replaced, once its snapshots are
+// released, and removes its directory.
+func (s *stateDir) retire(db *storage.DB) {
+	s.mu.Lock()
+	wg := s.holds[db]
+	delete(s.holds, db)
+	s.mu.Unlock()
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		if wg != nil {
+			wg.Wait()
+		}
+		dir := db.Options().Dir
+		db.Close()
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+	}()
+}
+
+// closeDB closes the live database at shutdown, after its snapshots.
+func (s *stateDir) closeDB(db *storage.DB) error {
+	s.mu.Lock()
+	wg := s.holds[db]
+	s.mu.Unlock()
+	if wg != nil {
+		wg.Wait()
+	}
+	s.bg.Wait()
+	return db.Close()
+}
