@@ -1,0 +1,141 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+)
+
+// call is one request being served: the request, its buffered body (kept
+// so it can be forwarded to the leader as it came) and the answer's format.
+type call struct {
+	s    *Server
+	w    http.ResponseWriter
+	r    *http.Request
+	body []byte
+	out  format
+}
+
+// readBody buffers the body, refusing one over MaxBodyBytes with 413
+// before anything is decoded.
+func (c *call) readBody() error {
+	if c.r.Body == nil {
+		return nil
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, c.s.cfg.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return fmt.Errorf("%w: the request body is over the limit of %d bytes (ServerConfig.MaxBodyBytes)",
+			engine.ErrPayloadTooLarge, tooBig.Limit)
+	}
+	if err != nil {
+		return fmt.Errorf("httpapi: reading the request body: %w", err)
+	}
+	c.body = b
+	return nil
+}
+
+// decode decodes the body into v, in the format its Content-Type names.
+func (c *call) decode(v any) error {
+	f, err := requestFormat(c.r)
+	if err != nil {
+		return err
+	}
+	return decodeBody(f, c.body, v)
+}
+
+// reply writes v with status.
+func (c *call) reply(status int, v any) {
+	b, err := encodeBody(c.out, v)
+	if err != nil {
+		status, body := errorFor(fmt.Errorf("httpapi: encoding the answer: %w", err))
+		b, _ = encodeBody(c.out, body)
+		c.write(status, b)
+		return
+	}
+	c.write(status, b)
+}
+
+func (c *call) write(status int, b []byte) {
+	c.w.Header().Set("Content-Type", c.out.contentType())
+	c.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	c.w.WriteHeader(status)
+	c.w.Write(b) // the client may be gone; nothing more can be done
+}
+
+// fail answers err: it forwards the request to the leader when err names
+// one and the request has not been forwarded already, and otherwise
+// writes err's status and ErrorBody.
+func (c *call) fail(err error) {
+	var nl *engine.NotLeaderError
+	if errors.As(err, &nl) && nl.LeaderHTTP != "" && c.r.Header.Get(forwardedHeader) == "" {
+		c.forward(nl)
+		return
+	}
+	status, body := errorFor(err)
+	c.reply(status, body)
+}
+
+// jobParam parses the {job} path segment.
+func (c *call) jobParam() (engine.JobID, error) {
+	s := c.r.PathValue("job")
+	id, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || id == 0 {
+		return 0, fmt.Errorf("%w: job id %q in the path is not a positive integer", engine.ErrInvalidCommand, s)
+	}
+	return engine.JobID(id), nil
+}
+
+// target reads the job or workflow the path names.
+func (c *call) target() (engine.Target, error) {
+	if wf := c.r.PathValue("workflow"); wf != "" {
+		return engine.Target{WorkflowID: wf}, nil
+	}
+	id, err := c.jobParam()
+	return engine.Target{Job: id}, err
+}
+
+// uintParam parses an optional unsigned query parameter (0 when absent).
+func (c *call) uintParam(name string) (uint64, error) {
+	s := c.r.URL.Query().Get(name)
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: query parameter %s=%q is not an unsigned integer", engine.ErrInvalidCommand, name, s)
+	}
+	return v, nil
+}
+
+// limitParam parses the optional limit parameter; the Service checks its range.
+func (c *call) limitParam() (int, error) {
+	s := c.r.URL.Query().Get("limit")
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%w: query parameter limit=%q is not an integer", engine.ErrInvalidCommand, s)
+	}
+	return v, nil
+}
+
+// waitParam parses the optional wait parameter, a Go duration, capped at
+// MaxWait; def is used when it is absent.
+func (c *call) waitParam(def time.Duration) (time.Duration, error) {
+	s := c.r.URL.Query().Get("wait")
+	if s == "" {
+		return min(def, c.s.cfg.MaxWait), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%w: query parameter wait=%q is not a duration like 30s", engine.ErrInvalidCommand, s)
+	}
+	return min(d, c.s.cfg.MaxWait), nil
+}

@@ -1,0 +1,176 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults of ClientConfig's zero fields.
+const (
+	DefaultRetryTimeout     = 30 * time.Second
+	DefaultRequestTimeout   = 10 * time.Second
+	DefaultPollWait         = 30 * time.Second
+	DefaultMaxResponseBytes = 1 << 30
+)
+
+// The backoff between two tries of one call doubles from minBackoff up to
+// maxBackoff.
+const (
+	minBackoff = 10 * time.Millisecond
+	maxBackoff = time.Second
+)
+
+// ClientConfig configures NewClient. The zero value of every field but
+// Addrs is valid and takes the default its comment names.
+type ClientConfig struct {
+	// Addrs are the nodes to ask: "host:port" (plain HTTP) or a base URL
+	// such as "https://host:port". At least one is required; the client
+	// also goes to any leader a node names.
+	Addrs []string
+	// Token, if set, is sent as "Authorization: Bearer <token>".
+	Token string
+	// HTTPClient sends the requests. Nil means a client that keeps up to
+	// 64 idle connections per node (a busy worker makes many requests at
+	// once). Its Timeout, if any, must exceed PollWait.
+	HTTPClient *http.Client
+	// RetryTimeout is how long a call goes on trying, node after node,
+	// after its first failure (no connection, a timeout, a 503). 0 means
+	// DefaultRetryTimeout (30 s).
+	RetryTimeout time.Duration
+	// RequestTimeout bounds one try, beyond a long poll's wait. 0 means
+	// DefaultRequestTimeout (10 s).
+	RequestTimeout time.Duration
+	// PollWait is the longest wait one long poll asks for (the server
+	// caps it at its MaxWait). 0 means DefaultPollWait (30 s).
+	PollWait time.Duration
+	// MaxResponseBytes bounds an answer's body. 0 means
+	// DefaultMaxResponseBytes (1 GiB: a history page may hold a thousand
+	// events of a megabyte each).
+	MaxResponseBytes int64
+}
+
+// Validate reports the first invalid field of c.
+func (c ClientConfig) Validate() error {
+	if len(c.Addrs) == 0 {
+		return fmt.Errorf("%w: ClientConfig.Addrs needs at least one address", ErrInvalidConfig)
+	}
+	for _, a := range c.Addrs {
+		if _, err := baseURL(a); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.RetryTimeout < 0:
+		return fmt.Errorf("%w: ClientConfig.RetryTimeout %v is negative", ErrInvalidConfig, c.RetryTimeout)
+	case c.RequestTimeout < 0:
+		return fmt.Errorf("%w: ClientConfig.RequestTimeout %v is negative", ErrInvalidConfig, c.RequestTimeout)
+	case c.PollWait < 0:
+		return fmt.Errorf("%w: ClientConfig.PollWait %v is negative", ErrInvalidConfig, c.PollWait)
+	case c.MaxResponseBytes < 0:
+		return fmt.Errorf("%w: ClientConfig.MaxResponseBytes %d is negative", ErrInvalidConfig, c.MaxResponseBytes)
+	}
+	return nil
+}
+
+func (c ClientConfig) withDefaults() ClientConfig {
+	if c.HTTPClient == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 64
+		c.HTTPClient = &http.Client{Transport: t}
+	}
+	if c.RetryTimeout == 0 {
+		c.RetryTimeout = DefaultRetryTimeout
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.PollWait == 0 {
+		c.PollWait = DefaultPollWait
+	}
+	if c.MaxResponseBytes == 0 {
+		c.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	return c
+}
+
+// baseURL turns an address into a base URL without a trailing slash.
+func baseURL(addr string) (string, error) {
+	a := strings.TrimRight(strings.TrimSpace(addr), "/")
+	if a == "" {
+		return "", fmt.Errorf("%w: ClientConfig.Addrs holds an empty address", ErrInvalidConfig)
+	}
+	if !strings.Contains(a, "://") {
+		a = "http://" + a
+	}
+	if !strings.HasPrefix(a, "http://") && !strings.HasPrefix(a, "https://") {
+		return "", fmt.Errorf("%w: address %q is neither host:port nor an http(s) URL", ErrInvalidConfig, addr)
+	}
+	return a, nil
+}
+
+// Client is an engine.Service (and a Cluster, and a query asker) over the
+// HTTP API of one node or a cluster. It is safe for concurrent use.
+//
+// A call goes to the node that answered last. When a node cannot be
+// reached, times out or answers 503 the call is tried again — at the leader
+// the node named, else at the next address — with capped exponential
+// backoff, for up to RetryTimeout. A command without a RequestID is given a
+// random one before its first try, so a retry whose first try may have been
+// applied is answered from the engine's record instead of applied again.
+// Claims are the exception: see Claim.
+type Client struct {
+	cfg   ClientConfig
+	addrs []string
+
+	mu     sync.Mutex
+	prefer string // the base URL of the node that answered last
+}
+
+// NewClient returns a client for cfg.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg.withDefaults()}
+	for _, a := range cfg.Addrs {
+		u, _ := baseURL(a) // Validate checked it
+		c.addrs = append(c.addrs, u)
+	}
+	c.prefer = c.addrs[0]
+	return c, nil
+}
+
+func (c *Client) preferred() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.prefer
+}
+
+func (c *Client) setPreferred(base string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.prefer = base
+}
+
+// after returns the address to try after base failed.
+func (c *Client) after(base string) string {
+	for i, a := range c.addrs {
+		if a == base {
+			return c.addrs[(i+1)%len(c.addrs)]
+		}
+	}
+	return c.addrs[0] // base was a leader hint that failed: start over
+}
+
+// hintURL turns a leader's HTTP address into a base URL, with the scheme of
+// the node that named it.
+func hintURL(from, hint string) string {
+	if strings.Contains(hint, "://") {
+		return strings.TrimRight(hint, "/")
+	}
+	scheme, _, _ := strings.Cut(from, "://")
+	return scheme + "://" + hint
+}

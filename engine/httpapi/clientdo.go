@@ -1,0 +1,209 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// request is one call the Client makes, tried as often as needed.
+type request struct {
+	method string
+	path   string // escaped
+	query  url.Values
+	body   any // nil: no body
+	out    any // decoded from a 200 answer; nil: ignore it
+	// wait is the long poll's wait, which the try's timeout must allow for.
+	wait time.Duration
+	// command marks a write: when a try breaks off, the write may or may
+	// not have been applied.
+	command bool
+}
+
+// transportError is a try that got no answer: no connection, a broken one,
+// or a timeout. The call is tried again.
+type transportError struct {
+	addr string
+	err  error
+}
+
+func (e *transportError) Error() string { return fmt.Sprintf("httpapi: %s: %v", e.addr, e.err) }
+func (e *transportError) Unwrap() error { return e.err }
+
+// retryable reports whether another node, or the same one later, may answer
+// differently: no answer at all, or 503 (no leader, outcome unknown, closed).
+// A 502 or 504 without a heddle error body comes from a proxy in between.
+func retryable(err error) bool {
+	var te *transportError
+	if errors.As(err, &te) {
+		return true
+	}
+	var re *RemoteError
+	if errors.As(err, &re) {
+		return re.Status == http.StatusServiceUnavailable ||
+			((re.Status == http.StatusBadGateway || re.Status == http.StatusGatewayTimeout) && re.Body.Name == "")
+	}
+	return false
+}
+
+// do makes the call, retrying as the Client's doc describes.
+func (c *Client) do(ctx context.Context, rq request) error {
+	var payload []byte
+	if rq.body != nil {
+		var err error
+		if payload, err = msgpack.Marshal(rq.body); err != nil {
+			return fmt.Errorf("httpapi: encoding %s: %w", typeName(rq.body), err)
+		}
+	}
+	base := c.preferred()
+	var giveUpAt time.Time
+	backoff := minBackoff
+	for {
+		hint, err := c.try(ctx, base, rq, payload)
+		if err == nil || !retryable(err) {
+			if err == nil || errors.As(err, new(*RemoteError)) {
+				c.setPreferred(base) // it answered: ask it first next time
+			}
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		now := time.Now()
+		if giveUpAt.IsZero() {
+			giveUpAt = now.Add(c.cfg.RetryTimeout)
+		}
+		if !now.Before(giveUpAt) {
+			return giveUp(rq, err)
+		}
+		if hint != "" {
+			base = hint
+		} else {
+			base = c.after(base)
+		}
+		t := time.NewTimer(min(backoff, giveUpAt.Sub(now)))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// giveUp is the error of a call whose every try failed: the last answer,
+// or, when the last try got none, ErrUnknownOutcome for a command (it may
+// have been applied) and the transport error for a read.
+func giveUp(rq request, err error) error {
+	var te *transportError
+	if rq.command && errors.As(err, &te) {
+		return fmt.Errorf("%w: %s %s: %w", engine.ErrUnknownOutcome, rq.method, rq.path, err)
+	}
+	return err
+}
+
+// try makes one attempt at base. It returns the leader a node named, if any.
+func (c *Client) try(ctx context.Context, base string, rq request, payload []byte) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout+rq.wait)
+	defer cancel()
+	u := base + rq.path
+	if len(rq.query) > 0 {
+		u += "?" + rq.query.Encode()
+	}
+	var body io.Reader
+	if payload != nil {
+		body = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, rq.method, u, body)
+	if err != nil {
+		return "", fmt.Errorf("httpapi: %w", err)
+	}
+	if payload != nil {
+		req.Header.Set("Content-Type", contentMsgpack)
+	}
+	req.Header.Set("Accept", contentMsgpack)
+	if c.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	}
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return "", &transportError{addr: base, err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxResponseBytes+1))
+	if err != nil {
+		return "", &transportError{addr: base, err: err}
+	}
+	if int64(len(b)) > c.cfg.MaxResponseBytes {
+		return "", fmt.Errorf("httpapi: the answer of %s %s is over ClientConfig.MaxResponseBytes (%d)", rq.method, rq.path, c.cfg.MaxResponseBytes)
+	}
+	if resp.StatusCode != http.StatusOK {
+		re := decodeError(resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		if re.Body.LeaderHTTP != "" {
+			return hintURL(base, re.Body.LeaderHTTP), re
+		}
+		return "", re
+	}
+	if rq.out == nil {
+		return "", nil
+	}
+	f, _ := parseFormat(resp.Header.Get("Content-Type"))
+	if err := decodeAnswer(f, b, rq.out); err != nil {
+		return "", fmt.Errorf("httpapi: the answer of %s %s from %s: %w", rq.method, rq.path, base, err)
+	}
+	return "", nil
+}
+
+// decodeAnswer decodes a successful answer. Unlike a request, an answer
+// may carry fields this version does not know (a newer server).
+func decodeAnswer(f format, b []byte, v any) error {
+	if f == formatMsgpack {
+		if err := checkMsgpack(b); err != nil {
+			return fmt.Errorf("not a valid msgpack %s: %w", typeName(v), err)
+		}
+		return msgpack.Unmarshal(b, v)
+	}
+	return json.Unmarshal(b, v)
+}
+
+// decodeError reads an error answer. A body that is not an ErrorBody (a
+// proxy's page, say) still gives a RemoteError, with the status and the
+// start of the body as its message.
+func decodeError(status int, contentType string, b []byte) *RemoteError {
+	re := &RemoteError{Status: status}
+	if f, ok := parseFormat(contentType); ok && decodeAnswer(f, b, &re.Body) == nil && re.Body.Name != "" {
+		return re
+	}
+	snippet := string(b[:min(len(b), 200)])
+	re.Body = ErrorBody{Message: fmt.Sprintf("httpapi: HTTP %d %s: %q", status, http.StatusText(status), snippet)}
+	return re
+}
+
+// pollWait is the wait of the next long poll under ctx: PollWait, or less
+// when ctx ends sooner; 0 when ctx has (nearly) ended.
+func (c *Client) pollWait(ctx context.Context) time.Duration {
+	w := c.cfg.PollWait
+	if d, ok := ctx.Deadline(); ok {
+		w = min(w, time.Until(d))
+	}
+	if w < time.Millisecond {
+		return 0
+	}
+	return w.Truncate(time.Millisecond)
+}
+
+// waitQuery is the query string of a long poll.
+func waitQuery(w time.Duration) url.Values {
+	return url.Values{"wait": {strconv.FormatInt(w.Milliseconds(), 10) + "ms"}}
+}

@@ -1,0 +1,235 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/heddlewf/heddle/engine"
+)
+
+var _ engine.Service = (*Client)(nil)
+
+// send sends cmd to path, giving it a request id first when it has none.
+func send[R any](ctx context.Context, c *Client, path string, cmd any, h *engine.Header) (*R, error) {
+	if h.RequestID == "" {
+		h.RequestID = randomID("http-")
+	}
+	r := new(R)
+	if err := c.do(ctx, request{method: http.MethodPost, path: path, body: cmd, out: r, command: true}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// read GETs path into a new R.
+func read[R any](ctx context.Context, c *Client, path string, q url.Values) (*R, error) {
+	r := new(R)
+	if err := c.do(ctx, request{method: http.MethodGet, path: path, query: q, out: r}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Create implements engine.Service.
+func (c *Client) Create(ctx context.Context, cmd engine.CreateJob) (*engine.CreateResult, error) {
+	return send[engine.CreateResult](ctx, c, "/v1/jobs", &cmd, &cmd.Header)
+}
+
+// Claim implements engine.Service. Unlike other commands a claim is given
+// no request id: the engine keeps the result of a request id even when the
+// claim found nothing, so a retry could never claim, and every idle poll
+// would cost a write. A claim whose answer was lost therefore leaves its
+// jobs leased to nobody until their leases expire and they are requeued.
+func (c *Client) Claim(ctx context.Context, cmd engine.Claim) ([]engine.ClaimedJob, error) {
+	var r engine.ClaimResult
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs/claim", body: &cmd, out: &r, command: true})
+	return r.Jobs, err
+}
+
+// ClaimWait implements engine.Service with long polls: each waits on the
+// server until a job is claimed or the poll's wait ends, and the next one
+// follows at once until ctx ends.
+func (c *Client) ClaimWait(ctx context.Context, cmd engine.Claim) ([]engine.ClaimedJob, error) {
+	for {
+		wait := c.pollWait(ctx)
+		if wait == 0 {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		var r engine.ClaimResult
+		err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs/claim", query: waitQuery(wait),
+			body: &cmd, out: &r, wait: wait, command: true})
+		if err != nil || len(r.Jobs) > 0 {
+			return r.Jobs, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Heartbeat implements engine.Service.
+func (c *Client) Heartbeat(ctx context.Context, cmd engine.Heartbeat) (*engine.HeartbeatResult, error) {
+	return send[engine.HeartbeatResult](ctx, c, "/v1/jobs/heartbeat", &cmd, &cmd.Header)
+}
+
+// Append implements engine.Service.
+func (c *Client) Append(ctx context.Context, cmd engine.AppendEvents) (*engine.AppendResult, error) {
+	return send[engine.AppendResult](ctx, c, "/v1/jobs/append", &cmd, &cmd.Header)
+}
+
+// CommitStep implements engine.Service.
+func (c *Client) CommitStep(ctx context.Context, cmd engine.CommitStep) (*engine.AppendResult, error) {
+	return send[engine.AppendResult](ctx, c, "/v1/jobs/commit-step", &cmd, &cmd.Header)
+}
+
+// Wait implements engine.Service.
+func (c *Client) Wait(ctx context.Context, cmd engine.Wait) (*engine.WaitResult, error) {
+	return send[engine.WaitResult](ctx, c, "/v1/jobs/wait", &cmd, &cmd.Header)
+}
+
+// Signal implements engine.Service.
+func (c *Client) Signal(ctx context.Context, cmd engine.Signal) (*engine.SignalResult, error) {
+	return send[engine.SignalResult](ctx, c, "/v1/jobs/signal", &cmd, &cmd.Header)
+}
+
+// Cancel implements engine.Service.
+func (c *Client) Cancel(ctx context.Context, cmd engine.Cancel) (*engine.StatusResult, error) {
+	return send[engine.StatusResult](ctx, c, "/v1/jobs/cancel", &cmd, &cmd.Header)
+}
+
+// Activate implements engine.Service.
+func (c *Client) Activate(ctx context.Context, cmd engine.Activate) (*engine.StatusResult, error) {
+	return send[engine.StatusResult](ctx, c, "/v1/jobs/activate", &cmd, &cmd.Header)
+}
+
+// Suspend implements engine.Service.
+func (c *Client) Suspend(ctx context.Context, cmd engine.Suspend) (*engine.StatusResult, error) {
+	return send[engine.StatusResult](ctx, c, "/v1/jobs/suspend", &cmd, &cmd.Header)
+}
+
+// Resume implements engine.Service.
+func (c *Client) Resume(ctx context.Context, cmd engine.Resume) (*engine.StatusResult, error) {
+	return send[engine.StatusResult](ctx, c, "/v1/jobs/resume", &cmd, &cmd.Header)
+}
+
+// Complete implements engine.Service.
+func (c *Client) Complete(ctx context.Context, cmd engine.Complete) (*engine.StatusResult, error) {
+	return send[engine.StatusResult](ctx, c, "/v1/jobs/complete", &cmd, &cmd.Header)
+}
+
+// Fail implements engine.Service.
+func (c *Client) Fail(ctx context.Context, cmd engine.Fail) (*engine.StatusResult, error) {
+	return send[engine.StatusResult](ctx, c, "/v1/jobs/fail", &cmd, &cmd.Header)
+}
+
+// Requeue implements engine.Service.
+func (c *Client) Requeue(ctx context.Context, cmd engine.Requeue) (*engine.StatusResult, error) {
+	return send[engine.StatusResult](ctx, c, "/v1/jobs/requeue", &cmd, &cmd.Header)
+}
+
+// RequestCancel implements engine.Service.
+func (c *Client) RequestCancel(ctx context.Context, cmd engine.RequestCancel) (*engine.StatusResult, error) {
+	return send[engine.StatusResult](ctx, c, "/v1/jobs/request-cancel", &cmd, &cmd.Header)
+}
+
+// ContinueAsNew implements engine.Service.
+func (c *Client) ContinueAsNew(ctx context.Context, cmd engine.ContinueAsNew) (*engine.CreateResult, error) {
+	return send[engine.CreateResult](ctx, c, "/v1/jobs/continue-as-new", &cmd, &cmd.Header)
+}
+
+// Describe implements engine.Service.
+func (c *Client) Describe(ctx context.Context, t engine.Target) (*engine.Job, error) {
+	p, err := targetPath(t)
+	if err != nil {
+		return nil, err
+	}
+	return read[engine.Job](ctx, c, p, nil)
+}
+
+// History implements engine.Service.
+func (c *Client) History(ctx context.Context, id engine.JobID, afterSeq uint64, limit int) (*engine.HistoryPage, error) {
+	q := url.Values{"after": {strconv.FormatUint(afterSeq, 10)}, "limit": {strconv.Itoa(limit)}}
+	return read[engine.HistoryPage](ctx, c, jobPath(id)+"/history", q)
+}
+
+// Effect implements engine.Service.
+func (c *Client) Effect(ctx context.Context, id engine.JobID, step string) (*engine.Effect, error) {
+	var eff *engine.Effect // stays nil when the server answers null
+	err := c.do(ctx, request{method: http.MethodGet, path: jobPath(id) + "/effects/" + escapeSegment(step), out: &eff})
+	return eff, err
+}
+
+// List implements engine.Service.
+func (c *Client) List(ctx context.Context, lq engine.ListQuery) (*engine.ListPage, error) {
+	q := url.Values{}
+	if lq.Status != engine.StatusNone {
+		q.Set("status", strconv.Itoa(int(lq.Status)))
+	}
+	if lq.Type != "" {
+		q.Set("type", lq.Type)
+	}
+	if lq.Queue != "" {
+		q.Set("queue", lq.Queue)
+	}
+	if lq.After != 0 {
+		q.Set("after", strconv.FormatUint(uint64(lq.After), 10))
+	}
+	if lq.Limit != 0 {
+		q.Set("limit", strconv.Itoa(lq.Limit))
+	}
+	return read[engine.ListPage](ctx, c, "/v1/jobs", q)
+}
+
+// WaitClosed implements engine.Service with long polls, asking again while
+// the job the server answers with is still open.
+func (c *Client) WaitClosed(ctx context.Context, t engine.Target) (*engine.Job, error) {
+	p, err := targetPath(t)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		wait := c.pollWait(ctx)
+		if wait == 0 {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		var j engine.Job
+		if err := c.do(ctx, request{method: http.MethodGet, path: p + "/closed", query: waitQuery(wait), out: &j, wait: wait}); err != nil {
+			return nil, err
+		}
+		if j.Status.Terminal() {
+			return &j, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func jobPath(id engine.JobID) string { return "/v1/jobs/" + strconv.FormatUint(uint64(id), 10) }
+
+// targetPath is the path of the job or workflow t names.
+func targetPath(t engine.Target) (string, error) {
+	switch {
+	case t.Job != 0:
+		return jobPath(t.Job), nil
+	case t.WorkflowID != "":
+		return "/v1/workflows/" + escapeSegment(t.WorkflowID), nil
+	}
+	return "", fmt.Errorf("%w: a target needs a Job or a WorkflowID", engine.ErrInvalidCommand)
+}
+
+// escapeSegment escapes s as one path segment. "." and ".." are escaped
+// too, or the server's router would read them as path steps.
+func escapeSegment(s string) string {
+	e := url.PathEscape(s)
+	if e == "." || e == ".." {
+		e = strings.ReplaceAll(e, ".", "%2E")
+	}
+	return e
+}

@@ -1,0 +1,127 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+)
+
+// Cluster is the membership surface of a Raft node, served under
+// /v1/cluster. Its methods are called concurrently from request goroutines.
+// A method a follower cannot serve (Join, Remove, TransferLeader) returns
+// an error matching engine.ErrNotLeader, ideally an *engine.NotLeaderError
+// with the leader's HTTP address, and the Server forwards the request there.
+type Cluster interface {
+	// Status describes this node and the cluster as this node sees it.
+	Status(ctx context.Context) (ClusterStatus, error)
+	// Join adds a voting member with the given Raft and HTTP addresses.
+	Join(ctx context.Context, id, raftAddr, httpAddr string) error
+	// Remove removes a member.
+	Remove(ctx context.Context, id string) error
+	// TransferLeader hands leadership to another member.
+	TransferLeader(ctx context.Context) error
+}
+
+// ClusterStatus is one node's view of its cluster.
+type ClusterStatus struct {
+	ID           string          `json:"id" msgpack:"id"`
+	State        string          `json:"state" msgpack:"state"` // "Leader", "Follower", "Candidate", ...
+	Term         uint64          `json:"term" msgpack:"term"`
+	LeaderID     string          `json:"leader_id,omitempty" msgpack:"leader_id,omitempty"`
+	LeaderHTTP   string          `json:"leader_http,omitempty" msgpack:"leader_http,omitempty"`
+	AppliedIndex uint64          `json:"applied_index" msgpack:"applied_index"`
+	Members      []ClusterMember `json:"members,omitempty" msgpack:"members,omitempty"`
+}
+
+// IsLeader reports whether the node that gave the status leads.
+func (s ClusterStatus) IsLeader() bool { return s.ID != "" && s.LeaderID == s.ID }
+
+// ClusterMember is one member of a cluster, and the body of a join.
+type ClusterMember struct {
+	ID       string `json:"id" msgpack:"id"`
+	RaftAddr string `json:"raft_addr" msgpack:"raft_addr"`
+	HTTPAddr string `json:"http_addr,omitempty" msgpack:"http_addr,omitempty"`
+	Voter    bool   `json:"voter,omitempty" msgpack:"voter,omitempty"`
+}
+
+// clusterDone answers the cluster routes that return nothing but success.
+type clusterDone struct {
+	OK bool `json:"ok" msgpack:"ok"`
+}
+
+func (s *Server) cluster() (Cluster, error) {
+	if s.cfg.Cluster == nil {
+		return nil, fmt.Errorf("%w: this node runs without a cluster (ServerConfig.Cluster is nil)", ErrNoCluster)
+	}
+	return s.cfg.Cluster, nil
+}
+
+func (s *Server) clusterStatus(c *call) (any, error) {
+	cl, err := s.cluster()
+	if err != nil {
+		return nil, err
+	}
+	st, err := cl.Status(c.r.Context())
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+func (s *Server) clusterJoin(c *call) (any, error) {
+	cl, err := s.cluster()
+	if err != nil {
+		return nil, err
+	}
+	var m ClusterMember
+	if err := c.decode(&m); err != nil {
+		return nil, err
+	}
+	if m.ID == "" || m.RaftAddr == "" {
+		return nil, fieldMissing("ClusterMember", "id and raft_addr")
+	}
+	if err := cl.Join(c.r.Context(), m.ID, m.RaftAddr, m.HTTPAddr); err != nil {
+		return nil, err
+	}
+	return &clusterDone{OK: true}, nil
+}
+
+func (s *Server) clusterRemove(c *call) (any, error) {
+	cl, err := s.cluster()
+	if err != nil {
+		return nil, err
+	}
+	id := c.r.PathValue("id")
+	if id == "" {
+		return nil, fieldMissing("remove", "member id")
+	}
+	if err := cl.Remove(c.r.Context(), id); err != nil {
+		return nil, err
+	}
+	return &clusterDone{OK: true}, nil
+}
+
+func (s *Server) clusterTransfer(c *call) (any, error) {
+	cl, err := s.cluster()
+	if err != nil {
+		return nil, err
+	}
+	if err := cl.TransferLeader(c.r.Context()); err != nil {
+		return nil, err
+	}
+	return &clusterDone{OK: true}, nil
+}
+
+// leaderElsewhere returns a *engine.NotLeaderError when this node is a
+// cluster member that knows another node leads. The query broker lives in
+// memory, so queries and the workers that answer them must meet on one
+// node: the leader, where every client ends up anyway.
+func (s *Server) leaderElsewhere(ctx context.Context) error {
+	if s.cfg.Cluster == nil {
+		return nil
+	}
+	st, err := s.cfg.Cluster.Status(ctx)
+	if err != nil || st.IsLeader() || st.LeaderHTTP == "" {
+		return nil
+	}
+	return notLeader(st.LeaderID, st.LeaderHTTP)
+}

@@ -1,0 +1,138 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+	"strings"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// format is a body encoding.
+type format int
+
+const (
+	formatJSON format = iota
+	formatMsgpack
+)
+
+// The media types of the two formats.
+const (
+	contentJSON    = "application/json"
+	contentMsgpack = "application/msgpack"
+)
+
+func (f format) contentType() string {
+	if f == formatMsgpack {
+		return contentMsgpack
+	}
+	return contentJSON
+}
+
+// parseFormat recognises a media type (parameters ignored). msgpack has
+// gone by several names; all of them are accepted.
+func parseFormat(mediaType string) (format, bool) {
+	mt, _, err := mime.ParseMediaType(mediaType)
+	if err != nil {
+		return formatJSON, false
+	}
+	switch mt {
+	case contentJSON, "text/json":
+		return formatJSON, true
+	case contentMsgpack, "application/x-msgpack", "application/vnd.msgpack":
+		return formatMsgpack, true
+	}
+	return formatJSON, false
+}
+
+// requestFormat is the format of r's body: its Content-Type, JSON when it
+// has none.
+func requestFormat(r *http.Request) (format, error) {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return formatJSON, nil
+	}
+	f, ok := parseFormat(ct)
+	if !ok {
+		return formatJSON, fmt.Errorf("%w: Content-Type %q is neither %s nor %s", engine.ErrInvalidCommand, ct, contentJSON, contentMsgpack)
+	}
+	return f, nil
+}
+
+// responseFormat is the format r's answer is written in: the first type
+// of its Accept header this package knows, else its Content-Type's, else JSON.
+func responseFormat(r *http.Request) format {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		if f, ok := parseFormat(strings.TrimSpace(part)); ok {
+			return f
+		}
+	}
+	if f, ok := parseFormat(r.Header.Get("Content-Type")); ok {
+		return f
+	}
+	return formatJSON
+}
+
+// decodeBody decodes one value of v's type from b. The whole body must be
+// that one value. Errors wrap engine.ErrInvalidCommand and name the type
+// expected and what was wrong.
+func decodeBody(f format, b []byte, v any) error {
+	what := typeName(v)
+	if len(bytes.TrimSpace(b)) == 0 {
+		return fmt.Errorf("%w: the request body is empty; want a %s", engine.ErrInvalidCommand, what)
+	}
+	if f == formatMsgpack {
+		// The decoder trusts the lengths it reads and recurses without
+		// bound, so the bytes are checked first: a few crafted bytes must
+		// not make it allocate gigabytes or overflow the stack.
+		if err := checkMsgpack(b); err != nil {
+			return fmt.Errorf("%w: the request body is not a valid msgpack %s: %v", engine.ErrInvalidCommand, what, err)
+		}
+		if err := msgpack.Unmarshal(b, v); err != nil {
+			return fmt.Errorf("%w: the request body is not a valid msgpack %s: %v", engine.ErrInvalidCommand, what, err)
+		}
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	// A person's misspelt field would otherwise be dropped in silence and
+	// reported, if at all, as a missing one.
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: the request body is not a valid JSON %s: %v", engine.ErrInvalidCommand, what, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: the request body holds more than one JSON %s", engine.ErrInvalidCommand, what)
+	}
+	return nil
+}
+
+// encodeBody encodes v in format f.
+func encodeBody(f format, v any) ([]byte, error) {
+	if f == formatMsgpack {
+		return msgpack.Marshal(v)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// typeName names the type v points to, for error messages.
+func typeName(v any) string {
+	t := reflect.TypeOf(v)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Name() == "" {
+		return "value"
+	}
+	return t.Name()
+}

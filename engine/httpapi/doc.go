@@ -1,0 +1,72 @@
+// Package httpapi serves an engine.Service over HTTP and implements engine.Service as a client of that API.
+//
+// # Routes
+//
+// Every route lives under /v1/. Commands are POSTed with the engine's
+// command struct as the body and answer with its result struct; reads are
+// GETs whose parameters are in the path and the query string.
+//
+//	POST   /v1/jobs                          CreateJob         -> CreateResult
+//	POST   /v1/jobs/claim[?wait=30s]         Claim             -> ClaimResult (long poll with wait)
+//	POST   /v1/jobs/heartbeat                Heartbeat         -> HeartbeatResult
+//	POST   /v1/jobs/append                   AppendEvents      -> AppendResult
+//	POST   /v1/jobs/commit-step              CommitStep        -> AppendResult
+//	POST   /v1/jobs/wait                     Wait              -> WaitResult
+//	POST   /v1/jobs/signal                   Signal            -> SignalResult
+//	POST   /v1/jobs/cancel                   Cancel            -> StatusResult
+//	POST   /v1/jobs/activate                 Activate          -> StatusResult
+//	POST   /v1/jobs/suspend                  Suspend           -> StatusResult
+//	POST   /v1/jobs/resume                   Resume            -> StatusResult
+//	POST   /v1/jobs/complete                 Complete          -> StatusResult
+//	POST   /v1/jobs/fail                     Fail              -> StatusResult
+//	POST   /v1/jobs/requeue                  Requeue           -> StatusResult
+//	POST   /v1/jobs/request-cancel           RequestCancel     -> StatusResult
+//	POST   /v1/jobs/continue-as-new          ContinueAsNew     -> CreateResult
+//
+//	GET    /v1/jobs?status=&type=&queue=&after=&limit=        List -> ListPage
+//	GET    /v1/jobs/{job}                    Describe by job id       -> Job
+//	GET    /v1/workflows/{workflow}          Describe the current run -> Job
+//	GET    /v1/jobs/{job}/history?after=&limit=               History -> HistoryPage
+//	GET    /v1/jobs/{job}/effects/{step}     Effect (null when none)  -> Effect
+//	GET    /v1/jobs/{job}/closed[?wait=30s]  wait until terminal      -> Job (long poll)
+//	GET    /v1/workflows/{workflow}/closed[?wait=30s]                 -> Job (long poll)
+//
+//	POST   /v1/query[?wait=30s]              QueryRequest      -> QueryResult
+//	POST   /v1/query/poll[?wait=30s]         QueryPoll         -> QueryPollResult (workers)
+//	POST   /v1/query/answer                  QueryAnswer       -> QueryAnswerResult (workers)
+//
+//	GET    /v1/cluster                       -> ClusterStatus
+//	POST   /v1/cluster/members               ClusterMember (join)
+//	DELETE /v1/cluster/members/{id}          remove a member
+//	POST   /v1/cluster/leader/transfer       hand leadership to another member
+//
+// Path segments are percent-escaped (a workflow id "a/b" is "a%2Fb"; "."
+// and ".." must be written "%2E" and "%2E%2E"). A wait is a Go duration
+// ("250ms", "30s") and is capped at ServerConfig.MaxWait; a long poll that
+// finds nothing in time answers an empty list (claim, query poll) or the
+// job's current, still open record (closed), and the caller asks again.
+//
+// # Bodies
+//
+// Bodies are JSON (the default, for people and scripts) or msgpack
+// (Content-Type application/msgpack, what Client sends). JSON uses the Go
+// field names of the engine types (matched case-insensitively; unknown fields
+// are refused so a typo is reported, not ignored) and base64 for byte
+// payloads; msgpack uses the engine's msgpack tags. An answer is encoded as
+// the request's Accept header asks, else like its body, else as JSON.
+//
+// # Errors
+//
+// Every failure is answered with an ErrorBody: the HTTP status, the error's
+// name ("stale_attempt", "unknown_job", ...), its message and, for a node
+// that is not the leader, the leader it knows of. A refused request writes
+// nothing. Client maps the name back to the sentinel, so errors.Is works
+// across the wire.
+//
+// # Cluster
+//
+// A node that is not the Raft leader answers a command with
+// engine.ErrNotLeader; the Server then forwards the request once to the
+// leader's HTTP address and relays the answer, so any node can be asked.
+// Queries are brokered in memory and meet on the leader.
+package httpapi

@@ -1,0 +1,122 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+)
+
+// committer is a Service that can say when something was committed
+// (*engine.Engine is one). A long poll over it re-checks only then, never
+// on a timer.
+type committer interface {
+	Committed() <-chan struct{}
+}
+
+// pollContext bounds a long poll by wait, by the request, and by Close.
+func (s *Server) pollContext(parent context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(parent, wait)
+	stop := context.AfterFunc(s.closing, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// pollEnded is what a long poll answers when its wait ran out: nothing to
+// report, or, when the Server is closing, ErrClosed, so that clients go to
+// another node rather than ask this one again at once.
+func (s *Server) pollEnded() error {
+	if s.closing.Err() != nil {
+		return fmt.Errorf("%w: the server is shutting down", engine.ErrClosed)
+	}
+	return nil
+}
+
+// claim serves a claim; with a wait it is a long poll that answers as soon
+// as it claimed something, or empty when the wait is over.
+func (s *Server) claim(c *call) (any, error) {
+	var cmd engine.Claim
+	if err := c.decode(&cmd); err != nil {
+		return nil, err
+	}
+	wait, err := c.waitParam(0)
+	if err != nil {
+		return nil, err
+	}
+	if wait > 0 && cmd.RequestID != "" {
+		// The engine keeps the result of a request id, an empty claim's
+		// too: every later try of the poll would get that empty result.
+		return nil, fmt.Errorf("%w: Claim.RequestID must be empty in a long poll (wait=%v): an empty claim's result would be replayed to every retry",
+			engine.ErrInvalidCommand, wait)
+	}
+	jobs, err := s.claimWait(c.r.Context(), cmd, wait)
+	if err != nil {
+		return nil, err
+	}
+	if jobs == nil {
+		jobs = []engine.ClaimedJob{} // JSON readers see [], not null
+	}
+	return &engine.ClaimResult{Jobs: jobs}, nil
+}
+
+// claimWait claims, and while nothing was claimed waits for the next commit
+// and tries again, until wait is over. The claim itself is proposed without
+// the request's cancellation: a claim the log applies after its caller went
+// away leaves jobs leased to nobody until their leases expire, so it is
+// never abandoned half-way; only the waiting between claims is bounded.
+func (s *Server) claimWait(ctx context.Context, cmd engine.Claim, wait time.Duration) ([]engine.ClaimedJob, error) {
+	svc := s.cfg.Service
+	claim := func() ([]engine.ClaimedJob, error) { return svc.Claim(context.WithoutCancel(ctx), cmd) }
+	if wait <= 0 {
+		return claim()
+	}
+	pctx, cancel := s.pollContext(ctx, wait)
+	defer cancel()
+	cm, ok := svc.(committer)
+	if !ok {
+		// The Service cannot say when to look again, so it waits itself.
+		jobs, err := svc.ClaimWait(pctx, cmd)
+		if err != nil && pctx.Err() != nil && isContextError(err) {
+			return nil, s.pollEnded() // the wait is over: answer empty, the client asks again
+		}
+		return jobs, err
+	}
+	for {
+		changed := cm.Committed() // before the claim, so no commit is missed
+		jobs, err := claim()
+		if err != nil || len(jobs) > 0 {
+			return jobs, err
+		}
+		select {
+		case <-changed:
+		case <-pctx.Done():
+			return nil, s.pollEnded()
+		}
+	}
+}
+
+// waitClosed answers the job's record once it is terminal; with a wait
+// that ends first it answers the record as it is then, and the client
+// sees it still open and asks again.
+func (s *Server) waitClosed(c *call) (any, error) {
+	t, err := c.target()
+	if err != nil {
+		return nil, err
+	}
+	wait, err := c.waitParam(0)
+	if err != nil {
+		return nil, err
+	}
+	if wait > 0 {
+		pctx, cancel := s.pollContext(c.r.Context(), wait)
+		defer cancel()
+		j, err := s.cfg.Service.WaitClosed(pctx, t)
+		if err == nil || pctx.Err() == nil || c.r.Context().Err() != nil || !isContextError(err) {
+			return j, err
+		}
+		if err := s.pollEnded(); err != nil {
+			return nil, err
+		}
+	}
+	return s.cfg.Service.Describe(c.r.Context(), t)
+}

@@ -1,0 +1,124 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/workflow"
+)
+
+// fakeQuerier answers "sum" with the sum of its arguments plus its run id,
+// and records what it was asked.
+type fakeQuerier struct {
+	mu    sync.Mutex
+	asked []string
+}
+
+func (q *fakeQuerier) QueryWorkflow(_ context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error) {
+	q.mu.Lock()
+	q.asked = append(q.asked, fmt.Sprintf("%s/%s/%s", workflowID, runID, queryType))
+	q.mu.Unlock()
+	input, err := converter.Encode(args...)
+	if err != nil {
+		return converter.EncodedValue{}, err
+	}
+	switch queryType {
+	case "sum":
+		var a, b int
+		if err := converter.Decode(input, &a, &b); err != nil {
+			return converter.EncodedValue{}, err
+		}
+		out, err := converter.Encode(a + b)
+		return converter.NewEncodedValue(out), err
+	case "broken":
+		return converter.EncodedValue{}, errors.New("the handler fell over")
+	}
+	return converter.EncodedValue{}, fmt.Errorf("%w: %q", workflow.ErrUnknownQuery, queryType)
+}
+
+// Queries go from a client through the server's broker to the worker
+// process serving the run's queue, and back, errors included.
+func TestQueriesAreBrokeredToWorkers(t *testing.T) {
+	e := openEngine(t, engine.Limits{})
+	_, hs := serve(t, ServerConfig{Service: e})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	created, err := e.Create(ctx, engine.CreateJob{WorkflowID: "qwf", Type: "T", Queue: "qq"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := newClient(t, ClientConfig{Addrs: []string{hs.URL}})
+	q := &fakeQuerier{}
+	served := make(chan error, 1)
+	sctx, stop := context.WithCancel(ctx)
+	go func() { served <- ServeQueries(sctx, worker, "qq", q) }()
+
+	c := newClient(t, ClientConfig{Addrs: []string{hs.URL}})
+	v, err := c.QueryWorkflow(ctx, "qwf", "", "sum", 2, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int
+	if err := v.Get(&sum); err != nil || sum != 42 {
+		t.Fatalf("sum = %d, %v", sum, err)
+	}
+	if _, err := c.QueryWorkflow(ctx, "qwf", "", "nope"); !errors.Is(err, workflow.ErrUnknownQuery) {
+		t.Fatalf("unknown query: %v", err)
+	}
+	if _, err := c.QueryWorkflow(ctx, "qwf", "", "broken"); !errors.Is(err, ErrQueryFailed) || err.Error() != "the handler fell over" {
+		t.Fatalf("failing handler: %v", err)
+	}
+	if _, err := c.QueryWorkflow(ctx, "nobody", "", "sum"); !errors.Is(err, engine.ErrUnknownJob) {
+		t.Fatalf("query of an unknown workflow: %v", err)
+	}
+	stop()
+	if err := <-served; !errors.Is(err, context.Canceled) {
+		t.Fatalf("ServeQueries returned %v", err)
+	}
+	want := fmt.Sprintf("qwf/%d/sum", created.Job) // the server resolved the run
+	if len(q.asked) != 3 || q.asked[0] != want {
+		t.Fatalf("the worker was asked %q, want %q first", q.asked, want)
+	}
+}
+
+// A query no worker answers times out with query_timeout.
+func TestQueryWithoutWorkerTimesOut(t *testing.T) {
+	e := openEngine(t, engine.Limits{})
+	_, hs := serve(t, ServerConfig{Service: e})
+	if _, err := e.Create(context.Background(), engine.CreateJob{WorkflowID: "alone", Type: "T", Queue: "unserved"}); err != nil {
+		t.Fatal(err)
+	}
+	r := postJSON(t, hs.URL+"/v1/query?wait=20ms", QueryRequest{WorkflowID: "alone", QueryType: "sum"}, nil)
+	if body := errorBodyOf(t, r); r.status != http.StatusGatewayTimeout || body.Name != "query_timeout" {
+		t.Fatalf("%d %+v, want 504 query_timeout", r.status, body)
+	}
+	// The broker forgot the query: a poll of the queue finds nothing.
+	var res QueryPollResult
+	if r := postJSON(t, hs.URL+"/v1/query/poll?wait=1ms", QueryPoll{Queue: "unserved"}, &res); r.status != 200 || len(res.Queries) != 0 {
+		t.Fatalf("poll after the timeout: %d %s", r.status, r.body)
+	}
+	// An answer for it is not delivered, and that is no error.
+	var ans QueryAnswerResult
+	if r := postJSON(t, hs.URL+"/v1/query/answer", QueryAnswer{ID: "q-gone"}, &ans); r.status != 200 || ans.Delivered {
+		t.Fatalf("late answer: %d %s", r.status, r.body)
+	}
+}
+
+// The broker drops a task queue's entry once nobody uses it.
+func TestBrokerForgetsIdleQueues(t *testing.T) {
+	b := newBroker()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	b.poll(ctx, "a", 1)
+	b.ask(ctx, "b", PendingQuery{ID: "x"})
+	if len(b.queues) != 0 || len(b.taken) != 0 {
+		t.Fatalf("queues %v, taken %v after the polls ended", b.queues, b.taken)
+	}
+}

@@ -1,0 +1,165 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/sdk/converter"
+)
+
+// WorkflowQuerier answers a query with workflow code; *worker.Worker is one
+// (and the same interface is sdk/client's Querier).
+type WorkflowQuerier interface {
+	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
+}
+
+var _ WorkflowQuerier = (*Client)(nil)
+
+// QueryWorkflow asks the workers of the run's task queue, through the
+// server, to answer a query: it makes a Client usable as sdk/client's
+// Options.Querier. Some worker process must run ServeQueries for the queue.
+// It fails with ErrQueryTimeout when none answers before ctx ends (or within
+// the server's MaxWait).
+func (c *Client) QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error) {
+	input, err := converter.Encode(args...)
+	if err != nil {
+		return converter.EncodedValue{}, fmt.Errorf("httpapi: query arguments: %w", err)
+	}
+	wait := c.pollWait(ctx)
+	if wait == 0 {
+		<-ctx.Done()
+		return converter.EncodedValue{}, ctx.Err()
+	}
+	var r QueryResult
+	err = c.do(ctx, request{method: http.MethodPost, path: "/v1/query", query: waitQuery(wait), wait: wait,
+		body: &QueryRequest{WorkflowID: workflowID, RunID: runID, QueryType: queryType, Args: input}, out: &r})
+	if err != nil {
+		return converter.EncodedValue{}, err
+	}
+	return converter.NewEncodedValue(r.Result), nil
+}
+
+// maxConcurrentQueries bounds the queries one ServeQueries answers at once;
+// each replays a history, so an unbounded number could starve the worker.
+const maxConcurrentQueries = 16
+
+// ServeQueries answers the queries for the runs of queue with q (the
+// process's worker, which has the workflow code) until ctx ends; it returns
+// ctx's error then, or an error that retrying cannot fix (a bad token, a
+// server without the route). Run it next to the worker:
+//
+//	go httpapi.ServeQueries(ctx, c, "orders", w)
+func ServeQueries(ctx context.Context, c *Client, queue string, q WorkflowQuerier) error {
+	if c == nil || q == nil || queue == "" {
+		return fmt.Errorf("%w: ServeQueries needs a client, a queue and a querier", ErrInvalidConfig)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	slots := make(chan struct{}, maxConcurrentQueries)
+	var backoff time.Duration
+	for {
+		qs, err := c.pollQueries(ctx, queue)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrNoRoute) || errors.Is(err, engine.ErrInvalidCommand) {
+				return err
+			}
+			// The servers are unreachable for longer than the client's
+			// RetryTimeout: keep trying, slowly, as a worker does.
+			backoff = min(max(2*backoff, minBackoff), maxBackoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+			continue
+		}
+		backoff = 0
+		for _, pq := range qs {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				c.answerQuery(ctx, q, pq)
+			}()
+		}
+	}
+}
+
+// pollQueries long-polls the server for queries of queue.
+func (c *Client) pollQueries(ctx context.Context, queue string) ([]PendingQuery, error) {
+	wait := c.pollWait(ctx)
+	if wait == 0 {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	var r QueryPollResult
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/query/poll", query: waitQuery(wait), wait: wait,
+		body: &QueryPoll{Queue: queue, Max: maxConcurrentQueries}, out: &r})
+	return r.Queries, err
+}
+
+// answerQuery runs one query and sends its answer. A lost answer needs no
+// retry beyond the client's own: the asker times out and may ask again.
+func (c *Client) answerQuery(ctx context.Context, q WorkflowQuerier, pq PendingQuery) {
+	timeout := time.Duration(pq.TimeoutMS) * time.Millisecond
+	if timeout <= 0 {
+		timeout = c.cfg.PollWait
+	}
+	qctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	a := QueryAnswer{ID: pq.ID}
+	args, err := queryArgs(pq.Args)
+	if err == nil {
+		var v converter.EncodedValue
+		v, err = q.QueryWorkflow(qctx, pq.WorkflowID, pq.RunID, pq.QueryType, args...)
+		a.Result = v.Data()
+	}
+	if err != nil {
+		a.Error = queryError(err)
+	}
+	_ = c.do(qctx, request{method: http.MethodPost, path: "/v1/query/answer", body: &a})
+}
+
+// queryArgs splits converter.Encode's JSON array into one raw value per
+// argument; the querier encodes them again into the same array.
+func queryArgs(b []byte) ([]any, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(b, &raws); err != nil {
+		return nil, fmt.Errorf("%w: query arguments are not a JSON array: %v", engine.ErrInvalidCommand, err)
+	}
+	args := make([]any, len(raws))
+	for i, r := range raws {
+		args[i] = r
+	}
+	return args, nil
+}
+
+// queryError is the ErrorBody of a failed query. An error that matches no
+// sentinel is the query handler's own: it is named query_failed, not
+// internal, for the server did nothing wrong.
+func queryError(err error) *ErrorBody {
+	_, body := errorFor(err)
+	if body.Name == nameInternal {
+		body.Name = "query_failed"
+	}
+	return &body
+}

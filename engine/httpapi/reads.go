@@ -1,0 +1,79 @@
+package httpapi
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/heddlewf/heddle/engine"
+)
+
+func (s *Server) describe(c *call) (any, error) {
+	t, err := c.target()
+	if err != nil {
+		return nil, err
+	}
+	return s.cfg.Service.Describe(c.r.Context(), t)
+}
+
+func (s *Server) history(c *call) (any, error) {
+	id, err := c.jobParam()
+	if err != nil {
+		return nil, err
+	}
+	after, err := c.uintParam("after")
+	if err != nil {
+		return nil, err
+	}
+	limit, err := c.limitParam()
+	if err != nil {
+		return nil, err
+	}
+	return s.cfg.Service.History(c.r.Context(), id, after, limit)
+}
+
+// effect answers the step's effect, or null when none is recorded: a
+// missing effect is an ordinary answer, not an error.
+func (s *Server) effect(c *call) (any, error) {
+	id, err := c.jobParam()
+	if err != nil {
+		return nil, err
+	}
+	step := c.r.PathValue("step")
+	if step == "" {
+		return nil, fieldMissing("effect", "a step in the path")
+	}
+	return s.cfg.Service.Effect(c.r.Context(), id, step)
+}
+
+func (s *Server) list(c *call) (any, error) {
+	q := c.r.URL.Query()
+	lq := engine.ListQuery{Type: q.Get("type"), Queue: q.Get("queue")}
+	if st := q.Get("status"); st != "" {
+		var err error
+		if lq.Status, err = parseStatus(st); err != nil {
+			return nil, err
+		}
+	}
+	after, err := c.uintParam("after")
+	if err != nil {
+		return nil, err
+	}
+	lq.After = engine.JobID(after)
+	if lq.Limit, err = c.limitParam(); err != nil {
+		return nil, err
+	}
+	return s.cfg.Service.List(c.r.Context(), lq)
+}
+
+// parseStatus reads a status by name ("Running") or by number ("2").
+func parseStatus(s string) (engine.Status, error) {
+	if n, err := strconv.ParseUint(s, 10, 8); err == nil {
+		for _, st := range engine.Statuses() {
+			if uint64(st) == n {
+				return st, nil
+			}
+		}
+		return engine.StatusNone, fmt.Errorf("%w: status %s is not a known status number", engine.ErrInvalidCommand, s)
+	}
+	return engine.ParseStatus(s)
+}
