@@ -250,3 +250,49 @@ func TestHistoryAndListPaging(t *testing.T) {
 	eq(list(ListQuery{Status: StatusCancelled}), 3)
 	eq(list(ListQuery{Status: StatusQueued, Type: "a"}), 1, 5, 7)
 }
+
+// A new Raft leader's scheduler holds back lease reclaims until the failover
+// grace has passed, even for a lease that expired long ago; timers are not
+// held back.
+func TestSchedulerReclaimWaitsForFailoverGrace(t *testing.T) {
+	start := time.UnixMilli(1_000_000)
+	clk := clock.NewManual(start)
+	db, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	id := local.mustCreate(t)
+	if _, err := local.Propose(bg, &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1_000}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Hour) // the lease is long expired when the leader starts
+
+	log := &countingLog{inner: local}
+	sched := NewScheduler(log, db, clk, 10)
+	sched.ReclaimNotBeforeMS = clk.Now().Add(5 * time.Second).UnixMilli()
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan struct{})
+	go func() { sched.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	eventually(t, "scheduler sleeps until the grace ends", func() bool { return clk.Pending() == 1 })
+	clk.Advance(4_999 * time.Millisecond)
+	eventually(t, "scheduler sleeps again", func() bool { return clk.Pending() == 1 })
+	if p := log.proposed(); len(p) != 0 {
+		t.Fatalf("proposed %v inside the failover grace", p)
+	}
+	if s := jobStatus(t, db, id); s != StatusRunning {
+		t.Fatalf("job is %s inside the grace, want running", s)
+	}
+	clk.Advance(time.Millisecond)
+	eventually(t, "lease reclaimed", func() bool { return jobStatus(t, db, id) == StatusQueued })
+	if p := log.proposed(); len(p) != 1 || p[0] != KindReclaim {
+		t.Fatalf("proposed %v, want one Reclaim", p)
+	}
+}

@@ -1,0 +1,231 @@
+package raftfsm
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/storage"
+)
+
+func newTestFSM(t *testing.T, opts storage.Options) *FSM {
+	t.Helper()
+	state, err := newStateDir(filepath.Join(t.TempDir(), "state"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := engine.NewMachine(engine.Limits{})
+	f, err := newFSM(state, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.close() })
+	return f
+}
+
+func commandsEntry(t *testing.T, index uint64, cmds ...engine.Command) *raft.Log {
+	t.Helper()
+	var raw [][]byte
+	for _, c := range cmds {
+		b, err := engine.EncodeCommand(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = append(raw, b)
+	}
+	data, err := encodeEntry(entryCommands, &commandsBody{Cmds: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: data}
+}
+
+func creates(n, inputBytes int) []engine.Command {
+	var out []engine.Command
+	for i := 0; i < n; i++ {
+		out = append(out, &engine.CreateJob{Header: engine.Header{NowMS: 1000}, Type: "t", Queue: "q", Input: bytes.Repeat([]byte{byte(i)}, inputBytes)})
+	}
+	return out
+}
+
+func countJobs(t *testing.T, f *FSM) int {
+	t.Helper()
+	n := 0
+	f.View(func(r *storage.Reader) error {
+		return r.Scan(storage.JobPrefix, nil, false, func([]byte, []byte) (bool, error) { n++; return true, nil })
+	})
+	return n
+}
+
+// An entry whose writes overflow one Badger transaction is applied in
+// several, with the same result as in one.
+func TestEntrySplitAcrossTransactions(t *testing.T) {
+	small := newTestFSM(t, storage.Options{NoSync: true, MemTableBytes: 1 << 20})
+	large := newTestFSM(t, storage.Options{NoSync: true})
+	cmds := creates(200, 16<<10) // about 3 MiB of inputs, over small's batch
+	if int64(200*16<<10) < storage.MaxBatchBytes(storage.Options{MemTableBytes: 1 << 20}) {
+		t.Fatal("the entry would fit one small batch; the test proves nothing")
+	}
+	for _, f := range []*FSM{small, large} {
+		out := f.ApplyBatch([]*raft.Log{commandsEntry(t, 1, cmds...)})[0].(*entryOutcome)
+		for i, err := range out.errs {
+			if err != nil {
+				t.Fatalf("command %d: %v", i, err)
+			}
+		}
+	}
+	if a, b := hashState(t, small), hashState(t, large); a != b {
+		t.Fatalf("split apply %s differs from single apply %s", a[:12], b[:12])
+	}
+}
+
+// A node that crashed between the transactions of one entry finds the
+// entry's progress stored and resumes after the commands it holds.
+func TestEntryResumesAfterPartialApply(t *testing.T) {
+	f := newTestFSM(t, storage.Options{NoSync: true})
+	f.ApplyBatch([]*raft.Log{commandsEntry(t, 1, creates(1, 1)...)})
+	// Pretend three of entry 2's six commands were committed before a crash.
+	f.ApplyBatch([]*raft.Log{commandsEntry(t, 2, creates(3, 1)...)})
+	b := f.db.NewBatch()
+	tx := b.Begin()
+	tx.Set(keyEntryPart, partValue(3, 3))
+	storage.SetAppliedIndex(tx, 2)
+	if err := b.Add(tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	out := f.ApplyBatch([]*raft.Log{commandsEntry(t, 3, creates(6, 1)...)})[0].(*entryOutcome)
+	for i := 0; i < 3; i++ {
+		if !errors.Is(out.errs[i], engine.ErrUnknownOutcome) {
+			t.Fatalf("command %d = %v, want ErrUnknownOutcome (applied before the crash)", i, out.errs[i])
+		}
+	}
+	for i := 3; i < 6; i++ {
+		if out.errs[i] != nil {
+			t.Fatalf("command %d: %v", i, out.errs[i])
+		}
+	}
+	if n := countJobs(t, f); n != 1+3+3 {
+		t.Fatalf("%d jobs, want 7: the resumed entry applied its first commands again", n)
+	}
+}
+
+// A malformed entry fails alike on every node: it writes nothing but the
+// applied index, and its proposer hears a typed error.
+func TestBadEntryWritesNothing(t *testing.T) {
+	f := newTestFSM(t, storage.Options{NoSync: true})
+	f.ApplyBatch([]*raft.Log{commandsEntry(t, 1, creates(2, 1)...)})
+	out := f.ApplyBatch([]*raft.Log{{Index: 2, Type: raft.LogCommand, Data: []byte{entryVersion, 99, 0xc0}}})[0].(*entryOutcome)
+	var ee *EntryError
+	if !errors.As(out.errs[0], &ee) || ee.Index != 2 || ee.Code() != BadEntryCode {
+		t.Fatalf("bad entry = %v, want an EntryError at index 2", out.errs[0])
+	}
+	if f.Applied() != 2 {
+		t.Fatalf("applied = %d, want 2", f.Applied())
+	}
+	// Only the applied index moved.
+	var idx uint64
+	f.View(func(r *storage.Reader) error { idx, _ = storage.AppliedIndex(r); return nil })
+	if idx != 2 || countJobs(t, f) != 2 {
+		t.Fatalf("applied index %d, %d jobs after a bad entry", idx, countJobs(t, f))
+	}
+}
+
+// A corrupt snapshot is refused and the live state stays as it was.
+func TestCorruptRestoreKeepsState(t *testing.T) {
+	f := newTestFSM(t, storage.Options{NoSync: true})
+	f.ApplyBatch([]*raft.Log{commandsEntry(t, 1, creates(3, 1)...)})
+	want := hashState(t, f)
+	var snap bytes.Buffer
+	if _, err := f.db.WriteSnapshot(&snap); err != nil {
+		t.Fatal(err)
+	}
+	bad := snap.Bytes()[:snap.Len()-3]
+	if err := f.Restore(nopCloser{bytes.NewReader(bad)}); !errors.Is(err, storage.ErrCorrupt) {
+		t.Fatalf("restore of a truncated snapshot = %v, want ErrCorrupt", err)
+	}
+	if got := hashState(t, f); got != want || f.state.gen != 0 {
+		t.Fatalf("state after a refused restore: %s gen %d, want %s gen 0", got[:12], f.state.gen, want[:12])
+	}
+	// A good snapshot swaps in a new directory with the same contents.
+	if err := f.Restore(nopCloser{bytes.NewReader(snap.Bytes())}); err != nil {
+		t.Fatal(err)
+	}
+	if got := hashState(t, f); got != want || f.state.gen != 1 || f.Applied() != 1 {
+		t.Fatalf("after restore: %s gen %d applied %d", got[:12], f.state.gen, f.Applied())
+	}
+}
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+func TestDecodeEntryRejects(t *testing.T) {
+	good, _ := encodeEntry(entryNode, &nodeBody{ID: "n1", HTTPAddr: "h"})
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"empty", nil, "shorter than"},
+		{"version", []byte{9, 1, 0x80}, "version 9"},
+		{"kind", []byte{entryVersion, 7, 0x80}, "unknown kind 7"},
+		{"truncated", good[:len(good)-1], "malformed body"},
+		{"trailing", append(append([]byte(nil), good...), 0), "bytes after"},
+		{"no commands", mustEntry(t, entryCommands, &commandsBody{}), "0 commands"},
+		{"node without id", mustEntry(t, entryNode, &nodeBody{}), "without an id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := decodeEntry(tc.b)
+			if !errors.Is(err, ErrBadEntry) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("decodeEntry = %v, want ErrBadEntry mentioning %q", err, tc.want)
+			}
+		})
+	}
+	if e, err := decodeEntry(good); err != nil || e.node.ID != "n1" {
+		t.Fatalf("good entry: %+v, %v", e, err)
+	}
+}
+
+func mustEntry(t *testing.T, k entryKind, body any) []byte {
+	t.Helper()
+	b, err := encodeEntry(k, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func FuzzDecodeEntry(f *testing.F) {
+	good, _ := encodeEntry(entryNode, &nodeBody{ID: "n1", HTTPAddr: "127.0.0.1:1"})
+	cmd, _ := engine.EncodeCommand(&engine.CreateJob{Type: "t", Queue: "q"})
+	cmds, _ := encodeEntry(entryCommands, &commandsBody{Cmds: [][]byte{cmd, cmd}})
+	f.Add(good)
+	f.Add(cmds)
+	f.Add([]byte{entryVersion, byte(entryCommands), 0xdd, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := decodeEntry(b)
+		if err != nil {
+			if !errors.Is(err, ErrBadEntry) {
+				t.Fatalf("error %v is not ErrBadEntry", err)
+			}
+			return
+		}
+		// What decodes must re-encode to an entry that decodes the same.
+		var body any = &commandsBody{Cmds: e.cmds}
+		if e.kind == entryNode {
+			body = e.node
+		}
+		again, err := decodeEntry(mustEntry(t, e.kind, body))
+		if err != nil || len(again.cmds) != len(e.cmds) {
+			t.Fatalf("round trip: %v", err)
+		}
+	})
+}
