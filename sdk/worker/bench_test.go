@@ -58,7 +58,7 @@ func benchEngine(b *testing.B) (*engine.Engine, *worker.Worker) {
 		b.Fatal(err)
 	}
 	var errs atomic.Int64
-	w, err := worker.New(e, "bench", worker.Options{MaxConcurrentJobs: 256, OnError: func(engine.JobID, error) { errs.Add(1) }})
+	w, err := worker.New(service(b, e), "bench", worker.Options{MaxConcurrentJobs: 256, OnError: func(engine.JobID, error) { errs.Add(1) }})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func percentile(sorted []time.Duration, p float64) float64 {
 
 func BenchmarkSeq3(b *testing.B) {
 	e, _ := benchEngine(b)
-	c := client.New(e)
+	c := client.New(service(b, e))
 	ctx := context.Background()
 	const starters = 32
 	lat := make([]time.Duration, b.N)
@@ -147,7 +147,7 @@ func BenchmarkResumeCached(b *testing.B) {
 // a signal, then times, one workflow at a time, signal → result.
 func benchResumeCached(b *testing.B, events int) {
 	e, _ := benchEngine(b)
-	c := client.New(e)
+	c := client.New(service(b, e))
 	ctx := context.Background()
 	// Each inline activity commits one event; the job's creation, its
 	// claim and its wait add three.

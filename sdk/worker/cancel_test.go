@@ -56,7 +56,7 @@ func testCancellationReachesActivitiesAndChildren(t *testing.T, cache int) {
 	w.RegisterWorkflow(Supervisor)
 	w.RegisterWorkflow(Sleeper)
 	w.RegisterActivity(LongRunning)
-	c := client.New(e)
+	c := client.New(service(t, e))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "sup", TaskQueue: "sup"}, Supervisor)

@@ -68,7 +68,7 @@ func TestChildWorkflowsRemoteActivitiesAndContinueAsNew(t *testing.T) {
 			main.RegisterWorkflow(Failing)
 			remote := startWorker(t, e, "remote", worker.Options{CacheSize: cache})
 			remote.RegisterActivity(Double)
-			c := client.New(e)
+			c := client.New(service(t, e))
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 			defer cancel()
 			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "parent", TaskQueue: "main"}, Parent)

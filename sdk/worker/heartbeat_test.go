@@ -53,7 +53,7 @@ func testHeartbeatDetailsCarryToTheNextTry(t *testing.T, cache int) {
 		w.RegisterActivity(Resumable)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		run, err := client.New(e).ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "hb"}, ResumeFlow)
+		run, err := client.New(service(t, e)).ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "hb"}, ResumeFlow)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -123,8 +123,8 @@ func KillSeq3(ctx workflow.Context) ([]string, error) {
 	return keys, nil
 }
 
-func newKillWorker(e *engine.Engine, onError func(engine.JobID, error)) (*worker.Worker, error) {
-	w, err := worker.New(e, killQueue, worker.Options{LeaseTTL: time.Second, OnError: onError})
+func newKillWorker(t testing.TB, e *engine.Engine, onError func(engine.JobID, error)) (*worker.Worker, error) {
+	w, err := worker.New(service(t, e), killQueue, worker.Options{LeaseTTL: time.Second, OnError: onError})
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func runKillScenario(t *testing.T, mode string, inFlight int) {
 		t.Fatalf("reopen after SIGKILL: %v", err)
 	}
 	defer e.Close()
-	w, err := newKillWorker(e, func(job engine.JobID, err error) { t.Logf("worker error on job %d: %v", job, err) })
+	w, err := newKillWorker(t, e, func(job engine.JobID, err error) { t.Logf("worker error on job %d: %v", job, err) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func runKillScenario(t *testing.T, mode string, inFlight int) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c := client.New(e)
+	c := client.New(service(t, e))
 	run, err := c.GetWorkflow(ctx, killWorkflowID, "")
 	if err != nil {
 		t.Fatal(err)
@@ -309,13 +309,13 @@ func TestWorkerKillChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := newKillWorker(e, func(job engine.JobID, err error) { fmt.Fprintf(os.Stderr, "worker error on job %d: %v\n", job, err) })
+	w, err := newKillWorker(t, e, func(job engine.JobID, err error) { fmt.Fprintf(os.Stderr, "worker error on job %d: %v\n", job, err) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c := client.New(e)
+	c := client.New(service(t, e))
 	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: killWorkflowID, TaskQueue: killQueue}, KillSeq3); err != nil {
 		t.Fatal(err)
 	}

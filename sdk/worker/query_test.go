@@ -32,7 +32,7 @@ func testQueryWorkflow(t *testing.T, cache int) {
 	e := open(t)
 	w := startWorker(t, e, "q", worker.Options{CacheSize: cache})
 	w.RegisterWorkflow(Tally)
-	c := client.NewWithOptions(e, client.Options{Querier: w})
+	c := client.NewWithOptions(service(t, e), client.Options{Querier: querier(t, e, "q", w)})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "tally", TaskQueue: "q"}, Tally)
@@ -61,7 +61,7 @@ func testQueryWorkflow(t *testing.T, cache int) {
 	if err := run.Get(ctx, &final); err != nil || final != 3 {
 		t.Fatalf("result %d, %v", final, err)
 	}
-	if _, err := client.New(e).QueryWorkflow(ctx, "tally", "", "count"); err == nil {
+	if _, err := client.New(service(t, e)).QueryWorkflow(ctx, "tally", "", "count"); err == nil {
 		t.Fatal("a client without a querier answered a query")
 	}
 }

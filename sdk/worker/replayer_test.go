@@ -209,7 +209,7 @@ func recordOrder(t *testing.T, fn any) []engine.Event {
 	}
 	t.Cleanup(func() { e.Close() })
 	var errMu sync.Mutex
-	w, err := worker.New(e, "replay-orders", worker.Options{OnError: func(job engine.JobID, err error) {
+	w, err := worker.New(service(t, e), "replay-orders", worker.Options{OnError: func(job engine.JobID, err error) {
 		errMu.Lock()
 		defer errMu.Unlock()
 		t.Errorf("worker error on job %d: %v", job, err)
@@ -229,7 +229,7 @@ func recordOrder(t *testing.T, fn any) []engine.Event {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := client.New(e)
+	c := client.New(service(t, e))
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "order-1", TaskQueue: "replay-orders"}, replayOrderType, "loom", 42)
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ func testDurableRetryAndNonRetryable(t *testing.T, cache int) {
 	w.RegisterWorkflow(Retrier)
 	w.RegisterActivity(FlakyOnce)
 	w.RegisterActivity(Permanent)
-	c := client.New(e)
+	c := client.New(service(t, e))
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "retrier", TaskQueue: "retry"}, Retrier)

@@ -52,7 +52,7 @@ func TestSignalsInEveryStatusDeliveredOnceInOrder(t *testing.T) {
 func testSignalsInEveryStatusDeliveredOnceInOrder(t *testing.T, cache int) {
 	gate = make(chan struct{}) // fresh for every run of the test (-count)
 	e := open(t)
-	c := client.New(e)
+	c := client.New(service(t, e))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "collect", TaskQueue: "sig"}, Collect)

@@ -67,7 +67,7 @@ func testActivityTimeouts(t *testing.T, cache int) {
 	w.RegisterActivity(Chatty)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	run, err := client.New(e).ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "to"}, Timeouts)
+	run, err := client.New(service(t, e)).ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "to"}, Timeouts)
 	if err != nil {
 		t.Fatal(err)
 	}

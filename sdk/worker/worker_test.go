@@ -113,7 +113,7 @@ func startWorker(t *testing.T, e *engine.Engine, queue string, opts worker.Optio
 		defer errMu.Unlock()
 		t.Errorf("worker error on job %d: %v", job, err)
 	}
-	w, err := worker.New(e, queue, opts)
+	w, err := worker.New(service(t, e), queue, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestOrderWorkflowWithAndWithoutCache(t *testing.T) {
 		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) {
 			e := open(t)
 			startWorker(t, e, "orders", worker.Options{CacheSize: cache})
-			c := client.New(e)
+			c := client.New(service(t, e))
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			executions.reset() // activities count by idempotency key, which repeats across -count runs
@@ -210,7 +210,7 @@ func TestCancelRequestReachesWorkflow(t *testing.T) {
 func testCancelRequestReachesWorkflow(t *testing.T, cache int) {
 	e := open(t)
 	startWorker(t, e, "orders", worker.Options{CacheSize: cache})
-	c := client.New(e)
+	c := client.New(service(t, e))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "c-1", TaskQueue: "orders"}, CancellableWorkflow)

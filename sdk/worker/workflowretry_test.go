@@ -35,7 +35,7 @@ func testWorkflowRetry(t *testing.T, cache int) {
 	w := startWorker(t, e, "wr", worker.Options{CacheSize: cache})
 	w.RegisterWorkflow(FailsTwice)
 	w.RegisterWorkflow(Forever)
-	c := client.New(e)
+	c := client.New(service(t, e))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "fails-twice", TaskQueue: "wr",
