@@ -24,6 +24,9 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"demo", "run the SDK demo: order sagas, a retry, a timer, a signal, a child, compensation, recovery", runDemoCommand},
+		{"server", "run one node of a cluster (Raft and the HTTP API)", runServerCommand},
+		{"dev", "run one embedded heddle with the HTTP API", runDevCommand},
+		{"cluster", "status, remove, transfer-leader, or up (a local cluster)", runClusterCommand},
 		{"help", "print this help, or the help of one command", runHelp},
 	}
 }

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/raftfsm"
+)
+
+// clusterOf adapts a Raft node to the HTTP API's cluster routes; the API
+// package knows nothing of Raft, and raftfsm nothing of HTTP.
+type clusterOf struct{ n *raftfsm.Node }
+
+func (c clusterOf) Status(ctx context.Context) (httpapi.ClusterStatus, error) {
+	st, err := c.n.Status(ctx)
+	out := httpapi.ClusterStatus{ID: st.ID, State: st.State, Term: st.Term, LeaderID: st.LeaderID,
+		LeaderHTTP: st.LeaderHTTP, AppliedIndex: st.AppliedIndex}
+	for _, m := range st.Members {
+		out.Members = append(out.Members, httpapi.ClusterMember{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Voter: m.Voter})
+	}
+	return out, err
+}
+
+func (c clusterOf) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
+	return c.n.Join(ctx, id, raftAddr, httpAddr)
+}
+func (c clusterOf) Remove(ctx context.Context, id string) error { return c.n.Remove(ctx, id) }
+func (c clusterOf) TransferLeader(ctx context.Context) error   { return c.n.TransferLeader(ctx) }
+
+// apiServer is one HTTP API listener.
+type apiServer struct {
+	api  *httpapi.Server
+	srv  *http.Server
+	ln   net.Listener
+	done chan error
+}
+
+// listen opens the API's listener before anything else, so that a node
+// advertises the real address even when the port was 0.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("HTTP API on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// serveAPI serves the HTTP API on ln; on error it closes ln.
+func serveAPI(ln net.Listener, cfg httpapi.ServerConfig) (*apiServer, error) {
+	api, err := httpapi.NewServer(cfg)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s := &apiServer{api: api, ln: ln, done: make(chan error, 1),
+		srv: &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}}
+	go func() { s.done <- s.srv.Serve(ln) }()
+	return s, nil
+}
+
+func (s *apiServer) addr() string { return s.ln.Addr().String() }
+
+// close stops accepting requests and gives those in flight (long polls
+// included) a few seconds to finish.
+func (s *apiServer) close() {
+	s.api.Close() // ends the long polls
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.srv.Shutdown(ctx)
+}
+
+// clusterNode is a Raft node with its HTTP API.
+type clusterNode struct {
+	node *raftfsm.Node
+	api  *apiServer
+}
+
+type nodeOptions struct {
+	id, dir, raftAddr, httpAddr string
+	bootstrap                   bool
+	join                        []string // HTTP addresses of members to join through
+	token                       string
+	grace                       time.Duration
+	logOut                      io.Writer
+}
+
+// startNode opens a Raft node, serves its API and, when asked, joins it to
+// a cluster through any member (the member forwards to the leader).
+func startNode(ctx context.Context, o nodeOptions) (*clusterNode, error) {
+	ln, err := listen(o.httpAddr)
+	if err != nil {
+		return nil, err
+	}
+	n, err := raftfsm.Open(raftfsm.Config{ID: o.id, Dir: o.dir, RaftAddr: o.raftAddr, HTTPAddr: ln.Addr().String(),
+		Bootstrap: o.bootstrap, FailoverGrace: o.grace, LogOutput: o.logOut})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	api, err := serveAPI(ln, httpapi.ServerConfig{Service: n.Engine(), Cluster: clusterOf{n}, AuthToken: o.token})
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
+	cn := &clusterNode{node: n, api: api}
+	if len(o.join) > 0 {
+		if err := joinCluster(ctx, o, n.RaftAddr(), api.addr()); err != nil {
+			cn.close()
+			return nil, err
+		}
+	}
+	return cn, nil
+}
+
+func (c *clusterNode) close() {
+	c.api.close()
+	c.node.Close()
+}
+
+// joinCluster asks the cluster to add this node, retrying while the
+// members are starting or electing.
+func joinCluster(ctx context.Context, o nodeOptions, raftAddr, httpAddr string) error {
+	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: o.join, Token: o.token, RetryTimeout: time.Minute})
+	if err != nil {
+		return fmt.Errorf("--join: %w", err)
+	}
+	if err := cl.Join(ctx, o.id, raftAddr, httpAddr); err != nil {
+		return fmt.Errorf("joining through %v: %w", o.join, err)
+	}
+	return nil
+}
