@@ -30,7 +30,7 @@ func (c clusterOf) Join(ctx context.Context, id, raftAddr, httpAddr string) erro
 	return c.n.Join(ctx, id, raftAddr, httpAddr)
 }
 func (c clusterOf) Remove(ctx context.Context, id string) error { return c.n.Remove(ctx, id) }
-func (c clusterOf) TransferLeader(ctx context.Context) error   { return c.n.TransferLeader(ctx) }
+func (c clusterOf) TransferLeader(ctx context.Context) error    { return c.n.TransferLeader(ctx) }
 
 // apiServer is one HTTP API listener.
 type apiServer struct {
