@@ -49,11 +49,14 @@
 // # Bodies
 //
 // Bodies are JSON (the default, for people and scripts) or msgpack
-// (Content-Type application/msgpack, what Client sends). JSON uses the Go
-// field names of the engine types (matched case-insensitively; unknown fields
-// are refused so a typo is reported, not ignored) and base64 for byte
-// payloads; msgpack uses the engine's msgpack tags. An answer is encoded as
-// the request's Accept header asks, else like its body, else as JSON.
+// (Content-Type application/msgpack, what Client sends). In JSON the engine's
+// types keep their Go field names ("WorkflowID", matched case-insensitively;
+// unknown fields are refused so a typo is reported, not ignored), statuses
+// are numbers, and byte payloads are base64; this package's own types
+// (errors, queries, cluster) use snake_case keys. msgpack uses the msgpack
+// tags of both. An answer is encoded as the request's Accept header asks,
+// else like its body, else as JSON. A list's status filter takes a name
+// ("Running") or a number.
 //
 // # Errors
 //
@@ -61,7 +64,9 @@
 // name ("stale_attempt", "unknown_job", ...), its message and, for a node
 // that is not the leader, the leader it knows of. A refused request writes
 // nothing. Client maps the name back to the sentinel, so errors.Is works
-// across the wire.
+// across the wire. A 503 means "try again, maybe elsewhere": no leader is
+// known, the outcome is unknown (retry with the same request id), or the
+// node is closing (a long poll cut short by Server.Close).
 //
 // # Cluster
 //
