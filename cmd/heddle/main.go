@@ -1,5 +1,6 @@
-// Command heddle is heddle's binary. Today it runs the demo of the
-// SDK; the server, the cluster and the workflow commands come later.
+// Command heddle is heddle's binary: a server node, an embedded dev node,
+// cluster administration, the operator's workflow commands over the HTTP
+// API, and the demo of the SDK.
 package main
 
 import (
@@ -27,6 +28,7 @@ func commands() []command {
 		{"server", "run one node of a cluster (Raft and the HTTP API)", runServerCommand},
 		{"dev", "run one embedded heddle with the HTTP API", runDevCommand},
 		{"cluster", "status, remove, transfer-leader, or up (a local cluster)", runClusterCommand},
+		{"workflow", "start, list, describe, history, signal, cancel or terminate workflows on a node or cluster", runWorkflowCommand},
 		{"help", "print this help, or the help of one command", runHelp},
 	}
 }

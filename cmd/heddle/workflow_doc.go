@@ -1,0 +1,155 @@
+package main
+
+// This file defines the JSON documents "heddle workflow --json" prints. They
+// are the CLI's contract with scripts, so they are their own types with
+// snake_case names that stay put, not the engine's structs (whose Go field
+// names and msgpack tags are internal and may change), and times are RFC
+// 3339 UTC strings, statuses their names.
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/sdk/workflow"
+)
+
+// wfJobDoc is one run: what describe prints, list prints for each run and
+// start --wait prints as the outcome.
+type wfJobDoc struct {
+	WorkflowID      string          `json:"workflow_id"`
+	JobID           uint64          `json:"job_id"`
+	Type            string          `json:"type"`
+	Queue           string          `json:"queue"`
+	Status          string          `json:"status"`
+	Attempt         uint64          `json:"attempt"`
+	RunAttempt      int32           `json:"run_attempt,omitempty"`
+	Retries         uint32          `json:"retries,omitempty"`
+	CreatedAt       string          `json:"created_at"`
+	UpdatedAt       string          `json:"updated_at"`
+	ClosedAt        string          `json:"closed_at,omitempty"`
+	Deadline        string          `json:"deadline,omitempty"`
+	RetryAt         string          `json:"retry_at,omitempty"`
+	LeaseOwner      string          `json:"lease_owner,omitempty"`
+	LeaseExpiresAt  string          `json:"lease_expires_at,omitempty"`
+	ParentJobID     uint64          `json:"parent_job_id,omitempty"`
+	ParentStep      string          `json:"parent_step,omitempty"`
+	CancelRequested bool            `json:"cancel_requested,omitempty"`
+	WaitingFor      *wfWaitDoc      `json:"waiting_for,omitempty"`
+	Timers          []wfTimerDoc    `json:"timers,omitempty"`
+	HistoryLength   uint64          `json:"history_length"`
+	CloseEvent      string          `json:"close_event,omitempty"`
+	CloseReason     string          `json:"close_reason,omitempty"`
+	Result          json.RawMessage `json:"result,omitempty"`
+	ResultBase64    []byte          `json:"result_base64,omitempty"`
+	Failure         *wfFailureDoc   `json:"failure,omitempty"`
+}
+
+// wfWaitDoc is what a waiting run waits for; the first to happen wakes it.
+type wfWaitDoc struct {
+	Signals   []string     `json:"signals,omitempty"`
+	AnySignal bool         `json:"any_signal,omitempty"`
+	Steps     []string     `json:"steps,omitempty"`
+	Timers    []wfTimerDoc `json:"timers,omitempty"`
+	Parked    bool         `json:"parked,omitempty"`
+}
+
+type wfTimerDoc struct {
+	ID     string `json:"id"`
+	FireAt string `json:"fire_at"`
+}
+
+// wfFailureDoc is a failed run's error, as the SDK records it.
+type wfFailureDoc struct {
+	Type         string `json:"type,omitempty"`
+	Message      string `json:"message"`
+	NonRetryable bool   `json:"non_retryable,omitempty"`
+}
+
+// wfEventDoc is one history event. A payload that is JSON is embedded as
+// JSON; any other payload is in payload_base64.
+type wfEventDoc struct {
+	Seq            uint64          `json:"seq"`
+	Type           string          `json:"type"`
+	At             string          `json:"at"`
+	Attempt        uint64          `json:"attempt,omitempty"`
+	Step           string          `json:"step,omitempty"`
+	Name           string          `json:"name,omitempty"`
+	Payload        json.RawMessage `json:"payload,omitempty"`
+	PayloadBase64  []byte          `json:"payload_base64,omitempty"`
+	Reason         string          `json:"reason,omitempty"`
+	DelayMS        int64           `json:"delay_ms,omitempty"`
+	LeaseExpiresAt string          `json:"lease_expires_at,omitempty"`
+	Commit         bool            `json:"commit,omitempty"`
+	Wait           *wfWaitDoc      `json:"wait,omitempty"`
+}
+
+// wfJobOf builds the document of j; closing, when j is terminal, is its last
+// event, which carries the result or the failure.
+func wfJobOf(j *engine.Job, closing *engine.Event) wfJobDoc {
+	d := wfJobDoc{
+		WorkflowID: j.WorkflowID, JobID: uint64(j.ID), Type: j.Type, Queue: j.Queue, Status: j.Status.String(),
+		Attempt: j.Attempt, RunAttempt: j.RunAttempt, Retries: j.Retries,
+		CreatedAt: wfRFC3339(j.CreatedMS), UpdatedAt: wfRFC3339(j.UpdatedMS), ClosedAt: wfRFC3339(j.ClosedMS),
+		Deadline: wfRFC3339(j.DeadlineMS), RetryAt: wfRFC3339(j.ReleaseAtMS),
+		ParentJobID: uint64(j.ParentID), ParentStep: j.ParentStep, CancelRequested: j.CancelRequested,
+		WaitingFor: wfWaitOf(j.Wait), Timers: wfTimersOf(j.Timers), HistoryLength: j.LastSeq,
+	}
+	if j.Status == engine.StatusRunning {
+		d.LeaseOwner, d.LeaseExpiresAt = j.LeaseOwner, wfRFC3339(j.LeaseExpiryMS)
+	}
+	if closing != nil && j.Status.Terminal() {
+		d.CloseEvent, d.CloseReason = string(closing.Type), closing.Reason
+		switch j.Status {
+		case engine.StatusCompleted:
+			d.Result = wfResultJSON(closing.Payload)
+			if d.Result == nil && len(closing.Payload) > 0 {
+				d.ResultBase64 = closing.Payload
+			}
+		case engine.StatusFailed:
+			d.Failure = wfFailureOf(closing.Payload)
+		}
+	}
+	return d
+}
+
+// wfFailureOf decodes a failure payload the way the SDK does, so a payload
+// that is not the SDK's JSON object still shows, as its text.
+func wfFailureOf(p []byte) *wfFailureDoc {
+	if len(p) == 0 {
+		return &wfFailureDoc{Message: "(no failure recorded)"}
+	}
+	var ae *workflow.ApplicationError
+	if errors.As(workflow.DecodeFailure(p), &ae) {
+		return &wfFailureDoc{Type: ae.Type, Message: ae.Message, NonRetryable: ae.NonRetryable}
+	}
+	return &wfFailureDoc{Message: string(p)}
+}
+
+func wfWaitOf(w *engine.WaitSpec) *wfWaitDoc {
+	if w == nil {
+		return nil
+	}
+	d := &wfWaitDoc{Signals: w.Signals, AnySignal: w.AnySignal, Steps: w.Steps, Parked: w.Park}
+	if w.TimerAtMS > 0 {
+		d.Timers = append(d.Timers, wfTimerDoc{ID: w.TimerID, FireAt: wfRFC3339(w.TimerAtMS)})
+	}
+	d.Timers = append(d.Timers, wfTimersOf(w.Timers)...)
+	return d
+}
+
+func wfTimersOf(ts []engine.Timer) []wfTimerDoc {
+	var out []wfTimerDoc
+	for _, t := range ts {
+		out = append(out, wfTimerDoc{ID: t.ID, FireAt: wfRFC3339(t.FireMS)})
+	}
+	return out
+}
+
+func wfEventOf(ev engine.Event) wfEventDoc {
+	d := wfEventDoc{Seq: ev.Seq, Type: string(ev.Type), At: wfRFC3339(ev.AtMS), Attempt: ev.Attempt, Step: ev.Step,
+		Name: ev.Name, Reason: ev.Reason, DelayMS: ev.DelayMS, LeaseExpiresAt: wfRFC3339(ev.LeaseExpiryMS),
+		Commit: ev.Commit, Wait: wfWaitOf(ev.Wait)}
+	d.Payload, d.PayloadBase64 = wfPayloadFields(ev.Payload)
+	return d
+}

@@ -1,0 +1,142 @@
+package main
+
+// This file is "heddle workflow history": a run's events, the record the
+// engine keeps and a recovering worker replays, as a timeline. By default it
+// pages through the whole history (one API page holds at most
+// engine.MaxPage events); --after and --limit select a window of it.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/heddlewf/heddle/engine"
+)
+
+// wfHistoryOutput is history's JSON document.
+type wfHistoryOutput struct {
+	WorkflowID string       `json:"workflow_id"`
+	JobID      uint64       `json:"job_id"`
+	Status     string       `json:"status"`
+	Events     []wfEventDoc `json:"events"`
+	// NextAfter is --after for the events that follow, when --limit
+	// stopped before the end; absent when the last event was printed.
+	NextAfter uint64 `json:"next_after,omitempty"`
+}
+
+func runWFHistory(ctx context.Context, wio wfIO, args []string) error {
+	f := newWFFlags(wio, "ID [--after SEQ] [--limit N] [--full] [flags]",
+		"Prints a run's events as a timeline: seq, time since the run was created, the\n"+
+			"attempt that wrote it, its type, step and name, and what it carries. Every event\n"+
+			"by default. A workflow id shows its current run.")
+	var (
+		after uint64
+		limit int
+		full  bool
+	)
+	f.fs.Uint64Var(&after, "after", 0, "print only events after this `seq`")
+	f.fs.IntVar(&limit, "limit", 0, "print at most `N` events (default all)")
+	f.fs.BoolVar(&full, "full", false, "print payloads whole instead of cut to fit a line")
+	pos, err := f.parse(args, "ID")
+	if err != nil {
+		return err
+	}
+	if limit < 0 {
+		return wfUsagef("--limit %d is negative", limit)
+	}
+	svc, err := f.client()
+	if err != nil {
+		return err
+	}
+	j, err := wfDescribe(ctx, svc, pos[0])
+	if err != nil {
+		return err
+	}
+	out := wfHistoryOutput{WorkflowID: j.WorkflowID, JobID: uint64(j.ID), Status: j.Status.String(), Events: []wfEventDoc{}}
+	var events []engine.Event
+	for {
+		size := engine.MaxPage
+		if limit > 0 {
+			size = min(size, limit-len(events))
+		}
+		page, err := svc.History(ctx, j.ID, after, size)
+		if err != nil {
+			return err
+		}
+		events = append(events, page.Events...)
+		if page.Next == 0 {
+			break
+		}
+		if after = page.Next; limit > 0 && len(events) >= limit {
+			out.NextAfter = page.Next
+			break
+		}
+	}
+	for _, ev := range events {
+		out.Events = append(out.Events, wfEventOf(ev))
+	}
+	if f.json {
+		return wfPrintJSON(wio.out, out)
+	}
+	width := wfCellWidth
+	if full {
+		width = 0
+	}
+	return wfPrintHistory(wio, j, events, out.NextAfter, width)
+}
+
+func wfPrintHistory(wio wfIO, j *engine.Job, events []engine.Event, nextAfter uint64, width int) error {
+	w := wio.out
+	fmt.Fprintf(w, "Workflow %s, job %d (%s on %s): %s, %d events\n", wfCell(j.WorkflowID), j.ID,
+		wfCell(j.Type), wfCell(j.Queue), j.Status, j.LastSeq)
+	base := j.CreatedMS
+	fmt.Fprintf(w, "Created %s; TIME is since then.\n\n", wfWhen(base))
+	if len(events) == 0 {
+		fmt.Fprintln(w, "No events in this range.")
+	} else {
+		tw := newWFTable(w)
+		tw.row("SEQ", "TIME", "ATT", "EVENT", "STEP", "NAME", "DETAILS")
+		for _, ev := range events {
+			att := "-"
+			if ev.Attempt != 0 {
+				att = fmt.Sprint(ev.Attempt)
+			}
+			tw.row(fmt.Sprint(ev.Seq), wfOffset(ev.AtMS-base), att, wfCell(string(ev.Type)),
+				wfCell(wfTruncate(ev.Step, 32)), wfCell(wfTruncate(ev.Name, 32)), wfEventDetails(ev, base, width))
+		}
+		if err := tw.flush(); err != nil {
+			return err
+		}
+	}
+	if nextAfter != 0 {
+		fmt.Fprintf(w, "More events follow: next with --after %d\n", nextAfter)
+	}
+	return nil
+}
+
+// wfEventDetails joins what else an event carries: its payload, the commit
+// mark, the reason, a retry delay, a lease and what a wait waits for. Times
+// are offsets from base, like the TIME column.
+func wfEventDetails(ev engine.Event, base int64, width int) string {
+	var parts []string
+	if len(ev.Payload) > 0 {
+		parts = append(parts, wfCell(wfPayloadText(ev.Payload, width)))
+	}
+	if ev.Commit {
+		parts = append(parts, "[committed]")
+	}
+	if ev.Reason != "" {
+		parts = append(parts, "reason "+wfCell(ev.Reason))
+	}
+	if ev.DelayMS != 0 {
+		parts = append(parts, "delay "+strings.TrimPrefix(wfOffset(ev.DelayMS), "+"))
+	}
+	if ev.LeaseExpiryMS != 0 {
+		parts = append(parts, "lease until "+wfOffset(ev.LeaseExpiryMS-base))
+	}
+	if ev.Wait != nil {
+		at := func(rfc string) string { return "at " + wfOffset(wfParseRFC(rfc)-base) }
+		parts = append(parts, "waits for "+wfWaitText(wfWaitOf(ev.Wait), at))
+	}
+	return strings.Join(parts, "  ")
+}

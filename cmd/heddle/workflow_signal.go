@@ -1,0 +1,81 @@
+package main
+
+// This file is "heddle workflow signal": it delivers a named signal to a run,
+// with one JSON value encoded as the SDK client's SignalWorkflow encodes its
+// argument, so workflow code receives it unchanged.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/sdk/converter"
+)
+
+// wfSignalOutput is signal's JSON document.
+type wfSignalOutput struct {
+	WorkflowID string `json:"workflow_id"`
+	JobID      uint64 `json:"job_id"`
+	Signal     string `json:"signal"`
+	// Seq is the signal_received event's seq in the run's history.
+	Seq uint64 `json:"seq"`
+	// Woke: the run was waiting for this signal and now runs again.
+	Woke bool `json:"woke"`
+}
+
+func runWFSignal(ctx context.Context, wio wfIO, args []string) error {
+	f := newWFFlags(wio, "ID NAME [--input JSON] [flags]",
+		"Sends signal NAME to a run, with one JSON value (null without --input).\n"+
+			"A workflow id signals its current run.")
+	input := wfJSONValues{}
+	f.fs.Var(&input, "input", "the signal's value as `JSON` (strings quoted: '\"x\"')")
+	pos, err := f.parse(args, "ID", "NAME")
+	if err != nil {
+		return err
+	}
+	name := pos[1]
+	if name == "" {
+		return wfUsagef("NAME must not be empty")
+	}
+	// One value, always: workflow code receives a signal into one variable.
+	var value any // null without --input
+	if len(input.vals) == 1 {
+		value = input.vals[0]
+	}
+	payload, err := converter.Encode(value)
+	if err != nil {
+		return wfUsagef("--input: %v", err)
+	}
+	svc, err := f.client()
+	if err != nil {
+		return err
+	}
+	t, j, err := wfResolve(ctx, svc, pos[0])
+	if err != nil {
+		return err
+	}
+	res, err := svc.Signal(ctx, engine.Signal{Target: t, Name: name, Payload: payload})
+	if err != nil {
+		return err
+	}
+	out := wfSignalOutput{WorkflowID: wfWorkflowOf(t, j), JobID: uint64(res.Job), Signal: name, Seq: res.Seq, Woke: res.Woke}
+	if f.json {
+		return wfPrintJSON(wio.out, out)
+	}
+	woke := "the run was not waiting for it; it will see it when it next looks"
+	if out.Woke {
+		woke = "it woke the waiting run"
+	}
+	fmt.Fprintf(wio.out, "Signal %s sent to workflow %s (job %d) as event %d; %s.\n",
+		wfCell(name), wfCell(out.WorkflowID), out.JobID, out.Seq, woke)
+	return nil
+}
+
+// wfWorkflowOf is the workflow id of the run t names; j is the run when
+// wfResolve had to look it up.
+func wfWorkflowOf(t engine.Target, j *engine.Job) string {
+	if j != nil {
+		return j.WorkflowID
+	}
+	return t.WorkflowID
+}

@@ -1,0 +1,169 @@
+package main
+
+// This file is "heddle workflow start": it creates a run as the SDK client's
+// ExecuteWorkflow does (arguments encoded by the SDK's converter, so workers
+// decode them unchanged) and, with --wait, waits for the workflow's outcome.
+// A run that did not complete exits 1, so scripts can chain on success.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+)
+
+// wfStartOutput is start's JSON document.
+type wfStartOutput struct {
+	WorkflowID string `json:"workflow_id"`
+	JobID      uint64 `json:"job_id"`
+	// Existing: the reuse policy return-existing handed back an open run.
+	Existing bool `json:"existing"`
+	// Outcome is the workflow's last run once it ended (--wait only).
+	Outcome *wfJobDoc `json:"outcome,omitempty"`
+}
+
+// wfReusePolicies names the workflow-id reuse policies on the command line.
+var wfReusePolicies = []struct {
+	name   string
+	policy engine.IDReusePolicy
+}{
+	{"allow-after-terminal", engine.IDReuseAllowAfterTerminal},
+	{"reject-duplicate", engine.IDReuseRejectDuplicate},
+	{"return-existing", engine.IDReuseReturnExisting},
+}
+
+func wfReusePolicyNames() string {
+	var names []string
+	for _, p := range wfReusePolicies {
+		names = append(names, p.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func runWFStart(ctx context.Context, wio wfIO, args []string) error {
+	f := newWFFlags(wio, "--type T --queue Q [--id ID] [--input JSON ...] [--wait] [flags]",
+		"Starts a run of workflow type T on task queue Q and prints its workflow id and job\n"+
+			"(run) id. With --wait it then waits for the workflow to end and prints its result;\n"+
+			"the exit status is 1 when the workflow failed or was cancelled.")
+	var (
+		typ, queue, id string
+		input          = wfJSONValues{repeat: true}
+		policy         = engine.IDReuseAllowAfterTerminal
+		timeout        time.Duration
+		wait           bool
+	)
+	f.fs.StringVar(&typ, "type", "", "workflow `type` to run, as registered on the worker (required)")
+	f.fs.StringVar(&queue, "queue", "", "task `queue` whose workers run it (required)")
+	f.fs.StringVar(&id, "id", "", "workflow `id` (default: the engine names it job-<job id>)")
+	f.fs.Var(&input, "input", "a workflow argument as `JSON` (strings quoted: '\"x\"'); repeat for more arguments")
+	f.fs.Func("reuse-policy", "what to do when the workflow id already has a run, a `policy`: "+wfReusePolicyNames()+
+		" (default allow-after-terminal: start a new run once the last one closed)", func(s string) error {
+		for _, p := range wfReusePolicies {
+			if strings.EqualFold(strings.ReplaceAll(s, "_", "-"), p.name) {
+				policy = p.policy
+				return nil
+			}
+		}
+		return fmt.Errorf("unknown policy %q; want one of %s", s, wfReusePolicyNames())
+	})
+	f.fs.Func("execution-timeout", "bound on the whole workflow, retries and continue-as-new included, as a Go `duration` (1h, 90s; default none)", func(s string) error {
+		d, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			return errors.New("not a duration such as 90s, 30m or 1h30m")
+		case d < 0:
+			return errors.New("must not be negative")
+		case d > 0 && d < time.Millisecond:
+			return errors.New("must be at least 1ms (or 0 for none)")
+		}
+		timeout = d
+		return nil
+	})
+	f.fs.BoolVar(&wait, "wait", false, "wait for the workflow to end and print its result")
+	if _, err := f.parse(args); err != nil {
+		return err
+	}
+	switch {
+	case typ == "":
+		return wfUsagef("--type is required")
+	case queue == "":
+		return wfUsagef("--queue is required")
+	}
+	payload, err := input.payload()
+	if err != nil {
+		return wfUsagef("--input: %v", err)
+	}
+	svc, err := f.client()
+	if err != nil {
+		return err
+	}
+	res, err := svc.Create(ctx, engine.CreateJob{WorkflowID: id, Type: typ, Queue: queue, Input: payload,
+		ReusePolicy: policy, ExecutionTimeoutMS: timeout.Milliseconds()})
+	if err != nil {
+		return err
+	}
+	out := wfStartOutput{WorkflowID: res.WorkflowID, JobID: uint64(res.Job), Existing: res.Existing}
+	if !wait {
+		return wfPrintStart(wio, f.json, out)
+	}
+	if !f.json {
+		// Say what was started before the wait, which may be long.
+		if err := wfPrintStart(wio, false, out); err != nil {
+			return err
+		}
+	}
+	j, last, err := wfAwait(ctx, svc, res.Job)
+	if err != nil {
+		return fmt.Errorf("workflow %s started as job %d, but waiting for it failed: %w", res.WorkflowID, res.Job, err)
+	}
+	doc := wfJobOf(j, last)
+	out.Outcome = &doc
+	if f.json {
+		err = wfPrintJSON(wio.out, out)
+	} else {
+		err = wfPrintOutcome(wio, out)
+	}
+	if err != nil {
+		return err
+	}
+	if j.Status != engine.StatusCompleted {
+		fmt.Fprintf(wio.err, "heddle %s: workflow %s ended %s\n", wio.verb, j.WorkflowID, j.Status)
+		return wfExitError{code: 1}
+	}
+	return nil
+}
+
+func wfPrintStart(wio wfIO, asJSON bool, out wfStartOutput) error {
+	if asJSON {
+		return wfPrintJSON(wio.out, out)
+	}
+	wfKV(wio.out, "Workflow ID", wfCell(out.WorkflowID))
+	wfKV(wio.out, "Job ID", fmt.Sprint(out.JobID))
+	if out.Existing {
+		wfKV(wio.out, "Note", "an identical run was open; it was returned, not started again")
+	}
+	return nil
+}
+
+// wfPrintOutcome prints how the workflow ended, after wfPrintStart's lines.
+func wfPrintOutcome(wio wfIO, out wfStartOutput) error {
+	d, w := out.Outcome, wio.out
+	if d.JobID != out.JobID {
+		wfKV(w, "Last job ID", fmt.Sprint(d.JobID))
+	}
+	wfKV(w, "Status", d.Status)
+	switch {
+	case d.Result != nil:
+		wfKV(w, "Result", wfCell(wfPayloadText(d.Result, wfResultWidth)))
+	case d.ResultBase64 != nil:
+		wfKV(w, "Result", wfPayloadText(d.ResultBase64, wfResultWidth))
+	case d.Failure != nil:
+		wfKV(w, "Failure", wfCell(wfTruncate(wfFailureText(d.Failure), wfResultWidth)))
+	case d.CloseReason != "":
+		wfKV(w, "Reason", wfCell(d.CloseReason))
+	}
+	return nil
+}
