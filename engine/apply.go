@@ -61,7 +61,11 @@ func (m *Machine) Apply(tx *storage.Tx, cmd Command) (res Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.RequestID != "" {
+	// A command that wrote nothing had no effect to duplicate, so its
+	// request id is not used up: a retry runs afresh. This keeps an idle
+	// claim's retry (or the next turn of a long poll with the same id) from
+	// being answered "nothing" forever, and keeps idle polls free of writes.
+	if h.RequestID != "" && tx.Len() > 0 {
 		if err := a.recordResult(cmd, res); err != nil {
 			return nil, err
 		}

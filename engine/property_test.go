@@ -272,11 +272,11 @@ func (m *propModel) apply(cmd Command) (res Result, err error, replay bool) {
 		}
 		return nil, err, false
 	}
-	if h.RequestID != "" {
-		m.record(h.RequestID, cmd.Kind(), res)
-		m.wrote = true
-	}
 	m.noteSwept()
+	// A request id is used up only by a command that wrote something.
+	if h.RequestID != "" && m.wrote {
+		m.record(h.RequestID, cmd.Kind(), res)
+	}
 	if m.wrote {
 		m.lastNow = m.now
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +23,8 @@ import (
 type testCluster struct {
 	t     *testing.T
 	clock *clock.Manual
-	nodes map[string]*Node
+	mu    sync.Mutex        // guards nodes: tests kill nodes while workers use them
+	nodes map[string]*Node  // the live nodes; read through live()
 	addrs map[string]string // id -> Raft address, stable across restarts
 	dirs  map[string]string
 	tune  func(*Config)
@@ -56,7 +58,7 @@ func newTestCluster(t *testing.T, size int, tune func(*Config)) *testCluster {
 	for i := 2; i <= size; i++ {
 		id := fmt.Sprintf("n%d", i)
 		c.start(id, false)
-		if err := c.nodes["n1"].Join(context.Background(), id, c.addrs[id], "http-"+id); err != nil {
+		if err := c.live()["n1"].Join(context.Background(), id, c.addrs[id], "http-"+id); err != nil {
 			t.Fatalf("join %s: %v", id, err)
 		}
 	}
@@ -84,22 +86,38 @@ func (c *testCluster) start(id string, bootstrap bool) *Node {
 	if err != nil {
 		c.t.Fatalf("open %s: %v", id, err)
 	}
+	c.mu.Lock()
 	c.nodes[id] = n
+	c.mu.Unlock()
 	return n
+}
+
+// live returns the running nodes.
+func (c *testCluster) live() map[string]*Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]*Node, len(c.nodes))
+	for id, n := range c.nodes {
+		out[id] = n
+	}
+	return out
 }
 
 // kill stops a node; in-process this is Close (the SIGKILL version of
 // this test is the chaos suite's).
 func (c *testCluster) kill(id string) {
 	c.t.Helper()
-	if n := c.nodes[id]; n != nil {
+	c.mu.Lock()
+	n := c.nodes[id]
+	delete(c.nodes, id)
+	c.mu.Unlock()
+	if n != nil {
 		n.Close()
-		delete(c.nodes, id)
 	}
 }
 
 func (c *testCluster) closeAll() {
-	for id := range c.nodes {
+	for id := range c.live() {
 		c.kill(id)
 	}
 }
@@ -121,7 +139,7 @@ func (c *testCluster) leader() *Node {
 	c.t.Helper()
 	var l *Node
 	c.eventually("a leader with its barrier done", func() bool {
-		for _, n := range c.nodes {
+		for _, n := range c.live() {
 			if n.IsLeader() && n.readBarrier(context.Background()) == nil {
 				l = n
 				return true
@@ -134,7 +152,7 @@ func (c *testCluster) leader() *Node {
 
 func (c *testCluster) waitLeaderIs(id string) {
 	c.t.Helper()
-	c.eventually("leader "+id, func() bool { return c.nodes[id].IsLeader() })
+	c.eventually("leader "+id, func() bool { return c.live()[id].IsLeader() })
 }
 
 // waitConverged waits until every live node has applied the leader's
@@ -149,7 +167,7 @@ func (c *testCluster) waitConverged() {
 	}
 	target := l.fsm.Applied()
 	c.eventually("all nodes applied", func() bool {
-		for _, n := range c.nodes {
+		for _, n := range c.live() {
 			if n.fsm.Applied() < target {
 				return false
 			}
@@ -179,7 +197,7 @@ func (c *testCluster) assertSameState() string {
 	c.t.Helper()
 	c.waitConverged()
 	var first, firstID string
-	for id, n := range c.nodes {
+	for id, n := range c.live() {
 		h := hashState(c.t, n.fsm)
 		if first == "" {
 			first, firstID = h, id
@@ -193,7 +211,7 @@ func (c *testCluster) assertSameState() string {
 // verifyAll runs engine.Verify on every live node.
 func (c *testCluster) verifyAll() {
 	c.t.Helper()
-	for id, n := range c.nodes {
+	for id, n := range c.live() {
 		n.fsm.View(func(r *storage.Reader) error {
 			for _, err := range engine.Verify(r, 5) {
 				c.t.Errorf("%s: %v", id, err)

@@ -18,7 +18,7 @@ func (c *testCluster) do(op func(e *engine.Engine) error) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var l *Node
-		for _, n := range c.nodes {
+		for _, n := range c.live() {
 			if n.IsLeader() {
 				l = n
 			}
@@ -150,7 +150,7 @@ func TestLeaderKilledDuringClaimsAndCommits(t *testing.T) {
 	if len(acks) != jobs-1 {
 		t.Fatalf("%d jobs committed, want %d", len(acks), jobs-1)
 	}
-	for id, n := range c.nodes {
+	for id, n := range c.live() {
 		for _, a := range acks {
 			eff, err := n.Engine().Effect(engine.WithStaleRead(ctx), a.job, "1")
 			if err != nil || eff == nil {

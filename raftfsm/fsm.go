@@ -314,7 +314,7 @@ type fsmSnapshot struct {
 
 // Persist implements raft.FSMSnapshot; it runs concurrently with applies.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if _, err := s.snap.WriteTo(sink); err != nil {
+	if _, err := s.snap.Stream(sink); err != nil {
 		sink.Cancel()
 		return err
 	}

@@ -34,7 +34,7 @@ func TestClusterReplicatesAndFollowersRefuseWrites(t *testing.T) {
 	c.assertSameState()
 	c.verifyAll()
 
-	for id, n := range c.nodes {
+	for id, n := range c.live() {
 		if n == l {
 			continue
 		}

@@ -34,7 +34,7 @@ func TestRestartedNodeDoesNotApplyTwice(t *testing.T) {
 	c := newTestCluster(t, 3, nil)
 	createJobs(t, c, 0, 30)
 	follower := ""
-	for id, n := range c.nodes {
+	for id, n := range c.live() {
 		if !n.IsLeader() {
 			follower = id
 		}
@@ -77,7 +77,7 @@ func TestWipedFollowerRejoinsFromSnapshot(t *testing.T) {
 	createJobs(t, c, 0, 50)
 	l := c.leader()
 	var wiped, keeper string
-	for id := range c.nodes {
+	for id := range c.live() {
 		if id != l.ID() {
 			if wiped == "" {
 				wiped = id
@@ -109,7 +109,7 @@ func TestWipedFollowerRejoinsFromSnapshot(t *testing.T) {
 	c.verifyAll()
 
 	// Full replay: the keeper never snapshotted, so its log is whole.
-	k := c.nodes[keeper]
+	k := c.live()[keeper]
 	if kf, _ := k.store.FirstIndex(); kf != 1 {
 		t.Skipf("keeper's log starts at %d; no whole log to replay", kf)
 	}

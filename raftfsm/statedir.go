@@ -24,7 +24,7 @@ type stateDir struct {
 
 	mu    sync.Mutex
 	holds map[*storage.DB]*sync.WaitGroup // open snapshots per database
-	bg    sync.WaitGroup                   // retirements in progress
+	bg    sync.WaitGroup                  // retirements in progress
 }
 
 const currentFile = "CURRENT"

@@ -55,7 +55,7 @@ type SnapshotInfo struct {
 func (db *DB) WriteSnapshot(w io.Writer) (SnapshotInfo, error) {
 	s := db.OpenSnapshot()
 	defer s.Close()
-	return s.WriteTo(w)
+	return s.Stream(w)
 }
 
 // Snapshot is a point-in-time view of the whole database, fixed when
@@ -66,7 +66,7 @@ type Snapshot struct {
 	txn *badger.Txn
 }
 
-// OpenSnapshot fixes the current state for WriteTo.
+// OpenSnapshot fixes the current state for Stream.
 func (db *DB) OpenSnapshot() *Snapshot { return &Snapshot{txn: db.bdb.NewTransaction(false)} }
 
 // Close releases the snapshot; it may be called more than once.
@@ -77,12 +77,12 @@ func (s *Snapshot) Close() {
 	}
 }
 
-// WriteTo streams the snapshot to w in the format LoadSnapshot reads.
+// Stream writes the snapshot to w in the format LoadSnapshot reads.
 //
 // Badger's Stream and Backup are not used: outside managed mode each of their
 // goroutines opens its own read transaction, so they do not read at one
 // timestamp.
-func (s *Snapshot) WriteTo(w io.Writer) (SnapshotInfo, error) {
+func (s *Snapshot) Stream(w io.Writer) (SnapshotInfo, error) {
 	var info SnapshotInfo
 	if s.txn == nil {
 		return info, errors.New("storage: write snapshot: snapshot is closed")

@@ -18,9 +18,11 @@ import (
 // whole workflow suite also runs over the wire:
 //
 //	HEDDLE_SDK_BACKEND=http go test ./sdk/worker
+//
+// "cluster" runs it against a three-node Raft cluster (cluster_backend_test.go).
 const backendEnv = "HEDDLE_SDK_BACKEND"
 
-func overHTTP() bool { return os.Getenv(backendEnv) == "http" }
+func overHTTP() bool { return os.Getenv(backendEnv) == "http" || overCluster() }
 
 // remotes holds one HTTP client per engine, so every worker and client of
 // a test shares one server (and its query broker).

@@ -97,6 +97,9 @@ func OrderWorkflow(ctx workflow.Context, item string, amount int) (string, error
 
 func open(t *testing.T) *engine.Engine {
 	t.Helper()
+	if overCluster() {
+		return openCluster(t)
+	}
 	e, err := engine.Open(engine.Config{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +135,9 @@ func startWorker(t *testing.T, e *engine.Engine, queue string, opts worker.Optio
 func verify(t *testing.T, e *engine.Engine) {
 	t.Helper()
 	var errs []error
-	e.DB().View(func(r *storage.Reader) error { errs = engine.Verify(r, 5); return nil })
+	// A stale read: on a cluster the leader's own state, which holds every
+	// write the test saw acknowledged.
+	e.View(engine.WithStaleRead(context.Background()), func(r *storage.Reader) error { errs = engine.Verify(r, 5); return nil })
 	for _, err := range errs {
 		t.Error(err)
 	}
