@@ -108,7 +108,6 @@ func TestMalformedRequestsAreRefusedWithoutWrites(t *testing.T) {
 		{"missing type", "POST", "/v1/jobs", "", "", []byte(`{"Queue": "q"}`), 400, "invalid_command", "CreateJob.Type is required"},
 		{"missing queue (msgpack)", "POST", "/v1/jobs/claim", contentMsgpack, "", mustMsgpack(t, engine.Claim{Owner: "w", Max: 1, LeaseMS: 1000}), 400, "invalid_command", "Claim.Queue is required"},
 		{"missing target", "POST", "/v1/jobs/cancel", "", "", []byte(`{"Reason": "x"}`), 400, "invalid_command", "Target"},
-		{"long poll with request id", "POST", "/v1/jobs/claim?wait=1s", "", "", mustJSON(t, engine.Claim{Header: engine.Header{RequestID: "r1"}, Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}), 400, "invalid_command", "RequestID must be empty"},
 		{"bad wait", "POST", "/v1/jobs/claim?wait=soon", "", "", mustJSON(t, engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}), 400, "invalid_command", `wait="soon"`},
 		{"bad job id", "GET", "/v1/jobs/abc", "", "", nil, 400, "invalid_command", `job id "abc"`},
 		{"bad limit", "GET", "/v1/jobs?limit=lots", "", "", nil, 400, "invalid_command", `limit="lots"`},

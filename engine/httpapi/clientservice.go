@@ -39,12 +39,15 @@ func (c *Client) Create(ctx context.Context, cmd engine.CreateJob) (*engine.Crea
 	return send[engine.CreateResult](ctx, c, "/v1/jobs", &cmd, &cmd.Header)
 }
 
-// Claim implements engine.Service. Unlike other commands a claim is given
-// no request id: the engine keeps the result of a request id even when the
-// claim found nothing, so a retry could never claim, and every idle poll
-// would cost a write. A claim whose answer was lost therefore leaves its
-// jobs leased to nobody until their leases expire and they are requeued.
+// Claim implements engine.Service. Like every command a claim carries a
+// request id, so a retry after a lost answer gets the jobs the first try
+// claimed instead of leaving them leased to nobody. The engine uses up a
+// request id only when the command wrote something, so an empty claim's id
+// stays good for the next try.
 func (c *Client) Claim(ctx context.Context, cmd engine.Claim) ([]engine.ClaimedJob, error) {
+	if cmd.RequestID == "" {
+		cmd.RequestID = randomID("http-")
+	}
 	var r engine.ClaimResult
 	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs/claim", body: &cmd, out: &r, command: true})
 	return r.Jobs, err
@@ -54,6 +57,12 @@ func (c *Client) Claim(ctx context.Context, cmd engine.Claim) ([]engine.ClaimedJ
 // server until a job is claimed or the poll's wait ends, and the next one
 // follows at once until ctx ends.
 func (c *Client) ClaimWait(ctx context.Context, cmd engine.Claim) ([]engine.ClaimedJob, error) {
+	if cmd.RequestID == "" {
+		// One id for every poll of this call: until a poll claims
+		// something the id is unused, and once one has, a retry of that
+		// poll returns its jobs.
+		cmd.RequestID = randomID("http-")
+	}
 	for {
 		wait := c.pollWait(ctx)
 		if wait == 0 {

@@ -43,12 +43,6 @@ func (s *Server) claim(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if wait > 0 && cmd.RequestID != "" {
-		// The engine keeps the result of a request id, an empty claim's
-		// too: every later try of the poll would get that empty result.
-		return nil, fmt.Errorf("%w: Claim.RequestID must be empty in a long poll (wait=%v): an empty claim's result would be replayed to every retry",
-			engine.ErrInvalidCommand, wait)
-	}
 	jobs, err := s.claimWait(c.r.Context(), cmd, wait)
 	if err != nil {
 		return nil, err

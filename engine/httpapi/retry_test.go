@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -222,5 +223,42 @@ func TestClientGivesUpAfterRetryTimeout(t *testing.T) {
 	cancel()
 	if _, err := c.Create(ctx, engine.CreateJob{Type: "T", Queue: "q"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Create with a cancelled context = %v", err)
+	}
+}
+
+// A claim whose answer was lost after the server applied it is retried with
+// the same request id and gets the same jobs: nothing is left leased to
+// nobody, and no second job is claimed.
+func TestClaimAnswerLostIsRetriedToTheSameJobs(t *testing.T) {
+	for _, wait := range []bool{false, true} {
+		t.Run(fmt.Sprintf("long poll=%v", wait), func(t *testing.T) {
+			e := openEngine(t, engine.Limits{})
+			ctx := context.Background()
+			for i := 0; i < 2; i++ {
+				if _, err := e.Create(ctx, engine.CreateJob{Type: "T", Queue: "q"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, hs := faultyNode(t, e, applyAndDrop)
+			c := newClient(t, ClientConfig{Addrs: []string{hs.URL}})
+			claim := engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000}
+			var jobs []engine.ClaimedJob
+			var err error
+			if wait {
+				jobs, err = c.ClaimWait(ctx, claim)
+			} else {
+				jobs, err = c.Claim(ctx, claim)
+			}
+			if err != nil || len(jobs) != 1 {
+				t.Fatalf("claim = %v, %v", jobs, err)
+			}
+			page, err := e.List(ctx, engine.ListQuery{Status: engine.StatusRunning})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Jobs) != 1 || page.Jobs[0].ID != jobs[0].Job {
+				t.Fatalf("running jobs %+v, the client holds job %d: the retry claimed again", page.Jobs, jobs[0].Job)
+			}
+		})
 	}
 }
