@@ -21,7 +21,7 @@ import (
 // directories. Nodes share one manual clock for the commands' Now (so
 // leases expire only when a test advances it); Raft keeps its own timers.
 type testCluster struct {
-	t     *testing.T
+	t     testing.TB
 	clock *clock.Manual
 	mu    sync.Mutex        // guards nodes: tests kill nodes while workers use them
 	nodes map[string]*Node  // the live nodes; read through live()
@@ -32,7 +32,7 @@ type testCluster struct {
 
 // freeAddr reserves a loopback port so a node keeps its Raft address
 // across restarts (the cluster configuration records it).
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -42,7 +42,7 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func newTestCluster(t *testing.T, size int, tune func(*Config)) *testCluster {
+func newTestCluster(t testing.TB, size int, tune func(*Config)) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, clock: clock.NewManual(time.Unix(1_700_000_000, 0)), nodes: map[string]*Node{},
 		addrs: map[string]string{}, dirs: map[string]string{}, tune: tune}
@@ -177,7 +177,7 @@ func (c *testCluster) waitConverged() {
 }
 
 // hashState hashes every key and value of a node's state.
-func hashState(t *testing.T, v engine.Viewer) string {
+func hashState(t testing.TB, v engine.Viewer) string {
 	t.Helper()
 	h := sha256.New()
 	err := v.View(func(r *storage.Reader) error {

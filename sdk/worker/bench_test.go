@@ -15,7 +15,9 @@ import (
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
-// Worker benchmarks, on a durable (synced) engine:
+// Worker benchmarks, on a durable (synced) engine; with
+// HEDDLE_SDK_BACKEND=http through the HTTP API, and with =cluster against a
+// three-node Raft cluster on loopback reached over HTTP:
 //
 //	BenchmarkSeq3                  b.N workflows of three sequential no-op activities, started by
 //	                               32 concurrent starters that each wait for their result; reports
@@ -53,9 +55,16 @@ func BenchResume(ctx workflow.Context, n int) (int, error) {
 
 func benchEngine(b *testing.B) (*engine.Engine, *worker.Worker) {
 	b.Helper()
-	e, err := engine.Open(engine.Config{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
+	var e *engine.Engine
+	if overCluster() {
+		// Three Raft nodes on loopback; the worker and the clients reach
+		// them over HTTP (HEDDLE_SDK_BACKEND=cluster).
+		e = openCluster(b)
+	} else {
+		var err error
+		if e, err = engine.Open(engine.Config{Dir: b.TempDir()}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	var errs atomic.Int64
 	w, err := worker.New(service(b, e), "bench", worker.Options{MaxConcurrentJobs: 256, OnError: func(engine.JobID, error) { errs.Add(1) }})
@@ -70,7 +79,9 @@ func benchEngine(b *testing.B) (*engine.Engine, *worker.Worker) {
 	}
 	b.Cleanup(func() {
 		w.Stop(context.Background())
-		e.Close()
+		if !overCluster() { // the cluster's own cleanup closes its nodes
+			e.Close()
+		}
 		if n := errs.Load(); n > 0 {
 			b.Errorf("%d worker errors", n)
 		}

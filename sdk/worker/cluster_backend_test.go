@@ -22,7 +22,7 @@ import (
 func overCluster() bool { return os.Getenv(backendEnv) == "cluster" }
 
 // openCluster starts the cluster and registers its client as e's remote.
-func openCluster(t *testing.T) *engine.Engine {
+func openCluster(t testing.TB) *engine.Engine {
 	t.Helper()
 	root := t.TempDir()
 	var nodes []*raftfsm.Node
@@ -86,7 +86,7 @@ func openCluster(t *testing.T) *engine.Engine {
 }
 
 // waitLeader waits until n leads and serves linearizable reads.
-func waitLeader(t *testing.T, n *raftfsm.Node) {
+func waitLeader(t testing.TB, n *raftfsm.Node) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if _, err := n.Engine().List(context.Background(), engine.ListQuery{Limit: 1}); err == nil {
