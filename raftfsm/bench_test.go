@@ -114,8 +114,10 @@ func (f *bareFSM) ApplyBatch(logs []*raft.Log) []any {
 	return make([]any, len(logs))
 }
 
-func (f *bareFSM) Snapshot() (raft.FSMSnapshot, error) { return nil, fmt.Errorf("not in the benchmark") }
-func (f *bareFSM) Restore(io.ReadCloser) error         { return fmt.Errorf("not in the benchmark") }
+func (f *bareFSM) Snapshot() (raft.FSMSnapshot, error) {
+	return nil, fmt.Errorf("not in the benchmark")
+}
+func (f *bareFSM) Restore(io.ReadCloser) error { return fmt.Errorf("not in the benchmark") }
 
 // startBareCluster starts three bare Raft nodes configured like heddle's.
 func startBareCluster(b *testing.B) []*raft.Raft {

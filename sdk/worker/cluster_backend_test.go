@@ -108,4 +108,4 @@ func (c clusterAdapter) Join(ctx context.Context, id, raftAddr, httpAddr string)
 	return c.n.Join(ctx, id, raftAddr, httpAddr)
 }
 func (c clusterAdapter) Remove(ctx context.Context, id string) error { return c.n.Remove(ctx, id) }
-func (c clusterAdapter) TransferLeader(ctx context.Context) error   { return c.n.TransferLeader(ctx) }
+func (c clusterAdapter) TransferLeader(ctx context.Context) error    { return c.n.TransferLeader(ctx) }
