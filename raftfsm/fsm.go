@@ -124,6 +124,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	db := f.db
 	f.mu.RUnlock()
 	a := &batchApplier{f: f, db: db, batch: db.NewBatch()}
+	// changed: some command or node entry wrote, so waiters should look.
 	last := f.applied.Load()
 	for i, l := range logs {
 		if l.Index <= last {
@@ -137,12 +138,15 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		storage.SetAppliedIndex(tx, l.Index)
 		a.add(tx)
 		last = l.Index
+		// The applied index alone is not news: waiters are woken only by
+		// entries that changed the state (an idle claim writes nothing,
+		// and waking long polls for it would make them propose again).
 	}
 	a.commit()
 	if last > f.applied.Load() {
 		f.setApplied(last)
 	}
-	if a.wrote && f.onApply != nil {
+	if a.changed && f.onApply != nil {
 		f.onApply()
 	}
 	return out
@@ -156,10 +160,11 @@ func skipped(l *raft.Log) any {
 
 // batchApplier carries one ApplyBatch's Badger transaction.
 type batchApplier struct {
-	f     *FSM
-	db    *storage.DB
-	batch *storage.Batch
-	wrote bool
+	f       *FSM
+	db      *storage.DB
+	batch   *storage.Batch
+	wrote   bool // a batch was committed
+	changed bool // a command or node entry wrote something
 }
 
 // add moves tx's writes into the batch, committing the batch first when
@@ -208,6 +213,7 @@ func (a *batchApplier) entry(l *raft.Log) any {
 		if err := a.add(tx); err != nil {
 			return &entryOutcome{errs: []error{err}}
 		}
+		a.changed = true
 		return &entryOutcome{results: []engine.Result{nil}, errs: []error{nil}}
 	}
 	done := a.partDone(l.Index)
@@ -227,6 +233,9 @@ func (a *batchApplier) entry(l *raft.Log) any {
 		if err != nil {
 			out.errs[k] = err // a failed command wrote nothing
 			continue
+		}
+		if tx.Len() > 0 {
+			a.changed = true
 		}
 		if len(e.cmds) > 1 {
 			tx.Set(keyEntryPart, partValue(l.Index, k+1))

@@ -184,6 +184,10 @@ func (n *Node) HTTPAddr() string { return n.cfg.HTTPAddr }
 // FSM exposes the state machine (its applied index and reads).
 func (n *Node) FSM() *FSM { return n.fsm }
 
+// ProposedCommands returns how many commands this node has handed to Raft
+// as leader since it started.
+func (n *Node) ProposedCommands() uint64 { return n.prop.commands.Load() }
+
 // IsLeader reports whether this node is the Raft leader now.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 

@@ -97,3 +97,36 @@ func TestConcurrentProposalsShareEntries(t *testing.T) {
 	}
 	c.assertSameState()
 }
+
+// A claimer waiting on an empty queue proposes nothing while other queues
+// change: it looks at the local ready index first, so an idle worker costs
+// no Raft entries. It claims as soon as its queue gets a job.
+func TestWaitingClaimProposesNothingWhileIdle(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.DisableScheduler = true })
+	l := c.leader()
+	ctx := context.Background()
+	got := make(chan []engine.ClaimedJob, 1)
+	before := l.ProposedCommands()
+	go func() {
+		jobs, err := l.Engine().ClaimWait(ctx, engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- jobs
+	}()
+	for i := 0; i < 2; i++ { // each wakes the claimer, which must not propose
+		if _, err := l.Engine().Create(ctx, engine.CreateJob{Type: "t", Queue: "other"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Engine().Create(ctx, engine.CreateJob{Type: "t", Queue: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	jobs := <-got
+	if len(jobs) != 1 {
+		t.Fatalf("claimed %d jobs, want 1", len(jobs))
+	}
+	if n := l.ProposedCommands() - before; n != 4 {
+		t.Fatalf("%d commands proposed, want 4 (three creates and the one claim that found the job)", n)
+	}
+}

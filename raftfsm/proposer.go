@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -35,6 +36,9 @@ type proposer struct {
 
 	mu     sync.RWMutex
 	closed bool
+
+	// commands counts the commands handed to Raft, for tests and stats.
+	commands atomic.Uint64
 }
 
 type proposal struct {
@@ -164,6 +168,7 @@ func (p *proposer) pack() {
 			answer(ps, nil, err)
 			continue
 		}
+		p.commands.Add(uint64(len(ps)))
 		p.inflight <- &flight{fut: p.n.raft.Apply(data, p.timeout), ps: ps}
 	}
 }

@@ -53,13 +53,17 @@ type clusterFlags struct {
 	json        *bool
 }
 
-func newClusterFlags(fs *flag.FlagSet) clusterFlags {
-	def := os.Getenv("HEDDLE_ADDR")
-	if def == "" {
-		def = "127.0.0.1:7233"
+// defaultAddr is the API address clients use when --addr is not given.
+func defaultAddr() string {
+	if a := os.Getenv("HEDDLE_ADDR"); a != "" {
+		return a
 	}
+	return "127.0.0.1:7233"
+}
+
+func newClusterFlags(fs *flag.FlagSet) clusterFlags {
 	return clusterFlags{
-		addr:  fs.String("addr", def, "HTTP address(es) of cluster members, comma-separated (default $HEDDLE_ADDR or 127.0.0.1:7233)"),
+		addr:  fs.String("addr", defaultAddr(), "HTTP address(es) of cluster members, comma-separated (default $HEDDLE_ADDR or 127.0.0.1:7233)"),
 		token: fs.String("token", os.Getenv("HEDDLE_TOKEN"), "the API's bearer token (default $HEDDLE_TOKEN)"),
 		json:  fs.Bool("json", false, "print JSON"),
 	}

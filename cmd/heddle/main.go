@@ -27,6 +27,7 @@ func commands() []command {
 		{"demo", "run the SDK demo: order sagas, a retry, a timer, a signal, a child, compensation, recovery", runDemoCommand},
 		{"server", "run one node of a cluster (Raft and the HTTP API)", runServerCommand},
 		{"dev", "run one embedded heddle with the HTTP API", runDevCommand},
+		{"worker", "run a remote worker for the example workflow Greet", runWorkerCommand},
 		{"cluster", "status, remove, transfer-leader, or up (a local cluster)", runClusterCommand},
 		{"workflow", "start, list, describe, history, signal, cancel or terminate workflows on a node or cluster", runWorkflowCommand},
 		{"help", "print this help, or the help of one command", runHelp},
@@ -72,7 +73,7 @@ func usage(w io.Writer) {
 	b.WriteString("heddle is a durable workflow engine embedded over BadgerDB.\n\n")
 	b.WriteString("Usage:\n  heddle <command> [flags]\n\nCommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-6s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
 	}
 	b.WriteString("\nRun \"heddle help <command>\" for the flags of a command.\n")
 	io.WriteString(w, b.String())

@@ -53,6 +53,12 @@ func (s *Server) claim(c *call) (any, error) {
 	return &engine.ClaimResult{Jobs: jobs}, nil
 }
 
+// readyChecker is implemented by *engine.Engine: it says from local state
+// whether a claim could find anything.
+type readyChecker interface {
+	MayHaveReady(queue string) (bool, error)
+}
+
 // claimWait claims, and while nothing was claimed waits for the next commit
 // and tries again, until wait is over. The claim itself is proposed without
 // the request's cancellation: a claim the log applies after its caller went
@@ -75,11 +81,23 @@ func (s *Server) claimWait(ctx context.Context, cmd engine.Claim, wait time.Dura
 		}
 		return jobs, err
 	}
+	rc, canLook := svc.(readyChecker)
 	for {
 		changed := cm.Committed() // before the claim, so no commit is missed
-		jobs, err := claim()
-		if err != nil || len(jobs) > 0 {
-			return jobs, err
+		ready := true
+		if canLook {
+			// An idle queue costs no proposal (in a cluster, no Raft entry
+			// per poll); the commit that makes a job ready wakes this loop.
+			var err error
+			if ready, err = rc.MayHaveReady(cmd.Queue); err != nil {
+				return nil, err
+			}
+		}
+		if ready {
+			jobs, err := claim()
+			if err != nil || len(jobs) > 0 {
+				return jobs, err
+			}
 		}
 		select {
 		case <-changed:

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/sdk/activity"
+	"github.com/heddlewf/heddle/sdk/worker"
+	"github.com/heddlewf/heddle/sdk/workflow"
+)
+
+// Greet is the example workflow "heddle worker" runs: two activities and
+// a durable timer between them, so a node killed mid-run shows the
+// workflow finishing on the next leader without repeating a step.
+func Greet(ctx workflow.Context, name string) (string, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy: &workflow.RetryPolicy{InitialInterval: 100 * time.Millisecond, MaximumAttempts: 5}})
+	var title string
+	if err := workflow.ExecuteActivity(ctx, LookupTitle, name).Get(ctx, &title); err != nil {
+		return "", err
+	}
+	if err := workflow.Sleep(ctx, 500*time.Millisecond); err != nil {
+		return "", err
+	}
+	var greeting string
+	if err := workflow.ExecuteActivity(ctx, ComposeGreeting, title, name).Get(ctx, &greeting); err != nil {
+		return "", err
+	}
+	return greeting, nil
+}
+
+// LookupTitle is Greet's first activity.
+func LookupTitle(ctx context.Context, name string) (string, error) {
+	logActivity(ctx, "LookupTitle", name)
+	if strings.HasPrefix(strings.ToLower(name), "dr") {
+		return "", nil
+	}
+	return "friend", nil
+}
+
+// ComposeGreeting is Greet's second activity.
+func ComposeGreeting(ctx context.Context, title, name string) (string, error) {
+	logActivity(ctx, "ComposeGreeting", name)
+	if title == "" {
+		return "hello, " + name, nil
+	}
+	return "hello, " + title + " " + name, nil
+}
+
+// activityLog is where the example activities report, with their
+// idempotency key, so a reader can see that no finished step ran twice.
+var activityLog struct {
+	sync.Mutex
+	w io.Writer
+}
+
+func logActivity(ctx context.Context, name, arg string) {
+	info := activity.GetInfo(ctx)
+	activityLog.Lock()
+	defer activityLog.Unlock()
+	if activityLog.w != nil {
+		fmt.Fprintf(activityLog.w, "ran %s(%q) for %s, attempt %d, key %s\n", name, arg, info.WorkflowID, info.Attempt, info.IdempotencyKey)
+	}
+}
+
+// runWorkerCommand runs a remote worker for the example workflow against
+// a server or a cluster.
+func runWorkerCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", defaultAddr(), "HTTP address(es) of the server or cluster members, comma-separated (default $HEDDLE_ADDR or 127.0.0.1:7233)")
+	token := fs.String("token", os.Getenv("HEDDLE_TOKEN"), "the API's bearer token (default $HEDDLE_TOKEN)")
+	queue := fs.String("queue", "greetings", "task queue to serve")
+	concurrency := fs.Int("concurrency", 64, "workflow and activity tasks run at once")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: heddle worker [--addr A,B,C] [--queue Q]\n\n"+
+			"Runs a remote worker for the example workflow \"Greet\" (two activities and a\n"+
+			"timer) against a heddle server or cluster, through the HTTP API. Start one with\n"+
+			"  heddle workflow start --type Greet --queue greetings --input '\"ada\"' --wait\n\n")
+		fs.PrintDefaults()
+	}
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	if *concurrency < 1 {
+		fmt.Fprintf(stderr, "heddle worker: --concurrency %d must be at least 1\n", *concurrency)
+		return 2
+	}
+	svc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: splitAddrs(*addr), Token: *token})
+	if err != nil {
+		fmt.Fprintf(stderr, "heddle worker: %v\n", err)
+		return 2
+	}
+	host, _ := os.Hostname()
+	w, err := worker.New(svc, *queue, worker.Options{MaxConcurrentJobs: *concurrency,
+		Identity: fmt.Sprintf("%s-%d", host, os.Getpid()),
+		OnError:  func(job engine.JobID, err error) { fmt.Fprintf(stderr, "heddle worker: job %d: %v\n", job, err) }})
+	if err != nil {
+		fmt.Fprintf(stderr, "heddle worker: %v\n", err)
+		return 2
+	}
+	w.RegisterWorkflow(Greet)
+	w.RegisterActivity(LookupTitle)
+	w.RegisterActivity(ComposeGreeting)
+	activityLog.Lock()
+	activityLog.w = stdout
+	activityLog.Unlock()
+	ctx, stop := untilSignal()
+	defer stop()
+	if err := w.Start(); err != nil {
+		fmt.Fprintf(stderr, "heddle worker: %v\n", err)
+		return 1
+	}
+	queries := make(chan struct{})
+	go func() { defer close(queries); httpapi.ServeQueries(ctx, svc, *queue, w) }()
+	fmt.Fprintf(stdout, "heddle worker: serving queue %q on %s\n", *queue, *addr)
+	<-ctx.Done()
+	drain, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = w.Stop(drain)
+	<-queries
+	fmt.Fprintf(stdout, "heddle worker: stopped (%v)\n", err)
+	return 0
+}
