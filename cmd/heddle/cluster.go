@@ -75,18 +75,19 @@ func (f clusterFlags) client() (*httpapi.Client, error) {
 
 // parseSub parses a subcommand's flags, allowing want positional arguments.
 func parseSub(fs *flag.FlagSet, args []string, want int) ([]string, int) {
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		if err == flag.ErrHelp {
 			return nil, 0
 		}
 		return nil, 2
 	}
-	if fs.NArg() != want {
-		fmt.Fprintf(fs.Output(), "heddle %s: want %d argument(s), got %d\n", fs.Name(), want, fs.NArg())
+	if len(pos) != want {
+		fmt.Fprintf(fs.Output(), "heddle %s: want %d argument(s), got %d\n", fs.Name(), want, len(pos))
 		fs.Usage()
 		return nil, 2
 	}
-	return fs.Args(), -1
+	return pos, -1
 }
 
 func clusterStatus(args []string, stdout, stderr io.Writer) int {

@@ -110,3 +110,24 @@ func parseFlags(fs *flag.FlagSet, args []string) int {
 	}
 	return -1
 }
+
+// parseInterleaved parses args into fs with flags and positional arguments
+// in any order ("--" ends the flags), as people type them ("remove n3
+// --addr A"); the standard flag package alone stops at the first
+// positional argument. It returns the positional arguments.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}

@@ -69,24 +69,13 @@ func (f *wfFlags) usage(w io.Writer) {
 // the flags), and returns the positional ones, which must be exactly as
 // many as names (the names are used in the error for a missing one).
 func (f *wfFlags) parse(args []string, names ...string) ([]string, error) {
-	var pos []string
-	for {
-		if err := f.fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				f.usage(f.io.out)
-				return nil, errWFHelp
-			}
-			return nil, wfUsagef("%v", err)
+	pos, err := parseInterleaved(f.fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			f.usage(f.io.out)
+			return nil, errWFHelp
 		}
-		rest := f.fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			pos = append(pos, rest...)
-			break
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
+		return nil, wfUsagef("%v", err)
 	}
 	if len(pos) < len(names) {
 		return nil, wfUsagef("missing argument %s", names[len(pos)])

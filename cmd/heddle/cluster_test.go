@@ -1,0 +1,164 @@
+package main
+
+// These tests start real cluster nodes in-process (Raft on loopback TCP,
+// real directories, the HTTP API) through the same startNode the server
+// and "cluster up" commands use, and drive the cluster commands and the
+// example worker's workflow against them.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/worker"
+)
+
+// startTestCluster starts three nodes joined through the first one's API.
+func startTestCluster(t *testing.T) ([]*clusterNode, string) {
+	t.Helper()
+	root := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var nodes []*clusterNode
+	var addrs []string
+	t.Cleanup(func() {
+		for i := len(nodes) - 1; i >= 0; i-- {
+			nodes[i].close()
+		}
+	})
+	for i, id := range []string{"n1", "n2", "n3"} {
+		o := nodeOptions{id: id, dir: filepath.Join(root, id), httpAddr: "127.0.0.1:0", raftAddr: "127.0.0.1:0",
+			grace: time.Second, bootstrap: i == 0}
+		if i > 0 {
+			o.join = addrs[:1]
+		}
+		n, err := startNode(ctx, o)
+		if err != nil {
+			t.Fatalf("start %s: %v", id, err)
+		}
+		nodes = append(nodes, n)
+		addrs = append(addrs, n.api.addr())
+	}
+	return nodes, strings.Join(addrs, ",")
+}
+
+func runCmd(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func TestClusterCommands(t *testing.T) {
+	nodes, addrs := startTestCluster(t)
+	out, errOut, code := runCmd(t, "cluster", "status", "--addr", addrs, "--json")
+	if code != 0 {
+		t.Fatalf("cluster status: exit %d: %s", code, errOut)
+	}
+	var views []struct {
+		Addr   string                 `json:"addr"`
+		Status *httpapi.ClusterStatus `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(out), &views); err != nil {
+		t.Fatalf("cluster status --json: %v\n%s", err, out)
+	}
+	leaders := map[string]bool{}
+	for _, v := range views {
+		if v.Status == nil || len(v.Status.Members) != 3 {
+			t.Fatalf("%s: status %+v, want three members", v.Addr, v.Status)
+		}
+		leaders[v.Status.LeaderID] = true
+	}
+	if len(views) != 3 || len(leaders) != 1 || leaders[""] {
+		t.Fatalf("views %d, leaders %v: want three nodes agreeing on one leader", len(views), leaders)
+	}
+	out, _, _ = runCmd(t, "cluster", "status", "--addr", addrs)
+	if !strings.Contains(out, "Leader") || strings.Count(out, "Follower") != 2 {
+		t.Fatalf("cluster status:\n%s", out)
+	}
+
+	// A workflow started through a follower runs on a remote worker.
+	svc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: strings.Split(addrs, ",")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := worker.New(svc, "greetings", worker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RegisterWorkflow(Greet)
+	w.RegisterActivity(LookupTitle)
+	w.RegisterActivity(ComposeGreeting)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	follower := nodes[1].api.addr()
+	out, errOut, code = runCmd(t, "workflow", "start", "--addr", follower, "--type", "Greet", "--queue", "greetings",
+		"--id", "greet-1", "--input", `"ada"`, "--wait")
+	if code != 0 || !strings.Contains(out, `"hello, friend ada"`) {
+		t.Fatalf("workflow start through a follower: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// Leadership moves, and the client follows it.
+	_, errOut, code = runCmd(t, "cluster", "transfer-leader", "--addr", addrs)
+	if code != 0 {
+		t.Fatalf("transfer-leader: exit %d: %s", code, errOut)
+	}
+	c := client.New(svc)
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "greet-2", TaskQueue: "greetings"}, Greet, "dr who")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := run.Get(context.Background(), &got); err != nil || got != "hello, dr who" {
+		t.Fatalf("after the transfer: %q, %v", got, err)
+	}
+
+	// Remove a member: the others see two.
+	_, errOut, code = runCmd(t, "cluster", "remove", "n3", "--addr", addrs)
+	if code != 0 {
+		t.Fatalf("remove: exit %d: %s", code, errOut)
+	}
+	st, err := svc.Status(context.Background())
+	if err != nil || len(st.Members) != 2 {
+		t.Fatalf("after remove: %+v, %v", st, err)
+	}
+	// The data is the same on both remaining members.
+	for _, n := range nodes[:2] {
+		j, err := n.node.Engine().Describe(engine.WithStaleRead(context.Background()), engine.Target{WorkflowID: "greet-1"})
+		if n.node.FSM().Applied() == 0 || err != nil || j.Status != engine.StatusCompleted {
+			t.Fatalf("%s: greet-1 = %+v, %v", n.node.ID(), j, err)
+		}
+	}
+}
+
+func TestServerCommandBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"server", "--dir", "d"}, "--id is required"},
+		{[]string{"server", "--id", "n1"}, "--dir is required"},
+		{[]string{"server", "--id", "n1", "--dir", "d", "--bootstrap", "--join", "x:1"}, "exclude each other"},
+		{[]string{"server", "--id", "n1", "--dir", "d", "extra"}, "unexpected argument"},
+		{[]string{"cluster"}, "Usage: heddle cluster"},
+		{[]string{"cluster", "frobnicate"}, `unknown subcommand "frobnicate"`},
+		{[]string{"cluster", "remove"}, "want 1 argument"},
+		{[]string{"cluster", "up"}, "--dir is required"},
+		{[]string{"cluster", "up", "--dir", "d", "--nodes", "0"}, "--nodes 0 is not in [1, 9]"},
+		{[]string{"worker", "--concurrency", "0"}, "--concurrency 0 must be at least 1"},
+	} {
+		_, errOut, code := runCmd(t, tc.args...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
