@@ -3,6 +3,7 @@ package raftfsm
 import (
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
@@ -69,6 +70,10 @@ type Config struct {
 	DisableScheduler bool
 	// OnSchedulerError receives the scheduler's errors; nil drops them.
 	OnSchedulerError func(error)
+	// Dial, if set, opens the connections this node makes to its peers'
+	// Raft addresses (the chaos suite routes them through a fault-injecting
+	// proxy); nil dials TCP directly.
+	Dial func(address string, timeout time.Duration) (net.Conn, error)
 	// LogOutput receives Raft's log lines (warnings and above); nil
 	// discards them.
 	LogOutput io.Writer

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -94,13 +93,9 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return fail(err)
 	}
-	addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	n.transport, err = newTransport(cfg)
 	if err != nil {
-		return fail(fmt.Errorf("%w: RaftAddr %q: %v", ErrConfig, cfg.RaftAddr, err))
-	}
-	n.transport, err = raft.NewTCPTransport(cfg.RaftAddr, advertise(addr), 3, 10*time.Second, cfg.LogOutput)
-	if err != nil {
-		return fail(fmt.Errorf("raftfsm: Raft transport on %s: %w", cfg.RaftAddr, err))
+		return fail(err)
 	}
 
 	rc := raft.DefaultConfig()
@@ -155,15 +150,6 @@ func Open(cfg Config) (*Node, error) {
 	n.wg.Add(1)
 	go n.watchLeadership()
 	return n, nil
-}
-
-// advertise returns addr unless it is unspecified (0.0.0.0), which peers
-// could not dial; the transport then refuses to start with a clear error.
-func advertise(addr *net.TCPAddr) net.Addr {
-	if addr.Port == 0 || addr.IP.IsUnspecified() {
-		return nil
-	}
-	return addr
 }
 
 // Engine returns the node's engine.Service.

@@ -87,6 +87,7 @@ type nodeOptions struct {
 	token                       string
 	grace                       time.Duration
 	logOut                      io.Writer
+	chaosProxy                  string // route Raft dials through this proxy (chaos tests)
 }
 
 // startNode opens a Raft node, serves its API and, when asked, joins it to
@@ -97,7 +98,7 @@ func startNode(ctx context.Context, o nodeOptions) (*clusterNode, error) {
 		return nil, err
 	}
 	n, err := raftfsm.Open(raftfsm.Config{ID: o.id, Dir: o.dir, RaftAddr: o.raftAddr, HTTPAddr: ln.Addr().String(),
-		Bootstrap: o.bootstrap, FailoverGrace: o.grace, LogOutput: o.logOut})
+		Bootstrap: o.bootstrap, FailoverGrace: o.grace, LogOutput: o.logOut, Dial: chaosDialer(o.chaosProxy, o.id)})
 	if err != nil {
 		ln.Close()
 		return nil, err
@@ -133,4 +134,31 @@ func joinCluster(ctx context.Context, o nodeOptions, raftAddr, httpAddr string) 
 		return fmt.Errorf("joining through %v: %w", o.join, err)
 	}
 	return nil
+}
+
+// ChaosHeader starts every connection a node opens through a chaos proxy:
+// "HEDDLE-CHAOS/1 <from-id> <target-addr>\n", then the Raft stream. The
+// proxy (package chaos) reads it to know which node calls which, connects
+// to the target, and drops, delays or cuts the pair's traffic as its
+// partition schedule says.
+const ChaosHeader = "HEDDLE-CHAOS/1"
+
+// chaosDialer returns the dialer for --chaos-proxy, or nil without one.
+func chaosDialer(proxy, fromID string) func(string, time.Duration) (net.Conn, error) {
+	if proxy == "" {
+		return nil
+	}
+	return func(target string, timeout time.Duration) (net.Conn, error) {
+		conn, err := net.DialTimeout("tcp", proxy, timeout)
+		if err != nil {
+			return nil, err
+		}
+		conn.SetWriteDeadline(time.Now().Add(timeout))
+		if _, err := fmt.Fprintf(conn, "%s %s %s\n", ChaosHeader, fromID, target); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		conn.SetWriteDeadline(time.Time{})
+		return conn, nil
+	}
 }

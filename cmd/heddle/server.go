@@ -44,6 +44,7 @@ func runServerCommand(args []string, stdout, stderr io.Writer) int {
 	token := fs.String("token", os.Getenv("HEDDLE_TOKEN"), "bearer token the API requires (default $HEDDLE_TOKEN; empty: none)")
 	grace := fs.Duration("failover-grace", 5*time.Second, "how long a new leader waits before reclaiming expired leases")
 	verbose := fs.Bool("v", false, "print Raft's warnings")
+	chaosProxy := fs.String("chaos-proxy", "", "for the chaos suite: open Raft connections through this fault-injecting proxy")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: heddle server --id ID --dir D [--bootstrap | --join ADDR] [flags]\n\n"+
 			"Runs one node of a heddle cluster: a Raft member with the HTTP API.\n"+
@@ -71,7 +72,7 @@ func runServerCommand(args []string, stdout, stderr io.Writer) int {
 		logOut = stderr
 	}
 	n, err := startNode(ctx, nodeOptions{id: *id, dir: *dir, raftAddr: *raftAddr, httpAddr: *httpAddr,
-		bootstrap: *bootstrap, join: splitAddrs(*join), token: *token, grace: *grace, logOut: logOut})
+		bootstrap: *bootstrap, join: splitAddrs(*join), token: *token, grace: *grace, logOut: logOut, chaosProxy: *chaosProxy})
 	if err != nil {
 		fmt.Fprintf(stderr, "heddle server: %v\n", err)
 		return 1
