@@ -90,9 +90,9 @@ func (n *Node) readBarrier(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	commit := n.raft.CommitIndex()
-	if err := n.raft.VerifyLeader().Error(); err != nil {
-		return n.notLeader()
+	commit, err := n.reads.confirm(ctx)
+	if err != nil {
+		return err
 	}
 	target := n.lastStateIndex(commit)
 	for {

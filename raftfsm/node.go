@@ -31,6 +31,7 @@ type Node struct {
 	transport *raft.NetworkTransport
 
 	notify chan bool
+	reads  readIndexer
 	leadMu sync.Mutex
 	sched  atomic.Pointer[engine.Scheduler] // the leader's scheduler, woken by applies
 	// ready is closed once this node, as leader, has applied everything
@@ -67,6 +68,7 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, notify: make(chan bool, 16)}
+	n.reads.n = n
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if n.fsm, err = newFSM(state, machine); err != nil {
 		return nil, err
