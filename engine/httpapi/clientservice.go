@@ -27,6 +27,12 @@ func send[R any](ctx context.Context, c *Client, path string, cmd any, h *engine
 
 // read GETs path into a new R.
 func read[R any](ctx context.Context, c *Client, path string, q url.Values) (*R, error) {
+	if engine.IsStaleRead(ctx) {
+		if q == nil {
+			q = url.Values{}
+		}
+		q.Set("stale", "1")
+	}
 	r := new(R)
 	if err := c.do(ctx, request{method: http.MethodGet, path: path, query: q, out: r}); err != nil {
 		return nil, err

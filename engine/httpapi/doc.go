@@ -40,6 +40,11 @@
 //	DELETE /v1/cluster/members/{id}          remove a member
 //	POST   /v1/cluster/leader/transfer       hand leadership to another member
 //
+// Every read takes ?stale=1: the node answers from its own state at once,
+// which may lag the leader's (engine.WithStaleRead; the Client sends it when
+// its context carries that mark). Without it a read is linearizable, and a
+// follower forwards it to the leader.
+//
 // Path segments are percent-escaped (a workflow id "a/b" is "a%2Fb"; "."
 // and ".." must be written "%2E" and "%2E%2E"). A wait is a Go duration
 // ("250ms", "30s") and is capped at ServerConfig.MaxWait; a long poll that

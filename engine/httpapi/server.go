@@ -106,6 +106,17 @@ type handler func(c *call) (any, error)
 
 func (s *Server) handle(pattern string, h handler) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Query().Get("stale") {
+		case "", "0", "false":
+		case "1", "true":
+			// The node answers from its own state, which may lag the
+			// leader's; without it a read is linearizable.
+			r = r.WithContext(engine.WithStaleRead(r.Context()))
+		default:
+			c := &call{s: s, w: w, r: r, out: responseFormat(r)}
+			c.fail(fmt.Errorf("%w: stale=%q: want 1, true, 0 or false", engine.ErrInvalidCommand, r.URL.Query().Get("stale")))
+			return
+		}
 		c := &call{s: s, w: w, r: r, out: responseFormat(r)}
 		if err := c.readBody(); err != nil {
 			c.fail(err)
