@@ -30,6 +30,7 @@ func commands() []command {
 		{"worker", "run a remote worker for the example workflow Greet", runWorkerCommand},
 		{"cluster", "status, remove, transfer-leader, or up (a local cluster)", runClusterCommand},
 		{"workflow", "start, list, describe, history, signal, cancel or terminate workflows on a node or cluster", runWorkflowCommand},
+		{"chaos", "kill, pause and partition a local cluster under load, then check nothing was lost or done twice", runChaosCommand},
 		{"help", "print this help, or the help of one command", runHelp},
 	}
 }

@@ -1,0 +1,172 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/heddlewf/heddle/engine/httpapi"
+)
+
+// node is one `heddle server` process and what it needs to be restarted
+// on the same directory and addresses.
+type node struct {
+	id, dir, http, raft string
+	proc                *proc
+	paused              bool
+	status              *httpapi.Client // asks this node alone
+}
+
+// cluster is three server processes whose Raft connections go through
+// one proxy.
+type cluster struct {
+	bin   string
+	logs  string
+	ps    *procs
+	proxy *Proxy
+	nodes []*node
+}
+
+func startCluster(ctx context.Context, bin, dir, logs string, ps *procs) (*cluster, error) {
+	c := &cluster{bin: bin, logs: logs, ps: ps}
+	targets := map[string]string{}
+	for i := 1; i <= 3; i++ {
+		h, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		r, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		id := fmt.Sprintf("n%d", i)
+		st, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{h}, RetryTimeout: 300 * time.Millisecond, RequestTimeout: time.Second})
+		if err != nil {
+			return nil, err
+		}
+		c.nodes = append(c.nodes, &node{id: id, dir: filepath.Join(dir, id), http: h, raft: r, status: st})
+		targets[r] = id
+	}
+	var err error
+	if c.proxy, err = NewProxy("127.0.0.1:0", targets); err != nil {
+		return nil, err
+	}
+	for i, n := range c.nodes {
+		var extra []string
+		if i == 0 {
+			extra = []string{"--bootstrap"}
+		} else {
+			extra = []string{"--join", c.nodes[0].http}
+		}
+		if err := c.start(n, extra...); err != nil {
+			return c, err
+		}
+		if err := c.waitMember(ctx, n); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// start runs n's server process; a restart passes no extra flags, since a
+// node with a directory rejoins by itself.
+func (c *cluster) start(n *node, extra ...string) error {
+	args := append([]string{"server", "--id", n.id, "--dir", n.dir, "--http-addr", n.http, "--raft-addr", n.raft,
+		"--chaos-proxy", c.proxy.Addr()}, extra...)
+	p, err := c.ps.start(n.id, c.bin, args, filepath.Join(c.logs, n.id+".log"))
+	if err != nil {
+		return err
+	}
+	n.proc, n.paused = p, false
+	return nil
+}
+
+// waitMember waits until n answers and knows a leader.
+func (c *cluster) waitMember(ctx context.Context, n *node) error {
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if n.proc.exited() {
+			return fmt.Errorf("chaos: node %s exited while starting (see %s.log)", n.id, n.id)
+		}
+		st, err := c.status(ctx, n)
+		if err == nil && st.LeaderID != "" && len(st.Members) >= 1 {
+			for _, m := range st.Members {
+				if m.ID == n.id {
+					return nil
+				}
+			}
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("chaos: node %s did not join the cluster within 90s", n.id)
+}
+
+func (c *cluster) status(ctx context.Context, n *node) (httpapi.ClusterStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return n.status.Status(ctx)
+}
+
+// leader returns the node that reports itself the leader, or nil.
+func (c *cluster) leader(ctx context.Context) *node {
+	for _, n := range c.nodes {
+		if n.paused || n.proc == nil || n.proc.exited() {
+			continue
+		}
+		if st, err := c.status(ctx, n); err == nil && st.State == "Leader" {
+			return n
+		}
+	}
+	return nil
+}
+
+// healthy reports whether every node runs, answers, and all name the same
+// leader.
+func (c *cluster) healthy(ctx context.Context) bool {
+	lead := ""
+	for _, n := range c.nodes {
+		if n.paused || n.proc.exited() {
+			return false
+		}
+		st, err := c.status(ctx, n)
+		if err != nil || st.LeaderID == "" || (lead != "" && st.LeaderID != lead) {
+			return false
+		}
+		lead = st.LeaderID
+	}
+	return true
+}
+
+// waitHealthy waits up to d for healthy.
+func (c *cluster) waitHealthy(ctx context.Context, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if c.healthy(ctx) {
+			return true
+		}
+		sleepCtx(ctx, 200*time.Millisecond)
+	}
+	return false
+}
+
+func (c *cluster) addrs() []string {
+	var out []string
+	for _, n := range c.nodes {
+		out = append(out, n.http)
+	}
+	return out
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

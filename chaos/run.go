@@ -1,0 +1,251 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/sdk/client"
+)
+
+// Options configure a run.
+type Options struct {
+	Seed     uint64
+	Duration time.Duration // how long faults are injected
+	// Dir receives the nodes' directories and every log; empty means a
+	// temporary directory, removed after a passing run.
+	Dir string
+	// Bin is the heddle binary; empty means build ./cmd/heddle.
+	Bin string
+	// Log receives progress lines (nil: discarded).
+	Log io.Writer
+	// Starters is how many workflows are in flight at once (0: 16).
+	Starters int
+	// Kills is the embedded scenario's number of SIGKILLs (0: 100).
+	Kills int
+}
+
+func (o Options) say(format string, args ...any) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, time.Now().Format("15:04:05.000")+" "+format+"\n", args...)
+	}
+}
+
+// prepare makes the run's directory and binary.
+func (o *Options) prepare(name string) (cleanup func(ok bool), err error) {
+	keep := o.Dir != ""
+	if !keep {
+		if o.Dir, err = os.MkdirTemp("", "heddle-chaos-"+name+"-"); err != nil {
+			return nil, err
+		}
+	} else if o.Dir, err = filepath.Abs(filepath.Join(o.Dir, name)); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o755); err != nil {
+		return nil, err
+	}
+	if o.Bin == "" {
+		if o.Bin, err = BuildBinary(o.Dir); err != nil {
+			return nil, err
+		}
+	}
+	return func(ok bool) {
+		if ok && !keep {
+			os.RemoveAll(o.Dir)
+		} else {
+			o.say("logs and data kept in %s", o.Dir)
+		}
+	}, nil
+}
+
+// RunCluster runs the three-node scenario and its checkers.
+func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
+	sum, det := Summary{Seed: o.Seed}, Details{Scenario: "cluster"}
+	o.say("seed %d", o.Seed)
+	cleanup, err := o.prepare("cluster")
+	if err != nil {
+		return sum, det, err
+	}
+	ok := false
+	defer func() { cleanup(ok) }()
+	logs := filepath.Join(o.Dir, "logs")
+	ps := newProcs()
+	defer ps.killAll()
+	began := time.Now()
+
+	cl, err := startCluster(ctx, o.Bin, filepath.Join(o.Dir, "nodes"), logs, ps)
+	if cl != nil && cl.proxy != nil {
+		defer cl.proxy.Close()
+	}
+	if err != nil {
+		return sum, det, err
+	}
+	o.say("cluster up: %v", cl.addrs())
+	ws := &workers{bin: o.Bin, logs: logs, addrs: cl.addrs(), ps: ps, slots: make([]*proc, 3)}
+	for i := range ws.slots {
+		if err := ws.start(i); err != nil {
+			return sum, det, err
+		}
+	}
+	svc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: cl.addrs(), RequestTimeout: 5 * time.Second, PollWait: 5 * time.Second})
+	if err != nil {
+		return sum, det, err
+	}
+	drv := &driver{c: client.New(svc), svc: svc, seed: o.Seed}
+	starters := o.Starters
+	if starters == 0 {
+		starters = 16
+	}
+	driveCtx, stopDrive := context.WithCancel(ctx)
+	defer stopDrive()
+	startCtx, stopStarts := context.WithCancel(driveCtx)
+	defer stopStarts()
+	var wg sync.WaitGroup
+	for i := 0; i < starters; i++ {
+		wg.Add(1)
+		r := rand.New(rand.NewPCG(o.Seed, uint64(100+i)))
+		go func() { defer wg.Done(); drv.run(driveCtx, startCtx, r) }()
+	}
+
+	// Faults, from the seed: nodes and network on one stream, workers on
+	// another, so each stream's choices replay exactly.
+	flog := &faultLog{}
+	faultCtx, stopFaults := context.WithTimeout(ctx, o.Duration)
+	var fwg sync.WaitGroup
+	fwg.Add(2)
+	go func() { defer fwg.Done(); cl.nodeFaults(faultCtx, rand.New(rand.NewPCG(o.Seed, 1)), flog, o.say) }()
+	go func() { defer fwg.Done(); ws.kills(faultCtx, rand.New(rand.NewPCG(o.Seed, 2)), flog) }()
+	fwg.Wait()
+	stopFaults()
+	stopStarts()
+	o.say("faults over; healing and draining")
+
+	cl.proxy.Heal()
+	for _, n := range cl.nodes {
+		if n.proc.exited() {
+			cl.start(n)
+		}
+	}
+	if !cl.waitHealthy(ctx, 2*time.Minute) {
+		det.Problems = append(det.Problems, "the cluster did not recover a common leader within 2m after the faults")
+	}
+	drained := make(chan struct{})
+	go func() { wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(3 * time.Minute):
+		det.Problems = append(det.Problems, "some workflows were still open 3m after the faults ended")
+		stopDrive()
+		<-drained
+	}
+	stopDrive()
+	ws.stopAll()
+
+	// Convergence: equal applied indexes, twice in a row, then stop the
+	// nodes gracefully so their state is flushed, then hash it.
+	applied := cl.waitConverged(ctx, 2*time.Minute)
+	det.AppliedIndex = applied
+	for _, n := range cl.nodes {
+		ps.stop(n.proc, 20*time.Second)
+	}
+	end := time.Now().Add(time.Hour).UnixNano()
+
+	acks := drv.acked()
+	sum.WorkflowsStarted = len(acks)
+	sum.Kills, sum.Pauses, sum.Partitions = flog.kills, flog.pauses, flog.partitions
+	det.LeaderKills, det.WorkerKills = flog.leaderKills, flog.workerKills
+
+	var reps []*StoreReport
+	for _, n := range cl.nodes {
+		rep, err := ReadStore(n.dir)
+		if err != nil {
+			return sum, det, err
+		}
+		reps = append(reps, rep)
+		sum.InvariantViolations += len(rep.Violations)
+		for _, v := range rep.Violations {
+			det.Problems = append(det.Problems, fmt.Sprintf("%s: %v", n.id, v))
+		}
+		det.Hashes = append(det.Hashes, rep.Hash)
+		d, where := DuplicateCommits(rep.ByID)
+		sum.DuplicateCommits = max(sum.DuplicateCommits, d)
+		det.Problems = append(det.Problems, where...)
+	}
+	sum.NodesConverged = applied > 0 && reps[0].Hash == reps[1].Hash && reps[1].Hash == reps[2].Hash
+	if !sum.NodesConverged {
+		det.Problems = append(det.Problems, fmt.Sprintf("state hashes differ or indexes never matched: %v (applied %d)", det.Hashes, applied))
+	}
+	jobs := reps[0].ByID
+	lost := Lost(acks, jobs)
+	sum.Lost = len(lost)
+	det.Problems = append(det.Problems, lost...)
+	for _, a := range acks {
+		if jh := jobs[a.Job]; jh != nil && jh.Job.Status.Terminal() {
+			sum.WorkflowsCompleted++
+		}
+	}
+	sum.ReexecutionsAfterCommit, sum.Linearizable = checkLogs(&det, logs, jobs, flog.all(), end)
+	sum.DurationS = time.Since(began).Seconds()
+	ok = sum.OK()
+	return sum, det, nil
+}
+
+// checkLogs runs the checkers over the workers' logs and the histories.
+func checkLogs(det *Details, logs string, jobs map[engine.JobID]*JobHistory, faults []Fault, end int64) (int, bool) {
+	execs, err := ReadExecutions(logs)
+	if err != nil {
+		det.Problems = append(det.Problems, err.Error())
+	}
+	rx := CheckReexecutions(execs, CommitTimes(jobs), faults)
+	det.Executions, det.Reexecuted, det.Unexplained = rx.Executions, rx.Reexecuted, rx.Unexplained
+	det.Problems = append(det.Problems, rx.AfterCommit...)
+	det.Problems = append(det.Problems, rx.Unexplained...)
+	ops, err := ReadOps(logs, jobs, end)
+	if err != nil {
+		det.Problems = append(det.Problems, err.Error())
+		return len(rx.AfterCommit), false
+	}
+	lin, msg, err := CheckLinearizable(ops, filepath.Join(logs, "linearizability.html"), 5*time.Minute)
+	if msg != "" {
+		det.Problems = append(det.Problems, msg)
+	}
+	if err != nil {
+		det.Problems = append(det.Problems, err.Error())
+	}
+	return len(rx.AfterCommit), lin
+}
+
+// waitConverged waits until the three nodes report the same applied index
+// on two reads in a row, and returns it (0 if they never did).
+func (c *cluster) waitConverged(ctx context.Context, d time.Duration) uint64 {
+	deadline := time.Now().Add(d)
+	var last uint64
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		idx, same := uint64(0), true
+		for i, n := range c.nodes {
+			st, err := c.status(ctx, n)
+			if err != nil || (i > 0 && st.AppliedIndex != idx) {
+				same = false
+				break
+			}
+			idx = st.AppliedIndex
+		}
+		if same && idx > 0 && idx == last {
+			return idx
+		}
+		if same {
+			last = idx
+		} else {
+			last = 0
+		}
+		sleepCtx(ctx, 500*time.Millisecond)
+	}
+	return 0
+}

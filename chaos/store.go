@@ -1,0 +1,162 @@
+package chaos
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// JobHistory is one job's record and its whole history.
+type JobHistory struct {
+	Job    *engine.Job
+	Events []engine.Event
+}
+
+// StoreReport is what the checkers read from one stopped node's state.
+type StoreReport struct {
+	Jobs       map[string]*JobHistory // by workflow id: its newest run
+	ByID       map[engine.JobID]*JobHistory
+	Violations []error // engine.Verify's findings
+	Hash       string  // SHA-256 over every key and value, in key order
+	Keys       int
+}
+
+// statePath returns the live state database of a node directory, as named
+// by <dir>/state/CURRENT, or dir itself for an embedded engine's database.
+func statePath(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "state", "CURRENT"))
+	if os.IsNotExist(err) {
+		return dir, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "state", strings.TrimSpace(string(b))), nil
+}
+
+// ReadStore opens the state database of a node directory whose process
+// has exited, verifies it, hashes it and loads every job's history.
+func ReadStore(dir string) (*StoreReport, error) {
+	path, err := statePath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: state of %s: %w", dir, err)
+	}
+	db, err := storage.Open(storage.Options{Dir: path})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: opening the state of %s: %w", dir, err)
+	}
+	defer db.Close()
+	rep := &StoreReport{Jobs: map[string]*JobHistory{}, ByID: map[engine.JobID]*JobHistory{}}
+	err = db.View(func(r *storage.Reader) error {
+		rep.Violations = engine.Verify(r, 100)
+		h := sha256.New()
+		var n [8]byte
+		if err := r.Scan(nil, nil, true, func(k, v []byte) (bool, error) {
+			binary.BigEndian.PutUint64(n[:], uint64(len(k)))
+			h.Write(n[:])
+			h.Write(k)
+			binary.BigEndian.PutUint64(n[:], uint64(len(v)))
+			h.Write(n[:])
+			h.Write(v)
+			rep.Keys++
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		rep.Hash = hex.EncodeToString(h.Sum(nil))
+		var ids []engine.JobID
+		if err := r.Scan(storage.JobPrefix, nil, false, func(k, _ []byte) (bool, error) {
+			ids = append(ids, engine.JobID(binary.BigEndian.Uint64(k[len(k)-8:])))
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			j, err := engine.ReadJob(r, id)
+			if err != nil {
+				return err
+			}
+			evs, _, err := engine.ReadHistory(r, id, 0, 0)
+			if err != nil {
+				return err
+			}
+			jh := &JobHistory{Job: j, Events: evs}
+			rep.ByID[id] = jh
+			if old := rep.Jobs[j.WorkflowID]; old == nil || old.Job.ID < id {
+				rep.Jobs[j.WorkflowID] = jh
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: reading the state of %s: %w", dir, err)
+	}
+	return rep, nil
+}
+
+// DuplicateCommits counts the steps committed more than once in one job's
+// history: a step commits once, so any count above zero is a bug.
+func DuplicateCommits(jobs map[engine.JobID]*JobHistory) (int, []string) {
+	dups := 0
+	var where []string
+	for id, jh := range jobs {
+		seen := map[string]uint64{}
+		for _, ev := range jh.Events {
+			if !ev.Commit {
+				continue
+			}
+			if first, ok := seen[ev.Step]; ok {
+				dups++
+				where = append(where, fmt.Sprintf("job %d step %q committed at seq %d and %d", id, ev.Step, first, ev.Seq))
+				continue
+			}
+			seen[ev.Step] = ev.Seq
+		}
+	}
+	return dups, where
+}
+
+// Ack is a start the engine acknowledged to the workload's client.
+type Ack struct {
+	WorkflowID string       `json:"wf"`
+	Job        engine.JobID `json:"job"`
+}
+
+// Lost lists the acknowledged starts that are missing from the store or
+// did not reach a terminal status.
+func Lost(acks []Ack, jobs map[engine.JobID]*JobHistory) []string {
+	var out []string
+	for _, a := range acks {
+		jh := jobs[a.Job]
+		switch {
+		case jh == nil:
+			out = append(out, fmt.Sprintf("workflow %s (job %d) was acknowledged but is not stored", a.WorkflowID, a.Job))
+		case jh.Job.WorkflowID != a.WorkflowID:
+			out = append(out, fmt.Sprintf("job %d is workflow %s, but its start was acknowledged as %s", a.Job, jh.Job.WorkflowID, a.WorkflowID))
+		case !jh.Job.Status.Terminal():
+			out = append(out, fmt.Sprintf("workflow %s (job %d) is still %s", a.WorkflowID, a.Job, jh.Job.Status))
+		}
+	}
+	return out
+}
+
+// CommitTimes maps each committed step's idempotency key (as the SDK forms
+// it: workflow id/job id/step) to the time its commit event was stamped.
+func CommitTimes(jobs map[engine.JobID]*JobHistory) map[string]int64 {
+	out := map[string]int64{}
+	for id, jh := range jobs {
+		for _, ev := range jh.Events {
+			if ev.Commit {
+				out[fmt.Sprintf("%s/%d/%s", jh.Job.WorkflowID, id, ev.Step)] = ev.AtMS
+			}
+		}
+	}
+	return out
+}

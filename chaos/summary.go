@@ -1,0 +1,71 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+)
+
+// Summary is the outcome of one run; its JSON form is what `heddle chaos
+// --json` prints.
+type Summary struct {
+	Seed                    uint64  `json:"seed"`
+	DurationS               float64 `json:"duration_s"`
+	Kills                   int     `json:"kills"`
+	Pauses                  int     `json:"pauses"`
+	Partitions              int     `json:"partitions"`
+	WorkflowsStarted        int     `json:"workflows_started"`
+	WorkflowsCompleted      int     `json:"workflows_completed"`
+	Lost                    int     `json:"lost"`
+	DuplicateCommits        int     `json:"duplicate_commits"`
+	InvariantViolations     int     `json:"invariant_violations"`
+	Linearizable            bool    `json:"linearizable"`
+	ReexecutionsAfterCommit int     `json:"reexecutions_after_commit"`
+	NodesConverged          bool    `json:"nodes_converged"`
+}
+
+// Details are the counts and findings the JSON summary leaves out.
+type Details struct {
+	Scenario      string
+	LeaderKills   int
+	WorkerKills   int
+	Executions    int
+	Reexecuted    int
+	Unexplained   []string
+	Problems      []string // every finding, for the text summary
+	AppliedIndex  uint64
+	Hashes        []string
+	Restarts      int // embedded scenario: restarts checked
+	AckedCommands int // embedded scenario: commands checked after restarts
+}
+
+// OK reports whether every check passed.
+func (s Summary) OK() bool {
+	return s.Lost == 0 && s.DuplicateCommits == 0 && s.InvariantViolations == 0 &&
+		s.ReexecutionsAfterCommit == 0 && s.Linearizable && s.NodesConverged
+}
+
+// Print writes the human summary.
+func Print(w io.Writer, s Summary, d Details) {
+	verdict := "PASS"
+	if !s.OK() {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(w, "chaos %s: %s (seed %d, %.0fs)\n", d.Scenario, verdict, s.Seed, s.DurationS)
+	fmt.Fprintf(w, "  faults: %d node kills (%d of the leader), %d pauses, %d partitions, %d worker kills\n",
+		s.Kills, d.LeaderKills, s.Pauses, s.Partitions, d.WorkerKills)
+	if d.Restarts > 0 {
+		fmt.Fprintf(w, "  restarts checked: %d, acknowledged commands present after each: %d\n", d.Restarts, d.AckedCommands)
+	}
+	fmt.Fprintf(w, "  workflows: %d started, %d completed, %d lost\n", s.WorkflowsStarted, s.WorkflowsCompleted, s.Lost)
+	fmt.Fprintf(w, "  activities: %d executions, %d repeats (%d with no fault to explain them), %d after their commit\n",
+		d.Executions, d.Reexecuted, len(d.Unexplained), s.ReexecutionsAfterCommit)
+	fmt.Fprintf(w, "  store: %d duplicate commits, %d invariant violations, linearizable=%v, converged=%v (applied index %d)\n",
+		s.DuplicateCommits, s.InvariantViolations, s.Linearizable, s.NodesConverged, d.AppliedIndex)
+	for i, p := range d.Problems {
+		if i == 20 {
+			fmt.Fprintf(w, "  ... and %d more problems\n", len(d.Problems)-20)
+			break
+		}
+		fmt.Fprintf(w, "  problem: %s\n", p)
+	}
+}

@@ -1,0 +1,154 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/sdk/activity"
+	"github.com/heddlewf/heddle/sdk/worker"
+	"github.com/heddlewf/heddle/sdk/workflow"
+)
+
+// Queue is the task queue of the chaos workload.
+const Queue = "chaos"
+
+// SignalName is the signal every chaos workflow waits for.
+const SignalName = "go"
+
+// FlowInput parameterises one workflow: how long its timer sleeps and how
+// long each activity works, so kills land in the middle of things.
+type FlowInput struct {
+	SleepMS int `json:"sleep_ms"`
+	WorkMS  int `json:"work_ms"`
+}
+
+// ChaosFlow is the workflow the workers run: an activity, a durable timer,
+// two activities in parallel, a wait for a signal, a last activity.
+func ChaosFlow(ctx workflow.Context, in FlowInput) (int, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &workflow.RetryPolicy{InitialInterval: 100 * time.Millisecond, MaximumAttempts: 100}})
+	total := 0
+	run := func(f workflow.Future) error {
+		var n int
+		if err := f.Get(ctx, &n); err != nil {
+			return err
+		}
+		total += n
+		return nil
+	}
+	if err := run(workflow.ExecuteActivity(ctx, "ChaosStep", in.WorkMS)); err != nil {
+		return 0, err
+	}
+	if err := workflow.Sleep(ctx, time.Duration(in.SleepMS)*time.Millisecond); err != nil {
+		return 0, err
+	}
+	a := workflow.ExecuteActivity(ctx, "ChaosStep", in.WorkMS)
+	b := workflow.ExecuteActivity(ctx, "ChaosStep", in.WorkMS)
+	if err := run(a); err != nil {
+		return 0, err
+	}
+	if err := run(b); err != nil {
+		return 0, err
+	}
+	var sig string
+	workflow.GetSignalChannel(ctx, SignalName).Receive(ctx, &sig)
+	if err := run(workflow.ExecuteActivity(ctx, "ChaosStep", in.WorkMS)); err != nil {
+		return 0, err
+	}
+	return total, nil
+}
+
+// Execution is one line of an activity log: an activity started running
+// for a key, in a worker process, at T (Unix ns).
+type Execution struct {
+	Key     string `json:"key"`
+	Worker  string `json:"worker"`
+	Attempt int    `json:"attempt"`
+	T       int64  `json:"t"`
+}
+
+// execLog is where a worker process's activities report each execution,
+// synced to disk before the activity goes on, so the log holds every
+// execution whose effects could have been seen.
+type execLog struct {
+	mu     sync.Mutex
+	f      *os.File
+	worker string
+}
+
+func (l *execLog) record(ctx context.Context) error {
+	info := activity.GetInfo(ctx)
+	b, _ := json.Marshal(Execution{Key: info.IdempotencyKey, Worker: l.worker, Attempt: info.Attempt, T: time.Now().UnixNano()})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("chaos: activity log: %w", err)
+	}
+	return l.f.Sync()
+}
+
+// WorkerConfig configures one worker process of the workload.
+type WorkerConfig struct {
+	Addrs []string // the nodes' HTTP addresses
+	Name  string   // unique per process incarnation: names its log files
+	Dir   string   // where ops-<name>.jsonl and acts-<name>.jsonl go
+	Lease time.Duration
+}
+
+// RunWorker runs the workload's worker until ctx ends. Its activities log
+// their executions and its engine calls go through a Recorder.
+func RunWorker(ctx context.Context, cfg WorkerConfig) error {
+	svc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: cfg.Addrs, RequestTimeout: 5 * time.Second, PollWait: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	rec, err := NewRecorder(svc, filepath.Join(cfg.Dir, "ops-"+cfg.Name+".jsonl"))
+	if err != nil {
+		return err
+	}
+	defer rec.Close()
+	f, err := os.OpenFile(filepath.Join(cfg.Dir, "acts-"+cfg.Name+".jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	log := &execLog{f: f, worker: cfg.Name}
+	step := func(ctx context.Context, workMS int) (int, error) {
+		if err := log.record(ctx); err != nil {
+			return 0, err
+		}
+		select {
+		case <-time.After(time.Duration(workMS) * time.Millisecond):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		return 1, nil
+	}
+	lease := cfg.Lease
+	if lease == 0 {
+		lease = 3 * time.Second
+	}
+	w, err := worker.New(rec, Queue, worker.Options{Identity: cfg.Name, LeaseTTL: lease, MaxConcurrentJobs: 32,
+		OnError: func(job engine.JobID, err error) {
+			fmt.Fprintf(os.Stderr, "chaos worker %s: job %d: %v\n", cfg.Name, job, err)
+		}})
+	if err != nil {
+		return err
+	}
+	w.RegisterWorkflowWithName(ChaosFlow, "ChaosFlow")
+	w.RegisterActivityWithName(step, "ChaosStep")
+	if err := w.Start(); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return w.Stop(stop)
+}
