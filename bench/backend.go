@@ -1,0 +1,192 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/raftfsm"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// The modes a workload runs in.
+const (
+	ModeEmbedded = "embedded"
+	ModeCluster  = "cluster"
+)
+
+// backend is where a workload runs: one durable engine in this process, or
+// three Raft nodes on loopback reached over HTTP as a remote worker would.
+type backend struct {
+	mode string
+	// svc is what the workload's workers and clients use: the engine, or an
+	// httpapi.Client holding all three nodes' addresses.
+	svc *counting
+	// dirs are the data directories, measured for disk per workflow.
+	dirs []string
+	// nodes are the cluster's nodes (nil when embedded).
+	nodes []*raftfsm.Node
+	// eng is the embedded engine (nil in a cluster).
+	eng   *engine.Engine
+	close func()
+}
+
+// setup returns an in-process engine for untimed preparation that would
+// take too long through the API (building a million finished jobs): the
+// embedded engine, or the cluster's current leader's.
+func (b *backend) setup() *engine.Engine {
+	if b.eng != nil {
+		return b.eng
+	}
+	for _, n := range b.nodes {
+		if n.IsLeader() {
+			return n.Engine()
+		}
+	}
+	return b.nodes[0].Engine()
+}
+
+// openBackend opens a backend of mode in a new directory under root.
+func openBackend(mode, root string) (*backend, error) {
+	switch mode {
+	case ModeEmbedded:
+		dir := filepath.Join(root, "engine")
+		e, err := engine.Open(engine.Config{Dir: dir, Storage: storage.Options{Logger: quietLogger{}}})
+		if err != nil {
+			return nil, err
+		}
+		return &backend{mode: mode, svc: &counting{Service: e}, dirs: []string{dir}, eng: e, close: func() { e.Close() }}, nil
+	case ModeCluster:
+		return openCluster(root)
+	}
+	return nil, fmt.Errorf("bench: unknown mode %q", mode)
+}
+
+// openCluster starts three raftfsm nodes with real directories under root,
+// each serving the HTTP API on a 127.0.0.1 listener, and returns a backend
+// whose service is an httpapi.Client of all three. Raft keeps its default
+// timeouts, as a deployment would.
+func openCluster(root string) (*backend, error) {
+	b := &backend{mode: ModeCluster}
+	var servers []*http.Server
+	var apis []*httpapi.Server
+	b.close = func() {
+		for _, s := range apis {
+			s.Close() // ends the long polls, so Shutdown does not wait them out
+		}
+		for _, s := range servers {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			s.Shutdown(ctx)
+			cancel()
+		}
+		for _, n := range b.nodes {
+			n.Close()
+		}
+	}
+	fail := func(err error) (*backend, error) {
+		b.close()
+		return nil, err
+	}
+	var addrs []string
+	for i := 1; i <= 3; i++ {
+		id := fmt.Sprintf("n%d", i)
+		dir := filepath.Join(root, id)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fail(err)
+		}
+		n, err := raftfsm.Open(raftfsm.Config{ID: id, Dir: dir, RaftAddr: "127.0.0.1:0", HTTPAddr: ln.Addr().String(),
+			Bootstrap: i == 1, Storage: storage.Options{Logger: quietLogger{}}})
+		if err != nil {
+			ln.Close()
+			return fail(err)
+		}
+		b.nodes = append(b.nodes, n)
+		b.dirs = append(b.dirs, dir)
+		api, err := httpapi.NewServer(httpapi.ServerConfig{Service: n.Engine(), Cluster: clusterOf{n}})
+		if err != nil {
+			ln.Close()
+			return fail(err)
+		}
+		apis = append(apis, api)
+		srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, srv)
+		go srv.Serve(ln)
+		addrs = append(addrs, ln.Addr().String())
+		if i == 1 {
+			if err := waitServing(n); err != nil {
+				return fail(err)
+			}
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err = b.nodes[0].Join(ctx, id, n.RaftAddr(), ln.Addr().String())
+		cancel()
+		if err != nil {
+			return fail(fmt.Errorf("bench: joining %s: %w", id, err))
+		}
+	}
+	c, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs})
+	if err != nil {
+		return fail(err)
+	}
+	b.svc = &counting{Service: c}
+	return b, nil
+}
+
+// waitServing waits until n leads and serves linearizable reads.
+func waitServing(n *raftfsm.Node) error {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := n.Engine().List(context.Background(), engine.ListQuery{Limit: 1}); err == nil {
+			return nil
+		}
+	}
+	return errors.New("bench: the bootstrap node never became a serving leader")
+}
+
+// clusterOf serves a node's membership on the API, as cmd/heddle does, so
+// the client can follow the leader the nodes name.
+type clusterOf struct{ n *raftfsm.Node }
+
+func (c clusterOf) Status(ctx context.Context) (httpapi.ClusterStatus, error) {
+	st, err := c.n.Status(ctx)
+	return httpapi.ClusterStatus{ID: st.ID, State: st.State, Term: st.Term, LeaderID: st.LeaderID,
+		LeaderHTTP: st.LeaderHTTP, AppliedIndex: st.AppliedIndex}, err
+}
+func (c clusterOf) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
+	return c.n.Join(ctx, id, raftAddr, httpAddr)
+}
+func (c clusterOf) Remove(ctx context.Context, id string) error { return c.n.Remove(ctx, id) }
+func (c clusterOf) TransferLeader(ctx context.Context) error    { return c.n.TransferLeader(ctx) }
+
+// quietLogger drops Badger's messages: the benchmark's output is its
+// figures, and Badger's warnings (a small block cache under a million
+// finished jobs) would interleave with the progress bar.
+type quietLogger struct{}
+
+func (quietLogger) Errorf(string, ...any)   {}
+func (quietLogger) Warningf(string, ...any) {}
+func (quietLogger) Infof(string, ...any)    {}
+func (quietLogger) Debugf(string, ...any)   {}
+
+// duBytes is the disk space the files under dirs take, in bytes (allocated
+// blocks where the platform reports them, as du does, else file sizes).
+func duBytes(dirs ...string) int64 {
+	var total int64
+	for _, d := range dirs {
+		filepath.Walk(d, func(_ string, info os.FileInfo, err error) error {
+			if err == nil && !info.IsDir() {
+				total += allocatedBytes(info)
+			}
+			return nil
+		})
+	}
+	return total
+}

@@ -1,0 +1,195 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"math"
+
+	"testing"
+	"time"
+)
+
+// tinyN sizes every workload so the whole suite takes seconds.
+var tinyN = map[string]int{"seq3": 20, "start": 50, "timer": 10, "fanout": 20, "signal": 10,
+	"replay": 40, "scale": 20, "idle": 100}
+
+func tinyRun(t *testing.T, workload, mode string) *Result {
+	t.Helper()
+	res, err := Run(Options{Workload: workload, Mode: mode, N: tinyN[workload], Finished: 300,
+		Dir: t.TempDir(), CeilingDuration: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestWorkloadsEmbedded(t *testing.T) {
+	for _, name := range Workloads() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			checkResult(t, tinyRun(t, name, ModeEmbedded))
+		})
+	}
+}
+
+// TestWorkloadsCluster runs the workloads against three Raft nodes; each
+// starts its own cluster and a bare Raft ceiling, a few seconds apiece, so
+// -short keeps two of them.
+func TestWorkloadsCluster(t *testing.T) {
+	for _, name := range Workloads() {
+		if testing.Short() && name != "seq3" && name != "scale" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			checkResult(t, tinyRun(t, name, ModeCluster))
+		})
+	}
+}
+
+// throughputWorkloads report workflows per second; activityWorkloads also
+// activities per second.
+var (
+	workflowWorkloads = map[string]bool{"seq3": true, "start": true, "timer": true, "fanout": true, "idle": true}
+	activityWorkloads = map[string]bool{"seq3": true, "fanout": true}
+)
+
+func checkResult(t *testing.T, res *Result) {
+	t.Helper()
+	var js bytes.Buffer
+	if err := WriteJSON(&js, []*Result{res}); err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(js.Bytes(), &obj); err != nil {
+		t.Fatalf("the JSON is not one object: %v\n%s", err, js.String())
+	}
+	required := []string{"workload", "mode", "n", "figure", "value", "latency_ms", "ceiling", "ratio_to_ceiling",
+		"ceiling_loop", "cores", "go_version", "commit", "peak_rss_bytes"}
+	if workflowWorkloads[res.Workload] {
+		required = append(required, "workflows_per_s")
+	}
+	if activityWorkloads[res.Workload] {
+		required = append(required, "activities_per_s")
+	}
+	for _, k := range required {
+		if _, ok := obj[k]; !ok {
+			t.Errorf("the JSON has no %q:\n%s", k, js.String())
+		}
+	}
+	lat, _ := obj["latency_ms"].(map[string]any)
+	for _, k := range []string{"p50", "p99", "max"} {
+		if _, ok := lat[k].(float64); !ok {
+			t.Errorf("latency_ms has no number %q: %v", k, obj["latency_ms"])
+		}
+	}
+	if obj["workload"] != res.Workload || obj["mode"] != res.Mode || obj["n"] != float64(res.N) {
+		t.Errorf("workload/mode/n = %v/%v/%v, want %s/%s/%d", obj["workload"], obj["mode"], obj["n"], res.Workload, res.Mode, res.N)
+	}
+	if res.Value <= 0 || math.IsInf(res.Value, 0) || math.IsNaN(res.Value) {
+		t.Errorf("figure %s = %v, want a positive number", res.Figure, res.Value)
+	}
+	if res.Ceiling <= 0 || math.IsInf(res.Ceiling, 0) {
+		t.Errorf("ceiling = %v, want a positive number", res.Ceiling)
+	}
+	if want := res.Value / res.Ceiling; math.Abs(res.RatioToCeiling-want) > 1e-9*want {
+		t.Errorf("ratio_to_ceiling = %v, want figure/ceiling = %v", res.RatioToCeiling, want)
+	}
+	if res.WorkflowsPerS != nil && *res.WorkflowsPerS <= 0 {
+		t.Errorf("workflows_per_s = %v", *res.WorkflowsPerS)
+	}
+	if res.ActivitiesPerS != nil && *res.ActivitiesPerS <= 0 {
+		t.Errorf("activities_per_s = %v", *res.ActivitiesPerS)
+	}
+	l := res.LatencyMS
+	if !(l.P50 >= 0 && l.P50 <= l.P99 && l.P99 <= l.Max) {
+		t.Errorf("latency p50 %v <= p99 %v <= max %v does not hold", l.P50, l.P99, l.Max)
+	}
+	if res.CeilingLoop.Writes <= 0 || res.CeilingLoop.WritesPerS <= 0 {
+		t.Errorf("the ceiling loop wrote nothing: %+v", res.CeilingLoop)
+	}
+	if res.Cores <= 0 || res.GoVersion == "" || res.Commit == "" || res.PeakRSSBytes <= 0 {
+		t.Errorf("machine fields: cores %d, go %q, commit %q, peak RSS %d", res.Cores, res.GoVersion, res.Commit, res.PeakRSSBytes)
+	}
+	if n := res.Extra["worker_errors"]; n > 0 {
+		t.Logf("%v worker errors (reported, not fatal)", n)
+	}
+	var svg bytes.Buffer
+	if err := WriteSVG(&svg, []*Result{res}); err != nil {
+		t.Fatal(err)
+	}
+	checkXML(t, svg.Bytes())
+}
+
+// checkXML parses the whole document and checks its root is an svg.
+func checkXML(t *testing.T, doc []byte) {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(doc))
+	root := ""
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the SVG is not XML: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && root == "" {
+			root = se.Name.Local
+		}
+	}
+	if root != "svg" {
+		t.Fatalf("the SVG's root element is %q", root)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	hundred := make([]int, 100)
+	for i := range hundred {
+		hundred[i] = i + 1
+	}
+	cases := []struct {
+		sorted []time.Duration
+		p      float64
+		want   time.Duration
+	}{
+		{nil, 0.5, 0},
+		{ms(7), 0.5, 7 * time.Millisecond},
+		{ms(7), 0.99, 7 * time.Millisecond},
+		{ms(1, 2), 0.5, 1 * time.Millisecond},
+		{ms(1, 2, 3), 0.5, 2 * time.Millisecond},
+		{ms(1, 2, 3, 4), 0.5, 2 * time.Millisecond},
+		{ms(1, 2, 3, 4), 1, 4 * time.Millisecond},
+		{ms(hundred...), 0.5, 50 * time.Millisecond},
+		{ms(hundred...), 0.99, 99 * time.Millisecond},
+		{ms(hundred...), 1, 100 * time.Millisecond},
+		{ms(hundred...), 0.001, 1 * time.Millisecond},
+	}
+	for _, c := range cases {
+		if got := Percentile(c.sorted, c.p); got != c.want {
+			t.Errorf("Percentile(%v, %v) = %v, want %v", c.sorted, c.p, got, c.want)
+		}
+	}
+	s := Summarize(ms(5, 1, 9, 3))
+	if s != (LatencyMS{P50: 3, P99: 9, Max: 9}) {
+		t.Errorf("Summarize = %+v", s)
+	}
+}
+
+func TestRunRejectsBadOptions(t *testing.T) {
+	for _, o := range []Options{{Workload: "nope"}, {Workload: "seq3", Mode: "cloud"}, {Workload: "seq3", N: -1}} {
+		if _, err := Run(o); err == nil {
+			t.Errorf("Run(%+v) succeeded", o)
+		}
+	}
+}

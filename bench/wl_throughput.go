@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/heddlewf/heddle/sdk/client"
+)
+
+// commandPayloadBytes is the size of one ceiling write: about what one of
+// the workloads' commands carries (an encoded command with a small input,
+// or the keys and values a create writes), since their own inputs are a
+// few bytes.
+const commandPayloadBytes = 256
+
+// starters is how many goroutines start workflows at once.
+const starters = 32
+
+const queue = "bench"
+
+// runSeq3: N workflows of three sequential no-op activities, started by 32
+// concurrent starters that each wait for their workflow's result.
+func runSeq3(r *runner) error {
+	if err := r.open("seq3"); err != nil {
+		return err
+	}
+	if _, err := r.worker(queue, 0, nil); err != nil {
+		return err
+	}
+	c := r.client()
+	ctx := context.Background()
+	lat := make([]time.Duration, r.n)
+	bar := r.bar("workflows", r.n)
+	m := newMeter(bar)
+	before := r.b.svc.commands.Load()
+	start := time.Now()
+	err := spread(r.n, starters, func(i int) error {
+		t0 := time.Now()
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("seq3-%d", i), TaskQueue: queue}, Seq3)
+		if err == nil {
+			err = run.Get(ctx, nil)
+		}
+		if err != nil {
+			return err
+		}
+		lat[i] = time.Since(t0)
+		m.done()
+		return nil
+	})
+	elapsed := time.Since(start)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	commands := r.b.svc.commands.Load() - before
+	ceil, err := r.ceiling(commandPayloadBytes, starters, 0)
+	if err != nil {
+		return err
+	}
+	r.throughput("workflows/s", r.n, elapsed, commands, ceil)
+	r.res.WorkflowsPerS = ptr(r.res.Value)
+	r.res.ActivitiesPerS = ptr(3 * float64(r.n) / elapsed.Seconds())
+	r.samples(lat, "start to result of one workflow", m, elapsed)
+	return nil
+}
+
+// runStart: N starts by 32 concurrent starters with no worker running, so
+// each start is one create and nothing else competes with it.
+func runStart(r *runner) error {
+	if err := r.open("start"); err != nil {
+		return err
+	}
+	c := r.client()
+	ctx := context.Background()
+	lat := make([]time.Duration, r.n)
+	bar := r.bar("starts", r.n)
+	m := newMeter(bar)
+	before := r.b.svc.commands.Load()
+	start := time.Now()
+	err := spread(r.n, starters, func(i int) error {
+		t0 := time.Now()
+		if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("start-%d", i), TaskQueue: queue}, Seq3); err != nil {
+			return err
+		}
+		lat[i] = time.Since(t0)
+		m.done()
+		return nil
+	})
+	elapsed := time.Since(start)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	commands := r.b.svc.commands.Load() - before
+	ceil, err := r.ceiling(commandPayloadBytes, starters, 0)
+	if err != nil {
+		return err
+	}
+	r.throughput("starts/s", r.n, elapsed, commands, ceil)
+	r.res.WorkflowsPerS = ptr(r.res.Value)
+	r.samples(lat, "one start (the create's round trip)", m, elapsed)
+	return nil
+}
+
+// fanoutReps is how many fan-out workflows run, one after another, so the
+// latency has more than one sample.
+const fanoutReps = 3
+
+// runFanout: one workflow running N no-op activities in parallel and
+// joining them, three times in a row.
+func runFanout(r *runner) error {
+	if err := r.open("fanout"); err != nil {
+		return err
+	}
+	bar := r.bar("activities", fanoutReps*r.n)
+	m := newMeter(bar)
+	// Noop is registered again under its own name, as a closure that
+	// counts, so the timeline shows activities as they run.
+	counted := func(context.Context) error { m.done(); return nil }
+	if _, err := r.worker(queue, 0, map[string]any{"Noop": counted}); err != nil {
+		return err
+	}
+	c := r.client()
+	ctx := context.Background()
+	var lat []time.Duration
+	before := r.b.svc.commands.Load()
+	start := time.Now()
+	for rep := range fanoutReps {
+		t0 := time.Now()
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("fanout-%d", rep), TaskQueue: queue}, Fanout, r.n)
+		if err == nil {
+			err = run.Get(ctx, nil)
+		}
+		if err != nil {
+			bar.finish()
+			return err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	elapsed := time.Since(start)
+	bar.finish()
+	commands := r.b.svc.commands.Load() - before
+	ceil, err := r.ceiling(commandPayloadBytes, r.n, 0)
+	if err != nil {
+		return err
+	}
+	r.throughput("activities/s", fanoutReps*r.n, elapsed, commands, ceil)
+	r.res.ActivitiesPerS = ptr(r.res.Value)
+	r.res.WorkflowsPerS = ptr(fanoutReps / elapsed.Seconds())
+	r.samples(lat, "start to result of one fan-out workflow", m, elapsed)
+	return nil
+}
