@@ -31,6 +31,7 @@ func commands() []command {
 		{"cluster", "status, remove, transfer-leader, or up (a local cluster)", runClusterCommand},
 		{"workflow", "start, list, describe, history, signal, cancel or terminate workflows on a node or cluster", runWorkflowCommand},
 		{"chaos", "kill, pause and partition a local cluster under load, then check nothing was lost or done twice", runChaosCommand},
+		{"bench", "run a benchmark workload next to a ceiling measured in the same run; JSON and SVG output", runBenchCommand},
 		{"help", "print this help, or the help of one command", runHelp},
 	}
 }

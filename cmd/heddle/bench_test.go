@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBenchFlagErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		flag string
+	}{
+		{[]string{}, "--workload"},
+		{[]string{"--workload", "warp"}, "--workload"},
+		{[]string{"--workload", "seq3,warp"}, "--workload"},
+		{[]string{"--workload", "seq3", "--mode", "cloud"}, "--mode"},
+		{[]string{"--workload", "seq3", "--n", "0"}, "--n"},
+		{[]string{"--workload", "seq3", "--n", "-5"}, "--n"},
+		{[]string{"--workload", "scale", "--finished", "-1"}, "--finished"},
+	}
+	for _, c := range cases {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"bench"}, c.args...), &stdout, &stderr)
+		if code != 2 {
+			t.Errorf("heddle bench %v: exit %d, want 2", c.args, code)
+		}
+		if !strings.Contains(stderr.String(), c.flag) {
+			t.Errorf("heddle bench %v: stderr does not name %s:\n%s", c.args, c.flag, stderr.String())
+		}
+	}
+}
+
+func TestBenchHelpListsWorkloads(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"bench", "-h"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"seq3", "idle", "scale", "--finished", "several minutes"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("help does not mention %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
+// TestBenchWritesJSONAndPlot runs the smallest workload end to end through
+// the command and checks the files it writes.
+func TestBenchWritesJSONAndPlot(t *testing.T) {
+	dir := t.TempDir()
+	js, svg := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.svg")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"bench", "--workload", "seq3,start", "--n", "10", "--ceiling-duration", "100ms",
+		"--dir", dir, "--json", js, "--plot", svg}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "ratio") {
+		t.Errorf("stdout has no ratio:\n%s", stdout.String())
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d JSON lines, want one per workload:\n%s", len(lines), b)
+	}
+	for i, want := range []string{"seq3", "start"} {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(lines[i]), &obj); err != nil {
+			t.Fatal(err)
+		}
+		if obj["workload"] != want || obj["n"] != float64(10) {
+			t.Errorf("line %d: workload %v n %v", i, obj["workload"], obj["n"])
+		}
+	}
+	s, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(s, []byte("<svg")) || !bytes.HasSuffix(bytes.TrimSpace(s), []byte("</svg>")) {
+		t.Errorf("the plot is not an SVG document:\n%.200s", s)
+	}
+}
