@@ -13,7 +13,7 @@ const (
 	plotWidthPx  = 720
 	panelHeight  = 220
 	marginLeftPx = 70
-	marginTopPx  = 70
+	marginTopPx  = 90
 	panelGapPx   = 70
 	histBins     = 30
 )
