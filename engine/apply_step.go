@@ -14,7 +14,7 @@ func (a *applier) appendEvents(c *AppendEvents) (Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &AppendResult{}
+	res := &AppendResult{AtMS: a.now}
 	for _, ne := range c.Events {
 		seq, err := a.appendEvent(l, Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload})
 		if err != nil {
@@ -62,7 +62,7 @@ func (a *applier) commitStep(c *CommitStep) (Result, error) {
 	eff.CommittedSeq = seq
 	a.tx.Set(storage.EffectKey(uint64(id), c.Step), EncodeEffect(eff))
 	a.save(l)
-	return &AppendResult{FirstSeq: seq, LastSeq: seq}, nil
+	return &AppendResult{FirstSeq: seq, LastSeq: seq, AtMS: a.now}, nil
 }
 
 func (a *applier) wait(c *Wait) (Result, error) {

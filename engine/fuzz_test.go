@@ -281,7 +281,7 @@ func fuzzSampleResults() map[CommandKind]Result {
 		KindCreateJob:      &CreateResult{Job: 1, WorkflowID: "wf", Existing: true},
 		KindClaim:          &ClaimResult{Jobs: []ClaimedJob{{Job: 1, WorkflowID: "wf", Type: "t", Attempt: 2, LeaseExpiryMS: 5, LastSeq: 3}}},
 		KindHeartbeat:      &HeartbeatResult{LeaseExpiryMS: 9, Refused: []Refusal{{LeaseRef: LeaseRef{Job: 1, Attempt: 1}, Code: StaleAttemptCode}}},
-		KindAppendEvents:   &AppendResult{FirstSeq: 2, LastSeq: 4},
+		KindAppendEvents:   &AppendResult{FirstSeq: 2, LastSeq: 4, AtMS: 1_700_000_000_000},
 		KindWait:           &WaitResult{Woken: true, Status: StatusRunning, Seq: 7},
 		KindSignal:         &SignalResult{Job: 3, Seq: 4, Woke: true},
 		KindReclaim:        &SweepResult{Jobs: []JobID{1, 2}, Ready: []JobID{2}, More: true},

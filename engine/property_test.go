@@ -683,7 +683,7 @@ func (m *propModel) appendEvents(c *AppendEvents) (Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &AppendResult{}
+	res := &AppendResult{AtMS: m.now}
 	for _, ne := range c.Events {
 		seq := m.appendEv(j, Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload})
 		if res.FirstSeq == 0 {
@@ -718,7 +718,7 @@ func (m *propModel) commitStep(c *CommitStep) (Result, error) {
 	seq := m.appendEv(j, Event{Type: c.Type, Attempt: c.Attempt, Step: c.Step, Payload: payload, Commit: true})
 	eff.CommittedSeq = seq
 	j.Effects[c.Step] = eff
-	return &AppendResult{FirstSeq: seq, LastSeq: seq}, nil
+	return &AppendResult{FirstSeq: seq, LastSeq: seq, AtMS: m.now}, nil
 }
 
 func (m *propModel) alreadyHappened(j *propJob, spec *WaitSpec, seen uint64) bool {

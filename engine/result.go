@@ -54,6 +54,10 @@ type HeartbeatResult struct {
 type AppendResult struct {
 	FirstSeq uint64 `msgpack:"f"`
 	LastSeq  uint64 `msgpack:"l"`
+	// AtMS is the events' AtMS, so a writer that knows it wrote every
+	// event from FirstSeq to LastSeq can rebuild them without reading the
+	// history back. 0 in results recorded by older versions.
+	AtMS int64 `msgpack:"at,omitempty"`
 }
 
 // WaitResult answers Wait.

@@ -141,7 +141,7 @@ func (r *run) runInline(cmds []*replay.Command) (bool, error) {
 			continue
 		}
 		committed = true
-		if err := r.catchUp(false); err != nil {
+		if r.x.Fault() != nil {
 			continue // the fault is handled by the caller's loop
 		}
 		startReady(r.x.Unresolved())
@@ -157,8 +157,18 @@ func (r *run) commitActivity(o outcome) error {
 	if o.err != nil {
 		cs.Type, cs.Payload, cs.Failed = replay.EventActivityFailed, workflow.EncodeFailure(o.err), true
 	}
-	_, err := r.w.e.CommitStep(r.ctx, cs)
-	return err
+	res, err := r.w.e.CommitStep(r.ctx, cs)
+	if err != nil {
+		return err
+	}
+	// Advancing here keeps the commit and its event together. A fault it
+	// raises is the caller's loop's to handle; any other error (the history
+	// could not be read) ends the turn, since the execution would not know
+	// the step is done.
+	if err := r.advanceOwn(res, []engine.Event{{Type: cs.Type, Step: cs.Step, Name: cs.Name, Payload: cs.Payload, Commit: true}}); err != nil && r.x.Fault() == nil {
+		return err
+	}
+	return nil
 }
 
 // execute runs an activity from try attempt on, retrying in the worker while

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -120,11 +121,57 @@ func (r *run) flush() error {
 	if len(r.pending) == 0 {
 		return nil
 	}
-	if _, err := r.w.e.Append(r.ctx, engine.AppendEvents{LeaseRef: r.ref, Events: r.pending}); err != nil {
+	res, err := r.w.e.Append(r.ctx, engine.AppendEvents{LeaseRef: r.ref, Events: r.pending})
+	if err != nil {
 		return err
 	}
+	evs := make([]engine.Event, len(r.pending))
+	for i, ne := range r.pending {
+		evs[i] = engine.Event{Type: ne.Type, Step: ne.Step, Name: ne.Name, Payload: ne.Payload}
+	}
 	r.pending = nil
-	return r.catchUp(false)
+	return r.advanceOwn(res, evs)
+}
+
+// advanceOwn applies events this turn just wrote, rebuilt from what it sent
+// and what the engine answered, instead of reading them back: one read
+// fewer per step (in a cluster, one read-index round fewer). It reads the
+// history instead when something else was appended in between (a signal),
+// so the execution still sees every event in order.
+func (r *run) advanceOwn(res *engine.AppendResult, evs []engine.Event) error {
+	if res == nil || res.AtMS == 0 || res.FirstSeq != r.x.LastSeq()+1 || res.LastSeq+1-res.FirstSeq != uint64(len(evs)) {
+		return r.catchUp(false)
+	}
+	for i := range evs {
+		// Exactly what Apply stored: it stamps seq, time and attempt, and
+		// msgpack drops an empty payload.
+		evs[i].Seq, evs[i].AtMS, evs[i].Attempt = res.FirstSeq+uint64(i), res.AtMS, r.ref.Attempt
+		if len(evs[i].Payload) == 0 {
+			evs[i].Payload = nil
+		}
+	}
+	if verifyOwnEvents {
+		if err := r.compareStored(evs); err != nil {
+			return err
+		}
+	}
+	return r.x.Advance(evs, false)
+}
+
+// verifyOwnEvents makes advanceOwn read back what it rebuilt and compare;
+// the package's tests turn it on (export_test.go), so every test checks
+// that rebuilt events are exactly the stored ones.
+var verifyOwnEvents = false
+
+func (r *run) compareStored(evs []engine.Event) error {
+	page, err := r.w.e.History(r.ctx, r.job.Job, evs[0].Seq-1, len(evs))
+	if err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(page.Events, evs) {
+		return fmt.Errorf("worker: rebuilt events %+v differ from the stored %+v", evs, page.Events)
+	}
+	return nil
 }
 
 func (r *run) finish(result []byte, werr error) error {
