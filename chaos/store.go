@@ -28,17 +28,22 @@ type StoreReport struct {
 	Keys       int
 }
 
-// statePath returns the live state database of a node directory, as named
-// by <dir>/state/CURRENT, or dir itself for an embedded engine's database.
+// statePath returns the live state database of a node directory: the one
+// <dir>/state/CURRENT names, data-000000 while there is no CURRENT yet, or
+// dir itself for an embedded engine's database (no state/ at all).
 func statePath(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "state", "CURRENT"))
-	if os.IsNotExist(err) {
+	state := filepath.Join(dir, "state")
+	if _, err := os.Stat(state); os.IsNotExist(err) {
 		return dir, nil
+	}
+	b, err := os.ReadFile(filepath.Join(state, "CURRENT"))
+	if os.IsNotExist(err) {
+		return filepath.Join(state, "data-000000"), nil
 	}
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, "state", strings.TrimSpace(string(b))), nil
+	return filepath.Join(state, strings.TrimSpace(string(b))), nil
 }
 
 // ReadStore opens the state database of a node directory whose process
