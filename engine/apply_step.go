@@ -86,7 +86,7 @@ func (a *applier) wait(c *Wait) (Result, error) {
 			return nil, err
 		}
 	}
-	spec := c.Spec
+	spec := dueNoEarlierThan(c.Spec, a.now)
 	seq, err := a.appendEvent(l, Event{Type: EventJobWaiting, Attempt: c.Attempt, Wait: &spec})
 	if err != nil {
 		return nil, err
@@ -96,6 +96,23 @@ func (a *applier) wait(c *Wait) (Result, error) {
 	}
 	a.save(l)
 	return &WaitResult{Status: j.Status, Seq: seq}, nil
+}
+
+// dueNoEarlierThan returns spec with every timer already due moved to now:
+// the scheduler's timer index only holds entries at or above its low-water
+// mark, which can be as late as now, and a timer due now fires at the next
+// sweep just as one due earlier would.
+func dueNoEarlierThan(spec WaitSpec, now int64) WaitSpec {
+	if spec.TimerAtMS > 0 && spec.TimerAtMS < now {
+		spec.TimerAtMS = now
+	}
+	if len(spec.Timers) > 0 {
+		spec.Timers = append([]Timer(nil), spec.Timers...)
+		for i := range spec.Timers {
+			spec.Timers[i].FireMS = max(spec.Timers[i].FireMS, now)
+		}
+	}
+	return spec
 }
 
 // setTimer adds t to the job's pending timers, replacing a timer of the same id.
@@ -110,14 +127,12 @@ func setTimer(j *Job, t Timer) {
 }
 
 // alreadyHappened reports whether something spec waits for happened after
-// seenSeq, or is due now: a timer at or before now, a matching signal or
-// timer_fired event, or a recorded effect of a step.
+// seenSeq: a matching signal or timer_fired event, or a recorded effect of
+// a step. A timer that is merely due does not count: a Woken answer writes
+// nothing, so the worker would find nothing new and ask again with the same
+// timer forever. The wait is taken instead and the scheduler fires the
+// timer at once.
 func (a *applier) alreadyHappened(j *Job, spec *WaitSpec, seenSeq uint64) (bool, error) {
-	for _, t := range spec.allTimers() {
-		if t.FireMS <= a.now {
-			return true, nil
-		}
-	}
 	for _, step := range spec.Steps {
 		e, err := a.effect(j.ID, step)
 		if err != nil || e != nil {

@@ -722,9 +722,6 @@ func (m *propModel) commitStep(c *CommitStep) (Result, error) {
 }
 
 func (m *propModel) alreadyHappened(j *propJob, spec *WaitSpec, seen uint64) bool {
-	if spec.TimerAtMS > 0 && spec.TimerAtMS <= m.now {
-		return true
-	}
 	for _, s := range spec.Steps {
 		if j.Effects[s] != nil {
 			return true
@@ -753,6 +750,9 @@ func (m *propModel) wait(c *Wait) (Result, error) {
 		return &WaitResult{Woken: true, Status: StatusRunning, Seq: uint64(len(j.Events))}, nil
 	}
 	spec := c.Spec
+	if spec.TimerAtMS > 0 && spec.TimerAtMS < m.now {
+		spec.TimerAtMS = m.now // a due timer waits and fires at the next sweep
+	}
 	seq := m.appendEv(j, Event{Type: EventJobWaiting, Attempt: c.Attempt, Wait: &spec})
 	if spec.TimerAtMS > 0 {
 		t := Timer{ID: spec.TimerID, FireMS: spec.TimerAtMS}

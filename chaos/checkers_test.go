@@ -1,0 +1,110 @@
+package chaos
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/heddlewf/heddle/engine"
+)
+
+// ms converts milliseconds to the nanoseconds the logs record.
+func ms(n int64) int64 { return n * 1e6 }
+
+func TestLinearizableAcceptsAFencedHandOver(t *testing.T) {
+	ops := []LinOp{
+		{Job: 1, Kind: "claim", Att: 1, Call: ms(0), Return: ms(1), Out: OutOK},
+		{Job: 1, Kind: "commit", Att: 1, Step: "1", Call: ms(2), Return: ms(3), Out: OutOK},
+		{Job: 1, Kind: "reclaim", Att: 1, Call: ms(4), Return: ms(100), Out: OutOK},
+		{Job: 1, Kind: "claim", Att: 2, Call: ms(5), Return: ms(6), Out: OutOK},
+		{Job: 1, Kind: "commit", Att: 1, Step: "2", Call: ms(7), Return: ms(8), Out: OutStale},
+		{Job: 1, Kind: "commit", Att: 2, Step: "1", Call: ms(9), Return: ms(10), Out: OutCommitted},
+		{Job: 1, Kind: "commit", Att: 2, Step: "2", Call: ms(11), Return: ms(100), Out: OutUnknown},
+		{Job: 1, Kind: "close", Att: 2, Call: ms(12), Return: ms(13), Out: OutOK},
+	}
+	ok, msg, err := CheckLinearizable(ops, "", 0)
+	if err != nil || !ok {
+		t.Fatalf("a legal history was refused: %s %v", msg, err)
+	}
+}
+
+func TestLinearizableCatchesTwoLiveAttempts(t *testing.T) {
+	// Attempt 2 was claimed and returned before attempt 1's commit was
+	// even called, yet that commit succeeded: two attempts were live.
+	ops := []LinOp{
+		{Job: 1, Kind: "claim", Att: 1, Call: ms(0), Return: ms(1), Out: OutOK},
+		{Job: 1, Kind: "reclaim", Att: 1, Call: ms(2), Return: ms(3), Out: OutOK},
+		{Job: 1, Kind: "claim", Att: 2, Call: ms(4), Return: ms(5), Out: OutOK},
+		{Job: 1, Kind: "commit", Att: 1, Step: "1", Call: ms(6), Return: ms(7), Out: OutOK},
+	}
+	html := filepath.Join(t.TempDir(), "lin.html")
+	ok, _, err := CheckLinearizable(ops, html, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok {
+		t.Fatal("a commit by a fenced-out attempt passed the linearizability check")
+	}
+	if st, err := os.Stat(html); err != nil || st.Size() == 0 {
+		t.Fatalf("no visualisation was written: %v", err)
+	}
+}
+
+func TestLinearizableCatchesADoubleCommitAndAReusedAttempt(t *testing.T) {
+	double := []LinOp{
+		{Job: 1, Kind: "claim", Att: 1, Call: ms(0), Return: ms(1), Out: OutOK},
+		{Job: 1, Kind: "commit", Att: 1, Step: "1", Call: ms(2), Return: ms(3), Out: OutOK},
+		{Job: 1, Kind: "commit", Att: 1, Step: "1", Call: ms(4), Return: ms(5), Out: OutOK},
+	}
+	if ok, _, _ := CheckLinearizable(double, "", 0); ok {
+		t.Fatal("a step committed twice passed")
+	}
+	reused := []LinOp{
+		{Job: 1, Kind: "claim", Att: 1, Call: ms(0), Return: ms(1), Out: OutOK},
+		{Job: 1, Kind: "close", Att: 1, Call: ms(2), Return: ms(3), Out: OutOK},
+		{Job: 1, Kind: "claim", Att: 1, Call: ms(4), Return: ms(5), Out: OutOK},
+	}
+	if ok, _, _ := CheckLinearizable(reused, "", 0); ok {
+		t.Fatal("an attempt number handed out twice passed")
+	}
+	staleWhileLive := []LinOp{
+		{Job: 1, Kind: "claim", Att: 1, Call: ms(0), Return: ms(1), Out: OutOK},
+		{Job: 1, Kind: "heartbeat", Att: 1, Call: ms(2), Return: ms(3), Out: OutStale},
+	}
+	if ok, _, _ := CheckLinearizable(staleWhileLive, "", 0); ok {
+		t.Fatal("a refusal of the only live attempt passed")
+	}
+}
+
+func TestReexecutionChecker(t *testing.T) {
+	commits := map[string]int64{"wf/1/1": 100}
+	faults := []Fault{{Kind: "kill-worker", Start: ms(50), End: ms(60)}}
+	explained := []Execution{{Key: "wf/1/1", Worker: "a", Attempt: 1, T: ms(40)}, {Key: "wf/1/1", Worker: "b", Attempt: 1, T: ms(70)}}
+	rep := CheckReexecutions(explained, commits, faults)
+	if rep.Reexecuted != 1 || len(rep.Unexplained) != 0 || len(rep.AfterCommit) != 0 {
+		t.Fatalf("a repeat after a worker kill: %+v", rep)
+	}
+	after := append(explained, Execution{Key: "wf/1/1", Worker: "c", Attempt: 1, T: ms(102)})
+	if rep := CheckReexecutions(after, commits, faults); len(rep.AfterCommit) != 1 || len(rep.Unexplained) != 1 {
+		t.Fatalf("an execution after the commit and with no fault before it: %+v", rep)
+	}
+	sameMS := []Execution{{Key: "wf/1/1", Worker: "a", Attempt: 1, T: ms(100) + 5}}
+	if rep := CheckReexecutions(sameMS, commits, nil); len(rep.AfterCommit) != 0 {
+		t.Fatalf("an execution in the commit's own millisecond counted as after it: %+v", rep)
+	}
+}
+
+func TestStoreCheckers(t *testing.T) {
+	jobs := map[engine.JobID]*JobHistory{
+		1: {Job: &engine.Job{ID: 1, WorkflowID: "a", Status: engine.StatusCompleted},
+			Events: []engine.Event{{Seq: 3, Step: "1", Commit: true}, {Seq: 5, Step: "1", Commit: true}}},
+		2: {Job: &engine.Job{ID: 2, WorkflowID: "b", Status: engine.StatusRunning}},
+	}
+	if n, _ := DuplicateCommits(jobs); n != 1 {
+		t.Fatalf("DuplicateCommits = %d, want 1", n)
+	}
+	lost := Lost([]Ack{{"a", 1}, {"b", 2}, {"c", 3}}, jobs)
+	if len(lost) != 2 {
+		t.Fatalf("Lost = %v, want the open job and the missing one", lost)
+	}
+}
