@@ -79,6 +79,9 @@ type Engine struct {
 
 	commitMu sync.Mutex
 	commitCh chan struct{} // closed and replaced after every durable batch
+	// jobWaiters are closed when their job's record is written: WaitClosed
+	// of one job wakes for that job's changes only, not for every commit.
+	jobWaiters map[JobID][]chan struct{}
 }
 
 // Viewer gives consistent reads of the applied state. *storage.DB is one;
@@ -120,16 +123,62 @@ func New(b Backend) (*Engine, error) {
 }
 
 // NotifyCommitted wakes everything waiting on Committed (and the embedded
-// scheduler). A Backend calls it after each applied batch that wrote
-// something; it never blocks.
-func (e *Engine) NotifyCommitted() {
+// scheduler), and the waiters on each job whose record is in touched. A
+// Backend calls it after each applied batch that wrote something; touched
+// nil means any job may have changed (a snapshot was restored). It never
+// blocks.
+func (e *Engine) NotifyCommitted(touched []uint64) {
 	if e.sched != nil {
 		e.sched.Wake()
 	}
 	e.commitMu.Lock()
 	close(e.commitCh)
 	e.commitCh = make(chan struct{})
+	if touched == nil {
+		for id, ws := range e.jobWaiters {
+			for _, w := range ws {
+				close(w)
+			}
+			delete(e.jobWaiters, id)
+		}
+	}
+	for _, id := range touched {
+		for _, w := range e.jobWaiters[JobID(id)] {
+			close(w)
+		}
+		delete(e.jobWaiters, JobID(id))
+	}
 	e.commitMu.Unlock()
+}
+
+// jobChanged returns a channel closed at the next write of job id's record.
+func (e *Engine) jobChanged(id JobID) <-chan struct{} {
+	ch := make(chan struct{})
+	e.commitMu.Lock()
+	if e.jobWaiters == nil {
+		e.jobWaiters = map[JobID][]chan struct{}{}
+	}
+	e.jobWaiters[id] = append(e.jobWaiters[id], ch)
+	e.commitMu.Unlock()
+	return ch
+}
+
+// forgetWaiter drops ch from job id's waiters (its waiter gave up).
+func (e *Engine) forgetWaiter(id JobID, ch <-chan struct{}) {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	ws := e.jobWaiters[id]
+	for i, w := range ws {
+		if w == ch {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(e.jobWaiters, id)
+	} else {
+		e.jobWaiters[id] = ws
+	}
 }
 
 // Open opens (or creates) an engine.
@@ -315,6 +364,9 @@ func (e *Engine) Committed() <-chan struct{} {
 // WaitClosed blocks until the job t names is terminal (Completed, Failed or
 // Cancelled) and returns its record, or until ctx ends.
 func (e *Engine) WaitClosed(ctx context.Context, t Target) (*Job, error) {
+	if t.Job != 0 {
+		return e.waitJobClosed(ctx, t.Job)
+	}
 	for {
 		changed := e.Committed() // before the read, so no commit is missed
 		j, err := e.Describe(ctx, t)
@@ -327,6 +379,30 @@ func (e *Engine) WaitClosed(ctx context.Context, t Target) (*Job, error) {
 		select {
 		case <-changed:
 		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// waitJobClosed waits for one job, woken only by writes of its record:
+// with many runs waiting for results, a commit wakes the one it closed
+// instead of all of them.
+func (e *Engine) waitJobClosed(ctx context.Context, id JobID) (*Job, error) {
+	for {
+		changed := e.jobChanged(id) // before the read, so no write is missed
+		j, err := e.Describe(ctx, Target{Job: id})
+		switch {
+		case err != nil:
+			e.forgetWaiter(id, changed)
+			return nil, err
+		case j.Status.Terminal():
+			e.forgetWaiter(id, changed)
+			return j, nil
+		}
+		select {
+		case <-changed: // closed and dropped by NotifyCommitted
+		case <-ctx.Done():
+			e.forgetWaiter(id, changed)
 			return nil, ctx.Err()
 		}
 	}

@@ -58,7 +58,7 @@ func newGatedLog(t testing.TB, so storage.Options, lim Limits, maxCmds int) *gat
 	return g
 }
 
-func (g *gatedLog) onCommit() {
+func (g *gatedLog) onCommit([]uint64) {
 	g.commits.Add(1)
 	g.mu.Lock()
 	gate, entered := g.gate, g.entered

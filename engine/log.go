@@ -41,7 +41,7 @@ type LocalLog struct {
 	closeOnce sync.Once
 	mu        sync.RWMutex // guards closed against concurrent Propose
 	closed    bool
-	onCommit  func() // called after each durable batch (the scheduler's wake-up)
+	onCommit  func([]uint64) // called after each durable batch (the scheduler's wake-up)
 }
 
 type proposal struct {
@@ -62,8 +62,9 @@ type LocalLogConfig struct {
 	// MaxBatchCommands bounds the commands in one group commit; 0 means 1024.
 	MaxBatchCommands int
 	// OnCommit, if set, is called (from the log's goroutine) after each
-	// durable batch that wrote something. It must not block.
-	OnCommit func()
+	// durable batch that wrote something, with the ids of the job records
+	// the batch wrote (never nil). It must not block.
+	OnCommit func(touched []uint64)
 }
 
 // NewLocalLog starts a LocalLog; Close stops it.
@@ -154,6 +155,7 @@ func (l *LocalLog) applyBatch(ps []*proposal) {
 	var waiting []*proposal // applied, answered after the commit
 	commit := func() {
 		wrote := !batch.Empty()
+		touched := batch.TouchedJobs()
 		err := batch.Commit()
 		for _, p := range waiting {
 			if err != nil && p.err == nil {
@@ -163,7 +165,7 @@ func (l *LocalLog) applyBatch(ps []*proposal) {
 		}
 		waiting = waiting[:0]
 		if err == nil && wrote && l.onCommit != nil {
-			l.onCommit()
+			l.onCommit(touched)
 		}
 	}
 	for _, p := range ps {

@@ -54,7 +54,7 @@ func TestSchedulerProposesExactlyWhenDue(t *testing.T) {
 	}
 	defer db.Close()
 	var sched *Scheduler
-	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk, OnCommit: func() {
+	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk, OnCommit: func([]uint64) {
 		if sched != nil {
 			sched.Wake()
 		}

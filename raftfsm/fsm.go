@@ -41,8 +41,9 @@ type FSM struct {
 	appliedCh chan struct{} // closed and replaced whenever applied advances
 
 	// onApply is called after a batch that wrote something (the engine's
-	// commit notification); it must not block.
-	onApply func()
+	// commit notification) with the job records it wrote, nil after a
+	// restore (anything may have changed); it must not block.
+	onApply func(touched []uint64)
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -123,7 +124,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	f.mu.RLock() // Restore never runs concurrently; this only pairs with View
 	db := f.db
 	f.mu.RUnlock()
-	a := &batchApplier{f: f, db: db, batch: db.NewBatch()}
+	a := &batchApplier{f: f, db: db, batch: db.NewBatch(), touched: []uint64{}}
 	// changed: some command or node entry wrote, so waiters should look.
 	last := f.applied.Load()
 	for i, l := range logs {
@@ -147,7 +148,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		f.setApplied(last)
 	}
 	if a.changed && f.onApply != nil {
-		f.onApply()
+		f.onApply(a.touched)
 	}
 	return out
 }
@@ -163,8 +164,9 @@ type batchApplier struct {
 	f       *FSM
 	db      *storage.DB
 	batch   *storage.Batch
-	wrote   bool // a batch was committed
-	changed bool // a command or node entry wrote something
+	wrote   bool     // a batch was committed
+	changed bool     // a command or node entry wrote something
+	touched []uint64 // job records written, for per-job waiters
 }
 
 // add moves tx's writes into the batch, committing the batch first when
@@ -184,6 +186,7 @@ func (a *batchApplier) commit() {
 		a.batch.Commit()
 		return
 	}
+	a.touched = append(a.touched, a.batch.TouchedJobs()...)
 	if err := a.batch.Commit(); err != nil {
 		panic(fmt.Sprintf("raftfsm: committing applied log entries to the state database failed; this node's state can no longer follow the log: %v", err))
 	}
@@ -298,7 +301,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.state.retire(old)
 	f.setApplied(info.AppliedIndex)
 	if f.onApply != nil {
-		f.onApply()
+		f.onApply(nil)
 	}
 	return nil
 }

@@ -124,8 +124,8 @@ func Open(cfg Config) (*Node, error) {
 		n.prop.close()
 		return fail(err)
 	}
-	n.fsm.onApply = func() {
-		n.eng.NotifyCommitted()
+	n.fsm.onApply = func(touched []uint64) {
+		n.eng.NotifyCommitted(touched)
 		if s := n.sched.Load(); s != nil {
 			s.Wake()
 		}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
@@ -18,6 +19,9 @@ type Batch struct {
 	db           *DB
 	txn          *badger.Txn
 	bytes, count int64
+	// touched lists the job records written, so waiters on one job are
+	// woken by its changes alone.
+	touched []uint64
 }
 
 // NewBatch starts a batch.
@@ -27,6 +31,15 @@ func (db *DB) NewBatch() *Batch {
 
 // Begin returns a Tx for one command over this batch.
 func (b *Batch) Begin() *Tx { return NewTx(&Reader{txn: b.txn}) }
+
+// TouchedJobs returns the ids of the job records the batch writes (with
+// repeats), never nil.
+func (b *Batch) TouchedJobs() []uint64 {
+	if b.touched == nil {
+		return []uint64{}
+	}
+	return b.touched
+}
 
 // Empty reports whether no writes were added.
 func (b *Batch) Empty() bool { return b.count == 0 }
@@ -55,6 +68,9 @@ func (b *Batch) Add(tx *Tx) error {
 	}
 	for _, k := range tx.order {
 		w := tx.writes[k]
+		if len(k) == 9 && k[0] == PrefixJob {
+			b.touched = append(b.touched, binary.BigEndian.Uint64([]byte(k[1:])))
+		}
 		var err error
 		if w.deleted {
 			err = b.txn.Delete([]byte(k))

@@ -46,6 +46,18 @@ func startTestCluster(t *testing.T) ([]*clusterNode, string) {
 		nodes = append(nodes, n)
 		addrs = append(addrs, n.api.addr())
 	}
+	// A node that just joined has not yet received the log: wait until
+	// every node applied what the leader had when the last one joined.
+	target := nodes[0].node.FSM().Applied()
+	for _, n := range nodes {
+		for n.node.FSM().Applied() < target {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s never caught up to index %d", n.node.ID(), target)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
 	return nodes, strings.Join(addrs, ",")
 }
 
