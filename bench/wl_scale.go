@@ -79,17 +79,17 @@ func (r *runner) scaleCycles(name string, finished int) (cycles, error) {
 	if finished > 0 && r.opts.Mode == ModeCluster {
 		bar := r.bar("building finished", 2*finished)
 		t0 := time.Now()
-		err := buildFinishedThrough(ctx, r.b.setup(), finished, bar)
+		err := buildFinishedThrough(ctx, r.b, finished, bar)
 		bar.finish()
 		if err != nil {
 			return cycles{}, err
 		}
 		r.res.Extra["build_s"] = time.Since(t0).Seconds()
 	}
-	setup := r.b.setup()
 	if err := spread(r.n, 64, func(i int) error {
-		_, err := setup.Create(ctx, engine.CreateJob{WorkflowID: fmt.Sprintf("ready-%s-%d", name, i), Type: "order", Queue: scaleQueue, Input: make([]byte, 64)})
-		return err
+		c := engine.CreateJob{WorkflowID: fmt.Sprintf("ready-%s-%d", name, i), Type: "order", Queue: scaleQueue, Input: make([]byte, 64),
+			ReusePolicy: engine.IDReuseReturnExisting}
+		return onLeader(r.b, func(e *engine.Engine, _ bool) error { _, err := e.Create(ctx, c); return err })
 	}); err != nil {
 		return cycles{}, err
 	}
@@ -209,26 +209,49 @@ func buildFinished(dir string, n int, bar *progress) error {
 // cluster leader's engine, in process (the setup, not the measurement):
 // creates from 256 concurrent proposers, so the proposer packs them into
 // large Raft entries, then claims of up to 1000 jobs, each followed by the
-// completions of its jobs, 256 at a time.
-func buildFinishedThrough(ctx context.Context, e *engine.Engine, n int, bar *progress) error {
+// completions of its jobs, 256 at a time. On a loaded machine leadership
+// can move during the minutes this takes, so every command follows the
+// leader and is retried in a way that a command applied before its answer
+// was lost does no harm (see onLeader).
+func buildFinishedThrough(ctx context.Context, b *backend, n int, bar *progress) error {
 	input := make([]byte, 64)
 	if err := spread(n, 256, func(i int) error {
-		_, err := e.Create(ctx, engine.CreateJob{WorkflowID: fmt.Sprintf("done-%012d", i), Type: "order", Queue: scaleQueue, Input: input})
+		// ReturnExisting makes a retried create of an applied one a no-op.
+		c := engine.CreateJob{WorkflowID: fmt.Sprintf("done-%012d", i), Type: "order", Queue: scaleQueue, Input: input,
+			ReusePolicy: engine.IDReuseReturnExisting}
+		err := onLeader(b, func(e *engine.Engine, _ bool) error { _, err := e.Create(ctx, c); return err })
 		bar.add(1)
 		return err
 	}); err != nil {
 		return err
 	}
 	for done := 0; done < n; {
-		jobs, err := e.Claim(ctx, engine.Claim{Queue: scaleQueue, Owner: "builder", Max: min(1000, n-done), LeaseMS: 600_000})
+		var jobs []engine.ClaimedJob
+		err := onLeader(b, func(e *engine.Engine, _ bool) error {
+			var err error
+			// A claim applied but unanswered leaves its jobs leased to
+			// nobody until their lease expires and the scheduler hands
+			// them back: long enough for the completions, short enough to
+			// wait out.
+			jobs, err = e.Claim(ctx, engine.Claim{Queue: scaleQueue, Owner: "builder", Max: min(1000, n-done), LeaseMS: 30_000})
+			return err
+		})
 		if err != nil {
 			return err
 		}
 		if len(jobs) == 0 {
-			return fmt.Errorf("bench: building finished jobs: the queue emptied after %d of %d", done, n)
+			time.Sleep(100 * time.Millisecond) // jobs leased by a lost claim come back when their lease expires
+			continue
 		}
 		if err := spread(len(jobs), 256, func(i int) error {
-			_, err := e.Complete(ctx, engine.Complete{LeaseRef: engine.LeaseRef{Job: jobs[i].Job, Attempt: jobs[i].Attempt}, Result: []byte("done")})
+			c := engine.Complete{LeaseRef: engine.LeaseRef{Job: jobs[i].Job, Attempt: jobs[i].Attempt}, Result: []byte("done")}
+			err := onLeader(b, func(e *engine.Engine, retry bool) error {
+				_, err := e.Complete(ctx, c)
+				if retry && errors.Is(err, engine.ErrStaleAttempt) {
+					return nil // the first try was applied
+				}
+				return err
+			})
 			bar.add(1)
 			return err
 		}); err != nil {
@@ -237,4 +260,18 @@ func buildFinishedThrough(ctx context.Context, e *engine.Engine, n int, bar *pro
 		done += len(jobs)
 	}
 	return nil
+}
+
+// onLeader runs op on the current leader's engine, and again (retry true)
+// for up to a minute while it fails because that node is no longer, or not
+// yet, the leader.
+func onLeader(b *backend, op func(e *engine.Engine, retry bool) error) error {
+	deadline := time.Now().Add(time.Minute)
+	for retry := false; ; retry = true {
+		err := op(b.setup(), retry)
+		if err == nil || !errors.Is(err, engine.ErrNotLeader) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
