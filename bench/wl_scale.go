@@ -264,12 +264,14 @@ func buildFinishedThrough(ctx context.Context, b *backend, n int, bar *progress)
 
 // onLeader runs op on the current leader's engine, and again (retry true)
 // for up to a minute while it fails because that node is no longer, or not
-// yet, the leader.
+// yet, the leader, or lost its leadership with the command in flight (whose
+// outcome the caller's retry must then tolerate either way).
 func onLeader(b *backend, op func(e *engine.Engine, retry bool) error) error {
 	deadline := time.Now().Add(time.Minute)
 	for retry := false; ; retry = true {
 		err := op(b.setup(), retry)
-		if err == nil || !errors.Is(err, engine.ErrNotLeader) || time.Now().After(deadline) {
+		retriable := errors.Is(err, engine.ErrNotLeader) || errors.Is(err, engine.ErrUnknownOutcome)
+		if err == nil || !retriable || time.Now().After(deadline) {
 			return err
 		}
 		time.Sleep(50 * time.Millisecond)
