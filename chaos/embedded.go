@@ -86,6 +86,9 @@ func RunEmbedded(ctx context.Context, o Options) (Summary, Details, error) {
 		go func() {
 			defer wg.Done()
 			for loadCtx.Err() == nil {
+				// A steady trickle, not a flood: every check after a
+				// restart reads back what was acknowledged since the last.
+				sleepCtx(loadCtx, between(r, 20*time.Millisecond, 80*time.Millisecond))
 				before := len(drv.acked())
 				drv.startOne(loadCtx, r)
 				acks := drv.acked()
