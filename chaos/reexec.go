@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"sort"
+	"time"
 )
 
 // Fault is one injected fault and how long it lasted (Unix ns).
@@ -12,6 +13,11 @@ type Fault struct {
 	Start  int64  `json:"start"`
 	End    int64  `json:"end"`
 }
+
+// Window is how far before an execution a fault still explains a repeat
+// of it: the workers' lease (3s) plus their request timeout (5s) and a
+// second for the failover.
+const Window = 9 * time.Second
 
 // ReexecReport is what the execution logs say about repeated activities.
 type ReexecReport struct {
@@ -29,8 +35,12 @@ type ReexecReport struct {
 // claim sees it, and the commit event's time is stamped before either. The
 // stamp is in whole milliseconds, so only a start in a later millisecond
 // counts. A repeat of a key is explained when some fault overlaps the time
-// between the previous execution and this one: a worker or node died or was
-// cut off between running the step and committing it.
+// from Window before the previous execution up to this one: a worker or
+// node died, stalled or was cut off between claiming the job and committing
+// the step. The window reaches back because a fault can strand a worker
+// before it runs the step: its heartbeats hang on a paused node, its lease
+// expires, another worker takes the job, and the first one runs the step
+// when the node wakes, on a lease it has already lost.
 func CheckReexecutions(execs []Execution, commits map[string]int64, faults []Fault) ReexecReport {
 	rep := ReexecReport{Executions: len(execs)}
 	byKey := map[string][]Execution{}
@@ -56,7 +66,7 @@ func CheckReexecutions(execs []Execution, commits map[string]int64, faults []Fau
 			if e.Attempt != es[i-1].Attempt {
 				continue // a recorded failed try: a retry, not a repeat
 			}
-			if !faultBetween(faults, es[i-1].T, e.T) {
+			if !faultBetween(faults, es[i-1].T-int64(Window), e.T) {
 				rep.Unexplained = append(rep.Unexplained, fmt.Sprintf("%s ran on %s at %d and again on %s at %d with no fault in between",
 					k, es[i-1].Worker, es[i-1].T, e.Worker, e.T))
 			}

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -191,6 +192,7 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 			sum.WorkflowsCompleted++
 		}
 	}
+	writeFaults(filepath.Join(logs, "faults.jsonl"), flog.all())
 	sum.ReexecutionsAfterCommit, sum.Linearizable = checkLogs(&det, logs, jobs, flog.all(), end)
 	sum.DurationS = time.Since(began).Seconds()
 	ok = sum.OK()
@@ -248,4 +250,18 @@ func (c *cluster) waitConverged(ctx context.Context, d time.Duration) uint64 {
 		sleepCtx(ctx, 500*time.Millisecond)
 	}
 	return 0
+}
+
+// writeFaults keeps the faults next to the other logs, one JSON line each,
+// so a failing run can be read against them.
+func writeFaults(path string, faults []Fault) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	enc := json.NewEncoder(f)
+	for _, x := range faults {
+		enc.Encode(x)
+	}
 }
