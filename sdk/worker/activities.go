@@ -121,8 +121,22 @@ func (r *run) runInline(cmds []*replay.Command) (bool, error) {
 	committed := false
 	var firstErr error
 	for running > 0 {
-		o := <-results
+		// Take every result that is already waiting, so that activities
+		// finishing together commit together: their step commits are
+		// proposed at once and share one group commit (one sync, or one
+		// Raft entry), instead of one sync per activity.
+		batch := []outcome{<-results}
 		running--
+	drain:
+		for running > 0 {
+			select {
+			case o := <-results:
+				batch = append(batch, o)
+				running--
+			default:
+				break drain
+			}
+		}
 		if firstErr == nil && r.ctx.Err() != nil {
 			// The worker itself stopped, or the attempt turned stale: what
 			// the activities returned under a cancelled context is not
@@ -132,11 +146,19 @@ func (r *run) runInline(cmds []*replay.Command) (bool, error) {
 		if firstErr != nil {
 			continue // drain the others; the turn is over
 		}
-		r.pending = append(r.pending, o.records...)
-		if o.retryAt > 0 {
-			continue // recorded with the next write; the wait sets its timer
+		var commits []outcome
+		for _, o := range batch {
+			r.pending = append(r.pending, o.records...)
+			if o.retryAt == 0 {
+				commits = append(commits, o)
+			}
+			// A try that waits for a durable retry timer is recorded with
+			// the next write; the wait sets its timer.
 		}
-		if err := r.commitActivity(o); err != nil {
+		if len(commits) == 0 {
+			continue
+		}
+		if err := r.commitActivities(commits); err != nil {
 			firstErr = err
 			continue
 		}
@@ -149,14 +171,49 @@ func (r *run) runInline(cmds []*replay.Command) (bool, error) {
 	return committed, firstErr
 }
 
-func (r *run) commitActivity(o outcome) error {
-	if err := r.flush(); err != nil {
-		return err
-	}
+// commitStepOf is the step commit of an activity's outcome.
+func (r *run) commitStepOf(o outcome) engine.CommitStep {
 	cs := engine.CommitStep{LeaseRef: r.ref, Step: o.c.Step, Name: o.c.Name, Type: replay.EventActivityCompleted, Payload: o.result}
 	if o.err != nil {
 		cs.Type, cs.Payload, cs.Failed = replay.EventActivityFailed, workflow.EncodeFailure(o.err), true
 	}
+	return cs
+}
+
+// commitActivities commits the outcomes of activities that finished
+// together: one alone as commitActivity does, several concurrently (each
+// is its own fenced CommitStep; the log puts them in one batch), after
+// which the history is read once to learn the order they landed in.
+func (r *run) commitActivities(outs []outcome) error {
+	if len(outs) == 1 {
+		return r.commitActivity(outs[0])
+	}
+	if err := r.flush(); err != nil {
+		return err
+	}
+	errs := make([]error, len(outs))
+	var wg sync.WaitGroup
+	for i, o := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = r.w.e.CommitStep(r.ctx, r.commitStepOf(o))
+		}()
+	}
+	wg.Wait()
+	// Whatever was committed must be seen before anything else happens,
+	// even if another commit of the group failed.
+	if err := r.catchUp(false); err != nil && r.x.Fault() == nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+func (r *run) commitActivity(o outcome) error {
+	if err := r.flush(); err != nil {
+		return err
+	}
+	cs := r.commitStepOf(o)
 	res, err := r.w.e.CommitStep(r.ctx, cs)
 	if err != nil {
 		return err
