@@ -89,9 +89,10 @@ func testSignalsInEveryStatusDeliveredOnceInOrder(t *testing.T, cache int) {
 	// Queued: no worker yet.
 	send("q1")
 	send("q2")
-	w := startWorker(t, e, "sig", worker.Options{CacheSize: cache})
-	w.RegisterWorkflow(Collect)
-	w.RegisterActivity(Hold)
+	startWorker(t, e, "sig", worker.Options{CacheSize: cache}, func(w *worker.Worker) {
+		w.RegisterWorkflow(Collect)
+		w.RegisterActivity(Hold)
+	})
 	// Running: the worker holds the job while Hold blocks.
 	waitFor(engine.StatusRunning)
 	send("r1")

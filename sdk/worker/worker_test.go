@@ -108,7 +108,11 @@ func open(t *testing.T) *engine.Engine {
 	return e
 }
 
-func startWorker(t *testing.T, e *engine.Engine, queue string, opts worker.Options) *worker.Worker {
+// startWorker starts a worker with the common workflows and activities, and
+// whatever register adds before it starts: a test whose job exists before
+// its worker must register its types here, or the worker may claim the job
+// before they are known.
+func startWorker(t *testing.T, e *engine.Engine, queue string, opts worker.Options, register ...func(*worker.Worker)) *worker.Worker {
 	t.Helper()
 	var errMu sync.Mutex
 	opts.OnError = func(job engine.JobID, err error) {
@@ -125,6 +129,9 @@ func startWorker(t *testing.T, e *engine.Engine, queue string, opts worker.Optio
 	w.RegisterActivity(Reserve)
 	w.RegisterActivity(Charge)
 	w.RegisterActivity(Ship)
+	for _, r := range register {
+		r(w)
+	}
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
