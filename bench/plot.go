@@ -106,7 +106,13 @@ func drawResult(b *bytes.Buffer, r *Result, top int) {
 	}{{"p50", r.LatencyMS.P50}, {"p99", r.LatencyMS.P99}} {
 		x := marginLeftPx + (q.v-lo)/(hi-lo)*plotWidthPx
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#d62728" stroke-dasharray="4 3"/>`+"\n", x, hy, x, hy+panelHeight)
-		text(b, x+3, hy+12, "start", `fill="#d62728"`, fmt.Sprintf("%s %.2f ms", q.name, q.v))
+		// A marker in the right half gets its label on its left, so a p99
+		// at the axis's end is not cut off by the image's edge.
+		lx, anchor := x+3, "start"
+		if x > marginLeftPx+plotWidthPx/2 {
+			lx, anchor = x-3, "end"
+		}
+		text(b, lx, hy+12, anchor, `fill="#d62728"`, fmt.Sprintf("%s %.2f ms", q.name, q.v))
 	}
 }
 
