@@ -55,6 +55,8 @@ func BenchResume(ctx workflow.Context, n int) (int, error) {
 
 func benchEngine(b *testing.B) (*engine.Engine, *worker.Worker) {
 	b.Helper()
+	old := worker.SetVerifyOwnEvents(false) // measure the worker as it ships
+	b.Cleanup(func() { worker.SetVerifyOwnEvents(old) })
 	var e *engine.Engine
 	if overCluster() {
 		// Three Raft nodes on loopback; the worker and the clients reach

@@ -1,5 +1,13 @@
 package worker
 
 // Every test of this package checks that the events a worker rebuilds after
-// its own writes are exactly the ones the engine stored.
+// its own writes are exactly the ones the engine stored. Benchmarks turn the
+// check off (it reads the history back, which is what rebuilding saves).
 func init() { verifyOwnEvents = true }
+
+// SetVerifyOwnEvents turns the check on or off and returns the old setting.
+func SetVerifyOwnEvents(on bool) bool {
+	old := verifyOwnEvents
+	verifyOwnEvents = on
+	return old
+}
