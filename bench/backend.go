@@ -110,7 +110,7 @@ func openCluster(root string) (*backend, error) {
 		}
 		b.nodes = append(b.nodes, n)
 		b.dirs = append(b.dirs, dir)
-		api, err := httpapi.NewServer(httpapi.ServerConfig{Service: n.Engine(), Cluster: clusterOf{n}})
+		api, err := httpapi.NewServer(httpapi.ServerConfig{Service: n.Engine(), Cluster: n})
 		if err != nil {
 			ln.Close()
 			return fail(err)
@@ -150,21 +150,6 @@ func waitServing(n *raftfsm.Node) error {
 	}
 	return errors.New("bench: the bootstrap node never became a serving leader")
 }
-
-// clusterOf serves a node's membership on the API, as cmd/heddle does, so
-// the client can follow the leader the nodes name.
-type clusterOf struct{ n *raftfsm.Node }
-
-func (c clusterOf) Status(ctx context.Context) (httpapi.ClusterStatus, error) {
-	st, err := c.n.Status(ctx)
-	return httpapi.ClusterStatus{ID: st.ID, State: st.State, Term: st.Term, LeaderID: st.LeaderID,
-		LeaderHTTP: st.LeaderHTTP, AppliedIndex: st.AppliedIndex}, err
-}
-func (c clusterOf) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
-	return c.n.Join(ctx, id, raftAddr, httpAddr)
-}
-func (c clusterOf) Remove(ctx context.Context, id string) error { return c.n.Remove(ctx, id) }
-func (c clusterOf) TransferLeader(ctx context.Context) error    { return c.n.TransferLeader(ctx) }
 
 // quietLogger drops Badger's messages: the benchmark's output is its
 // figures, and Badger's warnings (a small block cache under a million

@@ -186,31 +186,9 @@ func (n *Node) TransferLeader(ctx context.Context) error {
 	return nil
 }
 
-// Member is one server of the cluster configuration.
-type Member struct {
-	ID       string `json:"id" msgpack:"id"`
-	RaftAddr string `json:"raft_addr" msgpack:"raft_addr"`
-	HTTPAddr string `json:"http_addr" msgpack:"http_addr"`
-	Voter    bool   `json:"voter" msgpack:"voter"`
-	Leader   bool   `json:"leader" msgpack:"leader"`
-}
-
-// Status is a node's view of the cluster.
-type Status struct {
-	ID           string   `json:"id" msgpack:"id"`
-	State        string   `json:"state" msgpack:"state"`
-	LeaderID     string   `json:"leader_id" msgpack:"leader_id"`
-	LeaderHTTP   string   `json:"leader_http" msgpack:"leader_http"`
-	Term         uint64   `json:"term" msgpack:"term"`
-	CommitIndex  uint64   `json:"commit_index" msgpack:"commit_index"`
-	AppliedIndex uint64   `json:"applied_index" msgpack:"applied_index"`
-	LastIndex    uint64   `json:"last_index" msgpack:"last_index"`
-	Members      []Member `json:"members" msgpack:"members"`
-}
-
 // Status reports this node's view of the cluster.
-func (n *Node) Status(ctx context.Context) (Status, error) {
-	st := Status{ID: n.cfg.ID, State: n.raft.State().String(), Term: n.raft.CurrentTerm(),
+func (n *Node) Status(ctx context.Context) (engine.ClusterStatus, error) {
+	st := engine.ClusterStatus{ID: n.cfg.ID, State: n.raft.State().String(), Term: n.raft.CurrentTerm(),
 		CommitIndex: n.raft.CommitIndex(), AppliedIndex: n.fsm.Applied(), LastIndex: n.raft.LastIndex()}
 	st.LeaderID, st.LeaderHTTP = n.Leader()
 	cf := n.raft.GetConfiguration()
@@ -218,7 +196,7 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		return st, err
 	}
 	for _, s := range cf.Configuration().Servers {
-		st.Members = append(st.Members, Member{ID: string(s.ID), RaftAddr: string(s.Address),
+		st.Members = append(st.Members, engine.ClusterMember{ID: string(s.ID), RaftAddr: string(s.Address),
 			HTTPAddr: n.fsm.nodeHTTP(string(s.ID)), Voter: s.Suffrage == raft.Voter, Leader: string(s.ID) == st.LeaderID})
 	}
 	return st, nil

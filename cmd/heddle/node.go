@@ -12,26 +12,6 @@ import (
 	"github.com/heddlewf/heddle/raftfsm"
 )
 
-// clusterOf adapts a Raft node to the HTTP API's cluster routes; the API
-// package knows nothing of Raft, and raftfsm nothing of HTTP.
-type clusterOf struct{ n *raftfsm.Node }
-
-func (c clusterOf) Status(ctx context.Context) (httpapi.ClusterStatus, error) {
-	st, err := c.n.Status(ctx)
-	out := httpapi.ClusterStatus{ID: st.ID, State: st.State, Term: st.Term, LeaderID: st.LeaderID,
-		LeaderHTTP: st.LeaderHTTP, AppliedIndex: st.AppliedIndex}
-	for _, m := range st.Members {
-		out.Members = append(out.Members, httpapi.ClusterMember{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Voter: m.Voter})
-	}
-	return out, err
-}
-
-func (c clusterOf) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
-	return c.n.Join(ctx, id, raftAddr, httpAddr)
-}
-func (c clusterOf) Remove(ctx context.Context, id string) error { return c.n.Remove(ctx, id) }
-func (c clusterOf) TransferLeader(ctx context.Context) error    { return c.n.TransferLeader(ctx) }
-
 // apiServer is one HTTP API listener.
 type apiServer struct {
 	api  *httpapi.Server
@@ -103,7 +83,7 @@ func startNode(ctx context.Context, o nodeOptions) (*clusterNode, error) {
 		ln.Close()
 		return nil, err
 	}
-	api, err := serveAPI(ln, httpapi.ServerConfig{Service: n.Engine(), Cluster: clusterOf{n}, AuthToken: o.token})
+	api, err := serveAPI(ln, httpapi.ServerConfig{Service: n.Engine(), Cluster: n, AuthToken: o.token})
 	if err != nil {
 		n.Close()
 		return nil, err

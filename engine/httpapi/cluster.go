@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"fmt"
+
+	"github.com/heddlewf/heddle/engine"
 )
 
 // Cluster is the membership surface of a Raft node, served under
@@ -21,27 +23,12 @@ type Cluster interface {
 	TransferLeader(ctx context.Context) error
 }
 
-// ClusterStatus is one node's view of its cluster.
-type ClusterStatus struct {
-	ID           string          `json:"id" msgpack:"id"`
-	State        string          `json:"state" msgpack:"state"` // "Leader", "Follower", "Candidate", ...
-	Term         uint64          `json:"term" msgpack:"term"`
-	LeaderID     string          `json:"leader_id,omitempty" msgpack:"leader_id,omitempty"`
-	LeaderHTTP   string          `json:"leader_http,omitempty" msgpack:"leader_http,omitempty"`
-	AppliedIndex uint64          `json:"applied_index" msgpack:"applied_index"`
-	Members      []ClusterMember `json:"members,omitempty" msgpack:"members,omitempty"`
-}
-
-// IsLeader reports whether the node that gave the status leads.
-func (s ClusterStatus) IsLeader() bool { return s.ID != "" && s.LeaderID == s.ID }
-
-// ClusterMember is one member of a cluster, and the body of a join.
-type ClusterMember struct {
-	ID       string `json:"id" msgpack:"id"`
-	RaftAddr string `json:"raft_addr" msgpack:"raft_addr"`
-	HTTPAddr string `json:"http_addr,omitempty" msgpack:"http_addr,omitempty"`
-	Voter    bool   `json:"voter,omitempty" msgpack:"voter,omitempty"`
-}
+// ClusterStatus and ClusterMember are the engine's, so that a Raft node
+// (raftfsm.Node) is a Cluster as it is.
+type (
+	ClusterStatus = engine.ClusterStatus
+	ClusterMember = engine.ClusterMember
+)
 
 // clusterDone answers the cluster routes that return nothing but success.
 type clusterDone struct {

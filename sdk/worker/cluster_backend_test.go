@@ -52,7 +52,7 @@ func openCluster(t testing.TB) *engine.Engine {
 			t.Fatal(err)
 		}
 		nodes = append(nodes, n)
-		api, err := httpapi.NewServer(httpapi.ServerConfig{Service: n.Engine(), Cluster: clusterAdapter{n}})
+		api, err := httpapi.NewServer(httpapi.ServerConfig{Service: n.Engine(), Cluster: n})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,17 +95,3 @@ func waitLeader(t testing.TB, n *raftfsm.Node) {
 	}
 	t.Fatal("the bootstrap node never became a serving leader")
 }
-
-// clusterAdapter serves a node's membership on the API (as cmd/heddle's).
-type clusterAdapter struct{ n *raftfsm.Node }
-
-func (c clusterAdapter) Status(ctx context.Context) (httpapi.ClusterStatus, error) {
-	st, err := c.n.Status(ctx)
-	return httpapi.ClusterStatus{ID: st.ID, State: st.State, Term: st.Term, LeaderID: st.LeaderID,
-		LeaderHTTP: st.LeaderHTTP, AppliedIndex: st.AppliedIndex}, err
-}
-func (c clusterAdapter) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
-	return c.n.Join(ctx, id, raftAddr, httpAddr)
-}
-func (c clusterAdapter) Remove(ctx context.Context, id string) error { return c.n.Remove(ctx, id) }
-func (c clusterAdapter) TransferLeader(ctx context.Context) error    { return c.n.TransferLeader(ctx) }
