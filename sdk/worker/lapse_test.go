@@ -63,7 +63,12 @@ func TestLeaseLapseStopsTheTurn(t *testing.T) {
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop(context.Background())
+	defer func() {
+		// Bounded: if the lease never lapsed, the activity never ends.
+		sctx, stop := context.WithTimeout(context.Background(), 2*time.Second)
+		defer stop()
+		w.Stop(sctx)
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := client.New(e).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "lapse", TaskQueue: "lapse"}, LapseWorkflow); err != nil {
