@@ -149,6 +149,15 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 	stopDrive()
 	ws.stopAll()
 
+	// Quiesce before comparing: with every workflow closed and every
+	// worker gone, the leader's scheduler still sweeps the stale lease and
+	// timer entries of the last turns when they fall due (up to a lease
+	// plus the failover grace of a recent leader change away). A sweep that
+	// lands between the convergence check and the nodes' stop would leave
+	// the node stopped first one entry behind: a race in the check, not a
+	// divergence. So wait those out first.
+	sleepCtx(ctx, quiesceAfterDrain)
+
 	// Convergence: equal applied indexes, twice in a row, then stop the
 	// nodes gracefully so their state is flushed, then hash it.
 	applied := cl.waitConverged(ctx, 2*time.Minute)
@@ -223,6 +232,10 @@ func checkLogs(det *Details, logs string, jobs map[engine.JobID]*JobHistory, fau
 	}
 	return len(rx.AfterCommit), lin
 }
+
+// quiesceAfterDrain covers the chaos workers' lease (3 s), a new leader's
+// failover grace (5 s, heddle server's default) and a margin.
+const quiesceAfterDrain = 10 * time.Second
 
 // waitConverged waits until the three nodes report the same applied index
 // on two reads in a row, and returns it (0 if they never did).
