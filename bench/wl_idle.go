@@ -26,29 +26,18 @@ func runIdle(r *runner) error {
 	ctx := context.Background()
 	heapBefore := heapInUse()
 	diskBefore := duBytes(r.b.dirs...)
-	lat := make([]time.Duration, r.n)
-	bar := r.bar("workflows", r.n)
-	m := newMeter(bar)
-	before := r.b.svc.commands.Load()
-	start := time.Now()
-	err := spread(r.n, starters, func(i int) error {
-		t0 := time.Now()
-		if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("idle-%d", i), TaskQueue: queue}, Idler); err != nil {
-			return err
-		}
-		lat[i] = time.Since(t0)
-		m.done()
-		return nil
+	before := r.b.svc.commands.Load() // through the settling, not just the starts
+	t, err := r.timed("workflows", func(i int) error {
+		_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("idle-%d", i), TaskQueue: queue}, Idler)
+		return err
 	})
-	startElapsed := time.Since(start)
-	bar.finish()
 	if err != nil {
 		return err
 	}
 	if err := waitSettled(ctx, c); err != nil {
 		return err
 	}
-	elapsed := time.Since(start)
+	elapsed := time.Since(t.start)
 	commands := r.b.svc.commands.Load() - before
 	heapAfter := heapInUse()
 	diskAfter := duBytes(r.b.dirs...)
@@ -68,11 +57,11 @@ func runIdle(r *runner) error {
 	res.Ceiling = ceil.DiskBytesPerWrite * res.CommandsPerUnit
 	res.CeilingBasis = fmt.Sprintf("du of %s after the same number of %d-byte writes, per workflow", ceil.Kind, commandPayloadBytes)
 	res.RatioToCeiling = res.Value / res.Ceiling
-	res.WorkflowsPerS = ptr(float64(r.n) / startElapsed.Seconds())
+	res.WorkflowsPerS = ptr(float64(r.n) / t.elapsed.Seconds())
 	res.Extra["heap_inuse_bytes_per_workflow"] = heapPer
 	res.Extra["disk_bytes_per_workflow"] = diskPer
-	res.Extra["settle_s"] = (elapsed - startElapsed).Seconds()
-	r.samples(lat, "one start (the create's round trip)", m, startElapsed)
+	res.Extra["settle_s"] = (elapsed - t.elapsed).Seconds()
+	r.samples(t.lat, "one start (the create's round trip)", t.m, t.elapsed)
 	return nil
 }
 

@@ -30,38 +30,24 @@ func runSeq3(r *runner) error {
 	}
 	c := r.client()
 	ctx := context.Background()
-	lat := make([]time.Duration, r.n)
-	bar := r.bar("workflows", r.n)
-	m := newMeter(bar)
-	before := r.b.svc.commands.Load()
-	start := time.Now()
-	err := spread(r.n, starters, func(i int) error {
-		t0 := time.Now()
+	t, err := r.timed("workflows", func(i int) error {
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("seq3-%d", i), TaskQueue: queue}, Seq3)
 		if err == nil {
 			err = run.Get(ctx, nil)
 		}
-		if err != nil {
-			return err
-		}
-		lat[i] = time.Since(t0)
-		m.done()
-		return nil
+		return err
 	})
-	elapsed := time.Since(start)
-	bar.finish()
 	if err != nil {
 		return err
 	}
-	commands := r.b.svc.commands.Load() - before
 	ceil, err := r.ceiling(commandPayloadBytes, starters, 0)
 	if err != nil {
 		return err
 	}
-	r.throughput("workflows/s", r.n, elapsed, commands, ceil)
+	r.throughput("workflows/s", r.n, t.elapsed, t.commands, ceil)
 	r.res.WorkflowsPerS = ptr(r.res.Value)
-	r.res.ActivitiesPerS = ptr(3 * float64(r.n) / elapsed.Seconds())
-	r.samples(lat, "start to result of one workflow", m, elapsed)
+	r.res.ActivitiesPerS = ptr(3 * float64(r.n) / t.elapsed.Seconds())
+	r.samples(t.lat, "start to result of one workflow", t.m, t.elapsed)
 	return nil
 }
 
@@ -73,34 +59,54 @@ func runStart(r *runner) error {
 	}
 	c := r.client()
 	ctx := context.Background()
-	lat := make([]time.Duration, r.n)
-	bar := r.bar("starts", r.n)
-	m := newMeter(bar)
-	before := r.b.svc.commands.Load()
-	start := time.Now()
-	err := spread(r.n, starters, func(i int) error {
-		t0 := time.Now()
-		if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("start-%d", i), TaskQueue: queue}, Seq3); err != nil {
-			return err
-		}
-		lat[i] = time.Since(t0)
-		m.done()
-		return nil
+	t, err := r.timed("starts", func(i int) error {
+		_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("start-%d", i), TaskQueue: queue}, Seq3)
+		return err
 	})
-	elapsed := time.Since(start)
-	bar.finish()
 	if err != nil {
 		return err
 	}
-	commands := r.b.svc.commands.Load() - before
 	ceil, err := r.ceiling(commandPayloadBytes, starters, 0)
 	if err != nil {
 		return err
 	}
-	r.throughput("starts/s", r.n, elapsed, commands, ceil)
+	r.throughput("starts/s", r.n, t.elapsed, t.commands, ceil)
 	r.res.WorkflowsPerS = ptr(r.res.Value)
-	r.samples(lat, "one start (the create's round trip)", m, elapsed)
+	r.samples(t.lat, "one start (the create's round trip)", t.m, t.elapsed)
 	return nil
+}
+
+// timedRun is what timed measured: each operation's latency, the meter of
+// completions over time, the wall time and the commands the run issued.
+type timedRun struct {
+	lat      []time.Duration
+	m        *meter
+	start    time.Time
+	elapsed  time.Duration
+	commands int64
+}
+
+// timed runs op for i in [0, r.n) from the concurrent starters behind a
+// progress bar, timing each call and counting the commands they cost.
+func (r *runner) timed(what string, op func(i int) error) (timedRun, error) {
+	t := timedRun{lat: make([]time.Duration, r.n)}
+	bar := r.bar(what, r.n)
+	t.m = newMeter(bar)
+	before := r.b.svc.commands.Load()
+	t.start = time.Now()
+	err := spread(r.n, starters, func(i int) error {
+		t0 := time.Now()
+		if err := op(i); err != nil {
+			return err
+		}
+		t.lat[i] = time.Since(t0)
+		t.m.done()
+		return nil
+	})
+	t.elapsed = time.Since(t.start)
+	bar.finish()
+	t.commands = r.b.svc.commands.Load() - before
+	return t, err
 }
 
 // fanoutReps is how many fan-out workflows run, one after another, so the
