@@ -88,7 +88,7 @@ func compensate(ctx workflow.Context, o Order, reservation, charge string, cause
 	}
 	// The failure is a new ApplicationError: the history keeps an error's
 	// type and message, and a wrapped ApplicationError would stand in for
-	// the whole chain (see workflow.EncodeFailure).
+	// the whole chain (see the worker's failure encoding).
 	if err := errors.Join(errs...); err != nil {
 		return workflow.NewApplicationError(fmt.Sprintf("compensation failed: %v (after: %v)", err, cause), "CompensationFailed", true)
 	}

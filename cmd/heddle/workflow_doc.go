@@ -11,6 +11,7 @@ import (
 	"errors"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
@@ -120,7 +121,7 @@ func wfFailureOf(p []byte) *wfFailureDoc {
 		return &wfFailureDoc{Message: "(no failure recorded)"}
 	}
 	var ae *workflow.ApplicationError
-	if errors.As(workflow.DecodeFailure(p), &ae) {
+	if errors.As(sdkhook.DecodeFailure(p), &ae) {
 		return &wfFailureDoc{Type: ae.Type, Message: ae.Message, NonRetryable: ae.NonRetryable}
 	}
 	return &wfFailureDoc{Message: string(p)}

@@ -5,6 +5,8 @@ package activity
 import (
 	"context"
 	"time"
+
+	"github.com/heddlewf/heddle/internal/sdkhook"
 )
 
 // Info describes one execution of an activity.
@@ -28,9 +30,9 @@ type Info struct {
 	IdempotencyKey string
 }
 
-// Env is what the worker gives an activity's context: its info and a way to
-// heartbeat. It is implemented by the worker, not by activity code.
-type Env interface {
+// env is what the worker puts in an activity's context, under
+// sdkhook.ActivityEnvKey: the activity's info and a way to heartbeat.
+type env interface {
 	Info() Info
 	// Heartbeat records progress details and renews the lease that covers
 	// the activity; an error means the attempt is stale and the activity's
@@ -41,19 +43,12 @@ type Env interface {
 	HeartbeatDetails() []byte
 }
 
-type envKey struct{}
-
-// WithEnv returns ctx carrying env; the worker calls it.
-func WithEnv(ctx context.Context, env Env) context.Context {
-	return context.WithValue(ctx, envKey{}, env)
-}
-
-func envOf(ctx context.Context) Env {
-	env, ok := ctx.Value(envKey{}).(Env)
+func envOf(ctx context.Context) env {
+	e, ok := ctx.Value(sdkhook.ActivityEnvKey{}).(env)
 	if !ok {
 		panic("activity: the context does not belong to an activity run by a heddle worker")
 	}
-	return env
+	return e
 }
 
 // GetInfo returns the info of the activity running under ctx.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -135,7 +136,7 @@ func (r *run) Get(ctx context.Context, valuePtr any) error {
 	case engine.StatusCancelled:
 		return workflow.ErrCanceled
 	default:
-		return fmt.Errorf("workflow %s run %d failed: %w", r.id, j.ID, workflow.DecodeFailure(last.Payload))
+		return fmt.Errorf("workflow %s run %d failed: %w", r.id, j.ID, sdkhook.DecodeFailure(last.Payload))
 	}
 }
 

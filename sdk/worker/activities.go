@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -175,7 +176,7 @@ func (r *run) runInline(cmds []*replay.Command) (bool, error) {
 func (r *run) commitStepOf(o outcome) engine.CommitStep {
 	cs := engine.CommitStep{LeaseRef: r.ref, Step: o.c.Step, Name: o.c.Name, Type: replay.EventActivityCompleted, Payload: o.result}
 	if o.err != nil {
-		cs.Type, cs.Payload, cs.Failed = replay.EventActivityFailed, workflow.EncodeFailure(o.err), true
+		cs.Type, cs.Payload, cs.Failed = replay.EventActivityFailed, sdkhook.EncodeFailure(o.err), true
 	}
 	return cs
 }
@@ -299,7 +300,7 @@ func (r *run) execute(c *replay.Command, attempt int, details []byte) outcome {
 // retryable applies the policy's non-retryable types and the error's own flag.
 func retryable(err error, p *workflow.RetryPolicy) bool {
 	var app *workflow.ApplicationError
-	if errors.As(workflow.DecodeFailure(workflow.EncodeFailure(err)), &app) {
+	if errors.As(sdkhook.DecodeFailure(sdkhook.EncodeFailure(err)), &app) {
 		return !app.NonRetryable && p.IsRetryableType(app.Type)
 	}
 	return true
@@ -373,7 +374,7 @@ func (w *Worker) callActivity(ctx context.Context, fn any, input []byte, env *ac
 		}()
 	}
 	env.ctx = ctx
-	ctx = activity.WithEnv(ctx, env)
+	ctx = context.WithValue(ctx, sdkhook.ActivityEnvKey{}, env)
 	defer func() {
 		if p := recover(); p != nil {
 			result, err = nil, fmt.Errorf("activity %s panicked: %v", info.ActivityType, p)
@@ -451,14 +452,14 @@ func (w *Worker) runActivityTask(ctx, actCtx context.Context, j engine.ClaimedJo
 	}
 	var in taskInput
 	if err := json.Unmarshal(page.Events[0].Payload, &in); err != nil {
-		_, ferr := w.e.Fail(ctx, engine.Fail{LeaseRef: ref, Error: workflow.EncodeFailure(fmt.Errorf("activity task input: %w", err))})
+		_, ferr := w.e.Fail(ctx, engine.Fail{LeaseRef: ref, Error: sdkhook.EncodeFailure(fmt.Errorf("activity task input: %w", err))})
 		return ferr
 	}
 	c := &replay.Command{Step: "1", Kind: replay.KindActivity, Name: name, Input: in.Args, Options: in.Options, IssuedAtMS: in.IssuedAtMS}
 	r := &run{w: w, ctx: ctx, actCtx: actCtx, job: j, ref: ref}
 	o := r.execute(c, int(j.Attempt), nil)
 	if o.err != nil {
-		_, err = w.e.Fail(ctx, engine.Fail{LeaseRef: ref, Error: workflow.EncodeFailure(o.err)})
+		_, err = w.e.Fail(ctx, engine.Fail{LeaseRef: ref, Error: sdkhook.EncodeFailure(o.err)})
 		return err
 	}
 	_, err = w.e.Complete(ctx, engine.Complete{LeaseRef: ref, Result: o.result})

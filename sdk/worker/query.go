@@ -6,9 +6,9 @@ import (
 	"strconv"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/converter"
-	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
 // QueryWorkflow answers a query by replaying the run's history with this
@@ -33,15 +33,15 @@ func (w *Worker) QueryWorkflow(ctx context.Context, workflowID, runID, queryType
 	if err != nil {
 		return converter.EncodedValue{}, err
 	}
-	info := workflow.Info{WorkflowID: j.WorkflowID, RunID: strconv.FormatUint(uint64(j.ID), 10), WorkflowType: j.Type, TaskQueue: j.Queue}
-	x := replay.NewExecution(j.ID, workflow.NewEntry(fn, info))
+	info := sdkhook.WorkflowInfo{WorkflowID: j.WorkflowID, RunID: strconv.FormatUint(uint64(j.ID), 10), WorkflowType: j.Type, TaskQueue: j.Queue}
+	x := replay.NewExecution(j.ID, sdkhook.NewEntry(fn, info))
 	x.DeadlockTimeout = w.opts.DeadlockTimeout
 	defer x.Close()
 	r := &run{w: w, ctx: ctx, actCtx: ctx, job: engine.ClaimedJob{Job: j.ID}, x: x}
 	if err := r.catchUp(true); err != nil {
 		return converter.EncodedValue{}, err
 	}
-	out, err := workflow.Query(x, queryType, input)
+	out, err := sdkhook.Query(x, queryType, input)
 	if err != nil {
 		return converter.EncodedValue{}, err
 	}

@@ -12,7 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
@@ -22,7 +23,7 @@ import (
 // changes stay compatible with the runs already in flight. Export histories
 // with client.GetWorkflowHistory and ExportHistoryJSON, register the
 // workflow functions as a worker would, and replay each history; a change
-// that needs workflow.GetVersion shows up as a *replay.NondeterminismError
+// that needs workflow.GetVersion shows up as a *workflow.NondeterminismError
 // (errors.As finds it in the returned error).
 //
 // A WorkflowReplayer is safe for concurrent use.
@@ -56,10 +57,10 @@ func (r *WorkflowReplayer) workflowFn(name string) any {
 	return r.workflows[name]
 }
 
-// ReplayJobID is the job id a replayed execution runs under; the Info its
+// replayJobID is the job id a replayed execution runs under; the Info its
 // workflow code sees has WorkflowID and RunID "replay" (histories do not
 // record them).
-const ReplayJobID engine.JobID = 1
+const replayJobID engine.JobID = 1
 
 // ReplayWorkflowHistory replays a whole history (as client.GetWorkflowHistory
 // returns it, starting at seq 1) against the registered code of the type
@@ -68,7 +69,7 @@ const ReplayJobID engine.JobID = 1
 // code issues the recorded commands in the recorded order (the code may go
 // on past the end of the history: the run may have been exported while in
 // flight), and otherwise the error that stopped the replay — a
-// *replay.NondeterminismError (wrapped; use errors.As) when the code does
+// *workflow.NondeterminismError (wrapped; use errors.As) when the code does
 // something else than the history recorded, including a recorded step the
 // code never issued, or a panic or deadlock of the workflow code.
 func (r *WorkflowReplayer) ReplayWorkflowHistory(history []engine.Event) error {
@@ -85,8 +86,8 @@ func (r *WorkflowReplayer) ReplayWorkflowHistory(history []engine.Event) error {
 	if fn == nil {
 		return fmt.Errorf("worker: replay: workflow type %q is not registered with the replayer", typ)
 	}
-	info := workflow.Info{WorkflowID: "replay", RunID: "replay", WorkflowType: typ}
-	x := replay.NewExecution(ReplayJobID, workflow.NewEntry(fn, info))
+	info := sdkhook.WorkflowInfo{WorkflowID: "replay", RunID: "replay", WorkflowType: typ}
+	x := replay.NewExecution(replayJobID, sdkhook.NewEntry(fn, info))
 	defer x.Close()
 	err := x.Advance(history, true)
 	if err == nil {

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
@@ -36,9 +37,9 @@ func (w *Worker) runWorkflow(ctx, actCtx context.Context, j engine.ClaimedJob, r
 	}
 	x := w.cache.Take(j.Job)
 	if x == nil {
-		info := workflow.Info{WorkflowID: j.WorkflowID, RunID: strconv.FormatUint(uint64(j.Job), 10),
+		info := sdkhook.WorkflowInfo{WorkflowID: j.WorkflowID, RunID: strconv.FormatUint(uint64(j.Job), 10),
 			WorkflowType: j.Type, TaskQueue: w.queue, Attempt: int(j.Attempt)}
-		x = replay.NewExecution(j.Job, workflow.NewEntry(fn, info))
+		x = replay.NewExecution(j.Job, sdkhook.NewEntry(fn, info))
 		x.DeadlockTimeout = w.opts.DeadlockTimeout
 	}
 	r := &run{w: w, ctx: ctx, actCtx: actCtx, job: j, ref: ref, x: x}
@@ -201,7 +202,7 @@ func (r *run) finish(result []byte, werr error) error {
 }
 
 func (r *run) fail(werr error) error {
-	_, err := r.w.e.Fail(r.ctx, engine.Fail{LeaseRef: r.ref, Error: workflow.EncodeFailure(werr)})
+	_, err := r.w.e.Fail(r.ctx, engine.Fail{LeaseRef: r.ref, Error: sdkhook.EncodeFailure(werr)})
 	return err
 }
 
@@ -270,7 +271,7 @@ func (r *run) createRemote(c *replay.Command) error {
 		if err != nil {
 			return err
 		}
-		create.Type, create.Queue, create.Input = ActivityTypePrefix+c.Name, opts.TaskQueue, in
+		create.Type, create.Queue, create.Input = activityTypePrefix+c.Name, opts.TaskQueue, in
 		ev.Type = replay.EventActivityScheduled
 	case replay.KindChild:
 		opts, _ := c.Options.(workflow.ChildWorkflowOptions)
@@ -380,6 +381,6 @@ func (r *run) retry(werr error) (bool, error) {
 		return false, errors.Join(err, errors.New("worker: run has no job_created event"))
 	}
 	_, err = r.w.e.ContinueAsNew(r.ctx, engine.ContinueAsNew{LeaseRef: r.ref, Input: first.Events[0].Payload,
-		Failure: workflow.EncodeFailure(werr), DelayMS: p.Delay(int(j.RunAttempt)).Milliseconds()})
+		Failure: sdkhook.EncodeFailure(werr), DelayMS: p.Delay(int(j.RunAttempt)).Milliseconds()})
 	return true, err
 }

@@ -15,13 +15,13 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
-	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
-// ActivityTypePrefix marks the jobs that carry one activity to another task
+// activityTypePrefix marks the jobs that carry one activity to another task
 // queue: their type is this prefix and the activity's name.
-const ActivityTypePrefix = "@activity:"
+const activityTypePrefix = "@activity:"
 
 // Options configure a Worker. The zero value is valid: every zero field
 // takes its documented default.
@@ -273,7 +273,7 @@ func (w *Worker) handle(j engine.ClaimedJob) {
 	defer func() { cancel(); <-hbDone }()
 
 	var err error
-	if name, ok := strings.CutPrefix(j.Type, ActivityTypePrefix); ok {
+	if name, ok := strings.CutPrefix(j.Type, activityTypePrefix); ok {
 		err = w.runActivityTask(ctx, actCtx, j, ref, name)
 	} else {
 		err = w.runWorkflow(ctx, actCtx, j, ref)

@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
@@ -47,7 +47,7 @@ func ExecuteActivity(ctx Context, activity any, args ...any) Future {
 		if r.Event != nil {
 			step = r.Event.Step
 		}
-		set(nil, newActivityError(name, step, DecodeFailure(r.Payload)))
+		set(nil, newActivityError(name, step, decodeFailure(r.Payload)))
 	})
 	watchCancel(ctx, f)
 	return f
@@ -119,14 +119,14 @@ type failure struct {
 	NonRetryable bool   `json:"nonRetryable"`
 }
 
-// EncodeFailure writes err as a failure payload, the JSON object
+// encodeFailure writes err as a failure payload, the JSON object
 // {"type": ..., "message": ..., "nonRetryable": bool}, for the worker to
 // put in activity_failed (and attempt_failed) events. An *ApplicationError
 // in err's chain gives the type and retryability, and the message is err's
 // whole text (so what wrappers added is kept); any other error is of the type
 // named by its Go type without package or pointer ("errorString" for
 // errors.New), with its Error text, and retryable.
-func EncodeFailure(err error) []byte {
+func encodeFailure(err error) []byte {
 	if err == nil {
 		err = errors.New("unknown failure")
 	}
@@ -158,10 +158,10 @@ func EncodeFailure(err error) []byte {
 	return b
 }
 
-// DecodeFailure reads a failure payload written by EncodeFailure as an
+// decodeFailure reads a failure payload written by encodeFailure as an
 // *ApplicationError. A payload that is not such JSON becomes the message of
 // an error of no type, so nothing the history holds is lost.
-func DecodeFailure(data []byte) error {
+func decodeFailure(data []byte) error {
 	var f failure
 	if err := json.Unmarshal(data, &f); err != nil {
 		return &ApplicationError{Message: string(data)}

@@ -50,7 +50,7 @@ type SendChannel interface {
 //
 // Receivers store values with the rules of assignment: the target must be
 // of the value's type, a type it is assignable to, or any. A payload
-// delivered by DeliverToChannel (or sent as a converter.EncodedValue) is
+// delivered by deliverToChannel (or sent as a converter.EncodedValue) is
 // decoded with the converter into the target instead. A value that cannot
 // be stored makes Receive panic, as in Temporal, because the channel has no
 // way to return the error and dropping the value would lose it silently.
@@ -86,19 +86,19 @@ func NewNamedBufferedChannel(ctx Context, name string, size int) Channel {
 	return newChannel(name, size)
 }
 
-// DeliverToChannel appends a payload written by converter.Encode to ch
+// deliverToChannel appends a payload written by converter.Encode to ch
 // without blocking and without regard to its buffer size, so that the
 // worker can hand a signal to the workflow from outside any coroutine. The
 // payload is copied. A receiver decodes it into its value pointer. It is
 // for the SDK's signal delivery, not for workflow code, and it fails if ch
 // was not made by this package or is closed.
-func DeliverToChannel(ch Channel, payload []byte) error {
+func deliverToChannel(ch Channel, payload []byte) error {
 	c, ok := ch.(*channelImpl)
 	if !ok {
-		return fmt.Errorf("workflow: DeliverToChannel: a %T is not a channel made by this package", ch)
+		return fmt.Errorf("workflow: deliverToChannel: a %T is not a channel made by this package", ch)
 	}
 	if c.closed {
-		return fmt.Errorf("workflow: DeliverToChannel: channel %q is closed", c.name)
+		return fmt.Errorf("workflow: deliverToChannel: channel %q is closed", c.name)
 	}
 	c.offer(converter.NewEncodedValue(bytes.Clone(payload)), true)
 	return nil

@@ -114,8 +114,8 @@ func TestCloseSemantics(t *testing.T) {
 	if p := mustPanic(t, func() { ch.Close() }); !strings.Contains(p.(string), `close of closed channel "jobs"`) {
 		t.Fatalf("panic %v", p)
 	}
-	if err := DeliverToChannel(ch, []byte(`[1]`)); err == nil || !strings.Contains(err.Error(), "closed") {
-		t.Fatalf("DeliverToChannel on a closed channel: %v", err)
+	if err := deliverToChannel(ch, []byte(`[1]`)); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("deliverToChannel on a closed channel: %v", err)
 	}
 }
 
@@ -173,7 +173,7 @@ func TestDeliverToChannelDecodesPayload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := DeliverToChannel(ch, payload); err != nil {
+		if err := deliverToChannel(ch, payload); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -196,7 +196,7 @@ func TestDeliveredPayloadTargets(t *testing.T) {
 	ch := NewChannel(ctx)
 	payload, _ := converter.Encode(signal{Customer: "ada"})
 	for range 3 {
-		if err := DeliverToChannel(ch, payload); err != nil {
+		if err := deliverToChannel(ch, payload); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -211,8 +211,8 @@ func TestDeliveredPayloadTargets(t *testing.T) {
 	if !ch.ReceiveAsync(nil) || ch.Len() != 0 {
 		t.Fatal("a nil target did not discard the value")
 	}
-	if err := DeliverToChannel(nil, payload); err == nil {
-		t.Fatal("DeliverToChannel accepted a nil channel")
+	if err := deliverToChannel(nil, payload); err == nil {
+		t.Fatal("deliverToChannel accepted a nil channel")
 	}
 }
 
@@ -227,7 +227,7 @@ func TestReceiveTypeMismatchPanics(t *testing.T) {
 	if err, ok := p.(error); !ok || !strings.Contains(err.Error(), `channel "counts": cannot store a value of type string in a int`) {
 		t.Fatalf("panic %v", p)
 	}
-	_ = DeliverToChannel(ch, []byte(`["x"]`))
+	_ = deliverToChannel(ch, []byte(`["x"]`))
 	p = mustPanic(t, func() { ch.ReceiveAsync(&n) })
 	if err, ok := p.(error); !ok || !strings.Contains(err.Error(), "decode payload") {
 		t.Fatalf("panic %v", p)

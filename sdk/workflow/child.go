@@ -3,7 +3,7 @@ package workflow
 import (
 	"fmt"
 
-	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
@@ -82,7 +82,7 @@ func ExecuteChildWorkflow(ctx Context, childWorkflow any, args ...any) Future {
 		}
 		cause := ErrCanceled
 		if len(r.Payload) > 0 {
-			cause = DecodeFailure(r.Payload)
+			cause = decodeFailure(r.Payload)
 		}
 		set(nil, &ChildWorkflowError{WorkflowType: name, Step: step, Cause: cause})
 	})

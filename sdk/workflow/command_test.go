@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
@@ -102,7 +102,7 @@ func (w *testWorker) replayer() *testWorker {
 // replay, then live. It returns the encoded result and the workflow error,
 // or the execution's fault.
 func (w *testWorker) drive(fn any, input ...any) ([]byte, error) {
-	return w.driveEntry(NewEntry(fn, Info{WorkflowID: "wf-1", RunID: "run-1", WorkflowType: "test", TaskQueue: "q"}), input...)
+	return w.driveEntry(newEntryFor(fn, Info{WorkflowID: "wf-1", RunID: "run-1", WorkflowType: "test", TaskQueue: "q"}), input...)
 }
 
 func (w *testWorker) driveEntry(entry replay.Entry, input ...any) ([]byte, error) {
@@ -169,7 +169,7 @@ func (w *testWorker) runCommands(cmds []*replay.Command) []engine.Event {
 			}
 			res, err := fn(c.Input)
 			if err != nil {
-				next = append(next, w.append(engine.Event{Type: replay.EventActivityFailed, Step: c.Step, Name: c.Name, Payload: EncodeFailure(err)}))
+				next = append(next, w.append(engine.Event{Type: replay.EventActivityFailed, Step: c.Step, Name: c.Name, Payload: encodeFailure(err)}))
 			} else {
 				next = append(next, w.append(engine.Event{Type: replay.EventActivityCompleted, Step: c.Step, Name: c.Name, Payload: res}))
 			}
@@ -359,15 +359,15 @@ func TestActivityFailure(t *testing.T) {
 }
 
 func TestFailurePayloadRoundTrip(t *testing.T) {
-	p := EncodeFailure(NewApplicationError("m", "T", true))
+	p := encodeFailure(NewApplicationError("m", "T", true))
 	if string(p) != `{"type":"T","message":"m","nonRetryable":true}` {
 		t.Fatalf("payload %s", p)
 	}
 	var app *ApplicationError
-	if err := DecodeFailure(p); !errors.As(err, &app) || *app != (ApplicationError{Type: "T", Message: "m", NonRetryable: true}) {
+	if err := decodeFailure(p); !errors.As(err, &app) || *app != (ApplicationError{Type: "T", Message: "m", NonRetryable: true}) {
 		t.Fatalf("decoded %#v", err)
 	}
-	if err := DecodeFailure([]byte("not json")); err.Error() != "not json" {
+	if err := decodeFailure([]byte("not json")); err.Error() != "not json" {
 		t.Fatalf("non-JSON payload decoded as %q", err)
 	}
 }
@@ -601,13 +601,13 @@ func TestActivityOptionsTravelWithContext(t *testing.T) {
 // wrappers' words.
 func TestEncodeFailureKeepsWrappers(t *testing.T) {
 	inner := NewApplicationError("address undeliverable", "Undeliverable", true)
-	got := DecodeFailure(EncodeFailure(fmt.Errorf("compensated after: %w", inner)))
+	got := decodeFailure(encodeFailure(fmt.Errorf("compensated after: %w", inner)))
 	var ae *ApplicationError
 	if !errors.As(got, &ae) || ae.Type != "Undeliverable" || !ae.NonRetryable ||
 		ae.Message != "compensated after: Undeliverable: address undeliverable" {
 		t.Fatalf("decoded %#v", got)
 	}
-	if m := DecodeFailure(EncodeFailure(inner)).(*ApplicationError).Message; m != "address undeliverable" {
+	if m := decodeFailure(encodeFailure(inner)).(*ApplicationError).Message; m != "address undeliverable" {
 		t.Fatalf("unwrapped message %q", m)
 	}
 }

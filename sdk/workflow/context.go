@@ -33,12 +33,12 @@ var ErrCanceled = errors.New("canceled")
 // IsCanceledError reports whether err is, or wraps, ErrCanceled.
 func IsCanceledError(err error) bool { return errors.Is(err, ErrCanceled) }
 
-// NewRootContext returns the context a workflow function receives, carrying
+// newRootContext returns the context a workflow function receives, carrying
 // e for the primitives. The CancelFunc cancels the workflow as a whole. It is
 // for the worker that starts the execution, not for workflow code.
-func NewRootContext(e Env) (Context, CancelFunc) {
+func newRootContext(e execEnv) (Context, CancelFunc) {
 	if e == nil {
-		panic("workflow: NewRootContext needs an Env")
+		panic("workflow: newRootContext needs an execEnv")
 	}
 	return newCancelCtx(rootCtx{env: e}, true)
 }
@@ -78,8 +78,8 @@ func NewDisconnectedContext(parent Context) (Context, CancelFunc) {
 	return newCancelCtx(parent, false)
 }
 
-// rootCtx is the top of every workflow context tree; it only holds the Env.
-type rootCtx struct{ env Env }
+// rootCtx is the top of every workflow context tree; it only holds the execEnv.
+type rootCtx struct{ env execEnv }
 
 func (rootCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
 func (rootCtx) Done() Channel               { return nil }

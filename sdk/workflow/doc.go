@@ -1,6 +1,6 @@
 // Package workflow is what workflow code imports: deterministic stand-ins
 // for goroutines, channels, select, futures and context that block only
-// through the execution's replay.Dispatcher.
+// through the workflow's own scheduler.
 //
 // Workflow code runs as coroutines that take turns in a fixed order, so that
 // replaying the same history makes the same decisions. Go's own channels,

@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"reflect"
 
-	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
-// state is what the command-level API keeps per execution. NewEntry puts
+// state is what the command-level API keeps per execution. newEntryFor puts
 // it among the root context's values.
 type state struct {
 	x        *replay.Execution
@@ -31,7 +31,7 @@ func stateOf(ctx Context) *state {
 	envOf(ctx)
 	st, ok := ctx.Value(stateKey{}).(*state)
 	if !ok {
-		panic("workflow: the Context does not belong to a workflow started by NewEntry")
+		panic("workflow: the Context does not belong to a workflow started by newEntryFor")
 	}
 	return st
 }
@@ -40,7 +40,7 @@ func stateOf(ctx Context) *state {
 // channel, or waits for the channel to be asked for.
 func (st *state) onSignal(name string, payload []byte) {
 	if ch := st.signals[name]; ch != nil {
-		_ = DeliverToChannel(ch, payload) // signal channels are never closed
+		_ = deliverToChannel(ch, payload) // signal channels are never closed
 		return
 	}
 	st.pending[name] = append(st.pending[name], append([]byte(nil), payload...))
@@ -51,7 +51,7 @@ var (
 	errorType   = reflect.TypeFor[error]()
 )
 
-// NewEntry is for the worker: it returns the replay.Entry that runs the
+// newEntryFor is for the worker: it returns the replay.Entry that runs the
 // workflow function fn with info. The entry builds the root context (with
 // info, the signal channels fed by x.OnSignal, and cancellation of the
 // whole workflow by x.OnCancel), decodes the input with converter.Decode
@@ -62,7 +62,7 @@ var (
 // func(ctx Context, args...) (T, error), not variadic; any other shape,
 // or an input that does not decode into the parameters, finishes the run
 // with an error saying so.
-func NewEntry(fn any, info Info) replay.Entry {
+func newEntryFor(fn any, info Info) replay.Entry {
 	return newEntry(fn, info, nil)
 }
 
@@ -73,7 +73,7 @@ func newEntry(fn any, info Info, logger *slog.Logger) replay.Entry {
 			x.Finish(nil, err)
 			return
 		}
-		ctx, cancel := NewRootContext(x)
+		ctx, cancel := newRootContext(x)
 		if logger == nil {
 			logger = slog.Default()
 		}

@@ -3,12 +3,12 @@ package workflow
 import (
 	"time"
 
-	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/internal/replay"
 )
 
-// Env is what the primitives need from the running execution. It is
+// execEnv is what the primitives need from the running execution. It is
 // implemented by the replay execution; it is not for workflow code.
-type Env interface {
+type execEnv interface {
 	// Dispatcher runs the execution's coroutines; every blocking primitive
 	// waits through its Block.
 	Dispatcher() *replay.Dispatcher
@@ -20,18 +20,18 @@ type Env interface {
 	IsReplaying() bool
 }
 
-// envKey finds the Env among a context's values. It is unexported so that
-// only NewRootContext can install one.
+// envKey finds the execEnv among a context's values. It is unexported so that
+// only newRootContext can install one.
 type envKey struct{}
 
-// envOf returns the Env that ctx descends from. A context that is not a
+// envOf returns the execEnv that ctx descends from. A context that is not a
 // workflow context is a programming error that would otherwise surface as a
 // confusing nil dereference later, so it panics here with the reason.
-func envOf(ctx Context) Env {
+func envOf(ctx Context) execEnv {
 	if ctx == nil {
 		panic("workflow: nil Context; pass the Context the workflow function received")
 	}
-	e, ok := ctx.Value(envKey{}).(Env)
+	e, ok := ctx.Value(envKey{}).(execEnv)
 	if !ok {
 		panic("workflow: the Context is not a workflow context; pass the Context the workflow function received")
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/internal/replay"
 )
 
 // fakeEnv stands in for the replay execution: a dispatcher and a clock the
@@ -46,7 +46,7 @@ func start(t *testing.T, wf func(ctx Context)) *harness {
 func startErr(t *testing.T, wf func(ctx Context)) *harness {
 	t.Helper()
 	env := &fakeEnv{now: epoch}
-	ctx, cancel := NewRootContext(env)
+	ctx, cancel := newRootContext(env)
 	env.d = replay.NewDispatcher(func() { wf(ctx) })
 	t.Cleanup(env.d.Close)
 	return &harness{t: t, env: env, ctx: ctx, cancel: cancel}
@@ -120,6 +120,6 @@ func mustPanic(t *testing.T, f func()) (v any) {
 
 // testCtx returns a workflow context for calls that need no coroutine.
 func testCtx(t *testing.T) Context {
-	ctx, _ := NewRootContext(&fakeEnv{now: epoch})
+	ctx, _ := newRootContext(&fakeEnv{now: epoch})
 	return ctx
 }

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 )
 
-// Info describes the running workflow. The worker passes it to NewEntry.
+// Info describes the running workflow.
 type Info struct {
 	WorkflowID   string
 	RunID        string
@@ -37,7 +37,7 @@ func GetLogger(ctx Context) Logger {
 }
 
 type replayLogger struct {
-	env Env
+	env execEnv
 	l   *slog.Logger
 }
 

@@ -64,7 +64,7 @@ const (
 // MaximumInterval 30s (but never below InitialInterval), MaximumAttempts 0
 // meaning unlimited (as in Temporal; ScheduleToCloseTimeout then bounds the
 // retries). An error whose type (ApplicationError.Type, or the Go type
-// name, see EncodeFailure) is listed in NonRetryableErrorTypes, or that is
+// name, see encodeFailure) is listed in NonRetryableErrorTypes, or that is
 // marked non-retryable, is not retried.
 type RetryPolicy struct {
 	InitialInterval        time.Duration

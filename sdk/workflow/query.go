@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
@@ -29,10 +29,10 @@ func SetQueryHandler(ctx Context, queryType string, handler any) error {
 	return nil
 }
 
-// Query is for the worker: it calls the query handler of the workflow that
+// runQuery is for the worker: it calls the query handler of the workflow that
 // x runs, with args encoded by converter.Encode, and returns the encoded
 // result.
-func Query(x *replay.Execution, queryType string, args []byte) ([]byte, error) {
+func runQuery(x *replay.Execution, queryType string, args []byte) ([]byte, error) {
 	st, ok := x.Local().(*state)
 	if !ok {
 		return nil, errors.New("workflow: the execution has not started its workflow")

@@ -14,7 +14,7 @@ func GetSignalChannel(ctx Context, name string) ReceiveChannel {
 	ch := newChannel(name, 0)
 	st.signals[name] = ch
 	for _, p := range st.pending[name] {
-		_ = DeliverToChannel(ch, p) // a new channel is open
+		_ = deliverToChannel(ch, p) // a new channel is open
 	}
 	delete(st.pending, name)
 	return ch

@@ -3,7 +3,7 @@ package workflow
 import (
 	"time"
 
-	"github.com/heddlewf/heddle/replay"
+	"github.com/heddlewf/heddle/internal/replay"
 )
 
 // NewTimer returns a future that becomes ready, with no value, d after the
