@@ -25,8 +25,25 @@ func (a *applier) appendEvents(c *AppendEvents) (Result, error) {
 		}
 		res.LastSeq = seq
 	}
+	for _, id := range c.CancelTimers {
+		cancelTimer(l.job, id)
+	}
+	for _, t := range c.Timers {
+		setTimer(l.job, Timer{ID: t.ID, FireMS: max(t.FireMS, a.now)})
+	}
 	a.save(l)
 	return res, nil
+}
+
+// cancelTimer removes the pending timer id, if any; its index entry stays
+// behind, stale, until the timer sweep reaches it and finds it gone.
+func cancelTimer(j *Job, id string) {
+	for i := range j.Timers {
+		if j.Timers[i].ID == id {
+			j.Timers = append(j.Timers[:i], j.Timers[i+1:]...)
+			return
+		}
+	}
 }
 
 func (a *applier) commitStep(c *CommitStep) (Result, error) {
@@ -91,6 +108,10 @@ func (a *applier) wait(c *Wait) (Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The wait's timers become the job's pending ones: a timer the worker
+	// set earlier in the turn and still waits for is named again, and one
+	// it no longer needs (cancelled by the workflow) is dropped.
+	j.Timers = nil
 	for _, t := range spec.allTimers() {
 		setTimer(j, t)
 	}

@@ -150,12 +150,23 @@ func (c *AppendEvents) check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
 	switch {
-	case len(c.Events) == 0:
-		ch.fail("Events", "is empty")
+	case len(c.Events) == 0 && len(c.Timers) == 0 && len(c.CancelTimers) == 0:
+		ch.fail("Events", "is empty, and no timer is set or cancelled")
 	case len(c.Events) > l.MaxEventsPerAppend && ch.err == nil:
 		ch.err = tooLarge(ch.cmd, "Events", len(c.Events), l.MaxEventsPerAppend)
+	case len(c.Timers)+len(c.CancelTimers) > l.MaxBatch && ch.err == nil:
+		ch.err = tooLarge(ch.cmd, "Timers", len(c.Timers)+len(c.CancelTimers), l.MaxBatch)
 	}
 	ch.events(c.Events)
+	for i, t := range c.Timers {
+		ch.name(fmt.Sprintf("Timers[%d].ID", i), t.ID, true)
+		if t.FireMS <= 0 {
+			ch.fail(fmt.Sprintf("Timers[%d].FireMS", i), "must be a positive Unix time in milliseconds")
+		}
+	}
+	for i, id := range c.CancelTimers {
+		ch.name(fmt.Sprintf("CancelTimers[%d]", i), id, true)
+	}
 	return ch.err
 }
 

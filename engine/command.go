@@ -153,11 +153,20 @@ type NewEvent struct {
 	Payload []byte    `msgpack:"p,omitempty"`
 }
 
-// AppendEvents appends non-status events to a running job (fenced).
+// AppendEvents appends non-status events to a running job (fenced), and
+// sets or cancels its durable timers. A worker that keeps the job while its
+// activities run sets the workflow's timers here, so that the scheduler
+// fires them (timer_fired) while the job is Running, as it does for a
+// waiting job; a Wait later naming the same timer id takes it over.
 type AppendEvents struct {
 	Header
 	LeaseRef
-	Events []NewEvent `msgpack:"ev"`
+	Events []NewEvent `msgpack:"ev,omitempty"`
+	// Timers are set (a timer of the same id is replaced).
+	Timers []Timer `msgpack:"tm,omitempty"`
+	// CancelTimers are timer ids removed from the job's pending timers, so
+	// they never fire; an id that is not pending is ignored.
+	CancelTimers []string `msgpack:"ct,omitempty"`
 }
 
 // CommitStep records a step's result (the effect) and its completion event in

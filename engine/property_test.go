@@ -691,6 +691,19 @@ func (m *propModel) appendEvents(c *AppendEvents) (Result, error) {
 		}
 		res.LastSeq = seq
 	}
+	for _, id := range c.CancelTimers {
+		if i := slices.IndexFunc(j.Timers, func(x Timer) bool { return x.ID == id }); i >= 0 {
+			j.Timers = slices.Delete(j.Timers, i, i+1)
+		}
+	}
+	for _, t := range c.Timers {
+		t.FireMS = max(t.FireMS, m.now)
+		if i := slices.IndexFunc(j.Timers, func(x Timer) bool { return x.ID == t.ID }); i >= 0 {
+			j.Timers[i] = t
+		} else {
+			j.Timers = append(j.Timers, t)
+		}
+	}
 	return res, nil
 }
 
@@ -754,6 +767,7 @@ func (m *propModel) wait(c *Wait) (Result, error) {
 		spec.TimerAtMS = m.now // a due timer waits and fires at the next sweep
 	}
 	seq := m.appendEv(j, Event{Type: EventJobWaiting, Attempt: c.Attempt, Wait: &spec})
+	j.Timers = nil // the wait's timers replace the job's pending ones
 	if spec.TimerAtMS > 0 {
 		t := Timer{ID: spec.TimerID, FireMS: spec.TimerAtMS}
 		if i := slices.IndexFunc(j.Timers, func(x Timer) bool { return x.ID == t.ID }); i >= 0 {
@@ -1978,6 +1992,12 @@ func (p *propDriver) genKind(k CommandKind) Command {
 			}
 			ev.Payload = p.payload()
 			c.Events = append(c.Events, ev)
+		}
+		if p.chance(20) {
+			c.Timers = append(c.Timers, Timer{ID: propPick(r, propTimerIDs...), FireMS: p.m.now + int64(r.IntN(5000)) - 1000})
+		}
+		if p.chance(15) {
+			c.CancelTimers = append(c.CancelTimers, propPick(r, propTimerIDs...))
 		}
 		return c
 	case KindCommitStep:

@@ -42,6 +42,14 @@ type Service interface {
 
 	Describe(ctx context.Context, t Target) (*Job, error)
 	History(ctx context.Context, id JobID, afterSeq uint64, limit int) (*HistoryPage, error)
+	// WatchHistory is History that, while the job has no events after
+	// afterSeq, waits until it has (or ctx ends). A worker driving a job
+	// watches it to learn, while its activities run, of what others write:
+	// signals, fired timers, cancel requests, recorded effects, and a status
+	// change that ends its attempt. The events may come from a replica that
+	// lags the leader: they are committed, but a caller that needs every
+	// event up to now reads History.
+	WatchHistory(ctx context.Context, id JobID, afterSeq uint64, limit int) (*HistoryPage, error)
 	Effect(ctx context.Context, id JobID, step string) (*Effect, error)
 	List(ctx context.Context, q ListQuery) (*ListPage, error)
 	// WaitClosed blocks until the job t names is terminal and returns its

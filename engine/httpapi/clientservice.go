@@ -172,6 +172,31 @@ func (c *Client) History(ctx context.Context, id engine.JobID, afterSeq uint64, 
 	return read[engine.HistoryPage](ctx, c, jobPath(id)+"/history", q)
 }
 
+// WatchHistory implements engine.Service with long polls on the history
+// route, asking again while the answer is empty. The polls are stale reads:
+// any node serves them from its own state.
+func (c *Client) WatchHistory(ctx context.Context, id engine.JobID, afterSeq uint64, limit int) (*engine.HistoryPage, error) {
+	q := url.Values{"after": {strconv.FormatUint(afterSeq, 10)}, "limit": {strconv.Itoa(limit)}, "stale": {"1"}}
+	for {
+		wait := c.pollWait(ctx)
+		if wait == 0 {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		q.Set("wait", wait.String())
+		var page engine.HistoryPage
+		if err := c.do(ctx, request{method: http.MethodGet, path: jobPath(id) + "/history", query: q, out: &page, wait: wait}); err != nil {
+			return nil, err
+		}
+		if len(page.Events) > 0 {
+			return &page, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
 // Effect implements engine.Service.
 func (c *Client) Effect(ctx context.Context, id engine.JobID, step string) (*engine.Effect, error) {
 	var eff *engine.Effect // stays nil when the server answers null

@@ -27,6 +27,7 @@
 //	GET    /v1/jobs/{job}                    Describe by job id       -> Job
 //	GET    /v1/workflows/{workflow}          Describe the current run -> Job
 //	GET    /v1/jobs/{job}/history?after=&limit=               History -> HistoryPage
+//	GET    /v1/jobs/{job}/history?after=&limit=&wait=30s      WatchHistory -> HistoryPage (long poll)
 //	GET    /v1/jobs/{job}/effects/{step}     Effect (null when none)  -> Effect
 //	GET    /v1/jobs/{job}/closed[?wait=30s]  wait until terminal      -> Job (long poll)
 //	GET    /v1/workflows/{workflow}/closed[?wait=30s]                 -> Job (long poll)

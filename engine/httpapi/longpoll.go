@@ -132,3 +132,20 @@ func (s *Server) waitClosed(c *call) (any, error) {
 	}
 	return s.cfg.Service.Describe(c.r.Context(), t)
 }
+
+// watchHistory is a history read with a wait: a long poll that answers as
+// soon as the job has events after after, or an empty page when the wait is
+// over. It is served from this node's own state (Service.WatchHistory), so
+// a follower answers it without asking the leader.
+func (s *Server) watchHistory(c *call, id engine.JobID, after uint64, limit int, wait time.Duration) (any, error) {
+	pctx, cancel := s.pollContext(c.r.Context(), wait)
+	defer cancel()
+	page, err := s.cfg.Service.WatchHistory(pctx, id, after, limit)
+	if err == nil || pctx.Err() == nil || c.r.Context().Err() != nil || !isContextError(err) {
+		return page, err
+	}
+	if err := s.pollEnded(); err != nil {
+		return nil, err
+	}
+	return &engine.HistoryPage{Events: []engine.Event{}}, nil
+}

@@ -28,6 +28,13 @@ func (s *Server) history(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	wait, err := c.waitParam(0)
+	if err != nil {
+		return nil, err
+	}
+	if wait > 0 {
+		return s.watchHistory(c, id, after, limit, wait)
+	}
 	return s.cfg.Service.History(c.r.Context(), id, after, limit)
 }
 

@@ -36,7 +36,17 @@ type Command struct {
 	// command happened before and must not be issued to the engine again.
 	Recorded bool
 	Resolved bool
-	resolve  func(Resolution)
+	// CancelRequested is set by workflow code (RequestCancel) when the
+	// command's context is cancelled before its result arrived: the worker
+	// then cancels the running activity, cancels the timer, asks the child
+	// to cancel itself, or never starts the command at all.
+	CancelRequested bool
+	// CancelHandled and Started belong to the worker: it sets CancelHandled
+	// once it acted on CancelRequested, and Started once it created the job
+	// of a remote command (whose scheduled record may not be written yet).
+	CancelHandled bool
+	Started       bool
+	resolve       func(Resolution)
 }
 
 // Entry runs a workflow from its input inside the root coroutine and reports
@@ -242,6 +252,15 @@ func (x *Execution) issue(step string, kind CommandKind, name string, input []by
 		x.open[step] = cmd
 	}
 	return cmd
+}
+
+// RequestCancel marks cmd as cancelled by workflow code. It must be called
+// from workflow code; a command whose result was applied already is left
+// alone. What the cancellation does is the worker's: see CancelRequested.
+func (x *Execution) RequestCancel(cmd *Command) {
+	if !cmd.Resolved {
+		cmd.CancelRequested = true
+	}
 }
 
 // stop ends the execution with err from inside workflow code: the calling

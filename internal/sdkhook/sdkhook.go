@@ -36,3 +36,16 @@ var (
 // ActivityEnvKey is the context key under which the worker puts an
 // activity's environment; sdk/activity reads it.
 type ActivityEnvKey struct{}
+
+// Failure types the worker and the engine write for ends that are not the
+// activity's or workflow's own error.
+const (
+	// FailureCanceled is an activity or child that ended because it was
+	// cancelled (or was cancelled before it started).
+	FailureCanceled = "CanceledError"
+	// FailureTimeout is an activity or workflow that ran out of time.
+	FailureTimeout = "TimeoutError"
+	// FailureAlreadyStarted is a child whose workflow id another open run
+	// holds.
+	FailureAlreadyStarted = "ChildWorkflowExecutionAlreadyStartedError"
+)

@@ -86,153 +86,13 @@ func failedAttempts(recs []*engine.Event) int {
 	return n
 }
 
-// outcome is how one activity's run in this worker ended.
-type outcome struct {
-	c       *replay.Command
-	result  []byte
-	err     error             // the final error, nil on success
-	records []engine.NewEvent // failed tries to record
-	retryAt int64             // > 0: the next try waits for a durable timer
-}
-
-// runInline executes the runnable inline activities concurrently and
-// commits each result as it arrives, letting the workflow schedule more in
-// between. It reports whether anything was committed.
-func (r *run) runInline(cmds []*replay.Command) (bool, error) {
-	results := make(chan outcome)
-	running := 0
-	started := map[string]bool{}
-	startReady := func(cmds []*replay.Command) {
-		nowMS := r.w.opts.Clock.Now().UnixMilli()
-		for _, c := range cmds {
-			if !r.isInline(c) || started[c.Step] {
-				continue
-			}
-			recs := r.x.Records(c.Step)
-			if at, _ := retryAt(recs, r.pending, c.Step); at > nowMS {
-				continue // waits for its retry timer
-			}
-			started[c.Step] = true
-			running++
-			details := lastDetails(recs, r.pending, c.Step)
-			go func(c *replay.Command, attempt int) { results <- r.execute(c, attempt, details) }(c, failedAttempts(recs)+1)
-		}
-	}
-	startReady(cmds)
-	committed := false
-	var firstErr error
-	for running > 0 {
-		// Take every result that is already waiting, so that activities
-		// finishing together commit together: their step commits are
-		// proposed at once and share one group commit (one sync, or one
-		// Raft entry), instead of one sync per activity.
-		batch := []outcome{<-results}
-		running--
-	drain:
-		for running > 0 {
-			select {
-			case o := <-results:
-				batch = append(batch, o)
-				running--
-			default:
-				break drain
-			}
-		}
-		if firstErr == nil && r.ctx.Err() != nil {
-			// The worker itself stopped, or the attempt turned stale: what
-			// the activities returned under a cancelled context is not
-			// their result and must not be committed.
-			firstErr = r.ctx.Err()
-		}
-		if firstErr != nil {
-			continue // drain the others; the turn is over
-		}
-		var commits []outcome
-		for _, o := range batch {
-			r.pending = append(r.pending, o.records...)
-			if o.retryAt == 0 {
-				commits = append(commits, o)
-			}
-			// A try that waits for a durable retry timer is recorded with
-			// the next write; the wait sets its timer.
-		}
-		if len(commits) == 0 {
-			continue
-		}
-		if err := r.commitActivities(commits); err != nil {
-			firstErr = err
-			continue
-		}
-		committed = true
-		if r.x.Fault() != nil {
-			continue // the fault is handled by the caller's loop
-		}
-		startReady(r.x.Unresolved())
-	}
-	return committed, firstErr
-}
-
-// commitStepOf is the step commit of an activity's outcome.
-func (r *run) commitStepOf(o outcome) engine.CommitStep {
-	cs := engine.CommitStep{LeaseRef: r.ref, Step: o.c.Step, Name: o.c.Name, Type: replay.EventActivityCompleted, Payload: o.result}
-	if o.err != nil {
-		cs.Type, cs.Payload, cs.Failed = replay.EventActivityFailed, sdkhook.EncodeFailure(o.err), true
-	}
-	return cs
-}
-
-// commitActivities commits the outcomes of activities that finished
-// together: one alone as commitActivity does, several concurrently (each
-// is its own fenced CommitStep; the log puts them in one batch), after
-// which the history is read once to learn the order they landed in.
-func (r *run) commitActivities(outs []outcome) error {
-	if len(outs) == 1 {
-		return r.commitActivity(outs[0])
-	}
-	if err := r.flush(); err != nil {
-		return err
-	}
-	errs := make([]error, len(outs))
-	var wg sync.WaitGroup
-	for i, o := range outs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[i] = r.w.e.CommitStep(r.ctx, r.commitStepOf(o))
-		}()
-	}
-	wg.Wait()
-	// Whatever was committed must be seen before anything else happens,
-	// even if another commit of the group failed.
-	if err := r.catchUp(false); err != nil && r.x.Fault() == nil {
-		return err
-	}
-	return errors.Join(errs...)
-}
-
-func (r *run) commitActivity(o outcome) error {
-	if err := r.flush(); err != nil {
-		return err
-	}
-	cs := r.commitStepOf(o)
-	res, err := r.w.e.CommitStep(r.ctx, cs)
-	if err != nil {
-		return err
-	}
-	// Advancing here keeps the commit and its event together. A fault it
-	// raises is the caller's loop's to handle; any other error (the history
-	// could not be read) ends the turn, since the execution would not know
-	// the step is done.
-	if err := r.advanceOwn(res, []engine.Event{{Type: cs.Type, Step: cs.Step, Name: cs.Name, Payload: cs.Payload, Commit: true}}); err != nil && r.x.Fault() == nil {
-		return err
-	}
-	return nil
-}
-
 // execute runs an activity from try attempt on, retrying in the worker while
 // the delay is short, until it succeeds, fails for good, or needs a durable
 // retry timer.
-func (r *run) execute(c *replay.Command, attempt int, details []byte) outcome {
+//
+// ctx is the activity's own context: cancelled when the workflow cancels
+// the activity, when the turn ends, or when the attempt turns stale.
+func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, details []byte) outcome {
 	opts, _ := c.Options.(workflow.ActivityOptions)
 	o := outcome{c: c}
 	fn := r.w.activityFn(c.Name)
@@ -251,7 +111,7 @@ func (r *run) execute(c *replay.Command, attempt int, details []byte) outcome {
 	}
 	scheduleTimeout := func() error {
 		return workflow.NewApplicationError(fmt.Sprintf("activity %s: schedule-to-close timeout of %v", c.Name, opts.ScheduleToCloseTimeout),
-			"ScheduleToCloseTimeout", true)
+			sdkhook.FailureTimeout, true)
 	}
 	for ; fn != nil; attempt++ {
 		if !deadline.IsZero() && !r.w.opts.Clock.Now().Before(deadline) {
@@ -260,15 +120,15 @@ func (r *run) execute(c *replay.Command, attempt int, details []byte) outcome {
 		}
 		info := activity.Info{ActivityType: c.Name, WorkflowID: r.job.WorkflowID, RunID: strconv.FormatUint(uint64(r.job.Job), 10),
 			Step: c.Step, Attempt: attempt, IdempotencyKey: fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step)}
-		env := &activityEnv{w: r.w, info: info, ref: r.ref, prev: details, beats: make(chan struct{}, 1)}
-		result, err := r.w.callActivity(r.actCtx, fn, c.Input, env, opts, deadline)
+		env := &activityEnv{w: r.w, info: info, ref: r.ref, prev: details, beats: make(chan struct{}, 1), onCancel: r.taskCancel}
+		result, err := r.w.callActivity(ctx, fn, c.Input, env, opts, deadline)
 		details = env.recorded()
 		if err == nil {
 			o.result, o.err = result, nil
 			return o
 		}
 		o.err = err
-		if r.actCtx.Err() != nil || !retryable(err, policy) || !policy.HasAttemptsLeft(attempt) {
+		if ctx.Err() != nil || !retryable(err, policy) || !policy.HasAttemptsLeft(attempt) {
 			return o
 		}
 		delay := policy.Delay(attempt)
@@ -289,7 +149,7 @@ func (r *run) execute(c *replay.Command, attempt int, details []byte) outcome {
 		t := r.w.opts.Clock.NewTimer(delay)
 		select {
 		case <-t.C():
-		case <-r.actCtx.Done():
+		case <-ctx.Done():
 			t.Stop()
 			return o
 		}
@@ -315,6 +175,11 @@ type activityEnv struct {
 	ref  engine.LeaseRef
 	prev []byte
 
+	// onCancel, set for an activity task (an activity sent here from
+	// another queue's workflow), cancels the activity when a heartbeat
+	// answers that the workflow asked for that.
+	onCancel func()
+
 	mu      sync.Mutex
 	details []byte
 	beats   chan struct{} // each Heartbeat, for the HeartbeatTimeout watchdog
@@ -333,8 +198,21 @@ func (a *activityEnv) Heartbeat(details []byte) error {
 	case a.beats <- struct{}{}:
 	default:
 	}
-	_, err := engine.HeartbeatOne(a.ctx, a.w.e, a.ref, a.w.opts.LeaseTTL.Milliseconds())
-	return err
+	res, err := a.w.e.Heartbeat(a.ctx, engine.Heartbeat{Leases: []engine.LeaseRef{a.ref}, LeaseMS: a.w.opts.LeaseTTL.Milliseconds()})
+	if err != nil {
+		return err
+	}
+	if len(res.Refused) > 0 {
+		sentinel := engine.ErrStaleAttempt
+		if res.Refused[0].Code != engine.StaleAttemptCode {
+			sentinel = engine.ErrUnknownJob
+		}
+		return fmt.Errorf("%w: heartbeat of job %d attempt %d", sentinel, a.ref.Job, a.ref.Attempt)
+	}
+	if len(res.CancelRequested) > 0 && a.onCancel != nil {
+		a.onCancel()
+	}
+	return nil
 }
 
 // recorded returns the details this try recorded, or the earlier try's.
@@ -369,7 +247,8 @@ func (w *Worker) callActivity(ctx context.Context, fn any, input []byte, env *ac
 		go w.heartbeatWatchdog(ctx, cancel, env.beats, opts.HeartbeatTimeout)
 		defer func() {
 			if err != nil && errors.Is(context.Cause(ctx), errHeartbeatTimeout) {
-				err = fmt.Errorf("activity %s: no heartbeat within %v: %w", info.ActivityType, opts.HeartbeatTimeout, err)
+				err = workflow.NewApplicationError(fmt.Sprintf("activity %s: heartbeat timeout: no heartbeat within %v: %v", info.ActivityType, opts.HeartbeatTimeout, err),
+					sdkhook.FailureTimeout, false)
 			}
 		}()
 	}
@@ -403,7 +282,11 @@ func (w *Worker) callActivity(ctx context.Context, fn any, input []byte, env *ac
 	if e := out[len(out)-1]; !e.IsNil() {
 		err = e.Interface().(error)
 		if ctx.Err() == context.DeadlineExceeded {
-			err = fmt.Errorf("activity %s: start-to-close timeout after %v: %w", info.ActivityType, opts.StartToCloseTimeout, err)
+			// A try that ran out of time is retried, as in Temporal; the
+			// schedule-to-close deadline, when it is the one that passed,
+			// ends the activity in execute.
+			err = workflow.NewApplicationError(fmt.Sprintf("activity %s: start-to-close timeout after %v: %v", info.ActivityType, opts.StartToCloseTimeout, err),
+				sdkhook.FailureTimeout, false)
 		}
 		return nil, err
 	}
@@ -445,7 +328,11 @@ type taskInput struct {
 // runActivityTask executes an activity that another queue's workflow sent
 // here, and ends its job: the engine makes the result the workflow's step
 // effect.
-func (w *Worker) runActivityTask(ctx, actCtx context.Context, j engine.ClaimedJob, ref engine.LeaseRef, name string) error {
+//
+// actCtx is the activity's context; cancelAct cancels it, which the job's
+// heartbeats (and the activity's own) do when the workflow asked to cancel
+// the activity.
+func (w *Worker) runActivityTask(ctx, actCtx context.Context, cancelAct context.CancelFunc, j engine.ClaimedJob, ref engine.LeaseRef, name string) error {
 	page, err := w.e.History(ctx, j.Job, 0, 1)
 	if err != nil || len(page.Events) == 0 {
 		return errors.Join(err, fmt.Errorf("worker: activity task %d has no history", j.Job))
@@ -456,8 +343,13 @@ func (w *Worker) runActivityTask(ctx, actCtx context.Context, j engine.ClaimedJo
 		return ferr
 	}
 	c := &replay.Command{Step: "1", Kind: replay.KindActivity, Name: name, Input: in.Args, Options: in.Options, IssuedAtMS: in.IssuedAtMS}
-	r := &run{w: w, ctx: ctx, actCtx: actCtx, job: j, ref: ref}
-	o := r.execute(c, int(j.Attempt), nil)
+	r := &run{w: w, ctx: ctx, job: j, ref: ref, taskCancel: cancelAct}
+	o := r.execute(actCtx, c, int(j.Attempt), nil)
+	if o.err != nil && actCtx.Err() != nil && ctx.Err() == nil {
+		// The workflow asked to cancel the activity, and it returned an
+		// error: its acknowledgement of the cancellation.
+		o.err = workflow.NewApplicationError(fmt.Sprintf("activity %s canceled: %v", name, o.err), sdkhook.FailureCanceled, true)
+	}
 	if o.err != nil {
 		_, err = w.e.Fail(ctx, engine.Fail{LeaseRef: ref, Error: sdkhook.EncodeFailure(o.err)})
 		return err

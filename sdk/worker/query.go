@@ -37,7 +37,7 @@ func (w *Worker) QueryWorkflow(ctx context.Context, workflowID, runID, queryType
 	x := replay.NewExecution(j.ID, sdkhook.NewEntry(fn, info))
 	x.DeadlockTimeout = w.opts.DeadlockTimeout
 	defer x.Close()
-	r := &run{w: w, ctx: ctx, actCtx: ctx, job: engine.ClaimedJob{Job: j.ID}, x: x}
+	r := &run{w: w, ctx: ctx, job: engine.ClaimedJob{Job: j.ID}, x: x}
 	if err := r.catchUp(true); err != nil {
 		return converter.EncodedValue{}, err
 	}

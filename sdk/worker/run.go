@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -17,17 +16,45 @@ import (
 
 // run is one turn of one workflow job in this worker: from the claim to the
 // wait, completion or failure that releases it.
+//
+// A turn is an event loop on one goroutine. The workflow code runs whenever
+// the history grows; the commands it gives are acted on (remote work
+// created, inline activities started on goroutines of their own, timers
+// set, cancellations passed on); and while inline activities run, the loop
+// waits for whichever comes first: an activity's outcome, an event others
+// wrote to the history (a signal, a fired timer, a cancel request, a
+// recorded effect), or a retry delay running out. So the workflow stays
+// live during its activities, and every write still carries the attempt.
 type run struct {
-	w       *Worker
-	ctx     context.Context // the turn: engine writes
-	actCtx  context.Context // activities: also cancelled by a cancel request
-	job     engine.ClaimedJob
-	ref     engine.LeaseRef
-	x       *replay.Execution
-	pending []engine.NewEvent // recorded by the worker, not yet written
+	w   *Worker
+	ctx context.Context // the turn: engine writes; cancelled when the attempt is over
+	job engine.ClaimedJob
+	ref engine.LeaseRef
+	x   *replay.Execution
+	// pending are events recorded by the worker, not yet written.
+	pending []engine.NewEvent
+	// cancelTimers are engine timers the code cancelled, removed with the
+	// next append.
+	cancelTimers []string
+
+	// acts are the inline activities running in this turn, by step; their
+	// outcomes arrive on results.
+	acts    map[string]*inflight
+	results chan outcome
+	// turnDone is closed when the turn ends, so that activities still
+	// running then drop their outcome instead of blocking.
+	turnDone chan struct{}
+	watch    *watcher
+	// taskCancel, for the run of an activity task, cancels the activity.
+	taskCancel context.CancelFunc
 }
 
-func (w *Worker) runWorkflow(ctx, actCtx context.Context, j engine.ClaimedJob, ref engine.LeaseRef) error {
+// errAttemptOver ends a turn whose job another writer moved on (a cancel,
+// termination, timeout, suspension or reclaim appeared in its history): the
+// attempt can write nothing more.
+var errAttemptOver = errors.New("worker: the job's attempt is over")
+
+func (w *Worker) runWorkflow(ctx context.Context, j engine.ClaimedJob, ref engine.LeaseRef) error {
 	fn := w.workflowFn(j.Type)
 	if fn == nil {
 		// Another worker of this queue may know the type: give the job back
@@ -42,14 +69,34 @@ func (w *Worker) runWorkflow(ctx, actCtx context.Context, j engine.ClaimedJob, r
 		x = replay.NewExecution(j.Job, sdkhook.NewEntry(fn, info))
 		x.DeadlockTimeout = w.opts.DeadlockTimeout
 	}
-	r := &run{w: w, ctx: ctx, actCtx: actCtx, job: j, ref: ref, x: x}
+	r := newRun(w, ctx, j, ref, x)
 	released, err := r.drive()
 	if err != nil || !released {
 		x.Close() // its state may run ahead of what is durable: never reuse it
+		if errors.Is(err, errAttemptOver) || errors.Is(err, engine.ErrStaleAttempt) && w.endedByOthers(j.Job) {
+			return nil // not this worker's failure: the job moved on
+		}
 		return err
 	}
 	w.cache.Put(x)
 	return nil
+}
+
+// endedByOthers reports whether a job whose write was refused as stale was
+// ended or suspended by someone else (an operator, its parent, a deadline):
+// the refusal is fencing doing its work, not a failure of this worker. A
+// job that was reclaimed from this worker (its lease ran out) is a failure
+// worth reporting.
+func (w *Worker) endedByOthers(id engine.JobID) bool {
+	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
+	defer cancel()
+	j, err := w.e.Describe(ctx, engine.Target{Job: id})
+	return err == nil && (j.Status.Terminal() || j.Status == engine.StatusSuspended)
+}
+
+func newRun(w *Worker, ctx context.Context, j engine.ClaimedJob, ref engine.LeaseRef, x *replay.Execution) *run {
+	return &run{w: w, ctx: ctx, job: j, ref: ref, x: x, acts: map[string]*inflight{},
+		results: make(chan outcome), turnDone: make(chan struct{})}
 }
 
 // catchUp applies the history the execution has not seen yet.
@@ -71,13 +118,14 @@ func (r *run) catchUp(replaying bool) error {
 // drive runs the workflow until it waits (the execution may be cached:
 // released is true) or ends.
 func (r *run) drive() (released bool, err error) {
+	defer r.endTurn()
 	if err := r.catchUp(true); err != nil && r.x.Fault() == nil {
 		return false, err
 	}
 	for {
 		if d := r.job.DeadlineMS; d > 0 && r.w.opts.Clock.Now().UnixMilli() >= d {
 			return false, r.fail(workflow.NewApplicationError(
-				fmt.Sprintf("workflow %s exceeded its execution timeout", r.job.WorkflowID), "WorkflowExecutionTimeout", true))
+				fmt.Sprintf("workflow %s exceeded its execution timeout", r.job.WorkflowID), sdkhook.FailureTimeout, true))
 		}
 		if fault := r.x.Fault(); fault != nil {
 			// Nondeterminism, a panic or a deadlock: the run cannot go on
@@ -89,40 +137,61 @@ func (r *run) drive() (released bool, err error) {
 		if done, result, err := r.x.Finished(); done {
 			return false, r.finish(result, err)
 		}
-		// Remote work (children, other queues' activities) is started
-		// before inline activities run, so that it proceeds in parallel.
 		cmds := r.x.Unresolved()
-		progressed, err := r.startRemote(cmds)
+		// Cancellations first, so nothing cancelled is started; then remote
+		// work (children, other queues' activities), so that it proceeds in
+		// parallel with the inline activities started last.
+		progressed, err := r.act(cmds, r.cancels, r.startRemote, r.startInline)
 		if err != nil {
 			return false, err
 		}
 		if progressed {
 			continue
 		}
-		if progressed, err = r.runInline(cmds); err != nil {
-			return false, err
-		}
-		if progressed {
+		if len(r.acts) == 0 {
+			woken, err := r.wait(cmds)
+			if err != nil || !woken {
+				return err == nil, err
+			}
+			if err := r.catchUp(false); err != nil && r.x.Fault() == nil {
+				return false, err
+			}
 			continue
 		}
-		woken, err := r.wait(cmds)
-		if err != nil || !woken {
-			return err == nil, err
+		if err := r.setTimers(cmds); err != nil {
+			return false, err
 		}
-		if err := r.catchUp(false); err != nil {
-			continue // a fault is handled at the top of the loop
+		if err := r.await(cmds); err != nil {
+			return false, err
 		}
 	}
 }
 
-// flush writes the events the worker recorded (markers, failed tries)
-// before a step commit, so a commit never lands ahead of a marker whose
-// value it may depend on.
+// act runs the steps in order over cmds and stops at the first that made
+// progress (wrote something the workflow code has now seen) or failed.
+func (r *run) act(cmds []*replay.Command, steps ...func([]*replay.Command) (bool, error)) (bool, error) {
+	for _, step := range steps {
+		if progressed, err := step(cmds); err != nil || progressed {
+			return progressed, err
+		}
+	}
+	return false, nil
+}
+
+// flush writes the events the worker recorded (markers, failed tries,
+// cancelled timers) before a step commit, so a commit never lands ahead of
+// a marker whose value it may depend on.
 func (r *run) flush() error {
-	if len(r.pending) == 0 {
+	if len(r.pending) == 0 && len(r.cancelTimers) == 0 {
 		return nil
 	}
-	res, err := r.w.e.Append(r.ctx, engine.AppendEvents{LeaseRef: r.ref, Events: r.pending})
+	return r.appendOwn(nil)
+}
+
+// appendOwn writes the pending events, the timer cancellations and the
+// given timers in one fenced AppendEvents, and applies what it wrote.
+func (r *run) appendOwn(timers []engine.Timer) error {
+	res, err := r.w.e.Append(r.ctx, engine.AppendEvents{LeaseRef: r.ref, Events: r.pending, Timers: timers, CancelTimers: r.cancelTimers})
 	if err != nil {
 		return err
 	}
@@ -130,7 +199,10 @@ func (r *run) flush() error {
 	for i, ne := range r.pending {
 		evs[i] = engine.Event{Type: ne.Type, Step: ne.Step, Name: ne.Name, Payload: ne.Payload}
 	}
-	r.pending = nil
+	r.pending, r.cancelTimers = nil, nil
+	if len(evs) == 0 {
+		return nil
+	}
 	return r.advanceOwn(res, evs)
 }
 
@@ -175,11 +247,24 @@ func (r *run) compareStored(evs []engine.Event) error {
 	return nil
 }
 
+// endTurn cancels the inline activities still running (an ended workflow
+// abandons them) and stops the watcher.
+func (r *run) endTurn() {
+	for _, a := range r.acts {
+		a.cancel()
+	}
+	close(r.turnDone)
+	r.stopWatch()
+}
+
 func (r *run) finish(result []byte, werr error) error {
 	if err := r.flush(); err != nil {
 		return err
 	}
 	if err := r.closeChildren(); err != nil {
+		return err
+	}
+	if err := r.cancelRemoteActivities(); err != nil {
 		return err
 	}
 	var can *workflow.ContinueAsNewError
@@ -204,158 +289,6 @@ func (r *run) finish(result []byte, werr error) error {
 func (r *run) fail(werr error) error {
 	_, err := r.w.e.Fail(r.ctx, engine.Fail{LeaseRef: r.ref, Error: sdkhook.EncodeFailure(werr)})
 	return err
-}
-
-// isInline reports whether an activity command runs in this worker.
-func (r *run) isInline(c *replay.Command) bool {
-	opts, _ := c.Options.(workflow.ActivityOptions)
-	return c.Kind == replay.KindActivity && (opts.TaskQueue == "" || opts.TaskQueue == r.w.queue)
-}
-
-// startRemote sends activities of other queues and child workflows to the
-// engine as jobs whose result becomes this job's step effect, and catches
-// up effects that arrived (phase 2 of the step commit). It reports whether
-// the workflow can go on.
-func (r *run) startRemote(cmds []*replay.Command) (bool, error) {
-	progressed := false
-	for _, c := range cmds {
-		if (c.Kind != replay.KindActivity || r.isInline(c)) && c.Kind != replay.KindChild {
-			continue
-		}
-		if !c.Recorded {
-			if err := r.createRemote(c); err != nil {
-				return false, err
-			}
-			continue
-		}
-		eff, err := r.w.e.Effect(r.ctx, r.job.Job, c.Step)
-		if err != nil || eff == nil || eff.CommittedSeq != 0 {
-			if err != nil {
-				return false, err
-			}
-			continue
-		}
-		typ := map[[2]bool]engine.EventType{
-			{false, false}: replay.EventActivityCompleted, {false, true}: replay.EventActivityFailed,
-			{true, false}: replay.EventChildCompleted, {true, true}: replay.EventChildFailed,
-		}[[2]bool{c.Kind == replay.KindChild, eff.Failed}]
-		if err := r.flush(); err != nil {
-			return false, err
-		}
-		if _, err := r.w.e.CommitStep(r.ctx, engine.CommitStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, Type: typ, CatchUp: true}); err != nil {
-			return false, err
-		}
-		if err := r.catchUp(false); err != nil {
-			return true, nil
-		}
-		progressed = true
-	}
-	return progressed, nil
-}
-
-// createRemote creates the job of a remote activity or child workflow and
-// records that it was scheduled. The job's workflow id and request id are
-// derived from this job and the step, so doing it again after a crash finds
-// the job created the first time.
-func (r *run) createRemote(c *replay.Command) error {
-	create := engine.CreateJob{
-		WorkflowID: r.job.WorkflowID + "/" + c.Step, Input: c.Input,
-		ReusePolicy: engine.IDReuseReturnExisting, ParentID: r.job.Job, ParentStep: c.Step,
-	}
-	create.RequestID = fmt.Sprintf("heddle/%d/%s", r.job.Job, c.Step)
-	ev := engine.NewEvent{Step: c.Step, Name: c.Name}
-	switch c.Kind {
-	case replay.KindActivity:
-		opts, _ := c.Options.(workflow.ActivityOptions)
-		in, err := json.Marshal(taskInput{Args: c.Input, Options: opts, IssuedAtMS: c.IssuedAtMS})
-		if err != nil {
-			return err
-		}
-		create.Type, create.Queue, create.Input = activityTypePrefix+c.Name, opts.TaskQueue, in
-		ev.Type = replay.EventActivityScheduled
-	case replay.KindChild:
-		opts, _ := c.Options.(workflow.ChildWorkflowOptions)
-		create.Type, create.Queue = c.Name, r.w.queue
-		if opts.TaskQueue != "" {
-			create.Queue = opts.TaskQueue
-		}
-		if opts.WorkflowID != "" {
-			create.WorkflowID = opts.WorkflowID
-		}
-		ev.Type = replay.EventChildScheduled
-	}
-	if _, err := r.w.e.Create(r.ctx, create); err != nil && !errors.Is(err, engine.ErrWorkflowExists) {
-		return err
-	}
-	r.pending = append(r.pending, ev)
-	return nil
-}
-
-// wait releases the job until something it waits for happens: a timer, a
-// signal, a remote step's effect or a retry delay. The worker records the
-// scheduled timers in the same command. woken reports that something it
-// would wait for already happened: the job stays in hand.
-func (r *run) wait(cmds []*replay.Command) (woken bool, err error) {
-	spec := engine.WaitSpec{AnySignal: true}
-	events := append([]engine.NewEvent(nil), r.pending...)
-	for _, c := range cmds {
-		switch {
-		case c.Kind == replay.KindTimer:
-			spec.Timers = append(spec.Timers, engine.Timer{ID: c.Step, FireMS: c.FireAt})
-			if !c.Recorded {
-				events = append(events, engine.NewEvent{Type: replay.EventTimerScheduled, Step: c.Step})
-			}
-		case c.Kind == replay.KindActivity && r.isInline(c):
-			if at, attempt := retryAt(r.x.Records(c.Step), r.pending, c.Step); at > 0 {
-				spec.Timers = append(spec.Timers, engine.Timer{ID: replay.RetryTimerPrefix + c.Step + ":" + strconv.Itoa(attempt), FireMS: at})
-			}
-		default:
-			spec.Steps = append(spec.Steps, c.Step)
-		}
-	}
-	if d := r.job.DeadlineMS; d > 0 {
-		spec.Timers = append(spec.Timers, engine.Timer{ID: "deadline", FireMS: d})
-	}
-	res, err := r.w.e.Wait(r.ctx, engine.Wait{LeaseRef: r.ref, Spec: spec, SeenSeq: r.x.LastSeq(), Events: events})
-	if err != nil {
-		return false, err
-	}
-	if res.Woken {
-		// Something happened already; the Wait wrote nothing. Write the
-		// records (scheduled steps, markers) now, so that what woke the job
-		// (say, a child's result) finds its step recorded and can be caught
-		// up, instead of the job being woken by it again and again.
-		return true, r.flush()
-	}
-	r.pending = nil
-	return false, nil
-}
-
-// closeChildren applies the parent-close policy to the children still
-// running when the workflow ends. A child already closed is left alone.
-func (r *run) closeChildren() error {
-	for _, c := range r.x.Unresolved() {
-		if c.Kind != replay.KindChild || !c.Recorded {
-			continue
-		}
-		opts, _ := c.Options.(workflow.ChildWorkflowOptions)
-		id := opts.WorkflowID
-		if id == "" {
-			id = r.job.WorkflowID + "/" + c.Step
-		}
-		t := engine.Target{WorkflowID: id}
-		var err error
-		switch opts.ParentClosePolicy {
-		case workflow.ParentCloseTerminate:
-			_, err = r.w.e.Cancel(r.ctx, engine.Cancel{Target: t, Reason: "parent closed"})
-		case workflow.ParentCloseRequestCancel:
-			_, err = r.w.e.RequestCancel(r.ctx, engine.RequestCancel{Target: t, Reason: "parent closed"})
-		}
-		if err != nil && !errors.Is(err, engine.ErrIllegalTransition) && !errors.Is(err, engine.ErrJobClosed) {
-			return err
-		}
-	}
-	return nil
 }
 
 // retry applies the run's workflow retry policy to its failure: while

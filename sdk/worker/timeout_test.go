@@ -75,7 +75,7 @@ func testActivityTimeouts(t *testing.T, cache int) {
 	if err := run.Get(ctx, &got); err != nil {
 		t.Fatal(err)
 	}
-	if want := "ScheduleToCloseTimeout heartbeat-timeout done"; got != want {
+	if want := "TimeoutError heartbeat-timeout done"; got != want {
 		t.Fatalf("result %q, want %q", got, want)
 	}
 	verify(t, e)

@@ -259,24 +259,30 @@ func (w *Worker) handle(j engine.ClaimedJob) {
 	ctx, cancel := context.WithCancel(w.ctx)
 	defer cancel()
 	ref := engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}
-	// Activities run under their own context, cancelled when the workflow
-	// is asked to cancel; the turn's writes go on under ctx, so the
-	// workflow can still commit what the cancellation produced.
-	actCtx, cancelActs := context.WithCancel(ctx)
-	defer cancelActs()
+	name, isTask := strings.CutPrefix(j.Type, activityTypePrefix)
+	// An activity task runs under its own context, cancelled when the
+	// heartbeats learn that its workflow asked to cancel it; the turn's
+	// writes go on under ctx, so the cancellation's outcome is still
+	// committed. A workflow learns of a cancel request from its history.
+	actCtx, cancelAct := context.WithCancel(ctx)
+	defer cancelAct()
+	var onCancelRequested context.CancelFunc
+	if isTask {
+		onCancelRequested = cancelAct
+	}
 	hbDone := make(chan struct{})
 	// The lease is trusted until a fifth of its length before it could
 	// have run out by this worker's clock, counted from now (just after
 	// the claim returned) and then from each renewal's sending.
 	validUntil := w.opts.Clock.Now().Add(w.leaseTrust())
-	go w.heartbeat(ctx, cancel, cancelActs, ref, validUntil, hbDone)
+	go w.heartbeat(ctx, cancel, onCancelRequested, ref, validUntil, hbDone)
 	defer func() { cancel(); <-hbDone }()
 
 	var err error
-	if name, ok := strings.CutPrefix(j.Type, activityTypePrefix); ok {
-		err = w.runActivityTask(ctx, actCtx, j, ref, name)
+	if isTask {
+		err = w.runActivityTask(ctx, actCtx, cancelAct, j, ref, name)
 	} else {
-		err = w.runWorkflow(ctx, actCtx, j, ref)
+		err = w.runWorkflow(ctx, j, ref)
 	}
 	if err != nil && w.opts.OnError != nil && !errors.Is(err, context.Canceled) {
 		w.opts.OnError(j.Job, err)
@@ -289,14 +295,14 @@ func (w *Worker) handle(j engine.ClaimedJob) {
 func (w *Worker) leaseTrust() time.Duration { return w.opts.LeaseTTL * 4 / 5 }
 
 // heartbeat renews the lease every third of its length. A refusal means the
-// attempt is stale, so the job's context is cancelled at once; a cancel
-// request for the workflow cancels the activities' context. When no renewal
+// attempt is stale, so the job's context is cancelled at once; for an
+// activity task, a cancel request cancels the activity. When no renewal
 // has succeeded for so long that the lease may have lapsed (the service is
 // unreachable, or a node holding the requests is paused), the job's context
 // is cancelled too: the job may already be another worker's, and this one
 // must not start activities on a lease it lost. Fencing would refuse its
 // writes anyway; stopping early saves running a step twice.
-func (w *Worker) heartbeat(ctx context.Context, cancel, cancelActs context.CancelFunc, ref engine.LeaseRef, validUntil time.Time, done chan struct{}) {
+func (w *Worker) heartbeat(ctx context.Context, cancel, onCancelRequested context.CancelFunc, ref engine.LeaseRef, validUntil time.Time, done chan struct{}) {
 	defer close(done)
 	every := w.opts.LeaseTTL / 3
 	for {
@@ -328,8 +334,8 @@ func (w *Worker) heartbeat(ctx context.Context, cancel, cancelActs context.Cance
 			return
 		}
 		validUntil = sent.Add(w.leaseTrust())
-		if len(res.CancelRequested) > 0 {
-			cancelActs()
+		if len(res.CancelRequested) > 0 && onCancelRequested != nil {
+			onCancelRequested()
 		}
 	}
 }

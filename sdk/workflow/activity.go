@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
@@ -38,7 +39,7 @@ func ExecuteActivity(ctx Context, activity any, args ...any) Future {
 		set(nil, fmt.Errorf("workflow: activity %s: %w", name, err))
 		return f
 	}
-	st.x.Issue(replay.KindActivity, name, input, opts, 0, func(r replay.Resolution) {
+	cmd := st.x.Issue(replay.KindActivity, name, input, opts, 0, func(r replay.Resolution) {
 		if !r.Failed {
 			set(converter.NewEncodedValue(r.Payload), nil)
 			return
@@ -49,7 +50,7 @@ func ExecuteActivity(ctx Context, activity any, args ...any) Future {
 		}
 		set(nil, newActivityError(name, step, decodeFailure(r.Payload)))
 	})
-	watchCancel(ctx, f)
+	watchCancel(ctx, st.x, cmd, f, opts.WaitForCancellation)
 	return f
 }
 
@@ -110,6 +111,12 @@ func (e *ApplicationError) Error() string {
 		return e.Message
 	}
 	return e.Type + ": " + e.Message
+}
+
+// Is makes errors.Is(err, ErrCanceled) true for the failure of an activity
+// or child that ended because it was cancelled (type "CanceledError").
+func (e *ApplicationError) Is(target error) bool {
+	return target == ErrCanceled && e.Type == sdkhook.FailureCanceled
 }
 
 // failure is the JSON form of a failure payload.

@@ -28,6 +28,13 @@ type ChildWorkflowOptions struct {
 	TaskQueue string
 	// ParentClosePolicy applies when the parent ends first.
 	ParentClosePolicy ParentClosePolicy
+	// WaitForCancellation: when the context of ExecuteChildWorkflow is
+	// cancelled, the child is asked to cancel itself (it sees its own
+	// context cancelled and may clean up). With WaitForCancellation the
+	// future waits for the child to end and reports how it ended; without
+	// it (the default, as in Temporal) the future fails with ErrCanceled at
+	// once.
+	WaitForCancellation bool
 }
 
 type childOptionsKey struct{}
@@ -71,7 +78,8 @@ func ExecuteChildWorkflow(ctx Context, childWorkflow any, args ...any) Future {
 		set(nil, err)
 		return f
 	}
-	st.x.Issue(replay.KindChild, name, input, GetChildWorkflowOptions(ctx), 0, func(r replay.Resolution) {
+	opts := GetChildWorkflowOptions(ctx)
+	cmd := st.x.Issue(replay.KindChild, name, input, opts, 0, func(r replay.Resolution) {
 		if !r.Failed {
 			set(converter.NewEncodedValue(r.Payload), nil)
 			return
@@ -86,7 +94,7 @@ func ExecuteChildWorkflow(ctx Context, childWorkflow any, args ...any) Future {
 		}
 		set(nil, &ChildWorkflowError{WorkflowType: name, Step: step, Cause: cause})
 	})
-	watchCancel(ctx, f)
+	watchCancel(ctx, st.x, cmd, f, opts.WaitForCancellation)
 	return f
 }
 

@@ -24,6 +24,19 @@ type ActivityOptions struct {
 	// RetryPolicy says how failed attempts are retried; nil means the
 	// defaults of RetryPolicy's zero value.
 	RetryPolicy *RetryPolicy
+	// ScheduleToStartTimeout bounds the time from scheduling to the start
+	// of the first attempt: for an activity sent to another task queue, the
+	// time it waits for a worker there (the engine enforces it); for one
+	// run by the workflow's own worker, the time until that worker starts
+	// it. Exceeding it fails the activity with a TimeoutError. 0: no bound.
+	ScheduleToStartTimeout time.Duration
+	// WaitForCancellation: when the activity's context is cancelled, the
+	// running attempt's context is cancelled (in the workflow's worker at
+	// once, in another process at its next heartbeat). With
+	// WaitForCancellation the future waits for the activity to return and
+	// reports what it returned; without it (the default, as in Temporal)
+	// the future fails with ErrCanceled at once.
+	WaitForCancellation bool
 }
 
 // BackoffKind chooses how the delay between attempts grows.

@@ -10,8 +10,8 @@ import (
 // current workflow time. The worker is handed a timer command that fires at
 // Now+d (Unix ms, rounded up). A d of zero or less is ready at once and
 // issues nothing. When ctx is cancelled first, the future fails with
-// ErrCanceled; the timer command stays with the worker and its firing is
-// then ignored.
+// ErrCanceled at once and the worker records timer_canceled and removes the
+// timer, so it never fires.
 func NewTimer(ctx Context, d time.Duration) Future {
 	st := stateOf(ctx)
 	f, set := newCommandFuture()
@@ -25,14 +25,14 @@ func NewTimer(ctx Context, d time.Duration) Future {
 	}
 	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
 	fireAt := st.x.Now().UnixMilli() + ms
-	st.x.Issue(replay.KindTimer, "", nil, nil, fireAt, func(r replay.Resolution) {
+	cmd := st.x.Issue(replay.KindTimer, "", nil, nil, fireAt, func(r replay.Resolution) {
 		if r.Failed {
 			set(nil, ErrCanceled) // timer_canceled
 			return
 		}
 		set(nil, nil)
 	})
-	watchCancel(ctx, f)
+	watchCancel(ctx, st.x, cmd, f, false)
 	return f
 }
 

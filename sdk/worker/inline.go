@@ -1,0 +1,242 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/sdk/workflow"
+)
+
+// inflight is an inline activity running on a goroutine of its own.
+type inflight struct {
+	cancel context.CancelFunc
+	// cancelled: the workflow cancelled it, so an error it returns is its
+	// acknowledgement of the cancellation.
+	cancelled bool
+}
+
+// outcome is how one activity's run in this worker ended.
+type outcome struct {
+	c       *replay.Command
+	result  []byte
+	err     error             // the final error, nil on success
+	records []engine.NewEvent // failed tries to record
+	retryAt int64             // > 0: the next try waits for a durable timer
+}
+
+// startInline starts the runnable inline activities that are not running
+// yet, each on its own goroutine under its own context. An activity whose
+// ScheduleToStartTimeout has passed before it could start fails instead
+// (this only happens when the turn that scheduled it ended without starting
+// it, as after a crash); that commit is progress.
+func (r *run) startInline(cmds []*replay.Command) (bool, error) {
+	now := r.w.opts.Clock.Now()
+	for _, c := range cmds {
+		if !r.isInline(c) || c.CancelRequested || r.acts[c.Step] != nil {
+			continue
+		}
+		recs := r.x.Records(c.Step)
+		if at, _ := retryAt(recs, r.pending, c.Step); at > now.UnixMilli() {
+			continue // waits for its retry timer
+		}
+		opts, _ := c.Options.(workflow.ActivityOptions)
+		failed := failedAttempts(recs)
+		if s2s := opts.ScheduleToStartTimeout; s2s > 0 && failed == 0 && !now.Before(time.UnixMilli(c.IssuedAtMS).Add(s2s)) {
+			err := workflow.NewApplicationError(fmt.Sprintf("activity %s: schedule-to-start timeout of %v", c.Name, s2s), sdkhook.FailureTimeout, true)
+			return true, r.commitFailure(c, err)
+		}
+		ctx, cancel := context.WithCancel(r.ctx)
+		r.acts[c.Step] = &inflight{cancel: cancel}
+		details := lastDetails(recs, r.pending, c.Step)
+		go func(c *replay.Command, attempt int) {
+			o := r.execute(ctx, c, attempt, details)
+			select {
+			case r.results <- o:
+			case <-r.turnDone: // the turn ended: nobody wants the outcome
+			}
+		}(c, failed+1)
+	}
+	return false, nil
+}
+
+// nextRetry returns the earliest time an inline activity waiting for a
+// retry delay may run again, or the zero time.
+func (r *run) nextRetry(cmds []*replay.Command) time.Time {
+	var next int64
+	for _, c := range cmds {
+		if !r.isInline(c) || c.CancelRequested || r.acts[c.Step] != nil {
+			continue
+		}
+		if at, _ := retryAt(r.x.Records(c.Step), r.pending, c.Step); at > 0 && (next == 0 || at < next) {
+			next = at
+		}
+	}
+	if next == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(next)
+}
+
+// await blocks while inline activities run, until one of them ends (then
+// every outcome already waiting is committed together), until others wrote
+// to the job's history (then the workflow code sees it), or until a retry
+// delay ends. The watch on the history starts at once when the workflow
+// waits for something besides its inline activities (a timer, a remote
+// step), and otherwise only once the activities have run for watchDelay,
+// so that short activities cost no watch at all.
+func (r *run) await(cmds []*replay.Command) error {
+	var delayC, retryC <-chan time.Time
+	if r.watch == nil {
+		if r.expectsEvents(cmds) {
+			r.startWatch()
+		} else {
+			t := r.w.opts.Clock.NewTimer(watchDelay)
+			defer t.Stop()
+			delayC = t.C()
+		}
+	}
+	var watchC <-chan watchResult
+	if r.watch != nil {
+		watchC = r.watch.ask(r.x.LastSeq())
+	}
+	if at := r.nextRetry(cmds); !at.IsZero() {
+		t := r.w.opts.Clock.NewTimer(max(at.Sub(r.w.opts.Clock.Now()), 0))
+		defer t.Stop()
+		retryC = t.C()
+	}
+	select {
+	case o := <-r.results:
+		return r.outcomes(o)
+	case res := <-watchC:
+		return r.watched(res)
+	case <-delayC:
+		r.startWatch()
+	case <-retryC:
+	case <-r.ctx.Done():
+		return r.ctx.Err()
+	}
+	return nil
+}
+
+// expectsEvents reports whether the workflow waits for something only
+// others write to its history: a timer or a remote command's result.
+func (r *run) expectsEvents(cmds []*replay.Command) bool {
+	for _, c := range cmds {
+		if c.Kind == replay.KindTimer || r.isRemote(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// outcomes takes first and every other outcome already waiting, so that
+// activities finishing together commit together: their step commits are
+// proposed at once and share one group commit (one sync, or one Raft
+// entry), instead of one sync per activity.
+func (r *run) outcomes(first outcome) error {
+	batch := []outcome{r.take(first)}
+drain:
+	for len(r.acts) > 0 {
+		select {
+		case o := <-r.results:
+			batch = append(batch, r.take(o))
+		default:
+			break drain
+		}
+	}
+	if err := r.ctx.Err(); err != nil {
+		// The worker itself stopped, or the attempt turned stale: what the
+		// activities returned under a cancelled context is not their result
+		// and must not be committed.
+		return err
+	}
+	var commits []outcome
+	for _, o := range batch {
+		r.pending = append(r.pending, o.records...)
+		if o.retryAt == 0 {
+			commits = append(commits, o)
+		}
+		// A try that waits for a durable retry timer is recorded with the
+		// next write; a wait sets its timer.
+	}
+	if len(commits) == 0 {
+		return nil
+	}
+	return r.commitActivities(commits)
+}
+
+// take removes a finished activity from the running ones. An activity the
+// workflow cancelled that returned an error acknowledged the cancellation:
+// it fails as cancelled.
+func (r *run) take(o outcome) outcome {
+	if a := r.acts[o.c.Step]; a != nil && a.cancelled && o.err != nil {
+		o.err = workflow.NewApplicationError(fmt.Sprintf("activity %s canceled: %v", o.c.Name, o.err), sdkhook.FailureCanceled, true)
+		o.records, o.retryAt = nil, 0
+	}
+	delete(r.acts, o.c.Step)
+	return o
+}
+
+// commitStepOf is the step commit of an activity's outcome.
+func (r *run) commitStepOf(o outcome) engine.CommitStep {
+	cs := engine.CommitStep{LeaseRef: r.ref, Step: o.c.Step, Name: o.c.Name, Type: replay.EventActivityCompleted, Payload: o.result}
+	if o.err != nil {
+		cs.Type, cs.Payload, cs.Failed = replay.EventActivityFailed, sdkhook.EncodeFailure(o.err), true
+	}
+	return cs
+}
+
+// commitActivities commits the outcomes of activities that finished
+// together: one alone as commitStep does, several concurrently (each is its
+// own fenced CommitStep; the log puts them in one batch), after which the
+// history is read once to learn the order they landed in.
+func (r *run) commitActivities(outs []outcome) error {
+	if len(outs) == 1 {
+		return r.commitStep(r.commitStepOf(outs[0]))
+	}
+	if err := r.flush(); err != nil {
+		return err
+	}
+	errs := make([]error, len(outs))
+	var wg sync.WaitGroup
+	for i, o := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = r.w.e.CommitStep(r.ctx, r.commitStepOf(o))
+		}()
+	}
+	wg.Wait()
+	// Whatever was committed must be seen before anything else happens,
+	// even if another commit of the group failed.
+	if err := r.catchUp(false); err != nil && r.x.Fault() == nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// commitStep writes the pending records, then one step commit, and applies
+// what it wrote.
+func (r *run) commitStep(cs engine.CommitStep) error {
+	if err := r.flush(); err != nil {
+		return err
+	}
+	res, err := r.w.e.CommitStep(r.ctx, cs)
+	if err != nil {
+		return err
+	}
+	// Advancing here keeps the commit and its event together. A fault it
+	// raises is the caller's loop's to handle; any other error (the history
+	// could not be read) ends the turn, since the execution would not know
+	// the step is done.
+	if err := r.advanceOwn(res, []engine.Event{{Type: cs.Type, Step: cs.Step, Name: cs.Name, Payload: cs.Payload, Commit: true}}); err != nil && r.x.Fault() == nil {
+		return err
+	}
+	return nil
+}

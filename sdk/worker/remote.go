@@ -1,0 +1,215 @@
+package worker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/sdk/workflow"
+)
+
+// isInline reports whether an activity command runs in this worker.
+func (r *run) isInline(c *replay.Command) bool {
+	opts, _ := c.Options.(workflow.ActivityOptions)
+	return c.Kind == replay.KindActivity && (opts.TaskQueue == "" || opts.TaskQueue == r.w.queue)
+}
+
+// isRemote reports whether a command is carried out by a job of its own: a
+// child workflow, or an activity of another task queue.
+func (r *run) isRemote(c *replay.Command) bool {
+	return c.Kind == replay.KindChild || (c.Kind == replay.KindActivity && !r.isInline(c))
+}
+
+// remoteID is the workflow id of the job that carries out a remote command:
+// the child's own id when the options give one, else one derived from this
+// run and the step, so that runs of one workflow id (continue-as-new,
+// retries) never share a child's id.
+func (r *run) remoteID(c *replay.Command) string {
+	if opts, ok := c.Options.(workflow.ChildWorkflowOptions); ok && opts.WorkflowID != "" {
+		return opts.WorkflowID
+	}
+	return fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step)
+}
+
+// startRemote sends activities of other queues and child workflows to the
+// engine as jobs whose result becomes this job's step effect, and catches
+// up effects that arrived (phase 2 of the step commit). It reports whether
+// the workflow can go on.
+func (r *run) startRemote(cmds []*replay.Command) (bool, error) {
+	progressed := false
+	for _, c := range cmds {
+		if !r.isRemote(c) || c.CancelRequested && !c.Recorded && !c.Started {
+			continue
+		}
+		if !c.Recorded {
+			if c.Started {
+				continue // created; its scheduled record is pending
+			}
+			done, err := r.createRemote(c)
+			if err != nil {
+				return false, err
+			}
+			progressed = progressed || done
+			continue
+		}
+		eff, err := r.w.e.Effect(r.ctx, r.job.Job, c.Step)
+		if err != nil || eff == nil || eff.CommittedSeq != 0 {
+			if err != nil {
+				return false, err
+			}
+			continue
+		}
+		typ := map[[2]bool]engine.EventType{
+			{false, false}: replay.EventActivityCompleted, {false, true}: replay.EventActivityFailed,
+			{true, false}: replay.EventChildCompleted, {true, true}: replay.EventChildFailed,
+		}[[2]bool{c.Kind == replay.KindChild, eff.Failed}]
+		if err := r.flush(); err != nil {
+			return false, err
+		}
+		if _, err := r.w.e.CommitStep(r.ctx, engine.CommitStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, Type: typ, CatchUp: true}); err != nil {
+			return false, err
+		}
+		if err := r.catchUp(false); err != nil && r.x.Fault() == nil {
+			return false, err
+		}
+		progressed = true
+	}
+	return progressed, nil
+}
+
+// createRemote creates the job of a remote activity or child workflow and
+// records that it was scheduled. The job's request id is derived from this
+// job and the step, so doing it again after a crash finds the job created
+// the first time. A child whose workflow id an unrelated open run holds
+// fails at once with an "already started" error (done reports that this
+// was committed).
+func (r *run) createRemote(c *replay.Command) (done bool, err error) {
+	create := engine.CreateJob{
+		WorkflowID: r.remoteID(c), Input: c.Input, ParentID: r.job.Job, ParentStep: c.Step,
+	}
+	create.RequestID = fmt.Sprintf("heddle/%d/%s", r.job.Job, c.Step)
+	ev := engine.NewEvent{Step: c.Step, Name: c.Name}
+	switch c.Kind {
+	case replay.KindActivity:
+		opts, _ := c.Options.(workflow.ActivityOptions)
+		in, err := json.Marshal(taskInput{Args: c.Input, Options: opts, IssuedAtMS: c.IssuedAtMS})
+		if err != nil {
+			return false, err
+		}
+		create.Type, create.Queue, create.Input = activityTypePrefix+c.Name, opts.TaskQueue, in
+		if opts.ScheduleToCloseTimeout > 0 {
+			// The deadline counts from when the code scheduled the activity,
+			// however late this create comes (after a crash, say).
+			left := time.UnixMilli(c.IssuedAtMS).Add(opts.ScheduleToCloseTimeout).Sub(r.w.opts.Clock.Now())
+			create.ExecutionTimeoutMS = max(left.Milliseconds(), 1)
+		}
+		ev.Type = replay.EventActivityScheduled
+	case replay.KindChild:
+		opts, _ := c.Options.(workflow.ChildWorkflowOptions)
+		create.Type, create.Queue = c.Name, r.w.queue
+		if opts.TaskQueue != "" {
+			create.Queue = opts.TaskQueue
+		}
+		ev.Type = replay.EventChildScheduled
+	}
+	if _, err := r.w.e.Create(r.ctx, create); err != nil {
+		if !errors.Is(err, engine.ErrWorkflowExists) {
+			return false, err
+		}
+		mine, err := r.ownsRun(create.WorkflowID, c)
+		if err != nil {
+			return false, err
+		}
+		if !mine {
+			return true, r.commitFailure(c, workflow.NewApplicationError(
+				fmt.Sprintf("workflow id %q is already in use by an open run", create.WorkflowID), sdkhook.FailureAlreadyStarted, true))
+		}
+	}
+	c.Started = true
+	r.pending = append(r.pending, ev)
+	return false, nil
+}
+
+// ownsRun reports whether the open run of workflow id is the job this run
+// created for c (found again after a crash, its request record gone).
+func (r *run) ownsRun(id string, c *replay.Command) (bool, error) {
+	j, err := r.w.e.Describe(r.ctx, engine.Target{WorkflowID: id})
+	if errors.Is(err, engine.ErrUnknownJob) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return j.ParentID == r.job.Job && j.ParentStep == c.Step, nil
+}
+
+// commitFailure ends a step with a failure the worker decided (a cancelled
+// command never started, a child whose id is taken, a timeout).
+func (r *run) commitFailure(c *replay.Command, ferr error) error {
+	typ := replay.EventActivityFailed
+	if c.Kind == replay.KindChild {
+		typ = replay.EventChildFailed
+	}
+	return r.commitStep(engine.CommitStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, Type: typ,
+		Payload: sdkhook.EncodeFailure(ferr), Failed: true})
+}
+
+// closeChildren applies the parent-close policy to the children still
+// running when the workflow ends. A child already closed is left alone.
+func (r *run) closeChildren() error {
+	for _, c := range r.x.Unresolved() {
+		if c.Kind != replay.KindChild || !c.Recorded {
+			continue
+		}
+		opts, _ := c.Options.(workflow.ChildWorkflowOptions)
+		t := engine.Target{WorkflowID: r.remoteID(c)}
+		var err error
+		switch opts.ParentClosePolicy {
+		case workflow.ParentCloseTerminate:
+			_, err = r.w.e.Cancel(r.ctx, engine.Cancel{Target: t, Reason: "parent closed"})
+		case workflow.ParentCloseRequestCancel:
+			_, err = r.w.e.RequestCancel(r.ctx, engine.RequestCancel{Target: t, Reason: "parent closed"})
+		}
+		if err != nil && !isGone(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// cancelRemoteActivities asks the jobs of remote activities still open when
+// the workflow ends to cancel: nobody will use their results.
+func (r *run) cancelRemoteActivities() error {
+	for _, c := range r.x.Unresolved() {
+		if c.Kind != replay.KindActivity || r.isInline(c) || !(c.Recorded || c.Started) || c.CancelHandled {
+			continue
+		}
+		if err := r.requestCancelRemote(c, "workflow closed"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// requestCancelRemote asks the job of a remote command to cancel itself,
+// once: the request id is derived from this job and the step.
+func (r *run) requestCancelRemote(c *replay.Command, reason string) error {
+	rc := engine.RequestCancel{Target: engine.Target{WorkflowID: r.remoteID(c)}, Reason: reason}
+	rc.RequestID = fmt.Sprintf("heddle/%d/%s/cancel", r.job.Job, c.Step)
+	_, err := r.w.e.RequestCancel(r.ctx, rc)
+	if err != nil && !isGone(err) {
+		return err
+	}
+	c.CancelHandled = true
+	return nil
+}
+
+// isGone reports an error that means the job to act on has ended or does
+// not exist: nothing is left to do.
+func isGone(err error) bool {
+	return errors.Is(err, engine.ErrIllegalTransition) || errors.Is(err, engine.ErrJobClosed) || errors.Is(err, engine.ErrUnknownJob)
+}
