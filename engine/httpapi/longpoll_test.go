@@ -174,3 +174,37 @@ func TestCloseEndsLongPolls(t *testing.T) {
 		t.Fatalf("%d %s, want 503 closed", r.status, r.body)
 	}
 }
+
+// A history read with a wait answers as soon as the job has events after
+// the seq, or an empty page when the wait is over; the client's
+// WatchHistory asks again until something arrives.
+func TestWatchHistoryLongPoll(t *testing.T) {
+	e := openEngine(t, engine.Limits{})
+	_, hs := serve(t, ServerConfig{Service: e})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	created, err := e.Create(ctx, engine.CreateJob{WorkflowID: "w", Type: "T", Queue: "lp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var empty engine.HistoryPage
+	r := doRaw(t, "GET", hs.URL+"/v1/jobs/1/history?after=1&wait=10ms", nil, nil)
+	if err := decodeAnswer(formatJSON, r.body, &empty); err != nil || r.status != 200 || len(empty.Events) != 0 {
+		t.Fatalf("timed-out watch answered %d %s", r.status, r.body)
+	}
+	c := newClient(t, ClientConfig{Addrs: []string{hs.URL}, PollWait: 20 * time.Millisecond})
+	done := make(chan *engine.HistoryPage, 1)
+	go func() {
+		p, err := c.WatchHistory(ctx, created.Job, 1, 10)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- p
+	}()
+	if _, err := e.Signal(ctx, engine.Signal{Target: engine.Target{Job: created.Job}, Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-done; p == nil || len(p.Events) != 1 || p.Events[0].Type != engine.EventSignalReceived {
+		t.Fatalf("WatchHistory = %+v", p)
+	}
+}
