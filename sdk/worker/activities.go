@@ -120,7 +120,7 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 		}
 		info := activity.Info{ActivityType: c.Name, WorkflowID: r.job.WorkflowID, RunID: strconv.FormatUint(uint64(r.job.Job), 10),
 			Step: c.Step, Attempt: attempt, IdempotencyKey: fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step)}
-		env := &activityEnv{w: r.w, info: info, ref: r.ref, prev: details, beats: make(chan struct{}, 1), onCancel: r.taskCancel}
+		env := &activityEnv{w: r.w, info: info, lease: r.lease, prev: details, beats: make(chan struct{}, 1), onCancel: r.taskCancel}
 		result, err := r.w.callActivity(ctx, fn, c.Input, env, opts, deadline)
 		details = env.recorded()
 		if err == nil {
@@ -172,8 +172,10 @@ type activityEnv struct {
 	w    *Worker
 	ctx  context.Context
 	info activity.Info
-	ref  engine.LeaseRef
-	prev []byte
+	// lease is the lease that covers the activity (its workflow's job, or
+	// the activity task's), which each heartbeat renews.
+	lease *lease
+	prev  []byte
 
 	// onCancel, set for an activity task (an activity sent here from
 	// another queue's workflow), cancels the activity when a heartbeat
@@ -198,7 +200,8 @@ func (a *activityEnv) Heartbeat(details []byte) error {
 	case a.beats <- struct{}{}:
 	default:
 	}
-	res, err := a.w.e.Heartbeat(a.ctx, engine.Heartbeat{Leases: []engine.LeaseRef{a.ref}, LeaseMS: a.w.opts.LeaseTTL.Milliseconds()})
+	sent := a.w.opts.Clock.Now()
+	res, err := a.w.e.Heartbeat(a.ctx, engine.Heartbeat{Leases: []engine.LeaseRef{a.lease.ref}, LeaseMS: a.w.opts.LeaseTTL.Milliseconds()})
 	if err != nil {
 		return err
 	}
@@ -207,8 +210,9 @@ func (a *activityEnv) Heartbeat(details []byte) error {
 		if res.Refused[0].Code != engine.StaleAttemptCode {
 			sentinel = engine.ErrUnknownJob
 		}
-		return fmt.Errorf("%w: heartbeat of job %d attempt %d", sentinel, a.ref.Job, a.ref.Attempt)
+		return fmt.Errorf("%w: heartbeat of job %d attempt %d", sentinel, a.lease.ref.Job, a.lease.ref.Attempt)
 	}
+	a.lease.renewed(sent)
 	if len(res.CancelRequested) > 0 && a.onCancel != nil {
 		a.onCancel()
 	}
@@ -332,7 +336,8 @@ type taskInput struct {
 // actCtx is the activity's context; cancelAct cancels it, which the job's
 // heartbeats (and the activity's own) do when the workflow asked to cancel
 // the activity.
-func (w *Worker) runActivityTask(ctx, actCtx context.Context, cancelAct context.CancelFunc, j engine.ClaimedJob, ref engine.LeaseRef, name string) error {
+func (w *Worker) runActivityTask(ctx, actCtx context.Context, cancelAct context.CancelFunc, j engine.ClaimedJob, l *lease, name string) error {
+	ref := l.ref
 	page, err := w.e.History(ctx, j.Job, 0, 1)
 	if err != nil || len(page.Events) == 0 {
 		return errors.Join(err, fmt.Errorf("worker: activity task %d has no history", j.Job))
@@ -343,7 +348,7 @@ func (w *Worker) runActivityTask(ctx, actCtx context.Context, cancelAct context.
 		return ferr
 	}
 	c := &replay.Command{Step: "1", Kind: replay.KindActivity, Name: name, Input: in.Args, Options: in.Options, IssuedAtMS: in.IssuedAtMS}
-	r := &run{w: w, ctx: ctx, job: j, ref: ref, taskCancel: cancelAct}
+	r := &run{w: w, ctx: ctx, job: j, ref: ref, lease: l, taskCancel: cancelAct}
 	o := r.execute(actCtx, c, int(j.Attempt), nil)
 	if o.err != nil && actCtx.Err() != nil && ctx.Err() == nil {
 		// The workflow asked to cancel the activity, and it returned an

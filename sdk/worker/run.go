@@ -30,7 +30,9 @@ type run struct {
 	ctx context.Context // the turn: engine writes; cancelled when the attempt is over
 	job engine.ClaimedJob
 	ref engine.LeaseRef
-	x   *replay.Execution
+	// lease is the turn's lease, which activity heartbeats renew too.
+	lease *lease
+	x     *replay.Execution
 	// pending are events recorded by the worker, not yet written.
 	pending []engine.NewEvent
 	// cancelTimers are engine timers the code cancelled, removed with the
@@ -54,7 +56,8 @@ type run struct {
 // attempt can write nothing more.
 var errAttemptOver = errors.New("worker: the job's attempt is over")
 
-func (w *Worker) runWorkflow(ctx context.Context, j engine.ClaimedJob, ref engine.LeaseRef) error {
+func (w *Worker) runWorkflow(ctx context.Context, j engine.ClaimedJob, l *lease) error {
+	ref := l.ref
 	fn := w.workflowFn(j.Type)
 	if fn == nil {
 		// Another worker of this queue may know the type: give the job back
@@ -69,7 +72,7 @@ func (w *Worker) runWorkflow(ctx context.Context, j engine.ClaimedJob, ref engin
 		x = replay.NewExecution(j.Job, sdkhook.NewEntry(fn, info))
 		x.DeadlockTimeout = w.opts.DeadlockTimeout
 	}
-	r := newRun(w, ctx, j, ref, x)
+	r := newRun(w, ctx, j, l, x)
 	released, err := r.drive()
 	if err != nil || !released {
 		x.Close() // its state may run ahead of what is durable: never reuse it
@@ -94,8 +97,8 @@ func (w *Worker) endedByOthers(id engine.JobID) bool {
 	return err == nil && (j.Status.Terminal() || j.Status == engine.StatusSuspended)
 }
 
-func newRun(w *Worker, ctx context.Context, j engine.ClaimedJob, ref engine.LeaseRef, x *replay.Execution) *run {
-	return &run{w: w, ctx: ctx, job: j, ref: ref, x: x, acts: map[string]*inflight{},
+func newRun(w *Worker, ctx context.Context, j engine.ClaimedJob, l *lease, x *replay.Execution) *run {
+	return &run{w: w, ctx: ctx, job: j, ref: l.ref, lease: l, x: x, acts: map[string]*inflight{},
 		results: make(chan outcome), turnDone: make(chan struct{})}
 }
 

@@ -271,71 +271,17 @@ func (w *Worker) handle(j engine.ClaimedJob) {
 		onCancelRequested = cancelAct
 	}
 	hbDone := make(chan struct{})
-	// The lease is trusted until a fifth of its length before it could
-	// have run out by this worker's clock, counted from now (just after
-	// the claim returned) and then from each renewal's sending.
-	validUntil := w.opts.Clock.Now().Add(w.leaseTrust())
-	go w.heartbeat(ctx, cancel, onCancelRequested, ref, validUntil, hbDone)
+	l := w.newLease(ref)
+	go w.heartbeat(ctx, cancel, onCancelRequested, l, hbDone)
 	defer func() { cancel(); <-hbDone }()
 
 	var err error
 	if isTask {
-		err = w.runActivityTask(ctx, actCtx, cancelAct, j, ref, name)
+		err = w.runActivityTask(ctx, actCtx, cancelAct, j, l, name)
 	} else {
-		err = w.runWorkflow(ctx, j, ref)
+		err = w.runWorkflow(ctx, j, l)
 	}
 	if err != nil && w.opts.OnError != nil && !errors.Is(err, context.Canceled) {
 		w.opts.OnError(j.Job, err)
-	}
-}
-
-// leaseTrust is how long after a claim or a renewal was sent the worker
-// trusts its lease: four fifths of it, the rest a margin for the time the
-// request took to apply.
-func (w *Worker) leaseTrust() time.Duration { return w.opts.LeaseTTL * 4 / 5 }
-
-// heartbeat renews the lease every third of its length. A refusal means the
-// attempt is stale, so the job's context is cancelled at once; for an
-// activity task, a cancel request cancels the activity. When no renewal
-// has succeeded for so long that the lease may have lapsed (the service is
-// unreachable, or a node holding the requests is paused), the job's context
-// is cancelled too: the job may already be another worker's, and this one
-// must not start activities on a lease it lost. Fencing would refuse its
-// writes anyway; stopping early saves running a step twice.
-func (w *Worker) heartbeat(ctx context.Context, cancel, onCancelRequested context.CancelFunc, ref engine.LeaseRef, validUntil time.Time, done chan struct{}) {
-	defer close(done)
-	every := w.opts.LeaseTTL / 3
-	for {
-		wait := min(every, validUntil.Sub(w.opts.Clock.Now()))
-		if wait <= 0 {
-			if w.opts.OnError != nil {
-				w.opts.OnError(ref.Job, fmt.Errorf("%w: no lease renewal of job %d attempt %d succeeded in time; stopping its turn", ErrLeaseLapsed, ref.Job, ref.Attempt))
-			}
-			cancel()
-			return
-		}
-		t := w.opts.Clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
-		}
-		if wait < every {
-			continue // woke for the deadline, not to beat: look again
-		}
-		sent := w.opts.Clock.Now()
-		res, err := w.e.Heartbeat(ctx, engine.Heartbeat{Leases: []engine.LeaseRef{ref}, LeaseMS: w.opts.LeaseTTL.Milliseconds()})
-		if err != nil {
-			continue // a transient failure: the next beat tries again
-		}
-		if len(res.Refused) > 0 {
-			cancel()
-			return
-		}
-		validUntil = sent.Add(w.leaseTrust())
-		if len(res.CancelRequested) > 0 && onCancelRequested != nil {
-			onCancelRequested()
-		}
 	}
 }

@@ -114,13 +114,20 @@ func open(t *testing.T) *engine.Engine {
 // before they are known.
 func startWorker(t *testing.T, e *engine.Engine, queue string, opts worker.Options, register ...func(*worker.Worker)) *worker.Worker {
 	t.Helper()
+	return startWorkerOn(t, service(t, e), queue, opts, register...)
+}
+
+// startWorkerOn is startWorker on a given service (a wrapper of the test's
+// engine that changes how some calls behave).
+func startWorkerOn(t *testing.T, svc engine.Service, queue string, opts worker.Options, register ...func(*worker.Worker)) *worker.Worker {
+	t.Helper()
 	var errMu sync.Mutex
 	opts.OnError = func(job engine.JobID, err error) {
 		errMu.Lock()
 		defer errMu.Unlock()
 		t.Errorf("worker error on job %d: %v", job, err)
 	}
-	w, err := worker.New(service(t, e), queue, opts)
+	w, err := worker.New(svc, queue, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
