@@ -40,8 +40,8 @@ func TestBenchHelpListsWorkloads(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	for _, want := range []string{"seq3", "idle", "scale", "--finished", "several minutes"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("help does not mention %q:\n%s", want, stderr.String())
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("help does not mention %q:\n%s", want, stdout.String())
 		}
 	}
 }

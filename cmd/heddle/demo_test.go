@@ -92,7 +92,7 @@ func TestDispatch(t *testing.T) {
 		{args: []string{"help"}, code: 0, stdout: "demo"},
 		{args: []string{"--help"}, code: 0, stdout: "Usage:"},
 		{args: []string{"help", "demo"}, code: 0, stdout: "--dir"},
-		{args: []string{"demo", "--bogus"}, code: 2, stderr: "flag provided but not defined"},
+		{args: []string{"demo", "--bogus"}, code: 2, stderr: "unknown flag: --bogus"},
 		{args: []string{"demo", "extra"}, code: 2, stderr: `unexpected argument "extra"`},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -29,6 +29,7 @@ type wfJSONValues struct {
 }
 
 func (v *wfJSONValues) String() string { return "" }
+func (v *wfJSONValues) Type() string   { return "JSON" }
 
 func (v *wfJSONValues) Set(s string) error {
 	if len(v.vals) > 0 && !v.repeat {

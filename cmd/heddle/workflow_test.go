@@ -523,11 +523,11 @@ func TestWorkflowBadInput(t *testing.T) {
 		code   int
 		stderr []string
 	}{
-		{[]string{"start", "--queue", "q"}, 2, []string{"heddle workflow start: --type is required", `Run "heddle workflow start -h"`}},
-		{[]string{"start", "--type", "T"}, 2, []string{"--queue is required"}},
+		{[]string{"start", "--queue", "q"}, 2, []string{"heddle workflow start: --type is required", `Run "heddle workflow start --help"`}},
+		{[]string{"start", "--type", "T"}, 2, []string{"-t/--task-queue is required"}},
 		{append(start, "--input", `{"a":`), 2, []string{"-input", "not JSON"}},
 		{append(start, "--input", `ada`), 2, []string{"-input", `a string must be quoted`}},
-		{append(start, "--bogus"), 2, []string{"flag provided but not defined: -bogus"}},
+		{append(start, "--bogus"), 2, []string{"unknown flag: --bogus"}},
 		{append(start, "--execution-timeout", "soon"), 2, []string{"-execution-timeout", "not a duration"}},
 		{append(start, "--execution-timeout", "-1h"), 2, []string{"-execution-timeout", "must not be negative"}},
 		{append(start, "--execution-timeout", "1ns"), 2, []string{"-execution-timeout", "at least 1ms"}},
@@ -573,10 +573,10 @@ func TestWorkflowDispatch(t *testing.T) {
 		code           int
 		stdout, stderr string
 	}{
-		{[]string{"workflow"}, 2, "", "Subcommands:"},
-		{[]string{"workflow", "frob"}, 2, "", `unknown subcommand "frob"`},
+		{[]string{"workflow"}, 2, "", "Available Commands:"},
+		{[]string{"workflow", "frob"}, 2, "", `unknown command "frob"`},
 		{[]string{"workflow", "-h"}, 0, "terminate", ""},
-		{[]string{"help", "workflow"}, 0, "Subcommands:", ""},
+		{[]string{"help", "workflow"}, 0, "Available Commands:", ""},
 		{[]string{"help"}, 0, "workflow", ""},
 		{[]string{"workflow", "start", "-h"}, 0, "-execution-timeout", ""},
 		{[]string{"workflow", "history", "--help"}, 0, "-after seq", ""},
