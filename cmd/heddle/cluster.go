@@ -238,7 +238,7 @@ func newClusterUpCommand() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	var (
-		nodes, base     int
+		nodes, base      int
 		dir, host, token string
 	)
 	fs.IntVar(&nodes, "nodes", 3, "number of nodes, `N` from 1 to 9")
