@@ -82,8 +82,21 @@ func addOutputFlags(fs *pflag.FlagSet) *outputFormat {
 
 // completeOutput offers the formats when a shell completes -o.
 func completeOutput(cmd *cobra.Command) {
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
-		[]cobra.Completion{"table", "json", "jsonl"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("output", func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return completeWords([]string{"table", "json", "jsonl"}, prefix), cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// completeWords returns the words that start with prefix, ignoring case
+// (the flags that take them ignore it too).
+func completeWords(words []string, prefix string) []cobra.Completion {
+	var out []cobra.Completion
+	for _, w := range words {
+		if strings.HasPrefix(strings.ToLower(w), strings.ToLower(prefix)) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // printDoc prints v, a command's one result, as format says: json

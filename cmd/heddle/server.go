@@ -110,7 +110,7 @@ func newDevCommand() *cobra.Command {
 		}
 		ctx, stop := untilSignal()
 		defer stop()
-		d, err := startDev(dir, httpAddr, envDefault(token, "HEDDLE_TOKEN", ""))
+		d, err := startDev(engine.Config{Dir: dir}, httpAddr, envDefault(token, "HEDDLE_TOKEN", ""))
 		if err != nil {
 			return err
 		}
@@ -133,14 +133,14 @@ type devServer struct {
 	api    *apiServer
 }
 
-// startDev opens the engine in dir and serves its API on httpAddr. The
-// tests of the workflow commands start the same server.
-func startDev(dir, httpAddr, token string) (*devServer, error) {
+// startDev opens the engine cfg describes and serves its API on httpAddr.
+// The tests of the workflow commands start the same server.
+func startDev(cfg engine.Config, httpAddr, token string) (*devServer, error) {
 	ln, err := listen(httpAddr)
 	if err != nil {
 		return nil, err
 	}
-	e, err := engine.Open(engine.Config{Dir: dir})
+	e, err := engine.Open(cfg)
 	if err != nil {
 		ln.Close()
 		return nil, err

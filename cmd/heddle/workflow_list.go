@@ -98,12 +98,12 @@ func addListFilterFlags(cmd *cobra.Command) *wfListFilter {
 	fs.StringVarP(&f.queue, "task-queue", "t", "", "only runs on this task `queue` (also --queue)")
 	fs.StringVar(&f.queue, "queue", "", "the same as --task-queue")
 	_ = fs.MarkHidden("queue")
-	_ = cmd.RegisterFlagCompletionFunc("status", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		var names []cobra.Completion
+	_ = cmd.RegisterFlagCompletionFunc("status", func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var names []string
 		for _, s := range engine.Statuses() {
 			names = append(names, s.String())
 		}
-		return names, cobra.ShellCompDirectiveNoFileComp
+		return completeWords(names, prefix), cobra.ShellCompDirectiveNoFileComp
 	})
 	return f
 }

@@ -93,12 +93,12 @@ func newWFStartCommand(g *wfGlobals) *cobra.Command {
 		return nil
 	})
 	fs.BoolVar(&wait, "wait", false, "wait for the workflow to end and print its result")
-	_ = cmd.RegisterFlagCompletionFunc("reuse-policy", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		var names []cobra.Completion
+	_ = cmd.RegisterFlagCompletionFunc("reuse-policy", func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var names []string
 		for _, p := range wfReusePolicies {
 			names = append(names, p.name)
 		}
-		return names, cobra.ShellCompDirectiveNoFileComp
+		return completeWords(names, prefix), cobra.ShellCompDirectiveNoFileComp
 	})
 	cmd.RunE = g.runE(func(c *wfCall, _ []string) error {
 		switch {

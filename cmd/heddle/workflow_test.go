@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,10 +38,17 @@ func wfRefuse(ctx workflow.Context, why string) (string, error) {
 }
 
 // wfGate waits for the signal "go" and returns its value, or ends
-// cancelled when its cancellation is requested first.
+// cancelled when its cancellation is requested first. Its query "state"
+// says what it waits for, with the query's argument appended.
 func wfGate(ctx workflow.Context) (string, error) {
 	var got string
 	cancelled := false
+	err := workflow.SetQueryHandler(ctx, "state", func(suffix string) (string, error) {
+		return "waiting for go" + suffix, nil
+	})
+	if err != nil {
+		return "", err
+	}
 	workflow.NewSelector(ctx).
 		AddReceive(workflow.GetSignalChannel(ctx, "go"), func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &got) }).
 		AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { cancelled = true }).
@@ -54,36 +59,38 @@ func wfGate(ctx workflow.Context) (string, error) {
 	return got, nil
 }
 
-// wfEnv is a node serving the HTTP API, with a worker on wfTestQueue.
+// wfEnv is a node serving the HTTP API, with a worker on wfTestQueue that
+// also answers queries.
 type wfEnv struct {
 	t    *testing.T
 	e    *engine.Engine
 	addr string
 }
 
+// newWFEnv starts what "heddle dev" runs (startDev: an engine in a fresh
+// directory, the HTTP API on a free loopback port) and a worker.
 func newWFEnv(t *testing.T, token string) *wfEnv {
+	t.Helper()
+	return startWFEnv(t, engine.Config{Dir: t.TempDir()}, token)
+}
+
+// newWFEnvInMemory is newWFEnv over an in-memory store, for the tests that
+// write a thousand records and would wait on the disk's syncs.
+func newWFEnvInMemory(t *testing.T) *wfEnv {
+	t.Helper()
+	return startWFEnv(t, engine.Config{InMemory: true}, "")
+}
+
+func startWFEnv(t *testing.T, cfg engine.Config, token string) *wfEnv {
 	t.Helper()
 	t.Setenv("HEDDLE_ADDR", "")
 	t.Setenv("HEDDLE_TOKEN", "")
-	e, err := engine.Open(engine.Config{InMemory: true})
+	d, err := startDev(cfg, "127.0.0.1:0", token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
-	api, err := httpapi.NewServer(httpapi.ServerConfig{Service: e, AuthToken: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(api)
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(func() { api.Close(); srv.Close() })
-	w, err := worker.New(e, wfTestQueue, worker.Options{OnError: func(job engine.JobID, err error) {
+	t.Cleanup(d.close)
+	w, err := worker.New(d.engine, wfTestQueue, worker.Options{OnError: func(job engine.JobID, err error) {
 		t.Errorf("worker, job %d: %v", job, err)
 	}})
 	if err != nil {
@@ -95,12 +102,23 @@ func newWFEnv(t *testing.T, token string) *wfEnv {
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Queries reach the worker through the API, as they reach a remote
+	// worker process ("heddle worker").
+	qc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{d.api.addr()}, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qctx, stopQueries := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { defer close(served); httpapi.ServeQueries(qctx, qc, wfTestQueue, w) }()
 	t.Cleanup(func() {
+		stopQueries()
+		<-served
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		w.Stop(ctx)
 	})
-	return &wfEnv{t: t, e: e, addr: ln.Addr().String()}
+	return &wfEnv{t: t, e: d.engine, addr: d.api.addr()}
 }
 
 // run runs "heddle workflow VERB --addr ADDR ARGS...".
@@ -404,7 +422,7 @@ func TestWorkflowHistory(t *testing.T) {
 
 // History pages through every event by default, more than one API page.
 func TestWorkflowHistoryPages(t *testing.T) {
-	w := newWFEnv(t, "")
+	w := newWFEnvInMemory(t)
 	var s wfStartOutput
 	w.json(&s, "start", "--type", "Gate", "--queue", wfIdleQueue, "--id", "idle-1")
 	ctx := context.Background()
