@@ -227,7 +227,8 @@ func respellLegacyFlags(root *cobra.Command, args []string) []string {
 	}
 	cmd.InitDefaultHelpFlag() // also merges the inherited flags into Flags()
 	fs := cmd.Flags()
-	out := append([]string(nil), args[:i]...)
+	// Never nil: cobra reads os.Args when given no slice at all.
+	out := append(make([]string, 0, len(args)), args[:i]...)
 	for ; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {

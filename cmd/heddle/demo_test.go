@@ -87,7 +87,7 @@ func TestDispatch(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{args: nil, code: 2, stderr: "Usage:"},
+		{args: nil, code: 2, stderr: "heddle: missing command\n\nUsage:"},
 		{args: []string{"frobnicate"}, code: 2, stderr: `unknown command "frobnicate"`},
 		{args: []string{"help"}, code: 0, stdout: "demo"},
 		{args: []string{"--help"}, code: 0, stdout: "Usage:"},

@@ -635,7 +635,7 @@ func TestWorkflowFormatting(t *testing.T) {
 		{string(wfResultJSON([]byte(`[1,2]`))), `[1,2]`},
 		{string(wfResultJSON([]byte(`not json`))), ``},
 		{wfPayloadText([]byte("plain text"), 0), `"plain text"`},
-		{wfPayloadText([]byte{0xff, 0xfe}, 0), "<2 bytes, not text; see --json>"},
+		{wfPayloadText([]byte{0xff, 0xfe}, 0), "<2 bytes, not text; see -o json>"},
 		{wfPayloadText([]byte(`{"long": "abcdefghijklmnopqrstuvwxyz"}`), 12), `{"long":"ab…`},
 	} {
 		if tc.got != tc.want {
