@@ -85,3 +85,19 @@ func TestBenchWritesJSONAndPlot(t *testing.T) {
 		t.Errorf("the plot is not an SVG document:\n%.200s", s)
 	}
 }
+
+// -o jsonl prints each workload's result as one JSON line on stdout, the
+// lines --json writes to a file.
+func TestBenchOutputJSONL(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"bench", "--workload", "start", "--n", "10", "--ceiling-duration", "100ms",
+		"--dir", t.TempDir(), "-o", "jsonl"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	var obj map[string]any
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &obj) != nil || obj["workload"] != "start" || obj["n"] != float64(10) {
+		t.Errorf("bench -o jsonl printed:\n%s", stdout.String())
+	}
+}

@@ -160,3 +160,24 @@ func TestDefaultPorts(t *testing.T) {
 		t.Errorf("defaults %s, %s, %d; the docs say 7280 and 7281", defaultHTTPAddr, defaultRaftAddr, defaultHTTPPort)
 	}
 }
+
+// Respelling never panics (pflag's ShorthandLookup does on a long name),
+// keeps every word, and changes a word only by doubling its dash.
+func FuzzRespellLegacyFlags(f *testing.F) {
+	for _, seed := range []string{"server -id n1 -v", "workflow list -ojson -status", "bench -n", "workflow describe -- -json", "-", "--", "-=", "workflow -w -r x"} {
+		f.Add(seed)
+	}
+	root := newRootCommand(&bytes.Buffer{}, &bytes.Buffer{})
+	f.Fuzz(func(t *testing.T, line string) {
+		in := strings.Fields(line)
+		out := respellLegacyFlags(root, in)
+		if len(out) != len(in) {
+			t.Fatalf("%q became %q", in, out)
+		}
+		for i := range in {
+			if out[i] != in[i] && out[i] != "-"+in[i] {
+				t.Fatalf("word %d %q became %q", i, in[i], out[i])
+			}
+		}
+	})
+}

@@ -30,7 +30,10 @@ func newWorkflowCommand() *cobra.Command {
 		Short: "start, list, count, describe, show, query, signal, cancel or terminate workflows",
 		Long: "Manages the workflows of a heddle node or cluster through its HTTP API.\n\n" +
 			"An ID argument is a workflow id (its current run), or a numeric job (run) id;\n" +
-			"-w/--workflow-id and -r/--run-id name a run without that guess.",
+			"-w/--workflow-id and -r/--run-id name a run without that guess.\n\n" +
+			"Results print for people, or with -o json as one JSON document, or with -o jsonl\n" +
+			"as one JSON object per line (a run of list, an event of history). The JSON has\n" +
+			"snake_case keys, statuses by name (\"Completed\") and RFC 3339 UTC times.",
 		Args: unknownCommandArgs,
 		RunE: missingCommand,
 	}
