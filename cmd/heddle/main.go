@@ -20,9 +20,10 @@ import (
 // Default ports. Temporal's dev server takes 7233 (its frontend) and 8233
 // (its web UI), and people who try heddle often run both, so heddle's HTTP
 // API listens on 7280 and a node's Raft on the port after it.
+// "cluster up" gives node i the ports base+2(i-1) and the one after, base
+// being defaultHTTPPort.
 const (
 	defaultHTTPPort = 7280
-	defaultRaftPort = defaultHTTPPort + 1
 	// defaultAddr is the node clients ask when neither --addr nor
 	// $HEDDLE_ADDR names one.
 	defaultAddr     = "127.0.0.1:7280"
