@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,88 +9,106 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/bench"
+	"github.com/spf13/cobra"
 )
 
-// runBenchCommand runs benchmark workloads (package bench) and prints each
-// one's figure, the ceiling measured in the same run, and their ratio.
-func runBenchCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	workload := fs.String("workload", "", "the workload to run: "+strings.Join(bench.Workloads(), ", ")+
+// newBenchCommand is "heddle bench": benchmark workloads (package bench),
+// each one's figure, the ceiling measured in the same run, and their ratio.
+func newBenchCommand() *cobra.Command {
+	var long strings.Builder
+	long.WriteString("Each workload reports its figure, a ceiling measured in the same run with the same\n" +
+		"payload size and concurrency (embedded: raw synced Badger batch writes; cluster: a\n" +
+		"bare hashicorp/raft + Badger apply loop on three nodes), and their ratio.\n\n" +
+		"Workloads (default n in brackets):\n")
+	for _, name := range bench.Workloads() {
+		summary, defN, _ := bench.Describe(name)
+		fmt.Fprintf(&long, "  %-7s [%d] %s\n", name, defN, summary)
+	}
+	cmd := &cobra.Command{
+		Use:   "bench --workload NAME [--mode embedded|cluster] [--n N] [--json FILE] [--plot FILE]",
+		Short: "run a benchmark workload next to a ceiling measured in the same run; JSON and SVG output",
+		Long:  strings.TrimRight(long.String(), "\n"),
+		Args:  noArgs,
+	}
+	fs := cmd.Flags()
+	var (
+		workload, mode, jsonPath, plotPath, dir string
+		n, finished                             int
+		ceiling                                 time.Duration
+		quiet                                   bool
+	)
+	fs.StringVar(&workload, "workload", "", "the `workloads` to run: "+strings.Join(bench.Workloads(), ", ")+
 		"; several separated by commas, or \"all\" (required)")
-	mode := fs.String("mode", bench.ModeEmbedded, "embedded (one durable engine in this process) or cluster (three Raft nodes on 127.0.0.1, reached over HTTP)")
-	n := fs.Int("n", 0, "the size of the workload (default: the workload's own, listed below)")
-	finished := fs.Int("finished", bench.DefaultFinished, "scale: finished jobs stored before the second measurement; building 1,000,000 takes several minutes\n"+
+	fs.StringVar(&mode, "mode", bench.ModeEmbedded, "embedded (one durable engine in this process) or cluster (three Raft nodes on 127.0.0.1, reached over HTTP)")
+	fs.IntVar(&n, "n", 0, "the size of the workload (default: the workload's own, listed above)")
+	fs.IntVar(&finished, "finished", bench.DefaultFinished, "scale: finished jobs stored before the second measurement; building 1,000,000 takes several minutes\n"+
 		"(embedded: written straight into the store, then compacted; cluster: through Raft, much slower, so use 200000 there)")
-	jsonPath := fs.String("json", "", "write the results to this file, one JSON object per workload per line")
-	plotPath := fs.String("plot", "", "write an SVG of throughput over time and a latency histogram per workload to this file")
-	ceiling := fs.Duration("ceiling-duration", 2*time.Second, "how long each ceiling loop runs")
-	dir := fs.String("dir", "", "parent directory of the run's temporary data directories (default: the system's temp directory)")
-	quiet := fs.Bool("quiet", false, "draw no progress bar (none is drawn when stderr is not a terminal)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: heddle bench --workload NAME [--mode embedded|cluster] [--n N] [--json FILE] [--plot FILE]\n\n"+
-			"Each workload reports its figure, a ceiling measured in the same run with the same payload size and concurrency\n"+
-			"(embedded: raw synced Badger batch writes; cluster: a bare hashicorp/raft + Badger apply loop on three nodes),\n"+
-			"and their ratio. Workloads (default n in brackets):\n")
-		for _, name := range bench.Workloads() {
-			summary, defN, _ := bench.Describe(name)
-			fmt.Fprintf(fs.Output(), "  %-7s [%d] %s\n", name, defN, summary)
-		}
-		fmt.Fprintln(fs.Output(), "\nFlags:")
-		fs.PrintDefaults()
-	}
-	if code := parseFlags(fs, args); code >= 0 {
-		return code
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	names, err := benchWorkloads(*workload)
-	if err != nil {
-		fmt.Fprintf(stderr, "heddle bench: --workload: %v\n", err)
-		return 2
-	}
-	switch {
-	case *mode != bench.ModeEmbedded && *mode != bench.ModeCluster:
-		fmt.Fprintf(stderr, "heddle bench: --mode %q is neither embedded nor cluster\n", *mode)
-		return 2
-	case set["n"] && *n <= 0:
-		fmt.Fprintf(stderr, "heddle bench: --n %d must be positive\n", *n)
-		return 2
-	case *finished < 0:
-		fmt.Fprintf(stderr, "heddle bench: --finished %d must not be negative\n", *finished)
-		return 2
-	case *ceiling <= 0:
-		fmt.Fprintf(stderr, "heddle bench: --ceiling-duration %v must be positive\n", *ceiling)
-		return 2
-	}
-	var bar io.Writer
-	if !*quiet && benchIsTerminal(stderr) {
-		bar = stderr
-	}
-	var results []*bench.Result
-	for _, name := range names {
-		res, err := bench.Run(bench.Options{Workload: name, Mode: *mode, N: *n, Finished: *finished, Dir: *dir,
-			CeilingDuration: *ceiling, Progress: bar})
+	fs.StringVar(&jsonPath, "json", "", "write the results to this `file`, one JSON object per workload per line")
+	fs.StringVar(&plotPath, "plot", "", "write an SVG of throughput over time and a latency histogram per workload to this `file`")
+	fs.DurationVar(&ceiling, "ceiling-duration", 2*time.Second, "how long each ceiling loop runs")
+	fs.StringVar(&dir, "dir", "", "parent `directory` of the run's temporary data directories (default: the system's temp directory)")
+	fs.BoolVar(&quiet, "quiet", false, "draw no progress bar (none is drawn when stderr is not a terminal)")
+	// -o prints the results on stdout; --json, here older than -o, names a
+	// file, so only -o/--output is defined.
+	format := new(outputFormat)
+	*format = formatTable
+	fs.VarP(formatValue{format}, "output", "o", "output `format` of the results on stdout: table, json (one document) or jsonl (one JSON object per workload)")
+	completeOutput(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		names, err := benchWorkloads(workload)
 		if err != nil {
-			fmt.Fprintf(stderr, "heddle bench: %v\n", err)
-			return 1
+			return usagef("--workload: %v", err)
 		}
-		printBenchResult(stdout, res)
-		results = append(results, res)
-	}
-	if *jsonPath != "" {
-		if err := writeBenchFile(*jsonPath, func(w io.Writer) error { return bench.WriteJSON(w, results) }); err != nil {
-			fmt.Fprintf(stderr, "heddle bench: --json: %v\n", err)
-			return 1
+		switch {
+		case mode != bench.ModeEmbedded && mode != bench.ModeCluster:
+			return usagef("--mode %q is neither embedded nor cluster", mode)
+		case fs.Changed("n") && n <= 0:
+			return usagef("--n %d must be positive", n)
+		case finished < 0:
+			return usagef("--finished %d must not be negative", finished)
+		case ceiling <= 0:
+			return usagef("--ceiling-duration %v must be positive", ceiling)
 		}
-	}
-	if *plotPath != "" {
-		if err := writeBenchFile(*plotPath, func(w io.Writer) error { return bench.WriteSVG(w, results) }); err != nil {
-			fmt.Fprintf(stderr, "heddle bench: --plot: %v\n", err)
-			return 1
+		var bar io.Writer
+		if !quiet && benchIsTerminal(stderr) {
+			bar = stderr
 		}
+		results := []*bench.Result{}
+		for _, name := range names {
+			res, err := bench.Run(bench.Options{Workload: name, Mode: mode, N: n, Finished: finished, Dir: dir,
+				CeilingDuration: ceiling, Progress: bar})
+			if err != nil {
+				return err
+			}
+			switch *format {
+			case formatTable:
+				printBenchResult(stdout, res)
+			case formatJSONL:
+				if err := bench.WriteJSON(stdout, []*bench.Result{res}); err != nil {
+					return err
+				}
+			}
+			results = append(results, res)
+		}
+		if *format == formatJSON {
+			if err := printDoc(stdout, formatJSON, results); err != nil {
+				return err
+			}
+		}
+		if jsonPath != "" {
+			if err := writeBenchFile(jsonPath, func(w io.Writer) error { return bench.WriteJSON(w, results) }); err != nil {
+				return fmt.Errorf("--json: %w", err)
+			}
+		}
+		if plotPath != "" {
+			if err := writeBenchFile(plotPath, func(w io.Writer) error { return bench.WriteSVG(w, results) }); err != nil {
+				return fmt.Errorf("--plot: %w", err)
+			}
+		}
+		return nil
 	}
-	return 0
+	return cmd
 }
 
 // benchWorkloads turns --workload into the workloads to run.

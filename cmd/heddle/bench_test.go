@@ -40,8 +40,8 @@ func TestBenchHelpListsWorkloads(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	for _, want := range []string{"seq3", "idle", "scale", "--finished", "several minutes"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("help does not mention %q:\n%s", want, stderr.String())
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("help does not mention %q:\n%s", want, stdout.String())
 		}
 	}
 }
@@ -83,5 +83,21 @@ func TestBenchWritesJSONAndPlot(t *testing.T) {
 	}
 	if !bytes.HasPrefix(s, []byte("<svg")) || !bytes.HasSuffix(bytes.TrimSpace(s), []byte("</svg>")) {
 		t.Errorf("the plot is not an SVG document:\n%.200s", s)
+	}
+}
+
+// -o jsonl prints each workload's result as one JSON line on stdout, the
+// lines --json writes to a file.
+func TestBenchOutputJSONL(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"bench", "--workload", "start", "--n", "10", "--ceiling-duration", "100ms",
+		"--dir", t.TempDir(), "-o", "jsonl"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	var obj map[string]any
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &obj) != nil || obj["workload"] != "start" || obj["n"] != float64(10) {
+		t.Errorf("bench -o jsonl printed:\n%s", stdout.String())
 	}
 }

@@ -1,223 +1,271 @@
 package main
 
+// This file is "heddle cluster": the status of each member, removing a
+// member, handing leadership over, and "up", a local cluster in this
+// process for trying heddle out.
+
 import (
-	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/spf13/cobra"
 )
 
-// runClusterCommand dispatches "heddle cluster <sub>".
-func runClusterCommand(args []string, stdout, stderr io.Writer) int {
-	usage := func(w io.Writer) {
-		fmt.Fprint(w, "Usage: heddle cluster <status|remove|transfer-leader|up> [flags]\n\n"+
-			"  status            each member, its role and its applied index\n"+
-			"  remove ID         take a member out of the cluster\n"+
-			"  transfer-leader   hand leadership to another member\n"+
-			"  up                run a local cluster of N nodes in this process\n\n"+
-			"Run \"heddle cluster <sub> -h\" for its flags.\n")
+func newClusterCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "status, remove, transfer-leader, or up (a local cluster)",
+		Long:  "Administers a heddle cluster through the HTTP API of its members, or runs a local one.",
+		Args:  unknownCommandArgs,
+		RunE:  missingCommand,
 	}
-	if len(args) == 0 {
-		usage(stderr)
-		return 2
-	}
-	switch args[0] {
-	case "status":
-		return clusterStatus(args[1:], stdout, stderr)
-	case "remove":
-		return clusterRemove(args[1:], stdout, stderr)
-	case "transfer-leader":
-		return clusterTransfer(args[1:], stdout, stderr)
-	case "up":
-		return clusterUp(args[1:], stdout, stderr)
-	case "-h", "-help", "--help":
-		usage(stdout)
-		return 0
-	}
-	fmt.Fprintf(stderr, "heddle cluster: unknown subcommand %q\n\n", args[0])
-	usage(stderr)
-	return 2
+	cmd.AddCommand(newClusterStatusCommand(), newClusterRemoveCommand(), newClusterTransferCommand(), newClusterUpCommand())
+	return cmd
 }
 
-// clusterFlags are the flags every client subcommand shares.
+// clusterFlags are the flags every client subcommand of cluster has.
 type clusterFlags struct {
-	addr, token *string
-	json        *bool
+	addr, token string
+	format      *outputFormat
 }
 
-// defaultAddr is the API address clients use when --addr is not given.
-func defaultAddr() string {
-	if a := os.Getenv("HEDDLE_ADDR"); a != "" {
-		return a
+func addClusterFlags(cmd *cobra.Command) *clusterFlags {
+	f := &clusterFlags{}
+	fs := cmd.Flags()
+	fs.StringVar(&f.addr, "addr", "", "HTTP `addresses` of cluster members, comma-separated (default $HEDDLE_ADDR, else "+defaultAddr+")")
+	fs.StringVar(&f.token, "token", "", "bearer `token` of the HTTP API (default $HEDDLE_TOKEN)")
+	f.format = addOutputFlags(fs)
+	completeOutput(cmd)
+	return f
+}
+
+// addrs returns the members to ask.
+func (f *clusterFlags) addrs() ([]string, error) {
+	a := splitAddrs(envDefault(f.addr, "HEDDLE_ADDR", defaultAddr))
+	if len(a) == 0 {
+		return nil, usagef("--addr names no address")
 	}
-	return "127.0.0.1:7233"
+	return a, nil
 }
 
-func newClusterFlags(fs *flag.FlagSet) clusterFlags {
-	return clusterFlags{
-		addr:  fs.String("addr", defaultAddr(), "HTTP address(es) of cluster members, comma-separated (default $HEDDLE_ADDR or 127.0.0.1:7233)"),
-		token: fs.String("token", os.Getenv("HEDDLE_TOKEN"), "the API's bearer token (default $HEDDLE_TOKEN)"),
-		json:  fs.Bool("json", false, "print JSON"),
-	}
-}
-
-func (f clusterFlags) client() (*httpapi.Client, error) {
-	return httpapi.NewClient(httpapi.ClientConfig{Addrs: splitAddrs(*f.addr), Token: *f.token, RetryTimeout: 10 * time.Second})
-}
-
-// parseSub parses a subcommand's flags, allowing want positional arguments.
-func parseSub(fs *flag.FlagSet, args []string, want int) ([]string, int) {
-	pos, err := parseInterleaved(fs, args)
+func (f *clusterFlags) client() (*httpapi.Client, error) {
+	addrs, err := f.addrs()
 	if err != nil {
-		if err == flag.ErrHelp {
-			return nil, 0
-		}
-		return nil, 2
+		return nil, err
 	}
-	if len(pos) != want {
-		fmt.Fprintf(fs.Output(), "heddle %s: want %d argument(s), got %d\n", fs.Name(), want, len(pos))
-		fs.Usage()
-		return nil, 2
+	c, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs, Token: envDefault(f.token, "HEDDLE_TOKEN", ""), RetryTimeout: 10 * time.Second})
+	if err != nil {
+		return nil, usagef("--addr %q: %v", f.addr, err)
 	}
-	return pos, -1
+	return c, nil
 }
 
-func clusterStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("cluster status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := newClusterFlags(fs)
-	if _, code := parseSub(fs, args, 0); code >= 0 {
-		return code
+// clusterView is one member's answer to "cluster status", as JSON.
+type clusterView struct {
+	Addr   string            `json:"addr"`
+	Status *clusterStatusDoc `json:"status,omitempty"`
+	Error  string            `json:"error,omitempty"`
+}
+
+// clusterStatusDoc is a member's view of the cluster. It is the CLI's own
+// type, like the workflow documents, so that its JSON stays put whatever
+// the API's types become.
+type clusterStatusDoc struct {
+	ID           string             `json:"id"`
+	State        string             `json:"state"`
+	Term         uint64             `json:"term"`
+	LeaderID     string             `json:"leader_id,omitempty"`
+	LeaderHTTP   string             `json:"leader_http,omitempty"`
+	CommitIndex  uint64             `json:"commit_index,omitempty"`
+	AppliedIndex uint64             `json:"applied_index"`
+	LastIndex    uint64             `json:"last_index,omitempty"`
+	Members      []clusterMemberDoc `json:"members,omitempty"`
+}
+
+type clusterMemberDoc struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr,omitempty"`
+	Voter    bool   `json:"voter,omitempty"`
+	Leader   bool   `json:"leader,omitempty"`
+}
+
+func clusterStatusOf(s httpapi.ClusterStatus) *clusterStatusDoc {
+	d := &clusterStatusDoc{ID: s.ID, State: s.State, Term: s.Term, LeaderID: s.LeaderID, LeaderHTTP: s.LeaderHTTP,
+		CommitIndex: s.CommitIndex, AppliedIndex: s.AppliedIndex, LastIndex: s.LastIndex}
+	for _, m := range s.Members {
+		d.Members = append(d.Members, clusterMemberDoc{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Voter: m.Voter, Leader: m.Leader})
 	}
-	if len(splitAddrs(*cf.addr)) == 0 {
-		fmt.Fprintln(stderr, "heddle cluster status: --addr names no address")
-		return 2
+	return d
+}
+
+func newClusterStatusCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "each member, its role and its applied index",
+		Long: "Asks every member named by --addr for its view of the cluster, so that a lagging\n" +
+			"applied index or a node that thinks it leads shows. Exits 1 when one does not answer.",
+		Args: noArgs,
 	}
-	ctx := context.Background()
-	// Ask every member given, so that an operator sees each one's view
-	// (a lagging applied index, a node that thinks it leads).
-	type view struct {
-		Addr   string                 `json:"addr"`
-		Status *httpapi.ClusterStatus `json:"status,omitempty"`
-		Error  string                 `json:"error,omitempty"`
-	}
-	var views []view
-	for _, a := range splitAddrs(*cf.addr) {
-		one, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{a}, Token: *cf.token, RetryTimeout: 2 * time.Second})
-		v := view{Addr: a}
-		if err == nil {
-			var st httpapi.ClusterStatus
-			if st, err = one.Status(ctx); err == nil {
-				v.Status = &st
-			}
-		}
+	f := addClusterFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		addrs, err := f.addrs()
 		if err != nil {
-			v.Error = err.Error()
+			return err
 		}
-		views = append(views, v)
-	}
-	if *cf.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(views)
-	} else {
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ADDR\tID\tSTATE\tTERM\tAPPLIED\tLEADER\tMEMBERS")
-		for _, v := range views {
-			if v.Status == nil {
-				fmt.Fprintf(tw, "%s\t-\tunreachable\t\t\t\t%s\n", v.Addr, v.Error)
-				continue
+		token := envDefault(f.token, "HEDDLE_TOKEN", "")
+		views := []clusterView{}
+		unreachable := 0
+		for _, a := range addrs {
+			v := clusterView{Addr: a}
+			one, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{a}, Token: token, RetryTimeout: 2 * time.Second})
+			if err == nil {
+				var st httpapi.ClusterStatus
+				if st, err = one.Status(cmd.Context()); err == nil {
+					v.Status = clusterStatusOf(st)
+				}
 			}
-			s := v.Status
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%d\n", v.Addr, s.ID, s.State, s.Term, s.AppliedIndex, s.LeaderID, len(s.Members))
+			if err != nil {
+				v.Error = err.Error()
+				unreachable++
+			}
+			views = append(views, v)
 		}
-		tw.Flush()
+		if err := printClusterStatus(cmd.OutOrStdout(), *f.format, views); err != nil {
+			return err
+		}
+		if unreachable > 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d of %d members did not answer\n", cmd.CommandPath(), unreachable, len(views))
+			return exitError{code: 1}
+		}
+		return nil
 	}
+	return cmd
+}
+
+func printClusterStatus(w io.Writer, format outputFormat, views []clusterView) error {
+	switch format {
+	case formatJSON:
+		return printDoc(w, format, views)
+	case formatJSONL:
+		return printLines(w, views)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ADDR\tID\tSTATE\tTERM\tAPPLIED\tLEADER\tMEMBERS")
 	for _, v := range views {
 		if v.Status == nil {
-			return 1
+			fmt.Fprintf(tw, "%s\t-\tunreachable\t\t\t\t%s\n", v.Addr, v.Error)
+			continue
 		}
+		s := v.Status
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%d\n", v.Addr, s.ID, s.State, s.Term, s.AppliedIndex, s.LeaderID, len(s.Members))
 	}
-	return 0
+	return tw.Flush()
 }
 
-func clusterRemove(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("cluster remove", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := newClusterFlags(fs)
-	rest, code := parseSub(fs, args, 1)
-	if code >= 0 {
-		return code
-	}
-	cl, err := cf.client()
-	if err != nil {
-		fmt.Fprintf(stderr, "heddle cluster remove: %v\n", err)
-		return 2
-	}
-	if err := cl.Remove(context.Background(), rest[0]); err != nil {
-		fmt.Fprintf(stderr, "heddle cluster remove: %v\n", err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "removed %s\n", rest[0])
-	return 0
+// clusterChange is the JSON document of remove and transfer-leader.
+type clusterChange struct {
+	Removed            string `json:"removed,omitempty"`
+	LeadershipTransfer bool   `json:"leadership_transferred,omitempty"`
 }
 
-func clusterTransfer(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("cluster transfer-leader", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := newClusterFlags(fs)
-	if _, code := parseSub(fs, args, 0); code >= 0 {
-		return code
+func newClusterRemoveCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "remove ID",
+		Short: "take a member out of the cluster",
+		Long:  "Takes the member with node id ID out of the cluster's configuration.",
+		Args:  exactArgs("ID"),
 	}
-	cl, err := cf.client()
-	if err != nil {
-		fmt.Fprintf(stderr, "heddle cluster transfer-leader: %v\n", err)
-		return 2
+	f := addClusterFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		cl, err := f.client()
+		if err != nil {
+			return err
+		}
+		if err := cl.Remove(cmd.Context(), args[0]); err != nil {
+			return err
+		}
+		if *f.format != formatTable {
+			return printDoc(cmd.OutOrStdout(), *f.format, clusterChange{Removed: args[0]})
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
+		return nil
 	}
-	if err := cl.TransferLeader(context.Background()); err != nil {
-		fmt.Fprintf(stderr, "heddle cluster transfer-leader: %v\n", err)
-		return 1
-	}
-	fmt.Fprintln(stdout, "leadership transferred")
-	return 0
+	return cmd
 }
 
-// clusterUp runs a local cluster in this process: node i listens on
-// base+2(i-1) for HTTP and the port after it for Raft. With the same --dir
-// a second run restarts the same cluster from its directories.
-func clusterUp(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("cluster up", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	nodes := fs.Int("nodes", 3, "number of nodes")
-	dir := fs.String("dir", "", "parent directory of the nodes' directories (required)")
-	base := fs.Int("base-port", 7233, "HTTP port of node 1; node i uses base+2(i-1) for HTTP and the next port for Raft")
-	host := fs.String("host", "127.0.0.1", "the address the nodes listen on")
-	token := fs.String("token", os.Getenv("HEDDLE_TOKEN"), "bearer token the API requires (default $HEDDLE_TOKEN)")
-	if _, code := parseSub(fs, args, 0); code >= 0 {
-		return code
+func newClusterTransferCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "transfer-leader",
+		Short: "hand leadership to another member",
+		Long:  "Asks the leader to hand leadership to another member, as before taking it down.",
+		Args:  noArgs,
 	}
-	switch {
-	case *dir == "":
-		fmt.Fprintln(stderr, "heddle cluster up: --dir is required")
-		return 2
-	case *nodes < 1 || *nodes > 9:
-		fmt.Fprintf(stderr, "heddle cluster up: --nodes %d is not in [1, 9]\n", *nodes)
-		return 2
-	case *base < 1 || *base+2**nodes > 65535:
-		fmt.Fprintf(stderr, "heddle cluster up: --base-port %d leaves no room for %d nodes\n", *base, *nodes)
-		return 2
+	f := addClusterFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cl, err := f.client()
+		if err != nil {
+			return err
+		}
+		if err := cl.TransferLeader(cmd.Context()); err != nil {
+			return err
+		}
+		if *f.format != formatTable {
+			return printDoc(cmd.OutOrStdout(), *f.format, clusterChange{LeadershipTransfer: true})
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), "leadership transferred")
+		return nil
 	}
+	return cmd
+}
+
+// newClusterUpCommand runs a local cluster in this process: node i listens
+// on base+2(i-1) for HTTP and the port after it for Raft. With the same
+// --dir a second run restarts the same cluster from its directories.
+func newClusterUpCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "up --dir DIR [--nodes N] [--base-port PORT]",
+		Short: "run a local cluster of N nodes in this process",
+		Long: "Runs a local cluster of N nodes in this process until it is interrupted. Node i\n" +
+			"keeps its data in DIR/n<i>; run again with the same --dir to restart the same cluster.",
+		Args: noArgs,
+	}
+	fs := cmd.Flags()
+	var (
+		nodes, base      int
+		dir, host, token string
+	)
+	fs.IntVar(&nodes, "nodes", 3, "number of nodes, `N` from 1 to 9")
+	fs.StringVar(&dir, "dir", "", "parent `directory` of the nodes' directories (required)")
+	fs.IntVar(&base, "base-port", defaultHTTPPort, "HTTP `port` of node 1; node i uses base+2(i-1) for HTTP and the next port for Raft")
+	fs.StringVar(&host, "host", "127.0.0.1", "the `address` the nodes listen on")
+	fs.StringVar(&token, "token", "", tokenUsage)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		switch {
+		case dir == "":
+			return usagef("--dir is required")
+		case nodes < 1 || nodes > 9:
+			return usagef("--nodes %d is not in [1, 9]", nodes)
+		case base < 1 || base+2*nodes > 65535:
+			return usagef("--base-port %d leaves no room for %d nodes", base, nodes)
+		}
+		return clusterUp(cmd.OutOrStdout(), dir, host, envDefault(token, "HEDDLE_TOKEN", ""), nodes, base)
+	}
+	return cmd
+}
+
+// clusterUp starts the nodes one by one, each joining through the first,
+// and runs them until SIGINT or SIGTERM.
+func clusterUp(stdout io.Writer, dir, host, token string, nodes, base int) error {
 	ctx, stop := untilSignal()
 	defer stop()
-	addr := func(port int) string { return *host + ":" + strconv.Itoa(port) }
+	addr := func(port int) string { return host + ":" + strconv.Itoa(port) }
 	var running []*clusterNode
 	defer func() {
 		for i := len(running) - 1; i >= 0; i-- {
@@ -225,9 +273,9 @@ func clusterUp(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 	var httpAddrs []string
-	for i := 1; i <= *nodes; i++ {
-		o := nodeOptions{id: "n" + strconv.Itoa(i), dir: filepath.Join(*dir, "n"+strconv.Itoa(i)),
-			httpAddr: addr(*base + 2*(i-1)), raftAddr: addr(*base + 2*(i-1) + 1), token: *token, grace: 5 * time.Second}
+	for i := 1; i <= nodes; i++ {
+		o := nodeOptions{id: "n" + strconv.Itoa(i), dir: filepath.Join(dir, "n"+strconv.Itoa(i)),
+			httpAddr: addr(base + 2*(i-1)), raftAddr: addr(base + 2*(i-1) + 1), token: token, grace: 5 * time.Second}
 		if i == 1 {
 			o.bootstrap = true
 		} else {
@@ -235,26 +283,14 @@ func clusterUp(args []string, stdout, stderr io.Writer) int {
 		}
 		n, err := startNode(ctx, o)
 		if err != nil {
-			fmt.Fprintf(stderr, "heddle cluster up: node %s: %v\n", o.id, err)
-			return 1
+			return fmt.Errorf("node %s: %w", o.id, err)
 		}
 		running = append(running, n)
 		httpAddrs = append(httpAddrs, n.api.addr())
 		fmt.Fprintf(stdout, "node %s: http=%s raft=%s dir=%s\n", o.id, n.api.addr(), n.node.RaftAddr(), o.dir)
 	}
-	fmt.Fprintf(stdout, "cluster up: %d nodes; HEDDLE_ADDR=%s\n", *nodes, joinAddrs(httpAddrs))
+	fmt.Fprintf(stdout, "cluster up: %d nodes; HEDDLE_ADDR=%s\n", nodes, strings.Join(httpAddrs, ","))
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "cluster up: stopping")
-	return 0
-}
-
-func joinAddrs(a []string) string {
-	out := ""
-	for i, s := range a {
-		if i > 0 {
-			out += ","
-		}
-		out += s
-	}
-	return out
+	return nil
 }

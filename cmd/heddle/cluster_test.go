@@ -95,6 +95,23 @@ func TestClusterCommands(t *testing.T) {
 	if !strings.Contains(out, "Leader") || strings.Count(out, "Follower") != 2 {
 		t.Fatalf("cluster status:\n%s", out)
 	}
+	// -o jsonl: one member's view a line, in the order of --addr.
+	out, errOut, code = runCmd(t, "cluster", "status", "--addr", addrs, "-o", "jsonl")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 0 || len(lines) != 3 {
+		t.Fatalf("cluster status -o jsonl: exit %d, %d lines: %s%s", code, len(lines), out, errOut)
+	}
+	for i, line := range lines {
+		var v clusterView
+		if err := json.Unmarshal([]byte(line), &v); err != nil || v.Addr != strings.Split(addrs, ",")[i] || v.Status == nil {
+			t.Errorf("cluster status -o jsonl line %d: %v, %s", i+1, err, line)
+		}
+	}
+	// A member that does not answer is shown, and the exit status is 1.
+	_, errOut, code = runCmd(t, "cluster", "status", "--addr", addrs+",127.0.0.1:1", "-o", "json")
+	if code != 1 || !strings.Contains(errOut, "1 of 4 members did not answer") {
+		t.Errorf("cluster status with an unreachable member: exit %d, stderr %q", code, errOut)
+	}
 
 	// A workflow started through a follower runs on a remote worker.
 	svc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: strings.Split(addrs, ",")})
@@ -135,9 +152,9 @@ func TestClusterCommands(t *testing.T) {
 	}
 
 	// Remove a member: the others see two.
-	_, errOut, code = runCmd(t, "cluster", "remove", "n3", "--addr", addrs)
-	if code != 0 {
-		t.Fatalf("remove: exit %d: %s", code, errOut)
+	out, errOut, code = runCmd(t, "cluster", "remove", "n3", "--addr", addrs, "-o", "json")
+	if code != 0 || strings.TrimSpace(out) != "{\n  \"removed\": \"n3\"\n}" {
+		t.Fatalf("remove: exit %d: %s%s", code, out, errOut)
 	}
 	st, err := svc.Status(context.Background())
 	if err != nil || len(st.Members) != 2 {
@@ -161,9 +178,9 @@ func TestServerCommandBadInput(t *testing.T) {
 		{[]string{"server", "--id", "n1"}, "--dir is required"},
 		{[]string{"server", "--id", "n1", "--dir", "d", "--bootstrap", "--join", "x:1"}, "exclude each other"},
 		{[]string{"server", "--id", "n1", "--dir", "d", "extra"}, "unexpected argument"},
-		{[]string{"cluster"}, "Usage: heddle cluster"},
-		{[]string{"cluster", "frobnicate"}, `unknown subcommand "frobnicate"`},
-		{[]string{"cluster", "remove"}, "want 1 argument"},
+		{[]string{"cluster"}, "heddle cluster: missing command"},
+		{[]string{"cluster", "frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"cluster", "remove"}, "missing argument ID"},
 		{[]string{"cluster", "up"}, "--dir is required"},
 		{[]string{"cluster", "up", "--dir", "d", "--nodes", "0"}, "--nodes 0 is not in [1, 9]"},
 		{[]string{"worker", "--concurrency", "0"}, "--concurrency 0 must be at least 1"},

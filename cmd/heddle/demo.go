@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/storage"
+	"github.com/spf13/cobra"
 )
 
 const (
@@ -53,30 +53,29 @@ type demoConfig struct {
 	Timeline string
 }
 
-// runDemoCommand is "heddle demo".
-func runDemoCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := fs.String("dir", "", "database directory, new or empty, kept afterwards (default: a temporary directory, removed at the end)")
-	timeline := fs.String("timeline", "order-1", "workflow id whose full history is printed at the end")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: heddle demo [--dir D] [--timeline ID]\n\n"+
-			"Runs four order sagas on the SDK: workflows in plain Go, workers, a client.\n"+
-			"Shows a retried activity, a durable timer, a signal, a child workflow,\n"+
-			"compensation, and a workflow resumed by a new worker after its first stopped.\n\n")
-		fs.PrintDefaults()
+// newDemoCommand is "heddle demo".
+func newDemoCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "demo [--dir DIR] [--timeline ID]",
+		Short: "run the SDK demo: order sagas, a retry, a timer, a signal, a child, compensation, recovery",
+		Long: "Runs four order sagas on the SDK: workflows in plain Go, workers, a client.\n" +
+			"Shows a retried activity, a durable timer, a signal, a child workflow,\n" +
+			"compensation, and a workflow resumed by a new worker after its first stopped.",
+		Args: noArgs,
 	}
-	if code := parseFlags(fs, args); code >= 0 {
-		return code
+	var dir, timeline string
+	cmd.Flags().StringVar(&dir, "dir", "", "database `directory`, new or empty, kept afterwards (default: a temporary one, removed at the end)")
+	cmd.Flags().StringVar(&timeline, "timeline", "order-1", "workflow `id` whose full history is printed at the end")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+		defer stop()
+		cfg := demoConfig{Dir: dir, Out: cmd.OutOrStdout(), Clock: clock.Wall(), Timeline: timeline}
+		if err := runDemo(ctx, cfg); err != nil {
+			return fmt.Errorf("FAILED: %w", err)
+		}
+		return nil
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	cfg := demoConfig{Dir: *dir, Out: stdout, Clock: clock.Wall(), Timeline: *timeline}
-	if err := runDemo(ctx, cfg); err != nil {
-		fmt.Fprintf(stderr, "heddle demo: FAILED: %v\n", err)
-		return 1
-	}
-	return 0
+	return cmd
 }
 
 // demoOrder is one order of the demo, where it runs and what it shows.

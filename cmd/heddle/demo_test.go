@@ -87,12 +87,12 @@ func TestDispatch(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{args: nil, code: 2, stderr: "Usage:"},
+		{args: nil, code: 2, stderr: "heddle: missing command\n\nUsage:"},
 		{args: []string{"frobnicate"}, code: 2, stderr: `unknown command "frobnicate"`},
 		{args: []string{"help"}, code: 0, stdout: "demo"},
 		{args: []string{"--help"}, code: 0, stdout: "Usage:"},
 		{args: []string{"help", "demo"}, code: 0, stdout: "--dir"},
-		{args: []string{"demo", "--bogus"}, code: 2, stderr: "flag provided but not defined"},
+		{args: []string{"demo", "--bogus"}, code: 2, stderr: "unknown flag: --bogus"},
 		{args: []string{"demo", "extra"}, code: 2, stderr: `unexpected argument "extra"`},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -3,133 +3,112 @@
 // API, and the demo of the SDK.
 package main
 
+// The command tree is built with spf13/cobra (and its spf13/pflag flags),
+// the library Temporal's CLI uses: one help style for every command, GNU
+// "--flag" spelling with one-letter short forms, flags before or after the
+// arguments, and shell completion, without code of our own for each.
+
 import (
-	"flag"
-	"fmt"
+	"context"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
-// command is one subcommand of the binary. The dispatcher stays a table so
-// that adding a subcommand is one entry, and "heddle help" lists them all.
-type command struct {
-	name    string
-	summary string
-	// run executes the subcommand with the arguments after its name and
-	// returns the process exit code.
-	run func(args []string, stdout, stderr io.Writer) int
-}
+// Default ports. Temporal's dev server takes 7233 (its frontend) and 8233
+// (its web UI), and people who try heddle often run both, so heddle's HTTP
+// API listens on 7280 and a node's Raft on the port after it.
+// "cluster up" gives node i the ports base+2(i-1) and the one after, base
+// being defaultHTTPPort.
+const (
+	defaultHTTPPort = 7280
+	// defaultAddr is the node clients ask when neither --addr nor
+	// $HEDDLE_ADDR names one.
+	defaultAddr     = "127.0.0.1:7280"
+	defaultHTTPAddr = defaultAddr
+	defaultRaftAddr = "127.0.0.1:7281"
+)
 
-// commands lists the subcommands in the order usage prints them.
-func commands() []command {
-	return []command{
-		{"demo", "run the SDK demo: order sagas, a retry, a timer, a signal, a child, compensation, recovery", runDemoCommand},
-		{"server", "run one node of a cluster (Raft and the HTTP API)", runServerCommand},
-		{"dev", "run one embedded heddle with the HTTP API", runDevCommand},
-		{"worker", "run a remote worker for the example workflow Greet", runWorkerCommand},
-		{"cluster", "status, remove, transfer-leader, or up (a local cluster)", runClusterCommand},
-		{"workflow", "start, list, describe, history, signal, cancel or terminate workflows on a node or cluster", runWorkflowCommand},
-		{"chaos", "kill, pause and partition a local cluster under load, then check nothing was lost or done twice", runChaosCommand},
-		{"bench", "run a benchmark workload next to a ceiling measured in the same run; JSON and SVG output", runBenchCommand},
-		{"help", "print this help, or the help of one command", runHelp},
-	}
+func init() {
+	// Commands are listed in the order they are added, which puts the first
+	// steps (demo) before administration, not in alphabetical order.
+	cobra.EnableCommandSorting = false
 }
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run dispatches args to a subcommand. It exists apart from main so that
-// tests can drive the binary without starting a process.
+// run runs the binary with args and returns its exit status: 0 on success,
+// 2 for bad input on the command line, 1 for a failure. It exists apart
+// from main so that tests drive the binary without starting a process; it
+// builds a fresh command tree each time, since flags hold state.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		usage(stderr)
-		return 2
-	}
-	switch args[0] {
-	case "-h", "-help", "--help":
-		usage(stdout)
-		return 0
-	}
-	if c, ok := lookup(args[0]); ok {
-		return c.run(args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "heddle: unknown command %q\n\n", args[0])
-	usage(stderr)
-	return 2
+	root := newRootCommand(stdout, stderr)
+	root.SetArgs(respellLegacyFlags(root, args))
+	cmd, err := root.ExecuteContextC(context.Background())
+	return exitStatus(cmd, err, stderr)
 }
 
-func lookup(name string) (command, bool) {
-	for _, c := range commands() {
-		if c.name == name {
-			return c, true
-		}
+// newRootCommand builds the command tree, writing results on stdout and
+// diagnostics on stderr.
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "heddle",
+		Short: "heddle is a durable workflow engine embedded over BadgerDB",
+		Long: "heddle is a durable workflow engine embedded over BadgerDB. This binary runs its\n" +
+			"demo, a dev server, cluster nodes and a worker, and manages workflows over the\n" +
+			"HTTP API of a node or cluster.",
+		Version:       versionText(readVersion()),
+		Args:          unknownCommandArgs,
+		RunE:          missingCommand,
+		SilenceErrors: true, // exitStatus reports errors, in one format
+		SilenceUsage:  true,
 	}
-	return command{}, false
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetVersionTemplate("{{.Version}}")
+	root.SetUsageTemplate(usageTemplate)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+	root.AddCommand(
+		newDemoCommand(),
+		newServerCommand(),
+		newDevCommand(),
+		newWorkerCommand(),
+		newClusterCommand(),
+		newWorkflowCommand(),
+		newChaosCommand(),
+		newBenchCommand(),
+		newVersionCommand(),
+	)
+	// Both are added now rather than when cobra first executes, so the tree
+	// is whole for the help of every command (and for the tests that walk it).
+	root.InitDefaultCompletionCmd()
+	adoptCobraCommands(childNamed(root, "completion"))
+	root.SetHelpCommand(newHelpCommand(root))
+	root.InitDefaultHelpCmd()
+	return root
 }
 
-// usage prints the list of subcommands.
-func usage(w io.Writer) {
-	var b strings.Builder
-	b.WriteString("heddle is a durable workflow engine embedded over BadgerDB.\n\n")
-	b.WriteString("Usage:\n  heddle <command> [flags]\n\nCommands:\n")
-	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
+// adoptCobraCommands makes the commands cobra builds (completion and its
+// subcommands) behave as heddle's own: bad arguments exit 2 with the usage
+// line, and summaries start in lower case, so the lists of commands read
+// alike.
+func adoptCobraCommands(cmd *cobra.Command) {
+	if cmd == nil {
+		return
 	}
-	b.WriteString("\nRun \"heddle help <command>\" for the flags of a command.\n")
-	io.WriteString(w, b.String())
-}
-
-// runHelp prints the general usage, or a command's flags when it is named.
-func runHelp(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		usage(stdout)
-		return 0
+	if s := cmd.Short; s != "" {
+		cmd.Short = strings.ToLower(s[:1]) + s[1:]
 	}
-	if c, ok := lookup(args[0]); ok && c.name != "help" {
-		// Every command prints its own flags on -h, so help defers to it.
-		return c.run([]string{"-h"}, stdout, stdout)
+	if cmd.HasSubCommands() {
+		cmd.Args, cmd.RunE = unknownCommandArgs, missingCommand
+	} else {
+		cmd.Args = noArgs
 	}
-	fmt.Fprintf(stderr, "heddle help: unknown command %q\n\n", args[0])
-	usage(stderr)
-	return 2
-}
-
-// parseFlags parses a subcommand's flags and turns the outcome into an exit
-// code: -1 to go on, 0 after -h, 2 after a usage error.
-func parseFlags(fs *flag.FlagSet, args []string) int {
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "heddle %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		fs.Usage()
-		return 2
-	}
-	return -1
-}
-
-// parseInterleaved parses args into fs with flags and positional arguments
-// in any order ("--" ends the flags), as people type them ("remove n3
-// --addr A"); the standard flag package alone stops at the first
-// positional argument. It returns the positional arguments.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
+	for _, c := range cmd.Commands() {
+		adoptCobraCommands(c)
 	}
 }

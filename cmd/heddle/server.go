@@ -1,145 +1,159 @@
 package main
 
+// This file is "heddle server", one node of a Raft cluster, and "heddle
+// dev", one embedded engine without Raft; both serve the HTTP API until
+// they are signalled.
+
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/spf13/cobra"
 )
-
-// splitAddrs parses a comma-separated address list, dropping blanks.
-func splitAddrs(s string) []string {
-	var out []string
-	for _, a := range strings.Split(s, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
-}
 
 // untilSignal returns a context ended by SIGINT or SIGTERM.
 func untilSignal() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// runServerCommand runs one cluster node until it is signalled.
-func runServerCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("server", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	id := fs.String("id", "", "this node's id, unique in the cluster and kept for its life (required)")
-	dir := fs.String("dir", "", "this node's data directory (required); restart with the same one to rejoin")
-	raftAddr := fs.String("raft-addr", "127.0.0.1:7234", "host:port for Raft traffic between nodes")
-	httpAddr := fs.String("http-addr", "127.0.0.1:7233", "host:port for the HTTP API")
-	bootstrap := fs.Bool("bootstrap", false, "start a new cluster with this node as its first member")
-	join := fs.String("join", "", "HTTP address(es) of any member to join through (comma-separated)")
-	token := fs.String("token", os.Getenv("HEDDLE_TOKEN"), "bearer token the API requires (default $HEDDLE_TOKEN; empty: none)")
-	grace := fs.Duration("failover-grace", 5*time.Second, "how long a new leader waits before reclaiming expired leases")
-	verbose := fs.Bool("v", false, "print Raft's warnings")
-	chaosProxy := fs.String("chaos-proxy", "", "for the chaos suite: open Raft connections through this fault-injecting proxy")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: heddle server --id ID --dir D [--bootstrap | --join ADDR] [flags]\n\n"+
-			"Runs one node of a heddle cluster: a Raft member with the HTTP API.\n"+
-			"Start the first node with --bootstrap, the others with --join pointing at it.\n\n")
-		fs.PrintDefaults()
+// tokenUsage is the help of every --token flag a server takes.
+const tokenUsage = "bearer `token` the API requires (default $HEDDLE_TOKEN; none when both are empty)"
+
+func newServerCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "server --id ID --dir DIR [--bootstrap | --join ADDR]",
+		Short: "run one node of a cluster (Raft and the HTTP API)",
+		Long: "Runs one node of a heddle cluster: a Raft member with the HTTP API.\n" +
+			"Start the first node with --bootstrap, the others with --join pointing at it.",
+		Args: noArgs,
 	}
-	if code := parseFlags(fs, args); code >= 0 {
-		return code
+	fs := cmd.Flags()
+	var o nodeOptions
+	var join string
+	var verbose bool
+	fs.StringVar(&o.id, "id", "", "this node's `id`, unique in the cluster and kept for its life (required)")
+	fs.StringVar(&o.dir, "dir", "", "this node's data `directory` (required); restart with the same one to rejoin")
+	fs.StringVar(&o.raftAddr, "raft-addr", defaultRaftAddr, "`host:port` for Raft traffic between nodes")
+	fs.StringVar(&o.httpAddr, "http-addr", defaultHTTPAddr, "`host:port` for the HTTP API")
+	fs.BoolVar(&o.bootstrap, "bootstrap", false, "start a new cluster with this node as its first member")
+	fs.StringVar(&join, "join", "", "HTTP `addresses` of any members to join through, comma-separated")
+	fs.StringVar(&o.token, "token", "", tokenUsage)
+	fs.DurationVar(&o.grace, "failover-grace", 5*time.Second, "how long a new leader waits before reclaiming expired leases")
+	fs.BoolVarP(&verbose, "verbose", "v", false, "print Raft's warnings")
+	fs.BoolVar(&verbose, "v", false, "the same as --verbose")
+	_ = fs.MarkHidden("v") // the spelling before --verbose
+	fs.StringVar(&o.chaosProxy, "chaos-proxy", "", "for the chaos suite: open Raft connections through this fault-injecting proxy at `host:port`")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		switch {
+		case o.id == "":
+			return usagef("--id is required")
+		case o.dir == "":
+			return usagef("--dir is required")
+		case o.bootstrap && join != "":
+			return usagef("--bootstrap and --join exclude each other")
+		}
+		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		ctx, stop := untilSignal()
+		defer stop()
+		o.join = splitAddrs(join)
+		o.token = envDefault(o.token, "HEDDLE_TOKEN", "")
+		if verbose {
+			o.logOut = stderr
+		}
+		n, err := startNode(ctx, o)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "heddle server %s: http=%s raft=%s dir=%s\n", o.id, n.api.addr(), n.node.RaftAddr(), o.dir)
+		select {
+		case <-ctx.Done():
+		case err := <-n.api.done:
+			fmt.Fprintf(stderr, "heddle server: HTTP API stopped: %v\n", err)
+		}
+		n.close()
+		fmt.Fprintf(stdout, "heddle server %s: stopped\n", o.id)
+		return nil
 	}
-	switch {
-	case *id == "":
-		fmt.Fprintln(stderr, "heddle server: --id is required")
-		return 2
-	case *dir == "":
-		fmt.Fprintln(stderr, "heddle server: --dir is required")
-		return 2
-	case *bootstrap && *join != "":
-		fmt.Fprintln(stderr, "heddle server: --bootstrap and --join exclude each other")
-		return 2
-	}
-	ctx, stop := untilSignal()
-	defer stop()
-	var logOut io.Writer
-	if *verbose {
-		logOut = stderr
-	}
-	n, err := startNode(ctx, nodeOptions{id: *id, dir: *dir, raftAddr: *raftAddr, httpAddr: *httpAddr,
-		bootstrap: *bootstrap, join: splitAddrs(*join), token: *token, grace: *grace, logOut: logOut, chaosProxy: *chaosProxy})
-	if err != nil {
-		fmt.Fprintf(stderr, "heddle server: %v\n", err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "heddle server %s: http=%s raft=%s dir=%s\n", *id, n.api.addr(), n.node.RaftAddr(), *dir)
-	select {
-	case <-ctx.Done():
-	case err := <-n.api.done:
-		fmt.Fprintf(stderr, "heddle server: HTTP API stopped: %v\n", err)
-	}
-	n.close()
-	fmt.Fprintf(stdout, "heddle server %s: stopped\n", *id)
-	return 0
+	return cmd
 }
 
-// runDevCommand runs one embedded engine with the HTTP API: the simplest
-// server, for development and for remote workers on one machine.
-func runDevCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := fs.String("dir", "", "database directory (default: a temporary one, removed at exit)")
-	httpAddr := fs.String("http-addr", "127.0.0.1:7233", "host:port for the HTTP API")
-	token := fs.String("token", os.Getenv("HEDDLE_TOKEN"), "bearer token the API requires (default $HEDDLE_TOKEN; empty: none)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: heddle dev [--dir D] [--http-addr A]\n\n"+
-			"Runs one embedded heddle (no Raft) serving the HTTP API.\n\n")
-		fs.PrintDefaults()
+// newDevCommand is "heddle dev": one embedded engine with the HTTP API,
+// the simplest server, for development and for remote workers on one
+// machine.
+func newDevCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dev [--dir DIR] [--http-addr ADDR]",
+		Short: "run one embedded heddle with the HTTP API",
+		Long:  "Runs one embedded heddle (no Raft) serving the HTTP API.",
+		Args:  noArgs,
 	}
-	if code := parseFlags(fs, args); code >= 0 {
-		return code
-	}
-	d := *dir
-	if d == "" {
-		tmp, err := os.MkdirTemp("", "heddle-dev-")
-		if err != nil {
-			fmt.Fprintf(stderr, "heddle dev: %v\n", err)
-			return 1
+	fs := cmd.Flags()
+	var dir, httpAddr, token string
+	fs.StringVar(&dir, "dir", "", "database `directory` (default: a temporary one, removed at exit)")
+	fs.StringVar(&httpAddr, "http-addr", defaultHTTPAddr, "`host:port` for the HTTP API")
+	fs.StringVar(&token, "token", "", tokenUsage)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if dir == "" {
+			tmp, err := os.MkdirTemp("", "heddle-dev-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(tmp)
+			dir = tmp
 		}
-		defer os.RemoveAll(tmp)
-		d = tmp
+		ctx, stop := untilSignal()
+		defer stop()
+		d, err := startDev(engine.Config{Dir: dir}, httpAddr, envDefault(token, "HEDDLE_TOKEN", ""))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "heddle dev: http=%s dir=%s\n", d.api.addr(), dir)
+		select {
+		case <-ctx.Done():
+		case err := <-d.api.done:
+			fmt.Fprintf(stderr, "heddle dev: HTTP API stopped: %v\n", err)
+		}
+		d.close()
+		fmt.Fprintln(stdout, "heddle dev: stopped")
+		return nil
 	}
-	ctx, stop := untilSignal()
-	defer stop()
-	ln, err := listen(*httpAddr)
+	return cmd
+}
+
+// devServer is what "heddle dev" runs: an engine and its HTTP API.
+type devServer struct {
+	engine *engine.Engine
+	api    *apiServer
+}
+
+// startDev opens the engine cfg describes and serves its API on httpAddr.
+// The tests of the workflow commands start the same server.
+func startDev(cfg engine.Config, httpAddr, token string) (*devServer, error) {
+	ln, err := listen(httpAddr)
 	if err != nil {
-		fmt.Fprintf(stderr, "heddle dev: %v\n", err)
-		return 1
+		return nil, err
 	}
-	e, err := engine.Open(engine.Config{Dir: d})
+	e, err := engine.Open(cfg)
 	if err != nil {
 		ln.Close()
-		fmt.Fprintf(stderr, "heddle dev: %v\n", err)
-		return 1
+		return nil, err
 	}
-	defer e.Close()
-	api, err := serveAPI(ln, httpapi.ServerConfig{Service: e, AuthToken: *token})
+	api, err := serveAPI(ln, httpapi.ServerConfig{Service: e, AuthToken: token})
 	if err != nil {
-		fmt.Fprintf(stderr, "heddle dev: %v\n", err)
-		return 1
+		e.Close()
+		return nil, err
 	}
-	fmt.Fprintf(stdout, "heddle dev: http=%s dir=%s\n", api.addr(), d)
-	select {
-	case <-ctx.Done():
-	case err := <-api.done:
-		fmt.Fprintf(stderr, "heddle dev: HTTP API stopped: %v\n", err)
-	}
-	api.close()
-	fmt.Fprintln(stdout, "heddle dev: stopped")
-	return 0
+	return &devServer{engine: e, api: api}, nil
+}
+
+func (d *devServer) close() {
+	d.api.close()
+	d.engine.Close()
 }

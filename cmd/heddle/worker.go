@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
+	"github.com/spf13/cobra"
 )
 
 // Greet is the example workflow "heddle worker" runs: two activities and
@@ -71,62 +71,66 @@ func logActivity(ctx context.Context, name, arg string) {
 	}
 }
 
-// runWorkerCommand runs a remote worker for the example workflow against
-// a server or a cluster.
-func runWorkerCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", defaultAddr(), "HTTP address(es) of the server or cluster members, comma-separated (default $HEDDLE_ADDR or 127.0.0.1:7233)")
-	token := fs.String("token", os.Getenv("HEDDLE_TOKEN"), "the API's bearer token (default $HEDDLE_TOKEN)")
-	queue := fs.String("queue", "greetings", "task queue to serve")
-	concurrency := fs.Int("concurrency", 64, "workflow and activity tasks run at once")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: heddle worker [--addr A,B,C] [--queue Q]\n\n"+
-			"Runs a remote worker for the example workflow \"Greet\" (two activities and a\n"+
-			"timer) against a heddle server or cluster, through the HTTP API. Start one with\n"+
-			"  heddle workflow start --type Greet --queue greetings --input '\"ada\"' --wait\n\n")
-		fs.PrintDefaults()
+// newWorkerCommand is "heddle worker": a remote worker for the example
+// workflow against a server or a cluster.
+func newWorkerCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "worker [--addr ADDRS] [-t QUEUE]",
+		Short: "run a remote worker for the example workflow Greet",
+		Long: "Runs a remote worker for the example workflow \"Greet\" (two activities and a\n" +
+			"timer) against a heddle server or cluster, through the HTTP API. Start one with\n" +
+			"  heddle workflow start --type Greet -t greetings --input '\"ada\"' --wait",
+		Args: noArgs,
 	}
-	if code := parseFlags(fs, args); code >= 0 {
-		return code
+	fs := cmd.Flags()
+	var (
+		addr, token, queue string
+		concurrency        int
+	)
+	fs.StringVar(&addr, "addr", "", "HTTP `addresses` of the server or cluster members, comma-separated (default $HEDDLE_ADDR, else "+defaultAddr+")")
+	fs.StringVar(&token, "token", "", "bearer `token` of the HTTP API (default $HEDDLE_TOKEN)")
+	fs.StringVarP(&queue, "task-queue", "t", "greetings", "task `queue` to serve (also --queue)")
+	fs.StringVar(&queue, "queue", "greetings", "the same as --task-queue")
+	_ = fs.MarkHidden("queue")
+	fs.IntVar(&concurrency, "concurrency", 64, "workflow and activity tasks run at once")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if concurrency < 1 {
+			return usagef("--concurrency %d must be at least 1", concurrency)
+		}
+		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		addrs := splitAddrs(envDefault(addr, "HEDDLE_ADDR", defaultAddr))
+		svc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs, Token: envDefault(token, "HEDDLE_TOKEN", "")})
+		if err != nil {
+			return usagef("--addr: %v", err)
+		}
+		host, _ := os.Hostname()
+		w, err := worker.New(svc, queue, worker.Options{MaxConcurrentJobs: concurrency,
+			Identity: fmt.Sprintf("%s-%d", host, os.Getpid()),
+			OnError:  func(job engine.JobID, err error) { fmt.Fprintf(stderr, "heddle worker: job %d: %v\n", job, err) }})
+		if err != nil {
+			return usagef("%v", err)
+		}
+		w.RegisterWorkflow(Greet)
+		w.RegisterActivity(LookupTitle)
+		w.RegisterActivity(ComposeGreeting)
+		activityLog.Lock()
+		activityLog.w = stdout
+		activityLog.Unlock()
+		ctx, stop := untilSignal()
+		defer stop()
+		if err := w.Start(); err != nil {
+			return err
+		}
+		queries := make(chan struct{})
+		go func() { defer close(queries); httpapi.ServeQueries(ctx, svc, queue, w) }()
+		fmt.Fprintf(stdout, "heddle worker: serving queue %q on %s\n", queue, strings.Join(addrs, ","))
+		<-ctx.Done()
+		drain, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err = w.Stop(drain)
+		<-queries
+		fmt.Fprintf(stdout, "heddle worker: stopped (%v)\n", err)
+		return nil
 	}
-	if *concurrency < 1 {
-		fmt.Fprintf(stderr, "heddle worker: --concurrency %d must be at least 1\n", *concurrency)
-		return 2
-	}
-	svc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: splitAddrs(*addr), Token: *token})
-	if err != nil {
-		fmt.Fprintf(stderr, "heddle worker: %v\n", err)
-		return 2
-	}
-	host, _ := os.Hostname()
-	w, err := worker.New(svc, *queue, worker.Options{MaxConcurrentJobs: *concurrency,
-		Identity: fmt.Sprintf("%s-%d", host, os.Getpid()),
-		OnError:  func(job engine.JobID, err error) { fmt.Fprintf(stderr, "heddle worker: job %d: %v\n", job, err) }})
-	if err != nil {
-		fmt.Fprintf(stderr, "heddle worker: %v\n", err)
-		return 2
-	}
-	w.RegisterWorkflow(Greet)
-	w.RegisterActivity(LookupTitle)
-	w.RegisterActivity(ComposeGreeting)
-	activityLog.Lock()
-	activityLog.w = stdout
-	activityLog.Unlock()
-	ctx, stop := untilSignal()
-	defer stop()
-	if err := w.Start(); err != nil {
-		fmt.Fprintf(stderr, "heddle worker: %v\n", err)
-		return 1
-	}
-	queries := make(chan struct{})
-	go func() { defer close(queries); httpapi.ServeQueries(ctx, svc, *queue, w) }()
-	fmt.Fprintf(stdout, "heddle worker: serving queue %q on %s\n", *queue, *addr)
-	<-ctx.Done()
-	drain, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err = w.Stop(drain)
-	<-queries
-	fmt.Fprintf(stdout, "heddle worker: stopped (%v)\n", err)
-	return 0
+	return cmd
 }

@@ -4,89 +4,108 @@ package main
 // a running node or cluster. It talks to the HTTP API only (never to a
 // database directory), so the same binary manages a local dev node and a
 // remote cluster alike. Each verb lives in its own workflow_<verb>.go file;
-// this one holds the table that dispatches them, so adding a verb is one
-// entry here.
+// this one holds the flags they share (the connection and -o) and the list
+// of verbs, so adding a verb is one line here.
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
+	"time"
+
+	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/spf13/cobra"
 )
 
-// wfVerb is one subcommand of "heddle workflow".
-type wfVerb struct {
-	name    string
-	summary string
-	// run parses args (everything after the verb) and does the work. It
-	// returns a *wfUsageError for bad input (exit 2), errWFHelp after -h
-	// (exit 0), a wfExitError for an outcome that is not an error but must
-	// not exit 0, and any other error for a failure (exit 1).
-	run func(ctx context.Context, io wfIO, args []string) error
+// wfDefaultRetry is how long a command keeps trying nodes that do not answer
+// (or a cluster electing a leader) before it reports the failure: long
+// enough for a leader election, short enough that a typo in --addr does not
+// look like a hang.
+const wfDefaultRetry = 10 * time.Second
+
+func newWorkflowCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "workflow",
+		Short: "start, list, count, describe, show, query, signal, cancel or terminate workflows",
+		Long: "Manages the workflows of a heddle node or cluster through its HTTP API.\n\n" +
+			"An ID argument is a workflow id (its current run), or a numeric job (run) id;\n" +
+			"-w/--workflow-id and -r/--run-id name a run without that guess.\n\n" +
+			"Results print for people, or with -o json as one JSON document, or with -o jsonl\n" +
+			"as one JSON object per line (a run of list, an event of history). The JSON has\n" +
+			"snake_case keys, statuses by name (\"Completed\") and RFC 3339 UTC times.",
+		Args: unknownCommandArgs,
+		RunE: missingCommand,
+	}
+	g := &wfGlobals{}
+	fs := cmd.PersistentFlags()
+	fs.StringVar(&g.addr, "addr", "", "HTTP `addresses` of the nodes to ask, comma-separated host:port or http(s) URLs (default $HEDDLE_ADDR, else "+defaultAddr+")")
+	fs.StringVar(&g.token, "token", "", "bearer `token` of the HTTP API (default $HEDDLE_TOKEN)")
+	fs.DurationVar(&g.retry, "retry-timeout", wfDefaultRetry, "how long to keep trying when no node answers or the cluster has no leader")
+	g.format = addOutputFlags(fs)
+	completeOutput(cmd)
+	cmd.AddCommand(
+		newWFStartCommand(g),
+		newWFListCommand(g),
+		newWFCountCommand(g),
+		newWFDescribeCommand(g),
+		newWFHistoryCommand(g),
+		newWFQueryCommand(g),
+		newWFSignalCommand(g),
+		newWFCancelCommand(g, false),
+		newWFCancelCommand(g, true),
+	)
+	return cmd
 }
 
-// wfIO is where a verb writes: the result on out, diagnostics on err.
-type wfIO struct {
+// wfGlobals are the flags every verb has.
+type wfGlobals struct {
+	addr, token string
+	retry       time.Duration
+	format      *outputFormat
+}
+
+// wfCall is one run of a verb: where it writes and how.
+type wfCall struct {
+	ctx context.Context
+	// out takes the result, err the diagnostics.
 	out, err io.Writer
-	// verb is "workflow start" etc., for the messages and usage lines.
-	verb string
+	format   outputFormat
+	// path is "heddle workflow start" etc., for messages.
+	path string
+	g    *wfGlobals
 }
 
-func wfVerbs() []wfVerb {
-	return []wfVerb{
-		{"start", "start a workflow run (optionally wait for its result)", runWFStart},
-		{"list", "list workflow runs, filtered by status, type or queue", runWFList},
-		{"describe", "show one run: status, type, queue, attempt, times, result or failure", runWFDescribe},
-		{"history", "print a run's event history as a timeline", runWFHistory},
-		{"signal", "send a signal to a run", runWFSignal},
-		{"cancel", "ask a run to cancel itself (its workflow code decides how to end)", runWFCancel},
-		{"terminate", "end a run at once as Cancelled, without running workflow code", runWFTerminate},
-	}
-}
-
-// runWorkflowCommand is "heddle workflow".
-func runWorkflowCommand(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		wfUsage(stderr)
-		return 2
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		wfUsage(stdout)
-		return 0
-	}
-	for _, v := range wfVerbs() {
-		if v.name != args[0] {
-			continue
-		}
-		// Ctrl-C ends a long wait (start --wait) through its context, so
-		// the deferred cleanups run and the exit code says it was cut short.
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+// runE adapts a verb's function to cobra. Ctrl-C ends a long wait (start
+// --wait, query) through the context, so deferred cleanups run and the
+// exit status says it was cut short.
+func (g *wfGlobals) runE(fn func(c *wfCall, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 		defer stop()
-		wio := wfIO{out: stdout, err: stderr, verb: "workflow " + v.name}
-		return wfExitCode(wio, v.run(ctx, wio, args[1:]))
+		return fn(&wfCall{ctx: ctx, out: cmd.OutOrStdout(), err: cmd.ErrOrStderr(), format: *g.format, path: cmd.CommandPath(), g: g}, args)
 	}
-	fmt.Fprintf(stderr, "heddle workflow: unknown subcommand %q\n\n", args[0])
-	wfUsage(stderr)
-	return 2
 }
 
-// wfUsage lists the verbs and the flags they share.
-func wfUsage(w io.Writer) {
-	var b strings.Builder
-	b.WriteString("Usage:\n  heddle workflow <subcommand> [flags]\n\n")
-	b.WriteString("Manages the workflows of a heddle node or cluster through its HTTP API.\n\nSubcommands:\n")
-	for _, v := range wfVerbs() {
-		fmt.Fprintf(&b, "  %-10s %s\n", v.name, v.summary)
+// client returns an API client for --addr and --token.
+func (c *wfCall) client() (*httpapi.Client, error) {
+	addr := envDefault(c.g.addr, "HEDDLE_ADDR", defaultAddr)
+	addrs := splitAddrs(addr)
+	if len(addrs) == 0 {
+		return nil, usagef("--addr names no address")
 	}
-	b.WriteString("\nEvery subcommand takes:\n" +
-		"  --addr host:port[,host:port...]  node HTTP addresses (default $HEDDLE_ADDR, else " + wfDefaultAddr + ")\n" +
-		"  --token T                        bearer token of the API (default $HEDDLE_TOKEN)\n" +
-		"  --json                           print one JSON document instead of text\n" +
-		"  --retry-timeout D                how long to retry unreachable nodes (default " + wfDefaultRetry.String() + ")\n" +
-		"\nAn ID argument is a workflow id, or a numeric job (run) id.\n" +
-		"Run \"heddle workflow <subcommand> -h\" for its flags.\n")
-	io.WriteString(w, b.String())
+	if c.g.retry <= 0 {
+		return nil, usagef("--retry-timeout %v must be positive", c.g.retry)
+	}
+	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs, Token: envDefault(c.g.token, "HEDDLE_TOKEN", ""), RetryTimeout: c.g.retry})
+	if err != nil {
+		return nil, usagef("--addr %q: %v", addr, err)
+	}
+	return cl, nil
 }
+
+// table reports whether the result is for people.
+func (c *wfCall) table() bool { return c.format == formatTable }
+
+// doc prints a verb's one JSON document in the format asked for.
+func (c *wfCall) doc(v any) error { return printDoc(c.out, c.format, v) }

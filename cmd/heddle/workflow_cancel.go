@@ -7,10 +7,10 @@ package main
 // or whose code is gone.
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/spf13/cobra"
 )
 
 // wfStopOutput is the JSON document of cancel and terminate.
@@ -24,54 +24,57 @@ type wfStopOutput struct {
 	Seq uint64 `json:"seq"`
 }
 
-func runWFCancel(ctx context.Context, wio wfIO, args []string) error {
-	return wfStop(ctx, wio, args, false)
-}
-
-func runWFTerminate(ctx context.Context, wio wfIO, args []string) error {
-	return wfStop(ctx, wio, args, true)
-}
-
-func wfStop(ctx context.Context, wio wfIO, args []string, terminate bool) error {
-	about := "Asks a run to cancel itself: its workflow code sees its context cancelled and\n" +
-		"decides how to end. A workflow id names its current run."
+// newWFCancelCommand is cancel, or terminate when terminate is set.
+func newWFCancelCommand(g *wfGlobals, terminate bool) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cancel {ID | -w WORKFLOW-ID | -r RUN-ID} [--reason TEXT]",
+		Short: "ask a run to cancel itself (its workflow code decides how to end)",
+		Long: "Asks a run to cancel itself: its workflow code sees its context cancelled and\n" +
+			"decides how to end. A workflow id names its current run.",
+		Args: cobra.ArbitraryArgs,
+	}
 	if terminate {
-		about = "Ends a run at once as Cancelled, without running workflow code (no cleanup).\n" +
+		cmd.Use = "terminate {ID | -w WORKFLOW-ID | -r RUN-ID} [--reason TEXT]"
+		cmd.Short = "end a run at once as Cancelled, without running workflow code"
+		cmd.Long = "Ends a run at once as Cancelled, without running workflow code (no cleanup).\n" +
 			"A workflow id names its current run."
 	}
-	f := newWFFlags(wio, "ID [--reason TEXT] [flags]", about)
+	target := addTargetFlags(cmd.Flags())
 	var reason string
-	f.fs.StringVar(&reason, "reason", "", "why, recorded in the run's history")
-	pos, err := f.parse(args, "ID")
-	if err != nil {
-		return err
-	}
-	svc, err := f.client()
-	if err != nil {
-		return err
-	}
-	t, j, err := wfResolve(ctx, svc, pos[0])
-	if err != nil {
-		return err
-	}
-	var res *engine.StatusResult
-	if terminate {
-		res, err = svc.Cancel(ctx, engine.Cancel{Target: t, Reason: reason})
-	} else {
-		res, err = svc.RequestCancel(ctx, engine.RequestCancel{Target: t, Reason: reason})
-	}
-	if err != nil {
-		return err
-	}
-	out := wfStopOutput{WorkflowID: wfWorkflowOf(t, j), JobID: uint64(res.Job), Status: res.Status.String(), Seq: res.Seq}
-	if f.json {
-		return wfPrintJSON(wio.out, out)
-	}
-	if terminate {
-		fmt.Fprintf(wio.out, "Terminated workflow %s (job %d): %s, event %d.\n", wfCell(out.WorkflowID), out.JobID, out.Status, out.Seq)
-	} else {
-		fmt.Fprintf(wio.out, "Cancel requested for workflow %s (job %d) as event %d; it is %s until its code ends it.\n",
-			wfCell(out.WorkflowID), out.JobID, out.Seq, out.Status)
-	}
-	return nil
+	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the run's history")
+	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
+		id, _, err := target.args(args)
+		if err != nil {
+			return err
+		}
+		svc, err := c.client()
+		if err != nil {
+			return err
+		}
+		t, j, err := target.resolve(c.ctx, svc, id)
+		if err != nil {
+			return err
+		}
+		var res *engine.StatusResult
+		if terminate {
+			res, err = svc.Cancel(c.ctx, engine.Cancel{Target: t, Reason: reason})
+		} else {
+			res, err = svc.RequestCancel(c.ctx, engine.RequestCancel{Target: t, Reason: reason})
+		}
+		if err != nil {
+			return err
+		}
+		out := wfStopOutput{WorkflowID: wfWorkflowOf(t, j), JobID: uint64(res.Job), Status: res.Status.String(), Seq: res.Seq}
+		if !c.table() {
+			return c.doc(out)
+		}
+		if terminate {
+			fmt.Fprintf(c.out, "Terminated workflow %s (job %d): %s, event %d.\n", wfCell(out.WorkflowID), out.JobID, out.Status, out.Seq)
+		} else {
+			fmt.Fprintf(c.out, "Cancel requested for workflow %s (job %d) as event %d; it is %s until its code ends it.\n",
+				wfCell(out.WorkflowID), out.JobID, out.Seq, out.Status)
+		}
+		return nil
+	})
+	return cmd
 }

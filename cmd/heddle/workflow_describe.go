@@ -9,33 +9,42 @@ import (
 	"fmt"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/spf13/cobra"
 )
 
-func runWFDescribe(ctx context.Context, wio wfIO, args []string) error {
-	f := newWFFlags(wio, "ID [flags]",
-		"Shows one run: status, type, queue, attempt, times, what it waits for, and the\n"+
-			"result or failure of a closed run. A workflow id shows its current run.")
-	pos, err := f.parse(args, "ID")
-	if err != nil {
-		return err
+func newWFDescribeCommand(g *wfGlobals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "describe {ID | -w WORKFLOW-ID | -r RUN-ID}",
+		Short: "show one run: status, type, queue, attempt, times, result or failure",
+		Long: "Shows one run: status, type, queue, attempt, times, what it waits for, and the\n" +
+			"result or failure of a closed run. A workflow id shows its current run.",
+		Args: cobra.ArbitraryArgs,
 	}
-	svc, err := f.client()
-	if err != nil {
-		return err
-	}
-	j, err := wfDescribe(ctx, svc, pos[0])
-	if err != nil {
-		return err
-	}
-	closing, err := wfClosing(ctx, svc, j)
-	if err != nil {
-		return err
-	}
-	doc := wfJobOf(j, closing)
-	if f.json {
-		return wfPrintJSON(wio.out, doc)
-	}
-	return wfPrintJob(wio.out, doc)
+	target := addTargetFlags(cmd.Flags())
+	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
+		id, _, err := target.args(args)
+		if err != nil {
+			return err
+		}
+		svc, err := c.client()
+		if err != nil {
+			return err
+		}
+		j, err := target.describe(c.ctx, svc, id)
+		if err != nil {
+			return err
+		}
+		closing, err := wfClosing(c.ctx, svc, j)
+		if err != nil {
+			return err
+		}
+		doc := wfJobOf(j, closing)
+		if !c.table() {
+			return c.doc(doc)
+		}
+		return wfPrintJob(c.out, doc)
+	})
+	return cmd
 }
 
 // wfClosing returns the last event of a closed run, nil for an open one.

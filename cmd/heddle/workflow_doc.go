@@ -1,6 +1,6 @@
 package main
 
-// This file defines the JSON documents "heddle workflow --json" prints. They
+// This file defines the JSON documents "heddle workflow -o json" prints. They
 // are the CLI's contract with scripts, so they are their own types with
 // snake_case names that stay put, not the engine's structs (whose Go field
 // names and msgpack tags are internal and may change), and times are RFC

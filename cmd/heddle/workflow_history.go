@@ -1,16 +1,17 @@
 package main
 
-// This file is "heddle workflow history": a run's events, the record the
-// engine keeps and a recovering worker replays, as a timeline. By default it
-// pages through the whole history (one API page holds at most
-// engine.MaxPage events); --after and --limit select a window of it.
+// This file is "heddle workflow history", also called "show": a run's
+// events, the record the engine keeps and a recovering worker replays, as a
+// timeline. By default it pages through the whole history (one API page
+// holds at most engine.MaxPage events); --after and --limit select a window.
 
 import (
-	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/spf13/cobra"
 )
 
 // wfHistoryOutput is history's JSON document.
@@ -24,69 +25,86 @@ type wfHistoryOutput struct {
 	NextAfter uint64 `json:"next_after,omitempty"`
 }
 
-func runWFHistory(ctx context.Context, wio wfIO, args []string) error {
-	f := newWFFlags(wio, "ID [--after SEQ] [--limit N] [--full] [flags]",
-		"Prints a run's events as a timeline: seq, time since the run was created, the\n"+
-			"attempt that wrote it, its type, step and name, and what it carries. Every event\n"+
-			"by default. A workflow id shows its current run.")
+func newWFHistoryCommand(g *wfGlobals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "history {ID | -w WORKFLOW-ID | -r RUN-ID} [--after SEQ] [--limit N] [--full]",
+		Aliases: []string{"show"},
+		Short:   "print a run's event history as a timeline",
+		Long: "Prints a run's events as a timeline: seq, time since the run was created, the\n" +
+			"attempt that wrote it, its type, step and name, and what it carries. Every event\n" +
+			"by default. A workflow id shows its current run. With -o jsonl, one event a line.",
+		Args: cobra.ArbitraryArgs,
+	}
+	target := addTargetFlags(cmd.Flags())
 	var (
 		after uint64
 		limit int
 		full  bool
 	)
-	f.fs.Uint64Var(&after, "after", 0, "print only events after this `seq`")
-	f.fs.IntVar(&limit, "limit", 0, "print at most `N` events (default all)")
-	f.fs.BoolVar(&full, "full", false, "print payloads whole instead of cut to fit a line")
-	pos, err := f.parse(args, "ID")
-	if err != nil {
-		return err
-	}
-	if limit < 0 {
-		return wfUsagef("--limit %d is negative", limit)
-	}
-	svc, err := f.client()
-	if err != nil {
-		return err
-	}
-	j, err := wfDescribe(ctx, svc, pos[0])
-	if err != nil {
-		return err
-	}
-	out := wfHistoryOutput{WorkflowID: j.WorkflowID, JobID: uint64(j.ID), Status: j.Status.String(), Events: []wfEventDoc{}}
-	var events []engine.Event
-	for {
-		size := engine.MaxPage
-		if limit > 0 {
-			size = min(size, limit-len(events))
-		}
-		page, err := svc.History(ctx, j.ID, after, size)
+	cmd.Flags().Uint64Var(&after, "after", 0, "print only events after this `seq`")
+	cmd.Flags().IntVar(&limit, "limit", 0, "print at most `N` events (default all)")
+	cmd.Flags().BoolVar(&full, "full", false, "print payloads whole instead of cut to fit a line")
+	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
+		id, _, err := target.args(args)
 		if err != nil {
 			return err
 		}
-		events = append(events, page.Events...)
-		if page.Next == 0 {
-			break
+		if limit < 0 {
+			return usagef("--limit %d is negative", limit)
 		}
-		if after = page.Next; limit > 0 && len(events) >= limit {
-			out.NextAfter = page.Next
-			break
+		svc, err := c.client()
+		if err != nil {
+			return err
 		}
-	}
-	for _, ev := range events {
-		out.Events = append(out.Events, wfEventOf(ev))
-	}
-	if f.json {
-		return wfPrintJSON(wio.out, out)
-	}
-	width := wfCellWidth
-	if full {
-		width = 0
-	}
-	return wfPrintHistory(wio, j, events, out.NextAfter, width)
+		j, err := target.describe(c.ctx, svc, id)
+		if err != nil {
+			return err
+		}
+		out := wfHistoryOutput{WorkflowID: j.WorkflowID, JobID: uint64(j.ID), Status: j.Status.String(), Events: []wfEventDoc{}}
+		var events []engine.Event
+		for {
+			size := engine.MaxPage
+			if limit > 0 {
+				size = min(size, limit-len(events))
+			}
+			page, err := svc.History(c.ctx, j.ID, after, size)
+			if err != nil {
+				return err
+			}
+			events = append(events, page.Events...)
+			if page.Next == 0 {
+				break
+			}
+			if after = page.Next; limit > 0 && len(events) >= limit {
+				out.NextAfter = page.Next
+				break
+			}
+		}
+		for _, ev := range events {
+			out.Events = append(out.Events, wfEventOf(ev))
+		}
+		switch c.format {
+		case formatJSON:
+			return c.doc(out)
+		case formatJSONL:
+			if err := printLines(c.out, out.Events); err != nil {
+				return err
+			}
+			if out.NextAfter != 0 {
+				fmt.Fprintf(c.err, "More events follow: next with --after %d\n", out.NextAfter)
+			}
+			return nil
+		}
+		width := wfCellWidth
+		if full {
+			width = 0
+		}
+		return wfPrintHistory(c.out, j, events, out.NextAfter, width)
+	})
+	return cmd
 }
 
-func wfPrintHistory(wio wfIO, j *engine.Job, events []engine.Event, nextAfter uint64, width int) error {
-	w := wio.out
+func wfPrintHistory(w io.Writer, j *engine.Job, events []engine.Event, nextAfter uint64, width int) error {
 	fmt.Fprintf(w, "Workflow %s, job %d (%s on %s): %s, %d events\n", wfCell(j.WorkflowID), j.ID,
 		wfCell(j.Type), wfCell(j.Queue), j.Status, j.LastSeq)
 	base := j.CreatedMS

@@ -6,12 +6,13 @@ package main
 // map to the API's limit and after.
 
 import (
-	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/spf13/cobra"
 )
 
 // wfListOutput is list's JSON document.
@@ -21,65 +22,110 @@ type wfListOutput struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
-func runWFList(ctx context.Context, wio wfIO, args []string) error {
-	f := newWFFlags(wio, "[--status S] [--type T] [--queue Q] [--limit N] [--cursor C] [flags]",
-		"Lists runs, oldest first, one page at a time; when more match, prints the cursor\n"+
-			"of the next page. Filters combine.")
-	var (
-		q              engine.ListQuery
-		status, cursor string
-	)
-	f.fs.StringVar(&status, "status", "", "only runs in this `status`: "+wfStatusNames())
-	f.fs.StringVar(&q.Type, "type", "", "only runs of this workflow `type`")
-	f.fs.StringVar(&q.Queue, "queue", "", "only runs on this task `queue`")
-	f.fs.IntVar(&q.Limit, "limit", 100, fmt.Sprintf("most runs to print, `N` from 1 to %d", engine.MaxPage))
-	f.fs.StringVar(&cursor, "cursor", "", "start after this `cursor`, as printed by the previous page")
-	if _, err := f.parse(args); err != nil {
-		return err
+func newWFListCommand(g *wfGlobals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list [--status S] [--type TYPE] [-t QUEUE] [--limit N] [--cursor C]",
+		Short: "list workflow runs, filtered by status, type or queue",
+		Long: "Lists runs, oldest first, one page at a time; when more match, says the cursor of\n" +
+			"the next page (on stderr with -o jsonl, which prints one run per line). Filters combine.",
+		Args: noArgs,
 	}
-	if status != "" {
-		s, ok := wfParseStatus(status)
+	filter := addListFilterFlags(cmd)
+	var (
+		limit  int
+		cursor string
+	)
+	cmd.Flags().IntVar(&limit, "limit", 100, fmt.Sprintf("most runs to print, `N` from 1 to %d", engine.MaxPage))
+	cmd.Flags().StringVar(&cursor, "cursor", "", "start after this `cursor`, as printed by the previous page")
+	cmd.RunE = g.runE(func(c *wfCall, _ []string) error {
+		q, err := filter.query()
+		if err != nil {
+			return err
+		}
+		if limit < 1 || limit > engine.MaxPage {
+			return usagef("--limit %d is not between 1 and %d", limit, engine.MaxPage)
+		}
+		q.Limit = limit
+		if cursor != "" {
+			n, err := strconv.ParseUint(cursor, 10, 64)
+			if err != nil {
+				return usagef("--cursor %q is not a cursor printed by list", cursor)
+			}
+			q.After = engine.JobID(n)
+		}
+		svc, err := c.client()
+		if err != nil {
+			return err
+		}
+		page, err := svc.List(c.ctx, q)
+		if err != nil {
+			return err
+		}
+		out := wfListOutput{Workflows: []wfJobDoc{}}
+		for _, j := range page.Jobs {
+			out.Workflows = append(out.Workflows, wfJobOf(j, nil))
+		}
+		if page.Next != 0 {
+			out.NextCursor = strconv.FormatUint(uint64(page.Next), 10)
+		}
+		switch c.format {
+		case formatJSON:
+			return c.doc(out)
+		case formatJSONL:
+			if err := printLines(c.out, out.Workflows); err != nil {
+				return err
+			}
+			if out.NextCursor != "" {
+				fmt.Fprintf(c.err, "More runs match: next page with --cursor %s\n", out.NextCursor)
+			}
+			return nil
+		}
+		return wfPrintList(c.out, out)
+	})
+	return cmd
+}
+
+// wfListFilter is the filters list and count share.
+type wfListFilter struct {
+	status, typ, queue string
+}
+
+func addListFilterFlags(cmd *cobra.Command) *wfListFilter {
+	f := &wfListFilter{}
+	fs := cmd.Flags()
+	fs.StringVar(&f.status, "status", "", "only runs in this `status`: "+wfStatusNames())
+	fs.StringVar(&f.typ, "type", "", "only runs of this workflow `type`")
+	fs.StringVarP(&f.queue, "task-queue", "t", "", "only runs on this task `queue` (also --queue)")
+	fs.StringVar(&f.queue, "queue", "", "the same as --task-queue")
+	_ = fs.MarkHidden("queue")
+	_ = cmd.RegisterFlagCompletionFunc("status", func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var names []string
+		for _, s := range engine.Statuses() {
+			names = append(names, s.String())
+		}
+		return completeWords(names, prefix), cobra.ShellCompDirectiveNoFileComp
+	})
+	return f
+}
+
+// query is the filters as the list API's query.
+func (f *wfListFilter) query() (engine.ListQuery, error) {
+	q := engine.ListQuery{Type: f.typ, Queue: f.queue}
+	if f.status != "" {
+		s, ok := wfParseStatus(f.status)
 		if !ok {
-			return wfUsagef("--status %q is not a status; want one of %s", status, wfStatusNames())
+			return q, usagef("--status %q is not a status; want one of %s", f.status, wfStatusNames())
 		}
 		q.Status = s
 	}
-	if q.Limit < 1 || q.Limit > engine.MaxPage {
-		return wfUsagef("--limit %d is not between 1 and %d", q.Limit, engine.MaxPage)
-	}
-	if cursor != "" {
-		n, err := strconv.ParseUint(cursor, 10, 64)
-		if err != nil {
-			return wfUsagef("--cursor %q is not a cursor printed by list", cursor)
-		}
-		q.After = engine.JobID(n)
-	}
-	svc, err := f.client()
-	if err != nil {
-		return err
-	}
-	page, err := svc.List(ctx, q)
-	if err != nil {
-		return err
-	}
-	out := wfListOutput{Workflows: []wfJobDoc{}}
-	for _, j := range page.Jobs {
-		out.Workflows = append(out.Workflows, wfJobOf(j, nil))
-	}
-	if page.Next != 0 {
-		out.NextCursor = strconv.FormatUint(uint64(page.Next), 10)
-	}
-	if f.json {
-		return wfPrintJSON(wio.out, out)
-	}
-	return wfPrintList(wio, out)
+	return q, nil
 }
 
-func wfPrintList(wio wfIO, out wfListOutput) error {
+func wfPrintList(w io.Writer, out wfListOutput) error {
 	if len(out.Workflows) == 0 {
-		fmt.Fprintln(wio.out, "No workflows.")
+		fmt.Fprintln(w, "No workflows.")
 	} else {
-		tw := newWFTable(wio.out)
+		tw := newWFTable(w)
 		tw.row("WORKFLOW ID", "JOB", "TYPE", "QUEUE", "STATUS", "ATTEMPT", "CREATED", "CLOSED")
 		for _, d := range out.Workflows {
 			closed := "-"
@@ -94,7 +140,7 @@ func wfPrintList(wio wfIO, out wfListOutput) error {
 		}
 	}
 	if out.NextCursor != "" {
-		fmt.Fprintf(wio.out, "More runs match: next page with --cursor %s\n", out.NextCursor)
+		fmt.Fprintf(w, "More runs match: next page with --cursor %s\n", out.NextCursor)
 	}
 	return nil
 }

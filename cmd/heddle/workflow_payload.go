@@ -29,6 +29,7 @@ type wfJSONValues struct {
 }
 
 func (v *wfJSONValues) String() string { return "" }
+func (v *wfJSONValues) Type() string   { return "JSON" }
 
 func (v *wfJSONValues) Set(s string) error {
 	if len(v.vals) > 0 && !v.repeat {
@@ -93,7 +94,7 @@ func wfPayloadFields(p []byte) (json.RawMessage, []byte) {
 }
 
 // wfPayloadText renders a payload for people: compact JSON when it is JSON,
-// else a quoted string, else only its size (binary is not read by eye; --json
+// else a quoted string, else only its size (binary is not read by eye; -o json
 // has it in base64); cut to max runes (max <= 0: no cut).
 func wfPayloadText(p []byte, max int) string {
 	var s string
@@ -103,7 +104,7 @@ func wfPayloadText(p []byte, max int) string {
 	case utf8.Valid(p):
 		s = strconv.Quote(string(p))
 	default:
-		return fmt.Sprintf("<%d bytes, not text; see --json>", len(p))
+		return fmt.Sprintf("<%d bytes, not text; see -o json>", len(p))
 	}
 	return wfTruncate(s, max)
 }

@@ -5,11 +5,11 @@ package main
 // argument, so workflow code receives it unchanged.
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/spf13/cobra"
 )
 
 // wfSignalOutput is signal's JSON document.
@@ -23,52 +23,68 @@ type wfSignalOutput struct {
 	Woke bool `json:"woke"`
 }
 
-func runWFSignal(ctx context.Context, wio wfIO, args []string) error {
-	f := newWFFlags(wio, "ID NAME [--input JSON] [flags]",
-		"Sends signal NAME to a run, with one JSON value (null without --input).\n"+
-			"A workflow id signals its current run.")
+func newWFSignalCommand(g *wfGlobals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "signal {ID | -w WORKFLOW-ID | -r RUN-ID} {NAME | --name NAME} [--input JSON]",
+		Short: "send a signal to a run",
+		Long: "Sends signal NAME to a run, with one JSON value (null without --input).\n" +
+			"A workflow id signals its current run.",
+		Args: cobra.ArbitraryArgs,
+	}
+	target := addTargetFlags(cmd.Flags())
 	input := wfJSONValues{}
-	f.fs.Var(&input, "input", "the signal's value as `JSON` (strings quoted: '\"x\"')")
-	pos, err := f.parse(args, "ID", "NAME")
-	if err != nil {
-		return err
-	}
-	name := pos[1]
-	if name == "" {
-		return wfUsagef("NAME must not be empty")
-	}
-	// One value, always: workflow code receives a signal into one variable.
-	var value any // null without --input
-	if len(input.vals) == 1 {
-		value = input.vals[0]
-	}
-	payload, err := converter.Encode(value)
-	if err != nil {
-		return wfUsagef("--input: %v", err)
-	}
-	svc, err := f.client()
-	if err != nil {
-		return err
-	}
-	t, j, err := wfResolve(ctx, svc, pos[0])
-	if err != nil {
-		return err
-	}
-	res, err := svc.Signal(ctx, engine.Signal{Target: t, Name: name, Payload: payload})
-	if err != nil {
-		return err
-	}
-	out := wfSignalOutput{WorkflowID: wfWorkflowOf(t, j), JobID: uint64(res.Job), Signal: name, Seq: res.Seq, Woke: res.Woke}
-	if f.json {
-		return wfPrintJSON(wio.out, out)
-	}
-	woke := "the run was not waiting for it; it will see it when it next looks"
-	if out.Woke {
-		woke = "it woke the waiting run"
-	}
-	fmt.Fprintf(wio.out, "Signal %s sent to workflow %s (job %d) as event %d; %s.\n",
-		wfCell(name), wfCell(out.WorkflowID), out.JobID, out.Seq, woke)
-	return nil
+	var name string
+	cmd.Flags().StringVar(&name, "name", "", "the signal's `name`, instead of the NAME argument")
+	cmd.Flags().Var(&input, "input", "the signal's value as `JSON` (strings quoted: '\"x\"')")
+	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
+		var rest []string
+		if !cmd.Flags().Changed("name") {
+			rest = []string{"NAME"}
+		}
+		id, pos, err := target.args(args, rest...)
+		if err != nil {
+			return err
+		}
+		if len(pos) > 0 {
+			name = pos[0]
+		}
+		if name == "" {
+			return usagef("NAME must not be empty")
+		}
+		// One value, always: workflow code receives a signal into one variable.
+		var value any // null without --input
+		if len(input.vals) == 1 {
+			value = input.vals[0]
+		}
+		payload, err := converter.Encode(value)
+		if err != nil {
+			return usagef("--input: %v", err)
+		}
+		svc, err := c.client()
+		if err != nil {
+			return err
+		}
+		t, j, err := target.resolve(c.ctx, svc, id)
+		if err != nil {
+			return err
+		}
+		res, err := svc.Signal(c.ctx, engine.Signal{Target: t, Name: name, Payload: payload})
+		if err != nil {
+			return err
+		}
+		out := wfSignalOutput{WorkflowID: wfWorkflowOf(t, j), JobID: uint64(res.Job), Signal: name, Seq: res.Seq, Woke: res.Woke}
+		if !c.table() {
+			return c.doc(out)
+		}
+		woke := "the run was not waiting for it; it will see it when it next looks"
+		if out.Woke {
+			woke = "it woke the waiting run"
+		}
+		fmt.Fprintf(c.out, "Signal %s sent to workflow %s (job %d) as event %d; %s.\n",
+			wfCell(name), wfCell(out.WorkflowID), out.JobID, out.Seq, woke)
+		return nil
+	})
+	return cmd
 }
 
 // wfWorkflowOf is the workflow id of the run t names; j is the run when

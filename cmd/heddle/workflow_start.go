@@ -6,13 +6,14 @@ package main
 // A run that did not complete exits 1, so scripts can chain on success.
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/spf13/cobra"
 )
 
 // wfStartOutput is start's JSON document.
@@ -43,11 +44,16 @@ func wfReusePolicyNames() string {
 	return strings.Join(names, ", ")
 }
 
-func runWFStart(ctx context.Context, wio wfIO, args []string) error {
-	f := newWFFlags(wio, "--type T --queue Q [--id ID] [--input JSON ...] [--wait] [flags]",
-		"Starts a run of workflow type T on task queue Q and prints its workflow id and job\n"+
-			"(run) id. With --wait it then waits for the workflow to end and prints its result;\n"+
-			"the exit status is 1 when the workflow failed or was cancelled.")
+func newWFStartCommand(g *wfGlobals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "start --type TYPE -t QUEUE [-w ID] [--input JSON]... [--wait]",
+		Short: "start a workflow run (optionally wait for its result)",
+		Long: "Starts a run of workflow type TYPE on task queue QUEUE and prints its workflow id\n" +
+			"and job (run) id. With --wait it then waits for the workflow to end and prints its\n" +
+			"result; the exit status is 1 when the workflow failed or was cancelled.",
+		Args: noArgs,
+	}
+	fs := cmd.Flags()
 	var (
 		typ, queue, id string
 		input          = wfJSONValues{repeat: true}
@@ -55,11 +61,15 @@ func runWFStart(ctx context.Context, wio wfIO, args []string) error {
 		timeout        time.Duration
 		wait           bool
 	)
-	f.fs.StringVar(&typ, "type", "", "workflow `type` to run, as registered on the worker (required)")
-	f.fs.StringVar(&queue, "queue", "", "task `queue` whose workers run it (required)")
-	f.fs.StringVar(&id, "id", "", "workflow `id` (default: the engine names it job-<job id>)")
-	f.fs.Var(&input, "input", "a workflow argument as `JSON` (strings quoted: '\"x\"'); repeat for more arguments")
-	f.fs.Func("reuse-policy", "what to do when the workflow id already has a run, a `policy`: "+wfReusePolicyNames()+
+	fs.StringVar(&typ, "type", "", "workflow `type` to run, as registered on the worker (required)")
+	fs.StringVarP(&queue, "task-queue", "t", "", "task `queue` whose workers run it (required; also --queue)")
+	fs.StringVar(&queue, "queue", "", "the same as --task-queue")
+	fs.StringVarP(&id, "workflow-id", "w", "", "workflow `id` (default: the engine names it job-<job id>; also --id)")
+	fs.StringVar(&id, "id", "", "the same as --workflow-id")
+	_ = fs.MarkHidden("queue")
+	_ = fs.MarkHidden("id")
+	fs.Var(&input, "input", "a workflow argument as `JSON` (strings quoted: '\"x\"'); repeat for more arguments")
+	fs.Func("reuse-policy", "what to do when the workflow id already has a run, a `policy`: "+wfReusePolicyNames()+
 		" (default allow-after-terminal: start a new run once the last one closed)", func(s string) error {
 		for _, p := range wfReusePolicies {
 			if strings.EqualFold(strings.ReplaceAll(s, "_", "-"), p.name) {
@@ -69,7 +79,7 @@ func runWFStart(ctx context.Context, wio wfIO, args []string) error {
 		}
 		return fmt.Errorf("unknown policy %q; want one of %s", s, wfReusePolicyNames())
 	})
-	f.fs.Func("execution-timeout", "bound on the whole workflow, retries and continue-as-new included, as a Go `duration` (1h, 90s; default none)", func(s string) error {
+	fs.Func("execution-timeout", "bound on the whole workflow, retries and continue-as-new included, as a Go `duration` (1h, 90s; default none)", func(s string) error {
 		d, err := time.ParseDuration(s)
 		switch {
 		case err != nil:
@@ -82,75 +92,82 @@ func runWFStart(ctx context.Context, wio wfIO, args []string) error {
 		timeout = d
 		return nil
 	})
-	f.fs.BoolVar(&wait, "wait", false, "wait for the workflow to end and print its result")
-	if _, err := f.parse(args); err != nil {
-		return err
-	}
-	switch {
-	case typ == "":
-		return wfUsagef("--type is required")
-	case queue == "":
-		return wfUsagef("--queue is required")
-	}
-	payload, err := input.payload()
-	if err != nil {
-		return wfUsagef("--input: %v", err)
-	}
-	svc, err := f.client()
-	if err != nil {
-		return err
-	}
-	res, err := svc.Create(ctx, engine.CreateJob{WorkflowID: id, Type: typ, Queue: queue, Input: payload,
-		ReusePolicy: policy, ExecutionTimeoutMS: timeout.Milliseconds()})
-	if err != nil {
-		return err
-	}
-	out := wfStartOutput{WorkflowID: res.WorkflowID, JobID: uint64(res.Job), Existing: res.Existing}
-	if !wait {
-		return wfPrintStart(wio, f.json, out)
-	}
-	if !f.json {
-		// Say what was started before the wait, which may be long.
-		if err := wfPrintStart(wio, false, out); err != nil {
+	fs.BoolVar(&wait, "wait", false, "wait for the workflow to end and print its result")
+	_ = cmd.RegisterFlagCompletionFunc("reuse-policy", func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var names []string
+		for _, p := range wfReusePolicies {
+			names = append(names, p.name)
+		}
+		return completeWords(names, prefix), cobra.ShellCompDirectiveNoFileComp
+	})
+	cmd.RunE = g.runE(func(c *wfCall, _ []string) error {
+		switch {
+		case typ == "":
+			return usagef("--type is required")
+		case queue == "":
+			return usagef("-t/--task-queue is required")
+		}
+		payload, err := input.payload()
+		if err != nil {
+			return usagef("--input: %v", err)
+		}
+		svc, err := c.client()
+		if err != nil {
 			return err
 		}
-	}
-	j, last, err := wfAwait(ctx, svc, res.Job)
-	if err != nil {
-		return fmt.Errorf("workflow %s started as job %d, but waiting for it failed: %w", res.WorkflowID, res.Job, err)
-	}
-	doc := wfJobOf(j, last)
-	out.Outcome = &doc
-	if f.json {
-		err = wfPrintJSON(wio.out, out)
-	} else {
-		err = wfPrintOutcome(wio, out)
-	}
-	if err != nil {
-		return err
-	}
-	if j.Status != engine.StatusCompleted {
-		fmt.Fprintf(wio.err, "heddle %s: workflow %s ended %s\n", wio.verb, j.WorkflowID, j.Status)
-		return wfExitError{code: 1}
-	}
-	return nil
+		res, err := svc.Create(c.ctx, engine.CreateJob{WorkflowID: id, Type: typ, Queue: queue, Input: payload,
+			ReusePolicy: policy, ExecutionTimeoutMS: timeout.Milliseconds()})
+		if err != nil {
+			return err
+		}
+		out := wfStartOutput{WorkflowID: res.WorkflowID, JobID: uint64(res.Job), Existing: res.Existing}
+		if !wait {
+			return wfPrintStart(c, out)
+		}
+		if c.table() {
+			// Say what was started before the wait, which may be long.
+			if err := wfPrintStart(c, out); err != nil {
+				return err
+			}
+		}
+		j, last, err := wfAwait(c.ctx, svc, res.Job)
+		if err != nil {
+			return fmt.Errorf("workflow %s started as job %d, but waiting for it failed: %w", res.WorkflowID, res.Job, err)
+		}
+		doc := wfJobOf(j, last)
+		out.Outcome = &doc
+		if c.table() {
+			err = wfPrintOutcome(c.out, out)
+		} else {
+			err = c.doc(out)
+		}
+		if err != nil {
+			return err
+		}
+		if j.Status != engine.StatusCompleted {
+			fmt.Fprintf(c.err, "%s: workflow %s ended %s\n", c.path, j.WorkflowID, j.Status)
+			return exitError{code: 1}
+		}
+		return nil
+	})
+	return cmd
 }
 
-func wfPrintStart(wio wfIO, asJSON bool, out wfStartOutput) error {
-	if asJSON {
-		return wfPrintJSON(wio.out, out)
+func wfPrintStart(c *wfCall, out wfStartOutput) error {
+	if !c.table() {
+		return c.doc(out)
 	}
-	wfKV(wio.out, "Workflow ID", wfCell(out.WorkflowID))
-	wfKV(wio.out, "Job ID", fmt.Sprint(out.JobID))
+	wfKV(c.out, "Workflow ID", wfCell(out.WorkflowID))
+	wfKV(c.out, "Job ID", fmt.Sprint(out.JobID))
 	if out.Existing {
-		wfKV(wio.out, "Note", "an identical run was open; it was returned, not started again")
+		wfKV(c.out, "Note", "an identical run was open; it was returned, not started again")
 	}
 	return nil
 }
 
 // wfPrintOutcome prints how the workflow ended, after wfPrintStart's lines.
-func wfPrintOutcome(wio wfIO, out wfStartOutput) error {
-	d, w := out.Outcome, wio.out
+func wfPrintOutcome(w io.Writer, out wfStartOutput) error {
+	d := out.Outcome
 	if d.JobID != out.JobID {
 		wfKV(w, "Last job ID", fmt.Sprint(d.JobID))
 	}

@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,10 +38,17 @@ func wfRefuse(ctx workflow.Context, why string) (string, error) {
 }
 
 // wfGate waits for the signal "go" and returns its value, or ends
-// cancelled when its cancellation is requested first.
+// cancelled when its cancellation is requested first. Its query "state"
+// says what it waits for, with the query's argument appended.
 func wfGate(ctx workflow.Context) (string, error) {
 	var got string
 	cancelled := false
+	err := workflow.SetQueryHandler(ctx, "state", func(suffix string) (string, error) {
+		return "waiting for go" + suffix, nil
+	})
+	if err != nil {
+		return "", err
+	}
 	workflow.NewSelector(ctx).
 		AddReceive(workflow.GetSignalChannel(ctx, "go"), func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &got) }).
 		AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { cancelled = true }).
@@ -54,36 +59,38 @@ func wfGate(ctx workflow.Context) (string, error) {
 	return got, nil
 }
 
-// wfEnv is a node serving the HTTP API, with a worker on wfTestQueue.
+// wfEnv is a node serving the HTTP API, with a worker on wfTestQueue that
+// also answers queries.
 type wfEnv struct {
 	t    *testing.T
 	e    *engine.Engine
 	addr string
 }
 
+// newWFEnv starts what "heddle dev" runs (startDev: an engine in a fresh
+// directory, the HTTP API on a free loopback port) and a worker.
 func newWFEnv(t *testing.T, token string) *wfEnv {
+	t.Helper()
+	return startWFEnv(t, engine.Config{Dir: t.TempDir()}, token)
+}
+
+// newWFEnvInMemory is newWFEnv over an in-memory store, for the tests that
+// write a thousand records and would wait on the disk's syncs.
+func newWFEnvInMemory(t *testing.T) *wfEnv {
+	t.Helper()
+	return startWFEnv(t, engine.Config{InMemory: true}, "")
+}
+
+func startWFEnv(t *testing.T, cfg engine.Config, token string) *wfEnv {
 	t.Helper()
 	t.Setenv("HEDDLE_ADDR", "")
 	t.Setenv("HEDDLE_TOKEN", "")
-	e, err := engine.Open(engine.Config{InMemory: true})
+	d, err := startDev(cfg, "127.0.0.1:0", token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
-	api, err := httpapi.NewServer(httpapi.ServerConfig{Service: e, AuthToken: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(api)
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(func() { api.Close(); srv.Close() })
-	w, err := worker.New(e, wfTestQueue, worker.Options{OnError: func(job engine.JobID, err error) {
+	t.Cleanup(d.close)
+	w, err := worker.New(d.engine, wfTestQueue, worker.Options{OnError: func(job engine.JobID, err error) {
 		t.Errorf("worker, job %d: %v", job, err)
 	}})
 	if err != nil {
@@ -95,12 +102,23 @@ func newWFEnv(t *testing.T, token string) *wfEnv {
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Queries reach the worker through the API, as they reach a remote
+	// worker process ("heddle worker").
+	qc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{d.api.addr()}, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qctx, stopQueries := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { defer close(served); httpapi.ServeQueries(qctx, qc, wfTestQueue, w) }()
 	t.Cleanup(func() {
+		stopQueries()
+		<-served
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		w.Stop(ctx)
 	})
-	return &wfEnv{t: t, e: e, addr: ln.Addr().String()}
+	return &wfEnv{t: t, e: d.engine, addr: d.api.addr()}
 }
 
 // run runs "heddle workflow VERB --addr ADDR ARGS...".
@@ -404,7 +422,7 @@ func TestWorkflowHistory(t *testing.T) {
 
 // History pages through every event by default, more than one API page.
 func TestWorkflowHistoryPages(t *testing.T) {
-	w := newWFEnv(t, "")
+	w := newWFEnvInMemory(t)
 	var s wfStartOutput
 	w.json(&s, "start", "--type", "Gate", "--queue", wfIdleQueue, "--id", "idle-1")
 	ctx := context.Background()
@@ -523,11 +541,11 @@ func TestWorkflowBadInput(t *testing.T) {
 		code   int
 		stderr []string
 	}{
-		{[]string{"start", "--queue", "q"}, 2, []string{"heddle workflow start: --type is required", `Run "heddle workflow start -h"`}},
-		{[]string{"start", "--type", "T"}, 2, []string{"--queue is required"}},
+		{[]string{"start", "--queue", "q"}, 2, []string{"heddle workflow start: --type is required", `Run "heddle workflow start --help"`}},
+		{[]string{"start", "--type", "T"}, 2, []string{"-t/--task-queue is required"}},
 		{append(start, "--input", `{"a":`), 2, []string{"-input", "not JSON"}},
 		{append(start, "--input", `ada`), 2, []string{"-input", `a string must be quoted`}},
-		{append(start, "--bogus"), 2, []string{"flag provided but not defined: -bogus"}},
+		{append(start, "--bogus"), 2, []string{"unknown flag: --bogus"}},
 		{append(start, "--execution-timeout", "soon"), 2, []string{"-execution-timeout", "not a duration"}},
 		{append(start, "--execution-timeout", "-1h"), 2, []string{"-execution-timeout", "must not be negative"}},
 		{append(start, "--execution-timeout", "1ns"), 2, []string{"-execution-timeout", "at least 1ms"}},
@@ -573,10 +591,10 @@ func TestWorkflowDispatch(t *testing.T) {
 		code           int
 		stdout, stderr string
 	}{
-		{[]string{"workflow"}, 2, "", "Subcommands:"},
-		{[]string{"workflow", "frob"}, 2, "", `unknown subcommand "frob"`},
+		{[]string{"workflow"}, 2, "", "Available Commands:"},
+		{[]string{"workflow", "frob"}, 2, "", `unknown command "frob"`},
 		{[]string{"workflow", "-h"}, 0, "terminate", ""},
-		{[]string{"help", "workflow"}, 0, "Subcommands:", ""},
+		{[]string{"help", "workflow"}, 0, "Available Commands:", ""},
 		{[]string{"help"}, 0, "workflow", ""},
 		{[]string{"workflow", "start", "-h"}, 0, "-execution-timeout", ""},
 		{[]string{"workflow", "history", "--help"}, 0, "-after seq", ""},
@@ -617,7 +635,7 @@ func TestWorkflowFormatting(t *testing.T) {
 		{string(wfResultJSON([]byte(`[1,2]`))), `[1,2]`},
 		{string(wfResultJSON([]byte(`not json`))), ``},
 		{wfPayloadText([]byte("plain text"), 0), `"plain text"`},
-		{wfPayloadText([]byte{0xff, 0xfe}, 0), "<2 bytes, not text; see --json>"},
+		{wfPayloadText([]byte{0xff, 0xfe}, 0), "<2 bytes, not text; see -o json>"},
 		{wfPayloadText([]byte(`{"long": "abcdefghijklmnopqrstuvwxyz"}`), 12), `{"long":"ab…`},
 	} {
 		if tc.got != tc.want {

@@ -2,7 +2,7 @@ package main
 
 // This file prints runs for people: aligned "key  value" blocks for one run
 // and aligned tables for many. It works from the JSON documents of
-// workflow_doc.go, so the text and --json never disagree about a run.
+// workflow_doc.go, so the text and -o json never disagree about a run.
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 )
 
 // Payloads are cut in text output: a whole order in every table row hides
-// the table. --json never cuts.
+// the table. -o json never cuts.
 const (
 	wfResultWidth = 1000 // describe, start --wait
 	wfCellWidth   = 60   // history details, list cells
