@@ -163,7 +163,8 @@ type AppendEvents struct {
 // CommitStep records a step's result (the effect) and its completion event in
 // one fenced command. With CatchUp, the effect must already be recorded (by a
 // remote worker or a child job) and only the event is appended, carrying the
-// effect's payload. A step commits once.
+// effect's payload (the effect's Failed flag stands; the command's is
+// ignored). A step commits once.
 type CommitStep struct {
 	Header
 	LeaseRef

@@ -52,7 +52,7 @@ func TestSchedulerProposesExactlyWhenDue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer closeOK(t, db)
 	var sched *Scheduler
 	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk, OnCommit: func([]uint64) {
 		if sched != nil {
@@ -62,12 +62,12 @@ func TestSchedulerProposesExactlyWhenDue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer local.Close()
+	defer closeOK(t, local)
 	log := &countingLog{inner: local}
 	sched = NewScheduler(log, db, clk, 10)
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan struct{})
-	go func() { sched.Run(ctx); close(done) }()
+	go func() { _ = sched.Run(ctx); close(done) }() // Run returns ctx's error alone
 	defer func() { cancel(); <-done }()
 
 	id := local.mustCreate(t)
@@ -101,7 +101,7 @@ func (l *LocalLog) mustCreate(t *testing.T) JobID {
 
 func jobStatus(t *testing.T, db *storage.DB, id JobID) Status {
 	var s Status
-	db.View(func(r *storage.Reader) error {
+	viewOK(t, db, func(r *storage.Reader) error {
 		j, err := ReadJob(r, id)
 		if err != nil {
 			t.Error(err)
@@ -121,7 +121,7 @@ func TestEngineSchedulerDrivesDeadlines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer closeOK(t, e)
 	mk := func(wf string) (JobID, LeaseRef) {
 		r, err := e.Create(bg, CreateJob{WorkflowID: wf, Type: "t", Queue: "q"})
 		if err != nil {
@@ -167,7 +167,7 @@ func TestEngineSchedulerDrivesDeadlines(t *testing.T) {
 		t.Fatalf("waiting job is %s", s)
 	}
 	var errs []error
-	e.DB().View(func(r *storage.Reader) error { errs = Verify(r, 5); return nil })
+	viewOK(t, e.DB(), func(r *storage.Reader) error { errs = Verify(r, 5); return nil })
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -179,7 +179,7 @@ func TestHistoryAndListPaging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer closeOK(t, e)
 	for i := 0; i < 7; i++ {
 		typ, q := "a", "q1"
 		if i%2 == 1 {
@@ -261,12 +261,12 @@ func TestSchedulerReclaimWaitsForFailoverGrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer closeOK(t, db)
 	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer local.Close()
+	defer closeOK(t, local)
 	id := local.mustCreate(t)
 	if _, err := local.Propose(bg, &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1_000}); err != nil {
 		t.Fatal(err)
@@ -278,7 +278,7 @@ func TestSchedulerReclaimWaitsForFailoverGrace(t *testing.T) {
 	sched.ReclaimNotBeforeMS = clk.Now().Add(5 * time.Second).UnixMilli()
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan struct{})
-	go func() { sched.Run(ctx); close(done) }()
+	go func() { _ = sched.Run(ctx); close(done) }() // Run returns ctx's error alone
 	defer func() { cancel(); <-done }()
 
 	eventually(t, "scheduler sleeps until the grace ends", func() bool { return clk.Pending() == 1 })
