@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -249,6 +250,42 @@ func TestHistoryAndListPaging(t *testing.T) {
 	}
 	eq(list(ListQuery{Status: StatusCancelled}), 3)
 	eq(list(ListQuery{Status: StatusQueued, Type: "a"}), 1, 5, 7)
+}
+
+// A paging cursor never wraps around: after the largest id or seq there is
+// nothing, on every index List may walk, not the first page again.
+func TestCursorAtTheTopOfTheRangeGivesAnEmptyPage(t *testing.T) {
+	e, err := Open(Config{InMemory: true, DisableScheduler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, e)
+	for range 3 {
+		if _, err := e.Create(bg, CreateJob{Type: "a", Queue: "q"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []ListQuery{
+		{After: math.MaxUint64},
+		{After: math.MaxUint64, Status: StatusQueued},
+		{After: math.MaxUint64, Type: "a"},
+		{After: math.MaxUint64, Queue: "q"},
+		{After: math.MaxUint64 - 1},
+	} {
+		p, err := e.List(bg, q)
+		if err != nil || len(p.Jobs) != 0 || p.Next != 0 {
+			t.Fatalf("List(%+v) = %+v, %v; want an empty last page", q, p, err)
+		}
+	}
+	for _, after := range []uint64{math.MaxUint64, math.MaxUint64 - 1} {
+		p, err := e.History(bg, 1, after, 0)
+		if err != nil || len(p.Events) != 0 || p.Next != 0 {
+			t.Fatalf("History(after %d) = %+v, %v; want an empty last page", after, p, err)
+		}
+	}
+	if _, err := e.History(bg, 99, math.MaxUint64, 0); !errorsIs(err, ErrUnknownJob) {
+		t.Fatalf("history of an unknown job after the last seq: %v, want ErrUnknownJob", err)
+	}
 }
 
 // A new Raft leader's scheduler holds back lease reclaims until the failover
