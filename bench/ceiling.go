@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -102,12 +103,12 @@ func ceilingOf(kind string, payload []byte, concurrency int, lat []time.Duration
 // their write to one committer goroutine and wait; the committer takes
 // every write already waiting, puts them in one transaction and commits it
 // with one sync. No reads, no encoding, no state machine.
-func badgerCeiling(dir string, payload []byte, concurrency int, d time.Duration, maxWrites int) (Ceiling, error) {
+func badgerCeiling(dir string, payload []byte, concurrency int, d time.Duration, maxWrites int) (_ Ceiling, err error) {
 	db, err := storage.Open(storage.Options{Dir: dir, Logger: quietLogger{}})
 	if err != nil {
 		return Ceiling{}, err
 	}
-	defer db.Close()
+	defer func() { err = errors.Join(err, db.Close()) }()
 	bdb := db.Badger()
 	type req struct {
 		i    int64
@@ -200,7 +201,7 @@ func (f *bareFSM) Restore(io.ReadCloser) error         { return fmt.Errorf("benc
 // like heddle's (the same BoltDB log store, log cache, batching and default
 // timeouts), each applying entries into Badger: what any Raft + Badger
 // system can do here. The writers apply on the leader.
-func raftCeiling(root string, payload []byte, concurrency int, d time.Duration, maxWrites int) (Ceiling, error) {
+func raftCeiling(root string, payload []byte, concurrency int, d time.Duration, maxWrites int) (_ Ceiling, err error) {
 	type node struct {
 		raft  *raft.Raft
 		db    *storage.DB
@@ -211,11 +212,9 @@ func raftCeiling(root string, payload []byte, concurrency int, d time.Duration, 
 	defer func() {
 		for _, n := range nodes {
 			if n.raft != nil {
-				n.raft.Shutdown().Error()
+				err = errors.Join(err, n.raft.Shutdown().Error())
 			}
-			n.trans.Close()
-			n.store.Close()
-			n.db.Close()
+			err = errors.Join(err, n.trans.Close(), n.store.Close(), n.db.Close())
 		}
 	}()
 	var servers []raft.Server
@@ -229,14 +228,11 @@ func raftCeiling(root string, payload []byte, concurrency int, d time.Duration, 
 		}
 		store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
 		if err != nil {
-			db.Close()
-			return Ceiling{}, err
+			return Ceiling{}, errors.Join(err, db.Close())
 		}
 		trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 10*time.Second, io.Discard)
 		if err != nil {
-			store.Close()
-			db.Close()
-			return Ceiling{}, err
+			return Ceiling{}, errors.Join(err, store.Close(), db.Close())
 		}
 		nodes = append(nodes, &node{db: db, store: store, trans: trans})
 		servers = append(servers, raft.Server{ID: raft.ServerID(fmt.Sprintf("n%d", i)), Address: trans.LocalAddr(), Suffrage: raft.Voter})

@@ -59,7 +59,8 @@ func (p *progress) draw() {
 	if p.total > 0 {
 		filled = int(done * width / p.total)
 	}
-	fmt.Fprintf(p.w, "\r%-22s [%s%s] %d/%d %5.1fs", p.label, strings.Repeat("#", filled), strings.Repeat(".", width-filled),
+	// A bar that cannot be drawn is no reason to stop the measurement.
+	_, _ = fmt.Fprintf(p.w, "\r%-22s [%s%s] %d/%d %5.1fs", p.label, strings.Repeat("#", filled), strings.Repeat(".", width-filled),
 		done, p.total, time.Since(p.start).Seconds())
 	p.drawn = true
 }
@@ -72,7 +73,7 @@ func (p *progress) finish() {
 	close(p.stop)
 	p.wg.Wait()
 	if p.drawn {
-		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", 80))
+		_, _ = fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", 80)) // as in draw
 	}
 }
 

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -95,7 +96,7 @@ type runner struct {
 }
 
 // Run runs one workload and returns its result.
-func Run(opts Options) (*Result, error) {
+func Run(opts Options) (_ *Result, err error) {
 	var w *workload
 	for i := range workloads {
 		if workloads[i].name == opts.Workload {
@@ -127,7 +128,11 @@ func Run(opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(root)
+	defer func() {
+		if rerr := os.RemoveAll(root); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("bench: removing the run's directory: %w", rerr))
+		}
+	}()
 	res := &Result{Workload: w.name, Mode: opts.Mode, N: opts.N, Extra: map[string]float64{},
 		StartedAt: time.Now().UTC().Format(time.RFC3339)}
 	stampMachine(res)
@@ -136,7 +141,11 @@ func Run(opts Options) (*Result, error) {
 		res.PeakRSSScope = "process during this workload"
 	}
 	r := &runner{opts: opts, root: root, n: opts.N, res: res}
-	defer r.closeBackend()
+	defer func() {
+		if cerr := r.closeBackend(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("bench %s (%s): closing the backend: %w", w.name, opts.Mode, cerr))
+		}
+	}()
 	start := time.Now()
 	if err := w.run(r); err != nil {
 		return nil, fmt.Errorf("bench %s (%s): %w", w.name, opts.Mode, err)
@@ -147,12 +156,14 @@ func Run(opts Options) (*Result, error) {
 		res.Extra["worker_errors"] = float64(n)
 	}
 	sort.Slice(res.Samples, func(i, j int) bool { return res.Samples[i] < res.Samples[j] })
-	return res, nil
+	return res, nil // the deferred cleanups may still turn this into an error
 }
 
 func (r *runner) logf(format string, a ...any) {
 	if r.opts.Log != nil {
-		fmt.Fprintf(r.opts.Log, "bench %s (%s): %s\n", r.res.Workload, r.opts.Mode, fmt.Sprintf(format, a...))
+		// The log is commentary: a failing log writer is no reason to stop
+		// the measurement.
+		_, _ = fmt.Fprintf(r.opts.Log, "bench %s (%s): %s\n", r.res.Workload, r.opts.Mode, fmt.Sprintf(format, a...))
 	}
 }
 
@@ -167,17 +178,20 @@ func (r *runner) open(name string) error {
 	return err
 }
 
-// closeBackend closes the backend, so the ceiling that follows it does not
-// compete with its background work for the machine's cores.
-func (r *runner) closeBackend() {
+// closeBackend stops the workers and closes the backend, so the ceiling
+// that follows it does not compete with its background work for the
+// machine's cores.
+func (r *runner) closeBackend() error {
+	var errs []error
 	for _, w := range r.workers {
-		stopWorker(w)
+		errs = append(errs, stopWorker(w))
 	}
 	r.workers = nil
 	if r.b != nil {
-		r.b.close()
+		errs = append(errs, r.b.close())
 		r.b = nil
 	}
+	return errors.Join(errs...)
 }
 
 // worker starts a worker of queue on the backend with the bench's
@@ -198,10 +212,10 @@ func (r *runner) worker(queue string, cacheSize int, acts map[string]any) (*work
 
 func (r *runner) client() *client.Client { return client.New(r.b.svc) }
 
-func stopWorker(w *worker.Worker) {
+func stopWorker(w *worker.Worker) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	w.Stop(ctx)
+	return w.Stop(ctx)
 }
 
 // bar returns a progress bar for a phase of total units.
@@ -213,7 +227,9 @@ func (r *runner) bar(label string, total int) *progress {
 // concurrency; the backend is closed first. maxWrites > 0 stops the loop
 // after that many writes instead of after CeilingDuration.
 func (r *runner) ceiling(payloadBytes, concurrency, maxWrites int) (Ceiling, error) {
-	r.closeBackend()
+	if err := r.closeBackend(); err != nil {
+		return Ceiling{}, err
+	}
 	r.logf("measuring the ceiling: %d-byte writes from %d writers", payloadBytes, concurrency)
 	bar := r.bar("ceiling", int(r.opts.CeilingDuration/time.Second))
 	defer bar.finish()

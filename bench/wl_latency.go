@@ -219,7 +219,9 @@ func runReplay(r *runner) error {
 	}
 	r.res.Extra["build_s"] = time.Since(buildStart).Seconds()
 	r.res.Extra["history_events"] = float64(j.LastSeq)
-	stopWorker(build)
+	if err := stopWorker(build); err != nil {
+		return err
+	}
 	ch, pong := pongs()
 	if _, err := r.worker(queue, 0, pong); err != nil {
 		return err

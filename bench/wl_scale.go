@@ -53,7 +53,9 @@ type cycles struct {
 // scaleCycles opens a backend holding finished completed jobs, creates N
 // ready jobs (untimed), and times N cycles through the backend's service.
 func (r *runner) scaleCycles(name string, finished int) (cycles, error) {
-	r.closeBackend()
+	if err := r.closeBackend(); err != nil {
+		return cycles{}, err
+	}
 	dir, err := os.MkdirTemp(r.root, "scale-"+name+"-")
 	if err != nil {
 		return cycles{}, err
@@ -134,14 +136,14 @@ func (r *runner) scaleCycles(name string, finished int) (cycles, error) {
 // full as a transaction allows; then it lets Badger finish compacting, so
 // the store is measured as a long-running one would be rather than while
 // the bulk load's compaction competes for the cores.
-func buildFinished(dir string, n int, bar *progress) error {
+func buildFinished(dir string, n int, bar *progress) (err error) {
 	db, err := storage.Open(storage.Options{Dir: dir, NoSync: true, Logger: quietLogger{}})
 	if err != nil {
 		return err
 	}
+	defer func() { err = errors.Join(err, db.Close()) }()
 	m, err := engine.NewMachine(engine.Limits{})
 	if err != nil {
-		db.Close()
 		return err
 	}
 	// Time runs a day behind the wall clock, one millisecond per chunk,
@@ -171,23 +173,19 @@ func buildFinished(dir string, n int, bar *progress) error {
 		k := min(chunk, n-start)
 		for i := range k {
 			if _, err := apply(&engine.CreateJob{WorkflowID: fmt.Sprintf("done-%012d", start+i), Type: "order", Queue: scaleQueue, Input: input}); err != nil {
-				db.Close()
 				return err
 			}
 		}
 		res, err := apply(&engine.Claim{Queue: scaleQueue, Owner: "builder", Max: k, LeaseMS: 60_000})
 		if err != nil {
-			db.Close()
 			return err
 		}
 		jobs := res.(*engine.ClaimResult).Jobs
 		if len(jobs) != k {
-			db.Close()
 			return fmt.Errorf("bench: building chunk at %d: claimed %d jobs, want %d", start, len(jobs), k)
 		}
 		for _, j := range jobs {
 			if _, err := apply(&engine.Complete{LeaseRef: engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}, Result: []byte("done")}); err != nil {
-				db.Close()
 				return err
 			}
 		}
@@ -195,14 +193,12 @@ func buildFinished(dir string, n int, bar *progress) error {
 		bar.add(k)
 	}
 	if err := batch.Commit(); err != nil {
-		db.Close()
 		return err
 	}
 	if err := db.Badger().Flatten(runtime.NumCPU()); err != nil {
-		db.Close()
 		return err
 	}
-	return db.Close()
+	return nil
 }
 
 // buildFinishedThrough makes n completed jobs of the scale queue through a

@@ -30,7 +30,9 @@ func runShort(t *testing.T, run func(context.Context, Options) (Summary, Details
 	if err != nil {
 		t.Fatal(err)
 	}
-	Print(os.Stderr, sum, det)
+	if err := Print(os.Stderr, sum, det); err != nil {
+		t.Error(err)
+	}
 	if !sum.OK() {
 		t.Fatalf("chaos checks failed (seed %d): %+v", sum.Seed, sum)
 	}

@@ -97,8 +97,8 @@ func (c *cluster) waitMember(ctx context.Context, n *node) error {
 				}
 			}
 		}
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
-			return err
+		if !sleepCtx(ctx, 100*time.Millisecond) {
+			return ctx.Err()
 		}
 	}
 	return fmt.Errorf("chaos: node %s did not join the cluster within 90s", n.id)
@@ -160,13 +160,15 @@ func (c *cluster) addrs() []string {
 	return out
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// sleepCtx waits for d, or until ctx ends; it reports whether it waited
+// the whole d. Loops that check ctx themselves ignore the answer.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return false
 	case <-t.C:
-		return nil
+		return true
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -75,9 +76,10 @@ func (d *driver) startOne(ctx context.Context, r *rand.Rand) (Ack, bool) {
 	for ctx.Err() == nil {
 		run, err := d.c.ExecuteWorkflow(ctx, opts, "ChaosFlow", in)
 		if err == nil {
-			var job engine.JobID
-			fmt.Sscan(run.GetRunID(), &job)
-			a := Ack{WorkflowID: wf, Job: job}
+			// The run id is the job id in decimal; a run id that is not
+			// one leaves Job 0, which the checkers report as lost.
+			job, _ := strconv.ParseUint(run.GetRunID(), 10, 64)
+			a := Ack{WorkflowID: wf, Job: engine.JobID(job)}
 			d.mu.Lock()
 			d.acks = append(d.acks, a)
 			d.mu.Unlock()

@@ -107,10 +107,10 @@ func (c *cluster) killRestart(ctx context.Context, n *node, down time.Duration) 
 // pause stops n for longer than the election timeout: a paused leader
 // wakes up still believing it leads.
 func (c *cluster) pause(ctx context.Context, n *node, hold time.Duration) {
-	n.proc.cmd.Process.Signal(syscall.SIGSTOP)
+	n.proc.signal(syscall.SIGSTOP)
 	n.paused = true
 	sleepCtx(context.WithoutCancel(ctx), hold)
-	n.proc.cmd.Process.Signal(syscall.SIGCONT)
+	n.proc.signal(syscall.SIGCONT)
 	n.paused = false
 }
 

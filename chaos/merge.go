@@ -3,6 +3,7 @@ package chaos
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,12 +14,12 @@ import (
 
 // readJSONLines decodes every line of path into a fresh T. A torn last
 // line (the process died mid-write) is skipped.
-func readJSONLines[T any](path string) ([]T, error) {
+func readJSONLines[T any](path string) (_ []T, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { err = errors.Join(err, f.Close()) }()
 	var out []T
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -49,6 +50,7 @@ type Recorder struct {
 	mu   sync.Mutex
 	f    *os.File
 	next uint64
+	werr error // the first failed write, for Close
 }
 
 // NewRecorder wraps svc, logging to path.
@@ -60,14 +62,25 @@ func NewRecorder(svc engine.Service, path string) (*Recorder, error) {
 	return &Recorder{Service: svc, f: f}, nil
 }
 
-// Close closes the log.
-func (r *Recorder) Close() error { return r.f.Close() }
+// Close closes the log. It returns the first failure to write a record,
+// too: a log with a hole in it would mislead the checkers.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	werr := r.werr
+	r.mu.Unlock()
+	return errors.Join(werr, r.f.Close())
+}
 
 func (r *Recorder) write(rec OpRecord) {
-	b, _ := json.Marshal(rec)
+	b, err := json.Marshal(rec)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.f.Write(append(b, '\n'))
+	if err == nil {
+		_, err = r.f.Write(append(b, '\n'))
+	}
+	if err != nil && r.werr == nil {
+		r.werr = fmt.Errorf("chaos: writing the op log: %w", err)
+	}
 }
 
 func (r *Recorder) call(op string, ref engine.LeaseRef, step string) uint64 {

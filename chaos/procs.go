@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -39,20 +40,36 @@ func (ps *procs) start(name, bin string, args []string, logPath string) (*proc, 
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("chaos: starting %s (%s %v): %w", name, bin, args, err)
+		return nil, errors.Join(fmt.Errorf("chaos: starting %s (%s %v): %w", name, bin, args, err), f.Close())
 	}
 	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), log: f}
-	go func() { cmd.Wait(); f.Close(); close(p.done) }()
+	go func() {
+		// Wait's error is the exit status, and the faults kill processes
+		// on purpose; p.done is all anyone needs. The log file is the
+		// child's output, complete once it exited.
+		_ = cmd.Wait()
+		_ = f.Close()
+		close(p.done)
+	}()
 	ps.mu.Lock()
 	ps.all[p] = true
 	ps.mu.Unlock()
 	return p, nil
 }
 
+// signal sends sig to p. A process that has already exited is no error: the
+// fault has nothing left to do. Failing to signal a child of ours otherwise
+// means the run can no longer control its cluster (and kill would wait for
+// an exit that never comes), so the run stops.
+func (p *proc) signal(sig syscall.Signal) {
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		panic(fmt.Sprintf("chaos: sending %v to %s: %v", sig, p.name, err))
+	}
+}
+
 // kill sends SIGKILL and waits until the process is gone.
 func (ps *procs) kill(p *proc) {
-	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.signal(syscall.SIGKILL)
 	<-p.done
 	ps.forget(p)
 }
@@ -60,12 +77,12 @@ func (ps *procs) kill(p *proc) {
 // stop asks the process to end (SIGCONT first, in case it is paused, then
 // SIGTERM) and kills it if it has not ended within grace.
 func (ps *procs) stop(p *proc, grace time.Duration) {
-	p.cmd.Process.Signal(syscall.SIGCONT)
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.signal(syscall.SIGCONT)
+	p.signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
 	case <-time.After(grace):
-		p.cmd.Process.Signal(syscall.SIGKILL)
+		p.signal(syscall.SIGKILL)
 		<-p.done
 	}
 	ps.forget(p)
@@ -105,8 +122,8 @@ func freePort() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	addr := ln.Addr().String()
+	return addr, ln.Close()
 }
 
 // BuildBinary builds ./cmd/heddle of the module the working directory is

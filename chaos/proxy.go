@@ -41,11 +41,14 @@ type relay struct {
 	closeOnce sync.Once
 }
 
+// close tears the relay down. The proxy cuts connections on purpose, and a
+// failure to close one it is abandoning leaves it nothing to do, so the
+// errors of closing connections are dropped here and in serve.
 func (r *relay) close() {
 	r.closeOnce.Do(func() {
-		r.in.Close()
+		_ = r.in.Close()
 		if r.out != nil {
-			r.out.Close()
+			_ = r.out.Close()
 		}
 	})
 }
@@ -131,16 +134,20 @@ func (p *Proxy) accept() {
 // serve reads the header, applies the rules and relays the stream.
 func (p *Proxy) serve(in net.Conn) {
 	br := bufio.NewReader(in)
-	in.SetReadDeadline(time.Now().Add(5 * time.Second))
+	// Setting a deadline fails only on a closed connection, which the read
+	// then reports.
+	_ = in.SetReadDeadline(time.Now().Add(5 * time.Second))
 	line, err := br.ReadString('\n')
-	in.SetReadDeadline(time.Time{})
+	if err == nil {
+		err = in.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
-		in.Close()
+		_ = in.Close()
 		return
 	}
 	from, target, err := parseHeader(line)
 	if err != nil {
-		in.Close()
+		_ = in.Close()
 		return
 	}
 	to := target
@@ -149,7 +156,7 @@ func (p *Proxy) serve(in net.Conn) {
 	}
 	r := &relay{pair: Pair{From: from, To: to}, in: in}
 	if !p.register(r) {
-		in.Close()
+		_ = in.Close()
 		return
 	}
 	defer p.unregister(r)

@@ -17,14 +17,16 @@ func echoServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
+	t.Cleanup(func() { closeOK(t, ln) })
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			go func() { defer c.Close(); io.Copy(c, c) }()
+			// The proxy cuts these connections on purpose: how the copy or
+			// the close ends is no news.
+			go func() { _, _ = io.Copy(c, c); _ = c.Close() }()
 		}
 	}()
 	return ln.Addr().String()
@@ -37,16 +39,30 @@ func dialAs(t *testing.T, proxy, from, target string) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	fmt.Fprintf(c, "%s %s %s\n", Header, from, target)
+	t.Cleanup(func() { closeOK(t, c) })
+	if _, err := fmt.Fprintf(c, "%s %s %s\n", Header, from, target); err != nil {
+		t.Fatal(err)
+	}
 	return c
+}
+
+// closeOK closes c when the test ends, failing it if that fails.
+func closeOK(t *testing.T, c io.Closer) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Errorf("closing %T: %v", c, err)
+	}
 }
 
 // roundTrip reports whether a line sent on c comes back. The deadline only
 // keeps a broken proxy from hanging the test; no assertion depends on it.
 func roundTrip(c net.Conn, line string) bool {
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	defer c.SetDeadline(time.Time{})
+	if err := c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		return false
+	}
+	// Clearing the deadline fails only on a connection the proxy cut, which
+	// the next check of it finds.
+	defer func() { _ = c.SetDeadline(time.Time{}) }()
 	if _, err := fmt.Fprintf(c, "%s\n", line); err != nil {
 		return false
 	}
@@ -57,7 +73,9 @@ func roundTrip(c net.Conn, line string) bool {
 // waitCut reports whether c was closed by the proxy: a read ends with an
 // error rather than data.
 func waitCut(c net.Conn) bool {
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if err := c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		return false // closed on this side, not cut by the proxy
+	}
 	_, err := c.Read(make([]byte, 1))
 	return err == io.EOF || (err != nil && !isTimeout(err))
 }
@@ -73,7 +91,7 @@ func TestProxyCutsAndHealsDirectedPairs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.Close() })
+	t.Cleanup(func() { closeOK(t, p) })
 
 	c12 := dialAs(t, p.Addr(), "n1", b)
 	c21 := dialAs(t, p.Addr(), "n2", a)
@@ -107,13 +125,15 @@ func TestProxyRefusesABadHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.Close() })
+	t.Cleanup(func() { closeOK(t, p) })
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	fmt.Fprintf(c, "GET / HTTP/1.1\n")
+	defer closeOK(t, c)
+	if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\n"); err != nil {
+		t.Fatal(err)
+	}
 	if !waitCut(c) {
 		t.Fatal("a connection without the chaos header was relayed")
 	}

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -35,7 +36,9 @@ type Options struct {
 
 func (o Options) say(format string, args ...any) {
 	if o.Log != nil {
-		fmt.Fprintf(o.Log, time.Now().Format("15:04:05.000")+" "+format+"\n", args...)
+		// The log is commentary: failing to write it is no reason to stop
+		// the run, whose verdict is in its result.
+		_, _ = fmt.Fprintf(o.Log, time.Now().Format("15:04:05.000")+" "+format+"\n", args...)
 	}
 }
 
@@ -59,7 +62,9 @@ func (o *Options) prepare(name string) (cleanup func(ok bool), err error) {
 	}
 	return func(ok bool) {
 		if ok && !keep {
-			os.RemoveAll(o.Dir)
+			if err := os.RemoveAll(o.Dir); err != nil {
+				o.say("could not remove %s: %v", o.Dir, err)
+			}
 		} else {
 			o.say("logs and data kept in %s", o.Dir)
 		}
@@ -83,7 +88,11 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 
 	cl, err := startCluster(ctx, o.Bin, filepath.Join(o.Dir, "nodes"), logs, ps)
 	if cl != nil && cl.proxy != nil {
-		defer cl.proxy.Close()
+		defer func() {
+			if err := cl.proxy.Close(); err != nil {
+				o.say("closing the proxy: %v", err)
+			}
+		}()
 	}
 	if err != nil {
 		return sum, det, err
@@ -131,7 +140,9 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 	cl.proxy.Heal()
 	for _, n := range cl.nodes {
 		if n.proc.exited() {
-			cl.start(n)
+			if err := cl.start(n); err != nil {
+				det.Problems = append(det.Problems, fmt.Sprintf("restarting %s after the faults: %v", n.id, err))
+			}
 		}
 	}
 	if !cl.waitHealthy(ctx, 2*time.Minute) {
@@ -201,7 +212,9 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 			sum.WorkflowsCompleted++
 		}
 	}
-	writeFaults(filepath.Join(logs, "faults.jsonl"), flog.all())
+	if err := writeFaults(filepath.Join(logs, "faults.jsonl"), flog.all()); err != nil {
+		o.say("could not keep the faults: %v", err)
+	}
 	sum.ReexecutionsAfterCommit, sum.Linearizable = checkLogs(&det, logs, jobs, flog.all(), end)
 	sum.DurationS = time.Since(began).Seconds()
 	ok = sum.OK()
@@ -267,14 +280,16 @@ func (c *cluster) waitConverged(ctx context.Context, d time.Duration) uint64 {
 
 // writeFaults keeps the faults next to the other logs, one JSON line each,
 // so a failing run can be read against them.
-func writeFaults(path string, faults []Fault) {
+func writeFaults(path string, faults []Fault) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return
+		return err
 	}
-	defer f.Close()
 	enc := json.NewEncoder(f)
 	for _, x := range faults {
-		enc.Encode(x)
+		if err := enc.Encode(x); err != nil {
+			return errors.Join(err, f.Close())
+		}
 	}
+	return f.Close()
 }

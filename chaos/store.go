@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,7 +49,7 @@ func statePath(dir string) (string, error) {
 
 // ReadStore opens the state database of a node directory whose process
 // has exited, verifies it, hashes it and loads every job's history.
-func ReadStore(dir string) (*StoreReport, error) {
+func ReadStore(dir string) (_ *StoreReport, err error) {
 	path, err := statePath(dir)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: state of %s: %w", dir, err)
@@ -57,7 +58,7 @@ func ReadStore(dir string) (*StoreReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chaos: opening the state of %s: %w", dir, err)
 	}
-	defer db.Close()
+	defer func() { err = errors.Join(err, db.Close()) }()
 	rep := &StoreReport{Jobs: map[string]*JobHistory{}, ByID: map[engine.JobID]*JobHistory{}}
 	err = db.View(func(r *storage.Reader) error {
 		rep.Violations = engine.Verify(r, 100)

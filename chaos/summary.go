@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Summary is the outcome of one run; its JSON form is what `heddle chaos
@@ -44,28 +45,31 @@ func (s Summary) OK() bool {
 		s.ReexecutionsAfterCommit == 0 && s.Linearizable && s.NodesConverged
 }
 
-// Print writes the human summary.
-func Print(w io.Writer, s Summary, d Details) {
+// Print writes the human summary; it returns w's error.
+func Print(w io.Writer, s Summary, d Details) error {
 	verdict := "PASS"
 	if !s.OK() {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(w, "chaos %s: %s (seed %d, %.0fs)\n", d.Scenario, verdict, s.Seed, s.DurationS)
-	fmt.Fprintf(w, "  faults: %d node kills (%d of the leader), %d pauses, %d partitions, %d worker kills\n",
+	var b strings.Builder
+	fmt.Fprintf(&b, "chaos %s: %s (seed %d, %.0fs)\n", d.Scenario, verdict, s.Seed, s.DurationS)
+	fmt.Fprintf(&b, "  faults: %d node kills (%d of the leader), %d pauses, %d partitions, %d worker kills\n",
 		s.Kills, d.LeaderKills, s.Pauses, s.Partitions, d.WorkerKills)
 	if d.Restarts > 0 {
-		fmt.Fprintf(w, "  restarts checked: %d, acknowledged commands present after each: %d\n", d.Restarts, d.AckedCommands)
+		fmt.Fprintf(&b, "  restarts checked: %d, acknowledged commands present after each: %d\n", d.Restarts, d.AckedCommands)
 	}
-	fmt.Fprintf(w, "  workflows: %d started, %d completed, %d lost\n", s.WorkflowsStarted, s.WorkflowsCompleted, s.Lost)
-	fmt.Fprintf(w, "  activities: %d executions, %d repeats (%d with no fault to explain them), %d after their commit\n",
+	fmt.Fprintf(&b, "  workflows: %d started, %d completed, %d lost\n", s.WorkflowsStarted, s.WorkflowsCompleted, s.Lost)
+	fmt.Fprintf(&b, "  activities: %d executions, %d repeats (%d with no fault to explain them), %d after their commit\n",
 		d.Executions, d.Reexecuted, len(d.Unexplained), s.ReexecutionsAfterCommit)
-	fmt.Fprintf(w, "  store: %d duplicate commits, %d invariant violations, linearizable=%v, converged=%v (applied index %d)\n",
+	fmt.Fprintf(&b, "  store: %d duplicate commits, %d invariant violations, linearizable=%v, converged=%v (applied index %d)\n",
 		s.DuplicateCommits, s.InvariantViolations, s.Linearizable, s.NodesConverged, d.AppliedIndex)
 	for i, p := range d.Problems {
 		if i == 20 {
-			fmt.Fprintf(w, "  ... and %d more problems\n", len(d.Problems)-20)
+			fmt.Fprintf(&b, "  ... and %d more problems\n", len(d.Problems)-20)
 			break
 		}
-		fmt.Fprintf(w, "  problem: %s\n", p)
+		fmt.Fprintf(&b, "  problem: %s\n", p)
 	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -104,7 +105,7 @@ type WorkerConfig struct {
 
 // RunWorker runs the workload's worker until ctx ends. Its activities log
 // their executions and its engine calls go through a Recorder.
-func RunWorker(ctx context.Context, cfg WorkerConfig) error {
+func RunWorker(ctx context.Context, cfg WorkerConfig) (err error) {
 	svc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: cfg.Addrs, RequestTimeout: 5 * time.Second, PollWait: 5 * time.Second})
 	if err != nil {
 		return err
@@ -113,12 +114,12 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	if err != nil {
 		return err
 	}
-	defer rec.Close()
+	defer func() { err = errors.Join(err, rec.Close()) }()
 	f, err := os.OpenFile(filepath.Join(cfg.Dir, "acts-"+cfg.Name+".jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { err = errors.Join(err, f.Close()) }()
 	log := &execLog{f: f, worker: cfg.Name}
 	step := func(ctx context.Context, workMS int) (int, error) {
 		if err := log.record(ctx); err != nil {

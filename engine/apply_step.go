@@ -57,7 +57,6 @@ func (a *applier) commitStep(c *CommitStep) (Result, error) {
 		return nil, err
 	}
 	payload := c.Payload
-	failed := c.Failed
 	switch {
 	case eff != nil && eff.CommittedSeq != 0:
 		return nil, fmt.Errorf("%w: step %q of job %d at seq %d", ErrStepCommitted, c.Step, id, eff.CommittedSeq)
@@ -66,11 +65,13 @@ func (a *applier) commitStep(c *CommitStep) (Result, error) {
 	case !c.CatchUp && eff != nil:
 		return nil, fmt.Errorf("%w: step %q of job %d has a recorded effect: catch it up instead", ErrStepCommitted, c.Step, id)
 	case c.CatchUp:
-		payload, failed = eff.Payload, eff.Failed
+		// The recorded effect stands as it is, its Failed flag included;
+		// the event carries its payload.
+		payload = eff.Payload
 	default:
 		// An inline commit keeps the payload in the event alone: the effect
 		// record only marks the step as committed.
-		eff = &Effect{Step: c.Step, Attempt: c.Attempt, Failed: failed, AtMS: a.now}
+		eff = &Effect{Step: c.Step, Attempt: c.Attempt, Failed: c.Failed, AtMS: a.now}
 	}
 	seq, err := a.appendEvent(l, Event{Type: c.Type, Attempt: c.Attempt, Step: c.Step, Name: c.Name, Payload: payload, Commit: true})
 	if err != nil {

@@ -86,7 +86,7 @@ func BenchmarkLogPropose(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer logs.report(b)
-			defer e.Close()
+			defer closeOK(b, e)
 			b.ResetTimer()
 			err = benchSpread(b.N, p, func(i int64) error {
 				_, err := e.Create(bg, benchCreate(i))
@@ -120,21 +120,21 @@ func createWriteSet() ([]rawWrite, error) {
 	return createWrites, createWritesErr
 }
 
-func buildCreateWriteSet() ([]rawWrite, error) {
+func buildCreateWriteSet() (_ []rawWrite, err error) {
 	db, err := storage.Open(storage.Options{InMemory: true})
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	snapshot := func() map[string][]byte {
+	defer func() { err = errors.Join(err, db.Close()) }()
+	snapshot := func() (map[string][]byte, error) {
 		m := map[string][]byte{}
-		db.View(func(r *storage.Reader) error {
+		err := db.View(func(r *storage.Reader) error {
 			return r.Scan(nil, nil, true, func(k, v []byte) (bool, error) {
 				m[string(k)] = v
 				return true, nil
 			})
 		})
-		return m
+		return m, err
 	}
 	apply := func(c CreateJob, now int64) (*storage.Tx, error) {
 		c.NowMS = now
@@ -152,14 +152,21 @@ func buildCreateWriteSet() ([]rawWrite, error) {
 	if _, err := apply(benchCreate(1), now); err != nil {
 		return nil, err
 	}
-	before := snapshot()
+	before, err := snapshot()
+	if err != nil {
+		return nil, err
+	}
 	tx, err := apply(benchCreate(2), now+1)
+	if err != nil {
+		return nil, err
+	}
+	after, err := snapshot()
 	if err != nil {
 		return nil, err
 	}
 	var out []rawWrite
 	var size int64
-	for k, v := range snapshot() {
+	for k, v := range after {
 		if old, ok := before[k]; ok && bytes.Equal(old, v) {
 			continue
 		}
@@ -205,7 +212,9 @@ func openRawBadger(b *testing.B) (*badger.DB, []rawWrite) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		db.Close()
+		if err := db.Close(); err != nil {
+			b.Error(err)
+		}
 		logs.report(b)
 	})
 	return db.Badger(), ws
@@ -372,11 +381,12 @@ func finishedStore(b *testing.B, n int) string {
 // completes, packed into batches as full as one transaction allows
 // (thousands of commands each). Time runs a day behind the wall clock, one
 // millisecond per chunk.
-func buildFinishedStore(dir string, n int) error {
+func buildFinishedStore(dir string, n int) (err error) {
 	db, err := storage.Open(storage.Options{Dir: dir, NoSync: true, Logger: &benchLogger{}})
 	if err != nil {
 		return err
 	}
+	defer func() { err = errors.Join(err, db.Close()) }()
 	now := time.Now().Add(-24 * time.Hour).UnixMilli()
 	batch := db.NewBatch()
 	apply := func(cmd Command) (Result, error) {
@@ -403,30 +413,25 @@ func buildFinishedStore(dir string, n int) error {
 			c := benchCreate(int64(start + i))
 			c.WorkflowID = "done-" + c.WorkflowID
 			if _, err := apply(&c); err != nil {
-				db.Close()
 				return err
 			}
 		}
 		res, err := apply(&Claim{Queue: "q", Owner: "builder", Max: k, LeaseMS: 60_000})
 		if err != nil {
-			db.Close()
 			return err
 		}
 		jobs := res.(*ClaimResult).Jobs
 		if len(jobs) != k {
-			db.Close()
 			return fmt.Errorf("chunk at %d: claimed %d jobs, want %d", start, len(jobs), k)
 		}
 		for _, j := range jobs {
 			if _, err := apply(&Complete{LeaseRef: LeaseRef{Job: j.Job, Attempt: j.Attempt}, Result: []byte("done")}); err != nil {
-				db.Close()
 				return err
 			}
 		}
 		now++
 	}
 	if err := batch.Commit(); err != nil {
-		db.Close()
 		return err
 	}
 	// The finished jobs stand for work done over days, so measure the store
@@ -437,11 +442,10 @@ func buildFinishedStore(dir string, n int) error {
 	// that rise alike for claims, which scan, and commits, which do not.)
 	if os.Getenv("HEDDLE_BENCH_UNSETTLED") == "" {
 		if err := db.Badger().Flatten(2); err != nil {
-			db.Close()
 			return err
 		}
 	}
-	return db.Close()
+	return nil
 }
 
 func dirSize(dir string) string {
@@ -479,7 +483,9 @@ func BenchmarkClaimCommit(b *testing.B) {
 	// sub-benchmark is done, the store is no longer needed.
 	defer func() {
 		if finished.dir != "" {
-			os.RemoveAll(finished.dir)
+			if err := os.RemoveAll(finished.dir); err != nil {
+				b.Error(err)
+			}
 		}
 	}()
 	b.Run(fmt.Sprintf("finished=%d", n), func(b *testing.B) { benchClaimCommit(b, finishedStore(b, n)) })
@@ -494,7 +500,7 @@ func benchClaimCommit(b *testing.B, dir string) {
 		b.Fatal(err)
 	}
 	defer logs.report(b)
-	defer e.Close()
+	defer closeOK(b, e)
 	run := claimCommitRun.Add(1)
 	if err := benchSpread(b.N, 64, func(i int64) error {
 		c := benchCreate(i)

@@ -7,11 +7,11 @@ type Header struct {
 	// RequestID, when set, makes the command idempotent: a command whose
 	// request id was already applied returns the first result and writes
 	// nothing. Results are kept for Limits.RequestRetentionMS.
-	RequestID string `msgpack:"rq,omitempty"`
+	RequestID string `json:"request_id,omitempty" msgpack:"rq,omitempty"`
 	// NowMS is the command's time in Unix milliseconds, stamped by the single
 	// writer (the local log, or the Raft leader). Apply keeps it monotonic: a
 	// command stamped earlier than its predecessor takes the predecessor's time.
-	NowMS int64 `msgpack:"now"`
+	NowMS int64 `json:"now_ms,omitempty" msgpack:"now"`
 }
 
 // Head returns the header, so every command type satisfies Command by embedding it.
@@ -87,70 +87,70 @@ const (
 
 // Target names a job by id, or by workflow id (its current run) when Job is 0.
 type Target struct {
-	Job        JobID  `msgpack:"j,omitempty"`
-	WorkflowID string `msgpack:"wf,omitempty"`
+	Job        JobID  `json:"job_id,omitempty" msgpack:"j,omitempty"`
+	WorkflowID string `json:"workflow_id,omitempty" msgpack:"wf,omitempty"`
 }
 
 // CreateJob starts a job (a workflow run): job_created, or job_drafted with Draft.
 type CreateJob struct {
 	Header
-	WorkflowID  string        `msgpack:"wf,omitempty"` // empty: "job-<id>"
-	Type        string        `msgpack:"ty"`
-	Queue       string        `msgpack:"qu"`
-	Input       []byte        `msgpack:"in,omitempty"`
-	ReusePolicy IDReusePolicy `msgpack:"rp,omitempty"`
-	Draft       bool          `msgpack:"dr,omitempty"`
+	WorkflowID  string        `json:"workflow_id,omitempty" msgpack:"wf,omitempty"` // empty: "job-<id>"
+	Type        string        `json:"type" msgpack:"ty"`
+	Queue       string        `json:"queue" msgpack:"qu"`
+	Input       []byte        `json:"input,omitempty" msgpack:"in,omitempty"`
+	ReusePolicy IDReusePolicy `json:"reuse_policy,omitempty" msgpack:"rp,omitempty"`
+	Draft       bool          `json:"draft,omitempty" msgpack:"dr,omitempty"`
 	// ParentID and ParentStep make the job's result the effect of a step of
 	// another job (a child workflow, or an activity on another queue).
-	ParentID   JobID  `msgpack:"pi,omitempty"`
-	ParentStep string `msgpack:"ps,omitempty"`
+	ParentID   JobID  `json:"parent_job_id,omitempty" msgpack:"pi,omitempty"`
+	ParentStep string `json:"parent_step,omitempty" msgpack:"ps,omitempty"`
 	// ExecutionTimeoutMS bounds the workflow id's whole chain of runs
 	// (retries and continue-as-new included) from this start; 0: no bound.
-	ExecutionTimeoutMS int64 `msgpack:"et,omitempty"`
+	ExecutionTimeoutMS int64 `json:"execution_timeout_ms,omitempty" msgpack:"et,omitempty"`
 	// Retry, if set, retries a failed run as a new run (see ContinueAsNew).
-	Retry *RetryPolicy `msgpack:"rt,omitempty"`
+	Retry *RetryPolicy `json:"retry,omitempty" msgpack:"rt,omitempty"`
 }
 
 // RetryPolicy says how a failed workflow run is retried. The engine stores
 // it; the worker applies it.
 type RetryPolicy struct {
-	InitialIntervalMS  int64   `msgpack:"ii"`
-	BackoffCoefficient float64 `msgpack:"bc,omitempty"`
-	MaximumIntervalMS  int64   `msgpack:"mi,omitempty"`
+	InitialIntervalMS  int64   `json:"initial_interval_ms" msgpack:"ii"`
+	BackoffCoefficient float64 `json:"backoff_coefficient,omitempty" msgpack:"bc,omitempty"`
+	MaximumIntervalMS  int64   `json:"maximum_interval_ms,omitempty" msgpack:"mi,omitempty"`
 	// MaximumAttempts bounds the runs, the first included; 0: no bound.
-	MaximumAttempts int32 `msgpack:"ma,omitempty"`
+	MaximumAttempts int32 `json:"maximum_attempts,omitempty" msgpack:"ma,omitempty"`
 }
 
 // Claim takes up to Max ready jobs of Queue, in the order they became ready,
 // each with a new attempt and a lease of LeaseMS for Owner.
 type Claim struct {
 	Header
-	Queue   string `msgpack:"qu"`
-	Owner   string `msgpack:"ow"`
-	Max     int    `msgpack:"mx"`
-	LeaseMS int64  `msgpack:"ls"`
+	Queue   string `json:"queue" msgpack:"qu"`
+	Owner   string `json:"owner" msgpack:"ow"`
+	Max     int    `json:"max" msgpack:"mx"`
+	LeaseMS int64  `json:"lease_ms" msgpack:"ls"`
 }
 
 // LeaseRef names one attempt of one job.
 type LeaseRef struct {
-	Job     JobID  `msgpack:"j"`
-	Attempt uint64 `msgpack:"a"`
+	Job     JobID  `json:"job_id" msgpack:"j"`
+	Attempt uint64 `json:"attempt" msgpack:"a"`
 }
 
 // Heartbeat renews the leases of running attempts to Now+LeaseMS. Each
 // attempt that is not current is refused on its own; the others are renewed.
 type Heartbeat struct {
 	Header
-	Leases  []LeaseRef `msgpack:"ls"`
-	LeaseMS int64      `msgpack:"ms"`
+	Leases  []LeaseRef `json:"leases" msgpack:"ls"`
+	LeaseMS int64      `json:"lease_ms" msgpack:"ms"`
 }
 
 // NewEvent is an event a worker asks to append; the engine numbers and stamps it.
 type NewEvent struct {
-	Type    EventType `msgpack:"t"`
-	Step    string    `msgpack:"s,omitempty"`
-	Name    string    `msgpack:"n,omitempty"`
-	Payload []byte    `msgpack:"p,omitempty"`
+	Type    EventType `json:"type" msgpack:"t"`
+	Step    string    `json:"step,omitempty" msgpack:"s,omitempty"`
+	Name    string    `json:"name,omitempty" msgpack:"n,omitempty"`
+	Payload []byte    `json:"payload,omitempty" msgpack:"p,omitempty"`
 }
 
 // AppendEvents appends non-status events to a running job (fenced), and
@@ -161,27 +161,28 @@ type NewEvent struct {
 type AppendEvents struct {
 	Header
 	LeaseRef
-	Events []NewEvent `msgpack:"ev,omitempty"`
+	Events []NewEvent `json:"events,omitempty" msgpack:"ev,omitempty"`
 	// Timers are set (a timer of the same id is replaced).
-	Timers []Timer `msgpack:"tm,omitempty"`
+	Timers []Timer `json:"timers,omitempty" msgpack:"tm,omitempty"`
 	// CancelTimers are timer ids removed from the job's pending timers, so
 	// they never fire; an id that is not pending is ignored.
-	CancelTimers []string `msgpack:"ct,omitempty"`
+	CancelTimers []string `json:"cancel_timers,omitempty" msgpack:"ct,omitempty"`
 }
 
 // CommitStep records a step's result (the effect) and its completion event in
 // one fenced command. With CatchUp, the effect must already be recorded (by a
 // remote worker or a child job) and only the event is appended, carrying the
-// effect's payload. A step commits once.
+// effect's payload (the effect's Failed flag stands; the command's is
+// ignored). A step commits once.
 type CommitStep struct {
 	Header
 	LeaseRef
-	Step    string    `msgpack:"st"`
-	Type    EventType `msgpack:"ty"`          // the completion event, e.g. "activity_completed"
-	Name    string    `msgpack:"n,omitempty"` // the event's name (activity type, …)
-	Payload []byte    `msgpack:"p,omitempty"`
-	Failed  bool      `msgpack:"f,omitempty"`
-	CatchUp bool      `msgpack:"cu,omitempty"`
+	Step    string    `json:"step" msgpack:"st"`
+	Type    EventType `json:"type" msgpack:"ty"`                    // the completion event, e.g. "activity_completed"
+	Name    string    `json:"name,omitempty" msgpack:"n,omitempty"` // the event's name (activity type, …)
+	Payload []byte    `json:"payload,omitempty" msgpack:"p,omitempty"`
+	Failed  bool      `json:"failed,omitempty" msgpack:"f,omitempty"`
+	CatchUp bool      `json:"catch_up,omitempty" msgpack:"cu,omitempty"`
 }
 
 // Wait blocks a running job (fenced) on a timer, signals or step effects and
@@ -191,12 +192,12 @@ type CommitStep struct {
 type Wait struct {
 	Header
 	LeaseRef
-	Spec    WaitSpec `msgpack:"sp"`
-	SeenSeq uint64   `msgpack:"ss"`
+	Spec    WaitSpec `json:"spec" msgpack:"sp"`
+	SeenSeq uint64   `json:"seen_seq" msgpack:"ss"`
 	// Events are appended just before job_waiting (markers and scheduled
 	// timers the worker recorded), saving a separate AppendEvents. They are
 	// not written when the wait is already over.
-	Events []NewEvent `msgpack:"ev,omitempty"`
+	Events []NewEvent `json:"events,omitempty" msgpack:"ev,omitempty"`
 }
 
 // ContinueAsNew ends a running job (fenced) as Completed and, in the same
@@ -206,13 +207,13 @@ type Wait struct {
 type ContinueAsNew struct {
 	Header
 	LeaseRef
-	Type  string `msgpack:"ty,omitempty"`
-	Input []byte `msgpack:"in,omitempty"`
+	Type  string `json:"type,omitempty" msgpack:"ty,omitempty"`
+	Input []byte `json:"input,omitempty" msgpack:"in,omitempty"`
 	// Failure, when set, ends the run as Failed (reason "retried") instead
 	// of Completed: a retry of a failed run under its RetryPolicy.
-	Failure []byte `msgpack:"fl,omitempty"`
+	Failure []byte `json:"failure,omitempty" msgpack:"fl,omitempty"`
 	// DelayMS holds the new run back (Retrying) for a retry's backoff.
-	DelayMS int64 `msgpack:"d,omitempty"`
+	DelayMS int64 `json:"delay_ms,omitempty" msgpack:"d,omitempty"`
 }
 
 // RequestCancel asks a workflow to cancel itself: it appends
@@ -221,41 +222,41 @@ type ContinueAsNew struct {
 type RequestCancel struct {
 	Header
 	Target
-	Reason string `msgpack:"r,omitempty"`
+	Reason string `json:"reason,omitempty" msgpack:"r,omitempty"`
 }
 
 // Signal delivers a named signal to a job; it wakes the job if it waits for that name.
 type Signal struct {
 	Header
 	Target
-	Name    string `msgpack:"n"`
-	Payload []byte `msgpack:"p,omitempty"`
+	Name    string `json:"name" msgpack:"n"`
+	Payload []byte `json:"payload,omitempty" msgpack:"p,omitempty"`
 }
 
 // FireTimers fires up to Max timers due at Now.
 type FireTimers struct {
 	Header
-	Max int `msgpack:"mx"`
+	Max int `json:"max" msgpack:"mx"`
 }
 
 // Reclaim requeues up to Max running jobs whose lease expired by Now. It
 // never touches a Waiting or Parked job (they hold no lease).
 type Reclaim struct {
 	Header
-	Max int `msgpack:"mx"`
+	Max int `json:"max" msgpack:"mx"`
 }
 
 // ReleaseDelayed requeues up to Max Retrying jobs whose retry delay has passed.
 type ReleaseDelayed struct {
 	Header
-	Max int `msgpack:"mx"`
+	Max int `json:"max" msgpack:"mx"`
 }
 
 // Cancel ends a job as Cancelled from any non-terminal status.
 type Cancel struct {
 	Header
 	Target
-	Reason string `msgpack:"r,omitempty"`
+	Reason string `json:"reason,omitempty" msgpack:"r,omitempty"`
 }
 
 // Activate moves a Draft job to Queued.
@@ -268,7 +269,7 @@ type Activate struct {
 type Suspend struct {
 	Header
 	Target
-	Reason string `msgpack:"r,omitempty"`
+	Reason string `json:"reason,omitempty" msgpack:"r,omitempty"`
 }
 
 // Resume moves a Suspended job to Queued.
@@ -281,14 +282,14 @@ type Resume struct {
 type Complete struct {
 	Header
 	LeaseRef
-	Result []byte `msgpack:"r,omitempty"`
+	Result []byte `json:"result,omitempty" msgpack:"r,omitempty"`
 }
 
 // Fail ends a running job with a failure (fenced).
 type Fail struct {
 	Header
 	LeaseRef
-	Error []byte `msgpack:"e,omitempty"`
+	Error []byte `json:"error,omitempty" msgpack:"e,omitempty"`
 }
 
 // Requeue puts a job back in its queue, after DelayMS (then it is Retrying
@@ -297,8 +298,8 @@ type Fail struct {
 type Requeue struct {
 	Header
 	LeaseRef
-	DelayMS int64  `msgpack:"d,omitempty"`
-	Reason  string `msgpack:"r,omitempty"`
+	DelayMS int64  `json:"delay_ms,omitempty" msgpack:"d,omitempty"`
+	Reason  string `json:"reason,omitempty" msgpack:"r,omitempty"`
 }
 
 func (*CreateJob) Kind() CommandKind      { return KindCreateJob }

@@ -172,7 +172,7 @@ func checkCrashAcks(t *testing.T, dir string, acks []crashAck) {
 	if err != nil {
 		t.Fatalf("reopen after SIGKILL: %v", err)
 	}
-	defer e.Close()
+	defer closeOK(t, e)
 	hist := map[JobID][]Event{}
 	history := func(id JobID) []Event {
 		if h, ok := hist[id]; ok {
@@ -279,7 +279,7 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer closeOK(t, e)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out := &ackWriter{}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -198,8 +199,7 @@ func Open(cfg Config) (*Engine, error) {
 	e.local, err = NewLocalLog(LocalLogConfig{DB: db, Machine: m, Clock: cfg.Clock,
 		MaxBatchCommands: cfg.MaxBatchCommands, OnCommit: e.NotifyCommitted})
 	if err != nil {
-		db.Close()
-		return nil, err
+		return nil, errors.Join(err, db.Close())
 	}
 	e.log = e.local
 	if !cfg.DisableScheduler {
@@ -210,7 +210,7 @@ func Open(cfg Config) (*Engine, error) {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			e.sched.Run(ctx)
+			_ = e.sched.Run(ctx) // returns ctx's error alone, once Close cancels it
 		}()
 	}
 	return e, nil
@@ -223,19 +223,17 @@ func (e *Engine) Close() error {
 		e.cancel()
 	}
 	e.wg.Wait()
+	var errs []error
 	if e.local != nil {
-		e.local.Close()
+		errs = append(errs, e.local.Close())
 	}
-	var err error
 	if e.onClose != nil {
-		err = e.onClose()
+		errs = append(errs, e.onClose())
 	}
 	if e.db != nil {
-		if cerr := e.db.Close(); err == nil {
-			err = cerr
-		}
+		errs = append(errs, e.db.Close())
 	}
-	return err
+	return errors.Join(errs...)
 }
 
 // DB exposes the embedded database, for verification and snapshots; it is

@@ -36,6 +36,9 @@ var (
 	ErrClosed = errors.New("engine: closed")
 	// ErrCorrupt: stored bytes did not decode (see storage.CorruptError).
 	ErrCorrupt = storage.ErrCorrupt
+	// ErrStorageRead: the database failed to read what it holds (see
+	// storage.ErrRead); the command was not judged and wrote nothing.
+	ErrStorageRead = storage.ErrRead
 	// ErrNotLeader: a cluster node that is not the Raft leader was asked to
 	// write or to read linearizably (see NotLeaderError for the leader).
 	ErrNotLeader = errors.New("engine: not the leader")

@@ -5,51 +5,51 @@ import "github.com/heddlewf/heddle/storage"
 // Event is one entry of a job's history. Seq numbers start at 1 and have no
 // gaps. Fields that do not apply to an event's type are left zero.
 type Event struct {
-	Seq  uint64    `msgpack:"q"`
-	Type EventType `msgpack:"t"`
+	Seq  uint64    `json:"seq" msgpack:"q"`
+	Type EventType `json:"type" msgpack:"t"`
 	// AtMS is the command's Now (Unix milliseconds) when the event was appended.
-	AtMS int64 `msgpack:"at"`
+	AtMS int64 `json:"at_ms" msgpack:"at"`
 	// Attempt is the attempt that wrote the event, for fenced writes and claims.
-	Attempt uint64 `msgpack:"a,omitempty"`
+	Attempt uint64 `json:"attempt,omitempty" msgpack:"a,omitempty"`
 	// Step names the step (activity) an event or effect belongs to.
-	Step string `msgpack:"s,omitempty"`
+	Step string `json:"step,omitempty" msgpack:"s,omitempty"`
 	// Name is a signal name, timer id, marker name, lease owner, … by type.
-	Name string `msgpack:"n,omitempty"`
+	Name string `json:"name,omitempty" msgpack:"n,omitempty"`
 	// Payload is opaque to the engine (inputs, results, errors, details).
-	Payload []byte `msgpack:"p,omitempty"`
+	Payload []byte `json:"payload,omitempty" msgpack:"p,omitempty"`
 	// Reason says why a status event happened (lease_expired, retry, …).
-	Reason string `msgpack:"r,omitempty"`
+	Reason string `json:"reason,omitempty" msgpack:"r,omitempty"`
 	// DelayMS is the retry delay of a job_requeued event.
-	DelayMS int64 `msgpack:"d,omitempty"`
+	DelayMS int64 `json:"delay_ms,omitempty" msgpack:"d,omitempty"`
 	// LeaseExpiryMS is the lease of a job_leased event.
-	LeaseExpiryMS int64 `msgpack:"l,omitempty"`
+	LeaseExpiryMS int64 `json:"lease_expiry_ms,omitempty" msgpack:"l,omitempty"`
 	// Commit marks the event CommitStep appended for Step: the step's one
 	// committed result.
-	Commit bool `msgpack:"c,omitempty"`
+	Commit bool `json:"commit,omitempty" msgpack:"c,omitempty"`
 	// Wait describes what a job_waiting event waits for.
-	Wait *WaitSpec `msgpack:"w,omitempty"`
+	Wait *WaitSpec `json:"wait,omitempty" msgpack:"w,omitempty"`
 }
 
 // WaitSpec is what a waiting job waits for; the first of these to happen
 // completes the wait.
 type WaitSpec struct {
 	// TimerID and TimerAtMS name a durable timer (TimerAtMS 0: no timer).
-	TimerID   string `msgpack:"ti,omitempty"`
-	TimerAtMS int64  `msgpack:"ta,omitempty"`
+	TimerID   string `json:"timer_id,omitempty" msgpack:"ti,omitempty"`
+	TimerAtMS int64  `json:"timer_at_ms,omitempty" msgpack:"ta,omitempty"`
 	// Signals are signal names; any one of them arriving ends the wait.
-	Signals []string `msgpack:"sg,omitempty"`
+	Signals []string `json:"signals,omitempty" msgpack:"sg,omitempty"`
 	// Steps are step ids whose effect (a remote activity's or a child job's
 	// result) ends the wait when it is recorded.
-	Steps []string `msgpack:"st,omitempty"`
+	Steps []string `json:"steps,omitempty" msgpack:"st,omitempty"`
 	// Park marks a long wait: the job is Parked rather than Waiting.
-	Park bool `msgpack:"pk,omitempty"`
+	Park bool `json:"park,omitempty" msgpack:"pk,omitempty"`
 	// Timers are more durable timers to set and wait on (the SDK's timers;
 	// TimerID/TimerAtMS is the one-timer shorthand). Any of them firing ends
 	// the wait.
-	Timers []Timer `msgpack:"tt,omitempty"`
+	Timers []Timer `json:"timers,omitempty" msgpack:"tt,omitempty"`
 	// AnySignal: any signal ends the wait (workflow code selecting over
 	// channels decides itself whether the signal was the one it needs).
-	AnySignal bool `msgpack:"as,omitempty"`
+	AnySignal bool `json:"any_signal,omitempty" msgpack:"as,omitempty"`
 }
 
 func (w *WaitSpec) waitsForSignal(name string) bool {

@@ -185,7 +185,7 @@ func (fs *fuzzStore) apply(t *testing.T, cmd Command) {
 	}
 	defer fs.restore(t)
 	var errs []error
-	db.View(func(r *storage.Reader) error {
+	viewOK(t, db, func(r *storage.Reader) error {
 		errs = Verify(r, 5)
 		return nil
 	})

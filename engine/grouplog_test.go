@@ -52,8 +52,8 @@ func newGatedLog(t testing.TB, so storage.Options, lim Limits, maxCmds int) *gat
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		g.log.Close()
-		db.Close()
+		closeOK(t, g.log)
+		closeOK(t, db)
 	})
 	return g
 }
@@ -212,7 +212,7 @@ func glMemEngine(t testing.TB) *Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() { closeOK(t, e) })
 	return e
 }
 
@@ -514,7 +514,7 @@ func TestLocalLogClose(t *testing.T) {
 	)
 	closed := make(chan struct{})
 	go func() {
-		g.log.Close()
+		closeOK(t, g.log)
 		close(closed)
 	}()
 	glWaitFor(t, "close to start", func() bool {
@@ -598,7 +598,7 @@ func TestLocalLogContextCancelled(t *testing.T) {
 		t.Fatalf("retries answered %+v and %+v", r1, r2)
 	}
 	var runs int
-	g.db.View(func(r *storage.Reader) error {
+	viewOK(t, g.db, func(r *storage.Reader) error {
 		return r.Scan(storage.JobPrefix, nil, true, func(k, v []byte) (bool, error) {
 			j, err := DecodeJob(v)
 			if err == nil && j.WorkflowID == "cx" {
@@ -681,7 +681,7 @@ func TestGroupCommitSplitsOversizedBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer closeOK(t, e)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)

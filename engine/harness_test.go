@@ -35,7 +35,7 @@ func newHarness(t testing.TB) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.log.Close(); db.Close() })
+	t.Cleanup(func() { closeOK(t, h.log); closeOK(t, db) })
 	return h
 }
 
@@ -55,13 +55,29 @@ func (h *harness) must(cmd Command) Result {
 	return res
 }
 
-func (h *harness) mustFail(cmd Command, want error) error {
+func (h *harness) mustFail(cmd Command, want error) {
 	h.t.Helper()
 	_, err := h.apply(cmd)
 	if !errors.Is(err, want) {
 		h.t.Fatalf("%s: got error %v, want %v", cmd.Kind(), err, want)
 	}
-	return err
+}
+
+// closeOK closes c, failing the test (after it ran) if that fails: tests
+// defer it for the engines, logs and databases they open.
+func closeOK(t testing.TB, c interface{ Close() error }) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Errorf("closing %T: %v", c, err)
+	}
+}
+
+// viewOK runs fn over db, failing the test at once if the read fails.
+func viewOK(t testing.TB, db *storage.DB, fn func(r *storage.Reader) error) {
+	t.Helper()
+	if err := db.View(fn); err != nil {
+		t.Fatalf("reading the store: %v", err)
+	}
 }
 
 func (h *harness) create(wf string) JobID {
@@ -110,7 +126,7 @@ func (h *harness) history(id JobID) []Event {
 func (h *harness) verify() {
 	h.t.Helper()
 	var errs []error
-	h.db.View(func(r *storage.Reader) error {
+	viewOK(h.t, h.db, func(r *storage.Reader) error {
 		errs = Verify(r, 10)
 		return nil
 	})
@@ -125,7 +141,7 @@ func (h *harness) verify() {
 // snapshot returns every key and value in the store, for "nothing changed" checks.
 func (h *harness) snapshot() map[string]string {
 	out := map[string]string{}
-	h.db.View(func(r *storage.Reader) error {
+	viewOK(h.t, h.db, func(r *storage.Reader) error {
 		return r.Scan(nil, nil, true, func(k, v []byte) (bool, error) {
 			out[string(k)] = string(v)
 			return true, nil

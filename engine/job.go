@@ -10,65 +10,67 @@ type JobID uint64
 // bookkeeping the indexes are derived from. The history is the truth; every
 // field here is kept equal to what the history implies.
 type Job struct {
-	ID         JobID  `msgpack:"id"`
-	WorkflowID string `msgpack:"wf"`
-	Type       string `msgpack:"ty"`
-	Queue      string `msgpack:"qu"`
-	Status     Status `msgpack:"st"`
+	ID         JobID  `json:"job_id" msgpack:"id"`
+	WorkflowID string `json:"workflow_id" msgpack:"wf"`
+	Type       string `json:"type" msgpack:"ty"`
+	Queue      string `json:"queue" msgpack:"qu"`
+	Status     Status `json:"status" msgpack:"st"`
 	// Attempt is the current (latest) attempt; 0 until the first claim.
-	Attempt uint64 `msgpack:"at,omitempty"`
+	Attempt uint64 `json:"attempt,omitempty" msgpack:"at,omitempty"`
 	// LeaseOwner and LeaseExpiryMS describe the lease while Running.
-	LeaseOwner    string `msgpack:"lo,omitempty"`
-	LeaseExpiryMS int64  `msgpack:"le,omitempty"`
+	LeaseOwner    string `json:"lease_owner,omitempty" msgpack:"lo,omitempty"`
+	LeaseExpiryMS int64  `json:"lease_expiry_ms,omitempty" msgpack:"le,omitempty"`
 	// LastSeq is the seq of the newest event.
-	LastSeq uint64 `msgpack:"ls"`
+	LastSeq uint64 `json:"last_seq" msgpack:"ls"`
 	// ReadyAtMS orders a Queued job in its ready index.
-	ReadyAtMS int64 `msgpack:"ra,omitempty"`
+	ReadyAtMS int64 `json:"ready_at_ms,omitempty" msgpack:"ra,omitempty"`
 	// ReleaseAtMS is when a Retrying job's delay ends.
-	ReleaseAtMS int64 `msgpack:"rl,omitempty"`
+	ReleaseAtMS int64 `json:"release_at_ms,omitempty" msgpack:"rl,omitempty"`
 	// Wait is what a Waiting or Parked job waits for.
-	Wait *WaitSpec `msgpack:"wa,omitempty"`
+	Wait *WaitSpec `json:"wait,omitempty" msgpack:"wa,omitempty"`
 	// Timers are the job's pending durable timers.
-	Timers []Timer `msgpack:"tm,omitempty"`
+	Timers []Timer `json:"timers,omitempty" msgpack:"tm,omitempty"`
 	// Retries counts requeues after a failure or a retry request.
-	Retries uint32 `msgpack:"rt,omitempty"`
+	Retries uint32 `json:"retries,omitempty" msgpack:"rt,omitempty"`
 	// StartDigest fingerprints type, queue and input, to recognise an
-	// identical start under IDReuseReturnExisting.
-	StartDigest uint64 `msgpack:"sd,omitempty"`
+	// identical start under IDReuseReturnExisting. It is the engine's
+	// own, and left out of JSON (where, as a 64-bit number, JavaScript
+	// could not even read it exactly).
+	StartDigest uint64 `json:"-" msgpack:"sd,omitempty"`
 	// ParentID and ParentStep link a child job to the step of its parent
 	// whose effect its result becomes.
-	ParentID   JobID  `msgpack:"pi,omitempty"`
-	ParentStep string `msgpack:"ps,omitempty"`
+	ParentID   JobID  `json:"parent_job_id,omitempty" msgpack:"pi,omitempty"`
+	ParentStep string `json:"parent_step,omitempty" msgpack:"ps,omitempty"`
 	// DeadlineMS ends the chain of runs (its execution timeout); 0: none.
-	DeadlineMS int64 `msgpack:"dl,omitempty"`
+	DeadlineMS int64 `json:"deadline_ms,omitempty" msgpack:"dl,omitempty"`
 	// Retry is the workflow retry policy; RunAttempt numbers the runs of a
 	// retry chain from 1.
-	Retry      *RetryPolicy `msgpack:"rp,omitempty"`
-	RunAttempt int32        `msgpack:"ra2,omitempty"`
+	Retry      *RetryPolicy `json:"retry,omitempty" msgpack:"rp,omitempty"`
+	RunAttempt int32        `json:"run_attempt,omitempty" msgpack:"ra2,omitempty"`
 	// CancelRequested records a RequestCancel, so heartbeats can tell the
 	// worker holding the job to cancel the activities it runs.
-	CancelRequested bool  `msgpack:"cq,omitempty"`
-	CreatedMS       int64 `msgpack:"cr"`
-	UpdatedMS       int64 `msgpack:"up"`
-	ClosedMS        int64 `msgpack:"cl,omitempty"`
+	CancelRequested bool  `json:"cancel_requested,omitempty" msgpack:"cq,omitempty"`
+	CreatedMS       int64 `json:"created_ms" msgpack:"cr"`
+	UpdatedMS       int64 `json:"updated_ms" msgpack:"up"`
+	ClosedMS        int64 `json:"closed_ms,omitempty" msgpack:"cl,omitempty"`
 }
 
 // Timer is one pending durable timer of a job.
 type Timer struct {
-	ID     string `msgpack:"i"`
-	FireMS int64  `msgpack:"f"`
+	ID     string `json:"id" msgpack:"i"`
+	FireMS int64  `json:"fire_ms" msgpack:"f"`
 }
 
 // Effect is a step's recorded result (phase 1 of the two-phase commit).
 // CommittedSeq is the seq of the history event that committed it (phase 2),
 // or 0 while the effect still waits to be caught up into the history.
 type Effect struct {
-	Step         string `msgpack:"s"`
-	Payload      []byte `msgpack:"p,omitempty"`
-	Failed       bool   `msgpack:"f,omitempty"`
-	Attempt      uint64 `msgpack:"a,omitempty"`
-	CommittedSeq uint64 `msgpack:"c,omitempty"`
-	AtMS         int64  `msgpack:"at"`
+	Step         string `json:"step" msgpack:"s"`
+	Payload      []byte `json:"payload,omitempty" msgpack:"p,omitempty"`
+	Failed       bool   `json:"failed,omitempty" msgpack:"f,omitempty"`
+	Attempt      uint64 `json:"attempt,omitempty" msgpack:"a,omitempty"`
+	CommittedSeq uint64 `json:"committed_seq,omitempty" msgpack:"c,omitempty"`
+	AtMS         int64  `json:"at_ms" msgpack:"at"`
 }
 
 const (

@@ -1191,7 +1191,7 @@ func (p *propDriver) advanceClock() {
 
 func (p *propDriver) step() {
 	p.advanceClock()
-	cmd, want, note := p.gen()
+	cmd, note, want := p.gen()
 	stamp := p.h.now
 	if p.r.IntN(100) < 3 {
 		stamp -= 1 + int64(p.r.IntN(5000)) // a late stamp: Apply keeps time monotonic
@@ -1584,7 +1584,7 @@ func propJobDiff(mj *propJob, j *Job) string {
 func (p *propDriver) fullCheck(model bool) {
 	var problems []string
 	add := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
-	p.h.db.View(func(r *storage.Reader) error {
+	viewOK(p.h.t, p.h.db, func(r *storage.Reader) error {
 		for _, e := range Verify(r, 10) {
 			add("Verify: %v", e)
 		}
@@ -1911,23 +1911,24 @@ func (p *propDriver) sweepMax() int {
 	return 1 + p.r.IntN(4)
 }
 
-// gen returns a command, the sentinel it was generated to fail with (nil for
-// the others) and a note for the trace.
-func (p *propDriver) gen() (Command, error, string) {
+// gen returns a command, a note for the trace and the sentinel the command
+// was generated to fail with (nil for the others): want is what the command
+// is expected to answer, not a failure of gen.
+func (p *propDriver) gen() (cmd Command, note string, want error) {
 	if len(p.rids) > 0 && p.chance(6) {
 		u := p.rids[p.r.IntN(len(p.rids))]
 		switch p.r.IntN(10) {
 		case 0: // the same request id on another command of the same kind
 			c := p.genKind(u.cmd.Kind())
 			c.Head().RequestID = u.rid
-			return c, nil, "request id reused, same kind"
+			return c, "request id reused, same kind", nil
 		case 1: // … of another kind
 			k := CommandKind(1 + p.r.IntN(17))
 			c := p.genKind(k)
 			c.Head().RequestID = u.rid
-			return c, nil, "request id reused, " + k.String()
+			return c, "request id reused, " + k.String(), nil
 		}
-		return u.cmd, nil, "request repeated"
+		return u.cmd, "request repeated", nil
 	}
 	n := p.r.IntN(100)
 	if n >= 95 {
@@ -1954,7 +1955,7 @@ func (p *propDriver) gen() (Command, error, string) {
 		c.Head().RequestID = rid
 		p.rids = append(p.rids, propRid{rid, c})
 	}
-	return c, nil, ""
+	return c, "", nil
 }
 
 func (p *propDriver) genKind(k CommandKind) Command {
@@ -2172,58 +2173,58 @@ func (p *propDriver) genCreate() *CreateJob {
 	return c
 }
 
-// genBad returns a command that must be refused, and the sentinel it must
-// be refused with.
-func (p *propDriver) genBad() (Command, error, string) {
+// genBad returns a command that must be refused, a note for the trace and
+// the sentinel it must be refused with.
+func (p *propDriver) genBad() (cmd Command, note string, want error) {
 	ref := p.pickRef()
 	long := strings.Repeat("x", propMaxName+1)
 	switch p.r.IntN(22) {
 	case 0:
-		return &Claim{Queue: "qa", Owner: "w", Max: 0, LeaseMS: 1000}, ErrInvalidCommand, "bad"
+		return &Claim{Queue: "qa", Owner: "w", Max: 0, LeaseMS: 1000}, "bad", ErrInvalidCommand
 	case 1:
-		return &Claim{Queue: "qa", Owner: "w", Max: propMaxBatch + 1, LeaseMS: 1000}, ErrPayloadTooLarge, "bad"
+		return &Claim{Queue: "qa", Owner: "w", Max: propMaxBatch + 1, LeaseMS: 1000}, "bad", ErrPayloadTooLarge
 	case 2:
-		return &Claim{Queue: "qa", Owner: "w", Max: 1, LeaseMS: propMaxLeaseMS + 1}, ErrInvalidCommand, "bad"
+		return &Claim{Queue: "qa", Owner: "w", Max: 1, LeaseMS: propMaxLeaseMS + 1}, "bad", ErrInvalidCommand
 	case 3:
-		return &Heartbeat{LeaseMS: 1000}, ErrInvalidCommand, "bad"
+		return &Heartbeat{LeaseMS: 1000}, "bad", ErrInvalidCommand
 	case 4:
-		return &AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: EventJobCompleted}}}, ErrInvalidCommand, "bad"
+		return &AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: EventJobCompleted}}}, "bad", ErrInvalidCommand
 	case 5:
-		return &AppendEvents{LeaseRef: ref}, ErrInvalidCommand, "bad"
+		return &AppendEvents{LeaseRef: ref}, "bad", ErrInvalidCommand
 	case 6:
-		return &CommitStep{LeaseRef: ref, Step: "a", Type: "activity_completed", CatchUp: true, Payload: []byte("x")}, ErrInvalidCommand, "bad"
+		return &CommitStep{LeaseRef: ref, Step: "a", Type: "activity_completed", CatchUp: true, Payload: []byte("x")}, "bad", ErrInvalidCommand
 	case 7:
-		return &Wait{LeaseRef: ref}, ErrInvalidCommand, "bad"
+		return &Wait{LeaseRef: ref}, "bad", ErrInvalidCommand
 	case 8:
-		return &Wait{LeaseRef: ref, Spec: WaitSpec{TimerID: "t1"}}, ErrInvalidCommand, "bad"
+		return &Wait{LeaseRef: ref, Spec: WaitSpec{TimerID: "t1"}}, "bad", ErrInvalidCommand
 	case 9:
-		return &Signal{Name: "s1"}, ErrInvalidCommand, "bad"
+		return &Signal{Name: "s1"}, "bad", ErrInvalidCommand
 	case 10:
-		return &Cancel{}, ErrInvalidCommand, "bad"
+		return &Cancel{}, "bad", ErrInvalidCommand
 	case 11:
-		return &Requeue{}, ErrInvalidCommand, "bad"
+		return &Requeue{}, "bad", ErrInvalidCommand
 	case 12:
-		return &Requeue{LeaseRef: ref, DelayMS: -1}, ErrInvalidCommand, "bad"
+		return &Requeue{LeaseRef: ref, DelayMS: -1}, "bad", ErrInvalidCommand
 	case 13:
-		return &Complete{LeaseRef: LeaseRef{Job: ref.Job}}, ErrInvalidCommand, "bad"
+		return &Complete{LeaseRef: LeaseRef{Job: ref.Job}}, "bad", ErrInvalidCommand
 	case 14:
-		return &CreateJob{Queue: "qa"}, ErrInvalidCommand, "bad"
+		return &CreateJob{Queue: "qa"}, "bad", ErrInvalidCommand
 	case 15:
-		return &CreateJob{Type: "order", Queue: "qa", ReusePolicy: 3}, ErrInvalidCommand, "bad"
+		return &CreateJob{Type: "order", Queue: "qa", ReusePolicy: 3}, "bad", ErrInvalidCommand
 	case 16:
-		return &CreateJob{Type: "order", Queue: "qa", ParentStep: "c-0"}, ErrInvalidCommand, "bad"
+		return &CreateJob{Type: "order", Queue: "qa", ParentStep: "c-0"}, "bad", ErrInvalidCommand
 	case 17:
-		return &CreateJob{Type: long, Queue: "qa"}, ErrPayloadTooLarge, "bad"
+		return &CreateJob{Type: long, Queue: "qa"}, "bad", ErrPayloadTooLarge
 	case 18:
 		c := &Resume{Target: Target{Job: ref.Job}}
 		c.RequestID = long
-		return c, ErrPayloadTooLarge, "bad"
+		return c, "bad", ErrPayloadTooLarge
 	case 19:
-		return &CommitStep{LeaseRef: ref, Step: "a", Type: EventJobFailed}, ErrInvalidCommand, "bad"
+		return &CommitStep{LeaseRef: ref, Step: "a", Type: EventJobFailed}, "bad", ErrInvalidCommand
 	case 20:
-		return &Activate{Target: Target{Job: ref.Job}}, ErrInvalidCommand, "now=0"
+		return &Activate{Target: Target{Job: ref.Job}}, "now=0", ErrInvalidCommand
 	}
-	return &propBogusCmd{}, ErrUnknownCommand, "bad"
+	return &propBogusCmd{}, "bad", ErrUnknownCommand
 }
 
 // ---------------------------------------------------------------------------

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/heddlewf/heddle/storage"
 )
@@ -59,17 +60,18 @@ func readTarget(r *storage.Reader, t Target) (*Job, error) {
 
 // HistoryPage is one page of a job's history.
 type HistoryPage struct {
-	Events []Event
+	Events []Event `json:"events"`
 	// Next is the seq to pass as afterSeq for the following page; 0 when
 	// this page reached the end of the history.
-	Next uint64
+	Next uint64 `json:"next"`
 }
 
 // MaxPage bounds the size of one History or List page.
 const MaxPage = 1000
 
 // History returns up to limit events of job id with seq > afterSeq (limit 0
-// means 100; at most MaxPage).
+// means 100; at most MaxPage). No seq is larger than the largest uint64, so
+// that cursor gives an empty page.
 func (e *Engine) History(ctx context.Context, id JobID, afterSeq uint64, limit int) (*HistoryPage, error) {
 	if limit < 0 || limit > MaxPage {
 		return nil, fmt.Errorf("%w: history limit %d is not in [0, %d]", ErrInvalidCommand, limit, MaxPage)
@@ -95,6 +97,9 @@ func (e *Engine) History(ctx context.Context, id JobID, afterSeq uint64, limit i
 // ReadHistory reads up to limit events (limit 0: all) of job id after afterSeq,
 // and whether more follow.
 func ReadHistory(r *storage.Reader, id JobID, afterSeq uint64, limit int) ([]Event, bool, error) {
+	if afterSeq == math.MaxUint64 {
+		return nil, false, nil // no seq follows; afterSeq+1 would wrap to the start
+	}
 	var evs []Event
 	more := false
 	start := storage.EventKey(uint64(id), afterSeq+1)
@@ -137,7 +142,8 @@ type ListQuery struct {
 	Status Status
 	Type   string
 	Queue  string
-	// After is the cursor: only jobs with a larger id are listed.
+	// After is the cursor: only jobs with a larger id are listed (none
+	// when it is the largest JobID).
 	After JobID
 	// Limit bounds the page (0 means 100; at most MaxPage).
 	Limit int
@@ -145,9 +151,9 @@ type ListQuery struct {
 
 // ListPage is one page of List, in job-id (creation) order.
 type ListPage struct {
-	Jobs []*Job
+	Jobs []*Job `json:"jobs"`
 	// Next is the cursor for the following page; 0 at the end.
-	Next JobID
+	Next JobID `json:"next"`
 }
 
 // List returns jobs matching q. It walks the most selective index the query
@@ -170,8 +176,12 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (*ListPage, error) {
 	default:
 		prefix = storage.JobPrefix
 	}
-	start := append(append([]byte(nil), prefix...), storage.U64(uint64(q.After)+1)...)
 	page := &ListPage{}
+	if q.After == math.MaxUint64 {
+		// No id is larger, and After+1 would wrap around to the first page.
+		return page, nil
+	}
+	start := append(append([]byte(nil), prefix...), storage.U64(uint64(q.After)+1)...)
 	err := e.view(ctx, func(r *storage.Reader) error {
 		return r.Scan(prefix, start, false, func(k, _ []byte) (bool, error) {
 			id, err := storage.TrailingJob(k)

@@ -8,28 +8,28 @@ type Result interface {
 
 // CreateResult answers CreateJob.
 type CreateResult struct {
-	Job        JobID  `msgpack:"j"`
-	WorkflowID string `msgpack:"wf"`
+	Job        JobID  `json:"job_id" msgpack:"j"`
+	WorkflowID string `json:"workflow_id" msgpack:"wf"`
 	// Existing is true when IDReuseReturnExisting returned an open run.
-	Existing bool `msgpack:"ex,omitempty"`
+	Existing bool `json:"existing,omitempty" msgpack:"ex,omitempty"`
 }
 
 // ClaimedJob is one job handed out by Claim.
 type ClaimedJob struct {
-	Job           JobID  `msgpack:"j"`
-	WorkflowID    string `msgpack:"wf"`
-	Type          string `msgpack:"ty"`
-	Attempt       uint64 `msgpack:"a"`
-	LeaseExpiryMS int64  `msgpack:"le"`
+	Job           JobID  `json:"job_id" msgpack:"j"`
+	WorkflowID    string `json:"workflow_id" msgpack:"wf"`
+	Type          string `json:"type" msgpack:"ty"`
+	Attempt       uint64 `json:"attempt" msgpack:"a"`
+	LeaseExpiryMS int64  `json:"lease_expiry_ms" msgpack:"le"`
 	// LastSeq is the seq of the job_leased event the claim appended.
-	LastSeq uint64 `msgpack:"ls"`
+	LastSeq uint64 `json:"last_seq" msgpack:"ls"`
 	// DeadlineMS is the run's execution deadline (0: none).
-	DeadlineMS int64 `msgpack:"dl,omitempty"`
+	DeadlineMS int64 `json:"deadline_ms,omitempty" msgpack:"dl,omitempty"`
 }
 
 // ClaimResult answers Claim; Jobs is empty when nothing was ready.
 type ClaimResult struct {
-	Jobs []ClaimedJob `msgpack:"js,omitempty"`
+	Jobs []ClaimedJob `json:"jobs" msgpack:"js,omitempty"`
 }
 
 // Refusal is one lease a Heartbeat did not renew.
@@ -37,60 +37,60 @@ type Refusal struct {
 	LeaseRef
 	// Code is the stable code of the reason: StaleAttemptCode, or
 	// "unknown_job" when the job does not exist.
-	Code string `msgpack:"c"`
+	Code string `json:"code" msgpack:"c"`
 }
 
 // HeartbeatResult answers Heartbeat: the new expiry of the renewed leases,
 // and those refused.
 type HeartbeatResult struct {
-	LeaseExpiryMS int64     `msgpack:"le"`
-	Refused       []Refusal `msgpack:"rf,omitempty"`
+	LeaseExpiryMS int64     `json:"lease_expiry_ms" msgpack:"le"`
+	Refused       []Refusal `json:"refused,omitempty" msgpack:"rf,omitempty"`
 	// CancelRequested lists the renewed jobs whose workflow was asked to
 	// cancel: the worker cancels the activities it runs for them.
-	CancelRequested []JobID `msgpack:"cq,omitempty"`
+	CancelRequested []JobID `json:"cancel_requested,omitempty" msgpack:"cq,omitempty"`
 }
 
 // AppendResult answers AppendEvents and CommitStep: the seqs written.
 type AppendResult struct {
-	FirstSeq uint64 `msgpack:"f"`
-	LastSeq  uint64 `msgpack:"l"`
+	FirstSeq uint64 `json:"first_seq" msgpack:"f"`
+	LastSeq  uint64 `json:"last_seq" msgpack:"l"`
 	// AtMS is the events' AtMS, so a writer that knows it wrote every
 	// event from FirstSeq to LastSeq can rebuild them without reading the
 	// history back. 0 in results recorded by older versions.
-	AtMS int64 `msgpack:"at,omitempty"`
+	AtMS int64 `json:"at_ms,omitempty" msgpack:"at,omitempty"`
 }
 
 // WaitResult answers Wait.
 type WaitResult struct {
 	// Woken: the wait was already satisfied; nothing was written and the
 	// job is still Running under the same attempt and lease.
-	Woken  bool   `msgpack:"wk,omitempty"`
-	Status Status `msgpack:"st"`
-	Seq    uint64 `msgpack:"sq"`
+	Woken  bool   `json:"woken,omitempty" msgpack:"wk,omitempty"`
+	Status Status `json:"status" msgpack:"st"`
+	Seq    uint64 `json:"seq" msgpack:"sq"`
 }
 
 // SignalResult answers Signal.
 type SignalResult struct {
-	Job JobID  `msgpack:"j"`
-	Seq uint64 `msgpack:"sq"`
+	Job JobID  `json:"job_id" msgpack:"j"`
+	Seq uint64 `json:"seq" msgpack:"sq"`
 	// Woke is true when the signal ended the job's wait.
-	Woke bool `msgpack:"wk,omitempty"`
+	Woke bool `json:"woke,omitempty" msgpack:"wk,omitempty"`
 }
 
 // SweepResult answers FireTimers, Reclaim and ReleaseDelayed: the jobs
 // touched, those made claimable, and whether more were due than Max allowed.
 type SweepResult struct {
-	Jobs  []JobID `msgpack:"js,omitempty"`
-	Ready []JobID `msgpack:"rd,omitempty"`
-	More  bool    `msgpack:"mo,omitempty"`
+	Jobs  []JobID `json:"jobs,omitempty" msgpack:"js,omitempty"`
+	Ready []JobID `json:"ready,omitempty" msgpack:"rd,omitempty"`
+	More  bool    `json:"more,omitempty" msgpack:"mo,omitempty"`
 }
 
 // StatusResult answers the lifecycle commands: the job, its new status and
 // the seq of the status event.
 type StatusResult struct {
-	Job    JobID  `msgpack:"j"`
-	Status Status `msgpack:"st"`
-	Seq    uint64 `msgpack:"sq"`
+	Job    JobID  `json:"job_id" msgpack:"j"`
+	Status Status `json:"status" msgpack:"st"`
+	Seq    uint64 `json:"seq" msgpack:"sq"`
 }
 
 func (*CreateResult) isResult()    {}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func TestSchedulerProposesExactlyWhenDue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer closeOK(t, db)
 	var sched *Scheduler
 	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk, OnCommit: func([]uint64) {
 		if sched != nil {
@@ -62,12 +63,12 @@ func TestSchedulerProposesExactlyWhenDue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer local.Close()
+	defer closeOK(t, local)
 	log := &countingLog{inner: local}
 	sched = NewScheduler(log, db, clk, 10)
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan struct{})
-	go func() { sched.Run(ctx); close(done) }()
+	go func() { _ = sched.Run(ctx); close(done) }() // Run returns ctx's error alone
 	defer func() { cancel(); <-done }()
 
 	id := local.mustCreate(t)
@@ -101,7 +102,7 @@ func (l *LocalLog) mustCreate(t *testing.T) JobID {
 
 func jobStatus(t *testing.T, db *storage.DB, id JobID) Status {
 	var s Status
-	db.View(func(r *storage.Reader) error {
+	viewOK(t, db, func(r *storage.Reader) error {
 		j, err := ReadJob(r, id)
 		if err != nil {
 			t.Error(err)
@@ -121,7 +122,7 @@ func TestEngineSchedulerDrivesDeadlines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer closeOK(t, e)
 	mk := func(wf string) (JobID, LeaseRef) {
 		r, err := e.Create(bg, CreateJob{WorkflowID: wf, Type: "t", Queue: "q"})
 		if err != nil {
@@ -167,7 +168,7 @@ func TestEngineSchedulerDrivesDeadlines(t *testing.T) {
 		t.Fatalf("waiting job is %s", s)
 	}
 	var errs []error
-	e.DB().View(func(r *storage.Reader) error { errs = Verify(r, 5); return nil })
+	viewOK(t, e.DB(), func(r *storage.Reader) error { errs = Verify(r, 5); return nil })
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -179,7 +180,7 @@ func TestHistoryAndListPaging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer closeOK(t, e)
 	for i := 0; i < 7; i++ {
 		typ, q := "a", "q1"
 		if i%2 == 1 {
@@ -251,6 +252,42 @@ func TestHistoryAndListPaging(t *testing.T) {
 	eq(list(ListQuery{Status: StatusQueued, Type: "a"}), 1, 5, 7)
 }
 
+// A paging cursor never wraps around: after the largest id or seq there is
+// nothing, on every index List may walk, not the first page again.
+func TestCursorAtTheTopOfTheRangeGivesAnEmptyPage(t *testing.T) {
+	e, err := Open(Config{InMemory: true, DisableScheduler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, e)
+	for range 3 {
+		if _, err := e.Create(bg, CreateJob{Type: "a", Queue: "q"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []ListQuery{
+		{After: math.MaxUint64},
+		{After: math.MaxUint64, Status: StatusQueued},
+		{After: math.MaxUint64, Type: "a"},
+		{After: math.MaxUint64, Queue: "q"},
+		{After: math.MaxUint64 - 1},
+	} {
+		p, err := e.List(bg, q)
+		if err != nil || len(p.Jobs) != 0 || p.Next != 0 {
+			t.Fatalf("List(%+v) = %+v, %v; want an empty last page", q, p, err)
+		}
+	}
+	for _, after := range []uint64{math.MaxUint64, math.MaxUint64 - 1} {
+		p, err := e.History(bg, 1, after, 0)
+		if err != nil || len(p.Events) != 0 || p.Next != 0 {
+			t.Fatalf("History(after %d) = %+v, %v; want an empty last page", after, p, err)
+		}
+	}
+	if _, err := e.History(bg, 99, math.MaxUint64, 0); !errorsIs(err, ErrUnknownJob) {
+		t.Fatalf("history of an unknown job after the last seq: %v, want ErrUnknownJob", err)
+	}
+}
+
 // A new Raft leader's scheduler holds back lease reclaims until the failover
 // grace has passed, even for a lease that expired long ago; timers are not
 // held back.
@@ -261,12 +298,12 @@ func TestSchedulerReclaimWaitsForFailoverGrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer closeOK(t, db)
 	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer local.Close()
+	defer closeOK(t, local)
 	id := local.mustCreate(t)
 	if _, err := local.Propose(bg, &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1_000}); err != nil {
 		t.Fatal(err)
@@ -278,7 +315,7 @@ func TestSchedulerReclaimWaitsForFailoverGrace(t *testing.T) {
 	sched.ReclaimNotBeforeMS = clk.Now().Add(5 * time.Second).UnixMilli()
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan struct{})
-	go func() { sched.Run(ctx); close(done) }()
+	go func() { _ = sched.Run(ctx); close(done) }() // Run returns ctx's error alone
 	defer func() { cancel(); <-done }()
 
 	eventually(t, "scheduler sleeps until the grace ends", func() bool { return clk.Pending() == 1 })

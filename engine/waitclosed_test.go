@@ -13,7 +13,7 @@ func TestWaitClosedWakesOnlyForItsJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer closeOK(t, e)
 	ctx := context.Background()
 	a, _ := e.Create(ctx, CreateJob{Type: "t", Queue: "a"})
 	b, _ := e.Create(ctx, CreateJob{Type: "t", Queue: "b"})

@@ -3,6 +3,7 @@ package raftfsm
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -174,10 +175,9 @@ func startBareCluster(b *testing.B) []*raft.Raft {
 	}
 	b.Cleanup(func() {
 		for i, r := range rafts {
-			r.Shutdown().Error()
-			ps[i].trans.Close()
-			ps[i].store.Close()
-			ps[i].fsm.db.Close()
+			if err := errors.Join(r.Shutdown().Error(), ps[i].trans.Close(), ps[i].store.Close(), ps[i].fsm.db.Close()); err != nil {
+				b.Errorf("stopping node %d: %v", i, err)
+			}
 		}
 	})
 	// Put the leader first: the proposers propose there.

@@ -38,8 +38,11 @@ func freeAddr(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
 }
 
 func newTestCluster(t testing.TB, size int, tune func(*Config)) *testCluster {
@@ -112,7 +115,9 @@ func (c *testCluster) kill(id string) {
 	delete(c.nodes, id)
 	c.mu.Unlock()
 	if n != nil {
-		n.Close()
+		if err := n.Close(); err != nil {
+			c.t.Errorf("closing %s: %v", id, err)
+		}
 	}
 }
 
@@ -182,7 +187,7 @@ func hashState(t testing.TB, v engine.Viewer) string {
 	h := sha256.New()
 	err := v.View(func(r *storage.Reader) error {
 		return r.Scan(nil, nil, true, func(k, val []byte) (bool, error) {
-			fmt.Fprintf(h, "%d:%x=%d:%x;", len(k), k, len(val), val)
+			_, _ = fmt.Fprintf(h, "%d:%x=%d:%x;", len(k), k, len(val), val) // a hash takes every write
 			return true, nil
 		})
 	})
@@ -212,11 +217,14 @@ func (c *testCluster) assertSameState() string {
 func (c *testCluster) verifyAll() {
 	c.t.Helper()
 	for id, n := range c.live() {
-		n.fsm.View(func(r *storage.Reader) error {
+		err := n.fsm.View(func(r *storage.Reader) error {
 			for _, err := range engine.Verify(r, 5) {
 				c.t.Errorf("%s: %v", id, err)
 			}
 			return nil
 		})
+		if err != nil {
+			c.t.Fatalf("%s: %v", id, err)
+		}
 	}
 }

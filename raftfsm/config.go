@@ -68,7 +68,9 @@ type Config struct {
 	SchedulerBatch int
 	// DisableScheduler leaves timers and leases to the caller (tests).
 	DisableScheduler bool
-	// OnSchedulerError receives the scheduler's errors; nil drops them.
+	// OnSchedulerError receives the errors of the leader's background work
+	// (the scheduler's proposals, the recording of the leader's HTTP
+	// address); nil drops them.
 	OnSchedulerError func(error)
 	// Dial, if set, opens the connections this node makes to its peers'
 	// Raft addresses (the chaos suite routes them through a fault-injecting

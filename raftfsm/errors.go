@@ -12,10 +12,16 @@ var (
 	ErrClosed = errors.New("raftfsm: node closed")
 	// ErrConfig: an invalid Config field.
 	ErrConfig = errors.New("raftfsm: invalid config")
+	// ErrStateFailed: the state database failed while applying committed
+	// log entries, and the node stopped (see StateFailure).
+	ErrStateFailed = errors.New("raftfsm: state database failed")
 )
 
-// BadEntryCode is the stable code of EntryError.
-const BadEntryCode = "HDL-RAFT-0001"
+// Stable codes of this package's typed errors.
+const (
+	BadEntryCode     = "HDL-RAFT-0001"
+	StateFailureCode = "HDL-RAFT-0002"
+)
 
 // EntryError details ErrBadEntry.
 type EntryError struct {
@@ -28,6 +34,30 @@ func (e *EntryError) Error() string {
 }
 func (e *EntryError) Unwrap() error { return ErrBadEntry }
 func (e *EntryError) Code() string  { return BadEntryCode }
+
+// StateFailure is the value a node panics with when its state database
+// fails in the middle of applying committed log entries: a read, a write
+// into the batch or the commit. Raft gives an FSM no way to refuse an entry,
+// and every peer applies it, so a node that went on would serve a state
+// that lacks what its peers hold. Stopping keeps its database at the last
+// entry it fully applied; restarted on a working disk, it applies the rest
+// from the log (or from a snapshot) like any node that was down.
+type StateFailure struct {
+	Index uint64 // the log entry being applied
+	Op    string // what the node was doing ("committing applied log entries")
+	Err   error  // what the database answered
+}
+
+func (e *StateFailure) Error() string {
+	return "raftfsm: state database failed at log entry " + itoa(e.Index) + " while " + e.Op +
+		"; this node stops rather than diverge from its peers: " + e.Err.Error() + " [" + StateFailureCode + "]"
+}
+
+// Unwrap makes errors.Is match both ErrStateFailed and the database's error.
+func (e *StateFailure) Unwrap() []error { return []error{ErrStateFailed, e.Err} }
+
+// Code returns StateFailureCode.
+func (e *StateFailure) Code() string { return StateFailureCode }
 
 func itoa(v uint64) string {
 	if v == 0 {

@@ -29,8 +29,9 @@ func (c *testCluster) do(op func(e *engine.Engine) error) error {
 		} else {
 			err = op(l.Engine())
 		}
-		if err == nil || !(errors.Is(err, engine.ErrNotLeader) || errors.Is(err, engine.ErrUnknownOutcome) || errors.Is(err, engine.ErrClosed)) {
-			return err
+		retry := errors.Is(err, engine.ErrNotLeader) || errors.Is(err, engine.ErrUnknownOutcome) || errors.Is(err, engine.ErrClosed)
+		if !retry {
+			return err // nil included
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("no leader took the command: %w", err)

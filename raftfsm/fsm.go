@@ -30,7 +30,7 @@ const keyNodePrefix = "mnode/"
 // run concurrently with all of them. Restore replaces the database under a
 // write lock, so a View sees either the old state or the new one.
 type FSM struct {
-	machine *engine.Machine
+	machine commandApplier
 	state   *stateDir
 
 	mu sync.RWMutex // guards db against Restore's swap
@@ -48,6 +48,12 @@ type FSM struct {
 
 var _ raft.BatchingFSM = (*FSM)(nil)
 
+// commandApplier is what the FSM applies commands with: *engine.Machine, or
+// in tests one that fails like a broken disk.
+type commandApplier interface {
+	Apply(tx *storage.Tx, cmd engine.Command) (engine.Result, error)
+}
+
 // entryOutcome is what ApplyBatch returns for one log entry: one result or
 // error per command, in order. Raft hands it to the proposer's future
 // in-process; it is never serialized.
@@ -56,7 +62,7 @@ type entryOutcome struct {
 	errs    []error
 }
 
-func newFSM(state *stateDir, machine *engine.Machine) (*FSM, error) {
+func newFSM(state *stateDir, machine commandApplier) (*FSM, error) {
 	db, err := state.open()
 	if err != nil {
 		return nil, err
@@ -69,8 +75,7 @@ func newFSM(state *stateDir, machine *engine.Machine) (*FSM, error) {
 		return err
 	})
 	if err != nil {
-		db.Close()
-		return nil, err
+		return nil, errors.Join(err, db.Close())
 	}
 	f.applied.Store(idx)
 	return f, nil
@@ -116,9 +121,16 @@ func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 // does not hold. Entries at or below the applied index were applied before
 // a restart and are skipped.
 //
-// A failure to commit to Badger (a full or failing disk) leaves this node's
-// state behind its log, with no way to report it to Raft: the node panics
-// rather than go on serving a state that diverged from its peers'.
+// Errors that every node meets alike from the same entry (a command the
+// engine refuses, an entry that does not decode, writes too large for any
+// transaction) are the entry's outcome: the proposer hears them and every
+// state stays equal. A failure of this node's database (a read, a write into
+// the batch, the commit: a full or failing disk) is not: its peers applied
+// the entry. Raft gives an FSM no way to refuse an entry, so the node panics
+// with a *StateFailure (matching ErrStateFailed) rather than go on serving
+// a state that diverged from its peers'. Whatever the database committed
+// before the failure carries its own applied index, so a restart resumes
+// right after it.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	f.mu.RLock() // Restore never runs concurrently; this only pairs with View
@@ -137,13 +149,17 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		}
 		tx := a.batch.Begin()
 		storage.SetAppliedIndex(tx, l.Index)
-		a.add(tx)
+		if err := a.add(l.Index, tx); err != nil {
+			// One small key never exceeds a transaction; the database
+			// refused a write it must take.
+			stop(l.Index, "recording the applied index", err)
+		}
 		last = l.Index
 		// The applied index alone is not news: waiters are woken only by
 		// entries that changed the state (an idle claim writes nothing,
 		// and waking long polls for it would make them propose again).
 	}
-	a.commit()
+	a.commit(last)
 	if last > f.applied.Load() {
 		f.setApplied(last)
 	}
@@ -159,38 +175,49 @@ func skipped(l *raft.Log) any {
 	return &entryOutcome{errs: []error{fmt.Errorf("%w: log entry %d was applied before this node restarted", engine.ErrUnknownOutcome, l.Index)}}
 }
 
+// stop ends the node's applying for good: see ApplyBatch.
+func stop(index uint64, op string, err error) {
+	panic(&StateFailure{Index: index, Op: op, Err: err})
+}
+
 // batchApplier carries one ApplyBatch's Badger transaction.
 type batchApplier struct {
 	f       *FSM
 	db      *storage.DB
 	batch   *storage.Batch
-	wrote   bool     // a batch was committed
 	changed bool     // a command or node entry wrote something
 	touched []uint64 // job records written, for per-job waiters
 }
 
 // add moves tx's writes into the batch, committing the batch first when
-// they do not fit.
-func (a *batchApplier) add(tx *storage.Tx) error {
+// they do not fit. The one error it returns is storage.ErrTooLarge: writes
+// over what any transaction holds, which every node finds alike for the
+// same entry (the nodes of a cluster share their storage limits), so it is
+// the entry's outcome. Any other failure stops the node; index is the entry
+// being applied, for the report.
+func (a *batchApplier) add(index uint64, tx *storage.Tx) error {
 	err := a.batch.Add(tx)
 	if errors.Is(err, storage.ErrBatchFull) {
-		a.commit()
+		a.commit(index)
 		a.batch = a.db.NewBatch()
 		err = a.batch.Add(tx)
+	}
+	if err != nil && !errors.Is(err, storage.ErrTooLarge) {
+		stop(index, "adding a log entry's writes to the batch", err)
 	}
 	return err
 }
 
-func (a *batchApplier) commit() {
+// commit makes the batch durable; index is the last entry it holds.
+func (a *batchApplier) commit(index uint64) {
 	if a.batch.Empty() {
-		a.batch.Commit()
+		a.batch.Discard()
 		return
 	}
 	a.touched = append(a.touched, a.batch.TouchedJobs()...)
 	if err := a.batch.Commit(); err != nil {
-		panic(fmt.Sprintf("raftfsm: committing applied log entries to the state database failed; this node's state can no longer follow the log: %v", err))
+		stop(index, "committing applied log entries", err)
 	}
-	a.wrote = true
 }
 
 // entry applies one command entry and returns its outcome.
@@ -213,7 +240,7 @@ func (a *batchApplier) entry(l *raft.Log) any {
 		} else {
 			tx.Set(key, []byte(e.node.HTTPAddr))
 		}
-		if err := a.add(tx); err != nil {
+		if err := a.add(l.Index, tx); err != nil {
 			return &entryOutcome{errs: []error{err}}
 		}
 		a.changed = true
@@ -233,8 +260,13 @@ func (a *batchApplier) entry(l *raft.Log) any {
 		}
 		tx := a.batch.Begin()
 		res, err := a.f.machine.Apply(tx, cmd)
+		if errors.Is(err, storage.ErrRead) {
+			// The command was not judged: this node could not read its
+			// state, and its peers, which could, applied it.
+			stop(l.Index, fmt.Sprintf("reading the state for command %d (%s)", k, cmd.Kind()), err)
+		}
 		if err != nil {
-			out.errs[k] = err // a failed command wrote nothing
+			out.errs[k] = err // a refused command wrote nothing
 			continue
 		}
 		if tx.Len() > 0 {
@@ -243,7 +275,7 @@ func (a *batchApplier) entry(l *raft.Log) any {
 		if len(e.cmds) > 1 {
 			tx.Set(keyEntryPart, partValue(l.Index, k+1))
 		}
-		if err := a.add(tx); err != nil {
+		if err := a.add(l.Index, tx); err != nil {
 			out.errs[k] = fmt.Errorf("%w: %v", engine.ErrPayloadTooLarge, err)
 			continue
 		}
@@ -254,11 +286,22 @@ func (a *batchApplier) entry(l *raft.Log) any {
 
 // partDone returns how many commands of the entry at index are already in
 // the store (nonzero only after a crash in the middle of a large entry).
+// Guessing here would apply commands twice or not at all, so a record that
+// cannot be read stops the node.
 func (a *batchApplier) partDone(index uint64) int {
-	tx := a.batch.Begin()
-	v, err := tx.Get(keyEntryPart)
-	if err != nil || len(v) != 16 || binary.BigEndian.Uint64(v) != index {
+	v, err := a.batch.Begin().Get(keyEntryPart)
+	if errors.Is(err, storage.ErrNotFound) {
 		return 0
+	}
+	if err != nil {
+		stop(index, "reading how much of a split log entry was applied", err)
+	}
+	if len(v) != 16 {
+		stop(index, "reading how much of a split log entry was applied", &storage.CorruptError{
+			Key: keyEntryPart, Kind: storage.KindMeta, Reason: fmt.Sprintf("%d bytes, want 16", len(v))})
+	}
+	if binary.BigEndian.Uint64(v) != index {
+		return 0 // the record of an earlier split entry, finished since
 	}
 	return int(binary.BigEndian.Uint64(v[8:]))
 }
@@ -289,8 +332,11 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 // directory and swaps it in only when the load succeeded, so a crash or a
 // corrupt snapshot leaves the old state in place.
 func (f *FSM) Restore(rc io.ReadCloser) error {
-	defer rc.Close()
 	db, info, err := f.state.load(rc)
+	// Raft leaves closing the reader to the FSM. Its error is dropped: load
+	// read the snapshot to its checksummed end (or failed), and closing the
+	// reader cannot change what was read.
+	_ = rc.Close()
 	if err != nil {
 		return err
 	}
@@ -306,16 +352,23 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-// nodeHTTP returns the HTTP address a member recorded, or "".
+// nodeHTTP returns the HTTP address a member recorded, or "" when it
+// recorded none or the database could not be read: an unknown address,
+// which callers already handle (a not-leader answer without the leader's
+// address, a re-registration by the leader).
 func (f *FSM) nodeHTTP(id string) string {
 	var addr string
-	f.View(func(r *storage.Reader) error {
+	err := f.View(func(r *storage.Reader) error {
 		v, err := r.Get([]byte(keyNodePrefix + id))
-		if err == nil {
-			addr = string(v)
+		if err != nil {
+			return err
 		}
+		addr = string(v)
 		return nil
 	})
+	if err != nil {
+		return ""
+	}
 	return addr
 }
 
@@ -327,8 +380,7 @@ type fsmSnapshot struct {
 // Persist implements raft.FSMSnapshot; it runs concurrently with applies.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	if _, err := s.snap.Stream(sink); err != nil {
-		sink.Cancel()
-		return err
+		return errors.Join(err, sink.Cancel())
 	}
 	return sink.Close()
 }

@@ -15,16 +15,30 @@ import (
 
 func newTestFSM(t *testing.T, opts storage.Options) *FSM {
 	t.Helper()
+	m, err := engine.NewMachine(engine.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := openTestFSM(t, opts, m)
+	t.Cleanup(func() {
+		if err := f.close(); err != nil {
+			t.Errorf("closing the FSM: %v", err)
+		}
+	})
+	return f
+}
+
+// openTestFSM opens an FSM applying commands with m; the caller closes it.
+func openTestFSM(t *testing.T, opts storage.Options, m commandApplier) *FSM {
+	t.Helper()
 	state, err := newStateDir(filepath.Join(t.TempDir(), "state"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _ := engine.NewMachine(engine.Limits{})
 	f, err := newFSM(state, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.close() })
 	return f
 }
 
@@ -53,12 +67,30 @@ func creates(n, inputBytes int) []engine.Command {
 	return out
 }
 
+// storedApplied returns the applied index the FSM's database holds.
+func storedApplied(t *testing.T, f *FSM) uint64 {
+	t.Helper()
+	var idx uint64
+	err := f.View(func(r *storage.Reader) error {
+		var err error
+		idx, err = storage.AppliedIndex(r)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx
+}
+
 func countJobs(t *testing.T, f *FSM) int {
 	t.Helper()
 	n := 0
-	f.View(func(r *storage.Reader) error {
+	err := f.View(func(r *storage.Reader) error {
 		return r.Scan(storage.JobPrefix, nil, false, func([]byte, []byte) (bool, error) { n++; return true, nil })
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return n
 }
 
@@ -131,8 +163,7 @@ func TestBadEntryWritesNothing(t *testing.T) {
 		t.Fatalf("applied = %d, want 2", f.Applied())
 	}
 	// Only the applied index moved.
-	var idx uint64
-	f.View(func(r *storage.Reader) error { idx, _ = storage.AppliedIndex(r); return nil })
+	idx := storedApplied(t, f)
 	if idx != 2 || countJobs(t, f) != 2 {
 		t.Fatalf("applied index %d, %d jobs after a bad entry", idx, countJobs(t, f))
 	}

@@ -45,7 +45,13 @@ func (n *Node) lead(ctx context.Context, ready chan struct{}) {
 	}
 	close(ready)
 	if n.cfg.HTTPAddr != "" && n.fsm.nodeHTTP(n.cfg.ID) != n.cfg.HTTPAddr {
-		n.applyNode(ctx, nodeBody{ID: n.cfg.ID, HTTPAddr: n.cfg.HTTPAddr})
+		// Without its address in the log, followers answer "not the
+		// leader" with no address to forward to, and clients look for
+		// the leader themselves; the next term registers it again.
+		err := n.applyNode(ctx, nodeBody{ID: n.cfg.ID, HTTPAddr: n.cfg.HTTPAddr})
+		if err != nil && ctx.Err() == nil && n.cfg.OnSchedulerError != nil {
+			n.cfg.OnSchedulerError(fmt.Errorf("raftfsm: recording this leader's HTTP address: %w", err))
+		}
 	}
 	if n.cfg.DisableScheduler {
 		return
@@ -55,7 +61,8 @@ func (n *Node) lead(ctx context.Context, ready chan struct{}) {
 	s.ReclaimNotBeforeMS = n.cfg.Clock.Now().Add(n.cfg.FailoverGrace).UnixMilli()
 	n.sched.Store(s)
 	defer n.sched.CompareAndSwap(s, nil)
-	s.Run(ctx)
+	_ = s.Run(ctx) // returns ctx's error alone, when the leadership ends
+
 }
 
 // applyNode replicates a member's HTTP address (or its removal).

@@ -74,14 +74,14 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	fail := func(err error) (*Node, error) {
+		// err is the news; a failure to let go of what was opened joins it.
 		if n.transport != nil {
-			n.transport.Close()
+			err = errors.Join(err, n.transport.Close())
 		}
 		if n.store != nil {
-			n.store.Close()
+			err = errors.Join(err, n.store.Close())
 		}
-		n.fsm.close()
-		return nil, err
+		return nil, errors.Join(err, n.fsm.close())
 	}
 	n.store, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(raftDir, "raft.db")})
 	if err != nil {
@@ -145,8 +145,7 @@ func Open(cfg Config) (*Node, error) {
 		f := n.raft.BootstrapCluster(raft.Configuration{Servers: []raft.Server{
 			{ID: rc.LocalID, Address: n.transport.LocalAddr(), Suffrage: raft.Voter}}})
 		if err := f.Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-			n.Close()
-			return nil, fmt.Errorf("raftfsm: bootstrap: %w", err)
+			return nil, errors.Join(fmt.Errorf("raftfsm: bootstrap: %w", err), n.Close())
 		}
 	}
 	n.wg.Add(1)

@@ -58,11 +58,7 @@ func TestRestartedNodeDoesNotApplyTwice(t *testing.T) {
 		t.Fatalf("state after a full restart %s differs from before %s", h2[:12], h1[:12])
 	}
 	c.verifyAll()
-	var n int
-	c.leader().fsm.View(func(r *storage.Reader) error {
-		return r.Scan(storage.JobPrefix, nil, false, func(k, _ []byte) (bool, error) { n++; return true, nil })
-	})
-	if n != 40 {
+	if n := countJobs(t, c.leader().fsm); n != 40 {
 		t.Fatalf("%d jobs stored, want 40", n)
 	}
 }
@@ -133,7 +129,11 @@ func TestWipedFollowerRejoinsFromSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.close()
+	defer func() {
+		if err := f.close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	for i := 0; i < len(logs); i += 7 { // several batches of entries
 		f.ApplyBatch(logs[i:min(i+7, len(logs))])
 	}

@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,10 @@ type stateDir struct {
 	mu    sync.Mutex
 	holds map[*storage.DB]*sync.WaitGroup // open snapshots per database
 	bg    sync.WaitGroup                  // retirements in progress
+	// retireErr collects what retirements failed at (guarded by mu), for
+	// closeDB to report: a retirement runs in the background, with nobody
+	// to tell at the time.
+	retireErr error
 }
 
 const currentFile = "CURRENT"
@@ -55,7 +60,9 @@ func newStateDir(dir string, opts storage.Options) (*stateDir, error) {
 	}
 	for _, e := range entries {
 		if gen, ok := parseDataName(e.Name()); ok && gen != s.gen {
-			os.RemoveAll(filepath.Join(dir, e.Name()))
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return nil, fmt.Errorf("raftfsm: removing what an interrupted restore left: %w", err)
+			}
 		}
 	}
 	return s, nil
@@ -86,14 +93,19 @@ func (s *stateDir) open() (*storage.DB, error) { return storage.Open(s.optsFor(s
 func (s *stateDir) load(r io.Reader) (*storage.DB, storage.SnapshotInfo, error) {
 	gen := s.gen + 1
 	opts := s.optsFor(gen)
-	os.RemoveAll(opts.Dir)
+	// A snapshot must load into an empty database, never on top of a
+	// leftover one.
+	if err := os.RemoveAll(opts.Dir); err != nil {
+		return nil, storage.SnapshotInfo{}, fmt.Errorf("raftfsm: restore snapshot: clearing %s: %w", opts.Dir, err)
+	}
 	db, err := storage.Open(opts)
 	if err != nil {
 		return nil, storage.SnapshotInfo{}, err
 	}
 	fail := func(err error) (*storage.DB, storage.SnapshotInfo, error) {
-		db.Close()
-		os.RemoveAll(opts.Dir)
+		// The live directory is untouched; what is left of the fresh one
+		// is removed here or, failing that, at the next start.
+		err = errors.Join(err, db.Close(), os.RemoveAll(opts.Dir))
 		return nil, storage.SnapshotInfo{}, fmt.Errorf("raftfsm: restore snapshot: %w", err)
 	}
 	info, err := db.LoadSnapshot(r)
@@ -119,12 +131,10 @@ func (s *stateDir) writeCurrent(gen int) error {
 		return err
 	}
 	if _, err := f.WriteString(dataName(gen) + "\n"); err != nil {
-		f.Close()
-		return err
+		return errors.Join(err, f.Close())
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+		return errors.Join(err, f.Close())
 	}
 	if err := f.Close(); err != nil {
 		return err
@@ -136,8 +146,7 @@ func (s *stateDir) writeCurrent(gen int) error {
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	return errors.Join(d.Sync(), d.Close())
 }
 
 // hold registers an open snapshot of db; the returned func releases it. A
@@ -169,9 +178,14 @@ func (s *stateDir) retire(db *storage.DB) {
 			wg.Wait()
 		}
 		dir := db.Options().Dir
-		db.Close()
+		err := db.Close()
 		if dir != "" {
-			os.RemoveAll(dir)
+			err = errors.Join(err, os.RemoveAll(dir))
+		}
+		if err != nil {
+			s.mu.Lock()
+			s.retireErr = errors.Join(s.retireErr, fmt.Errorf("raftfsm: retiring the database a restore replaced: %w", err))
+			s.mu.Unlock()
 		}
 	}()
 }
@@ -185,5 +199,8 @@ func (s *stateDir) closeDB(db *storage.DB) error {
 		wg.Wait()
 	}
 	s.bg.Wait()
-	return db.Close()
+	s.mu.Lock()
+	retireErr := s.retireErr
+	s.mu.Unlock()
+	return errors.Join(retireErr, db.Close())
 }

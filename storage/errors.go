@@ -19,6 +19,11 @@ var (
 	ErrTooLarge = errors.New("storage: writes exceed one transaction")
 	// ErrInvalidOptions reports an Options value that Validate rejects.
 	ErrInvalidOptions = errors.New("storage: invalid options")
+	// ErrRead reports that Badger failed to read a key or value that it
+	// holds (an I/O error, a checksum mismatch, a closed database). Unlike
+	// every other error here it says nothing about the data, only about this
+	// database: another copy of the same state would have read it.
+	ErrRead = errors.New("storage: read failed")
 )
 
 // CorruptCode is the stable code carried by every CorruptError.

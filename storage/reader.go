@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -23,10 +24,23 @@ func (r *Reader) Get(key []byte) ([]byte, error) {
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, ErrNotFound
 	}
-	if err != nil {
-		return nil, err
+	if errors.Is(err, badger.ErrEmptyKey) {
+		return nil, err // the caller's mistake, not the database's
 	}
-	return item.ValueCopy(nil)
+	if err != nil {
+		return nil, readError("reading key", key, err)
+	}
+	v, err := item.ValueCopy(nil)
+	if err != nil {
+		return nil, readError("reading the value of key", key, err)
+	}
+	return v, nil
+}
+
+// readError wraps a failure of Badger itself (never a missing key) in ErrRead,
+// keeping Badger's error matchable too.
+func readError(what string, key []byte, err error) error {
+	return fmt.Errorf("%w: %s %q: %w", ErrRead, what, key, err)
 }
 
 // Scan calls fn for every key with the given prefix, in key order, starting at
@@ -54,7 +68,7 @@ func (r *Reader) Scan(prefix, start []byte, withValues bool, fn func(key, val []
 		if withValues {
 			v, err := item.ValueCopy(nil)
 			if err != nil {
-				return err
+				return readError("reading the value of key", key, err)
 			}
 			val = v
 		}

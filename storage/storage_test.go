@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // openMem opens a small in-memory database that is closed when the test ends.
@@ -1011,7 +1013,11 @@ func TestOnDiskReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer func() {
+		if err := db.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	v, err := db.Get(JobKey(9))
 	if err != nil {
 		t.Fatal(err)
@@ -1026,5 +1032,21 @@ func TestOnDiskReopen(t *testing.T) {
 	var idx uint64
 	if err := db.View(func(r *Reader) (err error) { idx, err = AppliedIndex(r); return }); err != nil || idx != 17 {
 		t.Errorf("reopened applied index = %d, %v", idx, err)
+	}
+}
+
+// A read the database itself fails is ErrRead, still matching Badger's
+// error, and distinct from a key that is simply missing.
+func TestFailedReadIsErrRead(t *testing.T) {
+	db := openMem(t)
+	txn := db.Badger().NewTransaction(false)
+	r := NewReader(txn)
+	if _, err := r.Get(JobKey(1)); !errors.Is(err, ErrNotFound) || errors.Is(err, ErrRead) {
+		t.Fatalf("missing key: %v, want ErrNotFound alone", err)
+	}
+	txn.Discard()
+	_, err := r.Get(JobKey(1))
+	if !errors.Is(err, ErrRead) || !errors.Is(err, badger.ErrDiscardedTxn) || errors.Is(err, ErrNotFound) {
+		t.Fatalf("read of a discarded transaction: %v, want ErrRead wrapping badger.ErrDiscardedTxn", err)
 	}
 }

@@ -94,10 +94,12 @@ func TestMalformedRequestsAreRefusedWithoutWrites(t *testing.T) {
 		errName     string
 		message     string // a substring the message must contain
 	}{
-		{"bad JSON", "POST", "/v1/jobs", "", "", []byte(`{"Type": "T", `), 400, "invalid_command", "not a valid JSON CreateJob"},
-		{"misspelt JSON field", "POST", "/v1/jobs", "", "", []byte(`{"Typ": "T", "Queue": "q"}`), 400, "invalid_command", `unknown field "Typ"`},
-		{"two JSON values", "POST", "/v1/jobs", "", "", []byte(`{"Type":"T","Queue":"q"} {}`), 400, "invalid_command", "more than one JSON CreateJob"},
-		{"wrong JSON type", "POST", "/v1/jobs/claim", "", "", []byte(`{"Queue": "q", "Max": "many"}`), 400, "invalid_command", "Claim.Max"},
+		{"bad JSON", "POST", "/v1/jobs", "", "", []byte(`{"type": "T", `), 400, "invalid_command", "not a valid JSON CreateJob"},
+		{"misspelt JSON field", "POST", "/v1/jobs", "", "", []byte(`{"typ": "T", "queue": "q"}`), 400, "invalid_command", `unknown field "typ"`},
+		{"Go field name as JSON key", "POST", "/v1/jobs", "", "", []byte(`{"WorkflowID": "w", "type": "T", "queue": "q"}`), 400, "invalid_command", `unknown field "WorkflowID"`},
+		{"unknown reuse policy", "POST", "/v1/jobs", "", "", []byte(`{"type": "T", "queue": "q", "reuse_policy": "sometimes"}`), 400, "invalid_command", `unknown workflow-id reuse policy "sometimes"`},
+		{"two JSON values", "POST", "/v1/jobs", "", "", []byte(`{"type":"T","queue":"q"} {}`), 400, "invalid_command", "more than one JSON CreateJob"},
+		{"wrong JSON type", "POST", "/v1/jobs/claim", "", "", []byte(`{"queue": "q", "max": "many"}`), 400, "invalid_command", "Claim.max"},
 		{"bad msgpack", "POST", "/v1/jobs", contentMsgpack, "", []byte{0xc1}, 400, "invalid_command", "not a valid msgpack CreateJob"},
 		{"truncated msgpack", "POST", "/v1/jobs", contentMsgpack, "", mustMsgpack(t, engine.CreateJob{Type: "T", Queue: "q"})[:12], 400, "invalid_command", "not a valid msgpack CreateJob"},
 		{"msgpack length bomb", "POST", "/v1/jobs/append", contentMsgpack, "", []byte{0x81, 0xa2, 'e', 'v', 0xdd, 0xff, 0xff, 0xff, 0xff}, 400, "invalid_command", "claims 4294967295 values"},
@@ -105,9 +107,9 @@ func TestMalformedRequestsAreRefusedWithoutWrites(t *testing.T) {
 		{"msgpack wrong type", "POST", "/v1/jobs", contentMsgpack, "", mustMsgpack(t, map[string]any{"ty": 7}), 400, "invalid_command", "not a valid msgpack CreateJob"},
 		{"unknown content type", "POST", "/v1/jobs", "text/plain", "", []byte("Type=T"), 400, "invalid_command", `Content-Type "text/plain"`},
 		{"empty body", "POST", "/v1/jobs/signal", "", "", nil, 400, "invalid_command", "body is empty; want a Signal"},
-		{"missing type", "POST", "/v1/jobs", "", "", []byte(`{"Queue": "q"}`), 400, "invalid_command", "CreateJob.Type is required"},
+		{"missing type", "POST", "/v1/jobs", "", "", []byte(`{"queue": "q"}`), 400, "invalid_command", "CreateJob.Type is required"},
 		{"missing queue (msgpack)", "POST", "/v1/jobs/claim", contentMsgpack, "", mustMsgpack(t, engine.Claim{Owner: "w", Max: 1, LeaseMS: 1000}), 400, "invalid_command", "Claim.Queue is required"},
-		{"missing target", "POST", "/v1/jobs/cancel", "", "", []byte(`{"Reason": "x"}`), 400, "invalid_command", "Target"},
+		{"missing target", "POST", "/v1/jobs/cancel", "", "", []byte(`{"reason": "x"}`), 400, "invalid_command", "Target"},
 		{"bad wait", "POST", "/v1/jobs/claim?wait=soon", "", "", mustJSON(t, engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}), 400, "invalid_command", `wait="soon"`},
 		{"bad job id", "GET", "/v1/jobs/abc", "", "", nil, 400, "invalid_command", `job id "abc"`},
 		{"bad limit", "GET", "/v1/jobs?limit=lots", "", "", nil, 400, "invalid_command", `limit="lots"`},

@@ -65,7 +65,7 @@ func (c *call) write(status int, b []byte) {
 	c.w.Header().Set("Content-Type", c.out.contentType())
 	c.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	c.w.WriteHeader(status)
-	c.w.Write(b) // the client may be gone; nothing more can be done
+	_, _ = c.w.Write(b) // the client may be gone; nothing more can be done
 }
 
 // fail answers err: it forwards the request to the leader when err names

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/heddlewf/heddle/internal/backoff"
 )
 
 // Defaults of ClientConfig's zero fields.
@@ -16,12 +18,16 @@ const (
 	DefaultMaxResponseBytes = 1 << 30
 )
 
-// The backoff between two tries of one call doubles from minBackoff up to
-// maxBackoff.
+// The backoff between two tries of one call: a random delay under a ceiling
+// that doubles from minBackoff up to maxBackoff (full jitter, so that the
+// clients of a cluster that failed together do not retry together).
 const (
 	minBackoff = 10 * time.Millisecond
 	maxBackoff = time.Second
 )
+
+// newBackoff returns the backoff of one retry loop.
+func newBackoff() backoff.Backoff { return backoff.Backoff{Initial: minBackoff, Max: maxBackoff} }
 
 // ClientConfig configures NewClient. The zero value of every field but
 // Addrs is valid and takes the default its comment names.
@@ -117,7 +123,8 @@ func baseURL(addr string) (string, error) {
 // A call goes to the node that answered last. When a node cannot be
 // reached, times out or answers 503 the call is tried again — at the leader
 // the node named, else at the next address — with capped exponential
-// backoff, for up to RetryTimeout. A command without a RequestID is given a
+// backoff and full jitter (a random delay under the doubling cap), for up
+// to RetryTimeout. A command without a RequestID is given a
 // random one before its first try, so a retry whose first try may have been
 // applied is answered from the engine's record instead of applied again.
 // Claims are the exception: see Claim.

@@ -12,8 +12,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/heddlewf/heddle/engine"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/backoff"
 )
 
 // request is one call the Client makes, tried as often as needed.
@@ -67,7 +69,7 @@ func (c *Client) do(ctx context.Context, rq request) error {
 	}
 	base := c.preferred()
 	var giveUpAt time.Time
-	backoff := minBackoff
+	bo := newBackoff()
 	for {
 		hint, err := c.try(ctx, base, rq, payload)
 		if err == nil || !retryable(err) {
@@ -91,14 +93,9 @@ func (c *Client) do(ctx context.Context, rq request) error {
 		} else {
 			base = c.after(base)
 		}
-		t := time.NewTimer(min(backoff, giveUpAt.Sub(now)))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+		if err := backoff.Sleep(ctx, min(bo.Next(), giveUpAt.Sub(now))); err != nil {
+			return err
 		}
-		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
@@ -140,7 +137,9 @@ func (c *Client) try(ctx context.Context, base string, rq request, payload []byt
 	if err != nil {
 		return "", &transportError{addr: base, err: err}
 	}
-	defer resp.Body.Close()
+	// The body is read to its end or to the limit below; a failure to close
+	// it only costs the connection, which the transport then drops.
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxResponseBytes+1))
 	if err != nil {
 		return "", &transportError{addr: base, err: err}

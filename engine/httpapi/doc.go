@@ -55,14 +55,41 @@
 // # Bodies
 //
 // Bodies are JSON (the default, for people and scripts) or msgpack
-// (Content-Type application/msgpack, what Client sends). In JSON the engine's
-// types keep their Go field names ("WorkflowID", matched case-insensitively;
-// unknown fields are refused so a typo is reported, not ignored), statuses
-// are numbers, and byte payloads are base64; this package's own types
-// (errors, queries, cluster) use snake_case keys. msgpack uses the msgpack
-// tags of both. An answer is encoded as the request's Accept header asks,
-// else like its body, else as JSON. A list's status filter takes a name
-// ("Running") or a number.
+// (Content-Type application/msgpack, what Client sends). An answer is
+// encoded as the request's Accept header asks, else like its body, else as
+// JSON. msgpack uses the types' msgpack tags (short keys, statuses as
+// numbers); it is the SDK's wire and the JSON convention below leaves it
+// untouched.
+//
+// JSON follows one convention, the one of the CLI's --json:
+//
+//   - Keys are snake_case: "workflow_id", "lease_ms", "seen_seq". A field
+//     holding a job id is "job_id" (a Job's own id included, and
+//     "parent_job_id"); times are Unix milliseconds under keys ending in
+//     "_ms" ("created_ms", "lease_expiry_ms").
+//   - Statuses are written by name ("Running", "Completed") and workflow-id
+//     reuse policies by the CLI's names ("allow-after-terminal",
+//     "reject-duplicate", "return-existing"). On input the name or the
+//     number is accepted; a number this version does not know is written
+//     as the number.
+//   - Byte payloads (input, payload, result, error, args) are strings of
+//     standard base64 with padding (RFC 4648 §4), as Go's encoding/json
+//     writes []byte and as the protobuf JSON mapping writes bytes.
+//   - Fields at their zero value are mostly left out; the lists of a page
+//     or a claim are [] when empty, never null. A job's start digest is the
+//     engine's own and is not in JSON.
+//   - A request with a key the type does not have is refused, so a typo is
+//     reported rather than ignored. Keys are matched case-insensitively (as
+//     Go's decoder does: "Type" reads as "type"), but the old Go field
+//     names are not accepted where they differ ("WorkflowID").
+//
+// The files under testdata/json show, key for key, the JSON of the main
+// answers (Job, HistoryPage, ListPage, CreateResult, ErrorBody,
+// ClusterStatus), and testdata/msgpack the same values' msgpack.
+//
+// A list's status filter takes a name ("Running") or a number. A paging
+// cursor (after=) never wraps: after the largest id or seq the page is
+// empty.
 //
 // # Errors
 //

@@ -80,6 +80,7 @@ var wireErrors = []wireError{
 	{"step_committed", http.StatusConflict, engine.ErrStepCommitted},
 	{"invariant", http.StatusInternalServerError, engine.ErrInvariant},
 	{"corrupt", http.StatusInternalServerError, engine.ErrCorrupt},
+	{"storage_read", http.StatusInternalServerError, engine.ErrStorageRead},
 	{"unknown_outcome", http.StatusServiceUnavailable, engine.ErrUnknownOutcome},
 	{"not_leader", http.StatusServiceUnavailable, engine.ErrNotLeader},
 	{"closed", http.StatusServiceUnavailable, engine.ErrClosed},

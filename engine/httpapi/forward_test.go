@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -159,12 +158,7 @@ func TestForwardedRequestIsNotForwardedAgain(t *testing.T) {
 // When the leader cannot be reached the forward's outcome is unknown; the
 // answer says so and still names the leader.
 func TestForwardToUnreachableLeader(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := deadAddr(t)
 	f := &follower{}
 	f.setLeader(dead)
 	_, fol := node(t, f)

@@ -49,7 +49,8 @@ func fuzzSeeds(f *testing.F) {
 	}
 	f.Add(uint8(0), true, []byte{0xdd, 0xff, 0xff, 0xff, 0xff})
 	f.Add(uint8(0), true, append(bytes.Repeat([]byte{0x91}, 100), 0xc0))
-	f.Add(uint8(0), false, []byte(`{"Type": 7}`))
+	f.Add(uint8(0), false, []byte(`{"type": 7}`))
+	f.Add(uint8(0), false, []byte(`{"type": "T", "queue": "q", "reuse_policy": "no-such-policy"}`))
 }
 
 // FuzzDecodeBody: no body, however malformed, makes the request or answer

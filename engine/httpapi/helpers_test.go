@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -26,8 +27,27 @@ func openEngine(t testing.TB, lim engine.Limits) *engine.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("closing the engine: %v", err)
+		}
+	})
 	return e
+}
+
+// deadAddr returns a loopback address nothing listens on (one that did a
+// moment ago, so connecting to it is refused).
+func deadAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
 }
 
 // serve starts a Server for cfg on 127.0.0.1 and returns it with its base URL.
@@ -104,8 +124,10 @@ func doRaw(t testing.TB, method, url string, body []byte, headers map[string]str
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = resp.Body.Close()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/backoff"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
@@ -62,7 +63,7 @@ func ServeQueries(ctx context.Context, c *Client, queue string, q WorkflowQuerie
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	slots := make(chan struct{}, maxConcurrentQueries)
-	var backoff time.Duration
+	bo := newBackoff()
 	for {
 		qs, err := c.pollQueries(ctx, queue)
 		if ctx.Err() != nil {
@@ -74,17 +75,12 @@ func ServeQueries(ctx context.Context, c *Client, queue string, q WorkflowQuerie
 			}
 			// The servers are unreachable for longer than the client's
 			// RetryTimeout: keep trying, slowly, as a worker does.
-			backoff = min(max(2*backoff, minBackoff), maxBackoff)
-			t := time.NewTimer(backoff)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
+			if err := backoff.Sleep(ctx, bo.Next()); err != nil {
+				return err
 			}
 			continue
 		}
-		backoff = 0
+		bo.Reset()
 		for _, pq := range qs {
 			select {
 			case slots <- struct{}{}:

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -58,7 +57,9 @@ func (h *faultyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			panic(err)
 		}
-		conn.Close()
+		if err := conn.Close(); err != nil {
+			panic(err) // the fault this case injects did not happen
+		}
 	case applyAnd503:
 		h.next.ServeHTTP(httptest.NewRecorder(), r)
 		writeError(w, engine.ErrUnknownOutcome)
@@ -72,7 +73,7 @@ func writeError(w http.ResponseWriter, err error) {
 	b, _ := encodeBody(formatMsgpack, body)
 	w.Header().Set("Content-Type", contentMsgpack)
 	w.WriteHeader(status)
-	w.Write(b)
+	_, _ = w.Write(b) // a client that went away sees the fault anyway
 }
 
 func (h *faultyHandler) requestIDs() []string {
@@ -159,12 +160,7 @@ func TestClientKeepsTheCallersRequestID(t *testing.T) {
 // A dead address is skipped, and the node that answered is asked first
 // from then on.
 func TestClientSkipsDeadAddress(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := deadAddr(t)
 	e := openEngine(t, engine.Limits{})
 	_, hs := faultyNode(t, e)
 	c := newClient(t, ClientConfig{Addrs: []string{dead, hostOf(hs.URL)}})
@@ -204,14 +200,9 @@ func TestClientFollowsLeaderHint(t *testing.T) {
 
 // When no try gets an answer, a command's outcome is unknown; a read just fails.
 func TestClientGivesUpAfterRetryTimeout(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := deadAddr(t)
 	c := newClient(t, ClientConfig{Addrs: []string{dead}, RetryTimeout: 50 * time.Millisecond})
-	_, err = c.Create(context.Background(), engine.CreateJob{Type: "T", Queue: "q"})
+	_, err := c.Create(context.Background(), engine.CreateJob{Type: "T", Queue: "q"})
 	if !errors.Is(err, engine.ErrUnknownOutcome) {
 		t.Fatalf("Create = %v, want ErrUnknownOutcome", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,24 +146,28 @@ func mustJSONString(t *testing.T, v any) string {
 	return string(b)
 }
 
-// A person with curl speaks JSON: names as Go spells them, payloads in
-// base64, statuses by name in a list.
+// A person with curl speaks JSON: snake_case keys, payloads in base64,
+// statuses and reuse policies by name, in requests and answers alike.
 func TestJSONForPeople(t *testing.T) {
 	e := openEngine(t, engine.Limits{})
 	_, hs := serve(t, ServerConfig{Service: e})
 	var cr engine.CreateResult
-	r := postJSON(t, hs.URL+"/v1/jobs", json.RawMessage(`{"workflowid": "hello", "Type": "Greet", "Queue": "q", "Input": "WyJ3b3JsZCJd"}`), &cr)
-	if r.status != http.StatusOK || cr.WorkflowID != "hello" {
+	r := postJSON(t, hs.URL+"/v1/jobs", json.RawMessage(`{"workflow_id": "hello", "type": "Greet", "queue": "q", "input": "WyJ3b3JsZCJd", "reuse_policy": "reject-duplicate"}`), &cr)
+	if r.status != http.StatusOK || cr.WorkflowID != "hello" || !strings.Contains(string(r.body), `"workflow_id":"hello"`) {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
+	r = doRaw(t, "POST", hs.URL+"/v1/jobs", []byte(`{"workflow_id": "hello", "type": "Greet", "queue": "q", "reuse_policy": "reject-duplicate"}`), nil)
+	if r.status != http.StatusConflict {
+		t.Fatalf("a second start under reject-duplicate: %d %s", r.status, r.body)
+	}
 	var claimed engine.ClaimResult
-	postJSON(t, hs.URL+"/v1/jobs/claim", json.RawMessage(`{"Queue": "q", "Owner": "me", "Max": 1, "LeaseMS": 60000}`), &claimed)
+	postJSON(t, hs.URL+"/v1/jobs/claim", json.RawMessage(`{"queue": "q", "owner": "me", "max": 1, "lease_ms": 60000}`), &claimed)
 	if len(claimed.Jobs) != 1 {
 		t.Fatalf("claim: %+v", claimed)
 	}
 	var st engine.StatusResult
-	r = postJSON(t, hs.URL+"/v1/jobs/complete", map[string]any{"Job": cr.Job, "Attempt": claimed.Jobs[0].Attempt, "Result": []byte(`"hi"`)}, &st)
-	if r.status != http.StatusOK || st.Status != engine.StatusCompleted {
+	r = postJSON(t, hs.URL+"/v1/jobs/complete", map[string]any{"job_id": cr.Job, "attempt": claimed.Jobs[0].Attempt, "result": []byte(`"hi"`)}, &st)
+	if r.status != http.StatusOK || st.Status != engine.StatusCompleted || !strings.Contains(string(r.body), `"status":"Completed"`) {
 		t.Fatalf("complete: %d %s", r.status, r.body)
 	}
 	r = doRaw(t, "GET", hs.URL+"/v1/jobs?status=Completed", nil, nil)

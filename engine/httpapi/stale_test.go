@@ -47,7 +47,9 @@ func TestStaleReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	if err := resp.Body.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("stale=maybe answered %d, want 400", resp.StatusCode)
 	}

@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// The HTTP API's JSON and the CLI's --json write statuses and other enums
+// by name and lists as arrays, never null. These methods give the engine's
+// types that form. They are JSON's alone: msgpack (the log, the store and
+// the SDK's wire) ignores json.Marshaler, so it keeps the numbers, and
+// encoding.TextMarshaler, which msgpack would use, is deliberately not
+// implemented.
+
+// MarshalJSON writes s by name ("Running"); a number this version does not
+// know is written as the number, so nothing is lost.
+func (s Status) MarshalJSON() ([]byte, error) {
+	if int(s) < len(statusNames) {
+		return json.Marshal(statusNames[s])
+	}
+	return []byte(strconv.FormatUint(uint64(s), 10)), nil
+}
+
+// UnmarshalJSON reads a status by name, as MarshalJSON writes it ("None"
+// included), or by number.
+func (s *Status) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil // as encoding/json leaves any other field
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var name string
+		if err := json.Unmarshal(b, &name); err != nil {
+			return err
+		}
+		for i, n := range statusNames {
+			if n == name {
+				*s = Status(i)
+				return nil
+			}
+		}
+		return fmt.Errorf("engine: unknown status %q (want one of %v)", name, statusNames)
+	}
+	n, err := strconv.ParseUint(string(b), 10, 8)
+	if err != nil {
+		return fmt.Errorf("engine: a status is a name such as \"Running\", not %s", b)
+	}
+	*s = Status(n)
+	return nil
+}
+
+var reusePolicyNames = map[IDReusePolicy]string{
+	IDReuseAllowAfterTerminal: "allow-after-terminal",
+	IDReuseRejectDuplicate:    "reject-duplicate",
+	IDReuseReturnExisting:     "return-existing",
+}
+
+// String names p as the CLI's --id-reuse flag does ("reject-duplicate").
+func (p IDReusePolicy) String() string {
+	if n, ok := reusePolicyNames[p]; ok {
+		return n
+	}
+	return fmt.Sprintf("IDReusePolicy(%d)", uint8(p))
+}
+
+// ParseIDReusePolicy returns the policy String names.
+func ParseIDReusePolicy(name string) (IDReusePolicy, error) {
+	for p, n := range reusePolicyNames {
+		if n == name {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown workflow-id reuse policy %q (want allow-after-terminal, reject-duplicate or return-existing)", ErrInvalidCommand, name)
+}
+
+// MarshalJSON writes p by name; an unknown number is written as the number.
+func (p IDReusePolicy) MarshalJSON() ([]byte, error) {
+	if n, ok := reusePolicyNames[p]; ok {
+		return json.Marshal(n)
+	}
+	return []byte(strconv.FormatUint(uint64(p), 10)), nil
+}
+
+// UnmarshalJSON reads a policy by name or by number.
+func (p *IDReusePolicy) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var name string
+		if err := json.Unmarshal(b, &name); err != nil {
+			return err
+		}
+		v, err := ParseIDReusePolicy(name)
+		if err != nil {
+			return err
+		}
+		*p = v
+		return nil
+	}
+	n, err := strconv.ParseUint(string(b), 10, 8)
+	if err != nil {
+		return fmt.Errorf("engine: a reuse policy is a name such as \"reject-duplicate\", not %s", b)
+	}
+	*p = IDReusePolicy(n)
+	return nil
+}
+
+// MarshalJSON writes Jobs as [] when there are none.
+func (p ListPage) MarshalJSON() ([]byte, error) {
+	type plain ListPage // the same fields, without this method
+	q := plain(p)
+	if q.Jobs == nil {
+		q.Jobs = []*Job{}
+	}
+	return json.Marshal(q)
+}
+
+// MarshalJSON writes Events as [] when there are none.
+func (p HistoryPage) MarshalJSON() ([]byte, error) {
+	type plain HistoryPage
+	q := plain(p)
+	if q.Events == nil {
+		q.Events = []Event{}
+	}
+	return json.Marshal(q)
+}
+
+// MarshalJSON writes Jobs as [] when nothing was claimed.
+func (r ClaimResult) MarshalJSON() ([]byte, error) {
+	type plain ClaimResult
+	q := plain(r)
+	if q.Jobs == nil {
+		q.Jobs = []ClaimedJob{}
+	}
+	return json.Marshal(q)
+}
