@@ -97,7 +97,7 @@ func TestWatchHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer closeOK(t, e)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cr, err := e.Create(ctx, CreateJob{WorkflowID: "wf", Type: "t", Queue: "q"})

@@ -85,7 +85,9 @@ func querier(t testing.TB, e *engine.Engine, queue string, w *worker.Worker) cli
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		httpapi.ServeQueries(ctx, c, queue, w)
+		if err := httpapi.ServeQueries(ctx, c, queue, w); err != nil && ctx.Err() == nil {
+			t.Errorf("serving queries: %v", err)
+		}
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -80,9 +80,9 @@ func benchEngine(b *testing.B) (*engine.Engine, *worker.Worker) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		w.Stop(context.Background())
+		stopOK(b, w)
 		if !overCluster() { // the cluster's own cleanup closes its nodes
-			e.Close()
+			closeOK(b, e)
 		}
 		if n := errs.Load(); n > 0 {
 			b.Errorf("%d worker errors", n)

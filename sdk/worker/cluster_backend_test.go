@@ -38,7 +38,7 @@ func openCluster(t testing.TB) *engine.Engine {
 			hs.Close()
 		}
 		for _, n := range nodes {
-			n.Close()
+			closeOK(t, n)
 		}
 	})
 	for i := 1; i <= 3; i++ {

@@ -99,12 +99,10 @@ func appendCounterLine(path, line string) error {
 		return err
 	}
 	if _, err := f.WriteString(line); err != nil {
-		f.Close()
-		return err
+		return errors.Join(err, f.Close())
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+		return errors.Join(err, f.Close())
 	}
 	return f.Close()
 }
@@ -154,7 +152,7 @@ func runKillScenario(t *testing.T, mode string, inFlight int) {
 	if err != nil {
 		t.Fatalf("reopen after SIGKILL: %v", err)
 	}
-	defer e.Close()
+	defer closeOK(t, e)
 	w, err := newKillWorker(t, e, func(job engine.JobID, err error) { t.Logf("worker error on job %d: %v", job, err) })
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +160,7 @@ func runKillScenario(t *testing.T, mode string, inFlight int) {
 	stopped := false
 	defer func() {
 		if !stopped { // Stop may be called once only
-			w.Stop(context.Background())
+			stopOK(t, w)
 		}
 	}()
 

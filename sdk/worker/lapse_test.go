@@ -49,7 +49,7 @@ func TestLeaseLapseStopsTheTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer closeOK(t, e)
 	clk := clock.NewManual(time.Unix(1_000_000, 0))
 	var mu sync.Mutex
 	var errs []error
@@ -67,7 +67,9 @@ func TestLeaseLapseStopsTheTurn(t *testing.T) {
 		// Bounded: if the lease never lapsed, the activity never ends.
 		sctx, stop := context.WithTimeout(context.Background(), 2*time.Second)
 		defer stop()
-		w.Stop(sctx)
+		if err := w.Stop(sctx); err != nil {
+			t.Errorf("stopping the worker: %v", err)
+		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

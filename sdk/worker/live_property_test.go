@@ -275,7 +275,7 @@ func TestLiveProperty(t *testing.T) {
 		return w
 	}
 	w := newWorker()
-	defer func() { w.Stop(context.Background()) }()
+	defer func() { stopOK(t, w) }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -321,7 +321,7 @@ func TestLiveProperty(t *testing.T) {
 			dead, stop := context.WithCancel(context.Background())
 			stop()
 			kills = append(kills, time.Now())
-			w.Stop(dead) // abandons the jobs in hand to their leases
+			_ = w.Stop(dead) // abandons the jobs in hand to their leases: its error says so
 			w = newWorker()
 			continue
 		}

@@ -185,7 +185,7 @@ func (r *run) closeChildren() error {
 // the workflow ends to cancel: nobody will use their results.
 func (r *run) cancelRemoteActivities() error {
 	for _, c := range r.x.Unresolved() {
-		if c.Kind != replay.KindActivity || r.isInline(c) || !(c.Recorded || c.Started) || c.CancelHandled {
+		if c.Kind != replay.KindActivity || r.isInline(c) || !c.Recorded && !c.Started || c.CancelHandled {
 			continue
 		}
 		if err := r.requestCancelRemote(c, "workflow closed"); err != nil {

@@ -107,7 +107,7 @@ func (r *WorkflowReplayer) ReplayWorkflowHistoryFromJSONFile(path string) error 
 	if err != nil {
 		return fmt.Errorf("worker: replay: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // opened to read: a failed close loses nothing
 	history, err := ReadHistoryJSON(f)
 	if err != nil {
 		return fmt.Errorf("worker: replay: history file %s: %w", path, err)

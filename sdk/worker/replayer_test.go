@@ -207,7 +207,7 @@ func recordOrder(t *testing.T, fn any) []engine.Event {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() { closeOK(t, e) })
 	var errMu sync.Mutex
 	w, err := worker.New(service(t, e), "replay-orders", worker.Options{OnError: func(job engine.JobID, err error) {
 		errMu.Lock()
@@ -225,7 +225,7 @@ func recordOrder(t *testing.T, fn any) []engine.Event {
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.Stop(context.Background()) })
+	t.Cleanup(func() { stopOK(t, w) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -454,7 +454,7 @@ func TestReplayTruncatedHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer closeOK(t, f)
 	hist, err := worker.ReadHistoryJSON(f)
 	if err != nil {
 		t.Fatal(err)

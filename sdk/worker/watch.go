@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/backoff"
 )
 
 // watchDelay is how long inline activities run before their turn starts
@@ -38,6 +39,7 @@ func (r *run) startWatch() {
 	r.watch = w
 	go func() {
 		defer close(w.done)
+		var bo backoff.Backoff
 		for {
 			var after uint64
 			select {
@@ -51,22 +53,17 @@ func (r *run) startWatch() {
 			}
 			if err != nil {
 				// The service is unreachable or refused: answer after a
-				// pause, so the loop does not ask again at once.
-				t := r.w.opts.Clock.NewTimer(watchRetry)
-				select {
-				case <-t.C():
-				case <-ctx.Done():
-					t.Stop()
+				// jittered pause, so the loop does not ask again at once.
+				if backoff.Sleep(ctx, bo.Next()) != nil {
 					return
 				}
+			} else {
+				bo.Reset()
 			}
 			w.got <- watchResult{page, err}
 		}
 	}()
 }
-
-// watchRetry is the pause after a failed watch.
-const watchRetry = 100 * time.Millisecond
 
 // ask makes sure a request for the events after seq (or an earlier one
 // still out) is in flight, and returns where its answer comes.

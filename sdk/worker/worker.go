@@ -15,6 +15,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/internal/backoff"
 	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -199,7 +200,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 func (w *Worker) poll() {
 	defer w.wg.Done()
 	defer w.pollCancel()
-	var backoff time.Duration
+	// The jittered backoff keeps many workers that lost the service
+	// together from retrying together against it when it comes back.
+	var bo backoff.Backoff
 	for {
 		free := 0
 		for free < cap(w.slots) {
@@ -231,18 +234,14 @@ func (w *Worker) poll() {
 				w.opts.OnError(0, err)
 			}
 			// The service is unreachable or refused: back off instead of
-			// spinning, and give up at once when stopped.
-			backoff = min(max(2*backoff, 10*time.Millisecond), time.Second)
-			t := time.NewTimer(backoff)
-			select {
-			case <-t.C:
-			case <-w.stop:
-				t.Stop()
+			// spinning, and give up at once when stopped (Stop cancels
+			// pollCtx).
+			if backoff.Sleep(w.pollCtx, bo.Next()) != nil {
 				return
 			}
 			continue
 		}
-		backoff = 0
+		bo.Reset()
 		for _, j := range jobs {
 			w.wg.Add(1)
 			go func(j engine.ClaimedJob) {

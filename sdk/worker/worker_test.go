@@ -104,7 +104,7 @@ func open(t *testing.T) *engine.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() { closeOK(t, e) })
 	return e
 }
 
@@ -142,7 +142,7 @@ func startWorkerOn(t *testing.T, svc engine.Service, queue string, opts worker.O
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.Stop(context.Background()) })
+	t.Cleanup(func() { stopOK(t, w) })
 	return w
 }
 
@@ -151,9 +151,28 @@ func verify(t *testing.T, e *engine.Engine) {
 	var errs []error
 	// A stale read: on a cluster the leader's own state, which holds every
 	// write the test saw acknowledged.
-	e.View(engine.WithStaleRead(context.Background()), func(r *storage.Reader) error { errs = engine.Verify(r, 5); return nil })
+	err := e.View(engine.WithStaleRead(context.Background()), func(r *storage.Reader) error { errs = engine.Verify(r, 5); return nil })
+	if err != nil {
+		t.Fatalf("reading the store to verify it: %v", err)
+	}
 	for _, err := range errs {
 		t.Error(err)
+	}
+}
+
+// closeOK closes c, failing the test if that fails.
+func closeOK(t testing.TB, c interface{ Close() error }) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Errorf("closing %T: %v", c, err)
+	}
+}
+
+// stopOK stops w, draining its jobs, failing the test if that fails.
+func stopOK(t testing.TB, w *worker.Worker) {
+	t.Helper()
+	if err := w.Stop(context.Background()); err != nil {
+		t.Errorf("stopping the worker: %v", err)
 	}
 }
 

@@ -373,7 +373,6 @@ func TestFailurePayloadRoundTrip(t *testing.T) {
 }
 
 func TestActivityName(t *testing.T) {
-	type shop struct{}
 	for _, tt := range []struct {
 		fn   any
 		want string
