@@ -70,7 +70,7 @@ func (d *driver) startOne(ctx context.Context, r *rand.Rand) (Ack, bool) {
 	d.next++
 	i := d.next
 	d.mu.Unlock()
-	in := FlowInput{SleepMS: 100 + r.IntN(900), WorkMS: 20 + r.IntN(300)}
+	in := FlowInput{SleepMS: 100 + r.IntN(900), WorkMS: 20 + r.IntN(300), RaceMS: 20 + r.IntN(200), CancelMS: r.IntN(100)}
 	wf := fmt.Sprintf("wf-%d", i)
 	opts := client.StartWorkflowOptions{ID: wf, TaskQueue: Queue, RequestID: fmt.Sprintf("start-%d-%d", d.seed, i)}
 	for ctx.Err() == nil {

@@ -156,6 +156,10 @@ func RunEmbedded(ctx context.Context, o Options) (Summary, Details, error) {
 			det.Problems = append(det.Problems, fmt.Sprintf("acknowledged start of %s (job %d) is not in the store", a.WorkflowID, a.Job))
 		} else if jh.Job.Status.Terminal() {
 			sum.WorkflowsCompleted++
+			if jh.Job.Status == engine.StatusFailed {
+				sum.WorkflowsFailed++
+				det.Problems = append(det.Problems, fmt.Sprintf("%s (job %d) ended Failed", a.WorkflowID, a.Job))
+			}
 		}
 	}
 	execs, _ := ReadExecutions(logs)

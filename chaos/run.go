@@ -210,6 +210,10 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 	for _, a := range acks {
 		if jh := jobs[a.Job]; jh != nil && jh.Job.Status.Terminal() {
 			sum.WorkflowsCompleted++
+			if jh.Job.Status == engine.StatusFailed {
+				sum.WorkflowsFailed++
+				det.Problems = append(det.Problems, fmt.Sprintf("%s (job %d) ended Failed", a.WorkflowID, a.Job))
+			}
 		}
 	}
 	if err := writeFaults(filepath.Join(logs, "faults.jsonl"), flog.all()); err != nil {

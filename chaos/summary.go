@@ -9,19 +9,23 @@ import (
 // Summary is the outcome of one run; its JSON form is what `heddle chaos
 // --json` prints.
 type Summary struct {
-	Seed                    uint64  `json:"seed"`
-	DurationS               float64 `json:"duration_s"`
-	Kills                   int     `json:"kills"`
-	Pauses                  int     `json:"pauses"`
-	Partitions              int     `json:"partitions"`
-	WorkflowsStarted        int     `json:"workflows_started"`
-	WorkflowsCompleted      int     `json:"workflows_completed"`
-	Lost                    int     `json:"lost"`
-	DuplicateCommits        int     `json:"duplicate_commits"`
-	InvariantViolations     int     `json:"invariant_violations"`
-	Linearizable            bool    `json:"linearizable"`
-	ReexecutionsAfterCommit int     `json:"reexecutions_after_commit"`
-	NodesConverged          bool    `json:"nodes_converged"`
+	Seed               uint64  `json:"seed"`
+	DurationS          float64 `json:"duration_s"`
+	Kills              int     `json:"kills"`
+	Pauses             int     `json:"pauses"`
+	Partitions         int     `json:"partitions"`
+	WorkflowsStarted   int     `json:"workflows_started"`
+	WorkflowsCompleted int     `json:"workflows_completed"`
+	// WorkflowsFailed counts the runs that ended Failed: the workload never
+	// fails on its own, so each is a finding (its checks of the race and
+	// the cancellation, or an engine bug).
+	WorkflowsFailed         int  `json:"workflows_failed"`
+	Lost                    int  `json:"lost"`
+	DuplicateCommits        int  `json:"duplicate_commits"`
+	InvariantViolations     int  `json:"invariant_violations"`
+	Linearizable            bool `json:"linearizable"`
+	ReexecutionsAfterCommit int  `json:"reexecutions_after_commit"`
+	NodesConverged          bool `json:"nodes_converged"`
 }
 
 // Details are the counts and findings the JSON summary leaves out.
@@ -41,7 +45,7 @@ type Details struct {
 
 // OK reports whether every check passed.
 func (s Summary) OK() bool {
-	return s.Lost == 0 && s.DuplicateCommits == 0 && s.InvariantViolations == 0 &&
+	return s.Lost == 0 && s.WorkflowsFailed == 0 && s.DuplicateCommits == 0 && s.InvariantViolations == 0 &&
 		s.ReexecutionsAfterCommit == 0 && s.Linearizable && s.NodesConverged
 }
 
@@ -58,7 +62,7 @@ func Print(w io.Writer, s Summary, d Details) error {
 	if d.Restarts > 0 {
 		fmt.Fprintf(&b, "  restarts checked: %d, acknowledged commands present after each: %d\n", d.Restarts, d.AckedCommands)
 	}
-	fmt.Fprintf(&b, "  workflows: %d started, %d completed, %d lost\n", s.WorkflowsStarted, s.WorkflowsCompleted, s.Lost)
+	fmt.Fprintf(&b, "  workflows: %d started, %d completed (%d failed), %d lost\n", s.WorkflowsStarted, s.WorkflowsCompleted, s.WorkflowsFailed, s.Lost)
 	fmt.Fprintf(&b, "  activities: %d executions, %d repeats (%d with no fault to explain them), %d after their commit\n",
 		d.Executions, d.Reexecuted, len(d.Unexplained), s.ReexecutionsAfterCommit)
 	fmt.Fprintf(&b, "  store: %d duplicate commits, %d invariant violations, linearizable=%v, converged=%v (applied index %d)\n",

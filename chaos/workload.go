@@ -28,10 +28,16 @@ const SignalName = "go"
 type FlowInput struct {
 	SleepMS int `json:"sleep_ms"`
 	WorkMS  int `json:"work_ms"`
+	// RaceMS, when set, runs a race a timer of that length wins against an
+	// activity that never ends on its own; CancelMS is how long an
+	// activity runs before its workflow cancels it.
+	RaceMS   int `json:"race_ms,omitempty"`
+	CancelMS int `json:"cancel_ms,omitempty"`
 }
 
 // ChaosFlow is the workflow the workers run: an activity, a durable timer,
-// two activities in parallel, a wait for a signal, a last activity.
+// a race and a cancellation (raceAndCancel), two activities in parallel, a
+// wait for a signal, a last activity.
 func ChaosFlow(ctx workflow.Context, in FlowInput) (int, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy: &workflow.RetryPolicy{InitialInterval: 100 * time.Millisecond, MaximumAttempts: 100}})
@@ -50,6 +56,11 @@ func ChaosFlow(ctx workflow.Context, in FlowInput) (int, error) {
 	if err := workflow.Sleep(ctx, time.Duration(in.SleepMS)*time.Millisecond); err != nil {
 		return 0, err
 	}
+	if in.RaceMS > 0 {
+		if err := raceAndCancel(ctx, in); err != nil {
+			return 0, err
+		}
+	}
 	a := workflow.ExecuteActivity(ctx, "ChaosStep", in.WorkMS)
 	b := workflow.ExecuteActivity(ctx, "ChaosStep", in.WorkMS)
 	if err := run(a); err != nil {
@@ -64,6 +75,37 @@ func ChaosFlow(ctx workflow.Context, in FlowInput) (int, error) {
 		return 0, err
 	}
 	return total, nil
+}
+
+// raceAndCancel keeps the workflow live while activities run: a timer
+// beats an activity that only ends when cancelled, the loser is cancelled
+// and its cancellation awaited (WaitForCancellation); then an activity is
+// cancelled CancelMS after it started, without waiting. Anything else is
+// an error that fails the run, which the run's checks report.
+func raceAndCancel(ctx workflow.Context, in FlowInput) error {
+	opts := workflow.GetActivityOptions(ctx)
+	opts.WaitForCancellation = true
+	rctx, cancelRace := workflow.WithCancel(workflow.WithActivityOptions(ctx, opts))
+	hang := workflow.ExecuteActivity(rctx, "ChaosHang")
+	timerWon := false
+	s := workflow.NewSelector(ctx)
+	s.AddFuture(workflow.NewTimer(ctx, time.Duration(in.RaceMS)*time.Millisecond), func(workflow.Future) { timerWon = true })
+	s.AddFuture(hang, func(workflow.Future) {})
+	s.Select(ctx)
+	cancelRace()
+	if err := hang.Get(ctx, nil); !timerWon || !errors.Is(err, workflow.ErrCanceled) {
+		return fmt.Errorf("chaos: the race: the timer won %v, the losing activity ended with %v", timerWon, err)
+	}
+	cctx, cancelLong := workflow.WithCancel(ctx)
+	long := workflow.ExecuteActivity(cctx, "ChaosStep", int(time.Hour/time.Millisecond))
+	if err := workflow.Sleep(ctx, time.Duration(in.CancelMS)*time.Millisecond); err != nil {
+		return err
+	}
+	cancelLong()
+	if err := long.Get(ctx, nil); !errors.Is(err, workflow.ErrCanceled) {
+		return fmt.Errorf("chaos: the cancelled activity ended with %v", err)
+	}
+	return nil
 }
 
 // Execution is one line of an activity log: an activity started running
@@ -145,6 +187,13 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (err error) {
 	}
 	w.RegisterWorkflowWithName(ChaosFlow, "ChaosFlow")
 	w.RegisterActivityWithName(step, "ChaosStep")
+	w.RegisterActivityWithName(func(ctx context.Context) error {
+		if err := log.record(ctx); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}, "ChaosHang")
 	if err := w.Start(); err != nil {
 		return err
 	}
