@@ -59,6 +59,8 @@ var workloads = []workload{
 	{"replay", 10000, "a workflow with an N-event history: a cold replay (a fresh worker) and a cached resume of it", runReplay},
 	{"scale", 2000, "N claim + commit + complete cycles of one worker with 0 and with --finished finished jobs stored", runScale},
 	{"idle", 100000, "N workflows waiting on a signal: heap and disk bytes per workflow", runIdle},
+	{"race", 1000, "N workflows each racing a 200 ms activity against a 50 ms timer, started together; time to timer", runRace},
+	{"cancel", 200, "N workflows one at a time, each cancelled while its activity runs (half in-process, half remote); cancellation latency", runCancel},
 }
 
 // Workloads returns the workloads' names in the order they are listed.

@@ -117,6 +117,8 @@ func registerWorkflows(w *worker.Worker) {
 	w.RegisterWorkflow(Pinger)
 	w.RegisterWorkflow(Long)
 	w.RegisterWorkflow(Idler)
+	w.RegisterWorkflow(Racer)
+	w.RegisterWorkflow(Holder)
 	w.RegisterActivity(Noop)
 }
 
