@@ -13,7 +13,7 @@ import (
 // requests), when the workflow waits for nothing else. Short activities
 // finish first and cost no watch; what arrived meanwhile is seen at their
 // commit, which reads the history when it finds others' events in between.
-const watchDelay = 10 * time.Millisecond
+const watchDelay = 2 * time.Millisecond
 
 // watcher keeps one Service.WatchHistory in flight for a turn: the loop
 // asks for the events after what it has seen, and reads the answer when it
