@@ -49,6 +49,12 @@ func (a *applier) create(c *CreateJob) (Result, error) {
 	if c.ExecutionTimeoutMS > 0 {
 		l.job.DeadlineMS = a.now + c.ExecutionTimeoutMS
 	}
+	if c.RunTimeoutMS > 0 {
+		l.job.RunDeadlineMS = a.now + c.RunTimeoutMS
+	}
+	if c.ScheduleToStartTimeoutMS > 0 {
+		l.job.StartDeadlineMS = a.now + c.ScheduleToStartTimeoutMS
+	}
 	ev := Event{Type: EventJobCreated, Name: c.Type, Payload: c.Input}
 	if c.Draft {
 		ev.Type = EventJobDrafted
@@ -140,6 +146,8 @@ func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The chain's execution deadline carries over; the run deadline is
+	// this run's alone, and the next run has none.
 	nl.job.DeadlineMS, nl.job.RunAttempt = old.DeadlineMS, runAttempt
 	if c.DelayMS > 0 {
 		if _, err := a.appendEvent(nl, Event{Type: EventJobRequeued, DelayMS: c.DelayMS, Reason: ReasonRetry}); err != nil {

@@ -25,11 +25,12 @@ type Config struct {
 	Clock clock.Clock
 	// MaxBatchCommands bounds one group commit; 0 means 1024.
 	MaxBatchCommands int
-	// SchedulerBatch bounds the jobs of one timer, reclaim or release
-	// proposal; 0 means 256.
+	// SchedulerBatch bounds the jobs of one timer, reclaim, release or
+	// deadline proposal; 0 means 256.
 	SchedulerBatch int
-	// DisableScheduler leaves timers, expired leases and retry delays to the
-	// caller (tests drive them by proposing FireTimers, Reclaim, ReleaseDelayed).
+	// DisableScheduler leaves timers, expired leases, retry delays and job
+	// deadlines to the caller (tests drive them by proposing FireTimers,
+	// Reclaim, ReleaseDelayed, ExpireDeadlines).
 	DisableScheduler bool
 	// OnSchedulerError receives errors the scheduler met; nil drops them.
 	OnSchedulerError func(error)
@@ -353,6 +354,11 @@ func (e *Engine) RequestCancel(ctx context.Context, c RequestCancel) (*StatusRes
 	return propose[*StatusResult](ctx, e, &c)
 }
 
+// Terminate ends a job at once as Terminated.
+func (e *Engine) Terminate(ctx context.Context, c Terminate) (*StatusResult, error) {
+	return propose[*StatusResult](ctx, e, &c)
+}
+
 // Committed returns a channel that is closed after the next durable batch
 // that wrote something: waiters re-read what they watch, without polling.
 func (e *Engine) Committed() <-chan struct{} {
@@ -361,8 +367,9 @@ func (e *Engine) Committed() <-chan struct{} {
 	return e.commitCh
 }
 
-// WaitClosed blocks until the job t names is terminal (Completed, Failed or
-// Cancelled) and returns its record, or until ctx ends.
+// WaitClosed blocks until the job t names is terminal (Completed, Failed,
+// Cancelled, TimedOut or Terminated) and returns its record, or until ctx
+// ends.
 func (e *Engine) WaitClosed(ctx context.Context, t Target) (*Job, error) {
 	if t.Job != 0 {
 		return e.waitJobClosed(ctx, t.Job)

@@ -41,6 +41,24 @@ type Job struct {
 	ParentStep string `msgpack:"ps,omitempty"`
 	// DeadlineMS ends the chain of runs (its execution timeout); 0: none.
 	DeadlineMS int64 `msgpack:"dl,omitempty"`
+	// RunDeadlineMS ends this run (its run timeout); 0: none.
+	RunDeadlineMS int64 `msgpack:"rdl,omitempty"`
+	// StartDeadlineMS ends the job unless it is claimed by then (its
+	// schedule-to-start timeout); the first claim clears it. 0: none.
+	StartDeadlineMS int64 `msgpack:"sdl,omitempty"`
+	// TimeoutAtMS is when the earliest of the three deadlines above falls
+	// due, as placed in the deadline index: the deadline itself, or the
+	// time the entry was made when that deadline had already passed. 0 for
+	// a job with no deadline, and for a job that ended.
+	TimeoutAtMS int64 `msgpack:"toa,omitempty"`
+	// Deferrals counts the claims in a row that passed the job over
+	// because the claimer does not run its type (Claim.Types); a claim of
+	// the job resets it. DeferredReason says who passed it over, and
+	// DeferredUntilMS, while set, is when the Queued job becomes claimable
+	// again (until then it sits in the delayed index, not the ready one).
+	Deferrals       uint32 `msgpack:"dfn,omitempty"`
+	DeferredReason  string `msgpack:"dfr,omitempty"`
+	DeferredUntilMS int64  `msgpack:"dfu,omitempty"`
 	// Retry is the workflow retry policy; RunAttempt numbers the runs of a
 	// retry chain from 1.
 	Retry      *RetryPolicy `msgpack:"rp,omitempty"`

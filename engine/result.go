@@ -28,8 +28,11 @@ type ClaimedJob struct {
 }
 
 // ClaimResult answers Claim; Jobs is empty when nothing was ready.
+// Deferred lists the ready jobs the claim passed over because the claimer
+// does not run their type (Claim.Types).
 type ClaimResult struct {
-	Jobs []ClaimedJob `msgpack:"js,omitempty"`
+	Jobs     []ClaimedJob `msgpack:"js,omitempty"`
+	Deferred []JobID      `msgpack:"df,omitempty"`
 }
 
 // Refusal is one lease a Heartbeat did not renew.
@@ -77,8 +80,9 @@ type SignalResult struct {
 	Woke bool `msgpack:"wk,omitempty"`
 }
 
-// SweepResult answers FireTimers, Reclaim and ReleaseDelayed: the jobs
-// touched, those made claimable, and whether more were due than Max allowed.
+// SweepResult answers FireTimers, Reclaim, ReleaseDelayed and
+// ExpireDeadlines: the jobs touched, those made claimable, and whether more
+// were due than Max allowed.
 type SweepResult struct {
 	Jobs  []JobID `msgpack:"js,omitempty"`
 	Ready []JobID `msgpack:"rd,omitempty"`
@@ -117,9 +121,9 @@ func newResult(k CommandKind) Result {
 		return new(SignalResult)
 	case KindAppendEvents, KindCommitStep:
 		return new(AppendResult)
-	case KindFireTimers, KindReclaim, KindReleaseDelayed:
+	case KindFireTimers, KindReclaim, KindReleaseDelayed, KindExpireDeadlines:
 		return new(SweepResult)
-	case KindCancel, KindActivate, KindSuspend, KindResume, KindComplete, KindFail, KindRequeue, KindRequestCancel:
+	case KindCancel, KindActivate, KindSuspend, KindResume, KindComplete, KindFail, KindRequeue, KindRequestCancel, KindTerminate:
 		return new(StatusResult)
 	}
 	return nil
