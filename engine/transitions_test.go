@@ -107,10 +107,18 @@ func TestNextRefinements(t *testing.T) {
 // with its latest attempt.
 func drive(h *harness, s Status, wf string) LeaseRef {
 	h.t.Helper()
-	create := &CreateJob{WorkflowID: wf, Type: "t", Queue: "q", Draft: s == StatusDraft}
+	create := &CreateJob{WorkflowID: wf, Type: "t", Queue: "q"}
 	if s == StatusTimedOut {
 		create.RunTimeoutMS = 500
 	}
+	return driveJob(h, create, s)
+}
+
+// driveJob is drive for a job created by create (its queue must be "q", and
+// no other job may be ready there).
+func driveJob(h *harness, create *CreateJob, s Status) LeaseRef {
+	h.t.Helper()
+	create.Draft = s == StatusDraft
 	id := h.must(create).(*CreateResult).Job
 	switch s {
 	case StatusQueued, StatusDraft:
