@@ -18,12 +18,13 @@ import (
 func timerLead(n int) time.Duration { return time.Second + time.Duration(n)*3*time.Millisecond }
 
 // runTimer: N workflows, started together, each runs an activity and then
-// sleeps until the same instant, so N timers fall due at once. The lateness
-// of a wake-up is the wall time from that instant to the activity the
-// workflow runs after its sleep. Each wake-up's path is then read back from
-// its history and split into the engine's firing (timer_fired, less the due
-// time), the claim that followed it (job_leased, less timer_fired) and the
-// worker's replay and activity dispatch (the activity, less job_leased).
+// sleeps until the same instant, so N timers fall due at once; the worker
+// has a slot for each of them. The lateness of a wake-up is the wall time
+// from that instant to the activity the workflow runs after its sleep. Each
+// wake-up's path is then read back from its history and split into the
+// engine's firing (timer_fired, less the due time), the claim that followed
+// it (job_leased, less timer_fired) and the worker's replay and activity
+// dispatch (the activity, less job_leased).
 func runTimer(r *runner) error {
 	if err := r.open("timer"); err != nil {
 		return err
@@ -53,6 +54,9 @@ func runTimer(r *runner) error {
 			return nil
 		},
 	}
+	// A slot for every timer: the figure is the wake-up path, not a queue
+	// of woken workflows waiting for a worker's slot.
+	r.workerSlots = max(defaultWorkerSlots, r.n)
 	if _, err := r.worker(queue, 0, acts); err != nil {
 		return err
 	}

@@ -144,6 +144,9 @@ func (c *Claim) check(l *Limits) error {
 		ch.err = tooLarge(ch.cmd, "Types", len(c.Types), l.MaxBatch)
 	}
 	ch.names("Types", c.Types)
+	if c.TailEvents < 0 || c.TailEvents > MaxTailEvents {
+		ch.fail("TailEvents", fmt.Sprintf("is %d, not in [0, %d]", c.TailEvents, MaxTailEvents))
+	}
 	return ch.err
 }
 

@@ -152,7 +152,18 @@ type Claim struct {
 	Max     int      `msgpack:"mx"`
 	LeaseMS int64    `msgpack:"ls"`
 	Types   []string `msgpack:"tys,omitempty"`
+	// TailEvents asks for up to this many of each claimed job's newest
+	// events, ending with the job_leased the claim appended
+	// (ClaimedJob.Events), so a worker holding the job's earlier history
+	// (a cached workflow woken by a timer, a signal, a child) needs no
+	// history read before it goes on. 0: none; at most MaxTailEvents. Apply
+	// ignores it: Engine.Claim reads them from the applied state once the
+	// claim is applied, and the recorded result of a request id holds none.
+	TailEvents int `msgpack:"te,omitempty"`
 }
+
+// MaxTailEvents bounds Claim.TailEvents.
+const MaxTailEvents = 64
 
 // LeaseRef names one attempt of one job.
 type LeaseRef struct {

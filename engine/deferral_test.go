@@ -132,7 +132,7 @@ func TestDeferringClaimLeavesItsRequestIDUnused(t *testing.T) {
 	if len(r.Jobs) != 1 || r.Jobs[0].Job != a {
 		t.Fatalf("second claim with the same id = %+v, want job %d", r, a)
 	}
-	if again := claim(); len(again.Jobs) != 1 || again.Jobs[0] != r.Jobs[0] {
+	if again := claim(); len(again.Jobs) != 1 || again.Jobs[0].Job != r.Jobs[0].Job || again.Jobs[0].Attempt != r.Jobs[0].Attempt {
 		t.Fatalf("a retry of the claim that took a job = %+v, want its jobs again", again)
 	}
 	h.verify()

@@ -450,6 +450,9 @@ func propValidate(cmd Command) error {
 		for _, t := range c.Types {
 			name(t, true)
 		}
+		if c.TailEvents < 0 || c.TailEvents > MaxTailEvents {
+			fail(ErrInvalidCommand)
+		}
 	case *Heartbeat:
 		batch(len(c.Leases))
 		for _, r := range c.Leases {
@@ -2140,6 +2143,9 @@ func (p *propDriver) genKind(k CommandKind) Command {
 			q = "qz"
 		}
 		c := &Claim{Queue: q, Owner: fmt.Sprintf("w%d", r.IntN(3)), Max: 1 + r.IntN(4), LeaseMS: p.lease()}
+		if p.chance(10) {
+			c.TailEvents = r.IntN(MaxTailEvents + 2) // Apply ignores it; one over the limit is refused
+		}
 		if p.chance(35) {
 			// A claimer that runs only some types: the others are deferred.
 			c.Types = []string{propPick(r, propTypes...)}

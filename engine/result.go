@@ -25,6 +25,9 @@ type ClaimedJob struct {
 	LastSeq uint64 `msgpack:"ls"`
 	// DeadlineMS is the run's execution deadline (0: none).
 	DeadlineMS int64 `msgpack:"dl,omitempty"`
+	// Events are the job's newest events, up to Claim.TailEvents of them,
+	// ending with the job_leased at LastSeq (none unless asked for).
+	Events []Event `msgpack:"ev,omitempty"`
 }
 
 // ClaimResult answers Claim; Jobs is empty when nothing was ready.

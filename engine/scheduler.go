@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -36,11 +37,32 @@ type Scheduler struct {
 	ReclaimNotBeforeMS int64
 }
 
+// DefaultSchedulerBatch is the scheduler's batch when none is configured:
+// the default Limits.MaxBatch, so that a thousand timers falling due at once
+// are fired by one command, one commit.
+const DefaultSchedulerBatch = 1000
+
+// SchedulerBatch returns the batch a scheduler proposing to a machine with
+// limits l uses when configured with batch: batch itself, or for 0 the
+// smaller of DefaultSchedulerBatch and l.MaxBatch. A batch over l.MaxBatch
+// is refused: every sweep it proposed would be.
+func SchedulerBatch(batch int, l Limits) (int, error) {
+	maxBatch := l.withDefaults().MaxBatch
+	switch {
+	case batch < 0 || batch > maxBatch:
+		return 0, fmt.Errorf("%w: scheduler batch %d is not in [0, %d] (Limits.MaxBatch)", ErrInvalidCommand, batch, maxBatch)
+	case batch == 0:
+		return min(DefaultSchedulerBatch, maxBatch), nil
+	}
+	return batch, nil
+}
+
 // NewScheduler returns a scheduler proposing to log from the indexes of db.
-// batch bounds the jobs of one proposal (0 means 256).
+// batch bounds the jobs of one proposal (0 means DefaultSchedulerBatch); it
+// must not exceed the Limits.MaxBatch of the machine applying them.
 func NewScheduler(log Log, db Viewer, clk clock.Clock, batch int) *Scheduler {
 	if batch <= 0 {
-		batch = 256
+		batch = DefaultSchedulerBatch
 	}
 	if clk == nil {
 		clk = clock.Wall()

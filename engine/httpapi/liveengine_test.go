@@ -112,3 +112,23 @@ func TestTerminateOverHTTP(t *testing.T) {
 		t.Fatalf("WaitClosed = %+v, %v", j, err)
 	}
 }
+
+// Claim.TailEvents travels over HTTP: the claimed job comes with its
+// newest events.
+func TestClaimTailEventsOverHTTP(t *testing.T) {
+	e := openEngine(t, engine.Limits{})
+	_, hs := serve(t, ServerConfig{Service: e})
+	c := newClient(t, ClientConfig{Addrs: []string{hs.URL}})
+	ctx := context.Background()
+	if _, err := c.Create(ctx, engine.CreateJob{Type: "T", Queue: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := c.Claim(ctx, engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000, TailEvents: 8})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("Claim = %+v, %v", jobs, err)
+	}
+	evs := jobs[0].Events
+	if len(evs) != 2 || evs[0].Type != engine.EventJobCreated || evs[1].Type != engine.EventJobLeased || evs[1].Seq != jobs[0].LastSeq {
+		t.Fatalf("tail events %+v, want job_created, job_leased", evs)
+	}
+}
