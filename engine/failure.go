@@ -90,15 +90,15 @@ func DecodeFailure(b []byte) (*Failure, error) {
 
 // timeoutFailure is the failure a job's deadline of kind reason writes.
 func timeoutFailure(j *Job, reason string) []byte {
-	tt, what := TimeoutWorkflowRun, "run deadline"
+	tt, what := TimeoutWorkflowRun, "run timeout"
 	switch reason {
 	case ReasonExecutionTimeout:
-		tt, what = TimeoutWorkflowExecution, "execution deadline"
+		tt, what = TimeoutWorkflowExecution, "execution timeout"
 		if isActivityTask(j) {
-			tt, what = TimeoutScheduleToClose, "schedule-to-close deadline"
+			tt, what = TimeoutScheduleToClose, "schedule-to-close timeout"
 		}
 	case ReasonScheduleToStart:
-		tt, what = TimeoutScheduleToStart, "schedule-to-start deadline"
+		tt, what = TimeoutScheduleToStart, "schedule-to-start timeout"
 	}
 	return EncodeTimeoutFailure(tt, fmt.Sprintf("job %d (workflow id %q, type %q) timed out: its %s passed", j.ID, j.WorkflowID, j.Type, what))
 }

@@ -1044,14 +1044,14 @@ func propTerminatedPayload(reason string) []byte {
 
 // propTimeoutPayload is the documented TimeoutError failure of j's deadline.
 func propTimeoutPayload(j *propJob, reason string) []byte {
-	tt, what := "WorkflowRun", "run deadline"
+	tt, what := "WorkflowRun", "run timeout"
 	switch {
 	case reason == ReasonExecutionTimeout && strings.HasPrefix(j.Type, "@activity:"):
-		tt, what = "ScheduleToClose", "schedule-to-close deadline"
+		tt, what = "ScheduleToClose", "schedule-to-close timeout"
 	case reason == ReasonExecutionTimeout:
-		tt, what = "WorkflowExecution", "execution deadline"
+		tt, what = "WorkflowExecution", "execution timeout"
 	case reason == ReasonScheduleToStart:
-		tt, what = "ScheduleToStart", "schedule-to-start deadline"
+		tt, what = "ScheduleToStart", "schedule-to-start timeout"
 	}
 	msg := fmt.Sprintf("job %d (workflow id %q, type %q) timed out: its %s passed", j.ID, j.WF, j.Type, what)
 	return []byte(fmt.Sprintf(`{"type":"TimeoutError","message":%q,"nonRetryable":true,"timeout_type":%q}`, msg, tt))
