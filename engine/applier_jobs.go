@@ -173,16 +173,18 @@ func nextDeadline(j *Job) (int64, string) {
 // never below now: a deadline that already passed when the entry is made
 // (a continued run's inherited execution deadline, an operator's retry of
 // a failed run) is entered as due now, because the index's low-water mark
-// may already be as late as now and nothing below it is ever looked at. An
-// entry is moved only later, when a deadline is cleared (the first claim
-// clears the schedule-to-start one), so every entry stays at or above the
-// mark; the one it leaves behind is stale and its sweep drops it.
+// may already be as late as now and nothing below it is ever looked at.
+// The entry moves when the earliest deadline does: later when one is
+// cleared (the first claim clears the schedule-to-start one), earlier when
+// one is added (the deadline a continued run inherits). An entry already
+// due stays where it is until its sweep. The entry it leaves behind is
+// stale, and its sweep drops it.
 func (a *applier) armDeadline(j *Job) {
 	next, _ := nextDeadline(j)
-	switch {
+	switch t := j.TimeoutAtMS; {
 	case next == 0:
 		j.TimeoutAtMS = 0
-	case j.TimeoutAtMS == 0 || next > j.TimeoutAtMS:
+	case t == 0 || next > t || (next < t && t > a.now):
 		j.TimeoutAtMS = max(next, a.now)
 	}
 }

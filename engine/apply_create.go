@@ -50,7 +50,7 @@ func (a *applier) create(c *CreateJob) (Result, error) {
 		l.job.DeadlineMS = a.now + c.ExecutionTimeoutMS
 	}
 	if c.RunTimeoutMS > 0 {
-		l.job.RunDeadlineMS = a.now + c.RunTimeoutMS
+		l.job.RunDeadlineMS, l.job.RunTimeoutMS = a.now+c.RunTimeoutMS, c.RunTimeoutMS
 	}
 	if c.ScheduleToStartTimeoutMS > 0 {
 		l.job.StartDeadlineMS = a.now + c.ScheduleToStartTimeoutMS
@@ -136,7 +136,7 @@ func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
 		typ = old.Type
 	}
 	next := &CreateJob{WorkflowID: old.WorkflowID, Type: typ, Queue: old.Queue, Input: c.Input,
-		ParentID: old.ParentID, ParentStep: old.ParentStep, Retry: old.Retry}
+		ParentID: old.ParentID, ParentStep: old.ParentStep, Retry: old.Retry, RunTimeoutMS: old.RunTimeoutMS}
 	next.Header = c.Header
 	res, err := a.create(next)
 	if err != nil {
@@ -146,8 +146,8 @@ func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The chain's execution deadline carries over; the run deadline is
-	// this run's alone, and the next run has none.
+	// The chain's execution deadline carries over as it is; the run
+	// timeout starts afresh with the next run (set by create above).
 	nl.job.DeadlineMS, nl.job.RunAttempt = old.DeadlineMS, runAttempt
 	if c.DelayMS > 0 {
 		if _, err := a.appendEvent(nl, Event{Type: EventJobRequeued, DelayMS: c.DelayMS, Reason: ReasonRetry}); err != nil {

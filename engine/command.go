@@ -112,9 +112,10 @@ type CreateJob struct {
 	// TimedOut (reason execution_timeout) whatever its status. For an
 	// activity-task job it is the activity's schedule-to-close timeout.
 	ExecutionTimeoutMS int64 `msgpack:"et,omitempty"`
-	// RunTimeoutMS bounds this run only (Temporal's workflow run timeout):
-	// when it passes the run ends as TimedOut (reason run_timeout). A run
-	// started by ContinueAsNew or a retry does not inherit it; 0: no bound.
+	// RunTimeoutMS bounds each run on its own (Temporal's workflow run
+	// timeout): when it passes the run ends as TimedOut (reason
+	// run_timeout). A run started by ContinueAsNew or a retry gets the same
+	// timeout from its own start, not the old run's deadline; 0: no bound.
 	RunTimeoutMS int64 `msgpack:"rto,omitempty"`
 	// ScheduleToStartTimeoutMS bounds the wait for the job's first claim:
 	// unclaimed by then, it ends as TimedOut (reason schedule_to_start).

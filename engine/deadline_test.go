@@ -155,40 +155,74 @@ func (h *harness) claimOneFrom(queue string) ClaimedJob {
 }
 
 // ContinueAsNew and a workflow retry carry the chain's execution deadline
-// to the next run, not the run deadline; the old run's entry goes stale.
-func TestContinueAsNewCarriesTheExecutionDeadlineOnly(t *testing.T) {
+// to the next run as it is, and give the next run the run timeout afresh
+// from its own start; the old run's entry goes stale.
+func TestContinueAsNewCarriesTheExecutionDeadline(t *testing.T) {
 	for _, retry := range []bool{false, true} {
 		t.Run(fmt.Sprintf("retry=%v", retry), func(t *testing.T) {
 			h := newHarness(t)
 			start := h.now
-			h.must(&CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", ExecutionTimeoutMS: 10_000, RunTimeoutMS: 2_000})
-			c := h.claimOneFrom("q")
-			h.now += 1_000
-			can := &ContinueAsNew{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}, Input: []byte("next")}
-			if retry {
-				can.Failure = []byte(`{"type":"E","message":"m","nonRetryable":false}`)
+			h.must(&CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", ExecutionTimeoutMS: 10_000, RunTimeoutMS: 5_000})
+			next := func(at int64) JobID {
+				h.t.Helper()
+				c := h.claimOneFrom("q")
+				h.now = start + at
+				can := &ContinueAsNew{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}, Input: []byte("next")}
+				if retry {
+					can.Failure = []byte(`{"type":"E","message":"m","nonRetryable":false}`)
+				}
+				id := h.must(can).(*CreateResult).Job
+				j := h.job(id)
+				if j.DeadlineMS != start+10_000 || j.RunDeadlineMS != h.now+5_000 || j.RunTimeoutMS != 5_000 ||
+					j.TimeoutAtMS != min(start+10_000, h.now+5_000) {
+					t.Fatalf("run continued at +%d: deadline %d, run deadline %d (timeout %d), entry %d", at,
+						j.DeadlineMS, j.RunDeadlineMS, j.RunTimeoutMS, j.TimeoutAtMS)
+				}
+				return id
 			}
-			next := h.must(can).(*CreateResult).Job
-			nj := h.job(next)
-			if nj.DeadlineMS != start+10_000 || nj.RunDeadlineMS != 0 || nj.TimeoutAtMS != start+10_000 {
-				t.Fatalf("next run: deadline %d, run deadline %d, entry %d; want %d, 0, %d",
-					nj.DeadlineMS, nj.RunDeadlineMS, nj.TimeoutAtMS, start+10_000, start+10_000)
-			}
-			h.now = start + 3_000 // past the first run's run deadline
+			run2 := next(1_000)
+			h.now = start + 5_000 // the first run's run deadline: its entry is stale
 			if r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult); len(r.Jobs) != 0 {
-				t.Fatalf("the run deadline followed the chain: %+v", r)
+				t.Fatalf("the first run's run deadline followed the chain: %+v", r)
 			}
-			h.now = start + 10_000
+			run3 := next(5_500)
+			h.now = start + 6_000 // run 2's run deadline: stale too
+			if r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult); len(r.Jobs) != 0 {
+				t.Fatalf("the second run's run deadline followed the chain: %+v", r)
+			}
+			h.now = start + 10_000 // the chain's deadline, before run 3's run deadline
 			r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult)
-			if len(r.Jobs) != 1 || r.Jobs[0] != next || h.job(next).Status != StatusTimedOut {
-				t.Fatalf("ExpireDeadlines = %+v, next run %s; want the next run timed out", r, h.job(next).Status)
+			if len(r.Jobs) != 1 || r.Jobs[0] != run3 || h.job(run3).Status != StatusTimedOut {
+				t.Fatalf("ExpireDeadlines = %+v, run 3 %s; want run 3 timed out", r, h.job(run3).Status)
 			}
-			if ev := h.lastEvent(next); ev.Reason != ReasonExecutionTimeout {
-				t.Fatalf("next run ended with %+v, want reason %s", ev, ReasonExecutionTimeout)
+			if ev := h.lastEvent(run3); ev.Reason != ReasonExecutionTimeout {
+				t.Fatalf("run 3 ended with %+v, want reason %s", ev, ReasonExecutionTimeout)
+			}
+			if s := h.job(run2).Status; !s.Terminal() || s == StatusTimedOut {
+				t.Fatalf("run 2 is %s", s)
 			}
 			h.verify()
 		})
 	}
+}
+
+// A run's own run timeout ends it even when the chain has time left.
+func TestContinuedRunTimesOutOnItsOwnRunTimeout(t *testing.T) {
+	h := newHarness(t)
+	start := h.now
+	h.must(&CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", ExecutionTimeoutMS: 60_000, RunTimeoutMS: 2_000})
+	c := h.claimOneFrom("q")
+	h.now = start + 1_000
+	next := h.must(&ContinueAsNew{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}}).(*CreateResult).Job
+	h.now = start + 3_000
+	r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult)
+	if len(r.Jobs) != 1 || r.Jobs[0] != next {
+		t.Fatalf("ExpireDeadlines = %+v, want the continued run timed out", r)
+	}
+	if ev := h.lastEvent(next); ev.Reason != ReasonRunTimeout {
+		t.Fatalf("continued run ended with %+v, want reason %s", ev, ReasonRunTimeout)
+	}
+	h.verify()
 }
 
 // A deadline that already passed when the job (re)opens is entered as due

@@ -41,8 +41,11 @@ type Job struct {
 	ParentStep string `msgpack:"ps,omitempty"`
 	// DeadlineMS ends the chain of runs (its execution timeout); 0: none.
 	DeadlineMS int64 `msgpack:"dl,omitempty"`
-	// RunDeadlineMS ends this run (its run timeout); 0: none.
+	// RunDeadlineMS ends this run (its run timeout); 0: none. RunTimeoutMS
+	// is that timeout, which every later run of the chain (ContinueAsNew,
+	// a retry) gets afresh from its own start.
 	RunDeadlineMS int64 `msgpack:"rdl,omitempty"`
+	RunTimeoutMS  int64 `msgpack:"rto,omitempty"`
 	// StartDeadlineMS ends the job unless it is claimed by then (its
 	// schedule-to-start timeout); the first claim clears it. 0: none.
 	StartDeadlineMS int64 `msgpack:"sdl,omitempty"`

@@ -179,6 +179,7 @@ type propJob struct {
 	// The deadlines (execution, run, schedule-to-start) and the time of the
 	// job's entry in the deadline index.
 	Deadline, RunDeadline, StartDeadline, TimeoutAt int64
+	RunTimeout                                      int64
 	// Deferrals by claimers that do not run the job's type.
 	Deferrals     uint32
 	DeferReason   string
@@ -275,13 +276,14 @@ func propNextDeadline(j *propJob) (int64, string) {
 }
 
 // armDeadline places j's deadline entry: at its earliest deadline, never
-// below now, and moved only later (when a deadline is cleared).
+// below now, following that deadline when it moves unless the entry is
+// already due.
 func (m *propModel) armDeadline(j *propJob) {
 	next, _ := propNextDeadline(j)
-	switch {
+	switch t := j.TimeoutAt; {
 	case next == 0:
 		j.TimeoutAt = 0
-	case j.TimeoutAt == 0 || next > j.TimeoutAt:
+	case t == 0 || next > t || (next < t && t > m.now):
 		j.TimeoutAt = max(next, m.now)
 	}
 }
@@ -709,6 +711,7 @@ func (m *propModel) create(c *CreateJob) (Result, error) {
 		return m.now + d
 	}
 	j.Deadline, j.RunDeadline, j.StartDeadline = at(c.ExecutionTimeoutMS), at(c.RunTimeoutMS), at(c.ScheduleToStartTimeoutMS)
+	j.RunTimeout = c.RunTimeoutMS
 	m.jobs = append(m.jobs, j)
 	ev := Event{Type: EventJobCreated, Name: c.Type, Payload: c.Input}
 	if c.Draft {
@@ -1738,6 +1741,7 @@ func propJobDiff(mj *propJob, j *Job) string {
 	cmp("ClosedMS", j.ClosedMS, mj.ClosedMS)
 	cmp("DeadlineMS", j.DeadlineMS, mj.Deadline)
 	cmp("RunDeadlineMS", j.RunDeadlineMS, mj.RunDeadline)
+	cmp("RunTimeoutMS", j.RunTimeoutMS, mj.RunTimeout)
 	cmp("StartDeadlineMS", j.StartDeadlineMS, mj.StartDeadline)
 	cmp("TimeoutAtMS", j.TimeoutAtMS, mj.TimeoutAt)
 	cmp("Deferrals", j.Deferrals, mj.Deferrals)
