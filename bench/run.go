@@ -95,6 +95,9 @@ type runner struct {
 	workerErrors atomic.Int64
 	// workers are stopped before the backend closes.
 	workers []*worker.Worker
+	// workerSlots, when set, is the MaxConcurrentJobs of the workers the
+	// workload starts (default defaultWorkerSlots).
+	workerSlots int
 }
 
 // Run runs one workload and returns its result.
@@ -196,10 +199,18 @@ func (r *runner) closeBackend() error {
 	return errors.Join(errs...)
 }
 
+// defaultWorkerSlots is the MaxConcurrentJobs of the bench's workers.
+const defaultWorkerSlots = 256
+
 // worker starts a worker of queue on the backend with the bench's
-// workflows and activities registered; acts adds activities by name.
+// workflows and activities registered; acts adds activities by name. It
+// runs defaultWorkerSlots jobs at once, or r.workerSlots when set.
 func (r *runner) worker(queue string, cacheSize int, acts map[string]any) (*worker.Worker, error) {
-	w, err := worker.New(r.b.svc, queue, worker.Options{MaxConcurrentJobs: 256, CacheSize: cacheSize,
+	slots := defaultWorkerSlots
+	if r.workerSlots > 0 {
+		slots = r.workerSlots
+	}
+	w, err := worker.New(r.b.svc, queue, worker.Options{MaxConcurrentJobs: slots, CacheSize: cacheSize,
 		OnError: func(engine.JobID, error) { r.workerErrors.Add(1) }})
 	if err != nil {
 		return nil, err

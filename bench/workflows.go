@@ -32,14 +32,16 @@ func Seq3(ctx workflow.Context) error {
 	return nil
 }
 
-// Sleeper marks the time, sleeps d and reports the time it woke: the
-// activities "Mark" and "Woke" stamp the wall clock for workflow i.
-func Sleeper(ctx workflow.Context, i int, d time.Duration) error {
+// Sleeper marks the time, sleeps until untilMS (Unix ms) and reports the
+// time it woke: the activities "Mark" and "Woke" stamp the wall clock for
+// workflow i. Every run of the timer workload sleeps until the same instant,
+// so all its timers fall due at once.
+func Sleeper(ctx workflow.Context, i int, untilMS int64) error {
 	ctx = withActivityOptions(ctx)
 	if err := workflow.ExecuteActivity(ctx, "Mark", i).Get(ctx, nil); err != nil {
 		return err
 	}
-	if err := workflow.Sleep(ctx, d); err != nil {
+	if err := workflow.Sleep(ctx, time.UnixMilli(untilMS).Sub(workflow.Now(ctx))); err != nil {
 		return err
 	}
 	return workflow.ExecuteActivity(ctx, "Woke", i).Get(ctx, nil)

@@ -65,7 +65,8 @@ func (a *applier) fenced(ref LeaseRef, cmd string) (*loaded, error) {
 
 // save writes the job record and brings the indexes along. Exact indexes
 // (status, type, queue, ready, delayed) move from what the old record
-// implied to what the new one implies. Swept indexes (leases, timers) only
+// implied to what the new one implies. Swept indexes (leases, timers,
+// deadlines) only
 // gain entries: an entry the job no longer needs stays behind, stale, until
 // the sweep that reaches its time removes it. Deleting it now would leave a
 // deletion marker ahead of the index's low-water mark, where every scan would
@@ -74,6 +75,7 @@ func (a *applier) fenced(ref LeaseRef, cmd string) (*loaded, error) {
 func (a *applier) save(l *loaded) {
 	j := l.job
 	j.UpdatedMS = a.now
+	a.armDeadline(j)
 	a.tx.Set(storage.JobKey(uint64(j.ID)), EncodeJob(j))
 	var exactBefore, sweptBefore []string
 	if l.old != nil {
@@ -117,26 +119,74 @@ func exactIndexKeys(j *Job) []string {
 		string(storage.StatusKey(byte(j.Status), id)),
 		string(storage.TypeKey(j.Type, id)),
 		string(storage.QueueKey(j.Queue, id)))
-	switch j.Status {
-	case StatusQueued:
+	switch {
+	case j.Status == StatusQueued && j.DeferredUntilMS > 0:
+		// Passed over by a claimer that does not run its type: held back
+		// in the delayed index until its backoff ends.
+		keys = append(keys, string(storage.DelayedKey(j.DeferredUntilMS, id)))
+	case j.Status == StatusQueued:
 		keys = append(keys, string(storage.ReadyKey(j.Queue, j.ReadyAtMS, id)))
-	case StatusRetrying:
+	case j.Status == StatusRetrying:
 		keys = append(keys, string(storage.DelayedKey(j.ReleaseAtMS, id)))
 	}
 	return keys
 }
 
-// sweptIndexKeys lists the lease and timer entries a job record needs.
+// sweptIndexKeys lists the lease, timer and deadline entries a job record
+// needs.
 func sweptIndexKeys(j *Job) []string {
 	id := uint64(j.ID)
-	keys := make([]string, 0, 1+len(j.Timers))
+	keys := make([]string, 0, 2+len(j.Timers))
 	if j.Status == StatusRunning {
 		keys = append(keys, string(storage.LeaseKey(j.LeaseExpiryMS, id)))
+	}
+	if j.TimeoutAtMS > 0 {
+		keys = append(keys, string(storage.DeadlineKey(j.TimeoutAtMS, id)))
 	}
 	for _, t := range j.Timers {
 		keys = append(keys, string(storage.TimerKey(t.FireMS, id, t.ID)))
 	}
 	return keys
+}
+
+// nextDeadline returns the earliest of an open job's execution, run and
+// schedule-to-start deadlines and the reason its passing records; 0 when
+// the job has none or has ended. Equal deadlines are reported in that order.
+func nextDeadline(j *Job) (int64, string) {
+	if j.Status.Terminal() {
+		return 0, ""
+	}
+	at, reason := int64(0), ""
+	for _, d := range []struct {
+		at     int64
+		reason string
+	}{{j.DeadlineMS, ReasonExecutionTimeout}, {j.RunDeadlineMS, ReasonRunTimeout}, {j.StartDeadlineMS, ReasonScheduleToStart}} {
+		if d.at > 0 && (at == 0 || d.at < at) {
+			at, reason = d.at, d.reason
+		}
+	}
+	return at, reason
+}
+
+// armDeadline sets j.TimeoutAtMS, the time of j's entry in the deadline
+// index, from its deadlines. The entry goes at the earliest deadline, but
+// never below now: a deadline that already passed when the entry is made
+// (a continued run's inherited execution deadline, an operator's retry of
+// a failed run) is entered as due now, because the index's low-water mark
+// may already be as late as now and nothing below it is ever looked at.
+// The entry moves when the earliest deadline does: later when one is
+// cleared (the first claim clears the schedule-to-start one), earlier when
+// one is added (the deadline a continued run inherits). An entry already
+// due stays where it is until its sweep. The entry it leaves behind is
+// stale, and its sweep drops it.
+func (a *applier) armDeadline(j *Job) {
+	next, _ := nextDeadline(j)
+	switch t := j.TimeoutAtMS; {
+	case next == 0:
+		j.TimeoutAtMS = 0
+	case t == 0 || next > t || (next < t && t > a.now):
+		j.TimeoutAtMS = max(next, a.now)
+	}
 }
 
 func (j *Job) clone() *Job {
@@ -175,7 +225,7 @@ func (a *applier) appendEvent(l *loaded, ev Event) (uint64, error) {
 func (a *applier) enter(j *Job, to Status, ev *Event) {
 	j.Status = to
 	j.LeaseOwner, j.LeaseExpiryMS = "", 0
-	j.ReadyAtMS, j.ReleaseAtMS = 0, 0
+	j.ReadyAtMS, j.ReleaseAtMS, j.DeferredUntilMS = 0, 0, 0
 	j.Wait = nil
 	switch to {
 	case StatusQueued:
@@ -187,7 +237,7 @@ func (a *applier) enter(j *Job, to Status, ev *Event) {
 	case StatusWaiting, StatusParked:
 		w := *ev.Wait
 		j.Wait = &w
-	case StatusCompleted, StatusFailed, StatusCancelled:
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusTerminated:
 		j.ClosedMS = a.now
 		j.Timers = nil
 	}
@@ -231,8 +281,11 @@ func (a *applier) effect(id JobID, step string) (*Effect, error) {
 }
 
 // closed runs what a job's end implies beyond its own record: a child's
-// result becomes the effect of its parent's step (phase 1), and a parent
-// waiting for that step is woken. The first result recorded for a step wins.
+// result becomes the effect of its parent's step (phase 1). A parent waiting
+// for that step is woken (wait_completed); a parent that is not blocked at
+// all (Queued, Running, Retrying, Draft, Suspended) gets effect_recorded, so
+// a worker driving it learns of the effect from its history. The first
+// result recorded for a step wins; a parent that ended takes none.
 func (a *applier) closed(l *loaded, ev *Event) error {
 	j := l.job
 	if j.ParentID == 0 {
@@ -250,11 +303,18 @@ func (a *applier) closed(l *loaded, ev *Event) error {
 	}
 	eff := &Effect{Step: j.ParentStep, Payload: ev.Payload, Failed: ev.Type != EventJobCompleted, AtMS: a.now}
 	a.tx.Set(storage.EffectKey(uint64(p.job.ID), j.ParentStep), EncodeEffect(eff))
-	if p.job.Wait.waitsForStep(j.ParentStep) {
+	switch s := p.job.Status; {
+	case p.job.Wait.waitsForStep(j.ParentStep):
 		if _, err := a.wake(p, "step", j.ParentStep); err != nil {
 			return err
 		}
-		a.save(p)
+	case s != StatusWaiting && s != StatusParked:
+		if _, err := a.appendEvent(p, Event{Type: EventEffectRecorded, Step: j.ParentStep}); err != nil {
+			return err
+		}
+	default:
+		return nil // blocked on something else: it reads the effect when woken
 	}
+	a.save(p)
 	return nil
 }

@@ -65,7 +65,9 @@ func (m *Machine) Apply(tx *storage.Tx, cmd Command) (res Result, err error) {
 	// request id is not used up: a retry runs afresh. This keeps an idle
 	// claim's retry (or the next turn of a long poll with the same id) from
 	// being answered "nothing" forever, and keeps idle polls free of writes.
-	if h.RequestID != "" && tx.Len() > 0 {
+	// A claim that took no job but deferred some wrote, yet has nothing a
+	// retry must be given back either: its id stays unused too.
+	if h.RequestID != "" && tx.Len() > 0 && !claimedNothing(res) {
 		if err := a.recordResult(cmd, res); err != nil {
 			return nil, err
 		}
@@ -119,8 +121,18 @@ func (a *applier) dispatch(cmd Command) (Result, error) {
 		return a.requestCancel(c)
 	case *ContinueAsNew:
 		return a.continueAsNew(c)
+	case *Terminate:
+		return a.lifecycle(c.Target, Event{Type: EventJobTerminated, Reason: c.Reason, Payload: EncodeTerminatedFailure(c.Reason)})
+	case *ExpireDeadlines:
+		return a.expireDeadlines(c)
 	}
 	return nil, fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
+}
+
+// claimedNothing reports whether res is a claim's result with no job.
+func claimedNothing(res Result) bool {
+	r, ok := res.(*ClaimResult)
+	return ok && len(r.Jobs) == 0
 }
 
 // applier carries one command's state through Apply.

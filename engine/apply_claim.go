@@ -6,16 +6,37 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
+// MaxDeferralsPerClaim bounds how many ready jobs of types the claimer does
+// not run (Claim.Types) one Claim defers, so a queue full of such jobs
+// costs each claim a bounded amount of work; the next claim goes on.
+const MaxDeferralsPerClaim = 64
+
+// The backoff of a deferred job: 1 s after its first deferral in a row,
+// doubling with each further one, at most 30 s.
+const (
+	deferFirstMS = 1000
+	deferMaxMS   = 30_000
+)
+
+// deferDelayMS is the backoff after the n-th deferral in a row (n >= 1).
+func deferDelayMS(n uint32) int64 {
+	if n > 6 { // 1 s << 5 is already past the cap
+		return deferMaxMS
+	}
+	return min(int64(deferFirstMS)<<(n-1), deferMaxMS)
+}
+
 func (a *applier) claim(c *Claim) (Result, error) {
 	// Every ready entry's time is the Now of the command that made the job
 	// ready, and Now only grows, so the entries left after a claim all sort
-	// at or after the last one claimed: that is the queue's low-water mark.
+	// at or after the last one it visited (each visited job is claimed or
+	// deferred, and leaves the index): that is the queue's low-water mark.
 	lowKey := storage.LowReadyKey(c.Queue)
 	low, err := a.u64(lowKey)
 	if err != nil {
 		return nil, err
 	}
-	var ids []JobID
+	var take, pass []*loaded
 	var lastReady int64
 	start := storage.ReadyKey(c.Queue, int64(low), 0)
 	err = a.tx.Scan(storage.ReadyPrefix(c.Queue), start, false, func(k, _ []byte) (bool, error) {
@@ -23,38 +44,57 @@ func (a *applier) claim(c *Claim) (Result, error) {
 		if err != nil {
 			return false, err
 		}
-		ids = append(ids, JobID(e.Job))
+		l, err := a.load(JobID(e.Job))
+		if err != nil {
+			return false, err
+		}
+		if l.job.Status != StatusQueued {
+			return false, &storage.CorruptError{Key: storage.JobKey(e.Job), Kind: storage.KindJob,
+				Reason: fmt.Sprintf("job is %s but listed in the ready index of %q", l.job.Status, c.Queue)}
+		}
+		if len(c.Types) == 0 || contains(c.Types, l.job.Type) {
+			take = append(take, l)
+		} else {
+			pass = append(pass, l)
+		}
 		lastReady = e.ReadyAtMS
-		return len(ids) < c.Max, nil
+		return len(take) < c.Max && len(pass) < MaxDeferralsPerClaim, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if len(ids) > 0 && uint64(lastReady) > low {
+	if len(take)+len(pass) > 0 && uint64(lastReady) > low {
 		a.tx.Set(lowKey, storage.U64(uint64(lastReady)))
 	}
 	res := &ClaimResult{}
-	for _, id := range ids {
-		l, err := a.load(id)
-		if err != nil {
-			return nil, err
-		}
+	for _, l := range take {
 		j := l.job
-		if j.Status != StatusQueued {
-			return nil, &storage.CorruptError{Key: storage.JobKey(uint64(id)), Kind: storage.KindJob,
-				Reason: fmt.Sprintf("job is %s but listed in the ready index of %q", j.Status, c.Queue)}
-		}
 		j.Attempt++
 		ev := Event{Type: EventJobLeased, Attempt: j.Attempt, Name: c.Owner, LeaseExpiryMS: a.now + c.LeaseMS}
 		seq, err := a.appendEvent(l, ev)
 		if err != nil {
 			return nil, err
 		}
+		// A claim ends the job's wait for a claimer: its deferrals and its
+		// schedule-to-start deadline are over.
+		j.Deferrals, j.DeferredReason, j.StartDeadlineMS = 0, "", 0
 		a.save(l)
 		res.Jobs = append(res.Jobs, ClaimedJob{
 			Job: j.ID, WorkflowID: j.WorkflowID, Type: j.Type,
 			Attempt: j.Attempt, LeaseExpiryMS: j.LeaseExpiryMS, LastSeq: seq, DeadlineMS: j.DeadlineMS,
 		})
+	}
+	// A job the claimer cannot run is deferred without a history event:
+	// each try would otherwise add events, and a job whose type no worker
+	// registers would grow its history without bound. Its record says why,
+	// for describe.
+	for _, l := range pass {
+		j := l.job
+		j.Deferrals++
+		j.DeferredUntilMS = a.now + deferDelayMS(j.Deferrals)
+		j.DeferredReason = fmt.Sprintf("no worker on queue %q registers type %q (asked by owner %q)", c.Queue, j.Type, c.Owner)
+		a.save(l)
+		res.Deferred = append(res.Deferred, j.ID)
 	}
 	return res, nil
 }
@@ -117,16 +157,49 @@ func (a *applier) releaseDelayed(c *ReleaseDelayed) (Result, error) {
 		if err != nil {
 			return err
 		}
-		if l.job.Status != StatusRetrying {
+		j := l.job
+		switch {
+		case j.Status == StatusQueued && j.DeferredUntilMS == tk.AtMS:
+			// A deferred job: back to the ready index, as ready now, with
+			// no event (its deferral wrote none either).
+			j.DeferredUntilMS, j.ReadyAtMS = 0, a.now
+		case j.Status == StatusRetrying:
+			if _, err := a.appendEvent(l, Event{Type: EventJobRequeued, Reason: ReasonRetryDelay}); err != nil {
+				return err
+			}
+		default:
 			return &storage.CorruptError{Key: key, Kind: storage.KindKey,
-				Reason: fmt.Sprintf("delayed index entry for job %d in status %s", l.job.ID, l.job.Status)}
+				Reason: fmt.Sprintf("delayed index entry for job %d in status %s (deferred until %d)", j.ID, j.Status, j.DeferredUntilMS)}
 		}
-		if _, err := a.appendEvent(l, Event{Type: EventJobRequeued, Reason: ReasonRetryDelay}); err != nil {
+		a.save(l)
+		res.Jobs = append(res.Jobs, j.ID)
+		res.Ready = append(res.Ready, j.ID)
+		return nil
+	})
+}
+
+func (a *applier) expireDeadlines(c *ExpireDeadlines) (Result, error) {
+	return a.sweep(storage.DeadlinePrefix, storage.KeyLowDeadline, c.Max, func(tk storage.TimeKey, key []byte, res *SweepResult) error {
+		l, err := a.load(JobID(tk.Job))
+		if err != nil {
+			return err
+		}
+		j := l.job
+		// Only the entry the record names is live; any other is stale (the
+		// job ended first, or a claim cleared the deadline it was for).
+		if j.TimeoutAtMS != tk.AtMS {
+			return nil
+		}
+		_, reason := nextDeadline(j)
+		ev := Event{Type: EventJobTimedOut, Attempt: j.Attempt, Reason: reason, Payload: timeoutFailure(j, reason)}
+		if _, err := a.appendEvent(l, ev); err != nil {
+			return err
+		}
+		if err := a.closed(l, &ev); err != nil {
 			return err
 		}
 		a.save(l)
-		res.Jobs = append(res.Jobs, l.job.ID)
-		res.Ready = append(res.Ready, l.job.ID)
+		res.Jobs = append(res.Jobs, j.ID)
 		return nil
 	})
 }
@@ -136,7 +209,8 @@ func (a *applier) releaseDelayed(c *ReleaseDelayed) (Result, error) {
 // at the index's low-water mark (lowKey) and raises the mark to now when it
 // drained everything due, or to the last entry's time when max cut it short:
 // every entry added later is due after now (leases, timers and delays are
-// always in the future when set), so nothing live ever sorts below the mark.
+// always in the future when set; deadlines and timers at the latest now), so
+// nothing live ever sorts below the mark.
 // The keys are collected before fn runs, because fn's writes move entries of
 // the same index.
 func (a *applier) sweep(prefix, lowKey []byte, max int, fn func(tk storage.TimeKey, key []byte, res *SweepResult) error) (Result, error) {

@@ -49,6 +49,12 @@ func (a *applier) create(c *CreateJob) (Result, error) {
 	if c.ExecutionTimeoutMS > 0 {
 		l.job.DeadlineMS = a.now + c.ExecutionTimeoutMS
 	}
+	if c.RunTimeoutMS > 0 {
+		l.job.RunDeadlineMS, l.job.RunTimeoutMS = a.now+c.RunTimeoutMS, c.RunTimeoutMS
+	}
+	if c.ScheduleToStartTimeoutMS > 0 {
+		l.job.StartDeadlineMS = a.now + c.ScheduleToStartTimeoutMS
+	}
 	ev := Event{Type: EventJobCreated, Name: c.Type, Payload: c.Input}
 	if c.Draft {
 		ev.Type = EventJobDrafted
@@ -130,7 +136,7 @@ func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
 		typ = old.Type
 	}
 	next := &CreateJob{WorkflowID: old.WorkflowID, Type: typ, Queue: old.Queue, Input: c.Input,
-		ParentID: old.ParentID, ParentStep: old.ParentStep, Retry: old.Retry}
+		ParentID: old.ParentID, ParentStep: old.ParentStep, Retry: old.Retry, RunTimeoutMS: old.RunTimeoutMS}
 	next.Header = c.Header
 	res, err := a.create(next)
 	if err != nil {
@@ -140,6 +146,8 @@ func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The chain's execution deadline carries over as it is; the run
+	// timeout starts afresh with the next run (set by create above).
 	nl.job.DeadlineMS, nl.job.RunAttempt = old.DeadlineMS, runAttempt
 	if c.DelayMS > 0 {
 		if _, err := a.appendEvent(nl, Event{Type: EventJobRequeued, DelayMS: c.DelayMS, Reason: ReasonRetry}); err != nil {

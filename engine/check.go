@@ -70,6 +70,13 @@ func (c *checker) lease(field string, ms int64) {
 	}
 }
 
+// duration checks a timeout or delay: 0 (none) up to 100 years.
+func (c *checker) duration(field string, ms int64) {
+	if ms < 0 || ms > maxDelayMS {
+		c.fail(field, fmt.Sprintf("is %d, not in [0, %d] (100 years)", ms, maxDelayMS))
+	}
+}
+
 func (c *checker) ref(r LeaseRef) {
 	if c.err == nil && r.Job == 0 {
 		c.fail("Job", "is required")
@@ -115,9 +122,9 @@ func (c *CreateJob) check(l *Limits) error {
 		ch.fail("ReusePolicy", fmt.Sprintf("%d is not a known policy", c.ReusePolicy))
 	}
 	ch.name("ParentStep", c.ParentStep, c.ParentID != 0)
-	if c.ExecutionTimeoutMS < 0 || c.ExecutionTimeoutMS > maxDelayMS {
-		ch.fail("ExecutionTimeoutMS", fmt.Sprintf("is %d, not in [0, %d]", c.ExecutionTimeoutMS, maxDelayMS))
-	}
+	ch.duration("ExecutionTimeoutMS", c.ExecutionTimeoutMS)
+	ch.duration("RunTimeoutMS", c.RunTimeoutMS)
+	ch.duration("ScheduleToStartTimeoutMS", c.ScheduleToStartTimeoutMS)
 	if r := c.Retry; r != nil && (r.InitialIntervalMS < 0 || r.MaximumIntervalMS < 0 || r.BackoffCoefficient < 0 || r.MaximumAttempts < 0) {
 		ch.fail("Retry", "has a negative field")
 	}
@@ -133,6 +140,13 @@ func (c *Claim) check(l *Limits) error {
 	ch.name("Owner", c.Owner, true)
 	ch.batch("Max", c.Max)
 	ch.lease("LeaseMS", c.LeaseMS)
+	if len(c.Types) > l.MaxBatch && ch.err == nil {
+		ch.err = tooLarge(ch.cmd, "Types", len(c.Types), l.MaxBatch)
+	}
+	ch.names("Types", c.Types)
+	if c.TailEvents < 0 || c.TailEvents > MaxTailEvents {
+		ch.fail("TailEvents", fmt.Sprintf("is %d, not in [0, %d]", c.TailEvents, MaxTailEvents))
+	}
 	return ch.err
 }
 
@@ -245,6 +259,19 @@ func (c *Cancel) check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.target(c.Target)
 	ch.name("Reason", c.Reason, false)
+	return ch.err
+}
+
+func (c *Terminate) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.target(c.Target)
+	ch.name("Reason", c.Reason, false)
+	return ch.err
+}
+
+func (c *ExpireDeadlines) check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.batch("Max", c.Max)
 	return ch.err
 }
 

@@ -32,25 +32,27 @@ type CommandKind uint8
 
 // Command kinds. Stored in logs and request records: never reuse a number.
 const (
-	KindCreateJob      CommandKind = 1
-	KindClaim          CommandKind = 2
-	KindHeartbeat      CommandKind = 3
-	KindAppendEvents   CommandKind = 4
-	KindCommitStep     CommandKind = 5
-	KindWait           CommandKind = 6
-	KindSignal         CommandKind = 7
-	KindFireTimers     CommandKind = 8
-	KindReclaim        CommandKind = 9
-	KindReleaseDelayed CommandKind = 10
-	KindCancel         CommandKind = 11
-	KindActivate       CommandKind = 12
-	KindSuspend        CommandKind = 13
-	KindResume         CommandKind = 14
-	KindComplete       CommandKind = 15
-	KindFail           CommandKind = 16
-	KindRequeue        CommandKind = 17
-	KindRequestCancel  CommandKind = 18
-	KindContinueAsNew  CommandKind = 19
+	KindCreateJob       CommandKind = 1
+	KindClaim           CommandKind = 2
+	KindHeartbeat       CommandKind = 3
+	KindAppendEvents    CommandKind = 4
+	KindCommitStep      CommandKind = 5
+	KindWait            CommandKind = 6
+	KindSignal          CommandKind = 7
+	KindFireTimers      CommandKind = 8
+	KindReclaim         CommandKind = 9
+	KindReleaseDelayed  CommandKind = 10
+	KindCancel          CommandKind = 11
+	KindActivate        CommandKind = 12
+	KindSuspend         CommandKind = 13
+	KindResume          CommandKind = 14
+	KindComplete        CommandKind = 15
+	KindFail            CommandKind = 16
+	KindRequeue         CommandKind = 17
+	KindRequestCancel   CommandKind = 18
+	KindContinueAsNew   CommandKind = 19
+	KindTerminate       CommandKind = 20
+	KindExpireDeadlines CommandKind = 21
 )
 
 var commandNames = map[CommandKind]string{
@@ -60,7 +62,7 @@ var commandNames = map[CommandKind]string{
 	KindReleaseDelayed: "ReleaseDelayed", KindCancel: "Cancel", KindActivate: "Activate",
 	KindSuspend: "Suspend", KindResume: "Resume", KindComplete: "Complete",
 	KindFail: "Fail", KindRequeue: "Requeue", KindRequestCancel: "RequestCancel",
-	KindContinueAsNew: "ContinueAsNew",
+	KindContinueAsNew: "ContinueAsNew", KindTerminate: "Terminate", KindExpireDeadlines: "ExpireDeadlines",
 }
 
 func (k CommandKind) String() string {
@@ -106,7 +108,19 @@ type CreateJob struct {
 	ParentStep string `json:"parent_step,omitempty" msgpack:"ps,omitempty"`
 	// ExecutionTimeoutMS bounds the workflow id's whole chain of runs
 	// (retries and continue-as-new included) from this start; 0: no bound.
+	// The engine enforces it: when it passes, the current run ends as
+	// TimedOut (reason execution_timeout) whatever its status. For an
+	// activity-task job it is the activity's schedule-to-close timeout.
 	ExecutionTimeoutMS int64 `json:"execution_timeout_ms,omitempty" msgpack:"et,omitempty"`
+	// RunTimeoutMS bounds each run on its own (Temporal's workflow run
+	// timeout): when it passes the run ends as TimedOut (reason
+	// run_timeout). A run started by ContinueAsNew or a retry gets the same
+	// timeout from its own start, not the old run's deadline; 0: no bound.
+	RunTimeoutMS int64 `json:"run_timeout_ms,omitempty" msgpack:"rto,omitempty"`
+	// ScheduleToStartTimeoutMS bounds the wait for the job's first claim:
+	// unclaimed by then, it ends as TimedOut (reason schedule_to_start).
+	// The first claim clears it; 0: no bound.
+	ScheduleToStartTimeoutMS int64 `json:"schedule_to_start_timeout_ms,omitempty" msgpack:"sto,omitempty"`
 	// Retry, if set, retries a failed run as a new run (see ContinueAsNew).
 	Retry *RetryPolicy `json:"retry,omitempty" msgpack:"rt,omitempty"`
 }
@@ -123,13 +137,34 @@ type RetryPolicy struct {
 
 // Claim takes up to Max ready jobs of Queue, in the order they became ready,
 // each with a new attempt and a lease of LeaseMS for Owner.
+//
+// Types, when not empty, lists the job types the claimer can run. A ready
+// job of another type met on the way is not claimed but deferred: it stays
+// Queued, leaves the ready index for the delayed one until a backoff has
+// passed (1 s, doubling with each deferral in a row up to 30 s; a claim
+// resets the count), and its record says why (Job.DeferredReason). No
+// history event is written. One claim defers at most
+// MaxDeferralsPerClaim jobs, so its cost stays bounded. Empty Types claims any
+// type.
 type Claim struct {
 	Header
-	Queue   string `json:"queue" msgpack:"qu"`
-	Owner   string `json:"owner" msgpack:"ow"`
-	Max     int    `json:"max" msgpack:"mx"`
-	LeaseMS int64  `json:"lease_ms" msgpack:"ls"`
+	Queue   string   `json:"queue" msgpack:"qu"`
+	Owner   string   `json:"owner" msgpack:"ow"`
+	Max     int      `json:"max" msgpack:"mx"`
+	LeaseMS int64    `json:"lease_ms" msgpack:"ls"`
+	Types   []string `json:"types,omitempty" msgpack:"tys,omitempty"`
+	// TailEvents asks for up to this many of each claimed job's newest
+	// events, ending with the job_leased the claim appended
+	// (ClaimedJob.Events), so a worker holding the job's earlier history
+	// (a cached workflow woken by a timer, a signal, a child) needs no
+	// history read before it goes on. 0: none; at most MaxTailEvents. Apply
+	// ignores it: Engine.Claim reads them from the applied state once the
+	// claim is applied, and the recorded result of a request id holds none.
+	TailEvents int `json:"tail_events,omitempty" msgpack:"te,omitempty"`
 }
+
+// MaxTailEvents bounds Claim.TailEvents.
+const MaxTailEvents = 64
 
 // LeaseRef names one attempt of one job.
 type LeaseRef struct {
@@ -252,6 +287,23 @@ type ReleaseDelayed struct {
 	Max int `json:"max" msgpack:"mx"`
 }
 
+// Terminate ends a job at once as Terminated from any non-terminal status
+// (an operator's "terminate"): job_terminated, carrying a TerminatedError
+// failure payload (see Failure), which also becomes the failed effect of a
+// child's parent step. A running attempt loses its lease and is fenced out.
+type Terminate struct {
+	Header
+	Target
+	Reason string `msgpack:"r,omitempty"`
+}
+
+// ExpireDeadlines ends as TimedOut up to Max jobs whose execution, run or
+// schedule-to-start deadline passed by Now (the scheduler proposes it).
+type ExpireDeadlines struct {
+	Header
+	Max int `msgpack:"mx"`
+}
+
 // Cancel ends a job as Cancelled from any non-terminal status.
 type Cancel struct {
 	Header
@@ -302,25 +354,27 @@ type Requeue struct {
 	Reason  string `json:"reason,omitempty" msgpack:"r,omitempty"`
 }
 
-func (*CreateJob) Kind() CommandKind      { return KindCreateJob }
-func (*Claim) Kind() CommandKind          { return KindClaim }
-func (*Heartbeat) Kind() CommandKind      { return KindHeartbeat }
-func (*AppendEvents) Kind() CommandKind   { return KindAppendEvents }
-func (*CommitStep) Kind() CommandKind     { return KindCommitStep }
-func (*Wait) Kind() CommandKind           { return KindWait }
-func (*Signal) Kind() CommandKind         { return KindSignal }
-func (*FireTimers) Kind() CommandKind     { return KindFireTimers }
-func (*Reclaim) Kind() CommandKind        { return KindReclaim }
-func (*ReleaseDelayed) Kind() CommandKind { return KindReleaseDelayed }
-func (*Cancel) Kind() CommandKind         { return KindCancel }
-func (*Activate) Kind() CommandKind       { return KindActivate }
-func (*Suspend) Kind() CommandKind        { return KindSuspend }
-func (*Resume) Kind() CommandKind         { return KindResume }
-func (*Complete) Kind() CommandKind       { return KindComplete }
-func (*Fail) Kind() CommandKind           { return KindFail }
-func (*Requeue) Kind() CommandKind        { return KindRequeue }
-func (*RequestCancel) Kind() CommandKind  { return KindRequestCancel }
-func (*ContinueAsNew) Kind() CommandKind  { return KindContinueAsNew }
+func (*CreateJob) Kind() CommandKind       { return KindCreateJob }
+func (*Claim) Kind() CommandKind           { return KindClaim }
+func (*Heartbeat) Kind() CommandKind       { return KindHeartbeat }
+func (*AppendEvents) Kind() CommandKind    { return KindAppendEvents }
+func (*CommitStep) Kind() CommandKind      { return KindCommitStep }
+func (*Wait) Kind() CommandKind            { return KindWait }
+func (*Signal) Kind() CommandKind          { return KindSignal }
+func (*FireTimers) Kind() CommandKind      { return KindFireTimers }
+func (*Reclaim) Kind() CommandKind         { return KindReclaim }
+func (*ReleaseDelayed) Kind() CommandKind  { return KindReleaseDelayed }
+func (*Cancel) Kind() CommandKind          { return KindCancel }
+func (*Activate) Kind() CommandKind        { return KindActivate }
+func (*Suspend) Kind() CommandKind         { return KindSuspend }
+func (*Resume) Kind() CommandKind          { return KindResume }
+func (*Complete) Kind() CommandKind        { return KindComplete }
+func (*Fail) Kind() CommandKind            { return KindFail }
+func (*Requeue) Kind() CommandKind         { return KindRequeue }
+func (*RequestCancel) Kind() CommandKind   { return KindRequestCancel }
+func (*ContinueAsNew) Kind() CommandKind   { return KindContinueAsNew }
+func (*Terminate) Kind() CommandKind       { return KindTerminate }
+func (*ExpireDeadlines) Kind() CommandKind { return KindExpireDeadlines }
 
 // newCommand returns an empty command of kind k, for decoding.
 func newCommand(k CommandKind) (Command, bool) {
@@ -363,6 +417,10 @@ func newCommand(k CommandKind) (Command, bool) {
 		return new(RequestCancel), true
 	case KindContinueAsNew:
 		return new(ContinueAsNew), true
+	case KindTerminate:
+		return new(Terminate), true
+	case KindExpireDeadlines:
+		return new(ExpireDeadlines), true
 	}
 	return nil, false
 }

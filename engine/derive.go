@@ -71,7 +71,8 @@ func CheckHistory(history []Event, stored Status) error {
 		if !IsStatusEvent(ev.Type) {
 			continue
 		}
-		// Invariant 1: one terminal end (job_requeued after job_failed is a retry).
+		// Invariant 1: one terminal end (job_requeued after job_failed is a
+		// retry; after job_timed_out or job_terminated nothing follows).
 		if terminalSeen {
 			switch ev.Type {
 			case EventJobRunning, EventJobLeased:
@@ -94,7 +95,7 @@ func CheckHistory(history []Event, stored Status) error {
 		s = to
 		lastStatus = ev
 		switch ev.Type {
-		case EventJobCompleted, EventJobFailed, EventJobCancelled:
+		case EventJobCompleted, EventJobFailed, EventJobCancelled, EventJobTimedOut, EventJobTerminated:
 			terminalSeen = true
 		case EventJobRequeued:
 			terminalSeen = false // a retry of a failed job reopens it

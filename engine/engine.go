@@ -26,11 +26,13 @@ type Config struct {
 	Clock clock.Clock
 	// MaxBatchCommands bounds one group commit; 0 means 1024.
 	MaxBatchCommands int
-	// SchedulerBatch bounds the jobs of one timer, reclaim or release
-	// proposal; 0 means 256.
+	// SchedulerBatch bounds the jobs of one timer, reclaim, release or
+	// deadline proposal; 0 means DefaultSchedulerBatch, or Limits.MaxBatch
+	// when that is smaller. It must not exceed Limits.MaxBatch.
 	SchedulerBatch int
-	// DisableScheduler leaves timers, expired leases and retry delays to the
-	// caller (tests drive them by proposing FireTimers, Reclaim, ReleaseDelayed).
+	// DisableScheduler leaves timers, expired leases, retry delays and job
+	// deadlines to the caller (tests drive them by proposing FireTimers,
+	// Reclaim, ReleaseDelayed, ExpireDeadlines).
 	DisableScheduler bool
 	// OnSchedulerError receives errors the scheduler met; nil drops them.
 	OnSchedulerError func(error)
@@ -47,6 +49,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBatchCommands < 0 || c.SchedulerBatch < 0 {
 		return fmt.Errorf("%w: Config.MaxBatchCommands and SchedulerBatch must not be negative", ErrInvalidCommand)
+	}
+	if _, err := SchedulerBatch(c.SchedulerBatch, c.Limits); err != nil {
+		return err
 	}
 	lim := c.Limits.withDefaults()
 	if maxBatch := storage.MaxBatchBytes(so); int64(lim.MaxPayloadBytes)*2 > maxBatch {
@@ -203,7 +208,8 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e.log = e.local
 	if !cfg.DisableScheduler {
-		e.sched = NewScheduler(e.log, db, cfg.Clock, cfg.SchedulerBatch)
+		batch, _ := SchedulerBatch(cfg.SchedulerBatch, cfg.Limits) // Validate checked it
+		e.sched = NewScheduler(e.log, db, cfg.Clock, batch)
 		e.sched.OnError = cfg.OnSchedulerError
 		ctx, cancel := context.WithCancel(context.Background())
 		e.cancel = cancel
@@ -272,13 +278,53 @@ func (e *Engine) Create(ctx context.Context, c CreateJob) (*CreateResult, error)
 	return propose[*CreateResult](ctx, e, &c)
 }
 
-// Claim takes ready jobs of a queue.
+// Claim takes ready jobs of a queue, with each job's newest events when
+// c.TailEvents asks for them.
 func (e *Engine) Claim(ctx context.Context, c Claim) ([]ClaimedJob, error) {
 	r, err := propose[*ClaimResult](ctx, e, &c)
 	if err != nil {
 		return nil, err
 	}
+	if c.TailEvents > 0 {
+		e.attachTails(r.Jobs, c.TailEvents)
+	}
 	return r.Jobs, nil
+}
+
+// attachTails gives each claimed job its newest n events up to its claim.
+// They are read from the applied state without a read barrier: the claim
+// was applied to it before Propose returned, so every event up to the
+// claim's LastSeq is there (a Raft leader answers a proposal only once its
+// own state machine applied it). A failed read leaves the events out: they
+// only spare the worker a read, and the claim itself must not be lost.
+func (e *Engine) attachTails(jobs []ClaimedJob, n int) {
+	if len(jobs) == 0 {
+		return
+	}
+	tails := make([][]Event, len(jobs))
+	err := e.store.View(func(r *storage.Reader) error {
+		for i, j := range jobs {
+			after := uint64(0)
+			if j.LastSeq > uint64(n) {
+				after = j.LastSeq - uint64(n)
+			}
+			evs, _, err := ReadHistory(r, j.Job, after, int(j.LastSeq-after))
+			if err != nil {
+				return err
+			}
+			if len(evs) == 0 || evs[len(evs)-1].Seq != j.LastSeq {
+				return fmt.Errorf("engine: job %d's history does not reach its claim at seq %d", j.Job, j.LastSeq)
+			}
+			tails[i] = evs
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	for i := range jobs {
+		jobs[i].Events = tails[i]
+	}
 }
 
 // Heartbeat renews leases; see HeartbeatResult for the refused ones.
@@ -351,6 +397,11 @@ func (e *Engine) RequestCancel(ctx context.Context, c RequestCancel) (*StatusRes
 	return propose[*StatusResult](ctx, e, &c)
 }
 
+// Terminate ends a job at once as Terminated.
+func (e *Engine) Terminate(ctx context.Context, c Terminate) (*StatusResult, error) {
+	return propose[*StatusResult](ctx, e, &c)
+}
+
 // Committed returns a channel that is closed after the next durable batch
 // that wrote something: waiters re-read what they watch, without polling.
 func (e *Engine) Committed() <-chan struct{} {
@@ -359,8 +410,9 @@ func (e *Engine) Committed() <-chan struct{} {
 	return e.commitCh
 }
 
-// WaitClosed blocks until the job t names is terminal (Completed, Failed or
-// Cancelled) and returns its record, or until ctx ends.
+// WaitClosed blocks until the job t names is terminal (Completed, Failed,
+// Cancelled, TimedOut or Terminated) and returns its record, or until ctx
+// ends.
 func (e *Engine) WaitClosed(ctx context.Context, t Target) (*Job, error) {
 	if t.Job != 0 {
 		return e.waitJobClosed(ctx, t.Job)

@@ -71,6 +71,8 @@ func fuzzSampleCommands() []Command {
 		&CreateJob{Header: Header{NowMS: 2_000_000}, WorkflowID: "wf-open", Type: "order", Queue: "q", ReusePolicy: IDReuseReturnExisting},
 		&CreateJob{Header: Header{NowMS: 2_000_000}, Type: "child", Queue: "q", Draft: true, ParentID: 3, ParentStep: "c"},
 		&Claim{Header: Header{NowMS: 2_000_000}, Queue: "q", Owner: "w", Max: 3, LeaseMS: 30_000},
+		&Claim{Header: Header{RequestID: "rq-types", NowMS: 2_000_000}, Queue: "q", Owner: "w", Max: 3, LeaseMS: 30_000, Types: []string{"child"}},
+		&CreateJob{Header: Header{NowMS: 2_000_000}, Type: "order", Queue: "q", ExecutionTimeoutMS: 5_000, RunTimeoutMS: 1_000, ScheduleToStartTimeoutMS: 500},
 		&Heartbeat{Header: Header{NowMS: 2_000_000}, Leases: []LeaseRef{{Job: 3, Attempt: 1}, {Job: 1, Attempt: 1}, {Job: 99, Attempt: 1}}, LeaseMS: 60_000},
 		&AppendEvents{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Events: []NewEvent{{Type: "activity_started", Step: "a"}, {Type: EventSignalReceived, Name: "go"}}},
 		&CommitStep{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "a", Type: "activity_completed", Payload: []byte("ok")},
@@ -80,6 +82,9 @@ func fuzzSampleCommands() []Command {
 		&FireTimers{Header: Header{NowMS: 9_000_000}, Max: 10},
 		&Reclaim{Header: Header{NowMS: 9_000_000}, Max: 10},
 		&ReleaseDelayed{Header: Header{NowMS: 9_000_000}, Max: 10},
+		&ExpireDeadlines{Header: Header{NowMS: 9_000_000}, Max: 10},
+		&Terminate{Header: Header{NowMS: 2_000_000}, Target: Target{Job: 4}, Reason: "ops"},
+		&Terminate{Header: Header{RequestID: "rq-term", NowMS: 2_000_000}, Target: Target{WorkflowID: "wf-run"}},
 		&Cancel{Header: Header{NowMS: 2_000_000}, Target: Target{Job: 6}, Reason: "user"},
 		&Activate{Header: Header{NowMS: 2_000_000}, Target: Target{Job: 2}},
 		&Suspend{Header: Header{NowMS: 2_000_000}, Target: Target{Job: 3}, Reason: "ops"},
@@ -192,8 +197,9 @@ func (fs *fuzzStore) apply(t *testing.T, cmd Command) {
 	if len(errs) > 0 {
 		t.Fatalf("after %s -> %s, Verify: %v", propFmtCmd(cmd), propFmtRes(res), errs)
 	}
-	// A request id answers a retry with the first result and writes nothing.
-	if cmd.Head().RequestID != "" {
+	// A request id answers a retry with the first result and writes nothing
+	// (a claim that took no job leaves its id unused: its retry runs afresh).
+	if cmd.Head().RequestID != "" && !claimedNothing(res) {
 		b := db.NewBatch()
 		defer b.Discard()
 		tx := b.Begin()
@@ -278,16 +284,18 @@ func FuzzDecodeCommand(f *testing.F) {
 
 func fuzzSampleResults() map[CommandKind]Result {
 	return map[CommandKind]Result{
-		KindCreateJob:      &CreateResult{Job: 1, WorkflowID: "wf", Existing: true},
-		KindClaim:          &ClaimResult{Jobs: []ClaimedJob{{Job: 1, WorkflowID: "wf", Type: "t", Attempt: 2, LeaseExpiryMS: 5, LastSeq: 3}}},
-		KindHeartbeat:      &HeartbeatResult{LeaseExpiryMS: 9, Refused: []Refusal{{LeaseRef: LeaseRef{Job: 1, Attempt: 1}, Code: StaleAttemptCode}}},
-		KindAppendEvents:   &AppendResult{FirstSeq: 2, LastSeq: 4, AtMS: 1_700_000_000_000},
-		KindWait:           &WaitResult{Woken: true, Status: StatusRunning, Seq: 7},
-		KindSignal:         &SignalResult{Job: 3, Seq: 4, Woke: true},
-		KindReclaim:        &SweepResult{Jobs: []JobID{1, 2}, Ready: []JobID{2}, More: true},
-		KindCancel:         &StatusResult{Job: 1, Status: StatusCancelled, Seq: 5},
-		KindFireTimers:     &SweepResult{},
-		KindReleaseDelayed: &SweepResult{Ready: []JobID{}},
+		KindCreateJob:       &CreateResult{Job: 1, WorkflowID: "wf", Existing: true},
+		KindClaim:           &ClaimResult{Jobs: []ClaimedJob{{Job: 1, WorkflowID: "wf", Type: "t", Attempt: 2, LeaseExpiryMS: 5, LastSeq: 3}}, Deferred: []JobID{4}},
+		KindHeartbeat:       &HeartbeatResult{LeaseExpiryMS: 9, Refused: []Refusal{{LeaseRef: LeaseRef{Job: 1, Attempt: 1}, Code: StaleAttemptCode}}},
+		KindAppendEvents:    &AppendResult{FirstSeq: 2, LastSeq: 4, AtMS: 1_700_000_000_000},
+		KindWait:            &WaitResult{Woken: true, Status: StatusRunning, Seq: 7},
+		KindSignal:          &SignalResult{Job: 3, Seq: 4, Woke: true},
+		KindReclaim:         &SweepResult{Jobs: []JobID{1, 2}, Ready: []JobID{2}, More: true},
+		KindCancel:          &StatusResult{Job: 1, Status: StatusCancelled, Seq: 5},
+		KindFireTimers:      &SweepResult{},
+		KindReleaseDelayed:  &SweepResult{Ready: []JobID{}},
+		KindTerminate:       &StatusResult{Job: 2, Status: StatusTerminated, Seq: 3},
+		KindExpireDeadlines: &SweepResult{Jobs: []JobID{4}},
 	}
 }
 
@@ -336,6 +344,8 @@ func FuzzDecodeEvent(f *testing.F) {
 		{Seq: 3, Type: EventJobWaiting, AtMS: 1002, Attempt: 1, Wait: &WaitSpec{TimerID: "t", TimerAtMS: 5000, Signals: []string{"s"}, Steps: []string{"a"}, Park: true}},
 		{Seq: 4, Type: EventJobRequeued, AtMS: 1003, Reason: ReasonRetry, DelayMS: 500},
 		{Seq: 5, Type: "activity_completed", Step: "a", Payload: []byte("ok"), Commit: true},
+		{Seq: 6, Type: EventJobTimedOut, Reason: ReasonRunTimeout, Payload: EncodeTimeoutFailure(TimeoutWorkflowRun, "m")},
+		{Seq: 7, Type: EventEffectRecorded, Step: "c"},
 	} {
 		f.Add(EncodeEvent(e))
 	}
@@ -373,6 +383,8 @@ func FuzzDecodeJob(f *testing.F) {
 		{ID: 2, WorkflowID: "wf-2", Type: "order", Queue: "q", Status: StatusRunning, Attempt: 3, LeaseOwner: "w", LeaseExpiryMS: 9000,
 			LastSeq: 7, Timers: []Timer{{ID: "t", FireMS: 5000}}, Retries: 2, StartDigest: 0xdeadbeef, ParentID: 1, ParentStep: "c", CreatedMS: 1, UpdatedMS: 2},
 		{ID: 3, Status: StatusParked, Wait: &WaitSpec{TimerID: "t", TimerAtMS: 5000, Park: true}, ClosedMS: 4},
+		{ID: 4, Status: StatusQueued, DeadlineMS: 9000, RunDeadlineMS: 8000, StartDeadlineMS: 7000, TimeoutAtMS: 7000,
+			Deferrals: 2, DeferredReason: "no worker", DeferredUntilMS: 6000},
 	} {
 		f.Add(EncodeJob(j))
 	}
@@ -476,4 +488,29 @@ func TestFuzzCorruptRecordsKeepMemoryBounded(t *testing.T) {
 			}
 		}
 	}
+}
+
+func FuzzDecodeFailure(f *testing.F) {
+	for _, b := range [][]byte{
+		EncodeTimeoutFailure(TimeoutScheduleToStart, "late"),
+		EncodeTerminatedFailure("ops"),
+		[]byte(`{"type":"E","message":"m","nonRetryable":false}`),
+		[]byte(`{"type":1}`), []byte(`null`), []byte(`{`), {},
+	} {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fl, err := DecodeFailure(data)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("DecodeFailure error %v is not ErrCorrupt", err)
+			}
+			return
+		}
+		b := encodeFailure(*fl)
+		fl2, err := DecodeFailure(b)
+		if err != nil || *fl2 != *fl {
+			t.Fatalf("round trip of %+v gave %+v, %v", *fl, fl2, err)
+		}
+	})
 }

@@ -43,6 +43,27 @@ type Job struct {
 	ParentStep string `json:"parent_step,omitempty" msgpack:"ps,omitempty"`
 	// DeadlineMS ends the chain of runs (its execution timeout); 0: none.
 	DeadlineMS int64 `json:"deadline_ms,omitempty" msgpack:"dl,omitempty"`
+	// RunDeadlineMS ends this run (its run timeout); 0: none. RunTimeoutMS
+	// is that timeout, which every later run of the chain (ContinueAsNew,
+	// a retry) gets afresh from its own start.
+	RunDeadlineMS int64 `json:"run_deadline_ms,omitempty" msgpack:"rdl,omitempty"`
+	RunTimeoutMS  int64 `json:"run_timeout_ms,omitempty" msgpack:"rto,omitempty"`
+	// StartDeadlineMS ends the job unless it is claimed by then (its
+	// schedule-to-start timeout); the first claim clears it. 0: none.
+	StartDeadlineMS int64 `json:"start_deadline_ms,omitempty" msgpack:"sdl,omitempty"`
+	// TimeoutAtMS is when the earliest of the three deadlines above falls
+	// due, as placed in the deadline index: the deadline itself, or the
+	// time the entry was made when that deadline had already passed. 0 for
+	// a job with no deadline, and for a job that ended.
+	TimeoutAtMS int64 `json:"timeout_at_ms,omitempty" msgpack:"toa,omitempty"`
+	// Deferrals counts the claims in a row that passed the job over
+	// because the claimer does not run its type (Claim.Types); a claim of
+	// the job resets it. DeferredReason says who passed it over, and
+	// DeferredUntilMS, while set, is when the Queued job becomes claimable
+	// again (until then it sits in the delayed index, not the ready one).
+	Deferrals       uint32 `json:"deferrals,omitempty" msgpack:"dfn,omitempty"`
+	DeferredReason  string `json:"deferred_reason,omitempty" msgpack:"dfr,omitempty"`
+	DeferredUntilMS int64  `json:"deferred_until_ms,omitempty" msgpack:"dfu,omitempty"`
 	// Retry is the workflow retry policy; RunAttempt numbers the runs of a
 	// retry chain from 1.
 	Retry      *RetryPolicy `json:"retry,omitempty" msgpack:"rp,omitempty"`

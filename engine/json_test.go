@@ -20,7 +20,8 @@ func TestStatusJSON(t *testing.T) {
 		{StatusNone, `"None"`}, {StatusQueued, `"Queued"`}, {StatusRunning, `"Running"`},
 		{StatusWaiting, `"Waiting"`}, {StatusParked, `"Parked"`}, {StatusRetrying, `"Retrying"`},
 		{StatusCompleted, `"Completed"`}, {StatusFailed, `"Failed"`}, {StatusCancelled, `"Cancelled"`},
-		{StatusDraft, `"Draft"`}, {StatusSuspended, `"Suspended"`}, {Status(42), `42`},
+		{StatusDraft, `"Draft"`}, {StatusSuspended, `"Suspended"`}, {StatusTimedOut, `"TimedOut"`},
+		{StatusTerminated, `"Terminated"`}, {Status(42), `42`},
 	}
 	if len(tests) != numStatuses+1 {
 		t.Fatalf("%d rows for %d statuses: a new status needs a row", len(tests), numStatuses)

@@ -81,38 +81,49 @@ func (*propBogusCmd) check(*Limits) error { return nil }
 
 // ---------------------------------------------------------------------------
 // The specification's transition table (STATE-MACHINES.md §1 and §4, with the
-// project's extension: cancel from Queued/Retrying), written out again here
-// so that the engine's table is checked against the document, not itself.
+// project's extensions: cancel from Queued/Retrying, and the engine-owned
+// ends job_timed_out and job_terminated from every status that is not an
+// end), written out again here so that the engine's table is checked against
+// the document, not itself.
 
 var propSpecTable = map[Status]map[EventType]Status{
 	StatusNone: {EventJobCreated: StatusQueued, EventJobQueued: StatusQueued,
 		EventJobRequeued: StatusQueued, EventJobDrafted: StatusDraft},
 	StatusQueued: {EventJobRequeued: StatusQueued, EventJobLeased: StatusRunning, EventJobRunning: StatusRunning,
-		EventWaitCompleted: StatusQueued, EventJobCancelled: StatusCancelled, EventJobSuspended: StatusSuspended},
+		EventWaitCompleted: StatusQueued, EventJobCancelled: StatusCancelled, EventJobSuspended: StatusSuspended,
+		EventJobTimedOut: StatusTimedOut, EventJobTerminated: StatusTerminated},
 	StatusRunning: {EventJobRequeued: StatusQueued, EventJobWaiting: StatusWaiting, EventWaitCompleted: StatusQueued,
 		EventJobCompleted: StatusCompleted, EventJobFailed: StatusFailed, EventJobCancelled: StatusCancelled,
-		EventJobSuspended: StatusSuspended},
-	StatusWaiting: {EventWaitCompleted: StatusQueued, EventJobCancelled: StatusCancelled, EventJobSuspended: StatusSuspended},
-	StatusParked:  {EventWaitCompleted: StatusQueued, EventJobCancelled: StatusCancelled, EventJobSuspended: StatusSuspended},
+		EventJobSuspended: StatusSuspended, EventJobTimedOut: StatusTimedOut, EventJobTerminated: StatusTerminated},
+	StatusWaiting: {EventWaitCompleted: StatusQueued, EventJobCancelled: StatusCancelled, EventJobSuspended: StatusSuspended,
+		EventJobTimedOut: StatusTimedOut, EventJobTerminated: StatusTerminated},
+	StatusParked: {EventWaitCompleted: StatusQueued, EventJobCancelled: StatusCancelled, EventJobSuspended: StatusSuspended,
+		EventJobTimedOut: StatusTimedOut, EventJobTerminated: StatusTerminated},
 	StatusRetrying: {EventJobRequeued: StatusQueued, EventJobLeased: StatusRunning, EventJobRunning: StatusRunning,
-		EventWaitCompleted: StatusQueued, EventJobCancelled: StatusCancelled, EventJobSuspended: StatusSuspended},
-	StatusCompleted: {},
-	StatusFailed:    {EventJobRequeued: StatusQueued},
-	StatusCancelled: {},
-	StatusDraft:     {EventJobActivated: StatusQueued, EventJobSuspended: StatusSuspended, EventJobCancelled: StatusCancelled},
-	StatusSuspended: {EventJobResumed: StatusQueued, EventJobCancelled: StatusCancelled},
+		EventWaitCompleted: StatusQueued, EventJobCancelled: StatusCancelled, EventJobSuspended: StatusSuspended,
+		EventJobTimedOut: StatusTimedOut, EventJobTerminated: StatusTerminated},
+	StatusCompleted:  {},
+	StatusFailed:     {EventJobRequeued: StatusQueued},
+	StatusCancelled:  {},
+	StatusTimedOut:   {},
+	StatusTerminated: {},
+	StatusDraft: {EventJobActivated: StatusQueued, EventJobSuspended: StatusSuspended, EventJobCancelled: StatusCancelled,
+		EventJobTimedOut: StatusTimedOut, EventJobTerminated: StatusTerminated},
+	StatusSuspended: {EventJobResumed: StatusQueued, EventJobCancelled: StatusCancelled,
+		EventJobTimedOut: StatusTimedOut, EventJobTerminated: StatusTerminated},
 }
 
 var propSpecStatusEvents = []EventType{
 	EventJobCreated, EventJobQueued, EventJobRequeued, EventJobLeased, EventJobRunning,
 	EventJobWaiting, EventWaitCompleted, EventJobCompleted, EventJobFailed, EventJobCancelled,
 	EventJobDrafted, EventJobActivated, EventJobSuspended, EventJobResumed,
+	EventJobTimedOut, EventJobTerminated,
 }
 
 func propIsStatus(t EventType) bool { return slices.Contains(propSpecStatusEvents, t) }
 
 func propTerminal(s Status) bool {
-	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
+	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled || s == StatusTimedOut || s == StatusTerminated
 }
 
 // propSpecNext is the documented Next: the table's cell, refined to Parked by a
@@ -165,6 +176,14 @@ type propJob struct {
 	CreatedMS, ClosedMS int64
 	Events              []Event
 	Effects             map[string]*Effect
+	// The deadlines (execution, run, schedule-to-start) and the time of the
+	// job's entry in the deadline index.
+	Deadline, RunDeadline, StartDeadline, TimeoutAt int64
+	RunTimeout                                      int64
+	// Deferrals by claimers that do not run the job's type.
+	Deferrals     uint32
+	DeferReason   string
+	DeferredUntil int64
 }
 
 type propReq struct {
@@ -190,19 +209,25 @@ type propModel struct {
 	// leases and timers model the swept indexes: every entry a record ever
 	// implied, until the sweep that reaches its time removes it (entries the
 	// record no longer needs stay behind, stale).
-	leases map[propDue]bool
-	timers map[propDue]bool
+	leases    map[propDue]bool
+	timers    map[propDue]bool
+	deadlines map[propDue]bool
 }
 
 func newPropModel() *propModel {
 	return &propModel{wfs: map[string]JobID{}, byWF: map[string][]JobID{}, reqs: map[string]*propReq{},
-		leases: map[propDue]bool{}, timers: map[propDue]bool{}}
+		leases: map[propDue]bool{}, timers: map[propDue]bool{}, deadlines: map[propDue]bool{}}
 }
 
-// noteSwept adds the lease and timer entries the changed jobs now imply.
+// noteSwept places the changed jobs' deadline entries and adds the lease,
+// timer and deadline entries they now imply.
 func (m *propModel) noteSwept() {
 	for _, id := range m.touchOrder {
 		j := m.job(id)
+		m.armDeadline(j)
+		if j.TimeoutAt > 0 {
+			m.deadlines[propDue{at: j.TimeoutAt, job: j}] = true
+		}
 		if j.Status == StatusRunning {
 			m.leases[propDue{at: j.LeaseExp, job: j}] = true
 		}
@@ -230,6 +255,37 @@ func (m *propModel) dueEntries(set map[propDue]bool, max int, res *SweepResult) 
 		m.wrote = true
 	}
 	return dues
+}
+
+// nextDeadline is the documented earliest deadline of an open job, with the
+// reason its passing records (ties: execution, run, schedule-to-start).
+func propNextDeadline(j *propJob) (int64, string) {
+	if propTerminal(j.Status) {
+		return 0, ""
+	}
+	at, reason := int64(0), ""
+	for _, d := range []struct {
+		at     int64
+		reason string
+	}{{j.Deadline, ReasonExecutionTimeout}, {j.RunDeadline, ReasonRunTimeout}, {j.StartDeadline, ReasonScheduleToStart}} {
+		if d.at > 0 && (at == 0 || d.at < at) {
+			at, reason = d.at, d.reason
+		}
+	}
+	return at, reason
+}
+
+// armDeadline places j's deadline entry: at its earliest deadline, never
+// below now, following that deadline when it moves unless the entry is
+// already due.
+func (m *propModel) armDeadline(j *propJob) {
+	next, _ := propNextDeadline(j)
+	switch t := j.TimeoutAt; {
+	case next == 0:
+		j.TimeoutAt = 0
+	case t == 0 || next > t || (next < t && t > m.now):
+		j.TimeoutAt = max(next, m.now)
+	}
 }
 
 func (m *propModel) job(id JobID) *propJob {
@@ -273,8 +329,9 @@ func (m *propModel) apply(cmd Command) (res Result, err error, replay bool) {
 		return nil, err, false
 	}
 	m.noteSwept()
-	// A request id is used up only by a command that wrote something.
-	if h.RequestID != "" && m.wrote {
+	// A request id is used up only by a command that wrote something, and
+	// never by a claim that took no job (even if it deferred some).
+	if cr, ok := res.(*ClaimResult); h.RequestID != "" && m.wrote && (!ok || len(cr.Jobs) > 0) {
 		m.record(h.RequestID, cmd.Kind(), res)
 	}
 	if m.wrote {
@@ -376,6 +433,11 @@ func propValidate(cmd Command) error {
 			fail(ErrInvalidCommand)
 		}
 		name(c.ParentStep, c.ParentID != 0)
+		for _, d := range []int64{c.ExecutionTimeoutMS, c.RunTimeoutMS, c.ScheduleToStartTimeoutMS} {
+			if d < 0 || d > 100*365*24*3600*1000 {
+				fail(ErrInvalidCommand)
+			}
+		}
 		if c.ParentID == 0 && c.ParentStep != "" {
 			fail(ErrInvalidCommand)
 		}
@@ -384,6 +446,15 @@ func propValidate(cmd Command) error {
 		name(c.Owner, true)
 		batch(c.Max)
 		lease(c.LeaseMS)
+		if len(c.Types) > propMaxBatch {
+			fail(ErrPayloadTooLarge)
+		}
+		for _, t := range c.Types {
+			name(t, true)
+		}
+		if c.TailEvents < 0 || c.TailEvents > MaxTailEvents {
+			fail(ErrInvalidCommand)
+		}
 	case *Heartbeat:
 		batch(len(c.Leases))
 		for _, r := range c.Leases {
@@ -440,7 +511,12 @@ func propValidate(cmd Command) error {
 		batch(c.Max)
 	case *ReleaseDelayed:
 		batch(c.Max)
+	case *ExpireDeadlines:
+		batch(c.Max)
 	case *Cancel:
+		target(c.Target)
+		name(c.Reason, false)
+	case *Terminate:
 		target(c.Target)
 		name(c.Reason, false)
 	case *Activate:
@@ -492,6 +568,10 @@ func (m *propModel) dispatch(cmd Command) (Result, error) {
 		return m.reclaim(c)
 	case *ReleaseDelayed:
 		return m.release(c)
+	case *ExpireDeadlines:
+		return m.expire(c)
+	case *Terminate:
+		return m.lifecycle(c.Target, Event{Type: EventJobTerminated, Reason: c.Reason, Payload: propTerminatedPayload(c.Reason)})
 	case *Cancel:
 		return m.lifecycle(c.Target, Event{Type: EventJobCancelled, Reason: c.Reason})
 	case *Activate:
@@ -544,7 +624,7 @@ func propSatAdd(a, b int64) int64 {
 
 func (m *propModel) enter(j *propJob, to Status, ev *Event) {
 	j.Status = to
-	j.Owner, j.LeaseExp, j.ReadyAt, j.ReleaseAt, j.Wait = "", 0, 0, 0, nil
+	j.Owner, j.LeaseExp, j.ReadyAt, j.ReleaseAt, j.DeferredUntil, j.Wait = "", 0, 0, 0, 0, nil
 	switch to {
 	case StatusQueued:
 		j.ReadyAt = m.now
@@ -555,7 +635,7 @@ func (m *propModel) enter(j *propJob, to Status, ev *Event) {
 	case StatusWaiting, StatusParked:
 		w := *ev.Wait
 		j.Wait = &w
-	case StatusCompleted, StatusFailed, StatusCancelled:
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusTerminated:
 		j.ClosedMS = m.now
 		j.Timers = nil
 	}
@@ -624,6 +704,14 @@ func (m *propModel) create(c *CreateJob) (Result, error) {
 	}
 	j := &propJob{ID: id, WF: wf, Type: c.Type, Queue: c.Queue, Input: c.Input, Parent: c.ParentID,
 		ParentStep: c.ParentStep, CreatedMS: m.now, Effects: map[string]*Effect{}}
+	at := func(d int64) int64 {
+		if d == 0 {
+			return 0
+		}
+		return m.now + d
+	}
+	j.Deadline, j.RunDeadline, j.StartDeadline = at(c.ExecutionTimeoutMS), at(c.RunTimeoutMS), at(c.ScheduleToStartTimeoutMS)
+	j.RunTimeout = c.RunTimeoutMS
 	m.jobs = append(m.jobs, j)
 	ev := Event{Type: EventJobCreated, Name: c.Type, Payload: c.Input}
 	if c.Draft {
@@ -638,7 +726,7 @@ func (m *propModel) create(c *CreateJob) (Result, error) {
 func (m *propModel) claim(c *Claim) (Result, error) {
 	var ready []*propJob
 	for _, j := range m.jobs {
-		if j.Status == StatusQueued && j.Queue == c.Queue {
+		if j.Status == StatusQueued && j.DeferredUntil == 0 && j.Queue == c.Queue {
 			ready = append(ready, j)
 		}
 	}
@@ -648,15 +736,41 @@ func (m *propModel) claim(c *Claim) (Result, error) {
 		}
 		return ready[a].ID < ready[b].ID
 	})
-	if len(ready) > c.Max {
-		ready = ready[:c.Max]
+	// In ready order: a job of a type the claimer runs is taken, another is
+	// passed over (deferred), until Max are taken or MaxDeferralsPerClaim
+	// passed over.
+	var take, pass []*propJob
+	for _, j := range ready {
+		if len(take) == c.Max || len(pass) == MaxDeferralsPerClaim {
+			break
+		}
+		if len(c.Types) == 0 || slices.Contains(c.Types, j.Type) {
+			take = append(take, j)
+		} else {
+			pass = append(pass, j)
+		}
 	}
 	res := &ClaimResult{}
-	for _, j := range ready {
+	for _, j := range take {
 		j.Attempt++
 		seq := m.appendEv(j, Event{Type: EventJobLeased, Attempt: j.Attempt, Name: c.Owner, LeaseExpiryMS: m.now + c.LeaseMS})
+		j.Deferrals, j.DeferReason, j.StartDeadline = 0, "", 0
 		res.Jobs = append(res.Jobs, ClaimedJob{Job: j.ID, WorkflowID: j.WF, Type: j.Type, Attempt: j.Attempt,
-			LeaseExpiryMS: j.LeaseExp, LastSeq: seq})
+			LeaseExpiryMS: j.LeaseExp, LastSeq: seq, DeadlineMS: j.Deadline})
+	}
+	for _, j := range pass {
+		m.touch(j)
+		j.Deferrals++
+		delay := int64(30_000)
+		if j.Deferrals <= 5 {
+			delay = min(int64(1000)<<(j.Deferrals-1), 30_000)
+		}
+		j.DeferredUntil = m.now + delay
+		j.DeferReason = fmt.Sprintf("no worker on queue %q registers type %q (asked by owner %q)", c.Queue, j.Type, c.Owner)
+		res.Deferred = append(res.Deferred, j.ID)
+	}
+	if len(take)+len(pass) > 0 {
+		m.wrote = true // the ready index's low-water mark moves
 	}
 	return res, nil
 }
@@ -865,14 +979,23 @@ func (m *propModel) reclaim(c *Reclaim) (Result, error) {
 func (m *propModel) release(c *ReleaseDelayed) (Result, error) {
 	var dues []propDue
 	for _, j := range m.jobs {
-		if j.Status == StatusRetrying && j.ReleaseAt <= m.now {
+		switch {
+		case j.Status == StatusRetrying && j.ReleaseAt <= m.now:
 			dues = append(dues, propDue{j.ReleaseAt, j, ""})
+		case j.Status == StatusQueued && j.DeferredUntil != 0 && j.DeferredUntil <= m.now:
+			dues = append(dues, propDue{j.DeferredUntil, j, ""})
 		}
 	}
 	propSortDues(dues)
 	res := &SweepResult{}
 	for _, d := range propCapDues(dues, c.Max, res) {
-		m.appendEv(d.job, Event{Type: EventJobRequeued, Reason: ReasonRetryDelay})
+		if d.job.Status == StatusQueued {
+			// A deferred job is ready again, with no event.
+			m.touch(d.job)
+			d.job.DeferredUntil, d.job.ReadyAt = 0, m.now
+		} else {
+			m.appendEv(d.job, Event{Type: EventJobRequeued, Reason: ReasonRetryDelay})
+		}
 		res.Jobs = append(res.Jobs, d.job.ID)
 		res.Ready = append(res.Ready, d.job.ID)
 	}
@@ -906,8 +1029,9 @@ func (m *propModel) finish(ref LeaseRef, ev Event) (Result, error) {
 	return &StatusResult{Job: j.ID, Status: j.Status, Seq: seq}, nil
 }
 
-// closed records a finished child's result as its parent's step effect and
-// wakes a parent waiting for it; the first result for a step wins.
+// closed records a finished child's result as its parent's step effect; a
+// parent waiting for it is woken, a parent not blocked at all is told with
+// effect_recorded. The first result for a step wins.
 func (m *propModel) closed(j *propJob, ev Event) {
 	if j.Parent == 0 {
 		return
@@ -918,9 +1042,53 @@ func (m *propModel) closed(j *propJob, ev Event) {
 	}
 	m.wrote = true
 	p.Effects[j.ParentStep] = &Effect{Step: j.ParentStep, Payload: ev.Payload, Failed: ev.Type != EventJobCompleted, AtMS: m.now}
-	if p.Wait != nil && slices.Contains(p.Wait.Steps, j.ParentStep) {
+	switch {
+	case p.Wait != nil && slices.Contains(p.Wait.Steps, j.ParentStep):
 		m.wake(p, "step", j.ParentStep)
+	case p.Status != StatusWaiting && p.Status != StatusParked:
+		m.appendEv(p, Event{Type: EventEffectRecorded, Step: j.ParentStep})
 	}
+}
+
+// propTerminatedPayload is the documented TerminatedError failure.
+func propTerminatedPayload(reason string) []byte {
+	msg := "terminated"
+	if reason != "" {
+		msg += ": " + reason
+	}
+	return []byte(fmt.Sprintf(`{"type":"TerminatedError","message":%q,"nonRetryable":true}`, msg))
+}
+
+// propTimeoutPayload is the documented TimeoutError failure of j's deadline.
+func propTimeoutPayload(j *propJob, reason string) []byte {
+	tt, what := "WorkflowRun", "run timeout"
+	switch {
+	case reason == ReasonExecutionTimeout && strings.HasPrefix(j.Type, "@activity:"):
+		tt, what = "ScheduleToClose", "schedule-to-close timeout"
+	case reason == ReasonExecutionTimeout:
+		tt, what = "WorkflowExecution", "execution timeout"
+	case reason == ReasonScheduleToStart:
+		tt, what = "ScheduleToStart", "schedule-to-start timeout"
+	}
+	msg := fmt.Sprintf("job %d (workflow id %q, type %q) timed out: its %s passed", j.ID, j.WF, j.Type, what)
+	return []byte(fmt.Sprintf(`{"type":"TimeoutError","message":%q,"nonRetryable":true,"timeout_type":%q}`, msg, tt))
+}
+
+// expire ends as TimedOut the jobs whose live deadline entry is due.
+func (m *propModel) expire(c *ExpireDeadlines) (Result, error) {
+	res := &SweepResult{}
+	for _, d := range m.dueEntries(m.deadlines, c.Max, res) {
+		j := d.job
+		if j.TimeoutAt != d.at {
+			continue // stale
+		}
+		_, reason := propNextDeadline(j)
+		ev := Event{Type: EventJobTimedOut, Attempt: j.Attempt, Reason: reason, Payload: propTimeoutPayload(j, reason)}
+		m.appendEv(j, ev)
+		m.closed(j, ev)
+		res.Jobs = append(res.Jobs, j.ID)
+	}
+	return res, nil
 }
 
 func (m *propModel) requeue(c *Requeue) (Result, error) {
@@ -1330,6 +1498,9 @@ func (p *propDriver) count(cmd Command, res Result, err error, replay bool) {
 			}
 		case *ClaimResult:
 			k += fmt.Sprintf(":%d", min(len(r.Jobs), 2))
+			if len(r.Deferred) > 0 {
+				k += ":deferred"
+			}
 		case *WaitResult:
 			if r.Woken {
 				k += ":woken"
@@ -1355,6 +1526,9 @@ func (p *propDriver) count(cmd Command, res Result, err error, replay bool) {
 		for _, id := range p.m.touchOrder {
 			if evs := p.m.job(id).Events; len(evs) > 0 && evs[len(evs)-1].Type == EventWaitCompleted && evs[len(evs)-1].Reason == "step" {
 				k += ":woke-parent"
+				break
+			} else if len(evs) > int(p.m.touched[id]) && evs[len(evs)-1].Type == EventEffectRecorded {
+				k += ":effect-recorded"
 				break
 			}
 		}
@@ -1422,8 +1596,12 @@ func (p *propDriver) checkFencing(cmd Command, res Result) {
 			}
 			delete(p.live, id)
 		}
-	case *Cancel, *Suspend:
+	case *Cancel, *Suspend, *Terminate:
 		delete(p.live, res.(*StatusResult).Job)
+	case *ExpireDeadlines:
+		for _, id := range res.(*SweepResult).Jobs {
+			delete(p.live, id) // timed out: a running attempt is fenced out
+		}
 	}
 }
 
@@ -1575,6 +1753,14 @@ func propJobDiff(mj *propJob, j *Job) string {
 	cmp("ParentStep", j.ParentStep, mj.ParentStep)
 	cmp("CreatedMS", j.CreatedMS, mj.CreatedMS)
 	cmp("ClosedMS", j.ClosedMS, mj.ClosedMS)
+	cmp("DeadlineMS", j.DeadlineMS, mj.Deadline)
+	cmp("RunDeadlineMS", j.RunDeadlineMS, mj.RunDeadline)
+	cmp("RunTimeoutMS", j.RunTimeoutMS, mj.RunTimeout)
+	cmp("StartDeadlineMS", j.StartDeadlineMS, mj.StartDeadline)
+	cmp("TimeoutAtMS", j.TimeoutAtMS, mj.TimeoutAt)
+	cmp("Deferrals", j.Deferrals, mj.Deferrals)
+	cmp("DeferredReason", j.DeferredReason, mj.DeferReason)
+	cmp("DeferredUntilMS", j.DeferredUntilMS, mj.DeferredUntil)
 	return strings.Join(d, "; ")
 }
 
@@ -1923,7 +2109,7 @@ func (p *propDriver) gen() (cmd Command, note string, want error) {
 			c.Head().RequestID = u.rid
 			return c, "request id reused, same kind", nil
 		case 1: // … of another kind
-			k := CommandKind(1 + p.r.IntN(17))
+			k := propGenKinds[p.r.IntN(len(propGenKinds))].k
 			c := p.genKind(k)
 			c.Head().RequestID = u.rid
 			return c, "request id reused, " + k.String(), nil
@@ -1934,15 +2120,8 @@ func (p *propDriver) gen() (cmd Command, note string, want error) {
 	if n >= 95 {
 		return p.genBad()
 	}
-	kinds := []struct {
-		upto int
-		k    CommandKind
-	}{{14, KindCreateJob}, {25, KindClaim}, {29, KindHeartbeat}, {35, KindAppendEvents}, {42, KindCommitStep},
-		{49, KindWait}, {54, KindSignal}, {58, KindFireTimers}, {62, KindReclaim}, {65, KindReleaseDelayed},
-		{68, KindCancel}, {71, KindActivate}, {74, KindSuspend}, {77, KindResume}, {82, KindComplete},
-		{86, KindFail}, {95, KindRequeue}}
 	var k CommandKind
-	for _, e := range kinds {
+	for _, e := range propGenKinds {
 		if n < e.upto {
 			k = e.k
 			break
@@ -1958,6 +2137,20 @@ func (p *propDriver) gen() (cmd Command, note string, want error) {
 	return c, "", nil
 }
 
+// propGenKinds are the kinds the generator makes, with the cumulative
+// percentage (of 95: the last 5 are bad commands) below which each is made.
+var propGenKinds = []struct {
+	upto int
+	k    CommandKind
+}{{14, KindCreateJob}, {25, KindClaim}, {29, KindHeartbeat}, {35, KindAppendEvents}, {42, KindCommitStep},
+	{49, KindWait}, {54, KindSignal}, {58, KindFireTimers}, {61, KindReclaim}, {64, KindReleaseDelayed},
+	{67, KindExpireDeadlines}, {69, KindCancel}, {71, KindTerminate}, {74, KindActivate}, {77, KindSuspend},
+	{80, KindResume}, {85, KindComplete}, {89, KindFail}, {95, KindRequeue}}
+
+// propTypes are the job types the generator uses: two workflow types and
+// an activity task.
+var propTypes = []string{"order", "ship", ActivityTypePrefix + "charge"}
+
 func (p *propDriver) genKind(k CommandKind) Command {
 	r := p.r
 	switch k {
@@ -1968,7 +2161,18 @@ func (p *propDriver) genKind(k CommandKind) Command {
 		if p.chance(10) {
 			q = "qz"
 		}
-		return &Claim{Queue: q, Owner: fmt.Sprintf("w%d", r.IntN(3)), Max: 1 + r.IntN(4), LeaseMS: p.lease()}
+		c := &Claim{Queue: q, Owner: fmt.Sprintf("w%d", r.IntN(3)), Max: 1 + r.IntN(4), LeaseMS: p.lease()}
+		if p.chance(10) {
+			c.TailEvents = r.IntN(MaxTailEvents + 2) // Apply ignores it; one over the limit is refused
+		}
+		if p.chance(35) {
+			// A claimer that runs only some types: the others are deferred.
+			c.Types = []string{propPick(r, propTypes...)}
+			if p.chance(30) {
+				c.Types = append(c.Types, propPick(r, propTypes...))
+			}
+		}
+		return c
 	case KindHeartbeat:
 		c := &Heartbeat{LeaseMS: p.lease()}
 		for i := 1 + r.IntN(3); i > 0; i-- {
@@ -2080,6 +2284,14 @@ func (p *propDriver) genKind(k CommandKind) Command {
 		return &Reclaim{Max: p.sweepMax()}
 	case KindReleaseDelayed:
 		return &ReleaseDelayed{Max: p.sweepMax()}
+	case KindExpireDeadlines:
+		return &ExpireDeadlines{Max: p.sweepMax()}
+	case KindTerminate:
+		j := p.pickJob()
+		if p.chance(70) {
+			j = p.pickWhere(func(j *propJob) bool { return !propTerminal(j.Status) })
+		}
+		return &Terminate{Target: p.pickTarget(j), Reason: propPick(r, "", "ops")}
 	case KindCancel:
 		j := p.pickJob()
 		if p.chance(60) {
@@ -2140,7 +2352,17 @@ func (p *propDriver) genKind(k CommandKind) Command {
 
 func (p *propDriver) genCreate() *CreateJob {
 	r := p.r
-	c := &CreateJob{Type: propPick(r, "order", "ship"), Queue: propPick(r, "qa", "qb")}
+	c := &CreateJob{Type: propPick(r, propTypes[:2]...), Queue: propPick(r, "qa", "qb")}
+	if p.chance(10) {
+		c.Type = propTypes[2]
+	}
+	timeout := func() int64 {
+		if p.chance(75) {
+			return 0
+		}
+		return 1 + int64(r.IntN(120_000))
+	}
+	c.ExecutionTimeoutMS, c.RunTimeoutMS, c.ScheduleToStartTimeoutMS = timeout(), timeout(), timeout()
 	if p.chance(35) {
 		c.Input = []byte(fmt.Sprintf("in-%d", r.IntN(3)))
 	}
@@ -2178,7 +2400,7 @@ func (p *propDriver) genCreate() *CreateJob {
 func (p *propDriver) genBad() (cmd Command, note string, want error) {
 	ref := p.pickRef()
 	long := strings.Repeat("x", propMaxName+1)
-	switch p.r.IntN(22) {
+	switch p.r.IntN(26) {
 	case 0:
 		return &Claim{Queue: "qa", Owner: "w", Max: 0, LeaseMS: 1000}, "bad", ErrInvalidCommand
 	case 1:
@@ -2223,6 +2445,14 @@ func (p *propDriver) genBad() (cmd Command, note string, want error) {
 		return &CommitStep{LeaseRef: ref, Step: "a", Type: EventJobFailed}, "bad", ErrInvalidCommand
 	case 20:
 		return &Activate{Target: Target{Job: ref.Job}}, "now=0", ErrInvalidCommand
+	case 21:
+		return &Claim{Queue: "qa", Owner: "w", Max: 1, LeaseMS: 1000, Types: []string{"order", ""}}, "bad", ErrInvalidCommand
+	case 22:
+		return &CreateJob{Type: "order", Queue: "qa", RunTimeoutMS: -1}, "bad", ErrInvalidCommand
+	case 23:
+		return &Terminate{Reason: "ops"}, "bad", ErrInvalidCommand
+	case 24:
+		return &ExpireDeadlines{Max: 0}, "bad", ErrInvalidCommand
 	}
 	return &propBogusCmd{}, "bad", ErrUnknownCommand
 }

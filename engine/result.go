@@ -25,11 +25,17 @@ type ClaimedJob struct {
 	LastSeq uint64 `json:"last_seq" msgpack:"ls"`
 	// DeadlineMS is the run's execution deadline (0: none).
 	DeadlineMS int64 `json:"deadline_ms,omitempty" msgpack:"dl,omitempty"`
+	// Events are the job's newest events, up to Claim.TailEvents of them,
+	// ending with the job_leased at LastSeq (none unless asked for).
+	Events []Event `json:"events,omitempty" msgpack:"ev,omitempty"`
 }
 
 // ClaimResult answers Claim; Jobs is empty when nothing was ready.
+// Deferred lists the ready jobs the claim passed over because the claimer
+// does not run their type (Claim.Types).
 type ClaimResult struct {
-	Jobs []ClaimedJob `json:"jobs" msgpack:"js,omitempty"`
+	Jobs     []ClaimedJob `json:"jobs" msgpack:"js,omitempty"`
+	Deferred []JobID      `json:"deferred,omitempty" msgpack:"df,omitempty"`
 }
 
 // Refusal is one lease a Heartbeat did not renew.
@@ -77,8 +83,9 @@ type SignalResult struct {
 	Woke bool `json:"woke,omitempty" msgpack:"wk,omitempty"`
 }
 
-// SweepResult answers FireTimers, Reclaim and ReleaseDelayed: the jobs
-// touched, those made claimable, and whether more were due than Max allowed.
+// SweepResult answers FireTimers, Reclaim, ReleaseDelayed and
+// ExpireDeadlines: the jobs touched, those made claimable, and whether more
+// were due than Max allowed.
 type SweepResult struct {
 	Jobs  []JobID `json:"jobs,omitempty" msgpack:"js,omitempty"`
 	Ready []JobID `json:"ready,omitempty" msgpack:"rd,omitempty"`
@@ -117,9 +124,9 @@ func newResult(k CommandKind) Result {
 		return new(SignalResult)
 	case KindAppendEvents, KindCommitStep:
 		return new(AppendResult)
-	case KindFireTimers, KindReclaim, KindReleaseDelayed:
+	case KindFireTimers, KindReclaim, KindReleaseDelayed, KindExpireDeadlines:
 		return new(SweepResult)
-	case KindCancel, KindActivate, KindSuspend, KindResume, KindComplete, KindFail, KindRequeue, KindRequestCancel:
+	case KindCancel, KindActivate, KindSuspend, KindResume, KindComplete, KindFail, KindRequeue, KindRequestCancel, KindTerminate:
 		return new(StatusResult)
 	}
 	return nil

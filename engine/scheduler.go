@@ -2,18 +2,21 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/heddlewf/heddle/engine/clock"
 	"github.com/heddlewf/heddle/storage"
 )
 
-// Scheduler proposes FireTimers, Reclaim and ReleaseDelayed exactly when the
-// earliest timer, lease expiry or retry delay falls due. It reads the first
-// key of each time-ordered index (cost independent of how many jobs exist or
-// have finished), sleeps until the earliest deadline, and is woken early by
-// Wake when a commit may have created an earlier one. It never polls on a
-// fixed tick.
+// Scheduler proposes FireTimers, Reclaim, ReleaseDelayed and ExpireDeadlines
+// exactly when the earliest timer, lease expiry, retry delay (or deferral)
+// or job deadline falls due. It reads the front of each time-ordered index
+// (cost independent of how many jobs exist or have finished), sleeps until
+// the earliest deadline, and is woken early by Wake when a commit may have
+// created an earlier one. It never polls on a fixed tick.
 //
 // The scheduler only proposes; Apply decides. Reclaim in Apply takes only
 // Running jobs from the lease index, so a Waiting or Parked job is never
@@ -34,11 +37,32 @@ type Scheduler struct {
 	ReclaimNotBeforeMS int64
 }
 
+// DefaultSchedulerBatch is the scheduler's batch when none is configured:
+// the default Limits.MaxBatch, so that a thousand timers falling due at once
+// are fired by one command, one commit.
+const DefaultSchedulerBatch = 1000
+
+// SchedulerBatch returns the batch a scheduler proposing to a machine with
+// limits l uses when configured with batch: batch itself, or for 0 the
+// smaller of DefaultSchedulerBatch and l.MaxBatch. A batch over l.MaxBatch
+// is refused: every sweep it proposed would be.
+func SchedulerBatch(batch int, l Limits) (int, error) {
+	maxBatch := l.withDefaults().MaxBatch
+	switch {
+	case batch < 0 || batch > maxBatch:
+		return 0, fmt.Errorf("%w: scheduler batch %d is not in [0, %d] (Limits.MaxBatch)", ErrInvalidCommand, batch, maxBatch)
+	case batch == 0:
+		return min(DefaultSchedulerBatch, maxBatch), nil
+	}
+	return batch, nil
+}
+
 // NewScheduler returns a scheduler proposing to log from the indexes of db.
-// batch bounds the jobs of one proposal (0 means 256).
+// batch bounds the jobs of one proposal (0 means DefaultSchedulerBatch); it
+// must not exceed the Limits.MaxBatch of the machine applying them.
 func NewScheduler(log Log, db Viewer, clk clock.Clock, batch int) *Scheduler {
 	if batch <= 0 {
-		batch = 256
+		batch = DefaultSchedulerBatch
 	}
 	if clk == nil {
 		clk = clock.Wall()
@@ -60,41 +84,75 @@ type sweepKind struct {
 	cmd         func(max int) Command
 }
 
+// The swept indexes, in the order Deadlines reports them.
 var sweeps = []sweepKind{
 	{storage.TimerPrefix, storage.KeyLowTimer, func(n int) Command { return &FireTimers{Max: n} }},
 	{storage.LeasePrefix, storage.KeyLowLease, func(n int) Command { return &Reclaim{Max: n} }},
 	{storage.DelayedPrefix, storage.KeyLowDelayed, func(n int) Command { return &ReleaseDelayed{Max: n} }},
+	{storage.DeadlinePrefix, storage.KeyLowDeadline, func(n int) Command { return &ExpireDeadlines{Max: n} }},
 }
 
-// Deadlines returns the earliest due time (Unix ms) of each index, 0 when
-// empty, reading from each index's low-water mark; an entry may be stale (a
-// lease or timer no longer needed), in which case the sweep just removes it,
-// in the order timers, leases, retry delays.
-func (s *Scheduler) Deadlines() ([3]int64, error) {
-	var out [3]int64
+// leaseSweep is the index of the lease sweep in sweeps.
+const leaseSweep = 1
+
+// maxSweepsInFlight bounds the proposals of one kind the scheduler makes at
+// once when many entries fall due together.
+const maxSweepsInFlight = 8
+
+// due is what the scheduler saw of one index: its earliest entry's time (0
+// when empty) and how many entries are due by now, counted up to a bound.
+type due struct {
+	nextMS int64
+	count  int
+}
+
+// look reads each index from its low-water mark: the earliest entry, and
+// the entries due at nowMS, counted up to limit. Its cost is bounded by
+// limit, whatever the number of jobs stored or finished. An entry may be
+// stale (a lease or timer no longer needed), in which case the sweep just
+// removes it.
+func (s *Scheduler) look(nowMS int64, limit int) ([]due, error) {
+	out := make([]due, len(sweeps))
 	err := s.db.View(func(r *storage.Reader) error {
 		for i, sw := range sweeps {
 			low, err := storage.ReadU64(r, sw.low)
 			if err != nil {
 				return err
 			}
-			var k []byte
+			d := &out[i]
 			err = r.Scan(sw.prefix, append(append([]byte(nil), sw.prefix...), storage.U64(low)...), false,
-				func(key, _ []byte) (bool, error) { k = key; return false, nil })
+				func(key, _ []byte) (bool, error) {
+					tk, err := storage.ParseTimeKey(key)
+					if err != nil {
+						return false, err
+					}
+					if d.nextMS == 0 {
+						d.nextMS = tk.AtMS
+					}
+					if tk.AtMS > nowMS {
+						return false, nil
+					}
+					d.count++
+					return d.count < limit, nil
+				})
 			if err != nil {
 				return err
 			}
-			if k == nil {
-				continue
-			}
-			tk, err := storage.ParseTimeKey(k)
-			if err != nil {
-				return err
-			}
-			out[i] = tk.AtMS
 		}
 		return nil
 	})
+	return out, err
+}
+
+// Deadlines returns the earliest due time (Unix ms) of each index, 0 when
+// empty, in the order timers, leases, retry delays and deferrals, job
+// deadlines.
+func (s *Scheduler) Deadlines() ([4]int64, error) {
+	var out [4]int64
+	ds, err := s.look(0, 1)
+	for i, d := range ds {
+		out[i] = d.nextMS
+	}
 	return out, err
 }
 
@@ -141,32 +199,64 @@ func (s *Scheduler) Run(ctx context.Context) error {
 
 // step proposes every sweep that is due and returns how long to sleep: 0 to
 // look again at once, a negative duration when nothing is scheduled at all.
+//
+// When many entries fall due together (a thousand timers set for the same
+// instant), it proposes enough sweeps to take them all, up to
+// maxSweepsInFlight of each kind, at once rather than one after the other:
+// the log packs proposals waiting together into one group commit (one Raft
+// entry in a cluster), so they cost one round instead of one each. The log
+// applies them in order, each taking the entries the ones before it left; a
+// sweep that finds nothing left writes nothing.
 func (s *Scheduler) step(ctx context.Context) (time.Duration, error) {
-	deadlines, err := s.Deadlines()
+	nowMS := s.clock.Now().UnixMilli()
+	ds, err := s.look(nowMS, s.batch*maxSweepsInFlight)
 	if err != nil {
 		return 0, err
 	}
-	nowMS := s.clock.Now().UnixMilli()
+	var cmds []Command
 	next := int64(-1)
-	for i, at := range deadlines {
+	for i, d := range ds {
+		at := d.nextMS
 		if at == 0 {
 			continue
 		}
-		if i == 1 { // leases
+		if i == leaseSweep {
 			at = max(at, s.ReclaimNotBeforeMS)
 		}
 		if at <= nowMS {
-			if _, err := s.log.Propose(ctx, sweeps[i].cmd(s.batch)); err != nil {
-				return 0, err
+			for n := min(max((d.count+s.batch-1)/s.batch, 1), maxSweepsInFlight); n > 0; n-- {
+				cmds = append(cmds, sweeps[i].cmd(s.batch))
 			}
-			return 0, nil
+			continue
 		}
 		if next < 0 || at < next {
 			next = at
 		}
 	}
+	if len(cmds) > 0 {
+		return 0, s.proposeAll(ctx, cmds)
+	}
 	if next < 0 {
 		return -1, nil
 	}
 	return time.Duration(next-nowMS) * time.Millisecond, nil
+}
+
+// proposeAll proposes cmds concurrently and returns the first error.
+func (s *Scheduler) proposeAll(ctx context.Context, cmds []Command) error {
+	if len(cmds) == 1 {
+		_, err := s.log.Propose(ctx, cmds[0])
+		return err
+	}
+	errs := make([]error, len(cmds))
+	var wg sync.WaitGroup
+	for i, c := range cmds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.log.Propose(ctx, c)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

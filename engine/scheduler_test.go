@@ -333,3 +333,83 @@ func TestSchedulerReclaimWaitsForFailoverGrace(t *testing.T) {
 		t.Fatalf("proposed %v, want one Reclaim", p)
 	}
 }
+
+// When many timers fall due at the same instant, the scheduler proposes
+// enough FireTimers to take them all at once (the log packs them into one
+// commit) rather than one after the other, and deadlines go the same way.
+func TestSchedulerProposesSweepsForEverythingDueAtOnce(t *testing.T) {
+	start := time.UnixMilli(1_000_000)
+	clk := clock.NewManual(start)
+	db, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var sched *Scheduler
+	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk, OnCommit: func([]uint64) {
+		if sched != nil {
+			sched.Wake()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	log := &countingLog{inner: local}
+	sched = NewScheduler(log, db, clk, 10) // runs once the jobs are in place
+	const n = 25
+	due := start.UnixMilli() + 5_000
+	for i := 0; i < n; i++ {
+		id := local.mustCreate(t)
+		c, err := local.Propose(bg, &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := LeaseRef{Job: id, Attempt: c.(*ClaimResult).Jobs[0].Attempt}
+		if _, err := local.Propose(bg, &Wait{LeaseRef: ref, Spec: WaitSpec{TimerID: "t", TimerAtMS: due}, SeenSeq: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 12; i++ { // due at the same instant as the timers
+		if _, err := local.Propose(bg, &CreateJob{Type: "t", Queue: "nobody", ExecutionTimeoutMS: 5_000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan struct{})
+	go func() { sched.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	eventually(t, "scheduler sleeps until the timers", func() bool { return clk.Pending() == 1 })
+	clk.Advance(5 * time.Second)
+	eventually(t, "every timer fired and every deadline expired", func() bool {
+		counts := map[Status]int{}
+		db.View(func(r *storage.Reader) error {
+			for id := JobID(1); id <= n+12; id++ {
+				j, err := ReadJob(r, id)
+				if err != nil {
+					return err
+				}
+				counts[j.Status]++
+			}
+			return nil
+		})
+		return counts[StatusQueued] == n && counts[StatusTimedOut] == 12
+	})
+	eventually(t, "scheduler idle", func() bool { return clk.Pending() == 1 })
+	kinds := map[CommandKind]int{}
+	for _, k := range log.proposed() {
+		kinds[k]++
+	}
+	// 25 timers in batches of 10 take 3 sweeps, 12 deadlines 2, proposed
+	// together in one round; the lease sweep of the claims' leases has not
+	// come due.
+	if kinds[KindFireTimers] != 3 || kinds[KindExpireDeadlines] != 2 || len(kinds) != 2 {
+		t.Fatalf("proposed %v, want 3 FireTimers and 2 ExpireDeadlines", kinds)
+	}
+	var errs []error
+	db.View(func(r *storage.Reader) error { errs = Verify(r, 5); return nil })
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+}

@@ -38,6 +38,8 @@ type Service interface {
 	Fail(ctx context.Context, c Fail) (*StatusResult, error)
 	Requeue(ctx context.Context, c Requeue) (*StatusResult, error)
 	RequestCancel(ctx context.Context, c RequestCancel) (*StatusResult, error)
+	// Terminate ends a run at once as Terminated (an operator's terminate).
+	Terminate(ctx context.Context, c Terminate) (*StatusResult, error)
 	ContinueAsNew(ctx context.Context, c ContinueAsNew) (*CreateResult, error)
 
 	Describe(ctx context.Context, t Target) (*Job, error)

@@ -8,23 +8,25 @@ type Status uint8
 // Job statuses. The numbers are stored on disk (job records and the status
 // index) and must never be reused.
 const (
-	StatusNone      Status = 0 // no history yet
-	StatusQueued    Status = 1
-	StatusRunning   Status = 2
-	StatusWaiting   Status = 3
-	StatusParked    Status = 4 // a Waiting job with a long wait: the scheduler skips it
-	StatusRetrying  Status = 5 // a Queued job whose next claim waits for a retry delay
-	StatusCompleted Status = 6
-	StatusFailed    Status = 7
-	StatusCancelled Status = 8
-	StatusDraft     Status = 9  // created, not yet activated: not claimable
-	StatusSuspended Status = 10 // paused by a person or the scheduler: not claimable
-	numStatuses            = 11
+	StatusNone       Status = 0 // no history yet
+	StatusQueued     Status = 1
+	StatusRunning    Status = 2
+	StatusWaiting    Status = 3
+	StatusParked     Status = 4 // a Waiting job with a long wait: the scheduler skips it
+	StatusRetrying   Status = 5 // a Queued job whose next claim waits for a retry delay
+	StatusCompleted  Status = 6
+	StatusFailed     Status = 7
+	StatusCancelled  Status = 8
+	StatusDraft      Status = 9  // created, not yet activated: not claimable
+	StatusSuspended  Status = 10 // paused by a person or the scheduler: not claimable
+	StatusTimedOut   Status = 11 // ended by the engine when a deadline of the job passed
+	StatusTerminated Status = 12 // ended at once by an operator (Terminate)
+	numStatuses             = 13
 )
 
 var statusNames = [numStatuses]string{
 	"None", "Queued", "Running", "Waiting", "Parked", "Retrying",
-	"Completed", "Failed", "Cancelled", "Draft", "Suspended",
+	"Completed", "Failed", "Cancelled", "Draft", "Suspended", "TimedOut", "Terminated",
 }
 
 func (s Status) String() string {
@@ -44,9 +46,15 @@ func ParseStatus(name string) (Status, error) {
 	return StatusNone, fmt.Errorf("%w: unknown status %q", ErrInvalidCommand, name)
 }
 
-// Terminal reports whether s ends the job (Failed may still be retried).
+// Terminal reports whether s ends the job. Of the ends, only Failed may
+// still be retried (Requeue); Completed, Cancelled, TimedOut and Terminated
+// are final.
 func (s Status) Terminal() bool {
-	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
+	switch s {
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusTerminated:
+		return true
+	}
+	return false
 }
 
 // Statuses lists every real status, in numeric order.
@@ -80,6 +88,11 @@ const (
 	EventJobActivated EventType = "job_activated"
 	EventJobSuspended EventType = "job_suspended"
 	EventJobResumed   EventType = "job_resumed"
+	// The engine-owned ends: a deadline passed (ExpireDeadlines), or an
+	// operator ended the run at once (Terminate). Both carry a failure
+	// payload (see failure.go) and are final.
+	EventJobTimedOut   EventType = "job_timed_out"
+	EventJobTerminated EventType = "job_terminated"
 )
 
 // Events the engine itself writes that do not change the status.
@@ -90,6 +103,12 @@ const (
 	// EventCancelRequested asks the workflow to cancel itself (RequestCancel);
 	// unlike job_cancelled it does not change the status.
 	EventCancelRequested EventType = "cancel_requested"
+	// EventEffectRecorded tells a parent that is not blocked (so gets no
+	// wait_completed) that a child's or a remote activity's result was
+	// just recorded as the effect of Step: a worker driving the parent
+	// learns of it from the history. It carries no payload; the effect
+	// record has it.
+	EventEffectRecorded EventType = "effect_recorded"
 )
 
 // Reasons recorded on job_requeued and wait_completed events.
@@ -105,11 +124,22 @@ const (
 	ReasonRetried = "retried"
 )
 
+// Reasons recorded on job_timed_out: which deadline passed.
+const (
+	// ReasonExecutionTimeout: the chain's deadline (CreateJob.ExecutionTimeoutMS).
+	ReasonExecutionTimeout = "execution_timeout"
+	// ReasonRunTimeout: this run's deadline (CreateJob.RunTimeoutMS).
+	ReasonRunTimeout = "run_timeout"
+	// ReasonScheduleToStart: no first claim within CreateJob.ScheduleToStartTimeoutMS.
+	ReasonScheduleToStart = "schedule_to_start"
+)
+
 // statusEvents lists the status events in the column order of the table.
 var statusEvents = []EventType{
 	EventJobCreated, EventJobQueued, EventJobRequeued, EventJobLeased, EventJobRunning,
 	EventJobWaiting, EventWaitCompleted, EventJobCompleted, EventJobFailed, EventJobCancelled,
 	EventJobDrafted, EventJobActivated, EventJobSuspended, EventJobResumed,
+	EventJobTimedOut, EventJobTerminated,
 }
 
 // StatusEvents returns the status events, in the column order of the table.

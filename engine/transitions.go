@@ -2,9 +2,11 @@ package engine
 
 // transitions is the job transition table of STATE-MACHINES.md §1, with the
 // rows and columns of §4 (Draft, Suspended) and the two extensions the project
-// adds: a cancel from Queued or Retrying. A missing cell is an illegal
-// transition. The table gives the base state; Next refines it with the
-// event's attributes (a parked wait, a delayed requeue).
+// adds: a cancel from Queued or Retrying, and the two engine-owned ends
+// (job_timed_out, job_terminated) from every status that is not an end. A
+// missing cell is an illegal transition. The table gives the base state;
+// Next refines it with the event's attributes (a parked wait, a delayed
+// requeue).
 var transitions = map[Status]map[EventType]Status{
 	StatusNone: {
 		EventJobCreated:  StatusQueued,
@@ -19,6 +21,8 @@ var transitions = map[Status]map[EventType]Status{
 		EventWaitCompleted: StatusQueued,
 		EventJobCancelled:  StatusCancelled,
 		EventJobSuspended:  StatusSuspended,
+		EventJobTimedOut:   StatusTimedOut,
+		EventJobTerminated: StatusTerminated,
 	},
 	StatusRunning: {
 		EventJobRequeued:   StatusQueued,
@@ -28,16 +32,22 @@ var transitions = map[Status]map[EventType]Status{
 		EventJobFailed:     StatusFailed,
 		EventJobCancelled:  StatusCancelled,
 		EventJobSuspended:  StatusSuspended,
+		EventJobTimedOut:   StatusTimedOut,
+		EventJobTerminated: StatusTerminated,
 	},
 	StatusWaiting: {
 		EventWaitCompleted: StatusQueued,
 		EventJobCancelled:  StatusCancelled,
 		EventJobSuspended:  StatusSuspended,
+		EventJobTimedOut:   StatusTimedOut,
+		EventJobTerminated: StatusTerminated,
 	},
 	StatusParked: {
 		EventWaitCompleted: StatusQueued,
 		EventJobCancelled:  StatusCancelled,
 		EventJobSuspended:  StatusSuspended,
+		EventJobTimedOut:   StatusTimedOut,
+		EventJobTerminated: StatusTerminated,
 	},
 	StatusRetrying: {
 		EventJobRequeued:   StatusQueued,
@@ -46,20 +56,28 @@ var transitions = map[Status]map[EventType]Status{
 		EventWaitCompleted: StatusQueued,
 		EventJobCancelled:  StatusCancelled,
 		EventJobSuspended:  StatusSuspended,
+		EventJobTimedOut:   StatusTimedOut,
+		EventJobTerminated: StatusTerminated,
 	},
 	StatusCompleted: {},
 	StatusFailed: {
 		EventJobRequeued: StatusQueued,
 	},
-	StatusCancelled: {},
+	StatusCancelled:  {},
+	StatusTimedOut:   {},
+	StatusTerminated: {},
 	StatusDraft: {
-		EventJobActivated: StatusQueued,
-		EventJobSuspended: StatusSuspended,
-		EventJobCancelled: StatusCancelled,
+		EventJobActivated:  StatusQueued,
+		EventJobSuspended:  StatusSuspended,
+		EventJobCancelled:  StatusCancelled,
+		EventJobTimedOut:   StatusTimedOut,
+		EventJobTerminated: StatusTerminated,
 	},
 	StatusSuspended: {
-		EventJobResumed:   StatusQueued,
-		EventJobCancelled: StatusCancelled,
+		EventJobResumed:    StatusQueued,
+		EventJobCancelled:  StatusCancelled,
+		EventJobTimedOut:   StatusTimedOut,
+		EventJobTerminated: StatusTerminated,
 	},
 }
 

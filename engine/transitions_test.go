@@ -10,18 +10,20 @@ import (
 // by hand from the specification (not generated from transitions.go), so the
 // test compares the code against the document. "-" is illegal.
 const specTable = `
-state      created queued requeued leased  running waiting wait_completed completed failed cancelled drafted activated suspended resumed
-None       Queued  Queued Queued   -       -       -       -              -         -      -         Draft   -         -         -
-Queued     -       -      Queued   Running Running -       Queued         -         -      Cancelled -       -         Suspended -
-Running    -       -      Queued   -       -       Waiting Queued         Completed Failed Cancelled -       -         Suspended -
-Waiting    -       -      -        -       -       -       Queued         -         -      Cancelled -       -         Suspended -
-Parked     -       -      -        -       -       -       Queued         -         -      Cancelled -       -         Suspended -
-Retrying   -       -      Queued   Running Running -       Queued         -         -      Cancelled -       -         Suspended -
-Completed  -       -      -        -       -       -       -              -         -      -         -       -         -         -
-Failed     -       -      Queued   -       -       -       -              -         -      -         -       -         -         -
-Cancelled  -       -      -        -       -       -       -              -         -      -         -       -         -         -
-Draft      -       -      -        -       -       -       -              -         -      Cancelled -       Queued    Suspended -
-Suspended  -       -      -        -       -       -       -              -         -      Cancelled -       -         -         Queued
+state      created queued requeued leased  running waiting wait_completed completed failed cancelled drafted activated suspended resumed timed_out terminated
+None       Queued  Queued Queued   -       -       -       -              -         -      -         Draft   -         -         -       -         -
+Queued     -       -      Queued   Running Running -       Queued         -         -      Cancelled -       -         Suspended -       TimedOut  Terminated
+Running    -       -      Queued   -       -       Waiting Queued         Completed Failed Cancelled -       -         Suspended -       TimedOut  Terminated
+Waiting    -       -      -        -       -       -       Queued         -         -      Cancelled -       -         Suspended -       TimedOut  Terminated
+Parked     -       -      -        -       -       -       Queued         -         -      Cancelled -       -         Suspended -       TimedOut  Terminated
+Retrying   -       -      Queued   Running Running -       Queued         -         -      Cancelled -       -         Suspended -       TimedOut  Terminated
+Completed  -       -      -        -       -       -       -              -         -      -         -       -         -         -       -         -
+Failed     -       -      Queued   -       -       -       -              -         -      -         -       -         -         -       -         -
+Cancelled  -       -      -        -       -       -       -              -         -      -         -       -         -         -       -         -
+Draft      -       -      -        -       -       -       -              -         -      Cancelled -       Queued    Suspended -       TimedOut  Terminated
+Suspended  -       -      -        -       -       -       -              -         -      Cancelled -       -         -         Queued  TimedOut  Terminated
+TimedOut   -       -      -        -       -       -       -              -         -      -         -       -         -         -       -         -
+Terminated -       -      -        -       -       -       -              -         -      -         -       -         -         -       -         -
 `
 
 func parseSpecTable(t *testing.T) (cols []EventType, rows map[Status][]string) {
@@ -105,13 +107,34 @@ func TestNextRefinements(t *testing.T) {
 // with its latest attempt.
 func drive(h *harness, s Status, wf string) LeaseRef {
 	h.t.Helper()
-	create := &CreateJob{WorkflowID: wf, Type: "t", Queue: "q", Draft: s == StatusDraft}
+	create := &CreateJob{WorkflowID: wf, Type: "t", Queue: "q"}
+	if s == StatusTimedOut {
+		create.RunTimeoutMS = 500
+	}
+	return driveJob(h, create, s)
+}
+
+// driveJob is drive for a job created by create (its queue must be "q", and
+// no other job may be ready there).
+func driveJob(h *harness, create *CreateJob, s Status) LeaseRef {
+	h.t.Helper()
+	create.Draft = s == StatusDraft
 	id := h.must(create).(*CreateResult).Job
 	switch s {
 	case StatusQueued, StatusDraft:
 		return LeaseRef{Job: id}
 	case StatusCancelled:
 		h.must(&Cancel{Target: Target{Job: id}})
+		return LeaseRef{Job: id}
+	case StatusTerminated:
+		h.must(&Terminate{Target: Target{Job: id}})
+		return LeaseRef{Job: id}
+	case StatusTimedOut:
+		h.now += 500
+		h.must(&ExpireDeadlines{Max: 10})
+		if got := h.job(id).Status; got != s {
+			h.t.Fatalf("drive to %s reached %s", s, got)
+		}
 		return LeaseRef{Job: id}
 	case StatusSuspended:
 		h.must(&Suspend{Target: Target{Job: id}})
@@ -170,6 +193,8 @@ func TestCommandsInEveryStatus(t *testing.T) {
 	}{
 		{"cancel", func(r LeaseRef) Command { return &Cancel{Target: Target{Job: r.Job}} },
 			legalIn(StatusCancelled, StatusQueued, StatusRunning, StatusWaiting, StatusParked, StatusRetrying, StatusDraft, StatusSuspended)},
+		{"terminate", func(r LeaseRef) Command { return &Terminate{Target: Target{Job: r.Job}} },
+			legalIn(StatusTerminated, StatusQueued, StatusRunning, StatusWaiting, StatusParked, StatusRetrying, StatusDraft, StatusSuspended)},
 		{"suspend", func(r LeaseRef) Command { return &Suspend{Target: Target{Job: r.Job}} },
 			legalIn(StatusSuspended, StatusQueued, StatusRunning, StatusWaiting, StatusParked, StatusRetrying, StatusDraft)},
 		{"resume", func(r LeaseRef) Command { return &Resume{Target: Target{Job: r.Job}} }, legalIn(StatusQueued, StatusSuspended)},

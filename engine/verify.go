@@ -18,7 +18,7 @@ func Verify(r *storage.Reader, max int) []error {
 	v := &verifier{r: r, max: max, want: map[string]bool{}, latest: map[string]JobID{}}
 	v.jobs()
 	for _, p := range [][]byte{{storage.PrefixStatus}, {storage.PrefixType}, {storage.PrefixQueue},
-		{storage.PrefixReady}, storage.DelayedPrefix, storage.LeasePrefix, storage.TimerPrefix} {
+		{storage.PrefixReady}, storage.DelayedPrefix, storage.LeasePrefix, storage.TimerPrefix, storage.DeadlinePrefix} {
 		v.index(p)
 	}
 	for k := range v.want {
@@ -127,9 +127,20 @@ func recordMatchesHistory(j *Job, hist []Event) error {
 			return fmt.Errorf("retry release at %d, event says %d", j.ReleaseAtMS, last.AtMS+last.DelayMS)
 		}
 	case StatusQueued:
-		if j.ReadyAtMS != last.AtMS {
-			return fmt.Errorf("ready at %d, last status event at %d", j.ReadyAtMS, last.AtMS)
+		// A deferred job writes no event: released, it is ready from its
+		// release, after its last status event.
+		if j.ReadyAtMS != last.AtMS && (j.Deferrals == 0 || j.ReadyAtMS < last.AtMS) {
+			return fmt.Errorf("ready at %d, last status event at %d (%d deferrals)", j.ReadyAtMS, last.AtMS, j.Deferrals)
 		}
+	}
+	if j.DeferredUntilMS != 0 && (j.Status != StatusQueued || j.Deferrals == 0 || j.DeferredReason == "") {
+		return fmt.Errorf("%s record deferred until %d with %d deferrals and reason %q", j.Status, j.DeferredUntilMS, j.Deferrals, j.DeferredReason)
+	}
+	if next, _ := nextDeadline(j); (next == 0) != (j.TimeoutAtMS == 0) || j.TimeoutAtMS < next {
+		return fmt.Errorf("%s record's deadline entry at %d, its earliest deadline is %d", j.Status, j.TimeoutAtMS, next)
+	}
+	if j.StartDeadlineMS != 0 && attempt != 0 {
+		return fmt.Errorf("claimed record still has a schedule-to-start deadline")
 	}
 	if j.Status != StatusRunning && (j.LeaseOwner != "" || j.LeaseExpiryMS != 0) {
 		return fmt.Errorf("%s record holds a lease", j.Status)
@@ -178,9 +189,9 @@ func (v *verifier) effects(j *Job, hist []Event) bool {
 }
 
 // index checks one index: every entry must be implied by a record, except
-// that the swept indexes (leases, timers) may hold stale entries awaiting
-// their sweep; and no entry of a time-ordered index may sort below the
-// index's low-water mark, where scans no longer look.
+// that the swept indexes (leases, timers, deadlines) may hold stale entries
+// awaiting their sweep; and no entry of a time-ordered index may sort below
+// the index's low-water mark, where scans no longer look.
 func (v *verifier) index(prefix []byte) {
 	lows := map[string]uint64{} // low-water mark by mark key
 	low := func(key []byte) uint64 {
@@ -194,7 +205,7 @@ func (v *verifier) index(prefix []byte) {
 		lows[string(key)] = m
 		return m
 	}
-	swept := prefix[0] == storage.PrefixLease || prefix[0] == storage.PrefixTimer
+	swept := prefix[0] == storage.PrefixLease || prefix[0] == storage.PrefixTimer || prefix[0] == storage.PrefixDeadline
 	err := v.r.Scan(prefix, nil, false, func(k, _ []byte) (bool, error) {
 		var at int64
 		var mark []byte
@@ -205,14 +216,14 @@ func (v *verifier) index(prefix []byte) {
 				return v.add(err), nil
 			}
 			at, mark = e.ReadyAtMS, storage.LowReadyKey(e.Queue)
-		case storage.PrefixLease, storage.PrefixTimer, storage.PrefixDelayed:
+		case storage.PrefixLease, storage.PrefixTimer, storage.PrefixDelayed, storage.PrefixDeadline:
 			tk, err := storage.ParseTimeKey(k)
 			if err != nil {
 				return v.add(err), nil
 			}
 			at = tk.AtMS
 			mark = map[byte][]byte{storage.PrefixLease: storage.KeyLowLease, storage.PrefixTimer: storage.KeyLowTimer,
-				storage.PrefixDelayed: storage.KeyLowDelayed}[prefix[0]]
+				storage.PrefixDelayed: storage.KeyLowDelayed, storage.PrefixDeadline: storage.KeyLowDeadline}[prefix[0]]
 		}
 		if mark != nil && uint64(at) < low(mark) {
 			if !v.add(fmt.Errorf("index entry %q sorts below the low-water mark %d of its index", k, low(mark))) {

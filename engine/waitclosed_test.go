@@ -3,6 +3,9 @@ package engine
 import (
 	"context"
 	"testing"
+	"time"
+
+	"github.com/heddlewf/heddle/engine/clock"
 )
 
 // WaitClosed on one job is woken by writes to that job only: commits to
@@ -59,5 +62,51 @@ func TestWaitClosedWakesOnlyForItsJob(t *testing.T) {
 	}
 	if waiter() != nil {
 		t.Fatal("a waiter is left registered after WaitClosed returned")
+	}
+}
+
+// A run the engine times out is closed: WaitClosed returns it, by job id and
+// by workflow id, when the scheduler fires its deadline on time.
+func TestWaitClosedReturnsATimedOutRun(t *testing.T) {
+	clk := clock.NewManual(time.UnixMilli(3_000_000))
+	e, err := Open(Config{InMemory: true, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := e.Create(ctx, CreateJob{WorkflowID: "slow", Type: "t", Queue: "nobody-polls", ExecutionTimeoutMS: 2_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *Job, 2)
+	for _, tgt := range []Target{{Job: r.Job}, {WorkflowID: "slow"}} {
+		go func() {
+			j, err := e.WaitClosed(ctx, tgt)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- j
+		}()
+	}
+	eventually(t, "scheduler sleeps until the deadline", func() bool { return clk.Pending() == 1 })
+	clk.Advance(1_999 * time.Millisecond)
+	eventually(t, "scheduler sleeps again", func() bool { return clk.Pending() == 1 })
+	select {
+	case j := <-done:
+		t.Fatalf("WaitClosed returned %+v before the deadline", j)
+	default:
+	}
+	clk.Advance(time.Millisecond)
+	for range 2 {
+		select {
+		case j := <-done:
+			if j == nil || j.Status != StatusTimedOut || j.ClosedMS != 3_002_000 {
+				t.Fatalf("WaitClosed = %+v, want the run timed out at 3002000", j)
+			}
+		case <-ctx.Done():
+			t.Fatal("WaitClosed did not return when the run timed out")
+		}
 	}
 }

@@ -63,8 +63,10 @@ type Config struct {
 	// commands and 4 MiB.
 	MaxEntryCommands int
 	MaxEntryBytes    int
-	// SchedulerBatch bounds the jobs of one timer, reclaim or release
-	// proposal; 0 means 256.
+	// SchedulerBatch bounds the jobs of one timer, reclaim, release or
+	// deadline proposal; 0 means engine.DefaultSchedulerBatch, or
+	// Limits.MaxBatch when that is smaller. It must not exceed
+	// Limits.MaxBatch.
 	SchedulerBatch int
 	// DisableScheduler leaves timers and leases to the caller (tests).
 	DisableScheduler bool
@@ -137,6 +139,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Limits.Validate(); err != nil {
 		return err
+	}
+	if _, err := engine.SchedulerBatch(c.SchedulerBatch, c.Limits); err != nil {
+		return fmt.Errorf("%w: SchedulerBatch: %v", ErrConfig, err)
 	}
 	so := c.Storage
 	so.Dir = c.Dir

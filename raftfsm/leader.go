@@ -56,7 +56,8 @@ func (n *Node) lead(ctx context.Context, ready chan struct{}) {
 	if n.cfg.DisableScheduler {
 		return
 	}
-	s := engine.NewScheduler(n.prop, n.fsm, n.cfg.Clock, n.cfg.SchedulerBatch)
+	batch, _ := engine.SchedulerBatch(n.cfg.SchedulerBatch, n.cfg.Limits) // Config.Validate checked it
+	s := engine.NewScheduler(n.prop, n.fsm, n.cfg.Clock, batch)
 	s.OnError = n.cfg.OnSchedulerError
 	s.ReclaimNotBeforeMS = n.cfg.Clock.Now().Add(n.cfg.FailoverGrace).UnixMilli()
 	n.sched.Store(s)

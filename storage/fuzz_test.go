@@ -119,6 +119,8 @@ func FuzzParseKeys(f *testing.F) {
 				rebuilt("ParseTimeKey", LeaseKey(tk.AtMS, tk.Job))
 			case PrefixDelayed:
 				rebuilt("ParseTimeKey", DelayedKey(tk.AtMS, tk.Job))
+			case PrefixDeadline:
+				rebuilt("ParseTimeKey", DeadlineKey(tk.AtMS, tk.Job))
 			case PrefixTimer:
 				rebuilt("ParseTimeKey", TimerKey(tk.AtMS, tk.Job, tk.Rest))
 			case PrefixReqAge:
@@ -150,6 +152,7 @@ func FuzzParseKeys(f *testing.F) {
 		}{
 			{LeaseKey(at, id), TimeKey{at, id, ""}},
 			{DelayedKey(at, id), TimeKey{at, id, ""}},
+			{DeadlineKey(at, id), TimeKey{at, id, ""}},
 			{TimerKey(at, id, rest), TimeKey{at, id, rest}},
 			{RequestAgeKey(at, rest), TimeKey{at, 0, rest}},
 		} {

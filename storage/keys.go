@@ -17,7 +17,8 @@ import (
 //	q<queue:len><readyAt:8><job:8>    ready index: claimable jobs in order
 //	l<expiry:8><job:8>                lease-expiry index, for reclaim
 //	t<fireAt:8><job:8><timer>         durable timers
-//	d<releaseAt:8><job:8>             retry-delayed jobs, for release
+//	d<releaseAt:8><job:8>             retry-delayed and deferred jobs, for release
+//	o<dueAt:8><job:8>                 job deadlines (execution, run, schedule-to-start)
 //	w<workflowID>                     current run of a workflow id
 //	s<status:1><job:8>                visibility by status
 //	y<type:len><job:8>                visibility by workflow type
@@ -33,6 +34,7 @@ const (
 	PrefixLease    byte = 'l'
 	PrefixTimer    byte = 't'
 	PrefixDelayed  byte = 'd'
+	PrefixDeadline byte = 'o'
 	PrefixWorkflow byte = 'w'
 	PrefixStatus   byte = 's'
 	PrefixType     byte = 'y'
@@ -52,9 +54,10 @@ var (
 // index holds no live entry. Scans start there, so the deletion markers that
 // finished work leaves at the front of an index are never walked again.
 var (
-	KeyLowLease   = []byte("mlow/l")
-	KeyLowTimer   = []byte("mlow/t")
-	KeyLowDelayed = []byte("mlow/d")
+	KeyLowLease    = []byte("mlow/l")
+	KeyLowTimer    = []byte("mlow/t")
+	KeyLowDelayed  = []byte("mlow/d")
+	KeyLowDeadline = []byte("mlow/o")
 )
 
 // LowReadyKey holds the low-water mark of queue's ready index.
@@ -117,6 +120,11 @@ func DelayedKey(releaseAtMS int64, id uint64) []byte {
 	return appendU64(appendU64(key(PrefixDelayed, 16), uint64(releaseAtMS)), id)
 }
 
+// DeadlineKey orders job id by the time its earliest deadline falls due.
+func DeadlineKey(dueAtMS int64, id uint64) []byte {
+	return appendU64(appendU64(key(PrefixDeadline, 16), uint64(dueAtMS)), id)
+}
+
 // WorkflowKey is the key holding the current run of a workflow id.
 func WorkflowKey(workflowID string) []byte {
 	return append(key(PrefixWorkflow, len(workflowID)), workflowID...)
@@ -152,15 +160,16 @@ func RequestAgeKey(atMS int64, requestID string) []byte {
 
 // Single-byte prefixes of the time-ordered indexes, for range scans.
 var (
-	LeasePrefix   = []byte{PrefixLease}
-	TimerPrefix   = []byte{PrefixTimer}
-	DelayedPrefix = []byte{PrefixDelayed}
-	ReqAgePrefix  = []byte{PrefixReqAge}
-	JobPrefix     = []byte{PrefixJob}
+	LeasePrefix    = []byte{PrefixLease}
+	TimerPrefix    = []byte{PrefixTimer}
+	DelayedPrefix  = []byte{PrefixDelayed}
+	DeadlinePrefix = []byte{PrefixDeadline}
+	ReqAgePrefix   = []byte{PrefixReqAge}
+	JobPrefix      = []byte{PrefixJob}
 )
 
 // TimeKey is the decoded form of the time-ordered index keys (lease, timer,
-// delayed, request age): a time, and for the job indexes a job id and the
+// delayed, deadline, request age): a time, and for the job indexes a job id and the
 // rest of the key (a timer name, or a request id for age keys).
 type TimeKey struct {
 	AtMS int64
@@ -168,7 +177,7 @@ type TimeKey struct {
 	Rest string
 }
 
-// ParseTimeKey decodes a lease, timer, delayed or request-age key.
+// ParseTimeKey decodes a lease, timer, delayed, deadline or request-age key.
 func ParseTimeKey(k []byte) (TimeKey, error) {
 	if len(k) < 9 {
 		return TimeKey{}, keyError(k, "too short for a time key")
@@ -178,7 +187,7 @@ func ParseTimeKey(k []byte) (TimeKey, error) {
 	case PrefixReqAge:
 		tk.Rest = string(k[9:])
 		return tk, nil
-	case PrefixLease, PrefixDelayed, PrefixTimer:
+	case PrefixLease, PrefixDelayed, PrefixDeadline, PrefixTimer:
 		if len(k) < 17 || (k[0] != PrefixTimer && len(k) != 17) {
 			return TimeKey{}, keyError(k, "wrong length for a job time key")
 		}

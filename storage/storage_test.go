@@ -129,6 +129,7 @@ func TestKeyOrderIsNumeric(t *testing.T) {
 	for _, mk := range []func(at int64, id uint64) []byte{
 		LeaseKey,
 		DelayedKey,
+		DeadlineKey,
 		func(at int64, id uint64) []byte { return TimerKey(at, id, "zzz") },
 		func(at int64, id uint64) []byte { return RequestAgeKey(at, "zzz") },
 	} {
@@ -222,6 +223,7 @@ func TestParseKeysRoundTrip(t *testing.T) {
 		{"timer", TimerKey(2000, 8, "wake-up"), TimeKey{AtMS: 2000, Job: 8, Rest: "wake-up"}},
 		{"timer without name", TimerKey(2000, 8, ""), TimeKey{AtMS: 2000, Job: 8}},
 		{"delayed", DelayedKey(3000, 9), TimeKey{AtMS: 3000, Job: 9}},
+		{"deadline", DeadlineKey(3500, 10), TimeKey{AtMS: 3500, Job: 10}},
 		{"request age", RequestAgeKey(4000, "req-1"), TimeKey{AtMS: 4000, Rest: "req-1"}},
 		{"max", LeaseKey(math.MaxInt64, math.MaxUint64), TimeKey{AtMS: math.MaxInt64, Job: math.MaxUint64}},
 	} {
@@ -257,6 +259,7 @@ func TestParseKeysRoundTrip(t *testing.T) {
 		{"time key too short", func() error { _, err := ParseTimeKey(LeaseKey(1, 1)[:8]); return err }},
 		{"lease key too long", func() error { _, err := ParseTimeKey(append(LeaseKey(1, 1), 'x')); return err }},
 		{"delayed key short", func() error { _, err := ParseTimeKey(DelayedKey(1, 1)[:12]); return err }},
+		{"deadline key long", func() error { _, err := ParseTimeKey(append(DeadlineKey(1, 1), 'x')); return err }},
 		{"timer key short", func() error { _, err := ParseTimeKey(TimerKey(1, 1, "")[:16]); return err }},
 		{"job key of an event", func() error { _, err := ParseJobKey(EventKey(1, 1)); return err }},
 		{"job key empty", func() error { _, err := ParseJobKey(nil); return err }},

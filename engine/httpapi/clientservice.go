@@ -152,6 +152,11 @@ func (c *Client) RequestCancel(ctx context.Context, cmd engine.RequestCancel) (*
 	return send[engine.StatusResult](ctx, c, "/v1/jobs/request-cancel", &cmd, &cmd.Header)
 }
 
+// Terminate implements engine.Service.
+func (c *Client) Terminate(ctx context.Context, cmd engine.Terminate) (*engine.StatusResult, error) {
+	return send[engine.StatusResult](ctx, c, "/v1/jobs/terminate", &cmd, &cmd.Header)
+}
+
 // ContinueAsNew implements engine.Service.
 func (c *Client) ContinueAsNew(ctx context.Context, cmd engine.ContinueAsNew) (*engine.CreateResult, error) {
 	return send[engine.CreateResult](ctx, c, "/v1/jobs/continue-as-new", &cmd, &cmd.Header)

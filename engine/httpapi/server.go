@@ -57,6 +57,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/jobs/requeue", command(svc.Requeue))
 	s.handle("POST /v1/jobs/request-cancel", command(svc.RequestCancel))
 	s.handle("POST /v1/jobs/continue-as-new", command(svc.ContinueAsNew))
+	s.handle("POST /v1/jobs/terminate", command(svc.Terminate))
 
 	s.handle("GET /v1/jobs", s.list)
 	s.handle("GET /v1/jobs/{job}", s.describe)

@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// Failure is the failure payload the engine writes when it ends a job
+// itself (a deadline passed, or an operator terminated it). It is the SDK's
+// failure format, so a parent's workflow code turns it into a typed error:
+//
+//	{"type": "TimeoutError", "message": "...", "nonRetryable": true, "timeout_type": "WorkflowExecution"}
+//	{"type": "TerminatedError", "message": "...", "nonRetryable": true}
+//
+// It is the payload of the job_timed_out or job_terminated event and, for a
+// child or a remote-activity job, of the failed effect recorded for its
+// parent's step. NonRetryable is always true: the end was decided by the
+// engine, and a retry policy must not run the work again.
+type Failure struct {
+	Type         string `json:"type"`
+	Message      string `json:"message"`
+	NonRetryable bool   `json:"nonRetryable"`
+	// TimeoutType says which deadline passed; set for TimeoutError only.
+	TimeoutType TimeoutType `json:"timeout_type,omitempty"`
+}
+
+// The failure types the engine writes.
+const (
+	FailureTimeout    = "TimeoutError"
+	FailureTerminated = "TerminatedError"
+)
+
+// TimeoutType names the deadline of a TimeoutError, as Temporal does.
+type TimeoutType string
+
+// Timeout types. The engine writes WorkflowExecution, WorkflowRun,
+// ScheduleToStart and ScheduleToClose (an activity-task job's execution
+// deadline); StartToClose and Heartbeat are for the worker, which enforces
+// those itself, to use in the same format.
+const (
+	TimeoutScheduleToStart   TimeoutType = "ScheduleToStart"
+	TimeoutScheduleToClose   TimeoutType = "ScheduleToClose"
+	TimeoutStartToClose      TimeoutType = "StartToClose"
+	TimeoutHeartbeat         TimeoutType = "Heartbeat"
+	TimeoutWorkflowExecution TimeoutType = "WorkflowExecution"
+	TimeoutWorkflowRun       TimeoutType = "WorkflowRun"
+)
+
+// ActivityTypePrefix starts the Type of a job that runs one activity on its
+// queue's workers for a workflow on another (an activity task). Its
+// execution deadline is the activity's schedule-to-close timeout.
+const ActivityTypePrefix = "@activity:"
+
+// EncodeTimeoutFailure returns the payload of a TimeoutError of type tt.
+func EncodeTimeoutFailure(tt TimeoutType, message string) []byte {
+	return encodeFailure(Failure{Type: FailureTimeout, Message: message, NonRetryable: true, TimeoutType: tt})
+}
+
+// EncodeTerminatedFailure returns the payload of a TerminatedError; reason
+// is the operator's, and may be empty.
+func EncodeTerminatedFailure(reason string) []byte {
+	msg := "terminated"
+	if reason != "" {
+		msg = "terminated: " + reason
+	}
+	return encodeFailure(Failure{Type: FailureTerminated, Message: msg, NonRetryable: true})
+}
+
+func encodeFailure(f Failure) []byte {
+	b, err := json.Marshal(f)
+	if err != nil {
+		panic(fmt.Sprintf("engine: encoding a failure: %v", err)) // strings and a bool always encode
+	}
+	return b
+}
+
+// DecodeFailure decodes a failure payload; malformed bytes give a
+// *storage.CorruptError (ErrCorrupt). Unknown fields are ignored, so it
+// reads the SDK's failures as well as the engine's.
+func DecodeFailure(b []byte) (*Failure, error) {
+	f := new(Failure)
+	if err := json.Unmarshal(b, f); err != nil {
+		return nil, &storage.CorruptError{Kind: storage.KindEvent, Reason: fmt.Sprintf("failure payload: %v", err)}
+	}
+	return f, nil
+}
+
+// timeoutFailure is the failure a job's deadline of kind reason writes.
+func timeoutFailure(j *Job, reason string) []byte {
+	tt, what := TimeoutWorkflowRun, "run timeout"
+	switch reason {
+	case ReasonExecutionTimeout:
+		tt, what = TimeoutWorkflowExecution, "execution timeout"
+		if isActivityTask(j) {
+			tt, what = TimeoutScheduleToClose, "schedule-to-close timeout"
+		}
+	case ReasonScheduleToStart:
+		tt, what = TimeoutScheduleToStart, "schedule-to-start timeout"
+	}
+	return EncodeTimeoutFailure(tt, fmt.Sprintf("job %d (workflow id %q, type %q) timed out: its %s passed", j.ID, j.WorkflowID, j.Type, what))
+}
+
+func isActivityTask(j *Job) bool { return strings.HasPrefix(j.Type, ActivityTypePrefix) }
