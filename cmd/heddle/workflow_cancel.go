@@ -57,7 +57,7 @@ func newWFCancelCommand(g *wfGlobals, terminate bool) *cobra.Command {
 		}
 		var res *engine.StatusResult
 		if terminate {
-			res, err = svc.Cancel(c.ctx, engine.Cancel{Target: t, Reason: reason})
+			res, err = svc.Terminate(c.ctx, engine.Terminate{Target: t, Reason: reason})
 		} else {
 			res, err = svc.RequestCancel(c.ctx, engine.RequestCancel{Target: t, Reason: reason})
 		}

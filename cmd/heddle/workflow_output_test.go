@@ -245,7 +245,7 @@ func TestWorkflowTargetFlags(t *testing.T) {
 	}
 	var stop wfStopOutput
 	w.json(&stop, "terminate", "-w", "4711", "-r", job, "--reason", "done")
-	if stop.WorkflowID != "4711" || stop.Status != "Cancelled" {
+	if stop.WorkflowID != "4711" || stop.Status != "Terminated" {
 		t.Errorf("terminate -w -r = %+v", stop)
 	}
 

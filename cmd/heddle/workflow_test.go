@@ -355,18 +355,18 @@ func TestWorkflowCancelAndTerminate(t *testing.T) {
 
 	// Terminate ends the run at once, even with no worker to run its code.
 	out = w.ok("terminate", "idle-1", "--reason", "stuck")
-	wantContains(t, "terminate", out, fmt.Sprintf("Terminated workflow idle-1 (job %d): Cancelled, event ", s.JobID))
+	wantContains(t, "terminate", out, fmt.Sprintf("Terminated workflow idle-1 (job %d): Terminated, event ", s.JobID))
 	d = wfJobDoc{}
 	w.json(&d, "describe", "idle-1")
-	if d.Status != "Cancelled" || d.CloseEvent != "job_cancelled" || d.CloseReason != "stuck" {
+	if d.Status != "Terminated" || d.CloseEvent != "job_terminated" || d.CloseReason != "stuck" {
 		t.Errorf("describe after terminate: %+v", d)
 	}
 	out = w.ok("describe", "idle-1")
-	wantContains(t, "describe after terminate", out, "Closed by    job_cancelled (stuck)")
+	wantContains(t, "describe after terminate", out, "Closed by    job_terminated (stuck)")
 	w.json(&s, "start", "--type", "Gate", "--queue", wfIdleQueue, "--id", "idle-2")
 	stop = wfStopOutput{}
 	w.json(&stop, "terminate", strconv.FormatUint(s.JobID, 10))
-	if stop.WorkflowID != "idle-2" || stop.JobID != s.JobID || stop.Status != "Cancelled" {
+	if stop.WorkflowID != "idle-2" || stop.JobID != s.JobID || stop.Status != "Terminated" {
 		t.Errorf("terminate --json = %+v", stop)
 	}
 	// A closed run refuses both, with the server's message.

@@ -74,8 +74,13 @@ type StartWorkflowOptions struct {
 	// workflow id with the same input (Get follows to the last run).
 	RetryPolicy *workflow.RetryPolicy
 	// WorkflowExecutionTimeout bounds the whole chain of runs (retries and
-	// continue-as-new included); 0: no bound.
+	// continue-as-new included); 0: no bound. The engine enforces it: the
+	// run in progress when it passes ends as TimedOut, whether or not a
+	// worker is running it.
 	WorkflowExecutionTimeout time.Duration
+	// WorkflowRunTimeout bounds each run on its own, counted from that
+	// run's start (a retry or continue-as-new gets it afresh); 0: no bound.
+	WorkflowRunTimeout time.Duration
 }
 
 // WorkflowRun is one run of a workflow.
@@ -135,6 +140,10 @@ func (r *run) Get(ctx context.Context, valuePtr any) error {
 		return converter.Decode(last.Payload, valuePtr)
 	case engine.StatusCancelled:
 		return workflow.ErrCanceled
+	case engine.StatusTimedOut:
+		return fmt.Errorf("workflow %s run %d timed out: %w", r.id, j.ID, sdkhook.DecodeFailure(last.Payload))
+	case engine.StatusTerminated:
+		return fmt.Errorf("workflow %s run %d was terminated: %w", r.id, j.ID, sdkhook.DecodeFailure(last.Payload))
 	default:
 		return fmt.Errorf("workflow %s run %d failed: %w", r.id, j.ID, sdkhook.DecodeFailure(last.Payload))
 	}
@@ -154,7 +163,7 @@ func (c *Client) ExecuteWorkflow(ctx context.Context, opts StartWorkflowOptions,
 		return nil, fmt.Errorf("client: workflow arguments: %w", err)
 	}
 	create := engine.CreateJob{WorkflowID: opts.ID, Type: name, Queue: opts.TaskQueue, Input: input, ReusePolicy: opts.WorkflowIDReusePolicy,
-		ExecutionTimeoutMS: opts.WorkflowExecutionTimeout.Milliseconds()}
+		ExecutionTimeoutMS: opts.WorkflowExecutionTimeout.Milliseconds(), RunTimeoutMS: opts.WorkflowRunTimeout.Milliseconds()}
 	if p := opts.RetryPolicy; p != nil {
 		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("client: StartWorkflowOptions.RetryPolicy: %w", err)
@@ -223,7 +232,7 @@ func (c *Client) CancelWorkflow(ctx context.Context, workflowID, runID string) e
 
 // TerminateWorkflow ends a run at once, without running workflow code.
 func (c *Client) TerminateWorkflow(ctx context.Context, workflowID, runID, reason string) error {
-	_, err := c.e.Cancel(ctx, engine.Cancel{Target: target(workflowID, runID), Reason: reason})
+	_, err := c.e.Terminate(ctx, engine.Terminate{Target: target(workflowID, runID), Reason: reason})
 	return err
 }
 

@@ -85,8 +85,8 @@ func testCancellationReachesActivitiesAndChildren(t *testing.T, cache int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if child.Status != engine.StatusCancelled {
-		t.Fatalf("child is %s, want Cancelled (parent-close policy Terminate)", child.Status)
+	if child.Status != engine.StatusTerminated {
+		t.Fatalf("child is %s, want Terminated (parent-close policy Terminate)", child.Status)
 	}
 	verify(t, e)
 }

@@ -636,3 +636,138 @@ func testTimerCanceledIsRecorded(t *testing.T, cache int) {
 	}
 	verify(t, e)
 }
+
+// A workflow whose type no worker of its queue registers is not claimed:
+// the engine passes it over with a growing delay, writes nothing to its
+// history, and says why on its record; once a worker registers the type,
+// the run goes on.
+func TestUnregisteredTypeWaitsWithoutGrowingItsHistory(t *testing.T) {
+	key := newProbe(t)
+	e := open(t)
+	w := startWorker(t, e, "live", worker.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := client.New(service(t, e))
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: key, TaskQueue: "live"}, "LateType")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j *engine.Job
+	for {
+		if j, err = c.DescribeWorkflow(ctx, key, ""); err != nil {
+			t.Fatal(err)
+		}
+		if j.Deferrals >= 2 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the job was never passed over: %+v", j)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if j.Status != engine.StatusQueued || j.LastSeq != 1 || !strings.Contains(j.DeferredReason, `"LateType"`) {
+		t.Fatalf("after %d deferrals: status %s, %d events, reason %q; want Queued, job_created alone, the type named",
+			j.Deferrals, j.Status, j.LastSeq, j.DeferredReason)
+	}
+	w.RegisterWorkflowWithName(func(workflow.Context) (string, error) { return "late", nil }, "LateType")
+	var got string
+	if err := run.Get(ctx, &got); err != nil || got != "late" {
+		t.Fatalf("Get = %q, %v", got, err)
+	}
+	verify(t, e)
+}
+
+// UnservedActivity runs an activity on a task queue nobody polls, under a
+// schedule-to-close or schedule-to-start timeout, and reports how it ended.
+func UnservedActivity(ctx workflow.Context, startTimeout bool) (string, error) {
+	opts := workflow.ActivityOptions{TaskQueue: "nobody", StartToCloseTimeout: time.Minute}
+	if startTimeout {
+		opts.ScheduleToStartTimeout = 300 * time.Millisecond
+	} else {
+		opts.ScheduleToCloseTimeout = 300 * time.Millisecond
+	}
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), "Nobody").Get(ctx, nil)
+	var ae *workflow.ActivityError
+	if !errors.As(err, &ae) {
+		return "", fmt.Errorf("the unserved activity gave %v", err)
+	}
+	return ae.Type + ": " + ae.Message, nil
+}
+
+// The engine enforces an activity's schedule-to-close and schedule-to-start
+// timeouts when no worker ever takes it.
+func TestUnservedActivityTimesOut(t *testing.T) {
+	forEachCache(t, func(t *testing.T, cache int) {
+		for _, start := range []bool{false, true} {
+			t.Run(fmt.Sprintf("schedule-to-start=%v", start), func(t *testing.T) {
+				key := newProbe(t)
+				e := open(t)
+				startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w *worker.Worker) { w.RegisterWorkflow(UnservedActivity) })
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				c := client.New(service(t, e))
+				run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: key, TaskQueue: "live"}, UnservedActivity, start)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got string
+				if err := run.Get(ctx, &got); err != nil {
+					t.Fatal(err)
+				}
+				want := "schedule-to-close"
+				if start {
+					want = "schedule-to-start"
+				}
+				if !strings.HasPrefix(got, "TimeoutError: ") || !strings.Contains(got, "its "+want+" timeout passed") {
+					t.Fatalf("the activity ended with %q, want a %s TimeoutError", got, want)
+				}
+				verify(t, e)
+			})
+		}
+	})
+}
+
+// The engine enforces a workflow's execution timeout on a run no worker
+// takes, and its run timeout on a run a worker holds: both end TimedOut,
+// and Get returns when they do.
+func TestWorkflowTimeoutsEnforcedByTheEngine(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		queue  string
+		opts   client.StartWorkflowOptions
+		reason string
+	}{
+		{"execution timeout, no worker", "nobody", client.StartWorkflowOptions{WorkflowExecutionTimeout: 300 * time.Millisecond}, engine.ReasonExecutionTimeout},
+		{"run timeout, waiting", "live", client.StartWorkflowOptions{WorkflowRunTimeout: 300 * time.Millisecond}, engine.ReasonRunTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := newProbe(t)
+			e := open(t)
+			startWorker(t, e, "live", worker.Options{}, func(w *worker.Worker) { w.RegisterWorkflow(WaitForSignal) })
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			c := client.New(service(t, e))
+			tc.opts.ID, tc.opts.TaskQueue = key, tc.queue
+			run, err := c.ExecuteWorkflow(ctx, tc.opts, WaitForSignal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := run.Get(ctx, nil); err == nil || !strings.Contains(err.Error(), "timed out") {
+				t.Fatalf("Get = %v, want a timeout", err)
+			}
+			j, err := c.DescribeWorkflow(ctx, key, "")
+			if err != nil || j.Status != engine.StatusTimedOut {
+				t.Fatalf("the run is %v (%v), want TimedOut", j, err)
+			}
+			hist, err := c.GetWorkflowHistory(ctx, key, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last := hist[len(hist)-1]; last.Type != engine.EventJobTimedOut || last.Reason != tc.reason {
+				t.Fatalf("the run ended with %s (%s), want job_timed_out (%s)", last.Type, last.Reason, tc.reason)
+			}
+			verify(t, e)
+		})
+	}
+}

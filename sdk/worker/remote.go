@@ -100,12 +100,16 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		create.Type, create.Queue, create.Input = activityTypePrefix+c.Name, opts.TaskQueue, in
+		create.Type, create.Queue, create.Input = engine.ActivityTypePrefix+c.Name, opts.TaskQueue, in
 		if opts.ScheduleToCloseTimeout > 0 {
 			// The deadline counts from when the code scheduled the activity,
 			// however late this create comes (after a crash, say).
 			left := time.UnixMilli(c.IssuedAtMS).Add(opts.ScheduleToCloseTimeout).Sub(r.w.opts.Clock.Now())
 			create.ExecutionTimeoutMS = max(left.Milliseconds(), 1)
+		}
+		if opts.ScheduleToStartTimeout > 0 {
+			left := time.UnixMilli(c.IssuedAtMS).Add(opts.ScheduleToStartTimeout).Sub(r.w.opts.Clock.Now())
+			create.ScheduleToStartTimeoutMS = max(left.Milliseconds(), 1)
 		}
 		ev.Type = replay.EventActivityScheduled
 	case replay.KindChild:
@@ -170,7 +174,7 @@ func (r *run) closeChildren() error {
 		var err error
 		switch opts.ParentClosePolicy {
 		case workflow.ParentCloseTerminate:
-			_, err = r.w.e.Cancel(r.ctx, engine.Cancel{Target: t, Reason: "parent closed"})
+			_, err = r.w.e.Terminate(r.ctx, engine.Terminate{Target: t, Reason: "parent closed"})
 		case workflow.ParentCloseRequestCancel:
 			_, err = r.w.e.RequestCancel(r.ctx, engine.RequestCancel{Target: t, Reason: "parent closed"})
 		}

@@ -118,18 +118,26 @@ func (r *run) catchUp(replaying bool) error {
 	}
 }
 
+// resume brings the execution up to the claim: from the events the claim
+// brought along when they join what the execution has seen (a cached
+// workflow woken by a timer, a signal, a child's result), else from the
+// history.
+func (r *run) resume() error {
+	evs := r.job.Events
+	if len(evs) > 0 && evs[0].Seq <= r.x.LastSeq()+1 && evs[len(evs)-1].Seq == r.job.LastSeq {
+		return r.x.Advance(evs, true)
+	}
+	return r.catchUp(true)
+}
+
 // drive runs the workflow until it waits (the execution may be cached:
 // released is true) or ends.
 func (r *run) drive() (released bool, err error) {
 	defer r.endTurn()
-	if err := r.catchUp(true); err != nil && r.x.Fault() == nil {
+	if err := r.resume(); err != nil && r.x.Fault() == nil {
 		return false, err
 	}
 	for {
-		if d := r.job.DeadlineMS; d > 0 && r.w.opts.Clock.Now().UnixMilli() >= d {
-			return false, r.fail(workflow.NewApplicationError(
-				fmt.Sprintf("workflow %s exceeded its execution timeout", r.job.WorkflowID), sdkhook.FailureTimeout, true))
-		}
 		if fault := r.x.Fault(); fault != nil {
 			// Nondeterminism, a panic or a deadlock: the run cannot go on
 			// with this code. Failing the job makes it visible; an operator

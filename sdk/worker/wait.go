@@ -34,9 +34,6 @@ func (r *run) wait(cmds []*replay.Command) (woken bool, err error) {
 			spec.Steps = append(spec.Steps, c.Step)
 		}
 	}
-	if d := r.job.DeadlineMS; d > 0 {
-		spec.Timers = append(spec.Timers, engine.Timer{ID: "deadline", FireMS: d})
-	}
 	res, err := r.w.e.Wait(r.ctx, engine.Wait{LeaseRef: r.ref, Spec: spec, SeenSeq: r.x.LastSeq(), Events: events})
 	if err != nil {
 		return false, err

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,10 +20,6 @@ import (
 	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
-
-// activityTypePrefix marks the jobs that carry one activity to another task
-// queue: their type is this prefix and the activity's name.
-const activityTypePrefix = "@activity:"
 
 // Options configure a Worker. The zero value is valid: every zero field
 // takes its documented default.
@@ -99,6 +96,8 @@ type Worker struct {
 	mu         sync.Mutex
 	workflows  map[string]any
 	activities map[string]any
+	// claimCancel ends the claim in flight (a registration restarts it).
+	claimCancel context.CancelFunc
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -135,6 +134,7 @@ func (w *Worker) RegisterWorkflowWithName(fn any, name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.workflows[name] = fn
+	w.typesChanged()
 }
 
 // RegisterActivity registers an activity function under its name.
@@ -145,6 +145,51 @@ func (w *Worker) RegisterActivityWithName(fn any, name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.activities[name] = fn
+	w.typesChanged()
+}
+
+// typesChanged restarts a claim in flight, so that a type registered after
+// Start is claimed from now on rather than passed over by a claim that
+// names the old types. Register before Start all the same: a job of the
+// new type that a claim passed over just before waits out its deferral.
+// w.mu is held.
+func (w *Worker) typesChanged() {
+	if w.claimCancel != nil {
+		w.claimCancel()
+	}
+}
+
+// claimTailEvents is how many of a claimed job's newest events a claim
+// brings along: enough for a cached workflow woken by a timer, a signal or
+// a child's result to go on without reading its history first.
+const claimTailEvents = 8
+
+// claimContext returns the context of the next claim, which a
+// registration cancels, and the types it claims.
+func (w *Worker) claimContext() (context.Context, []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.claimCancel != nil {
+		w.claimCancel()
+	}
+	var ctx context.Context
+	ctx, w.claimCancel = context.WithCancel(w.pollCtx)
+	return ctx, w.types()
+}
+
+// types lists the job types this worker runs, for Claim.Types: the engine
+// passes over (and defers, with the reason on the job) a job of any other
+// type instead of handing it to a worker that cannot run it. w.mu is held.
+func (w *Worker) types() []string {
+	out := make([]string, 0, len(w.workflows)+len(w.activities))
+	for name := range w.workflows {
+		out = append(out, name)
+	}
+	for name := range w.activities {
+		out = append(out, engine.ActivityTypePrefix+name)
+	}
+	slices.Sort(out) // stable across claims: the command is data
+	return out
 }
 
 func (w *Worker) workflowFn(name string) any {
@@ -222,13 +267,18 @@ func (w *Worker) poll() {
 				return
 			}
 		}
-		jobs, err := w.e.ClaimWait(w.pollCtx, engine.Claim{Queue: w.queue, Owner: w.opts.Identity, Max: free, LeaseMS: w.opts.LeaseTTL.Milliseconds()})
+		claimCtx, types := w.claimContext()
+		jobs, err := w.e.ClaimWait(claimCtx, engine.Claim{Queue: w.queue, Owner: w.opts.Identity, Max: free,
+			LeaseMS: w.opts.LeaseTTL.Milliseconds(), Types: types, TailEvents: claimTailEvents})
 		for i := len(jobs); i < free; i++ {
 			<-w.slots
 		}
 		if err != nil {
 			if w.pollCtx.Err() != nil {
 				return
+			}
+			if claimCtx.Err() != nil {
+				continue // a type was registered: claim again with it
 			}
 			if w.opts.OnError != nil {
 				w.opts.OnError(0, err)
@@ -258,7 +308,7 @@ func (w *Worker) handle(j engine.ClaimedJob) {
 	ctx, cancel := context.WithCancel(w.ctx)
 	defer cancel()
 	ref := engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}
-	name, isTask := strings.CutPrefix(j.Type, activityTypePrefix)
+	name, isTask := strings.CutPrefix(j.Type, engine.ActivityTypePrefix)
 	// An activity task runs under its own context, cancelled when the
 	// heartbeats learn that its workflow asked to cancel it; the turn's
 	// writes go on under ctx, so the cancellation's outcome is still
