@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -83,7 +84,9 @@ func newBenchCommand() *cobra.Command {
 			}
 			switch *format {
 			case formatTable:
-				printBenchResult(stdout, res)
+				if err := printBenchResult(stdout, res); err != nil {
+					return err
+				}
 			case formatJSONL:
 				if err := bench.WriteJSON(stdout, []*bench.Result{res}); err != nil {
 					return err
@@ -131,20 +134,21 @@ func benchWorkloads(arg string) ([]string, error) {
 }
 
 // printBenchResult prints one workload's figures as a short block a person reads.
-func printBenchResult(w io.Writer, r *bench.Result) {
-	fmt.Fprintf(w, "%s (%s) n=%d: %.4g %s; ceiling %.4g; ratio %.3f\n", r.Workload, r.Mode, r.N, r.Value, r.Figure, r.Ceiling, r.RatioToCeiling)
-	fmt.Fprintf(w, "  ceiling: %s (%d-byte writes, %d writers: %.0f writes/s, p50 %.2f ms, p99 %.2f ms)\n", r.CeilingBasis,
+func printBenchResult(w io.Writer, r *bench.Result) error {
+	p := newPrinter(w)
+	p.printf("%s (%s) n=%d: %.4g %s; ceiling %.4g; ratio %.3f\n", r.Workload, r.Mode, r.N, r.Value, r.Figure, r.Ceiling, r.RatioToCeiling)
+	p.printf("  ceiling: %s (%d-byte writes, %d writers: %.0f writes/s, p50 %.2f ms, p99 %.2f ms)\n", r.CeilingBasis,
 		r.CeilingLoop.PayloadBytes, r.CeilingLoop.Concurrency, r.CeilingLoop.WritesPerS, r.CeilingLoop.LatencyMS.P50, r.CeilingLoop.LatencyMS.P99)
 	if r.WorkflowsPerS != nil {
-		fmt.Fprintf(w, "  workflows/s %.4g", *r.WorkflowsPerS)
+		p.printf("  workflows/s %.4g", *r.WorkflowsPerS)
 		if r.ActivitiesPerS != nil {
-			fmt.Fprintf(w, ", activities/s %.4g", *r.ActivitiesPerS)
+			p.printf(", activities/s %.4g", *r.ActivitiesPerS)
 		}
-		fmt.Fprintln(w)
+		p.println()
 	} else if r.ActivitiesPerS != nil {
-		fmt.Fprintf(w, "  activities/s %.4g\n", *r.ActivitiesPerS)
+		p.printf("  activities/s %.4g\n", *r.ActivitiesPerS)
 	}
-	fmt.Fprintf(w, "  latency (%s): p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", r.LatencyOf, r.LatencyMS.P50, r.LatencyMS.P99, r.LatencyMS.Max)
+	p.printf("  latency (%s): p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", r.LatencyOf, r.LatencyMS.P50, r.LatencyMS.P99, r.LatencyMS.Max)
 	if len(r.Extra) > 0 {
 		keys := make([]string, 0, len(r.Extra))
 		for k := range r.Extra {
@@ -155,17 +159,18 @@ func printBenchResult(w io.Writer, r *bench.Result) {
 		for i, k := range keys {
 			parts[i] = fmt.Sprintf("%s %.4g", k, r.Extra[k])
 		}
-		fmt.Fprintf(w, "  %s\n", strings.Join(parts, ", "))
+		p.printf("  %s\n", strings.Join(parts, ", "))
 	}
-	fmt.Fprintf(w, "  %.1f s; peak RSS %.0f MiB (%s); %d cores, %s, commit %.12s\n", r.ElapsedS,
+	p.printf("  %.1f s; peak RSS %.0f MiB (%s); %d cores, %s, commit %.12s\n", r.ElapsedS,
 		float64(r.PeakRSSBytes)/(1<<20), r.PeakRSSScope, r.Cores, r.GoVersion, r.Commit)
+	return p.err()
 }
 
 // benchIsTerminal reports whether w is a character device (a terminal), where
 // a progress bar redrawn with carriage returns reads well; in a file or a
 // pipe it would be noise.
 func benchIsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := unwrapPrinter(w).(*os.File)
 	if !ok {
 		return false
 	}
@@ -180,8 +185,7 @@ func writeBenchFile(path string, fill func(io.Writer) error) error {
 		return err
 	}
 	if err := fill(f); err != nil {
-		f.Close()
-		return err
+		return errors.Join(err, f.Close())
 	}
 	return f.Close()
 }

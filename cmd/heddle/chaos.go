@@ -42,7 +42,11 @@ func newChaosCommand() *cobra.Command {
 		if seed == 0 {
 			seed = uint64(time.Now().UnixNano())
 		}
-		fmt.Fprintf(stderr, "heddle chaos: seed %d\n", seed)
+		// The seed replays a failing run: a run whose seed could not be
+		// said is not worth starting.
+		if _, err := fmt.Fprintf(stderr, "heddle chaos: seed %d\n", seed); err != nil {
+			return err
+		}
 		ctx, stop := untilSignal()
 		defer stop()
 		opts := chaos.Options{Seed: seed, Duration: duration, Dir: dir, Log: stderr, Kills: kills}
@@ -55,12 +59,16 @@ func newChaosCommand() *cobra.Command {
 			return err
 		}
 		if *format == formatTable {
-			chaos.Print(stdout, sum, det)
+			if err := chaos.Print(stdout, sum, det); err != nil {
+				return err
+			}
 		} else {
 			if err := printDoc(stdout, *format, sum); err != nil {
 				return err
 			}
-			chaos.Print(stderr, sum, det)
+			if err := chaos.Print(stderr, sum, det); err != nil {
+				return err
+			}
 		}
 		if !sum.OK() {
 			return exitError{code: 1}

@@ -43,22 +43,28 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 func exitStatus(cmd *cobra.Command, err error, stderr io.Writer) int {
 	var exit exitError
 	var usage *usageError
+	var msg string
+	code := 1
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &exit):
 		return exit.code
 	case errors.As(err, &usage):
-		fmt.Fprintf(stderr, "%s: %s\n", cmd.CommandPath(), usage.msg)
+		msg = fmt.Sprintf("%s: %s\n", cmd.CommandPath(), usage.msg)
 		if usage.listCommands {
-			fmt.Fprintf(stderr, "\n%s", cmd.UsageString())
+			msg += "\n" + cmd.UsageString()
 		} else {
-			fmt.Fprintf(stderr, "Usage: %s\nRun \"%s --help\" for more.\n", usageLine(cmd), cmd.CommandPath())
+			msg += fmt.Sprintf("Usage: %s\nRun \"%s --help\" for more.\n", usageLine(cmd), cmd.CommandPath())
 		}
-		return 2
+		code = 2
+	default:
+		msg = fmt.Sprintf("%s: %v\n", cmd.CommandPath(), err)
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
-	return 1
+	// The status already says the command failed; a message that cannot
+	// be written on stderr has nowhere else to go.
+	_, _ = io.WriteString(stderr, msg)
+	return code
 }
 
 // usageLine is the one-line synopsis of cmd, as its help prints it.

@@ -5,6 +5,7 @@ package main
 // process for trying heddle out.
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -141,7 +142,8 @@ func newClusterStatusCommand() *cobra.Command {
 			return err
 		}
 		if unreachable > 0 {
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d of %d members did not answer\n", cmd.CommandPath(), unreachable, len(views))
+			// Exit status 1 says it already; the line only names how many.
+			_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d of %d members did not answer\n", cmd.CommandPath(), unreachable, len(views))
 			return exitError{code: 1}
 		}
 		return nil
@@ -157,14 +159,18 @@ func printClusterStatus(w io.Writer, format outputFormat, views []clusterView) e
 		return printLines(w, views)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ADDR\tID\tSTATE\tTERM\tAPPLIED\tLEADER\tMEMBERS")
+	p := newPrinter(tw)
+	p.println("ADDR\tID\tSTATE\tTERM\tAPPLIED\tLEADER\tMEMBERS")
 	for _, v := range views {
 		if v.Status == nil {
-			fmt.Fprintf(tw, "%s\t-\tunreachable\t\t\t\t%s\n", v.Addr, v.Error)
+			p.printf("%s\t-\tunreachable\t\t\t\t%s\n", v.Addr, v.Error)
 			continue
 		}
 		s := v.Status
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%d\n", v.Addr, s.ID, s.State, s.Term, s.AppliedIndex, s.LeaderID, len(s.Members))
+		p.printf("%s\t%s\t%s\t%d\t%d\t%s\t%d\n", v.Addr, s.ID, s.State, s.Term, s.AppliedIndex, s.LeaderID, len(s.Members))
+	}
+	if err := p.err(); err != nil {
+		return err
 	}
 	return tw.Flush()
 }
@@ -194,8 +200,8 @@ func newClusterRemoveCommand() *cobra.Command {
 		if *f.format != formatTable {
 			return printDoc(cmd.OutOrStdout(), *f.format, clusterChange{Removed: args[0]})
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
-		return nil
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
+		return err
 	}
 	return cmd
 }
@@ -219,8 +225,8 @@ func newClusterTransferCommand() *cobra.Command {
 		if *f.format != formatTable {
 			return printDoc(cmd.OutOrStdout(), *f.format, clusterChange{LeadershipTransfer: true})
 		}
-		fmt.Fprintln(cmd.OutOrStdout(), "leadership transferred")
-		return nil
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), "leadership transferred")
+		return err
 	}
 	return cmd
 }
@@ -262,16 +268,19 @@ func newClusterUpCommand() *cobra.Command {
 
 // clusterUp starts the nodes one by one, each joining through the first,
 // and runs them until SIGINT or SIGTERM.
-func clusterUp(stdout io.Writer, dir, host, token string, nodes, base int) error {
+func clusterUp(w io.Writer, dir, host, token string, nodes, base int) (err error) {
 	ctx, stop := untilSignal()
 	defer stop()
 	addr := func(port int) string { return host + ":" + strconv.Itoa(port) }
 	var running []*clusterNode
 	defer func() {
 		for i := len(running) - 1; i >= 0; i-- {
-			running[i].close()
+			err = errors.Join(err, running[i].close())
 		}
 	}()
+	// A line that could not be printed does not stop the cluster; it makes
+	// the exit status say so once the cluster has stopped.
+	stdout := newPrinter(w)
 	var httpAddrs []string
 	for i := 1; i <= nodes; i++ {
 		o := nodeOptions{id: "n" + strconv.Itoa(i), dir: filepath.Join(dir, "n"+strconv.Itoa(i)),
@@ -287,10 +296,10 @@ func clusterUp(stdout io.Writer, dir, host, token string, nodes, base int) error
 		}
 		running = append(running, n)
 		httpAddrs = append(httpAddrs, n.api.addr())
-		fmt.Fprintf(stdout, "node %s: http=%s raft=%s dir=%s\n", o.id, n.api.addr(), n.node.RaftAddr(), o.dir)
+		stdout.printf("node %s: http=%s raft=%s dir=%s\n", o.id, n.api.addr(), n.node.RaftAddr(), o.dir)
 	}
-	fmt.Fprintf(stdout, "cluster up: %d nodes; HEDDLE_ADDR=%s\n", nodes, strings.Join(httpAddrs, ","))
+	stdout.printf("cluster up: %d nodes; HEDDLE_ADDR=%s\n", nodes, strings.Join(httpAddrs, ","))
 	<-ctx.Done()
-	fmt.Fprintln(stdout, "cluster up: stopping")
-	return nil
+	stdout.println("cluster up: stopping")
+	return stdout.err()
 }

@@ -30,7 +30,9 @@ func startTestCluster(t *testing.T) ([]*clusterNode, string) {
 	var addrs []string
 	t.Cleanup(func() {
 		for i := len(nodes) - 1; i >= 0; i-- {
-			nodes[i].close()
+			if err := nodes[i].close(); err != nil {
+				t.Errorf("close %s: %v", nodes[i].node.ID(), err)
+			}
 		}
 	})
 	for i, id := range []string{"n1", "n2", "n3"} {
@@ -128,7 +130,11 @@ func TestClusterCommands(t *testing.T) {
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop(context.Background())
+	defer func() {
+		if err := w.Stop(context.Background()); err != nil {
+			t.Errorf("stop the worker: %v", err)
+		}
+	}()
 	follower := nodes[1].api.addr()
 	out, errOut, code = runCmd(t, "workflow", "start", "--addr", follower, "--type", "Greet", "--queue", "greetings",
 		"--id", "greet-1", "--input", `"ada"`, "--wait")

@@ -132,7 +132,17 @@ func runDemo(ctx context.Context, cfg demoConfig) (err error) {
 	if err != nil {
 		return err
 	}
-	defer cleanup()
+	defer func() {
+		if cerr := cleanup(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("removing the temporary database: %w", cerr))
+		}
+	}()
+	// A demo whose story could not be printed has not shown anything.
+	defer func() {
+		if werr := d.rep.err(); werr != nil {
+			err = errors.Join(err, fmt.Errorf("printing: %w", werr))
+		}
+	}()
 	where := "kept"
 	if cfg.Dir == "" {
 		where = "temporary, removed at the end"
@@ -169,13 +179,13 @@ func runDemo(ctx context.Context, cfg demoConfig) (err error) {
 // demoDir returns the database directory and how to clean it up. A given
 // directory must be new or empty, so that the demo's workers meet only the
 // demo's own jobs.
-func demoDir(dir string) (string, func(), error) {
+func demoDir(dir string) (string, func() error, error) {
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "heddle-demo-")
 		if err != nil {
 			return "", nil, err
 		}
-		return tmp, func() { os.RemoveAll(tmp) }, nil
+		return tmp, func() error { return os.RemoveAll(tmp) }, nil
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -184,7 +194,7 @@ func demoDir(dir string) (string, func(), error) {
 	if len(entries) > 0 {
 		return "", nil, fmt.Errorf("--dir %s is not empty: give a new or empty directory", dir)
 	}
-	return dir, func() {}, nil
+	return dir, func() error { return nil }, nil
 }
 
 func (d *demo) problem(err error) {
@@ -228,12 +238,18 @@ func (d *demo) newWorker(name, queue string, lease time.Duration, expectErrors b
 // story starts the workers and the orders, stops worker-a in the middle of
 // order-1 and resumes it on worker-b, approves order-3, and waits for every
 // order to end.
-func (d *demo) story(ctx context.Context) error {
+func (d *demo) story(ctx context.Context) (err error) {
+	// stop stops a worker at the end, waiting for its jobs to drain.
+	stop := func(w *worker.Worker, name string) {
+		if serr := w.Stop(context.Background()); serr != nil {
+			err = errors.Join(err, fmt.Errorf("stop %s: %w", name, serr))
+		}
+	}
 	w1, err := d.newWorker("worker-1", ordersQueue, 5*time.Second, false)
 	if err != nil {
 		return err
 	}
-	defer w1.Stop(context.Background())
+	defer stop(w1, "worker-1")
 	wa, err := d.newWorker("worker-a", recoveryQueue, demoLease, true)
 	if err != nil {
 		return err
@@ -242,8 +258,7 @@ func (d *demo) story(ctx context.Context) error {
 	for _, o := range d.orders {
 		run, err := d.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: o.ID, TaskQueue: o.queue}, OrderWorkflow, o.Order)
 		if err != nil {
-			wa.Stop(context.Background())
-			return fmt.Errorf("start %s: %w", o.ID, err)
+			return errors.Join(fmt.Errorf("start %s: %w", o.ID, err), wa.Stop(context.Background()))
 		}
 		d.runs[o.ID] = run
 		d.rep.order(o.ID, "started (run %s, queue %s): %s", run.GetRunID(), o.queue, o.story)
@@ -269,13 +284,16 @@ func (d *demo) story(ctx context.Context) error {
 	// worker-a with a grace too short for it, and start worker-b.
 	wb, recErr := d.recover(ctx, wa)
 	if wb != nil {
-		defer wb.Stop(context.Background())
+		defer stop(wb, "worker-b")
 	}
 	if recErr != nil {
 		d.shop.releaseHeld()
 		cancelled, cancel := context.WithCancel(ctx)
 		cancel()
-		wa.Stop(cancelled)
+		// An ended context abandons worker-a's jobs to their leases,
+		// which is what is wanted here; the context's error that Stop
+		// returns for it says only that.
+		_ = wa.Stop(cancelled)
 	}
 	wg.Wait()
 	return recErr

@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"strings"
@@ -45,11 +46,19 @@ func main() {
 // 2 for bad input on the command line, 1 for a failure. It exists apart
 // from main so that tests drive the binary without starting a process; it
 // builds a fresh command tree each time, since flags hold state.
+//
+// Everything the commands print, cobra's help included, goes through
+// printers, so that a command whose output could not be written fails
+// even when it did not check the write itself (cobra does not).
 func run(args []string, stdout, stderr io.Writer) int {
-	root := newRootCommand(stdout, stderr)
+	out, diag := newPrinter(stdout), newPrinter(stderr)
+	root := newRootCommand(out, diag)
 	root.SetArgs(respellLegacyFlags(root, args))
 	cmd, err := root.ExecuteContextC(context.Background())
-	return exitStatus(cmd, err, stderr)
+	if err == nil {
+		err = errors.Join(out.err(), diag.err())
+	}
+	return exitStatus(cmd, err, diag)
 }
 
 // newRootCommand builds the command tree, writing results on stdout and

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/heddlewf/heddle/engine/httpapi"
@@ -18,7 +20,16 @@ type apiServer struct {
 	srv  *http.Server
 	ln   net.Listener
 	done chan error
+
+	// conns holds the state of each open connection, as srv's ConnState
+	// hook reports it; close waits for those serving a request.
+	mu    sync.Mutex
+	conns map[net.Conn]http.ConnState
 }
+
+// apiCloseGrace is how long close lets the requests in flight finish
+// before it cuts them off.
+const apiCloseGrace = 5 * time.Second
 
 // listen opens the API's listener before anything else, so that a node
 // advertises the real address even when the port was 0.
@@ -34,24 +45,87 @@ func listen(addr string) (net.Listener, error) {
 func serveAPI(ln net.Listener, cfg httpapi.ServerConfig) (*apiServer, error) {
 	api, err := httpapi.NewServer(cfg)
 	if err != nil {
-		ln.Close()
-		return nil, err
+		return nil, errors.Join(err, ln.Close())
 	}
-	s := &apiServer{api: api, ln: ln, done: make(chan error, 1),
-		srv: &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}}
+	s := &apiServer{api: api, ln: ln, done: make(chan error, 1), conns: map[net.Conn]http.ConnState{}}
+	s.srv = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ConnState: s.track}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil
 }
 
+// track keeps conns up to date; net/http calls it as connections change state.
+func (s *apiServer) track(c net.Conn, state http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch state {
+	case http.StateClosed, http.StateHijacked:
+		delete(s.conns, c)
+	default:
+		s.conns[c] = state
+	}
+}
+
+// connections counts the open connections in each state.
+func (s *apiServer) connections() map[http.ConnState]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := map[http.ConnState]int{}
+	for _, st := range s.conns {
+		n[st]++
+	}
+	return n
+}
+
 func (s *apiServer) addr() string { return s.ln.Addr().String() }
 
-// close stops accepting requests and gives those in flight (long polls
-// included) a few seconds to finish.
-func (s *apiServer) close() {
+// close stops accepting requests, ends the long polls, gives the requests
+// in flight up to apiCloseGrace to finish, then closes every connection.
+//
+// It does not leave that to http.Server.Shutdown alone: Shutdown counts a
+// connection idle only once it has served a request, so it waits up to 5 s
+// for any connection a client opened but never used (an HTTP client may
+// dial a spare one), and a stopping server would hang for no request at
+// all. So close waits only for the connections serving a request, as the
+// ConnState hook reports them, while Shutdown stops the listener and the
+// idle connections; then Close cuts whatever is left.
+func (s *apiServer) close() error {
 	s.api.Close() // ends the long polls
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), apiCloseGrace)
 	defer cancel()
-	s.srv.Shutdown(ctx)
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- s.srv.Shutdown(ctx) }()
+	var errs []error
+	if err := s.awaitRequests(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, s.srv.Close())
+	// Once Close has run, Shutdown returns at its next look at the
+	// connections. Its deadline error is the one awaitRequests reported.
+	if err := <-shutdown; err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("closing the HTTP API on %s: %w", s.addr(), err)
+	}
+	return nil
+}
+
+// awaitRequests waits until no connection is serving a request, or
+// reports how many still were when ctx ended.
+func (s *apiServer) awaitRequests(ctx context.Context) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		n := s.connections()[http.StateActive]
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d requests still running after %v were cut off", n, apiCloseGrace)
+		case <-tick.C:
+		}
+	}
 }
 
 // clusterNode is a Raft node with its HTTP API.
@@ -80,27 +154,24 @@ func startNode(ctx context.Context, o nodeOptions) (*clusterNode, error) {
 	n, err := raftfsm.Open(raftfsm.Config{ID: o.id, Dir: o.dir, RaftAddr: o.raftAddr, HTTPAddr: ln.Addr().String(),
 		Bootstrap: o.bootstrap, FailoverGrace: o.grace, LogOutput: o.logOut, Dial: chaosDialer(o.chaosProxy, o.id)})
 	if err != nil {
-		ln.Close()
-		return nil, err
+		return nil, errors.Join(err, ln.Close())
 	}
 	api, err := serveAPI(ln, httpapi.ServerConfig{Service: n.Engine(), Cluster: n, AuthToken: o.token})
 	if err != nil {
-		n.Close()
-		return nil, err
+		return nil, errors.Join(err, n.Close())
 	}
 	cn := &clusterNode{node: n, api: api}
 	if len(o.join) > 0 {
 		if err := joinCluster(ctx, o, n.RaftAddr(), api.addr()); err != nil {
-			cn.close()
-			return nil, err
+			return nil, errors.Join(err, cn.close())
 		}
 	}
 	return cn, nil
 }
 
-func (c *clusterNode) close() {
-	c.api.close()
-	c.node.Close()
+// close stops the API, then the node, and reports what failed.
+func (c *clusterNode) close() error {
+	return errors.Join(c.api.close(), c.node.Close())
 }
 
 // joinCluster asks the cluster to add this node, retrying while the
@@ -133,12 +204,16 @@ func chaosDialer(proxy, fromID string) func(string, time.Duration) (net.Conn, er
 		if err != nil {
 			return nil, err
 		}
-		conn.SetWriteDeadline(time.Now().Add(timeout))
-		if _, err := fmt.Fprintf(conn, "%s %s %s\n", ChaosHeader, fromID, target); err != nil {
-			conn.Close()
-			return nil, err
+		err = conn.SetWriteDeadline(time.Now().Add(timeout))
+		if err == nil {
+			_, err = fmt.Fprintf(conn, "%s %s %s\n", ChaosHeader, fromID, target)
 		}
-		conn.SetWriteDeadline(time.Time{})
+		if err == nil {
+			err = conn.SetWriteDeadline(time.Time{})
+		}
+		if err != nil {
+			return nil, errors.Join(err, conn.Close())
+		}
 		return conn, nil
 	}
 }

@@ -12,24 +12,28 @@ import (
 
 // reporter prints the demo's progress lines, each stamped with the time since
 // the demo started. The worker goroutine and the demo's own goroutine both
-// print, so writes are serialised to keep lines whole.
+// print, so writes are serialised, which keeps lines whole and their stamps
+// in order. A failed write is kept for err, which the demo checks at its end.
 type reporter struct {
 	mu    sync.Mutex
-	out   io.Writer
+	out   *printer
 	clock clock.Clock
 	start time.Time
 }
 
 func newReporter(out io.Writer, clk clock.Clock) *reporter {
-	return &reporter{out: out, clock: clk, start: clk.Now()}
+	return &reporter{out: newPrinter(out), clock: clk, start: clk.Now()}
 }
+
+// err is the first write that failed, or nil.
+func (r *reporter) err() error { return r.out.err() }
 
 // event prints one timestamped line about the demo as a whole.
 func (r *reporter) event(format string, a ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ms := r.clock.Now().Sub(r.start).Milliseconds()
-	fmt.Fprintf(r.out, "[%4dms] %s\n", ms, fmt.Sprintf(format, a...))
+	r.out.printf("[%4dms] %s\n", ms, fmt.Sprintf(format, a...))
 }
 
 // order prints one timestamped line about one order, with its workflow id
@@ -42,7 +46,7 @@ func (r *reporter) order(wf, format string, a ...any) {
 func (r *reporter) plain(format string, a ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	fmt.Fprintf(r.out, format+"\n", a...)
+	r.out.printf(format+"\n", a...)
 }
 
 // offset turns an engine time (Unix ms) into milliseconds since the demo

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -58,7 +59,7 @@ func newServerCommand() *cobra.Command {
 		case o.bootstrap && join != "":
 			return usagef("--bootstrap and --join exclude each other")
 		}
-		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		stdout, stderr := newPrinter(cmd.OutOrStdout()), newPrinter(cmd.ErrOrStderr())
 		ctx, stop := untilSignal()
 		defer stop()
 		o.join = splitAddrs(join)
@@ -70,15 +71,19 @@ func newServerCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "heddle server %s: http=%s raft=%s dir=%s\n", o.id, n.api.addr(), n.node.RaftAddr(), o.dir)
+		// A line that could not be printed does not stop a serving node;
+		// it makes the exit status say so once the node has stopped.
+		stdout.printf("heddle server %s: http=%s raft=%s dir=%s\n", o.id, n.api.addr(), n.node.RaftAddr(), o.dir)
 		select {
 		case <-ctx.Done():
 		case err := <-n.api.done:
-			fmt.Fprintf(stderr, "heddle server: HTTP API stopped: %v\n", err)
+			stderr.printf("heddle server: HTTP API stopped: %v\n", err)
 		}
-		n.close()
-		fmt.Fprintf(stdout, "heddle server %s: stopped\n", o.id)
-		return nil
+		if err := n.close(); err != nil {
+			return err
+		}
+		stdout.printf("heddle server %s: stopped\n", o.id)
+		return errors.Join(stdout.err(), stderr.err())
 	}
 	return cmd
 }
@@ -98,14 +103,18 @@ func newDevCommand() *cobra.Command {
 	fs.StringVar(&dir, "dir", "", "database `directory` (default: a temporary one, removed at exit)")
 	fs.StringVar(&httpAddr, "http-addr", defaultHTTPAddr, "`host:port` for the HTTP API")
 	fs.StringVar(&token, "token", "", tokenUsage)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
+		stdout, stderr := newPrinter(cmd.OutOrStdout()), newPrinter(cmd.ErrOrStderr())
 		if dir == "" {
-			tmp, err := os.MkdirTemp("", "heddle-dev-")
-			if err != nil {
-				return err
+			tmp, mkErr := os.MkdirTemp("", "heddle-dev-")
+			if mkErr != nil {
+				return mkErr
 			}
-			defer os.RemoveAll(tmp)
+			defer func() {
+				if rerr := os.RemoveAll(tmp); rerr != nil {
+					err = errors.Join(err, fmt.Errorf("removing the temporary directory: %w", rerr))
+				}
+			}()
 			dir = tmp
 		}
 		ctx, stop := untilSignal()
@@ -114,15 +123,18 @@ func newDevCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "heddle dev: http=%s dir=%s\n", d.api.addr(), dir)
+		// As for "heddle server": a failed print is reported at the end.
+		stdout.printf("heddle dev: http=%s dir=%s\n", d.api.addr(), dir)
 		select {
 		case <-ctx.Done():
 		case err := <-d.api.done:
-			fmt.Fprintf(stderr, "heddle dev: HTTP API stopped: %v\n", err)
+			stderr.printf("heddle dev: HTTP API stopped: %v\n", err)
 		}
-		d.close()
-		fmt.Fprintln(stdout, "heddle dev: stopped")
-		return nil
+		if err := d.close(); err != nil {
+			return err
+		}
+		stdout.println("heddle dev: stopped")
+		return errors.Join(stdout.err(), stderr.err())
 	}
 	return cmd
 }
@@ -142,18 +154,16 @@ func startDev(cfg engine.Config, httpAddr, token string) (*devServer, error) {
 	}
 	e, err := engine.Open(cfg)
 	if err != nil {
-		ln.Close()
-		return nil, err
+		return nil, errors.Join(err, ln.Close())
 	}
 	api, err := serveAPI(ln, httpapi.ServerConfig{Service: e, AuthToken: token})
 	if err != nil {
-		e.Close()
-		return nil, err
+		return nil, errors.Join(err, e.Close())
 	}
 	return &devServer{engine: e, api: api}, nil
 }
 
-func (d *devServer) close() {
-	d.api.close()
-	d.engine.Close()
+// close stops the API, then the engine, and reports what failed.
+func (d *devServer) close() error {
+	return errors.Join(d.api.close(), d.engine.Close())
 }

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -56,18 +56,20 @@ func ComposeGreeting(ctx context.Context, title, name string) (string, error) {
 }
 
 // activityLog is where the example activities report, with their
-// idempotency key, so a reader can see that no finished step ran twice.
+// idempotency key, so a reader can see that no finished step ran twice. A
+// line that could not be written is kept in the printer, for the worker
+// command to report when it stops; the activity itself succeeded.
 var activityLog struct {
 	sync.Mutex
-	w io.Writer
+	p *printer
 }
 
 func logActivity(ctx context.Context, name, arg string) {
 	info := activity.GetInfo(ctx)
 	activityLog.Lock()
 	defer activityLog.Unlock()
-	if activityLog.w != nil {
-		fmt.Fprintf(activityLog.w, "ran %s(%q) for %s, attempt %d, key %s\n", name, arg, info.WorkflowID, info.Attempt, info.IdempotencyKey)
+	if activityLog.p != nil {
+		activityLog.p.printf("ran %s(%q) for %s, attempt %d, key %s\n", name, arg, info.WorkflowID, info.Attempt, info.IdempotencyKey)
 	}
 }
 
@@ -97,7 +99,9 @@ func newWorkerCommand() *cobra.Command {
 		if concurrency < 1 {
 			return usagef("--concurrency %d must be at least 1", concurrency)
 		}
-		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		// What cannot be printed does not stop the worker; it makes the
+		// exit status say so once the worker has stopped.
+		stdout, stderr := newPrinter(cmd.OutOrStdout()), newPrinter(cmd.ErrOrStderr())
 		addrs := splitAddrs(envDefault(addr, "HEDDLE_ADDR", defaultAddr))
 		svc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs, Token: envDefault(token, "HEDDLE_TOKEN", "")})
 		if err != nil {
@@ -106,7 +110,7 @@ func newWorkerCommand() *cobra.Command {
 		host, _ := os.Hostname()
 		w, err := worker.New(svc, queue, worker.Options{MaxConcurrentJobs: concurrency,
 			Identity: fmt.Sprintf("%s-%d", host, os.Getpid()),
-			OnError:  func(job engine.JobID, err error) { fmt.Fprintf(stderr, "heddle worker: job %d: %v\n", job, err) }})
+			OnError:  func(job engine.JobID, err error) { stderr.printf("heddle worker: job %d: %v\n", job, err) }})
 		if err != nil {
 			return usagef("%v", err)
 		}
@@ -114,7 +118,7 @@ func newWorkerCommand() *cobra.Command {
 		w.RegisterActivity(LookupTitle)
 		w.RegisterActivity(ComposeGreeting)
 		activityLog.Lock()
-		activityLog.w = stdout
+		activityLog.p = stdout
 		activityLog.Unlock()
 		ctx, stop := untilSignal()
 		defer stop()
@@ -122,15 +126,24 @@ func newWorkerCommand() *cobra.Command {
 			return err
 		}
 		queries := make(chan struct{})
-		go func() { defer close(queries); httpapi.ServeQueries(ctx, svc, queue, w) }()
-		fmt.Fprintf(stdout, "heddle worker: serving queue %q on %s\n", queue, strings.Join(addrs, ","))
+		go func() {
+			defer close(queries)
+			// ServeQueries returns ctx's error when the worker stops, or
+			// earlier an error retrying cannot fix (a bad token, a server
+			// without the route): the worker goes on without answering
+			// queries, and says why.
+			if err := httpapi.ServeQueries(ctx, svc, queue, w); err != nil && ctx.Err() == nil {
+				stderr.printf("heddle worker: not answering queries: %v\n", err)
+			}
+		}()
+		stdout.printf("heddle worker: serving queue %q on %s\n", queue, strings.Join(addrs, ","))
 		<-ctx.Done()
 		drain, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		err = w.Stop(drain)
 		<-queries
-		fmt.Fprintf(stdout, "heddle worker: stopped (%v)\n", err)
-		return nil
+		stdout.printf("heddle worker: stopped (%v)\n", err)
+		return errors.Join(stdout.err(), stderr.err())
 	}
 	return cmd
 }

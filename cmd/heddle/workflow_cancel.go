@@ -69,12 +69,12 @@ func newWFCancelCommand(g *wfGlobals, terminate bool) *cobra.Command {
 			return c.doc(out)
 		}
 		if terminate {
-			fmt.Fprintf(c.out, "Terminated workflow %s (job %d): %s, event %d.\n", wfCell(out.WorkflowID), out.JobID, out.Status, out.Seq)
+			_, err = fmt.Fprintf(c.out, "Terminated workflow %s (job %d): %s, event %d.\n", wfCell(out.WorkflowID), out.JobID, out.Status, out.Seq)
 		} else {
-			fmt.Fprintf(c.out, "Cancel requested for workflow %s (job %d) as event %d; it is %s until its code ends it.\n",
+			_, err = fmt.Fprintf(c.out, "Cancel requested for workflow %s (job %d) as event %d; it is %s until its code ends it.\n",
 				wfCell(out.WorkflowID), out.JobID, out.Seq, out.Status)
 		}
-		return nil
+		return err
 	})
 	return cmd
 }

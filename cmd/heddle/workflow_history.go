@@ -91,9 +91,9 @@ func newWFHistoryCommand(g *wfGlobals) *cobra.Command {
 				return err
 			}
 			if out.NextAfter != 0 {
-				fmt.Fprintf(c.err, "More events follow: next with --after %d\n", out.NextAfter)
+				_, err = fmt.Fprintf(c.err, "More events follow: next with --after %d\n", out.NextAfter)
 			}
-			return nil
+			return err
 		}
 		width := wfCellWidth
 		if full {
@@ -105,14 +105,15 @@ func newWFHistoryCommand(g *wfGlobals) *cobra.Command {
 }
 
 func wfPrintHistory(w io.Writer, j *engine.Job, events []engine.Event, nextAfter uint64, width int) error {
-	fmt.Fprintf(w, "Workflow %s, job %d (%s on %s): %s, %d events\n", wfCell(j.WorkflowID), j.ID,
+	p := newPrinter(w)
+	p.printf("Workflow %s, job %d (%s on %s): %s, %d events\n", wfCell(j.WorkflowID), j.ID,
 		wfCell(j.Type), wfCell(j.Queue), j.Status, j.LastSeq)
 	base := j.CreatedMS
-	fmt.Fprintf(w, "Created %s; TIME is since then.\n\n", wfWhen(base))
+	p.printf("Created %s; TIME is since then.\n\n", wfWhen(base))
 	if len(events) == 0 {
-		fmt.Fprintln(w, "No events in this range.")
+		p.println("No events in this range.")
 	} else {
-		tw := newWFTable(w)
+		tw := newWFTable(p)
 		tw.row("SEQ", "TIME", "ATT", "EVENT", "STEP", "NAME", "DETAILS")
 		for _, ev := range events {
 			att := "-"
@@ -127,9 +128,9 @@ func wfPrintHistory(w io.Writer, j *engine.Job, events []engine.Event, nextAfter
 		}
 	}
 	if nextAfter != 0 {
-		fmt.Fprintf(w, "More events follow: next with --after %d\n", nextAfter)
+		p.printf("More events follow: next with --after %d\n", nextAfter)
 	}
-	return nil
+	return p.err()
 }
 
 // wfEventDetails joins what else an event carries: its payload, the commit

@@ -76,9 +76,9 @@ func newWFListCommand(g *wfGlobals) *cobra.Command {
 				return err
 			}
 			if out.NextCursor != "" {
-				fmt.Fprintf(c.err, "More runs match: next page with --cursor %s\n", out.NextCursor)
+				_, err = fmt.Fprintf(c.err, "More runs match: next page with --cursor %s\n", out.NextCursor)
 			}
-			return nil
+			return err
 		}
 		return wfPrintList(c.out, out)
 	})
@@ -122,10 +122,11 @@ func (f *wfListFilter) query() (engine.ListQuery, error) {
 }
 
 func wfPrintList(w io.Writer, out wfListOutput) error {
+	p := newPrinter(w)
 	if len(out.Workflows) == 0 {
-		fmt.Fprintln(w, "No workflows.")
+		p.println("No workflows.")
 	} else {
-		tw := newWFTable(w)
+		tw := newWFTable(p)
 		tw.row("WORKFLOW ID", "JOB", "TYPE", "QUEUE", "STATUS", "ATTEMPT", "CREATED", "CLOSED")
 		for _, d := range out.Workflows {
 			closed := "-"
@@ -140,9 +141,9 @@ func wfPrintList(w io.Writer, out wfListOutput) error {
 		}
 	}
 	if out.NextCursor != "" {
-		fmt.Fprintf(w, "More runs match: next page with --cursor %s\n", out.NextCursor)
+		p.printf("More runs match: next page with --cursor %s\n", out.NextCursor)
 	}
-	return nil
+	return p.err()
 }
 
 // wfParseStatus matches a status name, ignoring case ("completed").

@@ -99,18 +99,19 @@ func newWFQueryCommand(g *wfGlobals) *cobra.Command {
 		if !c.table() {
 			return c.doc(out)
 		}
-		wfKV(c.out, "Workflow ID", wfCell(out.WorkflowID))
-		wfKV(c.out, "Job ID", fmt.Sprint(out.JobID))
-		wfKV(c.out, "Query", wfCell(name))
+		p := newPrinter(c.out)
+		wfKV(p, "Workflow ID", wfCell(out.WorkflowID))
+		wfKV(p, "Job ID", fmt.Sprint(out.JobID))
+		wfKV(p, "Query", wfCell(name))
 		switch {
 		case out.Result != nil:
-			wfKV(c.out, "Result", wfCell(wfPayloadText(out.Result, wfResultWidth)))
+			wfKV(p, "Result", wfCell(wfPayloadText(out.Result, wfResultWidth)))
 		case out.ResultBase64 != nil:
-			wfKV(c.out, "Result", wfPayloadText(out.ResultBase64, wfResultWidth))
+			wfKV(p, "Result", wfPayloadText(out.ResultBase64, wfResultWidth))
 		default:
-			wfKV(c.out, "Result", "(none)")
+			wfKV(p, "Result", "(none)")
 		}
-		return nil
+		return p.err()
 	})
 	return cmd
 }

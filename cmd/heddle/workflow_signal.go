@@ -80,9 +80,9 @@ func newWFSignalCommand(g *wfGlobals) *cobra.Command {
 		if out.Woke {
 			woke = "it woke the waiting run"
 		}
-		fmt.Fprintf(c.out, "Signal %s sent to workflow %s (job %d) as event %d; %s.\n",
+		_, err = fmt.Fprintf(c.out, "Signal %s sent to workflow %s (job %d) as event %d; %s.\n",
 			wfCell(name), wfCell(out.WorkflowID), out.JobID, out.Seq, woke)
-		return nil
+		return err
 	})
 	return cmd
 }

@@ -145,7 +145,8 @@ func newWFStartCommand(g *wfGlobals) *cobra.Command {
 			return err
 		}
 		if j.Status != engine.StatusCompleted {
-			fmt.Fprintf(c.err, "%s: workflow %s ended %s\n", c.path, j.WorkflowID, j.Status)
+			// Exit status 1 says it already; the line only says how it ended.
+			_, _ = fmt.Fprintf(c.err, "%s: workflow %s ended %s\n", c.path, j.WorkflowID, j.Status)
 			return exitError{code: 1}
 		}
 		return nil
@@ -157,30 +158,32 @@ func wfPrintStart(c *wfCall, out wfStartOutput) error {
 	if !c.table() {
 		return c.doc(out)
 	}
-	wfKV(c.out, "Workflow ID", wfCell(out.WorkflowID))
-	wfKV(c.out, "Job ID", fmt.Sprint(out.JobID))
+	p := newPrinter(c.out)
+	wfKV(p, "Workflow ID", wfCell(out.WorkflowID))
+	wfKV(p, "Job ID", fmt.Sprint(out.JobID))
 	if out.Existing {
-		wfKV(c.out, "Note", "an identical run was open; it was returned, not started again")
+		wfKV(p, "Note", "an identical run was open; it was returned, not started again")
 	}
-	return nil
+	return p.err()
 }
 
 // wfPrintOutcome prints how the workflow ended, after wfPrintStart's lines.
 func wfPrintOutcome(w io.Writer, out wfStartOutput) error {
+	p := newPrinter(w)
 	d := out.Outcome
 	if d.JobID != out.JobID {
-		wfKV(w, "Last job ID", fmt.Sprint(d.JobID))
+		wfKV(p, "Last job ID", fmt.Sprint(d.JobID))
 	}
-	wfKV(w, "Status", d.Status)
+	wfKV(p, "Status", d.Status)
 	switch {
 	case d.Result != nil:
-		wfKV(w, "Result", wfCell(wfPayloadText(d.Result, wfResultWidth)))
+		wfKV(p, "Result", wfCell(wfPayloadText(d.Result, wfResultWidth)))
 	case d.ResultBase64 != nil:
-		wfKV(w, "Result", wfPayloadText(d.ResultBase64, wfResultWidth))
+		wfKV(p, "Result", wfPayloadText(d.ResultBase64, wfResultWidth))
 	case d.Failure != nil:
-		wfKV(w, "Failure", wfCell(wfTruncate(wfFailureText(d.Failure), wfResultWidth)))
+		wfKV(p, "Failure", wfCell(wfTruncate(wfFailureText(d.Failure), wfResultWidth)))
 	case d.CloseReason != "":
-		wfKV(w, "Reason", wfCell(d.CloseReason))
+		wfKV(p, "Reason", wfCell(d.CloseReason))
 	}
-	return nil
+	return p.err()
 }

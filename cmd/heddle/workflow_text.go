@@ -26,6 +26,7 @@ type wfTable struct {
 	out io.Writer
 	buf bytes.Buffer
 	tw  *tabwriter.Writer
+	err error // the first row that failed, kept for flush
 }
 
 func newWFTable(out io.Writer) *wfTable {
@@ -35,10 +36,17 @@ func newWFTable(out io.Writer) *wfTable {
 }
 
 // row adds one row; the cells must not hold tabs or newlines (see wfCell).
-func (t *wfTable) row(cells ...string) { fmt.Fprintln(t.tw, strings.Join(cells, "\t")) }
+func (t *wfTable) row(cells ...string) {
+	if t.err == nil {
+		_, t.err = io.WriteString(t.tw, strings.Join(cells, "\t")+"\n")
+	}
+}
 
 // flush writes the table.
 func (t *wfTable) flush() error {
+	if t.err != nil {
+		return t.err
+	}
 	if err := t.tw.Flush(); err != nil {
 		return err
 	}
@@ -51,14 +59,15 @@ func (t *wfTable) flush() error {
 	return err
 }
 
-// wfKV writes one "key  value" line of a block. Keys have a fixed width, not
+// wfKV prints one "key  value" line of a block. Keys have a fixed width, not
 // a tabwriter's, so that blocks printed apart (start, then its outcome)
 // line up.
-func wfKV(w io.Writer, k, v string) { fmt.Fprintf(w, "%-13s%s\n", k, v) }
+func wfKV(p *printer, k, v string) { p.printf("%-13s%s\n", k, v) }
 
 // wfPrintJob prints one run as an aligned block.
 func wfPrintJob(w io.Writer, d wfJobDoc) error {
-	kv := func(k, v string) { wfKV(w, k, v) }
+	p := newPrinter(w)
+	kv := func(k, v string) { wfKV(p, k, v) }
 	kv("Workflow ID", wfCell(d.WorkflowID))
 	kv("Job ID", fmt.Sprint(d.JobID))
 	kv("Type", wfCell(d.Type))
@@ -110,7 +119,7 @@ func wfPrintJob(w io.Writer, d wfJobDoc) error {
 	if f := d.Failure; f != nil {
 		kv("Failure", wfCell(wfTruncate(wfFailureText(f), wfResultWidth)))
 	}
-	return nil
+	return p.err()
 }
 
 func wfFailureText(f *wfFailureDoc) string {
