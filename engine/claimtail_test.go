@@ -13,7 +13,7 @@ func TestClaimTailEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer closeOK(t, e)
 	short, _ := e.Create(bg, CreateJob{Type: "t", Queue: "q"})
 	long, _ := e.Create(bg, CreateJob{Type: "t", Queue: "q"})
 	jobs, err := e.Claim(bg, Claim{Queue: "q", Owner: "w", Max: 2, LeaseMS: 60_000})

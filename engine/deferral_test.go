@@ -148,7 +148,7 @@ func TestDeferredJobIsReleasedOnTimeAndWakesClaimers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer closeOK(t, db)
 	var e *Engine
 	var sched *Scheduler
 	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk, OnCommit: func(touched []uint64) {
@@ -158,7 +158,7 @@ func TestDeferredJobIsReleasedOnTimeAndWakesClaimers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer local.Close()
+	defer closeOK(t, local)
 	log := &countingLog{inner: local}
 	if e, err = New(Backend{Log: log, Store: db}); err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestDeferredJobIsReleasedOnTimeAndWakesClaimers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bg, time.Minute)
 	defer cancel()
 	done := make(chan struct{})
-	go func() { sched.Run(ctx); close(done) }()
+	go func() { _ = sched.Run(ctx); close(done) }() // it ends with ctx's error, the test's own doing
 	defer func() { cancel(); <-done }()
 
 	job, err := e.Create(bg, CreateJob{Type: "b", Queue: "q"})
@@ -220,7 +220,7 @@ func TestDeferredJobIsReleasedOnTimeAndWakesClaimers(t *testing.T) {
 		t.Fatal("the claimer was not woken by the release")
 	}
 	var errs []error
-	db.View(func(r *storage.Reader) error { errs = Verify(r, 5); return nil })
+	viewOK(t, db, func(r *storage.Reader) error { errs = Verify(r, 5); return nil })
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -344,7 +344,7 @@ func TestSchedulerProposesSweepsForEverythingDueAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer closeOK(t, db)
 	var sched *Scheduler
 	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk, OnCommit: func([]uint64) {
 		if sched != nil {
@@ -354,7 +354,7 @@ func TestSchedulerProposesSweepsForEverythingDueAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer local.Close()
+	defer closeOK(t, local)
 	log := &countingLog{inner: local}
 	sched = NewScheduler(log, db, clk, 10) // runs once the jobs are in place
 	const n = 25
@@ -377,14 +377,14 @@ func TestSchedulerProposesSweepsForEverythingDueAtOnce(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan struct{})
-	go func() { sched.Run(ctx); close(done) }()
+	go func() { _ = sched.Run(ctx); close(done) }() // it ends with ctx's error, the test's own doing
 	defer func() { cancel(); <-done }()
 
 	eventually(t, "scheduler sleeps until the timers", func() bool { return clk.Pending() == 1 })
 	clk.Advance(5 * time.Second)
 	eventually(t, "every timer fired and every deadline expired", func() bool {
 		counts := map[Status]int{}
-		db.View(func(r *storage.Reader) error {
+		viewOK(t, db, func(r *storage.Reader) error {
 			for id := JobID(1); id <= n+12; id++ {
 				j, err := ReadJob(r, id)
 				if err != nil {
@@ -408,7 +408,7 @@ func TestSchedulerProposesSweepsForEverythingDueAtOnce(t *testing.T) {
 		t.Fatalf("proposed %v, want 3 FireTimers and 2 ExpireDeadlines", kinds)
 	}
 	var errs []error
-	db.View(func(r *storage.Reader) error { errs = Verify(r, 5); return nil })
+	viewOK(t, db, func(r *storage.Reader) error { errs = Verify(r, 5); return nil })
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

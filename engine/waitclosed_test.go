@@ -73,7 +73,7 @@ func TestWaitClosedReturnsATimedOutRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer closeOK(t, e)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r, err := e.Create(ctx, CreateJob{WorkflowID: "slow", Type: "t", Queue: "nobody-polls", ExecutionTimeoutMS: 2_000})

@@ -36,7 +36,11 @@ func TestClaimLongPollWaitsOutADeferral(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer func() {
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	svc := &lookingService{countingService: newCountingService(e), looked: make(chan struct{}, 1)}
 	_, hs := serve(t, ServerConfig{Service: svc})
 	c := newClient(t, ClientConfig{Addrs: []string{hs.URL}})
