@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -34,6 +35,10 @@ type Config struct {
 	DisableScheduler bool
 	// OnSchedulerError receives errors the scheduler met; nil drops them.
 	OnSchedulerError func(error)
+	// Metrics, if set, records the engine's metrics (package metrics); nil
+	// records none and costs nothing. Opening counts the open jobs once,
+	// from the status index.
+	Metrics *metrics.Metrics
 }
 
 // Validate reports the first invalid field of c.
@@ -196,8 +201,12 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{db: db, store: db, limits: m.limits, commitCh: make(chan struct{})}
+	meter := NewMeter(cfg.Metrics)
+	if err := meter.Count(db); err != nil {
+		return nil, errors.Join(fmt.Errorf("engine: counting the open jobs for the metrics: %w", err), db.Close())
+	}
 	e.local, err = NewLocalLog(LocalLogConfig{DB: db, Machine: m, Clock: cfg.Clock,
-		MaxBatchCommands: cfg.MaxBatchCommands, OnCommit: e.NotifyCommitted})
+		MaxBatchCommands: cfg.MaxBatchCommands, OnCommit: e.NotifyCommitted, Meter: meter})
 	if err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
@@ -205,6 +214,7 @@ func Open(cfg Config) (*Engine, error) {
 	if !cfg.DisableScheduler {
 		e.sched = NewScheduler(e.log, db, cfg.Clock, cfg.SchedulerBatch)
 		e.sched.OnError = cfg.OnSchedulerError
+		e.sched.Metrics = cfg.Metrics
 		ctx, cancel := context.WithCancel(context.Background())
 		e.cancel = cancel
 		e.wg.Add(1)

@@ -25,6 +25,9 @@ type ClaimedJob struct {
 	LastSeq uint64 `json:"last_seq" msgpack:"ls"`
 	// DeadlineMS is the run's execution deadline (0: none).
 	DeadlineMS int64 `json:"deadline_ms,omitempty" msgpack:"dl,omitempty"`
+	// TraceParent is the job's: the W3C traceparent of the run's start,
+	// for the span of the turn.
+	TraceParent string `json:"trace_parent,omitempty" msgpack:"tp,omitempty"`
 }
 
 // ClaimResult answers Claim; Jobs is empty when nothing was ready.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -32,6 +33,8 @@ type Scheduler struct {
 	// workers whose heartbeats could not commit during the election time to
 	// renew, so a leader change does not take jobs from live workers.
 	ReclaimNotBeforeMS int64
+	// Metrics, if set before Run, records how late each sweep is proposed.
+	Metrics *metrics.Metrics
 }
 
 // NewScheduler returns a scheduler proposing to log from the indexes of db.
@@ -58,12 +61,13 @@ func (s *Scheduler) Wake() {
 type sweepKind struct {
 	prefix, low []byte
 	cmd         func(max int) Command
+	name        string // the sweep label of the scheduler-lag metric
 }
 
 var sweeps = []sweepKind{
-	{storage.TimerPrefix, storage.KeyLowTimer, func(n int) Command { return &FireTimers{Max: n} }},
-	{storage.LeasePrefix, storage.KeyLowLease, func(n int) Command { return &Reclaim{Max: n} }},
-	{storage.DelayedPrefix, storage.KeyLowDelayed, func(n int) Command { return &ReleaseDelayed{Max: n} }},
+	{storage.TimerPrefix, storage.KeyLowTimer, func(n int) Command { return &FireTimers{Max: n} }, "timers"},
+	{storage.LeasePrefix, storage.KeyLowLease, func(n int) Command { return &Reclaim{Max: n} }, "leases"},
+	{storage.DelayedPrefix, storage.KeyLowDelayed, func(n int) Command { return &ReleaseDelayed{Max: n} }, "delayed"},
 }
 
 // Deadlines returns the earliest due time (Unix ms) of each index, 0 when
@@ -156,6 +160,7 @@ func (s *Scheduler) step(ctx context.Context) (time.Duration, error) {
 			at = max(at, s.ReclaimNotBeforeMS)
 		}
 		if at <= nowMS {
+			s.Metrics.SchedulerLag(sweeps[i].name, time.Duration(nowMS-at)*time.Millisecond)
 			if _, err := s.log.Propose(ctx, sweeps[i].cmd(s.batch)); err != nil {
 				return 0, err
 			}

@@ -58,6 +58,7 @@ func (n *Node) lead(ctx context.Context, ready chan struct{}) {
 	}
 	s := engine.NewScheduler(n.prop, n.fsm, n.cfg.Clock, n.cfg.SchedulerBatch)
 	s.OnError = n.cfg.OnSchedulerError
+	s.Metrics = n.cfg.Metrics
 	s.ReclaimNotBeforeMS = n.cfg.Clock.Now().Add(n.cfg.FailoverGrace).UnixMilli()
 	n.sched.Store(s)
 	defer n.sched.CompareAndSwap(s, nil)

@@ -150,3 +150,24 @@ func (t *Tx) First(prefix []byte) ([]byte, error) {
 	}
 	return first, err
 }
+
+// Each calls fn for every buffered write, in the order the keys were first
+// written: the key, the value (nil for a delete) and whether it deletes.
+// fn must not keep or modify key or val.
+func (t *Tx) Each(fn func(key, val []byte, deleted bool)) {
+	for _, k := range t.order {
+		w := t.writes[k]
+		fn([]byte(k), w.val, w.deleted)
+	}
+}
+
+// HadKey reports whether key held a value before this command: what the
+// batch or the store holds, regardless of the writes buffered here. Call
+// it before the batch adds this Tx.
+func (t *Tx) HadKey(key []byte) (bool, error) {
+	_, err := t.r.Get(key)
+	if err == ErrNotFound {
+		return false, nil
+	}
+	return err == nil, err
+}
