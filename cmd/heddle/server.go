@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/internal/slogbridge"
+	"github.com/heddlewf/heddle/metrics"
 	"github.com/spf13/cobra"
 )
 
@@ -37,6 +40,7 @@ func newServerCommand() *cobra.Command {
 	var o nodeOptions
 	var join string
 	var verbose bool
+	obs := addObserveFlags(fs, "info")
 	fs.StringVar(&o.id, "id", "", "this node's `id`, unique in the cluster and kept for its life (required)")
 	fs.StringVar(&o.dir, "dir", "", "this node's data `directory` (required); restart with the same one to rejoin")
 	fs.StringVar(&o.raftAddr, "raft-addr", defaultRaftAddr, "`host:port` for Raft traffic between nodes")
@@ -45,7 +49,7 @@ func newServerCommand() *cobra.Command {
 	fs.StringVar(&join, "join", "", "HTTP `addresses` of any members to join through, comma-separated")
 	fs.StringVar(&o.token, "token", "", tokenUsage)
 	fs.DurationVar(&o.grace, "failover-grace", 5*time.Second, "how long a new leader waits before reclaiming expired leases")
-	fs.BoolVarP(&verbose, "verbose", "v", false, "print Raft's warnings")
+	fs.BoolVarP(&verbose, "verbose", "v", false, "the same as --log-level debug")
 	fs.BoolVar(&verbose, "v", false, "the same as --verbose")
 	_ = fs.MarkHidden("v") // the spelling before --verbose
 	fs.StringVar(&o.chaosProxy, "chaos-proxy", "", "for the chaos suite: open Raft connections through this fault-injecting proxy at `host:port`")
@@ -59,17 +63,34 @@ func newServerCommand() *cobra.Command {
 			return usagef("--bootstrap and --join exclude each other")
 		}
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if verbose && !cmd.Flags().Changed("log-level") {
+			obs.logLevel = "debug"
+		}
+		log, err := obs.logger(stderr)
+		if err != nil {
+			return err
+		}
+		if obs.pprofAddr != "" {
+			if err := checkPprofAddr(obs.pprofAddr); err != nil {
+				return err
+			}
+		}
 		ctx, stop := untilSignal()
 		defer stop()
 		o.join = splitAddrs(join)
 		o.token = envDefault(o.token, "HEDDLE_TOKEN", "")
-		if verbose {
-			o.logOut = stderr
-		}
+		o.logger = log.With("node", o.id)
 		n, err := startNode(ctx, o)
 		if err != nil {
 			return err
 		}
+		pp, err := startPprof(obs.pprofAddr, o.logger)
+		if err != nil {
+			n.close()
+			return err
+		}
+		defer pp.close()
+		o.logger.Info("serving", "http", n.api.addr(), "raft", n.node.RaftAddr(), "dir", o.dir)
 		fmt.Fprintf(stdout, "heddle server %s: http=%s raft=%s dir=%s\n", o.id, n.api.addr(), n.node.RaftAddr(), o.dir)
 		select {
 		case <-ctx.Done():
@@ -98,8 +119,18 @@ func newDevCommand() *cobra.Command {
 	fs.StringVar(&dir, "dir", "", "database `directory` (default: a temporary one, removed at exit)")
 	fs.StringVar(&httpAddr, "http-addr", defaultHTTPAddr, "`host:port` for the HTTP API")
 	fs.StringVar(&token, "token", "", tokenUsage)
+	obs := addObserveFlags(fs, "info")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		log, err := obs.logger(stderr)
+		if err != nil {
+			return err
+		}
+		if obs.pprofAddr != "" {
+			if err := checkPprofAddr(obs.pprofAddr); err != nil {
+				return err
+			}
+		}
 		if dir == "" {
 			tmp, err := os.MkdirTemp("", "heddle-dev-")
 			if err != nil {
@@ -110,10 +141,17 @@ func newDevCommand() *cobra.Command {
 		}
 		ctx, stop := untilSignal()
 		defer stop()
-		d, err := startDev(engine.Config{Dir: dir}, httpAddr, envDefault(token, "HEDDLE_TOKEN", ""))
+		d, err := startDev(engine.Config{Dir: dir}, httpAddr, envDefault(token, "HEDDLE_TOKEN", ""), log)
 		if err != nil {
 			return err
 		}
+		pp, err := startPprof(obs.pprofAddr, log)
+		if err != nil {
+			d.close()
+			return err
+		}
+		defer pp.close()
+		log.Info("serving", "http", d.api.addr(), "dir", dir)
 		fmt.Fprintf(stdout, "heddle dev: http=%s dir=%s\n", d.api.addr(), dir)
 		select {
 		case <-ctx.Done():
@@ -133,19 +171,32 @@ type devServer struct {
 	api    *apiServer
 }
 
-// startDev opens the engine cfg describes and serves its API on httpAddr.
-// The tests of the workflow commands start the same server.
-func startDev(cfg engine.Config, httpAddr, token string) (*devServer, error) {
+// startDev opens the engine cfg describes and serves its API on httpAddr,
+// with its metrics on /metrics and its logs (Badger's included) to log
+// (nil: none). The tests of the workflow commands start the same server.
+func startDev(cfg engine.Config, httpAddr, token string, log *slog.Logger) (*devServer, error) {
+	if log == nil {
+		log = discardLogger()
+	}
+	m, _, err := metrics.NewRegistry()
+	if err != nil {
+		return nil, err
+	}
 	ln, err := listen(httpAddr)
 	if err != nil {
 		return nil, err
 	}
+	cfg.Metrics = m
+	if cfg.Storage.Logger == nil {
+		cfg.Storage.Logger = slogbridge.Badger(log)
+	}
+	cfg.OnSchedulerError = func(err error) { log.Warn("scheduler", "error", err) }
 	e, err := engine.Open(cfg)
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	api, err := serveAPI(ln, httpapi.ServerConfig{Service: e, AuthToken: token})
+	api, err := serveAPI(ln, httpapi.ServerConfig{Service: e, AuthToken: token, Metrics: m, Logger: log})
 	if err != nil {
 		e.Close()
 		return nil, err
