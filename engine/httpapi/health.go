@@ -54,7 +54,7 @@ func (s *Server) readiness() func(context.Context) error {
 func (s *Server) readyz(c *call) (any, error) {
 	if ready := s.readiness(); ready != nil {
 		if err := ready(c.r.Context()); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
+			return nil, fmt.Errorf("%w: %v", ErrNotReady, err)
 		}
 	}
 	return &Health{Status: "ready"}, nil
