@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
@@ -94,14 +98,18 @@ type MeterDiff struct {
 // buffered writes, before the batch takes them: the jobs that entered or
 // left a status, the timers that fired, the leases reclaimed. Hand the
 // diff to Stage once the batch holds the writes. On a nil Meter it does
-// nothing. A read that fails (the reads repeat what Apply just read, so
-// they do not) leaves the rest of the command's changes out.
+// nothing. A record that does not read (they were just read or written by
+// Apply, so they do) leaves its job's change out.
+//
+// A job's change is from the status of its record before the command to
+// the status of the record the command wrote, whatever status index
+// entries it set and removed on the way (a new run that is created Queued
+// and delayed to Retrying in one command sets and removes Queued's).
 func (mt *Meter) Diff(tx *storage.Tx, cmd Command, res Result) MeterDiff {
 	if mt == nil {
 		return MeterDiff{}
 	}
 	var out []change
-	var firstErr error
 	fired := map[uint64]bool{}
 	if sr, ok := res.(*SweepResult); ok {
 		switch cmd.Kind() {
@@ -115,35 +123,21 @@ func (mt *Meter) Diff(tx *storage.Tx, cmd Command, res Result) MeterDiff {
 			}
 		}
 	}
+	var moved, created []uint64 // jobs whose status entries changed; jobs created
 	tx.Each(func(key, _ []byte, deleted bool) {
-		if firstErr != nil || len(key) == 0 {
+		if len(key) == 0 {
 			return
 		}
 		switch key[0] {
 		case storage.PrefixStatus:
-			if len(key) != 10 {
-				return
+			if id, err := storage.TrailingJob(key); err == nil && len(key) == 10 && !slices.Contains(moved, id) {
+				moved = append(moved, id)
 			}
-			before, err := tx.HadKey(key)
-			if err != nil {
-				firstErr = err
-				return
+		case storage.PrefixQueue:
+			// The queue index entry is written once, when the job is created.
+			if id, err := storage.TrailingJob(key); err == nil && !deleted {
+				created = append(created, id)
 			}
-			after := !deleted
-			if before == after {
-				return // moved through this status within the command
-			}
-			id, _ := storage.TrailingJob(key)
-			queue, err := writtenQueue(tx, id)
-			if err != nil {
-				firstErr = err
-				return
-			}
-			c := change{status: Status(key[1]), queue: queue, delta: 1}
-			if !after {
-				c.delta = -1
-			}
-			out = append(out, c)
 		case storage.PrefixTimer:
 			if !deleted || len(fired) == 0 {
 				return
@@ -154,27 +148,103 @@ func (mt *Meter) Diff(tx *storage.Tx, cmd Command, res Result) MeterDiff {
 			}
 		}
 	})
+	for _, id := range moved {
+		key := storage.JobKey(id)
+		b, err := tx.Get(key)
+		if err != nil {
+			continue
+		}
+		queue, to, err := jobQueueStatus(key, b)
+		if err != nil {
+			continue
+		}
+		from := StatusNone
+		if !slices.Contains(created, id) {
+			old, err := tx.Before(key)
+			if err != nil {
+				continue
+			}
+			if _, from, err = jobQueueStatus(key, old); err != nil {
+				continue
+			}
+		}
+		if from == to {
+			continue // left its status and came back within the command
+		}
+		if from != StatusNone {
+			out = append(out, change{status: from, queue: queue, delta: -1})
+		}
+		out = append(out, change{status: to, queue: queue, delta: 1})
+	}
 	return MeterDiff{changes: out}
 }
 
-// queueOnly decodes just the queue of a job record.
-type queueOnly struct {
-	Queue string `msgpack:"qu"`
+// jobQueueStatus reads the queue and status of an encoded job record,
+// scanning its keys when it can and decoding it in full when not.
+func jobQueueStatus(key, b []byte) (string, Status, error) {
+	if q, st, ok := scanQueueStatus(b); ok {
+		return q, st, nil
+	}
+	var j queueStatus
+	if _, err := storage.DecodeAt(key, b, storage.KindJob, jobVersion, &j); err != nil {
+		return "", 0, err
+	}
+	return j.Queue, j.Status, nil
 }
 
-// writtenQueue returns the queue of job id, from the record tx wrote (a
-// status change always rewrites the record) or else the stored one.
-func writtenQueue(tx *storage.Tx, id uint64) (string, error) {
-	key := storage.JobKey(id)
-	b, err := tx.Get(key)
+// queueStatus decodes just the queue and status of a job record.
+type queueStatus struct {
+	Queue  string `msgpack:"qu"`
+	Status Status `msgpack:"st"`
+}
+
+// scanQueueStatus reads the queue and status of an encoded job record by
+// walking its keys up to "qu" and "st" (the fourth and fifth), without
+// decoding the rest: the metrics read them at every status change. It
+// reports false for anything unexpected, and the caller decodes the record
+// in full.
+func scanQueueStatus(b []byte) (string, Status, bool) {
+	if len(b) < 2 || storage.Kind(b[0]) != storage.KindJob || b[1] != jobVersion {
+		return "", 0, false
+	}
+	dec := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(dec)
+	dec.Reset(bytes.NewReader(b[2:]))
+	n, err := dec.DecodeMapLen()
 	if err != nil {
-		return "", err
+		return "", 0, false
 	}
-	var q queueOnly
-	if _, err := storage.DecodeAt(key, b, storage.KindJob, jobVersion, &q); err != nil {
-		return "", err
+	var queue string
+	var status Status
+	found := 0
+	for range min(n, 16) {
+		k, err := dec.DecodeString()
+		if err != nil {
+			return "", 0, false
+		}
+		switch k {
+		case "qu":
+			if queue, err = dec.DecodeString(); err != nil {
+				return "", 0, false
+			}
+			found++
+		case "st":
+			v, err := dec.DecodeUint8()
+			if err != nil {
+				return "", 0, false
+			}
+			status = Status(v)
+			found++
+		default:
+			if err := dec.Skip(); err != nil {
+				return "", 0, false
+			}
+		}
+		if found == 2 {
+			return queue, status, true
+		}
 	}
-	return q.Queue, nil
+	return "", 0, false
 }
 
 // Stage keeps a command's diff until the batch holding its writes commits.
@@ -268,11 +338,11 @@ func (mt *Meter) Count(v Viewer) error {
 				if err != nil {
 					return err
 				}
-				var q queueOnly
-				if _, err := storage.DecodeAt(key, b, storage.KindJob, jobVersion, &q); err != nil {
+				queue, _, err := jobQueueStatus(key, b)
+				if err != nil {
 					return err
 				}
-				counts[jobCountKey{s, q.Queue}]++
+				counts[jobCountKey{s, queue}]++
 			}
 		}
 		return nil

@@ -161,13 +161,7 @@ func (t *Tx) Each(fn func(key, val []byte, deleted bool)) {
 	}
 }
 
-// HadKey reports whether key held a value before this command: what the
-// batch or the store holds, regardless of the writes buffered here. Call
-// it before the batch adds this Tx.
-func (t *Tx) HadKey(key []byte) (bool, error) {
-	_, err := t.r.Get(key)
-	if err == ErrNotFound {
-		return false, nil
-	}
-	return err == nil, err
-}
+// Before returns the value key held before this command (what the batch
+// or the store holds, regardless of the writes buffered here), or
+// ErrNotFound. Call it before the batch adds this Tx.
+func (t *Tx) Before(key []byte) ([]byte, error) { return t.r.Get(key) }
