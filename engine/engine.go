@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/internal/slogbridge"
 	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
 )
@@ -39,6 +41,10 @@ type Config struct {
 	// records none and costs nothing. Opening counts the open jobs once,
 	// from the status index.
 	Metrics *metrics.Metrics
+	// Logger, if set, receives Badger's logs through log/slog (unless
+	// Storage.Logger is set; Badger's informational lines at Debug) and the
+	// scheduler's errors at Warn (unless OnSchedulerError is set).
+	Logger *slog.Logger
 }
 
 // Validate reports the first invalid field of c.
@@ -64,6 +70,9 @@ func (c Config) Validate() error {
 func (c Config) storageOptions() storage.Options {
 	so := c.Storage
 	so.Dir, so.InMemory = c.Dir, c.InMemory
+	if so.Logger == nil && c.Logger != nil {
+		so.Logger = slogbridge.Badger(c.Logger)
+	}
 	return so
 }
 
@@ -214,6 +223,9 @@ func Open(cfg Config) (*Engine, error) {
 	if !cfg.DisableScheduler {
 		e.sched = NewScheduler(e.log, db, cfg.Clock, cfg.SchedulerBatch)
 		e.sched.OnError = cfg.OnSchedulerError
+		if e.sched.OnError == nil && cfg.Logger != nil {
+			e.sched.OnError = func(err error) { cfg.Logger.Warn("scheduler", "error", err) }
+		}
 		e.sched.Metrics = cfg.Metrics
 		ctx, cancel := context.WithCancel(context.Background())
 		e.cancel = cancel

@@ -15,7 +15,6 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
-	"github.com/heddlewf/heddle/internal/slogbridge"
 	"github.com/heddlewf/heddle/metrics"
 	"github.com/spf13/cobra"
 )
@@ -186,11 +185,7 @@ func startDev(cfg engine.Config, httpAddr, token string, log *slog.Logger) (*dev
 	if err != nil {
 		return nil, err
 	}
-	cfg.Metrics = m
-	if cfg.Storage.Logger == nil {
-		cfg.Storage.Logger = slogbridge.Badger(log)
-	}
-	cfg.OnSchedulerError = func(err error) { log.Warn("scheduler", "error", err) }
+	cfg.Metrics, cfg.Logger = m, log
 	e, err := engine.Open(cfg)
 	if err != nil {
 		ln.Close()
