@@ -306,7 +306,7 @@ func clusterUp(stdout io.Writer, log *slog.Logger, dir, host, token string, node
 	for i := 1; i <= nodes; i++ {
 		o := nodeOptions{id: "n" + strconv.Itoa(i), dir: filepath.Join(dir, "n"+strconv.Itoa(i)),
 			httpAddr: addr(base + 2*(i-1)), raftAddr: addr(base + 2*(i-1) + 1), token: token, grace: 5 * time.Second,
-			logger: log.With("node", "n"+strconv.Itoa(i))}
+			logger: log.With("node_id", "n"+strconv.Itoa(i))}
 		if i == 1 {
 			o.bootstrap = true
 		} else {

@@ -78,7 +78,7 @@ func newServerCommand() *cobra.Command {
 		defer stop()
 		o.join = splitAddrs(join)
 		o.token = envDefault(o.token, "HEDDLE_TOKEN", "")
-		o.logger = log.With("node", o.id)
+		o.logger = log.With("node_id", o.id)
 		n, err := startNode(ctx, o)
 		if err != nil {
 			return err

@@ -96,7 +96,32 @@ func (h *hcLogger) Log(level hclog.Level, msg string, args ...any) {
 		return
 	}
 	all := append(append([]any(nil), h.implied...), args...)
+	for i, a := range all {
+		all[i] = hclogValue(a)
+	}
 	h.logger().Log(context.Background(), slogLevel(level), msg, all...)
+}
+
+// hclogValue renders go-hclog's formatting wrappers as hclog would.
+func hclogValue(v any) any {
+	switch v := v.(type) {
+	case hclog.Format:
+		if len(v) > 0 {
+			if f, ok := v[0].(string); ok {
+				return fmt.Sprintf(f, v[1:]...)
+			}
+		}
+		return fmt.Sprint(v...)
+	case hclog.Hex:
+		return fmt.Sprintf("0x%x", int(v))
+	case hclog.Octal:
+		return fmt.Sprintf("0%o", int(v))
+	case hclog.Binary:
+		return fmt.Sprintf("0b%b", int(v))
+	case hclog.Quote:
+		return fmt.Sprintf("%q", string(v))
+	}
+	return v
 }
 
 func (h *hcLogger) Trace(msg string, args ...any) { h.Log(hclog.Trace, msg, args...) }
