@@ -168,10 +168,16 @@ func printClusterStatus(w io.Writer, format outputFormat, views []clusterView) e
 		return printLines(w, views)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ADDR\tID\tSTATE\tTERM\tAPPLIED\tLEADER\tMEMBERS\tREADY")
+	var werr error // the first failed write; the rows after it are written to nothing
+	row := func(format string, a ...any) {
+		if _, err := fmt.Fprintf(tw, format, a...); err != nil && werr == nil {
+			werr = err
+		}
+	}
+	row("ADDR\tID\tSTATE\tTERM\tAPPLIED\tLEADER\tMEMBERS\tREADY\n")
 	for _, v := range views {
 		if v.Status == nil {
-			fmt.Fprintf(tw, "%s\t-\tunreachable\t\t\t\t\t%s\n", v.Addr, v.Error)
+			row("%s\t-\tunreachable\t\t\t\t\t%s\n", v.Addr, v.Error)
 			continue
 		}
 		s := v.Status
@@ -179,9 +185,9 @@ func printClusterStatus(w io.Writer, format outputFormat, views []clusterView) e
 		if !v.Ready {
 			ready = "no: " + v.NotReady
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%d\t%s\n", v.Addr, s.ID, s.State, s.Term, s.AppliedIndex, s.LeaderID, len(s.Members), ready)
+		row("%s\t%s\t%s\t%d\t%d\t%s\t%d\t%s\n", v.Addr, s.ID, s.State, s.Term, s.AppliedIndex, s.LeaderID, len(s.Members), ready)
 	}
-	return tw.Flush()
+	return errors.Join(werr, tw.Flush())
 }
 
 // clusterChange is the JSON document of remove and transfer-leader.
