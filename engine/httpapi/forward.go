@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 
 	"github.com/heddlewf/heddle/engine"
 )
@@ -29,7 +30,7 @@ func (c *call) forward(nl *engine.NotLeaderError) {
 		c.failForward(nl, err)
 		return
 	}
-	for _, h := range append(forwardHeaders, traceHeaders...) {
+	for _, h := range slices.Concat(forwardHeaders, traceHeaders) {
 		if v := c.r.Header.Get(h); v != "" {
 			req.Header.Set(h, v)
 		}
