@@ -53,18 +53,23 @@ func (b *backend) setup() *engine.Engine {
 	return b.nodes[0].Engine()
 }
 
-// openBackend opens a backend of mode in a new directory under root.
-func openBackend(mode, root string) (*backend, error) {
+// openBackend opens a backend of mode in a new directory under root,
+// observed as obs says (the zero observation: not at all).
+func openBackend(mode, root string, obs observation) (*backend, error) {
 	switch mode {
 	case ModeEmbedded:
 		dir := filepath.Join(root, "engine")
-		e, err := engine.Open(engine.Config{Dir: dir, Storage: storage.Options{Logger: quietLogger{}}})
+		m, err := obs.newMetrics()
+		if err != nil {
+			return nil, err
+		}
+		e, err := engine.Open(engine.Config{Dir: dir, Storage: storage.Options{Logger: quietLogger{}}, Metrics: m})
 		if err != nil {
 			return nil, err
 		}
 		return &backend{mode: mode, svc: &counting{Service: e}, dirs: []string{dir}, eng: e, close: e.Close}, nil
 	case ModeCluster:
-		return openCluster(root)
+		return openCluster(root, obs)
 	}
 	return nil, fmt.Errorf("bench: unknown mode %q", mode)
 }
@@ -73,7 +78,7 @@ func openBackend(mode, root string) (*backend, error) {
 // each serving the HTTP API on a 127.0.0.1 listener, and returns a backend
 // whose service is an httpapi.Client of all three. Raft keeps its default
 // timeouts, as a deployment would.
-func openCluster(root string) (*backend, error) {
+func openCluster(root string, obs observation) (*backend, error) {
 	b := &backend{mode: ModeCluster}
 	var servers []*http.Server
 	var apis []*httpapi.Server
@@ -106,14 +111,18 @@ func openCluster(root string) (*backend, error) {
 		if err != nil {
 			return fail(err)
 		}
+		m, err := obs.newMetrics()
+		if err != nil {
+			return fail(errors.Join(err, ln.Close()))
+		}
 		n, err := raftfsm.Open(raftfsm.Config{ID: id, Dir: dir, RaftAddr: "127.0.0.1:0", HTTPAddr: ln.Addr().String(),
-			Bootstrap: i == 1, Storage: storage.Options{Logger: quietLogger{}}})
+			Bootstrap: i == 1, Storage: storage.Options{Logger: quietLogger{}}, Metrics: m})
 		if err != nil {
 			return fail(errors.Join(err, ln.Close()))
 		}
 		b.nodes = append(b.nodes, n)
 		b.dirs = append(b.dirs, dir)
-		api, err := httpapi.NewServer(httpapi.ServerConfig{Service: n.Engine(), Cluster: n})
+		api, err := httpapi.NewServer(httpapi.ServerConfig{Service: n.Engine(), Cluster: n, Metrics: m, TracerProvider: obs.tracer})
 		if err != nil {
 			return fail(errors.Join(err, ln.Close()))
 		}

@@ -82,6 +82,7 @@ func (a *applier) claim(c *Claim) (Result, error) {
 		res.Jobs = append(res.Jobs, ClaimedJob{
 			Job: j.ID, WorkflowID: j.WorkflowID, Type: j.Type,
 			Attempt: j.Attempt, LeaseExpiryMS: j.LeaseExpiryMS, LastSeq: seq, DeadlineMS: j.DeadlineMS,
+			TraceParent: j.TraceParent,
 		})
 	}
 	// A job the claimer cannot run is deferred without a history event:

@@ -131,6 +131,7 @@ func (c *CreateJob) check(l *Limits) error {
 	if c.ParentID == 0 && c.ParentStep != "" {
 		ch.fail("ParentID", "is required with ParentStep")
 	}
+	ch.name("TraceParent", c.TraceParent, false)
 	return ch.err
 }
 

@@ -123,6 +123,10 @@ type CreateJob struct {
 	ScheduleToStartTimeoutMS int64 `json:"schedule_to_start_timeout_ms,omitempty" msgpack:"sto,omitempty"`
 	// Retry, if set, retries a failed run as a new run (see ContinueAsNew).
 	Retry *RetryPolicy `json:"retry,omitempty" msgpack:"rt,omitempty"`
+	// TraceParent is the W3C traceparent of the span that started the
+	// run, kept on the job (and its continued runs) so that the workers'
+	// spans of every turn join the starter's trace. Opaque to the engine.
+	TraceParent string `json:"trace_parent,omitempty" msgpack:"tp,omitempty"`
 }
 
 // RetryPolicy says how a failed workflow run is retried. The engine stores

@@ -70,10 +70,12 @@ type Job struct {
 	RunAttempt int32        `json:"run_attempt,omitempty" msgpack:"ra2,omitempty"`
 	// CancelRequested records a RequestCancel, so heartbeats can tell the
 	// worker holding the job to cancel the activities it runs.
-	CancelRequested bool  `json:"cancel_requested,omitempty" msgpack:"cq,omitempty"`
-	CreatedMS       int64 `json:"created_ms" msgpack:"cr"`
-	UpdatedMS       int64 `json:"updated_ms" msgpack:"up"`
-	ClosedMS        int64 `json:"closed_ms,omitempty" msgpack:"cl,omitempty"`
+	CancelRequested bool `json:"cancel_requested,omitempty" msgpack:"cq,omitempty"`
+	// TraceParent is CreateJob's: the W3C traceparent of the run's start.
+	TraceParent string `json:"trace_parent,omitempty" msgpack:"tp,omitempty"`
+	CreatedMS   int64  `json:"created_ms" msgpack:"cr"`
+	UpdatedMS   int64  `json:"updated_ms" msgpack:"up"`
+	ClosedMS    int64  `json:"closed_ms,omitempty" msgpack:"cl,omitempty"`
 }
 
 // Timer is one pending durable timer of a job.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -35,6 +36,8 @@ type Scheduler struct {
 	// workers whose heartbeats could not commit during the election time to
 	// renew, so a leader change does not take jobs from live workers.
 	ReclaimNotBeforeMS int64
+	// Metrics, if set before Run, records how late each sweep is proposed.
+	Metrics *metrics.Metrics
 }
 
 // DefaultSchedulerBatch is the scheduler's batch when none is configured:
@@ -82,14 +85,15 @@ func (s *Scheduler) Wake() {
 type sweepKind struct {
 	prefix, low []byte
 	cmd         func(max int) Command
+	name        string // the sweep label of the scheduler-lag metric
 }
 
 // The swept indexes, in the order Deadlines reports them.
 var sweeps = []sweepKind{
-	{storage.TimerPrefix, storage.KeyLowTimer, func(n int) Command { return &FireTimers{Max: n} }},
-	{storage.LeasePrefix, storage.KeyLowLease, func(n int) Command { return &Reclaim{Max: n} }},
-	{storage.DelayedPrefix, storage.KeyLowDelayed, func(n int) Command { return &ReleaseDelayed{Max: n} }},
-	{storage.DeadlinePrefix, storage.KeyLowDeadline, func(n int) Command { return &ExpireDeadlines{Max: n} }},
+	{storage.TimerPrefix, storage.KeyLowTimer, func(n int) Command { return &FireTimers{Max: n} }, "timers"},
+	{storage.LeasePrefix, storage.KeyLowLease, func(n int) Command { return &Reclaim{Max: n} }, "leases"},
+	{storage.DelayedPrefix, storage.KeyLowDelayed, func(n int) Command { return &ReleaseDelayed{Max: n} }, "delayed"},
+	{storage.DeadlinePrefix, storage.KeyLowDeadline, func(n int) Command { return &ExpireDeadlines{Max: n} }, "deadlines"},
 }
 
 // leaseSweep is the index of the lease sweep in sweeps.
@@ -224,6 +228,7 @@ func (s *Scheduler) step(ctx context.Context) (time.Duration, error) {
 			at = max(at, s.ReclaimNotBeforeMS)
 		}
 		if at <= nowMS {
+			s.Metrics.SchedulerLag(sweeps[i].name, time.Duration(nowMS-at)*time.Millisecond)
 			for n := min(max((d.count+s.batch-1)/s.batch, 1), maxSweepsInFlight); n > 0; n-- {
 				cmds = append(cmds, sweeps[i].cmd(s.batch))
 			}

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/raftfsm"
 )
 
@@ -140,23 +141,34 @@ type nodeOptions struct {
 	join                        []string // HTTP addresses of members to join through
 	token                       string
 	grace                       time.Duration
-	logOut                      io.Writer
-	chaosProxy                  string // route Raft dials through this proxy (chaos tests)
+	// logger receives the node's logs, Raft's and Badger's included;
+	// nil: none.
+	logger     *slog.Logger
+	chaosProxy string // route Raft dials through this proxy (chaos tests)
 }
 
 // startNode opens a Raft node, serves its API and, when asked, joins it to
 // a cluster through any member (the member forwards to the leader).
 func startNode(ctx context.Context, o nodeOptions) (*clusterNode, error) {
+	log := o.logger
+	if log == nil {
+		log = discardLogger()
+	}
+	m, _, err := metrics.NewRegistry()
+	if err != nil {
+		return nil, err
+	}
 	ln, err := listen(o.httpAddr)
 	if err != nil {
 		return nil, err
 	}
 	n, err := raftfsm.Open(raftfsm.Config{ID: o.id, Dir: o.dir, RaftAddr: o.raftAddr, HTTPAddr: ln.Addr().String(),
-		Bootstrap: o.bootstrap, FailoverGrace: o.grace, LogOutput: o.logOut, Dial: chaosDialer(o.chaosProxy, o.id)})
+		Bootstrap: o.bootstrap, FailoverGrace: o.grace, Logger: log, Metrics: m, Dial: chaosDialer(o.chaosProxy, o.id),
+		OnSchedulerError: func(err error) { log.Warn("leader's background work", "error", err) }})
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
-	api, err := serveAPI(ln, httpapi.ServerConfig{Service: n.Engine(), Cluster: n, AuthToken: o.token})
+	api, err := serveAPI(ln, httpapi.ServerConfig{Service: n.Engine(), Cluster: n, AuthToken: o.token, Metrics: m, Logger: log})
 	if err != nil {
 		return nil, errors.Join(err, n.Close())
 	}

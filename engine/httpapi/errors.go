@@ -27,6 +27,9 @@ var (
 	ErrQueryFailed = errors.New("httpapi: query failed")
 	// ErrInvalidConfig: a ServerConfig or ClientConfig field is out of range.
 	ErrInvalidConfig = errors.New("httpapi: invalid config")
+	// ErrNotReady: the node runs but should not be sent work (GET /readyz
+	// answered 503: no leader known, state behind, store closed).
+	ErrNotReady = errors.New("httpapi: not ready")
 )
 
 // ErrorBody is the body of every failed request.
@@ -85,6 +88,7 @@ var wireErrors = []wireError{
 	{"not_leader", http.StatusServiceUnavailable, engine.ErrNotLeader},
 	{"closed", http.StatusServiceUnavailable, engine.ErrClosed},
 	{"invalid_config", http.StatusInternalServerError, ErrInvalidConfig},
+	{"not_ready", http.StatusServiceUnavailable, ErrNotReady},
 }
 
 // errorFor returns the status and body that answer err.

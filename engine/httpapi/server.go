@@ -20,6 +20,8 @@ type Server struct {
 	// http.Server's Shutdown does not wait out their MaxWait.
 	closing context.Context
 	close   context.CancelFunc
+	// handler is serve, wrapped with the metrics and spans cfg asks for.
+	handler http.Handler
 }
 
 // NewServer returns a Server for cfg.
@@ -30,6 +32,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s := &Server{cfg: cfg.withDefaults(), mux: http.NewServeMux(), broker: newBroker()}
 	s.closing, s.close = context.WithCancel(context.Background())
 	s.routes()
+	s.handler = instrument(s.cfg, http.HandlerFunc(s.serve))
 	return s, nil
 }
 
@@ -76,6 +79,8 @@ func (s *Server) routes() {
 	s.handle("DELETE /v1/cluster/members/{id}", s.clusterRemove)
 	s.handle("POST /v1/cluster/leader/transfer", s.clusterTransfer)
 
+	s.healthRoutes()
+
 	// Everything else, including a known path with another method, gets
 	// the same error body as any other failure rather than the mux's
 	// plain-text 404 or 405.
@@ -84,9 +89,14 @@ func (s *Server) routes() {
 	})
 }
 
-// ServeHTTP checks the bearer token, then routes the request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.AuthToken != "" && !s.authorized(r) {
+// ServeHTTP serves one request (see serve), recording its metrics and span
+// when ServerConfig asks for them.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// serve checks the bearer token (health probes need none), then routes
+// the request.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.AuthToken != "" && !isProbe(r) && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="heddle"`)
 		c := &call{s: s, w: w, r: r, out: responseFormat(r)}
 		c.fail(fmt.Errorf("%w: this server needs \"Authorization: Bearer <token>\"", ErrUnauthorized))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strconv"
 	"sync"
@@ -121,7 +122,10 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 		info := activity.Info{ActivityType: c.Name, WorkflowID: r.job.WorkflowID, RunID: strconv.FormatUint(uint64(r.job.Job), 10),
 			Step: c.Step, Attempt: attempt, IdempotencyKey: fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step)}
 		env := &activityEnv{w: r.w, info: info, lease: r.lease, prev: details, beats: make(chan struct{}, 1), onCancel: r.taskCancel}
-		result, err := r.w.callActivity(ctx, fn, c.Input, env, opts, deadline)
+		tryCtx, tried := r.w.obs.startActivity(ctx, &activityInfo{name: c.Name, step: c.Step, workflowID: r.job.WorkflowID,
+			attempt: attempt, registered: true})
+		result, err := r.w.callActivity(tryCtx, fn, c.Input, env, opts, deadline)
+		tried(err)
 		details = env.recorded()
 		if err == nil {
 			o.result, o.err = result, nil
@@ -189,6 +193,12 @@ type activityEnv struct {
 
 func (a *activityEnv) Info() activity.Info      { return a.info }
 func (a *activityEnv) HeartbeatDetails() []byte { return a.prev }
+
+// Logger is the worker's logger with the activity's attributes.
+func (a *activityEnv) Logger() *slog.Logger {
+	return a.w.obs.activityLogger(&activityInfo{name: a.info.ActivityType, step: a.info.Step,
+		workflowID: a.info.WorkflowID, attempt: a.info.Attempt}, a.info.RunID)
+}
 
 // Heartbeat keeps details for the next try and renews the job's lease; an
 // error means the attempt is stale (the worker then cancels the activity).

@@ -120,7 +120,11 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 		}
 		ev.Type = replay.EventChildScheduled
 	}
-	if _, err := r.w.e.Create(r.ctx, create); err != nil {
+	ctx, span, traceParent := r.w.obs.startRemote(r.ctx, c.Kind == replay.KindChild, c.Name)
+	create.TraceParent = traceParent
+	_, err = r.w.e.Create(ctx, create)
+	span.End()
+	if err != nil {
 		if !errors.Is(err, engine.ErrWorkflowExists) {
 			return false, err
 		}
