@@ -46,6 +46,7 @@ func (a *applier) create(c *CreateJob) (Result, error) {
 		StartDigest: digest, ParentID: c.ParentID, ParentStep: c.ParentStep, CreatedMS: a.now,
 		Retry: c.Retry, RunAttempt: 1, TraceParent: c.TraceParent,
 	}}
+	a.remember(l)
 	if c.ExecutionTimeoutMS > 0 {
 		l.job.DeadlineMS = a.now + c.ExecutionTimeoutMS
 	}

@@ -16,7 +16,10 @@ func (a *applier) appendEvents(c *AppendEvents) (Result, error) {
 	}
 	res := &AppendResult{AtMS: a.now}
 	for _, ne := range c.Events {
-		seq, err := a.appendEvent(l, Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload})
+		if err := a.noStepRecord(l.job.ID, ne.Type, ne.Step); err != nil {
+			return nil, err
+		}
+		seq, err := a.appendEvent(l, Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload, StepAttempt: ne.StepAttempt})
 		if err != nil {
 			return nil, err
 		}
@@ -56,6 +59,13 @@ func (a *applier) commitStep(c *CommitStep) (Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	s, err := a.loadStep(id, c.Step)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.commitAllowed(l.job, s, c); err != nil {
+		return nil, err
+	}
 	payload := c.Payload
 	switch {
 	case eff != nil && eff.CommittedSeq != 0:
@@ -73,14 +83,29 @@ func (a *applier) commitStep(c *CommitStep) (Result, error) {
 		// record only marks the step as committed.
 		eff = &Effect{Step: c.Step, Attempt: c.Attempt, Failed: c.Failed, AtMS: a.now}
 	}
-	seq, err := a.appendEvent(l, Event{Type: c.Type, Attempt: c.Attempt, Step: c.Step, Name: c.Name, Payload: payload, Commit: true})
+	ev := Event{Type: c.Type, Attempt: c.Attempt, Step: c.Step, Name: c.Name, Payload: payload, Commit: true,
+		StepAttempt: c.StepAttempt, Decision: c.Decision, Reason: c.Reason}
+	var seq uint64
+	if s != nil && IsStepEvent(c.Type) {
+		seq, err = a.commitExplicit(l, s, ev)
+	} else {
+		seq, err = a.appendEvent(l, ev)
+	}
 	if err != nil {
 		return nil, err
 	}
 	eff.CommittedSeq = seq
 	a.tx.Set(storage.EffectKey(uint64(id), c.Step), EncodeEffect(eff))
+	if len(l.job.LiveSteps) > 0 && !eff.Failed {
+		if err := a.promoteDependents(l, c.Step); err != nil {
+			return nil, err
+		}
+	}
 	a.save(l)
-	return &AppendResult{FirstSeq: seq, LastSeq: seq, AtMS: a.now}, nil
+	// LastSeq covers what the commit led to in this job's history as well
+	// (a step it leased), so a writer rebuilding its events sees there is
+	// more than its own.
+	return &AppendResult{FirstSeq: seq, LastSeq: l.job.LastSeq, AtMS: a.now}, nil
 }
 
 func (a *applier) wait(c *Wait) (Result, error) {

@@ -20,11 +20,18 @@ const (
 	KindResult  Kind = 4
 	KindCommand Kind = 5
 	KindMeta    Kind = 6
+	// KindStep is a step record: the engine-held state of one activity
+	// execution that took an explicit step lease, a resource or a person.
+	KindStep Kind = 7
+	// KindResource is a resource record: a named pool member with its
+	// capabilities, labels, capacity and the units leased.
+	KindResource Kind = 8
 )
 
 var kindNames = map[Kind]string{
 	KindKey: "key", KindJob: "job", KindEvent: "event", KindEffect: "effect",
 	KindResult: "result", KindCommand: "command", KindMeta: "meta",
+	KindStep: "step", KindResource: "resource",
 }
 
 func (k Kind) String() string {
