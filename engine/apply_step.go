@@ -59,13 +59,6 @@ func (a *applier) commitStep(c *CommitStep) (Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := a.loadStep(id, c.Step)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.commitAllowed(l.job, s, c); err != nil {
-		return nil, err
-	}
 	payload := c.Payload
 	switch {
 	case eff != nil && eff.CommittedSeq != 0:
@@ -82,6 +75,13 @@ func (a *applier) commitStep(c *CommitStep) (Result, error) {
 		// An inline commit keeps the payload in the event alone: the effect
 		// record only marks the step as committed.
 		eff = &Effect{Step: c.Step, Attempt: c.Attempt, Failed: c.Failed, AtMS: a.now}
+	}
+	s, err := a.loadStep(id, c.Step)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.commitAllowed(l.job, s, c); err != nil {
+		return nil, err
 	}
 	ev := Event{Type: c.Type, Attempt: c.Attempt, Step: c.Step, Name: c.Name, Payload: payload, Commit: true,
 		StepAttempt: c.StepAttempt, Decision: c.Decision, Reason: c.Reason}

@@ -120,6 +120,11 @@ func (a *applier) leaseStep(c *LeaseStep) (Result, error) {
 	}
 	if s == nil {
 		s = newStep(id, c.Step, c.Name, StepNone)
+		// A try that ran under the job's lease is over: the step has a
+		// lease of its own from now on.
+		if i := slices.IndexFunc(l.job.Beats, func(b StepBeat) bool { return b.Step == c.Step }); i >= 0 {
+			l.job.Beats = slices.Delete(l.job.Beats, i, i+1)
+		}
 	}
 	r := s.rec
 	res, before := stepResult(l, c.Step)
