@@ -362,6 +362,14 @@ func (m *stepModel) dispatch(cmd Command) (Result, error) {
 		}
 		m.endJob(j)
 		return &StatusResult{}, nil
+	case *Cancel, *Terminate:
+		// An operator's end: no attempt to fence.
+		j := m.jobs[smTarget(cmd)]
+		if j == nil || !j.open {
+			return nil, ErrIllegalTransition
+		}
+		m.endJob(j)
+		return &StatusResult{}, nil
 	case *Requeue:
 		j, err := m.fenced(c.LeaseRef)
 		if err != nil {
@@ -826,8 +834,12 @@ func (d *stepDriver) gen() Command {
 		return &DrainResource{ID: fmt.Sprintf("r%d", d.r.Intn(5)), Undrain: d.r.Intn(2) == 0}
 	case k < 93:
 		return &RemoveResource{ID: fmt.Sprintf("r%d", d.r.Intn(5))}
-	case k < 97:
+	case k < 95:
 		return &Complete{LeaseRef: ref}
+	case k < 96:
+		return &Cancel{Target: Target{Job: ref.Job}}
+	case k < 97:
+		return &Terminate{Target: Target{Job: ref.Job}}
 	}
 	return &Requeue{LeaseRef: ref, Reason: "test"}
 }
@@ -863,9 +875,10 @@ func (d *stepDriver) step() {
 	}
 	// A finished job is replaced, a requeued one claimed again.
 	switch c := cmd.(type) {
-	case *Complete:
+	case *Complete, *Cancel, *Terminate:
 		if err == nil {
-			d.jobs = slices.DeleteFunc(d.jobs, func(id JobID) bool { return id == c.Job })
+			id := smTarget(c)
+			d.jobs = slices.DeleteFunc(d.jobs, func(x JobID) bool { return x == id })
 			d.newJob()
 		}
 	case *Requeue:
@@ -984,4 +997,17 @@ func (d *stepDriver) verify() {
 	if len(errs) > 0 {
 		d.fail("Verify: %v", errs)
 	}
+}
+
+// smTarget is the job a command that ends one names.
+func smTarget(cmd Command) JobID {
+	switch c := cmd.(type) {
+	case *Complete:
+		return c.Job
+	case *Cancel:
+		return c.Job
+	case *Terminate:
+		return c.Job
+	}
+	return 0
 }

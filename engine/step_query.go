@@ -13,34 +13,34 @@ import (
 // one step of a job: its state projected from the history, and from its
 // step record (when it has one) who holds it and what it waits for.
 type StepInfo struct {
-	Step     string    `json:"step"`
-	Activity string    `json:"activity,omitempty"`
-	State    StepState `json:"state"`
+	Step     string    `json:"step" msgpack:"s"`
+	Activity string    `json:"activity,omitempty" msgpack:"n,omitempty"`
+	State    StepState `json:"state" msgpack:"st"`
 	// Attempt is the step's newest try.
-	Attempt uint32 `json:"attempt,omitempty"`
+	Attempt uint32 `json:"attempt,omitempty" msgpack:"a,omitempty"`
 	// Resource is the resource whose unit the step holds.
-	Resource string `json:"resource,omitempty"`
+	Resource string `json:"resource,omitempty" msgpack:"r,omitempty"`
 	// Worker is who runs the step: the owner of its step lease, or of the
 	// job's lease for a step that lease covers.
-	Worker          string `json:"worker,omitempty"`
-	LastHeartbeatMS int64  `json:"last_heartbeat_ms,omitempty"`
-	LeaseExpiryMS   int64  `json:"lease_expiry_ms,omitempty"`
+	Worker          string `json:"worker,omitempty" msgpack:"w,omitempty"`
+	LastHeartbeatMS int64  `json:"last_heartbeat_ms,omitempty" msgpack:"hb,omitempty"`
+	LeaseExpiryMS   int64  `json:"lease_expiry_ms,omitempty" msgpack:"le,omitempty"`
 	// Avoid lists the resources that failed the step.
-	Avoid        []string          `json:"avoid"`
-	Capabilities []string          `json:"capabilities,omitempty"`
-	Selector     map[string]string `json:"selector,omitempty"`
-	DependsOn    []string          `json:"depends_on,omitempty"`
+	Avoid        []string          `json:"avoid" msgpack:"av"`
+	Capabilities []string          `json:"capabilities,omitempty" msgpack:"cp,omitempty"`
+	Selector     map[string]string `json:"selector,omitempty" msgpack:"sl,omitempty"`
+	DependsOn    []string          `json:"depends_on,omitempty" msgpack:"dp,omitempty"`
 	// WaitingForResource: the step waits in the queue for a unit.
-	WaitingForResource bool `json:"waiting_for_resource,omitempty"`
+	WaitingForResource bool `json:"waiting_for_resource,omitempty" msgpack:"wr,omitempty"`
 	// Question is what a NEEDS_USER step asks; AnswerDueMS when the
 	// answer times out (0: never).
-	Question    json.RawMessage `json:"question,omitempty"`
-	AnswerDueMS int64           `json:"answer_due_ms,omitempty"`
+	Question    json.RawMessage `json:"question,omitempty" msgpack:"q,omitempty"`
+	AnswerDueMS int64           `json:"answer_due_ms,omitempty" msgpack:"ad,omitempty"`
 	// Decision is the critic's last decision on the step.
-	Decision CriticDecision `json:"decision,omitempty"`
+	Decision CriticDecision `json:"decision,omitempty" msgpack:"dc,omitempty"`
 	// Explicit: the step has a step record (a step lease of its own).
-	Explicit  bool  `json:"explicit,omitempty"`
-	UpdatedMS int64 `json:"updated_ms,omitempty"`
+	Explicit  bool  `json:"explicit,omitempty" msgpack:"x,omitempty"`
+	UpdatedMS int64 `json:"updated_ms,omitempty" msgpack:"up,omitempty"`
 }
 
 // Steps returns the activity steps of the job t names, in step order.

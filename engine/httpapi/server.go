@@ -61,6 +61,13 @@ func (s *Server) routes() {
 	s.handle("POST /v1/jobs/request-cancel", command(svc.RequestCancel))
 	s.handle("POST /v1/jobs/continue-as-new", command(svc.ContinueAsNew))
 	s.handle("POST /v1/jobs/terminate", command(svc.Terminate))
+	s.handle("POST /v1/jobs/lease-step", command(svc.LeaseStep))
+	s.handle("POST /v1/jobs/step-heartbeat", command(svc.StepHeartbeat))
+	s.handle("POST /v1/jobs/end-step-attempt", command(svc.EndStepAttempt))
+	s.handle("POST /v1/jobs/answer-step", command(svc.AnswerStep))
+	s.handle("POST /v1/resources", command(svc.AddResource))
+	s.handle("POST /v1/resources/drain", command(svc.DrainResource))
+	s.handle("POST /v1/resources/remove", command(svc.RemoveResource))
 
 	s.handle("GET /v1/jobs", s.list)
 	s.handle("GET /v1/jobs/{job}", s.describe)
@@ -69,6 +76,9 @@ func (s *Server) routes() {
 	s.handle("GET /v1/jobs/{job}/effects/{step...}", s.effect)
 	s.handle("GET /v1/jobs/{job}/closed", s.waitClosed)
 	s.handle("GET /v1/workflows/{workflow}/closed", s.waitClosed)
+	s.handle("GET /v1/jobs/{job}/steps", s.steps)
+	s.handle("GET /v1/workflows/{workflow}/steps", s.steps)
+	s.handle("GET /v1/resources", s.resources)
 
 	s.handle("POST /v1/query", s.query)
 	s.handle("POST /v1/query/poll", s.queryPoll)
