@@ -39,6 +39,7 @@ func TestExamples(t *testing.T) {
 		{"signals-queries", nil, "cart-7 checked out: 1050 cents"},
 		{"child", nil, "child order-9-box-c: run 4, Completed, child of run 1"},
 		{"cluster-client", nil, ": hello, Dr. Ada"},
+		{"backup", nil, "approval-2 finished on the copy: \"no\""},
 	}
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
