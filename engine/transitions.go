@@ -1,6 +1,6 @@
 package engine
 
-// transitions is the job transition table of STATE-MACHINES.md §1, with the
+// transitions is the job transition table of docs/state-machines.md §1, with the
 // rows and columns of §4 (Draft, Suspended) and the two extensions the project
 // adds: a cancel from Queued or Retrying. A missing cell is an illegal
 // transition. The table gives the base state; Next refines it with the
