@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -158,11 +157,13 @@ func ExampleWorkflowReplayer() {
 	changed := worker.NewWorkflowReplayer()
 	changed.RegisterWorkflowWithName(ShoutV2, "Shout") // the type the history names
 	err = changed.ReplayWorkflowHistory(recorded)
-	var nd *replay.NondeterminismError
-	if errors.As(err, &nd) {
-		fmt.Printf("the changed code: nondeterminism at step %s: the history has %s, the code %s\n", nd.Step, nd.Event.Type, nd.Did)
+	// The error is a *replay.NondeterminismError, which names the step, the
+	// recorded event and the line of the code; its stable code says what it is.
+	var coded interface{ Code() string }
+	if errors.As(err, &coded) {
+		fmt.Println("the changed code:", coded.Code())
 	}
 	// Output:
 	// the same code: <nil>
-	// the changed code: nondeterminism at step 1: the history has activity_completed, the code issued timer ""
+	// the changed code: HDL-REPLAY-1100
 }
