@@ -153,13 +153,16 @@ func run() (err error) {
 	return nil
 }
 
-// start opens an engine on dir with a worker for Approval.
+// start opens an engine on dir with a worker for Approval. The lease is
+// short because a backup records leases too: a run that a worker held when
+// the backup was taken is claimed on the restored copy only once that lease
+// has expired.
 func start(dir string) (*engine.Engine, *worker.Worker, error) {
 	e, err := engine.Open(engine.Config{Dir: dir})
 	if err != nil {
 		return nil, nil, err
 	}
-	w, err := worker.New(e, "approvals", worker.Options{})
+	w, err := worker.New(e, "approvals", worker.Options{LeaseTTL: 2 * time.Second})
 	if err != nil {
 		return nil, nil, errors.Join(err, e.Close())
 	}
