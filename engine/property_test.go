@@ -19,7 +19,7 @@ import (
 
 // The property test drives Apply with thousands of random command sequences
 // and checks every command against a reference model written from the
-// documented semantics (STATE-MACHINES.md and the doc comments of the
+// documented semantics (docs/state-machines.md and the doc comments of the
 // commands), plus properties that need no model: errors are sentinel errors,
 // failed commands write nothing, request ids replay, fencing admits at most
 // one attempt per job, blocked jobs are never reclaimed, and Verify finds
@@ -80,7 +80,7 @@ func (*propBogusCmd) Kind() CommandKind   { return 99 }
 func (*propBogusCmd) check(*Limits) error { return nil }
 
 // ---------------------------------------------------------------------------
-// The specification's transition table (STATE-MACHINES.md §1 and §4, with the
+// The specification's transition table (docs/state-machines.md §1 and §4, with the
 // project's extensions: cancel from Queued/Retrying, and the engine-owned
 // ends job_timed_out and job_terminated from every status that is not an
 // end), written out again here so that the engine's table is checked against
