@@ -137,6 +137,11 @@ type RetryPolicy struct {
 	MaximumIntervalMS  int64   `json:"maximum_interval_ms,omitempty" msgpack:"mi,omitempty"`
 	// MaximumAttempts bounds the runs, the first included; 0: no bound.
 	MaximumAttempts int32 `json:"maximum_attempts,omitempty" msgpack:"ma,omitempty"`
+	// NonRetryableErrorTypes are failure types that are never retried, and
+	// Backoff the SDK's backoff kind (0 exponential, 1 linear, 2 fixed):
+	// the engine keeps them for the worker, which applies the policy.
+	NonRetryableErrorTypes []string `json:"non_retryable_error_types,omitempty" msgpack:"nr,omitempty"`
+	Backoff                uint8    `json:"backoff,omitempty" msgpack:"bk,omitempty"`
 }
 
 // Claim takes up to Max ready jobs of Queue, in the order they became ready,

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -770,4 +771,47 @@ func TestWorkflowTimeoutsEnforcedByTheEngine(t *testing.T) {
 			verify(t, e)
 		})
 	}
+}
+
+var remoteFlakyTries sync.Map // key -> *atomic.Int32
+
+// RemoteFlaky fails its first two tries.
+func RemoteFlaky(ctx context.Context, key string) (int, error) {
+	v, _ := remoteFlakyTries.LoadOrStore(key, new(atomic.Int32))
+	n := int(v.(*atomic.Int32).Add(1))
+	if n < 3 {
+		return 0, errors.New("not yet")
+	}
+	return n, nil
+}
+
+// RemoteRetries runs RemoteFlaky on another task queue with retry delays
+// longer than that worker sleeps between tries.
+func RemoteRetries(ctx workflow.Context, key string) (int, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: "live-remote", StartToCloseTimeout: time.Minute,
+		RetryPolicy: &workflow.RetryPolicy{InitialInterval: 50 * time.Millisecond, BackoffCoefficient: 1, MaximumAttempts: 5}})
+	var tries int
+	err := workflow.ExecuteActivity(ctx, RemoteFlaky, key).Get(ctx, &tries)
+	return tries, err
+}
+
+// An activity on another task queue whose retry delay is longer than its
+// worker sleeps between tries is retried as a delayed job, not failed at
+// its first failure.
+func TestRemoteActivityDurableRetries(t *testing.T) {
+	key := newProbe(t)
+	e := open(t)
+	startWorker(t, e, "live", worker.Options{}, func(w *worker.Worker) { w.RegisterWorkflow(RemoteRetries) })
+	startWorker(t, e, "live-remote", worker.Options{RetryInlineThreshold: time.Millisecond}, func(w *worker.Worker) { w.RegisterActivity(RemoteFlaky) })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	run, err := client.New(service(t, e)).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: key, TaskQueue: "live"}, RemoteRetries, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tries int
+	if err := run.Get(ctx, &tries); err != nil || tries != 3 {
+		t.Fatalf("Get = %d, %v; want success on the third try", tries, err)
+	}
+	verify(t, e)
 }
