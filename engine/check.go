@@ -128,6 +128,9 @@ func (c *CreateJob) check(l *Limits) error {
 	if r := c.Retry; r != nil && (r.InitialIntervalMS < 0 || r.MaximumIntervalMS < 0 || r.BackoffCoefficient < 0 || r.MaximumAttempts < 0) {
 		ch.fail("Retry", "has a negative field")
 	}
+	if c.ParentClosePolicy > ParentCloseAbandon {
+		ch.fail("ParentClosePolicy", fmt.Sprintf("%d is not a policy (0 terminate, 1 request cancel, 2 abandon)", c.ParentClosePolicy))
+	}
 	if r := c.Retry; r != nil {
 		if r.Backoff > 2 {
 			ch.fail("Retry.Backoff", fmt.Sprintf("%d is not a backoff kind (0 exponential, 1 linear, 2 fixed)", r.Backoff))
