@@ -3,7 +3,7 @@ package engine
 import "fmt"
 
 // StepState is the state of one step (one activity execution), the 13 of
-// STATE-MACHINES.md §3. Like a job's status it is a projection of history
+// docs/state-machines.md §3. Like a job's status it is a projection of history
 // events (DeriveStepState); a step that took an explicit step lease, a
 // resource or a person also has a stored record kept equal to it.
 type StepState uint8
@@ -62,7 +62,7 @@ func StepStates() []StepState {
 // Terminal reports whether s ends the step: SUCCEEDED or FAILED.
 func (s StepState) Terminal() bool { return s == StepSucceeded || s == StepFailed }
 
-// stepTable is the step transition table of STATE-MACHINES.md §3, the
+// stepTable is the step transition table of docs/state-machines.md §3, the
 // seed's exactly. A missing cell is an illegal transition.
 var stepTable = map[StepState][]StepState{
 	StepNone:              {StepPending},
@@ -383,7 +383,7 @@ func CheckStepHistory(step string, events []Event) error {
 	return nil
 }
 
-// CriticDecision is what a critic decides after a step's run (STATE-MACHINES.md §3).
+// CriticDecision is what a critic decides after a step's run (docs/state-machines.md §3).
 type CriticDecision string
 
 // The critic's decisions.

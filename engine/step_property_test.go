@@ -17,7 +17,7 @@ import (
 // The step property test drives the step and resource commands with random
 // sequences over a few running jobs and a small resource pool, and checks
 // every command against a reference model written from the documented
-// semantics (STATE-MACHINES.md §3 and the doc comments of LeaseStep and
+// semantics (docs/state-machines.md §3 and the doc comments of LeaseStep and
 // the commands after it): the result or the sentinel error, every step's
 // state, try, resource, avoid-list and place in the waiter queue, every
 // resource's holders, and — at intervals and at the end — Verify. Capacity

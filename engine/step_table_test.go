@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// specStepTable is STATE-MACHINES.md §3's table, written out again here so
+// specStepTable is docs/state-machines.md §3's table, written out again here so
 // that the engine's table is checked against the document, not itself.
 var specStepTable = map[string][]string{
 	"PENDING":            {"WAITING_DEPS", "LEASED"},
