@@ -96,6 +96,7 @@ func (a *applier) finishStep(res *StepResult, l *loaded, s *step, before uint64)
 	if l.job.LastSeq > before {
 		res.FirstSeq, res.LastSeq, res.AtMS = before+1, l.job.LastSeq, a.now
 	}
+	res.JobSeq = l.job.LastSeq
 }
 
 // holds reports whether a step's record is in a state whose try holds its
@@ -145,7 +146,10 @@ func (a *applier) leaseStep(c *LeaseStep) (Result, error) {
 			a.saveStep(l, s)
 		}
 		res.Granted = true
-	case r.State == StepNeedsUser || r.State == StepFailedFatal || r.State.Terminal():
+	case r.State == StepNeedsUser || r.State == StepFailedFatal:
+		// It waits for a person, or its lease ran out for good: there is
+		// nothing to lease, and the answer's State says why.
+	case r.State.Terminal():
 		return nil, &StepStateError{Job: id, Step: c.Step, State: r.State, Command: "LeaseStep"}
 	case r.WaiterSeq != 0:
 		// Still waiting for a unit, in its place in the queue.
@@ -170,6 +174,13 @@ func (a *applier) leaseStep(c *LeaseStep) (Result, error) {
 			return nil, err
 		}
 		res.Granted = granted
+	}
+	if c.Start && res.Granted && r.State == StepLeased {
+		if _, err := a.stepEvent(l, s, Event{Type: EventStepStarted, Attempt: c.Attempt}, "LeaseStep"); err != nil {
+			return nil, err
+		}
+		r.JobAttempt, r.Owner = c.Attempt, l.job.LeaseOwner
+		a.saveStep(l, s)
 	}
 	a.save(l)
 	a.finishStep(res, l, s, before)
@@ -782,7 +793,8 @@ func (a *applier) noStepRecord(id JobID, t EventType, name string) error {
 // with a record commits from its newest try, leased or running (a failure
 // also once FAILED_FATAL), unless the commit fails the step where it waits
 // (ReasonNotStarted); one without a record from a try no older than its
-// last heartbeat.
+// last heartbeat. Any other try is stale (ErrStaleAttempt), even one of
+// the newest attempt whose lease ran out.
 func (a *applier) commitAllowed(j *Job, s *step, c *CommitStep) error {
 	if s == nil {
 		return dropBeat(j, c.Step, c.StepAttempt, "CommitStep")
@@ -798,7 +810,8 @@ func (a *applier) commitAllowed(j *Job, s *step, c *CommitStep) error {
 	case r.State.Terminal():
 		return fmt.Errorf("%w: step %q of job %d", ErrStepCommitted, c.Step, j.ID)
 	}
-	return &StepStateError{Job: j.ID, Step: c.Step, State: r.State, Command: "CommitStep"}
+	// Its try no longer holds the step: its lease ran out, or it ended.
+	return staleStep(j.ID, c.Step, c.StepAttempt, s, "CommitStep")
 }
 
 // commitExplicit appends the commit event of a step with a record, ends

@@ -33,7 +33,9 @@ const (
 // A step leased by an older attempt of the job is taken over (its lease
 // times out first, step_lease_timeout); one the engine granted on its own
 // (a freed unit, dependencies done, a person's answer) is adopted without
-// an event; one this attempt holds already is returned as it is.
+// an event; one this attempt holds already is returned as it is. A step
+// that waits for a person (NEEDS_USER) or whose lease ran out for good
+// (FAILED_FATAL) is not leased: the answer's State says so.
 type LeaseStep struct {
 	Header
 	LeaseRef
@@ -50,6 +52,11 @@ type LeaseStep struct {
 	// TimeoutFatal makes a running step whose lease runs out FAILED_FATAL
 	// rather than FAILED_RETRYABLE.
 	TimeoutFatal bool `json:"timeout_fatal,omitempty" msgpack:"tf,omitempty"`
+	// Start: the worker runs the try as soon as it holds the lease, so a
+	// granted step that is LEASED starts (step_started, RUNNING) in the
+	// same command rather than at its first heartbeat: a try that takes a
+	// step lease costs one write before its result, not two.
+	Start bool `json:"start,omitempty" msgpack:"sr,omitempty"`
 }
 
 // StepHeartbeat reports that try StepAttempt of a step still runs (fenced),

@@ -134,6 +134,11 @@ type StepResult struct {
 	FirstSeq uint64 `json:"first_seq,omitempty" msgpack:"f,omitempty"`
 	LastSeq  uint64 `json:"last_seq,omitempty" msgpack:"l,omitempty"`
 	AtMS     int64  `json:"at_ms,omitempty" msgpack:"at,omitempty"`
+	// JobSeq is the job's last seq after the command, whether or not it
+	// appended anything: a worker that parks a step (queued, waiting for
+	// its dependencies or a person) knows that any later event of the step
+	// is someone else's news.
+	JobSeq uint64 `json:"job_seq,omitempty" msgpack:"js,omitempty"`
 }
 
 // ResourceResult answers AddResource, DrainResource and RemoveResource:

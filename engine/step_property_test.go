@@ -430,7 +430,8 @@ func (m *stepModel) leaseStep(c *LeaseStep) (Result, error) {
 			s.jobAttempt, s.leaseExpiry = c.Attempt, max(s.leaseExpiry, m.now+s.leaseMS)
 		}
 		res.Granted = true
-	case s.state == StepNeedsUser || s.state == StepFailedFatal || s.state.Terminal():
+	case s.state == StepNeedsUser || s.state == StepFailedFatal:
+	case s.state.Terminal():
 		return nil, ErrStepState
 	case s.queued:
 	default:
@@ -456,6 +457,9 @@ func (m *stepModel) leaseStep(c *LeaseStep) (Result, error) {
 			return nil, err
 		}
 		res.Granted = smHolds(s.state)
+	}
+	if c.Start && res.Granted && s.state == StepLeased {
+		s.state, s.jobAttempt = StepRunning, c.Attempt
 	}
 	m.stepResult(res, s)
 	return res, nil
@@ -598,7 +602,7 @@ func (m *stepModel) commit(c *CommitStep) (Result, error) {
 			return nil, ErrStaleAttempt
 		case smHolds(s.state), s.state == StepFailedFatal && c.Failed:
 		default:
-			return nil, ErrStepState
+			return nil, ErrStaleAttempt // the try no longer holds the step
 		}
 	}
 	if c.Failed {
@@ -785,7 +789,7 @@ func (d *stepDriver) gen() Command {
 	switch k := d.r.Intn(100); {
 	case k < 26:
 		c := &LeaseStep{LeaseRef: ref, Step: name, Name: "act", LeaseMS: int64(1000 * (1 + d.r.Intn(5))), Capabilities: caps,
-			TimeoutFatal: d.r.Intn(4) == 0}
+			TimeoutFatal: d.r.Intn(4) == 0, Start: d.r.Intn(2) == 0}
 		if d.r.Intn(5) == 0 {
 			c.Selector = map[string]string{"zone": d.pick([]string{"x", "y"})}
 		}
@@ -928,7 +932,7 @@ func (d *stepDriver) compare() {
 			if err != nil {
 				return err
 			}
-			if !slices.Equal(j.LiveSteps, mj.live) && !(len(j.LiveSteps) == 0 && len(mj.live) == 0) {
+			if !slices.Equal(j.LiveSteps, mj.live) && (len(j.LiveSteps) != 0 || len(mj.live) != 0) {
 				d.fail("job %d lives %v, the model %v", id, j.LiveSteps, mj.live)
 			}
 		}

@@ -36,6 +36,9 @@ var (
 	EncodeFailure func(err error) []byte
 	// DecodeFailure reads a failure payload as a *workflow.ApplicationError.
 	DecodeFailure func(data []byte) error
+	// FutureStep returns the step of the activity whose future f is (a
+	// workflow.Future from ExecuteActivity), or "".
+	FutureStep func(f any) string
 )
 
 // ActivityEnvKey is the context key under which the worker puts an

@@ -29,6 +29,15 @@ type Info struct {
 	// step executed twice (a worker died between running it and committing
 	// it) has its effect once.
 	IdempotencyKey string
+	// Resource is the resource unit this try holds, for an activity whose
+	// options require one (RequiredCapabilities, LabelSelector): its id
+	// and labels. Empty otherwise.
+	Resource       string
+	ResourceLabels map[string]string
+	// Answer is a person's answer to the question an earlier try of this
+	// step asked (a NeedsUserError, or the critic's needs_user), as the
+	// person sent it; nil when nobody was asked.
+	Answer []byte
 }
 
 // env is what the worker puts in an activity's context, under

@@ -115,13 +115,15 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 			sdkhook.FailureTimeout, true)
 	}
 	for ; fn != nil; attempt++ {
+		o.stepAttempt = uint32(attempt)
 		if !deadline.IsZero() && !r.w.opts.Clock.Now().Before(deadline) {
 			o.err = scheduleTimeout()
 			return o
 		}
 		info := activity.Info{ActivityType: c.Name, WorkflowID: r.job.WorkflowID, RunID: strconv.FormatUint(uint64(r.job.Job), 10),
 			Step: c.Step, Attempt: attempt, IdempotencyKey: fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step)}
-		env := &activityEnv{w: r.w, info: info, lease: r.lease, prev: details, beats: make(chan struct{}, 1), onCancel: r.taskCancel}
+		env := &activityEnv{w: r.w, info: info, lease: r.lease, prev: details, beats: make(chan struct{}, 1), onCancel: r.taskCancel,
+			step: c.Step, stepAttempt: uint32(attempt)}
 		tryCtx, tried := r.w.obs.startActivity(ctx, &activityInfo{name: c.Name, step: c.Step, workflowID: r.job.WorkflowID,
 			attempt: attempt, registered: true})
 		result, err := r.w.callActivity(tryCtx, fn, c.Input, env, opts, deadline)
@@ -132,6 +134,16 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 			return o
 		}
 		o.err = err
+		var nu *activity.NeedsUserError
+		if errors.As(err, &nu) && ctx.Err() == nil && r.x != nil {
+			// A person must act: the loop gives the step a record in
+			// NEEDS_USER, and it goes on with a step lease of its own.
+			o.question = nu.Question
+			if o.question == nil {
+				o.question = []byte{}
+			}
+			return o
+		}
 		if ctx.Err() != nil || !retryable(err, policy) || !policy.HasAttemptsLeft(attempt) {
 			return o
 		}
@@ -146,9 +158,20 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 			o.retryAt = rec.RetryAtMS
 		}
 		b, _ := json.Marshal(rec)
-		o.records = append(o.records, engine.NewEvent{Type: replay.EventActivityAttemptFailed, Step: c.Step, Name: c.Name, Payload: b})
+		ne := engine.NewEvent{Type: replay.EventActivityAttemptFailed, Step: c.Step, Name: c.Name, Payload: b, StepAttempt: uint32(attempt)}
 		if o.retryAt > 0 {
+			// The record goes with the turn's next write, which sets the
+			// retry timer (an activity task's job is requeued instead).
+			o.records = append(o.records, ne)
 			return o
+		}
+		if r.x != nil {
+			// The step is RETRYING while the worker sleeps out the delay:
+			// the record is written now, so that its state says so.
+			if _, err := r.w.e.Append(r.ctx, engine.AppendEvents{LeaseRef: r.ref, Events: []engine.NewEvent{ne}}); err != nil {
+				o.fault = err
+				return o
+			}
 		}
 		t := r.w.opts.Clock.NewTimer(delay)
 		select {
@@ -185,6 +208,12 @@ type activityEnv struct {
 	// another queue's workflow), cancels the activity when a heartbeat
 	// answers that the workflow asked for that.
 	onCancel func()
+	// step and stepAttempt are the step and try each heartbeat names
+	// (StepHeartbeat); onStale, set for a try with a step lease of its
+	// own, cancels it when a heartbeat is refused as stale.
+	step        string
+	stepAttempt uint32
+	onStale     func()
 
 	mu      sync.Mutex
 	details []byte
@@ -210,20 +239,24 @@ func (a *activityEnv) Heartbeat(details []byte) error {
 	case a.beats <- struct{}{}:
 	default:
 	}
+	return a.beat(a.ctx)
+}
+
+// beat sends one StepHeartbeat: it notes the try's heartbeat (or renews
+// its step lease) and renews the job's lease, in one write. A stale try
+// is told so by an error matching engine.ErrStaleAttempt.
+func (a *activityEnv) beat(ctx context.Context) error {
 	sent := a.w.opts.Clock.Now()
-	res, err := a.w.e.Heartbeat(a.ctx, engine.Heartbeat{Leases: []engine.LeaseRef{a.lease.ref}, LeaseMS: a.w.opts.LeaseTTL.Milliseconds()})
+	res, err := a.w.e.StepHeartbeat(ctx, engine.StepHeartbeat{LeaseRef: a.lease.ref, Step: a.step, StepAttempt: a.stepAttempt,
+		LeaseMS: a.w.opts.LeaseTTL.Milliseconds()})
 	if err != nil {
+		if a.onStale != nil && isStaleStep(err) {
+			a.onStale()
+		}
 		return err
 	}
-	if len(res.Refused) > 0 {
-		sentinel := engine.ErrStaleAttempt
-		if res.Refused[0].Code != engine.StaleAttemptCode {
-			sentinel = engine.ErrUnknownJob
-		}
-		return fmt.Errorf("%w: heartbeat of job %d attempt %d", sentinel, a.lease.ref.Job, a.lease.ref.Attempt)
-	}
 	a.lease.renewed(sent)
-	if len(res.CancelRequested) > 0 && a.onCancel != nil {
+	if res.CancelRequested && a.onCancel != nil {
 		a.onCancel()
 	}
 	return nil
@@ -262,7 +295,7 @@ func (w *Worker) callActivity(ctx context.Context, fn any, input []byte, env *ac
 		defer func() {
 			if err != nil && errors.Is(context.Cause(ctx), errHeartbeatTimeout) {
 				err = workflow.NewApplicationError(fmt.Sprintf("activity %s: heartbeat timeout: no heartbeat within %v: %v", info.ActivityType, opts.HeartbeatTimeout, err),
-					sdkhook.FailureTimeout, false)
+					sdkhook.FailureTimeout, opts.TimeoutFatal)
 			}
 		}()
 	}
@@ -296,11 +329,12 @@ func (w *Worker) callActivity(ctx context.Context, fn any, input []byte, env *ac
 	if e := out[len(out)-1]; !e.IsNil() {
 		err = e.Interface().(error)
 		if ctx.Err() == context.DeadlineExceeded {
-			// A try that ran out of time is retried, as in Temporal; the
+			// A try that ran out of time is retried, as in Temporal,
+			// unless the options make a timeout fatal; the
 			// schedule-to-close deadline, when it is the one that passed,
 			// ends the activity in execute.
 			err = workflow.NewApplicationError(fmt.Sprintf("activity %s: start-to-close timeout after %v: %v", info.ActivityType, opts.StartToCloseTimeout, err),
-				sdkhook.FailureTimeout, false)
+				sdkhook.FailureTimeout, opts.TimeoutFatal)
 		}
 		return nil, err
 	}

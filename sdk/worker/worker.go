@@ -117,6 +117,7 @@ type Worker struct {
 	mu         sync.Mutex
 	workflows  map[string]any
 	activities map[string]any
+	critics    map[string]Critic
 	// claimCancel ends the claim in flight (a registration restarts it).
 	claimCancel context.CancelFunc
 

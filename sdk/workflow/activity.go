@@ -39,6 +39,10 @@ func ExecuteActivity(ctx Context, activity any, args ...any) Future {
 		set(nil, fmt.Errorf("workflow: activity %s: %w", name, err))
 		return f
 	}
+	if err := checkStepOptions(&opts); err != nil {
+		set(nil, fmt.Errorf("workflow: activity %s: %w", name, err))
+		return f
+	}
 	cmd := st.x.Issue(replay.KindActivity, name, input, opts, 0, func(r replay.Resolution) {
 		if !r.Failed {
 			set(converter.NewEncodedValue(r.Payload), nil)
@@ -50,6 +54,7 @@ func ExecuteActivity(ctx Context, activity any, args ...any) Future {
 		}
 		set(nil, newActivityError(name, step, decodeFailure(r.Payload)))
 	})
+	f.step = cmd.Step
 	watchCancel(ctx, st.x, cmd, f, opts.WaitForCancellation)
 	return f
 }
@@ -114,9 +119,11 @@ func (e *ApplicationError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrCanceled) true for the failure of an activity
-// or child that ended because it was cancelled (type "CanceledError").
+// or child that ended because it was cancelled (type "CanceledError"), and
+// errors.Is(err, ErrReplan) for an activity whose critic decided to replan
+// (type "ReplanError").
 func (e *ApplicationError) Is(target error) bool {
-	return target == ErrCanceled && e.Type == sdkhook.FailureCanceled
+	return target == ErrCanceled && e.Type == sdkhook.FailureCanceled || target == ErrReplan && e.Type == ReplanErrorType
 }
 
 // failure is the JSON form of a failure payload.
