@@ -88,6 +88,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newWorkerCommand(),
 		newClusterCommand(),
 		newWorkflowCommand(),
+		newStepCommand(),
+		newResourceCommand(),
 		newChaosCommand(),
 		newBenchCommand(),
 		newVersionCommand(),

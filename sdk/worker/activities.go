@@ -157,6 +157,9 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 			rec.RetryAtMS = r.w.opts.Clock.Now().Add(delay).UnixMilli()
 			o.retryAt = rec.RetryAtMS
 		}
+		if r.x != nil {
+			r.stepRetried(c)
+		}
 		b, _ := json.Marshal(rec)
 		ne := engine.NewEvent{Type: replay.EventActivityAttemptFailed, Step: c.Step, Name: c.Name, Payload: b, StepAttempt: uint32(attempt)}
 		if o.retryAt > 0 {

@@ -288,6 +288,11 @@ func (r *run) commitActivities(outs []outcome) error {
 		}()
 	}
 	wg.Wait()
+	for i, o := range outs {
+		if errs[i] == nil {
+			r.stepEnded(r.commitStepOf(o))
+		}
+	}
 	// Whatever was committed must be seen before anything else happens,
 	// even if another commit of the group failed.
 	if err := r.catchUp(false); err != nil && r.x.Fault() == nil {
@@ -319,6 +324,7 @@ func (r *run) commitStep(cs engine.CommitStep) error {
 	if err != nil {
 		return err
 	}
+	r.stepEnded(cs)
 	// Advancing here keeps the commit and its event together. A fault it
 	// raises is the caller's loop's to handle; any other error (the history
 	// could not be read) ends the turn, since the execution would not know

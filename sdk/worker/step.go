@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -262,6 +263,7 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 				o.err, o.notStarted = timeoutError(c.Name, "its step lease ran out", true), !opts.TimeoutFatal
 				return o
 			}
+			r.stepRetried(c)
 			if !r.sleep(ctx, min(policy.Delay(int(attempt)), r.w.opts.RetryInlineThreshold)) {
 				o.err, o.notStarted = context.Cause(ctx), true
 				return o
@@ -317,6 +319,9 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 		case err != nil:
 			o.fault = err
 			return o
+		}
+		if n.state == engine.StepFailedRetryable {
+			r.stepRetried(c)
 		}
 		switch {
 		case n.state == engine.StepNeedsUser, retryAtMS > 0:
@@ -487,4 +492,36 @@ func mustJSON(v any) []byte {
 		panic(err) // only plain structs are marshalled here
 	}
 	return b
+}
+
+// capabilityOf is the capability label of a step's metrics: the
+// capabilities its options require, comma-joined ("" for none).
+func capabilityOf(c *replay.Command) string {
+	opts, _ := c.Options.(workflow.ActivityOptions)
+	return strings.Join(opts.RequiredCapabilities, ",")
+}
+
+// stepRetried records a failed try of c that will be retried.
+func (r *run) stepRetried(c *replay.Command) {
+	if r.w.obs.m != nil {
+		r.w.obs.m.StepRetry(capabilityOf(c))
+	}
+}
+
+// stepEnded records the end of an activity step the turn just committed:
+// how long after its issue, and how.
+func (r *run) stepEnded(cs engine.CommitStep) {
+	if r.w.obs.m == nil || cs.CatchUp || cs.Type != replay.EventActivityCompleted && cs.Type != replay.EventActivityFailed {
+		return
+	}
+	for _, c := range r.x.Unresolved() {
+		if c.Step == cs.Step {
+			status := "succeeded"
+			if cs.Failed {
+				status = "failed"
+			}
+			r.w.obs.m.StepDone(capabilityOf(c), status, r.w.opts.Clock.Now().Sub(time.UnixMilli(c.IssuedAtMS)))
+			return
+		}
+	}
 }
