@@ -238,11 +238,26 @@ func (a *activityEnv) Heartbeat(details []byte) error {
 	a.mu.Lock()
 	a.details = append([]byte(nil), details...)
 	a.mu.Unlock()
+	if a.onStale == nil {
+		a.fed()
+		return a.beat(a.ctx)
+	}
+	// A try with a step lease of its own: only a heartbeat that renewed
+	// the lease keeps the watchdog off, so the try stops before the engine
+	// can give its unit away.
+	err := a.beat(a.ctx)
+	if err == nil {
+		a.fed()
+	}
+	return err
+}
+
+// fed tells the HeartbeatTimeout watchdog of a heartbeat.
+func (a *activityEnv) fed() {
 	select {
 	case a.beats <- struct{}{}:
 	default:
 	}
-	return a.beat(a.ctx)
 }
 
 // beat sends one StepHeartbeat: it notes the try's heartbeat (or renews

@@ -359,7 +359,7 @@ func (r *run) runTry(ctx context.Context, a *inflight, c *replay.Command, opts w
 	env := &activityEnv{w: r.w, info: info, lease: r.lease, prev: details, beats: make(chan struct{}, 1),
 		step: c.Step, stepAttempt: uint32(info.Attempt), onStale: func() { cancel(errStepLeaseLost) }}
 	if opts.HeartbeatTimeout == 0 {
-		stop := r.renewStep(tryCtx, env, time.Duration(leaseMS)*time.Millisecond/3)
+		stop := r.renewStep(tryCtx, env, time.Duration(leaseMS)*time.Millisecond, cancel)
 		defer stop()
 	}
 	obsCtx, tried := r.w.obs.startActivity(tryCtx, &activityInfo{name: c.Name, step: c.Step, workflowID: r.job.WorkflowID,
@@ -370,21 +370,37 @@ func (r *run) runTry(ctx context.Context, a *inflight, c *replay.Command, opts w
 }
 
 // renewStep renews an explicit try's step lease (and the job's) every
-// period until the returned stop is called; a refusal cancels the try.
-func (r *run) renewStep(ctx context.Context, env *activityEnv, period time.Duration) (stop func()) {
+// third of the lease until the returned stop is called. A refusal cancels
+// the try (the activity env does), and so does a lease no renewal kept
+// alive: when none succeeded for the lease less a margin (a tenth of it,
+// at most a second) since the last one that did was sent, the engine may
+// give the step's unit to another try, and this one must stop first.
+func (r *run) renewStep(ctx context.Context, env *activityEnv, lease time.Duration, lost context.CancelCauseFunc) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	clk := r.w.opts.Clock
+	trust := lease - min(lease/10, time.Second)
 	go func() {
 		defer close(done)
+		kept := clk.Now() // the lease was taken (or renewed) just before the try
 		for {
-			t := r.w.opts.Clock.NewTimer(period)
+			t := clk.NewTimer(min(lease/3, max(kept.Add(trust).Sub(clk.Now()), 0)))
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return
 			case <-t.C():
 			}
-			if err := env.beat(ctx); err != nil && ctx.Err() == nil && isStaleStep(err) {
+			if !clk.Now().Before(kept.Add(trust)) {
+				lost(errStepLeaseLost)
+				return
+			}
+			sent := clk.Now()
+			err := env.beat(ctx)
+			switch {
+			case err == nil:
+				kept = sent
+			case ctx.Err() != nil, isStaleStep(err):
 				return
 			}
 		}
