@@ -62,6 +62,7 @@ var workloads = []workload{
 	{"race", 1000, "N workflows each racing a 200 ms activity against a 50 ms timer, started together; time to timer", runRace},
 	{"cancel", 200, "N workflows one at a time, each cancelled while its activity runs (half in-process, half remote); cancellation latency", runCancel},
 	{"observe", 2000, "seq3 of N workflows in rounds with nothing observed, with metrics, and with metrics and tracing; the overhead of each", runObserve},
+	{"resources", 1000, "N workflows of one step each contending for 4 resource units, 32 concurrent starters; steps/s, wait fairness (max/mean)", runResources},
 }
 
 // Workloads returns the workloads' names in the order they are listed.
