@@ -834,3 +834,27 @@ func TestStepLeaseTimeoutRunsTheNextAttempt(t *testing.T) {
 	}
 	verify(t, e)
 }
+
+func RemoteWithResource(ctx workflow.Context) (string, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: "elsewhere", RequiredCapabilities: []string{"gpu"}})
+	err := workflow.ExecuteActivity(ctx, UseGPU).Get(ctx, nil)
+	return fmt.Sprint(err), nil
+}
+
+// Step options are for the workflow's own queue: an activity sent to
+// another queue with them fails at once, naming why, rather than running
+// without its resource.
+func TestStepOptionsRefusedForAnotherQueue(t *testing.T) {
+	e := open(t)
+	startWorker(t, e, "own", worker.Options{}, func(w *worker.Worker) { w.RegisterWorkflow(RemoteWithResource) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run, err := client.New(service(t, e)).ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "own"}, RemoteWithResource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := run.Get(ctx, &got); err != nil || !strings.Contains(got, `are for activities on the workflow's own task queue "own", not "elsewhere"`) {
+		t.Fatalf("%q, %v", got, err)
+	}
+}

@@ -39,7 +39,7 @@ func ExecuteActivity(ctx Context, activity any, args ...any) Future {
 		set(nil, fmt.Errorf("workflow: activity %s: %w", name, err))
 		return f
 	}
-	if err := checkStepOptions(&opts); err != nil {
+	if err := checkStepOptions(&opts, st.info.TaskQueue); err != nil {
 		set(nil, fmt.Errorf("workflow: activity %s: %w", name, err))
 		return f
 	}

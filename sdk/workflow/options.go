@@ -42,7 +42,9 @@ type ActivityOptions struct {
 	// own in the engine (docs/state-machines.md §3): each try is leased,
 	// visible in its step state, and fenced by its step attempt. An
 	// activity that sets none of them (and does not set HeartbeatTimeout)
-	// runs under its workflow's lease at no extra cost.
+	// runs under its workflow's lease at no extra cost. They are for
+	// activities on the workflow's own task queue: ExecuteActivity fails
+	// one sent to another queue with them.
 
 	// RequiredCapabilities and LabelSelector name the resource a try needs:
 	// one unit of a registered resource that offers every capability and

@@ -29,8 +29,16 @@ func init() {
 // checkStepOptions refuses step options the engine would refuse later, so
 // that the activity's future fails at once with the reason: a dependency
 // that is not an activity's future, an empty capability or selector key,
-// a negative timeout.
-func checkStepOptions(opts *ActivityOptions) error {
+// a negative timeout. Resources, critics, dependencies and questions to a
+// person are for activities the workflow's own worker runs (queue is the
+// workflow's task queue): one sent to another queue is refused rather
+// than run without them.
+func checkStepOptions(opts *ActivityOptions, queue string) error {
+	if opts.TaskQueue != "" && opts.TaskQueue != queue && (len(opts.RequiredCapabilities) > 0 || len(opts.LabelSelector) > 0 ||
+		opts.Critic != "" || len(opts.DependsOn) > 0 || opts.NeedsUserTimeout > 0) {
+		return fmt.Errorf("RequiredCapabilities, LabelSelector, Critic, DependsOn and NeedsUserTimeout are for activities on the workflow's own task queue %q, not %q",
+			queue, opts.TaskQueue)
+	}
 	for i, f := range opts.DependsOn {
 		if fi, ok := f.(*futureImpl); !ok || fi.step == "" {
 			return fmt.Errorf("DependsOn[%d] is not the future of an activity (ExecuteActivity's)", i)
