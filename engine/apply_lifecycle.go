@@ -73,7 +73,11 @@ func (a *applier) requeue(c *Requeue) (Result, error) {
 	if c.Attempt == 0 || reason == ReasonRetry {
 		l.job.Retries++
 	}
-	seq, err := a.appendEvent(l, Event{Type: EventJobRequeued, Attempt: c.Attempt, DelayMS: c.DelayMS, Reason: reason})
+	ev := Event{Type: EventJobRequeued, Attempt: c.Attempt, DelayMS: c.DelayMS, Reason: reason}
+	if c.Attempt == 0 {
+		ev.By = c.By // an operator's retry, not a worker's requeue
+	}
+	seq, err := a.appendEvent(l, ev)
 	if err != nil {
 		return nil, err
 	}

@@ -121,7 +121,11 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 		ev.Type = replay.EventChildScheduled
 	}
 	if _, err := r.w.e.Create(r.ctx, create); err != nil {
-		if !errors.Is(err, engine.ErrWorkflowExists) {
+		// A create done again after a crash carries the same request id
+		// but may differ from the first (its timeouts count from now), and
+		// the engine refuses it as a conflict: the job exists, as when the
+		// request record has gone and the workflow id is taken.
+		if !errors.Is(err, engine.ErrWorkflowExists) && !errors.Is(err, engine.ErrRequestConflict) {
 			return false, err
 		}
 		mine, err := r.ownsRun(create.WorkflowID, c)
@@ -205,7 +209,9 @@ func (r *run) requestCancelRemote(c *replay.Command, reason string) error {
 	rc := engine.RequestCancel{Target: engine.Target{WorkflowID: r.remoteID(c)}, Reason: reason}
 	rc.RequestID = fmt.Sprintf("heddle/%d/%s/cancel", r.job.Job, c.Step)
 	_, err := r.w.e.RequestCancel(r.ctx, rc)
-	if err != nil && !isGone(err) {
+	// A conflict means the request id was used, with another reason: the
+	// cancel was already asked for.
+	if err != nil && !isGone(err) && !errors.Is(err, engine.ErrRequestConflict) {
 		return err
 	}
 	c.CancelHandled = true
