@@ -41,12 +41,20 @@ func (c *call) readBody() error {
 }
 
 // decode decodes the body into v, in the format its Content-Type names.
+// A command's header gets the caller's name as its By, whatever the body
+// said: who issued a command is the server's to say.
 func (c *call) decode(v any) error {
 	f, err := requestFormat(c.r)
 	if err != nil {
 		return err
 	}
-	return decodeBody(f, c.body, v)
+	if err := decodeBody(f, c.body, v); err != nil {
+		return err
+	}
+	if cmd, ok := v.(interface{ Head() *engine.Header }); ok {
+		cmd.Head().By = identityOf(c.r).Name
+	}
+	return nil
 }
 
 // reply writes v with status.

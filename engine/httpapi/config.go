@@ -27,8 +27,15 @@ type ServerConfig struct {
 	// before it is decoded. 0 means DefaultMaxBodyBytes (8 MiB). The
 	// engine's own Limits still apply to what the body carries.
 	MaxBodyBytes int64
-	// AuthToken, if set, must come with every request as
-	// "Authorization: Bearer <token>"; other requests get 401.
+	// Tokens, if it holds any, are the bearer tokens the server accepts,
+	// each with a name and a role (LoadTokens reads a token file). Every
+	// request must then carry one as "Authorization: Bearer <token>"
+	// (else 401), and its role must reach the route's (else 403). Nil, with
+	// no AuthToken, means a server that lets everyone do everything: for
+	// a loopback address only.
+	Tokens *Tokens
+	// AuthToken, if set, is one more token, with the admin role, named
+	// "shared-token": the single shared token of earlier versions.
 	AuthToken string
 	// MaxWait caps how long one long poll (claim, closed, query) waits
 	// before it answers empty. 0 means DefaultMaxWait (30 s).
@@ -63,4 +70,25 @@ func (c ServerConfig) withDefaults() ServerConfig {
 		c.ForwardClient = &http.Client{}
 	}
 	return c
+}
+
+// sharedTokenName is the name AuthToken's caller is recorded as.
+const sharedTokenName = "shared-token"
+
+// allTokens returns Tokens with AuthToken added.
+func (c ServerConfig) allTokens() (*Tokens, error) {
+	all := &Tokens{}
+	if c.Tokens != nil {
+		for d, id := range c.Tokens.byDigest {
+			if err := all.add(id.Name, id.Role, d); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if c.AuthToken != "" {
+		if err := all.Add(sharedTokenName, RoleAdmin, c.AuthToken); err != nil {
+			return nil, fmt.Errorf("ServerConfig.AuthToken: %w", err)
+		}
+	}
+	return all, nil
 }

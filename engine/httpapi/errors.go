@@ -14,8 +14,11 @@ import (
 // the Client returns matches one of these or one of engine's sentinels with
 // errors.Is.
 var (
-	// ErrUnauthorized: the request lacked the bearer token the server needs.
+	// ErrUnauthorized: the request lacked a bearer token the server knows.
 	ErrUnauthorized = errors.New("httpapi: unauthorized")
+	// ErrForbidden: the request's token has a role below the one the
+	// route needs, or a join came without the joining node's certificate.
+	ErrForbidden = errors.New("httpapi: forbidden")
 	// ErrNoRoute: no route matches the request's method and path.
 	ErrNoRoute = errors.New("httpapi: no such route")
 	// ErrNoCluster: a cluster route was asked of a node that runs alone.
@@ -64,11 +67,13 @@ const nameTimeout = "timeout"
 // takes the first, more telling one.
 var wireErrors = []wireError{
 	{"unauthorized", http.StatusUnauthorized, ErrUnauthorized},
+	{"forbidden", http.StatusForbidden, ErrForbidden},
 	{"no_route", http.StatusNotFound, ErrNoRoute},
 	{"no_cluster", http.StatusNotImplemented, ErrNoCluster},
 	{"query_timeout", http.StatusGatewayTimeout, ErrQueryTimeout},
 	{"query_failed", http.StatusUnprocessableEntity, ErrQueryFailed},
 	{"unknown_query", http.StatusBadRequest, workflow.ErrUnknownQuery},
+	{"request_conflict", http.StatusConflict, engine.ErrRequestConflict},
 	{"stale_attempt", http.StatusConflict, engine.ErrStaleAttempt},
 	{"unknown_job", http.StatusNotFound, engine.ErrUnknownJob},
 	{"illegal_transition", http.StatusConflict, engine.ErrIllegalTransition},

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/subtle"
 	"fmt"
 	"net/http"
 	"strings"
@@ -14,6 +13,7 @@ import (
 // is an http.Handler, safe for concurrent use; mount it on any http.Server.
 type Server struct {
 	cfg    ServerConfig
+	tokens *Tokens // ServerConfig.Tokens with AuthToken
 	mux    *http.ServeMux
 	broker *broker
 	// closing ends every long poll when Close is called, so an
@@ -27,7 +27,11 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg.withDefaults(), mux: http.NewServeMux(), broker: newBroker()}
+	tokens, err := cfg.allTokens()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg.withDefaults(), mux: http.NewServeMux(), broker: newBroker(), tokens: tokens}
 	s.closing, s.close = context.WithCancel(context.Background())
 	s.routes()
 	return s, nil
@@ -38,75 +42,106 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 // http.Server down. The Server goes on answering everything else.
 func (s *Server) Close() { s.close() }
 
-// routes registers every route; doc.go lists them.
+// routes registers every route, with the least role that may call it;
+// doc.go lists them.
 func (s *Server) routes() {
 	svc := s.cfg.Service
-	s.handle("POST /v1/jobs", command(svc.Create))
-	s.handle("POST /v1/jobs/claim", s.claim)
-	s.handle("POST /v1/jobs/heartbeat", command(svc.Heartbeat))
-	s.handle("POST /v1/jobs/append", command(svc.Append))
-	s.handle("POST /v1/jobs/commit-step", command(svc.CommitStep))
-	s.handle("POST /v1/jobs/wait", command(svc.Wait))
-	s.handle("POST /v1/jobs/signal", command(svc.Signal))
-	s.handle("POST /v1/jobs/cancel", command(svc.Cancel))
-	s.handle("POST /v1/jobs/activate", command(svc.Activate))
-	s.handle("POST /v1/jobs/suspend", command(svc.Suspend))
-	s.handle("POST /v1/jobs/resume", command(svc.Resume))
-	s.handle("POST /v1/jobs/complete", command(svc.Complete))
-	s.handle("POST /v1/jobs/fail", command(svc.Fail))
-	s.handle("POST /v1/jobs/requeue", command(svc.Requeue))
-	s.handle("POST /v1/jobs/request-cancel", command(svc.RequestCancel))
-	s.handle("POST /v1/jobs/continue-as-new", command(svc.ContinueAsNew))
-	s.handle("POST /v1/jobs/terminate", command(svc.Terminate))
+	s.handle("POST /v1/jobs", RoleClient, command(svc.Create))
+	s.handle("POST /v1/jobs/claim", RoleWorker, s.claim)
+	s.handle("POST /v1/jobs/heartbeat", RoleWorker, command(svc.Heartbeat))
+	s.handle("POST /v1/jobs/append", RoleWorker, command(svc.Append))
+	s.handle("POST /v1/jobs/commit-step", RoleWorker, command(svc.CommitStep))
+	s.handle("POST /v1/jobs/wait", RoleWorker, command(svc.Wait))
+	s.handle("POST /v1/jobs/signal", RoleClient, command(svc.Signal))
+	s.handle("POST /v1/jobs/cancel", RoleClient, command(svc.Cancel))
+	s.handle("POST /v1/jobs/activate", RoleClient, command(svc.Activate))
+	s.handle("POST /v1/jobs/suspend", RoleClient, command(svc.Suspend))
+	s.handle("POST /v1/jobs/resume", RoleClient, command(svc.Resume))
+	s.handle("POST /v1/jobs/complete", RoleWorker, command(svc.Complete))
+	s.handle("POST /v1/jobs/fail", RoleWorker, command(svc.Fail))
+	s.handle("POST /v1/jobs/requeue", RoleWorker, command(svc.Requeue))
+	s.handle("POST /v1/jobs/request-cancel", RoleClient, command(svc.RequestCancel))
+	s.handle("POST /v1/jobs/continue-as-new", RoleWorker, command(svc.ContinueAsNew))
+	s.handle("POST /v1/jobs/terminate", RoleAdmin, command(svc.Terminate))
 
-	s.handle("GET /v1/jobs", s.list)
-	s.handle("GET /v1/jobs/{job}", s.describe)
-	s.handle("GET /v1/workflows/{workflow}", s.describe)
-	s.handle("GET /v1/jobs/{job}/history", s.history)
-	s.handle("GET /v1/jobs/{job}/effects/{step...}", s.effect)
-	s.handle("GET /v1/jobs/{job}/closed", s.waitClosed)
-	s.handle("GET /v1/workflows/{workflow}/closed", s.waitClosed)
+	s.handle("GET /v1/jobs", RoleReader, s.list)
+	s.handle("GET /v1/jobs/{job}", RoleReader, s.describe)
+	s.handle("GET /v1/workflows/{workflow}", RoleReader, s.describe)
+	s.handle("GET /v1/jobs/{job}/history", RoleReader, s.history)
+	s.handle("GET /v1/jobs/{job}/effects/{step...}", RoleReader, s.effect)
+	s.handle("GET /v1/jobs/{job}/closed", RoleReader, s.waitClosed)
+	s.handle("GET /v1/workflows/{workflow}/closed", RoleReader, s.waitClosed)
 
-	s.handle("POST /v1/query", s.query)
-	s.handle("POST /v1/query/poll", s.queryPoll)
-	s.handle("POST /v1/query/answer", s.queryAnswer)
+	s.handle("POST /v1/query", RoleClient, s.query)
+	s.handle("POST /v1/query/poll", RoleWorker, s.queryPoll)
+	s.handle("POST /v1/query/answer", RoleWorker, s.queryAnswer)
 
-	s.handle("GET /v1/cluster", s.clusterStatus)
-	s.handle("POST /v1/cluster/members", s.clusterJoin)
-	s.handle("DELETE /v1/cluster/members/{id}", s.clusterRemove)
-	s.handle("POST /v1/cluster/leader/transfer", s.clusterTransfer)
+	s.handle("GET /v1/cluster", RoleReader, s.clusterStatus)
+	s.handle("POST /v1/cluster/members", RoleAdmin, s.clusterJoin)
+	s.handle("DELETE /v1/cluster/members/{id}", RoleAdmin, s.clusterRemove)
+	s.handle("POST /v1/cluster/leader/transfer", RoleAdmin, s.clusterTransfer)
 
 	// Everything else, including a known path with another method, gets
 	// the same error body as any other failure rather than the mux's
 	// plain-text 404 or 405.
-	s.handle("/", func(c *call) (any, error) {
+	s.handle("/", RoleReader, func(c *call) (any, error) {
 		return nil, fmt.Errorf("%w: %s %s", ErrNoRoute, c.r.Method, c.r.URL.Path)
 	})
 }
 
-// ServeHTTP checks the bearer token, then routes the request.
+// identityKey carries the caller's Identity in a request's context.
+type identityKey struct{}
+
+// ServeHTTP authenticates the caller, then routes the request. A server
+// without tokens lets everyone in, as an admin with no name.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.AuthToken != "" && !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="heddle"`)
-		c := &call{s: s, w: w, r: r, out: responseFormat(r)}
-		c.fail(fmt.Errorf("%w: this server needs \"Authorization: Bearer <token>\"", ErrUnauthorized))
-		return
+	id := Identity{Role: RoleAdmin}
+	if s.tokens.Len() > 0 {
+		var err error
+		if id, err = s.authenticate(r); err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="heddle"`)
+			c := &call{s: s, w: w, r: r, out: responseFormat(r)}
+			c.fail(err)
+			return
+		}
 	}
-	s.mux.ServeHTTP(w, r)
+	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
 }
 
-// authorized compares the token in constant time, so its bytes cannot be
-// guessed one at a time from response times.
-func (s *Server) authorized(r *http.Request) bool {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.AuthToken)) == 1
+// authenticate finds the identity of the request's bearer token.
+func (s *Server) authenticate(r *http.Request) (Identity, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return Identity{}, fmt.Errorf("%w: this server needs \"Authorization: Bearer <token>\"", ErrUnauthorized)
+	}
+	token, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return Identity{}, fmt.Errorf("%w: the Authorization header is not \"Bearer <token>\"", ErrUnauthorized)
+	}
+	id, ok := s.tokens.lookup(token)
+	if !ok {
+		return Identity{}, fmt.Errorf("%w: the bearer token is not one this server knows (Authorization: Bearer <token>)", ErrUnauthorized)
+	}
+	return id, nil
+}
+
+// identityOf returns the identity ServeHTTP authenticated.
+func identityOf(r *http.Request) Identity {
+	id, _ := r.Context().Value(identityKey{}).(Identity)
+	return id
 }
 
 // handler serves one route: it returns the value to answer with, or an error.
 type handler func(c *call) (any, error)
 
-func (s *Server) handle(pattern string, h handler) {
+// handle registers h for pattern, callable by role and above.
+func (s *Server) handle(pattern string, role Role, h handler) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if id := identityOf(r); id.Role < role {
+			c := &call{s: s, w: w, r: r, out: responseFormat(r)}
+			c.fail(fmt.Errorf("%w: %s %s needs the %s role; token %q has the %s role", ErrForbidden, r.Method, r.URL.Path, role, id.Name, id.Role))
+			return
+		}
 		switch r.URL.Query().Get("stale") {
 		case "", "0", "false":
 		case "1", "true":
