@@ -296,6 +296,29 @@ func PeerTLS(cert tls.Certificate, roots *x509.CertPool) *tls.Config {
 	}
 }
 
+// ServerTLS returns the TLS configuration of a node's HTTPS API: it
+// presents cert and asks callers for a certificate, which it verifies
+// against clientCAs when one is shown (tls.VerifyClientCertIfGiven): a
+// caller with a bearer token needs none, a joining node shows its own.
+// clientCAs nil: no certificate is asked for.
+func ServerTLS(cert tls.Certificate, clientCAs *x509.CertPool) *tls.Config {
+	c := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	if clientCAs != nil {
+		c.ClientAuth, c.ClientCAs = tls.VerifyClientCertIfGiven, clientCAs
+	}
+	return c
+}
+
+// ClientTLS returns the TLS configuration of an HTTPS client that trusts
+// roots (nil: the system's) and, when cert is not nil, presents it.
+func ClientTLS(roots *x509.CertPool, cert *tls.Certificate) *tls.Config {
+	c := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
+	if cert != nil {
+		c.Certificates = []tls.Certificate{*cert}
+	}
+	return c
+}
+
 // CheckNode reports whether cert, a node's own certificate, is a node
 // certificate of roots naming id: a node started with another node's
 // certificate would be refused by its peers and could not join.

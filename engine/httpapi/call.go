@@ -19,6 +19,10 @@ type call struct {
 	r    *http.Request
 	body []byte
 	out  format
+	// noForward answers a not-leader error with the leader's address
+	// instead of forwarding the request there (a join, which the leader
+	// must see come from the joining node itself).
+	noForward bool
 }
 
 // readBody buffers the body, refusing one over MaxBodyBytes with 413
@@ -81,7 +85,7 @@ func (c *call) write(status int, b []byte) {
 // writes err's status and ErrorBody.
 func (c *call) fail(err error) {
 	var nl *engine.NotLeaderError
-	if errors.As(err, &nl) && nl.LeaderHTTP != "" && c.r.Header.Get(forwardedHeader) == "" {
+	if errors.As(err, &nl) && nl.LeaderHTTP != "" && c.r.Header.Get(forwardedHeader) == "" && !c.noForward && !callerOf(c.r).byCert {
 		c.forward(nl)
 		return
 	}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"time"
@@ -40,10 +41,25 @@ type ServerConfig struct {
 	// MaxWait caps how long one long poll (claim, closed, query) waits
 	// before it answers empty. 0 means DefaultMaxWait (30 s).
 	MaxWait time.Duration
+	// ClientCAs, if set, verifies the certificates callers present over
+	// TLS (the http.Server's tls.Config must ask for them, with
+	// tls.VerifyClientCertIfGiven). A request without a bearer token is
+	// then authenticated by its certificate: a node certificate (package
+	// pki) as an admin named "node:<id>", a client certificate as the name
+	// and role it carries. And a join (POST /v1/cluster/members) must come
+	// from the joining node itself, presenting a node certificate that
+	// names the member's id, so no one can add, replace or re-address a
+	// member without that member's key. Nil: certificates are ignored.
+	ClientCAs *x509.CertPool
 	// ForwardClient sends requests on to the leader. Nil means a client
 	// with no timeout of its own: a forwarded request ends with the
-	// request it forwards.
+	// request it forwards. It must not present a certificate of its own,
+	// or the leader would take a forwarded request for this node's.
 	ForwardClient *http.Client
+	// ForwardScheme is the scheme requests are forwarded to the leader
+	// with: "http" (the default, "") or "https" (the nodes serve TLS; give
+	// ForwardClient the cluster's CA).
+	ForwardScheme string
 }
 
 // Validate reports the first invalid field of c.
@@ -55,6 +71,8 @@ func (c ServerConfig) Validate() error {
 		return fmt.Errorf("%w: ServerConfig.MaxBodyBytes %d is negative", ErrInvalidConfig, c.MaxBodyBytes)
 	case c.MaxWait < 0:
 		return fmt.Errorf("%w: ServerConfig.MaxWait %v is negative", ErrInvalidConfig, c.MaxWait)
+	case c.ForwardScheme != "" && c.ForwardScheme != "http" && c.ForwardScheme != "https":
+		return fmt.Errorf("%w: ServerConfig.ForwardScheme %q is neither http nor https", ErrInvalidConfig, c.ForwardScheme)
 	}
 	return nil
 }
@@ -68,6 +86,9 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	}
 	if c.ForwardClient == nil {
 		c.ForwardClient = &http.Client{}
+	}
+	if c.ForwardScheme == "" {
+		c.ForwardScheme = "http"
 	}
 	return c
 }

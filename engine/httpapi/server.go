@@ -2,11 +2,13 @@ package httpapi
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/pki"
 )
 
 // Server serves an engine.Service (and optionally a Cluster) over HTTP. It
@@ -92,44 +94,86 @@ func (s *Server) routes() {
 // identityKey carries the caller's Identity in a request's context.
 type identityKey struct{}
 
-// ServeHTTP authenticates the caller, then routes the request. A server
-// without tokens lets everyone in, as an admin with no name.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id := Identity{Role: RoleAdmin}
-	if s.tokens.Len() > 0 {
-		var err error
-		if id, err = s.authenticate(r); err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="heddle"`)
-			c := &call{s: s, w: w, r: r, out: responseFormat(r)}
-			c.fail(err)
-			return
-		}
-	}
-	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
+// caller is who a request comes from, as ServeHTTP authenticated it.
+type caller struct {
+	Identity
+	// byCert: authenticated by its TLS certificate, which cannot be
+	// forwarded; such a request is sent to the leader rather than
+	// forwarded there.
+	byCert bool
+	// node is the node id a verified node certificate names, if any.
+	node string
 }
 
-// authenticate finds the identity of the request's bearer token.
-func (s *Server) authenticate(r *http.Request) (Identity, error) {
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		return Identity{}, fmt.Errorf("%w: this server needs \"Authorization: Bearer <token>\"", ErrUnauthorized)
+// ServeHTTP authenticates the caller, then routes the request. A bearer
+// token decides who the caller is; without one, a certificate ClientCAs
+// verifies does. A server without tokens lets a caller that shows neither
+// in, as an admin with no name.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	who, err := s.authenticate(r)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="heddle"`)
+		c := &call{s: s, w: w, r: r, out: responseFormat(r)}
+		c.fail(err)
+		return
 	}
-	token, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
-		return Identity{}, fmt.Errorf("%w: the Authorization header is not \"Bearer <token>\"", ErrUnauthorized)
+	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, who)))
+}
+
+// authenticate finds who the request comes from.
+func (s *Server) authenticate(r *http.Request) (caller, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		token, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok {
+			return caller{}, fmt.Errorf("%w: the Authorization header is not \"Bearer <token>\"", ErrUnauthorized)
+		}
+		id, ok := s.tokens.lookup(token)
+		if !ok {
+			return caller{}, fmt.Errorf("%w: the bearer token is not one this server knows (Authorization: Bearer <token>)", ErrUnauthorized)
+		}
+		who := caller{Identity: id}
+		if s.cfg.ClientCAs != nil && r.TLS != nil {
+			// The token says who the caller is; a node certificate beside
+			// it still says which node the request comes from (a join).
+			who.node, _ = pki.VerifyNode(r.TLS.PeerCertificates, s.cfg.ClientCAs)
+		}
+		return who, nil
 	}
-	id, ok := s.tokens.lookup(token)
-	if !ok {
-		return Identity{}, fmt.Errorf("%w: the bearer token is not one this server knows (Authorization: Bearer <token>)", ErrUnauthorized)
+	if s.cfg.ClientCAs != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		return s.certCaller(r.TLS.PeerCertificates)
 	}
-	return id, nil
+	if s.tokens.Len() > 0 {
+		return caller{}, fmt.Errorf("%w: this server needs \"Authorization: Bearer <token>\"", ErrUnauthorized)
+	}
+	return caller{Identity: Identity{Role: RoleAdmin}}, nil
+}
+
+// certCaller authenticates a caller by its certificate chain.
+func (s *Server) certCaller(chain []*x509.Certificate) (caller, error) {
+	if err := pki.Verify(chain, s.cfg.ClientCAs); err != nil {
+		return caller{}, fmt.Errorf("%w: the client certificate %q is not one of this cluster's CA: %v", ErrUnauthorized, chain[0].Subject.CommonName, err)
+	}
+	if id, ok := pki.NodeID(chain[0]); ok {
+		return caller{Identity: Identity{Name: "node:" + id, Role: RoleAdmin}, byCert: true, node: id}, nil
+	}
+	if name, roleName, ok := pki.ClientName(chain[0]); ok {
+		role, err := ParseRole(roleName)
+		if err != nil {
+			return caller{}, fmt.Errorf("%w: the client certificate of %q: %v", ErrUnauthorized, name, err)
+		}
+		return caller{Identity: Identity{Name: name, Role: role}, byCert: true}, nil
+	}
+	return caller{}, fmt.Errorf("%w: the client certificate %q names no heddle node or client", ErrUnauthorized, chain[0].Subject.CommonName)
+}
+
+// callerOf returns who ServeHTTP found the request comes from.
+func callerOf(r *http.Request) caller {
+	who, _ := r.Context().Value(identityKey{}).(caller)
+	return who
 }
 
 // identityOf returns the identity ServeHTTP authenticated.
-func identityOf(r *http.Request) Identity {
-	id, _ := r.Context().Value(identityKey{}).(Identity)
-	return id
-}
+func identityOf(r *http.Request) Identity { return callerOf(r).Identity }
 
 // handler serves one route: it returns the value to answer with, or an error.
 type handler func(c *call) (any, error)
