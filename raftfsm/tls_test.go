@@ -158,3 +158,22 @@ func TestPeerWithoutValidCertificateIsRefused(t *testing.T) {
 		t.Fatalf("a plain connection got %d bytes that are not a TLS alert: % x", nr, b[:nr])
 	}
 }
+
+// A node cut off from the others says so: its read state names no leader
+// (the HTTP API puts it in the headers of every stale read), while its
+// applied index stays where it was.
+func TestReadStateMarksACutOffNode(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.waitLeaderIs("n1")
+	id, term, applied, leader := c.live()["n2"].ReadState()
+	if id != "n2" || term == 0 || applied == 0 || leader != "n1" {
+		t.Fatalf("a connected follower: %q %d %d %q", id, term, applied, leader)
+	}
+	c.kill("n2")
+	c.kill("n3")
+	n1 := c.live()["n1"]
+	c.eventually("n1 knows of no leader", func() bool { _, _, _, l := n1.ReadState(); return l == "" })
+	if _, _, got, _ := n1.ReadState(); got < applied {
+		t.Fatalf("applied index went back from %d to %d", applied, got)
+	}
+}

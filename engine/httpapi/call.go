@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,7 +20,9 @@ type call struct {
 	w    http.ResponseWriter
 	r    *http.Request
 	body []byte
-	out  format
+	// reserved is how much of the Server's body budget the call holds.
+	reserved int64
+	out      format
 	// noForward answers a not-leader error with the leader's address
 	// instead of forwarding the request there (a join, which the leader
 	// must see come from the joining node itself).
@@ -26,22 +30,91 @@ type call struct {
 }
 
 // readBody buffers the body, refusing one over MaxBodyBytes with 413
-// before anything is decoded.
+// before anything is decoded (before anything is read, when its
+// Content-Length says so). Its bytes are reserved from the Server's body
+// budget first, and held until the request is answered (call.release): a
+// body with a Content-Length is read into one buffer of exactly that size;
+// one without grows in reserved steps. A request that cannot reserve its
+// bytes within bodyBudgetWait is answered 503 (ErrBusy), and its client
+// tries again.
 func (c *call) readBody() error {
-	if c.r.Body == nil {
+	if c.r.Body == nil || c.r.Body == http.NoBody {
 		return nil
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, c.s.cfg.MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return fmt.Errorf("%w: the request body is over the limit of %d bytes (ServerConfig.MaxBodyBytes)",
-			engine.ErrPayloadTooLarge, tooBig.Limit)
+	limit := c.s.cfg.MaxBodyBytes
+	if n := c.r.ContentLength; n > limit {
+		return bodyTooLarge(limit)
 	}
-	if err != nil {
-		return fmt.Errorf("httpapi: reading the request body: %w", err)
+	ctx, cancel := context.WithTimeout(c.r.Context(), bodyBudgetWait)
+	defer cancel()
+	body := http.MaxBytesReader(c.w, c.r.Body, limit)
+	if n := c.r.ContentLength; n >= 0 {
+		if err := c.reserve(ctx, n); err != nil {
+			return err
+		}
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return fmt.Errorf("httpapi: reading the request body: %w", err)
+		}
+		// One more read meets the body's end, which is when net/http
+		// starts watching the connection for the client going away (and
+		// ends a long poll whose caller left).
+		if _, err := body.Read(make([]byte, 1)); err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("httpapi: reading the request body: %w", err)
+		}
+		c.body = buf
+		return nil
 	}
-	c.body = b
+	var buf []byte
+	for {
+		if len(buf) == cap(buf) {
+			grown := slices.Grow(buf, bodyStep)
+			if err := c.reserve(ctx, int64(cap(grown)-cap(buf))); err != nil {
+				return err
+			}
+			buf = grown
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.Is(err, io.EOF):
+			c.body = buf
+			return nil
+		case errors.As(err, &tooBig):
+			return bodyTooLarge(tooBig.Limit)
+		case err != nil:
+			return fmt.Errorf("httpapi: reading the request body: %w", err)
+		}
+	}
+}
+
+// bodyStep is how much more a body of unknown length reserves at a time.
+const bodyStep = 64 << 10
+
+// bodyBudgetWait bounds the wait for a body's bytes to be free in the
+// budget; then the request is answered 503 and its client tries again.
+const bodyBudgetWait = 5 * time.Second
+
+// reserve reserves n more bytes of the body budget for this request.
+func (c *call) reserve(ctx context.Context, n int64) error {
+	if err := c.s.budget.acquire(ctx, n); err != nil {
+		return fmt.Errorf("%w: %d bytes of request bodies are in memory, the limit (ServerConfig.MaxInflightBodyBytes is %d); try again",
+			ErrBusy, c.s.budget.inUse(), c.s.budget.max)
+	}
+	c.reserved += n
 	return nil
+}
+
+// release gives the request's reserved body bytes back; the handler calls
+// it once the request has been answered.
+func (c *call) release() {
+	c.s.budget.release(c.reserved)
+	c.reserved = 0
+}
+
+func bodyTooLarge(limit int64) error {
+	return fmt.Errorf("%w: the request body is over the limit of %d bytes (ServerConfig.MaxBodyBytes)", engine.ErrPayloadTooLarge, limit)
 }
 
 // decode decodes the body into v, in the format its Content-Type names.

@@ -28,6 +28,9 @@ var (
 	// ErrQueryFailed: the workflow's query handler (or the worker running
 	// it) returned an error.
 	ErrQueryFailed = errors.New("httpapi: query failed")
+	// ErrBusy: the server holds as many request body bytes as it may
+	// (ServerConfig.MaxInflightBodyBytes); the request may be tried again.
+	ErrBusy = errors.New("httpapi: server busy")
 	// ErrInvalidConfig: a ServerConfig or ClientConfig field is out of range.
 	ErrInvalidConfig = errors.New("httpapi: invalid config")
 )
@@ -89,6 +92,7 @@ var wireErrors = []wireError{
 	{"unknown_outcome", http.StatusServiceUnavailable, engine.ErrUnknownOutcome},
 	{"not_leader", http.StatusServiceUnavailable, engine.ErrNotLeader},
 	{"closed", http.StatusServiceUnavailable, engine.ErrClosed},
+	{"busy", http.StatusServiceUnavailable, ErrBusy},
 	{"invalid_config", http.StatusInternalServerError, ErrInvalidConfig},
 }
 

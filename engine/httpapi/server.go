@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/pki"
@@ -16,6 +17,7 @@ import (
 type Server struct {
 	cfg    ServerConfig
 	tokens *Tokens // ServerConfig.Tokens with AuthToken
+	budget *bodyBudget
 	mux    *http.ServeMux
 	broker *broker
 	// closing ends every long poll when Close is called, so an
@@ -34,6 +36,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg.withDefaults(), mux: http.NewServeMux(), broker: newBroker(), tokens: tokens}
+	s.budget = newBodyBudget(s.cfg.MaxInflightBodyBytes)
 	s.closing, s.close = context.WithCancel(context.Background())
 	s.routes()
 	return s, nil
@@ -198,9 +201,14 @@ func (s *Server) handle(pattern string, role Role, h handler) {
 			return
 		}
 		c := &call{s: s, w: w, r: r, out: responseFormat(r)}
+		defer c.release()
 		if err := c.readBody(); err != nil {
 			c.fail(err)
 			return
+		}
+		s.extendDeadlines(w)
+		if engine.IsStaleRead(r.Context()) {
+			s.markStale(w.Header())
 		}
 		res, err := h(c)
 		if err != nil {
@@ -209,6 +217,16 @@ func (s *Server) handle(pattern string, role Role, h handler) {
 		}
 		c.reply(http.StatusOK, res)
 	})
+}
+
+// extendDeadlines gives the answer its own deadline once the request has
+// been read: MaxWait plus WriteTimeout from now, so that a long poll is
+// never cut off by the time its body took to arrive. (The read deadline
+// needs nothing: net/http lifts it once the body is read to its end, and
+// then watches the connection only to learn that the client went away.)
+// A ResponseWriter that cannot move it (a test recorder) is left as it is.
+func (s *Server) extendDeadlines(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.MaxWait + s.cfg.WriteTimeout))
 }
 
 // command serves a command route: decode the command, run it.
