@@ -24,7 +24,7 @@ func untilSignal() (context.Context, context.CancelFunc) {
 }
 
 // tokenUsage is the help of every --token flag a server takes.
-const tokenUsage = "bearer `token` the API requires (default $HEDDLE_TOKEN; none when both are empty)"
+const tokenUsage = "a bearer `token` the API accepts, with the admin role (default $HEDDLE_TOKEN; with neither it nor --token-file the API asks for no token)"
 
 func newServerCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -44,7 +44,8 @@ func newServerCommand() *cobra.Command {
 	fs.StringVar(&o.httpAddr, "http-addr", defaultHTTPAddr, "`host:port` for the HTTP API")
 	fs.BoolVar(&o.bootstrap, "bootstrap", false, "start a new cluster with this node as its first member")
 	fs.StringVar(&join, "join", "", "HTTP `addresses` of any members to join through, comma-separated")
-	fs.StringVar(&o.token, "token", "", tokenUsage)
+	var sf secFlags
+	addSecFlags(fs, &sf, true)
 	fs.DurationVar(&o.grace, "failover-grace", 5*time.Second, "how long a new leader waits before reclaiming expired leases")
 	fs.BoolVarP(&verbose, "verbose", "v", false, "print Raft's warnings")
 	fs.BoolVar(&verbose, "v", false, "the same as --verbose")
@@ -63,7 +64,13 @@ func newServerCommand() *cobra.Command {
 		ctx, stop := untilSignal()
 		defer stop()
 		o.join = splitAddrs(join)
-		o.token = envDefault(o.token, "HEDDLE_TOKEN", "")
+		var err error
+		if o.sec, err = sf.load(o.id); err != nil {
+			return err
+		}
+		if err := o.sec.checkExposure(o.httpAddr, o.raftAddr); err != nil {
+			return err
+		}
 		if verbose {
 			o.logOut = stderr
 		}
@@ -99,12 +106,20 @@ func newDevCommand() *cobra.Command {
 		Args:  noArgs,
 	}
 	fs := cmd.Flags()
-	var dir, httpAddr, token string
+	var dir, httpAddr string
 	fs.StringVar(&dir, "dir", "", "database `directory` (default: a temporary one, removed at exit)")
 	fs.StringVar(&httpAddr, "http-addr", defaultHTTPAddr, "`host:port` for the HTTP API")
-	fs.StringVar(&token, "token", "", tokenUsage)
+	var sf secFlags
+	addSecFlags(fs, &sf, false)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
 		stdout, stderr := newPrinter(cmd.OutOrStdout()), newPrinter(cmd.ErrOrStderr())
+		sec, err := sf.load("")
+		if err != nil {
+			return err
+		}
+		if err := sec.checkExposure(httpAddr, ""); err != nil {
+			return err
+		}
 		if dir == "" {
 			tmp, mkErr := os.MkdirTemp("", "heddle-dev-")
 			if mkErr != nil {
@@ -119,7 +134,7 @@ func newDevCommand() *cobra.Command {
 		}
 		ctx, stop := untilSignal()
 		defer stop()
-		d, err := startDev(engine.Config{Dir: dir}, httpAddr, envDefault(token, "HEDDLE_TOKEN", ""))
+		d, err := startDev(engine.Config{Dir: dir}, httpAddr, sec)
 		if err != nil {
 			return err
 		}
@@ -145,9 +160,13 @@ type devServer struct {
 	api    *apiServer
 }
 
-// startDev opens the engine cfg describes and serves its API on httpAddr.
-// The tests of the workflow commands start the same server.
-func startDev(cfg engine.Config, httpAddr, token string) (*devServer, error) {
+// startDev opens the engine cfg describes and serves its API on httpAddr,
+// secured as sec says (nil: plain HTTP, open to all). The tests of the
+// workflow commands start the same server.
+func startDev(cfg engine.Config, httpAddr string, sec *security) (*devServer, error) {
+	if sec == nil {
+		sec = &security{}
+	}
 	ln, err := listen(httpAddr)
 	if err != nil {
 		return nil, err
@@ -156,7 +175,7 @@ func startDev(cfg engine.Config, httpAddr, token string) (*devServer, error) {
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
-	api, err := serveAPI(ln, httpapi.ServerConfig{Service: e, AuthToken: token})
+	api, err := serveAPI(ln, sec.apply(httpapi.ServerConfig{Service: e}), sec.serverTLS())
 	if err != nil {
 		return nil, errors.Join(err, e.Close())
 	}
