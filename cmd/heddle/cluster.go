@@ -33,7 +33,7 @@ func newClusterCommand() *cobra.Command {
 // clusterFlags are the flags every client subcommand of cluster has.
 type clusterFlags struct {
 	addr, token, tlsCA string
-	format      *outputFormat
+	format             *outputFormat
 }
 
 func addClusterFlags(cmd *cobra.Command) *clusterFlags {

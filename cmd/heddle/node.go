@@ -145,7 +145,7 @@ type clusterNode struct {
 type nodeOptions struct {
 	id, dir, raftAddr, httpAddr string
 	bootstrap                   bool
-	join                        []string // HTTP addresses of members to join through
+	join                        []string  // HTTP addresses of members to join through
 	sec                         *security // nil: plain TCP and HTTP, no tokens
 	grace                       time.Duration
 	logOut                      io.Writer

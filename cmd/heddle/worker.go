@@ -87,7 +87,7 @@ func newWorkerCommand() *cobra.Command {
 	fs := cmd.Flags()
 	var (
 		addr, token, queue, tlsCA string
-		concurrency        int
+		concurrency               int
 	)
 	fs.StringVar(&addr, "addr", "", "HTTP `addresses` of the server or cluster members, comma-separated (default $HEDDLE_ADDR, else "+defaultAddr+")")
 	fs.StringVar(&token, "token", "", "bearer `token` of the HTTP API (default $HEDDLE_TOKEN)")

@@ -62,8 +62,8 @@ func newWorkflowCommand() *cobra.Command {
 // wfGlobals are the flags every verb has.
 type wfGlobals struct {
 	addr, token, tlsCA string
-	retry       time.Duration
-	format      *outputFormat
+	retry              time.Duration
+	format             *outputFormat
 }
 
 // wfCall is one run of a verb: where it writes and how.
