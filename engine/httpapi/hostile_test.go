@@ -3,12 +3,14 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/storage"
 )
 
 // The tokens of the hostile fixture, one per role.
@@ -257,5 +259,39 @@ func TestHostileRequestsAreRefused(t *testing.T) {
 	}
 	if keyspaceHash(t, f.e) == before || f.cluster.count() != 1 {
 		t.Fatal("the allowed requests wrote nothing")
+	}
+}
+
+// A job stored before floats were checked, with a retry coefficient JSON
+// cannot hold, still reads as JSON (the coefficient is null), alone and in
+// a list: one bad record no longer turns every read that includes it into
+// a 500.
+func TestStoredNonFiniteFloatStillReads(t *testing.T) {
+	e := openEngine(t, engine.Limits{})
+	_, hs := serve(t, ServerConfig{Service: e})
+	ctx := context.Background()
+	r, err := e.Create(ctx, engine.CreateJob{Type: "T", Queue: "q", Retry: &engine.RetryPolicy{InitialIntervalMS: 1, BackoffCoefficient: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := e.Describe(ctx, engine.Target{Job: r.Job})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Retry.BackoffCoefficient = math.NaN()
+	b := e.DB().NewBatch()
+	tx := b.Begin()
+	tx.Set(storage.JobKey(uint64(j.ID)), engine.EncodeJob(j))
+	if err := b.Add(tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fmt.Sprintf("/v1/jobs/%d", j.ID), "/v1/jobs"} {
+		resp := doRaw(t, "GET", hs.URL+path, nil, nil)
+		if resp.status != http.StatusOK || !strings.Contains(string(resp.body), `"backoff_coefficient":null`) {
+			t.Fatalf("GET %s: %d %s", path, resp.status, resp.body)
+		}
 	}
 }
