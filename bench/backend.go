@@ -140,7 +140,10 @@ func openCluster(root string, secure bool) (*backend, error) {
 			}
 			rc.TLS = pki.PeerTLS(node, certs.roots)
 			sc.ClientCAs, sc.ForwardScheme = certs.roots, "https"
-			sc.ForwardClient = &http.Client{Transport: &http.Transport{TLSClientConfig: pki.ClientTLS(certs.roots, nil), MaxIdleConnsPerHost: 64}}
+			// The same transport as the plain cluster's forwarding, with TLS.
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.TLSClientConfig = pki.ClientTLS(certs.roots, nil)
+			sc.ForwardClient = &http.Client{Transport: t}
 			ln = tls.NewListener(ln, pki.ServerTLS(node, certs.roots))
 		}
 		n, err := raftfsm.Open(rc)

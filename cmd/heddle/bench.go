@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"sort"
@@ -207,17 +208,47 @@ func writeBenchFile(path string, fill func(io.Writer) error) error {
 }
 
 // printMTLSRatios prints, for each workload run in both cluster modes, the
-// ratio of its figure with mutual TLS to its figure without.
+// ratio of its figure with mutual TLS to its figure without: the k-th run
+// with against the k-th without, and, with several pairs, their geometric
+// mean. Alternating the modes (--mode cluster,cluster-mtls,cluster,...)
+// spreads the machine's changing load over both.
 func printMTLSRatios(w io.Writer, results []*bench.Result) error {
 	p := newPrinter(w)
-	for _, sec := range results {
-		if sec.Mode != bench.ModeClusterMTLS {
+	byWorkload := map[string][2][]*bench.Result{}
+	var order []string
+	for _, r := range results {
+		k := -1
+		switch r.Mode {
+		case bench.ModeCluster:
+			k = 0
+		case bench.ModeClusterMTLS:
+			k = 1
+		}
+		if k < 0 {
 			continue
 		}
-		for _, plain := range results {
-			if plain.Mode == bench.ModeCluster && plain.Workload == sec.Workload && plain.Value != 0 {
-				p.printf("%s: cluster-mtls / cluster = %.3f (%.4g / %.4g %s)\n", sec.Workload, sec.Value/plain.Value, sec.Value, plain.Value, sec.Figure)
+		pair, seen := byWorkload[r.Workload]
+		if !seen {
+			order = append(order, r.Workload)
+		}
+		pair[k] = append(pair[k], r)
+		byWorkload[r.Workload] = pair
+	}
+	for _, name := range order {
+		pair := byWorkload[name]
+		n, logSum := 0, 0.0
+		for i := range min(len(pair[0]), len(pair[1])) {
+			plain, sec := pair[0][i], pair[1][i]
+			if plain.Value <= 0 || sec.Value <= 0 {
+				continue // a run that measured nothing has no ratio
 			}
+			n++
+			ratio := sec.Value / plain.Value
+			logSum += math.Log(ratio)
+			p.printf("%s: cluster-mtls / cluster = %.3f (%.4g / %.4g %s)\n", name, ratio, sec.Value, plain.Value, sec.Figure)
+		}
+		if n > 1 {
+			p.printf("%s: cluster-mtls / cluster = %.3f, the geometric mean of %d pairs\n", name, math.Exp(logSum/float64(n)), n)
 		}
 	}
 	return p.err()
