@@ -66,20 +66,25 @@ func (b *backend) setup() *engine.Engine {
 	return b.nodes[0].Engine()
 }
 
-// openBackend opens a backend of mode in a new directory under root.
-func openBackend(mode, root string) (*backend, error) {
+// openBackend opens a backend of mode in a new directory under root,
+// observed as obs says (the zero observation: not at all).
+func openBackend(mode, root string, obs observation) (*backend, error) {
 	switch mode {
 	case ModeEmbedded:
 		dir := filepath.Join(root, "engine")
-		e, err := engine.Open(engine.Config{Dir: dir, Storage: storage.Options{Logger: quietLogger{}}})
+		m, err := obs.newMetrics()
+		if err != nil {
+			return nil, err
+		}
+		e, err := engine.Open(engine.Config{Dir: dir, Storage: storage.Options{Logger: quietLogger{}}, Metrics: m})
 		if err != nil {
 			return nil, err
 		}
 		return &backend{mode: mode, svc: &counting{Service: e}, dirs: []string{dir}, eng: e, close: e.Close}, nil
 	case ModeCluster:
-		return openCluster(root, false)
+		return openCluster(root, obs, false)
 	case ModeClusterMTLS:
-		return openCluster(root, true)
+		return openCluster(root, obs, true)
 	}
 	return nil, fmt.Errorf("bench: unknown mode %q", mode)
 }
@@ -89,7 +94,7 @@ func openBackend(mode, root string) (*backend, error) {
 // whose service is an httpapi.Client of all three. Raft keeps its default
 // timeouts, as a deployment would. With secure, Raft runs over mutual TLS
 // and the API over TLS, with the certificates of a CA made for the run.
-func openCluster(root string, secure bool) (*backend, error) {
+func openCluster(root string, obs observation, secure bool) (*backend, error) {
 	b := &backend{mode: ModeCluster}
 	var certs *benchCerts
 	if secure {
@@ -130,9 +135,13 @@ func openCluster(root string, secure bool) (*backend, error) {
 		if err != nil {
 			return fail(err)
 		}
+		m, err := obs.newMetrics()
+		if err != nil {
+			return fail(errors.Join(err, ln.Close()))
+		}
 		rc := raftfsm.Config{ID: id, Dir: dir, RaftAddr: "127.0.0.1:0", HTTPAddr: ln.Addr().String(),
-			Bootstrap: i == 1, Storage: storage.Options{Logger: quietLogger{}}}
-		sc := httpapi.ServerConfig{}
+			Bootstrap: i == 1, Storage: storage.Options{Logger: quietLogger{}}, Metrics: m}
+		sc := httpapi.ServerConfig{Metrics: m, TracerProvider: obs.tracer}
 		if certs != nil {
 			node, err := certs.node(id)
 			if err != nil {

@@ -61,6 +61,7 @@ var workloads = []workload{
 	{"idle", 100000, "N workflows waiting on a signal: heap and disk bytes per workflow", runIdle},
 	{"race", 1000, "N workflows each racing a 200 ms activity against a 50 ms timer, started together; time to timer", runRace},
 	{"cancel", 200, "N workflows one at a time, each cancelled while its activity runs (half in-process, half remote); cancellation latency", runCancel},
+	{"observe", 2000, "seq3 of N workflows in rounds with nothing observed, with metrics, and with metrics and tracing; the overhead of each", runObserve},
 }
 
 // Workloads returns the workloads' names in the order they are listed.
@@ -98,6 +99,9 @@ type runner struct {
 	// workerSlots, when set, is the MaxConcurrentJobs of the workers the
 	// workload starts (default defaultWorkerSlots).
 	workerSlots int
+	// obs is how the next backend, its workers and clients are observed
+	// (the zero value: not at all, as in every workload but observe).
+	obs observation
 }
 
 // Run runs one workload and returns its result.
@@ -179,7 +183,7 @@ func (r *runner) open(name string) error {
 	if err != nil {
 		return err
 	}
-	r.b, err = openBackend(r.opts.Mode, dir)
+	r.b, err = openBackend(r.opts.Mode, dir, r.obs)
 	return err
 }
 
@@ -210,8 +214,12 @@ func (r *runner) worker(queue string, cacheSize int, acts map[string]any) (*work
 	if r.workerSlots > 0 {
 		slots = r.workerSlots
 	}
+	m, err := r.obs.newMetrics()
+	if err != nil {
+		return nil, err
+	}
 	w, err := worker.New(r.b.svc, queue, worker.Options{MaxConcurrentJobs: slots, CacheSize: cacheSize,
-		OnError: func(engine.JobID, error) { r.workerErrors.Add(1) }})
+		OnError: func(engine.JobID, error) { r.workerErrors.Add(1) }, Metrics: m, TracerProvider: r.obs.tracer})
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +231,9 @@ func (r *runner) worker(queue string, cacheSize int, acts map[string]any) (*work
 	return w, w.Start()
 }
 
-func (r *runner) client() *client.Client { return client.New(r.b.svc) }
+func (r *runner) client() *client.Client {
+	return client.NewWithOptions(r.b.svc, client.Options{TracerProvider: r.obs.tracer})
+}
 
 func stopWorker(w *worker.Worker) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

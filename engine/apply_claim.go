@@ -82,6 +82,7 @@ func (a *applier) claim(c *Claim) (Result, error) {
 		res.Jobs = append(res.Jobs, ClaimedJob{
 			Job: j.ID, WorkflowID: j.WorkflowID, Type: j.Type,
 			Attempt: j.Attempt, LeaseExpiryMS: j.LeaseExpiryMS, LastSeq: seq, DeadlineMS: j.DeadlineMS,
+			TraceParent: j.TraceParent,
 		})
 	}
 	// A job the claimer cannot run is deferred without a history event:
@@ -187,8 +188,8 @@ func (a *applier) expireDeadlines(c *ExpireDeadlines) (Result, error) {
 		j := l.job
 		// Only the entry the record names is live; any other is stale (the
 		// job ended first, or a claim cleared the deadline it was for).
-		if j.TimeoutAtMS != tk.AtMS {
-			return nil
+		if j.TimeoutAtMS != tk.AtMS || j.Status.Terminal() {
+			return nil // or ended earlier in this sweep (its parent's end took it along)
 		}
 		_, reason := nextDeadline(j)
 		ev := Event{Type: EventJobTimedOut, Attempt: j.Attempt, Reason: reason, Payload: timeoutFailure(j, reason)}

@@ -138,9 +138,24 @@ func (c *CreateJob) check(l *Limits) error {
 			ch.fail("Retry."+fe.Field, fe.Reason)
 		}
 	}
+	if c.ParentClosePolicy > ParentCloseAbandon {
+		ch.fail("ParentClosePolicy", fmt.Sprintf("%d is not a policy (0 terminate, 1 request cancel, 2 abandon)", c.ParentClosePolicy))
+	}
+	if r := c.Retry; r != nil {
+		if r.Backoff > 2 {
+			ch.fail("Retry.Backoff", fmt.Sprintf("%d is not a backoff kind (0 exponential, 1 linear, 2 fixed)", r.Backoff))
+		}
+		for i, t := range r.NonRetryableErrorTypes {
+			ch.name(fmt.Sprintf("Retry.NonRetryableErrorTypes[%d]", i), t, true)
+		}
+		if len(r.NonRetryableErrorTypes) > l.MaxBatch && ch.err == nil {
+			ch.err = tooLarge(ch.cmd, "Retry.NonRetryableErrorTypes", len(r.NonRetryableErrorTypes), l.MaxBatch)
+		}
+	}
 	if c.ParentID == 0 && c.ParentStep != "" {
 		ch.fail("ParentID", "is required with ParentStep")
 	}
+	ch.name("TraceParent", c.TraceParent, false)
 	return ch.err
 }
 

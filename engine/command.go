@@ -99,6 +99,19 @@ const (
 	IDReuseReturnExisting IDReusePolicy = 2
 )
 
+// ParentClosePolicy says what a parent's end does to a child still open.
+type ParentClosePolicy uint8
+
+// Parent-close policies; the numbers are stored and match the SDK's.
+const (
+	// ParentCloseTerminate (the default) terminates the child.
+	ParentCloseTerminate ParentClosePolicy = 0
+	// ParentCloseRequestCancel asks the child to cancel itself.
+	ParentCloseRequestCancel ParentClosePolicy = 1
+	// ParentCloseAbandon leaves the child running.
+	ParentCloseAbandon ParentClosePolicy = 2
+)
+
 // Target names a job by id, or by workflow id (its current run) when Job is 0.
 type Target struct {
 	Job        JobID  `json:"job_id,omitempty" msgpack:"j,omitempty"`
@@ -118,6 +131,10 @@ type CreateJob struct {
 	// another job (a child workflow, or an activity on another queue).
 	ParentID   JobID  `json:"parent_job_id,omitempty" msgpack:"pi,omitempty"`
 	ParentStep string `json:"parent_step,omitempty" msgpack:"ps,omitempty"`
+	// ParentClosePolicy says what happens to this job, still open, when its
+	// parent ends by Terminate or a timeout (when the parent's code ends,
+	// its worker applies the policy itself).
+	ParentClosePolicy ParentClosePolicy `json:"parent_close_policy,omitempty" msgpack:"pcp,omitempty"`
 	// ExecutionTimeoutMS bounds the workflow id's whole chain of runs
 	// (retries and continue-as-new included) from this start; 0: no bound.
 	// The engine enforces it: when it passes, the current run ends as
@@ -135,6 +152,10 @@ type CreateJob struct {
 	ScheduleToStartTimeoutMS int64 `json:"schedule_to_start_timeout_ms,omitempty" msgpack:"sto,omitempty"`
 	// Retry, if set, retries a failed run as a new run (see ContinueAsNew).
 	Retry *RetryPolicy `json:"retry,omitempty" msgpack:"rt,omitempty"`
+	// TraceParent is the W3C traceparent of the span that started the
+	// run, kept on the job (and its continued runs) so that the workers'
+	// spans of every turn join the starter's trace. Opaque to the engine.
+	TraceParent string `json:"trace_parent,omitempty" msgpack:"tp,omitempty"`
 }
 
 // RetryPolicy says how a failed workflow run is retried. The engine stores
@@ -145,6 +166,11 @@ type RetryPolicy struct {
 	MaximumIntervalMS  int64   `json:"maximum_interval_ms,omitempty" msgpack:"mi,omitempty"`
 	// MaximumAttempts bounds the runs, the first included; 0: no bound.
 	MaximumAttempts int32 `json:"maximum_attempts,omitempty" msgpack:"ma,omitempty"`
+	// NonRetryableErrorTypes are failure types that are never retried, and
+	// Backoff the SDK's backoff kind (0 exponential, 1 linear, 2 fixed):
+	// the engine keeps them for the worker, which applies the policy.
+	NonRetryableErrorTypes []string `json:"non_retryable_error_types,omitempty" msgpack:"nr,omitempty"`
+	Backoff                uint8    `json:"backoff,omitempty" msgpack:"bk,omitempty"`
 }
 
 // Validate reports the first field of p that no retry can use: a negative

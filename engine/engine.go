@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/internal/slogbridge"
+	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -36,6 +39,14 @@ type Config struct {
 	DisableScheduler bool
 	// OnSchedulerError receives errors the scheduler met; nil drops them.
 	OnSchedulerError func(error)
+	// Metrics, if set, records the engine's metrics (package metrics); nil
+	// records none and costs nothing. Opening counts the open jobs once,
+	// from the status index.
+	Metrics *metrics.Metrics
+	// Logger, if set, receives Badger's logs through log/slog (unless
+	// Storage.Logger is set; Badger's informational lines at Debug) and the
+	// scheduler's errors at Warn (unless OnSchedulerError is set).
+	Logger *slog.Logger
 }
 
 // Validate reports the first invalid field of c.
@@ -64,6 +75,9 @@ func (c Config) Validate() error {
 func (c Config) storageOptions() storage.Options {
 	so := c.Storage
 	so.Dir, so.InMemory = c.Dir, c.InMemory
+	if so.Logger == nil && c.Logger != nil {
+		so.Logger = slogbridge.Badger(c.Logger)
+	}
 	return so
 }
 
@@ -201,8 +215,12 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{db: db, store: db, limits: m.limits, commitCh: make(chan struct{})}
+	meter := NewMeter(cfg.Metrics)
+	if err := meter.Count(db); err != nil {
+		return nil, errors.Join(fmt.Errorf("engine: counting the open jobs for the metrics: %w", err), db.Close())
+	}
 	e.local, err = NewLocalLog(LocalLogConfig{DB: db, Machine: m, Clock: cfg.Clock,
-		MaxBatchCommands: cfg.MaxBatchCommands, OnCommit: e.NotifyCommitted})
+		MaxBatchCommands: cfg.MaxBatchCommands, OnCommit: e.NotifyCommitted, Meter: meter})
 	if err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
@@ -211,6 +229,10 @@ func Open(cfg Config) (*Engine, error) {
 		batch, _ := SchedulerBatch(cfg.SchedulerBatch, cfg.Limits) // Validate checked it
 		e.sched = NewScheduler(e.log, db, cfg.Clock, batch)
 		e.sched.OnError = cfg.OnSchedulerError
+		if e.sched.OnError == nil && cfg.Logger != nil {
+			e.sched.OnError = func(err error) { cfg.Logger.Warn("scheduler", "error", err) }
+		}
+		e.sched.Metrics = cfg.Metrics
 		ctx, cancel := context.WithCancel(context.Background())
 		e.cancel = cancel
 		e.wg.Add(1)

@@ -41,6 +41,9 @@ type Job struct {
 	// whose effect its result becomes.
 	ParentID   JobID  `json:"parent_job_id,omitempty" msgpack:"pi,omitempty"`
 	ParentStep string `json:"parent_step,omitempty" msgpack:"ps,omitempty"`
+	// ParentClosePolicy applies while the job is open when its parent ends
+	// by Terminate or a timeout.
+	ParentClosePolicy ParentClosePolicy `json:"parent_close_policy,omitempty" msgpack:"pcp,omitempty"`
 	// DeadlineMS ends the chain of runs (its execution timeout); 0: none.
 	DeadlineMS int64 `json:"deadline_ms,omitempty" msgpack:"dl,omitempty"`
 	// RunDeadlineMS ends this run (its run timeout); 0: none. RunTimeoutMS
@@ -70,10 +73,12 @@ type Job struct {
 	RunAttempt int32        `json:"run_attempt,omitempty" msgpack:"ra2,omitempty"`
 	// CancelRequested records a RequestCancel, so heartbeats can tell the
 	// worker holding the job to cancel the activities it runs.
-	CancelRequested bool  `json:"cancel_requested,omitempty" msgpack:"cq,omitempty"`
-	CreatedMS       int64 `json:"created_ms" msgpack:"cr"`
-	UpdatedMS       int64 `json:"updated_ms" msgpack:"up"`
-	ClosedMS        int64 `json:"closed_ms,omitempty" msgpack:"cl,omitempty"`
+	CancelRequested bool `json:"cancel_requested,omitempty" msgpack:"cq,omitempty"`
+	// TraceParent is CreateJob's: the W3C traceparent of the run's start.
+	TraceParent string `json:"trace_parent,omitempty" msgpack:"tp,omitempty"`
+	CreatedMS   int64  `json:"created_ms" msgpack:"cr"`
+	UpdatedMS   int64  `json:"updated_ms" msgpack:"up"`
+	ClosedMS    int64  `json:"closed_ms,omitempty" msgpack:"cl,omitempty"`
 }
 
 // Timer is one pending durable timer of a job.

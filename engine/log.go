@@ -42,6 +42,8 @@ type LocalLog struct {
 	mu        sync.RWMutex // guards closed against concurrent Propose
 	closed    bool
 	onCommit  func([]uint64) // called after each durable batch (the scheduler's wake-up)
+	meter     *Meter         // nil: no metrics
+	synced    bool           // each commit syncs to disk
 }
 
 type proposal struct {
@@ -65,6 +67,8 @@ type LocalLogConfig struct {
 	// durable batch that wrote something, with the ids of the job records
 	// the batch wrote (never nil). It must not block.
 	OnCommit func(touched []uint64)
+	// Meter, if set, records the metrics of applying and committing.
+	Meter *Meter
 }
 
 // NewLocalLog starts a LocalLog; Close stops it.
@@ -76,7 +80,9 @@ func NewLocalLog(cfg LocalLogConfig) (*LocalLog, error) {
 		return nil, fmt.Errorf("engine: LocalLogConfig.MaxBatchCommands %d is negative", cfg.MaxBatchCommands)
 	}
 	l := &LocalLog{db: cfg.DB, machine: cfg.Machine, clock: cfg.Clock, maxCmds: cfg.MaxBatchCommands,
-		proposals: make(chan *proposal, 1024), done: make(chan struct{}), onCommit: cfg.OnCommit}
+		proposals: make(chan *proposal, 1024), done: make(chan struct{}), onCommit: cfg.OnCommit, meter: cfg.Meter}
+	so := cfg.DB.Options()
+	l.synced = !so.NoSync && !so.InMemory
 	if l.machine == nil {
 		l.machine = defaultMachine
 	}
@@ -156,7 +162,15 @@ func (l *LocalLog) applyBatch(ps []*proposal) {
 	commit := func() {
 		wrote := !batch.Empty()
 		touched := batch.TouchedJobs()
+		start := l.meter.Start()
 		err := batch.Commit()
+		switch {
+		case !wrote:
+		case err == nil:
+			l.meter.Committed(len(waiting), start, l.synced)
+		default:
+			l.meter.Discard()
+		}
 		for _, p := range waiting {
 			if err != nil && p.err == nil {
 				p.res, p.err = nil, fmt.Errorf("engine: commit: %w", err)
@@ -171,13 +185,16 @@ func (l *LocalLog) applyBatch(ps []*proposal) {
 	for _, p := range ps {
 		p.cmd.Head().NowMS = nowMS
 		tx := batch.Begin()
+		start := l.meter.Start()
 		p.res, p.err = l.machine.Apply(tx, p.cmd)
+		l.meter.Applied(p.cmd, p.res, p.err, start)
 		if p.err != nil {
 			// Nothing of this command reached the batch, but its error was
 			// judged on state the batch holds: answer after the commit.
 			waiting = append(waiting, p)
 			continue
 		}
+		diff := l.meter.Diff(tx, p.cmd, p.res)
 		err := batch.Add(tx)
 		if errors.Is(err, storage.ErrBatchFull) {
 			commit()
@@ -186,6 +203,8 @@ func (l *LocalLog) applyBatch(ps []*proposal) {
 		}
 		if err != nil {
 			p.res, p.err = nil, fmt.Errorf("%w: %v", ErrPayloadTooLarge, err)
+		} else {
+			l.meter.Stage(diff)
 		}
 		waiting = append(waiting, p)
 	}

@@ -28,6 +28,9 @@ type ClaimedJob struct {
 	// Events are the job's newest events, up to Claim.TailEvents of them,
 	// ending with the job_leased at LastSeq (none unless asked for).
 	Events []Event `json:"events,omitempty" msgpack:"ev,omitempty"`
+	// TraceParent is the job's: the W3C traceparent of the run's start,
+	// for the span of the turn.
+	TraceParent string `json:"trace_parent,omitempty" msgpack:"tp,omitempty"`
 }
 
 // ClaimResult answers Claim; Jobs is empty when nothing was ready.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -35,6 +36,8 @@ type Scheduler struct {
 	// workers whose heartbeats could not commit during the election time to
 	// renew, so a leader change does not take jobs from live workers.
 	ReclaimNotBeforeMS int64
+	// Metrics, if set before Run, records how late each sweep is proposed.
+	Metrics *metrics.Metrics
 }
 
 // DefaultSchedulerBatch is the scheduler's batch when none is configured:
@@ -82,14 +85,15 @@ func (s *Scheduler) Wake() {
 type sweepKind struct {
 	prefix, low []byte
 	cmd         func(max int) Command
+	name        string // the sweep label of the scheduler-lag metric
 }
 
 // The swept indexes, in the order Deadlines reports them.
 var sweeps = []sweepKind{
-	{storage.TimerPrefix, storage.KeyLowTimer, func(n int) Command { return &FireTimers{Max: n} }},
-	{storage.LeasePrefix, storage.KeyLowLease, func(n int) Command { return &Reclaim{Max: n} }},
-	{storage.DelayedPrefix, storage.KeyLowDelayed, func(n int) Command { return &ReleaseDelayed{Max: n} }},
-	{storage.DeadlinePrefix, storage.KeyLowDeadline, func(n int) Command { return &ExpireDeadlines{Max: n} }},
+	{storage.TimerPrefix, storage.KeyLowTimer, func(n int) Command { return &FireTimers{Max: n} }, "timers"},
+	{storage.LeasePrefix, storage.KeyLowLease, func(n int) Command { return &Reclaim{Max: n} }, "leases"},
+	{storage.DelayedPrefix, storage.KeyLowDelayed, func(n int) Command { return &ReleaseDelayed{Max: n} }, "delayed"},
+	{storage.DeadlinePrefix, storage.KeyLowDeadline, func(n int) Command { return &ExpireDeadlines{Max: n} }, "deadlines"},
 }
 
 // leaseSweep is the index of the lease sweep in sweeps.
@@ -160,7 +164,8 @@ func (s *Scheduler) Deadlines() ([4]int64, error) {
 func (s *Scheduler) Run(ctx context.Context) error {
 	backoff := time.Duration(0)
 	for {
-		sleep, err := s.step(ctx)
+		stepNow := s.clock.Now()
+		sleep, err := s.step(ctx, stepNow)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -169,7 +174,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				s.OnError(err)
 			}
 			backoff = min(max(2*backoff, 10*time.Millisecond), time.Second)
-			sleep = backoff
+			sleep, stepNow = backoff, s.clock.Now()
 		} else {
 			backoff = 0
 		}
@@ -179,8 +184,18 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		var timerC <-chan time.Time
 		var t clock.Timer
 		if sleep > 0 {
+			// The sleep was computed from the time step read. Should the
+			// clock have moved past the wake time since (a manual clock
+			// advanced by a test, a slow look), the timer would fire a
+			// whole sleep late; so the clock is read again once the timer
+			// is set, and the loop looks again at once if it is already due.
+			wakeAt := stepNow.Add(sleep)
 			t = s.clock.NewTimer(sleep)
 			timerC = t.C()
+			if !s.clock.Now().Before(wakeAt) {
+				t.Stop()
+				continue
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -207,8 +222,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // entry in a cluster), so they cost one round instead of one each. The log
 // applies them in order, each taking the entries the ones before it left; a
 // sweep that finds nothing left writes nothing.
-func (s *Scheduler) step(ctx context.Context) (time.Duration, error) {
-	nowMS := s.clock.Now().UnixMilli()
+func (s *Scheduler) step(ctx context.Context, now time.Time) (time.Duration, error) {
+	nowMS := now.UnixMilli()
 	ds, err := s.look(nowMS, s.batch*maxSweepsInFlight)
 	if err != nil {
 		return 0, err
@@ -224,6 +239,7 @@ func (s *Scheduler) step(ctx context.Context) (time.Duration, error) {
 			at = max(at, s.ReclaimNotBeforeMS)
 		}
 		if at <= nowMS {
+			s.Metrics.SchedulerLag(sweeps[i].name, time.Duration(nowMS-at)*time.Millisecond)
 			for n := min(max((d.count+s.batch-1)/s.batch, 1), maxSweepsInFlight); n > 0; n-- {
 				cmds = append(cmds, sweeps[i].cmd(s.batch))
 			}

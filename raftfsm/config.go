@@ -4,11 +4,13 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -89,8 +91,23 @@ type Config struct {
 	// and tests only.
 	TLS *tls.Config
 	// LogOutput receives Raft's log lines (warnings and above); nil
-	// discards them.
+	// discards them. Logger, when set, replaces it.
 	LogOutput io.Writer
+	// Logger, if set, receives Raft's logs and (unless Storage.Logger is
+	// set) Badger's through log/slog, level for level, each line with a
+	// component attribute ("raft", "raft-net", "raft-snap", "badger").
+	Logger *slog.Logger
+	// Metrics, if set, records the node's metrics: the engine's, measured
+	// around the state machine's applying, and the Raft node's. It also
+	// routes hashicorp/raft's go-metrics to it (see
+	// metrics.Metrics.BridgeRaft). Nil records none.
+	Metrics *metrics.Metrics
+	// ReadyMaxLag is how many entries the applied index may trail the
+	// commit index for Ready to pass; 0 means DefaultReadyMaxLag.
+	ReadyMaxLag uint64
+	// ReadyMaxContact is how long a follower may go without hearing from
+	// the leader for Ready to pass; 0 means twice HeartbeatTimeout.
+	ReadyMaxContact time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -125,7 +142,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.Storage.NoSync = true
 	c.Storage.InMemory = false
-	return c
+	return c.observeDefaults()
 }
 
 // Validate reports the first invalid field.
@@ -138,7 +155,7 @@ func (c Config) Validate() error {
 	case c.RaftAddr == "":
 		return fmt.Errorf("%w: RaftAddr is empty", ErrConfig)
 	case c.HeartbeatTimeout < 0 || c.ElectionTimeout < 0 || c.LeaderLeaseTimeout < 0 || c.SnapshotInterval < 0 ||
-		c.FailoverGrace < 0 || c.ApplyTimeout < 0:
+		c.FailoverGrace < 0 || c.ApplyTimeout < 0 || c.ReadyMaxContact < 0:
 		return fmt.Errorf("%w: durations must not be negative", ErrConfig)
 	case c.MaxEntryCommands < 0 || c.MaxEntryCommands > maxEntryCommands:
 		return fmt.Errorf("%w: MaxEntryCommands %d is not in [0, %d]", ErrConfig, c.MaxEntryCommands, maxEntryCommands)

@@ -44,6 +44,9 @@ type FSM struct {
 	// commit notification) with the job records it wrote, nil after a
 	// restore (anything may have changed); it must not block.
 	onApply func(touched []uint64)
+	// meter records the metrics of applying (nil: none). Set before Raft
+	// starts, then used by Raft's applying goroutine alone.
+	meter *engine.Meter
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -136,7 +139,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	f.mu.RLock() // Restore never runs concurrently; this only pairs with View
 	db := f.db
 	f.mu.RUnlock()
-	a := &batchApplier{f: f, db: db, batch: db.NewBatch(), touched: []uint64{}}
+	a := &batchApplier{f: f, db: db, batch: db.NewBatch(), touched: []uint64{}, meter: f.meter}
 	// changed: some command or node entry wrote, so waiters should look.
 	last := f.applied.Load()
 	for i, l := range logs {
@@ -187,6 +190,8 @@ type batchApplier struct {
 	batch   *storage.Batch
 	changed bool     // a command or node entry wrote something
 	touched []uint64 // job records written, for per-job waiters
+	meter   *engine.Meter
+	cmds    int // commands the batch holds, for the metrics
 }
 
 // add moves tx's writes into the batch, committing the batch first when
@@ -215,9 +220,16 @@ func (a *batchApplier) commit(index uint64) {
 		return
 	}
 	a.touched = append(a.touched, a.batch.TouchedJobs()...)
+	start := a.meter.Start()
 	if err := a.batch.Commit(); err != nil {
+		a.meter.Discard()
 		stop(index, "committing applied log entries", err)
 	}
+	if a.cmds > 0 {
+		// Unsynced: the Raft log is the durable record.
+		a.meter.Committed(a.cmds, start, false)
+	}
+	a.cmds = 0
 }
 
 // entry applies one command entry and returns its outcome.
@@ -259,7 +271,9 @@ func (a *batchApplier) entry(l *raft.Log) any {
 			continue
 		}
 		tx := a.batch.Begin()
+		start := a.meter.Start()
 		res, err := a.f.machine.Apply(tx, cmd)
+		a.meter.Applied(cmd, res, err, start)
 		if errors.Is(err, storage.ErrRead) {
 			// The command was not judged: this node could not read its
 			// state, and its peers, which could, applied it.
@@ -267,6 +281,7 @@ func (a *batchApplier) entry(l *raft.Log) any {
 		}
 		if err != nil {
 			out.errs[k] = err // a refused command wrote nothing
+			a.cmds++
 			continue
 		}
 		if tx.Len() > 0 {
@@ -275,10 +290,13 @@ func (a *batchApplier) entry(l *raft.Log) any {
 		if len(e.cmds) > 1 {
 			tx.Set(keyEntryPart, partValue(l.Index, k+1))
 		}
+		diff := a.meter.Diff(tx, cmd, res)
 		if err := a.add(l.Index, tx); err != nil {
 			out.errs[k] = fmt.Errorf("%w: %v", engine.ErrPayloadTooLarge, err)
 			continue
 		}
+		a.meter.Stage(diff)
+		a.cmds++
 		out.results[k] = res
 	}
 	return out
@@ -324,6 +342,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err := db.Sync(); err != nil {
 		return nil, fmt.Errorf("raftfsm: sync before snapshot: %w", err)
 	}
+	f.meter.Synced()
 	release := f.state.hold(db)
 	return &fsmSnapshot{snap: db.OpenSnapshot(), release: release}, nil
 }
@@ -346,6 +365,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.Unlock()
 	f.state.retire(old)
 	f.setApplied(info.AppliedIndex)
+	// The gauge of open jobs follows the new state. A failure to count
+	// leaves it as it was: the metrics are wrong, the state is not.
+	_ = f.meter.Count(f)
 	if f.onApply != nil {
 		f.onApply(nil)
 	}

@@ -59,6 +59,7 @@ func (n *Node) lead(ctx context.Context, ready chan struct{}) {
 	batch, _ := engine.SchedulerBatch(n.cfg.SchedulerBatch, n.cfg.Limits) // Config.Validate checked it
 	s := engine.NewScheduler(n.prop, n.fsm, n.cfg.Clock, batch)
 	s.OnError = n.cfg.OnSchedulerError
+	s.Metrics = n.cfg.Metrics
 	s.ReclaimNotBeforeMS = n.cfg.Clock.Now().Add(n.cfg.FailoverGrace).UnixMilli()
 	n.sched.Store(s)
 	defer n.sched.CompareAndSwap(s, nil)

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
@@ -28,7 +27,10 @@ type Node struct {
 	prop      *proposer
 	eng       *engine.Engine
 	store     *raftboltdb.BoltStore
+	snaps     *raft.FileSnapshotStore
 	transport *raft.NetworkTransport
+	// unobserve stops what observe started (metrics).
+	unobserve func()
 
 	notify chan bool
 	reads  readIndexer
@@ -73,6 +75,7 @@ func Open(cfg Config) (*Node, error) {
 	if n.fsm, err = newFSM(state, machine); err != nil {
 		return nil, err
 	}
+	n.fsm.meter = engine.NewMeter(cfg.Metrics)
 	fail := func(err error) (*Node, error) {
 		// err is the news; a failure to let go of what was opened joins it.
 		if n.transport != nil {
@@ -87,14 +90,18 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return fail(fmt.Errorf("raftfsm: opening the Raft log: %w", err))
 	}
+	if err := n.fsm.meter.Count(n.fsm); err != nil {
+		return fail(fmt.Errorf("raftfsm: counting the open jobs for the metrics: %w", err))
+	}
 	logs, err := raft.NewLogCache(1024, n.store)
 	if err != nil {
 		return fail(err)
 	}
-	snaps, err := raft.NewFileSnapshotStore(raftDir, 2, cfg.LogOutput)
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hclogger(cfg, "raft-snap"))
 	if err != nil {
 		return fail(err)
 	}
+	n.snaps = snaps
 	n.transport, err = newTransport(cfg)
 	if err != nil {
 		return fail(err)
@@ -116,7 +123,7 @@ func Open(cfg Config) (*Node, error) {
 	// it always holds at least what the newest snapshot holds.
 	rc.NoSnapshotRestoreOnStart = true
 	rc.NotifyCh = n.notify
-	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: cfg.LogOutput})
+	rc.Logger = hclogger(cfg, "raft")
 
 	n.prop = newProposer(n, cfg.Clock, cfg.MaxEntryCommands, cfg.MaxEntryBytes, cfg.ApplyTimeout)
 	n.eng, err = engine.New(engine.Backend{Log: n.prop, Store: n.fsm, ReadBarrier: n.readBarrier, Limits: cfg.Limits})
@@ -148,6 +155,7 @@ func Open(cfg Config) (*Node, error) {
 			return nil, errors.Join(fmt.Errorf("raftfsm: bootstrap: %w", err), n.Close())
 		}
 	}
+	n.unobserve = n.observe()
 	n.wg.Add(1)
 	go n.watchLeadership()
 	return n, nil
@@ -206,6 +214,9 @@ func (n *Node) Close() error {
 		}
 		n.leadMu.Unlock()
 		var errs []error
+		if n.unobserve != nil {
+			n.unobserve()
+		}
 		if n.raft != nil {
 			errs = append(errs, n.raft.Shutdown().Error())
 		}

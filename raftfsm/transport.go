@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
 
@@ -121,7 +120,7 @@ func newTransport(cfg Config) (*raft.NetworkTransport, error) {
 		Stream:  layer,
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
-		Logger:  hclog.New(&hclog.LoggerOptions{Name: "raft-net", Level: hclog.Warn, Output: logOutput(cfg.LogOutput)}),
+		Logger:  hclogger(cfg, "raft-net"),
 	}), nil
 }
 

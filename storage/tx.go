@@ -150,3 +150,18 @@ func (t *Tx) First(prefix []byte) ([]byte, error) {
 	}
 	return first, err
 }
+
+// Each calls fn for every buffered write, in the order the keys were first
+// written: the key, the value (nil for a delete) and whether it deletes.
+// fn must not keep or modify key or val.
+func (t *Tx) Each(fn func(key, val []byte, deleted bool)) {
+	for _, k := range t.order {
+		w := t.writes[k]
+		fn([]byte(k), w.val, w.deleted)
+	}
+}
+
+// Before returns the value key held before this command (what the batch
+// or the store holds, regardless of the writes buffered here), or
+// ErrNotFound. Call it before the batch adds this Tx.
+func (t *Tx) Before(key []byte) ([]byte, error) { return t.r.Get(key) }

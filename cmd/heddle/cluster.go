@@ -5,9 +5,11 @@ package main
 // process for trying heddle out.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -74,9 +76,12 @@ func (f *clusterFlags) client() (*httpapi.Client, error) {
 
 // clusterView is one member's answer to "cluster status", as JSON.
 type clusterView struct {
-	Addr   string            `json:"addr"`
-	Status *clusterStatusDoc `json:"status,omitempty"`
-	Error  string            `json:"error,omitempty"`
+	Addr string `json:"addr"`
+	// Ready is what the member's /readyz answered; NotReady says why not.
+	Ready    bool              `json:"ready"`
+	NotReady string            `json:"not_ready,omitempty"`
+	Status   *clusterStatusDoc `json:"status,omitempty"`
+	Error    string            `json:"error,omitempty"`
 }
 
 // clusterStatusDoc is a member's view of the cluster. It is the CLI's own
@@ -114,9 +119,11 @@ func clusterStatusOf(s httpapi.ClusterStatus) *clusterStatusDoc {
 func newClusterStatusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "each member, its role and its applied index",
-		Long: "Asks every member named by --addr for its view of the cluster, so that a lagging\n" +
-			"applied index or a node that thinks it leads shows. Exits 1 when one does not answer.",
+		Short: "each member, its role, its applied index and whether it is ready",
+		Long: "Asks every member named by --addr whether it is alive (/healthz) and ready\n" +
+			"(/readyz: a known leader, its state caught up) and for its view of the cluster, so\n" +
+			"that a lagging applied index or a node that thinks it leads shows. Exits 1 when\n" +
+			"one does not answer.",
 		Args: noArgs,
 	}
 	f := addClusterFlags(cmd)
@@ -135,6 +142,9 @@ func newClusterStatusCommand() *cobra.Command {
 		for _, a := range addrs {
 			v := clusterView{Addr: a}
 			one, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{a}, Token: token, TLS: tlsConfig, RetryTimeout: 2 * time.Second})
+			if err == nil {
+				err = probeMember(cmd.Context(), one, &v)
+			}
 			if err == nil {
 				var st httpapi.ClusterStatus
 				if st, err = one.Status(cmd.Context()); err == nil {
@@ -169,14 +179,18 @@ func printClusterStatus(w io.Writer, format outputFormat, views []clusterView) e
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	p := newPrinter(tw)
-	p.println("ADDR\tID\tSTATE\tTERM\tAPPLIED\tLEADER\tMEMBERS")
+	p.println("ADDR\tID\tSTATE\tTERM\tAPPLIED\tLEADER\tMEMBERS\tREADY")
 	for _, v := range views {
 		if v.Status == nil {
-			p.printf("%s\t-\tunreachable\t\t\t\t%s\n", v.Addr, v.Error)
+			p.printf("%s\t-\tunreachable\t\t\t\t\t%s\n", v.Addr, v.Error)
 			continue
 		}
 		s := v.Status
-		p.printf("%s\t%s\t%s\t%d\t%d\t%s\t%d\n", v.Addr, s.ID, s.State, s.Term, s.AppliedIndex, s.LeaderID, len(s.Members))
+		ready := "yes"
+		if !v.Ready {
+			ready = "no: " + v.NotReady
+		}
+		p.printf("%s\t%s\t%s\t%d\t%d\t%s\t%d\t%s\n", v.Addr, s.ID, s.State, s.Term, s.AppliedIndex, s.LeaderID, len(s.Members), ready)
 	}
 	if err := p.err(); err != nil {
 		return err
@@ -261,7 +275,17 @@ func newClusterUpCommand() *cobra.Command {
 	fs.IntVar(&base, "base-port", defaultHTTPPort, "HTTP `port` of node 1; node i uses base+2(i-1) for HTTP and the next port for Raft")
 	fs.StringVar(&host, "host", "127.0.0.1", "the `address` the nodes listen on")
 	fs.StringVar(&token, "token", "", tokenUsage)
+	obs := addObserveFlags(fs, "warn")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		log, err := obs.logger(cmd.ErrOrStderr())
+		if err != nil {
+			return err
+		}
+		if obs.pprofAddr != "" {
+			if err := checkPprofAddr(obs.pprofAddr); err != nil {
+				return err
+			}
+		}
 		switch {
 		case dir == "":
 			return usagef("--dir is required")
@@ -270,14 +294,19 @@ func newClusterUpCommand() *cobra.Command {
 		case base < 1 || base+2*nodes > 65535:
 			return usagef("--base-port %d leaves no room for %d nodes", base, nodes)
 		}
-		return clusterUp(cmd.OutOrStdout(), dir, host, envDefault(token, "HEDDLE_TOKEN", ""), nodes, base)
+		pp, err := startPprof(obs.pprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer pp.close()
+		return clusterUp(cmd.OutOrStdout(), log, dir, host, envDefault(token, "HEDDLE_TOKEN", ""), nodes, base)
 	}
 	return cmd
 }
 
 // clusterUp starts the nodes one by one, each joining through the first,
 // and runs them until SIGINT or SIGTERM.
-func clusterUp(w io.Writer, dir, host, token string, nodes, base int) (err error) {
+func clusterUp(w io.Writer, log *slog.Logger, dir, host, token string, nodes, base int) (err error) {
 	ctx, stop := untilSignal()
 	defer stop()
 	addr := func(port int) string { return host + ":" + strconv.Itoa(port) }
@@ -293,7 +322,8 @@ func clusterUp(w io.Writer, dir, host, token string, nodes, base int) (err error
 	var httpAddrs []string
 	for i := 1; i <= nodes; i++ {
 		o := nodeOptions{id: "n" + strconv.Itoa(i), dir: filepath.Join(dir, "n"+strconv.Itoa(i)),
-			httpAddr: addr(base + 2*(i-1)), raftAddr: addr(base + 2*(i-1) + 1), sec: &security{token: token}, grace: 5 * time.Second}
+			httpAddr: addr(base + 2*(i-1)), raftAddr: addr(base + 2*(i-1) + 1), sec: &security{token: token}, grace: 5 * time.Second,
+			logger: log.With("node_id", "n"+strconv.Itoa(i))}
 		if i == 1 {
 			o.bootstrap = true
 		} else {
@@ -311,4 +341,28 @@ func clusterUp(w io.Writer, dir, host, token string, nodes, base int) (err error
 	<-ctx.Done()
 	stdout.println("cluster up: stopping")
 	return stdout.err()
+}
+
+// probeMember asks a member whether it is alive and ready, into v. It
+// returns an error only when the member does not answer as alive; a member
+// that answers "not ready" is shown as such.
+func probeMember(ctx context.Context, c *httpapi.Client, v *clusterView) error {
+	if err := c.Live(ctx); err != nil {
+		return err
+	}
+	err := c.Ready(ctx)
+	switch {
+	case err == nil:
+		v.Ready = true
+	case errors.Is(err, httpapi.ErrNotReady):
+		// "httpapi: not ready: raftfsm: not ready: <why>": the why.
+		msg := err.Error()
+		if i := strings.LastIndex(msg, "not ready: "); i >= 0 {
+			msg = msg[i+len("not ready: "):]
+		}
+		v.NotReady = msg
+	default:
+		return err
+	}
+	return nil
 }

@@ -78,6 +78,7 @@ func TestClusterCommands(t *testing.T) {
 	}
 	var views []struct {
 		Addr   string                 `json:"addr"`
+		Ready  bool                   `json:"ready"`
 		Status *httpapi.ClusterStatus `json:"status"`
 	}
 	if err := json.Unmarshal([]byte(out), &views); err != nil {
@@ -85,8 +86,8 @@ func TestClusterCommands(t *testing.T) {
 	}
 	leaders := map[string]bool{}
 	for _, v := range views {
-		if v.Status == nil || len(v.Status.Members) != 3 {
-			t.Fatalf("%s: status %+v, want three members", v.Addr, v.Status)
+		if v.Status == nil || len(v.Status.Members) != 3 || !v.Ready {
+			t.Fatalf("%s: status %+v, ready %v; want three members, ready", v.Addr, v.Status, v.Ready)
 		}
 		leaders[v.Status.LeaderID] = true
 	}
@@ -94,7 +95,7 @@ func TestClusterCommands(t *testing.T) {
 		t.Fatalf("views %d, leaders %v: want three nodes agreeing on one leader", len(views), leaders)
 	}
 	out, _, _ = runCmd(t, "cluster", "status", "--addr", addrs)
-	if !strings.Contains(out, "Leader") || strings.Count(out, "Follower") != 2 {
+	if !strings.Contains(out, "Leader") || strings.Count(out, "Follower") != 2 || !strings.Contains(out, "READY") || strings.Count(out, " yes\n") != 3 {
 		t.Fatalf("cluster status:\n%s", out)
 	}
 	// -o jsonl: one member's view a line, in the order of --addr.

@@ -5,13 +5,14 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/raftfsm"
 )
 
@@ -148,8 +149,10 @@ type nodeOptions struct {
 	join                        []string  // HTTP addresses of members to join through
 	sec                         *security // nil: plain TCP and HTTP, no tokens
 	grace                       time.Duration
-	logOut                      io.Writer
-	chaosProxy                  string // route Raft dials through this proxy (chaos tests)
+	// logger receives the node's logs, Raft's and Badger's included;
+	// nil: none.
+	logger     *slog.Logger
+	chaosProxy string // route Raft dials through this proxy (chaos tests)
 }
 
 // startNode opens a Raft node, serves its API and, when asked, joins it to
@@ -158,17 +161,25 @@ func startNode(ctx context.Context, o nodeOptions) (*clusterNode, error) {
 	if o.sec == nil {
 		o.sec = &security{}
 	}
+	log := o.logger
+	if log == nil {
+		log = discardLogger()
+	}
+	m, _, err := metrics.NewRegistry()
+	if err != nil {
+		return nil, err
+	}
 	ln, err := listen(o.httpAddr)
 	if err != nil {
 		return nil, err
 	}
 	n, err := raftfsm.Open(raftfsm.Config{ID: o.id, Dir: o.dir, RaftAddr: o.raftAddr, HTTPAddr: ln.Addr().String(),
-		Bootstrap: o.bootstrap, FailoverGrace: o.grace, LogOutput: o.logOut, Dial: chaosDialer(o.chaosProxy, o.id),
-		TLS: o.sec.peerTLS()})
+		Bootstrap: o.bootstrap, FailoverGrace: o.grace, Logger: log, Metrics: m, Dial: chaosDialer(o.chaosProxy, o.id),
+		TLS: o.sec.peerTLS(), OnSchedulerError: func(err error) { log.Warn("leader's background work", "error", err) }})
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
-	api, err := serveAPI(ln, o.sec.apply(httpapi.ServerConfig{Service: n.Engine(), Cluster: n}), o.sec.serverTLS())
+	api, err := serveAPI(ln, o.sec.apply(httpapi.ServerConfig{Service: n.Engine(), Cluster: n, Metrics: m, Logger: log}), o.sec.serverTLS())
 	if err != nil {
 		return nil, errors.Join(err, n.Close())
 	}

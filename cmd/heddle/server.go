@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/metrics"
 	"github.com/spf13/cobra"
 )
 
@@ -38,6 +40,7 @@ func newServerCommand() *cobra.Command {
 	var o nodeOptions
 	var join string
 	var verbose bool
+	obs := addObserveFlags(fs, "info")
 	fs.StringVar(&o.id, "id", "", "this node's `id`, unique in the cluster and kept for its life (required)")
 	fs.StringVar(&o.dir, "dir", "", "this node's data `directory` (required); restart with the same one to rejoin")
 	fs.StringVar(&o.raftAddr, "raft-addr", defaultRaftAddr, "`host:port` for Raft traffic between nodes")
@@ -47,7 +50,7 @@ func newServerCommand() *cobra.Command {
 	var sf secFlags
 	addSecFlags(fs, &sf, true)
 	fs.DurationVar(&o.grace, "failover-grace", 5*time.Second, "how long a new leader waits before reclaiming expired leases")
-	fs.BoolVarP(&verbose, "verbose", "v", false, "print Raft's warnings")
+	fs.BoolVarP(&verbose, "verbose", "v", false, "the same as --log-level debug")
 	fs.BoolVar(&verbose, "v", false, "the same as --verbose")
 	_ = fs.MarkHidden("v") // the spelling before --verbose
 	fs.StringVar(&o.chaosProxy, "chaos-proxy", "", "for the chaos suite: open Raft connections through this fault-injecting proxy at `host:port`")
@@ -61,23 +64,38 @@ func newServerCommand() *cobra.Command {
 			return usagef("--bootstrap and --join exclude each other")
 		}
 		stdout, stderr := newPrinter(cmd.OutOrStdout()), newPrinter(cmd.ErrOrStderr())
+		if verbose && !cmd.Flags().Changed("log-level") {
+			obs.logLevel = "debug"
+		}
+		log, err := obs.logger(stderr)
+		if err != nil {
+			return err
+		}
+		if obs.pprofAddr != "" {
+			if err := checkPprofAddr(obs.pprofAddr); err != nil {
+				return err
+			}
+		}
 		ctx, stop := untilSignal()
 		defer stop()
 		o.join = splitAddrs(join)
-		var err error
 		if o.sec, err = sf.load(o.id); err != nil {
 			return err
 		}
 		if err := o.sec.checkExposure(o.httpAddr, o.raftAddr); err != nil {
 			return err
 		}
-		if verbose {
-			o.logOut = stderr
-		}
+		o.logger = log.With("node_id", o.id)
 		n, err := startNode(ctx, o)
 		if err != nil {
 			return err
 		}
+		pp, err := startPprof(obs.pprofAddr, o.logger)
+		if err != nil {
+			return errors.Join(err, n.close())
+		}
+		defer pp.close()
+		o.logger.Info("serving", "http", n.api.addr(), "raft", n.node.RaftAddr(), "dir", o.dir)
 		// A line that could not be printed does not stop a serving node;
 		// it makes the exit status say so once the node has stopped.
 		stdout.printf("heddle server %s: http=%s raft=%s dir=%s\n", o.id, n.api.addr(), n.node.RaftAddr(), o.dir)
@@ -111,8 +129,18 @@ func newDevCommand() *cobra.Command {
 	fs.StringVar(&httpAddr, "http-addr", defaultHTTPAddr, "`host:port` for the HTTP API")
 	var sf secFlags
 	addSecFlags(fs, &sf, false)
+	obs := addObserveFlags(fs, "info")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
 		stdout, stderr := newPrinter(cmd.OutOrStdout()), newPrinter(cmd.ErrOrStderr())
+		log, err := obs.logger(stderr)
+		if err != nil {
+			return err
+		}
+		if obs.pprofAddr != "" {
+			if err := checkPprofAddr(obs.pprofAddr); err != nil {
+				return err
+			}
+		}
 		sec, err := sf.load("")
 		if err != nil {
 			return err
@@ -134,10 +162,16 @@ func newDevCommand() *cobra.Command {
 		}
 		ctx, stop := untilSignal()
 		defer stop()
-		d, err := startDev(engine.Config{Dir: dir}, httpAddr, sec)
+		d, err := startDev(engine.Config{Dir: dir}, httpAddr, sec, log)
 		if err != nil {
 			return err
 		}
+		pp, err := startPprof(obs.pprofAddr, log)
+		if err != nil {
+			return errors.Join(err, d.close())
+		}
+		defer pp.close()
+		log.Info("serving", "http", d.api.addr(), "dir", dir)
 		// As for "heddle server": a failed print is reported at the end.
 		stdout.printf("heddle dev: http=%s dir=%s\n", d.api.addr(), dir)
 		select {
@@ -161,21 +195,30 @@ type devServer struct {
 }
 
 // startDev opens the engine cfg describes and serves its API on httpAddr,
-// secured as sec says (nil: plain HTTP, open to all). The tests of the
-// workflow commands start the same server.
-func startDev(cfg engine.Config, httpAddr string, sec *security) (*devServer, error) {
+// secured as sec says (nil: plain HTTP, open to all), with its metrics on
+// /metrics and its logs (Badger's included) to log (nil: none). The tests
+// of the workflow commands start the same server.
+func startDev(cfg engine.Config, httpAddr string, sec *security, log *slog.Logger) (*devServer, error) {
 	if sec == nil {
 		sec = &security{}
+	}
+	if log == nil {
+		log = discardLogger()
+	}
+	m, _, err := metrics.NewRegistry()
+	if err != nil {
+		return nil, err
 	}
 	ln, err := listen(httpAddr)
 	if err != nil {
 		return nil, err
 	}
+	cfg.Metrics, cfg.Logger = m, log
 	e, err := engine.Open(cfg)
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
-	api, err := serveAPI(ln, sec.apply(httpapi.ServerConfig{Service: e}), sec.serverTLS())
+	api, err := serveAPI(ln, sec.apply(httpapi.ServerConfig{Service: e, Metrics: m, Logger: log}), sec.serverTLS())
 	if err != nil {
 		return nil, errors.Join(err, e.Close())
 	}

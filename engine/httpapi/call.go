@@ -163,6 +163,7 @@ func (c *call) fail(err error) {
 		return
 	}
 	status, body := errorFor(err)
+	c.logFailure(status, body)
 	c.reply(status, body)
 }
 

@@ -130,6 +130,7 @@ func (c *Client) try(ctx context.Context, base string, rq request, payload []byt
 		req.Header.Set("Content-Type", contentMsgpack)
 	}
 	req.Header.Set("Accept", contentMsgpack)
+	injectTrace(ctx, req.Header)
 	if c.cfg.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
 	}

@@ -1,12 +1,17 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/x509"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/metrics"
 )
 
 // Defaults of ServerConfig's zero fields.
@@ -84,6 +89,22 @@ type ServerConfig struct {
 	// with: "http" (the default, "") or "https" (the nodes serve TLS; give
 	// ForwardClient the cluster's CA).
 	ForwardScheme string
+	// Metrics, if set, records every request (by route pattern and
+	// status code) and, when its registry gathers, is served on GET
+	// /metrics (behind AuthToken like the API). Nil records nothing.
+	Metrics *metrics.Metrics
+	// TracerProvider, if set, makes a server span of every request,
+	// continuing the caller's trace from its W3C traceparent header. Nil
+	// makes none; the header is still forwarded to the leader.
+	TracerProvider trace.TracerProvider
+	// Logger, if set, receives the failed requests: server errors at
+	// Error, refusals at Debug. Nil logs nothing.
+	Logger *slog.Logger
+	// Ready decides GET /readyz: nil when the node may be sent work, else
+	// why not. Nil means the Cluster's Ready method (raftfsm.Node has
+	// one), else the Service's (engine.Engine has one), else always
+	// ready. GET /healthz answers whenever the server runs.
+	Ready func(ctx context.Context) error
 }
 
 // Validate reports the first invalid field of c.

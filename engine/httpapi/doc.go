@@ -42,6 +42,10 @@
 //	DELETE /v1/cluster/members/{id}          remove a member
 //	POST   /v1/cluster/leader/transfer       hand leadership to another member
 //
+//	GET    /healthz                          -> Health (alive; no token needed)
+//	GET    /readyz                           -> Health, or 503 not_ready (no token needed)
+//	GET    /metrics                          Prometheus exposition (with ServerConfig.Metrics)
+//
 // Every read takes ?stale=1: the node answers from its own state at once,
 // which may lag the leader's (engine.WithStaleRead; the Client sends it when
 // its context carries that mark). Without it a read is linearizable, and a

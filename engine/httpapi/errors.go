@@ -33,6 +33,9 @@ var (
 	ErrBusy = errors.New("httpapi: server busy")
 	// ErrInvalidConfig: a ServerConfig or ClientConfig field is out of range.
 	ErrInvalidConfig = errors.New("httpapi: invalid config")
+	// ErrNotReady: the node runs but should not be sent work (GET /readyz
+	// answered 503: no leader known, state behind, store closed).
+	ErrNotReady = errors.New("httpapi: not ready")
 )
 
 // ErrorBody is the body of every failed request.
@@ -94,6 +97,7 @@ var wireErrors = []wireError{
 	{"closed", http.StatusServiceUnavailable, engine.ErrClosed},
 	{"busy", http.StatusServiceUnavailable, ErrBusy},
 	{"invalid_config", http.StatusInternalServerError, ErrInvalidConfig},
+	{"not_ready", http.StatusServiceUnavailable, ErrNotReady},
 }
 
 // errorFor returns the status and body that answer err.

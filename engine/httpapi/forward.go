@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 
 	"github.com/heddlewf/heddle/engine"
 )
@@ -33,11 +34,12 @@ func (c *call) forward(nl *engine.NotLeaderError) {
 		c.failForward(nl, err)
 		return
 	}
-	for _, h := range forwardHeaders {
+	for _, h := range slices.Concat(forwardHeaders, traceHeaders) {
 		if v := c.r.Header.Get(h); v != "" {
 			req.Header.Set(h, v)
 		}
 	}
+	injectTrace(c.r.Context(), req.Header) // this node's span, when it traces
 	req.Header.Set(forwardedHeader, "1")
 	resp, err := c.s.cfg.ForwardClient.Do(req)
 	if err != nil {

@@ -24,6 +24,8 @@ type Server struct {
 	// http.Server's Shutdown does not wait out their MaxWait.
 	closing context.Context
 	close   context.CancelFunc
+	// handler is serve, wrapped with the metrics and spans cfg asks for.
+	handler http.Handler
 }
 
 // NewServer returns a Server for cfg.
@@ -39,6 +41,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s.budget = newBodyBudget(s.cfg.MaxInflightBodyBytes)
 	s.closing, s.close = context.WithCancel(context.Background())
 	s.routes()
+	s.handler = instrument(s.cfg, http.HandlerFunc(s.serve))
 	return s, nil
 }
 
@@ -86,6 +89,8 @@ func (s *Server) routes() {
 	s.handle("DELETE /v1/cluster/members/{id}", RoleAdmin, s.clusterRemove)
 	s.handle("POST /v1/cluster/leader/transfer", RoleAdmin, s.clusterTransfer)
 
+	s.healthRoutes()
+
 	// Everything else, including a known path with another method, gets
 	// the same error body as any other failure rather than the mux's
 	// plain-text 404 or 405.
@@ -97,7 +102,7 @@ func (s *Server) routes() {
 // identityKey carries the caller's Identity in a request's context.
 type identityKey struct{}
 
-// caller is who a request comes from, as ServeHTTP authenticated it.
+// caller is who a request comes from, as serve authenticated it.
 type caller struct {
 	Identity
 	// byCert: authenticated by its TLS certificate, which cannot be
@@ -108,11 +113,20 @@ type caller struct {
 	node string
 }
 
-// ServeHTTP authenticates the caller, then routes the request. A bearer
-// token decides who the caller is; without one, a certificate ClientCAs
-// verifies does. A server without tokens lets a caller that shows neither
-// in, as an admin with no name.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP serves one request (see serve), recording its metrics and span
+// when ServerConfig asks for them.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// serve authenticates the caller, then routes the request. A bearer token
+// decides who the caller is; without one, a certificate ClientCAs verifies
+// does. A server without tokens lets a caller that shows neither in, as an
+// admin with no name. Health probes need neither: a load balancer's probe
+// has no credentials, and they reveal nothing.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if isProbe(r) {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
 	who, err := s.authenticate(r)
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="heddle"`)

@@ -8,6 +8,8 @@
 package sdkhook
 
 import (
+	"log/slog"
+
 	"github.com/heddlewf/heddle/internal/replay"
 )
 
@@ -19,6 +21,9 @@ type WorkflowInfo struct {
 	WorkflowType string
 	TaskQueue    string
 	Attempt      int
+	// Logger is what workflow.GetLogger writes through (nil:
+	// slog.Default()).
+	Logger *slog.Logger
 }
 
 // Hooks set by sdk/workflow's init.

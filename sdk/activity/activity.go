@@ -4,6 +4,7 @@ package activity
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/heddlewf/heddle/internal/sdkhook"
@@ -41,6 +42,8 @@ type env interface {
 	// HeartbeatDetails returns the details of the last heartbeat of an
 	// earlier attempt of this step, if any.
 	HeartbeatDetails() []byte
+	// Logger returns the worker's logger with the activity's attributes.
+	Logger() *slog.Logger
 }
 
 func envOf(ctx context.Context) env {
@@ -62,3 +65,10 @@ func RecordHeartbeat(ctx context.Context, details []byte) error { return envOf(c
 // GetHeartbeatDetails returns what an earlier attempt of this step last
 // recorded with RecordHeartbeat, or nil.
 func GetHeartbeatDetails(ctx context.Context) []byte { return envOf(ctx).HeartbeatDetails() }
+
+// GetLogger returns the logger of the activity running under ctx: the
+// worker's (worker.Options.Logger, or slog.Default()) with the activity's
+// type, workflow id, run id, step and attempt as attributes. Unlike a
+// workflow's logger it is never silenced: an activity runs only when its
+// result is not recorded yet, never in a replay.
+func GetLogger(ctx context.Context) *slog.Logger { return envOf(ctx).Logger() }

@@ -9,8 +9,13 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/internal/tracing"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -19,6 +24,7 @@ import (
 type Client struct {
 	e       engine.Service
 	querier Querier
+	tracer  trace.Tracer // nil: no spans
 }
 
 // Querier answers queries with workflow code (a worker has it; the engine
@@ -31,6 +37,11 @@ type Querier interface {
 type Options struct {
 	// Querier answers QueryWorkflow; nil makes QueryWorkflow an error.
 	Querier Querier
+	// TracerProvider, if set, makes a span StartWorkflow:<type> of each
+	// start. Whether or not it is set, a start records the span of its
+	// context (that span, or the caller's) as the run's trace parent, so
+	// the workers' spans of the run join the starter's trace.
+	TracerProvider trace.TracerProvider
 }
 
 // New returns a client of e: an *engine.Engine in-process, or a remote
@@ -39,7 +50,7 @@ func New(e engine.Service) *Client { return &Client{e: e} }
 
 // NewWithOptions returns a client of e with opts.
 func NewWithOptions(e engine.Service, opts Options) *Client {
-	return &Client{e: e, querier: opts.Querier}
+	return &Client{e: e, querier: opts.Querier, tracer: tracing.Tracer(opts.TracerProvider)}
 }
 
 // QueryWorkflow asks a run for its state through a query handler.
@@ -169,13 +180,21 @@ func (c *Client) ExecuteWorkflow(ctx context.Context, opts StartWorkflowOptions,
 			return nil, fmt.Errorf("client: StartWorkflowOptions.RetryPolicy: %w", err)
 		}
 		create.Retry = &engine.RetryPolicy{InitialIntervalMS: p.InitialInterval.Milliseconds(), BackoffCoefficient: p.BackoffCoefficient,
-			MaximumIntervalMS: p.MaximumInterval.Milliseconds(), MaximumAttempts: p.MaximumAttempts}
+			MaximumIntervalMS: p.MaximumInterval.Milliseconds(), MaximumAttempts: p.MaximumAttempts,
+			NonRetryableErrorTypes: p.NonRetryableErrorTypes, Backoff: uint8(p.Backoff)}
 	}
 	create.RequestID = opts.RequestID
+	ctx, span := tracing.Start(ctx, c.tracer, "StartWorkflow:"+name, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.String("heddle.workflow_id", opts.ID), attribute.String("heddle.task_queue", opts.TaskQueue)))
+	defer span.End()
+	create.TraceParent = tracing.TraceParent(ctx)
 	res, err := c.e.Create(ctx, create)
 	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
 		return nil, err
 	}
+	span.SetAttributes(attribute.String("heddle.run_id", strconv.FormatUint(uint64(res.Job), 10)))
 	return &run{c: c, id: res.WorkflowID, runID: res.Job}, nil
 }
 

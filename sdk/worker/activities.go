@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strconv"
 	"sync"
@@ -121,7 +122,10 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 		info := activity.Info{ActivityType: c.Name, WorkflowID: r.job.WorkflowID, RunID: strconv.FormatUint(uint64(r.job.Job), 10),
 			Step: c.Step, Attempt: attempt, IdempotencyKey: fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step)}
 		env := &activityEnv{w: r.w, info: info, lease: r.lease, prev: details, beats: make(chan struct{}, 1), onCancel: r.taskCancel}
-		result, err := r.w.callActivity(ctx, fn, c.Input, env, opts, deadline)
+		tryCtx, tried := r.w.obs.startActivity(ctx, &activityInfo{name: c.Name, step: c.Step, workflowID: r.job.WorkflowID,
+			attempt: attempt, registered: true})
+		result, err := r.w.callActivity(tryCtx, fn, c.Input, env, opts, deadline)
+		tried(err)
 		details = env.recorded()
 		if err == nil {
 			o.result, o.err = result, nil
@@ -189,6 +193,12 @@ type activityEnv struct {
 
 func (a *activityEnv) Info() activity.Info      { return a.info }
 func (a *activityEnv) HeartbeatDetails() []byte { return a.prev }
+
+// Logger is the worker's logger with the activity's attributes.
+func (a *activityEnv) Logger() *slog.Logger {
+	return a.w.obs.activityLogger(&activityInfo{name: a.info.ActivityType, step: a.info.Step,
+		workflowID: a.info.WorkflowID, attempt: a.info.Attempt}, a.info.RunID)
+}
 
 // Heartbeat keeps details for the next try and renews the job's lease; an
 // error means the attempt is stale (the worker then cancels the activity).
@@ -350,6 +360,14 @@ func (w *Worker) runActivityTask(ctx, actCtx context.Context, cancelAct context.
 	c := &replay.Command{Step: "1", Kind: replay.KindActivity, Name: name, Input: in.Args, Options: in.Options, IssuedAtMS: in.IssuedAtMS}
 	r := &run{w: w, ctx: ctx, job: j, ref: ref, lease: l, taskCancel: cancelAct}
 	o := r.execute(actCtx, c, int(j.Attempt), nil)
+	if o.retryAt > 0 && actCtx.Err() == nil {
+		// The next try waits longer than the worker sleeps: the job goes
+		// back to its queue until then (Retrying) and the next claim runs
+		// it, with the next attempt.
+		delayMS := max(o.retryAt-w.opts.Clock.Now().UnixMilli(), 1)
+		_, err := w.e.Requeue(ctx, engine.Requeue{LeaseRef: ref, DelayMS: delayMS, Reason: engine.ReasonRetry})
+		return err
+	}
 	if o.err != nil && actCtx.Err() != nil && ctx.Err() == nil {
 		// The workflow asked to cancel the activity, and it returned an
 		// error: its acknowledgement of the cancellation.

@@ -101,6 +101,10 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 			return false, err
 		}
 		create.Type, create.Queue, create.Input = engine.ActivityTypePrefix+c.Name, opts.TaskQueue, in
+		// Should the workflow be terminated or time out, nobody will use the
+		// result: the engine asks the activity to cancel (it learns of it
+		// at its next heartbeat).
+		create.ParentClosePolicy = engine.ParentCloseRequestCancel
 		if opts.ScheduleToCloseTimeout > 0 {
 			// The deadline counts from when the code scheduled the activity,
 			// however late this create comes (after a crash, say).
@@ -115,16 +119,25 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 	case replay.KindChild:
 		opts, _ := c.Options.(workflow.ChildWorkflowOptions)
 		create.Type, create.Queue = c.Name, r.w.queue
+		// The engine applies the policy should the parent end without its
+		// code (terminated, timed out); closeChildren applies it when the
+		// code ends.
+		create.ParentClosePolicy = engineParentClose(opts.ParentClosePolicy)
 		if opts.TaskQueue != "" {
 			create.Queue = opts.TaskQueue
 		}
 		ev.Type = replay.EventChildScheduled
 	}
-	if _, err := r.w.e.Create(r.ctx, create); err != nil {
+	ctx, span, traceParent := r.w.obs.startRemote(r.ctx, c.Kind == replay.KindChild, c.Name)
+	create.TraceParent = traceParent
+	_, err = r.w.e.Create(ctx, create)
+	span.End()
+	if err != nil {
 		// A create done again after a crash carries the same request id
-		// but may differ from the first (its timeouts count from now), and
-		// the engine refuses it as a conflict: the job exists, as when the
-		// request record has gone and the workflow id is taken.
+		// but may differ from the first (its timeouts count from now, its
+		// trace parent is a new span), and the engine refuses it as a
+		// conflict: the job exists, as when the request record has gone
+		// and the workflow id is taken.
 		if !errors.Is(err, engine.ErrWorkflowExists) && !errors.Is(err, engine.ErrRequestConflict) {
 			return false, err
 		}
@@ -140,6 +153,17 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 	c.Started = true
 	r.pending = append(r.pending, ev)
 	return false, nil
+}
+
+// engineParentClose maps the SDK's parent-close policy to the engine's.
+func engineParentClose(p workflow.ParentClosePolicy) engine.ParentClosePolicy {
+	switch p {
+	case workflow.ParentCloseRequestCancel:
+		return engine.ParentCloseRequestCancel
+	case workflow.ParentCloseAbandon:
+		return engine.ParentCloseAbandon
+	}
+	return engine.ParentCloseTerminate
 }
 
 // ownsRun reports whether the open run of workflow id is the job this run

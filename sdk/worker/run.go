@@ -66,14 +66,16 @@ func (w *Worker) runWorkflow(ctx context.Context, j engine.ClaimedJob, l *lease)
 		return errors.Join(fmt.Errorf("worker: workflow type %q is not registered on queue %q", j.Type, w.queue), err)
 	}
 	x := w.cache.Take(j.Job)
+	w.obs.cacheLookup(j, x != nil)
 	if x == nil {
 		info := sdkhook.WorkflowInfo{WorkflowID: j.WorkflowID, RunID: strconv.FormatUint(uint64(j.Job), 10),
-			WorkflowType: j.Type, TaskQueue: w.queue, Attempt: int(j.Attempt)}
+			WorkflowType: j.Type, TaskQueue: w.queue, Attempt: int(j.Attempt), Logger: w.obs.base}
 		x = replay.NewExecution(j.Job, sdkhook.NewEntry(fn, info))
 		x.DeadlockTimeout = w.opts.DeadlockTimeout
 	}
 	r := newRun(w, ctx, j, l, x)
 	released, err := r.drive()
+	w.obs.faulted(j.Type, x.Fault())
 	if err != nil || !released {
 		x.Close() // its state may run ahead of what is durable: never reuse it
 		if errors.Is(err, errAttemptOver) || errors.Is(err, engine.ErrStaleAttempt) && w.endedByOthers(j.Job) {
@@ -316,7 +318,8 @@ func (r *run) retry(werr error) (bool, error) {
 	}
 	p := workflow.RetryPolicy{InitialInterval: time.Duration(j.Retry.InitialIntervalMS) * time.Millisecond,
 		BackoffCoefficient: j.Retry.BackoffCoefficient, MaximumInterval: time.Duration(j.Retry.MaximumIntervalMS) * time.Millisecond,
-		MaximumAttempts: j.Retry.MaximumAttempts}
+		MaximumAttempts: j.Retry.MaximumAttempts, NonRetryableErrorTypes: j.Retry.NonRetryableErrorTypes,
+		Backoff: workflow.BackoffKind(j.Retry.Backoff)}
 	if !retryable(werr, &p) || !p.HasAttemptsLeft(int(j.RunAttempt)) {
 		return false, nil
 	}

@@ -8,16 +8,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
 	"github.com/heddlewf/heddle/internal/backoff"
 	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
@@ -47,6 +51,22 @@ type Options struct {
 	// OnError, if set, receives errors that end a job's turn in this worker
 	// (the job itself is left to its lease); it must not block.
 	OnError func(job engine.JobID, err error)
+	// Logger receives the worker's own messages (turns that ended with an
+	// error, runs stopped by their code) and is what workflow.GetLogger and
+	// activity.GetLogger write through, with the run's attributes added.
+	// Nil means no messages of the worker's own, and slog.Default() for
+	// workflow and activity code.
+	Logger *slog.Logger
+	// Metrics, if set, records the worker's metrics: turn and activity
+	// latency, activity outcomes, cache hits and misses, replays and
+	// nondeterminism. Nil records none.
+	Metrics *metrics.Metrics
+	// TracerProvider, if set, makes OpenTelemetry spans of the work this
+	// worker does: RunWorkflow:<type> for each turn, under the trace the
+	// run was started in; RunActivity:<name> for each try of an activity;
+	// StartActivity:<name> and StartChildWorkflow:<name> for remote steps.
+	// Replaying history makes none. Nil makes no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // Validate reports the first invalid field.
@@ -92,6 +112,7 @@ type Worker struct {
 	queue string
 	opts  Options
 	cache *replay.Cache
+	obs   observer
 
 	mu         sync.Mutex
 	workflows  map[string]any
@@ -122,7 +143,7 @@ func New(e engine.Service, taskQueue string, opts Options) (*Worker, error) {
 	}
 	opts = opts.withDefaults(taskQueue)
 	return &Worker{e: e, queue: taskQueue, opts: opts, cache: replay.NewCache(max(opts.CacheSize, 0)),
-		workflows: map[string]any{}, activities: map[string]any{}}, nil
+		workflows: map[string]any{}, activities: map[string]any{}, obs: newObserver(taskQueue, opts)}, nil
 }
 
 // RegisterWorkflow registers a workflow function under its name (as
@@ -309,6 +330,7 @@ func (w *Worker) handle(j engine.ClaimedJob) {
 	defer cancel()
 	ref := engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}
 	name, isTask := strings.CutPrefix(j.Type, engine.ActivityTypePrefix)
+	ctx, t := w.obs.startTurn(ctx, j, isTask, isTask || w.workflowFn(j.Type) != nil)
 	// An activity task runs under its own context, cancelled when the
 	// heartbeats learn that its workflow asked to cancel it; the turn's
 	// writes go on under ctx, so the cancellation's outcome is still
@@ -330,6 +352,7 @@ func (w *Worker) handle(j engine.ClaimedJob) {
 	} else {
 		err = w.runWorkflow(ctx, j, l)
 	}
+	t.end(err)
 	if err != nil && w.opts.OnError != nil && !errors.Is(err, context.Canceled) {
 		w.opts.OnError(j.Job, err)
 	}

@@ -8,8 +8,8 @@ import (
 // init hands the worker the plumbing that workflow code must not call.
 func init() {
 	sdkhook.NewEntry = func(fn any, info sdkhook.WorkflowInfo) replay.Entry {
-		return newEntryFor(fn, Info{WorkflowID: info.WorkflowID, RunID: info.RunID,
-			WorkflowType: info.WorkflowType, TaskQueue: info.TaskQueue, Attempt: info.Attempt})
+		return newEntry(fn, Info{WorkflowID: info.WorkflowID, RunID: info.RunID,
+			WorkflowType: info.WorkflowType, TaskQueue: info.TaskQueue, Attempt: info.Attempt}, info.Logger)
 	}
 	sdkhook.Query = runQuery
 	sdkhook.EncodeFailure = encodeFailure

@@ -1,0 +1,334 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/internal/metricstest"
+	"github.com/heddlewf/heddle/metrics"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// meterHarness applies commands through a LocalLog that meters them, with
+// time under the test's control.
+type meterHarness struct {
+	t   *testing.T
+	reg *prometheus.Registry
+	db  *storage.DB
+	log *LocalLog
+	mt  *Meter
+	clk *clock.Manual
+}
+
+func newMeterHarness(t *testing.T) *meterHarness {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &meterHarness{t: t, reg: reg, db: db, mt: NewMeter(m), clk: clock.NewManual(time.UnixMilli(1_000_000))}
+	h.log, err = NewLocalLog(LocalLogConfig{DB: db, Clock: h.clk, Meter: h.mt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, h.log); closeOK(t, db) })
+	return h
+}
+
+func (h *meterHarness) do(cmd Command) Result {
+	h.t.Helper()
+	res, err := h.log.Propose(context.Background(), cmd)
+	if err != nil {
+		h.t.Fatalf("%s: %v", cmd.Kind(), err)
+	}
+	return res
+}
+
+func (h *meterHarness) claim() ClaimedJob {
+	h.t.Helper()
+	jobs := h.do(&Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}).(*ClaimResult).Jobs
+	if len(jobs) != 1 {
+		h.t.Fatalf("claimed %d jobs, want 1", len(jobs))
+	}
+	return jobs[0]
+}
+
+func (h *meterHarness) scrape() metricstest.Families {
+	h.t.Helper()
+	fs, err := metricstest.Gather(h.reg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return fs
+}
+
+// open returns the open-job gauge of each status on queue q.
+func (h *meterHarness) open() map[Status]float64 {
+	fs := h.scrape()
+	out := map[Status]float64{}
+	for _, s := range Statuses() {
+		if v := fs.Value(metrics.EngineJobs, "status", s.String(), "queue", "q"); v != 0 {
+			out[s] = v
+		}
+	}
+	return out
+}
+
+func sameCounts(a, b map[Status]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// The open-job gauge follows every status change a command writes, the
+// closed counter every end, and a recount from the status index agrees
+// with what the commits added up to at every step.
+func TestMeterFollowsStatusChanges(t *testing.T) {
+	h := newMeterHarness(t)
+	steps := []struct {
+		name string
+		run  func()
+		want map[Status]float64
+	}{
+		{"two creates", func() {
+			h.do(&CreateJob{Type: "t", Queue: "q"})
+			h.do(&CreateJob{Type: "t", Queue: "q"})
+		}, map[Status]float64{StatusQueued: 2}},
+		{"a claim", func() { h.claim() }, map[Status]float64{StatusQueued: 1, StatusRunning: 1}},
+		{"a completion", func() {
+			h.do(&Complete{LeaseRef: LeaseRef{Job: 1, Attempt: 1}})
+		}, map[Status]float64{StatusQueued: 1}},
+		{"continue-as-new after a delay: the new run is Queued and Retrying in one command", func() {
+			j := h.claim()
+			h.do(&ContinueAsNew{LeaseRef: LeaseRef{Job: j.Job, Attempt: j.Attempt}, DelayMS: 1000})
+		}, map[Status]float64{StatusRetrying: 1}},
+		{"the delay ends", func() {
+			h.clk.Advance(2 * time.Second)
+			h.do(&ReleaseDelayed{Max: 10})
+		}, map[Status]float64{StatusQueued: 1}},
+		{"a lease runs out", func() {
+			h.claim()
+			h.clk.Advance(5 * time.Second)
+			h.do(&Reclaim{Max: 10})
+		}, map[Status]float64{StatusQueued: 1}},
+		{"a wait on a timer that fires 2 s late", func() {
+			j := h.claim()
+			due := h.clk.Now().Add(time.Second).UnixMilli()
+			h.do(&Wait{LeaseRef: LeaseRef{Job: j.Job, Attempt: j.Attempt}, SeenSeq: j.LastSeq, Spec: WaitSpec{TimerID: "t1", TimerAtMS: due}})
+			h.clk.Advance(3 * time.Second)
+			h.do(&FireTimers{Max: 10})
+		}, map[Status]float64{StatusQueued: 1}},
+	}
+	for _, st := range steps {
+		st.run()
+		got := h.open()
+		if !sameCounts(got, st.want) {
+			t.Fatalf("after %s: open jobs %v, want %v", st.name, got, st.want)
+		}
+		if err := h.mt.Count(h.db); err != nil {
+			t.Fatal(err)
+		}
+		if recount := h.open(); !sameCounts(recount, got) {
+			t.Fatalf("after %s: a recount from the status index gives %v, the commits added up to %v", st.name, recount, got)
+		}
+	}
+	fs := h.scrape()
+	checks := []struct {
+		what string
+		got  float64
+		want float64
+	}{
+		{"jobs closed Completed", fs.Value(metrics.EngineJobsClosed, "status", "Completed", "queue", "q"), 2},
+		{"reclaims", fs.Value(metrics.EngineReclaims), 1},
+		{"timers fired", fs.Value(metrics.EngineTimerLateness), 1},
+		{"their lateness in seconds", fs.Sum(metrics.EngineTimerLateness), 2},
+		{"creates applied", fs.Value(metrics.EngineCommands, "kind", "CreateJob", "outcome", "ok"), 2},
+		{"creates timed", fs.Value(metrics.EngineApplySeconds, "kind", "CreateJob"), 2},
+		{"commits", fs.Value(metrics.EngineCommits), fs.Value(metrics.EngineBatchCommands)},
+		{"syncs of an in-memory store", fs.Value(metrics.EngineSyncs), 0},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", c.what, c.got, c.want)
+		}
+	}
+
+	// Refused fenced writes count as stale attempts, a heartbeat's
+	// refusal included, and a refused command as its error's outcome.
+	if _, err := h.log.Propose(context.Background(), &Complete{LeaseRef: LeaseRef{Job: 3, Attempt: 99}}); err == nil {
+		t.Fatal("a completion by attempt 99 was accepted")
+	}
+	h.do(&Heartbeat{Leases: []LeaseRef{{Job: 3, Attempt: 99}}, LeaseMS: 1000})
+	fs = h.scrape()
+	if got := fs.Value(metrics.EngineStaleAttempts, "kind", "Complete"); got != 1 {
+		t.Errorf("stale completions: %v, want 1", got)
+	}
+	if got := fs.Value(metrics.EngineStaleAttempts, "kind", "Heartbeat"); got != 1 {
+		t.Errorf("stale heartbeats: %v, want 1", got)
+	}
+	if got := fs.Value(metrics.EngineCommands, "kind", "Complete", "outcome", "stale_attempt"); got != 1 {
+		t.Errorf("completions refused as stale: %v, want 1", got)
+	}
+}
+
+// A reopened store's gauge starts from its status index, not from zero.
+func TestOpenCountsOpenJobs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	e, err := Open(Config{Dir: dir, DisableScheduler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := e.Create(context.Background(), CreateJob{Type: "t", Queue: "q"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Claim(context.Background(), Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	closeOK(t, e)
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err = Open(Config{Dir: dir, DisableScheduler: true, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, e)
+	fs, err := metricstest.Gather(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, r := fs.Value(metrics.EngineJobs, "status", "Queued", "queue", "q"), fs.Value(metrics.EngineJobs, "status", "Running", "queue", "q"); q != 2 || r != 1 {
+		t.Fatalf("after reopening: %v Queued and %v Running, want 2 and 1", q, r)
+	}
+	// A durable store syncs at every commit.
+	if _, err := e.Create(context.Background(), CreateJob{Type: "t", Queue: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	if fs, _ = metricstest.Gather(reg); fs.Value(metrics.EngineSyncs) != 1 {
+		t.Fatalf("syncs after one create: %v, want 1", fs.Value(metrics.EngineSyncs))
+	}
+}
+
+// With no metrics the engine has no Meter at all.
+func TestNilMeterCostsNothing(t *testing.T) {
+	var mt *Meter
+	if NewMeter(nil) != nil || !mt.Start().IsZero() {
+		t.Fatal("a nil Meter reads the clock")
+	}
+	mt.Applied(&CreateJob{}, nil, nil, time.Time{})
+	mt.Stage(mt.Diff(nil, &CreateJob{}, nil))
+	mt.Committed(1, time.Time{}, true)
+	mt.Discard()
+	mt.Synced()
+	if err := mt.Count(nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkMeteredCycle: create, claim and complete of one job through an
+// in-memory LocalLog (no sync: what is left is CPU), with and without a
+// Meter. ns/op is one cycle of three commands; the difference is what the
+// metrics cost each of them.
+func BenchmarkMeteredCycle(b *testing.B) {
+	for _, metered := range []bool{false, true} {
+		b.Run(fmt.Sprintf("metrics=%v", metered), func(b *testing.B) {
+			db, err := storage.Open(storage.Options{InMemory: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer closeOK(b, db)
+			var mt *Meter
+			if metered {
+				m, err := metrics.New(prometheus.NewRegistry())
+				if err != nil {
+					b.Fatal(err)
+				}
+				mt = NewMeter(m)
+			}
+			l, err := NewLocalLog(LocalLogConfig{DB: db, Meter: mt})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer closeOK(b, l)
+			ctx := context.Background()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := l.Propose(ctx, &CreateJob{Type: "t", Queue: "q", Input: benchInput}); err != nil {
+					b.Fatal(err)
+				}
+				res, err := l.Propose(ctx, &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
+				if err != nil {
+					b.Fatal(err)
+				}
+				j := res.(*ClaimResult).Jobs[0]
+				if _, err := l.Propose(ctx, &Complete{LeaseRef: LeaseRef{Job: j.Job, Attempt: j.Attempt}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// The metrics' scan of a job record reads what a full decode reads, and
+// refuses what is not a job record.
+func TestScanQueueStatus(t *testing.T) {
+	for _, j := range []*Job{
+		{ID: 1, WorkflowID: "w", Type: "t", Queue: "orders", Status: StatusQueued},
+		{ID: 1 << 40, WorkflowID: strings.Repeat("x", 300), Type: "", Queue: "", Status: StatusSuspended, Attempt: 7,
+			Timers: []Timer{{ID: "a", FireMS: 9}}, Wait: &WaitSpec{Signals: []string{"s"}}},
+	} {
+		b := EncodeJob(j)
+		q, st, ok := scanQueueStatus(b)
+		if !ok || q != j.Queue || st != j.Status {
+			t.Errorf("scan of %+v: %q %v %v", j, q, st, ok)
+		}
+	}
+	for _, b := range [][]byte{nil, {1}, {2, 1, 0x80}, {1, 1, 0xc1}, {1, 1, 0x81, 0xa2, 'q', 'u', 0x01}} {
+		if _, _, ok := scanQueueStatus(b); ok {
+			t.Errorf("scan of %x succeeded", b)
+		}
+	}
+}
+
+// FuzzScanQueueStatus: the metrics' scan of a job record never panics on
+// any bytes, and reads what the decode reads from every record the engine
+// writes (the decoded record, encoded again). A record no engine writes,
+// say one with a key twice, may read otherwise; the open-job gauge would
+// then be off for it, nothing else.
+func FuzzScanQueueStatus(f *testing.F) {
+	f.Add(EncodeJob(&Job{ID: 1, WorkflowID: "w", Type: "t", Queue: "q", Status: StatusRunning}))
+	f.Add(EncodeJob(&Job{ID: 9, Queue: "", Status: StatusParked, Wait: &WaitSpec{Park: true}}))
+	f.Add([]byte{1, 1, 0x80})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		scanQueueStatus(b)
+		var j Job
+		if _, err := storage.Decode(b, storage.KindJob, jobVersion, &j); err != nil {
+			return
+		}
+		if q, st, ok := scanQueueStatus(EncodeJob(&j)); !ok || q != j.Queue || st != j.Status {
+			t.Fatalf("scan of the record of %+v read %q %v %v", j, q, st, ok)
+		}
+	})
+}
