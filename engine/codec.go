@@ -105,12 +105,19 @@ func decodeRecord(b []byte) (CommandKind, Result, []byte, error) {
 // requestDigest fingerprints cmd's body for its request record: SHA-256 of
 // its canonical encoding (the log's msgpack, fields in declaration order,
 // no maps) with the header's NowMS and By left out, since the log stamps
-// the one and the server the other, and a retry may differ in both. It
-// borrows cmd's header for the encoding and puts it back.
+// the one and the server the other, and a retry may differ in both. A
+// start's TraceParent is left out too: it names the span of the attempt
+// that sent it, so a retry of the same start carries another. It borrows
+// cmd's fields for the encoding and puts them back.
 func requestDigest(cmd Command) ([]byte, error) {
 	h := cmd.Head()
 	saved := *h
 	h.NowMS, h.By = 0, ""
+	if c, ok := cmd.(*CreateJob); ok && c.TraceParent != "" {
+		tp := c.TraceParent
+		c.TraceParent = ""
+		defer func() { c.TraceParent = tp }()
+	}
 	b, err := msgpack.Marshal(cmd)
 	*h = saved
 	if err != nil {

@@ -97,9 +97,11 @@ func TestRequestIDReuseWithAnotherBodyIsRefused(t *testing.T) {
 	}
 	sameStore(t, before, h.snapshot())
 
-	// The same body later, from someone else: the first result.
+	// The same body later, from someone else, in another span of the
+	// caller's trace: the first result.
 	h.now += 5000
-	again := h.must(&CreateJob{Header: Header{RequestID: "rq-a", By: "someone"}, WorkflowID: "A", Type: "t", Queue: "q"})
+	again := h.must(&CreateJob{Header: Header{RequestID: "rq-a", By: "someone"}, WorkflowID: "A", Type: "t", Queue: "q",
+		TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
 	if !reflect.DeepEqual(again, a) {
 		t.Fatalf("retry answered %+v, first %+v", again, a)
 	}
