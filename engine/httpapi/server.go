@@ -134,7 +134,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		c.fail(err)
 		return
 	}
-	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, who)))
+	routed := r.WithContext(context.WithValue(r.Context(), identityKey{}, who))
+	s.mux.ServeHTTP(w, routed)
+	// The mux wrote the route it matched into the copy; instrument reads
+	// it from the request it was given.
+	r.Pattern = routed.Pattern
 }
 
 // authenticate finds who the request comes from.
