@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -65,49 +66,68 @@ func forgeVote(t *testing.T, target, asID string, term uint64) bool {
 }
 
 // With mutual TLS between the nodes, a forged RequestVote from a peer
-// without a node certificate is refused in the handshake: the leader keeps
-// its term and its leadership, and writes go on succeeding while the
-// forgery is repeated every 200 ms. (Without TLS one such vote deposed the
-// leader, and 23 of 24 writes failed while it was repeated.)
+// without a node certificate is refused in the handshake: no node ever
+// takes the forged term, and writes go on succeeding while the forgery is
+// repeated every 200 ms. (Without TLS one such vote moved the leader to the
+// forged term and deposed it, and 23 of 24 writes failed while it was
+// repeated.) The checks hold against the forged terms, not against the
+// term staying the same: on a loaded machine the test cluster's short
+// timeouts may hold a real election, which raises the term by one or two.
 func TestForgedVoteWithoutCertificateIsRefused(t *testing.T) {
 	p := newTestPKI(t)
 	c := newTestCluster(t, 3, func(cfg *Config) { cfg.TLS = p.peer(t, cfg.ID) })
 	c.waitLeaderIs("n1")
-	leader := c.live()["n1"]
-	term := leader.Raft().CurrentTerm()
+	term := c.live()["n1"].Raft().CurrentTerm()
+	maxTerm := func() uint64 {
+		var m uint64
+		for _, n := range c.live() {
+			m = max(m, n.Raft().CurrentTerm())
+		}
+		return m
+	}
 	if forgeVote(t, c.addrs["n1"], "n2", term+10) {
 		t.Error("the leader answered a RequestVote from a peer without a certificate")
 	}
-	if got := leader.Raft().CurrentTerm(); got != term || !leader.IsLeader() {
-		t.Fatalf("after the forged vote: term %d (was %d), leader %v", got, term, leader.IsLeader())
+	if got := maxTerm(); got >= term+10 {
+		t.Fatalf("after the forged vote a node is at term %d, the forged one was %d", got, term+10)
 	}
 	stop := make(chan struct{})
-	done := make(chan struct{})
+	answered := make(chan int, 1)
 	go func() {
-		defer close(done)
+		n := 0
+		defer func() { answered <- n }()
 		for {
 			select {
 			case <-stop:
 				return
 			case <-time.After(200 * time.Millisecond):
-				forgeVote(t, c.addrs["n1"], "n3", term+100)
+				if forgeVote(t, c.addrs["n1"], "n3", term+100) {
+					n++
+				}
 			}
 		}
 	}()
 	failed := 0
 	for i := range 24 {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := leader.Engine().Create(ctx, engine.CreateJob{WorkflowID: "wf-" + string(rune('a'+i)), Type: "t", Queue: "q"})
-		cancel()
+		err := c.do(func(e *engine.Engine) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, err := e.Create(ctx, engine.CreateJob{Header: engine.Header{RequestID: fmt.Sprintf("rq-%d", i)},
+				WorkflowID: fmt.Sprintf("wf-%d", i), Type: "t", Queue: "q"})
+			return err
+		})
 		if err != nil {
 			failed++
+			t.Logf("write %d: %v", i, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	close(stop)
-	<-done
-	if failed > 0 || leader.Raft().CurrentTerm() != term {
-		t.Fatalf("%d of 24 writes failed under repeated forged votes; term %d, was %d", failed, leader.Raft().CurrentTerm(), term)
+	if n := <-answered; n > 0 {
+		t.Errorf("%d forged votes were answered", n)
+	}
+	if got := maxTerm(); failed > 0 || got >= term+100 {
+		t.Fatalf("%d of 24 writes failed under repeated forged votes; highest term %d, the forged one %d", failed, got, term+100)
 	}
 }
 
