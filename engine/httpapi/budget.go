@@ -21,6 +21,9 @@ import (
 // it for minutes.
 type bodyBudget struct {
 	max int64
+	// wait bounds a request's wait for room: bodyBudgetWait, shorter in
+	// tests.
+	wait time.Duration
 
 	mu      sync.Mutex
 	free    int64
@@ -35,7 +38,7 @@ type bodyBudget struct {
 const giveBackEvery = time.Second
 
 func newBodyBudget(max int64) *bodyBudget {
-	return &bodyBudget{max: max, free: max, changed: make(chan struct{}), gc: debug.FreeOSMemory}
+	return &bodyBudget{max: max, wait: bodyBudgetWait, free: max, changed: make(chan struct{}), gc: debug.FreeOSMemory}
 }
 
 // acquire reserves n bytes, waiting until they are free or ctx ends.

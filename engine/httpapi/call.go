@@ -32,9 +32,9 @@ type call struct {
 // readBody buffers the body, refusing one over MaxBodyBytes with 413
 // before anything is decoded (before anything is read, when its
 // Content-Length says so). Its bytes are reserved from the Server's body
-// budget first, and held until the request is answered (call.release): a
-// body with a Content-Length is read into one buffer of exactly that size;
-// one without grows in reserved steps. A request that cannot reserve its
+// budget first, twice over (see decodedShare), and held until the request
+// is answered (call.release): a body with a Content-Length is read into
+// one buffer of exactly that size; one without grows in reserved steps. A request that cannot reserve its
 // bytes within bodyBudgetWait is answered 503 (ErrBusy), and its client
 // tries again.
 func (c *call) readBody() error {
@@ -45,11 +45,11 @@ func (c *call) readBody() error {
 	if n := c.r.ContentLength; n > limit {
 		return bodyTooLarge(limit)
 	}
-	ctx, cancel := context.WithTimeout(c.r.Context(), bodyBudgetWait)
+	ctx, cancel := context.WithTimeout(c.r.Context(), c.s.budget.wait)
 	defer cancel()
 	body := http.MaxBytesReader(c.w, c.r.Body, limit)
 	if n := c.r.ContentLength; n >= 0 {
-		if err := c.reserve(ctx, n); err != nil {
+		if err := c.reserveBody(ctx, n); err != nil {
 			return err
 		}
 		buf := make([]byte, n)
@@ -69,7 +69,7 @@ func (c *call) readBody() error {
 	for {
 		if len(buf) == cap(buf) {
 			grown := slices.Grow(buf, bodyStep)
-			if err := c.reserve(ctx, int64(cap(grown)-cap(buf))); err != nil {
+			if err := c.reserveBody(ctx, int64(cap(grown)-cap(buf))); err != nil {
 				return err
 			}
 			buf = grown
@@ -95,6 +95,20 @@ const bodyStep = 64 << 10
 // bodyBudgetWait bounds the wait for a body's bytes to be free in the
 // budget; then the request is answered 503 and its client tries again.
 const bodyBudgetWait = 5 * time.Second
+
+// decodedShare is how many bytes of the budget a body's byte takes: its
+// own, and one more for the values decoded from it, which hold about as
+// much (a msgpack payload is copied out of the body whole, a JSON one
+// base64-decoded to three quarters of its length) until the request is
+// answered.
+const decodedShare = 2
+
+// reserveBody reserves the budget n more body bytes take, decodedShare
+// each, but never more in all than the whole budget, which must always
+// fit one body of MaxBodyBytes.
+func (c *call) reserveBody(ctx context.Context, n int64) error {
+	return c.reserve(ctx, min(decodedShare*n, c.s.budget.max-c.reserved))
+}
 
 // reserve reserves n more bytes of the body budget for this request.
 func (c *call) reserve(ctx context.Context, n int64) error {

@@ -40,8 +40,10 @@ type ServerConfig struct {
 	// engine's own Limits still apply to what the body carries.
 	MaxBodyBytes int64
 	// MaxInflightBodyBytes bounds the request body bytes held at once by
-	// all the requests being served: a request waits (up to 5 s, then
-	// 503 ErrBusy) until its body's bytes fit. 0 means
+	// all the requests being served, each body counted twice: its bytes
+	// and the values decoded from them (a request never reserves more
+	// than the whole budget). A request waits (up to 5 s, then 503
+	// ErrBusy) until its body fits. 0 means
 	// DefaultMaxInflightBodyBytes (64 MiB); it must be at least
 	// MaxBodyBytes.
 	MaxInflightBodyBytes int64

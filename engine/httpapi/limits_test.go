@@ -174,13 +174,13 @@ func TestConnectionCap(t *testing.T) {
 // answered, and once the burst is over the memory is given back.
 func TestBodyBudgetBoundsConcurrentBodies(t *testing.T) {
 	e := openEngine(t, engine.Limits{MaxPayloadBytes: 1 << 20})
-	s, addr := serveReal(t, ServerConfig{Service: e, MaxBodyBytes: 1 << 20, MaxInflightBodyBytes: 2 << 20})
+	s, addr := serveReal(t, ServerConfig{Service: e, MaxBodyBytes: 1 << 20, MaxInflightBodyBytes: 4 << 20})
 	var gcs atomic.Int64
 	s.budget.gc = func() { gcs.Add(1) }
 	body := mustJSON(t, engine.CreateJob{Type: "T", Queue: "q", Input: bytes.Repeat([]byte("x"), 700_000)})
 
 	// Two connections send all but the last byte of a body that fits the
-	// budget only once each: the budget is then full.
+	// budget only twice: the budget is then full.
 	var stalled []net.Conn
 	for range 2 {
 		c, err := net.Dial("tcp", addr)
@@ -193,7 +193,9 @@ func TestBodyBudgetBoundsConcurrentBodies(t *testing.T) {
 		}
 		stalled = append(stalled, c)
 	}
-	waitFor(t, func() bool { return s.budget.inUse() == int64(2*len(body)) })
+	// Each body reserves twice its length: its bytes and what is decoded
+	// from them.
+	waitFor(t, func() bool { return s.budget.inUse() == int64(2*decodedShare*len(body)) })
 	// A third must wait for room.
 	var third sync.WaitGroup
 	third.Add(1)
@@ -204,7 +206,7 @@ func TestBodyBudgetBoundsConcurrentBodies(t *testing.T) {
 		status.Store(int64(r.status))
 	}()
 	time.Sleep(300 * time.Millisecond)
-	if status.Load() != 0 || s.budget.inUse() > 2<<20 {
+	if status.Load() != 0 || s.budget.inUse() > 4<<20 {
 		t.Fatalf("a body beyond the budget was taken: status %d, %d bytes in use", status.Load(), s.budget.inUse())
 	}
 	// One stalled body completes: the third gets its room and is served.
@@ -236,6 +238,56 @@ func TestBodyBudgetBoundsConcurrentBodies(t *testing.T) {
 	big := bytes.Repeat([]byte("x"), 2<<20)
 	if r := doRaw(t, "POST", "http://"+addr+"/v1/jobs", big, map[string]string{"Content-Type": contentJSON}); r.status != http.StatusRequestEntityTooLarge {
 		t.Fatalf("an oversized body answered %d", r.status)
+	}
+}
+
+// A request that finds no room in the body budget within its wait is
+// answered 503 busy, naming the limit, and writes nothing; the Client,
+// which retries a 503, gets through once a body is answered and its
+// bytes come back.
+func TestFullBodyBudgetAnswersBusy(t *testing.T) {
+	e := openEngine(t, engine.Limits{MaxPayloadBytes: 1 << 20})
+	s, addr := serveReal(t, ServerConfig{Service: e, MaxBodyBytes: 1 << 20, MaxInflightBodyBytes: 1 << 20})
+	s.budget.wait = 200 * time.Millisecond
+	body := mustJSON(t, engine.CreateJob{Type: "T", Queue: "q", Input: bytes.Repeat([]byte("x"), 400_000)})
+	stalled, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stalled.Close() }()
+	if _, err := fmt.Fprintf(stalled, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:len(body)-1]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return s.budget.inUse() == 1<<20 }) // twice the body is more than the budget: all of it
+	before := keyspaceHash(t, e)
+	r := doRaw(t, "POST", "http://"+addr+"/v1/jobs", body, map[string]string{"Content-Type": contentJSON})
+	if r.status != http.StatusServiceUnavailable {
+		t.Fatalf("a body beyond a full budget: %d %s", r.status, r.body)
+	}
+	if b := errorBodyOf(t, r); b.Name != "busy" || !strings.Contains(b.Message, "MaxInflightBodyBytes") {
+		t.Fatalf("error %q %q", b.Name, b.Message)
+	}
+	if keyspaceHash(t, e) != before {
+		t.Fatal("a busy answer wrote")
+	}
+	cl, err := NewClient(ClientConfig{Addrs: []string{addr}, RetryTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := cl.Create(context.Background(), engine.CreateJob{WorkflowID: "after-busy", Type: "T", Queue: "q", Input: bytes.Repeat([]byte("y"), 400_000)})
+		done <- err
+	}()
+	time.Sleep(500 * time.Millisecond) // the budget is full: the client waits, is refused busy, retries
+	if _, err := stalled.Write(body[len(body)-1:]); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.ReadResponse(bufio.NewReader(stalled), nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the stalled body: %v %v", resp, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the client's start after the budget freed: %v", err)
 	}
 }
 
