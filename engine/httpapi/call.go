@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -53,14 +54,14 @@ func (c *call) readBody() error {
 			return err
 		}
 		buf := make([]byte, n)
-		if _, err := io.ReadFull(body, buf); err != nil {
-			return fmt.Errorf("httpapi: reading the request body: %w", err)
+		if got, err := io.ReadFull(body, buf); err != nil {
+			return c.bodyReadError(int64(got), err)
 		}
 		// One more read meets the body's end, which is when net/http
 		// starts watching the connection for the client going away (and
 		// ends a long poll whose caller left).
 		if _, err := body.Read(make([]byte, 1)); err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("httpapi: reading the request body: %w", err)
+			return c.bodyReadError(n, err)
 		}
 		c.body = buf
 		return nil
@@ -84,9 +85,24 @@ func (c *call) readBody() error {
 		case errors.As(err, &tooBig):
 			return bodyTooLarge(tooBig.Limit)
 		case err != nil:
-			return fmt.Errorf("httpapi: reading the request body: %w", err)
+			return c.bodyReadError(int64(len(buf)), err)
 		}
 	}
+}
+
+// bodyReadError says why a body could not be read, got bytes into it: it
+// came too slowly (ReadTimeout passed; 408), or its connection ended
+// before its Content-Length (400). Either way the fault is the client's,
+// and the answer reaches it if it still listens.
+func (c *call) bodyReadError(got int64, err error) error {
+	of := ""
+	if n := c.r.ContentLength; n >= 0 {
+		of = fmt.Sprintf(" of its %d", n)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("%w: %d bytes%s came within the server's read timeout (%v)", ErrBodyTimeout, got, of, c.s.cfg.ReadTimeout)
+	}
+	return fmt.Errorf("%w: the request body ended after %d bytes%s: %v", engine.ErrInvalidCommand, got, of, err)
 }
 
 // bodyStep is how much more a body of unknown length reserves at a time.

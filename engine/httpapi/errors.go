@@ -28,6 +28,9 @@ var (
 	// ErrQueryFailed: the workflow's query handler (or the worker running
 	// it) returned an error.
 	ErrQueryFailed = errors.New("httpapi: query failed")
+	// ErrBodyTimeout: the request's body did not arrive within the
+	// server's ReadTimeout, and the connection is closed.
+	ErrBodyTimeout = errors.New("httpapi: request body too slow")
 	// ErrBusy: the server holds as many request body bytes as it may
 	// (ServerConfig.MaxInflightBodyBytes); the request may be tried again.
 	ErrBusy = errors.New("httpapi: server busy")
@@ -85,6 +88,7 @@ var wireErrors = []wireError{
 	{"illegal_transition", http.StatusConflict, engine.ErrIllegalTransition},
 	{"unknown_command", http.StatusBadRequest, engine.ErrUnknownCommand},
 	{"payload_too_large", http.StatusRequestEntityTooLarge, engine.ErrPayloadTooLarge},
+	{"body_timeout", http.StatusRequestTimeout, ErrBodyTimeout},
 	{"invalid_command", http.StatusBadRequest, engine.ErrInvalidCommand},
 	{"workflow_exists", http.StatusConflict, engine.ErrWorkflowExists},
 	{"job_closed", http.StatusConflict, engine.ErrJobClosed},

@@ -64,8 +64,42 @@ func TestSlowAndIdleConnectionsAreClosed(t *testing.T) {
 	if _, err := fmt.Fprint(slow, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"type\":"); err != nil {
 		t.Fatal(err)
 	}
+	// It is told why before the connection closes: 408, not a server error.
+	_ = slow.SetReadDeadline(time.Now().Add(3 * time.Second))
+	br := bufio.NewReader(slow)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("a connection whose body stalled got no answer within 3 s (ReadTimeout 300 ms): %v", err)
+	}
+	msg, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(msg), `"body_timeout"`) ||
+		!strings.Contains(string(msg), "8 bytes of its 100 came within the server's read timeout (300ms)") {
+		t.Fatalf("the stalled body was answered %d %s (%v)", resp.StatusCode, msg, err)
+	}
 	if !closedWithin(slow, 3*time.Second) {
 		t.Fatal("a connection whose body stalled was still open after 3 s (ReadTimeout 300 ms)")
+	}
+
+	// A body that ends before its Content-Length is the client's fault too.
+	short, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = short.Close() }()
+	if _, err := fmt.Fprint(short, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{}"); err != nil {
+		t.Fatal(err)
+	}
+	if err := short.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	_ = short.SetReadDeadline(time.Now().Add(3 * time.Second))
+	resp, err = http.ReadResponse(bufio.NewReader(short), nil)
+	if err != nil {
+		t.Fatalf("a body cut short got no answer: %v", err)
+	}
+	msg, err = io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(msg), "ended after 2 bytes of its 100") {
+		t.Fatalf("a body cut short was answered %d %s (%v)", resp.StatusCode, msg, err)
 	}
 
 	idle, err := net.Dial("tcp", addr)
@@ -76,7 +110,7 @@ func TestSlowAndIdleConnectionsAreClosed(t *testing.T) {
 	if _, err := fmt.Fprint(idle, "GET /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(idle), nil)
+	resp, err = http.ReadResponse(bufio.NewReader(idle), nil)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("the first request: %v %v", resp, err)
 	}
