@@ -123,6 +123,11 @@ func (a *applier) dispatch(cmd Command) (Result, error) {
 	case *ContinueAsNew:
 		return a.continueAsNew(c)
 	case *Terminate:
+		if c.ByParent != nil {
+			if err := a.childOf(c.Target, *c.ByParent); err != nil {
+				return nil, err
+			}
+		}
 		return a.lifecycle(c.Target, Event{Type: EventJobTerminated, Reason: c.Reason, Payload: EncodeTerminatedFailure(c.Reason), By: c.By})
 	case *ExpireDeadlines:
 		return a.expireDeadlines(c)

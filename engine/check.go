@@ -291,6 +291,9 @@ func (c *Terminate) check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.target(c.Target)
 	ch.name("Reason", c.Reason, false)
+	if p := c.ByParent; ch.err == nil && p != nil && (p.Job == 0 || p.Attempt == 0) {
+		ch.fail("ByParent", "needs the parent's job and attempt")
+	}
 	return ch.err
 }
 

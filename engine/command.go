@@ -354,6 +354,12 @@ type Terminate struct {
 	Header
 	Target
 	Reason string `json:"reason,omitempty" msgpack:"r,omitempty"`
+	// ByParent, when set, is the lease of the parent run on whose behalf
+	// a worker terminates a child (its parent-close policy): the command
+	// is refused unless that lease is the parent's current one and the
+	// target is that parent's child. The HTTP API lets a worker terminate
+	// only so; anything else needs an admin.
+	ByParent *LeaseRef `json:"by_parent,omitempty" msgpack:"bp,omitempty"`
 }
 
 // ExpireDeadlines ends as TimedOut up to Max jobs whose execution, run or

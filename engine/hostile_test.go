@@ -177,3 +177,44 @@ func TestStoredNonFiniteCoefficientStillReadsAsJSON(t *testing.T) {
 		t.Fatalf("a finite policy wrote %s, %v", b, err)
 	}
 }
+
+// A parent run terminates its child, as its parent-close policy says,
+// with its own lease (Terminate.ByParent): the engine takes it only while
+// that lease is current and only for the parent's own child. Anything
+// else is refused, and nothing is written.
+func TestTerminateByParentOnlyReachesItsChildren(t *testing.T) {
+	h := newHarness(t)
+	parent := h.must(&CreateJob{WorkflowID: "parent", Type: "p", Queue: "pq"}).(*CreateResult).Job
+	c := h.must(&Claim{Queue: "pq", Owner: "w", Max: 1, LeaseMS: 60_000}).(*ClaimResult).Jobs[0]
+	ref := LeaseRef{Job: parent, Attempt: c.Attempt}
+	child := h.must(&CreateJob{WorkflowID: "child", Type: "c", Queue: "cq", ParentID: parent, ParentStep: "1"}).(*CreateResult).Job
+	stranger := h.create("stranger")
+
+	before := h.snapshot()
+	for _, bad := range []struct {
+		name string
+		cmd  *Terminate
+		want error
+	}{
+		{"a job that is not its child", &Terminate{Target: Target{WorkflowID: "stranger"}, ByParent: &ref}, ErrUnknownJob},
+		{"a stale lease of the parent", &Terminate{Target: Target{Job: child}, ByParent: &LeaseRef{Job: parent, Attempt: ref.Attempt + 1}}, ErrStaleAttempt},
+		{"the child naming itself its parent", &Terminate{Target: Target{Job: child}, ByParent: &LeaseRef{Job: child, Attempt: 1}}, ErrStaleAttempt},
+		{"a lease without its attempt", &Terminate{Target: Target{Job: child}, ByParent: &LeaseRef{Job: parent}}, ErrInvalidCommand},
+	} {
+		if _, err := h.apply(bad.cmd); !errors.Is(err, bad.want) {
+			t.Errorf("%s: %v, want %v", bad.name, err, bad.want)
+		}
+		sameStore(t, before, h.snapshot())
+	}
+	if s := h.job(stranger).Status; s != StatusQueued {
+		t.Fatalf("the stranger is %s", s)
+	}
+	h.must(&Terminate{Header: Header{By: "wendy"}, Target: Target{WorkflowID: "child"}, Reason: "parent closed", ByParent: &ref})
+	if j := h.job(child); j.Status != StatusTerminated {
+		t.Fatalf("the child is %s, want Terminated", j.Status)
+	}
+	if ev := h.lastEvent(child); ev.Type != EventJobTerminated || ev.By != "wendy" {
+		t.Fatalf("the child's last event: %+v", ev)
+	}
+	h.verify()
+}

@@ -175,9 +175,12 @@ func TestHostileRequestsAreRefused(t *testing.T) {
 	work := []route{{"POST", "/v1/jobs/claim"}, {"POST", "/v1/jobs/heartbeat"}, {"POST", "/v1/jobs/append"}, {"POST", "/v1/jobs/commit-step"},
 		{"POST", "/v1/jobs/wait"}, {"POST", "/v1/jobs/complete"}, {"POST", "/v1/jobs/fail"}, {"POST", "/v1/jobs/requeue"},
 		{"POST", "/v1/jobs/continue-as-new"}, {"POST", "/v1/query/poll"}, {"POST", "/v1/query/answer"}}
-	admin := []route{{"POST", "/v1/jobs/terminate"}, {"POST", "/v1/cluster/members"}, {"DELETE", "/v1/cluster/members/n1"}, {"POST", "/v1/cluster/leader/transfer"}}
-	forbidden(readerToken, "reader", append(append(append([]route{}, writes...), work...), admin...)...)
-	forbidden(clientToken, "client", append(append([]route{}, work...), admin...)...)
+	admin := []route{{"POST", "/v1/cluster/members"}, {"DELETE", "/v1/cluster/members/n1"}, {"POST", "/v1/cluster/leader/transfer"}}
+	// Terminate is a worker's route, for its own run's children; the
+	// worker's other terminations are refused below.
+	terminate := route{"POST", "/v1/jobs/terminate"}
+	forbidden(readerToken, "reader", append(append(append([]route{terminate}, writes...), work...), admin...)...)
+	forbidden(clientToken, "client", append(append([]route{terminate}, work...), admin...)...)
 	forbidden(workerToken, "worker", admin...)
 	// A worker cannot write what only the engine writes.
 	for _, typ := range []engine.EventType{engine.EventSignalReceived, engine.EventCancelRequested, engine.EventTimerFired, engine.EventStepCommitted, engine.EventEffectRecorded, engine.EventJobCompleted} {
@@ -202,7 +205,11 @@ func TestHostileRequestsAreRefused(t *testing.T) {
 		// still has to be well formed.
 		tc{"join without an id", adminToken, "POST", "/v1/cluster/members", "", []byte(`{"raft_addr":"10.0.0.1:7281"}`), 400, "invalid_command", "id and raft_addr"},
 		tc{"join as a worker", workerToken, "POST", "/v1/cluster/members", "", join, 403, "forbidden", "needs the admin role"},
-		tc{"terminate as a client", clientToken, "POST", "/v1/jobs/terminate", "", target, 403, "forbidden", "needs the admin role"},
+		tc{"terminate as a client", clientToken, "POST", "/v1/jobs/terminate", "", target, 403, "forbidden", "needs the worker role"},
+		// A worker terminates only its own run's children, with its lease.
+		tc{"terminate as a worker", workerToken, "POST", "/v1/jobs/terminate", "", target, 403, "forbidden", "needs the admin role; token \"wendy\" has the worker role"},
+		tc{"terminate a stranger as its parent", workerToken, "POST", "/v1/jobs/terminate", "", mustJSON(t, engine.Terminate{Target: engine.Target{WorkflowID: "wf-queued"}, ByParent: &ref}), 404, "unknown_job", "is not a child of job"},
+		tc{"terminate as a parent without its lease", workerToken, "POST", "/v1/jobs/terminate", "", mustJSON(t, engine.Terminate{Target: engine.Target{WorkflowID: "wf-queued"}, ByParent: &engine.LeaseRef{Job: ref.Job, Attempt: ref.Attempt + 1}}), 409, "stale_attempt", "stale attempt"},
 		// Reads that would wrap or run away.
 		tc{"cursor past the largest id", readerToken, "GET", "/v1/jobs?after=18446744073709551616", "", nil, 400, "invalid_command", "after="},
 		tc{"negative wait", readerToken, "GET", "/v1/jobs/1/history?wait=-1s", "", nil, 400, "invalid_command", "wait="},

@@ -70,7 +70,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/jobs/requeue", RoleWorker, command(svc.Requeue))
 	s.handle("POST /v1/jobs/request-cancel", RoleClient, command(svc.RequestCancel))
 	s.handle("POST /v1/jobs/continue-as-new", RoleWorker, command(svc.ContinueAsNew))
-	s.handle("POST /v1/jobs/terminate", RoleAdmin, command(svc.Terminate))
+	s.handle("POST /v1/jobs/terminate", RoleWorker, s.terminate)
 
 	s.handle("GET /v1/jobs", RoleReader, s.list)
 	s.handle("GET /v1/jobs/{job}", RoleReader, s.describe)
@@ -245,6 +245,22 @@ func (s *Server) handle(pattern string, role Role, h handler) {
 // A ResponseWriter that cannot move it (a test recorder) is left as it is.
 func (s *Server) extendDeadlines(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.MaxWait + s.cfg.WriteTimeout))
+}
+
+// terminate serves POST /v1/jobs/terminate: an admin may terminate any
+// run; a worker only a child of the run whose lease it holds, as that
+// run's parent-close policy asks (Terminate.ByParent, which the engine
+// checks against the lease and the child's parent).
+func (s *Server) terminate(c *call) (any, error) {
+	var cmd engine.Terminate
+	if err := c.decode(&cmd); err != nil {
+		return nil, err
+	}
+	if id := identityOf(c.r); id.Role < RoleAdmin && cmd.ByParent == nil {
+		return nil, fmt.Errorf("%w: POST /v1/jobs/terminate needs the admin role; token %q has the %s role, with which it may only terminate a child of the run whose lease it holds (by_parent)",
+			ErrForbidden, id.Name, id.Role)
+	}
+	return s.cfg.Service.Terminate(c.r.Context(), cmd)
 }
 
 // command serves a command route: decode the command, run it.

@@ -202,7 +202,10 @@ func (r *run) closeChildren() error {
 		var err error
 		switch opts.ParentClosePolicy {
 		case workflow.ParentCloseTerminate:
-			_, err = r.w.e.Terminate(r.ctx, engine.Terminate{Target: t, Reason: "parent closed"})
+			// As the parent, whose lease it holds: a worker's token may
+			// terminate only its own run's children.
+			ref := r.ref
+			_, err = r.w.e.Terminate(r.ctx, engine.Terminate{Target: t, Reason: "parent closed", ByParent: &ref})
 		case workflow.ParentCloseRequestCancel:
 			_, err = r.w.e.RequestCancel(r.ctx, engine.RequestCancel{Target: t, Reason: "parent closed"})
 		}
