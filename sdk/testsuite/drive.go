@@ -58,9 +58,13 @@ func (env *TestWorkflowEnvironment) drive() {
 			}
 			continue
 		}
-		if s.quiet && !s.next.IsZero() && !changedSince(committed, env.notify) {
-			env.advance(s.next)
-			lastProgress = time.Now()
+		if s.quiet && !s.next.IsZero() {
+			// Only a look that nothing changed under is a sound reason to
+			// move the clock; after a change, look again.
+			if !changedSince(committed, env.notify) {
+				env.advance(s.next)
+				lastProgress = time.Now()
+			}
 			continue
 		}
 		var realC <-chan time.Time
@@ -287,6 +291,8 @@ func (env *TestWorkflowEnvironment) stuck(ctx context.Context, s state) string {
 	}
 	env.mu.Lock()
 	defer env.mu.Unlock()
+	fmt.Fprintf(&b, "  activity calls running %d, of which waiting on the clock %d; idle turns %v; next deadline %v\n",
+		env.running, len(env.parked), env.turns, s.next)
 	for _, err := range env.errs {
 		fmt.Fprintf(&b, "  worker error: %v\n", err)
 	}

@@ -156,8 +156,10 @@ func (env *TestWorkflowEnvironment) RegisterActivityWithOptions(a any, options a
 	if !v.IsValid() || (v.Kind() != reflect.Struct && !(v.Kind() == reflect.Pointer && !v.IsNil())) {
 		panic(fmt.Sprintf("testsuite: RegisterActivity: %T is neither an activity function nor a struct of them", a))
 	}
+	// Every method is checked before any is registered, so that a
+	// registration that panics registers nothing.
 	t := v.Type()
-	registered := 0
+	fns := map[string]any{}
 	for i := range t.NumMethod() {
 		m := t.Method(i)
 		fn := v.Method(i).Interface()
@@ -167,11 +169,17 @@ func (env *TestWorkflowEnvironment) RegisterActivityWithOptions(a any, options a
 			}
 			panic(fmt.Sprintf("testsuite: RegisterActivity: method %s of %s: %v", m.Name, t, err))
 		}
-		env.register(env.activities, "activity", options.Name+m.Name, fn, options.DisableAlreadyRegisteredCheck, env.wrapActivity)
-		registered++
+		name := options.Name + m.Name
+		if env.activities[name] != nil && !options.DisableAlreadyRegisteredCheck {
+			panic(fmt.Sprintf("testsuite: activity type %q is already registered", name))
+		}
+		fns[name] = fn
 	}
-	if registered == 0 {
+	if len(fns) == 0 {
 		panic(fmt.Sprintf("testsuite: RegisterActivity: %s has no exported activity methods", t))
+	}
+	for name, fn := range fns {
+		env.register(env.activities, "activity", name, fn, true, env.wrapActivity)
 	}
 }
 

@@ -53,7 +53,7 @@ func (tl *timeline) set(t time.Time) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	if t.After(tl.now) {
-		tl.now = t
+		tl.now = t.In(tl.now.Location()) // times from milliseconds are Local
 	}
 }
 
