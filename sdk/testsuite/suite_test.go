@@ -133,8 +133,10 @@ func (s *UnitTestSuite) TestMockMisuseFailsTheActivity() {
 		"unmatched": func(env *testsuite.TestWorkflowEnvironment) {
 			env.OnActivity(Greet, mock.Anything, "somebody else").Return("?", nil).Maybe()
 		},
-		"never":      func(env *testsuite.TestWorkflowEnvironment) { env.OnActivity(Greet, mock.Anything, "ann").Never() },
-		"wrong type": func(env *testsuite.TestWorkflowEnvironment) { env.OnActivity(Greet, mock.Anything, "ann").Return(42, nil) },
+		"never": func(env *testsuite.TestWorkflowEnvironment) { env.OnActivity(Greet, mock.Anything, "ann").Never() },
+		"wrong type": func(env *testsuite.TestWorkflowEnvironment) {
+			env.OnActivity(Greet, mock.Anything, "ann").Return(42, nil)
+		},
 		"wrong arity": func(env *testsuite.TestWorkflowEnvironment) {
 			env.OnActivity(Greet, mock.Anything, "ann").Return("only a value")
 		},
@@ -429,7 +431,9 @@ func (s *UnitTestSuite) TestStartOptionsAndByID() {
 func (s *UnitTestSuite) TestMisusePanics() {
 	s.env.RegisterActivity(Greet)
 	s.Panics(func() { s.env.RegisterActivity(Greet) })
-	s.NotPanics(func() { s.env.RegisterActivityWithOptions(Greet, activity.RegisterOptions{DisableAlreadyRegisteredCheck: true}) })
+	s.NotPanics(func() {
+		s.env.RegisterActivityWithOptions(Greet, activity.RegisterOptions{DisableAlreadyRegisteredCheck: true})
+	})
 	s.Panics(func() { s.env.OnActivity("Nope") })
 	s.Panics(func() { s.env.ExecuteWorkflow("Nope") })
 	s.Panics(func() { _ = s.env.GetWorkflowResult(nil) })
