@@ -17,11 +17,10 @@ import (
 // real worker, scheduled by a small workflow of the environment's own, so
 // activity.GetInfo, heartbeats and timeouts behave as in production.
 type TestActivityEnvironment struct {
-	env          *TestWorkflowEnvironment
-	registers    []func(*TestWorkflowEnvironment)
-	testTimeout  time.Duration
-	workerOpts   worker.Options
-	startToClose time.Duration
+	env         *TestWorkflowEnvironment
+	registers   []func(*TestWorkflowEnvironment)
+	testTimeout time.Duration
+	workerOpts  worker.Options
 }
 
 // activityTestTimeout is an activity environment's default test timeout

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/mock"
 
-	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -153,7 +152,7 @@ func (env *TestWorkflowEnvironment) RegisterActivityWithOptions(a any, options a
 		env.register(env.activities, "activity", name, a, options.DisableAlreadyRegisteredCheck, env.wrapActivity)
 		return
 	}
-	if !v.IsValid() || (v.Kind() != reflect.Struct && !(v.Kind() == reflect.Pointer && !v.IsNil())) {
+	if !v.IsValid() || (v.Kind() != reflect.Struct && (v.Kind() != reflect.Pointer || v.IsNil())) {
 		panic(fmt.Sprintf("testsuite: RegisterActivity: %T is neither an activity function nor a struct of them", a))
 	}
 	// Every method is checked before any is registered, so that a
@@ -325,5 +324,3 @@ func (env *TestWorkflowEnvironment) reportError(err error) {
 		env.errs = append(env.errs, err)
 	}
 }
-
-var _ = engine.JobID(0)
