@@ -49,11 +49,13 @@ type TestWorkflowEnvironment struct {
 	callbacks []*delayedCallback
 	cbSeq     int
 	turns     map[uint64]turnState
-	// acts counts the activity calls inside their function (running) and,
-	// of those, the mocked calls waiting for the clock (parked, with the
-	// time each waits for).
-	running int
-	parked  []time.Time
+	// running counts the activity calls inside their function, by the run
+	// id their activity.Info names (the workflow's run for an inline
+	// activity, the task's own job for an activity on another queue; ""
+	// when the function takes no context); parked are those of them that
+	// are mocked calls waiting for the clock.
+	running map[string]int
+	parked  []parkedCall
 	errs    []error // what the workers reported through OnError
 	notify  chan struct{}
 
@@ -76,6 +78,12 @@ type registration struct {
 	wrapped any
 }
 
+// parkedCall is a mocked activity call waiting for the clock to reach at.
+type parkedCall struct {
+	at  time.Time
+	run string
+}
+
 // turnState is what a run's idle turn told the driver (sdkhook.TurnProbe).
 type turnState struct {
 	seenSeq  uint64
@@ -93,6 +101,7 @@ func newEnvironment(logger *slog.Logger) *TestWorkflowEnvironment {
 		testTimeout: DefaultTestTimeout,
 		mocks:       mockTable{workflows: map[string]bool{}, activities: map[string]bool{}, outcomes: map[int]mockOutcome{}},
 		turns:       map[uint64]turnState{},
+		running:     map[string]int{},
 		notify:      make(chan struct{}, 1),
 	}
 }

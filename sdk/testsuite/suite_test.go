@@ -565,3 +565,46 @@ func TestInOrderMockCalls(t *testing.T) {
 	}
 	env.AssertExpectations(t)
 }
+
+// NoContext is an activity that takes no context.
+func NoContext(n int) (int, error) { return n, nil }
+
+// A mocked After is skipped for an activity on another task queue (run by
+// its own job) and for one that takes no context, as for any other.
+func TestMockAfterOnOtherQueueAndWithoutContext(t *testing.T) {
+	for _, queue := range []string{"", "elsewhere"} {
+		t.Run("queue="+queue, func(t *testing.T) {
+			var ts testsuite.WorkflowTestSuite
+			env := ts.NewTestWorkflowEnvironment()
+			env.SetStartTime(start)
+			env.OnActivity(Greet, mock.Anything, "x").Return("g", nil).After(5 * time.Hour)
+			env.OnActivity(NoContext, 1).Return(2, nil).After(3 * time.Hour)
+			began := time.Now()
+			env.ExecuteWorkflow(func(ctx workflow.Context) (string, error) {
+				ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: queue, StartToCloseTimeout: time.Minute})
+				g := workflow.ExecuteActivity(ctx, Greet, "x")
+				var n int
+				if err := workflow.ExecuteActivity(ctx, NoContext, 1).Get(ctx, &n); err != nil {
+					return "", err
+				}
+				at := workflow.Now(ctx).Sub(start)
+				var s string
+				if err := g.Get(ctx, &s); err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("%d at +%v, %s at +%v", n, at, s, workflow.Now(ctx).Sub(start)), nil
+			})
+			var got string
+			if err := env.GetWorkflowResult(&got); err != nil {
+				t.Fatal(err)
+			}
+			if want := "2 at +3h0m0s, g at +5h0m0s"; got != want {
+				t.Fatalf("got %q, want %q", got, want)
+			}
+			if wall := time.Since(began); wall > 2*time.Second {
+				t.Fatalf("took %v of real time", wall)
+			}
+			env.AssertExpectations(t)
+		})
+	}
+}

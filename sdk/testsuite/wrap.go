@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 
+	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
@@ -24,8 +25,9 @@ func (env *TestWorkflowEnvironment) wrapActivity(name string, fn any) any {
 	v := reflect.ValueOf(fn)
 	t := v.Type()
 	return reflect.MakeFunc(t, func(args []reflect.Value) []reflect.Value {
-		env.activityStarted()
-		defer env.activityEnded()
+		run := runOf(args)
+		env.activityStarted(run)
+		defer env.activityEnded(run)
 		if !env.mocks.has(false, name) {
 			return v.Call(args)
 		}
@@ -173,18 +175,33 @@ func mockError(format string, args ...any) error {
 	return workflow.NewApplicationError(fmt.Sprintf("testsuite: "+format, args...), MockErrorType, true)
 }
 
+// runOf returns the run id activity.Info gives the call whose arguments
+// are args, or "" when the function takes no context.
+func runOf(args []reflect.Value) string {
+	if len(args) == 0 {
+		return ""
+	}
+	ctx, ok := args[0].Interface().(context.Context)
+	if !ok || ctx == nil {
+		return ""
+	}
+	return activity.GetInfo(ctx).RunID
+}
+
 // activityStarted and activityEnded bracket activity code (real or mocked)
-// running in a worker.
-func (env *TestWorkflowEnvironment) activityStarted() {
+// running in a worker for run.
+func (env *TestWorkflowEnvironment) activityStarted(run string) {
 	env.mu.Lock()
-	env.running++
+	env.running[run]++
 	env.mu.Unlock()
 	env.poke()
 }
 
-func (env *TestWorkflowEnvironment) activityEnded() {
+func (env *TestWorkflowEnvironment) activityEnded(run string) {
 	env.mu.Lock()
-	env.running--
+	if env.running[run]--; env.running[run] == 0 {
+		delete(env.running, run)
+	}
 	env.mu.Unlock()
 	env.poke()
 }
@@ -198,19 +215,21 @@ func (env *TestWorkflowEnvironment) sleepOnClock(ctx context.Context, d time.Dur
 		return
 	}
 	var done <-chan struct{}
+	run := ""
 	if ctx != nil {
 		done = ctx.Done()
+		run = activity.GetInfo(ctx).RunID
 	}
-	t := env.tl.NewTimer(d)
-	defer t.Stop()
 	env.mu.Lock()
-	at := env.tl.Now().Add(d)
-	env.parked = append(env.parked, at)
+	call := parkedCall{at: env.tl.Now().Add(d), run: run}
+	t := env.tl.NewTimer(d)
+	env.parked = append(env.parked, call)
 	env.mu.Unlock()
+	defer t.Stop()
 	env.poke()
 	defer func() {
 		env.mu.Lock()
-		if i := slices.Index(env.parked, at); i >= 0 {
+		if i := slices.Index(env.parked, call); i >= 0 {
 			env.parked = slices.Delete(env.parked, i, i+1)
 		}
 		env.mu.Unlock()
