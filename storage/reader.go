@@ -19,7 +19,8 @@ type Reader struct {
 func NewReader(txn *badger.Txn) *Reader { return &Reader{txn: txn} }
 
 // Get returns a copy of the value at key, or ErrNotFound.
-func (r *Reader) Get(key []byte) ([]byte, error) {
+func (r *Reader) Get(key []byte) (_ []byte, err error) {
+	defer recoverRead(&err, "reading key", key, nil)
 	item, err := r.txn.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, ErrNotFound
@@ -48,7 +49,11 @@ func readError(what string, key []byte, err error) error {
 // withValues is false fn receives a nil value, and Badger does not fetch the
 // values at all (index ranges hold empty values). fn returns false to stop.
 // The key and value passed to fn are copies the callee may keep.
-func (r *Reader) Scan(prefix, start []byte, withValues bool, fn func(key, val []byte) (bool, error)) error {
+func (r *Reader) Scan(prefix, start []byte, withValues bool, fn func(key, val []byte) (bool, error)) (err error) {
+	// A panic inside Badger (a damaged block) becomes an ErrRead; one in
+	// fn is the caller's and is passed on.
+	var inFn bool
+	defer recoverRead(&err, "scanning prefix", prefix, &inFn)
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = prefix
 	opts.PrefetchValues = withValues
@@ -72,12 +77,29 @@ func (r *Reader) Scan(prefix, start []byte, withValues bool, fn func(key, val []
 			}
 			val = v
 		}
+		inFn = true
 		more, err := fn(key, val)
+		inFn = false
 		if err != nil || !more {
 			return err
 		}
 	}
 	return nil
+}
+
+// recoverRead, deferred around reads through Badger, turns a panic of
+// Badger's (it panics on some damaged bytes instead of failing) into an
+// ErrRead naming what was read. A panic while *inCaller is true came from
+// the caller's code and is passed on.
+func recoverRead(err *error, what string, key []byte, inCaller *bool) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if inCaller != nil && *inCaller {
+		panic(r)
+	}
+	*err = readError(what, key, fmt.Errorf("badger panicked: %s", firstLine(fmt.Sprint(r))))
 }
 
 // First returns the first key with the given prefix, or ErrNotFound.
