@@ -231,7 +231,9 @@ func firstLine(s string) string {
 }
 
 // oneLine joins the lines of a multi-line error message.
-func oneLine(s string) string { return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ") }
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+}
 
 // count spells n things: "1 table", "2 tables".
 func count(n int, thing string) string {
