@@ -132,7 +132,10 @@ func (e *DamagedError) Error() string {
 	switch {
 	case e.BytesAfter > 0 && e.Offset >= 0:
 		fmt.Fprintf(&b, "; %d bytes lie after it", e.BytesAfter)
-		if e.RecordsAfter > 0 {
+		switch {
+		case e.RecordsAfter > 0 && strings.HasSuffix(e.File, ".vlog"):
+			fmt.Fprintf(&b, " (%d intact values)", e.RecordsAfter)
+		case e.RecordsAfter > 0:
 			fmt.Fprintf(&b, " (%d intact records, %d committed transactions)", e.RecordsAfter, e.TxnsAfter)
 		}
 	case e.BytesAfter > 0:

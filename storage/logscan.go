@@ -116,6 +116,9 @@ type logScan struct {
 	// validEnd is where Badger's replay keeps the log to: the end of the
 	// last committed transaction (or lone record) before it stops reading.
 	validEnd int64
+	// pending counts the records between validEnd and where the replay
+	// stops: an unfinished transaction, dropped with what follows.
+	pending int
 	// damage is nil for a log Badger reads without losing anything
 	// committed (a clean log, or the torn tail of a crash).
 	damage *DamagedError
@@ -139,6 +142,7 @@ func scanLog(path string, data []byte) logScan {
 		validEnd = off
 		open     bool   // records of a transaction were read, its end not yet
 		txnTs    uint64 // that transaction's version
+		pending  int    // records of that transaction
 		stop     = int64(-1)
 		reason   string
 	)
@@ -153,7 +157,9 @@ walk:
 			if !allZero(data[max(off, size-logPadBytes):]) {
 				// A crash leaves zeros after the last record; a log that
 				// ends inside one was cut.
-				return damaged(DamageLogCut, off, size-off, "the file ends inside a record: it was cut short")
+				s := damaged(DamageLogCut, off, size-off, "the file ends inside a record: it was cut short")
+				s.validEnd, s.pending = validEnd, pending
+				return s
 			}
 			stop, reason = off, "a record's length runs past the end of the file"
 			break walk
@@ -170,13 +176,14 @@ walk:
 				break walk
 			}
 			open, txnTs = true, ts
+			pending++
 		case r.meta&metaFinTxn != 0:
 			ts, err := strconv.ParseUint(string(r.val), 10, 64)
 			if !open || err != nil || ts != txnTs {
 				stop, reason = off, "a transaction's end marker matches no open transaction"
 				break walk
 			}
-			open = false
+			open, pending = false, 0
 			validEnd = off + int64(r.size)
 		default:
 			if open {
@@ -191,7 +198,9 @@ walk:
 		if open {
 			// The file ends right after a record, in the middle of a
 			// transaction, with no padding: cut, not crashed.
-			return damaged(DamageLogCut, validEnd, size-validEnd, "the file ends inside a transaction: it was cut short")
+			s := damaged(DamageLogCut, validEnd, size-validEnd, "the file ends inside a transaction: it was cut short")
+			s.pending = pending
+			return s
 		}
 		return logScan{validEnd: validEnd}
 	}
@@ -200,15 +209,16 @@ walk:
 	if exhausted {
 		s := damaged(DamageLogCorrupt, stop, size-stop, reasonOr(reason, "unreadable bytes follow the last record")+
 			", and what follows it is too irregular to rule out intact records")
-		s.validEnd = validEnd
+		s.validEnd, s.pending = validEnd, pending
 		return s
 	}
 	if q < 0 {
-		return logScan{validEnd: validEnd} // a torn tail: only zeros or a broken record follow
+		// A torn tail: only zeros or a broken record follow.
+		return logScan{validEnd: validEnd, pending: pending}
 	}
 	records, txns, lastEnd := countLogRecords(data, q)
 	s := damaged(DamageLogCorrupt, stop, lastEnd-stop, reasonOr(reason, "a run of zeros"))
-	s.validEnd = validEnd
+	s.validEnd, s.pending = validEnd, pending
 	s.damage.RecordsAfter, s.damage.TxnsAfter = records, txns
 	return s
 }

@@ -31,11 +31,27 @@ func (r *Reader) Get(key []byte) (_ []byte, err error) {
 	if err != nil {
 		return nil, readError("reading key", key, err)
 	}
-	v, err := item.ValueCopy(nil)
+	v, err := valueCopy(item)
 	if err != nil {
 		return nil, readError("reading the value of key", key, err)
 	}
 	return v, nil
+}
+
+// errValueLost: see valueCopy.
+var errValueLost = errors.New("the value log did not yield the value (Badger logged why)")
+
+// valueCopy returns a copy of item's value. Badger logs a value it cannot
+// read from the value log (its checksum fails, its bytes were cut away)
+// and yields it as empty, with no error. A value the log holds is never
+// empty (it is at least the value threshold), so an empty value where the
+// item says the log holds one is a failed read.
+func valueCopy(item *badger.Item) ([]byte, error) {
+	v, err := item.ValueCopy(nil)
+	if err == nil && len(v) == 0 && item.ValueSize() > 0 {
+		err = errValueLost
+	}
+	return v, err
 }
 
 // readError wraps a failure of Badger itself (never a missing key) in ErrRead,
@@ -71,7 +87,7 @@ func (r *Reader) Scan(prefix, start []byte, withValues bool, fn func(key, val []
 		key := item.KeyCopy(nil)
 		var val []byte
 		if withValues {
-			v, err := item.ValueCopy(nil)
+			v, err := valueCopy(item)
 			if err != nil {
 				return readError("reading the value of key", key, err)
 			}

@@ -105,6 +105,9 @@ func (s *Snapshot) Stream(w io.Writer) (SnapshotInfo, error) {
 		item := it.Item()
 		sw.writeBytes(item.Key())
 		if err := item.Value(func(v []byte) error {
+			if len(v) == 0 && item.ValueSize() > 0 {
+				return errValueLost // see valueCopy
+			}
 			sw.writeBytes(v)
 			return nil
 		}); err != nil {
