@@ -51,7 +51,7 @@ type RepairAction struct {
 	// DropBytes, DropRecords and DropTxns are what the action drops: the
 	// bytes, the intact records among them and the committed transactions
 	// those end (0 for an action that drops nothing).
-	DropBytes              int64
+	DropBytes             int64
 	DropRecords, DropTxns int
 	// Unrepairable, when not empty, says why no repair can fix this.
 	Unrepairable string

@@ -21,7 +21,7 @@ func TestRepair(t *testing.T) {
 		// may fail to read afterwards (their value-log bytes were dropped);
 		// cut: what was cut away is gone before the plan can count it.
 		drops, unreadable, cut bool
-		do                string // in the action's text
+		do                     string // in the action's text
 	}{
 		{"4 bytes flipped inside the write-ahead log", true, func(t *testing.T, dir string) {
 			mem := only(t, dir, ".mem")
