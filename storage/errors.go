@@ -169,8 +169,12 @@ type NoSpaceError struct {
 }
 
 func (e *NoSpaceError) Error() string {
-	return fmt.Sprintf("storage: %s refused: %s has %d bytes free, under the %d bytes it needs; free space on that disk, and writes go on [%s]",
-		e.Op, e.Dir, e.FreeBytes, e.NeedBytes, NoSpaceCode)
+	then := "reads go on, and writes are accepted again once space is freed on that disk"
+	if e.Op == "open" {
+		then = "free space on that disk and open it again"
+	}
+	return fmt.Sprintf("storage: %s refused: %s has %d bytes free, under the %d bytes it needs; %s [%s]",
+		e.Op, e.Dir, e.FreeBytes, e.NeedBytes, then, NoSpaceCode)
 }
 
 // Unwrap makes errors.Is(err, ErrNoSpace) true.
