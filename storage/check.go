@@ -42,6 +42,27 @@ func Check(dir string) ([]*DamagedError, error) {
 	return insp.damages, nil
 }
 
+// VerifyTables verifies the checksums of every table the open database
+// reads, as Open does before it opens, and returns a *DamagedError for the
+// first that fails. Tables are immutable once written, so this runs beside
+// reads and writes; one that a compaction removes meanwhile is skipped. It
+// reads every table once. An in-memory database has none.
+func (db *DB) VerifyTables() error {
+	if db.opts.InMemory {
+		return nil
+	}
+	for _, ti := range db.bdb.Tables() {
+		path := table.NewFilename(ti.ID, db.opts.Dir)
+		err := verifyTable(path, options.None)
+		switch {
+		case err == nil || errors.Is(err, os.ErrNotExist):
+		default:
+			return tableDamage(path, err)
+		}
+	}
+	return nil
+}
+
 // inspection is what inspect found in a data directory.
 type inspection struct {
 	damages []*DamagedError
@@ -116,8 +137,7 @@ func inspect(dir string) (*inspection, error) {
 		}
 		var d *DamagedError
 		if err := verifyTable(path, compression); err != nil {
-			d = &DamagedError{File: path, Kind: DamageTableCorrupt, Offset: -1, BytesAfter: fileSize(path),
-				Reason: "the table fails its checks: " + oneLine(err.Error())}
+			d = tableDamage(path, err)
 			add(d)
 		}
 		insp.tables[name] = d
@@ -147,6 +167,16 @@ func inspect(dir string) (*inspection, error) {
 	return insp, nil
 }
 
+// tableDamage reports the table at path failing verifyTable with err.
+func tableDamage(path string, err error) *DamagedError {
+	// Badger's message names the table again, after a preamble.
+	msg := oneLine(err.Error())
+	msg = strings.TrimPrefix(msg, "failed to verify checksum err: ")
+	msg = strings.ReplaceAll(msg, "checksum validation failed for table: "+path+", ", "")
+	return &DamagedError{File: path, Kind: DamageTableCorrupt, Offset: -1, BytesAfter: fileSize(path),
+		Reason: "the table fails its checks: " + msg}
+}
+
 // readManifest replays MANIFEST the way Badger does, without truncating a
 // torn tail (Badger does that at open) and without panicking.
 func readManifest(path string) (m badger.Manifest, err error) {
@@ -164,7 +194,11 @@ func readManifest(path string) (m badger.Manifest, err error) {
 // checksum of its index and of every block, and closes it again. A table
 // cut short makes Badger's reader panic; the panic becomes the error.
 func verifyTable(path string, compression options.CompressionType) (err error) {
-	if fileSize(path) == 0 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Size() == 0 {
 		return errors.New("the file is empty")
 	}
 	mf, err := z.OpenMmapFile(path, os.O_RDONLY, 0)
