@@ -69,7 +69,9 @@ func TestCrashWriterChild(t *testing.T) {
 		if err := b.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(out, "ACK %d\n", n)
+		if _, err := fmt.Fprintf(out, "ACK %d\n", n); err != nil {
+			os.Exit(4)
+		}
 		if err := out.Flush(); err != nil {
 			os.Exit(4)
 		}
