@@ -114,8 +114,9 @@ type DamagedError struct {
 	// intact record after it: what Badger would drop and what a truncation
 	// at Offset drops. For a whole file (Offset -1) it is the file's size.
 	BytesAfter int64
-	// RecordsAfter is how many intact records lie after Offset, of which
-	// TxnsAfter end a committed transaction.
+	// RecordsAfter is how many intact records lie after Offset; TxnsAfter
+	// is how many of them are a transaction's end marker: each a committed
+	// (in a synced store, acknowledged) transaction that Badger would drop.
 	RecordsAfter, TxnsAfter int
 	// Reason says what was seen, in words.
 	Reason string

@@ -205,7 +205,8 @@ walk:
 		return logScan{validEnd: validEnd}
 	}
 	// Badger stops at stop. Anything intact after it is what it would drop.
-	q, exhausted := findLogRecord(data, stop)
+	budget := int64(resyncBudgetBytes)
+	q, exhausted := findLogRecord(data, stop, &budget)
 	if exhausted {
 		s := damaged(DamageLogCorrupt, stop, size-stop, reasonOr(reason, "unreadable bytes follow the last record")+
 			", and what follows it is too irregular to rule out intact records")
@@ -216,7 +217,7 @@ walk:
 		// A torn tail: only zeros or a broken record follow.
 		return logScan{validEnd: validEnd, pending: pending}
 	}
-	records, txns, lastEnd := countLogRecords(data, q)
+	records, txns, lastEnd := countLogRecords(data, q, &budget)
 	s := damaged(DamageLogCorrupt, stop, lastEnd-stop, reasonOr(reason, "a run of zeros"))
 	s.validEnd, s.pending = validEnd, pending
 	s.damage.RecordsAfter, s.damage.TxnsAfter = records, txns
@@ -231,9 +232,9 @@ func reasonOr(reason, zero string) string {
 }
 
 // findLogRecord returns the offset of the first intact record at or after
-// from, or -1; exhausted reports that it gave up (resyncBudgetBytes).
-func findLogRecord(data []byte, from int64) (at int64, exhausted bool) {
-	budget := int64(resyncBudgetBytes)
+// from, or -1; exhausted reports that it gave up, having checksummed the
+// bytes *budget allowed (one budget serves a whole scan).
+func findLogRecord(data []byte, from int64, budget *int64) (at int64, exhausted bool) {
 	n := int64(len(data))
 	for q := from; q+minLogRecordBytes <= n; q++ {
 		// A record's key length is never zero, so its third byte is not:
@@ -249,8 +250,8 @@ func findLogRecord(data []byte, from int64) (at int64, exhausted bool) {
 			return q, false
 		}
 		if st == recBad {
-			budget -= checksummedBytes(data[q:])
-			if budget < 0 {
+			*budget -= checksummedBytes(data[q:])
+			if *budget < 0 {
 				return -1, true
 			}
 		}
@@ -286,13 +287,13 @@ func checksummedBytes(b []byte) int64 {
 
 // countLogRecords walks the intact records from offset q on, skipping over
 // damage, and returns how many there are, how many end a transaction, and
-// where the last one ends.
-func countLogRecords(data []byte, q int64) (records, txns int, lastEnd int64) {
+// where the last one ends (the end of the file when the budget ran out).
+func countLogRecords(data []byte, q int64, budget *int64) (records, txns int, lastEnd int64) {
 	n := int64(len(data))
 	for q >= 0 && q < n {
 		r, st := decodeLogRecord(data[q:])
 		if st != recOK {
-			next, exhausted := findLogRecord(data, q+1)
+			next, exhausted := findLogRecord(data, q+1, budget)
 			if exhausted {
 				return records, txns, n
 			}
