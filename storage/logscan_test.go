@@ -73,7 +73,9 @@ func TestScanLog(t *testing.T) {
 			return l.b
 		}, "", endOf3, 0, 0, 0},
 		{"a transaction without its end", func() []byte { return three().open(4, 2).zeros(4096).b }, "", endOf3, 0, 0, 0},
-		{"a next header half written", func() []byte { return append(three().b, 0x40, 0, 0x8a, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) }, "", endOf3, 0, 0, 0},
+		{"a next header half written", func() []byte {
+			return append(three().b, 0x40, 0, 0x8a, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+		}, "", endOf3, 0, 0, 0},
 		{"a byte flipped in the second transaction", func() []byte {
 			l := newLog().txn(1, 2).txn(2, 3).txn(3, 1).zeros(4096)
 			l.b[l.offs[4]+9] ^= 1 // the second record of transaction 2
