@@ -399,3 +399,23 @@ func TestSnapshotRefusesATableDamagedWhileOpen(t *testing.T) {
 		t.Fatalf("WriteSnapshot over a damaged table: %v, want a DamagedError naming it", err)
 	}
 }
+
+// A panic inside Badger's read path becomes an ErrRead naming what was
+// read; a panic in the caller's own callback is not Badger's and goes on.
+func TestRecoverRead(t *testing.T) {
+	read := func(inCaller bool) (err error) {
+		defer recoverRead(&err, "reading key", []byte("k1"), &inCaller)
+		panic("runtime error: slice bounds out of range [-3:]\ngoroutine dump")
+	}
+	err := read(false)
+	if !errors.Is(err, ErrRead) || !strings.Contains(err.Error(), `"k1"`) ||
+		!strings.Contains(err.Error(), "badger panicked: runtime error: slice bounds out of range [-3:]") || strings.Contains(err.Error(), "goroutine") {
+		t.Fatalf("a panic while reading: %v", err)
+	}
+	defer func() {
+		if r := recover(); r == nil {
+			t.Fatal("a panic of the caller's callback was swallowed")
+		}
+	}()
+	_ = read(true)
+}
