@@ -126,9 +126,10 @@ type DamagedError struct {
 
 func (e *DamagedError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "storage: damaged data directory: %s: %s", e.File, e.Reason)
 	if e.Offset >= 0 {
-		fmt.Fprintf(&b, " at offset %d", e.Offset)
+		fmt.Fprintf(&b, "storage: damaged data directory: %s: at offset %d, %s", e.File, e.Offset, e.Reason)
+	} else {
+		fmt.Fprintf(&b, "storage: damaged data directory: %s: %s", e.File, e.Reason)
 	}
 	switch {
 	case e.BytesAfter > 0 && e.Offset >= 0:
