@@ -22,7 +22,9 @@ import (
 func crashedDevDir(t *testing.T, n int) string {
 	t.Helper()
 	src := t.TempDir()
-	e, err := engine.Open(engine.Config{Dir: src, DisableScheduler: true})
+	// Small logs keep the copy small.
+	e, err := engine.Open(engine.Config{Dir: src, DisableScheduler: true, Limits: engine.Limits{MaxPayloadBytes: 64 << 10},
+		Storage: storage.Options{MemTableBytes: 2 << 20, ValueLogFileBytes: 1 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}
