@@ -17,8 +17,9 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-// A real disk fills (Linux only: it mounts a tmpfs): a 128 MiB tmpfs, mostly taken by a ballast file, under
-// an engine with the default reserve. Badger writes through memory maps, so
+// A real disk fills: a 128 MiB tmpfs (Linux only), mostly taken by a
+// ballast file, under an engine with the default reserve. Badger writes
+// through memory maps, so
 // before the reserve a full disk killed the process with SIGBUS, and the
 // restart crashed again; the scenario therefore runs in a child process
 // (this test binary, running TestDiskFullTmpfsChild), and the parent reads
