@@ -707,7 +707,7 @@ func (a *applier) answerStep(c *AnswerStep) (Result, error) {
 		return nil, e
 	}
 	res, before := stepResult(l, c.Step)
-	if err := a.answer(l, s, c.Answer, ""); err != nil {
+	if err := a.answer(l, s, c.Answer, "", c.By); err != nil {
 		return nil, err
 	}
 	a.save(l)
@@ -716,10 +716,11 @@ func (a *applier) answerStep(c *AnswerStep) (Result, error) {
 }
 
 // answer moves a NEEDS_USER step to RUNNING under a new try with a step
-// lease the job's next LeaseStep adopts, and wakes the job.
-func (a *applier) answer(l *loaded, s *step, answer []byte, reason string) error {
+// lease the job's next LeaseStep adopts, and wakes the job. by names the
+// person who answered (Header.By), when known.
+func (a *applier) answer(l *loaded, s *step, answer []byte, reason, by string) error {
 	r := s.rec
-	ev := Event{Type: EventStepAnswered, StepAttempt: r.Attempt + 1, Payload: answer, Reason: reason}
+	ev := Event{Type: EventStepAnswered, StepAttempt: r.Attempt + 1, Payload: answer, Reason: reason, By: by}
 	if _, err := a.stepEvent(l, s, ev, "AnswerStep"); err != nil {
 		return err
 	}
@@ -759,7 +760,7 @@ func (a *applier) expireSteps(c *ExpireSteps) (Result, error) {
 		case l.job.Status.Terminal():
 			return nil
 		case r.State == StepNeedsUser && r.AnswerDueMS == tk.AtMS:
-			if err := a.answer(l, s, nil, ReasonAnswerTimeout); err != nil {
+			if err := a.answer(l, s, nil, ReasonAnswerTimeout, ""); err != nil {
 				return err
 			}
 		case holds(r.State) && r.LeaseExpiryMS == tk.AtMS:

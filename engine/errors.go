@@ -55,6 +55,11 @@ var (
 	// ErrStorageRead: the database failed to read what it holds (see
 	// storage.ErrRead); the command was not judged and wrote nothing.
 	ErrStorageRead = storage.ErrRead
+	// ErrNoSpace: the disk holding the database has less free space than
+	// the reserve (see storage.NoSpaceError, code HDL-STORE-0003), so the
+	// write was refused and nothing of it was stored. Reads go on; writes
+	// are accepted again once space is freed.
+	ErrNoSpace = storage.ErrNoSpace
 	// ErrNotLeader: a cluster node that is not the Raft leader was asked to
 	// write or to read linearizably (see NotLeaderError for the leader).
 	ErrNotLeader = errors.New("engine: not the leader")
@@ -62,6 +67,10 @@ var (
 	// leader lost its leadership or the node died before answering).
 	// Retrying with the same request id is safe.
 	ErrUnknownOutcome = errors.New("engine: outcome unknown")
+	// ErrRequestConflict: a request id already used by another command
+	// (another kind, or the same kind with another body) was sent again
+	// (see RequestConflictError). It also matches ErrInvalidCommand.
+	ErrRequestConflict = errors.New("engine: request id conflict")
 )
 
 // Stable codes, one per typed error, for logs, APIs and tests.
@@ -69,6 +78,7 @@ const (
 	StaleAttemptCode = "HDL-ENGINE-0001"
 	TransitionCode   = "HDL-ENGINE-0003"
 	FieldCode        = "HDL-ENGINE-0004"
+	ConflictCode     = "HDL-ENGINE-0005"
 )
 
 // NotLeaderError details ErrNotLeader with the leader this node knows of,
@@ -201,3 +211,29 @@ func (e *NoResourceError) Error() string {
 }
 func (e *NoResourceError) Unwrap() error { return ErrNoResource }
 func (e *NoResourceError) Code() string  { return NoResourceCode }
+
+// RequestConflictError details ErrRequestConflict: the request id was
+// recorded for a command of kind First whose body differs from this one's.
+// The command was refused and wrote nothing; the first command's result
+// stands.
+type RequestConflictError struct {
+	RequestID string
+	Command   CommandKind // the kind of the command refused
+	First     CommandKind // the kind of the command the id was used for
+}
+
+func (e *RequestConflictError) Error() string {
+	if e.Command != e.First {
+		return fmt.Sprintf("engine: request id conflict: %s request id %q was already used by a %s command [%s]",
+			e.Command, e.RequestID, e.First, ConflictCode)
+	}
+	return fmt.Sprintf("engine: request id conflict: %s request id %q was already used by a %s command with another body [%s]",
+		e.Command, e.RequestID, e.First, ConflictCode)
+}
+
+// Unwrap matches ErrRequestConflict and, since a conflicting request is a
+// caller's mistake, ErrInvalidCommand.
+func (e *RequestConflictError) Unwrap() []error {
+	return []error{ErrRequestConflict, ErrInvalidCommand}
+}
+func (e *RequestConflictError) Code() string { return ConflictCode }

@@ -39,6 +39,9 @@ type Event struct {
 	// (accept, retry, switch_resource, replan, needs_user), recorded so
 	// that replay never asks the critic again.
 	Decision CriticDecision `json:"decision,omitempty" msgpack:"dc,omitempty"`
+	// By names who issued the command that wrote the event (Header.By),
+	// for the commands people issue; "" when unknown.
+	By string `json:"by,omitempty" msgpack:"by,omitempty"`
 }
 
 // WaitSpec is what a waiting job waits for; the first of these to happen

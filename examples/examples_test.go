@@ -40,6 +40,8 @@ func TestExamples(t *testing.T) {
 		{"child", nil, "child order-9-box-c: run 4, Completed, child of run 1"},
 		{"cluster-client", nil, ": hello, Dr. Ada"},
 		{"backup", nil, "approval-2 finished on the copy: \"no\""},
+		{"cancellation", nil, "race-1: the timer won after"},
+		{"subscription", nil, "sub-1: charged 3 times"},
 	}
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {

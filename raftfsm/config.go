@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,7 +41,9 @@ type Config struct {
 	Limits engine.Limits
 	// Storage tunes Badger; its Dir and InMemory are ignored, and NoSync
 	// is forced on (the Raft log is the durable record; the state is
-	// synced before each snapshot).
+	// synced before each snapshot). Its ReserveBytes is the free space
+	// under which this node, as leader, refuses proposals with
+	// engine.ErrNoSpace.
 	Storage storage.Options
 
 	// HeartbeatTimeout and ElectionTimeout are Raft's; 0 means 1s each,
@@ -80,6 +83,15 @@ type Config struct {
 	// Raft addresses (the chaos suite routes them through a fault-injecting
 	// proxy); nil dials TCP directly.
 	Dial func(address string, timeout time.Duration) (net.Conn, error)
+	// TLS, if set, makes every Raft connection mutual TLS with this
+	// configuration, at both ends: it presents this node's certificate and
+	// must refuse a peer whose certificate it does not accept (pki.PeerTLS
+	// builds one that admits only node certificates of the cluster's CA).
+	// A peer refused in the handshake never reaches Raft. The handshake
+	// runs over the connection Dial opens, so a proxy in between (the
+	// chaos suite's) relays only ciphertext. Nil: plain TCP, for loopback
+	// and tests only.
+	TLS *tls.Config
 	// LogOutput receives Raft's log lines (warnings and above); nil
 	// discards them. Logger, when set, replaces it.
 	LogOutput io.Writer

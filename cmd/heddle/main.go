@@ -87,11 +87,14 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newDevCommand(),
 		newWorkerCommand(),
 		newClusterCommand(),
+		newCertCommand(),
+		newTokenCommand(),
 		newWorkflowCommand(),
 		newStepCommand(),
 		newResourceCommand(),
 		newChaosCommand(),
 		newBenchCommand(),
+		newRepairCommand(),
 		newVersionCommand(),
 	)
 	// Both are added now rather than when cobra first executes, so the tree
