@@ -249,7 +249,7 @@ func (r *run) askUser(o outcome) error {
 func (r *run) take(o outcome) outcome {
 	if a := r.acts[o.c.Step]; a != nil && a.cancelled && o.err != nil {
 		o.err = workflow.NewApplicationError(fmt.Sprintf("activity %s canceled: %v", o.c.Name, o.err), sdkhook.FailureCanceled, true)
-		o.records, o.retryAt = nil, 0
+		o.records, o.retryAt, o.question, o.parked = nil, 0, nil, false
 	}
 	delete(r.acts, o.c.Step)
 	return o

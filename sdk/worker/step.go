@@ -221,8 +221,7 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 			o.stepAttempt = res.StepAttempt
 			return o
 		case !res.Granted:
-			o.parked, o.parkSeq = true, res.JobSeq
-			return o
+			return parkStep(ctx, o, res.JobSeq)
 		}
 		attempt := res.StepAttempt
 		o.stepAttempt = attempt
@@ -325,8 +324,8 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 		}
 		switch {
 		case n.state == engine.StepNeedsUser, retryAtMS > 0:
-			o.parked, o.parkSeq = true, er.JobSeq
-			return o
+			o.err = n.err
+			return parkStep(ctx, o, er.JobSeq)
 		case n.state == engine.StepFailedRetryable:
 			if !r.sleep(ctx, delay) {
 				o.err, o.notStarted = n.err, true // cancelled while RETRYING
@@ -334,6 +333,23 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 			}
 		}
 	}
+}
+
+// parkStep is the outcome of a step that must wait for news, seq being
+// the job's last seq when it parked. A step whose activity was cancelled
+// meanwhile (ctx ended) does not park: it fails where it waits, as the
+// workflow's cancellation asks.
+func parkStep(ctx context.Context, o outcome, seq uint64) outcome {
+	if ctx.Err() != nil {
+		if o.err == nil {
+			o.err = context.Cause(ctx)
+		}
+		o.notStarted = true
+		return o
+	}
+	o.err = nil
+	o.parked, o.parkSeq = true, seq
+	return o
 }
 
 // tryEnd is how one try of an explicit step ended.

@@ -858,3 +858,81 @@ func TestStepOptionsRefusedForAnotherQueue(t *testing.T) {
 		t.Fatalf("%q, %v", got, err)
 	}
 }
+
+// HoldSlot holds the one "slot" unit until its gate opens.
+func HoldSlot(ctx context.Context, key string) (string, error) {
+	select {
+	case <-gateOf(key):
+		return activity.GetInfo(ctx).Resource, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// SlotFlow runs HoldSlot on a unit of "slot"; with cancelAfter it cancels
+// the activity that long after asking for it.
+func SlotFlow(ctx workflow.Context, key string, cancelAfter time.Duration) (string, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{RequiredCapabilities: []string{"slot"}})
+	actx, cancel := workflow.WithCancel(ctx)
+	f := workflow.ExecuteActivity(actx, HoldSlot, key)
+	if cancelAfter > 0 {
+		if err := workflow.Sleep(ctx, cancelAfter); err != nil {
+			return "", err
+		}
+		cancel()
+	}
+	var s string
+	err := f.Get(ctx, &s)
+	if errors.Is(err, workflow.ErrCanceled) {
+		return "canceled", nil
+	}
+	return s, err
+}
+
+// A step waiting in the queue for a unit that its workflow cancels (and
+// then ends) leaves the queue and never takes the unit; the unit goes to
+// nobody else's harm when its holder ends.
+func TestCancelAStepWaitingForAUnit(t *testing.T) {
+	e := open(t)
+	svc := service(t, e)
+	if _, err := svc.AddResource(context.Background(), engine.AddResource{ID: "slot-1", Capabilities: []string{"slot"}, Capacity: 1}); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, e, "slots", worker.Options{}, func(w *worker.Worker) {
+		w.RegisterWorkflow(SlotFlow)
+		w.RegisterActivity(HoldSlot)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := client.New(svc)
+	holder, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "holder", TaskQueue: "slots"}, SlotFlow, "holder", time.Duration(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release := func() { once.Do(func() { close(gateOf("holder")) }) }
+	defer release()
+	waitStepState(t, svc, "holder", "1", engine.StepRunning)
+	waiter, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "waiter", TaskQueue: "slots"}, SlotFlow, "waiter", 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := waiter.Get(ctx, &got); err != nil || got != "canceled" {
+		t.Fatalf("the waiter: %q, %v", got, err)
+	}
+	// The run ended with the step cancelled where it waited: it is out of
+	// the queue, holding nothing.
+	steps, err := svc.Steps(ctx, engine.Target{WorkflowID: "waiter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 1 || steps[0].WaitingForResource || steps[0].Resource != "" || steps[0].State.Terminal() && steps[0].State != engine.StepFailed {
+		t.Fatalf("the cancelled step: %+v", steps)
+	}
+	release()
+	if err := holder.Get(ctx, &got); err != nil || got != "slot-1" {
+		t.Fatalf("the holder: %q, %v", got, err)
+	}
+	verify(t, e)
+}
