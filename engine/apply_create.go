@@ -149,7 +149,7 @@ func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
 	}
 	// The chain's execution deadline carries over as it is; the run
 	// timeout starts afresh with the next run (set by create above).
-	nl.job.DeadlineMS, nl.job.RunAttempt = old.DeadlineMS, runAttempt
+	nl.job.DeadlineMS, nl.job.RunAttempt, nl.job.ScheduleID = old.DeadlineMS, runAttempt, old.ScheduleID
 	if c.DelayMS > 0 {
 		if _, err := a.appendEvent(nl, Event{Type: EventJobRequeued, DelayMS: c.DelayMS, Reason: ReasonRetry}); err != nil {
 			return nil, err

@@ -448,5 +448,5 @@ func newCommand(k CommandKind) (Command, bool) {
 	case KindExpireDeadlines:
 		return new(ExpireDeadlines), true
 	}
-	return nil, false
+	return newScheduleCommand(k)
 }

@@ -33,6 +33,14 @@
 //	GET    /v1/jobs/{job}/closed[?wait=30s]  wait until terminal      -> Job (long poll)
 //	GET    /v1/workflows/{workflow}/closed[?wait=30s]                 -> Job (long poll)
 //
+//	POST   /v1/schedules                     CreateSchedule    -> ScheduleResult
+//	POST   /v1/schedules/update              UpdateSchedule    -> ScheduleResult
+//	POST   /v1/schedules/pause               PauseSchedule     -> ScheduleResult (paused false: unpause)
+//	POST   /v1/schedules/trigger             TriggerSchedule   -> ScheduleResult
+//	POST   /v1/schedules/delete              DeleteSchedule    -> ScheduleResult (empty)
+//	GET    /v1/schedules?after=&limit=       ListSchedules     -> ScheduleListPage
+//	GET    /v1/schedules/{schedule}          DescribeSchedule  -> ScheduleDescription
+//
 //	POST   /v1/query[?wait=30s]              QueryRequest      -> QueryResult
 //	POST   /v1/query/poll[?wait=30s]         QueryPoll         -> QueryPollResult (workers)
 //	POST   /v1/query/answer                  QueryAnswer       -> QueryAnswerResult (workers)

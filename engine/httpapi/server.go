@@ -79,6 +79,7 @@ func (s *Server) routes() {
 	s.handle("DELETE /v1/cluster/members/{id}", s.clusterRemove)
 	s.handle("POST /v1/cluster/leader/transfer", s.clusterTransfer)
 
+	s.scheduleRoutes()
 	s.healthRoutes()
 
 	// Everything else, including a known path with another method, gets

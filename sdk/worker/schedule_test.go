@@ -1,0 +1,135 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/worker"
+	"github.com/heddlewf/heddle/sdk/workflow"
+)
+
+func ScheduledGreeting(_ workflow.Context, name string) (string, error) { return "hello " + name, nil }
+
+// TestScheduleClientLikeTemporal drives a schedule through the client's
+// Temporal-shaped schedule API, with a worker running what it starts, on
+// the test's backend (in-process, HTTP or a three-node cluster).
+func TestScheduleClientLikeTemporal(t *testing.T) {
+	e := open(t)
+	startWorker(t, e, "sched", worker.Options{}, func(w *worker.Worker) { w.RegisterWorkflow(ScheduledGreeting) })
+	c := client.New(service(t, e))
+	sc := c.ScheduleClient()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	h, err := sc.Create(ctx, client.ScheduleOptions{
+		ID:      "greet",
+		Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: time.Second}}},
+		Action:  &client.ScheduleWorkflowAction{Workflow: ScheduledGreeting, Args: []any{"x"}, TaskQueue: "sched"},
+		Overlap: client.ScheduleOverlapPolicyAllowAll,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.Create(ctx, client.ScheduleOptions{ID: "greet", Spec: client.ScheduleSpec{CronExpressions: []string{"@daily"}},
+		Action: &client.ScheduleWorkflowAction{Workflow: ScheduledGreeting, TaskQueue: "sched"}}); !errors.Is(err, engine.ErrScheduleExists) {
+		t.Fatalf("second create: %v", err)
+	}
+	// The interval takes two actions; each run's id is the schedule id
+	// and its time, and it greets with the action's argument.
+	var d *client.ScheduleDescription
+	for d == nil || d.Info.NumActions < 2 {
+		time.Sleep(100 * time.Millisecond)
+		if d, err = h.Describe(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, a := range d.Info.RecentActions[:2] {
+		want := "greet-" + a.ScheduleTime.UTC().Format(time.RFC3339)
+		if a.StartWorkflowResult.WorkflowID != want || a.ActualTime.Before(a.ScheduleTime) {
+			t.Fatalf("recent action %+v, want workflow id %s", a, want)
+		}
+		var got string
+		run, err := c.GetWorkflow(ctx, a.StartWorkflowResult.WorkflowID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := run.Get(ctx, &got); err != nil || got != "hello x" {
+			t.Fatalf("run %s: %q %v", a.StartWorkflowResult.WorkflowID, got, err)
+		}
+	}
+
+	if err := h.Pause(ctx, client.SchedulePauseOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = h.Describe(ctx); err != nil || !d.Schedule.State.Paused || d.Schedule.State.Note != "Paused via Go SDK" || len(d.Info.NextActionTimes) != 0 {
+		t.Fatalf("paused: %+v %v", d, err)
+	}
+	// An update keeps what DoUpdate leaves, and changes the arguments.
+	err = h.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+		s := in.Description.Schedule
+		s.Action.(*client.ScheduleWorkflowAction).Args = []any{"y"}
+		return &client.ScheduleUpdate{Schedule: &s}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+		return nil, client.ErrSkipScheduleUpdate
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	before := d.Info.NumActions
+	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = h.Describe(ctx); err != nil || d.Info.NumActions != before+1 || !d.Schedule.State.Paused {
+		t.Fatalf("after the trigger: %+v %v", d.Info, err)
+	}
+	last := d.Info.RecentActions[len(d.Info.RecentActions)-1]
+	run, err := c.GetWorkflow(ctx, last.StartWorkflowResult.WorkflowID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := run.Get(ctx, &got); err != nil || got != "hello y" {
+		t.Fatalf("triggered run: %q %v", got, err)
+	}
+	if err := h.Unpause(ctx, client.ScheduleUnpauseOptions{Note: "back"}); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := sc.Create(ctx, client.ScheduleOptions{ID: "other", Spec: client.ScheduleSpec{CronExpressions: []string{"0 9 * * MON"}},
+		Action: &client.ScheduleWorkflowAction{Workflow: "ScheduledGreeting", TaskQueue: "sched"}, Paused: true}); err != nil {
+		t.Fatal(err)
+	}
+	it, err := sc.List(ctx, client.ScheduleListOptions{PageSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for it.HasNext() {
+		entry, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, entry.ID)
+		if entry.WorkflowType.Name != "ScheduledGreeting" {
+			t.Fatalf("entry %+v", entry)
+		}
+	}
+	if len(ids) != 2 || ids[0] != "greet" || ids[1] != "other" {
+		t.Fatalf("listed %v", ids)
+	}
+	for _, id := range ids {
+		if err := sc.GetHandle(ctx, id).Delete(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.Describe(ctx); !errors.Is(err, engine.ErrUnknownSchedule) {
+		t.Fatalf("describe after delete: %v", err)
+	}
+}
