@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,10 +62,14 @@ func TestClientCoversTheSchedules(t *testing.T) {
 	var res engine.ScheduleResult
 	r := postJSON(t, hs.URL+"/v1/schedules", map[string]any{
 		"id": "j", "spec": map[string]any{"intervals": []any{map[string]any{"every_ms": 60000}}},
-		"action": map[string]any{"type": "t", "queue": "q"}, "policy": map[string]any{"overlap": 6},
+		"action": map[string]any{"type": "t", "queue": "q"}, "policy": map[string]any{"overlap": "AllowAll"},
 	}, &res)
 	if r.status != http.StatusOK || res.Schedule == nil || res.Schedule.Policy.Overlap != engine.OverlapAllowAll {
 		t.Fatalf("JSON create: %d %s", r.status, r.body)
+	}
+	r = doRaw(t, http.MethodGet, hs.URL+"/v1/schedules/j", nil, nil)
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), `"overlap":"AllowAll"`) || !strings.Contains(string(r.body), `"next_action_times_ms":[`) {
+		t.Fatalf("JSON describe: %d %s", r.status, r.body)
 	}
 	r = doRaw(t, http.MethodGet, hs.URL+"/v1/schedules/missing", nil, nil)
 	if b := errorBodyOf(t, r); r.status != http.StatusNotFound || b.Name != "unknown_schedule" {
