@@ -28,6 +28,9 @@ type Event struct {
 	Commit bool `json:"commit,omitempty" msgpack:"c,omitempty"`
 	// Wait describes what a job_waiting event waits for.
 	Wait *WaitSpec `json:"wait,omitempty" msgpack:"w,omitempty"`
+	// LastResult, on the job_created of a cron run, is the result of the
+	// chain's last run that completed (Temporal's last completion result).
+	LastResult []byte `json:"last_result,omitempty" msgpack:"lr,omitempty"`
 }
 
 // WaitSpec is what a waiting job waits for; the first of these to happen

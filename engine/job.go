@@ -79,9 +79,11 @@ type Job struct {
 	// ScheduleID names the schedule that started the run (kept by the
 	// runs it continues as), so that its end wakes the schedule.
 	ScheduleID string `json:"schedule_id,omitempty" msgpack:"sch,omitempty"`
-	CreatedMS  int64  `json:"created_ms" msgpack:"cr"`
-	UpdatedMS  int64  `json:"updated_ms" msgpack:"up"`
-	ClosedMS   int64  `json:"closed_ms,omitempty" msgpack:"cl,omitempty"`
+	// CronSchedule is the chain's cron line (CreateJob.CronSchedule).
+	CronSchedule string `json:"cron_schedule,omitempty" msgpack:"cron,omitempty"`
+	CreatedMS    int64  `json:"created_ms" msgpack:"cr"`
+	UpdatedMS    int64  `json:"updated_ms" msgpack:"up"`
+	ClosedMS     int64  `json:"closed_ms,omitempty" msgpack:"cl,omitempty"`
 }
 
 // Timer is one pending durable timer of a job.
