@@ -7,9 +7,12 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-// dispatchSchedule applies the schedule commands; ok is false for any other.
-func (a *applier) dispatchSchedule(cmd Command) (res Result, ok bool, err error) {
+// dispatchExt applies the schedule and async-completion commands; ok is
+// false for any other.
+func (a *applier) dispatchExt(cmd Command) (res Result, ok bool, err error) {
 	switch c := cmd.(type) {
+	case *CompleteAsync:
+		res, err = a.completeAsync(c)
 	case *CreateSchedule:
 		res, err = a.createSchedule(c)
 	case *UpdateSchedule:

@@ -454,5 +454,5 @@ func newCommand(k CommandKind) (Command, bool) {
 	case KindExpireDeadlines:
 		return new(ExpireDeadlines), true
 	}
-	return newScheduleCommand(k)
+	return newExtCommand(k)
 }

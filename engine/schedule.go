@@ -281,9 +281,12 @@ func (*TriggerSchedule) Kind() CommandKind { return KindTriggerSchedule }
 func (*DeleteSchedule) Kind() CommandKind  { return KindDeleteSchedule }
 func (*FireSchedules) Kind() CommandKind   { return KindFireSchedules }
 
-// newScheduleCommand returns an empty schedule command of kind k, for decoding.
-func newScheduleCommand(k CommandKind) (Command, bool) {
+// newExtCommand returns an empty schedule or async-completion command of
+// kind k, for decoding.
+func newExtCommand(k CommandKind) (Command, bool) {
 	switch k {
+	case KindCompleteAsync:
+		return new(CompleteAsync), true
 	case KindCreateSchedule:
 		return new(CreateSchedule), true
 	case KindUpdateSchedule:
@@ -300,9 +303,12 @@ func newScheduleCommand(k CommandKind) (Command, bool) {
 	return nil, false
 }
 
-// newScheduleResult returns an empty result of a schedule command of kind k.
-func newScheduleResult(k CommandKind) Result {
+// newExtResult returns an empty result of a schedule or async-completion
+// command of kind k.
+func newExtResult(k CommandKind) Result {
 	switch k {
+	case KindCompleteAsync:
+		return new(StatusResult)
 	case KindCreateSchedule, KindUpdateSchedule, KindPauseSchedule, KindTriggerSchedule, KindDeleteSchedule:
 		return new(ScheduleResult)
 	case KindFireSchedules:

@@ -41,6 +41,7 @@ func TestExamples(t *testing.T) {
 		{"cluster-client", nil, ": hello, Dr. Ada"},
 		{"backup", nil, "approval-2 finished on the copy: \"no\""},
 		{"schedules", nil, `triggered while paused ("quiet hours"): special report by reports-`},
+		{"async-completion", nil, "expense-4 finished: train to Lyon: approved by Ada"},
 	}
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {

@@ -23,6 +23,7 @@
 //	POST   /v1/jobs/request-cancel           RequestCancel     -> StatusResult
 //	POST   /v1/jobs/continue-as-new          ContinueAsNew     -> CreateResult
 //	POST   /v1/jobs/terminate                Terminate         -> StatusResult
+//	POST   /v1/jobs/complete-async           CompleteAsync     -> StatusResult
 //
 //	GET    /v1/jobs?status=&type=&queue=&after=&limit=        List -> ListPage
 //	GET    /v1/jobs/{job}                    Describe by job id       -> Job

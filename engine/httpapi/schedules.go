@@ -86,3 +86,17 @@ func (c *Client) ListSchedules(ctx context.Context, lq engine.ScheduleListQuery)
 	}
 	return read[engine.ScheduleListPage](ctx, c, "/v1/schedules", q)
 }
+
+// asyncRoutes registers the route of asynchronous activity completion.
+func (s *Server) asyncRoutes() {
+	if as, ok := s.cfg.Service.(engine.AsyncService); ok {
+		s.handle("POST /v1/jobs/complete-async", command(as.CompleteAsync))
+	}
+}
+
+var _ engine.AsyncService = (*Client)(nil)
+
+// CompleteAsync implements engine.AsyncService.
+func (c *Client) CompleteAsync(ctx context.Context, cmd engine.CompleteAsync) (*engine.StatusResult, error) {
+	return send[engine.StatusResult](ctx, c, "/v1/jobs/complete-async", &cmd, &cmd.Header)
+}

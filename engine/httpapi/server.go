@@ -80,6 +80,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/cluster/leader/transfer", s.clusterTransfer)
 
 	s.scheduleRoutes()
+	s.asyncRoutes()
 	s.healthRoutes()
 
 	// Everything else, including a known path with another method, gets
