@@ -16,6 +16,10 @@ import (
 // nodes could disagree). Every time is computed in UTC.
 var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
+// maxScheduleTimeMS bounds a spec's start and end times, and its times: the
+// end of the year 9999, the last an RFC 3339 workflow id can name.
+const maxScheduleTimeMS = 253402300799999
+
 // compiledSpec is a ScheduleSpec ready to give its times.
 type compiledSpec struct {
 	crons     []cron.Schedule
@@ -71,8 +75,10 @@ func compileSpec(s *ScheduleSpec) (*compiledSpec, string, error) {
 		}
 	}
 	switch {
-	case s.StartAtMS < 0:
-		return nil, "Spec.StartAtMS", fmt.Errorf("is negative")
+	case s.StartAtMS < 0 || s.StartAtMS > maxScheduleTimeMS:
+		return nil, "Spec.StartAtMS", fmt.Errorf("is %d, not in [0, %d] (the year 9999)", s.StartAtMS, int64(maxScheduleTimeMS))
+	case s.EndAtMS > maxScheduleTimeMS:
+		return nil, "Spec.EndAtMS", fmt.Errorf("is %d, after the year 9999", s.EndAtMS)
 	case s.EndAtMS < 0 || (s.EndAtMS > 0 && s.EndAtMS < s.StartAtMS):
 		return nil, "Spec.EndAtMS", fmt.Errorf("is %d, before StartAtMS %d", s.EndAtMS, s.StartAtMS)
 	case s.JitterMS < 0 || s.JitterMS > maxDelayMS:
@@ -105,7 +111,7 @@ func (c *compiledSpec) next(afterMS int64) int64 {
 			best = ms
 		}
 	}
-	if best == 0 || (c.endMS > 0 && best > c.endMS) {
+	if best == 0 || (c.endMS > 0 && best > c.endMS) || best > maxScheduleTimeMS {
 		return 0
 	}
 	return best

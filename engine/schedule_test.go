@@ -71,6 +71,7 @@ func TestScheduleCheckRefusesBadFields(t *testing.T) {
 		{"short interval", func(c *CreateSchedule) { c.Spec = everySpec(999) }, "Spec.Intervals[0].EveryMS", ErrInvalidCommand},
 		{"offset too big", func(c *CreateSchedule) { c.Spec.Intervals[0].OffsetMS = 60_000 }, "Spec.Intervals[0].OffsetMS", ErrInvalidCommand},
 		{"end before start", func(c *CreateSchedule) { c.Spec.StartAtMS, c.Spec.EndAtMS = 10, 5 }, "Spec.EndAtMS", ErrInvalidCommand},
+		{"start after 9999", func(c *CreateSchedule) { c.Spec.StartAtMS = 1 << 62 }, "Spec.StartAtMS", ErrInvalidCommand},
 		{"negative jitter", func(c *CreateSchedule) { c.Spec.JitterMS = -1 }, "Spec.JitterMS", ErrInvalidCommand},
 		{"no type", func(c *CreateSchedule) { c.Action.Type = "" }, "Action.Type", ErrInvalidCommand},
 		{"no queue", func(c *CreateSchedule) { c.Action.Queue = "" }, "Action.Queue", ErrInvalidCommand},
