@@ -13,8 +13,9 @@ import (
 // line's first time after its start, and a run that completes or fails is
 // ended, in the same command, as the chain's next run is created, held
 // back until the next time after now, with the same input and the last
-// completed run's result on its job_created (Event.LastResult). A run
-// cancelled, terminated or timed out ends the chain. A retry of a failed
+// completed run's result on its job_created (Event.LastResult). A run that
+// its run timeout ends is followed too; the chain's execution timeout, a
+// cancel or a terminate end the chain. A retry of a failed
 // run (ContinueAsNew with a failure) stays within the chain's time.
 
 // cron checks a cron line.
@@ -54,6 +55,10 @@ func (a *applier) cronHoldBack(l *loaded, line string) error {
 	}
 	if at == 0 {
 		return fmt.Errorf("%w: cron %q has no time after %d", ErrInvalidCommand, line, a.now)
+	}
+	// The run timeout counts from the run's time, not from the wait for it.
+	if l.job.RunTimeoutMS > 0 {
+		l.job.RunDeadlineMS = at + l.job.RunTimeoutMS
 	}
 	_, err = a.appendEvent(l, Event{Type: EventJobRequeued, DelayMS: at - a.now, Reason: ReasonCronNext})
 	return err
@@ -105,18 +110,38 @@ func (a *applier) cronNext(l *loaded, ref LeaseRef, ev Event) (Result, error) {
 		return nil, err
 	}
 	a.save(l)
+	if err := a.cronFollow(old, first, last); err != nil {
+		return nil, err
+	}
+	return &StatusResult{Job: old.ID, Status: old.Status, Seq: seq}, nil
+}
+
+// cronTimedOut follows a cron run that its run timeout ended (saved
+// already) with the chain's next run, as Temporal does; only the chain's
+// execution timeout, a cancel or a terminate end the chain.
+func (a *applier) cronTimedOut(l *loaded) error {
+	first, err := a.firstEvent(l.job.ID)
+	if err != nil {
+		return err
+	}
+	return a.cronFollow(l.job, first, first.LastResult)
+}
+
+// cronFollow creates the next run of old's chain, with old's first input
+// and last as its last completion result.
+func (a *applier) cronFollow(old *Job, first *Event, last []byte) error {
 	next := &CreateJob{Header: Header{NowMS: a.now}, WorkflowID: old.WorkflowID, Type: old.Type, Queue: old.Queue, Input: first.Payload,
 		ParentID: old.ParentID, ParentStep: old.ParentStep, ParentClosePolicy: old.ParentClosePolicy, Retry: old.Retry,
 		RunTimeoutMS: old.RunTimeoutMS, TraceParent: old.TraceParent, CronSchedule: old.CronSchedule}
 	res, err := a.createRun(next, last)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	nl, err := a.load(res.(*CreateResult).Job)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	nl.job.DeadlineMS, nl.job.ScheduleID = old.DeadlineMS, old.ScheduleID
 	a.save(nl)
-	return &StatusResult{Job: old.ID, Status: old.Status, Seq: seq}, nil
+	return nil
 }

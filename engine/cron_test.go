@@ -58,6 +58,23 @@ func TestCronChain(t *testing.T) {
 	if ev := h.history(n4.ID)[0]; string(ev.LastResult) != "r1" || n4.CronSchedule == "" || n4.Status != StatusQueued {
 		t.Fatalf("retried run: %s, cron %q, last result %q", n4.Status, n4.CronSchedule, ev.LastResult)
 	}
+	// A run its run timeout ends is followed too (Temporal's cron).
+	h.must(&Cancel{Target: Target{WorkflowID: "c"}})
+	cr = h.must(&CreateJob{WorkflowID: "c", Type: "t", Queue: "q", Input: []byte("in"), CronSchedule: "*/5 * * * *", RunTimeoutMS: 1000}).(*CreateResult)
+	first = (h.now/every5 + 1) * every5
+	h.now = first
+	h.must(&ReleaseDelayed{Max: 10})
+	h.now = first + 999
+	h.must(&ExpireDeadlines{Max: 10})
+	if s := h.job(cr.Job).Status; s != StatusQueued {
+		t.Fatalf("the run timeout counted the wait for the run's time: %s", s)
+	}
+	h.now = first + 1000
+	h.must(&ExpireDeadlines{Max: 10})
+	n4, _ = h.current("c")
+	if h.job(cr.Job).Status != StatusTimedOut || n4.ID == cr.Job || n4.Status != StatusRetrying || n4.ReleaseAtMS != first+every5 {
+		t.Fatalf("after a run timeout: old %s, next %+v", h.job(cr.Job).Status, n4)
+	}
 	// Cancelling ends the chain.
 	h.must(&Cancel{Target: Target{WorkflowID: "c"}})
 	if cur, _ := h.current("c"); cur.ID != n4.ID || cur.Status != StatusCancelled {

@@ -96,8 +96,9 @@ type StartWorkflowOptions struct {
 	// see docs/temporal.md): the first run waits for the first time, and
 	// each run that completes or fails is followed by the next at the next
 	// time, with the same arguments. workflow.GetLastCompletionResult gives
-	// a run the result of the last one that completed. Get follows the
-	// chain, which ends when a run is cancelled, terminated or times out.
+	// a run the result of the last one that completed. A run its
+	// WorkflowRunTimeout ends is followed too; a cancel, a terminate or the
+	// WorkflowExecutionTimeout ends the chain. Get follows the chain.
 	CronSchedule string
 }
 

@@ -37,7 +37,8 @@ type ChildWorkflowOptions struct {
 	WaitForCancellation bool
 	// CronSchedule makes the child a cron workflow (see
 	// client.StartWorkflowOptions.CronSchedule); its parent waits for the
-	// chain, which ends only when a run is cancelled, terminated or times out.
+	// chain, which ends only when a run is cancelled or terminated or the
+	// execution timeout passes.
 	CronSchedule string
 }
 
