@@ -86,6 +86,7 @@ const (
 
 // ScheduleSpec is the set of times a schedule acts at: the union of its
 // cron expressions' and its intervals' times, within [StartAtMS, EndAtMS].
+// An empty spec has no times: such a schedule acts only when triggered.
 // Times are UTC: a spec carries no time zone, since Apply must compute the
 // same times on every node whatever its zone database.
 type ScheduleSpec struct {

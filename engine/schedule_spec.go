@@ -50,9 +50,6 @@ func parseCron(expr string) (cron.Schedule, error) {
 // compileSpec validates s and compiles it. The error names the field.
 func compileSpec(s *ScheduleSpec) (*compiledSpec, string, error) {
 	c := &compiledSpec{intervals: s.Intervals, startMS: s.StartAtMS, endMS: s.EndAtMS, jitterMS: s.JitterMS}
-	if len(s.CronExpressions)+len(s.Intervals) == 0 {
-		return nil, "Spec", fmt.Errorf("needs at least one cron expression or interval")
-	}
 	if len(s.CronExpressions) > MaxScheduleSpecs {
 		return nil, "Spec.CronExpressions", fmt.Errorf("has %d entries, over the limit of %d", len(s.CronExpressions), MaxScheduleSpecs)
 	}

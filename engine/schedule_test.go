@@ -65,7 +65,6 @@ func TestScheduleCheckRefusesBadFields(t *testing.T) {
 		want  error
 	}{
 		{"no id", func(c *CreateSchedule) { c.ID = "" }, "ID", ErrInvalidCommand},
-		{"empty spec", func(c *CreateSchedule) { c.Spec = ScheduleSpec{} }, "Spec", ErrInvalidCommand},
 		{"bad cron", func(c *CreateSchedule) { c.Spec.CronExpressions = []string{"61 * * * *"} }, "Spec.CronExpressions[0]", ErrInvalidCommand},
 		{"cron zone", func(c *CreateSchedule) { c.Spec.CronExpressions = []string{"CRON_TZ=Europe/Paris 0 9 * * *"} }, "Spec.CronExpressions[0]", ErrInvalidCommand},
 		{"short interval", func(c *CreateSchedule) { c.Spec = everySpec(999) }, "Spec.Intervals[0].EveryMS", ErrInvalidCommand},
@@ -403,6 +402,21 @@ func TestScheduleRunContinuedAsNewKeepsItsSchedule(t *testing.T) {
 	if ids := h.fireAt(h.now); len(ids) != 1 || ids[0] != "k-"+rfc(s.NextNominalMS+60_000) {
 		t.Fatalf("after the chain closed started %v", ids)
 	}
+}
+
+func TestScheduleWithAnEmptySpecActsOnlyWhenTriggered(t *testing.T) {
+	h := newSchedHarness(t)
+	s := h.must(&CreateSchedule{ID: "e", Action: testAction}).(*ScheduleResult).Schedule
+	if s.NextNominalMS != 0 || s.DueMS != 0 || len(NextActionTimes(s, 3)) != 0 {
+		t.Fatalf("an empty spec has times: %+v", s)
+	}
+	if ids := h.fireAt(schedT0 + 365*24*3600_000); len(ids) != 0 {
+		t.Fatalf("an empty spec fired %v", ids)
+	}
+	if tr := h.must(&TriggerSchedule{ID: "e"}).(*ScheduleResult); len(tr.Started) != 1 {
+		t.Fatal("a trigger of an empty spec started nothing")
+	}
+	h.verify()
 }
 
 func TestScheduleCreateTriggerImmediately(t *testing.T) {

@@ -41,6 +41,8 @@ type ScheduleIntervalSpec struct {
 // cron expressions' and intervals' times within [StartAt, EndAt]. Times are
 // UTC; TimeZoneName must be "" or "UTC".
 type ScheduleSpec struct {
+	// Calendars are turned into cron expressions (see ScheduleCalendarSpec).
+	Calendars       []ScheduleCalendarSpec
 	Intervals       []ScheduleIntervalSpec
 	CronExpressions []string
 	StartAt         time.Time
@@ -429,8 +431,15 @@ func toEngineSchedule(s *Schedule) (engine.ScheduleSpec, engine.ScheduleAction, 
 	if z := s.Spec.TimeZoneName; z != "" && z != "UTC" {
 		return spec, act, pol, st, fmt.Errorf("client: ScheduleSpec.TimeZoneName %q: schedules run in UTC", z)
 	}
-	spec = engine.ScheduleSpec{CronExpressions: s.Spec.CronExpressions, StartAtMS: unixMS(s.Spec.StartAt), EndAtMS: unixMS(s.Spec.EndAt),
+	spec = engine.ScheduleSpec{CronExpressions: append([]string(nil), s.Spec.CronExpressions...), StartAtMS: unixMS(s.Spec.StartAt), EndAtMS: unixMS(s.Spec.EndAt),
 		JitterMS: s.Spec.Jitter.Milliseconds()}
+	for _, cal := range s.Spec.Calendars {
+		line, err := cal.cron()
+		if err != nil {
+			return spec, act, pol, st, err
+		}
+		spec.CronExpressions = append(spec.CronExpressions, line)
+	}
 	for _, iv := range s.Spec.Intervals {
 		spec.Intervals = append(spec.Intervals, engine.ScheduleInterval{EveryMS: iv.Every.Milliseconds(), OffsetMS: iv.Offset.Milliseconds()})
 	}

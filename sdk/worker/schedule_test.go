@@ -102,6 +102,37 @@ func TestScheduleClientLikeTemporal(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Temporal's schedule sample: created with no spec, triggered, then
+	// given calendars and an interval, paused with ten actions left.
+	sample, err := sc.Create(ctx, client.ScheduleOptions{ID: "sample", Spec: client.ScheduleSpec{},
+		Action: &client.ScheduleWorkflowAction{ID: "sample-wf", Workflow: ScheduledGreeting, Args: []any{"s"}, TaskQueue: "sched"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sample.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: client.ScheduleOverlapPolicyAllowAll}); err != nil {
+		t.Fatal(err)
+	}
+	err = sample.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+		in.Description.Schedule.Spec = &client.ScheduleSpec{
+			Calendars: []client.ScheduleCalendarSpec{{Hour: []client.ScheduleRange{{Start: 17}}, DayOfWeek: []client.ScheduleRange{{Start: 5}}}},
+			Intervals: []client.ScheduleIntervalSpec{{Every: time.Hour}},
+		}
+		in.Description.Schedule.State.Paused = true
+		in.Description.Schedule.State.LimitedActions = true
+		in.Description.Schedule.State.RemainingActions = 10
+		return &client.ScheduleUpdate{Schedule: &in.Description.Schedule}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err = sample.Describe(ctx); err != nil || d.Info.NumActions != 1 || d.Schedule.State.RemainingActions != 10 ||
+		len(d.Schedule.Spec.CronExpressions) != 1 || d.Schedule.Spec.CronExpressions[0] != "0 0 17 * * 5" || len(d.Schedule.Spec.Intervals) != 1 {
+		t.Fatalf("the sample's schedule: %+v %+v %v", d.Schedule.Spec, d.Info, err)
+	}
+	if err := sample.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+
 	if _, err := sc.Create(ctx, client.ScheduleOptions{ID: "other", Spec: client.ScheduleSpec{CronExpressions: []string{"0 9 * * MON"}},
 		Action: &client.ScheduleWorkflowAction{Workflow: "ScheduledGreeting", TaskQueue: "sched"}, Paused: true}); err != nil {
 		t.Fatal(err)
