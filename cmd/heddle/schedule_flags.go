@@ -155,9 +155,6 @@ func (f *schedFlags) apply(spec *engine.ScheduleSpec, act *engine.ScheduleAction
 	if spec.StartAtMS < 0 || spec.EndAtMS < 0 {
 		return usagef("--start-at and --end-at must be after 1970")
 	}
-	if len(spec.CronExpressions)+len(spec.Intervals) == 0 {
-		return usagef("the spec needs at least one --cron or --every")
-	}
 	for _, e := range spec.CronExpressions {
 		if err := engine.ParseCron(e); err != nil {
 			return usagef("--cron: %v", err)
