@@ -155,29 +155,93 @@ func (a *applier) deleteSchedule(c *DeleteSchedule) (Result, error) {
 // fireSchedules acts on the schedules whose due entries have come. An
 // entry whose schedule is gone, or whose time is not the schedule's due
 // time, is stale, but acting on it is harmless: it only looks again.
+//
+// Unlike the other sweeps, one schedule can write a lot (it may start many
+// runs), so the sweep also stops once its writes pass
+// scheduleSweepBudgetBytes or scheduleSweepBudgetKeys, leaving the entries
+// it did not reach due (More), well below a transaction's limit: a sweep
+// over the limit would fail, and be proposed again, for ever.
 func (a *applier) fireSchedules(c *FireSchedules) (Result, error) {
-	return a.sweep(storage.SchedDuePrefix, storage.KeyLowSchedDue, c.Max, func(tk storage.TimeKey, _ []byte, res *SweepResult) error {
-		s, err := a.loadSchedule(tk.Rest)
-		if errors.Is(err, ErrUnknownSchedule) {
-			return nil
-		}
+	low, err := a.u64(storage.KeyLowSchedDue)
+	if err != nil {
+		return nil, err
+	}
+	type due struct {
+		tk  storage.TimeKey
+		key []byte
+	}
+	var dues []due
+	res := &SweepResult{}
+	start := append(append([]byte(nil), storage.SchedDuePrefix...), storage.U64(low)...)
+	err = a.tx.Scan(storage.SchedDuePrefix, start, false, func(k, _ []byte) (bool, error) {
+		tk, err := storage.ParseTimeKey(k)
 		if err != nil {
-			return err
+			return false, err
 		}
-		old := s.DueMS
-		if old == tk.AtMS {
-			old = 0 // the live entry was just removed: a new one is needed
+		if tk.AtMS > a.now {
+			return false, nil
 		}
-		sr := &ScheduleResult{}
-		if err := a.reschedule(s, old, sr); err != nil {
-			return err
+		if len(dues) == c.Max {
+			res.More = true
+			return false, nil
 		}
-		for _, st := range sr.Started {
-			res.Jobs = append(res.Jobs, st.Job)
-			res.Ready = append(res.Ready, st.Job)
-		}
-		return nil
+		dues = append(dues, due{tk, k})
+		return true, nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	mark := a.now
+	done := 0
+	for _, d := range dues {
+		if a.tx.Bytes() > scheduleSweepBudgetBytes || a.tx.Len() > scheduleSweepBudgetKeys {
+			res.More, mark = true, d.tk.AtMS
+			break
+		}
+		a.tx.Delete(d.key)
+		done++
+		if err := a.fireSchedule(d.tk, res); err != nil {
+			return nil, err
+		}
+	}
+	if res.More && done == len(dues) {
+		mark = dues[len(dues)-1].tk.AtMS
+	}
+	if done > 0 && uint64(mark) > low {
+		a.tx.Set(storage.KeyLowSchedDue, storage.U64(uint64(mark)))
+	}
+	return res, nil
+}
+
+// The write budget of one FireSchedules, about a fifth of a transaction's
+// limit with Badger's default 16 MiB memtables.
+const (
+	scheduleSweepBudgetBytes = 512 << 10
+	scheduleSweepBudgetKeys  = 4000
+)
+
+// fireSchedule brings the schedule of one due entry up to now.
+func (a *applier) fireSchedule(tk storage.TimeKey, res *SweepResult) error {
+	s, err := a.loadSchedule(tk.Rest)
+	if errors.Is(err, ErrUnknownSchedule) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	old := s.DueMS
+	if old == tk.AtMS {
+		old = 0 // the live entry was just removed: a new one is needed
+	}
+	sr := &ScheduleResult{}
+	if err := a.reschedule(s, old, sr); err != nil {
+		return err
+	}
+	for _, st := range sr.Started {
+		res.Jobs = append(res.Jobs, st.Job)
+		res.Ready = append(res.Ready, st.Job)
+	}
+	return nil
 }
 
 // overlap is the policy an action takes: p, or the schedule's, or Skip.
@@ -212,8 +276,8 @@ func (a *applier) reschedule(s *Schedule, oldDueMS int64, res *ScheduleResult) e
 	if window == 0 {
 		window = DefaultCatchupWindowMS
 	}
-	steps := 0
-	for !s.State.Paused && s.NextNominalMS != 0 && steps < maxScheduleStepsPerApply {
+	steps, started := 0, len(res.Started)
+	for !s.State.Paused && s.NextNominalMS != 0 && steps < maxScheduleStepsPerApply && len(res.Started)-started < maxScheduleStartsPerApply {
 		t := s.NextNominalMS
 		actual := t + ScheduleJitter(s.ID, t, spec.jitterMS)
 		if actual > a.now {
@@ -235,7 +299,7 @@ func (a *applier) reschedule(s *Schedule, oldDueMS int64, res *ScheduleResult) e
 		s.NextNominalMS = spec.next(t)
 	}
 	switch {
-	case steps == maxScheduleStepsPerApply:
+	case steps == maxScheduleStepsPerApply || len(res.Started)-started == maxScheduleStartsPerApply:
 		s.DueMS = a.now // more times have come: the next sweep goes on
 	case s.State.Paused || s.NextNominalMS == 0 || (s.State.LimitedActions && s.State.RemainingActions <= 0):
 		s.DueMS = 0
@@ -359,6 +423,10 @@ func (a *applier) start(s *Schedule, nominalMS int64, res *ScheduleResult) error
 	a.save(l)
 	run := ScheduleRun{WorkflowID: wf, Job: cr.Job, NominalMS: nominalMS, ActualMS: a.now}
 	s.Running = append(s.Running, run)
+	if n := len(s.Running); n > MaxScheduleRunning {
+		// Only AllowAll gets here: its runs need no tracking to decide.
+		s.Running = append([]ScheduleRun(nil), s.Running[n-MaxScheduleRunning:]...)
+	}
 	s.Recent = append(s.Recent, run)
 	if n := len(s.Recent); n > MaxScheduleRecent {
 		s.Recent = append([]ScheduleRun(nil), s.Recent[n-MaxScheduleRecent:]...)

@@ -78,10 +78,15 @@ const (
 	DefaultCatchupWindowMS = 365 * 24 * 3600 * 1000
 	// MinCatchupWindowMS is the shortest catch-up window, as Temporal's.
 	MinCatchupWindowMS = 10 * 1000
+	// MaxScheduleRunning bounds the open runs a schedule tracks (only
+	// AllowAll can have more: the oldest are dropped from the list).
+	MaxScheduleRunning = 100
 	// maxScheduleStepsPerApply bounds the spec times one schedule goes
-	// through in one command; a schedule with more due stays due now, and
-	// the next sweep goes on.
-	maxScheduleStepsPerApply = 1000
+	// through in one command, and maxScheduleStartsPerApply the runs it
+	// starts; a schedule with more due stays due now, and the next sweep
+	// goes on.
+	maxScheduleStepsPerApply  = 1000
+	maxScheduleStartsPerApply = 100
 )
 
 // ScheduleSpec is the set of times a schedule acts at: the union of its

@@ -404,6 +404,35 @@ func TestScheduleRunContinuedAsNewKeepsItsSchedule(t *testing.T) {
 	}
 }
 
+// TestFireSchedulesStaysWithinItsWriteBudget: schedules whose runs carry
+// large inputs, all due at once, are fired over several sweeps, each far
+// below a transaction's limit, and none is lost or fired twice.
+func TestFireSchedulesStaysWithinItsWriteBudget(t *testing.T) {
+	h := newSchedHarness(t)
+	act := ScheduleAction{Type: "report", Queue: "q", Input: make([]byte, 8<<10)}
+	const n = 200
+	for i := range n {
+		h.must(&CreateSchedule{ID: fmt.Sprintf("s%03d", i), Spec: everySpec(60_000), Action: act})
+	}
+	h.now = (schedT0/60_000 + 1) * 60_000
+	seen := map[JobID]bool{}
+	sweeps := 0
+	for more := true; more; sweeps++ {
+		res := h.must(&FireSchedules{Max: 1000}).(*SweepResult)
+		for _, j := range res.Jobs {
+			if seen[j] {
+				t.Fatalf("job %d started twice", j)
+			}
+			seen[j] = true
+		}
+		more = res.More
+	}
+	if len(seen) != n || sweeps < 3 {
+		t.Fatalf("%d runs started over %d sweeps, want %d over several", len(seen), sweeps, n)
+	}
+	h.verify()
+}
+
 func TestScheduleWithAnEmptySpecActsOnlyWhenTriggered(t *testing.T) {
 	h := newSchedHarness(t)
 	s := h.must(&CreateSchedule{ID: "e", Action: testAction}).(*ScheduleResult).Schedule
