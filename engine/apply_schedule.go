@@ -277,7 +277,13 @@ func (a *applier) reschedule(s *Schedule, oldDueMS int64, res *ScheduleResult) e
 		window = DefaultCatchupWindowMS
 	}
 	steps, started := 0, len(res.Started)
-	for !s.State.Paused && s.NextNominalMS != 0 && steps < maxScheduleStepsPerApply && len(res.Started)-started < maxScheduleStartsPerApply {
+	// Each start may write a large input: past the sweep's write budget
+	// the schedule stops (after one step at least, so it always moves on)
+	// and stays due now.
+	overBudget := func() bool {
+		return steps > 0 && (a.tx.Bytes() > scheduleSweepBudgetBytes || a.tx.Len() > scheduleSweepBudgetKeys)
+	}
+	for !s.State.Paused && s.NextNominalMS != 0 && steps < maxScheduleStepsPerApply && len(res.Started)-started < maxScheduleStartsPerApply && !overBudget() {
 		t := s.NextNominalMS
 		actual := t + ScheduleJitter(s.ID, t, spec.jitterMS)
 		if actual > a.now {
@@ -299,7 +305,8 @@ func (a *applier) reschedule(s *Schedule, oldDueMS int64, res *ScheduleResult) e
 		s.NextNominalMS = spec.next(t)
 	}
 	switch {
-	case steps == maxScheduleStepsPerApply || len(res.Started)-started == maxScheduleStartsPerApply:
+	case steps == maxScheduleStepsPerApply || len(res.Started)-started == maxScheduleStartsPerApply || (overBudget() && s.NextNominalMS != 0 &&
+		s.NextNominalMS+ScheduleJitter(s.ID, s.NextNominalMS, spec.jitterMS) <= a.now):
 		s.DueMS = a.now // more times have come: the next sweep goes on
 	case s.State.Paused || s.NextNominalMS == 0 || (s.State.LimitedActions && s.State.RemainingActions <= 0):
 		s.DueMS = 0

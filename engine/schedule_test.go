@@ -433,6 +433,26 @@ func TestFireSchedulesStaysWithinItsWriteBudget(t *testing.T) {
 	h.verify()
 }
 
+// TestScheduleCatchUpOfLargeRunsStaysWithinBudget: one schedule with many
+// times to catch up, each starting a run with a large input, takes them
+// over several sweeps.
+func TestScheduleCatchUpOfLargeRunsStaysWithinBudget(t *testing.T) {
+	h := newSchedHarness(t)
+	act := ScheduleAction{Type: "report", Queue: "q", Input: make([]byte, 200<<10)}
+	s := h.must(&CreateSchedule{ID: "big", Spec: everySpec(60_000), Action: act, Policy: SchedulePolicy{Overlap: OverlapAllowAll}}).(*ScheduleResult).Schedule
+	h.now = s.NextNominalMS + 19*60_000 // twenty times have come
+	started, sweeps := 0, 0
+	for more := true; more && sweeps < 50; sweeps++ {
+		res := h.must(&FireSchedules{Max: 10}).(*SweepResult)
+		started += len(res.Jobs)
+		more = h.schedule("big").DueMS <= h.now
+	}
+	if started != 20 || sweeps < 4 {
+		t.Fatalf("%d runs over %d sweeps, want 20 over several", started, sweeps)
+	}
+	h.verify()
+}
+
 func TestScheduleWithAnEmptySpecActsOnlyWhenTriggered(t *testing.T) {
 	h := newSchedHarness(t)
 	s := h.must(&CreateSchedule{ID: "e", Action: testAction}).(*ScheduleResult).Schedule
