@@ -138,7 +138,8 @@ func (r *run) Get(ctx context.Context, valuePtr any) error {
 			return fmt.Errorf("client: run %d has no closing event", j.ID)
 		}
 		last = page.Events[0]
-		if last.Reason != engine.ReasonContinuedAsNew && last.Reason != engine.ReasonRetried && last.Reason != engine.ReasonCronNext {
+		cronTimedOut := j.CronSchedule != "" && last.Reason == engine.ReasonRunTimeout // the chain goes on
+		if last.Reason != engine.ReasonContinuedAsNew && last.Reason != engine.ReasonRetried && last.Reason != engine.ReasonCronNext && !cronTimedOut {
 			break
 		}
 		// The run went on as a new run of the same workflow id: follow it.
