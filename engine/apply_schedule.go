@@ -13,6 +13,8 @@ func (a *applier) dispatchExt(cmd Command) (res Result, ok bool, err error) {
 	switch c := cmd.(type) {
 	case *CompleteAsync:
 		res, err = a.completeAsync(c)
+	case *BackfillSchedule:
+		res, err = a.backfillSchedule(c)
 	case *CreateSchedule:
 		res, err = a.createSchedule(c)
 	case *UpdateSchedule:

@@ -293,6 +293,8 @@ func newExtCommand(k CommandKind) (Command, bool) {
 	switch k {
 	case KindCompleteAsync:
 		return new(CompleteAsync), true
+	case KindBackfillSchedule:
+		return new(BackfillSchedule), true
 	case KindCreateSchedule:
 		return new(CreateSchedule), true
 	case KindUpdateSchedule:
@@ -315,7 +317,7 @@ func newExtResult(k CommandKind) Result {
 	switch k {
 	case KindCompleteAsync:
 		return new(StatusResult)
-	case KindCreateSchedule, KindUpdateSchedule, KindPauseSchedule, KindTriggerSchedule, KindDeleteSchedule:
+	case KindCreateSchedule, KindUpdateSchedule, KindPauseSchedule, KindTriggerSchedule, KindDeleteSchedule, KindBackfillSchedule:
 		return new(ScheduleResult)
 	case KindFireSchedules:
 		return new(SweepResult)

@@ -65,6 +65,7 @@ func FuzzDecodeScheduleCommand(f *testing.F) {
 		&TriggerSchedule{Header: Header{NowMS: schedT0}, ID: "s", Overlap: OverlapAllowAll},
 		&DeleteSchedule{Header: Header{NowMS: schedT0}, ID: "s"},
 		&FireSchedules{Header: Header{NowMS: schedT0 + 3600_000}, Max: 10},
+		&BackfillSchedule{Header: Header{NowMS: schedT0}, ID: "s", StartMS: schedT0 - 3600_000, EndMS: schedT0, Overlap: OverlapAllowAll},
 		&CompleteAsync{Header: Header{NowMS: schedT0}, LeaseRef: LeaseRef{Job: 1, Attempt: 1}, Result: []byte("r")},
 	} {
 		b, err := EncodeCommand(c)

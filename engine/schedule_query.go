@@ -20,6 +20,7 @@ type ScheduleService interface {
 	PauseSchedule(ctx context.Context, c PauseSchedule) (*ScheduleResult, error)
 	TriggerSchedule(ctx context.Context, c TriggerSchedule) (*ScheduleResult, error)
 	DeleteSchedule(ctx context.Context, c DeleteSchedule) error
+	BackfillSchedule(ctx context.Context, c BackfillSchedule) (*ScheduleResult, error)
 	DescribeSchedule(ctx context.Context, id string) (*ScheduleDescription, error)
 	ListSchedules(ctx context.Context, q ScheduleListQuery) (*ScheduleListPage, error)
 }

@@ -38,6 +38,7 @@
 //	POST   /v1/schedules/update              UpdateSchedule    -> ScheduleResult
 //	POST   /v1/schedules/pause               PauseSchedule     -> ScheduleResult (paused false: unpause)
 //	POST   /v1/schedules/trigger             TriggerSchedule   -> ScheduleResult
+//	POST   /v1/schedules/backfill            BackfillSchedule  -> ScheduleResult
 //	POST   /v1/schedules/delete              DeleteSchedule    -> ScheduleResult (empty)
 //	GET    /v1/schedules?after=&limit=       ListSchedules     -> ScheduleListPage
 //	GET    /v1/schedules/{schedule}          DescribeSchedule  -> ScheduleDescription

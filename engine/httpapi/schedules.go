@@ -20,6 +20,7 @@ func (s *Server) scheduleRoutes() {
 	s.handle("POST /v1/schedules/update", command(ss.UpdateSchedule))
 	s.handle("POST /v1/schedules/pause", command(ss.PauseSchedule))
 	s.handle("POST /v1/schedules/trigger", command(ss.TriggerSchedule))
+	s.handle("POST /v1/schedules/backfill", command(ss.BackfillSchedule))
 	s.handle("POST /v1/schedules/delete", command(func(ctx context.Context, c engine.DeleteSchedule) (*engine.ScheduleResult, error) {
 		return &engine.ScheduleResult{}, ss.DeleteSchedule(ctx, c)
 	}))
@@ -59,6 +60,11 @@ func (c *Client) PauseSchedule(ctx context.Context, cmd engine.PauseSchedule) (*
 // TriggerSchedule implements engine.ScheduleService.
 func (c *Client) TriggerSchedule(ctx context.Context, cmd engine.TriggerSchedule) (*engine.ScheduleResult, error) {
 	return send[engine.ScheduleResult](ctx, c, "/v1/schedules/trigger", &cmd, &cmd.Header)
+}
+
+// BackfillSchedule implements engine.ScheduleService.
+func (c *Client) BackfillSchedule(ctx context.Context, cmd engine.BackfillSchedule) (*engine.ScheduleResult, error) {
+	return send[engine.ScheduleResult](ctx, c, "/v1/schedules/backfill", &cmd, &cmd.Header)
 }
 
 // DeleteSchedule implements engine.ScheduleService.

@@ -43,6 +43,11 @@ func TestClientCoversTheSchedules(t *testing.T) {
 	if err != nil || tr.Schedule.NumActions+tr.Schedule.NumSkippedOverlap != 2 {
 		t.Fatalf("trigger: %+v %v", tr, err)
 	}
+	hour := time.Now().Truncate(time.Hour).Add(-time.Hour).UnixMilli()
+	bf, err := s.BackfillSchedule(ctx, engine.BackfillSchedule{ID: "nightly/1", StartMS: hour, EndMS: hour, Overlap: engine.OverlapAllowAll})
+	if err != nil || len(bf.Started) != 1 {
+		t.Fatalf("backfill: %+v %v", bf, err)
+	}
 	up, err := s.UpdateSchedule(ctx, engine.UpdateSchedule{ID: "nightly/1", Spec: spec, Action: engine.ScheduleAction{Type: "report2", Queue: "q"}})
 	if err != nil || up.Schedule.Action.Type != "report2" {
 		t.Fatalf("update: %+v %v", up, err)

@@ -93,6 +93,23 @@ type ScheduleOptions struct {
 	RemainingActions int
 	// TriggerImmediately takes one action at once.
 	TriggerImmediately bool
+	// ScheduleBackfill takes the actions of these ranges of the spec's
+	// times once the schedule is created (see ScheduleHandle.Backfill).
+	ScheduleBackfill []ScheduleBackfill
+}
+
+// ScheduleBackfill is a range of a spec's times to act on now, under
+// Overlap (unspecified: the schedule's policy). One range may hold at most
+// engine.MaxBackfillTimes times.
+type ScheduleBackfill struct {
+	Start   time.Time
+	End     time.Time
+	Overlap ScheduleOverlapPolicy
+}
+
+// ScheduleBackfillOptions configure Backfill.
+type ScheduleBackfillOptions struct {
+	Backfill []ScheduleBackfill
 }
 
 // SchedulePolicies are a schedule's policies.
@@ -184,6 +201,9 @@ type ScheduleUnpauseOptions struct{ Note string }
 type ScheduleHandle interface {
 	GetID() string
 	Delete(ctx context.Context) error
+	// Backfill takes the actions of the spec's times in each range now, as
+	// if they were passing, paused or not and whatever the catch-up window.
+	Backfill(ctx context.Context, options ScheduleBackfillOptions) error
 	Update(ctx context.Context, options ScheduleUpdateOptions) error
 	Describe(ctx context.Context) (*ScheduleDescription, error)
 	Trigger(ctx context.Context, options ScheduleTriggerOptions) error
@@ -253,7 +273,13 @@ func (sc *scheduleClient) Create(ctx context.Context, o ScheduleOptions) (Schedu
 		TriggerImmediately: o.TriggerImmediately}); err != nil {
 		return nil, err
 	}
-	return &scheduleHandle{sc: sc, id: o.ID}, nil
+	h := &scheduleHandle{sc: sc, id: o.ID}
+	if len(o.ScheduleBackfill) > 0 {
+		if err := h.Backfill(ctx, ScheduleBackfillOptions{Backfill: o.ScheduleBackfill}); err != nil {
+			return h, fmt.Errorf("client: schedule %q created, but its backfill failed: %w", o.ID, err)
+		}
+	}
+	return h, nil
 }
 
 func (sc *scheduleClient) GetHandle(_ context.Context, id string) ScheduleHandle {
@@ -372,6 +398,20 @@ func (h *scheduleHandle) Update(ctx context.Context, o ScheduleUpdateOptions) er
 	}
 	_, err = svc.UpdateSchedule(ctx, engine.UpdateSchedule{ID: h.id, Spec: spec, Action: act, Policy: pol, State: st})
 	return err
+}
+
+func (h *scheduleHandle) Backfill(ctx context.Context, o ScheduleBackfillOptions) error {
+	svc, err := h.sc.svc()
+	if err != nil {
+		return err
+	}
+	for _, b := range o.Backfill {
+		if _, err := svc.BackfillSchedule(ctx, engine.BackfillSchedule{ID: h.id, StartMS: b.Start.UnixMilli(), EndMS: b.End.UnixMilli(),
+			Overlap: b.Overlap}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (h *scheduleHandle) Trigger(ctx context.Context, o ScheduleTriggerOptions) error {

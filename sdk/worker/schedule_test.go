@@ -129,6 +129,16 @@ func TestScheduleClientLikeTemporal(t *testing.T) {
 		len(d.Schedule.Spec.CronExpressions) != 1 || d.Schedule.Spec.CronExpressions[0] != "0 0 17 * * 5" || len(d.Schedule.Spec.Intervals) != 1 {
 		t.Fatalf("the sample's schedule: %+v %+v %v", d.Schedule.Spec, d.Info, err)
 	}
+	// A backfill of three past hours, all at once.
+	hour := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	if err := sample.Backfill(ctx, client.ScheduleBackfillOptions{Backfill: []client.ScheduleBackfill{
+		{Start: hour, End: hour.Add(2 * time.Hour), Overlap: client.ScheduleOverlapPolicyAllowAll}}}); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = sample.Describe(ctx); err != nil || d.Info.NumActions != 4 ||
+		d.Info.RecentActions[1].StartWorkflowResult.WorkflowID != "sample-wf-"+hour.Format(time.RFC3339) {
+		t.Fatalf("after the backfill: %+v %v", d.Info, err)
+	}
 	if err := sample.Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
