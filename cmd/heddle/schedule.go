@@ -19,7 +19,7 @@ import (
 func newScheduleCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "schedule",
-		Short: "create, list, describe, pause, unpause, trigger, update or delete schedules",
+		Short: "create, list, describe, pause, unpause, trigger, backfill, update or delete schedules",
 		Long: "Manages the schedules of a heddle node or cluster through its HTTP API. A schedule\n" +
 			"starts a workflow run at each time of its spec (cron expressions and intervals, in UTC);\n" +
 			"each run's workflow id is the schedule's base id, \"-\", and the time in RFC 3339.\n\n" +
@@ -42,6 +42,7 @@ func newScheduleCommand() *cobra.Command {
 		newSchedPauseCommand(g, true),
 		newSchedPauseCommand(g, false),
 		newSchedTriggerCommand(g),
+		newSchedBackfillCommand(g),
 		newSchedDeleteCommand(g),
 	)
 	return cmd
@@ -406,6 +407,45 @@ func newSchedTriggerCommand(g *wfGlobals) *cobra.Command {
 			what = "triggered; its overlap policy started nothing now"
 		}
 		return c.schedResult(res, what)
+	})
+	return cmd
+}
+
+func newSchedBackfillCommand(g *wfGlobals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "backfill ID --start TIME --end TIME [--overlap POLICY]",
+		Short: "take the actions of a past (or future) range of a schedule's times now",
+		Long: "Takes the actions of schedule ID's times between --start and --end (RFC 3339, inclusive)\n" +
+			fmt.Sprintf("now, as if they were passing, paused or not; at most %d times per call.", engine.MaxBackfillTimes),
+		Args: exactArgs("ID"),
+	}
+	var start, end string
+	var overlap engine.OverlapPolicy
+	cmd.Flags().StringVar(&start, "start", "", "first `time` of the range, RFC 3339 (required)")
+	cmd.Flags().StringVar(&end, "end", "", "last `time` of the range, RFC 3339 (required)")
+	cmd.Flags().Func("overlap", "overlap `policy` for these actions: "+overlapNames()+" (default the schedule's)", func(s string) error {
+		p, err := engine.ParseOverlapPolicy(s)
+		overlap = p
+		return err
+	})
+	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
+		var ms [2]int64
+		for i, v := range []struct{ name, val string }{{"start", start}, {"end", end}} {
+			at, err := time.Parse(time.RFC3339, v.val)
+			if err != nil {
+				return usagef("--%s %q is not an RFC 3339 time", v.name, v.val)
+			}
+			ms[i] = at.UnixMilli()
+		}
+		svc, err := c.client()
+		if err != nil {
+			return err
+		}
+		res, err := svc.BackfillSchedule(c.ctx, engine.BackfillSchedule{ID: args[0], StartMS: ms[0], EndMS: ms[1], Overlap: overlap})
+		if err != nil {
+			return err
+		}
+		return c.schedResult(res, fmt.Sprintf("backfilled (%d runs started)", len(res.Started)))
 	})
 	return cmd
 }

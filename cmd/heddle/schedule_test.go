@@ -60,6 +60,9 @@ func TestScheduleCommands(t *testing.T) {
 		t.Fatalf("update: %+v", d)
 	}
 
+	wantContains(t, "backfill", w.schedOK("backfill", "nightly", "--start", "2024-01-01T00:00:00Z", "--end", "2024-01-01T01:00:00Z",
+		"--overlap", "AllowAll"), "Schedule nightly backfilled (3 runs started).")
+
 	w.schedOK("create", "b-second", "--every", "24h", "--type", "Greet", "-t", wfTestQueue, "--paused")
 	out = w.schedOK("list", "--limit", "1")
 	wantContains(t, "list", out, "ID", "b-second", "paused", "More: --cursor b-second")
@@ -82,6 +85,7 @@ func TestScheduleCommands(t *testing.T) {
 		{"create", []string{"nightly", "--every", "1h", "--type", "T", "-t", "q"}, 1, "schedule already exists"},
 		{"describe", []string{"missing"}, 1, "unknown schedule"},
 		{"trigger", []string{}, 2, "missing argument ID"},
+		{"backfill", []string{"nightly", "--start", "yesterday", "--end", "2024-01-01T00:00:00Z"}, 2, "--start"},
 	} {
 		code, _, errs := w.sched(tc.verb, tc.args...)
 		if code != tc.code || !strings.Contains(errs, tc.want) {
