@@ -98,6 +98,10 @@ func testUpdatesLikeTemporal(t *testing.T, cache int) {
 	if err := h.Get(ctx, &got); err != nil || got != 5 {
 		t.Fatalf("repeated update id: %d %v", got, err)
 	}
+	_, err = c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{UpdateID: "f", WorkflowID: "counter-1", UpdateName: "subtract", Args: []any{1}})
+	if !errors.As(err, &rej) || !strings.Contains(err.Error(), "unknown update subtract") {
+		t.Fatalf("an update without a handler: %v", err)
+	}
 	if _, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: "counter-1"}); !errors.Is(err, engine.ErrInvalidCommand) {
 		t.Fatalf("no update name: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/converter"
@@ -56,7 +57,6 @@ type updateHandler struct {
 
 type updates struct {
 	handlers map[string]updateHandler
-	pending  []UpdateRequest // requests whose handler is not set yet
 	running  int             // handlers in progress
 	seen     map[string]bool // update ids started: a repeated request runs once
 }
@@ -64,7 +64,8 @@ type updates struct {
 // SetUpdateHandler sets the handler of update name: a function
 // func(ctx Context, args...) (T, error) or func(ctx Context, args...) error.
 // It runs in a coroutine of its own and may block (run activities, sleep).
-// Requests that arrived before the handler was set run now.
+// An update whose handler is not set when it arrives is rejected as
+// unknown, as in Temporal: set handlers before the workflow first blocks.
 func SetUpdateHandler(ctx Context, name string, handler any) error {
 	return SetUpdateHandlerWithOptions(ctx, name, handler, UpdateHandlerOptions{})
 }
@@ -89,15 +90,6 @@ func SetUpdateHandlerWithOptions(ctx Context, name string, handler any, opts Upd
 		st.upd.handlers = map[string]updateHandler{}
 	}
 	st.upd.handlers[name] = h
-	var keep []UpdateRequest
-	for _, req := range st.upd.pending {
-		if req.Name == name {
-			st.startUpdate(req)
-		} else {
-			keep = append(keep, req)
-		}
-	}
-	st.upd.pending = keep
 	return nil
 }
 
@@ -114,10 +106,6 @@ func (st *state) onUpdate(payload []byte) {
 		st.logger.Warn("workflow: dropped a malformed update request", "error", err)
 		return
 	}
-	if _, ok := st.upd.handlers[req.Name]; !ok {
-		st.upd.pending = append(st.upd.pending, req)
-		return
-	}
 	st.startUpdate(req)
 }
 
@@ -129,11 +117,22 @@ func (st *state) startUpdate(req UpdateRequest) {
 		st.upd.seen = map[string]bool{}
 	}
 	st.upd.seen[req.ID] = true
-	h := st.upd.handlers[req.Name]
 	st.upd.running++
 	GoNamed(st.root, "update "+req.Name+" "+req.ID, func(ctx Context) {
 		defer func() { st.upd.running-- }()
-		args, decodeErr := decodeArgs(h.fn.Type(), req.Args, ctx)
+		h, known := st.upd.handlers[req.Name]
+		var args []reflect.Value
+		var decodeErr error
+		if known {
+			args, decodeErr = decodeArgs(h.fn.Type(), req.Args, ctx)
+		} else {
+			names := make([]string, 0, len(st.upd.handlers))
+			for n := range st.upd.handlers {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			decodeErr = fmt.Errorf("unknown update %v. KnownUpdates=%v", req.Name, names)
+		}
 		data, _, err := st.x.KeyedMarker(UpdateMarkerKey(req.ID, "decision"), "update_decision", func() ([]byte, error) {
 			rejection := decodeErr
 			if rejection == nil && h.validator.IsValid() {
