@@ -132,6 +132,9 @@ func (a *applier) dispatch(cmd Command) (Result, error) {
 	case *ExpireDeadlines:
 		return a.expireDeadlines(c)
 	}
+	if res, ok, err := a.dispatchExt(cmd); ok {
+		return res, err
+	}
 	return nil, fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
 }
 

@@ -47,6 +47,10 @@ var (
 	// ErrNotLeader: a cluster node that is not the Raft leader was asked to
 	// write or to read linearizably (see NotLeaderError for the leader).
 	ErrNotLeader = errors.New("engine: not the leader")
+	// ErrUnknownSchedule: no schedule has the given id.
+	ErrUnknownSchedule = errors.New("engine: unknown schedule")
+	// ErrScheduleExists: a schedule of that id already exists.
+	ErrScheduleExists = errors.New("engine: schedule already exists")
 	// ErrUnknownOutcome: a proposal may or may not have been applied (the
 	// leader lost its leadership or the node died before answering).
 	// Retrying with the same request id is safe.

@@ -132,5 +132,5 @@ func newResult(k CommandKind) Result {
 	case KindCancel, KindActivate, KindSuspend, KindResume, KindComplete, KindFail, KindRequeue, KindRequestCancel, KindTerminate:
 		return new(StatusResult)
 	}
-	return nil
+	return newExtResult(k)
 }

@@ -27,6 +27,7 @@ func Verify(r *storage.Reader, max int) []error {
 		}
 	}
 	v.workflows()
+	v.schedules()
 	return v.errs
 }
 

@@ -42,6 +42,9 @@ func TestExamples(t *testing.T) {
 		{"backup", nil, "approval-2 finished on the copy: \"no\""},
 		{"cancellation", nil, "race-1: the timer won after"},
 		{"subscription", nil, "sub-1: charged 3 times"},
+		{"schedules", nil, `triggered while paused ("quiet hours"): special report by reports-`},
+		{"async-completion", nil, "expense-4 finished: train to Lyon: approved by Ada"},
+		{"updates", nil, "flight-12 closed with seats [1A 1B]"},
 	}
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {

@@ -90,6 +90,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newCertCommand(),
 		newTokenCommand(),
 		newWorkflowCommand(),
+		newScheduleCommand(),
 		newChaosCommand(),
 		newBenchCommand(),
 		newRepairCommand(),

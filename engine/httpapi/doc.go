@@ -23,6 +23,7 @@
 //	POST   /v1/jobs/request-cancel           RequestCancel     -> StatusResult
 //	POST   /v1/jobs/continue-as-new          ContinueAsNew     -> CreateResult
 //	POST   /v1/jobs/terminate                Terminate         -> StatusResult
+//	POST   /v1/jobs/complete-async           CompleteAsync     -> StatusResult
 //
 //	GET    /v1/jobs?status=&type=&queue=&after=&limit=        List -> ListPage
 //	GET    /v1/jobs/{job}                    Describe by job id       -> Job
@@ -32,6 +33,15 @@
 //	GET    /v1/jobs/{job}/effects/{step}     Effect (null when none)  -> Effect
 //	GET    /v1/jobs/{job}/closed[?wait=30s]  wait until terminal      -> Job (long poll)
 //	GET    /v1/workflows/{workflow}/closed[?wait=30s]                 -> Job (long poll)
+//
+//	POST   /v1/schedules                     CreateSchedule    -> ScheduleResult
+//	POST   /v1/schedules/update              UpdateSchedule    -> ScheduleResult
+//	POST   /v1/schedules/pause               PauseSchedule     -> ScheduleResult (paused false: unpause)
+//	POST   /v1/schedules/trigger             TriggerSchedule   -> ScheduleResult
+//	POST   /v1/schedules/backfill            BackfillSchedule  -> ScheduleResult
+//	POST   /v1/schedules/delete              DeleteSchedule    -> ScheduleResult (empty)
+//	GET    /v1/schedules?after=&limit=       ListSchedules     -> ScheduleListPage
+//	GET    /v1/schedules/{schedule}          DescribeSchedule  -> ScheduleDescription
 //
 //	POST   /v1/query[?wait=30s]              QueryRequest      -> QueryResult
 //	POST   /v1/query/poll[?wait=30s]         QueryPoll         -> QueryPollResult (workers)

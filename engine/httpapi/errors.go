@@ -93,6 +93,8 @@ var wireErrors = []wireError{
 	{"workflow_exists", http.StatusConflict, engine.ErrWorkflowExists},
 	{"job_closed", http.StatusConflict, engine.ErrJobClosed},
 	{"step_committed", http.StatusConflict, engine.ErrStepCommitted},
+	{"unknown_schedule", http.StatusNotFound, engine.ErrUnknownSchedule},
+	{"schedule_exists", http.StatusConflict, engine.ErrScheduleExists},
 	{"invariant", http.StatusInternalServerError, engine.ErrInvariant},
 	{"corrupt", http.StatusInternalServerError, engine.ErrCorrupt},
 	{"storage_read", http.StatusInternalServerError, engine.ErrStorageRead},

@@ -89,6 +89,8 @@ func (s *Server) routes() {
 	s.handle("DELETE /v1/cluster/members/{id}", RoleAdmin, s.clusterRemove)
 	s.handle("POST /v1/cluster/leader/transfer", RoleAdmin, s.clusterTransfer)
 
+	s.scheduleRoutes()
+	s.asyncRoutes()
 	s.healthRoutes()
 
 	// Everything else, including a known path with another method, gets

@@ -81,6 +81,8 @@ type Execution struct {
 	onSignal func(name string, payload []byte)
 	onCancel func()
 	local    any // the SDK's per-execution state
+	// lastResult is a cron run's last completion result, from its job_created.
+	lastResult []byte
 
 	fault    error // nondeterminism, a panic or a deadlock: the run cannot go on
 	finished bool
@@ -181,6 +183,7 @@ func (x *Execution) apply(ev *engine.Event) error {
 	case engine.EventJobCreated, engine.EventJobDrafted:
 		if x.d == nil {
 			input := ev.Payload
+			x.lastResult = ev.LastResult
 			x.d = NewDispatcher(func() { x.entry(x, input) })
 			x.d.DeadlockTimeout = x.DeadlockTimeout
 		}

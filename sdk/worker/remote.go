@@ -126,6 +126,7 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 		if opts.TaskQueue != "" {
 			create.Queue = opts.TaskQueue
 		}
+		create.CronSchedule = opts.CronSchedule
 		ev.Type = replay.EventChildScheduled
 	}
 	ctx, span, traceParent := r.w.obs.startRemote(r.ctx, c.Kind == replay.KindChild, c.Name)
