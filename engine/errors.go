@@ -30,6 +30,16 @@ var (
 	ErrJobClosed = errors.New("engine: job closed")
 	// ErrStepCommitted: the step already has a committed result.
 	ErrStepCommitted = errors.New("engine: step already committed")
+	// ErrUnknownTask: no review task has the given id, or job and phase.
+	ErrUnknownTask = errors.New("engine: unknown task")
+	// ErrTaskExists: the job already has a task of that phase.
+	ErrTaskExists = errors.New("engine: task already exists")
+	// ErrIllegalTaskCommand: the command is not legal in the task's state
+	// (see TaskStateError for the state and the commands legal in it).
+	ErrIllegalTaskCommand = errors.New("engine: illegal task command")
+	// ErrStaleTaskAttempt: a write from a task lease that is not the
+	// task's current one (see StaleTaskError). The holder must stop.
+	ErrStaleTaskAttempt = errors.New("engine: stale task attempt")
 	// ErrInvariant: a stored history breaks the state machine (see InvariantError).
 	ErrInvariant = errors.New("engine: invariant violated")
 	// ErrClosed: the log or engine was closed.

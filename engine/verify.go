@@ -27,6 +27,7 @@ func Verify(r *storage.Reader, max int) []error {
 		}
 	}
 	v.workflows()
+	v.tasks()
 	return v.errs
 }
 

@@ -203,7 +203,7 @@ func ParseTimeKey(k []byte) (TimeKey, error) {
 	case PrefixReqAge:
 		tk.Rest = string(k[9:])
 		return tk, nil
-	case PrefixLease, PrefixDelayed, PrefixDeadline, PrefixTimer:
+	case PrefixLease, PrefixDelayed, PrefixDeadline, PrefixTimer, PrefixTaskLease:
 		if len(k) < 17 || (k[0] != PrefixTimer && len(k) != 17) {
 			return TimeKey{}, keyError(k, "wrong length for a job time key")
 		}
