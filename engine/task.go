@@ -28,9 +28,11 @@ const (
 	TaskCanceled             TaskState = 11
 	// TaskFailed is kept for compatibility with the origin model: no
 	// command leads to it, and it is terminal.
-	TaskFailed    TaskState = 12
-	numTaskStates           = 13
+	TaskFailed TaskState = 12
 )
+
+// numTaskStates is one more than the largest task state.
+const numTaskStates = 13
 
 var taskStateNames = [numTaskStates]string{
 	"NONE", "DRAFT", "PENDING", "SUSPENDED", "RUNNING", "PAUSED", "REVIEW_REQUIRED",

@@ -52,7 +52,8 @@ func foldTaskEvent(t *Task, e *TaskEvent) {
 		}
 	}
 	// A lease ends with the state it was held in; PAUSED → RUNNING keeps it.
-	if !(t.State == TaskRunning || t.State == TaskPaused || (t.State == TaskReviewing && e.Type == TaskEventReviewerLeased)) {
+	keeps := t.State == TaskRunning || t.State == TaskPaused || (t.State == TaskReviewing && e.Type == TaskEventReviewerLeased)
+	if !keeps {
 		t.LeaseOwner, t.LeaseExpiryMS = "", 0
 	}
 	isActive := t.holdsLease()
