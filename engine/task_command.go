@@ -88,7 +88,7 @@ type CreateTask struct {
 	Description    string     `json:"description,omitempty" msgpack:"ds,omitempty"`
 	JobDescription string     `json:"job_description,omitempty" msgpack:"jd,omitempty"`
 	Queue          string     `json:"queue" msgpack:"qu"`
-	ReviewQueue    string     `json:"review_queue,omitempty" msgpack:"rq,omitempty"`
+	ReviewQueue    string     `json:"review_queue,omitempty" msgpack:"rvq,omitempty"`
 	Type           string     `json:"type" msgpack:"ty"`
 	ReviewType     string     `json:"review_type,omitempty" msgpack:"rt,omitempty"`
 	Deps           []string   `json:"deps,omitempty" msgpack:"dp,omitempty"`

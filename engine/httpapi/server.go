@@ -80,6 +80,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/cluster/leader/transfer", s.clusterTransfer)
 
 	s.healthRoutes()
+	s.taskRoutes()
 
 	// Everything else, including a known path with another method, gets
 	// the same error body as any other failure rather than the mux's

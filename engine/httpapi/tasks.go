@@ -1,0 +1,221 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/heddlewf/heddle/engine"
+)
+
+// The review tasks' wire errors. They are added to wireErrors here, after
+// the job errors, and match sentinels no other entry matches.
+func init() {
+	wireErrors = append(wireErrors,
+		wireError{"unknown_task", http.StatusNotFound, engine.ErrUnknownTask},
+		wireError{"task_exists", http.StatusConflict, engine.ErrTaskExists},
+		wireError{"illegal_task_command", http.StatusConflict, engine.ErrIllegalTaskCommand},
+		wireError{"stale_task_attempt", http.StatusConflict, engine.ErrStaleTaskAttempt},
+	)
+}
+
+// taskRoutes registers the review task routes (doc.go lists them). They
+// need a Service that also implements engine.TaskService, as *engine.Engine
+// does; with another the routes answer no_route.
+func (s *Server) taskRoutes() {
+	ts, _ := s.cfg.Service.(engine.TaskService)
+	need := func(h func(engine.TaskService, *call) (any, error)) handler {
+		return func(c *call) (any, error) {
+			if ts == nil {
+				return nil, fmt.Errorf("%w: this server's service has no review tasks", ErrNoRoute)
+			}
+			return h(ts, c)
+		}
+	}
+	s.handle("POST /v1/tasks", need(func(ts engine.TaskService, c *call) (any, error) {
+		return decodeRun(c, ts.CreateTask)
+	}))
+	for _, op := range engine.TaskOps() {
+		// One route per human command: the path names the command, the
+		// body the task, who decides, and why.
+		s.handle("POST /v1/tasks/"+string(op), need(func(ts engine.TaskService, c *call) (any, error) {
+			var cmd engine.TaskCommand
+			if err := c.decode(&cmd); err != nil {
+				return nil, err
+			}
+			if cmd.Op != "" && cmd.Op != op {
+				return nil, fmt.Errorf("%w: the body's op %q is not the path's %q", engine.ErrInvalidCommand, cmd.Op, op)
+			}
+			cmd.Op = op
+			return ts.TaskCommand(c.r.Context(), cmd)
+		}))
+	}
+	s.handle("POST /v1/tasks/claim", need(func(ts engine.TaskService, c *call) (any, error) {
+		var cmd engine.ClaimTasks
+		if err := c.decode(&cmd); err != nil {
+			return nil, err
+		}
+		tasks, err := ts.ClaimTasks(c.r.Context(), cmd)
+		return &engine.ClaimTasksResult{Tasks: tasks}, err
+	}))
+	s.handle("POST /v1/tasks/report", need(func(ts engine.TaskService, c *call) (any, error) {
+		return decodeRun(c, ts.TaskReport)
+	}))
+	s.handle("POST /v1/tasks/heartbeat", need(func(ts engine.TaskService, c *call) (any, error) {
+		return decodeRun(c, ts.TaskHeartbeat)
+	}))
+	s.handle("GET /v1/tasks", need(func(ts engine.TaskService, c *call) (any, error) {
+		job := c.r.URL.Query().Get("job")
+		if job == "" {
+			return nil, fmt.Errorf("%w: GET /v1/tasks needs ?job=", engine.ErrInvalidCommand)
+		}
+		tasks, err := ts.ListTasks(c.r.Context(), job)
+		return &TaskList{Tasks: tasks}, err
+	}))
+	s.handle("GET /v1/tasks/{task}", need(func(ts engine.TaskService, c *call) (any, error) {
+		id, err := taskParam(c)
+		if err != nil {
+			return nil, err
+		}
+		return ts.DescribeTask(c.r.Context(), engine.TaskTarget{ID: id})
+	}))
+	s.handle("GET /v1/tasks/{task}/history", need(func(ts engine.TaskService, c *call) (any, error) {
+		id, err := taskParam(c)
+		if err != nil {
+			return nil, err
+		}
+		evs, err := ts.TaskHistory(c.r.Context(), id)
+		return &TaskHistory{Events: evs}, err
+	}))
+	s.handle("GET /v1/manifests/{job}", need(func(ts engine.TaskService, c *call) (any, error) {
+		return ts.TaskManifest(c.r.Context(), c.r.PathValue("job"))
+	}))
+	s.handle("GET /v1/manifests/{job}/phases/{phase}", need(func(ts engine.TaskService, c *call) (any, error) {
+		return ts.DescribeTask(c.r.Context(), engine.TaskTarget{Job: c.r.PathValue("job"), Phase: c.r.PathValue("phase")})
+	}))
+}
+
+// TaskList is the answer of GET /v1/tasks.
+type TaskList struct {
+	Tasks []engine.Task `json:"tasks" msgpack:"tasks"`
+}
+
+// TaskHistory is the answer of GET /v1/tasks/{task}/history.
+type TaskHistory struct {
+	Events []engine.TaskEvent `json:"events" msgpack:"events"`
+}
+
+func decodeRun[C, R any](c *call, run func(context.Context, C) (R, error)) (any, error) {
+	var cmd C
+	if err := c.decode(&cmd); err != nil {
+		return nil, err
+	}
+	return run(c.r.Context(), cmd)
+}
+
+func taskParam(c *call) (engine.TaskID, error) {
+	s := c.r.PathValue("task")
+	id, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || id == 0 {
+		return 0, fmt.Errorf("%w: task id %q in the path is not a positive integer", engine.ErrInvalidCommand, s)
+	}
+	return engine.TaskID(id), nil
+}
+
+// taskStateDetail adds the task's state and the commands legal in it to
+// the body of an illegal task command, so a 409 says what may be done.
+func taskStateDetail(err error, body *ErrorBody) {
+	var se *engine.TaskStateError
+	if errors.As(err, &se) {
+		body.TaskState = se.State.String()
+		body.LegalCommands = make([]string, len(se.Legal))
+		for i, op := range se.Legal {
+			body.LegalCommands[i] = string(op)
+		}
+		if len(body.LegalCommands) == 0 {
+			body.LegalCommands = nil
+		}
+	}
+}
+
+// taskStateError rebuilds the *engine.TaskStateError of an illegal task
+// command's answer, or returns nil for any other.
+func (e *RemoteError) taskStateError() error {
+	if e.Body.Name != "illegal_task_command" {
+		return nil
+	}
+	st, _ := engine.ParseTaskState(e.Body.TaskState)
+	se := &engine.TaskStateError{State: st, Command: e.Body.Message}
+	for _, op := range e.Body.LegalCommands {
+		se.Legal = append(se.Legal, engine.TaskOp(op))
+	}
+	return se
+}
+
+var _ engine.TaskService = (*Client)(nil)
+
+// CreateTask implements engine.TaskService.
+func (c *Client) CreateTask(ctx context.Context, cmd engine.CreateTask) (*engine.TaskResult, error) {
+	return send[engine.TaskResult](ctx, c, "/v1/tasks", &cmd, &cmd.Header)
+}
+
+// TaskCommand implements engine.TaskService.
+func (c *Client) TaskCommand(ctx context.Context, cmd engine.TaskCommand) (*engine.TaskResult, error) {
+	if cmd.Op == "" {
+		return nil, fmt.Errorf("%w: a task command needs an op", engine.ErrInvalidCommand)
+	}
+	return send[engine.TaskResult](ctx, c, "/v1/tasks/"+url.PathEscape(string(cmd.Op)), &cmd, &cmd.Header)
+}
+
+// ClaimTasks implements engine.TaskService.
+func (c *Client) ClaimTasks(ctx context.Context, cmd engine.ClaimTasks) ([]engine.ClaimedTask, error) {
+	r, err := send[engine.ClaimTasksResult](ctx, c, "/v1/tasks/claim", &cmd, &cmd.Header)
+	if err != nil {
+		return nil, err
+	}
+	return r.Tasks, nil
+}
+
+// TaskReport implements engine.TaskService.
+func (c *Client) TaskReport(ctx context.Context, cmd engine.TaskReport) (*engine.TaskResult, error) {
+	return send[engine.TaskResult](ctx, c, "/v1/tasks/report", &cmd, &cmd.Header)
+}
+
+// TaskHeartbeat implements engine.TaskService.
+func (c *Client) TaskHeartbeat(ctx context.Context, cmd engine.TaskHeartbeat) (*engine.TaskHeartbeatResult, error) {
+	return send[engine.TaskHeartbeatResult](ctx, c, "/v1/tasks/heartbeat", &cmd, &cmd.Header)
+}
+
+// DescribeTask implements engine.TaskService.
+func (c *Client) DescribeTask(ctx context.Context, t engine.TaskTarget) (*engine.Task, error) {
+	if t.ID != 0 {
+		return read[engine.Task](ctx, c, "/v1/tasks/"+strconv.FormatUint(uint64(t.ID), 10), nil)
+	}
+	return read[engine.Task](ctx, c, "/v1/manifests/"+url.PathEscape(t.Job)+"/phases/"+url.PathEscape(t.Phase), nil)
+}
+
+// TaskHistory implements engine.TaskService.
+func (c *Client) TaskHistory(ctx context.Context, id engine.TaskID) ([]engine.TaskEvent, error) {
+	r, err := read[TaskHistory](ctx, c, "/v1/tasks/"+strconv.FormatUint(uint64(id), 10)+"/history", nil)
+	if err != nil {
+		return nil, err
+	}
+	return r.Events, nil
+}
+
+// ListTasks implements engine.TaskService.
+func (c *Client) ListTasks(ctx context.Context, job string) ([]engine.Task, error) {
+	r, err := read[TaskList](ctx, c, "/v1/tasks", url.Values{"job": {job}})
+	if err != nil {
+		return nil, err
+	}
+	return r.Tasks, nil
+}
+
+// TaskManifest implements engine.TaskService.
+func (c *Client) TaskManifest(ctx context.Context, job string) (*engine.Manifest, error) {
+	return read[engine.Manifest](ctx, c, "/v1/manifests/"+url.PathEscape(job), nil)
+}
