@@ -22,6 +22,11 @@ const (
 	EventChildFailed           engine.EventType = "child_failed"
 	EventMarkerRecorded        engine.EventType = "marker_recorded"
 	EventCancelRequested       engine.EventType = "cancel_requested"
+	// A review task (workflow.ExecuteTask): created, then its output once
+	// approved (SUCCESS), or a failure when it ended CANCELED.
+	EventTaskScheduled engine.EventType = "task_scheduled"
+	EventTaskCompleted engine.EventType = "task_completed"
+	EventTaskFailed    engine.EventType = "task_failed"
 )
 
 // CommandKind is the kind of a workflow command.
@@ -33,6 +38,7 @@ const (
 	KindTimer    CommandKind = 2
 	KindChild    CommandKind = 3
 	KindMarker   CommandKind = 4
+	KindTask     CommandKind = 5
 )
 
 func (k CommandKind) String() string {
@@ -45,6 +51,8 @@ func (k CommandKind) String() string {
 		return "child workflow"
 	case KindMarker:
 		return "marker"
+	case KindTask:
+		return "review task"
 	}
 	return "unknown command"
 }
@@ -74,6 +82,9 @@ var stepEvents = map[engine.EventType]struct {
 	EventChildCompleted:        {KindChild, roleSucceed},
 	EventChildFailed:           {KindChild, roleFail},
 	EventMarkerRecorded:        {KindMarker, roleRecord},
+	EventTaskScheduled:         {KindTask, roleRecord},
+	EventTaskCompleted:         {KindTask, roleSucceed},
+	EventTaskFailed:            {KindTask, roleFail},
 }
 
 // RetryTimerPrefix starts the ids of the durable timers a worker sets to

@@ -1,0 +1,142 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/sdk/activity"
+	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/worker"
+	"github.com/heddlewf/heddle/sdk/workflow"
+)
+
+// Draft does a phase's work: it reports a cost and says which run it is
+// and what feedback it had.
+func Draft(ctx context.Context, what string) (string, error) {
+	info, ok := activity.GetTaskInfo(ctx)
+	if !ok {
+		return "", fmt.Errorf("not a task")
+	}
+	activity.ReportCost(ctx, 2)
+	activity.ReportSummary(ctx, "drafted "+what)
+	if info.Feedback != "" {
+		return fmt.Sprintf("%s v%d (%s)", what, info.Run, info.Feedback), nil
+	}
+	return fmt.Sprintf("%s v%d", what, info.Run), nil
+}
+
+// ReviewDAG runs requirements → implementation → tests as review tasks of
+// one job, all issued at once: the engine holds each until the one before
+// it succeeds.
+func ReviewDAG(ctx workflow.Context) (string, error) {
+	opts := func(phase string, deps ...string) workflow.TaskOptions {
+		return workflow.TaskOptions{Job: "email", Phase: phase, DependsOn: deps, AutoReview: true,
+			Reviewer: "lint", JobDescription: "validate e-mail addresses"}
+	}
+	req := workflow.ExecuteTask(ctx, opts("requirements"), Draft, "requirements")
+	impl := workflow.ExecuteTask(ctx, opts("implementation", "requirements"), Draft, "implementation")
+	tests := workflow.ExecuteTask(ctx, opts("tests", "implementation"), Draft, "tests")
+	var out []string
+	for _, f := range []workflow.Future{req, impl, tests} {
+		var s string
+		if err := f.Get(ctx, &s); err != nil {
+			return "", err
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, "; "), nil
+}
+
+// waitTaskState waits until the task of job and phase is in state s.
+func waitTaskState(t *testing.T, ts engine.TaskService, job, phase string, s engine.TaskState) *engine.Task {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := ts.DescribeTask(context.Background(), engine.TaskTarget{Job: job, Phase: phase})
+		if err == nil && got.State == s {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s/%s: %+v (%v), want %s", job, phase, got, err, s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A workflow's DAG of review tasks through workers and a reviewer, with a
+// person (the test) approving, rejecting with feedback, and approving the
+// rework; the dependants start only after each approval, and the workflow
+// gets the approved outputs.
+func TestExecuteTaskDAGThroughReview(t *testing.T) {
+	e := open(t)
+	var mu sync.Mutex
+	var reviewed []string
+	startWorker(t, e, "main", worker.Options{LeaseTTL: 2 * time.Second}, func(w *worker.Worker) {
+		w.RegisterWorkflow(ReviewDAG)
+		w.RegisterActivity(Draft)
+		w.RegisterReviewer("lint", func(ctx context.Context, r worker.ReviewRequest) (worker.ReviewResult, error) {
+			mu.Lock()
+			reviewed = append(reviewed, r.Phase)
+			mu.Unlock()
+			return worker.ReviewResult{Approve: true, Summary: "reviewed " + r.Phase, Recommendations: []string{"fine"}}, nil
+		})
+	})
+	svc := service(t, e)
+	ts := svc.(engine.TaskService)
+	c := client.New(svc)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "dag", TaskQueue: "main"}, ReviewDAG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide := func(phase string, op engine.TaskOp, reason string) {
+		t.Helper()
+		if _, err := ts.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{Job: "email", Phase: phase}, Op: op, By: "steward", Reason: reason}); err != nil {
+			t.Fatalf("%s %s: %v", op, phase, err)
+		}
+	}
+	waitTaskState(t, ts, "email", "requirements", engine.TaskApprovalRequired)
+	if impl := waitTaskState(t, ts, "email", "implementation", engine.TaskPending); impl.Runs != 0 {
+		t.Fatalf("the implementation ran before the requirements were approved: %+v", impl)
+	}
+	decide("requirements", engine.TaskOpApprove, "")
+	waitTaskState(t, ts, "email", "implementation", engine.TaskApprovalRequired)
+	decide("implementation", engine.TaskOpReject, "handle IDN")
+	impl := waitTaskState(t, ts, "email", "implementation", engine.TaskApprovalRequired)
+	if impl.Runs != 2 {
+		t.Fatalf("implementation runs = %d, want 2", impl.Runs)
+	}
+	if tests := waitTaskState(t, ts, "email", "tests", engine.TaskPending); tests.Runs != 0 {
+		t.Fatalf("the tests ran before the implementation was approved")
+	}
+	decide("implementation", engine.TaskOpApprove, "")
+	waitTaskState(t, ts, "email", "tests", engine.TaskApprovalRequired)
+	decide("tests", engine.TaskOpApprove, "")
+	var got string
+	if err := run.Get(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "requirements v1; implementation v2 (handle IDN); tests v1"; got != want {
+		t.Fatalf("result %q, want %q", got, want)
+	}
+	m, err := ts.TaskManifest(ctx, "email")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Four runs at a cost of 2 each.
+	if m.Status != engine.TaskSuccess || m.Metrics.CumulativeCost != 8 || len(m.History) != 3 || m.History[1].Summary != "reviewed implementation" {
+		t.Fatalf("manifest = %+v", m)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reviewed) != 4 {
+		t.Fatalf("reviews %v, want four", reviewed)
+	}
+	verify(t, e)
+}
