@@ -129,7 +129,7 @@ func (r *run) createTask(c *replay.Command) (bool, error) {
 		Job: opts.Job, Phase: opts.Phase, Description: opts.Description, JobDescription: opts.JobDescription,
 		Queue: opts.TaskQueue, ReviewQueue: opts.ReviewQueue, Type: c.Name, ReviewType: opts.Reviewer,
 		Deps: opts.DependsOn, Draft: opts.Draft, AutoReview: opts.AutoReview, AutoApprove: opts.AutoApprove,
-		Config: engine.TaskConfig{Objective: opts.Objective, Details: opts.Details, Acceptance: opts.AcceptanceCriteria, Input: c.Input},
+		Config:    engine.TaskConfig{Objective: opts.Objective, Details: opts.Details, Acceptance: opts.AcceptanceCriteria, Input: c.Input},
 		ParentJob: r.job.Job, ParentStep: c.Step, By: r.job.WorkflowID,
 	}
 	if ct.Job == "" {
