@@ -88,6 +88,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newWorkerCommand(),
 		newClusterCommand(),
 		newWorkflowCommand(),
+		newTaskCommand(),
 		newChaosCommand(),
 		newBenchCommand(),
 		newVersionCommand(),
