@@ -75,6 +75,7 @@ func newDemoCommand() *cobra.Command {
 		}
 		return nil
 	}
+	cmd.AddCommand(newDemoReviewCommand())
 	return cmd
 }
 

@@ -90,3 +90,18 @@ func TestTaskCommands(t *testing.T) {
 		t.Fatal("a malformed TASK was accepted")
 	}
 }
+
+// "heddle demo review" tells its whole story and ends with the manifest.
+func TestReviewDemo(t *testing.T) {
+	var out bytes.Buffer
+	if err := runReviewDemo(context.Background(), t.TempDir(), &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	wantContains(t, "demo review", out.String(),
+		"approve implementation too early → refused: it is PENDING; legal now: [suspend cancel]",
+		`reject implementation with feedback "also accept internationalised domains" → PENDING`,
+		"implementation: rework, run 2",
+		"tests started after the approval",
+		`"cumulative_cost": 34`,
+		`"status": "SUCCESS"`)
+}
