@@ -56,26 +56,35 @@ type demoConfig struct {
 // newDemoCommand is "heddle demo".
 func newDemoCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "demo [--dir DIR] [--timeline ID]",
+		Use:   "demo [review] [--dir DIR] [--timeline ID]",
 		Short: "run the SDK demo: order sagas, a retry, a timer, a signal, a child, compensation, recovery",
 		Long: "Runs four order sagas on the SDK: workflows in plain Go, workers, a client.\n" +
 			"Shows a retried activity, a durable timer, a signal, a child workflow,\n" +
-			"compensation, and a workflow resumed by a new worker after its first stopped.",
-		Args: noArgs,
+			"compensation, and a workflow resumed by a new worker after its first stopped.\n\n" +
+			"\"heddle demo review\" runs review tasks instead: a DAG (requirements, then\n" +
+			"implementation, then tests) whose tasks each pass a reviewer and a steward's\n" +
+			"approval; the implementation is rejected once with feedback, reworked, approved,\n" +
+			"and the tests start. It prints each step and the job's manifest.",
+		Args: demoArgs,
 	}
 	var dir, timeline string
 	cmd.Flags().StringVar(&dir, "dir", "", "database `directory`, new or empty, kept afterwards (default: a temporary one, removed at the end)")
 	cmd.Flags().StringVar(&timeline, "timeline", "order-1", "workflow `id` whose full history is printed at the end")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 		defer stop()
+		if len(args) == 1 {
+			if err := runReviewDemo(ctx, dir, cmd.OutOrStdout()); err != nil {
+				return fmt.Errorf("FAILED: %w", err)
+			}
+			return nil
+		}
 		cfg := demoConfig{Dir: dir, Out: cmd.OutOrStdout(), Clock: clock.Wall(), Timeline: timeline}
 		if err := runDemo(ctx, cfg); err != nil {
 			return fmt.Errorf("FAILED: %w", err)
 		}
 		return nil
 	}
-	cmd.AddCommand(newDemoReviewCommand())
 	return cmd
 }
 

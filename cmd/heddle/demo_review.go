@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
 	"time"
 
@@ -26,27 +24,15 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newDemoReviewCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "review [--dir DIR]",
-		Short: "run review tasks: a DAG through review, a rejection with feedback, rework, approval",
-		Long: "Runs a workflow whose three tasks (requirements, implementation, tests) each pass\n" +
-			"a reviewer and a steward's approval before the next may start. The steward rejects\n" +
-			"the implementation once with feedback; the work is redone with it and approved,\n" +
-			"and the tests start. Prints each step and the job's manifest.",
-		Args: noArgs,
-	}
-	var dir string
-	cmd.Flags().StringVar(&dir, "dir", "", "database `directory`, new or empty, kept afterwards (default: a temporary one, removed at the end)")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-		defer stop()
-		if err := runReviewDemo(ctx, dir, cmd.OutOrStdout()); err != nil {
-			return fmt.Errorf("FAILED: %w", err)
-		}
+// demoArgs takes no argument, or the one scenario "review".
+func demoArgs(_ *cobra.Command, args []string) error {
+	switch {
+	case len(args) == 0, len(args) == 1 && args[0] == "review":
 		return nil
+	case len(args) == 1:
+		return usagef("unknown demo %q (the one other demo is \"review\")", args[0])
 	}
-	return cmd
+	return usagef("unexpected argument %q", args[1])
 }
 
 // reviewDemoJob is the demo's job id (the manifest's job_id).
