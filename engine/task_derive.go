@@ -80,8 +80,8 @@ func DeriveTaskState(hist []TaskEvent) TaskState {
 	return hist[len(hist)-1].To
 }
 
-// CheckTaskHistory checks the invariants of a task's history (docs/
-// state-machines.md §4) and returns the first one broken, as an
+// CheckTaskHistory checks the invariants of a task's history
+// (docs/state-machines.md §4) and returns the first one broken, as an
 // *InvariantError:
 //
 //  0. seqs run 1, 2, 3 … without gaps, and times never go back;
