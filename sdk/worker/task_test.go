@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -139,4 +140,87 @@ func TestExecuteTaskDAGThroughReview(t *testing.T) {
 		t.Fatalf("reviews %v, want four", reviewed)
 	}
 	verify(t, e)
+}
+
+// Approvals across leader changes (HEDDLE_SDK_BACKEND=cluster only): the
+// leader is moved before each approval, and once while a task's work runs
+// under its lease. Every approval is applied exactly once (the client
+// retries with the same request id) and the workflow gets every output.
+func TestTaskApprovalsUnderLeaderFailover(t *testing.T) {
+	if !overCluster() {
+		t.Skip("runs against a three-node cluster: HEDDLE_SDK_BACKEND=cluster")
+	}
+	e := open(t)
+	cl := remote(t, e)
+	startWorker(t, e, "main", worker.Options{LeaseTTL: 10 * time.Second}, func(w *worker.Worker) {
+		w.RegisterWorkflow(ReviewDAG)
+		w.RegisterActivity(Draft)
+		w.RegisterReviewer("lint", func(ctx context.Context, r worker.ReviewRequest) (worker.ReviewResult, error) {
+			return worker.ReviewResult{Approve: true, Summary: "reviewed " + r.Phase}, nil
+		})
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	run, err := client.New(cl).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "dag-failover", TaskQueue: "main"}, ReviewDAG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transfer := func() {
+		t.Helper()
+		before, _ := cl.Status(ctx)
+		if err := cl.TransferLeader(ctx); err != nil {
+			t.Fatalf("transfer the leadership: %v", err)
+		}
+		for {
+			st, err := cl.Status(ctx)
+			if err == nil && st.LeaderID != "" && st.LeaderID != before.LeaderID {
+				t.Logf("leader %s → %s", before.LeaderID, st.LeaderID)
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatal("no new leader")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for _, phase := range []string{"requirements", "implementation", "tests"} {
+		waitTaskState(t, cl, "email", phase, engine.TaskApprovalRequired)
+		transfer()
+		if _, err := cl.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{Job: "email", Phase: phase},
+			Op: engine.TaskOpApprove, By: "steward"}); err != nil {
+			t.Fatalf("approve %s after a failover: %v", phase, err)
+		}
+	}
+	var got string
+	if err := run.Get(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^requirements v\d+; implementation v\d+; tests v\d+$`).MatchString(got) {
+		t.Fatalf("result %q, want each phase's output", got)
+	}
+	tasks, err := cl.ListTasks(ctx, "email")
+	if err != nil || len(tasks) != 3 {
+		t.Fatalf("tasks = %+v, %v", tasks, err)
+	}
+	for _, task := range tasks {
+		hist, err := cl.TaskHistory(ctx, task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		approved, expired := 0, 0
+		for _, ev := range hist {
+			switch ev.Type {
+			case engine.TaskEventApproved:
+				approved++
+			case engine.TaskEventLeaseExpired:
+				expired++
+			}
+		}
+		if task.State != engine.TaskSuccess || approved != 1 {
+			t.Errorf("task %s: %s with %d approvals; want SUCCESS with exactly 1", task.Phase, task.State, approved)
+		}
+		// A lease may expire when an election outlasts it on a loaded
+		// machine; the task then ran again, which the result shows.
+		t.Logf("task %s: %d runs, %d lease expiries", task.Phase, task.Runs, expired)
+	}
 }
