@@ -65,9 +65,17 @@ func (e *Engine) TaskHeartbeat(ctx context.Context, c TaskHeartbeat) (*TaskHeart
 func (e *Engine) ClaimTasksWait(ctx context.Context, c ClaimTasks) ([]ClaimedTask, error) {
 	for {
 		changed := e.Committed()
-		ts, err := e.ClaimTasks(context.WithoutCancel(ctx), c)
-		if err != nil || len(ts) > 0 {
-			return ts, err
+		ready, err := e.MayHaveTasks(c.Role, c.Queue)
+		if err != nil {
+			return nil, err
+		}
+		if ready {
+			// Not cancelled with ctx: a claim applied after its caller
+			// gave up would hold tasks under leases nobody renews.
+			ts, err := e.ClaimTasks(context.WithoutCancel(ctx), c)
+			if err != nil || len(ts) > 0 {
+				return ts, err
+			}
 		}
 		select {
 		case <-changed:
@@ -75,6 +83,21 @@ func (e *Engine) ClaimTasksWait(ctx context.Context, c ClaimTasks) ([]ClaimedTas
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// MayHaveTasks reports, from the applied state and without a read barrier,
+// whether queue's claim index of role holds a task, so that waiting
+// claimers propose nothing (in a cluster, no Raft entry) while it is empty.
+func (e *Engine) MayHaveTasks(role TaskRole, queue string) (bool, error) {
+	prefix := storage.TaskWorkQueuePrefix(queue)
+	if role == TaskRoleReview {
+		prefix = storage.TaskReviewQueuePrefix(queue)
+	}
+	found := false
+	err := e.store.View(func(r *storage.Reader) error {
+		return r.Scan(prefix, nil, false, func([]byte, []byte) (bool, error) { found = true; return false, nil })
+	})
+	return found, err
 }
 
 // DescribeTask returns the record of the task t names.

@@ -47,7 +47,7 @@
 //	                                         suspend, resume, cancel, step, approve, reject,
 //	                                         resubmit, fix or terminate (409 illegal_task_command
 //	                                         with task_state and legal_commands when illegal)
-//	POST   /v1/tasks/claim                   ClaimTasks        -> ClaimTasksResult (workers, reviewers)
+//	POST   /v1/tasks/claim[?wait=30s]        ClaimTasks        -> ClaimTasksResult (workers, reviewers; long poll with wait)
 //	POST   /v1/tasks/report                  TaskReport        -> TaskResult (the lease holder)
 //	POST   /v1/tasks/heartbeat               TaskHeartbeat     -> TaskHeartbeatResult
 //	GET    /v1/tasks?job=                    the job's tasks   -> TaskList

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/heddlewf/heddle/engine"
 )
@@ -58,7 +59,14 @@ func (s *Server) taskRoutes() {
 		if err := c.decode(&cmd); err != nil {
 			return nil, err
 		}
-		tasks, err := ts.ClaimTasks(c.r.Context(), cmd)
+		wait, err := c.waitParam(0)
+		if err != nil {
+			return nil, err
+		}
+		tasks, err := s.claimTasksWait(c.r.Context(), ts, cmd, wait)
+		if tasks == nil {
+			tasks = []engine.ClaimedTask{} // JSON readers see [], not null
+		}
 		return &engine.ClaimTasksResult{Tasks: tasks}, err
 	}))
 	s.handle("POST /v1/tasks/report", need(func(ts engine.TaskService, c *call) (any, error) {
@@ -96,6 +104,28 @@ func (s *Server) taskRoutes() {
 	s.handle("GET /v1/manifests/{job}/phases/{phase}", need(func(ts engine.TaskService, c *call) (any, error) {
 		return ts.DescribeTask(c.r.Context(), engine.TaskTarget{Job: c.r.PathValue("job"), Phase: c.r.PathValue("phase")})
 	}))
+}
+
+// taskClaimWaiter is implemented by *engine.Engine: a task claim that
+// waits for commits instead of polling.
+type taskClaimWaiter interface {
+	ClaimTasksWait(context.Context, engine.ClaimTasks) ([]engine.ClaimedTask, error)
+}
+
+// claimTasksWait claims tasks; with a wait it is a long poll that answers
+// as soon as it claimed something, or empty when the wait is over.
+func (s *Server) claimTasksWait(ctx context.Context, ts engine.TaskService, cmd engine.ClaimTasks, wait time.Duration) ([]engine.ClaimedTask, error) {
+	w, ok := ts.(taskClaimWaiter)
+	if wait <= 0 || !ok {
+		return ts.ClaimTasks(context.WithoutCancel(ctx), cmd)
+	}
+	pctx, cancel := s.pollContext(ctx, wait)
+	defer cancel()
+	tasks, err := w.ClaimTasksWait(pctx, cmd)
+	if err != nil && pctx.Err() != nil && isContextError(err) {
+		return nil, s.pollEnded()
+	}
+	return tasks, err
 }
 
 // TaskList is the answer of GET /v1/tasks.
@@ -177,6 +207,33 @@ func (c *Client) ClaimTasks(ctx context.Context, cmd engine.ClaimTasks) ([]engin
 		return nil, err
 	}
 	return r.Tasks, nil
+}
+
+// ClaimTasksWait claims with long polls: each waits on the server until a
+// task is claimed or the poll's wait ends, and the next one follows at once
+// until ctx ends. One request id serves every poll of the call: it is used
+// up only by a poll that claimed something, whose retry then gets those
+// tasks back.
+func (c *Client) ClaimTasksWait(ctx context.Context, cmd engine.ClaimTasks) ([]engine.ClaimedTask, error) {
+	if cmd.RequestID == "" {
+		cmd.RequestID = randomID("http-")
+	}
+	for {
+		wait := c.pollWait(ctx)
+		if wait == 0 {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		var r engine.ClaimTasksResult
+		err := c.do(ctx, request{method: http.MethodPost, path: "/v1/tasks/claim", query: waitQuery(wait),
+			body: &cmd, out: &r, wait: wait, command: true})
+		if err != nil || len(r.Tasks) > 0 {
+			return r.Tasks, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // TaskReport implements engine.TaskService.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heddlewf/heddle/engine"
 )
@@ -99,5 +100,31 @@ func TestTaskRoutes(t *testing.T) {
 		if !strings.Contains(string(raw.body), k) {
 			t.Errorf("manifest JSON lacks %s: %s", k, raw.body)
 		}
+	}
+}
+
+// A task claim with a wait is a long poll: it answers once a task it may
+// claim is created, and empty (asked again by the client) before that.
+func TestTaskClaimLongPoll(t *testing.T) {
+	e := openEngine(t, engine.Limits{})
+	_, hs := serve(t, ServerConfig{Service: e})
+	c := newClient(t, ClientConfig{Addrs: []string{hostOf(hs.URL)}, PollWait: 50 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got := make(chan []engine.ClaimedTask, 1)
+	go func() {
+		ts, err := c.ClaimTasksWait(ctx, engine.ClaimTasks{Queue: "lp", Owner: "w", Max: 1, LeaseMS: 10_000})
+		if err != nil {
+			t.Errorf("long poll: %v", err)
+		}
+		got <- ts
+	}()
+	time.Sleep(150 * time.Millisecond) // a few empty polls first
+	if _, err := e.CreateTask(ctx, engine.CreateTask{Job: "lp", Phase: "p", Queue: "lp", Type: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	ts := <-got
+	if len(ts) != 1 || ts[0].Phase != "p" || ts[0].Attempt != 1 {
+		t.Fatalf("claimed %+v", ts)
 	}
 }

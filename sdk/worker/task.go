@@ -160,8 +160,9 @@ func (r *run) createTask(c *replay.Command) (bool, error) {
 	return false, nil
 }
 
-// taskPollWait is how long a poller for a remote service (which has no
-// long poll for tasks) waits between empty claims.
+// taskPollWait is how long a poller waits between empty claims on a
+// service that cannot wait for tasks itself (neither the engine nor the
+// HTTP client, which both can, ever gets here).
 const taskPollWait = 200 * time.Millisecond
 
 // startTaskPollers starts claiming review tasks' work (for the activities
