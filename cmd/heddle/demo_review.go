@@ -108,7 +108,9 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	say := func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) }
+	// The story is best effort: a closed stdout does not stop the demo,
+	// whose outcome is its error.
+	say := func(format string, a ...any) { _, _ = fmt.Fprintf(out, format+"\n", a...) }
 	say("heddle review demo: job %s, database %s", reviewDemoJob, dir)
 	run, err := client.New(e).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "review-pipeline", TaskQueue: "review-demo"}, ReviewPipeline)
 	if err != nil {

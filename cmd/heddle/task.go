@@ -8,6 +8,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -77,17 +78,19 @@ func newTaskDescribeCommand(g *wfGlobals) *cobra.Command {
 		if !c.table() {
 			return c.doc(m)
 		}
-		fmt.Fprintf(c.out, "Job %s: %s\n", wfCell(m.JobID), wfCell(m.Description))
-		fmt.Fprintf(c.out, "Status %s, current phase %s; cost %g, time %.3fs\n", m.Status, wfCell(m.CurrentPhase),
+		var b strings.Builder
+		fmt.Fprintf(&b, "Job %s: %s\n", wfCell(m.JobID), wfCell(m.Description))
+		fmt.Fprintf(&b, "Status %s, current phase %s; cost %g, time %.3fs\n", m.Status, wfCell(m.CurrentPhase),
 			m.Metrics.CumulativeCost, m.Metrics.CumulativeTimeSeconds)
 		for _, h := range m.History {
 			by := ""
 			if h.DecidedBy != "" {
 				by = " (by " + wfCell(h.DecidedBy) + ")"
 			}
-			fmt.Fprintf(c.out, "  %-4d %-24s %-22s %s%s\n", h.TaskID, wfCell(h.Phase), h.Status, wfCell(h.Summary), by)
+			fmt.Fprintf(&b, "  %-4d %-24s %-22s %s%s\n", h.TaskID, wfCell(h.Phase), h.Status, wfCell(h.Summary), by)
 		}
-		return nil
+		_, err = io.WriteString(c.out, b.String())
+		return err
 	})
 	return cmd
 }
@@ -116,15 +119,17 @@ func newTaskListCommand(g *wfGlobals) *cobra.Command {
 		case formatJSONL:
 			return printLines(c.out, ts)
 		}
-		fmt.Fprintf(c.out, "%-5s %-24s %-22s %5s %8s  %s\n", "ID", "PHASE", "STATUS", "RUNS", "COST", "LEGAL COMMANDS")
+		var b strings.Builder
+		fmt.Fprintf(&b, "%-5s %-24s %-22s %5s %8s  %s\n", "ID", "PHASE", "STATUS", "RUNS", "COST", "LEGAL COMMANDS")
 		for _, t := range ts {
 			var legal []string
 			for _, op := range engine.LegalTaskOps(t.State) {
 				legal = append(legal, string(op))
 			}
-			fmt.Fprintf(c.out, "%-5d %-24s %-22s %5d %8g  %s\n", t.ID, wfCell(t.Phase), t.State, t.Runs, t.CostTotal, strings.Join(legal, " "))
+			fmt.Fprintf(&b, "%-5d %-24s %-22s %5d %8g  %s\n", t.ID, wfCell(t.Phase), t.State, t.Runs, t.CostTotal, strings.Join(legal, " "))
 		}
-		return nil
+		_, err = io.WriteString(c.out, b.String())
+		return err
 	})
 	return cmd
 }
