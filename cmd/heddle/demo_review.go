@@ -30,7 +30,7 @@ func demoArgs(_ *cobra.Command, args []string) error {
 	case len(args) == 0, len(args) == 1 && args[0] == "review":
 		return nil
 	case len(args) == 1:
-		return usagef("unknown demo %q (the one other demo is \"review\")", args[0])
+		return usagef("unexpected argument %q (the one argument demo takes is \"review\")", args[0])
 	}
 	return usagef("unexpected argument %q", args[1])
 }
