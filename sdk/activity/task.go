@@ -2,6 +2,8 @@ package activity
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/heddlewf/heddle/internal/sdkhook"
 )
@@ -68,3 +70,24 @@ func ReportSummary(ctx context.Context, summary string) bool {
 	}
 	return false
 }
+
+// taskPauser is what the worker adds for a task's work to wait out a rate
+// limit in PAUSED.
+type taskPauser interface {
+	PauseFor(ctx context.Context, d time.Duration) error
+}
+
+// RateLimited tells the engine the task's work is rate limited: the task
+// goes RUNNING → PAUSED, the worker keeps renewing its lease while it
+// waits d (or until ctx ends), and it goes back to RUNNING. A person may
+// resume it early (heddle task resume) or cancel it. It returns an error
+// when ctx is not a task's, when the lease was lost (the work must stop),
+// or when ctx ended.
+func RateLimited(ctx context.Context, d time.Duration) error {
+	if p, ok := ctx.Value(sdkhook.ActivityEnvKey{}).(taskPauser); ok {
+		return p.PauseFor(ctx, d)
+	}
+	return errNotTask
+}
+
+var errNotTask = errors.New("activity: the context is not a review task's work")

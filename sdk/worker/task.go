@@ -273,6 +273,37 @@ func (t *taskRun) Logger() *slog.Logger {
 }
 func (t *taskRun) Heartbeat([]byte) error { return t.renew(context.Background()) }
 
+// PauseFor records that the work is rate limited (RUNNING → PAUSED), waits
+// d or until ctx ends while the lease goes on being renewed, and records
+// the end of the pause (PAUSED → RUNNING). A person who resumed the task
+// meanwhile already did the second; a lease found lost is an error.
+func (t *taskRun) PauseFor(ctx context.Context, d time.Duration) error {
+	report := func(op engine.TaskReportOp) (*engine.TaskResult, error) {
+		return t.ts.TaskReport(context.WithoutCancel(ctx), engine.TaskReport{TaskLeaseRef: t.ref, Op: op})
+	}
+	if _, err := report(engine.TaskReportPause); err != nil {
+		return err
+	}
+	tm := t.w.opts.Clock.NewTimer(d)
+	select {
+	case <-tm.C():
+	case <-ctx.Done():
+		tm.Stop()
+	}
+	_, err := report(engine.TaskReportUnpause)
+	if errors.Is(err, engine.ErrStaleTaskAttempt) {
+		// Resumed by a person (the lease is still ours, but the task is
+		// RUNNING already), or the lease is lost: the next write says.
+		if rerr := t.renew(context.WithoutCancel(ctx)); rerr == nil {
+			err = nil
+		}
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return err
+}
+
 // renew renews the task's lease; an error means the lease is lost.
 func (t *taskRun) renew(ctx context.Context) error {
 	res, err := t.ts.TaskHeartbeat(ctx, engine.TaskHeartbeat{Leases: []engine.TaskLeaseRef{t.ref}, LeaseMS: t.w.opts.LeaseTTL.Milliseconds()})

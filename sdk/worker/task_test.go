@@ -224,3 +224,65 @@ func TestTaskApprovalsUnderLeaderFailover(t *testing.T) {
 		t.Logf("task %s: %d runs, %d lease expiries", task.Phase, task.Runs, expired)
 	}
 }
+
+// Throttled waits out a rate limit once, in PAUSED, before it answers.
+func Throttled(ctx context.Context) (string, error) {
+	if err := activity.RateLimited(ctx, 50*time.Millisecond); err != nil {
+		return "", err
+	}
+	return "after the pause", nil
+}
+
+func ThrottledFlow(ctx workflow.Context) (string, error) {
+	var out string
+	err := workflow.ExecuteTask(ctx, workflow.TaskOptions{Job: "throttle", Phase: "p", AutoReview: true, AutoApprove: true}, Throttled).Get(ctx, &out)
+	return out, err
+}
+
+// A rate-limited task goes RUNNING → PAUSED → RUNNING under the same lease
+// and then on through its review; outside a task, RateLimited refuses.
+func TestTaskRateLimitPauses(t *testing.T) {
+	e := open(t)
+	startWorker(t, e, "main", worker.Options{}, func(w *worker.Worker) {
+		w.RegisterWorkflow(ThrottledFlow)
+		w.RegisterActivity(Throttled)
+		w.RegisterReviewer("any", func(context.Context, worker.ReviewRequest) (worker.ReviewResult, error) {
+			return worker.ReviewResult{Approve: true}, nil
+		})
+	})
+	svc := service(t, e)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	run, err := client.New(svc).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "throttle", TaskQueue: "main"}, ThrottledFlow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := run.Get(ctx, &got); err != nil || got != "after the pause" {
+		t.Fatalf("result %q, %v", got, err)
+	}
+	ts := svc.(engine.TaskService)
+	task, err := ts.DescribeTask(ctx, engine.TaskTarget{Job: "throttle", Phase: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, err := ts.TaskHistory(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var moves []string
+	for _, ev := range hist {
+		moves = append(moves, ev.To.String())
+	}
+	want := "PENDING RUNNING PAUSED RUNNING REVIEW_REQUIRED REVIEWING REVIEWING APPROVAL_REQUIRED SUCCESS"
+	if strings.Join(moves, " ") != want {
+		t.Fatalf("moves %v, want %s", moves, want)
+	}
+	if hist[2].Attempt != hist[1].Attempt || hist[3].Type != engine.TaskEventResumed {
+		t.Fatalf("the pause changed the lease: %+v", hist[1:4])
+	}
+	if err := activity.RateLimited(context.Background(), time.Millisecond); err == nil {
+		t.Fatal("RateLimited outside a task succeeded")
+	}
+	verify(t, e)
+}
