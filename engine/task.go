@@ -59,8 +59,17 @@ func ParseTaskState(name string) (TaskState, error) {
 // MarshalJSON writes the state by name, as the manifest shows it.
 func (s TaskState) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
 
-// UnmarshalJSON reads a state by name.
+// UnmarshalJSON reads a state by name, or by number as the job statuses
+// are read.
 func (s *TaskState) UnmarshalJSON(b []byte) error {
+	var n uint8
+	if err := json.Unmarshal(b, &n); err == nil {
+		if n >= numTaskStates {
+			return fmt.Errorf("%w: task state %d is not in [0, %d]", ErrInvalidCommand, n, numTaskStates-1)
+		}
+		*s = TaskState(n)
+		return nil
+	}
 	var name string
 	if err := json.Unmarshal(b, &name); err != nil {
 		return fmt.Errorf("task state: %w", err)

@@ -229,6 +229,13 @@ func TestTaskStateNames(t *testing.T) {
 			t.Fatalf("%s → %s → %s (%v)", s, b, back, err)
 		}
 	}
+	var byNumber TaskState
+	if err := byNumber.UnmarshalJSON([]byte("8")); err != nil || byNumber != TaskApprovalRequired {
+		t.Fatalf("8 read as %s (%v)", byNumber, err)
+	}
+	if err := byNumber.UnmarshalJSON([]byte("99")); err == nil {
+		t.Fatal("an unknown number was read")
+	}
 	if _, err := ParseTaskState("DONE"); !errors.Is(err, ErrInvalidCommand) {
 		t.Fatalf("an unknown name parsed: %v", err)
 	}
