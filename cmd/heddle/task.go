@@ -167,11 +167,12 @@ func newTaskOpCommand(g *wfGlobals, op engine.TaskOp) *cobra.Command {
 			"legal in it, when the state does not allow " + string(op) + ".",
 		Args: exactArgs("TASK"),
 	}
-	var by, reason, objective, details, input string
+	var by, reason, objective, details, input, expect string
 	var acceptance []string
 	fs := cmd.Flags()
 	fs.StringVar(&by, "by", "", "who decides (default $HEDDLE_USER, else $USER)")
 	fs.StringVar(&reason, "reason", "", "why: the feedback the next run reads (reject, resubmit, fix), or a note")
+	fs.StringVar(&expect, "expect", "", "apply only while the task is in this `state` (what you saw), e.g. APPROVAL_REQUIRED")
 	if op == engine.TaskOpConfig {
 		fs.StringVar(&objective, "objective", "", "the task's objective")
 		fs.StringVar(&details, "details", "", "the task's details")
@@ -184,6 +185,13 @@ func newTaskOpCommand(g *wfGlobals, op engine.TaskOp) *cobra.Command {
 			return err
 		}
 		tc := engine.TaskCommand{TaskTarget: t, Op: op, By: envDefault(by, "HEDDLE_USER", os.Getenv("USER")), Reason: reason}
+		if expect != "" {
+			st, err := engine.ParseTaskState(strings.ToUpper(expect))
+			if err != nil {
+				return usagef("--expect %q is not a task state", expect)
+			}
+			tc.Expect = st
+		}
 		if op == engine.TaskOpConfig {
 			cf := &engine.TaskConfig{Objective: objective, Details: details, Acceptance: acceptance}
 			if input != "" {

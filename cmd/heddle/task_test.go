@@ -72,7 +72,12 @@ func TestTaskCommands(t *testing.T) {
 		t.Fatalf("reject = %+v", rej)
 	}
 	work()
-	must("approve", "email/spec", "--by", "ann")
+	if code, _, errs := w.taskRun("approve", "email/spec", "--by", "ann", "--expect", "REVIEWING"); code == 0 {
+		t.Fatal("approve expecting REVIEWING succeeded on an APPROVAL_REQUIRED task")
+	} else {
+		wantContains(t, "approve --expect", errs, "APPROVAL_REQUIRED")
+	}
+	must("approve", "email/spec", "--by", "ann", "--expect", "approval_required")
 	out = must("list", "email")
 	wantContains(t, "list", out, "spec", "SUCCESS", "8")
 	out = must("describe", "email")
