@@ -26,10 +26,6 @@ var (
 	ErrPayloadTooLarge = errors.New("engine: payload too large")
 	// ErrWorkflowExists: a start refused by the workflow-id reuse policy.
 	ErrWorkflowExists = errors.New("engine: workflow already exists")
-	// ErrJobClosed: the job is terminal and takes no more signals or writes.
-	ErrJobClosed = errors.New("engine: job closed")
-	// ErrStepCommitted: the step already has a committed result.
-	ErrStepCommitted = errors.New("engine: step already committed")
 	// ErrUnknownTask: no review task has the given id, or job and phase.
 	ErrUnknownTask = errors.New("engine: unknown task")
 	// ErrTaskExists: the job already has a task of that phase.
@@ -40,6 +36,10 @@ var (
 	// ErrStaleTaskAttempt: a write from a task lease that is not the
 	// task's current one (see StaleTaskError). The holder must stop.
 	ErrStaleTaskAttempt = errors.New("engine: stale task attempt")
+	// ErrJobClosed: the job is terminal and takes no more signals or writes.
+	ErrJobClosed = errors.New("engine: job closed")
+	// ErrStepCommitted: the step already has a committed result.
+	ErrStepCommitted = errors.New("engine: step already committed")
 	// ErrInvariant: a stored history breaks the state machine (see InvariantError).
 	ErrInvariant = errors.New("engine: invariant violated")
 	// ErrClosed: the log or engine was closed.
