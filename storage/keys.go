@@ -193,17 +193,25 @@ type TimeKey struct {
 	Rest string
 }
 
-// ParseTimeKey decodes a lease, timer, delayed, deadline or request-age key.
+// ParseTimeKey decodes a lease, timer, delayed, deadline, request-age or
+// task lease key.
 func ParseTimeKey(k []byte) (TimeKey, error) {
 	if len(k) < 9 {
 		return TimeKey{}, keyError(k, "too short for a time key")
 	}
 	tk := TimeKey{AtMS: int64(binary.BigEndian.Uint64(k[1:9]))}
+	if k[0] == PrefixTaskLease { // a task's lease: Job holds the task id
+		if len(k) != 17 {
+			return TimeKey{}, keyError(k, "wrong length for a task lease key")
+		}
+		tk.Job = binary.BigEndian.Uint64(k[9:17])
+		return tk, nil
+	}
 	switch k[0] {
 	case PrefixReqAge:
 		tk.Rest = string(k[9:])
 		return tk, nil
-	case PrefixLease, PrefixDelayed, PrefixDeadline, PrefixTimer, PrefixTaskLease:
+	case PrefixLease, PrefixDelayed, PrefixDeadline, PrefixTimer:
 		if len(k) < 17 || (k[0] != PrefixTimer && len(k) != 17) {
 			return TimeKey{}, keyError(k, "wrong length for a job time key")
 		}
