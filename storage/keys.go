@@ -193,14 +193,15 @@ type TimeKey struct {
 	Rest string
 }
 
-// ParseTimeKey decodes a lease, timer, delayed, deadline, request-age or
-// task lease key.
+// ParseTimeKey decodes a lease, timer, delayed, deadline or request-age key.
 func ParseTimeKey(k []byte) (TimeKey, error) {
 	if len(k) < 9 {
 		return TimeKey{}, keyError(k, "too short for a time key")
 	}
 	tk := TimeKey{AtMS: int64(binary.BigEndian.Uint64(k[1:9]))}
-	if k[0] == PrefixTaskLease { // a task's lease: Job holds the task id
+	// A task lease key (storage/taskkeys.go) is read like a job's, with
+	// the task id in Job.
+	if k[0] == PrefixTaskLease {
 		if len(k) != 17 {
 			return TimeKey{}, keyError(k, "wrong length for a task lease key")
 		}
