@@ -87,9 +87,9 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newDevCommand(),
 		newWorkerCommand(),
 		newClusterCommand(),
-		newTaskCommand(),
 		newWorkflowCommand(),
 		newChaosCommand(),
+		newTaskCommand(),
 		newBenchCommand(),
 		newVersionCommand(),
 	)
