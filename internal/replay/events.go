@@ -20,13 +20,11 @@ const (
 	EventChildScheduled        engine.EventType = "child_scheduled"
 	EventChildCompleted        engine.EventType = "child_completed"
 	EventChildFailed           engine.EventType = "child_failed"
+	EventTaskScheduled         engine.EventType = "task_scheduled" // a review task (workflow.ExecuteTask) created
+	EventTaskCompleted         engine.EventType = "task_completed" // its output, once approved (SUCCESS)
+	EventTaskFailed            engine.EventType = "task_failed"    // it ended CANCELED
 	EventMarkerRecorded        engine.EventType = "marker_recorded"
 	EventCancelRequested       engine.EventType = "cancel_requested"
-	// A review task (workflow.ExecuteTask): created, then its output once
-	// approved (SUCCESS), or a failure when it ended CANCELED.
-	EventTaskScheduled engine.EventType = "task_scheduled"
-	EventTaskCompleted engine.EventType = "task_completed"
-	EventTaskFailed    engine.EventType = "task_failed"
 )
 
 // CommandKind is the kind of a workflow command.
@@ -37,8 +35,8 @@ const (
 	KindActivity CommandKind = 1
 	KindTimer    CommandKind = 2
 	KindChild    CommandKind = 3
+	KindTask     CommandKind = 10 // a review task (workflow.ExecuteTask), numbered apart from the kinds added next
 	KindMarker   CommandKind = 4
-	KindTask     CommandKind = 5
 )
 
 func (k CommandKind) String() string {
@@ -49,10 +47,10 @@ func (k CommandKind) String() string {
 		return "timer"
 	case KindChild:
 		return "child workflow"
-	case KindMarker:
-		return "marker"
 	case KindTask:
 		return "review task"
+	case KindMarker:
+		return "marker"
 	}
 	return "unknown command"
 }
@@ -81,10 +79,10 @@ var stepEvents = map[engine.EventType]struct {
 	EventChildScheduled:        {KindChild, roleRecord},
 	EventChildCompleted:        {KindChild, roleSucceed},
 	EventChildFailed:           {KindChild, roleFail},
-	EventMarkerRecorded:        {KindMarker, roleRecord},
 	EventTaskScheduled:         {KindTask, roleRecord},
 	EventTaskCompleted:         {KindTask, roleSucceed},
 	EventTaskFailed:            {KindTask, roleFail},
+	EventMarkerRecorded:        {KindMarker, roleRecord},
 }
 
 // RetryTimerPrefix starts the ids of the durable timers a worker sets to

@@ -181,11 +181,6 @@ func (r *run) ownsRun(id string, c *replay.Command) (bool, error) {
 // commitFailure ends a step with a failure the worker decided (a cancelled
 // command never started, a child whose id is taken, a timeout).
 func (r *run) commitFailure(c *replay.Command, ferr error) error {
-	if c.Kind == replay.KindTask {
-		_, typ := endEvents(c.Kind)
-		return r.commitStep(engine.CommitStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, Type: typ,
-			Payload: sdkhook.EncodeFailure(ferr), Failed: true})
-	}
 	typ := replay.EventActivityFailed
 	if c.Kind == replay.KindChild {
 		typ = replay.EventChildFailed

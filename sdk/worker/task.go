@@ -122,7 +122,7 @@ func endEvents(k replay.CommandKind) (done, failed engine.EventType) {
 func (r *run) createTask(c *replay.Command) (bool, error) {
 	ts, ok := r.w.e.(engine.TaskService)
 	if !ok {
-		return true, r.commitFailure(c, workflow.NewApplicationError("this worker's service has no review tasks", "NoTasks", true))
+		return true, r.failTask(c, workflow.NewApplicationError("this worker's service has no review tasks", "NoTasks", true))
 	}
 	opts, _ := c.Options.(workflow.TaskOptions)
 	ct := engine.CreateTask{
@@ -142,7 +142,7 @@ func (r *run) createTask(c *replay.Command) (bool, error) {
 	if _, err := ts.CreateTask(r.ctx, ct); err != nil {
 		if !errors.Is(err, engine.ErrTaskExists) {
 			if errors.Is(err, engine.ErrInvalidCommand) {
-				return true, r.commitFailure(c, workflow.NewApplicationError(err.Error(), "BadTask", true))
+				return true, r.failTask(c, workflow.NewApplicationError(err.Error(), "BadTask", true))
 			}
 			return false, err
 		}
@@ -151,13 +151,20 @@ func (r *run) createTask(c *replay.Command) (bool, error) {
 			return false, derr
 		}
 		if t.ParentJob != r.job.Job || t.ParentStep != c.Step {
-			return true, r.commitFailure(c, workflow.NewApplicationError(
+			return true, r.failTask(c, workflow.NewApplicationError(
 				fmt.Sprintf("job %q already has a task of phase %q", ct.Job, ct.Phase), sdkhook.FailureAlreadyStarted, true))
 		}
 	}
 	c.Started = true
 	r.pending = append(r.pending, engine.NewEvent{Type: replay.EventTaskScheduled, Step: c.Step, Name: c.Name})
 	return false, nil
+}
+
+// failTask ends a task command with a failure the worker decided (the
+// service has no tasks, the task is refused or its phase taken).
+func (r *run) failTask(c *replay.Command, ferr error) error {
+	return r.commitStep(engine.CommitStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, Type: replay.EventTaskFailed,
+		Payload: sdkhook.EncodeFailure(ferr), Failed: true})
 }
 
 // taskPollWait is how long a poller waits between empty claims on a
