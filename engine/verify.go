@@ -26,8 +26,8 @@ func Verify(r *storage.Reader, max int) []error {
 			break
 		}
 	}
-	v.workflows()
 	v.tasks()
+	v.workflows()
 	return v.errs
 }
 
