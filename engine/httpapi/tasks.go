@@ -36,13 +36,13 @@ func (s *Server) taskRoutes() {
 			return h(ts, c)
 		}
 	}
-	s.handle("POST /v1/tasks", need(func(ts engine.TaskService, c *call) (any, error) {
+	s.handleTask("POST /v1/tasks", taskClient, need(func(ts engine.TaskService, c *call) (any, error) {
 		return decodeRun(c, ts.CreateTask)
 	}))
 	for _, op := range engine.TaskOps() {
 		// One route per human command: the path names the command, the
 		// body the task, who decides, and why.
-		s.handle("POST /v1/tasks/"+string(op), need(func(ts engine.TaskService, c *call) (any, error) {
+		s.handleTask("POST /v1/tasks/"+string(op), taskClient, need(func(ts engine.TaskService, c *call) (any, error) {
 			var cmd engine.TaskCommand
 			if err := c.decode(&cmd); err != nil {
 				return nil, err
@@ -51,10 +51,11 @@ func (s *Server) taskRoutes() {
 				return nil, fmt.Errorf("%w: the body's op %q is not the path's %q", engine.ErrInvalidCommand, cmd.Op, op)
 			}
 			cmd.Op = op
+			cmd.By = decidedBy(c.r, cmd.By)
 			return ts.TaskCommand(c.r.Context(), cmd)
 		}))
 	}
-	s.handle("POST /v1/tasks/claim", need(func(ts engine.TaskService, c *call) (any, error) {
+	s.handleTask("POST /v1/tasks/claim", taskWorker, need(func(ts engine.TaskService, c *call) (any, error) {
 		var cmd engine.ClaimTasks
 		if err := c.decode(&cmd); err != nil {
 			return nil, err
@@ -69,13 +70,13 @@ func (s *Server) taskRoutes() {
 		}
 		return &engine.ClaimTasksResult{Tasks: tasks}, err
 	}))
-	s.handle("POST /v1/tasks/report", need(func(ts engine.TaskService, c *call) (any, error) {
+	s.handleTask("POST /v1/tasks/report", taskWorker, need(func(ts engine.TaskService, c *call) (any, error) {
 		return decodeRun(c, ts.TaskReport)
 	}))
-	s.handle("POST /v1/tasks/heartbeat", need(func(ts engine.TaskService, c *call) (any, error) {
+	s.handleTask("POST /v1/tasks/heartbeat", taskWorker, need(func(ts engine.TaskService, c *call) (any, error) {
 		return decodeRun(c, ts.TaskHeartbeat)
 	}))
-	s.handle("GET /v1/tasks", need(func(ts engine.TaskService, c *call) (any, error) {
+	s.handleTask("GET /v1/tasks", taskReader, need(func(ts engine.TaskService, c *call) (any, error) {
 		job := c.r.URL.Query().Get("job")
 		if job == "" {
 			return nil, fmt.Errorf("%w: GET /v1/tasks needs ?job=", engine.ErrInvalidCommand)
@@ -83,14 +84,14 @@ func (s *Server) taskRoutes() {
 		tasks, err := ts.ListTasks(c.r.Context(), job)
 		return &TaskList{Tasks: tasks}, err
 	}))
-	s.handle("GET /v1/tasks/{task}", need(func(ts engine.TaskService, c *call) (any, error) {
+	s.handleTask("GET /v1/tasks/{task}", taskReader, need(func(ts engine.TaskService, c *call) (any, error) {
 		id, err := taskParam(c)
 		if err != nil {
 			return nil, err
 		}
 		return ts.DescribeTask(c.r.Context(), engine.TaskTarget{ID: id})
 	}))
-	s.handle("GET /v1/tasks/{task}/history", need(func(ts engine.TaskService, c *call) (any, error) {
+	s.handleTask("GET /v1/tasks/{task}/history", taskReader, need(func(ts engine.TaskService, c *call) (any, error) {
 		id, err := taskParam(c)
 		if err != nil {
 			return nil, err
@@ -98,10 +99,10 @@ func (s *Server) taskRoutes() {
 		evs, err := ts.TaskHistory(c.r.Context(), id)
 		return &TaskHistory{Events: evs}, err
 	}))
-	s.handle("GET /v1/manifests/{job}", need(func(ts engine.TaskService, c *call) (any, error) {
+	s.handleTask("GET /v1/manifests/{job}", taskReader, need(func(ts engine.TaskService, c *call) (any, error) {
 		return ts.TaskManifest(c.r.Context(), c.r.PathValue("job"))
 	}))
-	s.handle("GET /v1/manifests/{job}/phases/{phase}", need(func(ts engine.TaskService, c *call) (any, error) {
+	s.handleTask("GET /v1/manifests/{job}/phases/{phase}", taskReader, need(func(ts engine.TaskService, c *call) (any, error) {
 		return ts.DescribeTask(c.r.Context(), engine.TaskTarget{Job: c.r.PathValue("job"), Phase: c.r.PathValue("phase")})
 	}))
 }
@@ -127,6 +128,27 @@ func (s *Server) claimTasksWait(ctx context.Context, ts engine.TaskService, cmd 
 	}
 	return tasks, err
 }
+
+// taskAccess says who may call a task route: a person steering tasks (or
+// a program creating them), a worker or reviewer holding them, or anyone
+// who may read.
+type taskAccess uint8
+
+const (
+	taskClient taskAccess = iota
+	taskWorker
+	taskReader
+)
+
+// handleTask registers a task route. Every task route goes through here,
+// so that where tokens carry roles one line maps taskClient, taskWorker
+// and taskReader to the client, worker and reader roles.
+func (s *Server) handleTask(pattern string, _ taskAccess, h handler) { s.handle(pattern, h) }
+
+// decidedBy is who made a human decision on a task: the request's by, the
+// CLI's --by. Where tokens carry identities, the caller's identity is the
+// one to record instead.
+func decidedBy(_ *http.Request, by string) string { return by }
 
 // TaskList is the answer of GET /v1/tasks.
 type TaskList struct {
