@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/spf13/cobra"
@@ -36,7 +37,7 @@ func newTaskCommand() *cobra.Command {
 	fs.DurationVar(&g.retry, "retry-timeout", wfDefaultRetry, "how long to keep trying when no node answers or the cluster has no leader")
 	g.format = addOutputFlags(fs)
 	completeOutput(cmd)
-	cmd.AddCommand(newTaskDescribeCommand(g), newTaskListCommand(g))
+	cmd.AddCommand(newTaskDescribeCommand(g), newTaskListCommand(g), newTaskHistoryCommand(g))
 	for _, op := range engine.TaskOps() {
 		cmd.AddCommand(newTaskOpCommand(g, op))
 	}
@@ -127,6 +128,65 @@ func newTaskListCommand(g *wfGlobals) *cobra.Command {
 				legal = append(legal, string(op))
 			}
 			fmt.Fprintf(&b, "%-5d %-24s %-22s %5d %8g  %s\n", t.ID, wfCell(t.Phase), t.State, t.Runs, t.CostTotal, strings.Join(legal, " "))
+		}
+		_, err = io.WriteString(c.out, b.String())
+		return err
+	})
+	return cmd
+}
+
+func newTaskHistoryCommand(g *wfGlobals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "history TASK",
+		Short: "print a task's history: every move, who made it and why",
+		Long: "Prints the history of TASK (a task id or JOB/PHASE): each event with its time, the\n" +
+			"states it moved the task between, who decided (or which worker or reviewer held\n" +
+			"the lease) and the reason or summary recorded. -o jsonl prints one event per line.",
+		Args: exactArgs("TASK"),
+	}
+	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
+		t, err := parseTaskTarget(args[0])
+		if err != nil {
+			return err
+		}
+		svc, err := c.client()
+		if err != nil {
+			return err
+		}
+		if t.ID == 0 {
+			rec, err := svc.DescribeTask(c.ctx, t)
+			if err != nil {
+				return err
+			}
+			t.ID = rec.ID
+		}
+		evs, err := svc.TaskHistory(c.ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		if evs == nil {
+			evs = []engine.TaskEvent{}
+		}
+		switch c.format {
+		case formatJSON:
+			return c.doc(evs)
+		case formatJSONL:
+			return printLines(c.out, evs)
+		}
+		var b strings.Builder
+		for _, e := range evs {
+			who := e.By
+			if who == "" {
+				who = e.Owner
+			}
+			note := e.Reason
+			if e.Review != nil {
+				note = e.Review.Summary
+			} else if note == "" {
+				note = e.Summary
+			}
+			fmt.Fprintf(&b, "%3d  %s  %-22s %-42s %-12s %s\n", e.Seq, time.UnixMilli(e.AtMS).UTC().Format(time.RFC3339),
+				e.Type, fmt.Sprintf("%s → %s", e.From, e.To), wfCell(who), wfCell(note))
 		}
 		_, err = io.WriteString(c.out, b.String())
 		return err

@@ -78,6 +78,8 @@ func TestTaskCommands(t *testing.T) {
 		wantContains(t, "approve --expect", errs, "APPROVAL_REQUIRED")
 	}
 	must("approve", "email/spec", "--by", "ann", "--expect", "approval_required")
+	out = must("history", "email/spec")
+	wantContains(t, "history", out, "task_drafted", "task_configured", "task_rejected", "APPROVAL_REQUIRED → PENDING", "ann", "add IDN", "critic")
 	out = must("list", "email")
 	wantContains(t, "list", out, "spec", "SUCCESS", "8")
 	out = must("describe", "email")
