@@ -24,6 +24,8 @@ func (a *applier) dispatchTask(cmd Command) (res Result, ok bool, err error) {
 		res, err = a.taskHeartbeat(c)
 	case *ReclaimTasks:
 		res, err = a.reclaimTasks(c)
+	case *ConfigureJob:
+		res, err = a.configureJob(c)
 	default:
 		return nil, false, nil
 	}

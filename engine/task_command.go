@@ -20,6 +20,7 @@ const (
 var taskCommandNames = map[CommandKind]string{
 	KindCreateTask: "CreateTask", KindTaskCommand: "TaskCommand", KindClaimTasks: "ClaimTasks",
 	KindTaskReport: "TaskReport", KindTaskHeartbeat: "TaskHeartbeat", KindReclaimTasks: "ReclaimTasks",
+	KindConfigureJob: "ConfigureJob",
 }
 
 // newTaskCommand returns an empty task command of kind k, for decoding.
@@ -37,6 +38,8 @@ func newTaskCommand(k CommandKind) (Command, bool) {
 		return new(TaskHeartbeat), true
 	case KindReclaimTasks:
 		return new(ReclaimTasks), true
+	case KindConfigureJob:
+		return new(ConfigureJob), true
 	}
 	return nil, false
 }
@@ -52,6 +55,8 @@ func newTaskResult(k CommandKind) Result {
 		return new(TaskHeartbeatResult)
 	case KindReclaimTasks:
 		return new(TaskSweepResult)
+	case KindConfigureJob:
+		return new(StatusResult)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ func fuzzSampleTaskCommands() []Command {
 		&TaskReport{Header: Header{NowMS: 1}, TaskLeaseRef: TaskLeaseRef{1, 1}, Op: TaskReportOutput, Output: []byte("o"), Cost: 2.5},
 		&TaskHeartbeat{Header: Header{NowMS: 1}, Leases: []TaskLeaseRef{{1, 1}}, LeaseMS: 1000},
 		&ReclaimTasks{Header: Header{NowMS: 1}, Max: 3},
+		&ConfigureJob{Header: Header{NowMS: 1, RequestID: "r3"}, Target: Target{WorkflowID: "wf"}, Input: []byte(`["x"]`)},
 	}
 }
 

@@ -42,6 +42,7 @@
 //	DELETE /v1/cluster/members/{id}          remove a member
 //	POST   /v1/cluster/leader/transfer       hand leadership to another member
 //
+//	POST   /v1/jobs/configure                ConfigureJob      -> StatusResult (a Draft job's input)
 //	POST   /v1/tasks                         CreateTask        -> TaskResult (review tasks)
 //	POST   /v1/tasks/{op}                    TaskCommand       -> TaskResult; op is activate, config,
 //	                                         suspend, resume, cancel, step, approve, reject,

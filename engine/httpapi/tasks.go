@@ -55,6 +55,16 @@ func (s *Server) taskRoutes() {
 			return ts.TaskCommand(c.r.Context(), cmd)
 		}))
 	}
+	// A Draft job's input, configured before its activation.
+	s.handleTask("POST /v1/jobs/configure", taskClient, func(c *call) (any, error) {
+		jc, ok := s.cfg.Service.(interface {
+			ConfigureJob(context.Context, engine.ConfigureJob) (*engine.StatusResult, error)
+		})
+		if !ok {
+			return nil, fmt.Errorf("%w: this server's service cannot configure jobs", ErrNoRoute)
+		}
+		return decodeRun(c, jc.ConfigureJob)
+	})
 	s.handleTask("POST /v1/tasks/claim", taskWorker, need(func(ts engine.TaskService, c *call) (any, error) {
 		var cmd engine.ClaimTasks
 		if err := c.decode(&cmd); err != nil {
@@ -256,6 +266,11 @@ func (c *Client) ClaimTasksWait(ctx context.Context, cmd engine.ClaimTasks) ([]e
 			return nil, err
 		}
 	}
+}
+
+// ConfigureJob changes the input of a Draft job before its activation.
+func (c *Client) ConfigureJob(ctx context.Context, cmd engine.ConfigureJob) (*engine.StatusResult, error) {
+	return send[engine.StatusResult](ctx, c, "/v1/jobs/configure", &cmd, &cmd.Header)
 }
 
 // TaskReport implements engine.TaskService.

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -283,6 +285,45 @@ func TestTaskRateLimitPauses(t *testing.T) {
 	}
 	if err := activity.RateLimited(context.Background(), time.Millisecond); err == nil {
 		t.Fatal("RateLimited outside a task succeeded")
+	}
+	verify(t, e)
+}
+
+// Echo returns its input, to show which one a run got.
+func Echo(ctx workflow.Context, s string) (string, error) { return s, nil }
+
+// A workflow created as a Draft and configured before its activation runs
+// with the configured input; configuring it once active is refused.
+func TestDraftWorkflowConfigured(t *testing.T) {
+	e := open(t)
+	startWorker(t, e, "main", worker.Options{}, func(w *worker.Worker) { w.RegisterWorkflow(Echo) })
+	svc := service(t, e)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	first, _ := converter.Encode("first")
+	if _, err := svc.Create(ctx, engine.CreateJob{WorkflowID: "draft-echo", Type: "Echo", Queue: "main", Draft: true, Input: first}); err != nil {
+		t.Fatal(err)
+	}
+	cf := svc.(interface {
+		ConfigureJob(context.Context, engine.ConfigureJob) (*engine.StatusResult, error)
+	})
+	second, _ := converter.Encode("second")
+	if _, err := cf.ConfigureJob(ctx, engine.ConfigureJob{Target: engine.Target{WorkflowID: "draft-echo"}, Input: second}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Activate(ctx, engine.Activate{Target: engine.Target{WorkflowID: "draft-echo"}}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := client.New(svc).GetWorkflow(ctx, "draft-echo", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := run.Get(ctx, &got); err != nil || got != "second" {
+		t.Fatalf("result %q, %v; want the configured input", got, err)
+	}
+	if _, err := cf.ConfigureJob(ctx, engine.ConfigureJob{Target: engine.Target{WorkflowID: "draft-echo"}, Input: first}); !errors.Is(err, engine.ErrIllegalTransition) {
+		t.Fatalf("configuring a closed job: %v", err)
 	}
 	verify(t, e)
 }
