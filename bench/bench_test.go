@@ -14,7 +14,7 @@ import (
 
 // tinyN sizes every workload so the whole suite takes seconds.
 var tinyN = map[string]int{"seq3": 20, "start": 50, "timer": 10, "fanout": 20, "signal": 10,
-	"replay": 40, "scale": 20, "idle": 100, "race": 10, "cancel": 6, "observe": 20, "approve": 10}
+	"replay": 40, "scale": 20, "idle": 100, "race": 10, "cancel": 6, "observe": 20}
 
 func tinyRun(t *testing.T, workload, mode string) *Result {
 	t.Helper()

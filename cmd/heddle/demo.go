@@ -56,16 +56,12 @@ type demoConfig struct {
 // newDemoCommand is "heddle demo".
 func newDemoCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "demo [review] [--dir DIR] [--timeline ID]",
+		Use:   "demo [--dir DIR] [--timeline ID]",
 		Short: "run the SDK demo: order sagas, a retry, a timer, a signal, a child, compensation, recovery",
 		Long: "Runs four order sagas on the SDK: workflows in plain Go, workers, a client.\n" +
 			"Shows a retried activity, a durable timer, a signal, a child workflow,\n" +
-			"compensation, and a workflow resumed by a new worker after its first stopped.\n\n" +
-			"\"heddle demo review\" runs review tasks instead: a DAG (requirements, then\n" +
-			"implementation, then tests) whose tasks each pass a reviewer and a steward's\n" +
-			"approval; the implementation is rejected once with feedback, reworked, approved,\n" +
-			"and the tests start. It prints each step and the job's manifest.",
-		Args: demoArgs,
+			"compensation, and a workflow resumed by a new worker after its first stopped.",
+		Args: noArgs,
 	}
 	var dir, timeline string
 	cmd.Flags().StringVar(&dir, "dir", "", "database `directory`, new or empty, kept afterwards (default: a temporary one, removed at the end)")
@@ -85,6 +81,7 @@ func newDemoCommand() *cobra.Command {
 		}
 		return nil
 	}
+	withReviewDemo(cmd)
 	return cmd
 }
 

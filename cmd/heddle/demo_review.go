@@ -24,6 +24,17 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// withReviewDemo makes "heddle demo review" an argument of the demo command:
+// its usage, its arguments and a paragraph of its help.
+func withReviewDemo(cmd *cobra.Command) {
+	cmd.Use = "demo [review] [--dir DIR] [--timeline ID]"
+	cmd.Args = demoArgs
+	cmd.Long += "\n\n\"heddle demo review\" runs review tasks instead: a DAG (requirements, then\n" +
+		"implementation, then tests) whose tasks each pass a reviewer and a steward's\n" +
+		"approval; the implementation is rejected once with feedback, reworked, approved,\n" +
+		"and the tests start. It prints each step and the job's manifest."
+}
+
 // demoArgs takes no argument, or the one scenario "review".
 func demoArgs(_ *cobra.Command, args []string) error {
 	switch {

@@ -179,6 +179,12 @@ func (x *Execution) Advance(events []engine.Event, replaying bool) error {
 	}
 	for i := start; i < len(events); i++ {
 		ev := &events[i]
+		if ev.Type == engine.EventJobDrafted && x.configured != nil {
+			// The job runs with the input configured before its activation.
+			drafted := *ev
+			drafted.Payload = *x.configured
+			ev = &drafted
+		}
 		x.lastSeq, x.nowMS, x.replaying = ev.Seq, ev.AtMS, replaying && ev.Seq < x.frontier
 		if err := x.apply(ev); err != nil {
 			x.fault = err
@@ -196,9 +202,6 @@ func (x *Execution) apply(ev *engine.Event) error {
 	case engine.EventJobCreated, engine.EventJobDrafted:
 		if x.d == nil {
 			input := ev.Payload
-			if x.configured != nil {
-				input = *x.configured
-			}
 			x.d = NewDispatcher(func() { x.entry(x, input) })
 			x.d.DeadlockTimeout = x.DeadlockTimeout
 		}
