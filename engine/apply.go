@@ -83,6 +83,9 @@ func (m *Machine) Apply(tx *storage.Tx, cmd Command) (res Result, err error) {
 }
 
 func (a *applier) dispatch(cmd Command) (Result, error) {
+	if res, ok, err := a.dispatchTask(cmd); ok {
+		return res, err
+	}
 	switch c := cmd.(type) {
 	case *CreateJob:
 		return a.create(c)

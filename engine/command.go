@@ -81,6 +81,9 @@ func (k CommandKind) String() string {
 	if n, ok := commandNames[k]; ok {
 		return n
 	}
+	if n, ok := taskCommandNames[k]; ok {
+		return n
+	}
 	return fmt.Sprintf("CommandKind(%d)", uint8(k))
 }
 
@@ -449,6 +452,9 @@ func (*ExpireDeadlines) Kind() CommandKind { return KindExpireDeadlines }
 
 // newCommand returns an empty command of kind k, for decoding.
 func newCommand(k CommandKind) (Command, bool) {
+	if c, ok := newTaskCommand(k); ok {
+		return c, true
+	}
 	switch k {
 	case KindCreateJob:
 		return new(CreateJob), true

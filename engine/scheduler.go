@@ -155,8 +155,8 @@ func (s *Scheduler) look(nowMS int64, limit int) ([]due, error) {
 func (s *Scheduler) Deadlines() ([5]int64, error) {
 	var out [5]int64
 	ds, err := s.look(0, 1)
-	for i, d := range ds {
-		out[i] = d.nextMS
+	for i := range min(len(out), len(ds)) {
+		out[i] = ds[i].nextMS
 	}
 	return out, err
 }
@@ -236,7 +236,7 @@ func (s *Scheduler) step(ctx context.Context, now time.Time) (time.Duration, err
 		if at == 0 {
 			continue
 		}
-		if i == leaseSweep {
+		if i == leaseSweep || sweeps[i].name == taskLeaseSweep {
 			at = max(at, s.ReclaimNotBeforeMS)
 		}
 		if at <= nowMS {

@@ -216,6 +216,15 @@ func ParseTimeKey(k []byte) (TimeKey, error) {
 		return TimeKey{}, keyError(k, "too short for a time key")
 	}
 	tk := TimeKey{AtMS: int64(binary.BigEndian.Uint64(k[1:9]))}
+	// A task lease key (storage/taskkeys.go) is read like a job's, with
+	// the task id in Job.
+	if k[0] == PrefixTaskLease {
+		if len(k) != 17 {
+			return TimeKey{}, keyError(k, "wrong length for a task lease key")
+		}
+		tk.Job = binary.BigEndian.Uint64(k[9:17])
+		return tk, nil
+	}
 	switch k[0] {
 	case PrefixReqAge, PrefixSchedDue:
 		tk.Rest = string(k[9:])

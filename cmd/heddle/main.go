@@ -92,6 +92,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newWorkflowCommand(),
 		newScheduleCommand(),
 		newChaosCommand(),
+		newTaskCommand(),
 		newBenchCommand(),
 		newRepairCommand(),
 		newVersionCommand(),

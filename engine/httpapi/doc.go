@@ -52,6 +52,21 @@
 //	DELETE /v1/cluster/members/{id}          remove a member
 //	POST   /v1/cluster/leader/transfer       hand leadership to another member
 //
+//	POST   /v1/jobs/configure                ConfigureJob      -> StatusResult (a Draft job's input)
+//	POST   /v1/tasks                         CreateTask        -> TaskResult (review tasks)
+//	POST   /v1/tasks/{op}                    TaskCommand       -> TaskResult; op is activate, config,
+//	                                         suspend, resume, cancel, step, approve, reject,
+//	                                         resubmit, fix or terminate (409 illegal_task_command
+//	                                         with task_state and legal_commands when illegal)
+//	POST   /v1/tasks/claim[?wait=30s]        ClaimTasks        -> ClaimTasksResult (workers, reviewers; long poll with wait)
+//	POST   /v1/tasks/report                  TaskReport        -> TaskResult (the lease holder)
+//	POST   /v1/tasks/heartbeat               TaskHeartbeat     -> TaskHeartbeatResult
+//	GET    /v1/tasks?job=                    the job's tasks   -> TaskList
+//	GET    /v1/tasks/{task}                  a task by id      -> Task
+//	GET    /v1/tasks/{task}/history          its history       -> TaskHistory
+//	GET    /v1/manifests/{job}               the job's manifest -> Manifest
+//	GET    /v1/manifests/{job}/phases/{phase} a task by job and phase -> Task
+//
 //	GET    /healthz                          -> Health (alive; no token needed)
 //	GET    /readyz                           -> Health, or 503 not_ready (no token needed)
 //	GET    /metrics                          Prometheus exposition (with ServerConfig.Metrics; any known token)
