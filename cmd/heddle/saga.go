@@ -147,7 +147,7 @@ func (s *shopState) count(ctx context.Context, o Order) (activity.Info, int) {
 	defer s.mu.Unlock()
 	k := info.IdempotencyKey
 	if _, ok := s.what[k]; !ok {
-		s.what[k] = execKey{order: o.ID, workflowID: info.WorkflowID, activity: info.ActivityType}
+		s.what[k] = execKey{order: o.ID, workflowID: info.WorkflowID, activity: info.ActivityType.Name}
 		s.order = append(s.order, k)
 	}
 	s.runs[k]++

@@ -8,11 +8,9 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/sdkhook"
-	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
 // wfJobDoc is one run: what describe prints, list prints for each run and
@@ -120,11 +118,13 @@ func wfFailureOf(p []byte) *wfFailureDoc {
 	if len(p) == 0 {
 		return &wfFailureDoc{Message: "(no failure recorded)"}
 	}
-	var ae *workflow.ApplicationError
-	if errors.As(sdkhook.DecodeFailure(p), &ae) {
-		return &wfFailureDoc{Type: ae.Type, Message: ae.Message, NonRetryable: ae.NonRetryable}
+	// The payload's first node is what the workflow returned; its message
+	// is the whole text of the error and its causes.
+	f, err := engine.DecodeFailure(p)
+	if err != nil {
+		return &wfFailureDoc{Message: string(p)}
 	}
-	return &wfFailureDoc{Message: string(p)}
+	return &wfFailureDoc{Type: f.Type, Message: sdkhook.DecodeFailure(p).Error(), NonRetryable: f.NonRetryable}
 }
 
 func wfWaitOf(w *engine.WaitSpec) *wfWaitDoc {

@@ -22,6 +22,12 @@ const (
 	EventChildFailed           engine.EventType = "child_failed"
 	EventMarkerRecorded        engine.EventType = "marker_recorded"
 	EventCancelRequested       engine.EventType = "cancel_requested"
+	// A signal the workflow sent to another workflow, and a cancel request
+	// it made of one: done, or failed (the target is unknown or closed).
+	EventSignalExternalSent      engine.EventType = "signal_external_sent"
+	EventSignalExternalFailed    engine.EventType = "signal_external_failed"
+	EventCancelExternalRequested engine.EventType = "cancel_external_requested"
+	EventCancelExternalFailed    engine.EventType = "cancel_external_failed"
 )
 
 // CommandKind is the kind of a workflow command.
@@ -33,6 +39,10 @@ const (
 	KindTimer    CommandKind = 2
 	KindChild    CommandKind = 3
 	KindMarker   CommandKind = 4
+	// KindSignalExternal signals another workflow; KindCancelExternal asks
+	// another workflow to cancel itself.
+	KindSignalExternal CommandKind = 5
+	KindCancelExternal CommandKind = 6
 )
 
 func (k CommandKind) String() string {
@@ -45,6 +55,10 @@ func (k CommandKind) String() string {
 		return "child workflow"
 	case KindMarker:
 		return "marker"
+	case KindSignalExternal:
+		return "external signal"
+	case KindCancelExternal:
+		return "external cancel request"
 	}
 	return "unknown command"
 }
@@ -74,6 +88,11 @@ var stepEvents = map[engine.EventType]struct {
 	EventChildCompleted:        {KindChild, roleSucceed},
 	EventChildFailed:           {KindChild, roleFail},
 	EventMarkerRecorded:        {KindMarker, roleRecord},
+
+	EventSignalExternalSent:      {KindSignalExternal, roleSucceed},
+	EventSignalExternalFailed:    {KindSignalExternal, roleFail},
+	EventCancelExternalRequested: {KindCancelExternal, roleSucceed},
+	EventCancelExternalFailed:    {KindCancelExternal, roleFail},
 }
 
 // RetryTimerPrefix starts the ids of the durable timers a worker sets to
