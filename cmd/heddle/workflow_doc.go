@@ -8,6 +8,8 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/sdkhook"
@@ -124,7 +126,11 @@ func wfFailureOf(p []byte) *wfFailureDoc {
 	if err != nil {
 		return &wfFailureDoc{Message: string(p)}
 	}
-	return &wfFailureDoc{Type: f.Type, Message: sdkhook.DecodeFailure(p).Error(), NonRetryable: f.NonRetryable}
+	msg := f.Message
+	if cause := errors.Unwrap(sdkhook.DecodeFailure(p)); cause != nil && !strings.Contains(msg, cause.Error()) {
+		msg += ": " + cause.Error()
+	}
+	return &wfFailureDoc{Type: f.Type, Message: msg, NonRetryable: f.NonRetryable}
 }
 
 func wfWaitOf(w *engine.WaitSpec) *wfWaitDoc {

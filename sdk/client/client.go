@@ -199,7 +199,9 @@ var _ sdkhook.ClientBackend = (*workflowClient)(nil)
 // (sdkhook.ClientBackend).
 func (c *workflowClient) Service() engine.Service { return c.e }
 
-func (c *workflowClient) WorkerDefaults() (string, *slog.Logger) { return c.opts.Identity, c.opts.Logger }
+func (c *workflowClient) WorkerDefaults() (string, *slog.Logger) {
+	return c.opts.Identity, c.opts.Logger
+}
 
 func (c *workflowClient) AddQuerier(queue string, q sdkhook.Querier) func() {
 	c.mu.Lock()

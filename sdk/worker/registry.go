@@ -17,7 +17,9 @@ var (
 	workflowCtxType   = reflect.TypeFor[workflow.Context]()
 )
 
-func (w *queueWorker) RegisterWorkflow(fn any) { w.RegisterWorkflowWithName(fn, workflow.ActivityName(fn)) }
+func (w *queueWorker) RegisterWorkflow(fn any) {
+	w.RegisterWorkflowWithName(fn, workflow.ActivityName(fn))
+}
 
 func (w *queueWorker) RegisterWorkflowWithOptions(fn any, options workflow.RegisterOptions) {
 	name := options.Name
