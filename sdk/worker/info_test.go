@@ -156,11 +156,18 @@ func LocalFlow(ctx workflow.Context) (string, error) {
 	if err := workflow.ExecuteLocalActivity(lctx, "ActivityInfo").Get(ctx, &b); err != nil {
 		return "", err
 	}
+	// A method of a nil struct pointer runs as the method of the struct
+	// the worker registered, as in Temporal.
+	var shop *Shop
+	var price string
+	if err := workflow.ExecuteLocalActivity(lctx, shop.Price, "jam").Get(ctx, &price); err != nil {
+		return "", err
+	}
 	err := workflow.ExecuteLocalActivity(ctx, notRegistered, 1).Get(ctx, nil)
 	if err == nil {
 		return "", errors.New("a local activity without timeouts ran")
 	}
-	return a + " | " + b, nil
+	return a + " | " + b + " | " + price, nil
 }
 
 func TestLocalActivities(t *testing.T) {
@@ -170,6 +177,7 @@ func TestLocalActivities(t *testing.T) {
 		startWorker(t, e, "local", worker.Options{CacheSize: cache}, func(w worker.Worker) {
 			w.RegisterWorkflow(LocalFlow)
 			w.RegisterActivity(ActivityInfo)
+			w.RegisterActivity(&Shop{currency: "GBP"})
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -181,7 +189,7 @@ func TestLocalActivities(t *testing.T) {
 		if err := run.Get(ctx, &got); err != nil {
 			t.Fatal(err)
 		}
-		want := fmt.Sprintf("42 local=true attempt=2 | ActivityInfo id=2 by local/%s LocalFlow queue=local attempt=1 local=true hb=0s", run.GetRunID())
+		want := fmt.Sprintf("42 local=true attempt=2 | ActivityInfo id=2 by local/%s LocalFlow queue=local attempt=1 local=true hb=0s | jam 3 GBP", run.GetRunID())
 		if got != want || localCalls.Load() != 2 {
 			t.Fatalf("result %q after %d calls\nwant %q after 2", got, localCalls.Load(), want)
 		}

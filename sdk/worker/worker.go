@@ -77,10 +77,10 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 	// WorkerStopTimeout bounds how long Stop waits for the jobs in hand to
 	// reach their next commit point; the jobs still in hand then are left
-	// to their leases (another worker takes them once the lease runs
-	// out). 0 means no bound: Stop drains. (Temporal's 0 cancels the
-	// running activities at once; in heddle an abandoned job waits out its
-	// lease, so draining is the safer default.)
+	// to their leases (another worker takes them once the lease runs out)
+	// and their activities' contexts are cancelled. 0 means 10 s. (In
+	// Temporal, 0 cancels the running activities at once; in heddle an
+	// abandoned job waits out its lease, so a short drain comes first.)
 	WorkerStopTimeout time.Duration
 }
 
@@ -115,6 +115,9 @@ func (o Options) withDefaults(queue string) Options {
 	if o.RetryInlineThreshold == 0 {
 		o.RetryInlineThreshold = 2 * time.Second
 	}
+	if o.WorkerStopTimeout == 0 {
+		o.WorkerStopTimeout = defaultWorkerStopTimeout
+	}
 	if o.Clock == nil {
 		o.Clock = clock.Wall()
 	}
@@ -136,8 +139,9 @@ type Worker interface {
 	// is closed (worker.InterruptCh() does on SIGINT and SIGTERM), then
 	// stops it as Stop does.
 	Run(interruptCh <-chan any) error
-	// Stop stops claiming and waits, up to Options.WorkerStopTimeout, for
-	// the jobs in hand to reach their next commit point.
+	// Stop stops claiming and waits, up to Options.WorkerStopTimeout (10
+	// s by default), for the jobs in hand to reach their next commit
+	// point; the jobs still in hand then are left to their leases.
 	Stop()
 	// Shutdown is Stop bounded by ctx instead: if ctx ends first, the jobs
 	// still in hand are left to their leases and ctx's error is returned.
@@ -339,6 +343,13 @@ func (w *queueWorker) workflowFn(name string) any {
 	return w.dynWorkflow
 }
 
+// registeredActivity returns the function registered under name, if any.
+func (w *queueWorker) registeredActivity(name string) any {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.activities[name]
+}
+
 // activityFn returns the code of an activity type: its registered
 // function, or the dynamic activity.
 func (w *queueWorker) activityFn(name string) any {
@@ -398,14 +409,14 @@ func (w *queueWorker) Run(interruptCh <-chan any) error {
 	return nil
 }
 
+// defaultWorkerStopTimeout is the drain of Stop when
+// Options.WorkerStopTimeout is 0.
+const defaultWorkerStopTimeout = 10 * time.Second
+
 // Stop drains the worker, up to Options.WorkerStopTimeout.
 func (w *queueWorker) Stop() {
-	ctx := context.Background()
-	if w.opts.WorkerStopTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, w.opts.WorkerStopTimeout)
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.opts.WorkerStopTimeout)
+	defer cancel()
 	if err := w.Shutdown(ctx); err != nil {
 		w.obs.log.Warn("worker stopped before its jobs reached a commit point; they are left to their leases",
 			"queue", w.queue, "error", err)
