@@ -40,6 +40,7 @@ func TestExamples(t *testing.T) {
 		{"child", nil, "child order-9-box-c: run 4, Completed, child of run 1"},
 		{"cluster-client", nil, ": hello, Dr. Ada"},
 		{"backup", nil, "approval-2 finished on the copy: \"no\""},
+		{"temporal-port", nil, "ok: 4 Temporal-shaped samples ran"},
 	}
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
