@@ -159,6 +159,9 @@ func Fails(ctx workflow.Context) error {
 
 func Cancelled(ctx workflow.Context) error { return temporal.NewCanceledError() }
 
+// Panics panics; heddle fails the run with the panic.
+func Panics(ctx workflow.Context) error { panic("out of cheese") }
+
 func Waits(ctx workflow.Context) error {
 	workflow.GetSignalChannel(ctx, "never").Receive(ctx, nil)
 	return nil
@@ -173,6 +176,7 @@ func TestGetReturnsWorkflowExecutionError(t *testing.T) {
 	w.RegisterWorkflow(Fails)
 	w.RegisterWorkflow(Cancelled)
 	w.RegisterWorkflow(Waits)
+	w.RegisterWorkflow(Panics)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +195,7 @@ func TestGetReturnsWorkflowExecutionError(t *testing.T) {
 	cancelled := start("cancelled", Cancelled, client.StartWorkflowOptions{})
 	timedOut := start("timed-out", Waits, client.StartWorkflowOptions{WorkflowRunTimeout: 50 * time.Millisecond})
 	terminated := start("terminated", Waits, client.StartWorkflowOptions{})
+	panicked := start("panicked", Panics, client.StartWorkflowOptions{})
 	if err := c.TerminateWorkflow(ctx, "terminated", "", "by hand", "ticket-7"); err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +212,10 @@ func TestGetReturnsWorkflowExecutionError(t *testing.T) {
 		{timedOut, func(err error) bool {
 			var te *temporal.TimeoutError
 			return errors.As(err, &te) && te.TimeoutType() == temporal.TimeoutTypeWorkflowRun
+		}},
+		{panicked, func(err error) bool {
+			var p *temporal.PanicError
+			return errors.As(err, &p) && strings.Contains(p.Error(), "out of cheese") && strings.Contains(p.StackTrace(), "Panics")
 		}},
 		{terminated, func(err error) bool {
 			return temporal.IsTerminatedError(err) && strings.Contains(err.Error(), "by hand") && strings.Contains(err.Error(), "ticket-7")

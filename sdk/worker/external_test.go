@@ -164,3 +164,41 @@ func TestChildExecutionAndSignal(t *testing.T) {
 		verify(t, e)
 	})
 }
+
+// SlowChild waits for a signal that never comes.
+func SlowChild(ctx workflow.Context) error {
+	workflow.GetSignalChannel(ctx, "never").Receive(ctx, nil)
+	return nil
+}
+
+// TimedChild gives its child a run timeout and reports how the child
+// ended.
+func TimedChild(ctx workflow.Context) (string, error) {
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowRunTimeout: 100 * time.Millisecond})
+	err := workflow.ExecuteChildWorkflow(cctx, SlowChild).Get(ctx, nil)
+	var ce *temporal.ChildWorkflowExecutionError
+	var te *temporal.TimeoutError
+	if !errors.As(err, &ce) || !errors.As(err, &te) {
+		return "", fmt.Errorf("the child ended with %v", err)
+	}
+	return string(te.TimeoutType()), nil
+}
+
+// A child's timeouts are the engine's, as a started workflow's are.
+func TestChildTimeout(t *testing.T) {
+	e := open(t)
+	startWorker(t, e, "kids", worker.Options{}, func(w worker.Worker) {
+		w.RegisterWorkflow(SlowChild)
+		w.RegisterWorkflow(TimedChild)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run, err := client.New(service(t, e)).ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "kids"}, TimedChild)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := run.Get(ctx, &got); err != nil || got != "WorkflowRun" {
+		t.Fatalf("Get = %q, %v; want the child's WorkflowRun timeout", got, err)
+	}
+}
