@@ -57,7 +57,7 @@ func run() (err error) {
 	}
 	hs := &http.Server{Handler: srv}
 	go func() { _ = hs.Serve(l) }()
-	defer hs.Close()
+	defer func() { err = errors.Join(err, hs.Close()) }()
 	if err := os.Setenv("TEMPORAL_ADDRESS", l.Addr().String()); err != nil {
 		return err
 	}

@@ -142,7 +142,9 @@ func TestDialRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
-	l.Close() // nothing listens there now
+	if err := l.Close(); err != nil { // nothing listens there now
+		t.Fatal(err)
+	}
 	if _, err := client.Dial(client.Options{HostPort: addr}); err == nil || !strings.Contains(err.Error(), "does not answer") {
 		t.Fatalf("Dial of a closed port: %v", err)
 	}

@@ -175,7 +175,7 @@ func TestFailureOfOlderAndEnginePayloads(t *testing.T) {
 
 // A chain too deep is cut at maxCauseDepth, so a payload has an end.
 func TestFailureDepthIsBounded(t *testing.T) {
-	var err error = errors.New("root")
+	err := errors.New("root")
 	for i := range 100 {
 		err = NewApplicationErrorWithCause(fmt.Sprint("level ", i), "L", err)
 	}

@@ -55,5 +55,9 @@ func TestLoadClientOptions(t *testing.T) {
 	if _, err := LoadClientOptions(LoadClientOptionsRequest{ConfigFilePath: "x"}); !errors.Is(err, ErrConfigFile) {
 		t.Fatalf("a config file path: %v", err)
 	}
-	var _ client.Options = MustLoadDefaultClientOptions() // the test's own environment sets none of these
+	// The test's own environment names no config file: the default
+	// options load without a panic.
+	if o := MustLoadDefaultClientOptions(); o.Namespace != "" && o.Namespace != client.DefaultNamespace {
+		t.Fatalf("default options %+v", o)
+	}
 }
