@@ -33,6 +33,9 @@ func describeInfo(i *workflow.Info) string {
 // InfoChild reports its own Info and its activity's.
 func InfoChild(ctx workflow.Context) (string, error) {
 	i := workflow.GetInfo(ctx)
+	if err := workflow.SetQueryHandler(ctx, "info", func() (string, error) { return describeInfo(i), nil }); err != nil {
+		return "", err
+	}
 	if i.WorkflowID != i.WorkflowExecution.ID || i.RunID != i.WorkflowExecution.RunID || i.TaskQueue != i.TaskQueueName {
 		return "", errors.New("heddle's names disagree with Temporal's")
 	}
@@ -72,14 +75,14 @@ func InfoParent(ctx workflow.Context) (string, error) {
 func TestWorkflowAndActivityInfo(t *testing.T) {
 	forEachCache(t, func(t *testing.T, cache int) {
 		e := open(t)
-		startWorker(t, e, "info", worker.Options{CacheSize: cache}, func(w worker.Worker) {
+		w := startWorker(t, e, "info", worker.Options{CacheSize: cache}, func(w worker.Worker) {
 			w.RegisterWorkflow(InfoParent)
 			w.RegisterWorkflow(InfoChild)
 			w.RegisterActivity(ActivityInfo)
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		c := client.New(service(t, e))
+		c := client.NewWithOptions(service(t, e), client.Options{Querier: querier(t, e, "info", w)})
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "info-parent", TaskQueue: "info"}, InfoParent)
 		if err != nil {
 			t.Fatal(err)
@@ -97,6 +100,15 @@ func TestWorkflowAndActivityInfo(t *testing.T) {
 			"ActivityInfo id=1 by info-child/%s InfoChild queue=info attempt=1 local=false hb=1m0s", cr, cr, pr, cr)
 		if got != want {
 			t.Fatalf("info\n got %s\nwant %s", got, want)
+		}
+		// A query replays the child with the Info it ran with.
+		v, err := c.QueryWorkflow(ctx, "info-child", "", "info")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var queried string
+		if err := v.Get(&queried); err != nil || !strings.HasPrefix(want[strings.Index(want, "=> ")+3:], queried) {
+			t.Fatalf("query answered %q, %v; want the Info of %q", queried, err, want)
 		}
 	})
 }

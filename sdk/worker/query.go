@@ -33,7 +33,16 @@ func (w *queueWorker) QueryWorkflow(ctx context.Context, workflowID, runID, quer
 	if err != nil {
 		return nil, err
 	}
-	info := sdkhook.WorkflowInfo{WorkflowID: j.WorkflowID, RunID: strconv.FormatUint(uint64(j.ID), 10), WorkflowType: j.Type, TaskQueue: j.Queue}
+	// The code sees the Info it saw when it ran, so that a branch on it
+	// replays the same.
+	info := sdkhook.WorkflowInfo{WorkflowID: j.WorkflowID, RunID: strconv.FormatUint(uint64(j.ID), 10), WorkflowType: j.Type,
+		TaskQueue: j.Queue, Attempt: j.RunAttempt}
+	if j.ParentID != 0 {
+		info.ParentRunID = strconv.FormatUint(uint64(j.ParentID), 10)
+		if p, err := w.e.Describe(ctx, engine.Target{Job: j.ParentID}); err == nil {
+			info.ParentWorkflowID = p.WorkflowID
+		}
+	}
 	x := replay.NewExecution(j.ID, sdkhook.NewEntry(fn, info))
 	x.DeadlockTimeout = w.opts.DeadlockTimeout
 	defer x.Close()
