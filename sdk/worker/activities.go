@@ -129,11 +129,14 @@ type callerInfo struct {
 func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, details []byte) outcome {
 	opts, fn, local := activityOptions(c)
 	o := outcome{c: c}
-	if reg := r.w.registeredActivity(c.Name); local && reg != nil {
-		// A local activity given as a method value of a nil struct
-		// pointer (var a *Activities; a.Charge), as Temporal code does,
-		// runs as the method of the struct the worker registered.
-		fn = reg
+	if local {
+		if reg := r.w.registeredActivity(c.Name); reg != nil {
+			// A local activity given as a method value of a nil struct
+			// pointer (var a *Activities; a.Charge), as Temporal code
+			// does, runs as the method of the struct the worker
+			// registered.
+			fn = reg
+		}
 	}
 	if fn == nil {
 		fn = r.w.activityFn(c.Name)
