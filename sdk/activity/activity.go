@@ -63,26 +63,6 @@ type Info struct {
 	IdempotencyKey string
 }
 
-// RegisterOptions configure worker.RegisterActivityWithOptions.
-type RegisterOptions struct {
-	// Name is the activity's name; for a struct, the prefix of its
-	// methods' names. "" means the function's name (ActivityName), and no
-	// prefix.
-	Name string
-	// DisableAlreadyRegisteredCheck lets a name be registered again,
-	// replacing the earlier function. heddle never refuses a second
-	// registration (the last one wins), so this changes nothing.
-	DisableAlreadyRegisteredCheck bool
-	// SkipInvalidStructFunctions: exported methods of a struct that are not
-	// activities (they do not return error or (T, error)) are passed over
-	// instead of making the registration panic.
-	SkipInvalidStructFunctions bool
-}
-
-// DynamicRegisterOptions configure worker.RegisterDynamicActivity; it has
-// no options yet, as in Temporal.
-type DynamicRegisterOptions struct{}
-
 // env is what the worker puts in an activity's context, under
 // sdkhook.ActivityEnvKey: the activity's info and a way to heartbeat.
 type env interface {

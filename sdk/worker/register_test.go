@@ -182,3 +182,39 @@ func TestDynamicWorkflowAndActivity(t *testing.T) {
 		}
 	})
 }
+
+// A name registered twice panics, as in Temporal, unless the second
+// registration disables the check; heddle's *WithName shorthands replace.
+func TestRegisteringANameTwice(t *testing.T) {
+	e := open(t)
+	w := worker.New(client.New(service(t, e)), "twice", worker.Options{})
+	panics := func(f func()) (p any) {
+		defer func() { p = recover() }()
+		f()
+		return nil
+	}
+	for _, tc := range []struct {
+		name string
+		f    func()
+		want string // "" when it registers
+	}{
+		{"a workflow", func() { w.RegisterWorkflow(ShopFlow) }, ""},
+		{"the workflow again", func() { w.RegisterWorkflow(ShopFlow) }, `workflow name "ShopFlow" is already registered`},
+		{"again, check disabled", func() {
+			w.RegisterWorkflowWithOptions(ShopFlow, workflow.RegisterOptions{DisableAlreadyRegisteredCheck: true})
+		}, ""},
+		{"again by WithName", func() { w.RegisterWorkflowWithName(ShopFlow, "ShopFlow") }, ""},
+		{"a struct", func() { w.RegisterActivity(&Shop{}) }, ""},
+		{"the struct again", func() { w.RegisterActivity(&Shop{}) }, "is already registered"},
+		{"the struct under a prefix", func() { w.RegisterActivityWithOptions(&Shop{}, activity.RegisterOptions{Name: "other."}) }, ""},
+		{"a method by WithName", func() { w.RegisterActivityWithName(Quick, "Price") }, ""},
+	} {
+		p := panics(tc.f)
+		switch {
+		case tc.want == "" && p != nil:
+			t.Errorf("%s: panicked: %v", tc.name, p)
+		case tc.want != "" && (p == nil || !strings.Contains(fmt.Sprint(p), tc.want)):
+			t.Errorf("%s: panic %v, want one saying %q", tc.name, p, tc.want)
+		}
+	}
+}

@@ -18,7 +18,7 @@ var (
 )
 
 func (w *queueWorker) RegisterWorkflow(fn any) {
-	w.RegisterWorkflowWithName(fn, workflow.ActivityName(fn))
+	w.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{})
 }
 
 func (w *queueWorker) RegisterWorkflowWithOptions(fn any, options workflow.RegisterOptions) {
@@ -26,12 +26,19 @@ func (w *queueWorker) RegisterWorkflowWithOptions(fn any, options workflow.Regis
 	if name == "" {
 		name = workflow.ActivityName(fn)
 	}
-	w.RegisterWorkflowWithName(fn, name)
+	w.registerWorkflow(fn, name, !options.DisableAlreadyRegisteredCheck)
 }
 
-func (w *queueWorker) RegisterWorkflowWithName(fn any, name string) {
+func (w *queueWorker) RegisterWorkflowWithName(fn any, name string) { w.registerWorkflow(fn, name, false) }
+
+// registerWorkflow registers fn under name; with check, a name registered
+// already makes it panic, as in Temporal.
+func (w *queueWorker) registerWorkflow(fn any, name string, check bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if _, taken := w.workflows[name]; taken && check {
+		panic(fmt.Sprintf("worker: workflow name %q is already registered (set DisableAlreadyRegisteredCheck to replace it)", name))
+	}
 	w.workflows[name] = fn
 	w.typesChanged()
 }
@@ -54,20 +61,31 @@ func (w *queueWorker) RegisterActivity(a any) {
 }
 
 func (w *queueWorker) RegisterActivityWithOptions(a any, options activity.RegisterOptions) {
+	w.registerActivity(a, options, !options.DisableAlreadyRegisteredCheck)
+}
+
+func (w *queueWorker) RegisterActivityWithName(fn any, name string) {
+	w.registerActivity(fn, activity.RegisterOptions{Name: name}, false)
+}
+
+// registerActivity registers a; with check, a name registered already
+// makes it panic, as in Temporal, and nothing of a is registered.
+func (w *queueWorker) registerActivity(a any, options activity.RegisterOptions, check bool) {
 	fns, err := activitiesOf(a, options)
 	if err != nil {
 		panic("worker: RegisterActivity: " + err.Error())
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for name := range fns {
+		if _, taken := w.activities[name]; taken && check {
+			panic(fmt.Sprintf("worker: activity name %q is already registered (set DisableAlreadyRegisteredCheck to replace it)", name))
+		}
+	}
 	for name, fn := range fns {
 		w.activities[name] = fn
 	}
 	w.typesChanged()
-}
-
-func (w *queueWorker) RegisterActivityWithName(fn any, name string) {
-	w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 }
 
 func (w *queueWorker) RegisterDynamicActivity(fn any, _ activity.DynamicRegisterOptions) {

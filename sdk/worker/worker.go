@@ -161,17 +161,19 @@ type Registry interface {
 // workflow.Context, args...) error or (T, error).
 type WorkflowRegistry interface {
 	// RegisterWorkflow registers fn under its name (workflow.ActivityName).
+	// A name registered already makes it panic, as in Temporal.
 	RegisterWorkflow(fn any)
 	// RegisterWorkflowWithOptions registers fn under options.Name ("" for
-	// its own name).
+	// its own name); options.DisableAlreadyRegisteredCheck lets it replace
+	// an earlier registration.
 	RegisterWorkflowWithOptions(fn any, options workflow.RegisterOptions)
 	// RegisterDynamicWorkflow registers fn, a func(ctx workflow.Context,
 	// args converter.EncodedValues) (any, error), for every workflow type
 	// registered under no name of its own; workflow.GetInfo(ctx).
 	// WorkflowType.Name says which type it runs.
 	RegisterDynamicWorkflow(fn any, options workflow.DynamicRegisterOptions)
-	// RegisterWorkflowWithName registers fn under name (heddle's shape of
-	// RegisterWorkflowWithOptions).
+	// RegisterWorkflowWithName registers fn under name, replacing an
+	// earlier registration (heddle's shorthand).
 	RegisterWorkflowWithName(fn any, name string)
 }
 
@@ -182,18 +184,21 @@ type ActivityRegistry interface {
 	// RegisterActivity registers a function under its name, or every
 	// exported method of a struct (or pointer to one) under the method's
 	// name, as Temporal does: w.RegisterActivity(&Activities{db: db}) and
-	// then workflow.ExecuteActivity(ctx, a.Charge, ...) or "Charge".
+	// then workflow.ExecuteActivity(ctx, a.Charge, ...) or "Charge". A
+	// name registered already makes it panic, as in Temporal.
 	RegisterActivity(a any)
 	// RegisterActivityWithOptions registers a under options.Name: the
-	// function's name, or for a struct the prefix of its methods' names.
+	// function's name, or for a struct the prefix of its methods' names;
+	// options.DisableAlreadyRegisteredCheck lets it replace an earlier
+	// registration.
 	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
 	// RegisterDynamicActivity registers fn, a func(ctx context.Context,
 	// args converter.EncodedValues) (any, error), for every activity type
 	// registered under no name of its own; activity.GetInfo(ctx).
 	// ActivityType.Name says which type it runs.
 	RegisterDynamicActivity(fn any, options activity.DynamicRegisterOptions)
-	// RegisterActivityWithName registers a function under name (heddle's
-	// shape of RegisterActivityWithOptions).
+	// RegisterActivityWithName registers a function under name, replacing
+	// an earlier registration (heddle's shorthand).
 	RegisterActivityWithName(fn any, name string)
 }
 

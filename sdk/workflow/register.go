@@ -1,16 +1,12 @@
 package workflow
 
-// RegisterOptions configure worker.RegisterWorkflowWithOptions.
+// RegisterOptions configure the registration of a workflow function, as
+// Temporal's workflow.RegisterOptions do.
 type RegisterOptions struct {
-	// Name is the workflow type; "" means the function's name
-	// (ActivityName).
+	// Name is the workflow type the function runs as; "" means the name
+	// derived from the function (as ActivityName derives it).
 	Name string
-	// DisableAlreadyRegisteredCheck lets a name be registered again,
-	// replacing the earlier function. heddle never refuses a second
-	// registration (the last one wins), so this changes nothing.
+	// DisableAlreadyRegisteredCheck lets a registration replace an earlier
+	// one of the same name instead of panicking.
 	DisableAlreadyRegisteredCheck bool
 }
-
-// DynamicRegisterOptions configure worker.RegisterDynamicWorkflow; it has
-// no options yet.
-type DynamicRegisterOptions struct{}
