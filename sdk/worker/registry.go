@@ -29,7 +29,9 @@ func (w *queueWorker) RegisterWorkflowWithOptions(fn any, options workflow.Regis
 	w.registerWorkflow(fn, name, !options.DisableAlreadyRegisteredCheck)
 }
 
-func (w *queueWorker) RegisterWorkflowWithName(fn any, name string) { w.registerWorkflow(fn, name, false) }
+func (w *queueWorker) RegisterWorkflowWithName(fn any, name string) {
+	w.registerWorkflow(fn, name, false)
+}
 
 // registerWorkflow registers fn under name; with check, a name registered
 // already makes it panic, as in Temporal.
