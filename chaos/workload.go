@@ -14,6 +14,7 @@ import (
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/sdk/activity"
+	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -129,7 +130,7 @@ type execLog struct {
 
 func (l *execLog) record(ctx context.Context) error {
 	info := activity.GetInfo(ctx)
-	b, _ := json.Marshal(Execution{Key: info.IdempotencyKey, Worker: l.worker, Attempt: info.Attempt, T: time.Now().UnixNano()})
+	b, _ := json.Marshal(Execution{Key: info.IdempotencyKey, Worker: l.worker, Attempt: int(info.Attempt), T: time.Now().UnixNano()})
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, err := l.f.Write(append(b, '\n')); err != nil {
@@ -181,13 +182,10 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (err error) {
 	if lease == 0 {
 		lease = 3 * time.Second
 	}
-	w, err := worker.New(rec, Queue, worker.Options{Identity: cfg.Name, LeaseTTL: lease, MaxConcurrentJobs: 32,
+	w := worker.New(client.New(rec), Queue, worker.Options{Identity: cfg.Name, LeaseTTL: lease, MaxConcurrentJobs: 32,
 		OnError: func(job engine.JobID, err error) {
 			fmt.Fprintf(os.Stderr, "chaos worker %s: job %d: %v\n", cfg.Name, job, err)
 		}})
-	if err != nil {
-		return err
-	}
 	w.RegisterWorkflowWithName(ChaosFlow, "ChaosFlow")
 	w.RegisterActivityWithName(step, "ChaosStep")
 	w.RegisterActivityWithName(func(ctx context.Context) error {
@@ -203,5 +201,5 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (err error) {
 	<-ctx.Done()
 	stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return w.Stop(stop)
+	return w.Shutdown(stop)
 }

@@ -46,6 +46,7 @@ func TestExamples(t *testing.T) {
 		{"schedules", nil, `triggered while paused ("quiet hours"): special report by reports-`},
 		{"async-completion", nil, "expense-4 finished: train to Lyon: approved by Ada"},
 		{"updates", nil, "flight-12 closed with seats [1A 1B]"},
+		{"temporal-port", nil, "ok: 4 Temporal-shaped samples ran"},
 	}
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {

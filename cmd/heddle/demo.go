@@ -111,7 +111,7 @@ func demoOrders() []demoOrder {
 type demo struct {
 	cfg    demoConfig
 	e      *engine.Engine
-	c      *client.Client
+	c      client.Client
 	rep    *reporter
 	shop   *shopState
 	orders []demoOrder
@@ -212,7 +212,7 @@ func (d *demo) problem(err error) {
 
 // newWorker starts a worker of queue with every workflow and activity.
 // worker-a's errors after it is abandoned are expected and only printed.
-func (d *demo) newWorker(name, queue string, lease time.Duration, expectErrors bool) (*worker.Worker, error) {
+func (d *demo) newWorker(name, queue string, lease time.Duration, expectErrors bool) (worker.Worker, error) {
 	opts := worker.Options{Identity: name, LeaseTTL: lease, Clock: d.cfg.Clock,
 		OnError: func(job engine.JobID, err error) {
 			if expectErrors {
@@ -221,10 +221,7 @@ func (d *demo) newWorker(name, queue string, lease time.Duration, expectErrors b
 			}
 			d.problem(fmt.Errorf("%s, job %d: %w", name, job, err))
 		}}
-	w, err := worker.New(d.e, queue, opts)
-	if err != nil {
-		return nil, err
-	}
+	w := worker.New(client.New(d.e), queue, opts)
 	w.RegisterWorkflow(OrderWorkflow)
 	w.RegisterWorkflow(ShipmentWorkflow)
 	s := &Shop{st: d.shop, worker: name}
@@ -247,8 +244,8 @@ func (d *demo) newWorker(name, queue string, lease time.Duration, expectErrors b
 // order to end.
 func (d *demo) story(ctx context.Context) (err error) {
 	// stop stops a worker at the end, waiting for its jobs to drain.
-	stop := func(w *worker.Worker, name string) {
-		if serr := w.Stop(context.Background()); serr != nil {
+	stop := func(w worker.Worker, name string) {
+		if serr := w.Shutdown(context.Background()); serr != nil {
 			err = errors.Join(err, fmt.Errorf("stop %s: %w", name, serr))
 		}
 	}
@@ -265,7 +262,7 @@ func (d *demo) story(ctx context.Context) (err error) {
 	for _, o := range d.orders {
 		run, err := d.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: o.ID, TaskQueue: o.queue}, OrderWorkflow, o.Order)
 		if err != nil {
-			return errors.Join(fmt.Errorf("start %s: %w", o.ID, err), wa.Stop(context.Background()))
+			return errors.Join(fmt.Errorf("start %s: %w", o.ID, err), wa.Shutdown(context.Background()))
 		}
 		d.runs[o.ID] = run
 		d.rep.order(o.ID, "started (run %s, queue %s): %s", run.GetRunID(), o.queue, o.story)
@@ -300,7 +297,7 @@ func (d *demo) story(ctx context.Context) (err error) {
 		// An ended context abandons worker-a's jobs to their leases,
 		// which is what is wanted here; the context's error that Stop
 		// returns for it says only that.
-		_ = wa.Stop(cancelled)
+		_ = wa.Shutdown(cancelled)
 	}
 	wg.Wait()
 	return recErr
@@ -310,7 +307,7 @@ func (d *demo) story(ctx context.Context) (err error) {
 // a hung call: the drain cannot finish, so worker-a is abandoned to its
 // lease, and worker-b resumes order-1 once the lease lapses. Only then does
 // the hung call return, and worker-a's late commit is fenced off.
-func (d *demo) recover(ctx context.Context, wa *worker.Worker) (*worker.Worker, error) {
+func (d *demo) recover(ctx context.Context, wa worker.Worker) (worker.Worker, error) {
 	select {
 	case <-d.shop.held:
 	case <-ctx.Done():
@@ -330,7 +327,7 @@ func (d *demo) recover(ctx context.Context, wa *worker.Worker) (*worker.Worker, 
 	sctx, cancel := context.WithTimeout(ctx, stopGrace)
 	defer cancel()
 	stopped := make(chan struct{})
-	go func() { defer close(stopped); d.stopErr = wa.Stop(sctx) }()
+	go func() { defer close(stopped); d.stopErr = wa.Shutdown(sctx) }()
 	<-sctx.Done()
 	j, err := d.c.DescribeWorkflow(ctx, "order-1", "")
 	if err != nil {

@@ -100,10 +100,7 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, e.Close()) }()
-	w, err := worker.New(e, "review-demo", worker.Options{LeaseTTL: 5 * time.Second})
-	if err != nil {
-		return err
-	}
+	w := worker.New(client.New(e), "review-demo", worker.Options{LeaseTTL: 5 * time.Second})
 	w.RegisterWorkflow(ReviewPipeline)
 	w.RegisterActivity(ReviewAgent)
 	w.RegisterReviewer("critic", func(_ context.Context, r worker.ReviewRequest) (worker.ReviewResult, error) {
@@ -115,7 +112,7 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 	if err := w.Start(); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, w.Stop(context.Background())) }()
+	defer func() { err = errors.Join(err, w.Shutdown(context.Background())) }()
 
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

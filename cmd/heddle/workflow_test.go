@@ -19,6 +19,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -94,12 +95,9 @@ func startWFEnv(t *testing.T, cfg engine.Config, token string) *wfEnv {
 			t.Errorf("close the dev server: %v", err)
 		}
 	})
-	w, err := worker.New(d.engine, wfTestQueue, worker.Options{OnError: func(job engine.JobID, err error) {
+	w := worker.New(client.New(d.engine), wfTestQueue, worker.Options{OnError: func(job engine.JobID, err error) {
 		t.Errorf("worker, job %d: %v", job, err)
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	w.RegisterWorkflowWithName(wfGreet, "Greet")
 	w.RegisterWorkflowWithName(wfRefuse, "Refuse")
 	w.RegisterWorkflowWithName(wfGate, "Gate")
@@ -128,7 +126,7 @@ func startWFEnv(t *testing.T, cfg engine.Config, token string) *wfEnv {
 		<-served
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := w.Stop(ctx); err != nil {
+		if err := w.Shutdown(ctx); err != nil {
 			t.Errorf("stop the worker: %v", err)
 		}
 	})

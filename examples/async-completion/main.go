@@ -67,16 +67,13 @@ func run() (err error) {
 	}
 	defer func() { err = errors.Join(err, e.Close()) }()
 	for _, q := range []string{"expenses", "approvals"} {
-		w, err := worker.New(e, q, worker.Options{})
-		if err != nil {
-			return err
-		}
+		w := worker.New(client.New(e), q, worker.Options{})
 		w.RegisterWorkflow(Expense)
 		w.RegisterActivity(RequestApproval)
 		if err := w.Start(); err != nil {
 			return err
 		}
-		defer func() { err = errors.Join(err, w.Stop(context.Background())) }()
+		defer func() { err = errors.Join(err, w.Shutdown(context.Background())) }()
 	}
 
 	c := client.New(e)

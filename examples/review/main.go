@@ -77,17 +77,14 @@ func run() (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, e.Close()) }()
-	w, err := worker.New(e, "features", worker.Options{LeaseTTL: 5 * time.Second})
-	if err != nil {
-		return err
-	}
+	w := worker.New(client.New(e), "features", worker.Options{LeaseTTL: 5 * time.Second})
 	w.RegisterWorkflow(Feature)
 	w.RegisterActivity(Write)
 	w.RegisterReviewer("any", review)
 	if err := w.Start(); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, w.Stop(context.Background())) }()
+	defer func() { err = errors.Join(err, w.Shutdown(context.Background())) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	wf, err := client.New(e).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "feature-7", TaskQueue: "features"}, Feature)

@@ -45,15 +45,12 @@ func run() (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, e.Close()) }()
-	w, err := worker.New(e, "reports", worker.Options{})
-	if err != nil {
-		return err
-	}
+	w := worker.New(client.New(e), "reports", worker.Options{})
 	w.RegisterWorkflow(Report)
 	if err := w.Start(); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, w.Stop(context.Background())) }()
+	defer func() { err = errors.Join(err, w.Shutdown(context.Background())) }()
 
 	c := client.New(e)
 	h, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
@@ -78,10 +75,7 @@ func run() (err error) {
 	}
 	for _, a := range d.Info.RecentActions[:3] {
 		var got string
-		r, err := c.GetWorkflow(ctx, a.StartWorkflowResult.WorkflowID, "")
-		if err != nil {
-			return err
-		}
+		r := c.GetWorkflow(ctx, a.StartWorkflowResult.WorkflowID, "")
 		if err := r.Get(ctx, &got); err != nil {
 			return err
 		}
@@ -107,10 +101,7 @@ func run() (err error) {
 		return err
 	}
 	last := d.Info.RecentActions[len(d.Info.RecentActions)-1]
-	r, err := c.GetWorkflow(ctx, last.StartWorkflowResult.WorkflowID, "")
-	if err != nil {
-		return err
-	}
+	r := c.GetWorkflow(ctx, last.StartWorkflowResult.WorkflowID, "")
 	var got string
 	if err := r.Get(ctx, &got); err != nil {
 		return err

@@ -66,15 +66,12 @@ func run() (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, e.Close()) }()
-	w, err := worker.New(e, "bookings", worker.Options{})
-	if err != nil {
-		return err
-	}
+	w := worker.New(client.New(e), "bookings", worker.Options{})
 	w.RegisterWorkflow(Booking)
 	if err := w.Start(); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, w.Stop(context.Background())) }()
+	defer func() { err = errors.Join(err, w.Shutdown(context.Background())) }()
 
 	c := client.New(e)
 	r, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "flight-12", TaskQueue: "bookings"}, Booking, 2)

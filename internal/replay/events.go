@@ -25,6 +25,12 @@ const (
 	EventTaskFailed            engine.EventType = "task_failed"    // it ended CANCELED
 	EventMarkerRecorded        engine.EventType = "marker_recorded"
 	EventCancelRequested       engine.EventType = "cancel_requested"
+	// A signal the workflow sent to another workflow, and a cancel request
+	// it made of one: done, or failed (the target is unknown or closed).
+	EventSignalExternalSent      engine.EventType = "signal_external_sent"
+	EventSignalExternalFailed    engine.EventType = "signal_external_failed"
+	EventCancelExternalRequested engine.EventType = "cancel_external_requested"
+	EventCancelExternalFailed    engine.EventType = "cancel_external_failed"
 )
 
 // CommandKind is the kind of a workflow command.
@@ -37,6 +43,10 @@ const (
 	KindChild    CommandKind = 3
 	KindTask     CommandKind = 10 // a review task (workflow.ExecuteTask), numbered apart from the kinds added next
 	KindMarker   CommandKind = 4
+	// KindSignalExternal signals another workflow; KindCancelExternal asks
+	// another workflow to cancel itself.
+	KindSignalExternal CommandKind = 5
+	KindCancelExternal CommandKind = 6
 )
 
 func (k CommandKind) String() string {
@@ -51,6 +61,10 @@ func (k CommandKind) String() string {
 		return "review task"
 	case KindMarker:
 		return "marker"
+	case KindSignalExternal:
+		return "external signal"
+	case KindCancelExternal:
+		return "external cancel request"
 	}
 	return "unknown command"
 }
@@ -83,6 +97,11 @@ var stepEvents = map[engine.EventType]struct {
 	EventTaskCompleted:         {KindTask, roleSucceed},
 	EventTaskFailed:            {KindTask, roleFail},
 	EventMarkerRecorded:        {KindMarker, roleRecord},
+
+	EventSignalExternalSent:      {KindSignalExternal, roleSucceed},
+	EventSignalExternalFailed:    {KindSignalExternal, roleFail},
+	EventCancelExternalRequested: {KindCancelExternal, roleSucceed},
+	EventCancelExternalFailed:    {KindCancelExternal, roleFail},
 }
 
 // RetryTimerPrefix starts the ids of the durable timers a worker sets to

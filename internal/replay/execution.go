@@ -46,7 +46,15 @@ type Command struct {
 	// of a remote command (whose scheduled record may not be written yet).
 	CancelHandled bool
 	Started       bool
-	resolve       func(Resolution)
+	// OnRecord, set by the SDK, is called with each record event of the
+	// step as it is applied (a child's child_scheduled, say), on the
+	// worker's goroutine while no coroutine runs.
+	OnRecord func(ev *engine.Event)
+	// WaitsForRecord, set by the SDK, says the code waits for the step's
+	// record (a child's execution): the worker writes a record it made at
+	// once instead of with its next wait.
+	WaitsForRecord bool
+	resolve        func(Resolution)
 }
 
 // Entry runs a workflow from its input inside the root coroutine and reports
@@ -68,6 +76,8 @@ type Execution struct {
 	nowMS     int64
 	replaying bool
 	lastSeq   uint64
+	// historyBytes sums the payloads of the events applied.
+	historyBytes int64
 	// frontier is the seq of the newest known event that workflow code
 	// produced (a step event, a wait, its end). Code running before it
 	// re-executes decisions the history already holds: it is replaying.
@@ -119,6 +129,9 @@ func (x *Execution) IsReplaying() bool { return x.replaying }
 
 // LastSeq is the seq of the last history event applied.
 func (x *Execution) LastSeq() uint64 { return x.lastSeq }
+
+// HistoryBytes is the size of the payloads of the events applied.
+func (x *Execution) HistoryBytes() int64 { return x.historyBytes }
 
 // OnSignal installs the receiver of signal_received events.
 func (x *Execution) OnSignal(fn func(name string, payload []byte)) { x.onSignal = fn }
@@ -188,6 +201,7 @@ func (x *Execution) Advance(events []engine.Event, replaying bool) error {
 			ev = &drafted
 		}
 		x.lastSeq, x.nowMS, x.replaying = ev.Seq, ev.AtMS, replaying && ev.Seq < x.frontier
+		x.historyBytes += int64(len(ev.Payload))
 		if err := x.apply(ev); err != nil {
 			x.fault = err
 			return err
@@ -230,6 +244,9 @@ func (x *Execution) apply(ev *engine.Event) error {
 	}
 	se := stepEvents[ev.Type]
 	cmd.Recorded = true // issued live, its record has now come back through the history
+	if se.role == roleRecord && cmd.OnRecord != nil {
+		cmd.OnRecord(ev)
+	}
 	if se.role != roleRecord && !cmd.Resolved {
 		cmd.Resolved = true
 		delete(x.open, step)

@@ -16,7 +16,7 @@ import (
 // error), or as failed with err when err is not nil. A token of an attempt
 // that is no longer the activity's, or of an activity that already ended,
 // is refused with an error matching engine.ErrStaleAttempt.
-func (c *Client) CompleteActivity(ctx context.Context, taskToken []byte, result any, err error) error {
+func (c *workflowClient) CompleteActivity(ctx context.Context, taskToken []byte, result any, err error) error {
 	t, derr := sdkhook.DecodeTaskToken(taskToken)
 	if derr != nil {
 		return derr
@@ -28,7 +28,7 @@ func (c *Client) CompleteActivity(ctx context.Context, taskToken []byte, result 
 // in the workflow's history) of run runID ("" for the latest run) of
 // workflowID, whatever its attempt. namespace must be "" or "default":
 // heddle has no namespaces.
-func (c *Client) CompleteActivityByID(ctx context.Context, namespace, workflowID, runID, activityID string, result any, err error) error {
+func (c *workflowClient) CompleteActivityByID(ctx context.Context, namespace, workflowID, runID, activityID string, result any, err error) error {
 	if namespace != "" && namespace != "default" {
 		return fmt.Errorf("%w: namespace %q: heddle has no namespaces", engine.ErrInvalidCommand, namespace)
 	}
@@ -49,7 +49,7 @@ func (c *Client) CompleteActivityByID(ctx context.Context, namespace, workflowID
 	return c.completeAsync(ctx, engine.LeaseRef{Job: task.ID, Attempt: task.Attempt}, result, err)
 }
 
-func (c *Client) completeAsync(ctx context.Context, ref engine.LeaseRef, result any, err error) error {
+func (c *workflowClient) completeAsync(ctx context.Context, ref engine.LeaseRef, result any, err error) error {
 	svc, ok := c.e.(engine.AsyncService)
 	if !ok {
 		return fmt.Errorf("client: the service %T cannot complete activities", c.e)

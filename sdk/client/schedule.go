@@ -245,9 +245,9 @@ type ScheduleClient interface {
 
 // ScheduleClient returns the client's schedule client. Its calls fail when
 // the engine service does not implement engine.ScheduleService.
-func (c *Client) ScheduleClient() ScheduleClient { return &scheduleClient{c: c} }
+func (c *workflowClient) ScheduleClient() ScheduleClient { return &scheduleClient{c: c} }
 
-type scheduleClient struct{ c *Client }
+type scheduleClient struct{ c *workflowClient }
 
 func (sc *scheduleClient) svc() (engine.ScheduleService, error) {
 	s, ok := sc.c.e.(engine.ScheduleService)

@@ -11,7 +11,27 @@ import (
 // and engine/httpapi's client have them).
 var ErrNoTasks = errors.New("client: the service has no review tasks")
 
-func (c *Client) tasks() (engine.TaskService, error) {
+// TaskClient reads review tasks and issues the human commands on them.
+// Each command returns the task's state after it, or a
+// *engine.TaskStateError naming the state and the commands legal in it.
+type TaskClient interface {
+	DescribeTaskJob(ctx context.Context, job string) (*engine.Manifest, error)
+	ListTasks(ctx context.Context, job string) ([]engine.Task, error)
+	DescribeTask(ctx context.Context, job, phase string) (*engine.Task, error)
+	ActivateTask(ctx context.Context, d TaskDecision) (engine.TaskState, error)
+	ConfigureTask(ctx context.Context, d TaskDecision, cf engine.TaskConfig) (engine.TaskState, error)
+	SuspendTask(ctx context.Context, d TaskDecision) (engine.TaskState, error)
+	ResumeTask(ctx context.Context, d TaskDecision) (engine.TaskState, error)
+	CancelTask(ctx context.Context, d TaskDecision) (engine.TaskState, error)
+	StepTask(ctx context.Context, d TaskDecision) (engine.TaskState, error)
+	ApproveTask(ctx context.Context, d TaskDecision) (engine.TaskState, error)
+	RejectTask(ctx context.Context, d TaskDecision) (engine.TaskState, error)
+	ResubmitTask(ctx context.Context, d TaskDecision) (engine.TaskState, error)
+	FixTask(ctx context.Context, d TaskDecision) (engine.TaskState, error)
+	TerminateTask(ctx context.Context, d TaskDecision) (engine.TaskState, error)
+}
+
+func (c *workflowClient) tasks() (engine.TaskService, error) {
 	ts, ok := c.e.(engine.TaskService)
 	if !ok {
 		return nil, ErrNoTasks
@@ -21,7 +41,7 @@ func (c *Client) tasks() (engine.TaskService, error) {
 
 // DescribeTaskJob returns the manifest of job: its status, current phase,
 // cumulative cost and time, and each phase's status and summary.
-func (c *Client) DescribeTaskJob(ctx context.Context, job string) (*engine.Manifest, error) {
+func (c *workflowClient) DescribeTaskJob(ctx context.Context, job string) (*engine.Manifest, error) {
 	ts, err := c.tasks()
 	if err != nil {
 		return nil, err
@@ -30,7 +50,7 @@ func (c *Client) DescribeTaskJob(ctx context.Context, job string) (*engine.Manif
 }
 
 // ListTasks returns the tasks of job in creation order.
-func (c *Client) ListTasks(ctx context.Context, job string) ([]engine.Task, error) {
+func (c *workflowClient) ListTasks(ctx context.Context, job string) ([]engine.Task, error) {
 	ts, err := c.tasks()
 	if err != nil {
 		return nil, err
@@ -39,7 +59,7 @@ func (c *Client) ListTasks(ctx context.Context, job string) ([]engine.Task, erro
 }
 
 // DescribeTask returns the record of the task of job and phase.
-func (c *Client) DescribeTask(ctx context.Context, job, phase string) (*engine.Task, error) {
+func (c *workflowClient) DescribeTask(ctx context.Context, job, phase string) (*engine.Task, error) {
 	ts, err := c.tasks()
 	if err != nil {
 		return nil, err
@@ -56,7 +76,7 @@ type TaskDecision struct {
 	Reason     string
 }
 
-func (c *Client) decide(ctx context.Context, op engine.TaskOp, d TaskDecision, cf *engine.TaskConfig) (engine.TaskState, error) {
+func (c *workflowClient) decide(ctx context.Context, op engine.TaskOp, d TaskDecision, cf *engine.TaskConfig) (engine.TaskState, error) {
 	ts, err := c.tasks()
 	if err != nil {
 		return engine.TaskNone, err
@@ -75,56 +95,56 @@ func (c *Client) decide(ctx context.Context, op engine.TaskOp, d TaskDecision, c
 // with the state and the commands legal in it.
 
 // ActivateTask moves a DRAFT task to PENDING.
-func (c *Client) ActivateTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
+func (c *workflowClient) ActivateTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
 	return c.decide(ctx, engine.TaskOpActivate, d, nil)
 }
 
 // ConfigureTask changes a DRAFT task's configuration (the fields set in cf).
-func (c *Client) ConfigureTask(ctx context.Context, d TaskDecision, cf engine.TaskConfig) (engine.TaskState, error) {
+func (c *workflowClient) ConfigureTask(ctx context.Context, d TaskDecision, cf engine.TaskConfig) (engine.TaskState, error) {
 	return c.decide(ctx, engine.TaskOpConfig, d, &cf)
 }
 
 // SuspendTask suspends a task.
-func (c *Client) SuspendTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
+func (c *workflowClient) SuspendTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
 	return c.decide(ctx, engine.TaskOpSuspend, d, nil)
 }
 
 // ResumeTask resumes a SUSPENDED (to PENDING) or PAUSED (to RUNNING) task.
-func (c *Client) ResumeTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
+func (c *workflowClient) ResumeTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
 	return c.decide(ctx, engine.TaskOpResume, d, nil)
 }
 
 // CancelTask cancels a task.
-func (c *Client) CancelTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
+func (c *workflowClient) CancelTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
 	return c.decide(ctx, engine.TaskOpCancel, d, nil)
 }
 
 // StepTask starts the review of a REVIEW_REQUIRED task.
-func (c *Client) StepTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
+func (c *workflowClient) StepTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
 	return c.decide(ctx, engine.TaskOpStep, d, nil)
 }
 
 // ApproveTask approves a task's reviewed output: SUCCESS.
-func (c *Client) ApproveTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
+func (c *workflowClient) ApproveTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
 	return c.decide(ctx, engine.TaskOpApprove, d, nil)
 }
 
 // RejectTask sends a task back to run again with d.Reason as feedback.
-func (c *Client) RejectTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
+func (c *workflowClient) RejectTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
 	return c.decide(ctx, engine.TaskOpReject, d, nil)
 }
 
 // ResubmitTask sends a task that needs intervention back to PENDING.
-func (c *Client) ResubmitTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
+func (c *workflowClient) ResubmitTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
 	return c.decide(ctx, engine.TaskOpResubmit, d, nil)
 }
 
 // FixTask marks a task that needed intervention fixed: REVIEW_REQUIRED.
-func (c *Client) FixTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
+func (c *workflowClient) FixTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
 	return c.decide(ctx, engine.TaskOpFix, d, nil)
 }
 
 // TerminateTask ends a task that needs intervention: CANCELED.
-func (c *Client) TerminateTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
+func (c *workflowClient) TerminateTask(ctx context.Context, d TaskDecision) (engine.TaskState, error) {
 	return c.decide(ctx, engine.TaskOpTerminate, d, nil)
 }

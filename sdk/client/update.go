@@ -57,7 +57,7 @@ type WorkflowUpdateHandle interface {
 }
 
 type updateHandle struct {
-	c          *Client
+	c          *workflowClient
 	workflowID string
 	job        engine.JobID
 	id         string
@@ -71,7 +71,7 @@ func (h *updateHandle) UpdateID() string   { return h.id }
 // (Completed when unspecified). The request is a signal, so it is durable
 // once sent; a rejection (by the validator, or for arguments that do not
 // decode) is returned as an error at the Accepted or Completed stage.
-func (c *Client) UpdateWorkflow(ctx context.Context, o UpdateWorkflowOptions) (WorkflowUpdateHandle, error) {
+func (c *workflowClient) UpdateWorkflow(ctx context.Context, o UpdateWorkflowOptions) (WorkflowUpdateHandle, error) {
 	if o.WorkflowID == "" || o.UpdateName == "" {
 		return nil, fmt.Errorf("%w: UpdateWorkflowOptions needs WorkflowID and UpdateName", engine.ErrInvalidCommand)
 	}

@@ -45,7 +45,7 @@ func (r *run) resultPending(o *outcome) bool {
 
 // parkForCompletion parks an activity task that returned ErrResultPending:
 // its job waits, with no lease, for CompleteAsync.
-func (w *Worker) parkForCompletion(ctx context.Context, j engine.ClaimedJob, ref engine.LeaseRef) error {
+func (w *queueWorker) parkForCompletion(ctx context.Context, j engine.ClaimedJob, ref engine.LeaseRef) error {
 	_, err := w.e.Wait(ctx, engine.Wait{LeaseRef: ref, Spec: engine.WaitSpec{Signals: []string{engine.AsyncCompletionSignal}, Park: true},
 		SeenSeq: j.LastSeq})
 	if errors.Is(err, engine.ErrStaleAttempt) {

@@ -37,11 +37,11 @@ func Approval(ctx workflow.Context, queue, what string) (string, error) {
 func TestAsyncActivityCompletionLikeTemporal(t *testing.T) {
 	tokens = make(chan []byte, 8)
 	e := open(t)
-	startWorker(t, e, "async-wf", worker.Options{}, func(w *worker.Worker) {
+	startWorker(t, e, "async-wf", worker.Options{}, func(w worker.Worker) {
 		w.RegisterWorkflow(Approval)
 		w.RegisterActivity(AwaitApproval)
 	})
-	startWorker(t, e, "async-acts", worker.Options{}, func(w *worker.Worker) { w.RegisterActivity(AwaitApproval) })
+	startWorker(t, e, "async-acts", worker.Options{}, func(w worker.Worker) { w.RegisterActivity(AwaitApproval) })
 	c := client.New(service(t, e))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -37,7 +37,7 @@ func CronCount(ctx workflow.Context) (int, error) {
 // chain goes on under one workflow id until it is cancelled.
 func TestCronScheduleLikeTemporal(t *testing.T) {
 	e := open(t)
-	startWorker(t, e, "cron", worker.Options{}, func(w *worker.Worker) { w.RegisterWorkflow(CronCount) })
+	startWorker(t, e, "cron", worker.Options{}, func(w worker.Worker) { w.RegisterWorkflow(CronCount) })
 	c := client.New(service(t, e))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

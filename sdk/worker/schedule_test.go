@@ -19,7 +19,7 @@ func ScheduledGreeting(_ workflow.Context, name string) (string, error) { return
 // the test's backend (in-process, HTTP or a three-node cluster).
 func TestScheduleClientLikeTemporal(t *testing.T) {
 	e := open(t)
-	startWorker(t, e, "sched", worker.Options{}, func(w *worker.Worker) { w.RegisterWorkflow(ScheduledGreeting) })
+	startWorker(t, e, "sched", worker.Options{}, func(w worker.Worker) { w.RegisterWorkflow(ScheduledGreeting) })
 	c := client.New(service(t, e))
 	sc := c.ScheduleClient()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -53,10 +53,7 @@ func TestScheduleClientLikeTemporal(t *testing.T) {
 			t.Fatalf("recent action %+v, want workflow id %s", a, want)
 		}
 		var got string
-		run, err := c.GetWorkflow(ctx, a.StartWorkflowResult.WorkflowID, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		run := c.GetWorkflow(ctx, a.StartWorkflowResult.WorkflowID, "")
 		if err := run.Get(ctx, &got); err != nil || got != "hello x" {
 			t.Fatalf("run %s: %q %v", a.StartWorkflowResult.WorkflowID, got, err)
 		}
@@ -90,10 +87,7 @@ func TestScheduleClientLikeTemporal(t *testing.T) {
 		t.Fatalf("after the trigger: %+v %v", d.Info, err)
 	}
 	last := d.Info.RecentActions[len(d.Info.RecentActions)-1]
-	run, err := c.GetWorkflow(ctx, last.StartWorkflowResult.WorkflowID, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := c.GetWorkflow(ctx, last.StartWorkflowResult.WorkflowID, "")
 	var got string
 	if err := run.Get(ctx, &got); err != nil || got != "hello y" {
 		t.Fatalf("triggered run: %q %v", got, err)

@@ -58,7 +58,7 @@ type taskSide struct {
 // RegisterReviewer registers a reviewer under name: the worker claims the
 // reviews of its task queue whose task names this reviewer
 // (workflow.TaskOptions.Reviewer), or names none. Register before Start.
-func (w *Worker) RegisterReviewer(name string, fn Reviewer) {
+func (w *queueWorker) RegisterReviewer(name string, fn Reviewer) {
 	w.tasks.mu.Lock()
 	defer w.tasks.mu.Unlock()
 	if w.tasks.reviewers == nil {
@@ -67,7 +67,7 @@ func (w *Worker) RegisterReviewer(name string, fn Reviewer) {
 	w.tasks.reviewers[name] = fn
 }
 
-func (w *Worker) reviewerNames() []string {
+func (w *queueWorker) reviewerNames() []string {
 	w.tasks.mu.Lock()
 	defer w.tasks.mu.Unlock()
 	out := make([]string, 0, len(w.tasks.reviewers))
@@ -78,7 +78,7 @@ func (w *Worker) reviewerNames() []string {
 	return out
 }
 
-func (w *Worker) reviewer(name string) Reviewer {
+func (w *queueWorker) reviewer(name string) Reviewer {
 	w.tasks.mu.Lock()
 	defer w.tasks.mu.Unlock()
 	if r, ok := w.tasks.reviewers[name]; ok {
@@ -92,7 +92,7 @@ func (w *Worker) reviewer(name string) Reviewer {
 	return nil
 }
 
-func (w *Worker) activityNames() []string {
+func (w *queueWorker) activityNames() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := make([]string, 0, len(w.activities))
@@ -175,7 +175,7 @@ const taskPollWait = 200 * time.Millisecond
 // startTaskPollers starts claiming review tasks' work (for the activities
 // registered) and reviews (for the reviewers registered), when the
 // service has review tasks.
-func (w *Worker) startTaskPollers() {
+func (w *queueWorker) startTaskPollers() {
 	ts, ok := w.e.(engine.TaskService)
 	if !ok {
 		return
@@ -192,7 +192,7 @@ func (w *Worker) startTaskPollers() {
 
 // pollTasks claims tasks of one role and runs each on a goroutine of its
 // own, until the worker stops.
-func (w *Worker) pollTasks(ts engine.TaskService, role engine.TaskRole) {
+func (w *queueWorker) pollTasks(ts engine.TaskService, role engine.TaskRole) {
 	defer w.wg.Done()
 	waiter, canWait := ts.(interface {
 		ClaimTasksWait(context.Context, engine.ClaimTasks) ([]engine.ClaimedTask, error)
@@ -245,7 +245,7 @@ func (w *Worker) pollTasks(ts engine.TaskService, role engine.TaskRole) {
 // for the work (activity.GetTaskInfo, activity.ReportCost) and its lease
 // renewal.
 type taskRun struct {
-	w    *Worker
+	w    *queueWorker
 	ts   engine.TaskService
 	ct   engine.ClaimedTask
 	ref  engine.TaskLeaseRef
@@ -271,14 +271,23 @@ func (t *taskRun) SetSummary(s string) {
 // Info, Heartbeat, HeartbeatDetails and Logger let the work use the
 // activity API as any activity does.
 func (t *taskRun) Info() activity.Info {
-	return activity.Info{ActivityType: t.ct.Type, WorkflowID: t.ct.Job, Step: t.ct.Phase, Attempt: int(t.ct.Runs),
+	return activity.Info{ActivityType: activity.Type{Name: t.ct.Type}, ActivityID: t.ct.Phase, WorkflowID: t.ct.Job,
+		Step: t.ct.Phase, Attempt: int32(t.ct.Runs), TaskQueue: t.w.queue, IsLocalActivity: false,
 		IdempotencyKey: fmt.Sprintf("task/%d/%d", t.ct.Task, t.ct.Attempt)}
 }
-func (t *taskRun) HeartbeatDetails() []byte { return nil }
+func (t *taskRun) WorkerStop() <-chan struct{} { return t.w.stop }
+func (t *taskRun) HeartbeatDetails() []byte    { return nil }
 func (t *taskRun) Logger() *slog.Logger {
 	return t.w.obs.base.With("task_id", t.ct.Task, "job_id", t.ct.Job, "phase", t.ct.Phase, "attempt", t.ct.Attempt)
 }
-func (t *taskRun) Heartbeat([]byte) error { return t.renew(context.Background()) }
+
+// Heartbeat renews the task's lease; a lost lease is found by the renewal
+// loop too, which stops the run.
+func (t *taskRun) Heartbeat([]byte) {
+	if err := t.renew(context.Background()); err != nil {
+		t.Logger().Warn("task heartbeat refused", "error", err)
+	}
+}
 
 // PauseFor records that the work is rate limited (RUNNING → PAUSED), waits
 // d or until ctx ends while the lease goes on being renewed, and records
@@ -327,7 +336,7 @@ func (t *taskRun) renew(ctx context.Context) error {
 // renewed every third of it, and reports the output or the verdict. A
 // lease found lost stops the run: the engine has given the task back and
 // the report would be refused.
-func (w *Worker) runTask(ts engine.TaskService, ct engine.ClaimedTask) {
+func (w *queueWorker) runTask(ts engine.TaskService, ct engine.ClaimedTask) {
 	ctx, cancel := context.WithCancelCause(w.ctx)
 	defer cancel(nil)
 	t := &taskRun{w: w, ts: ts, ct: ct, ref: engine.TaskLeaseRef{Task: ct.Task, Attempt: ct.Attempt},

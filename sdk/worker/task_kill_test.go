@@ -67,12 +67,9 @@ func TaskKillFlow(ctx workflow.Context) (int, error) {
 	return out, err
 }
 
-func newTaskKillWorker(t testing.TB, e *engine.Engine) *worker.Worker {
-	w, err := worker.New(e, taskKillQueue, worker.Options{LeaseTTL: time.Second,
+func newTaskKillWorker(t testing.TB, e *engine.Engine) worker.Worker {
+	w := worker.New(client.New(e), taskKillQueue, worker.Options{LeaseTTL: time.Second,
 		OnError: func(job engine.JobID, err error) { fmt.Fprintf(os.Stderr, "worker error on job %d: %v\n", job, err) }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	w.RegisterWorkflow(TaskKillFlow)
 	w.RegisterActivity(KillableWork)
 	w.RegisterReviewer("any", killableReviewer)
@@ -132,10 +129,7 @@ func runTaskKill(t *testing.T, side string, stuck engine.TaskState) {
 	}
 	w := newTaskKillWorker(t, e)
 	defer stopOK(t, w)
-	run, err := client.New(e).GetWorkflow(ctx, "task-kill", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := client.New(e).GetWorkflow(ctx, "task-kill", "")
 	var got int
 	if err := run.Get(ctx, &got); err != nil || got != 40 {
 		t.Fatalf("result %d, %v; want 40", got, err)

@@ -79,7 +79,7 @@ func TestExecuteTaskDAGThroughReview(t *testing.T) {
 	e := open(t)
 	var mu sync.Mutex
 	var reviewed []string
-	startWorker(t, e, "main", worker.Options{LeaseTTL: 2 * time.Second}, func(w *worker.Worker) {
+	startWorker(t, e, "main", worker.Options{LeaseTTL: 2 * time.Second}, func(w worker.Worker) {
 		w.RegisterWorkflow(ReviewDAG)
 		w.RegisterActivity(Draft)
 		w.RegisterReviewer("lint", func(ctx context.Context, r worker.ReviewRequest) (worker.ReviewResult, error) {
@@ -154,7 +154,7 @@ func TestTaskApprovalsUnderLeaderFailover(t *testing.T) {
 	}
 	e := open(t)
 	cl := remote(t, e)
-	startWorker(t, e, "main", worker.Options{LeaseTTL: 10 * time.Second}, func(w *worker.Worker) {
+	startWorker(t, e, "main", worker.Options{LeaseTTL: 10 * time.Second}, func(w worker.Worker) {
 		w.RegisterWorkflow(ReviewDAG)
 		w.RegisterActivity(Draft)
 		w.RegisterReviewer("lint", func(ctx context.Context, r worker.ReviewRequest) (worker.ReviewResult, error) {
@@ -245,7 +245,7 @@ func ThrottledFlow(ctx workflow.Context) (string, error) {
 // and then on through its review; outside a task, RateLimited refuses.
 func TestTaskRateLimitPauses(t *testing.T) {
 	e := open(t)
-	startWorker(t, e, "main", worker.Options{}, func(w *worker.Worker) {
+	startWorker(t, e, "main", worker.Options{}, func(w worker.Worker) {
 		w.RegisterWorkflow(ThrottledFlow)
 		w.RegisterActivity(Throttled)
 		w.RegisterReviewer("any", func(context.Context, worker.ReviewRequest) (worker.ReviewResult, error) {
@@ -296,7 +296,7 @@ func Echo(ctx workflow.Context, s string) (string, error) { return s, nil }
 // with the configured input; configuring it once active is refused.
 func TestDraftWorkflowConfigured(t *testing.T) {
 	e := open(t)
-	startWorker(t, e, "main", worker.Options{}, func(w *worker.Worker) { w.RegisterWorkflow(Echo) })
+	startWorker(t, e, "main", worker.Options{}, func(w worker.Worker) { w.RegisterWorkflow(Echo) })
 	svc := service(t, e)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -314,10 +314,7 @@ func TestDraftWorkflowConfigured(t *testing.T) {
 	if _, err := svc.Activate(ctx, engine.Activate{Target: engine.Target{WorkflowID: "draft-echo"}}); err != nil {
 		t.Fatal(err)
 	}
-	run, err := client.New(svc).GetWorkflow(ctx, "draft-echo", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := client.New(svc).GetWorkflow(ctx, "draft-echo", "")
 	var got string
 	if err := run.Get(ctx, &got); err != nil || got != "second" {
 		t.Fatalf("result %q, %v; want the configured input", got, err)

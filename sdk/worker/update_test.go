@@ -53,7 +53,7 @@ func TestUpdatesLikeTemporal(t *testing.T) { forEachCache(t, testUpdatesLikeTemp
 // that handlers also run again in replays.
 func testUpdatesLikeTemporal(t *testing.T, cache int) {
 	e := open(t)
-	startWorker(t, e, "upd", worker.Options{CacheSize: cache}, func(w *worker.Worker) { w.RegisterWorkflow(UpdCounter) })
+	startWorker(t, e, "upd", worker.Options{CacheSize: cache}, func(w worker.Worker) { w.RegisterWorkflow(UpdCounter) })
 	c := client.New(service(t, e))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
@@ -95,7 +96,7 @@ func ExecuteTask(ctx Context, opts TaskOptions, work any, args ...any) Future {
 		if r.Event != nil {
 			step = r.Event.Step
 		}
-		cause := decodeFailure(r.Payload)
+		cause := sdkhook.DecodeFailure(r.Payload)
 		set(nil, &TaskError{Phase: opts.Phase, Step: step, Message: cause.Error(), Cause: cause})
 	})
 	return f
