@@ -48,8 +48,12 @@ func serveAPI(ln net.Listener, cfg httpapi.ServerConfig) (*apiServer, error) {
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
+	handler, err := withUI(api)
+	if err != nil {
+		return nil, errors.Join(err, ln.Close())
+	}
 	s := &apiServer{api: api, ln: ln, done: make(chan error, 1), conns: map[net.Conn]http.ConnState{}}
-	s.srv = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ConnState: s.track}
+	s.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ConnState: s.track}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil
 }

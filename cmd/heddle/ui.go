@@ -1,0 +1,38 @@
+package main
+
+// This file mounts the web UI (package ui) beside the HTTP API: every
+// server and dev node serves it at /ui/ on the API's address.
+
+import (
+	"net"
+	"net/http"
+
+	"github.com/heddlewf/heddle/ui"
+)
+
+// withUI returns a handler that serves the UI under ui.Path and everything
+// else with api. The UI calls api in-process with the signed-in token.
+func withUI(api http.Handler) (http.Handler, error) {
+	h, err := ui.New(ui.Config{API: api})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(ui.Path+"/", h)
+	mux.Handle(ui.Path, h)
+	mux.Handle("/", api)
+	return mux, nil
+}
+
+// uiURL is the UI's address for a node listening on addr, for the line a
+// server prints when it starts: an unspecified host is shown as loopback.
+func uiURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr + ui.Path + "/"
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + ui.Path + "/"
+}

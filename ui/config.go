@@ -1,0 +1,108 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Sentinel errors of this package, matched with errors.Is.
+var (
+	// ErrInvalidConfig: a Config field is missing or out of range.
+	ErrInvalidConfig = errors.New("ui: invalid config")
+)
+
+// Defaults of Config's zero fields.
+const (
+	DefaultRefresh      = 2 * time.Second
+	DefaultProbeTimeout = 2 * time.Second
+)
+
+// Config configures New. The zero value of every field but API is valid
+// and takes the default its comment names.
+type Config struct {
+	// API is the node's HTTP API: an *httpapi.Server, or a handler that
+	// serves its routes. The UI sends it every read and command in this
+	// process, with the signed-in token. Required.
+	API http.Handler
+	// Permissions, if set, says which actions a token may take; the pages
+	// show only those buttons. It is called once per page, concurrently.
+	// Nil shows every button, and the API refuses what the token may not
+	// do.
+	Permissions func(ctx context.Context, token string) (Permissions, error)
+	// ProbeClient asks the other members of a cluster for their status and
+	// readiness (the cluster page). Nil means a client with a timeout of
+	// DefaultProbeTimeout (2 s).
+	ProbeClient *http.Client
+	// Refresh is how often an open page reloads its content. 0 means
+	// DefaultRefresh (2 s); negative turns the refresh off.
+	Refresh time.Duration
+	// Now tells the time of relative filters ("created>-24h") and of the
+	// "ago" the pages print. Nil means time.Now.
+	Now func() time.Time
+	// Logger, if set, receives the failures the UI meets that are not the
+	// person's (a template that fails to render). Nil logs nothing.
+	Logger *slog.Logger
+}
+
+// Validate reports the first invalid field of c.
+func (c Config) Validate() error {
+	if c.API == nil {
+		return fmt.Errorf("%w: Config.API is required", ErrInvalidConfig)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.ProbeClient == nil {
+		c.ProbeClient = &http.Client{Timeout: DefaultProbeTimeout}
+	}
+	if c.Refresh == 0 {
+		c.Refresh = DefaultRefresh
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Action is what a button does.
+type Action string
+
+// The actions of the pages' buttons.
+const (
+	// ActionSignal sends a signal to a run.
+	ActionSignal Action = "signal"
+	// ActionCancel asks a run to cancel itself (its workflow code decides
+	// how to end).
+	ActionCancel Action = "cancel"
+	// ActionTerminate ends a run at once.
+	ActionTerminate Action = "terminate"
+)
+
+// Permissions is the set of actions a token may take.
+type Permissions struct {
+	all     bool
+	actions map[Action]bool
+}
+
+// AllowAll permits every action, those of later pages included.
+func AllowAll() Permissions { return Permissions{all: true} }
+
+// Allow permits the given actions only.
+func Allow(actions ...Action) Permissions {
+	p := Permissions{actions: map[Action]bool{}}
+	for _, a := range actions {
+		p.actions[a] = true
+	}
+	return p
+}
+
+// Can reports whether the action is permitted.
+func (p Permissions) Can(a Action) bool { return p.all || p.actions[a] }

@@ -1,0 +1,41 @@
+// Package ui serves heddle's web console under /ui/: pages rendered on the server from the node's own HTTP API, called in-process with the signed-in person's token.
+//
+// # Design
+//
+// The pages are html/template documents rendered by the server, with one
+// small script of our own (static/heddle.js) that refreshes the open page
+// and asks before a destructive button is pressed. Everything is embedded
+// with embed.FS: there is no CDN, it works offline, and there is no Node
+// build step. Without the script the pages still work; they just do not
+// refresh themselves.
+//
+// The UI holds no state and reads no database. Every read and command goes
+// to the node's HTTP API handler (Config.API) inside the process, with the
+// token the person signed in with as "Authorization: Bearer". So the API's
+// own checks decide what a person may see and do, a follower forwards a
+// command to the leader as it does for any client, and a token the API
+// refuses sends the browser to the sign-in page.
+//
+// # Pages
+//
+//	GET  /ui/                        -> /ui/workflows
+//	GET  /ui/workflows?q=&status=&type=&queue=&from=&to=&after=&limit=
+//	                                 the runs, filtered by the listfilter language
+//	GET  /ui/workflow?id=ID          the current run of a workflow id (a redirect)
+//	GET  /ui/runs/{job}[?after=]     one run: timeline, pending steps, links, buttons
+//	POST /ui/runs/{job}/signal       name, value (JSON)
+//	POST /ui/runs/{job}/cancel       reason: a cancel request, which the workflow handles
+//	POST /ui/runs/{job}/terminate    reason: ends the run at once
+//	GET  /ui/cluster                 members, leader, term, indexes, readiness
+//	GET  /ui/review, /ui/resources   pages of optional APIs ("not available" without them)
+//	GET  /ui/signin, POST /ui/signin, POST /ui/signout
+//	GET  /ui/static/...              the stylesheet and the script
+//
+// # Sign-in
+//
+// The token is kept in an HttpOnly, SameSite=Strict cookie scoped to /ui
+// (Secure over TLS), so page scripts never see it. Every form carries a
+// CSRF token that must equal a second cookie's. Which buttons a page shows
+// is asked of Config.Permissions (nil: all of them); the API still refuses
+// what the token may not do.
+package ui

@@ -1,0 +1,60 @@
+package ui
+
+import (
+	"strings"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/replay"
+)
+
+// eventView is one event of the timeline.
+type eventView struct {
+	engine.Event
+	// OffsetMS is the time since the history's first event.
+	OffsetMS int64
+	// Class groups events for their colour: status, step, signal, timer,
+	// cancel or other.
+	Class   string
+	Payload *payloadView
+	// Waits says what a job_waiting event waits for.
+	Waits []string
+}
+
+// eventClasses is the timeline's colour of each event type the engine and
+// the SDK write; status events are "status", others "other".
+var eventClasses = map[engine.EventType]string{
+	engine.EventSignalReceived:         "signal",
+	engine.EventTimerFired:             "timer",
+	replay.EventTimerScheduled:         "timer",
+	replay.EventTimerCanceled:          "timer",
+	engine.EventCancelRequested:        "cancel",
+	replay.EventActivityScheduled:      "step",
+	replay.EventActivityAttemptFailed:  "step",
+	replay.EventActivityCompleted:      "step",
+	replay.EventActivityFailed:         "step",
+	replay.EventChildScheduled:         "step",
+	replay.EventChildCompleted:         "step",
+	replay.EventChildFailed:            "step",
+	engine.EventStepCommitted:          "step",
+	engine.EventEffectRecorded:         "step",
+	replay.EventMarkerRecorded:         "other",
+}
+
+func viewEvent(ev engine.Event, firstMS int64) eventView {
+	v := eventView{Event: ev, OffsetMS: ev.AtMS - firstMS, Payload: viewPayload(ev.Payload), Class: "other"}
+	if c, ok := eventClasses[ev.Type]; ok {
+		v.Class = c
+	} else if engine.IsStatusEvent(ev.Type) {
+		v.Class = "status"
+		if strings.HasSuffix(string(ev.Type), "_failed") || ev.Type == engine.EventJobTimedOut || ev.Type == engine.EventJobTerminated {
+			v.Class = "bad"
+		}
+	}
+	if ev.Wait != nil {
+		v.Waits = describeWait(ev.Wait, ev.Wait.Timers)
+		if ev.Wait.TimerAtMS != 0 {
+			v.Waits = append(v.Waits, "timer "+ev.Wait.TimerID+" at "+fmtTime(ev.Wait.TimerAtMS))
+		}
+	}
+	return v
+}
