@@ -30,9 +30,9 @@ type fakeCluster struct {
 }
 
 func (f *fakeCluster) Status(context.Context) (httpapi.ClusterStatus, error) { return f.status, nil }
-func (f *fakeCluster) Join(context.Context, string, string, string) error  { return nil }
-func (f *fakeCluster) Remove(context.Context, string) error                 { return nil }
-func (f *fakeCluster) TransferLeader(context.Context) error                 { return nil }
+func (f *fakeCluster) Join(context.Context, string, string, string) error    { return nil }
+func (f *fakeCluster) Remove(context.Context, string) error                  { return nil }
+func (f *fakeCluster) TransferLeader(context.Context) error                  { return nil }
 
 // fakeMember answers a member's /v1/cluster and /readyz, recording the
 // tokens it was sent.

@@ -212,13 +212,13 @@ func TestRunPage(t *testing.T) {
 		t.Errorf("workflow?id=: HTTP %d to %q", code, loc)
 	}
 	for path, want := range map[string]int{
-		"/ui/runs/999":              http.StatusNotFound,
-		"/ui/runs/abc":              http.StatusNotFound,
-		"/ui/workflow?id=nope":      http.StatusNotFound,
-		"/ui/workflow":              http.StatusBadRequest,
-		"/ui/runs/1?after=x":        http.StatusBadRequest,
-		"/ui/no-such-page":          http.StatusNotFound,
-		"/ui/runs/1/signal":         http.StatusNotFound, // a GET of a form's target
+		"/ui/runs/999":               http.StatusNotFound,
+		"/ui/runs/abc":               http.StatusNotFound,
+		"/ui/workflow?id=nope":       http.StatusNotFound,
+		"/ui/workflow":               http.StatusBadRequest,
+		"/ui/runs/1?after=x":         http.StatusBadRequest,
+		"/ui/no-such-page":           http.StatusNotFound,
+		"/ui/runs/1/signal":          http.StatusNotFound, // a GET of a form's target
 		"/ui/static/no-such-file.js": http.StatusNotFound,
 	} {
 		if code, body, _ := v.get(path); code != want {

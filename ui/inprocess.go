@@ -78,8 +78,8 @@ const apiRetry = 2 * time.Second
 // service and the cluster routes, with the person's token.
 type backend struct {
 	*httpapi.Client
-	api   http.Handler
-	token string
+	api    http.Handler
+	token  string
 	remote string
 }
 

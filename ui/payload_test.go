@@ -72,3 +72,23 @@ func FuzzViewPayload(f *testing.F) {
 		}
 	})
 }
+
+func TestFailureMessage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"a failed try, as the worker writes it", `{"attempt":1,"message":"inventory service busy"}`, "inventory service busy"},
+		{"the engine's own failure", `{"type":"TerminatedError","message":"by the operator","nonRetryable":true}`, "by the operator"},
+		{"an object without a message", `{"type":"X"}`, ""},
+		{"a message that is not text", `{"message":42}`, ""},
+		{"a JSON array", `["boom"]`, ""},
+		{"not JSON", `boom`, ""},
+		{"nothing", ``, ""},
+	} {
+		if got := failureMessage([]byte(tc.in)); got != tc.want {
+			t.Errorf("%s: failureMessage(%s) = %q, want %q", tc.name, tc.in, got, tc.want)
+		}
+	}
+}

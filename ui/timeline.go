@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
@@ -18,26 +19,29 @@ type eventView struct {
 	Payload *payloadView
 	// Waits says what a job_waiting event waits for.
 	Waits []string
+	// Message is a failure event's error message, shown beside it so that
+	// a person sees why without opening the payload.
+	Message string
 }
 
 // eventClasses is the timeline's colour of each event type the engine and
 // the SDK write; status events are "status", others "other".
 var eventClasses = map[engine.EventType]string{
-	engine.EventSignalReceived:         "signal",
-	engine.EventTimerFired:             "timer",
-	replay.EventTimerScheduled:         "timer",
-	replay.EventTimerCanceled:          "timer",
-	engine.EventCancelRequested:        "cancel",
-	replay.EventActivityScheduled:      "step",
-	replay.EventActivityAttemptFailed:  "step",
-	replay.EventActivityCompleted:      "step",
-	replay.EventActivityFailed:         "step",
-	replay.EventChildScheduled:         "step",
-	replay.EventChildCompleted:         "step",
-	replay.EventChildFailed:            "step",
-	engine.EventStepCommitted:          "step",
-	engine.EventEffectRecorded:         "step",
-	replay.EventMarkerRecorded:         "other",
+	engine.EventSignalReceived:        "signal",
+	engine.EventTimerFired:            "timer",
+	replay.EventTimerScheduled:        "timer",
+	replay.EventTimerCanceled:         "timer",
+	engine.EventCancelRequested:       "cancel",
+	replay.EventActivityScheduled:     "step",
+	replay.EventActivityAttemptFailed: "step",
+	replay.EventActivityCompleted:     "step",
+	replay.EventActivityFailed:        "step",
+	replay.EventChildScheduled:        "step",
+	replay.EventChildCompleted:        "step",
+	replay.EventChildFailed:           "step",
+	engine.EventStepCommitted:         "step",
+	engine.EventEffectRecorded:        "step",
+	replay.EventMarkerRecorded:        "other",
 }
 
 func viewEvent(ev engine.Event, firstMS int64) eventView {
@@ -46,9 +50,12 @@ func viewEvent(ev engine.Event, firstMS int64) eventView {
 		v.Class = c
 	} else if engine.IsStatusEvent(ev.Type) {
 		v.Class = "status"
-		if strings.HasSuffix(string(ev.Type), "_failed") || ev.Type == engine.EventJobTimedOut || ev.Type == engine.EventJobTerminated {
+		if isFailureEvent(ev.Type) {
 			v.Class = "bad"
 		}
+	}
+	if isFailureEvent(ev.Type) {
+		v.Message = failureMessage(ev.Payload)
 	}
 	if ev.Wait != nil {
 		v.Waits = describeWait(ev.Wait, ev.Wait.Timers)
@@ -57,4 +64,24 @@ func viewEvent(ev engine.Event, firstMS int64) eventView {
 		}
 	}
 	return v
+}
+
+// isFailureEvent reports whether an event of type t records a failure: a
+// try or a step that failed, or a run that failed, timed out or was
+// terminated.
+func isFailureEvent(t engine.EventType) bool {
+	return strings.HasSuffix(string(t), "_failed") || t == engine.EventJobTimedOut || t == engine.EventJobTerminated
+}
+
+// failureMessage is the "message" of a failure payload: the SDK writes a
+// failed try and a failed run as a JSON object with one, and the engine's
+// own failures (engine.Failure) have one too. Anything else has none.
+func failureMessage(b []byte) string {
+	var f struct {
+		Message string `json:"message"`
+	}
+	if len(b) == 0 || b[0] != '{' || json.Unmarshal(b, &f) != nil {
+		return ""
+	}
+	return f.Message
 }
