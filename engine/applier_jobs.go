@@ -119,6 +119,9 @@ func exactIndexKeys(j *Job) []string {
 		string(storage.StatusKey(byte(j.Status), id)),
 		string(storage.TypeKey(j.Type, id)),
 		string(storage.QueueKey(j.Queue, id)))
+	if j.ParentID != 0 && !j.Status.Terminal() {
+		keys = append(keys, string(storage.ChildKey(uint64(j.ParentID), id)))
+	}
 	switch {
 	case j.Status == StatusQueued && j.DeferredUntilMS > 0:
 		// Passed over by a claimer that does not run its type: held back
@@ -280,6 +283,53 @@ func (a *applier) effect(id JobID, step string) (*Effect, error) {
 	return e, nil
 }
 
+// closeChildren applies each open child's parent-close policy after its
+// parent ended by Terminate or a timeout: a terminated child's own children
+// follow in turn. Children are visited in job id order.
+func (a *applier) closeChildren(parent *Job) error {
+	var ids []JobID
+	err := a.tx.Scan(storage.ChildPrefix(uint64(parent.ID)), nil, false, func(k, _ []byte) (bool, error) {
+		id, err := storage.ParseChildKey(k)
+		ids = append(ids, JobID(id))
+		return err == nil, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		c, err := a.load(id)
+		if err != nil {
+			return err
+		}
+		if c.job.Status.Terminal() {
+			continue
+		}
+		reason := "parent " + parent.WorkflowID + " ended"
+		switch c.job.ParentClosePolicy {
+		case ParentCloseTerminate:
+			ev := Event{Type: EventJobTerminated, Attempt: c.job.Attempt, Reason: reason, Payload: EncodeTerminatedFailure(reason)}
+			if _, err := a.appendEvent(c, ev); err != nil {
+				return err
+			}
+			if err := a.closed(c, &ev); err != nil {
+				return err
+			}
+		case ParentCloseRequestCancel:
+			c.job.CancelRequested = true
+			if _, err := a.appendEvent(c, Event{Type: EventCancelRequested, Reason: reason}); err != nil {
+				return err
+			}
+			if _, err := a.wake(c, "cancel", ""); err != nil {
+				return err
+			}
+		default:
+			continue // abandoned
+		}
+		a.save(c)
+	}
+	return nil
+}
+
 // closed runs what a job's end implies beyond its own record: a child's
 // result becomes the effect of its parent's step (phase 1). A parent waiting
 // for that step is woken (wait_completed); a parent that is not blocked at
@@ -288,6 +338,16 @@ func (a *applier) effect(id JobID, step string) (*Effect, error) {
 // result recorded for a step wins; a parent that ended takes none.
 func (a *applier) closed(l *loaded, ev *Event) error {
 	j := l.job
+	if ev.Type == EventJobTerminated || ev.Type == EventJobTimedOut {
+		// Ended by the engine, not by its code: no worker will apply the
+		// parent-close policies of its children, so the engine does. The
+		// record is saved first: a child that ends loads its parent again
+		// and must find it ended.
+		a.save(l)
+		if err := a.closeChildren(j); err != nil {
+			return err
+		}
+	}
 	if j.ParentID == 0 {
 		return nil
 	}

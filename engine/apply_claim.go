@@ -188,8 +188,8 @@ func (a *applier) expireDeadlines(c *ExpireDeadlines) (Result, error) {
 		j := l.job
 		// Only the entry the record names is live; any other is stale (the
 		// job ended first, or a claim cleared the deadline it was for).
-		if j.TimeoutAtMS != tk.AtMS {
-			return nil
+		if j.TimeoutAtMS != tk.AtMS || j.Status.Terminal() {
+			return nil // or ended earlier in this sweep (its parent's end took it along)
 		}
 		_, reason := nextDeadline(j)
 		ev := Event{Type: EventJobTimedOut, Attempt: j.Attempt, Reason: reason, Payload: timeoutFailure(j, reason)}

@@ -43,7 +43,7 @@ func (a *applier) create(c *CreateJob) (Result, error) {
 	}
 	l := &loaded{job: &Job{
 		ID: id, WorkflowID: wf, Type: c.Type, Queue: c.Queue,
-		StartDigest: digest, ParentID: c.ParentID, ParentStep: c.ParentStep, CreatedMS: a.now,
+		StartDigest: digest, ParentID: c.ParentID, ParentStep: c.ParentStep, ParentClosePolicy: c.ParentClosePolicy, CreatedMS: a.now,
 		Retry: c.Retry, RunAttempt: 1, TraceParent: c.TraceParent,
 	}}
 	if c.ExecutionTimeoutMS > 0 {
@@ -136,7 +136,7 @@ func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
 		typ = old.Type
 	}
 	next := &CreateJob{WorkflowID: old.WorkflowID, Type: typ, Queue: old.Queue, Input: c.Input,
-		ParentID: old.ParentID, ParentStep: old.ParentStep, Retry: old.Retry, RunTimeoutMS: old.RunTimeoutMS,
+		ParentID: old.ParentID, ParentStep: old.ParentStep, ParentClosePolicy: old.ParentClosePolicy, Retry: old.Retry, RunTimeoutMS: old.RunTimeoutMS,
 		TraceParent: old.TraceParent}
 	next.Header = c.Header
 	res, err := a.create(next)

@@ -128,6 +128,20 @@ func (c *CreateJob) check(l *Limits) error {
 	if r := c.Retry; r != nil && (r.InitialIntervalMS < 0 || r.MaximumIntervalMS < 0 || r.BackoffCoefficient < 0 || r.MaximumAttempts < 0) {
 		ch.fail("Retry", "has a negative field")
 	}
+	if c.ParentClosePolicy > ParentCloseAbandon {
+		ch.fail("ParentClosePolicy", fmt.Sprintf("%d is not a policy (0 terminate, 1 request cancel, 2 abandon)", c.ParentClosePolicy))
+	}
+	if r := c.Retry; r != nil {
+		if r.Backoff > 2 {
+			ch.fail("Retry.Backoff", fmt.Sprintf("%d is not a backoff kind (0 exponential, 1 linear, 2 fixed)", r.Backoff))
+		}
+		for i, t := range r.NonRetryableErrorTypes {
+			ch.name(fmt.Sprintf("Retry.NonRetryableErrorTypes[%d]", i), t, true)
+		}
+		if len(r.NonRetryableErrorTypes) > l.MaxBatch && ch.err == nil {
+			ch.err = tooLarge(ch.cmd, "Retry.NonRetryableErrorTypes", len(r.NonRetryableErrorTypes), l.MaxBatch)
+		}
+	}
 	if c.ParentID == 0 && c.ParentStep != "" {
 		ch.fail("ParentID", "is required with ParentStep")
 	}

@@ -87,6 +87,19 @@ const (
 	IDReuseReturnExisting IDReusePolicy = 2
 )
 
+// ParentClosePolicy says what a parent's end does to a child still open.
+type ParentClosePolicy uint8
+
+// Parent-close policies; the numbers are stored and match the SDK's.
+const (
+	// ParentCloseTerminate (the default) terminates the child.
+	ParentCloseTerminate ParentClosePolicy = 0
+	// ParentCloseRequestCancel asks the child to cancel itself.
+	ParentCloseRequestCancel ParentClosePolicy = 1
+	// ParentCloseAbandon leaves the child running.
+	ParentCloseAbandon ParentClosePolicy = 2
+)
+
 // Target names a job by id, or by workflow id (its current run) when Job is 0.
 type Target struct {
 	Job        JobID  `json:"job_id,omitempty" msgpack:"j,omitempty"`
@@ -106,6 +119,10 @@ type CreateJob struct {
 	// another job (a child workflow, or an activity on another queue).
 	ParentID   JobID  `json:"parent_job_id,omitempty" msgpack:"pi,omitempty"`
 	ParentStep string `json:"parent_step,omitempty" msgpack:"ps,omitempty"`
+	// ParentClosePolicy says what happens to this job, still open, when its
+	// parent ends by Terminate or a timeout (when the parent's code ends,
+	// its worker applies the policy itself).
+	ParentClosePolicy ParentClosePolicy `json:"parent_close_policy,omitempty" msgpack:"pcp,omitempty"`
 	// ExecutionTimeoutMS bounds the workflow id's whole chain of runs
 	// (retries and continue-as-new included) from this start; 0: no bound.
 	// The engine enforces it: when it passes, the current run ends as
@@ -137,6 +154,11 @@ type RetryPolicy struct {
 	MaximumIntervalMS  int64   `json:"maximum_interval_ms,omitempty" msgpack:"mi,omitempty"`
 	// MaximumAttempts bounds the runs, the first included; 0: no bound.
 	MaximumAttempts int32 `json:"maximum_attempts,omitempty" msgpack:"ma,omitempty"`
+	// NonRetryableErrorTypes are failure types that are never retried, and
+	// Backoff the SDK's backoff kind (0 exponential, 1 linear, 2 fixed):
+	// the engine keeps them for the worker, which applies the policy.
+	NonRetryableErrorTypes []string `json:"non_retryable_error_types,omitempty" msgpack:"nr,omitempty"`
+	Backoff                uint8    `json:"backoff,omitempty" msgpack:"bk,omitempty"`
 }
 
 // Claim takes up to Max ready jobs of Queue, in the order they became ready,

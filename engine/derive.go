@@ -34,7 +34,7 @@ func lenientTarget(ev *Event) Status {
 }
 
 // InvariantError reports the first place a history breaks the job state
-// machine: which rule (1–4 of STATE-MACHINES.md §1; 0 for sequence and
+// machine: which rule (1–4 of docs/state-machines.md §1; 0 for sequence and
 // transition legality), at which event, and why.
 type InvariantError struct {
 	Invariant int
@@ -57,7 +57,7 @@ func (e *InvariantError) Code() string { return InvariantCode }
 
 // CheckHistory checks one job's history against the state machine: seqs run
 // 1, 2, 3, … without gaps; every status event is a legal transition; and the
-// four invariants of STATE-MACHINES.md §1 hold. When stored is not
+// four invariants of docs/state-machines.md §1 hold. When stored is not
 // StatusNone it must equal DeriveStatus(history).
 func CheckHistory(history []Event, stored Status) error {
 	s := StatusNone

@@ -41,6 +41,9 @@ type Job struct {
 	// whose effect its result becomes.
 	ParentID   JobID  `json:"parent_job_id,omitempty" msgpack:"pi,omitempty"`
 	ParentStep string `json:"parent_step,omitempty" msgpack:"ps,omitempty"`
+	// ParentClosePolicy applies while the job is open when its parent ends
+	// by Terminate or a timeout.
+	ParentClosePolicy ParentClosePolicy `json:"parent_close_policy,omitempty" msgpack:"pcp,omitempty"`
 	// DeadlineMS ends the chain of runs (its execution timeout); 0: none.
 	DeadlineMS int64 `json:"deadline_ms,omitempty" msgpack:"dl,omitempty"`
 	// RunDeadlineMS ends this run (its run timeout); 0: none. RunTimeoutMS

@@ -19,7 +19,7 @@ import (
 
 // The property test drives Apply with thousands of random command sequences
 // and checks every command against a reference model written from the
-// documented semantics (STATE-MACHINES.md and the doc comments of the
+// documented semantics (docs/state-machines.md and the doc comments of the
 // commands), plus properties that need no model: errors are sentinel errors,
 // failed commands write nothing, request ids replay, fencing admits at most
 // one attempt per job, blocked jobs are never reclaimed, and Verify finds
@@ -80,7 +80,7 @@ func (*propBogusCmd) Kind() CommandKind   { return 99 }
 func (*propBogusCmd) check(*Limits) error { return nil }
 
 // ---------------------------------------------------------------------------
-// The specification's transition table (STATE-MACHINES.md §1 and §4, with the
+// The specification's transition table (docs/state-machines.md §1 and §4, with the
 // project's extensions: cancel from Queued/Retrying, and the engine-owned
 // ends job_timed_out and job_terminated from every status that is not an
 // end), written out again here so that the engine's table is checked against
@@ -173,6 +173,8 @@ type propJob struct {
 	Retries             uint32
 	Parent              JobID
 	ParentStep          string
+	ParentClose         ParentClosePolicy
+	CancelReq           bool
 	CreatedMS, ClosedMS int64
 	Events              []Event
 	Effects             map[string]*Effect
@@ -703,7 +705,7 @@ func (m *propModel) create(c *CreateJob) (Result, error) {
 		}
 	}
 	j := &propJob{ID: id, WF: wf, Type: c.Type, Queue: c.Queue, Input: c.Input, Parent: c.ParentID,
-		ParentStep: c.ParentStep, CreatedMS: m.now, Effects: map[string]*Effect{}}
+		ParentStep: c.ParentStep, ParentClose: c.ParentClosePolicy, CreatedMS: m.now, Effects: map[string]*Effect{}}
 	at := func(d int64) int64 {
 		if d == 0 {
 			return 0
@@ -784,9 +786,14 @@ func (m *propModel) heartbeat(c *Heartbeat) (Result, error) {
 			res.Refused = append(res.Refused, Refusal{LeaseRef: ref, Code: propUnknownCode})
 		case err != nil:
 			res.Refused = append(res.Refused, Refusal{LeaseRef: ref, Code: StaleAttemptCode})
-		case m.now+c.LeaseMS > j.LeaseExp:
-			m.touch(j)
-			j.LeaseExp = m.now + c.LeaseMS
+		default:
+			if m.now+c.LeaseMS > j.LeaseExp {
+				m.touch(j)
+				j.LeaseExp = m.now + c.LeaseMS
+			}
+			if j.CancelReq {
+				res.CancelRequested = append(res.CancelRequested, j.ID)
+			}
 		}
 	}
 	return res, nil
@@ -860,6 +867,9 @@ func (m *propModel) alreadyHappened(j *propJob, spec *WaitSpec, seen uint64) boo
 		}
 		if ev.Type == EventTimerFired && spec.TimerAtMS > 0 && spec.TimerID == ev.Name {
 			return true
+		}
+		if ev.Type == EventCancelRequested {
+			return true // the workflow must see a cancel request before it waits
 		}
 	}
 	return false
@@ -1033,6 +1043,9 @@ func (m *propModel) finish(ref LeaseRef, ev Event) (Result, error) {
 // parent waiting for it is woken, a parent not blocked at all is told with
 // effect_recorded. The first result for a step wins.
 func (m *propModel) closed(j *propJob, ev Event) {
+	if ev.Type == EventJobTerminated || ev.Type == EventJobTimedOut {
+		m.closeChildren(j)
+	}
 	if j.Parent == 0 {
 		return
 	}
@@ -1047,6 +1060,29 @@ func (m *propModel) closed(j *propJob, ev Event) {
 		m.wake(p, "step", j.ParentStep)
 	case p.Status != StatusWaiting && p.Status != StatusParked:
 		m.appendEv(p, Event{Type: EventEffectRecorded, Step: j.ParentStep})
+	}
+}
+
+// closeChildren applies the parent-close policy of each open child of a
+// job the engine ended, in job id order.
+func (m *propModel) closeChildren(p *propJob) {
+	for _, c := range m.jobs {
+		if c.Parent != p.ID || propTerminal(c.Status) {
+			continue
+		}
+		reason := "parent " + p.WF + " ended"
+		switch c.ParentClose {
+		case ParentCloseTerminate:
+			m.wrote = true
+			ev := Event{Type: EventJobTerminated, Attempt: c.Attempt, Reason: reason, Payload: propTerminatedPayload(reason)}
+			m.appendEv(c, ev)
+			m.closed(c, ev)
+		case ParentCloseRequestCancel:
+			m.wrote = true
+			c.CancelReq = true
+			m.appendEv(c, Event{Type: EventCancelRequested, Reason: reason})
+			m.wake(c, "cancel", "")
+		}
 	}
 }
 
@@ -1079,8 +1115,8 @@ func (m *propModel) expire(c *ExpireDeadlines) (Result, error) {
 	res := &SweepResult{}
 	for _, d := range m.dueEntries(m.deadlines, c.Max, res) {
 		j := d.job
-		if j.TimeoutAt != d.at {
-			continue // stale
+		if j.TimeoutAt != d.at || propTerminal(j.Status) {
+			continue // stale, or ended earlier in this sweep with its parent
 		}
 		_, reason := propNextDeadline(j)
 		ev := Event{Type: EventJobTimedOut, Attempt: j.Attempt, Reason: reason, Payload: propTimeoutPayload(j, reason)}
@@ -1603,6 +1639,13 @@ func (p *propDriver) checkFencing(cmd Command, res Result) {
 			delete(p.live, id) // timed out: a running attempt is fenced out
 		}
 	}
+	// A job the engine ended has no live attempt any more, whichever
+	// command ended it: a child terminated with its parent, say.
+	for _, id := range p.m.touchOrder {
+		if j := p.m.job(id); j != nil && propTerminal(j.Status) {
+			delete(p.live, id)
+		}
+	}
 }
 
 // checkTouched compares every job the model says the command changed with
@@ -1751,6 +1794,7 @@ func propJobDiff(mj *propJob, j *Job) string {
 	cmp("Retries", j.Retries, mj.Retries)
 	cmp("ParentID", j.ParentID, mj.Parent)
 	cmp("ParentStep", j.ParentStep, mj.ParentStep)
+	cmp("ParentClosePolicy", j.ParentClosePolicy, mj.ParentClose)
 	cmp("CreatedMS", j.CreatedMS, mj.CreatedMS)
 	cmp("ClosedMS", j.ClosedMS, mj.ClosedMS)
 	cmp("DeadlineMS", j.DeadlineMS, mj.Deadline)
@@ -2391,6 +2435,7 @@ func (p *propDriver) genCreate() *CreateJob {
 			c.ParentID = p.unknownID()
 		}
 		c.ParentStep = propPick(r, "c-0", "c-1", "c-2")
+		c.ParentClosePolicy = ParentClosePolicy(r.IntN(3))
 	}
 	return c
 }

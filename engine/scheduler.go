@@ -164,7 +164,8 @@ func (s *Scheduler) Deadlines() ([4]int64, error) {
 func (s *Scheduler) Run(ctx context.Context) error {
 	backoff := time.Duration(0)
 	for {
-		sleep, err := s.step(ctx)
+		stepNow := s.clock.Now()
+		sleep, err := s.step(ctx, stepNow)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -173,7 +174,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				s.OnError(err)
 			}
 			backoff = min(max(2*backoff, 10*time.Millisecond), time.Second)
-			sleep = backoff
+			sleep, stepNow = backoff, s.clock.Now()
 		} else {
 			backoff = 0
 		}
@@ -183,8 +184,18 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		var timerC <-chan time.Time
 		var t clock.Timer
 		if sleep > 0 {
+			// The sleep was computed from the time step read. Should the
+			// clock have moved past the wake time since (a manual clock
+			// advanced by a test, a slow look), the timer would fire a
+			// whole sleep late; so the clock is read again once the timer
+			// is set, and the loop looks again at once if it is already due.
+			wakeAt := stepNow.Add(sleep)
 			t = s.clock.NewTimer(sleep)
 			timerC = t.C()
+			if !s.clock.Now().Before(wakeAt) {
+				t.Stop()
+				continue
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -211,8 +222,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // entry in a cluster), so they cost one round instead of one each. The log
 // applies them in order, each taking the entries the ones before it left; a
 // sweep that finds nothing left writes nothing.
-func (s *Scheduler) step(ctx context.Context) (time.Duration, error) {
-	nowMS := s.clock.Now().UnixMilli()
+func (s *Scheduler) step(ctx context.Context, now time.Time) (time.Duration, error) {
+	nowMS := now.UnixMilli()
 	ds, err := s.look(nowMS, s.batch*maxSweepsInFlight)
 	if err != nil {
 		return 0, err

@@ -2,7 +2,7 @@ package engine
 
 import "fmt"
 
-// Status is a job's state, the projection of its history (STATE-MACHINES.md §1 and §4).
+// Status is a job's state, the projection of its history (docs/state-machines.md §1 and §4).
 type Status uint8
 
 // Job statuses. The numbers are stored on disk (job records and the status

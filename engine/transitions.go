@@ -1,6 +1,6 @@
 package engine
 
-// transitions is the job transition table of STATE-MACHINES.md §1, with the
+// transitions is the job transition table of docs/state-machines.md §1, with the
 // rows and columns of §4 (Draft, Suspended) and the two extensions the project
 // adds: a cancel from Queued or Retrying, and the two engine-owned ends
 // (job_timed_out, job_terminated) from every status that is not an end. A

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// specTable is STATE-MACHINES.md §1 with the §4 rows and columns, transcribed
+// specTable is docs/state-machines.md §1 with the §4 rows and columns, transcribed
 // by hand from the specification (not generated from transitions.go), so the
 // test compares the code against the document. "-" is illegal.
 const specTable = `

@@ -18,7 +18,7 @@ func Verify(r *storage.Reader, max int) []error {
 	v := &verifier{r: r, max: max, want: map[string]bool{}, latest: map[string]JobID{}}
 	v.jobs()
 	for _, p := range [][]byte{{storage.PrefixStatus}, {storage.PrefixType}, {storage.PrefixQueue},
-		{storage.PrefixReady}, storage.DelayedPrefix, storage.LeasePrefix, storage.TimerPrefix, storage.DeadlinePrefix} {
+		{storage.PrefixReady}, {storage.PrefixChild}, storage.DelayedPrefix, storage.LeasePrefix, storage.TimerPrefix, storage.DeadlinePrefix} {
 		v.index(p)
 	}
 	for k := range v.want {

@@ -19,6 +19,7 @@ import (
 //	t<fireAt:8><job:8><timer>         durable timers
 //	d<releaseAt:8><job:8>             retry-delayed and deferred jobs, for release
 //	o<dueAt:8><job:8>                 job deadlines (execution, run, schedule-to-start)
+//	c<parent:8><child:8>              open children of a job, for its parent-close policies
 //	w<workflowID>                     current run of a workflow id
 //	s<status:1><job:8>                visibility by status
 //	y<type:len><job:8>                visibility by workflow type
@@ -35,6 +36,7 @@ const (
 	PrefixTimer    byte = 't'
 	PrefixDelayed  byte = 'd'
 	PrefixDeadline byte = 'o'
+	PrefixChild    byte = 'c'
 	PrefixWorkflow byte = 'w'
 	PrefixStatus   byte = 's'
 	PrefixType     byte = 'y'
@@ -123,6 +125,20 @@ func DelayedKey(releaseAtMS int64, id uint64) []byte {
 // DeadlineKey orders job id by the time its earliest deadline falls due.
 func DeadlineKey(dueAtMS int64, id uint64) []byte {
 	return appendU64(appendU64(key(PrefixDeadline, 16), uint64(dueAtMS)), id)
+}
+
+// ChildPrefix is where the open children of job parent are listed.
+func ChildPrefix(parent uint64) []byte { return appendU64(key(PrefixChild, 16), parent) }
+
+// ChildKey lists child as an open child of parent.
+func ChildKey(parent, child uint64) []byte { return appendU64(ChildPrefix(parent), child) }
+
+// ParseChildKey returns the child a ChildKey names.
+func ParseChildKey(k []byte) (uint64, error) {
+	if len(k) != 17 || k[0] != PrefixChild {
+		return 0, fmt.Errorf("%w: child key %x", ErrCorrupt, k)
+	}
+	return binary.BigEndian.Uint64(k[9:]), nil
 }
 
 // WorkflowKey is the key holding the current run of a workflow id.

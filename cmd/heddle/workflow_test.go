@@ -686,3 +686,20 @@ func TestWorkflowFormatting(t *testing.T) {
 		}
 	}
 }
+
+// start --wait returns when the engine ends the run at its deadline, even
+// with no worker on the queue: the run is TimedOut and the exit status 1.
+func TestWorkflowStartWaitTimesOut(t *testing.T) {
+	w := newWFEnv(t, "")
+	code, out, errs := w.run("start", "--type", "Gate", "--queue", wfIdleQueue, "--id", "late-1", "--execution-timeout", "300ms", "--wait")
+	if code != 1 {
+		t.Errorf("start --wait of a run that times out: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	wantContains(t, "start --wait of a run that times out", out, "Status       TimedOut\n")
+	wantContains(t, "its stderr", errs, "workflow late-1 ended TimedOut")
+	var d wfJobDoc
+	w.json(&d, "describe", "late-1")
+	if d.Status != "TimedOut" {
+		t.Errorf("describe: status %q, want TimedOut", d.Status)
+	}
+}

@@ -180,7 +180,8 @@ func (c *Client) ExecuteWorkflow(ctx context.Context, opts StartWorkflowOptions,
 			return nil, fmt.Errorf("client: StartWorkflowOptions.RetryPolicy: %w", err)
 		}
 		create.Retry = &engine.RetryPolicy{InitialIntervalMS: p.InitialInterval.Milliseconds(), BackoffCoefficient: p.BackoffCoefficient,
-			MaximumIntervalMS: p.MaximumInterval.Milliseconds(), MaximumAttempts: p.MaximumAttempts}
+			MaximumIntervalMS: p.MaximumInterval.Milliseconds(), MaximumAttempts: p.MaximumAttempts,
+			NonRetryableErrorTypes: p.NonRetryableErrorTypes, Backoff: uint8(p.Backoff)}
 	}
 	create.RequestID = opts.RequestID
 	ctx, span := tracing.Start(ctx, c.tracer, "StartWorkflow:"+name, trace.WithSpanKind(trace.SpanKindProducer),

@@ -360,6 +360,14 @@ func (w *Worker) runActivityTask(ctx, actCtx context.Context, cancelAct context.
 	c := &replay.Command{Step: "1", Kind: replay.KindActivity, Name: name, Input: in.Args, Options: in.Options, IssuedAtMS: in.IssuedAtMS}
 	r := &run{w: w, ctx: ctx, job: j, ref: ref, lease: l, taskCancel: cancelAct}
 	o := r.execute(actCtx, c, int(j.Attempt), nil)
+	if o.retryAt > 0 && actCtx.Err() == nil {
+		// The next try waits longer than the worker sleeps: the job goes
+		// back to its queue until then (Retrying) and the next claim runs
+		// it, with the next attempt.
+		delayMS := max(o.retryAt-w.opts.Clock.Now().UnixMilli(), 1)
+		_, err := w.e.Requeue(ctx, engine.Requeue{LeaseRef: ref, DelayMS: delayMS, Reason: engine.ReasonRetry})
+		return err
+	}
 	if o.err != nil && actCtx.Err() != nil && ctx.Err() == nil {
 		// The workflow asked to cancel the activity, and it returned an
 		// error: its acknowledgement of the cancellation.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -770,4 +771,112 @@ func TestWorkflowTimeoutsEnforcedByTheEngine(t *testing.T) {
 			verify(t, e)
 		})
 	}
+}
+
+var remoteFlakyTries sync.Map // key -> *atomic.Int32
+
+// RemoteFlaky fails its first two tries.
+func RemoteFlaky(ctx context.Context, key string) (int, error) {
+	v, _ := remoteFlakyTries.LoadOrStore(key, new(atomic.Int32))
+	n := int(v.(*atomic.Int32).Add(1))
+	if n < 3 {
+		return 0, errors.New("not yet")
+	}
+	return n, nil
+}
+
+// RemoteRetries runs RemoteFlaky on another task queue with retry delays
+// longer than that worker sleeps between tries.
+func RemoteRetries(ctx workflow.Context, key string) (int, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: "live-remote", StartToCloseTimeout: time.Minute,
+		RetryPolicy: &workflow.RetryPolicy{InitialInterval: 50 * time.Millisecond, BackoffCoefficient: 1, MaximumAttempts: 5}})
+	var tries int
+	err := workflow.ExecuteActivity(ctx, RemoteFlaky, key).Get(ctx, &tries)
+	return tries, err
+}
+
+// An activity on another task queue whose retry delay is longer than its
+// worker sleeps between tries is retried as a delayed job, not failed at
+// its first failure.
+func TestRemoteActivityDurableRetries(t *testing.T) {
+	key := newProbe(t)
+	e := open(t)
+	startWorker(t, e, "live", worker.Options{}, func(w *worker.Worker) { w.RegisterWorkflow(RemoteRetries) })
+	startWorker(t, e, "live-remote", worker.Options{RetryInlineThreshold: time.Millisecond}, func(w *worker.Worker) { w.RegisterActivity(RemoteFlaky) })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	run, err := client.New(service(t, e)).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: key, TaskQueue: "live"}, RemoteRetries, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tries int
+	if err := run.Get(ctx, &tries); err != nil || tries != 3 {
+		t.Fatalf("Get = %d, %v; want success on the third try", tries, err)
+	}
+	verify(t, e)
+}
+
+// ThreeChildren starts a child under each parent-close policy, then waits
+// for a signal that never comes.
+func ThreeChildren(ctx workflow.Context, key string) error {
+	for _, c := range []struct {
+		suffix string
+		policy workflow.ParentClosePolicy
+	}{{"-terminate", workflow.ParentCloseTerminate}, {"-cancel", workflow.ParentCloseRequestCancel}, {"-abandon", workflow.ParentCloseAbandon}} {
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: key + c.suffix, ParentClosePolicy: c.policy})
+		workflow.ExecuteChildWorkflow(cctx, CleanupChild, key)
+	}
+	workflow.GetSignalChannel(ctx, "never").Receive(ctx, nil)
+	return nil
+}
+
+// A parent ended by Terminate, which no worker code sees, still applies its
+// children's parent-close policies: the engine terminates one, asks one to
+// cancel (its code cleans up and ends cancelled) and leaves the abandoned
+// one running.
+func TestTerminatedParentClosesItsChildren(t *testing.T) {
+	forEachCache(t, func(t *testing.T, cache int) {
+		key := newProbe(t)
+		e := open(t)
+		startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w *worker.Worker) {
+			w.RegisterWorkflow(ThreeChildren)
+			w.RegisterWorkflow(CleanupChild)
+			w.RegisterActivity(Cleanup)
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		c := client.New(service(t, e))
+		if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: key, TaskQueue: "live"}, ThreeChildren, key); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{"-terminate", "-cancel", "-abandon"} {
+			waitStatus(t, ctx, c, key+s, engine.StatusWaiting)
+		}
+		if err := c.TerminateWorkflow(ctx, key, "", "operator"); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, ctx, c, key+"-terminate", engine.StatusTerminated)
+		await(t, ctx, probeOf(key).cancelled, "the request-cancel child's clean-up")
+		run, err := c.GetWorkflow(ctx, key+"-cancel", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := run.Get(ctx, nil); !errors.Is(err, workflow.ErrCanceled) {
+			t.Fatalf("the request-cancel child ended with %v, want cancelled by its own code", err)
+		}
+		if j, err := c.DescribeWorkflow(ctx, key+"-abandon", ""); err != nil || j.Status != engine.StatusWaiting {
+			t.Fatalf("the abandoned child is %v (%v), want still waiting", j, err)
+		}
+		if err := c.SignalWorkflow(ctx, key+"-abandon", "", "go", "x"); err != nil {
+			t.Fatal(err)
+		}
+		run, err = c.GetWorkflow(ctx, key+"-abandon", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := run.Get(ctx, nil); err != nil {
+			t.Fatalf("the abandoned child ended with %v, want success", err)
+		}
+		verify(t, e)
+	})
 }

@@ -101,6 +101,10 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 			return false, err
 		}
 		create.Type, create.Queue, create.Input = engine.ActivityTypePrefix+c.Name, opts.TaskQueue, in
+		// Should the workflow be terminated or time out, nobody will use the
+		// result: the engine asks the activity to cancel (it learns of it
+		// at its next heartbeat).
+		create.ParentClosePolicy = engine.ParentCloseRequestCancel
 		if opts.ScheduleToCloseTimeout > 0 {
 			// The deadline counts from when the code scheduled the activity,
 			// however late this create comes (after a crash, say).
@@ -115,6 +119,10 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 	case replay.KindChild:
 		opts, _ := c.Options.(workflow.ChildWorkflowOptions)
 		create.Type, create.Queue = c.Name, r.w.queue
+		// The engine applies the policy should the parent end without its
+		// code (terminated, timed out); closeChildren applies it when the
+		// code ends.
+		create.ParentClosePolicy = engineParentClose(opts.ParentClosePolicy)
 		if opts.TaskQueue != "" {
 			create.Queue = opts.TaskQueue
 		}
@@ -140,6 +148,17 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 	c.Started = true
 	r.pending = append(r.pending, ev)
 	return false, nil
+}
+
+// engineParentClose maps the SDK's parent-close policy to the engine's.
+func engineParentClose(p workflow.ParentClosePolicy) engine.ParentClosePolicy {
+	switch p {
+	case workflow.ParentCloseRequestCancel:
+		return engine.ParentCloseRequestCancel
+	case workflow.ParentCloseAbandon:
+		return engine.ParentCloseAbandon
+	}
+	return engine.ParentCloseTerminate
 }
 
 // ownsRun reports whether the open run of workflow id is the job this run

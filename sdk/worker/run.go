@@ -318,7 +318,8 @@ func (r *run) retry(werr error) (bool, error) {
 	}
 	p := workflow.RetryPolicy{InitialInterval: time.Duration(j.Retry.InitialIntervalMS) * time.Millisecond,
 		BackoffCoefficient: j.Retry.BackoffCoefficient, MaximumInterval: time.Duration(j.Retry.MaximumIntervalMS) * time.Millisecond,
-		MaximumAttempts: j.Retry.MaximumAttempts}
+		MaximumAttempts: j.Retry.MaximumAttempts, NonRetryableErrorTypes: j.Retry.NonRetryableErrorTypes,
+		Backoff: workflow.BackoffKind(j.Retry.Backoff)}
 	if !retryable(werr, &p) || !p.HasAttemptsLeft(int(j.RunAttempt)) {
 		return false, nil
 	}

@@ -99,7 +99,7 @@ func TestSpansAreNotDuplicatedOnReplay(t *testing.T) {
 	}
 	logs := &recordingHandler{attr: map[string]bool{}}
 	e := open(t)
-	startWorker(t, e, "relay", worker.Options{CacheSize: -1, TracerProvider: tp, Metrics: m, Logger: slog.New(logs)},
+	w := startWorker(t, e, "relay", worker.Options{CacheSize: -1, TracerProvider: tp, Metrics: m, Logger: slog.New(logs)},
 		func(w *worker.Worker) { w.RegisterWorkflow(Relay); w.RegisterActivity(Noted) })
 	c := client.NewWithOptions(service(t, e), client.Options{TracerProvider: tp})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -129,6 +129,9 @@ func TestSpansAreNotDuplicatedOnReplay(t *testing.T) {
 	if err := run.Get(ctx, &got); err != nil || got != "noted a, noted b, noted c" {
 		t.Fatalf("run: %q, %v", got, err)
 	}
+	// The last turn's span ends after its commit, which a client may see
+	// first: stopping the worker waits for the turn to end.
+	stopOK(t, w)
 	history, err := c.GetWorkflowHistory(ctx, "relay-1", "")
 	if err != nil {
 		t.Fatal(err)

@@ -69,3 +69,37 @@ func testWorkflowRetry(t *testing.T, cache int) {
 	}
 	verify(t, e)
 }
+
+var runsOfRefuses atomic.Int32
+
+// Refuses fails with an error type its retry policy names as not
+// retryable.
+func Refuses(ctx workflow.Context) error {
+	runsOfRefuses.Add(1)
+	return workflow.NewApplicationError("the card was declined", "CardDeclined", false)
+}
+
+// A workflow retry policy keeps its non-retryable error types: a failure of
+// such a type ends the workflow after one run.
+func TestWorkflowRetryPolicyNonRetryableTypes(t *testing.T) {
+	runsOfRefuses.Store(0)
+	e := open(t)
+	startWorker(t, e, "wr", worker.Options{}, func(w *worker.Worker) { w.RegisterWorkflow(Refuses) })
+	c := client.New(service(t, e))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "refuses", TaskQueue: "wr",
+		RetryPolicy: &workflow.RetryPolicy{InitialInterval: 10 * time.Millisecond, MaximumAttempts: 5,
+			NonRetryableErrorTypes: []string{"CardDeclined"}}}, Refuses)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ae *workflow.ApplicationError
+	if err := run.Get(ctx, nil); !errors.As(err, &ae) || ae.Type != "CardDeclined" {
+		t.Fatalf("Get = %v, want the CardDeclined failure", err)
+	}
+	if n := runsOfRefuses.Load(); n != 1 {
+		t.Fatalf("%d runs, want 1: the failure type is not retryable", n)
+	}
+	verify(t, e)
+}

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"testing"
+)
+
+// When a parent ends by Terminate or a timeout, the engine applies each open
+// child's parent-close policy: terminate (transitively, to the child's own
+// children), request cancel (the child sees cancel_requested and is woken),
+// or abandon. Children already ended are left as they are, and the child
+// index empties as children close.
+func TestParentClosePolicies(t *testing.T) {
+	ends := []struct {
+		name string
+		end  func(h *harness, parent JobID)
+		want Status
+	}{
+		{"terminate", func(h *harness, parent JobID) {
+			h.must(&Terminate{Target: Target{Job: parent}, Reason: "operator"})
+		}, StatusTerminated},
+		{"run-timeout", func(h *harness, parent JobID) {
+			h.now += 10_000
+			h.must(&ExpireDeadlines{Max: 10})
+		}, StatusTimedOut},
+	}
+	for _, end := range ends {
+		t.Run(end.name, func(t *testing.T) {
+			h := newHarness(t)
+			parent := h.must(&CreateJob{WorkflowID: "parent", Type: "p", Queue: "pq", RunTimeoutMS: 5_000}).(*CreateResult).Job
+			child := func(wf string, p JobID, pcp ParentClosePolicy) JobID {
+				return h.must(&CreateJob{WorkflowID: wf, Type: "c", Queue: "cq", ParentID: p, ParentStep: wf, ParentClosePolicy: pcp}).(*CreateResult).Job
+			}
+			term := child("term", parent, ParentCloseTerminate)
+			grandchild := child("grandchild", term, ParentCloseTerminate)
+			cancel := child("cancel", parent, ParentCloseRequestCancel)
+			abandon := child("abandon", parent, ParentCloseAbandon)
+			done := child("done", parent, ParentCloseTerminate)
+			// "done" ends before its parent does: it keeps its own end.
+			r := h.must(&Claim{Queue: "cq", Owner: "w", Max: 10, LeaseMS: 60_000}).(*ClaimResult)
+			var doneRef LeaseRef
+			for _, c := range r.Jobs {
+				if c.Job == done {
+					doneRef = LeaseRef{Job: done, Attempt: c.Attempt}
+				}
+			}
+			if doneRef.Job == 0 {
+				t.Fatalf("claim did not return job %d: %+v", done, r.Jobs)
+			}
+			h.must(&Complete{LeaseRef: doneRef, Result: []byte("ok")})
+			h.verify()
+
+			end.end(h, parent)
+
+			if s := h.job(parent).Status; s != end.want {
+				t.Fatalf("parent is %s, want %s", s, end.want)
+			}
+			for _, c := range []struct {
+				id   JobID
+				want Status
+			}{{term, StatusTerminated}, {grandchild, StatusTerminated}, {done, StatusCompleted}} {
+				if s := h.job(c.id).Status; s != c.want {
+					t.Errorf("job %d is %s, want %s", c.id, s, c.want)
+				}
+			}
+			if j := h.job(cancel); j.Status.Terminal() || !j.CancelRequested {
+				t.Errorf("request-cancel child: status %s, cancel requested %v; want open and asked to cancel", j.Status, j.CancelRequested)
+			}
+			if ev := h.lastEvent(cancel); ev.Type != EventCancelRequested {
+				t.Errorf("request-cancel child's last event is %s, want cancel_requested", ev.Type)
+			}
+			if j := h.job(abandon); j.Status.Terminal() || j.CancelRequested {
+				t.Errorf("abandoned child: status %s, cancel requested %v; want left alone", j.Status, j.CancelRequested)
+			}
+			if ev := h.lastEvent(term); ev.Type != EventJobTerminated || ev.Reason != "parent parent ended" {
+				t.Errorf("terminated child's last event %s %q", ev.Type, ev.Reason)
+			}
+			h.verify()
+		})
+	}
+}
