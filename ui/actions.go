@@ -80,7 +80,11 @@ func (h *Handler) act(rq *request, a Action, do func(engine.JobID) error, typed 
 		return nil, err
 	}
 	if !rq.can.Can(a) {
-		err = &pageError{status: http.StatusForbidden, msg: fmt.Sprintf("This token may not %s runs.", a)}
+		who := "This token"
+		if r := rq.can.Role(); r != "" {
+			who = "The " + r + " role"
+		}
+		err = &pageError{status: http.StatusForbidden, msg: fmt.Sprintf("%s may not %s runs.", who, a)}
 	} else {
 		err = do(id)
 	}

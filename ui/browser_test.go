@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -276,6 +277,9 @@ type node struct {
 	e   *engine.Engine
 	url string
 	c   *client.Client
+	// role is the role the UI gives every token ("" for all buttons), as
+	// a server whose tokens carry roles would for the signed-in one.
+	role atomic.Pointer[string]
 }
 
 func startNode(t *testing.T) *node {
@@ -293,11 +297,20 @@ func startNode(t *testing.T) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(Config{API: api, Refresh: 300 * time.Millisecond})
+	n := &node{e: e, c: client.New(e)}
+	n.role.Store(new(string))
+	permissions := func(context.Context, string) (Permissions, error) {
+		if r := *n.role.Load(); r != "" {
+			return ForRole(r)
+		}
+		return AllowAll(), nil
+	}
+	h, err := New(Config{API: api, Refresh: 300 * time.Millisecond, Permissions: permissions})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(mount(h, api))
+	n.url = srv.URL
 	t.Cleanup(srv.Close)
 	w, err := worker.New(e, "orders", worker.Options{Identity: "worker-a7", LeaseTTL: 3 * time.Second})
 	if err != nil {
@@ -319,8 +332,10 @@ func startNode(t *testing.T) *node {
 			t.Error(err)
 		}
 	})
-	return &node{e: e, url: srv.URL, c: client.New(e)}
+	return n
 }
+
+func (n *node) setRole(r string) { n.role.Store(&r) }
 
 func (n *node) start(t *testing.T, id, typ, queue string, args ...any) {
 	t.Helper()
@@ -513,6 +528,31 @@ func TestBrowserWorkflows(t *testing.T) {
 	if p := text(t, ctx, "#pending-steps"); !strings.Contains(p, "Print") || !strings.Contains(p, "Queued") {
 		t.Errorf("invoice-77's pending activity: %s", p)
 	}
+
+	// The buttons follow the role: a reader gets none and is told why, a
+	// client all but terminate.
+	n.setRole("reader")
+	run(t, ctx, "open invoice-77 as a reader", chromedp.Reload(), chromedp.WaitVisible("#no-actions", chromedp.ByQuery))
+	if s := text(t, ctx, "#role"); s != "reader" {
+		t.Errorf("the header names the role %q, want reader", s)
+	}
+	if s := text(t, ctx, "#no-actions"); !strings.Contains(s, "The reader role may not act on runs") {
+		t.Errorf("a reader's run page says %q", s)
+	}
+	var forms int
+	run(t, ctx, "count the forms", chromedp.Evaluate(`document.querySelectorAll('#actions form').length`, &forms))
+	if forms != 0 {
+		t.Errorf("a reader's run page has %d action forms", forms)
+	}
+	shoot(t, ctx, "ui-run-reader")
+	n.setRole("client")
+	run(t, ctx, "open invoice-77 as a client", chromedp.Reload(), chromedp.WaitVisible("#cancel-form", chromedp.ByQuery))
+	var ids2 []string
+	run(t, ctx, "the client's forms", chromedp.Evaluate(`[...document.querySelectorAll('#actions form')].map(f => f.id)`, &ids2))
+	if strings.Join(ids2, ",") != "signal-form,cancel-form" {
+		t.Errorf("a client's run page has the forms %v, want signal and cancel", ids2)
+	}
+	n.setRole("")
 
 	// The pages of optional APIs say they are not available.
 	for _, f := range features {

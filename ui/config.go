@@ -13,6 +13,8 @@ import (
 var (
 	// ErrInvalidConfig: a Config field is missing or out of range.
 	ErrInvalidConfig = errors.New("ui: invalid config")
+	// ErrUnknownRole: ForRole was given a role name it does not know.
+	ErrUnknownRole = errors.New("ui: unknown role")
 )
 
 // Defaults of Config's zero fields.
@@ -29,9 +31,11 @@ type Config struct {
 	// process, with the signed-in token. Required.
 	API http.Handler
 	// Permissions, if set, says which actions a token may take; the pages
-	// show only those buttons. It is called once per page, concurrently.
-	// Nil shows every button, and the API refuses what the token may not
-	// do.
+	// show only those buttons. It is called once per page, concurrently,
+	// with the token the person signed in with ("" before sign-in). Nil
+	// shows every button, and the API refuses what the token may not do.
+	// A server whose tokens carry roles looks the token's role up and
+	// returns ForRole of it.
 	Permissions func(ctx context.Context, token string) (Permissions, error)
 	// ProbeClient asks the other members of a cluster for their status and
 	// readiness (the cluster page). Nil means a client with a timeout of
@@ -86,14 +90,49 @@ const (
 	ActionTerminate Action = "terminate"
 )
 
-// Permissions is the set of actions a token may take.
+// Permissions is the set of actions a token may take, and the name of its
+// role when it has one. The zero value permits nothing.
 type Permissions struct {
 	all     bool
 	actions map[Action]bool
+	role    string
 }
 
 // AllowAll permits every action, those of later pages included.
 func AllowAll() Permissions { return Permissions{all: true} }
+
+// roleActions are the buttons of each role of the HTTP API's tokens. The
+// roles are ordered, each allowed what the ones before it are: a reader
+// reads; a client starts, signals and asks to cancel; a worker runs work
+// and may terminate only its own run's children, which no button does; an
+// admin may do everything, terminate included.
+var roleActions = map[string][]Action{
+	"reader": nil,
+	"client": {ActionSignal, ActionCancel},
+	"worker": {ActionSignal, ActionCancel},
+}
+
+// ForRole is the permissions of a token with the named role: "reader",
+// "client", "worker" or "admin". Pages name the role beside the sign-out
+// button, and say why a run shows no buttons.
+func ForRole(role string) (Permissions, error) {
+	if role == "admin" {
+		p := AllowAll()
+		p.role = role
+		return p, nil
+	}
+	actions, ok := roleActions[role]
+	if !ok {
+		return Permissions{}, fmt.Errorf("%w: %q is not one of reader, client, worker, admin", ErrUnknownRole, role)
+	}
+	p := Allow(actions...)
+	p.role = role
+	return p, nil
+}
+
+// Role is the name of the role these permissions are of, or "" when they
+// were not made by ForRole.
+func (p Permissions) Role() string { return p.role }
 
 // Allow permits the given actions only.
 func Allow(actions ...Action) Permissions {

@@ -424,6 +424,65 @@ func TestPermissions(t *testing.T) {
 	}
 }
 
+// TestForRole checks the buttons of each role, cell by cell.
+func TestForRole(t *testing.T) {
+	actions := []Action{ActionSignal, ActionCancel, ActionTerminate, "review.approve"}
+	for _, tc := range []struct {
+		role string
+		can  []bool // in the order of actions
+	}{
+		{"reader", []bool{false, false, false, false}},
+		{"client", []bool{true, true, false, false}},
+		{"worker", []bool{true, true, false, false}},
+		{"admin", []bool{true, true, true, true}},
+	} {
+		p, err := ForRole(tc.role)
+		if err != nil {
+			t.Fatalf("ForRole(%q): %v", tc.role, err)
+		}
+		if p.Role() != tc.role {
+			t.Errorf("ForRole(%q).Role() = %q", tc.role, p.Role())
+		}
+		for i, a := range actions {
+			if got := p.Can(a); got != tc.can[i] {
+				t.Errorf("role %s: Can(%s) = %v, want %v", tc.role, a, got, tc.can[i])
+			}
+		}
+	}
+	for _, bad := range []string{"", "Admin", "root", "none"} {
+		if _, err := ForRole(bad); !errors.Is(err, ErrUnknownRole) || !strings.Contains(err.Error(), "reader, client, worker, admin") {
+			t.Errorf("ForRole(%q): %v, want ErrUnknownRole naming the roles", bad, err)
+		}
+	}
+	if AllowAll().Role() != "" || (Permissions{}).Can(ActionSignal) {
+		t.Error("permissions not made by ForRole have a role, or the zero value permits")
+	}
+}
+
+// TestRolePages shows a run's page to a reader and to a client: the reader
+// gets no buttons and a note why, the client no terminate, and a terminate
+// posted anyway is refused naming the role.
+func TestRolePages(t *testing.T) {
+	role := "reader"
+	v := newEnv(t, envOptions{permissions: func(context.Context, string) (Permissions, error) { return ForRole(role) }})
+	parent, _ := seedRun(v)
+	path := fmt.Sprintf("/ui/runs/%d", parent)
+	_, body, _ := v.get(path)
+	wantIn(t, "a reader's run page", body, `id="no-actions"`, "The reader role may not act on runs")
+	wantNotIn(t, "a reader's run page", body, `id="actions"`, `id="signal-form"`)
+	role = "client"
+	_, body, _ = v.get(path)
+	wantIn(t, "a client's run page", body, `id="signal-form"`, `id="cancel-form"`)
+	wantNotIn(t, "a client's run page", body, `id="terminate-form"`, `id="no-actions"`)
+	code, body, _ := v.post(path+"/terminate", url.Values{csrfField: {v.csrf(path)}})
+	if code != http.StatusForbidden || !strings.Contains(body, "The client role may not terminate runs.") {
+		t.Errorf("a client's terminate: HTTP %d", code)
+	}
+	if j := v.describe(parent); j.Status != engine.StatusWaiting {
+		t.Errorf("a refused terminate left the run %s", j.Status)
+	}
+}
+
 func TestFeaturePages(t *testing.T) {
 	v := newEnv(t, envOptions{})
 	for _, f := range features {
