@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/pki"
 	"github.com/heddlewf/heddle/raftfsm"
 	"github.com/heddlewf/heddle/storage"
 )
@@ -20,7 +23,17 @@ import (
 const (
 	ModeEmbedded = "embedded"
 	ModeCluster  = "cluster"
+	// ModeClusterMTLS is ModeCluster secured as a deployment is: Raft over
+	// mutual TLS between the nodes, the API over TLS, certificates of a CA
+	// made for the run.
+	ModeClusterMTLS = "cluster-mtls"
 )
+
+// Modes lists the modes.
+func Modes() []string { return []string{ModeEmbedded, ModeCluster, ModeClusterMTLS} }
+
+// clustered reports whether mode runs three Raft nodes.
+func clustered(mode string) bool { return mode == ModeCluster || mode == ModeClusterMTLS }
 
 // backend is where a workload runs: one durable engine in this process, or
 // three Raft nodes on loopback reached over HTTP as a remote worker would.
@@ -69,7 +82,9 @@ func openBackend(mode, root string, obs observation) (*backend, error) {
 		}
 		return &backend{mode: mode, svc: &counting{Service: e}, dirs: []string{dir}, eng: e, close: e.Close}, nil
 	case ModeCluster:
-		return openCluster(root, obs)
+		return openCluster(root, obs, false)
+	case ModeClusterMTLS:
+		return openCluster(root, obs, true)
 	}
 	return nil, fmt.Errorf("bench: unknown mode %q", mode)
 }
@@ -77,9 +92,18 @@ func openBackend(mode, root string, obs observation) (*backend, error) {
 // openCluster starts three raftfsm nodes with real directories under root,
 // each serving the HTTP API on a 127.0.0.1 listener, and returns a backend
 // whose service is an httpapi.Client of all three. Raft keeps its default
-// timeouts, as a deployment would.
-func openCluster(root string, obs observation) (*backend, error) {
+// timeouts, as a deployment would. With secure, Raft runs over mutual TLS
+// and the API over TLS, with the certificates of a CA made for the run.
+func openCluster(root string, obs observation, secure bool) (*backend, error) {
 	b := &backend{mode: ModeCluster}
+	var certs *benchCerts
+	if secure {
+		b.mode = ModeClusterMTLS
+		var err error
+		if certs, err = newBenchCerts(); err != nil {
+			return nil, err
+		}
+	}
 	var servers []*http.Server
 	var apis []*httpapi.Server
 	b.close = func() error {
@@ -115,19 +139,35 @@ func openCluster(root string, obs observation) (*backend, error) {
 		if err != nil {
 			return fail(errors.Join(err, ln.Close()))
 		}
-		n, err := raftfsm.Open(raftfsm.Config{ID: id, Dir: dir, RaftAddr: "127.0.0.1:0", HTTPAddr: ln.Addr().String(),
-			Bootstrap: i == 1, Storage: storage.Options{Logger: quietLogger{}}, Metrics: m})
+		rc := raftfsm.Config{ID: id, Dir: dir, RaftAddr: "127.0.0.1:0", HTTPAddr: ln.Addr().String(),
+			Bootstrap: i == 1, Storage: storage.Options{Logger: quietLogger{}}, Metrics: m}
+		sc := httpapi.ServerConfig{Metrics: m, TracerProvider: obs.tracer}
+		if certs != nil {
+			node, err := certs.node(id)
+			if err != nil {
+				return fail(errors.Join(err, ln.Close()))
+			}
+			rc.TLS = pki.PeerTLS(node, certs.roots)
+			sc.ClientCAs, sc.ForwardScheme = certs.roots, "https"
+			// The same transport as the plain cluster's forwarding, with TLS.
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.TLSClientConfig = pki.ClientTLS(certs.roots, nil)
+			sc.ForwardClient = &http.Client{Transport: t}
+			ln = tls.NewListener(ln, pki.ServerTLS(node, certs.roots))
+		}
+		n, err := raftfsm.Open(rc)
 		if err != nil {
 			return fail(errors.Join(err, ln.Close()))
 		}
 		b.nodes = append(b.nodes, n)
 		b.dirs = append(b.dirs, dir)
-		api, err := httpapi.NewServer(httpapi.ServerConfig{Service: n.Engine(), Cluster: n, Metrics: m, TracerProvider: obs.tracer})
+		sc.Service, sc.Cluster = n.Engine(), n
+		api, err := httpapi.NewServer(sc)
 		if err != nil {
 			return fail(errors.Join(err, ln.Close()))
 		}
 		apis = append(apis, api)
-		srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+		srv := api.HTTPServer()
 		servers = append(servers, srv)
 		// Serve returns http.ErrServerClosed at Shutdown; a failure before
 		// that shows as the client's errors, which fail the run.
@@ -146,7 +186,11 @@ func openCluster(root string, obs observation) (*backend, error) {
 			return fail(fmt.Errorf("bench: joining %s: %w", id, err))
 		}
 	}
-	c, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs})
+	cc := httpapi.ClientConfig{Addrs: addrs}
+	if certs != nil {
+		cc.TLS = pki.ClientTLS(certs.roots, nil)
+	}
+	c, err := httpapi.NewClient(cc)
 	if err != nil {
 		return fail(err)
 	}
@@ -189,4 +233,30 @@ func duBytes(dirs ...string) int64 {
 		})
 	}
 	return total
+}
+
+// benchCerts are the certificates of a secured cluster: a CA made for the
+// run, whose node certificates are made as the nodes start.
+type benchCerts struct {
+	ca    *pki.CA
+	roots *x509.CertPool
+}
+
+func newBenchCerts() (*benchCerts, error) {
+	ca, err := pki.NewCA("heddle bench CA")
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	return &benchCerts{ca: ca, roots: roots}, nil
+}
+
+// node returns node id's certificate, for 127.0.0.1.
+func (c *benchCerts) node(id string) (tls.Certificate, error) {
+	is, err := c.ca.NodeCert(id, []string{"127.0.0.1"})
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(is.CertPEM, is.KeyPEM)
 }

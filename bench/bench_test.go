@@ -50,6 +50,16 @@ func TestWorkloadsCluster(t *testing.T) {
 	}
 }
 
+// The secured cluster runs seq3 like the plain one: mutual TLS between the
+// nodes and TLS to the API change the cost, not the outcome.
+func TestSeq3ClusterMTLS(t *testing.T) {
+	res := tinyRun(t, "seq3", ModeClusterMTLS)
+	if res.Mode != ModeClusterMTLS {
+		t.Fatalf("mode %q", res.Mode)
+	}
+	checkResult(t, res)
+}
+
 // throughputWorkloads report workflows per second; activityWorkloads also
 // activities per second.
 var (

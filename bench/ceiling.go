@@ -42,7 +42,9 @@ func measureCeiling(mode, root string, payloadBytes, concurrency int, d time.Dur
 	switch mode {
 	case ModeEmbedded:
 		return badgerCeiling(filepath.Join(root, "ceiling"), payload, concurrency, d, maxWrites)
-	case ModeCluster:
+	case ModeCluster, ModeClusterMTLS:
+		// The bare loop is the same for both: the ratio of the secured
+		// cluster to it includes what TLS costs.
 		return raftCeiling(filepath.Join(root, "ceiling"), payload, concurrency, d, maxWrites)
 	}
 	return Ceiling{}, fmt.Errorf("bench: unknown mode %q", mode)

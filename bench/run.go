@@ -19,7 +19,7 @@ import (
 type Options struct {
 	// Workload is one of Workloads().
 	Workload string
-	// Mode is ModeEmbedded (the default) or ModeCluster.
+	// Mode is ModeEmbedded (the default), ModeCluster or ModeClusterMTLS.
 	Mode string
 	// N sizes the workload (see each workload's summary); 0 means its default.
 	N int
@@ -118,7 +118,7 @@ func Run(opts Options) (_ *Result, err error) {
 	if opts.Mode == "" {
 		opts.Mode = ModeEmbedded
 	}
-	if opts.Mode != ModeEmbedded && opts.Mode != ModeCluster {
+	if opts.Mode != ModeEmbedded && !clustered(opts.Mode) {
 		return nil, fmt.Errorf("bench: unknown mode %q", opts.Mode)
 	}
 	if opts.N < 0 {

@@ -78,7 +78,7 @@ func (r *runner) scaleCycles(name string, finished int) (cycles, error) {
 		return cycles{}, err
 	}
 	ctx := context.Background()
-	if finished > 0 && r.opts.Mode == ModeCluster {
+	if finished > 0 && clustered(r.opts.Mode) {
 		bar := r.bar("building finished", 2*finished)
 		t0 := time.Now()
 		err := buildFinishedThrough(ctx, r.b, finished, bar)

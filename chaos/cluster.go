@@ -19,17 +19,25 @@ type node struct {
 }
 
 // cluster is three server processes whose Raft connections go through
-// one proxy.
+// one proxy. The nodes run as a deployment should: the API over TLS and
+// Raft over mutual TLS, with certificates of a CA made for the run, so
+// the proxy relays only ciphertext and every fault is injected into
+// secured connections.
 type cluster struct {
 	bin   string
 	logs  string
 	ps    *procs
 	proxy *Proxy
 	nodes []*node
+	certs *runCerts
 }
 
 func startCluster(ctx context.Context, bin, dir, logs string, ps *procs) (*cluster, error) {
-	c := &cluster{bin: bin, logs: logs, ps: ps}
+	certs, err := makeCerts(filepath.Join(dir, "certs"), "n1", "n2", "n3")
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{bin: bin, logs: logs, ps: ps, certs: certs}
 	targets := map[string]string{}
 	for i := 1; i <= 3; i++ {
 		h, err := freePort()
@@ -41,14 +49,13 @@ func startCluster(ctx context.Context, bin, dir, logs string, ps *procs) (*clust
 			return nil, err
 		}
 		id := fmt.Sprintf("n%d", i)
-		st, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{h}, RetryTimeout: 300 * time.Millisecond, RequestTimeout: time.Second})
+		st, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{h}, TLS: certs.client, RetryTimeout: 300 * time.Millisecond, RequestTimeout: time.Second})
 		if err != nil {
 			return nil, err
 		}
 		c.nodes = append(c.nodes, &node{id: id, dir: filepath.Join(dir, id), http: h, raft: r, status: st})
 		targets[r] = id
 	}
-	var err error
 	if c.proxy, err = NewProxy("127.0.0.1:0", targets); err != nil {
 		return nil, err
 	}
@@ -73,7 +80,7 @@ func startCluster(ctx context.Context, bin, dir, logs string, ps *procs) (*clust
 // node with a directory rejoins by itself.
 func (c *cluster) start(n *node, extra ...string) error {
 	args := append([]string{"server", "--id", n.id, "--dir", n.dir, "--http-addr", n.http, "--raft-addr", n.raft,
-		"--chaos-proxy", c.proxy.Addr()}, extra...)
+		"--chaos-proxy", c.proxy.Addr(), "--tls-cert", c.certs.cert(n.id), "--tls-key", c.certs.key(n.id), "--tls-ca", c.certs.ca}, extra...)
 	p, err := c.ps.start(n.id, c.bin, args, filepath.Join(c.logs, n.id+".log"))
 	if err != nil {
 		return err

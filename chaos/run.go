@@ -98,13 +98,13 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 		return sum, det, err
 	}
 	o.say("cluster up: %v", cl.addrs())
-	ws := &workers{bin: o.Bin, logs: logs, addrs: cl.addrs(), ps: ps, slots: make([]*proc, 3)}
+	ws := &workers{bin: o.Bin, logs: logs, addrs: cl.addrs(), ca: cl.certs.ca, ps: ps, slots: make([]*proc, 3)}
 	for i := range ws.slots {
 		if err := ws.start(i); err != nil {
 			return sum, det, err
 		}
 	}
-	svc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: cl.addrs(), RequestTimeout: 5 * time.Second, PollWait: 5 * time.Second})
+	svc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: cl.addrs(), TLS: cl.certs.client, RequestTimeout: 5 * time.Second, PollWait: 5 * time.Second})
 	if err != nil {
 		return sum, det, err
 	}

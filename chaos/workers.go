@@ -15,6 +15,7 @@ import (
 type workers struct {
 	bin, logs string
 	addrs     []string
+	ca        string // the CA file the workers trust; "" for plain HTTP
 	ps        *procs
 	mu        sync.Mutex
 	slots     []*proc
@@ -26,8 +27,11 @@ func (w *workers) start(slot int) error {
 	w.started++
 	name := fmt.Sprintf("w%d-%d", slot, w.started)
 	w.mu.Unlock()
-	p, err := w.ps.start(name, w.bin, []string{"chaos", "worker", "--addr", strings.Join(w.addrs, ","),
-		"--name", name, "--dir", w.logs}, filepath.Join(w.logs, name+".log"))
+	args := []string{"chaos", "worker", "--addr", strings.Join(w.addrs, ","), "--name", name, "--dir", w.logs}
+	if w.ca != "" {
+		args = append(args, "--tls-ca", w.ca)
+	}
+	p, err := w.ps.start(name, w.bin, args, filepath.Join(w.logs, name+".log"))
 	if err != nil {
 		return err
 	}

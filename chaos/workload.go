@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,12 +144,14 @@ type WorkerConfig struct {
 	Name  string   // unique per process incarnation: names its log files
 	Dir   string   // where ops-<name>.jsonl and acts-<name>.jsonl go
 	Lease time.Duration
+	// TLS, if set, is the client configuration of the nodes' HTTPS API.
+	TLS *tls.Config
 }
 
 // RunWorker runs the workload's worker until ctx ends. Its activities log
 // their executions and its engine calls go through a Recorder.
 func RunWorker(ctx context.Context, cfg WorkerConfig) (err error) {
-	svc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: cfg.Addrs, RequestTimeout: 5 * time.Second, PollWait: 5 * time.Second})
+	svc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: cfg.Addrs, TLS: cfg.TLS, RequestTimeout: 5 * time.Second, PollWait: 5 * time.Second})
 	if err != nil {
 		return err
 	}

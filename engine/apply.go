@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -104,13 +105,13 @@ func (a *applier) dispatch(cmd Command) (Result, error) {
 	case *ReleaseDelayed:
 		return a.releaseDelayed(c)
 	case *Cancel:
-		return a.lifecycle(c.Target, Event{Type: EventJobCancelled, Reason: c.Reason})
+		return a.lifecycle(c.Target, Event{Type: EventJobCancelled, Reason: c.Reason, By: c.By})
 	case *Activate:
-		return a.lifecycle(c.Target, Event{Type: EventJobActivated})
+		return a.lifecycle(c.Target, Event{Type: EventJobActivated, By: c.By})
 	case *Suspend:
-		return a.lifecycle(c.Target, Event{Type: EventJobSuspended, Reason: c.Reason})
+		return a.lifecycle(c.Target, Event{Type: EventJobSuspended, Reason: c.Reason, By: c.By})
 	case *Resume:
-		return a.lifecycle(c.Target, Event{Type: EventJobResumed})
+		return a.lifecycle(c.Target, Event{Type: EventJobResumed, By: c.By})
 	case *Complete:
 		return a.finish(c.LeaseRef, "Complete", Event{Type: EventJobCompleted, Payload: c.Result})
 	case *Fail:
@@ -122,7 +123,12 @@ func (a *applier) dispatch(cmd Command) (Result, error) {
 	case *ContinueAsNew:
 		return a.continueAsNew(c)
 	case *Terminate:
-		return a.lifecycle(c.Target, Event{Type: EventJobTerminated, Reason: c.Reason, Payload: EncodeTerminatedFailure(c.Reason)})
+		if c.ByParent != nil {
+			if err := a.childOf(c.Target, *c.ByParent); err != nil {
+				return nil, err
+			}
+		}
+		return a.lifecycle(c.Target, Event{Type: EventJobTerminated, Reason: c.Reason, Payload: EncodeTerminatedFailure(c.Reason), By: c.By})
 	case *ExpireDeadlines:
 		return a.expireDeadlines(c)
 	}
@@ -153,7 +159,11 @@ func (a *applier) u64(key []byte) (uint64, error) {
 	return storage.ParseU64(b)
 }
 
-// recordedResult returns the stored result of cmd's request id, if any.
+// recordedResult returns the stored result of cmd's request id, if any. A
+// record of another command (another kind, or the same kind with another
+// digest) refuses cmd with a RequestConflictError: answering it with the
+// first command's result would tell its caller that something happened
+// that did not.
 func (a *applier) recordedResult(cmd Command) (Result, bool, error) {
 	key := storage.RequestKey(cmd.Head().RequestID)
 	b, err := a.tx.Get(key)
@@ -163,13 +173,22 @@ func (a *applier) recordedResult(cmd Command) (Result, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	kind, res, err := DecodeResult(b)
+	kind, res, digest, err := decodeRecord(b)
 	if err != nil {
 		return nil, false, err
 	}
+	conflict := &RequestConflictError{RequestID: cmd.Head().RequestID, Command: cmd.Kind(), First: kind}
 	if kind != cmd.Kind() {
-		return nil, false, invalid(cmd.Kind().String(), "RequestID",
-			fmt.Sprintf("%q was already used by a %s command", cmd.Head().RequestID, kind))
+		return nil, false, conflict
+	}
+	if len(digest) > 0 { // records older than the digest have none
+		mine, err := requestDigest(cmd)
+		if err != nil {
+			return nil, false, err
+		}
+		if !bytes.Equal(mine, digest) {
+			return nil, false, conflict
+		}
 	}
 	return res, true, nil
 }
@@ -182,7 +201,11 @@ const requestPruneBatch = 8
 // records older than the retention.
 func (a *applier) recordResult(cmd Command, res Result) error {
 	id := cmd.Head().RequestID
-	b, err := EncodeResult(cmd.Kind(), res)
+	digest, err := requestDigest(cmd)
+	if err != nil {
+		return err
+	}
+	b, err := encodeRecord(cmd.Kind(), res, digest)
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func (a *applier) create(c *CreateJob) (Result, error) {
 	if c.ScheduleToStartTimeoutMS > 0 {
 		l.job.StartDeadlineMS = a.now + c.ScheduleToStartTimeoutMS
 	}
-	ev := Event{Type: EventJobCreated, Name: c.Type, Payload: c.Input}
+	ev := Event{Type: EventJobCreated, Name: c.Type, Payload: c.Input, By: c.By}
 	if c.Draft {
 		ev.Type = EventJobDrafted
 	}

@@ -23,6 +23,25 @@ func (a *applier) lifecycle(t Target, ev Event) (Result, error) {
 	return &StatusResult{Job: l.job.ID, Status: l.job.Status, Seq: seq}, nil
 }
 
+// childOf refuses a command a parent run issues for its child (Terminate's
+// ByParent) unless parent is the current lease of a running job and t's
+// run is that job's child. A run that is not is, for that parent, no
+// child at all (ErrUnknownJob): a workflow id its child had may since
+// name another workflow's run, which the parent must leave alone.
+func (a *applier) childOf(t Target, parent LeaseRef) error {
+	if _, err := a.fenced(parent, "Terminate"); err != nil {
+		return err
+	}
+	l, err := a.resolve(t)
+	if err != nil {
+		return err
+	}
+	if l.job.ParentID != parent.Job {
+		return fmt.Errorf("%w: job %d (workflow id %q) is not a child of job %d", ErrUnknownJob, l.job.ID, l.job.WorkflowID, parent.Job)
+	}
+	return nil
+}
+
 // finish ends a running job by its own attempt (complete, fail).
 func (a *applier) finish(ref LeaseRef, cmd string, ev Event) (Result, error) {
 	l, err := a.fenced(ref, cmd)
@@ -73,7 +92,11 @@ func (a *applier) requeue(c *Requeue) (Result, error) {
 	if c.Attempt == 0 || reason == ReasonRetry {
 		l.job.Retries++
 	}
-	seq, err := a.appendEvent(l, Event{Type: EventJobRequeued, Attempt: c.Attempt, DelayMS: c.DelayMS, Reason: reason})
+	ev := Event{Type: EventJobRequeued, Attempt: c.Attempt, DelayMS: c.DelayMS, Reason: reason}
+	if c.Attempt == 0 {
+		ev.By = c.By // an operator's retry, not a worker's requeue
+	}
+	seq, err := a.appendEvent(l, ev)
 	if err != nil {
 		return nil, err
 	}

@@ -188,7 +188,7 @@ func (a *applier) signal(c *Signal) (Result, error) {
 	if j.Status.Terminal() {
 		return nil, fmt.Errorf("%w: signal %q to job %d in status %s", ErrJobClosed, c.Name, j.ID, j.Status)
 	}
-	seq, err := a.appendEvent(l, Event{Type: EventSignalReceived, Name: c.Name, Payload: c.Payload})
+	seq, err := a.appendEvent(l, Event{Type: EventSignalReceived, Name: c.Name, Payload: c.Payload, By: c.By})
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +250,7 @@ func (a *applier) requestCancel(c *RequestCancel) (Result, error) {
 		return nil, fmt.Errorf("%w: cancel request to job %d in status %s", ErrJobClosed, j.ID, j.Status)
 	}
 	j.CancelRequested = true
-	seq, err := a.appendEvent(l, Event{Type: EventCancelRequested, Reason: c.Reason})
+	seq, err := a.appendEvent(l, Event{Type: EventCancelRequested, Reason: c.Reason, By: c.By})
 	if err != nil {
 		return nil, err
 	}

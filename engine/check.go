@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // maxDelayMS bounds a retry delay (100 years) so release times never overflow.
 const maxDelayMS = 100 * 365 * 24 * 3600 * 1000
@@ -107,8 +110,12 @@ func (c *checker) target(t Target) {
 
 func (c *checker) userEvent(field string, t EventType) {
 	c.name(field, string(t), true)
-	if c.err == nil && IsStatusEvent(t) {
+	switch {
+	case c.err != nil:
+	case IsStatusEvent(t):
 		c.fail(field, fmt.Sprintf("%q is a status event, written only by its own command", t))
+	case IsEngineEvent(t):
+		c.fail(field, fmt.Sprintf("%q is an event only the engine writes", t))
 	}
 }
 
@@ -125,8 +132,11 @@ func (c *CreateJob) check(l *Limits) error {
 	ch.duration("ExecutionTimeoutMS", c.ExecutionTimeoutMS)
 	ch.duration("RunTimeoutMS", c.RunTimeoutMS)
 	ch.duration("ScheduleToStartTimeoutMS", c.ScheduleToStartTimeoutMS)
-	if r := c.Retry; r != nil && (r.InitialIntervalMS < 0 || r.MaximumIntervalMS < 0 || r.BackoffCoefficient < 0 || r.MaximumAttempts < 0) {
-		ch.fail("Retry", "has a negative field")
+	if c.Retry != nil {
+		var fe *FieldError
+		if err := c.Retry.Validate(); errors.As(err, &fe) {
+			ch.fail("Retry."+fe.Field, fe.Reason)
+		}
 	}
 	if c.ParentClosePolicy > ParentCloseAbandon {
 		ch.fail("ParentClosePolicy", fmt.Sprintf("%d is not a policy (0 terminate, 1 request cancel, 2 abandon)", c.ParentClosePolicy))
@@ -281,6 +291,9 @@ func (c *Terminate) check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.target(c.Target)
 	ch.name("Reason", c.Reason, false)
+	if p := c.ByParent; ch.err == nil && p != nil && (p.Job == 0 || p.Attempt == 0) {
+		ch.fail("ByParent", "needs the parent's job and attempt")
+	}
 	return ch.err
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"crypto/sha256"
 	"fmt"
 
 	"github.com/heddlewf/heddle/storage"
@@ -61,16 +62,67 @@ func EncodeResult(k CommandKind, r Result) ([]byte, error) {
 // DecodeResult decodes a stored result and returns it with the kind of the
 // command it answered.
 func DecodeResult(b []byte) (CommandKind, Result, error) {
-	var env envelope
+	k, r, _, err := decodeRecord(b)
+	return k, r, err
+}
+
+// recordEnvelope is a request record: a result envelope with the digest of
+// the command that produced it. Records written before the digest existed
+// have two elements and decode with an empty Digest.
+type recordEnvelope struct {
+	_      struct{} `msgpack:",as_array"`
+	Kind   CommandKind
+	Body   msgpack.RawMessage
+	Digest []byte
+}
+
+// encodeRecord returns the stored form of a request record: the result of
+// a command of kind k and the command's digest (see requestDigest).
+func encodeRecord(k CommandKind, r Result, digest []byte) ([]byte, error) {
+	body, err := msgpack.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("engine: encode %s result: %w", k, err)
+	}
+	return storage.Encode(storage.KindResult, resultVersion, &recordEnvelope{Kind: k, Body: body, Digest: digest})
+}
+
+// decodeRecord decodes a stored result or request record.
+func decodeRecord(b []byte) (CommandKind, Result, []byte, error) {
+	var env recordEnvelope
 	if _, err := storage.Decode(b, storage.KindResult, resultVersion, &env); err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	r := newResult(env.Kind)
 	if r == nil {
-		return 0, nil, fmt.Errorf("%w: result of kind %d", ErrUnknownCommand, env.Kind)
+		return 0, nil, nil, fmt.Errorf("%w: result of kind %d", ErrUnknownCommand, env.Kind)
 	}
 	if err := msgpack.Unmarshal(env.Body, r); err != nil {
-		return 0, nil, &storage.CorruptError{Kind: storage.KindResult, Reason: fmt.Sprintf("%s body: %v", env.Kind, err)}
+		return 0, nil, nil, &storage.CorruptError{Kind: storage.KindResult, Reason: fmt.Sprintf("%s body: %v", env.Kind, err)}
 	}
-	return env.Kind, r, nil
+	return env.Kind, r, env.Digest, nil
+}
+
+// requestDigest fingerprints cmd's body for its request record: SHA-256 of
+// its canonical encoding (the log's msgpack, fields in declaration order,
+// no maps) with the header's NowMS and By left out, since the log stamps
+// the one and the server the other, and a retry may differ in both. A
+// start's TraceParent is left out too: it names the span of the attempt
+// that sent it, so a retry of the same start carries another. It borrows
+// cmd's fields for the encoding and puts them back.
+func requestDigest(cmd Command) ([]byte, error) {
+	h := cmd.Head()
+	saved := *h
+	h.NowMS, h.By = 0, ""
+	if c, ok := cmd.(*CreateJob); ok && c.TraceParent != "" {
+		tp := c.TraceParent
+		c.TraceParent = ""
+		defer func() { c.TraceParent = tp }()
+	}
+	b, err := msgpack.Marshal(cmd)
+	*h = saved
+	if err != nil {
+		return nil, fmt.Errorf("engine: encode %s for its request digest: %w", cmd.Kind(), err)
+	}
+	sum := sha256.Sum256(b)
+	return sum[:], nil
 }

@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Header is carried by every command.
 type Header struct {
@@ -12,6 +15,15 @@ type Header struct {
 	// writer (the local log, or the Raft leader). Apply keeps it monotonic: a
 	// command stamped earlier than its predecessor takes the predecessor's time.
 	NowMS int64 `json:"now_ms,omitempty" msgpack:"now"`
+	// By names who issued the command (a token's name), as the HTTP
+	// server authenticated it; "" when the server has no tokens or the
+	// command came from inside the process. The server sets it and never
+	// takes it from a request's body (it has no JSON key). Apply records
+	// it on the events of the commands people issue (starts, signals,
+	// cancellations, terminations, suspensions). Like NowMS it is not part
+	// of the command's body: a request id's retry by someone else is the
+	// same request.
+	By string `json:"-" msgpack:"by,omitempty"`
 }
 
 // Head returns the header, so every command type satisfies Command by embedding it.
@@ -159,6 +171,27 @@ type RetryPolicy struct {
 	// the engine keeps them for the worker, which applies the policy.
 	NonRetryableErrorTypes []string `json:"non_retryable_error_types,omitempty" msgpack:"nr,omitempty"`
 	Backoff                uint8    `json:"backoff,omitempty" msgpack:"bk,omitempty"`
+}
+
+// Validate reports the first field of p that no retry can use: a negative
+// number, or a coefficient that is not a finite number (NaN or an
+// infinity, which msgpack can carry but JSON cannot).
+// Errors are *FieldError wrapping ErrInvalidCommand.
+func (p *RetryPolicy) Validate() error {
+	bad := func(field, reason string) error { return invalid("RetryPolicy", field, reason) }
+	switch {
+	case p.InitialIntervalMS < 0:
+		return bad("InitialIntervalMS", "is negative")
+	case p.MaximumIntervalMS < 0:
+		return bad("MaximumIntervalMS", "is negative")
+	case p.MaximumAttempts < 0:
+		return bad("MaximumAttempts", "is negative")
+	case math.IsNaN(p.BackoffCoefficient) || math.IsInf(p.BackoffCoefficient, 0):
+		return bad("BackoffCoefficient", fmt.Sprintf("is %v, not a finite number", p.BackoffCoefficient))
+	case p.BackoffCoefficient < 0:
+		return bad("BackoffCoefficient", "is negative")
+	}
+	return nil
 }
 
 // Claim takes up to Max ready jobs of Queue, in the order they became ready,
@@ -320,14 +353,20 @@ type ReleaseDelayed struct {
 type Terminate struct {
 	Header
 	Target
-	Reason string `msgpack:"r,omitempty"`
+	Reason string `json:"reason,omitempty" msgpack:"r,omitempty"`
+	// ByParent, when set, is the lease of the parent run on whose behalf
+	// a worker terminates a child (its parent-close policy): the command
+	// is refused unless that lease is the parent's current one and the
+	// target is that parent's child. The HTTP API lets a worker terminate
+	// only so; anything else needs an admin.
+	ByParent *LeaseRef `json:"by_parent,omitempty" msgpack:"bp,omitempty"`
 }
 
 // ExpireDeadlines ends as TimedOut up to Max jobs whose execution, run or
 // schedule-to-start deadline passed by Now (the scheduler proposes it).
 type ExpireDeadlines struct {
 	Header
-	Max int `msgpack:"mx"`
+	Max int `json:"max" msgpack:"mx"`
 }
 
 // Cancel ends a job as Cancelled from any non-terminal status.

@@ -46,6 +46,10 @@ var (
 	// leader lost its leadership or the node died before answering).
 	// Retrying with the same request id is safe.
 	ErrUnknownOutcome = errors.New("engine: outcome unknown")
+	// ErrRequestConflict: a request id already used by another command
+	// (another kind, or the same kind with another body) was sent again
+	// (see RequestConflictError). It also matches ErrInvalidCommand.
+	ErrRequestConflict = errors.New("engine: request id conflict")
 )
 
 // Stable codes, one per typed error, for logs, APIs and tests.
@@ -53,6 +57,7 @@ const (
 	StaleAttemptCode = "HDL-ENGINE-0001"
 	TransitionCode   = "HDL-ENGINE-0003"
 	FieldCode        = "HDL-ENGINE-0004"
+	ConflictCode     = "HDL-ENGINE-0005"
 )
 
 // NotLeaderError details ErrNotLeader with the leader this node knows of,
@@ -123,3 +128,29 @@ func tooLarge(cmd, field string, n, limit int) error {
 }
 
 func unknownJob(id JobID) error { return fmt.Errorf("%w: %d", ErrUnknownJob, id) }
+
+// RequestConflictError details ErrRequestConflict: the request id was
+// recorded for a command of kind First whose body differs from this one's.
+// The command was refused and wrote nothing; the first command's result
+// stands.
+type RequestConflictError struct {
+	RequestID string
+	Command   CommandKind // the kind of the command refused
+	First     CommandKind // the kind of the command the id was used for
+}
+
+func (e *RequestConflictError) Error() string {
+	if e.Command != e.First {
+		return fmt.Sprintf("engine: request id conflict: %s request id %q was already used by a %s command [%s]",
+			e.Command, e.RequestID, e.First, ConflictCode)
+	}
+	return fmt.Sprintf("engine: request id conflict: %s request id %q was already used by a %s command with another body [%s]",
+		e.Command, e.RequestID, e.First, ConflictCode)
+}
+
+// Unwrap matches ErrRequestConflict and, since a conflicting request is a
+// caller's mistake, ErrInvalidCommand.
+func (e *RequestConflictError) Unwrap() []error {
+	return []error{ErrRequestConflict, ErrInvalidCommand}
+}
+func (e *RequestConflictError) Code() string { return ConflictCode }

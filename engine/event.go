@@ -28,6 +28,9 @@ type Event struct {
 	Commit bool `json:"commit,omitempty" msgpack:"c,omitempty"`
 	// Wait describes what a job_waiting event waits for.
 	Wait *WaitSpec `json:"wait,omitempty" msgpack:"w,omitempty"`
+	// By names who issued the command that wrote the event (Header.By),
+	// for the commands people issue; "" when unknown.
+	By string `json:"by,omitempty" msgpack:"by,omitempty"`
 }
 
 // WaitSpec is what a waiting job waits for; the first of these to happen

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -134,4 +135,19 @@ func (r ClaimResult) MarshalJSON() ([]byte, error) {
 		q.Jobs = []ClaimedJob{}
 	}
 	return json.Marshal(q)
+}
+
+// MarshalJSON writes p as its fields' JSON, except a BackoffCoefficient
+// that is not a finite number, which JSON cannot hold: it is written as
+// null. Commands never carry one (Validate refuses it), but a record
+// written before that check may, and a read of it must not fail.
+func (p RetryPolicy) MarshalJSON() ([]byte, error) {
+	type plain RetryPolicy // the same fields without this method
+	if math.IsNaN(p.BackoffCoefficient) || math.IsInf(p.BackoffCoefficient, 0) {
+		return json.Marshal(struct {
+			plain
+			BackoffCoefficient *float64 `json:"backoff_coefficient"`
+		}{plain: plain(p)})
+	}
+	return json.Marshal(plain(p))
 }

@@ -386,6 +386,9 @@ var outcomeNames = []struct {
 	err  error
 }{
 	{"stale_attempt", ErrStaleAttempt},
+	// Before invalid_command, which a reused id of another kind matches
+	// as well.
+	{"request_conflict", ErrRequestConflict},
 	{"unknown_job", ErrUnknownJob},
 	{"illegal_transition", ErrIllegalTransition},
 	{"unknown_command", ErrUnknownCommand},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/heddlewf/heddle/storage"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // The property test drives Apply with thousands of random command sequences
@@ -122,6 +123,11 @@ var propSpecStatusEvents = []EventType{
 
 func propIsStatus(t EventType) bool { return slices.Contains(propSpecStatusEvents, t) }
 
+// propIsEngineOwned lists the non-status events only the engine writes.
+func propIsEngineOwned(t EventType) bool {
+	return slices.Contains([]EventType{"signal_received", "timer_fired", "step_committed", "cancel_requested", "effect_recorded"}, t)
+}
+
 func propTerminal(s Status) bool {
 	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled || s == StatusTimedOut || s == StatusTerminated
 }
@@ -192,6 +198,7 @@ type propReq struct {
 	at   int64
 	kind CommandKind
 	res  Result
+	body []byte // the command's msgpack with NowMS and By cleared
 }
 
 type propModel struct {
@@ -316,8 +323,10 @@ func (m *propModel) apply(cmd Command) (res Result, err error, replay bool) {
 	h := cmd.Head()
 	if h.RequestID != "" {
 		if r, ok := m.reqs[h.RequestID]; ok {
-			if r.kind != cmd.Kind() {
-				return nil, ErrInvalidCommand, false
+			// Another kind, or the same kind with another body, is a
+			// conflict; only the same command is answered from the record.
+			if r.kind != cmd.Kind() || !bytes.Equal(r.body, propBody(cmd)) {
+				return nil, ErrRequestConflict, false
 			}
 			return r.res, nil, true
 		}
@@ -334,7 +343,7 @@ func (m *propModel) apply(cmd Command) (res Result, err error, replay bool) {
 	// A request id is used up only by a command that wrote something, and
 	// never by a claim that took no job (even if it deferred some).
 	if cr, ok := res.(*ClaimResult); h.RequestID != "" && m.wrote && (!ok || len(cr.Jobs) > 0) {
-		m.record(h.RequestID, cmd.Kind(), res)
+		m.record(h.RequestID, cmd.Kind(), res, propBody(cmd))
 	}
 	if m.wrote {
 		m.lastNow = m.now
@@ -343,8 +352,8 @@ func (m *propModel) apply(cmd Command) (res Result, err error, replay bool) {
 }
 
 // record keeps a request's result and prunes the oldest expired records.
-func (m *propModel) record(rid string, kind CommandKind, res Result) {
-	m.reqs[rid] = &propReq{at: m.now, kind: kind, res: res}
+func (m *propModel) record(rid string, kind CommandKind, res Result, body []byte) {
+	m.reqs[rid] = &propReq{at: m.now, kind: kind, res: res, body: body}
 	type aged struct {
 		at  int64
 		rid string
@@ -367,6 +376,24 @@ func (m *propModel) record(rid string, kind CommandKind, res Result) {
 	for _, e := range exp {
 		delete(m.reqs, e.rid)
 	}
+}
+
+// propBody is the body a request id's record names: the command's msgpack
+// with the header's NowMS and By cleared, on a copy.
+func propBody(cmd Command) []byte {
+	b, err := msgpack.Marshal(cmd)
+	if err != nil {
+		panic(err)
+	}
+	c, _ := newCommand(cmd.Kind())
+	if err := msgpack.Unmarshal(b, c); err != nil {
+		panic(err)
+	}
+	c.Head().NowMS, c.Head().By = 0, ""
+	if b, err = msgpack.Marshal(c); err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // propValidate is the documented field validation (command.go, limits.go).
@@ -416,7 +443,7 @@ func propValidate(cmd Command) error {
 	}
 	userEvent := func(t EventType) {
 		name(string(t), true)
-		if propIsStatus(t) {
+		if propIsStatus(t) || propIsEngineOwned(t) {
 			fail(ErrInvalidCommand)
 		}
 	}
@@ -435,6 +462,10 @@ func propValidate(cmd Command) error {
 			fail(ErrInvalidCommand)
 		}
 		name(c.ParentStep, c.ParentID != 0)
+		if r := c.Retry; r != nil && (r.InitialIntervalMS < 0 || r.MaximumIntervalMS < 0 || r.MaximumAttempts < 0 ||
+			!(r.BackoffCoefficient >= 0) || math.IsInf(r.BackoffCoefficient, 1)) {
+			fail(ErrInvalidCommand)
+		}
 		for _, d := range []int64{c.ExecutionTimeoutMS, c.RunTimeoutMS, c.ScheduleToStartTimeoutMS} {
 			if d < 0 || d > 100*365*24*3600*1000 {
 				fail(ErrInvalidCommand)
@@ -502,6 +533,11 @@ func propValidate(cmd Command) error {
 		}
 		for _, v := range append(append([]string(nil), s.Signals...), s.Steps...) {
 			name(v, true)
+		}
+		// The generator gives a Wait events only to forge one the engine
+		// owns, which the model then refuses; it never models their append.
+		for _, e := range c.Events {
+			userEvent(e.Type)
 		}
 	case *Signal:
 		target(c.Target)
@@ -2227,11 +2263,10 @@ func (p *propDriver) genKind(k CommandKind) Command {
 		c := &AppendEvents{LeaseRef: p.pickRef()}
 		for i := 1 + r.IntN(3); i > 0; i-- {
 			ev := NewEvent{Type: propPick[EventType](r, "activity_started", "activity_started", "marker", "marker", "note")}
-			switch r.IntN(10) {
-			case 0, 1:
-				ev.Type, ev.Name = EventSignalReceived, propPick(r, propSignalNames...)
-			case 2:
-				ev.Type, ev.Name = EventTimerFired, propPick(r, propTimerIDs...)
+			if r.IntN(25) == 0 {
+				// A forgery: only the engine writes these, and the whole
+				// append is refused.
+				ev.Type, ev.Name = propPick(r, EventSignalReceived, EventTimerFired, EventCancelRequested, EventEffectRecorded, EventStepCommitted), propPick(r, propSignalNames...)
 			}
 			if p.chance(50) {
 				ev.Step = propPick(r, propStepNames...)
@@ -2445,7 +2480,7 @@ func (p *propDriver) genCreate() *CreateJob {
 func (p *propDriver) genBad() (cmd Command, note string, want error) {
 	ref := p.pickRef()
 	long := strings.Repeat("x", propMaxName+1)
-	switch p.r.IntN(26) {
+	switch p.r.IntN(28) {
 	case 0:
 		return &Claim{Queue: "qa", Owner: "w", Max: 0, LeaseMS: 1000}, "bad", ErrInvalidCommand
 	case 1:
@@ -2498,6 +2533,12 @@ func (p *propDriver) genBad() (cmd Command, note string, want error) {
 		return &Terminate{Reason: "ops"}, "bad", ErrInvalidCommand
 	case 24:
 		return &ExpireDeadlines{Max: 0}, "bad", ErrInvalidCommand
+	case 25:
+		return &CommitStep{LeaseRef: ref, Step: "a", Type: propPick(p.r, EventSignalReceived, EventTimerFired, EventCancelRequested)}, "forged", ErrInvalidCommand
+	case 26:
+		return &Wait{LeaseRef: ref, Spec: WaitSpec{Signals: []string{"s1"}}, Events: []NewEvent{{Type: EventCancelRequested}}}, "forged", ErrInvalidCommand
+	case 27:
+		return &CreateJob{Type: "order", Queue: "qa", Retry: &RetryPolicy{BackoffCoefficient: propPick(p.r, math.NaN(), math.Inf(1), math.Inf(-1))}}, "bad", ErrInvalidCommand
 	}
 	return &propBogusCmd{}, "bad", ErrUnknownCommand
 }

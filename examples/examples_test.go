@@ -41,6 +41,7 @@ func TestExamples(t *testing.T) {
 		{"cluster-client", nil, ": hello, Dr. Ada"},
 		{"backup", nil, "approval-2 finished on the copy: \"no\""},
 		{"cancellation", nil, "race-1: the timer won after"},
+		{"subscription", nil, "sub-1: charged 3 times"},
 	}
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -80,6 +81,15 @@ type Config struct {
 	// Raft addresses (the chaos suite routes them through a fault-injecting
 	// proxy); nil dials TCP directly.
 	Dial func(address string, timeout time.Duration) (net.Conn, error)
+	// TLS, if set, makes every Raft connection mutual TLS with this
+	// configuration, at both ends: it presents this node's certificate and
+	// must refuse a peer whose certificate it does not accept (pki.PeerTLS
+	// builds one that admits only node certificates of the cluster's CA).
+	// A peer refused in the handshake never reaches Raft. The handshake
+	// runs over the connection Dial opens, so a proxy in between (the
+	// chaos suite's) relays only ciphertext. Nil: plain TCP, for loopback
+	// and tests only.
+	TLS *tls.Config
 	// LogOutput receives Raft's log lines (warnings and above); nil
 	// discards them. Logger, when set, replaces it.
 	LogOutput io.Writer

@@ -195,6 +195,15 @@ func (n *Node) TransferLeader(ctx context.Context) error {
 	return nil
 }
 
+// ReadState says what a read served now from this node's own state comes
+// from: its id, its current term, the last log index it has applied, and
+// the leader it knows of ("" when none: a follower cut off from the others
+// soon knows of none). The HTTP API puts it in the headers of stale reads.
+func (n *Node) ReadState() (nodeID string, term, appliedIndex uint64, leaderID string) {
+	_, lid := n.raft.LeaderWithID()
+	return n.cfg.ID, n.raft.CurrentTerm(), n.fsm.Applied(), string(lid)
+}
+
 // Status reports this node's view of the cluster.
 func (n *Node) Status(ctx context.Context) (engine.ClusterStatus, error) {
 	st := engine.ClusterStatus{ID: n.cfg.ID, State: n.raft.State().String(), Term: n.raft.CurrentTerm(),

@@ -1,9 +1,13 @@
 package raftfsm
 
 import (
+	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -11,11 +15,59 @@ import (
 
 // streamLayer is Raft's TCP stream layer with a replaceable dialer, so the
 // chaos tests can route every connection a node opens through a
-// fault-injecting proxy that knows which node is calling which.
+// fault-injecting proxy that knows which node is calling which, and with
+// mutual TLS over whatever connection the dialer opened.
 type streamLayer struct {
 	net.Listener
 	advertise net.Addr
 	dial      func(address string, timeout time.Duration) (net.Conn, error)
+	tls       *tls.Config // nil: plain TCP
+}
+
+// handshakeTimeout bounds a TLS handshake on an accepted connection: a
+// peer that connects and says nothing holds a goroutine that long at most.
+const handshakeTimeout = 10 * time.Second
+
+// Accept implements net.Listener. With TLS the handshake happens at the
+// connection's first read or write, in the goroutine Raft serves it from,
+// so a slow or hostile peer never holds up the accepting loop.
+func (s *streamLayer) Accept() (net.Conn, error) {
+	c, err := s.Listener.Accept()
+	if err != nil || s.tls == nil {
+		return c, err
+	}
+	return &serverConn{Conn: tls.Server(c, s.tls)}, nil
+}
+
+// serverConn is an accepted TLS connection whose handshake is bounded by
+// handshakeTimeout.
+type serverConn struct {
+	*tls.Conn
+	once sync.Once
+	err  error
+}
+
+func (c *serverConn) handshake() error {
+	c.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+		defer cancel()
+		c.err = c.Conn.HandshakeContext(ctx)
+	})
+	return c.err
+}
+
+func (c *serverConn) Read(b []byte) (int, error) {
+	if err := c.handshake(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *serverConn) Write(b []byte) (int, error) {
+	if err := c.handshake(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
 }
 
 // Addr implements net.Listener: the address peers are told to dial.
@@ -26,12 +78,28 @@ func (s *streamLayer) Addr() net.Addr {
 	return s.Listener.Addr()
 }
 
-// Dial implements raft.StreamLayer.
+// Dial implements raft.StreamLayer. With TLS the handshake is done here,
+// within timeout, so a peer that refuses this node's certificate is a
+// failed dial, which Raft retries with backoff.
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	start := time.Now()
+	var c net.Conn
+	var err error
 	if s.dial != nil {
-		return s.dial(string(address), timeout)
+		c, err = s.dial(string(address), timeout)
+	} else {
+		c, err = net.DialTimeout("tcp", string(address), timeout)
 	}
-	return net.DialTimeout("tcp", string(address), timeout)
+	if err != nil || s.tls == nil {
+		return c, err
+	}
+	tc := tls.Client(c, s.tls)
+	ctx, cancel := context.WithTimeout(context.Background(), max(timeout-time.Since(start), time.Millisecond))
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("raftfsm: TLS handshake with %s: %w", address, err), c.Close())
+	}
+	return tc, nil
 }
 
 // newTransport listens on cfg.RaftAddr and returns the network transport.
@@ -47,7 +115,7 @@ func newTransport(cfg Config) (*raft.NetworkTransport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: Raft transport on %s: %w", cfg.RaftAddr, err)
 	}
-	layer := &streamLayer{Listener: ln, dial: cfg.Dial}
+	layer := &streamLayer{Listener: ln, dial: cfg.Dial, tls: cfg.TLS}
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  layer,
 		MaxPool: 3,

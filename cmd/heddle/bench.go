@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -26,7 +28,7 @@ func newBenchCommand() *cobra.Command {
 		fmt.Fprintf(&long, "  %-7s [%d] %s\n", name, defN, summary)
 	}
 	cmd := &cobra.Command{
-		Use:   "bench --workload NAME [--mode embedded|cluster] [--n N] [--json FILE] [--plot FILE]",
+		Use:   "bench --workload NAME [--mode embedded|cluster|cluster-mtls] [--n N] [--json FILE] [--plot FILE]",
 		Short: "run a benchmark workload next to a ceiling measured in the same run; JSON and SVG output",
 		Long:  strings.TrimRight(long.String(), "\n"),
 		Args:  noArgs,
@@ -40,7 +42,9 @@ func newBenchCommand() *cobra.Command {
 	)
 	fs.StringVar(&workload, "workload", "", "the `workloads` to run: "+strings.Join(bench.Workloads(), ", ")+
 		"; several separated by commas, or \"all\" (required)")
-	fs.StringVar(&mode, "mode", bench.ModeEmbedded, "embedded (one durable engine in this process) or cluster (three Raft nodes on 127.0.0.1, reached over HTTP)")
+	fs.StringVar(&mode, "mode", bench.ModeEmbedded, "embedded (one durable engine in this process), cluster (three Raft nodes on 127.0.0.1, reached over HTTP)\n"+
+		"or cluster-mtls (the same with mutual TLS between the nodes and TLS to the API); several `modes` separated by commas run one after\n"+
+		"the other, and each workload run in both cluster modes prints the ratio of its cluster-mtls figure to its cluster one")
 	fs.IntVar(&n, "n", 0, "the size of the workload (default: the workload's own, listed above)")
 	fs.IntVar(&finished, "finished", bench.DefaultFinished, "scale: finished jobs stored before the second measurement; building 1,000,000 takes several minutes\n"+
 		"(embedded: written straight into the store, then compacted; cluster: through Raft, much slower, so use 200000 there)")
@@ -61,9 +65,15 @@ func newBenchCommand() *cobra.Command {
 		if err != nil {
 			return usagef("--workload: %v", err)
 		}
+		modes := splitAddrs(mode)
+		for _, m := range modes {
+			if !slices.Contains(bench.Modes(), m) {
+				return usagef("--mode %q is not one of %s", m, strings.Join(bench.Modes(), ", "))
+			}
+		}
 		switch {
-		case mode != bench.ModeEmbedded && mode != bench.ModeCluster:
-			return usagef("--mode %q is neither embedded nor cluster", mode)
+		case len(modes) == 0:
+			return usagef("--mode names no mode")
 		case fs.Changed("n") && n <= 0:
 			return usagef("--n %d must be positive", n)
 		case finished < 0:
@@ -77,22 +87,29 @@ func newBenchCommand() *cobra.Command {
 		}
 		results := []*bench.Result{}
 		for _, name := range names {
-			res, err := bench.Run(bench.Options{Workload: name, Mode: mode, N: n, Finished: finished, Dir: dir,
-				CeilingDuration: ceiling, Progress: bar})
-			if err != nil {
+			for _, mode := range modes {
+				res, err := bench.Run(bench.Options{Workload: name, Mode: mode, N: n, Finished: finished, Dir: dir,
+					CeilingDuration: ceiling, Progress: bar})
+				if err != nil {
+					return err
+				}
+				switch *format {
+				case formatTable:
+					if err := printBenchResult(stdout, res); err != nil {
+						return err
+					}
+				case formatJSONL:
+					if err := bench.WriteJSON(stdout, []*bench.Result{res}); err != nil {
+						return err
+					}
+				}
+				results = append(results, res)
+			}
+		}
+		if *format == formatTable {
+			if err := printMTLSRatios(stdout, results); err != nil {
 				return err
 			}
-			switch *format {
-			case formatTable:
-				if err := printBenchResult(stdout, res); err != nil {
-					return err
-				}
-			case formatJSONL:
-				if err := bench.WriteJSON(stdout, []*bench.Result{res}); err != nil {
-					return err
-				}
-			}
-			results = append(results, res)
 		}
 		if *format == formatJSON {
 			if err := printDoc(stdout, formatJSON, results); err != nil {
@@ -188,4 +205,51 @@ func writeBenchFile(path string, fill func(io.Writer) error) error {
 		return errors.Join(err, f.Close())
 	}
 	return f.Close()
+}
+
+// printMTLSRatios prints, for each workload run in both cluster modes, the
+// ratio of its figure with mutual TLS to its figure without: the k-th run
+// with against the k-th without, and, with several pairs, their geometric
+// mean. Alternating the modes (--mode cluster,cluster-mtls,cluster,...)
+// spreads the machine's changing load over both.
+func printMTLSRatios(w io.Writer, results []*bench.Result) error {
+	p := newPrinter(w)
+	byWorkload := map[string][2][]*bench.Result{}
+	var order []string
+	for _, r := range results {
+		k := -1
+		switch r.Mode {
+		case bench.ModeCluster:
+			k = 0
+		case bench.ModeClusterMTLS:
+			k = 1
+		}
+		if k < 0 {
+			continue
+		}
+		pair, seen := byWorkload[r.Workload]
+		if !seen {
+			order = append(order, r.Workload)
+		}
+		pair[k] = append(pair[k], r)
+		byWorkload[r.Workload] = pair
+	}
+	for _, name := range order {
+		pair := byWorkload[name]
+		n, logSum := 0, 0.0
+		for i := range min(len(pair[0]), len(pair[1])) {
+			plain, sec := pair[0][i], pair[1][i]
+			if plain.Value <= 0 || sec.Value <= 0 {
+				continue // a run that measured nothing has no ratio
+			}
+			n++
+			ratio := sec.Value / plain.Value
+			logSum += math.Log(ratio)
+			p.printf("%s: cluster-mtls / cluster = %.3f (%.4g / %.4g %s)\n", name, ratio, sec.Value, plain.Value, sec.Figure)
+		}
+		if n > 1 {
+			p.printf("%s: cluster-mtls / cluster = %.3f, the geometric mean of %d pairs\n", name, math.Exp(logSum/float64(n)), n)
+		}
+	}
+	return p.err()
 }

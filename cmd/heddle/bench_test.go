@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/heddlewf/heddle/bench"
 )
 
 func TestBenchFlagErrors(t *testing.T) {
@@ -99,5 +101,25 @@ func TestBenchOutputJSONL(t *testing.T) {
 	var obj map[string]any
 	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &obj) != nil || obj["workload"] != "start" || obj["n"] != float64(10) {
 		t.Errorf("bench -o jsonl printed:\n%s", stdout.String())
+	}
+}
+
+// The k-th run with mutual TLS is held against the k-th without, and
+// several pairs are summed up by their geometric mean.
+func TestBenchMTLSRatios(t *testing.T) {
+	r := func(mode string, v float64) *bench.Result {
+		return &bench.Result{Workload: "seq3", Mode: mode, Value: v, Figure: "workflows/s"}
+	}
+	var out bytes.Buffer
+	err := printMTLSRatios(&out, []*bench.Result{r(bench.ModeCluster, 400), r(bench.ModeClusterMTLS, 200),
+		r(bench.ModeCluster, 100), r(bench.ModeClusterMTLS, 200), r(bench.ModeEmbedded, 9000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "seq3: cluster-mtls / cluster = 0.500 (200 / 400 workflows/s)\n" +
+		"seq3: cluster-mtls / cluster = 2.000 (200 / 100 workflows/s)\n" +
+		"seq3: cluster-mtls / cluster = 1.000, the geometric mean of 2 pairs\n"
+	if out.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }

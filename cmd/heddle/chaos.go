@@ -88,8 +88,9 @@ func newChaosWorkerCommand() *cobra.Command {
 		Hidden: true,
 	}
 	fs := cmd.Flags()
-	var addr, name, dir string
+	var addr, name, dir, tlsCA string
 	fs.StringVar(&addr, "addr", "", "the nodes' HTTP `addresses`, comma-separated")
+	fs.StringVar(&tlsCA, "tls-ca", "", "PEM `file` of the CA of the nodes' HTTPS API")
 	fs.StringVar(&name, "name", "", "this incarnation's `name` (names its logs)")
 	fs.StringVar(&dir, "dir", "", "`directory` of the logs")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -98,7 +99,14 @@ func newChaosWorkerCommand() *cobra.Command {
 		}
 		ctx, stop := untilSignal()
 		defer stop()
-		err := chaos.RunWorker(ctx, chaos.WorkerConfig{Addrs: splitAddrs(addr), Name: name, Dir: dir})
+		cfg := chaos.WorkerConfig{Addrs: splitAddrs(addr), Name: name, Dir: dir}
+		if tlsCA != "" {
+			var err error
+			if cfg.TLS, err = chaos.ClientTLS(tlsCA); err != nil {
+				return err
+			}
+		}
+		err := chaos.RunWorker(ctx, cfg)
 		if err != nil && err != context.Canceled {
 			return err
 		}

@@ -34,8 +34,8 @@ func newClusterCommand() *cobra.Command {
 
 // clusterFlags are the flags every client subcommand of cluster has.
 type clusterFlags struct {
-	addr, token string
-	format      *outputFormat
+	addr, token, tlsCA string
+	format             *outputFormat
 }
 
 func addClusterFlags(cmd *cobra.Command) *clusterFlags {
@@ -43,6 +43,7 @@ func addClusterFlags(cmd *cobra.Command) *clusterFlags {
 	fs := cmd.Flags()
 	fs.StringVar(&f.addr, "addr", "", "HTTP `addresses` of cluster members, comma-separated (default $HEDDLE_ADDR, else "+defaultAddr+")")
 	fs.StringVar(&f.token, "token", "", "bearer `token` of the HTTP API (default $HEDDLE_TOKEN)")
+	fs.StringVar(&f.tlsCA, "tls-ca", "", tlsCAUsage)
 	f.format = addOutputFlags(fs)
 	completeOutput(cmd)
 	return f
@@ -62,7 +63,11 @@ func (f *clusterFlags) client() (*httpapi.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs, Token: envDefault(f.token, "HEDDLE_TOKEN", ""), RetryTimeout: 10 * time.Second})
+	tlsConfig, err := clientTLSFor(f.tlsCA)
+	if err != nil {
+		return nil, err
+	}
+	c, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs, Token: envDefault(f.token, "HEDDLE_TOKEN", ""), TLS: tlsConfig, RetryTimeout: 10 * time.Second})
 	if err != nil {
 		return nil, usagef("--addr %q: %v", f.addr, err)
 	}
@@ -128,11 +133,15 @@ func newClusterStatusCommand() *cobra.Command {
 			return err
 		}
 		token := envDefault(f.token, "HEDDLE_TOKEN", "")
+		tlsConfig, err := clientTLSFor(f.tlsCA)
+		if err != nil {
+			return err
+		}
 		views := []clusterView{}
 		unreachable := 0
 		for _, a := range addrs {
 			v := clusterView{Addr: a}
-			one, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{a}, Token: token, RetryTimeout: 2 * time.Second})
+			one, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{a}, Token: token, TLS: tlsConfig, RetryTimeout: 2 * time.Second})
 			if err == nil {
 				err = probeMember(cmd.Context(), one, &v)
 			}
@@ -313,7 +322,7 @@ func clusterUp(w io.Writer, log *slog.Logger, dir, host, token string, nodes, ba
 	var httpAddrs []string
 	for i := 1; i <= nodes; i++ {
 		o := nodeOptions{id: "n" + strconv.Itoa(i), dir: filepath.Join(dir, "n"+strconv.Itoa(i)),
-			httpAddr: addr(base + 2*(i-1)), raftAddr: addr(base + 2*(i-1) + 1), token: token, grace: 5 * time.Second,
+			httpAddr: addr(base + 2*(i-1)), raftAddr: addr(base + 2*(i-1) + 1), sec: &security{token: token}, grace: 5 * time.Second,
 			logger: log.With("node_id", "n"+strconv.Itoa(i))}
 		if i == 1 {
 			o.bootstrap = true

@@ -87,6 +87,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newDevCommand(),
 		newWorkerCommand(),
 		newClusterCommand(),
+		newCertCommand(),
+		newTokenCommand(),
 		newWorkflowCommand(),
 		newChaosCommand(),
 		newBenchCommand(),

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,8 +43,9 @@ func listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// serveAPI serves the HTTP API on ln; on error it closes ln.
-func serveAPI(ln net.Listener, cfg httpapi.ServerConfig) (*apiServer, error) {
+// serveAPI serves the HTTP API on ln, over TLS with tlsConfig unless it is
+// nil, with the API's timeouts and connection cap; on error it closes ln.
+func serveAPI(ln net.Listener, cfg httpapi.ServerConfig, tlsConfig *tls.Config) (*apiServer, error) {
 	api, err := httpapi.NewServer(cfg)
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
@@ -53,8 +55,15 @@ func serveAPI(ln net.Listener, cfg httpapi.ServerConfig) (*apiServer, error) {
 		return nil, errors.Join(err, ln.Close())
 	}
 	s := &apiServer{api: api, ln: ln, done: make(chan error, 1), conns: map[net.Conn]http.ConnState{}}
-	s.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ConnState: s.track}
-	go func() { s.done <- s.srv.Serve(ln) }()
+	s.srv = api.HTTPServer()
+	s.srv.Handler = handler
+	s.srv.ConnState = s.track
+	l := api.Listener(ln)
+	if tlsConfig != nil {
+		s.srv.TLSConfig = tlsConfig
+		l = tls.NewListener(l, tlsConfig)
+	}
+	go func() { s.done <- s.srv.Serve(l) }()
 	return s, nil
 }
 
@@ -142,8 +151,8 @@ type clusterNode struct {
 type nodeOptions struct {
 	id, dir, raftAddr, httpAddr string
 	bootstrap                   bool
-	join                        []string // HTTP addresses of members to join through
-	token                       string
+	join                        []string  // HTTP addresses of members to join through
+	sec                         *security // nil: plain TCP and HTTP, no tokens
 	grace                       time.Duration
 	// logger receives the node's logs, Raft's and Badger's included;
 	// nil: none.
@@ -154,6 +163,9 @@ type nodeOptions struct {
 // startNode opens a Raft node, serves its API and, when asked, joins it to
 // a cluster through any member (the member forwards to the leader).
 func startNode(ctx context.Context, o nodeOptions) (*clusterNode, error) {
+	if o.sec == nil {
+		o.sec = &security{}
+	}
 	log := o.logger
 	if log == nil {
 		log = discardLogger()
@@ -168,11 +180,11 @@ func startNode(ctx context.Context, o nodeOptions) (*clusterNode, error) {
 	}
 	n, err := raftfsm.Open(raftfsm.Config{ID: o.id, Dir: o.dir, RaftAddr: o.raftAddr, HTTPAddr: ln.Addr().String(),
 		Bootstrap: o.bootstrap, FailoverGrace: o.grace, Logger: log, Metrics: m, Dial: chaosDialer(o.chaosProxy, o.id),
-		OnSchedulerError: func(err error) { log.Warn("leader's background work", "error", err) }})
+		TLS: o.sec.peerTLS(), OnSchedulerError: func(err error) { log.Warn("leader's background work", "error", err) }})
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
-	api, err := serveAPI(ln, httpapi.ServerConfig{Service: n.Engine(), Cluster: n, AuthToken: o.token, Metrics: m, Logger: log})
+	api, err := serveAPI(ln, o.sec.apply(httpapi.ServerConfig{Service: n.Engine(), Cluster: n, Metrics: m, Logger: log}), o.sec.serverTLS())
 	if err != nil {
 		return nil, errors.Join(err, n.Close())
 	}
@@ -193,7 +205,9 @@ func (c *clusterNode) close() error {
 // joinCluster asks the cluster to add this node, retrying while the
 // members are starting or electing.
 func joinCluster(ctx context.Context, o nodeOptions, raftAddr, httpAddr string) error {
-	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: o.join, Token: o.token, RetryTimeout: time.Minute})
+	// The join shows this node's certificate: with --tls-ca the cluster
+	// admits a node only as the id its certificate names.
+	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: o.join, Token: o.sec.token, TLS: o.sec.clientTLS(), RetryTimeout: time.Minute})
 	if err != nil {
 		return fmt.Errorf("--join: %w", err)
 	}

@@ -19,7 +19,7 @@ import (
 )
 
 func TestAPICloseAnswersRequestsAndCutsUnusedConnections(t *testing.T) {
-	d, err := startDev(engine.Config{Dir: t.TempDir()}, "127.0.0.1:0", "", nil)
+	d, err := startDev(engine.Config{Dir: t.TempDir()}, "127.0.0.1:0", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

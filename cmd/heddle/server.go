@@ -26,7 +26,7 @@ func untilSignal() (context.Context, context.CancelFunc) {
 }
 
 // tokenUsage is the help of every --token flag a server takes.
-const tokenUsage = "bearer `token` the API requires (default $HEDDLE_TOKEN; none when both are empty)"
+const tokenUsage = "a bearer `token` the API accepts, with the admin role (default $HEDDLE_TOKEN; with neither it nor --token-file the API asks for no token)"
 
 func newServerCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -48,7 +48,8 @@ func newServerCommand() *cobra.Command {
 	fs.StringVar(&o.httpAddr, "http-addr", defaultHTTPAddr, "`host:port` for the HTTP API")
 	fs.BoolVar(&o.bootstrap, "bootstrap", false, "start a new cluster with this node as its first member")
 	fs.StringVar(&join, "join", "", "HTTP `addresses` of any members to join through, comma-separated")
-	fs.StringVar(&o.token, "token", "", tokenUsage)
+	var sf secFlags
+	addSecFlags(fs, &sf, true)
 	fs.DurationVar(&o.grace, "failover-grace", 5*time.Second, "how long a new leader waits before reclaiming expired leases")
 	fs.BoolVarP(&verbose, "verbose", "v", false, "the same as --log-level debug")
 	fs.BoolVar(&verbose, "v", false, "the same as --verbose")
@@ -79,7 +80,12 @@ func newServerCommand() *cobra.Command {
 		ctx, stop := untilSignal()
 		defer stop()
 		o.join = splitAddrs(join)
-		o.token = envDefault(o.token, "HEDDLE_TOKEN", "")
+		if o.sec, err = sf.load(o.id); err != nil {
+			return err
+		}
+		if err := o.sec.checkExposure(o.httpAddr, o.raftAddr); err != nil {
+			return err
+		}
 		o.logger = log.With("node_id", o.id)
 		n, err := startNode(ctx, o)
 		if err != nil {
@@ -119,10 +125,11 @@ func newDevCommand() *cobra.Command {
 		Args:  noArgs,
 	}
 	fs := cmd.Flags()
-	var dir, httpAddr, token string
+	var dir, httpAddr string
 	fs.StringVar(&dir, "dir", "", "database `directory` (default: a temporary one, removed at exit)")
 	fs.StringVar(&httpAddr, "http-addr", defaultHTTPAddr, "`host:port` for the HTTP API")
-	fs.StringVar(&token, "token", "", tokenUsage)
+	var sf secFlags
+	addSecFlags(fs, &sf, false)
 	obs := addObserveFlags(fs, "info")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
 		stdout, stderr := newPrinter(cmd.OutOrStdout()), newPrinter(cmd.ErrOrStderr())
@@ -134,6 +141,13 @@ func newDevCommand() *cobra.Command {
 			if err := checkPprofAddr(obs.pprofAddr); err != nil {
 				return err
 			}
+		}
+		sec, err := sf.load("")
+		if err != nil {
+			return err
+		}
+		if err := sec.checkExposure(httpAddr, ""); err != nil {
+			return err
 		}
 		if dir == "" {
 			tmp, mkErr := os.MkdirTemp("", "heddle-dev-")
@@ -149,7 +163,7 @@ func newDevCommand() *cobra.Command {
 		}
 		ctx, stop := untilSignal()
 		defer stop()
-		d, err := startDev(engine.Config{Dir: dir}, httpAddr, envDefault(token, "HEDDLE_TOKEN", ""), log)
+		d, err := startDev(engine.Config{Dir: dir}, httpAddr, sec, log)
 		if err != nil {
 			return err
 		}
@@ -182,9 +196,13 @@ type devServer struct {
 }
 
 // startDev opens the engine cfg describes and serves its API on httpAddr,
-// with its metrics on /metrics and its logs (Badger's included) to log
-// (nil: none). The tests of the workflow commands start the same server.
-func startDev(cfg engine.Config, httpAddr, token string, log *slog.Logger) (*devServer, error) {
+// secured as sec says (nil: plain HTTP, open to all), with its metrics on
+// /metrics and its logs (Badger's included) to log (nil: none). The tests
+// of the workflow commands start the same server.
+func startDev(cfg engine.Config, httpAddr string, sec *security, log *slog.Logger) (*devServer, error) {
+	if sec == nil {
+		sec = &security{}
+	}
 	if log == nil {
 		log = discardLogger()
 	}
@@ -201,7 +219,7 @@ func startDev(cfg engine.Config, httpAddr, token string, log *slog.Logger) (*dev
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
-	api, err := serveAPI(ln, httpapi.ServerConfig{Service: e, AuthToken: token, Metrics: m, Logger: log})
+	api, err := serveAPI(ln, sec.apply(httpapi.ServerConfig{Service: e, Metrics: m, Logger: log}), sec.serverTLS())
 	if err != nil {
 		return nil, errors.Join(err, e.Close())
 	}

@@ -86,11 +86,12 @@ func newWorkerCommand() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	var (
-		addr, token, queue string
-		concurrency        int
+		addr, token, queue, tlsCA string
+		concurrency               int
 	)
 	fs.StringVar(&addr, "addr", "", "HTTP `addresses` of the server or cluster members, comma-separated (default $HEDDLE_ADDR, else "+defaultAddr+")")
 	fs.StringVar(&token, "token", "", "bearer `token` of the HTTP API (default $HEDDLE_TOKEN)")
+	fs.StringVar(&tlsCA, "tls-ca", "", tlsCAUsage)
 	fs.StringVarP(&queue, "task-queue", "t", "greetings", "task `queue` to serve (also --queue)")
 	fs.StringVar(&queue, "queue", "greetings", "the same as --task-queue")
 	_ = fs.MarkHidden("queue")
@@ -103,7 +104,11 @@ func newWorkerCommand() *cobra.Command {
 		// exit status say so once the worker has stopped.
 		stdout, stderr := newPrinter(cmd.OutOrStdout()), newPrinter(cmd.ErrOrStderr())
 		addrs := splitAddrs(envDefault(addr, "HEDDLE_ADDR", defaultAddr))
-		svc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs, Token: envDefault(token, "HEDDLE_TOKEN", "")})
+		tlsConfig, err := clientTLSFor(tlsCA)
+		if err != nil {
+			return err
+		}
+		svc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs, Token: envDefault(token, "HEDDLE_TOKEN", ""), TLS: tlsConfig})
 		if err != nil {
 			return usagef("--addr: %v", err)
 		}

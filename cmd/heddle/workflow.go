@@ -41,6 +41,7 @@ func newWorkflowCommand() *cobra.Command {
 	fs := cmd.PersistentFlags()
 	fs.StringVar(&g.addr, "addr", "", "HTTP `addresses` of the nodes to ask, comma-separated host:port or http(s) URLs (default $HEDDLE_ADDR, else "+defaultAddr+")")
 	fs.StringVar(&g.token, "token", "", "bearer `token` of the HTTP API (default $HEDDLE_TOKEN)")
+	fs.StringVar(&g.tlsCA, "tls-ca", "", tlsCAUsage)
 	fs.DurationVar(&g.retry, "retry-timeout", wfDefaultRetry, "how long to keep trying when no node answers or the cluster has no leader")
 	g.format = addOutputFlags(fs)
 	completeOutput(cmd)
@@ -60,9 +61,9 @@ func newWorkflowCommand() *cobra.Command {
 
 // wfGlobals are the flags every verb has.
 type wfGlobals struct {
-	addr, token string
-	retry       time.Duration
-	format      *outputFormat
+	addr, token, tlsCA string
+	retry              time.Duration
+	format             *outputFormat
 }
 
 // wfCall is one run of a verb: where it writes and how.
@@ -97,7 +98,11 @@ func (c *wfCall) client() (*httpapi.Client, error) {
 	if c.g.retry <= 0 {
 		return nil, usagef("--retry-timeout %v must be positive", c.g.retry)
 	}
-	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs, Token: envDefault(c.g.token, "HEDDLE_TOKEN", ""), RetryTimeout: c.g.retry})
+	tlsConfig, err := clientTLSFor(c.g.tlsCA)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs, Token: envDefault(c.g.token, "HEDDLE_TOKEN", ""), TLS: tlsConfig, RetryTimeout: c.g.retry})
 	if err != nil {
 		return nil, usagef("--addr %q: %v", addr, err)
 	}

@@ -85,7 +85,7 @@ func startWFEnv(t *testing.T, cfg engine.Config, token string) *wfEnv {
 	t.Helper()
 	t.Setenv("HEDDLE_ADDR", "")
 	t.Setenv("HEDDLE_TOKEN", "")
-	d, err := startDev(cfg, "127.0.0.1:0", token, nil)
+	d, err := startDev(cfg, "127.0.0.1:0", &security{token: token}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

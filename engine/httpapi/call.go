@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,35 +21,147 @@ type call struct {
 	w    http.ResponseWriter
 	r    *http.Request
 	body []byte
-	out  format
+	// reserved is how much of the Server's body budget the call holds.
+	reserved int64
+	out      format
+	// noForward answers a not-leader error with the leader's address
+	// instead of forwarding the request there (a join, which the leader
+	// must see come from the joining node itself).
+	noForward bool
 }
 
 // readBody buffers the body, refusing one over MaxBodyBytes with 413
-// before anything is decoded.
+// before anything is decoded (before anything is read, when its
+// Content-Length says so). Its bytes are reserved from the Server's body
+// budget first, twice over (see decodedShare), and held until the request
+// is answered (call.release): a body with a Content-Length is read into
+// one buffer of exactly that size; one without grows in reserved steps. A request that cannot reserve its
+// bytes within bodyBudgetWait is answered 503 (ErrBusy), and its client
+// tries again.
 func (c *call) readBody() error {
-	if c.r.Body == nil {
+	if c.r.Body == nil || c.r.Body == http.NoBody {
 		return nil
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, c.s.cfg.MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return fmt.Errorf("%w: the request body is over the limit of %d bytes (ServerConfig.MaxBodyBytes)",
-			engine.ErrPayloadTooLarge, tooBig.Limit)
+	limit := c.s.cfg.MaxBodyBytes
+	if n := c.r.ContentLength; n > limit {
+		return bodyTooLarge(limit)
 	}
-	if err != nil {
-		return fmt.Errorf("httpapi: reading the request body: %w", err)
+	ctx, cancel := context.WithTimeout(c.r.Context(), c.s.budget.wait)
+	defer cancel()
+	body := http.MaxBytesReader(c.w, c.r.Body, limit)
+	if n := c.r.ContentLength; n >= 0 {
+		if err := c.reserveBody(ctx, n); err != nil {
+			return err
+		}
+		buf := make([]byte, n)
+		if got, err := io.ReadFull(body, buf); err != nil {
+			return c.bodyReadError(int64(got), err)
+		}
+		// One more read meets the body's end, which is when net/http
+		// starts watching the connection for the client going away (and
+		// ends a long poll whose caller left).
+		if _, err := body.Read(make([]byte, 1)); err != nil && !errors.Is(err, io.EOF) {
+			return c.bodyReadError(n, err)
+		}
+		c.body = buf
+		return nil
 	}
-	c.body = b
+	var buf []byte
+	for {
+		if len(buf) == cap(buf) {
+			grown := slices.Grow(buf, bodyStep)
+			if err := c.reserveBody(ctx, int64(cap(grown)-cap(buf))); err != nil {
+				return err
+			}
+			buf = grown
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.Is(err, io.EOF):
+			c.body = buf
+			return nil
+		case errors.As(err, &tooBig):
+			return bodyTooLarge(tooBig.Limit)
+		case err != nil:
+			return c.bodyReadError(int64(len(buf)), err)
+		}
+	}
+}
+
+// bodyReadError says why a body could not be read, got bytes into it: it
+// came too slowly (ReadTimeout passed; 408), or its connection ended
+// before its Content-Length (400). Either way the fault is the client's,
+// and the answer reaches it if it still listens.
+func (c *call) bodyReadError(got int64, err error) error {
+	of := ""
+	if n := c.r.ContentLength; n >= 0 {
+		of = fmt.Sprintf(" of its %d", n)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("%w: %d bytes%s came within the server's read timeout (%v)", ErrBodyTimeout, got, of, c.s.cfg.ReadTimeout)
+	}
+	return fmt.Errorf("%w: the request body ended after %d bytes%s: %v", engine.ErrInvalidCommand, got, of, err)
+}
+
+// bodyStep is how much more a body of unknown length reserves at a time.
+const bodyStep = 64 << 10
+
+// bodyBudgetWait bounds the wait for a body's bytes to be free in the
+// budget; then the request is answered 503 and its client tries again.
+const bodyBudgetWait = 5 * time.Second
+
+// decodedShare is how many bytes of the budget a body's byte takes: its
+// own, and one more for the values decoded from it, which hold about as
+// much (a msgpack payload is copied out of the body whole, a JSON one
+// base64-decoded to three quarters of its length) until the request is
+// answered.
+const decodedShare = 2
+
+// reserveBody reserves the budget n more body bytes take, decodedShare
+// each, but never more in all than the whole budget, which must always
+// fit one body of MaxBodyBytes.
+func (c *call) reserveBody(ctx context.Context, n int64) error {
+	return c.reserve(ctx, min(decodedShare*n, c.s.budget.max-c.reserved))
+}
+
+// reserve reserves n more bytes of the body budget for this request.
+func (c *call) reserve(ctx context.Context, n int64) error {
+	if err := c.s.budget.acquire(ctx, n); err != nil {
+		return fmt.Errorf("%w: %d bytes of request bodies are in memory, the limit (ServerConfig.MaxInflightBodyBytes is %d); try again",
+			ErrBusy, c.s.budget.inUse(), c.s.budget.max)
+	}
+	c.reserved += n
 	return nil
 }
 
+// release gives the request's reserved body bytes back; the handler calls
+// it once the request has been answered.
+func (c *call) release() {
+	c.s.budget.release(c.reserved)
+	c.reserved = 0
+}
+
+func bodyTooLarge(limit int64) error {
+	return fmt.Errorf("%w: the request body is over the limit of %d bytes (ServerConfig.MaxBodyBytes)", engine.ErrPayloadTooLarge, limit)
+}
+
 // decode decodes the body into v, in the format its Content-Type names.
+// A command's header gets the caller's name as its By, whatever the body
+// said: who issued a command is the server's to say.
 func (c *call) decode(v any) error {
 	f, err := requestFormat(c.r)
 	if err != nil {
 		return err
 	}
-	return decodeBody(f, c.body, v)
+	if err := decodeBody(f, c.body, v); err != nil {
+		return err
+	}
+	if cmd, ok := v.(interface{ Head() *engine.Header }); ok {
+		cmd.Head().By = identityOf(c.r).Name
+	}
+	return nil
 }
 
 // reply writes v with status.
@@ -73,7 +188,7 @@ func (c *call) write(status int, b []byte) {
 // writes err's status and ErrorBody.
 func (c *call) fail(err error) {
 	var nl *engine.NotLeaderError
-	if errors.As(err, &nl) && nl.LeaderHTTP != "" && c.r.Header.Get(forwardedHeader) == "" {
+	if errors.As(err, &nl) && nl.LeaderHTTP != "" && c.r.Header.Get(forwardedHeader) == "" && !c.noForward && !callerOf(c.r).byCert {
 		c.forward(nl)
 		return
 	}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"strings"
@@ -38,6 +39,13 @@ type ClientConfig struct {
 	Addrs []string
 	// Token, if set, is sent as "Authorization: Bearer <token>".
 	Token string
+	// TLS, if set, secures the connections: the CA to trust (RootCAs) and,
+	// for a node joining a cluster or a caller authenticated by its
+	// certificate, the certificate to present. An address without a
+	// scheme then means https://. Nil: plain HTTP for host:port
+	// addresses, the system's roots for https:// ones. Ignored when
+	// HTTPClient is set (configure its transport instead).
+	TLS *tls.Config
 	// HTTPClient sends the requests. Nil means a client that keeps up to
 	// 64 idle connections per node (a busy worker makes many requests at
 	// once). Its Timeout, if any, must exceed PollWait.
@@ -64,7 +72,7 @@ func (c ClientConfig) Validate() error {
 		return fmt.Errorf("%w: ClientConfig.Addrs needs at least one address", ErrInvalidConfig)
 	}
 	for _, a := range c.Addrs {
-		if _, err := baseURL(a); err != nil {
+		if _, err := baseURL(a, c.scheme()); err != nil {
 			return err
 		}
 	}
@@ -85,6 +93,9 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	if c.HTTPClient == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 64
+		if c.TLS != nil {
+			t.TLSClientConfig = c.TLS.Clone()
+		}
 		c.HTTPClient = &http.Client{Transport: t}
 	}
 	if c.RetryTimeout == 0 {
@@ -102,14 +113,23 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	return c
 }
 
-// baseURL turns an address into a base URL without a trailing slash.
-func baseURL(addr string) (string, error) {
+// scheme is the scheme of an address given without one.
+func (c ClientConfig) scheme() string {
+	if c.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// baseURL turns an address into a base URL without a trailing slash; an
+// address without a scheme gets scheme.
+func baseURL(addr, scheme string) (string, error) {
 	a := strings.TrimRight(strings.TrimSpace(addr), "/")
 	if a == "" {
 		return "", fmt.Errorf("%w: ClientConfig.Addrs holds an empty address", ErrInvalidConfig)
 	}
 	if !strings.Contains(a, "://") {
-		a = "http://" + a
+		a = scheme + "://" + a
 	}
 	if !strings.HasPrefix(a, "http://") && !strings.HasPrefix(a, "https://") {
 		return "", fmt.Errorf("%w: address %q is neither host:port nor an http(s) URL", ErrInvalidConfig, addr)
@@ -143,7 +163,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	c := &Client{cfg: cfg.withDefaults()}
 	for _, a := range cfg.Addrs {
-		u, _ := baseURL(a) // Validate checked it
+		u, _ := baseURL(a, cfg.scheme()) // Validate checked it
 		c.addrs = append(c.addrs, u)
 	}
 	c.prefer = c.addrs[0]

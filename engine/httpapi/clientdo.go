@@ -155,6 +155,7 @@ func (c *Client) try(ctx context.Context, base string, rq request, payload []byt
 		}
 		return "", re
 	}
+	noteReadInfo(ctx, resp.Header)
 	if rq.out == nil {
 		return "", nil
 	}

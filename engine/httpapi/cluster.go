@@ -66,6 +66,18 @@ func (s *Server) clusterJoin(c *call) (any, error) {
 	if m.ID == "" || m.RaftAddr == "" {
 		return nil, fieldMissing("ClusterMember", "id and raft_addr")
 	}
+	if s.cfg.ClientCAs != nil {
+		// The node proves who it is with its own certificate, so the
+		// request is never forwarded: the leader must see that
+		// certificate itself.
+		c.noForward = true
+		switch who := callerOf(c.r); {
+		case who.node == "":
+			return nil, fmt.Errorf("%w: a join must come from the joining node %q itself, over TLS with its node certificate", ErrForbidden, m.ID)
+		case who.node != m.ID:
+			return nil, fmt.Errorf("%w: the certificate presented names node %q, which cannot join as %q", ErrForbidden, who.node, m.ID)
+		}
+	}
 	if err := cl.Join(c.r.Context(), m.ID, m.RaftAddr, m.HTTPAddr); err != nil {
 		return nil, err
 	}

@@ -100,9 +100,19 @@ func decodeBody(f format, b []byte, v any) error {
 		}
 		return nil
 	}
+	if len(b) > streamJSONMax {
+		return decodeLargeJSON(b, v, what, blankStringsOver)
+	}
+	return decodeStrictJSON(b, v, what)
+}
+
+// decodeStrictJSON decodes b into v with a json.Decoder, the only decoder
+// of the standard library that refuses unknown fields: a person's
+// misspelt field would otherwise be dropped in silence and reported, if at
+// all, as a missing one. The Decoder copies what it reads into a buffer it
+// grows by doubling, so it allocates about five times the body's size.
+func decodeStrictJSON(b []byte, v any, what string) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
-	// A person's misspelt field would otherwise be dropped in silence and
-	// reported, if at all, as a missing one.
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%w: the request body is not a valid JSON %s: %v", engine.ErrInvalidCommand, what, err)

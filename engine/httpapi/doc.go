@@ -50,7 +50,24 @@
 // Every read takes ?stale=1: the node answers from its own state at once,
 // which may lag the leader's (engine.WithStaleRead; the Client sends it when
 // its context carries that mark). Without it a read is linearizable, and a
-// follower forwards it to the leader.
+// follower forwards it to the leader. Such an answer, and that of a history
+// long poll (served from the node's own state too), carries the headers
+// X-Heddle-Stale: 1, X-Heddle-Node-Id, X-Heddle-Term,
+// X-Heddle-Applied-Index, X-Heddle-Leader-Known and, when a leader is
+// known, X-Heddle-Leader-Id; WithReadInfo hands them to a Client's caller.
+//
+// # Callers and roles
+//
+// With ServerConfig.Tokens (or AuthToken) every request carries
+// "Authorization: Bearer <token>" (else 401 unauthorized), and the token's
+// role must reach the route's (else 403 forbidden): reader for the GETs,
+// client for starting, signalling, querying, cancelling, suspending,
+// resuming and activating, worker for the routes a worker drives a job
+// with and the query poll and answer, admin for terminate and the cluster
+// changes. Server.routes holds the table. With ServerConfig.ClientCAs, a
+// request without a token may authenticate with a client or node
+// certificate instead, and a join must show the joining node's own. The
+// caller's name becomes the Header.By of every command it sends.
 //
 // Path segments are percent-escaped (a workflow id "a/b" is "a%2Fb"; "."
 // and ".." must be written "%2E" and "%2E%2E"). A wait is a Go duration
@@ -102,12 +119,13 @@
 // # Errors
 //
 // Every failure is answered with an ErrorBody: the HTTP status, the error's
-// name ("stale_attempt", "unknown_job", ...), its message and, for a node
-// that is not the leader, the leader it knows of. A refused request writes
+// name ("stale_attempt", "unknown_job", "request_conflict", ...), its
+// message and, for a node that is not the leader, the leader it knows of. A refused request writes
 // nothing. Client maps the name back to the sentinel, so errors.Is works
 // across the wire. A 503 means "try again, maybe elsewhere": no leader is
-// known, the outcome is unknown (retry with the same request id), or the
-// node is closing (a long poll cut short by Server.Close).
+// known, the outcome is unknown (retry with the same request id), the
+// node is closing (a long poll cut short by Server.Close), or it holds as
+// many request bodies as it may (busy).
 //
 // # Cluster
 //

@@ -14,8 +14,11 @@ import (
 // the Client returns matches one of these or one of engine's sentinels with
 // errors.Is.
 var (
-	// ErrUnauthorized: the request lacked the bearer token the server needs.
+	// ErrUnauthorized: the request lacked a bearer token the server knows.
 	ErrUnauthorized = errors.New("httpapi: unauthorized")
+	// ErrForbidden: the request's token has a role below the one the
+	// route needs, or a join came without the joining node's certificate.
+	ErrForbidden = errors.New("httpapi: forbidden")
 	// ErrNoRoute: no route matches the request's method and path.
 	ErrNoRoute = errors.New("httpapi: no such route")
 	// ErrNoCluster: a cluster route was asked of a node that runs alone.
@@ -25,6 +28,12 @@ var (
 	// ErrQueryFailed: the workflow's query handler (or the worker running
 	// it) returned an error.
 	ErrQueryFailed = errors.New("httpapi: query failed")
+	// ErrBodyTimeout: the request's body did not arrive within the
+	// server's ReadTimeout, and the connection is closed.
+	ErrBodyTimeout = errors.New("httpapi: request body too slow")
+	// ErrBusy: the server holds as many request body bytes as it may
+	// (ServerConfig.MaxInflightBodyBytes); the request may be tried again.
+	ErrBusy = errors.New("httpapi: server busy")
 	// ErrInvalidConfig: a ServerConfig or ClientConfig field is out of range.
 	ErrInvalidConfig = errors.New("httpapi: invalid config")
 	// ErrNotReady: the node runs but should not be sent work (GET /readyz
@@ -67,16 +76,19 @@ const nameTimeout = "timeout"
 // takes the first, more telling one.
 var wireErrors = []wireError{
 	{"unauthorized", http.StatusUnauthorized, ErrUnauthorized},
+	{"forbidden", http.StatusForbidden, ErrForbidden},
 	{"no_route", http.StatusNotFound, ErrNoRoute},
 	{"no_cluster", http.StatusNotImplemented, ErrNoCluster},
 	{"query_timeout", http.StatusGatewayTimeout, ErrQueryTimeout},
 	{"query_failed", http.StatusUnprocessableEntity, ErrQueryFailed},
 	{"unknown_query", http.StatusBadRequest, workflow.ErrUnknownQuery},
+	{"request_conflict", http.StatusConflict, engine.ErrRequestConflict},
 	{"stale_attempt", http.StatusConflict, engine.ErrStaleAttempt},
 	{"unknown_job", http.StatusNotFound, engine.ErrUnknownJob},
 	{"illegal_transition", http.StatusConflict, engine.ErrIllegalTransition},
 	{"unknown_command", http.StatusBadRequest, engine.ErrUnknownCommand},
 	{"payload_too_large", http.StatusRequestEntityTooLarge, engine.ErrPayloadTooLarge},
+	{"body_timeout", http.StatusRequestTimeout, ErrBodyTimeout},
 	{"invalid_command", http.StatusBadRequest, engine.ErrInvalidCommand},
 	{"workflow_exists", http.StatusConflict, engine.ErrWorkflowExists},
 	{"job_closed", http.StatusConflict, engine.ErrJobClosed},
@@ -87,6 +99,7 @@ var wireErrors = []wireError{
 	{"unknown_outcome", http.StatusServiceUnavailable, engine.ErrUnknownOutcome},
 	{"not_leader", http.StatusServiceUnavailable, engine.ErrNotLeader},
 	{"closed", http.StatusServiceUnavailable, engine.ErrClosed},
+	{"busy", http.StatusServiceUnavailable, ErrBusy},
 	{"invalid_config", http.StatusInternalServerError, ErrInvalidConfig},
 	{"not_ready", http.StatusServiceUnavailable, ErrNotReady},
 }

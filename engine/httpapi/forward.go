@@ -20,11 +20,15 @@ const forwardedHeader = "X-Heddle-Forwarded"
 var forwardHeaders = []string{"Content-Type", "Accept", "Authorization"}
 
 // forward sends the request, with its buffered body, to the leader nl
-// names and relays the answer. When the leader cannot be reached the
+// names and relays the answer. The address is one the cluster itself
+// recorded (a leader writes its own into the Raft log, and only a join,
+// which needs an admin and, with ClientCAs, the joining node's own
+// certificate, writes another's), so the caller's credentials go nowhere
+// an unauthenticated request could have named. When the leader cannot be reached the
 // outcome of a command is unknown (it may have been applied before the
 // connection broke), so the client is told to retry, with the hint.
 func (c *call) forward(nl *engine.NotLeaderError) {
-	url := "http://" + nl.LeaderHTTP + c.r.URL.RequestURI()
+	url := c.s.cfg.ForwardScheme + "://" + nl.LeaderHTTP + c.r.URL.RequestURI()
 	req, err := http.NewRequestWithContext(c.r.Context(), c.r.Method, url, bytes.NewReader(c.body))
 	if err != nil {
 		c.failForward(nl, err)

@@ -26,9 +26,11 @@ func isProbe(r *http.Request) bool {
 // healthRoutes registers /healthz, /readyz and, when the configured
 // Metrics can serve its registry, /metrics.
 func (s *Server) healthRoutes() {
-	s.handle("GET "+pathHealthz, func(*call) (any, error) { return &Health{Status: "ok"}, nil })
-	s.handle("GET "+pathReadyz, s.readyz)
+	s.handle("GET "+pathHealthz, RoleNone, func(*call) (any, error) { return &Health{Status: "ok"}, nil })
+	s.handle("GET "+pathReadyz, RoleNone, s.readyz)
 	if h := s.cfg.Metrics.Handler(); h != nil {
+		// Any authenticated caller may read the metrics: serve has
+		// refused the others.
 		s.mux.Handle("GET /metrics", h)
 	}
 }

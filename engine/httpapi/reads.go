@@ -33,6 +33,9 @@ func (s *Server) history(c *call) (any, error) {
 		return nil, err
 	}
 	if wait > 0 {
+		if !engine.IsStaleRead(c.r.Context()) {
+			s.markStale(c.w.Header()) // a history long poll is served from this node's state
+		}
 		return s.watchHistory(c, id, after, limit, wait)
 	}
 	return s.cfg.Service.History(c.r.Context(), id, after, limit)

@@ -2,18 +2,22 @@ package httpapi
 
 import (
 	"context"
-	"crypto/subtle"
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/pki"
 )
 
 // Server serves an engine.Service (and optionally a Cluster) over HTTP. It
 // is an http.Handler, safe for concurrent use; mount it on any http.Server.
 type Server struct {
 	cfg    ServerConfig
+	tokens *Tokens // ServerConfig.Tokens with AuthToken
+	budget *bodyBudget
 	mux    *http.ServeMux
 	broker *broker
 	// closing ends every long poll when Close is called, so an
@@ -29,7 +33,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg.withDefaults(), mux: http.NewServeMux(), broker: newBroker()}
+	tokens, err := cfg.allTokens()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg.withDefaults(), mux: http.NewServeMux(), broker: newBroker(), tokens: tokens}
+	s.budget = newBodyBudget(s.cfg.MaxInflightBodyBytes)
 	s.closing, s.close = context.WithCancel(context.Background())
 	s.routes()
 	s.handler = instrument(s.cfg, http.HandlerFunc(s.serve))
@@ -41,82 +50,163 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 // http.Server down. The Server goes on answering everything else.
 func (s *Server) Close() { s.close() }
 
-// routes registers every route; doc.go lists them.
+// routes registers every route, with the least role that may call it;
+// doc.go lists them.
 func (s *Server) routes() {
 	svc := s.cfg.Service
-	s.handle("POST /v1/jobs", command(svc.Create))
-	s.handle("POST /v1/jobs/claim", s.claim)
-	s.handle("POST /v1/jobs/heartbeat", command(svc.Heartbeat))
-	s.handle("POST /v1/jobs/append", command(svc.Append))
-	s.handle("POST /v1/jobs/commit-step", command(svc.CommitStep))
-	s.handle("POST /v1/jobs/wait", command(svc.Wait))
-	s.handle("POST /v1/jobs/signal", command(svc.Signal))
-	s.handle("POST /v1/jobs/cancel", command(svc.Cancel))
-	s.handle("POST /v1/jobs/activate", command(svc.Activate))
-	s.handle("POST /v1/jobs/suspend", command(svc.Suspend))
-	s.handle("POST /v1/jobs/resume", command(svc.Resume))
-	s.handle("POST /v1/jobs/complete", command(svc.Complete))
-	s.handle("POST /v1/jobs/fail", command(svc.Fail))
-	s.handle("POST /v1/jobs/requeue", command(svc.Requeue))
-	s.handle("POST /v1/jobs/request-cancel", command(svc.RequestCancel))
-	s.handle("POST /v1/jobs/continue-as-new", command(svc.ContinueAsNew))
-	s.handle("POST /v1/jobs/terminate", command(svc.Terminate))
+	s.handle("POST /v1/jobs", RoleClient, command(svc.Create))
+	s.handle("POST /v1/jobs/claim", RoleWorker, s.claim)
+	s.handle("POST /v1/jobs/heartbeat", RoleWorker, command(svc.Heartbeat))
+	s.handle("POST /v1/jobs/append", RoleWorker, command(svc.Append))
+	s.handle("POST /v1/jobs/commit-step", RoleWorker, command(svc.CommitStep))
+	s.handle("POST /v1/jobs/wait", RoleWorker, command(svc.Wait))
+	s.handle("POST /v1/jobs/signal", RoleClient, command(svc.Signal))
+	s.handle("POST /v1/jobs/cancel", RoleClient, command(svc.Cancel))
+	s.handle("POST /v1/jobs/activate", RoleClient, command(svc.Activate))
+	s.handle("POST /v1/jobs/suspend", RoleClient, command(svc.Suspend))
+	s.handle("POST /v1/jobs/resume", RoleClient, command(svc.Resume))
+	s.handle("POST /v1/jobs/complete", RoleWorker, command(svc.Complete))
+	s.handle("POST /v1/jobs/fail", RoleWorker, command(svc.Fail))
+	s.handle("POST /v1/jobs/requeue", RoleWorker, command(svc.Requeue))
+	s.handle("POST /v1/jobs/request-cancel", RoleClient, command(svc.RequestCancel))
+	s.handle("POST /v1/jobs/continue-as-new", RoleWorker, command(svc.ContinueAsNew))
+	s.handle("POST /v1/jobs/terminate", RoleWorker, s.terminate)
 
-	s.handle("GET /v1/jobs", s.list)
-	s.handle("GET /v1/jobs/{job}", s.describe)
-	s.handle("GET /v1/workflows/{workflow}", s.describe)
-	s.handle("GET /v1/jobs/{job}/history", s.history)
-	s.handle("GET /v1/jobs/{job}/effects/{step...}", s.effect)
-	s.handle("GET /v1/jobs/{job}/closed", s.waitClosed)
-	s.handle("GET /v1/workflows/{workflow}/closed", s.waitClosed)
+	s.handle("GET /v1/jobs", RoleReader, s.list)
+	s.handle("GET /v1/jobs/{job}", RoleReader, s.describe)
+	s.handle("GET /v1/workflows/{workflow}", RoleReader, s.describe)
+	s.handle("GET /v1/jobs/{job}/history", RoleReader, s.history)
+	s.handle("GET /v1/jobs/{job}/effects/{step...}", RoleReader, s.effect)
+	s.handle("GET /v1/jobs/{job}/closed", RoleReader, s.waitClosed)
+	s.handle("GET /v1/workflows/{workflow}/closed", RoleReader, s.waitClosed)
 
-	s.handle("POST /v1/query", s.query)
-	s.handle("POST /v1/query/poll", s.queryPoll)
-	s.handle("POST /v1/query/answer", s.queryAnswer)
+	s.handle("POST /v1/query", RoleClient, s.query)
+	s.handle("POST /v1/query/poll", RoleWorker, s.queryPoll)
+	s.handle("POST /v1/query/answer", RoleWorker, s.queryAnswer)
 
-	s.handle("GET /v1/cluster", s.clusterStatus)
-	s.handle("POST /v1/cluster/members", s.clusterJoin)
-	s.handle("DELETE /v1/cluster/members/{id}", s.clusterRemove)
-	s.handle("POST /v1/cluster/leader/transfer", s.clusterTransfer)
+	s.handle("GET /v1/cluster", RoleReader, s.clusterStatus)
+	s.handle("POST /v1/cluster/members", RoleAdmin, s.clusterJoin)
+	s.handle("DELETE /v1/cluster/members/{id}", RoleAdmin, s.clusterRemove)
+	s.handle("POST /v1/cluster/leader/transfer", RoleAdmin, s.clusterTransfer)
 
 	s.healthRoutes()
 
 	// Everything else, including a known path with another method, gets
 	// the same error body as any other failure rather than the mux's
 	// plain-text 404 or 405.
-	s.handle("/", func(c *call) (any, error) {
+	s.handle("/", RoleReader, func(c *call) (any, error) {
 		return nil, fmt.Errorf("%w: %s %s", ErrNoRoute, c.r.Method, c.r.URL.Path)
 	})
+}
+
+// identityKey carries the caller's Identity in a request's context.
+type identityKey struct{}
+
+// caller is who a request comes from, as serve authenticated it.
+type caller struct {
+	Identity
+	// byCert: authenticated by its TLS certificate, which cannot be
+	// forwarded; such a request is sent to the leader rather than
+	// forwarded there.
+	byCert bool
+	// node is the node id a verified node certificate names, if any.
+	node string
 }
 
 // ServeHTTP serves one request (see serve), recording its metrics and span
 // when ServerConfig asks for them.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// serve checks the bearer token (health probes need none), then routes
-// the request.
+// serve authenticates the caller, then routes the request. A bearer token
+// decides who the caller is; without one, a certificate ClientCAs verifies
+// does. A server without tokens lets a caller that shows neither in, as an
+// admin with no name. Health probes need neither: a load balancer's probe
+// has no credentials, and they reveal nothing.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.AuthToken != "" && !isProbe(r) && !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="heddle"`)
-		c := &call{s: s, w: w, r: r, out: responseFormat(r)}
-		c.fail(fmt.Errorf("%w: this server needs \"Authorization: Bearer <token>\"", ErrUnauthorized))
+	if isProbe(r) {
+		s.mux.ServeHTTP(w, r)
 		return
 	}
-	s.mux.ServeHTTP(w, r)
+	who, err := s.authenticate(r)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="heddle"`)
+		c := &call{s: s, w: w, r: r, out: responseFormat(r)}
+		c.fail(err)
+		return
+	}
+	routed := r.WithContext(context.WithValue(r.Context(), identityKey{}, who))
+	s.mux.ServeHTTP(w, routed)
+	// The mux wrote the route it matched into the copy; instrument reads
+	// it from the request it was given.
+	r.Pattern = routed.Pattern
 }
 
-// authorized compares the token in constant time, so its bytes cannot be
-// guessed one at a time from response times.
-func (s *Server) authorized(r *http.Request) bool {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.AuthToken)) == 1
+// authenticate finds who the request comes from.
+func (s *Server) authenticate(r *http.Request) (caller, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		token, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok {
+			return caller{}, fmt.Errorf("%w: the Authorization header is not \"Bearer <token>\"", ErrUnauthorized)
+		}
+		id, ok := s.tokens.lookup(token)
+		if !ok {
+			return caller{}, fmt.Errorf("%w: the bearer token is not one this server knows (Authorization: Bearer <token>)", ErrUnauthorized)
+		}
+		who := caller{Identity: id}
+		if s.cfg.ClientCAs != nil && r.TLS != nil {
+			// The token says who the caller is; a node certificate beside
+			// it still says which node the request comes from (a join).
+			who.node, _ = pki.VerifyNode(r.TLS.PeerCertificates, s.cfg.ClientCAs)
+		}
+		return who, nil
+	}
+	if s.cfg.ClientCAs != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		return s.certCaller(r.TLS.PeerCertificates)
+	}
+	if s.tokens.Len() > 0 {
+		return caller{}, fmt.Errorf("%w: this server needs \"Authorization: Bearer <token>\"", ErrUnauthorized)
+	}
+	return caller{Identity: Identity{Role: RoleAdmin}}, nil
 }
+
+// certCaller authenticates a caller by its certificate chain.
+func (s *Server) certCaller(chain []*x509.Certificate) (caller, error) {
+	if err := pki.Verify(chain, s.cfg.ClientCAs); err != nil {
+		return caller{}, fmt.Errorf("%w: the client certificate %q is not one of this cluster's CA: %v", ErrUnauthorized, chain[0].Subject.CommonName, err)
+	}
+	if id, ok := pki.NodeID(chain[0]); ok {
+		return caller{Identity: Identity{Name: "node:" + id, Role: RoleAdmin}, byCert: true, node: id}, nil
+	}
+	if name, roleName, ok := pki.ClientName(chain[0]); ok {
+		role, err := ParseRole(roleName)
+		if err != nil {
+			return caller{}, fmt.Errorf("%w: the client certificate of %q: %v", ErrUnauthorized, name, err)
+		}
+		return caller{Identity: Identity{Name: name, Role: role}, byCert: true}, nil
+	}
+	return caller{}, fmt.Errorf("%w: the client certificate %q names no heddle node or client", ErrUnauthorized, chain[0].Subject.CommonName)
+}
+
+// callerOf returns who ServeHTTP found the request comes from.
+func callerOf(r *http.Request) caller {
+	who, _ := r.Context().Value(identityKey{}).(caller)
+	return who
+}
+
+// identityOf returns the identity ServeHTTP authenticated.
+func identityOf(r *http.Request) Identity { return callerOf(r).Identity }
 
 // handler serves one route: it returns the value to answer with, or an error.
 type handler func(c *call) (any, error)
 
-func (s *Server) handle(pattern string, h handler) {
+// handle registers h for pattern, callable by role and above.
+func (s *Server) handle(pattern string, role Role, h handler) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if id := identityOf(r); id.Role < role {
+			c := &call{s: s, w: w, r: r, out: responseFormat(r)}
+			c.fail(fmt.Errorf("%w: %s %s needs the %s role; token %q has the %s role", ErrForbidden, r.Method, r.URL.Path, role, id.Name, id.Role))
+			return
+		}
 		switch r.URL.Query().Get("stale") {
 		case "", "0", "false":
 		case "1", "true":
@@ -129,9 +219,14 @@ func (s *Server) handle(pattern string, h handler) {
 			return
 		}
 		c := &call{s: s, w: w, r: r, out: responseFormat(r)}
+		defer c.release()
 		if err := c.readBody(); err != nil {
 			c.fail(err)
 			return
+		}
+		s.extendDeadlines(w)
+		if engine.IsStaleRead(r.Context()) {
+			s.markStale(w.Header())
 		}
 		res, err := h(c)
 		if err != nil {
@@ -140,6 +235,32 @@ func (s *Server) handle(pattern string, h handler) {
 		}
 		c.reply(http.StatusOK, res)
 	})
+}
+
+// extendDeadlines gives the answer its own deadline once the request has
+// been read: MaxWait plus WriteTimeout from now, so that a long poll is
+// never cut off by the time its body took to arrive. (The read deadline
+// needs nothing: net/http lifts it once the body is read to its end, and
+// then watches the connection only to learn that the client went away.)
+// A ResponseWriter that cannot move it (a test recorder) is left as it is.
+func (s *Server) extendDeadlines(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.MaxWait + s.cfg.WriteTimeout))
+}
+
+// terminate serves POST /v1/jobs/terminate: an admin may terminate any
+// run; a worker only a child of the run whose lease it holds, as that
+// run's parent-close policy asks (Terminate.ByParent, which the engine
+// checks against the lease and the child's parent).
+func (s *Server) terminate(c *call) (any, error) {
+	var cmd engine.Terminate
+	if err := c.decode(&cmd); err != nil {
+		return nil, err
+	}
+	if id := identityOf(c.r); id.Role < RoleAdmin && cmd.ByParent == nil {
+		return nil, fmt.Errorf("%w: POST /v1/jobs/terminate needs the admin role; token %q has the %s role, with which it may only terminate a child of the run whose lease it holds (by_parent)",
+			ErrForbidden, id.Name, id.Role)
+	}
+	return s.cfg.Service.Terminate(c.r.Context(), cmd)
 }
 
 // command serves a command route: decode the command, run it.

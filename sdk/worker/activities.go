@@ -249,8 +249,11 @@ func (w *Worker) callActivity(ctx context.Context, fn any, input []byte, env *ac
 		defer cancel()
 	}
 	if !scheduleDeadline.IsZero() {
+		// The deadline is in workflow time, on the worker's clock; the
+		// context counts the time left on the real clock, so a worker whose
+		// clock is not the wall clock (a test's) gets the same budget.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, scheduleDeadline)
+		ctx, cancel = context.WithTimeout(ctx, scheduleDeadline.Sub(w.opts.Clock.Now()))
 		defer cancel()
 	}
 	info.Deadline, _ = ctx.Deadline()

@@ -110,6 +110,7 @@ func (r *run) await(cmds []*replay.Command) error {
 		defer t.Stop()
 		retryC = t.C()
 	}
+	defer r.probeWait(cmds)()
 	select {
 	case o := <-r.results:
 		return r.outcomes(o)

@@ -133,7 +133,12 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 	_, err = r.w.e.Create(ctx, create)
 	span.End()
 	if err != nil {
-		if !errors.Is(err, engine.ErrWorkflowExists) {
+		// A create done again after a crash carries the same request id
+		// but may differ from the first (its timeouts count from now, its
+		// trace parent is a new span), and the engine refuses it as a
+		// conflict: the job exists, as when the request record has gone
+		// and the workflow id is taken.
+		if !errors.Is(err, engine.ErrWorkflowExists) && !errors.Is(err, engine.ErrRequestConflict) {
 			return false, err
 		}
 		mine, err := r.ownsRun(create.WorkflowID, c)
@@ -197,7 +202,10 @@ func (r *run) closeChildren() error {
 		var err error
 		switch opts.ParentClosePolicy {
 		case workflow.ParentCloseTerminate:
-			_, err = r.w.e.Terminate(r.ctx, engine.Terminate{Target: t, Reason: "parent closed"})
+			// As the parent, whose lease it holds: a worker's token may
+			// terminate only its own run's children.
+			ref := r.ref
+			_, err = r.w.e.Terminate(r.ctx, engine.Terminate{Target: t, Reason: "parent closed", ByParent: &ref})
 		case workflow.ParentCloseRequestCancel:
 			_, err = r.w.e.RequestCancel(r.ctx, engine.RequestCancel{Target: t, Reason: "parent closed"})
 		}
@@ -228,7 +236,9 @@ func (r *run) requestCancelRemote(c *replay.Command, reason string) error {
 	rc := engine.RequestCancel{Target: engine.Target{WorkflowID: r.remoteID(c)}, Reason: reason}
 	rc.RequestID = fmt.Sprintf("heddle/%d/%s/cancel", r.job.Job, c.Step)
 	_, err := r.w.e.RequestCancel(r.ctx, rc)
-	if err != nil && !isGone(err) {
+	// A conflict means the request id was used, with another reason: the
+	// cancel was already asked for.
+	if err != nil && !isGone(err) && !errors.Is(err, engine.ErrRequestConflict) {
 		return err
 	}
 	c.CancelHandled = true

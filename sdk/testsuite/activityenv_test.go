@@ -1,0 +1,69 @@
+package testsuite_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/heddlewf/heddle/sdk/activity"
+	"github.com/heddlewf/heddle/sdk/testsuite"
+	"github.com/heddlewf/heddle/sdk/workflow"
+)
+
+// Describe reports what activity.GetInfo says and heartbeats once.
+func Describe(ctx context.Context, what string) (string, error) {
+	info := activity.GetInfo(ctx)
+	if err := activity.RecordHeartbeat(ctx, []byte("half")); err != nil {
+		return "", err
+	}
+	return what + " " + info.ActivityType, nil
+}
+
+// Refuse fails for good.
+func Refuse(context.Context) error {
+	return workflow.NewApplicationError("no", "Refused", true)
+}
+
+// TestActivityEnvironment runs one try of an activity in a real worker:
+// its result, its info, its heartbeats, and its failure as a workflow
+// would see it.
+func TestActivityEnvironment(t *testing.T) {
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(Describe)
+	v, err := env.ExecuteActivity(Describe, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := v.Get(&got); err != nil || got != "run Describe" {
+		t.Fatalf("result %q, %v", got, err)
+	}
+	// The same environment runs more activities, registering functions it
+	// is given.
+	_, err = env.ExecuteActivity(Refuse)
+	var ae *workflow.ActivityError
+	if !errors.As(err, &ae) || ae.Type != "Refused" || !ae.NonRetryable {
+		t.Fatalf("ExecuteActivity(Refuse) = %v, want the activity's failure", err)
+	}
+	v, err = env.ExecuteActivity("Describe", "again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Get(&got); err != nil || got != "again Describe" {
+		t.Fatalf("result %q, %v", got, err)
+	}
+	// A failure is not retried.
+	calls := 0
+	env.RegisterActivityWithOptions(func(context.Context) error { calls++; return errors.New("transient") },
+		activity.RegisterOptions{Name: "Transient"})
+	if _, err := env.ExecuteActivity("Transient"); err == nil || calls != 1 {
+		t.Fatalf("ExecuteActivity(Transient) = %v after %d calls, want one failed try", err, calls)
+	}
+	// An activity that returns only an error has no value.
+	env.RegisterActivityWithOptions(func(context.Context) error { return nil }, activity.RegisterOptions{Name: "Nothing"})
+	v, err = env.ExecuteActivity("Nothing")
+	if err != nil || v.HasValue() {
+		t.Fatalf("ExecuteActivity(Nothing) = %v, %v; want no value", v, err)
+	}
+}

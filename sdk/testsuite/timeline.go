@@ -1,0 +1,156 @@
+package testsuite
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/heddlewf/heddle/engine/clock"
+)
+
+// timeline is a test environment's time: a manual clock that only the
+// environment's driver moves. Moving it and firing the timers it made are
+// two steps, so that the driver can run the delayed callbacks due at an
+// instant before the engine's timers of that instant fire (a callback
+// registered before the workflow started comes first, as in Temporal).
+//
+// The engine gets the timeline itself: its log stamps commands with the
+// timeline's time, so workflow time follows it, and its scheduler sleeps
+// on the timeline's timers.
+type timeline struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*manualTimer
+}
+
+var _ clock.Clock = (*timeline)(nil)
+
+func newTimeline(start time.Time) *timeline { return &timeline{now: start} }
+
+// Now returns the timeline's time.
+func (tl *timeline) Now() time.Time {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return tl.now
+}
+
+// NewTimer returns a timer that fires once the timeline reaches d from now.
+func (tl *timeline) NewTimer(d time.Duration) clock.Timer {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	t := &manualTimer{tl: tl, at: tl.now.Add(d), c: make(chan time.Time, 1)}
+	if d <= 0 {
+		t.c <- tl.now
+		return t
+	}
+	tl.timers = append(tl.timers, t)
+	return t
+}
+
+// set moves the time forward to t (never back) without firing anything.
+func (tl *timeline) set(t time.Time) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if t.After(tl.now) {
+		tl.now = t.In(tl.now.Location()) // times from milliseconds are Local
+	}
+}
+
+// fire fires every timer due by now, in the order of their deadlines.
+func (tl *timeline) fire() {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	sort.SliceStable(tl.timers, func(i, j int) bool { return tl.timers[i].at.Before(tl.timers[j].at) })
+	keep := tl.timers[:0]
+	for _, t := range tl.timers {
+		if t.at.After(tl.now) {
+			keep = append(keep, t)
+			continue
+		}
+		t.c <- tl.now // buffered, and sent once: never blocks
+	}
+	clear(tl.timers[len(keep):])
+	tl.timers = keep
+}
+
+type manualTimer struct {
+	tl *timeline
+	at time.Time
+	c  chan time.Time
+}
+
+func (t *manualTimer) C() <-chan time.Time { return t.c }
+
+func (t *manualTimer) Stop() bool {
+	t.tl.mu.Lock()
+	defer t.tl.mu.Unlock()
+	for i, x := range t.tl.timers {
+		if x == t {
+			t.tl.timers = append(t.tl.timers[:i], t.tl.timers[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// workerClock is the clock the environment's workers get. It reads the
+// timeline, and its timers fire when the timeline reaches them or when as
+// much real time has passed, whichever comes first: the worker's own waits
+// (the pause before it watches a busy run's history, an activity's
+// heartbeat timeout, a lease renewal) pass in real time while activities
+// run, as activities' own timeouts do, and are skipped with the rest when
+// the driver moves the timeline. It is also the sdkhook.TurnProbe through
+// which the driver learns that a run's turn is idle.
+type workerClock struct {
+	tl    *timeline
+	probe func(job, seenSeq uint64, inflight int, wakeAt time.Time) (done func())
+}
+
+func (c workerClock) Now() time.Time { return c.tl.Now() }
+
+func (c workerClock) TurnWaiting(job, seenSeq uint64, inflight int, wakeAt time.Time) func() {
+	return c.probe(job, seenSeq, inflight, wakeAt)
+}
+
+func (c workerClock) NewTimer(d time.Duration) clock.Timer {
+	h := &eitherTimer{c: make(chan time.Time, 1), stop: make(chan struct{})}
+	if d <= 0 {
+		h.fired.Store(true)
+		h.c <- c.tl.Now()
+		return h
+	}
+	onTimeline := c.tl.NewTimer(d)
+	real := time.NewTimer(d)
+	go func() {
+		defer onTimeline.Stop()
+		defer real.Stop()
+		var at time.Time
+		select {
+		case at = <-onTimeline.C():
+		case <-real.C:
+			at = c.tl.Now()
+		case <-h.stop:
+			return
+		}
+		if h.fired.CompareAndSwap(false, true) {
+			h.c <- at
+		}
+	}()
+	return h
+}
+
+// eitherTimer fires once, at the first of two timers.
+type eitherTimer struct {
+	c     chan time.Time
+	stop  chan struct{}
+	once  sync.Once
+	fired atomic.Bool
+}
+
+func (h *eitherTimer) C() <-chan time.Time { return h.c }
+
+func (h *eitherTimer) Stop() bool {
+	h.once.Do(func() { close(h.stop) })
+	return h.fired.CompareAndSwap(false, true)
+}
