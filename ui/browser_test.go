@@ -20,7 +20,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -267,9 +266,13 @@ func withOptions(ctx workflow.Context) workflow.Context {
 		RetryPolicy: &workflow.RetryPolicy{InitialInterval: 50 * time.Millisecond, MaximumAttempts: 3}})
 }
 
-// browserToken is the API's token in the browser tests: the browser signs
-// in with it.
-const browserToken = "browser-test-token"
+// The API's tokens in the browser tests: the browser signs in with the
+// admin's, and with the others to see the buttons follow the role.
+const (
+	browserToken = "browser-test-token"
+	readerToken  = "browser-reader-token"
+	clientToken  = "browser-client-token"
+)
 
 // node is an engine with its API and UI on a loopback listener, and a
 // worker of the orders queue.
@@ -277,9 +280,6 @@ type node struct {
 	e   *engine.Engine
 	url string
 	c   *client.Client
-	// role is the role the UI gives every token ("" for all buttons), as
-	// a server whose tokens carry roles would for the signed-in one.
-	role atomic.Pointer[string]
 }
 
 func startNode(t *testing.T) *node {
@@ -293,24 +293,27 @@ func startNode(t *testing.T) *node {
 			t.Error(err)
 		}
 	})
-	api, err := httpapi.NewServer(httpapi.ServerConfig{Service: e, AuthToken: browserToken})
+	tokens := &httpapi.Tokens{}
+	for _, g := range []struct {
+		name  string
+		role  httpapi.Role
+		token string
+	}{{"ada", httpapi.RoleAdmin, browserToken}, {"rita", httpapi.RoleReader, readerToken}, {"carl", httpapi.RoleClient, clientToken}} {
+		if err := tokens.Add(g.name, g.role, g.token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api, err := httpapi.NewServer(httpapi.ServerConfig{Service: e, Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{e: e, c: client.New(e)}
-	n.role.Store(new(string))
-	permissions := func(context.Context, string) (Permissions, error) {
-		if r := *n.role.Load(); r != "" {
-			return ForRole(r)
-		}
-		return AllowAll(), nil
-	}
-	h, err := New(Config{API: api, Refresh: 300 * time.Millisecond, Permissions: permissions})
+	h, err := New(Config{API: api, Refresh: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(mount(h, api))
-	n.url = srv.URL
+	n := &node{e: e, c: client.New(e), url: srv.URL}
+
 	t.Cleanup(srv.Close)
 	w, err := worker.New(e, "orders", worker.Options{Identity: "worker-a7", LeaseTTL: 3 * time.Second})
 	if err != nil {
@@ -335,7 +338,17 @@ func startNode(t *testing.T) *node {
 	return n
 }
 
-func (n *node) setRole(r string) { n.role.Store(&r) }
+// signInAs signs the browser out, then in with token, and opens path.
+func signInAs(t *testing.T, ctx context.Context, n *node, token, path, waitFor string) {
+	t.Helper()
+	run(t, ctx, "sign out", chromedp.Click("#signout", chromedp.ByQuery), chromedp.WaitVisible("#token", chromedp.ByQuery))
+	run(t, ctx, "sign in again",
+		typeInto("#token", token),
+		chromedp.Click("#signin", chromedp.ByQuery),
+		chromedp.WaitVisible("#role", chromedp.ByQuery),
+		chromedp.Navigate(n.url+path),
+		chromedp.WaitVisible(waitFor, chromedp.ByQuery))
+}
 
 func (n *node) start(t *testing.T, id, typ, queue string, args ...any) {
 	t.Helper()
@@ -531,8 +544,11 @@ func TestBrowserWorkflows(t *testing.T) {
 
 	// The buttons follow the role: a reader gets none and is told why, a
 	// client all but terminate.
-	n.setRole("reader")
-	run(t, ctx, "open invoice-77 as a reader", chromedp.Reload(), chromedp.WaitVisible("#no-actions", chromedp.ByQuery))
+	invoice := fmt.Sprintf("/ui/runs/%d", j.ID)
+	if s := text(t, ctx, "#role"); s != "admin" {
+		t.Errorf("the header names the role %q, want admin", s)
+	}
+	signInAs(t, ctx, n, readerToken, invoice, "#no-actions")
 	if s := text(t, ctx, "#role"); s != "reader" {
 		t.Errorf("the header names the role %q, want reader", s)
 	}
@@ -545,14 +561,13 @@ func TestBrowserWorkflows(t *testing.T) {
 		t.Errorf("a reader's run page has %d action forms", forms)
 	}
 	shoot(t, ctx, "ui-run-reader")
-	n.setRole("client")
-	run(t, ctx, "open invoice-77 as a client", chromedp.Reload(), chromedp.WaitVisible("#cancel-form", chromedp.ByQuery))
+	signInAs(t, ctx, n, clientToken, invoice, "#cancel-form")
 	var ids2 []string
 	run(t, ctx, "the client's forms", chromedp.Evaluate(`[...document.querySelectorAll('#actions form')].map(f => f.id)`, &ids2))
 	if strings.Join(ids2, ",") != "signal-form,cancel-form" {
 		t.Errorf("a client's run page has the forms %v, want signal and cancel", ids2)
 	}
-	n.setRole("")
+	signInAs(t, ctx, n, browserToken, invoice, "#terminate-form")
 
 	// The pages of optional APIs say they are not available.
 	for _, f := range features {

@@ -33,9 +33,10 @@ type Config struct {
 	// Permissions, if set, says which actions a token may take; the pages
 	// show only those buttons. It is called once per page, concurrently,
 	// with the token the person signed in with ("" before sign-in). Nil
-	// shows every button, and the API refuses what the token may not do.
-	// A server whose tokens carry roles looks the token's role up and
-	// returns ForRole of it.
+	// asks the API who the token is (GET /v1/whoami) and shows the
+	// buttons of its role (ForRole); an API without that route gets every
+	// button. Either way the API refuses what the token may not do: this
+	// only spares the person buttons that would be refused.
 	Permissions func(ctx context.Context, token string) (Permissions, error)
 	// ProbeClient asks the other members of a cluster for their status and
 	// readiness (the cluster page). Nil means a client with a timeout of

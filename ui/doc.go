@@ -36,6 +36,18 @@
 // The token is kept in an HttpOnly, SameSite=Strict cookie scoped to /ui
 // (Secure over TLS), so page scripts never see it. Every form carries a
 // CSRF token that must equal a second cookie's. Which buttons a page shows
-// is asked of Config.Permissions (nil: all of them); the API still refuses
-// what the token may not do.
+// follows the token's role, which the API tells (GET /v1/whoami): a reader
+// gets none, a client or a worker signal and cancel, an admin terminate
+// too. Config.Permissions replaces that lookup for an embedding program
+// with its own idea of who may do what; the API still refuses what the
+// token may not do.
+//
+// # Live updates
+//
+// The script fetches the open page again every Config.Refresh (2 s) and
+// swaps its content in place, unless the person is typing into a field,
+// the tab is hidden, or they unticked "Live". Polling the page itself
+// rather than holding a server-sent event stream keeps one code path for
+// the first load and every update, and needs nothing of a proxy between
+// the browser and the node.
 package ui

@@ -145,12 +145,9 @@ func (h *Handler) page(pattern string, fn func(*request) (*page, error)) {
 			h.fail(rq, err)
 			return
 		}
-		rq.can = AllowAll()
-		if h.cfg.Permissions != nil {
-			if rq.can, err = h.cfg.Permissions(rq.ctx, rq.token); err != nil {
-				h.fail(rq, err)
-				return
-			}
+		if rq.can, err = h.permissions(rq); err != nil {
+			h.fail(rq, err)
+			return
 		}
 		p, err := fn(rq)
 		if err != nil {
@@ -246,3 +243,26 @@ func (h *Handler) render(rq *request, p *page) {
 
 // formValue returns a form field, trimmed.
 func formValue(r *http.Request, name string) string { return strings.TrimSpace(r.FormValue(name)) }
+
+// permissions is what the person of rq may do: Config.Permissions' answer
+// if it is set, else the buttons of the role the API says the token has
+// (GET /v1/whoami). An API without that route gets every button, and
+// refuses what the token may not do; a role this UI does not know gets
+// none.
+func (h *Handler) permissions(rq *request) (Permissions, error) {
+	if h.cfg.Permissions != nil {
+		return h.cfg.Permissions(rq.ctx, rq.token)
+	}
+	who, err := rq.api.WhoAmI(rq.ctx)
+	if errors.Is(err, httpapi.ErrNoRoute) {
+		return AllowAll(), nil
+	}
+	if err != nil {
+		return Permissions{}, err
+	}
+	p, err := ForRole(who.Role)
+	if errors.Is(err, ErrUnknownRole) {
+		return Permissions{role: who.Role}, nil
+	}
+	return p, err
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -457,6 +458,66 @@ func TestForRole(t *testing.T) {
 	if AllowAll().Role() != "" || (Permissions{}).Can(ActionSignal) {
 		t.Error("permissions not made by ForRole have a role, or the zero value permits")
 	}
+}
+
+// TestRolesFromAPI signs in with a token of each role and sees the buttons
+// of the role the API names; an API without GET /v1/whoami gets every
+// button.
+func TestRolesFromAPI(t *testing.T) {
+	tokens := &httpapi.Tokens{}
+	for _, g := range []struct{ name, role, token string }{
+		{"rita", "reader", "reader-token"}, {"carl", "client", "client-token"},
+		{"wendy", "worker", "worker-token"}, {"ada", "admin", "admin-token"},
+	} {
+		role, err := httpapi.ParseRole(g.role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tokens.Add(g.name, role, g.token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v := newEnv(t, envOptions{tokens: tokens})
+	parent, _ := seedRun(v)
+	path := fmt.Sprintf("/ui/runs/%d", parent)
+	for _, tc := range []struct {
+		token, role string
+		forms       []string // the action forms the run's page has
+	}{
+		{"reader-token", "reader", nil},
+		{"client-token", "client", []string{"signal-form", "cancel-form"}},
+		{"worker-token", "worker", []string{"signal-form", "cancel-form"}},
+		{"admin-token", "admin", []string{"signal-form", "cancel-form", "terminate-form"}},
+	} {
+		v.signIn(tc.token)
+		_, body, _ := v.get(path)
+		what := tc.role + "'s run page"
+		wantIn(t, what, body, `<span class="role" id="role"`, ">"+tc.role+"</span>")
+		for _, f := range []string{"signal-form", "cancel-form", "terminate-form"} {
+			if has, want := strings.Contains(body, `id="`+f+`"`), slices.Contains(tc.forms, f); has != want {
+				t.Errorf("%s: has %s %v, want %v", what, f, has, want)
+			}
+		}
+		if has := strings.Contains(body, `id="no-actions"`); has != (len(tc.forms) == 0) {
+			t.Errorf("%s: the note that the role may not act: %v", what, has)
+		}
+	}
+
+	// An API without the route: every button, no role named.
+	noWhoAmI := func(api http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/whoami" {
+				r.URL.Path = "/v1/no-such-route"
+			}
+			api.ServeHTTP(w, r)
+		})
+	}
+	v = newEnv(t, envOptions{token: "tok", wrapAPI: noWhoAmI})
+	parent, _ = seedRun(v)
+	v.signIn("tok")
+	_, body, _ := v.get(fmt.Sprintf("/ui/runs/%d", parent))
+	wantIn(t, "a run page from an API without whoami", body, `id="signal-form"`, `id="cancel-form"`, `id="terminate-form"`)
+	wantNotIn(t, "a run page from an API without whoami", body, `id="role"`)
 }
 
 // TestRolePages shows a run's page to a reader and to a client: the reader

@@ -32,7 +32,10 @@ type env struct {
 }
 
 type envOptions struct {
-	token       string
+	token  string
+	tokens *httpapi.Tokens
+	// wrapAPI, if set, is what the UI sees of the API instead of it.
+	wrapAPI     func(http.Handler) http.Handler
 	permissions func(ctx context.Context, token string) (Permissions, error)
 	cluster     httpapi.Cluster
 }
@@ -49,11 +52,15 @@ func newEnv(t *testing.T, o envOptions) *env {
 			t.Error(err)
 		}
 	})
-	api, err := httpapi.NewServer(httpapi.ServerConfig{Service: e, AuthToken: o.token, Cluster: o.cluster})
+	api, err := httpapi.NewServer(httpapi.ServerConfig{Service: e, AuthToken: o.token, Tokens: o.tokens, Cluster: o.cluster})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(Config{API: api, Permissions: o.permissions, Now: clk.Now})
+	var uiAPI http.Handler = api
+	if o.wrapAPI != nil {
+		uiAPI = o.wrapAPI(api)
+	}
+	h, err := New(Config{API: uiAPI, Permissions: o.permissions, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +113,15 @@ func (v *env) read(resp *http.Response) (int, string, string) {
 	// The pages' text as a person reads it: html/template writes quotes
 	// in payloads as &#34;.
 	return resp.StatusCode, html.UnescapeString(string(b)), resp.Header.Get("Location")
+}
+
+// signIn signs the env's browser in with token and checks it was let in.
+func (v *env) signIn(token string) {
+	v.t.Helper()
+	code, _, loc := v.post("/ui/signin", url.Values{"token": {token}, "next": {"/ui/workflows"}, csrfField: {v.csrf("/ui/signin")}})
+	if code != http.StatusSeeOther || loc != "/ui/workflows" {
+		v.t.Fatalf("sign-in with %q: HTTP %d to %q", token, code, loc)
+	}
 }
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]{32})"`)

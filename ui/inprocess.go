@@ -3,6 +3,7 @@ package ui
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,12 +23,17 @@ type inProcess struct {
 	// remoteAddr is the browser's address, which the API sees as the
 	// caller's: the UI asks on the person's behalf.
 	remoteAddr string
+	// tls is the browser's TLS connection, nil over plain HTTP: a person
+	// whose browser presents a client certificate is who that certificate
+	// names, to the API as to any client.
+	tls *tls.ConnectionState
 }
 
 func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	in := req.Clone(req.Context())
 	in.RequestURI = req.URL.RequestURI()
 	in.RemoteAddr = t.remoteAddr
+	in.TLS = t.tls
 	in.Host = req.URL.Host
 	if in.Body == nil {
 		in.Body = http.NoBody
@@ -78,14 +84,13 @@ const apiRetry = 2 * time.Second
 // service and the cluster routes, with the person's token.
 type backend struct {
 	*httpapi.Client
-	api    http.Handler
-	token  string
-	remote string
+	token     string
+	transport inProcess
 }
 
 // newBackend returns the API for a browser request carrying token.
 func (h *Handler) newBackend(r *http.Request, token string) (*backend, error) {
-	t := inProcess{api: h.cfg.API, remoteAddr: r.RemoteAddr}
+	t := inProcess{api: h.cfg.API, remoteAddr: r.RemoteAddr, tls: r.TLS}
 	c, err := httpapi.NewClient(httpapi.ClientConfig{
 		// The address is never dialled: the transport serves every
 		// request in this process.
@@ -95,7 +100,7 @@ func (h *Handler) newBackend(r *http.Request, token string) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &backend{Client: c, api: h.cfg.API, token: token, remote: r.RemoteAddr}, nil
+	return &backend{Client: c, token: token, transport: t}, nil
 }
 
 // get asks the API for path without decoding the answer: its status and
@@ -110,7 +115,7 @@ func (b *backend) get(ctx context.Context, path string) (int, []byte, error) {
 	if b.token != "" {
 		req.Header.Set("Authorization", "Bearer "+b.token)
 	}
-	resp, err := inProcess{api: b.api, remoteAddr: b.remote}.RoundTrip(req)
+	resp, err := b.transport.RoundTrip(req)
 	if err != nil {
 		return 0, nil, err
 	}

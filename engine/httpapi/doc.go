@@ -38,6 +38,8 @@
 //	POST   /v1/query/poll[?wait=30s]         QueryPoll         -> QueryPollResult (workers)
 //	POST   /v1/query/answer                  QueryAnswer       -> QueryAnswerResult (workers)
 //
+//	GET    /v1/whoami                        -> WhoAmI (the caller's name and role)
+//
 //	GET    /v1/cluster                       -> ClusterStatus
 //	POST   /v1/cluster/members               ClusterMember (join)
 //	DELETE /v1/cluster/members/{id}          remove a member
