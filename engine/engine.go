@@ -21,7 +21,10 @@ type Config struct {
 	Dir string
 	// InMemory keeps everything in memory; nothing survives Close.
 	InMemory bool
-	// Storage tunes Badger; its Dir and InMemory are taken from above.
+	// Storage tunes Badger and the free-space reserve below which writes
+	// fail with ErrNoSpace (Storage.ReserveBytes: 0 keeps
+	// storage.DefaultReserveBytes free, -1 turns it off); its Dir and
+	// InMemory are taken from above.
 	Storage storage.Options
 	// Limits bound what one command may carry.
 	Limits Limits

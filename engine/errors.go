@@ -39,6 +39,11 @@ var (
 	// ErrStorageRead: the database failed to read what it holds (see
 	// storage.ErrRead); the command was not judged and wrote nothing.
 	ErrStorageRead = storage.ErrRead
+	// ErrNoSpace: the disk holding the database has less free space than
+	// the reserve (see storage.NoSpaceError, code HDL-STORE-0003), so the
+	// write was refused and nothing of it was stored. Reads go on; writes
+	// are accepted again once space is freed.
+	ErrNoSpace = storage.ErrNoSpace
 	// ErrNotLeader: a cluster node that is not the Raft leader was asked to
 	// write or to read linearizably (see NotLeaderError for the leader).
 	ErrNotLeader = errors.New("engine: not the leader")

@@ -163,7 +163,17 @@ func (l *LocalLog) applyBatch(ps []*proposal) {
 		wrote := !batch.Empty()
 		touched := batch.TouchedJobs()
 		start := l.meter.Start()
-		err := batch.Commit()
+		var err error
+		if wrote {
+			// Refuse before Badger writes into a disk too full to take
+			// what it writes on its own afterwards (see storage.CheckSpace).
+			err = l.db.CheckSpace()
+		}
+		if err != nil {
+			batch.Discard()
+		} else {
+			err = batch.Commit()
+		}
 		switch {
 		case !wrote:
 		case err == nil:

@@ -41,7 +41,9 @@ type Config struct {
 	Limits engine.Limits
 	// Storage tunes Badger; its Dir and InMemory are ignored, and NoSync
 	// is forced on (the Raft log is the durable record; the state is
-	// synced before each snapshot).
+	// synced before each snapshot). Its ReserveBytes is the free space
+	// under which this node, as leader, refuses proposals with
+	// engine.ErrNoSpace.
 	Storage storage.Options
 
 	// HeartbeatTimeout and ElectionTimeout are Raft's; 0 means 1s each,

@@ -14,5 +14,8 @@
 // On disk a node's directory holds raft/ (the BoltDB log and stable store and
 // the snapshot files) and state/ (CURRENT, naming the live database
 // directory data-NNNNNN). A snapshot restore loads into a fresh data
-// directory and switches CURRENT only once the load succeeded.
+// directory and switches CURRENT only once the load succeeded. A state
+// database that fails storage's integrity checks at start is moved aside
+// (damaged-NNNNNN-T) and rebuilt from the node's newest snapshot and log,
+// or from the leader's snapshot.
 package raftfsm

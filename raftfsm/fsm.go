@@ -47,6 +47,10 @@ type FSM struct {
 	// meter records the metrics of applying (nil: none). Set before Raft
 	// starts, then used by Raft's applying goroutine alone.
 	meter *engine.Meter
+	// damaged, when not empty, says that the state database failed its
+	// integrity checks at open and was replaced by an empty one (see
+	// stateDir.open); Node.Open logs it and rebuilds the state.
+	damaged string
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -66,11 +70,11 @@ type entryOutcome struct {
 }
 
 func newFSM(state *stateDir, machine commandApplier) (*FSM, error) {
-	db, err := state.open()
+	db, damaged, err := state.open()
 	if err != nil {
 		return nil, err
 	}
-	f := &FSM{machine: machine, state: state, db: db, appliedCh: make(chan struct{})}
+	f := &FSM{machine: machine, state: state, db: db, appliedCh: make(chan struct{}), damaged: damaged}
 	var idx uint64
 	err = db.View(func(r *storage.Reader) error {
 		var err error
@@ -89,6 +93,15 @@ func (f *FSM) View(fn func(r *storage.Reader) error) error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.db.View(fn)
+}
+
+// checkSpace refuses, with engine.ErrNoSpace, while the disk holding the
+// state has less free space than its reserve (storage.DB.CheckSpace).
+func (f *FSM) checkSpace() error {
+	f.mu.RLock()
+	db := f.db
+	f.mu.RUnlock()
+	return db.CheckSpace()
 }
 
 // Applied returns the last log index the state reflects.

@@ -122,6 +122,24 @@ func Open(cfg Config) (*Node, error) {
 	// reload the whole state for nothing. Snapshot syncs the database, so
 	// it always holds at least what the newest snapshot holds.
 	rc.NoSnapshotRestoreOnStart = true
+	snapIndex, err := n.stateBehind(snaps)
+	if err != nil {
+		return fail(err)
+	}
+	if snapIndex > 0 {
+		// The state holds less than the newest snapshot: Raft replays only
+		// the log after it, so it must restore the snapshot first.
+		rc.NoSnapshotRestoreOnStart = false
+	}
+	if n.fsm.damaged != "" {
+		how := "replaying the Raft log from its start"
+		if snapIndex > 0 {
+			how = fmt.Sprintf("restoring the newest Raft snapshot (index %d) and replaying the log after it", snapIndex)
+		}
+		hclogger(cfg, "state").Error("the state database failed its integrity checks and is rebuilt from the cluster; "+
+			"until it has caught up, this node is not ready and serves no linearizable read",
+			"damage", n.fsm.damaged, "rebuild", how+"; the leader sends its own snapshot if this node is behind its log")
+	}
 	rc.NotifyCh = n.notify
 	rc.Logger = hclogger(cfg, "raft")
 
@@ -159,6 +177,35 @@ func Open(cfg Config) (*Node, error) {
 	n.wg.Add(1)
 	go n.watchLeadership()
 	return n, nil
+}
+
+// stateBehind returns the index of the newest snapshot this node keeps when
+// the state database holds less than it (0 otherwise): the database was
+// replaced by an empty one (damaged, or lost), and since Raft replays only
+// the log after its newest snapshot, the snapshot must be restored first.
+// With no snapshot the log must still start at index 1 for a replay to
+// rebuild the state; if it does not, the node cannot rebuild on its own.
+func (n *Node) stateBehind(snaps raft.SnapshotStore) (uint64, error) {
+	metas, err := snaps.List()
+	if err != nil {
+		return 0, fmt.Errorf("raftfsm: listing snapshots: %w", err)
+	}
+	applied := n.fsm.Applied()
+	if len(metas) > 0 {
+		if applied < metas[0].Index {
+			return metas[0].Index, nil
+		}
+		return 0, nil
+	}
+	first, err := n.store.FirstIndex()
+	if err != nil {
+		return 0, fmt.Errorf("raftfsm: reading the Raft log: %w", err)
+	}
+	if first > 1 && applied < first-1 {
+		return 0, fmt.Errorf("%w: the state holds entries up to %d, the Raft log starts at %d, and no snapshot holds what lies between: "+
+			"remove this node from the cluster, clear its directory and join it again", ErrStateFailed, applied, first)
+	}
+	return 0, nil
 }
 
 // Engine returns the node's engine.Service.

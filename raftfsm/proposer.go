@@ -71,6 +71,12 @@ func (p *proposer) Propose(ctx context.Context, cmd engine.Command) (engine.Resu
 	if p.n.raft.State() != raft.Leader {
 		return nil, p.n.notLeader()
 	}
+	// Every node applies every entry and cannot refuse one, so the leader
+	// refuses proposals while its own disk is under the reserve. (Each
+	// node enforces the reserve only as leader; see docs/operations.md.)
+	if err := p.n.fsm.checkSpace(); err != nil {
+		return nil, err
+	}
 	pr := &proposal{cmd: cmd, reply: make(chan struct{})}
 	p.mu.RLock()
 	if p.closed {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/heddlewf/heddle/storage"
 )
@@ -85,8 +86,44 @@ func (s *stateDir) optsFor(gen int) storage.Options {
 	return o
 }
 
-// open opens the live database.
-func (s *stateDir) open() (*storage.DB, error) { return storage.Open(s.optsFor(s.gen)) }
+// open opens the live database. One that fails its integrity checks
+// (storage.ErrDamaged) is moved aside and replaced by an empty one, which
+// the node rebuilds from the cluster; damaged then says what was found and
+// where the damaged directory went ("" when the database was sound).
+func (s *stateDir) open() (db *storage.DB, damaged string, err error) {
+	db, err = storage.Open(s.optsFor(s.gen))
+	if !errors.Is(err, storage.ErrDamaged) {
+		return db, "", err
+	}
+	moved, qerr := s.quarantine()
+	if qerr != nil {
+		return nil, "", errors.Join(err, qerr)
+	}
+	db, oerr := storage.Open(s.optsFor(s.gen))
+	return db, fmt.Sprintf("%v; moved it to %s", err, moved), oerr
+}
+
+// quarantine moves the live data directory aside, to damaged-NNNNNN-T (the
+// generation and the Unix time; kept for the operator, never read again),
+// and points CURRENT at a fresh generation. A crash in between leaves
+// CURRENT naming a directory that is gone, which opens empty: either way
+// the node starts from an empty state, which Node.Open rebuilds.
+func (s *stateDir) quarantine() (string, error) {
+	live := filepath.Join(s.dir, dataName(s.gen))
+	moved := filepath.Join(s.dir, fmt.Sprintf("damaged-%06d-%d", s.gen, time.Now().Unix()))
+	if err := os.Rename(live, moved); err != nil {
+		return "", fmt.Errorf("raftfsm: moving the damaged state aside: %w", err)
+	}
+	gen := s.gen + 1
+	if err := os.RemoveAll(filepath.Join(s.dir, dataName(gen))); err != nil {
+		return "", err
+	}
+	if err := s.writeCurrent(gen); err != nil {
+		return "", err
+	}
+	s.gen = gen
+	return moved, nil
+}
 
 // load fills a fresh data directory from a snapshot and makes it the live
 // one. On error the fresh directory is removed and the live one is kept.

@@ -51,7 +51,7 @@ func (c *serverConn) handshake() error {
 	c.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
 		defer cancel()
-		c.err = c.Conn.HandshakeContext(ctx)
+		c.err = c.HandshakeContext(ctx)
 	})
 	return c.err
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -20,12 +21,23 @@ type DB struct {
 }
 
 // Open opens (creating if needed) the database described by opts.
+//
+// Before Badger sees a directory, Open checks its files (see Check) and
+// refuses a damaged one with a *DamagedError (matching ErrDamaged) naming
+// the first damaged file; a log whose only damage is the torn tail a crash
+// leaves is not damaged. It also refuses, with a *NoSpaceError, when the
+// disk cannot take the tables that replaying the logs writes.
 func Open(opts Options) (*DB, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	bdb, err := badger.Open(opts.badgerOptions())
+	if !opts.InMemory {
+		if err := checkBeforeOpen(opts); err != nil {
+			return nil, err
+		}
+	}
+	bdb, err := openBadger(opts.badgerOptions())
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", opts.Dir, err)
 	}
@@ -39,6 +51,42 @@ func Open(opts Options) (*DB, error) {
 		db.maxValue = inMemoryValueLimit(opts.MemTableBytes)
 	}
 	return db, nil
+}
+
+// checkBeforeOpen runs the integrity and free-space checks on the
+// directory of opts, creating it when it does not exist.
+func checkBeforeOpen(opts Options) error {
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return fmt.Errorf("storage: open %q: %w", opts.Dir, err)
+	}
+	unlock, err := lockDir(opts.Dir)
+	if err != nil {
+		return err
+	}
+	insp, err := inspect(opts.Dir)
+	unlock() // Badger takes the lock again at once
+	if err != nil {
+		return err
+	}
+	if n := len(insp.damages); n > 0 {
+		d := *insp.damages[0]
+		d.More = n - 1
+		return &d
+	}
+	return opts.checkOpenSpace(insp.replayBytes)
+}
+
+// openBadger opens Badger, turning a panic on its own goroutine into a
+// *DamagedError. (Badger's other goroutines cannot be recovered; the checks
+// before it are what keep them from meeting damaged files.)
+func openBadger(bo badger.Options) (bdb *badger.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &DamagedError{File: bo.Dir, Kind: DamageUnreadable, Offset: -1,
+				Reason: "Badger panicked reading the directory: " + firstLine(fmt.Sprint(r))}
+		}
+	}()
+	return badger.Open(bo)
 }
 
 // Close flushes and closes the database.

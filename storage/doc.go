@@ -4,5 +4,7 @@
 //
 // The package knows the shape of every key but nothing of job semantics: it
 // never decides whether a write is legal, only how it is laid out and made
-// durable.
+// durable. It also guards the files under Badger: Open checks a directory
+// before Badger reads it (Check, PlanRepair and Repair for the operator),
+// and DB.CheckSpace keeps the free-space reserve that writers respect.
 package storage

@@ -46,6 +46,17 @@ type Options struct {
 	ValueLogFileBytes int64
 	// Logger receives Badger's messages; nil means warnings and errors to stderr.
 	Logger badger.Logger
+	// ReserveBytes is the free space writes leave on the file system
+	// holding Dir: while less is free, DB.CheckSpace fails with ErrNoSpace
+	// and the writers that ask it refuse their writes (reads go on). 0
+	// means DefaultReserveBytes; -1 turns the reserve off. Ignored when
+	// InMemory.
+	ReserveBytes int64
+	// FreeBytes measures the free space of the file system holding a
+	// directory, in bytes; nil means the operating system's measure
+	// (statfs). Embedders with quotas of their own, and tests, set it.
+	// It may be called from many goroutines at once.
+	FreeBytes func(dir string) (uint64, error)
 }
 
 // withDefaults returns o with every zero field replaced by its default.
@@ -91,6 +102,8 @@ func (o Options) Validate() error {
 		return bad("ValueThresholdBytes", "must be between 0 and 1 MiB")
 	case o.ValueLogFileBytes < 0 || (o.ValueLogFileBytes > 0 && o.ValueLogFileBytes < 1<<20) || o.ValueLogFileBytes >= 2<<30:
 		return bad("ValueLogFileBytes", "must be 0 (default) or in [1 MiB, 2 GiB)")
+	case o.ReserveBytes < -1:
+		return bad("ReserveBytes", "must be -1 (off), 0 (default) or positive")
 	}
 	d := o.withDefaults()
 	if d.ValueThresholdBytes > maxBatchBytes(d.MemTableBytes) {
@@ -116,6 +129,14 @@ func (o Options) badgerOptions() badger.Options {
 		WithMetricsEnabled(false).
 		WithCompression(options.None).
 		WithLogger(o.Logger).
+		// Verify each block's checksum when it is read: a block damaged
+		// while the database is open then reads as absent rather than as
+		// altered bytes (Badger's iterators end at it without an error,
+		// so the tables are verified whole at open and before a
+		// snapshot). Values in the value log carry their own checksum.
+		// Badger's check at open is not used: it skips a damaged table.
+		WithChecksumVerificationMode(options.OnBlockRead).
+		WithVerifyValueChecksum(true).
 		// heddle applies every write from one goroutine (the local log or the
 		// Raft FSM), so Badger's conflict detection would only cost memory.
 		WithDetectConflicts(false)

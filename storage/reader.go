@@ -19,7 +19,8 @@ type Reader struct {
 func NewReader(txn *badger.Txn) *Reader { return &Reader{txn: txn} }
 
 // Get returns a copy of the value at key, or ErrNotFound.
-func (r *Reader) Get(key []byte) ([]byte, error) {
+func (r *Reader) Get(key []byte) (_ []byte, err error) {
+	defer recoverRead(&err, "reading key", key, nil)
 	item, err := r.txn.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, ErrNotFound
@@ -30,11 +31,27 @@ func (r *Reader) Get(key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, readError("reading key", key, err)
 	}
-	v, err := item.ValueCopy(nil)
+	v, err := valueCopy(item)
 	if err != nil {
 		return nil, readError("reading the value of key", key, err)
 	}
 	return v, nil
+}
+
+// errValueLost: see valueCopy.
+var errValueLost = errors.New("the value log did not yield the value (Badger logged why)")
+
+// valueCopy returns a copy of item's value. Badger logs a value it cannot
+// read from the value log (its checksum fails, its bytes were cut away)
+// and yields it as empty, with no error. A value the log holds is never
+// empty (it is at least the value threshold), so an empty value where the
+// item says the log holds one is a failed read.
+func valueCopy(item *badger.Item) ([]byte, error) {
+	v, err := item.ValueCopy(nil)
+	if err == nil && len(v) == 0 && item.ValueSize() > 0 {
+		err = errValueLost
+	}
+	return v, err
 }
 
 // readError wraps a failure of Badger itself (never a missing key) in ErrRead,
@@ -48,7 +65,11 @@ func readError(what string, key []byte, err error) error {
 // withValues is false fn receives a nil value, and Badger does not fetch the
 // values at all (index ranges hold empty values). fn returns false to stop.
 // The key and value passed to fn are copies the callee may keep.
-func (r *Reader) Scan(prefix, start []byte, withValues bool, fn func(key, val []byte) (bool, error)) error {
+func (r *Reader) Scan(prefix, start []byte, withValues bool, fn func(key, val []byte) (bool, error)) (err error) {
+	// A panic inside Badger (a damaged block) becomes an ErrRead; one in
+	// fn is the caller's and is passed on.
+	var inFn bool
+	defer recoverRead(&err, "scanning prefix", prefix, &inFn)
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = prefix
 	opts.PrefetchValues = withValues
@@ -66,18 +87,35 @@ func (r *Reader) Scan(prefix, start []byte, withValues bool, fn func(key, val []
 		key := item.KeyCopy(nil)
 		var val []byte
 		if withValues {
-			v, err := item.ValueCopy(nil)
+			v, err := valueCopy(item)
 			if err != nil {
 				return readError("reading the value of key", key, err)
 			}
 			val = v
 		}
+		inFn = true
 		more, err := fn(key, val)
+		inFn = false
 		if err != nil || !more {
 			return err
 		}
 	}
 	return nil
+}
+
+// recoverRead, deferred around reads through Badger, turns a panic of
+// Badger's (it panics on some damaged bytes instead of failing) into an
+// ErrRead naming what was read. A panic while *inCaller is true came from
+// the caller's code and is passed on.
+func recoverRead(err *error, what string, key []byte, inCaller *bool) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if inCaller != nil && *inCaller {
+		panic(r)
+	}
+	*err = readError(what, key, fmt.Errorf("badger panicked: %s", firstLine(fmt.Sprint(r))))
 }
 
 // First returns the first key with the given prefix, or ErrNotFound.

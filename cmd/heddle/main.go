@@ -92,6 +92,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newWorkflowCommand(),
 		newChaosCommand(),
 		newBenchCommand(),
+		newRepairCommand(),
 		newVersionCommand(),
 	)
 	// Both are added now rather than when cobra first executes, so the tree

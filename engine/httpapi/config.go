@@ -93,7 +93,8 @@ type ServerConfig struct {
 	ForwardScheme string
 	// Metrics, if set, records every request (by route pattern and
 	// status code) and, when its registry gathers, is served on GET
-	// /metrics (behind AuthToken like the API). Nil records nothing.
+	// /metrics to any caller with a known token (to all, on a server
+	// without tokens). Nil records nothing.
 	Metrics *metrics.Metrics
 	// TracerProvider, if set, makes a server span of every request,
 	// continuing the caller's trace from its W3C traceparent header. Nil

@@ -47,7 +47,7 @@
 //
 //	GET    /healthz                          -> Health (alive; no token needed)
 //	GET    /readyz                           -> Health, or 503 not_ready (no token needed)
-//	GET    /metrics                          Prometheus exposition (with ServerConfig.Metrics)
+//	GET    /metrics                          Prometheus exposition (with ServerConfig.Metrics; any known token)
 //
 // Every read takes ?stale=1: the node answers from its own state at once,
 // which may lag the leader's (engine.WithStaleRead; the Client sends it when
@@ -66,7 +66,9 @@
 // client for starting, signalling, querying, cancelling, suspending,
 // resuming and activating, worker for the routes a worker drives a job
 // with and the query poll and answer, admin for terminate and the cluster
-// changes. Server.routes holds the table. With ServerConfig.ClientCAs, a
+// changes. A worker may terminate only a child of the run whose lease it
+// holds (Terminate.ByParent, its parent-close policy). Server.routes holds
+// the table. With ServerConfig.ClientCAs, a
 // request without a token may authenticate with a client or node
 // certificate instead, and a join must show the joining node's own. The
 // caller's name becomes the Header.By of every command it sends.
@@ -127,7 +129,9 @@
 // across the wire. A 503 means "try again, maybe elsewhere": no leader is
 // known, the outcome is unknown (retry with the same request id), the
 // node is closing (a long poll cut short by Server.Close), or it holds as
-// many request bodies as it may (busy).
+// many request bodies as it may (busy). A body that does not arrive
+// within ReadTimeout is answered 408 (body_timeout) and its connection
+// closed.
 //
 // # Cluster
 //

@@ -96,6 +96,7 @@ var wireErrors = []wireError{
 	{"invariant", http.StatusInternalServerError, engine.ErrInvariant},
 	{"corrupt", http.StatusInternalServerError, engine.ErrCorrupt},
 	{"storage_read", http.StatusInternalServerError, engine.ErrStorageRead},
+	{"no_space", http.StatusInsufficientStorage, engine.ErrNoSpace},
 	{"unknown_outcome", http.StatusServiceUnavailable, engine.ErrUnknownOutcome},
 	{"not_leader", http.StatusServiceUnavailable, engine.ErrNotLeader},
 	{"closed", http.StatusServiceUnavailable, engine.ErrClosed},

@@ -205,7 +205,7 @@ func TestHostileRequestsAreRefused(t *testing.T) {
 		// still has to be well formed.
 		tc{"join without an id", adminToken, "POST", "/v1/cluster/members", "", []byte(`{"raft_addr":"10.0.0.1:7281"}`), 400, "invalid_command", "id and raft_addr"},
 		tc{"join as a worker", workerToken, "POST", "/v1/cluster/members", "", join, 403, "forbidden", "needs the admin role"},
-		tc{"terminate as a client", clientToken, "POST", "/v1/jobs/terminate", "", target, 403, "forbidden", "needs the worker role"},
+		tc{"terminate as a client", clientToken, "POST", "/v1/jobs/terminate", "", target, 403, "forbidden", "needs the admin role (a worker's may terminate only its own run's children); token \"carl\" has the client role"},
 		// A worker terminates only its own run's children, with its lease.
 		tc{"terminate as a worker", workerToken, "POST", "/v1/jobs/terminate", "", target, 403, "forbidden", "needs the admin role; token \"wendy\" has the worker role"},
 		tc{"terminate a stranger as its parent", workerToken, "POST", "/v1/jobs/terminate", "", mustJSON(t, engine.Terminate{Target: engine.Target{WorkflowID: "wf-queued"}, ByParent: &ref}), 404, "unknown_job", "is not a child of job"},

@@ -46,7 +46,7 @@ func closedWithin(conn net.Conn, d time.Duration) bool {
 	_ = conn.SetReadDeadline(time.Now().Add(d))
 	_, err := io.Copy(io.Discard, conn)
 	var ne net.Error
-	return !(errors.As(err, &ne) && ne.Timeout())
+	return !errors.As(err, &ne) || !ne.Timeout()
 }
 
 // A client that sends a body slowly, or stops half-way, is cut off after

@@ -201,12 +201,23 @@ func identityOf(r *http.Request) Identity { return callerOf(r).Identity }
 // handler serves one route: it returns the value to answer with, or an error.
 type handler func(c *call) (any, error)
 
+// roleNotes says what a route needs when its role alone would mislead:
+// terminate takes a worker's token, but only for the children of the
+// worker's own run; to a person it is an admin's command.
+var roleNotes = map[string]string{
+	"POST /v1/jobs/terminate": "the admin role (a worker's may terminate only its own run's children)",
+}
+
 // handle registers h for pattern, callable by role and above.
 func (s *Server) handle(pattern string, role Role, h handler) {
+	needs := "the " + role.String() + " role"
+	if n, ok := roleNotes[pattern]; ok {
+		needs = n
+	}
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if id := identityOf(r); id.Role < role {
 			c := &call{s: s, w: w, r: r, out: responseFormat(r)}
-			c.fail(fmt.Errorf("%w: %s %s needs the %s role; token %q has the %s role", ErrForbidden, r.Method, r.URL.Path, role, id.Name, id.Role))
+			c.fail(fmt.Errorf("%w: %s %s needs %s; token %q has the %s role", ErrForbidden, r.Method, r.URL.Path, needs, id.Name, id.Role))
 			return
 		}
 		switch r.URL.Query().Get("stale") {
