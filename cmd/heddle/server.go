@@ -99,7 +99,7 @@ func newServerCommand() *cobra.Command {
 		o.logger.Info("serving", "http", n.api.addr(), "raft", n.node.RaftAddr(), "dir", o.dir)
 		// A line that could not be printed does not stop a serving node;
 		// it makes the exit status say so once the node has stopped.
-		stdout.printf("heddle server %s: http=%s raft=%s dir=%s ui=%s\n", o.id, n.api.addr(), n.node.RaftAddr(), o.dir, uiURL(n.api.addr()))
+		stdout.printf("heddle server %s: http=%s raft=%s dir=%s ui=%s\n", o.id, n.api.addr(), n.node.RaftAddr(), o.dir, n.api.uiURL())
 		select {
 		case <-ctx.Done():
 		case err := <-n.api.done:
@@ -174,7 +174,7 @@ func newDevCommand() *cobra.Command {
 		defer pp.close()
 		log.Info("serving", "http", d.api.addr(), "dir", dir)
 		// As for "heddle server": a failed print is reported at the end.
-		stdout.printf("heddle dev: http=%s dir=%s ui=%s\n", d.api.addr(), dir, uiURL(d.api.addr()))
+		stdout.printf("heddle dev: http=%s dir=%s ui=%s\n", d.api.addr(), dir, d.api.uiURL())
 		select {
 		case <-ctx.Done():
 		case err := <-d.api.done:

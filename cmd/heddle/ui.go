@@ -25,14 +25,22 @@ func withUI(api http.Handler) (http.Handler, error) {
 }
 
 // uiURL is the UI's address for a node listening on addr, for the line a
-// server prints when it starts: an unspecified host is shown as loopback.
-func uiURL(addr string) string {
+// server prints when it starts: an unspecified host is shown as loopback,
+// and the scheme is https when the API is served over TLS.
+func uiURL(addr string, overTLS bool) string {
+	scheme := "http://"
+	if overTLS {
+		scheme = "https://"
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "http://" + addr + ui.Path + "/"
+		return scheme + addr + ui.Path + "/"
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, port) + ui.Path + "/"
+	return scheme + net.JoinHostPort(host, port) + ui.Path + "/"
 }
+
+// uiURL is the UI's address on s.
+func (s *apiServer) uiURL() string { return uiURL(s.addr(), s.srv.TLSConfig != nil) }
