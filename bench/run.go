@@ -61,6 +61,7 @@ var workloads = []workload{
 	{"idle", 100000, "N workflows waiting on a signal: heap and disk bytes per workflow", runIdle},
 	{"race", 1000, "N workflows each racing a 200 ms activity against a 50 ms timer, started together; time to timer", runRace},
 	{"cancel", 200, "N workflows one at a time, each cancelled while its activity runs (half in-process, half remote); cancellation latency", runCancel},
+	{"approve", 300, "N jobs of two review tasks, one at a time: the upstream approved, until the dependant runs; approval latency", runApprove},
 	{"observe", 2000, "seq3 of N workflows in rounds with nothing observed, with metrics, and with metrics and tracing; the overhead of each", runObserve},
 }
 

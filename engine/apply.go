@@ -83,6 +83,9 @@ func (m *Machine) Apply(tx *storage.Tx, cmd Command) (res Result, err error) {
 }
 
 func (a *applier) dispatch(cmd Command) (Result, error) {
+	if res, ok, err := a.dispatchTask(cmd); ok {
+		return res, err
+	}
 	switch c := cmd.(type) {
 	case *CreateJob:
 		return a.create(c)
@@ -131,6 +134,9 @@ func (a *applier) dispatch(cmd Command) (Result, error) {
 		return a.lifecycle(c.Target, Event{Type: EventJobTerminated, Reason: c.Reason, Payload: EncodeTerminatedFailure(c.Reason), By: c.By})
 	case *ExpireDeadlines:
 		return a.expireDeadlines(c)
+	}
+	if res, ok, err := a.dispatchExt(cmd); ok {
+		return res, err
 	}
 	return nil, fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
 }

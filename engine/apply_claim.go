@@ -196,6 +196,11 @@ func (a *applier) expireDeadlines(c *ExpireDeadlines) (Result, error) {
 		if _, err := a.appendEvent(l, ev); err != nil {
 			return err
 		}
+		if j.CronSchedule != "" && reason == ReasonRunTimeout {
+			a.save(l)
+			res.Jobs = append(res.Jobs, j.ID)
+			return a.cronTimedOut(l)
+		}
 		if err := a.closed(l, &ev); err != nil {
 			return err
 		}

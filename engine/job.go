@@ -76,9 +76,14 @@ type Job struct {
 	CancelRequested bool `json:"cancel_requested,omitempty" msgpack:"cq,omitempty"`
 	// TraceParent is CreateJob's: the W3C traceparent of the run's start.
 	TraceParent string `json:"trace_parent,omitempty" msgpack:"tp,omitempty"`
-	CreatedMS   int64  `json:"created_ms" msgpack:"cr"`
-	UpdatedMS   int64  `json:"updated_ms" msgpack:"up"`
-	ClosedMS    int64  `json:"closed_ms,omitempty" msgpack:"cl,omitempty"`
+	// ScheduleID names the schedule that started the run (kept by the
+	// runs it continues as), so that its end wakes the schedule.
+	ScheduleID string `json:"schedule_id,omitempty" msgpack:"sch,omitempty"`
+	// CronSchedule is the chain's cron line (CreateJob.CronSchedule).
+	CronSchedule string `json:"cron_schedule,omitempty" msgpack:"cron,omitempty"`
+	CreatedMS    int64  `json:"created_ms" msgpack:"cr"`
+	UpdatedMS    int64  `json:"updated_ms" msgpack:"up"`
+	ClosedMS     int64  `json:"closed_ms,omitempty" msgpack:"cl,omitempty"`
 }
 
 // Timer is one pending durable timer of a job.

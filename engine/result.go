@@ -114,6 +114,9 @@ func (*StatusResult) isResult()    {}
 
 // newResult returns an empty result of the type command kind k answers with.
 func newResult(k CommandKind) Result {
+	if r := newTaskResult(k); r != nil {
+		return r
+	}
 	switch k {
 	case KindCreateJob, KindContinueAsNew:
 		return new(CreateResult)
@@ -132,5 +135,5 @@ func newResult(k CommandKind) Result {
 	case KindCancel, KindActivate, KindSuspend, KindResume, KindComplete, KindFail, KindRequeue, KindRequestCancel, KindTerminate:
 		return new(StatusResult)
 	}
-	return nil
+	return newExtResult(k)
 }

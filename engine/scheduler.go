@@ -12,9 +12,9 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-// Scheduler proposes FireTimers, Reclaim, ReleaseDelayed and ExpireDeadlines
-// exactly when the earliest timer, lease expiry, retry delay (or deferral)
-// or job deadline falls due. It reads the front of each time-ordered index
+// Scheduler proposes FireTimers, Reclaim, ReleaseDelayed, ExpireDeadlines
+// and FireSchedules exactly when the earliest timer, lease expiry, retry
+// delay (or deferral), job deadline or schedule's due time falls due. It reads the front of each time-ordered index
 // (cost independent of how many jobs exist or have finished), sleeps until
 // the earliest deadline, and is woken early by Wake when a commit may have
 // created an earlier one. It never polls on a fixed tick.
@@ -94,6 +94,7 @@ var sweeps = []sweepKind{
 	{storage.LeasePrefix, storage.KeyLowLease, func(n int) Command { return &Reclaim{Max: n} }, "leases"},
 	{storage.DelayedPrefix, storage.KeyLowDelayed, func(n int) Command { return &ReleaseDelayed{Max: n} }, "delayed"},
 	{storage.DeadlinePrefix, storage.KeyLowDeadline, func(n int) Command { return &ExpireDeadlines{Max: n} }, "deadlines"},
+	{storage.SchedDuePrefix, storage.KeyLowSchedDue, func(n int) Command { return &FireSchedules{Max: n} }, "schedules"},
 }
 
 // leaseSweep is the index of the lease sweep in sweeps.
@@ -150,12 +151,12 @@ func (s *Scheduler) look(nowMS int64, limit int) ([]due, error) {
 
 // Deadlines returns the earliest due time (Unix ms) of each index, 0 when
 // empty, in the order timers, leases, retry delays and deferrals, job
-// deadlines.
-func (s *Scheduler) Deadlines() ([4]int64, error) {
-	var out [4]int64
+// deadlines, schedules.
+func (s *Scheduler) Deadlines() ([5]int64, error) {
+	var out [5]int64
 	ds, err := s.look(0, 1)
-	for i, d := range ds {
-		out[i] = d.nextMS
+	for i := range min(len(out), len(ds)) {
+		out[i] = ds[i].nextMS
 	}
 	return out, err
 }
@@ -235,7 +236,7 @@ func (s *Scheduler) step(ctx context.Context, now time.Time) (time.Duration, err
 		if at == 0 {
 			continue
 		}
-		if i == leaseSweep {
+		if i == leaseSweep || sweeps[i].name == taskLeaseSweep {
 			at = max(at, s.ReclaimNotBeforeMS)
 		}
 		if at <= nowMS {

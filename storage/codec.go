@@ -13,18 +13,20 @@ type Kind byte
 
 // Record kinds. The numbers are stored on disk and must never be reused.
 const (
-	KindKey     Kind = 0 // not a record: used in errors about keys
-	KindJob     Kind = 1
-	KindEvent   Kind = 2
-	KindEffect  Kind = 3
-	KindResult  Kind = 4
-	KindCommand Kind = 5
-	KindMeta    Kind = 6
+	KindKey      Kind = 0 // not a record: used in errors about keys
+	KindJob      Kind = 1
+	KindEvent    Kind = 2
+	KindEffect   Kind = 3
+	KindResult   Kind = 4
+	KindCommand  Kind = 5
+	KindMeta     Kind = 6
+	KindSchedule Kind = 7
 )
 
 var kindNames = map[Kind]string{
 	KindKey: "key", KindJob: "job", KindEvent: "event", KindEffect: "effect",
 	KindResult: "result", KindCommand: "command", KindMeta: "meta",
+	KindSchedule: "schedule",
 }
 
 func (k Kind) String() string {

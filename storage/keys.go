@@ -26,6 +26,8 @@ import (
 //	u<queue:len><job:8>               visibility by queue
 //	r<requestID>                      the result of a request, for retries
 //	a<at:8><requestID>                request records by age, for pruning
+//	k<scheduleID>                     schedule record
+//	z<dueAt:8><scheduleID>            schedules due for a look (fire times, closed runs)
 const (
 	PrefixMeta     byte = 'm'
 	PrefixJob      byte = 'j'
@@ -43,6 +45,8 @@ const (
 	PrefixQueue    byte = 'u'
 	PrefixRequest  byte = 'r'
 	PrefixReqAge   byte = 'a'
+	PrefixSchedule byte = 'k'
+	PrefixSchedDue byte = 'z'
 )
 
 // Meta keys.
@@ -60,6 +64,7 @@ var (
 	KeyLowTimer    = []byte("mlow/t")
 	KeyLowDelayed  = []byte("mlow/d")
 	KeyLowDeadline = []byte("mlow/o")
+	KeyLowSchedDue = []byte("mlow/z")
 )
 
 // LowReadyKey holds the low-water mark of queue's ready index.
@@ -174,8 +179,18 @@ func RequestAgeKey(atMS int64, requestID string) []byte {
 	return append(appendU64(key(PrefixReqAge, 8+len(requestID)), uint64(atMS)), requestID...)
 }
 
+// ScheduleKey is the key of schedule id's record.
+func ScheduleKey(id string) []byte { return append(key(PrefixSchedule, len(id)), id...) }
+
+// SchedDueKey orders schedule id by the time it must next be looked at.
+func SchedDueKey(dueAtMS int64, id string) []byte {
+	return append(appendU64(key(PrefixSchedDue, 8+len(id)), uint64(dueAtMS)), id...)
+}
+
 // Single-byte prefixes of the time-ordered indexes, for range scans.
 var (
+	SchedulePrefix = []byte{PrefixSchedule}
+	SchedDuePrefix = []byte{PrefixSchedDue}
 	LeasePrefix    = []byte{PrefixLease}
 	TimerPrefix    = []byte{PrefixTimer}
 	DelayedPrefix  = []byte{PrefixDelayed}
@@ -185,22 +200,33 @@ var (
 )
 
 // TimeKey is the decoded form of the time-ordered index keys (lease, timer,
-// delayed, deadline, request age): a time, and for the job indexes a job id and the
-// rest of the key (a timer name, or a request id for age keys).
+// delayed, deadline, request age, schedule due): a time, and for the job
+// indexes a job id and the rest of the key (a timer name, or a request or
+// schedule id for age and schedule keys).
 type TimeKey struct {
 	AtMS int64
 	Job  uint64
 	Rest string
 }
 
-// ParseTimeKey decodes a lease, timer, delayed, deadline or request-age key.
+// ParseTimeKey decodes a lease, timer, delayed, deadline, request-age or
+// schedule-due key.
 func ParseTimeKey(k []byte) (TimeKey, error) {
 	if len(k) < 9 {
 		return TimeKey{}, keyError(k, "too short for a time key")
 	}
 	tk := TimeKey{AtMS: int64(binary.BigEndian.Uint64(k[1:9]))}
+	// A task lease key (storage/taskkeys.go) is read like a job's, with
+	// the task id in Job.
+	if k[0] == PrefixTaskLease {
+		if len(k) != 17 {
+			return TimeKey{}, keyError(k, "wrong length for a task lease key")
+		}
+		tk.Job = binary.BigEndian.Uint64(k[9:17])
+		return tk, nil
+	}
 	switch k[0] {
-	case PrefixReqAge:
+	case PrefixReqAge, PrefixSchedDue:
 		tk.Rest = string(k[9:])
 		return tk, nil
 	case PrefixLease, PrefixDelayed, PrefixDeadline, PrefixTimer:

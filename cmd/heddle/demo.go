@@ -66,15 +66,22 @@ func newDemoCommand() *cobra.Command {
 	var dir, timeline string
 	cmd.Flags().StringVar(&dir, "dir", "", "database `directory`, new or empty, kept afterwards (default: a temporary one, removed at the end)")
 	cmd.Flags().StringVar(&timeline, "timeline", "order-1", "workflow `id` whose full history is printed at the end")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 		defer stop()
+		if len(args) == 1 {
+			if err := runReviewDemo(ctx, dir, cmd.OutOrStdout()); err != nil {
+				return fmt.Errorf("FAILED: %w", err)
+			}
+			return nil
+		}
 		cfg := demoConfig{Dir: dir, Out: cmd.OutOrStdout(), Clock: clock.Wall(), Timeline: timeline}
 		if err := runDemo(ctx, cfg); err != nil {
 			return fmt.Errorf("FAILED: %w", err)
 		}
 		return nil
 	}
+	withReviewDemo(cmd)
 	return cmd
 }
 

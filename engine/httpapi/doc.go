@@ -23,6 +23,7 @@
 //	POST   /v1/jobs/request-cancel           RequestCancel     -> StatusResult
 //	POST   /v1/jobs/continue-as-new          ContinueAsNew     -> CreateResult
 //	POST   /v1/jobs/terminate                Terminate         -> StatusResult
+//	POST   /v1/jobs/complete-async           CompleteAsync     -> StatusResult
 //
 //	GET    /v1/jobs?status=&type=&queue=&created_from_ms=&created_before_ms=&after=&limit=
 //	                                         List -> ListPage
@@ -34,6 +35,15 @@
 //	GET    /v1/jobs/{job}/closed[?wait=30s]  wait until terminal      -> Job (long poll)
 //	GET    /v1/workflows/{workflow}/closed[?wait=30s]                 -> Job (long poll)
 //
+//	POST   /v1/schedules                     CreateSchedule    -> ScheduleResult
+//	POST   /v1/schedules/update              UpdateSchedule    -> ScheduleResult
+//	POST   /v1/schedules/pause               PauseSchedule     -> ScheduleResult (paused false: unpause)
+//	POST   /v1/schedules/trigger             TriggerSchedule   -> ScheduleResult
+//	POST   /v1/schedules/backfill            BackfillSchedule  -> ScheduleResult
+//	POST   /v1/schedules/delete              DeleteSchedule    -> ScheduleResult (empty)
+//	GET    /v1/schedules?after=&limit=       ListSchedules     -> ScheduleListPage
+//	GET    /v1/schedules/{schedule}          DescribeSchedule  -> ScheduleDescription
+//
 //	POST   /v1/query[?wait=30s]              QueryRequest      -> QueryResult
 //	POST   /v1/query/poll[?wait=30s]         QueryPoll         -> QueryPollResult (workers)
 //	POST   /v1/query/answer                  QueryAnswer       -> QueryAnswerResult (workers)
@@ -44,6 +54,21 @@
 //	POST   /v1/cluster/members               ClusterMember (join)
 //	DELETE /v1/cluster/members/{id}          remove a member
 //	POST   /v1/cluster/leader/transfer       hand leadership to another member
+//
+//	POST   /v1/jobs/configure                ConfigureJob      -> StatusResult (a Draft job's input)
+//	POST   /v1/tasks                         CreateTask        -> TaskResult (review tasks)
+//	POST   /v1/tasks/{op}                    TaskCommand       -> TaskResult; op is activate, config,
+//	                                         suspend, resume, cancel, step, approve, reject,
+//	                                         resubmit, fix or terminate (409 illegal_task_command
+//	                                         with task_state and legal_commands when illegal)
+//	POST   /v1/tasks/claim[?wait=30s]        ClaimTasks        -> ClaimTasksResult (workers, reviewers; long poll with wait)
+//	POST   /v1/tasks/report                  TaskReport        -> TaskResult (the lease holder)
+//	POST   /v1/tasks/heartbeat               TaskHeartbeat     -> TaskHeartbeatResult
+//	GET    /v1/tasks?job=                    the job's tasks   -> TaskList
+//	GET    /v1/tasks/{task}                  a task by id      -> Task
+//	GET    /v1/tasks/{task}/history          its history       -> TaskHistory
+//	GET    /v1/manifests/{job}               the job's manifest -> Manifest
+//	GET    /v1/manifests/{job}/phases/{phase} a task by job and phase -> Task
 //
 //	GET    /healthz                          -> Health (alive; no token needed)
 //	GET    /readyz                           -> Health, or 503 not_ready (no token needed)

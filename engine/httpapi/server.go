@@ -91,7 +91,10 @@ func (s *Server) routes() {
 	s.handle("DELETE /v1/cluster/members/{id}", RoleAdmin, s.clusterRemove)
 	s.handle("POST /v1/cluster/leader/transfer", RoleAdmin, s.clusterTransfer)
 
+	s.scheduleRoutes()
+	s.asyncRoutes()
 	s.healthRoutes()
+	s.taskRoutes()
 
 	// Everything else, including a known path with another method, gets
 	// the same error body as any other failure rather than the mux's

@@ -20,6 +20,9 @@ const (
 	EventChildScheduled        engine.EventType = "child_scheduled"
 	EventChildCompleted        engine.EventType = "child_completed"
 	EventChildFailed           engine.EventType = "child_failed"
+	EventTaskScheduled         engine.EventType = "task_scheduled" // a review task (workflow.ExecuteTask) created
+	EventTaskCompleted         engine.EventType = "task_completed" // its output, once approved (SUCCESS)
+	EventTaskFailed            engine.EventType = "task_failed"    // it ended CANCELED
 	EventMarkerRecorded        engine.EventType = "marker_recorded"
 	EventCancelRequested       engine.EventType = "cancel_requested"
 )
@@ -32,6 +35,7 @@ const (
 	KindActivity CommandKind = 1
 	KindTimer    CommandKind = 2
 	KindChild    CommandKind = 3
+	KindTask     CommandKind = 10 // a review task (workflow.ExecuteTask), numbered apart from the kinds added next
 	KindMarker   CommandKind = 4
 )
 
@@ -43,6 +47,8 @@ func (k CommandKind) String() string {
 		return "timer"
 	case KindChild:
 		return "child workflow"
+	case KindTask:
+		return "review task"
 	case KindMarker:
 		return "marker"
 	}
@@ -73,6 +79,9 @@ var stepEvents = map[engine.EventType]struct {
 	EventChildScheduled:        {KindChild, roleRecord},
 	EventChildCompleted:        {KindChild, roleSucceed},
 	EventChildFailed:           {KindChild, roleFail},
+	EventTaskScheduled:         {KindTask, roleRecord},
+	EventTaskCompleted:         {KindTask, roleSucceed},
+	EventTaskFailed:            {KindTask, roleFail},
 	EventMarkerRecorded:        {KindMarker, roleRecord},
 }
 

@@ -81,6 +81,8 @@ type Execution struct {
 	onSignal func(name string, payload []byte)
 	onCancel func()
 	local    any // the SDK's per-execution state
+	// lastResult is a cron run's last completion result, from its job_created.
+	lastResult []byte
 
 	fault    error // nondeterminism, a panic or a deadlock: the run cannot go on
 	finished bool
@@ -89,6 +91,10 @@ type Execution struct {
 
 	// DeadlockTimeout is passed to the dispatcher; 0 means its default.
 	DeadlockTimeout time.Duration
+
+	// configured is the input of the last job_configured written before
+	// the job's activation (a Draft job's new input), when there is one.
+	configured *[]byte
 }
 
 // NewExecution returns an execution of job that will run entry when the
@@ -137,10 +143,21 @@ func (x *Execution) Advance(events []engine.Event, replaying bool) error {
 		return x.fault
 	}
 	start, expect := -1, x.lastSeq+1
+	activated := x.d != nil // the code runs already: its input is settled
 	for i := range events {
 		ev := &events[i]
 		if ev.Seq < expect && start < 0 {
 			continue // already applied
+		}
+		// A Draft job configured before its activation runs with the new
+		// input; the first stretch a run applies starts at seq 1, so it
+		// holds every such event.
+		switch {
+		case ev.Type == engine.EventJobActivated || ev.Type == engine.EventJobCreated:
+			activated = true // a created job runs at once: nothing configures it
+		case ev.Type == engine.EventJobConfigured && !activated:
+			in := ev.Payload
+			x.configured = &in
 		}
 		if ev.Seq != expect {
 			return fmt.Errorf("replay: job %d history jumps to seq %d where %d was due", x.Job, ev.Seq, expect)
@@ -164,6 +181,12 @@ func (x *Execution) Advance(events []engine.Event, replaying bool) error {
 	}
 	for i := start; i < len(events); i++ {
 		ev := &events[i]
+		if ev.Type == engine.EventJobDrafted && x.configured != nil {
+			// The job runs with the input configured before its activation.
+			drafted := *ev
+			drafted.Payload = *x.configured
+			ev = &drafted
+		}
 		x.lastSeq, x.nowMS, x.replaying = ev.Seq, ev.AtMS, replaying && ev.Seq < x.frontier
 		if err := x.apply(ev); err != nil {
 			x.fault = err
@@ -181,6 +204,7 @@ func (x *Execution) apply(ev *engine.Event) error {
 	case engine.EventJobCreated, engine.EventJobDrafted:
 		if x.d == nil {
 			input := ev.Payload
+			x.lastResult = ev.LastResult
 			x.d = NewDispatcher(func() { x.entry(x, input) })
 			x.d.DeadlockTimeout = x.DeadlockTimeout
 		}

@@ -29,6 +29,11 @@ type Info struct {
 	// step executed twice (a worker died between running it and committing
 	// it) has its effect once.
 	IdempotencyKey string
+	// TaskToken names this attempt of an activity task (an activity run on
+	// another task queue than its workflow's), for client.CompleteActivity
+	// after the activity returned ErrResultPending; nil for an activity
+	// run inside its workflow's worker.
+	TaskToken []byte
 }
 
 // env is what the worker puts in an activity's context, under

@@ -92,6 +92,14 @@ type StartWorkflowOptions struct {
 	// WorkflowRunTimeout bounds each run on its own, counted from that
 	// run's start (a retry or continue-as-new gets it afresh); 0: no bound.
 	WorkflowRunTimeout time.Duration
+	// CronSchedule runs the workflow once per time of a cron line (UTC;
+	// see docs/temporal.md): the first run waits for the first time, and
+	// each run that completes or fails is followed by the next at the next
+	// time, with the same arguments. workflow.GetLastCompletionResult gives
+	// a run the result of the last one that completed. A run its
+	// WorkflowRunTimeout ends is followed too; a cancel, a terminate or the
+	// WorkflowExecutionTimeout ends the chain. Get follows the chain.
+	CronSchedule string
 }
 
 // WorkflowRun is one run of a workflow.
@@ -130,7 +138,8 @@ func (r *run) Get(ctx context.Context, valuePtr any) error {
 			return fmt.Errorf("client: run %d has no closing event", j.ID)
 		}
 		last = page.Events[0]
-		if last.Reason != engine.ReasonContinuedAsNew && last.Reason != engine.ReasonRetried {
+		cronTimedOut := j.CronSchedule != "" && last.Reason == engine.ReasonRunTimeout // the chain goes on
+		if last.Reason != engine.ReasonContinuedAsNew && last.Reason != engine.ReasonRetried && last.Reason != engine.ReasonCronNext && !cronTimedOut {
 			break
 		}
 		// The run went on as a new run of the same workflow id: follow it.
@@ -174,7 +183,8 @@ func (c *Client) ExecuteWorkflow(ctx context.Context, opts StartWorkflowOptions,
 		return nil, fmt.Errorf("client: workflow arguments: %w", err)
 	}
 	create := engine.CreateJob{WorkflowID: opts.ID, Type: name, Queue: opts.TaskQueue, Input: input, ReusePolicy: opts.WorkflowIDReusePolicy,
-		ExecutionTimeoutMS: opts.WorkflowExecutionTimeout.Milliseconds(), RunTimeoutMS: opts.WorkflowRunTimeout.Milliseconds()}
+		ExecutionTimeoutMS: opts.WorkflowExecutionTimeout.Milliseconds(), RunTimeoutMS: opts.WorkflowRunTimeout.Milliseconds(),
+		CronSchedule: opts.CronSchedule}
 	if p := opts.RetryPolicy; p != nil {
 		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("client: StartWorkflowOptions.RetryPolicy: %w", err)

@@ -121,6 +121,7 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 		}
 		info := activity.Info{ActivityType: c.Name, WorkflowID: r.job.WorkflowID, RunID: strconv.FormatUint(uint64(r.job.Job), 10),
 			Step: c.Step, Attempt: attempt, IdempotencyKey: fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step)}
+		info.TaskToken = r.taskToken()
 		env := &activityEnv{w: r.w, info: info, lease: r.lease, prev: details, beats: make(chan struct{}, 1), onCancel: r.taskCancel}
 		tryCtx, tried := r.w.obs.startActivity(ctx, &activityInfo{name: c.Name, step: c.Step, workflowID: r.job.WorkflowID,
 			attempt: attempt, registered: true})
@@ -132,6 +133,9 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 			return o
 		}
 		o.err = err
+		if r.resultPending(&o) {
+			return o
+		}
 		if ctx.Err() != nil || !retryable(err, policy) || !policy.HasAttemptsLeft(attempt) {
 			return o
 		}
@@ -363,6 +367,9 @@ func (w *Worker) runActivityTask(ctx, actCtx context.Context, cancelAct context.
 	c := &replay.Command{Step: "1", Kind: replay.KindActivity, Name: name, Input: in.Args, Options: in.Options, IssuedAtMS: in.IssuedAtMS}
 	r := &run{w: w, ctx: ctx, job: j, ref: ref, lease: l, taskCancel: cancelAct}
 	o := r.execute(actCtx, c, int(j.Attempt), nil)
+	if errors.Is(o.err, activity.ErrResultPending) {
+		return w.parkForCompletion(ctx, j, ref)
+	}
 	if o.retryAt > 0 && actCtx.Err() == nil {
 		// The next try waits longer than the worker sleeps: the job goes
 		// back to its queue until then (Retrying) and the next claim runs

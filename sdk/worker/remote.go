@@ -21,7 +21,7 @@ func (r *run) isInline(c *replay.Command) bool {
 // isRemote reports whether a command is carried out by a job of its own: a
 // child workflow, or an activity of another task queue.
 func (r *run) isRemote(c *replay.Command) bool {
-	return c.Kind == replay.KindChild || (c.Kind == replay.KindActivity && !r.isInline(c))
+	return c.Kind == replay.KindChild || c.Kind == replay.KindTask || (c.Kind == replay.KindActivity && !r.isInline(c))
 }
 
 // remoteID is the workflow id of the job that carries out a remote command:
@@ -63,10 +63,11 @@ func (r *run) startRemote(cmds []*replay.Command) (bool, error) {
 			}
 			continue
 		}
-		typ := map[[2]bool]engine.EventType{
-			{false, false}: replay.EventActivityCompleted, {false, true}: replay.EventActivityFailed,
-			{true, false}: replay.EventChildCompleted, {true, true}: replay.EventChildFailed,
-		}[[2]bool{c.Kind == replay.KindChild, eff.Failed}]
+		done, failed := endEvents(c.Kind)
+		typ := done
+		if eff.Failed {
+			typ = failed
+		}
 		if err := r.flush(); err != nil {
 			return false, err
 		}
@@ -88,6 +89,9 @@ func (r *run) startRemote(cmds []*replay.Command) (bool, error) {
 // fails at once with an "already started" error (done reports that this
 // was committed).
 func (r *run) createRemote(c *replay.Command) (done bool, err error) {
+	if c.Kind == replay.KindTask {
+		return r.createTask(c)
+	}
 	create := engine.CreateJob{
 		WorkflowID: r.remoteID(c), Input: c.Input, ParentID: r.job.Job, ParentStep: c.Step,
 	}
@@ -126,6 +130,7 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 		if opts.TaskQueue != "" {
 			create.Queue = opts.TaskQueue
 		}
+		create.CronSchedule = opts.CronSchedule
 		ev.Type = replay.EventChildScheduled
 	}
 	ctx, span, traceParent := r.w.obs.startRemote(r.ctx, c.Kind == replay.KindChild, c.Name)

@@ -119,6 +119,8 @@ type Worker struct {
 	activities map[string]any
 	// claimCancel ends the claim in flight (a registration restarts it).
 	claimCancel context.CancelFunc
+	// tasks holds the reviewers of review tasks (task.go).
+	tasks taskSide
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -236,6 +238,7 @@ func (w *Worker) Start() error {
 	w.slots = make(chan struct{}, w.opts.MaxConcurrentJobs)
 	w.wg.Add(1)
 	go w.poll()
+	w.startTaskPollers()
 	return nil
 }
 

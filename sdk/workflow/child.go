@@ -35,6 +35,11 @@ type ChildWorkflowOptions struct {
 	// it (the default, as in Temporal) the future fails with ErrCanceled at
 	// once.
 	WaitForCancellation bool
+	// CronSchedule makes the child a cron workflow (see
+	// client.StartWorkflowOptions.CronSchedule); its parent waits for the
+	// chain, which ends only when a run is cancelled or terminated or the
+	// execution timeout passes.
+	CronSchedule string
 }
 
 type childOptionsKey struct{}

@@ -23,6 +23,10 @@ type state struct {
 	// mutable holds MutableSideEffect's state per id: calls so far and the
 	// current (last recorded) value.
 	mutable map[string]*mutableState
+	// root is the workflow's root context, for the coroutines of update
+	// handlers; upd is their state (update.go).
+	root Context
+	upd  updates
 }
 
 type stateKey struct{}
@@ -39,6 +43,10 @@ func stateOf(ctx Context) *state {
 // onSignal receives a signal_received event: it goes to the signal's
 // channel, or waits for the channel to be asked for.
 func (st *state) onSignal(name string, payload []byte) {
+	if name == UpdateSignalName {
+		st.onUpdate(payload)
+		return
+	}
 	if ch := st.signals[name]; ch != nil {
 		_ = deliverToChannel(ch, payload) // signal channels are never closed
 		return
@@ -89,6 +97,7 @@ func newEntry(fn any, info Info, logger *slog.Logger) replay.Entry {
 		x.OnCancel(func() { cancel() })
 		x.SetLocal(st)
 		ctx = WithValue(ctx, stateKey{}, st)
+		st.root = ctx
 
 		t := v.Type()
 		args := []reflect.Value{reflect.ValueOf(ctx)}
