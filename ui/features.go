@@ -23,14 +23,19 @@ type feature struct {
 	Load func(ctx context.Context, api *backend, r *http.Request) (any, error)
 	// About says what the page shows, on the "not available" page too.
 	About string
+	// Meanwhile says why the page is not there yet, and what to use
+	// until it is.
+	Meanwhile string
 }
 
 // features are the optional pages, in the order of the bar.
 var features = []feature{
 	{Path: "review", Title: "Review", Template: "review.html",
-		About: "Tasks awaiting a person's review, approval or intervention, with approve, reject, resubmit and terminate buttons and the manifest."},
+		About:     "Tasks awaiting a person's review, approval or intervention, with approve, reject, resubmit and terminate buttons and the manifest.",
+		Meanwhile: "The API has the review tasks of one job, but no list of the tasks awaiting people across jobs, which this page needs. Until then, heddle task list, describe, approve, reject, resubmit and terminate act on them."},
 	{Path: "resources", Title: "Resources", Template: "resources.html",
-		About: "The resource pools, the leases steps hold on them, and the resources drained."},
+		About:     "The resource pools, the leases steps hold on them, and the resources drained.",
+		Meanwhile: "This server's API has no routes for resources yet."},
 }
 
 // unavailableData is the "not available" page's.

@@ -551,7 +551,7 @@ func TestFeaturePages(t *testing.T) {
 		if code != http.StatusOK {
 			t.Errorf("%s: HTTP %d", f.Path, code)
 		}
-		wantIn(t, f.Path, body, "Not available on this server.", f.About, `aria-current="page">`+f.Title)
+		wantIn(t, f.Path, body, "Not available yet.", f.About, f.Meanwhile, `aria-current="page">`+f.Title)
 	}
 	// A feature whose API answers that it has no route is not available;
 	// one whose API answers shows its page.
