@@ -25,7 +25,8 @@
 //	POST   /v1/jobs/terminate                Terminate         -> StatusResult
 //	POST   /v1/jobs/complete-async           CompleteAsync     -> StatusResult
 //
-//	GET    /v1/jobs?status=&type=&queue=&after=&limit=        List -> ListPage
+//	GET    /v1/jobs?status=&type=&queue=&created_from_ms=&created_before_ms=&after=&limit=
+//	                                         List -> ListPage
 //	GET    /v1/jobs/{job}                    Describe by job id       -> Job
 //	GET    /v1/workflows/{workflow}          Describe the current run -> Job
 //	GET    /v1/jobs/{job}/history?after=&limit=               History -> HistoryPage
@@ -46,6 +47,8 @@
 //	POST   /v1/query[?wait=30s]              QueryRequest      -> QueryResult
 //	POST   /v1/query/poll[?wait=30s]         QueryPoll         -> QueryPollResult (workers)
 //	POST   /v1/query/answer                  QueryAnswer       -> QueryAnswerResult (workers)
+//
+//	GET    /v1/whoami                        -> WhoAmI (the caller's name and role)
 //
 //	GET    /v1/cluster                       -> ClusterStatus
 //	POST   /v1/cluster/members               ClusterMember (join)
@@ -136,7 +139,9 @@
 // answers (Job, HistoryPage, ListPage, CreateResult, ErrorBody,
 // ClusterStatus), and testdata/msgpack the same values' msgpack.
 //
-// A list's status filter takes a name ("Running") or a number. A paging
+// A list's status filter takes a name ("Running") or a number; its time
+// range keeps the jobs created at or after created_from_ms and before
+// created_before_ms (Unix ms). A paging
 // cursor (after=) never wraps: after the largest id or seq the page is
 // empty.
 //
