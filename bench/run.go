@@ -61,6 +61,7 @@ var workloads = []workload{
 	{"idle", 100000, "N workflows waiting on a signal: heap and disk bytes per workflow", runIdle},
 	{"race", 1000, "N workflows each racing a 200 ms activity against a 50 ms timer, started together; time to timer", runRace},
 	{"cancel", 200, "N workflows one at a time, each cancelled while its activity runs (half in-process, half remote); cancellation latency", runCancel},
+	{"approve", 300, "N jobs of two review tasks, one at a time: the upstream approved, until the dependant runs; approval latency", runApprove},
 	{"observe", 2000, "seq3 of N workflows in rounds with nothing observed, with metrics, and with metrics and tracing; the overhead of each", runObserve},
 	{"resources", 1000, "N workflows of one step each contending for 4 resource units, 32 concurrent starters; steps/s, wait fairness (max/mean)", runResources},
 }
@@ -96,7 +97,7 @@ type runner struct {
 	// (a lease lost to a slow turn, say); they are reported, not fatal.
 	workerErrors atomic.Int64
 	// workers are stopped before the backend closes.
-	workers []*worker.Worker
+	workers []worker.Worker
 	// workerSlots, when set, is the MaxConcurrentJobs of the workers the
 	// workload starts (default defaultWorkerSlots).
 	workerSlots int
@@ -210,7 +211,7 @@ const defaultWorkerSlots = 256
 // worker starts a worker of queue on the backend with the bench's
 // workflows and activities registered; acts adds activities by name. It
 // runs defaultWorkerSlots jobs at once, or r.workerSlots when set.
-func (r *runner) worker(queue string, cacheSize int, acts map[string]any) (*worker.Worker, error) {
+func (r *runner) worker(queue string, cacheSize int, acts map[string]any) (worker.Worker, error) {
 	slots := defaultWorkerSlots
 	if r.workerSlots > 0 {
 		slots = r.workerSlots
@@ -219,11 +220,8 @@ func (r *runner) worker(queue string, cacheSize int, acts map[string]any) (*work
 	if err != nil {
 		return nil, err
 	}
-	w, err := worker.New(r.b.svc, queue, worker.Options{MaxConcurrentJobs: slots, CacheSize: cacheSize,
+	w := worker.New(client.New(r.b.svc), queue, worker.Options{MaxConcurrentJobs: slots, CacheSize: cacheSize,
 		OnError: func(engine.JobID, error) { r.workerErrors.Add(1) }, Metrics: m, TracerProvider: r.obs.tracer})
-	if err != nil {
-		return nil, err
-	}
 	registerWorkflows(w)
 	for name, fn := range acts {
 		w.RegisterActivityWithName(fn, name)
@@ -232,14 +230,14 @@ func (r *runner) worker(queue string, cacheSize int, acts map[string]any) (*work
 	return w, w.Start()
 }
 
-func (r *runner) client() *client.Client {
+func (r *runner) client() client.Client {
 	return client.NewWithOptions(r.b.svc, client.Options{TracerProvider: r.obs.tracer})
 }
 
-func stopWorker(w *worker.Worker) error {
+func stopWorker(w worker.Worker) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return w.Stop(ctx)
+	return w.Shutdown(ctx)
 }
 
 // bar returns a progress bar for a phase of total units.

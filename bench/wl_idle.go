@@ -76,7 +76,7 @@ func heapInUse() int64 {
 
 // waitSettled waits until no job of the queue is queued or running: every
 // workflow has reached its wait.
-func waitSettled(ctx context.Context, c *client.Client) error {
+func waitSettled(ctx context.Context, c client.Client) error {
 	deadline := time.Now().Add(30 * time.Minute)
 	for {
 		busy := false

@@ -107,7 +107,7 @@ func runTimer(r *runner) error {
 // job_leased after it, less timer_fired) and run_after_claim (the activity
 // after the sleep, less that job_leased). The events' times are the
 // engine's clock, the same machine's as the bench's.
-func (r *runner) timerPath(ctx context.Context, c *client.Client, runs []client.WorkflowRun, until time.Time, wakes []time.Time) error {
+func (r *runner) timerPath(ctx context.Context, c client.Client, runs []client.WorkflowRun, until time.Time, wakes []time.Time) error {
 	var fire, claim, run []time.Duration
 	for i, wr := range runs {
 		evs, err := c.GetWorkflowHistory(ctx, wr.GetID(), wr.GetRunID())
@@ -140,7 +140,7 @@ func (r *runner) timerPath(ctx context.Context, c *client.Client, runs []client.
 
 // waitWaiting waits until the run waits (on a signal) with a history of at
 // least minSeq events, reporting its length to bar.
-func waitWaiting(ctx context.Context, c *client.Client, id string, minSeq uint64, bar *progress) (*engine.Job, error) {
+func waitWaiting(ctx context.Context, c client.Client, id string, minSeq uint64, bar *progress) (*engine.Job, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
 	for {

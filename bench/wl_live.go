@@ -156,9 +156,7 @@ func runCancel(r *runner) error {
 				mu.Unlock()
 				return ctx.Err()
 			case <-time.After(cancelHeartbeat):
-				if err := activity.RecordHeartbeat(ctx, nil); err != nil && ctx.Err() == nil {
-					return err
-				}
+				activity.RecordHeartbeat(ctx)
 			}
 		}
 	}

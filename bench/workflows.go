@@ -112,7 +112,7 @@ func Idler(ctx workflow.Context) error {
 	return nil
 }
 
-func registerWorkflows(w *worker.Worker) {
+func registerWorkflows(w worker.Worker) {
 	w.RegisterWorkflow(Seq3)
 	w.RegisterWorkflow(Sleeper)
 	w.RegisterWorkflow(Fanout)

@@ -16,7 +16,7 @@ import (
 // driver starts workflows, signals them and waits for them, from several
 // goroutines, and remembers every start the engine acknowledged.
 type driver struct {
-	c    *client.Client
+	c    client.Client
 	svc  engine.Service
 	seed uint64
 

@@ -14,6 +14,7 @@ import (
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/sdk/activity"
+	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -144,7 +145,7 @@ func (l *execLog) record(ctx context.Context) error { return l.write(ctx, false)
 // write logs the start (or with end, the stop) of an activity's try.
 func (l *execLog) write(ctx context.Context, end bool) error {
 	info := activity.GetInfo(ctx)
-	b, _ := json.Marshal(Execution{Key: info.IdempotencyKey, Worker: l.worker, Attempt: info.Attempt, T: time.Now().UnixNano(),
+	b, _ := json.Marshal(Execution{Key: info.IdempotencyKey, Worker: l.worker, Attempt: int(info.Attempt), T: time.Now().UnixNano(),
 		Resource: info.Resource, End: end})
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -197,13 +198,10 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (err error) {
 	if lease == 0 {
 		lease = 3 * time.Second
 	}
-	w, err := worker.New(rec, Queue, worker.Options{Identity: cfg.Name, LeaseTTL: lease, MaxConcurrentJobs: 32,
+	w := worker.New(client.New(rec), Queue, worker.Options{Identity: cfg.Name, LeaseTTL: lease, MaxConcurrentJobs: 32,
 		OnError: func(job engine.JobID, err error) {
 			fmt.Fprintf(os.Stderr, "chaos worker %s: job %d: %v\n", cfg.Name, job, err)
 		}})
-	if err != nil {
-		return err
-	}
 	w.RegisterWorkflowWithName(ChaosFlow, "ChaosFlow")
 	w.RegisterActivityWithName(step, "ChaosStep")
 	w.RegisterActivityWithName(func(ctx context.Context) error {
@@ -228,5 +226,5 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (err error) {
 	<-ctx.Done()
 	stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return w.Stop(stop)
+	return w.Shutdown(stop)
 }

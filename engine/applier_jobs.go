@@ -363,6 +363,7 @@ func (a *applier) closeChildren(parent *Job) error {
 // result recorded for a step wins; a parent that ended takes none.
 func (a *applier) closed(l *loaded, ev *Event) error {
 	j := l.job
+	a.scheduleRunClosed(j)
 	if ev.Type == EventJobTerminated || ev.Type == EventJobTimedOut {
 		// Ended by the engine, not by its code: no worker will apply the
 		// parent-close policies of its children, so the engine does. The

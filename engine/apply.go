@@ -83,6 +83,9 @@ func (m *Machine) Apply(tx *storage.Tx, cmd Command) (res Result, err error) {
 }
 
 func (a *applier) dispatch(cmd Command) (Result, error) {
+	if res, ok, err := a.dispatchTask(cmd); ok {
+		return res, err
+	}
 	switch c := cmd.(type) {
 	case *CreateJob:
 		return a.create(c)
@@ -147,6 +150,9 @@ func (a *applier) dispatch(cmd Command) (Result, error) {
 		return a.drainResource(c)
 	case *RemoveResource:
 		return a.removeResource(c)
+	}
+	if res, ok, err := a.dispatchExt(cmd); ok {
+		return res, err
 	}
 	return nil, fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
 }

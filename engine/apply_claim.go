@@ -79,11 +79,21 @@ func (a *applier) claim(c *Claim) (Result, error) {
 		// schedule-to-start deadline are over.
 		j.Deferrals, j.DeferredReason, j.StartDeadlineMS = 0, "", 0
 		a.save(l)
-		res.Jobs = append(res.Jobs, ClaimedJob{
+		cj := ClaimedJob{
 			Job: j.ID, WorkflowID: j.WorkflowID, Type: j.Type,
 			Attempt: j.Attempt, LeaseExpiryMS: j.LeaseExpiryMS, LastSeq: seq, DeadlineMS: j.DeadlineMS,
-			TraceParent: j.TraceParent,
-		})
+			TraceParent: j.TraceParent, ParentID: j.ParentID, RunAttempt: j.RunAttempt,
+		}
+		if j.ParentID != 0 {
+			// The child's code may ask for its parent (GetInfo); a parent
+			// whose record is gone leaves the workflow id empty.
+			if p, err := a.load(j.ParentID); err == nil {
+				cj.ParentWorkflowID = p.job.WorkflowID
+			} else if !isUnknownJob(err) {
+				return nil, err
+			}
+		}
+		res.Jobs = append(res.Jobs, cj)
 	}
 	// A job the claimer cannot run is deferred without a history event:
 	// each try would otherwise add events, and a job whose type no worker
@@ -195,6 +205,11 @@ func (a *applier) expireDeadlines(c *ExpireDeadlines) (Result, error) {
 		ev := Event{Type: EventJobTimedOut, Attempt: j.Attempt, Reason: reason, Payload: timeoutFailure(j, reason)}
 		if _, err := a.appendEvent(l, ev); err != nil {
 			return err
+		}
+		if j.CronSchedule != "" && reason == ReasonRunTimeout {
+			a.save(l)
+			res.Jobs = append(res.Jobs, j.ID)
+			return a.cronTimedOut(l)
 		}
 		if err := a.closed(l, &ev); err != nil {
 			return err

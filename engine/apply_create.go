@@ -8,7 +8,11 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-func (a *applier) create(c *CreateJob) (Result, error) {
+func (a *applier) create(c *CreateJob) (Result, error) { return a.createRun(c, nil) }
+
+// createRun starts a run; lastResult goes on its job_created (a cron run's
+// last completion result).
+func (a *applier) createRun(c *CreateJob, lastResult []byte) (Result, error) {
 	digest := startDigest(c)
 	if c.WorkflowID != "" {
 		cur, err := a.resolve(Target{WorkflowID: c.WorkflowID})
@@ -56,11 +60,14 @@ func (a *applier) create(c *CreateJob) (Result, error) {
 	if c.ScheduleToStartTimeoutMS > 0 {
 		l.job.StartDeadlineMS = a.now + c.ScheduleToStartTimeoutMS
 	}
-	ev := Event{Type: EventJobCreated, Name: c.Type, Payload: c.Input, By: c.By}
+	ev := Event{Type: EventJobCreated, Name: c.Type, Payload: c.Input, By: c.By, LastResult: lastResult}
 	if c.Draft {
 		ev.Type = EventJobDrafted
 	}
 	if _, err := a.appendEvent(l, ev); err != nil {
+		return nil, err
+	}
+	if err := a.cronHoldBack(l, c.CronSchedule); err != nil {
 		return nil, err
 	}
 	a.save(l)
@@ -140,7 +147,11 @@ func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
 		ParentID: old.ParentID, ParentStep: old.ParentStep, ParentClosePolicy: old.ParentClosePolicy, Retry: old.Retry, RunTimeoutMS: old.RunTimeoutMS,
 		TraceParent: old.TraceParent}
 	next.Header = c.Header
-	res, err := a.create(next)
+	carried, err := a.cronCarry(old)
+	if err != nil {
+		return nil, err
+	}
+	res, err := a.createRun(next, carried)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +161,7 @@ func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
 	}
 	// The chain's execution deadline carries over as it is; the run
 	// timeout starts afresh with the next run (set by create above).
-	nl.job.DeadlineMS, nl.job.RunAttempt = old.DeadlineMS, runAttempt
+	nl.job.DeadlineMS, nl.job.RunAttempt, nl.job.ScheduleID, nl.job.CronSchedule = old.DeadlineMS, runAttempt, old.ScheduleID, old.CronSchedule
 	if c.DelayMS > 0 {
 		if _, err := a.appendEvent(nl, Event{Type: EventJobRequeued, DelayMS: c.DelayMS, Reason: ReasonRetry}); err != nil {
 			return nil, err

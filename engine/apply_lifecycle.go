@@ -48,6 +48,9 @@ func (a *applier) finish(ref LeaseRef, cmd string, ev Event) (Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if l.job.CronSchedule != "" {
+		return a.cronNext(l, ref, ev)
+	}
 	ev.Attempt = ref.Attempt
 	seq, err := a.appendEvent(l, ev)
 	if err != nil {

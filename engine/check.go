@@ -159,6 +159,7 @@ func (c *CreateJob) check(l *Limits) error {
 		ch.fail("ParentID", "is required with ParentStep")
 	}
 	ch.name("TraceParent", c.TraceParent, false)
+	ch.cron("CronSchedule", c.CronSchedule)
 	return ch.err
 }
 

@@ -84,6 +84,9 @@ func (k CommandKind) String() string {
 	if n, ok := commandNames[k]; ok {
 		return n
 	}
+	if n, ok := taskCommandNames[k]; ok {
+		return n
+	}
 	return fmt.Sprintf("CommandKind(%d)", uint8(k))
 }
 
@@ -159,6 +162,12 @@ type CreateJob struct {
 	// run, kept on the job (and its continued runs) so that the workers'
 	// spans of every turn join the starter's trace. Opaque to the engine.
 	TraceParent string `json:"trace_parent,omitempty" msgpack:"tp,omitempty"`
+	// CronSchedule makes the workflow id a cron workflow (Temporal's
+	// CronSchedule): the run waits (Retrying) for the first time of the
+	// cron line after now, and each run that completes or fails is
+	// followed, in the same command, by the next run at the next time (see
+	// cron.go). Empty: none.
+	CronSchedule string `json:"cron_schedule,omitempty" msgpack:"cron,omitempty"`
 }
 
 // RetryPolicy says how a failed workflow run is retried. The engine stores
@@ -458,6 +467,9 @@ func (*ExpireDeadlines) Kind() CommandKind { return KindExpireDeadlines }
 
 // newCommand returns an empty command of kind k, for decoding.
 func newCommand(k CommandKind) (Command, bool) {
+	if c, ok := newTaskCommand(k); ok {
+		return c, true
+	}
 	switch k {
 	case KindCreateJob:
 		return new(CreateJob), true
@@ -502,5 +514,8 @@ func newCommand(k CommandKind) (Command, bool) {
 	case KindExpireDeadlines:
 		return new(ExpireDeadlines), true
 	}
-	return newStepCommand(k)
+	if c, ok := newStepCommand(k); ok {
+		return c, true
+	}
+	return newExtCommand(k)
 }

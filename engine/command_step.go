@@ -5,14 +5,14 @@ import "fmt"
 // Step and resource command kinds. Stored in logs and request records:
 // never reuse a number.
 const (
-	KindLeaseStep      CommandKind = 22
-	KindStepHeartbeat  CommandKind = 23
-	KindEndStepAttempt CommandKind = 24
-	KindAnswerStep     CommandKind = 25
-	KindExpireSteps    CommandKind = 26
-	KindAddResource    CommandKind = 27
-	KindDrainResource  CommandKind = 28
-	KindRemoveResource CommandKind = 29
+	KindLeaseStep      CommandKind = 30
+	KindStepHeartbeat  CommandKind = 31
+	KindEndStepAttempt CommandKind = 32
+	KindAnswerStep     CommandKind = 33
+	KindExpireSteps    CommandKind = 34
+	KindAddResource    CommandKind = 35
+	KindDrainResource  CommandKind = 36
+	KindRemoveResource CommandKind = 37
 )
 
 // LeaseStep gives a step of a running job (fenced) an explicit step lease

@@ -26,6 +26,16 @@ var (
 	ErrPayloadTooLarge = errors.New("engine: payload too large")
 	// ErrWorkflowExists: a start refused by the workflow-id reuse policy.
 	ErrWorkflowExists = errors.New("engine: workflow already exists")
+	// ErrUnknownTask: no review task has the given id, or job and phase.
+	ErrUnknownTask = errors.New("engine: unknown task")
+	// ErrTaskExists: the job already has a task of that phase.
+	ErrTaskExists = errors.New("engine: task already exists")
+	// ErrIllegalTaskCommand: the command is not legal in the task's state
+	// (see TaskStateError for the state and the commands legal in it).
+	ErrIllegalTaskCommand = errors.New("engine: illegal task command")
+	// ErrStaleTaskAttempt: a write from a task lease that is not the
+	// task's current one (see StaleTaskError). The holder must stop.
+	ErrStaleTaskAttempt = errors.New("engine: stale task attempt")
 	// ErrJobClosed: the job is terminal and takes no more signals or writes.
 	ErrJobClosed = errors.New("engine: job closed")
 	// ErrStepCommitted: the step already has a committed result.
@@ -63,6 +73,10 @@ var (
 	// ErrNotLeader: a cluster node that is not the Raft leader was asked to
 	// write or to read linearizably (see NotLeaderError for the leader).
 	ErrNotLeader = errors.New("engine: not the leader")
+	// ErrUnknownSchedule: no schedule has the given id.
+	ErrUnknownSchedule = errors.New("engine: unknown schedule")
+	// ErrScheduleExists: a schedule of that id already exists.
+	ErrScheduleExists = errors.New("engine: schedule already exists")
 	// ErrUnknownOutcome: a proposal may or may not have been applied (the
 	// leader lost its leadership or the node died before answering).
 	// Retrying with the same request id is safe.

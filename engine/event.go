@@ -42,6 +42,9 @@ type Event struct {
 	// By names who issued the command that wrote the event (Header.By),
 	// for the commands people issue; "" when unknown.
 	By string `json:"by,omitempty" msgpack:"by,omitempty"`
+	// LastResult, on the job_created of a cron run, is the result of the
+	// chain's last run that completed (Temporal's last completion result).
+	LastResult []byte `json:"last_result,omitempty" msgpack:"lr,omitempty"`
 }
 
 // WaitSpec is what a waiting job waits for; the first of these to happen

@@ -76,6 +76,11 @@ type Job struct {
 	CancelRequested bool `json:"cancel_requested,omitempty" msgpack:"cq,omitempty"`
 	// TraceParent is CreateJob's: the W3C traceparent of the run's start.
 	TraceParent string `json:"trace_parent,omitempty" msgpack:"tp,omitempty"`
+	// ScheduleID names the schedule that started the run (kept by the
+	// runs it continues as), so that its end wakes the schedule.
+	ScheduleID string `json:"schedule_id,omitempty" msgpack:"sch,omitempty"`
+	// CronSchedule is the chain's cron line (CreateJob.CronSchedule).
+	CronSchedule string `json:"cron_schedule,omitempty" msgpack:"cron,omitempty"`
 	// LiveSteps are the steps with a step record that have not ended
 	// (see StepRecord): a job's end releases what they hold, and a step's
 	// success looks among them for steps waiting on it.

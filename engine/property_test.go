@@ -794,8 +794,12 @@ func (m *propModel) claim(c *Claim) (Result, error) {
 		j.Attempt++
 		seq := m.appendEv(j, Event{Type: EventJobLeased, Attempt: j.Attempt, Name: c.Owner, LeaseExpiryMS: m.now + c.LeaseMS})
 		j.Deferrals, j.DeferReason, j.StartDeadline = 0, "", 0
-		res.Jobs = append(res.Jobs, ClaimedJob{Job: j.ID, WorkflowID: j.WF, Type: j.Type, Attempt: j.Attempt,
-			LeaseExpiryMS: j.LeaseExp, LastSeq: seq, DeadlineMS: j.Deadline})
+		cj := ClaimedJob{Job: j.ID, WorkflowID: j.WF, Type: j.Type, Attempt: j.Attempt,
+			LeaseExpiryMS: j.LeaseExp, LastSeq: seq, DeadlineMS: j.Deadline, ParentID: j.Parent, RunAttempt: 1}
+		if p := m.job(j.Parent); p != nil {
+			cj.ParentWorkflowID = p.WF
+		}
+		res.Jobs = append(res.Jobs, cj)
 	}
 	for _, j := range pass {
 		m.touch(j)

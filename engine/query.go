@@ -142,6 +142,10 @@ type ListQuery struct {
 	Status Status
 	Type   string
 	Queue  string
+	// CreatedFromMS and CreatedBeforeMS keep the jobs created in
+	// [CreatedFromMS, CreatedBeforeMS), in Unix ms; 0 leaves that side open.
+	CreatedFromMS   int64
+	CreatedBeforeMS int64
 	// After is the cursor: only jobs with a larger id are listed (none
 	// when it is the largest JobID).
 	After JobID
@@ -193,7 +197,7 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (*ListPage, error) {
 				return false, err
 			}
 			if (q.Status != StatusNone && j.Status != q.Status) || (q.Type != "" && j.Type != q.Type) ||
-				(q.Queue != "" && j.Queue != q.Queue) {
+				(q.Queue != "" && j.Queue != q.Queue) || !q.createdIn(j) {
 				return true, nil
 			}
 			if len(page.Jobs) == q.Limit {
@@ -205,4 +209,10 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (*ListPage, error) {
 		})
 	})
 	return page, err
+}
+
+// createdIn reports whether j was created in q's time range.
+func (q *ListQuery) createdIn(j *Job) bool {
+	return (q.CreatedFromMS == 0 || j.CreatedMS >= q.CreatedFromMS) &&
+		(q.CreatedBeforeMS == 0 || j.CreatedMS < q.CreatedBeforeMS)
 }

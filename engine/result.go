@@ -31,6 +31,12 @@ type ClaimedJob struct {
 	// TraceParent is the job's: the W3C traceparent of the run's start,
 	// for the span of the turn.
 	TraceParent string `json:"trace_parent,omitempty" msgpack:"tp,omitempty"`
+	// ParentID and ParentWorkflowID name the parent run of a child job
+	// (the workflow id is "" when the parent's record is gone).
+	ParentID         JobID  `json:"parent_job_id,omitempty" msgpack:"pi,omitempty"`
+	ParentWorkflowID string `json:"parent_workflow_id,omitempty" msgpack:"pw,omitempty"`
+	// RunAttempt numbers the runs of a workflow retry chain from 1.
+	RunAttempt int32 `json:"run_attempt,omitempty" msgpack:"ra,omitempty"`
 }
 
 // ClaimResult answers Claim; Jobs is empty when nothing was ready.
@@ -162,6 +168,9 @@ func (*StatusResult) isResult()    {}
 
 // newResult returns an empty result of the type command kind k answers with.
 func newResult(k CommandKind) Result {
+	if r := newTaskResult(k); r != nil {
+		return r
+	}
 	switch k {
 	case KindCreateJob, KindContinueAsNew:
 		return new(CreateResult)
@@ -186,5 +195,5 @@ func newResult(k CommandKind) Result {
 	case KindAddResource, KindDrainResource, KindRemoveResource:
 		return new(ResourceResult)
 	}
-	return nil
+	return newExtResult(k)
 }

@@ -13,13 +13,13 @@ import (
 )
 
 // Scheduler proposes FireTimers, Reclaim, ReleaseDelayed, ExpireDeadlines
-// and ExpireSteps exactly when the earliest timer, lease expiry, retry
-// delay (or deferral), job deadline or step deadline (a step lease's
-// expiry, a person's answer timeout) falls due. It reads the front of each
-// time-ordered index (cost independent of how many jobs exist or have
-// finished), sleeps until the earliest deadline, and is woken early by Wake
-// when a commit may have created an earlier one. It never polls on a fixed
-// tick.
+// ExpireSteps and FireSchedules exactly when the earliest timer, lease
+// expiry, retry delay (or deferral), job deadline, step deadline (a step
+// lease's expiry, a person's answer timeout) or schedule's due time falls
+// due. It reads the front of each time-ordered index (cost independent of
+// how many jobs exist or have finished), sleeps until the earliest
+// deadline, and is woken early by Wake when a commit may have created an
+// earlier one. It never polls on a fixed tick.
 //
 // The scheduler only proposes; Apply decides. Reclaim in Apply takes only
 // Running jobs from the lease index, so a Waiting or Parked job is never
@@ -97,6 +97,7 @@ var sweeps = []sweepKind{
 	{storage.DelayedPrefix, storage.KeyLowDelayed, func(n int) Command { return &ReleaseDelayed{Max: n} }, "delayed"},
 	{storage.DeadlinePrefix, storage.KeyLowDeadline, func(n int) Command { return &ExpireDeadlines{Max: n} }, "deadlines"},
 	{storage.StepDuePrefix, storage.KeyLowStepDue, func(n int) Command { return &ExpireSteps{Max: n} }, "steps"},
+	{storage.SchedDuePrefix, storage.KeyLowSchedDue, func(n int) Command { return &FireSchedules{Max: n} }, "schedules"},
 }
 
 // leaseSweep is the index of the lease sweep in sweeps.
@@ -153,12 +154,12 @@ func (s *Scheduler) look(nowMS int64, limit int) ([]due, error) {
 
 // Deadlines returns the earliest due time (Unix ms) of each index, 0 when
 // empty, in the order timers, leases, retry delays and deferrals, job
-// deadlines, step deadlines.
-func (s *Scheduler) Deadlines() ([5]int64, error) {
-	var out [5]int64
+// deadlines, step deadlines, schedules.
+func (s *Scheduler) Deadlines() ([6]int64, error) {
+	var out [6]int64
 	ds, err := s.look(0, 1)
-	for i, d := range ds {
-		out[i] = d.nextMS
+	for i := range min(len(out), len(ds)) {
+		out[i] = ds[i].nextMS
 	}
 	return out, err
 }
@@ -238,7 +239,7 @@ func (s *Scheduler) step(ctx context.Context, now time.Time) (time.Duration, err
 		if at == 0 {
 			continue
 		}
-		if i == leaseSweep {
+		if i == leaseSweep || sweeps[i].name == taskLeaseSweep {
 			at = max(at, s.ReclaimNotBeforeMS)
 		}
 		if at <= nowMS {

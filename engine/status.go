@@ -122,6 +122,10 @@ const (
 	ReasonContinuedAsNew = "continued_as_new"
 	// ReasonRetried marks the job_failed of a run retried as a new run.
 	ReasonRetried = "retried"
+	// ReasonCronNext marks the job_completed or job_failed of a cron run
+	// followed by the chain's next run, and the job_requeued that holds a
+	// cron run back until its time.
+	ReasonCronNext = "cron_next"
 )
 
 // Reasons recorded on job_timed_out: which deadline passed.

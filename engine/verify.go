@@ -33,7 +33,9 @@ func Verify(r *storage.Reader, max int) []error {
 			break
 		}
 	}
+	v.tasks()
 	v.workflows()
+	v.schedules()
 	return v.errs
 }
 

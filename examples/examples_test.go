@@ -37,11 +37,16 @@ func TestExamples(t *testing.T) {
 		{"hello", []string{"-dir", helloDir}, "order-1 run 2: charged 4200 cents"},
 		{"saga", nil, "ok: trip-2 was undone in reverse order"},
 		{"signals-queries", nil, "cart-7 checked out: 1050 cents"},
+		{"review", nil, "feature-7 SUCCESS: cost 4.5 over 3 runs, phases spec SUCCESS, code SUCCESS"},
 		{"child", nil, "child order-9-box-c: run 4, Completed, child of run 1"},
 		{"cluster-client", nil, ": hello, Dr. Ada"},
 		{"backup", nil, "approval-2 finished on the copy: \"no\""},
 		{"cancellation", nil, "race-1: the timer won after"},
 		{"subscription", nil, "sub-1: charged 3 times"},
+		{"schedules", nil, `triggered while paused ("quiet hours"): special report by reports-`},
+		{"async-completion", nil, "expense-4 finished: train to Lyon: approved by Ada"},
+		{"updates", nil, "flight-12 closed with seats [1A 1B]"},
+		{"temporal-port", nil, "ok: 4 Temporal-shaped samples ran"},
 	}
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {

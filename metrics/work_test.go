@@ -115,17 +115,14 @@ func TestCountersMoveWithTheWork(t *testing.T) {
 	if got := scrape().Value(metrics.EngineJobs, "status", "Queued", "queue", "q"); got != n {
 		t.Fatalf("%v jobs Queued before a worker ran, want %d", got, n)
 	}
-	w, err := worker.New(remote, "q", worker.Options{Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := worker.New(client.New(remote), "q", worker.Options{Metrics: m})
 	w.RegisterWorkflow(Three)
 	w.RegisterActivity(Step)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := w.Stop(context.Background()); err != nil {
+		if err := w.Shutdown(context.Background()); err != nil {
 			t.Error(err)
 		}
 	}()

@@ -23,7 +23,8 @@ func (m *Metrics) TurnError(queue string) {
 }
 
 // Activity records one try of an activity: its outcome ("completed",
-// "failed", "timeout" or "canceled") and how long it took.
+// "failed", "benign" for a failure the activity marked as expected,
+// "timeout" or "canceled") and how long it took.
 func (m *Metrics) Activity(queue, activityType, outcome string, took time.Duration) {
 	if m == nil {
 		return

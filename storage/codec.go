@@ -13,25 +13,26 @@ type Kind byte
 
 // Record kinds. The numbers are stored on disk and must never be reused.
 const (
-	KindKey     Kind = 0 // not a record: used in errors about keys
-	KindJob     Kind = 1
-	KindEvent   Kind = 2
-	KindEffect  Kind = 3
-	KindResult  Kind = 4
-	KindCommand Kind = 5
-	KindMeta    Kind = 6
+	KindKey      Kind = 0 // not a record: used in errors about keys
+	KindJob      Kind = 1
+	KindEvent    Kind = 2
+	KindEffect   Kind = 3
+	KindResult   Kind = 4
+	KindCommand  Kind = 5
+	KindMeta     Kind = 6
+	KindSchedule Kind = 7
 	// KindStep is a step record: the engine-held state of one activity
 	// execution that took an explicit step lease, a resource or a person.
-	KindStep Kind = 7
+	KindStep Kind = 8
 	// KindResource is a resource record: a named pool member with its
 	// capabilities, labels, capacity and the units leased.
-	KindResource Kind = 8
+	KindResource Kind = 9
 )
 
 var kindNames = map[Kind]string{
 	KindKey: "key", KindJob: "job", KindEvent: "event", KindEffect: "effect",
 	KindResult: "result", KindCommand: "command", KindMeta: "meta",
-	KindStep: "step", KindResource: "resource",
+	KindStep: "step", KindResource: "resource", KindSchedule: "schedule",
 }
 
 func (k Kind) String() string {

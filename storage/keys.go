@@ -28,8 +28,10 @@ import (
 //	a<at:8><requestID>                request records by age, for pruning
 //	p<job:8><step>                    step record (explicit step leases, resources, persons)
 //	v<resource>                       resource record
-//	k<dueAt:8><job:8><step>           step deadlines: step-lease expiry, a person's answer timeout
+//	n<dueAt:8><job:8><step>           step deadlines: step-lease expiry, a person's answer timeout
 //	i<seq:8><job:8><step>             steps waiting for a resource unit, first come first served
+//	k<scheduleID>                     schedule record
+//	z<dueAt:8><scheduleID>            schedules due for a look (fire times, closed runs)
 const (
 	PrefixMeta     byte = 'm'
 	PrefixJob      byte = 'j'
@@ -49,8 +51,10 @@ const (
 	PrefixReqAge   byte = 'a'
 	PrefixStep     byte = 'p'
 	PrefixResource byte = 'v'
-	PrefixStepDue  byte = 'k'
+	PrefixStepDue  byte = 'n'
 	PrefixWaiter   byte = 'i'
+	PrefixSchedule byte = 'k'
+	PrefixSchedDue byte = 'z'
 )
 
 // Meta keys.
@@ -70,10 +74,11 @@ var (
 	KeyLowTimer    = []byte("mlow/t")
 	KeyLowDelayed  = []byte("mlow/d")
 	KeyLowDeadline = []byte("mlow/o")
-	KeyLowStepDue  = []byte("mlow/k")
+	KeyLowStepDue  = []byte("mlow/n")
 	// KeyLowWaiter is the lowest waiter seq the queue may still hold: the
 	// entries before it were all served or found stale.
-	KeyLowWaiter = []byte("mlow/i")
+	KeyLowWaiter   = []byte("mlow/i")
+	KeyLowSchedDue = []byte("mlow/z")
 )
 
 // LowReadyKey holds the low-water mark of queue's ready index.
@@ -223,8 +228,18 @@ func ParseWaiterKey(k []byte) (WaiterEntry, error) {
 	return WaiterEntry{Seq: binary.BigEndian.Uint64(k[1:9]), Job: binary.BigEndian.Uint64(k[9:17]), Step: string(k[17:])}, nil
 }
 
+// ScheduleKey is the key of schedule id's record.
+func ScheduleKey(id string) []byte { return append(key(PrefixSchedule, len(id)), id...) }
+
+// SchedDueKey orders schedule id by the time it must next be looked at.
+func SchedDueKey(dueAtMS int64, id string) []byte {
+	return append(appendU64(key(PrefixSchedDue, 8+len(id)), uint64(dueAtMS)), id...)
+}
+
 // Single-byte prefixes of the time-ordered indexes, for range scans.
 var (
+	SchedulePrefix = []byte{PrefixSchedule}
+	SchedDuePrefix = []byte{PrefixSchedDue}
 	LeasePrefix    = []byte{PrefixLease}
 	TimerPrefix    = []byte{PrefixTimer}
 	DelayedPrefix  = []byte{PrefixDelayed}
@@ -237,24 +252,33 @@ var (
 )
 
 // TimeKey is the decoded form of the time-ordered index keys (lease, timer,
-// delayed, deadline, step deadline, request age): a time, and for the job
-// indexes a job id and the rest of the key (a timer name, a step, or a
-// request id for age keys).
+// delayed, deadline, step deadline, request age, schedule due): a time, and
+// for the job indexes a job id and the rest of the key (a timer name, a
+// step, or a request or schedule id for age and schedule keys).
 type TimeKey struct {
 	AtMS int64
 	Job  uint64
 	Rest string
 }
 
-// ParseTimeKey decodes a lease, timer, delayed, deadline, step-deadline or
-// request-age key.
+// ParseTimeKey decodes a lease, timer, delayed, deadline, step-deadline,
+// request-age or schedule-due key.
 func ParseTimeKey(k []byte) (TimeKey, error) {
 	if len(k) < 9 {
 		return TimeKey{}, keyError(k, "too short for a time key")
 	}
 	tk := TimeKey{AtMS: int64(binary.BigEndian.Uint64(k[1:9]))}
+	// A task lease key (storage/taskkeys.go) is read like a job's, with
+	// the task id in Job.
+	if k[0] == PrefixTaskLease {
+		if len(k) != 17 {
+			return TimeKey{}, keyError(k, "wrong length for a task lease key")
+		}
+		tk.Job = binary.BigEndian.Uint64(k[9:17])
+		return tk, nil
+	}
 	switch k[0] {
-	case PrefixReqAge:
+	case PrefixReqAge, PrefixSchedDue:
 		tk.Rest = string(k[9:])
 		return tk, nil
 	case PrefixLease, PrefixDelayed, PrefixDeadline, PrefixTimer, PrefixStepDue:

@@ -121,10 +121,7 @@ func TestClusterCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(svc, "greetings", worker.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := worker.New(client.New(svc), "greetings", worker.Options{})
 	w.RegisterWorkflow(Greet)
 	w.RegisterActivity(LookupTitle)
 	w.RegisterActivity(ComposeGreeting)
@@ -132,7 +129,7 @@ func TestClusterCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := w.Stop(context.Background()); err != nil {
+		if err := w.Shutdown(context.Background()); err != nil {
 			t.Errorf("stop the worker: %v", err)
 		}
 	}()

@@ -69,15 +69,22 @@ func newDemoCommand() *cobra.Command {
 	var dir, timeline string
 	cmd.Flags().StringVar(&dir, "dir", "", "database `directory`, new or empty, kept afterwards (default: a temporary one, removed at the end)")
 	cmd.Flags().StringVar(&timeline, "timeline", "order-1", "workflow `id` whose full history is printed at the end")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 		defer stop()
+		if len(args) == 1 {
+			if err := runReviewDemo(ctx, dir, cmd.OutOrStdout()); err != nil {
+				return fmt.Errorf("FAILED: %w", err)
+			}
+			return nil
+		}
 		cfg := demoConfig{Dir: dir, Out: cmd.OutOrStdout(), Clock: clock.Wall(), Timeline: timeline}
 		if err := runDemo(ctx, cfg); err != nil {
 			return fmt.Errorf("FAILED: %w", err)
 		}
 		return nil
 	}
+	withReviewDemo(cmd)
 	return cmd
 }
 
@@ -107,7 +114,7 @@ func demoOrders() []demoOrder {
 type demo struct {
 	cfg    demoConfig
 	e      *engine.Engine
-	c      *client.Client
+	c      client.Client
 	rep    *reporter
 	shop   *shopState
 	orders []demoOrder
@@ -208,7 +215,7 @@ func (d *demo) problem(err error) {
 
 // newWorker starts a worker of queue with every workflow and activity.
 // worker-a's errors after it is abandoned are expected and only printed.
-func (d *demo) newWorker(name, queue string, lease time.Duration, expectErrors bool) (*worker.Worker, error) {
+func (d *demo) newWorker(name, queue string, lease time.Duration, expectErrors bool) (worker.Worker, error) {
 	opts := worker.Options{Identity: name, LeaseTTL: lease, Clock: d.cfg.Clock,
 		OnError: func(job engine.JobID, err error) {
 			if expectErrors {
@@ -217,10 +224,7 @@ func (d *demo) newWorker(name, queue string, lease time.Duration, expectErrors b
 			}
 			d.problem(fmt.Errorf("%s, job %d: %w", name, job, err))
 		}}
-	w, err := worker.New(d.e, queue, opts)
-	if err != nil {
-		return nil, err
-	}
+	w := worker.New(client.New(d.e), queue, opts)
 	w.RegisterWorkflow(OrderWorkflow)
 	w.RegisterWorkflow(ShipmentWorkflow)
 	s := &Shop{st: d.shop, worker: name}
@@ -244,8 +248,8 @@ func (d *demo) newWorker(name, queue string, lease time.Duration, expectErrors b
 // order to end.
 func (d *demo) story(ctx context.Context) (err error) {
 	// stop stops a worker at the end, waiting for its jobs to drain.
-	stop := func(w *worker.Worker, name string) {
-		if serr := w.Stop(context.Background()); serr != nil {
+	stop := func(w worker.Worker, name string) {
+		if serr := w.Shutdown(context.Background()); serr != nil {
 			err = errors.Join(err, fmt.Errorf("stop %s: %w", name, serr))
 		}
 	}
@@ -262,7 +266,7 @@ func (d *demo) story(ctx context.Context) (err error) {
 	for _, o := range d.orders {
 		run, err := d.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: o.ID, TaskQueue: o.queue}, OrderWorkflow, o.Order)
 		if err != nil {
-			return errors.Join(fmt.Errorf("start %s: %w", o.ID, err), wa.Stop(context.Background()))
+			return errors.Join(fmt.Errorf("start %s: %w", o.ID, err), wa.Shutdown(context.Background()))
 		}
 		d.runs[o.ID] = run
 		d.rep.order(o.ID, "started (run %s, queue %s): %s", run.GetRunID(), o.queue, o.story)
@@ -285,7 +289,7 @@ func (d *demo) story(ctx context.Context) (err error) {
 	go func() { defer wg.Done(); d.approve(ctx, "order-3") }()
 	listing, err := d.startListing(ctx)
 	if err != nil {
-		return errors.Join(fmt.Errorf("start %s: %w", listingID, err), wa.Stop(context.Background()))
+		return errors.Join(fmt.Errorf("start %s: %w", listingID, err), wa.Shutdown(context.Background()))
 	}
 	wg.Add(2)
 	go func() { defer wg.Done(); d.answerCaptcha(ctx) }()
@@ -316,7 +320,7 @@ func (d *demo) story(ctx context.Context) (err error) {
 		// An ended context abandons worker-a's jobs to their leases,
 		// which is what is wanted here; the context's error that Stop
 		// returns for it says only that.
-		_ = wa.Stop(cancelled)
+		_ = wa.Shutdown(cancelled)
 	}
 	wg.Wait()
 	return recErr
@@ -326,7 +330,7 @@ func (d *demo) story(ctx context.Context) (err error) {
 // a hung call: the drain cannot finish, so worker-a is abandoned to its
 // lease, and worker-b resumes order-1 once the lease lapses. Only then does
 // the hung call return, and worker-a's late commit is fenced off.
-func (d *demo) recover(ctx context.Context, wa *worker.Worker) (*worker.Worker, error) {
+func (d *demo) recover(ctx context.Context, wa worker.Worker) (worker.Worker, error) {
 	select {
 	case <-d.shop.held:
 	case <-ctx.Done():
@@ -346,7 +350,7 @@ func (d *demo) recover(ctx context.Context, wa *worker.Worker) (*worker.Worker, 
 	sctx, cancel := context.WithTimeout(ctx, stopGrace)
 	defer cancel()
 	stopped := make(chan struct{})
-	go func() { defer close(stopped); d.stopErr = wa.Stop(sctx) }()
+	go func() { defer close(stopped); d.stopErr = wa.Shutdown(sctx) }()
 	<-sctx.Done()
 	j, err := d.c.DescribeWorkflow(ctx, "order-1", "")
 	if err != nil {

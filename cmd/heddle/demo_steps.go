@@ -112,7 +112,7 @@ func (d *demo) judgePhoto(_ context.Context, in worker.CriticInput) (worker.Verd
 }
 
 // registerSteps registers the scenario's workflow, activities and critic.
-func (d *demo) registerSteps(w *worker.Worker, s *Shop) {
+func (d *demo) registerSteps(w worker.Worker, s *Shop) {
 	w.RegisterWorkflow(ListingWorkflow)
 	w.RegisterActivity(s.PhotographItem)
 	w.RegisterActivity(s.PublishListing)

@@ -42,7 +42,7 @@ func TestDemo(t *testing.T) {
 		"order-4  ShipOrder         attempt 1 FAILED: address undeliverable (non-retryable) [child order-4-shipment]",
 		"order-4  RefundCard        attempt 1 ok: COMPENSATION refunded",
 		"order-4  ReleaseInventory  attempt 1 ok: COMPENSATION released",
-		"compensated (card refunded, inventory released) after: child workflow ShipmentWorkflow",
+		"compensated (card refunded, inventory released) after: child workflow execution error (type: ShipmentWorkflow",
 		// the recovery
 		"order-1  committed so far: ReserveInventory, ChargeCard; stopping worker-a",
 		"order-1  resumed by worker-b as attempt 2",

@@ -50,8 +50,13 @@ func serveAPI(ln net.Listener, cfg httpapi.ServerConfig, tlsConfig *tls.Config) 
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
+	handler, err := withUI(api)
+	if err != nil {
+		return nil, errors.Join(err, ln.Close())
+	}
 	s := &apiServer{api: api, ln: ln, done: make(chan error, 1), conns: map[net.Conn]http.ConnState{}}
 	s.srv = api.HTTPServer()
+	s.srv.Handler = handler
 	s.srv.ConnState = s.track
 	l := api.Listener(ln)
 	if tlsConfig != nil {

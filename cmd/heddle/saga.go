@@ -147,7 +147,7 @@ func (s *shopState) count(ctx context.Context, o Order) (activity.Info, int) {
 	defer s.mu.Unlock()
 	k := info.IdempotencyKey
 	if _, ok := s.what[k]; !ok {
-		s.what[k] = execKey{order: o.ID, workflowID: info.WorkflowID, activity: info.ActivityType}
+		s.what[k] = execKey{order: o.ID, workflowID: info.WorkflowID, activity: info.ActivityType.Name}
 		s.order = append(s.order, k)
 	}
 	s.runs[k]++
@@ -192,7 +192,7 @@ func (s *Shop) say(info activity.Info, o Order, format string, a ...any) {
 	if info.WorkflowID != o.ID {
 		where = " [child " + info.WorkflowID + "]"
 	}
-	s.st.rep.order(o.ID, "%-17s attempt %d %s%s (%s)", info.ActivityType, info.Attempt, fmt.Sprintf(format, a...), where, s.worker)
+	s.st.rep.order(o.ID, "%-17s attempt %d %s%s (%s)", info.ActivityType.Name, info.Attempt, fmt.Sprintf(format, a...), where, s.worker)
 }
 
 // ReserveInventory holds the items.

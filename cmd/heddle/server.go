@@ -32,8 +32,9 @@ func newServerCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "server --id ID --dir DIR [--bootstrap | --join ADDR]",
 		Short: "run one node of a cluster (Raft and the HTTP API)",
-		Long: "Runs one node of a heddle cluster: a Raft member with the HTTP API.\n" +
-			"Start the first node with --bootstrap, the others with --join pointing at it.",
+		Long: "Runs one node of a heddle cluster: a Raft member with the HTTP API, and the web UI\n" +
+			"at /ui/ on the same address. Start the first node with --bootstrap, the others with\n" +
+			"--join pointing at it.",
 		Args: noArgs,
 	}
 	fs := cmd.Flags()
@@ -98,7 +99,7 @@ func newServerCommand() *cobra.Command {
 		o.logger.Info("serving", "http", n.api.addr(), "raft", n.node.RaftAddr(), "dir", o.dir)
 		// A line that could not be printed does not stop a serving node;
 		// it makes the exit status say so once the node has stopped.
-		stdout.printf("heddle server %s: http=%s raft=%s dir=%s\n", o.id, n.api.addr(), n.node.RaftAddr(), o.dir)
+		stdout.printf("heddle server %s: http=%s raft=%s dir=%s ui=%s\n", o.id, n.api.addr(), n.node.RaftAddr(), o.dir, n.api.uiURL())
 		select {
 		case <-ctx.Done():
 		case err := <-n.api.done:
@@ -120,7 +121,7 @@ func newDevCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev [--dir DIR] [--http-addr ADDR]",
 		Short: "run one embedded heddle with the HTTP API",
-		Long:  "Runs one embedded heddle (no Raft) serving the HTTP API.",
+		Long:  "Runs one embedded heddle (no Raft) serving the HTTP API, and the web UI at /ui/.",
 		Args:  noArgs,
 	}
 	fs := cmd.Flags()
@@ -173,7 +174,7 @@ func newDevCommand() *cobra.Command {
 		defer pp.close()
 		log.Info("serving", "http", d.api.addr(), "dir", dir)
 		// As for "heddle server": a failed print is reported at the end.
-		stdout.printf("heddle dev: http=%s dir=%s\n", d.api.addr(), dir)
+		stdout.printf("heddle dev: http=%s dir=%s ui=%s\n", d.api.addr(), dir, d.api.uiURL())
 		select {
 		case <-ctx.Done():
 		case err := <-d.api.done:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/sdk/activity"
+	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -51,16 +52,13 @@ func (w *wfEnv) cliOK(group, verb string, args ...string) string {
 // describe, answered by step answer.
 func TestStepAndResourceCommands(t *testing.T) {
 	w := newWFEnv(t, "")
-	wk, err := worker.New(w.e, "steps", worker.Options{Identity: "step-worker"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	wk := worker.New(client.New(w.e), "steps", worker.Options{Identity: "step-worker"})
 	wk.RegisterWorkflowWithName(stepAskFlow, "Ask")
 	wk.RegisterActivityWithName(stepAsk, "stepAsk")
 	if err := wk.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = wk.Stop(context.Background()) })
+	t.Cleanup(func() { _ = wk.Shutdown(context.Background()) })
 
 	var added struct {
 		Resource resourceDoc `json:"resource"`

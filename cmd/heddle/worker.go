@@ -12,6 +12,7 @@ import (
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/sdk/activity"
+	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 	"github.com/spf13/cobra"
@@ -113,12 +114,9 @@ func newWorkerCommand() *cobra.Command {
 			return usagef("--addr: %v", err)
 		}
 		host, _ := os.Hostname()
-		w, err := worker.New(svc, queue, worker.Options{MaxConcurrentJobs: concurrency,
+		w := worker.New(client.New(svc), queue, worker.Options{MaxConcurrentJobs: concurrency,
 			Identity: fmt.Sprintf("%s-%d", host, os.Getpid()),
 			OnError:  func(job engine.JobID, err error) { stderr.printf("heddle worker: job %d: %v\n", job, err) }})
-		if err != nil {
-			return usagef("%v", err)
-		}
 		w.RegisterWorkflow(Greet)
 		w.RegisterActivity(LookupTitle)
 		w.RegisterActivity(ComposeGreeting)
@@ -130,23 +128,14 @@ func newWorkerCommand() *cobra.Command {
 		if err := w.Start(); err != nil {
 			return err
 		}
-		queries := make(chan struct{})
-		go func() {
-			defer close(queries)
-			// ServeQueries returns ctx's error when the worker stops, or
-			// earlier an error retrying cannot fix (a bad token, a server
-			// without the route): the worker goes on without answering
-			// queries, and says why.
-			if err := httpapi.ServeQueries(ctx, svc, queue, w); err != nil && ctx.Err() == nil {
-				stderr.printf("heddle worker: not answering queries: %v\n", err)
-			}
-		}()
+		// The worker answers the node's queries for the queue itself; one
+		// it cannot serve (a bad token, a server without the route) reaches
+		// OnError, and the worker goes on without answering queries.
 		stdout.printf("heddle worker: serving queue %q on %s\n", queue, strings.Join(addrs, ","))
 		<-ctx.Done()
 		drain, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		err = w.Stop(drain)
-		<-queries
+		err = w.Shutdown(drain)
 		stdout.printf("heddle worker: stopped (%v)\n", err)
 		return errors.Join(stdout.err(), stderr.err())
 	}

@@ -9,6 +9,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/spf13/cobra"
@@ -24,15 +25,15 @@ type wfCountOutput struct {
 
 func newWFCountCommand(g *wfGlobals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "count [--status S] [--type TYPE] [-t QUEUE]",
+		Use:   "count [--query Q] [--status S] [--type TYPE] [-t QUEUE]",
 		Short: "count workflow runs, filtered as list filters them, per status",
 		Long: fmt.Sprintf("Counts the runs that match the filters, which are list's, in all and per status.\n"+
-			"It reads every matching run through the list API, %d a request.", engine.MaxPage),
+			"It reads every matching run through the list API, %d a request.\n\n", engine.MaxPage) + wfQueryHelp,
 		Args: noArgs,
 	}
 	filter := addListFilterFlags(cmd)
 	cmd.RunE = g.runE(func(c *wfCall, _ []string) error {
-		q, err := filter.query()
+		q, err := filter.filter(time.Now())
 		if err != nil {
 			return err
 		}
@@ -41,20 +42,13 @@ func newWFCountCommand(g *wfGlobals) *cobra.Command {
 			return err
 		}
 		out := wfCountOutput{ByStatus: map[string]uint64{}}
-		q.Limit = engine.MaxPage
-		for {
-			page, err := svc.List(c.ctx, q)
-			if err != nil {
-				return err
-			}
-			for _, j := range page.Jobs {
-				out.Count++
-				out.ByStatus[j.Status.String()]++
-			}
-			if page.Next == 0 {
-				break
-			}
-			q.After = page.Next
+		err = q.All(c.ctx, svc, func(j *engine.Job) error {
+			out.Count++
+			out.ByStatus[j.Status.String()]++
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if !c.table() {
 			return c.doc(out)

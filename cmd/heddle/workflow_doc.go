@@ -9,10 +9,10 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/sdkhook"
-	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
 // wfJobDoc is one run: what describe prints, list prints for each run and
@@ -123,11 +123,17 @@ func wfFailureOf(p []byte) *wfFailureDoc {
 	if len(p) == 0 {
 		return &wfFailureDoc{Message: "(no failure recorded)"}
 	}
-	var ae *workflow.ApplicationError
-	if errors.As(sdkhook.DecodeFailure(p), &ae) {
-		return &wfFailureDoc{Type: ae.Type, Message: ae.Message, NonRetryable: ae.NonRetryable}
+	// The payload's first node is what the workflow returned; its message
+	// is the whole text of the error and its causes.
+	f, err := engine.DecodeFailure(p)
+	if err != nil {
+		return &wfFailureDoc{Message: string(p)}
 	}
-	return &wfFailureDoc{Message: string(p)}
+	msg := f.Message
+	if cause := errors.Unwrap(sdkhook.DecodeFailure(p)); cause != nil && !strings.Contains(msg, cause.Error()) {
+		msg += ": " + cause.Error()
+	}
+	return &wfFailureDoc{Type: f.Type, Message: msg, NonRetryable: f.NonRetryable}
 }
 
 func wfWaitOf(w *engine.WaitSpec) *wfWaitDoc {

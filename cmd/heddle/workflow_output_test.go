@@ -134,6 +134,13 @@ func TestWorkflowCount(t *testing.T) {
 		{[]string{"-t", wfTestQueue}, wfCountOutput{Count: 2, ByStatus: map[string]uint64{"Completed": 1, "Failed": 1}}},
 		{[]string{"--queue", wfIdleQueue}, wfCountOutput{Count: 1, ByStatus: map[string]uint64{"Queued": 1}}},
 		{[]string{"--type", "Nothing"}, wfCountOutput{Count: 0, ByStatus: map[string]uint64{}}},
+		{[]string{"--query", "status=Completed,Failed"}, wfCountOutput{Count: 2, ByStatus: map[string]uint64{"Completed": 1, "Failed": 1}}},
+		{[]string{"-q", "status!=Completed type!=Gate"}, wfCountOutput{Count: 1, ByStatus: map[string]uint64{"Failed": 1}}},
+		{[]string{"-q", "created>-1h closed<=now", "-t", wfTestQueue}, wfCountOutput{Count: 2, ByStatus: map[string]uint64{"Completed": 1, "Failed": 1}}},
+		{[]string{"-q", "created<-1h"}, wfCountOutput{Count: 0, ByStatus: map[string]uint64{}}},
+		{[]string{"-q", "closed>-1h"}, wfCountOutput{Count: 2, ByStatus: map[string]uint64{"Completed": 1, "Failed": 1}}},
+		{[]string{"-q", "type=G*", "--status", "Queued"}, wfCountOutput{Count: 1, ByStatus: map[string]uint64{"Queued": 1}}},
+		{[]string{"-q", "type=G*", "--status", "Failed"}, wfCountOutput{Count: 0, ByStatus: map[string]uint64{}}},
 	} {
 		var got wfCountOutput
 		w.json(&got, "count", tc.args...)

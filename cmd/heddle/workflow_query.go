@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/spf13/cobra"
 )
 
@@ -92,9 +93,10 @@ func newWFQueryCommand(g *wfGlobals) *cobra.Command {
 			return err
 		}
 		out := wfQueryOutput{WorkflowID: j.WorkflowID, JobID: uint64(j.ID), Query: name}
-		out.Result = wfResultJSON(v.Data())
-		if out.Result == nil && len(v.Data()) > 0 {
-			out.ResultBase64 = v.Data()
+		data := converter.DataOf(v)
+		out.Result = wfResultJSON(data)
+		if out.Result == nil && len(data) > 0 {
+			out.ResultBase64 = data
 		}
 		if !c.table() {
 			return c.doc(out)

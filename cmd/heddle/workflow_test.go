@@ -19,6 +19,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -94,12 +95,9 @@ func startWFEnv(t *testing.T, cfg engine.Config, token string) *wfEnv {
 			t.Errorf("close the dev server: %v", err)
 		}
 	})
-	w, err := worker.New(d.engine, wfTestQueue, worker.Options{OnError: func(job engine.JobID, err error) {
+	w := worker.New(client.New(d.engine), wfTestQueue, worker.Options{OnError: func(job engine.JobID, err error) {
 		t.Errorf("worker, job %d: %v", job, err)
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	w.RegisterWorkflowWithName(wfGreet, "Greet")
 	w.RegisterWorkflowWithName(wfRefuse, "Refuse")
 	w.RegisterWorkflowWithName(wfGate, "Gate")
@@ -128,7 +126,7 @@ func startWFEnv(t *testing.T, cfg engine.Config, token string) *wfEnv {
 		<-served
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := w.Stop(ctx); err != nil {
+		if err := w.Shutdown(ctx); err != nil {
 			t.Errorf("stop the worker: %v", err)
 		}
 	})
@@ -517,6 +515,33 @@ func TestWorkflowList(t *testing.T) {
 	out = w.ok("list", "--limit", "1")
 	wantContains(t, "list --limit 1", out, "More runs match: next page with --cursor ")
 
+	// --query joins the other filters; its paging goes on where a page
+	// filtered after the list API stopped.
+	seen = nil
+	cursor = ""
+	for range 10 {
+		args := []string{"--query", "id=greet-*,idle-1 status!=Queued", "--limit", "1"}
+		if cursor != "" {
+			args = append(args, "--cursor", cursor)
+		}
+		var p wfListOutput
+		w.json(&p, "list", args...)
+		for _, d := range p.Workflows {
+			seen = append(seen, d.WorkflowID)
+		}
+		if cursor = p.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if strings.Join(seen, ",") != "greet-1,greet-2" {
+		t.Errorf("paging --query by one saw %v", seen)
+	}
+	out = w.ok("list", "-q", "queue="+wfIdleQueue+" created>=-1h", "--type", "Gate")
+	wantContains(t, "list -q", out, "idle-1")
+	if strings.Contains(out, "greet") {
+		t.Errorf("list -q queue=idle listed other runs:\n%s", out)
+	}
+
 	out = w.ok("list", "--type", "Nothing")
 	wantContains(t, "an empty list", out, "No workflows.")
 	code, out, _ := w.run("list", "--type", "Nothing", "--json")
@@ -577,6 +602,8 @@ func TestWorkflowBadInput(t *testing.T) {
 		{[]string{"list", "--status", "Done"}, 2, []string{`--status "Done" is not a status`, "Completed"}},
 		{[]string{"list", "--limit", "0"}, 2, []string{"--limit 0 is not between 1 and 1000"}},
 		{[]string{"list", "--cursor", "abc"}, 2, []string{`--cursor "abc"`}},
+		{[]string{"list", "--query", "status=Done"}, 2, []string{`--query "status=Done", at column 8: "Done" is not a status`}},
+		{[]string{"count", "-q", "created=2026-11-01"}, 2, []string{"--query", "column 8", "created takes the operators > >= < <=, not ="}},
 		{[]string{"signal", "greet-1"}, 2, []string{"missing argument NAME"}},
 		{[]string{"signal", "greet-1", ""}, 2, []string{"NAME must not be empty"}},
 		{[]string{"signal", "greet-1", "go", "--input", "1", "--input", "2"}, 2, []string{"-input", "given more than once"}},

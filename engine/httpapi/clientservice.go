@@ -278,6 +278,12 @@ func (c *Client) List(ctx context.Context, lq engine.ListQuery) (*engine.ListPag
 	if lq.Queue != "" {
 		q.Set("queue", lq.Queue)
 	}
+	if lq.CreatedFromMS != 0 {
+		q.Set("created_from_ms", strconv.FormatInt(lq.CreatedFromMS, 10))
+	}
+	if lq.CreatedBeforeMS != 0 {
+		q.Set("created_before_ms", strconv.FormatInt(lq.CreatedBeforeMS, 10))
+	}
 	if lq.After != 0 {
 		q.Set("after", strconv.FormatUint(uint64(lq.After), 10))
 	}

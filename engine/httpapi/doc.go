@@ -30,8 +30,10 @@
 //	POST   /v1/resources                     AddResource       -> ResourceResult
 //	POST   /v1/resources/drain               DrainResource     -> ResourceResult
 //	POST   /v1/resources/remove              RemoveResource    -> ResourceResult
+//	POST   /v1/jobs/complete-async           CompleteAsync     -> StatusResult
 //
-//	GET    /v1/jobs?status=&type=&queue=&after=&limit=        List -> ListPage
+//	GET    /v1/jobs?status=&type=&queue=&created_from_ms=&created_before_ms=&after=&limit=
+//	                                         List -> ListPage
 //	GET    /v1/jobs/{job}                    Describe by job id       -> Job
 //	GET    /v1/workflows/{workflow}          Describe the current run -> Job
 //	GET    /v1/jobs/{job}/history?after=&limit=               History -> HistoryPage
@@ -43,14 +45,40 @@
 //	GET    /v1/workflows/{workflow}/steps    Steps of the current run -> StepsPage
 //	GET    /v1/resources                     Resources        -> ResourcesPage
 //
+//	POST   /v1/schedules                     CreateSchedule    -> ScheduleResult
+//	POST   /v1/schedules/update              UpdateSchedule    -> ScheduleResult
+//	POST   /v1/schedules/pause               PauseSchedule     -> ScheduleResult (paused false: unpause)
+//	POST   /v1/schedules/trigger             TriggerSchedule   -> ScheduleResult
+//	POST   /v1/schedules/backfill            BackfillSchedule  -> ScheduleResult
+//	POST   /v1/schedules/delete              DeleteSchedule    -> ScheduleResult (empty)
+//	GET    /v1/schedules?after=&limit=       ListSchedules     -> ScheduleListPage
+//	GET    /v1/schedules/{schedule}          DescribeSchedule  -> ScheduleDescription
+//
 //	POST   /v1/query[?wait=30s]              QueryRequest      -> QueryResult
 //	POST   /v1/query/poll[?wait=30s]         QueryPoll         -> QueryPollResult (workers)
 //	POST   /v1/query/answer                  QueryAnswer       -> QueryAnswerResult (workers)
+//
+//	GET    /v1/whoami                        -> WhoAmI (the caller's name and role)
 //
 //	GET    /v1/cluster                       -> ClusterStatus
 //	POST   /v1/cluster/members               ClusterMember (join)
 //	DELETE /v1/cluster/members/{id}          remove a member
 //	POST   /v1/cluster/leader/transfer       hand leadership to another member
+//
+//	POST   /v1/jobs/configure                ConfigureJob      -> StatusResult (a Draft job's input)
+//	POST   /v1/tasks                         CreateTask        -> TaskResult (review tasks)
+//	POST   /v1/tasks/{op}                    TaskCommand       -> TaskResult; op is activate, config,
+//	                                         suspend, resume, cancel, step, approve, reject,
+//	                                         resubmit, fix or terminate (409 illegal_task_command
+//	                                         with task_state and legal_commands when illegal)
+//	POST   /v1/tasks/claim[?wait=30s]        ClaimTasks        -> ClaimTasksResult (workers, reviewers; long poll with wait)
+//	POST   /v1/tasks/report                  TaskReport        -> TaskResult (the lease holder)
+//	POST   /v1/tasks/heartbeat               TaskHeartbeat     -> TaskHeartbeatResult
+//	GET    /v1/tasks?job=                    the job's tasks   -> TaskList
+//	GET    /v1/tasks/{task}                  a task by id      -> Task
+//	GET    /v1/tasks/{task}/history          its history       -> TaskHistory
+//	GET    /v1/manifests/{job}               the job's manifest -> Manifest
+//	GET    /v1/manifests/{job}/phases/{phase} a task by job and phase -> Task
 //
 //	GET    /healthz                          -> Health (alive; no token needed)
 //	GET    /readyz                           -> Health, or 503 not_ready (no token needed)
@@ -123,7 +151,9 @@
 // answers (Job, HistoryPage, ListPage, CreateResult, ErrorBody,
 // ClusterStatus), and testdata/msgpack the same values' msgpack.
 //
-// A list's status filter takes a name ("Running") or a number. A paging
+// A list's status filter takes a name ("Running") or a number; its time
+// range keeps the jobs created at or after created_from_ms and before
+// created_before_ms (Unix ms). A paging
 // cursor (after=) never wraps: after the largest id or seq the page is
 // empty.
 //

@@ -55,6 +55,10 @@ type ErrorBody struct {
 	// leader knows of; both may be empty.
 	LeaderID   string `json:"leader_id,omitempty" msgpack:"leader_id,omitempty"`
 	LeaderHTTP string `json:"leader_http,omitempty" msgpack:"leader_http,omitempty"`
+	// TaskState and LegalCommands answer an illegal task command (409
+	// illegal_task_command): the task's state and the commands legal in it.
+	TaskState     string   `json:"task_state,omitempty" msgpack:"task_state,omitempty"`
+	LegalCommands []string `json:"legal_commands,omitempty" msgpack:"legal_commands,omitempty"`
 }
 
 // wireError pairs a sentinel with its name on the wire and its HTTP status.
@@ -99,6 +103,8 @@ var wireErrors = []wireError{
 	{"unknown_resource", http.StatusNotFound, engine.ErrUnknownResource},
 	{"resource_exists", http.StatusConflict, engine.ErrResourceExists},
 	{"resource_busy", http.StatusConflict, engine.ErrResourceBusy},
+	{"unknown_schedule", http.StatusNotFound, engine.ErrUnknownSchedule},
+	{"schedule_exists", http.StatusConflict, engine.ErrScheduleExists},
 	{"invariant", http.StatusInternalServerError, engine.ErrInvariant},
 	{"corrupt", http.StatusInternalServerError, engine.ErrCorrupt},
 	{"storage_read", http.StatusInternalServerError, engine.ErrStorageRead},
@@ -132,6 +138,7 @@ func errorFor(err error) (int, ErrorBody) {
 	if errors.As(err, &nl) {
 		body.LeaderID, body.LeaderHTTP = nl.LeaderID, nl.LeaderHTTP
 	}
+	taskStateDetail(err, &body)
 	return status, body
 }
 
@@ -166,6 +173,9 @@ func (e *RemoteError) Error() string {
 func (e *RemoteError) Unwrap() error {
 	if e.Body.Name == "not_leader" {
 		return &engine.NotLeaderError{LeaderID: e.Body.LeaderID, LeaderHTTP: e.Body.LeaderHTTP}
+	}
+	if se := e.taskStateError(); se != nil {
+		return se
 	}
 	return sentinelNamed(e.Body.Name)
 }

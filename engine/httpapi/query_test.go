@@ -27,20 +27,20 @@ func (q *fakeQuerier) QueryWorkflow(_ context.Context, workflowID, runID, queryT
 	q.mu.Unlock()
 	input, err := converter.Encode(args...)
 	if err != nil {
-		return converter.EncodedValue{}, err
+		return nil, err
 	}
 	switch queryType {
 	case "sum":
 		var a, b int
 		if err := converter.Decode(input, &a, &b); err != nil {
-			return converter.EncodedValue{}, err
+			return nil, err
 		}
 		out, err := converter.Encode(a + b)
 		return converter.NewEncodedValue(out), err
 	case "broken":
-		return converter.EncodedValue{}, errors.New("the handler fell over")
+		return nil, errors.New("the handler fell over")
 	}
-	return converter.EncodedValue{}, fmt.Errorf("%w: %q", workflow.ErrUnknownQuery, queryType)
+	return nil, fmt.Errorf("%w: %q", workflow.ErrUnknownQuery, queryType)
 }
 
 // Queries go from a client through the server's broker to the worker

@@ -14,7 +14,7 @@ import (
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
-// WorkflowQuerier answers a query with workflow code; *worker.Worker is one
+// WorkflowQuerier answers a query with workflow code; worker.Worker is one
 // (and the same interface is sdk/client's Querier).
 type WorkflowQuerier interface {
 	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
@@ -30,18 +30,18 @@ var _ WorkflowQuerier = (*Client)(nil)
 func (c *Client) QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error) {
 	input, err := converter.Encode(args...)
 	if err != nil {
-		return converter.EncodedValue{}, fmt.Errorf("httpapi: query arguments: %w", err)
+		return nil, fmt.Errorf("httpapi: query arguments: %w", err)
 	}
 	wait := c.pollWait(ctx)
 	if wait == 0 {
 		<-ctx.Done()
-		return converter.EncodedValue{}, ctx.Err()
+		return nil, ctx.Err()
 	}
 	var r QueryResult
 	err = c.do(ctx, request{method: http.MethodPost, path: "/v1/query", query: waitQuery(wait), wait: wait,
 		body: &QueryRequest{WorkflowID: workflowID, RunID: runID, QueryType: queryType, Args: input}, out: &r})
 	if err != nil {
-		return converter.EncodedValue{}, err
+		return nil, err
 	}
 	return converter.NewEncodedValue(r.Result), nil
 }
@@ -124,7 +124,7 @@ func (c *Client) answerQuery(ctx context.Context, q WorkflowQuerier, pq PendingQ
 	if err == nil {
 		var v converter.EncodedValue
 		v, err = q.QueryWorkflow(qctx, pq.WorkflowID, pq.RunID, pq.QueryType, args...)
-		a.Result = v.Data()
+		a.Result = converter.DataOf(v)
 	}
 	if err != nil {
 		a.Error = queryError(err)

@@ -89,6 +89,12 @@ func (s *Server) list(c *call) (any, error) {
 		return nil, err
 	}
 	lq.After = engine.JobID(after)
+	if lq.CreatedFromMS, err = c.msParam("created_from_ms"); err != nil {
+		return nil, err
+	}
+	if lq.CreatedBeforeMS, err = c.msParam("created_before_ms"); err != nil {
+		return nil, err
+	}
 	if lq.Limit, err = c.limitParam(); err != nil {
 		return nil, err
 	}

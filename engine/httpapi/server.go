@@ -94,12 +94,17 @@ func (s *Server) routes() {
 	s.handle("POST /v1/query/poll", RoleWorker, s.queryPoll)
 	s.handle("POST /v1/query/answer", RoleWorker, s.queryAnswer)
 
+	s.handle("GET /v1/whoami", RoleReader, s.whoami)
+
 	s.handle("GET /v1/cluster", RoleReader, s.clusterStatus)
 	s.handle("POST /v1/cluster/members", RoleAdmin, s.clusterJoin)
 	s.handle("DELETE /v1/cluster/members/{id}", RoleAdmin, s.clusterRemove)
 	s.handle("POST /v1/cluster/leader/transfer", RoleAdmin, s.clusterTransfer)
 
+	s.scheduleRoutes()
+	s.asyncRoutes()
 	s.healthRoutes()
+	s.taskRoutes()
 
 	// Everything else, including a known path with another method, gets
 	// the same error body as any other failure rather than the mux's

@@ -138,10 +138,7 @@ func run() (err error) {
 	if err := c.SignalWorkflow(ctx, "approval-2", "", "decision", "no"); err != nil {
 		return err
 	}
-	second, err := c.GetWorkflow(ctx, "approval-2", "")
-	if err != nil {
-		return err
-	}
+	second := c.GetWorkflow(ctx, "approval-2", "")
 	var decision string
 	if err := second.Get(ctx, &decision); err != nil {
 		return err
@@ -157,15 +154,12 @@ func run() (err error) {
 // short because a backup records leases too: a run that a worker held when
 // the backup was taken is claimed on the restored copy only once that lease
 // has expired.
-func start(dir string) (*engine.Engine, *worker.Worker, error) {
+func start(dir string) (*engine.Engine, worker.Worker, error) {
 	e, err := engine.Open(engine.Config{Dir: dir})
 	if err != nil {
 		return nil, nil, err
 	}
-	w, err := worker.New(e, "approvals", worker.Options{LeaseTTL: 2 * time.Second})
-	if err != nil {
-		return nil, nil, errors.Join(err, e.Close())
-	}
+	w := worker.New(client.New(e), "approvals", worker.Options{LeaseTTL: 2 * time.Second})
 	w.RegisterWorkflow(Approval)
 	if err := w.Start(); err != nil {
 		return nil, nil, errors.Join(err, e.Close())
@@ -173,6 +167,6 @@ func start(dir string) (*engine.Engine, *worker.Worker, error) {
 	return e, w, nil
 }
 
-func stop(e *engine.Engine, w *worker.Worker) error {
-	return errors.Join(w.Stop(context.Background()), e.Close())
+func stop(e *engine.Engine, w worker.Worker) error {
+	return errors.Join(w.Shutdown(context.Background()), e.Close())
 }

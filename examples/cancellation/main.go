@@ -115,10 +115,7 @@ func scenes() (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, e.Close()) }()
-	w, err := worker.New(e, "cancel", worker.Options{})
-	if err != nil {
-		return err
-	}
+	w := worker.New(client.New(e), "cancel", worker.Options{})
 	w.RegisterWorkflow(Race)
 	w.RegisterWorkflow(Blocked)
 	w.RegisterActivity(Slow)
@@ -126,7 +123,7 @@ func scenes() (err error) {
 	if err := w.Start(); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, w.Stop(context.Background())) }()
+	defer func() { err = errors.Join(err, w.Shutdown(context.Background())) }()
 	c := client.New(e)
 
 	// Scene 1: the timer fires while the activity runs, and wins.

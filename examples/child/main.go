@@ -78,17 +78,14 @@ func run() (err error) {
 	}
 	defer func() { err = errors.Join(err, e.Close()) }()
 
-	w, err := worker.New(e, "shipping", worker.Options{})
-	if err != nil {
-		return err
-	}
+	w := worker.New(client.New(e), "shipping", worker.Options{})
 	w.RegisterWorkflow(ShipOrder)
 	w.RegisterWorkflow(ShipParcel)
 	w.RegisterActivity(Label)
 	if err := w.Start(); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, w.Stop(context.Background())) }()
+	defer func() { err = errors.Join(err, w.Shutdown(context.Background())) }()
 
 	c := client.New(e)
 	parcels := []string{"box-a", "box-b", "box-c"}

@@ -80,17 +80,14 @@ func run(addrList string) (err error) {
 	if err != nil {
 		return err
 	}
-	w, err := worker.New(svc, "greetings", worker.Options{})
-	if err != nil {
-		return err
-	}
+	w := worker.New(client.New(svc), "greetings", worker.Options{})
 	w.RegisterWorkflow(Greet)
 	w.RegisterActivity(LookupTitle)
 	w.RegisterActivity(Compose)
 	if err := w.Start(); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, w.Stop(context.Background())) }()
+	defer func() { err = errors.Join(err, w.Shutdown(context.Background())) }()
 
 	c := client.New(svc)
 	id := fmt.Sprintf("greet-%d", time.Now().UnixNano())

@@ -10,15 +10,15 @@ import (
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
 	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/worker"
-	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
 // testEnv is an in-memory engine and a worker for Order on one manual
 // clock: durable timers fire only when the test moves the clock.
 type testEnv struct {
 	e     *engine.Engine
-	c     *client.Client
+	c     client.Client
 	clock *clock.Manual
 }
 
@@ -29,21 +29,19 @@ func newTestEnv(t *testing.T) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(e, "orders", worker.Options{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := client.New(e)
+	w := worker.New(c, "orders", worker.Options{Clock: clk})
 	w.RegisterWorkflow(Order)
 	w.RegisterActivity(Charge)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := errors.Join(w.Stop(context.Background()), e.Close()); err != nil {
+		if err := errors.Join(w.Shutdown(context.Background()), e.Close()); err != nil {
 			t.Error(err)
 		}
 	})
-	return &testEnv{e: e, c: client.New(e), clock: clk}
+	return &testEnv{e: e, c: c, clock: clk}
 }
 
 // waitForTimer blocks until the run of id waits on a durable timer, so
@@ -106,8 +104,8 @@ func TestOrderRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = run.Get(ctx, nil)
-	var app *workflow.ApplicationError
-	if !errors.As(err, &app) || app.Type != "NotApproved" {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != "NotApproved" {
 		t.Fatalf("Get returned %v, want a NotApproved application error", err)
 	}
 }

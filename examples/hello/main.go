@@ -16,6 +16,7 @@ import (
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -32,7 +33,7 @@ func Charge(ctx context.Context, cents int) (string, error) {
 func Order(ctx workflow.Context, cents int) (string, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Second,
-		RetryPolicy:         &workflow.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 5},
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 5},
 	})
 	var receipt string
 	if err := workflow.ExecuteActivity(ctx, Charge, cents).Get(ctx, &receipt); err != nil {
@@ -41,7 +42,7 @@ func Order(ctx workflow.Context, cents int) (string, error) {
 	var approved bool
 	workflow.GetSignalChannel(ctx, "approved").Receive(ctx, &approved) // a durable wait
 	if !approved {
-		return "", workflow.NewApplicationError("the order was not approved", "NotApproved", true)
+		return "", temporal.NewNonRetryableApplicationError("the order was not approved", "NotApproved", nil)
 	}
 	if err := workflow.Sleep(ctx, time.Second); err != nil { // a durable timer
 		return "", err
@@ -62,29 +63,31 @@ func run(dir string) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
+	// The engine lives in this program; client.Dial with a HostPort instead
+	// reaches a heddle node over HTTP.
 	e, err := engine.Open(engine.Config{Dir: dir})
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, e.Close()) }()
-
-	w, err := worker.New(e, "orders", worker.Options{})
+	c, err := client.Dial(client.Options{Service: e})
 	if err != nil {
 		return err
 	}
+	defer c.Close()
+
+	w := worker.New(c, "orders", worker.Options{})
 	w.RegisterWorkflow(Order)
 	w.RegisterActivity(Charge)
 	if err := w.Start(); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, w.Stop(context.Background())) }()
+	defer w.Stop()
 
-	// A workflow id names the order. With ReturnExisting, starting an id
-	// whose run is still open (this program was stopped half-way) returns
-	// that run, as Temporal's ExecuteWorkflow does; once the run has ended, a
-	// start of the same id begins a new run.
-	c := client.New(e)
-	opts := client.StartWorkflowOptions{ID: "order-1", TaskQueue: "orders", WorkflowIDReusePolicy: client.ReturnExisting}
+	// A workflow id names the order. As in Temporal, starting an id whose
+	// run is still open (this program was stopped half-way) returns that
+	// run; once the run has ended, a start of the same id begins a new run.
+	opts := client.StartWorkflowOptions{ID: "order-1", TaskQueue: "orders"}
 	run, err := c.ExecuteWorkflow(ctx, opts, Order, 4200)
 	if err != nil {
 		return err

@@ -113,10 +113,7 @@ func run() (err error) {
 	}
 	defer func() { err = errors.Join(err, e.Close()) }()
 
-	w, err := worker.New(e, "trips", worker.Options{})
-	if err != nil {
-		return err
-	}
+	w := worker.New(client.New(e), "trips", worker.Options{})
 	w.RegisterWorkflow(BookTrip)
 	for _, a := range []any{BookFlight, BookHotel, BookCar, CancelFlight, CancelHotel} {
 		w.RegisterActivity(a)
@@ -124,7 +121,7 @@ func run() (err error) {
 	if err := w.Start(); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, w.Stop(context.Background())) }()
+	defer func() { err = errors.Join(err, w.Shutdown(context.Background())) }()
 
 	c := client.New(e)
 	results := map[string]error{}
@@ -152,7 +149,7 @@ func run() (err error) {
 	switch {
 	case results["trip-1"] != nil:
 		return fmt.Errorf("trip-1 should have been booked: %w", results["trip-1"])
-	case !errors.As(results["trip-2"], &app) || app.Type != "NoCars":
+	case !errors.As(results["trip-2"], &app) || app.Type() != "NoCars":
 		return fmt.Errorf("trip-2 should have failed with NoCars, got %v", results["trip-2"])
 	case !slices.Equal(log, want):
 		return fmt.Errorf("the bookings were %q, want %q", log, want)

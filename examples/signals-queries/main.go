@@ -83,15 +83,12 @@ func run() (err error) {
 	}
 	defer func() { err = errors.Join(err, e.Close()) }()
 
-	w, err := worker.New(e, "carts", worker.Options{})
-	if err != nil {
-		return err
-	}
+	w := worker.New(client.New(e), "carts", worker.Options{})
 	w.RegisterWorkflow(Cart)
 	if err := w.Start(); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, w.Stop(context.Background())) }()
+	defer func() { err = errors.Join(err, w.Shutdown(context.Background())) }()
 
 	// Queries are answered by workflow code, which the worker has: the
 	// client asks the worker (over HTTP, httpapi.ServeQueries does this).

@@ -89,19 +89,18 @@ func run() (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, e.Close()) }()
-	w, err := worker.New(e, "billing", worker.Options{})
-	if err != nil {
-		return err
-	}
+	c := client.New(e)
+	defer c.Close()
+	w := worker.New(c, "billing", worker.Options{})
 	w.RegisterWorkflow(Billing)
 	w.RegisterActivity(SendEmail)
 	w.RegisterActivity(Charge)
 	if err := w.Start(); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, w.Stop(ctx)) }()
+	defer func() { err = errors.Join(err, w.Shutdown(ctx)) }()
 	plan := Plan{Customer: "sub-1", Period: 50 * time.Millisecond, MaxCharges: 3, Cents: 999}
-	r, err := client.New(e).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "sub-1", TaskQueue: "billing"}, Billing, plan)
+	r, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "sub-1", TaskQueue: "billing"}, Billing, plan)
 	if err != nil {
 		return err
 	}

@@ -75,6 +75,6 @@ func (s *BillingSuite) TestDeclined() {
 	s.env.ExecuteWorkflow(Billing, Plan{Customer: "cy", Period: month, MaxCharges: 12, Cents: 100})
 	var ae *workflow.ApplicationError
 	s.Require().ErrorAs(s.env.GetWorkflowError(), &ae)
-	s.Contains(ae.Message, "card declined")
+	s.Contains(ae.Message(), "card declined")
 	s.Equal(signedUp.Add(month+3*time.Minute), s.env.Now())
 }

@@ -20,8 +20,17 @@ const (
 	EventChildScheduled        engine.EventType = "child_scheduled"
 	EventChildCompleted        engine.EventType = "child_completed"
 	EventChildFailed           engine.EventType = "child_failed"
+	EventTaskScheduled         engine.EventType = "task_scheduled" // a review task (workflow.ExecuteTask) created
+	EventTaskCompleted         engine.EventType = "task_completed" // its output, once approved (SUCCESS)
+	EventTaskFailed            engine.EventType = "task_failed"    // it ended CANCELED
 	EventMarkerRecorded        engine.EventType = "marker_recorded"
 	EventCancelRequested       engine.EventType = "cancel_requested"
+	// A signal the workflow sent to another workflow, and a cancel request
+	// it made of one: done, or failed (the target is unknown or closed).
+	EventSignalExternalSent      engine.EventType = "signal_external_sent"
+	EventSignalExternalFailed    engine.EventType = "signal_external_failed"
+	EventCancelExternalRequested engine.EventType = "cancel_external_requested"
+	EventCancelExternalFailed    engine.EventType = "cancel_external_failed"
 )
 
 // CommandKind is the kind of a workflow command.
@@ -32,7 +41,12 @@ const (
 	KindActivity CommandKind = 1
 	KindTimer    CommandKind = 2
 	KindChild    CommandKind = 3
+	KindTask     CommandKind = 10 // a review task (workflow.ExecuteTask), numbered apart from the kinds added next
 	KindMarker   CommandKind = 4
+	// KindSignalExternal signals another workflow; KindCancelExternal asks
+	// another workflow to cancel itself.
+	KindSignalExternal CommandKind = 5
+	KindCancelExternal CommandKind = 6
 )
 
 func (k CommandKind) String() string {
@@ -43,8 +57,14 @@ func (k CommandKind) String() string {
 		return "timer"
 	case KindChild:
 		return "child workflow"
+	case KindTask:
+		return "review task"
 	case KindMarker:
 		return "marker"
+	case KindSignalExternal:
+		return "external signal"
+	case KindCancelExternal:
+		return "external cancel request"
 	}
 	return "unknown command"
 }
@@ -73,7 +93,15 @@ var stepEvents = map[engine.EventType]struct {
 	EventChildScheduled:        {KindChild, roleRecord},
 	EventChildCompleted:        {KindChild, roleSucceed},
 	EventChildFailed:           {KindChild, roleFail},
+	EventTaskScheduled:         {KindTask, roleRecord},
+	EventTaskCompleted:         {KindTask, roleSucceed},
+	EventTaskFailed:            {KindTask, roleFail},
 	EventMarkerRecorded:        {KindMarker, roleRecord},
+
+	EventSignalExternalSent:      {KindSignalExternal, roleSucceed},
+	EventSignalExternalFailed:    {KindSignalExternal, roleFail},
+	EventCancelExternalRequested: {KindCancelExternal, roleSucceed},
+	EventCancelExternalFailed:    {KindCancelExternal, roleFail},
 }
 
 // RetryTimerPrefix starts the ids of the durable timers a worker sets to

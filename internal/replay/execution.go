@@ -46,7 +46,15 @@ type Command struct {
 	// of a remote command (whose scheduled record may not be written yet).
 	CancelHandled bool
 	Started       bool
-	resolve       func(Resolution)
+	// OnRecord, set by the SDK, is called with each record event of the
+	// step as it is applied (a child's child_scheduled, say), on the
+	// worker's goroutine while no coroutine runs.
+	OnRecord func(ev *engine.Event)
+	// WaitsForRecord, set by the SDK, says the code waits for the step's
+	// record (a child's execution): the worker writes a record it made at
+	// once instead of with its next wait.
+	WaitsForRecord bool
+	resolve        func(Resolution)
 }
 
 // Entry runs a workflow from its input inside the root coroutine and reports
@@ -68,6 +76,8 @@ type Execution struct {
 	nowMS     int64
 	replaying bool
 	lastSeq   uint64
+	// historyBytes sums the payloads of the events applied.
+	historyBytes int64
 	// frontier is the seq of the newest known event that workflow code
 	// produced (a step event, a wait, its end). Code running before it
 	// re-executes decisions the history already holds: it is replaying.
@@ -81,6 +91,8 @@ type Execution struct {
 	onSignal func(name string, payload []byte)
 	onCancel func()
 	local    any // the SDK's per-execution state
+	// lastResult is a cron run's last completion result, from its job_created.
+	lastResult []byte
 
 	fault    error // nondeterminism, a panic or a deadlock: the run cannot go on
 	finished bool
@@ -89,6 +101,10 @@ type Execution struct {
 
 	// DeadlockTimeout is passed to the dispatcher; 0 means its default.
 	DeadlockTimeout time.Duration
+
+	// configured is the input of the last job_configured written before
+	// the job's activation (a Draft job's new input), when there is one.
+	configured *[]byte
 }
 
 // NewExecution returns an execution of job that will run entry when the
@@ -114,6 +130,9 @@ func (x *Execution) IsReplaying() bool { return x.replaying }
 // LastSeq is the seq of the last history event applied.
 func (x *Execution) LastSeq() uint64 { return x.lastSeq }
 
+// HistoryBytes is the size of the payloads of the events applied.
+func (x *Execution) HistoryBytes() int64 { return x.historyBytes }
+
 // OnSignal installs the receiver of signal_received events.
 func (x *Execution) OnSignal(fn func(name string, payload []byte)) { x.onSignal = fn }
 
@@ -137,10 +156,21 @@ func (x *Execution) Advance(events []engine.Event, replaying bool) error {
 		return x.fault
 	}
 	start, expect := -1, x.lastSeq+1
+	activated := x.d != nil // the code runs already: its input is settled
 	for i := range events {
 		ev := &events[i]
 		if ev.Seq < expect && start < 0 {
 			continue // already applied
+		}
+		// A Draft job configured before its activation runs with the new
+		// input; the first stretch a run applies starts at seq 1, so it
+		// holds every such event.
+		switch {
+		case ev.Type == engine.EventJobActivated || ev.Type == engine.EventJobCreated:
+			activated = true // a created job runs at once: nothing configures it
+		case ev.Type == engine.EventJobConfigured && !activated:
+			in := ev.Payload
+			x.configured = &in
 		}
 		if ev.Seq != expect {
 			return fmt.Errorf("replay: job %d history jumps to seq %d where %d was due", x.Job, ev.Seq, expect)
@@ -164,7 +194,14 @@ func (x *Execution) Advance(events []engine.Event, replaying bool) error {
 	}
 	for i := start; i < len(events); i++ {
 		ev := &events[i]
+		if ev.Type == engine.EventJobDrafted && x.configured != nil {
+			// The job runs with the input configured before its activation.
+			drafted := *ev
+			drafted.Payload = *x.configured
+			ev = &drafted
+		}
 		x.lastSeq, x.nowMS, x.replaying = ev.Seq, ev.AtMS, replaying && ev.Seq < x.frontier
+		x.historyBytes += int64(len(ev.Payload))
 		if err := x.apply(ev); err != nil {
 			x.fault = err
 			return err
@@ -181,6 +218,7 @@ func (x *Execution) apply(ev *engine.Event) error {
 	case engine.EventJobCreated, engine.EventJobDrafted:
 		if x.d == nil {
 			input := ev.Payload
+			x.lastResult = ev.LastResult
 			x.d = NewDispatcher(func() { x.entry(x, input) })
 			x.d.DeadlockTimeout = x.DeadlockTimeout
 		}
@@ -206,6 +244,9 @@ func (x *Execution) apply(ev *engine.Event) error {
 	}
 	se := stepEvents[ev.Type]
 	cmd.Recorded = true // issued live, its record has now come back through the history
+	if se.role == roleRecord && cmd.OnRecord != nil {
+		cmd.OnRecord(ev)
+	}
 	if se.role != roleRecord && !cmd.Resolved {
 		cmd.Resolved = true
 		delete(x.open, step)

@@ -1,12 +1,16 @@
-// Package client starts, signals, cancels, describes and lists workflows on
-// an embedded engine, and waits for their results.
+// Package client starts, signals, queries, cancels, describes and lists
+// workflows, and waits for their results, on an embedded engine or on a
+// heddle node over HTTP.
 package client
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -14,28 +18,126 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/internal/tracing"
 	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
-// Client talks to one engine. It is safe for concurrent use.
-type Client struct {
-	e       engine.Service
-	querier Querier
-	tracer  trace.Tracer // nil: no spans
+// Sentinel errors of the package, matched with errors.Is.
+var (
+	// ErrClientClosed: the client was closed before the call.
+	ErrClientClosed = errors.New("client: closed")
+	// ErrNoQuerier: no worker that could answer the query is known to the
+	// client (see Options.Querier).
+	ErrNoQuerier = errors.New("client: no querier")
+)
+
+// DefaultHostPort is the address Dial uses when Options.HostPort is empty:
+// a heddle node (`heddle dev`, or a cluster node) on this machine.
+const DefaultHostPort = "localhost:7280"
+
+// DefaultNamespace is the only namespace heddle has.
+const DefaultNamespace = "default"
+
+// Client talks to heddle: an embedded engine or a node over HTTP. It is
+// Temporal's client.Client with the methods heddle has, plus
+// DescribeWorkflow, GetWorkflowHistory and ListWorkflows in heddle's
+// shapes. It is safe for concurrent use.
+type Client interface {
+	// ExecuteWorkflow starts a run of workflow (a function or a type name)
+	// with args. When options.ID has an open run already, it returns that
+	// run, as Temporal does, unless
+	// options.WorkflowExecutionErrorWhenAlreadyStarted.
+	ExecuteWorkflow(ctx context.Context, options StartWorkflowOptions, workflow any, args ...any) (WorkflowRun, error)
+	// GetWorkflow returns a run by workflow id and run id ("" for the
+	// latest run). Errors (an unknown id) are Get's.
+	GetWorkflow(ctx context.Context, workflowID, runID string) WorkflowRun
+	// SignalWorkflow sends a signal with one argument to a run.
+	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+	// SignalWithStartWorkflow signals the open run of workflowID, starting
+	// one first when there is none.
+	SignalWithStartWorkflow(ctx context.Context, workflowID, signalName string, signalArg any,
+		options StartWorkflowOptions, workflow any, workflowArgs ...any) (WorkflowRun, error)
+	// CancelWorkflow asks a run to cancel itself: its context is cancelled
+	// and the workflow decides how to end.
+	CancelWorkflow(ctx context.Context, workflowID, runID string) error
+	// TerminateWorkflow ends a run at once, without running workflow code.
+	TerminateWorkflow(ctx context.Context, workflowID, runID, reason string, details ...any) error
+	// QueryWorkflow asks a run for its state through a query handler.
+	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
+	// DescribeWorkflow returns a run's record.
+	DescribeWorkflow(ctx context.Context, workflowID, runID string) (*engine.Job, error)
+	// GetWorkflowHistory returns a run's whole history.
+	GetWorkflowHistory(ctx context.Context, workflowID, runID string) ([]engine.Event, error)
+	// ListWorkflows returns one page of runs matching q.
+	ListWorkflows(ctx context.Context, q engine.ListQuery) (*engine.ListPage, error)
+	// UpdateWorkflow sends an update to a run and waits for the stage
+	// options.WaitForStage names.
+	UpdateWorkflow(ctx context.Context, options UpdateWorkflowOptions) (WorkflowUpdateHandle, error)
+	// ScheduleClient manages schedules.
+	ScheduleClient() ScheduleClient
+	// CompleteActivity ends an activity that returned
+	// activity.ErrResultPending, by the task token of its Info.
+	CompleteActivity(ctx context.Context, taskToken []byte, result any, err error) error
+	// CompleteActivityByID is CompleteActivity by workflow id, run id ("":
+	// the latest) and activity id (its step).
+	CompleteActivityByID(ctx context.Context, namespace, workflowID, runID, activityID string, result any, err error) error
+	// TaskClient holds the human commands and reads of review tasks.
+	TaskClient
+	// StepClient holds the steps' reads and answers and the resource pool.
+	StepClient
+	// Close releases the client; calls after it fail with ErrClientClosed.
+	// An engine given as Options.Service stays open: it is the caller's.
+	Close()
 }
 
 // Querier answers queries with workflow code (a worker has it; the engine
-// does not). *worker.Worker is one.
+// does not). A worker.Worker is one, and so is an httpapi.Client (it asks
+// the workers of a node).
 type Querier interface {
 	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
 }
 
-// Options configure NewWithOptions.
+// Credentials authenticate a client to a heddle node.
+type Credentials interface {
+	token() string
+}
+
+type apiKey string
+
+func (k apiKey) token() string { return string(k) }
+
+// NewAPIKeyStaticCredentials returns credentials that send apiKey as a
+// bearer token: the token a node was started with (heddle server --token).
+func NewAPIKeyStaticCredentials(apiKey string) Credentials { return apiKeyOf(apiKey) }
+
+func apiKeyOf(k string) apiKey { return apiKey(k) }
+
+// Options configure Dial and NewWithOptions. The zero value dials
+// DefaultHostPort.
 type Options struct {
-	// Querier answers QueryWorkflow; nil makes QueryWorkflow an error.
+	// HostPort is the heddle node Dial talks to over HTTP: "host:port" or a
+	// base URL ("https://host:port"). "" means DefaultHostPort. Ignored
+	// when Service is set.
+	HostPort string
+	// Service, if set, is what the client talks to instead of HostPort:
+	// an embedded engine (*engine.Engine) or any engine.Service.
+	Service engine.Service
+	// Namespace must be "" or "default": heddle has no namespaces.
+	Namespace string
+	// Credentials, if set, authenticate to the node (a bearer token).
+	Credentials Credentials
+	// Identity names this process; workers made from the client take it
+	// as their default identity.
+	Identity string
+	// Logger is the default logger of the workers made from the client.
+	Logger *slog.Logger
+	// Querier answers QueryWorkflow. Nil means: a worker of the run's
+	// queue made from this client in this process, else (over HTTP) the
+	// node, which asks the workers that serve its queries.
 	Querier Querier
 	// TracerProvider, if set, makes a span StartWorkflow:<type> of each
 	// start. Whether or not it is set, a start records the span of its
@@ -44,21 +146,131 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 }
 
-// New returns a client of e: an *engine.Engine in-process, or a remote
-// service (engine/httpapi) for a node or a cluster.
-func New(e engine.Service) *Client { return &Client{e: e} }
-
-// NewWithOptions returns a client of e with opts.
-func NewWithOptions(e engine.Service, opts Options) *Client {
-	return &Client{e: e, querier: opts.Querier, tracer: tracing.Tracer(opts.TracerProvider)}
+// Validate reports the first invalid field.
+func (o Options) Validate() error {
+	if o.Namespace != "" && o.Namespace != DefaultNamespace {
+		return fmt.Errorf("client: Options.Namespace %q: heddle has no namespaces, only %q", o.Namespace, DefaultNamespace)
+	}
+	return nil
 }
 
-// QueryWorkflow asks a run for its state through a query handler.
-func (c *Client) QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error) {
-	if c.querier == nil {
-		return converter.EncodedValue{}, errors.New("client: QueryWorkflow needs Options.Querier (a worker that has the workflow code)")
+// dialTimeout bounds Dial's check that the node answers.
+const dialTimeout = 10 * time.Second
+
+// Dial returns a client of a heddle node over HTTP (Options.HostPort), or
+// of Options.Service. Like Temporal's, it checks that the node answers
+// before returning.
+func Dial(options Options) (Client, error) {
+	if err := options.Validate(); err != nil {
+		return nil, err
 	}
-	return c.querier.QueryWorkflow(ctx, workflowID, runID, queryType, args...)
+	if options.Service != nil {
+		return NewWithOptions(options.Service, options), nil
+	}
+	addr := options.HostPort
+	if addr == "" {
+		addr = DefaultHostPort
+	}
+	cfg := httpapi.ClientConfig{Addrs: []string{addr}}
+	if options.Credentials != nil {
+		cfg.Token = options.Credentials.token()
+	}
+	hc, err := httpapi.NewClient(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client: dial %s: %w", addr, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	if err := hc.Live(ctx); err != nil {
+		return nil, fmt.Errorf("client: dial %s: the node does not answer: %w", addr, err)
+	}
+	return NewWithOptions(hc, options), nil
+}
+
+// New returns a client of e: an *engine.Engine in-process, or a remote
+// service (engine/httpapi) for a node or a cluster.
+func New(e engine.Service) Client { return NewWithOptions(e, Options{}) }
+
+// NewWithOptions returns a client of e with options (HostPort and Service
+// are not used: e is the service).
+func NewWithOptions(e engine.Service, options Options) Client {
+	return &workflowClient{e: e, opts: options, tracer: tracing.Tracer(options.TracerProvider), queriers: map[string][]Querier{}}
+}
+
+// workflowClient is the one Client.
+type workflowClient struct {
+	e      engine.Service
+	opts   Options
+	tracer trace.Tracer // nil: no spans
+
+	mu       sync.Mutex
+	closed   bool
+	queriers map[string][]Querier // the workers made from this client, by queue
+}
+
+var _ sdkhook.ClientBackend = (*workflowClient)(nil)
+
+// Service, AddQuerier and WorkerDefaults are for sdk/worker
+// (sdkhook.ClientBackend).
+func (c *workflowClient) Service() engine.Service { return c.e }
+
+func (c *workflowClient) WorkerDefaults() (string, *slog.Logger) {
+	return c.opts.Identity, c.opts.Logger
+}
+
+func (c *workflowClient) AddQuerier(queue string, q sdkhook.Querier) func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queriers[queue] = append(c.queriers[queue], q)
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.queriers[queue] = slices.DeleteFunc(c.queriers[queue], func(x Querier) bool { return x == q })
+	}
+}
+
+func (c *workflowClient) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+}
+
+func (c *workflowClient) check() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClientClosed
+	}
+	return nil
+}
+
+func (c *workflowClient) QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if c.opts.Querier != nil {
+		return c.opts.Querier.QueryWorkflow(ctx, workflowID, runID, queryType, args...)
+	}
+	j, err := c.e.Describe(ctx, target(workflowID, runID))
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	local := slices.Clone(c.queriers[j.Queue])
+	c.mu.Unlock()
+	var errs []error
+	for _, q := range local {
+		v, err := q.QueryWorkflow(ctx, workflowID, runID, queryType, args...)
+		if err == nil || !errors.Is(err, sdkhook.ErrTypeNotRegistered) {
+			return v, err
+		}
+		errs = append(errs, err)
+	}
+	if remote, ok := c.e.(Querier); ok {
+		return remote.QueryWorkflow(ctx, workflowID, runID, queryType, args...)
+	}
+	return nil, errors.Join(fmt.Errorf("%w: no worker of queue %q with workflow type %q runs in this process (make one with worker.New from this client, or set Options.Querier)",
+		ErrNoQuerier, j.Queue, j.Type), errors.Join(errs...))
 }
 
 // IDReusePolicy decides what a start does when its workflow id has a run.
@@ -79,11 +291,16 @@ type StartWorkflowOptions struct {
 	TaskQueue string
 	// WorkflowIDReusePolicy applies when ID already has a run.
 	WorkflowIDReusePolicy IDReusePolicy
+	// WorkflowExecutionErrorWhenAlreadyStarted: a start of an ID whose
+	// current run is open (or whose reuse policy refuses a new run) fails
+	// with engine.ErrWorkflowExists. Without it (the default, as in
+	// Temporal) ExecuteWorkflow returns that run instead.
+	WorkflowExecutionErrorWhenAlreadyStarted bool
 	// RequestID makes the start idempotent across retries of this call.
 	RequestID string
 	// RetryPolicy, if set, retries a failed run as a new run of the same
 	// workflow id with the same input (Get follows to the last run).
-	RetryPolicy *workflow.RetryPolicy
+	RetryPolicy *temporal.RetryPolicy
 	// WorkflowExecutionTimeout bounds the whole chain of runs (retries and
 	// continue-as-new included); 0: no bound. The engine enforces it: the
 	// run in progress when it passes ends as TimedOut, whether or not a
@@ -92,76 +309,21 @@ type StartWorkflowOptions struct {
 	// WorkflowRunTimeout bounds each run on its own, counted from that
 	// run's start (a retry or continue-as-new gets it afresh); 0: no bound.
 	WorkflowRunTimeout time.Duration
-}
-
-// WorkflowRun is one run of a workflow.
-type WorkflowRun interface {
-	GetID() string
-	GetRunID() string
-	// Get waits for the run to end and decodes its result into valuePtr
-	// (nil to ignore it); a failed run returns its error, a cancelled one
-	// workflow.ErrCanceled.
-	Get(ctx context.Context, valuePtr any) error
-}
-
-type run struct {
-	c     *Client
-	id    string
-	runID engine.JobID
-}
-
-func (r *run) GetID() string    { return r.id }
-func (r *run) GetRunID() string { return strconv.FormatUint(uint64(r.runID), 10) }
-
-func (r *run) Get(ctx context.Context, valuePtr any) error {
-	id := r.runID
-	var j *engine.Job
-	var last engine.Event
-	for {
-		var err error
-		if j, err = r.c.e.WaitClosed(ctx, engine.Target{Job: id}); err != nil {
-			return err
-		}
-		page, err := r.c.e.History(ctx, j.ID, j.LastSeq-1, 1)
-		if err != nil {
-			return err
-		}
-		if len(page.Events) != 1 {
-			return fmt.Errorf("client: run %d has no closing event", j.ID)
-		}
-		last = page.Events[0]
-		if last.Reason != engine.ReasonContinuedAsNew && last.Reason != engine.ReasonRetried {
-			break
-		}
-		// The run went on as a new run of the same workflow id: follow it.
-		next, err := r.c.e.Describe(ctx, engine.Target{WorkflowID: j.WorkflowID})
-		if err != nil {
-			return err
-		}
-		if next.ID <= id {
-			return fmt.Errorf("client: run %d continued, but no newer run of %q exists", id, j.WorkflowID)
-		}
-		id = next.ID
-	}
-	switch j.Status {
-	case engine.StatusCompleted:
-		if valuePtr == nil {
-			return nil
-		}
-		return converter.Decode(last.Payload, valuePtr)
-	case engine.StatusCancelled:
-		return workflow.ErrCanceled
-	case engine.StatusTimedOut:
-		return fmt.Errorf("workflow %s run %d timed out: %w", r.id, j.ID, sdkhook.DecodeFailure(last.Payload))
-	case engine.StatusTerminated:
-		return fmt.Errorf("workflow %s run %d was terminated: %w", r.id, j.ID, sdkhook.DecodeFailure(last.Payload))
-	default:
-		return fmt.Errorf("workflow %s run %d failed: %w", r.id, j.ID, sdkhook.DecodeFailure(last.Payload))
-	}
+	// CronSchedule runs the workflow once per time of a cron line (UTC;
+	// see docs/temporal.md): the first run waits for the first time, and
+	// each run that completes or fails is followed by the next at the next
+	// time, with the same arguments. workflow.GetLastCompletionResult gives
+	// a run the result of the last one that completed. A run its
+	// WorkflowRunTimeout ends is followed too; a cancel, a terminate or the
+	// WorkflowExecutionTimeout ends the chain. Get follows the chain.
+	CronSchedule string
 }
 
 // ExecuteWorkflow starts a run of wf (a function or a type name) with args.
-func (c *Client) ExecuteWorkflow(ctx context.Context, opts StartWorkflowOptions, wf any, args ...any) (WorkflowRun, error) {
+func (c *workflowClient) ExecuteWorkflow(ctx context.Context, opts StartWorkflowOptions, wf any, args ...any) (WorkflowRun, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
 	if opts.TaskQueue == "" {
 		return nil, errors.New("client: StartWorkflowOptions.TaskQueue is required")
 	}
@@ -174,7 +336,8 @@ func (c *Client) ExecuteWorkflow(ctx context.Context, opts StartWorkflowOptions,
 		return nil, fmt.Errorf("client: workflow arguments: %w", err)
 	}
 	create := engine.CreateJob{WorkflowID: opts.ID, Type: name, Queue: opts.TaskQueue, Input: input, ReusePolicy: opts.WorkflowIDReusePolicy,
-		ExecutionTimeoutMS: opts.WorkflowExecutionTimeout.Milliseconds(), RunTimeoutMS: opts.WorkflowRunTimeout.Milliseconds()}
+		ExecutionTimeoutMS: opts.WorkflowExecutionTimeout.Milliseconds(), RunTimeoutMS: opts.WorkflowRunTimeout.Milliseconds(),
+		CronSchedule: opts.CronSchedule}
 	if p := opts.RetryPolicy; p != nil {
 		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("client: StartWorkflowOptions.RetryPolicy: %w", err)
@@ -189,22 +352,34 @@ func (c *Client) ExecuteWorkflow(ctx context.Context, opts StartWorkflowOptions,
 	defer span.End()
 	create.TraceParent = tracing.TraceParent(ctx)
 	res, err := c.e.Create(ctx, create)
+	if errors.Is(err, engine.ErrWorkflowExists) && !opts.WorkflowExecutionErrorWhenAlreadyStarted && opts.ID != "" {
+		// Temporal's client returns the run that holds the id.
+		if j, derr := c.e.Describe(ctx, engine.Target{WorkflowID: opts.ID}); derr == nil {
+			span.SetAttributes(attribute.String("heddle.run_id", strconv.FormatUint(uint64(j.ID), 10)), attribute.Bool("heddle.existing", true))
+			return &run{c: c, id: j.WorkflowID, runID: j.ID, typ: j.Type}, nil
+		}
+	}
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 		return nil, err
 	}
 	span.SetAttributes(attribute.String("heddle.run_id", strconv.FormatUint(uint64(res.Job), 10)))
-	return &run{c: c, id: res.WorkflowID, runID: res.Job}, nil
+	return &run{c: c, id: res.WorkflowID, runID: res.Job, typ: name}, nil
 }
 
-// GetWorkflow returns a run by workflow id and run id ("" for the latest run).
-func (c *Client) GetWorkflow(ctx context.Context, workflowID, runID string) (WorkflowRun, error) {
+// GetWorkflow returns a run by workflow id and run id ("" for the latest
+// run). The run is looked up now; an error (an unknown id) is returned by
+// the run's Get, as in Temporal.
+func (c *workflowClient) GetWorkflow(ctx context.Context, workflowID, runID string) WorkflowRun {
+	if err := c.check(); err != nil {
+		return &run{c: c, id: workflowID, err: err}
+	}
 	j, err := c.e.Describe(ctx, target(workflowID, runID))
 	if err != nil {
-		return nil, err
+		return &run{c: c, id: workflowID, err: err}
 	}
-	return &run{c: c, id: j.WorkflowID, runID: j.ID}, nil
+	return &run{c: c, id: j.WorkflowID, runID: j.ID, typ: j.Type}
 }
 
 func target(workflowID, runID string) engine.Target {
@@ -215,7 +390,10 @@ func target(workflowID, runID string) engine.Target {
 }
 
 // SignalWorkflow sends a signal with one argument to a run.
-func (c *Client) SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error {
+func (c *workflowClient) SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	payload, err := converter.Encode(arg)
 	if err != nil {
 		return fmt.Errorf("client: signal argument: %w", err)
@@ -225,18 +403,18 @@ func (c *Client) SignalWorkflow(ctx context.Context, workflowID, runID, signalNa
 }
 
 // SignalWithStartWorkflow signals the open run of workflowID, starting one
-// first when there is none.
-func (c *Client) SignalWithStartWorkflow(ctx context.Context, workflowID, signalName string, signalArg any,
+// first when there is none. It is not one atomic step as in Temporal: a
+// run that ends between the look and the signal makes the signal fail
+// with engine.ErrJobClosed.
+func (c *workflowClient) SignalWithStartWorkflow(ctx context.Context, workflowID, signalName string, signalArg any,
 	opts StartWorkflowOptions, wf any, args ...any) (WorkflowRun, error) {
 	opts.ID = workflowID
-	r, err := c.GetWorkflow(ctx, workflowID, "")
-	if err == nil {
-		j, derr := c.e.Describe(ctx, engine.Target{WorkflowID: workflowID})
-		if derr == nil && !j.Status.Terminal() {
-			return r, c.SignalWorkflow(ctx, workflowID, r.GetRunID(), signalName, signalArg)
-		}
-	}
-	if r, err = c.ExecuteWorkflow(ctx, opts, wf, args...); err != nil {
+	opts.WorkflowExecutionErrorWhenAlreadyStarted = false // an open run is the one to signal
+	j, err := c.e.Describe(ctx, engine.Target{WorkflowID: workflowID})
+	var r WorkflowRun
+	if err == nil && !j.Status.Terminal() {
+		r = &run{c: c, id: j.WorkflowID, runID: j.ID, typ: j.Type}
+	} else if r, err = c.ExecuteWorkflow(ctx, opts, wf, args...); err != nil {
 		return nil, err
 	}
 	return r, c.SignalWorkflow(ctx, workflowID, r.GetRunID(), signalName, signalArg)
@@ -244,24 +422,44 @@ func (c *Client) SignalWithStartWorkflow(ctx context.Context, workflowID, signal
 
 // CancelWorkflow asks a run to cancel itself: its context is cancelled and
 // the workflow decides how to end.
-func (c *Client) CancelWorkflow(ctx context.Context, workflowID, runID string) error {
+func (c *workflowClient) CancelWorkflow(ctx context.Context, workflowID, runID string) error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	_, err := c.e.RequestCancel(ctx, engine.RequestCancel{Target: target(workflowID, runID)})
 	return err
 }
 
 // TerminateWorkflow ends a run at once, without running workflow code.
-func (c *Client) TerminateWorkflow(ctx context.Context, workflowID, runID, reason string) error {
+// details, if any, are recorded as JSON after the reason.
+func (c *workflowClient) TerminateWorkflow(ctx context.Context, workflowID, runID, reason string, details ...any) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if len(details) > 0 {
+		b, err := converter.Encode(details...)
+		if err != nil {
+			return fmt.Errorf("client: terminate details: %w", err)
+		}
+		reason = fmt.Sprintf("%s (details: %s)", reason, b)
+	}
 	_, err := c.e.Terminate(ctx, engine.Terminate{Target: target(workflowID, runID), Reason: reason})
 	return err
 }
 
 // DescribeWorkflow returns a run's record.
-func (c *Client) DescribeWorkflow(ctx context.Context, workflowID, runID string) (*engine.Job, error) {
+func (c *workflowClient) DescribeWorkflow(ctx context.Context, workflowID, runID string) (*engine.Job, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
 	return c.e.Describe(ctx, target(workflowID, runID))
 }
 
 // GetWorkflowHistory returns a run's whole history.
-func (c *Client) GetWorkflowHistory(ctx context.Context, workflowID, runID string) ([]engine.Event, error) {
+func (c *workflowClient) GetWorkflowHistory(ctx context.Context, workflowID, runID string) ([]engine.Event, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
 	j, err := c.e.Describe(ctx, target(workflowID, runID))
 	if err != nil {
 		return nil, err
@@ -281,6 +479,9 @@ func (c *Client) GetWorkflowHistory(ctx context.Context, workflowID, runID strin
 }
 
 // ListWorkflows returns one page of runs matching q.
-func (c *Client) ListWorkflows(ctx context.Context, q engine.ListQuery) (*engine.ListPage, error) {
+func (c *workflowClient) ListWorkflows(ctx context.Context, q engine.ListQuery) (*engine.ListPage, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
 	return c.e.List(ctx, q)
 }

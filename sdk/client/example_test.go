@@ -41,17 +41,14 @@ func Example() {
 		}
 	}()
 
-	w, err := worker.New(e, "greetings", worker.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
+	w := worker.New(client.New(e), "greetings", worker.Options{})
 	w.RegisterWorkflow(Greet)
 	w.RegisterActivity(Title)
 	if err := w.Start(); err != nil {
 		log.Fatal(err)
 	}
 	defer func() {
-		if err := w.Stop(ctx); err != nil {
+		if err := w.Shutdown(ctx); err != nil {
 			log.Print(err)
 		}
 	}()
@@ -71,15 +68,12 @@ func Example() {
 
 // setUp opens an in-memory engine with a worker for the "greetings" queue
 // that runs the given workflows and Title, as Example does; stop closes both.
-func setUp(workflows ...any) (e *engine.Engine, w *worker.Worker, stop func()) {
+func setUp(workflows ...any) (e *engine.Engine, w worker.Worker, stop func()) {
 	e, err := engine.Open(engine.Config{InMemory: true})
 	if err != nil {
 		log.Fatal(err)
 	}
-	w, err = worker.New(e, "greetings", worker.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
+	w = worker.New(client.New(e), "greetings", worker.Options{})
 	for _, wf := range workflows {
 		w.RegisterWorkflow(wf)
 	}
@@ -88,7 +82,7 @@ func setUp(workflows ...any) (e *engine.Engine, w *worker.Worker, stop func()) {
 		log.Fatal(err)
 	}
 	return e, w, func() {
-		if err := errors.Join(w.Stop(context.Background()), e.Close()); err != nil {
+		if err := errors.Join(w.Shutdown(context.Background()), e.Close()); err != nil {
 			log.Print(err)
 		}
 	}
@@ -183,11 +177,11 @@ func ExampleClient_QueryWorkflow() {
 	// result: 3
 }
 
-// A workflow id has at most one open run. Under the default reuse policy a
-// second start of an open id is refused with engine.ErrWorkflowExists
-// (Temporal's client would hand back the running run instead); ReturnExisting
-// returns the open run when the start is the same (type, queue and input).
-// After the run ends, either policy starts a new run.
+// A workflow id has at most one open run. As in Temporal, a second start
+// of an open id returns the open run; with
+// WorkflowExecutionErrorWhenAlreadyStarted it is refused with
+// engine.ErrWorkflowExists instead. After the run ends, a start begins a
+// new run.
 func ExampleClient_ExecuteWorkflow_reusePolicy() {
 	e, _, stop := setUp(WaitForName)
 	defer stop()
@@ -199,15 +193,16 @@ func ExampleClient_ExecuteWorkflow_reusePolicy() {
 		log.Fatal(err)
 	}
 
-	_, err = c.ExecuteWorkflow(ctx, opts, WaitForName)
-	fmt.Println("default policy, run open:", errors.Is(err, engine.ErrWorkflowExists))
-
-	opts.WorkflowIDReusePolicy = client.ReturnExisting
 	again, err := c.ExecuteWorkflow(ctx, opts, WaitForName)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("ReturnExisting, run open: same run", again.GetRunID() == first.GetRunID())
+	fmt.Println("run open: same run", again.GetRunID() == first.GetRunID())
+
+	strict := opts
+	strict.WorkflowExecutionErrorWhenAlreadyStarted = true
+	_, err = c.ExecuteWorkflow(ctx, strict, WaitForName)
+	fmt.Println("run open, error when started:", errors.Is(err, engine.ErrWorkflowExists))
 
 	if err := c.SignalWorkflow(ctx, "order-1", "", "name", "Ada"); err != nil {
 		log.Fatal(err)
@@ -224,7 +219,7 @@ func ExampleClient_ExecuteWorkflow_reusePolicy() {
 		log.Fatal(err)
 	}
 	// Output:
-	// default policy, run open: true
-	// ReturnExisting, run open: same run true
+	// run open: same run true
+	// run open, error when started: true
 	// after the run ended: new run true
 }

@@ -4,8 +4,17 @@ package converter
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
+)
+
+// Sentinel errors of the package, matched with errors.Is.
+var (
+	// ErrNoData: an EncodedValue or EncodedValues holds no payload at all,
+	// so there is nothing to decode (Temporal's temporal.ErrNoData, which
+	// is this same value).
+	ErrNoData = errors.New("no data available")
 )
 
 // Encode writes values as one JSON array, so a payload can carry any number
@@ -36,17 +45,16 @@ func Encode(values ...any) ([]byte, error) {
 // Decode reads a payload written by Encode into valuePtrs, in order. Fewer
 // pointers than encoded values is fine: a reader may ignore trailing
 // arguments it does not know, which lets a sender add arguments later. More
-// pointers than values is an error, because a value the reader needs is
-// missing. A nil pointer skips its value. Empty data holds no values.
+// pointers than values is fine too, as in Temporal: the pointers past the
+// last value are left as they are (a handler's missing arguments are zero
+// values), which lets a reader add parameters before every sender sends
+// them. A nil pointer skips its value. Empty data holds no values.
 func Decode(data []byte, valuePtrs ...any) error {
 	var raw []json.RawMessage
 	if len(data) > 0 {
 		if err := json.Unmarshal(data, &raw); err != nil {
 			return fmt.Errorf("converter: payload is not a JSON array of values: %w", err)
 		}
-	}
-	if len(valuePtrs) > len(raw) {
-		return fmt.Errorf("converter: %d value pointers given but the payload holds only %d values", len(valuePtrs), len(raw))
 	}
 	for i, p := range valuePtrs {
 		if p == nil {
@@ -56,7 +64,7 @@ func Decode(data []byte, valuePtrs ...any) error {
 		if rv.Kind() != reflect.Pointer {
 			return fmt.Errorf("converter: value pointer %d is a %T, not a pointer", i, p)
 		}
-		if rv.IsNil() {
+		if rv.IsNil() || i >= len(raw) {
 			continue
 		}
 		if err := json.Unmarshal(raw[i], p); err != nil {
@@ -66,24 +74,69 @@ func Decode(data []byte, valuePtrs ...any) error {
 	return nil
 }
 
-// EncodedValue is a payload whose decoding is left to the code that knows
-// the target type, such as a workflow reading a signal. The zero value holds
-// no payload.
-type EncodedValue struct {
-	data []byte
+// EncodedValue is one value whose decoding is left to the code that knows
+// its type, such as the result of a query or a side effect. Get decodes it
+// into valuePtr; it returns ErrNoData when there is no payload at all.
+type EncodedValue interface {
+	HasValue() bool
+	Get(valuePtr any) error
 }
 
-// NewEncodedValue wraps payload bytes written by Encode. The slice is kept,
-// not copied, so the caller must not change it afterwards.
-func NewEncodedValue(data []byte) EncodedValue {
-	return EncodedValue{data: data}
+// EncodedValues is a list of values decoded by the code that knows their
+// types, such as the details of an error or the arguments of a dynamic
+// workflow. Get decodes them in order with the rules of Decode; it returns
+// ErrNoData when there is no payload at all.
+type EncodedValues interface {
+	HasValues() bool
+	Get(valuePtrs ...any) error
 }
 
-// HasValue reports whether the payload holds anything at all.
-func (v EncodedValue) HasValue() bool { return len(v.data) > 0 }
+// Payload is implemented by the EncodedValue and EncodedValues this
+// package makes: Data returns the payload bytes (Encode's JSON array),
+// which the caller must not change. Code that stores or forwards a value
+// without decoding it asks for it with a type assertion.
+type Payload interface {
+	Data() []byte
+}
 
-// Data returns the payload bytes; the caller must not change them.
-func (v EncodedValue) Data() []byte { return v.data }
+// NewEncodedValue wraps payload bytes written by Encode as one value: Get
+// decodes the first. The slice is kept, not copied, so the caller must not
+// change it afterwards.
+func NewEncodedValue(data []byte) EncodedValue { return encodedValue{data: data} }
 
-// Get decodes the payload into valuePtrs with the rules of Decode.
-func (v EncodedValue) Get(valuePtrs ...any) error { return Decode(v.data, valuePtrs...) }
+// NewEncodedValues wraps payload bytes written by Encode as a list of
+// values. The slice is kept, not copied.
+func NewEncodedValues(data []byte) EncodedValues { return encodedValues{data: data} }
+
+// DataOf returns the payload bytes of v when it is one this package made
+// (or anything else implementing Payload), else nil.
+func DataOf(v any) []byte {
+	if p, ok := v.(Payload); ok {
+		return p.Data()
+	}
+	return nil
+}
+
+type encodedValue struct{ data []byte }
+
+func (v encodedValue) HasValue() bool { return len(v.data) > 0 }
+func (v encodedValue) Data() []byte   { return v.data }
+
+func (v encodedValue) Get(valuePtr any) error {
+	if !v.HasValue() {
+		return ErrNoData
+	}
+	return Decode(v.data, valuePtr)
+}
+
+type encodedValues struct{ data []byte }
+
+func (v encodedValues) HasValues() bool { return len(v.data) > 0 }
+func (v encodedValues) Data() []byte    { return v.data }
+
+func (v encodedValues) Get(valuePtrs ...any) error {
+	if !v.HasValues() {
+		return ErrNoData
+	}
+	return Decode(v.data, valuePtrs...)
+}

@@ -24,7 +24,8 @@ func FuzzDecode(f *testing.F) {
 		)
 		_ = Decode(data, &a, &s, &n, &o)
 		_ = Decode(data, &o)
-		_ = NewEncodedValue(data).Get(nil, &n)
+		_ = NewEncodedValues(data).Get(nil, &n)
+		_ = NewEncodedValue(data).Get(&o)
 
 		if len(data) == 0 || Decode(data) != nil {
 			return

@@ -56,8 +56,8 @@ func (a *TestActivityEnvironment) SetWorkerOptions(options worker.Options) *Test
 
 // ExecuteActivity runs one try of activityFn (a function, registered if it
 // is not yet, or a registered name) with args and returns its result, or
-// the error a workflow would get from it: a *workflow.ActivityError whose
-// Cause is the activity's failure. Failures are not retried.
+// the error a workflow would get from it: a *workflow.ActivityError that
+// wraps the activity's failure. Failures are not retried.
 func (a *TestActivityEnvironment) ExecuteActivity(activityFn any, args ...any) (converter.EncodedValue, error) {
 	name, ok := activityFn.(string)
 	if !ok {
@@ -71,7 +71,7 @@ func (a *TestActivityEnvironment) ExecuteActivity(activityFn any, args ...any) (
 	for i, arg := range args {
 		b, err := json.Marshal(arg)
 		if err != nil {
-			return converter.EncodedValue{}, fmt.Errorf("testsuite: ExecuteActivity %s: argument %d: %w", name, i, err)
+			return nil, fmt.Errorf("testsuite: ExecuteActivity %s: argument %d: %w", name, i, err)
 		}
 		raw[i] = b
 	}
@@ -102,18 +102,18 @@ func (a *TestActivityEnvironment) ExecuteActivity(activityFn any, args ...any) (
 	}, workflow.RegisterOptions{Name: activityRunner})
 	env.ExecuteWorkflow(activityRunner, name, raw)
 	if actErr != nil {
-		return converter.EncodedValue{}, actErr
+		return nil, actErr
 	}
 	var out []byte
 	if err := env.GetWorkflowResult(&out); err != nil {
-		return converter.EncodedValue{}, err
+		return nil, err
 	}
 	if len(out) == 0 {
-		return converter.EncodedValue{}, nil
+		return converter.NewEncodedValue(nil), nil // no value: HasValue is false
 	}
 	payload, err := converter.Encode(json.RawMessage(out))
 	if err != nil {
-		return converter.EncodedValue{}, errors.Join(errors.New("testsuite: ExecuteActivity: re-encoding the result"), err)
+		return nil, errors.Join(errors.New("testsuite: ExecuteActivity: re-encoding the result"), err)
 	}
 	return converter.NewEncodedValue(payload), nil
 }

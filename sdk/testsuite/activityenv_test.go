@@ -13,10 +13,8 @@ import (
 // Describe reports what activity.GetInfo says and heartbeats once.
 func Describe(ctx context.Context, what string) (string, error) {
 	info := activity.GetInfo(ctx)
-	if err := activity.RecordHeartbeat(ctx, []byte("half")); err != nil {
-		return "", err
-	}
-	return what + " " + info.ActivityType, nil
+	activity.RecordHeartbeat(ctx, "half")
+	return what + " " + info.ActivityType.Name, nil
 }
 
 // Refuse fails for good.
@@ -42,8 +40,8 @@ func TestActivityEnvironment(t *testing.T) {
 	// The same environment runs more activities, registering functions it
 	// is given.
 	_, err = env.ExecuteActivity(Refuse)
-	var ae *workflow.ActivityError
-	if !errors.As(err, &ae) || ae.Type != "Refused" || !ae.NonRetryable {
+	var ae *workflow.ApplicationError
+	if !errors.As(err, &ae) || ae.Type() != "Refused" || !ae.NonRetryable() || !errors.As(err, new(*workflow.ActivityError)) {
 		t.Fatalf("ExecuteActivity(Refuse) = %v, want the activity's failure", err)
 	}
 	v, err = env.ExecuteActivity("Describe", "again")

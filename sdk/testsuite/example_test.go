@@ -81,8 +81,8 @@ func ExampleTestActivityEnvironment() {
 	fmt.Println(got, err)
 
 	_, err = env.ExecuteActivity(Shout, "")
-	var ae *workflow.ActivityError
-	fmt.Println(errors.As(err, &ae), ae.Type)
+	var ae *workflow.ApplicationError
+	fmt.Println(errors.As(err, &ae), ae.Type())
 	// Output:
 	// hey! <nil>
 	// true Empty

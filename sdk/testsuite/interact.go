@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
@@ -143,7 +144,7 @@ func (env *TestWorkflowEnvironment) QueryWorkflow(queryType string, args ...any)
 	case env.after != nil && env.after.err == nil:
 		return env.query(env.after.rootID, runID(env.after.root), queryType, args...)
 	}
-	return converter.EncodedValue{}, fmt.Errorf("testsuite: QueryWorkflow: %w", errNotRunning(env))
+	return nil, fmt.Errorf("testsuite: QueryWorkflow: %w", errNotRunning(env))
 }
 
 // QueryWorkflowByID is QueryWorkflow for the latest run of any workflow id
@@ -155,13 +156,13 @@ func (env *TestWorkflowEnvironment) QueryWorkflowByID(workflowID, queryType stri
 func (env *TestWorkflowEnvironment) query(workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error) {
 	svc, err := env.service()
 	if err != nil {
-		return converter.EncodedValue{}, err
+		return nil, err
 	}
 	// A worker that is not started answers queries by replaying the
 	// history with the registered code; it claims nothing.
-	w, err := env.newWorker(svc, DefaultTaskQueue)
+	w, err := env.newWorker(client.New(svc), DefaultTaskQueue)
 	if err != nil {
-		return converter.EncodedValue{}, err
+		return nil, err
 	}
 	return w.QueryWorkflow(context.Background(), workflowID, runID, queryType, args...)
 }

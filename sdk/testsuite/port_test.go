@@ -21,6 +21,7 @@ import (
 
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/testsuite"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -310,9 +311,9 @@ func Family(ctx workflow.Context) (string, error) {
 	}
 	var app *workflow.ApplicationError
 	if !errors.As(err, &app) {
-		return "", fmt.Errorf("failing child's cause is %T", cwe.Cause)
+		return "", fmt.Errorf("failing child's cause is %T", errors.Unwrap(cwe))
 	}
-	return fmt.Sprintf("%d %d %s", x, y, app.Message), nil
+	return fmt.Sprintf("%d %d %s", x, y, app.Message()), nil
 }
 
 func TestPortChildWorkflowsRemoteActivitiesAndContinueAsNew(t *testing.T) {
@@ -395,11 +396,11 @@ func Retrier(ctx workflow.Context) (string, error) {
 		return "", err
 	}
 	err := workflow.ExecuteActivity(ctx, "Permanent").Get(ctx, nil)
-	var ae *workflow.ActivityError
-	if !errors.As(err, &ae) || !ae.NonRetryable {
+	var ae *workflow.ApplicationError
+	if !errors.As(err, &ae) || !ae.NonRetryable() {
 		return "", errors.New("Permanent did not fail for good")
 	}
-	return s + " " + ae.Message, nil
+	return s + " " + ae.Message(), nil
 }
 
 func TestPortDurableRetryAndNonRetryable(t *testing.T) {
@@ -462,7 +463,7 @@ func TestPortWorkflowRetryPolicy(t *testing.T) {
 			MaximumAttempts: 5, NonRetryableErrorTypes: []string{"CardDeclined"}}})
 		env.ExecuteWorkflow("Refuses")
 		var ae *workflow.ApplicationError
-		if err := env.GetWorkflowError(); !errors.As(err, &ae) || ae.Type != "CardDeclined" || runs.Load() != 1 {
+		if err := env.GetWorkflowError(); !errors.As(err, &ae) || ae.Type() != "CardDeclined" || runs.Load() != 1 {
 			t.Fatalf("error %v after %d runs, want the CardDeclined failure of one run", err, runs.Load())
 		}
 	})
@@ -474,8 +475,10 @@ func TestPortWorkflowRetryPolicy(t *testing.T) {
 // up from the progress its first try recorded with RecordHeartbeat.
 func Resumable(ctx context.Context) (string, error) {
 	first := 0
-	if d := activity.GetHeartbeatDetails(ctx); d != nil {
-		first = int(d[0])
+	if activity.HasHeartbeatDetails(ctx) {
+		if err := activity.GetHeartbeatDetails(ctx, &first); err != nil {
+			return "", err
+		}
 	}
 	done := ""
 	for i := first; i < 5; i++ {
@@ -483,9 +486,7 @@ func Resumable(ctx context.Context) (string, error) {
 			return "", errors.New("interrupted at item 3")
 		}
 		done += string(rune('0' + i))
-		if err := activity.RecordHeartbeat(ctx, []byte{byte(i + 1)}); err != nil {
-			return "", err
-		}
+		activity.RecordHeartbeat(ctx, i+1)
 	}
 	return done, nil
 }
@@ -512,13 +513,13 @@ func Timeouts(ctx workflow.Context) (string, error) {
 	var out []string
 	sched := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{ScheduleToCloseTimeout: 150 * time.Millisecond,
 		RetryPolicy: &workflow.RetryPolicy{InitialInterval: 10 * time.Millisecond, BackoffCoefficient: 1}})
-	var ae *workflow.ActivityError
-	if err := workflow.ExecuteActivity(sched, "AlwaysTransient").Get(ctx, nil); errors.As(err, &ae) {
-		out = append(out, ae.Type)
+	var te *temporal.TimeoutError
+	if err := workflow.ExecuteActivity(sched, "AlwaysTransient").Get(ctx, nil); errors.As(err, &te) {
+		out = append(out, temporal.ErrorType(te))
 	}
 	hb := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{HeartbeatTimeout: 200 * time.Millisecond,
 		RetryPolicy: &workflow.RetryPolicy{InitialInterval: time.Millisecond, MaximumAttempts: 2}})
-	if err := workflow.ExecuteActivity(hb, "Silent").Get(ctx, nil); errors.As(err, &ae) && strings.Contains(ae.Message, "no heartbeat within") {
+	if err := workflow.ExecuteActivity(hb, "Silent").Get(ctx, nil); errors.As(err, &te) && strings.Contains(te.Message(), "no heartbeat within") {
 		out = append(out, "heartbeat-timeout")
 	}
 	var s string
@@ -541,7 +542,8 @@ func TestPortActivityTimeouts(t *testing.T) {
 		env.RegisterActivityWithOptions(func(ctx context.Context) (string, error) {
 			for range 8 {
 				time.Sleep(time.Millisecond)
-				if err := activity.RecordHeartbeat(ctx, nil); err != nil {
+				activity.RecordHeartbeat(ctx)
+				if err := ctx.Err(); err != nil {
 					return "", err
 				}
 			}
@@ -683,11 +685,11 @@ func WaitCancel(ctx workflow.Context) (string, error) {
 	workflow.GetSignalChannel(ctx, "go").Receive(ctx, nil)
 	cancel()
 	err := act.Get(ctx, nil)
-	var ae *workflow.ActivityError
-	if !errors.As(err, &ae) || !errors.Is(err, workflow.ErrCanceled) {
+	var ce *temporal.CanceledError
+	if !errors.As(err, new(*workflow.ActivityError)) || !errors.As(err, &ce) || !errors.Is(err, workflow.ErrCanceled) {
 		return "", fmt.Errorf("the cancelled activity's future gave %v, want its cancellation", err)
 	}
-	return ae.Type, nil
+	return temporal.ErrorType(ce), nil
 }
 
 func TestPortWaitForCancellation(t *testing.T) {
@@ -807,7 +809,7 @@ func CancelChild(ctx workflow.Context, mode string) (string, error) {
 		var ae *workflow.ApplicationError
 		switch {
 		case errors.As(err, &ae):
-			return ae.Type, nil
+			return ae.Type(), nil
 		case errors.Is(err, workflow.ErrCanceled):
 			return "CanceledError", nil
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -19,9 +20,9 @@ import (
 // Only the driver's goroutine (and the delayed callbacks it runs) uses it.
 type liveRun struct {
 	eng     *engine.Engine
-	cl      *client.Client
+	cl      client.Client
 	sched   *engine.Scheduler // reads the engine's deadlines; never run
-	workers map[string]*worker.Worker
+	workers map[string]worker.Worker
 	queue   string // the root's task queue
 	rootID  string // the root's workflow id
 	root    engine.JobID
@@ -89,7 +90,7 @@ func (env *TestWorkflowEnvironment) open(queue string) (*liveRun, error) {
 		return nil, err
 	}
 	return &liveRun{eng: e, cl: client.New(e), sched: engine.NewScheduler(e.Log(), e.DB(), env.tl, 0),
-		workers: map[string]*worker.Worker{}, queue: queue, closing: make(chan struct{})}, nil
+		workers: map[string]worker.Worker{}, queue: queue, closing: make(chan struct{})}, nil
 }
 
 // ensureWorker starts a worker for queue unless one runs: every queue a
@@ -100,7 +101,7 @@ func (env *TestWorkflowEnvironment) ensureWorker(queue string) {
 	if lr.workers[queue] != nil {
 		return
 	}
-	w, err := env.newWorker(lr.eng, queue)
+	w, err := env.newWorker(lr.cl, queue)
 	if err == nil {
 		err = w.Start()
 	}
@@ -110,13 +111,14 @@ func (env *TestWorkflowEnvironment) ensureWorker(queue string) {
 	lr.workers[queue] = w
 }
 
-// newWorker returns a worker of svc for queue with every registration.
-func (env *TestWorkflowEnvironment) newWorker(svc engine.Service, queue string) (*worker.Worker, error) {
+// newWorker returns a worker of c for queue with every registration.
+func (env *TestWorkflowEnvironment) newWorker(c client.Client, queue string) (worker.Worker, error) {
 	clk := workerClock{tl: env.tl, probe: env.turnWaiting}
-	w, err := worker.New(svc, queue, workerOptions(env.workerOpts, clk, env.reportError))
-	if err != nil {
+	opts := workerOptions(env.workerOpts, clk, env.reportError)
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	w := worker.New(c, queue, opts)
 	for name, r := range env.workflows {
 		w.RegisterWorkflowWithName(r.wrapped, name)
 	}
@@ -142,7 +144,7 @@ func (env *TestWorkflowEnvironment) close() {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // drain nothing
 		for _, w := range lr.workers {
-			_ = w.Stop(ctx) // returns ctx's error: the jobs in hand were abandoned
+			_ = w.Shutdown(ctx) // returns ctx's error: the jobs in hand were abandoned
 		}
 	}()
 	select {
@@ -165,7 +167,8 @@ func (env *TestWorkflowEnvironment) close() {
 }
 
 // outcomeOf reads how run id ended: its result, or its error shaped as
-// client.WorkflowRun.Get shapes it (a continued run's error wraps the
+// client.WorkflowRun.Get shapes it (a *temporal.WorkflowExecutionError
+// wrapping the cause; a continued run's wraps the
 // workflow.ContinueAsNewError). ok is false while it is open, and for a
 // run that was retried as a newer run (next names it).
 func outcomeOf(ctx context.Context, svc engine.Service, id engine.JobID) (done bool, next engine.JobID, result []byte, err error) {
@@ -184,6 +187,9 @@ func outcomeOf(ctx context.Context, svc engine.Service, id engine.JobID) (done b
 		return false, 0, nil, fmt.Errorf("testsuite: run %d has no closing event", j.ID)
 	}
 	last := page.Events[0]
+	wrap := func(cause error) error {
+		return temporal.NewWorkflowExecutionError(j.WorkflowID, runID(j.ID), j.Type, cause)
+	}
 	if last.Reason == engine.ReasonRetried || last.Reason == engine.ReasonContinuedAsNew {
 		nj, err := svc.Describe(ctx, engine.Target{WorkflowID: j.WorkflowID})
 		if err != nil {
@@ -203,21 +209,26 @@ func outcomeOf(ctx context.Context, svc engine.Service, id engine.JobID) (done b
 		if len(first.Events) == 1 {
 			input = first.Events[0].Payload
 		}
-		return true, 0, nil, fmt.Errorf("workflow %s run %d continued as new: %w", j.WorkflowID, j.ID,
-			&workflow.ContinueAsNewError{WorkflowType: nj.Type, Input: input})
+		return true, 0, nil, wrap(&workflow.ContinueAsNewError{WorkflowType: &workflow.Type{Name: nj.Type}, Input: input})
 	}
+	var cause error
 	switch j.Status {
 	case engine.StatusCompleted:
 		return true, 0, last.Payload, nil
 	case engine.StatusCancelled:
-		return true, 0, nil, workflow.ErrCanceled
-	case engine.StatusTimedOut:
-		return true, 0, nil, fmt.Errorf("workflow %s run %d timed out: %w", j.WorkflowID, j.ID, sdkhook.DecodeFailure(last.Payload))
+		cause = temporal.NewCanceledError()
+		if len(last.Payload) > 0 {
+			cause = sdkhook.DecodeFailure(last.Payload)
+		}
 	case engine.StatusTerminated:
-		return true, 0, nil, fmt.Errorf("workflow %s run %d was terminated: %w", j.WorkflowID, j.ID, sdkhook.DecodeFailure(last.Payload))
-	default:
-		return true, 0, nil, fmt.Errorf("workflow %s run %d failed: %w", j.WorkflowID, j.ID, sdkhook.DecodeFailure(last.Payload))
+		cause = sdkhook.NewTerminatedError(fmt.Sprintf("terminated (run %d)", j.ID))
+		if len(last.Payload) > 0 {
+			cause = sdkhook.DecodeFailure(last.Payload)
+		}
+	default: // Failed, TimedOut
+		cause = sdkhook.DecodeFailure(last.Payload)
 	}
+	return true, 0, nil, wrap(cause)
 }
 
 // IsWorkflowCompleted reports whether ExecuteWorkflow saw the run end.
@@ -236,10 +247,14 @@ func (env *TestWorkflowEnvironment) GetWorkflowResult(valuePtr any) error {
 	return converter.Decode(env.result, valuePtr)
 }
 
-// GetWorkflowError returns the run's error: nil when it completed, the
+// GetWorkflowError returns the run's error: nil when it completed, else a
+// *temporal.WorkflowExecutionError wrapping why, as in Temporal: the
 // workflow's error when it failed (errors.As finds the
-// workflow.ApplicationError), workflow.ErrCanceled when it was cancelled.
-// It is nil too while the run has not completed.
+// workflow.ApplicationError), a *temporal.CanceledError when it was
+// cancelled (errors.Is(err, workflow.ErrCanceled) holds), a
+// *temporal.TimeoutError when it timed out, the
+// *workflow.ContinueAsNewError when it continued as new. It is nil too
+// while the run has not completed.
 func (env *TestWorkflowEnvironment) GetWorkflowError() error { return env.err }
 
 // GetWorkflowResultByID is GetWorkflowResult for the latest run of any

@@ -14,6 +14,7 @@ import (
 
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/testsuite"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -156,8 +157,8 @@ func (s *UnitTestSuite) TestMockMisuseFailsTheActivity() {
 			var ae *workflow.ApplicationError
 			err := env.GetWorkflowError()
 			s.Require().True(errors.As(err, &ae), "%v", err)
-			s.Equal(testsuite.MockErrorType, ae.Type, "%v", err)
-			s.True(ae.NonRetryable)
+			s.Equal(testsuite.MockErrorType, ae.Type(), "%v", err)
+			s.True(ae.NonRetryable())
 			if name != "unmatched" { // testify records only matched calls
 				env.AssertActivityNumberOfCalls(s.T(), "Greet", 1) // not retried
 			}
@@ -311,6 +312,11 @@ func (s *UnitTestSuite) TestCancelWorkflow() {
 	})
 	s.True(s.env.IsWorkflowCompleted())
 	s.ErrorIs(s.env.GetWorkflowError(), workflow.ErrCanceled)
+	// As in Temporal, the run's error is a WorkflowExecutionError wrapping
+	// a CanceledError.
+	var wee *temporal.WorkflowExecutionError
+	s.Require().ErrorAs(s.env.GetWorkflowError(), &wee)
+	s.True(temporal.IsCanceledError(errors.Unwrap(wee)), "%v", wee)
 }
 
 // An activity mock with After waits on the clock: the clock skips the
@@ -392,7 +398,8 @@ func (s *UnitTestSuite) TestContinueAsNew() {
 	s.True(s.env.IsWorkflowCompleted())
 	var can *workflow.ContinueAsNewError
 	s.Require().ErrorAs(s.env.GetWorkflowError(), &can)
-	s.Equal("Child", can.WorkflowType)
+	s.Equal("Child", can.WorkflowType.Name)
+	s.ErrorAs(s.env.GetWorkflowError(), new(*temporal.WorkflowExecutionError))
 	s.JSONEq("[5]", string(can.Input))
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 
+	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -175,8 +176,8 @@ func mockError(format string, args ...any) error {
 	return workflow.NewApplicationError(fmt.Sprintf("testsuite: "+format, args...), MockErrorType, true)
 }
 
-// runOf returns the run id activity.Info gives the call whose arguments
-// are args, or "" when the function takes no context.
+// runOf returns the id of the job running the call whose arguments are
+// args (jobOf), or "" when the function takes no context.
 func runOf(args []reflect.Value) string {
 	if len(args) == 0 {
 		return ""
@@ -185,7 +186,21 @@ func runOf(args []reflect.Value) string {
 	if !ok || ctx == nil {
 		return ""
 	}
-	return activity.GetInfo(ctx).RunID
+	return jobOf(ctx)
+}
+
+// jobOf returns the id of the job running the activity of ctx: its
+// workflow's run for an inline activity, the activity task's own job for
+// one on another task queue (activity.Info.RunID names the calling
+// workflow's run there, as in Temporal; the task token names the task).
+func jobOf(ctx context.Context) string {
+	info := activity.GetInfo(ctx)
+	if info.TaskToken != nil {
+		if t, err := sdkhook.DecodeTaskToken(info.TaskToken); err == nil {
+			return runID(t.Job)
+		}
+	}
+	return info.RunID
 }
 
 // activityStarted and activityEnded bracket activity code (real or mocked)
@@ -218,7 +233,7 @@ func (env *TestWorkflowEnvironment) sleepOnClock(ctx context.Context, d time.Dur
 	run := ""
 	if ctx != nil {
 		done = ctx.Done()
-		run = activity.GetInfo(ctx).RunID
+		run = jobOf(ctx)
 	}
 	env.mu.Lock()
 	call := parkedCall{at: env.tl.Now().Add(d), run: run}

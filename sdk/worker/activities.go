@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -16,8 +17,21 @@ import (
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
+
+// canceledActivity is the failure of an activity that returned err after
+// its workflow cancelled it: its acknowledgement. A *temporal.CanceledError
+// it returned is kept (with its details); any other error becomes one
+// whose message quotes it.
+func canceledActivity(name string, err error) error {
+	var c *temporal.CanceledError
+	if errors.As(err, &c) {
+		return err
+	}
+	return temporal.NewCanceledErrorWithOptions(temporal.CanceledErrorOptions{Message: fmt.Sprintf("activity %s canceled: %v", name, err)})
+}
 
 // attemptRecord is the payload of an activity_attempt_failed event: which
 // try failed, why, and (for a retry delay too long to sleep in the worker)
@@ -87,6 +101,64 @@ func failedAttempts(recs []*engine.Event) int {
 	return n
 }
 
+// activityOptions returns the options of an activity command and, for a
+// local activity, the function it calls (nil: its registered one).
+func activityOptions(c *replay.Command) (opts workflow.ActivityOptions, localFn any, local bool) {
+	switch o := c.Options.(type) {
+	case workflow.ActivityOptions:
+		return o, nil, false
+	case sdkhook.LocalActivity:
+		opts, _ = o.Options.(workflow.ActivityOptions)
+		return opts, o.Fn, true
+	}
+	return opts, nil, false
+}
+
+// activityFunc returns the options of activity command c, the function
+// to call (nil: none registered) and whether it is a local activity.
+func (r *run) activityFunc(c *replay.Command) (opts workflow.ActivityOptions, fn any, local bool) {
+	opts, fn, local = activityOptions(c)
+	if local {
+		if reg := r.w.registeredActivity(c.Name); reg != nil {
+			// A local activity given as a method value of a nil struct
+			// pointer (var a *Activities; a.Charge), as Temporal code
+			// does, runs as the method of the struct the worker
+			// registered.
+			fn = reg
+		}
+	}
+	if fn == nil {
+		fn = r.w.activityFn(c.Name)
+	}
+	return opts, fn, local
+}
+
+// activityInfo is the activity.Info of try attempt of activity c, which
+// caller called.
+func (r *run) activityInfo(c *replay.Command, opts workflow.ActivityOptions, caller callerInfo, attempt int, local bool) activity.Info {
+	info := activity.Info{ActivityType: activity.Type{Name: c.Name}, ActivityID: c.Step,
+		WorkflowType: &temporal.WorkflowType{Name: caller.workflowType}, WorkflowNamespace: "default",
+		WorkflowExecution: temporal.WorkflowExecution{ID: caller.workflowID, RunID: caller.runID},
+		TaskQueue:         r.w.queue, HeartbeatTimeout: opts.HeartbeatTimeout, ScheduleToCloseTimeout: opts.ScheduleToCloseTimeout,
+		StartToCloseTimeout: opts.StartToCloseTimeout, ScheduledTime: time.UnixMilli(c.IssuedAtMS), StartedTime: r.w.opts.Clock.Now(),
+		Attempt: int32(attempt), IsLocalActivity: local,
+		WorkflowID: caller.workflowID, RunID: caller.runID, Step: c.Step,
+		IdempotencyKey: fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step)}
+	info.TaskToken = r.taskToken()
+	return info
+}
+
+// ownCaller is the caller of the activities a run's workflow calls.
+func (r *run) ownCaller() callerInfo {
+	return callerInfo{workflowID: r.job.WorkflowID, runID: strconv.FormatUint(uint64(r.job.Job), 10), workflowType: r.job.Type}
+}
+
+// callerInfo names the workflow that called an activity: the run itself,
+// or for an activity task, the workflow its input names.
+type callerInfo struct {
+	workflowID, runID, workflowType string
+}
+
 // execute runs an activity from try attempt on, retrying in the worker while
 // the delay is short, until it succeeds, fails for good, or needs a durable
 // retry timer.
@@ -94,37 +166,40 @@ func failedAttempts(recs []*engine.Event) int {
 // ctx is the activity's own context: cancelled when the workflow cancels
 // the activity, when the turn ends, or when the attempt turns stale.
 func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, details []byte) outcome {
-	opts, _ := c.Options.(workflow.ActivityOptions)
+	opts, fn, local := r.activityFunc(c)
 	o := outcome{c: c}
-	fn := r.w.activityFn(c.Name)
 	if fn == nil {
-		o.err = workflow.NewApplicationError(fmt.Sprintf("activity %q is not registered on queue %q", c.Name, r.w.queue), "ActivityNotRegistered", false)
+		o.err = temporal.NewApplicationErrorWithOptions(fmt.Sprintf("activity %q is not registered on queue %q", c.Name, r.w.queue),
+			"ActivityNotRegistered", temporal.ApplicationErrorOptions{})
 	}
 	policy := opts.RetryPolicy
-	if policy == nil {
-		policy = &workflow.RetryPolicy{}
-	}
 	// ScheduleToCloseTimeout bounds all tries together, from the workflow
 	// time the activity was scheduled (the same on every replay).
 	var deadline time.Time
 	if opts.ScheduleToCloseTimeout > 0 {
 		deadline = time.UnixMilli(c.IssuedAtMS).Add(opts.ScheduleToCloseTimeout)
 	}
-	scheduleTimeout := func() error {
-		return workflow.NewApplicationError(fmt.Sprintf("activity %s: schedule-to-close timeout of %v", c.Name, opts.ScheduleToCloseTimeout),
-			sdkhook.FailureTimeout, true)
+	scheduleTimeout := func(last error) error {
+		msg := fmt.Sprintf("activity %s: schedule-to-close timeout of %v", c.Name, opts.ScheduleToCloseTimeout)
+		if last != nil {
+			msg += "; the last try failed: " + last.Error()
+		}
+		return sdkhook.NewTimeoutError(msg, temporal.TimeoutTypeScheduleToClose, details)
+	}
+	caller := r.caller
+	if caller.workflowID == "" {
+		caller = r.ownCaller()
 	}
 	for ; fn != nil; attempt++ {
 		o.stepAttempt = uint32(attempt)
 		if !deadline.IsZero() && !r.w.opts.Clock.Now().Before(deadline) {
-			o.err = scheduleTimeout()
+			o.err = scheduleTimeout(o.err)
 			return o
 		}
-		info := activity.Info{ActivityType: c.Name, WorkflowID: r.job.WorkflowID, RunID: strconv.FormatUint(uint64(r.job.Job), 10),
-			Step: c.Step, Attempt: attempt, IdempotencyKey: fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step)}
+		info := r.activityInfo(c, opts, caller, attempt, local)
 		env := &activityEnv{w: r.w, info: info, lease: r.lease, prev: details, beats: make(chan struct{}, 1), onCancel: r.taskCancel,
 			step: c.Step, stepAttempt: uint32(attempt)}
-		tryCtx, tried := r.w.obs.startActivity(ctx, &activityInfo{name: c.Name, step: c.Step, workflowID: r.job.WorkflowID,
+		tryCtx, tried := r.w.obs.startActivity(ctx, &activityInfo{name: c.Name, step: c.Step, workflowID: caller.workflowID,
 			attempt: attempt, registered: true})
 		result, err := r.w.callActivity(tryCtx, fn, c.Input, env, opts, deadline)
 		tried(err)
@@ -134,6 +209,9 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 			return o
 		}
 		o.err = err
+		if r.resultPending(&o) {
+			return o
+		}
 		var nu *activity.NeedsUserError
 		if errors.As(err, &nu) && ctx.Err() == nil && r.x != nil {
 			// A person must act: the loop gives the step a record in
@@ -148,8 +226,12 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 			return o
 		}
 		delay := policy.Delay(attempt)
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.NextRetryDelay() > 0 {
+			delay = app.NextRetryDelay() // the activity asked for this delay
+		}
 		if !deadline.IsZero() && !r.w.opts.Clock.Now().Add(delay).Before(deadline) {
-			o.err = errors.Join(scheduleTimeout(), err)
+			o.err = scheduleTimeout(err)
 			return o
 		}
 		rec := attemptRecord{Attempt: attempt, Message: err.Error(), Details: details}
@@ -187,19 +269,20 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 	return o
 }
 
-// retryable applies the policy's non-retryable types and the error's own flag.
+// retryable applies Temporal's rules (temporal.IsRetryable) with the
+// policy's non-retryable types.
 func retryable(err error, p *workflow.RetryPolicy) bool {
-	var app *workflow.ApplicationError
-	if errors.As(sdkhook.DecodeFailure(sdkhook.EncodeFailure(err)), &app) {
-		return !app.NonRetryable && p.IsRetryableType(app.Type)
+	var types []string
+	if p != nil {
+		types = p.NonRetryableErrorTypes
 	}
-	return true
+	return temporal.IsRetryable(err, types)
 }
 
 // activityEnv is what an activity's context carries: its info, the
 // details an earlier try recorded, and those this try records.
 type activityEnv struct {
-	w    *Worker
+	w    *queueWorker
 	ctx  context.Context
 	info activity.Info
 	// lease is the lease that covers the activity (its workflow's job, or
@@ -218,6 +301,10 @@ type activityEnv struct {
 	stepAttempt uint32
 	onStale     func()
 
+	// cancelTry cancels the try's context (a heartbeat found the attempt
+	// stale).
+	cancelTry context.CancelCauseFunc
+
 	mu      sync.Mutex
 	details []byte
 	beats   chan struct{} // each Heartbeat, for the HeartbeatTimeout watchdog
@@ -226,30 +313,37 @@ type activityEnv struct {
 func (a *activityEnv) Info() activity.Info      { return a.info }
 func (a *activityEnv) HeartbeatDetails() []byte { return a.prev }
 
+// WorkerStop is closed when the worker is asked to stop.
+func (a *activityEnv) WorkerStop() <-chan struct{} { return a.w.stop }
+
 // Logger is the worker's logger with the activity's attributes.
 func (a *activityEnv) Logger() *slog.Logger {
-	return a.w.obs.activityLogger(&activityInfo{name: a.info.ActivityType, step: a.info.Step,
-		workflowID: a.info.WorkflowID, attempt: a.info.Attempt}, a.info.RunID)
+	return a.w.obs.activityLogger(&activityInfo{name: a.info.ActivityType.Name, step: a.info.Step,
+		workflowID: a.info.WorkflowID, attempt: int(a.info.Attempt)}, a.info.RunID)
 }
 
-// Heartbeat keeps details for the next try and renews the job's lease; an
-// error means the attempt is stale (the worker then cancels the activity).
-func (a *activityEnv) Heartbeat(details []byte) error {
+// Heartbeat keeps details for the next try, restarts the HeartbeatTimeout
+// and renews the job's lease at the engine (every call: heddle does not
+// throttle heartbeats, so that an activity on another queue learns of a
+// cancellation at the pace it heartbeats). A refusal means the attempt is
+// stale: the activity's context is cancelled.
+func (a *activityEnv) Heartbeat(details []byte) {
 	a.mu.Lock()
-	a.details = append([]byte(nil), details...)
+	if details != nil {
+		a.details = append([]byte(nil), details...)
+	}
 	a.mu.Unlock()
 	if a.onStale == nil {
 		a.fed()
-		return a.beat(a.ctx)
+		_ = a.beat(a.ctx) // a refusal cancels the try (beat)
+		return
 	}
 	// A try with a step lease of its own: only a heartbeat that renewed
 	// the lease keeps the watchdog off, so the try stops before the engine
 	// can give its unit away.
-	err := a.beat(a.ctx)
-	if err == nil {
+	if a.beat(a.ctx) == nil {
 		a.fed()
 	}
-	return err
 }
 
 // fed tells the HeartbeatTimeout watchdog of a heartbeat.
@@ -268,16 +362,31 @@ func (a *activityEnv) beat(ctx context.Context) error {
 	res, err := a.w.e.StepHeartbeat(ctx, engine.StepHeartbeat{LeaseRef: a.lease.ref, Step: a.step, StepAttempt: a.stepAttempt,
 		LeaseMS: a.w.opts.LeaseTTL.Milliseconds()})
 	if err != nil {
-		if a.onStale != nil && isStaleStep(err) {
-			a.onStale()
+		if isStaleStep(err) || errors.Is(err, engine.ErrStaleAttempt) {
+			if a.onStale != nil {
+				a.onStale()
+			} else if a.cancelTry != nil {
+				a.cancelTry(fmt.Errorf("%w: heartbeat of job %d attempt %d", engine.ErrStaleAttempt, a.lease.ref.Job, a.lease.ref.Attempt))
+			}
 		}
-		return err
+		return err // otherwise transient: the worker's heartbeat loop tries again
 	}
 	a.lease.renewed(sent)
 	if res.CancelRequested && a.onCancel != nil {
 		a.onCancel()
 	}
 	return nil
+}
+
+// timeoutFailure is the error of a try that ran out of time: a
+// *temporal.TimeoutError, retried as in Temporal, or when the options make
+// a timeout fatal (TimeoutFatal), a non-retryable failure of the timeout
+// type, which ends the step.
+func timeoutFailure(opts workflow.ActivityOptions, msg string, tt temporal.TimeoutType, details []byte) error {
+	if opts.TimeoutFatal {
+		return temporal.NewNonRetryableApplicationError(msg, sdkhook.FailureTimeout, nil)
+	}
+	return sdkhook.NewTimeoutError(msg, tt, details)
 }
 
 // recorded returns the details this try recorded, or the earlier try's.
@@ -292,8 +401,9 @@ func (a *activityEnv) recorded() []byte {
 
 // callActivity runs one try of an activity function under its
 // StartToCloseTimeout, turning a panic into an error.
-func (w *Worker) callActivity(ctx context.Context, fn any, input []byte, env *activityEnv, opts workflow.ActivityOptions, scheduleDeadline time.Time) (result []byte, err error) {
+func (w *queueWorker) callActivity(ctx context.Context, fn any, input []byte, env *activityEnv, opts workflow.ActivityOptions, scheduleDeadline time.Time) (result []byte, err error) {
 	info := &env.info
+	name := info.ActivityType.Name
 	if opts.StartToCloseTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, opts.StartToCloseTimeout)
@@ -308,15 +418,16 @@ func (w *Worker) callActivity(ctx context.Context, fn any, input []byte, env *ac
 		defer cancel()
 	}
 	info.Deadline, _ = ctx.Deadline()
+	var cancelTry context.CancelCauseFunc
+	ctx, cancelTry = context.WithCancelCause(ctx)
+	defer cancelTry(nil)
+	env.cancelTry = cancelTry
 	if opts.HeartbeatTimeout > 0 {
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
-		go w.heartbeatWatchdog(ctx, cancel, env.beats, opts.HeartbeatTimeout)
+		go w.heartbeatWatchdog(ctx, cancelTry, env.beats, opts.HeartbeatTimeout)
 		defer func() {
 			if err != nil && errors.Is(context.Cause(ctx), errHeartbeatTimeout) {
-				err = workflow.NewApplicationError(fmt.Sprintf("activity %s: heartbeat timeout: no heartbeat within %v: %v", info.ActivityType, opts.HeartbeatTimeout, err),
-					sdkhook.FailureTimeout, opts.TimeoutFatal)
+				err = timeoutFailure(opts, fmt.Sprintf("activity %s: no heartbeat within %v: %v", name, opts.HeartbeatTimeout, err),
+					temporal.TimeoutTypeHeartbeat, env.recorded())
 			}
 		}()
 	}
@@ -324,27 +435,33 @@ func (w *Worker) callActivity(ctx context.Context, fn any, input []byte, env *ac
 	ctx = context.WithValue(ctx, sdkhook.ActivityEnvKey{}, env)
 	defer func() {
 		if p := recover(); p != nil {
-			result, err = nil, fmt.Errorf("activity %s panicked: %v", info.ActivityType, p)
+			result, err = nil, sdkhook.NewPanicError(fmt.Sprintf("activity %s panicked: %v", name, p), string(debug.Stack()))
 		}
 	}()
 	v := reflect.ValueOf(fn)
 	t := v.Type()
-	if t.Kind() != reflect.Func || t.NumOut() == 0 || t.NumOut() > 2 || !t.Out(t.NumOut()-1).Implements(reflect.TypeFor[error]()) {
-		return nil, workflow.NewApplicationError(fmt.Sprintf("activity %s has the shape %s; it must return error or (T, error)", info.ActivityType, t), "BadActivity", true)
+	if t.Kind() != reflect.Func || checkActivity(t) != nil {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("activity %s has the shape %s; it must return error or (T, error)", name, t), "BadActivity", nil)
 	}
 	var args []reflect.Value
 	first := 0
-	if t.NumIn() > 0 && t.In(0) == reflect.TypeFor[context.Context]() {
+	if t.NumIn() > 0 && t.In(0) == contextType {
 		args, first = append(args, reflect.ValueOf(ctx)), 1
 	}
-	ptrs := make([]any, 0, t.NumIn()-first)
-	for i := first; i < t.NumIn(); i++ {
-		p := reflect.New(t.In(i))
-		ptrs = append(ptrs, p.Interface())
-		args = append(args, p.Elem())
-	}
-	if err := converter.Decode(input, ptrs...); err != nil {
-		return nil, workflow.NewApplicationError(fmt.Sprintf("activity %s input: %v", info.ActivityType, err), "BadInput", true)
+	if t.NumIn() == first+1 && t.In(first) == encodedValuesType {
+		// A dynamic activity (or any taking converter.EncodedValues)
+		// decodes its arguments itself.
+		args = append(args, reflect.ValueOf(converter.NewEncodedValues(input)))
+	} else {
+		ptrs := make([]any, 0, t.NumIn()-first)
+		for i := first; i < t.NumIn(); i++ {
+			p := reflect.New(t.In(i))
+			ptrs = append(ptrs, p.Interface())
+			args = append(args, p.Elem())
+		}
+		if err := converter.Decode(input, ptrs...); err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("activity %s input: %v", name, err), "BadInput", nil)
+		}
 	}
 	out := v.Call(args)
 	if e := out[len(out)-1]; !e.IsNil() {
@@ -354,8 +471,8 @@ func (w *Worker) callActivity(ctx context.Context, fn any, input []byte, env *ac
 			// unless the options make a timeout fatal; the
 			// schedule-to-close deadline, when it is the one that passed,
 			// ends the activity in execute.
-			err = workflow.NewApplicationError(fmt.Sprintf("activity %s: start-to-close timeout after %v: %v", info.ActivityType, opts.StartToCloseTimeout, err),
-				sdkhook.FailureTimeout, opts.TimeoutFatal)
+			err = timeoutFailure(opts, fmt.Sprintf("activity %s: start-to-close timeout after %v: %v", name, opts.StartToCloseTimeout, err),
+				temporal.TimeoutTypeStartToClose, env.recorded())
 		}
 		return nil, err
 	}
@@ -370,7 +487,7 @@ var errHeartbeatTimeout = errors.New("heartbeat timeout")
 
 // heartbeatWatchdog cancels a try whose activity lets HeartbeatTimeout pass
 // without a heartbeat; each beat starts the wait anew.
-func (w *Worker) heartbeatWatchdog(ctx context.Context, cancel context.CancelCauseFunc, beats <-chan struct{}, timeout time.Duration) {
+func (w *queueWorker) heartbeatWatchdog(ctx context.Context, cancel context.CancelCauseFunc, beats <-chan struct{}, timeout time.Duration) {
 	for {
 		t := w.opts.Clock.NewTimer(timeout)
 		select {
@@ -392,6 +509,10 @@ type taskInput struct {
 	Args       []byte                   `json:"args"`
 	Options    workflow.ActivityOptions `json:"options"`
 	IssuedAtMS int64                    `json:"issuedAtMS"`
+	// The workflow that called the activity, for activity.GetInfo.
+	WorkflowID   string `json:"workflowID,omitempty"`
+	RunID        string `json:"runID,omitempty"`
+	WorkflowType string `json:"workflowType,omitempty"`
 }
 
 // runActivityTask executes an activity that another queue's workflow sent
@@ -401,7 +522,7 @@ type taskInput struct {
 // actCtx is the activity's context; cancelAct cancels it, which the job's
 // heartbeats (and the activity's own) do when the workflow asked to cancel
 // the activity.
-func (w *Worker) runActivityTask(ctx, actCtx context.Context, cancelAct context.CancelFunc, j engine.ClaimedJob, l *lease, name string) error {
+func (w *queueWorker) runActivityTask(ctx, actCtx context.Context, cancelAct context.CancelFunc, j engine.ClaimedJob, l *lease, name string) error {
 	ref := l.ref
 	page, err := w.e.History(ctx, j.Job, 0, 1)
 	if err != nil || len(page.Events) == 0 {
@@ -413,8 +534,19 @@ func (w *Worker) runActivityTask(ctx, actCtx context.Context, cancelAct context.
 		return ferr
 	}
 	c := &replay.Command{Step: "1", Kind: replay.KindActivity, Name: name, Input: in.Args, Options: in.Options, IssuedAtMS: in.IssuedAtMS}
-	r := &run{w: w, ctx: ctx, job: j, ref: ref, lease: l, taskCancel: cancelAct}
+	if w.activityFn(name) == nil {
+		// Another worker of this queue may have the code (this one claims
+		// every type, for a dynamic workflow): give the task back after a
+		// pause, as a workflow of an unknown type is.
+		_, err := w.e.Requeue(ctx, engine.Requeue{LeaseRef: ref, DelayMS: 1000, Reason: "unregistered_type"})
+		return errors.Join(fmt.Errorf("worker: activity type %q is not registered on queue %q", name, w.queue), err)
+	}
+	r := &run{w: w, ctx: ctx, job: j, ref: ref, lease: l, taskCancel: cancelAct,
+		caller: callerInfo{workflowID: in.WorkflowID, runID: in.RunID, workflowType: in.WorkflowType}}
 	o := r.execute(actCtx, c, int(j.Attempt), nil)
+	if errors.Is(o.err, activity.ErrResultPending) {
+		return w.parkForCompletion(ctx, j, ref)
+	}
 	if o.retryAt > 0 && actCtx.Err() == nil {
 		// The next try waits longer than the worker sleeps: the job goes
 		// back to its queue until then (Retrying) and the next claim runs
@@ -426,7 +558,7 @@ func (w *Worker) runActivityTask(ctx, actCtx context.Context, cancelAct context.
 	if o.err != nil && actCtx.Err() != nil && ctx.Err() == nil {
 		// The workflow asked to cancel the activity, and it returned an
 		// error: its acknowledgement of the cancellation.
-		o.err = workflow.NewApplicationError(fmt.Sprintf("activity %s canceled: %v", name, o.err), sdkhook.FailureCanceled, true)
+		o.err = canceledActivity(name, o.err)
 	}
 	if o.err != nil {
 		_, err = w.e.Fail(ctx, engine.Fail{LeaseRef: ref, Error: sdkhook.EncodeFailure(o.err)})

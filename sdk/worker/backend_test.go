@@ -75,7 +75,7 @@ func remote(t testing.TB, e *engine.Engine) *httpapi.Client {
 // querier is the Querier a test's client asks: the worker itself, or, over
 // HTTP, the remote client, with the worker answering through the server's
 // query broker as a separate worker process would.
-func querier(t testing.TB, e *engine.Engine, queue string, w *worker.Worker) client.Querier {
+func querier(t testing.TB, e *engine.Engine, queue string, w worker.Worker) client.Querier {
 	t.Helper()
 	if !overHTTP() {
 		return w

@@ -53,7 +53,7 @@ func BenchResume(ctx workflow.Context, n int) (int, error) {
 	return v, nil
 }
 
-func benchEngine(b *testing.B) (*engine.Engine, *worker.Worker) {
+func benchEngine(b *testing.B) (*engine.Engine, worker.Worker) {
 	b.Helper()
 	old := worker.SetVerifyOwnEvents(false) // measure the worker as it ships
 	b.Cleanup(func() { worker.SetVerifyOwnEvents(old) })
@@ -69,10 +69,7 @@ func benchEngine(b *testing.B) (*engine.Engine, *worker.Worker) {
 		}
 	}
 	var errs atomic.Int64
-	w, err := worker.New(service(b, e), "bench", worker.Options{MaxConcurrentJobs: 256, OnError: func(engine.JobID, error) { errs.Add(1) }})
-	if err != nil {
-		b.Fatal(err)
-	}
+	w := worker.New(client.New(service(b, e)), "bench", worker.Options{MaxConcurrentJobs: 256, OnError: func(engine.JobID, error) { errs.Add(1) }})
 	w.RegisterWorkflow(BenchSeq3)
 	w.RegisterWorkflow(BenchResume)
 	w.RegisterActivity(BenchNoop)

@@ -5,8 +5,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/replay"
-	"github.com/heddlewf/heddle/internal/sdkhook"
-	"github.com/heddlewf/heddle/sdk/workflow"
+	"github.com/heddlewf/heddle/sdk/temporal"
 )
 
 // cancels acts on the commands whose context the workflow code cancelled,
@@ -46,7 +45,7 @@ func (r *run) cancels(cmds []*replay.Command) (bool, error) {
 		default:
 			// Never started: it fails as cancelled without running.
 			c.CancelHandled = true
-			err := workflow.NewApplicationError(fmt.Sprintf("%s %s canceled before it started", c.Kind, c.Name), sdkhook.FailureCanceled, true)
+			err := temporal.NewCanceledErrorWithOptions(temporal.CanceledErrorOptions{Message: fmt.Sprintf("%s %s canceled before it started", c.Kind, c.Name)})
 			if err := r.commitFailure(c, err); err != nil {
 				return false, err
 			}

@@ -52,9 +52,9 @@ func Parent(ctx workflow.Context) (string, error) {
 	}
 	var app *workflow.ApplicationError
 	if !errors.As(err, &app) {
-		return "", fmt.Errorf("failing child's cause is %T", cwe.Cause)
+		return "", fmt.Errorf("failing child's cause is %T", errors.Unwrap(cwe))
 	}
-	return fmt.Sprintf("%d %d %s", x, y, app.Message), nil
+	return fmt.Sprintf("%d %d %s", x, y, app.Message()), nil
 }
 
 func TestChildWorkflowsRemoteActivitiesAndContinueAsNew(t *testing.T) {

@@ -75,7 +75,7 @@ func TestClockProbeAndScheduleToCloseOnAManualClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeOK(t, e) })
-	startWorkerOn(t, e, "seam", worker.Options{Clock: clk}, func(w *worker.Worker) {
+	startWorkerOn(t, e, "seam", worker.Options{Clock: clk}, func(w worker.Worker) {
 		w.RegisterWorkflow(TwoAtOnce)
 		w.RegisterActivity(Deadline)
 	})

@@ -72,7 +72,7 @@ type Critic func(ctx context.Context, in CriticInput) (Verdict, error)
 
 // RegisterCritic registers a critic under name, for
 // ActivityOptions.Critic. Register before Start.
-func (w *Worker) RegisterCritic(name string, c Critic) {
+func (w *queueWorker) RegisterCritic(name string, c Critic) {
 	if name == "" || c == nil {
 		panic("worker: RegisterCritic needs a name and a critic")
 	}
@@ -84,7 +84,7 @@ func (w *Worker) RegisterCritic(name string, c Critic) {
 	w.critics[name] = c
 }
 
-func (w *Worker) critic(name string) Critic {
+func (w *queueWorker) critic(name string) Critic {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.critics[name]
@@ -101,7 +101,7 @@ type next struct {
 // judge decides where try attempt of a step leads, from what it returned:
 // by its critic when the options name one, else by the error's kind and
 // the retry policy.
-func (w *Worker) judge(ctx context.Context, opts workflow.ActivityOptions, in CriticInput, policy *workflow.RetryPolicy) next {
+func (w *queueWorker) judge(ctx context.Context, opts workflow.ActivityOptions, in CriticInput, policy *workflow.RetryPolicy) next {
 	if opts.Critic == "" {
 		return byError(in.Err, in.Resource, in.Attempt, policy)
 	}

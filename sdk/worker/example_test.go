@@ -55,13 +55,10 @@ func ExampleNew() {
 			log.Print(err)
 		}
 	}()
-	w, err := worker.New(e, "jobs", worker.Options{
+	w := worker.New(client.New(e), "jobs", worker.Options{
 		MaxConcurrentJobs: 16,               // runs driven at once (default 64)
 		LeaseTTL:          10 * time.Second, // a crashed worker's runs move on after this (default 30 s)
 	})
-	if err != nil {
-		log.Fatal(err)
-	}
 	w.RegisterWorkflow(Retrying)
 	w.RegisterActivity(Flaky)
 	if err := w.Start(); err != nil {
@@ -69,7 +66,7 @@ func ExampleNew() {
 	}
 	// Stop drains: runs in hand reach their next commit point first.
 	defer func() {
-		if err := w.Stop(ctx); err != nil {
+		if err := w.Shutdown(ctx); err != nil {
 			log.Print(err)
 		}
 	}()
@@ -117,10 +114,7 @@ func ExampleWorkflowReplayer() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	w, err := worker.New(e, "shouts", worker.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
+	w := worker.New(client.New(e), "shouts", worker.Options{})
 	w.RegisterWorkflow(Shout)
 	w.RegisterActivity(Upper)
 	if err := w.Start(); err != nil {
@@ -142,7 +136,7 @@ func ExampleWorkflowReplayer() {
 	if err := worker.ExportHistoryJSON(&file, history); err != nil {
 		log.Fatal(err)
 	}
-	if err := errors.Join(w.Stop(ctx), e.Close()); err != nil {
+	if err := errors.Join(w.Shutdown(ctx), e.Close()); err != nil {
 		log.Fatal(err)
 	}
 

@@ -3,11 +3,13 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -16,8 +18,12 @@ import (
 // up from the progress its first try recorded with RecordHeartbeat.
 func Resumable(ctx context.Context) (string, error) {
 	start := 0
-	if d := activity.GetHeartbeatDetails(ctx); d != nil {
-		start = int(d[0])
+	if activity.HasHeartbeatDetails(ctx) {
+		if err := activity.GetHeartbeatDetails(ctx, &start); err != nil {
+			return "", err
+		}
+	} else if err := activity.GetHeartbeatDetails(ctx, &start); !errors.Is(err, temporal.ErrNoData) {
+		return "", fmt.Errorf("GetHeartbeatDetails without details: %v, want ErrNoData", err)
 	}
 	done := ""
 	for i := start; i < 5; i++ {
@@ -25,9 +31,7 @@ func Resumable(ctx context.Context) (string, error) {
 			return "", errors.New("interrupted at item 3")
 		}
 		done += string(rune('0' + i))
-		if err := activity.RecordHeartbeat(ctx, []byte{byte(i + 1)}); err != nil {
-			return "", err
-		}
+		activity.RecordHeartbeat(ctx, i+1)
 	}
 	return done, nil
 }

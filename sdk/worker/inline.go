@@ -10,7 +10,7 @@ import (
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
-	"github.com/heddlewf/heddle/sdk/workflow"
+	"github.com/heddlewf/heddle/sdk/temporal"
 )
 
 // inflight is an inline activity running on a goroutine of its own.
@@ -71,10 +71,10 @@ func (r *run) startInline(cmds []*replay.Command) (bool, error) {
 		if at, _ := retryAt(recs, r.pending, c.Step); at > now.UnixMilli() {
 			continue // waits for its retry timer
 		}
-		opts, _ := c.Options.(workflow.ActivityOptions)
+		opts, _, _ := activityOptions(c)
 		failed := failedAttempts(recs)
 		if s2s := opts.ScheduleToStartTimeout; s2s > 0 && failed == 0 && !now.Before(time.UnixMilli(c.IssuedAtMS).Add(s2s)) {
-			err := workflow.NewApplicationError(fmt.Sprintf("activity %s: schedule-to-start timeout of %v", c.Name, s2s), sdkhook.FailureTimeout, true)
+			err := sdkhook.NewTimeoutError(fmt.Sprintf("activity %s: schedule-to-start timeout of %v", c.Name, s2s), temporal.TimeoutTypeScheduleToStart, nil)
 			return true, r.commitFailure(c, err)
 		}
 		if r.explicit(c) {
@@ -198,7 +198,7 @@ drain:
 		case o.fault != nil:
 			return o.fault
 		case o.parked:
-			opts, _ := o.c.Options.(workflow.ActivityOptions)
+			opts, _, _ := activityOptions(o.c)
 			r.parked[o.c.Step] = parked{seq: o.parkSeq, deps: stepDeps(opts)}
 			seen = max(seen, o.parkSeq)
 		case o.question != nil:
@@ -231,7 +231,7 @@ func (r *run) askUser(o outcome) error {
 	if err := r.flush(); err != nil {
 		return err
 	}
-	opts, _ := o.c.Options.(workflow.ActivityOptions)
+	opts, _, _ := activityOptions(o.c)
 	res, err := r.w.e.EndStepAttempt(r.ctx, engine.EndStepAttempt{LeaseRef: r.ref, Step: o.c.Step, Name: o.c.Name,
 		StepAttempt: o.stepAttempt, Outcome: engine.OutcomeNeedsUser, Payload: o.question,
 		AnswerTimeoutMS: opts.NeedsUserTimeout.Milliseconds()})
@@ -248,7 +248,7 @@ func (r *run) askUser(o outcome) error {
 // it fails as cancelled.
 func (r *run) take(o outcome) outcome {
 	if a := r.acts[o.c.Step]; a != nil && a.cancelled && o.err != nil {
-		o.err = workflow.NewApplicationError(fmt.Sprintf("activity %s canceled: %v", o.c.Name, o.err), sdkhook.FailureCanceled, true)
+		o.err = canceledActivity(o.c.Name, o.err)
 		o.records, o.retryAt, o.question, o.parked = nil, 0, nil, false
 	}
 	delete(r.acts, o.c.Step)

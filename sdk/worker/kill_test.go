@@ -121,11 +121,8 @@ func KillSeq3(ctx workflow.Context) ([]string, error) {
 	return keys, nil
 }
 
-func newKillWorker(t testing.TB, e *engine.Engine, onError func(engine.JobID, error)) (*worker.Worker, error) {
-	w, err := worker.New(service(t, e), killQueue, worker.Options{LeaseTTL: time.Second, OnError: onError})
-	if err != nil {
-		return nil, err
-	}
+func newKillWorker(t testing.TB, e *engine.Engine, onError func(engine.JobID, error)) (worker.Worker, error) {
+	w := worker.New(client.New(service(t, e)), killQueue, worker.Options{LeaseTTL: time.Second, OnError: onError})
 	w.RegisterWorkflow(KillSeq3)
 	w.RegisterActivity(KillStep)
 	return w, w.Start()
@@ -167,10 +164,7 @@ func runKillScenario(t *testing.T, mode string, inFlight int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := client.New(service(t, e))
-	run, err := c.GetWorkflow(ctx, killWorkflowID, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := c.GetWorkflow(ctx, killWorkflowID, "")
 	var keys []string
 	if err := run.Get(ctx, &keys); err != nil {
 		t.Fatalf("the workflow did not finish after the kill: %v", err)
@@ -196,7 +190,7 @@ func runKillScenario(t *testing.T, mode string, inFlight int) {
 		}
 	}
 	stopped = true
-	if err := w.Stop(context.Background()); err != nil {
+	if err := w.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var errs []error

@@ -53,11 +53,8 @@ func TestLeaseLapseStopsTheTurn(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_000_000, 0))
 	var mu sync.Mutex
 	var errs []error
-	w, err := worker.New(unreachableBeats{e}, "lapse", worker.Options{Clock: clk, LeaseTTL: 10 * time.Second,
+	w := worker.New(client.New(unreachableBeats{e}), "lapse", worker.Options{Clock: clk, LeaseTTL: 10 * time.Second,
 		OnError: func(_ engine.JobID, err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	w.RegisterWorkflow(LapseWorkflow)
 	w.RegisterActivity(HoldUntilCancelled)
 	if err := w.Start(); err != nil {
@@ -67,7 +64,7 @@ func TestLeaseLapseStopsTheTurn(t *testing.T) {
 		// Bounded: if the lease never lapsed, the activity never ends.
 		sctx, stop := context.WithTimeout(context.Background(), 2*time.Second)
 		defer stop()
-		if err := w.Stop(sctx); err != nil {
+		if err := w.Shutdown(sctx); err != nil {
 			t.Errorf("stopping the worker: %v", err)
 		}
 	}()

@@ -24,7 +24,7 @@ type lease struct {
 
 // newLease starts trusting a lease just claimed: the claim counts as a
 // renewal sent now (just after it returned).
-func (w *Worker) newLease(ref engine.LeaseRef) *lease {
+func (w *queueWorker) newLease(ref engine.LeaseRef) *lease {
 	ttl := w.opts.LeaseTTL
 	l := &lease{ref: ref, ttl: ttl, trust: ttl - min(ttl/10, time.Second)}
 	l.validUntil = w.opts.Clock.Now().Add(l.trust)
@@ -76,7 +76,7 @@ type beat struct {
 // worker's, and this one must not start activities on a lease it lost.
 // Fencing would refuse its writes anyway; stopping early saves running a
 // step twice.
-func (w *Worker) heartbeat(ctx context.Context, cancel, onCancelRequested context.CancelFunc, l *lease, done chan struct{}) {
+func (w *queueWorker) heartbeat(ctx context.Context, cancel, onCancelRequested context.CancelFunc, l *lease, done chan struct{}) {
 	defer close(done)
 	every := w.opts.LeaseTTL / 3
 	clk := w.opts.Clock

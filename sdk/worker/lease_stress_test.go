@@ -56,7 +56,7 @@ func TestShortLeasesOnABusyMachine(t *testing.T) {
 	}
 	e := openDurable(t)
 	stressRuns.reset()
-	startWorkerOn(t, slowBeats{service(t, e)}, "stress", worker.Options{LeaseTTL: stressLease, MaxConcurrentJobs: 64}, func(w *worker.Worker) {
+	startWorkerOn(t, slowBeats{service(t, e)}, "stress", worker.Options{LeaseTTL: stressLease, MaxConcurrentJobs: 64}, func(w worker.Worker) {
 		w.RegisterWorkflow(SlowWorkflow)
 		w.RegisterActivity(SlowStep)
 	})

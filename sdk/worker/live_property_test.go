@@ -255,7 +255,7 @@ func TestLiveProperty(t *testing.T) {
 
 	// Workers come and go: each is killed (stopped at once, its jobs left
 	// to their leases) at a random moment and replaced.
-	register := func(w *worker.Worker) {
+	register := func(w worker.Worker) {
 		w.RegisterWorkflow(LiveProgram)
 		w.RegisterWorkflow(CleanupChild)
 		for _, a := range []any{TwiceOf, FlakyTwiceOf, Hang, Cleanup} {
@@ -263,11 +263,8 @@ func TestLiveProperty(t *testing.T) {
 		}
 	}
 	var kills []time.Time
-	newWorker := func() *worker.Worker {
-		w, err := worker.New(service(t, e), "prop", worker.Options{LeaseTTL: 400 * time.Millisecond, CacheSize: []int{0, -1}[r.IntN(2)]})
-		if err != nil {
-			t.Fatal(err)
-		}
+	newWorker := func() worker.Worker {
+		w := worker.New(client.New(service(t, e)), "prop", worker.Options{LeaseTTL: 400 * time.Millisecond, CacheSize: []int{0, -1}[r.IntN(2)]})
 		register(w)
 		if err := w.Start(); err != nil {
 			t.Fatal(err)
@@ -321,7 +318,7 @@ func TestLiveProperty(t *testing.T) {
 			dead, stop := context.WithCancel(context.Background())
 			stop()
 			kills = append(kills, time.Now())
-			_ = w.Stop(dead) // abandons the jobs in hand to their leases: its error says so
+			_ = w.Shutdown(dead) // abandons the jobs in hand to their leases: its error says so
 			w = newWorker()
 			continue
 		}

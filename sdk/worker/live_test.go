@@ -18,6 +18,7 @@ import (
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -76,9 +77,7 @@ func Heartbeater(ctx context.Context, key string) error {
 	p := probeOf(key)
 	p.started <- struct{}{}
 	for {
-		if err := activity.RecordHeartbeat(ctx, nil); err != nil {
-			return err
-		}
+		activity.RecordHeartbeat(ctx)
 		select {
 		case <-ctx.Done():
 			p.cancelled <- struct{}{}
@@ -112,7 +111,7 @@ func TestTimerFiresWhileActivityRuns(t *testing.T) { forEachCache(t, testTimerFi
 func testTimerFiresWhileActivityRuns(t *testing.T, cache int) {
 	key := newProbe(t)
 	e := open(t)
-	startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w *worker.Worker) {
+	startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w worker.Worker) {
 		w.RegisterWorkflow(RaceTimer)
 		w.RegisterActivity(Blocker)
 	})
@@ -170,7 +169,7 @@ func TestShortSleepAfterActivityFires(t *testing.T) {
 func testShortSleepAfterActivityFires(t *testing.T, cache int) {
 	key := newProbe(t)
 	e := open(t)
-	startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w *worker.Worker) {
+	startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w worker.Worker) {
 		w.RegisterWorkflow(CancelSoon)
 		w.RegisterActivity(Blocker)
 	})
@@ -206,7 +205,7 @@ func WaitCancel(ctx workflow.Context, key string) (string, error) {
 	if !errors.As(err, &ae) || !errors.Is(err, workflow.ErrCanceled) {
 		return "", fmt.Errorf("the cancelled activity's future gave %v, want its cancellation", err)
 	}
-	return ae.Type, nil
+	return failureType(err), nil
 }
 
 func TestWaitForCancellation(t *testing.T) { forEachCache(t, testWaitForCancellation) }
@@ -214,7 +213,7 @@ func TestWaitForCancellation(t *testing.T) { forEachCache(t, testWaitForCancella
 func testWaitForCancellation(t *testing.T, cache int) {
 	key := newProbe(t)
 	e := open(t)
-	startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w *worker.Worker) {
+	startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w worker.Worker) {
 		w.RegisterWorkflow(WaitCancel)
 		w.RegisterActivity(Blocker)
 	})
@@ -266,7 +265,7 @@ func TestPickFirstCancelsTheLoser(t *testing.T) { forEachCache(t, testPickFirstC
 func testPickFirstCancelsTheLoser(t *testing.T, cache int) {
 	key := newProbe(t)
 	e := open(t)
-	startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w *worker.Worker) {
+	startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w worker.Worker) {
 		w.RegisterWorkflow(PickFirst)
 		w.RegisterActivity(Blocker)
 		w.RegisterActivity(Quick)
@@ -308,10 +307,10 @@ func TestCancelReachesRemoteActivityByHeartbeat(t *testing.T) {
 func testCancelReachesRemoteActivityByHeartbeat(t *testing.T, cache int) {
 	key := newProbe(t)
 	e := open(t)
-	startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w *worker.Worker) {
+	startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w worker.Worker) {
 		w.RegisterWorkflow(RemoteHeartbeater)
 	})
-	startWorker(t, e, "live-remote", worker.Options{CacheSize: cache, LeaseTTL: 3 * time.Minute}, func(w *worker.Worker) {
+	startWorker(t, e, "live-remote", worker.Options{CacheSize: cache, LeaseTTL: 3 * time.Minute}, func(w worker.Worker) {
 		w.RegisterActivity(Heartbeater)
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -369,14 +368,19 @@ func ChildOfID(ctx workflow.Context, id string, twins bool) (string, error) {
 	return "started", nil
 }
 
-// failureType names the failure an error carries.
+// failureType names the failure an error carries: the temporal error type,
+// or an application error's own type.
 func failureType(err error) string {
-	var ae *workflow.ApplicationError
+	var app *temporal.ApplicationError
 	switch {
-	case errors.As(err, &ae):
-		return ae.Type
-	case errors.Is(err, workflow.ErrCanceled):
+	case temporal.IsCanceledError(err):
 		return "CanceledError"
+	case errors.As(err, new(*temporal.ChildWorkflowExecutionAlreadyStartedError)):
+		return "ChildWorkflowExecutionAlreadyStartedError"
+	case temporal.IsTimeoutError(err):
+		return "TimeoutError"
+	case errors.As(err, &app):
+		return app.Type()
 	}
 	return err.Error()
 }
@@ -389,7 +393,7 @@ func TestChildWorkflowIDInUse(t *testing.T) { forEachCache(t, testChildWorkflowI
 func testChildWorkflowIDInUse(t *testing.T, cache int) {
 	key := newProbe(t)
 	e := open(t)
-	startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w *worker.Worker) {
+	startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w worker.Worker) {
 		w.RegisterWorkflow(ChildOfID)
 		w.RegisterWorkflow(WaitForSignal)
 	})
@@ -493,7 +497,7 @@ func TestChildCancellation(t *testing.T) {
 func testChildCancellation(t *testing.T, cache int, mode string) {
 	key := newProbe(t)
 	e := open(t)
-	startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w *worker.Worker) {
+	startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w worker.Worker) {
 		w.RegisterWorkflow(CancelChild)
 		w.RegisterWorkflow(CleanupChild)
 		w.RegisterActivity(Cleanup)
@@ -521,10 +525,7 @@ func testChildCancellation(t *testing.T, cache int, mode string) {
 		t.Fatal(err)
 	}
 	await(t, ctx, probeOf(key).cancelled, "the child's clean-up")
-	childRun, err := c.GetWorkflow(ctx, key+"-child", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	childRun := c.GetWorkflow(ctx, key+"-child", "")
 	if err := childRun.Get(ctx, nil); !errors.Is(err, workflow.ErrCanceled) {
 		t.Fatalf("the child ended with %v, want cancelled by its own code", err)
 	}
@@ -547,7 +548,7 @@ func testChildCancellation(t *testing.T, cache int, mode string) {
 }
 
 // waitStatus waits until the run of workflow id has status want.
-func waitStatus(t *testing.T, ctx context.Context, c *client.Client, id string, want engine.Status) {
+func waitStatus(t *testing.T, ctx context.Context, c client.Client, id string, want engine.Status) {
 	t.Helper()
 	for {
 		j, err := c.DescribeWorkflow(ctx, id, "")
@@ -590,7 +591,7 @@ func TestTimerCanceledIsRecorded(t *testing.T) { forEachCache(t, testTimerCancel
 func testTimerCanceledIsRecorded(t *testing.T, cache int) {
 	key := newProbe(t)
 	e := open(t)
-	startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w *worker.Worker) { w.RegisterWorkflow(CancelTimer) })
+	startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w worker.Worker) { w.RegisterWorkflow(CancelTimer) })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c := client.New(service(t, e))
@@ -687,11 +688,11 @@ func UnservedActivity(ctx workflow.Context, startTimeout bool) (string, error) {
 		opts.ScheduleToCloseTimeout = 300 * time.Millisecond
 	}
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), "Nobody").Get(ctx, nil)
-	var ae *workflow.ActivityError
-	if !errors.As(err, &ae) {
+	var te *temporal.TimeoutError
+	if !errors.As(err, &te) {
 		return "", fmt.Errorf("the unserved activity gave %v", err)
 	}
-	return ae.Type + ": " + ae.Message, nil
+	return fmt.Sprintf("TimeoutError(%s): %s", te.TimeoutType(), te.Message()), nil
 }
 
 // The engine enforces an activity's schedule-to-close and schedule-to-start
@@ -702,7 +703,7 @@ func TestUnservedActivityTimesOut(t *testing.T) {
 			t.Run(fmt.Sprintf("schedule-to-start=%v", start), func(t *testing.T) {
 				key := newProbe(t)
 				e := open(t)
-				startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w *worker.Worker) { w.RegisterWorkflow(UnservedActivity) })
+				startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w worker.Worker) { w.RegisterWorkflow(UnservedActivity) })
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
 				c := client.New(service(t, e))
@@ -714,11 +715,11 @@ func TestUnservedActivityTimesOut(t *testing.T) {
 				if err := run.Get(ctx, &got); err != nil {
 					t.Fatal(err)
 				}
-				want := "schedule-to-close"
+				want, typ := "schedule-to-close", "ScheduleToClose"
 				if start {
-					want = "schedule-to-start"
+					want, typ = "schedule-to-start", "ScheduleToStart"
 				}
-				if !strings.HasPrefix(got, "TimeoutError: ") || !strings.Contains(got, "its "+want+" timeout passed") {
+				if !strings.HasPrefix(got, "TimeoutError("+typ+"): ") || !strings.Contains(got, "its "+want+" timeout passed") {
 					t.Fatalf("the activity ended with %q, want a %s TimeoutError", got, want)
 				}
 				verify(t, e)
@@ -743,7 +744,7 @@ func TestWorkflowTimeoutsEnforcedByTheEngine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			key := newProbe(t)
 			e := open(t)
-			startWorker(t, e, "live", worker.Options{}, func(w *worker.Worker) { w.RegisterWorkflow(WaitForSignal) })
+			startWorker(t, e, "live", worker.Options{}, func(w worker.Worker) { w.RegisterWorkflow(WaitForSignal) })
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			c := client.New(service(t, e))
@@ -799,8 +800,8 @@ func RemoteRetries(ctx workflow.Context, key string) (int, error) {
 func TestRemoteActivityDurableRetries(t *testing.T) {
 	key := newProbe(t)
 	e := open(t)
-	startWorker(t, e, "live", worker.Options{}, func(w *worker.Worker) { w.RegisterWorkflow(RemoteRetries) })
-	startWorker(t, e, "live-remote", worker.Options{RetryInlineThreshold: time.Millisecond}, func(w *worker.Worker) { w.RegisterActivity(RemoteFlaky) })
+	startWorker(t, e, "live", worker.Options{}, func(w worker.Worker) { w.RegisterWorkflow(RemoteRetries) })
+	startWorker(t, e, "live-remote", worker.Options{RetryInlineThreshold: time.Millisecond}, func(w worker.Worker) { w.RegisterActivity(RemoteFlaky) })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	run, err := client.New(service(t, e)).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: key, TaskQueue: "live"}, RemoteRetries, key)
@@ -836,7 +837,7 @@ func TestTerminatedParentClosesItsChildren(t *testing.T) {
 	forEachCache(t, func(t *testing.T, cache int) {
 		key := newProbe(t)
 		e := open(t)
-		startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w *worker.Worker) {
+		startWorker(t, e, "live", worker.Options{CacheSize: cache}, func(w worker.Worker) {
 			w.RegisterWorkflow(ThreeChildren)
 			w.RegisterWorkflow(CleanupChild)
 			w.RegisterActivity(Cleanup)
@@ -855,10 +856,7 @@ func TestTerminatedParentClosesItsChildren(t *testing.T) {
 		}
 		waitStatus(t, ctx, c, key+"-terminate", engine.StatusTerminated)
 		await(t, ctx, probeOf(key).cancelled, "the request-cancel child's clean-up")
-		run, err := c.GetWorkflow(ctx, key+"-cancel", "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		run := c.GetWorkflow(ctx, key+"-cancel", "")
 		if err := run.Get(ctx, nil); !errors.Is(err, workflow.ErrCanceled) {
 			t.Fatalf("the request-cancel child ended with %v, want cancelled by its own code", err)
 		}
@@ -868,10 +866,7 @@ func TestTerminatedParentClosesItsChildren(t *testing.T) {
 		if err := c.SignalWorkflow(ctx, key+"-abandon", "", "go", "x"); err != nil {
 			t.Fatal(err)
 		}
-		run, err = c.GetWorkflow(ctx, key+"-abandon", "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		run = c.GetWorkflow(ctx, key+"-abandon", "")
 		if err := run.Get(ctx, nil); err != nil {
 			t.Fatalf("the abandoned child ended with %v, want success", err)
 		}

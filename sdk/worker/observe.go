@@ -14,10 +14,9 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/replay"
-	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/internal/tracing"
 	"github.com/heddlewf/heddle/metrics"
-	"github.com/heddlewf/heddle/sdk/workflow"
+	"github.com/heddlewf/heddle/sdk/temporal"
 )
 
 // observer is what a worker reports to: its metrics, its tracer and its
@@ -147,6 +146,13 @@ func (o *observer) startActivity(ctx context.Context, info *activityInfo) (conte
 		if err != nil {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
+			// As Temporal, a benign failure is logged at Debug only.
+			level := slog.LevelWarn
+			if outcome == "benign" {
+				level = slog.LevelDebug
+			}
+			o.log.Log(ctx, level, "activity try failed", "queue", o.queue, "activity_type", info.name,
+				"workflow_id", info.workflowID, "step", info.step, "attempt", info.attempt, "outcome", outcome, "error", err)
 		}
 		span.SetAttributes(attribute.String("heddle.outcome", outcome))
 		span.End()
@@ -160,19 +166,30 @@ type activityInfo struct {
 	registered             bool
 }
 
-// activityOutcome names how a try ended, for the metrics.
+// activityOutcome names how a try ended, for the metrics: a failure the
+// activity marked benign (temporal.ApplicationErrorCategoryBenign) is
+// "benign", not "failed", so that it raises no alert.
 func activityOutcome(ctx context.Context, err error) string {
 	if err == nil {
 		return "completed"
 	}
-	var app *workflow.ApplicationError
-	if errors.As(err, &app) && app.Type == sdkhook.FailureTimeout {
+	if temporal.IsTimeoutError(err) {
 		return "timeout"
 	}
 	if ctx.Err() != nil {
 		return "canceled"
 	}
+	if isBenign(err) {
+		return "benign"
+	}
 	return "failed"
+}
+
+// isBenign reports an error whose first application error is of the benign
+// category.
+func isBenign(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Category() == temporal.ApplicationErrorCategoryBenign
 }
 
 // startRemote starts the span of creating a remote step's job

@@ -16,34 +16,43 @@ import (
 // workflow.SetQueryHandler. It executes nothing and writes nothing; the
 // cache is left alone, so a query never disturbs a run in progress. runID ""
 // means the workflow id's latest run.
-func (w *Worker) QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error) {
+func (w *queueWorker) QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error) {
 	t := engine.Target{WorkflowID: workflowID}
 	if id, err := strconv.ParseUint(runID, 10, 64); err == nil && id > 0 {
 		t = engine.Target{Job: engine.JobID(id)}
 	}
 	j, err := w.e.Describe(ctx, t)
 	if err != nil {
-		return converter.EncodedValue{}, err
+		return nil, err
 	}
 	fn := w.workflowFn(j.Type)
 	if fn == nil {
-		return converter.EncodedValue{}, fmt.Errorf("worker: workflow type %q is not registered on queue %q", j.Type, w.queue)
+		return nil, fmt.Errorf("%w: %q on queue %q", sdkhook.ErrTypeNotRegistered, j.Type, w.queue)
 	}
 	input, err := converter.Encode(args...)
 	if err != nil {
-		return converter.EncodedValue{}, err
+		return nil, err
 	}
-	info := sdkhook.WorkflowInfo{WorkflowID: j.WorkflowID, RunID: strconv.FormatUint(uint64(j.ID), 10), WorkflowType: j.Type, TaskQueue: j.Queue}
+	// The code sees the Info it saw when it ran, so that a branch on it
+	// replays the same.
+	info := sdkhook.WorkflowInfo{WorkflowID: j.WorkflowID, RunID: strconv.FormatUint(uint64(j.ID), 10), WorkflowType: j.Type,
+		TaskQueue: j.Queue, Attempt: j.RunAttempt}
+	if j.ParentID != 0 {
+		info.ParentRunID = strconv.FormatUint(uint64(j.ParentID), 10)
+		if p, err := w.e.Describe(ctx, engine.Target{Job: j.ParentID}); err == nil {
+			info.ParentWorkflowID = p.WorkflowID
+		}
+	}
 	x := replay.NewExecution(j.ID, sdkhook.NewEntry(fn, info))
 	x.DeadlockTimeout = w.opts.DeadlockTimeout
 	defer x.Close()
 	r := &run{w: w, ctx: ctx, job: engine.ClaimedJob{Job: j.ID}, x: x}
 	if err := r.catchUp(true); err != nil {
-		return converter.EncodedValue{}, err
+		return nil, err
 	}
 	out, err := sdkhook.Query(x, queryType, input)
 	if err != nil {
-		return converter.EncodedValue{}, err
+		return nil, err
 	}
 	return converter.NewEncodedValue(out), nil
 }

@@ -4,24 +4,26 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
 // isInline reports whether an activity command runs in this worker.
 func (r *run) isInline(c *replay.Command) bool {
-	opts, _ := c.Options.(workflow.ActivityOptions)
-	return c.Kind == replay.KindActivity && (opts.TaskQueue == "" || opts.TaskQueue == r.w.queue)
+	opts, _, local := activityOptions(c)
+	return c.Kind == replay.KindActivity && (local || opts.TaskQueue == "" || opts.TaskQueue == r.w.queue)
 }
 
 // isRemote reports whether a command is carried out by a job of its own: a
 // child workflow, or an activity of another task queue.
 func (r *run) isRemote(c *replay.Command) bool {
-	return c.Kind == replay.KindChild || (c.Kind == replay.KindActivity && !r.isInline(c))
+	return c.Kind == replay.KindChild || c.Kind == replay.KindTask || (c.Kind == replay.KindActivity && !r.isInline(c))
 }
 
 // remoteID is the workflow id of the job that carries out a remote command:
@@ -54,6 +56,14 @@ func (r *run) startRemote(cmds []*replay.Command) (bool, error) {
 				return false, err
 			}
 			progressed = progressed || done
+			if !done && c.WaitsForRecord {
+				// The code waits for the child's start (its execution):
+				// write the record now rather than with the next wait.
+				if err := r.flush(); err != nil {
+					return false, err
+				}
+				progressed = true
+			}
 			continue
 		}
 		eff, err := r.w.e.Effect(r.ctx, r.job.Job, c.Step)
@@ -63,10 +73,11 @@ func (r *run) startRemote(cmds []*replay.Command) (bool, error) {
 			}
 			continue
 		}
-		typ := map[[2]bool]engine.EventType{
-			{false, false}: replay.EventActivityCompleted, {false, true}: replay.EventActivityFailed,
-			{true, false}: replay.EventChildCompleted, {true, true}: replay.EventChildFailed,
-		}[[2]bool{c.Kind == replay.KindChild, eff.Failed}]
+		done, failed := endEvents(c.Kind)
+		typ := done
+		if eff.Failed {
+			typ = failed
+		}
 		if err := r.flush(); err != nil {
 			return false, err
 		}
@@ -88,6 +99,9 @@ func (r *run) startRemote(cmds []*replay.Command) (bool, error) {
 // fails at once with an "already started" error (done reports that this
 // was committed).
 func (r *run) createRemote(c *replay.Command) (done bool, err error) {
+	if c.Kind == replay.KindTask {
+		return r.createTask(c)
+	}
 	create := engine.CreateJob{
 		WorkflowID: r.remoteID(c), Input: c.Input, ParentID: r.job.Job, ParentStep: c.Step,
 	}
@@ -95,8 +109,9 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 	ev := engine.NewEvent{Step: c.Step, Name: c.Name}
 	switch c.Kind {
 	case replay.KindActivity:
-		opts, _ := c.Options.(workflow.ActivityOptions)
-		in, err := json.Marshal(taskInput{Args: c.Input, Options: opts, IssuedAtMS: c.IssuedAtMS})
+		opts, _, _ := activityOptions(c)
+		in, err := json.Marshal(taskInput{Args: c.Input, Options: opts, IssuedAtMS: c.IssuedAtMS,
+			WorkflowID: r.job.WorkflowID, RunID: strconv.FormatUint(uint64(r.job.Job), 10), WorkflowType: r.job.Type})
 		if err != nil {
 			return false, err
 		}
@@ -126,13 +141,20 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 		if opts.TaskQueue != "" {
 			create.Queue = opts.TaskQueue
 		}
+		create.CronSchedule = opts.CronSchedule
+		create.ExecutionTimeoutMS = opts.WorkflowExecutionTimeout.Milliseconds()
+		create.RunTimeoutMS = opts.WorkflowRunTimeout.Milliseconds()
+		create.Retry = engineRetryPolicy(opts.RetryPolicy)
 		ev.Type = replay.EventChildScheduled
 	}
 	ctx, span, traceParent := r.w.obs.startRemote(r.ctx, c.Kind == replay.KindChild, c.Name)
 	create.TraceParent = traceParent
-	_, err = r.w.e.Create(ctx, create)
+	res, err := r.w.e.Create(ctx, create)
 	span.End()
-	if err != nil {
+	var job engine.JobID
+	if err == nil {
+		job = res.Job
+	} else {
 		// A create done again after a crash carries the same request id
 		// but may differ from the first (its timeouts count from now, its
 		// trace parent is a new span), and the engine refuses it as a
@@ -145,10 +167,15 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		if !mine {
-			return true, r.commitFailure(c, workflow.NewApplicationError(
-				fmt.Sprintf("workflow id %q is already in use by an open run", create.WorkflowID), sdkhook.FailureAlreadyStarted, true))
+		if mine == 0 {
+			return true, r.commitFailure(c, temporal.NewChildWorkflowExecutionError(create.WorkflowID, "", c.Name, c.Step,
+				&temporal.ChildWorkflowExecutionAlreadyStartedError{}))
 		}
+		job = mine
+	}
+	if c.Kind == replay.KindChild {
+		// The child's run, for its parent's GetChildWorkflowExecution.
+		ev.Payload, _ = json.Marshal(sdkhook.ChildStarted{WorkflowID: create.WorkflowID, RunID: strconv.FormatUint(uint64(job), 10)})
 	}
 	c.Started = true
 	r.pending = append(r.pending, ev)
@@ -166,26 +193,40 @@ func engineParentClose(p workflow.ParentClosePolicy) engine.ParentClosePolicy {
 	return engine.ParentCloseTerminate
 }
 
-// ownsRun reports whether the open run of workflow id is the job this run
-// created for c (found again after a crash, its request record gone).
-func (r *run) ownsRun(id string, c *replay.Command) (bool, error) {
+// engineRetryPolicy is the engine's form of a workflow retry policy.
+func engineRetryPolicy(p *workflow.RetryPolicy) *engine.RetryPolicy {
+	if p == nil {
+		return nil
+	}
+	return &engine.RetryPolicy{InitialIntervalMS: p.InitialInterval.Milliseconds(), BackoffCoefficient: p.BackoffCoefficient,
+		MaximumIntervalMS: p.MaximumInterval.Milliseconds(), MaximumAttempts: p.MaximumAttempts,
+		NonRetryableErrorTypes: p.NonRetryableErrorTypes, Backoff: uint8(p.Backoff)}
+}
+
+// ownsRun returns the open run of workflow id when it is the job this run
+// created for c (found again after a crash, its request record gone), else
+// 0.
+func (r *run) ownsRun(id string, c *replay.Command) (engine.JobID, error) {
 	j, err := r.w.e.Describe(r.ctx, engine.Target{WorkflowID: id})
 	if errors.Is(err, engine.ErrUnknownJob) {
-		return false, nil
+		return 0, nil
 	}
 	if err != nil {
-		return false, err
+		return 0, err
 	}
-	return j.ParentID == r.job.Job && j.ParentStep == c.Step, nil
+	if j.ParentID == r.job.Job && j.ParentStep == c.Step {
+		return j.ID, nil
+	}
+	return 0, nil
 }
 
 // commitFailure ends a step with a failure the worker decided (a cancelled
 // command never started, a child whose id is taken, a timeout).
 func (r *run) commitFailure(c *replay.Command, ferr error) error {
-	typ := replay.EventActivityFailed
-	if c.Kind == replay.KindChild {
-		typ = replay.EventChildFailed
-	}
+	typ := map[replay.CommandKind]engine.EventType{
+		replay.KindActivity: replay.EventActivityFailed, replay.KindChild: replay.EventChildFailed,
+		replay.KindSignalExternal: replay.EventSignalExternalFailed, replay.KindCancelExternal: replay.EventCancelExternalFailed,
+	}[c.Kind]
 	cs := engine.CommitStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, Type: typ, Payload: sdkhook.EncodeFailure(ferr), Failed: true}
 	if c.Kind == replay.KindActivity && r.isInline(c) && r.explicit(c) {
 		// It fails where it waits (for a unit, a person, a retry), not

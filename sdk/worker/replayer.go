@@ -28,8 +28,9 @@ import (
 //
 // A WorkflowReplayer is safe for concurrent use.
 type WorkflowReplayer struct {
-	mu        sync.Mutex
-	workflows map[string]any
+	mu          sync.Mutex
+	workflows   map[string]any
+	dynWorkflow any
 }
 
 // NewWorkflowReplayer returns a replayer with no workflows registered.
@@ -51,10 +52,34 @@ func (r *WorkflowReplayer) RegisterWorkflowWithName(fn any, name string) {
 	r.workflows[name] = fn
 }
 
+// RegisterWorkflowWithOptions registers a workflow function under
+// options.Name ("" for its own name).
+func (r *WorkflowReplayer) RegisterWorkflowWithOptions(fn any, options workflow.RegisterOptions) {
+	name := options.Name
+	if name == "" {
+		name = workflow.ActivityName(fn)
+	}
+	r.RegisterWorkflowWithName(fn, name)
+}
+
+// RegisterDynamicWorkflow registers the workflow that replays the
+// histories of every type registered under no name of its own.
+func (r *WorkflowReplayer) RegisterDynamicWorkflow(fn any, _ workflow.DynamicRegisterOptions) {
+	if err := checkDynamic(fn, workflowCtxType); err != nil {
+		panic("worker: RegisterDynamicWorkflow: " + err.Error())
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dynWorkflow = fn
+}
+
 func (r *WorkflowReplayer) workflowFn(name string) any {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.workflows[name]
+	if fn := r.workflows[name]; fn != nil {
+		return fn
+	}
+	return r.dynWorkflow
 }
 
 // replayJobID is the job id a replayed execution runs under; the Info its

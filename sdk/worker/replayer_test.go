@@ -209,14 +209,11 @@ func recordOrder(t *testing.T, fn any) []engine.Event {
 	}
 	t.Cleanup(func() { closeOK(t, e) })
 	var errMu sync.Mutex
-	w, err := worker.New(service(t, e), "replay-orders", worker.Options{OnError: func(job engine.JobID, err error) {
+	w := worker.New(client.New(service(t, e)), "replay-orders", worker.Options{OnError: func(job engine.JobID, err error) {
 		errMu.Lock()
 		defer errMu.Unlock()
 		t.Errorf("worker error on job %d: %v", job, err)
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	w.RegisterWorkflowWithName(fn, replayOrderType)
 	w.RegisterActivity(ReplayReserve)
 	w.RegisterActivity(ReplayCharge)

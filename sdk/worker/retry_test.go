@@ -36,11 +36,11 @@ func Retrier(ctx workflow.Context) (string, error) {
 		return "", err
 	}
 	err := workflow.ExecuteActivity(ctx, Permanent).Get(ctx, nil)
-	var ae *workflow.ActivityError
-	if !errors.As(err, &ae) || !ae.NonRetryable {
+	var ae *workflow.ApplicationError
+	if !errors.As(err, &ae) || !ae.NonRetryable() {
 		return "", errors.New("Permanent did not fail for good")
 	}
-	return s + " " + ae.Message, nil
+	return s + " " + ae.Message(), nil
 }
 
 // A retry delay longer than the inline threshold becomes a durable timer:

@@ -56,7 +56,7 @@ func TestWorkerTokenClosesItsChildren(t *testing.T) {
 		}
 		return c
 	}
-	startWorkerOn(t, as("worker-token"), "roles", worker.Options{}, func(w *worker.Worker) {
+	startWorkerOn(t, as("worker-token"), "roles", worker.Options{}, func(w worker.Worker) {
 		w.RegisterWorkflow(ChildThenEnd)
 		w.RegisterWorkflow(CleanupChild)
 		w.RegisterActivity(Cleanup)

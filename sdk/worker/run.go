@@ -26,7 +26,7 @@ import (
 // recorded effect), or a retry delay running out. So the workflow stays
 // live during its activities, and every write still carries the attempt.
 type run struct {
-	w   *Worker
+	w   *queueWorker
 	ctx context.Context // the turn: engine writes; cancelled when the attempt is over
 	job engine.ClaimedJob
 	ref engine.LeaseRef
@@ -49,6 +49,9 @@ type run struct {
 	watch    *watcher
 	// taskCancel, for the run of an activity task, cancels the activity.
 	taskCancel context.CancelFunc
+	// caller, for the run of an activity task, names the workflow that
+	// sent the activity.
+	caller callerInfo
 
 	// parked are the explicit steps waiting for news (step.go); recorded
 	// the steps this turn gave a step record by ending a try of theirs
@@ -62,7 +65,7 @@ type run struct {
 // attempt can write nothing more.
 var errAttemptOver = errors.New("worker: the job's attempt is over")
 
-func (w *Worker) runWorkflow(ctx context.Context, j engine.ClaimedJob, l *lease) error {
+func (w *queueWorker) runWorkflow(ctx context.Context, j engine.ClaimedJob, l *lease) error {
 	ref := l.ref
 	fn := w.workflowFn(j.Type)
 	if fn == nil {
@@ -75,7 +78,10 @@ func (w *Worker) runWorkflow(ctx context.Context, j engine.ClaimedJob, l *lease)
 	w.obs.cacheLookup(j, x != nil)
 	if x == nil {
 		info := sdkhook.WorkflowInfo{WorkflowID: j.WorkflowID, RunID: strconv.FormatUint(uint64(j.Job), 10),
-			WorkflowType: j.Type, TaskQueue: w.queue, Attempt: int(j.Attempt), Logger: w.obs.base}
+			WorkflowType: j.Type, TaskQueue: w.queue, Attempt: j.RunAttempt, Logger: w.obs.base, ParentWorkflowID: j.ParentWorkflowID}
+		if j.ParentID != 0 {
+			info.ParentRunID = strconv.FormatUint(uint64(j.ParentID), 10)
+		}
 		x = replay.NewExecution(j.Job, sdkhook.NewEntry(fn, info))
 		x.DeadlockTimeout = w.opts.DeadlockTimeout
 	}
@@ -98,14 +104,14 @@ func (w *Worker) runWorkflow(ctx context.Context, j engine.ClaimedJob, l *lease)
 // the refusal is fencing doing its work, not a failure of this worker. A
 // job that was reclaimed from this worker (its lease ran out) is a failure
 // worth reporting.
-func (w *Worker) endedByOthers(id engine.JobID) bool {
+func (w *queueWorker) endedByOthers(id engine.JobID) bool {
 	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
 	defer cancel()
 	j, err := w.e.Describe(ctx, engine.Target{Job: id})
 	return err == nil && (j.Status.Terminal() || j.Status == engine.StatusSuspended)
 }
 
-func newRun(w *Worker, ctx context.Context, j engine.ClaimedJob, l *lease, x *replay.Execution) *run {
+func newRun(w *queueWorker, ctx context.Context, j engine.ClaimedJob, l *lease, x *replay.Execution) *run {
 	return &run{w: w, ctx: ctx, job: j, ref: l.ref, lease: l, x: x, acts: map[string]*inflight{},
 		results: make(chan outcome), turnDone: make(chan struct{}), parked: map[string]parked{}, recorded: map[string]bool{}}
 }
@@ -160,7 +166,7 @@ func (r *run) drive() (released bool, err error) {
 		// Cancellations first, so nothing cancelled is started; then remote
 		// work (children, other queues' activities), so that it proceeds in
 		// parallel with the inline activities started last.
-		progressed, err := r.act(cmds, r.cancels, r.startRemote, r.startInline)
+		progressed, err := r.act(cmds, r.cancels, r.startRemote, r.externals, r.startInline)
 		if err != nil {
 			return false, err
 		}
@@ -288,7 +294,7 @@ func (r *run) finish(result []byte, werr error) error {
 	}
 	var can *workflow.ContinueAsNewError
 	if errors.As(werr, &can) {
-		_, err := r.w.e.ContinueAsNew(r.ctx, engine.ContinueAsNew{LeaseRef: r.ref, Type: can.WorkflowType, Input: can.Input})
+		_, err := r.w.e.ContinueAsNew(r.ctx, engine.ContinueAsNew{LeaseRef: r.ref, Type: can.WorkflowType.GetName(), Input: can.Input})
 		return err
 	}
 	if werr == nil {

@@ -89,7 +89,7 @@ func testSignalsInEveryStatusDeliveredOnceInOrder(t *testing.T, cache int) {
 	// Queued: no worker yet.
 	send("q1")
 	send("q2")
-	startWorker(t, e, "sig", worker.Options{CacheSize: cache}, func(w *worker.Worker) {
+	startWorker(t, e, "sig", worker.Options{CacheSize: cache}, func(w worker.Worker) {
 		w.RegisterWorkflow(Collect)
 		w.RegisterActivity(Hold)
 	})

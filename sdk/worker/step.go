@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,7 +49,7 @@ func needsStepLease(opts workflow.ActivityOptions) bool {
 // ask for it, or its history shows a step record (a try of it once asked
 // a person).
 func (r *run) explicit(c *replay.Command) bool {
-	opts, _ := c.Options.(workflow.ActivityOptions)
+	opts, _, _ := activityOptions(c)
 	if needsStepLease(opts) || r.recorded[c.Step] {
 		return true
 	}
@@ -112,7 +111,7 @@ func (r *run) startExplicit(c *replay.Command, recs []*engine.Event) {
 	for i, ev := range recs {
 		evs[i] = *ev
 	}
-	opts, _ := c.Options.(workflow.ActivityOptions)
+	opts, _, _ := activityOptions(c)
 	deps := stepDeps(opts)
 	switch st := engine.DeriveStepState(evs).State; {
 	case st == engine.StepNeedsUser, st == engine.StepWaitingDeps && !r.depFailed(deps):
@@ -176,7 +175,7 @@ func (r *run) leasesLost() {
 // the loop's but what it returns; evs are the step's events the loop knew
 // when it started.
 func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs []engine.Event) outcome {
-	opts, _ := c.Options.(workflow.ActivityOptions)
+	opts, fn, local := r.activityFunc(c)
 	o := outcome{c: c}
 	policy := opts.RetryPolicy
 	if policy == nil {
@@ -194,7 +193,6 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 		leaseMS = max(2*opts.HeartbeatTimeout.Milliseconds(), 1)
 	}
 	details := lastStepDetails(evs)
-	fn := r.w.activityFn(c.Name)
 	answerKnown := engine.DeriveStepState(evs).State != engine.StepNeedsUser
 	for {
 		if !deadline.IsZero() && !r.w.opts.Clock.Now().Before(deadline) {
@@ -240,10 +238,9 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 			o.err = workflow.NewApplicationError(fmt.Sprintf("activity %q is not registered on queue %q", c.Name, r.w.queue), "ActivityNotRegistered", false)
 			return o
 		}
-		info := activity.Info{ActivityType: c.Name, WorkflowID: r.job.WorkflowID, RunID: strconv.FormatUint(uint64(r.job.Job), 10),
-			Step: c.Step, Attempt: int(attempt), IdempotencyKey: fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step),
-			Resource: res.Resource, ResourceLabels: res.Labels, Answer: answer}
-		try := r.runTry(ctx, a, c, opts, info, details, deadline, leaseMS)
+		info := r.activityInfo(c, opts, r.ownCaller(), int(attempt), local)
+		info.Resource, info.ResourceLabels, info.Answer = res.Resource, res.Labels, answer
+		try := r.runTry(ctx, a, c, fn, opts, info, details, deadline, leaseMS)
 		result, tryErr := try.result, try.err
 		details = try.details
 		if ctx.Err() != nil {
@@ -366,7 +363,7 @@ type tryEnd struct {
 // runTry runs one try of an explicit step under its step lease: a
 // renewal every third of the lease unless the activity's own heartbeats
 // must keep it (HeartbeatTimeout), and a cancellation when the lease ends.
-func (r *run) runTry(ctx context.Context, a *inflight, c *replay.Command, opts workflow.ActivityOptions, info activity.Info,
+func (r *run) runTry(ctx context.Context, a *inflight, c *replay.Command, fn any, opts workflow.ActivityOptions, info activity.Info,
 	details []byte, deadline time.Time, leaseMS int64) tryEnd {
 	tryCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -379,8 +376,8 @@ func (r *run) runTry(ctx context.Context, a *inflight, c *replay.Command, opts w
 		defer stop()
 	}
 	obsCtx, tried := r.w.obs.startActivity(tryCtx, &activityInfo{name: c.Name, step: c.Step, workflowID: r.job.WorkflowID,
-		attempt: info.Attempt, registered: true})
-	result, err := r.w.callActivity(obsCtx, r.w.activityFn(c.Name), c.Input, env, opts, deadline)
+		attempt: int(info.Attempt), registered: true})
+	result, err := r.w.callActivity(obsCtx, fn, c.Input, env, opts, deadline)
 	tried(err)
 	return tryEnd{result: result, err: err, details: env.recorded(), leaseLost: errors.Is(context.Cause(tryCtx), errStepLeaseLost)}
 }
@@ -529,7 +526,7 @@ func mustJSON(v any) []byte {
 // capabilityOf is the capability label of a step's metrics: the
 // capabilities its options require, comma-joined ("" for none).
 func capabilityOf(c *replay.Command) string {
-	opts, _ := c.Options.(workflow.ActivityOptions)
+	opts, _, _ := activityOptions(c)
 	return strings.Join(opts.RequiredCapabilities, ",")
 }
 

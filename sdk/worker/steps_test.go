@@ -105,7 +105,7 @@ func testStepSwitches(t *testing.T, cache int) {
 	if _, err := svc.AddResource(context.Background(), engine.AddResource{ID: "phone", Capabilities: []string{"sms"}, Capacity: 1}); err != nil {
 		t.Fatal(err)
 	}
-	startWorker(t, e, "res", worker.Options{CacheSize: cache}, func(w *worker.Worker) {
+	startWorker(t, e, "res", worker.Options{CacheSize: cache}, func(w worker.Worker) {
 		w.RegisterWorkflow(BrowseFlow)
 		w.RegisterActivity(Browse)
 	})
@@ -153,7 +153,7 @@ func TestStepFailsWhenNoResourceIsLeft(t *testing.T) {
 	e := open(t)
 	svc := service(t, e)
 	addResources(t, svc, "browser", 1, "b1")
-	startWorker(t, e, "nores", worker.Options{}, func(w *worker.Worker) {
+	startWorker(t, e, "nores", worker.Options{}, func(w worker.Worker) {
 		w.RegisterWorkflow(BrowseFlow)
 		w.RegisterActivity(Browse)
 	})
@@ -165,7 +165,7 @@ func TestStepFailsWhenNoResourceIsLeft(t *testing.T) {
 	}
 	err = run.Get(ctx, nil)
 	var ae *workflow.ApplicationError
-	if !errors.As(err, &ae) || ae.Type != "NoResourceError" || !strings.Contains(err.Error(), "capabilities [browser]") ||
+	if !errors.As(err, &ae) || ae.Type() != "NoResourceError" || !strings.Contains(err.Error(), "capabilities [browser]") ||
 		!strings.Contains(err.Error(), "avoided [b1]") {
 		t.Fatalf("error %v", err)
 	}
@@ -238,7 +238,7 @@ func TestResourceExclusivityUnderContention(t *testing.T) {
 	held.now, held.peak = map[string]int{}, map[string]int{}
 	held.mu.Unlock()
 	for i := 0; i < 2; i++ {
-		startWorker(t, e, "gpu", worker.Options{Identity: fmt.Sprintf("w%d", i)}, func(w *worker.Worker) {
+		startWorker(t, e, "gpu", worker.Options{Identity: fmt.Sprintf("w%d", i)}, func(w worker.Worker) {
 			w.RegisterWorkflow(GPUFlow)
 			w.RegisterActivity(UseGPU)
 		})
@@ -331,7 +331,7 @@ func CriticFlow(ctx workflow.Context, critic string) (string, error) {
 }
 
 func startCriticWorker(t *testing.T, e *engine.Engine, queue string, cache int) {
-	startWorker(t, e, queue, worker.Options{CacheSize: cache}, func(w *worker.Worker) {
+	startWorker(t, e, queue, worker.Options{CacheSize: cache}, func(w worker.Worker) {
 		w.RegisterWorkflow(CriticFlow)
 		w.RegisterActivity(Roll)
 		w.RegisterCritic("staged", stagedCritic)
@@ -422,7 +422,7 @@ func ConfirmFlow(ctx workflow.Context, order string, timeout time.Duration) (str
 	return s, err
 }
 
-func registerConfirm(w *worker.Worker) {
+func registerConfirm(w worker.Worker) {
 	w.RegisterWorkflow(ConfirmFlow)
 	w.RegisterActivity(Confirm)
 }
@@ -480,10 +480,7 @@ func TestNeedsUserSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	w2 := startWorker(t, e, "confirm", worker.Options{}, registerConfirm)
-	run, err := c.GetWorkflow(ctx, "confirm", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := c.GetWorkflow(ctx, "confirm", "")
 	var got string
 	if err := run.Get(ctx, &got); err != nil {
 		t.Fatal(err)
@@ -516,7 +513,7 @@ func TestNeedsUserTimeout(t *testing.T) {
 	}
 	err = run.Get(ctx, nil)
 	var ae *workflow.ApplicationError
-	if !errors.As(err, &ae) || ae.Type != "TimeoutError" || !strings.Contains(err.Error(), "nobody answered within 50ms") {
+	if !errors.As(err, &ae) || ae.Type() != "TimeoutError" || !strings.Contains(err.Error(), "nobody answered within 50ms") {
 		t.Fatalf("error %v", err)
 	}
 	verify(t, e)
@@ -569,7 +566,7 @@ func DepsFlow(ctx workflow.Context, key string, failFirst bool) (string, error) 
 func TestStepWaitsForItsDependencies(t *testing.T) {
 	e := open(t)
 	svc := service(t, e)
-	startWorker(t, e, "deps", worker.Options{}, func(w *worker.Worker) {
+	startWorker(t, e, "deps", worker.Options{}, func(w worker.Worker) {
 		w.RegisterWorkflow(DepsFlow)
 		w.RegisterActivity(Gated)
 	})
@@ -618,9 +615,7 @@ func FailsFirstTry(ctx context.Context, key string) (string, error) {
 	if info.Attempt == 1 {
 		return "", errors.New("first try fails")
 	}
-	if err := activity.RecordHeartbeat(ctx, nil); err != nil {
-		return "", err
-	}
+	activity.RecordHeartbeat(ctx)
 	<-gateOf(key)
 	return fmt.Sprintf("try %d", info.Attempt), nil
 }
@@ -643,7 +638,7 @@ func TestRetryingIsVisible(t *testing.T) {
 	e := open(t)
 	svc := service(t, e)
 	addResources(t, svc, "cpu", 1, "cpu-1")
-	startWorker(t, e, "retrying", worker.Options{Identity: "w-retry", RetryInlineThreshold: 500 * time.Millisecond}, func(w *worker.Worker) {
+	startWorker(t, e, "retrying", worker.Options{Identity: "w-retry", RetryInlineThreshold: 500 * time.Millisecond}, func(w worker.Worker) {
 		w.RegisterWorkflow(FailsFirstFlow)
 		w.RegisterActivity(FailsFirstTry)
 	})
@@ -712,7 +707,7 @@ func StraightFlow(ctx workflow.Context) (string, error) {
 // from it.
 func TestStraightPathWritesNoStepEvents(t *testing.T) {
 	e := open(t)
-	startWorker(t, e, "straight", worker.Options{}, func(w *worker.Worker) { w.RegisterWorkflow(StraightFlow) })
+	startWorker(t, e, "straight", worker.Options{}, func(w worker.Worker) { w.RegisterWorkflow(StraightFlow) })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	run, err := client.New(service(t, e)).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "straight", TaskQueue: "straight"}, StraightFlow)
@@ -743,7 +738,7 @@ func TestStaleStepAttemptRefused(t *testing.T) {
 	e := open(t)
 	svc := service(t, e)
 	addResources(t, svc, "cpu", 1, "cpu-1")
-	startWorker(t, e, "stale", worker.Options{}, func(w *worker.Worker) {
+	startWorker(t, e, "stale", worker.Options{}, func(w worker.Worker) {
 		w.RegisterWorkflow(FailsFirstFlow)
 		w.RegisterActivity(FailsFirstTry)
 	})
@@ -808,7 +803,7 @@ func DeafFlow(ctx workflow.Context, key string) (string, error) {
 func TestStepLeaseTimeoutRunsTheNextAttempt(t *testing.T) {
 	e := open(t)
 	svc := service(t, e)
-	startWorker(t, e, "deaf", worker.Options{}, func(w *worker.Worker) {
+	startWorker(t, e, "deaf", worker.Options{}, func(w worker.Worker) {
 		w.RegisterWorkflow(DeafFlow)
 		w.RegisterActivity(Deaf)
 	})
@@ -846,7 +841,7 @@ func RemoteWithResource(ctx workflow.Context) (string, error) {
 // without its resource.
 func TestStepOptionsRefusedForAnotherQueue(t *testing.T) {
 	e := open(t)
-	startWorker(t, e, "own", worker.Options{}, func(w *worker.Worker) { w.RegisterWorkflow(RemoteWithResource) })
+	startWorker(t, e, "own", worker.Options{}, func(w worker.Worker) { w.RegisterWorkflow(RemoteWithResource) })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	run, err := client.New(service(t, e)).ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "own"}, RemoteWithResource)
@@ -898,7 +893,7 @@ func TestCancelAStepWaitingForAUnit(t *testing.T) {
 	if _, err := svc.AddResource(context.Background(), engine.AddResource{ID: "slot-1", Capabilities: []string{"slot"}, Capacity: 1}); err != nil {
 		t.Fatal(err)
 	}
-	startWorker(t, e, "slots", worker.Options{}, func(w *worker.Worker) {
+	startWorker(t, e, "slots", worker.Options{}, func(w worker.Worker) {
 		w.RegisterWorkflow(SlotFlow)
 		w.RegisterActivity(HoldSlot)
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -26,9 +27,7 @@ func Silent(ctx context.Context) error {
 func Chatty(ctx context.Context) (string, error) {
 	for i := 0; i < 8; i++ {
 		time.Sleep(time.Millisecond)
-		if err := activity.RecordHeartbeat(ctx, nil); err != nil {
-			return "", err
-		}
+		activity.RecordHeartbeat(ctx, i)
 	}
 	return "done", nil
 }
@@ -37,14 +36,14 @@ func Timeouts(ctx workflow.Context) (string, error) {
 	var out []string
 	sched := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{ScheduleToCloseTimeout: 150 * time.Millisecond,
 		RetryPolicy: &workflow.RetryPolicy{InitialInterval: 10 * time.Millisecond, BackoffCoefficient: 1}})
-	var ae *workflow.ActivityError
-	if err := workflow.ExecuteActivity(sched, AlwaysTransient).Get(ctx, nil); errors.As(err, &ae) {
-		out = append(out, ae.Type)
+	var te *temporal.TimeoutError
+	if err := workflow.ExecuteActivity(sched, AlwaysTransient).Get(ctx, nil); errors.As(err, &te) {
+		out = append(out, string(te.TimeoutType()))
 	}
 	hb := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{HeartbeatTimeout: time.Second, // a thousand times the gap between Chatty's beats
 		RetryPolicy: &workflow.RetryPolicy{InitialInterval: time.Millisecond, MaximumAttempts: 2}})
-	if err := workflow.ExecuteActivity(hb, Silent).Get(ctx, nil); errors.As(err, &ae) && strings.Contains(ae.Message, "no heartbeat within") {
-		out = append(out, "heartbeat-timeout")
+	if err := workflow.ExecuteActivity(hb, Silent).Get(ctx, nil); errors.As(err, &te) && strings.Contains(te.Message(), "no heartbeat within") {
+		out = append(out, string(te.TimeoutType()))
 	}
 	var s string
 	if err := workflow.ExecuteActivity(hb, Chatty).Get(ctx, &s); err != nil {
@@ -75,7 +74,7 @@ func testActivityTimeouts(t *testing.T, cache int) {
 	if err := run.Get(ctx, &got); err != nil {
 		t.Fatal(err)
 	}
-	if want := "TimeoutError heartbeat-timeout done"; got != want {
+	if want := "ScheduleToClose Heartbeat done"; got != want {
 		t.Fatalf("result %q, want %q", got, want)
 	}
 	verify(t, e)

@@ -100,7 +100,7 @@ func TestSpansAreNotDuplicatedOnReplay(t *testing.T) {
 	logs := &recordingHandler{attr: map[string]bool{}}
 	e := open(t)
 	w := startWorker(t, e, "relay", worker.Options{CacheSize: -1, TracerProvider: tp, Metrics: m, Logger: slog.New(logs)},
-		func(w *worker.Worker) { w.RegisterWorkflow(Relay); w.RegisterActivity(Noted) })
+		func(w worker.Worker) { w.RegisterWorkflow(Relay); w.RegisterActivity(Noted) })
 	c := client.NewWithOptions(service(t, e), client.Options{TracerProvider: tp})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

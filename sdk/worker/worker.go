@@ -9,19 +9,27 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/internal/backoff"
 	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/metrics"
+	"github.com/heddlewf/heddle/sdk/activity"
+	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
@@ -67,6 +75,13 @@ type Options struct {
 	// StartActivity:<name> and StartChildWorkflow:<name> for remote steps.
 	// Replaying history makes none. Nil makes no spans.
 	TracerProvider trace.TracerProvider
+	// WorkerStopTimeout bounds how long Stop waits for the jobs in hand to
+	// reach their next commit point; the jobs still in hand then are left
+	// to their leases (another worker takes them once the lease runs out)
+	// and their activities' contexts are cancelled. 0 means 10 s. (In
+	// Temporal, 0 cancels the running activities at once; in heddle an
+	// abandoned job waits out its lease, so a short drain comes first.)
+	WorkerStopTimeout time.Duration
 }
 
 // Validate reports the first invalid field.
@@ -78,6 +93,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("worker: Options.LeaseTTL %v must be 0 or at least 100ms", o.LeaseTTL)
 	case o.RetryInlineThreshold < 0:
 		return fmt.Errorf("worker: Options.RetryInlineThreshold %v is negative", o.RetryInlineThreshold)
+	case o.WorkerStopTimeout < 0:
+		return fmt.Errorf("worker: Options.WorkerStopTimeout %v is negative", o.WorkerStopTimeout)
 	}
 	return nil
 }
@@ -98,28 +115,123 @@ func (o Options) withDefaults(queue string) Options {
 	if o.RetryInlineThreshold == 0 {
 		o.RetryInlineThreshold = 2 * time.Second
 	}
+	if o.WorkerStopTimeout == 0 {
+		o.WorkerStopTimeout = defaultWorkerStopTimeout
+	}
 	if o.Clock == nil {
 		o.Clock = clock.Wall()
 	}
 	return o
 }
 
-// Worker claims and drives the jobs of one task queue. Register workflows
-// and activities before Start. Start may be called once; Stop any number of
-// times (the calls after the first return nil at once).
-type Worker struct {
+// Worker claims and drives the jobs of one task queue: it runs the
+// workflows and activities registered on it. Register them before Start
+// (or Run). Start may be called once; Stop and Shutdown any number of
+// times (the calls after the first return at once). It is Temporal's
+// worker.Worker, with heddle's Shutdown, QueryWorkflow and *WithName
+// registrations added.
+type Worker interface {
+	Registry
+	// Start begins claiming jobs and returns; it fails when the worker
+	// cannot run (invalid options, a client not made by this SDK).
+	Start() error
+	// Run starts the worker, blocks until interruptCh delivers a value or
+	// is closed (worker.InterruptCh() does on SIGINT and SIGTERM), then
+	// stops it as Stop does.
+	Run(interruptCh <-chan any) error
+	// Stop stops claiming and waits, up to Options.WorkerStopTimeout (10
+	// s by default), for the jobs in hand to reach their next commit
+	// point; the jobs still in hand then are left to their leases.
+	Stop()
+	// Shutdown is Stop bounded by ctx instead: if ctx ends first, the jobs
+	// still in hand are left to their leases and ctx's error is returned.
+	Shutdown(ctx context.Context) error
+	// QueryWorkflow answers a query by replaying the run's history with
+	// this worker's code (see client.Options.Querier).
+	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
+	// RegisterReviewer registers the reviewer of review tasks that name
+	// it: the worker claims their reviews and runs fn under a lease.
+	RegisterReviewer(name string, fn Reviewer)
+	// RegisterCritic registers a critic under name, for
+	// ActivityOptions.Critic. Register before Start.
+	RegisterCritic(name string, c Critic)
+}
+
+// Registry registers workflows and activities.
+type Registry interface {
+	WorkflowRegistry
+	ActivityRegistry
+}
+
+// WorkflowRegistry registers workflow functions: func(ctx
+// workflow.Context, args...) error or (T, error).
+type WorkflowRegistry interface {
+	// RegisterWorkflow registers fn under its name (workflow.ActivityName).
+	// A name registered already makes it panic, as in Temporal.
+	RegisterWorkflow(fn any)
+	// RegisterWorkflowWithOptions registers fn under options.Name ("" for
+	// its own name); options.DisableAlreadyRegisteredCheck lets it replace
+	// an earlier registration.
+	RegisterWorkflowWithOptions(fn any, options workflow.RegisterOptions)
+	// RegisterDynamicWorkflow registers fn, a func(ctx workflow.Context,
+	// args converter.EncodedValues) (any, error), for every workflow type
+	// registered under no name of its own; workflow.GetInfo(ctx).
+	// WorkflowType.Name says which type it runs.
+	RegisterDynamicWorkflow(fn any, options workflow.DynamicRegisterOptions)
+	// RegisterWorkflowWithName registers fn under name, replacing an
+	// earlier registration (heddle's shorthand).
+	RegisterWorkflowWithName(fn any, name string)
+}
+
+// ActivityRegistry registers activities: functions func([ctx
+// context.Context,] args...) error or (T, error), or structs whose
+// exported methods are such functions.
+type ActivityRegistry interface {
+	// RegisterActivity registers a function under its name, or every
+	// exported method of a struct (or pointer to one) under the method's
+	// name, as Temporal does: w.RegisterActivity(&Activities{db: db}) and
+	// then workflow.ExecuteActivity(ctx, a.Charge, ...) or "Charge". A
+	// name registered already makes it panic, as in Temporal.
+	RegisterActivity(a any)
+	// RegisterActivityWithOptions registers a under options.Name: the
+	// function's name, or for a struct the prefix of its methods' names;
+	// options.DisableAlreadyRegisteredCheck lets it replace an earlier
+	// registration.
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+	// RegisterDynamicActivity registers fn, a func(ctx context.Context,
+	// args converter.EncodedValues) (any, error), for every activity type
+	// registered under no name of its own; activity.GetInfo(ctx).
+	// ActivityType.Name says which type it runs.
+	RegisterDynamicActivity(fn any, options activity.DynamicRegisterOptions)
+	// RegisterActivityWithName registers a function under name, replacing
+	// an earlier registration (heddle's shorthand).
+	RegisterActivityWithName(fn any, name string)
+}
+
+// queueWorker is the one Worker: it claims and drives the jobs of one task
+// queue.
+type queueWorker struct {
 	e     engine.Service
 	queue string
 	opts  Options
 	cache *replay.Cache
 	obs   observer
+	// backend is the client's side the worker needs; initErr, set by New,
+	// is what Start returns when the worker cannot run.
+	backend sdkhook.ClientBackend
+	initErr error
 
 	mu         sync.Mutex
 	workflows  map[string]any
 	activities map[string]any
 	critics    map[string]Critic
+	// dynWorkflow and dynActivity run the types registered under no name.
+	dynWorkflow any
+	dynActivity any
 	// claimCancel ends the claim in flight (a registration restarts it).
 	claimCancel context.CancelFunc
+	// tasks holds the reviewers of review tasks (task.go).
+	tasks taskSide
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -131,43 +243,58 @@ type Worker struct {
 	stopped    atomic.Bool
 	wg         sync.WaitGroup
 	slots      chan struct{}
+	// unregister removes the worker from its client's queriers;
+	// stopServing ends the query serving of a worker over HTTP.
+	unregister  func()
+	stopServing func()
 }
 
-// New returns a worker for taskQueue on e: an *engine.Engine in-process, or
-// a remote service (engine/httpapi) for a node or a cluster.
-func New(e engine.Service, taskQueue string, opts Options) (*Worker, error) {
-	if taskQueue == "" {
-		return nil, errors.New("worker: taskQueue is empty")
+// New returns a worker for taskQueue, reaching heddle through c (made by
+// client.Dial or client.New: an embedded engine or a node over HTTP). As
+// in Temporal it returns no error: invalid options, an empty queue or a
+// client of another make are reported by Start and Run. The worker answers
+// c's QueryWorkflow for its queue's runs, and over HTTP it serves the
+// node's queries for them.
+func New(c client.Client, taskQueue string, options Options) Worker {
+	w := &queueWorker{queue: taskQueue, workflows: map[string]any{}, activities: map[string]any{}}
+	backend, ok := c.(sdkhook.ClientBackend)
+	switch {
+	case c == nil || !ok:
+		w.initErr = fmt.Errorf("worker: the client is a %T, not one made by client.Dial or client.New", c)
+	case taskQueue == "":
+		w.initErr = errors.New("worker: taskQueue is empty")
+	default:
+		w.initErr = options.Validate()
 	}
-	if err := opts.Validate(); err != nil {
-		return nil, err
+	if ok {
+		w.backend, w.e = backend, backend.Service()
+		identity, logger := backend.WorkerDefaults()
+		if options.Identity == "" {
+			options.Identity = identity
+		}
+		if options.Logger == nil {
+			options.Logger = logger
+		}
 	}
-	opts = opts.withDefaults(taskQueue)
-	return &Worker{e: e, queue: taskQueue, opts: opts, cache: replay.NewCache(max(opts.CacheSize, 0)),
-		workflows: map[string]any{}, activities: map[string]any{}, obs: newObserver(taskQueue, opts)}, nil
+	w.opts = options.withDefaults(taskQueue)
+	w.cache = replay.NewCache(max(w.opts.CacheSize, 0))
+	w.obs = newObserver(taskQueue, w.opts)
+	return w
 }
 
-// RegisterWorkflow registers a workflow function under its name (as
-// workflow.ActivityName derives names from functions).
-func (w *Worker) RegisterWorkflow(fn any) { w.RegisterWorkflowWithName(fn, workflow.ActivityName(fn)) }
-
-// RegisterWorkflowWithName registers a workflow function under name.
-func (w *Worker) RegisterWorkflowWithName(fn any, name string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.workflows[name] = fn
-	w.typesChanged()
-}
-
-// RegisterActivity registers an activity function under its name.
-func (w *Worker) RegisterActivity(fn any) { w.RegisterActivityWithName(fn, workflow.ActivityName(fn)) }
-
-// RegisterActivityWithName registers an activity function under name.
-func (w *Worker) RegisterActivityWithName(fn any, name string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.activities[name] = fn
-	w.typesChanged()
+// InterruptCh returns a channel that delivers a value when the process
+// receives SIGINT or SIGTERM, for Run.
+func InterruptCh() <-chan any {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	out := make(chan any, 1)
+	go func() {
+		s := <-sig
+		signal.Stop(sig)
+		out <- s
+		close(out)
+	}()
+	return out
 }
 
 // typesChanged restarts a claim in flight, so that a type registered after
@@ -175,7 +302,7 @@ func (w *Worker) RegisterActivityWithName(fn any, name string) {
 // names the old types. Register before Start all the same: a job of the
 // new type that a claim passed over just before waits out its deferral.
 // w.mu is held.
-func (w *Worker) typesChanged() {
+func (w *queueWorker) typesChanged() {
 	if w.claimCancel != nil {
 		w.claimCancel()
 	}
@@ -188,7 +315,7 @@ const claimTailEvents = 8
 
 // claimContext returns the context of the next claim, which a
 // registration cancels, and the types it claims.
-func (w *Worker) claimContext() (context.Context, []string) {
+func (w *queueWorker) claimContext() (context.Context, []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.claimCancel != nil {
@@ -201,8 +328,13 @@ func (w *Worker) claimContext() (context.Context, []string) {
 
 // types lists the job types this worker runs, for Claim.Types: the engine
 // passes over (and defers, with the reason on the job) a job of any other
-// type instead of handing it to a worker that cannot run it. w.mu is held.
-func (w *Worker) types() []string {
+// type instead of handing it to a worker that cannot run it. A worker with
+// a dynamic workflow or activity runs types it cannot name: it claims
+// every type (nil), and gives back what it has no code for. w.mu is held.
+func (w *queueWorker) types() []string {
+	if w.dynWorkflow != nil || w.dynActivity != nil {
+		return nil
+	}
 	out := make([]string, 0, len(w.workflows)+len(w.activities))
 	for name := range w.workflows {
 		out = append(out, name)
@@ -214,20 +346,40 @@ func (w *Worker) types() []string {
 	return out
 }
 
-func (w *Worker) workflowFn(name string) any {
+// workflowFn returns the code of a workflow type: its registered function,
+// or the dynamic workflow.
+func (w *queueWorker) workflowFn(name string) any {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.workflows[name]
+	if fn := w.workflows[name]; fn != nil {
+		return fn
+	}
+	return w.dynWorkflow
 }
 
-func (w *Worker) activityFn(name string) any {
+// registeredActivity returns the function registered under name, if any.
+func (w *queueWorker) registeredActivity(name string) any {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.activities[name]
 }
 
+// activityFn returns the code of an activity type: its registered
+// function, or the dynamic activity.
+func (w *queueWorker) activityFn(name string) any {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if fn := w.activities[name]; fn != nil {
+		return fn
+	}
+	return w.dynActivity
+}
+
 // Start begins claiming jobs.
-func (w *Worker) Start() error {
+func (w *queueWorker) Start() error {
+	if w.initErr != nil {
+		return w.initErr
+	}
 	if w.stop != nil {
 		return errors.New("worker: already started")
 	}
@@ -235,36 +387,85 @@ func (w *Worker) Start() error {
 	w.stop = make(chan struct{})
 	w.pollCtx, w.pollCancel = context.WithCancel(w.ctx)
 	w.slots = make(chan struct{}, w.opts.MaxConcurrentJobs)
+	w.unregister = w.backend.AddQuerier(w.queue, w)
+	w.stopServing = w.serveQueries()
 	w.wg.Add(1)
 	go w.poll()
+	w.startTaskPollers()
 	return nil
 }
 
-// Stop stops claiming and waits for the jobs in hand to reach their next
-// commit point (a wait, a completion or a failure) — a graceful drain. If
-// ctx ends first, the jobs in hand are abandoned to their leases.
-func (w *Worker) Stop(ctx context.Context) error {
+// serveQueries answers, for a worker that reaches a node over HTTP, the
+// queries the node's clients ask of this queue's runs, until the returned
+// function is called.
+func (w *queueWorker) serveQueries() func() {
+	hc, ok := w.e.(*httpapi.Client)
+	if !ok {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := httpapi.ServeQueries(ctx, hc, w.queue, w); err != nil && ctx.Err() == nil && w.opts.OnError != nil {
+			w.opts.OnError(0, fmt.Errorf("worker: serving queries: %w", err))
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// Run starts the worker and stops it when interruptCh delivers.
+func (w *queueWorker) Run(interruptCh <-chan any) error {
+	if err := w.Start(); err != nil {
+		return err
+	}
+	<-interruptCh
+	w.Stop()
+	return nil
+}
+
+// defaultWorkerStopTimeout is the drain of Stop when
+// Options.WorkerStopTimeout is 0.
+const defaultWorkerStopTimeout = 10 * time.Second
+
+// Stop drains the worker, up to Options.WorkerStopTimeout.
+func (w *queueWorker) Stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), w.opts.WorkerStopTimeout)
+	defer cancel()
+	if err := w.Shutdown(ctx); err != nil {
+		w.obs.log.Warn("worker stopped before its jobs reached a commit point; they are left to their leases",
+			"queue", w.queue, "error", err)
+	}
+}
+
+// Shutdown stops claiming and waits for the jobs in hand to reach their
+// next commit point (a wait, a completion or a failure) — a graceful
+// drain. If ctx ends first, the jobs in hand are abandoned to their leases.
+func (w *queueWorker) Shutdown(ctx context.Context) error {
 	if w.stop == nil || w.stopped.Swap(true) {
 		return nil // never started, or already stopped
 	}
 	close(w.stop)
 	w.pollCancel()
+	w.unregister()
 	done := make(chan struct{})
 	go func() { w.wg.Wait(); close(done) }()
+	var err error
 	select {
 	case <-done:
-		w.cancel()
-		return nil
 	case <-ctx.Done():
 		w.cancel()
 		<-done
-		return ctx.Err()
+		err = ctx.Err()
 	}
+	w.stopServing()
+	w.cancel()
+	return err
 }
 
 // poll claims jobs while there are free slots, and sleeps until the next
 // commit when the queue is empty: it never spins.
-func (w *Worker) poll() {
+func (w *queueWorker) poll() {
 	defer w.wg.Done()
 	defer w.pollCancel()
 	// The jittered backoff keeps many workers that lost the service
@@ -326,7 +527,7 @@ func (w *Worker) poll() {
 }
 
 // handle drives one claimed job through one turn.
-func (w *Worker) handle(j engine.ClaimedJob) {
+func (w *queueWorker) handle(j engine.ClaimedJob) {
 	ctx, cancel := context.WithCancel(w.ctx)
 	defer cancel()
 	ref := engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}

@@ -112,14 +112,14 @@ func open(t *testing.T) *engine.Engine {
 // whatever register adds before it starts: a test whose job exists before
 // its worker must register its types here, or the worker may claim the job
 // before they are known.
-func startWorker(t *testing.T, e *engine.Engine, queue string, opts worker.Options, register ...func(*worker.Worker)) *worker.Worker {
+func startWorker(t *testing.T, e *engine.Engine, queue string, opts worker.Options, register ...func(worker.Worker)) worker.Worker {
 	t.Helper()
 	return startWorkerOn(t, service(t, e), queue, opts, register...)
 }
 
 // startWorkerOn is startWorker on a given service (a wrapper of the test's
 // engine that changes how some calls behave).
-func startWorkerOn(t *testing.T, svc engine.Service, queue string, opts worker.Options, register ...func(*worker.Worker)) *worker.Worker {
+func startWorkerOn(t *testing.T, svc engine.Service, queue string, opts worker.Options, register ...func(worker.Worker)) worker.Worker {
 	t.Helper()
 	var errMu sync.Mutex
 	opts.OnError = func(job engine.JobID, err error) {
@@ -127,10 +127,7 @@ func startWorkerOn(t *testing.T, svc engine.Service, queue string, opts worker.O
 		defer errMu.Unlock()
 		t.Errorf("worker error on job %d: %v", job, err)
 	}
-	w, err := worker.New(svc, queue, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := worker.New(client.New(svc), queue, opts)
 	w.RegisterWorkflow(OrderWorkflow)
 	w.RegisterWorkflow(CancellableWorkflow)
 	w.RegisterActivity(Reserve)
@@ -169,9 +166,9 @@ func closeOK(t testing.TB, c interface{ Close() error }) {
 }
 
 // stopOK stops w, draining its jobs, failing the test if that fails.
-func stopOK(t testing.TB, w *worker.Worker) {
+func stopOK(t testing.TB, w worker.Worker) {
 	t.Helper()
-	if err := w.Stop(context.Background()); err != nil {
+	if err := w.Shutdown(context.Background()); err != nil {
 		t.Errorf("stopping the worker: %v", err)
 	}
 }

@@ -84,7 +84,7 @@ func Refuses(ctx workflow.Context) error {
 func TestWorkflowRetryPolicyNonRetryableTypes(t *testing.T) {
 	runsOfRefuses.Store(0)
 	e := open(t)
-	startWorker(t, e, "wr", worker.Options{}, func(w *worker.Worker) { w.RegisterWorkflow(Refuses) })
+	startWorker(t, e, "wr", worker.Options{}, func(w worker.Worker) { w.RegisterWorkflow(Refuses) })
 	c := client.New(service(t, e))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -95,7 +95,7 @@ func TestWorkflowRetryPolicyNonRetryableTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ae *workflow.ApplicationError
-	if err := run.Get(ctx, nil); !errors.As(err, &ae) || ae.Type != "CardDeclined" {
+	if err := run.Get(ctx, nil); !errors.As(err, &ae) || ae.Type() != "CardDeclined" {
 		t.Fatalf("Get = %v, want the CardDeclined failure", err)
 	}
 	if n := runsOfRefuses.Load(); n != 1 {

@@ -201,8 +201,8 @@ func TestDeliveredPayloadTargets(t *testing.T) {
 		}
 	}
 	var ev converter.EncodedValue
-	if !ch.ReceiveAsync(&ev) || string(ev.Data()) != string(payload) {
-		t.Fatalf("EncodedValue target got %q", ev.Data())
+	if !ch.ReceiveAsync(&ev) || string(converter.DataOf(ev)) != string(payload) {
+		t.Fatalf("EncodedValue target got %q", converter.DataOf(ev))
 	}
 	var a any
 	if !ch.ReceiveAsync(&a) || a.(map[string]any)["customer"] != "ada" {
@@ -247,7 +247,7 @@ func TestAssignRules(t *testing.T) {
 	ok := []struct {
 		v   any
 		ptr any
-	}{{7, &a}, {&x, &p}, {nil, &p}, {nil, &e}, {3, &n}, {named(2), &nm}, {converter.EncodedValue{}, &n}}
+	}{{7, &a}, {&x, &p}, {nil, &p}, {nil, &e}, {3, &n}, {named(2), &nm}, {converter.NewEncodedValue(nil), &n}}
 	for _, c := range ok {
 		if err := assign(c.v, c.ptr); err != nil {
 			t.Errorf("assign(%#v, %T): %v", c.v, c.ptr, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
@@ -102,7 +103,7 @@ func (w *testWorker) replayer() *testWorker {
 // replay, then live. It returns the encoded result and the workflow error,
 // or the execution's fault.
 func (w *testWorker) drive(fn any, input ...any) ([]byte, error) {
-	return w.driveEntry(newEntryFor(fn, Info{WorkflowID: "wf-1", RunID: "run-1", WorkflowType: "test", TaskQueue: "q"}), input...)
+	return w.driveEntry(newEntryFor(fn, infoOf(sdkhook.WorkflowInfo{WorkflowID: "wf-1", RunID: "run-1", WorkflowType: "test", TaskQueue: "q"})), input...)
 }
 
 func (w *testWorker) driveEntry(entry replay.Entry, input ...any) ([]byte, error) {
@@ -169,7 +170,7 @@ func (w *testWorker) runCommands(cmds []*replay.Command) []engine.Event {
 			}
 			res, err := fn(c.Input)
 			if err != nil {
-				next = append(next, w.append(engine.Event{Type: replay.EventActivityFailed, Step: c.Step, Name: c.Name, Payload: encodeFailure(err)}))
+				next = append(next, w.append(engine.Event{Type: replay.EventActivityFailed, Step: c.Step, Name: c.Name, Payload: sdkhook.EncodeFailure(err)}))
 			} else {
 				next = append(next, w.append(engine.Event{Type: replay.EventActivityCompleted, Step: c.Step, Name: c.Name, Payload: res}))
 			}
@@ -340,35 +341,21 @@ func TestActivityFailure(t *testing.T) {
 	if !errors.As(err, &ae) {
 		t.Fatalf("error %T %v, want an *ActivityError", err, err)
 	}
-	if ae.ActivityName != "Declined" || ae.Step != "1" || ae.Type != "CardDeclined" || ae.Message != "card declined" || !ae.NonRetryable {
+	if ae.ActivityType().GetName() != "Declined" || ae.ActivityID() != "1" {
 		t.Fatalf("error %+v", ae)
 	}
 	var app *ApplicationError
-	if !errors.As(err, &app) || app.Type != "CardDeclined" {
-		t.Fatalf("cause %v", ae.Cause)
+	if !errors.As(err, &app) || app.Type() != "CardDeclined" || app.Message() != "card declined" || !app.NonRetryable() {
+		t.Fatalf("cause %v", errors.Unwrap(ae))
 	}
 
 	w = newTestWorker(t)
 	_, err = w.drive(func(ctx Context) error { return ExecuteActivity(ctx, "Plain").Get(ctx, nil) })
-	if !errors.As(err, &ae) || ae.Type != "errorString" || ae.Message != "boom" || ae.NonRetryable {
+	if !errors.As(err, &app) || app.Type() != "" || app.Message() != "boom" || app.NonRetryable() {
 		t.Fatalf("plain error %+v", err)
 	}
-	if !strings.Contains(err.Error(), "activity Plain (step 1) failed: errorString: boom") {
-		t.Fatalf("message %q", err)
-	}
-}
-
-func TestFailurePayloadRoundTrip(t *testing.T) {
-	p := encodeFailure(NewApplicationError("m", "T", true))
-	if string(p) != `{"type":"T","message":"m","nonRetryable":true}` {
-		t.Fatalf("payload %s", p)
-	}
-	var app *ApplicationError
-	if err := decodeFailure(p); !errors.As(err, &app) || *app != (ApplicationError{Type: "T", Message: "m", NonRetryable: true}) {
-		t.Fatalf("decoded %#v", err)
-	}
-	if err := decodeFailure([]byte("not json")); err.Error() != "not json" {
-		t.Fatalf("non-JSON payload decoded as %q", err)
+	if want := "activity error (type: Plain, step: 1): boom"; err.Error() != want {
+		t.Fatalf("message %q, want %q", err, want)
 	}
 }
 
@@ -515,8 +502,14 @@ func TestEntryRejectsBadFunctions(t *testing.T) {
 	}
 	// An input that does not fit the parameters fails the run.
 	w := newTestWorker(t)
-	if _, err := w.drive(func(Context, string, int) error { return nil }, "only one"); err == nil || !strings.Contains(err.Error(), "input") {
+	if _, err := w.drive(func(Context, int) error { return nil }, "not a number"); err == nil || !strings.Contains(err.Error(), "input") {
 		t.Fatalf("error %v", err)
+	}
+	// Missing arguments are zero values, as in Temporal.
+	w = newTestWorker(t)
+	res, err := w.drive(func(_ Context, s string, n int) (string, error) { return fmt.Sprintf("%s/%d", s, n), nil }, "only one")
+	if err != nil || string(res) != `["only one/0"]` {
+		t.Fatalf("missing argument: %s, %v; want [\"only one/0\"]", res, err)
 	}
 }
 
@@ -550,39 +543,6 @@ func TestInfoAndLoggerSkipReplay(t *testing.T) {
 	}
 }
 
-func TestRetryPolicyDelay(t *testing.T) {
-	s := time.Second
-	exp := &RetryPolicy{InitialInterval: s, BackoffCoefficient: 2, MaximumInterval: 10 * s}
-	lin := &RetryPolicy{InitialInterval: 2 * s, MaximumInterval: 7 * s, Backoff: BackoffLinear}
-	fix := &RetryPolicy{InitialInterval: 3 * s, MaximumInterval: 2 * s, Backoff: BackoffFixed}
-	def := &RetryPolicy{}
-	for _, tt := range []struct {
-		p       *RetryPolicy
-		attempt int
-		want    time.Duration
-	}{
-		{exp, 0, s}, {exp, 1, s}, {exp, 2, 2 * s}, {exp, 3, 4 * s}, {exp, 4, 8 * s}, {exp, 5, 10 * s}, {exp, 200, 10 * s},
-		{lin, 1, 2 * s}, {lin, 2, 4 * s}, {lin, 3, 6 * s}, {lin, 4, 7 * s}, {lin, 1000, 7 * s},
-		{fix, 1, 2 * s}, {fix, 9, 2 * s}, {&RetryPolicy{InitialInterval: s, Backoff: BackoffFixed}, 9, s},
-		{def, 1, s}, {def, 3, 4 * s}, {def, 6, 30 * s}, {nil, 2, 2 * s},
-	} {
-		if got := tt.p.Delay(tt.attempt); got != tt.want {
-			t.Errorf("%+v.Delay(%d) = %v, want %v", tt.p, tt.attempt, got, tt.want)
-		}
-	}
-	if err := fix.Validate(); err == nil {
-		t.Error("MaximumInterval below InitialInterval accepted")
-	}
-	for _, ok := range []*RetryPolicy{nil, def, exp, lin} {
-		if err := ok.Validate(); err != nil {
-			t.Errorf("%+v: %v", ok, err)
-		}
-	}
-	if err := (&RetryPolicy{BackoffCoefficient: 0.5, MaximumAttempts: -1}).Validate(); err == nil {
-		t.Error("bad policy accepted")
-	}
-}
-
 func TestActivityOptionsTravelWithContext(t *testing.T) {
 	ctx := testCtx(t)
 	if GetActivityOptions(ctx).TaskQueue != "" {
@@ -593,20 +553,5 @@ func TestActivityOptionsTravelWithContext(t *testing.T) {
 	rp.MaximumAttempts = 9
 	if o := GetActivityOptions(ctx); o.TaskQueue != "gpu" || o.RetryPolicy.MaximumAttempts != 2 {
 		t.Fatalf("options %+v", o)
-	}
-}
-
-// A wrapped application error keeps its type and retryability, and the
-// wrappers' words.
-func TestEncodeFailureKeepsWrappers(t *testing.T) {
-	inner := NewApplicationError("address undeliverable", "Undeliverable", true)
-	got := decodeFailure(encodeFailure(fmt.Errorf("compensated after: %w", inner)))
-	var ae *ApplicationError
-	if !errors.As(got, &ae) || ae.Type != "Undeliverable" || !ae.NonRetryable ||
-		ae.Message != "compensated after: Undeliverable: address undeliverable" {
-		t.Fatalf("decoded %#v", got)
-	}
-	if m := decodeFailure(encodeFailure(inner)).(*ApplicationError).Message; m != "address undeliverable" {
-		t.Fatalf("unwrapped message %q", m)
 	}
 }

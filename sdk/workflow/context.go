@@ -1,10 +1,11 @@
 package workflow
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"time"
+
+	"github.com/heddlewf/heddle/sdk/temporal"
 )
 
 // Context carries cancellation and values through workflow code, like Go's
@@ -27,11 +28,14 @@ type Context interface {
 // nothing.
 type CancelFunc func()
 
-// ErrCanceled is what Err and Await return once a context is cancelled.
-var ErrCanceled = errors.New("canceled")
+// ErrCanceled is what Err and Await return once a context is cancelled: a
+// *temporal.CanceledError, as in Temporal. errors.Is(err, ErrCanceled)
+// holds for every cancellation (an activity's or a child's too).
+var ErrCanceled = temporal.NewCanceledError()
 
-// IsCanceledError reports whether err is, or wraps, ErrCanceled.
-func IsCanceledError(err error) bool { return errors.Is(err, ErrCanceled) }
+// IsCanceledError reports whether err is, or wraps, a
+// *temporal.CanceledError.
+func IsCanceledError(err error) bool { return temporal.IsCanceledError(err) }
 
 // newRootContext returns the context a workflow function receives, carrying
 // e for the primitives. The CancelFunc cancels the workflow as a whole. It is

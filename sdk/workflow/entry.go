@@ -23,6 +23,10 @@ type state struct {
 	// mutable holds MutableSideEffect's state per id: calls so far and the
 	// current (last recorded) value.
 	mutable map[string]*mutableState
+	// root is the workflow's root context, for the coroutines of update
+	// handlers; upd is their state (update.go).
+	root Context
+	upd  updates
 }
 
 type stateKey struct{}
@@ -39,6 +43,10 @@ func stateOf(ctx Context) *state {
 // onSignal receives a signal_received event: it goes to the signal's
 // channel, or waits for the channel to be asked for.
 func (st *state) onSignal(name string, payload []byte) {
+	if name == UpdateSignalName {
+		st.onUpdate(payload)
+		return
+	}
 	if ch := st.signals[name]; ch != nil {
 		_ = deliverToChannel(ch, payload) // signal channels are never closed
 		return
@@ -49,6 +57,8 @@ func (st *state) onSignal(name string, payload []byte) {
 var (
 	contextType = reflect.TypeFor[Context]()
 	errorType   = reflect.TypeFor[error]()
+	// encodedValuesType is the parameter of a dynamic workflow's arguments.
+	encodedValuesType = reflect.TypeFor[converter.EncodedValues]()
 )
 
 // newEntryFor is for the worker: it returns the replay.Entry that runs the
@@ -77,10 +87,12 @@ func newEntry(fn any, info Info, logger *slog.Logger) replay.Entry {
 		if logger == nil {
 			logger = slog.Default()
 		}
+		info.WorkflowStartTime = x.Now()
+		info.history = func() (uint64, int64) { return x.LastSeq(), x.HistoryBytes() }
 		st := &state{
 			x:        x,
 			info:     info,
-			logger:   logger.With("workflowID", info.WorkflowID, "runID", info.RunID, "workflowType", info.WorkflowType),
+			logger:   logger.With("workflowID", info.WorkflowID, "runID", info.RunID, "workflowType", info.WorkflowType.Name),
 			signals:  map[string]*channelImpl{},
 			pending:  map[string][][]byte{},
 			versions: map[string]Version{},
@@ -89,16 +101,21 @@ func newEntry(fn any, info Info, logger *slog.Logger) replay.Entry {
 		x.OnCancel(func() { cancel() })
 		x.SetLocal(st)
 		ctx = WithValue(ctx, stateKey{}, st)
+		st.root = ctx
 
 		t := v.Type()
 		args := []reflect.Value{reflect.ValueOf(ctx)}
-		if t.NumIn() > 1 {
+		if t.NumIn() == 2 && t.In(1) == encodedValuesType {
+			// A dynamic workflow (or any taking converter.EncodedValues)
+			// decodes its arguments itself.
+			args = append(args, reflect.ValueOf(converter.NewEncodedValues(input)))
+		} else if t.NumIn() > 1 {
 			ptrs := make([]any, t.NumIn()-1)
 			for i := range ptrs {
 				ptrs[i] = reflect.New(t.In(i + 1)).Interface()
 			}
 			if err := converter.Decode(input, ptrs...); err != nil {
-				x.Finish(nil, fmt.Errorf("workflow: %s: input: %w", info.WorkflowType, err))
+				x.Finish(nil, fmt.Errorf("workflow: %s: input: %w", info.WorkflowType.Name, err))
 				return
 			}
 			for _, p := range ptrs {
@@ -117,7 +134,7 @@ func newEntry(fn any, info Info, logger *slog.Logger) replay.Entry {
 		}
 		res, err := converter.Encode(out[0].Interface())
 		if err != nil {
-			x.Finish(nil, fmt.Errorf("workflow: %s: result: %w", info.WorkflowType, err))
+			x.Finish(nil, fmt.Errorf("workflow: %s: result: %w", info.WorkflowType.Name, err))
 			return
 		}
 		x.Finish(res, nil)

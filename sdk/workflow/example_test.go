@@ -24,10 +24,7 @@ func runWorkflow(wf any, activities map[string]any, resultPtr any, args ...any) 
 		return err
 	}
 	defer func() { err = errors.Join(err, e.Close()) }()
-	w, err := worker.New(e, "examples", worker.Options{})
-	if err != nil {
-		return err
-	}
+	w := worker.New(client.New(e), "examples", worker.Options{})
 	w.RegisterWorkflowWithName(wf, "Example")
 	for name, fn := range activities {
 		w.RegisterActivityWithName(fn, name)
@@ -35,7 +32,7 @@ func runWorkflow(wf any, activities map[string]any, resultPtr any, args ...any) 
 	if err := w.Start(); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, w.Stop(context.Background())) }()
+	defer func() { err = errors.Join(err, w.Shutdown(context.Background())) }()
 	run, err := client.New(e).ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "examples"}, "Example", args...)
 	if err != nil {
 		return err
@@ -147,25 +144,6 @@ func ExampleGetVersion() {
 	// Output: good day, Ada
 }
 
-// RetryPolicy's zero value retries without limit, waiting 1 s, then twice
-// as long each time, up to 30 s.
-func ExampleRetryPolicy_Delay() {
-	var p workflow.RetryPolicy
-	for attempt := 1; attempt <= 7; attempt++ {
-		fmt.Print(p.Delay(attempt), ";")
-	}
-	fmt.Println()
-	// Four attempts in all: three retries, 2 s apart more each time.
-	linear := workflow.RetryPolicy{InitialInterval: 2 * time.Second, Backoff: workflow.BackoffLinear, MaximumAttempts: 4}
-	for attempt := 1; linear.HasAttemptsLeft(attempt); attempt++ {
-		fmt.Print(linear.Delay(attempt), ";")
-	}
-	fmt.Println()
-	// Output:
-	// 1s;2s;4s;8s;16s;30s;30s;
-	// 2s;4s;6s;
-}
-
 // Activities fail with a *workflow.ApplicationError to choose their error's
 // type and whether a retry may help; the workflow sees an
 // *workflow.ActivityError that wraps it, once the retry policy gives up.
@@ -180,8 +158,8 @@ func ExampleNewApplicationError() {
 		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second})
 		err := workflow.ExecuteActivity(ctx, "Charge", cents).Get(ctx, nil)
 		var app *workflow.ApplicationError
-		if errors.As(err, &app) && app.Type == "InvalidAmount" {
-			return "rejected: " + app.Message, nil
+		if errors.As(err, &app) && app.Type() == "InvalidAmount" {
+			return "rejected: " + app.Message(), nil
 		}
 		return "charged", err
 	}

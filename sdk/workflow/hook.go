@@ -8,10 +8,26 @@ import (
 // init hands the worker the plumbing that workflow code must not call.
 func init() {
 	sdkhook.NewEntry = func(fn any, info sdkhook.WorkflowInfo) replay.Entry {
-		return newEntry(fn, Info{WorkflowID: info.WorkflowID, RunID: info.RunID,
-			WorkflowType: info.WorkflowType, TaskQueue: info.TaskQueue, Attempt: info.Attempt}, info.Logger)
+		return newEntry(fn, infoOf(info), info.Logger)
 	}
 	sdkhook.Query = runQuery
-	sdkhook.EncodeFailure = encodeFailure
-	sdkhook.DecodeFailure = decodeFailure
+}
+
+// infoOf turns what the worker knows of a run into the Info workflow code
+// sees.
+func infoOf(w sdkhook.WorkflowInfo) Info {
+	i := Info{
+		WorkflowExecution: Execution{ID: w.WorkflowID, RunID: w.RunID},
+		WorkflowType:      Type{Name: w.WorkflowType},
+		TaskQueueName:     w.TaskQueue,
+		Attempt:           max(w.Attempt, 1),
+		Namespace:         "default",
+		WorkflowID:        w.WorkflowID,
+		RunID:             w.RunID,
+		TaskQueue:         w.TaskQueue,
+	}
+	if w.ParentRunID != "" {
+		i.ParentWorkflowExecution = &Execution{ID: w.ParentWorkflowID, RunID: w.ParentRunID}
+	}
+	return i
 }

@@ -13,11 +13,13 @@ import (
 const ReplanErrorType = "ReplanError"
 
 // ErrReplan is matched (errors.Is) by the error of an activity whose critic
-// decided to replan. The *ActivityError it comes in carries the critic's
-// reason as its Message.
+// decided to replan. The *ActivityError it comes in wraps a
+// *temporal.ApplicationError of type ReplanErrorType whose message is the
+// critic's reason.
 var ErrReplan = errors.New("workflow: the critic asked to replan")
 
 func init() {
+	sdkhook.ErrorTypeSentinels[ErrReplan] = ReplanErrorType
 	sdkhook.FutureStep = func(f any) string {
 		if fi, ok := f.(*futureImpl); ok {
 			return fi.step

@@ -23,7 +23,11 @@ func assign(v any, valuePtr any) error {
 		return fmt.Errorf("the value pointer is a %T, not a non-nil pointer", valuePtr)
 	}
 	elem := dst.Elem()
-	if ev, ok := v.(converter.EncodedValue); ok && elem.Type() != reflect.TypeOf(ev) {
+	if ev, ok := v.(converter.EncodedValue); ok {
+		if elem.Type() == encodedValueType || elem.Type() == reflect.TypeOf(ev) {
+			elem.Set(reflect.ValueOf(ev)) // the caller decodes it later
+			return nil
+		}
 		if !ev.HasValue() {
 			return nil // a signal without arguments sets nothing
 		}
@@ -47,3 +51,6 @@ func assign(v any, valuePtr any) error {
 	elem.Set(src)
 	return nil
 }
+
+// encodedValueType is the target that takes a payload undecoded.
+var encodedValueType = reflect.TypeFor[converter.EncodedValue]()

@@ -1,0 +1,233 @@
+package main
+
+// This file is "heddle demo review": a DAG of review tasks (requirements,
+// then implementation, then tests) run by a workflow, each task's output
+// judged by a reviewer and approved by a steward; the steward rejects the
+// implementation once with feedback, the work is redone with it, and only
+// the approval lets the tests start.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/sdk/activity"
+	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/worker"
+	"github.com/heddlewf/heddle/sdk/workflow"
+	"github.com/spf13/cobra"
+)
+
+// withReviewDemo makes "heddle demo review" an argument of the demo command:
+// its usage, its arguments and a paragraph of its help.
+func withReviewDemo(cmd *cobra.Command) {
+	cmd.Use = "demo [review] [--dir DIR] [--timeline ID]"
+	cmd.Args = demoArgs
+	cmd.Long += "\n\n\"heddle demo review\" runs review tasks instead: a DAG (requirements, then\n" +
+		"implementation, then tests) whose tasks each pass a reviewer and a steward's\n" +
+		"approval; the implementation is rejected once with feedback, reworked, approved,\n" +
+		"and the tests start. It prints each step and the job's manifest."
+}
+
+// demoArgs takes no argument, or the one scenario "review".
+func demoArgs(_ *cobra.Command, args []string) error {
+	switch {
+	case len(args) == 0, len(args) == 1 && args[0] == "review":
+		return nil
+	case len(args) == 1:
+		return usagef("unexpected argument %q (the one argument demo takes is \"review\")", args[0])
+	}
+	return usagef("unexpected argument %q", args[1])
+}
+
+// reviewDemoJob is the demo's job id (the manifest's job_id).
+const reviewDemoJob = "email-validation"
+
+// ReviewAgent does a phase's work: what an agent would produce, with the
+// feedback of a rejection taken into account, and the cost it reports.
+func ReviewAgent(ctx context.Context, phase string) (string, error) {
+	info, _ := activity.GetTaskInfo(ctx)
+	activity.ReportCost(ctx, map[string]float64{"requirements": 5, "implementation": 12, "tests": 5}[phase])
+	out := map[string]string{
+		"requirements":   "rules: local@domain, RFC 5322 subset",
+		"implementation": "func Valid(addr string) bool { ... }",
+		"tests":          "42 cases, all passing",
+	}[phase]
+	if info.Feedback != "" {
+		out += " + " + info.Feedback
+	}
+	activity.ReportSummary(ctx, fmt.Sprintf("run %d of %s", info.Run, phase))
+	return out, nil
+}
+
+// ReviewPipeline issues the three tasks at once; the engine holds each
+// until the one it depends on succeeds.
+func ReviewPipeline(ctx workflow.Context) ([]string, error) {
+	phases := []struct{ name, dep string }{{"requirements", ""}, {"implementation", "requirements"}, {"tests", "implementation"}}
+	var fs []workflow.Future
+	for _, p := range phases {
+		o := workflow.TaskOptions{Job: reviewDemoJob, Phase: p.name, AutoReview: true, Reviewer: "critic",
+			JobDescription: "Add e-mail validation, gated by review at each phase",
+			Objective:      "produce the " + p.name}
+		if p.dep != "" {
+			o.DependsOn = []string{p.dep}
+		}
+		fs = append(fs, workflow.ExecuteTask(ctx, o, ReviewAgent, p.name))
+	}
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		if err := f.Get(ctx, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
+	dir, cleanup, err := demoDir(dir)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, cleanup()) }()
+	e, err := engine.Open(engine.Config{Dir: dir})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, e.Close()) }()
+	w := worker.New(client.New(e), "review-demo", worker.Options{LeaseTTL: 5 * time.Second})
+	w.RegisterWorkflow(ReviewPipeline)
+	w.RegisterActivity(ReviewAgent)
+	w.RegisterReviewer("critic", func(_ context.Context, r worker.ReviewRequest) (worker.ReviewResult, error) {
+		var s string
+		_ = converter.Decode(r.Output, &s)
+		return worker.ReviewResult{Approve: true, Summary: fmt.Sprintf("critic: %s looks right (%q)", r.Phase, s),
+			Recommendations: []string{"keep the change small"}}, nil
+	})
+	if err := w.Start(); err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, w.Shutdown(context.Background())) }()
+
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	// The story is best effort: a closed stdout does not stop the demo,
+	// whose outcome is its error.
+	say := func(format string, a ...any) { _, _ = fmt.Fprintf(out, format+"\n", a...) }
+	say("heddle review demo: job %s, database %s", reviewDemoJob, dir)
+	run, err := client.New(e).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "review-pipeline", TaskQueue: "review-demo"}, ReviewPipeline)
+	if err != nil {
+		return err
+	}
+	say("started workflow review-pipeline: requirements → implementation → tests, each gated by review and approval")
+	wait := func(phase string, s engine.TaskState) (*engine.Task, error) {
+		for {
+			changed := e.Committed()
+			t, err := e.DescribeTask(ctx, engine.TaskTarget{Job: reviewDemoJob, Phase: phase})
+			if err == nil && t.State == s {
+				return t, nil
+			}
+			if err != nil && !errors.Is(err, engine.ErrUnknownTask) {
+				return nil, err
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("waiting for %s to be %s: %w", phase, s, ctx.Err())
+			}
+		}
+	}
+	decide := func(phase string, op engine.TaskOp, reason string) error {
+		res, err := e.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{Job: reviewDemoJob, Phase: phase},
+			Op: op, By: "steward", Reason: reason})
+		if err != nil {
+			return err
+		}
+		note := ""
+		if reason != "" {
+			note = fmt.Sprintf(" with feedback %q", reason)
+		}
+		say("  steward: %s %s%s → %s", op, phase, note, res.State)
+		return nil
+	}
+	// An illegal command is refused with the state and what is legal.
+	if t, err := wait("implementation", engine.TaskPending); err != nil {
+		return err
+	} else if _, err := e.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: t.ID}, Op: engine.TaskOpApprove, By: "steward"}); err != nil {
+		var se *engine.TaskStateError
+		if !errors.As(err, &se) {
+			return err
+		}
+		say("  steward: approve implementation too early → refused: it is %s; legal now: %v", se.State, se.Legal)
+	}
+	for _, phase := range []string{"requirements", "implementation", "tests"} {
+		t, err := wait(phase, engine.TaskApprovalRequired)
+		if err != nil {
+			return err
+		}
+		say("%s: run %d, output %s, reviewed: %s", phase, t.Runs, outputText(t.Output), t.Review.Summary)
+		if phase == "implementation" && t.Runs == 1 {
+			if err := decide(phase, engine.TaskOpReject, "also accept internationalised domains"); err != nil {
+				return err
+			}
+			if t, err = wait(phase, engine.TaskApprovalRequired); err != nil {
+				return err
+			}
+			say("%s: rework, run %d, output %s", phase, t.Runs, outputText(t.Output))
+		}
+		if err := decide(phase, engine.TaskOpApprove, ""); err != nil {
+			return err
+		}
+		if next := map[string]string{"requirements": "implementation", "implementation": "tests"}[phase]; next != "" {
+			started := time.Now()
+			for {
+				changed := e.Committed()
+				t, err := e.DescribeTask(ctx, engine.TaskTarget{Job: reviewDemoJob, Phase: next})
+				if err != nil {
+					return err
+				}
+				if t.Runs > 0 {
+					say("  %s started after the approval (%s, %v later)", next, t.State, time.Since(started).Round(time.Millisecond))
+					break
+				}
+				select {
+				case <-changed:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+		}
+	}
+	var results []string
+	if err := run.Get(ctx, &results); err != nil {
+		return err
+	}
+	say("workflow result: %s", strings.Join(results, " | "))
+	m, err := e.TaskManifest(ctx, reviewDemoJob)
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	say("manifest (heddle task describe %s -o json):\n%s", reviewDemoJob, b)
+	if m.Status != engine.TaskSuccess || len(m.History) != 3 {
+		return fmt.Errorf("the job ended %s with %d phases, want SUCCESS with 3", m.Status, len(m.History))
+	}
+	return nil
+}
+
+// outputText decodes a task's output (the work's encoded result) for printing.
+func outputText(b []byte) string {
+	var s string
+	if converter.Decode(b, &s) != nil {
+		return string(b)
+	}
+	return fmt.Sprintf("%q", s)
+}

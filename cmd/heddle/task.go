@@ -1,0 +1,282 @@
+package main
+
+// This file is "heddle task", the steward's command for review tasks: it
+// reads a job's manifest and gives the human commands (activate, config,
+// suspend, resume, cancel, step, approve, reject, resubmit, fix, terminate)
+// over the HTTP API, like "heddle workflow".
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/spf13/cobra"
+)
+
+func newTaskCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "task",
+		Short: "read a job's review tasks and approve, reject or otherwise steer them",
+		Long: "Manages review tasks through the HTTP API of a node or cluster: work whose output\n" +
+			"must pass a review and an approval before the tasks that depend on it start.\n\n" +
+			"A TASK argument is a numeric task id, or JOB/PHASE. A command that is not legal\n" +
+			"in the task's state is refused, naming the state and the commands legal in it.\n" +
+			"Each decision records who made it: --by, default $HEDDLE_USER, else $USER.",
+		Args: unknownCommandArgs,
+		RunE: missingCommand,
+	}
+	g := &wfGlobals{}
+	fs := cmd.PersistentFlags()
+	fs.StringVar(&g.addr, "addr", "", "HTTP `addresses` of the nodes to ask, comma-separated host:port or http(s) URLs (default $HEDDLE_ADDR, else "+defaultAddr+")")
+	fs.StringVar(&g.token, "token", "", "bearer `token` of the HTTP API (default $HEDDLE_TOKEN)")
+	fs.DurationVar(&g.retry, "retry-timeout", wfDefaultRetry, "how long to keep trying when no node answers or the cluster has no leader")
+	g.format = addOutputFlags(fs)
+	completeOutput(cmd)
+	cmd.AddCommand(newTaskDescribeCommand(g), newTaskListCommand(g), newTaskHistoryCommand(g))
+	for _, op := range engine.TaskOps() {
+		cmd.AddCommand(newTaskOpCommand(g, op))
+	}
+	return cmd
+}
+
+// parseTaskTarget reads a TASK argument: an id, or JOB/PHASE (the phase is
+// what follows the last slash, so a job id may hold slashes).
+func parseTaskTarget(s string) (engine.TaskTarget, error) {
+	if id, err := strconv.ParseUint(s, 10, 64); err == nil && id > 0 {
+		return engine.TaskTarget{ID: engine.TaskID(id)}, nil
+	}
+	i := strings.LastIndex(s, "/")
+	if i <= 0 || i == len(s)-1 {
+		return engine.TaskTarget{}, usagef("TASK %q is neither a task id nor JOB/PHASE", s)
+	}
+	return engine.TaskTarget{Job: s[:i], Phase: s[i+1:]}, nil
+}
+
+func newTaskDescribeCommand(g *wfGlobals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "describe JOB",
+		Short: "print a job's manifest: status, current phase, cost, time and each phase's summary",
+		Long: "Prints the manifest of JOB: its status (its current phase's), the current phase\n" +
+			"(the first not yet approved), the cumulative cost its work reported and the time\n" +
+			"it spent running and in review, and a history of its phases with their status and\n" +
+			"latest summary. -o json prints the manifest document.",
+		Args: exactArgs("JOB"),
+	}
+	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
+		svc, err := c.client()
+		if err != nil {
+			return err
+		}
+		m, err := svc.TaskManifest(c.ctx, args[0])
+		if err != nil {
+			return err
+		}
+		if !c.table() {
+			return c.doc(m)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "Job %s: %s\n", wfCell(m.JobID), wfCell(m.Description))
+		fmt.Fprintf(&b, "Status %s, current phase %s; cost %g, time %.3fs\n", m.Status, wfCell(m.CurrentPhase),
+			m.Metrics.CumulativeCost, m.Metrics.CumulativeTimeSeconds)
+		for _, h := range m.History {
+			by := ""
+			if h.DecidedBy != "" {
+				by = " (by " + wfCell(h.DecidedBy) + ")"
+			}
+			fmt.Fprintf(&b, "  %-4d %-24s %-22s %s%s\n", h.TaskID, wfCell(h.Phase), h.Status, wfCell(h.Summary), by)
+		}
+		_, err = io.WriteString(c.out, b.String())
+		return err
+	})
+	return cmd
+}
+
+func newTaskListCommand(g *wfGlobals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list JOB",
+		Short: "list a job's tasks with their state, runs, cost and the commands legal now",
+		Args:  exactArgs("JOB"),
+	}
+	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
+		svc, err := c.client()
+		if err != nil {
+			return err
+		}
+		ts, err := svc.ListTasks(c.ctx, args[0])
+		if err != nil {
+			return err
+		}
+		if ts == nil {
+			ts = []engine.Task{}
+		}
+		switch c.format {
+		case formatJSON:
+			return c.doc(ts)
+		case formatJSONL:
+			return printLines(c.out, ts)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%-5s %-24s %-22s %5s %8s  %s\n", "ID", "PHASE", "STATUS", "RUNS", "COST", "LEGAL COMMANDS")
+		for _, t := range ts {
+			var legal []string
+			for _, op := range engine.LegalTaskOps(t.State) {
+				legal = append(legal, string(op))
+			}
+			fmt.Fprintf(&b, "%-5d %-24s %-22s %5d %8g  %s\n", t.ID, wfCell(t.Phase), t.State, t.Runs, t.CostTotal, strings.Join(legal, " "))
+		}
+		_, err = io.WriteString(c.out, b.String())
+		return err
+	})
+	return cmd
+}
+
+func newTaskHistoryCommand(g *wfGlobals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "history TASK",
+		Short: "print a task's history: every move, who made it and why",
+		Long: "Prints the history of TASK (a task id or JOB/PHASE): each event with its time, the\n" +
+			"states it moved the task between, who decided (or which worker or reviewer held\n" +
+			"the lease) and the reason or summary recorded. -o jsonl prints one event per line.",
+		Args: exactArgs("TASK"),
+	}
+	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
+		t, err := parseTaskTarget(args[0])
+		if err != nil {
+			return err
+		}
+		svc, err := c.client()
+		if err != nil {
+			return err
+		}
+		if t.ID == 0 {
+			rec, err := svc.DescribeTask(c.ctx, t)
+			if err != nil {
+				return err
+			}
+			t.ID = rec.ID
+		}
+		evs, err := svc.TaskHistory(c.ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		if evs == nil {
+			evs = []engine.TaskEvent{}
+		}
+		switch c.format {
+		case formatJSON:
+			return c.doc(evs)
+		case formatJSONL:
+			return printLines(c.out, evs)
+		}
+		var b strings.Builder
+		for _, e := range evs {
+			who := e.By
+			if who == "" {
+				who = e.Owner
+			}
+			note := e.Reason
+			if e.Review != nil {
+				note = e.Review.Summary
+			} else if note == "" {
+				note = e.Summary
+			}
+			fmt.Fprintf(&b, "%3d  %s  %-22s %-42s %-12s %s\n", e.Seq, time.UnixMilli(e.AtMS).UTC().Format(time.RFC3339),
+				e.Type, fmt.Sprintf("%s → %s", e.From, e.To), wfCell(who), wfCell(note))
+		}
+		_, err = io.WriteString(c.out, b.String())
+		return err
+	})
+	return cmd
+}
+
+// taskOpShort says what each human command does.
+var taskOpShort = map[engine.TaskOp]string{
+	engine.TaskOpActivate:  "activate a DRAFT task: it becomes PENDING and runs once its dependencies succeed",
+	engine.TaskOpConfig:    "configure a DRAFT task: objective, details, acceptance criteria, input",
+	engine.TaskOpSuspend:   "suspend a task: it keeps everything and runs again (from PENDING) when resumed",
+	engine.TaskOpResume:    "resume a SUSPENDED task (to PENDING) or a PAUSED one (to RUNNING)",
+	engine.TaskOpCancel:    "cancel a task: it ends CANCELED and its dependants never start",
+	engine.TaskOpStep:      "start the review of a REVIEW_REQUIRED task (REVIEWING)",
+	engine.TaskOpApprove:   "approve a task's reviewed output: SUCCESS, and its dependants may start",
+	engine.TaskOpReject:    "reject a task's output: it runs again (PENDING) with --reason as its feedback",
+	engine.TaskOpResubmit:  "send a task that needs intervention back to run again (PENDING)",
+	engine.TaskOpFix:       "mark a task that needed intervention fixed: it is reviewed again (REVIEW_REQUIRED)",
+	engine.TaskOpTerminate: "end a task that needs intervention: CANCELED",
+}
+
+// taskOpOutput is a command's JSON document.
+type taskOpOutput struct {
+	TaskID  uint64           `json:"task_id"`
+	Command string           `json:"command"`
+	Status  engine.TaskState `json:"status"`
+	Seq     uint64           `json:"seq"`
+	By      string           `json:"by,omitempty"`
+}
+
+func newTaskOpCommand(g *wfGlobals, op engine.TaskOp) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   string(op) + " TASK",
+		Short: taskOpShort[op],
+		Long: strings.ToUpper(taskOpShort[op][:1]) + taskOpShort[op][1:] + ".\n" +
+			"TASK is a task id or JOB/PHASE. Refused, naming the task's state and the commands\n" +
+			"legal in it, when the state does not allow " + string(op) + ".",
+		Args: exactArgs("TASK"),
+	}
+	var by, reason, objective, details, input, expect string
+	var acceptance []string
+	fs := cmd.Flags()
+	fs.StringVar(&by, "by", "", "who decides (default $HEDDLE_USER, else $USER)")
+	fs.StringVar(&reason, "reason", "", "why: the feedback the next run reads (reject, resubmit, fix), or a note")
+	fs.StringVar(&expect, "expect", "", "apply only while the task is in this `state` (what you saw), e.g. APPROVAL_REQUIRED")
+	if op == engine.TaskOpConfig {
+		fs.StringVar(&objective, "objective", "", "the task's objective")
+		fs.StringVar(&details, "details", "", "the task's details")
+		fs.StringArrayVar(&acceptance, "acceptance", nil, "an acceptance criterion (repeat the flag for more; replaces the list)")
+		fs.StringVar(&input, "input", "", "the work's arguments as a JSON array (replaces the input)")
+	}
+	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
+		t, err := parseTaskTarget(args[0])
+		if err != nil {
+			return err
+		}
+		tc := engine.TaskCommand{TaskTarget: t, Op: op, By: envDefault(by, "HEDDLE_USER", os.Getenv("USER")), Reason: reason}
+		if expect != "" {
+			st, err := engine.ParseTaskState(strings.ToUpper(expect))
+			if err != nil {
+				return usagef("--expect %q is not a task state", expect)
+			}
+			tc.Expect = st
+		}
+		if op == engine.TaskOpConfig {
+			cf := &engine.TaskConfig{Objective: objective, Details: details, Acceptance: acceptance}
+			if input != "" {
+				var vals []json.RawMessage
+				if err := json.Unmarshal([]byte(input), &vals); err != nil {
+					return usagef("--input %q is not a JSON array: %v", input, err)
+				}
+				cf.Input = []byte(input)
+			}
+			tc.Config = cf
+		}
+		svc, err := c.client()
+		if err != nil {
+			return err
+		}
+		res, err := svc.TaskCommand(c.ctx, tc)
+		if err != nil {
+			return err
+		}
+		out := taskOpOutput{TaskID: uint64(res.Task), Command: string(op), Status: res.State, Seq: res.Seq, By: tc.By}
+		if !c.table() {
+			return c.doc(out)
+		}
+		_, err = fmt.Fprintf(c.out, "Task %d: %s by %s; now %s.\n", out.TaskID, op, wfCell(out.By), out.Status)
+		return err
+	})
+	return cmd
+}

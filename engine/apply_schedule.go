@@ -1,0 +1,456 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// dispatchExt applies the schedule and async-completion commands; ok is
+// false for any other.
+func (a *applier) dispatchExt(cmd Command) (res Result, ok bool, err error) {
+	switch c := cmd.(type) {
+	case *CompleteAsync:
+		res, err = a.completeAsync(c)
+	case *BackfillSchedule:
+		res, err = a.backfillSchedule(c)
+	case *CreateSchedule:
+		res, err = a.createSchedule(c)
+	case *UpdateSchedule:
+		res, err = a.updateSchedule(c)
+	case *PauseSchedule:
+		res, err = a.pauseSchedule(c)
+	case *TriggerSchedule:
+		res, err = a.triggerSchedule(c)
+	case *DeleteSchedule:
+		res, err = a.deleteSchedule(c)
+	case *FireSchedules:
+		res, err = a.fireSchedules(c)
+	default:
+		return nil, false, nil
+	}
+	return res, true, err
+}
+
+func (a *applier) loadSchedule(id string) (*Schedule, error) {
+	key := storage.ScheduleKey(id)
+	b, err := a.tx.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownSchedule, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := new(Schedule)
+	if _, err := storage.DecodeAt(key, b, storage.KindSchedule, scheduleVersion, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// EncodeSchedule returns the stored form of s.
+func EncodeSchedule(s *Schedule) []byte {
+	return storage.MustEncode(storage.KindSchedule, scheduleVersion, s)
+}
+
+// DecodeSchedule decodes a stored schedule record.
+func DecodeSchedule(b []byte) (*Schedule, error) {
+	s := new(Schedule)
+	if _, err := storage.Decode(b, storage.KindSchedule, scheduleVersion, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// saveSchedule writes s and, unless its live due entry is already at
+// s.DueMS (liveDueMS: the time of the entry it has, 0 for none), its entry
+// in the schedule-due index. As with timers, the entry it leaves behind is not
+// deleted (that would leave a deletion marker ahead of the index's
+// low-water mark): the sweep that reaches it finds it stale and drops it.
+func (a *applier) saveSchedule(s *Schedule, liveDueMS int64) {
+	s.UpdatedMS = a.now
+	a.tx.Set(storage.ScheduleKey(s.ID), EncodeSchedule(s))
+	if s.DueMS != 0 && s.DueMS != liveDueMS {
+		a.tx.Set(storage.SchedDueKey(s.DueMS, s.ID), nil)
+	}
+}
+
+func (a *applier) createSchedule(c *CreateSchedule) (Result, error) {
+	if _, err := a.loadSchedule(c.ID); err == nil {
+		return nil, fmt.Errorf("%w: %q", ErrScheduleExists, c.ID)
+	} else if !errors.Is(err, ErrUnknownSchedule) {
+		return nil, err
+	}
+	s := &Schedule{ID: c.ID, Spec: c.Spec, Action: c.Action, Policy: c.Policy, State: c.State, CreatedMS: a.now}
+	res := &ScheduleResult{Schedule: s}
+	if c.TriggerImmediately {
+		if err := a.act(s, a.now, a.now, s.overlap(OverlapUnspecified), res); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.reschedule(s, 0, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (a *applier) updateSchedule(c *UpdateSchedule) (Result, error) {
+	s, err := a.loadSchedule(c.ID)
+	if err != nil {
+		return nil, err
+	}
+	s.Spec, s.Action, s.Policy, s.State = c.Spec, c.Action, c.Policy, c.State
+	s.NextNominalMS = 0 // computed afresh from now
+	res := &ScheduleResult{Schedule: s}
+	if err := a.reschedule(s, s.DueMS, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (a *applier) pauseSchedule(c *PauseSchedule) (Result, error) {
+	s, err := a.loadSchedule(c.ID)
+	if err != nil {
+		return nil, err
+	}
+	was := s.State.Paused
+	s.State.Paused, s.State.Note = c.Paused, c.Note
+	if was && !c.Paused {
+		s.NextNominalMS = 0 // go on from now: times passed while paused are not caught up
+	}
+	res := &ScheduleResult{Schedule: s}
+	if err := a.reschedule(s, s.DueMS, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (a *applier) triggerSchedule(c *TriggerSchedule) (Result, error) {
+	s, err := a.loadSchedule(c.ID)
+	if err != nil {
+		return nil, err
+	}
+	res := &ScheduleResult{Schedule: s}
+	a.refreshRunning(s)
+	if err := a.drainBuffer(s, res); err != nil {
+		return nil, err
+	}
+	if err := a.act(s, a.now, a.now, s.overlap(c.Overlap), res); err != nil {
+		return nil, err
+	}
+	if err := a.reschedule(s, s.DueMS, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (a *applier) deleteSchedule(c *DeleteSchedule) (Result, error) {
+	if _, err := a.loadSchedule(c.ID); err != nil {
+		return nil, err
+	}
+	// The due entry stays behind, stale, until its sweep drops it.
+	a.tx.Delete(storage.ScheduleKey(c.ID))
+	return &ScheduleResult{}, nil
+}
+
+// fireSchedules acts on the schedules whose due entries have come. An
+// entry whose schedule is gone, or whose time is not the schedule's due
+// time, is stale, but acting on it is harmless: it only looks again.
+//
+// Unlike the other sweeps, one schedule can write a lot (it may start many
+// runs), so the sweep also stops once its writes pass
+// scheduleSweepBudgetBytes or scheduleSweepBudgetKeys, leaving the entries
+// it did not reach due (More), well below a transaction's limit: a sweep
+// over the limit would fail, and be proposed again, for ever.
+func (a *applier) fireSchedules(c *FireSchedules) (Result, error) {
+	low, err := a.u64(storage.KeyLowSchedDue)
+	if err != nil {
+		return nil, err
+	}
+	type due struct {
+		tk  storage.TimeKey
+		key []byte
+	}
+	var dues []due
+	res := &SweepResult{}
+	start := append(append([]byte(nil), storage.SchedDuePrefix...), storage.U64(low)...)
+	err = a.tx.Scan(storage.SchedDuePrefix, start, false, func(k, _ []byte) (bool, error) {
+		tk, err := storage.ParseTimeKey(k)
+		if err != nil {
+			return false, err
+		}
+		if tk.AtMS > a.now {
+			return false, nil
+		}
+		if len(dues) == c.Max {
+			res.More = true
+			return false, nil
+		}
+		dues = append(dues, due{tk, k})
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	mark := a.now
+	done := 0
+	for _, d := range dues {
+		if a.tx.Bytes() > scheduleSweepBudgetBytes || a.tx.Len() > scheduleSweepBudgetKeys {
+			res.More, mark = true, d.tk.AtMS
+			break
+		}
+		a.tx.Delete(d.key)
+		done++
+		if err := a.fireSchedule(d.tk, res); err != nil {
+			return nil, err
+		}
+	}
+	if res.More && done == len(dues) {
+		mark = dues[len(dues)-1].tk.AtMS
+	}
+	if done > 0 && uint64(mark) > low {
+		a.tx.Set(storage.KeyLowSchedDue, storage.U64(uint64(mark)))
+	}
+	return res, nil
+}
+
+// The write budget of one FireSchedules, about a fifth of a transaction's
+// limit with Badger's default 16 MiB memtables.
+const (
+	scheduleSweepBudgetBytes = 512 << 10
+	scheduleSweepBudgetKeys  = 4000
+)
+
+// fireSchedule brings the schedule of one due entry up to now.
+func (a *applier) fireSchedule(tk storage.TimeKey, res *SweepResult) error {
+	s, err := a.loadSchedule(tk.Rest)
+	if errors.Is(err, ErrUnknownSchedule) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	old := s.DueMS
+	if old == tk.AtMS {
+		old = 0 // the live entry was just removed: a new one is needed
+	}
+	sr := &ScheduleResult{}
+	if err := a.reschedule(s, old, sr); err != nil {
+		return err
+	}
+	for _, st := range sr.Started {
+		res.Jobs = append(res.Jobs, st.Job)
+		res.Ready = append(res.Ready, st.Job)
+	}
+	return nil
+}
+
+// overlap is the policy an action takes: p, or the schedule's, or Skip.
+func (s *Schedule) overlap(p OverlapPolicy) OverlapPolicy {
+	if p == OverlapUnspecified {
+		p = s.Policy.Overlap
+	}
+	if p == OverlapUnspecified {
+		p = OverlapSkip
+	}
+	return p
+}
+
+// reschedule brings s up to now and saves it: it forgets the runs that
+// closed, starts buffered actions the overlap policy now allows, acts on
+// every spec time that has come (up to maxScheduleStepsPerApply), and sets
+// the due time for the next one. oldDueMS is the time of the live due
+// entry s already has (0: none).
+func (a *applier) reschedule(s *Schedule, oldDueMS int64, res *ScheduleResult) error {
+	spec, _, err := compileSpec(&s.Spec)
+	if err != nil {
+		return err // checked when stored: the record is corrupt
+	}
+	a.refreshRunning(s)
+	if err := a.drainBuffer(s, res); err != nil {
+		return err
+	}
+	if s.NextNominalMS == 0 && !s.State.Paused {
+		s.NextNominalMS = spec.next(a.now)
+	}
+	window := s.Policy.CatchupWindowMS
+	if window == 0 {
+		window = DefaultCatchupWindowMS
+	}
+	steps, started := 0, len(res.Started)
+	// Each start may write a large input: past the sweep's write budget
+	// the schedule stops (after one step at least, so it always moves on)
+	// and stays due now.
+	overBudget := func() bool {
+		return steps > 0 && (a.tx.Bytes() > scheduleSweepBudgetBytes || a.tx.Len() > scheduleSweepBudgetKeys)
+	}
+	for !s.State.Paused && s.NextNominalMS != 0 && steps < maxScheduleStepsPerApply && len(res.Started)-started < maxScheduleStartsPerApply && !overBudget() {
+		t := s.NextNominalMS
+		actual := t + ScheduleJitter(s.ID, t, spec.jitterMS)
+		if actual > a.now {
+			break
+		}
+		steps++
+		switch {
+		case a.now-actual > window:
+			s.NumMissedCatchup++
+		case s.State.LimitedActions && s.State.RemainingActions <= 0:
+		default:
+			if s.State.LimitedActions {
+				s.State.RemainingActions--
+			}
+			if err := a.act(s, t, actual, s.overlap(OverlapUnspecified), res); err != nil {
+				return err
+			}
+		}
+		s.NextNominalMS = spec.next(t)
+	}
+	switch {
+	case steps == maxScheduleStepsPerApply || len(res.Started)-started == maxScheduleStartsPerApply || (overBudget() && s.NextNominalMS != 0 &&
+		s.NextNominalMS+ScheduleJitter(s.ID, s.NextNominalMS, spec.jitterMS) <= a.now):
+		s.DueMS = a.now // more times have come: the next sweep goes on
+	case s.State.Paused || s.NextNominalMS == 0 || (s.State.LimitedActions && s.State.RemainingActions <= 0):
+		s.DueMS = 0
+	default:
+		s.DueMS = s.NextNominalMS + ScheduleJitter(s.ID, s.NextNominalMS, spec.jitterMS)
+	}
+	a.saveSchedule(s, oldDueMS)
+	res.Schedule = s
+	return nil
+}
+
+// refreshRunning forgets the runs of s that closed, pausing s when one
+// failed and its policy says so.
+func (a *applier) refreshRunning(s *Schedule) {
+	open := s.Running[:0]
+	for _, r := range s.Running {
+		l, err := a.resolve(Target{WorkflowID: r.WorkflowID})
+		if err != nil || l.job.Status.Terminal() {
+			if err == nil && s.Policy.PauseOnFailure && (l.job.Status == StatusFailed || l.job.Status == StatusTimedOut) {
+				s.State.Paused = true
+				s.State.Note = fmt.Sprintf("paused: workflow %q ended %s", r.WorkflowID, l.job.Status)
+			}
+			continue
+		}
+		open = append(open, r)
+	}
+	s.Running = open
+}
+
+// drainBuffer starts buffered actions while nothing of s is open.
+func (a *applier) drainBuffer(s *Schedule, res *ScheduleResult) error {
+	for len(s.Buffered) > 0 && len(s.Running) == 0 {
+		b := s.Buffered[0]
+		s.Buffered = s.Buffered[1:]
+		if err := a.start(s, b.NominalMS, res); err != nil {
+			return err
+		}
+	}
+	if len(s.Buffered) == 0 {
+		s.Buffered = nil
+	}
+	return nil
+}
+
+// act takes the action of s for nominalMS under overlap policy p.
+func (a *applier) act(s *Schedule, nominalMS, actualMS int64, p OverlapPolicy, res *ScheduleResult) error {
+	_ = actualMS // the start is recorded at now, which is actualMS or later
+	if len(s.Running) == 0 && len(s.Buffered) == 0 {
+		return a.start(s, nominalMS, res)
+	}
+	switch p {
+	case OverlapAllowAll:
+		return a.start(s, nominalMS, res)
+	case OverlapBufferOne:
+		if len(s.Buffered) == 0 {
+			s.Buffered = append(s.Buffered, BufferedStart{NominalMS: nominalMS, Overlap: p})
+			return nil
+		}
+	case OverlapBufferAll:
+		if len(s.Buffered) < MaxScheduleBuffer {
+			s.Buffered = append(s.Buffered, BufferedStart{NominalMS: nominalMS, Overlap: p})
+			return nil
+		}
+	case OverlapCancelOther:
+		for _, r := range s.Running {
+			l, err := a.resolve(Target{WorkflowID: r.WorkflowID})
+			if err != nil {
+				return err
+			}
+			if !l.job.CancelRequested {
+				if _, err := a.requestCancel(&RequestCancel{Target: Target{Job: l.job.ID}, Reason: "schedule " + s.ID + ": overlap policy CancelOther"}); err != nil {
+					return err
+				}
+			}
+		}
+		// The new run goes once the cancelled ones have closed; a newer
+		// action replaces one still waiting.
+		s.Buffered = []BufferedStart{{NominalMS: nominalMS, Overlap: p}}
+		return nil
+	case OverlapTerminateOther:
+		for _, r := range s.Running {
+			reason := "schedule " + s.ID + ": overlap policy TerminateOther"
+			_, err := a.lifecycle(Target{WorkflowID: r.WorkflowID},
+				Event{Type: EventJobTerminated, Reason: reason, Payload: EncodeTerminatedFailure(reason)})
+			if err != nil {
+				return err
+			}
+		}
+		s.Running, s.Buffered = nil, nil
+		return a.start(s, nominalMS, res)
+	}
+	s.NumSkippedOverlap++
+	return nil
+}
+
+// start starts the run of s for nominalMS. A run of that workflow id still
+// open (two triggers in one second) makes it count as skipped.
+func (a *applier) start(s *Schedule, nominalMS int64, res *ScheduleResult) error {
+	wf := ScheduleWorkflowID(s, nominalMS)
+	cur, err := a.resolve(Target{WorkflowID: wf})
+	switch {
+	case errors.Is(err, ErrUnknownJob):
+	case err != nil:
+		return err
+	case !cur.job.Status.Terminal():
+		s.NumSkippedOverlap++
+		return nil
+	}
+	cj := s.Action.createJob(a.now)
+	cj.WorkflowID = wf
+	r, err := a.create(cj)
+	if err != nil {
+		return err
+	}
+	cr := r.(*CreateResult)
+	l, err := a.load(cr.Job)
+	if err != nil {
+		return err
+	}
+	l.job.ScheduleID = s.ID
+	a.save(l)
+	run := ScheduleRun{WorkflowID: wf, Job: cr.Job, NominalMS: nominalMS, ActualMS: a.now}
+	s.Running = append(s.Running, run)
+	if n := len(s.Running); n > MaxScheduleRunning {
+		// Only AllowAll gets here: its runs need no tracking to decide.
+		s.Running = append([]ScheduleRun(nil), s.Running[n-MaxScheduleRunning:]...)
+	}
+	s.Recent = append(s.Recent, run)
+	if n := len(s.Recent); n > MaxScheduleRecent {
+		s.Recent = append([]ScheduleRun(nil), s.Recent[n-MaxScheduleRecent:]...)
+	}
+	s.NumActions++
+	res.Started = append(res.Started, *cr)
+	return nil
+}
+
+// scheduleRunClosed puts the schedule that started j (if any) in the
+// schedule-due index at now, so that a start its overlap policy held back
+// goes at once. Only the index entry is written: the schedule record may be
+// the one this very command is changing.
+func (a *applier) scheduleRunClosed(j *Job) {
+	if j.ScheduleID != "" {
+		a.tx.Set(storage.SchedDueKey(a.now, j.ScheduleID), nil)
+	}
+}

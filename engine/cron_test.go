@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+func TestCronChain(t *testing.T) {
+	h := newSchedHarness(t)
+	h.mustFail(&CreateJob{WorkflowID: "c", Type: "t", Queue: "q", CronSchedule: "not a line"}, ErrInvalidCommand)
+	h.mustFail(&CreateJob{WorkflowID: "c", Type: "t", Queue: "q", CronSchedule: "TZ=UTC * * * * *"}, ErrInvalidCommand)
+
+	every5 := int64(5 * 60_000)
+	first := (schedT0/every5 + 1) * every5
+	cr := h.must(&CreateJob{WorkflowID: "c", Type: "t", Queue: "q", Input: []byte("in"), CronSchedule: "*/5 * * * *"}).(*CreateResult)
+	j := h.job(cr.Job)
+	if j.Status != StatusRetrying || j.ReleaseAtMS != first || j.CronSchedule != "*/5 * * * *" {
+		t.Fatalf("first run %s, release at %d (want %d)", j.Status, j.ReleaseAtMS, first)
+	}
+	// runAt releases the chain's current run at its time, claims it and
+	// ends it with end; it returns the next run's record.
+	runAt := func(at int64, end func(ref LeaseRef)) *Job {
+		t.Helper()
+		h.now = at - 1
+		h.must(&ReleaseDelayed{Max: 10})
+		if cur, _ := h.current("c"); cur.Status != StatusRetrying {
+			t.Fatalf("released before its time: %s", cur.Status)
+		}
+		h.now = at
+		h.must(&ReleaseDelayed{Max: 10})
+		c := h.claimOne(10_000)
+		end(LeaseRef{Job: c.Job, Attempt: c.Attempt})
+		next, _ := h.current("c")
+		return next
+	}
+	n2 := runAt(first, func(ref LeaseRef) { h.must(&Complete{LeaseRef: ref, Result: []byte("r1")}) })
+	if n2.ID == cr.Job || n2.Status != StatusRetrying || n2.ReleaseAtMS != first+every5 {
+		t.Fatalf("second run %+v", n2)
+	}
+	ev := h.history(n2.ID)[0]
+	if string(ev.Payload) != "in" || string(ev.LastResult) != "r1" {
+		t.Fatalf("second run's job_created: input %q, last result %q", ev.Payload, ev.LastResult)
+	}
+	if end := h.history(cr.Job); end[len(end)-1].Reason != ReasonCronNext || h.job(cr.Job).Status != StatusCompleted {
+		t.Fatalf("first run ended %+v", end[len(end)-1])
+	}
+	// A failed run is followed too, and the last completion result stays.
+	n3 := runAt(first+every5, func(ref LeaseRef) { h.must(&Fail{LeaseRef: ref, Error: []byte("boom")}) })
+	if ev := h.history(n3.ID)[0]; string(ev.LastResult) != "r1" || n3.Status != StatusRetrying {
+		t.Fatalf("third run: %s, last result %q", n3.Status, ev.LastResult)
+	}
+	// A retry within a run keeps the chain and the last result.
+	n4 := runAt(first+2*every5, func(ref LeaseRef) {
+		h.must(&ContinueAsNew{LeaseRef: ref, Input: []byte("in"), Failure: []byte("again")})
+	})
+	if ev := h.history(n4.ID)[0]; string(ev.LastResult) != "r1" || n4.CronSchedule == "" || n4.Status != StatusQueued {
+		t.Fatalf("retried run: %s, cron %q, last result %q", n4.Status, n4.CronSchedule, ev.LastResult)
+	}
+	// A run its run timeout ends is followed too (Temporal's cron).
+	h.must(&Cancel{Target: Target{WorkflowID: "c"}})
+	cr = h.must(&CreateJob{WorkflowID: "c", Type: "t", Queue: "q", Input: []byte("in"), CronSchedule: "*/5 * * * *", RunTimeoutMS: 1000}).(*CreateResult)
+	first = (h.now/every5 + 1) * every5
+	h.now = first
+	h.must(&ReleaseDelayed{Max: 10})
+	h.now = first + 999
+	h.must(&ExpireDeadlines{Max: 10})
+	if s := h.job(cr.Job).Status; s != StatusQueued {
+		t.Fatalf("the run timeout counted the wait for the run's time: %s", s)
+	}
+	h.now = first + 1000
+	h.must(&ExpireDeadlines{Max: 10})
+	n4, _ = h.current("c")
+	if h.job(cr.Job).Status != StatusTimedOut || n4.ID == cr.Job || n4.Status != StatusRetrying || n4.ReleaseAtMS != first+every5 {
+		t.Fatalf("after a run timeout: old %s, next %+v", h.job(cr.Job).Status, n4)
+	}
+	// Cancelling ends the chain.
+	h.must(&Cancel{Target: Target{WorkflowID: "c"}})
+	if cur, _ := h.current("c"); cur.ID != n4.ID || cur.Status != StatusCancelled {
+		t.Fatalf("after cancel: %+v", cur)
+	}
+	h.verify()
+}
+
+func TestCronChildKeepsItsParentWaiting(t *testing.T) {
+	h := newSchedHarness(t)
+	p := h.create("parent")
+	h.must(&CreateJob{WorkflowID: "kid", Type: "t", Queue: "q2", ParentID: p, ParentStep: "c1", CronSchedule: "@hourly"})
+	h.now = (schedT0/3600_000 + 1) * 3600_000
+	h.must(&ReleaseDelayed{Max: 10})
+	c := h.must(&Claim{Queue: "q2", Owner: "w", Max: 1, LeaseMS: 10_000}).(*ClaimResult).Jobs[0]
+	h.must(&Complete{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}, Result: []byte("r")})
+	var eff []byte
+	viewOK(t, h.db, func(r *storage.Reader) error {
+		b, err := r.Get(storage.EffectKey(uint64(p), "c1"))
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		eff = b
+		return err
+	})
+	if eff != nil {
+		t.Fatalf("a cron child's run gave its parent an effect: %+v", eff)
+	}
+	next, err := h.current("kid")
+	if err != nil || next.ParentID != p || next.Status != StatusRetrying {
+		t.Fatalf("next child run %+v %v", next, err)
+	}
+	h.verify()
+}
+
+func (h *harness) current(wf string) (*Job, error) {
+	h.t.Helper()
+	var j *Job
+	err := h.db.View(func(r *storage.Reader) error {
+		var err error
+		j, err = readTarget(r, Target{WorkflowID: wf})
+		return err
+	})
+	if err != nil && !errors.Is(err, ErrUnknownJob) {
+		h.t.Fatal(err)
+	}
+	return j, err
+}

@@ -1,0 +1,130 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+)
+
+// The review task routes through the Go client: a task created, worked,
+// reviewed and approved; an illegal command answered 409 with the state and
+// the legal commands, in JSON and through the client as a TaskStateError;
+// the manifest read back.
+func TestTaskRoutes(t *testing.T) {
+	e := openEngine(t, engine.Limits{})
+	_, hs := serve(t, ServerConfig{Service: e})
+	c := newClient(t, ClientConfig{Addrs: []string{hostOf(hs.URL)}})
+	ctx := context.Background()
+
+	res, err := c.CreateTask(ctx, engine.CreateTask{Job: "email", Phase: "requirements", Queue: "q", Type: "analyse",
+		JobDescription: "validate e-mail"})
+	if err != nil || res.State != engine.TaskPending {
+		t.Fatalf("create = %+v, %v", res, err)
+	}
+	id := res.Task
+	_, err = c.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: id}, Op: engine.TaskOpApprove, By: "ann"})
+	var se *engine.TaskStateError
+	if !errors.As(err, &se) || !errors.Is(err, engine.ErrIllegalTaskCommand) || se.State != engine.TaskPending ||
+		!slices.Equal(se.Legal, []engine.TaskOp{engine.TaskOpSuspend, engine.TaskOpCancel}) {
+		t.Fatalf("approve while PENDING through the client: %v (%+v)", err, se)
+	}
+	raw := postJSON(t, hs.URL+"/v1/tasks/approve", map[string]any{"task_id": id, "by": "ann"}, nil)
+	body := errorBodyOf(t, raw)
+	if raw.status != http.StatusConflict || body.Name != "illegal_task_command" || body.Code != engine.TaskStateCode ||
+		body.TaskState != "PENDING" || !slices.Equal(body.LegalCommands, []string{"suspend", "cancel"}) {
+		t.Fatalf("409 body = %d %+v", raw.status, body)
+	}
+
+	claimed, err := c.ClaimTasks(ctx, engine.ClaimTasks{Queue: "q", Owner: "w", Max: 1, LeaseMS: 10_000})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim = %+v, %v", claimed, err)
+	}
+	if _, err := c.TaskHeartbeat(ctx, engine.TaskHeartbeat{Leases: []engine.TaskLeaseRef{{Task: id, Attempt: claimed[0].Attempt}}, LeaseMS: 10_000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: id, Attempt: claimed[0].Attempt},
+		Op: engine.TaskReportOutput, Output: []byte("rules"), Cost: 3, Summary: "analysed"}); err != nil {
+		t.Fatal(err)
+	}
+	var step engine.TaskResult
+	if raw := postJSON(t, hs.URL+"/v1/tasks/step", map[string]any{"job_id": "email", "phase": "requirements", "by": "ann"}, &step); raw.status != http.StatusOK || step.State != engine.TaskReviewing {
+		t.Fatalf("step over JSON: %d %s", raw.status, raw.body)
+	}
+	rv, err := c.ClaimTasks(ctx, engine.ClaimTasks{Role: engine.TaskRoleReview, Queue: "q", Owner: "r", Max: 1, LeaseMS: 10_000})
+	if err != nil || len(rv) != 1 || string(rv[0].Output) != "rules" {
+		t.Fatalf("review claim = %+v, %v", rv, err)
+	}
+	if _, err := c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: id, Attempt: rv[0].Attempt},
+		Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: engine.VerdictApprove, Summary: "complete"}}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: id}, Op: engine.TaskOpApprove, By: "ann"}); err != nil || r.State != engine.TaskSuccess {
+		t.Fatalf("approve = %+v, %v", r, err)
+	}
+	// A stale lease holder is refused, and the sentinel crosses the wire.
+	_, err = c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: id, Attempt: rv[0].Attempt},
+		Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: engine.VerdictApprove}})
+	if !errors.Is(err, engine.ErrStaleTaskAttempt) {
+		t.Fatalf("stale verdict: %v", err)
+	}
+	if _, err := c.DescribeTask(ctx, engine.TaskTarget{ID: 99}); !errors.Is(err, engine.ErrUnknownTask) {
+		t.Fatalf("unknown task: %v", err)
+	}
+	got, err := c.DescribeTask(ctx, engine.TaskTarget{Job: "email", Phase: "requirements"})
+	if err != nil || got.ID != id || got.State != engine.TaskSuccess || got.DecidedBy != "ann" {
+		t.Fatalf("describe = %+v, %v", got, err)
+	}
+	hist, err := c.TaskHistory(ctx, id)
+	if err != nil || len(hist) != 7 || hist[len(hist)-1].Type != engine.TaskEventApproved {
+		t.Fatalf("history = %+v, %v", hist, err)
+	}
+	list, err := c.ListTasks(ctx, "email")
+	if err != nil || len(list) != 1 {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+	m, err := c.TaskManifest(ctx, "email")
+	if err != nil || m.JobID != "email" || m.Status != engine.TaskSuccess || m.Metrics.CumulativeCost != 3 ||
+		len(m.History) != 1 || m.History[0].Summary != "complete" || m.Description != "validate e-mail" {
+		t.Fatalf("manifest = %+v, %v", m, err)
+	}
+	// The manifest's JSON has the origin model's keys.
+	raw = doRaw(t, http.MethodGet, hs.URL+"/v1/manifests/email", nil, nil)
+	for _, k := range []string{`"job_id":"email"`, `"status":"SUCCESS"`, `"current_phase":"requirements"`,
+		`"cumulative_cost":3`, `"cumulative_time_seconds"`, `"history":[{"phase":"requirements","status":"SUCCESS","summary":"complete"`} {
+		if !strings.Contains(string(raw.body), k) {
+			t.Errorf("manifest JSON lacks %s: %s", k, raw.body)
+		}
+	}
+}
+
+// A task claim with a wait is a long poll: it answers once a task it may
+// claim is created, and empty (asked again by the client) before that.
+func TestTaskClaimLongPoll(t *testing.T) {
+	e := openEngine(t, engine.Limits{})
+	_, hs := serve(t, ServerConfig{Service: e})
+	c := newClient(t, ClientConfig{Addrs: []string{hostOf(hs.URL)}, PollWait: 50 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got := make(chan []engine.ClaimedTask, 1)
+	go func() {
+		ts, err := c.ClaimTasksWait(ctx, engine.ClaimTasks{Queue: "lp", Owner: "w", Max: 1, LeaseMS: 10_000})
+		if err != nil {
+			t.Errorf("long poll: %v", err)
+		}
+		got <- ts
+	}()
+	time.Sleep(150 * time.Millisecond) // a few empty polls first
+	if _, err := e.CreateTask(ctx, engine.CreateTask{Job: "lp", Phase: "p", Queue: "lp", Type: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	ts := <-got
+	if len(ts) != 1 || ts[0].Phase != "p" || ts[0].Attempt != 1 {
+		t.Fatalf("claimed %+v", ts)
+	}
+}

@@ -1,0 +1,647 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// The harness starts at 1_000_000 ms; schedule tests work on a round epoch
+// so that the times read well.
+const schedT0 = int64(1_700_000_000_000) // 2023-11-14T22:13:20Z
+
+func newSchedHarness(t *testing.T) *harness {
+	h := newHarness(t)
+	h.now = schedT0
+	return h
+}
+
+func everySpec(ms int64) ScheduleSpec {
+	return ScheduleSpec{Intervals: []ScheduleInterval{{EveryMS: ms}}}
+}
+
+var testAction = ScheduleAction{Type: "report", Queue: "q", Input: []byte("in")}
+
+func (h *harness) schedule(id string) *Schedule {
+	h.t.Helper()
+	var s *Schedule
+	viewOK(h.t, h.db, func(r *storage.Reader) error {
+		b, err := r.Get(storage.ScheduleKey(id))
+		if err != nil {
+			return err
+		}
+		s, err = DecodeSchedule(b)
+		return err
+	})
+	return s
+}
+
+// fireAt moves the clock to at and applies FireSchedules, returning the
+// workflow ids of the runs it started.
+func (h *harness) fireAt(at int64) []string {
+	h.t.Helper()
+	h.now = at
+	res := h.must(&FireSchedules{Max: 100}).(*SweepResult)
+	var ids []string
+	for _, j := range res.Jobs {
+		ids = append(ids, h.job(j).WorkflowID)
+	}
+	return ids
+}
+
+func rfc(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
+
+func TestScheduleCheckRefusesBadFields(t *testing.T) {
+	ok := CreateSchedule{ID: "s", Spec: everySpec(60_000), Action: testAction}
+	cases := []struct {
+		name  string
+		edit  func(c *CreateSchedule)
+		field string
+		want  error
+	}{
+		{"no id", func(c *CreateSchedule) { c.ID = "" }, "ID", ErrInvalidCommand},
+		{"bad cron", func(c *CreateSchedule) { c.Spec.CronExpressions = []string{"61 * * * *"} }, "Spec.CronExpressions[0]", ErrInvalidCommand},
+		{"cron zone", func(c *CreateSchedule) { c.Spec.CronExpressions = []string{"CRON_TZ=Europe/Paris 0 9 * * *"} }, "Spec.CronExpressions[0]", ErrInvalidCommand},
+		{"short interval", func(c *CreateSchedule) { c.Spec = everySpec(999) }, "Spec.Intervals[0].EveryMS", ErrInvalidCommand},
+		{"offset too big", func(c *CreateSchedule) { c.Spec.Intervals[0].OffsetMS = 60_000 }, "Spec.Intervals[0].OffsetMS", ErrInvalidCommand},
+		{"end before start", func(c *CreateSchedule) { c.Spec.StartAtMS, c.Spec.EndAtMS = 10, 5 }, "Spec.EndAtMS", ErrInvalidCommand},
+		{"start after 9999", func(c *CreateSchedule) { c.Spec.StartAtMS = 1 << 62 }, "Spec.StartAtMS", ErrInvalidCommand},
+		{"negative jitter", func(c *CreateSchedule) { c.Spec.JitterMS = -1 }, "Spec.JitterMS", ErrInvalidCommand},
+		{"no type", func(c *CreateSchedule) { c.Action.Type = "" }, "Action.Type", ErrInvalidCommand},
+		{"no queue", func(c *CreateSchedule) { c.Action.Queue = "" }, "Action.Queue", ErrInvalidCommand},
+		{"bad overlap", func(c *CreateSchedule) { c.Policy.Overlap = 7 }, "Policy.Overlap", ErrInvalidCommand},
+		{"short catch-up", func(c *CreateSchedule) { c.Policy.CatchupWindowMS = 9_999 }, "Policy.CatchupWindowMS", ErrInvalidCommand},
+		{"remaining without limit", func(c *CreateSchedule) { c.State.RemainingActions = 3 }, "State.RemainingActions", ErrInvalidCommand},
+		{"long base id", func(c *CreateSchedule) { c.Action.WorkflowID = strings.Repeat("w", 1000) }, "Action.WorkflowID", ErrPayloadTooLarge},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newSchedHarness(t)
+			c := ok
+			c.Spec.Intervals = append([]ScheduleInterval(nil), ok.Spec.Intervals...)
+			tc.edit(&c)
+			before := h.snapshot()
+			_, err := h.apply(&c)
+			var fe *FieldError
+			if !errors.Is(err, tc.want) || !errors.As(err, &fe) || fe.Field != tc.field {
+				t.Fatalf("got %v, want %v on field %s", err, tc.want, tc.field)
+			}
+			sameStore(t, before, h.snapshot())
+		})
+	}
+}
+
+func TestScheduleLifecycleErrors(t *testing.T) {
+	h := newSchedHarness(t)
+	h.must(&CreateSchedule{ID: "s", Spec: everySpec(60_000), Action: testAction})
+	h.mustFail(&CreateSchedule{ID: "s", Spec: everySpec(60_000), Action: testAction}, ErrScheduleExists)
+	for _, c := range []Command{
+		&UpdateSchedule{ID: "x", Spec: everySpec(60_000), Action: testAction},
+		&PauseSchedule{ID: "x", Paused: true}, &TriggerSchedule{ID: "x"}, &DeleteSchedule{ID: "x"},
+	} {
+		h.mustFail(c, ErrUnknownSchedule)
+	}
+	h.must(&DeleteSchedule{ID: "s"})
+	h.mustFail(&DeleteSchedule{ID: "s"}, ErrUnknownSchedule)
+	// A stale due entry of the deleted schedule is dropped by its sweep.
+	if ids := h.fireAt(schedT0 + 120_000); len(ids) != 0 {
+		t.Fatalf("a deleted schedule started %v", ids)
+	}
+	h.verify()
+}
+
+func TestScheduleIntervalStartsRunsWithDeterministicIDs(t *testing.T) {
+	h := newSchedHarness(t)
+	res := h.must(&CreateSchedule{ID: "rep", Spec: everySpec(60_000), Action: testAction, Policy: SchedulePolicy{Overlap: OverlapAllowAll}}).(*ScheduleResult)
+	first := (schedT0/60_000 + 1) * 60_000
+	if res.Schedule.NextNominalMS != first || res.Schedule.DueMS != first {
+		t.Fatalf("next %d due %d, want %d", res.Schedule.NextNominalMS, res.Schedule.DueMS, first)
+	}
+	if ids := h.fireAt(first - 1); len(ids) != 0 {
+		t.Fatalf("fired early: %v", ids)
+	}
+	ids := h.fireAt(first)
+	if want := "rep-" + rfc(first); len(ids) != 1 || ids[0] != want {
+		t.Fatalf("started %v, want [%s]", ids, want)
+	}
+	j := h.job(h.schedule("rep").Running[0].Job)
+	if j.Type != "report" || j.Queue != "q" || j.Status != StatusQueued || j.ScheduleID != "rep" {
+		t.Fatalf("run %+v", j)
+	}
+	// Three minutes later: the two times passed in between and the third
+	// are all taken (AllowAll), each with its own nominal time.
+	ids = h.fireAt(first + 3*60_000)
+	if len(ids) != 3 || ids[2] != "rep-"+rfc(first+3*60_000) {
+		t.Fatalf("started %v", ids)
+	}
+	s := h.schedule("rep")
+	if s.NumActions != 4 || len(s.Running) != 4 || len(s.Recent) != 4 || s.NextNominalMS != first+4*60_000 {
+		t.Fatalf("schedule %+v", s)
+	}
+	h.verify()
+}
+
+func TestScheduleCronSpec(t *testing.T) {
+	base := time.Date(2024, 1, 31, 10, 17, 30, 0, time.UTC).UnixMilli()
+	cases := []struct {
+		spec ScheduleSpec
+		want []string
+	}{
+		{ScheduleSpec{CronExpressions: []string{"*/15 * * * *"}}, []string{"2024-01-31T10:30:00Z", "2024-01-31T10:45:00Z", "2024-01-31T11:00:00Z"}},
+		{ScheduleSpec{CronExpressions: []string{"0 9 * * MON"}}, []string{"2024-02-05T09:00:00Z", "2024-02-12T09:00:00Z", "2024-02-19T09:00:00Z"}},
+		{ScheduleSpec{CronExpressions: []string{"@daily"}}, []string{"2024-02-01T00:00:00Z", "2024-02-02T00:00:00Z", "2024-02-03T00:00:00Z"}},
+		{ScheduleSpec{CronExpressions: []string{"30 0 12 29 2 *"}}, []string{"2024-02-29T12:00:30Z", "2028-02-29T12:00:30Z"}},
+		// The union of a cron line and an interval, bounded by EndAtMS.
+		{ScheduleSpec{CronExpressions: []string{"0 11 * * *"}, Intervals: []ScheduleInterval{{EveryMS: 20 * 60_000, OffsetMS: 60_000}},
+			EndAtMS: time.Date(2024, 1, 31, 11, 1, 0, 0, time.UTC).UnixMilli()},
+			[]string{"2024-01-31T10:21:00Z", "2024-01-31T10:41:00Z", "2024-01-31T11:00:00Z", "2024-01-31T11:01:00Z"}},
+		// StartAtMS moves the first time.
+		{ScheduleSpec{Intervals: []ScheduleInterval{{EveryMS: 3600_000}}, StartAtMS: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC).UnixMilli()},
+			[]string{"2024-03-01T00:00:00Z", "2024-03-01T01:00:00Z"}},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprint(tc.spec.CronExpressions, tc.spec.Intervals), func(t *testing.T) {
+			c, field, err := compileSpec(&tc.spec)
+			if err != nil {
+				t.Fatalf("%s: %v", field, err)
+			}
+			var got []string
+			for at := c.next(base); at != 0 && len(got) < len(tc.want)+1; at = c.next(at) {
+				got = append(got, rfc(at))
+			}
+			if len(tc.want) < 4 && len(got) > len(tc.want) {
+				got = got[:len(tc.want)]
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("times %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestScheduleJitterIsDeterministicAndBounded(t *testing.T) {
+	const jitter = 30_000
+	seen := map[int64]bool{}
+	for i := range int64(200) {
+		j := ScheduleJitter("s", schedT0+i*60_000, jitter)
+		if j < 0 || j >= jitter {
+			t.Fatalf("jitter %d out of [0, %d)", j, jitter)
+		}
+		if j != ScheduleJitter("s", schedT0+i*60_000, jitter) {
+			t.Fatal("jitter changed between two calls")
+		}
+		seen[j/1000] = true
+	}
+	if len(seen) < 20 {
+		t.Fatalf("jitter took only %d distinct seconds over 200 times", len(seen))
+	}
+	if ScheduleJitter("s", schedT0, 0) != 0 {
+		t.Fatal("no jitter configured, yet a delay")
+	}
+	h := newSchedHarness(t)
+	s := h.must(&CreateSchedule{ID: "j", Spec: ScheduleSpec{Intervals: []ScheduleInterval{{EveryMS: 60_000}}, JitterMS: jitter}, Action: testAction}).(*ScheduleResult).Schedule
+	due := s.NextNominalMS + ScheduleJitter("j", s.NextNominalMS, jitter)
+	if s.DueMS != due {
+		t.Fatalf("due %d, want nominal+jitter %d", s.DueMS, due)
+	}
+	if ids := h.fireAt(due - 1); len(ids) != 0 {
+		t.Fatal("fired before its jittered time")
+	}
+	ids := h.fireAt(due)
+	if len(ids) != 1 || ids[0] != "j-"+rfc(s.NextNominalMS) {
+		t.Fatalf("started %v; the id carries the nominal time %s", ids, rfc(s.NextNominalMS))
+	}
+	run := h.schedule("j").Recent[0]
+	if run.NominalMS != s.NextNominalMS || run.ActualMS != due {
+		t.Fatalf("recent %+v", run)
+	}
+}
+
+// TestScheduleOverlapPolicies fires twice while the first run is open,
+// then closes it, cell by cell for each policy.
+func TestScheduleOverlapPolicies(t *testing.T) {
+	cases := []struct {
+		p OverlapPolicy
+		// after the second and third times, while run 1 is open:
+		startedWhileOpen, buffered int
+		skipped                    int64
+		firstStatus                Status // run 1's status after the third time
+		cancelRequested            bool
+		// after run 1 (and, for TerminateOther, all) closed:
+		startedAfterClose int
+	}{
+		{OverlapSkip, 0, 0, 2, StatusQueued, false, 0},
+		{OverlapUnspecified, 0, 0, 2, StatusQueued, false, 0},
+		{OverlapBufferOne, 0, 1, 1, StatusQueued, false, 1},
+		{OverlapBufferAll, 0, 2, 0, StatusQueued, false, 1},
+		{OverlapCancelOther, 0, 1, 0, StatusQueued, true, 1},
+		{OverlapTerminateOther, 2, 0, 0, StatusTerminated, false, 0},
+		{OverlapAllowAll, 2, 0, 0, StatusQueued, false, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.p.String(), func(t *testing.T) {
+			h := newSchedHarness(t)
+			s := h.must(&CreateSchedule{ID: "o", Spec: everySpec(60_000), Action: testAction, Policy: SchedulePolicy{Overlap: tc.p}}).(*ScheduleResult).Schedule
+			t1 := s.NextNominalMS
+			if ids := h.fireAt(t1); len(ids) != 1 {
+				t.Fatalf("first time started %v", ids)
+			}
+			run1 := h.schedule("o").Running[0].Job
+			ids := append(h.fireAt(t1+60_000), h.fireAt(t1+120_000)...)
+			s = h.schedule("o")
+			if len(ids) != tc.startedWhileOpen || len(s.Buffered) != tc.buffered || s.NumSkippedOverlap != tc.skipped {
+				t.Fatalf("started %v, buffered %v, skipped %d", ids, s.Buffered, s.NumSkippedOverlap)
+			}
+			j1 := h.job(run1)
+			if j1.Status != tc.firstStatus || j1.CancelRequested != tc.cancelRequested {
+				t.Fatalf("run 1 is %s (cancel requested %v)", j1.Status, j1.CancelRequested)
+			}
+			// Close every open run; the schedule is woken at once.
+			for _, r := range s.Running {
+				if !h.job(r.Job).Status.Terminal() {
+					h.must(&Cancel{Target: Target{Job: r.Job}})
+				}
+			}
+			after := h.fireAt(h.now)
+			if len(after) != tc.startedAfterClose {
+				t.Fatalf("after the close started %v, want %d", after, tc.startedAfterClose)
+			}
+			if tc.p == OverlapBufferAll {
+				// The second buffered start waits for the one just started.
+				if want := "o-" + rfc(t1+60_000); after[0] != want {
+					t.Fatalf("started %s first, want %s", after[0], want)
+				}
+				if got := len(h.schedule("o").Buffered); got != 1 {
+					t.Fatalf("%d still buffered, want 1", got)
+				}
+			}
+			h.verify()
+		})
+	}
+}
+
+func TestScheduleCatchupWindowSkipsTimesMissedTooLong(t *testing.T) {
+	h := newSchedHarness(t)
+	s := h.must(&CreateSchedule{ID: "c", Spec: everySpec(60_000), Action: testAction,
+		Policy: SchedulePolicy{Overlap: OverlapAllowAll, CatchupWindowMS: 150_000}}).(*ScheduleResult).Schedule
+	t1 := s.NextNominalMS
+	// Ten minutes late: the times older than 150 s are missed, the last
+	// three (at -120 s, -60 s, 0) are taken.
+	ids := h.fireAt(t1 + 600_000)
+	s = h.schedule("c")
+	if len(ids) != 3 || s.NumMissedCatchup != 8 || s.NumActions != 3 {
+		t.Fatalf("started %v, missed %d, actions %d", ids, s.NumMissedCatchup, s.NumActions)
+	}
+}
+
+func TestScheduleBoundsStepsPerCommand(t *testing.T) {
+	h := newSchedHarness(t)
+	s := h.must(&CreateSchedule{ID: "b", Spec: everySpec(1000), Action: testAction}).(*ScheduleResult).Schedule
+	// 2500 times have come; the policy skips while run 1 is open, but each
+	// time is a step: the first command takes 1000, and leaves the schedule
+	// due now for the next sweep.
+	late := s.NextNominalMS + 2499_000
+	h.fireAt(late)
+	if s = h.schedule("b"); s.DueMS != late || s.NumSkippedOverlap != 999 {
+		t.Fatalf("due %d (want %d), skipped %d", s.DueMS, late, s.NumSkippedOverlap)
+	}
+	h.fireAt(late)
+	h.fireAt(late)
+	if s = h.schedule("b"); s.DueMS != late+1000 || s.NumSkippedOverlap != 2499 || s.NumActions != 1 {
+		t.Fatalf("due %d, skipped %d, actions %d", s.DueMS, s.NumSkippedOverlap, s.NumActions)
+	}
+	h.verify()
+}
+
+func TestSchedulePauseTriggerUpdate(t *testing.T) {
+	h := newSchedHarness(t)
+	s := h.must(&CreateSchedule{ID: "p", Spec: everySpec(60_000), Action: testAction,
+		State: ScheduleState{Paused: true, Note: "created paused"}}).(*ScheduleResult).Schedule
+	if s.DueMS != 0 || len(NextActionTimes(s, 3)) != 0 {
+		t.Fatalf("a paused schedule is due at %d", s.DueMS)
+	}
+	if ids := h.fireAt(schedT0 + 300_000); len(ids) != 0 {
+		t.Fatal("a paused schedule fired")
+	}
+	// A trigger acts even while paused, named after now.
+	tr := h.must(&TriggerSchedule{ID: "p"}).(*ScheduleResult)
+	if len(tr.Started) != 1 || tr.Started[0].WorkflowID != "p-"+rfc(h.now) {
+		t.Fatalf("trigger started %+v", tr.Started)
+	}
+	// A second trigger in the same second finds that id open: skipped.
+	if tr = h.must(&TriggerSchedule{ID: "p", Overlap: OverlapAllowAll}).(*ScheduleResult); len(tr.Started) != 0 || tr.Schedule.NumSkippedOverlap != 1 {
+		t.Fatalf("second trigger: %+v", tr)
+	}
+	// Unpaused, it goes on from now: the times passed are not caught up.
+	h.now += 1000
+	s = h.must(&PauseSchedule{ID: "p", Note: "back"}).(*ScheduleResult).Schedule
+	want := (h.now/60_000 + 1) * 60_000
+	if s.State.Paused || s.State.Note != "back" || s.NextNominalMS != want || s.DueMS != want {
+		t.Fatalf("unpaused: %+v, want next %d", s, want)
+	}
+	// An update replaces the spec and action, keeps the counters.
+	s = h.must(&UpdateSchedule{ID: "p", Spec: everySpec(3600_000), Action: ScheduleAction{WorkflowID: "nightly", Type: "t2", Queue: "q2"},
+		Policy: SchedulePolicy{Overlap: OverlapAllowAll}}).(*ScheduleResult).Schedule
+	next := (h.now/3600_000 + 1) * 3600_000
+	if s.NextNominalMS != next || s.NumActions != 1 || s.Action.Type != "t2" {
+		t.Fatalf("updated: %+v", s)
+	}
+	ids := h.fireAt(next)
+	if len(ids) != 1 || ids[0] != "nightly-"+rfc(next) {
+		t.Fatalf("started %v", ids)
+	}
+	h.verify()
+}
+
+func TestScheduleLimitedActionsAndPauseOnFailure(t *testing.T) {
+	h := newSchedHarness(t)
+	s := h.must(&CreateSchedule{ID: "l", Spec: everySpec(60_000), Action: testAction, Policy: SchedulePolicy{Overlap: OverlapAllowAll},
+		State: ScheduleState{LimitedActions: true, RemainingActions: 2}}).(*ScheduleResult).Schedule
+	ids := h.fireAt(s.NextNominalMS + 300_000)
+	if s = h.schedule("l"); len(ids) != 2 || s.State.RemainingActions != 0 || s.DueMS != 0 {
+		t.Fatalf("started %v; schedule %+v", ids, s)
+	}
+	// A trigger still acts, and does not count.
+	if tr := h.must(&TriggerSchedule{ID: "l"}).(*ScheduleResult); len(tr.Started) != 1 {
+		t.Fatal("a trigger of a schedule out of actions did nothing")
+	}
+
+	s = h.must(&CreateSchedule{ID: "f", Spec: everySpec(60_000), Action: ScheduleAction{Type: "report", Queue: "qf"},
+		Policy: SchedulePolicy{PauseOnFailure: true}}).(*ScheduleResult).Schedule
+	h.fireAt(s.NextNominalMS)
+	h.now++
+	c := h.must(&Claim{Queue: "qf", Owner: "w", Max: 1, LeaseMS: 10_000}).(*ClaimResult).Jobs[0]
+	h.must(&Fail{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}, Error: []byte("boom")})
+	h.fireAt(h.now)
+	if s = h.schedule("f"); !s.State.Paused || !strings.Contains(s.State.Note, "Failed") || s.DueMS != 0 {
+		t.Fatalf("after a failed run: %+v", s.State)
+	}
+	h.verify()
+}
+
+func TestScheduleRunContinuedAsNewKeepsItsSchedule(t *testing.T) {
+	h := newSchedHarness(t)
+	s := h.must(&CreateSchedule{ID: "k", Spec: everySpec(60_000), Action: ScheduleAction{Type: "report", Queue: "qk"},
+		Policy: SchedulePolicy{Overlap: OverlapBufferOne}}).(*ScheduleResult).Schedule
+	h.fireAt(s.NextNominalMS)
+	h.fireAt(s.NextNominalMS + 60_000) // buffered
+	c := h.must(&Claim{Queue: "qk", Owner: "w", Max: 1, LeaseMS: 10_000}).(*ClaimResult).Jobs[0]
+	next := h.must(&ContinueAsNew{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}}).(*CreateResult)
+	if h.job(next.Job).ScheduleID != "k" {
+		t.Fatal("the continued run lost its schedule")
+	}
+	if ids := h.fireAt(h.now); len(ids) != 0 {
+		t.Fatalf("started %v while the chain is open", ids)
+	}
+	h.must(&Cancel{Target: Target{Job: next.Job}})
+	if ids := h.fireAt(h.now); len(ids) != 1 || ids[0] != "k-"+rfc(s.NextNominalMS+60_000) {
+		t.Fatalf("after the chain closed started %v", ids)
+	}
+}
+
+// TestFireSchedulesStaysWithinItsWriteBudget: schedules whose runs carry
+// large inputs, all due at once, are fired over several sweeps, each far
+// below a transaction's limit, and none is lost or fired twice.
+func TestFireSchedulesStaysWithinItsWriteBudget(t *testing.T) {
+	h := newSchedHarness(t)
+	act := ScheduleAction{Type: "report", Queue: "q", Input: make([]byte, 8<<10)}
+	const n = 200
+	for i := range n {
+		h.must(&CreateSchedule{ID: fmt.Sprintf("s%03d", i), Spec: everySpec(60_000), Action: act})
+	}
+	h.now = (schedT0/60_000 + 1) * 60_000
+	seen := map[JobID]bool{}
+	sweeps := 0
+	for more := true; more; sweeps++ {
+		res := h.must(&FireSchedules{Max: 1000}).(*SweepResult)
+		for _, j := range res.Jobs {
+			if seen[j] {
+				t.Fatalf("job %d started twice", j)
+			}
+			seen[j] = true
+		}
+		more = res.More
+	}
+	if len(seen) != n || sweeps < 3 {
+		t.Fatalf("%d runs started over %d sweeps, want %d over several", len(seen), sweeps, n)
+	}
+	h.verify()
+}
+
+// TestScheduleCatchUpOfLargeRunsStaysWithinBudget: one schedule with many
+// times to catch up, each starting a run with a large input, takes them
+// over several sweeps.
+func TestScheduleCatchUpOfLargeRunsStaysWithinBudget(t *testing.T) {
+	h := newSchedHarness(t)
+	act := ScheduleAction{Type: "report", Queue: "q", Input: make([]byte, 200<<10)}
+	s := h.must(&CreateSchedule{ID: "big", Spec: everySpec(60_000), Action: act, Policy: SchedulePolicy{Overlap: OverlapAllowAll}}).(*ScheduleResult).Schedule
+	h.now = s.NextNominalMS + 19*60_000 // twenty times have come
+	started, sweeps := 0, 0
+	for more := true; more && sweeps < 50; sweeps++ {
+		res := h.must(&FireSchedules{Max: 10}).(*SweepResult)
+		started += len(res.Jobs)
+		more = h.schedule("big").DueMS <= h.now
+	}
+	if started != 20 || sweeps < 4 {
+		t.Fatalf("%d runs over %d sweeps, want 20 over several", started, sweeps)
+	}
+	h.verify()
+}
+
+func TestScheduleWithAnEmptySpecActsOnlyWhenTriggered(t *testing.T) {
+	h := newSchedHarness(t)
+	s := h.must(&CreateSchedule{ID: "e", Action: testAction}).(*ScheduleResult).Schedule
+	if s.NextNominalMS != 0 || s.DueMS != 0 || len(NextActionTimes(s, 3)) != 0 {
+		t.Fatalf("an empty spec has times: %+v", s)
+	}
+	if ids := h.fireAt(schedT0 + 365*24*3600_000); len(ids) != 0 {
+		t.Fatalf("an empty spec fired %v", ids)
+	}
+	if tr := h.must(&TriggerSchedule{ID: "e"}).(*ScheduleResult); len(tr.Started) != 1 {
+		t.Fatal("a trigger of an empty spec started nothing")
+	}
+	h.verify()
+}
+
+func TestScheduleCreateTriggerImmediately(t *testing.T) {
+	h := newSchedHarness(t)
+	res := h.must(&CreateSchedule{ID: "now", Spec: everySpec(3600_000), Action: testAction, TriggerImmediately: true}).(*ScheduleResult)
+	if len(res.Started) != 1 || res.Started[0].WorkflowID != "now-"+rfc(schedT0) {
+		t.Fatalf("started %+v", res.Started)
+	}
+}
+
+// TestScheduleModel drives one interval schedule with random fires,
+// triggers, run closes and pauses against a reference model of the policy,
+// and compares the started workflow ids and counters after every step.
+func TestScheduleModel(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x5c4ed))
+	policies := []OverlapPolicy{OverlapSkip, OverlapBufferOne, OverlapBufferAll, OverlapTerminateOther, OverlapAllowAll}
+	for round := range 6 {
+		p := policies[round%len(policies)]
+		t.Run(fmt.Sprintf("%d-%s", round, p), func(t *testing.T) {
+			h := newSchedHarness(t)
+			const every = 10_000
+			s := h.must(&CreateSchedule{ID: "m", Spec: everySpec(every), Action: testAction, Policy: SchedulePolicy{Overlap: p}}).(*ScheduleResult).Schedule
+			m := &schedModel{p: p, next: s.NextNominalMS, every: every}
+			for step := range 60 {
+				switch op := rng.IntN(10); {
+				case op < 5: // time passes and the scheduler fires
+					h.now += int64(rng.IntN(3*every)) + 1
+					got := h.fireAt(h.now)
+					want := m.fire(h.now)
+					if fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Fatalf("step %d fire at %s: started %v, model %v", step, rfc(h.now), got, want)
+					}
+				case op < 7 && len(m.running) > 0: // a run ends
+					i := rng.IntN(len(m.running))
+					wf := m.running[i]
+					h.must(&Cancel{Target: Target{WorkflowID: wf}})
+					m.closed(wf)
+					got := h.fireAt(h.now)
+					if want := m.fire(h.now); fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Fatalf("step %d close of %s: started %v, model %v", step, wf, got, want)
+					}
+				case op < 8: // a trigger, in a new second
+					h.now += 1000
+					res := h.must(&TriggerSchedule{ID: "m"}).(*ScheduleResult)
+					var got []string
+					for _, st := range res.Started {
+						got = append(got, st.WorkflowID)
+					}
+					if want := m.trigger(h.now); fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Fatalf("step %d trigger: started %v, model %v", step, got, want)
+					}
+				default: // pause, or unpause
+					h.now++
+					paused := !m.paused
+					h.must(&PauseSchedule{ID: "m", Paused: paused})
+					m.pause(paused, h.now)
+				}
+				s = h.schedule("m")
+				if s.NumActions != m.actions || s.NumSkippedOverlap != m.skipped || len(s.Buffered) != len(m.buffered) || len(s.Running) != len(m.running) {
+					t.Fatalf("step %d: schedule actions %d skipped %d buffered %d running %d; model %d %d %d %d", step,
+						s.NumActions, s.NumSkippedOverlap, len(s.Buffered), len(s.Running), m.actions, m.skipped, len(m.buffered), len(m.running))
+				}
+			}
+			h.verify()
+		})
+	}
+}
+
+// schedModel is the reference: an interval schedule and its policy, over
+// plain lists.
+type schedModel struct {
+	p                OverlapPolicy
+	every, next      int64
+	paused           bool
+	running          []string
+	buffered         []int64
+	actions, skipped int64
+}
+
+func (m *schedModel) id(at int64) string { return "m-" + rfc(at) }
+
+func (m *schedModel) start(at int64) []string {
+	for _, r := range m.running {
+		if r == m.id(at) { // a trigger named like an open run
+			m.skipped++
+			return nil
+		}
+	}
+	m.running = append(m.running, m.id(at))
+	m.actions++
+	return []string{m.id(at)}
+}
+
+func (m *schedModel) act(at int64) []string {
+	if len(m.running) == 0 && len(m.buffered) == 0 {
+		return m.start(at)
+	}
+	switch m.p {
+	case OverlapAllowAll:
+		return m.start(at)
+	case OverlapTerminateOther:
+		m.running = nil
+		return m.start(at)
+	case OverlapBufferOne:
+		if len(m.buffered) == 0 {
+			m.buffered = append(m.buffered, at)
+			return nil
+		}
+	case OverlapBufferAll:
+		m.buffered = append(m.buffered, at)
+		return nil
+	}
+	m.skipped++
+	return nil
+}
+
+func (m *schedModel) fire(now int64) []string {
+	out := m.drain()
+	for !m.paused && m.next <= now {
+		out = append(out, m.act(m.next)...)
+		m.next += m.every
+	}
+	return out
+}
+
+func (m *schedModel) drain() []string {
+	var out []string
+	for len(m.buffered) > 0 && len(m.running) == 0 {
+		out = append(out, m.start(m.buffered[0])...)
+		m.buffered = m.buffered[1:]
+	}
+	return out
+}
+
+func (m *schedModel) closed(wf string) {
+	for i, r := range m.running {
+		if r == wf {
+			m.running = append(m.running[:i], m.running[i+1:]...)
+			return
+		}
+	}
+}
+
+func (m *schedModel) trigger(now int64) []string {
+	out := append(m.drain(), m.act(now)...)
+	return append(out, m.fire(now)...)
+}
+
+func (m *schedModel) pause(paused bool, now int64) {
+	if m.paused && !paused {
+		m.next = (now/m.every + 1) * m.every
+	}
+	m.paused = paused
+	m.drain() // the engine drains when it looks; nothing is buffered with nothing running
+}
+
+func TestScheduleBackfill(t *testing.T) {
+	h := newSchedHarness(t)
+	h.must(&CreateSchedule{ID: "bf", Spec: everySpec(3600_000), Action: testAction, State: ScheduleState{Paused: true}})
+	day := (schedT0/86_400_000 - 2) * 86_400_000 // two days back, midnight
+	// Five past hours, AllowAll: five runs named after their hours, while paused.
+	res := h.must(&BackfillSchedule{ID: "bf", StartMS: day, EndMS: day + 4*3600_000, Overlap: OverlapAllowAll}).(*ScheduleResult)
+	if len(res.Started) != 5 || res.Started[0].WorkflowID != "bf-"+rfc(day) || res.Started[4].WorkflowID != "bf-"+rfc(day+4*3600_000) {
+		t.Fatalf("backfill started %+v", res.Started)
+	}
+	// Under the schedule's Skip, with those runs open: all skipped.
+	res = h.must(&BackfillSchedule{ID: "bf", StartMS: day + 5*3600_000, EndMS: day + 6*3600_000}).(*ScheduleResult)
+	if len(res.Started) != 0 || res.Schedule.NumSkippedOverlap != 2 {
+		t.Fatalf("backfill under Skip: started %+v, skipped %d", res.Started, res.Schedule.NumSkippedOverlap)
+	}
+	before := h.snapshot()
+	h.mustFail(&BackfillSchedule{ID: "bf", StartMS: day, EndMS: day + 200*3600_000}, ErrInvalidCommand)
+	h.mustFail(&BackfillSchedule{ID: "bf", StartMS: day, EndMS: day - 1}, ErrInvalidCommand)
+	h.mustFail(&BackfillSchedule{ID: "nope", StartMS: day, EndMS: day}, ErrUnknownSchedule)
+	sameStore(t, before, h.snapshot())
+	h.verify()
+}

@@ -1,0 +1,5 @@
+package activity
+
+// DynamicRegisterOptions configure worker.RegisterDynamicActivity; it has
+// no options yet, as in Temporal.
+type DynamicRegisterOptions struct{}

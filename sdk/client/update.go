@@ -1,0 +1,182 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/workflow"
+)
+
+// WorkflowUpdateStage is how far UpdateWorkflow waits.
+type WorkflowUpdateStage int
+
+// The stages, as Temporal's.
+const (
+	// WorkflowUpdateStageUnspecified waits for Completed.
+	WorkflowUpdateStageUnspecified WorkflowUpdateStage = iota
+	// WorkflowUpdateStageAdmitted returns once the request is in the
+	// workflow's history.
+	WorkflowUpdateStageAdmitted
+	// WorkflowUpdateStageAccepted returns once the validator accepted it
+	// (or with the rejection).
+	WorkflowUpdateStageAccepted
+	// WorkflowUpdateStageCompleted returns once the handler returned.
+	WorkflowUpdateStageCompleted
+)
+
+// UpdateWorkflowOptions configure UpdateWorkflow.
+type UpdateWorkflowOptions struct {
+	// UpdateID identifies the update; "" gives a random one. Sending the
+	// same id twice runs the handler once.
+	UpdateID   string
+	WorkflowID string
+	// RunID is the run ("" for the latest).
+	RunID        string
+	UpdateName   string
+	Args         []any
+	WaitForStage WorkflowUpdateStage
+}
+
+// WorkflowUpdateHandle is an update sent to a workflow.
+type WorkflowUpdateHandle interface {
+	WorkflowID() string
+	RunID() string
+	UpdateID() string
+	// Get waits for the handler to return and decodes its result into
+	// valuePtr (nil to ignore it), or returns its error or the rejection.
+	Get(ctx context.Context, valuePtr any) error
+}
+
+type updateHandle struct {
+	c          *workflowClient
+	workflowID string
+	job        engine.JobID
+	id         string
+}
+
+func (h *updateHandle) WorkflowID() string { return h.workflowID }
+func (h *updateHandle) RunID() string      { return strconv.FormatUint(uint64(h.job), 10) }
+func (h *updateHandle) UpdateID() string   { return h.id }
+
+// UpdateWorkflow sends an update to a run and waits for WaitForStage
+// (Completed when unspecified). The request is a signal, so it is durable
+// once sent; a rejection (by the validator, or for arguments that do not
+// decode) is returned as an error at the Accepted or Completed stage.
+func (c *workflowClient) UpdateWorkflow(ctx context.Context, o UpdateWorkflowOptions) (WorkflowUpdateHandle, error) {
+	if o.WorkflowID == "" || o.UpdateName == "" {
+		return nil, fmt.Errorf("%w: UpdateWorkflowOptions needs WorkflowID and UpdateName", engine.ErrInvalidCommand)
+	}
+	if o.UpdateID == "" {
+		var b [12]byte
+		_, _ = rand.Read(b[:]) // crypto/rand does not fail
+		o.UpdateID = hex.EncodeToString(b[:])
+	}
+	args, err := converter.Encode(o.Args...)
+	if err != nil {
+		return nil, fmt.Errorf("client: update arguments: %w", err)
+	}
+	payload, err := json.Marshal(workflow.UpdateRequest{ID: o.UpdateID, Name: o.UpdateName, Args: args})
+	if err != nil {
+		return nil, err
+	}
+	sig := engine.Signal{Target: target(o.WorkflowID, o.RunID), Name: workflow.UpdateSignalName, Payload: payload}
+	sig.RequestID = "update/" + o.WorkflowID + "/" + o.UpdateID
+	res, err := c.e.Signal(ctx, sig)
+	if err != nil {
+		return nil, err
+	}
+	h := &updateHandle{c: c, workflowID: o.WorkflowID, job: res.Job, id: o.UpdateID}
+	switch o.WaitForStage {
+	case WorkflowUpdateStageAdmitted:
+		return h, nil
+	case WorkflowUpdateStageAccepted:
+		decision, err := h.wait(ctx, "decision")
+		if err != nil {
+			return nil, err
+		}
+		if decision.Failure != nil {
+			return nil, rejected(o.UpdateName, decision.Failure)
+		}
+		return h, nil
+	}
+	if err := h.Get(ctx, nil); err != nil && isRejection(err) {
+		return nil, err
+	}
+	return h, nil
+}
+
+// UpdateRejectedError is an update the workflow's validator refused (or
+// whose arguments did not decode). Unwrap gives the validator's error.
+type UpdateRejectedError struct {
+	UpdateName string
+	Cause      error
+}
+
+func (e *UpdateRejectedError) Error() string {
+	return fmt.Sprintf("update %s rejected: %v", e.UpdateName, e.Cause)
+}
+func (e *UpdateRejectedError) Unwrap() error { return e.Cause }
+
+func rejected(name string, failure []byte) error {
+	return &UpdateRejectedError{UpdateName: name, Cause: sdkhook.DecodeFailure(failure)}
+}
+
+func isRejection(err error) bool {
+	var r *UpdateRejectedError
+	return errors.As(err, &r)
+}
+
+func (h *updateHandle) Get(ctx context.Context, valuePtr any) error {
+	decision, err := h.wait(ctx, "decision")
+	if err != nil {
+		return err
+	}
+	if decision.Failure != nil {
+		return rejected("", decision.Failure)
+	}
+	done, err := h.wait(ctx, "completed")
+	if err != nil {
+		return err
+	}
+	if done.Failure != nil {
+		return sdkhook.DecodeFailure(done.Failure)
+	}
+	if valuePtr == nil || done.Result == nil {
+		return nil
+	}
+	return converter.Decode(done.Result, valuePtr)
+}
+
+// wait reads the run's history until the update's marker of stage is there.
+func (h *updateHandle) wait(ctx context.Context, stage string) (*workflow.UpdateOutcome, error) {
+	step := "k:" + workflow.UpdateMarkerKey(h.id, stage)
+	for after := uint64(0); ; {
+		page, err := h.c.e.WatchHistory(ctx, h.job, after, engine.MaxPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range page.Events {
+			after = ev.Seq
+			if ev.Type == replay.EventMarkerRecorded && ev.Step == step {
+				var o workflow.UpdateOutcome
+				if err := json.Unmarshal(ev.Payload, &o); err != nil {
+					return nil, fmt.Errorf("client: update %s: %s marker: %w", h.id, stage, err)
+				}
+				return &o, nil
+			}
+			if engine.IsStatusEvent(ev.Type) && (ev.Type == engine.EventJobCompleted || ev.Type == engine.EventJobFailed ||
+				ev.Type == engine.EventJobCancelled || ev.Type == engine.EventJobTerminated || ev.Type == engine.EventJobTimedOut) {
+				return nil, fmt.Errorf("client: update %s: run %d ended (%s) before the update was %s", h.id, h.job, ev.Type, stage)
+			}
+		}
+	}
+}

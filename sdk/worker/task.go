@@ -1,0 +1,439 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/backoff"
+	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/sdk/activity"
+	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/workflow"
+)
+
+// ReviewRequest is what a reviewer judges: a task's latest output and its
+// configuration.
+type ReviewRequest struct {
+	Task   engine.TaskID
+	Job    string
+	Phase  string
+	Config engine.TaskConfig
+	// Output is the work's output, as the work function returned it
+	// (decode it with converter.Decode); Summary what the work said of it.
+	Output []byte
+	// Run counts the work's runs so far.
+	Run int
+}
+
+// ReviewResult is a reviewer's verdict: Approve sends the task to
+// APPROVAL_REQUIRED (or SUCCESS with auto-approval), otherwise to
+// INTERVENTION_REQUIRED; the recommendations and the summary are recorded
+// and shown to the next run and in the manifest.
+type ReviewResult struct {
+	Approve         bool
+	Recommendations []string
+	Summary         string
+}
+
+// Reviewer judges a task's output. It runs under a reviewer's lease that
+// the worker renews; should the worker die, the task goes back to
+// REVIEW_REQUIRED when the lease expires. It may run concurrently with
+// other reviews and must not keep ctx after it returns.
+type Reviewer func(ctx context.Context, r ReviewRequest) (ReviewResult, error)
+
+// taskSide is the worker's part in review tasks: the reviewers it runs.
+type taskSide struct {
+	mu        sync.Mutex
+	reviewers map[string]Reviewer
+}
+
+// RegisterReviewer registers a reviewer under name: the worker claims the
+// reviews of its task queue whose task names this reviewer
+// (workflow.TaskOptions.Reviewer), or names none. Register before Start.
+func (w *queueWorker) RegisterReviewer(name string, fn Reviewer) {
+	w.tasks.mu.Lock()
+	defer w.tasks.mu.Unlock()
+	if w.tasks.reviewers == nil {
+		w.tasks.reviewers = map[string]Reviewer{}
+	}
+	w.tasks.reviewers[name] = fn
+}
+
+func (w *queueWorker) reviewerNames() []string {
+	w.tasks.mu.Lock()
+	defer w.tasks.mu.Unlock()
+	out := make([]string, 0, len(w.tasks.reviewers))
+	for n := range w.tasks.reviewers {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (w *queueWorker) reviewer(name string) Reviewer {
+	w.tasks.mu.Lock()
+	defer w.tasks.mu.Unlock()
+	if r, ok := w.tasks.reviewers[name]; ok {
+		return r
+	}
+	for _, r := range w.tasks.reviewers { // a task naming no reviewer takes any
+		if name == "" {
+			return r
+		}
+	}
+	return nil
+}
+
+func (w *queueWorker) activityNames() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, 0, len(w.activities))
+	for n := range w.activities {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// endEvents returns the events that end a remote command of kind k, as
+// success and as failure.
+func endEvents(k replay.CommandKind) (done, failed engine.EventType) {
+	switch k {
+	case replay.KindChild:
+		return replay.EventChildCompleted, replay.EventChildFailed
+	case replay.KindTask:
+		return replay.EventTaskCompleted, replay.EventTaskFailed
+	}
+	return replay.EventActivityCompleted, replay.EventActivityFailed
+}
+
+// createTask creates the review task of a workflow.ExecuteTask command;
+// its SUCCESS (or CANCELED) becomes this job's step effect. The request id
+// is derived from this job and the step, and a task found created by an
+// earlier try (after a crash) is this command's own.
+func (r *run) createTask(c *replay.Command) (bool, error) {
+	ts, ok := r.w.e.(engine.TaskService)
+	if !ok {
+		return true, r.failTask(c, workflow.NewApplicationError("this worker's service has no review tasks", "NoTasks", true))
+	}
+	opts, _ := c.Options.(workflow.TaskOptions)
+	ct := engine.CreateTask{
+		Job: opts.Job, Phase: opts.Phase, Description: opts.Description, JobDescription: opts.JobDescription,
+		Queue: opts.TaskQueue, ReviewQueue: opts.ReviewQueue, Type: c.Name, ReviewType: opts.Reviewer,
+		Deps: opts.DependsOn, Draft: opts.Draft, AutoReview: opts.AutoReview, AutoApprove: opts.AutoApprove,
+		Config:    engine.TaskConfig{Objective: opts.Objective, Details: opts.Details, Acceptance: opts.AcceptanceCriteria, Input: c.Input},
+		ParentJob: r.job.Job, ParentStep: c.Step, By: r.job.WorkflowID,
+	}
+	if ct.Job == "" {
+		ct.Job = r.job.WorkflowID
+	}
+	if ct.Queue == "" {
+		ct.Queue = r.w.queue
+	}
+	ct.RequestID = fmt.Sprintf("heddle/%d/%s/task", r.job.Job, c.Step)
+	if _, err := ts.CreateTask(r.ctx, ct); err != nil {
+		if !errors.Is(err, engine.ErrTaskExists) {
+			if errors.Is(err, engine.ErrInvalidCommand) {
+				return true, r.failTask(c, workflow.NewApplicationError(err.Error(), "BadTask", true))
+			}
+			return false, err
+		}
+		t, derr := ts.DescribeTask(r.ctx, engine.TaskTarget{Job: ct.Job, Phase: ct.Phase})
+		if derr != nil {
+			return false, derr
+		}
+		if t.ParentJob != r.job.Job || t.ParentStep != c.Step {
+			return true, r.failTask(c, workflow.NewApplicationError(
+				fmt.Sprintf("job %q already has a task of phase %q", ct.Job, ct.Phase), sdkhook.FailureAlreadyStarted, true))
+		}
+	}
+	c.Started = true
+	r.pending = append(r.pending, engine.NewEvent{Type: replay.EventTaskScheduled, Step: c.Step, Name: c.Name})
+	return false, nil
+}
+
+// failTask ends a task command with a failure the worker decided (the
+// service has no tasks, the task is refused or its phase taken).
+func (r *run) failTask(c *replay.Command, ferr error) error {
+	return r.commitStep(engine.CommitStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, Type: replay.EventTaskFailed,
+		Payload: sdkhook.EncodeFailure(ferr), Failed: true})
+}
+
+// taskPollWait is how long a poller waits between empty claims on a
+// service that cannot wait for tasks itself (neither the engine nor the
+// HTTP client, which both can, ever gets here).
+const taskPollWait = 200 * time.Millisecond
+
+// startTaskPollers starts claiming review tasks' work (for the activities
+// registered) and reviews (for the reviewers registered), when the
+// service has review tasks.
+func (w *queueWorker) startTaskPollers() {
+	ts, ok := w.e.(engine.TaskService)
+	if !ok {
+		return
+	}
+	if len(w.activityNames()) > 0 {
+		w.wg.Add(1)
+		go w.pollTasks(ts, engine.TaskRoleWork)
+	}
+	if len(w.reviewerNames()) > 0 {
+		w.wg.Add(1)
+		go w.pollTasks(ts, engine.TaskRoleReview)
+	}
+}
+
+// pollTasks claims tasks of one role and runs each on a goroutine of its
+// own, until the worker stops.
+func (w *queueWorker) pollTasks(ts engine.TaskService, role engine.TaskRole) {
+	defer w.wg.Done()
+	waiter, canWait := ts.(interface {
+		ClaimTasksWait(context.Context, engine.ClaimTasks) ([]engine.ClaimedTask, error)
+	})
+	var bo backoff.Backoff
+	for w.pollCtx.Err() == nil {
+		types := w.activityNames()
+		if role == engine.TaskRoleReview {
+			types = w.reviewerNames()
+		}
+		cmd := engine.ClaimTasks{Role: role, Queue: w.queue, Owner: w.opts.Identity, Max: 1,
+			LeaseMS: w.opts.LeaseTTL.Milliseconds(), Types: types}
+		var got []engine.ClaimedTask
+		var err error
+		if canWait {
+			got, err = waiter.ClaimTasksWait(w.pollCtx, cmd)
+		} else {
+			got, err = ts.ClaimTasks(w.pollCtx, cmd)
+		}
+		if err != nil {
+			if w.pollCtx.Err() != nil {
+				return
+			}
+			if w.opts.OnError != nil {
+				w.opts.OnError(0, fmt.Errorf("claiming %s tasks: %w", role, err))
+			}
+			if backoff.Sleep(w.pollCtx, bo.Next()) != nil {
+				return
+			}
+			continue
+		}
+		bo.Reset()
+		if len(got) == 0 {
+			if backoff.Sleep(w.pollCtx, taskPollWait) != nil {
+				return
+			}
+			continue
+		}
+		for _, ct := range got {
+			w.wg.Add(1)
+			go func() {
+				defer w.wg.Done()
+				w.runTask(ts, ct)
+			}()
+		}
+	}
+}
+
+// taskRun is one lease of one task held by this worker: its environment
+// for the work (activity.GetTaskInfo, activity.ReportCost) and its lease
+// renewal.
+type taskRun struct {
+	w    *queueWorker
+	ts   engine.TaskService
+	ct   engine.ClaimedTask
+	ref  engine.TaskLeaseRef
+	info activity.TaskInfo
+
+	mu      sync.Mutex
+	cost    float64
+	summary string
+}
+
+func (t *taskRun) TaskInfo() activity.TaskInfo { return t.info }
+func (t *taskRun) AddCost(c float64) {
+	t.mu.Lock()
+	t.cost += c
+	t.mu.Unlock()
+}
+func (t *taskRun) SetSummary(s string) {
+	t.mu.Lock()
+	t.summary = s
+	t.mu.Unlock()
+}
+
+// Info, Heartbeat, HeartbeatDetails and Logger let the work use the
+// activity API as any activity does.
+func (t *taskRun) Info() activity.Info {
+	return activity.Info{ActivityType: activity.Type{Name: t.ct.Type}, ActivityID: t.ct.Phase, WorkflowID: t.ct.Job,
+		Step: t.ct.Phase, Attempt: int32(t.ct.Runs), TaskQueue: t.w.queue, IsLocalActivity: false,
+		IdempotencyKey: fmt.Sprintf("task/%d/%d", t.ct.Task, t.ct.Attempt)}
+}
+func (t *taskRun) WorkerStop() <-chan struct{} { return t.w.stop }
+func (t *taskRun) HeartbeatDetails() []byte    { return nil }
+func (t *taskRun) Logger() *slog.Logger {
+	return t.w.obs.base.With("task_id", t.ct.Task, "job_id", t.ct.Job, "phase", t.ct.Phase, "attempt", t.ct.Attempt)
+}
+
+// Heartbeat renews the task's lease; a lost lease is found by the renewal
+// loop too, which stops the run.
+func (t *taskRun) Heartbeat([]byte) {
+	if err := t.renew(context.Background()); err != nil {
+		t.Logger().Warn("task heartbeat refused", "error", err)
+	}
+}
+
+// PauseFor records that the work is rate limited (RUNNING → PAUSED), waits
+// d or until ctx ends while the lease goes on being renewed, and records
+// the end of the pause (PAUSED → RUNNING). A person who resumed the task
+// meanwhile already did the second; a lease found lost is an error.
+func (t *taskRun) PauseFor(ctx context.Context, d time.Duration) error {
+	report := func(op engine.TaskReportOp) (*engine.TaskResult, error) {
+		return t.ts.TaskReport(context.WithoutCancel(ctx), engine.TaskReport{TaskLeaseRef: t.ref, Op: op})
+	}
+	if _, err := report(engine.TaskReportPause); err != nil {
+		return err
+	}
+	tm := t.w.opts.Clock.NewTimer(d)
+	select {
+	case <-tm.C():
+	case <-ctx.Done():
+		tm.Stop()
+	}
+	_, err := report(engine.TaskReportUnpause)
+	if errors.Is(err, engine.ErrStaleTaskAttempt) {
+		// Resumed by a person (the lease is still ours, but the task is
+		// RUNNING already), or the lease is lost: the next write says.
+		if rerr := t.renew(context.WithoutCancel(ctx)); rerr == nil {
+			err = nil
+		}
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return err
+}
+
+// renew renews the task's lease; an error means the lease is lost.
+func (t *taskRun) renew(ctx context.Context) error {
+	res, err := t.ts.TaskHeartbeat(ctx, engine.TaskHeartbeat{Leases: []engine.TaskLeaseRef{t.ref}, LeaseMS: t.w.opts.LeaseTTL.Milliseconds()})
+	if err != nil {
+		return err
+	}
+	if len(res.Refused) > 0 {
+		return fmt.Errorf("%w: task %d attempt %d", engine.ErrStaleTaskAttempt, t.ref.Task, t.ref.Attempt)
+	}
+	return nil
+}
+
+// runTask does the work or the review of a claimed task under its lease,
+// renewed every third of it, and reports the output or the verdict. A
+// lease found lost stops the run: the engine has given the task back and
+// the report would be refused.
+func (w *queueWorker) runTask(ts engine.TaskService, ct engine.ClaimedTask) {
+	ctx, cancel := context.WithCancelCause(w.ctx)
+	defer cancel(nil)
+	t := &taskRun{w: w, ts: ts, ct: ct, ref: engine.TaskLeaseRef{Task: ct.Task, Attempt: ct.Attempt},
+		info: activity.TaskInfo{Task: uint64(ct.Task), Job: ct.Job, Phase: ct.Phase, Run: int(ct.Runs),
+			Objective: ct.Config.Objective, Details: ct.Config.Details, AcceptanceCriteria: ct.Config.Acceptance,
+			Feedback: ct.Feedback, Recommendations: ct.Review.Recommendations, ReviewSummary: ct.Review.Summary,
+			PreviousOutput: ct.Output}}
+	go func() {
+		for {
+			tm := w.opts.Clock.NewTimer(w.opts.LeaseTTL / 3)
+			select {
+			case <-ctx.Done():
+				tm.Stop()
+				return
+			case <-tm.C():
+				if err := t.renew(ctx); errors.Is(err, engine.ErrStaleTaskAttempt) || errors.Is(err, engine.ErrUnknownTask) {
+					cancel(err)
+					return
+				}
+			}
+		}
+	}()
+	report := engine.TaskReport{TaskLeaseRef: t.ref}
+	report.RequestID = fmt.Sprintf("task/%d/%d/report", ct.Task, ct.Attempt)
+	if ct.Role == engine.TaskRoleWork {
+		out, err := callTaskWork(context.WithValue(ctx, sdkhook.ActivityEnvKey{}, t), w.activityFn(ct.Type), ct.Config.Input, ct.Type)
+		t.mu.Lock()
+		report.Op, report.Output, report.Cost, report.Summary = engine.TaskReportOutput, out, t.cost, t.summary
+		t.mu.Unlock()
+		if err != nil {
+			// The command-driven model has no FAILED: a failed run is an
+			// output like any other, and its review decides what follows.
+			report.Output, report.Summary = nil, "the work failed: "+err.Error()
+		}
+	} else {
+		fn := w.reviewer(ct.Type)
+		res, err := ReviewResult{}, error(nil)
+		if fn == nil {
+			err = fmt.Errorf("no reviewer %q is registered", ct.Type)
+		} else {
+			res, err = fn(ctx, ReviewRequest{Task: ct.Task, Job: ct.Job, Phase: ct.Phase, Config: ct.Config, Output: ct.Output, Run: int(ct.Runs)})
+		}
+		rv := &engine.Review{Verdict: engine.VerdictIntervene, Recommendations: res.Recommendations, Summary: res.Summary}
+		if err != nil {
+			rv.Summary = "the review failed: " + err.Error()
+		} else if res.Approve {
+			rv.Verdict = engine.VerdictApprove
+		}
+		report.Op, report.Review = engine.TaskReportVerdict, rv
+	}
+	if context.Cause(ctx) != nil && w.ctx.Err() == nil {
+		return // the lease was lost: another run has the task
+	}
+	if w.ctx.Err() != nil {
+		return // stopping without a drain: the lease will expire
+	}
+	if _, err := ts.TaskReport(context.WithoutCancel(ctx), report); err != nil && w.opts.OnError != nil {
+		w.opts.OnError(0, fmt.Errorf("task %d: %w", ct.Task, err))
+	}
+}
+
+// callTaskWork calls a task's work function (an activity function) with
+// its input, turning a panic into an error.
+func callTaskWork(ctx context.Context, fn any, input []byte, name string) (out []byte, err error) {
+	if fn == nil {
+		return nil, fmt.Errorf("no activity %q is registered for this task", name)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, fmt.Errorf("task work %s panicked: %v", name, p)
+		}
+	}()
+	v := reflect.ValueOf(fn)
+	t := v.Type()
+	if t.Kind() != reflect.Func || t.NumOut() == 0 || t.NumOut() > 2 || !t.Out(t.NumOut()-1).Implements(reflect.TypeFor[error]()) {
+		return nil, fmt.Errorf("task work %s has the shape %s; it must return error or (T, error)", name, t)
+	}
+	var args []reflect.Value
+	first := 0
+	if t.NumIn() > 0 && t.In(0) == reflect.TypeFor[context.Context]() {
+		args, first = append(args, reflect.ValueOf(ctx)), 1
+	}
+	ptrs := make([]any, 0, t.NumIn()-first)
+	for i := first; i < t.NumIn(); i++ {
+		p := reflect.New(t.In(i))
+		ptrs = append(ptrs, p.Interface())
+		args = append(args, p.Elem())
+	}
+	if err := converter.Decode(input, ptrs...); err != nil {
+		return nil, fmt.Errorf("task work %s input: %w", name, err)
+	}
+	res := v.Call(args)
+	if e := res[len(res)-1]; !e.IsNil() {
+		return nil, e.Interface().(error)
+	}
+	if len(res) == 2 {
+		return converter.Encode(res[0].Interface())
+	}
+	return nil, nil
+}

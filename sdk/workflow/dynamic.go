@@ -1,0 +1,5 @@
+package workflow
+
+// DynamicRegisterOptions configure worker.RegisterDynamicWorkflow; it has
+// no options yet.
+type DynamicRegisterOptions struct{}

@@ -1,0 +1,108 @@
+package ui
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/sdk/converter"
+)
+
+// maxReasonRunes bounds the reason typed into a cancel or terminate form.
+const maxReasonRunes = 1000
+
+// signal sends the form's signal: a name and one JSON value (null when
+// empty), encoded as the SDK's client encodes a signal's argument.
+func (h *Handler) signal(rq *request) (*page, error) {
+	name, value := formValue(rq.r, "name"), formValue(rq.r, "value")
+	return h.act(rq, ActionSignal, func(id engine.JobID) error {
+		if name == "" {
+			return &pageError{status: http.StatusBadRequest, msg: "A signal needs a name."}
+		}
+		raw := json.RawMessage("null")
+		if value != "" {
+			if !json.Valid([]byte(value)) {
+				return &pageError{status: http.StatusBadRequest,
+					msg: "The signal's value is not JSON (a string is written in quotes: \"text\")."}
+			}
+			raw = json.RawMessage(value)
+		}
+		payload, err := converter.Encode(raw)
+		if err != nil {
+			return err
+		}
+		_, err = rq.api.Signal(rq.ctx, engine.Signal{Target: engine.Target{Job: id}, Name: name, Payload: payload})
+		return err
+	}, signalForm{Name: name, Value: value})
+}
+
+// cancel asks the run to cancel itself.
+func (h *Handler) cancel(rq *request) (*page, error) {
+	reason := formValue(rq.r, "reason")
+	return h.act(rq, ActionCancel, func(id engine.JobID) error {
+		if err := checkReason(reason); err != nil {
+			return err
+		}
+		_, err := rq.api.RequestCancel(rq.ctx, engine.RequestCancel{Target: engine.Target{Job: id}, Reason: reason})
+		return err
+	}, signalForm{})
+}
+
+// terminate ends the run at once.
+func (h *Handler) terminate(rq *request) (*page, error) {
+	reason := formValue(rq.r, "reason")
+	return h.act(rq, ActionTerminate, func(id engine.JobID) error {
+		if err := checkReason(reason); err != nil {
+			return err
+		}
+		_, err := rq.api.Terminate(rq.ctx, engine.Terminate{Target: engine.Target{Job: id}, Reason: reason})
+		return err
+	}, signalForm{})
+}
+
+func checkReason(reason string) error {
+	if n := len([]rune(reason)); n > maxReasonRunes {
+		return &pageError{status: http.StatusBadRequest, msg: fmt.Sprintf("The reason has %d characters; at most %d are kept.", n, maxReasonRunes)}
+	}
+	return nil
+}
+
+// act runs one button's command on the run of the path. Done, it sends the
+// browser back to the run's page (so that a reload does not send the form
+// again); refused, it shows the run's page with the error and what was
+// typed.
+func (h *Handler) act(rq *request, a Action, do func(engine.JobID) error, typed signalForm) (*page, error) {
+	id, err := jobParam(rq.r)
+	if err != nil {
+		return nil, err
+	}
+	if !rq.can.Can(a) {
+		who := "This token"
+		if r := rq.can.Role(); r != "" {
+			who = "The " + r + " role"
+		}
+		err = &pageError{status: http.StatusForbidden, msg: fmt.Sprintf("%s may not %s runs.", who, a)}
+	} else {
+		err = do(id)
+	}
+	if err == nil {
+		return nil, redirect{to: fmt.Sprintf("%s?done=%s", runPath(id), a)}
+	}
+	if errors.Is(err, httpapi.ErrUnauthorized) {
+		return nil, err // to the sign-in page
+	}
+	p, perr := h.run(rq)
+	if perr != nil {
+		return nil, err // the run itself cannot be shown: the action's error says why
+	}
+	p.Status, p.Error = statusOf(err), fmt.Sprintf("Could not %s: %v", a, err)
+	var pe *pageError
+	if errors.As(err, &pe) {
+		p.Error = pe.msg
+	}
+	p.Data.(*runData).Signal = typed
+	return p, nil
+}

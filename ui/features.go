@@ -1,0 +1,63 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/heddlewf/heddle/engine/httpapi"
+)
+
+// feature is a page of the navigation bar whose data comes from an
+// optional part of the API. Adding one is a template and a load function:
+// the entry below names both, and the page shows "not available on this
+// server" while the load function is missing or the API answers that it
+// has no such route.
+type feature struct {
+	// Path is the page's path under Path; Title its name in the bar.
+	Path, Title string
+	// Template is the page's file under templates/.
+	Template string
+	// Load reads the page's data with the person's API; nil until the API
+	// has the part the page shows.
+	Load func(ctx context.Context, api *backend, r *http.Request) (any, error)
+	// About says what the page shows, on the "not available" page too.
+	About string
+	// Meanwhile says why the page is not there yet, and what to use
+	// until it is.
+	Meanwhile string
+}
+
+// features are the optional pages, in the order of the bar.
+var features = []feature{
+	{Path: "review", Title: "Review", Template: "review.html",
+		About:     "Tasks awaiting a person's review, approval or intervention, with approve, reject, resubmit and terminate buttons and the manifest.",
+		Meanwhile: "The API has the review tasks of one job, but no list of the tasks awaiting people across jobs, which this page needs. Until then, heddle task list, describe, approve, reject, resubmit and terminate act on them."},
+	{Path: "resources", Title: "Resources", Template: "resources.html",
+		About:     "The resource pools, the leases steps hold on them, and the resources drained.",
+		Meanwhile: "This server's API has no routes for resources yet."},
+}
+
+// unavailableData is the "not available" page's.
+type unavailableData struct {
+	Feature feature
+}
+
+// feature serves the page of f: its template with what f.Load read, or the
+// "not available" page.
+func (h *Handler) feature(f feature) func(*request) (*page, error) {
+	return func(rq *request) (*page, error) {
+		missing := &page{Template: "unavailable.html", Title: f.Title, Nav: f.Path, Data: unavailableData{Feature: f}}
+		if f.Load == nil {
+			return missing, nil
+		}
+		data, err := f.Load(rq.ctx, rq.api, rq.r)
+		if errors.Is(err, httpapi.ErrNoRoute) {
+			return missing, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &page{Template: f.Template, Title: f.Title, Nav: f.Path, Data: data}, nil
+	}
+}

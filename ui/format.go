@@ -1,0 +1,78 @@
+package ui
+
+import (
+	"fmt"
+	"html/template"
+	"strings"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+)
+
+// funcs are the templates' functions.
+var funcs = template.FuncMap{
+	"time":        fmtTime,
+	"ago":         ago,
+	"statusClass": statusClass,
+	"duration":    fmtDuration,
+	"lower":       strings.ToLower,
+}
+
+// fmtTime writes Unix ms as a UTC time to the millisecond; 0 is "—".
+func fmtTime(ms int64) string {
+	if ms == 0 {
+		return "—"
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000Z")
+}
+
+// ago writes how long before now ms was ("12s ago"), or after ("in 3s").
+func ago(ms int64, now time.Time) string {
+	if ms == 0 {
+		return ""
+	}
+	d := now.Sub(time.UnixMilli(ms))
+	if d < 0 {
+		return "in " + roughDuration(-d)
+	}
+	return roughDuration(d) + " ago"
+}
+
+// roughDuration writes d to its largest unit or two: 850ms, 12s, 3m20s,
+// 5h12m, 3d4h.
+func roughDuration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// fmtDuration writes a duration in ms, as +offsets of the timeline.
+func fmtDuration(ms int64) string { return roughDuration(time.Duration(ms) * time.Millisecond) }
+
+// statusClass is the CSS class of a status badge: open, waiting, good, bad
+// or stopped.
+func statusClass(s engine.Status) string {
+	switch s {
+	case engine.StatusQueued, engine.StatusRetrying, engine.StatusDraft:
+		return "st-queued"
+	case engine.StatusRunning:
+		return "st-running"
+	case engine.StatusWaiting, engine.StatusParked, engine.StatusSuspended:
+		return "st-waiting"
+	case engine.StatusCompleted:
+		return "st-completed"
+	case engine.StatusFailed, engine.StatusTimedOut:
+		return "st-failed"
+	case engine.StatusCancelled, engine.StatusTerminated:
+		return "st-stopped"
+	}
+	return "st-none"
+}

@@ -1,0 +1,87 @@
+package ui
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/replay"
+)
+
+// eventView is one event of the timeline.
+type eventView struct {
+	engine.Event
+	// OffsetMS is the time since the history's first event.
+	OffsetMS int64
+	// Class groups events for their colour: status, step, signal, timer,
+	// cancel or other.
+	Class   string
+	Payload *payloadView
+	// Waits says what a job_waiting event waits for.
+	Waits []string
+	// Message is a failure event's error message, shown beside it so that
+	// a person sees why without opening the payload.
+	Message string
+}
+
+// eventClasses is the timeline's colour of each event type the engine and
+// the SDK write; status events are "status", others "other".
+var eventClasses = map[engine.EventType]string{
+	engine.EventSignalReceived:        "signal",
+	engine.EventTimerFired:            "timer",
+	replay.EventTimerScheduled:        "timer",
+	replay.EventTimerCanceled:         "timer",
+	engine.EventCancelRequested:       "cancel",
+	replay.EventActivityScheduled:     "step",
+	replay.EventActivityAttemptFailed: "step",
+	replay.EventActivityCompleted:     "step",
+	replay.EventActivityFailed:        "step",
+	replay.EventChildScheduled:        "step",
+	replay.EventChildCompleted:        "step",
+	replay.EventChildFailed:           "step",
+	engine.EventStepCommitted:         "step",
+	engine.EventEffectRecorded:        "step",
+	replay.EventMarkerRecorded:        "other",
+}
+
+func viewEvent(ev engine.Event, firstMS int64) eventView {
+	v := eventView{Event: ev, OffsetMS: ev.AtMS - firstMS, Payload: viewPayload(ev.Payload), Class: "other"}
+	if c, ok := eventClasses[ev.Type]; ok {
+		v.Class = c
+	} else if engine.IsStatusEvent(ev.Type) {
+		v.Class = "status"
+		if isFailureEvent(ev.Type) {
+			v.Class = "bad"
+		}
+	}
+	if isFailureEvent(ev.Type) {
+		v.Message = failureMessage(ev.Payload)
+	}
+	if ev.Wait != nil {
+		v.Waits = describeWait(ev.Wait, ev.Wait.Timers)
+		if ev.Wait.TimerAtMS != 0 {
+			v.Waits = append(v.Waits, "timer "+ev.Wait.TimerID+" at "+fmtTime(ev.Wait.TimerAtMS))
+		}
+	}
+	return v
+}
+
+// isFailureEvent reports whether an event of type t records a failure: a
+// try or a step that failed, or a run that failed, timed out or was
+// terminated.
+func isFailureEvent(t engine.EventType) bool {
+	return strings.HasSuffix(string(t), "_failed") || t == engine.EventJobTimedOut || t == engine.EventJobTerminated
+}
+
+// failureMessage is the "message" of a failure payload: the SDK writes a
+// failed try and a failed run as a JSON object with one, and the engine's
+// own failures (engine.Failure) have one too. Anything else has none.
+func failureMessage(b []byte) string {
+	var f struct {
+		Message string `json:"message"`
+	}
+	if len(b) == 0 || b[0] != '{' || json.Unmarshal(b, &f) != nil {
+		return ""
+	}
+	return f.Message
+}
