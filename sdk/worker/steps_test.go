@@ -748,8 +748,15 @@ func TestStaleStepAttemptRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The first try is RUNNING too, briefly, before it fails: wait for
+	// the second.
 	si := waitStepState(t, svc, "stale", "1", engine.StepRunning)
+	for si.Attempt < 2 && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+		si = waitStepState(t, svc, "stale", "1", engine.StepRunning)
+	}
 	if si.Attempt != 2 {
+		close(gateOf("stale")) // lets the try end, so the worker can stop
 		t.Fatalf("running %+v", si)
 	}
 	j, err := svc.Describe(ctx, engine.Target{WorkflowID: "stale"})
