@@ -279,7 +279,7 @@ const (
 type node struct {
 	e   *engine.Engine
 	url string
-	c   *client.Client
+	c   client.Client
 }
 
 func startNode(t *testing.T) *node {
@@ -315,10 +315,7 @@ func startNode(t *testing.T) *node {
 	n := &node{e: e, c: client.New(e), url: srv.URL}
 
 	t.Cleanup(srv.Close)
-	w, err := worker.New(e, "orders", worker.Options{Identity: "worker-a7", LeaseTTL: 3 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := worker.New(n.c, "orders", worker.Options{Identity: "worker-a7", LeaseTTL: 3 * time.Second})
 	w.RegisterWorkflowWithName(orderWorkflow, "Order")
 	w.RegisterWorkflowWithName(shipWorkflow, "Ship")
 	w.RegisterWorkflowWithName(invoiceWorkflow, "Invoice")
@@ -331,7 +328,7 @@ func startNode(t *testing.T) *node {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := w.Stop(ctx); err != nil {
+		if err := w.Shutdown(ctx); err != nil {
 			t.Error(err)
 		}
 	})
