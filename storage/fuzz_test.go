@@ -125,6 +125,10 @@ func FuzzParseKeys(f *testing.F) {
 				rebuilt("ParseTimeKey", TimerKey(tk.AtMS, tk.Job, tk.Rest))
 			case PrefixReqAge:
 				rebuilt("ParseTimeKey", RequestAgeKey(tk.AtMS, tk.Rest))
+			case PrefixSchedDue:
+				rebuilt("ParseTimeKey", SchedDueKey(tk.AtMS, tk.Rest))
+			case PrefixTaskLease:
+				rebuilt("ParseTimeKey", TaskLeaseKey(tk.AtMS, tk.Job))
 			default:
 				t.Fatalf("ParseTimeKey accepted prefix %q", data[0])
 			}

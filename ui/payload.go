@@ -60,10 +60,27 @@ func viewPayload(b []byte) *payloadView {
 // nothing more. Other msgpack values are not tried: most bytes decode as
 // some msgpack scalar (every byte below 0x80 is an integer), so text would
 // be misread.
-func decodeMsgpackDoc(b []byte) (any, bool) {
+func decodeMsgpackDoc(b []byte) (v any, ok bool) {
+	// The msgpack decoder panics on a map used as a map key (unhashable
+	// in Go); such bytes are simply not a document this page can show.
+	defer func() {
+		if recover() != nil {
+			v, ok = nil, false
+		}
+	}()
 	switch c := b[0]; {
 	case c >= 0x80 && c <= 0x9f, c == 0xdc, c == 0xdd, c == 0xde, c == 0xdf:
 	default:
+		return nil, false
+	}
+	// Walk the document first without building it: the untyped decoder
+	// allocates whatever length a header declares (four billion elements
+	// from five bytes), while skipping reads element by element and fails
+	// at the end of the bytes. Once the walk has succeeded, every declared
+	// length is backed by bytes, so decoding allocates in proportion to
+	// len(b).
+	skip := bytes.NewReader(b)
+	if err := msgpack.NewDecoder(skip).Skip(); err != nil || skip.Len() != 0 {
 		return nil, false
 	}
 	r := bytes.NewReader(b)
