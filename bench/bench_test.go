@@ -14,7 +14,7 @@ import (
 
 // tinyN sizes every workload so the whole suite takes seconds.
 var tinyN = map[string]int{"seq3": 20, "start": 50, "timer": 10, "fanout": 20, "signal": 10,
-	"replay": 40, "scale": 20, "idle": 100, "race": 10, "cancel": 6, "observe": 20}
+	"replay": 40, "scale": 20, "idle": 100, "race": 10, "cancel": 6, "observe": 20, "resources": 20}
 
 func tinyRun(t *testing.T, workload, mode string) *Result {
 	t.Helper()
@@ -123,6 +123,13 @@ func checkResult(t *testing.T, res *Result) {
 	}
 	if res.Cores <= 0 || res.GoVersion == "" || res.Commit == "" || res.PeakRSSBytes <= 0 {
 		t.Errorf("machine fields: cores %d, go %q, commit %q, peak RSS %d", res.Cores, res.GoVersion, res.Commit, res.PeakRSSBytes)
+	}
+	if res.Workload == "resources" {
+		// Every step waited for a unit, and the longest wait is at least
+		// the mean.
+		if f := res.Extra["fairness_max_over_mean"]; !(f >= 1) || res.Extra["wait_mean_ms"] <= 0 || res.Extra["units"] != resourceUnits {
+			t.Errorf("resources extras: %v", res.Extra)
+		}
 	}
 	if n := res.Extra["worker_errors"]; n > 0 {
 		t.Logf("%v worker errors (reported, not fatal)", n)

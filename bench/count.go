@@ -84,3 +84,28 @@ func (c *counting) ContinueAsNew(ctx context.Context, x engine.ContinueAsNew) (*
 	c.add()
 	return c.Service.ContinueAsNew(ctx, x)
 }
+
+func (c *counting) LeaseStep(ctx context.Context, x engine.LeaseStep) (*engine.StepResult, error) {
+	c.add()
+	return c.Service.LeaseStep(ctx, x)
+}
+
+func (c *counting) StepHeartbeat(ctx context.Context, x engine.StepHeartbeat) (*engine.StepResult, error) {
+	c.add()
+	return c.Service.StepHeartbeat(ctx, x)
+}
+
+func (c *counting) EndStepAttempt(ctx context.Context, x engine.EndStepAttempt) (*engine.StepResult, error) {
+	c.add()
+	return c.Service.EndStepAttempt(ctx, x)
+}
+
+func (c *counting) AnswerStep(ctx context.Context, x engine.AnswerStep) (*engine.StepResult, error) {
+	c.add()
+	return c.Service.AnswerStep(ctx, x)
+}
+
+func (c *counting) AddResource(ctx context.Context, x engine.AddResource) (*engine.ResourceResult, error) {
+	c.add()
+	return c.Service.AddResource(ctx, x)
+}

@@ -63,6 +63,7 @@ var workloads = []workload{
 	{"cancel", 200, "N workflows one at a time, each cancelled while its activity runs (half in-process, half remote); cancellation latency", runCancel},
 	{"approve", 300, "N jobs of two review tasks, one at a time: the upstream approved, until the dependant runs; approval latency", runApprove},
 	{"observe", 2000, "seq3 of N workflows in rounds with nothing observed, with metrics, and with metrics and tracing; the overhead of each", runObserve},
+	{"resources", 1000, "N workflows of one step each contending for 4 resource units, 32 concurrent starters; steps/s, wait fairness (max/mean)", runResources},
 }
 
 // Workloads returns the workloads' names in the order they are listed.

@@ -121,6 +121,7 @@ func registerWorkflows(w worker.Worker) {
 	w.RegisterWorkflow(Idler)
 	w.RegisterWorkflow(Racer)
 	w.RegisterWorkflow(Holder)
+	w.RegisterWorkflow(UseUnit)
 	w.RegisterActivity(Noop)
 }
 

@@ -113,3 +113,36 @@ func TestStoreCheckers(t *testing.T) {
 		t.Fatalf("Lost = %v, want the open job and the missing one", lost)
 	}
 }
+
+func TestResourceOverleases(t *testing.T) {
+	capacity := map[string]int{"r": 1}
+	start := func(key, worker string, at int64) Execution {
+		return Execution{Key: key, Worker: worker, Attempt: 1, T: ms(at), Resource: "r"}
+	}
+	stop := func(key, worker string, at int64) Execution {
+		return Execution{Key: key, Worker: worker, Attempt: 1, T: ms(at), Resource: "r", End: true}
+	}
+	for _, tc := range []struct {
+		name   string
+		execs  []Execution
+		faults []Fault
+		want   int
+	}{
+		{"one after another, handed over at one instant",
+			[]Execution{start("a", "w1", 0), stop("a", "w1", 10), start("b", "w2", 10), stop("b", "w2", 20)}, nil, 0},
+		{"two at once on one unit",
+			[]Execution{start("a", "w1", 0), start("b", "w2", 5), stop("a", "w1", 10), stop("b", "w2", 20)}, nil, 1},
+		{"a killed worker's try ends at the kill",
+			[]Execution{start("a", "w1", 0), start("b", "w2", 30), stop("b", "w2", 40)},
+			[]Fault{{Kind: "kill-worker", Target: "w1", Start: ms(20), End: ms(25)}}, 0},
+		{"a try that never stopped holds its unit to the end",
+			[]Execution{start("a", "w1", 0), start("b", "w2", 30), stop("b", "w2", 40)}, nil, 1},
+		{"tries without a resource do not count",
+			[]Execution{{Key: "x", Worker: "w1", T: ms(0)}, {Key: "y", Worker: "w2", T: ms(1)}}, nil, 0},
+	} {
+		n, problems := CheckResourceOverleases(tc.execs, tc.faults, capacity, ms(1000))
+		if n != tc.want || len(problems) != n {
+			t.Errorf("%s: %d over-leases %v, want %d", tc.name, n, problems, tc.want)
+		}
+	}
+}

@@ -69,6 +69,9 @@ func RunEmbedded(ctx context.Context, o Options) (Summary, Details, error) {
 	if err := startServer(); err != nil {
 		return sum, det, err
 	}
+	if err := AddSlots(ctx, svc); err != nil {
+		return sum, det, err
+	}
 	ws := &workers{bin: o.Bin, logs: logs, addrs: []string{addr}, ps: ps, slots: make([]*proc, 1)}
 	if err := ws.start(0); err != nil {
 		return sum, det, err
@@ -167,6 +170,7 @@ func RunEmbedded(ctx context.Context, o Options) (Summary, Details, error) {
 	det.Executions, det.Reexecuted = rx.Executions, rx.Reexecuted
 	sum.ReexecutionsAfterCommit = len(rx.AfterCommit)
 	det.Problems = append(det.Problems, rx.AfterCommit...)
+	checkResources(&sum, &det, logs, nil, time.Now().UnixNano())
 	sum.DurationS = time.Since(began).Seconds()
 	ok = sum.OK()
 	return sum, det, nil

@@ -104,15 +104,31 @@ func Classify(err error) string {
 	switch {
 	case err == nil:
 		return OutOK
+	case isStaleStep(err):
+		// A try of a step that no longer holds it: the job's attempt was
+		// live, the step refused.
+		return OutRefused
 	case errors.Is(err, engine.ErrStaleAttempt):
 		return OutStale
 	case errors.Is(err, engine.ErrStepCommitted):
 		return OutCommitted
 	case errors.Is(err, engine.ErrJobClosed), errors.Is(err, engine.ErrUnknownJob),
-		errors.Is(err, engine.ErrIllegalTransition), errors.Is(err, engine.ErrInvalidCommand):
+		errors.Is(err, engine.ErrIllegalTransition), errors.Is(err, engine.ErrInvalidCommand),
+		errors.Is(err, engine.ErrStepState), errors.Is(err, engine.ErrNoResource), errors.Is(err, engine.ErrDependencyFailed):
 		return OutRefused
 	}
 	return OutUnknown
+}
+
+// isStaleStep reports a refusal of a step's try (a *engine.StaleStepError,
+// in-process or over the wire).
+func isStaleStep(err error) bool {
+	var se *engine.StaleStepError
+	if errors.As(err, &se) {
+		return true
+	}
+	var coded interface{ Code() string }
+	return errors.As(err, &coded) && coded.Code() == engine.StaleStepCode
 }
 
 func (r *Recorder) Claim(ctx context.Context, c engine.Claim) ([]engine.ClaimedJob, error) {

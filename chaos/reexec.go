@@ -42,10 +42,15 @@ type ReexecReport struct {
 // expires, another worker takes the job, and the first one runs the step
 // when the node wakes, on a lease it has already lost.
 func CheckReexecutions(execs []Execution, commits map[string]int64, faults []Fault) ReexecReport {
-	rep := ReexecReport{Executions: len(execs)}
 	byKey := map[string][]Execution{}
 	for _, e := range execs {
-		byKey[e.Key] = append(byKey[e.Key], e)
+		if !e.End { // a stop line ends an execution logged already
+			byKey[e.Key] = append(byKey[e.Key], e)
+		}
+	}
+	rep := ReexecReport{}
+	for _, es := range byKey {
+		rep.Executions += len(es)
 	}
 	keys := make([]string, 0, len(byKey))
 	for k := range byKey {

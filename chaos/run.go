@@ -108,6 +108,9 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 	if err != nil {
 		return sum, det, err
 	}
+	if err := AddSlots(ctx, svc); err != nil {
+		return sum, det, err
+	}
 	drv := &driver{c: client.New(svc), svc: svc, seed: o.Seed}
 	starters := o.Starters
 	if starters == 0 {
@@ -220,6 +223,7 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 		o.say("could not keep the faults: %v", err)
 	}
 	sum.ReexecutionsAfterCommit, sum.Linearizable = checkLogs(&det, logs, jobs, flog.all(), end)
+	checkResources(&sum, &det, logs, flog.all(), end)
 	sum.DurationS = time.Since(began).Seconds()
 	ok = sum.OK()
 	return sum, det, nil

@@ -26,6 +26,9 @@ type Summary struct {
 	Linearizable            bool `json:"linearizable"`
 	ReexecutionsAfterCommit int  `json:"reexecutions_after_commit"`
 	NodesConverged          bool `json:"nodes_converged"`
+	// ResourceOverleases counts the moments more activity tries used a
+	// resource than it has units (CheckResourceOverleases).
+	ResourceOverleases int `json:"resource_overleases"`
 }
 
 // Details are the counts and findings the JSON summary leaves out.
@@ -41,12 +44,13 @@ type Details struct {
 	Hashes        []string
 	Restarts      int // embedded scenario: restarts checked
 	AckedCommands int // embedded scenario: commands checked after restarts
+	ResourceTries int // tries that ran on a resource unit
 }
 
 // OK reports whether every check passed.
 func (s Summary) OK() bool {
 	return s.Lost == 0 && s.WorkflowsFailed == 0 && s.DuplicateCommits == 0 && s.InvariantViolations == 0 &&
-		s.ReexecutionsAfterCommit == 0 && s.Linearizable && s.NodesConverged
+		s.ReexecutionsAfterCommit == 0 && s.Linearizable && s.NodesConverged && s.ResourceOverleases == 0
 }
 
 // Print writes the human summary; it returns w's error.
@@ -65,6 +69,7 @@ func Print(w io.Writer, s Summary, d Details) error {
 	fmt.Fprintf(&b, "  workflows: %d started, %d completed (%d failed), %d lost\n", s.WorkflowsStarted, s.WorkflowsCompleted, s.WorkflowsFailed, s.Lost)
 	fmt.Fprintf(&b, "  activities: %d executions, %d repeats (%d with no fault to explain them), %d after their commit\n",
 		d.Executions, d.Reexecuted, len(d.Unexplained), s.ReexecutionsAfterCommit)
+	fmt.Fprintf(&b, "  resources: %d tries on units, %d over-leases\n", d.ResourceTries, s.ResourceOverleases)
 	fmt.Fprintf(&b, "  store: %d duplicate commits, %d invariant violations, linearizable=%v, converged=%v (applied index %d)\n",
 		s.DuplicateCommits, s.InvariantViolations, s.Linearizable, s.NodesConverged, d.AppliedIndex)
 	for i, p := range d.Problems {

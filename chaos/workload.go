@@ -38,8 +38,8 @@ type FlowInput struct {
 }
 
 // ChaosFlow is the workflow the workers run: an activity, a durable timer,
-// a race and a cancellation (raceAndCancel), two activities in parallel, a
-// wait for a signal, a last activity.
+// a race and a cancellation (raceAndCancel), two activities in parallel, an
+// activity on a unit of a resource, a wait for a signal, a last activity.
 func ChaosFlow(ctx workflow.Context, in FlowInput) (int, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy: &workflow.RetryPolicy{InitialInterval: 100 * time.Millisecond, MaximumAttempts: 100}})
@@ -69,6 +69,15 @@ func ChaosFlow(ctx workflow.Context, in FlowInput) (int, error) {
 		return 0, err
 	}
 	if err := run(b); err != nil {
+		return 0, err
+	}
+	// A step on a unit of a small resource pool (Slots): the workflows
+	// contend for the units, and the checks count any moment more tries
+	// used a resource than it has units.
+	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
+		RequiredCapabilities: []string{SlotCapability},
+		RetryPolicy:          &workflow.RetryPolicy{InitialInterval: 100 * time.Millisecond, MaximumAttempts: 100}})
+	if err := run(workflow.ExecuteActivity(sctx, "ChaosSlot", in.WorkMS)); err != nil {
 		return 0, err
 	}
 	var sig string
@@ -111,12 +120,15 @@ func raceAndCancel(ctx workflow.Context, in FlowInput) error {
 }
 
 // Execution is one line of an activity log: an activity started running
-// for a key, in a worker process, at T (Unix ns).
+// for a key, in a worker process, at T (Unix ns). An activity on a
+// resource names it, and logs a second line (End) when it stops.
 type Execution struct {
-	Key     string `json:"key"`
-	Worker  string `json:"worker"`
-	Attempt int    `json:"attempt"`
-	T       int64  `json:"t"`
+	Key      string `json:"key"`
+	Worker   string `json:"worker"`
+	Attempt  int    `json:"attempt"`
+	T        int64  `json:"t"`
+	Resource string `json:"resource,omitempty"`
+	End      bool   `json:"end,omitempty"`
 }
 
 // execLog is where a worker process's activities report each execution,
@@ -128,9 +140,13 @@ type execLog struct {
 	worker string
 }
 
-func (l *execLog) record(ctx context.Context) error {
+func (l *execLog) record(ctx context.Context) error { return l.write(ctx, false) }
+
+// write logs the start (or with end, the stop) of an activity's try.
+func (l *execLog) write(ctx context.Context, end bool) error {
 	info := activity.GetInfo(ctx)
-	b, _ := json.Marshal(Execution{Key: info.IdempotencyKey, Worker: l.worker, Attempt: int(info.Attempt), T: time.Now().UnixNano()})
+	b, _ := json.Marshal(Execution{Key: info.IdempotencyKey, Worker: l.worker, Attempt: int(info.Attempt), T: time.Now().UnixNano(),
+		Resource: info.Resource, End: end})
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, err := l.f.Write(append(b, '\n')); err != nil {
@@ -195,6 +211,15 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (err error) {
 		<-ctx.Done()
 		return ctx.Err()
 	}, "ChaosHang")
+	w.RegisterActivityWithName(func(ctx context.Context, workMS int) (int, error) {
+		if activity.GetInfo(ctx).Resource == "" {
+			return 0, errors.New("chaos: ChaosSlot ran without a resource unit")
+		}
+		n, err := step(ctx, workMS)
+		// The stop is logged once the try no longer uses the unit, before
+		// its outcome reaches the engine that may give the unit away.
+		return n, errors.Join(err, log.write(ctx, true))
+	}, "ChaosSlot")
 	if err := w.Start(); err != nil {
 		return err
 	}

@@ -14,7 +14,14 @@ type loaded struct {
 	job *Job
 }
 
+// load reads job id. A command that loads the same job twice (a step of
+// one job freeing a unit for another step of it, a sweep reaching two
+// entries of one job) gets the same *loaded, so no change is lost to a
+// stale copy.
 func (a *applier) load(id JobID) (*loaded, error) {
+	if l, ok := a.jobs[id]; ok {
+		return l, nil
+	}
 	key := storage.JobKey(uint64(id))
 	b, err := a.tx.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -27,7 +34,17 @@ func (a *applier) load(id JobID) (*loaded, error) {
 	if _, err := storage.DecodeAt(key, b, storage.KindJob, jobVersion, j); err != nil {
 		return nil, err
 	}
-	return &loaded{old: j.clone(), job: j}, nil
+	l := &loaded{old: j.clone(), job: j}
+	a.remember(l)
+	return l, nil
+}
+
+// remember keeps l for the later loads of its job in this command.
+func (a *applier) remember(l *loaded) {
+	if a.jobs == nil {
+		a.jobs = map[JobID]*loaded{}
+	}
+	a.jobs[l.job.ID] = l
 }
 
 // resolve finds the job a Target names.
@@ -195,6 +212,8 @@ func (a *applier) armDeadline(j *Job) {
 func (j *Job) clone() *Job {
 	c := *j
 	c.Timers = append([]Timer(nil), j.Timers...)
+	c.LiveSteps = append([]string(nil), j.LiveSteps...)
+	c.Beats = append([]StepBeat(nil), j.Beats...)
 	if j.Wait != nil {
 		w := *j.Wait
 		c.Wait = &w
@@ -219,6 +238,11 @@ func (a *applier) appendEvent(l *loaded, ev Event) (uint64, error) {
 	a.tx.Set(storage.EventKey(uint64(j.ID), ev.Seq), EncodeEvent(&ev))
 	if IsStatusEvent(ev.Type) {
 		a.enter(j, to, &ev)
+		if to.Terminal() && len(j.LiveSteps) > 0 {
+			if err := a.endSteps(l); err != nil {
+				return 0, err
+			}
+		}
 	}
 	return ev.Seq, nil
 }
@@ -230,6 +254,7 @@ func (a *applier) enter(j *Job, to Status, ev *Event) {
 	j.LeaseOwner, j.LeaseExpiryMS = "", 0
 	j.ReadyAtMS, j.ReleaseAtMS, j.DeferredUntilMS = 0, 0, 0
 	j.Wait = nil
+	j.Beats = nil
 	switch to {
 	case StatusQueued:
 		j.ReadyAtMS = a.now

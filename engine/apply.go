@@ -134,6 +134,22 @@ func (a *applier) dispatch(cmd Command) (Result, error) {
 		return a.lifecycle(c.Target, Event{Type: EventJobTerminated, Reason: c.Reason, Payload: EncodeTerminatedFailure(c.Reason), By: c.By})
 	case *ExpireDeadlines:
 		return a.expireDeadlines(c)
+	case *LeaseStep:
+		return a.leaseStep(c)
+	case *StepHeartbeat:
+		return a.stepHeartbeat(c)
+	case *EndStepAttempt:
+		return a.endStepAttempt(c)
+	case *AnswerStep:
+		return a.answerStep(c)
+	case *ExpireSteps:
+		return a.expireSteps(c)
+	case *AddResource:
+		return a.addResource(c)
+	case *DrainResource:
+		return a.drainResource(c)
+	case *RemoveResource:
+		return a.removeResource(c)
 	}
 	if res, ok, err := a.dispatchExt(cmd); ok {
 		return res, err
@@ -152,6 +168,8 @@ type applier struct {
 	tx  *storage.Tx
 	lim *Limits
 	now int64
+	// jobs are the jobs this command loaded, by id (see load).
+	jobs map[JobID]*loaded
 }
 
 func (a *applier) u64(key []byte) (uint64, error) {

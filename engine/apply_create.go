@@ -50,6 +50,7 @@ func (a *applier) createRun(c *CreateJob, lastResult []byte) (Result, error) {
 		StartDigest: digest, ParentID: c.ParentID, ParentStep: c.ParentStep, ParentClosePolicy: c.ParentClosePolicy, CreatedMS: a.now,
 		Retry: c.Retry, RunAttempt: 1, TraceParent: c.TraceParent,
 	}}
+	a.remember(l)
 	if c.ExecutionTimeoutMS > 0 {
 		l.job.DeadlineMS = a.now + c.ExecutionTimeoutMS
 	}

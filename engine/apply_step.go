@@ -16,7 +16,10 @@ func (a *applier) appendEvents(c *AppendEvents) (Result, error) {
 	}
 	res := &AppendResult{AtMS: a.now}
 	for _, ne := range c.Events {
-		seq, err := a.appendEvent(l, Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload})
+		if err := a.noStepRecord(l.job.ID, ne.Type, ne.Step); err != nil {
+			return nil, err
+		}
+		seq, err := a.appendEvent(l, Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload, StepAttempt: ne.StepAttempt})
 		if err != nil {
 			return nil, err
 		}
@@ -73,14 +76,36 @@ func (a *applier) commitStep(c *CommitStep) (Result, error) {
 		// record only marks the step as committed.
 		eff = &Effect{Step: c.Step, Attempt: c.Attempt, Failed: c.Failed, AtMS: a.now}
 	}
-	seq, err := a.appendEvent(l, Event{Type: c.Type, Attempt: c.Attempt, Step: c.Step, Name: c.Name, Payload: payload, Commit: true})
+	s, err := a.loadStep(id, c.Step)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.commitAllowed(l.job, s, c); err != nil {
+		return nil, err
+	}
+	ev := Event{Type: c.Type, Attempt: c.Attempt, Step: c.Step, Name: c.Name, Payload: payload, Commit: true,
+		StepAttempt: c.StepAttempt, Decision: c.Decision, Reason: c.Reason}
+	var seq uint64
+	if s != nil && IsStepEvent(c.Type) {
+		seq, err = a.commitExplicit(l, s, ev)
+	} else {
+		seq, err = a.appendEvent(l, ev)
+	}
 	if err != nil {
 		return nil, err
 	}
 	eff.CommittedSeq = seq
 	a.tx.Set(storage.EffectKey(uint64(id), c.Step), EncodeEffect(eff))
+	if len(l.job.LiveSteps) > 0 && !eff.Failed {
+		if err := a.promoteDependents(l, c.Step); err != nil {
+			return nil, err
+		}
+	}
 	a.save(l)
-	return &AppendResult{FirstSeq: seq, LastSeq: seq, AtMS: a.now}, nil
+	// LastSeq covers what the commit led to in this job's history as well
+	// (a step it leased), so a writer rebuilding its events sees there is
+	// more than its own.
+	return &AppendResult{FirstSeq: seq, LastSeq: l.job.LastSeq, AtMS: a.now}, nil
 }
 
 func (a *applier) wait(c *Wait) (Result, error) {
@@ -100,7 +125,11 @@ func (a *applier) wait(c *Wait) (Result, error) {
 		return &WaitResult{Woken: true, Status: j.Status, Seq: j.LastSeq}, nil
 	}
 	for _, ne := range c.Events {
-		if _, err := a.appendEvent(l, Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload}); err != nil {
+		if err := a.noStepRecord(j.ID, ne.Type, ne.Step); err != nil {
+			return nil, err
+		}
+		ev := Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload, StepAttempt: ne.StepAttempt}
+		if _, err := a.appendEvent(l, ev); err != nil {
 			return nil, err
 		}
 	}
@@ -148,12 +177,19 @@ func setTimer(j *Job, t Timer) {
 	j.Timers = append(j.Timers, t)
 }
 
+// stepNews reports a step event that others wrote for a step its worker
+// parked: the engine granted it a lease on its own (a freed unit, its
+// dependencies done), a person answered it, or its lease timed out.
+func stepNews(ev *Event) bool {
+	return ev.Type == EventStepLeased && ev.Attempt == 0 || ev.Type == EventStepAnswered || ev.Type == EventStepLeaseTimeout
+}
+
 // alreadyHappened reports whether something spec waits for happened after
-// seenSeq: a matching signal or timer_fired event, or a recorded effect of
-// a step. A timer that is merely due does not count: a Woken answer writes
-// nothing, so the worker would find nothing new and ask again with the same
-// timer forever. The wait is taken instead and the scheduler fires the
-// timer at once.
+// seenSeq: a matching signal or timer_fired event, news of a step it waits
+// for (stepNews), or a recorded effect of a step. A timer that is merely
+// due does not count: a Woken answer writes nothing, so the worker would
+// find nothing new and ask again with the same timer forever. The wait is
+// taken instead and the scheduler fires the timer at once.
 func (a *applier) alreadyHappened(j *Job, spec *WaitSpec, seenSeq uint64) (bool, error) {
 	for _, step := range spec.Steps {
 		e, err := a.effect(j.ID, step)
@@ -173,6 +209,7 @@ func (a *applier) alreadyHappened(j *Job, spec *WaitSpec, seenSeq uint64) (bool,
 		}
 		found = (ev.Type == EventSignalReceived && spec.waitsForSignal(ev.Name)) ||
 			(ev.Type == EventTimerFired && spec.waitsForTimer(ev.Name)) ||
+			(stepNews(ev) && spec.waitsForStep(ev.Step)) ||
 			ev.Type == EventCancelRequested // the workflow must see it before waiting
 		return !found, nil
 	})

@@ -117,6 +117,9 @@ func (c *checker) userEvent(field string, t EventType) {
 	case IsEngineEvent(t):
 		c.fail(field, fmt.Sprintf("%q is an event only the engine writes", t))
 	}
+	if c.err == nil && IsEngineStepEvent(t) {
+		c.fail(field, fmt.Sprintf("%q is a step event only the engine writes", t))
+	}
 }
 
 func (c *CreateJob) check(l *Limits) error {
@@ -219,6 +222,11 @@ func (c *CommitStep) check(l *Limits) error {
 	ch.payload("Payload", c.Payload)
 	if c.CatchUp && len(c.Payload) > 0 {
 		ch.fail("Payload", "must be empty with CatchUp: the recorded effect supplies it")
+	}
+	ch.decision(c.Decision)
+	ch.name("Reason", c.Reason, false)
+	if c.Reason != "" && c.Reason != ReasonNotStarted {
+		ch.fail("Reason", fmt.Sprintf("%q is not a reason a step commit records (only %q)", c.Reason, ReasonNotStarted))
 	}
 	return ch.err
 }

@@ -75,6 +75,9 @@ var commandNames = map[CommandKind]string{
 	KindSuspend: "Suspend", KindResume: "Resume", KindComplete: "Complete",
 	KindFail: "Fail", KindRequeue: "Requeue", KindRequestCancel: "RequestCancel",
 	KindContinueAsNew: "ContinueAsNew", KindTerminate: "Terminate", KindExpireDeadlines: "ExpireDeadlines",
+	KindLeaseStep: "LeaseStep", KindStepHeartbeat: "StepHeartbeat", KindEndStepAttempt: "EndStepAttempt",
+	KindAnswerStep: "AnswerStep", KindExpireSteps: "ExpireSteps", KindAddResource: "AddResource",
+	KindDrainResource: "DrainResource", KindRemoveResource: "RemoveResource",
 }
 
 func (k CommandKind) String() string {
@@ -254,6 +257,9 @@ type NewEvent struct {
 	Step    string    `json:"step,omitempty" msgpack:"s,omitempty"`
 	Name    string    `json:"name,omitempty" msgpack:"n,omitempty"`
 	Payload []byte    `json:"payload,omitempty" msgpack:"p,omitempty"`
+	// StepAttempt numbers the try an activity event is about (an
+	// activity_attempt_failed's failed try).
+	StepAttempt uint32 `json:"step_attempt,omitempty" msgpack:"sa,omitempty"`
 }
 
 // AppendEvents appends non-status events to a running job (fenced), and
@@ -286,6 +292,15 @@ type CommitStep struct {
 	Payload []byte    `json:"payload,omitempty" msgpack:"p,omitempty"`
 	Failed  bool      `json:"failed,omitempty" msgpack:"f,omitempty"`
 	CatchUp bool      `json:"catch_up,omitempty" msgpack:"cu,omitempty"`
+	// StepAttempt is the try whose result this is (0 for a catch-up, whose
+	// try ran elsewhere). A step with a step record commits only from its
+	// newest try: an older one is refused with ErrStaleAttempt.
+	StepAttempt uint32 `json:"step_attempt,omitempty" msgpack:"sa,omitempty"`
+	// Decision is the critic's, when one judged the try.
+	Decision CriticDecision `json:"decision,omitempty" msgpack:"dc,omitempty"`
+	// Reason is recorded on the event: ReasonNotStarted for a step that
+	// fails where it waited, without running again.
+	Reason string `json:"reason,omitempty" msgpack:"r,omitempty"`
 }
 
 // Wait blocks a running job (fenced) on a timer, signals or step effects and
@@ -498,6 +513,9 @@ func newCommand(k CommandKind) (Command, bool) {
 		return new(Terminate), true
 	case KindExpireDeadlines:
 		return new(ExpireDeadlines), true
+	}
+	if c, ok := newStepCommand(k); ok {
+		return c, true
 	}
 	return newExtCommand(k)
 }

@@ -35,7 +35,8 @@ func lenientTarget(ev *Event) Status {
 
 // InvariantError reports the first place a history breaks the job state
 // machine: which rule (1–4 of docs/state-machines.md §1; 0 for sequence and
-// transition legality), at which event, and why.
+// transition legality; 5 for a step's transition legality and 6 for its
+// tries going back, §3), at which event, and why.
 type InvariantError struct {
 	Invariant int
 	Seq       uint64

@@ -500,3 +500,38 @@ func (e *Engine) view(ctx context.Context, fn func(r *storage.Reader) error) err
 	}
 	return e.store.View(fn)
 }
+
+// LeaseStep gives a step of a running job an explicit step lease.
+func (e *Engine) LeaseStep(ctx context.Context, c LeaseStep) (*StepResult, error) {
+	return propose[*StepResult](ctx, e, &c)
+}
+
+// StepHeartbeat renews a running step's lease and its job's.
+func (e *Engine) StepHeartbeat(ctx context.Context, c StepHeartbeat) (*StepResult, error) {
+	return propose[*StepResult](ctx, e, &c)
+}
+
+// EndStepAttempt ends a try without ending its step.
+func (e *Engine) EndStepAttempt(ctx context.Context, c EndStepAttempt) (*StepResult, error) {
+	return propose[*StepResult](ctx, e, &c)
+}
+
+// AnswerStep answers a step that needs a person.
+func (e *Engine) AnswerStep(ctx context.Context, c AnswerStep) (*StepResult, error) {
+	return propose[*StepResult](ctx, e, &c)
+}
+
+// AddResource registers a resource.
+func (e *Engine) AddResource(ctx context.Context, c AddResource) (*ResourceResult, error) {
+	return propose[*ResourceResult](ctx, e, &c)
+}
+
+// DrainResource drains (or undrains) a resource.
+func (e *Engine) DrainResource(ctx context.Context, c DrainResource) (*ResourceResult, error) {
+	return propose[*ResourceResult](ctx, e, &c)
+}
+
+// RemoveResource deletes a resource that holds no lease.
+func (e *Engine) RemoveResource(ctx context.Context, c RemoveResource) (*ResourceResult, error) {
+	return propose[*ResourceResult](ctx, e, &c)
+}

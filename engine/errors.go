@@ -40,6 +40,22 @@ var (
 	ErrJobClosed = errors.New("engine: job closed")
 	// ErrStepCommitted: the step already has a committed result.
 	ErrStepCommitted = errors.New("engine: step already committed")
+	// ErrStepState: the step is not in a state the command may act on (an
+	// answer to a step that asks nobody, a commit of a step waiting for a
+	// person); see StepStateError.
+	ErrStepState = errors.New("engine: step not in a state for this")
+	// ErrNoResource: no resource could ever serve the step — none offers
+	// what it needs, or those that do are drained or on its avoid-list
+	// (see NoResourceError).
+	ErrNoResource = errors.New("engine: no resource for the step")
+	// ErrDependencyFailed: a step the step depends on failed.
+	ErrDependencyFailed = errors.New("engine: a dependency failed")
+	// ErrUnknownResource: no resource has the given id.
+	ErrUnknownResource = errors.New("engine: unknown resource")
+	// ErrResourceExists: a resource of that id is registered already.
+	ErrResourceExists = errors.New("engine: resource exists")
+	// ErrResourceBusy: the resource still holds step leases.
+	ErrResourceBusy = errors.New("engine: resource busy")
 	// ErrInvariant: a stored history breaks the state machine (see InvariantError).
 	ErrInvariant = errors.New("engine: invariant violated")
 	// ErrClosed: the log or engine was closed.
@@ -147,6 +163,68 @@ func tooLarge(cmd, field string, n, limit int) error {
 }
 
 func unknownJob(id JobID) error { return fmt.Errorf("%w: %d", ErrUnknownJob, id) }
+
+// Stable codes of the step errors.
+const (
+	StaleStepCode  = "HDL-ENGINE-0010"
+	StepStateCode  = "HDL-ENGINE-0011"
+	NoResourceCode = "HDL-ENGINE-0012"
+)
+
+// StaleStepError details ErrStaleAttempt for one step: a write of try
+// Attempt of Step came while the step's newest try is Current (or the step
+// is not running at all), even though the job's own attempt is live.
+type StaleStepError struct {
+	Job     JobID
+	Step    string
+	Attempt uint32 // the writer's try
+	Current uint32 // the step's newest try
+	State   StepState
+	Command string
+}
+
+func (e *StaleStepError) Error() string {
+	return fmt.Sprintf("engine: stale attempt: %s of step %q of job %d by try %d, the step is %s at try %d [%s]",
+		e.Command, e.Step, e.Job, e.Attempt, e.State, e.Current, StaleStepCode)
+}
+func (e *StaleStepError) Unwrap() error { return ErrStaleAttempt }
+func (e *StaleStepError) Code() string  { return StaleStepCode }
+
+// StepStateError details ErrStepState.
+type StepStateError struct {
+	Job     JobID
+	Step    string
+	State   StepState
+	Command string
+}
+
+func (e *StepStateError) Error() string {
+	return fmt.Sprintf("engine: step not in a state for this: %s of step %q of job %d in state %s [%s]",
+		e.Command, e.Step, e.Job, e.State, StepStateCode)
+}
+func (e *StepStateError) Unwrap() error { return ErrStepState }
+func (e *StepStateError) Code() string  { return StepStateCode }
+
+// NoResourceError details ErrNoResource: what the step needs and the
+// resources it avoids, so an operator sees why nothing fits.
+type NoResourceError struct {
+	Job          JobID
+	Step         string
+	Capabilities []string
+	Selector     map[string]string
+	Avoid        []string
+}
+
+func (e *NoResourceError) Error() string {
+	sel := make([]string, 0, len(e.Selector))
+	for _, k := range sortedKeys(e.Selector) {
+		sel = append(sel, k+"="+e.Selector[k])
+	}
+	return fmt.Sprintf("engine: no resource for step %q of job %d: none offers capabilities %v with labels %v, is not drained and is not avoided %v [%s]",
+		e.Step, e.Job, e.Capabilities, sel, e.Avoid, NoResourceCode)
+}
+func (e *NoResourceError) Unwrap() error { return ErrNoResource }
+func (e *NoResourceError) Code() string  { return NoResourceCode }
 
 // RequestConflictError details ErrRequestConflict: the request id was
 // recorded for a command of kind First whose body differs from this one's.

@@ -28,6 +28,17 @@ type Event struct {
 	Commit bool `json:"commit,omitempty" msgpack:"c,omitempty"`
 	// Wait describes what a job_waiting event waits for.
 	Wait *WaitSpec `json:"wait,omitempty" msgpack:"w,omitempty"`
+	// StepAttempt numbers the try of Step an activity or step event is
+	// about, from 1; 0 on other events (and on events written before
+	// steps carried it).
+	StepAttempt uint32 `json:"step_attempt,omitempty" msgpack:"sa,omitempty"`
+	// Resource is the resource of a step_leased (the unit taken) or a
+	// step_resource_failed (the one that failed).
+	Resource string `json:"resource,omitempty" msgpack:"rs,omitempty"`
+	// Decision is the critic's decision on the try a step event ends
+	// (accept, retry, switch_resource, replan, needs_user), recorded so
+	// that replay never asks the critic again.
+	Decision CriticDecision `json:"decision,omitempty" msgpack:"dc,omitempty"`
 	// By names who issued the command that wrote the event (Header.By),
 	// for the commands people issue; "" when unknown.
 	By string `json:"by,omitempty" msgpack:"by,omitempty"`

@@ -93,6 +93,28 @@ func fuzzSampleCommands() []Command {
 		&Fail{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Error: []byte("boom")},
 		&Requeue{Header: Header{RequestID: "rq-1", NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 8}, DelayMS: 5000},
 		&Requeue{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Reason: "backoff"},
+		&LeaseStep{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "s4", Name: "Fetch", LeaseMS: 10_000,
+			Capabilities: []string{"browser"}, Selector: map[string]string{"region": "eu"}, DependsOn: []string{"s1"}},
+		&LeaseStep{Header: Header{RequestID: "rq-lease", NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "s5", Name: "Fetch", LeaseMS: 10_000,
+			Capabilities: []string{"gpu"}},
+		&StepHeartbeat{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "s1", StepAttempt: 1, LeaseMS: 30_000},
+		&StepHeartbeat{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "x", StepAttempt: 2, LeaseMS: 30_000},
+		&EndStepAttempt{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "s1", Name: "Fetch", StepAttempt: 1,
+			Outcome: OutcomeSwitchResource, Decision: DecisionSwitchResource},
+		&EndStepAttempt{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "s1", Name: "Fetch", StepAttempt: 1,
+			Outcome: OutcomeNeedsUser, Payload: []byte(`"captcha?"`), AnswerTimeoutMS: 60_000},
+		&EndStepAttempt{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "y", Name: "Fetch", StepAttempt: 1,
+			Outcome: OutcomeRetry, Payload: []byte(`{"attempt":1}`)},
+		&AnswerStep{Header: Header{NowMS: 2_000_000}, Target: Target{WorkflowID: "wf-run"}, Step: "s3", Answer: []byte(`"42"`)},
+		&ExpireSteps{Header: Header{NowMS: 9_000_000}, Max: 10},
+		&AddResource{Header: Header{NowMS: 2_000_000}, ID: "b3", Capabilities: []string{"browser"}, Labels: map[string]string{"region": "eu"}, Capacity: 2},
+		&DrainResource{Header: Header{NowMS: 2_000_000}, ID: "b1"},
+		&DrainResource{Header: Header{NowMS: 2_000_000}, ID: "b9", Undrain: true},
+		&RemoveResource{Header: Header{NowMS: 2_000_000}, ID: "b1"},
+		&CommitStep{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "s1", Type: "activity_completed",
+			StepAttempt: 1, Decision: DecisionAccept},
+		&CommitStep{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "s2", Type: "activity_failed",
+			Failed: true, Reason: ReasonNotStarted},
 	}
 }
 
@@ -135,6 +157,15 @@ func newFuzzStore(f *testing.F) *fuzzStore {
 	_, ref = start("wf-done", "c") // 10 Completed
 	h.must(&Complete{LeaseRef: ref, Result: []byte("ok")})
 	h.must(&Signal{Header: Header{RequestID: "rq-sig"}, Target: Target{Job: 3}, Name: "hello"})
+	// A resource pool and steps of job 3 in each resting state: s1 holds
+	// b1's one unit, s2 waits for it, s3 needs a person.
+	h.must(&AddResource{ID: "b1", Capabilities: []string{"browser"}, Labels: map[string]string{"region": "eu"}, Capacity: 1})
+	h.must(&AddResource{ID: "g1", Capabilities: []string{"gpu"}, Capacity: 1})
+	run := LeaseRef{Job: 3, Attempt: 1}
+	h.must(&LeaseStep{LeaseRef: run, Step: "s1", Name: "Fetch", LeaseMS: 10_000, Capabilities: []string{"browser"}})
+	h.must(&LeaseStep{LeaseRef: run, Step: "s2", Name: "Fetch", LeaseMS: 10_000, Capabilities: []string{"browser"}})
+	h.must(&LeaseStep{LeaseRef: run, Step: "s3", Name: "Ask", LeaseMS: 10_000, Capabilities: []string{"gpu"}})
+	h.must(&EndStepAttempt{LeaseRef: run, Step: "s3", Name: "Ask", StepAttempt: 1, Outcome: OutcomeNeedsUser, Payload: []byte(`"ok?"`)})
 	h.verify()
 	for id, want := range map[JobID]Status{1: StatusQueued, 2: StatusDraft, 3: StatusRunning, 4: StatusQueued, 5: StatusWaiting,
 		6: StatusQueued, 7: StatusSuspended, 8: StatusFailed, 9: StatusRetrying, 10: StatusCompleted} {
@@ -296,6 +327,12 @@ func fuzzSampleResults() map[CommandKind]Result {
 		KindReleaseDelayed:  &SweepResult{Ready: []JobID{}},
 		KindTerminate:       &StatusResult{Job: 2, Status: StatusTerminated, Seq: 3},
 		KindExpireDeadlines: &SweepResult{Jobs: []JobID{4}},
+		KindLeaseStep: &StepResult{Job: 3, Step: "s1", State: StepLeased, StepAttempt: 2, Granted: true, Resource: "b1",
+			Labels: map[string]string{"region": "eu"}, StepLeaseExpiryMS: 9, FirstSeq: 4, LastSeq: 5, AtMS: 3},
+		KindStepHeartbeat:  &StepResult{Job: 3, Step: "s1", State: StepRunning, LeaseExpiryMS: 7, CancelRequested: true},
+		KindAddResource:    &ResourceResult{Resource: &Resource{ID: "b1", Capabilities: []string{"x"}, Capacity: 2, Holders: []ResourceHolder{{Job: 1, Step: "s", StepAttempt: 1}}}, Granted: 1},
+		KindRemoveResource: &ResourceResult{},
+		KindExpireSteps:    &SweepResult{Jobs: []JobID{3}},
 	}
 }
 
@@ -346,6 +383,9 @@ func FuzzDecodeEvent(f *testing.F) {
 		{Seq: 5, Type: "activity_completed", Step: "a", Payload: []byte("ok"), Commit: true},
 		{Seq: 6, Type: EventJobTimedOut, Reason: ReasonRunTimeout, Payload: EncodeTimeoutFailure(TimeoutWorkflowRun, "m")},
 		{Seq: 7, Type: EventEffectRecorded, Step: "c"},
+		{Seq: 8, Type: EventStepLeased, Step: "s", Name: "Fetch", StepAttempt: 2, Resource: "b1", LeaseExpiryMS: 9000},
+		{Seq: 9, Type: EventActivityCompleted, Step: "s", StepAttempt: 2, Decision: DecisionAccept, Commit: true},
+		{Seq: 10, Type: EventStepLeaseTimeout, Step: "s", Reason: ReasonStepTimeoutFatal},
 	} {
 		f.Add(EncodeEvent(e))
 	}
@@ -373,6 +413,14 @@ func FuzzDecodeEvent(f *testing.F) {
 		DeriveStatus(hist)
 		if err := CheckHistory(hist, StatusNone); err != nil && !errors.Is(err, ErrInvariant) {
 			t.Fatalf("CheckHistory(%+v) = %v, not ErrInvariant", *e, err)
+		}
+		// So do the step projection and its checker, after any state.
+		for _, from := range []EventType{"", EventStepLeased, EventStepNeedsUser, EventActivityCompleted} {
+			steps := []Event{{Seq: 1, Type: from, Step: e.Step}, {Seq: 2, Type: e.Type, Step: e.Step, StepAttempt: e.StepAttempt, Reason: e.Reason}}
+			DeriveStepState(steps)
+			if err := CheckStepHistory(e.Step, steps); err != nil && !errors.Is(err, ErrInvariant) {
+				t.Fatalf("CheckStepHistory(%+v) = %v, not ErrInvariant", steps, err)
+			}
 		}
 	})
 }
@@ -512,5 +560,68 @@ func FuzzDecodeFailure(f *testing.F) {
 		if err != nil || *fl2 != *fl {
 			t.Fatalf("round trip of %+v gave %+v, %v", *fl, fl2, err)
 		}
+	})
+}
+
+func FuzzDecodeStepRecord(f *testing.F) {
+	for _, s := range []*StepRecord{
+		{Job: 3, Step: "1", Activity: "Fetch", State: StepRunning, Attempt: 2, JobAttempt: 1, Owner: "w", Resource: "b1",
+			Avoid: []string{"b0"}, Capabilities: []string{"browser"}, Selector: map[string]string{"region": "eu"},
+			DependsOn: []string{"0"}, LeaseMS: 5000, LeaseExpiryMS: 9000, TimeoutFatal: true, LastHeartbeatMS: 8000, UpdatedMS: 8000},
+		{Job: 4, Step: "2", State: StepNeedsUser, Question: []byte(`"captcha"`), AnswerDueMS: 99, Released: true, Resource: "b2"},
+		{Job: 5, Step: "3", State: StepPending, WaiterSeq: 7},
+	} {
+		f.Add(EncodeStepRecord(s))
+	}
+	for _, b := range fuzzGarbage(storage.KindStep) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := DecodeStepRecord(data)
+		if err != nil {
+			fuzzDecodeErr(t, "DecodeStepRecord", err)
+			return
+		}
+		b := EncodeStepRecord(s)
+		s2, err := DecodeStepRecord(b)
+		if err != nil {
+			t.Fatalf("decoding the re-encoding of %+v: %v", *s, err)
+		}
+		fuzzSameValue(t, "the step record", s, s2)
+		if b2 := EncodeStepRecord(s2); !bytes.Equal(b, b2) {
+			t.Fatalf("encoding is not stable: % x, then % x", b, b2)
+		}
+		fuzzSameValue(t, "a clone of the step record", s, s.clone())
+	})
+}
+
+func FuzzDecodeResource(f *testing.F) {
+	for _, r := range []*Resource{
+		{ID: "b1", Capabilities: []string{"browser", "js"}, Labels: map[string]string{"region": "eu"}, Capacity: 2,
+			Holders: []ResourceHolder{{Job: 1, Step: "1", StepAttempt: 3, SinceMS: 5}}, CreatedMS: 1, UpdatedMS: 2},
+		{ID: "g", Capacity: 1, Drained: true},
+	} {
+		f.Add(EncodeResource(r))
+	}
+	for _, b := range fuzzGarbage(storage.KindResource) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := DecodeResource(data)
+		if err != nil {
+			fuzzDecodeErr(t, "DecodeResource", err)
+			return
+		}
+		b := EncodeResource(r)
+		r2, err := DecodeResource(b)
+		if err != nil {
+			t.Fatalf("decoding the re-encoding of %+v: %v", *r, err)
+		}
+		fuzzSameValue(t, "the resource", r, r2)
+		if b2 := EncodeResource(r2); !bytes.Equal(b, b2) {
+			t.Fatalf("encoding is not stable: % x, then % x", b, b2)
+		}
+		r.Free()
+		r.Offers([]string{"browser"}, map[string]string{"region": "eu"})
 	})
 }

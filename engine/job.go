@@ -81,9 +81,24 @@ type Job struct {
 	ScheduleID string `json:"schedule_id,omitempty" msgpack:"sch,omitempty"`
 	// CronSchedule is the chain's cron line (CreateJob.CronSchedule).
 	CronSchedule string `json:"cron_schedule,omitempty" msgpack:"cron,omitempty"`
-	CreatedMS    int64  `json:"created_ms" msgpack:"cr"`
-	UpdatedMS    int64  `json:"updated_ms" msgpack:"up"`
-	ClosedMS     int64  `json:"closed_ms,omitempty" msgpack:"cl,omitempty"`
+	// LiveSteps are the steps with a step record that have not ended
+	// (see StepRecord): a job's end releases what they hold, and a step's
+	// success looks among them for steps waiting on it.
+	LiveSteps []string `json:"live_steps,omitempty" msgpack:"lv,omitempty"`
+	// Beats are the last heartbeats of the steps running under the job's
+	// own lease (without a step record), for describe; a step's commit
+	// and every status change clear them.
+	Beats     []StepBeat `json:"beats,omitempty" msgpack:"bt,omitempty"`
+	CreatedMS int64      `json:"created_ms" msgpack:"cr"`
+	UpdatedMS int64      `json:"updated_ms" msgpack:"up"`
+	ClosedMS  int64      `json:"closed_ms,omitempty" msgpack:"cl,omitempty"`
+}
+
+// StepBeat is the last heartbeat of one try of a step the job's lease covers.
+type StepBeat struct {
+	Step        string `json:"step" msgpack:"s"`
+	StepAttempt uint32 `json:"step_attempt" msgpack:"a"`
+	AtMS        int64  `json:"at_ms" msgpack:"at"`
 }
 
 // Timer is one pending durable timer of a job.

@@ -137,6 +137,72 @@ func (r ClaimResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(q)
 }
 
+// MarshalJSON writes s by name ("RUNNING"); a number this version does not
+// know is written as the number.
+func (s StepState) MarshalJSON() ([]byte, error) {
+	if int(s) < len(stepStateNames) {
+		return json.Marshal(stepStateNames[s])
+	}
+	return []byte(strconv.FormatUint(uint64(s), 10)), nil
+}
+
+// UnmarshalJSON reads a step state by name, as MarshalJSON writes it, or
+// by number.
+func (s *StepState) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var name string
+		if err := json.Unmarshal(b, &name); err != nil {
+			return err
+		}
+		for i, n := range stepStateNames {
+			if n == name {
+				*s = StepState(i)
+				return nil
+			}
+		}
+		return fmt.Errorf("engine: unknown step state %q (want one of %v)", name, stepStateNames[1:])
+	}
+	n, err := strconv.ParseUint(string(b), 10, 8)
+	if err != nil {
+		return fmt.Errorf("engine: a step state is a name such as \"RUNNING\", not %s", b)
+	}
+	*s = StepState(n)
+	return nil
+}
+
+// StepsPage is the HTTP API's answer listing a job's steps.
+type StepsPage struct {
+	Steps []StepInfo `json:"steps" msgpack:"s"`
+}
+
+// MarshalJSON writes Steps as [] when there are none.
+func (p StepsPage) MarshalJSON() ([]byte, error) {
+	type plain StepsPage
+	q := plain(p)
+	if q.Steps == nil {
+		q.Steps = []StepInfo{}
+	}
+	return json.Marshal(q)
+}
+
+// ResourcesPage is the HTTP API's answer listing the resource pool.
+type ResourcesPage struct {
+	Resources []*Resource `json:"resources" msgpack:"r"`
+}
+
+// MarshalJSON writes Resources as [] when there are none.
+func (p ResourcesPage) MarshalJSON() ([]byte, error) {
+	type plain ResourcesPage
+	q := plain(p)
+	if q.Resources == nil {
+		q.Resources = []*Resource{}
+	}
+	return json.Marshal(q)
+}
+
 // MarshalJSON writes p as its fields' JSON, except a BackoffCoefficient
 // that is not a finite number, which JSON cannot hold: it is written as
 // null. Commands never carry one (Validate refuses it), but a record

@@ -36,6 +36,10 @@ type Meter struct {
 	// staged holds what the commands of the batch being built changed; it
 	// is recorded when the batch commits and dropped if it does not.
 	staged []change
+	// steps mirrors the step gauge, and stagedSteps are the step changes
+	// of the batch being built (meter_steps.go).
+	steps       map[StepState]int64
+	stagedSteps []stepChange
 }
 
 type jobCountKey struct {
@@ -57,7 +61,7 @@ func NewMeter(m *metrics.Metrics) *Meter {
 	if m == nil {
 		return nil
 	}
-	return &Meter{m: m, open: map[jobCountKey]int64{}}
+	return &Meter{m: m, open: map[jobCountKey]int64{}, steps: map[StepState]int64{}}
 }
 
 // Start returns the time an Apply starts (the zero time on a nil Meter,
@@ -92,6 +96,7 @@ func (mt *Meter) Applied(cmd Command, res Result, err error, start time.Time) {
 // MeterDiff is what one command changed that the metrics count.
 type MeterDiff struct {
 	changes []change
+	steps   []stepChange
 }
 
 // Diff reads what a successfully applied command changed, from its
@@ -176,7 +181,7 @@ func (mt *Meter) Diff(tx *storage.Tx, cmd Command, res Result) MeterDiff {
 		}
 		out = append(out, change{status: to, queue: queue, delta: 1})
 	}
-	return MeterDiff{changes: out}
+	return MeterDiff{changes: out, steps: stepDiff(tx)}
 }
 
 // jobQueueStatus reads the queue and status of an encoded job record,
@@ -249,11 +254,12 @@ func scanQueueStatus(b []byte) (string, Status, bool) {
 
 // Stage keeps a command's diff until the batch holding its writes commits.
 func (mt *Meter) Stage(d MeterDiff) {
-	if mt == nil || len(d.changes) == 0 {
+	if mt == nil || len(d.changes)+len(d.steps) == 0 {
 		return
 	}
 	mt.mu.Lock()
 	mt.staged = append(mt.staged, d.changes...)
+	mt.stagedSteps = append(mt.stagedSteps, d.steps...)
 	mt.mu.Unlock()
 }
 
@@ -266,14 +272,26 @@ func (mt *Meter) Committed(commands int, start time.Time, synced bool) {
 	}
 	mt.m.Commit(commands, time.Since(start), synced)
 	mt.mu.Lock()
-	staged := mt.staged
-	mt.staged = nil
+	staged, steps := mt.staged, mt.stagedSteps
+	mt.staged, mt.stagedSteps = nil, nil
 	for _, c := range staged {
 		if c.delta != 0 && !c.status.Terminal() {
 			mt.open[jobCountKey{c.status, c.queue}] += c.delta
 		}
 	}
+	for _, c := range steps {
+		if c.to == StepNone {
+			mt.steps[c.state] += c.delta
+		}
+	}
 	mt.mu.Unlock()
+	for _, c := range steps {
+		if c.to != StepNone {
+			mt.m.StepTransitions(c.from.String(), c.to.String(), c.n)
+		} else {
+			mt.m.StepsAdd(c.state.String(), float64(c.delta))
+		}
+	}
 	for _, c := range staged {
 		switch {
 		case c.reclaimed > 0:
@@ -297,7 +315,7 @@ func (mt *Meter) Discard() {
 		return
 	}
 	mt.mu.Lock()
-	mt.staged = nil
+	mt.staged, mt.stagedSteps = nil, nil
 	mt.mu.Unlock()
 }
 
@@ -318,6 +336,7 @@ func (mt *Meter) Count(v Viewer) error {
 		return nil
 	}
 	counts := map[jobCountKey]int64{}
+	steps := map[StepState]int64{}
 	err := v.View(func(r *storage.Reader) error {
 		for _, s := range Statuses() {
 			if s.Terminal() {
@@ -343,6 +362,9 @@ func (mt *Meter) Count(v Viewer) error {
 					return err
 				}
 				counts[jobCountKey{s, queue}]++
+				if err := countSteps(r, key, b, steps); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -364,6 +386,17 @@ func (mt *Meter) Count(v Viewer) error {
 	}
 	mt.open = counts
 	mt.staged = nil
+	for st, n := range steps {
+		if d := n - mt.steps[st]; d != 0 {
+			mt.m.StepsAdd(st.String(), float64(d))
+		}
+	}
+	for st, n := range mt.steps {
+		if _, ok := steps[st]; !ok && n != 0 {
+			mt.m.StepsAdd(st.String(), float64(-n))
+		}
+	}
+	mt.steps, mt.stagedSteps = steps, nil
 	return nil
 }
 
@@ -397,6 +430,12 @@ var outcomeNames = []struct {
 	{"workflow_exists", ErrWorkflowExists},
 	{"job_closed", ErrJobClosed},
 	{"step_committed", ErrStepCommitted},
+	{"step_state", ErrStepState},
+	{"no_resource", ErrNoResource},
+	{"dependency_failed", ErrDependencyFailed},
+	{"unknown_resource", ErrUnknownResource},
+	{"resource_exists", ErrResourceExists},
+	{"resource_busy", ErrResourceBusy},
 	{"invariant", ErrInvariant},
 	{"corrupt", ErrCorrupt},
 	{"storage_read", ErrStorageRead},

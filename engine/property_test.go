@@ -63,7 +63,8 @@ func TestPropertyRandomCommands(t *testing.T) {
 
 // propSentinels are the errors every refusal of Apply must match.
 var propSentinels = []error{ErrStaleAttempt, ErrUnknownJob, ErrIllegalTransition, ErrInvalidCommand,
-	ErrPayloadTooLarge, ErrWorkflowExists, ErrJobClosed, ErrStepCommitted}
+	ErrPayloadTooLarge, ErrWorkflowExists, ErrJobClosed, ErrStepCommitted,
+	ErrStepState, ErrNoResource, ErrDependencyFailed, ErrUnknownResource, ErrResourceExists, ErrResourceBusy}
 
 func propMatchesSentinel(err error, extra ...error) bool {
 	for _, s := range slices.Concat(propSentinels, extra) {

@@ -109,6 +109,54 @@ type StatusResult struct {
 	Seq    uint64 `json:"seq" msgpack:"sq"`
 }
 
+// StepResult answers LeaseStep, StepHeartbeat, EndStepAttempt and
+// AnswerStep: the step's state after the command and what the worker
+// needs to go on.
+type StepResult struct {
+	Job   JobID     `json:"job_id" msgpack:"j"`
+	Step  string    `json:"step" msgpack:"s"`
+	State StepState `json:"state" msgpack:"st"`
+	// StepAttempt is the step's newest try: the one leased, or running.
+	StepAttempt uint32 `json:"step_attempt,omitempty" msgpack:"sa,omitempty"`
+	// Granted: the step holds a step lease for StepAttempt (LeaseStep).
+	Granted bool `json:"granted,omitempty" msgpack:"g,omitempty"`
+	// Queued: the step waits for a resource unit; WaitingDeps: for the
+	// steps it depends on. Either way the job is told by a step_leased
+	// when it is leased.
+	Queued      bool `json:"queued,omitempty" msgpack:"q,omitempty"`
+	WaitingDeps bool `json:"waiting_deps,omitempty" msgpack:"wd,omitempty"`
+	// Resource and Labels name the resource unit held, if any.
+	Resource string            `json:"resource,omitempty" msgpack:"r,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty" msgpack:"lb,omitempty"`
+	// StepLeaseExpiryMS is when the step lease ends (0: the job's lease
+	// covers the step); LeaseExpiryMS the job's lease, after a heartbeat.
+	StepLeaseExpiryMS int64 `json:"step_lease_expiry_ms,omitempty" msgpack:"sle,omitempty"`
+	LeaseExpiryMS     int64 `json:"lease_expiry_ms,omitempty" msgpack:"le,omitempty"`
+	// CancelRequested: the workflow was asked to cancel (a heartbeat's
+	// answer, as Heartbeat gives it).
+	CancelRequested bool `json:"cancel_requested,omitempty" msgpack:"cq,omitempty"`
+	// FirstSeq and LastSeq are the events the command appended to the
+	// job's history (0 when none), and AtMS their time.
+	FirstSeq uint64 `json:"first_seq,omitempty" msgpack:"f,omitempty"`
+	LastSeq  uint64 `json:"last_seq,omitempty" msgpack:"l,omitempty"`
+	AtMS     int64  `json:"at_ms,omitempty" msgpack:"at,omitempty"`
+	// JobSeq is the job's last seq after the command, whether or not it
+	// appended anything: a worker that parks a step (queued, waiting for
+	// its dependencies or a person) knows that any later event of the step
+	// is someone else's news.
+	JobSeq uint64 `json:"job_seq,omitempty" msgpack:"js,omitempty"`
+}
+
+// ResourceResult answers AddResource, DrainResource and RemoveResource:
+// the resource as it is now (nil once removed), and the waiting steps its
+// change leased a unit to.
+type ResourceResult struct {
+	Resource *Resource `json:"resource" msgpack:"r"`
+	Granted  int       `json:"granted,omitempty" msgpack:"g,omitempty"`
+}
+
+func (*StepResult) isResult()      {}
+func (*ResourceResult) isResult()  {}
 func (*CreateResult) isResult()    {}
 func (*ClaimResult) isResult()     {}
 func (*HeartbeatResult) isResult() {}
@@ -140,6 +188,12 @@ func newResult(k CommandKind) Result {
 		return new(SweepResult)
 	case KindCancel, KindActivate, KindSuspend, KindResume, KindComplete, KindFail, KindRequeue, KindRequestCancel, KindTerminate:
 		return new(StatusResult)
+	case KindLeaseStep, KindStepHeartbeat, KindEndStepAttempt, KindAnswerStep:
+		return new(StepResult)
+	case KindExpireSteps:
+		return new(SweepResult)
+	case KindAddResource, KindDrainResource, KindRemoveResource:
+		return new(ResourceResult)
 	}
 	return newExtResult(k)
 }

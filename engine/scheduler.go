@@ -13,11 +13,13 @@ import (
 )
 
 // Scheduler proposes FireTimers, Reclaim, ReleaseDelayed, ExpireDeadlines
-// and FireSchedules exactly when the earliest timer, lease expiry, retry
-// delay (or deferral), job deadline or schedule's due time falls due. It reads the front of each time-ordered index
-// (cost independent of how many jobs exist or have finished), sleeps until
-// the earliest deadline, and is woken early by Wake when a commit may have
-// created an earlier one. It never polls on a fixed tick.
+// ExpireSteps and FireSchedules exactly when the earliest timer, lease
+// expiry, retry delay (or deferral), job deadline, step deadline (a step
+// lease's expiry, a person's answer timeout) or schedule's due time falls
+// due. It reads the front of each time-ordered index (cost independent of
+// how many jobs exist or have finished), sleeps until the earliest
+// deadline, and is woken early by Wake when a commit may have created an
+// earlier one. It never polls on a fixed tick.
 //
 // The scheduler only proposes; Apply decides. Reclaim in Apply takes only
 // Running jobs from the lease index, so a Waiting or Parked job is never
@@ -94,6 +96,7 @@ var sweeps = []sweepKind{
 	{storage.LeasePrefix, storage.KeyLowLease, func(n int) Command { return &Reclaim{Max: n} }, "leases"},
 	{storage.DelayedPrefix, storage.KeyLowDelayed, func(n int) Command { return &ReleaseDelayed{Max: n} }, "delayed"},
 	{storage.DeadlinePrefix, storage.KeyLowDeadline, func(n int) Command { return &ExpireDeadlines{Max: n} }, "deadlines"},
+	{storage.StepDuePrefix, storage.KeyLowStepDue, func(n int) Command { return &ExpireSteps{Max: n} }, "steps"},
 	{storage.SchedDuePrefix, storage.KeyLowSchedDue, func(n int) Command { return &FireSchedules{Max: n} }, "schedules"},
 }
 
@@ -151,9 +154,9 @@ func (s *Scheduler) look(nowMS int64, limit int) ([]due, error) {
 
 // Deadlines returns the earliest due time (Unix ms) of each index, 0 when
 // empty, in the order timers, leases, retry delays and deferrals, job
-// deadlines, schedules.
-func (s *Scheduler) Deadlines() ([5]int64, error) {
-	var out [5]int64
+// deadlines, step deadlines, schedules.
+func (s *Scheduler) Deadlines() ([6]int64, error) {
+	var out [6]int64
 	ds, err := s.look(0, 1)
 	for i := range min(len(out), len(ds)) {
 		out[i] = ds[i].nextMS

@@ -42,6 +42,16 @@ type Service interface {
 	Terminate(ctx context.Context, c Terminate) (*StatusResult, error)
 	ContinueAsNew(ctx context.Context, c ContinueAsNew) (*CreateResult, error)
 
+	// The step commands (see LeaseStep and the commands after it) and the
+	// resource pool's.
+	LeaseStep(ctx context.Context, c LeaseStep) (*StepResult, error)
+	StepHeartbeat(ctx context.Context, c StepHeartbeat) (*StepResult, error)
+	EndStepAttempt(ctx context.Context, c EndStepAttempt) (*StepResult, error)
+	AnswerStep(ctx context.Context, c AnswerStep) (*StepResult, error)
+	AddResource(ctx context.Context, c AddResource) (*ResourceResult, error)
+	DrainResource(ctx context.Context, c DrainResource) (*ResourceResult, error)
+	RemoveResource(ctx context.Context, c RemoveResource) (*ResourceResult, error)
+
 	Describe(ctx context.Context, t Target) (*Job, error)
 	History(ctx context.Context, id JobID, afterSeq uint64, limit int) (*HistoryPage, error)
 	// WatchHistory is History that, while the job has no events after
@@ -54,6 +64,11 @@ type Service interface {
 	WatchHistory(ctx context.Context, id JobID, afterSeq uint64, limit int) (*HistoryPage, error)
 	Effect(ctx context.Context, id JobID, step string) (*Effect, error)
 	List(ctx context.Context, q ListQuery) (*ListPage, error)
+	// Steps lists the activity steps of the job t names with their
+	// states, tries, resources, workers, heartbeats and avoid-lists.
+	Steps(ctx context.Context, t Target) ([]StepInfo, error)
+	// Resources lists the resource pool.
+	Resources(ctx context.Context) ([]*Resource, error)
 	// WaitClosed blocks until the job t names is terminal and returns its
 	// record, or until ctx ends.
 	WaitClosed(ctx context.Context, t Target) (*Job, error)

@@ -10,17 +10,24 @@ import (
 // Verify checks a whole store against the state machine: every job's history
 // is legal and derives its stored status (CheckHistory), its record agrees
 // with its history, every index entry the records imply exists, no index
-// holds an entry no record implies, workflow ids name their latest run, and
-// every committed effect points at its event. It reads everything; it is
+// holds an entry no record implies, workflow ids name their latest run,
+// every committed effect points at its event, every step's events follow the
+// step state machine and its step record equals their projection, no
+// resource has more units leased than its capacity and each leased unit
+// belongs to a live step lease, and no step waits for a unit while one it
+// could use is free. It reads everything; it is
 // for tests, chaos checkers and operators, never for a hot path. It returns
 // all problems found, up to max (0 means no bound).
 func Verify(r *storage.Reader, max int) []error {
-	v := &verifier{r: r, max: max, want: map[string]bool{}, latest: map[string]JobID{}}
+	v := &verifier{r: r, max: max, want: map[string]bool{}, latest: map[string]JobID{}, claims: map[holderKey]uint32{}}
 	v.jobs()
 	for _, p := range [][]byte{{storage.PrefixStatus}, {storage.PrefixType}, {storage.PrefixQueue},
-		{storage.PrefixReady}, {storage.PrefixChild}, storage.DelayedPrefix, storage.LeasePrefix, storage.TimerPrefix, storage.DeadlinePrefix} {
+		{storage.PrefixReady}, {storage.PrefixChild}, storage.DelayedPrefix, storage.LeasePrefix, storage.TimerPrefix, storage.DeadlinePrefix,
+		storage.StepDuePrefix} {
 		v.index(p)
 	}
+	v.resources()
+	v.waiters()
 	for k := range v.want {
 		if !v.add(fmt.Errorf("index entry %q is missing", k)) {
 			break
@@ -38,6 +45,12 @@ type verifier struct {
 	errs   []error
 	want   map[string]bool  // index keys the records imply
 	latest map[string]JobID // workflow id -> its newest run
+	// claims are the resource units step records say they hold, by
+	// resource and step, with the try holding each.
+	claims map[holderKey]uint32
+	// waiting are the steps waiting for a unit, by waiter seq.
+	waiting map[uint64]*StepRecord
+	pool    []*Resource
 }
 
 func (v *verifier) add(err error) bool {
@@ -96,7 +109,7 @@ func (v *verifier) job(j *Job) bool {
 	if j.ID > v.latest[j.WorkflowID] {
 		v.latest[j.WorkflowID] = j.ID
 	}
-	return v.effects(j, hist)
+	return v.effects(j, hist) && v.steps(j, hist)
 }
 
 // recordMatchesHistory checks the record fields the last status event decides.
@@ -207,7 +220,8 @@ func (v *verifier) index(prefix []byte) {
 		lows[string(key)] = m
 		return m
 	}
-	swept := prefix[0] == storage.PrefixLease || prefix[0] == storage.PrefixTimer || prefix[0] == storage.PrefixDeadline
+	swept := prefix[0] == storage.PrefixLease || prefix[0] == storage.PrefixTimer || prefix[0] == storage.PrefixDeadline ||
+		prefix[0] == storage.PrefixStepDue
 	err := v.r.Scan(prefix, nil, false, func(k, _ []byte) (bool, error) {
 		var at int64
 		var mark []byte
@@ -218,14 +232,15 @@ func (v *verifier) index(prefix []byte) {
 				return v.add(err), nil
 			}
 			at, mark = e.ReadyAtMS, storage.LowReadyKey(e.Queue)
-		case storage.PrefixLease, storage.PrefixTimer, storage.PrefixDelayed, storage.PrefixDeadline:
+		case storage.PrefixLease, storage.PrefixTimer, storage.PrefixDelayed, storage.PrefixDeadline, storage.PrefixStepDue:
 			tk, err := storage.ParseTimeKey(k)
 			if err != nil {
 				return v.add(err), nil
 			}
 			at = tk.AtMS
 			mark = map[byte][]byte{storage.PrefixLease: storage.KeyLowLease, storage.PrefixTimer: storage.KeyLowTimer,
-				storage.PrefixDelayed: storage.KeyLowDelayed, storage.PrefixDeadline: storage.KeyLowDeadline}[prefix[0]]
+				storage.PrefixDelayed: storage.KeyLowDelayed, storage.PrefixDeadline: storage.KeyLowDeadline,
+				storage.PrefixStepDue: storage.KeyLowStepDue}[prefix[0]]
 		}
 		if mark != nil && uint64(at) < low(mark) {
 			if !v.add(fmt.Errorf("index entry %q sorts below the low-water mark %d of its index", k, low(mark))) {

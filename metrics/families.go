@@ -28,41 +28,45 @@ var (
 
 // Family names, so that the recording code and the tests name them once.
 const (
-	EngineCommands       = "heddle_engine_commands_total"
-	EngineApplySeconds   = "heddle_engine_apply_seconds"
-	EngineCommitSeconds  = "heddle_engine_commit_seconds"
-	EngineBatchCommands  = "heddle_engine_batch_commands"
-	EngineCommits        = "heddle_engine_commits_total"
-	EngineSyncs          = "heddle_engine_syncs_total"
-	EngineJobs           = "heddle_engine_jobs"
-	EngineJobsClosed     = "heddle_engine_jobs_closed_total"
-	EngineReclaims       = "heddle_engine_reclaims_total"
-	EngineStaleAttempts  = "heddle_engine_stale_attempts_total"
-	EngineTimerLateness  = "heddle_engine_timer_lateness_seconds"
-	EngineSchedulerLag   = "heddle_engine_scheduler_lag_seconds"
-	RaftLeaderChanges    = "heddle_raft_leader_changes_total"
-	RaftIsLeader         = "heddle_raft_is_leader"
-	RaftTerm             = "heddle_raft_term"
-	RaftCommitIndex      = "heddle_raft_commit_index"
-	RaftAppliedIndex     = "heddle_raft_applied_index"
-	RaftLastIndex        = "heddle_raft_last_index"
-	RaftLogEntries       = "heddle_raft_log_entries"
-	RaftSnapshotBytes    = "heddle_raft_snapshot_bytes"
-	RaftLastContact      = "heddle_raft_last_contact_seconds"
-	RaftOpSeconds        = "heddle_raft_op_seconds"
-	RaftEvents           = "heddle_raft_events_total"
-	WorkerTurnSeconds    = "heddle_worker_turn_seconds"
-	WorkerTurnErrors     = "heddle_worker_turn_errors_total"
-	WorkerActivitySecs   = "heddle_worker_activity_seconds"
-	WorkerActivities     = "heddle_worker_activities_total"
-	WorkerCacheHits      = "heddle_worker_cache_hits_total"
-	WorkerCacheMisses    = "heddle_worker_cache_misses_total"
-	WorkerReplays        = "heddle_worker_replays_total"
-	WorkerReplayedEvents = "heddle_worker_replayed_events_total"
-	WorkerNondeterminism = "heddle_worker_nondeterminism_errors_total"
-	HTTPRequests         = "heddle_http_requests_total"
-	HTTPRequestSeconds   = "heddle_http_request_seconds"
-	HTTPInFlight         = "heddle_http_requests_in_flight"
+	EngineCommands        = "heddle_engine_commands_total"
+	EngineApplySeconds    = "heddle_engine_apply_seconds"
+	EngineCommitSeconds   = "heddle_engine_commit_seconds"
+	EngineBatchCommands   = "heddle_engine_batch_commands"
+	EngineCommits         = "heddle_engine_commits_total"
+	EngineSyncs           = "heddle_engine_syncs_total"
+	EngineJobs            = "heddle_engine_jobs"
+	EngineJobsClosed      = "heddle_engine_jobs_closed_total"
+	EngineReclaims        = "heddle_engine_reclaims_total"
+	EngineStaleAttempts   = "heddle_engine_stale_attempts_total"
+	EngineTimerLateness   = "heddle_engine_timer_lateness_seconds"
+	EngineSchedulerLag    = "heddle_engine_scheduler_lag_seconds"
+	RaftLeaderChanges     = "heddle_raft_leader_changes_total"
+	RaftIsLeader          = "heddle_raft_is_leader"
+	RaftTerm              = "heddle_raft_term"
+	RaftCommitIndex       = "heddle_raft_commit_index"
+	RaftAppliedIndex      = "heddle_raft_applied_index"
+	RaftLastIndex         = "heddle_raft_last_index"
+	RaftLogEntries        = "heddle_raft_log_entries"
+	RaftSnapshotBytes     = "heddle_raft_snapshot_bytes"
+	RaftLastContact       = "heddle_raft_last_contact_seconds"
+	RaftOpSeconds         = "heddle_raft_op_seconds"
+	RaftEvents            = "heddle_raft_events_total"
+	WorkerTurnSeconds     = "heddle_worker_turn_seconds"
+	WorkerTurnErrors      = "heddle_worker_turn_errors_total"
+	WorkerActivitySecs    = "heddle_worker_activity_seconds"
+	WorkerActivities      = "heddle_worker_activities_total"
+	WorkerCacheHits       = "heddle_worker_cache_hits_total"
+	WorkerCacheMisses     = "heddle_worker_cache_misses_total"
+	WorkerReplays         = "heddle_worker_replays_total"
+	WorkerReplayedEvents  = "heddle_worker_replayed_events_total"
+	WorkerNondeterminism  = "heddle_worker_nondeterminism_errors_total"
+	EngineStepTransitions = "heddle_engine_step_state_transitions_total"
+	EngineStepsByState    = "heddle_engine_steps_by_state"
+	WorkerStepSeconds     = "heddle_worker_step_duration_seconds"
+	WorkerStepRetries     = "heddle_worker_step_retries_total"
+	HTTPRequests          = "heddle_http_requests_total"
+	HTTPRequestSeconds    = "heddle_http_request_seconds"
+	HTTPInFlight          = "heddle_http_requests_in_flight"
 )
 
 var families = []Family{
@@ -132,6 +136,15 @@ var families = []Family{
 		"History events replayed by those turns.", nil},
 	{WorkerNondeterminism, "counter", []string{"queue", "workflow_type"},
 		"Runs stopped because the workflow code no longer matched its history.", nil},
+
+	{EngineStepTransitions, "counter", []string{"from_state", "to_state"},
+		"Step state transitions (docs/state-machines.md §3) the engine applied, by the state left and the state entered; a step on the straight path counts its whole path when its result lands.", nil},
+	{WorkerStepSeconds, "histogram", []string{"capability", "status"},
+		"Time from a step's issue by the workflow to its end (succeeded or failed), waits for resources, retries and people included, by the capabilities it required (\"none\" for none).", slowSeconds},
+	{WorkerStepRetries, "counter", []string{"capability"},
+		"Tries of steps that failed and were retried (FAILED_RETRYABLE), by the capabilities the step required (\"none\" for none).", nil},
+	{EngineStepsByState, "gauge", []string{"state"},
+		"Steps of open runs that hold a step lease of their own (a resource, a critic, dependencies, a person), by their non-terminal state, counted from the step records at open and kept up to date from every commit.", nil},
 
 	{HTTPRequests, "counter", []string{"route", "code"},
 		"HTTP API requests by route pattern (\"POST /v1/jobs/claim\") and status code.", nil},

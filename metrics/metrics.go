@@ -36,6 +36,11 @@ type Metrics struct {
 	turnErrors, activities, cacheHits, cacheMisses, replays *prometheus.CounterVec
 	replayedEvents, nondeterminism                          *prometheus.CounterVec
 
+	// The steps'.
+	stepTransitions, stepRetries *prometheus.CounterVec
+	stepSeconds                  *prometheus.HistogramVec
+	stepsByState                 *prometheus.GaugeVec
+
 	// The HTTP API's.
 	httpRequests *prometheus.CounterVec
 	httpSeconds  *prometheus.HistogramVec
@@ -138,4 +143,6 @@ func (m *Metrics) bind() {
 	m.cacheHits, m.cacheMisses, m.replays = c[WorkerCacheHits], c[WorkerCacheMisses], c[WorkerReplays]
 	m.replayedEvents, m.nondeterminism = c[WorkerReplayedEvents], c[WorkerNondeterminism]
 	m.httpRequests, m.httpSeconds, m.httpInFlight = c[HTTPRequests], h[HTTPRequestSeconds], g[HTTPInFlight]
+	m.stepTransitions, m.stepRetries = c[EngineStepTransitions], c[WorkerStepRetries]
+	m.stepSeconds, m.stepsByState = h[WorkerStepSeconds], g[EngineStepsByState]
 }

@@ -132,7 +132,15 @@ func TestCountersMoveWithTheWork(t *testing.T) {
 			t.Fatalf("run %s: %d, %v", run.GetID(), sum, err)
 		}
 	}
+	// A run's result is out before its worker records the turn that
+	// produced it: wait for the last turn's record.
 	after := scrape()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if after.Value(metrics.WorkerTurnSeconds, "queue", "q", "workflow_type", "Three")-before.Value(metrics.WorkerTurnSeconds, "queue", "q", "workflow_type", "Three") >= n {
+			break
+		}
+		after = scrape()
+	}
 	moved := func(name string, labels ...string) float64 {
 		return after.Value(name, labels...) - before.Value(name, labels...)
 	}
@@ -151,6 +159,10 @@ func TestCountersMoveWithTheWork(t *testing.T) {
 		{"starts over HTTP", moved(metrics.HTTPRequests, "route", "POST /v1/jobs", "code", "200"), n},
 		{"syncs, one per commit", moved(metrics.EngineSyncs), moved(metrics.EngineCommits)},
 		{"commits measured", moved(metrics.EngineCommitSeconds), moved(metrics.EngineCommits)},
+		{"steps ended", moved(metrics.WorkerStepSeconds, "capability", "none", "status", "succeeded"), 3 * n},
+		{"step retries", moved(metrics.WorkerStepRetries, "capability", "none"), n},
+		{"steps that succeeded", moved(metrics.EngineStepTransitions, "from_state", "RUNNING", "to_state", "SUCCEEDED"), 3 * n},
+		{"steps retried", moved(metrics.EngineStepTransitions, "from_state", "RETRYING", "to_state", "RUNNING"), n},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

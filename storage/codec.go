@@ -21,12 +21,18 @@ const (
 	KindCommand  Kind = 5
 	KindMeta     Kind = 6
 	KindSchedule Kind = 7
+	// KindStep is a step record: the engine-held state of one activity
+	// execution that took an explicit step lease, a resource or a person.
+	KindStep Kind = 8
+	// KindResource is a resource record: a named pool member with its
+	// capabilities, labels, capacity and the units leased.
+	KindResource Kind = 9
 )
 
 var kindNames = map[Kind]string{
 	KindKey: "key", KindJob: "job", KindEvent: "event", KindEffect: "effect",
 	KindResult: "result", KindCommand: "command", KindMeta: "meta",
-	KindSchedule: "schedule",
+	KindStep: "step", KindResource: "resource", KindSchedule: "schedule",
 }
 
 func (k Kind) String() string {

@@ -88,6 +88,8 @@ func FuzzParseKeys(f *testing.F) {
 	f.Add(RequestAgeKey(9, "req"), "a", int64(256), uint64(255), uint64(1), "")
 	f.Add(EventKey(1, 2), "ab", int64(0), uint64(1), uint64(2), "x")
 	f.Add(JobKey(3), "", int64(0), uint64(0), uint64(0), "")
+	f.Add(StepDueKey(7, 3, "1"), "", int64(7), uint64(3), uint64(0), "1")
+	f.Add(WaiterKey(2, 3, "1"), "", int64(0), uint64(3), uint64(2), "1")
 	f.Add([]byte{PrefixReady, 0xff, 0xff}, "", int64(0), uint64(0), uint64(0), "")
 
 	f.Fuzz(func(t *testing.T, data []byte, queue string, at int64, id, seq uint64, rest string) {
@@ -129,9 +131,14 @@ func FuzzParseKeys(f *testing.F) {
 				rebuilt("ParseTimeKey", SchedDueKey(tk.AtMS, tk.Rest))
 			case PrefixTaskLease:
 				rebuilt("ParseTimeKey", TaskLeaseKey(tk.AtMS, tk.Job))
+			case PrefixStepDue:
+				rebuilt("ParseTimeKey", StepDueKey(tk.AtMS, tk.Job, tk.Rest))
 			default:
 				t.Fatalf("ParseTimeKey accepted prefix %q", data[0])
 			}
+		}
+		if w, err := ParseWaiterKey(data); checkErr("ParseWaiterKey", err) {
+			rebuilt("ParseWaiterKey", WaiterKey(w.Seq, w.Job, w.Step))
 		}
 		if j, err := ParseJobKey(data); checkErr("ParseJobKey", err) {
 			rebuilt("ParseJobKey", JobKey(j))

@@ -26,6 +26,10 @@ import (
 //	u<queue:len><job:8>               visibility by queue
 //	r<requestID>                      the result of a request, for retries
 //	a<at:8><requestID>                request records by age, for pruning
+//	p<job:8><step>                    step record (explicit step leases, resources, persons)
+//	v<resource>                       resource record
+//	n<dueAt:8><job:8><step>           step deadlines: step-lease expiry, a person's answer timeout
+//	i<seq:8><job:8><step>             steps waiting for a resource unit, first come first served
 //	k<scheduleID>                     schedule record
 //	z<dueAt:8><scheduleID>            schedules due for a look (fire times, closed runs)
 const (
@@ -45,6 +49,10 @@ const (
 	PrefixQueue    byte = 'u'
 	PrefixRequest  byte = 'r'
 	PrefixReqAge   byte = 'a'
+	PrefixStep     byte = 'p'
+	PrefixResource byte = 'v'
+	PrefixStepDue  byte = 'n'
+	PrefixWaiter   byte = 'i'
 	PrefixSchedule byte = 'k'
 	PrefixSchedDue byte = 'z'
 )
@@ -54,6 +62,8 @@ var (
 	KeyAppliedIndex = []byte("mapplied")
 	KeyLastNow      = []byte("mnow")
 	KeyNextJob      = []byte("mnextjob")
+	// KeyNextWaiter numbers the entries of the resource waiter queue.
+	KeyNextWaiter = []byte("mnextwaiter")
 )
 
 // Low-water marks: for each time-ordered index, a time below which the
@@ -64,6 +74,10 @@ var (
 	KeyLowTimer    = []byte("mlow/t")
 	KeyLowDelayed  = []byte("mlow/d")
 	KeyLowDeadline = []byte("mlow/o")
+	KeyLowStepDue  = []byte("mlow/n")
+	// KeyLowWaiter is the lowest waiter seq the queue may still hold: the
+	// entries before it were all served or found stale.
+	KeyLowWaiter   = []byte("mlow/i")
 	KeyLowSchedDue = []byte("mlow/z")
 )
 
@@ -179,6 +193,41 @@ func RequestAgeKey(atMS int64, requestID string) []byte {
 	return append(appendU64(key(PrefixReqAge, 8+len(requestID)), uint64(atMS)), requestID...)
 }
 
+// StepPrefix is the prefix of job id's step records.
+func StepPrefix(id uint64) []byte { return appendU64(key(PrefixStep, 8+16), id) }
+
+// StepKey is the key of the record of step in job id.
+func StepKey(id uint64, step string) []byte { return append(StepPrefix(id), step...) }
+
+// ResourceKey is the key of a resource record.
+func ResourceKey(id string) []byte { return append(key(PrefixResource, len(id)), id...) }
+
+// StepDueKey orders a step's deadline (its step lease's expiry, or the time
+// a person's answer is due) by time.
+func StepDueKey(dueAtMS int64, id uint64, step string) []byte {
+	return append(appendU64(appendU64(key(PrefixStepDue, 16+len(step)), uint64(dueAtMS)), id), step...)
+}
+
+// WaiterKey places step of job id in the resource waiter queue at seq.
+func WaiterKey(seq, id uint64, step string) []byte {
+	return append(appendU64(appendU64(key(PrefixWaiter, 16+len(step)), seq), id), step...)
+}
+
+// WaiterEntry is a decoded waiter-queue key.
+type WaiterEntry struct {
+	Seq  uint64
+	Job  uint64
+	Step string
+}
+
+// ParseWaiterKey decodes a waiter-queue key.
+func ParseWaiterKey(k []byte) (WaiterEntry, error) {
+	if len(k) < 17 || k[0] != PrefixWaiter {
+		return WaiterEntry{}, keyError(k, "not a waiter key")
+	}
+	return WaiterEntry{Seq: binary.BigEndian.Uint64(k[1:9]), Job: binary.BigEndian.Uint64(k[9:17]), Step: string(k[17:])}, nil
+}
+
 // ScheduleKey is the key of schedule id's record.
 func ScheduleKey(id string) []byte { return append(key(PrefixSchedule, len(id)), id...) }
 
@@ -197,20 +246,23 @@ var (
 	DeadlinePrefix = []byte{PrefixDeadline}
 	ReqAgePrefix   = []byte{PrefixReqAge}
 	JobPrefix      = []byte{PrefixJob}
+	StepDuePrefix  = []byte{PrefixStepDue}
+	WaiterPrefix   = []byte{PrefixWaiter}
+	ResourcePrefix = []byte{PrefixResource}
 )
 
 // TimeKey is the decoded form of the time-ordered index keys (lease, timer,
-// delayed, deadline, request age, schedule due): a time, and for the job
-// indexes a job id and the rest of the key (a timer name, or a request or
-// schedule id for age and schedule keys).
+// delayed, deadline, step deadline, request age, schedule due): a time, and
+// for the job indexes a job id and the rest of the key (a timer name, a
+// step, or a request or schedule id for age and schedule keys).
 type TimeKey struct {
 	AtMS int64
 	Job  uint64
 	Rest string
 }
 
-// ParseTimeKey decodes a lease, timer, delayed, deadline, request-age or
-// schedule-due key.
+// ParseTimeKey decodes a lease, timer, delayed, deadline, step-deadline,
+// request-age or schedule-due key.
 func ParseTimeKey(k []byte) (TimeKey, error) {
 	if len(k) < 9 {
 		return TimeKey{}, keyError(k, "too short for a time key")
@@ -229,8 +281,8 @@ func ParseTimeKey(k []byte) (TimeKey, error) {
 	case PrefixReqAge, PrefixSchedDue:
 		tk.Rest = string(k[9:])
 		return tk, nil
-	case PrefixLease, PrefixDelayed, PrefixDeadline, PrefixTimer:
-		if len(k) < 17 || (k[0] != PrefixTimer && len(k) != 17) {
+	case PrefixLease, PrefixDelayed, PrefixDeadline, PrefixTimer, PrefixStepDue:
+		if len(k) < 17 || (k[0] != PrefixTimer && k[0] != PrefixStepDue && len(k) != 17) {
 			return TimeKey{}, keyError(k, "wrong length for a job time key")
 		}
 		tk.Job = binary.BigEndian.Uint64(k[9:17])

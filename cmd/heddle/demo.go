@@ -57,10 +57,13 @@ type demoConfig struct {
 func newDemoCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo [--dir DIR] [--timeline ID]",
-		Short: "run the SDK demo: order sagas, a retry, a timer, a signal, a child, compensation, recovery",
+		Short: "run the SDK demo: order sagas, a retry, a timer, a signal, a child, compensation, recovery, steps",
 		Long: "Runs four order sagas on the SDK: workflows in plain Go, workers, a client.\n" +
 			"Shows a retried activity, a durable timer, a signal, a child workflow,\n" +
-			"compensation, and a workflow resumed by a new worker after its first stopped.",
+			"compensation, and a workflow resumed by a new worker after its first stopped.\n" +
+			"A fifth order shows steps as engine state: a pool of browsers with a broken one\n" +
+			"switched away from, a critic that sends a photo back, and a captcha step that\n" +
+			"waits for a person (NEEDS_USER), whom the demo plays.",
 		Args: noArgs,
 	}
 	var dir, timeline string
@@ -232,6 +235,7 @@ func (d *demo) newWorker(name, queue string, lease time.Duration, expectErrors b
 	w.RegisterActivity(s.ShipOrder)
 	w.RegisterActivity(s.RefundCard)
 	w.RegisterActivity(s.ReleaseInventory)
+	d.registerSteps(w, s)
 	if err := w.Start(); err != nil {
 		return nil, err
 	}
@@ -283,6 +287,25 @@ func (d *demo) story(ctx context.Context) (err error) {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); d.approve(ctx, "order-3") }()
+	listing, err := d.startListing(ctx)
+	if err != nil {
+		return errors.Join(fmt.Errorf("start %s: %w", listingID, err), wa.Shutdown(context.Background()))
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); d.answerCaptcha(ctx) }()
+	go func() {
+		defer wg.Done()
+		var res string
+		err := listing.Get(ctx, &res)
+		d.mu.Lock()
+		d.results[listingID], d.errs[listingID] = res, err
+		d.mu.Unlock()
+		if err != nil {
+			d.rep.order(listingID, "workflow FAILED: %v", err)
+		} else {
+			d.rep.order(listingID, "workflow completed: %s", res)
+		}
+	}()
 
 	// Recovery: wait for order-1 to be inside SendConfirmation, then stop
 	// worker-a with a grace too short for it, and start worker-b.
@@ -488,6 +511,13 @@ func (d *demo) check(ctx context.Context) error {
 			fail("%s was compensated", o.ID)
 		}
 	}
+	// the steps: a critic, a broken resource, a person
+	if err := d.errs[listingID]; err != nil {
+		fail("%s failed: %v", listingID, err)
+	}
+	if err := d.checkSteps(ctx, ok, fail); err != nil {
+		return err
+	}
 	// the recovery
 	reserve, _ := d.shop.executions("order-1", "ReserveInventory")
 	charge, _ := d.shop.executions("order-1", "ChargeCard")
@@ -571,8 +601,8 @@ func (d *demo) verifyStore() error {
 	if len(problems) > 0 {
 		return fmt.Errorf("engine.Verify found %d problems, first: %w", len(problems), problems[0])
 	}
-	if want := 2 * len(d.orders); jobs != want {
-		return fmt.Errorf("verify: store holds %d jobs, want %d (each order and its child)", jobs, want)
+	if want := 2*len(d.orders) + 1; jobs != want {
+		return fmt.Errorf("verify: store holds %d jobs, want %d (each order and its child, and order-5)", jobs, want)
 	}
 	return nil
 }

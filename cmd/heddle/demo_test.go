@@ -50,10 +50,20 @@ func TestDemo(t *testing.T) {
 		"order-1 executions by idempotency key: order-1/1/1 ReserveInventory×1, order-1/1/2 ChargeCard×1, order-1/1/3 SendConfirmation×2",
 		"order-1  SendConfirmation  attempt 1 ok: mail sent (worker-b)",
 		"ok  order-1 recovered: lease_expired requeue; worker-b did not re-run ReserveInventory (1 execution) or ChargeCard (1 execution)",
+		// the steps: a critic, a broken resource, a person
+		"order-5  photo-critic      critic: photo-1 is blurry -> retry",
+		"order-5  PublishListing    attempt 1 FAILED on browser-1",
+		"order-5  PublishListing    attempt 2 ok on browser-2",
+		"is NEEDS_USER, asking \"captcha for LST-5-eu: what is 3+4?\"; the run is Waiting, holding no lease",
+		"order-5  bob answers step 3: 7",
+		"order-5  workflow completed: listed warping-board as LST-5-eu with photo-2, captcha solved",
+		"ok  order-5 the critic sent photo-1 back (retry, recorded on the step) and accepted photo-2",
+		"ok  order-5 browser-1 failed the listing and joined its avoid-list; SWITCHING_RESOURCE leased browser-2",
+		"ok  order-5 the captcha step waited in NEEDS_USER, was answered, and ran again with the answer",
 		// the timeline and the store
 		"history of order-1",
 		"timer_fired",
-		"store verified: 8 jobs, 0 problems",
+		"store verified: 9 jobs, 0 problems",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q", want)

@@ -90,6 +90,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newCertCommand(),
 		newTokenCommand(),
 		newWorkflowCommand(),
+		newStepCommand(),
+		newResourceCommand(),
 		newScheduleCommand(),
 		newChaosCommand(),
 		newTaskCommand(),

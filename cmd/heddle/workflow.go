@@ -37,14 +37,7 @@ func newWorkflowCommand() *cobra.Command {
 		Args: unknownCommandArgs,
 		RunE: missingCommand,
 	}
-	g := &wfGlobals{}
-	fs := cmd.PersistentFlags()
-	fs.StringVar(&g.addr, "addr", "", "HTTP `addresses` of the nodes to ask, comma-separated host:port or http(s) URLs (default $HEDDLE_ADDR, else "+defaultAddr+")")
-	fs.StringVar(&g.token, "token", "", "bearer `token` of the HTTP API (default $HEDDLE_TOKEN)")
-	fs.StringVar(&g.tlsCA, "tls-ca", "", tlsCAUsage)
-	fs.DurationVar(&g.retry, "retry-timeout", wfDefaultRetry, "how long to keep trying when no node answers or the cluster has no leader")
-	g.format = addOutputFlags(fs)
-	completeOutput(cmd)
+	g := addAPIFlags(cmd)
 	cmd.AddCommand(
 		newWFStartCommand(g),
 		newWFListCommand(g),
@@ -57,6 +50,20 @@ func newWorkflowCommand() *cobra.Command {
 		newWFCancelCommand(g, true),
 	)
 	return cmd
+}
+
+// addAPIFlags defines the flags every command of the HTTP API has (the
+// connection and -o) on cmd, for its subcommands.
+func addAPIFlags(cmd *cobra.Command) *wfGlobals {
+	g := &wfGlobals{}
+	fs := cmd.PersistentFlags()
+	fs.StringVar(&g.addr, "addr", "", "HTTP `addresses` of the nodes to ask, comma-separated host:port or http(s) URLs (default $HEDDLE_ADDR, else "+defaultAddr+")")
+	fs.StringVar(&g.token, "token", "", "bearer `token` of the HTTP API (default $HEDDLE_TOKEN)")
+	fs.StringVar(&g.tlsCA, "tls-ca", "", tlsCAUsage)
+	fs.DurationVar(&g.retry, "retry-timeout", wfDefaultRetry, "how long to keep trying when no node answers or the cluster has no leader")
+	g.format = addOutputFlags(fs)
+	completeOutput(cmd)
+	return g
 }
 
 // wfGlobals are the flags every verb has.

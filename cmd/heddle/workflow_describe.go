@@ -15,9 +15,10 @@ import (
 func newWFDescribeCommand(g *wfGlobals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "describe {ID | -w WORKFLOW-ID | -r RUN-ID}",
-		Short: "show one run: status, type, queue, attempt, times, result or failure",
-		Long: "Shows one run: status, type, queue, attempt, times, what it waits for, and the\n" +
-			"result or failure of a closed run. A workflow id shows its current run.",
+		Short: "show one run: status, type, queue, attempt, times, steps, result or failure",
+		Long: "Shows one run: status, type, queue, attempt, times, what it waits for, the steps\n" +
+			"of an open run that have not ended (who runs each, its state and last heartbeat),\n" +
+			"and the result or failure of a closed run. A workflow id shows its current run.",
 		Args: cobra.ArbitraryArgs,
 	}
 	target := addTargetFlags(cmd.Flags())
@@ -39,6 +40,17 @@ func newWFDescribeCommand(g *wfGlobals) *cobra.Command {
 			return err
 		}
 		doc := wfJobOf(j, closing)
+		if !j.Status.Terminal() {
+			steps, err := svc.Steps(c.ctx, engine.Target{Job: j.ID})
+			if err != nil {
+				return err
+			}
+			for _, s := range steps {
+				if !s.State.Terminal() {
+					doc.Steps = append(doc.Steps, stepDocOf(s))
+				}
+			}
+		}
 		if !c.table() {
 			return c.doc(doc)
 		}

@@ -44,6 +44,9 @@ type wfJobDoc struct {
 	Result          json.RawMessage `json:"result,omitempty"`
 	ResultBase64    []byte          `json:"result_base64,omitempty"`
 	Failure         *wfFailureDoc   `json:"failure,omitempty"`
+	// Steps are the steps of an open run that have not ended (describe
+	// only): who runs each, its state and last heartbeat.
+	Steps []stepDoc `json:"steps,omitempty"`
 }
 
 // wfWaitDoc is what a waiting run waits for; the first to happen wakes it.

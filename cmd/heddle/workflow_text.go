@@ -106,6 +106,9 @@ func wfPrintJob(w io.Writer, d wfJobDoc) error {
 	for _, t := range d.Timers {
 		kv("Timer", fmt.Sprintf("%s fires %s", wfCell(t.ID), wfRelRFC(t.FireAt)))
 	}
+	for _, s := range d.Steps {
+		kv("Step "+wfCell(s.Step), stepLine(s))
+	}
 	kv("History", fmt.Sprintf("%d events", d.HistoryLength))
 	if d.CloseReason != "" {
 		kv("Closed by", fmt.Sprintf("%s (%s)", d.CloseEvent, wfCell(d.CloseReason)))

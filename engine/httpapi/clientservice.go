@@ -162,6 +162,63 @@ func (c *Client) ContinueAsNew(ctx context.Context, cmd engine.ContinueAsNew) (*
 	return send[engine.CreateResult](ctx, c, "/v1/jobs/continue-as-new", &cmd, &cmd.Header)
 }
 
+// LeaseStep implements engine.Service.
+func (c *Client) LeaseStep(ctx context.Context, cmd engine.LeaseStep) (*engine.StepResult, error) {
+	return send[engine.StepResult](ctx, c, "/v1/jobs/lease-step", &cmd, &cmd.Header)
+}
+
+// StepHeartbeat implements engine.Service.
+func (c *Client) StepHeartbeat(ctx context.Context, cmd engine.StepHeartbeat) (*engine.StepResult, error) {
+	return send[engine.StepResult](ctx, c, "/v1/jobs/step-heartbeat", &cmd, &cmd.Header)
+}
+
+// EndStepAttempt implements engine.Service.
+func (c *Client) EndStepAttempt(ctx context.Context, cmd engine.EndStepAttempt) (*engine.StepResult, error) {
+	return send[engine.StepResult](ctx, c, "/v1/jobs/end-step-attempt", &cmd, &cmd.Header)
+}
+
+// AnswerStep implements engine.Service.
+func (c *Client) AnswerStep(ctx context.Context, cmd engine.AnswerStep) (*engine.StepResult, error) {
+	return send[engine.StepResult](ctx, c, "/v1/jobs/answer-step", &cmd, &cmd.Header)
+}
+
+// AddResource implements engine.Service.
+func (c *Client) AddResource(ctx context.Context, cmd engine.AddResource) (*engine.ResourceResult, error) {
+	return send[engine.ResourceResult](ctx, c, "/v1/resources", &cmd, &cmd.Header)
+}
+
+// DrainResource implements engine.Service.
+func (c *Client) DrainResource(ctx context.Context, cmd engine.DrainResource) (*engine.ResourceResult, error) {
+	return send[engine.ResourceResult](ctx, c, "/v1/resources/drain", &cmd, &cmd.Header)
+}
+
+// RemoveResource implements engine.Service.
+func (c *Client) RemoveResource(ctx context.Context, cmd engine.RemoveResource) (*engine.ResourceResult, error) {
+	return send[engine.ResourceResult](ctx, c, "/v1/resources/remove", &cmd, &cmd.Header)
+}
+
+// Steps implements engine.Service.
+func (c *Client) Steps(ctx context.Context, t engine.Target) ([]engine.StepInfo, error) {
+	p, err := targetPath(t)
+	if err != nil {
+		return nil, err
+	}
+	page, err := read[engine.StepsPage](ctx, c, p+"/steps", nil)
+	if err != nil {
+		return nil, err
+	}
+	return page.Steps, nil
+}
+
+// Resources implements engine.Service.
+func (c *Client) Resources(ctx context.Context) ([]*engine.Resource, error) {
+	page, err := read[engine.ResourcesPage](ctx, c, "/v1/resources", nil)
+	if err != nil {
+		return nil, err
+	}
+	return page.Resources, nil
+}
+
 // Describe implements engine.Service.
 func (c *Client) Describe(ctx context.Context, t engine.Target) (*engine.Job, error) {
 	p, err := targetPath(t)

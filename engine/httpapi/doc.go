@@ -23,6 +23,13 @@
 //	POST   /v1/jobs/request-cancel           RequestCancel     -> StatusResult
 //	POST   /v1/jobs/continue-as-new          ContinueAsNew     -> CreateResult
 //	POST   /v1/jobs/terminate                Terminate         -> StatusResult
+//	POST   /v1/jobs/lease-step               LeaseStep         -> StepResult
+//	POST   /v1/jobs/step-heartbeat           StepHeartbeat     -> StepResult
+//	POST   /v1/jobs/end-step-attempt         EndStepAttempt    -> StepResult
+//	POST   /v1/jobs/answer-step              AnswerStep        -> StepResult (a person's answer)
+//	POST   /v1/resources                     AddResource       -> ResourceResult
+//	POST   /v1/resources/drain               DrainResource     -> ResourceResult
+//	POST   /v1/resources/remove              RemoveResource    -> ResourceResult
 //	POST   /v1/jobs/complete-async           CompleteAsync     -> StatusResult
 //
 //	GET    /v1/jobs?status=&type=&queue=&created_from_ms=&created_before_ms=&after=&limit=
@@ -34,6 +41,9 @@
 //	GET    /v1/jobs/{job}/effects/{step}     Effect (null when none)  -> Effect
 //	GET    /v1/jobs/{job}/closed[?wait=30s]  wait until terminal      -> Job (long poll)
 //	GET    /v1/workflows/{workflow}/closed[?wait=30s]                 -> Job (long poll)
+//	GET    /v1/jobs/{job}/steps              Steps            -> StepsPage
+//	GET    /v1/workflows/{workflow}/steps    Steps of the current run -> StepsPage
+//	GET    /v1/resources                     Resources        -> ResourcesPage
 //
 //	POST   /v1/schedules                     CreateSchedule    -> ScheduleResult
 //	POST   /v1/schedules/update              UpdateSchedule    -> ScheduleResult
@@ -119,6 +129,8 @@
 //     holding a job id is "job_id" (a Job's own id included, and
 //     "parent_job_id"); times are Unix milliseconds under keys ending in
 //     "_ms" ("created_ms", "lease_expiry_ms").
+//   - Step states are written by name ("RUNNING", "NEEDS_USER"), as the
+//     seed names them; on input the name or the number is accepted.
 //   - Statuses are written by name ("Running", "Completed") and workflow-id
 //     reuse policies by the CLI's names ("allow-after-terminal",
 //     "reject-duplicate", "return-existing"). On input the name or the

@@ -18,6 +18,9 @@ func bodyTypes() []any {
 		new(engine.CommitStep), new(engine.Wait), new(engine.Signal), new(engine.Cancel), new(engine.Activate),
 		new(engine.Suspend), new(engine.Resume), new(engine.Complete), new(engine.Fail), new(engine.Requeue),
 		new(engine.RequestCancel), new(engine.ContinueAsNew),
+		new(engine.LeaseStep), new(engine.StepHeartbeat), new(engine.EndStepAttempt), new(engine.AnswerStep),
+		new(engine.AddResource), new(engine.DrainResource), new(engine.RemoveResource),
+		new(engine.StepResult), new(engine.ResourceResult), new(engine.StepsPage), new(engine.ResourcesPage),
 		new(QueryRequest), new(QueryPoll), new(QueryAnswer), new(ClusterMember),
 		new(engine.CreateResult), new(engine.ClaimResult), new(engine.HeartbeatResult), new(engine.AppendResult),
 		new(engine.WaitResult), new(engine.SignalResult), new(engine.StatusResult), new(engine.Job),
@@ -34,6 +37,10 @@ func fuzzSeeds(f *testing.F) {
 		&engine.HistoryPage{Events: []engine.Event{{Seq: 1, Type: engine.EventJobCreated, Wait: &engine.WaitSpec{AnySignal: true}}}, Next: 1},
 		&QueryAnswer{ID: "q", Error: &ErrorBody{Name: "unknown_query", Message: "m"}},
 		&ErrorBody{Code: engine.StaleAttemptCode, Name: "stale_attempt", Message: "m", LeaderID: "n", LeaderHTTP: "h:1"},
+		&engine.LeaseStep{LeaseRef: engine.LeaseRef{Job: 1, Attempt: 2}, Step: "1", Name: "A", LeaseMS: 5, Capabilities: []string{"gpu"},
+			Selector: map[string]string{"zone": "x"}, DependsOn: []string{"0"}},
+		&engine.StepsPage{Steps: []engine.StepInfo{{Step: "1", State: engine.StepNeedsUser, Avoid: []string{"b"}, Question: []byte(`"q"`)}}},
+		&engine.ResourcesPage{Resources: []*engine.Resource{{ID: "r", Capacity: 1, Holders: []engine.ResourceHolder{{Job: 1, Step: "1"}}}}},
 	}
 	for i, s := range samples {
 		mp, err := msgpack.Marshal(s)

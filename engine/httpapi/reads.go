@@ -15,6 +15,26 @@ func (s *Server) describe(c *call) (any, error) {
 	return s.cfg.Service.Describe(c.r.Context(), t)
 }
 
+func (s *Server) steps(c *call) (any, error) {
+	t, err := c.target()
+	if err != nil {
+		return nil, err
+	}
+	steps, err := s.cfg.Service.Steps(c.r.Context(), t)
+	if err != nil {
+		return nil, err
+	}
+	return engine.StepsPage{Steps: steps}, nil
+}
+
+func (s *Server) resources(c *call) (any, error) {
+	rs, err := s.cfg.Service.Resources(c.r.Context())
+	if err != nil {
+		return nil, err
+	}
+	return engine.ResourcesPage{Resources: rs}, nil
+}
+
 func (s *Server) history(c *call) (any, error) {
 	id, err := c.jobParam()
 	if err != nil {

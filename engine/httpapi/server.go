@@ -71,6 +71,13 @@ func (s *Server) routes() {
 	s.handle("POST /v1/jobs/request-cancel", RoleClient, command(svc.RequestCancel))
 	s.handle("POST /v1/jobs/continue-as-new", RoleWorker, command(svc.ContinueAsNew))
 	s.handle("POST /v1/jobs/terminate", RoleWorker, s.terminate)
+	s.handle("POST /v1/jobs/lease-step", RoleWorker, command(svc.LeaseStep))
+	s.handle("POST /v1/jobs/step-heartbeat", RoleWorker, command(svc.StepHeartbeat))
+	s.handle("POST /v1/jobs/end-step-attempt", RoleWorker, command(svc.EndStepAttempt))
+	s.handle("POST /v1/jobs/answer-step", RoleClient, command(svc.AnswerStep))
+	s.handle("POST /v1/resources", RoleAdmin, command(svc.AddResource))
+	s.handle("POST /v1/resources/drain", RoleAdmin, command(svc.DrainResource))
+	s.handle("POST /v1/resources/remove", RoleAdmin, command(svc.RemoveResource))
 
 	s.handle("GET /v1/jobs", RoleReader, s.list)
 	s.handle("GET /v1/jobs/{job}", RoleReader, s.describe)
@@ -79,6 +86,9 @@ func (s *Server) routes() {
 	s.handle("GET /v1/jobs/{job}/effects/{step...}", RoleReader, s.effect)
 	s.handle("GET /v1/jobs/{job}/closed", RoleReader, s.waitClosed)
 	s.handle("GET /v1/workflows/{workflow}/closed", RoleReader, s.waitClosed)
+	s.handle("GET /v1/jobs/{job}/steps", RoleReader, s.steps)
+	s.handle("GET /v1/workflows/{workflow}/steps", RoleReader, s.steps)
+	s.handle("GET /v1/resources", RoleReader, s.resources)
 
 	s.handle("POST /v1/query", RoleClient, s.query)
 	s.handle("POST /v1/query/poll", RoleWorker, s.queryPoll)

@@ -153,3 +153,66 @@ func TestSpecTransitionsMatchCode(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecStepStatesMatchCode checks the step states table of the
+// specification against the engine: every state, its number and name.
+func TestSpecStepStatesMatchCode(t *testing.T) {
+	rows := markdownTable(t, readDoc(t, "docs/state-machines.md"), "### Step states")
+	documented := map[engine.StepState]bool{}
+	for _, r := range rows[1:] {
+		n, err := strconv.Atoi(r[0])
+		if err != nil {
+			t.Fatalf("step state row %q: %v", r, err)
+		}
+		s, err := engine.ParseStepState(r[1])
+		if err != nil {
+			t.Errorf("docs/state-machines.md lists a step state %q the engine does not have", r[1])
+			continue
+		}
+		if int(s) != n {
+			t.Errorf("docs/state-machines.md numbers %s %d; the engine stores it as %d", r[1], n, s)
+		}
+		documented[s] = true
+	}
+	for _, s := range engine.StepStates() {
+		if !documented[s] {
+			t.Errorf("docs/state-machines.md does not list the step state %s", s)
+		}
+	}
+}
+
+// TestSpecStepTransitionsMatchCode checks every cell of the step
+// transition table (a "*" marks heddle's extension) against
+// engine.StepTransitionLegal, both ways.
+func TestSpecStepTransitionsMatchCode(t *testing.T) {
+	rows := markdownTable(t, readDoc(t, "docs/state-machines.md"), "### Step transitions")
+	legal := map[[2]engine.StepState]bool{}
+	seen := map[engine.StepState]bool{}
+	for _, r := range rows[1:] {
+		from, err := engine.ParseStepState(r[0])
+		if err != nil {
+			t.Fatalf("row %q: %v", r[0], err)
+		}
+		seen[from] = true
+		if r[1] == "—" {
+			continue
+		}
+		for _, cell := range strings.Split(r[1], ",") {
+			to, err := engine.ParseStepState(strings.TrimSuffix(strings.TrimSpace(cell), "*"))
+			if err != nil {
+				t.Fatalf("row %s: %v", r[0], err)
+			}
+			legal[[2]engine.StepState{from, to}] = true
+		}
+	}
+	for _, from := range engine.StepStates() {
+		if !seen[from] {
+			t.Errorf("the step table has no row for %s", from)
+		}
+		for _, to := range engine.StepStates() {
+			if got, want := engine.StepTransitionLegal(from, to), legal[[2]engine.StepState{from, to}]; got != want {
+				t.Errorf("%s → %s: the docs say legal=%v, the engine %v", from, to, want, got)
+			}
+		}
+	}
+}

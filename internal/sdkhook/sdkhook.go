@@ -60,6 +60,9 @@ var (
 	NewEntry func(fn any, info WorkflowInfo) replay.Entry
 	// Query calls the query handler of the workflow x runs.
 	Query func(x *replay.Execution, queryType string, args []byte) ([]byte, error)
+	// FutureStep returns the step of the activity whose future f is (a
+	// workflow.Future from ExecuteActivity), or "".
+	FutureStep func(f any) string
 )
 
 // Hooks set by sdk/temporal's init: the failure format and the typed
@@ -80,6 +83,13 @@ var (
 	// NewTerminatedError returns a *temporal.TerminatedError.
 	NewTerminatedError func(msg string) error
 )
+
+// ErrorTypeSentinels maps sentinel errors of heddle's packages to the
+// failure type they match: errors.Is(err, sentinel) is true for a
+// *temporal.ApplicationError of that type (workflow.ErrReplan matches
+// "ReplanError"). Written only by package init functions, read afterwards
+// from any goroutine.
+var ErrorTypeSentinels = map[error]string{}
 
 // LocalActivity is the Options of a local activity's command: the
 // workflow.ActivityOptions the worker enforces, and the function to call

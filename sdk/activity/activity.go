@@ -16,7 +16,7 @@ import (
 type Type = temporal.ActivityType
 
 // Info describes one execution of an activity. Its first fields are
-// Temporal's; the last four are heddle's.
+// Temporal's; the rest are heddle's.
 type Info struct {
 	// ActivityType is the name the activity was called by.
 	ActivityType Type
@@ -61,6 +61,15 @@ type Info struct {
 	// step executed twice (a worker died between running it and committing
 	// it) has its effect once.
 	IdempotencyKey string
+	// Resource is the resource unit this try holds, for an activity whose
+	// options require one (RequiredCapabilities, LabelSelector): its id
+	// and labels. Empty otherwise.
+	Resource       string
+	ResourceLabels map[string]string
+	// Answer is a person's answer to the question an earlier try of this
+	// step asked (a NeedsUserError, or the critic's needs_user), as the
+	// person sent it; nil when nobody was asked.
+	Answer []byte
 	// TaskToken names this attempt of an activity task (an activity run on
 	// another task queue than its workflow's), for client.CompleteActivity
 	// after the activity returned ErrResultPending; nil for an activity

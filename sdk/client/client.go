@@ -87,6 +87,8 @@ type Client interface {
 	CompleteActivityByID(ctx context.Context, namespace, workflowID, runID, activityID string, result any, err error) error
 	// TaskClient holds the human commands and reads of review tasks.
 	TaskClient
+	// StepClient holds the steps' reads and answers and the resource pool.
+	StepClient
 	// Close releases the client; calls after it fail with ErrClientClosed.
 	// An engine given as Options.Service stays open: it is the caller's.
 	Close()

@@ -3,6 +3,7 @@ package temporal
 import (
 	"errors"
 	"fmt"
+	"github.com/heddlewf/heddle/internal/sdkhook"
 	"reflect"
 	"time"
 
@@ -136,6 +137,14 @@ func (e *ApplicationError) Details(d ...any) error {
 
 // Unwrap returns the cause.
 func (e *ApplicationError) Unwrap() error { return e.cause }
+
+// Is matches the sentinels heddle's packages name failure types by
+// (sdkhook.ErrorTypeSentinels): errors.Is(err, workflow.ErrReplan) holds
+// for an error of type "ReplanError", however it crossed the history.
+func (e *ApplicationError) Is(target error) bool {
+	t, ok := sdkhook.ErrorTypeSentinels[target]
+	return ok && e.errType != "" && t == e.errType
+}
 
 // NextRetryDelay returns the delay that replaces the retry policy's, or 0.
 func (e *ApplicationError) NextRetryDelay() time.Duration { return e.nextRetryDelay }

@@ -114,6 +114,45 @@ func activityOptions(c *replay.Command) (opts workflow.ActivityOptions, localFn 
 	return opts, nil, false
 }
 
+// activityFunc returns the options of activity command c, the function
+// to call (nil: none registered) and whether it is a local activity.
+func (r *run) activityFunc(c *replay.Command) (opts workflow.ActivityOptions, fn any, local bool) {
+	opts, fn, local = activityOptions(c)
+	if local {
+		if reg := r.w.registeredActivity(c.Name); reg != nil {
+			// A local activity given as a method value of a nil struct
+			// pointer (var a *Activities; a.Charge), as Temporal code
+			// does, runs as the method of the struct the worker
+			// registered.
+			fn = reg
+		}
+	}
+	if fn == nil {
+		fn = r.w.activityFn(c.Name)
+	}
+	return opts, fn, local
+}
+
+// activityInfo is the activity.Info of try attempt of activity c, which
+// caller called.
+func (r *run) activityInfo(c *replay.Command, opts workflow.ActivityOptions, caller callerInfo, attempt int, local bool) activity.Info {
+	info := activity.Info{ActivityType: activity.Type{Name: c.Name}, ActivityID: c.Step,
+		WorkflowType: &temporal.WorkflowType{Name: caller.workflowType}, WorkflowNamespace: "default",
+		WorkflowExecution: temporal.WorkflowExecution{ID: caller.workflowID, RunID: caller.runID},
+		TaskQueue:         r.w.queue, HeartbeatTimeout: opts.HeartbeatTimeout, ScheduleToCloseTimeout: opts.ScheduleToCloseTimeout,
+		StartToCloseTimeout: opts.StartToCloseTimeout, ScheduledTime: time.UnixMilli(c.IssuedAtMS), StartedTime: r.w.opts.Clock.Now(),
+		Attempt: int32(attempt), IsLocalActivity: local,
+		WorkflowID: caller.workflowID, RunID: caller.runID, Step: c.Step,
+		IdempotencyKey: fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step)}
+	info.TaskToken = r.taskToken()
+	return info
+}
+
+// ownCaller is the caller of the activities a run's workflow calls.
+func (r *run) ownCaller() callerInfo {
+	return callerInfo{workflowID: r.job.WorkflowID, runID: strconv.FormatUint(uint64(r.job.Job), 10), workflowType: r.job.Type}
+}
+
 // callerInfo names the workflow that called an activity: the run itself,
 // or for an activity task, the workflow its input names.
 type callerInfo struct {
@@ -127,20 +166,8 @@ type callerInfo struct {
 // ctx is the activity's own context: cancelled when the workflow cancels
 // the activity, when the turn ends, or when the attempt turns stale.
 func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, details []byte) outcome {
-	opts, fn, local := activityOptions(c)
+	opts, fn, local := r.activityFunc(c)
 	o := outcome{c: c}
-	if local {
-		if reg := r.w.registeredActivity(c.Name); reg != nil {
-			// A local activity given as a method value of a nil struct
-			// pointer (var a *Activities; a.Charge), as Temporal code
-			// does, runs as the method of the struct the worker
-			// registered.
-			fn = reg
-		}
-	}
-	if fn == nil {
-		fn = r.w.activityFn(c.Name)
-	}
 	if fn == nil {
 		o.err = temporal.NewApplicationErrorWithOptions(fmt.Sprintf("activity %q is not registered on queue %q", c.Name, r.w.queue),
 			"ActivityNotRegistered", temporal.ApplicationErrorOptions{})
@@ -161,23 +188,17 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 	}
 	caller := r.caller
 	if caller.workflowID == "" {
-		caller = callerInfo{workflowID: r.job.WorkflowID, runID: strconv.FormatUint(uint64(r.job.Job), 10), workflowType: r.job.Type}
+		caller = r.ownCaller()
 	}
 	for ; fn != nil; attempt++ {
+		o.stepAttempt = uint32(attempt)
 		if !deadline.IsZero() && !r.w.opts.Clock.Now().Before(deadline) {
 			o.err = scheduleTimeout(o.err)
 			return o
 		}
-		info := activity.Info{ActivityType: activity.Type{Name: c.Name}, ActivityID: c.Step,
-			WorkflowType: &temporal.WorkflowType{Name: caller.workflowType}, WorkflowNamespace: "default",
-			WorkflowExecution: temporal.WorkflowExecution{ID: caller.workflowID, RunID: caller.runID},
-			TaskQueue:         r.w.queue, HeartbeatTimeout: opts.HeartbeatTimeout, ScheduleToCloseTimeout: opts.ScheduleToCloseTimeout,
-			StartToCloseTimeout: opts.StartToCloseTimeout, ScheduledTime: time.UnixMilli(c.IssuedAtMS), StartedTime: r.w.opts.Clock.Now(),
-			Attempt: int32(attempt), IsLocalActivity: local,
-			WorkflowID: caller.workflowID, RunID: caller.runID, Step: c.Step,
-			IdempotencyKey: fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step)}
-		info.TaskToken = r.taskToken()
-		env := &activityEnv{w: r.w, info: info, lease: r.lease, prev: details, beats: make(chan struct{}, 1), onCancel: r.taskCancel}
+		info := r.activityInfo(c, opts, caller, attempt, local)
+		env := &activityEnv{w: r.w, info: info, lease: r.lease, prev: details, beats: make(chan struct{}, 1), onCancel: r.taskCancel,
+			step: c.Step, stepAttempt: uint32(attempt)}
 		tryCtx, tried := r.w.obs.startActivity(ctx, &activityInfo{name: c.Name, step: c.Step, workflowID: caller.workflowID,
 			attempt: attempt, registered: true})
 		result, err := r.w.callActivity(tryCtx, fn, c.Input, env, opts, deadline)
@@ -189,6 +210,16 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 		}
 		o.err = err
 		if r.resultPending(&o) {
+			return o
+		}
+		var nu *activity.NeedsUserError
+		if errors.As(err, &nu) && ctx.Err() == nil && r.x != nil {
+			// A person must act: the loop gives the step a record in
+			// NEEDS_USER, and it goes on with a step lease of its own.
+			o.question = nu.Question
+			if o.question == nil {
+				o.question = []byte{}
+			}
 			return o
 		}
 		if ctx.Err() != nil || !retryable(err, policy) || !policy.HasAttemptsLeft(attempt) {
@@ -208,10 +239,24 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 			rec.RetryAtMS = r.w.opts.Clock.Now().Add(delay).UnixMilli()
 			o.retryAt = rec.RetryAtMS
 		}
+		if r.x != nil {
+			r.stepRetried(c)
+		}
 		b, _ := json.Marshal(rec)
-		o.records = append(o.records, engine.NewEvent{Type: replay.EventActivityAttemptFailed, Step: c.Step, Name: c.Name, Payload: b})
+		ne := engine.NewEvent{Type: replay.EventActivityAttemptFailed, Step: c.Step, Name: c.Name, Payload: b, StepAttempt: uint32(attempt)}
 		if o.retryAt > 0 {
+			// The record goes with the turn's next write, which sets the
+			// retry timer (an activity task's job is requeued instead).
+			o.records = append(o.records, ne)
 			return o
+		}
+		if r.x != nil {
+			// The step is RETRYING while the worker sleeps out the delay:
+			// the record is written now, so that its state says so.
+			if _, err := r.w.e.Append(r.ctx, engine.AppendEvents{LeaseRef: r.ref, Events: []engine.NewEvent{ne}}); err != nil {
+				o.fault = err
+				return o
+			}
 		}
 		t := r.w.opts.Clock.NewTimer(delay)
 		select {
@@ -249,6 +294,12 @@ type activityEnv struct {
 	// another queue's workflow), cancels the activity when a heartbeat
 	// answers that the workflow asked for that.
 	onCancel func()
+	// step and stepAttempt are the step and try each heartbeat names
+	// (StepHeartbeat); onStale, set for a try with a step lease of its
+	// own, cancels it when a heartbeat is refused as stale.
+	step        string
+	stepAttempt uint32
+	onStale     func()
 
 	// cancelTry cancels the try's context (a heartbeat found the attempt
 	// stale).
@@ -282,25 +333,60 @@ func (a *activityEnv) Heartbeat(details []byte) {
 		a.details = append([]byte(nil), details...)
 	}
 	a.mu.Unlock()
+	if a.onStale == nil {
+		a.fed()
+		_ = a.beat(a.ctx) // a refusal cancels the try (beat)
+		return
+	}
+	// A try with a step lease of its own: only a heartbeat that renewed
+	// the lease keeps the watchdog off, so the try stops before the engine
+	// can give its unit away.
+	if a.beat(a.ctx) == nil {
+		a.fed()
+	}
+}
+
+// fed tells the HeartbeatTimeout watchdog of a heartbeat.
+func (a *activityEnv) fed() {
 	select {
 	case a.beats <- struct{}{}:
 	default:
 	}
+}
+
+// beat sends one StepHeartbeat: it notes the try's heartbeat (or renews
+// its step lease) and renews the job's lease, in one write. A stale try
+// is told so by an error matching engine.ErrStaleAttempt.
+func (a *activityEnv) beat(ctx context.Context) error {
 	sent := a.w.opts.Clock.Now()
-	res, err := a.w.e.Heartbeat(a.ctx, engine.Heartbeat{Leases: []engine.LeaseRef{a.lease.ref}, LeaseMS: a.w.opts.LeaseTTL.Milliseconds()})
+	res, err := a.w.e.StepHeartbeat(ctx, engine.StepHeartbeat{LeaseRef: a.lease.ref, Step: a.step, StepAttempt: a.stepAttempt,
+		LeaseMS: a.w.opts.LeaseTTL.Milliseconds()})
 	if err != nil {
-		return // a transient failure: the worker's heartbeat loop tries again
-	}
-	if len(res.Refused) > 0 {
-		if a.cancelTry != nil {
-			a.cancelTry(fmt.Errorf("%w: heartbeat of job %d attempt %d", engine.ErrStaleAttempt, a.lease.ref.Job, a.lease.ref.Attempt))
+		if isStaleStep(err) || errors.Is(err, engine.ErrStaleAttempt) {
+			if a.onStale != nil {
+				a.onStale()
+			} else if a.cancelTry != nil {
+				a.cancelTry(fmt.Errorf("%w: heartbeat of job %d attempt %d", engine.ErrStaleAttempt, a.lease.ref.Job, a.lease.ref.Attempt))
+			}
 		}
-		return
+		return err // otherwise transient: the worker's heartbeat loop tries again
 	}
 	a.lease.renewed(sent)
-	if len(res.CancelRequested) > 0 && a.onCancel != nil {
+	if res.CancelRequested && a.onCancel != nil {
 		a.onCancel()
 	}
+	return nil
+}
+
+// timeoutFailure is the error of a try that ran out of time: a
+// *temporal.TimeoutError, retried as in Temporal, or when the options make
+// a timeout fatal (TimeoutFatal), a non-retryable failure of the timeout
+// type, which ends the step.
+func timeoutFailure(opts workflow.ActivityOptions, msg string, tt temporal.TimeoutType, details []byte) error {
+	if opts.TimeoutFatal {
+		return temporal.NewNonRetryableApplicationError(msg, sdkhook.FailureTimeout, nil)
+	}
+	return sdkhook.NewTimeoutError(msg, tt, details)
 }
 
 // recorded returns the details this try recorded, or the earlier try's.
@@ -340,7 +426,7 @@ func (w *queueWorker) callActivity(ctx context.Context, fn any, input []byte, en
 		go w.heartbeatWatchdog(ctx, cancelTry, env.beats, opts.HeartbeatTimeout)
 		defer func() {
 			if err != nil && errors.Is(context.Cause(ctx), errHeartbeatTimeout) {
-				err = sdkhook.NewTimeoutError(fmt.Sprintf("activity %s: no heartbeat within %v: %v", name, opts.HeartbeatTimeout, err),
+				err = timeoutFailure(opts, fmt.Sprintf("activity %s: no heartbeat within %v: %v", name, opts.HeartbeatTimeout, err),
 					temporal.TimeoutTypeHeartbeat, env.recorded())
 			}
 		}()
@@ -381,10 +467,11 @@ func (w *queueWorker) callActivity(ctx context.Context, fn any, input []byte, en
 	if e := out[len(out)-1]; !e.IsNil() {
 		err = e.Interface().(error)
 		if ctx.Err() == context.DeadlineExceeded {
-			// A try that ran out of time is retried, as in Temporal; the
+			// A try that ran out of time is retried, as in Temporal,
+			// unless the options make a timeout fatal; the
 			// schedule-to-close deadline, when it is the one that passed,
 			// ends the activity in execute.
-			err = sdkhook.NewTimeoutError(fmt.Sprintf("activity %s: start-to-close timeout after %v: %v", name, opts.StartToCloseTimeout, err),
+			err = timeoutFailure(opts, fmt.Sprintf("activity %s: start-to-close timeout after %v: %v", name, opts.StartToCloseTimeout, err),
 				temporal.TimeoutTypeStartToClose, env.recorded())
 		}
 		return nil, err

@@ -19,6 +19,10 @@ type inflight struct {
 	// cancelled: the workflow cancelled it, so an error it returns is its
 	// acknowledgement of the cancellation.
 	cancelled bool
+	// explicit: it runs with a step lease of its own, and try is the try
+	// running under it (step.go).
+	explicit bool
+	try      tryLease
 }
 
 // outcome is how one activity's run in this worker ended.
@@ -28,6 +32,23 @@ type outcome struct {
 	err     error             // the final error, nil on success
 	records []engine.NewEvent // failed tries to record
 	retryAt int64             // > 0: the next try waits for a durable timer
+
+	// stepAttempt is the try the result or error is of, and decision the
+	// critic's verdict on it; notStarted: the error ends the step where it
+	// waited (a failed dependency, no resource left, its deadline passed
+	// between tries), recorded with engine.ReasonNotStarted.
+	stepAttempt uint32
+	decision    engine.CriticDecision
+	notStarted  bool
+	// parked: the step waits for news (a unit, its dependencies, a person,
+	// a retry timer) and nothing is to be committed; parkSeq is the job's
+	// last seq when it parked.
+	parked  bool
+	parkSeq uint64
+	// question: a try that ran under the job's lease needs a person.
+	question []byte
+	// fault is an engine error that ends the turn.
+	fault error
 }
 
 // startInline starts the runnable inline activities that are not running
@@ -37,8 +58,13 @@ type outcome struct {
 // it, as after a crash); that commit is progress.
 func (r *run) startInline(cmds []*replay.Command) (bool, error) {
 	now := r.w.opts.Clock.Now()
+	r.unpark()
+	r.leasesLost()
 	for _, c := range cmds {
 		if !r.isInline(c) || c.CancelRequested || r.acts[c.Step] != nil {
+			continue
+		}
+		if _, ok := r.parked[c.Step]; ok {
 			continue
 		}
 		recs := r.x.Records(c.Step)
@@ -50,6 +76,10 @@ func (r *run) startInline(cmds []*replay.Command) (bool, error) {
 		if s2s := opts.ScheduleToStartTimeout; s2s > 0 && failed == 0 && !now.Before(time.UnixMilli(c.IssuedAtMS).Add(s2s)) {
 			err := sdkhook.NewTimeoutError(fmt.Sprintf("activity %s: schedule-to-start timeout of %v", c.Name, s2s), temporal.TimeoutTypeScheduleToStart, nil)
 			return true, r.commitFailure(c, err)
+		}
+		if r.explicit(c) {
+			r.startExplicit(c, recs)
+			continue
 		}
 		ctx, cancel := context.WithCancel(r.ctx)
 		r.acts[c.Step] = &inflight{cancel: cancel}
@@ -72,6 +102,9 @@ func (r *run) nextRetry(cmds []*replay.Command) time.Time {
 	for _, c := range cmds {
 		if !r.isInline(c) || c.CancelRequested || r.acts[c.Step] != nil {
 			continue
+		}
+		if _, ok := r.parked[c.Step]; ok {
+			continue // its retry timer, if it has one, wakes the job
 		}
 		if at, _ := retryAt(r.x.Records(c.Step), r.pending, c.Step); at > 0 && (next == 0 || at < next) {
 			next = at
@@ -133,7 +166,7 @@ func (r *run) expectsEvents(cmds []*replay.Command) bool {
 			return true
 		}
 	}
-	return false
+	return len(r.parked) > 0
 }
 
 // outcomes takes first and every other outcome already waiting, so that
@@ -158,18 +191,56 @@ drain:
 		return err
 	}
 	var commits []outcome
+	var seen uint64
 	for _, o := range batch {
 		r.pending = append(r.pending, o.records...)
-		if o.retryAt == 0 {
+		switch {
+		case o.fault != nil:
+			return o.fault
+		case o.parked:
+			opts, _, _ := activityOptions(o.c)
+			r.parked[o.c.Step] = parked{seq: o.parkSeq, deps: stepDeps(opts)}
+			seen = max(seen, o.parkSeq)
+		case o.question != nil:
+			if err := r.askUser(o); err != nil {
+				return err
+			}
+		case o.retryAt == 0:
 			commits = append(commits, o)
 		}
 		// A try that waits for a durable retry timer is recorded with the
 		// next write; a wait sets its timer.
 	}
+	if seen > r.x.LastSeq() {
+		// A parked step's own events (a retry's record with its timer, a
+		// question) must be seen before the turn decides what to wait for.
+		if err := r.catchUp(false); err != nil && r.x.Fault() == nil {
+			return err
+		}
+	}
 	if len(commits) == 0 {
 		return nil
 	}
 	return r.commitActivities(commits)
+}
+
+// askUser ends a try that ran under the job's lease and needs a person:
+// the step gets a step record in NEEDS_USER (EndStepAttempt) and is
+// parked, on the explicit path from now on.
+func (r *run) askUser(o outcome) error {
+	if err := r.flush(); err != nil {
+		return err
+	}
+	opts, _, _ := activityOptions(o.c)
+	res, err := r.w.e.EndStepAttempt(r.ctx, engine.EndStepAttempt{LeaseRef: r.ref, Step: o.c.Step, Name: o.c.Name,
+		StepAttempt: o.stepAttempt, Outcome: engine.OutcomeNeedsUser, Payload: o.question,
+		AnswerTimeoutMS: opts.NeedsUserTimeout.Milliseconds()})
+	if err != nil {
+		return err
+	}
+	r.recorded[o.c.Step] = true
+	r.parked[o.c.Step] = parked{seq: res.JobSeq}
+	return r.catchUp(false)
 }
 
 // take removes a finished activity from the running ones. An activity the
@@ -178,7 +249,7 @@ drain:
 func (r *run) take(o outcome) outcome {
 	if a := r.acts[o.c.Step]; a != nil && a.cancelled && o.err != nil {
 		o.err = canceledActivity(o.c.Name, o.err)
-		o.records, o.retryAt = nil, 0
+		o.records, o.retryAt, o.question, o.parked = nil, 0, nil, false
 	}
 	delete(r.acts, o.c.Step)
 	return o
@@ -186,9 +257,13 @@ func (r *run) take(o outcome) outcome {
 
 // commitStepOf is the step commit of an activity's outcome.
 func (r *run) commitStepOf(o outcome) engine.CommitStep {
-	cs := engine.CommitStep{LeaseRef: r.ref, Step: o.c.Step, Name: o.c.Name, Type: replay.EventActivityCompleted, Payload: o.result}
+	cs := engine.CommitStep{LeaseRef: r.ref, Step: o.c.Step, Name: o.c.Name, Type: replay.EventActivityCompleted, Payload: o.result,
+		StepAttempt: o.stepAttempt, Decision: o.decision}
 	if o.err != nil {
 		cs.Type, cs.Payload, cs.Failed = replay.EventActivityFailed, sdkhook.EncodeFailure(o.err), true
+		if o.notStarted {
+			cs.Reason = engine.ReasonNotStarted
+		}
 	}
 	return cs
 }
@@ -214,10 +289,20 @@ func (r *run) commitActivities(outs []outcome) error {
 		}()
 	}
 	wg.Wait()
+	for i, o := range outs {
+		if errs[i] == nil {
+			r.stepEnded(r.commitStepOf(o))
+		}
+	}
 	// Whatever was committed must be seen before anything else happens,
 	// even if another commit of the group failed.
 	if err := r.catchUp(false); err != nil && r.x.Fault() == nil {
 		return err
+	}
+	for i, err := range errs {
+		if isStaleStep(err) {
+			errs[i] = nil // the step's try lost its lease: it runs again
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -229,14 +314,30 @@ func (r *run) commitStep(cs engine.CommitStep) error {
 		return err
 	}
 	res, err := r.w.e.CommitStep(r.ctx, cs)
+	if isStaleStep(err) {
+		// The try's step lease ended before its result came (the engine
+		// recorded that): the step runs again, and its news is read now.
+		if err := r.catchUp(false); err != nil && r.x.Fault() == nil {
+			return err
+		}
+		return nil
+	}
 	if err != nil {
 		return err
 	}
+	r.stepEnded(cs)
 	// Advancing here keeps the commit and its event together. A fault it
 	// raises is the caller's loop's to handle; any other error (the history
 	// could not be read) ends the turn, since the execution would not know
 	// the step is done.
-	if err := r.advanceOwn(res, []engine.Event{{Type: cs.Type, Step: cs.Step, Name: cs.Name, Payload: cs.Payload, Commit: true}}); err != nil && r.x.Fault() == nil {
+	ev := engine.Event{Type: cs.Type, Step: cs.Step, Name: cs.Name, Payload: cs.Payload, Commit: true,
+		StepAttempt: cs.StepAttempt, Decision: cs.Decision, Reason: cs.Reason}
+	if cs.Reason == engine.ReasonNotStarted {
+		// The engine numbers the try of a step that failed where it
+		// waited: read the event back rather than guess.
+		res = nil
+	}
+	if err := r.advanceOwn(res, []engine.Event{ev}); err != nil && r.x.Fault() == nil {
 		return err
 	}
 	return nil

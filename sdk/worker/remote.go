@@ -227,8 +227,14 @@ func (r *run) commitFailure(c *replay.Command, ferr error) error {
 		replay.KindActivity: replay.EventActivityFailed, replay.KindChild: replay.EventChildFailed,
 		replay.KindSignalExternal: replay.EventSignalExternalFailed, replay.KindCancelExternal: replay.EventCancelExternalFailed,
 	}[c.Kind]
-	return r.commitStep(engine.CommitStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, Type: typ,
-		Payload: sdkhook.EncodeFailure(ferr), Failed: true})
+	cs := engine.CommitStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, Type: typ, Payload: sdkhook.EncodeFailure(ferr), Failed: true}
+	if c.Kind == replay.KindActivity && r.isInline(c) && r.explicit(c) {
+		// It fails where it waits (for a unit, a person, a retry), not
+		// after a run.
+		cs.Reason = engine.ReasonNotStarted
+		delete(r.parked, c.Step)
+	}
+	return r.commitStep(cs)
 }
 
 // closeChildren applies the parent-close policy to the children still

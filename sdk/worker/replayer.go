@@ -158,6 +158,9 @@ type jsonEvent struct {
 	LeaseExpiryMS int64            `json:"leaseExpiryMS,omitempty"`
 	Commit        bool             `json:"commit,omitempty"`
 	Wait          *jsonWait        `json:"wait,omitempty"`
+	StepAttempt   uint32           `json:"stepAttempt,omitempty"`
+	Resource      string           `json:"resource,omitempty"`
+	Decision      string           `json:"decision,omitempty"`
 }
 
 type jsonWait struct {
@@ -215,7 +218,8 @@ func ExportHistoryJSON(w io.Writer, events []engine.Event) error {
 	for i := range events {
 		ev := &events[i]
 		je := jsonEvent{Seq: ev.Seq, Type: ev.Type, AtMS: ev.AtMS, Attempt: ev.Attempt, Step: ev.Step,
-			Name: ev.Name, Reason: ev.Reason, DelayMS: ev.DelayMS, LeaseExpiryMS: ev.LeaseExpiryMS, Commit: ev.Commit}
+			Name: ev.Name, Reason: ev.Reason, DelayMS: ev.DelayMS, LeaseExpiryMS: ev.LeaseExpiryMS, Commit: ev.Commit,
+			StepAttempt: ev.StepAttempt, Resource: ev.Resource, Decision: string(ev.Decision)}
 		switch {
 		case ev.Payload == nil:
 		case embeddable(ev.Payload):
@@ -299,7 +303,8 @@ func decodeJSONEvent(item json.RawMessage) (engine.Event, error) {
 		return engine.Event{}, fmt.Errorf(`seq %d: "type" is missing`, je.Seq)
 	}
 	ev := engine.Event{Seq: je.Seq, Type: je.Type, AtMS: je.AtMS, Attempt: je.Attempt, Step: je.Step, Name: je.Name,
-		Reason: je.Reason, DelayMS: je.DelayMS, LeaseExpiryMS: je.LeaseExpiryMS, Commit: je.Commit}
+		Reason: je.Reason, DelayMS: je.DelayMS, LeaseExpiryMS: je.LeaseExpiryMS, Commit: je.Commit,
+		StepAttempt: je.StepAttempt, Resource: je.Resource, Decision: engine.CriticDecision(je.Decision)}
 	switch {
 	case je.Payload != nil && je.PayloadBase64 != nil:
 		return engine.Event{}, fmt.Errorf(`seq %d: both "payload" and "payloadBase64" are set`, je.Seq)

@@ -52,6 +52,12 @@ type run struct {
 	// caller, for the run of an activity task, names the workflow that
 	// sent the activity.
 	caller callerInfo
+
+	// parked are the explicit steps waiting for news (step.go); recorded
+	// the steps this turn gave a step record by ending a try of theirs
+	// that ran under the job's lease (a try that asked a person).
+	parked   map[string]parked
+	recorded map[string]bool
 }
 
 // errAttemptOver ends a turn whose job another writer moved on (a cancel,
@@ -107,7 +113,7 @@ func (w *queueWorker) endedByOthers(id engine.JobID) bool {
 
 func newRun(w *queueWorker, ctx context.Context, j engine.ClaimedJob, l *lease, x *replay.Execution) *run {
 	return &run{w: w, ctx: ctx, job: j, ref: l.ref, lease: l, x: x, acts: map[string]*inflight{},
-		results: make(chan outcome), turnDone: make(chan struct{})}
+		results: make(chan outcome), turnDone: make(chan struct{}), parked: map[string]parked{}, recorded: map[string]bool{}}
 }
 
 // catchUp applies the history the execution has not seen yet.
@@ -216,7 +222,7 @@ func (r *run) appendOwn(timers []engine.Timer) error {
 	}
 	evs := make([]engine.Event, len(r.pending))
 	for i, ne := range r.pending {
-		evs[i] = engine.Event{Type: ne.Type, Step: ne.Step, Name: ne.Name, Payload: ne.Payload}
+		evs[i] = engine.Event{Type: ne.Type, Step: ne.Step, Name: ne.Name, Payload: ne.Payload, StepAttempt: ne.StepAttempt}
 	}
 	r.pending, r.cancelTimers = nil, nil
 	if len(evs) == 0 {

@@ -30,6 +30,11 @@ func (r *run) wait(cmds []*replay.Command) (woken bool, err error) {
 			if at, attempt := retryAt(r.x.Records(c.Step), r.pending, c.Step); at > 0 {
 				spec.Timers = append(spec.Timers, engine.Timer{ID: replay.RetryTimerPrefix + c.Step + ":" + strconv.Itoa(attempt), FireMS: at})
 			}
+			if _, ok := r.parked[c.Step]; ok {
+				// A parked step's news (a unit granted, an answer, its
+				// dependencies done) wakes the job.
+				spec.Steps = append(spec.Steps, c.Step)
+			}
 		default:
 			spec.Steps = append(spec.Steps, c.Step)
 		}

@@ -152,6 +152,9 @@ type Worker interface {
 	// RegisterReviewer registers the reviewer of review tasks that name
 	// it: the worker claims their reviews and runs fn under a lease.
 	RegisterReviewer(name string, fn Reviewer)
+	// RegisterCritic registers a critic under name, for
+	// ActivityOptions.Critic. Register before Start.
+	RegisterCritic(name string, c Critic)
 }
 
 // Registry registers workflows and activities.
@@ -221,6 +224,7 @@ type queueWorker struct {
 	mu         sync.Mutex
 	workflows  map[string]any
 	activities map[string]any
+	critics    map[string]Critic
 	// dynWorkflow and dynActivity run the types registered under no name.
 	dynWorkflow any
 	dynActivity any

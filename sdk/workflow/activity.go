@@ -46,6 +46,10 @@ func issueActivity(ctx Context, activity any, args []any, opts ActivityOptions, 
 		set(nil, fmt.Errorf("workflow: activity %s: %w", name, err))
 		return f
 	}
+	if err := checkStepOptions(&opts, st.info.TaskQueue); err != nil {
+		set(nil, fmt.Errorf("workflow: activity %s: %w", name, err))
+		return f
+	}
 	cmd := st.x.Issue(replay.KindActivity, name, input, wrap(opts), 0, func(r replay.Resolution) {
 		if !r.Failed {
 			set(converter.NewEncodedValue(r.Payload), nil)
@@ -57,6 +61,7 @@ func issueActivity(ctx Context, activity any, args []any, opts ActivityOptions, 
 		}
 		set(nil, temporal.NewActivityError(name, step, sdkhook.DecodeFailure(r.Payload)))
 	})
+	f.step = cmd.Step
 	watchCancel(ctx, st.x, cmd, f, opts.WaitForCancellation)
 	return f
 }

@@ -50,6 +50,9 @@ type futureImpl struct {
 	err       error
 	chained   bool          // Chain was called; only the source may set it
 	followers []*futureImpl // futures chained to this one, in Chain order
+	// step is the step of the activity whose result the future is ("" for
+	// any other future), for ActivityOptions.DependsOn.
+	step string
 }
 
 var (

@@ -1,0 +1,866 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// defaultAnswerLeaseMS is the step lease a person's answer grants a step
+// that never had one (it needed a person while running under the job's
+// lease).
+const defaultAnswerLeaseMS = 60_000
+
+// step is a step record as Apply read it, kept beside the version being
+// changed so that saveStep can add the deadline entry it now needs.
+type step struct {
+	rec    *StepRecord
+	oldDue int64
+	isNew  bool
+}
+
+func (a *applier) loadStep(id JobID, name string) (*step, error) {
+	rec, err := readStep(a.tx.Get, id, name)
+	if err != nil || rec == nil {
+		return nil, err
+	}
+	return &step{rec: rec, oldDue: rec.dueMS()}, nil
+}
+
+// newStep starts the record of a step that has none: in state from, the
+// state its history leads to.
+func newStep(id JobID, name, activity string, from StepState) *step {
+	return &step{rec: &StepRecord{Job: id, Step: name, Activity: activity, State: from}, isNew: true}
+}
+
+// saveStep writes the record, its deadline entry when that moved (the
+// entry it leaves is stale and its sweep drops it), and the job's list of
+// live steps. The job record itself is saved by the caller.
+func (a *applier) saveStep(l *loaded, s *step) {
+	r := s.rec
+	r.UpdatedMS = a.now
+	a.tx.Set(storage.StepKey(uint64(r.Job), r.Step), EncodeStepRecord(r))
+	if due := r.dueMS(); due > 0 && (due != s.oldDue || s.isNew) {
+		a.tx.Set(storage.StepDueKey(due, uint64(r.Job), r.Step), nil)
+	}
+	s.oldDue, s.isNew = r.dueMS(), false
+	j := l.job
+	live := !r.State.Terminal()
+	if i := slices.Index(j.LiveSteps, r.Step); live && i < 0 {
+		j.LiveSteps = append(j.LiveSteps, r.Step)
+	} else if !live && i >= 0 {
+		j.LiveSteps = slices.Delete(j.LiveSteps, i, i+1)
+	}
+}
+
+// stepEvent appends ev (a step event of s) to l's history and moves the
+// record along the route the projection takes; an event the state does
+// not allow is refused with a *StepStateError.
+func (a *applier) stepEvent(l *loaded, s *step, ev Event, cmd string) (uint64, error) {
+	r := s.rec
+	route, ok := stepRoute(r.State, &ev)
+	if !ok {
+		return 0, &StepStateError{Job: r.Job, Step: r.Step, State: r.State, Command: cmd}
+	}
+	ev.Step, ev.Name = r.Step, r.Activity
+	if ev.StepAttempt == 0 {
+		ev.StepAttempt = r.Attempt
+	}
+	seq, err := a.appendEvent(l, ev)
+	if err != nil {
+		return 0, err
+	}
+	if len(route) > 0 {
+		r.State = route[len(route)-1]
+	}
+	if ev.StepAttempt > r.Attempt {
+		r.Attempt = ev.StepAttempt
+	}
+	return seq, nil
+}
+
+// stepResult starts the answer to a step command on job l.
+func stepResult(l *loaded, name string) (*StepResult, uint64) {
+	return &StepResult{Job: l.job.ID, Step: name}, l.job.LastSeq
+}
+
+// finish completes res from s and the events appended after seq before.
+func (a *applier) finishStep(res *StepResult, l *loaded, s *step, before uint64) {
+	if s != nil {
+		res.State, res.StepAttempt, res.Resource = s.rec.State, s.rec.Attempt, s.rec.Resource
+		res.StepLeaseExpiryMS = s.rec.LeaseExpiryMS
+		res.Queued, res.WaitingDeps = s.rec.WaiterSeq != 0, s.rec.State == StepWaitingDeps
+	}
+	if l.job.LastSeq > before {
+		res.FirstSeq, res.LastSeq, res.AtMS = before+1, l.job.LastSeq, a.now
+	}
+	res.JobSeq = l.job.LastSeq
+}
+
+// holds reports whether a step's record is in a state whose try holds its
+// step lease.
+func holds(s StepState) bool { return s == StepLeased || s == StepRunning }
+
+func (a *applier) leaseStep(c *LeaseStep) (Result, error) {
+	l, err := a.fenced(c.LeaseRef, "LeaseStep")
+	if err != nil {
+		return nil, err
+	}
+	id := l.job.ID
+	if eff, err := a.effect(id, c.Step); err != nil || eff != nil {
+		if err == nil {
+			err = fmt.Errorf("%w: step %q of job %d", ErrStepCommitted, c.Step, id)
+		}
+		return nil, err
+	}
+	s, err := a.loadStep(id, c.Step)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		s = newStep(id, c.Step, c.Name, StepNone)
+		// A try that ran under the job's lease is over: the step has a
+		// lease of its own from now on.
+		if i := slices.IndexFunc(l.job.Beats, func(b StepBeat) bool { return b.Step == c.Step }); i >= 0 {
+			l.job.Beats = slices.Delete(l.job.Beats, i, i+1)
+		}
+	}
+	r := s.rec
+	res, before := stepResult(l, c.Step)
+	if holds(r.State) && r.JobAttempt != 0 && r.JobAttempt != c.Attempt {
+		// An older attempt of the job leased it and is fenced out: its
+		// lease ends now, not when it would have run out.
+		if err := a.timeoutStep(l, s, ReasonStepTakenOver); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case holds(r.State):
+		if r.JobAttempt == 0 {
+			// Granted by the engine (a freed unit, dependencies done, an
+			// answer): this attempt adopts the lease.
+			r.JobAttempt, r.Owner = c.Attempt, l.job.LeaseOwner
+			r.LeaseExpiryMS = max(r.LeaseExpiryMS, a.now+r.LeaseMS)
+			a.saveStep(l, s)
+		}
+		res.Granted = true
+	case r.State == StepNeedsUser || r.State == StepFailedFatal:
+		// It waits for a person, or its lease ran out for good: there is
+		// nothing to lease, and the answer's State says why.
+	case r.State.Terminal():
+		return nil, &StepStateError{Job: id, Step: c.Step, State: r.State, Command: "LeaseStep"}
+	case r.WaiterSeq != 0:
+		// Still waiting for a unit, in its place in the queue.
+	default:
+		r.Activity, r.LeaseMS, r.TimeoutFatal = c.Name, c.LeaseMS, c.TimeoutFatal
+		r.Capabilities, r.Selector, r.DependsOn = slices.Clone(c.Capabilities), cloneLabels(c.Selector), slices.Clone(c.DependsOn)
+		done, err := a.depsDone(id, r)
+		if err != nil {
+			return nil, err
+		}
+		if !done {
+			if r.State != StepWaitingDeps {
+				if _, err := a.stepEvent(l, s, Event{Type: EventStepWaitingDeps, Attempt: c.Attempt}, "LeaseStep"); err != nil {
+					return nil, err
+				}
+			}
+			a.saveStep(l, s)
+			break
+		}
+		granted, err := a.acquire(l, s, c.Attempt)
+		if err != nil {
+			return nil, err
+		}
+		res.Granted = granted
+	}
+	if c.Start && res.Granted && r.State == StepLeased {
+		if _, err := a.stepEvent(l, s, Event{Type: EventStepStarted, Attempt: c.Attempt}, "LeaseStep"); err != nil {
+			return nil, err
+		}
+		r.JobAttempt, r.Owner = c.Attempt, l.job.LeaseOwner
+		a.saveStep(l, s)
+	}
+	a.save(l)
+	a.finishStep(res, l, s, before)
+	if res.Granted {
+		if err := a.labelsOf(res); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func cloneLabels(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// labelsOf fills in the labels of the resource a granted step holds.
+func (a *applier) labelsOf(res *StepResult) error {
+	if res.Resource == "" {
+		return nil
+	}
+	rs, err := readResource(a.tx.Get, res.Resource)
+	if err != nil || rs == nil {
+		return err
+	}
+	res.Labels = cloneLabels(rs.Labels)
+	return nil
+}
+
+// depsDone reports whether every step r depends on succeeded; one that
+// failed refuses the lease with ErrDependencyFailed.
+func (a *applier) depsDone(id JobID, r *StepRecord) (bool, error) {
+	done := true
+	for _, d := range r.DependsOn {
+		eff, err := a.effect(id, d)
+		switch {
+		case err != nil:
+			return false, err
+		case eff == nil || eff.CommittedSeq == 0:
+			done = false
+		case eff.Failed:
+			return false, fmt.Errorf("%w: step %q of job %d depends on step %q, which failed", ErrDependencyFailed, r.Step, id, d)
+		}
+	}
+	return done, nil
+}
+
+// acquire leases step s for its next try: at once when it needs no
+// resource, else a unit of the serving resource with the most free units,
+// or a place in the waiter queue when none is free. jobAttempt is the job
+// attempt taking the lease, or 0 when the engine grants it on its own.
+func (a *applier) acquire(l *loaded, s *step, jobAttempt uint64) (bool, error) {
+	r := s.rec
+	if !r.needsResource() {
+		return true, a.grant(l, s, nil, jobAttempt)
+	}
+	var best *Resource
+	found := false
+	err := a.eachResource(func(rs *Resource) (bool, error) {
+		if !rs.serves(r) {
+			return true, nil
+		}
+		found = true
+		if best == nil || rs.Free() > best.Free() {
+			best = rs
+		}
+		return true, nil
+	})
+	switch {
+	case err != nil:
+		return false, err
+	case !found:
+		return false, &NoResourceError{Job: r.Job, Step: r.Step, Capabilities: slices.Clone(r.Capabilities),
+			Selector: cloneLabels(r.Selector), Avoid: slices.Clone(r.Avoid)}
+	case best.Free() == 0:
+		// The invariant that no waiter could use a free unit makes joining
+		// the back of the queue first come, first served.
+		return false, a.enqueue(l, s)
+	}
+	return true, a.grant(l, s, best, jobAttempt)
+}
+
+// eachResource calls fn with every resource record, in id order.
+func (a *applier) eachResource(fn func(*Resource) (bool, error)) error {
+	var all []*Resource
+	err := a.tx.Scan(storage.ResourcePrefix, nil, true, func(k, v []byte) (bool, error) {
+		rs := new(Resource)
+		if _, err := storage.DecodeAt(k, v, storage.KindResource, resourceVersion, rs); err != nil {
+			return false, err
+		}
+		all = append(all, rs)
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, rs := range all {
+		if more, err := fn(rs); err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// grant gives step s a step lease for its next try, on a unit of rs when
+// rs is not nil, and writes step_leased. A grant the engine makes on its
+// own (jobAttempt 0) wakes the job if it waits for the step.
+func (a *applier) grant(l *loaded, s *step, rs *Resource, jobAttempt uint64) error {
+	r := s.rec
+	next := r.Attempt + 1
+	ev := Event{Type: EventStepLeased, Attempt: jobAttempt, StepAttempt: next, LeaseExpiryMS: a.now + r.LeaseMS}
+	if rs != nil {
+		ev.Resource = rs.ID
+		rs.Holders = append(rs.Holders, ResourceHolder{Job: r.Job, Step: r.Step, StepAttempt: next, SinceMS: a.now})
+		a.saveResource(rs)
+	}
+	if _, err := a.stepEvent(l, s, ev, "LeaseStep"); err != nil {
+		return err
+	}
+	r.Resource, r.Released = ev.Resource, false
+	r.JobAttempt, r.Owner, r.WaiterSeq = jobAttempt, "", 0
+	if jobAttempt != 0 {
+		r.Owner = l.job.LeaseOwner
+	}
+	r.LeaseExpiryMS = ev.LeaseExpiryMS
+	a.saveStep(l, s)
+	if jobAttempt == 0 {
+		return a.wakeForStep(l, r.Step)
+	}
+	return nil
+}
+
+// wakeForStep ends l's wait if it waits for step.
+func (a *applier) wakeForStep(l *loaded, name string) error {
+	if l.job.Wait.waitsForStep(name) {
+		_, err := a.wake(l, "step", name)
+		return err
+	}
+	return nil
+}
+
+// enqueue puts step s at the back of the resource waiter queue.
+func (a *applier) enqueue(l *loaded, s *step) error {
+	n, err := a.u64(storage.KeyNextWaiter)
+	if err != nil {
+		return err
+	}
+	n++
+	a.tx.Set(storage.KeyNextWaiter, storage.U64(n))
+	a.tx.Set(storage.WaiterKey(n, uint64(s.rec.Job), s.rec.Step), nil)
+	s.rec.WaiterSeq = n
+	if s.rec.State == StepNone {
+		s.rec.State = StepPending // issued, nothing recorded yet
+	}
+	a.saveStep(l, s)
+	return nil
+}
+
+func (a *applier) saveResource(rs *Resource) {
+	rs.UpdatedMS = a.now
+	a.tx.Set(storage.ResourceKey(rs.ID), EncodeResource(rs))
+}
+
+// release gives back the unit step s holds, if any, and serves the
+// waiters it may go to.
+func (a *applier) release(s *step) error {
+	r := s.rec
+	id := r.Resource
+	r.Resource, r.Released = "", false
+	if id == "" {
+		return nil
+	}
+	rs, err := readResource(a.tx.Get, id)
+	if err != nil || rs == nil {
+		return err
+	}
+	i := rs.holder(r.Job, r.Step)
+	if i < 0 {
+		return nil // released when its job ended
+	}
+	rs.Holders = slices.Delete(rs.Holders, i, i+1)
+	a.saveResource(rs)
+	_, err = a.serveWaiters(rs)
+	return err
+}
+
+// waiterBatch bounds the waiter entries read at once while serving.
+const waiterBatch = 64
+
+// serveWaiters leases rs's free units to the steps waiting for one it can
+// serve, in the order they asked, and drops the entries of steps that no
+// longer wait (their job ended, or they were leased or failed another
+// way). It returns how many it served. Afterwards no waiter rs serves is
+// left while rs has a free unit: the invariant that keeps the queue first
+// come, first served.
+func (a *applier) serveWaiters(rs *Resource) (int, error) {
+	if rs.Drained || rs.Free() == 0 {
+		return 0, nil
+	}
+	low, err := a.u64(storage.KeyLowWaiter)
+	if err != nil {
+		return 0, err
+	}
+	start := storage.WaiterKey(low, 0, "")
+	served := 0
+	front := true // every entry met so far was removed
+	for rs.Free() > 0 {
+		var batch [][]byte
+		err := a.tx.Scan(storage.WaiterPrefix, start, false, func(k, _ []byte) (bool, error) {
+			batch = append(batch, k)
+			return len(batch) < waiterBatch, nil
+		})
+		if err != nil {
+			return served, err
+		}
+		if len(batch) == 0 {
+			break
+		}
+		start = append(append([]byte(nil), batch[len(batch)-1]...), 0)
+		for _, k := range batch {
+			if rs.Free() == 0 {
+				break
+			}
+			e, err := storage.ParseWaiterKey(k)
+			if err != nil {
+				return served, err
+			}
+			gone, took, err := a.serveWaiter(e, rs)
+			if err != nil {
+				return served, err
+			}
+			if took {
+				served++
+			}
+			if gone || took {
+				a.tx.Delete(k)
+				if front {
+					a.tx.Set(storage.KeyLowWaiter, storage.U64(e.Seq+1))
+				}
+			} else {
+				front = false
+			}
+		}
+	}
+	return served, nil
+}
+
+// serveWaiter leases a unit of rs to the waiter e when rs serves it. gone
+// reports an entry of a step that no longer waits.
+func (a *applier) serveWaiter(e storage.WaiterEntry, rs *Resource) (gone, took bool, err error) {
+	s, err := a.loadStep(JobID(e.Job), e.Step)
+	if err != nil || s == nil || s.rec.WaiterSeq != e.Seq {
+		return true, false, err
+	}
+	l, err := a.load(JobID(e.Job))
+	if err != nil {
+		return false, false, err
+	}
+	if l.job.Status.Terminal() {
+		return true, false, nil
+	}
+	if !rs.serves(s.rec) {
+		return false, false, nil
+	}
+	s.rec.WaiterSeq = 0
+	if err := a.grant(l, s, rs, 0); err != nil {
+		return false, false, err
+	}
+	a.save(l)
+	return false, true, nil
+}
+
+// timeoutStep ends the step lease of s: a leased try that never ran goes
+// back to PENDING (LEASE_TIMEOUT), a running one fails (FAILED_RETRYABLE,
+// or FAILED_FATAL when the step's lease ran out and its options say so).
+// Its unit is released and the job, if it waits for the step, woken.
+func (a *applier) timeoutStep(l *loaded, s *step, reason string) error {
+	r := s.rec
+	if reason == ReasonStepLeaseExpired && r.State == StepRunning && r.TimeoutFatal {
+		reason = ReasonStepTimeoutFatal
+	}
+	if _, err := a.stepEvent(l, s, Event{Type: EventStepLeaseTimeout, Reason: reason}, "ExpireSteps"); err != nil {
+		return err
+	}
+	r.LeaseExpiryMS, r.JobAttempt = 0, 0
+	if err := a.release(s); err != nil {
+		return err
+	}
+	a.saveStep(l, s)
+	return a.wakeForStep(l, r.Step)
+}
+
+// endSteps releases what the live steps of a job that just ended hold:
+// their units (the records keep the resource their history names, marked
+// Released) and their places in the waiter queue. Their records keep
+// their state: the job ended while they were in it.
+func (a *applier) endSteps(l *loaded) error {
+	var freed []string
+	for _, name := range l.job.LiveSteps {
+		s, err := a.loadStep(l.job.ID, name)
+		if err != nil {
+			return err
+		}
+		if s == nil {
+			continue
+		}
+		r := s.rec
+		if r.WaiterSeq != 0 {
+			a.tx.Delete(storage.WaiterKey(r.WaiterSeq, uint64(r.Job), r.Step))
+			r.WaiterSeq = 0
+		}
+		if r.Resource != "" && !r.Released {
+			rs, err := readResource(a.tx.Get, r.Resource)
+			if err != nil {
+				return err
+			}
+			if rs != nil {
+				if i := rs.holder(r.Job, r.Step); i >= 0 {
+					rs.Holders = slices.Delete(rs.Holders, i, i+1)
+					a.saveResource(rs)
+					freed = append(freed, rs.ID)
+				}
+			}
+			r.Released = true
+		}
+		r.LeaseExpiryMS, r.AnswerDueMS, r.JobAttempt = 0, 0, 0
+		a.saveStep(l, s)
+	}
+	for _, id := range freed {
+		rs, err := readResource(a.tx.Get, id)
+		if err != nil {
+			return err
+		}
+		if _, err := a.serveWaiters(rs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stale answers a write of try attempt of step s (nil: the step has no
+// record) that is not the step's live try.
+func staleStep(id JobID, name string, attempt uint32, s *step, cmd string) error {
+	e := &StaleStepError{Job: id, Step: name, Attempt: attempt, Command: cmd}
+	if s != nil {
+		e.Current, e.State = s.rec.Attempt, s.rec.State
+	}
+	return e
+}
+
+func (a *applier) stepHeartbeat(c *StepHeartbeat) (Result, error) {
+	l, err := a.fenced(c.LeaseRef, "StepHeartbeat")
+	if err != nil {
+		return nil, err
+	}
+	j := l.job
+	s, err := a.loadStep(j.ID, c.Step)
+	if err != nil {
+		return nil, err
+	}
+	res, before := stepResult(l, c.Step)
+	if s == nil {
+		if err := a.beat(j, c.Step, c.StepAttempt); err != nil {
+			return nil, err
+		}
+		res.State, res.StepAttempt = StepRunning, c.StepAttempt
+	} else {
+		r := s.rec
+		if r.Attempt != c.StepAttempt || !holds(r.State) || r.JobAttempt != 0 && r.JobAttempt != c.Attempt {
+			return nil, staleStep(j.ID, c.Step, c.StepAttempt, s, "StepHeartbeat")
+		}
+		if r.State == StepLeased {
+			if _, err := a.stepEvent(l, s, Event{Type: EventStepStarted, Attempt: c.Attempt}, "StepHeartbeat"); err != nil {
+				return nil, err
+			}
+		}
+		r.JobAttempt, r.Owner, r.LastHeartbeatMS = c.Attempt, j.LeaseOwner, a.now
+		if r.LeaseMS > 0 {
+			r.LeaseExpiryMS = max(r.LeaseExpiryMS, a.now+r.LeaseMS)
+		}
+		a.saveStep(l, s)
+	}
+	if exp := a.now + c.LeaseMS; exp > j.LeaseExpiryMS {
+		j.LeaseExpiryMS = exp
+	}
+	a.save(l)
+	a.finishStep(res, l, s, before)
+	res.LeaseExpiryMS, res.CancelRequested = j.LeaseExpiryMS, j.CancelRequested
+	return res, nil
+}
+
+// beat notes the heartbeat of try attempt of a step the job's lease
+// covers. A heartbeat of an older try than one already noted, or of a
+// step already committed, is stale.
+func (a *applier) beat(j *Job, name string, attempt uint32) error {
+	i := slices.IndexFunc(j.Beats, func(b StepBeat) bool { return b.Step == name })
+	if i >= 0 && j.Beats[i].StepAttempt > attempt {
+		return &StaleStepError{Job: j.ID, Step: name, Attempt: attempt, Current: j.Beats[i].StepAttempt, State: StepRunning, Command: "StepHeartbeat"}
+	}
+	if eff, err := a.effect(j.ID, name); err != nil || eff != nil {
+		if err == nil {
+			err = &StaleStepError{Job: j.ID, Step: name, Attempt: attempt, State: StepSucceeded, Command: "StepHeartbeat"}
+		}
+		return err
+	}
+	b := StepBeat{Step: name, StepAttempt: attempt, AtMS: a.now}
+	if i >= 0 {
+		j.Beats[i] = b
+	} else {
+		j.Beats = append(j.Beats, b)
+	}
+	return nil
+}
+
+// dropBeat removes the noted heartbeat of a step, reporting a stale try:
+// one older than the heartbeat noted.
+func dropBeat(j *Job, name string, attempt uint32, cmd string) error {
+	i := slices.IndexFunc(j.Beats, func(b StepBeat) bool { return b.Step == name })
+	if i < 0 {
+		return nil
+	}
+	if attempt != 0 && j.Beats[i].StepAttempt > attempt {
+		return &StaleStepError{Job: j.ID, Step: name, Attempt: attempt, Current: j.Beats[i].StepAttempt, State: StepRunning, Command: cmd}
+	}
+	j.Beats = slices.Delete(j.Beats, i, i+1)
+	return nil
+}
+
+func (a *applier) endStepAttempt(c *EndStepAttempt) (Result, error) {
+	l, err := a.fenced(c.LeaseRef, "EndStepAttempt")
+	if err != nil {
+		return nil, err
+	}
+	j := l.job
+	if eff, err := a.effect(j.ID, c.Step); err != nil || eff != nil {
+		if err == nil {
+			err = fmt.Errorf("%w: step %q of job %d", ErrStepCommitted, c.Step, j.ID)
+		}
+		return nil, err
+	}
+	s, err := a.loadStep(j.ID, c.Step)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		// It ran under the job's lease: its history leads to RUNNING (a
+		// first try, or one after tries recorded as failed).
+		s = newStep(j.ID, c.Step, c.Name, StepRunning)
+		s.rec.Attempt = c.StepAttempt
+	} else if r := s.rec; r.Attempt != c.StepAttempt || !holds(r.State) || r.JobAttempt != 0 && r.JobAttempt != c.Attempt {
+		return nil, staleStep(j.ID, c.Step, c.StepAttempt, s, "EndStepAttempt")
+	}
+	if err := dropBeat(j, c.Step, c.StepAttempt, "EndStepAttempt"); err != nil {
+		return nil, err
+	}
+	r := s.rec
+	res, before := stepResult(l, c.Step)
+	ev := Event{Attempt: c.Attempt, StepAttempt: c.StepAttempt, Payload: c.Payload, Decision: c.Decision}
+	switch c.Outcome {
+	case OutcomeRetry:
+		ev.Type = EventActivityAttemptFailed
+	case OutcomeSwitchResource:
+		ev.Type, ev.Resource = EventStepResourceFailed, r.Resource
+	case OutcomeNeedsUser:
+		ev.Type = EventStepNeedsUser
+	}
+	if _, err := a.stepEvent(l, s, ev, "EndStepAttempt"); err != nil {
+		return nil, err
+	}
+	r.LeaseExpiryMS, r.JobAttempt = 0, 0
+	switch c.Outcome {
+	case OutcomeNeedsUser:
+		// The unit stays: the person answers for the resource the
+		// question came from.
+		r.Question, r.AnswerDueMS = c.Payload, 0
+		if c.AnswerTimeoutMS > 0 {
+			r.AnswerDueMS = a.now + c.AnswerTimeoutMS
+		}
+		if c.LeaseMS > 0 {
+			r.LeaseMS = c.LeaseMS
+		} else if r.LeaseMS == 0 {
+			r.LeaseMS = defaultAnswerLeaseMS
+		}
+	case OutcomeSwitchResource:
+		if ev.Resource != "" && !contains(r.Avoid, ev.Resource) {
+			r.Avoid = append(r.Avoid, ev.Resource)
+		}
+		fallthrough
+	default:
+		if err := a.release(s); err != nil {
+			return nil, err
+		}
+	}
+	a.saveStep(l, s)
+	a.save(l)
+	a.finishStep(res, l, s, before)
+	return res, nil
+}
+
+func (a *applier) answerStep(c *AnswerStep) (Result, error) {
+	l, err := a.resolve(c.Target)
+	if err != nil {
+		return nil, err
+	}
+	j := l.job
+	if j.Status.Terminal() {
+		return nil, fmt.Errorf("%w: answer to step %q of job %d in status %s", ErrJobClosed, c.Step, j.ID, j.Status)
+	}
+	s, err := a.loadStep(j.ID, c.Step)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil || s.rec.State != StepNeedsUser {
+		e := &StepStateError{Job: j.ID, Step: c.Step, Command: "AnswerStep"}
+		if s != nil {
+			e.State = s.rec.State
+		}
+		return nil, e
+	}
+	res, before := stepResult(l, c.Step)
+	if err := a.answer(l, s, c.Answer, "", c.By); err != nil {
+		return nil, err
+	}
+	a.save(l)
+	a.finishStep(res, l, s, before)
+	return res, nil
+}
+
+// answer moves a NEEDS_USER step to RUNNING under a new try with a step
+// lease the job's next LeaseStep adopts, and wakes the job. by names the
+// person who answered (Header.By), when known.
+func (a *applier) answer(l *loaded, s *step, answer []byte, reason, by string) error {
+	r := s.rec
+	ev := Event{Type: EventStepAnswered, StepAttempt: r.Attempt + 1, Payload: answer, Reason: reason, By: by}
+	if _, err := a.stepEvent(l, s, ev, "AnswerStep"); err != nil {
+		return err
+	}
+	r.Question, r.AnswerDueMS, r.JobAttempt, r.Owner = nil, 0, 0, ""
+	r.LeaseExpiryMS = a.now + r.LeaseMS
+	if r.Resource != "" && !r.Released {
+		// The unit it kept is now the new try's.
+		rs, err := readResource(a.tx.Get, r.Resource)
+		if err != nil {
+			return err
+		}
+		if rs != nil {
+			if i := rs.holder(r.Job, r.Step); i >= 0 {
+				rs.Holders[i].StepAttempt = r.Attempt
+				a.saveResource(rs)
+			}
+		}
+	}
+	a.saveStep(l, s)
+	return a.wakeForStep(l, r.Step)
+}
+
+func (a *applier) expireSteps(c *ExpireSteps) (Result, error) {
+	return a.sweep(storage.StepDuePrefix, storage.KeyLowStepDue, c.Max, func(tk storage.TimeKey, key []byte, res *SweepResult) error {
+		s, err := a.loadStep(JobID(tk.Job), tk.Rest)
+		if err != nil || s == nil {
+			return err
+		}
+		l, err := a.load(JobID(tk.Job))
+		if err != nil {
+			return err
+		}
+		r := s.rec
+		// Only the entry the record names is live; any other is stale
+		// (renewed, ended, answered, or its job ended).
+		switch {
+		case l.job.Status.Terminal():
+			return nil
+		case r.State == StepNeedsUser && r.AnswerDueMS == tk.AtMS:
+			if err := a.answer(l, s, nil, ReasonAnswerTimeout, ""); err != nil {
+				return err
+			}
+		case holds(r.State) && r.LeaseExpiryMS == tk.AtMS:
+			if err := a.timeoutStep(l, s, ReasonStepLeaseExpired); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+		a.save(l)
+		res.Jobs = append(res.Jobs, l.job.ID)
+		return nil
+	})
+}
+
+// noStepRecord refuses an activity event a worker appends for a step that
+// has a step record: its tries are recorded by EndStepAttempt, which keeps
+// the record and the history together.
+func (a *applier) noStepRecord(id JobID, t EventType, name string) error {
+	if !IsStepEvent(t) || name == "" {
+		return nil
+	}
+	s, err := a.loadStep(id, name)
+	if err != nil || s == nil {
+		return err
+	}
+	return invalid("AppendEvents", "Events", fmt.Sprintf("step %q has a step record: record its tries with EndStepAttempt", name))
+}
+
+// commitAllowed checks a step commit against the step's live try: a step
+// with a record commits from its newest try, leased or running (a failure
+// also once FAILED_FATAL), unless the commit fails the step where it waits
+// (ReasonNotStarted); one without a record from a try no older than its
+// last heartbeat. Any other try is stale (ErrStaleAttempt), even one of
+// the newest attempt whose lease ran out.
+func (a *applier) commitAllowed(j *Job, s *step, c *CommitStep) error {
+	if s == nil {
+		return dropBeat(j, c.Step, c.StepAttempt, "CommitStep")
+	}
+	r := s.rec
+	switch {
+	case c.CatchUp || c.Reason == ReasonNotStarted:
+		return nil
+	case c.StepAttempt != r.Attempt:
+		return staleStep(j.ID, c.Step, c.StepAttempt, s, "CommitStep")
+	case holds(r.State), r.State == StepFailedFatal && c.Failed:
+		return nil
+	case r.State.Terminal():
+		return fmt.Errorf("%w: step %q of job %d", ErrStepCommitted, c.Step, j.ID)
+	}
+	// Its try no longer holds the step: its lease ran out, or it ended.
+	return staleStep(j.ID, c.Step, c.StepAttempt, s, "CommitStep")
+}
+
+// commitExplicit appends the commit event of a step with a record, ends
+// the step in it and releases what it held.
+func (a *applier) commitExplicit(l *loaded, s *step, ev Event) (uint64, error) {
+	r := s.rec
+	if ev.StepAttempt == 0 {
+		ev.StepAttempt = r.Attempt
+	}
+	seq, err := a.stepEvent(l, s, ev, "CommitStep")
+	if err != nil {
+		return 0, err
+	}
+	if r.WaiterSeq != 0 {
+		a.tx.Delete(storage.WaiterKey(r.WaiterSeq, uint64(r.Job), r.Step))
+		r.WaiterSeq = 0
+	}
+	r.LeaseExpiryMS, r.AnswerDueMS, r.JobAttempt, r.Question = 0, 0, 0, nil
+	if err := a.release(s); err != nil {
+		return 0, err
+	}
+	a.saveStep(l, s)
+	return seq, nil
+}
+
+// promoteDependents leases the steps of l that waited for done and whose
+// dependencies have now all succeeded (WAITING_DEPS to LEASED, or to the
+// waiter queue for a unit). A step no resource can serve stays where it
+// is: the worker's LeaseStep learns why and fails it.
+func (a *applier) promoteDependents(l *loaded, done string) error {
+	for _, name := range slices.Clone(l.job.LiveSteps) {
+		s, err := a.loadStep(l.job.ID, name)
+		if err != nil {
+			return err
+		}
+		if s == nil || s.rec.State != StepWaitingDeps || !contains(s.rec.DependsOn, done) {
+			continue
+		}
+		ok, err := a.depsDone(l.job.ID, s.rec)
+		if err != nil || !ok {
+			if errors.Is(err, ErrDependencyFailed) {
+				continue
+			}
+			return err
+		}
+		if _, err := a.acquire(l, s, 0); err != nil && !errors.Is(err, ErrNoResource) {
+			return err
+		}
+	}
+	return nil
+}

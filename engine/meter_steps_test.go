@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heddlewf/heddle/internal/metricstest"
+	"github.com/heddlewf/heddle/metrics"
+)
+
+// steps returns the step gauge of each state that is not zero.
+func (h *meterHarness) steps() map[string]float64 {
+	fs := h.scrape()
+	out := map[string]float64{}
+	for _, s := range StepStates() {
+		if v := fs.Value(metrics.EngineStepsByState, "state", s.String()); v != 0 {
+			out[s.String()] = v
+		}
+	}
+	return out
+}
+
+// The step transitions counted are the projection's path of every step
+// event (a straight-path step's whole path when its result lands), and
+// the step gauge follows the step records of open jobs: a question, its
+// answer, a resource waited for, a job's end.
+func TestMeterFollowsSteps(t *testing.T) {
+	h := newMeterHarness(t)
+	h.do(&AddResource{ID: "r", Capabilities: []string{"c"}, Capacity: 1})
+	h.do(&CreateJob{Type: "t", Queue: "q", WorkflowID: "a"})
+	h.do(&CreateJob{Type: "t", Queue: "q", WorkflowID: "b"})
+	a, b := h.claim(), h.claim()
+	refA, refB := LeaseRef{Job: a.Job, Attempt: a.Attempt}, LeaseRef{Job: b.Job, Attempt: b.Attempt}
+
+	// A straight-path step of a: a failed try, then its result.
+	h.do(&AppendEvents{LeaseRef: refA, Events: []NewEvent{{Type: EventActivityAttemptFailed, Step: "1", Name: "x", StepAttempt: 1}}})
+	h.do(&CommitStep{LeaseRef: refA, Step: "1", Name: "x", Type: EventActivityCompleted, StepAttempt: 2})
+	// An explicit step of a that asks a person; b waits for the unit.
+	h.do(&LeaseStep{LeaseRef: refA, Step: "2", Name: "x", LeaseMS: 1000, Capabilities: []string{"c"}, Start: true})
+	h.do(&LeaseStep{LeaseRef: refB, Step: "1", Name: "x", LeaseMS: 1000, Capabilities: []string{"c"}})
+	if got := h.steps(); len(got) != 2 || got["RUNNING"] != 1 || got["PENDING"] != 1 {
+		t.Fatalf("gauge after the leases: %v", got)
+	}
+	h.do(&EndStepAttempt{LeaseRef: refA, Step: "2", Name: "x", StepAttempt: 1, Outcome: OutcomeNeedsUser, Payload: []byte(`"?"`)})
+	if got := h.steps(); len(got) != 2 || got["NEEDS_USER"] != 1 || got["PENDING"] != 1 {
+		t.Fatalf("gauge with a question: %v", got)
+	}
+	// a ends: its step's unit goes to b's, which is leased.
+	h.do(&Complete{LeaseRef: refA})
+	if got := h.steps(); len(got) != 1 || got["LEASED"] != 1 {
+		t.Fatalf("gauge after a ended: %v", got)
+	}
+	fs := h.scrape()
+	for _, c := range []struct {
+		from, to string
+		want     float64
+	}{
+		{"PENDING", "LEASED", 3}, {"LEASED", "RUNNING", 2}, {"RUNNING", "FAILED_RETRYABLE", 1},
+		{"FAILED_RETRYABLE", "RETRYING", 1}, {"RETRYING", "RUNNING", 1}, {"RUNNING", "SUCCEEDED", 1},
+		{"RUNNING", "NEEDS_USER", 1},
+	} {
+		if got := fs.Value(metrics.EngineStepTransitions, "from_state", c.from, "to_state", c.to); got != c.want {
+			t.Errorf("%s → %s: %v, want %v", c.from, c.to, got, c.want)
+		}
+	}
+}
+
+// Opening a store counts the step gauge from the step records of its
+// open jobs.
+func TestOpenCountsSteps(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	e, err := Open(Config{Dir: dir, DisableScheduler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, id := range []string{"a", "b"} {
+		if _, err := e.Create(ctx, CreateJob{Type: "t", Queue: "q", WorkflowID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	js, err := e.Claim(ctx, Claim{Queue: "q", Owner: "w", Max: 2, LeaseMS: 60_000})
+	if err != nil || len(js) != 2 {
+		t.Fatal(js, err)
+	}
+	for _, j := range js {
+		ref := LeaseRef{Job: j.Job, Attempt: j.Attempt}
+		if _, err := e.LeaseStep(ctx, LeaseStep{LeaseRef: ref, Step: "1", Name: "x", LeaseMS: 60_000, Start: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Complete(ctx, Complete{LeaseRef: LeaseRef{Job: js[1].Job, Attempt: js[1].Attempt}}); err != nil {
+		t.Fatal(err)
+	}
+	closeOK(t, e)
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err = Open(Config{Dir: dir, DisableScheduler: true, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, e)
+	fs, err := metricstest.Gather(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.Value(metrics.EngineStepsByState, "state", "RUNNING"); got != 1 {
+		t.Fatalf("RUNNING steps after reopening: %v, want 1 (the ended job's step does not count)", got)
+	}
+}

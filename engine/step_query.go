@@ -1,0 +1,196 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"strconv"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// StepInfo is what describe, `heddle step list` and the HTTP API show of
+// one step of a job: its state projected from the history, and from its
+// step record (when it has one) who holds it and what it waits for.
+type StepInfo struct {
+	Step     string    `json:"step" msgpack:"s"`
+	Activity string    `json:"activity,omitempty" msgpack:"n,omitempty"`
+	State    StepState `json:"state" msgpack:"st"`
+	// Attempt is the step's newest try.
+	Attempt uint32 `json:"attempt,omitempty" msgpack:"a,omitempty"`
+	// Resource is the resource whose unit the step holds.
+	Resource string `json:"resource,omitempty" msgpack:"r,omitempty"`
+	// Worker is who runs the step: the owner of its step lease, or of the
+	// job's lease for a step that lease covers.
+	Worker          string `json:"worker,omitempty" msgpack:"w,omitempty"`
+	LastHeartbeatMS int64  `json:"last_heartbeat_ms,omitempty" msgpack:"hb,omitempty"`
+	LeaseExpiryMS   int64  `json:"lease_expiry_ms,omitempty" msgpack:"le,omitempty"`
+	// Avoid lists the resources that failed the step.
+	Avoid        []string          `json:"avoid" msgpack:"av"`
+	Capabilities []string          `json:"capabilities,omitempty" msgpack:"cp,omitempty"`
+	Selector     map[string]string `json:"selector,omitempty" msgpack:"sl,omitempty"`
+	DependsOn    []string          `json:"depends_on,omitempty" msgpack:"dp,omitempty"`
+	// WaitingForResource: the step waits in the queue for a unit.
+	WaitingForResource bool `json:"waiting_for_resource,omitempty" msgpack:"wr,omitempty"`
+	// Question is what a NEEDS_USER step asks; AnswerDueMS when the
+	// answer times out (0: never).
+	Question    json.RawMessage `json:"question,omitempty" msgpack:"q,omitempty"`
+	AnswerDueMS int64           `json:"answer_due_ms,omitempty" msgpack:"ad,omitempty"`
+	// Decision is the critic's last decision on the step.
+	Decision CriticDecision `json:"decision,omitempty" msgpack:"dc,omitempty"`
+	// Explicit: the step has a step record (a step lease of its own).
+	Explicit  bool  `json:"explicit,omitempty" msgpack:"x,omitempty"`
+	UpdatedMS int64 `json:"updated_ms,omitempty" msgpack:"up,omitempty"`
+}
+
+// Steps returns the activity steps of the job t names, in step order.
+func (e *Engine) Steps(ctx context.Context, t Target) ([]StepInfo, error) {
+	var out []StepInfo
+	err := e.view(ctx, func(r *storage.Reader) error {
+		j, err := readTarget(r, t)
+		if err != nil {
+			return err
+		}
+		hist, _, err := ReadHistory(r, j.ID, 0, 0)
+		if err != nil {
+			return err
+		}
+		recs := map[string]*StepRecord{}
+		err = r.Scan(storage.StepPrefix(uint64(j.ID)), nil, true, func(k, v []byte) (bool, error) {
+			s := new(StepRecord)
+			if _, err := storage.DecodeAt(k, v, storage.KindStep, stepVersion, s); err != nil {
+				return false, err
+			}
+			recs[s.Step] = s
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		out = StepInfos(j, hist, recs)
+		return nil
+	})
+	return out, err
+}
+
+// StepInfos builds the step infos of job j from its history and its step
+// records (by step).
+func StepInfos(j *Job, hist []Event, recs map[string]*StepRecord) []StepInfo {
+	byStep := map[string][]Event{}
+	for _, ev := range hist {
+		if IsStepEvent(ev.Type) && ev.Step != "" {
+			byStep[ev.Step] = append(byStep[ev.Step], ev)
+		}
+	}
+	for name := range recs {
+		if _, ok := byStep[name]; !ok {
+			byStep[name] = nil
+		}
+	}
+	for _, b := range j.Beats {
+		if _, ok := byStep[b.Step]; !ok {
+			byStep[b.Step] = nil
+		}
+	}
+	out := make([]StepInfo, 0, len(byStep))
+	for name, evs := range byStep {
+		p := DeriveStepState(evs)
+		si := StepInfo{Step: name, State: p.State, Attempt: p.Attempt, Resource: p.Resource, Avoid: p.Avoid}
+		if si.Avoid == nil {
+			si.Avoid = []string{}
+		}
+		for _, ev := range evs {
+			if ev.Name != "" {
+				si.Activity = ev.Name
+			}
+			if ev.Decision != "" {
+				si.Decision = ev.Decision
+			}
+			si.UpdatedMS = ev.AtMS
+		}
+		if rec := recs[name]; rec != nil {
+			si.Explicit, si.Activity = true, rec.Activity
+			if si.State == StepNone {
+				si.State = rec.State
+			}
+			if rec.Released {
+				si.Resource = ""
+			}
+			si.LastHeartbeatMS, si.LeaseExpiryMS = rec.LastHeartbeatMS, rec.LeaseExpiryMS
+			si.Capabilities, si.Selector, si.DependsOn = rec.Capabilities, rec.Selector, rec.DependsOn
+			si.WaitingForResource = rec.WaiterSeq != 0
+			si.AnswerDueMS, si.UpdatedMS = rec.AnswerDueMS, max(si.UpdatedMS, rec.UpdatedMS)
+			if len(rec.Question) > 0 {
+				si.Question = jsonOrString(rec.Question)
+			}
+			if holds(rec.State) && !j.Status.Terminal() {
+				si.Worker = rec.Owner
+			}
+		} else {
+			if si.State == StepNone {
+				si.State = StepRunning // known from its heartbeats alone
+			}
+			if !si.State.Terminal() && si.State != StepPending && j.Status == StatusRunning {
+				si.Worker = j.LeaseOwner // the job's lease covers it
+			}
+		}
+		for _, b := range j.Beats {
+			if b.Step == name {
+				si.LastHeartbeatMS, si.Attempt = b.AtMS, max(si.Attempt, b.StepAttempt)
+			}
+		}
+		out = append(out, si)
+	}
+	sort.Slice(out, func(a, b int) bool { return stepOrder(out[a].Step, out[b].Step) })
+	return out
+}
+
+// jsonOrString keeps a payload that is JSON as it is and quotes one that is not.
+func jsonOrString(b []byte) json.RawMessage {
+	if json.Valid(b) {
+		return json.RawMessage(b)
+	}
+	q, _ := json.Marshal(string(b))
+	return q
+}
+
+// stepOrder sorts step ids numerically when they are numbers (the SDK's
+// steps), else by text after them.
+func stepOrder(a, b string) bool {
+	na, ea := strconv.ParseUint(a, 10, 64)
+	nb, eb := strconv.ParseUint(b, 10, 64)
+	switch {
+	case ea == nil && eb == nil:
+		return na < nb
+	case ea == nil:
+		return true
+	case eb == nil:
+		return false
+	}
+	return a < b
+}
+
+// Resources returns every resource record, in id order.
+func (e *Engine) Resources(ctx context.Context) ([]*Resource, error) {
+	var out []*Resource
+	err := e.view(ctx, func(r *storage.Reader) error {
+		var err error
+		out, err = ReadResources(r)
+		return err
+	})
+	return out, err
+}
+
+// ReadResources reads every resource record from r, in id order.
+func ReadResources(r *storage.Reader) ([]*Resource, error) {
+	var out []*Resource
+	err := r.Scan(storage.ResourcePrefix, nil, true, func(k, v []byte) (bool, error) {
+		rs := new(Resource)
+		if _, err := storage.DecodeAt(k, v, storage.KindResource, resourceVersion, rs); err != nil {
+			return false, err
+		}
+		out = append(out, rs)
+		return true, nil
+	})
+	return out, err
+}

@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"errors"
+	"slices"
+	"sort"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// StepRecord is the stored state of a step that left the straight path: it
+// took an explicit step lease (a resource, a critic, dependencies), or
+// needs a person. A step the job's lease covers and that just runs and
+// commits has none: its state is read from its events alone, so the
+// straight path writes nothing more than before.
+//
+// State, Attempt, Resource and Avoid are the projection of the step's
+// history events (DeriveStepState), and Verify checks they agree; the
+// other fields are the engine's bookkeeping (who holds the lease, until
+// when, what it waits for).
+type StepRecord struct {
+	Job  JobID  `json:"job_id" msgpack:"j"`
+	Step string `json:"step" msgpack:"s"`
+	// Activity is the activity type (the step events' Name).
+	Activity string    `json:"activity,omitempty" msgpack:"n,omitempty"`
+	State    StepState `json:"state" msgpack:"st"`
+	// Attempt is the newest try, from 1.
+	Attempt uint32 `json:"attempt,omitempty" msgpack:"a,omitempty"`
+	// JobAttempt is the job attempt the step lease belongs to: the one
+	// that leased it, or 0 for a lease the engine granted on its own (a
+	// unit freed for a waiting step, dependencies that succeeded, a
+	// person's answer), which the job's next LeaseStep adopts.
+	JobAttempt uint64 `json:"job_attempt,omitempty" msgpack:"ja,omitempty"`
+	// Owner is the worker holding the job's lease when the step was
+	// leased or last heartbeat.
+	Owner string `json:"owner,omitempty" msgpack:"o,omitempty"`
+	// Resource is the resource the step holds a unit of ("" when none).
+	Resource string `json:"resource,omitempty" msgpack:"r,omitempty"`
+	// Released: the step's job ended while it held a unit of Resource, and
+	// the unit went back; Resource stays what the history says.
+	Released bool `json:"released,omitempty" msgpack:"rl,omitempty"`
+	// Avoid lists the resources that failed the step: it is never leased
+	// one of them again.
+	Avoid []string `json:"avoid,omitempty" msgpack:"av,omitempty"`
+	// Capabilities and Selector are what a resource must offer the step:
+	// every capability, and every label with the given value.
+	Capabilities []string          `json:"capabilities,omitempty" msgpack:"cp,omitempty"`
+	Selector     map[string]string `json:"selector,omitempty" msgpack:"sl,omitempty"`
+	// DependsOn are the steps of the same job that must succeed first.
+	DependsOn []string `json:"depends_on,omitempty" msgpack:"dp,omitempty"`
+	// LeaseMS is the length of the step's leases, and LeaseExpiryMS when
+	// the current one ends (0: none is held, or the job's lease covers it).
+	LeaseMS       int64 `json:"lease_ms,omitempty" msgpack:"lm,omitempty"`
+	LeaseExpiryMS int64 `json:"lease_expiry_ms,omitempty" msgpack:"le,omitempty"`
+	// TimeoutFatal: a running step whose lease runs out fails for good
+	// (FAILED_FATAL) instead of being retried.
+	TimeoutFatal bool `json:"timeout_fatal,omitempty" msgpack:"tf,omitempty"`
+	// LastHeartbeatMS is when the step last heartbeat.
+	LastHeartbeatMS int64 `json:"last_heartbeat_ms,omitempty" msgpack:"hb,omitempty"`
+	// WaiterSeq is the step's place in the resource waiter queue while it
+	// waits for a unit (0: it does not).
+	WaiterSeq uint64 `json:"waiter_seq,omitempty" msgpack:"w,omitempty"`
+	// Question is what a NEEDS_USER step asks, and AnswerDueMS when its
+	// answer times out (0: never).
+	Question    []byte `json:"question,omitempty" msgpack:"q,omitempty"`
+	AnswerDueMS int64  `json:"answer_due_ms,omitempty" msgpack:"ad,omitempty"`
+	UpdatedMS   int64  `json:"updated_ms" msgpack:"up"`
+}
+
+// dueMS is the time of the step's entry in the step deadline index: its
+// answer's timeout while it needs a person, else its lease's expiry; 0
+// when it has neither.
+func (s *StepRecord) dueMS() int64 {
+	if s.State == StepNeedsUser {
+		return s.AnswerDueMS
+	}
+	return s.LeaseExpiryMS
+}
+
+func (s *StepRecord) clone() *StepRecord {
+	c := *s
+	c.Avoid = slices.Clone(s.Avoid)
+	c.Capabilities = slices.Clone(s.Capabilities)
+	c.DependsOn = slices.Clone(s.DependsOn)
+	c.Question = slices.Clone(s.Question)
+	if s.Selector != nil {
+		c.Selector = make(map[string]string, len(s.Selector))
+		for k, v := range s.Selector {
+			c.Selector[k] = v
+		}
+	}
+	return &c
+}
+
+// Resource is a named member of a resource pool: a browser, a phone, a GPU,
+// an account. It offers Capacity units; a step that needs what it offers
+// leases one unit at a time.
+type Resource struct {
+	ID           string            `json:"id" msgpack:"id"`
+	Capabilities []string          `json:"capabilities,omitempty" msgpack:"cp,omitempty"`
+	Labels       map[string]string `json:"labels,omitempty" msgpack:"lb,omitempty"`
+	Capacity     int               `json:"capacity" msgpack:"c"`
+	// Drained: the resource takes no new leases; those it holds finish.
+	Drained bool `json:"drained,omitempty" msgpack:"dr,omitempty"`
+	// Holders are the step leases holding its units, in the order taken.
+	Holders   []ResourceHolder `json:"holders,omitempty" msgpack:"h,omitempty"`
+	CreatedMS int64            `json:"created_ms" msgpack:"cr"`
+	UpdatedMS int64            `json:"updated_ms" msgpack:"up"`
+}
+
+// ResourceHolder is one leased unit of a resource.
+type ResourceHolder struct {
+	Job         JobID  `json:"job_id" msgpack:"j"`
+	Step        string `json:"step" msgpack:"s"`
+	StepAttempt uint32 `json:"step_attempt" msgpack:"a"`
+	SinceMS     int64  `json:"since_ms" msgpack:"at"`
+}
+
+// Free returns the units not leased.
+func (r *Resource) Free() int { return max(r.Capacity-len(r.Holders), 0) }
+
+// Offers reports whether r offers every capability in caps and every label
+// of selector with its value.
+func (r *Resource) Offers(caps []string, selector map[string]string) bool {
+	for _, c := range caps {
+		if !contains(r.Capabilities, c) {
+			return false
+		}
+	}
+	for k, v := range selector {
+		if got, ok := r.Labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// serves reports whether r may take a new lease of step rec: it offers what
+// the step needs, is not drained and is not on the step's avoid-list.
+func (r *Resource) serves(rec *StepRecord) bool {
+	return !r.Drained && !contains(rec.Avoid, r.ID) && r.Offers(rec.Capabilities, rec.Selector)
+}
+
+func (r *Resource) holder(job JobID, step string) int {
+	for i, h := range r.Holders {
+		if h.Job == job && h.Step == step {
+			return i
+		}
+	}
+	return -1
+}
+
+// needsResource reports whether a step leases a resource unit.
+func (s *StepRecord) needsResource() bool { return len(s.Capabilities) > 0 || len(s.Selector) > 0 }
+
+const (
+	stepVersion     = 1
+	resourceVersion = 1
+)
+
+// EncodeStepRecord returns the stored form of s.
+func EncodeStepRecord(s *StepRecord) []byte {
+	return storage.MustEncode(storage.KindStep, stepVersion, s)
+}
+
+// DecodeStepRecord decodes a stored step record.
+func DecodeStepRecord(b []byte) (*StepRecord, error) {
+	s := new(StepRecord)
+	if _, err := storage.Decode(b, storage.KindStep, stepVersion, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// EncodeResource returns the stored form of r.
+func EncodeResource(r *Resource) []byte {
+	return storage.MustEncode(storage.KindResource, resourceVersion, r)
+}
+
+// DecodeResource decodes a stored resource record.
+func DecodeResource(b []byte) (*Resource, error) {
+	r := new(Resource)
+	if _, err := storage.Decode(b, storage.KindResource, resourceVersion, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// readStep reads the record of step in job id from r, or nil.
+func readStep(get func([]byte) ([]byte, error), id JobID, step string) (*StepRecord, error) {
+	key := storage.StepKey(uint64(id), step)
+	b, err := get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := new(StepRecord)
+	if _, err := storage.DecodeAt(key, b, storage.KindStep, stepVersion, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// readResource reads resource id, or nil.
+func readResource(get func([]byte) ([]byte, error), id string) (*Resource, error) {
+	key := storage.ResourceKey(id)
+	b, err := get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r := new(Resource)
+	if _, err := storage.DecodeAt(key, b, storage.KindResource, resourceVersion, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// sortedKeys returns m's keys in order, so that messages naming a selector
+// are the same every time.
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
