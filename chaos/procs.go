@@ -3,13 +3,14 @@ package chaos
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/heddlewf/heddle/internal/loopback"
 )
 
 // proc is one child process the runner started.
@@ -116,14 +117,11 @@ func (p *proc) exited() bool {
 	}
 }
 
-// freePort returns a loopback address nobody listens on right now.
+// freePort returns a loopback address nobody listens on right now, below
+// the ephemeral range so that no outgoing connection takes it before the
+// node binds it (nodes are restarted on the same addresses).
 func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := ln.Addr().String()
-	return addr, ln.Close()
+	return loopback.Reserve()
 }
 
 // BuildBinary builds ./cmd/heddle of the module the working directory is

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/internal/loopback"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -31,15 +31,13 @@ type testCluster struct {
 }
 
 // freeAddr reserves a loopback port so a node keeps its Raft address
-// across restarts (the cluster configuration records it).
+// across restarts (the cluster configuration records it). The port comes
+// from below the ephemeral range, where no outgoing connection can take it
+// between the reservation and the node's bind.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.Reserve()
 	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return addr
