@@ -23,6 +23,7 @@ import (
 type Node struct {
 	cfg       Config
 	raft      *raft.Raft
+	logGuard  *spaceGuard // refuses a follower's appends under the disk reserve
 	fsm       *FSM
 	prop      *proposer
 	eng       *engine.Engine
@@ -93,10 +94,12 @@ func Open(cfg Config) (*Node, error) {
 	if err := n.fsm.meter.Count(n.fsm); err != nil {
 		return fail(fmt.Errorf("raftfsm: counting the open jobs for the metrics: %w", err))
 	}
-	logs, err := raft.NewLogCache(1024, n.store)
+	cache, err := raft.NewLogCache(1024, n.store)
 	if err != nil {
 		return fail(err)
 	}
+	logs := &spaceGuard{LogStore: cache, check: n.fsm.checkSpace}
+	n.logGuard = logs
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hclogger(cfg, "raft-snap"))
 	if err != nil {
 		return fail(err)
@@ -166,6 +169,9 @@ func Open(cfg Config) (*Node, error) {
 		n.prop.close()
 		return fail(fmt.Errorf("raftfsm: starting Raft: %w", err))
 	}
+	r := n.raft
+	follows := func() bool { return r.State() != raft.Leader }
+	logs.follows.Store(&follows)
 	if cfg.Bootstrap && !hasState {
 		f := n.raft.BootstrapCluster(raft.Configuration{Servers: []raft.Server{
 			{ID: rc.LocalID, Address: n.transport.LocalAddr(), Suffrage: raft.Voter}}})

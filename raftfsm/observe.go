@@ -138,6 +138,13 @@ func (n *Node) Ready(ctx context.Context) error {
 				state, leader, age.Round(time.Millisecond), n.cfg.ReadyMaxContact)
 		}
 	}
+	if n.logGuard.refused.Load() {
+		// The commit index a follower knows stops at its own log, so the
+		// lag check below cannot see the entries it refuses.
+		if err := n.fsm.checkSpace(); err != nil {
+			return notReady("this %s refuses the leader's log entries while its disk is under the reserve: %v", state, err)
+		}
+	}
 	if commit, applied := n.raft.CommitIndex(), n.fsm.Applied(); commit > applied+n.cfg.ReadyMaxLag {
 		return notReady("applied index %d is %d behind the commit index %d (more than %d)",
 			applied, commit-applied, commit, n.cfg.ReadyMaxLag)
