@@ -14,40 +14,72 @@ import (
 // encoding.TextMarshaler, which msgpack would use, is deliberately not
 // implemented.
 
-// MarshalJSON writes s by name ("Running"); a number this version does not
-// know is written as the number, so nothing is lost.
-func (s Status) MarshalJSON() ([]byte, error) {
-	if int(s) < len(statusNames) {
-		return json.Marshal(statusNames[s])
+// enumJSON writes an enum by name when ok, else as its number, so a value
+// this version does not name is not lost.
+func enumJSON[T ~uint8](v T, name string, ok bool) ([]byte, error) {
+	if ok {
+		return json.Marshal(name)
 	}
-	return []byte(strconv.FormatUint(uint64(s), 10)), nil
+	return []byte(strconv.FormatUint(uint64(v), 10)), nil
 }
 
-// UnmarshalJSON reads a status by name, as MarshalJSON writes it ("None"
-// included), or by number.
-func (s *Status) UnmarshalJSON(b []byte) error {
+// readEnumJSON reads an enum written by enumJSON: a name, which parse
+// turns into the value (its error is the answer for a name it does not
+// know), or a number. JSON null leaves dst as it is, as encoding/json
+// leaves any other field. like is a sentence's subject and example for the
+// error on anything else: "a status is a name such as \"Running\"".
+func readEnumJSON[T ~uint8](b []byte, dst *T, parse func(string) (T, error), like string) error {
 	if string(b) == "null" {
-		return nil // as encoding/json leaves any other field
+		return nil
 	}
 	if len(b) > 0 && b[0] == '"' {
 		var name string
 		if err := json.Unmarshal(b, &name); err != nil {
 			return err
 		}
-		for i, n := range statusNames {
-			if n == name {
-				*s = Status(i)
-				return nil
-			}
+		v, err := parse(name)
+		if err != nil {
+			return err
 		}
-		return fmt.Errorf("engine: unknown status %q (want one of %v)", name, statusNames)
+		*dst = v
+		return nil
 	}
 	n, err := strconv.ParseUint(string(b), 10, 8)
 	if err != nil {
-		return fmt.Errorf("engine: a status is a name such as \"Running\", not %s", b)
+		return fmt.Errorf("engine: %s, not %s", like, b)
 	}
-	*s = Status(n)
+	*dst = T(n)
 	return nil
+}
+
+// nameIn returns the index of name in names as a T.
+func nameIn[T ~uint8](names []string, name string) (T, bool) {
+	for i, n := range names {
+		if n == name {
+			return T(i), true
+		}
+	}
+	return 0, false
+}
+
+// MarshalJSON writes s by name ("Running"); a number this version does not
+// know is written as the number, so nothing is lost.
+func (s Status) MarshalJSON() ([]byte, error) {
+	if int(s) < len(statusNames) {
+		return enumJSON(s, statusNames[s], true)
+	}
+	return enumJSON(s, "", false)
+}
+
+// UnmarshalJSON reads a status by name, as MarshalJSON writes it ("None"
+// included), or by number.
+func (s *Status) UnmarshalJSON(b []byte) error {
+	return readEnumJSON(b, s, func(name string) (Status, error) {
+		if v, ok := nameIn[Status](statusNames[:], name); ok {
+			return v, nil
+		}
+		return 0, fmt.Errorf("engine: unknown status %q (want one of %v)", name, statusNames)
+	}, `a status is a name such as "Running"`)
 }
 
 var reusePolicyNames = map[IDReusePolicy]string{
@@ -76,35 +108,13 @@ func ParseIDReusePolicy(name string) (IDReusePolicy, error) {
 
 // MarshalJSON writes p by name; an unknown number is written as the number.
 func (p IDReusePolicy) MarshalJSON() ([]byte, error) {
-	if n, ok := reusePolicyNames[p]; ok {
-		return json.Marshal(n)
-	}
-	return []byte(strconv.FormatUint(uint64(p), 10)), nil
+	n, ok := reusePolicyNames[p]
+	return enumJSON(p, n, ok)
 }
 
 // UnmarshalJSON reads a policy by name or by number.
 func (p *IDReusePolicy) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		return nil
-	}
-	if len(b) > 0 && b[0] == '"' {
-		var name string
-		if err := json.Unmarshal(b, &name); err != nil {
-			return err
-		}
-		v, err := ParseIDReusePolicy(name)
-		if err != nil {
-			return err
-		}
-		*p = v
-		return nil
-	}
-	n, err := strconv.ParseUint(string(b), 10, 8)
-	if err != nil {
-		return fmt.Errorf("engine: a reuse policy is a name such as \"reject-duplicate\", not %s", b)
-	}
-	*p = IDReusePolicy(n)
-	return nil
+	return readEnumJSON(b, p, ParseIDReusePolicy, `a reuse policy is a name such as "reject-duplicate"`)
 }
 
 // MarshalJSON writes Jobs as [] when there are none.
@@ -141,36 +151,20 @@ func (r ClaimResult) MarshalJSON() ([]byte, error) {
 // know is written as the number.
 func (s StepState) MarshalJSON() ([]byte, error) {
 	if int(s) < len(stepStateNames) {
-		return json.Marshal(stepStateNames[s])
+		return enumJSON(s, stepStateNames[s], true)
 	}
-	return []byte(strconv.FormatUint(uint64(s), 10)), nil
+	return enumJSON(s, "", false)
 }
 
 // UnmarshalJSON reads a step state by name, as MarshalJSON writes it, or
 // by number.
 func (s *StepState) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		return nil
-	}
-	if len(b) > 0 && b[0] == '"' {
-		var name string
-		if err := json.Unmarshal(b, &name); err != nil {
-			return err
+	return readEnumJSON(b, s, func(name string) (StepState, error) {
+		if v, ok := nameIn[StepState](stepStateNames[:], name); ok {
+			return v, nil
 		}
-		for i, n := range stepStateNames {
-			if n == name {
-				*s = StepState(i)
-				return nil
-			}
-		}
-		return fmt.Errorf("engine: unknown step state %q (want one of %v)", name, stepStateNames[1:])
-	}
-	n, err := strconv.ParseUint(string(b), 10, 8)
-	if err != nil {
-		return fmt.Errorf("engine: a step state is a name such as \"RUNNING\", not %s", b)
-	}
-	*s = StepState(n)
-	return nil
+		return 0, fmt.Errorf("engine: unknown step state %q (want one of %v)", name, stepStateNames[1:])
+	}, `a step state is a name such as "RUNNING"`)
 }
 
 // StepsPage is the HTTP API's answer listing a job's steps.

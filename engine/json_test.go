@@ -124,3 +124,57 @@ func TestEmptyListsAreArrays(t *testing.T) {
 		}
 	}
 }
+
+// Step states and overlap policies cross JSON by name, every one of them,
+// and are read back by name or number; null leaves the value, and anything
+// else is an error naming it.
+func TestStepStateAndOverlapJSON(t *testing.T) {
+	for i, name := range stepStateNames {
+		roundTripEnum(t, StepState(i), `"`+name+`"`)
+	}
+	roundTripEnum(t, StepState(200), `200`)
+	for i, name := range overlapNames {
+		roundTripEnum(t, OverlapPolicy(i), `"`+name+`"`)
+	}
+	roundTripEnum(t, OverlapPolicy(99), `99`)
+
+	inputs := []struct {
+		in   string
+		into any
+		err  string // "" for none
+	}{
+		{`null`, new(StepState), ""},
+		{`"Running"`, new(StepState), `unknown step state "Running"`},
+		{`[1]`, new(StepState), `a step state is a name such as "RUNNING", not [1]`},
+		{`null`, new(OverlapPolicy), ""},
+		{`"skip"`, new(OverlapPolicy), `"skip"`},
+		{`1.5`, new(OverlapPolicy), `an overlap policy is a name such as "Skip", not 1.5`},
+		{`"maybe"`, new(IDReusePolicy), `"maybe"`},
+		{`{}`, new(IDReusePolicy), `a reuse policy is a name such as "reject-duplicate", not {}`},
+	}
+	for _, tt := range inputs {
+		err := json.Unmarshal([]byte(tt.in), tt.into)
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("%s into %T: %v", tt.in, tt.into, err)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("%s into %T: %v, want an error containing %q", tt.in, tt.into, err, tt.err)
+		}
+	}
+}
+
+// roundTripEnum checks that v marshals to want and want unmarshals to v.
+func roundTripEnum[T interface {
+	~uint8
+	json.Marshaler
+}](t *testing.T, v T, want string) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil || string(b) != want {
+		t.Errorf("Marshal(%T %d) = %s, %v; want %s", v, uint8(v), b, err, want)
+	}
+	var back T
+	if err := json.Unmarshal([]byte(want), &back); err != nil || back != v {
+		t.Errorf("Unmarshal(%s) into %T = %d, %v; want %d", want, v, uint8(back), err, uint8(v))
+	}
+}

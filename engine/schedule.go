@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
-	"strconv"
 )
 
 // A schedule is durable engine state that starts workflow runs at the
@@ -329,32 +327,12 @@ func newExtResult(k CommandKind) Result {
 // writes enums; a number this version does not know is written as the number.
 func (p OverlapPolicy) MarshalJSON() ([]byte, error) {
 	if int(p) < len(overlapNames) {
-		return json.Marshal(overlapNames[p])
+		return enumJSON(p, overlapNames[p], true)
 	}
-	return []byte(strconv.FormatUint(uint64(p), 10)), nil
+	return enumJSON(p, "", false)
 }
 
 // UnmarshalJSON reads a policy by name or by number.
 func (p *OverlapPolicy) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		return nil
-	}
-	if len(b) > 0 && b[0] == '"' {
-		var name string
-		if err := json.Unmarshal(b, &name); err != nil {
-			return err
-		}
-		v, err := ParseOverlapPolicy(name)
-		if err != nil {
-			return err
-		}
-		*p = v
-		return nil
-	}
-	n, err := strconv.ParseUint(string(b), 10, 8)
-	if err != nil {
-		return fmt.Errorf("engine: an overlap policy is a name such as \"Skip\", not %s", b)
-	}
-	*p = OverlapPolicy(n)
-	return nil
+	return readEnumJSON(b, p, ParseOverlapPolicy, `an overlap policy is a name such as "Skip"`)
 }
