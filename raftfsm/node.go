@@ -164,7 +164,7 @@ func Open(cfg Config) (*Node, error) {
 		n.prop.close()
 		return fail(err)
 	}
-	n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.store, snaps, n.transport)
+	n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.store, guardedSnapshots{SnapshotStore: snaps, guard: logs}, n.transport)
 	if err != nil {
 		n.prop.close()
 		return fail(fmt.Errorf("raftfsm: starting Raft: %w", err))

@@ -114,3 +114,49 @@ func TestFollowerUnderReserveRefusesEntriesAndCatchesUp(t *testing.T) {
 	c.verifyAll()
 	c.eventually("the follower ready again", func() bool { return f.Ready(ctx) == nil })
 }
+
+// TestFollowerUnderReserveRefusesASnapshot: a full follower falls behind a
+// leader that compacts its log, so catching up needs the leader's
+// snapshot. While the follower is under the reserve it refuses that too
+// and keeps its state; once space is back it installs the snapshot and
+// ends with the state of the others.
+func TestFollowerUnderReserveRefusesASnapshot(t *testing.T) {
+	d := &diskFull{full: map[string]bool{}}
+	c := newTestCluster(t, 3, func(cfg *Config) { d.tune(cfg); cfg.TrailingLogs = 5 })
+	ctx := context.Background()
+	createJobs(t, c, 0, 10)
+	c.waitConverged()
+	l := c.leader()
+	var f *Node
+	for _, n := range c.live() {
+		if n != l {
+			f = n
+			break
+		}
+	}
+	frozen := f.fsm.Applied()
+	d.set(f.ID(), true)
+	createJobs(t, c, 10, 60)
+	if err := l.raft.Snapshot().Error(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	if first, _ := l.store.FirstIndex(); first <= frozen+1 {
+		t.Fatalf("leader log starts at %d, not past the follower's %d: it was not compacted", first, frozen)
+	}
+	c.eventually("the full follower refuses the leader's snapshot", func() bool {
+		return f.logGuard.snapshotsRefused.Load() > 0
+	})
+	if err := f.Ready(ctx); !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "under the reserve") {
+		t.Fatalf("Ready on the full follower = %v, want ErrNotReady saying its disk is under the reserve", err)
+	}
+	if got, gen := f.fsm.Applied(), f.fsm.state.gen; got != frozen || gen != 0 {
+		t.Fatalf("the full follower applied %d (generation %d), want it held at %d with no snapshot installed", got, gen, frozen)
+	}
+
+	d.set(f.ID(), false)
+	c.assertSameState()
+	if f.fsm.state.gen == 0 {
+		t.Fatalf("the follower caught up without installing the snapshot")
+	}
+	c.verifyAll()
+}

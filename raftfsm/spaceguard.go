@@ -27,6 +27,8 @@ type spaceGuard struct {
 	check func() error
 	// refused is set while the last append was refused, for readiness.
 	refused atomic.Bool
+	// snapshotsRefused counts the snapshots refused, for tests and logs.
+	snapshotsRefused atomic.Int64
 }
 
 // guard returns an error while appends must be refused.
@@ -54,4 +56,24 @@ func (g *spaceGuard) StoreLogs(logs []*raft.Log) error {
 		return err
 	}
 	return g.LogStore.StoreLogs(logs)
+}
+
+// guardedSnapshots is the node's snapshot store as Raft sees it: a
+// follower under the reserve also refuses to write a snapshot, whether the
+// leader sends one (Raft answers the leader with the failure, and it
+// retries) or the node takes its own (Raft tries again at its next
+// interval), since restoring or writing one fills the disk further.
+type guardedSnapshots struct {
+	raft.SnapshotStore
+	guard *spaceGuard
+}
+
+// Create implements raft.SnapshotStore.
+func (s guardedSnapshots) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
+	configurationIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
+	if err := s.guard.guard(); err != nil {
+		s.guard.snapshotsRefused.Add(1)
+		return nil, err
+	}
+	return s.SnapshotStore.Create(version, index, term, configuration, configurationIndex, trans)
 }
