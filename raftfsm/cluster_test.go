@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -59,12 +60,29 @@ func newTestCluster(t testing.TB, size int, tune func(*Config)) *testCluster {
 	for i := 2; i <= size; i++ {
 		id := fmt.Sprintf("n%d", i)
 		c.start(id, false)
-		if err := c.live()["n1"].Join(context.Background(), id, c.addrs[id], "http-"+id); err != nil {
-			t.Fatalf("join %s: %v", id, err)
-		}
+		c.join(id)
 	}
 	c.waitConverged()
 	return c
+}
+
+// join adds id to the cluster through whichever node leads. Join is
+// idempotent, so it is retried while leadership moves: on a loaded machine
+// the short test timeouts can depose a leader between two joins.
+func (c *testCluster) join(id string) {
+	c.t.Helper()
+	var last error
+	c.eventually("joining "+id, func() bool {
+		last = c.leader().Join(context.Background(), id, c.addrs[id], "http-"+id)
+		switch {
+		case last == nil:
+			return true
+		case errors.Is(last, engine.ErrNotLeader), errors.Is(last, engine.ErrUnknownOutcome):
+			return false
+		}
+		c.t.Fatalf("join %s: %v", id, last)
+		return false
+	})
 }
 
 func (c *testCluster) config(id string, bootstrap bool) Config {
