@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -65,9 +66,7 @@ func openCluster(t testing.TB) *engine.Engine {
 			waitLeader(t, n)
 			continue
 		}
-		if err := nodes[0].Join(context.Background(), id, n.RaftAddr(), hs.Listener.Addr().String()); err != nil {
-			t.Fatalf("join %s: %v", id, err)
-		}
+		joinCluster(t, nodes, id, n.RaftAddr(), hs.Listener.Addr().String())
 	}
 	c, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs})
 	if err != nil {
@@ -83,6 +82,28 @@ func openCluster(t testing.TB) *engine.Engine {
 		remotes.Unlock()
 	})
 	return e
+}
+
+// joinCluster adds a node through whichever of nodes leads. Join is
+// idempotent, so it is retried while leadership moves: on a loaded machine
+// the short election timeouts can depose the first leader between joins.
+func joinCluster(t testing.TB, nodes []*raftfsm.Node, id, raftAddr, httpAddr string) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, n := range nodes {
+			if !n.IsLeader() {
+				continue
+			}
+			if err = n.Join(context.Background(), id, raftAddr, httpAddr); err == nil {
+				return
+			}
+			if !errors.Is(err, engine.ErrNotLeader) && !errors.Is(err, engine.ErrUnknownOutcome) {
+				t.Fatalf("join %s: %v", id, err)
+			}
+		}
+	}
+	t.Fatalf("join %s: no leader took it within 30s (last error: %v)", id, err)
 }
 
 // waitLeader waits until n leads and serves linearizable reads.
