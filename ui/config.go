@@ -89,6 +89,9 @@ const (
 	ActionCancel Action = "cancel"
 	// ActionTerminate ends a run at once.
 	ActionTerminate Action = "terminate"
+	// ActionDrain drains a resource (it takes no new leases) or undrains
+	// it; the API lets admins only.
+	ActionDrain Action = "drain"
 )
 
 // Permissions is the set of actions a token may take, and the name of its
