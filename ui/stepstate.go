@@ -33,7 +33,10 @@ func mergeStepInfos(steps []*stepView, infos []engine.StepInfo) []*stepView {
 		info := &infos[i]
 		s := byStep[info.Step]
 		if s == nil {
-			s = &stepView{Step: info.Step, Kind: "activity", Name: info.Activity, State: stepScheduled, AtMS: info.UpdatedMS}
+			// No history state: the step's events so far are the
+			// engine's (step_leased, ...), which the history view
+			// does not read.
+			s = &stepView{Step: info.Step, Kind: "activity", Name: info.Activity, AtMS: info.UpdatedMS}
 			byStep[info.Step] = s
 			steps = append(steps, s)
 		}
