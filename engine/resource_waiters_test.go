@@ -47,7 +47,7 @@ func TestResourceWaitersInQueueOrder(t *testing.T) {
 		t.Fatalf("waiters %v, want %v", waiterJobs(got), want)
 	}
 	if w := got[0]; w.Step != "1" || w.Activity != "Fetch" || len(w.Capabilities) != 1 || w.Capabilities[0] != "browser" ||
-		w.Seq == 0 || !(got[0].Seq < got[1].Seq && got[1].Seq < got[2].Seq) {
+		w.Seq == 0 || got[0].Seq >= got[1].Seq || got[1].Seq >= got[2].Seq {
 		t.Fatalf("first waiter %+v (seqs %d %d %d)", w, got[0].Seq, got[1].Seq, got[2].Seq)
 	}
 	if got := h.waiters(2); !equalJobs(waiterJobs(got), []JobID{b.Job, c.Job}) {
