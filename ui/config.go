@@ -89,6 +89,9 @@ const (
 	ActionCancel Action = "cancel"
 	// ActionTerminate ends a run at once.
 	ActionTerminate Action = "terminate"
+	// ActionDrain drains a resource (it takes no new leases) or undrains
+	// it; the API lets admins only.
+	ActionDrain Action = "drain"
 )
 
 // Permissions is the set of actions a token may take, and the name of its
@@ -106,7 +109,7 @@ func AllowAll() Permissions { return Permissions{all: true} }
 // roles are ordered, each allowed what the ones before it are: a reader
 // reads; a client starts, signals and asks to cancel; a worker runs work
 // and may terminate only its own run's children, which no button does; an
-// admin may do everything, terminate included.
+// admin may do everything, terminate and drain included.
 var roleActions = map[string][]Action{
 	"reader": nil,
 	"client": {ActionSignal, ActionCancel},

@@ -27,7 +27,9 @@
 //	POST /ui/runs/{job}/cancel       reason: a cancel request, which the workflow handles
 //	POST /ui/runs/{job}/terminate    reason: ends the run at once
 //	GET  /ui/cluster                 members, leader, term, indexes, readiness
-//	GET  /ui/review, /ui/resources   pages not built yet ("not available yet", and what to use)
+//	GET  /ui/resources               pools, leases and their steps, waiters, drained resources
+//	POST /ui/resources/drain         id, undrain: drain a resource, or undrain it (admins)
+//	GET  /ui/review                  a page not built yet ("not available yet", and what to use)
 //	GET  /ui/signin, POST /ui/signin, POST /ui/signout
 //	GET  /ui/static/...              the stylesheet and the script
 //

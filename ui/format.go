@@ -14,8 +14,10 @@ var funcs = template.FuncMap{
 	"time":        fmtTime,
 	"ago":         ago,
 	"statusClass": statusClass,
+	"stepClass":   stepClass,
 	"duration":    fmtDuration,
 	"lower":       strings.ToLower,
+	"add":         func(a, b int) int { return a + b },
 }
 
 // fmtTime writes Unix ms as a UTC time to the millisecond; 0 is "—".
@@ -73,6 +75,25 @@ func statusClass(s engine.Status) string {
 		return "st-failed"
 	case engine.StatusCancelled, engine.StatusTerminated:
 		return "st-stopped"
+	}
+	return "st-none"
+}
+
+// stepClass is the CSS class of a step state's badge, as statusClass is of
+// a run's: waiting for its turn, running, waiting for a person, succeeded
+// or failed.
+func stepClass(s engine.StepState) string {
+	switch s {
+	case engine.StepPending, engine.StepWaitingDeps, engine.StepRetrying, engine.StepSwitchingResource, engine.StepLeaseTimeout:
+		return "st-queued"
+	case engine.StepLeased, engine.StepRunning:
+		return "st-running"
+	case engine.StepNeedsUser:
+		return "st-waiting"
+	case engine.StepSucceeded:
+		return "st-completed"
+	case engine.StepFailedRetryable, engine.StepFailedResource, engine.StepFailedFatal, engine.StepFailed:
+		return "st-failed"
 	}
 	return "st-none"
 }

@@ -35,6 +35,9 @@ type runData struct {
 	// or run as jobs of their own (children, activities on other queues).
 	Pending []*stepView
 	Linked  []*stepView
+	// StepStates: the API told the engine's state of the run's steps,
+	// which the pending steps show beside what the history says.
+	StepStates bool
 	// Events is the window of the history shown, from seq WindowFrom.
 	Events []eventView
 	// Older and Newer link the windows before and after this one.
@@ -81,7 +84,12 @@ func (h *Handler) run(rq *request) (*page, error) {
 		return nil, err
 	}
 	d := &runData{Job: j, Open: !j.Status.Terminal(), Truncated: truncated}
-	steps := deriveSteps(history, j)
+	infos, err := readStepInfos(rq.ctx, rq.api, j.ID)
+	if err != nil {
+		return nil, err
+	}
+	d.StepStates = infos != nil
+	steps := mergeStepInfos(deriveSteps(history, j), infos)
 	if err := linkSteps(rq.ctx, rq.api, j, steps); err != nil {
 		return nil, err
 	}

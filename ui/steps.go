@@ -35,6 +35,11 @@ type stepView struct {
 	FireMS int64
 	// AtMS is when the step's newest event was written.
 	AtMS int64
+	// Engine is the step's state as the engine keeps it (GET
+	// /v1/jobs/{job}/steps): its state of the 13, its try, the worker
+	// holding its lease and its last heartbeat. Nil for a step the engine
+	// does not list (timers, children) or an API without that read.
+	Engine *engine.StepInfo
 }
 
 // The states a step is shown in.

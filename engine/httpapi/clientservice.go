@@ -219,6 +219,22 @@ func (c *Client) Resources(ctx context.Context) ([]*engine.Resource, error) {
 	return page.Resources, nil
 }
 
+var _ engine.ResourceWaiterReader = (*Client)(nil)
+
+// ResourceWaiters implements engine.ResourceWaiterReader. A server whose
+// service has no waiter list answers an error matching ErrNoRoute.
+func (c *Client) ResourceWaiters(ctx context.Context, limit int) ([]engine.ResourceWaiter, error) {
+	q := url.Values{}
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	page, err := read[engine.ResourceWaitersPage](ctx, c, "/v1/resources/waiters", q)
+	if err != nil {
+		return nil, err
+	}
+	return page.Waiters, nil
+}
+
 // Describe implements engine.Service.
 func (c *Client) Describe(ctx context.Context, t engine.Target) (*engine.Job, error) {
 	p, err := targetPath(t)

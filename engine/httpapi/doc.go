@@ -44,6 +44,7 @@
 //	GET    /v1/jobs/{job}/steps              Steps            -> StepsPage
 //	GET    /v1/workflows/{workflow}/steps    Steps of the current run -> StepsPage
 //	GET    /v1/resources                     Resources        -> ResourcesPage
+//	GET    /v1/resources/waiters?limit=      ResourceWaiters  -> ResourceWaitersPage
 //
 //	POST   /v1/schedules                     CreateSchedule    -> ScheduleResult
 //	POST   /v1/schedules/update              UpdateSchedule    -> ScheduleResult

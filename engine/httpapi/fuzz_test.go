@@ -25,7 +25,7 @@ func bodyTypes() []any {
 		new(engine.CreateResult), new(engine.ClaimResult), new(engine.HeartbeatResult), new(engine.AppendResult),
 		new(engine.WaitResult), new(engine.SignalResult), new(engine.StatusResult), new(engine.Job),
 		new(engine.HistoryPage), new(engine.ListPage), new(*engine.Effect), new(QueryResult), new(QueryPollResult),
-		new(QueryAnswerResult), new(ClusterStatus), new(ErrorBody),
+		new(QueryAnswerResult), new(ClusterStatus), new(ErrorBody), new(engine.ResourceWaitersPage),
 	}
 }
 
@@ -41,6 +41,7 @@ func fuzzSeeds(f *testing.F) {
 			Selector: map[string]string{"zone": "x"}, DependsOn: []string{"0"}},
 		&engine.StepsPage{Steps: []engine.StepInfo{{Step: "1", State: engine.StepNeedsUser, Avoid: []string{"b"}, Question: []byte(`"q"`)}}},
 		&engine.ResourcesPage{Resources: []*engine.Resource{{ID: "r", Capacity: 1, Holders: []engine.ResourceHolder{{Job: 1, Step: "1"}}}}},
+		&engine.ResourceWaitersPage{Waiters: []engine.ResourceWaiter{{Seq: 3, Job: 1, Step: "1", Capabilities: []string{"gpu"}, Selector: map[string]string{"zone": "x"}}}},
 	}
 	for i, s := range samples {
 		mp, err := msgpack.Marshal(s)

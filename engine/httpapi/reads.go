@@ -35,6 +35,25 @@ func (s *Server) resources(c *call) (any, error) {
 	return engine.ResourcesPage{Resources: rs}, nil
 }
 
+// resourceWaiters answers the resource waiter queue. It needs a Service
+// that also implements engine.ResourceWaiterReader, as *engine.Engine
+// does; with another it answers no_route.
+func (s *Server) resourceWaiters(c *call) (any, error) {
+	wr, ok := s.cfg.Service.(engine.ResourceWaiterReader)
+	if !ok {
+		return nil, fmt.Errorf("%w: this server's service has no resource waiter list", ErrNoRoute)
+	}
+	limit, err := c.limitParam()
+	if err != nil {
+		return nil, err
+	}
+	ws, err := wr.ResourceWaiters(c.r.Context(), limit)
+	if err != nil {
+		return nil, err
+	}
+	return engine.ResourceWaitersPage{Waiters: ws}, nil
+}
+
 func (s *Server) history(c *call) (any, error) {
 	id, err := c.jobParam()
 	if err != nil {

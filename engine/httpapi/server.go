@@ -89,6 +89,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/jobs/{job}/steps", RoleReader, s.steps)
 	s.handle("GET /v1/workflows/{workflow}/steps", RoleReader, s.steps)
 	s.handle("GET /v1/resources", RoleReader, s.resources)
+	s.handle("GET /v1/resources/waiters", RoleReader, s.resourceWaiters)
 
 	s.handle("POST /v1/query", RoleClient, s.query)
 	s.handle("POST /v1/query/poll", RoleWorker, s.queryPoll)
