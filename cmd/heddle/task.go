@@ -127,8 +127,8 @@ func newTaskListCommand(g *wfGlobals) *cobra.Command {
 			return err
 		}
 		if len(args) == 1 {
-			if state != "" || queue != "" || typ != "" || cursor != "" {
-				return usagef("--state, --queue, --type and --cursor list the tasks awaiting a person; with JOB every task of the job is listed")
+			if state != "" || queue != "" || typ != "" || cursor != "" || cmd.Flags().Changed("limit") {
+				return usagef("--state, --queue, --type, --limit and --cursor list the tasks awaiting a person; with JOB every task of the job is listed")
 			}
 			ts, err := svc.ListTasks(c.ctx, args[0])
 			if err != nil {

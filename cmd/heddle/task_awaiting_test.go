@@ -66,6 +66,7 @@ func TestTaskListAwaiting(t *testing.T) {
 		{"list", "--limit", "0"},
 		{"list", "--cursor", "x"},
 		{"list", "order-1", "--state", "REVIEW_REQUIRED"},
+		{"list", "order-1", "--limit", "5"},
 		{"list", "a", "b"},
 	} {
 		if code, _, errs := w.taskRun(bad...); code == 0 || errs == "" {
