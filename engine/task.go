@@ -91,6 +91,15 @@ func (s TaskState) Terminal() bool {
 	return s == TaskSuccess || s == TaskCanceled || s == TaskFailed
 }
 
+// AwaitsPerson reports whether a task in s waits for a person's command:
+// REVIEW_REQUIRED (a review to start), APPROVAL_REQUIRED (approve or
+// reject) or INTERVENTION_REQUIRED (resubmit, fix or terminate). Such
+// tasks are indexed across jobs (ListAwaitingTasks). REVIEWING is not
+// among them: it waits for a reviewer's claim, which is a worker's.
+func (s TaskState) AwaitsPerson() bool {
+	return s == TaskReviewRequired || s == TaskApprovalRequired || s == TaskInterventionRequired
+}
+
 // TaskStates lists every real state, in numeric order.
 func TaskStates() []TaskState {
 	out := make([]TaskState, 0, numTaskStates-1)

@@ -131,6 +131,9 @@ func taskIndexKeys(t *Task) []string {
 	keys := []string{
 		string(storage.TaskJobKey(t.Job, uint64(t.ID))),
 	}
+	if t.State.AwaitsPerson() {
+		keys = append(keys, string(storage.TaskAwaitKey(uint64(t.ID))))
+	}
 	if t.ReadyAtMS != 0 {
 		if t.State == TaskPending {
 			keys = append(keys, string(storage.TaskWorkKey(t.Queue, t.ReadyAtMS, uint64(t.ID))))

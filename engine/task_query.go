@@ -23,6 +23,9 @@ type TaskService interface {
 	TaskHistory(ctx context.Context, id TaskID) ([]TaskEvent, error)
 	// ListTasks returns the tasks of job in creation order.
 	ListTasks(ctx context.Context, job string) ([]Task, error)
+	// ListAwaitingTasks returns a page of the tasks of every job that
+	// await a person, in creation order.
+	ListAwaitingTasks(ctx context.Context, q AwaitingQuery) (*AwaitingPage, error)
 	// TaskManifest returns the manifest of job (ErrUnknownTask when it
 	// has no task).
 	TaskManifest(ctx context.Context, job string) (*Manifest, error)

@@ -12,7 +12,8 @@ import (
 // its record equals the projection of its history, its phase and job
 // entries exist, it sits in a claim index exactly when it is claimable
 // (PENDING with every dependency SUCCESS, or REVIEWING with no reviewer),
-// a held lease has its lease entry, and no task index holds an entry that
+// it sits in the index of tasks awaiting a person exactly when its state
+// awaits one (TaskState.AwaitsPerson), a held lease has its lease entry, and no task index holds an entry that
 // no record implies.
 func (v *verifier) tasks() {
 	want := map[string]bool{}
@@ -38,7 +39,7 @@ func (v *verifier) tasks() {
 		}
 	}
 	for _, p := range [][]byte{storage.TaskJobsPrefix, storage.TaskPhasesPrefix, storage.TaskDepsPrefix,
-		storage.TaskWorkPrefix, storage.TaskReviewPrefix} {
+		storage.TaskWorkPrefix, storage.TaskReviewPrefix, storage.TaskAwaitPrefix} {
 		err := v.r.Scan(p, nil, false, func(k, _ []byte) (bool, error) {
 			if !want[string(k)] {
 				return v.add(fmt.Errorf("task index entry %q is implied by no task record", k)), nil

@@ -17,6 +17,7 @@ import (
 //	gd<upstream:8><task:8>              dependants of a task, to release when it succeeds
 //	gq<queue:len><readyAt:8><task:8>    tasks ready for work: PENDING with every dependency met
 //	gv<queue:len><readyAt:8><task:8>    tasks ready for review: REVIEWING without a reviewer
+//	ga<task:8>                          tasks awaiting a person (review, approval, intervention), across jobs
 //	h<expiry:8><task:8>                 task lease expiries (workers' and reviewers'), for recovery
 const (
 	PrefixTask      byte = 'g'
@@ -43,6 +44,7 @@ const (
 	taskTagDep    = 'd'
 	taskTagWork   = 'q'
 	taskTagReview = 'v'
+	taskTagAwait  = 'a'
 )
 
 // KeyNextTask numbers tasks; KeyLowTaskLease is the low-water mark of the
@@ -61,6 +63,7 @@ var (
 	TaskDepsPrefix   = []byte{PrefixTask, taskTagDep}
 	TaskWorkPrefix   = []byte{PrefixTask, taskTagWork}
 	TaskReviewPrefix = []byte{PrefixTask, taskTagReview}
+	TaskAwaitPrefix  = []byte{PrefixTask, taskTagAwait}
 	TaskLeasePrefix  = []byte{PrefixTaskLease}
 )
 
@@ -115,6 +118,10 @@ func TaskReviewQueuePrefix(queue string) []byte {
 func TaskReviewKey(queue string, readyAtMS int64, id uint64) []byte {
 	return appendU64(appendU64(TaskReviewQueuePrefix(queue), uint64(readyAtMS)), id)
 }
+
+// TaskAwaitKey lists task id among the tasks awaiting a person, in
+// creation (id) order across every job.
+func TaskAwaitKey(id uint64) []byte { return appendU64(taskKey(taskTagAwait, 8), id) }
 
 // TaskLeaseKey orders task id's lease by its expiry.
 func TaskLeaseKey(expiryMS int64, id uint64) []byte {

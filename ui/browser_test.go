@@ -566,17 +566,6 @@ func TestBrowserWorkflows(t *testing.T) {
 	}
 	signInAs(t, ctx, n, browserToken, invoice, "#terminate-form")
 
-	// The pages of optional APIs say they are not available.
-	for _, f := range features {
-		if f.Load != nil {
-			continue // browser_resources_test.go opens the built ones
-		}
-		run(t, ctx, "open "+f.Path, chromedp.Navigate(n.url+"/ui/"+f.Path), chromedp.WaitVisible("#unavailable", chromedp.ByQuery))
-		if s := text(t, ctx, "#unavailable"); !strings.Contains(s, "Not available yet.") {
-			t.Errorf("%s says %q", f.Path, s)
-		}
-	}
-	shoot(t, ctx, "ui-review-unavailable")
 	run(t, ctx, "sign out", chromedp.Click("#signout", chromedp.ByQuery), chromedp.WaitVisible("#token", chromedp.ByQuery))
 }
 

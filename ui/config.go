@@ -107,13 +107,14 @@ func AllowAll() Permissions { return Permissions{all: true} }
 
 // roleActions are the buttons of each role of the HTTP API's tokens. The
 // roles are ordered, each allowed what the ones before it are: a reader
-// reads; a client starts, signals and asks to cancel; a worker runs work
-// and may terminate only its own run's children, which no button does; an
+// reads; a client starts, signals, asks to cancel and decides review
+// tasks (the API's task commands are a client's); a worker runs work and
+// may terminate only its own run's children, which no button does; an
 // admin may do everything, terminate and drain included.
 var roleActions = map[string][]Action{
 	"reader": nil,
-	"client": {ActionSignal, ActionCancel},
-	"worker": {ActionSignal, ActionCancel},
+	"client": {ActionSignal, ActionCancel, ActionApprove, ActionReject, ActionResubmit, ActionTerminateTask},
+	"worker": {ActionSignal, ActionCancel, ActionApprove, ActionReject, ActionResubmit, ActionTerminateTask},
 }
 
 // ForRole is the permissions of a token with the named role: "reader",

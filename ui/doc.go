@@ -29,7 +29,9 @@
 //	GET  /ui/cluster                 members, leader, term, indexes, readiness
 //	GET  /ui/resources               pools, leases and their steps, waiters, drained resources
 //	POST /ui/resources/drain         id, undrain: drain a resource, or undrain it (admins)
-//	GET  /ui/review                  a page not built yet ("not available yet", and what to use)
+//	GET  /ui/review?state=&queue=&after=
+//	                                 the tasks awaiting a person across jobs, with their manifests
+//	POST /ui/review/{task}/{op}      op approve, reject, resubmit or terminate; reason, expect (a state)
 //	GET  /ui/signin, POST /ui/signin, POST /ui/signout
 //	GET  /ui/static/...              the stylesheet and the script
 //
@@ -39,8 +41,8 @@
 // (Secure over TLS), so page scripts never see it. Every form carries a
 // CSRF token that must equal a second cookie's. Which buttons a page shows
 // follows the token's role, which the API tells (GET /v1/whoami): a reader
-// gets none, a client or a worker signal and cancel, an admin terminate
-// too. Config.Permissions replaces that lookup for an embedding program
+// gets none, a client or a worker signal, cancel and decide review tasks,
+// an admin terminate runs too. Config.Permissions replaces that lookup for an embedding program
 // with its own idea of who may do what; the API still refuses what the
 // token may not do.
 //

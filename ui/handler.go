@@ -59,6 +59,7 @@ func (h *Handler) routes() {
 	h.page("POST "+Path+"/runs/{job}/terminate", h.terminate)
 	h.page("GET "+Path+"/cluster", h.cluster)
 	h.page("POST "+Path+"/resources/drain", h.drainResource)
+	h.page("POST "+Path+"/review/{task}/{op}", h.reviewAct)
 	for _, f := range features {
 		h.page("GET "+Path+"/"+f.Path, h.feature(f))
 	}

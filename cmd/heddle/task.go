@@ -98,41 +98,103 @@ func newTaskDescribeCommand(g *wfGlobals) *cobra.Command {
 
 func newTaskListCommand(g *wfGlobals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "list JOB",
-		Short: "list a job's tasks with their state, runs, cost and the commands legal now",
-		Args:  exactArgs("JOB"),
+		Use:   "list [JOB] [--state S] [-t QUEUE] [--type TYPE] [--limit N] [--cursor C]",
+		Short: "list a job's tasks, or the tasks of every job awaiting a person, with the commands legal now",
+		Long: "With JOB, lists that job's tasks in creation order. Without it, lists the tasks\n" +
+			"of every job that await a person: REVIEW_REQUIRED (step), APPROVAL_REQUIRED\n" +
+			"(approve or reject) and INTERVENTION_REQUIRED (resubmit, fix or terminate), oldest\n" +
+			"first, a page at a time; --state, --queue and --type narrow them.",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("task list takes at most one JOB, got %d arguments", len(args))
+			}
+			return nil
+		},
 	}
+	var (
+		state, queue, typ, cursor string
+		limit                     int
+	)
+	fs := cmd.Flags()
+	fs.StringVar(&state, "state", "", "without JOB: only tasks in this `state` (REVIEW_REQUIRED, APPROVAL_REQUIRED or INTERVENTION_REQUIRED)")
+	fs.StringVarP(&queue, "queue", "t", "", "without JOB: only tasks whose work or review `queue` is this")
+	fs.StringVar(&typ, "type", "", "without JOB: only tasks whose work or reviewer `type` is this")
+	fs.IntVar(&limit, "limit", 100, fmt.Sprintf("without JOB: most tasks to print, `N` from 1 to %d", engine.MaxPage))
+	fs.StringVar(&cursor, "cursor", "", "without JOB: start after this `cursor`, as printed by the previous page")
 	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
 		svc, err := c.client()
 		if err != nil {
 			return err
 		}
-		ts, err := svc.ListTasks(c.ctx, args[0])
+		if len(args) == 1 {
+			if state != "" || queue != "" || typ != "" || cursor != "" || cmd.Flags().Changed("limit") {
+				return usagef("--state, --queue, --type, --limit and --cursor list the tasks awaiting a person; with JOB every task of the job is listed")
+			}
+			ts, err := svc.ListTasks(c.ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return printTasks(c, ts, false)
+		}
+		q := engine.AwaitingQuery{Queue: queue, Type: typ, Limit: limit}
+		if limit < 1 || limit > engine.MaxPage {
+			return usagef("--limit %d is not between 1 and %d", limit, engine.MaxPage)
+		}
+		if state != "" {
+			if q.State, err = engine.ParseTaskState(strings.ToUpper(state)); err != nil || !q.State.AwaitsPerson() {
+				return usagef("--state %q is not REVIEW_REQUIRED, APPROVAL_REQUIRED or INTERVENTION_REQUIRED", state)
+			}
+		}
+		if cursor != "" {
+			n, err := strconv.ParseUint(cursor, 10, 64)
+			if err != nil {
+				return usagef("--cursor %q is not a cursor printed by task list", cursor)
+			}
+			q.After = engine.TaskID(n)
+		}
+		page, err := svc.ListAwaitingTasks(c.ctx, q)
 		if err != nil {
 			return err
 		}
-		if ts == nil {
-			ts = []engine.Task{}
+		if err := printTasks(c, page.Tasks, true); err != nil {
+			return err
 		}
-		switch c.format {
-		case formatJSON:
-			return c.doc(ts)
-		case formatJSONL:
-			return printLines(c.out, ts)
+		if page.Next != 0 && c.table() {
+			_, err = fmt.Fprintf(c.err, "More tasks await: next page with --cursor %d\n", page.Next)
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "%-5s %-24s %-22s %5s %8s  %s\n", "ID", "PHASE", "STATUS", "RUNS", "COST", "LEGAL COMMANDS")
-		for _, t := range ts {
-			var legal []string
-			for _, op := range engine.LegalTaskOps(t.State) {
-				legal = append(legal, string(op))
-			}
-			fmt.Fprintf(&b, "%-5d %-24s %-22s %5d %8g  %s\n", t.ID, wfCell(t.Phase), t.State, t.Runs, t.CostTotal, strings.Join(legal, " "))
-		}
-		_, err = io.WriteString(c.out, b.String())
 		return err
 	})
 	return cmd
+}
+
+// printTasks prints task records in the chosen format; the table names
+// each task's job when they come from several.
+func printTasks(c *wfCall, ts []engine.Task, withJob bool) error {
+	if ts == nil {
+		ts = []engine.Task{}
+	}
+	switch c.format {
+	case formatJSON:
+		return c.doc(ts)
+	case formatJSONL:
+		return printLines(c.out, ts)
+	}
+	var b strings.Builder
+	job := func(string) string { return "" }
+	if withJob {
+		fmt.Fprintf(&b, "%-24s ", "JOB")
+		job = func(j string) string { return fmt.Sprintf("%-24s ", wfCell(j)) }
+	}
+	fmt.Fprintf(&b, "%-5s %-24s %-22s %5s %8s  %s\n", "ID", "PHASE", "STATUS", "RUNS", "COST", "LEGAL COMMANDS")
+	for _, t := range ts {
+		var legal []string
+		for _, op := range engine.LegalTaskOps(t.State) {
+			legal = append(legal, string(op))
+		}
+		fmt.Fprintf(&b, "%s%-5d %-24s %-22s %5d %8g  %s\n", job(t.Job), t.ID, wfCell(t.Phase), t.State, t.Runs, t.CostTotal, strings.Join(legal, " "))
+	}
+	_, err := io.WriteString(c.out, b.String())
+	return err
 }
 
 func newTaskHistoryCommand(g *wfGlobals) *cobra.Command {

@@ -76,6 +76,8 @@
 //	POST   /v1/tasks/report                  TaskReport        -> TaskResult (the lease holder)
 //	POST   /v1/tasks/heartbeat               TaskHeartbeat     -> TaskHeartbeatResult
 //	GET    /v1/tasks?job=                    the job's tasks   -> TaskList
+//	GET    /v1/tasks/awaiting?state=&queue=&type=&after=&limit=
+//	                                         tasks awaiting a person, across jobs -> engine.AwaitingPage
 //	GET    /v1/tasks/{task}                  a task by id      -> Task
 //	GET    /v1/tasks/{task}/history          its history       -> TaskHistory
 //	GET    /v1/manifests/{job}               the job's manifest -> Manifest

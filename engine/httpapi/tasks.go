@@ -94,6 +94,7 @@ func (s *Server) taskRoutes() {
 		tasks, err := ts.ListTasks(c.r.Context(), job)
 		return &TaskList{Tasks: tasks}, err
 	}))
+	s.handleTask("GET "+awaitingPath, taskReader, need(listAwaiting))
 	s.handleTask("GET /v1/tasks/{task}", taskReader, need(func(ts engine.TaskService, c *call) (any, error) {
 		id, err := taskParam(c)
 		if err != nil {

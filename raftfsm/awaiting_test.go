@@ -1,0 +1,117 @@
+package raftfsm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/heddlewf/heddle/engine"
+)
+
+// approvalTask moves a new task of job to APPROVAL_REQUIRED through the
+// leader, as a worker, a reviewer and a person would.
+func approvalTask(t *testing.T, c *testCluster, job string) engine.TaskID {
+	t.Helper()
+	ctx := context.Background()
+	var id engine.TaskID
+	queue := "q-" + job
+	steps := []func(e *engine.Engine) error{
+		func(e *engine.Engine) error {
+			r, err := e.CreateTask(ctx, engine.CreateTask{Header: engine.Header{RequestID: "create-" + job}, Job: job, Phase: "p", Queue: queue, Type: "w", AutoReview: true})
+			if err == nil {
+				id = r.Task
+			}
+			return err
+		},
+		func(e *engine.Engine) error {
+			w, err := e.ClaimTasks(ctx, engine.ClaimTasks{Header: engine.Header{RequestID: "work-" + job}, Queue: queue, Owner: "w", Max: 1, LeaseMS: 600_000})
+			if err == nil && len(w) != 1 {
+				return fmt.Errorf("work claim on %s: %+v", queue, w)
+			}
+			if err == nil {
+				_, err = e.TaskReport(ctx, engine.TaskReport{Header: engine.Header{RequestID: "out-" + job}, TaskLeaseRef: engine.TaskLeaseRef{Task: id, Attempt: w[0].Attempt},
+					Op: engine.TaskReportOutput, Output: []byte("x")})
+			}
+			return err
+		},
+		func(e *engine.Engine) error {
+			r, err := e.ClaimTasks(ctx, engine.ClaimTasks{Header: engine.Header{RequestID: "review-" + job}, Role: engine.TaskRoleReview, Queue: queue, Owner: "r", Max: 1, LeaseMS: 600_000})
+			if err == nil && len(r) != 1 {
+				return fmt.Errorf("review claim on %s: %+v", queue, r)
+			}
+			if err == nil {
+				_, err = e.TaskReport(ctx, engine.TaskReport{Header: engine.Header{RequestID: "verdict-" + job}, TaskLeaseRef: engine.TaskLeaseRef{Task: id, Attempt: r[0].Attempt},
+					Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: engine.VerdictApprove}})
+			}
+			return err
+		},
+	}
+	for _, s := range steps {
+		if err := c.do(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return id
+}
+
+func awaitingOn(t *testing.T, n *Node) []engine.TaskID {
+	t.Helper()
+	p, err := n.Engine().ListAwaitingTasks(engine.WithStaleRead(context.Background()), engine.AwaitingQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []engine.TaskID
+	for _, tk := range p.Tasks {
+		ids = append(ids, tk.ID)
+	}
+	return ids
+}
+
+// A follower wiped and rebuilt from the leader's snapshot has the index
+// of tasks awaiting a person as the others do: Verify passes on every
+// node, the follower lists the same tasks, and an approval applied after
+// the snapshot takes its task off the follower's list too.
+func TestAwaitingIndexAfterSnapshotRestore(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.TrailingLogs = 5 })
+	first := approvalTask(t, c, "letter-1")
+	l := c.leader()
+	var wiped string
+	for id := range c.live() {
+		if id != l.ID() {
+			wiped = id
+			break
+		}
+	}
+	c.waitConverged()
+	c.kill(wiped)
+	if err := os.RemoveAll(c.dirs[wiped]); err != nil {
+		t.Fatal(err)
+	}
+	second := approvalTask(t, c, "letter-2")
+	createJobs(t, c, 0, 10) // more entries than the log keeps after the snapshot
+	if err := l.raft.Snapshot().Error(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	n := c.start(wiped, false)
+	c.assertSameState()
+	if n.fsm.state.gen == 0 {
+		t.Fatalf("the wiped follower caught up without installing a snapshot")
+	}
+	c.verifyAll()
+	if got := awaitingOn(t, n); len(got) != 2 || got[0] != first || got[1] != second {
+		t.Fatalf("the restored follower lists %v awaiting, want [%d %d]", got, first, second)
+	}
+	if err := c.do(func(e *engine.Engine) error {
+		_, err := e.TaskCommand(context.Background(), engine.TaskCommand{Header: engine.Header{RequestID: "approve"},
+			TaskTarget: engine.TaskTarget{ID: first}, Op: engine.TaskOpApprove, By: "ann"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.assertSameState()
+	c.verifyAll()
+	if got := awaitingOn(t, n); len(got) != 1 || got[0] != second {
+		t.Fatalf("after the approval the restored follower lists %v, want [%d]", got, second)
+	}
+}

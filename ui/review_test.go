@@ -1,0 +1,236 @@
+package ui
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+
+	"github.com/heddlewf/heddle/engine"
+)
+
+// awaitTask creates a task of job alone in queue, has a worker record its
+// output and a reviewer judge it with v: the task then awaits a person in
+// APPROVAL_REQUIRED (approve) or INTERVENTION_REQUIRED (intervene). With
+// v 0 it stops at REVIEW_REQUIRED.
+func awaitTask(t *testing.T, e *engine.Engine, c engine.CreateTask, v engine.Verdict) engine.TaskID {
+	t.Helper()
+	ctx := context.Background()
+	if c.Type == "" {
+		c.Type = "write"
+	}
+	res, err := e.CreateTask(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := e.ClaimTasks(ctx, engine.ClaimTasks{Queue: c.Queue, Owner: "agent-1", Max: 1, LeaseMS: 60_000})
+	if err != nil || len(w) != 1 {
+		t.Fatalf("work claim: %+v, %v", w, err)
+	}
+	if _, err := e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: res.Task, Attempt: w[0].Attempt},
+		Op: engine.TaskReportOutput, Output: []byte(`{"draft":"Dear customer"}`), Cost: 2, Summary: "drafted"}); err != nil {
+		t.Fatal(err)
+	}
+	if v == 0 {
+		return res.Task
+	}
+	if _, err := e.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: res.Task}, Op: engine.TaskOpStep, By: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.ClaimTasks(ctx, engine.ClaimTasks{Role: engine.TaskRoleReview, Queue: c.Queue, Owner: "critic", Max: 1, LeaseMS: 60_000})
+	if err != nil || len(r) != 1 {
+		t.Fatalf("review claim: %+v, %v", r, err)
+	}
+	if _, err := e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: res.Task, Attempt: r[0].Attempt},
+		Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: v, Summary: "critic: " + v.String(), Recommendations: []string{"mind the tone"}}}); err != nil {
+		t.Fatal(err)
+	}
+	return res.Task
+}
+
+func (v *env) task(id engine.TaskID) *engine.Task {
+	v.t.Helper()
+	t, err := v.e.DescribeTask(context.Background(), engine.TaskTarget{ID: id})
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	return t
+}
+
+// TestReviewPage lists the tasks awaiting a person across jobs, each with
+// its state, its run, the buttons legal in its state and its job's
+// manifest; the tasks that await nobody are not there; a filter narrows
+// the list.
+func TestReviewPage(t *testing.T) {
+	v := newEnv(t, envOptions{})
+	run := v.create(engine.CreateJob{WorkflowID: "letter-7", Type: "Letter", Queue: "letters"})
+	approve := awaitTask(t, v.e, engine.CreateTask{Job: "letter-7", Phase: "draft", Queue: "qa", ParentJob: run, ParentStep: "2",
+		JobDescription: "a letter to a customer", Config: engine.TaskConfig{Objective: "write the letter"}}, engine.VerdictApprove)
+	intervene := awaitTask(t, v.e, engine.CreateTask{Job: "memo-1", Phase: "outline", Queue: "qb"}, engine.VerdictIntervene)
+	review := awaitTask(t, v.e, engine.CreateTask{Job: "memo-2", Phase: "outline", Queue: "qc"}, 0)
+	if _, err := v.e.CreateTask(context.Background(), engine.CreateTask{Job: "idle-job", Phase: "p", Queue: "qd", Type: "w"}); err != nil {
+		t.Fatal(err)
+	}
+
+	code, body, _ := v.get("/ui/review")
+	if code != http.StatusOK {
+		t.Fatalf("review page: HTTP %d\n%s", code, body)
+	}
+	id := func(n engine.TaskID) string { return strconv.FormatUint(uint64(n), 10) }
+	wantIn(t, "review page", body,
+		`id="task-`+id(approve)+`" data-task="`+id(approve)+`" data-state="APPROVAL_REQUIRED"`,
+		`id="task-`+id(intervene)+`" data-task="`+id(intervene)+`" data-state="INTERVENTION_REQUIRED"`,
+		`id="task-`+id(review)+`" data-task="`+id(review)+`" data-state="REVIEW_REQUIRED"`,
+		"letter-7 / draft", "write the letter", "critic: approve", "mind the tone", `"draft": "Dear customer"`,
+		`<a href="/ui/runs/`+strconv.FormatUint(uint64(run), 10)+`" class="run-link">letter-7</a> (its step 2)`,
+		`id="task-1-approve-form"`, `id="task-1-reject-form"`, `id="task-2-resubmit-form"`, `id="task-2-terminate-form"`,
+		`<input type="hidden" name="expect" value="APPROVAL_REQUIRED">`,
+		"heddle task step 3",
+		// The manifest, as heddle task describe prints it.
+		`id="task-1-manifest"`, "Manifest of letter-7", "a letter to a customer. Status <strong>APPROVAL_REQUIRED</strong>, current phase draft; cost 2",
+		"heddle task list</code>")
+	wantNotIn(t, "review page", body, "idle-job", `id="task-1-resubmit-form"`, `id="task-2-approve-form"`, `id="task-3-approve-form"`,
+		`id="no-review-actions"`, `id="next-page"`)
+
+	_, body, _ = v.get("/ui/review?state=INTERVENTION_REQUIRED")
+	wantIn(t, "filtered by state", body, `data-state="INTERVENTION_REQUIRED"`, "--state INTERVENTION_REQUIRED", "<option selected>INTERVENTION_REQUIRED</option>")
+	wantNotIn(t, "filtered by state", body, `data-state="APPROVAL_REQUIRED"`)
+	_, body, _ = v.get("/ui/review?queue=qc")
+	wantIn(t, "filtered by queue", body, `data-task="3"`, "--queue 'qc'")
+	wantNotIn(t, "filtered by queue", body, `data-task="1"`)
+	_, body, _ = v.get("/ui/review?queue=none")
+	wantIn(t, "an empty filter", body, `id="no-tasks"`, "No task awaits a person with this filter.")
+	code, body, _ = v.get("/ui/review?state=RUNNING")
+	if code != http.StatusBadRequest {
+		t.Errorf("state=RUNNING: HTTP %d", code)
+	}
+	wantIn(t, "state=RUNNING", body, `"RUNNING" is not a state that awaits a person.`)
+}
+
+// TestReviewPaging pages through more tasks than one page holds.
+func TestReviewPaging(t *testing.T) {
+	v := newEnv(t, envOptions{})
+	for i := range reviewPageSize + 1 {
+		awaitTask(t, v.e, engine.CreateTask{Job: "j" + strconv.Itoa(i), Phase: "p", Queue: "q" + strconv.Itoa(i)}, 0)
+	}
+	_, body, _ := v.get("/ui/review")
+	wantIn(t, "first page", body, `data-task="50"`, `<a href="/ui/review?after=50" id="next-page">`)
+	wantNotIn(t, "first page", body, `data-task="51"`)
+	_, body, _ = v.get("/ui/review?after=50")
+	wantIn(t, "second page", body, `data-task="51"`)
+	wantNotIn(t, "second page", body, `data-task="50"`, `id="next-page"`)
+}
+
+// TestReviewActions presses each button: approve, reject (with its reason
+// as the feedback), resubmit and terminate each move their task and come
+// back to the list with a message; a button pressed on a page that is out
+// of date is refused with the task's state now; a form without the CSRF
+// token is refused.
+func TestReviewActions(t *testing.T) {
+	v := newEnv(t, envOptions{})
+	a := awaitTask(t, v.e, engine.CreateTask{Job: "j1", Phase: "p", Queue: "q1"}, engine.VerdictApprove)
+	r := awaitTask(t, v.e, engine.CreateTask{Job: "j2", Phase: "p", Queue: "q2"}, engine.VerdictApprove)
+	s := awaitTask(t, v.e, engine.CreateTask{Job: "j3", Phase: "p", Queue: "q3"}, engine.VerdictIntervene)
+	x := awaitTask(t, v.e, engine.CreateTask{Job: "j4", Phase: "p", Queue: "q4"}, engine.VerdictIntervene)
+	csrf := v.csrf("/ui/review")
+	press := func(id engine.TaskID, op, expect, reason string) (int, string, string) {
+		t.Helper()
+		return v.post("/ui/review/"+strconv.FormatUint(uint64(id), 10)+"/"+op,
+			url.Values{csrfField: {csrf}, "expect": {expect}, "reason": {reason}})
+	}
+	for _, c := range []struct {
+		id             engine.TaskID
+		op, expect     string
+		want           engine.TaskState
+		flash, history string
+	}{
+		{a, "approve", "APPROVAL_REQUIRED", engine.TaskSuccess, "Task approved", ""},
+		{r, "reject", "APPROVAL_REQUIRED", engine.TaskPending, "Task rejected", "use the customer's name"},
+		{s, "resubmit", "INTERVENTION_REQUIRED", engine.TaskPending, "Task resubmitted", "try again"},
+		{x, "terminate", "INTERVENTION_REQUIRED", engine.TaskCanceled, "Task terminated.", ""},
+	} {
+		code, _, loc := press(c.id, c.op, c.expect, c.history)
+		want := "/ui/review?done=" + c.op + "&task=" + strconv.FormatUint(uint64(c.id), 10)
+		if code != http.StatusSeeOther || loc != want {
+			t.Fatalf("%s: HTTP %d to %q, want 303 to %q", c.op, code, loc, want)
+		}
+		task := v.task(c.id)
+		if task.State != c.want || task.DecidedBy != reviewDecider {
+			t.Errorf("%s: task is %s decided by %q", c.op, task.State, task.DecidedBy)
+		}
+		if c.history != "" && task.Feedback != c.history {
+			t.Errorf("%s: feedback %q, want %q", c.op, task.Feedback, c.history)
+		}
+		_, body, _ := v.get(loc)
+		wantIn(t, c.op+" then the list", body, `id="flash">`+c.flash)
+		wantNotIn(t, c.op+" then the list", body, `data-task="`+strconv.FormatUint(uint64(c.id), 10)+`"`)
+	}
+
+	// A page shown before someone else decided: the button is refused
+	// with the state now, and nothing is written.
+	b := awaitTask(t, v.e, engine.CreateTask{Job: "j5", Phase: "p", Queue: "q5"}, engine.VerdictApprove)
+	if _, err := v.e.TaskCommand(context.Background(), engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: b}, Op: engine.TaskOpReject, By: "bob", Reason: "no"}); err != nil {
+		t.Fatal(err)
+	}
+	code, body, _ := press(b, "approve", "APPROVAL_REQUIRED", "")
+	if code != http.StatusConflict {
+		t.Errorf("approve of a task rejected meanwhile: HTTP %d", code)
+	}
+	wantIn(t, "approve of a task rejected meanwhile", body, "Could not approve task 5: it is PENDING now, not what the page showed.", `id="no-tasks"`)
+	if task := v.task(b); task.State != engine.TaskPending || task.DecidedBy != "bob" {
+		t.Errorf("the refused approve changed the task: %s by %q", task.State, task.DecidedBy)
+	}
+	// A button the state never had: the engine names the state.
+	c := awaitTask(t, v.e, engine.CreateTask{Job: "j6", Phase: "p", Queue: "q6"}, engine.VerdictApprove)
+	code, body, _ = press(c, "terminate", "", "")
+	if code != http.StatusConflict {
+		t.Errorf("terminate of an APPROVAL_REQUIRED task: HTTP %d", code)
+	}
+	wantIn(t, "terminate of an APPROVAL_REQUIRED task", body, "it is APPROVAL_REQUIRED now")
+
+	for _, bad := range []struct {
+		path string
+		form url.Values
+		code int
+		msg  string
+	}{
+		{"/ui/review/6/approve", url.Values{"expect": {"APPROVAL_REQUIRED"}}, http.StatusForbidden, "This form has expired"},
+		{"/ui/review/6/fix", url.Values{csrfField: {csrf}}, http.StatusNotFound, "There is no such button."},
+		{"/ui/review/x/approve", url.Values{csrfField: {csrf}}, http.StatusNotFound, `"x" is not a task id`},
+		{"/ui/review/99/approve", url.Values{csrfField: {csrf}}, http.StatusNotFound, "Could not approve task 99"},
+		{"/ui/review/6/approve", url.Values{csrfField: {csrf}, "expect": {"LATE"}}, http.StatusBadRequest, "names no task state"},
+	} {
+		code, body, _ := v.post(bad.path, bad.form)
+		if code != bad.code {
+			t.Errorf("POST %s %v: HTTP %d, want %d", bad.path, bad.form, code, bad.code)
+		}
+		wantIn(t, "POST "+bad.path, body, bad.msg)
+	}
+	if task := v.task(c); task.State != engine.TaskApprovalRequired {
+		t.Errorf("the refused forms moved task %d to %s", c, task.State)
+	}
+}
+
+// TestReviewRoles shows a reader the tasks without buttons, and refuses
+// its forms; a client gets every button.
+func TestReviewRoles(t *testing.T) {
+	role := "reader"
+	v := newEnv(t, envOptions{permissions: func(context.Context, string) (Permissions, error) { return ForRole(role) }})
+	id := awaitTask(t, v.e, engine.CreateTask{Job: "j", Phase: "p", Queue: "q"}, engine.VerdictApprove)
+	_, body, _ := v.get("/ui/review")
+	wantIn(t, "a reader's review page", body, `data-task="1"`, `id="no-review-actions"`, "The reader role may not decide tasks: it can read them only.")
+	wantNotIn(t, "a reader's review page", body, `id="task-1-approve-form"`, `id="task-1-reject-form"`)
+	code, body, _ := v.post("/ui/review/1/approve", url.Values{csrfField: {v.csrf("/ui/signin")}})
+	if code != http.StatusForbidden {
+		t.Errorf("a reader's approve: HTTP %d", code)
+	}
+	wantIn(t, "a reader's approve", body, "The reader role may not approve tasks.")
+	if task := v.task(id); task.State != engine.TaskApprovalRequired {
+		t.Errorf("a reader's approve moved the task to %s", task.State)
+	}
+	role = "client"
+	_, body, _ = v.get("/ui/review")
+	wantIn(t, "a client's review page", body, `id="task-1-approve-form"`, `id="task-1-reject-form"`)
+	wantNotIn(t, "a client's review page", body, `id="no-review-actions"`)
+}
