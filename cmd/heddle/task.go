@@ -30,13 +30,7 @@ func newTaskCommand() *cobra.Command {
 		Args: unknownCommandArgs,
 		RunE: missingCommand,
 	}
-	g := &wfGlobals{}
-	fs := cmd.PersistentFlags()
-	fs.StringVar(&g.addr, "addr", "", "HTTP `addresses` of the nodes to ask, comma-separated host:port or http(s) URLs (default $HEDDLE_ADDR, else "+defaultAddr+")")
-	fs.StringVar(&g.token, "token", "", "bearer `token` of the HTTP API (default $HEDDLE_TOKEN)")
-	fs.DurationVar(&g.retry, "retry-timeout", wfDefaultRetry, "how long to keep trying when no node answers or the cluster has no leader")
-	g.format = addOutputFlags(fs)
-	completeOutput(cmd)
+	g := addAPIFlags(cmd)
 	cmd.AddCommand(newTaskDescribeCommand(g), newTaskListCommand(g), newTaskHistoryCommand(g))
 	for _, op := range engine.TaskOps() {
 		cmd.AddCommand(newTaskOpCommand(g, op))
