@@ -69,17 +69,25 @@ func (c *Client) ClaimWait(ctx context.Context, cmd engine.Claim) ([]engine.Clai
 		// poll returns its jobs.
 		cmd.RequestID = randomID("http-")
 	}
+	return longPoll(ctx, c, "/v1/jobs/claim", &cmd, func(r *engine.ClaimResult) []engine.ClaimedJob { return r.Jobs })
+}
+
+// longPoll posts body to path as long polls until one answers with items
+// (what items finds in its result R), fails, or ctx ends: each poll waits on
+// the server until something is claimed or its wait ends, and the next one
+// follows at once.
+func longPoll[R, T any](ctx context.Context, c *Client, path string, body any, items func(*R) []T) ([]T, error) {
 	for {
 		wait := c.pollWait(ctx)
 		if wait == 0 {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
-		var r engine.ClaimResult
-		err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs/claim", query: waitQuery(wait),
-			body: &cmd, out: &r, wait: wait, command: true})
-		if err != nil || len(r.Jobs) > 0 {
-			return r.Jobs, err
+		var r R
+		err := c.do(ctx, request{method: http.MethodPost, path: path, query: waitQuery(wait),
+			body: body, out: &r, wait: wait, command: true})
+		if got := items(&r); err != nil || len(got) > 0 {
+			return got, err
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -257,22 +257,7 @@ func (c *Client) ClaimTasksWait(ctx context.Context, cmd engine.ClaimTasks) ([]e
 	if cmd.RequestID == "" {
 		cmd.RequestID = randomID("http-")
 	}
-	for {
-		wait := c.pollWait(ctx)
-		if wait == 0 {
-			<-ctx.Done()
-			return nil, ctx.Err()
-		}
-		var r engine.ClaimTasksResult
-		err := c.do(ctx, request{method: http.MethodPost, path: "/v1/tasks/claim", query: waitQuery(wait),
-			body: &cmd, out: &r, wait: wait, command: true})
-		if err != nil || len(r.Tasks) > 0 {
-			return r.Tasks, err
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-	}
+	return longPoll(ctx, c, "/v1/tasks/claim", &cmd, func(r *engine.ClaimTasksResult) []engine.ClaimedTask { return r.Tasks })
 }
 
 // ConfigureJob changes the input of a Draft job before its activation.
