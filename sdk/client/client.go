@@ -22,6 +22,7 @@ import (
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/internal/tracing"
 	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/log"
 	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -133,8 +134,10 @@ type Options struct {
 	// Identity names this process; workers made from the client take it
 	// as their default identity.
 	Identity string
-	// Logger is the default logger of the workers made from the client.
-	Logger *slog.Logger
+	// Logger is the default logger of the workers made from the client, as
+	// Temporal's log.Logger: a *slog.Logger, a log.NewStructuredLogger, or
+	// any other implementation (the workers write to it through log.Slog).
+	Logger log.Logger
 	// Querier answers QueryWorkflow. Nil means: a worker of the run's
 	// queue made from this client in this process, else (over HTTP) the
 	// node, which asks the workers that serve its queries.
@@ -215,7 +218,7 @@ var _ sdkhook.ClientBackend = (*workflowClient)(nil)
 func (c *workflowClient) Service() engine.Service { return c.e }
 
 func (c *workflowClient) WorkerDefaults() (string, *slog.Logger) {
-	return c.opts.Identity, c.opts.Logger
+	return c.opts.Identity, log.Slog(c.opts.Logger)
 }
 
 func (c *workflowClient) AddQuerier(queue string, q sdkhook.Querier) func() {
