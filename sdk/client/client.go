@@ -78,6 +78,16 @@ type Client interface {
 	// UpdateWorkflow sends an update to a run and waits for the stage
 	// options.WaitForStage names.
 	UpdateWorkflow(ctx context.Context, options UpdateWorkflowOptions) (WorkflowUpdateHandle, error)
+	// NewWithStartWorkflowOperation, UpdateWithStartWorkflow and
+	// GetWorkflowUpdateHandle are Temporal's update-with-start and update
+	// handles (updatestart.go).
+	NewWithStartWorkflowOperation(options StartWorkflowOptions, workflow any, args ...any) WithStartWorkflowOperation
+	UpdateWithStartWorkflow(ctx context.Context, options UpdateWithStartWorkflowOptions) (WorkflowUpdateHandle, error)
+	GetWorkflowUpdateHandle(ref GetWorkflowUpdateHandleOptions) WorkflowUpdateHandle
+	// RecordActivityHeartbeat and RecordActivityHeartbeatByID heartbeat an
+	// activity completed asynchronously (heartbeat.go).
+	RecordActivityHeartbeat(ctx context.Context, taskToken []byte, details ...any) error
+	RecordActivityHeartbeatByID(ctx context.Context, namespace, workflowID, runID, activityID string, details ...any) error
 	// ScheduleClient manages schedules.
 	ScheduleClient() ScheduleClient
 	// CompleteActivity ends an activity that returned
