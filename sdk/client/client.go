@@ -141,6 +141,8 @@ type Options struct {
 	Namespace string
 	// Credentials, if set, authenticate to the node (a bearer token).
 	Credentials Credentials
+	// ConnectionOptions configure the connection to HostPort (TLS).
+	ConnectionOptions ConnectionOptions
 	// Identity names this process; workers made from the client take it
 	// as their default identity.
 	Identity string
@@ -184,7 +186,7 @@ func Dial(options Options) (Client, error) {
 	if addr == "" {
 		addr = DefaultHostPort
 	}
-	cfg := httpapi.ClientConfig{Addrs: []string{addr}}
+	cfg := httpapi.ClientConfig{Addrs: []string{addr}, TLS: options.ConnectionOptions.TLS}
 	if options.Credentials != nil {
 		cfg.Token = options.Credentials.token()
 	}
@@ -194,6 +196,9 @@ func Dial(options Options) (Client, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	defer cancel()
+	if options.ConnectionOptions.DisableHealthCheck {
+		return NewWithOptions(hc, options), nil
+	}
 	if err := hc.Live(ctx); err != nil {
 		return nil, fmt.Errorf("client: dial %s: the node does not answer: %w", addr, err)
 	}
