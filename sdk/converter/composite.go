@@ -145,7 +145,7 @@ func (*JSONPayloadConverter) FromPayload(p *Payload, valuePtr any) error {
 }
 
 func (*JSONPayloadConverter) ToString(p *Payload) string { return string(p.Data) }
-func (*JSONPayloadConverter) Encoding() string            { return MetadataEncodingJSON }
+func (*JSONPayloadConverter) Encoding() string           { return MetadataEncodingJSON }
 
 // NilPayloadConverter writes nil (MetadataEncodingNil).
 type NilPayloadConverter struct{}
