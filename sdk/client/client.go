@@ -154,6 +154,12 @@ type Options struct {
 	// queue made from this client in this process, else (over HTTP) the
 	// node, which asks the workers that serve its queries.
 	Querier Querier
+	// DataConverter, if set, encodes the values the client and the workers
+	// made from it store (see converter.EncodeData): a
+	// converter.NewCodecDataConverter with an encryption or compression
+	// codec, as in Temporal. Nil means converter.GetDefaultDataConverter.
+	// docs/temporal.md says which payloads it covers.
+	DataConverter converter.DataConverter
 	// TracerProvider, if set, makes a span StartWorkflow:<type> of each
 	// start. Whether or not it is set, a start records the span of its
 	// context (that span, or the caller's) as the run's trace parent, so
@@ -349,7 +355,7 @@ func (c *workflowClient) ExecuteWorkflow(ctx context.Context, opts StartWorkflow
 	if !ok {
 		name = workflow.ActivityName(wf)
 	}
-	input, err := converter.Encode(args...)
+	input, err := c.encode(args...)
 	if err != nil {
 		return nil, fmt.Errorf("client: workflow arguments: %w", err)
 	}
@@ -412,7 +418,7 @@ func (c *workflowClient) SignalWorkflow(ctx context.Context, workflowID, runID, 
 	if err := c.check(); err != nil {
 		return err
 	}
-	payload, err := converter.Encode(arg)
+	payload, err := c.encode(arg)
 	if err != nil {
 		return fmt.Errorf("client: signal argument: %w", err)
 	}
@@ -455,7 +461,7 @@ func (c *workflowClient) TerminateWorkflow(ctx context.Context, workflowID, runI
 		return err
 	}
 	if len(details) > 0 {
-		b, err := converter.Encode(details...)
+		b, err := c.encode(details...)
 		if err != nil {
 			return fmt.Errorf("client: terminate details: %w", err)
 		}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/sdkhook"
-	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/temporal"
 )
 
@@ -92,5 +91,3 @@ func (c *workflowClient) asyncHeartbeat(ctx context.Context, ref engine.LeaseRef
 	return err
 }
 
-// encode is converter.Encode; the data converter joins here.
-func (c *workflowClient) encode(values ...any) ([]byte, error) { return converter.Encode(values...) }
