@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -96,14 +97,39 @@ func ChildOfSecrets(ctx workflow.Context, s Secret) (string, error) {
 	return "child saw " + s.Name, nil
 }
 
+// HeartbeatSecret records a heartbeat and fails on its first try; the
+// second returns the details the first recorded.
+func HeartbeatSecret(ctx context.Context, s Secret) (string, error) {
+	if activity.GetInfo(ctx).Attempt == 1 {
+		activity.RecordHeartbeat(ctx, "progress "+s.PIN)
+		return "", errors.New("first try fails")
+	}
+	var d string
+	if err := activity.GetHeartbeatDetails(ctx, &d); err != nil {
+		return "", err
+	}
+	return "retry read " + d, nil
+}
+
 func SecretWorkflow(ctx workflow.Context, s Secret) ([]string, error) {
 	var out []string
+	if err := workflow.SetUpdateHandler(ctx, "peek", func(ctx workflow.Context, prefix string) (string, error) {
+		return prefix + s.PIN, nil
+	}); err != nil {
+		return nil, err
+	}
 	var extra string
 	workflow.GetSignalChannel(ctx, "extra").Receive(ctx, &extra)
 	out = append(out, "signal "+extra)
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
 	var a string
 	if err := workflow.ExecuteActivity(ctx, RevealActivity, s).Get(ctx, &a); err != nil {
+		return nil, err
+	}
+	out = append(out, a)
+	rctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
+		RetryPolicy: &workflow.RetryPolicy{InitialInterval: 10 * time.Millisecond, MaximumAttempts: 2}})
+	if err := workflow.ExecuteActivity(rctx, HeartbeatSecret, s).Get(ctx, &a); err != nil {
 		return nil, err
 	}
 	out = append(out, a)
@@ -124,9 +150,15 @@ func SecretWorkflow(ctx workflow.Context, s Secret) ([]string, error) {
 	return append(out, side), nil
 }
 
+// b64 is how a secret shows inside a record's []byte field (JSON base64)
+// when not encrypted: the argument's JSON string, so with its quotes.
+func b64(s string) string {
+	return strings.TrimRight(base64.StdEncoding.EncodeToString([]byte(`["`+s)), "=")[:8]
+}
+
 // A client with a codec data converter (AES-GCM, then zlib) runs a
-// workflow with a signal, an inline activity, an activity task, a child
-// and a side effect: every result comes back right, the engine's
+// workflow with an update, a signal, an inline activity retried after a
+// heartbeat, an activity task, a child and a side effect: every result comes back right, the engine's
 // histories hold none of the plaintext, and a client without the codec
 // cannot read the result.
 func TestCodecDataConverterEndToEnd(t *testing.T) {
@@ -149,6 +181,7 @@ func TestCodecDataConverterEndToEnd(t *testing.T) {
 					w.RegisterWorkflow(SecretWorkflow)
 					w.RegisterWorkflow(ChildOfSecrets)
 					w.RegisterActivity(RevealActivity)
+					w.RegisterActivity(HeartbeatSecret)
 				},
 				"secrets-acts": func(w worker.Worker) { w.RegisterActivity(TaskQueueReveal) },
 			} {
@@ -166,6 +199,14 @@ func TestCodecDataConverterEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: "secrets", UpdateName: "peek", Args: []any{"Quetzal "}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var peek string
+			if err := h.Get(ctx, &peek); err != nil || peek != "Quetzal 8462" {
+				t.Fatalf("update = %q, %v", peek, err)
+			}
 			if err := c.SignalWorkflow(ctx, "secrets", "", "extra", "Xylophone"); err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +214,7 @@ func TestCodecDataConverterEndToEnd(t *testing.T) {
 			if err := run.Get(ctx, &got); err != nil {
 				t.Fatal(err)
 			}
-			want := []string{"signal Xylophone", "activity saw Hortensia/8462", "task TaskQueueReveal saw 8462", "child saw Hortensia", "side 8462"}
+			want := []string{"signal Xylophone", "activity saw Hortensia/8462", "retry read progress 8462", "task TaskQueueReveal saw 8462", "child saw Hortensia", "side 8462"}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("result %q, want %q", got, want)
 			}
@@ -194,7 +235,7 @@ func TestCodecDataConverterEndToEnd(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, ev := range h.Events {
-					for _, secret := range []string{"Hortensia", "8462", "Xylophone"} {
+					for _, secret := range []string{"Hortensia", "8462", "Xylophone", "Quetzal", b64("8462"), b64("Quetzal")} {
 						if strings.Contains(string(ev.Payload), secret) || strings.Contains(string(ev.LastResult), secret) {
 							t.Errorf("job %d event %d (%s) stores %q in plaintext: %s", j.ID, ev.Seq, ev.Type, secret, ev.Payload)
 						}

@@ -1,11 +1,15 @@
 package worker
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
 // codecService applies the client's data converter (its codecs) at the
@@ -13,7 +17,10 @@ import (
 // (a run's or a child's input, activity and workflow results, signals,
 // markers of side effects and versions) is stored as dc's envelope, and
 // every one it reads back is decoded before workflow code or replay sees
-// it. Workflow and activity code, and replay's comparisons, work on plain
+// it. Three of heddle's records hold a value list inside them, which is
+// encoded in place: an activity try's heartbeat details (in its
+// activity_attempt_failed record), an update's arguments (in its signal)
+// and an update's result (in its completion marker). Workflow and activity code, and replay's comparisons, work on plain
 // JSON value lists as they do without a converter. Payloads that are not
 // value lists (failures, which the engine reads, and heddle's own records
 // such as update markers and attempt records) pass unchanged.
@@ -41,11 +48,47 @@ func rawService(e engine.Service) engine.Service {
 }
 
 func (c *codecService) enc(what string, b []byte) ([]byte, error) {
-	out, err := converter.EncodeData(c.dc, b)
+	return c.encEvent(what, "", "", b)
+}
+
+// encEvent encodes the payload of an event of type typ named name.
+func (c *codecService) encEvent(what string, typ engine.EventType, name string, b []byte) ([]byte, error) {
+	out, err := c.transform(typ, name, b, func(v []byte) ([]byte, error) { return converter.EncodeData(c.dc, v) })
 	if err != nil {
 		return nil, fmt.Errorf("worker: data converter: encode %s: %w", what, err)
 	}
 	return out, nil
+}
+
+// transform applies f to the value list of a payload: the payload itself,
+// or the one inside the records that hold one.
+func (c *codecService) transform(typ engine.EventType, name string, b []byte, f func([]byte) ([]byte, error)) ([]byte, error) {
+	switch {
+	case typ == replay.EventActivityAttemptFailed:
+		return inside(b, func(r *attemptRecord) *[]byte { return &r.Details }, f)
+	case (typ == engine.EventSignalReceived || typ == "") && name == workflow.UpdateSignalName:
+		return inside(b, func(r *workflow.UpdateRequest) *[]byte { return &r.Args }, f)
+	case typ == replay.EventMarkerRecorded && name == "update_completed":
+		return inside(b, func(r *workflow.UpdateOutcome) *[]byte { return &r.Result }, f)
+	}
+	return f(b)
+}
+
+// inside applies f to the value list field gives of the record b holds,
+// and writes the record again; a payload that is not such a record, or
+// whose field f leaves as it is, is returned unchanged.
+func inside[T any](b []byte, field func(*T) *[]byte, f func([]byte) ([]byte, error)) ([]byte, error) {
+	var rec T
+	if len(b) == 0 || json.Unmarshal(b, &rec) != nil {
+		return b, nil
+	}
+	p := field(&rec)
+	out, err := f(*p)
+	if err != nil || bytes.Equal(out, *p) {
+		return b, err
+	}
+	*p = out
+	return json.Marshal(&rec)
 }
 
 func (c *codecService) events(evs []engine.Event) ([]engine.Event, error) {
@@ -55,7 +98,7 @@ func (c *codecService) events(evs []engine.Event) ([]engine.Event, error) {
 	out := make([]engine.Event, len(evs))
 	for i, ev := range evs {
 		var err error
-		if ev.Payload, err = converter.DecodeData(c.dc, ev.Payload); err != nil {
+		if ev.Payload, err = c.transform(ev.Type, ev.Name, ev.Payload, c.decode); err != nil {
 			return nil, fmt.Errorf("worker: data converter: decode event %d (%s) of step %q: %w", ev.Seq, ev.Type, ev.Step, err)
 		}
 		if ev.LastResult, err = converter.DecodeData(c.dc, ev.LastResult); err != nil {
@@ -65,6 +108,8 @@ func (c *codecService) events(evs []engine.Event) ([]engine.Event, error) {
 	}
 	return out, nil
 }
+
+func (c *codecService) decode(b []byte) ([]byte, error) { return converter.DecodeData(c.dc, b) }
 
 func (c *codecService) claimed(jobs []engine.ClaimedJob, err error) ([]engine.ClaimedJob, error) {
 	if err != nil {
@@ -125,22 +170,41 @@ func (c *codecService) Create(ctx context.Context, cmd engine.CreateJob) (*engin
 	return c.Service.Create(ctx, cmd)
 }
 
-func (c *codecService) Append(ctx context.Context, cmd engine.AppendEvents) (*engine.AppendResult, error) {
-	evs := make([]engine.NewEvent, len(cmd.Events))
-	for i, ev := range cmd.Events {
+// newEvents encodes the payloads of events a command appends, in a copy.
+func (c *codecService) newEvents(in []engine.NewEvent) ([]engine.NewEvent, error) {
+	if len(in) == 0 {
+		return in, nil
+	}
+	evs := make([]engine.NewEvent, len(in))
+	for i, ev := range in {
 		var err error
-		if ev.Payload, err = c.enc(string(ev.Type), ev.Payload); err != nil {
+		if ev.Payload, err = c.encEvent(string(ev.Type), ev.Type, ev.Name, ev.Payload); err != nil {
 			return nil, err
 		}
 		evs[i] = ev
 	}
-	cmd.Events = evs
+	return evs, nil
+}
+
+func (c *codecService) Append(ctx context.Context, cmd engine.AppendEvents) (*engine.AppendResult, error) {
+	var err error
+	if cmd.Events, err = c.newEvents(cmd.Events); err != nil {
+		return nil, err
+	}
 	return c.Service.Append(ctx, cmd)
+}
+
+func (c *codecService) Wait(ctx context.Context, cmd engine.Wait) (*engine.WaitResult, error) {
+	var err error
+	if cmd.Events, err = c.newEvents(cmd.Events); err != nil {
+		return nil, err
+	}
+	return c.Service.Wait(ctx, cmd)
 }
 
 func (c *codecService) CommitStep(ctx context.Context, cmd engine.CommitStep) (*engine.AppendResult, error) {
 	var err error
-	if cmd.Payload, err = c.enc("step "+cmd.Step, cmd.Payload); err != nil {
+	if cmd.Payload, err = c.encEvent("step "+cmd.Step, cmd.Type, cmd.Name, cmd.Payload); err != nil {
 		return nil, err
 	}
 	return c.Service.CommitStep(ctx, cmd)
@@ -156,7 +220,7 @@ func (c *codecService) EndStepAttempt(ctx context.Context, cmd engine.EndStepAtt
 
 func (c *codecService) Signal(ctx context.Context, cmd engine.Signal) (*engine.SignalResult, error) {
 	var err error
-	if cmd.Payload, err = c.enc("signal "+cmd.Name, cmd.Payload); err != nil {
+	if cmd.Payload, err = c.encEvent("signal "+cmd.Name, "", cmd.Name, cmd.Payload); err != nil {
 		return nil, err
 	}
 	return c.Service.Signal(ctx, cmd)
