@@ -90,4 +90,3 @@ func (c *workflowClient) asyncHeartbeat(ctx context.Context, ref engine.LeaseRef
 	_, err = c.e.Signal(ctx, engine.Signal{Target: engine.Target{Job: ref.Job}, Name: AsyncHeartbeatSignal, Payload: payload})
 	return err
 }
-

@@ -29,6 +29,12 @@ type codecService struct {
 	dc converter.DataConverter
 }
 
+// dataConverterSource is implemented by sdk/client's client: the data
+// converter its workers store payloads with.
+type dataConverterSource interface {
+	DataConverter() converter.DataConverter
+}
+
 // withDataConverter wraps e with dc's codecs; the default converter
 // stores what heddle always stored, so e is returned as it is.
 func withDataConverter(e engine.Service, dc converter.DataConverter) engine.Service {

@@ -268,7 +268,7 @@ func New(c client.Client, taskQueue string, options Options) Worker {
 	}
 	if ok {
 		w.backend, w.e = backend, backend.Service()
-		if dcs, ok := backend.(interface{ DataConverter() converter.DataConverter }); ok {
+		if dcs, ok := backend.(dataConverterSource); ok {
 			w.e = withDataConverter(w.e, dcs.DataConverter())
 		}
 		identity, logger := backend.WorkerDefaults()
