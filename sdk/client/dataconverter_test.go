@@ -111,6 +111,14 @@ func HeartbeatSecret(ctx context.Context, s Secret) (string, error) {
 	return "retry read " + d, nil
 }
 
+// ContinueSecret continues as new once, carrying the secret.
+func ContinueSecret(ctx workflow.Context, s Secret, round int) (string, error) {
+	if round == 0 {
+		return "", workflow.NewContinueAsNewError(ctx, ContinueSecret, s, 1)
+	}
+	return "continued " + s.PIN, nil
+}
+
 func SecretWorkflow(ctx workflow.Context, s Secret) ([]string, error) {
 	var out []string
 	if err := workflow.SetUpdateHandler(ctx, "peek", func(ctx workflow.Context, prefix string) (string, error) {
@@ -182,6 +190,7 @@ func TestCodecDataConverterEndToEnd(t *testing.T) {
 					w.RegisterWorkflow(ChildOfSecrets)
 					w.RegisterActivity(RevealActivity)
 					w.RegisterActivity(HeartbeatSecret)
+					w.RegisterWorkflow(ContinueSecret)
 				},
 				"secrets-acts": func(w worker.Worker) { w.RegisterActivity(TaskQueueReveal) },
 			} {
@@ -219,14 +228,24 @@ func TestCodecDataConverterEndToEnd(t *testing.T) {
 				t.Fatalf("result %q, want %q", got, want)
 			}
 
+			cont, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "continued", TaskQueue: "secrets"}, ContinueSecret,
+				Secret{Name: "Hortensia", PIN: "8462"}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var contOut string
+			if err := cont.Get(ctx, &contOut); err != nil || contOut != "continued 8462" {
+				t.Fatalf("continue-as-new = %q, %v", contOut, err)
+			}
+
 			// What the engine stored: no plaintext in any payload of any
 			// job (the run, its child and its activity task).
 			page, err := e.List(ctx, engine.ListQuery{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(page.Jobs) < 3 {
-				t.Fatalf("%d jobs, want the run, its child and its activity task", len(page.Jobs))
+			if len(page.Jobs) < 5 {
+				t.Fatalf("%d jobs, want the run, its child, its activity task and the two continued runs", len(page.Jobs))
 			}
 			envelopes := 0
 			for _, j := range page.Jobs {
