@@ -7,7 +7,6 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/sdkhook"
-	"github.com/heddlewf/heddle/sdk/converter"
 )
 
 // CompleteActivity completes an activity that returned
@@ -59,7 +58,7 @@ func (c *workflowClient) completeAsync(ctx context.Context, ref engine.LeaseRef,
 	case err != nil:
 		cmd.Error = sdkhook.EncodeFailure(err)
 	case result != nil:
-		b, eerr := converter.Encode(result)
+		b, eerr := c.encode(result)
 		if eerr != nil {
 			return fmt.Errorf("client: activity result: %w", eerr)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/internal/tracing"
 	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/log"
 	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -77,6 +78,16 @@ type Client interface {
 	// UpdateWorkflow sends an update to a run and waits for the stage
 	// options.WaitForStage names.
 	UpdateWorkflow(ctx context.Context, options UpdateWorkflowOptions) (WorkflowUpdateHandle, error)
+	// NewWithStartWorkflowOperation, UpdateWithStartWorkflow and
+	// GetWorkflowUpdateHandle are Temporal's update-with-start and update
+	// handles (updatestart.go).
+	NewWithStartWorkflowOperation(options StartWorkflowOptions, workflow any, args ...any) WithStartWorkflowOperation
+	UpdateWithStartWorkflow(ctx context.Context, options UpdateWithStartWorkflowOptions) (WorkflowUpdateHandle, error)
+	GetWorkflowUpdateHandle(ref GetWorkflowUpdateHandleOptions) WorkflowUpdateHandle
+	// RecordActivityHeartbeat and RecordActivityHeartbeatByID heartbeat an
+	// activity completed asynchronously (heartbeat.go).
+	RecordActivityHeartbeat(ctx context.Context, taskToken []byte, details ...any) error
+	RecordActivityHeartbeatByID(ctx context.Context, namespace, workflowID, runID, activityID string, details ...any) error
 	// ScheduleClient manages schedules.
 	ScheduleClient() ScheduleClient
 	// CompleteActivity ends an activity that returned
@@ -130,15 +141,25 @@ type Options struct {
 	Namespace string
 	// Credentials, if set, authenticate to the node (a bearer token).
 	Credentials Credentials
+	// ConnectionOptions configure the connection to HostPort (TLS).
+	ConnectionOptions ConnectionOptions
 	// Identity names this process; workers made from the client take it
 	// as their default identity.
 	Identity string
-	// Logger is the default logger of the workers made from the client.
-	Logger *slog.Logger
+	// Logger is the default logger of the workers made from the client, as
+	// Temporal's log.Logger: a *slog.Logger, a log.NewStructuredLogger, or
+	// any other implementation (the workers write to it through log.Slog).
+	Logger log.Logger
 	// Querier answers QueryWorkflow. Nil means: a worker of the run's
 	// queue made from this client in this process, else (over HTTP) the
 	// node, which asks the workers that serve its queries.
 	Querier Querier
+	// DataConverter, if set, encodes the values the client and the workers
+	// made from it store (see converter.EncodeData): a
+	// converter.NewCodecDataConverter with an encryption or compression
+	// codec, as in Temporal. Nil means converter.GetDefaultDataConverter.
+	// docs/temporal.md says which payloads it covers.
+	DataConverter converter.DataConverter
 	// TracerProvider, if set, makes a span StartWorkflow:<type> of each
 	// start. Whether or not it is set, a start records the span of its
 	// context (that span, or the caller's) as the run's trace parent, so
@@ -171,7 +192,7 @@ func Dial(options Options) (Client, error) {
 	if addr == "" {
 		addr = DefaultHostPort
 	}
-	cfg := httpapi.ClientConfig{Addrs: []string{addr}}
+	cfg := httpapi.ClientConfig{Addrs: []string{addr}, TLS: options.ConnectionOptions.TLS}
 	if options.Credentials != nil {
 		cfg.Token = options.Credentials.token()
 	}
@@ -181,6 +202,9 @@ func Dial(options Options) (Client, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	defer cancel()
+	if options.ConnectionOptions.DisableHealthCheck {
+		return NewWithOptions(hc, options), nil
+	}
 	if err := hc.Live(ctx); err != nil {
 		return nil, fmt.Errorf("client: dial %s: the node does not answer: %w", addr, err)
 	}
@@ -215,7 +239,7 @@ var _ sdkhook.ClientBackend = (*workflowClient)(nil)
 func (c *workflowClient) Service() engine.Service { return c.e }
 
 func (c *workflowClient) WorkerDefaults() (string, *slog.Logger) {
-	return c.opts.Identity, c.opts.Logger
+	return c.opts.Identity, log.Slog(c.opts.Logger)
 }
 
 func (c *workflowClient) AddQuerier(queue string, q sdkhook.Querier) func() {
@@ -331,7 +355,7 @@ func (c *workflowClient) ExecuteWorkflow(ctx context.Context, opts StartWorkflow
 	if !ok {
 		name = workflow.ActivityName(wf)
 	}
-	input, err := converter.Encode(args...)
+	input, err := c.encode(args...)
 	if err != nil {
 		return nil, fmt.Errorf("client: workflow arguments: %w", err)
 	}
@@ -394,7 +418,7 @@ func (c *workflowClient) SignalWorkflow(ctx context.Context, workflowID, runID, 
 	if err := c.check(); err != nil {
 		return err
 	}
-	payload, err := converter.Encode(arg)
+	payload, err := c.encode(arg)
 	if err != nil {
 		return fmt.Errorf("client: signal argument: %w", err)
 	}
@@ -437,7 +461,7 @@ func (c *workflowClient) TerminateWorkflow(ctx context.Context, workflowID, runI
 		return err
 	}
 	if len(details) > 0 {
-		b, err := converter.Encode(details...)
+		b, err := c.encode(details...)
 		if err != nil {
 			return fmt.Errorf("client: terminate details: %w", err)
 		}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/sdkhook"
-	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/temporal"
 )
 
@@ -104,7 +103,7 @@ func (r *run) GetWithOptions(ctx context.Context, valuePtr any, options Workflow
 		if valuePtr == nil {
 			return nil
 		}
-		return converter.Decode(last.Payload, valuePtr)
+		return r.c.decode(last.Payload, valuePtr)
 	case engine.StatusCancelled:
 		cause = temporal.NewCanceledError()
 		if len(last.Payload) > 0 {

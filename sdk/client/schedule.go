@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
@@ -265,7 +264,7 @@ func (sc *scheduleClient) Create(ctx context.Context, o ScheduleOptions) (Schedu
 	sched := &Schedule{Action: o.Action, Spec: &o.Spec,
 		Policy: &SchedulePolicies{Overlap: o.Overlap, CatchupWindow: o.CatchupWindow, PauseOnFailure: o.PauseOnFailure},
 		State:  &ScheduleState{Note: o.Note, Paused: o.Paused, LimitedActions: o.RemainingActions > 0, RemainingActions: o.RemainingActions}}
-	spec, act, pol, st, err := toEngineSchedule(sched)
+	spec, act, pol, st, err := toEngineSchedule(sc.c, sched)
 	if err != nil {
 		return nil, err
 	}
@@ -388,7 +387,7 @@ func (h *scheduleHandle) Update(ctx context.Context, o ScheduleUpdateOptions) er
 	if up == nil || up.Schedule == nil {
 		return errors.New("client: DoUpdate returned no schedule")
 	}
-	spec, act, pol, st, err := toEngineSchedule(up.Schedule)
+	spec, act, pol, st, err := toEngineSchedule(h.sc.c, up.Schedule)
 	if err != nil {
 		return err
 	}
@@ -458,7 +457,7 @@ func fromUnixMS(ms int64) time.Time {
 }
 
 // toEngineSchedule converts a schedule to the engine's parts.
-func toEngineSchedule(s *Schedule) (engine.ScheduleSpec, engine.ScheduleAction, engine.SchedulePolicy, engine.ScheduleState, error) {
+func toEngineSchedule(c *workflowClient, s *Schedule) (engine.ScheduleSpec, engine.ScheduleAction, engine.SchedulePolicy, engine.ScheduleState, error) {
 	var (
 		spec engine.ScheduleSpec
 		act  engine.ScheduleAction
@@ -494,7 +493,7 @@ func toEngineSchedule(s *Schedule) (engine.ScheduleSpec, engine.ScheduleAction, 
 	input := wa.input
 	if wa.Args != nil || input == nil {
 		var err error
-		if input, err = converter.Encode(wa.Args...); err != nil {
+		if input, err = c.encode(wa.Args...); err != nil {
 			return spec, act, pol, st, fmt.Errorf("client: schedule workflow arguments: %w", err)
 		}
 	}

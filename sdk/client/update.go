@@ -12,7 +12,6 @@ import (
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
-	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
@@ -80,7 +79,7 @@ func (c *workflowClient) UpdateWorkflow(ctx context.Context, o UpdateWorkflowOpt
 		_, _ = rand.Read(b[:]) // crypto/rand does not fail
 		o.UpdateID = hex.EncodeToString(b[:])
 	}
-	args, err := converter.Encode(o.Args...)
+	args, err := c.encode(o.Args...)
 	if err != nil {
 		return nil, fmt.Errorf("client: update arguments: %w", err)
 	}
@@ -153,7 +152,7 @@ func (h *updateHandle) Get(ctx context.Context, valuePtr any) error {
 	if valuePtr == nil || done.Result == nil {
 		return nil
 	}
-	return converter.Decode(done.Result, valuePtr)
+	return h.c.decode(done.Result, valuePtr)
 }
 
 // wait reads the run's history until the update's marker of stage is there.

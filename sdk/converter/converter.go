@@ -48,8 +48,17 @@ func Encode(values ...any) ([]byte, error) {
 // pointers than values is fine too, as in Temporal: the pointers past the
 // last value are left as they are (a handler's missing arguments are zero
 // values), which lets a reader add parameters before every sender sends
-// them. A nil pointer skips its value. Empty data holds no values.
+// them. A nil pointer skips its value. Empty data holds no values. An
+// envelope of EncodeData is decoded with the default data converter.
 func Decode(data []byte, valuePtrs ...any) error {
+	if IsEnvelope(data) {
+		// Stored by another data converter: readable here when its
+		// payloads need no codec (DecodeWith gives the codec).
+		var err error
+		if data, err = DecodeData(nil, data); err != nil {
+			return err
+		}
+	}
 	var raw []json.RawMessage
 	if len(data) > 0 {
 		if err := json.Unmarshal(data, &raw); err != nil {
@@ -91,11 +100,11 @@ type EncodedValues interface {
 	Get(valuePtrs ...any) error
 }
 
-// Payload is implemented by the EncodedValue and EncodedValues this
+// DataHolder is implemented by the EncodedValue and EncodedValues this
 // package makes: Data returns the payload bytes (Encode's JSON array),
 // which the caller must not change. Code that stores or forwards a value
 // without decoding it asks for it with a type assertion.
-type Payload interface {
+type DataHolder interface {
 	Data() []byte
 }
 
@@ -109,9 +118,9 @@ func NewEncodedValue(data []byte) EncodedValue { return encodedValue{data: data}
 func NewEncodedValues(data []byte) EncodedValues { return encodedValues{data: data} }
 
 // DataOf returns the payload bytes of v when it is one this package made
-// (or anything else implementing Payload), else nil.
+// (or anything else implementing DataHolder), else nil.
 func DataOf(v any) []byte {
-	if p, ok := v.(Payload); ok {
+	if p, ok := v.(DataHolder); ok {
 		return p.Data()
 	}
 	return nil

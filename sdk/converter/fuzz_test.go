@@ -54,3 +54,27 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeData feeds arbitrary bytes, envelopes included, to DecodeData
+// with a codec converter: it must return an error or Encode's JSON array,
+// never panic.
+func FuzzDecodeData(f *testing.F) {
+	dc := NewCodecDataConverter(GetDefaultDataConverter(), NewZlibCodec(ZlibCodecOptions{AlwaysEncode: true}))
+	good, _ := EncodeWith(dc, "a", 1)
+	for _, seed := range [][]byte{good, []byte(`{"heddle_payloads":[]}`), []byte(`{"heddle_payloads":[{"metadata":{"encoding":"YmluYXJ5L3psaWI="},"data":"AAAA"}]}`),
+		[]byte(`{"heddle_payloads":null}`), []byte(`[1]`), nil} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, c := range []DataConverter{nil, dc} {
+			out, err := DecodeData(c, data)
+			if err != nil || !IsEnvelope(data) {
+				continue
+			}
+			var raws []json.RawMessage
+			if err := json.Unmarshal(out, &raws); err != nil {
+				t.Fatalf("DecodeData(%q) = %q, not a JSON array: %v", data, out, err)
+			}
+		}
+	})
+}

@@ -120,7 +120,7 @@ func endEvents(k replay.CommandKind) (done, failed engine.EventType) {
 // is derived from this job and the step, and a task found created by an
 // earlier try (after a crash) is this command's own.
 func (r *run) createTask(c *replay.Command) (bool, error) {
-	ts, ok := r.w.e.(engine.TaskService)
+	ts, ok := rawService(r.w.e).(engine.TaskService)
 	if !ok {
 		return true, r.failTask(c, workflow.NewApplicationError("this worker's service has no review tasks", "NoTasks", true))
 	}
@@ -176,7 +176,7 @@ const taskPollWait = 200 * time.Millisecond
 // registered) and reviews (for the reviewers registered), when the
 // service has review tasks.
 func (w *queueWorker) startTaskPollers() {
-	ts, ok := w.e.(engine.TaskService)
+	ts, ok := rawService(w.e).(engine.TaskService)
 	if !ok {
 		return
 	}

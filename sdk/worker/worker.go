@@ -268,6 +268,9 @@ func New(c client.Client, taskQueue string, options Options) Worker {
 	}
 	if ok {
 		w.backend, w.e = backend, backend.Service()
+		if dcs, ok := backend.(dataConverterSource); ok {
+			w.e = withDataConverter(w.e, dcs.DataConverter())
+		}
 		identity, logger := backend.WorkerDefaults()
 		if options.Identity == "" {
 			options.Identity = identity
@@ -399,7 +402,7 @@ func (w *queueWorker) Start() error {
 // queries the node's clients ask of this queue's runs, until the returned
 // function is called.
 func (w *queueWorker) serveQueries() func() {
-	hc, ok := w.e.(*httpapi.Client)
+	hc, ok := rawService(w.e).(*httpapi.Client)
 	if !ok {
 		return func() {}
 	}
