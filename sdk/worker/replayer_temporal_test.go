@@ -82,7 +82,9 @@ func greeting(ctx workflow.Context, name, activity string, sleep, block bool) (s
 }
 
 // TemporalRefund is the local activity of TemporalOrder.
-func TemporalRefund(_ context.Context, order string) (string, error) { return "refund-of-" + order, nil }
+func TemporalRefund(_ context.Context, order string) (string, error) {
+	return "refund-of-" + order, nil
+}
 
 // TemporalOrder: an activity that fails with a non-retryable
 // ApplicationError (event 7), a local activity (marker, event 11), a child
