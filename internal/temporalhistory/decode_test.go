@@ -123,7 +123,7 @@ func TestDecodePayloads(t *testing.T) {
 func TestDecodeRejectsMalformed(t *testing.T) {
 	for _, tc := range []struct {
 		name, input, want string
-		is              error
+		is                error
 	}{
 		{"empty", ``, "JSON object", ErrMalformed},
 		{"array", `[]`, "JSON object", ErrMalformed},
