@@ -174,7 +174,7 @@ func TestUpdateWorkflow(t *testing.T) {
 	want := map[string]bool{
 		"u1 accepted": true, "u1 completed: 5": true,
 		"u2 rejected: negative": true,
-		"u3 accepted": true, "u3 failed: unlucky": true,
+		"u3 accepted":           true, "u3 failed: unlucky": true,
 		"u4 accepted": true, "u4 completed: 7": true,
 	}
 	if len(log.events) != len(want) {
