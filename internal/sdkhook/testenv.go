@@ -12,6 +12,14 @@ type TestEnv interface {
 	// LastCompletionResult returns the payload a test set
 	// (SetLastCompletionResult) for the workflow id; ok is false when none.
 	LastCompletionResult(workflowID string) (payload []byte, ok bool)
+	// MocksExternal reports whether the test mocks signals (signal true)
+	// or cancel requests to other workflows at all
+	// (OnSignalExternalWorkflow, OnRequestCancelExternalWorkflow).
+	MocksExternal(signal bool) bool
+	// External answers a signal or cancel request to another workflow:
+	// handled false sends it to the engine (the target runs in the
+	// environment); otherwise err is its outcome, nil for sent.
+	External(signal bool, workflowID, runID, signalName string, arg any) (handled bool, err error)
 }
 
 // WithTestEnv returns the workflow.Context ctx carrying env; set by

@@ -273,3 +273,79 @@ func containsStr(s, sub string) bool {
 	}
 	return false
 }
+
+// Notifier signals an outside workflow twice and asks a third to cancel,
+// then signals its own child, which runs in the environment.
+func Notifier(ctx workflow.Context) (string, error) {
+	var out []string
+	for _, target := range []string{"audit", "billing"} {
+		err := workflow.SignalExternalWorkflow(ctx, target, "", "order-done", "o-1").Get(ctx, nil)
+		out = append(out, fmt.Sprintf("%s: %v", target, err))
+	}
+	err := workflow.RequestCancelExternalWorkflow(ctx, "stale", "").Get(ctx, nil)
+	out = append(out, fmt.Sprintf("stale: %v", err))
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: "listener"})
+	child := workflow.ExecuteChildWorkflow(cctx, Listener)
+	if err := child.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
+		return "", err
+	}
+	if err := workflow.SignalExternalWorkflow(ctx, "listener", "", "ping", "hi").Get(ctx, nil); err != nil {
+		return "", err
+	}
+	var heard string
+	if err := child.Get(ctx, &heard); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%v; child heard %s", out, heard), nil
+}
+
+// Listener returns the first "ping" it gets.
+func Listener(ctx workflow.Context) (string, error) {
+	var s string
+	workflow.GetSignalChannel(ctx, "ping").Receive(ctx, &s)
+	return s, nil
+}
+
+// OnSignalExternalWorkflow and OnRequestCancelExternalWorkflow answer for
+// workflows outside the environment (with an error, or a function of the
+// call); a workflow running in it gets the real signal.
+func TestOnExternalWorkflowMocks(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(Listener)
+	var seen []string
+	env.OnSignalExternalWorkflow(mock.Anything, "audit", "", "order-done", "o-1").Return(nil).Once()
+	env.OnSignalExternalWorkflow(mock.Anything, "billing", mock.Anything, mock.Anything, mock.Anything).Return(
+		func(namespace, workflowID, runID, signalName string, arg any) error {
+			seen = append(seen, fmt.Sprintf("%s %s %s %v", namespace, workflowID, signalName, arg))
+			return errors.New("billing is down")
+		}).Once()
+	env.OnRequestCancelExternalWorkflow(mock.Anything, "stale", "").Return(nil).Once()
+	env.ExecuteWorkflow(Notifier)
+	var got string
+	if err := env.GetWorkflowResult(&got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[audit: <nil> billing: billing is down stale: <nil>]; child heard hi"; got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	if len(seen) != 1 || seen[0] != "default billing order-done o-1" {
+		t.Fatalf("the mock function saw %q", seen)
+	}
+	env.AssertExpectations(t)
+}
+
+// Without a matching expectation an external signal fails with
+// MockErrorType rather than reaching a workflow that is not there.
+func TestOnSignalExternalWorkflowUnmatched(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.OnSignalExternalWorkflow(mock.Anything, "audit", mock.Anything, mock.Anything, mock.Anything).Return(nil).Maybe()
+	env.ExecuteWorkflow(func(ctx workflow.Context) error {
+		return workflow.SignalExternalWorkflow(ctx, "elsewhere", "", "x", nil).Get(ctx, nil)
+	})
+	var app *temporal.ApplicationError
+	if err := env.GetWorkflowError(); !errors.As(err, &app) || app.Type() != testsuite.MockErrorType {
+		t.Fatalf("want a %s failure, have %v", testsuite.MockErrorType, err)
+	}
+}
