@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/mock"
 
 	"github.com/heddlewf/heddle/sdk/activity"
+	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/testsuite"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -347,5 +348,29 @@ func TestOnSignalExternalWorkflowUnmatched(t *testing.T) {
 	var app *temporal.ApplicationError
 	if err := env.GetWorkflowError(); !errors.As(err, &app) || app.Type() != testsuite.MockErrorType {
 		t.Fatalf("want a %s failure, have %v", testsuite.MockErrorType, err)
+	}
+}
+
+// SetWorkflowRunTimeout ends a run still open when the timeout passes, in
+// workflow time, with a TimeoutError; SetStartWorkflowOptions' ID is the
+// workflow id the run sees (Temporal's default is its own constant).
+func TestRunTimeoutAndStartOptions(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkflowRunTimeout(10 * time.Minute)
+	env.ExecuteWorkflow(func(ctx workflow.Context) error { return workflow.Sleep(ctx, time.Hour) })
+	var te *temporal.TimeoutError
+	if err := env.GetWorkflowError(); !errors.As(err, &te) {
+		t.Fatalf("want a TimeoutError, have %v", err)
+	}
+
+	env = s.NewTestWorkflowEnvironment()
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "my-workflow-id"})
+	env.ExecuteWorkflow(func(ctx workflow.Context) (string, error) {
+		return "id is: " + workflow.GetInfo(ctx).WorkflowExecution.ID, nil
+	})
+	var got string
+	if err := env.GetWorkflowResult(&got); err != nil || got != "id is: my-workflow-id" {
+		t.Fatalf("got %q, %v", got, err)
 	}
 }
