@@ -96,6 +96,10 @@ type History struct {
 	Events []engine.Event
 	// Origins[i] is the Temporal event Events[i] was mapped from.
 	Origins []Origin
+	// Issued holds the step of every command the history records, even
+	// those heddle records no event for yet (a child initiated but not
+	// started, an external signal not yet sent).
+	Issued map[string]bool
 }
 
 // decoder maps the events of one history, in order.
@@ -144,7 +148,11 @@ func Decode(data []byte, lastEventID int64) (*History, error) {
 			return nil, &EventError{EventID: ev.ID, EventType: ev.Type, Err: ErrMalformed, Detail: err.Error()}
 		}
 	}
-	return &History{Events: d.out, Origins: d.origins}, nil
+	issued := make(map[string]bool, len(d.byEvent))
+	for _, c := range d.byEvent {
+		issued[c.step] = true
+	}
+	return &History{Events: d.out, Origins: d.origins, Issued: issued}, nil
 }
 
 func (d *decoder) emit(ev *rawEvent, e engine.Event) {
@@ -178,7 +186,9 @@ func unmappable(ev *rawEvent, why string) error {
 var skipped = map[string]bool{
 	"WorkflowTaskScheduled": true, "WorkflowTaskStarted": true, "WorkflowTaskCompleted": true,
 	"WorkflowTaskTimedOut": true, "WorkflowTaskFailed": true,
-	"ActivityTaskStarted": true, "ActivityTaskCancelRequested": true,
+	// An admitted update's request is read from its acceptance.
+	"WorkflowExecutionUpdateAdmitted": true,
+	"ActivityTaskStarted":             true, "ActivityTaskCancelRequested": true,
 }
 
 func (d *decoder) event(ev *rawEvent) error {
@@ -349,6 +359,18 @@ func (d *decoder) event(ev *rawEvent) error {
 			e.Payload = sdkhook.EncodeFailure(&temporal.UnknownExternalWorkflowExecutionError{})
 		}
 		d.emit(ev, e)
+	case "WorkflowExecutionUpdateAccepted":
+		var a updateAcceptedAttrs
+		if err := read(&a); err != nil {
+			return err
+		}
+		return d.updateAccepted(ev, &a)
+	case "WorkflowExecutionUpdateCompleted":
+		var a updateCompletedAttrs
+		if err := read(&a); err != nil {
+			return err
+		}
+		return d.updateCompleted(ev, &a)
 	case "WorkflowExecutionCompleted":
 		var a resultAttrs
 		if err := read(&a); err != nil {

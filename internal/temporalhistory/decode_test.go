@@ -13,6 +13,7 @@ import (
 	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/temporal"
+	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
 // jsonPayloads writes Temporal's Payloads for values, as protojson does.
@@ -98,6 +99,39 @@ func TestDecodeMapsEvents(t *testing.T) {
 	}
 }
 
+// An accepted update is heddle's update signal and decision marker; its
+// completion the outcome marker, with the result or the failure.
+func TestDecodeUpdates(t *testing.T) {
+	h, err := Decode(history(
+		event(2, "WorkflowExecutionUpdateAdmitted", `{}`),
+		event(3, "WorkflowExecutionUpdateAccepted", `{"acceptedRequest":{"meta":{"updateId":"u1"},"input":{"name":"add","args":`+jsonPayloads("apple", 2)+`}}}`),
+		event(4, "WorkflowExecutionUpdateCompleted", `{"meta":{"updateId":"u1"},"outcome":{"success":`+jsonPayloads(3)+`}}`),
+		event(5, "WorkflowExecutionUpdateCompleted", `{"meta":{"updateId":"u2"},"outcome":{"failure":{"message":"sold out","applicationFailureInfo":{"type":"Stock"}}}}`),
+	), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Events) != 5 {
+		t.Fatalf("%d events: %+v", len(h.Events), h.Events)
+	}
+	var req workflow.UpdateRequest
+	if ev := h.Events[1]; ev.Type != engine.EventSignalReceived || ev.Name != workflow.UpdateSignalName ||
+		json.Unmarshal(ev.Payload, &req) != nil || req.ID != "u1" || req.Name != "add" || string(req.Args) != `["apple",2]` {
+		t.Fatalf("update request %+v: %+v", h.Events[1], req)
+	}
+	if ev := h.Events[2]; ev.Step != "k:update:u1:decision" || string(ev.Payload) != `{}` {
+		t.Fatalf("decision %+v", ev)
+	}
+	var done, failed workflow.UpdateOutcome
+	if json.Unmarshal(h.Events[3].Payload, &done) != nil || string(done.Result) != "[3]" || h.Events[3].Step != "k:update:u1:completed" {
+		t.Fatalf("completion %+v", h.Events[3])
+	}
+	var app *temporal.ApplicationError
+	if json.Unmarshal(h.Events[4].Payload, &failed) != nil || !errors.As(sdkhook.DecodeFailure(failed.Failure), &app) || app.Type() != "Stock" {
+		t.Fatalf("failed completion %+v", h.Events[4])
+	}
+}
+
 // Payloads become heddle's JSON array; encodings heddle has no equivalent
 // for are refused, naming the event.
 func TestDecodePayloads(t *testing.T) {
@@ -135,7 +169,8 @@ func TestDecodeRejectsMalformed(t *testing.T) {
 		{"unknown activity", string(history(event(2, "ActivityTaskCompleted", `{"scheduledEventId":"7"}`))), "scheduledEventId 7", ErrMalformed},
 		{"unknown marker", string(history(event(2, "MarkerRecorded", `{"markerName":"Custom"}`))), `marker "Custom"`, ErrUnmappable},
 		{"version without id", string(history(event(2, "MarkerRecorded", `{"markerName":"Version","details":{}}`))), `"change-id"`, ErrMalformed},
-		{"update", string(history(event(2, "WorkflowExecutionUpdateAccepted", `{}`))), "event 2 (WorkflowExecutionUpdateAccepted)", ErrUnmappable},
+		{"update without id", string(history(event(2, "WorkflowExecutionUpdateAccepted", `{}`))), "meta.updateId", ErrMalformed},
+		{"search attributes", string(history(event(2, "UpsertWorkflowSearchAttributes", `{}`))), "event 2 (UpsertWorkflowSearchAttributes)", ErrUnmappable},
 		{"nexus", string(history(event(2, "NexusOperationScheduled", `{}`))), "event 2 (NexusOperationScheduled)", ErrUnmappable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -161,7 +196,8 @@ func TestDecodeLastEventID(t *testing.T) {
 
 // FuzzDecode: the decoder never panics, and what it accepts is a history
 // replay can take: seqs from 1 without gaps, job_created first, every
-// event's origin a Temporal event of the input, in order.
+// event's origin a Temporal event of the input, in order (an update's
+// acceptance makes two).
 func FuzzDecode(f *testing.F) {
 	for _, path := range []string{"../../sdk/worker/testdata/temporal_greeting.json", "../../sdk/worker/testdata/temporal_order.json"} {
 		if data, err := os.ReadFile(path); err == nil {
@@ -171,6 +207,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(history(event(2, "MarkerRecorded", `{"markerName":"Version","details":{"change-id":`+jsonPayloads("c")+`,"version":`+jsonPayloads(2)+`}}`)))
 	f.Add([]byte(`{"events":[{"eventId":"1","eventType":"WorkflowExecutionStarted"}]}`))
 	f.Add([]byte(`{"events":null}`))
+	f.Add(history(event(2, "WorkflowExecutionUpdateAccepted", `{"acceptedRequest":{"meta":{"updateId":"u"},"input":{"name":"n","args":`+jsonPayloads(1)+`}}}`),
+		event(3, "WorkflowExecutionUpdateCompleted", `{"meta":{"updateId":"u"},"outcome":{"failure":{"message":"no"}}}`)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := Decode(data, 0)
 		if err != nil {
@@ -187,7 +225,7 @@ func FuzzDecode(f *testing.F) {
 			if ev.Seq != uint64(i)+1 {
 				t.Fatalf("event %d has seq %d", i, ev.Seq)
 			}
-			if i > 0 && h.Origins[i].EventID <= h.Origins[i-1].EventID {
+			if i > 0 && h.Origins[i].EventID < h.Origins[i-1].EventID {
 				t.Fatalf("origins out of order: %+v", h.Origins)
 			}
 		}

@@ -150,7 +150,9 @@ func (r *workflowReplayer) ReplayWorkflowHistory(logger ReplayLogger, history []
 	return r.replay(logger, history, nil)
 }
 
-func (r *workflowReplayer) replay(logger ReplayLogger, history []engine.Event, origins []temporalhistory.Origin) error {
+// replay replays history; th is the Temporal history it was mapped from,
+// nil for heddle's own.
+func (r *workflowReplayer) replay(logger ReplayLogger, history []engine.Event, th *temporalhistory.History) error {
 	if len(history) == 0 {
 		return errors.New("worker: replay: the history is empty")
 	}
@@ -175,10 +177,10 @@ func (r *workflowReplayer) replay(logger ReplayLogger, history []engine.Event, o
 		err = x.Fault()
 	}
 	if err == nil {
-		err = checkEnd(x, &history[len(history)-1])
+		err = checkEnd(x, &history[len(history)-1], th)
 	}
 	if err != nil {
-		err = fmt.Errorf("worker: replay of workflow type %q: %w%s", typ, err, originOf(err, origins))
+		err = fmt.Errorf("worker: replay of workflow type %q: %w%s", typ, err, originOf(err, th))
 		if logger != nil {
 			logger.Warn("workflow history replay failed", "WorkflowType", typ, "Error", err)
 		}
@@ -200,8 +202,11 @@ var ErrReplayResultDiffers = errors.New("worker: replay: the code does not end t
 // run's completion, as Temporal's replayer does: a completed run's code
 // must return without an error, a continued-as-new run's must continue as
 // new. Failures, timeouts and terminations are not checked (the engine, not
-// the code, may have decided them).
-func checkEnd(x *replay.Execution, last *engine.Event) error {
+// the code, may have decided them). For a Temporal history, which records
+// every command when it is issued, the code must also have issued no
+// command the history lacks (heddle's own histories record some commands
+// only when they end).
+func checkEnd(x *replay.Execution, last *engine.Event, th *temporalhistory.History) error {
 	if last.Type != engine.EventJobCompleted {
 		return nil
 	}
@@ -215,17 +220,25 @@ func checkEnd(x *replay.Execution, last *engine.Event) error {
 	case last.Reason != engine.ReasonContinuedAsNew && err != nil:
 		return fmt.Errorf("%w: the history completes at seq %d, but the code returned the error %v", ErrReplayResultDiffers, last.Seq, err)
 	}
+	if th == nil {
+		return nil
+	}
+	for _, c := range x.Unresolved() {
+		if !c.Recorded && !th.Issued[c.Step] {
+			return &workflow.NondeterminismError{Step: c.Step, Did: fmt.Sprintf("issued %s %q, which the history does not record", c.Kind, c.Name), Where: c.Where}
+		}
+	}
 	return nil
 }
 
 // originOf names the Temporal event a nondeterminism error's event was
 // mapped from, so the report points into the file the user has.
-func originOf(err error, origins []temporalhistory.Origin) string {
+func originOf(err error, th *temporalhistory.History) string {
 	var nd *replay.NondeterminismError
-	if origins == nil || !errors.As(err, &nd) || nd.Event == nil || nd.Event.Seq == 0 || nd.Event.Seq > uint64(len(origins)) {
+	if th == nil || !errors.As(err, &nd) || nd.Event == nil || nd.Event.Seq == 0 || nd.Event.Seq > uint64(len(th.Origins)) {
 		return ""
 	}
-	o := origins[nd.Event.Seq-1]
+	o := th.Origins[nd.Event.Seq-1]
 	return fmt.Sprintf(" (Temporal event %d, %s)", o.EventID, o.EventType)
 }
 
@@ -253,11 +266,11 @@ func (r *workflowReplayer) ReplayWorkflowHistoryFromJSON(logger ReplayLogger, rd
 }
 
 func (r *workflowReplayer) replayJSON(logger ReplayLogger, data []byte, lastEventID int64) error {
-	history, origins, err := decodeAnyHistory(data, lastEventID)
+	history, th, err := decodeAnyHistory(data, lastEventID)
 	if err != nil {
 		return fmt.Errorf("worker: replay: %w", err)
 	}
-	return r.replay(logger, history, origins)
+	return r.replay(logger, history, th)
 }
 
 func (r *workflowReplayer) GetWorkflowResult(workflowID string, valuePtr any) error {
@@ -298,15 +311,15 @@ func HistoryFromJSON(r io.Reader, options HistoryJSONOptions) ([]engine.Event, e
 }
 
 // decodeAnyHistory tells the two formats apart by their first character and
-// decodes either; origins is nil for heddle's format.
-func decodeAnyHistory(data []byte, lastEventID int64) ([]engine.Event, []temporalhistory.Origin, error) {
+// decodes either; the Temporal history is nil for heddle's format.
+func decodeAnyHistory(data []byte, lastEventID int64) ([]engine.Event, *temporalhistory.History, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) > 0 && trimmed[0] == '{' {
 		h, err := temporalhistory.Decode(trimmed, lastEventID)
 		if err != nil {
 			return nil, nil, err
 		}
-		return h.Events, h.Origins, nil
+		return h.Events, h, nil
 	}
 	history, err := ReadHistoryJSON(bytes.NewReader(trimmed))
 	if err != nil {

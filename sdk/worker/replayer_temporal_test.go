@@ -26,6 +26,7 @@ const (
 	greetingHistory = "testdata/temporal_greeting.json"
 	orderHistory    = "testdata/temporal_order.json"
 	searchAttrs     = "testdata/temporal_search_attributes.json"
+	updateHistory   = "testdata/temporal_update.json"
 )
 
 // TemporalGreeting: an activity (event 5), a one-minute timer (event 11),
@@ -266,5 +267,67 @@ func TestHistoryFromJSONBothFormats(t *testing.T) {
 	defer func() { _ = f.Close() }()
 	if err := temporalReplayer("TemporalGreeting", TemporalGreeting).ReplayWorkflowHistoryFromJSON(nil, f); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TemporalCart counts the items "add" updates put in it until "checkout"
+// (temporal_update.json: one update, events 8 and 9, and the signal, event
+// 10).
+func TemporalCart(ctx workflow.Context) (int, error) { return cart(ctx, "") }
+
+// TemporalCartChecked checks each item with an activity first, so the
+// update does not complete where the history says it did.
+func TemporalCartChecked(ctx workflow.Context) (int, error) { return cart(ctx, "check") }
+
+// TemporalCartNotify starts an activity it does not wait for after the
+// checkout: a command the completed history does not have.
+func TemporalCartNotify(ctx workflow.Context) (int, error) { return cart(ctx, "notify") }
+
+func cart(ctx workflow.Context, change string) (int, error) {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Second})
+	items := 0
+	err := workflow.SetUpdateHandler(ctx, "add", func(ctx workflow.Context, item string) (int, error) {
+		if change == "check" {
+			if err := workflow.ExecuteActivity(actx, "CheckStock", item).Get(ctx, nil); err != nil {
+				return 0, err
+			}
+		}
+		items++
+		return items, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	workflow.GetSignalChannel(ctx, "checkout").Receive(ctx, nil)
+	if change == "notify" {
+		workflow.ExecuteActivity(actx, "Notify", items)
+	}
+	return items, nil
+}
+
+// A Temporal history with an update replays clean against its code; code
+// whose handler no longer completes the update where the history did, and
+// code that issues a command the completed history lacks, are refused.
+func TestReplayTemporalUpdate(t *testing.T) {
+	r := temporalReplayer("TemporalCart", TemporalCart)
+	if err := r.ReplayWorkflowHistoryFromJSONFile(nil, updateHistory); err != nil {
+		t.Fatal(err)
+	}
+	var items int
+	if err := r.GetWorkflowResult("", &items); err != nil || items != 1 {
+		t.Fatalf("replayed result %d, %v; want 1", items, err)
+	}
+	for _, tc := range []struct {
+		fn        any
+		step, did string
+	}{
+		{TemporalCartChecked, "k:update:u-1:completed", "never issued this step"},
+		{TemporalCartNotify, "1", `issued activity "Notify", which the history does not record`},
+	} {
+		err := temporalReplayer("TemporalCart", tc.fn).ReplayWorkflowHistoryFromJSONFile(nil, updateHistory)
+		var nd *workflow.NondeterminismError
+		if !errors.As(err, &nd) || nd.Step != tc.step || !strings.Contains(nd.Did, tc.did) {
+			t.Fatalf("want a NondeterminismError at step %s saying %q, have %v", tc.step, tc.did, err)
+		}
 	}
 }
