@@ -26,9 +26,10 @@ import (
 // event and what the code did instead.
 //
 // Histories come from heddle (client.GetWorkflowHistory, written to a file
-// with ExportHistoryJSON) or from Temporal (the file `temporal workflow show
-// --output json` writes, or the Web UI's download): the JSON file methods
-// and HistoryFromJSON read both.
+// with ExportHistoryJSON; `heddle workflow history -o json`; the HTTP API's
+// history page) or from Temporal (the file `temporal workflow show --output
+// json` writes, or the Web UI's download): the JSON methods and
+// HistoryFromJSON read them all.
 //
 // A WorkflowReplayer is safe for concurrent use.
 type WorkflowReplayer interface {
@@ -60,16 +61,15 @@ type WorkflowReplayer interface {
 	// step the code never issued, or a panic or deadlock of the code.
 	// The logger may be nil; it gets a line per replay at Debug level.
 	ReplayWorkflowHistory(logger ReplayLogger, history []engine.Event) error
-	// ReplayWorkflowHistoryFromJSONFile reads a history file, heddle's
-	// (ExportHistoryJSON) or Temporal's, and replays it; errors name the
-	// file.
+	// ReplayWorkflowHistoryFromJSONFile reads a history file in any of
+	// the forms HistoryFromJSON reads and replays it; errors name the file.
 	ReplayWorkflowHistoryFromJSONFile(logger ReplayLogger, jsonfileName string) error
 	// ReplayPartialWorkflowHistoryFromJSONFile replays a history file up
 	// to and including the event lastEventID (a Temporal event id, or a
 	// heddle seq); 0 replays it all.
 	ReplayPartialWorkflowHistoryFromJSONFile(logger ReplayLogger, jsonfileName string, lastEventID int64) error
-	// ReplayWorkflowHistoryFromJSON reads a history, heddle's or
-	// Temporal's, from r and replays it (heddle's addition).
+	// ReplayWorkflowHistoryFromJSON reads a history in any of the forms
+	// HistoryFromJSON reads from r and replays it (heddle's addition).
 	ReplayWorkflowHistoryFromJSON(logger ReplayLogger, r io.Reader) error
 	// GetWorkflowResult decodes the result of the last replayed history
 	// of workflowID whose run completed into valuePtr. Replayed runs have
@@ -293,10 +293,11 @@ type HistoryJSONOptions struct {
 	LastEventID int64
 }
 
-// HistoryFromJSON reads a history in either JSON format — heddle's
-// (ExportHistoryJSON: an array of events) or Temporal's (`temporal
-// workflow show --output json`: an object with an "events" array) — as the
-// events ReplayWorkflowHistory replays. Temporal's events are mapped onto
+// HistoryFromJSON reads a history in any of its JSON forms — heddle's
+// (ExportHistoryJSON's array of events, the document `heddle workflow
+// history -o json` prints, the HTTP API's history page) or Temporal's
+// (`temporal workflow show --output json`: an object whose "events" have an
+// eventType) — as the events ReplayWorkflowHistory replays. Temporal's events are mapped onto
 // the heddle events the same code records (see docs/temporal.md); an event
 // heddle cannot express is an error naming its id and type. It is
 // Temporal's client.HistoryFromJSON, here because it returns heddle's
@@ -310,18 +311,28 @@ func HistoryFromJSON(r io.Reader, options HistoryJSONOptions) ([]engine.Event, e
 	return history, err
 }
 
-// decodeAnyHistory tells the two formats apart by their first character and
-// decodes either; the Temporal history is nil for heddle's format.
+// decodeAnyHistory tells the formats apart (an array is ExportHistoryJSON's;
+// an object is the CLI's document, the HTTP API's page or Temporal's
+// export, see objectKind) and decodes any; the Temporal history is nil for
+// heddle's formats.
 func decodeAnyHistory(data []byte, lastEventID int64) ([]engine.Event, *temporalhistory.History, error) {
 	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) > 0 && trimmed[0] == '{' {
+	var history []engine.Event
+	var err error
+	switch {
+	case len(trimmed) == 0 || trimmed[0] != '{':
+		history, err = ReadHistoryJSON(bytes.NewReader(trimmed))
+	case objectKind(trimmed) == kindCLIDocument:
+		history, err = decodeCLIDocument(trimmed)
+	case objectKind(trimmed) == kindHTTPPage:
+		history, err = decodeHTTPPage(trimmed)
+	default:
 		h, err := temporalhistory.Decode(trimmed, lastEventID)
 		if err != nil {
 			return nil, nil, err
 		}
 		return h.Events, h, nil
 	}
-	history, err := ReadHistoryJSON(bytes.NewReader(trimmed))
 	if err != nil {
 		return nil, nil, err
 	}

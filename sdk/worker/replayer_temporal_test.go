@@ -1,14 +1,18 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/temporalhistory"
 	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -329,5 +333,33 @@ func TestReplayTemporalUpdate(t *testing.T) {
 		if !errors.As(err, &nd) || nd.Step != tc.step || !strings.Contains(nd.Did, tc.did) {
 			t.Fatalf("want a NondeterminismError at step %s saying %q, have %v", tc.step, tc.did, err)
 		}
+	}
+}
+
+// The HTTP API's history page (an engine.HistoryPage in JSON) replays as
+// it is and reads back to the very events; a page that does not start at
+// seq 1 is refused.
+func TestReplayHTTPHistoryPage(t *testing.T) {
+	hist := recordOrder(t, ReplayOrderV1)
+	data, err := json.Marshal(engine.HistoryPage{Events: hist})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := replayer(ReplayOrderV1).ReplayWorkflowHistoryFromJSON(nil, bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	back, err := worker.HistoryFromJSON(bytes.NewReader(data), worker.HistoryJSONOptions{})
+	if err != nil || !reflect.DeepEqual(back, hist) {
+		t.Fatalf("the page reads back changed: %v", err)
+	}
+	if err := replayer(ReplayOrderRenamed).ReplayWorkflowHistoryFromJSON(nil, bytes.NewReader(data)); !errors.Is(err, workflow.ErrNondeterminism) {
+		t.Fatalf("changed code replays the page: %v", err)
+	}
+	later, err := json.Marshal(engine.HistoryPage{Events: hist[2:]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := worker.HistoryFromJSON(bytes.NewReader(later), worker.HistoryJSONOptions{}); err == nil || !strings.Contains(err.Error(), "seq 3 where 1 was due") {
+		t.Fatalf("a later page: %v", err)
 	}
 }
