@@ -16,6 +16,12 @@ var (
 	ErrUnmappable = errors.New("temporal history: event has no heddle equivalent")
 )
 
+// The stable codes of EventError, next to replay's HDL-REPLAY-11xx.
+const (
+	MalformedCode  = "HDL-REPLAY-1110"
+	UnmappableCode = "HDL-REPLAY-1111"
+)
+
 // EventError names the Temporal event a history could not be read at. It
 // wraps ErrMalformed or ErrUnmappable.
 type EventError struct {
@@ -26,7 +32,16 @@ type EventError struct {
 }
 
 func (e *EventError) Error() string {
-	return fmt.Sprintf("temporal history: event %d (%s): %s", e.EventID, e.EventType, e.Detail)
+	return fmt.Sprintf("temporal history: event %d (%s): %s [%s]", e.EventID, e.EventType, e.Detail, e.Code())
+}
+
+// Code returns the stable code of the error: UnmappableCode for an event
+// heddle cannot express, MalformedCode otherwise.
+func (e *EventError) Code() string {
+	if errors.Is(e.Err, ErrUnmappable) {
+		return UnmappableCode
+	}
+	return MalformedCode
 }
 
 // Unwrap returns ErrMalformed or ErrUnmappable.

@@ -91,10 +91,6 @@ type ReplayLogger interface {
 // workflow.GetInfo: histories do not all record theirs. It is Temporal's.
 const ReplayWorkflowID = "ReplayId"
 
-// ErrNoReplayResult: GetWorkflowResult was asked for a workflow no
-// completed history was replayed for.
-var ErrNoReplayResult = errors.New("worker: replay: workflow result not found")
-
 type workflowReplayer struct {
 	mu          sync.Mutex
 	workflows   map[string]any
@@ -193,10 +189,6 @@ func (r *workflowReplayer) replay(logger ReplayLogger, history []engine.Event, t
 	}
 	return nil
 }
-
-// ErrReplayResultDiffers: the history ends with the run's completion but
-// the replayed code did not complete the same way.
-var ErrReplayResultDiffers = errors.New("worker: replay: the code does not end the run as the history does")
 
 // checkEnd holds the code to the history's last event when that is the
 // run's completion, as Temporal's replayer does: a completed run's code

@@ -239,7 +239,7 @@ func TestReplayTemporalUnmappableEvent(t *testing.T) {
 	if !errors.As(err, &ee) || !errors.Is(err, temporalhistory.ErrUnmappable) {
 		t.Fatalf("want an unmappable EventError, have %v", err)
 	}
-	if ee.EventID != 5 || ee.EventType != "UpsertWorkflowSearchAttributes" ||
+	if ee.EventID != 5 || ee.EventType != "UpsertWorkflowSearchAttributes" || ee.Code() != temporalhistory.UnmappableCode ||
 		!strings.Contains(err.Error(), "event 5 (UpsertWorkflowSearchAttributes)") {
 		t.Fatalf("error names event %d %s: %v", ee.EventID, ee.EventType, err)
 	}
