@@ -144,7 +144,7 @@ func TestOrderReplays(t *testing.T) {
 	}
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflow(Order)
-	if err := r.ReplayWorkflowHistory(recorded); err != nil {
+	if err := r.ReplayWorkflowHistory(nil, recorded); err != nil {
 		t.Fatalf("the current code does not replay a run it recorded: %v", err)
 	}
 }

@@ -42,6 +42,8 @@ type TestWorkflowEnvironment struct {
 	workflowMock mock.Mock
 	activityMock mock.Mock
 	mocks        mockTable
+	hooks        testHooks // OnGetVersion, SetLastCompletionResult
+	updates      updates   // UpdateWorkflow's waits for outcomes
 
 	// mu guards what the driver shares with the workers' goroutines and
 	// with delayed callbacks.

@@ -137,7 +137,7 @@ const stopTimeout = 10 * time.Second
 // records the test may still read are kept, and the engine closes.
 func (env *TestWorkflowEnvironment) close() {
 	lr := env.run
-	close(lr.closing)
+	env.settleUpdates(func() { close(lr.closing) })
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)

@@ -47,6 +47,7 @@ func (env *TestWorkflowEnvironment) wrapWorkflow(name string, fn any) any {
 	v := reflect.ValueOf(fn)
 	t := v.Type()
 	return reflect.MakeFunc(t, func(args []reflect.Value) []reflect.Value {
+		args = env.withTestEnv(args)
 		if !env.mocks.has(true, name) || len(args) == 0 {
 			return v.Call(args)
 		}

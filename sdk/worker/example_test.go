@@ -146,11 +146,11 @@ func ExampleWorkflowReplayer() {
 	}
 	same := worker.NewWorkflowReplayer()
 	same.RegisterWorkflow(Shout)
-	fmt.Println("the same code:", same.ReplayWorkflowHistory(recorded))
+	fmt.Println("the same code:", same.ReplayWorkflowHistory(nil, recorded))
 
 	changed := worker.NewWorkflowReplayer()
 	changed.RegisterWorkflowWithName(ShoutV2, "Shout") // the type the history names
-	err = changed.ReplayWorkflowHistory(recorded)
+	err = changed.ReplayWorkflowHistory(nil, recorded)
 	// The error is a *replay.NondeterminismError, which names the step, the
 	// recorded event and the line of the code; its stable code says what it is.
 	var coded interface{ Code() string }

@@ -100,7 +100,7 @@ func TestSignalAndCancelExternalWorkflows(t *testing.T) {
 		// The sender's history replays: the sends are steps like any other.
 		r := worker.NewWorkflowReplayer()
 		r.RegisterWorkflow(Pinger)
-		if err := r.ReplayWorkflowHistory(hist); err != nil {
+		if err := r.ReplayWorkflowHistory(nil, hist); err != nil {
 			t.Fatal(err)
 		}
 		verify(t, e)

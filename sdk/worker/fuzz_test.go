@@ -35,3 +35,25 @@ func FuzzReadHistoryJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzHistoryFromJSON: the reader of every history form (ExportHistoryJSON's
+// array, the CLI's document, the HTTP API's page, Temporal's export) never
+// panics, and what it accepts runs seq 1, 2, 3, … as replay needs.
+func FuzzHistoryFromJSON(f *testing.F) {
+	f.Add([]byte(`{"workflow_id":"w","job_id":1,"events":[{"seq":1,"type":"job_created","at":"2026-01-02T03:04:05Z","name":"W","payload":["x"]}]}`))
+	f.Add([]byte(`{"events":[{"seq":1,"type":"job_created","at_ms":5,"payload":"WyJ4Il0="}],"next":0}`))
+	f.Add([]byte(`{"events":[{"eventId":"1","eventType":"EVENT_TYPE_WORKFLOW_EXECUTION_STARTED","workflowExecutionStartedEventAttributes":{"workflowType":{"name":"W"}}}]}`))
+	f.Add([]byte(`[{"seq":1,"type":"job_created"}]`))
+	f.Add([]byte(`{"job_id":1,"events":[{"seq":1,"type":"x","payload":[1],"payload_base64":"AA=="}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		evs, err := HistoryFromJSON(bytes.NewReader(data), HistoryJSONOptions{})
+		if err != nil {
+			return
+		}
+		for i, ev := range evs {
+			if ev.Seq != uint64(i)+1 {
+				t.Fatalf("accepted event %d has seq %d", i, ev.Seq)
+			}
+		}
+	})
+}

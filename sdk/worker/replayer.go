@@ -2,59 +2,118 @@ package worker
 
 import (
 	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/internal/temporalhistory"
+	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
 // WorkflowReplayer replays recorded workflow histories against the current
 // workflow code, without an engine and without executing anything: like
 // Temporal's worker.WorkflowReplayer, it is meant for a CI check that code
-// changes stay compatible with the runs already in flight. Export histories
-// with client.GetWorkflowHistory and ExportHistoryJSON, register the
-// workflow functions as a worker would, and replay each history; a change
+// changes stay compatible with the runs already in flight. Register the
+// workflow functions as a worker would and replay each history; a change
 // that needs workflow.GetVersion shows up as a *workflow.NondeterminismError
-// (errors.As finds it in the returned error).
+// (errors.As finds it in the returned error) naming the step, the recorded
+// event and what the code did instead.
+//
+// Histories come from heddle (client.GetWorkflowHistory, written to a file
+// with ExportHistoryJSON; `heddle workflow history -o json`; the HTTP API's
+// history page) or from Temporal (the file `temporal workflow show --output
+// json` writes, or the Web UI's download): the JSON methods and
+// HistoryFromJSON read them all.
 //
 // A WorkflowReplayer is safe for concurrent use.
-type WorkflowReplayer struct {
+type WorkflowReplayer interface {
+	// RegisterWorkflow registers a workflow function under its name, the
+	// name a Worker would register it under.
+	RegisterWorkflow(w any)
+	// RegisterWorkflowWithOptions registers a workflow function under
+	// options.Name ("" for its own name).
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+	// RegisterWorkflowWithName registers a workflow function under name:
+	// the workflow type recorded in the histories it replays (heddle's
+	// shorthand).
+	RegisterWorkflowWithName(w any, name string)
+	// RegisterDynamicWorkflow registers the workflow that replays the
+	// histories of every type registered under no name of its own.
+	RegisterDynamicWorkflow(w any, options workflow.DynamicRegisterOptions)
+
+	// ReplayWorkflowHistory replays a whole history (as
+	// client.GetWorkflowHistory or HistoryFromJSON returns it, starting
+	// at seq 1) against the registered code of the type its first event
+	// names. Recorded results are fed back to the code; nothing is
+	// executed and nothing is written. It returns nil when the code
+	// issues the recorded commands in the recorded order (the code may go
+	// on past the end of the history: the run may have been exported in
+	// flight) and, when the history ends with the run's completion, the
+	// code returns too. Otherwise it returns the error that stopped the
+	// replay: a *workflow.NondeterminismError (wrapped) when the code does
+	// something else than the history recorded, including a recorded
+	// step the code never issued, or a panic or deadlock of the code.
+	// The logger may be nil; it gets a line per replay at Debug level.
+	ReplayWorkflowHistory(logger ReplayLogger, history []engine.Event) error
+	// ReplayWorkflowHistoryFromJSONFile reads a history file in any of
+	// the forms HistoryFromJSON reads and replays it; errors name the file.
+	ReplayWorkflowHistoryFromJSONFile(logger ReplayLogger, jsonfileName string) error
+	// ReplayPartialWorkflowHistoryFromJSONFile replays a history file up
+	// to and including the event lastEventID (a Temporal event id, or a
+	// heddle seq); 0 replays it all.
+	ReplayPartialWorkflowHistoryFromJSONFile(logger ReplayLogger, jsonfileName string, lastEventID int64) error
+	// ReplayWorkflowHistoryFromJSON reads a history in any of the forms
+	// HistoryFromJSON reads from r and replays it (heddle's addition).
+	ReplayWorkflowHistoryFromJSON(logger ReplayLogger, r io.Reader) error
+	// GetWorkflowResult decodes the result of the last replayed history
+	// of workflowID whose run completed into valuePtr. Replayed runs have
+	// the workflow id ReplayWorkflowID; "" means that one.
+	GetWorkflowResult(workflowID string, valuePtr any) error
+}
+
+// ReplayLogger is what a replayer logs through: the method set of
+// Temporal's log.Logger, so that a Temporal logger, a heddle one, or nil
+// may be passed.
+type ReplayLogger interface {
+	Debug(msg string, keyvals ...any)
+	Info(msg string, keyvals ...any)
+	Warn(msg string, keyvals ...any)
+	Error(msg string, keyvals ...any)
+}
+
+// ReplayWorkflowID is the workflow id (and run id) a replayed run sees in
+// workflow.GetInfo: histories do not all record theirs. It is Temporal's.
+const ReplayWorkflowID = "ReplayId"
+
+type workflowReplayer struct {
 	mu          sync.Mutex
 	workflows   map[string]any
 	dynWorkflow any
+	results     map[string][]byte
 }
 
 // NewWorkflowReplayer returns a replayer with no workflows registered.
-func NewWorkflowReplayer() *WorkflowReplayer {
-	return &WorkflowReplayer{workflows: map[string]any{}}
+func NewWorkflowReplayer() WorkflowReplayer {
+	return &workflowReplayer{workflows: map[string]any{}, results: map[string][]byte{}}
 }
 
-// RegisterWorkflow registers a workflow function under its name, the name
-// a Worker would register it under (workflow.ActivityName).
-func (r *WorkflowReplayer) RegisterWorkflow(fn any) {
+func (r *workflowReplayer) RegisterWorkflow(fn any) {
 	r.RegisterWorkflowWithName(fn, workflow.ActivityName(fn))
 }
 
-// RegisterWorkflowWithName registers a workflow function under name: the
-// workflow type recorded in the histories it replays.
-func (r *WorkflowReplayer) RegisterWorkflowWithName(fn any, name string) {
+func (r *workflowReplayer) RegisterWorkflowWithName(fn any, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.workflows[name] = fn
 }
 
-// RegisterWorkflowWithOptions registers a workflow function under
-// options.Name ("" for its own name).
-func (r *WorkflowReplayer) RegisterWorkflowWithOptions(fn any, options workflow.RegisterOptions) {
+func (r *workflowReplayer) RegisterWorkflowWithOptions(fn any, options workflow.RegisterOptions) {
 	name := options.Name
 	if name == "" {
 		name = workflow.ActivityName(fn)
@@ -62,9 +121,7 @@ func (r *WorkflowReplayer) RegisterWorkflowWithOptions(fn any, options workflow.
 	r.RegisterWorkflowWithName(fn, name)
 }
 
-// RegisterDynamicWorkflow registers the workflow that replays the
-// histories of every type registered under no name of its own.
-func (r *WorkflowReplayer) RegisterDynamicWorkflow(fn any, _ workflow.DynamicRegisterOptions) {
+func (r *workflowReplayer) RegisterDynamicWorkflow(fn any, _ workflow.DynamicRegisterOptions) {
 	if err := checkDynamic(fn, workflowCtxType); err != nil {
 		panic("worker: RegisterDynamicWorkflow: " + err.Error())
 	}
@@ -73,7 +130,7 @@ func (r *WorkflowReplayer) RegisterDynamicWorkflow(fn any, _ workflow.DynamicReg
 	r.dynWorkflow = fn
 }
 
-func (r *WorkflowReplayer) workflowFn(name string) any {
+func (r *workflowReplayer) workflowFn(name string) any {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if fn := r.workflows[name]; fn != nil {
@@ -82,22 +139,16 @@ func (r *WorkflowReplayer) workflowFn(name string) any {
 	return r.dynWorkflow
 }
 
-// replayJobID is the job id a replayed execution runs under; the Info its
-// workflow code sees has WorkflowID and RunID "replay" (histories do not
-// record them).
+// replayJobID is the job id a replayed execution runs under.
 const replayJobID engine.JobID = 1
 
-// ReplayWorkflowHistory replays a whole history (as client.GetWorkflowHistory
-// returns it, starting at seq 1) against the registered code of the type
-// its first event (job_created) names. Recorded results are fed back to the
-// code; nothing is executed and nothing is written. It returns nil when the
-// code issues the recorded commands in the recorded order (the code may go
-// on past the end of the history: the run may have been exported while in
-// flight), and otherwise the error that stopped the replay — a
-// *workflow.NondeterminismError (wrapped; use errors.As) when the code does
-// something else than the history recorded, including a recorded step the
-// code never issued, or a panic or deadlock of the workflow code.
-func (r *WorkflowReplayer) ReplayWorkflowHistory(history []engine.Event) error {
+func (r *workflowReplayer) ReplayWorkflowHistory(logger ReplayLogger, history []engine.Event) error {
+	return r.replay(logger, history, nil)
+}
+
+// replay replays history; th is the Temporal history it was mapped from,
+// nil for heddle's own.
+func (r *workflowReplayer) replay(logger ReplayLogger, history []engine.Event, th *temporalhistory.History) error {
 	if len(history) == 0 {
 		return errors.New("worker: replay: the history is empty")
 	}
@@ -111,226 +162,174 @@ func (r *WorkflowReplayer) ReplayWorkflowHistory(history []engine.Event) error {
 	if fn == nil {
 		return fmt.Errorf("worker: replay: workflow type %q is not registered with the replayer", typ)
 	}
-	info := sdkhook.WorkflowInfo{WorkflowID: "replay", RunID: "replay", WorkflowType: typ}
+	if logger != nil {
+		logger.Debug("replaying workflow history", "WorkflowType", typ, "Events", len(history))
+	}
+	info := sdkhook.WorkflowInfo{WorkflowID: ReplayWorkflowID, RunID: ReplayWorkflowID, WorkflowType: typ}
 	x := replay.NewExecution(replayJobID, sdkhook.NewEntry(fn, info))
 	defer x.Close()
 	err := x.Advance(history, true)
 	if err == nil {
 		err = x.Fault()
 	}
+	if err == nil {
+		err = checkEnd(x, &history[len(history)-1], th)
+	}
 	if err != nil {
-		return fmt.Errorf("worker: replay of workflow type %q: %w", typ, err)
+		err = fmt.Errorf("worker: replay of workflow type %q: %w%s", typ, err, originOf(err, th))
+		if logger != nil {
+			logger.Warn("workflow history replay failed", "WorkflowType", typ, "Error", err)
+		}
+		return err
+	}
+	if done, result, ferr := x.Finished(); done && ferr == nil {
+		r.mu.Lock()
+		r.results[ReplayWorkflowID] = result
+		r.mu.Unlock()
 	}
 	return nil
 }
 
-// ReplayWorkflowHistoryFromJSONFile reads a history written by
-// ExportHistoryJSON from path and replays it as ReplayWorkflowHistory does;
-// errors name the file.
-func (r *WorkflowReplayer) ReplayWorkflowHistoryFromJSONFile(path string) error {
-	f, err := os.Open(path)
+// checkEnd holds the code to the history's last event when that is the
+// run's completion, as Temporal's replayer does: a completed run's code
+// must return without an error, a continued-as-new run's must continue as
+// new. Failures, timeouts and terminations are not checked (the engine, not
+// the code, may have decided them). For a Temporal history, which records
+// every command when it is issued, the code must also have issued no
+// command the history lacks (heddle's own histories record some commands
+// only when they end).
+func checkEnd(x *replay.Execution, last *engine.Event, th *temporalhistory.History) error {
+	if last.Type != engine.EventJobCompleted {
+		return nil
+	}
+	done, _, err := x.Finished()
+	var can *workflow.ContinueAsNewError
+	switch {
+	case !done:
+		return fmt.Errorf("%w: the history ends with %s at seq %d, but the code has not returned", ErrReplayResultDiffers, last.Type, last.Seq)
+	case last.Reason == engine.ReasonContinuedAsNew && !errors.As(err, &can):
+		return fmt.Errorf("%w: the history continues as new at seq %d, but the code returned %v", ErrReplayResultDiffers, last.Seq, err)
+	case last.Reason != engine.ReasonContinuedAsNew && err != nil:
+		return fmt.Errorf("%w: the history completes at seq %d, but the code returned the error %v", ErrReplayResultDiffers, last.Seq, err)
+	}
+	if th == nil {
+		return nil
+	}
+	for _, c := range x.Unresolved() {
+		if !c.Recorded && !th.Issued[c.Step] {
+			return &workflow.NondeterminismError{Step: c.Step, Did: fmt.Sprintf("issued %s %q, which the history does not record", c.Kind, c.Name), Where: c.Where}
+		}
+	}
+	return nil
+}
+
+// originOf names the Temporal event a nondeterminism error's event was
+// mapped from, so the report points into the file the user has.
+func originOf(err error, th *temporalhistory.History) string {
+	var nd *replay.NondeterminismError
+	if th == nil || !errors.As(err, &nd) || nd.Event == nil || nd.Event.Seq == 0 || nd.Event.Seq > uint64(len(th.Origins)) {
+		return ""
+	}
+	o := th.Origins[nd.Event.Seq-1]
+	return fmt.Sprintf(" (Temporal event %d, %s)", o.EventID, o.EventType)
+}
+
+func (r *workflowReplayer) ReplayWorkflowHistoryFromJSONFile(logger ReplayLogger, jsonfileName string) error {
+	return r.ReplayPartialWorkflowHistoryFromJSONFile(logger, jsonfileName, 0)
+}
+
+func (r *workflowReplayer) ReplayPartialWorkflowHistoryFromJSONFile(logger ReplayLogger, jsonfileName string, lastEventID int64) error {
+	data, err := os.ReadFile(jsonfileName)
 	if err != nil {
 		return fmt.Errorf("worker: replay: %w", err)
 	}
-	defer func() { _ = f.Close() }() // opened to read: a failed close loses nothing
-	history, err := ReadHistoryJSON(f)
+	if err := r.replayJSON(logger, data, lastEventID); err != nil {
+		return fmt.Errorf("history file %s: %w", jsonfileName, err)
+	}
+	return nil
+}
+
+func (r *workflowReplayer) ReplayWorkflowHistoryFromJSON(logger ReplayLogger, rd io.Reader) error {
+	data, err := io.ReadAll(rd)
 	if err != nil {
-		return fmt.Errorf("worker: replay: history file %s: %w", path, err)
+		return fmt.Errorf("worker: replay: read history: %w", err)
 	}
-	if err := r.ReplayWorkflowHistory(history); err != nil {
-		return fmt.Errorf("history file %s: %w", path, err)
-	}
-	return nil
+	return r.replayJSON(logger, data, 0)
 }
 
-// jsonEvent is one event in the history JSON format (ExportHistoryJSON).
-type jsonEvent struct {
-	Seq           uint64           `json:"seq"`
-	Type          engine.EventType `json:"type"`
-	AtMS          int64            `json:"atMS,omitempty"`
-	Attempt       uint64           `json:"attempt,omitempty"`
-	Step          string           `json:"step,omitempty"`
-	Name          string           `json:"name,omitempty"`
-	Payload       json.RawMessage  `json:"payload,omitempty"`
-	PayloadBase64 *string          `json:"payloadBase64,omitempty"`
-	Reason        string           `json:"reason,omitempty"`
-	DelayMS       int64            `json:"delayMS,omitempty"`
-	LeaseExpiryMS int64            `json:"leaseExpiryMS,omitempty"`
-	Commit        bool             `json:"commit,omitempty"`
-	Wait          *jsonWait        `json:"wait,omitempty"`
-	StepAttempt   uint32           `json:"stepAttempt,omitempty"`
-	Resource      string           `json:"resource,omitempty"`
-	Decision      string           `json:"decision,omitempty"`
-}
-
-type jsonWait struct {
-	TimerID   string      `json:"timerId,omitempty"`
-	TimerAtMS int64       `json:"timerAtMS,omitempty"`
-	Signals   []string    `json:"signals,omitempty"`
-	Steps     []string    `json:"steps,omitempty"`
-	Park      bool        `json:"park,omitempty"`
-	Timers    []jsonTimer `json:"timers,omitempty"`
-	AnySignal bool        `json:"anySignal,omitempty"`
-}
-
-type jsonTimer struct {
-	ID     string `json:"id"`
-	FireMS int64  `json:"fireMS"`
-}
-
-// embeddable reports whether a payload can be written as embedded JSON and
-// read back byte for byte.
-func embeddable(p []byte) bool {
-	if len(p) == 0 || !utf8.Valid(p) || !json.Valid(p) || bytes.Equal(p, []byte("null")) {
-		return false
+func (r *workflowReplayer) replayJSON(logger ReplayLogger, data []byte, lastEventID int64) error {
+	history, th, err := decodeAnyHistory(data, lastEventID)
+	if err != nil {
+		return fmt.Errorf("worker: replay: %w", err)
 	}
-	var c bytes.Buffer
-	if err := json.Compact(&c, p); err != nil || !bytes.Equal(c.Bytes(), p) {
-		return false
-	}
-	// Compact output never holds these, but the encoder would escape them.
-	return !bytes.Contains(p, []byte("\u2028")) && !bytes.Contains(p, []byte("\u2029"))
+	return r.replay(logger, history, th)
 }
 
-// ExportHistoryJSON writes events to w in the history JSON format, which
-// ReadHistoryJSON reads back exactly. It is an indented JSON array of events
-// in seq order, one object per event with the fields of engine.Event under
-// readable names; zero fields are left out:
-//
-//	seq, type, atMS, attempt, step, name, reason, delayMS, leaseExpiryMS,
-//	commit, wait {timerId, timerAtMS, signals, steps, park, timers [{id,
-//	fireMS}], anySignal}
-//
-// and the payload in one of two fields:
-//
-//   - "payload": the payload itself, embedded as JSON, when it is valid,
-//     compact JSON in valid UTF-8 (other than null) — what the SDK's
-//     converter writes, so inputs and results stay readable;
-//   - "payloadBase64": the payload in standard base64 otherwise (an empty
-//     but present payload is "").
-//
-// A missing payload is a nil one. Reading compacts an embedded payload
-// again, so an exported history reads back byte for byte as it was, and a
-// hand-edited one may be indented freely. (Strings other than payloads
-// must be valid UTF-8, as JSON strings are.)
-func ExportHistoryJSON(w io.Writer, events []engine.Event) error {
-	out := make([]jsonEvent, len(events))
-	for i := range events {
-		ev := &events[i]
-		je := jsonEvent{Seq: ev.Seq, Type: ev.Type, AtMS: ev.AtMS, Attempt: ev.Attempt, Step: ev.Step,
-			Name: ev.Name, Reason: ev.Reason, DelayMS: ev.DelayMS, LeaseExpiryMS: ev.LeaseExpiryMS, Commit: ev.Commit,
-			StepAttempt: ev.StepAttempt, Resource: ev.Resource, Decision: string(ev.Decision)}
-		switch {
-		case ev.Payload == nil:
-		case embeddable(ev.Payload):
-			je.Payload = json.RawMessage(ev.Payload)
-		default:
-			s := base64.StdEncoding.EncodeToString(ev.Payload)
-			je.PayloadBase64 = &s
-		}
-		if ws := ev.Wait; ws != nil {
-			jw := &jsonWait{TimerID: ws.TimerID, TimerAtMS: ws.TimerAtMS, Signals: ws.Signals,
-				Steps: ws.Steps, Park: ws.Park, AnySignal: ws.AnySignal}
-			for _, t := range ws.Timers {
-				jw.Timers = append(jw.Timers, jsonTimer{ID: t.ID, FireMS: t.FireMS})
-			}
-			je.Wait = jw
-		}
-		out[i] = je
+func (r *workflowReplayer) GetWorkflowResult(workflowID string, valuePtr any) error {
+	if workflowID == "" {
+		workflowID = ReplayWorkflowID
 	}
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return fmt.Errorf("worker: export history: %w", err)
+	r.mu.Lock()
+	result, ok := r.results[workflowID]
+	r.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrNoReplayResult, workflowID)
 	}
-	return nil
+	return converter.NewEncodedValue(result).Get(valuePtr)
 }
 
-// ReadHistoryJSON reads a history in the format ExportHistoryJSON writes.
-// Malformed input is an error that says what is wrong and, for an event,
-// which one: not a JSON array, an empty array, data after the array,
-// unknown fields, a missing seq or type, seqs that do not run 1, 2, 3, …,
-// both payload fields on one event, a null payload or bad base64.
-func ReadHistoryJSON(r io.Reader) ([]engine.Event, error) {
+// HistoryJSONOptions are the options of HistoryFromJSON.
+type HistoryJSONOptions struct {
+	// LastEventID, when above 0, ends the history at that event (a
+	// Temporal event id, or a heddle seq).
+	LastEventID int64
+}
+
+// HistoryFromJSON reads a history in any of its JSON forms — heddle's
+// (ExportHistoryJSON's array of events, the document `heddle workflow
+// history -o json` prints, the HTTP API's history page) or Temporal's
+// (`temporal workflow show --output json`: an object whose "events" have an
+// eventType) — as the events ReplayWorkflowHistory replays. Temporal's events are mapped onto
+// the heddle events the same code records (see docs/temporal.md); an event
+// heddle cannot express is an error naming its id and type. It is
+// Temporal's client.HistoryFromJSON, here because it returns heddle's
+// events.
+func HistoryFromJSON(r io.Reader, options HistoryJSONOptions) ([]engine.Event, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read history JSON: %w", err)
 	}
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 {
-		return nil, errors.New("history JSON: the input is empty, want a JSON array of events")
-	}
-	if trimmed[0] != '[' {
-		return nil, errors.New("history JSON: the input is not a JSON array of events")
-	}
-	var raw []json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("history JSON: %w", err)
-	}
-	if dec.More() || dec.InputOffset() != int64(len(trimmed)) {
-		return nil, fmt.Errorf("history JSON: unexpected data after the array at offset %d", dec.InputOffset())
-	}
-	if len(raw) == 0 {
-		return nil, errors.New("history JSON: the array holds no events")
-	}
-	events := make([]engine.Event, len(raw))
-	for i, item := range raw {
-		ev, err := decodeJSONEvent(item)
-		if err != nil {
-			return nil, fmt.Errorf("history JSON: event %d: %w", i, err)
-		}
-		if want := uint64(i) + 1; ev.Seq != want {
-			return nil, fmt.Errorf("history JSON: event %d: seq %d where %d was due (seqs run 1, 2, 3, … without gaps)", i, ev.Seq, want)
-		}
-		events[i] = ev
-	}
-	return events, nil
+	history, _, err := decodeAnyHistory(data, options.LastEventID)
+	return history, err
 }
 
-func decodeJSONEvent(item json.RawMessage) (engine.Event, error) {
-	var je jsonEvent
-	dec := json.NewDecoder(bytes.NewReader(item))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&je); err != nil {
-		return engine.Event{}, err
-	}
-	if je.Seq == 0 {
-		return engine.Event{}, errors.New(`"seq" is missing or 0`)
-	}
-	if je.Type == "" {
-		return engine.Event{}, fmt.Errorf(`seq %d: "type" is missing`, je.Seq)
-	}
-	ev := engine.Event{Seq: je.Seq, Type: je.Type, AtMS: je.AtMS, Attempt: je.Attempt, Step: je.Step, Name: je.Name,
-		Reason: je.Reason, DelayMS: je.DelayMS, LeaseExpiryMS: je.LeaseExpiryMS, Commit: je.Commit,
-		StepAttempt: je.StepAttempt, Resource: je.Resource, Decision: engine.CriticDecision(je.Decision)}
+// decodeAnyHistory tells the formats apart (an array is ExportHistoryJSON's;
+// an object is the CLI's document, the HTTP API's page or Temporal's
+// export, see objectKind) and decodes any; the Temporal history is nil for
+// heddle's formats.
+func decodeAnyHistory(data []byte, lastEventID int64) ([]engine.Event, *temporalhistory.History, error) {
+	trimmed := bytes.TrimSpace(data)
+	var history []engine.Event
+	var err error
 	switch {
-	case je.Payload != nil && je.PayloadBase64 != nil:
-		return engine.Event{}, fmt.Errorf(`seq %d: both "payload" and "payloadBase64" are set`, je.Seq)
-	case je.Payload != nil:
-		if bytes.Equal(je.Payload, []byte("null")) {
-			return engine.Event{}, fmt.Errorf(`seq %d: "payload" is null (leave it out for no payload)`, je.Seq)
-		}
-		var c bytes.Buffer
-		if err := json.Compact(&c, je.Payload); err != nil {
-			return engine.Event{}, fmt.Errorf("seq %d: payload: %w", je.Seq, err)
-		}
-		ev.Payload = c.Bytes()
-	case je.PayloadBase64 != nil:
-		p, err := base64.StdEncoding.DecodeString(*je.PayloadBase64)
+	case len(trimmed) == 0 || trimmed[0] != '{':
+		history, err = ReadHistoryJSON(bytes.NewReader(trimmed))
+	case objectKind(trimmed) == kindCLIDocument:
+		history, err = decodeCLIDocument(trimmed)
+	case objectKind(trimmed) == kindHTTPPage:
+		history, err = decodeHTTPPage(trimmed)
+	default:
+		h, err := temporalhistory.Decode(trimmed, lastEventID)
 		if err != nil {
-			return engine.Event{}, fmt.Errorf(`seq %d: "payloadBase64" is not standard base64: %w`, je.Seq, err)
+			return nil, nil, err
 		}
-		ev.Payload = p
+		return h.Events, h, nil
 	}
-	if jw := je.Wait; jw != nil {
-		ws := &engine.WaitSpec{TimerID: jw.TimerID, TimerAtMS: jw.TimerAtMS, Signals: jw.Signals,
-			Steps: jw.Steps, Park: jw.Park, AnySignal: jw.AnySignal}
-		for _, t := range jw.Timers {
-			ws.Timers = append(ws.Timers, engine.Timer{ID: t.ID, FireMS: t.FireMS})
-		}
-		ev.Wait = ws
+	if err != nil {
+		return nil, nil, err
 	}
-	return ev, nil
+	if lastEventID > 0 && lastEventID < int64(len(history)) {
+		history = history[:lastEventID]
+	}
+	return history, nil, nil
 }

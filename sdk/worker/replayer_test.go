@@ -272,7 +272,7 @@ func TestRecordHistories(t *testing.T) {
 	writeHistory(t, v1History, recordOrder(t, ReplayOrderV1))
 }
 
-func replayer(fn any) *worker.WorkflowReplayer {
+func replayer(fn any) worker.WorkflowReplayer {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithName(fn, replayOrderType)
 	return r
@@ -280,7 +280,7 @@ func replayer(fn any) *worker.WorkflowReplayer {
 
 // The recorded code replays its committed history cleanly.
 func TestReplayOrderV1History(t *testing.T) {
-	if err := replayer(ReplayOrderV1).ReplayWorkflowHistoryFromJSONFile(v1History); err != nil {
+	if err := replayer(ReplayOrderV1).ReplayWorkflowHistoryFromJSONFile(nil, v1History); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -289,7 +289,7 @@ func TestReplayOrderV1History(t *testing.T) {
 // format exactly.
 func TestReplayFreshHistory(t *testing.T) {
 	hist := recordOrder(t, ReplayOrderV1)
-	if err := replayer(ReplayOrderV1).ReplayWorkflowHistory(hist); err != nil {
+	if err := replayer(ReplayOrderV1).ReplayWorkflowHistory(nil, hist); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
@@ -303,7 +303,7 @@ func TestReplayFreshHistory(t *testing.T) {
 	if !reflect.DeepEqual(back, hist) {
 		t.Fatalf("history changed through JSON:\n got %+v\nwant %+v", back, hist)
 	}
-	if err := replayer(ReplayOrderV1).ReplayWorkflowHistory(back); err != nil {
+	if err := replayer(ReplayOrderV1).ReplayWorkflowHistory(nil, back); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -350,7 +350,7 @@ func TestReplayDetectsIncompatibleChanges(t *testing.T) {
 		{"timer replaced by activity", ReplayOrderNoSleep, v1History, "2", replay.EventTimerScheduled, "", `activity "ReplayPause"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := replayer(tc.fn).ReplayWorkflowHistoryFromJSONFile(tc.history)
+			err := replayer(tc.fn).ReplayWorkflowHistoryFromJSONFile(nil, tc.history)
 			var nd *replay.NondeterminismError
 			if !errors.As(err, &nd) {
 				t.Fatalf("replay = %v, want a *replay.NondeterminismError", err)
@@ -383,7 +383,7 @@ func TestReplayDetectsIncompatibleChanges(t *testing.T) {
 
 // The error of a renamed activity points at the line of the call.
 func TestReplayNondeterminismNamesTheLine(t *testing.T) {
-	err := replayer(ReplayOrderRenamed).ReplayWorkflowHistoryFromJSONFile(v1History)
+	err := replayer(ReplayOrderRenamed).ReplayWorkflowHistoryFromJSONFile(nil, v1History)
 	var nd *replay.NondeterminismError
 	if !errors.As(err, &nd) {
 		t.Fatalf("replay = %v, want a *replay.NondeterminismError", err)
@@ -410,7 +410,7 @@ func TestReplayNondeterminismNamesTheLine(t *testing.T) {
 // GetVersion returns DefaultVersion and the new activity is skipped.
 func TestReplayGetVersionFix(t *testing.T) {
 	versionSeen.Store(99)
-	if err := replayer(ReplayOrderVersioned).ReplayWorkflowHistoryFromJSONFile(v1History); err != nil {
+	if err := replayer(ReplayOrderVersioned).ReplayWorkflowHistoryFromJSONFile(nil, v1History); err != nil {
 		t.Fatal(err)
 	}
 	if v := workflow.Version(versionSeen.Load()); v != workflow.DefaultVersion {
@@ -432,14 +432,14 @@ func TestReplayVersionedRun(t *testing.T) {
 		t.Fatal("a live run of the versioned code recorded no version marker")
 	}
 	versionSeen.Store(99)
-	if err := replayer(ReplayOrderVersioned).ReplayWorkflowHistory(hist); err != nil {
+	if err := replayer(ReplayOrderVersioned).ReplayWorkflowHistory(nil, hist); err != nil {
 		t.Fatal(err)
 	}
 	if v := versionSeen.Load(); v != 1 {
 		t.Fatalf("GetVersion on the versioned history = %d, want 1", v)
 	}
 	var nd *replay.NondeterminismError
-	if err := replayer(ReplayOrderV1).ReplayWorkflowHistory(hist); !errors.As(err, &nd) {
+	if err := replayer(ReplayOrderV1).ReplayWorkflowHistory(nil, hist); !errors.As(err, &nd) {
 		t.Fatalf("old code on the versioned history: %v, want a *replay.NondeterminismError", err)
 	}
 }
@@ -457,7 +457,7 @@ func TestReplayTruncatedHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n := 1; n <= len(hist); n++ {
-		if err := replayer(ReplayOrderV1).ReplayWorkflowHistory(hist[:n]); err != nil {
+		if err := replayer(ReplayOrderV1).ReplayWorkflowHistory(nil, hist[:n]); err != nil {
 			t.Fatalf("first %d events: %v", n, err)
 		}
 	}
@@ -466,14 +466,14 @@ func TestReplayTruncatedHistory(t *testing.T) {
 func TestReplayUnregisteredType(t *testing.T) {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflow(ReplayOrderV1) // registered as "ReplayOrderV1", not "ReplayOrder"
-	err := r.ReplayWorkflowHistoryFromJSONFile(v1History)
+	err := r.ReplayWorkflowHistoryFromJSONFile(nil, v1History)
 	if err == nil || !strings.Contains(err.Error(), `"ReplayOrder"`) || !strings.Contains(err.Error(), "not registered") {
 		t.Fatalf("replay = %v, want an error naming the unregistered type", err)
 	}
-	if err := r.ReplayWorkflowHistory(nil); err == nil {
+	if err := r.ReplayWorkflowHistory(nil, nil); err == nil {
 		t.Fatal("an empty history replayed")
 	}
-	if err := r.ReplayWorkflowHistory([]engine.Event{{Seq: 1, Type: engine.EventSignalReceived}}); err == nil ||
+	if err := r.ReplayWorkflowHistory(nil, []engine.Event{{Seq: 1, Type: engine.EventSignalReceived}}); err == nil ||
 		!strings.Contains(err.Error(), "job_created") {
 		t.Fatalf("a history without job_created: %v", err)
 	}
@@ -539,7 +539,7 @@ func TestReadHistoryJSONRejectsMalformed(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`[{"seq":2,"type":"job_created"}]`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := replayer(ReplayOrderV1).ReplayWorkflowHistoryFromJSONFile(path)
+	err := replayer(ReplayOrderV1).ReplayWorkflowHistoryFromJSONFile(nil, path)
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "seq 2 where 1 was due") {
 		t.Fatalf("replay of a malformed file = %v, want an error naming it and the problem", err)
 	}

@@ -138,7 +138,7 @@ func TestSpansAreNotDuplicatedOnReplay(t *testing.T) {
 	}
 	rp := worker.NewWorkflowReplayer()
 	rp.RegisterWorkflow(Relay)
-	if err := rp.ReplayWorkflowHistory(history); err != nil {
+	if err := rp.ReplayWorkflowHistory(nil, history); err != nil {
 		t.Fatal(err)
 	}
 

@@ -45,6 +45,11 @@ func external(ctx Context, kind replay.CommandKind, workflowID, runID, name stri
 		set(nil, ErrCanceled)
 		return f
 	}
+	if te := testEnvOf(ctx); te != nil {
+		if mf, ok := mockedExternal(ctx, te, kind, workflowID, runID, name, args); ok {
+			return mf
+		}
+	}
 	var input []byte
 	if len(args) > 0 {
 		var err error

@@ -39,6 +39,12 @@ func GetVersion(ctx Context, changeID string, minSupported, maxSupported Version
 	v, seen := st.versions[changeID]
 	if !seen {
 		data, ok, err := st.x.KeyedMarker("version:"+changeID, "version", func() ([]byte, error) {
+			// A test may choose the version a new run records (OnGetVersion).
+			if te := testEnvOf(ctx); te != nil {
+				if v, ok := te.GetVersion(changeID, int(minSupported), int(maxSupported)); ok {
+					return converter.Encode(v)
+				}
+			}
 			return converter.Encode(maxSupported)
 		})
 		if err != nil {
