@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/heddlewf/heddle/sdk/log"
+
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
@@ -77,15 +79,10 @@ type WorkflowReplayer interface {
 	GetWorkflowResult(workflowID string, valuePtr any) error
 }
 
-// ReplayLogger is what a replayer logs through: the method set of
-// Temporal's log.Logger, so that a Temporal logger, a heddle one, or nil
-// may be passed.
-type ReplayLogger interface {
-	Debug(msg string, keyvals ...any)
-	Info(msg string, keyvals ...any)
-	Warn(msg string, keyvals ...any)
-	Error(msg string, keyvals ...any)
-}
+// ReplayLogger is what a replayer logs through: Temporal's log.Logger, as
+// sdk/log has it, so that a Temporal logger, a heddle one, or nil may be
+// passed.
+type ReplayLogger = log.Logger
 
 // ReplayWorkflowID is the workflow id (and run id) a replayed run sees in
 // workflow.GetInfo: histories do not all record theirs. It is Temporal's.
