@@ -186,6 +186,22 @@ func focusField(sel, value string) chromedp.Action {
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
 	var s string
+	// The page's live refresh replaces its content in place; a node found
+	// by the query can be gone by the time its text is asked for, which
+	// chromedp reports as "Could not find node". Reading again finds the
+	// new one; a read changes nothing, so it may be repeated.
+	// The last try goes through run, which reports a failure with the page.
+	for range 4 {
+		stepCtx, cancel := context.WithTimeout(ctx, stepTimeout)
+		err := chromedp.Run(stepCtx, chromedp.Text(sel, &s, chromedp.ByQuery))
+		cancel()
+		if err == nil {
+			return s
+		}
+		if !strings.Contains(err.Error(), "Could not find node") {
+			break
+		}
+	}
 	run(t, ctx, "text of "+sel, chromedp.Text(sel, &s, chromedp.ByQuery))
 	return s
 }
