@@ -70,6 +70,9 @@ func (a *applier) createRun(c *CreateJob, lastResult []byte) (Result, error) {
 	if err := a.cronHoldBack(l, c.CronSchedule); err != nil {
 		return nil, err
 	}
+	if err := a.startDelay(l, c.StartDelayMS); err != nil {
+		return nil, err
+	}
 	a.save(l)
 	a.tx.Set(storage.WorkflowKey(wf), storage.U64(uint64(id)))
 	return &CreateResult{Job: id, WorkflowID: wf}, nil
@@ -169,4 +172,18 @@ func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
 	}
 	a.save(nl)
 	return res, nil
+}
+
+// startDelay holds a new run back for delayMS (Temporal's StartDelay). The
+// run timeout counts from the end of the delay, as a cron run's counts
+// from its time.
+func (a *applier) startDelay(l *loaded, delayMS int64) error {
+	if delayMS <= 0 {
+		return nil
+	}
+	if l.job.RunTimeoutMS > 0 {
+		l.job.RunDeadlineMS = a.now + delayMS + l.job.RunTimeoutMS
+	}
+	_, err := a.appendEvent(l, Event{Type: EventJobRequeued, DelayMS: delayMS, Reason: ReasonStartDelay})
+	return err
 }

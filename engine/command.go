@@ -168,6 +168,11 @@ type CreateJob struct {
 	// followed, in the same command, by the next run at the next time (see
 	// cron.go). Empty: none.
 	CronSchedule string `json:"cron_schedule,omitempty" msgpack:"cron,omitempty"`
+	// StartDelayMS holds the run back (Retrying, reason start_delay) for
+	// this long before a worker may claim it (Temporal's StartDelay); its
+	// RunTimeoutMS counts from the end of the delay. It cannot be combined
+	// with CronSchedule, which sets its own first time. 0: none.
+	StartDelayMS int64 `json:"start_delay_ms,omitempty" msgpack:"sd,omitempty"`
 }
 
 // RetryPolicy says how a failed workflow run is retried. The engine stores

@@ -126,6 +126,9 @@ const (
 	// followed by the chain's next run, and the job_requeued that holds a
 	// cron run back until its time.
 	ReasonCronNext = "cron_next"
+	// ReasonStartDelay marks the job_requeued that holds a run started
+	// with CreateJob.StartDelayMS back until the delay has passed.
+	ReasonStartDelay = "start_delay"
 )
 
 // Reasons recorded on job_timed_out: which deadline passed.

@@ -341,6 +341,17 @@ type StartWorkflowOptions struct {
 	// WorkflowRunTimeout ends is followed too; a cancel, a terminate or the
 	// WorkflowExecutionTimeout ends the chain. Get follows the chain.
 	CronSchedule string
+	// StartDelay holds the run back this long before a worker may start
+	// it (the engine keeps it Retrying until then); its WorkflowRunTimeout
+	// counts from the end of the delay. It cannot be combined with
+	// CronSchedule. 0: none.
+	StartDelay time.Duration
+	// EnableEagerStart is accepted for Temporal's sake and changes
+	// nothing: Temporal may hand the first workflow task straight to a
+	// worker of this client, saving a server round trip, and in heddle a
+	// run is always claimed through the engine (no time is saved by a
+	// worker in the same process skipping that).
+	EnableEagerStart bool
 }
 
 // ExecuteWorkflow starts a run of wf (a function or a type name) with args.
@@ -361,7 +372,10 @@ func (c *workflowClient) ExecuteWorkflow(ctx context.Context, opts StartWorkflow
 	}
 	create := engine.CreateJob{WorkflowID: opts.ID, Type: name, Queue: opts.TaskQueue, Input: input, ReusePolicy: opts.WorkflowIDReusePolicy,
 		ExecutionTimeoutMS: opts.WorkflowExecutionTimeout.Milliseconds(), RunTimeoutMS: opts.WorkflowRunTimeout.Milliseconds(),
-		CronSchedule: opts.CronSchedule}
+		CronSchedule: opts.CronSchedule, StartDelayMS: opts.StartDelay.Milliseconds()}
+	if opts.StartDelay < 0 {
+		return nil, fmt.Errorf("client: StartWorkflowOptions.StartDelay %v is negative", opts.StartDelay)
+	}
 	if p := opts.RetryPolicy; p != nil {
 		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("client: StartWorkflowOptions.RetryPolicy: %w", err)

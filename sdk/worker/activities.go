@@ -404,6 +404,13 @@ func (a *activityEnv) recorded() []byte {
 func (w *queueWorker) callActivity(ctx context.Context, fn any, input []byte, env *activityEnv, opts workflow.ActivityOptions, scheduleDeadline time.Time) (result []byte, err error) {
 	info := &env.info
 	name := info.ActivityType.Name
+	release, err := w.activitySlot(ctx, info.IsLocalActivity)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	ctx, stopBackground := w.backgroundActivityContext(ctx)
+	defer stopBackground()
 	if opts.StartToCloseTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, opts.StartToCloseTimeout)

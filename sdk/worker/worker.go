@@ -82,6 +82,21 @@ type Options struct {
 	// Temporal, 0 cancels the running activities at once; in heddle an
 	// abandoned job waits out its lease, so a short drain comes first.)
 	WorkerStopTimeout time.Duration
+	// MaxConcurrentActivityExecutionSize bounds the activity functions
+	// (local ones excepted) this worker runs at once, across all its runs;
+	// a try waits for a free place before its StartToCloseTimeout starts.
+	// 0 means no bound beyond MaxConcurrentJobs (Temporal's default is
+	// 1,000).
+	MaxConcurrentActivityExecutionSize int
+	// BackgroundActivityContext, if set, is the context activities see
+	// values of (a client or a logger shared by all activities) and whose
+	// cancellation cancels the tries it is running. Nil: none.
+	BackgroundActivityContext context.Context
+	// OnFatalError, if set, is called once, from the worker's own
+	// goroutine, when the worker stops claiming work because the service
+	// will not serve it: the node refused the client's credentials. It
+	// must not call Stop (which waits for that goroutine).
+	OnFatalError func(error)
 }
 
 // Validate reports the first invalid field.
@@ -95,6 +110,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("worker: Options.RetryInlineThreshold %v is negative", o.RetryInlineThreshold)
 	case o.WorkerStopTimeout < 0:
 		return fmt.Errorf("worker: Options.WorkerStopTimeout %v is negative", o.WorkerStopTimeout)
+	case o.MaxConcurrentActivityExecutionSize < 0:
+		return fmt.Errorf("worker: Options.MaxConcurrentActivityExecutionSize %d is negative", o.MaxConcurrentActivityExecutionSize)
 	}
 	return nil
 }
@@ -220,6 +237,9 @@ type queueWorker struct {
 	// is what Start returns when the worker cannot run.
 	backend sdkhook.ClientBackend
 	initErr error
+	// activitySlots, when Options.MaxConcurrentActivityExecutionSize is
+	// set, holds one token per activity function running.
+	activitySlots chan struct{}
 
 	mu         sync.Mutex
 	workflows  map[string]any
@@ -390,6 +410,9 @@ func (w *queueWorker) Start() error {
 	w.stop = make(chan struct{})
 	w.pollCtx, w.pollCancel = context.WithCancel(w.ctx)
 	w.slots = make(chan struct{}, w.opts.MaxConcurrentJobs)
+	if n := w.opts.MaxConcurrentActivityExecutionSize; n > 0 {
+		w.activitySlots = make(chan struct{}, n)
+	}
 	w.unregister = w.backend.AddQuerier(w.queue, w)
 	w.stopServing = w.serveQueries()
 	w.wg.Add(1)
@@ -508,6 +531,12 @@ func (w *queueWorker) poll() {
 			}
 			if w.opts.OnError != nil {
 				w.opts.OnError(0, err)
+			}
+			if fatal(err) {
+				if w.opts.OnFatalError != nil {
+					w.opts.OnFatalError(err)
+				}
+				return
 			}
 			// The service is unreachable or refused: back off instead of
 			// spinning, and give up at once when stopped (Stop cancels
