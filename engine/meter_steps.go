@@ -28,6 +28,15 @@ type stepKey struct {
 	step string
 }
 
+// stepEventHead is what the step metrics read of an event: decoding only
+// these fields skips its payload and wait, which a full decode of every
+// event a command writes spent most of the metrics' cost on.
+type stepEventHead struct {
+	Type        EventType `msgpack:"t"`
+	Step        string    `msgpack:"s,omitempty"`
+	StepAttempt uint32    `msgpack:"sa,omitempty"`
+}
+
 // stepDiff reads the step changes from a command's buffered writes.
 func stepDiff(tx *storage.Tx) []stepChange {
 	type jobEvent struct {
@@ -46,8 +55,9 @@ func stepDiff(tx *storage.Tx) []stepChange {
 			if err != nil {
 				return
 			}
-			if ev, err := DecodeEvent(val); err == nil && IsStepEvent(ev.Type) && ev.Step != "" {
-				evs = append(evs, jobEvent{job, ev})
+			var h stepEventHead
+			if _, err := storage.Decode(val, storage.KindEvent, eventVersion, &h); err == nil && IsStepEvent(h.Type) && h.Step != "" {
+				evs = append(evs, jobEvent{job, &Event{Type: h.Type, Step: h.Step, StepAttempt: h.StepAttempt}})
 			}
 		case storage.PrefixStep:
 			recs = append(recs, key)
