@@ -43,6 +43,7 @@ type TestWorkflowEnvironment struct {
 	activityMock mock.Mock
 	mocks        mockTable
 	hooks        testHooks // OnGetVersion, SetLastCompletionResult
+	listen       listeners // the SetOn*Listener callbacks
 	updates      updates   // UpdateWorkflow's waits for outcomes
 
 	// mu guards what the driver shares with the workers' goroutines and
