@@ -34,6 +34,8 @@ type TestWorkflowEnvironment struct {
 	// Set up before ExecuteWorkflow (the test's goroutine).
 	workflows   map[string]*registration
 	activities  map[string]*registration
+	dynWorkflow *registration // RegisterDynamicWorkflow; nil: none
+	dynActivity *registration // RegisterDynamicActivity; nil: none
 	startTime   time.Time
 	testTimeout time.Duration
 	startOpts   client.StartWorkflowOptions

@@ -154,6 +154,11 @@ func (env *TestWorkflowEnvironment) startActivityCall(args []reflect.Value) (*ac
 		}
 	}
 	if c.l.activityStarted != nil {
+		if len(in) == 1 && in[0].Type() == encodedValuesType {
+			// A dynamic activity's arguments are encoded already.
+			c.l.activityStarted(c.info, c.ctx, in[0].Interface().(converter.EncodedValues))
+			return c, args
+		}
 		values := make([]any, len(in))
 		for i, a := range in {
 			values[i] = a.Interface()
