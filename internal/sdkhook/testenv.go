@@ -1,5 +1,7 @@
 package sdkhook
 
+import "time"
+
 // TestEnv is what sdk/testsuite lends the workflow code it runs: answers
 // to the calls Temporal's test environment lets a test mock. The testsuite
 // owns it; sdk/workflow calls it from workflow code (one coroutine at a
@@ -20,7 +22,21 @@ type TestEnv interface {
 	// handled false sends it to the engine (the target runs in the
 	// environment); otherwise err is its outcome, nil for sent.
 	External(signal bool, workflowID, runID, signalName string, arg any) (handled bool, err error)
+	// Timer tells the test of a new event of a workflow timer (never of
+	// one a replay re-runs): its scheduling, with its duration, its firing
+	// or its cancellation. timerID is the timer's step.
+	Timer(event TimerEvent, timerID string, duration time.Duration)
 }
+
+// TimerEvent is what happened to a workflow timer (TestEnv.Timer).
+type TimerEvent int
+
+// The events of a workflow timer.
+const (
+	TimerScheduled TimerEvent = iota + 1
+	TimerFired
+	TimerCanceled
+)
 
 // WithTestEnv returns the workflow.Context ctx carrying env; set by
 // sdk/workflow's init.

@@ -21,6 +21,7 @@ type TestActivityEnvironment struct {
 	registers   []func(*TestWorkflowEnvironment)
 	testTimeout time.Duration
 	workerOpts  worker.Options
+	onHeartbeat func(info *activity.Info, details converter.EncodedValues)
 }
 
 // activityTestTimeout is an activity environment's default test timeout
@@ -51,6 +52,15 @@ func (a *TestActivityEnvironment) SetTestTimeout(idleTimeout time.Duration) *Tes
 // as TestWorkflowEnvironment.SetWorkerOptions does.
 func (a *TestActivityEnvironment) SetWorkerOptions(options worker.Options) *TestActivityEnvironment {
 	a.workerOpts = options
+	return a
+}
+
+// SetOnActivityHeartbeatListener sets a function called with the details
+// of the activity's heartbeats, as Temporal's worker would send them: see
+// TestWorkflowEnvironment.SetOnActivityHeartbeatListener.
+func (a *TestActivityEnvironment) SetOnActivityHeartbeatListener(
+	listener func(activityInfo *activity.Info, details converter.EncodedValues)) *TestActivityEnvironment {
+	a.onHeartbeat = listener
 	return a
 }
 
@@ -85,6 +95,7 @@ func (a *TestActivityEnvironment) ExecuteActivity(activityFn any, args ...any) (
 	}
 	env.SetTestTimeout(timeout)
 	env.SetWorkerOptions(a.workerOpts)
+	env.SetOnActivityHeartbeatListener(a.onHeartbeat)
 	var actErr error
 	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, name string, args []json.RawMessage) ([]byte, error) {
 		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: timeout,

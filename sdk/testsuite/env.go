@@ -34,6 +34,8 @@ type TestWorkflowEnvironment struct {
 	// Set up before ExecuteWorkflow (the test's goroutine).
 	workflows   map[string]*registration
 	activities  map[string]*registration
+	dynWorkflow *registration // RegisterDynamicWorkflow; nil: none
+	dynActivity *registration // RegisterDynamicActivity; nil: none
 	startTime   time.Time
 	testTimeout time.Duration
 	startOpts   client.StartWorkflowOptions
@@ -43,6 +45,7 @@ type TestWorkflowEnvironment struct {
 	activityMock mock.Mock
 	mocks        mockTable
 	hooks        testHooks // OnGetVersion, SetLastCompletionResult
+	listen       listeners // the SetOn*Listener callbacks
 	updates      updates   // UpdateWorkflow's waits for outcomes
 
 	// mu guards what the driver shares with the workers' goroutines and

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/temporal"
@@ -47,7 +48,7 @@ func (env *TestWorkflowEnvironment) ExecuteWorkflow(workflowFn any, args ...any)
 	}
 	var name string
 	if s, ok := workflowFn.(string); ok {
-		name = registered(env.workflows, "workflow", s).name
+		name = registeredOrDynamic(env.workflows, env.dynWorkflow, "workflow", s)
 	} else {
 		name = env.registerQuietly(env.workflows, "workflow", workflowFn, env.wrapWorkflow)
 	}
@@ -124,6 +125,12 @@ func (env *TestWorkflowEnvironment) newWorker(c client.Client, queue string) (wo
 	}
 	for name, r := range env.activities {
 		w.RegisterActivityWithName(r.wrapped, name)
+	}
+	if env.dynWorkflow != nil {
+		w.RegisterDynamicWorkflow(env.dynWorkflow.wrapped, workflow.DynamicRegisterOptions{})
+	}
+	if env.dynActivity != nil {
+		w.RegisterDynamicActivity(env.dynActivity.wrapped, activity.DynamicRegisterOptions{})
 	}
 	return w, nil
 }

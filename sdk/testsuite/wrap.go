@@ -29,15 +29,25 @@ func (env *TestWorkflowEnvironment) wrapActivity(name string, fn any) any {
 		run := runOf(args)
 		env.activityStarted(run)
 		defer env.activityEnded(run)
-		if !env.mocks.has(false, name) {
-			return v.Call(args)
-		}
-		ret, err := methodCalled(&env.activityMock, name, args)
-		if err != nil {
-			return failWith(t, err)
-		}
-		return mockResults(name, t, ret, args)
+		call, args := env.startActivityCall(args)
+		out := env.callActivity(name, v, args)
+		call.end(out)
+		return out
 	}).Interface()
+}
+
+// callActivity calls activity name's mock when it has expectations, and
+// its function v otherwise.
+func (env *TestWorkflowEnvironment) callActivity(name string, v reflect.Value, args []reflect.Value) []reflect.Value {
+	t := v.Type()
+	if !env.mocks.has(false, name) {
+		return v.Call(args)
+	}
+	ret, err := methodCalled(&env.activityMock, name, args)
+	if err != nil {
+		return failWith(t, err)
+	}
+	return mockResults(name, t, ret, args)
 }
 
 // wrapWorkflow returns the function the workers run for workflow name. A

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/internal/sdkhook"
 )
 
 // NewTimer returns a future that becomes ready, with no value, d after the
@@ -25,15 +26,44 @@ func NewTimer(ctx Context, d time.Duration) Future {
 	}
 	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
 	fireAt := st.x.Now().UnixMilli() + ms
-	cmd := st.x.Issue(replay.KindTimer, "", nil, nil, fireAt, func(r replay.Resolution) {
+	te := testEnvOf(ctx)
+	var cmd *replay.Command
+	fired := false
+	cmd = st.x.Issue(replay.KindTimer, "", nil, nil, fireAt, func(r replay.Resolution) {
 		if r.Failed {
 			set(nil, ErrCanceled) // timer_canceled
 			return
 		}
+		fired = true
+		if te != nil && !st.x.IsReplaying() {
+			te.Timer(sdkhook.TimerFired, cmd.Step, d)
+		}
 		set(nil, nil)
 	})
+	if te != nil {
+		watchTimerForTest(ctx, st.x, te, cmd, d, &fired)
+	}
 	watchCancel(ctx, st.x, cmd, f, false)
 	return f
+}
+
+// watchTimerForTest tells a test environment of a timer's scheduling and,
+// when ctx is cancelled before it fires, of its cancellation, as the
+// workflow code does them (a replay re-running them tells nothing).
+func watchTimerForTest(ctx Context, x *replay.Execution, te sdkhook.TestEnv, cmd *replay.Command, d time.Duration, fired *bool) {
+	if !cmd.Recorded && !x.IsReplaying() {
+		te.Timer(sdkhook.TimerScheduled, cmd.Step, d)
+	}
+	if ctx.Done() == nil {
+		return
+	}
+	disp := envOf(ctx).Dispatcher()
+	disp.Go("timer-test-watch", func() {
+		disp.Block(func() bool { return *fired || ctx.Err() != nil })
+		if !*fired && !x.IsReplaying() {
+			te.Timer(sdkhook.TimerCanceled, cmd.Step, d)
+		}
+	})
 }
 
 // Sleep blocks for d of workflow time. It returns ErrCanceled if ctx is
