@@ -190,7 +190,7 @@ func (c *activityCall) end(out []reflect.Value) {
 	if c.l.activityCompleted == nil {
 		return
 	}
-	var result converter.EncodedValue = converter.NewEncodedValue(nil)
+	result := converter.NewEncodedValue(nil)
 	if len(out) == 2 && err == nil {
 		if payload, encErr := converter.Encode(out[0].Interface()); encErr == nil {
 			result = converter.NewEncodedValue(payload)
