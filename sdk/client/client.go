@@ -182,6 +182,12 @@ const dialTimeout = 10 * time.Second
 // of Options.Service. Like Temporal's, it checks that the node answers
 // before returning.
 func Dial(options Options) (Client, error) {
+	return DialContext(context.Background(), options)
+}
+
+// DialContext is Dial whose check that the node answers also ends when ctx
+// does.
+func DialContext(ctx context.Context, options Options) (Client, error) {
 	if err := options.Validate(); err != nil {
 		return nil, err
 	}
@@ -200,7 +206,7 @@ func Dial(options Options) (Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %s: %w", addr, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	if options.ConnectionOptions.DisableHealthCheck {
 		return NewWithOptions(hc, options), nil

@@ -3,9 +3,10 @@ package temporal
 import (
 	"errors"
 	"fmt"
-	"github.com/heddlewf/heddle/internal/sdkhook"
 	"reflect"
 	"time"
+
+	"github.com/heddlewf/heddle/internal/sdkhook"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/sdk/converter"
@@ -470,6 +471,18 @@ type ChildWorkflowExecutionAlreadyStartedError struct{}
 
 func (*ChildWorkflowExecutionAlreadyStartedError) Error() string {
 	return "child workflow execution already started"
+}
+
+// IsWorkflowExecutionAlreadyStartedError reports whether err says that a
+// workflow id was already taken: a client start refused by the id reuse
+// policy (engine.ErrWorkflowExists, also over HTTP) or a child workflow
+// whose id is held by another open run.
+func IsWorkflowExecutionAlreadyStartedError(err error) bool {
+	if errors.Is(err, engine.ErrWorkflowExists) {
+		return true
+	}
+	var child *ChildWorkflowExecutionAlreadyStartedError
+	return errors.As(err, &child)
 }
 
 // UnknownExternalWorkflowExecutionError is the failure of a signal or

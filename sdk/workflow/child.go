@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -190,4 +191,11 @@ func NewContinueAsNewError(ctx Context, wf any, args ...any) error {
 		return fmt.Errorf("workflow: continue as new %s: %w", name, err)
 	}
 	return &ContinueAsNewError{WorkflowType: &Type{Name: name}, Input: input}
+}
+
+// IsContinueAsNewError reports whether err is, or wraps, a
+// ContinueAsNewError: a run that ends this way was continued, not failed.
+func IsContinueAsNewError(err error) bool {
+	var can *ContinueAsNewError
+	return errors.As(err, &can)
 }
