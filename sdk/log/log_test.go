@@ -27,8 +27,8 @@ func (r *recorder) Info(msg string, kv ...any)  { r.add("INFO", msg, kv) }
 func (r *recorder) Warn(msg string, kv ...any)  { r.add("WARN", msg, kv) }
 func (r *recorder) Error(msg string, kv ...any) { r.add("ERROR", msg, kv) }
 
-// A *slog.Logger is a log.Logger, so what workflow.GetLogger returns can
-// be kept in a variable of Temporal's type.
+// A *slog.Logger is a log.Logger, so one can be given where Temporal's
+// type is asked for (client.Options.Logger, testsuite's SetLogger).
 var _ log.Logger = (*slog.Logger)(nil)
 
 func TestWithPrefixesKeyvals(t *testing.T) {

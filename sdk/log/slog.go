@@ -53,9 +53,10 @@ func (s *StructuredLogger) WithCallerSkip(depth int) Logger {
 func (s *StructuredLogger) Slog() *slog.Logger { return s.logger }
 
 // Slog returns a *slog.Logger writing to l, for the code of heddle that
-// logs through log/slog (the worker, and what workflow.GetLogger and
-// activity.GetLogger return): l itself when it is a *slog.Logger, the
-// logger a StructuredLogger wraps, else a logger whose handler calls l's
+// logs through log/slog (the worker) and for code that wants slog's own
+// methods on what workflow.GetLogger and activity.GetLogger return (both
+// are StructuredLoggers): l itself when it is a *slog.Logger, the logger a
+// StructuredLogger wraps, else a logger whose handler calls l's
 // method of the record's level with the record's attributes as keyvals
 // (groups joined to the key with dots). Nil gives nil.
 func Slog(l Logger) *slog.Logger {
