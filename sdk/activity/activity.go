@@ -9,6 +9,7 @@ import (
 
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/log"
 	"github.com/heddlewf/heddle/sdk/temporal"
 )
 
@@ -143,13 +144,15 @@ func GetHeartbeatDetails(ctx context.Context, d ...any) error {
 	return converter.NewEncodedValues(envOf(ctx).HeartbeatDetails()).Get(d...)
 }
 
-// GetLogger returns the logger of the activity running under ctx: the
-// worker's (worker.Options.Logger, or slog.Default()) with the activity's
-// type, workflow id, run id, step and attempt as attributes. Unlike a
-// workflow's logger it is never silenced: an activity runs only when its
-// result is not recorded yet, never in a replay. *slog.Logger has the
-// Debug, Info, Warn and Error methods of Temporal's log.Logger.
-func GetLogger(ctx context.Context) *slog.Logger { return envOf(ctx).Logger() }
+// GetLogger returns the logger of the activity running under ctx, as
+// Temporal's: a log.Logger writing to the worker's slog.Logger
+// (worker.Options.Logger, or slog.Default()) with the activity's type,
+// workflow id, run id, step and attempt as attributes. Unlike a workflow's
+// logger it is never silenced: an activity runs only when its result is
+// not recorded yet, never in a replay. It is a *log.StructuredLogger, so it
+// implements log.WithLogger and log.WithSkipCallers; log.Slog(GetLogger(ctx))
+// gives the *slog.Logger behind it, attributes included.
+func GetLogger(ctx context.Context) log.Logger { return log.NewStructuredLogger(envOf(ctx).Logger()) }
 
 // GetWorkerStopChannel returns a channel that is closed when the worker
 // running the activity is asked to stop: a long activity may return early

@@ -1,8 +1,10 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -44,8 +46,11 @@ func (l *lineLogger) find(prefix string) string {
 }
 
 func LoggingActivity(ctx context.Context, n int) (int, error) {
-	var l log.Logger = activity.GetLogger(ctx) // Temporal's type holds it
+	// As Temporal's samples do: a type assertion, which compiles only on
+	// an interface, and succeeds only if the logger has a With.
+	l := activity.GetLogger(ctx).(log.WithLogger).With("activity", "LoggingActivity")
 	l.Info("activity ran", "n", n)
+	l.Debug("activity detail", "n", n)
 	return n + 1, nil
 }
 
@@ -89,7 +94,69 @@ func TestOptionsLoggerReachesWorkflowAndActivityLoggers(t *testing.T) {
 	if !strings.Contains(wf, "phase start") || !strings.Contains(wf, "n 41") {
 		t.Fatalf("workflow entry %q (all: %q)", wf, rec.lines)
 	}
-	if act := rec.find("INFO activity ran"); !strings.Contains(act, "n 41") {
+	if act := rec.find("INFO activity ran"); !strings.Contains(act, "activity LoggingActivity") || !strings.Contains(act, "n 41") {
 		t.Fatalf("activity entry %q (all: %q)", act, rec.lines)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that workflow and activity goroutines may
+// write to at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// As Temporal's slog sample configures it: log.NewStructuredLogger over a
+// slog handler. Entries of workflow and activity loggers reach the
+// handler with their levels (Debug filtered by an Info handler), the
+// run's attributes and those of With.
+func TestStructuredLoggerReachesTheSlogHandlerWithLevelsAndFields(t *testing.T) {
+	var buf syncBuffer
+	handler := slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})
+	c, err := client.Dial(client.Options{Service: openEngine(t), Logger: log.NewStructuredLogger(slog.New(handler))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := worker.New(c, "slogging", worker.Options{})
+	w.RegisterWorkflow(LoggingWorkflow)
+	w.RegisterActivity(LoggingActivity)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "slogging", TaskQueue: "slogging"}, LoggingWorkflow, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		`level=INFO msg="workflow ran" workflowID=slogging runID=` + run.GetRunID() + ` workflowType=LoggingWorkflow phase=start n=1`,
+		`level=INFO msg="activity ran" activity_type=LoggingActivity workflow_id=slogging run_id=` + run.GetRunID() +
+			` step=1 attempt=1 activity=LoggingActivity n=1`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no line with %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "level=DEBUG") {
+		t.Errorf("a Debug entry passed an Info handler:\n%s", out)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -27,8 +29,8 @@ func (r *recorder) Info(msg string, kv ...any)  { r.add("INFO", msg, kv) }
 func (r *recorder) Warn(msg string, kv ...any)  { r.add("WARN", msg, kv) }
 func (r *recorder) Error(msg string, kv ...any) { r.add("ERROR", msg, kv) }
 
-// A *slog.Logger is a log.Logger, so what workflow.GetLogger returns can
-// be kept in a variable of Temporal's type.
+// A *slog.Logger is a log.Logger, so one can be given where Temporal's
+// type is asked for (client.Options.Logger, testsuite's SetLogger).
 var _ log.Logger = (*slog.Logger)(nil)
 
 func TestWithPrefixesKeyvals(t *testing.T) {
@@ -109,5 +111,44 @@ func TestNopLoggerAndSkip(t *testing.T) {
 	wrap("skipped")
 	if !strings.Contains(buf.String(), "log_test.go") {
 		t.Fatalf("skipped caller not in this file: %q", buf.String())
+	}
+}
+
+// callerLogger reports the file and line of its caller, skipping more
+// frames when WithCallerSkip asks, as a zap adapter does.
+type callerLogger struct {
+	skip  int
+	lines *[]string
+}
+
+func (c callerLogger) add(msg string) {
+	_, file, line, _ := runtime.Caller(2 + c.skip) // past add and Info
+	*c.lines = append(*c.lines, fmt.Sprintf("%s:%d %s", filepath.Base(file), line, msg))
+}
+func (c callerLogger) Debug(msg string, _ ...any) { c.add(msg) }
+func (c callerLogger) Info(msg string, _ ...any)  { c.add(msg) }
+func (c callerLogger) Warn(msg string, _ ...any)  { c.add(msg) }
+func (c callerLogger) Error(msg string, _ ...any) { c.add(msg) }
+func (c callerLogger) WithCallerSkip(depth int) log.Logger {
+	return callerLogger{skip: c.skip + depth, lines: c.lines}
+}
+
+// A foreign Logger that reports its caller, written to through Slog (as
+// workflow and activity loggers write to client.Options.Logger), reports
+// the line that logged, not heddle's handler.
+func TestSlogOfACallerReportingLoggerReportsTheLineThatLogged(t *testing.T) {
+	var lines []string
+	rec := callerLogger{lines: &lines}
+	_, _, here, _ := runtime.Caller(0)
+	log.Slog(rec).Info("through slog")                                // here+1
+	log.NewStructuredLogger(log.Slog(rec)).Warn("through structured") // here+2
+	log.Slog(rec).With("k", 1).Error("through a child")               // here+3
+	want := []string{
+		fmt.Sprintf("log_test.go:%d through slog", here+1),
+		fmt.Sprintf("log_test.go:%d through structured", here+2),
+		fmt.Sprintf("log_test.go:%d through a child", here+3),
+	}
+	if fmt.Sprint(lines) != fmt.Sprint(want) {
+		t.Fatalf("lines = %q, want %q", lines, want)
 	}
 }

@@ -3,9 +3,10 @@
 package log
 
 // Logger is what the SDK logs through, as Temporal's log.Logger: a message
-// and alternating keys and values. A *slog.Logger is one, so the loggers
-// workflow.GetLogger and activity.GetLogger return satisfy it. An
-// implementation may be called from many goroutines at once.
+// and alternating keys and values. workflow.GetLogger and
+// activity.GetLogger return one (a StructuredLogger), and a *slog.Logger
+// is one too. An implementation may be called from many goroutines at
+// once.
 type Logger interface {
 	Debug(msg string, keyvals ...any)
 	Info(msg string, keyvals ...any)

@@ -53,9 +53,10 @@ func (s *StructuredLogger) WithCallerSkip(depth int) Logger {
 func (s *StructuredLogger) Slog() *slog.Logger { return s.logger }
 
 // Slog returns a *slog.Logger writing to l, for the code of heddle that
-// logs through log/slog (the worker, and what workflow.GetLogger and
-// activity.GetLogger return): l itself when it is a *slog.Logger, the
-// logger a StructuredLogger wraps, else a logger whose handler calls l's
+// logs through log/slog (the worker) and for code that wants slog's own
+// methods on what workflow.GetLogger and activity.GetLogger return (both
+// are StructuredLoggers): l itself when it is a *slog.Logger, the logger a
+// StructuredLogger wraps, else a logger whose handler calls l's
 // method of the record's level with the record's attributes as keyvals
 // (groups joined to the key with dots). Nil gives nil.
 func Slog(l Logger) *slog.Logger {
@@ -87,17 +88,45 @@ func (h *handler) Handle(_ context.Context, r slog.Record) error {
 		kv = appendAttr(kv, h.prefix, a)
 		return true
 	})
+	l := h.l
+	if sk, ok := l.(WithSkipCallers); ok && r.PC != 0 {
+		// A Logger that reports its caller would report this method: point
+		// it at the frame that logged, the one the record's PC is in.
+		if depth := framesUpTo(r.PC); depth > 0 {
+			l = sk.WithCallerSkip(depth)
+		}
+	}
 	switch {
 	case r.Level >= slog.LevelError:
-		h.l.Error(r.Message, kv...)
+		l.Error(r.Message, kv...)
 	case r.Level >= slog.LevelWarn:
-		h.l.Warn(r.Message, kv...)
+		l.Warn(r.Message, kv...)
 	case r.Level >= slog.LevelInfo:
-		h.l.Info(r.Message, kv...)
+		l.Info(r.Message, kv...)
 	default:
-		h.l.Debug(r.Message, kv...)
+		l.Debug(r.Message, kv...)
 	}
 	return nil
+}
+
+// maxLogDepth bounds the frames framesUpTo looks through: a record's
+// frame lies a few calls above the handler (slog's or StructuredLogger's
+// methods, a handler wrapping this one), never dozens.
+const maxLogDepth = 32
+
+// framesUpTo returns how many frames above its caller the frame holding
+// pc is (its caller's caller is 1), or 0 when it is not among the
+// nearest maxLogDepth. pc comes from runtime.Callers, as a slog.Record's
+// does, so it is equal to the frame's entry in this walk.
+func framesUpTo(pc uintptr) int {
+	var pcs [maxLogDepth]uintptr
+	n := runtime.Callers(2, pcs[:]) // pcs[0] is in the caller
+	for i, p := range pcs[:n] {
+		if p == pc {
+			return i
+		}
+	}
+	return 0
 }
 
 // appendAttr flattens a (a group becomes one key per member) onto kv.

@@ -116,6 +116,11 @@ func (env *TestWorkflowEnvironment) ensureWorker(queue string) {
 func (env *TestWorkflowEnvironment) newWorker(c client.Client, queue string) (worker.Worker, error) {
 	clk := workerClock{tl: env.tl, probe: env.turnWaiting}
 	opts := workerOptions(env.workerOpts, clk, env.reportError)
+	if opts.Logger == nil {
+		// SetLogger's logger, as its comment promises: the worker's own
+		// messages and what workflow and activity loggers write through.
+		opts.Logger = env.logger
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}

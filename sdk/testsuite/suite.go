@@ -1,10 +1,10 @@
 package testsuite
 
 import (
-	"log/slog"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/sdk/log"
 	"github.com/heddlewf/heddle/sdk/worker"
 )
 
@@ -17,28 +17,30 @@ import (
 // The zero value is ready to use. Its methods do not clash with
 // suite.Suite's, so both can be embedded in one struct.
 type WorkflowTestSuite struct {
-	logger *slog.Logger
+	logger log.Logger
 }
 
 // NewTestWorkflowEnvironment returns a new environment for one workflow run.
 func (s *WorkflowTestSuite) NewTestWorkflowEnvironment() *TestWorkflowEnvironment {
-	return newEnvironment(s.logger)
+	return newEnvironment(log.Slog(s.logger))
 }
 
 // NewTestActivityEnvironment returns a new environment for running
 // activities on their own.
 func (s *WorkflowTestSuite) NewTestActivityEnvironment() *TestActivityEnvironment {
-	return &TestActivityEnvironment{env: newEnvironment(s.logger)}
+	return &TestActivityEnvironment{env: newEnvironment(log.Slog(s.logger))}
 }
 
 // SetLogger sets the logger of the environments made from now on: the
 // workers' own messages, and what workflow.GetLogger and
 // activity.GetLogger write through. Nil (the default) means no worker
-// messages, and slog.Default() for workflow and activity code.
-func (s *WorkflowTestSuite) SetLogger(logger *slog.Logger) { s.logger = logger }
+// messages, and slog.Default() for workflow and activity code. It takes
+// Temporal's log.Logger: a *slog.Logger, a log.StructuredLogger or any
+// other implementation (written to through log.Slog).
+func (s *WorkflowTestSuite) SetLogger(logger log.Logger) { s.logger = logger }
 
 // GetLogger returns the logger SetLogger set, or nil.
-func (s *WorkflowTestSuite) GetLogger() *slog.Logger { return s.logger }
+func (s *WorkflowTestSuite) GetLogger() log.Logger { return s.logger }
 
 // The defaults of a new environment, as in Temporal's test environment.
 const (
