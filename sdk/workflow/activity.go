@@ -29,7 +29,12 @@ import (
 // encoded, or an invalid retry policy, fails the future without issuing
 // anything.
 func ExecuteActivity(ctx Context, activity any, args ...any) Future {
-	opts := GetActivityOptions(ctx)
+	opts, err := sessionActivityOptions(ctx, activity, GetActivityOptions(ctx))
+	if err != nil {
+		f, set := newCommandFuture()
+		set(nil, err)
+		return f
+	}
 	return issueActivity(ctx, activity, args, opts, func(o ActivityOptions) any { return o })
 }
 

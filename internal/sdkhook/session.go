@@ -1,0 +1,29 @@
+package sdkhook
+
+// The names the workflow side and the worker side of a worker session agree
+// on (sdk/workflow's CreateSession, sdk/worker's session host).
+const (
+	// SessionCreationActivity is the activity that holds a session open on
+	// the worker that claimed it: it runs for as long as the session does,
+	// on the creation queue of the session's base task queue.
+	SessionCreationActivity = "internalSessionCreationActivity"
+	// SessionCompletionActivity ends a session at once on its worker, so
+	// that the worker frees its session slot without waiting for the
+	// cancellation to reach the creation activity by heartbeat.
+	SessionCompletionActivity = "internalSessionCompletionActivity"
+	// SessionCreationQueueSuffix makes a task queue's session creation
+	// queue, which only workers with sessions enabled claim from, and only
+	// while they have a free session slot.
+	SessionCreationQueueSuffix = "__internal_session_creation"
+	// SessionSignalPrefix starts the name of the signal by which the
+	// creation activity tells the workflow where its session lives; the
+	// session id follows.
+	SessionSignalPrefix = "heddle.session:"
+)
+
+// SessionCreated is the payload of the session signal: the task queue only
+// the session's worker claims from, and that worker's host name.
+type SessionCreated struct {
+	TaskQueue string `json:"taskQueue"`
+	HostName  string `json:"hostName"`
+}
