@@ -92,7 +92,9 @@ func sessionWorker(t *testing.T, svc engine.Service, queue, who string, opts wor
 // Every activity of a session runs on the worker that accepted it, from
 // the queue only that worker claims, though two workers serve the queue;
 // with the workflow cache off the runs replay the same way.
-func TestSessionActivitiesRunOnOneWorker(t *testing.T) { forEachCache(t, testSessionActivitiesRunOnOneWorker) }
+func TestSessionActivitiesRunOnOneWorker(t *testing.T) {
+	forEachCache(t, testSessionActivitiesRunOnOneWorker)
+}
 
 func testSessionActivitiesRunOnOneWorker(t *testing.T, cache int) {
 	e := open(t)
@@ -176,7 +178,9 @@ func SessionSlots(ctx workflow.Context) (string, error) {
 // MaxConcurrentSessionExecutionSize bounds the sessions open on a worker:
 // a CreateSession beyond it waits, and fails after its CreationTimeout
 // with a timeout; CompleteSession frees the slot for the next.
-func TestSessionSlotsBoundOpenSessions(t *testing.T) { forEachCache(t, testSessionSlotsBoundOpenSessions) }
+func TestSessionSlotsBoundOpenSessions(t *testing.T) {
+	forEachCache(t, testSessionSlotsBoundOpenSessions)
+}
 
 func testSessionSlotsBoundOpenSessions(t *testing.T, cache int) {
 	e := open(t)
