@@ -192,3 +192,13 @@ func (h *sessionHost) completeActivity(_ context.Context, sessionID string) erro
 	}
 	return nil
 }
+
+// SessionQueues lists the queues the worker's session side claims from
+// (none without Options.EnableSessionWorker, or before Start), for the test
+// environment, which must not start workers of its own on them.
+func (w *queueWorker) SessionQueues() []string {
+	if w.sessions == nil {
+		return nil
+	}
+	return []string{w.sessions.creation.queue, w.sessions.run.queue}
+}
