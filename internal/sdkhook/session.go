@@ -27,3 +27,13 @@ type SessionCreated struct {
 	TaskQueue string `json:"taskQueue"`
 	HostName  string `json:"hostName"`
 }
+
+// ShortSessions is implemented by the worker clock of sdk/testsuite: a
+// worker with such a clock ends a session's creation activity as soon as
+// the session is created, as Temporal's test environment does, since a
+// running activity would keep the environment's clock from skipping ahead.
+// Such sessions do not hold a session slot and do not fail with their
+// worker.
+type ShortSessions interface {
+	ShortSessions()
+}

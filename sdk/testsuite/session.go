@@ -23,3 +23,7 @@ func sessionQueues(w any) []string {
 	}
 	return nil
 }
+
+// ShortSessions marks the environment's workers as ones whose sessions end
+// their creation activity once created (sdkhook.ShortSessions).
+func (workerClock) ShortSessions() {}

@@ -89,3 +89,38 @@ func TestSessionWithoutSessionWorkerSaysSo(t *testing.T) {
 	}()
 	env.ExecuteWorkflow(FileSession, "f")
 }
+
+// SleepInSession sleeps for an hour of workflow time inside a session.
+func SleepInSession(ctx workflow.Context) (string, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+	sctx, err := workflow.CreateSession(ctx, &workflow.SessionOptions{CreationTimeout: time.Minute, ExecutionTimeout: 2 * time.Hour})
+	if err != nil {
+		return "", err
+	}
+	defer workflow.CompleteSession(sctx)
+	if err := workflow.Sleep(sctx, time.Hour); err != nil {
+		return "", err
+	}
+	var a FileActs
+	var out string
+	err = workflow.ExecuteActivity(sctx, a.Download, "f").Get(sctx, &out)
+	return out, err
+}
+
+// An open session does not hold the environment's clock: a timer inside
+// one fires at once in real time, as every timer of the environment does.
+func TestSessionLetsTheClockSkip(t *testing.T) {
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{EnableSessionWorker: true})
+	var a FileActs
+	env.RegisterActivity(a)
+	began := time.Now()
+	env.ExecuteWorkflow(SleepInSession)
+	if got := result[string](t, env); got != "local-f" {
+		t.Fatalf("result %q", got)
+	}
+	if real := time.Since(began); real > 30*time.Second {
+		t.Fatalf("an hour's sleep in a session took %v of real time", real)
+	}
+}
