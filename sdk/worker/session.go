@@ -52,6 +52,10 @@ type sessionHost struct {
 	// the session activities.
 	creation, run *queueWorker
 
+	// slots holds a token per open session, up to
+	// Options.MaxConcurrentSessionExecutionSize.
+	slots chan struct{}
+
 	mu sync.Mutex
 	// done holds, per open session id, the channel the completion activity
 	// closes.
@@ -78,12 +82,16 @@ func (w *queueWorker) startSessions() error {
 	if slots == 0 {
 		slots = defaultMaxConcurrentSessions
 	}
+	h.slots = make(chan struct{}, slots)
 	h.creation = w.subWorker(w.queue+sdkhook.SessionCreationQueueSuffix, slots,
 		map[string]any{sdkhook.SessionCreationActivity: h.createActivity}, nil)
 	w.mu.Lock()
 	acts, dyn := maps.Clone(w.activities), w.dynActivity
 	w.mu.Unlock()
 	acts[sdkhook.SessionCompletionActivity] = h.completeActivity
+	// RecreateSession sends its creation activity to the session queue
+	// itself, so that the new session opens on this worker.
+	acts[sdkhook.SessionCreationActivity] = h.createActivity
 	h.run = w.subWorker(h.queue, w.opts.MaxConcurrentJobs, acts, dyn)
 	// The session's activities count against the worker's activity slots,
 	// as its other activities do.
@@ -136,6 +144,23 @@ func (h *sessionHost) createActivity(ctx context.Context, sessionID string) erro
 	if err != nil || run == 0 {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %s: the run id %q of its workflow is not a job id", sessionID, info.WorkflowExecution.RunID), "BadSession", err)
 	}
+	// Every open session holds a slot. One claimed from the creation queue
+	// finds one free (that queue's claims are bounded by the slots) unless
+	// recreated sessions hold them, and then waits; a recreated session,
+	// claimed from the session queue, fails at once when none is free.
+	select {
+	case h.slots <- struct{}{}:
+	default:
+		if info.TaskQueue == h.queue {
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %s: too many outstanding sessions", sessionID), "TooManySessions", nil)
+		}
+		select {
+		case h.slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	defer func() { <-h.slots }()
 	done := make(chan struct{})
 	h.mu.Lock()
 	h.done[sessionID] = done

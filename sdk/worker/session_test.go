@@ -73,6 +73,67 @@ func SessionWhere(ctx workflow.Context, n int) ([]string, error) {
 	return append(out, "host="+workflow.GetSessionInfo(sctx).HostName), nil
 }
 
+// SessionRecreated opens a session, runs Where in it, completes it, and
+// recreates it from its token: the second session's activity runs on the
+// same worker.
+func SessionRecreated(ctx workflow.Context) ([]string, error) {
+	ctx = sessionActivityOptions(ctx)
+	var a *SessionActs
+	first, err := workflow.CreateSession(ctx, sessionOptions())
+	if err != nil {
+		return nil, err
+	}
+	var w1, w2 string
+	if err := workflow.ExecuteActivity(first, a.Where).Get(first, &w1); err != nil {
+		return nil, err
+	}
+	token := workflow.GetSessionInfo(first).GetRecreateToken()
+	workflow.CompleteSession(first)
+	second, err := workflow.RecreateSession(ctx, token, sessionOptions())
+	if err != nil {
+		return nil, err
+	}
+	defer workflow.CompleteSession(second)
+	if err := workflow.ExecuteActivity(second, a.Where).Get(second, &w2); err != nil {
+		return nil, err
+	}
+	if workflow.GetSessionInfo(second).SessionID == workflow.GetSessionInfo(first).SessionID {
+		return nil, errors.New("the recreated session has the first one's id")
+	}
+	return []string{w1, w2}, nil
+}
+
+// A session recreated from another's token runs on the same worker.
+func TestSessionRecreatedOnTheSameWorker(t *testing.T) {
+	forEachCache(t, testSessionRecreatedOnTheSameWorker)
+}
+
+func testSessionRecreatedOnTheSameWorker(t *testing.T, cache int) {
+	e := open(t)
+	queue := fmt.Sprintf("sess-again-%d", -cache)
+	for _, who := range []string{"A", "B"} {
+		w := sessionWorker(t, service(t, e), queue, who, worker.Options{CacheSize: cache, MaxConcurrentSessionExecutionSize: 1})
+		t.Cleanup(func() { stopOK(t, w) })
+	}
+	c := client.New(service(t, e))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 3 {
+		r, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("%s-%d", queue, i), TaskQueue: queue}, SessionRecreated)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		if err := r.Get(ctx, &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[0] != got[1] || !strings.Contains(got[0], queue+"@") {
+			t.Fatalf("run %d: the sessions ran at %q, want both at one worker's session queue", i, got)
+		}
+	}
+	verify(t, e)
+}
+
 // sessionWorker starts a worker of queue with sessions enabled, named who.
 func sessionWorker(t *testing.T, svc engine.Service, queue, who string, opts worker.Options) worker.Worker {
 	t.Helper()
@@ -82,6 +143,7 @@ func sessionWorker(t *testing.T, svc engine.Service, queue, who string, opts wor
 	w.RegisterWorkflow(SessionWhere)
 	w.RegisterWorkflow(SessionSlots)
 	w.RegisterWorkflow(SessionLost)
+	w.RegisterWorkflow(SessionRecreated)
 	w.RegisterActivity(&SessionActs{Who: who})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
