@@ -17,7 +17,9 @@ import (
 // future of its result. activity is the activity function (named by
 // ActivityName) or its registered name as a string. The args are encoded
 // with converter.Encode, and the command carries the ActivityOptions of
-// ctx (see WithActivityOptions).
+// ctx (see WithActivityOptions). With the context of an open session
+// (CreateSession) the activity is sent to the session's worker; with that
+// of a failed session the future fails with ErrSessionFailed at once.
 //
 // The future's Get decodes the activity's result into its value pointer,
 // or returns a *temporal.ActivityError when the activity failed for good,
