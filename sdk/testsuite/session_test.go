@@ -25,7 +25,9 @@ import (
 type FileActs struct{}
 
 // Download returns the local name of a file it fetched.
-func (*FileActs) Download(_ context.Context, name string) (string, error) { return "local-" + name, nil }
+func (*FileActs) Download(_ context.Context, name string) (string, error) {
+	return "local-" + name, nil
+}
 
 // Process returns the name of the file it wrote, and the queue it ran on.
 func (*FileActs) Process(ctx context.Context, name string) (string, error) {
