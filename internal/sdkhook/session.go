@@ -15,14 +15,13 @@ const (
 	// queue, which only workers with sessions enabled claim from, and only
 	// while they have a free session slot.
 	SessionCreationQueueSuffix = "__internal_session_creation"
-	// SessionSignalPrefix starts the name of the signal by which the
-	// creation activity tells the workflow where its session lives; the
-	// session id follows.
-	SessionSignalPrefix = "heddle.session:"
 )
 
-// SessionCreated is the payload of the session signal: the task queue only
-// the session's worker claims from, and that worker's host name.
+// SessionCreated is the payload of the signal, named by the session id as
+// in Temporal, by which the creation activity tells the workflow where its
+// session lives: the task queue only the session's worker claims from, and
+// that worker's host name. (Temporal's field names, Taskqueue and HostName,
+// decode into it too.)
 type SessionCreated struct {
 	TaskQueue string `json:"taskQueue"`
 	HostName  string `json:"hostName"`

@@ -176,7 +176,7 @@ func (h *sessionHost) createActivity(ctx context.Context, sessionID string) erro
 		return err
 	}
 	if _, err := h.parent.e.Signal(ctx, engine.Signal{Target: engine.Target{Job: engine.JobID(run)},
-		Name: sdkhook.SessionSignalPrefix + sessionID, Payload: payload}); err != nil {
+		Name: sessionID, Payload: payload}); err != nil {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %s: telling the workflow: %v", sessionID, err), "SessionSignalFailed", err)
 	}
 

@@ -180,7 +180,9 @@ func createSession(ctx Context, creationQueue string, options *SessionOptions) (
 		cancel()
 		return nil, err
 	}
-	signals := GetSignalChannel(ctx, sdkhook.SessionSignalPrefix+info.SessionID)
+	// The worker that accepts the session signals its queue under the
+	// session's id, as Temporal's does.
+	signals := GetSignalChannel(ctx, info.SessionID)
 	created := ExecuteActivity(creationCtx, sdkhook.SessionCreationActivity, info.SessionID)
 
 	var resp sdkhook.SessionCreated
