@@ -134,6 +134,64 @@ func testSessionRecreatedOnTheSameWorker(t *testing.T, cache int) {
 	verify(t, e)
 }
 
+// SessionMisuse checks what CreateSession and RecreateSession refuse, in
+// order, and returns one line per check that did not hold.
+func SessionMisuse(ctx workflow.Context) ([]string, error) {
+	ctx = sessionActivityOptions(ctx)
+	var bad []string
+	check := func(what string, ok bool) {
+		if !ok {
+			bad = append(bad, what)
+		}
+	}
+	_, err := workflow.CreateSession(ctx, nil)
+	check("nil options refused", err != nil)
+	_, err = workflow.CreateSession(ctx, &workflow.SessionOptions{CreationTimeout: time.Second})
+	check("no ExecutionTimeout refused", err != nil)
+	_, err = workflow.CreateSession(ctx, &workflow.SessionOptions{ExecutionTimeout: time.Minute, CreationTimeout: -time.Second})
+	check("a negative CreationTimeout refused", err != nil)
+	_, err = workflow.RecreateSession(ctx, []byte("not json"), sessionOptions())
+	check("an unreadable token refused", err != nil)
+	_, err = workflow.RecreateSession(ctx, []byte("{}"), sessionOptions())
+	check("a token without a queue refused", err != nil)
+	check("no session info without a session", workflow.GetSessionInfo(ctx) == nil)
+	workflow.CompleteSession(ctx) // no session: nothing to do
+	open, err := workflow.CreateSession(ctx, sessionOptions())
+	if err != nil {
+		return nil, err
+	}
+	_, err = workflow.CreateSession(open, sessionOptions())
+	check("a second session on an open one's context refused", errors.Is(err, workflow.ErrSessionOpen))
+	info := workflow.GetSessionInfo(open)
+	check("an open session's info", info != nil && info.SessionState == workflow.SessionStateOpen && info.SessionID != "")
+	workflow.CompleteSession(open)
+	check("closed after CompleteSession", info.SessionState == workflow.SessionStateClosed && open.Err() != nil)
+	return bad, nil
+}
+
+// CreateSession refuses options it cannot use, a context with an open
+// session, and RecreateSession tokens it cannot read.
+func TestSessionMisuseIsRefused(t *testing.T) {
+	e := open(t)
+	queue := "sess-misuse"
+	w := sessionWorker(t, service(t, e), queue, "A", worker.Options{})
+	t.Cleanup(func() { stopOK(t, w) })
+	c := client.New(service(t, e))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: queue, TaskQueue: queue}, SessionMisuse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad []string
+	if err := r.Get(ctx, &bad); err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) > 0 {
+		t.Fatalf("checks that did not hold: %q", bad)
+	}
+}
+
 // sessionWorker starts a worker of queue with sessions enabled, named who.
 func sessionWorker(t *testing.T, svc engine.Service, queue, who string, opts worker.Options) worker.Worker {
 	t.Helper()
@@ -144,6 +202,7 @@ func sessionWorker(t *testing.T, svc engine.Service, queue, who string, opts wor
 	w.RegisterWorkflow(SessionSlots)
 	w.RegisterWorkflow(SessionLost)
 	w.RegisterWorkflow(SessionRecreated)
+	w.RegisterWorkflow(SessionMisuse)
 	w.RegisterActivity(&SessionActs{Who: who})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ type SessionOptions struct {
 	// CreationTimeout bounds the wait for a worker to accept the session
 	// (one with Options.EnableSessionWorker and a free session slot); when
 	// it passes, CreateSession returns an error that temporal.IsTimeoutError
-	// recognises. Required.
+	// recognises. Required: 0 waits without bound.
 	CreationTimeout time.Duration
 	// HeartbeatTimeout is the longest gap between two heartbeats of the
 	// session's worker; 0 means 20 s. (A worker that dies is noticed when
@@ -150,8 +150,14 @@ func RecreateSession(ctx Context, token []byte, options *SessionOptions) (Contex
 // either the signal of the worker that accepted it or the activity's end
 // (it could not start in time).
 func createSession(ctx Context, creationQueue string, options *SessionOptions) (Context, error) {
-	if options == nil {
+	switch {
+	case options == nil:
 		return nil, errors.New("workflow: CreateSession: the SessionOptions are nil")
+	case options.ExecutionTimeout <= 0:
+		return nil, fmt.Errorf("workflow: CreateSession: SessionOptions.ExecutionTimeout %v must be positive", options.ExecutionTimeout)
+	case options.CreationTimeout < 0 || options.HeartbeatTimeout < 0:
+		return nil, fmt.Errorf("workflow: CreateSession: SessionOptions.CreationTimeout %v and HeartbeatTimeout %v must not be negative",
+			options.CreationTimeout, options.HeartbeatTimeout)
 	}
 	if prev := GetSessionInfo(ctx); prev != nil && prev.SessionState == SessionStateOpen {
 		return nil, ErrSessionOpen
