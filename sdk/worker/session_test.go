@@ -240,6 +240,7 @@ func testSessionActivitiesRunOnOneWorker(t *testing.T, cache int) {
 		if err := r.Get(ctx, &got); err != nil {
 			t.Fatalf("%s: %v", r.GetID(), err)
 		}
+		replaySession(t, c, SessionWhere, r.GetID(), r.GetRunID())
 		if len(got) != 5 || !strings.HasPrefix(got[4], "host=") || got[4] == "host=" {
 			t.Fatalf("%s: %q, want 4 places and the host", r.GetID(), got)
 		}
@@ -488,6 +489,7 @@ func testSessionFailsWhenItsWorkerGoes(t *testing.T, how string, cache int) {
 	if got != want {
 		t.Fatalf("after the session's worker %s: %q, want %q", how, got, want)
 	}
+	replaySession(t, c, SessionLost, key, r.GetRunID())
 	// The session's creation task ended as the worker's going says: a
 	// dead worker's by its lease running out, a stopping one's by its
 	// own failure.
@@ -509,4 +511,21 @@ func testSessionFailsWhenItsWorkerGoes(t *testing.T, how string, cache int) {
 		}
 	}
 	verify(t, e)
+}
+
+// replaySession replays a finished run's history with the workflow's code
+// in a replayer, which has no workers: the session's path (its side
+// effect, signal, activities and, for a failed one, the creation task's
+// failure) must come out of the history alone.
+func replaySession(t *testing.T, c client.Client, wf any, id, runID string) {
+	t.Helper()
+	hist, err := c.GetWorkflowHistory(context.Background(), id, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflow(wf)
+	if err := r.ReplayWorkflowHistory(nil, hist); err != nil {
+		t.Fatalf("replaying %s: %v", id, err)
+	}
 }
