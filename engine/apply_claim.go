@@ -152,6 +152,21 @@ func (a *applier) reclaim(c *Reclaim) (Result, error) {
 		if j.Status != StatusRunning || j.LeaseExpiryMS != tk.AtMS {
 			return nil
 		}
+		if j.TimeoutOnLeaseExpiry {
+			// Work bound to the worker that held the lease: no other may
+			// take it over, so the job ends, and its parent learns of it.
+			ev := Event{Type: EventJobTimedOut, Attempt: j.Attempt, Reason: ReasonLeaseExpired,
+				Payload: EncodeTimeoutFailure(TimeoutHeartbeat, fmt.Sprintf("job %d (workflow id %q, type %q) timed out: the lease of %s ran out", j.ID, j.WorkflowID, j.Type, j.LeaseOwner))}
+			if _, err := a.appendEvent(l, ev); err != nil {
+				return err
+			}
+			if err := a.closed(l, &ev); err != nil {
+				return err
+			}
+			a.save(l)
+			res.Jobs = append(res.Jobs, j.ID)
+			return nil
+		}
 		if _, err := a.appendEvent(l, Event{Type: EventJobRequeued, Reason: ReasonLeaseExpired, Attempt: j.Attempt}); err != nil {
 			return err
 		}

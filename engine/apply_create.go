@@ -48,7 +48,7 @@ func (a *applier) createRun(c *CreateJob, lastResult []byte) (Result, error) {
 	l := &loaded{job: &Job{
 		ID: id, WorkflowID: wf, Type: c.Type, Queue: c.Queue,
 		StartDigest: digest, ParentID: c.ParentID, ParentStep: c.ParentStep, ParentClosePolicy: c.ParentClosePolicy, CreatedMS: a.now,
-		Retry: c.Retry, RunAttempt: 1, TraceParent: c.TraceParent,
+		Retry: c.Retry, RunAttempt: 1, TraceParent: c.TraceParent, TimeoutOnLeaseExpiry: c.TimeoutOnLeaseExpiry,
 	}}
 	a.remember(l)
 	if c.ExecutionTimeoutMS > 0 {

@@ -173,6 +173,12 @@ type CreateJob struct {
 	// RunTimeoutMS counts from the end of the delay. It cannot be combined
 	// with CronSchedule, which sets its own first time. 0: none.
 	StartDelayMS int64 `json:"start_delay_ms,omitempty" msgpack:"sd,omitempty"`
+	// TimeoutOnLeaseExpiry makes a lost lease end the job (TimedOut, reason
+	// lease_expired, a Heartbeat TimeoutError for its parent) rather than
+	// requeue it for another worker: for work bound to the worker that
+	// claimed it, such as a worker session's creation task, whose worker
+	// cannot be replaced by another.
+	TimeoutOnLeaseExpiry bool `json:"timeout_on_lease_expiry,omitempty" msgpack:"tle,omitempty"`
 }
 
 // RetryPolicy says how a failed workflow run is retried. The engine stores

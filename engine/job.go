@@ -76,6 +76,10 @@ type Job struct {
 	CancelRequested bool `json:"cancel_requested,omitempty" msgpack:"cq,omitempty"`
 	// TraceParent is CreateJob's: the W3C traceparent of the run's start.
 	TraceParent string `json:"trace_parent,omitempty" msgpack:"tp,omitempty"`
+	// TimeoutOnLeaseExpiry ends the job as TimedOut (reason lease_expired,
+	// a Heartbeat TimeoutError) when its lease runs out, instead of
+	// requeueing it: set from CreateJob.TimeoutOnLeaseExpiry.
+	TimeoutOnLeaseExpiry bool `json:"timeout_on_lease_expiry,omitempty" msgpack:"tle,omitempty"`
 	// ScheduleID names the schedule that started the run (kept by the
 	// runs it continues as), so that its end wakes the schedule.
 	ScheduleID string `json:"schedule_id,omitempty" msgpack:"sch,omitempty"`

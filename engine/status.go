@@ -139,6 +139,8 @@ const (
 	ReasonRunTimeout = "run_timeout"
 	// ReasonScheduleToStart: no first claim within CreateJob.ScheduleToStartTimeoutMS.
 	ReasonScheduleToStart = "schedule_to_start"
+	// ReasonLeaseExpired (the constant above) on job_timed_out: the lease of
+	// a job created with CreateJob.TimeoutOnLeaseExpiry ran out.
 )
 
 // statusEvents lists the status events in the column order of the table.

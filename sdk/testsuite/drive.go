@@ -199,7 +199,7 @@ func (env *TestWorkflowEnvironment) look(ctx context.Context) (state, error) {
 	}
 	for _, j := range queued {
 		if j.DeferredReason != "" {
-			s.fatal = fmt.Sprintf("testsuite: job %d (%s) cannot run: %s; register it with the TestWorkflowEnvironment", j.ID, j.Type, j.DeferredReason)
+			s.fatal = fmt.Sprintf("testsuite: job %d (%s) cannot run: %s; %s", j.ID, j.Type, j.DeferredReason, cannotRunHint(j.Type))
 			return s, nil
 		}
 		s.notQuiet("job %d (%s) is ready to claim", j.ID, j.Type)

@@ -110,6 +110,9 @@ func (env *TestWorkflowEnvironment) ensureWorker(queue string) {
 		panic(fmt.Sprintf("testsuite: starting a worker on queue %q: %v", queue, err))
 	}
 	lr.workers[queue] = w
+	for _, q := range sessionQueues(w) {
+		lr.workers[q] = w
+	}
 }
 
 // newWorker returns a worker of c for queue with every registration.

@@ -120,6 +120,9 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 		// result: the engine asks the activity to cancel (it learns of it
 		// at its next heartbeat).
 		create.ParentClosePolicy = engine.ParentCloseRequestCancel
+		// A session's creation task is its worker: no other may take it
+		// over when that worker's lease runs out (session.go).
+		create.TimeoutOnLeaseExpiry = c.Name == sdkhook.SessionCreationActivity
 		if opts.ScheduleToCloseTimeout > 0 {
 			// The deadline counts from when the code scheduled the activity,
 			// however late this create comes (after a crash, say).

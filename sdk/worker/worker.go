@@ -88,6 +88,14 @@ type Options struct {
 	// 0 means no bound beyond MaxConcurrentJobs (Temporal's default is
 	// 1,000).
 	MaxConcurrentActivityExecutionSize int
+	// EnableSessionWorker makes the worker accept worker sessions
+	// (workflow.CreateSession) of its queue: the activities of a session it
+	// accepted run on it and no other worker. MaxConcurrentSessionExecutionSize
+	// bounds the sessions open on it at once; 0 means 1,000, as in
+	// Temporal. A CreateSession that finds no worker with a free place
+	// waits up to its CreationTimeout.
+	EnableSessionWorker               bool
+	MaxConcurrentSessionExecutionSize int
 	// BackgroundActivityContext, if set, is the context activities see
 	// values of (a client or a logger shared by all activities) and whose
 	// cancellation cancels the tries it is running. Nil: none.
@@ -112,6 +120,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("worker: Options.WorkerStopTimeout %v is negative", o.WorkerStopTimeout)
 	case o.MaxConcurrentActivityExecutionSize < 0:
 		return fmt.Errorf("worker: Options.MaxConcurrentActivityExecutionSize %d is negative", o.MaxConcurrentActivityExecutionSize)
+	case o.MaxConcurrentSessionExecutionSize < 0:
+		return fmt.Errorf("worker: Options.MaxConcurrentSessionExecutionSize %d is negative", o.MaxConcurrentSessionExecutionSize)
 	}
 	return nil
 }
@@ -267,6 +277,9 @@ type queueWorker struct {
 	// stopServing ends the query serving of a worker over HTTP.
 	unregister  func()
 	stopServing func()
+	// sessions is the session side of a worker with
+	// Options.EnableSessionWorker (session.go), set by Start.
+	sessions *sessionHost
 }
 
 // New returns a worker for taskQueue, reaching heddle through c (made by
@@ -418,7 +431,7 @@ func (w *queueWorker) Start() error {
 	w.wg.Add(1)
 	go w.poll()
 	w.startTaskPollers()
-	return nil
+	return w.startSessions()
 }
 
 // serveQueries answers, for a worker that reaches a node over HTTP, the
@@ -474,6 +487,7 @@ func (w *queueWorker) Shutdown(ctx context.Context) error {
 	close(w.stop)
 	w.pollCancel()
 	w.unregister()
+	sessionsDone := w.shutdownSessions(ctx)
 	done := make(chan struct{})
 	go func() { w.wg.Wait(); close(done) }()
 	var err error
@@ -486,6 +500,9 @@ func (w *queueWorker) Shutdown(ctx context.Context) error {
 	}
 	w.stopServing()
 	w.cancel()
+	if serr := sessionsDone(); err == nil {
+		err = serr
+	}
 	return err
 }
 

@@ -17,7 +17,9 @@ import (
 // future of its result. activity is the activity function (named by
 // ActivityName) or its registered name as a string. The args are encoded
 // with converter.Encode, and the command carries the ActivityOptions of
-// ctx (see WithActivityOptions).
+// ctx (see WithActivityOptions). With the context of an open session
+// (CreateSession) the activity is sent to the session's worker; with that
+// of a failed session the future fails with ErrSessionFailed at once.
 //
 // The future's Get decodes the activity's result into its value pointer,
 // or returns a *temporal.ActivityError when the activity failed for good,
@@ -29,7 +31,12 @@ import (
 // encoded, or an invalid retry policy, fails the future without issuing
 // anything.
 func ExecuteActivity(ctx Context, activity any, args ...any) Future {
-	opts := GetActivityOptions(ctx)
+	opts, err := sessionActivityOptions(ctx, activity, GetActivityOptions(ctx))
+	if err != nil {
+		f, set := newCommandFuture()
+		set(nil, err)
+		return f
+	}
 	return issueActivity(ctx, activity, args, opts, func(o ActivityOptions) any { return o })
 }
 

@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// A job created with TimeoutOnLeaseExpiry ends when its lease runs out,
+// instead of going back to its queue for another worker: its parent's step
+// fails with a Heartbeat TimeoutError, and a job without the flag is
+// requeued as before.
+func TestLeaseExpiryTimesOutBoundJobs(t *testing.T) {
+	tests := []struct {
+		name       string
+		bound      bool
+		wantStatus Status
+		wantEvent  EventType
+	}{
+		{"requeued for another worker", false, StatusQueued, EventJobRequeued},
+		{"bound to its worker: timed out", true, StatusTimedOut, EventJobTimedOut},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			parent := h.create("wf")
+			task := h.must(&CreateJob{WorkflowID: "wf/1/1", Type: ActivityTypePrefix + "session", Queue: "acts",
+				ParentID: parent, ParentStep: "1", TimeoutOnLeaseExpiry: tt.bound}).(*CreateResult).Job
+			h.must(&Claim{Queue: "acts", Owner: "w", Max: 1, LeaseMS: 1_000})
+			h.now += 999
+			if r := h.must(&Reclaim{Max: 10}).(*SweepResult); len(r.Jobs) != 0 {
+				t.Fatalf("reclaimed before the lease ran out: %+v", r)
+			}
+			h.now++
+			r := h.must(&Reclaim{Max: 10}).(*SweepResult)
+			if len(r.Jobs) != 1 || r.Jobs[0] != task {
+				t.Fatalf("reclaim = %+v, want job %d", r, task)
+			}
+			if got := h.job(task).Status; got != tt.wantStatus {
+				t.Fatalf("status %s, want %s", got, tt.wantStatus)
+			}
+			hist := h.history(task)
+			if last := hist[len(hist)-1]; last.Type != tt.wantEvent || last.Reason != ReasonLeaseExpired {
+				t.Fatalf("last event %+v, want %s with reason %s", last, tt.wantEvent, ReasonLeaseExpired)
+			}
+			var eff *Effect
+			viewOK(t, h.db, func(r *storage.Reader) error {
+				b, err := r.Get(storage.EffectKey(uint64(parent), "1"))
+				if err != nil {
+					return nil // no effect yet
+				}
+				eff = new(Effect)
+				_, err = storage.Decode(b, storage.KindEffect, effectVersion, eff)
+				return err
+			})
+			if !tt.bound {
+				if eff != nil {
+					t.Fatalf("a requeued job gave its parent an effect: %+v", eff)
+				}
+				h.verify()
+				return
+			}
+			if eff == nil || !eff.Failed {
+				t.Fatalf("parent's effect %+v, want a failure", eff)
+			}
+			f, err := DecodeFailure(eff.Payload)
+			if err != nil || f.Type != FailureTimeout || f.TimeoutType != TimeoutHeartbeat || !f.NonRetryable {
+				t.Fatalf("parent's failure %+v, %v; want a non-retryable Heartbeat timeout", f, err)
+			}
+			h.verify()
+		})
+	}
+}
