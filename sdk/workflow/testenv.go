@@ -11,13 +11,24 @@ type testEnvKey struct{}
 
 func init() {
 	sdkhook.WithTestEnv = func(ctx any, env sdkhook.TestEnv) any {
-		return WithValue(ctx.(Context), testEnvKey{}, env)
+		wctx := ctx.(Context)
+		// The coroutines of update handlers start from the root context,
+		// not from the workflow function's, so the run keeps the env too.
+		if st, ok := wctx.Value(stateKey{}).(*state); ok {
+			st.testEnv = env
+		}
+		return WithValue(wctx, testEnvKey{}, env)
 	}
 }
 
 func testEnvOf(ctx Context) sdkhook.TestEnv {
-	env, _ := ctx.Value(testEnvKey{}).(sdkhook.TestEnv)
-	return env
+	if env, ok := ctx.Value(testEnvKey{}).(sdkhook.TestEnv); ok {
+		return env
+	}
+	if st, ok := ctx.Value(stateKey{}).(*state); ok {
+		return st.testEnv
+	}
+	return nil
 }
 
 // externalOutcome is what a test environment answered for a signal or
