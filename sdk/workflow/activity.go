@@ -30,6 +30,9 @@ import (
 // anything.
 func ExecuteActivity(ctx Context, activity any, args ...any) Future {
 	opts := GetActivityOptions(ctx)
+	if testEnvOf(ctx) != nil {
+		opts.RetryPolicy = testRetryPolicy(opts.RetryPolicy)
+	}
 	return issueActivity(ctx, activity, args, opts, func(o ActivityOptions) any { return o })
 }
 
