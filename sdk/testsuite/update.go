@@ -249,10 +249,15 @@ func (env *TestWorkflowEnvironment) settleUpdates(closing func()) {
 // CompleteActivity completes an activity that returned
 // activity.ErrResultPending, with result or err, given the task token the
 // activity read from activity.GetInfo(ctx).TaskToken; call it from a
-// delayed callback. As in heddle's client, the activity must run on its own
-// task queue (ActivityOptions.TaskQueue) to complete asynchronously; the
-// environment runs a worker on every queue.
+// delayed callback. As in Temporal's test environment any activity may do
+// so: one on its own task queue (ActivityOptions.TaskQueue) is completed
+// through the engine, as heddle's client does, and one of its workflow's
+// queue, which heddle runs inline, is held by the environment until this
+// names its token (pending.go).
 func (env *TestWorkflowEnvironment) CompleteActivity(taskToken []byte, result any, err error) error {
+	if isInlineToken(taskToken) {
+		return env.completeInline(taskToken, result, err)
+	}
 	lr := env.run
 	if lr == nil {
 		return fmt.Errorf("testsuite: CompleteActivity: %w", errNotRunning(env))
