@@ -67,7 +67,9 @@ func (a *applier) createRun(c *CreateJob, lastResult []byte) (Result, error) {
 	if _, err := a.appendEvent(l, ev); err != nil {
 		return nil, err
 	}
-	if err := a.cronHoldBack(l, c.CronSchedule); err != nil {
+	if c.CronFirstNow {
+		l.job.CronSchedule = c.CronSchedule // a chain whose first run starts now
+	} else if err := a.cronHoldBack(l, c.CronSchedule); err != nil {
 		return nil, err
 	}
 	if err := a.startDelay(l, c.StartDelayMS); err != nil {

@@ -160,6 +160,9 @@ func (c *CreateJob) check(l *Limits) error {
 	}
 	ch.name("TraceParent", c.TraceParent, false)
 	ch.cron("CronSchedule", c.CronSchedule)
+	if c.CronFirstNow && c.CronSchedule == "" {
+		ch.fail("CronFirstNow", "needs CronSchedule")
+	}
 	if c.StartDelayMS < 0 || c.StartDelayMS > maxDelayMS {
 		ch.fail("StartDelayMS", fmt.Sprintf("is %d, not in [0, %d] (100 years)", c.StartDelayMS, maxDelayMS))
 	} else if c.StartDelayMS > 0 && c.CronSchedule != "" {

@@ -168,6 +168,11 @@ type CreateJob struct {
 	// followed, in the same command, by the next run at the next time (see
 	// cron.go). Empty: none.
 	CronSchedule string `json:"cron_schedule,omitempty" msgpack:"cron,omitempty"`
+	// CronFirstNow, with CronSchedule, starts the chain's first run at
+	// once instead of at the line's first time; the runs after it wait
+	// for their times. Temporal's test environment runs a cron child so,
+	// and sdk/testsuite asks for it. False: the first run waits.
+	CronFirstNow bool `json:"cron_first_now,omitempty" msgpack:"cfn,omitempty"`
 	// StartDelayMS holds the run back (Retrying, reason start_delay) for
 	// this long before a worker may claim it (Temporal's StartDelay); its
 	// RunTimeoutMS counts from the end of the delay. It cannot be combined

@@ -123,3 +123,30 @@ func (h *harness) current(wf string) (*Job, error) {
 	}
 	return j, err
 }
+
+// CronFirstNow starts a cron chain's first run at once (Queued, no
+// hold-back event); the run after it waits for the line's next time as
+// usual. Without CronSchedule it is refused.
+func TestCronFirstNow(t *testing.T) {
+	h := newSchedHarness(t)
+	h.mustFail(&CreateJob{WorkflowID: "c", Type: "t", Queue: "q", CronFirstNow: true}, ErrInvalidCommand)
+
+	every5 := int64(5 * 60_000)
+	cr := h.must(&CreateJob{WorkflowID: "c", Type: "t", Queue: "q", CronSchedule: "*/5 * * * *", CronFirstNow: true}).(*CreateResult)
+	j := h.job(cr.Job)
+	if j.Status != StatusQueued || j.CronSchedule != "*/5 * * * *" {
+		t.Fatalf("first run %s, cron %q; want Queued at once, of the chain", j.Status, j.CronSchedule)
+	}
+	if hist := h.history(cr.Job); len(hist) != 1 || hist[0].Type != EventJobCreated {
+		t.Fatalf("first run's history %+v, want only job_created", hist)
+	}
+	c := h.claimOne(10_000)
+	if c.Job != cr.Job {
+		t.Fatalf("claimed job %d, want the first run %d", c.Job, cr.Job)
+	}
+	h.must(&Complete{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}, Result: []byte("r1")})
+	next, _ := h.current("c")
+	if want := (schedT0/every5 + 1) * every5; next.ID == cr.Job || next.Status != StatusRetrying || next.ReleaseAtMS != want {
+		t.Fatalf("second run %s, release at %d; want Retrying until %d", next.Status, next.ReleaseAtMS, want)
+	}
+}

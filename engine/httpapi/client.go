@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net/http"
@@ -39,6 +40,12 @@ type ClientConfig struct {
 	Addrs []string
 	// Token, if set, is sent as "Authorization: Bearer <token>".
 	Token string
+	// Headers, if set, is called before each try of each request, with
+	// the request's context, for headers to send with it (Temporal's
+	// HeadersProvider): a token that expires can so be renewed. What it
+	// returns is set over Token's Authorization header; an error fails
+	// the try, which is not retried. It may be called concurrently.
+	Headers func(ctx context.Context) (map[string]string, error)
 	// TLS, if set, secures the connections: the CA to trust (RootCAs) and,
 	// for a node joining a cluster or a caller authenticated by its
 	// certificate, the certificate to present. An address without a

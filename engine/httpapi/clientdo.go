@@ -134,6 +134,15 @@ func (c *Client) try(ctx context.Context, base string, rq request, payload []byt
 	if c.cfg.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
 	}
+	if c.cfg.Headers != nil {
+		hs, err := c.cfg.Headers(ctx)
+		if err != nil {
+			return "", fmt.Errorf("httpapi: the headers of %s %s: %w", rq.method, rq.path, err)
+		}
+		for k, v := range hs {
+			req.Header.Set(k, v)
+		}
+	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
 		return "", &transportError{addr: base, err: err}

@@ -93,6 +93,14 @@ type Execution struct {
 	local    any // the SDK's per-execution state
 	// lastResult is a cron run's last completion result, from its job_created.
 	lastResult []byte
+	// heldBack: the run's job_created is followed by a hold-back (a cron
+	// run waiting for its time, a start delay), so its code has not
+	// started yet: it starts at the first event after the hold, and so
+	// sees workflow time as the time it started, not when it was created.
+	heldBack bool
+	// deferred are the events that came during the hold (signals, a
+	// cancel request): applied once the code has started.
+	deferred []*engine.Event
 
 	fault    error // nondeterminism, a panic or a deadlock: the run cannot go on
 	finished bool
@@ -202,15 +210,51 @@ func (x *Execution) Advance(events []engine.Event, replaying bool) error {
 		}
 		x.lastSeq, x.nowMS, x.replaying = ev.Seq, ev.AtMS, replaying && ev.Seq < x.frontier
 		x.historyBytes += int64(len(ev.Payload))
+		if x.heldBack && ev.Type == engine.EventJobLeased {
+			// The hold is over: the code starts at the time of the lease
+			// that ends it, then takes what came during the hold.
+			x.heldBack = false
+			if err := x.run(); err != nil {
+				return err
+			}
+			for _, d := range x.deferred {
+				if err := x.apply(d); err != nil {
+					x.fault = err
+					return err
+				}
+				if err := x.run(); err != nil {
+					return err
+				}
+			}
+			x.deferred = nil
+		}
+		if x.heldBack && !isHoldBack(ev) {
+			held := *ev // the caller's slice may be reused before the lease comes
+			x.deferred = append(x.deferred, &held)
+			continue
+		}
 		if err := x.apply(ev); err != nil {
 			x.fault = err
 			return err
+		}
+		if (ev.Type == engine.EventJobCreated || ev.Type == engine.EventJobDrafted) && i+1 < len(events) && isHoldBack(&events[i+1]) {
+			x.heldBack = true
+		}
+		if x.heldBack {
+			continue
 		}
 		if err := x.run(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// isHoldBack reports whether ev holds a new run back before it starts: the
+// wait of a cron run for its time, or a start delay. The engine writes it
+// right after the run's job_created, in the same command.
+func isHoldBack(ev *engine.Event) bool {
+	return ev.Type == engine.EventJobRequeued && (ev.Reason == engine.ReasonCronNext || ev.Reason == engine.ReasonStartDelay)
 }
 
 func (x *Execution) apply(ev *engine.Event) error {

@@ -16,3 +16,11 @@ type TurnProbe interface {
 	// wakeAt is when a retry delay the turn waits for ends (zero: none).
 	TurnWaiting(job, seenSeq uint64, inflight int, wakeAt time.Time) (done func())
 }
+
+// CronFirstRunNow is implemented by package testsuite's clock: a worker
+// whose clock implements it and answers true starts the first run of a
+// cron child workflow at once (engine.CreateJob.CronFirstNow) instead of
+// at the line's first time, as Temporal's test environment does.
+type CronFirstRunNow interface {
+	CronFirstRunNow() bool
+}

@@ -26,6 +26,11 @@ type TestEnv interface {
 	// one a replay re-runs): its scheduling, with its duration, its firing
 	// or its cancellation. timerID is the timer's step.
 	Timer(event TimerEvent, timerID string, duration time.Duration)
+	// UpdateCompleted hands the test the value an update handler of run
+	// runID returned for updateID, before its completion is recorded, so
+	// the test's update callbacks see the handler's own Go value rather
+	// than its encoding. A replay of the run may hand the same value again.
+	UpdateCompleted(runID, updateID string, result any)
 }
 
 // TimerEvent is what happened to a workflow timer (TestEnv.Timer).

@@ -127,6 +127,14 @@ func NewAPIKeyStaticCredentials(apiKey string) Credentials { return apiKeyOf(api
 
 func apiKeyOf(k string) apiKey { return apiKey(k) }
 
+// HeadersProvider gives the headers of a client's requests, as Temporal's
+// does (there, gRPC metadata; here, HTTP headers). GetHeaders is called
+// before each request, with its context, possibly from several
+// goroutines at once; an error fails the request.
+type HeadersProvider interface {
+	GetHeaders(ctx context.Context) (map[string]string, error)
+}
+
 // Options configure Dial and NewWithOptions. The zero value dials
 // DefaultHostPort.
 type Options struct {
@@ -143,6 +151,12 @@ type Options struct {
 	Credentials Credentials
 	// ConnectionOptions configure the connection to HostPort (TLS).
 	ConnectionOptions ConnectionOptions
+	// HeadersProvider, if set, gives the headers sent with every request
+	// to HostPort, asked afresh for each (Temporal's HeadersProvider): an
+	// "authorization" header of "Bearer <token>" authenticates as
+	// Credentials does, with a token it may renew. Its headers are set
+	// over Credentials'. Not used with Service.
+	HeadersProvider HeadersProvider
 	// Identity names this process; workers made from the client take it
 	// as their default identity.
 	Identity string
@@ -201,6 +215,9 @@ func DialContext(ctx context.Context, options Options) (Client, error) {
 	cfg := httpapi.ClientConfig{Addrs: []string{addr}, TLS: options.ConnectionOptions.TLS}
 	if options.Credentials != nil {
 		cfg.Token = options.Credentials.token()
+	}
+	if options.HeadersProvider != nil {
+		cfg.Headers = options.HeadersProvider.GetHeaders
 	}
 	hc, err := httpapi.NewClient(cfg)
 	if err != nil {

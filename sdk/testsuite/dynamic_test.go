@@ -71,3 +71,30 @@ func TestDynamicRegistrationRefusesOtherShapes(t *testing.T) {
 	}()
 	env.RegisterDynamicActivity(Greet, activity.DynamicRegisterOptions{})
 }
+
+// DynamicRegisterOptions.LoadDynamicRuntimeOptions is accepted, with
+// Temporal's VersioningBehavior values, and, heddle having no worker
+// versioning, never asked: the dynamic workflow runs as without it.
+func TestDynamicRuntimeOptionsAreAcceptedAndUnused(t *testing.T) {
+	if workflow.VersioningBehaviorUnspecified != 0 || workflow.VersioningBehaviorPinned != 1 || workflow.VersioningBehaviorAutoUpgrade != 2 {
+		t.Fatal("the VersioningBehavior values are not Temporal's")
+	}
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	asked := 0
+	env.RegisterDynamicWorkflow(AnyWorkflow, workflow.DynamicRegisterOptions{
+		LoadDynamicRuntimeOptions: func(d workflow.LoadDynamicRuntimeOptionsDetails) (workflow.DynamicRuntimeOptions, error) {
+			asked++
+			return workflow.DynamicRuntimeOptions{VersioningBehavior: workflow.VersioningBehaviorPinned}, nil
+		},
+	})
+	env.RegisterDynamicActivity(AnyActivity, activity.DynamicRegisterOptions{})
+	env.ExecuteWorkflow("pinned-type", "p", "q")
+	var got string
+	if err := env.GetWorkflowResult(&got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "pinned-type: no-such-activity(p, q)"; got != want || asked != 0 {
+		t.Fatalf("result %q, loader asked %d times; want %q and none", got, asked, want)
+	}
+}

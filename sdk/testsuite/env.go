@@ -61,7 +61,8 @@ type TestWorkflowEnvironment struct {
 	// are mocked calls waiting for the clock.
 	running map[string]int
 	parked  []parkedCall
-	errs    []error // what the workers reported through OnError
+	pending pendingCalls // inline activities' tokens (pending.go)
+	errs    []error      // what the workers reported through OnError
 	notify  chan struct{}
 
 	tl  *timeline

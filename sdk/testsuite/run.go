@@ -60,6 +60,12 @@ func (env *TestWorkflowEnvironment) ExecuteWorkflow(workflowFn any, args ...any)
 	if opts.TaskQueue == "" {
 		opts.TaskQueue = DefaultTaskQueue
 	}
+	if opts.WorkflowRunTimeout == 0 {
+		// As in Temporal's test environment: a run that waits for what
+		// never comes times out when the clock, skipping ahead, reaches
+		// this, rather than hanging the test.
+		opts.WorkflowRunTimeout = DefaultWorkflowRunTimeout
+	}
 	env.tl = newTimeline(env.startTime)
 	lr, err := env.open(opts.TaskQueue)
 	if err != nil {

@@ -51,6 +51,12 @@ const (
 	// DefaultTestTimeout is how long ExecuteWorkflow waits, in real time,
 	// for anything to happen before it gives up (SetTestTimeout).
 	DefaultTestTimeout = 3 * time.Second
+	// DefaultWorkflowRunTimeout is the run timeout, in workflow time, of
+	// a run started without one (SetWorkflowRunTimeout): ten years, as in
+	// Temporal. A run that waits for what never comes (a signal no
+	// callback sends) so times out, the clock skipping to it, instead of
+	// ExecuteWorkflow panicking after the test timeout.
+	DefaultWorkflowRunTimeout = 10 * 365 * 24 * time.Hour
 )
 
 // leaseTTL is the lease of every job the environment's workers claim: so

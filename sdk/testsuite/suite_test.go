@@ -122,8 +122,10 @@ func (s *UnitTestSuite) TestMockedErrorIsRetried() {
 	s.env.ExecuteWorkflow(Day, "ann")
 	var got string
 	s.NoError(s.env.GetWorkflowResult(&got))
-	// The retries waited 1 s and 2 s of workflow time (skipped).
-	s.Equal("hello ann, bye at last; slept 24h0m0s, activities took 3s", got)
+	// The retries waited 1 s each of workflow time (skipped): in a test
+	// environment a retry policy's MaximumInterval defaults to its
+	// InitialInterval, as in Temporal's.
+	s.Equal("hello ann, bye at last; slept 24h0m0s, activities took 2s", got)
 	s.env.AssertActivityNumberOfCalls(s.T(), "Farewell", 3)
 }
 
@@ -449,21 +451,52 @@ func (s *UnitTestSuite) TestMisusePanics() {
 	s.Panics(func() { s.env.RegisterWorkflow(Parent) })
 }
 
-// A run that waits for a signal nobody sends panics after the test
-// timeout, saying that every run is idle.
+// A run that waits for a signal nobody sends times out, as in Temporal's
+// test environment: its default run timeout is ten years of workflow time,
+// and the clock skips to it since nothing else is scheduled.
+func TestWaitingForeverTimesOutAfterTheDefaultRunTimeout(t *testing.T) {
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(time.Minute) // a hang would fail the test below, not wait
+	start := env.Now()
+	env.ExecuteWorkflow(func(ctx workflow.Context) error {
+		workflow.GetSignalChannel(ctx, "never").Receive(ctx, nil)
+		return nil
+	})
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("the run is not completed")
+	}
+	err := env.GetWorkflowError()
+	var te *temporal.TimeoutError
+	if !errors.As(err, &te) {
+		t.Fatalf("error %v (%T), want a *temporal.TimeoutError", err, err)
+	}
+	if got := env.Now().Sub(start); got < testsuite.DefaultWorkflowRunTimeout {
+		t.Fatalf("the clock moved %v, want at least the run timeout %v", got, testsuite.DefaultWorkflowRunTimeout)
+	}
+}
+
+// An activity that runs on with nothing else happening panics after the
+// test timeout, saying what every run was doing.
 func TestTestTimeoutPanicsWithTheRunsState(t *testing.T) {
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(100 * time.Millisecond)
+	release := make(chan struct{})
+	defer close(release)
+	env.RegisterActivityWithOptions(func(ctx context.Context) error {
+		<-release
+		return nil
+	}, activity.RegisterOptions{Name: "Stall"})
 	var msg string
 	func() {
 		defer func() { msg = fmt.Sprint(recover()) }()
 		env.ExecuteWorkflow(func(ctx workflow.Context) error {
-			workflow.GetSignalChannel(ctx, "never").Receive(ctx, nil)
-			return nil
+			ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Hour})
+			return workflow.ExecuteActivity(ctx, "Stall").Get(ctx, nil)
 		})
 	}()
-	for _, want := range []string{"test timeout", "every run is idle", "Waiting"} {
+	for _, want := range []string{"test timeout", "activity calls of run", "are running"} {
 		if !strings.Contains(msg, want) {
 			t.Fatalf("panic %q lacks %q", msg, want)
 		}

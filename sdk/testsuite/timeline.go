@@ -113,6 +113,11 @@ func (c workerClock) TurnWaiting(job, seenSeq uint64, inflight int, wakeAt time.
 	return c.probe(job, seenSeq, inflight, wakeAt)
 }
 
+// CronFirstRunNow implements sdkhook.CronFirstRunNow: as in Temporal's
+// test environment, a cron child's first run starts at once, and each
+// later run at the schedule's next time after the run before it ended.
+func (c workerClock) CronFirstRunNow() bool { return true }
+
 func (c workerClock) NewTimer(d time.Duration) clock.Timer {
 	h := &eitherTimer{c: make(chan time.Time, 1), stop: make(chan struct{})}
 	if d <= 0 {

@@ -62,16 +62,44 @@ func (uc *TestUpdateCallback) Complete(success any, err error) {
 // ExecuteWorkflow returns only after their callbacks ran.
 type updates struct {
 	wg sync.WaitGroup
+	mu sync.Mutex
+	// results holds the Go values update handlers returned, by run id and
+	// update id (updateKey), for Complete.
+	results map[string]any
+}
+
+func updateKey(runID, updateID string) string { return runID + "\x00" + updateID }
+
+// UpdateCompleted implements sdkhook.TestEnv: it keeps the value an update
+// handler returned until the update's callbacks are called.
+func (h envHooks) UpdateCompleted(runID, updateID string, result any) {
+	u := &h.env.updates
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.results == nil {
+		u.results = map[string]any{}
+	}
+	u.results[updateKey(runID, updateID)] = result
+}
+
+// takeResult returns, and forgets, the value the handler of update
+// updateID of run runID returned; ok is false when it did not hand one.
+func (u *updates) takeResult(runID, updateID string) (result any, ok bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	k := updateKey(runID, updateID)
+	result, ok = u.results[k]
+	delete(u.results, k)
+	return result, ok
 }
 
 // UpdateWorkflow sends the update updateName with args to the workflow
 // ExecuteWorkflow runs (usually from a delayed callback; before
 // ExecuteWorkflow it is kept for the run's start, as SignalWorkflow is).
 // updateID "" gets a generated id. The outcome reaches uc: Accept or
-// Reject, then Complete. The handler's result is passed to Complete as
-// JSON decodes it into an any (a string, a float64, a map, …), since in
-// heddle it crosses the history as JSON. An update the run cannot take
-// (the run has ended) is rejected.
+// Reject, then Complete. Complete gets the value the handler returned (a
+// Response, say, not its JSON encoding), as in Temporal. An update the run
+// cannot take (the run has ended) is rejected.
 func (env *TestWorkflowEnvironment) UpdateWorkflow(updateName, updateID string, uc UpdateCallbacks, args ...any) {
 	if !env.started {
 		env.RegisterDelayedCallback(func() { env.UpdateWorkflow(updateName, updateID, uc, args...) }, 0)
@@ -150,6 +178,12 @@ func (env *TestWorkflowEnvironment) sendUpdate(workflowID, run, updateName, upda
 			uc.Complete(nil, sdkhook.DecodeFailure(done.Failure))
 			return
 		}
+		// Complete gets the value the handler returned, as in Temporal;
+		// the JSON decoding of the recorded result is the fallback.
+		if result, ok := env.updates.takeResult(h.RunID(), h.UpdateID()); ok {
+			uc.Complete(result, nil)
+			return
+		}
 		var result any
 		if len(done.Result) > 0 {
 			if derr := converter.Decode(done.Result, &result); derr != nil {
@@ -215,10 +249,15 @@ func (env *TestWorkflowEnvironment) settleUpdates(closing func()) {
 // CompleteActivity completes an activity that returned
 // activity.ErrResultPending, with result or err, given the task token the
 // activity read from activity.GetInfo(ctx).TaskToken; call it from a
-// delayed callback. As in heddle's client, the activity must run on its own
-// task queue (ActivityOptions.TaskQueue) to complete asynchronously; the
-// environment runs a worker on every queue.
+// delayed callback. As in Temporal's test environment any activity may do
+// so: one on its own task queue (ActivityOptions.TaskQueue) is completed
+// through the engine, as heddle's client does, and one of its workflow's
+// queue, which heddle runs inline, is held by the environment until this
+// names its token (pending.go).
 func (env *TestWorkflowEnvironment) CompleteActivity(taskToken []byte, result any, err error) error {
+	if isInlineToken(taskToken) {
+		return env.completeInline(taskToken, result, err)
+	}
 	lr := env.run
 	if lr == nil {
 		return fmt.Errorf("testsuite: CompleteActivity: %w", errNotRunning(env))

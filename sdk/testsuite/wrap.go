@@ -29,8 +29,12 @@ func (env *TestWorkflowEnvironment) wrapActivity(name string, fn any) any {
 		run := runOf(args)
 		env.activityStarted(run)
 		defer env.activityEnded(run)
+		args, inline := env.withInlineToken(args)
 		call, args := env.startActivityCall(args)
 		out := env.callActivity(name, v, args)
+		if inline != nil {
+			out = env.settleInline(args[0].Interface().(context.Context), run, inline, t, out)
+		}
 		call.end(out)
 		return out
 	}).Interface()

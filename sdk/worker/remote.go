@@ -145,6 +145,9 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 			create.Queue = opts.TaskQueue
 		}
 		create.CronSchedule = opts.CronSchedule
+		if p, ok := r.w.opts.Clock.(sdkhook.CronFirstRunNow); ok && p.CronFirstRunNow() && opts.CronSchedule != "" {
+			create.CronFirstNow = true // a test environment's cron child, as Temporal's
+		}
 		create.ExecutionTimeoutMS = opts.WorkflowExecutionTimeout.Milliseconds()
 		create.RunTimeoutMS = opts.WorkflowRunTimeout.Milliseconds()
 		create.Retry = engineRetryPolicy(opts.RetryPolicy)

@@ -37,6 +37,9 @@ func ExecuteActivity(ctx Context, activity any, args ...any) Future {
 		set(nil, err)
 		return f
 	}
+	if testEnvOf(ctx) != nil {
+		opts.RetryPolicy = testRetryPolicy(opts.RetryPolicy)
+	}
 	return issueActivity(ctx, activity, args, opts, func(o ActivityOptions) any { return o })
 }
 

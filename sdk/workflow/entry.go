@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
@@ -27,6 +28,9 @@ type state struct {
 	// handlers; upd is their state (update.go).
 	root Context
 	upd  updates
+	// testEnv is the sdk/testsuite environment the run is tested in, nil
+	// in production (testenv.go).
+	testEnv sdkhook.TestEnv
 }
 
 type stateKey struct{}

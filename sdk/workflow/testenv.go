@@ -1,6 +1,8 @@
 package workflow
 
 import (
+	"time"
+
 	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
 )
@@ -11,13 +13,24 @@ type testEnvKey struct{}
 
 func init() {
 	sdkhook.WithTestEnv = func(ctx any, env sdkhook.TestEnv) any {
-		return WithValue(ctx.(Context), testEnvKey{}, env)
+		wctx := ctx.(Context)
+		// The coroutines of update handlers start from the root context,
+		// not from the workflow function's, so the run keeps the env too.
+		if st, ok := wctx.Value(stateKey{}).(*state); ok {
+			st.testEnv = env
+		}
+		return WithValue(wctx, testEnvKey{}, env)
 	}
 }
 
 func testEnvOf(ctx Context) sdkhook.TestEnv {
-	env, _ := ctx.Value(testEnvKey{}).(sdkhook.TestEnv)
-	return env
+	if env, ok := ctx.Value(testEnvKey{}).(sdkhook.TestEnv); ok {
+		return env
+	}
+	if st, ok := ctx.Value(stateKey{}).(*state); ok {
+		return st.testEnv
+	}
+	return nil
 }
 
 // externalOutcome is what a test environment answered for a signal or
@@ -62,4 +75,34 @@ func mockedExternal(ctx Context, te sdkhook.TestEnv, kind replay.CommandKind, wo
 		set(nil, nil)
 	}
 	return f, true
+}
+
+// testMaximumAttempts is the MaximumAttempts an activity's retry policy
+// gets in a test environment when it sets none.
+const testMaximumAttempts = 10
+
+// testRetryPolicy is the retry policy an activity runs with in a test
+// environment, as in Temporal's: the fields p leaves zero get an initial
+// interval of a second, a maximum interval equal to the initial one, a
+// coefficient of 2 and, above all, ten attempts rather than unlimited
+// ones, because the test clock skips every retry delay and an activity
+// that always fails would otherwise retry without end. p is not changed.
+func testRetryPolicy(p *RetryPolicy) *RetryPolicy {
+	var rp RetryPolicy
+	if p != nil {
+		rp = *p
+	}
+	if rp.InitialInterval <= 0 {
+		rp.InitialInterval = time.Second
+	}
+	if rp.MaximumInterval <= 0 {
+		rp.MaximumInterval = rp.InitialInterval
+	}
+	if rp.BackoffCoefficient == 0 {
+		rp.BackoffCoefficient = 2
+	}
+	if rp.MaximumAttempts == 0 {
+		rp.MaximumAttempts = testMaximumAttempts
+	}
+	return &rp
 }

@@ -160,6 +160,8 @@ func (st *state) startUpdate(req UpdateRequest) {
 		} else if len(out) == 2 {
 			if o.Result, err = converter.Encode(out[0].Interface()); err != nil {
 				o.Failure = sdkhook.EncodeFailure(fmt.Errorf("update %q: result: %w", req.Name, err))
+			} else if te := testEnvOf(ctx); te != nil {
+				te.UpdateCompleted(st.info.RunID, req.ID, out[0].Interface())
 			}
 		}
 		if _, _, err := st.x.KeyedMarker(UpdateMarkerKey(req.ID, "completed"), "update_completed", func() ([]byte, error) { return json.Marshal(o) }); err != nil {
