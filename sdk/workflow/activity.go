@@ -29,6 +29,15 @@ import (
 // encoded, or an invalid retry policy, fails the future without issuing
 // anything.
 func ExecuteActivity(ctx Context, activity any, args ...any) Future {
+	if o := outboundOf(ctx); o != nil {
+		if name := typeName(activity); name != "" {
+			return o.ExecuteActivity(ctx, name, args...)
+		}
+	}
+	return executeActivity(ctx, activity, args...)
+}
+
+func executeActivity(ctx Context, activity any, args ...any) Future {
 	opts := GetActivityOptions(ctx)
 	return issueActivity(ctx, activity, args, opts, func(o ActivityOptions) any { return o })
 }

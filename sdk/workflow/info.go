@@ -91,7 +91,12 @@ func (i *Info) GetContinueAsNewSuggested() bool {
 
 // GetInfo returns the running workflow's Info. The caller must not change
 // it.
-func GetInfo(ctx Context) *Info { return &stateOf(ctx).info }
+func GetInfo(ctx Context) *Info {
+	if o := outboundOf(ctx); o != nil {
+		return o.GetInfo(ctx)
+	}
+	return &stateOf(ctx).info
+}
 
 // Logger is the logger of workflow code. keyvals are alternating keys and
 // values, as in log/slog.
@@ -107,6 +112,13 @@ type Logger interface {
 // type attached, and that drops every line while the workflow replays, so
 // each line is written once however often the code is replayed.
 func GetLogger(ctx Context) Logger {
+	if o := outboundOf(ctx); o != nil {
+		return o.GetLogger(ctx)
+	}
+	return getLogger(ctx)
+}
+
+func getLogger(ctx Context) Logger {
 	st := stateOf(ctx)
 	return replayLogger{env: st.x, l: st.logger}
 }
