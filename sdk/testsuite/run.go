@@ -116,6 +116,10 @@ func (env *TestWorkflowEnvironment) ensureWorker(queue string) {
 func (env *TestWorkflowEnvironment) newWorker(c client.Client, queue string) (worker.Worker, error) {
 	clk := workerClock{tl: env.tl, probe: env.turnWaiting}
 	opts := workerOptions(env.workerOpts, clk, env.reportError)
+	if opts.Logger == nil {
+		// SetLogger's logger, unless the worker options name their own.
+		opts.Logger = env.logger
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
