@@ -2,6 +2,7 @@ package interceptor_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -114,6 +115,9 @@ func (w *wfIn) HandleQuery(ctx workflow.Context, in *interceptor.HandleQueryInpu
 
 func (w *wfIn) ValidateUpdate(ctx workflow.Context, in *interceptor.UpdateInput) error {
 	w.log(ctx, "in ValidateUpdate %s %v", in.Name, in.Args)
+	if len(in.Args) == 1 && in.Args[0] == 13 {
+		return errors.New("13 is refused by the interceptor")
+	}
 	return w.Next.ValidateUpdate(ctx, in)
 }
 
