@@ -111,10 +111,10 @@ func (rootOutbound) ExecuteLocalActivity(ctx Context, activityType string, args 
 func (rootOutbound) ExecuteChildWorkflow(ctx Context, childWorkflowType string, args ...any) ChildWorkflowFuture {
 	return executeChildWorkflow(ctx, childWorkflowType, args...)
 }
-func (rootOutbound) GetInfo(ctx Context) *Info           { return &stateOf(ctx).info }
-func (rootOutbound) GetLogger(ctx Context) log.Logger    { return getLogger(ctx) }
-func (rootOutbound) Now(ctx Context) time.Time           { return envOf(ctx).Now() }
-func (rootOutbound) IsReplaying(ctx Context) bool        { return envOf(ctx).IsReplaying() }
+func (rootOutbound) GetInfo(ctx Context) *Info        { return &stateOf(ctx).info }
+func (rootOutbound) GetLogger(ctx Context) log.Logger { return getLogger(ctx) }
+func (rootOutbound) Now(ctx Context) time.Time        { return envOf(ctx).Now() }
+func (rootOutbound) IsReplaying(ctx Context) bool     { return envOf(ctx).IsReplaying() }
 func (rootOutbound) HasLastCompletionResult(ctx Context) bool {
 	return lastCompletionResult(ctx) != nil
 }
