@@ -20,7 +20,7 @@ func lastCompletionResult(ctx Context) []byte {
 	}
 	if te := testEnvOf(ctx); te != nil {
 		// A test's stand-in for an earlier run (SetLastCompletionResult).
-		if b, ok := te.LastCompletionResult(GetInfo(ctx).WorkflowExecution.ID); ok {
+		if b, ok := te.LastCompletionResult(stateOf(ctx).info.WorkflowExecution.ID); ok {
 			return b
 		}
 	}
