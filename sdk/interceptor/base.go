@@ -168,6 +168,10 @@ func (w *WorkflowOutboundInterceptorBase) SignalExternalWorkflow(ctx workflow.Co
 	return w.Next.SignalExternalWorkflow(ctx, workflowID, runID, signalName, arg)
 }
 
+func (w *WorkflowOutboundInterceptorBase) SignalChildWorkflow(ctx workflow.Context, workflowID, signalName string, arg any) workflow.Future {
+	return w.Next.SignalChildWorkflow(ctx, workflowID, signalName, arg)
+}
+
 func (w *WorkflowOutboundInterceptorBase) GetSignalChannel(ctx workflow.Context, signalName string) workflow.ReceiveChannel {
 	return w.Next.GetSignalChannel(ctx, signalName)
 }

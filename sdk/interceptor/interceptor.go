@@ -152,6 +152,7 @@ type WorkflowOutboundInterceptor interface {
 	Sleep(ctx workflow.Context, d time.Duration) error
 	RequestCancelExternalWorkflow(ctx workflow.Context, workflowID, runID string) workflow.Future
 	SignalExternalWorkflow(ctx workflow.Context, workflowID, runID, signalName string, arg any) workflow.Future
+	SignalChildWorkflow(ctx workflow.Context, workflowID, signalName string, arg any) workflow.Future
 	GetSignalChannel(ctx workflow.Context, signalName string) workflow.ReceiveChannel
 	SideEffect(ctx workflow.Context, f func(ctx workflow.Context) any) converter.EncodedValue
 	MutableSideEffect(ctx workflow.Context, id string, f func(ctx workflow.Context) any, equals func(a, b any) bool) converter.EncodedValue

@@ -176,6 +176,11 @@ func (o *wfOut) SignalExternalWorkflow(ctx workflow.Context, workflowID, runID, 
 	return o.Next.SignalExternalWorkflow(ctx, workflowID, runID, signalName, arg)
 }
 
+func (o *wfOut) SignalChildWorkflow(ctx workflow.Context, workflowID, signalName string, arg any) workflow.Future {
+	o.in.log(ctx, "out SignalChildWorkflow %s %s %v", workflowID, signalName, arg)
+	return o.Next.SignalChildWorkflow(ctx, workflowID, signalName, arg)
+}
+
 func (o *wfOut) SetQueryHandler(ctx workflow.Context, queryType string, handler any) error {
 	o.in.log(ctx, "out SetQueryHandler %s", queryType)
 	return o.Next.SetQueryHandler(ctx, queryType, handler)

@@ -100,7 +100,10 @@ func (f *childFuture) SignalChildWorkflow(ctx Context, signalName string, data a
 	if err := f.GetChildWorkflowExecution().Get(ctx, &exe); err != nil {
 		return f.execution
 	}
-	return SignalExternalWorkflow(ctx, exe.ID, "", signalName, data)
+	if o := outboundOf(ctx); o != nil {
+		return o.SignalChildWorkflow(ctx, exe.ID, signalName, data)
+	}
+	return external(ctx, replay.KindSignalExternal, exe.ID, "", signalName, []any{data})
 }
 
 // ExecuteChildWorkflow starts a child workflow (a function or a type name)

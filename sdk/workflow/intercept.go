@@ -35,6 +35,7 @@ type outbound interface {
 	Sleep(ctx Context, d time.Duration) error
 	RequestCancelExternalWorkflow(ctx Context, workflowID, runID string) Future
 	SignalExternalWorkflow(ctx Context, workflowID, runID, signalName string, arg any) Future
+	SignalChildWorkflow(ctx Context, workflowID, signalName string, arg any) Future
 	GetSignalChannel(ctx Context, signalName string) ReceiveChannel
 	SideEffect(ctx Context, f func(ctx Context) any) converter.EncodedValue
 	MutableSideEffect(ctx Context, id string, f func(ctx Context) any, equals func(a, b any) bool) converter.EncodedValue
@@ -128,6 +129,9 @@ func (rootOutbound) RequestCancelExternalWorkflow(ctx Context, workflowID, runID
 }
 func (rootOutbound) SignalExternalWorkflow(ctx Context, workflowID, runID, signalName string, arg any) Future {
 	return external(ctx, replay.KindSignalExternal, workflowID, runID, signalName, []any{arg})
+}
+func (rootOutbound) SignalChildWorkflow(ctx Context, workflowID, signalName string, arg any) Future {
+	return external(ctx, replay.KindSignalExternal, workflowID, "", signalName, []any{arg})
 }
 func (rootOutbound) GetSignalChannel(ctx Context, signalName string) ReceiveChannel {
 	return getSignalChannel(ctx, signalName)
