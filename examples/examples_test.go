@@ -47,6 +47,7 @@ func TestExamples(t *testing.T) {
 		{"async-completion", nil, "expense-4 finished: train to Lyon: approved by Ada"},
 		{"updates", nil, "flight-12 closed with seats [1A 1B]"},
 		{"temporal-port", nil, "ok: 4 Temporal-shaped samples ran"},
+		{"interceptor", nil, "ok: order-5 charged, Wipe refused, every line tagged with the tenant"},
 	}
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {

@@ -52,6 +52,9 @@ type WorkflowInfo struct {
 	// Logger is what workflow.GetLogger writes through (nil:
 	// slog.Default()).
 	Logger *slog.Logger
+	// Interceptors are the worker's interceptor.WorkerInterceptor values
+	// (none: the workflow functions call the implementation directly).
+	Interceptors []any
 }
 
 // Hooks set by sdk/workflow's init.

@@ -111,7 +111,12 @@ func IsActivity(ctx context.Context) bool {
 }
 
 // GetInfo returns the info of the activity running under ctx.
-func GetInfo(ctx context.Context) Info { return envOf(ctx).Info() }
+func GetInfo(ctx context.Context) Info {
+	if o := outboundOf(ctx); o != nil {
+		return o.GetInfo(ctx)
+	}
+	return envOf(ctx).Info()
+}
 
 // RecordHeartbeat reports progress. details are encoded (converter.Encode)
 // and kept for the next attempt (GetHeartbeatDetails) if this one fails,
@@ -124,6 +129,14 @@ func GetInfo(ctx context.Context) Info { return envOf(ctx).Info() }
 // cancelled: the activity should stop and return. Details that cannot be
 // encoded are logged and dropped; the heartbeat still counts.
 func RecordHeartbeat(ctx context.Context, details ...any) {
+	if o := outboundOf(ctx); o != nil {
+		o.RecordHeartbeat(ctx, details...)
+		return
+	}
+	recordHeartbeat(ctx, details...)
+}
+
+func recordHeartbeat(ctx context.Context, details ...any) {
 	e := envOf(ctx)
 	data, err := converter.Encode(details...)
 	if err != nil {
@@ -135,12 +148,24 @@ func RecordHeartbeat(ctx context.Context, details ...any) {
 
 // HasHeartbeatDetails reports whether an earlier attempt of this step
 // recorded heartbeat details.
-func HasHeartbeatDetails(ctx context.Context) bool { return len(envOf(ctx).HeartbeatDetails()) > 0 }
+func HasHeartbeatDetails(ctx context.Context) bool {
+	if o := outboundOf(ctx); o != nil {
+		return o.HasHeartbeatDetails(ctx)
+	}
+	return len(envOf(ctx).HeartbeatDetails()) > 0
+}
 
 // GetHeartbeatDetails decodes the details an earlier attempt of this step
 // last recorded with RecordHeartbeat into d, in order. It returns
 // temporal.ErrNoData when there are none.
 func GetHeartbeatDetails(ctx context.Context, d ...any) error {
+	if o := outboundOf(ctx); o != nil {
+		return o.GetHeartbeatDetails(ctx, d...)
+	}
+	return getHeartbeatDetails(ctx, d...)
+}
+
+func getHeartbeatDetails(ctx context.Context, d ...any) error {
 	return converter.NewEncodedValues(envOf(ctx).HeartbeatDetails()).Get(d...)
 }
 
@@ -151,10 +176,23 @@ func GetHeartbeatDetails(ctx context.Context, d ...any) error {
 // logger it is never silenced: an activity runs only when its result is
 // not recorded yet, never in a replay. It is a *log.StructuredLogger, so it
 // implements log.WithLogger and log.WithSkipCallers; log.Slog(GetLogger(ctx))
-// gives the *slog.Logger behind it, attributes included.
-func GetLogger(ctx context.Context) log.Logger { return log.NewStructuredLogger(envOf(ctx).Logger()) }
+// gives the *slog.Logger behind it, attributes included. A worker's
+// interceptors (sdk/interceptor) may give another logger.
+func GetLogger(ctx context.Context) log.Logger {
+	if o := outboundOf(ctx); o != nil {
+		return o.GetLogger(ctx)
+	}
+	return getLogger(ctx)
+}
+
+func getLogger(ctx context.Context) log.Logger { return log.NewStructuredLogger(envOf(ctx).Logger()) }
 
 // GetWorkerStopChannel returns a channel that is closed when the worker
 // running the activity is asked to stop: a long activity may return early
 // (with an error, so that it is retried elsewhere).
-func GetWorkerStopChannel(ctx context.Context) <-chan struct{} { return envOf(ctx).WorkerStop() }
+func GetWorkerStopChannel(ctx context.Context) <-chan struct{} {
+	if o := outboundOf(ctx); o != nil {
+		return o.GetWorkerStopChannel(ctx)
+	}
+	return envOf(ctx).WorkerStop()
+}

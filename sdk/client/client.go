@@ -179,12 +179,21 @@ type Options struct {
 	// context (that span, or the caller's) as the run's trace parent, so
 	// the workers' spans of the run join the starter's trace.
 	TracerProvider trace.TracerProvider
+	// Interceptors wrap the client's calls (ExecuteWorkflow, signals,
+	// queries, updates, cancel, terminate), the first the outermost; use
+	// package interceptor. Nil: none, and the calls cost nothing extra.
+	Interceptors []Interceptor
 }
 
 // Validate reports the first invalid field.
 func (o Options) Validate() error {
 	if o.Namespace != "" && o.Namespace != DefaultNamespace {
 		return fmt.Errorf("client: Options.Namespace %q: heddle has no namespaces, only %q", o.Namespace, DefaultNamespace)
+	}
+	for i, ic := range o.Interceptors {
+		if ic == nil {
+			return fmt.Errorf("client: Options.Interceptors[%d] is nil", i)
+		}
 	}
 	return nil
 }
@@ -241,7 +250,7 @@ func New(e engine.Service) Client { return NewWithOptions(e, Options{}) }
 // NewWithOptions returns a client of e with options (HostPort and Service
 // are not used: e is the service).
 func NewWithOptions(e engine.Service, options Options) Client {
-	return &workflowClient{e: e, opts: options, tracer: tracing.Tracer(options.TracerProvider), queriers: map[string][]Querier{}}
+	return withInterceptors(&workflowClient{e: e, opts: options, tracer: tracing.Tracer(options.TracerProvider), queriers: map[string][]Querier{}})
 }
 
 // workflowClient is the one Client.

@@ -126,8 +126,9 @@ func (env *TestWorkflowEnvironment) newWorker(c client.Client, queue string) (wo
 	clk := workerClock{tl: env.tl, probe: env.turnWaiting}
 	opts := workerOptions(env.workerOpts, clk, env.reportError)
 	if opts.Logger == nil {
-		// SetLogger's logger, as its comment promises: the worker's own
-		// messages and what workflow and activity loggers write through.
+		// SetLogger's logger, as its comment promises, unless the worker
+		// options name their own: the worker's own messages and what
+		// workflow and activity loggers write through.
 		opts.Logger = env.logger
 	}
 	if err := opts.Validate(); err != nil {

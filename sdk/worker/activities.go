@@ -470,7 +470,12 @@ func (w *queueWorker) callActivity(ctx context.Context, fn any, input []byte, en
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("activity %s input: %v", name, err), "BadInput", nil)
 		}
 	}
-	out := v.Call(args)
+	var out []reflect.Value
+	if list := w.interceptorList(); list != nil {
+		out = callIntercepted(ctx, list, v, args, first)
+	} else {
+		out = v.Call(args)
+	}
 	if e := out[len(out)-1]; !e.IsNil() {
 		err = e.Interface().(error)
 		if ctx.Err() == context.DeadlineExceeded {

@@ -30,6 +30,7 @@ import (
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/interceptor"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
@@ -105,6 +106,10 @@ type Options struct {
 	// will not serve it: the node refused the client's credentials. It
 	// must not call Stop (which waits for that goroutine).
 	OnFatalError func(error)
+	// Interceptors wrap the worker's workflow runs and activity tries, the
+	// first the outermost (package interceptor). Nil: none, and the
+	// workflow and activity functions call the SDK directly.
+	Interceptors []interceptor.WorkerInterceptor
 }
 
 // Validate reports the first invalid field.
@@ -122,6 +127,11 @@ func (o Options) Validate() error {
 		return fmt.Errorf("worker: Options.MaxConcurrentActivityExecutionSize %d is negative", o.MaxConcurrentActivityExecutionSize)
 	case o.MaxConcurrentSessionExecutionSize < 0:
 		return fmt.Errorf("worker: Options.MaxConcurrentSessionExecutionSize %d is negative", o.MaxConcurrentSessionExecutionSize)
+	}
+	for i, ic := range o.Interceptors {
+		if ic == nil {
+			return fmt.Errorf("worker: Options.Interceptors[%d] is nil", i)
+		}
 	}
 	return nil
 }

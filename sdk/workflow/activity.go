@@ -31,6 +31,15 @@ import (
 // encoded, or an invalid retry policy, fails the future without issuing
 // anything.
 func ExecuteActivity(ctx Context, activity any, args ...any) Future {
+	if o := outboundOf(ctx); o != nil {
+		if name := typeName(activity); name != "" {
+			return o.ExecuteActivity(ctx, name, args...)
+		}
+	}
+	return executeActivity(ctx, activity, args...)
+}
+
+func executeActivity(ctx Context, activity any, args ...any) Future {
 	opts, err := sessionActivityOptions(ctx, activity, GetActivityOptions(ctx))
 	if err != nil {
 		f, set := newCommandFuture()

@@ -101,7 +101,10 @@ func (f *childFuture) SignalChildWorkflow(ctx Context, signalName string, data a
 	if err := f.GetChildWorkflowExecution().Get(ctx, &exe); err != nil {
 		return f.execution
 	}
-	return SignalExternalWorkflow(ctx, exe.ID, "", signalName, data)
+	if o := outboundOf(ctx); o != nil {
+		return o.SignalChildWorkflow(ctx, exe.ID, signalName, data)
+	}
+	return external(ctx, replay.KindSignalExternal, exe.ID, "", signalName, []any{data})
 }
 
 // ExecuteChildWorkflow starts a child workflow (a function or a type name)
@@ -112,6 +115,15 @@ func (f *childFuture) SignalChildWorkflow(ctx Context, signalName string, data a
 // fails the future with a *temporal.ChildWorkflowExecutionError wrapping
 // why.
 func ExecuteChildWorkflow(ctx Context, childWorkflow any, args ...any) ChildWorkflowFuture {
+	if o := outboundOf(ctx); o != nil {
+		if name := typeName(childWorkflow); name != "" {
+			return o.ExecuteChildWorkflow(ctx, name, args...)
+		}
+	}
+	return executeChildWorkflow(ctx, childWorkflow, args...)
+}
+
+func executeChildWorkflow(ctx Context, childWorkflow any, args ...any) ChildWorkflowFuture {
 	st := stateOf(ctx)
 	f, set := newCommandFuture()
 	cf := &childFuture{futureImpl: f, execution: &futureImpl{}}
@@ -182,6 +194,13 @@ func (e *ContinueAsNewError) Error() string {
 // NewContinueAsNewError returns the error that continues the workflow as a
 // new run of wf (a function or a type name) with args.
 func NewContinueAsNewError(ctx Context, wf any, args ...any) error {
+	if o := outboundOf(ctx); o != nil {
+		return o.NewContinueAsNewError(ctx, wf, args...)
+	}
+	return newContinueAsNewError(ctx, wf, args...)
+}
+
+func newContinueAsNewError(_ Context, wf any, args ...any) error {
 	name, err := activityNameOf(wf)
 	if err != nil {
 		return err

@@ -7,6 +7,14 @@ func Go(ctx Context, f func(ctx Context)) { GoNamed(ctx, "", f) }
 
 // GoNamed is Go with a name that appears in panic and deadlock reports.
 func GoNamed(ctx Context, name string, f func(ctx Context)) {
+	if o := outboundOf(ctx); o != nil {
+		o.Go(ctx, name, f)
+		return
+	}
+	goNamed(ctx, name, f)
+}
+
+func goNamed(ctx Context, name string, f func(ctx Context)) {
 	d := envOf(ctx).Dispatcher()
 	d.Go(name, func() { f(ctx) })
 }
@@ -16,6 +24,13 @@ func GoNamed(ctx Context, name string, f func(ctx Context)) {
 // when the coroutine gets a turn, so it may read workflow state freely but
 // must not block. If both hold, cancellation wins, as in Temporal.
 func Await(ctx Context, condition func() bool) error {
+	if o := outboundOf(ctx); o != nil {
+		return o.Await(ctx, condition)
+	}
+	return await(ctx, condition)
+}
+
+func await(ctx Context, condition func() bool) error {
 	d := envOf(ctx).Dispatcher()
 	var err error
 	d.Block(func() bool {

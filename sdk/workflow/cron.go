@@ -20,7 +20,7 @@ func lastCompletionResult(ctx Context) []byte {
 	}
 	if te := testEnvOf(ctx); te != nil {
 		// A test's stand-in for an earlier run (SetLastCompletionResult).
-		if b, ok := te.LastCompletionResult(GetInfo(ctx).WorkflowExecution.ID); ok {
+		if b, ok := te.LastCompletionResult(stateOf(ctx).info.WorkflowExecution.ID); ok {
 			return b
 		}
 	}
@@ -31,12 +31,24 @@ func lastCompletionResult(ctx Context) []byte {
 // result of an earlier run of its chain that completed (the first run, and
 // the runs before any completed, have none). It is recorded in the run's
 // history, so a replay sees the same.
-func HasLastCompletionResult(ctx Context) bool { return lastCompletionResult(ctx) != nil }
+func HasLastCompletionResult(ctx Context) bool {
+	if o := outboundOf(ctx); o != nil {
+		return o.HasLastCompletionResult(ctx)
+	}
+	return lastCompletionResult(ctx) != nil
+}
 
 // GetLastCompletionResult decodes the result of the last completed run of a
 // cron chain into valuePtrs (one for a workflow that returned a value), or
 // returns ErrNoData when there is none.
 func GetLastCompletionResult(ctx Context, valuePtrs ...any) error {
+	if o := outboundOf(ctx); o != nil {
+		return o.GetLastCompletionResult(ctx, valuePtrs...)
+	}
+	return getLastCompletionResult(ctx, valuePtrs...)
+}
+
+func getLastCompletionResult(ctx Context, valuePtrs ...any) error {
 	b := lastCompletionResult(ctx)
 	if b == nil {
 		return ErrNoData

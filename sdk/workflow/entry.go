@@ -31,6 +31,10 @@ type state struct {
 	// testEnv is the sdk/testsuite environment the run is tested in, nil
 	// in production (testenv.go).
 	testEnv sdkhook.TestEnv
+	// in and out are the run's interceptor chains (intercept.go), nil when
+	// its worker has no interceptors.
+	in  inbound
+	out outbound
 }
 
 type stateKey struct{}
@@ -51,6 +55,20 @@ func (st *state) onSignal(name string, payload []byte) {
 		st.onUpdate(payload)
 		return
 	}
+	if st.in != nil {
+		// An interceptor may rewrite or drop the signal. heddle has no
+		// workflow task to fail, so an error drops the signal and is logged.
+		if err := st.in.HandleSignal(st.root, name, converter.NewEncodedValues(payload)); err != nil {
+			st.logger.Warn("workflow: a signal interceptor refused a signal", "signal", name, "error", err)
+		}
+		return
+	}
+	st.deliverSignal(name, payload)
+}
+
+// deliverSignal puts a signal on its channel, or keeps it until the
+// channel is asked for.
+func (st *state) deliverSignal(name string, payload []byte) {
 	if ch := st.signals[name]; ch != nil {
 		_ = deliverToChannel(ch, payload) // signal channels are never closed
 		return
@@ -81,6 +99,11 @@ func newEntryFor(fn any, info Info) replay.Entry {
 }
 
 func newEntry(fn any, info Info, logger *slog.Logger) replay.Entry {
+	return newEntryWith(fn, info, logger, nil)
+}
+
+// newEntryWith is newEntry for a worker with interceptors.
+func newEntryWith(fn any, info Info, logger *slog.Logger, interceptors []any) replay.Entry {
 	return func(x *replay.Execution, input []byte) {
 		v := reflect.ValueOf(fn)
 		if err := checkWorkflowFunc(v); err != nil {
@@ -106,6 +129,12 @@ func newEntry(fn any, info Info, logger *slog.Logger) replay.Entry {
 		x.SetLocal(st)
 		ctx = WithValue(ctx, stateKey{}, st)
 		st.root = ctx
+		in, err := startInterceptors(ctx, st, v, interceptors)
+		if err != nil {
+			x.Finish(nil, err)
+			return
+		}
+		st.in = in
 
 		t := v.Type()
 		args := []reflect.Value{reflect.ValueOf(ctx)}
@@ -126,6 +155,11 @@ func newEntry(fn any, info Info, logger *slog.Logger) replay.Entry {
 				args = append(args, reflect.ValueOf(p).Elem())
 			}
 		}
+		if in != nil {
+			res, err := in.ExecuteWorkflow(ctx, anyArgs(args[1:]))
+			finishWith(x, info, t.NumOut() == 2, res, err)
+			return
+		}
 		out := v.Call(args)
 		errV := out[len(out)-1]
 		if !errV.IsNil() {
@@ -143,6 +177,21 @@ func newEntry(fn any, info Info, logger *slog.Logger) replay.Entry {
 		}
 		x.Finish(res, nil)
 	}
+}
+
+// finishWith ends a run whose function returned through the interceptors:
+// res is its result when it has one.
+func finishWith(x *replay.Execution, info Info, hasResult bool, res any, err error) {
+	if err != nil || !hasResult {
+		x.Finish(nil, err)
+		return
+	}
+	data, err := converter.Encode(res)
+	if err != nil {
+		x.Finish(nil, fmt.Errorf("workflow: %s: result: %w", info.WorkflowType.Name, err))
+		return
+	}
+	x.Finish(data, nil)
 }
 
 // checkWorkflowFunc reports a value that is not a workflow function.

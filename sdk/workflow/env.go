@@ -40,9 +40,19 @@ func envOf(ctx Context) execEnv {
 
 // Now returns the workflow's current time. It is taken from history, not
 // from the machine's clock, so a replay sees the same time as the first run.
-func Now(ctx Context) time.Time { return envOf(ctx).Now() }
+func Now(ctx Context) time.Time {
+	if o := outboundOf(ctx); o != nil {
+		return o.Now(ctx)
+	}
+	return envOf(ctx).Now()
+}
 
 // IsReplaying reports whether the workflow is re-running history. Workflow
 // logic must not depend on it; it exists to suppress side effects such as
 // duplicate log lines during a replay.
-func IsReplaying(ctx Context) bool { return envOf(ctx).IsReplaying() }
+func IsReplaying(ctx Context) bool {
+	if o := outboundOf(ctx); o != nil {
+		return o.IsReplaying(ctx)
+	}
+	return envOf(ctx).IsReplaying()
+}

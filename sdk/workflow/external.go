@@ -18,6 +18,9 @@ import (
 // a ctx cancelled before the send fails it with ErrCanceled and sends
 // nothing.
 func SignalExternalWorkflow(ctx Context, workflowID, runID, signalName string, arg any) Future {
+	if o := outboundOf(ctx); o != nil {
+		return o.SignalExternalWorkflow(ctx, workflowID, runID, signalName, arg)
+	}
 	return external(ctx, replay.KindSignalExternal, workflowID, runID, signalName, []any{arg})
 }
 
@@ -27,6 +30,9 @@ func SignalExternalWorkflow(ctx Context, workflowID, runID, signalName string, a
 // target's history. A target that does not exist or has ended fails the
 // future with a *temporal.UnknownExternalWorkflowExecutionError.
 func RequestCancelExternalWorkflow(ctx Context, workflowID, runID string) Future {
+	if o := outboundOf(ctx); o != nil {
+		return o.RequestCancelExternalWorkflow(ctx, workflowID, runID)
+	}
 	return external(ctx, replay.KindCancelExternal, workflowID, runID, "cancel", nil)
 }
 

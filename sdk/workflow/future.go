@@ -97,8 +97,13 @@ func (f *futureImpl) Chain(future Future) {
 		panic("workflow: Settable.Chain on a future that is already set or chained")
 	}
 	src, ok := future.(*futureImpl)
+	if cf, isChild := future.(*childFuture); isChild {
+		// A child's result future can be chained too, as in Temporal (an
+		// interceptor wrapping ExecuteChildWorkflow passes it on).
+		src, ok = cf.futureImpl, true
+	}
 	if !ok {
-		panic(fmt.Sprintf("workflow: Settable.Chain to a %T; only futures made by NewFuture can be chained", future))
+		panic(fmt.Sprintf("workflow: Settable.Chain to a %T; only futures made by NewFuture or ExecuteChildWorkflow can be chained", future))
 	}
 	if src == f {
 		panic("workflow: Settable.Chain of a future to itself")

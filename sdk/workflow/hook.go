@@ -8,7 +8,7 @@ import (
 // init hands the worker the plumbing that workflow code must not call.
 func init() {
 	sdkhook.NewEntry = func(fn any, info sdkhook.WorkflowInfo) replay.Entry {
-		return newEntry(fn, infoOf(info), info.Logger)
+		return newEntryWith(fn, infoOf(info), info.Logger, info.Interceptors)
 	}
 	sdkhook.Query = runQuery
 }

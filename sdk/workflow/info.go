@@ -89,4 +89,9 @@ func (i *Info) GetContinueAsNewSuggested() bool {
 
 // GetInfo returns the running workflow's Info. The caller must not change
 // it.
-func GetInfo(ctx Context) *Info { return &stateOf(ctx).info }
+func GetInfo(ctx Context) *Info {
+	if o := outboundOf(ctx); o != nil {
+		return o.GetInfo(ctx)
+	}
+	return &stateOf(ctx).info
+}

@@ -53,6 +53,18 @@ func GetLocalActivityOptions(ctx Context) LocalActivityOptions {
 // Options without ScheduleToCloseTimeout and StartToCloseTimeout fail the
 // future without running anything, as in Temporal.
 func ExecuteLocalActivity(ctx Context, activity any, args ...any) Future {
+	if o := outboundOf(ctx); o != nil {
+		if name := typeName(activity); name != "" {
+			if _, isName := activity.(string); !isName {
+				ctx = WithValue(ctx, localFnKey{}, localFn{name: name, fn: activity})
+			}
+			return o.ExecuteLocalActivity(ctx, name, args...)
+		}
+	}
+	return executeLocalActivity(ctx, activity, args...)
+}
+
+func executeLocalActivity(ctx Context, activity any, args ...any) Future {
 	lo := GetLocalActivityOptions(ctx)
 	if lo.ScheduleToCloseTimeout <= 0 && lo.StartToCloseTimeout <= 0 {
 		f, set := newCommandFuture()

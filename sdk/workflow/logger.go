@@ -19,8 +19,16 @@ type Logger = log.Logger
 // replayed. It is a *log.StructuredLogger, so it implements log.WithLogger
 // and log.WithSkipCallers (children stay silent in replay too); code that
 // wants log/slog's own methods gets them from log.Slog(GetLogger(ctx)),
-// which keeps the silence.
+// which keeps the silence. A worker's interceptors (sdk/interceptor) may
+// give another logger.
 func GetLogger(ctx Context) log.Logger {
+	if o := outboundOf(ctx); o != nil {
+		return o.GetLogger(ctx)
+	}
+	return getLogger(ctx)
+}
+
+func getLogger(ctx Context) log.Logger {
 	st := stateOf(ctx)
 	return log.NewStructuredLogger(slog.New(&replayHandler{env: st.x, next: st.logger.Handler()}))
 }

@@ -19,6 +19,13 @@ type mutableState struct {
 // fn runs on every call of a live run and never during replay, which
 // returns the values recorded at the same calls.
 func MutableSideEffect(ctx Context, id string, fn func(ctx Context) any, equals func(a, b any) bool) converter.EncodedValue {
+	if o := outboundOf(ctx); o != nil {
+		return o.MutableSideEffect(ctx, id, fn, equals)
+	}
+	return mutableSideEffect(ctx, id, fn, equals)
+}
+
+func mutableSideEffect(ctx Context, id string, fn func(ctx Context) any, equals func(a, b any) bool) converter.EncodedValue {
 	st := stateOf(ctx)
 	if st.mutable == nil {
 		st.mutable = map[string]*mutableState{}

@@ -17,6 +17,13 @@ var ErrUnknownQuery = errors.New("workflow: unknown query type")
 // while the workflow's coroutines are all blocked, so it sees a consistent
 // state, and it must not block or change anything.
 func SetQueryHandler(ctx Context, queryType string, handler any) error {
+	if o := outboundOf(ctx); o != nil {
+		return o.SetQueryHandler(ctx, queryType, handler)
+	}
+	return setQueryHandler(ctx, queryType, handler)
+}
+
+func setQueryHandler(ctx Context, queryType string, handler any) error {
 	t := reflect.TypeOf(handler)
 	if t == nil || t.Kind() != reflect.Func || t.NumOut() != 2 || !t.Out(1).Implements(errorType) {
 		return fmt.Errorf("workflow: query handler for %q must be a func(args...) (T, error), not %v", queryType, t)
@@ -39,6 +46,14 @@ func runQuery(x *replay.Execution, queryType string, args []byte) ([]byte, error
 	}
 	handler, ok := st.queries[queryType]
 	if !ok {
+		if st.in != nil {
+			// The interceptors see unknown queries too (and may answer them).
+			res, err := st.in.HandleQuery(st.root, queryType, nil)
+			if err != nil {
+				return nil, err
+			}
+			return converter.Encode(res)
+		}
 		return nil, fmt.Errorf("%w: %q", ErrUnknownQuery, queryType)
 	}
 	v := reflect.ValueOf(handler)
@@ -51,6 +66,13 @@ func runQuery(x *replay.Execution, queryType string, args []byte) ([]byte, error
 	}
 	if err := converter.Decode(args, ptrs...); err != nil {
 		return nil, fmt.Errorf("workflow: query %q arguments: %w", queryType, err)
+	}
+	if st.in != nil {
+		res, err := st.in.HandleQuery(st.root, queryType, anyArgs(in))
+		if err != nil {
+			return nil, err
+		}
+		return converter.Encode(res)
 	}
 	out := v.Call(in)
 	if e := out[1]; !e.IsNil() {

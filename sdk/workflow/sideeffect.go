@@ -12,6 +12,13 @@ import (
 // fn. fn must not block or issue commands. A value that cannot be encoded
 // panics, since the run cannot go on without a recorded value.
 func SideEffect(ctx Context, fn func(ctx Context) any) converter.EncodedValue {
+	if o := outboundOf(ctx); o != nil {
+		return o.SideEffect(ctx, fn)
+	}
+	return sideEffect(ctx, fn)
+}
+
+func sideEffect(ctx Context, fn func(ctx Context) any) converter.EncodedValue {
 	st := stateOf(ctx)
 	data, err := st.x.Marker("side_effect", func() ([]byte, error) { return converter.Encode(fn(ctx)) })
 	if err != nil {
@@ -35,6 +42,13 @@ const DefaultVersion Version = -1
 // version outside [minSupported, maxSupported] means this code can no
 // longer run that history: GetVersion panics, which stops the execution.
 func GetVersion(ctx Context, changeID string, minSupported, maxSupported Version) Version {
+	if o := outboundOf(ctx); o != nil {
+		return o.GetVersion(ctx, changeID, minSupported, maxSupported)
+	}
+	return getVersion(ctx, changeID, minSupported, maxSupported)
+}
+
+func getVersion(ctx Context, changeID string, minSupported, maxSupported Version) Version {
 	st := stateOf(ctx)
 	v, seen := st.versions[changeID]
 	if !seen {

@@ -7,6 +7,13 @@ package workflow
 // the channel when it is returned. A receiver decodes a signal's payload
 // (converter.Encode of the signal's argument) into its value pointer.
 func GetSignalChannel(ctx Context, name string) ReceiveChannel {
+	if o := outboundOf(ctx); o != nil {
+		return o.GetSignalChannel(ctx, name)
+	}
+	return getSignalChannel(ctx, name)
+}
+
+func getSignalChannel(ctx Context, name string) ReceiveChannel {
 	st := stateOf(ctx)
 	if ch := st.signals[name]; ch != nil {
 		return ch

@@ -50,7 +50,7 @@ func mockedExternal(ctx Context, te sdkhook.TestEnv, kind replay.CommandKind, wo
 		return nil, false
 	}
 	var o externalOutcome
-	err := SideEffect(ctx, func(Context) any {
+	err := sideEffect(ctx, func(Context) any {
 		var arg any
 		if len(args) > 0 {
 			arg = args[0]

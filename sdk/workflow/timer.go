@@ -14,6 +14,13 @@ import (
 // ErrCanceled at once and the worker records timer_canceled and removes the
 // timer, so it never fires.
 func NewTimer(ctx Context, d time.Duration) Future {
+	if o := outboundOf(ctx); o != nil {
+		return o.NewTimer(ctx, d)
+	}
+	return newTimer(ctx, d)
+}
+
+func newTimer(ctx Context, d time.Duration) Future {
 	st := stateOf(ctx)
 	f, set := newCommandFuture()
 	if ctx.Err() != nil {
@@ -69,7 +76,10 @@ func watchTimerForTest(ctx Context, x *replay.Execution, te sdkhook.TestEnv, cmd
 // Sleep blocks for d of workflow time. It returns ErrCanceled if ctx is
 // cancelled first, else nil.
 func Sleep(ctx Context, d time.Duration) error {
-	return NewTimer(ctx, d).Get(ctx, nil)
+	if o := outboundOf(ctx); o != nil {
+		return o.Sleep(ctx, d)
+	}
+	return newTimer(ctx, d).Get(ctx, nil)
 }
 
 // AwaitWithTimeout blocks until condition returns true (ok == true), until
@@ -78,10 +88,17 @@ func Sleep(ctx Context, d time.Duration) error {
 // turn, as for Await; when it holds as the timer fires, ok is true. The
 // timer is cancelled when the wait ends.
 func AwaitWithTimeout(ctx Context, d time.Duration, condition func() bool) (ok bool, err error) {
+	if o := outboundOf(ctx); o != nil {
+		return o.AwaitWithTimeout(ctx, d, condition)
+	}
+	return awaitWithTimeout(ctx, d, condition)
+}
+
+func awaitWithTimeout(ctx Context, d time.Duration, condition func() bool) (ok bool, err error) {
 	timerCtx, cancel := WithCancel(ctx)
 	defer cancel()
-	timer := NewTimer(timerCtx, d)
-	if err := Await(ctx, func() bool { return condition() || timer.IsReady() }); err != nil {
+	timer := newTimer(timerCtx, d)
+	if err := await(ctx, func() bool { return condition() || timer.IsReady() }); err != nil {
 		return false, err
 	}
 	return condition(), nil

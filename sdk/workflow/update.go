@@ -72,6 +72,13 @@ func SetUpdateHandler(ctx Context, name string, handler any) error {
 
 // SetUpdateHandlerWithOptions is SetUpdateHandler with a validator.
 func SetUpdateHandlerWithOptions(ctx Context, name string, handler any, opts UpdateHandlerOptions) error {
+	if o := outboundOf(ctx); o != nil {
+		return o.SetUpdateHandler(ctx, name, handler, opts)
+	}
+	return setUpdateHandler(ctx, name, handler, opts)
+}
+
+func setUpdateHandler(ctx Context, name string, handler any, opts UpdateHandlerOptions) error {
 	st := stateOf(ctx)
 	fn := reflect.ValueOf(handler)
 	if err := checkWorkflowFunc(fn); err != nil {
@@ -118,7 +125,7 @@ func (st *state) startUpdate(req UpdateRequest) {
 	}
 	st.upd.seen[req.ID] = true
 	st.upd.running++
-	GoNamed(st.root, "update "+req.Name+" "+req.ID, func(ctx Context) {
+	goNamed(st.root, "update "+req.Name+" "+req.ID, func(ctx Context) {
 		defer func() { st.upd.running-- }()
 		h, known := st.upd.handlers[req.Name]
 		var args []reflect.Value
@@ -135,7 +142,9 @@ func (st *state) startUpdate(req UpdateRequest) {
 		}
 		data, _, err := st.x.KeyedMarker(UpdateMarkerKey(req.ID, "decision"), "update_decision", func() ([]byte, error) {
 			rejection := decodeErr
-			if rejection == nil && h.validator.IsValid() {
+			if rejection == nil && st.in != nil {
+				rejection = st.in.ValidateUpdate(ctx, req.Name, anyArgs(args[1:]))
+			} else if rejection == nil && h.validator.IsValid() {
 				if out := h.validator.Call(args); !out[0].IsNil() {
 					rejection = out[0].Interface().(error)
 				}
@@ -153,8 +162,16 @@ func (st *state) startUpdate(req UpdateRequest) {
 		if err := json.Unmarshal(data, &decision); err != nil || decision.Failure != nil {
 			return // rejected: nothing else happens
 		}
-		out := h.fn.Call(args)
 		var o UpdateOutcome
+		if st.in != nil {
+			res, err := st.in.ExecuteUpdate(ctx, req.Name, anyArgs(args[1:]))
+			o = updateOutcomeOf(req.Name, h.fn.Type().NumOut() == 2, res, err)
+			if _, _, err := st.x.KeyedMarker(UpdateMarkerKey(req.ID, "completed"), "update_completed", func() ([]byte, error) { return json.Marshal(o) }); err != nil {
+				panic(fmt.Sprintf("workflow: update %q: %v", req.Name, err))
+			}
+			return
+		}
+		out := h.fn.Call(args)
 		if errV := out[len(out)-1]; !errV.IsNil() {
 			o.Failure = sdkhook.EncodeFailure(errV.Interface().(error))
 		} else if len(out) == 2 {
@@ -168,6 +185,22 @@ func (st *state) startUpdate(req UpdateRequest) {
 			panic(fmt.Sprintf("workflow: update %q: %v", req.Name, err))
 		}
 	})
+}
+
+// updateOutcomeOf is the completion of an update whose handler returned
+// through the interceptors.
+func updateOutcomeOf(name string, hasResult bool, res any, err error) UpdateOutcome {
+	var o UpdateOutcome
+	switch {
+	case err != nil:
+		o.Failure = sdkhook.EncodeFailure(err)
+	case hasResult:
+		var encErr error
+		if o.Result, encErr = converter.Encode(res); encErr != nil {
+			o.Failure = sdkhook.EncodeFailure(fmt.Errorf("update %q: result: %w", name, encErr))
+		}
+	}
+	return o
 }
 
 // decodeArgs decodes an update's arguments for a handler of type t, ctx first.

@@ -1,0 +1,104 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/heddlewf/heddle/internal/sdkhook"
+)
+
+// interceptorList is Options.Interceptors as the SDK hooks take them, or
+// nil when there are none (the common case, which costs nothing).
+func (w *queueWorker) interceptorList() []any {
+	if len(w.opts.Interceptors) == 0 {
+		return nil
+	}
+	out := make([]any, len(w.opts.Interceptors))
+	for i, ic := range w.opts.Interceptors {
+		out[i] = ic
+	}
+	return out
+}
+
+// activityCall is the end of an activity try's inbound chain: it calls the
+// activity function with the arguments the interceptors pass down.
+type activityCall struct {
+	fn      reflect.Value
+	withCtx bool // the function's first parameter is a context.Context
+}
+
+func (a activityCall) ExecuteActivity(ctx context.Context, args []any) (any, error) {
+	t := a.fn.Type()
+	first := 0
+	var in []reflect.Value
+	if a.withCtx {
+		first = 1
+		in = append(in, reflect.ValueOf(ctx))
+	}
+	if len(args) != t.NumIn()-first {
+		return nil, fmt.Errorf("worker: activity interceptor passed %d arguments for %d parameters", len(args), t.NumIn()-first)
+	}
+	for i, arg := range args {
+		pt := t.In(first + i)
+		if arg == nil {
+			in = append(in, reflect.Zero(pt))
+			continue
+		}
+		v := reflect.ValueOf(arg)
+		if !v.Type().AssignableTo(pt) {
+			return nil, fmt.Errorf("worker: activity interceptor passed a %s for parameter %d, a %s", v.Type(), i+1, pt)
+		}
+		in = append(in, v)
+	}
+	out := a.fn.Call(in)
+	var err error
+	if e := out[len(out)-1]; !e.IsNil() {
+		err = e.Interface().(error)
+	}
+	if len(out) == 2 {
+		return out[0].Interface(), err
+	}
+	return nil, err
+}
+
+// callIntercepted runs an activity function (args are its reflect
+// arguments, ctx first when first is 1) through the worker's interceptors,
+// and returns results shaped as the function's own: (result, error) or
+// (error).
+func callIntercepted(ctx context.Context, list []any, fn reflect.Value, args []reflect.Value, first int) []reflect.Value {
+	if sdkhook.InterceptActivity == nil {
+		return errorResult(fn.Type(), errors.New("worker: interceptors are set but package interceptor is not linked in"))
+	}
+	inbound, outbound, err := sdkhook.InterceptActivity(ctx, list, activityCall{fn: fn, withCtx: first == 1})
+	if err != nil {
+		return errorResult(fn.Type(), err)
+	}
+	call, ok := inbound.(interface {
+		ExecuteActivity(ctx context.Context, args []any) (any, error)
+	})
+	if !ok {
+		return errorResult(fn.Type(), fmt.Errorf("worker: %T is not an activity inbound chain", inbound))
+	}
+	ctx = context.WithValue(ctx, sdkhook.ActivityOutboundKey{}, outbound)
+	plain := make([]any, 0, len(args)-first)
+	for _, a := range args[first:] {
+		plain = append(plain, a.Interface())
+	}
+	res, err := call.ExecuteActivity(ctx, plain)
+	errV := reflect.ValueOf(&err).Elem()
+	if fn.Type().NumOut() == 1 {
+		return []reflect.Value{errV}
+	}
+	return []reflect.Value{reflect.ValueOf(&res).Elem(), errV}
+}
+
+func errorResult(t reflect.Type, err error) []reflect.Value {
+	errV := reflect.ValueOf(&err).Elem()
+	if t.NumOut() == 1 {
+		return []reflect.Value{errV}
+	}
+	var none any
+	return []reflect.Value{reflect.ValueOf(&none).Elem(), errV}
+}
