@@ -30,7 +30,7 @@ func init() { sdkhook.ActivityOutboundRoot = rootOutbound{} }
 // rootOutbound ends every activity outbound chain.
 type rootOutbound struct{}
 
-func (rootOutbound) GetInfo(ctx context.Context) Info { return envOf(ctx).Info() }
+func (rootOutbound) GetInfo(ctx context.Context) Info         { return envOf(ctx).Info() }
 func (rootOutbound) GetLogger(ctx context.Context) log.Logger { return getLogger(ctx) }
 func (rootOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
 	recordHeartbeat(ctx, details...)
