@@ -58,6 +58,22 @@ func Relay(ctx workflow.Context) (string, error) {
 	return strings.Join(out, ", "), nil
 }
 
+// newTracing returns a tracing interceptor made with opts, whose tracer
+// (and userTracer) come from a provider that records every span.
+func newTracing(t *testing.T, opts opentelemetry.TracerOptions) (interceptor.Interceptor, *tracetest.SpanRecorder) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) }) // a recorder has nothing to flush
+	userTracer = tp.Tracer("user")
+	opts.Tracer = tp.Tracer("otel-test")
+	tracingInterceptor, err := opentelemetry.NewTracingInterceptor(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tracingInterceptor, rec
+}
+
 // runRelay runs Relay to its end through a client whose only interceptor
 // is the tracing interceptor made with opts (its tracer from a provider
 // recording every span), and a worker made from that client with
@@ -66,15 +82,7 @@ func Relay(ctx workflow.Context) (string, error) {
 // recorded spans and how many turns replayed history.
 func runRelay(t *testing.T, opts opentelemetry.TracerOptions, cacheSize int) ([]sdktrace.ReadOnlySpan, float64) {
 	t.Helper()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer func() { _ = tp.Shutdown(context.Background()) }() // a recorder has nothing to flush
-	userTracer = tp.Tracer("user")
-	opts.Tracer = tp.Tracer("otel-test")
-	tracingInterceptor, err := opentelemetry.NewTracingInterceptor(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tracingInterceptor, rec := newTracing(t, opts)
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg)
 	if err != nil {
