@@ -55,7 +55,9 @@ func (b *both) InterceptActivity(ctx context.Context, next interceptor.ActivityI
 
 // clientOnly is a client interceptor and nothing else: it must not reach
 // the worker.
-type clientOnly struct{ interceptor.ClientInterceptorBase }
+type clientOnly struct {
+	interceptor.ClientInterceptorBase
+}
 
 // GreetOnce runs Greet once.
 func GreetOnce(ctx workflow.Context) (string, error) {
