@@ -55,3 +55,34 @@ func Start(ctx context.Context, tracer trace.Tracer, name string, opts ...trace.
 	}
 	return tracer.Start(ctx, name, opts...)
 }
+
+// Settings is what an interceptor of sdk/contrib/opentelemetry gives the
+// client and the workers it reaches: the tracer of their own spans. It is
+// a type of this internal package so that only heddle's packages can hand
+// one over.
+type Settings struct {
+	// Tracer makes the spans; nil makes none.
+	Tracer trace.Tracer
+}
+
+// Source is implemented by an interceptor that turns on the SDK's spans.
+type Source interface {
+	HeddleTracing() Settings
+}
+
+// TracerOf returns tracer when it is set, else the tracer of the first of
+// interceptors that is a Source, else nil: a tracer provider set in the
+// options wins over an interceptor, so that no span is made twice.
+func TracerOf(tracer trace.Tracer, interceptors ...any) trace.Tracer {
+	if tracer != nil {
+		return tracer
+	}
+	for _, ic := range interceptors {
+		if s, ok := ic.(Source); ok {
+			if t := s.HeddleTracing().Tracer; t != nil {
+				return t
+			}
+		}
+	}
+	return nil
+}

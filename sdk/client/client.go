@@ -177,11 +177,16 @@ type Options struct {
 	// TracerProvider, if set, makes a span StartWorkflow:<type> of each
 	// start. Whether or not it is set, a start records the span of its
 	// context (that span, or the caller's) as the run's trace parent, so
-	// the workers' spans of the run join the starter's trace.
+	// the workers' spans of the run join the starter's trace. Nil: the
+	// tracer of a tracing interceptor of sdk/contrib/opentelemetry among
+	// Interceptors, if there is one, else no spans.
 	TracerProvider trace.TracerProvider
 	// Interceptors wrap the client's calls (ExecuteWorkflow, signals,
 	// queries, updates, cancel, terminate), the first the outermost; use
 	// package interceptor. Nil: none, and the calls cost nothing extra.
+	// As in Temporal, those that are also interceptor.WorkerInterceptor
+	// values wrap the workers made from this client too, outside the
+	// workers' own.
 	Interceptors []Interceptor
 }
 
@@ -250,7 +255,12 @@ func New(e engine.Service) Client { return NewWithOptions(e, Options{}) }
 // NewWithOptions returns a client of e with options (HostPort and Service
 // are not used: e is the service).
 func NewWithOptions(e engine.Service, options Options) Client {
-	return withInterceptors(&workflowClient{e: e, opts: options, tracer: tracing.Tracer(options.TracerProvider), queriers: map[string][]Querier{}})
+	ics := make([]any, len(options.Interceptors))
+	for i, ic := range options.Interceptors {
+		ics[i] = ic
+	}
+	tracer := tracing.TracerOf(tracing.Tracer(options.TracerProvider), ics...)
+	return withInterceptors(&workflowClient{e: e, opts: options, tracer: tracer, queriers: map[string][]Querier{}})
 }
 
 // workflowClient is the one Client.
@@ -272,6 +282,16 @@ func (c *workflowClient) Service() engine.Service { return c.e }
 
 func (c *workflowClient) WorkerDefaults() (string, *slog.Logger) {
 	return c.opts.Identity, log.Slog(c.opts.Logger)
+}
+
+// Interceptors returns the client's interceptors, of which the workers
+// made from it use those that are also worker interceptors, as Temporal's.
+func (c *workflowClient) Interceptors() []any {
+	out := make([]any, len(c.opts.Interceptors))
+	for i, ic := range c.opts.Interceptors {
+		out[i] = ic
+	}
+	return out
 }
 
 func (c *workflowClient) AddQuerier(queue string, q sdkhook.Querier) func() {

@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/sdk/interceptor"
 )
 
 // interceptorList is Options.Interceptors as the SDK hooks take them, or
@@ -15,11 +16,7 @@ func (w *queueWorker) interceptorList() []any {
 	if len(w.opts.Interceptors) == 0 {
 		return nil
 	}
-	out := make([]any, len(w.opts.Interceptors))
-	for i, ic := range w.opts.Interceptors {
-		out[i] = ic
-	}
-	return out
+	return interceptorValues(w.opts.Interceptors)
 }
 
 // activityCall is the end of an activity try's inbound chain: it calls the
@@ -101,4 +98,29 @@ func errorResult(t reflect.Type, err error) []reflect.Value {
 	}
 	var none any
 	return []reflect.Value{reflect.ValueOf(&none).Elem(), errV}
+}
+
+// withClientInterceptors returns the worker interceptors of a worker made
+// from a client with interceptors: those of the client's that are also
+// worker interceptors first, then the worker's own, in a new slice.
+func withClientInterceptors(client []any, own []interceptor.WorkerInterceptor) []interceptor.WorkerInterceptor {
+	var out []interceptor.WorkerInterceptor
+	for _, ic := range client {
+		if wi, ok := ic.(interceptor.WorkerInterceptor); ok && wi != nil {
+			out = append(out, wi)
+		}
+	}
+	if len(out) == 0 {
+		return own
+	}
+	return append(out, own...)
+}
+
+// interceptorValues is list as plain values.
+func interceptorValues(list []interceptor.WorkerInterceptor) []any {
+	out := make([]any, len(list))
+	for i, ic := range list {
+		out[i] = ic
+	}
+	return out
 }

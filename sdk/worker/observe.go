@@ -35,7 +35,7 @@ type observer struct {
 }
 
 func newObserver(queue string, o Options) observer {
-	obs := observer{queue: queue, m: o.Metrics, tracer: tracing.Tracer(o.TracerProvider), log: o.Logger, base: o.Logger}
+	obs := observer{queue: queue, m: o.Metrics, tracer: tracing.TracerOf(tracing.Tracer(o.TracerProvider), interceptorValues(o.Interceptors)...), log: o.Logger, base: o.Logger}
 	if obs.log == nil {
 		obs.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 		obs.base = slog.Default()

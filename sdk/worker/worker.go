@@ -74,7 +74,9 @@ type Options struct {
 	// worker does: RunWorkflow:<type> for each turn, under the trace the
 	// run was started in; RunActivity:<name> for each try of an activity;
 	// StartActivity:<name> and StartChildWorkflow:<name> for remote steps.
-	// Replaying history makes none. Nil makes no spans.
+	// Replaying history makes none. Nil: the tracer of a tracing
+	// interceptor of sdk/contrib/opentelemetry among Interceptors (the
+	// client's included), if there is one, else no spans.
 	TracerProvider trace.TracerProvider
 	// WorkerStopTimeout bounds how long Stop waits for the jobs in hand to
 	// reach their next commit point; the jobs still in hand then are left
@@ -108,7 +110,9 @@ type Options struct {
 	OnFatalError func(error)
 	// Interceptors wrap the worker's workflow runs and activity tries, the
 	// first the outermost (package interceptor). Nil: none, and the
-	// workflow and activity functions call the SDK directly.
+	// workflow and activity functions call the SDK directly. The client's
+	// interceptors that are also worker interceptors come first, as in
+	// Temporal.
 	Interceptors []interceptor.WorkerInterceptor
 }
 
@@ -321,6 +325,9 @@ func New(c client.Client, taskQueue string, options Options) Worker {
 		if options.Logger == nil {
 			options.Logger = logger
 		}
+	}
+	if ics, ok := c.(interface{ Interceptors() []any }); ok {
+		options.Interceptors = withClientInterceptors(ics.Interceptors(), options.Interceptors)
 	}
 	w.opts = options.withDefaults(taskQueue)
 	w.cache = replay.NewCache(max(w.opts.CacheSize, 0))
