@@ -20,11 +20,12 @@ import (
 // whole process spent a workflow (cpu-µs/wf: user and system, every
 // goroutine's, Badger's included) beside the wall time. Throughput on a
 // shared machine moves with its load; the CPU a workflow costs moves far
-// less, so this is the steadier measure of what observing costs. With
-// -count, Go runs the three settings in turn, round after round: compare
-// the medians.
+// less, so this is the steadier measure of what observing costs. Each
+// run of it measures the three settings one after another; run it several
+// times and compare the medians (-count repeats each setting in a row, so
+// a machine slowing down would favour one setting).
 //
-//	go test ./bench -run X -bench ObservedSeq3 -benchtime 3000x -count 8
+//	for i in 1 2 3 4 5 6; do go test ./bench -run X -bench ObservedSeq3 -benchtime 3000x; done
 func BenchmarkObservedSeq3(b *testing.B) {
 	for _, s := range observeSettings {
 		b.Run(s.name, func(b *testing.B) {
