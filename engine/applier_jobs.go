@@ -93,6 +93,7 @@ func (a *applier) save(l *loaded) {
 	j := l.job
 	j.UpdatedMS = a.now
 	a.armDeadline(j)
+	a.noteJobSaved(l)
 	a.tx.Set(storage.JobKey(uint64(j.ID)), EncodeJob(j))
 	var exactBefore, sweptBefore []string
 	if l.old != nil {
@@ -236,6 +237,7 @@ func (a *applier) appendEvent(l *loaded, ev Event) (uint64, error) {
 	ev.Seq = j.LastSeq
 	ev.AtMS = a.now
 	a.tx.Set(storage.EventKey(uint64(j.ID), ev.Seq), EncodeEvent(&ev))
+	a.noteStepEvent(j.ID, &ev)
 	if IsStatusEvent(ev.Type) {
 		a.enter(j, to, &ev)
 		if to.Terminal() && len(j.LiveSteps) > 0 {

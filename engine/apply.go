@@ -34,6 +34,16 @@ func Apply(tx *storage.Tx, cmd Command) (Result, error) { return defaultMachine.
 // holds no write of this command, so the caller can drop it and go on with
 // the next command in the same batch.
 func (m *Machine) Apply(tx *storage.Tx, cmd Command) (res Result, err error) {
+	return m.ApplyNoting(tx, cmd, nil)
+}
+
+// ApplyNoting is Apply that also writes down in n (when not nil) what the
+// command changed that the metrics count (see Notes), for a Meter to read.
+// n is emptied first; it describes the command only when Apply succeeds.
+func (m *Machine) ApplyNoting(tx *storage.Tx, cmd Command, n *Notes) (res Result, err error) {
+	if n != nil {
+		n.reset()
+	}
 	if cmd == nil {
 		return nil, fmt.Errorf("%w: nil command", ErrUnknownCommand)
 	}
@@ -46,7 +56,7 @@ func (m *Machine) Apply(tx *storage.Tx, cmd Command) (res Result, err error) {
 	if tx.Len() != 0 {
 		return nil, errors.New("engine: Apply needs a fresh Tx")
 	}
-	a := &applier{tx: tx, lim: &m.limits}
+	a := &applier{tx: tx, lim: &m.limits, notes: n}
 	h := cmd.Head()
 	if h.RequestID != "" {
 		if res, found, err := a.recordedResult(cmd); found || err != nil {
@@ -79,6 +89,7 @@ func (m *Machine) Apply(tx *storage.Tx, cmd Command) (res Result, err error) {
 	if tx.Len() > 0 && a.now > int64(last) {
 		tx.Set(storage.KeyLastNow, storage.U64(uint64(a.now)))
 	}
+	a.finishNotes(cmd)
 	return res, nil
 }
 
@@ -170,6 +181,8 @@ type applier struct {
 	now int64
 	// jobs are the jobs this command loaded, by id (see load).
 	jobs map[JobID]*loaded
+	// notes, when not nil, gets what the metrics count (meter_notes.go).
+	notes *Notes
 }
 
 func (a *applier) u64(key []byte) (uint64, error) {

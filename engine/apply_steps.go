@@ -23,8 +23,12 @@ type step struct {
 
 func (a *applier) loadStep(id JobID, name string) (*step, error) {
 	rec, err := readStep(a.tx.Get, id, name)
-	if err != nil || rec == nil {
+	if err != nil {
 		return nil, err
+	}
+	a.noteStepRead(id, name, rec)
+	if rec == nil {
+		return nil, nil
 	}
 	return &step{rec: rec, oldDue: rec.dueMS()}, nil
 }
@@ -42,6 +46,7 @@ func (a *applier) saveStep(l *loaded, s *step) {
 	r := s.rec
 	r.UpdatedMS = a.now
 	a.tx.Set(storage.StepKey(uint64(r.Job), r.Step), EncodeStepRecord(r))
+	a.noteStepWritten(r.Job, r.Step, r.State)
 	if due := r.dueMS(); due > 0 && (due != s.oldDue || s.isNew) {
 		a.tx.Set(storage.StepDueKey(due, uint64(r.Job), r.Step), nil)
 	}

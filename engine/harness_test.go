@@ -22,6 +22,10 @@ type harness struct {
 	log *LocalLog
 	clk *clock.Manual
 	now int64
+	// meter, when set, makes apply skip the log: it applies each command
+	// in a batch of its own and compares the metrics' diff of it with the
+	// read-back reference (meter_reference_test.go).
+	meter *meterCheck
 }
 
 func newHarness(t testing.TB) *harness {
@@ -43,7 +47,31 @@ func newHarness(t testing.TB) *harness {
 // applied and durable.
 func (h *harness) apply(cmd Command) (Result, error) {
 	h.clk.Set(time.UnixMilli(h.now))
+	if h.meter != nil {
+		return h.applyMetered(cmd)
+	}
 	return h.log.Propose(context.Background(), cmd)
+}
+
+// applyMetered applies cmd as the log would (stamped with h.now, in a
+// batch committed before it answers), checking the metrics' diff of it.
+func (h *harness) applyMetered(cmd Command) (Result, error) {
+	h.t.Helper()
+	cmd.Head().NowMS = h.now
+	batch := h.db.NewBatch()
+	defer batch.Discard()
+	tx := batch.Begin()
+	res, err := h.meter.apply(h.m, tx, cmd, func() string { return "" })
+	if err != nil {
+		return nil, err
+	}
+	if err := batch.Add(tx); err != nil {
+		return nil, err
+	}
+	if err := batch.Commit(); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 func (h *harness) must(cmd Command) Result {

@@ -196,7 +196,7 @@ func (l *LocalLog) applyBatch(ps []*proposal) {
 		p.cmd.Head().NowMS = nowMS
 		tx := batch.Begin()
 		start := l.meter.Start()
-		p.res, p.err = l.machine.Apply(tx, p.cmd)
+		p.res, p.err = l.machine.ApplyNoting(tx, p.cmd, l.meter.Notes())
 		l.meter.Applied(p.cmd, p.res, p.err, start)
 		if p.err != nil {
 			// Nothing of this command reached the batch, but its error was

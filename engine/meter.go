@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/heddlewf/heddle/metrics"
@@ -15,13 +16,19 @@ import (
 
 // Meter records the metrics of applying commands. The log that applies
 // them (LocalLog, or a Raft node's state machine) calls it around Apply,
-// never from inside: Apply stays a pure step function, and a Meter only
-// reads the command, its result and the writes its Tx buffered.
+// never from inside: Apply stays a pure step function. Apply writes down
+// what a command changed that the metrics count in the Meter's Notes
+// (ApplyNoting), and the Meter reads those, the command and its result;
+// it reads a record back only for what the notes leave unknown.
 //
 // The open-job gauge is kept in memory: Count reads it from the status
 // index when the store opens (or a snapshot replaces it), and every commit
 // moves it by the status changes its commands wrote, so a scrape never
 // scans anything.
+//
+// What the commands of a group commit changed is summed while the group
+// is built and recorded once when it commits, through series resolved
+// once (no label lookup per command).
 //
 // A nil *Meter (what NewMeter returns for nil metrics) does nothing. A
 // Meter is driven by the one goroutine that applies commands; Count may
@@ -29,17 +36,33 @@ import (
 type Meter struct {
 	m *metrics.Metrics
 
+	// notes are handed to ApplyNoting for each command; diff is the
+	// scratch Diff fills (both owned by the applying goroutine).
+	notes Notes
+	diff  MeterDiff
+
+	// The series recorded on the hot path, resolved on first use.
+	cmdSeries   [256]*commandSeries
+	jobGauges   map[jobCountKey]prometheus.Gauge
+	jobClosed   map[jobCountKey]prometheus.Counter
+	stepTrans   [numStepStates][numStepStates]prometheus.Counter
+	stepsGauges [numStepStates]prometheus.Gauge
+
 	mu sync.Mutex
 	// open mirrors the open-job gauge, so that a recount moves the gauge
 	// by the difference (another engine may share the registry).
 	open map[jobCountKey]int64
-	// staged holds what the commands of the batch being built changed; it
+	// staged sums what the commands of the batch being built changed; it
 	// is recorded when the batch commits and dropped if it does not.
-	staged []change
-	// steps mirrors the step gauge, and stagedSteps are the step changes
-	// of the batch being built (meter_steps.go).
-	steps       map[StepState]int64
-	stagedSteps []stepChange
+	staged staging
+	// steps mirrors the step gauge (meter_steps.go).
+	steps map[StepState]int64
+}
+
+// commandSeries are the series of one command kind applied without error.
+type commandSeries struct {
+	ok    prometheus.Counter
+	apply prometheus.Observer
 }
 
 type jobCountKey struct {
@@ -56,12 +79,44 @@ type change struct {
 	reclaimed int
 }
 
+// staging is the sum of what the staged commands changed.
+type staging struct {
+	jobs      map[jobCountKey]int64 // open-job gauge moves (non-terminal statuses)
+	closed    map[jobCountKey]int   // jobs that reached a terminal status
+	late      []time.Duration
+	reclaimed int
+	trans     [numStepStates][numStepStates]int
+	steps     [numStepStates]int64
+	dirty     bool // anything in trans or steps
+}
+
+// reset empties s, keeping its memory.
+func (s *staging) reset() {
+	clear(s.jobs)
+	clear(s.closed)
+	s.late, s.reclaimed = s.late[:0], 0
+	if s.dirty {
+		s.trans, s.steps, s.dirty = [numStepStates][numStepStates]int{}, [numStepStates]int64{}, false
+	}
+}
+
 // NewMeter returns a Meter recording into m, or nil when m is nil.
 func NewMeter(m *metrics.Metrics) *Meter {
 	if m == nil {
 		return nil
 	}
-	return &Meter{m: m, open: map[jobCountKey]int64{}, steps: map[StepState]int64{}}
+	return &Meter{m: m, open: map[jobCountKey]int64{}, steps: map[StepState]int64{},
+		jobGauges: map[jobCountKey]prometheus.Gauge{}, jobClosed: map[jobCountKey]prometheus.Counter{},
+		staged: staging{jobs: map[jobCountKey]int64{}, closed: map[jobCountKey]int{}}}
+}
+
+// Notes returns the Notes to hand ApplyNoting for the next command, or
+// nil on a nil Meter (nothing is noted then).
+func (mt *Meter) Notes() *Notes {
+	if mt == nil {
+		return nil
+	}
+	return &mt.notes
 }
 
 // Start returns the time an Apply starts (the zero time on a nil Meter,
@@ -79,109 +134,96 @@ func (mt *Meter) Applied(cmd Command, res Result, err error, start time.Time) {
 	if mt == nil || cmd == nil {
 		return
 	}
-	kind := cmd.Kind().String()
-	mt.m.Command(kind, outcomeOf(err), time.Since(start))
-	if errors.Is(err, ErrStaleAttempt) {
-		mt.m.StaleAttempt(kind)
+	if err == nil {
+		k := cmd.Kind()
+		s := mt.cmdSeries[k]
+		if s == nil {
+			ok, apply := mt.m.CommandSeries(k.String())
+			s = &commandSeries{ok: ok, apply: apply}
+			mt.cmdSeries[k] = s
+		}
+		s.ok.Inc()
+		s.apply.Observe(time.Since(start).Seconds())
+	} else {
+		mt.m.Command(cmd.Kind().String(), outcomeOf(err), time.Since(start))
+		if errors.Is(err, ErrStaleAttempt) {
+			mt.m.StaleAttempt(cmd.Kind().String())
+		}
 	}
 	if hb, ok := res.(*HeartbeatResult); ok {
 		for _, r := range hb.Refused {
 			if r.Code == StaleAttemptCode {
-				mt.m.StaleAttempt(kind)
+				mt.m.StaleAttempt(cmd.Kind().String())
 			}
 		}
 	}
 }
 
-// MeterDiff is what one command changed that the metrics count.
+// MeterDiff is what one command changed that the metrics count. It holds
+// the Meter's scratch memory: it is good until the next Diff.
 type MeterDiff struct {
 	changes []change
 	steps   []stepChange
 }
 
-// Diff reads what a successfully applied command changed, from its
-// buffered writes, before the batch takes them: the jobs that entered or
-// left a status, the timers that fired, the leases reclaimed. Hand the
-// diff to Stage once the batch holds the writes. On a nil Meter it does
-// nothing. A record that does not read (they were just read or written by
-// Apply, so they do) leaves its job's change out.
+// Diff reads what a successfully applied command changed before the batch
+// takes its writes: from the notes ApplyNoting wrote (Notes), the jobs
+// that entered or left a status and the step changes; from its result,
+// the leases reclaimed and the timers that fired (whose lateness its
+// buffered writes give). Hand the diff to Stage once the batch holds the
+// writes. On a nil Meter it does nothing. The notes must be of cmd (the
+// Meter's Notes handed to ApplyNoting for it): of another command, or of
+// an Apply that did not note, they count no job or step change.
 //
 // A job's change is from the status of its record before the command to
-// the status of the record the command wrote, whatever status index
-// entries it set and removed on the way (a new run that is created Queued
-// and delayed to Retrying in one command sets and removes Queued's).
+// the status of the record the command wrote, whatever statuses it passed
+// through on the way (a new run that is created Queued and delayed to
+// Retrying in one command counts as entering Retrying only).
 func (mt *Meter) Diff(tx *storage.Tx, cmd Command, res Result) MeterDiff {
 	if mt == nil {
 		return MeterDiff{}
 	}
-	var out []change
-	fired := map[uint64]bool{}
-	if sr, ok := res.(*SweepResult); ok {
+	n := &mt.notes
+	out := mt.diff.changes[:0]
+	if sr, ok := res.(*SweepResult); ok && len(sr.Jobs) > 0 {
 		switch cmd.Kind() {
 		case KindReclaim:
-			if n := len(sr.Jobs); n > 0 {
-				out = append(out, change{reclaimed: n})
-			}
+			out = append(out, change{reclaimed: len(sr.Jobs)})
 		case KindFireTimers:
-			for _, j := range sr.Jobs {
-				fired[uint64(j)] = true
-			}
+			out = firedLateness(tx, cmd, sr, out)
 		}
 	}
-	var moved, created []uint64 // jobs whose status entries changed; jobs created
-	tx.Each(func(key, _ []byte, deleted bool) {
-		if len(key) == 0 {
-			return
-		}
-		switch key[0] {
-		case storage.PrefixStatus:
-			if id, err := storage.TrailingJob(key); err == nil && len(key) == 10 && !slices.Contains(moved, id) {
-				moved = append(moved, id)
-			}
-		case storage.PrefixQueue:
-			// The queue index entry is written once, when the job is created.
-			if id, err := storage.TrailingJob(key); err == nil && !deleted {
-				created = append(created, id)
-			}
-		case storage.PrefixTimer:
-			if !deleted || len(fired) == 0 {
-				return
-			}
-			tk, err := storage.ParseTimeKey(key)
-			if err == nil && fired[tk.Job] {
-				out = append(out, change{late: time.Duration(max(cmd.Head().NowMS-tk.AtMS, 0)) * time.Millisecond})
-			}
-		}
-	})
-	for _, id := range moved {
-		key := storage.JobKey(id)
-		b, err := tx.Get(key)
-		if err != nil {
-			continue
-		}
-		queue, to, err := jobQueueStatus(key, b)
-		if err != nil {
-			continue
-		}
-		from := StatusNone
-		if !slices.Contains(created, id) {
-			old, err := tx.Before(key)
-			if err != nil {
-				continue
-			}
-			if _, from, err = jobQueueStatus(key, old); err != nil {
-				continue
-			}
-		}
-		if from == to {
+	if n.cmd != cmd {
+		mt.diff.changes, mt.diff.steps = out, mt.diff.steps[:0]
+		return mt.diff
+	}
+	for _, jn := range n.jobs {
+		if jn.from == jn.to {
 			continue // left its status and came back within the command
 		}
-		if from != StatusNone {
-			out = append(out, change{status: from, queue: queue, delta: -1})
+		if jn.from != StatusNone {
+			out = append(out, change{status: jn.from, queue: jn.queue, delta: -1})
 		}
-		out = append(out, change{status: to, queue: queue, delta: 1})
+		out = append(out, change{status: jn.to, queue: jn.queue, delta: 1})
 	}
-	return MeterDiff{changes: out, steps: stepDiff(tx)}
+	mt.diff.changes = out
+	mt.diff.steps = stepDiff(tx, n, mt.diff.steps[:0])
+	return mt.diff
+}
+
+// firedLateness appends the lateness of each timer a FireTimers command
+// fired: the timer entries it deleted of the jobs it reports.
+func firedLateness(tx *storage.Tx, cmd Command, sr *SweepResult, out []change) []change {
+	tx.Each(func(key, _ []byte, deleted bool) {
+		if !deleted || len(key) == 0 || key[0] != storage.PrefixTimer {
+			return
+		}
+		tk, err := storage.ParseTimeKey(key)
+		if err == nil && slices.Contains(sr.Jobs, JobID(tk.Job)) {
+			out = append(out, change{late: time.Duration(max(cmd.Head().NowMS-tk.AtMS, 0)) * time.Millisecond})
+		}
+	})
+	return out
 }
 
 // jobQueueStatus reads the queue and status of an encoded job record,
@@ -252,15 +294,37 @@ func scanQueueStatus(b []byte) (string, Status, bool) {
 	return "", 0, false
 }
 
-// Stage keeps a command's diff until the batch holding its writes commits.
+// Stage adds a command's diff to the batch being built, to be recorded
+// when the batch holding its writes commits.
 func (mt *Meter) Stage(d MeterDiff) {
 	if mt == nil || len(d.changes)+len(d.steps) == 0 {
 		return
 	}
 	mt.mu.Lock()
-	mt.staged = append(mt.staged, d.changes...)
-	mt.stagedSteps = append(mt.stagedSteps, d.steps...)
-	mt.mu.Unlock()
+	defer mt.mu.Unlock()
+	st := &mt.staged
+	for _, c := range d.changes {
+		switch {
+		case c.reclaimed > 0:
+			st.reclaimed += c.reclaimed
+		case c.delta == 0:
+			st.late = append(st.late, c.late)
+		case c.status.Terminal():
+			if c.delta > 0 {
+				st.closed[jobCountKey{c.status, c.queue}]++
+			}
+		default:
+			st.jobs[jobCountKey{c.status, c.queue}] += c.delta
+		}
+	}
+	for _, c := range d.steps {
+		if c.to != StepNone {
+			st.trans[c.from][c.to] += c.n
+		} else {
+			st.steps[c.state] += c.delta
+		}
+		st.dirty = true
+	}
 }
 
 // Committed records a batch of commands whose commit started at start
@@ -272,40 +336,60 @@ func (mt *Meter) Committed(commands int, start time.Time, synced bool) {
 	}
 	mt.m.Commit(commands, time.Since(start), synced)
 	mt.mu.Lock()
-	staged, steps := mt.staged, mt.stagedSteps
-	mt.staged, mt.stagedSteps = nil, nil
-	for _, c := range staged {
-		if c.delta != 0 && !c.status.Terminal() {
-			mt.open[jobCountKey{c.status, c.queue}] += c.delta
+	defer mt.mu.Unlock()
+	st := &mt.staged
+	for k, d := range st.jobs {
+		if d == 0 {
+			continue
 		}
-	}
-	for _, c := range steps {
-		if c.to == StepNone {
-			mt.steps[c.state] += c.delta
+		mt.open[k] += d
+		g := mt.jobGauges[k]
+		if g == nil {
+			g = mt.m.JobsGauge(k.status.String(), k.queue)
+			mt.jobGauges[k] = g
 		}
+		g.Add(float64(d))
 	}
-	mt.mu.Unlock()
-	for _, c := range steps {
-		if c.to != StepNone {
-			mt.m.StepTransitions(c.from.String(), c.to.String(), c.n)
-		} else {
-			mt.m.StepsAdd(c.state.String(), float64(c.delta))
+	for k, n := range st.closed {
+		c := mt.jobClosed[k]
+		if c == nil {
+			c = mt.m.JobsClosedCounter(k.status.String(), k.queue)
+			mt.jobClosed[k] = c
 		}
+		c.Add(float64(n))
 	}
-	for _, c := range staged {
-		switch {
-		case c.reclaimed > 0:
-			mt.m.Reclaims(c.reclaimed)
-		case c.delta == 0:
-			mt.m.TimerLateness(c.late)
-		case c.status.Terminal():
-			if c.delta > 0 {
-				mt.m.JobClosed(c.status.String(), c.queue)
+	mt.m.Reclaims(st.reclaimed)
+	for _, late := range st.late {
+		mt.m.TimerLateness(late)
+	}
+	if st.dirty {
+		for from := range st.trans {
+			for to, n := range st.trans[from] {
+				if n == 0 {
+					continue
+				}
+				c := mt.stepTrans[from][to]
+				if c == nil {
+					c = mt.m.StepTransitionsCounter(StepState(from).String(), StepState(to).String())
+					mt.stepTrans[from][to] = c
+				}
+				c.Add(float64(n))
 			}
-		default:
-			mt.m.JobsAdd(c.status.String(), c.queue, float64(c.delta))
+		}
+		for state, d := range st.steps {
+			if d == 0 {
+				continue
+			}
+			mt.steps[StepState(state)] += d
+			g := mt.stepsGauges[state]
+			if g == nil {
+				g = mt.m.StepsGauge(StepState(state).String())
+				mt.stepsGauges[state] = g
+			}
+			g.Add(float64(d))
 		}
 	}
+	st.reset()
 }
 
 // Discard drops what the commands of a batch that failed to commit
@@ -315,7 +399,7 @@ func (mt *Meter) Discard() {
 		return
 	}
 	mt.mu.Lock()
-	mt.staged, mt.stagedSteps = nil, nil
+	mt.staged.reset()
 	mt.mu.Unlock()
 }
 
@@ -385,7 +469,7 @@ func (mt *Meter) Count(v Viewer) error {
 		}
 	}
 	mt.open = counts
-	mt.staged = nil
+	mt.staged.reset()
 	for st, n := range steps {
 		if d := n - mt.steps[st]; d != 0 {
 			mt.m.StepsAdd(st.String(), float64(d))
@@ -396,7 +480,7 @@ func (mt *Meter) Count(v Viewer) error {
 			mt.m.StepsAdd(st.String(), float64(-n))
 		}
 	}
-	mt.steps, mt.stagedSteps = steps, nil
+	mt.steps = steps
 	return nil
 }
 

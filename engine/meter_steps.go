@@ -1,14 +1,13 @@
 package engine
 
 import (
-	"encoding/binary"
-
 	"github.com/heddlewf/heddle/storage"
 )
 
 // The step metrics a Meter keeps (docs/state-machines.md §3):
-// transitions, read from the step events a command appended, and the
-// steps in each non-terminal state, read from the step records it wrote.
+// transitions, from the step events a command appended, and the steps in
+// each non-terminal state, from the step records it wrote (both as Apply
+// noted them).
 // Like the job gauge, the step gauge is counted from the store at open and
 // moved by every commit; it covers the steps with a step record (those on
 // the explicit path) of open runs, the only ones whose state is stored.
@@ -23,113 +22,116 @@ type stepChange struct {
 	delta    int64
 }
 
-type stepKey struct {
-	job  uint64
-	step string
-}
-
-// stepEventHead is what the step metrics read of an event: decoding only
-// these fields skips its payload and wait, which a full decode of every
-// event a command writes spent most of the metrics' cost on.
-type stepEventHead struct {
-	Type        EventType `msgpack:"t"`
-	Step        string    `msgpack:"s,omitempty"`
-	StepAttempt uint32    `msgpack:"sa,omitempty"`
-}
-
-// stepDiff reads the step changes from a command's buffered writes.
-func stepDiff(tx *storage.Tx) []stepChange {
-	type jobEvent struct {
-		job uint64
-		ev  *Event
-	}
-	var evs []jobEvent
-	var recs [][]byte
-	tx.Each(func(key, val []byte, deleted bool) {
-		if len(key) == 0 || deleted {
-			return
-		}
-		switch key[0] {
-		case storage.PrefixEvent:
-			job, _, err := storage.ParseEventKey(key)
-			if err != nil {
-				return
+// stepDiff appends the step changes a command made, read from its notes:
+// the transitions of the step events it appended, each step starting from
+// the state its record had before the command, and the step gauge moves of
+// the step records it wrote. What the notes do not know (a record written
+// before it was read) is read from the store as it was before the command.
+func stepDiff(tx *storage.Tx, n *Notes, out []stepChange) []stepChange {
+	first := len(out)
+	n.eventAfter = n.eventAfter[:0]
+	for i, ev := range n.events {
+		// The state an earlier event of the command that moved the step
+		// left it in, or else its state before the command.
+		from := stepUnmoved
+		for j := i - 1; j >= 0 && from == stepUnmoved; j-- {
+			if p := n.events[j]; p.job == ev.job && p.step == ev.step {
+				from = n.eventAfter[j]
 			}
-			var h stepEventHead
-			if _, err := storage.Decode(val, storage.KindEvent, eventVersion, &h); err == nil && IsStepEvent(h.Type) && h.Step != "" {
-				evs = append(evs, jobEvent{job, &Event{Type: h.Type, Step: h.Step, StepAttempt: h.StepAttempt}})
-			}
-		case storage.PrefixStep:
-			recs = append(recs, key)
 		}
-	})
-	var out []stepChange
-	counts := map[[2]StepState]int{}
-	state := map[stepKey]StepState{}
-	for _, je := range evs {
-		k := stepKey{je.job, je.ev.Step}
-		from, ok := state[k]
-		if !ok {
-			from = stepBefore(tx, k, je.ev)
+		if from == stepUnmoved {
+			from = stepBefore(tx, n.step(ev.job, ev.step), ev)
 		}
-		route, ok := stepRoute(from, je.ev)
+		e := Event{Type: ev.typ, Reason: ev.reason, StepAttempt: ev.attempt}
+		route, ok := stepRoute(from, &e)
 		if !ok || len(route) == 0 {
+			n.eventAfter = append(n.eventAfter, stepUnmoved)
 			continue
 		}
 		for _, to := range route {
 			if from != StepNone {
-				counts[[2]StepState{from, to}]++
+				out = addTransition(out, first, from, to)
 			}
 			from = to
 		}
-		state[k] = from
+		n.eventAfter = append(n.eventAfter, from)
 	}
-	for ft, n := range counts {
-		out = append(out, stepChange{from: ft[0], to: ft[1], n: n})
-	}
-	for _, key := range recs {
-		out = append(out, stepGauge(tx, key)...)
+	for i := range n.steps {
+		if s := &n.steps[i]; s.written {
+			out = stepGauge(tx, s, out)
+		}
 	}
 	return out
 }
 
-// stepBefore is the state a step was in before the command: its record's,
-// or for a step without one (on the straight path), none, or RETRYING
-// when the event is of a later try than the first.
-func stepBefore(tx *storage.Tx, k stepKey, ev *Event) StepState {
-	if b, err := tx.Before(storage.StepKey(k.job, k.step)); err == nil {
-		if rec, err := DecodeStepRecord(b); err == nil {
-			return rec.State
+// stepUnmoved marks an event that did not move its step.
+const stepUnmoved StepState = 255
+
+// addTransition counts one transition from → to in out[first:].
+func addTransition(out []stepChange, first int, from, to StepState) []stepChange {
+	for i := first; i < len(out); i++ {
+		if out[i].from == from && out[i].to == to {
+			out[i].n++
+			return out
 		}
 	}
-	if ev.StepAttempt > 1 {
+	return append(out, stepChange{from: from, to: to, n: 1})
+}
+
+// stepBefore is the state a step was in before the command: its record's,
+// or for a step without one (on the straight path), none, or RETRYING
+// when the event is of a later try than the first. s is the step's note;
+// when it does not know the record before the command, the store is read.
+func stepBefore(tx *storage.Tx, s *stepNote, ev stepEventNote) StepState {
+	switch {
+	case s != nil && s.known && s.existed:
+		return s.before
+	case s != nil && s.known:
+	default:
+		if b, err := tx.Before(storage.StepKey(uint64(ev.job), ev.step)); err == nil {
+			if rec, err := DecodeStepRecord(b); err == nil {
+				return rec.State
+			}
+		}
+	}
+	if ev.attempt > 1 {
 		return StepRetrying
 	}
 	return StepNone
 }
 
-// stepGauge is how a written step record moved the step gauge: out of its
-// state before, if it counted then, and into its state now, if it counts
-// now. A step counts while its record is in a non-terminal state and its
-// job is open.
-func stepGauge(tx *storage.Tx, key []byte) []stepChange {
-	if len(key) < 9 {
-		return nil
-	}
-	jobKey := storage.JobKey(binary.BigEndian.Uint64(key[1:9]))
-	var out []stepChange
-	if b, err := tx.Before(key); err == nil {
-		if rec, err := DecodeStepRecord(b); err == nil && !rec.State.Terminal() && jobOpen(jobKey, tx.Before) {
-			out = append(out, stepChange{state: rec.State, delta: -1})
+// stepGauge appends how a written step record moved the step gauge: out of
+// its state before, if it counted then, and into its state now, if it
+// counts now. A step counts while its record is in a non-terminal state and
+// its job is open.
+func stepGauge(tx *storage.Tx, s *stepNote, out []stepChange) []stepChange {
+	key := storage.StepKey(uint64(s.job), s.step)
+	jobKey := storage.JobKey(uint64(s.job))
+	var was, is StepState
+	var counted, counts bool // whether it counted before, and counts now
+	switch {
+	case s.known && s.jobKnown:
+		was, counted = s.before, s.existed && !s.before.Terminal() && s.openBefore
+	default:
+		if b, err := tx.Before(key); err == nil {
+			if rec, err := DecodeStepRecord(b); err == nil && !rec.State.Terminal() && jobOpen(jobKey, tx.Before) {
+				was, counted = rec.State, true
+			}
 		}
 	}
-	if b, err := tx.Get(key); err == nil {
-		if rec, err := DecodeStepRecord(b); err == nil && !rec.State.Terminal() && jobOpen(jobKey, tx.Get) {
-			out = append(out, stepChange{state: rec.State, delta: 1})
-		}
+	if s.jobKnown {
+		is, counts = s.after, !s.after.Terminal() && s.openAfter
+	} else {
+		is, counts = s.after, !s.after.Terminal() && jobOpen(jobKey, tx.Get)
 	}
-	if len(out) == 2 && out[0].state == out[1].state {
-		return nil
+	if counted && counts && was == is {
+		return out
+	}
+	if counted {
+		out = append(out, stepChange{state: was, delta: -1})
+	}
+	if counts {
+		out = append(out, stepChange{state: is, delta: 1})
 	}
 	return out
 }

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -112,5 +114,105 @@ func TestOpenCountsSteps(t *testing.T) {
 	}
 	if got := fs.Value(metrics.EngineStepsByState, "state", "RUNNING"); got != 1 {
 		t.Fatalf("RUNNING steps after reopening: %v, want 1 (the ended job's step does not count)", got)
+	}
+}
+
+// stepTransitions returns every step transition counter that is not zero,
+// as "FROM>TO".
+func (h *meterHarness) stepTransitions() map[string]float64 {
+	fs := h.scrape()
+	out := map[string]float64{}
+	for _, from := range StepStates() {
+		for _, to := range StepStates() {
+			if v := fs.Value(metrics.EngineStepTransitions, "from_state", from.String(), "to_state", to.String()); v != 0 {
+				out[from.String()+">"+to.String()] = v
+			}
+		}
+	}
+	return out
+}
+
+// Each command moves the step counters by exactly its route, the routes
+// that depend on an event's reason included: a fatal step timeout and a
+// step failed before it started (both were once counted as if the event
+// had no reason).
+func TestMeterStepTransitionsByCommand(t *testing.T) {
+	type cmdFn func(ref LeaseRef) Command
+	for _, c := range []struct {
+		name  string
+		setup []cmdFn // applied first; their counts are not compared
+		cmd   cmdFn
+		// advanceMS moves the clock before cmd.
+		advanceMS int64
+		want      map[string]float64
+	}{
+		{
+			name: "straight-path result",
+			cmd: func(ref LeaseRef) Command {
+				return &CommitStep{LeaseRef: ref, Step: "1", Name: "x", Type: EventActivityCompleted, StepAttempt: 1}
+			},
+			want: map[string]float64{"PENDING>LEASED": 1, "LEASED>RUNNING": 1, "RUNNING>SUCCEEDED": 1},
+		},
+		{
+			name: "straight-path result of a second try",
+			cmd: func(ref LeaseRef) Command {
+				return &CommitStep{LeaseRef: ref, Step: "1", Name: "x", Type: EventActivityCompleted, StepAttempt: 2}
+			},
+			want: map[string]float64{"RETRYING>RUNNING": 1, "RUNNING>SUCCEEDED": 1},
+		},
+		{
+			name: "failed before it started",
+			cmd: func(ref LeaseRef) Command {
+				return &CommitStep{LeaseRef: ref, Step: "1", Name: "x", Type: EventActivityFailed, Failed: true, Reason: ReasonNotStarted}
+			},
+			want: map[string]float64{"PENDING>FAILED_FATAL": 1, "FAILED_FATAL>FAILED": 1},
+		},
+		{
+			name: "explicit lease, started",
+			cmd: func(ref LeaseRef) Command {
+				return &LeaseStep{LeaseRef: ref, Step: "1", Name: "x", LeaseMS: 1000, Start: true}
+			},
+			want: map[string]float64{"PENDING>LEASED": 1, "LEASED>RUNNING": 1},
+		},
+		{
+			name: "step lease ran out, retryable",
+			setup: []cmdFn{func(ref LeaseRef) Command {
+				return &LeaseStep{LeaseRef: ref, Step: "1", Name: "x", LeaseMS: 1000, Start: true}
+			}},
+			advanceMS: 5000,
+			cmd:       func(LeaseRef) Command { return &ExpireSteps{Max: 10} },
+			want:      map[string]float64{"RUNNING>FAILED_RETRYABLE": 1, "FAILED_RETRYABLE>RETRYING": 1},
+		},
+		{
+			name: "step lease ran out, fatal",
+			setup: []cmdFn{func(ref LeaseRef) Command {
+				return &LeaseStep{LeaseRef: ref, Step: "1", Name: "x", LeaseMS: 1000, Start: true, TimeoutFatal: true}
+			}},
+			advanceMS: 5000,
+			cmd:       func(LeaseRef) Command { return &ExpireSteps{Max: 10} },
+			want:      map[string]float64{"RUNNING>FAILED_FATAL": 1},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newMeterHarness(t)
+			h.do(&CreateJob{Type: "t", Queue: "q"})
+			j := h.do(&Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 3_600_000}).(*ClaimResult).Jobs[0]
+			ref := LeaseRef{Job: j.Job, Attempt: j.Attempt}
+			for _, s := range c.setup {
+				h.do(s(ref))
+			}
+			before := h.stepTransitions()
+			h.clk.Set(h.clk.Now().Add(time.Duration(c.advanceMS) * time.Millisecond))
+			h.do(c.cmd(ref))
+			got := h.stepTransitions()
+			for k, v := range before {
+				if got[k] -= v; got[k] == 0 {
+					delete(got, k)
+				}
+			}
+			if !maps.Equal(got, c.want) {
+				t.Errorf("counted %v, want %v", got, c.want)
+			}
+		})
 	}
 }

@@ -52,11 +52,16 @@ func TestPropertyRandomCommands(t *testing.T) {
 	if *propertySeed != 0 {
 		seeds = []int64{*propertySeed}
 	}
+	seen := &meterSeen{}
+	if *propertySeed == 0 && !testing.Short() {
+		// Once every seed ran (parallel subtests end before cleanups).
+		t.Cleanup(func() { seen.check(t, "jobs", "closed", "late", "reclaimed", "transition") })
+	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel() // each seed has its own store; its run is deterministic
 			t.Logf("seed %d (replay: go test ./engine -run TestPropertyRandomCommands -property.seed=%d -v)", seed, seed)
-			runPropertySeed(t, seed, seqs)
+			runPropertySeed(t, seed, seqs, seen)
 		})
 	}
 }
@@ -1214,6 +1219,9 @@ type propDriver struct {
 	r    *rand.Rand
 	h    *harness
 	m    *propModel
+	// meter compares the metrics' diff of every command with the
+	// read-back reference model (meter_reference_test.go).
+	meter *meterCheck
 
 	seq, cmdN int
 	trace     []string
@@ -1238,8 +1246,8 @@ type propDriver struct {
 	groupMax int
 }
 
-func runPropertySeed(t *testing.T, seed int64, seqs int) {
-	p := &propDriver{t: t, seed: seed, r: rand.New(rand.NewPCG(uint64(seed), 0x6865646c65)), h: newHarness(t), m: newPropModel(),
+func runPropertySeed(t *testing.T, seed int64, seqs int, seen *meterSeen) {
+	p := &propDriver{t: t, seed: seed, r: rand.New(rand.NewPCG(uint64(seed), 0x6865646c65)), h: newHarness(t), m: newPropModel(), meter: newMeterCheck(t, seen),
 		claimed: map[JobID]uint64{}, live: map[JobID]uint64{}, firstRes: map[string]Result{},
 		stats: map[string]int{}}
 	for p.seq = 0; p.seq < seqs; p.seq++ {
@@ -1315,7 +1323,7 @@ func (p *propDriver) engineApply(cmd Command) (res Result, writes int, err error
 				p.fail("Apply(%s) panicked: %v", propFmtCmd(cmd), r)
 			}
 		}()
-		res, err = p.h.m.Apply(tx, cmd)
+		res, err = p.meter.apply(p.h.m, tx, cmd, func() string { return strings.Join(p.trace, "\n") })
 	}()
 	if err != nil {
 		return nil, 0, err // the command's Tx is dropped; the batch goes on

@@ -45,11 +45,22 @@ func TestStepPropertyRandomCommands(t *testing.T) {
 	if testing.Short() {
 		cmds = 120
 	}
-	for _, seed := range seeds {
+	seen := &meterSeen{}
+	if *stepSeed == 0 && *stepSeeds >= 4 {
+		// Once every seed ran (parallel subtests end before cleanups).
+		t.Cleanup(func() { seen.check(t, "jobs", "closed", "transition", "steps") })
+	}
+	for i, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel()
 			t.Logf("seed %d (replay: go test ./engine -run TestStepPropertyRandomCommands -steps.seed=%d -v)", seed, seed)
-			runStepProperty(t, seed, cmds)
+			// Every other seed applies its commands outside the log and
+			// checks the metrics' diff of each against the reference.
+			var meter *meterCheck
+			if i%2 == 1 || *stepSeed != 0 {
+				meter = newMeterCheck(t, seen)
+			}
+			runStepProperty(t, seed, cmds, meter)
 		})
 	}
 }
@@ -704,10 +715,11 @@ type stepDriver struct {
 	seen map[string]int
 }
 
-func runStepProperty(t *testing.T, seed int64, n int) {
+func runStepProperty(t *testing.T, seed int64, n int, meter *meterCheck) {
 	d := &stepDriver{t: t, r: rand.New(rand.NewSource(seed)), h: newHarness(t),
 		m: &stepModel{jobs: map[JobID]*smJob{}, res: map[string]*smRes{}}, seen: map[string]int{}}
 	d.h.now = 1_000_000
+	d.h.meter = meter
 	for range 3 {
 		d.newJob()
 	}

@@ -1,6 +1,10 @@
 package metrics
 
-import "time"
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // The engine's recording, called by its log, the Raft state machine and
 // the scheduler around engine.Apply (never inside it: Apply stays pure).
@@ -21,11 +25,11 @@ func (m *Metrics) Commit(commands int, took time.Duration, synced bool) {
 	if m == nil {
 		return
 	}
-	m.commits.WithLabelValues().Inc()
-	m.commitSeconds.WithLabelValues().Observe(took.Seconds())
-	m.batchCommands.WithLabelValues().Observe(float64(commands))
+	m.commitsC.Inc()
+	m.commitSecondsO.Observe(took.Seconds())
+	m.batchCommandsO.Observe(float64(commands))
 	if synced {
-		m.syncs.WithLabelValues().Inc()
+		m.syncsC.Inc()
 	}
 }
 
@@ -35,7 +39,7 @@ func (m *Metrics) Sync() {
 	if m == nil {
 		return
 	}
-	m.syncs.WithLabelValues().Inc()
+	m.syncsC.Inc()
 }
 
 // JobsAdd moves the count of open jobs in status on queue by delta.
@@ -59,7 +63,7 @@ func (m *Metrics) Reclaims(n int) {
 	if m == nil || n == 0 {
 		return
 	}
-	m.reclaims.WithLabelValues().Add(float64(n))
+	m.reclaimsC.Add(float64(n))
 }
 
 // StaleAttempt records a fenced write of a command kind refused as stale.
@@ -75,7 +79,7 @@ func (m *Metrics) TimerLateness(late time.Duration) {
 	if m == nil {
 		return
 	}
-	m.timerLateness.WithLabelValues().Observe(late.Seconds())
+	m.timerLatenessO.Observe(late.Seconds())
 }
 
 // SchedulerLag records how long after the earliest due time the scheduler
@@ -85,4 +89,35 @@ func (m *Metrics) SchedulerLag(sweep string, lag time.Duration) {
 		return
 	}
 	m.schedulerLag.WithLabelValues(sweep).Observe(lag.Seconds())
+}
+
+// The series of one set of labels, for a caller that records into the
+// same ones again and again (the engine's Meter, once per command): it
+// resolves them once and records with no label lookup. On a nil *Metrics
+// they are nil.
+
+// CommandSeries returns the series Command records into for a command of
+// kind applied without error: its count and its apply time.
+func (m *Metrics) CommandSeries(kind string) (ok prometheus.Counter, apply prometheus.Observer) {
+	if m == nil {
+		return nil, nil
+	}
+	return m.commands.WithLabelValues(kind, "ok"), m.applySeconds.WithLabelValues(kind)
+}
+
+// JobsGauge returns the series JobsAdd moves for status and queue.
+func (m *Metrics) JobsGauge(status, queue string) prometheus.Gauge {
+	if m == nil {
+		return nil
+	}
+	return m.jobs.WithLabelValues(status, queue)
+}
+
+// JobsClosedCounter returns the series JobClosed counts for status and
+// queue.
+func (m *Metrics) JobsClosedCounter(status, queue string) prometheus.Counter {
+	if m == nil {
+		return nil
+	}
+	return m.jobsClosed.WithLabelValues(status, queue)
 }

@@ -25,6 +25,9 @@ type Metrics struct {
 	applySeconds, commitSeconds, batchCommands                    *prometheus.HistogramVec
 	timerLateness, schedulerLag                                   *prometheus.HistogramVec
 	jobs                                                          *prometheus.GaugeVec
+	// The series of the engine's families without labels, resolved once.
+	commitsC, syncsC, reclaimsC                    prometheus.Counter
+	commitSecondsO, batchCommandsO, timerLatenessO prometheus.Observer
 
 	// The Raft node's.
 	leaderChanges, raftEvents *prometheus.CounterVec
@@ -145,4 +148,7 @@ func (m *Metrics) bind() {
 	m.httpRequests, m.httpSeconds, m.httpInFlight = c[HTTPRequests], h[HTTPRequestSeconds], g[HTTPInFlight]
 	m.stepTransitions, m.stepRetries = c[EngineStepTransitions], c[WorkerStepRetries]
 	m.stepSeconds, m.stepsByState = h[WorkerStepSeconds], g[EngineStepsByState]
+	m.commitsC, m.syncsC, m.reclaimsC = m.commits.WithLabelValues(), m.syncs.WithLabelValues(), m.reclaims.WithLabelValues()
+	m.commitSecondsO, m.batchCommandsO = m.commitSeconds.WithLabelValues(), m.batchCommands.WithLabelValues()
+	m.timerLatenessO = m.timerLateness.WithLabelValues()
 }

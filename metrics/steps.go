@@ -1,6 +1,10 @@
 package metrics
 
-import "time"
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // The steps' recording (docs/state-machines.md §3). No label names a step
 // or a run: their number is unbounded. States are the seed's names
@@ -22,6 +26,24 @@ func (m *Metrics) StepsAdd(state string, delta float64) {
 		return
 	}
 	m.stepsByState.WithLabelValues(state).Add(delta)
+}
+
+// StepTransitionsCounter returns the series StepTransitions counts for
+// from and to (see CommandSeries).
+func (m *Metrics) StepTransitionsCounter(from, to string) prometheus.Counter {
+	if m == nil {
+		return nil
+	}
+	return m.stepTransitions.WithLabelValues(from, to)
+}
+
+// StepsGauge returns the series StepsAdd moves for state (see
+// CommandSeries).
+func (m *Metrics) StepsGauge(state string) prometheus.Gauge {
+	if m == nil {
+		return nil
+	}
+	return m.stepsByState.WithLabelValues(state)
 }
 
 // StepDone records a step that ended ("succeeded" or "failed") took after

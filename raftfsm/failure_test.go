@@ -52,13 +52,13 @@ type diskApplier struct {
 
 var errDisk = errors.New("input/output error")
 
-func (a *diskApplier) Apply(tx *storage.Tx, cmd engine.Command) (engine.Result, error) {
+func (a *diskApplier) ApplyNoting(tx *storage.Tx, cmd engine.Command, n *engine.Notes) (engine.Result, error) {
 	if a.hook != nil {
 		if err := a.hook(); err != nil {
 			return nil, err
 		}
 	}
-	res, err := a.m.Apply(tx, cmd)
+	res, err := a.m.ApplyNoting(tx, cmd, n)
 	if a.after != nil {
 		a.after()
 	}

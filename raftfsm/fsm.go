@@ -56,9 +56,10 @@ type FSM struct {
 var _ raft.BatchingFSM = (*FSM)(nil)
 
 // commandApplier is what the FSM applies commands with: *engine.Machine, or
-// in tests one that fails like a broken disk.
+// in tests one that fails like a broken disk. n, when not nil, gets what
+// the metrics count (engine.Notes).
 type commandApplier interface {
-	Apply(tx *storage.Tx, cmd engine.Command) (engine.Result, error)
+	ApplyNoting(tx *storage.Tx, cmd engine.Command, n *engine.Notes) (engine.Result, error)
 }
 
 // entryOutcome is what ApplyBatch returns for one log entry: one result or
@@ -285,7 +286,7 @@ func (a *batchApplier) entry(l *raft.Log) any {
 		}
 		tx := a.batch.Begin()
 		start := a.meter.Start()
-		res, err := a.f.machine.Apply(tx, cmd)
+		res, err := a.f.machine.ApplyNoting(tx, cmd, a.meter.Notes())
 		a.meter.Applied(cmd, res, err, start)
 		if errors.Is(err, storage.ErrRead) {
 			// The command was not judged: this node could not read its
