@@ -259,7 +259,12 @@ func (s *Scheduler) step(ctx context.Context, now time.Time) (time.Duration, err
 	if next < 0 {
 		return -1, nil
 	}
-	return time.Duration(next-nowMS) * time.Millisecond, nil
+	// The sleep ends at the deadline's own instant, measured from now with
+	// its sub-millisecond part, not from nowMS: a clock that reads between
+	// two milliseconds (a test clock moved by a few nanoseconds) would
+	// otherwise set its timer that fraction past the deadline, and a clock
+	// then moved exactly to the deadline would never fire it.
+	return time.UnixMilli(next).Sub(now), nil
 }
 
 // proposeAll proposes cmds concurrently and returns the first error.

@@ -91,6 +91,43 @@ func TestSchedulerProposesExactlyWhenDue(t *testing.T) {
 	}
 }
 
+// A clock that reads between two milliseconds (a test clock moved a few
+// nanoseconds, as a test environment's delayed callback does) still wakes
+// the scheduler when it is moved exactly to a deadline's millisecond: the
+// scheduler sleeps until the deadline's instant, not for whole milliseconds
+// counted from the millisecond now falls in, which would end its sleep the
+// fraction after the deadline.
+func TestSchedulerWakesAtADeadlineFromBetweenMilliseconds(t *testing.T) {
+	startMS := int64(1_000_000)
+	clk := clock.NewManual(time.UnixMilli(startMS))
+	db, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, db)
+	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, local)
+	id := local.mustCreate(t)
+	c, _ := local.Propose(bg, &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
+	ref := LeaseRef{Job: id, Attempt: c.(*ClaimResult).Jobs[0].Attempt}
+	dueMS := startMS + 10_000
+	if _, err := local.Propose(bg, &Wait{LeaseRef: ref, Spec: WaitSpec{TimerID: "t", TimerAtMS: dueMS}, SeenSeq: 2}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Nanosecond)
+	sched := NewScheduler(local, db, clk, 10)
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan struct{})
+	go func() { _ = sched.Run(ctx); close(done) }() // Run returns ctx's error alone
+	defer func() { cancel(); <-done }()
+	eventually(t, "scheduler sleeps on one timer", func() bool { return clk.Pending() == 1 })
+	clk.Set(time.UnixMilli(dueMS))
+	eventually(t, "timer fired at its millisecond", func() bool { return jobStatus(t, db, id) == StatusQueued })
+}
+
 func (l *LocalLog) mustCreate(t *testing.T) JobID {
 	t.Helper()
 	r, err := l.Propose(bg, &CreateJob{Type: "t", Queue: "q"})

@@ -476,6 +476,53 @@ func TestWaitingForeverTimesOutAfterTheDefaultRunTimeout(t *testing.T) {
 	}
 }
 
+// A callback a few nanoseconds past a second leaves the clock between two
+// milliseconds; the engine's deadlines are whole milliseconds, and the
+// clock skipped to them still fires them: here a timer after each of a few
+// such signals, then the default run timeout of a run that waits forever.
+// (Whether a missed deadline hangs depends on what else commits after the
+// clock moved, so the pattern repeats to make a regression show.)
+func TestDeadlinesFireAfterCallbacksBetweenMilliseconds(t *testing.T) {
+	const rounds = 10
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(time.Minute) // a hang would fail the test below, not wait
+	start := env.Now()
+	for k := range rounds {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow("go", nil) }, time.Duration(k)*time.Second+2*time.Nanosecond)
+	}
+	// Indexed by round, not appended: a replay of the run runs the loop
+	// again and writes the same values.
+	var slept [rounds]time.Duration
+	env.ExecuteWorkflow(func(ctx workflow.Context) error {
+		for k := range rounds {
+			workflow.GetSignalChannel(ctx, "go").Receive(ctx, nil)
+			before := workflow.Now(ctx)
+			if err := workflow.Sleep(ctx, 500*time.Millisecond); err != nil {
+				return err
+			}
+			slept[k] = workflow.Now(ctx).Sub(before)
+		}
+		workflow.GetSignalChannel(ctx, "never").Receive(ctx, nil)
+		return nil
+	})
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("the run is not completed")
+	}
+	for k, d := range slept {
+		if d < 500*time.Millisecond {
+			t.Fatalf("sleep %d lasted %v, want at least 500ms", k, d)
+		}
+	}
+	var te *temporal.TimeoutError
+	if err := env.GetWorkflowError(); !errors.As(err, &te) {
+		t.Fatalf("error %v (%T), want a *temporal.TimeoutError", err, err)
+	}
+	if got := env.Now().Sub(start); got < testsuite.DefaultWorkflowRunTimeout {
+		t.Fatalf("the clock moved %v, want at least the run timeout %v", got, testsuite.DefaultWorkflowRunTimeout)
+	}
+}
+
 // An activity that runs on with nothing else happening panics after the
 // test timeout, saying what every run was doing.
 func TestTestTimeoutPanicsWithTheRunsState(t *testing.T) {
