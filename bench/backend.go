@@ -179,10 +179,7 @@ func openCluster(root string, obs observation, secure bool) (*backend, error) {
 			}
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		err = b.nodes[0].Join(ctx, id, n.RaftAddr(), ln.Addr().String())
-		cancel()
-		if err != nil {
+		if err := joinThroughLeader(b.nodes, id, n.RaftAddr(), ln.Addr().String()); err != nil {
 			return fail(fmt.Errorf("bench: joining %s: %w", id, err))
 		}
 	}
@@ -259,4 +256,31 @@ func (c *benchCerts) node(id string) (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	return tls.X509KeyPair(is.CertPEM, is.KeyPEM)
+}
+
+// joinThroughLeader adds node id to the cluster of nodes through whichever
+// of them leads, for up to a minute. Join is idempotent, so it is retried
+// while leadership moves: on a loaded machine the first node can lose
+// leadership for a moment after the second joins, and a join sent to it
+// then fails with engine.ErrNotLeader.
+func joinThroughLeader(nodes []*raftfsm.Node, id, raftAddr, httpAddr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		err := engine.ErrNotLeader
+		for _, n := range nodes {
+			if n.IsLeader() {
+				err = n.Join(ctx, id, raftAddr, httpAddr)
+				break
+			}
+		}
+		if err == nil || !(errors.Is(err, engine.ErrNotLeader) || errors.Is(err, engine.ErrUnknownOutcome)) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
