@@ -274,8 +274,9 @@ func joinThroughLeader(nodes []*raftfsm.Node, id, raftAddr, httpAddr string) err
 				break
 			}
 		}
-		if err == nil || !(errors.Is(err, engine.ErrNotLeader) || errors.Is(err, engine.ErrUnknownOutcome)) {
-			return err
+		retry := errors.Is(err, engine.ErrNotLeader) || errors.Is(err, engine.ErrUnknownOutcome)
+		if !retry {
+			return err // nil when joined
 		}
 		select {
 		case <-ctx.Done():
