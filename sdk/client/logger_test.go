@@ -68,27 +68,8 @@ func LoggingWorkflow(ctx workflow.Context, n int) (int, error) {
 // workflow and activity code, with their keyvals.
 func TestOptionsLoggerReachesWorkflowAndActivityLoggers(t *testing.T) {
 	rec := &lineLogger{}
-	c, err := client.Dial(client.Options{Service: openEngine(t), Logger: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	w := worker.New(c, "logging", worker.Options{})
-	w.RegisterWorkflow(LoggingWorkflow)
-	w.RegisterActivity(LoggingActivity)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "logging", TaskQueue: "logging"}, LoggingWorkflow, 41)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out int
-	if err := run.Get(ctx, &out); err != nil || out != 42 {
-		t.Fatalf("Get = %d, %v", out, err)
+	if _, out := runLogging(t, rec, "logging", 41); out != 42 {
+		t.Fatalf("Get = %d, want 42", out)
 	}
 	wf := rec.find("INFO workflow ran")
 	if !strings.Contains(wf, "phase start") || !strings.Contains(wf, "n 41") {
@@ -125,31 +106,11 @@ func (b *syncBuffer) String() string {
 func TestStructuredLoggerReachesTheSlogHandlerWithLevelsAndFields(t *testing.T) {
 	var buf syncBuffer
 	handler := slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})
-	c, err := client.Dial(client.Options{Service: openEngine(t), Logger: log.NewStructuredLogger(slog.New(handler))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	w := worker.New(c, "slogging", worker.Options{})
-	w.RegisterWorkflow(LoggingWorkflow)
-	w.RegisterActivity(LoggingActivity)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "slogging", TaskQueue: "slogging"}, LoggingWorkflow, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := run.Get(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	runID, _ := runLogging(t, log.NewStructuredLogger(slog.New(handler)), "slogging", 1)
 	out := buf.String()
 	for _, want := range []string{
-		`level=INFO msg="workflow ran" workflowID=slogging runID=` + run.GetRunID() + ` workflowType=LoggingWorkflow phase=start n=1`,
-		`level=INFO msg="activity ran" activity_type=LoggingActivity workflow_id=slogging run_id=` + run.GetRunID() +
+		`level=INFO msg="workflow ran" workflowID=slogging runID=` + runID + ` workflowType=LoggingWorkflow phase=start n=1`,
+		`level=INFO msg="activity ran" activity_type=LoggingActivity workflow_id=slogging run_id=` + runID +
 			` step=1 attempt=1 activity=LoggingActivity n=1`,
 	} {
 		if !strings.Contains(out, want) {
@@ -159,4 +120,33 @@ func TestStructuredLoggerReachesTheSlogHandlerWithLevelsAndFields(t *testing.T) 
 	if strings.Contains(out, "level=DEBUG") {
 		t.Errorf("a Debug entry passed an Info handler:\n%s", out)
 	}
+}
+
+// runLogging runs LoggingWorkflow(n) to completion on a worker of queue
+// (also its workflow id), with a client logging to logger, and returns the
+// run's id and result.
+func runLogging(t *testing.T, logger log.Logger, queue string, n int) (runID string, result int) {
+	t.Helper()
+	c, err := client.Dial(client.Options{Service: openEngine(t), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := worker.New(c, queue, worker.Options{})
+	w.RegisterWorkflow(LoggingWorkflow)
+	w.RegisterActivity(LoggingActivity)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: queue, TaskQueue: queue}, LoggingWorkflow, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, &result); err != nil {
+		t.Fatal(err)
+	}
+	return run.GetRunID(), result
 }
