@@ -49,6 +49,8 @@ type WorkflowInfo struct {
 	// workflow started by a client).
 	ParentWorkflowID string
 	ParentRunID      string
+	// CronSchedule is the cron line of a cron chain's run ("" otherwise).
+	CronSchedule string
 	// Logger is what workflow.GetLogger writes through (nil:
 	// slog.Default()).
 	Logger *slog.Logger
