@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
@@ -274,5 +276,77 @@ func TestCodecDataConverterEndToEnd(t *testing.T) {
 				t.Fatalf("Get without the codec: %v", err)
 			}
 		})
+	}
+}
+
+// SealedBlob is a []byte an activity task returns reversed.
+func SealedBlob(_ context.Context, b []byte) ([]byte, error) {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		out[len(b)-1-i] = c
+	}
+	return out, nil
+}
+
+// BlobSecretWorkflow sends its bytes to an activity task and returns them
+// with a protobuf message's value.
+func BlobSecretWorkflow(ctx workflow.Context, b []byte, m *wrapperspb.StringValue) ([]byte, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, TaskQueue: "blob-acts"})
+	var out []byte
+	if err := workflow.ExecuteActivity(ctx, SealedBlob, b).Get(ctx, &out); err != nil {
+		return nil, err
+	}
+	return append(out, m.GetValue()...), nil
+}
+
+// A []byte and a protobuf message go through a codec's converter as their
+// binary/plain and json/protobuf payloads, sealed: the engine stores none
+// of their bytes, and they come back as they were.
+func TestCodecDataConverterCarriesBytesAndProtobuf(t *testing.T) {
+	e := openEngine(t)
+	dc := converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), sealCodec{key: []byte("0123456789abcdef0123456789abcdef")})
+	c, err := client.Dial(client.Options{Service: e, DataConverter: dc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for queue, reg := range map[string]func(worker.Worker){
+		"blob":      func(w worker.Worker) { w.RegisterWorkflow(BlobSecretWorkflow) },
+		"blob-acts": func(w worker.Worker) { w.RegisterActivity(SealedBlob) },
+	} {
+		w := worker.New(c, queue, worker.Options{})
+		reg(w)
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	secret := []byte("Zanzibar-7731")
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "blob", TaskQueue: "blob"}, BlobSecretWorkflow, secret, wrapperspb.String("Quokka"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	if err := run.Get(ctx, &got); err != nil || string(got) != "1377-rabiznaZQuokka" {
+		t.Fatalf("result %q (%v)", got, err)
+	}
+	page, err := e.List(ctx, engine.ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range page.Jobs {
+		h, err := e.History(ctx, j.ID, 0, engine.MaxPage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range h.Events {
+			for _, plain := range []string{"Zanzibar", "rabiznaZ", "Quokka", base64.StdEncoding.EncodeToString(secret)[:8]} {
+				if strings.Contains(string(ev.Payload), plain) {
+					t.Errorf("job %d event %d (%s) stores %q in plaintext: %s", j.ID, ev.Seq, ev.Type, plain, ev.Payload)
+				}
+			}
+		}
 	}
 }
