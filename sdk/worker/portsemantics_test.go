@@ -3,10 +3,12 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/temporal"
@@ -78,6 +80,58 @@ func TestCronRunSeesItsCronSchedule(t *testing.T) {
 	}
 	if err := c.CancelWorkflow(ctx, "cron-info", ""); err != nil {
 		t.Fatal(err)
+	}
+	verify(t, e)
+}
+
+// FailQuietly fails with a message a failure converter hides.
+func FailQuietly(context.Context) error {
+	return temporal.NewNonRetryableApplicationError("Marzipan xxx", "Quiet", nil)
+}
+
+// ReadQuietFailure returns the message of its activity's failure.
+func ReadQuietFailure(ctx workflow.Context) (string, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+	err := workflow.ExecuteActivity(ctx, FailQuietly).Get(ctx, nil)
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) {
+		return "", err
+	}
+	return app.Message(), nil
+}
+
+// A client's FailureConverter is used by the workers made from it, on
+// every backend: the history holds the encoded failure, the workflow
+// reads the message.
+func TestFailureConverterOfTheWorkersClient(t *testing.T) {
+	e := open(t)
+	fc := temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{EncodeCommonAttributes: true})
+	c := client.NewWithOptions(service(t, e), client.Options{FailureConverter: fc})
+	w := worker.New(c, "quiet", worker.Options{})
+	w.RegisterWorkflow(ReadQuietFailure)
+	w.RegisterActivity(FailQuietly)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "quiet", TaskQueue: "quiet"}, ReadQuietFailure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := run.Get(ctx, &got); err != nil || got != "Marzipan xxx" {
+		t.Fatalf("the workflow read %q (%v)", got, err)
+	}
+	hist, err := c.GetWorkflowHistory(ctx, "quiet", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range hist {
+		if ev.Type == replay.EventActivityFailed && (strings.Contains(string(ev.Payload), "Marzipan") || !strings.Contains(string(ev.Payload), converter.EncodedFailureMessage)) {
+			t.Fatalf("the activity's failure is stored as %s", ev.Payload)
+		}
 	}
 	verify(t, e)
 }
