@@ -170,9 +170,13 @@ func sweptIndexKeys(j *Job) []string {
 	return keys
 }
 
-// nextDeadline returns the earliest of an open job's execution, run and
-// schedule-to-start deadlines and the reason its passing records; 0 when
-// the job has none or has ended. Equal deadlines are reported in that order.
+// nextDeadline returns the earliest of an open job's schedule-to-start,
+// execution and run deadlines and the reason its passing records; 0 when
+// the job has none or has ended. Equal deadlines are reported in that
+// order: a job never claimed by the time its execution deadline passes
+// too ends as a schedule-to-start timeout, as Temporal's server reports an
+// activity whose ScheduleToStart and ScheduleToClose timers fall together
+// (its ScheduleToStartTimeout defaults to the ScheduleToCloseTimeout).
 func nextDeadline(j *Job) (int64, string) {
 	if j.Status.Terminal() {
 		return 0, ""
@@ -181,7 +185,7 @@ func nextDeadline(j *Job) (int64, string) {
 	for _, d := range []struct {
 		at     int64
 		reason string
-	}{{j.DeadlineMS, ReasonExecutionTimeout}, {j.RunDeadlineMS, ReasonRunTimeout}, {j.StartDeadlineMS, ReasonScheduleToStart}} {
+	}{{j.StartDeadlineMS, ReasonScheduleToStart}, {j.DeadlineMS, ReasonExecutionTimeout}, {j.RunDeadlineMS, ReasonRunTimeout}} {
 		if d.at > 0 && (at == 0 || d.at < at) {
 			at, reason = d.at, d.reason
 		}

@@ -84,6 +84,7 @@ func (a *applier) claim(c *Claim) (Result, error) {
 			Attempt: j.Attempt, LeaseExpiryMS: j.LeaseExpiryMS, LastSeq: seq, DeadlineMS: j.DeadlineMS,
 			TraceParent: j.TraceParent, ParentID: j.ParentID, RunAttempt: j.RunAttempt,
 		}
+		cj.CronSchedule = j.CronSchedule
 		if j.ParentID != 0 {
 			// The child's code may ask for its parent (GetInfo); a parent
 			// whose record is gone leaves the workflow id empty.

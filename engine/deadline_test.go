@@ -479,3 +479,27 @@ func TestCheckHistoryEngineEnds(t *testing.T) {
 		}
 	}
 }
+
+// An activity task that no worker claims before its schedule-to-start and
+// execution (schedule-to-close) deadlines, falling at the same time, ends
+// as a schedule-to-start timeout, as Temporal's server orders the two
+// timers; a claimed one still ends as schedule-to-close.
+func TestEqualScheduleToStartAndCloseDeadlinesReportScheduleToStart(t *testing.T) {
+	for _, claimed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("claimed=%v", claimed), func(t *testing.T) {
+			h := newHarness(t)
+			id := h.must(&CreateJob{Type: ActivityTypePrefix + "charge", Queue: "q", ExecutionTimeoutMS: 3_000, ScheduleToStartTimeoutMS: 3_000}).(*CreateResult).Job
+			want := TimeoutScheduleToStart
+			if claimed {
+				h.claimOneFrom("q")
+				want = TimeoutScheduleToClose
+			}
+			h.now += 3_000
+			if r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult); len(r.Jobs) != 1 || r.Jobs[0] != id {
+				t.Fatalf("ExpireDeadlines = %+v, want job %d timed out", r, id)
+			}
+			wantFailure(t, h.lastEvent(id).Payload, FailureTimeout, want)
+			h.verify()
+		})
+	}
+}

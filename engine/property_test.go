@@ -273,7 +273,7 @@ func (m *propModel) dueEntries(set map[propDue]bool, max int, res *SweepResult) 
 }
 
 // nextDeadline is the documented earliest deadline of an open job, with the
-// reason its passing records (ties: execution, run, schedule-to-start).
+// reason its passing records (ties: schedule-to-start, execution, run).
 func propNextDeadline(j *propJob) (int64, string) {
 	if propTerminal(j.Status) {
 		return 0, ""
@@ -282,7 +282,7 @@ func propNextDeadline(j *propJob) (int64, string) {
 	for _, d := range []struct {
 		at     int64
 		reason string
-	}{{j.Deadline, ReasonExecutionTimeout}, {j.RunDeadline, ReasonRunTimeout}, {j.StartDeadline, ReasonScheduleToStart}} {
+	}{{j.StartDeadline, ReasonScheduleToStart}, {j.Deadline, ReasonExecutionTimeout}, {j.RunDeadline, ReasonRunTimeout}} {
 		if d.at > 0 && (at == 0 || d.at < at) {
 			at, reason = d.at, d.reason
 		}

@@ -37,6 +37,9 @@ type ClaimedJob struct {
 	ParentWorkflowID string `json:"parent_workflow_id,omitempty" msgpack:"pw,omitempty"`
 	// RunAttempt numbers the runs of a workflow retry chain from 1.
 	RunAttempt int32 `json:"run_attempt,omitempty" msgpack:"ra,omitempty"`
+	// CronSchedule is the cron line of a cron chain's run ("" for other
+	// jobs), for the run's code (Temporal's Info.CronSchedule).
+	CronSchedule string `json:"cron_schedule,omitempty" msgpack:"cr,omitempty"`
 }
 
 // ClaimResult answers Claim; Jobs is empty when nothing was ready.

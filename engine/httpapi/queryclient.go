@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -132,19 +131,17 @@ func (c *Client) answerQuery(ctx context.Context, q WorkflowQuerier, pq PendingQ
 	_ = c.do(qctx, request{method: http.MethodPost, path: "/v1/query/answer", body: &a})
 }
 
-// queryArgs splits converter.Encode's JSON array into one raw value per
-// argument; the querier encodes them again into the same array.
+// queryArgs splits converter.Encode's list (a JSON array, or an envelope of
+// payloads for a []byte or a protobuf message) into one raw value per
+// argument; the querier encodes them again into the same list.
 func queryArgs(b []byte) ([]any, error) {
-	if len(b) == 0 {
-		return nil, nil
+	vals, err := converter.RawValues(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: query arguments: %v", engine.ErrInvalidCommand, err)
 	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(b, &raws); err != nil {
-		return nil, fmt.Errorf("%w: query arguments are not a JSON array: %v", engine.ErrInvalidCommand, err)
-	}
-	args := make([]any, len(raws))
-	for i, r := range raws {
-		args[i] = r
+	args := make([]any, len(vals))
+	for i, v := range vals {
+		args[i] = v
 	}
 	return args, nil
 }

@@ -49,6 +49,8 @@ type WorkflowInfo struct {
 	// workflow started by a client).
 	ParentWorkflowID string
 	ParentRunID      string
+	// CronSchedule is the cron line of a cron chain's run ("" otherwise).
+	CronSchedule string
 	// Logger is what workflow.GetLogger writes through (nil:
 	// slog.Default()).
 	Logger *slog.Logger
@@ -85,6 +87,13 @@ var (
 	NewPanicError func(value any, stack string) error
 	// NewTerminatedError returns a *temporal.TerminatedError.
 	NewTerminatedError func(msg string) error
+	// FailureToStored turns a failure payload in heddle's own form (what
+	// EncodeFailure writes) into the form fc stores (a
+	// converter.FailureConverter; nil or the default: data as it is).
+	FailureToStored func(fc converter.FailureConverter, data []byte) []byte
+	// FailureFromStored reverses FailureToStored: a failure stored by fc
+	// back into heddle's own form.
+	FailureFromStored func(fc converter.FailureConverter, data []byte) []byte
 )
 
 // ErrorTypeSentinels maps sentinel errors of heddle's packages to the

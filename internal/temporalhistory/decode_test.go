@@ -9,9 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -132,8 +135,9 @@ func TestDecodeUpdates(t *testing.T) {
 	}
 }
 
-// Payloads become heddle's JSON array; encodings heddle has no equivalent
-// for are refused, naming the event.
+// Payloads become heddle's JSON array, or with a protobuf payload among
+// them an envelope of the payloads that heddle's default converter reads;
+// encodings heddle has no equivalent for are refused, naming the event.
 func TestDecodePayloads(t *testing.T) {
 	null := fmt.Sprintf(`{"payloads":[{"metadata":{"encoding":%q}},{"metadata":{"encoding":"binary/plain"},"data":"AQI="}]}`,
 		base64.StdEncoding.EncodeToString([]byte("binary/null")))
@@ -144,12 +148,26 @@ func TestDecodePayloads(t *testing.T) {
 	if got := string(h.Events[1].Payload); got != `[null,"AQI="]` {
 		t.Fatalf("payload %s", got)
 	}
-	proto := fmt.Sprintf(`{"payloads":[{"metadata":{"encoding":%q},"data":"AQI="}]}`,
-		base64.StdEncoding.EncodeToString([]byte("json/protobuf")))
-	_, err = Decode(history(event(2, "WorkflowExecutionSignaled", `{"signalName":"s","input":`+proto+`}`)), 0)
+	proto := fmt.Sprintf(`{"payloads":[{"metadata":{"encoding":%q,"messageType":%q},"data":%q},{"metadata":{"encoding":"binary/plain"},"data":"AQI="}]}`,
+		base64.StdEncoding.EncodeToString([]byte("json/protobuf")), base64.StdEncoding.EncodeToString([]byte("google.protobuf.StringValue")),
+		base64.StdEncoding.EncodeToString([]byte(`"hi"`)))
+	h, err = Decode(history(event(2, "WorkflowExecutionSignaled", `{"signalName":"s","input":`+proto+`}`)), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		sv  *wrapperspb.StringValue
+		bin []byte
+	)
+	if err := converter.Decode(h.Events[1].Payload, &sv, &bin); err != nil || sv.GetValue() != "hi" || string(bin) != "\x01\x02" {
+		t.Fatalf("protobuf payload %s decoded to %v %v (%v)", h.Events[1].Payload, sv, bin, err)
+	}
+	sealed := fmt.Sprintf(`{"payloads":[{"metadata":{"encoding":%q},"data":"AQI="}]}`,
+		base64.StdEncoding.EncodeToString([]byte("binary/encrypted")))
+	_, err = Decode(history(event(2, "WorkflowExecutionSignaled", `{"signalName":"s","input":`+sealed+`}`)), 0)
 	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "event 2 (WorkflowExecutionSignaled)") ||
-		!strings.Contains(err.Error(), "json/protobuf") {
-		t.Fatalf("protobuf payload: %v", err)
+		!strings.Contains(err.Error(), "binary/encrypted") {
+		t.Fatalf("an encrypted payload: %v", err)
 	}
 }
 
@@ -207,6 +225,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(history(event(2, "MarkerRecorded", `{"markerName":"Version","details":{"change-id":`+jsonPayloads("c")+`,"version":`+jsonPayloads(2)+`}}`)))
 	f.Add([]byte(`{"events":[{"eventId":"1","eventType":"WorkflowExecutionStarted"}]}`))
 	f.Add([]byte(`{"events":null}`))
+	f.Add(history(event(2, "WorkflowExecutionSignaled", `{"signalName":"s","input":{"payloads":[{"metadata":{"encoding":"anNvbi9wcm90b2J1Zg==","messageType":"x.Y"},"data":"Imhpig=="},{"metadata":{"encoding":"binary/plain"},"data":"AQI="}]}}`)))
 	f.Add(history(event(2, "WorkflowExecutionUpdateAccepted", `{"acceptedRequest":{"meta":{"updateId":"u"},"input":{"name":"n","args":`+jsonPayloads(1)+`}}}`),
 		event(3, "WorkflowExecutionUpdateCompleted", `{"meta":{"updateId":"u"},"outcome":{"failure":{"message":"no"}}}`)))
 	f.Fuzz(func(t *testing.T, data []byte) {

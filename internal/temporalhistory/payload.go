@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/heddlewf/heddle/sdk/converter"
 )
 
 // payload is one Temporal payload as protojson writes it: bytes fields
@@ -21,12 +23,15 @@ type payloads struct {
 	Payloads []payload `json:"payloads"`
 }
 
-// The payload encodings of Temporal's default data converter that map onto
-// heddle's JSON payloads.
+// The payload encodings of Temporal's default data converter: the first
+// three map onto heddle's JSON payloads; a protobuf payload is kept as it
+// is, in an envelope of payloads, which heddle's default converter reads.
 const (
-	encodingJSON   = "json/plain"
-	encodingNull   = "binary/null"
-	encodingBinary = "binary/plain"
+	encodingJSON      = "json/plain"
+	encodingNull      = "binary/null"
+	encodingBinary    = "binary/plain"
+	encodingProtoJSON = "json/protobuf"
+	encodingProto     = "binary/protobuf"
 )
 
 // decodeBytes reads a protojson bytes field, which may be standard or
@@ -55,7 +60,7 @@ func encodingOf(p payload) (string, error) {
 		return "", fmt.Errorf("a payload has no encoding in its metadata")
 	}
 	switch raw {
-	case encodingJSON, encodingNull, encodingBinary:
+	case encodingJSON, encodingNull, encodingBinary, encodingProtoJSON, encodingProto:
 		return raw, nil
 	}
 	b, err := decodeBytes(raw)
@@ -69,10 +74,18 @@ func encodingOf(p payload) (string, error) {
 // holding each value (converter.Encode's form). No payloads is a nil
 // payload, as heddle records no value. json/plain values are taken as they
 // are, binary/null is null, binary/plain is the JSON string Go writes for a
-// []byte; any other encoding (protobuf, a codec's) is an error.
+// []byte (which decodes into a []byte). A list holding a protobuf payload
+// is kept as Temporal's payloads instead, in converter.Encode's envelope,
+// so that the message decodes by protobuf's rules. Any other encoding (a
+// codec's) is an error.
 func toJSONArray(ps *payloads) ([]byte, error) {
 	if ps == nil || len(ps.Payloads) == 0 {
 		return nil, nil
+	}
+	for _, p := range ps.Payloads {
+		if enc, err := encodingOf(p); err == nil && (enc == encodingProtoJSON || enc == encodingProto) {
+			return toEnvelope(ps)
+		}
 	}
 	var buf bytes.Buffer
 	buf.WriteByte('[')
@@ -112,6 +125,39 @@ func toJSONValue(p payload) ([]byte, error) {
 		return c.Bytes(), nil
 	}
 	return nil, fmt.Errorf("payload encoding %q has no heddle equivalent (heddle payloads are JSON)", strings.ToValidUTF8(enc, "?"))
+}
+
+// toEnvelope keeps Temporal payloads of the default converter's encodings
+// as converter payloads: their metadata (encoding, message type) and data.
+func toEnvelope(ps *payloads) ([]byte, error) {
+	vals := make([]any, len(ps.Payloads))
+	for i, p := range ps.Payloads {
+		enc, err := encodingOf(p)
+		if err != nil {
+			return nil, fmt.Errorf("payload %d: %w", i, err)
+		}
+		switch enc {
+		case encodingJSON, encodingNull, encodingBinary, encodingProtoJSON, encodingProto:
+		default:
+			return nil, fmt.Errorf("payload %d: payload encoding %q has no heddle equivalent", i, strings.ToValidUTF8(enc, "?"))
+		}
+		data, err := decodeBytes(p.Data)
+		if err != nil {
+			return nil, fmt.Errorf("payload %d data: %w", i, err)
+		}
+		cp := &converter.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(enc)}, Data: data}
+		if t, ok := p.Metadata[converter.MetadataMessageType]; ok {
+			// protojson writes it in base64; a hand-written history may
+			// give the name itself, which is never valid base64 (it has dots).
+			name, err := decodeBytes(t)
+			if err != nil {
+				name = []byte(t)
+			}
+			cp.Metadata[converter.MetadataMessageType] = name
+		}
+		vals[i] = converter.NewRawValue(cp)
+	}
+	return converter.Encode(vals...)
 }
 
 // oneValue decodes the only value of payloads into v (a GetVersion's

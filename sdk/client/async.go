@@ -56,7 +56,7 @@ func (c *workflowClient) completeAsync(ctx context.Context, ref engine.LeaseRef,
 	cmd := engine.CompleteAsync{LeaseRef: ref}
 	switch {
 	case err != nil:
-		cmd.Error = sdkhook.EncodeFailure(err)
+		cmd.Error = c.encodeFailure(err)
 	case result != nil:
 		b, eerr := c.encode(result)
 		if eerr != nil {

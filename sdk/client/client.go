@@ -174,6 +174,13 @@ type Options struct {
 	// codec, as in Temporal. Nil means converter.GetDefaultDataConverter.
 	// docs/temporal.md says which payloads it covers.
 	DataConverter converter.DataConverter
+	// FailureConverter, if set, turns the errors the client and the
+	// workers made from it store into failures and back (Temporal's
+	// FailureConverter, over heddle's converter.Failure): for example
+	// temporal.NewDefaultFailureConverter with EncodeCommonAttributes,
+	// which stores messages and stack traces through a data converter's
+	// codecs. Nil means temporal.GetDefaultFailureConverter.
+	FailureConverter converter.FailureConverter
 	// TracerProvider, if set, makes a span StartWorkflow:<type> of each
 	// start. Whether or not it is set, a start records the span of its
 	// context (that span, or the caller's) as the run's trace parent, so

@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -272,6 +275,206 @@ func TestCodecDataConverterEndToEnd(t *testing.T) {
 			plain := client.NewWithOptions(e, client.Options{})
 			if err := plain.GetWorkflow(ctx, "secrets", "").Get(ctx, &got); !errors.Is(err, converter.ErrUnknownEncoding) {
 				t.Fatalf("Get without the codec: %v", err)
+			}
+		})
+	}
+}
+
+// SealedBlob is a []byte an activity task returns reversed.
+func SealedBlob(_ context.Context, b []byte) ([]byte, error) {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		out[len(b)-1-i] = c
+	}
+	return out, nil
+}
+
+// BlobSecretWorkflow sends its bytes to an activity task and returns them
+// with a protobuf message's value.
+func BlobSecretWorkflow(ctx workflow.Context, b []byte, m *wrapperspb.StringValue) ([]byte, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, TaskQueue: "blob-acts"})
+	var out []byte
+	if err := workflow.ExecuteActivity(ctx, SealedBlob, b).Get(ctx, &out); err != nil {
+		return nil, err
+	}
+	return append(out, m.GetValue()...), nil
+}
+
+// A []byte and a protobuf message go through a codec's converter as their
+// binary/plain and json/protobuf payloads, sealed: the engine stores none
+// of their bytes, and they come back as they were.
+func TestCodecDataConverterCarriesBytesAndProtobuf(t *testing.T) {
+	e := openEngine(t)
+	dc := converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), sealCodec{key: []byte("0123456789abcdef0123456789abcdef")})
+	c, err := client.Dial(client.Options{Service: e, DataConverter: dc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for queue, reg := range map[string]func(worker.Worker){
+		"blob":      func(w worker.Worker) { w.RegisterWorkflow(BlobSecretWorkflow) },
+		"blob-acts": func(w worker.Worker) { w.RegisterActivity(SealedBlob) },
+	} {
+		w := worker.New(c, queue, worker.Options{})
+		reg(w)
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	secret := []byte("Zanzibar-7731")
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "blob", TaskQueue: "blob"}, BlobSecretWorkflow, secret, wrapperspb.String("Quokka"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	if err := run.Get(ctx, &got); err != nil || string(got) != "1377-rabiznaZQuokka" {
+		t.Fatalf("result %q (%v)", got, err)
+	}
+	page, err := e.List(ctx, engine.ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range page.Jobs {
+		h, err := e.History(ctx, j.ID, 0, engine.MaxPage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range h.Events {
+			for _, plain := range []string{"Zanzibar", "rabiznaZ", "Quokka", base64.StdEncoding.EncodeToString(secret)[:8]} {
+				if strings.Contains(string(ev.Payload), plain) {
+					t.Errorf("job %d event %d (%s) stores %q in plaintext: %s", j.ID, ev.Seq, ev.Type, plain, ev.Payload)
+				}
+			}
+		}
+	}
+}
+
+// FailSecret fails with a message and details that must not be stored in
+// the clear.
+func FailSecret(ctx context.Context, where string) error {
+	return temporal.NewApplicationError("vault "+where+" code Marzipan", "VaultError", "detail Okapi")
+}
+
+// ChildFailsSecret fails with the secret of its activity.
+func ChildFailsSecret(ctx workflow.Context) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
+	return workflow.ExecuteActivity(ctx, FailSecret, "child").Get(ctx, nil)
+}
+
+// SecretFailuresWorkflow meets failures of an inline activity (retried
+// once), of an activity task and of a child, checks that each reads as it
+// was made, and fails with the first.
+func SecretFailuresWorkflow(ctx workflow.Context) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 10 * time.Millisecond, MaximumAttempts: 2}})
+	check := func(err error, where string) error {
+		var app *temporal.ApplicationError
+		var detail string
+		if !errors.As(err, &app) || app.Message() != "vault "+where+" code Marzipan" || app.Type() != "VaultError" ||
+			app.Details(&detail) != nil || detail != "detail Okapi" {
+			return fmt.Errorf("the %s failure reads %v (details %q)", where, err, detail)
+		}
+		return nil
+	}
+	inline := workflow.ExecuteActivity(ctx, FailSecret, "inline").Get(ctx, nil)
+	if err := check(inline, "inline"); err != nil {
+		return err
+	}
+	tctx := workflow.WithTaskQueue(ctx, "failures-acts")
+	if err := check(workflow.ExecuteActivity(tctx, FailSecret, "task").Get(ctx, nil), "task"); err != nil {
+		return err
+	}
+	if err := check(workflow.ExecuteChildWorkflow(ctx, ChildFailsSecret).Get(ctx, nil), "child"); err != nil {
+		return err
+	}
+	return inline
+}
+
+// A client whose failure converter encodes common attributes through a
+// codec (Temporal's DefaultFailureConverter with EncodeCommonAttributes)
+// stores every failure of its workers with "Encoded failure" for a message
+// and its details sealed: the histories hold none of the words, the engine
+// still retries by the failure's type, and workflow code and the client
+// read each failure as it was made.
+func TestFailureConverterEncodesCommonAttributes(t *testing.T) {
+	for _, over := range []string{"embedded", "HTTP"} {
+		t.Run(over, func(t *testing.T) {
+			e := openEngine(t)
+			dc := converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), sealCodec{key: []byte("0123456789abcdef0123456789abcdef")})
+			fc := temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc, EncodeCommonAttributes: true})
+			opts := client.Options{Service: e, DataConverter: dc, FailureConverter: fc}
+			if over == "HTTP" {
+				opts = client.Options{HostPort: serve(t, e), DataConverter: dc, FailureConverter: fc}
+			}
+			c, err := client.Dial(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			for queue, reg := range map[string]func(worker.Worker){
+				"failures": func(w worker.Worker) {
+					w.RegisterWorkflow(SecretFailuresWorkflow)
+					w.RegisterWorkflow(ChildFailsSecret)
+					w.RegisterActivity(FailSecret)
+				},
+				"failures-acts": func(w worker.Worker) { w.RegisterActivity(FailSecret) },
+			} {
+				w := worker.New(c, queue, worker.Options{})
+				reg(w)
+				if err := w.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer w.Stop()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "failures", TaskQueue: "failures"}, SecretFailuresWorkflow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = run.Get(ctx, nil)
+			var app *temporal.ApplicationError
+			if !errors.As(err, &app) || app.Message() != "vault inline code Marzipan" || !errors.As(err, new(*temporal.ActivityError)) {
+				t.Fatalf("Get = %v, want the inline activity's failure", err)
+			}
+			page, err := e.List(ctx, engine.ListQuery{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			encoded, attempts := 0, 0
+			for _, j := range page.Jobs {
+				h, err := e.History(ctx, j.ID, 0, engine.MaxPage)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, ev := range h.Events {
+					for _, secret := range []string{"Marzipan", "Okapi", b64("detail")} {
+						if strings.Contains(string(ev.Payload), secret) {
+							t.Errorf("job %d event %d (%s) stores %q in the clear: %s", j.ID, ev.Seq, ev.Type, secret, ev.Payload)
+						}
+					}
+					if strings.Contains(string(ev.Payload), converter.EncodedFailureMessage) {
+						encoded++
+					}
+					if ev.Type == "activity_attempt_failed" {
+						attempts++
+					}
+				}
+			}
+			// The inline activity's two tries (the engine retried by its
+			// type and retryability), the task, the child's activity and
+			// the child, the run.
+			if encoded < 5 || attempts != 1 {
+				t.Errorf("%d payloads hold encoded failures, %d attempt records; want at least 5 and 1", encoded, attempts)
+			}
+			// A client without the converter reads "Encoded failure".
+			plain := client.NewWithOptions(e, client.Options{})
+			if err := plain.GetWorkflow(ctx, "failures", "").Get(ctx, nil); err == nil || !strings.Contains(err.Error(), converter.EncodedFailureMessage) {
+				t.Fatalf("Get without the converter: %v", err)
 			}
 		})
 	}

@@ -107,15 +107,15 @@ func (r *run) GetWithOptions(ctx context.Context, valuePtr any, options Workflow
 	case engine.StatusCancelled:
 		cause = temporal.NewCanceledError()
 		if len(last.Payload) > 0 {
-			cause = sdkhook.DecodeFailure(last.Payload)
+			cause = r.c.decodeFailure(last.Payload)
 		}
 	case engine.StatusTerminated:
 		cause = sdkhook.NewTerminatedError(fmt.Sprintf("terminated (run %d)", j.ID))
 		if len(last.Payload) > 0 {
-			cause = sdkhook.DecodeFailure(last.Payload)
+			cause = r.c.decodeFailure(last.Payload)
 		}
 	default: // Failed, TimedOut
-		cause = sdkhook.DecodeFailure(last.Payload)
+		cause = r.c.decodeFailure(last.Payload)
 	}
 	return temporal.NewWorkflowExecutionError(j.WorkflowID, runID, j.Type, cause)
 }

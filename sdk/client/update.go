@@ -170,6 +170,7 @@ func (h *updateHandle) wait(ctx context.Context, stage string) (*workflow.Update
 				if err := json.Unmarshal(ev.Payload, &o); err != nil {
 					return nil, fmt.Errorf("client: update %s: %s marker: %w", h.id, stage, err)
 				}
+				o.Failure = h.c.failureFromStored(o.Failure)
 				return &o, nil
 			}
 			if engine.IsStatusEvent(ev.Type) && (ev.Type == engine.EventJobCompleted || ev.Type == engine.EventJobFailed ||

@@ -30,14 +30,26 @@ func NewCompositeDataConverter(converters ...PayloadConverter) *CompositeDataCon
 	return dc
 }
 
-var defaultDataConverter = NewCompositeDataConverter(NewNilPayloadConverter(), NewByteSlicePayloadConverter(), NewJSONPayloadConverter())
+// defaultDataConverter is Temporal's default, in its order: nil, []byte,
+// protobuf messages (written as protobuf JSON; the binary converter after
+// it only decodes, as the first converter that accepts a value writes it)
+// and JSON for everything else.
+var defaultDataConverter = NewCompositeDataConverter(NewNilPayloadConverter(), NewByteSlicePayloadConverter(),
+	NewProtoJSONPayloadConverter(), NewProtoPayloadConverter(), NewJSONPayloadConverter())
 
 // GetDefaultDataConverter returns the data converter used when none is
-// set: nil, []byte and JSON, as Temporal's without protobuf. Payloads it
-// writes are stored exactly as heddle always stored them (Encode's JSON).
+// set, Temporal's: nil as binary/null, a []byte as binary/plain, a
+// protobuf message as json/protobuf (binary/protobuf is read too), and
+// any other value as json/plain. A value list of JSON values alone is
+// stored exactly as heddle always stored it (Encode's JSON array).
 func GetDefaultDataConverter() DataConverter { return defaultDataConverter }
 
+// ToPayload returns the payload of the first converter that accepts
+// value; a RawValue is its own payload.
 func (dc *CompositeDataConverter) ToPayload(value any) (*Payload, error) {
+	if rv, ok := value.(RawValue); ok {
+		return rv.Payload(), nil
+	}
 	for _, pc := range dc.converters {
 		p, err := pc.ToPayload(value)
 		if err != nil {
@@ -50,8 +62,14 @@ func (dc *CompositeDataConverter) ToPayload(value any) (*Payload, error) {
 	return nil, fmt.Errorf("converter: no payload converter accepts a %T", value)
 }
 
+// FromPayload decodes p with the converter of its encoding; a *RawValue
+// receives p as it is.
 func (dc *CompositeDataConverter) FromPayload(p *Payload, valuePtr any) error {
 	if p == nil {
+		return nil
+	}
+	if rv, ok := valuePtr.(*RawValue); ok {
+		*rv = NewRawValue(p)
 		return nil
 	}
 	enc := string(p.Metadata[MetadataEncoding])
@@ -110,19 +128,6 @@ func newPayload(encoding string, data []byte) *Payload {
 	return &Payload{Metadata: map[string][]byte{MetadataEncoding: []byte(encoding)}, Data: data}
 }
 
-// setValue points valuePtr at v's value.
-func setValue(valuePtr any, v reflect.Value) error {
-	rv := reflect.ValueOf(valuePtr)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return fmt.Errorf("converter: value pointer is a %T, not a non-nil pointer", valuePtr)
-	}
-	if !v.Type().AssignableTo(rv.Elem().Type()) {
-		return fmt.Errorf("converter: a %s cannot go into a %T", v.Type(), valuePtr)
-	}
-	rv.Elem().Set(v)
-	return nil
-}
-
 // JSONPayloadConverter writes any value as JSON (MetadataEncodingJSON).
 type JSONPayloadConverter struct{}
 
@@ -161,7 +166,10 @@ func (*NilPayloadConverter) ToPayload(value any) (*Payload, error) {
 }
 
 // FromPayload sets the pointed-to value to its zero value.
-func (*NilPayloadConverter) FromPayload(_ *Payload, valuePtr any) error {
+func (*NilPayloadConverter) FromPayload(_ *Payload, valuePtr any) error { return zeroValue(valuePtr) }
+
+// zeroValue sets what valuePtr points to to its zero value.
+func zeroValue(valuePtr any) error {
 	rv := reflect.ValueOf(valuePtr)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("converter: value pointer is a %T, not a non-nil pointer", valuePtr)
@@ -189,11 +197,32 @@ func (*ByteSlicePayloadConverter) ToPayload(value any) (*Payload, error) {
 	return nil, nil
 }
 
+// FromPayload decodes into a pointer to a []byte (or to a type whose
+// underlying type is []byte) or to an interface, as Temporal's. A
+// *json.RawMessage is the exception: heddle hands values around as their
+// JSON in one, and a []byte's JSON is its base64 string.
 func (*ByteSlicePayloadConverter) FromPayload(p *Payload, valuePtr any) error {
-	return setValue(valuePtr, reflect.ValueOf(slices.Clone(p.Data)))
+	if raw, ok := valuePtr.(*json.RawMessage); ok {
+		b, err := json.Marshal(p.GetData())
+		*raw = b
+		return err
+	}
+	rv := reflect.ValueOf(valuePtr)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("converter: value pointer is a %T, not a non-nil pointer", valuePtr)
+	}
+	v, data := rv.Elem(), slices.Clone(p.GetData())
+	switch {
+	case v.Kind() == reflect.Interface && reflect.TypeFor[[]byte]().AssignableTo(v.Type()):
+		v.Set(reflect.ValueOf(data))
+	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8:
+		v.SetBytes(data)
+	default:
+		return fmt.Errorf("converter: a binary/plain payload cannot go into a %T: it needs a []byte", valuePtr)
+	}
+	return nil
 }
 
-func (*ByteSlicePayloadConverter) ToString(p *Payload) string {
-	return fmt.Sprintf("%d bytes", len(p.Data))
-}
-func (*ByteSlicePayloadConverter) Encoding() string { return MetadataEncodingBinary }
+// ToString returns the bytes in base64, as Temporal's.
+func (*ByteSlicePayloadConverter) ToString(p *Payload) string { return base64Raw(p.GetData()) }
+func (*ByteSlicePayloadConverter) Encoding() string           { return MetadataEncodingBinary }

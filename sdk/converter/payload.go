@@ -16,6 +16,15 @@ const (
 	MetadataEncodingNil = "binary/null"
 	// MetadataEncodingBinary: the value is a []byte, Data its bytes.
 	MetadataEncodingBinary = "binary/plain"
+	// MetadataEncodingProtoJSON: the value is a protobuf message, Data its
+	// protobuf JSON (protojson).
+	MetadataEncodingProtoJSON = "json/protobuf"
+	// MetadataEncodingProto: the value is a protobuf message, Data its
+	// protobuf wire bytes.
+	MetadataEncodingProto = "binary/protobuf"
+	// MetadataMessageType is the metadata key naming a protobuf payload's
+	// message type ("my.package.MyMessage").
+	MetadataMessageType = "messageType"
 )
 
 // Payload is one encoded value with metadata saying how to read it: what

@@ -17,6 +17,11 @@ var (
 	// ErrNoData: Details, LastHeartbeatDetails (or a heartbeat's details)
 	// were asked for, and there are none. It is converter.ErrNoData.
 	ErrNoData = converter.ErrNoData
+	// ErrScheduleAlreadyRunning: a schedule was created with the id of
+	// one that exists (client.ScheduleClient's Create), as Temporal's. It
+	// is engine.ErrScheduleExists, so the engine's refusal matches it in
+	// process and over HTTP.
+	ErrScheduleAlreadyRunning = engine.ErrScheduleExists
 )
 
 // ApplicationErrorCategory says how an error is reported; it does not

@@ -26,6 +26,8 @@ func init() {
 	}
 	sdkhook.NewPanicError = func(value any, stack string) error { return &PanicError{value: value, stackTrace: stack} }
 	sdkhook.NewTerminatedError = func(msg string) error { return &TerminatedError{msg: msg} }
+	sdkhook.FailureToStored = failureToStored
+	sdkhook.FailureFromStored = failureFromStored
 }
 
 // The kinds of failure a payload records, one per error type.
@@ -42,30 +44,13 @@ const (
 	kindWorkflowExecuted = "workflowExecution"
 )
 
-// failure is the JSON form of a failure payload: a node per error of the
-// chain, the first being the error itself and Cause what it wraps. Type,
-// Message, NonRetryable and timeout_type are the fields the engine writes
-// for the failures it decides (engine.Failure), so both read each other's
-// payloads; a payload without Kind (the engine's, or one from before kinds
-// existed) is typed by its Type.
-type failure struct {
-	Type         string             `json:"type"`
-	Message      string             `json:"message"`
-	NonRetryable bool               `json:"nonRetryable"`
-	TimeoutType  engine.TimeoutType `json:"timeout_type,omitempty"`
-	Kind         string             `json:"kind,omitempty"`
-	// Details are converter.Encode's JSON array.
-	Details          json.RawMessage `json:"details,omitempty"`
-	Category         int             `json:"category,omitempty"`
-	NextRetryDelayMS int64           `json:"nextRetryDelayMS,omitempty"`
-	Stack            string          `json:"stack,omitempty"`
-	ActivityType     string          `json:"activityType,omitempty"`
-	Step             string          `json:"step,omitempty"`
-	WorkflowID       string          `json:"workflowID,omitempty"`
-	RunID            string          `json:"runID,omitempty"`
-	WorkflowType     string          `json:"workflowType,omitempty"`
-	Cause            *failure        `json:"cause,omitempty"`
-}
+// failure is the JSON form of a failure payload (converter.Failure): a
+// node per error of the chain, the first being the error itself and Cause
+// what it wraps. Type, Message, NonRetryable and timeout_type are the
+// fields the engine writes for the failures it decides (engine.Failure),
+// so both read each other's payloads; a payload without Kind (the
+// engine's, or one from before kinds existed) is typed by its Type.
+type failure = converter.Failure
 
 // maxCauseDepth bounds the chain a payload records, so that a cyclic or
 // absurdly deep chain cannot make a payload without end.
@@ -131,15 +116,15 @@ func nodeFailure(err error) *failure {
 	case *CanceledError:
 		f.Kind, f.Message, f.Type, f.NonRetryable, f.Details = kindCanceled, e.msg, sdkhook.FailureCanceled, true, rawDetails(e.details)
 	case *TimeoutError:
-		f.Kind, f.Message, f.Type, f.TimeoutType = kindTimeout, e.msg, engine.FailureTimeout, e.timeoutType
+		f.Kind, f.Message, f.Type, f.TimeoutType = kindTimeout, e.msg, engine.FailureTimeout, string(e.timeoutType)
 		f.NonRetryable = e.timeoutType != TimeoutTypeStartToClose && e.timeoutType != TimeoutTypeHeartbeat
 		f.Details = rawDetails(e.lastHeartbeatDetails)
 	case *TerminatedError:
 		f.Kind, f.Type, f.NonRetryable = kindTerminated, engine.FailureTerminated, true
 	case *PanicError:
-		f.Kind, f.Type, f.Stack = kindPanic, "PanicError", e.stackTrace
+		f.Kind, f.Type, f.StackTrace = kindPanic, "PanicError", e.stackTrace
 	case *replay.PanicError:
-		f.Kind, f.Type, f.Stack, f.NonRetryable = kindPanic, "PanicError", e.Stack, true
+		f.Kind, f.Type, f.StackTrace, f.NonRetryable = kindPanic, "PanicError", e.Stack, true
 	case *ActivityError:
 		f.Kind, f.Type, f.ActivityType, f.Step = kindActivity, "ActivityError", e.activityType, e.step
 	case *ChildWorkflowExecutionError:
@@ -190,11 +175,11 @@ func fromFailure(f *failure) error {
 	case kindCanceled:
 		return &CanceledError{msg: f.Message, cause: cause, details: details}
 	case kindTimeout:
-		return &TimeoutError{msg: f.Message, timeoutType: f.TimeoutType, cause: cause, lastHeartbeatDetails: details}
+		return &TimeoutError{msg: f.Message, timeoutType: engine.TimeoutType(f.TimeoutType), cause: cause, lastHeartbeatDetails: details}
 	case kindTerminated:
 		return &TerminatedError{msg: f.Message}
 	case kindPanic:
-		return &PanicError{value: f.Message, stackTrace: f.Stack}
+		return &PanicError{value: f.Message, stackTrace: f.StackTrace}
 	case kindActivity:
 		return &ActivityError{activityType: f.ActivityType, step: f.Step, cause: cause}
 	case kindChild:
@@ -227,4 +212,133 @@ func kindOf(f *failure) string {
 		return kindAlreadyStarted
 	}
 	return kindApplication
+}
+
+// DefaultFailureConverterOptions configure NewDefaultFailureConverter, as
+// Temporal's.
+type DefaultFailureConverterOptions struct {
+	// DataConverter encodes the common attributes (and the details of
+	// the errors, when it is not the default converter). Nil: the default
+	// data converter.
+	DataConverter converter.DataConverter
+	// EncodeCommonAttributes stores each failure's message and stack
+	// trace in its EncodedAttributes, through DataConverter (whose codecs
+	// may encrypt them): the history, the engine and the UI see "Encoded
+	// failure". The errors workflow code and clients get carry the
+	// message again.
+	EncodeCommonAttributes bool
+}
+
+// DefaultFailureConverter turns the errors of this package into heddle's
+// failures and back; every other error is an application error of its Go
+// type, as in Temporal.
+type DefaultFailureConverter struct {
+	dc           converter.DataConverter
+	encodeCommon bool
+}
+
+var defaultFailureConverter = NewDefaultFailureConverter(DefaultFailureConverterOptions{})
+
+// NewDefaultFailureConverter returns a DefaultFailureConverter configured
+// by options.
+func NewDefaultFailureConverter(options DefaultFailureConverterOptions) *DefaultFailureConverter {
+	return &DefaultFailureConverter{dc: options.DataConverter, encodeCommon: options.EncodeCommonAttributes}
+}
+
+// GetDefaultFailureConverter returns the failure converter used when none
+// is set.
+func GetDefaultFailureConverter() converter.FailureConverter { return defaultFailureConverter }
+
+// ErrorToFailure records err and its chain of causes (at most 32 deep).
+// With EncodeCommonAttributes, every node's message and stack trace go
+// into its EncodedAttributes; should the data converter fail to encode
+// them, the node keeps neither, only the converter's error, so that
+// nothing meant to be hidden is stored in the clear.
+func (c *DefaultFailureConverter) ErrorToFailure(err error) *converter.Failure {
+	if err == nil {
+		return nil
+	}
+	f := toFailure(err, 0)
+	for n := f; n != nil; n = n.Cause {
+		var derr error
+		if n.Details, derr = converter.EncodeData(c.dc, n.Details); derr != nil {
+			n.Details = nil
+		}
+		if !c.encodeCommon {
+			continue
+		}
+		if eerr := converter.EncodeCommonFailureAttributes(c.dc, n); eerr != nil {
+			n.Message, n.StackTrace = converter.EncodedFailureMessage+" (not encoded: "+eerr.Error()+")", ""
+		}
+	}
+	return f
+}
+
+// FailureToError returns the typed error failure records. failure is not
+// changed: its encoded attributes are decoded in a copy. A chain deeper
+// than a stored one may be (32) is cut there.
+func (c *DefaultFailureConverter) FailureToError(failure *converter.Failure) error {
+	if failure == nil {
+		return nil
+	}
+	return fromFailure(c.decoded(failure, 0))
+}
+
+// decoded returns a copy of f's chain with encoded attributes and details
+// decoded.
+func (c *DefaultFailureConverter) decoded(f *converter.Failure, depth int) *converter.Failure {
+	if f == nil || depth >= maxCauseDepth {
+		return nil
+	}
+	out := *f
+	converter.DecodeCommonFailureAttributes(c.dc, &out)
+	if d, err := converter.DecodeData(c.dc, out.Details); err == nil {
+		out.Details = d
+	}
+	out.Cause = c.decoded(f.Cause, depth+1)
+	return &out
+}
+
+// isDefaultFailureConverter reports whether fc stores failures as heddle
+// always has, so that they need no conversion.
+func isDefaultFailureConverter(fc converter.FailureConverter) bool {
+	if fc == nil {
+		return true
+	}
+	d, ok := fc.(*DefaultFailureConverter)
+	return ok && !d.encodeCommon && (d.dc == nil || d.dc == converter.GetDefaultDataConverter())
+}
+
+// maxFailureBytes bounds a stored failure read for a failure converter:
+// those are bytes from outside, and no real failure comes near.
+const maxFailureBytes = 4 << 20
+
+// failureToStored turns a failure payload of encodeFailure into fc's
+// stored form: the error it records, through fc.
+func failureToStored(fc converter.FailureConverter, data []byte) []byte {
+	if isDefaultFailureConverter(fc) || len(data) == 0 {
+		return data
+	}
+	f := fc.ErrorToFailure(decodeFailure(data))
+	if f == nil {
+		return data
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return data
+	}
+	return b
+}
+
+// failureFromStored turns a failure stored by fc back into encodeFailure's
+// form. Bytes that are not a failure record are returned as they are.
+func failureFromStored(fc converter.FailureConverter, data []byte) []byte {
+	if isDefaultFailureConverter(fc) || len(data) == 0 || len(data) > maxFailureBytes {
+		return data
+	}
+	var f converter.Failure
+	if json.Unmarshal(data, &f) != nil {
+		return data
+	}
+	return encodeFailure(fc.FailureToError(&f))
 }

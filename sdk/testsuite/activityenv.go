@@ -1,8 +1,6 @@
 package testsuite
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -77,13 +75,12 @@ func (a *TestActivityEnvironment) ExecuteActivity(activityFn any, args ...any) (
 		}
 	}
 	registered(a.env.activities, "activity", name)
-	raw := make([]json.RawMessage, len(args))
-	for i, arg := range args {
-		b, err := json.Marshal(arg)
-		if err != nil {
-			return nil, fmt.Errorf("testsuite: ExecuteActivity %s: argument %d: %w", name, i, err)
-		}
-		raw[i] = b
+	// The arguments travel to the runner workflow as one stored list and on
+	// to the activity as its payloads, so each keeps its encoding (a []byte
+	// as binary/plain, a protobuf message as json/protobuf).
+	input, err := converter.Encode(args...)
+	if err != nil {
+		return nil, fmt.Errorf("testsuite: ExecuteActivity %s: %w", name, err)
 	}
 	timeout := a.testTimeout
 	if timeout <= 0 {
@@ -97,21 +94,30 @@ func (a *TestActivityEnvironment) ExecuteActivity(activityFn any, args ...any) (
 	env.SetWorkerOptions(a.workerOpts)
 	env.SetOnActivityHeartbeatListener(a.onHeartbeat)
 	var actErr error
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, name string, args []json.RawMessage) ([]byte, error) {
+	// The runner returns the activity's result as the list bytes it was
+	// stored as (nil for no value), which keep its payload's encoding.
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, name string, input []byte) ([]byte, error) {
 		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: timeout,
 			RetryPolicy: &workflow.RetryPolicy{MaximumAttempts: 1}})
+		args, err := converter.RawValues(input)
+		if err != nil {
+			return nil, err
+		}
 		in := make([]any, len(args))
 		for i, arg := range args {
 			in[i] = arg
 		}
-		var out json.RawMessage
+		var out converter.RawValue
 		if err := workflow.ExecuteActivity(ctx, name, in...).Get(ctx, &out); err != nil {
 			actErr = err
 			return nil, err
 		}
-		return out, nil
+		if out.Payload() == nil {
+			return nil, nil
+		}
+		return converter.Encode(out)
 	}, workflow.RegisterOptions{Name: activityRunner})
-	env.ExecuteWorkflow(activityRunner, name, raw)
+	env.ExecuteWorkflow(activityRunner, name, input)
 	if actErr != nil {
 		return nil, actErr
 	}
@@ -122,11 +128,7 @@ func (a *TestActivityEnvironment) ExecuteActivity(activityFn any, args ...any) (
 	if len(out) == 0 {
 		return converter.NewEncodedValue(nil), nil // no value: HasValue is false
 	}
-	payload, err := converter.Encode(json.RawMessage(out))
-	if err != nil {
-		return nil, errors.Join(errors.New("testsuite: ExecuteActivity: re-encoding the result"), err)
-	}
-	return converter.NewEncodedValue(payload), nil
+	return converter.NewEncodedValue(out), nil
 }
 
 // activityRunner is the workflow type that runs a TestActivityEnvironment's

@@ -1,11 +1,16 @@
 package testsuite_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
 	"github.com/heddlewf/heddle/sdk/activity"
+	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/testsuite"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -63,5 +68,46 @@ func TestActivityEnvironment(t *testing.T) {
 	v, err = env.ExecuteActivity("Nothing")
 	if err != nil || v.HasValue() {
 		t.Fatalf("ExecuteActivity(Nothing) = %v, %v; want no value", v, err)
+	}
+}
+
+// ReverseBytes returns its bytes reversed.
+func ReverseBytes(_ context.Context, b []byte) ([]byte, error) {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		out[len(b)-1-i] = c
+	}
+	return out, nil
+}
+
+// EchoMessage returns its message.
+func EchoMessage(_ context.Context, m *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {
+	return m, nil
+}
+
+// The activity environment hands a []byte and a protobuf message to the
+// activity and back with the encodings Temporal's converter gives them
+// (binary/plain, json/protobuf), as a workflow would.
+func TestActivityEnvironmentBytesAndProtobuf(t *testing.T) {
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	v, err := env.ExecuteActivity(ReverseBytes, []byte{1, 2, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b []byte
+	if err := v.Get(&b); err != nil || !bytes.Equal(b, []byte{3, 2, 1}) {
+		t.Fatalf("bytes %v, %v", b, err)
+	}
+	if ps := converter.DataOf(v); !strings.Contains(string(ps), "YmluYXJ5L3BsYWlu") { // "binary/plain"
+		t.Fatalf("the result is stored as %s, not as a binary/plain payload", ps)
+	}
+	v, err = env.ExecuteActivity(EchoMessage, wrapperspb.String("snake_case"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m *wrapperspb.StringValue
+	if err := v.Get(&m); err != nil || m.GetValue() != "snake_case" {
+		t.Fatalf("message %v, %v", m, err)
 	}
 }

@@ -4,16 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
-// codecService applies the client's data converter (its codecs) at the
-// worker's boundary with the engine: every value list the worker writes
+// codecService applies the client's data converter (its codecs) and its
+// failure converter at the worker's boundary with the engine: every value list the worker writes
 // (a run's or a child's input, activity and workflow results, signals,
 // markers of side effects and versions) is stored as dc's envelope, and
 // every one it reads back is decoded before workflow code or replay sees
@@ -24,24 +27,92 @@ import (
 // JSON value lists as they do without a converter. Payloads that are not
 // value lists (failures, which the engine reads, and heddle's own records
 // such as update markers and attempt records) pass unchanged.
+//
+// The failure converter works the same way on failures: every failure the
+// worker writes (a run's, an activity's or a child's, an update's
+// rejection or error in its markers, a retried run's) is stored as fc
+// makes it, and every one it reads back (the failed steps of a history,
+// a failed effect, update markers) is turned back into heddle's own form,
+// through the errors fc returns, before workflow code sees it. A failed
+// try's attempt record keeps the message fc stores.
 type codecService struct {
 	engine.Service
 	dc converter.DataConverter
+	fc converter.FailureConverter // nil: failures are stored in heddle's own form
 }
 
 // dataConverterSource is implemented by sdk/client's client: the data
-// converter its workers store payloads with.
+// and failure converters its workers store payloads with.
 type dataConverterSource interface {
 	DataConverter() converter.DataConverter
+	FailureConverter() converter.FailureConverter
 }
 
-// withDataConverter wraps e with dc's codecs; the default converter
-// stores what heddle always stored, so e is returned as it is.
-func withDataConverter(e engine.Service, dc converter.DataConverter) engine.Service {
-	if dc == nil || dc == converter.GetDefaultDataConverter() {
+// withDataConverter wraps e with dc's codecs and fc; the default
+// converters store what heddle always stored, so e is returned as it is.
+func withDataConverter(e engine.Service, dc converter.DataConverter, fc converter.FailureConverter) engine.Service {
+	if dc == converter.GetDefaultDataConverter() {
+		dc = nil
+	}
+	if fc == temporal.GetDefaultFailureConverter() {
+		fc = nil
+	}
+	if dc == nil && fc == nil {
 		return e
 	}
-	return &codecService{Service: e, dc: dc}
+	return &codecService{Service: e, dc: dc, fc: fc}
+}
+
+// failureEvents are the step events whose payload is a failure.
+var failureEvents = map[engine.EventType]bool{
+	replay.EventActivityFailed: true, replay.EventChildFailed: true,
+	replay.EventSignalExternalFailed: true, replay.EventCancelExternalFailed: true,
+}
+
+// isUpdateMarker reports the markers whose payload is a
+// workflow.UpdateOutcome, whose Failure is a failure.
+func isUpdateMarker(typ engine.EventType, name string) bool {
+	return typ == replay.EventMarkerRecorded && (name == "update_decision" || name == "update_completed")
+}
+
+// toStored turns a failure of heddle's own form into fc's.
+func (c *codecService) toStored(b []byte) []byte { return sdkhook.FailureToStored(c.fc, b) }
+
+// fromStored turns a failure fc stored into heddle's own form.
+func (c *codecService) fromStored(b []byte) []byte { return sdkhook.FailureFromStored(c.fc, b) }
+
+// failures applies g (toStored or fromStored) to the failures a payload
+// of an event of type typ named name holds; writing says the payload is
+// being written, when an attempt record's message is stored as fc stores
+// messages.
+func (c *codecService) failures(typ engine.EventType, name string, b []byte, writing bool, g func([]byte) []byte) []byte {
+	if c.fc == nil || len(b) == 0 {
+		return b
+	}
+	switch {
+	case failureEvents[typ]:
+		return g(b)
+	case isUpdateMarker(typ, name):
+		out, _ := inside(b, func(r *workflow.UpdateOutcome) *[]byte { return &r.Failure }, func(f []byte) ([]byte, error) {
+			if len(f) == 0 {
+				return f, nil
+			}
+			return g(f), nil
+		})
+		return out
+	case typ == replay.EventActivityAttemptFailed && writing:
+		var rec attemptRecord
+		if json.Unmarshal(b, &rec) != nil {
+			return b
+		}
+		if f := c.fc.ErrorToFailure(errors.New(rec.Message)); f != nil && f.Message != rec.Message {
+			rec.Message = f.Message
+			if out, err := json.Marshal(&rec); err == nil {
+				return out
+			}
+		}
+	}
+	return b
 }
 
 // rawService returns the service a codecService wraps, for the optional
@@ -63,7 +134,7 @@ func (c *codecService) encEvent(what string, typ engine.EventType, name string, 
 	if err != nil {
 		return nil, fmt.Errorf("worker: data converter: encode %s: %w", what, err)
 	}
-	return out, nil
+	return c.failures(typ, name, out, true, c.toStored), nil
 }
 
 // transform applies f to the value list of a payload: the payload itself,
@@ -104,6 +175,7 @@ func (c *codecService) events(evs []engine.Event) ([]engine.Event, error) {
 	out := make([]engine.Event, len(evs))
 	for i, ev := range evs {
 		var err error
+		ev.Payload = c.failures(ev.Type, ev.Name, ev.Payload, false, c.fromStored)
 		if ev.Payload, err = c.transform(ev.Type, ev.Name, ev.Payload, c.decode); err != nil {
 			return nil, fmt.Errorf("worker: data converter: decode event %d (%s) of step %q: %w", ev.Seq, ev.Type, ev.Step, err)
 		}
@@ -162,6 +234,10 @@ func (c *codecService) Effect(ctx context.Context, id engine.JobID, step string)
 		return ef, err
 	}
 	out := *ef
+	if ef.Failed {
+		out.Payload = c.fromStored(ef.Payload)
+		return &out, nil
+	}
 	if out.Payload, err = converter.DecodeData(c.dc, ef.Payload); err != nil {
 		return nil, fmt.Errorf("worker: data converter: decode the effect of step %q: %w", step, err)
 	}
@@ -216,6 +292,11 @@ func (c *codecService) CommitStep(ctx context.Context, cmd engine.CommitStep) (*
 	return c.Service.CommitStep(ctx, cmd)
 }
 
+func (c *codecService) Fail(ctx context.Context, cmd engine.Fail) (*engine.StatusResult, error) {
+	cmd.Error = c.toStored(cmd.Error)
+	return c.Service.Fail(ctx, cmd)
+}
+
 func (c *codecService) EndStepAttempt(ctx context.Context, cmd engine.EndStepAttempt) (*engine.StepResult, error) {
 	var err error
 	if cmd.Payload, err = c.enc("step "+cmd.Step, cmd.Payload); err != nil {
@@ -245,5 +326,6 @@ func (c *codecService) ContinueAsNew(ctx context.Context, cmd engine.ContinueAsN
 	if cmd.Input, err = c.enc("a continued run's input", cmd.Input); err != nil {
 		return nil, err
 	}
+	cmd.Failure = c.toStored(cmd.Failure)
 	return c.Service.ContinueAsNew(ctx, cmd)
 }

@@ -36,7 +36,7 @@ func (w *queueWorker) QueryWorkflow(ctx context.Context, workflowID, runID, quer
 	// The code sees the Info it saw when it ran, so that a branch on it
 	// replays the same.
 	info := sdkhook.WorkflowInfo{WorkflowID: j.WorkflowID, RunID: strconv.FormatUint(uint64(j.ID), 10), WorkflowType: j.Type,
-		TaskQueue: j.Queue, Attempt: j.RunAttempt, Interceptors: w.interceptorList()}
+		TaskQueue: j.Queue, Attempt: j.RunAttempt, Interceptors: w.interceptorList(), CronSchedule: j.CronSchedule}
 	if j.ParentID != 0 {
 		info.ParentRunID = strconv.FormatUint(uint64(j.ParentID), 10)
 		if p, err := w.e.Describe(ctx, engine.Target{Job: j.ParentID}); err == nil {

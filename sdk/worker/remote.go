@@ -129,8 +129,8 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 			left := time.UnixMilli(c.IssuedAtMS).Add(opts.ScheduleToCloseTimeout).Sub(r.w.opts.Clock.Now())
 			create.ExecutionTimeoutMS = max(left.Milliseconds(), 1)
 		}
-		if opts.ScheduleToStartTimeout > 0 {
-			left := time.UnixMilli(c.IssuedAtMS).Add(opts.ScheduleToStartTimeout).Sub(r.w.opts.Clock.Now())
+		if s2s := scheduleToStart(opts); s2s > 0 {
+			left := time.UnixMilli(c.IssuedAtMS).Add(s2s).Sub(r.w.opts.Clock.Now())
 			create.ScheduleToStartTimeoutMS = max(left.Milliseconds(), 1)
 		}
 		ev.Type = replay.EventActivityScheduled
@@ -186,6 +186,20 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 	c.Started = true
 	r.pending = append(r.pending, ev)
 	return false, nil
+}
+
+// scheduleToStart returns the schedule-to-start timeout of an activity
+// task as Temporal's server fills it in: at most the
+// ScheduleToCloseTimeout, and that timeout when none is set. So an
+// activity no worker takes ends as a schedule-to-start timeout, not a
+// schedule-to-close one (the engine reports schedule-to-start when both
+// deadlines fall together).
+func scheduleToStart(opts workflow.ActivityOptions) time.Duration {
+	s2s, s2c := opts.ScheduleToStartTimeout, opts.ScheduleToCloseTimeout
+	if s2c > 0 && (s2s <= 0 || s2s > s2c) {
+		return s2c
+	}
+	return s2s
 }
 
 // engineParentClose maps the SDK's parent-close policy to the engine's.

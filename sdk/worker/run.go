@@ -80,6 +80,7 @@ func (w *queueWorker) runWorkflow(ctx context.Context, j engine.ClaimedJob, l *l
 		info := sdkhook.WorkflowInfo{WorkflowID: j.WorkflowID, RunID: strconv.FormatUint(uint64(j.Job), 10),
 			WorkflowType: j.Type, TaskQueue: w.queue, Attempt: j.RunAttempt, Logger: w.obs.base, ParentWorkflowID: j.ParentWorkflowID,
 			Interceptors: w.interceptorList()}
+		info.CronSchedule = j.CronSchedule
 		if j.ParentID != 0 {
 			info.ParentRunID = strconv.FormatUint(uint64(j.ParentID), 10)
 		}

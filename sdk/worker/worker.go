@@ -316,7 +316,7 @@ func New(c client.Client, taskQueue string, options Options) Worker {
 	if ok {
 		w.backend, w.e = backend, backend.Service()
 		if dcs, ok := backend.(dataConverterSource); ok {
-			w.e = withDataConverter(w.e, dcs.DataConverter())
+			w.e = withDataConverter(w.e, dcs.DataConverter(), dcs.FailureConverter())
 		}
 		identity, logger := backend.WorkerDefaults()
 		if options.Identity == "" {

@@ -21,6 +21,7 @@ func infoOf(w sdkhook.WorkflowInfo) Info {
 		WorkflowType:      Type{Name: w.WorkflowType},
 		TaskQueueName:     w.TaskQueue,
 		Attempt:           max(w.Attempt, 1),
+		CronSchedule:      w.CronSchedule,
 		Namespace:         "default",
 		WorkflowID:        w.WorkflowID,
 		RunID:             w.RunID,

@@ -42,6 +42,10 @@ type Info struct {
 	WorkflowStartTime time.Time
 	// Namespace is always "default": heddle has no namespaces.
 	Namespace string
+	// CronSchedule is the cron line the run was started with
+	// (StartWorkflowOptions.CronSchedule or a child's), the same for every
+	// run of the chain; "" for a run that is not a cron workflow's.
+	CronSchedule string
 
 	// WorkflowID, RunID and TaskQueue are the same as
 	// WorkflowExecution.ID, WorkflowExecution.RunID and TaskQueueName:
