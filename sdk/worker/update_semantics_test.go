@@ -18,8 +18,9 @@ import (
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
-// Temporal's semantics of updates that code ported from it relies on
-// (issue 20): updates are decided while the workflow's activities run, a
+// Temporal's semantics of updates that code ported from it relies on (as
+// go-workflows' and temporalio/features' scenarios found): updates are
+// decided while the workflow's activities run, a
 // panicking validator rejects the update and the run goes on, a validator
 // may leave out the Context, and a rejected update leaves nothing in the
 // history.
