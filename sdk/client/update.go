@@ -80,7 +80,7 @@ func (h *updateHandle) UpdateID() string   { return h.id }
 // its live state when it takes it: a rejection then, when the state
 // changed in between, is recorded and returned at the Accepted or
 // Completed stage. With no worker to validate it, UpdateWorkflow waits
-// until ctx's deadline and fails with it.
+// until ctx ends (its deadline: it fails with context.DeadlineExceeded).
 func (c *workflowClient) UpdateWorkflow(ctx context.Context, o UpdateWorkflowOptions) (WorkflowUpdateHandle, error) {
 	if o.WorkflowID == "" || o.UpdateName == "" {
 		return nil, fmt.Errorf("%w: UpdateWorkflowOptions needs WorkflowID and UpdateName", engine.ErrInvalidCommand)
@@ -140,13 +140,21 @@ func (c *workflowClient) UpdateWorkflow(ctx context.Context, o UpdateWorkflowOpt
 
 // validateUpdate asks a worker of run j to validate the update request
 // payload (workflow.ValidateUpdateQuery) and returns its decision.
+// As in Temporal, an update with no worker to take it waits for one until
+// ctx ends: a query's own wait, when ctx has no deadline, is only one
+// round of it.
 func (c *workflowClient) validateUpdate(ctx context.Context, j *engine.Job, payload []byte) (*workflow.UpdateOutcome, error) {
 	var v converter.EncodedValue
 	var err error
-	if c.opts.Querier != nil {
-		v, err = c.opts.Querier.QueryWorkflow(ctx, j.WorkflowID, strconv.FormatUint(uint64(j.ID), 10), workflow.ValidateUpdateQuery, json.RawMessage(payload))
-	} else {
-		v, err = c.askWorkers(ctx, j, workflow.ValidateUpdateQuery, json.RawMessage(payload))
+	for {
+		if c.opts.Querier != nil {
+			v, err = c.opts.Querier.QueryWorkflow(ctx, j.WorkflowID, strconv.FormatUint(uint64(j.ID), 10), workflow.ValidateUpdateQuery, json.RawMessage(payload))
+		} else {
+			v, err = c.askWorkers(ctx, j, workflow.ValidateUpdateQuery, json.RawMessage(payload))
+		}
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
 	}
 	if errors.Is(err, workflow.ErrUnknownQuery) {
 		// A worker of an earlier version, which validates updates only when

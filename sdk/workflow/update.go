@@ -281,8 +281,11 @@ func decisionOf(rejection error) UpdateOutcome {
 // not validated again: its recorded decision is the one that counts.
 func validateUpdate(x *replay.Execution, payload []byte) ([]byte, error) {
 	var req UpdateRequest
-	if err := json.Unmarshal(payload, &req); err != nil || req.ID == "" || req.Name == "" {
-		return nil, fmt.Errorf("workflow: a malformed update request (it needs an id and a name): %v", err)
+	if err := json.Unmarshal(payload, &req); err != nil {
+		return nil, fmt.Errorf("workflow: a malformed update request: %w", err)
+	}
+	if req.ID == "" || req.Name == "" {
+		return nil, errors.New("workflow: an update request needs an id and a name")
 	}
 	var o UpdateOutcome
 	st, started := x.Local().(*state)
