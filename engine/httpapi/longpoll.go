@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -47,10 +48,38 @@ func (s *Server) claim(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(jobs) > 0 && c.r.Context().Err() != nil {
+		// The caller went away while its claim was applied (a worker
+		// stopping cuts its long poll): nobody will receive these jobs.
+		s.releaseClaimed(c.r.Context(), jobs)
+		return nil, c.r.Context().Err()
+	}
 	if jobs == nil {
 		jobs = []engine.ClaimedJob{} // JSON readers see [], not null
 	}
 	return &engine.ClaimResult{Jobs: jobs}, nil
+}
+
+// releaseTimeout bounds how long the server tries to give back the jobs of
+// a claim whose caller went away.
+const releaseTimeout = 10 * time.Second
+
+// releaseClaimed gives back the jobs of a claim nobody will receive: each
+// is requeued at once, fenced by the lease the claim took
+// (engine.ReasonReleased), instead of sitting Running, leased to nobody,
+// until its lease runs out. A job whose lease moved on already (its
+// claimer learned of it by retrying the claim's request id, and gave it
+// back or drives it) is left alone: the fence refuses the requeue.
+func (s *Server) releaseClaimed(ctx context.Context, jobs []engine.ClaimedJob) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	for _, j := range jobs {
+		_, err := s.cfg.Service.Requeue(ctx, engine.Requeue{LeaseRef: engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}, Reason: engine.ReasonReleased})
+		if err != nil && !errors.Is(err, engine.ErrStaleAttempt) && s.cfg.Logger != nil {
+			s.cfg.Logger.Warn("httpapi: could not give back a job whose claimer went away; it is left to its lease",
+				"job", j.Job, "error", err)
+		}
+	}
 }
 
 // readyChecker is implemented by *engine.Engine: it says from local state

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -206,5 +208,69 @@ func TestWatchHistoryLongPoll(t *testing.T) {
 	}
 	if p := <-done; p == nil || len(p.Events) != 1 || p.Events[0].Type != engine.EventSignalReceived {
 		t.Fatalf("WatchHistory = %+v", p)
+	}
+}
+
+// slowClaims is a Service whose claims wait until the HTTP request that
+// asked for them has ended, then claim: a claim the node applies after its
+// caller went away.
+type slowClaims struct {
+	engine.Service
+	entered chan struct{}
+}
+
+type requestCtxKey struct{}
+
+func (s *slowClaims) Claim(ctx context.Context, c engine.Claim) ([]engine.ClaimedJob, error) {
+	close(s.entered)
+	<-ctx.Value(requestCtxKey{}).(context.Context).Done()
+	return s.Service.Claim(ctx, c)
+}
+
+// A claim applied after its caller went away (a worker that stops cuts
+// its long poll) used to leave its jobs Running, leased to nobody, until
+// their leases ran out; the server now gives them back at once.
+func TestClaimOfAGoneCallerIsReleased(t *testing.T) {
+	e := openEngine(t, engine.Limits{})
+	created, err := e.Create(context.Background(), engine.CreateJob{WorkflowID: "w", Type: "T", Queue: "gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &slowClaims{Service: e, entered: make(chan struct{})}
+	s, err := NewServer(ServerConfig{Service: svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{}, 1) // the claim's request was answered
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestCtxKey{}, r.Context())))
+		if r.URL.Path == "/v1/jobs/claim" {
+			served <- struct{}{}
+		}
+	}))
+	t.Cleanup(func() {
+		s.Close()
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	c := newClient(t, ClientConfig{Addrs: []string{hs.URL}})
+	ctx, cancel := context.WithCancel(context.Background())
+	claimed := make(chan error, 1)
+	go func() {
+		_, err := c.Claim(ctx, engine.Claim{Queue: "gone", Owner: "w1", Max: 1, LeaseMS: 60_000})
+		claimed <- err
+	}()
+	<-svc.entered
+	cancel()
+	if err := <-claimed; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cut claim: %v", err)
+	}
+	<-served
+	j, err := e.Describe(context.Background(), engine.Target{Job: created.Job})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != engine.StatusQueued || j.Attempt != 1 {
+		t.Fatalf("the job is %s at attempt %d (lease owner %q), want Queued again after its one claim", j.Status, j.Attempt, j.LeaseOwner)
 	}
 }

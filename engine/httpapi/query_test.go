@@ -111,6 +111,34 @@ func TestQueryWithoutWorkerTimesOut(t *testing.T) {
 	}
 }
 
+// A client's query that no worker answers waits for the caller's
+// deadline, past the server's wait (here PollWait), and fails with an
+// error that is both ErrQueryTimeout and context.DeadlineExceeded, as
+// Temporal's query fails with the deadline.
+func TestQueryWithoutWorkerWaitsForTheDeadline(t *testing.T) {
+	e := openEngine(t, engine.Limits{})
+	_, hs := serve(t, ServerConfig{Service: e})
+	if _, err := e.Create(context.Background(), engine.CreateJob{WorkflowID: "alone", Type: "T", Queue: "unserved"}); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, ClientConfig{Addrs: []string{hs.URL}, PollWait: 20 * time.Millisecond})
+	const wait = 200 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	start := time.Now()
+	_, err := c.QueryWorkflow(ctx, "alone", "", "sum")
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrQueryTimeout) {
+		t.Fatalf("a query nobody answers: %v, want ErrQueryTimeout and context.DeadlineExceeded", err)
+	}
+	if took := time.Since(start); took < wait-20*time.Millisecond {
+		t.Fatalf("it failed after %v, before the caller's deadline of %v", took, wait)
+	}
+	// Without a deadline, the client's wait is the query's.
+	if _, err := c.QueryWorkflow(context.Background(), "alone", "", "sum"); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrQueryTimeout) {
+		t.Fatalf("a query nobody answers, without a deadline: %v", err)
+	}
+}
+
 // The broker drops a task queue's entry once nobody uses it.
 func TestBrokerForgetsIdleQueues(t *testing.T) {
 	b := newBroker()

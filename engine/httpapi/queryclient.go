@@ -24,25 +24,39 @@ var _ WorkflowQuerier = (*Client)(nil)
 // QueryWorkflow asks the workers of the run's task queue, through the
 // server, to answer a query: it makes a Client usable as sdk/client's
 // Options.Querier. Some worker process must run ServeQueries for the queue.
-// It fails with ErrQueryTimeout when none answers before ctx ends (or within
-// the server's MaxWait).
+// As in Temporal, a query nobody answers waits for ctx's deadline, asking
+// the server again each time one of its waits (at most PollWait, and the
+// server's MaxWait) ends; then it fails with an error that matches both
+// ErrQueryTimeout and context.DeadlineExceeded. Without a deadline, one
+// wait is the query's.
 func (c *Client) QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error) {
 	input, err := converter.Encode(args...)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: query arguments: %w", err)
 	}
-	wait := c.pollWait(ctx)
-	if wait == 0 {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	var r QueryResult
-	err = c.do(ctx, request{method: http.MethodPost, path: "/v1/query", query: waitQuery(wait), wait: wait,
-		body: &QueryRequest{WorkflowID: workflowID, RunID: runID, QueryType: queryType, Args: input}, out: &r})
-	if err != nil {
+	_, hasDeadline := ctx.Deadline()
+	for {
+		wait := c.pollWait(ctx)
+		if wait == 0 {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		var r QueryResult
+		err = c.do(ctx, request{method: http.MethodPost, path: "/v1/query", query: waitQuery(wait), wait: wait,
+			body: &QueryRequest{WorkflowID: workflowID, RunID: runID, QueryType: queryType, Args: input}, out: &r})
+		switch {
+		case err == nil:
+			return converter.NewEncodedValue(r.Result), nil
+		case errors.Is(err, ErrQueryTimeout) && hasDeadline && c.pollWait(ctx) > 0:
+			continue // the deadline is further than the server's wait: ask again
+		case errors.Is(err, ErrQueryTimeout):
+			return nil, fmt.Errorf("%w: %w", err, context.DeadlineExceeded)
+		case errors.Is(ctx.Err(), context.DeadlineExceeded) && isContextError(err):
+			// The deadline ended the last wait before the server's answer.
+			return nil, fmt.Errorf("%w: no worker answered query %q of workflow %q before the deadline: %w", ErrQueryTimeout, queryType, workflowID, err)
+		}
 		return nil, err
 	}
-	return converter.NewEncodedValue(r.Result), nil
 }
 
 // maxConcurrentQueries bounds the queries one ServeQueries answers at once;

@@ -52,6 +52,11 @@ type yieldMsg struct {
 // errExit unwinds a coroutine's stack when the dispatcher closes.
 var errExit = errors.New("replay: coroutine exit")
 
+// IsExit reports whether a value recovered from a panic is the unwinding of
+// a closing coroutine, which SDK code that recovers panics of user code (an
+// update's validator) must let go on.
+func IsExit(recovered any) bool { return recovered == errExit }
+
 // PanicError reports workflow code that panicked: the value and the stack.
 type PanicError struct {
 	Coroutine string

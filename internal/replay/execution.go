@@ -109,6 +109,12 @@ type Execution struct {
 
 	// DeadlockTimeout is passed to the dispatcher; 0 means its default.
 	DeadlockTimeout time.Duration
+	// Shadow marks an execution that replays a history only to look at the
+	// state it reaches (an update's validation): nothing it does is ever
+	// recorded, so IsReplaying reports true even past the history's last
+	// decision, where the code would otherwise look live to loggers and
+	// interceptors.
+	Shadow bool
 
 	// configured is the input of the last job_configured written before
 	// the job's activation (a Draft job's new input), when there is one.
@@ -132,8 +138,9 @@ func (x *Execution) Now() time.Time { return time.UnixMilli(x.nowMS) }
 // history already holds: the events being applied were given as replayed,
 // and the history records a step of the code further on. Past the last
 // recorded step the code decides anew, even within a replayed stretch (a
-// new run's first turn is live from its first event).
-func (x *Execution) IsReplaying() bool { return x.replaying }
+// new run's first turn is live from its first event). A Shadow execution
+// is always replaying.
+func (x *Execution) IsReplaying() bool { return x.replaying || x.Shadow }
 
 // LastSeq is the seq of the last history event applied.
 func (x *Execution) LastSeq() uint64 { return x.lastSeq }

@@ -65,6 +65,10 @@ var (
 	NewEntry func(fn any, info WorkflowInfo) replay.Entry
 	// Query calls the query handler of the workflow x runs.
 	Query func(x *replay.Execution, queryType string, args []byte) ([]byte, error)
+	// ValidateUpdate decides an update request (a workflow.UpdateRequest)
+	// for the workflow x runs, writing nothing, and returns the decision (a
+	// workflow.UpdateOutcome).
+	ValidateUpdate func(x *replay.Execution, request []byte) ([]byte, error)
 	// FutureStep returns the step of the activity whose future f is (a
 	// workflow.Future from ExecuteActivity), or "".
 	FutureStep func(f any) string

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -31,8 +30,9 @@ import (
 var (
 	// ErrClientClosed: the client was closed before the call.
 	ErrClientClosed = errors.New("client: closed")
-	// ErrNoQuerier: no worker that could answer the query is known to the
-	// client (see Options.Querier).
+	// ErrNoQuerier: no worker that could answer a query (or validate an
+	// update) came to this process before the call's deadline (see
+	// Options.Querier); the error matches context.DeadlineExceeded too.
 	ErrNoQuerier = errors.New("client: no querier")
 )
 
@@ -164,9 +164,11 @@ type Options struct {
 	// Temporal's log.Logger: a *slog.Logger, a log.NewStructuredLogger, or
 	// any other implementation (the workers write to it through log.Slog).
 	Logger log.Logger
-	// Querier answers QueryWorkflow. Nil means: a worker of the run's
-	// queue made from this client in this process, else (over HTTP) the
-	// node, which asks the workers that serve its queries.
+	// Querier answers QueryWorkflow and validates updates. Nil means: a
+	// worker of the run's queue in this process made from a client of the
+	// same service, else (over HTTP) the node, which asks the workers that
+	// serve its queries; with neither, the call waits for one until its
+	// context's deadline.
 	Querier Querier
 	// DataConverter, if set, encodes the values the client and the workers
 	// made from it store (see converter.EncodeData): a
@@ -267,7 +269,7 @@ func NewWithOptions(e engine.Service, options Options) Client {
 		ics[i] = ic
 	}
 	tracer := tracing.TracerOf(tracing.Tracer(options.TracerProvider), ics...)
-	return withInterceptors(&workflowClient{e: e, opts: options, tracer: tracer, queriers: map[string][]Querier{}})
+	return withInterceptors(&workflowClient{e: e, opts: options, tracer: tracer})
 }
 
 // workflowClient is the one Client.
@@ -276,9 +278,8 @@ type workflowClient struct {
 	opts   Options
 	tracer trace.Tracer // nil: no spans
 
-	mu       sync.Mutex
-	closed   bool
-	queriers map[string][]Querier // the workers made from this client, by queue
+	mu     sync.Mutex
+	closed bool
 }
 
 var _ sdkhook.ClientBackend = (*workflowClient)(nil)
@@ -299,17 +300,6 @@ func (c *workflowClient) Interceptors() []any {
 		out[i] = ic
 	}
 	return out
-}
-
-func (c *workflowClient) AddQuerier(queue string, q sdkhook.Querier) func() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.queriers[queue] = append(c.queriers[queue], q)
-	return func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.queriers[queue] = slices.DeleteFunc(c.queriers[queue], func(x Querier) bool { return x == q })
-	}
 }
 
 func (c *workflowClient) Close() {
@@ -338,22 +328,7 @@ func (c *workflowClient) QueryWorkflow(ctx context.Context, workflowID, runID, q
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	local := slices.Clone(c.queriers[j.Queue])
-	c.mu.Unlock()
-	var errs []error
-	for _, q := range local {
-		v, err := q.QueryWorkflow(ctx, workflowID, runID, queryType, args...)
-		if err == nil || !errors.Is(err, sdkhook.ErrTypeNotRegistered) {
-			return v, err
-		}
-		errs = append(errs, err)
-	}
-	if remote, ok := c.e.(Querier); ok {
-		return remote.QueryWorkflow(ctx, workflowID, runID, queryType, args...)
-	}
-	return nil, errors.Join(fmt.Errorf("%w: no worker of queue %q with workflow type %q runs in this process (make one with worker.New from this client, or set Options.Querier)",
-		ErrNoQuerier, j.Queue, j.Type), errors.Join(errs...))
+	return c.askWorkers(ctx, j, queryType, args...)
 }
 
 // IDReusePolicy decides what a start does when its workflow id has a run.

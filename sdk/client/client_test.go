@@ -234,9 +234,19 @@ func TestGetReturnsWorkflowExecutionError(t *testing.T) {
 	if err := c.GetWorkflow(ctx, "nobody", "").Get(ctx, nil); !errors.Is(err, engine.ErrUnknownJob) {
 		t.Errorf("Get of an unknown workflow = %v", err)
 	}
-	// Without a worker of the run's queue in this process, a query has no
-	// one to ask.
-	if _, err := client.New(e).QueryWorkflow(ctx, "terminated", "", "any"); !errors.Is(err, client.ErrNoQuerier) {
+	// Any client of the engine reaches the worker of the run's queue in
+	// this process, not only the client the worker was made from.
+	if _, err := client.New(e).QueryWorkflow(ctx, "terminated", "", "any"); !errors.Is(err, workflow.ErrUnknownQuery) {
+		t.Errorf("query of another client's worker = %v", err)
+	}
+	// Without a worker of the run's queue in this process, a query waits
+	// for its deadline, as in Temporal.
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "unserved", TaskQueue: "nobody"}, Waits); err != nil {
+		t.Fatal(err)
+	}
+	qctx, qcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer qcancel()
+	if _, err := client.New(e).QueryWorkflow(qctx, "unserved", "", "any"); !errors.Is(err, client.ErrNoQuerier) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("query without a worker = %v", err)
 	}
 	// A closed client refuses.

@@ -12,6 +12,7 @@ import (
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
@@ -60,6 +61,9 @@ type updateHandle struct {
 	workflowID string
 	job        engine.JobID
 	id         string
+	// name is the update's name, which a rejection carries; a handle made
+	// by GetWorkflowUpdateHandle learns it from the request in the history.
+	name string
 }
 
 func (h *updateHandle) WorkflowID() string { return h.workflowID }
@@ -67,9 +71,16 @@ func (h *updateHandle) RunID() string      { return strconv.FormatUint(uint64(h.
 func (h *updateHandle) UpdateID() string   { return h.id }
 
 // UpdateWorkflow sends an update to a run and waits for WaitForStage
-// (Completed when unspecified). The request is a signal, so it is durable
-// once sent; a rejection (by the validator, or for arguments that do not
-// decode) is returned as an error at the Accepted or Completed stage.
+// (Completed when unspecified). As in Temporal, a worker with the
+// workflow's code first validates the update (on a replay of the run's
+// history, asked as queries are): a rejection (by the validator, a panic
+// in it, an unknown update, arguments that do not decode) is returned at
+// once and leaves nothing in the history. An accepted update is then sent
+// as a signal, durable from then on, which the workflow validates again on
+// its live state when it takes it: a rejection then, when the state
+// changed in between, is recorded and returned at the Accepted or
+// Completed stage. With no worker to validate it, UpdateWorkflow waits
+// until ctx ends (its deadline: it fails with context.DeadlineExceeded).
 func (c *workflowClient) UpdateWorkflow(ctx context.Context, o UpdateWorkflowOptions) (WorkflowUpdateHandle, error) {
 	if o.WorkflowID == "" || o.UpdateName == "" {
 		return nil, fmt.Errorf("%w: UpdateWorkflowOptions needs WorkflowID and UpdateName", engine.ErrInvalidCommand)
@@ -87,13 +98,27 @@ func (c *workflowClient) UpdateWorkflow(ctx context.Context, o UpdateWorkflowOpt
 	if err != nil {
 		return nil, err
 	}
+	j, err := c.e.Describe(ctx, target(o.WorkflowID, o.RunID))
+	if err != nil {
+		return nil, err
+	}
+	if j.Status.Terminal() {
+		return nil, fmt.Errorf("%w: update %s of workflow %q: run %d is %s", engine.ErrJobClosed, o.UpdateName, j.WorkflowID, j.ID, j.Status)
+	}
+	decision, err := c.validateUpdate(ctx, j, payload)
+	if err != nil {
+		return nil, fmt.Errorf("client: update %s of workflow %q: validation: %w", o.UpdateName, j.WorkflowID, err)
+	}
+	if decision.Failure != nil {
+		return nil, rejected(o.UpdateName, decision.Failure)
+	}
 	sig := engine.Signal{Target: target(o.WorkflowID, o.RunID), Name: workflow.UpdateSignalName, Payload: payload}
 	sig.RequestID = "update/" + o.WorkflowID + "/" + o.UpdateID
 	res, err := c.e.Signal(ctx, sig)
 	if err != nil {
 		return nil, err
 	}
-	h := &updateHandle{c: c, workflowID: o.WorkflowID, job: res.Job, id: o.UpdateID}
+	h := &updateHandle{c: c, workflowID: o.WorkflowID, job: res.Job, id: o.UpdateID, name: o.UpdateName}
 	switch o.WaitForStage {
 	case WorkflowUpdateStageAdmitted:
 		return h, nil
@@ -111,6 +136,40 @@ func (c *workflowClient) UpdateWorkflow(ctx context.Context, o UpdateWorkflowOpt
 		return nil, err
 	}
 	return h, nil
+}
+
+// validateUpdate asks a worker of run j to validate the update request
+// payload (workflow.ValidateUpdateQuery) and returns its decision.
+// As in Temporal, an update with no worker to take it waits for one until
+// ctx ends: a query's own wait, when ctx has no deadline, is only one
+// round of it.
+func (c *workflowClient) validateUpdate(ctx context.Context, j *engine.Job, payload []byte) (*workflow.UpdateOutcome, error) {
+	var v converter.EncodedValue
+	var err error
+	for {
+		if c.opts.Querier != nil {
+			v, err = c.opts.Querier.QueryWorkflow(ctx, j.WorkflowID, strconv.FormatUint(uint64(j.ID), 10), workflow.ValidateUpdateQuery, json.RawMessage(payload))
+		} else {
+			v, err = c.askWorkers(ctx, j, workflow.ValidateUpdateQuery, json.RawMessage(payload))
+		}
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+	}
+	if errors.Is(err, workflow.ErrUnknownQuery) {
+		// A worker of an earlier version, which validates updates only when
+		// the workflow takes them: admit the update, and read its decision
+		// from the history.
+		return &workflow.UpdateOutcome{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var o workflow.UpdateOutcome
+	if err := v.Get(&o); err != nil {
+		return nil, fmt.Errorf("the worker's decision: %w", err)
+	}
+	return &o, nil
 }
 
 // UpdateRejectedError is an update the workflow's validator refused (or
@@ -140,7 +199,7 @@ func (h *updateHandle) Get(ctx context.Context, valuePtr any) error {
 		return err
 	}
 	if decision.Failure != nil {
-		return rejected("", decision.Failure)
+		return rejected(h.name, decision.Failure)
 	}
 	done, err := h.wait(ctx, "completed")
 	if err != nil {
@@ -165,6 +224,12 @@ func (h *updateHandle) wait(ctx context.Context, stage string) (*workflow.Update
 		}
 		for _, ev := range page.Events {
 			after = ev.Seq
+			if h.name == "" && ev.Type == engine.EventSignalReceived && ev.Name == workflow.UpdateSignalName {
+				var req workflow.UpdateRequest
+				if json.Unmarshal(ev.Payload, &req) == nil && req.ID == h.id {
+					h.name = req.Name // for the rejection's UpdateName
+				}
+			}
 			if ev.Type == replay.EventMarkerRecorded && ev.Step == step {
 				var o workflow.UpdateOutcome
 				if err := json.Unmarshal(ev.Payload, &o); err != nil {

@@ -193,23 +193,40 @@ func TestClientAndUpdates(t *testing.T) {
 		t.Errorf("client calls:\n%s\nwant:\n%s", got, strings.Join(wantClient, "\n"))
 	}
 	// The first run's trace: c-2 and c-3 add theirs after it, so only its
-	// first lines are compared.
+	// first lines are compared. Each update is validated first, before it
+	// is admitted, by a worker on a replay of the run (whose calls are
+	// replay calls), at a time of its own against the run's turns: the
+	// validations are compared on their own. An accepted update is
+	// validated again when the run takes it.
 	wantRun := []string{
 		"InterceptWorkflow",
 		"in ExecuteWorkflow []",
 		"out SetUpdateHandler add",
 		"out SetQueryHandler total",
 		"out GetSignalChannel note",
-		"in ValidateUpdate add [2]",
 		"in ExecuteUpdate add [2]",
-		"in ValidateUpdate add [13]",
-		"in ValidateUpdate add [-5]",
 		"in HandleQuery total -> 2 <nil>",
 		"in HandleSignal note \"HI\"",
 		"in ExecuteWorkflow returned 2 HI <nil>",
 	}
-	got := tr.trace("Counter", true)
+	wantValidations := []string{
+		"in ValidateUpdate add [2]", // before its admission
+		"in ValidateUpdate add [2]", // when the run takes it
+		"in ValidateUpdate add [13]",
+		"in ValidateUpdate add [-5]",
+	}
+	var got, validations []string
+	for _, l := range tr.trace("Counter", true) {
+		if strings.HasPrefix(l, "in ValidateUpdate ") {
+			validations = append(validations, l)
+		} else {
+			got = append(got, l)
+		}
+	}
 	if len(got) < len(wantRun) || strings.Join(got[:len(wantRun)], "\n") != strings.Join(wantRun, "\n") {
 		t.Errorf("Counter's calls:\n%s\nwant them to start with:\n%s", strings.Join(got, "\n"), strings.Join(wantRun, "\n"))
+	}
+	if strings.Join(validations, "\n") != strings.Join(wantValidations, "\n") {
+		t.Errorf("Counter's validations:\n%s\nwant:\n%s", strings.Join(validations, "\n"), strings.Join(wantValidations, "\n"))
 	}
 }

@@ -3,6 +3,7 @@ package testsuite
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -134,14 +135,23 @@ func (env *TestWorkflowEnvironment) UpdateWorkflowNoRejection(updateName, update
 	}, args...)
 }
 
-// sendUpdate writes the update request (a signal, durable at once, so the
-// driver sees the run has work) and waits for its outcome on a goroutine.
+// sendUpdate validates the update and writes the request (a signal, durable
+// at once, so the driver sees the run has work), then waits for its
+// outcome on a goroutine; an update its validation rejects is rejected at
+// once.
 func (env *TestWorkflowEnvironment) sendUpdate(workflowID, run, updateName, updateID string, uc UpdateCallbacks, args []any) error {
 	lr := env.run
 	h, err := lr.cl.UpdateWorkflow(context.Background(), client.UpdateWorkflowOptions{
 		WorkflowID: workflowID, RunID: run, UpdateName: updateName, UpdateID: updateID, Args: args,
 		WaitForStage: client.WorkflowUpdateStageAdmitted,
 	})
+	var rej *client.UpdateRejectedError
+	if errors.As(err, &rej) {
+		// Rejected before it was admitted: the callback gets the
+		// validator's error, as Temporal's does.
+		uc.Reject(rej.Cause)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("testsuite: update %s of %s: %w", updateName, workflowID, err)
 	}

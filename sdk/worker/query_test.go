@@ -61,11 +61,43 @@ func testQueryWorkflow(t *testing.T, cache int) {
 	if err := run.Get(ctx, &final); err != nil || final != 3 {
 		t.Fatalf("result %d, %v", final, err)
 	}
-	// A client with no querier of its own: in process, no worker made
-	// from it runs, so nobody can answer; over HTTP the node asks the
-	// workers that serve its queries, as the test's worker does.
-	_, err = client.New(service(t, e)).QueryWorkflow(ctx, "tally", "", "count")
-	if overHTTP() != (err == nil) || !overHTTP() && !errors.Is(err, client.ErrNoQuerier) {
+	// A client with no querier of its own: in process, the worker of the
+	// same engine answers, as any Temporal client reaches any worker; over
+	// HTTP the node asks the workers that serve its queries, as the test's
+	// worker does.
+	v, err = client.New(service(t, e)).QueryWorkflow(ctx, "tally", "", "count", 0)
+	if err != nil {
 		t.Fatalf("a client without a querier: %v (over HTTP: %v)", err, overHTTP())
+	}
+	if err := v.Get(&got); err != nil || got != 3 {
+		t.Fatalf("a client without a querier: %d, %v; want 3", got, err)
+	}
+}
+
+// A query of a run that no worker serves waits for the caller's deadline
+// and fails with it, as in Temporal: in process (where it used to fail at
+// once with ErrNoQuerier) and over HTTP (where it used to fail with a
+// "query timed out" that was not the deadline's error).
+func TestQueryWithoutWorkerWaitsForTheDeadline(t *testing.T) {
+	e := open(t)
+	c := client.New(service(t, e))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "unqueried", TaskQueue: "nobody"}, Tally); err != nil {
+		t.Fatal(err)
+	}
+	const wait = 300 * time.Millisecond
+	qctx, qcancel := context.WithTimeout(ctx, wait)
+	defer qcancel()
+	start := time.Now()
+	_, err := c.QueryWorkflow(qctx, "unqueried", "", "count", 0)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a query nobody answers: %v, want context.DeadlineExceeded", err)
+	}
+	if took := time.Since(start); took < wait-50*time.Millisecond {
+		t.Errorf("it failed after %v, before the caller's deadline of %v", took, wait)
+	}
+	if !overHTTP() && !errors.Is(err, client.ErrNoQuerier) {
+		t.Errorf("in process the deadline's error also says why: %v, want it to match client.ErrNoQuerier", err)
 	}
 }

@@ -310,7 +310,7 @@ func TestReplayFreshHistory(t *testing.T) {
 
 // The committed files read back and export to the same bytes.
 func TestHistoryFilesRoundTrip(t *testing.T) {
-	for _, path := range []string{v1History} {
+	for _, path := range []string{v1History, updateV1History} {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

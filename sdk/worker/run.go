@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
@@ -188,10 +189,31 @@ func (r *run) drive() (released bool, err error) {
 		if err := r.setTimers(cmds); err != nil {
 			return false, err
 		}
+		if answersUpdate(r.pending) {
+			// An update's decision or outcome is written now, not with the
+			// next commit: its caller waits for it, and may be the very
+			// activity that runs (Temporal decides updates while
+			// activities run).
+			if err := r.flush(); err != nil {
+				return false, err
+			}
+			continue
+		}
 		if err := r.await(cmds); err != nil {
 			return false, err
 		}
 	}
+}
+
+// answersUpdate reports whether events holds an update's decision or
+// outcome marker.
+func answersUpdate(events []engine.NewEvent) bool {
+	for _, ev := range events {
+		if ev.Type == replay.EventMarkerRecorded && strings.HasPrefix(ev.Step, "k:update:") {
+			return true
+		}
+	}
+	return false
 }
 
 // act runs the steps in order over cmds and stops at the first that made

@@ -6,6 +6,8 @@ package worker
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -551,8 +553,16 @@ func (w *queueWorker) poll() {
 			}
 		}
 		claimCtx, types := w.claimContext()
-		jobs, err := w.e.ClaimWait(claimCtx, engine.Claim{Queue: w.queue, Owner: w.opts.Identity, Max: free,
-			LeaseMS: w.opts.LeaseTTL.Milliseconds(), Types: types, TailEvents: claimTailEvents})
+		claim := engine.Claim{Queue: w.queue, Owner: w.opts.Identity, Max: free,
+			LeaseMS: w.opts.LeaseTTL.Milliseconds(), Types: types, TailEvents: claimTailEvents}
+		lossy := w.claimsMayBeLost()
+		if lossy {
+			claim.RequestID = claimRequestID()
+		}
+		jobs, err := w.e.ClaimWait(claimCtx, claim)
+		if err != nil && claimCtx.Err() != nil && lossy {
+			w.releaseLostClaim(claim)
+		}
 		for i := len(jobs); i < free; i++ {
 			<-w.slots
 		}
@@ -588,6 +598,54 @@ func (w *queueWorker) poll() {
 				defer func() { <-w.slots }()
 				w.handle(j)
 			}(j)
+		}
+	}
+}
+
+// claimsMayBeLost reports whether a claim cut short by its context may
+// still be applied by the service, its answer lost: over HTTP (a node
+// applies a claim whose request was cut while it was being applied) and
+// through any other service. An embedded engine never loses one: its
+// ClaimWait returns what it claimed even when its context ends meanwhile.
+func (w *queueWorker) claimsMayBeLost() bool {
+	_, embedded := rawService(w.e).(*engine.Engine)
+	return !embedded
+}
+
+// claimRequestID is a fresh request id for one ClaimWait: a retry of the
+// claim under it gets what the claim took.
+func claimRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand does not fail
+	return "claim-" + hex.EncodeToString(b[:])
+}
+
+// releaseLostTimeout bounds how long a worker tries to give back what a
+// cut-short claim took; past it, the jobs wait for their leases to run out.
+const releaseLostTimeout = 10 * time.Second
+
+// releaseLostClaim gives back what claim took after the worker stopped
+// waiting for it (Stop, or a registration that restarts the claim): the
+// service may have applied it all the same, its answer lost with the
+// request, leaving jobs leased to a worker that will never drive them.
+// Asking again under the claim's request id returns what it took (when it
+// took nothing, it claims afresh, which is given back as well), and each
+// job is requeued at once, fenced by its lease (engine.ReasonReleased),
+// instead of sitting Running until its lease runs out.
+func (w *queueWorker) releaseLostClaim(claim engine.Claim) {
+	ctx, cancel := context.WithTimeout(w.ctx, releaseLostTimeout)
+	defer cancel()
+	jobs, err := w.e.Claim(ctx, claim)
+	if err != nil {
+		w.obs.log.Warn("worker: could not learn what a cut-short claim took; its jobs, if any, are left to their leases",
+			"queue", w.queue, "error", err)
+		return
+	}
+	for _, j := range jobs {
+		_, err := w.e.Requeue(ctx, engine.Requeue{LeaseRef: engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}, Reason: engine.ReasonReleased})
+		if err != nil && !errors.Is(err, engine.ErrStaleAttempt) {
+			w.obs.log.Warn("worker: could not give back a job a cut-short claim took; it is left to its lease",
+				"queue", w.queue, "job", j.Job, "error", err)
 		}
 	}
 }

@@ -11,6 +11,7 @@ func init() {
 		return newEntryWith(fn, infoOf(info), info.Logger, info.Interceptors)
 	}
 	sdkhook.Query = runQuery
+	sdkhook.ValidateUpdate = validateUpdate
 }
 
 // infoOf turns what the worker knows of a run into the Info workflow code

@@ -225,14 +225,15 @@ func (r *interceptRoot) ValidateUpdate(ctx Context, updateName string, args []an
 	if !h.validator.IsValid() {
 		return nil
 	}
-	in, err := callArgs(h.validator.Type(), ctx, args)
+	first := 0 // a validator without a Context takes the arguments from its first parameter
+	if h.validatorCtx {
+		first = 1
+	}
+	rest, err := valuesOf(h.validator.Type(), first, args)
 	if err != nil {
 		return err
 	}
-	if out := h.validator.Call(in); !out[0].IsNil() {
-		return out[0].Interface().(error)
-	}
-	return nil
+	return h.callValidator(append([]reflect.Value{reflect.ValueOf(ctx)}, rest...))
 }
 
 // ExecuteUpdate runs the handler of update updateName.
