@@ -186,7 +186,7 @@ func Check(b []byte, lim Limits) (Stats, error) {
 		}
 	}
 	if pos != len(b) {
-		return st, &Error{Offset: pos, Err: ErrMalformed, Detail: fmt.Sprintf("%d bytes follow the value", len(b)-pos)}
+		return st, &Error{Offset: pos, Err: ErrMalformed, Detail: fmt.Sprintf("%d trailing bytes after the value", len(b)-pos)}
 	}
 	if tooDeep >= 0 {
 		return st, &Error{Offset: tooDeep, Err: ErrTooDeep, Detail: fmt.Sprintf("nested deeper than %d levels", lim.MaxDepth)}
