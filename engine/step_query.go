@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/heddlewf/heddle/internal/payloadview"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -32,8 +33,9 @@ type StepInfo struct {
 	DependsOn    []string          `json:"depends_on,omitempty" msgpack:"dp,omitempty"`
 	// WaitingForResource: the step waits in the queue for a unit.
 	WaitingForResource bool `json:"waiting_for_resource,omitempty" msgpack:"wr,omitempty"`
-	// Question is what a NEEDS_USER step asks; AnswerDueMS when the
-	// answer times out (0: never).
+	// Question is what a NEEDS_USER step asks: the payload when it is JSON
+	// nested at most 32 levels, else the payload as a JSON string; and
+	// AnswerDueMS when the answer times out (0: never).
 	Question    json.RawMessage `json:"question,omitempty" msgpack:"q,omitempty"`
 	AnswerDueMS int64           `json:"answer_due_ms,omitempty" msgpack:"ad,omitempty"`
 	// Decision is the critic's last decision on the step.
@@ -145,9 +147,14 @@ func StepInfos(j *Job, hist []Event, recs map[string]*StepRecord) []StepInfo {
 	return out
 }
 
-// jsonOrString keeps a payload that is JSON as it is and quotes one that is not.
+// jsonOrString keeps a payload that is JSON as it is and quotes one that is
+// not, or that nests deeper than payloadview.DefaultMaxDepth levels:
+// encoding/json refuses to write a document nested more than 10,000 levels,
+// so a question nested that deep would fail the whole answer, and one a
+// little less deep costs a reader two bytes per level on every line it
+// indents.
 func jsonOrString(b []byte) json.RawMessage {
-	if json.Valid(b) {
+	if json.Valid(b) && payloadview.JSONDepth(b) <= payloadview.DefaultMaxDepth {
 		return json.RawMessage(b)
 	}
 	q, _ := json.Marshal(string(b))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/heddlewf/heddle/internal/msgpackscan"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -26,6 +27,10 @@ const (
 // maxEntryCommands bounds the commands one entry may carry, so a corrupt
 // count cannot make the decoder allocate without bound.
 const maxEntryCommands = 1 << 16
+
+// maxEntryDepth bounds an entry body's nesting: a map holding an array of
+// byte strings, or a map of strings.
+const maxEntryDepth = 4
 
 type commandsBody struct {
 	Cmds [][]byte `msgpack:"c"`
@@ -67,9 +72,11 @@ func decodeEntry(b []byte) (decodedEntry, error) {
 	}
 	e.kind = entryKind(b[1])
 	body := b[2:]
-	// Skip validates the structure first: a length prefix larger than what
-	// follows is refused before the decoder reserves memory for it.
-	if err := msgpack.NewDecoder(bytes.NewReader(body)).Skip(); err != nil {
+	// The structure is walked first, in a loop: a length prefix larger
+	// than what follows is refused before the decoder reserves memory for
+	// it, and nesting deeper than an entry has before the decoder recurses
+	// into it.
+	if _, err := msgpackscan.Check(body, msgpackscan.Limits{MaxDepth: maxEntryDepth}); err != nil {
 		return e, &EntryError{Reason: "malformed body: " + err.Error()}
 	}
 	r := bytes.NewReader(body)

@@ -210,6 +210,8 @@ func TestDecodeEntryRejects(t *testing.T) {
 		{"kind", []byte{entryVersion, 7, 0x80}, "unknown kind 7"},
 		{"truncated", good[:len(good)-1], "malformed body"},
 		{"trailing", append(append([]byte(nil), good...), 0), "bytes after"},
+		{"a length beyond the bytes", []byte{entryVersion, byte(entryCommands), 0x81, 0xa1, 'c', 0xdd, 0xff, 0xff, 0xff, 0xff, 0xc0}, "only 1 bytes are left"},
+		{"nested too deep", append(append([]byte{entryVersion, byte(entryCommands)}, bytes.Repeat([]byte{0x91}, 1_000_000)...), 0xc0), "nested deeper than 4 levels"},
 		{"no commands", mustEntry(t, entryCommands, &commandsBody{}), "0 commands"},
 		{"node without id", mustEntry(t, entryNode, &nodeBody{}), "without an id"},
 	} {
@@ -241,6 +243,8 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Add(good)
 	f.Add(cmds)
 	f.Add([]byte{entryVersion, byte(entryCommands), 0xdd, 0xff, 0xff, 0xff, 0xff})
+	f.Add(append(append([]byte{entryVersion, byte(entryCommands)}, bytes.Repeat([]byte{0x91}, 200)...), 0xc0))
+	f.Add([]byte{entryVersion, byte(entryNode), 0x81, 0xa1, 'i', 0xdb, 0xff, 0xff, 0xff, 0xff, 'n'})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := decodeEntry(b)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/heddlewf/heddle/internal/msgpackscan"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -68,6 +69,11 @@ func MustEncode(kind Kind, version byte, v any) []byte {
 	return b
 }
 
+// maxRecordDepth bounds how deeply a record nests arrays and maps. heddle's
+// record types nest a handful of levels; payloads are kept as opaque bytes,
+// whose content is not nesting.
+const maxRecordDepth = 32
+
 // Decode checks that b holds a record of kind with a version in
 // [1, maxVersion] and decodes it into v. It returns the version found. Every
 // failure is a *CorruptError.
@@ -81,24 +87,20 @@ func Decode(b []byte, kind Kind, maxVersion byte, v any) (byte, error) {
 	if b[1] == 0 || b[1] > maxVersion {
 		return 0, &CorruptError{Kind: kind, Reason: fmt.Sprintf("version %d is not in [1, %d]", b[1], maxVersion)}
 	}
+	// Walk the encoding once before decoding it: the decoder pre-sizes
+	// maps, slices and strings from the lengths the input claims, so a few
+	// corrupt bytes could otherwise demand gigabytes, and it recurses once
+	// per level of nesting, so a deeply nested record could exhaust the
+	// stack. The walk is a loop that refuses a length the bytes left cannot
+	// hold and nesting deeper than any record type has.
+	if _, err := msgpackscan.Check(b[2:], msgpackscan.Limits{MaxDepth: maxRecordDepth}); err != nil {
+		return 0, &CorruptError{Kind: kind, Reason: err.Error()}
+	}
 	// A fresh decoder per call: msgpack's pooled decoders keep the buffer a
 	// failed decode grew to fit a corrupt length, so pooling them lets
 	// repeated reads of one bad record grow memory without bound.
-	dec := msgpack.NewDecoder(nil)
-	// Walk the encoding once with Skip before decoding: Skip allocates
-	// nothing per element, while Decode pre-sizes maps and slices from the
-	// lengths the input claims, so a few corrupt bytes could otherwise
-	// demand gigabytes.
 	r := bytes.NewReader(b[2:])
-	dec.Reset(r)
-	if err := dec.Skip(); err != nil {
-		return 0, &CorruptError{Kind: kind, Reason: err.Error()}
-	}
-	if r.Len() != 0 {
-		return 0, &CorruptError{Kind: kind, Reason: fmt.Sprintf("%d trailing bytes", r.Len())}
-	}
-	r.Reset(b[2:])
-	dec.Reset(r)
+	dec := msgpack.NewDecoder(r)
 	if err := dec.Decode(v); err != nil {
 		return 0, &CorruptError{Kind: kind, Reason: err.Error()}
 	}

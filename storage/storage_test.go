@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"math"
 	"reflect"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -360,8 +361,10 @@ func TestCodecErrors(t *testing.T) {
 		{"unknown kind", with(func(b []byte) []byte { b[0] = 77; return b }), KindJob, "type byte is kind(77)"},
 		{"version 0", with(func(b []byte) []byte { b[1] = 0; return b }), KindJob, "version 0 is not in [1, 3]"},
 		{"version above max", with(func(b []byte) []byte { b[1] = 4; return b }), KindJob, "version 4 is not in [1, 3]"},
-		{"truncated", good[:len(good)-2], KindJob, "EOF"},
-		{"header only", good[:2], KindJob, "EOF"},
+		{"truncated", good[:len(good)-2], KindJob, "are left [HDL-MSGPACK-0001]"},
+		{"header only", good[:2], KindJob, "the bytes end inside a value"},
+		{"a length beyond the bytes", append([]byte{byte(KindJob), 1, 0xdd, 0xff, 0xff, 0xff, 0xff}, 0xc0), KindJob, "4294967295 more values are declared but only 1 bytes are left"},
+		{"nested too deep", append(append([]byte{byte(KindJob), 1}, bytes.Repeat([]byte{0x91}, 33)...), 0xc0), KindJob, "nested deeper than 32 levels"},
 		{"trailing", append(slices.Clone(good), 0xc0, 0xc0), KindJob, "2 trailing bytes"},
 		{"wrong type", MustEncode(KindJob, 1, []int{1, 2}), KindJob, "corrupt job record"},
 	} {
@@ -1051,5 +1054,37 @@ func TestFailedReadIsErrRead(t *testing.T) {
 	_, err := r.Get(JobKey(1))
 	if !errors.Is(err, ErrRead) || !errors.Is(err, badger.ErrDiscardedTxn) || errors.Is(err, ErrNotFound) {
 		t.Fatalf("read of a discarded transaction: %v, want ErrRead wrapping badger.ErrDiscardedTxn", err)
+	}
+}
+
+// A record nested a million levels deep (a megabyte, corrupt or crafted)
+// is refused by a walk that keeps a counter per level up to the bound:
+// msgpack's own Skip, which Decode ran before, recursed once per level and
+// grew the goroutine's stack by 256 MB for it (a few megabytes more and the
+// process dies of a stack overflow no recover catches).
+func TestDecodeDeepRecordDoesNotRecurse(t *testing.T) {
+	b := append(append([]byte{byte(KindJob), 1}, bytes.Repeat([]byte{0x91}, 1<<20)...), 0xc0)
+	type result struct {
+		err   error
+		stats runtime.MemStats
+	}
+	done := make(chan result)
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	// A fresh goroutine starts with a small stack: what it grows to is
+	// what Decode took.
+	go func() {
+		var out testRec
+		_, err := Decode(b, KindJob, 1, &out)
+		var r result
+		runtime.ReadMemStats(&r.stats)
+		r.err = err
+		done <- r
+	}()
+	r := <-done
+	wantCorrupt(t, r.err, "nested deeper than 32 levels")
+	after := r.stats
+	if grew := int64(after.StackInuse) - int64(before.StackInuse); grew > 1<<20 {
+		t.Errorf("decoding grew the stacks by %d KiB", grew>>10)
 	}
 }

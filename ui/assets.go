@@ -51,8 +51,9 @@ func staticHandler() http.Handler {
 	})
 }
 
-// parsePages parses every page template with the layout: one template set
-// per page, so that each page defines its own "content".
+// parsePages parses every page template with the layout and the payload
+// partial: one template set per page, so that each page defines its own
+// "content".
 func parsePages() (map[string]*template.Template, error) {
 	names, err := fs.Glob(assets, "assets/templates/*.html")
 	if err != nil {
@@ -64,7 +65,7 @@ func parsePages() (map[string]*template.Template, error) {
 		if base == "layout.html" {
 			continue
 		}
-		t, err := template.New(base).Funcs(funcs).ParseFS(assets, "assets/templates/layout.html", n)
+		t, err := template.New(base).Funcs(funcs).ParseFS(assets, "assets/templates/layout.html", "assets/templates/payload.tmpl", n)
 		if err != nil {
 			return nil, err
 		}

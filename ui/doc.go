@@ -32,8 +32,15 @@
 //	GET  /ui/review?state=&queue=&after=
 //	                                 the tasks awaiting a person across jobs, with their manifests
 //	POST /ui/review/{task}/{op}      op approve, reject, resubmit or terminate; reason, expect (a state)
+//	GET  /ui/runs/{job}/events/{seq}/payload, /ui/runs/{job}/steps/{step}/question,
+//	     /ui/review/{task}/output    a payload's bytes, as an attachment
 //	GET  /ui/signin, POST /ui/signin, POST /ui/signout
 //	GET  /ui/static/...              the stylesheet and the script
+//
+// A payload is rendered with internal/payloadview: never decoded into
+// values, at most 32 levels deep, 64 KiB of text and 10,000 values. One
+// nested deeper is shown as a placeholder with its size, a longer one as
+// its start, each with a link to its bytes.
 //
 // # Sign-in
 //

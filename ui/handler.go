@@ -63,6 +63,7 @@ func (h *Handler) routes() {
 	for _, f := range features {
 		h.page("GET "+Path+"/"+f.Path, h.feature(f))
 	}
+	h.payloadRoutes()
 	h.page(Path+"/", func(*request) (*page, error) {
 		return nil, &pageError{status: http.StatusNotFound, msg: "There is no such page."}
 	})

@@ -1,130 +1,197 @@
 package ui
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/vmihailenco/msgpack/v5"
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/internal/payloadview"
 )
 
-// maxPayloadShown bounds how much of one payload a page prints: a history
-// may hold megabytes, and a person reads the start.
-const maxPayloadShown = 64 << 10
+// The bounds of a payload on a page. A payload is whatever a client
+// stored, up to the engine's payload limit: a page shows the start of it,
+// rendered without ever building the decoded value (package payloadview),
+// and links its bytes. So one payload costs a view at most about a
+// megabyte of memory, whatever it holds, and nothing of it outlives the
+// page's rendering.
+var (
+	// pageLimits: a payload in a panel or the timeline, indented.
+	pageLimits = payloadview.Limits{}
+	// inlineLimits: a payload in a table cell, on one line.
+	inlineLimits = payloadview.Limits{MaxTextBytes: 200, MaxValues: 50}
+)
 
-// payloadView is a payload as a page shows it.
+// maxMessageRunes bounds a message read from a payload (a failure's, a
+// failed try's) where a page shows it beside other things.
+const maxMessageRunes = 300
+
+// payloadView is a payload as a page shows it: its rendering, and where
+// its bytes can be fetched whole when the rendering is cut or hidden.
 type payloadView struct {
-	// Kind is what the bytes were read as: json, msgpack, text or binary.
-	Kind string
-	// Text is the payload for people: indented JSON (msgpack as JSON), a
-	// quoted string, or base64.
-	Text string
-	// Size is the payload's length in bytes.
-	Size int
-	// Cut: Text holds only the start.
-	Cut bool
+	*payloadview.View
+	// Raw is the address of the payload's bytes.
+	Raw string
 }
 
-// viewPayload reads a payload as a person wants to see it. The SDK writes
-// JSON (package converter: a JSON array of the values); other clients may
-// write msgpack, text or bytes, each shown as what it is.
-func viewPayload(b []byte) *payloadView {
-	if len(b) == 0 {
+// viewPayload renders a payload for a panel; raw is where its bytes are
+// served. Nil for an empty payload.
+func viewPayload(b []byte, raw string) *payloadView {
+	return renderPayload(b, payloadview.Indented, pageLimits, raw)
+}
+
+// viewInline renders a payload for a table cell.
+func viewInline(b []byte, raw string) *payloadView {
+	return renderPayload(b, payloadview.Compact, inlineLimits, raw)
+}
+
+func renderPayload(b []byte, style payloadview.Style, lim payloadview.Limits, raw string) *payloadView {
+	v := payloadview.Render(b, style, lim)
+	if v == nil {
 		return nil
 	}
-	v := &payloadView{Size: len(b)}
-	var indented bytes.Buffer
-	if json.Valid(b) && json.Indent(&indented, b, "", "  ") == nil {
-		v.Kind, v.Text = "json", indented.String()
-	} else if doc, ok := decodeMsgpackDoc(b); ok {
-		v.Kind, v.Text = "msgpack", msgpackAsJSON(doc, b)
-	} else if utf8.Valid(b) {
-		v.Kind, v.Text = "text", strconv.Quote(string(b))
-	} else {
-		v.Kind, v.Text = "binary", base64.StdEncoding.EncodeToString(b)
-	}
-	if len(v.Text) > maxPayloadShown {
-		cut := maxPayloadShown
-		for cut > 0 && !utf8.RuneStart(v.Text[cut]) {
-			cut--
-		}
-		v.Text, v.Cut = v.Text[:cut]+"\n…", true
-	}
-	return v
+	return &payloadView{View: v, Raw: raw}
 }
 
-// decodeMsgpackDoc decodes b when it is one msgpack map or array and
-// nothing more. Other msgpack values are not tried: most bytes decode as
-// some msgpack scalar (every byte below 0x80 is an integer), so text would
-// be misread.
-func decodeMsgpackDoc(b []byte) (v any, ok bool) {
-	// The msgpack decoder panics on a map used as a map key (unhashable
-	// in Go); such bytes are simply not a document this page can show.
-	defer func() {
-		if recover() != nil {
-			v, ok = nil, false
+// cutMessage shortens a message read from a payload to what a page shows
+// beside other things.
+func cutMessage(s string) string {
+	if utf8.RuneCountInString(s) <= maxMessageRunes {
+		return s
+	}
+	n := 0
+	for i := range s {
+		if n == maxMessageRunes {
+			return s[:i] + "…"
 		}
-	}()
-	switch c := b[0]; {
-	case c >= 0x80 && c <= 0x9f, c == 0xdc, c == 0xdd, c == 0xde, c == 0xdf:
-	default:
-		return nil, false
+		n++
 	}
-	// Walk the document first without building it: the untyped decoder
-	// allocates whatever length a header declares (four billion elements
-	// from five bytes), while skipping reads element by element and fails
-	// at the end of the bytes. Once the walk has succeeded, every declared
-	// length is backed by bytes, so decoding allocates in proportion to
-	// len(b).
-	skip := bytes.NewReader(b)
-	if err := msgpack.NewDecoder(skip).Skip(); err != nil || skip.Len() != 0 {
-		return nil, false
-	}
-	r := bytes.NewReader(b)
-	dec := msgpack.NewDecoder(r)
-	// Maps may be keyed by anything, not only by strings.
-	dec.SetMapDecoder(func(d *msgpack.Decoder) (any, error) { return d.DecodeUntypedMap() })
-	v, err := dec.DecodeInterface()
-	if err != nil || r.Len() != 0 {
-		return nil, false
-	}
-	return v, true
+	return s
 }
 
-// msgpackAsJSON writes a decoded msgpack document as indented JSON; map
-// keys that are not strings are written as text. What JSON cannot hold
-// (a NaN) leaves the bytes in base64.
-func msgpackAsJSON(v any, b []byte) string {
-	out, err := json.MarshalIndent(jsonable(v), "", "  ")
+// The addresses of payload bytes.
+func eventPayloadPath(job engine.JobID, seq uint64) string {
+	return fmt.Sprintf("%s/runs/%d/events/%d/payload", Path, job, seq)
+}
+
+func stepQuestionPath(job engine.JobID, step string) string {
+	return fmt.Sprintf("%s/runs/%d/steps/%s/question", Path, job, url.PathEscape(step))
+}
+
+func taskOutputPath(id engine.TaskID) string {
+	return fmt.Sprintf("%s/review/%d/output", Path, id)
+}
+
+// payloadRoutes registers the routes that serve payloads' bytes, for a
+// payload a page shows cut or not at all.
+func (h *Handler) payloadRoutes() {
+	h.bytes("GET "+Path+"/runs/{job}/events/{seq}/payload", eventPayload)
+	h.bytes("GET "+Path+"/runs/{job}/steps/{step}/question", stepQuestion)
+	h.bytes("GET "+Path+"/review/{task}/output", taskOutput)
+}
+
+// bytes registers a route that answers bytes read through the API with the
+// person's token, as a download: the API's checks decide, as for a page,
+// whether the person may read them.
+func (h *Handler) bytes(pattern string, fn func(*request) (string, []byte, error)) {
+	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		rq := &request{w: w, r: r, ctx: r.Context(), now: h.cfg.Now(), token: readToken(r)}
+		name, b, err := func() (string, []byte, error) {
+			var err error
+			if rq.api, err = h.newBackend(r, rq.token); err != nil {
+				return "", nil, err
+			}
+			if rq.can, err = h.permissions(rq); err != nil {
+				return "", nil, err
+			}
+			return fn(rq)
+		}()
+		if err != nil {
+			if errors.Is(err, httpapi.ErrUnauthorized) {
+				h.fail(rq, err) // to the sign-in page
+				return
+			}
+			msg := err.Error()
+			var pe *pageError
+			if errors.As(err, &pe) {
+				msg = pe.msg
+			}
+			http.Error(w, msg, statusOf(err))
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"`, name))
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write(b) // a browser that went away is no failure of ours
+	})
+}
+
+// eventPayload answers the payload of one event of a run's history.
+func eventPayload(rq *request) (string, []byte, error) {
+	job, err := jobParam(rq.r)
 	if err != nil {
-		return base64.StdEncoding.EncodeToString(b)
+		return "", nil, err
 	}
-	return string(out)
+	seq, err := strconv.ParseUint(rq.r.PathValue("seq"), 10, 64)
+	if err != nil || seq == 0 {
+		return "", nil, &pageError{status: http.StatusNotFound, msg: "Events are numbered from 1."}
+	}
+	page, err := rq.api.History(rq.ctx, job, seq-1, 1)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(page.Events) == 0 || page.Events[0].Seq != seq {
+		return "", nil, &pageError{status: http.StatusNotFound, msg: fmt.Sprintf("Run %d has no event %d.", job, seq)}
+	}
+	return fmt.Sprintf("run-%d-event-%d.bin", job, seq), page.Events[0].Payload, nil
 }
 
-// jsonable turns what msgpack decodes into what encoding/json writes:
-// maps with any keys become maps with string keys.
-func jsonable(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = jsonable(e)
-		}
-		return x
-	case map[any]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[fmt.Sprint(k)] = jsonable(e)
-		}
-		return m
-	case []any:
-		for i, e := range x {
-			x[i] = jsonable(e)
-		}
-		return x
+// stepQuestion answers what a step waiting for a person asks, as the API
+// tells it: the payload when it is JSON, else the payload as a JSON string.
+func stepQuestion(rq *request) (string, []byte, error) {
+	job, err := jobParam(rq.r)
+	if err != nil {
+		return "", nil, err
 	}
-	return v
+	step := rq.r.PathValue("step")
+	infos, err := rq.api.Steps(rq.ctx, engine.Target{Job: job})
+	if err != nil {
+		return "", nil, err
+	}
+	for _, si := range infos {
+		if si.Step == step && len(si.Question) > 0 {
+			return fmt.Sprintf("run-%d-step-%s-question.json", job, fileSafe(step)), si.Question, nil
+		}
+	}
+	return "", nil, &pageError{status: http.StatusNotFound, msg: fmt.Sprintf("Step %q of run %d asks nothing.", step, job)}
+}
+
+// taskOutput answers a task's output.
+func taskOutput(rq *request) (string, []byte, error) {
+	n, err := strconv.ParseUint(rq.r.PathValue("task"), 10, 64)
+	if err != nil || n == 0 {
+		return "", nil, &pageError{status: http.StatusNotFound, msg: "Tasks are named by a positive number."}
+	}
+	t, err := rq.api.DescribeTask(rq.ctx, engine.TaskTarget{ID: engine.TaskID(n)})
+	if err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprintf("task-%d-output.bin", n), t.Output, nil
+}
+
+// fileSafe keeps the letters, digits, dots, dashes and underscores of a
+// name for a file name, and replaces the rest.
+func fileSafe(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
 }

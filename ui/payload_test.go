@@ -1,8 +1,11 @@
 package ui
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/heddlewf/heddle/internal/payloadview"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -16,42 +19,21 @@ func mustMsgpack(t *testing.T, v any) []byte {
 	return b
 }
 
+// A page's payload is payloadview's rendering with the address of its
+// bytes; the tests of the rendering itself are payloadview's.
 func TestViewPayload(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		in   []byte
-		kind string
-		text string
-	}{
-		{"the SDK's JSON array, indented", []byte(`[{"sku":"A-1","qty":2}]`), "json",
-			"[\n  {\n    \"sku\": \"A-1\",\n    \"qty\": 2\n  }\n]"},
-		{"a JSON failure", []byte(`{"type":"TerminatedError","message":"terminated","nonRetryable":true}`), "json",
-			"{\n  \"type\": \"TerminatedError\",\n  \"message\": \"terminated\",\n  \"nonRetryable\": true\n}"},
-		{"a JSON scalar", []byte(`42`), "json", "42"},
-		{"a msgpack map, keys sorted as JSON writes them", mustMsgpack(t, map[string]any{"b": 1, "a": []any{"x", true}}), "msgpack",
-			"{\n  \"a\": [\n    \"x\",\n    true\n  ],\n  \"b\": 1\n}"},
-		{"a msgpack array with a map keyed by numbers", mustMsgpack(t, []any{map[int]string{1: "one"}}), "msgpack",
-			"[\n  {\n    \"1\": \"one\"\n  }\n]"},
-		{"text that is not JSON", []byte("hello, world"), "text", `"hello, world"`},
-		{"a single byte that msgpack reads as a number is text", []byte("h"), "text", `"h"`},
-		{"msgpack with bytes after the document is not msgpack", append(mustMsgpack(t, []any{1}), 0xc1), "binary", "kQHB"},
-		{"binary", []byte{0xff, 0x00, 0xfe}, "binary", "/wD+"},
-	} {
-		v := viewPayload(tc.in)
-		if v == nil || v.Kind != tc.kind || v.Text != tc.text || v.Size != len(tc.in) || v.Cut {
-			t.Errorf("%s: %+v, want kind %s text %q", tc.name, v, tc.kind, tc.text)
-		}
+	v := viewPayload(mustMsgpack(t, map[string]any{"a": []any{"x", true}}), "/raw")
+	if v == nil || v.Kind != payloadview.Msgpack || v.Text != "{\n  \"a\": [\n    \"x\",\n    true\n  ]\n}" || v.Raw != "/raw" {
+		t.Errorf("a msgpack map: %+v", v)
 	}
-	if v := viewPayload(nil); v != nil {
+	if v := viewInline([]byte(`{"q": "which code?", "n": [1, 2]}`), "/q"); v == nil || v.Text != `{"q":"which code?","n":[1,2]}` {
+		t.Errorf("a question on one line: %+v", v)
+	}
+	if v := viewInline([]byte(strings.Repeat("x", 1000)), "/q"); !v.Cut || len(v.Text) > inlineLimits.MaxTextBytes+len("…") {
+		t.Errorf("a long question on one line: cut %v, %d bytes", v.Cut, len(v.Text))
+	}
+	if v := viewPayload(nil, "/raw"); v != nil {
 		t.Errorf("an empty payload: %+v, want nil", v)
-	}
-	big := []byte(`"` + strings.Repeat("é", maxPayloadShown) + `"`)
-	v := viewPayload(big)
-	if !v.Cut || len(v.Text) > maxPayloadShown+len("\n…") || !strings.HasSuffix(v.Text, "\n…") || v.Size != len(big) {
-		t.Errorf("a large payload: cut %v, %d bytes shown of %d", v.Cut, len(v.Text), v.Size)
-	}
-	if !strings.HasPrefix(v.Text, `"éé`) || strings.ContainsRune(v.Text, '\uFFFD') {
-		t.Error("a large payload was not cut at a character boundary")
 	}
 }
 
@@ -59,16 +41,21 @@ func FuzzViewPayload(f *testing.F) {
 	f.Add([]byte(`[1,"a"]`))
 	f.Add([]byte{0x81, 0xa1, 'a', 0x01})
 	f.Add([]byte{0xff})
+	f.Add(append(bytes.Repeat([]byte{0x91}, 100), 0xc0))
+	f.Add([]byte(strings.Repeat("[", 100) + strings.Repeat("]", 100)))
+	f.Add([]byte{0x91, 0xdd, 0xff, 0xff, 0xff, 0xff, 0xc0})
+	f.Add([]byte{0x91, 0xdb, 0xff, 0xff, 0xff, 0xff, 'a'})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		v := viewPayload(b)
-		if len(b) == 0 {
-			if v != nil {
-				t.Fatal("an empty payload gave a view")
+		for _, v := range []*payloadView{viewPayload(b, "/raw"), viewInline(b, "/raw")} {
+			if len(b) == 0 {
+				if v != nil {
+					t.Fatal("an empty payload gave a view")
+				}
+				continue
 			}
-			return
-		}
-		if v.Size != len(b) || v.Text == "" && v.Kind != "json" {
-			t.Fatalf("payload %x: %+v", b, v)
+			if v.Size != len(b) || v.Text == "" && v.Hidden == "" || len(v.Text) > payloadview.DefaultMaxTextBytes+len("\n…") {
+				t.Fatalf("payload %x: %+v", b, v)
+			}
 		}
 	})
 }

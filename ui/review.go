@@ -121,7 +121,7 @@ func loadReview(ctx context.Context, api *backend, r *http.Request) (any, error)
 	}
 	manifests := map[string]*engine.Manifest{}
 	for _, t := range p.Tasks {
-		rt := reviewTask{Task: t, Class: taskClass(t.State), Output: viewPayload(t.Output)}
+		rt := reviewTask{Task: t, Class: taskClass(t.State), Output: viewPayload(t.Output, taskOutputPath(t.ID))}
 		for _, b := range reviewButtons {
 			if _, ok := engine.TaskOpTarget(t.State, b.Op); ok {
 				rt.Buttons = append(rt.Buttons, b)

@@ -106,6 +106,11 @@ func (h *Handler) run(rq *request) (*page, error) {
 		d.Waits = describeWait(j.Wait, j.Timers)
 	}
 	d.Input, d.Outcome, d.OutcomeLabel = startAndEnd(history, j)
+	for _, s := range d.Pending {
+		if s.Engine != nil && len(s.Engine.Question) > 0 {
+			s.Question = viewInline(s.Engine.Question, stepQuestionPath(j.ID, s.Step))
+		}
+	}
 	if err := d.window(rq, history); err != nil {
 		return nil, err
 	}
@@ -172,7 +177,7 @@ func (d *runData) window(rq *request, history []engine.Event) error {
 	}
 	end := min(start+historyWindow, len(history))
 	for _, ev := range history[start:end] {
-		d.Events = append(d.Events, viewEvent(ev, first))
+		d.Events = append(d.Events, viewEvent(d.Job.ID, ev, first))
 	}
 	base := runPath(d.Job.ID)
 	if start > 0 {
@@ -189,7 +194,7 @@ func (d *runData) window(rq *request, history []engine.Event) error {
 func startAndEnd(history []engine.Event, j *engine.Job) (input, outcome *payloadView, label string) {
 	for _, ev := range history {
 		if ev.Type == engine.EventJobCreated || ev.Type == engine.EventJobDrafted {
-			input = viewPayload(ev.Payload)
+			input = viewPayload(ev.Payload, eventPayloadPath(j.ID, ev.Seq))
 			break
 		}
 	}
@@ -202,7 +207,7 @@ func startAndEnd(history []engine.Event, j *engine.Job) (input, outcome *payload
 			if j.Status == engine.StatusCompleted {
 				label = "Result"
 			}
-			return input, viewPayload(history[i].Payload), label
+			return input, viewPayload(history[i].Payload, eventPayloadPath(j.ID, history[i].Seq)), label
 		}
 	}
 	return input, nil, ""

@@ -35,6 +35,8 @@ type stepView struct {
 	FireMS int64
 	// AtMS is when the step's newest event was written.
 	AtMS int64
+	// Question is what the step asks a person, from Engine, on one line.
+	Question *payloadView
 	// Engine is the step's state as the engine keeps it (GET
 	// /v1/jobs/{job}/steps): its state of the 13, its try, the worker
 	// holding its lease and its last heartbeat. Nil for a step the engine
@@ -142,7 +144,7 @@ func attemptDetail(p []byte) (string, int64) {
 	if json.Unmarshal(p, &rec) != nil {
 		return "a try failed", 0
 	}
-	return fmt.Sprintf("try %d failed: %s", rec.Attempt, rec.Message), rec.RetryAtMS
+	return fmt.Sprintf("try %d failed: %s", rec.Attempt, cutMessage(rec.Message)), rec.RetryAtMS
 }
 
 // pendingSteps returns the steps not yet resolved.

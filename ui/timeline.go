@@ -44,8 +44,11 @@ var eventClasses = map[engine.EventType]string{
 	replay.EventMarkerRecorded:        "other",
 }
 
-func viewEvent(ev engine.Event, firstMS int64) eventView {
-	v := eventView{Event: ev, OffsetMS: ev.AtMS - firstMS, Payload: viewPayload(ev.Payload), Class: "other"}
+func viewEvent(job engine.JobID, ev engine.Event, firstMS int64) eventView {
+	v := eventView{Event: ev, OffsetMS: ev.AtMS - firstMS, Payload: viewPayload(ev.Payload, eventPayloadPath(job, ev.Seq)), Class: "other"}
+	// The view keeps the rendering; the event's own bytes are not needed
+	// by the page, which links them.
+	v.Event.Payload = nil
 	if c, ok := eventClasses[ev.Type]; ok {
 		v.Class = c
 	} else if engine.IsStatusEvent(ev.Type) {
@@ -83,5 +86,5 @@ func failureMessage(b []byte) string {
 	if len(b) == 0 || b[0] != '{' || json.Unmarshal(b, &f) != nil {
 		return ""
 	}
-	return f.Message
+	return cutMessage(f.Message)
 }

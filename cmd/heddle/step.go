@@ -49,11 +49,22 @@ type stepDoc struct {
 	DependsOn       []string          `json:"depends_on,omitempty"`
 	WaitingForUnit  bool              `json:"waiting_for_resource,omitempty"`
 	Question        json.RawMessage   `json:"question,omitempty"`
-	AnswerDueAt     string            `json:"answer_due_at,omitempty"`
-	Decision        string            `json:"decision,omitempty"`
+	// QuestionBase64 is the question when it is JSON nested too deep to
+	// embed (see wfEmbeddable).
+	QuestionBase64 []byte `json:"question_base64,omitempty"`
+	AnswerDueAt    string `json:"answer_due_at,omitempty"`
+	Decision       string `json:"decision,omitempty"`
 	// Explicit: the step holds a step lease of its own (a step record).
 	Explicit  bool   `json:"explicit,omitempty"`
 	UpdatedAt string `json:"updated_at,omitempty"`
+}
+
+// question is what the step asks, in whichever field it is.
+func (s stepDoc) question() []byte {
+	if len(s.Question) > 0 {
+		return s.Question
+	}
+	return s.QuestionBase64
 }
 
 // stepListDoc is step list's document.
@@ -67,8 +78,9 @@ func stepDocOf(s engine.StepInfo) stepDoc {
 	d := stepDoc{Step: s.Step, Activity: s.Activity, State: s.State.String(), Attempt: s.Attempt, Resource: s.Resource,
 		Worker: s.Worker, LastHeartbeatAt: wfRFC3339(s.LastHeartbeatMS), LeaseExpiresAt: wfRFC3339(s.LeaseExpiryMS),
 		Avoid: s.Avoid, Capabilities: s.Capabilities, Selector: s.Selector, DependsOn: s.DependsOn,
-		WaitingForUnit: s.WaitingForResource, Question: s.Question, AnswerDueAt: wfRFC3339(s.AnswerDueMS),
+		WaitingForUnit: s.WaitingForResource, AnswerDueAt: wfRFC3339(s.AnswerDueMS),
 		Decision: string(s.Decision), Explicit: s.Explicit, UpdatedAt: wfRFC3339(s.UpdatedMS)}
+	d.Question, d.QuestionBase64 = wfPayloadFields(s.Question)
 	if d.Avoid == nil {
 		d.Avoid = []string{}
 	}
@@ -133,7 +145,7 @@ func stepPrintList(w io.Writer, d stepListDoc) error {
 	for _, s := range d.Steps {
 		t.row(wfCell(s.Step), wfCell(s.Activity), s.State, stepNum(s.Attempt), stepDash(wfCell(s.Resource)),
 			stepDash(wfCell(s.Worker)), stepDash(wfRelRFC(s.LastHeartbeatAt)), stepDash(wfCell(strings.Join(s.Avoid, ","))))
-		if len(s.Question) > 0 {
+		if len(s.question()) > 0 {
 			asks = append(asks, s)
 		}
 	}
@@ -146,7 +158,7 @@ func stepPrintList(w io.Writer, d stepListDoc) error {
 		if s.AnswerDueAt != "" {
 			due = ", answer due " + wfRelRFC(s.AnswerDueAt)
 		}
-		p.printf("Step %s asks: %s%s\n", wfCell(s.Step), wfCell(wfPayloadText(s.Question, wfResultWidth)), due)
+		p.printf("Step %s asks: %s%s\n", wfCell(s.Step), wfCell(wfPayloadText(s.question(), wfResultWidth)), due)
 	}
 	return p.err()
 }
@@ -167,8 +179,8 @@ func stepLine(s stepDoc) string {
 	if s.LastHeartbeatAt != "" {
 		parts = append(parts, "heartbeat "+wfRelRFC(s.LastHeartbeatAt))
 	}
-	if len(s.Question) > 0 {
-		parts = append(parts, "asks "+wfCell(wfPayloadText(s.Question, wfCellWidth)))
+	if q := s.question(); len(q) > 0 {
+		parts = append(parts, "asks "+wfCell(wfPayloadText(q, wfCellWidth)))
 	}
 	return strings.Join(parts, ", ")
 }

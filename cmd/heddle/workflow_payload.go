@@ -6,6 +6,11 @@ package main
 // argument and the CLI wraps them the way the SDK does, and a payload is
 // shown as JSON when it is JSON: a workflow's result unwrapped from its
 // one-value array, history payloads as recorded.
+//
+// A payload is whatever a client stored. JSON nested deeper than
+// payloadview.DefaultMaxDepth levels is not embedded in a JSON document
+// (each level would indent every line within it: 20 KB nested 10,000 deep
+// indents to 200 MB) but given in base64, and a line for people says so.
 
 import (
 	"bytes"
@@ -17,6 +22,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/heddlewf/heddle/internal/payloadview"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
@@ -63,7 +69,7 @@ func (v *wfJSONValues) payload() ([]byte, error) {
 // converter's one-value array unwrapped, any other JSON as it is, and nil
 // when the payload is empty or not JSON.
 func wfResultJSON(p []byte) json.RawMessage {
-	if len(p) == 0 || !json.Valid(p) {
+	if !wfEmbeddable(p) {
 		return nil
 	}
 	var vals []json.RawMessage
@@ -81,13 +87,19 @@ func wfCompact(p []byte) json.RawMessage {
 	return json.RawMessage(buf.Bytes())
 }
 
+// wfEmbeddable reports whether a payload goes into a JSON document as
+// JSON: it is JSON nested at most payloadview.DefaultMaxDepth levels.
+func wfEmbeddable(p []byte) bool {
+	return len(p) > 0 && json.Valid(p) && payloadview.JSONDepth(p) <= payloadview.DefaultMaxDepth
+}
+
 // wfPayloadFields splits a payload for a JSON document: JSON as it is, other
-// bytes for base64.
+// bytes (and JSON nested too deep) for base64.
 func wfPayloadFields(p []byte) (json.RawMessage, []byte) {
 	switch {
 	case len(p) == 0:
 		return nil, nil
-	case json.Valid(p):
+	case wfEmbeddable(p):
 		return wfCompact(p), nil
 	}
 	return nil, p
@@ -95,10 +107,13 @@ func wfPayloadFields(p []byte) (json.RawMessage, []byte) {
 
 // wfPayloadText renders a payload for people: compact JSON when it is JSON,
 // else a quoted string, else only its size (binary is not read by eye; -o json
-// has it in base64); cut to max runes (max <= 0: no cut).
+// has it in base64); cut to max runes (max <= 0: no cut). JSON nested too
+// deep to embed is shown by its size too.
 func wfPayloadText(p []byte, max int) string {
 	var s string
 	switch {
+	case json.Valid(p) && !wfEmbeddable(p):
+		return fmt.Sprintf("<%d bytes of JSON nested deeper than %d levels; see -o json>", len(p), payloadview.DefaultMaxDepth)
 	case json.Valid(p):
 		s = string(wfCompact(p))
 	case utf8.Valid(p):

@@ -102,7 +102,7 @@ func TestMalformedRequestsAreRefusedWithoutWrites(t *testing.T) {
 		{"wrong JSON type", "POST", "/v1/jobs/claim", "", "", []byte(`{"queue": "q", "max": "many"}`), 400, "invalid_command", "Claim.max"},
 		{"bad msgpack", "POST", "/v1/jobs", contentMsgpack, "", []byte{0xc1}, 400, "invalid_command", "not a valid msgpack CreateJob"},
 		{"truncated msgpack", "POST", "/v1/jobs", contentMsgpack, "", mustMsgpack(t, engine.CreateJob{Type: "T", Queue: "q"})[:12], 400, "invalid_command", "not a valid msgpack CreateJob"},
-		{"msgpack length bomb", "POST", "/v1/jobs/append", contentMsgpack, "", []byte{0x81, 0xa2, 'e', 'v', 0xdd, 0xff, 0xff, 0xff, 0xff}, 400, "invalid_command", "claims 4294967295 values"},
+		{"msgpack length bomb", "POST", "/v1/jobs/append", contentMsgpack, "", []byte{0x81, 0xa2, 'e', 'v', 0xdd, 0xff, 0xff, 0xff, 0xff}, 400, "invalid_command", "4294967295 more values are declared"},
 		{"msgpack nesting", "POST", "/v1/jobs", contentMsgpack, "", deep, 400, "invalid_command", "nested deeper"},
 		{"msgpack wrong type", "POST", "/v1/jobs", contentMsgpack, "", mustMsgpack(t, map[string]any{"ty": 7}), 400, "invalid_command", "not a valid msgpack CreateJob"},
 		{"unknown content type", "POST", "/v1/jobs", "text/plain", "", []byte("Type=T"), 400, "invalid_command", `Content-Type "text/plain"`},

@@ -57,6 +57,8 @@ func fuzzSeeds(f *testing.F) {
 	}
 	f.Add(uint8(0), true, []byte{0xdd, 0xff, 0xff, 0xff, 0xff})
 	f.Add(uint8(0), true, append(bytes.Repeat([]byte{0x91}, 100), 0xc0))
+	f.Add(uint8(0), true, []byte{0x81, 0xa2, 'i', 'n', 0xc6, 0xff, 0xff, 0xff, 0xff, 0x00}) // an input declaring 4 GiB
+	f.Add(uint8(0), false, append(append([]byte(`{"input":`), bytes.Repeat([]byte("["), 300)...), bytes.Repeat([]byte("]"), 300)...))
 	f.Add(uint8(0), false, []byte(`{"type": 7}`))
 	f.Add(uint8(0), false, []byte(`{"type": "T", "queue": "q", "reuse_policy": "no-such-policy"}`))
 }

@@ -115,6 +115,15 @@ type decoder struct {
 	timers   map[string]command // timer id → its command
 }
 
+// MaxBytes bounds the input of Decode. encoding/json, which reads it,
+// bounds nesting at 10,000 levels and allocates in proportion to the
+// input; this bounds the input, so that no history makes the decoder take
+// more than a few times as much memory.
+const MaxBytes = 256 << 20
+
+// maxBytes is MaxBytes, lowered by tests.
+var maxBytes = MaxBytes
+
 // Decode reads a Temporal JSON history and returns the heddle history the
 // same run would have recorded, as far as replay reads it: job_created,
 // the commands' step events (numbered in the order the code issued them),
@@ -124,8 +133,11 @@ type decoder struct {
 //
 // An event heddle's model cannot express is an *EventError wrapping
 // ErrUnmappable that names its id and type; malformed input wraps
-// ErrMalformed.
+// ErrMalformed, and so does input over MaxBytes.
 func Decode(data []byte, lastEventID int64) (*History, error) {
+	if len(data) > maxBytes {
+		return nil, fmt.Errorf("%w: the input is %d bytes, over MaxBytes (%d)", ErrMalformed, len(data), maxBytes)
+	}
 	raws, err := readEvents(data)
 	if err != nil {
 		return nil, err

@@ -226,6 +226,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"events":[{"eventId":"1","eventType":"WorkflowExecutionStarted"}]}`))
 	f.Add([]byte(`{"events":null}`))
 	f.Add(history(event(2, "WorkflowExecutionSignaled", `{"signalName":"s","input":{"payloads":[{"metadata":{"encoding":"anNvbi9wcm90b2J1Zg==","messageType":"x.Y"},"data":"Imhpig=="},{"metadata":{"encoding":"binary/plain"},"data":"AQI="}]}}`)))
+	f.Add([]byte(`{"events":` + strings.Repeat("[", 300) + strings.Repeat("]", 300) + `}`))
+	f.Add(history(event(2, "MarkerRecorded", `{"markerName":"Version","details":{"change-id":`+strings.Repeat("[", 200)+strings.Repeat("]", 200)+`}}`)))
+	f.Add(history(event(2, "WorkflowExecutionSignaled", `{"signalName":"s","input":{"payloads":[{"metadata":{"encoding":"anNvbi9wbGFpbg=="},"data":"`+strings.Repeat("W1tb", 3000)+`"}]}}`)))
 	f.Add(history(event(2, "WorkflowExecutionUpdateAccepted", `{"acceptedRequest":{"meta":{"updateId":"u"},"input":{"name":"n","args":`+jsonPayloads(1)+`}}}`),
 		event(3, "WorkflowExecutionUpdateCompleted", `{"meta":{"updateId":"u"},"outcome":{"failure":{"message":"no"}}}`)))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -249,4 +252,17 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Decode refuses input over MaxBytes before reading any of it.
+func TestDecodeRefusesOversizedInput(t *testing.T) {
+	in := history(event(2, "WorkflowExecutionSignaled", `{"signalName":"s"}`))
+	if _, err := Decode(in, 0); err != nil {
+		t.Fatalf("a history under the limit: %v", err)
+	}
+	maxBytes = len(in) - 1
+	t.Cleanup(func() { maxBytes = MaxBytes })
+	if _, err := Decode(in, 0); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "over MaxBytes") {
+		t.Fatalf("a history over the limit: %v", err)
+	}
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
@@ -20,6 +21,9 @@ func FuzzReadHistoryJSON(f *testing.F) {
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`[{"seq":1,"type":"job_created","payloadBase64":"!!"}]`))
 	f.Add([]byte(`{"seq":1}`))
+	f.Add([]byte(`[{"seq":1,"type":"job_created","payload":` + string(deepJSON(200)) + `}]`))
+	f.Add([]byte(`[{"seq":1,"type":"job_created","payloadBase64":"` + strings.Repeat("QUFB", 2000) + `"}]`))
+	f.Add(deepJSON(300))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		evs, err := ReadHistoryJSON(bytes.NewReader(data))
 		if err != nil {
@@ -45,6 +49,9 @@ func FuzzHistoryFromJSON(f *testing.F) {
 	f.Add([]byte(`{"events":[{"eventId":"1","eventType":"EVENT_TYPE_WORKFLOW_EXECUTION_STARTED","workflowExecutionStartedEventAttributes":{"workflowType":{"name":"W"}}}]}`))
 	f.Add([]byte(`[{"seq":1,"type":"job_created"}]`))
 	f.Add([]byte(`{"job_id":1,"events":[{"seq":1,"type":"x","payload":[1],"payload_base64":"AA=="}]}`))
+	f.Add([]byte(`{"job_id":1,"events":[{"seq":1,"type":"job_created","payload":` + string(deepJSON(200)) + `}]}`))
+	f.Add([]byte(`{"events":[{"eventId":"1","eventType":"EVENT_TYPE_WORKFLOW_EXECUTION_STARTED","workflowExecutionStartedEventAttributes":{"input":` + string(deepJSON(200)) + `}}]}`))
+	f.Add([]byte(`{"events":` + string(deepJSON(300)) + `}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		evs, err := HistoryFromJSON(bytes.NewReader(data), HistoryJSONOptions{})
 		if err != nil {

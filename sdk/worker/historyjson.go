@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/payloadview"
 )
 
 // jsonEvent is one event in the history JSON format (ExportHistoryJSON).
@@ -47,10 +48,37 @@ type jsonTimer struct {
 	FireMS int64  `json:"fireMS"`
 }
 
+// MaxHistoryJSONBytes bounds a history document the readers of this
+// package accept (ReadHistoryJSON, HistoryFromJSON, the replayer's JSON
+// methods): decoding one takes a few times its size in memory, so a reader
+// handed a stream that does not end must stop. A longer history is
+// replayed from the engine instead (ReplayWorkflowHistory).
+const MaxHistoryJSONBytes = 256 << 20
+
+// maxHistoryJSONBytes is MaxHistoryJSONBytes, lowered by tests.
+var maxHistoryJSONBytes int64 = MaxHistoryJSONBytes
+
+// readHistoryInput reads a history document from r, refusing one over
+// MaxHistoryJSONBytes.
+func readHistoryInput(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxHistoryJSONBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read history JSON: %w", err)
+	}
+	if int64(len(data)) > maxHistoryJSONBytes {
+		return nil, fmt.Errorf("history JSON: the input is over MaxHistoryJSONBytes (%d bytes)", maxHistoryJSONBytes)
+	}
+	return data, nil
+}
+
 // embeddable reports whether a payload can be written as embedded JSON and
-// read back byte for byte.
+// read back byte for byte, and is nested at most
+// payloadview.DefaultMaxDepth levels: the document is indented, and each
+// level costs two bytes on every line within it (a payload of 20 KB nested
+// 9,990 levels deep would indent to 200 MB).
 func embeddable(p []byte) bool {
-	if len(p) == 0 || !utf8.Valid(p) || !json.Valid(p) || bytes.Equal(p, []byte("null")) {
+	if len(p) == 0 || !utf8.Valid(p) || !json.Valid(p) || bytes.Equal(p, []byte("null")) ||
+		payloadview.JSONDepth(p) > payloadview.DefaultMaxDepth {
 		return false
 	}
 	var c bytes.Buffer
@@ -73,8 +101,9 @@ func embeddable(p []byte) bool {
 // and the payload in one of two fields:
 //
 //   - "payload": the payload itself, embedded as JSON, when it is valid,
-//     compact JSON in valid UTF-8 (other than null) — what the SDK's
-//     converter writes, so inputs and results stay readable;
+//     compact JSON in valid UTF-8 (other than null), nested at most 32
+//     levels deep — what the SDK's converter writes, so inputs and results
+//     stay readable;
 //   - "payloadBase64": the payload in standard base64 otherwise (an empty
 //     but present payload is "").
 //
@@ -120,11 +149,12 @@ func ExportHistoryJSON(w io.Writer, events []engine.Event) error {
 // Malformed input is an error that says what is wrong and, for an event,
 // which one: not a JSON array, an empty array, data after the array,
 // unknown fields, a missing seq or type, seqs that do not run 1, 2, 3, …,
-// both payload fields on one event, a null payload or bad base64.
+// both payload fields on one event, a null payload or bad base64, or more
+// than MaxHistoryJSONBytes.
 func ReadHistoryJSON(r io.Reader) ([]engine.Event, error) {
-	data, err := io.ReadAll(r)
+	data, err := readHistoryInput(r)
 	if err != nil {
-		return nil, fmt.Errorf("read history JSON: %w", err)
+		return nil, err
 	}
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {

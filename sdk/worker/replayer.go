@@ -236,9 +236,14 @@ func (r *workflowReplayer) ReplayWorkflowHistoryFromJSONFile(logger ReplayLogger
 }
 
 func (r *workflowReplayer) ReplayPartialWorkflowHistoryFromJSONFile(logger ReplayLogger, jsonfileName string, lastEventID int64) error {
-	data, err := os.ReadFile(jsonfileName)
+	f, err := os.Open(jsonfileName)
 	if err != nil {
 		return fmt.Errorf("worker: replay: %w", err)
+	}
+	data, err := readHistoryInput(f)
+	_ = f.Close() // read only: nothing is lost if closing fails
+	if err != nil {
+		return fmt.Errorf("worker: replay: history file %s: %w", jsonfileName, err)
 	}
 	if err := r.replayJSON(logger, data, lastEventID); err != nil {
 		return fmt.Errorf("history file %s: %w", jsonfileName, err)
@@ -247,9 +252,9 @@ func (r *workflowReplayer) ReplayPartialWorkflowHistoryFromJSONFile(logger Repla
 }
 
 func (r *workflowReplayer) ReplayWorkflowHistoryFromJSON(logger ReplayLogger, rd io.Reader) error {
-	data, err := io.ReadAll(rd)
+	data, err := readHistoryInput(rd)
 	if err != nil {
-		return fmt.Errorf("worker: replay: read history: %w", err)
+		return fmt.Errorf("worker: replay: %w", err)
 	}
 	return r.replayJSON(logger, data, 0)
 }
@@ -292,9 +297,9 @@ type HistoryJSONOptions struct {
 // Temporal's client.HistoryFromJSON, here because it returns heddle's
 // events.
 func HistoryFromJSON(r io.Reader, options HistoryJSONOptions) ([]engine.Event, error) {
-	data, err := io.ReadAll(r)
+	data, err := readHistoryInput(r)
 	if err != nil {
-		return nil, fmt.Errorf("read history JSON: %w", err)
+		return nil, err
 	}
 	history, _, err := decodeAnyHistory(data, options.LastEventID)
 	return history, err
