@@ -22,6 +22,10 @@ type apiServer struct {
 	srv  *http.Server
 	ln   net.Listener
 	done chan error
+	// overTLS is whether srv serves TLS, decided when it is made: Serve
+	// gives a server without a TLS config one of its own (for HTTP/2), so
+	// srv.TLSConfig says nothing once it runs, and reading it races Serve.
+	overTLS bool
 
 	// conns holds the state of each open connection, as srv's ConnState
 	// hook reports it; close waits for those serving a request.
@@ -54,7 +58,7 @@ func serveAPI(ln net.Listener, cfg httpapi.ServerConfig, tlsConfig *tls.Config) 
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
-	s := &apiServer{api: api, ln: ln, done: make(chan error, 1), conns: map[net.Conn]http.ConnState{}}
+	s := &apiServer{api: api, ln: ln, done: make(chan error, 1), conns: map[net.Conn]http.ConnState{}, overTLS: tlsConfig != nil}
 	s.srv = api.HTTPServer()
 	s.srv.Handler = handler
 	s.srv.ConnState = s.track

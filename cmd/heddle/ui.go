@@ -43,4 +43,4 @@ func uiURL(addr string, overTLS bool) string {
 }
 
 // uiURL is the UI's address on s.
-func (s *apiServer) uiURL() string { return uiURL(s.addr(), s.srv.TLSConfig != nil) }
+func (s *apiServer) uiURL() string { return uiURL(s.addr(), s.overTLS) }
