@@ -119,8 +119,11 @@
 //
 // # Bodies
 //
-// Bodies are JSON (the default, for people and scripts) or msgpack
-// (Content-Type application/msgpack, what Client sends). An answer is
+// Bodies are JSON (Content-Type application/json, for people and scripts)
+// or msgpack (Content-Type application/msgpack, what Client sends). A body
+// without a Content-Type, or with another, is refused with 415
+// (ErrUnsupportedMediaType): browsers send such bodies to other sites
+// without a CORS preflight. An answer is
 // encoded as the request's Accept header asks, else like its body, else as
 // JSON. msgpack uses the types' msgpack tags (short keys, statuses as
 // numbers); it is the SDK's wire and the JSON convention below leaves it

@@ -39,6 +39,9 @@ var (
 	// ErrNotReady: the node runs but should not be sent work (GET /readyz
 	// answered 503: no leader known, state behind, store closed).
 	ErrNotReady = errors.New("httpapi: not ready")
+	// ErrUnsupportedMediaType: a request body has no Content-Type, or one
+	// that is neither JSON nor msgpack (415).
+	ErrUnsupportedMediaType = errors.New("httpapi: unsupported media type")
 )
 
 // ErrorBody is the body of every failed request.
@@ -115,6 +118,7 @@ var wireErrors = []wireError{
 	{"busy", http.StatusServiceUnavailable, ErrBusy},
 	{"invalid_config", http.StatusInternalServerError, ErrInvalidConfig},
 	{"not_ready", http.StatusServiceUnavailable, ErrNotReady},
+	{"unsupported_media_type", http.StatusUnsupportedMediaType, ErrUnsupportedMediaType},
 }
 
 // errorFor returns the status and body that answer err.

@@ -251,6 +251,14 @@ func (s *Server) handle(pattern string, role Role, h handler) {
 			c.fail(err)
 			return
 		}
+		if len(c.body) > 0 {
+			// Every body is JSON or msgpack, said so, also on a route that
+			// reads none: see requestFormat.
+			if _, err := requestFormat(r); err != nil {
+				c.fail(err)
+				return
+			}
+		}
 		s.extendDeadlines(w)
 		if engine.IsStaleRead(r.Context()) {
 			s.markStale(w.Header())
