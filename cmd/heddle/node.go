@@ -47,16 +47,23 @@ func listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// serveAPI serves the HTTP API on ln, over TLS with tlsConfig unless it is
-// nil, with the API's timeouts and connection cap; on error it closes ln.
-func serveAPI(ln net.Listener, cfg httpapi.ServerConfig, tlsConfig *tls.Config) (*apiServer, error) {
+// serveAPI serves the HTTP API and the UI on ln, which listens on
+// httpAddr (the --http-addr asked for), secured as sec says (over TLS
+// when it has a certificate), with the API's timeouts and connection cap;
+// on error it closes ln. On a loopback address it answers to this
+// machine's own names only (hostGuard).
+func serveAPI(ln net.Listener, cfg httpapi.ServerConfig, sec *security, httpAddr string) (*apiServer, error) {
+	tlsConfig := sec.serverTLS()
 	api, err := httpapi.NewServer(cfg)
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
-	handler, err := withUI(api)
+	handler, err := withUI(api, sec)
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
+	}
+	if g := sec.hostGuard(ln, httpAddr); g != nil {
+		handler = g.Handler(handler)
 	}
 	s := &apiServer{api: api, ln: ln, done: make(chan error, 1), conns: map[net.Conn]http.ConnState{}, overTLS: tlsConfig != nil}
 	s.srv = api.HTTPServer()
@@ -188,7 +195,7 @@ func startNode(ctx context.Context, o nodeOptions) (*clusterNode, error) {
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
-	api, err := serveAPI(ln, o.sec.apply(httpapi.ServerConfig{Service: n.Engine(), Cluster: n, Metrics: m, Logger: log}), o.sec.serverTLS())
+	api, err := serveAPI(ln, o.sec.apply(httpapi.ServerConfig{Service: n.Engine(), Cluster: n, Metrics: m, Logger: log}), o.sec, o.httpAddr)
 	if err != nil {
 		return nil, errors.Join(err, n.Close())
 	}

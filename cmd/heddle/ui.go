@@ -12,7 +12,7 @@ import (
 
 // withUI returns a handler that serves the UI under ui.Path and everything
 // else with api. The UI calls api in-process with the signed-in token.
-func withUI(api http.Handler) (http.Handler, error) {
+func withUI(api http.Handler, _ *security) (http.Handler, error) {
 	h, err := ui.New(ui.Config{API: api})
 	if err != nil {
 		return nil, err

@@ -111,6 +111,13 @@
 // certificate instead, and a join must show the joining node's own. The
 // caller's name becomes the Header.By of every command it sends.
 //
+// A browser's write from a page of another origin (Sec-Fetch-Site, else
+// Origin, says so) is refused with 403 cross_origin before it is read or
+// authenticated: a web page open in the browser of someone who can reach
+// a server without tokens must not drive it. A server that listens on
+// loopback should also answer to its own names only, against DNS
+// rebinding: HostGuard does that (heddle's servers use it).
+//
 // Path segments are percent-escaped (a workflow id "a/b" is "a%2Fb"; "."
 // and ".." must be written "%2E" and "%2E%2E"). A wait is a Go duration
 // ("250ms", "30s") and is capped at ServerConfig.MaxWait; a long poll that

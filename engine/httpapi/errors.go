@@ -42,6 +42,12 @@ var (
 	// ErrUnsupportedMediaType: a request body has no Content-Type, or one
 	// that is neither JSON nor msgpack (415).
 	ErrUnsupportedMediaType = errors.New("httpapi: unsupported media type")
+	// ErrCrossOrigin: a browser sent a write from a page of another
+	// origin (403).
+	ErrCrossOrigin = errors.New("httpapi: cross-origin request")
+	// ErrHostNotAllowed: a HostGuard refused the request's Host header
+	// (403).
+	ErrHostNotAllowed = errors.New("httpapi: host not allowed")
 )
 
 // ErrorBody is the body of every failed request.
@@ -119,6 +125,8 @@ var wireErrors = []wireError{
 	{"invalid_config", http.StatusInternalServerError, ErrInvalidConfig},
 	{"not_ready", http.StatusServiceUnavailable, ErrNotReady},
 	{"unsupported_media_type", http.StatusUnsupportedMediaType, ErrUnsupportedMediaType},
+	{"cross_origin", http.StatusForbidden, ErrCrossOrigin},
+	{"host_not_allowed", http.StatusForbidden, ErrHostNotAllowed},
 }
 
 // errorFor returns the status and body that answer err.

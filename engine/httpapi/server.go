@@ -133,7 +133,8 @@ type caller struct {
 // when ServerConfig asks for them.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// serve authenticates the caller, then routes the request. A bearer token
+// serve refuses a browser's write from another site's page (checkOrigin),
+// authenticates the caller, then routes the request. A bearer token
 // decides who the caller is; without one, a certificate ClientCAs verifies
 // does. A server without tokens lets a caller that shows neither in, as an
 // admin with no name. Health probes need neither: a load balancer's probe
@@ -141,6 +142,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if isProbe(r) {
 		s.mux.ServeHTTP(w, r)
+		return
+	}
+	if err := checkOrigin(r); err != nil {
+		c := &call{s: s, w: w, r: r, out: responseFormat(r)}
+		c.fail(err)
 		return
 	}
 	who, err := s.authenticate(r)
