@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,6 +52,13 @@ type Config struct {
 	// Logger, if set, receives the failures the UI meets that are not the
 	// person's (a template that fails to render). Nil logs nothing.
 	Logger *slog.Logger
+	// SessionKey is the key the forms' CSRF tokens are made with (an
+	// HMAC-SHA256 of the browser's session), at least 16 bytes. Nil means
+	// a random key per Handler: a restart makes the forms of open pages
+	// expire (the page says so, and a reload mends it), and nodes that
+	// share one address (a load balancer without sticky sessions) need
+	// the same key, or a form read from one node is refused by another.
+	SessionKey []byte
 }
 
 // Validate reports the first invalid field of c.
@@ -58,8 +66,14 @@ func (c Config) Validate() error {
 	if c.API == nil {
 		return fmt.Errorf("%w: Config.API is required", ErrInvalidConfig)
 	}
+	if c.SessionKey != nil && len(c.SessionKey) < minSessionKey {
+		return fmt.Errorf("%w: Config.SessionKey is %d bytes, fewer than %d", ErrInvalidConfig, len(c.SessionKey), minSessionKey)
+	}
 	return nil
 }
+
+// minSessionKey is the shortest Config.SessionKey, in bytes.
+const minSessionKey = 16
 
 func (c Config) withDefaults() Config {
 	if c.ProbeClient == nil {
@@ -73,6 +87,10 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.SessionKey == nil {
+		c.SessionKey = make([]byte, 32)
+		_, _ = rand.Read(c.SessionKey) // crypto/rand.Read never fails (it panics instead)
 	}
 	return c
 }

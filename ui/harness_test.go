@@ -38,6 +38,9 @@ type envOptions struct {
 	wrapAPI     func(http.Handler) http.Handler
 	permissions func(ctx context.Context, token string) (Permissions, error)
 	cluster     httpapi.Cluster
+	// tls serves the env over HTTPS (with httptest's certificate, which
+	// the env's client trusts).
+	tls bool
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -64,13 +67,19 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(mount(h, api))
+	srv := httptest.NewUnstartedServer(mount(h, api))
+	if o.tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	client := &http.Client{Jar: jar, Transport: srv.Client().Transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return &env{t: t, e: e, clk: clk, srv: srv, client: client}
 }
 
