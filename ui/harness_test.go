@@ -41,6 +41,8 @@ type envOptions struct {
 	// tls serves the env over HTTPS (with httptest's certificate, which
 	// the env's client trusts).
 	tls bool
+	// configure, if set, changes the UI's Config before New.
+	configure func(*Config)
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -63,7 +65,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if o.wrapAPI != nil {
 		uiAPI = o.wrapAPI(api)
 	}
-	h, err := New(Config{API: uiAPI, Permissions: o.permissions, Now: clk.Now})
+	cfg := Config{API: uiAPI, Permissions: o.permissions, Now: clk.Now}
+	if o.configure != nil {
+		o.configure(&cfg)
+	}
+	h, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

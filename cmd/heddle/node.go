@@ -51,8 +51,9 @@ func listen(addr string) (net.Listener, error) {
 // httpAddr (the --http-addr asked for), secured as sec says (over TLS
 // when it has a certificate), with the API's timeouts and connection cap;
 // on error it closes ln. On a loopback address it answers to this
-// machine's own names only (hostGuard).
-func serveAPI(ln net.Listener, cfg httpapi.ServerConfig, sec *security, httpAddr string) (*apiServer, error) {
+// machine's own names only (hostGuard). wrap, if not nil, wraps the
+// handler (tests watch what a node receives with it).
+func serveAPI(ln net.Listener, cfg httpapi.ServerConfig, sec *security, httpAddr string, wrap func(http.Handler) http.Handler) (*apiServer, error) {
 	tlsConfig := sec.serverTLS()
 	api, err := httpapi.NewServer(cfg)
 	if err != nil {
@@ -64,6 +65,9 @@ func serveAPI(ln net.Listener, cfg httpapi.ServerConfig, sec *security, httpAddr
 	}
 	if g := sec.hostGuard(ln, httpAddr); g != nil {
 		handler = g.Handler(handler)
+	}
+	if wrap != nil {
+		handler = wrap(handler)
 	}
 	s := &apiServer{api: api, ln: ln, done: make(chan error, 1), conns: map[net.Conn]http.ConnState{}, overTLS: tlsConfig != nil}
 	s.srv = api.HTTPServer()
@@ -169,6 +173,8 @@ type nodeOptions struct {
 	// nil: none.
 	logger     *slog.Logger
 	chaosProxy string // route Raft dials through this proxy (chaos tests)
+	// wrap, if set, wraps the node's HTTP handler (tests only).
+	wrap func(http.Handler) http.Handler
 }
 
 // startNode opens a Raft node, serves its API and, when asked, joins it to
@@ -195,7 +201,7 @@ func startNode(ctx context.Context, o nodeOptions) (*clusterNode, error) {
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
-	api, err := serveAPI(ln, o.sec.apply(httpapi.ServerConfig{Service: n.Engine(), Cluster: n, Metrics: m, Logger: log}), o.sec, o.httpAddr)
+	api, err := serveAPI(ln, o.sec.apply(httpapi.ServerConfig{Service: n.Engine(), Cluster: n, Metrics: m, Logger: log}), o.sec, o.httpAddr, o.wrap)
 	if err != nil {
 		return nil, errors.Join(err, n.Close())
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/pki"
+	"github.com/heddlewf/heddle/ui"
 	"github.com/spf13/pflag"
 )
 
@@ -120,6 +121,26 @@ func (s *security) clientTLS() *tls.Config {
 		return nil
 	}
 	return pki.ClientTLS(s.roots, s.cert)
+}
+
+// probe is how the UI's cluster page asks the other members for their
+// status: as this node, never with the person's token. Over TLS with
+// --tls-ca, by this node's certificate (the members take it for
+// node:<id>), checking theirs against the CA; over TLS without it, with
+// this node's --token if it has one, checking the members' certificates
+// against the system's roots; over plain HTTP (loopback, or --insecure),
+// with this node's --token if it has one.
+func (s *security) probe() (client *http.Client, scheme, token string) {
+	if s.cert == nil {
+		return nil, "http", s.token
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if s.roots != nil {
+		t.TLSClientConfig = pki.ClientTLS(s.roots, s.cert)
+	} else {
+		t.TLSClientConfig, token = pki.ClientTLS(nil, nil), s.token
+	}
+	return &http.Client{Transport: t, Timeout: ui.DefaultProbeTimeout}, "https", token
 }
 
 // apply fills in cfg's tokens, client CAs and forwarding.
