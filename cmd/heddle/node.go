@@ -70,9 +70,13 @@ func serveAPI(ln net.Listener, cfg httpapi.ServerConfig, sec *security, httpAddr
 		handler = wrap(handler)
 	}
 	s := &apiServer{api: api, ln: ln, done: make(chan error, 1), conns: map[net.Conn]http.ConnState{}, overTLS: tlsConfig != nil}
-	s.srv = api.HTTPServer()
-	s.srv.Handler = handler
-	s.srv.ConnState = s.track
+	s.srv = api.HTTPServerFor(handler)
+	// The listener's hook first: it learns which connections it may shed.
+	shed := s.srv.ConnState
+	s.srv.ConnState = func(c net.Conn, st http.ConnState) {
+		shed(c, st)
+		s.track(c, st)
+	}
 	l := api.Listener(ln)
 	if tlsConfig != nil {
 		s.srv.TLSConfig = tlsConfig

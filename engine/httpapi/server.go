@@ -152,6 +152,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	who, err := s.authenticate(r)
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="heddle"`)
+		// The connection is closed after the answer, its body unread: a
+		// caller without credentials cannot hold it by sending the body
+		// slowly. (net/http reads what is left of a body up to 256 KiB
+		// after the handler, even with Connection: close, until the read
+		// deadline; that deadline is now.) A test recorder cannot move it.
+		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 		c := &call{s: s, w: w, r: r, out: responseFormat(r)}
 		c.fail(err)
 		return
