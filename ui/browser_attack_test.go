@@ -17,7 +17,7 @@ import (
 
 // attackPage is a page of another site (another port of 127.0.0.1, which
 // is another origin but the same site) that tries, from the browser of a
-// developer running a server without tokens, what issue 20 saw work: a
+// developer running a server without tokens, what was seen to work: a
 // start by fetch with a body of no type (which needs no CORS preflight),
 // a terminate as text, and a terminate through the UI's own form after
 // its server planted the CSRF cookies (cookies do not keep to a port, and

@@ -65,7 +65,8 @@ func requestFormat(r *http.Request) (format, error) {
 	}
 	f, ok := parseFormat(ct)
 	if !ok {
-		return formatJSON, fmt.Errorf("%w: Content-Type %q is neither %s nor %s", ErrUnsupportedMediaType, ct, contentJSON, contentMsgpack)
+		return formatJSON, fmt.Errorf("%w: Content-Type %q is neither %s nor %s (curl -d sends a form: add -H 'Content-Type: application/json')",
+			ErrUnsupportedMediaType, ct, contentJSON, contentMsgpack)
 	}
 	return f, nil
 }
