@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/pki"
 )
 
@@ -148,7 +149,6 @@ func TestClusterPageOverTLSKeepsThePersonsToken(t *testing.T) {
 	}
 
 	mu.Lock()
-	defer mu.Unlock()
 	for _, id := range ids[1:] {
 		for _, a := range received[id] {
 			if strings.Contains(a, adminTok) {
@@ -156,5 +156,45 @@ func TestClusterPageOverTLSKeepsThePersonsToken(t *testing.T) {
 				break
 			}
 		}
+	}
+	mu.Unlock()
+
+	// On the same cluster, through followers (which forward to the
+	// leader): a body without a Content-Type is refused, and a review
+	// task's creator is the token's name, not the body's by.
+	post := func(node *clusterNode, path, ctype, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, "https://"+node.api.addr()+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+adminTok)
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(nodes[1], "/v1/jobs", "", `{"type":"T","queue":"q"}`); code != http.StatusUnsupportedMediaType || !strings.Contains(body, "unsupported_media_type") {
+		t.Errorf("an untyped body on a follower: HTTP %d %s", code, body)
+	}
+	code, body := post(nodes[2], "/v1/tasks", "application/json", `{"job_id":"j","phase":"p","queue":"q","type":"t","by":"mallory"}`)
+	if code != http.StatusOK {
+		t.Fatalf("a task created through a follower: HTTP %d %s", code, body)
+	}
+	task, err := nodes[0].node.Engine().DescribeTask(ctx, engine.TaskTarget{Job: "j", Phase: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hist, err := nodes[0].node.Engine().TaskHistory(ctx, task.ID); err != nil || len(hist) != 1 || hist[0].By != "ops" {
+		t.Errorf("the task's creation is recorded as %+v (%v), want by ops", hist, err)
 	}
 }
