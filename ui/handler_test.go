@@ -20,6 +20,15 @@ func TestConfigValidate(t *testing.T) {
 	if _, err := New(Config{}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("New without an API: %v, want ErrInvalidConfig", err)
 	}
+	api := http.NotFoundHandler()
+	for _, c := range []Config{{API: api, ProbeScheme: "ftp"}, {API: api, SessionKey: []byte("short")}} {
+		if _, err := New(c); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("New(%+v): %v, want ErrInvalidConfig", c, err)
+		}
+	}
+	if _, err := New(Config{API: api, ProbeScheme: "https", SessionKey: make([]byte, 16)}); err != nil {
+		t.Errorf("a valid Config: %v", err)
+	}
 }
 
 // seedList creates runs of two types on two queues, a minute apart, and

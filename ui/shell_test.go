@@ -7,9 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/heddlewf/heddle/listfilter"
 )
@@ -141,4 +143,96 @@ func TestCLILinesAreQuoted(t *testing.T) {
 			t.Errorf("the review list's line for %q, %s, ran another command (%v) or passed %q (%v)", w, l, left, args, err)
 		}
 	}
+}
+
+// unquoteShell reads back one word as a POSIX shell with ANSI-C quotes
+// (bash) reads it, for the forms shellQuote writes: '...' segments,
+// $'...' segments with their escapes, and \c outside quotes. ok is false
+// for anything else, or for a word that does not end where the text does.
+func unquoteShell(q string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(q); {
+		switch {
+		case q[i] == '\'':
+			j := strings.IndexByte(q[i+1:], '\'')
+			if j < 0 {
+				return "", false
+			}
+			b.WriteString(q[i+1 : i+1+j])
+			i += j + 2
+		case strings.HasPrefix(q[i:], "$'"):
+			i += 2
+			for {
+				if i >= len(q) {
+					return "", false
+				}
+				c := q[i]
+				if c == '\'' {
+					i++
+					break
+				}
+				if c != '\\' {
+					b.WriteByte(c)
+					i++
+					continue
+				}
+				if i+1 >= len(q) {
+					return "", false
+				}
+				e := q[i+1]
+				switch e {
+				case 'n':
+					b.WriteByte('\n')
+					i += 2
+				case 't':
+					b.WriteByte('\t')
+					i += 2
+				case '\\', '\'':
+					b.WriteByte(e)
+					i += 2
+				case 'x', 'u', 'U':
+					n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+					if i+2+n > len(q) {
+						return "", false
+					}
+					v, err := strconv.ParseUint(q[i+2:i+2+n], 16, 32)
+					if err != nil {
+						return "", false
+					}
+					if e == 'x' {
+						b.WriteByte(byte(v))
+					} else {
+						b.WriteRune(rune(v))
+					}
+					i += 2 + n
+				default:
+					return "", false
+				}
+			}
+		case q[i] == '\\' && i+1 < len(q):
+			b.WriteByte(q[i+1])
+			i += 2
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// shellQuote's word reads back as the string it quotes, and shows no
+// character that does not show itself.
+func FuzzShellQuote(f *testing.F) {
+	for _, w := range hostileWords {
+		f.Add(w)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		q := shellQuote(s)
+		if strings.ContainsFunc(q, hidden) || !utf8.ValidString(q) {
+			t.Fatalf("shellQuote(%q) = %q shows a hidden character", s, q)
+		}
+		got, ok := unquoteShell(q)
+		if !ok || got != s {
+			t.Fatalf("shellQuote(%q) = %q reads back as %q (%v)", s, q, got, ok)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -108,4 +109,23 @@ func TestHostGuardRefuses(t *testing.T) {
 	if !ran {
 		t.Fatal("localhost was refused")
 	}
+}
+
+// Whatever the Host header, a guard allows only the loopback names and
+// the names it was given.
+func FuzzHostGuard(f *testing.F) {
+	for _, h := range []string{"localhost:7280", "127.0.0.1", "[::1]:1", "evil.example", "a.localhost", "devbox.lan:1", "", ":", "[", "127.0.0.1.evil"} {
+		f.Add(h)
+	}
+	g := NewHostGuard("devbox.lan")
+	f.Fuzz(func(t *testing.T, host string) {
+		if !g.Allows(host) {
+			return
+		}
+		h := normalHost(hostOnly(host))
+		ip := net.ParseIP(h)
+		if h != "localhost" && !strings.HasSuffix(h, ".localhost") && h != "devbox.lan" && (ip == nil || !ip.IsLoopback()) {
+			t.Fatalf("Allows(%q): %q is not a name of this machine", host, h)
+		}
+	})
 }
