@@ -32,7 +32,7 @@ const (
 	hostPrefix = "__Host-"
 )
 
-// cookieName is the name of the cookie base on r's connection.
+// cookieName is the name, on r's connection, of the cookie named base.
 func cookieName(r *http.Request, base string) string {
 	if r.TLS != nil {
 		return hostPrefix + base
