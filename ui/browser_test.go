@@ -54,8 +54,9 @@ func chromiumPath() string {
 // browser starts a headless Chromium of its own for one test, with a fresh
 // profile that chromedp makes and removes once Chromium has exited (a
 // t.TempDir profile races Chromium's last writes), that reaches nothing
-// beyond loopback.
-func browser(t *testing.T) context.Context {
+// beyond loopback. Each of names, if any, resolves to 127.0.0.1, as a
+// name an attacker rebinds would.
+func browser(t *testing.T, names ...string) context.Context {
 	t.Helper()
 	path := chromiumPath()
 	if path == "" {
@@ -84,7 +85,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("metrics-recording-only", true),
 		// Every host name fails to resolve; loopback addresses are
 		// excluded, since the rules apply to address literals too.
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"),
+		chromedp.Flag("host-resolver-rules", resolverRules(names)),
 	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
@@ -105,6 +106,15 @@ func browser(t *testing.T) context.Context {
 		t.Fatalf("starting %s: %v", path, err)
 	}
 	return ctx
+}
+
+// resolverRules maps names to 127.0.0.1 and every other name to nothing.
+func resolverRules(names []string) string {
+	var rules []string
+	for _, n := range names {
+		rules = append(rules, "MAP "+n+" 127.0.0.1")
+	}
+	return strings.Join(append(rules, "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"), ", ")
 }
 
 // screenshotDir is where the tests save their screenshots.

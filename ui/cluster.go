@@ -73,25 +73,27 @@ func (h *Handler) cluster(rq *request) (*page, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h.probeMember(rq.ctx, rq.token, mv)
+			h.probeMember(rq.ctx, mv)
 		}()
 	}
 	wg.Wait()
 	return p, nil
 }
 
-// probeMember asks another member for its status (with the person's
-// token: members of one cluster share their tokens) and its readiness
-// (which needs none).
-func (h *Handler) probeMember(ctx context.Context, token string, mv *memberView) {
+// probeMember asks another member for its status and its readiness (which
+// needs no credentials), as this node: with Config.ProbeClient's
+// certificate, or Config.ProbeToken. Never with the person's token, which
+// would leave the node it was given to (and, on a cluster whose nodes
+// serve TLS, travel over plain HTTP when the scheme was wrong).
+func (h *Handler) probeMember(ctx context.Context, mv *memberView) {
 	base := mv.HTTPAddr
 	if !strings.Contains(base, "://") {
-		base = "http://" + base
+		base = h.cfg.ProbeScheme + "://" + base
 	}
 	ctx, cancel := context.WithTimeout(ctx, DefaultProbeTimeout)
 	defer cancel()
 	mv.Checked = true
-	st, err := h.memberStatus(ctx, base, token)
+	st, err := h.memberStatus(ctx, base, h.cfg.ProbeToken)
 	if err != nil {
 		mv.StatusError = err.Error()
 	} else {

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,9 +40,23 @@ type Config struct {
 	// only spares the person buttons that would be refused.
 	Permissions func(ctx context.Context, token string) (Permissions, error)
 	// ProbeClient asks the other members of a cluster for their status and
-	// readiness (the cluster page). Nil means a client with a timeout of
-	// DefaultProbeTimeout (2 s).
+	// readiness (the cluster page), as this node: the person's token never
+	// leaves the node it was given to. On a cluster whose nodes serve TLS,
+	// give it the cluster's CA and this node's certificate (which the
+	// members take for node:<id>, an admin). Nil means a client with a
+	// timeout of DefaultProbeTimeout (2 s) and no certificate.
 	ProbeClient *http.Client
+	// ProbeScheme is the scheme of the members' HTTP addresses, which
+	// have none: "http" (the default, "") or "https" (the nodes serve
+	// TLS).
+	ProbeScheme string
+	// ProbeToken, if set, is a bearer token of this node's own (not a
+	// person's) that the probes show: on a cluster without certificates,
+	// the token every member accepts (heddle server --token). Over TLS
+	// with node certificates, leave it empty: the certificate says who
+	// the node is. Empty: the probes show no token, and a member that
+	// asks for one answers its status 401 (its readiness needs none).
+	ProbeToken string
 	// Refresh is how often an open page reloads its content. 0 means
 	// DefaultRefresh (2 s); negative turns the refresh off.
 	Refresh time.Duration
@@ -51,6 +66,13 @@ type Config struct {
 	// Logger, if set, receives the failures the UI meets that are not the
 	// person's (a template that fails to render). Nil logs nothing.
 	Logger *slog.Logger
+	// SessionKey is the key the forms' CSRF tokens are made with (an
+	// HMAC-SHA256 of the browser's session), at least 16 bytes. Nil means
+	// a random key per Handler: a restart makes the forms of open pages
+	// expire (the page says so, and a reload mends it), and nodes that
+	// share one address (a load balancer without sticky sessions) need
+	// the same key, or a form read from one node is refused by another.
+	SessionKey []byte
 }
 
 // Validate reports the first invalid field of c.
@@ -58,12 +80,24 @@ func (c Config) Validate() error {
 	if c.API == nil {
 		return fmt.Errorf("%w: Config.API is required", ErrInvalidConfig)
 	}
+	if c.ProbeScheme != "" && c.ProbeScheme != "http" && c.ProbeScheme != "https" {
+		return fmt.Errorf("%w: Config.ProbeScheme %q is neither http nor https", ErrInvalidConfig, c.ProbeScheme)
+	}
+	if c.SessionKey != nil && len(c.SessionKey) < minSessionKey {
+		return fmt.Errorf("%w: Config.SessionKey is %d bytes, fewer than %d", ErrInvalidConfig, len(c.SessionKey), minSessionKey)
+	}
 	return nil
 }
+
+// minSessionKey is the shortest Config.SessionKey, in bytes.
+const minSessionKey = 16
 
 func (c Config) withDefaults() Config {
 	if c.ProbeClient == nil {
 		c.ProbeClient = &http.Client{Timeout: DefaultProbeTimeout}
+	}
+	if c.ProbeScheme == "" {
+		c.ProbeScheme = "http"
 	}
 	if c.Refresh == 0 {
 		c.Refresh = DefaultRefresh
@@ -73,6 +107,10 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.SessionKey == nil {
+		c.SessionKey = make([]byte, 32)
+		_, _ = rand.Read(c.SessionKey) // crypto/rand.Read never fails (it panics instead)
 	}
 	return c
 }

@@ -18,6 +18,8 @@ var funcs = template.FuncMap{
 	"duration":    fmtDuration,
 	"lower":       strings.ToLower,
 	"add":         func(a, b int) int { return a + b },
+	"shellQuote":  shellQuote,
+	"shellWord":   shellWord,
 }
 
 // fmtTime writes Unix ms as a UTC time to the millisecond; 0 is "—".

@@ -77,6 +77,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
 	w.Header().Set("Referrer-Policy", "same-origin")
+	if err := crossOrigin.Check(r); err != nil {
+		h.render(&request{w: w, r: r, now: h.cfg.Now()}, &page{Template: "error.html", Title: "Refused", Status: http.StatusForbidden,
+			Error: "This form was sent from a page of another site, and is refused. Open the page here and try again."})
+		return
+	}
 	h.mux.ServeHTTP(w, r)
 }
 
@@ -137,7 +142,7 @@ func (h *Handler) page(pattern string, fn func(*request) (*page, error)) {
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		rq := &request{w: w, r: r, ctx: r.Context(), now: h.cfg.Now()}
 		rq.token = readToken(r)
-		rq.csrf = ensureCSRF(w, r)
+		rq.csrf = h.ensureCSRF(w, r)
 		if r.Method == http.MethodPost && !checkCSRF(r, rq.csrf) {
 			h.render(rq, &page{Template: "error.html", Title: "Form expired", Status: http.StatusForbidden,
 				Error: "This form has expired or did not come from this page. Reload the page and try again."})

@@ -20,6 +20,15 @@ func TestConfigValidate(t *testing.T) {
 	if _, err := New(Config{}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("New without an API: %v, want ErrInvalidConfig", err)
 	}
+	api := http.NotFoundHandler()
+	for _, c := range []Config{{API: api, ProbeScheme: "ftp"}, {API: api, SessionKey: []byte("short")}} {
+		if _, err := New(c); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("New(%+v): %v, want ErrInvalidConfig", c, err)
+		}
+	}
+	if _, err := New(Config{API: api, ProbeScheme: "https", SessionKey: make([]byte, 16)}); err != nil {
+		t.Errorf("a valid Config: %v", err)
+	}
 }
 
 // seedList creates runs of two types on two queues, a minute apart, and
@@ -356,6 +365,14 @@ func TestSignIn(t *testing.T) {
 		t.Fatalf("a page after sign-in: HTTP %d", code)
 	}
 	wantIn(t, "a page after sign-in", body, "w-1", `id="signout"`)
+	// The sign-in made a new session: the form token before it is void.
+	if after := v.csrf("/ui/signin"); after == csrf {
+		t.Error("the CSRF token is the same after the sign-in")
+	} else if code, _, _ := v.post("/ui/signout", url.Values{csrfField: {csrf}}); code != http.StatusForbidden {
+		t.Errorf("a sign-out with the token from before the sign-in: HTTP %d, want 403", code)
+	} else {
+		csrf = after
+	}
 
 	// The token cookie is HttpOnly and strict: scripts never read it.
 	u, _ := url.Parse(v.srv.URL + "/ui/")
@@ -374,14 +391,14 @@ func TestSignIn(t *testing.T) {
 	}
 	// A sign-in never sends the browser off the UI.
 	for _, next := range []string{"https://evil.example/", "//evil.example/ui/", `/ui/\evil`, "/v1/jobs", "/ui/signin"} {
-		_, _, loc := v.post("/ui/signin", url.Values{"token": {"s3cret token;"}, "next": {next}, csrfField: {csrf}})
+		_, _, loc := v.post("/ui/signin", url.Values{"token": {"s3cret token;"}, "next": {next}, csrfField: {v.csrf("/ui/signin")}})
 		if loc != "/ui/workflows" {
 			t.Errorf("next=%q sent the browser to %q", next, loc)
 		}
 	}
 
 	// Signing out forgets the token.
-	code, _, loc = v.post("/ui/signout", url.Values{csrfField: {csrf}})
+	code, _, loc = v.post("/ui/signout", url.Values{csrfField: {v.csrf("/ui/signin")}})
 	if code != http.StatusSeeOther || loc != "/ui/signin" {
 		t.Errorf("sign-out: HTTP %d to %q", code, loc)
 	}

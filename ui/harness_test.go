@@ -38,6 +38,11 @@ type envOptions struct {
 	wrapAPI     func(http.Handler) http.Handler
 	permissions func(ctx context.Context, token string) (Permissions, error)
 	cluster     httpapi.Cluster
+	// tls serves the env over HTTPS (with httptest's certificate, which
+	// the env's client trusts).
+	tls bool
+	// configure, if set, changes the UI's Config before New.
+	configure func(*Config)
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -60,17 +65,27 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if o.wrapAPI != nil {
 		uiAPI = o.wrapAPI(api)
 	}
-	h, err := New(Config{API: uiAPI, Permissions: o.permissions, Now: clk.Now})
+	cfg := Config{API: uiAPI, Permissions: o.permissions, Now: clk.Now}
+	if o.configure != nil {
+		o.configure(&cfg)
+	}
+	h, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(mount(h, api))
+	srv := httptest.NewUnstartedServer(mount(h, api))
+	if o.tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	client := &http.Client{Jar: jar, Transport: srv.Client().Transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return &env{t: t, e: e, clk: clk, srv: srv, client: client}
 }
 

@@ -22,6 +22,10 @@ type apiServer struct {
 	srv  *http.Server
 	ln   net.Listener
 	done chan error
+	// overTLS is whether srv serves TLS, decided when it is made: Serve
+	// gives a server without a TLS config one of its own (for HTTP/2), so
+	// srv.TLSConfig says nothing once it runs, and reading it races Serve.
+	overTLS bool
 
 	// conns holds the state of each open connection, as srv's ConnState
 	// hook reports it; close waits for those serving a request.
@@ -43,21 +47,36 @@ func listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// serveAPI serves the HTTP API on ln, over TLS with tlsConfig unless it is
-// nil, with the API's timeouts and connection cap; on error it closes ln.
-func serveAPI(ln net.Listener, cfg httpapi.ServerConfig, tlsConfig *tls.Config) (*apiServer, error) {
+// serveAPI serves the HTTP API and the UI on ln, which listens on
+// httpAddr (the --http-addr asked for), secured as sec says (over TLS
+// when it has a certificate), with the API's timeouts and connection cap;
+// on error it closes ln. On a loopback address it answers to this
+// machine's own names only (hostGuard). wrap, if not nil, wraps the
+// handler (tests watch what a node receives with it).
+func serveAPI(ln net.Listener, cfg httpapi.ServerConfig, sec *security, httpAddr string, wrap func(http.Handler) http.Handler) (*apiServer, error) {
+	tlsConfig := sec.serverTLS()
 	api, err := httpapi.NewServer(cfg)
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
-	handler, err := withUI(api)
+	handler, err := withUI(api, sec)
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
-	s := &apiServer{api: api, ln: ln, done: make(chan error, 1), conns: map[net.Conn]http.ConnState{}}
-	s.srv = api.HTTPServer()
-	s.srv.Handler = handler
-	s.srv.ConnState = s.track
+	if g := sec.hostGuard(ln, httpAddr); g != nil {
+		handler = g.Handler(handler)
+	}
+	if wrap != nil {
+		handler = wrap(handler)
+	}
+	s := &apiServer{api: api, ln: ln, done: make(chan error, 1), conns: map[net.Conn]http.ConnState{}, overTLS: tlsConfig != nil}
+	s.srv = api.HTTPServerFor(handler)
+	// The listener's hook first: it learns which connections it may shed.
+	shed := s.srv.ConnState
+	s.srv.ConnState = func(c net.Conn, st http.ConnState) {
+		shed(c, st)
+		s.track(c, st)
+	}
 	l := api.Listener(ln)
 	if tlsConfig != nil {
 		s.srv.TLSConfig = tlsConfig
@@ -158,6 +177,8 @@ type nodeOptions struct {
 	// nil: none.
 	logger     *slog.Logger
 	chaosProxy string // route Raft dials through this proxy (chaos tests)
+	// wrap, if set, wraps the node's HTTP handler (tests only).
+	wrap func(http.Handler) http.Handler
 }
 
 // startNode opens a Raft node, serves its API and, when asked, joins it to
@@ -184,7 +205,7 @@ func startNode(ctx context.Context, o nodeOptions) (*clusterNode, error) {
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
-	api, err := serveAPI(ln, o.sec.apply(httpapi.ServerConfig{Service: n.Engine(), Cluster: n, Metrics: m, Logger: log}), o.sec.serverTLS())
+	api, err := serveAPI(ln, o.sec.apply(httpapi.ServerConfig{Service: n.Engine(), Cluster: n, Metrics: m, Logger: log}), o.sec, o.httpAddr, o.wrap)
 	if err != nil {
 		return nil, errors.Join(err, n.Close())
 	}

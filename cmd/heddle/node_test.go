@@ -48,6 +48,7 @@ func TestAPICloseAnswersRequestsAndCutsUnusedConnections(t *testing.T) {
 			answered <- answer{err: err}
 			return
 		}
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			answered <- answer{err: err}

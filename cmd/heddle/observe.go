@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/internal/slogbridge"
 )
 
@@ -101,7 +102,12 @@ func startPprof(addr string, log *slog.Logger) (*pprofServer, error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	p := &pprofServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	// Loopback as it is, it answers to this machine's names only, as the
+	// API does (see security.hostGuard): a web page could otherwise read
+	// the profiles through a name of its own that resolves to 127.0.0.1.
+	host, _, _ := net.SplitHostPort(addr) // checkPprofAddr split it
+	guard := httpapi.NewHostGuard(host)
+	p := &pprofServer{ln: ln, srv: &http.Server{Handler: guard.Handler(mux), ReadHeaderTimeout: 10 * time.Second}}
 	go func() {
 		if err := p.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("pprof stopped", "error", err)

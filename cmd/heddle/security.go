@@ -14,6 +14,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/pki"
+	"github.com/heddlewf/heddle/ui"
 	"github.com/spf13/pflag"
 )
 
@@ -25,6 +26,7 @@ type secFlags struct {
 	tlsCert, tlsKey, tlsCA string
 	tokenFile, token       string
 	insecure               bool
+	allowHosts             []string
 }
 
 // addSecFlags adds the security flags; node adds what only a cluster node
@@ -40,6 +42,8 @@ func addSecFlags(fs *pflag.FlagSet, f *secFlags, node bool) {
 	fs.StringVar(&f.tokenFile, "token-file", "", "`file` of the tokens the API accepts, one \"<role> <name> sha256:<digest>\" per line (heddle token makes them)")
 	fs.StringVar(&f.token, "token", "", tokenUsage)
 	fs.BoolVar(&f.insecure, "insecure", false, "serve a non-loopback address without TLS or tokens (anyone who reaches it can do anything)")
+	fs.StringSliceVar(&f.allowHosts, "allow-host", nil, "another host `name` the API and UI answer to when they listen on loopback, beside localhost, "+
+		"loopback addresses and --http-addr's host (a name in /etc/hosts, a proxy's); repeat or comma-separate")
 }
 
 // security is what a server's flags load.
@@ -49,12 +53,14 @@ type security struct {
 	tokens   *httpapi.Tokens  // --token-file
 	token    string           // --token or $HEDDLE_TOKEN
 	insecure bool
+	// allowHosts are the --allow-host names.
+	allowHosts []string
 }
 
 // load reads the files the flags name. nodeID, when not empty, is the id
 // of the node whose certificate --tls-cert must be once --tls-ca is given.
 func (f *secFlags) load(nodeID string) (*security, error) {
-	s := &security{token: envDefault(f.token, "HEDDLE_TOKEN", ""), insecure: f.insecure}
+	s := &security{token: envDefault(f.token, "HEDDLE_TOKEN", ""), insecure: f.insecure, allowHosts: f.allowHosts}
 	switch {
 	case (f.tlsCert == "") != (f.tlsKey == ""):
 		return nil, usagef("--tls-cert and --tls-key go together")
@@ -117,6 +123,26 @@ func (s *security) clientTLS() *tls.Config {
 	return pki.ClientTLS(s.roots, s.cert)
 }
 
+// probe is how the UI's cluster page asks the other members for their
+// status: as this node, never with the person's token. Over TLS with
+// --tls-ca, by this node's certificate (the members take it for
+// node:<id>), checking theirs against the CA; over TLS without it, with
+// this node's --token if it has one, checking the members' certificates
+// against the system's roots; over plain HTTP (loopback, or --insecure),
+// with this node's --token if it has one.
+func (s *security) probe() (client *http.Client, scheme, token string) {
+	if s.cert == nil {
+		return nil, "http", s.token
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if s.roots != nil {
+		t.TLSClientConfig = pki.ClientTLS(s.roots, s.cert)
+	} else {
+		t.TLSClientConfig, token = pki.ClientTLS(nil, nil), s.token
+	}
+	return &http.Client{Transport: t, Timeout: ui.DefaultProbeTimeout}, "https", token
+}
+
 // apply fills in cfg's tokens, client CAs and forwarding.
 func (s *security) apply(cfg httpapi.ServerConfig) httpapi.ServerConfig {
 	cfg.Tokens, cfg.AuthToken, cfg.ClientCAs = s.tokens, s.token, s.roots
@@ -128,6 +154,25 @@ func (s *security) apply(cfg httpapi.ServerConfig) httpapi.ServerConfig {
 		cfg.ForwardClient, cfg.ForwardScheme = &http.Client{Transport: t}, "https"
 	}
 	return cfg
+}
+
+// hostGuard is the Host check of an API listening on ln, which httpAddr
+// asked for: on a loopback address, the server answers to this machine's
+// own names only (localhost, loopback addresses, httpAddr's host and the
+// --allow-host names), so that a web page cannot reach it under a name of
+// its own that resolves to 127.0.0.1 (DNS rebinding). Nil on any other
+// address, whose names the server cannot know; such a server needs TLS
+// and tokens (checkExposure), which a page cannot borrow.
+func (s *security) hostGuard(ln net.Listener, httpAddr string) *httpapi.HostGuard {
+	a, ok := ln.Addr().(*net.TCPAddr)
+	if !ok || !a.IP.IsLoopback() {
+		return nil
+	}
+	names := append([]string(nil), s.allowHosts...)
+	if host, _, err := net.SplitHostPort(httpAddr); err == nil {
+		names = append(names, host)
+	}
+	return httpapi.NewHostGuard(names...)
 }
 
 // checkExposure refuses to serve an address others can reach without TLS

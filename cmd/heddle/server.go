@@ -219,7 +219,7 @@ func startDev(cfg engine.Config, httpAddr string, sec *security, log *slog.Logge
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
-	api, err := serveAPI(ln, sec.apply(httpapi.ServerConfig{Service: e, Metrics: m, Logger: log}), sec.serverTLS())
+	api, err := serveAPI(ln, sec.apply(httpapi.ServerConfig{Service: e, Metrics: m, Logger: log}), sec, httpAddr, nil)
 	if err != nil {
 		return nil, errors.Join(err, e.Close())
 	}

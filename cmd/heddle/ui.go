@@ -11,9 +11,13 @@ import (
 )
 
 // withUI returns a handler that serves the UI under ui.Path and everything
-// else with api. The UI calls api in-process with the signed-in token.
-func withUI(api http.Handler) (http.Handler, error) {
-	h, err := ui.New(ui.Config{API: api})
+// else with api. The UI calls api in-process with the signed-in token, and
+// asks the other members of a cluster for their status as this node
+// (sec.probe).
+func withUI(api http.Handler, sec *security) (http.Handler, error) {
+	cfg := ui.Config{API: api}
+	cfg.ProbeClient, cfg.ProbeScheme, cfg.ProbeToken = sec.probe()
+	h, err := ui.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -43,4 +47,4 @@ func uiURL(addr string, overTLS bool) string {
 }
 
 // uiURL is the UI's address on s.
-func (s *apiServer) uiURL() string { return uiURL(s.addr(), s.srv.TLSConfig != nil) }
+func (s *apiServer) uiURL() string { return uiURL(s.addr(), s.overTLS) }

@@ -96,3 +96,28 @@ func TestUIURL(t *testing.T) {
 		}
 	}
 }
+
+// A plain-HTTP server prints an http:// UI address, also once it serves:
+// net/http's Serve gives a server without a TLS config one of its own (for
+// HTTP/2), so the scheme is decided when the server is made, not read back
+// from it (which raced with Serve and printed https://).
+func TestDevUIURLWhileServing(t *testing.T) {
+	d, err := startDev(engine.Config{Dir: t.TempDir()}, "127.0.0.1:0", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := d.close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	// One answered request: Serve has set itself up by then.
+	resp, err := http.Get("http://" + d.api.addr() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if got, want := d.api.uiURL(), "http://"+d.api.addr()+"/ui/"; got != want {
+		t.Fatalf("the UI of a plain-HTTP heddle dev is printed as %q, want %q", got, want)
+	}
+}

@@ -87,7 +87,7 @@ func TestMalformedRequestsAreRefusedWithoutWrites(t *testing.T) {
 		name        string
 		method      string
 		path        string
-		contentType string // "" means JSON
+		contentType string // "" means JSON, "-" none
 		auth        string // "" means the right token; "-" means none
 		body        []byte
 		status      int
@@ -105,7 +105,15 @@ func TestMalformedRequestsAreRefusedWithoutWrites(t *testing.T) {
 		{"msgpack length bomb", "POST", "/v1/jobs/append", contentMsgpack, "", []byte{0x81, 0xa2, 'e', 'v', 0xdd, 0xff, 0xff, 0xff, 0xff}, 400, "invalid_command", "4294967295 more values are declared"},
 		{"msgpack nesting", "POST", "/v1/jobs", contentMsgpack, "", deep, 400, "invalid_command", "nested deeper"},
 		{"msgpack wrong type", "POST", "/v1/jobs", contentMsgpack, "", mustMsgpack(t, map[string]any{"ty": 7}), 400, "invalid_command", "not a valid msgpack CreateJob"},
-		{"unknown content type", "POST", "/v1/jobs", "text/plain", "", []byte("Type=T"), 400, "invalid_command", `Content-Type "text/plain"`},
+		{"unknown content type", "POST", "/v1/jobs", "text/plain", "", []byte("Type=T"), 415, "unsupported_media_type", `Content-Type "text/plain" is neither application/json nor application/msgpack`},
+		// A browser sends a form, or a fetch of text or of a Blob without
+		// a type, to another site without asking it first (no CORS
+		// preflight): such a body must not be read as JSON.
+		{"JSON without a content type", "POST", "/v1/jobs", "-", "", mustJSON(t, engine.CreateJob{Type: "T", Queue: "q"}), 415, "unsupported_media_type", "the request body has no Content-Type"},
+		{"JSON as text", "POST", "/v1/jobs", "text/plain;charset=UTF-8", "", mustJSON(t, engine.CreateJob{Type: "T", Queue: "q"}), 415, "unsupported_media_type", `Content-Type "text/plain;charset=UTF-8"`},
+		{"JSON as a form", "POST", "/v1/jobs/terminate", "application/x-www-form-urlencoded", "", mustJSON(t, engine.Terminate{Target: engine.Target{Job: f.queued}}), 415, "unsupported_media_type", "application/x-www-form-urlencoded"},
+		{"multipart", "POST", "/v1/resources", "multipart/form-data; boundary=x", "", []byte("--x--"), 415, "unsupported_media_type", "multipart/form-data"},
+		{"empty body without a content type", "POST", "/v1/jobs/signal", "-", "", nil, 400, "invalid_command", "body is empty; want a Signal"},
 		{"empty body", "POST", "/v1/jobs/signal", "", "", nil, 400, "invalid_command", "body is empty; want a Signal"},
 		{"missing type", "POST", "/v1/jobs", "", "", []byte(`{"queue": "q"}`), 400, "invalid_command", "CreateJob.Type is required"},
 		{"missing queue (msgpack)", "POST", "/v1/jobs/claim", contentMsgpack, "", mustMsgpack(t, engine.Claim{Owner: "w", Max: 1, LeaseMS: 1000}), 400, "invalid_command", "Claim.Queue is required"},
@@ -138,6 +146,12 @@ func TestMalformedRequestsAreRefusedWithoutWrites(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := keyspaceHash(t, f.e)
 			h := map[string]string{"Content-Type": tc.contentType, "Authorization": "Bearer " + testToken}
+			switch tc.contentType {
+			case "":
+				h["Content-Type"] = contentJSON
+			case "-":
+				h["Content-Type"] = ""
+			}
 			switch tc.auth {
 			case "-":
 				h["Authorization"] = ""
@@ -160,7 +174,7 @@ func TestMalformedRequestsAreRefusedWithoutWrites(t *testing.T) {
 	}
 	// The hash does see writes: an accepted request changes it.
 	before := keyspaceHash(t, f.e)
-	r := doRaw(t, "POST", f.url+"/v1/jobs", []byte(`{"Type": "T", "Queue": "q"}`), map[string]string{"Authorization": "Bearer " + testToken})
+	r := doRaw(t, "POST", f.url+"/v1/jobs", []byte(`{"Type": "T", "Queue": "q"}`), map[string]string{"Authorization": "Bearer " + testToken, "Content-Type": contentJSON})
 	if r.status != http.StatusOK || keyspaceHash(t, f.e) == before {
 		t.Fatalf("a valid create answered %d %s and left the hash as it was", r.status, r.body)
 	}
@@ -172,7 +186,7 @@ func TestErrorBodyFormats(t *testing.T) {
 	f := newBadFixture(t)
 	auth := "Bearer " + testToken
 	body := mustJSON(t, engine.Complete{LeaseRef: engine.LeaseRef{Job: f.running, Attempt: 9}})
-	r := doRaw(t, "POST", f.url+"/v1/jobs/complete", body, map[string]string{"Authorization": auth})
+	r := doRaw(t, "POST", f.url+"/v1/jobs/complete", body, map[string]string{"Authorization": auth, "Content-Type": contentJSON})
 	var m map[string]any
 	if err := json.Unmarshal(r.body, &m); err != nil {
 		t.Fatal(err)
@@ -180,7 +194,7 @@ func TestErrorBodyFormats(t *testing.T) {
 	if m["code"] != engine.StaleAttemptCode || m["error"] != "stale_attempt" || !strings.Contains(m["message"].(string), "stale attempt") {
 		t.Fatalf("JSON error body %v", m)
 	}
-	r = doRaw(t, "POST", f.url+"/v1/jobs/complete", body, map[string]string{"Authorization": auth, "Accept": contentMsgpack})
+	r = doRaw(t, "POST", f.url+"/v1/jobs/complete", body, map[string]string{"Authorization": auth, "Accept": contentMsgpack, "Content-Type": contentJSON})
 	if ct := r.header.Get("Content-Type"); ct != contentMsgpack {
 		t.Fatalf("Content-Type %q, want msgpack", ct)
 	}

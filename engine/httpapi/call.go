@@ -151,9 +151,13 @@ func bodyTooLarge(limit int64) error {
 // A command's header gets the caller's name as its By, whatever the body
 // said: who issued a command is the server's to say.
 func (c *call) decode(v any) error {
-	f, err := requestFormat(c.r)
-	if err != nil {
-		return err
+	f := formatJSON
+	if len(c.body) > 0 {
+		// An empty body is refused below as empty, whatever its type.
+		var err error
+		if f, err = requestFormat(c.r); err != nil {
+			return err
+		}
 	}
 	if err := decodeBody(f, c.body, v); err != nil {
 		return err

@@ -52,16 +52,21 @@ func parseFormat(mediaType string) (format, bool) {
 	return formatJSON, false
 }
 
-// requestFormat is the format of r's body: its Content-Type, JSON when it
-// has none.
+// requestFormat is the format of r's body, as its Content-Type names it.
+// A body without one is refused (415), not taken for JSON: a browser sends
+// a body without a type, or as text or a form, to any site without asking
+// it first (no CORS preflight), so a page of another site could otherwise
+// drive a server that asks for no token.
 func requestFormat(r *http.Request) (format, error) {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
-		return formatJSON, nil
+		return formatJSON, fmt.Errorf("%w: the request body has no Content-Type; send it as %s or %s (curl: -H 'Content-Type: application/json')",
+			ErrUnsupportedMediaType, contentJSON, contentMsgpack)
 	}
 	f, ok := parseFormat(ct)
 	if !ok {
-		return formatJSON, fmt.Errorf("%w: Content-Type %q is neither %s nor %s", engine.ErrInvalidCommand, ct, contentJSON, contentMsgpack)
+		return formatJSON, fmt.Errorf("%w: Content-Type %q is neither %s nor %s (curl -d sends a form: add -H 'Content-Type: application/json')",
+			ErrUnsupportedMediaType, ct, contentJSON, contentMsgpack)
 	}
 	return f, nil
 }

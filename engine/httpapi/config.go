@@ -68,9 +68,13 @@ type ServerConfig struct {
 	// kept-alive connection that carries no request for that long. 0
 	// means the default: 10 s, 30 s, 30 s and 2 min.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
-	// MaxConns caps the connections the listener from Listen accepts at
-	// once; the others wait in the kernel's queue. 0 means
-	// DefaultMaxConns (4096).
+	// MaxConns caps the connections the listener from Server.Listener
+	// holds at once. When it is full, a new connection takes the place of
+	// the one that has waited longest without a request being served (one
+	// that never sent a request first); when every one is serving a
+	// request, up to ProbeConns more are taken for health probes only, and
+	// the others wait in the kernel's queue. 0 means DefaultMaxConns
+	// (4096).
 	MaxConns int
 	// ClientCAs, if set, verifies the certificates callers present over
 	// TLS (the http.Server's tls.Config must ask for them, with

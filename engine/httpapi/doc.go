@@ -111,6 +111,13 @@
 // certificate instead, and a join must show the joining node's own. The
 // caller's name becomes the Header.By of every command it sends.
 //
+// A browser's write from a page of another origin (Sec-Fetch-Site, else
+// Origin, says so) is refused with 403 cross_origin before it is read or
+// authenticated: a web page open in the browser of someone who can reach
+// a server without tokens must not drive it. A server that listens on
+// loopback should also answer to its own names only, against DNS
+// rebinding: HostGuard does that (heddle's servers use it).
+//
 // Path segments are percent-escaped (a workflow id "a/b" is "a%2Fb"; "."
 // and ".." must be written "%2E" and "%2E%2E"). A wait is a Go duration
 // ("250ms", "30s") and is capped at ServerConfig.MaxWait; a long poll that
@@ -119,8 +126,11 @@
 //
 // # Bodies
 //
-// Bodies are JSON (the default, for people and scripts) or msgpack
-// (Content-Type application/msgpack, what Client sends). An answer is
+// Bodies are JSON (Content-Type application/json, for people and scripts)
+// or msgpack (Content-Type application/msgpack, what Client sends). A body
+// without a Content-Type, or with another, is refused with 415
+// (ErrUnsupportedMediaType): browsers send such bodies to other sites
+// without a CORS preflight. An answer is
 // encoded as the request's Accept header asks, else like its body, else as
 // JSON. msgpack uses the types' msgpack tags (short keys, statuses as
 // numbers); it is the SDK's wire and the JSON convention below leaves it

@@ -39,6 +39,15 @@ var (
 	// ErrNotReady: the node runs but should not be sent work (GET /readyz
 	// answered 503: no leader known, state behind, store closed).
 	ErrNotReady = errors.New("httpapi: not ready")
+	// ErrUnsupportedMediaType: a request body has no Content-Type, or one
+	// that is neither JSON nor msgpack (415).
+	ErrUnsupportedMediaType = errors.New("httpapi: unsupported media type")
+	// ErrCrossOrigin: a browser sent a write from a page of another
+	// origin (403).
+	ErrCrossOrigin = errors.New("httpapi: cross-origin request")
+	// ErrHostNotAllowed: a HostGuard refused the request's Host header
+	// (403).
+	ErrHostNotAllowed = errors.New("httpapi: host not allowed")
 )
 
 // ErrorBody is the body of every failed request.
@@ -115,6 +124,9 @@ var wireErrors = []wireError{
 	{"busy", http.StatusServiceUnavailable, ErrBusy},
 	{"invalid_config", http.StatusInternalServerError, ErrInvalidConfig},
 	{"not_ready", http.StatusServiceUnavailable, ErrNotReady},
+	{"unsupported_media_type", http.StatusUnsupportedMediaType, ErrUnsupportedMediaType},
+	{"cross_origin", http.StatusForbidden, ErrCrossOrigin},
+	{"host_not_allowed", http.StatusForbidden, ErrHostNotAllowed},
 }
 
 // errorFor returns the status and body that answer err.

@@ -224,6 +224,9 @@ func TestHostileRequestsAreRefused(t *testing.T) {
 		t.Run(fmt.Sprintf("%02d %s", i, c.name), func(t *testing.T) {
 			before, changes := keyspaceHash(t, f.e), f.cluster.count()
 			h := map[string]string{"Content-Type": c.ctype}
+			if c.ctype == "" {
+				h["Content-Type"] = contentJSON
+			}
 			switch {
 			case strings.HasPrefix(c.token, "raw:"):
 				h["Authorization"] = strings.TrimPrefix(c.token, "raw:")
@@ -260,7 +263,7 @@ func TestHostileRequestsAreRefused(t *testing.T) {
 		if o.method == "GET" {
 			body = nil
 		}
-		if r := doRaw(t, o.method, f.url+o.path, body, map[string]string{"Authorization": "Bearer " + o.token}); r.status != http.StatusOK {
+		if r := doRaw(t, o.method, f.url+o.path, body, map[string]string{"Authorization": "Bearer " + o.token, "Content-Type": contentJSON}); r.status != http.StatusOK {
 			t.Errorf("%s %s with its role: %d %s", o.method, o.path, r.status, r.body)
 		}
 	}

@@ -164,42 +164,184 @@ func TestLongPollsOutlastReadTimeout(t *testing.T) {
 	}
 }
 
-// The listener holds at most MaxConns connections: another is served only
-// once one closes.
-func TestConnectionCap(t *testing.T) {
-	e := openEngine(t, engine.Limits{})
-	_, addr := serveReal(t, ServerConfig{Service: e, MaxConns: 2})
-	var held []net.Conn
-	for range 2 {
+// serveListener is serveReal, returning the listener too.
+func serveListener(t *testing.T, cfg ServerConfig) (*limitListener, string) {
+	t.Helper()
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := s.Listener(ln).(*limitListener)
+	hs := s.HTTPServer()
+	go func() { _ = hs.Serve(l) }()
+	t.Cleanup(func() {
+		s.Close()
+		_ = hs.Close()
+	})
+	return l, ln.Addr().String()
+}
+
+// awaitConns waits until the listener holds open connections, busy of
+// them serving a request (-1: any number), or fails t.
+func awaitConns(t *testing.T, l *limitListener, open, busy int) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		o, b, changed := l.state()
+		if o == open && (busy < 0 || b == busy) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("the listener holds %d connections, %d busy; want %d, %d", o, b, open, busy)
+		}
+	}
+}
+
+// dialIdle opens n connections that send nothing.
+func dialIdle(t *testing.T, addr string, n int) []net.Conn {
+	t.Helper()
+	var cs []net.Conn
+	for range n {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		held = append(held, c)
-		defer func() { _ = c.Close() }()
+		t.Cleanup(func() { _ = c.Close() })
+		cs = append(cs, c)
 	}
-	ask := func() (int, error) {
-		cl := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 500 * time.Millisecond}
-		resp, err := cl.Get("http://" + addr + "/v1/jobs")
-		if err != nil {
-			return 0, err
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode, nil
+	return cs
+}
+
+// ask makes one request on a connection of its own, within a bound that
+// only a server that keeps it waiting reaches.
+func ask(method, url, token string, body []byte) (int, error) {
+	cl := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
 	}
-	if _, err := ask(); err == nil {
-		t.Fatal("a third connection was served while two were held")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	_ = held[0].Close()
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		st, err := ask()
-		if err == nil && st == http.StatusOK {
-			break
+	if body != nil {
+		req.Header.Set("Content-Type", contentJSON)
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// rawGet sends GET path on c and reads the answer, keeping c open.
+func rawGet(t *testing.T, c net.Conn, br *bufio.Reader, path string) int {
+	t.Helper()
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("GET %s on a kept-alive connection: %v", path, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// One client that opens MaxConns connections and leaves them idle keeps
+// no one out: the next connection is served at once, and the idle one
+// that waited longest is closed. Before, the next one waited in the
+// kernel's queue until an idle one timed out (up to 9.75 s were seen),
+// and health probes timed out.
+func TestIdleConnectionsAreShedWhenFull(t *testing.T) {
+	e := openEngine(t, engine.Limits{})
+	l, addr := serveListener(t, ServerConfig{Service: e, MaxConns: 3, AuthToken: testToken})
+	var idle []net.Conn
+	for _, path := range []string{"/healthz", "/readyz", "/v1/jobs"} {
+		idle = append(idle, dialIdle(t, addr, 3-len(idle))...)
+		awaitConns(t, l, 3, 0)
+		if st, err := ask("GET", "http://"+addr+path, testToken, nil); err != nil || st != http.StatusOK {
+			t.Fatalf("GET %s while an idle client holds every connection: %d %v", path, st, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no connection was served after one of the two closed: %v", err)
+		if !closedWithin(idle[0], 5*time.Second) {
+			t.Fatalf("the oldest idle connection was not closed for GET %s", path)
 		}
+		idle = idle[1:]
+		awaitConns(t, l, 2, 0) // the ask's own connection closed after it
+	}
+
+	// A connection that served a request and waits for the next is shed
+	// only after those that never sent one, though it is older.
+	for _, c := range idle {
+		_ = c.Close()
+	}
+	awaitConns(t, l, 0, 0)
+	kept := dialIdle(t, addr, 1)[0]
+	br := bufio.NewReader(kept)
+	if st := rawGet(t, kept, br, "/healthz"); st != http.StatusOK {
+		t.Fatalf("a probe on the kept connection: %d", st)
+	}
+	idle = dialIdle(t, addr, 2)
+	awaitConns(t, l, 3, 0)
+	if st, err := ask("GET", "http://"+addr+"/healthz", "", nil); err != nil || st != http.StatusOK {
+		t.Fatalf("a probe: %d %v", st, err)
+	}
+	if !closedWithin(idle[0], 5*time.Second) {
+		t.Fatal("the oldest connection that never sent a request was not the one shed")
+	}
+	if st := rawGet(t, kept, br, "/healthz"); st != http.StatusOK {
+		t.Fatalf("the kept-alive connection, reused: %d", st)
+	}
+}
+
+// When every connection is serving a request (here long polls), health
+// probes are still answered, on connections beyond MaxConns that take
+// probes only; anything else there is answered 503 busy, and the
+// connection closed.
+func TestProbesAreAnsweredWhenEveryConnectionIsBusy(t *testing.T) {
+	e := openEngine(t, engine.Limits{})
+	l, addr := serveListener(t, ServerConfig{Service: e, MaxConns: 2, AuthToken: testToken})
+	claim := mustJSON(t, engine.Claim{Queue: "nobody", Owner: "w", Max: 1, LeaseMS: 1000})
+	for range 2 {
+		go func() { _, _ = ask("POST", "http://"+addr+"/v1/jobs/claim?wait=30s", testToken, claim) }()
+	}
+	awaitConns(t, l, 2, 2)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if st, err := ask("GET", "http://"+addr+path, "", nil); err != nil || st != http.StatusOK {
+			t.Fatalf("GET %s while every connection serves a long poll: %d %v", path, st, err)
+		}
+	}
+	if st, err := ask("GET", "http://"+addr+"/v1/jobs", testToken, nil); err != nil || st != http.StatusServiceUnavailable {
+		t.Fatalf("a read on a probe connection: %d %v, want 503", st, err)
+	}
+	awaitConns(t, l, 2, 2)
+}
+
+// A caller without credentials is answered 401 and its connection closed
+// at once, its body unread: it cannot hold a connection by sending a body
+// slowly. Before, the server read on until ReadTimeout (30 s).
+func TestUnauthenticatedConnectionIsClosed(t *testing.T) {
+	e := openEngine(t, engine.Limits{})
+	_, addr := serveListener(t, ServerConfig{Service: e, AuthToken: testToken})
+	c := dialIdle(t, addr, 1)[0]
+	if _, err := fmt.Fprint(c, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"type\":"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("an unauthenticated request: %v %v", resp, err)
+	}
+	if !closedWithin(c, 5*time.Second) {
+		t.Fatal("the connection of a refused request stayed open for its body")
 	}
 }
 

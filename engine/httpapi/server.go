@@ -133,7 +133,8 @@ type caller struct {
 // when ServerConfig asks for them.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// serve authenticates the caller, then routes the request. A bearer token
+// serve refuses a browser's write from another site's page (checkOrigin),
+// authenticates the caller, then routes the request. A bearer token
 // decides who the caller is; without one, a certificate ClientCAs verifies
 // does. A server without tokens lets a caller that shows neither in, as an
 // admin with no name. Health probes need neither: a load balancer's probe
@@ -143,9 +144,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.mux.ServeHTTP(w, r)
 		return
 	}
+	if err := checkOrigin(r); err != nil {
+		c := &call{s: s, w: w, r: r, out: responseFormat(r)}
+		c.fail(err)
+		return
+	}
 	who, err := s.authenticate(r)
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="heddle"`)
+		// The connection is closed after the answer, its body unread: a
+		// caller without credentials cannot hold it by sending the body
+		// slowly. (net/http reads what is left of a body up to 256 KiB
+		// after the handler, even with Connection: close, until the read
+		// deadline; that deadline is now.) A test recorder cannot move it.
+		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 		c := &call{s: s, w: w, r: r, out: responseFormat(r)}
 		c.fail(err)
 		return
@@ -250,6 +263,14 @@ func (s *Server) handle(pattern string, role Role, h handler) {
 		if err := c.readBody(); err != nil {
 			c.fail(err)
 			return
+		}
+		if len(c.body) > 0 {
+			// Every body is JSON or msgpack, said so, also on a route that
+			// reads none: see requestFormat.
+			if _, err := requestFormat(r); err != nil {
+				c.fail(err)
+				return
+			}
 		}
 		s.extendDeadlines(w)
 		if engine.IsStaleRead(r.Context()) {

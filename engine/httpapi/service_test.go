@@ -156,7 +156,7 @@ func TestJSONForPeople(t *testing.T) {
 	if r.status != http.StatusOK || cr.WorkflowID != "hello" || !strings.Contains(string(r.body), `"workflow_id":"hello"`) {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
-	r = doRaw(t, "POST", hs.URL+"/v1/jobs", []byte(`{"workflow_id": "hello", "type": "Greet", "queue": "q", "reuse_policy": "reject-duplicate"}`), nil)
+	r = doRaw(t, "POST", hs.URL+"/v1/jobs", []byte(`{"workflow_id": "hello", "type": "Greet", "queue": "q", "reuse_policy": "reject-duplicate"}`), map[string]string{"Content-Type": contentJSON})
 	if r.status != http.StatusConflict {
 		t.Fatalf("a second start under reject-duplicate: %d %s", r.status, r.body)
 	}

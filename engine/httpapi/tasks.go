@@ -37,7 +37,13 @@ func (s *Server) taskRoutes() {
 		}
 	}
 	s.handleTask("POST /v1/tasks", taskClient, need(func(ts engine.TaskService, c *call) (any, error) {
-		return decodeRun(c, ts.CreateTask)
+		var cmd engine.CreateTask
+		if err := c.decode(&cmd); err != nil {
+			return nil, err
+		}
+		// Who created the task is the server's to say, as for a decision.
+		cmd.By = decidedBy(c.r, cmd.By)
+		return ts.CreateTask(c.r.Context(), cmd)
 	}))
 	for _, op := range engine.TaskOps() {
 		// One route per human command: the path names the command, the
@@ -158,8 +164,11 @@ func (s *Server) handleTask(pattern string, a taskAccess, h handler) {
 	s.handle(pattern, [...]Role{taskClient: RoleClient, taskWorker: RoleWorker, taskReader: RoleReader}[a], h)
 }
 
-// decidedBy is who made a human decision on a task: the caller's identity
-// where tokens name callers, else the request's by (the CLI's --by).
+// decidedBy is who created a task or made a human decision on it: the
+// caller's identity where tokens or certificates name callers, else the
+// request's by (the CLI's --by). A server without tokens names no caller,
+// so there the body's by stands: anyone who reaches such a server may do
+// anything, as anyone.
 func decidedBy(r *http.Request, by string) string {
 	if id := identityOf(r); id.Name != "" {
 		return id.Name

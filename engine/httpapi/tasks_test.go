@@ -128,3 +128,45 @@ func TestTaskClaimLongPoll(t *testing.T) {
 		t.Fatalf("claimed %+v", ts)
 	}
 }
+
+// A review task's creator and deciders are who the token names, whatever
+// the body's by says; on a server without tokens, where callers have no
+// name, the body's by is kept (the CLI's --by).
+func TestTaskByIsTheCaller(t *testing.T) {
+	e := openEngine(t, engine.Limits{})
+	tk := &Tokens{}
+	if err := tk.Add("carl", RoleClient, "carl-token"); err != nil {
+		t.Fatal(err)
+	}
+	_, hs := serve(t, ServerConfig{Service: e, Tokens: tk})
+	c := newClient(t, ClientConfig{Addrs: []string{hostOf(hs.URL)}, Token: "carl-token"})
+	ctx := context.Background()
+	res, err := c.CreateTask(ctx, engine.CreateTask{Job: "j", Phase: "p", Queue: "q", Type: "t", By: "mallory"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: res.Task}, Op: engine.TaskOpSuspend, By: "mallory"}); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := e.TaskHistory(ctx, res.Task)
+	if err != nil || len(hist) != 2 {
+		t.Fatalf("history %+v, %v", hist, err)
+	}
+	for _, ev := range hist {
+		if ev.By != "carl" {
+			t.Errorf("%s is recorded as by %q, want the token's name carl", ev.Type, ev.By)
+		}
+	}
+
+	// Without tokens the caller has no name: the body's by stands.
+	e2 := openEngine(t, engine.Limits{})
+	_, hs2 := serve(t, ServerConfig{Service: e2})
+	c2 := newClient(t, ClientConfig{Addrs: []string{hostOf(hs2.URL)}})
+	res, err = c2.CreateTask(ctx, engine.CreateTask{Job: "j", Phase: "p", Queue: "q", Type: "t", By: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hist, err := e2.TaskHistory(ctx, res.Task); err != nil || len(hist) != 1 || hist[0].By != "ann" {
+		t.Fatalf("a token-less server's task: %+v, %v", hist, err)
+	}
+}
