@@ -45,7 +45,8 @@ func TestBadInputWritesNothing(t *testing.T) {
 		{"illegal transition", &Activate{Target: Target{Job: ref.Job}}, ErrIllegalTransition, "job_activated on job 1 in status Running"},
 		{"stale attempt", &Complete{LeaseRef: LeaseRef{Job: ref.Job, Attempt: 7}}, ErrStaleAttempt, "attempt 7"},
 		{"catch up without effect", &CommitStep{LeaseRef: ref, Step: "s", Type: "done", CatchUp: true}, ErrInvalidCommand, "no recorded effect"},
-		{"parent unknown", &CreateJob{Type: "t", Queue: "q", ParentID: 77, ParentStep: "s"}, ErrUnknownJob, "ParentID"},
+		{"parent unknown", &CreateJob{Type: "t", Queue: "q", ParentID: 77, ParentStep: "s", ParentLease: &LeaseRef{Job: 77, Attempt: 1}}, ErrUnknownJob, "ParentLease"},
+		{"no parent lease", &CreateJob{Type: "t", Queue: "q", ParentID: ref.Job, ParentStep: "s"}, ErrInvalidCommand, "ParentLease is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

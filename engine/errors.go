@@ -117,9 +117,16 @@ type StaleAttemptError struct {
 	Current uint64 // the job's current attempt
 	Status  Status // the job's status (fenced writes need Running)
 	Command string
+	// WrongToken: the attempt is the current one, but the write did not
+	// carry its lease token, so it does not come from the lease's holder.
+	WrongToken bool
 }
 
 func (e *StaleAttemptError) Error() string {
+	if e.WrongToken {
+		return fmt.Sprintf("engine: stale attempt: %s on job %d by attempt %d without the lease token of that attempt: the writer does not hold the lease (job is %s) [%s]",
+			e.Command, e.Job, e.Attempt, e.Status, StaleAttemptCode)
+	}
 	return fmt.Sprintf("engine: stale attempt: %s on job %d by attempt %d, job is %s at attempt %d [%s]",
 		e.Command, e.Job, e.Attempt, e.Status, e.Current, StaleAttemptCode)
 }

@@ -141,11 +141,11 @@ func newFuzzStore(f *testing.F) *fuzzStore {
 		}
 		return id, LeaseRef{Job: id, Attempt: c.Jobs[0].Attempt}
 	}
-	start("wf-open", "q")                                                              // 1 Queued
-	h.must(&CreateJob{WorkflowID: "wf-draft", Type: "order", Queue: "d", Draft: true}) // 2 Draft
-	start("wf-run", "r")                                                               // 3 Running, attempt 1
-	h.must(&CreateJob{Type: "child", Queue: "k", ParentID: 3, ParentStep: "c"})        // 4 Queued, child of 3
-	_, ref := start("wf-wait", "w")                                                    // 5 Waiting
+	start("wf-open", "q")                                                                             // 1 Queued
+	h.must(&CreateJob{WorkflowID: "wf-draft", Type: "order", Queue: "d", Draft: true})                // 2 Draft
+	_, runRef := start("wf-run", "r")                                                                 // 3 Running, attempt 1
+	h.must(&CreateJob{Type: "child", Queue: "k", ParentID: 3, ParentStep: "c", ParentLease: &runRef}) // 4 Queued, child of 3
+	_, ref := start("wf-wait", "w")                                                                   // 5 Waiting
 	h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{TimerID: "t", TimerAtMS: 1_500_000, Signals: []string{"go"}}, SeenSeq: 2})
 	start("wf-cancel", "q") // 6 Queued
 	start("wf-susp", "q")   // 7 Suspended

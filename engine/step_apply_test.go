@@ -319,7 +319,7 @@ func TestStepNeedsUserRoundTrip(t *testing.T) {
 		t.Fatalf("p1 holders %+v", rs.Holders)
 	}
 	c := h.must(&Claim{Queue: "q-a", Owner: "w2", Max: 1, LeaseMS: 600_000}).(*ClaimResult).Jobs[0]
-	ref2 := LeaseRef{Job: c.Job, Attempt: c.Attempt}
+	ref2 := c.Lease()
 	wantState(t, h.lease(ref2, "1", "phone"), StepRunning, true, "p1")
 	h.must(&CommitStep{LeaseRef: ref2, Step: "1", Type: EventActivityCompleted, StepAttempt: 2})
 	if rs := h.resource("p1"); len(rs.Holders) != 0 {
@@ -409,7 +409,7 @@ func TestStepTakenOver(t *testing.T) {
 	h.now += 600_001
 	h.must(&Reclaim{Max: 10})
 	c := h.must(&Claim{Queue: "q-a", Owner: "w2", Max: 1, LeaseMS: 600_000}).(*ClaimResult).Jobs[0]
-	ref2 := LeaseRef{Job: c.Job, Attempt: c.Attempt}
+	ref2 := c.Lease()
 	r := h.lease(ref2, "1", "gpu")
 	if r.State != StepLeased || r.StepAttempt != 2 || r.Resource != "g" {
 		t.Fatalf("taken over: %+v", r)

@@ -89,10 +89,10 @@ func (h *harness) taskTo(job string, s TaskState) TaskID {
 			break
 		}
 		if s == TaskPaused {
-			report(TaskReport{TaskLeaseRef: TaskLeaseRef{id, a}, Op: TaskReportPause})
+			report(TaskReport{TaskLeaseRef: TaskLeaseRef{Task: id, Attempt: a}, Op: TaskReportPause})
 			break
 		}
-		report(TaskReport{TaskLeaseRef: TaskLeaseRef{id, a}, Op: TaskReportOutput, Output: []byte("out"), Cost: 1})
+		report(TaskReport{TaskLeaseRef: TaskLeaseRef{Task: id, Attempt: a}, Op: TaskReportOutput, Output: []byte("out"), Cost: 1})
 		if s == TaskReviewRequired {
 			break
 		}
@@ -105,7 +105,7 @@ func (h *harness) taskTo(job string, s TaskState) TaskID {
 		if s == TaskInterventionRequired {
 			v = VerdictIntervene
 		}
-		report(TaskReport{TaskLeaseRef: TaskLeaseRef{id, a}, Op: TaskReportVerdict, Review: &Review{Verdict: v, Summary: "judged"}})
+		report(TaskReport{TaskLeaseRef: TaskLeaseRef{Task: id, Attempt: a}, Op: TaskReportVerdict, Review: &Review{Verdict: v, Summary: "judged"}})
 		if s == TaskSuccess {
 			op(TaskOpApprove)
 		}

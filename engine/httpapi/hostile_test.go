@@ -94,7 +94,7 @@ func newHostileFixture(t *testing.T) *hostileFixture {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %v %v", jobs, err)
 	}
-	f.runRef = engine.LeaseRef{Job: jobs[0].Job, Attempt: jobs[0].Attempt}
+	f.runRef = jobs[0].Lease()
 	if _, err := e.Signal(ctx, engine.Signal{Header: engine.Header{RequestID: "rq-signal"}, Target: engine.Target{WorkflowID: "wf-queued"}, Name: "go"}); err != nil {
 		t.Fatal(err)
 	}

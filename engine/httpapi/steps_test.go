@@ -36,7 +36,7 @@ func TestClientSteps(t *testing.T) {
 	must(err)
 	jobs, err := s.Claim(ctx, engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
 	must(err)
-	ref := engine.LeaseRef{Job: jobs[0].Job, Attempt: jobs[0].Attempt}
+	ref := jobs[0].Lease()
 	lr, err := s.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: "1", Name: "SendCode", LeaseMS: 30_000, Capabilities: []string{"sms"}})
 	must(err)
 	if !lr.Granted || lr.Resource != "phone-1" || lr.Labels["carrier"] != "a" || lr.State != engine.StepLeased {
