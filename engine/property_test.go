@@ -172,16 +172,16 @@ const (
 )
 
 type propJob struct {
-	ID                  JobID
-	WF, Type, Queue     string
-	Input               []byte
-	Status              Status
-	Attempt             uint64
-	Owner               string
-	LeaseExp            int64
+	ID              JobID
+	WF, Type, Queue string
+	Input           []byte
+	Status          Status
+	Attempt         uint64
+	Owner           string
+	LeaseExp        int64
 	// Token is the current attempt's lease token ("" for a claim without a
 	// nonce), kept while the attempt runs or waits.
-	Token string
+	Token               string
 	ReadyAt, ReleaseAt  int64
 	Wait                *WaitSpec
 	Timers              []Timer
