@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/heddlewf/heddle/storage"
 )
@@ -176,6 +177,8 @@ const (
 	StaleStepCode  = "HDL-ENGINE-0010"
 	StepStateCode  = "HDL-ENGINE-0011"
 	NoResourceCode = "HDL-ENGINE-0012"
+	// DependencyCycleCode is the code of a DependencyCycleError.
+	DependencyCycleCode = "HDL-ENGINE-0013"
 )
 
 // StaleStepError details ErrStaleAttempt for one step: a write of try
@@ -196,6 +199,24 @@ func (e *StaleStepError) Error() string {
 }
 func (e *StaleStepError) Unwrap() error { return ErrStaleAttempt }
 func (e *StaleStepError) Code() string  { return StaleStepCode }
+
+// DependencyCycleError details ErrDependencyFailed for a LeaseStep whose
+// DependsOn would close a cycle among the job's steps (Cycle: the step,
+// the steps between, the step again). Such steps would wait for each
+// other for ever, so the lease is refused when the cycle is made, and
+// nothing is written.
+type DependencyCycleError struct {
+	Job   JobID
+	Step  string
+	Cycle []string
+}
+
+func (e *DependencyCycleError) Error() string {
+	return fmt.Sprintf("engine: a dependency failed: step %q of job %d cannot depend on its own result: the dependencies %s form a cycle that never resolves [%s]",
+		e.Step, e.Job, strings.Join(e.Cycle, " → "), DependencyCycleCode)
+}
+func (e *DependencyCycleError) Unwrap() error { return ErrDependencyFailed }
+func (e *DependencyCycleError) Code() string  { return DependencyCycleCode }
 
 // StepStateError details ErrStepState.
 type StepStateError struct {
