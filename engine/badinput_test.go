@@ -160,7 +160,7 @@ func TestFailureAfterWritesLeavesNothing(t *testing.T) {
 	}
 }
 
-// Issue 20, item 10: ids and names that are not valid UTF-8 were accepted
+// Ids and names that were not valid UTF-8 used to be accepted
 // and all printed as U+FFFD, so such a run could not be reached by the id
 // shown. Every name a command carries must be UTF-8; the refusal names the
 // field and the first bad byte.

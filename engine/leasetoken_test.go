@@ -202,7 +202,7 @@ func (h *harness) put(j *Job) {
 	}
 }
 
-// Issue 20, item 5: a client could create a job naming another run as its
+// A client could create a job naming another run as its
 // parent, cancel it, and so write a failed result into the victim's step
 // (and wake it); the step's real result was dropped later. A create
 // naming a parent must now carry the parent's current lease.
@@ -327,7 +327,7 @@ func TestTaskLeaseTokenFencesReports(t *testing.T) {
 	if len(got) != 1 || got[0].LeaseToken == "" {
 		t.Fatalf("task claim %+v gave no token", got)
 	}
-	forged := TaskLeaseRef{Task: id, Attempt: got[0].Attempt}
+	forged := TaskLeaseRef{Task: id, Attempt: got[0].Attempt} // the attempt anyone may read
 	before := h.snapshot()
 	_, err := h.apply(&TaskReport{TaskLeaseRef: forged, Op: TaskReportOutput, Output: []byte("forged")})
 	var se *StaleTaskError

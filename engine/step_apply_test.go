@@ -467,7 +467,7 @@ func TestStepEventsAreTheEngines(t *testing.T) {
 	h.verify()
 }
 
-// Issue 20, item 9: a commit that fails a step where it waits
+// A commit that fails a step where it waits
 // (ReasonNotStarted) skipped the check on which try writes. It was taken
 // from an older try, from a try never leased, from one a person's answer
 // replaced, and while another try ran; the older try's left a history
@@ -534,7 +534,7 @@ func TestNotStartedCommitIsFencedByTheTry(t *testing.T) {
 	})
 }
 
-// Issue 20, item 10: two steps that depend on each other (A on B, B on A)
+// Two steps that depend on each other (A on B, B on A)
 // were both accepted and waited for ever. The lease that closes a cycle is
 // refused, naming it, and writes nothing; longer cycles too.
 func TestDependencyCycleIsRefused(t *testing.T) {

@@ -290,3 +290,22 @@ func TestTaskParentStepEffect(t *testing.T) {
 	}
 	h.verify()
 }
+
+// The origin model lets a person suspend any active
+// task; a PAUSED one (its worker rate limited) could not be. Suspending it
+// ends the worker's lease: its next report is stale, and resume runs the
+// work again (PENDING).
+func TestSuspendAPausedTask(t *testing.T) {
+	h := newHarness(t)
+	id := h.taskTo("j", TaskPaused)
+	lease := TaskLeaseRef{Task: id, Attempt: h.task(id).Attempt}
+	res := h.must(&TaskCommand{TaskTarget: TaskTarget{ID: id}, Op: TaskOpSuspend, By: "ann", Reason: "budget"}).(*TaskResult)
+	if res.State != TaskSuspended || h.task(id).LeaseOwner != "" {
+		t.Fatalf("suspended paused task: %+v, record %+v", res, h.task(id))
+	}
+	h.mustFail(&TaskReport{TaskLeaseRef: lease, Op: TaskReportUnpause}, ErrStaleTaskAttempt)
+	if r := h.must(&TaskCommand{TaskTarget: TaskTarget{ID: id}, Op: TaskOpResume, By: "ann"}).(*TaskResult); r.State != TaskPending {
+		t.Fatalf("resumed into %s", r.State)
+	}
+	h.verify()
+}

@@ -166,7 +166,7 @@ func TestJSONForPeople(t *testing.T) {
 		t.Fatalf("claim: %+v", claimed)
 	}
 	var st engine.StatusResult
-	r = postJSON(t, hs.URL+"/v1/jobs/complete", map[string]any{"job_id": cr.Job, "attempt": claimed.Jobs[0].Attempt, "result": []byte(`"hi"`)}, &st)
+	r = postJSON(t, hs.URL+"/v1/jobs/complete", map[string]any{"job_id": cr.Job, "attempt": claimed.Jobs[0].Attempt, "lease_token": claimed.Jobs[0].LeaseToken, "result": []byte(`"hi"`)}, &st)
 	if r.status != http.StatusOK || st.Status != engine.StatusCompleted || !strings.Contains(string(r.body), `"status":"Completed"`) {
 		t.Fatalf("complete: %d %s", r.status, r.body)
 	}

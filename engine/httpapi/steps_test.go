@@ -103,7 +103,7 @@ func TestStepsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lr map[string]any
-	body := map[string]any{"job_id": jobs[0].Job, "attempt": jobs[0].Attempt, "step": "1", "name": "Train", "lease_ms": 5000, "capabilities": []string{"cuda"}}
+	body := map[string]any{"job_id": jobs[0].Job, "attempt": jobs[0].Attempt, "lease_token": jobs[0].LeaseToken, "step": "1", "name": "Train", "lease_ms": 5000, "capabilities": []string{"cuda"}}
 	if r := postJSON(t, hs.URL+"/v1/jobs/lease-step", body, &lr); r.status != http.StatusOK || lr["state"] != "LEASED" || lr["resource"] != "gpu-1" {
 		t.Fatalf("lease-step: %d %s", r.status, r.body)
 	}
