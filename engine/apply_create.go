@@ -12,7 +12,7 @@ import (
 // started only by the holder of the parent's lease: its end becomes the
 // effect of one of the parent's steps, which nobody else may write.
 func (a *applier) create(c *CreateJob) (Result, error) {
-	if c.ParentID != 0 {
+	if c.ParentID != 0 && !legacyParent(&c.Header, c.ParentID, c.ParentLease) {
 		if _, err := a.parentHeld(c.ParentLease, "CreateJob"); err != nil {
 			return nil, err
 		}

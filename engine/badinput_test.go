@@ -46,7 +46,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 		{"stale attempt", &Complete{LeaseRef: LeaseRef{Job: ref.Job, Attempt: 7}}, ErrStaleAttempt, "attempt 7"},
 		{"catch up without effect", &CommitStep{LeaseRef: ref, Step: "s", Type: "done", CatchUp: true}, ErrInvalidCommand, "no recorded effect"},
 		{"parent unknown", &CreateJob{Type: "t", Queue: "q", ParentID: 77, ParentStep: "s", ParentLease: &LeaseRef{Job: 77, Attempt: 1}}, ErrUnknownJob, "ParentLease"},
-		{"no parent lease", &CreateJob{Type: "t", Queue: "q", ParentID: ref.Job, ParentStep: "s"}, ErrInvalidCommand, "ParentLease is required"},
+		{"no parent lease", &CreateJob{Header: Header{Nonce: []byte("as the Engine...")}, Type: "t", Queue: "q", ParentID: ref.Job, ParentStep: "s"}, ErrInvalidCommand, "ParentLease is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

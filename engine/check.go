@@ -121,9 +121,9 @@ func (c *checker) leaseToken(field, t string) {
 
 // parentLease checks the lease a create naming a parent must carry: the
 // parent's own.
-func (c *checker) parentLease(parent JobID, pl *LeaseRef) {
+func (c *checker) parentLease(h *Header, parent JobID, pl *LeaseRef) {
 	switch {
-	case c.err != nil:
+	case c.err != nil, legacyParent(h, parent, pl):
 	case parent == 0 && pl != nil:
 		c.fail("ParentLease", "is set without a parent")
 	case parent == 0:
@@ -207,7 +207,7 @@ func (c *CreateJob) check(l *Limits) error {
 	if c.ParentID == 0 && c.ParentStep != "" {
 		ch.fail("ParentID", "is required with ParentStep")
 	}
-	ch.parentLease(c.ParentID, c.ParentLease)
+	ch.parentLease(&c.Header, c.ParentID, c.ParentLease)
 	ch.name("TraceParent", c.TraceParent, false)
 	ch.cron("CronSchedule", c.CronSchedule)
 	if c.CronFirstNow && c.CronSchedule == "" {

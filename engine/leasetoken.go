@@ -47,12 +47,32 @@ func newNonce() []byte {
 
 // stampNonce gives a command that hands out leases a fresh nonce,
 // replacing whatever the caller put there: a caller that chose the nonce
-// could compute the tokens.
+// could compute the tokens. A create naming a parent gets one too, which
+// marks it as proposed by an Engine that fences parents (see
+// legacyParent): a caller cannot take the mark off.
 func stampNonce(cmd Command) {
-	switch cmd.(type) {
+	switch c := cmd.(type) {
 	case *Claim, *ClaimTasks:
 		cmd.Head().Nonce = newNonce()
+	case *CreateJob:
+		if c.ParentID != 0 {
+			c.Nonce = newNonce()
+		}
+	case *CreateTask:
+		if c.ParentJob != 0 {
+			c.Nonce = newNonce()
+		}
 	}
+}
+
+// legacyParent reports a create that names a parent without its lease and
+// without the Engine's nonce: an entry of a Raft log written before
+// parent leases existed, which applies as it did then (the parent must
+// only be open), so that a node replaying such a log decides as the nodes
+// that applied it. Every create that reaches Apply through an Engine of
+// this version carries a nonce, and without a parent lease is refused.
+func legacyParent(h *Header, parent JobID, pl *LeaseRef) bool {
+	return parent != 0 && pl == nil && len(h.Nonce) == 0
 }
 
 // leaseToken derives the token of attempt of job from a claim's nonce:

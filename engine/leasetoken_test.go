@@ -224,14 +224,23 @@ func TestOnlyTheParentsHolderStartsItsChildren(t *testing.T) {
 		{"the holder's lease, but the run waits", &holder, ErrStaleAttempt},
 		{"another job's lease", &LeaseRef{Job: victim + 1, Attempt: 1}, ErrInvalidCommand},
 	} {
-		_, err := h.apply(&CreateJob{WorkflowID: "evil-" + tc.name, Type: ActivityTypePrefix + "x", Queue: "evil",
-			ParentID: victim, ParentStep: "1", ParentLease: tc.lease})
+		cmd := &CreateJob{WorkflowID: "evil-" + tc.name, Type: ActivityTypePrefix + "x", Queue: "evil",
+			ParentID: victim, ParentStep: "1", ParentLease: tc.lease}
+		stampNonce(cmd) // as the Engine does with every create it proposes
+		_, err := h.apply(cmd)
 		if !errors.Is(err, tc.want) {
 			t.Fatalf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 		sameStore(t, before, h.snapshot())
 	}
 	// The same goes for a review task: its end writes into a step too.
+	for _, pl := range []*LeaseRef{nil, {Job: victim, Attempt: c.Attempt}} {
+		cmd := &CreateTask{Job: "evil", Phase: "p", Queue: "evil", Type: "w", ParentJob: victim, ParentStep: "1", ParentLease: pl}
+		stampNonce(cmd)
+		if _, err := h.apply(cmd); pl == nil && !errors.Is(err, ErrInvalidCommand) || pl != nil && !errors.Is(err, ErrStaleAttempt) {
+			t.Fatalf("task under another's run, lease %+v: %v", pl, err)
+		}
+	}
 	_, err := h.apply(&CreateTask{Job: "evil", Phase: "p", Queue: "evil", Type: "w", ParentJob: victim, ParentStep: "1",
 		ParentLease: &LeaseRef{Job: victim, Attempt: c.Attempt}})
 	if !errors.Is(err, ErrStaleAttempt) {
@@ -341,4 +350,38 @@ func TestTaskLeaseTokenFencesReports(t *testing.T) {
 	sameStore(t, before, h.snapshot())
 	h.must(&TaskReport{TaskLeaseRef: got[0].Lease(), Op: TaskReportOutput, Output: []byte("ok")})
 	h.verify()
+}
+
+// A create naming a parent without its lease, in a Raft log written before
+// parent leases existed, carries no nonce either: a node replaying it
+// applies it as the nodes that applied it then did, so their states stay
+// the same. Through an Engine, the same create is refused.
+func TestChildCreateFromAnOldLogApplies(t *testing.T) {
+	h := newHarness(t)
+	parent := h.create("p") // Queued: an old create needed only an open parent
+	old := &CreateJob{WorkflowID: "p/1/1", Type: "c", Queue: "cq", ParentID: parent, ParentStep: "1"}
+	if _, err := h.apply(old); err != nil {
+		t.Fatalf("an old log's child create: %v", err)
+	}
+	oldTask := &CreateTask{Job: "j", Phase: "p", Queue: "tq", Type: "w", ParentJob: parent, ParentStep: "2"}
+	if _, err := h.apply(oldTask); err != nil {
+		t.Fatalf("an old log's task create: %v", err)
+	}
+	h.verify()
+
+	e, err := Open(Config{InMemory: true, DisableScheduler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, e)
+	p, err := e.Create(bg, CreateJob{Type: "p", Queue: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Create(bg, CreateJob{Type: "c", Queue: "cq", ParentID: p.Job, ParentStep: "1"}); !errors.Is(err, ErrInvalidCommand) {
+		t.Fatalf("a child create without the parent's lease through the Engine: %v", err)
+	}
+	if _, err := e.CreateTask(bg, CreateTask{Job: "j", Phase: "p", Queue: "tq", Type: "w", ParentJob: p.Job, ParentStep: "2"}); !errors.Is(err, ErrInvalidCommand) {
+		t.Fatalf("a task create without the parent's lease through the Engine: %v", err)
+	}
 }

@@ -483,7 +483,8 @@ func propValidate(cmd Command) error {
 		if c.ParentID == 0 && c.ParentStep != "" {
 			fail(ErrInvalidCommand)
 		}
-		if pl := c.ParentLease; (c.ParentID == 0) != (pl == nil) || pl != nil && (pl.Job != c.ParentID || pl.Attempt == 0) {
+		legacy := c.ParentID != 0 && c.ParentLease == nil && len(c.Nonce) == 0 // an old log's create
+		if pl := c.ParentLease; !legacy && ((c.ParentID == 0) != (pl == nil) || pl != nil && (pl.Job != c.ParentID || pl.Attempt == 0)) {
 			fail(ErrInvalidCommand)
 		}
 	case *Claim:
@@ -720,7 +721,7 @@ func (m *propModel) fenced(ref LeaseRef) (*propJob, error) {
 }
 
 func (m *propModel) create(c *CreateJob) (Result, error) {
-	if c.ParentID != 0 {
+	if c.ParentID != 0 && (c.ParentLease != nil || len(c.Nonce) > 0) {
 		// Only the holder of the parent's lease starts its children.
 		if _, err := m.fenced(*c.ParentLease); err != nil {
 			return nil, err
@@ -741,6 +742,15 @@ func (m *propModel) create(c *CreateJob) (Result, error) {
 			if open {
 				return nil, ErrWorkflowExists
 			}
+		}
+	}
+	if c.ParentID != 0 {
+		p := m.job(c.ParentID)
+		if p == nil {
+			return nil, ErrUnknownJob
+		}
+		if propTerminal(p.Status) {
+			return nil, ErrJobClosed
 		}
 	}
 
@@ -2557,6 +2567,11 @@ func (p *propDriver) genCreate() *CreateJob {
 			c.ParentLease = &ref
 		}
 		c.ParentStep = propPick(r, "c-0", "c-1", "c-2")
+		if p.chance(90) {
+			// The Engine marks every create it proposes with a nonce;
+			// one without is an old log's, applied as it was then.
+			c.Nonce = []byte("engine-nonce....")
+		}
 		c.ParentClosePolicy = ParentClosePolicy(r.IntN(3))
 	}
 	return c

@@ -203,7 +203,12 @@ func (a *applier) createTask(c *CreateTask) (Result, error) {
 			deps = append(deps, id)
 		}
 	}
-	if c.ParentJob != 0 {
+	switch {
+	case legacyParent(&c.Header, c.ParentJob, c.ParentLease):
+		if _, err := a.load(c.ParentJob); err != nil {
+			return nil, err
+		}
+	case c.ParentJob != 0:
 		if _, err := a.parentHeld(c.ParentLease, "CreateTask"); err != nil {
 			return nil, err
 		}

@@ -264,7 +264,7 @@ func (c *CreateTask) check(l *Limits) error {
 	ch.name("Type", c.Type, true)
 	ch.name("ReviewType", c.ReviewType, false)
 	ch.name("ParentStep", c.ParentStep, c.ParentJob != 0)
-	ch.parentLease(c.ParentJob, c.ParentLease)
+	ch.parentLease(&c.Header, c.ParentJob, c.ParentLease)
 	ch.name("By", c.By, false)
 	ch.text("Description", c.Description)
 	ch.text("JobDescription", c.JobDescription)
