@@ -216,6 +216,7 @@ func TestHostileRequestsAreRefused(t *testing.T) {
 		tc{"complete with a guessed token", workerToken, "POST", "/v1/jobs/complete", "", mustJSON(t, engine.Complete{LeaseRef: engine.LeaseRef{Job: ref.Job, Attempt: ref.Attempt, Token: "00000000000000000000000000000000"}}), 409, "stale_attempt", "without the lease token"},
 		tc{"child of a run not held", clientToken, "POST", "/v1/jobs", "", mustJSON(t, engine.CreateJob{Type: "T", Queue: "q", ParentID: ref.Job, ParentStep: "1"}), 400, "invalid_command", "ParentLease is required"},
 		tc{"child of a run by its public attempt", clientToken, "POST", "/v1/jobs", "", mustJSON(t, engine.CreateJob{Type: "T", Queue: "q", ParentID: ref.Job, ParentStep: "1", ParentLease: &engine.LeaseRef{Job: ref.Job, Attempt: ref.Attempt}}), 409, "stale_attempt", "without the lease token"},
+		tc{"id that is not UTF-8 (JSON)", clientToken, "POST", "/v1/jobs", "", []byte("{\"workflow_id\":\"run-\xff\",\"type\":\"T\",\"queue\":\"q\"}"), 400, "invalid_command", "not valid UTF-8 (at byte 20)"},
 		tc{"id that is not UTF-8 (msgpack)", clientToken, "POST", "/v1/jobs", contentMsgpack, mustMsgpack(t, map[string]any{"wf": "run-\xff", "ty": "T", "qu": "q"}), 400, "invalid_command", "WorkflowID is not valid UTF-8"},
 		// Reads that would wrap or run away.
 		tc{"cursor past the largest id", readerToken, "GET", "/v1/jobs?after=18446744073709551616", "", nil, 400, "invalid_command", "after="},
