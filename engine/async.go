@@ -21,9 +21,10 @@ import (
 //
 // CompleteAsync with ByID is Temporal's CompleteActivityByID: it names the
 // task by ids anyone who may read the run can learn, and carries no lease
-// token. It is a client's documented capability over any activity task
-// (docs/security.md), as cancelling the task is; only the task token's
-// path is fenced by the lease.
+// token. It completes only a parked task (one whose code returned
+// ErrResultPending, handing its completion over), never a running attempt,
+// which only its task token may end: a client's documented capability
+// (docs/security.md), as cancelling the task is.
 
 // AsyncCompletionSignal is the signal a parked activity task waits on. It
 // is never delivered: CompleteAsync ends the wait.
@@ -48,8 +49,9 @@ type CompleteAsync struct {
 	Result []byte `json:"result,omitempty" msgpack:"r,omitempty"`
 	Error  []byte `json:"error,omitempty" msgpack:"e,omitempty"`
 	// ByID completes the task's current attempt without its lease token
-	// (Temporal's CompleteActivityByID): the caller read the attempt from
-	// the task's record. False: LeaseRef.Token must be the attempt's.
+	// (Temporal's CompleteActivityByID), while it is parked for
+	// asynchronous completion: the caller read the attempt from the task's
+	// record. False: LeaseRef.Token must be the attempt's.
 	ByID bool `json:"by_id,omitempty" msgpack:"bid,omitempty"`
 }
 
@@ -82,7 +84,13 @@ func (a *applier) completeAsync(c *CompleteAsync) (Result, error) {
 	if (!parked && j.Status != StatusRunning) || j.Attempt != c.Attempt {
 		return nil, &StaleAttemptError{Job: j.ID, Attempt: c.Attempt, Current: j.Attempt, Status: j.Status, Command: "CompleteAsync"}
 	}
-	if !c.ByID && !tokenMatches(j.LeaseDigest, c.Token) {
+	switch {
+	case c.ByID && !parked:
+		// By id, only a task whose code handed its completion over (it
+		// returned ErrResultPending and is parked): a running attempt is
+		// its worker's, and only its task token may end it.
+		return nil, &StaleAttemptError{Job: j.ID, Attempt: c.Attempt, Current: j.Attempt, Status: j.Status, Command: "CompleteAsync", NotParked: true}
+	case !c.ByID && !tokenMatches(j.LeaseDigest, c.Token):
 		return nil, &StaleAttemptError{Job: j.ID, Attempt: c.Attempt, Current: j.Attempt, Status: j.Status, Command: "CompleteAsync", WrongToken: true}
 	}
 	// A token may arrive before its activity has returned ErrResultPending

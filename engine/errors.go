@@ -121,9 +121,16 @@ type StaleAttemptError struct {
 	// WrongToken: the attempt is the current one, but the write did not
 	// carry its lease token, so it does not come from the lease's holder.
 	WrongToken bool
+	// NotParked: a completion by id (CompleteAsync.ByID) of an activity
+	// task whose attempt still runs, which only its task token may end.
+	NotParked bool
 }
 
 func (e *StaleAttemptError) Error() string {
+	if e.NotParked {
+		return fmt.Sprintf("engine: stale attempt: %s by id on job %d: the activity task is %s at attempt %d, not parked for asynchronous completion; only its task token completes it while it runs [%s]",
+			e.Command, e.Job, e.Status, e.Current, StaleAttemptCode)
+	}
 	if e.WrongToken {
 		return fmt.Sprintf("engine: stale attempt: %s on job %d by attempt %d without the lease token of that attempt: the writer does not hold the lease (job is %s) [%s]",
 			e.Command, e.Job, e.Attempt, e.Status, StaleAttemptCode)

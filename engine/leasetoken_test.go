@@ -385,3 +385,22 @@ func TestChildCreateFromAnOldLogApplies(t *testing.T) {
 		t.Fatalf("a task create without the parent's lease through the Engine: %v", err)
 	}
 }
+
+// A completion by id carries no token, so it ends only a task whose code
+// handed its completion over (parked); a running attempt is its worker's,
+// and only its task token ends it.
+func TestCompleteAsyncByIDOnlyWhenParked(t *testing.T) {
+	h := newHarness(t)
+	parent, pref := h.runningParent("wf")
+	task := h.must(&CreateJob{WorkflowID: "wf/1/1", Type: ActivityTypePrefix + "Charge", Queue: "acts", ParentID: parent, ParentStep: "1", ParentLease: pref}).(*CreateResult).Job
+	c := h.claimTokened("acts")
+	before := h.snapshot()
+	_, err := h.apply(&CompleteAsync{LeaseRef: LeaseRef{Job: task, Attempt: c.Attempt}, ByID: true, Result: []byte("forged")})
+	var se *StaleAttemptError
+	if !errors.As(err, &se) || !se.NotParked || !strings.Contains(err.Error(), "not parked") {
+		t.Fatalf("by id while the attempt runs: %v, want refused", err)
+	}
+	sameStore(t, before, h.snapshot())
+	h.must(&CompleteAsync{LeaseRef: c.Lease(), Result: []byte("by the token")})
+	h.verify()
+}

@@ -25,8 +25,11 @@ func (c *workflowClient) CompleteActivity(ctx context.Context, taskToken []byte,
 
 // CompleteActivityByID completes the pending activity activityID (its step
 // in the workflow's history) of run runID ("" for the latest run) of
-// workflowID, whatever its attempt. namespace must be "" or "default":
-// heddle has no namespaces.
+// workflowID, whatever its attempt, once it is parked for asynchronous
+// completion (its code returned activity.ErrResultPending): an attempt
+// that still runs is its worker's, and the engine refuses this with an
+// error matching engine.ErrStaleAttempt. namespace must be "" or
+// "default": heddle has no namespaces.
 func (c *workflowClient) CompleteActivityByID(ctx context.Context, namespace, workflowID, runID, activityID string, result any, err error) error {
 	if namespace != "" && namespace != "default" {
 		return fmt.Errorf("%w: namespace %q: heddle has no namespaces", engine.ErrInvalidCommand, namespace)
