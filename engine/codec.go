@@ -109,8 +109,8 @@ func decodeRecord(b []byte) (CommandKind, Result, []byte, error) {
 // retry may differ in all. A start's TraceParent is left out too: it names
 // the span of the attempt that sent it, so a retry of the same start
 // carries another; and so is the parent lease of a create (a job's or a
-// task's), which a later attempt of the parent retrying it carries anew. It borrows
-// cmd's fields for the encoding and puts them back.
+// task's), which a later attempt of the parent retrying it carries anew.
+// It borrows cmd's fields for the encoding and puts them back.
 func requestDigest(cmd Command) ([]byte, error) {
 	h := cmd.Head()
 	saved := *h

@@ -28,8 +28,9 @@ type Header struct {
 	// Engine fills it with fresh random bytes before it proposes a claim
 	// (Claim, ClaimTasks), replacing whatever the caller put there, and
 	// Apply derives the claimed leases' tokens from it (see leasetoken.go).
-	// Like NowMS and By it is not part of the command's body: a request
-	// id's retry carries another.
+	// A create naming a parent gets one too, as the mark of an Engine that
+	// fences parents (legacyParent). Like NowMS and By it is not part of
+	// the command's body: a request id's retry carries another.
 	Nonce []byte `json:"-" msgpack:"nc,omitempty"`
 }
 

@@ -280,8 +280,8 @@ func (e *Engine) View(ctx context.Context, fn func(r *storage.Reader) error) err
 // Log exposes the engine's log.
 func (e *Engine) Log() Log { return e.log }
 
-// Propose applies cmd through the log. A claim gets a fresh nonce first
-// (see stampNonce), whatever it carried.
+// Propose applies cmd through the log. A claim, and a create naming a
+// parent, gets a fresh nonce first (see stampNonce), whatever it carried.
 func (e *Engine) Propose(ctx context.Context, cmd Command) (Result, error) {
 	stampNonce(cmd)
 	return e.log.Propose(ctx, cmd)
