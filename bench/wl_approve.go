@@ -90,12 +90,12 @@ func runApprove(r *runner) error {
 	}
 	go loop(engine.TaskRoleWork, func(c engine.ClaimedTask) error {
 		signal(c.Job + "/" + c.Phase + "/running")
-		_, err := ts.TaskReport(context.WithoutCancel(ctx), engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: c.Task, Attempt: c.Attempt},
+		_, err := ts.TaskReport(context.WithoutCancel(ctx), engine.TaskReport{TaskLeaseRef: c.Lease(),
 			Op: engine.TaskReportOutput, Output: []byte(`"done"`), Cost: 1})
 		return err
 	})
 	go loop(engine.TaskRoleReview, func(c engine.ClaimedTask) error {
-		_, err := ts.TaskReport(context.WithoutCancel(ctx), engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: c.Task, Attempt: c.Attempt},
+		_, err := ts.TaskReport(context.WithoutCancel(ctx), engine.TaskReport{TaskLeaseRef: c.Lease(),
 			Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: engine.VerdictApprove, Summary: "ok"}})
 		if err == nil {
 			signal(c.Job + "/" + c.Phase + "/approval")

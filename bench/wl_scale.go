@@ -112,7 +112,7 @@ func (r *runner) scaleCycles(name string, finished int) (cycles, error) {
 			bar.finish()
 			return cycles{}, err
 		}
-		ref := engine.LeaseRef{Job: got[0].Job, Attempt: got[0].Attempt}
+		ref := got[0].Lease()
 		if _, err := svc.CommitStep(ctx, engine.CommitStep{LeaseRef: ref, Step: "charge", Type: "activity_completed", Payload: payload}); err != nil {
 			bar.finish()
 			return cycles{}, err
@@ -185,7 +185,7 @@ func buildFinished(dir string, n int, bar *progress) (err error) {
 			return fmt.Errorf("bench: building chunk at %d: claimed %d jobs, want %d", start, len(jobs), k)
 		}
 		for _, j := range jobs {
-			if _, err := apply(&engine.Complete{LeaseRef: engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}, Result: []byte("done")}); err != nil {
+			if _, err := apply(&engine.Complete{LeaseRef: j.Lease(), Result: []byte("done")}); err != nil {
 				return err
 			}
 		}
@@ -240,7 +240,7 @@ func buildFinishedThrough(ctx context.Context, b *backend, n int, bar *progress)
 			continue
 		}
 		if err := spread(len(jobs), 256, func(i int) error {
-			c := engine.Complete{LeaseRef: engine.LeaseRef{Job: jobs[i].Job, Attempt: jobs[i].Attempt}, Result: []byte("done")}
+			c := engine.Complete{LeaseRef: jobs[i].Lease(), Result: []byte("done")}
 			err := onLeader(b, func(e *engine.Engine, retry bool) error {
 				_, err := e.Complete(ctx, c)
 				if retry && errors.Is(err, engine.ErrStaleAttempt) {

@@ -148,7 +148,7 @@ func (r *Recorder) ClaimWait(ctx context.Context, c engine.Claim) ([]engine.Clai
 func refs(jobs []engine.ClaimedJob) []engine.LeaseRef {
 	out := make([]engine.LeaseRef, len(jobs))
 	for i, j := range jobs {
-		out[i] = engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}
+		out[i] = engine.LeaseRef{Job: j.Job, Attempt: j.Attempt} // the op log keys leases by job and attempt, never by token
 	}
 	return out
 }

@@ -67,7 +67,8 @@ func (a *applier) resolve(t Target) (*loaded, error) {
 }
 
 // fenced loads a job for a write by attempt ref and refuses it unless that
-// attempt is the job's current one and the job is Running under it.
+// attempt is the job's current one, the job is Running under it, and ref
+// carries the attempt's lease token.
 func (a *applier) fenced(ref LeaseRef, cmd string) (*loaded, error) {
 	l, err := a.load(ref.Job)
 	if err != nil {
@@ -76,6 +77,10 @@ func (a *applier) fenced(ref LeaseRef, cmd string) (*loaded, error) {
 	j := l.job
 	if j.Status != StatusRunning || j.Attempt != ref.Attempt {
 		return nil, &StaleAttemptError{Job: j.ID, Attempt: ref.Attempt, Current: j.Attempt, Status: j.Status, Command: cmd}
+	}
+	if !tokenMatches(j.LeaseDigest, ref.Token) {
+		// The attempt is public; the token is what proves the lease.
+		return nil, &StaleAttemptError{Job: j.ID, Attempt: ref.Attempt, Current: j.Attempt, Status: j.Status, Command: cmd, WrongToken: true}
 	}
 	return l, nil
 }
@@ -258,6 +263,12 @@ func (a *applier) appendEvent(l *loaded, ev Event) (uint64, error) {
 func (a *applier) enter(j *Job, to Status, ev *Event) {
 	j.Status = to
 	j.LeaseOwner, j.LeaseExpiryMS = "", 0
+	if to != StatusWaiting && to != StatusParked {
+		// A waiting attempt keeps its token's digest: an activity task
+		// parked for asynchronous completion is completed by it. A claim
+		// sets the new attempt's after this.
+		j.LeaseDigest = nil
+	}
 	j.ReadyAtMS, j.ReleaseAtMS, j.DeferredUntilMS = 0, 0, 0
 	j.Wait = nil
 	j.Beats = nil

@@ -70,18 +70,20 @@ func (a *applier) claim(c *Claim) (Result, error) {
 	for _, l := range take {
 		j := l.job
 		j.Attempt++
-		ev := Event{Type: EventJobLeased, Attempt: j.Attempt, Name: c.Owner, LeaseExpiryMS: a.now + c.LeaseMS}
+		token := leaseToken(c.Nonce, "job", uint64(j.ID), j.Attempt)
+		ev := Event{Type: EventJobLeased, Attempt: j.Attempt, Name: c.Owner, LeaseExpiryMS: a.now + c.LeaseMS, TokenIssued: token != ""}
 		seq, err := a.appendEvent(l, ev)
 		if err != nil {
 			return nil, err
 		}
+		j.LeaseDigest = leaseDigest(token)
 		// A claim ends the job's wait for a claimer: its deferrals and its
 		// schedule-to-start deadline are over.
 		j.Deferrals, j.DeferredReason, j.StartDeadlineMS = 0, "", 0
 		a.save(l)
 		cj := ClaimedJob{
 			Job: j.ID, WorkflowID: j.WorkflowID, Type: j.Type,
-			Attempt: j.Attempt, LeaseExpiryMS: j.LeaseExpiryMS, LastSeq: seq, DeadlineMS: j.DeadlineMS,
+			Attempt: j.Attempt, LeaseExpiryMS: j.LeaseExpiryMS, LeaseToken: token, LastSeq: seq, DeadlineMS: j.DeadlineMS,
 			TraceParent: j.TraceParent, ParentID: j.ParentID, RunAttempt: j.RunAttempt,
 		}
 		cj.CronSchedule = j.CronSchedule
@@ -123,6 +125,7 @@ func (a *applier) heartbeat(c *Heartbeat) (Result, error) {
 				}
 				code = "unknown_job"
 			}
+			ref.Token = "" // the answer names the lease, it does not echo its proof
 			res.Refused = append(res.Refused, Refusal{LeaseRef: ref, Code: code})
 			continue
 		}

@@ -8,7 +8,30 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-func (a *applier) create(c *CreateJob) (Result, error) { return a.createRun(c, nil) }
+// create starts a run on a caller's command. A run naming a parent is
+// started only by the holder of the parent's lease: its end becomes the
+// effect of one of the parent's steps, which nobody else may write.
+func (a *applier) create(c *CreateJob) (Result, error) {
+	if c.ParentID != 0 && !legacyParent(&c.Header, c.ParentID, c.ParentLease) {
+		if _, err := a.parentHeld(c.ParentLease, "CreateJob"); err != nil {
+			return nil, err
+		}
+	}
+	return a.createRun(c, nil)
+}
+
+// parentHeld checks that ref (required by check with a parent) is the
+// parent's current lease, as every other write of the parent run is.
+func (a *applier) parentHeld(ref *LeaseRef, cmd string) (*loaded, error) {
+	if ref == nil {
+		return nil, invalid(cmd, "ParentLease", "is required with a parent")
+	}
+	l, err := a.fenced(*ref, cmd)
+	if err != nil {
+		return nil, fmt.Errorf("%s.ParentLease: %w", cmd, err)
+	}
+	return l, nil
+}
 
 // createRun starts a run; lastResult goes on its job_created (a cron run's
 // last completion result).

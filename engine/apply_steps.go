@@ -161,6 +161,12 @@ func (a *applier) leaseStep(c *LeaseStep) (Result, error) {
 	default:
 		r.Activity, r.LeaseMS, r.TimeoutFatal = c.Name, c.LeaseMS, c.TimeoutFatal
 		r.Capabilities, r.Selector, r.DependsOn = slices.Clone(c.Capabilities), cloneLabels(c.Selector), slices.Clone(c.DependsOn)
+		if cycle, err := a.dependencyCycle(id, c.Step, r.DependsOn); err != nil || cycle != nil {
+			if err == nil {
+				err = &DependencyCycleError{Job: id, Step: c.Step, Cycle: cycle}
+			}
+			return nil, err
+		}
 		done, err := a.depsDone(id, r)
 		if err != nil {
 			return nil, err
@@ -219,6 +225,40 @@ func (a *applier) labelsOf(res *StepResult) error {
 	}
 	res.Labels = cloneLabels(rs.Labels)
 	return nil
+}
+
+// dependencyCycle returns the steps of a cycle that making step depend on
+// deps would close (step, the steps in between, step again), or nil. It
+// follows the dependencies the job's open step records hold; a step that
+// ended, or has no record yet, ends the path (a step leased later is
+// checked when it is). Such a cycle would never resolve: every step of it
+// waits for another.
+func (a *applier) dependencyCycle(id JobID, step string, deps []string) ([]string, error) {
+	seen := map[string]bool{}
+	var walk func(path []string, deps []string) ([]string, error)
+	walk = func(path []string, deps []string) ([]string, error) {
+		for _, d := range deps {
+			if d == step {
+				return append(slices.Clone(path), d), nil
+			}
+			if seen[d] {
+				continue
+			}
+			seen[d] = true
+			rec, err := readStep(a.tx.Get, id, d)
+			if err != nil {
+				return nil, err
+			}
+			if rec == nil || rec.State.Terminal() || len(rec.DependsOn) == 0 {
+				continue
+			}
+			if cycle, err := walk(append(path, d), rec.DependsOn); cycle != nil || err != nil {
+				return cycle, err
+			}
+		}
+		return nil, nil
+	}
+	return walk([]string{step}, deps)
 }
 
 // depsDone reports whether every step r depends on succeeded; one that
@@ -797,17 +837,26 @@ func (a *applier) noStepRecord(id JobID, t EventType, name string) error {
 
 // commitAllowed checks a step commit against the step's live try: a step
 // with a record commits from its newest try, leased or running (a failure
-// also once FAILED_FATAL), unless the commit fails the step where it waits
-// (ReasonNotStarted); one without a record from a try no older than its
-// last heartbeat. Any other try is stale (ErrStaleAttempt), even one of
-// the newest attempt whose lease ran out.
+// also once FAILED_FATAL); a commit that fails the step where it waits
+// (ReasonNotStarted) only while it waits, from its newest try (or with no
+// try, which the engine numbers as the newest); one without a record from
+// a try no older than its last heartbeat. Any other try is stale
+// (ErrStaleAttempt), even one of the newest attempt whose lease ran out.
 func (a *applier) commitAllowed(j *Job, s *step, c *CommitStep) error {
 	if s == nil {
 		return dropBeat(j, c.Step, c.StepAttempt, "CommitStep")
 	}
 	r := s.rec
 	switch {
-	case c.CatchUp || c.Reason == ReasonNotStarted:
+	case c.CatchUp:
+		return nil
+	case c.Reason == ReasonNotStarted:
+		// Not from an older try, one never leased, or one a person's
+		// answer replaced; and never while a try runs, whose own end
+		// decides the step.
+		if !stepWaits(r.State) || (c.StepAttempt != 0 && c.StepAttempt != r.Attempt) {
+			return staleStep(j.ID, c.Step, c.StepAttempt, s, "CommitStep(not_started)")
+		}
 		return nil
 	case c.StepAttempt != r.Attempt:
 		return staleStep(j.ID, c.Step, c.StepAttempt, s, "CommitStep")

@@ -11,10 +11,20 @@ import (
 // activity run as a job of its own, on another task queue than its
 // workflow's) whose code returns the SDK's ErrResultPending is parked by
 // its worker, waiting on AsyncCompletionSignal, and someone else ends it
-// later with CompleteAsync, naming the attempt that parked it (the task
-// token); the token may also come while that attempt still runs. The job's end becomes its workflow's step effect as any activity
-// task's does. A token of another attempt, or of a task that already ended,
+// later with CompleteAsync, naming the attempt that parked it and carrying
+// that attempt's lease token (both are in the SDK's task token, which is
+// therefore as hard to forge as the lease); the token may also come while
+// that attempt still runs. The job's end becomes its workflow's step
+// effect as any activity task's does. A token of another attempt, one
+// without the attempt's lease token, or one of a task that already ended,
 // is refused with ErrStaleAttempt.
+//
+// CompleteAsync with ByID is Temporal's CompleteActivityByID: it names the
+// task by ids anyone who may read the run can learn, and carries no lease
+// token. It completes only a parked task (one whose code returned
+// ErrResultPending, handing its completion over), never a running attempt,
+// which only its task token may end: a client's documented capability
+// (docs/security.md), as cancelling the task is.
 
 // AsyncCompletionSignal is the signal a parked activity task waits on. It
 // is never delivered: CompleteAsync ends the wait.
@@ -38,6 +48,11 @@ type CompleteAsync struct {
 	LeaseRef
 	Result []byte `json:"result,omitempty" msgpack:"r,omitempty"`
 	Error  []byte `json:"error,omitempty" msgpack:"e,omitempty"`
+	// ByID completes the task's current attempt without its lease token
+	// (Temporal's CompleteActivityByID), while it is parked for
+	// asynchronous completion: the caller read the attempt from the task's
+	// record. False: LeaseRef.Token must be the attempt's.
+	ByID bool `json:"by_id,omitempty" msgpack:"bid,omitempty"`
 }
 
 func (*CompleteAsync) Kind() CommandKind { return KindCompleteAsync }
@@ -45,6 +60,9 @@ func (*CompleteAsync) Kind() CommandKind { return KindCompleteAsync }
 func (c *CompleteAsync) check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
+	if c.ByID && c.Token != "" && ch.err == nil {
+		ch.fail("Token", "is set with ByID: a completion by id carries no lease token")
+	}
 	ch.payload("Result", c.Result)
 	ch.payload("Error", c.Error)
 	if c.Result != nil && c.Error != nil {
@@ -65,6 +83,15 @@ func (a *applier) completeAsync(c *CompleteAsync) (Result, error) {
 	parked := (j.Status == StatusParked || j.Status == StatusWaiting) && j.Wait != nil && slices.Contains(j.Wait.Signals, AsyncCompletionSignal)
 	if (!parked && j.Status != StatusRunning) || j.Attempt != c.Attempt {
 		return nil, &StaleAttemptError{Job: j.ID, Attempt: c.Attempt, Current: j.Attempt, Status: j.Status, Command: "CompleteAsync"}
+	}
+	switch {
+	case c.ByID && !parked:
+		// By id, only a task whose code handed its completion over (it
+		// returned ErrResultPending and is parked): a running attempt is
+		// its worker's, and only its task token may end it.
+		return nil, &StaleAttemptError{Job: j.ID, Attempt: c.Attempt, Current: j.Attempt, Status: j.Status, Command: "CompleteAsync", NotParked: true}
+	case !c.ByID && !tokenMatches(j.LeaseDigest, c.Token):
+		return nil, &StaleAttemptError{Job: j.ID, Attempt: c.Attempt, Current: j.Attempt, Status: j.Status, Command: "CompleteAsync", WrongToken: true}
 	}
 	// A token may arrive before its activity has returned ErrResultPending
 	// (the code handed it over first): the attempt is still Running, and

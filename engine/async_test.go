@@ -9,8 +9,8 @@ import (
 
 func TestCompleteAsyncIsFencedByTheParkedAttempt(t *testing.T) {
 	h := newHarness(t)
-	parent := h.create("wf")
-	task := h.must(&CreateJob{WorkflowID: "wf/1/1", Type: ActivityTypePrefix + "Charge", Queue: "acts", ParentID: parent, ParentStep: "1"}).(*CreateResult).Job
+	parent, pref := h.runningParent("wf")
+	task := h.must(&CreateJob{WorkflowID: "wf/1/1", Type: ActivityTypePrefix + "Charge", Queue: "acts", ParentID: parent, ParentStep: "1", ParentLease: pref}).(*CreateResult).Job
 	c := h.must(&Claim{Queue: "acts", Owner: "w", Max: 1, LeaseMS: 10_000}).(*ClaimResult).Jobs[0]
 	ref := LeaseRef{Job: task, Attempt: c.Attempt}
 	h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{Signals: []string{AsyncCompletionSignal}, Park: true}, SeenSeq: c.LastSeq})
@@ -56,8 +56,8 @@ func TestCompleteAsyncIsFencedByTheParkedAttempt(t *testing.T) {
 
 func TestCompleteAsyncBeforeTheActivityReturned(t *testing.T) {
 	h := newHarness(t)
-	parent := h.create("wf")
-	task := h.must(&CreateJob{WorkflowID: "wf/1/1", Type: ActivityTypePrefix + "Charge", Queue: "acts", ParentID: parent, ParentStep: "1"}).(*CreateResult).Job
+	parent, pref := h.runningParent("wf")
+	task := h.must(&CreateJob{WorkflowID: "wf/1/1", Type: ActivityTypePrefix + "Charge", Queue: "acts", ParentID: parent, ParentStep: "1", ParentLease: pref}).(*CreateResult).Job
 	c := h.must(&Claim{Queue: "acts", Owner: "w", Max: 1, LeaseMS: 10_000}).(*ClaimResult).Jobs[0]
 	ref := LeaseRef{Job: task, Attempt: c.Attempt}
 	h.mustFail(&CompleteAsync{LeaseRef: LeaseRef{Job: task, Attempt: c.Attempt + 1}, Result: []byte("ok")}, ErrStaleAttempt)
@@ -71,8 +71,8 @@ func TestCompleteAsyncBeforeTheActivityReturned(t *testing.T) {
 
 func TestCompleteAsyncFailure(t *testing.T) {
 	h := newHarness(t)
-	parent := h.create("wf")
-	task := h.must(&CreateJob{WorkflowID: "wf/1/1", Type: ActivityTypePrefix + "Charge", Queue: "acts", ParentID: parent, ParentStep: "1"}).(*CreateResult).Job
+	parent, pref := h.runningParent("wf")
+	task := h.must(&CreateJob{WorkflowID: "wf/1/1", Type: ActivityTypePrefix + "Charge", Queue: "acts", ParentID: parent, ParentStep: "1", ParentLease: pref}).(*CreateResult).Job
 	c := h.must(&Claim{Queue: "acts", Owner: "w", Max: 1, LeaseMS: 10_000}).(*ClaimResult).Jobs[0]
 	ref := LeaseRef{Job: task, Attempt: c.Attempt}
 	h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{Signals: []string{AsyncCompletionSignal}, Park: true}, SeenSeq: c.LastSeq})

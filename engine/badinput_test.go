@@ -45,7 +45,8 @@ func TestBadInputWritesNothing(t *testing.T) {
 		{"illegal transition", &Activate{Target: Target{Job: ref.Job}}, ErrIllegalTransition, "job_activated on job 1 in status Running"},
 		{"stale attempt", &Complete{LeaseRef: LeaseRef{Job: ref.Job, Attempt: 7}}, ErrStaleAttempt, "attempt 7"},
 		{"catch up without effect", &CommitStep{LeaseRef: ref, Step: "s", Type: "done", CatchUp: true}, ErrInvalidCommand, "no recorded effect"},
-		{"parent unknown", &CreateJob{Type: "t", Queue: "q", ParentID: 77, ParentStep: "s"}, ErrUnknownJob, "ParentID"},
+		{"parent unknown", &CreateJob{Type: "t", Queue: "q", ParentID: 77, ParentStep: "s", ParentLease: &LeaseRef{Job: 77, Attempt: 1}}, ErrUnknownJob, "ParentLease"},
+		{"no parent lease", &CreateJob{Header: Header{Nonce: []byte("as the Engine...")}, Type: "t", Queue: "q", ParentID: ref.Job, ParentStep: "s"}, ErrInvalidCommand, "ParentLease is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,4 +158,42 @@ func TestFailureAfterWritesLeavesNothing(t *testing.T) {
 	if j := h.job(first); j.Status != StatusQueued || j.Attempt != 0 {
 		t.Fatalf("the first job was claimed by a failed command: %+v", j)
 	}
+}
+
+// Ids and names that were not valid UTF-8 used to be accepted
+// and all printed as U+FFFD, so such a run could not be reached by the id
+// shown. Every name a command carries must be UTF-8; the refusal names the
+// field and the first bad byte.
+func TestNamesMustBeUTF8(t *testing.T) {
+	h := newHarness(t)
+	id := h.create("wf")
+	c := h.claimOne(60_000)
+	bad := "run-\xff\xfe"
+	before := h.snapshot()
+	for _, tc := range []struct {
+		cmd   Command
+		field string
+	}{
+		{&CreateJob{WorkflowID: bad, Type: "t", Queue: "q"}, "CreateJob.WorkflowID"},
+		{&CreateJob{Type: bad, Queue: "q"}, "CreateJob.Type"},
+		{&CreateJob{Type: "t", Queue: bad}, "CreateJob.Queue"},
+		{&Signal{Target: Target{Job: id}, Name: bad}, "Signal.Name"},
+		{&Cancel{Target: Target{WorkflowID: bad}}, "Cancel.WorkflowID"},
+		{&Claim{Queue: bad, Owner: "w", Max: 1, LeaseMS: 1000}, "Claim.Queue"},
+		{&Claim{Queue: "q", Owner: bad, Max: 1, LeaseMS: 1000}, "Claim.Owner"},
+		{&AppendEvents{LeaseRef: c.Lease(), Events: []NewEvent{{Type: "marker", Name: bad}}}, "AppendEvents.Events[0].Name"},
+		{&CommitStep{LeaseRef: c.Lease(), Step: bad, Type: "activity_completed"}, "CommitStep.Step"},
+		{&AddResource{ID: bad, Capacity: 1}, "AddResource.ID"},
+		{&CreateTask{Job: bad, Phase: "p", Queue: "q", Type: "w"}, "CreateTask.Job"},
+		{&CreateSchedule{ID: bad, Spec: ScheduleSpec{Intervals: []ScheduleInterval{{EveryMS: 60_000}}}, Action: ScheduleAction{Type: "t", Queue: "q"}}, "CreateSchedule.ID"},
+		{&CreateJob{Type: "t", Queue: "q", Header: Header{RequestID: bad}}, "CreateJob.RequestID"},
+	} {
+		_, err := h.apply(tc.cmd)
+		if !errors.Is(err, ErrInvalidCommand) || !strings.Contains(err.Error(), tc.field+" is not valid UTF-8 (byte 4") {
+			t.Errorf("%s: %v, want %s refused as not UTF-8", tc.cmd.Kind(), err, tc.field)
+		}
+	}
+	sameStore(t, before, h.snapshot())
+	// Any valid UTF-8 is fine, however far from ASCII.
+	h.must(&CreateJob{WorkflowID: "Zürich/東京/🚀", Type: "t", Queue: "q"})
 }

@@ -425,7 +425,7 @@ func buildFinishedStore(dir string, n int) (err error) {
 			return fmt.Errorf("chunk at %d: claimed %d jobs, want %d", start, len(jobs), k)
 		}
 		for _, j := range jobs {
-			if _, err := apply(&Complete{LeaseRef: LeaseRef{Job: j.Job, Attempt: j.Attempt}, Result: []byte("done")}); err != nil {
+			if _, err := apply(&Complete{LeaseRef: j.Lease(), Result: []byte("done")}); err != nil {
 				return err
 			}
 		}
@@ -518,7 +518,7 @@ func benchClaimCommit(b *testing.B, dir string) {
 		if err != nil || len(got) != 1 {
 			b.Fatalf("claim: %v, %v", got, err)
 		}
-		ref := LeaseRef{Job: got[0].Job, Attempt: got[0].Attempt}
+		ref := got[0].Lease()
 		t1 := time.Now()
 		if _, err := e.CommitStep(bg, CommitStep{LeaseRef: ref, Step: "charge", Type: "activity_completed", Payload: benchInput}); err != nil {
 			b.Fatal(err)

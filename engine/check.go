@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // maxDelayMS bounds a retry delay (100 years) so release times never overflow.
@@ -22,6 +23,9 @@ func newChecker(c Command, l *Limits) *checker {
 	if h.NowMS <= 0 {
 		ch.fail("NowMS", "must be a positive Unix time in milliseconds (the log stamps it)")
 	}
+	if len(h.Nonce) > maxNonceBytes && ch.err == nil {
+		ch.err = tooLarge(ch.cmd, "Nonce", len(h.Nonce), maxNonceBytes)
+	}
 	return ch
 }
 
@@ -38,7 +42,25 @@ func (c *checker) name(field, v string, required bool) {
 		c.fail(field, "is required")
 	case len(v) > c.lim.MaxNameBytes:
 		c.err = tooLarge(c.cmd, field, len(v), c.lim.MaxNameBytes)
+	case !utf8.ValidString(v):
+		// Every surface prints names as text: bytes that are not UTF-8
+		// would all show as U+FFFD, and a run could not be reached by the
+		// id it shows.
+		c.fail(field, fmt.Sprintf("is not valid UTF-8 (byte %d of %q is not): ids and names must be UTF-8 text", firstInvalidUTF8(v), v))
 	}
+}
+
+// firstInvalidUTF8 returns the offset of the first byte of s that does not
+// start a valid UTF-8 sequence.
+func firstInvalidUTF8(s string) int {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, n := utf8.DecodeRuneInString(s[i:]); n <= 1 {
+				return i
+			}
+		}
+	}
+	return len(s)
 }
 
 func (c *checker) names(field string, vs []string) {
@@ -86,6 +108,33 @@ func (c *checker) ref(r LeaseRef) {
 	}
 	if c.err == nil && r.Attempt == 0 {
 		c.fail("Attempt", "is required for a fenced write")
+	}
+	c.leaseToken("Token", r.Token)
+}
+
+// leaseToken bounds a presented lease token; its value is judged by Apply.
+func (c *checker) leaseToken(field, t string) {
+	if c.err == nil && len(t) > maxLeaseTokenBytes {
+		c.err = tooLarge(c.cmd, field, len(t), maxLeaseTokenBytes)
+	}
+}
+
+// parentLease checks the lease a create naming a parent must carry: the
+// parent's own.
+func (c *checker) parentLease(h *Header, parent JobID, pl *LeaseRef) {
+	switch {
+	case c.err != nil, legacyParent(h, parent, pl):
+	case parent == 0 && pl != nil:
+		c.fail("ParentLease", "is set without a parent")
+	case parent == 0:
+	case pl == nil:
+		c.fail("ParentLease", fmt.Sprintf("is required with a parent (job %d): only the holder of the parent run's lease may start its children and remote activities", parent))
+	case pl.Job != parent:
+		c.fail("ParentLease", fmt.Sprintf("names job %d, not the parent %d", pl.Job, parent))
+	case pl.Attempt == 0:
+		c.fail("ParentLease.Attempt", "is required")
+	default:
+		c.leaseToken("ParentLease.Token", pl.Token)
 	}
 }
 
@@ -158,6 +207,7 @@ func (c *CreateJob) check(l *Limits) error {
 	if c.ParentID == 0 && c.ParentStep != "" {
 		ch.fail("ParentID", "is required with ParentStep")
 	}
+	ch.parentLease(&c.Header, c.ParentID, c.ParentLease)
 	ch.name("TraceParent", c.TraceParent, false)
 	ch.cron("CronSchedule", c.CronSchedule)
 	if c.CronFirstNow && c.CronSchedule == "" {

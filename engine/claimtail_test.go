@@ -21,11 +21,11 @@ func TestClaimTailEvents(t *testing.T) {
 		t.Fatalf("claim without TailEvents = %+v, %v", jobs, err)
 	}
 	// The long job writes a few events and is requeued; the short one too, with none.
-	ref := LeaseRef{Job: long.Job, Attempt: jobs[1].Attempt}
+	ref := jobs[1].Lease()
 	if _, err := e.Append(bg, AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: "a"}, {Type: "b"}, {Type: "c"}}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []LeaseRef{{Job: short.Job, Attempt: jobs[0].Attempt}, ref} {
+	for _, r := range []LeaseRef{jobs[0].Lease(), ref} {
 		if _, err := e.Requeue(bg, Requeue{LeaseRef: r}); err != nil {
 			t.Fatal(err)
 		}

@@ -104,19 +104,26 @@ func decodeRecord(b []byte) (CommandKind, Result, []byte, error) {
 
 // requestDigest fingerprints cmd's body for its request record: SHA-256 of
 // its canonical encoding (the log's msgpack, fields in declaration order,
-// no maps) with the header's NowMS and By left out, since the log stamps
-// the one and the server the other, and a retry may differ in both. A
-// start's TraceParent is left out too: it names the span of the attempt
-// that sent it, so a retry of the same start carries another. It borrows
-// cmd's fields for the encoding and puts them back.
+// no maps) with the header's NowMS, By and Nonce left out, since the log
+// stamps the first, the server the second and the Engine the third, and a
+// retry may differ in all. A start's TraceParent is left out too: it names
+// the span of the attempt that sent it, so a retry of the same start
+// carries another; and so is the parent lease of a create (a job's or a
+// task's), which a later attempt of the parent retrying it carries anew.
+// It borrows cmd's fields for the encoding and puts them back.
 func requestDigest(cmd Command) ([]byte, error) {
 	h := cmd.Head()
 	saved := *h
-	h.NowMS, h.By = 0, ""
-	if c, ok := cmd.(*CreateJob); ok && c.TraceParent != "" {
-		tp := c.TraceParent
-		c.TraceParent = ""
-		defer func() { c.TraceParent = tp }()
+	h.NowMS, h.By, h.Nonce = 0, "", nil
+	if c, ok := cmd.(*CreateJob); ok && (c.TraceParent != "" || c.ParentLease != nil) {
+		tp, pl := c.TraceParent, c.ParentLease
+		c.TraceParent, c.ParentLease = "", nil
+		defer func() { c.TraceParent, c.ParentLease = tp, pl }()
+	}
+	if c, ok := cmd.(*CreateTask); ok && c.ParentLease != nil {
+		pl := c.ParentLease
+		c.ParentLease = nil
+		defer func() { c.ParentLease = pl }()
 	}
 	b, err := msgpack.Marshal(cmd)
 	*h = saved

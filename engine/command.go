@@ -24,6 +24,14 @@ type Header struct {
 	// of the command's body: a request id's retry by someone else is the
 	// same request.
 	By string `json:"-" msgpack:"by,omitempty"`
+	// Nonce is randomness for Apply, which may draw none itself: the
+	// Engine fills it with fresh random bytes before it proposes a claim
+	// (Claim, ClaimTasks), replacing whatever the caller put there, and
+	// Apply derives the claimed leases' tokens from it (see leasetoken.go).
+	// A create naming a parent gets one too, as the mark of an Engine that
+	// fences parents (legacyParent). Like NowMS and By it is not part of
+	// the command's body: a request id's retry carries another.
+	Nonce []byte `json:"-" msgpack:"nc,omitempty"`
 }
 
 // Head returns the header, so every command type satisfies Command by embedding it.
@@ -137,6 +145,14 @@ type CreateJob struct {
 	// another job (a child workflow, or an activity on another queue).
 	ParentID   JobID  `json:"parent_job_id,omitempty" msgpack:"pi,omitempty"`
 	ParentStep string `json:"parent_step,omitempty" msgpack:"ps,omitempty"`
+	// ParentLease is required with ParentID: the lease of the parent run
+	// the caller holds (its job, current attempt and token). Only the
+	// worker driving a run may start its children and remote activities,
+	// since their end writes into one of its steps; any other create naming
+	// a parent is refused as stale. It is not part of the request digest:
+	// a later attempt of the parent retrying the create under the same
+	// request id gets the first answer.
+	ParentLease *LeaseRef `json:"parent_lease,omitempty" msgpack:"pl,omitempty"`
 	// ParentClosePolicy says what happens to this job, still open, when its
 	// parent ends by Terminate or a timeout (when the parent's code ends,
 	// its worker applies the policy itself).
@@ -253,10 +269,15 @@ type Claim struct {
 // MaxTailEvents bounds Claim.TailEvents.
 const MaxTailEvents = 64
 
-// LeaseRef names one attempt of one job.
+// LeaseRef names one attempt of one job and proves that the writer holds
+// its lease: Token is the lease token the claim returned
+// (ClaimedJob.LeaseToken). A fenced write is refused unless its attempt is
+// the job's current one and its token is that attempt's; a lease claimed
+// without a token (see leasetoken.go) takes the empty token.
 type LeaseRef struct {
 	Job     JobID  `json:"job_id" msgpack:"j"`
 	Attempt uint64 `json:"attempt" msgpack:"a"`
+	Token   string `json:"lease_token,omitempty" msgpack:"tk,omitempty"`
 }
 
 // Heartbeat renews the leases of running attempts to Now+LeaseMS. Each

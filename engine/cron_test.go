@@ -31,7 +31,7 @@ func TestCronChain(t *testing.T) {
 		h.now = at
 		h.must(&ReleaseDelayed{Max: 10})
 		c := h.claimOne(10_000)
-		end(LeaseRef{Job: c.Job, Attempt: c.Attempt})
+		end(c.Lease())
 		next, _ := h.current("c")
 		return next
 	}
@@ -85,12 +85,12 @@ func TestCronChain(t *testing.T) {
 
 func TestCronChildKeepsItsParentWaiting(t *testing.T) {
 	h := newSchedHarness(t)
-	p := h.create("parent")
-	h.must(&CreateJob{WorkflowID: "kid", Type: "t", Queue: "q2", ParentID: p, ParentStep: "c1", CronSchedule: "@hourly"})
+	p, pref := h.runningParent("parent")
+	h.must(&CreateJob{WorkflowID: "kid", Type: "t", Queue: "q2", ParentID: p, ParentStep: "c1", ParentLease: pref, CronSchedule: "@hourly"})
 	h.now = (schedT0/3600_000 + 1) * 3600_000
 	h.must(&ReleaseDelayed{Max: 10})
 	c := h.must(&Claim{Queue: "q2", Owner: "w", Max: 1, LeaseMS: 10_000}).(*ClaimResult).Jobs[0]
-	h.must(&Complete{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}, Result: []byte("r")})
+	h.must(&Complete{LeaseRef: c.Lease(), Result: []byte("r")})
 	var eff []byte
 	viewOK(t, h.db, func(r *storage.Reader) error {
 		b, err := r.Get(storage.EffectKey(uint64(p), "c1"))
@@ -144,7 +144,7 @@ func TestCronFirstNow(t *testing.T) {
 	if c.Job != cr.Job {
 		t.Fatalf("claimed job %d, want the first run %d", c.Job, cr.Job)
 	}
-	h.must(&Complete{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}, Result: []byte("r1")})
+	h.must(&Complete{LeaseRef: c.Lease(), Result: []byte("r1")})
 	next, _ := h.current("c")
 	if want := (schedT0/every5 + 1) * every5; next.ID == cr.Job || next.Status != StatusRetrying || next.ReleaseAtMS != want {
 		t.Fatalf("second run %s, release at %d; want Retrying until %d", next.Status, next.ReleaseAtMS, want)

@@ -167,7 +167,7 @@ func TestContinueAsNewCarriesTheExecutionDeadline(t *testing.T) {
 				h.t.Helper()
 				c := h.claimOneFrom("q")
 				h.now = start + at
-				can := &ContinueAsNew{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}, Input: []byte("next")}
+				can := &ContinueAsNew{LeaseRef: c.Lease(), Input: []byte("next")}
 				if retry {
 					can.Failure = []byte(`{"type":"E","message":"m","nonRetryable":false}`)
 				}
@@ -213,7 +213,7 @@ func TestContinuedRunTimesOutOnItsOwnRunTimeout(t *testing.T) {
 	h.must(&CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", ExecutionTimeoutMS: 60_000, RunTimeoutMS: 2_000})
 	c := h.claimOneFrom("q")
 	h.now = start + 1_000
-	next := h.must(&ContinueAsNew{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}}).(*CreateResult).Job
+	next := h.must(&ContinueAsNew{LeaseRef: c.Lease()}).(*CreateResult).Job
 	h.now = start + 3_000
 	r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult)
 	if len(r.Jobs) != 1 || r.Jobs[0] != next {
@@ -235,7 +235,7 @@ func TestPassedDeadlineOfAReopenedRunIsDueNow(t *testing.T) {
 		h.must(&CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", ExecutionTimeoutMS: 1_000})
 		c := h.claimOneFrom("q")
 		h.now += 2_000
-		next := h.must(&ContinueAsNew{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}}).(*CreateResult).Job
+		next := h.must(&ContinueAsNew{LeaseRef: c.Lease()}).(*CreateResult).Job
 		if j := h.job(next); j.TimeoutAtMS != h.now || j.DeadlineMS >= h.now {
 			t.Fatalf("next run's entry at %d (deadline %d), want now %d", j.TimeoutAtMS, j.DeadlineMS, h.now)
 		}
@@ -253,7 +253,7 @@ func TestPassedDeadlineOfAReopenedRunIsDueNow(t *testing.T) {
 		h := newHarness(t)
 		h.must(&CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", ExecutionTimeoutMS: 1_000})
 		c := h.claimOneFrom("q")
-		h.must(&Fail{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}})
+		h.must(&Fail{LeaseRef: c.Lease()})
 		h.now += 5_000
 		// The failed run's stale entry is swept: the mark rises to now.
 		if r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult); len(r.Jobs) != 0 {
@@ -315,7 +315,8 @@ func TestEngineEndsBecomeTheParentsFailedEffect(t *testing.T) {
 				h := newHarness(t)
 				parent := h.must(&CreateJob{Type: "p", Queue: "pq"}).(*CreateResult).Job
 				pc := h.claimOneFrom("pq")
-				child := h.must(&CreateJob{Type: tc.typ, Queue: "cq", ParentID: parent, ParentStep: "s1", ExecutionTimeoutMS: 5_000}).(*CreateResult).Job
+				pl := pc.Lease()
+				child := h.must(&CreateJob{Type: tc.typ, Queue: "cq", ParentID: parent, ParentStep: "s1", ParentLease: &pl, ExecutionTimeoutMS: 5_000}).(*CreateResult).Job
 				if parentWaits {
 					h.must(&Wait{LeaseRef: LeaseRef{Job: parent, Attempt: pc.Attempt}, Spec: WaitSpec{Steps: []string{"s1"}}, SeenSeq: pc.LastSeq})
 				}
@@ -371,7 +372,7 @@ func TestEffectRecordedOnlyForUnblockedParents(t *testing.T) {
 		t.Run(s.String(), func(t *testing.T) {
 			h := newHarness(t)
 			ref := driveJob(h, &CreateJob{Type: "p", Queue: "q"}, StatusRunning)
-			child := h.must(&CreateJob{Type: "c", Queue: "cq", ParentID: ref.Job, ParentStep: "s1"}).(*CreateResult).Job
+			child := h.must(&CreateJob{Type: "c", Queue: "cq", ParentID: ref.Job, ParentStep: "s1", ParentLease: &ref}).(*CreateResult).Job
 			switch s {
 			case StatusQueued:
 				h.must(&Requeue{LeaseRef: ref})
@@ -415,7 +416,7 @@ func TestTerminateEndsARunningJobAtOnce(t *testing.T) {
 	h := newHarness(t)
 	h.create("wf")
 	c := h.claimOne(60_000)
-	ref := LeaseRef{Job: c.Job, Attempt: c.Attempt}
+	ref := c.Lease()
 	h.must(&AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: "marker"}}})
 	r := h.must(&Terminate{Target: Target{WorkflowID: "wf"}, Reason: "stuck"}).(*StatusResult)
 	if r.Status != StatusTerminated || r.Job != c.Job {

@@ -280,13 +280,16 @@ func (e *Engine) View(ctx context.Context, fn func(r *storage.Reader) error) err
 // Log exposes the engine's log.
 func (e *Engine) Log() Log { return e.log }
 
-// Propose applies cmd through the log.
+// Propose applies cmd through the log. A claim, and a create naming a
+// parent, gets a fresh nonce first (see stampNonce), whatever it carried.
 func (e *Engine) Propose(ctx context.Context, cmd Command) (Result, error) {
+	stampNonce(cmd)
 	return e.log.Propose(ctx, cmd)
 }
 
 func propose[R Result](ctx context.Context, e *Engine, cmd Command) (R, error) {
 	var zero R
+	stampNonce(cmd)
 	res, err := e.log.Propose(ctx, cmd)
 	if err != nil {
 		return zero, err

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/heddlewf/heddle/storage"
 )
@@ -117,9 +118,23 @@ type StaleAttemptError struct {
 	Current uint64 // the job's current attempt
 	Status  Status // the job's status (fenced writes need Running)
 	Command string
+	// WrongToken: the attempt is the current one, but the write did not
+	// carry its lease token, so it does not come from the lease's holder.
+	WrongToken bool
+	// NotParked: a completion by id (CompleteAsync.ByID) of an activity
+	// task whose attempt still runs, which only its task token may end.
+	NotParked bool
 }
 
 func (e *StaleAttemptError) Error() string {
+	if e.NotParked {
+		return fmt.Sprintf("engine: stale attempt: %s by id on job %d: the activity task is %s at attempt %d, not parked for asynchronous completion; only its task token completes it while it runs [%s]",
+			e.Command, e.Job, e.Status, e.Current, StaleAttemptCode)
+	}
+	if e.WrongToken {
+		return fmt.Sprintf("engine: stale attempt: %s on job %d by attempt %d without the lease token of that attempt: the writer does not hold the lease (job is %s) [%s]",
+			e.Command, e.Job, e.Attempt, e.Status, StaleAttemptCode)
+	}
 	return fmt.Sprintf("engine: stale attempt: %s on job %d by attempt %d, job is %s at attempt %d [%s]",
 		e.Command, e.Job, e.Attempt, e.Status, e.Current, StaleAttemptCode)
 }
@@ -169,6 +184,8 @@ const (
 	StaleStepCode  = "HDL-ENGINE-0010"
 	StepStateCode  = "HDL-ENGINE-0011"
 	NoResourceCode = "HDL-ENGINE-0012"
+	// DependencyCycleCode is the code of a DependencyCycleError.
+	DependencyCycleCode = "HDL-ENGINE-0013"
 )
 
 // StaleStepError details ErrStaleAttempt for one step: a write of try
@@ -189,6 +206,24 @@ func (e *StaleStepError) Error() string {
 }
 func (e *StaleStepError) Unwrap() error { return ErrStaleAttempt }
 func (e *StaleStepError) Code() string  { return StaleStepCode }
+
+// DependencyCycleError details ErrDependencyFailed for a LeaseStep whose
+// DependsOn would close a cycle among the job's steps (Cycle: the step,
+// the steps between, the step again). Such steps would wait for each
+// other for ever, so the lease is refused when the cycle is made, and
+// nothing is written.
+type DependencyCycleError struct {
+	Job   JobID
+	Step  string
+	Cycle []string
+}
+
+func (e *DependencyCycleError) Error() string {
+	return fmt.Sprintf("engine: a dependency failed: step %q of job %d cannot depend on its own result: the dependencies %s form a cycle that never resolves [%s]",
+		e.Step, e.Job, strings.Join(e.Cycle, " → "), DependencyCycleCode)
+}
+func (e *DependencyCycleError) Unwrap() error { return ErrDependencyFailed }
+func (e *DependencyCycleError) Code() string  { return DependencyCycleCode }
 
 // StepStateError details ErrStepState.
 type StepStateError struct {

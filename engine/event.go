@@ -42,6 +42,10 @@ type Event struct {
 	// By names who issued the command that wrote the event (Header.By),
 	// for the commands people issue; "" when unknown.
 	By string `json:"by,omitempty" msgpack:"by,omitempty"`
+	// TokenIssued, on a job_leased, says the claim gave the lease a
+	// token (see leasetoken.go); a lease without one, claimed before
+	// tokens existed, is fenced by its attempt alone.
+	TokenIssued bool `json:"token_issued,omitempty" msgpack:"ti,omitempty"`
 	// LastResult, on the job_created of a cron run, is the result of the
 	// chain's last run that completed (Temporal's last completion result).
 	LastResult []byte `json:"last_result,omitempty" msgpack:"lr,omitempty"`

@@ -75,6 +75,11 @@ func fuzzSampleCommands() []Command {
 		&CreateJob{Header: Header{NowMS: 2_000_000}, WorkflowID: "wf-open", Type: "order", Queue: "q", ReusePolicy: IDReuseReturnExisting},
 		&CreateJob{Header: Header{NowMS: 2_000_000}, Type: "child", Queue: "q", Draft: true, ParentID: 3, ParentStep: "c"},
 		&Claim{Header: Header{NowMS: 2_000_000}, Queue: "q", Owner: "w", Max: 3, LeaseMS: 30_000},
+		&Claim{Header: Header{NowMS: 2_000_000, Nonce: []byte("0123456789abcdef")}, Queue: "q", Owner: "w", Max: 1, LeaseMS: 30_000},
+		&CreateJob{Header: Header{NowMS: 2_000_000, Nonce: []byte("nonce")}, Type: "child", Queue: "q", ParentID: 3, ParentStep: "c2",
+			ParentLease: &LeaseRef{Job: 3, Attempt: 1, Token: "0123456789abcdef0123456789abcdef"}},
+		&Complete{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1, Token: "0123456789abcdef0123456789abcdef"}},
+		&CompleteAsync{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, ByID: true, Result: []byte("ok")},
 		&Claim{Header: Header{RequestID: "rq-types", NowMS: 2_000_000}, Queue: "q", Owner: "w", Max: 3, LeaseMS: 30_000, Types: []string{"child"}},
 		&CreateJob{Header: Header{NowMS: 2_000_000}, Type: "order", Queue: "q", ExecutionTimeoutMS: 5_000, RunTimeoutMS: 1_000, ScheduleToStartTimeoutMS: 500},
 		&Heartbeat{Header: Header{NowMS: 2_000_000}, Leases: []LeaseRef{{Job: 3, Attempt: 1}, {Job: 1, Attempt: 1}, {Job: 99, Attempt: 1}}, LeaseMS: 60_000},
@@ -145,11 +150,11 @@ func newFuzzStore(f *testing.F) *fuzzStore {
 		}
 		return id, LeaseRef{Job: id, Attempt: c.Jobs[0].Attempt}
 	}
-	start("wf-open", "q")                                                              // 1 Queued
-	h.must(&CreateJob{WorkflowID: "wf-draft", Type: "order", Queue: "d", Draft: true}) // 2 Draft
-	start("wf-run", "r")                                                               // 3 Running, attempt 1
-	h.must(&CreateJob{Type: "child", Queue: "k", ParentID: 3, ParentStep: "c"})        // 4 Queued, child of 3
-	_, ref := start("wf-wait", "w")                                                    // 5 Waiting
+	start("wf-open", "q")                                                                             // 1 Queued
+	h.must(&CreateJob{WorkflowID: "wf-draft", Type: "order", Queue: "d", Draft: true})                // 2 Draft
+	_, runRef := start("wf-run", "r")                                                                 // 3 Running, attempt 1
+	h.must(&CreateJob{Type: "child", Queue: "k", ParentID: 3, ParentStep: "c", ParentLease: &runRef}) // 4 Queued, child of 3
+	_, ref := start("wf-wait", "w")                                                                   // 5 Waiting
 	h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{TimerID: "t", TimerAtMS: 1_500_000, Signals: []string{"go"}}, SeenSeq: 2})
 	start("wf-cancel", "q") // 6 Queued
 	start("wf-susp", "q")   // 7 Suspended

@@ -357,7 +357,7 @@ func TestGroupCommitClaimsAreExclusive(t *testing.T) {
 					if c.Attempt != 1 {
 						t.Errorf("job %d: first claim has attempt %d", c.Job, c.Attempt)
 					}
-					ref := LeaseRef{Job: c.Job, Attempt: c.Attempt}
+					ref := c.Lease()
 					step := fmt.Sprintf("step-%d", c.Job)
 					ar, err := e.CommitStep(bg, CommitStep{LeaseRef: ref, Step: step, Type: "activity_completed", Payload: []byte(owner)})
 					if err != nil || ar.FirstSeq != c.LastSeq+1 {

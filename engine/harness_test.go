@@ -195,3 +195,17 @@ func sameStore(t testing.TB, before, after map[string]string) {
 var bg = context.Background()
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// runningParent starts a run of workflow id wf on the queue "parents" and
+// claims it: a parent whose lease the test holds, so that it may start
+// children and remote activities (CreateJob.ParentLease).
+func (h *harness) runningParent(wf string) (JobID, *LeaseRef) {
+	h.t.Helper()
+	id := h.must(&CreateJob{WorkflowID: wf, Type: "parent", Queue: "parents"}).(*CreateResult).Job
+	r := h.must(&Claim{Queue: "parents", Owner: "parent-worker", Max: 1, LeaseMS: 3_600_000}).(*ClaimResult)
+	if len(r.Jobs) != 1 || r.Jobs[0].Job != id {
+		h.t.Fatalf("claim of the parent %d = %+v", id, r.Jobs)
+	}
+	ref := r.Jobs[0].Lease()
+	return id, &ref
+}

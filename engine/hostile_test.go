@@ -52,8 +52,8 @@ func TestWorkersCannotWriteEngineOwnedEvents(t *testing.T) {
 	// The SDK's own event types still go through.
 	h.must(&Signal{Target: Target{Job: ref.Job}, Name: "go"})
 	c := h.claimOne(60_000)
-	h.must(&AppendEvents{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}, Events: []NewEvent{{Type: "marker_recorded", Step: "1"}}})
-	h.must(&CommitStep{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}, Step: "2", Type: "activity_completed"})
+	h.must(&AppendEvents{LeaseRef: c.Lease(), Events: []NewEvent{{Type: "marker_recorded", Step: "1"}}})
+	h.must(&CommitStep{LeaseRef: c.Lease(), Step: "2", Type: "activity_completed"})
 	h.verify()
 }
 
@@ -187,7 +187,7 @@ func TestTerminateByParentOnlyReachesItsChildren(t *testing.T) {
 	parent := h.must(&CreateJob{WorkflowID: "parent", Type: "p", Queue: "pq"}).(*CreateResult).Job
 	c := h.must(&Claim{Queue: "pq", Owner: "w", Max: 1, LeaseMS: 60_000}).(*ClaimResult).Jobs[0]
 	ref := LeaseRef{Job: parent, Attempt: c.Attempt}
-	child := h.must(&CreateJob{WorkflowID: "child", Type: "c", Queue: "cq", ParentID: parent, ParentStep: "1"}).(*CreateResult).Job
+	child := h.must(&CreateJob{WorkflowID: "child", Type: "c", Queue: "cq", ParentID: parent, ParentStep: "1", ParentLease: &ref}).(*CreateResult).Job
 	stranger := h.create("stranger")
 
 	before := h.snapshot()

@@ -20,6 +20,14 @@ type Job struct {
 	// LeaseOwner and LeaseExpiryMS describe the lease while Running.
 	LeaseOwner    string `json:"lease_owner,omitempty" msgpack:"lo,omitempty"`
 	LeaseExpiryMS int64  `json:"lease_expiry_ms,omitempty" msgpack:"le,omitempty"`
+	// LeaseDigest is the SHA-256 of the current attempt's lease token,
+	// which fenced writes must present (never the token itself, so a read
+	// of the record gives nothing to write with). The claim sets it; it is
+	// kept while the attempt runs and while it waits (Waiting, Parked: an
+	// activity task parked for asynchronous completion is completed by its
+	// token), and cleared by every other status. Empty for a lease issued
+	// without a token, and in records written before tokens existed.
+	LeaseDigest []byte `json:"-" msgpack:"ltd,omitempty"`
 	// LastSeq is the seq of the newest event.
 	LastSeq uint64 `json:"last_seq" msgpack:"ls"`
 	// ReadyAtMS orders a Queued job in its ready index.

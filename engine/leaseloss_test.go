@@ -23,9 +23,9 @@ func TestLeaseExpiryTimesOutBoundJobs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
-			parent := h.create("wf")
+			parent, pref := h.runningParent("wf")
 			task := h.must(&CreateJob{WorkflowID: "wf/1/1", Type: ActivityTypePrefix + "session", Queue: "acts",
-				ParentID: parent, ParentStep: "1", TimeoutOnLeaseExpiry: tt.bound}).(*CreateResult).Job
+				ParentID: parent, ParentStep: "1", ParentLease: pref, TimeoutOnLeaseExpiry: tt.bound}).(*CreateResult).Job
 			h.must(&Claim{Queue: "acts", Owner: "w", Max: 1, LeaseMS: 1_000})
 			h.now += 999
 			if r := h.must(&Reclaim{Max: 10}).(*SweepResult); len(r.Jobs) != 0 {

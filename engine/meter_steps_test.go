@@ -35,7 +35,7 @@ func TestMeterFollowsSteps(t *testing.T) {
 	h.do(&CreateJob{Type: "t", Queue: "q", WorkflowID: "a"})
 	h.do(&CreateJob{Type: "t", Queue: "q", WorkflowID: "b"})
 	a, b := h.claim(), h.claim()
-	refA, refB := LeaseRef{Job: a.Job, Attempt: a.Attempt}, LeaseRef{Job: b.Job, Attempt: b.Attempt}
+	refA, refB := a.Lease(), b.Lease()
 
 	// A straight-path step of a: a failed try, then its result.
 	h.do(&AppendEvents{LeaseRef: refA, Events: []NewEvent{{Type: EventActivityAttemptFailed, Step: "1", Name: "x", StepAttempt: 1}}})
@@ -89,12 +89,12 @@ func TestOpenCountsSteps(t *testing.T) {
 		t.Fatal(js, err)
 	}
 	for _, j := range js {
-		ref := LeaseRef{Job: j.Job, Attempt: j.Attempt}
+		ref := j.Lease()
 		if _, err := e.LeaseStep(ctx, LeaseStep{LeaseRef: ref, Step: "1", Name: "x", LeaseMS: 60_000, Start: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.Complete(ctx, Complete{LeaseRef: LeaseRef{Job: js[1].Job, Attempt: js[1].Attempt}}); err != nil {
+	if _, err := e.Complete(ctx, Complete{LeaseRef: js[1].Lease()}); err != nil {
 		t.Fatal(err)
 	}
 	closeOK(t, e)
@@ -197,7 +197,7 @@ func TestMeterStepTransitionsByCommand(t *testing.T) {
 			h := newMeterHarness(t)
 			h.do(&CreateJob{Type: "t", Queue: "q"})
 			j := h.do(&Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 3_600_000}).(*ClaimResult).Jobs[0]
-			ref := LeaseRef{Job: j.Job, Attempt: j.Attempt}
+			ref := j.Lease()
 			for _, s := range c.setup {
 				h.do(s(ref))
 			}

@@ -118,7 +118,7 @@ func TestMeterFollowsStatusChanges(t *testing.T) {
 		}, map[Status]float64{StatusQueued: 1}},
 		{"continue-as-new after a delay: the new run is Queued and Retrying in one command", func() {
 			j := h.claim()
-			h.do(&ContinueAsNew{LeaseRef: LeaseRef{Job: j.Job, Attempt: j.Attempt}, DelayMS: 1000})
+			h.do(&ContinueAsNew{LeaseRef: j.Lease(), DelayMS: 1000})
 		}, map[Status]float64{StatusRetrying: 1}},
 		{"the delay ends", func() {
 			h.clk.Advance(2 * time.Second)
@@ -132,7 +132,7 @@ func TestMeterFollowsStatusChanges(t *testing.T) {
 		{"a wait on a timer that fires 2 s late", func() {
 			j := h.claim()
 			due := h.clk.Now().Add(time.Second).UnixMilli()
-			h.do(&Wait{LeaseRef: LeaseRef{Job: j.Job, Attempt: j.Attempt}, SeenSeq: j.LastSeq, Spec: WaitSpec{TimerID: "t1", TimerAtMS: due}})
+			h.do(&Wait{LeaseRef: j.Lease(), SeenSeq: j.LastSeq, Spec: WaitSpec{TimerID: "t1", TimerAtMS: due}})
 			h.clk.Advance(3 * time.Second)
 			h.do(&FireTimers{Max: 10})
 		}, map[Status]float64{StatusQueued: 1}},
@@ -283,7 +283,7 @@ func BenchmarkMeteredCycle(b *testing.B) {
 					b.Fatal(err)
 				}
 				j := res.(*ClaimResult).Jobs[0]
-				if _, err := l.Propose(ctx, &Complete{LeaseRef: LeaseRef{Job: j.Job, Attempt: j.Attempt}}); err != nil {
+				if _, err := l.Propose(ctx, &Complete{LeaseRef: j.Lease()}); err != nil {
 					b.Fatal(err)
 				}
 			}

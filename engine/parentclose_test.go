@@ -27,14 +27,20 @@ func TestParentClosePolicies(t *testing.T) {
 		t.Run(end.name, func(t *testing.T) {
 			h := newHarness(t)
 			parent := h.must(&CreateJob{WorkflowID: "parent", Type: "p", Queue: "pq", RunTimeoutMS: 5_000}).(*CreateResult).Job
-			child := func(wf string, p JobID, pcp ParentClosePolicy) JobID {
-				return h.must(&CreateJob{WorkflowID: wf, Type: "c", Queue: "cq", ParentID: p, ParentStep: wf, ParentClosePolicy: pcp}).(*CreateResult).Job
+			holder := func(queue string) *LeaseRef {
+				c := h.must(&Claim{Queue: queue, Owner: "w", Max: 1, LeaseMS: 60_000}).(*ClaimResult).Jobs[0]
+				ref := c.Lease()
+				return &ref
 			}
-			term := child("term", parent, ParentCloseTerminate)
-			grandchild := child("grandchild", term, ParentCloseTerminate)
-			cancel := child("cancel", parent, ParentCloseRequestCancel)
-			abandon := child("abandon", parent, ParentCloseAbandon)
-			done := child("done", parent, ParentCloseTerminate)
+			pref := holder("pq")
+			child := func(wf string, p *LeaseRef, pcp ParentClosePolicy) JobID {
+				return h.must(&CreateJob{WorkflowID: wf, Type: "c", Queue: "cq", ParentID: p.Job, ParentStep: wf, ParentLease: p, ParentClosePolicy: pcp}).(*CreateResult).Job
+			}
+			term := child("term", pref, ParentCloseTerminate)
+			grandchild := child("grandchild", holder("cq"), ParentCloseTerminate) // term's, which it claimed
+			cancel := child("cancel", pref, ParentCloseRequestCancel)
+			abandon := child("abandon", pref, ParentCloseAbandon)
+			done := child("done", pref, ParentCloseTerminate)
 			// "done" ends before its parent does: it keeps its own end.
 			r := h.must(&Claim{Queue: "cq", Owner: "w", Max: 10, LeaseMS: 60_000}).(*ClaimResult)
 			var doneRef LeaseRef

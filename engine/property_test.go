@@ -172,13 +172,16 @@ const (
 )
 
 type propJob struct {
-	ID                  JobID
-	WF, Type, Queue     string
-	Input               []byte
-	Status              Status
-	Attempt             uint64
-	Owner               string
-	LeaseExp            int64
+	ID              JobID
+	WF, Type, Queue string
+	Input           []byte
+	Status          Status
+	Attempt         uint64
+	Owner           string
+	LeaseExp        int64
+	// Token is the current attempt's lease token ("" for a claim without a
+	// nonce), kept while the attempt runs or waits.
+	Token               string
 	ReadyAt, ReleaseAt  int64
 	Wait                *WaitSpec
 	Timers              []Timer
@@ -480,6 +483,10 @@ func propValidate(cmd Command) error {
 		if c.ParentID == 0 && c.ParentStep != "" {
 			fail(ErrInvalidCommand)
 		}
+		legacy := c.ParentID != 0 && c.ParentLease == nil && len(c.Nonce) == 0 // an old log's create
+		if pl := c.ParentLease; !legacy && ((c.ParentID == 0) != (pl == nil) || pl != nil && (pl.Job != c.ParentID || pl.Attempt == 0)) {
+			fail(ErrInvalidCommand)
+		}
 	case *Claim:
 		name(c.Queue, true)
 		name(c.Owner, true)
@@ -669,6 +676,9 @@ func propSatAdd(a, b int64) int64 {
 func (m *propModel) enter(j *propJob, to Status, ev *Event) {
 	j.Status = to
 	j.Owner, j.LeaseExp, j.ReadyAt, j.ReleaseAt, j.DeferredUntil, j.Wait = "", 0, 0, 0, 0, nil
+	if to != StatusWaiting && to != StatusParked {
+		j.Token = ""
+	}
 	switch to {
 	case StatusQueued:
 		j.ReadyAt = m.now
@@ -704,13 +714,19 @@ func (m *propModel) fenced(ref LeaseRef) (*propJob, error) {
 	if j == nil {
 		return nil, ErrUnknownJob
 	}
-	if j.Status != StatusRunning || j.Attempt != ref.Attempt {
+	if j.Status != StatusRunning || j.Attempt != ref.Attempt || j.Token != ref.Token {
 		return nil, ErrStaleAttempt
 	}
 	return j, nil
 }
 
 func (m *propModel) create(c *CreateJob) (Result, error) {
+	if c.ParentID != 0 && (c.ParentLease != nil || len(c.Nonce) > 0) {
+		// Only the holder of the parent's lease starts its children.
+		if _, err := m.fenced(*c.ParentLease); err != nil {
+			return nil, err
+		}
+	}
 	if c.WorkflowID != "" {
 		if id, ok := m.wfs[c.WorkflowID]; ok {
 			cur := m.job(id)
@@ -737,6 +753,7 @@ func (m *propModel) create(c *CreateJob) (Result, error) {
 			return nil, ErrJobClosed
 		}
 	}
+
 	id := JobID(len(m.jobs) + 1)
 	wf := c.WorkflowID
 	if wf == "" {
@@ -797,10 +814,12 @@ func (m *propModel) claim(c *Claim) (Result, error) {
 	res := &ClaimResult{}
 	for _, j := range take {
 		j.Attempt++
-		seq := m.appendEv(j, Event{Type: EventJobLeased, Attempt: j.Attempt, Name: c.Owner, LeaseExpiryMS: m.now + c.LeaseMS})
+		token := leaseToken(c.Nonce, "job", uint64(j.ID), j.Attempt)
+		seq := m.appendEv(j, Event{Type: EventJobLeased, Attempt: j.Attempt, Name: c.Owner, LeaseExpiryMS: m.now + c.LeaseMS, TokenIssued: token != ""})
+		j.Token = token
 		j.Deferrals, j.DeferReason, j.StartDeadline = 0, "", 0
 		cj := ClaimedJob{Job: j.ID, WorkflowID: j.WF, Type: j.Type, Attempt: j.Attempt,
-			LeaseExpiryMS: j.LeaseExp, LastSeq: seq, DeadlineMS: j.Deadline, ParentID: j.Parent, RunAttempt: 1}
+			LeaseExpiryMS: j.LeaseExp, LeaseToken: token, LastSeq: seq, DeadlineMS: j.Deadline, ParentID: j.Parent, RunAttempt: 1}
 		if p := m.job(j.Parent); p != nil {
 			cj.ParentWorkflowID = p.WF
 		}
@@ -829,8 +848,10 @@ func (m *propModel) heartbeat(c *Heartbeat) (Result, error) {
 		j, err := m.fenced(ref)
 		switch {
 		case errors.Is(err, ErrUnknownJob):
+			ref.Token = ""
 			res.Refused = append(res.Refused, Refusal{LeaseRef: ref, Code: propUnknownCode})
 		case err != nil:
+			ref.Token = ""
 			res.Refused = append(res.Refused, Refusal{LeaseRef: ref, Code: StaleAttemptCode})
 		default:
 			if m.now+c.LeaseMS > j.LeaseExp {
@@ -1643,16 +1664,24 @@ func (p *propDriver) checkFencing(cmd Command, res Result) {
 			p.live[cj.Job] = cj.Attempt
 		}
 	case *Heartbeat:
-		refused := map[LeaseRef]bool{}
-		for _, rf := range res.(*HeartbeatResult).Refused {
-			refused[rf.LeaseRef] = true
-		}
+		// A refusal names its lease without the token, so the leases are
+		// matched with the refusals in order.
+		refused := res.(*HeartbeatResult).Refused
 		for _, ref := range c.Leases {
-			if !refused[ref] {
-				accept(ref)
-			} else if got, ok := p.live[ref.Job]; ok && got == ref.Attempt {
+			mj := p.m.job(ref.Job)
+			holder := mj != nil && mj.Status == StatusRunning && mj.Attempt == ref.Attempt && mj.Token == ref.Token
+			if len(refused) > 0 && refused[0].Job == ref.Job && refused[0].Attempt == ref.Attempt && !holder {
+				refused = refused[1:]
+				continue
+			}
+			if got, ok := p.live[ref.Job]; !holder && ok && got == ref.Attempt && mj.Token == ref.Token {
 				p.fail("heartbeat of live attempt %d of job %d was refused", ref.Attempt, ref.Job)
 			}
+			accept(ref)
+		}
+	case *CreateJob:
+		if c.ParentLease != nil && !res.(*CreateResult).Existing {
+			accept(*c.ParentLease) // only the parent's holder starts its children
 		}
 	case *AppendEvents:
 		accept(c.LeaseRef)
@@ -1754,16 +1783,23 @@ func (p *propDriver) checkTouched() {
 
 // probe asks the engine, without committing, which of the recent attempts
 // of each changed job it would accept a fenced write from: exactly the live
-// one, or none.
+// one, or none; and that the live one is refused without its lease token.
 func (p *propDriver) probe() {
-	var refs []LeaseRef
+	var refs, forged []LeaseRef
 	for _, id := range p.m.touchOrder {
 		mj := p.m.job(id)
 		if mj.Attempt == 0 {
 			continue
 		}
 		for a := max(1, int64(mj.Attempt)-2); a <= int64(mj.Attempt)+1; a++ {
-			refs = append(refs, LeaseRef{Job: mj.ID, Attempt: uint64(a)})
+			ref := LeaseRef{Job: mj.ID, Attempt: uint64(a)}
+			if ref.Attempt == mj.Attempt {
+				ref.Token = mj.Token
+			}
+			refs = append(refs, ref)
+		}
+		if mj.Token != "" {
+			forged = append(forged, LeaseRef{Job: mj.ID, Attempt: mj.Attempt}, LeaseRef{Job: mj.ID, Attempt: mj.Attempt, Token: mj.Token[1:]})
 		}
 	}
 	if len(refs) == 0 {
@@ -1781,11 +1817,23 @@ func (p *propDriver) probe() {
 	}
 	refused := map[LeaseRef]bool{}
 	for _, rf := range res.(*HeartbeatResult).Refused {
+		if rf.Token != "" {
+			p.fail("heartbeat refusal %+v echoes a lease token", rf)
+		}
 		refused[rf.LeaseRef] = true
+	}
+	if len(forged) > 0 {
+		fres, err := p.h.m.Apply(b.Begin(), &Heartbeat{Header: Header{NowMS: p.h.now}, Leases: forged, LeaseMS: 1000})
+		if err != nil {
+			p.fail("fencing probe: %v", err)
+		}
+		if n := len(fres.(*HeartbeatResult).Refused); n != len(forged) {
+			p.fail("a heartbeat without the lease token was accepted: %d of %d refused (%+v)", n, len(forged), forged)
+		}
 	}
 	accepted := map[JobID][]uint64{}
 	for _, ref := range refs {
-		if !refused[ref] {
+		if !refused[LeaseRef{Job: ref.Job, Attempt: ref.Attempt}] {
 			accepted[ref.Job] = append(accepted[ref.Job], ref.Attempt)
 		}
 	}
@@ -1835,6 +1883,7 @@ func propJobDiff(mj *propJob, j *Job) string {
 	cmp("Attempt", j.Attempt, mj.Attempt)
 	cmp("LeaseOwner", j.LeaseOwner, mj.Owner)
 	cmp("LeaseExpiryMS", j.LeaseExpiryMS, mj.LeaseExp)
+	cmp("LeaseDigest", j.LeaseDigest, leaseDigest(mj.Token))
 	cmp("LastSeq", j.LastSeq, uint64(len(mj.Events)))
 	cmp("ReadyAtMS", j.ReadyAtMS, mj.ReadyAt)
 	cmp("ReleaseAtMS", j.ReleaseAtMS, mj.ReleaseAt)
@@ -2123,7 +2172,7 @@ func (p *propDriver) pickRef() LeaseRef {
 		if len(running) > 0 {
 			j := running[p.r.IntN(len(running))]
 			if p.chance(85) {
-				return LeaseRef{Job: j.ID, Attempt: j.Attempt}
+				return p.withToken(LeaseRef{Job: j.ID, Attempt: j.Attempt}, j)
 			}
 			return LeaseRef{Job: j.ID, Attempt: p.otherAttempt(j)}
 		}
@@ -2135,7 +2184,20 @@ func (p *propDriver) pickRef() LeaseRef {
 	if j.Attempt == 0 || p.chance(30) {
 		return LeaseRef{Job: j.ID, Attempt: p.otherAttempt(j)}
 	}
-	return LeaseRef{Job: j.ID, Attempt: j.Attempt}
+	return p.withToken(LeaseRef{Job: j.ID, Attempt: j.Attempt}, j)
+}
+
+// withToken gives ref the lease token of j's current attempt, or now and
+// then a wrong one (a forger knows the attempt, never the token).
+func (p *propDriver) withToken(ref LeaseRef, j *propJob) LeaseRef {
+	ref.Token = j.Token
+	if p.chance(8) {
+		ref.Token = propPick(p.r, "", "0123456789abcdef0123456789abcdef", j.Token+"0")
+		if ref.Token == j.Token {
+			ref.Token = "forged"
+		}
+	}
+	return ref
 }
 
 // pickChildRef is pickRef, but often the live attempt of a running child
@@ -2144,7 +2206,7 @@ func (p *propDriver) pickChildRef() LeaseRef {
 	if p.chance(50) {
 		for _, j := range p.m.jobs {
 			if j.Status == StatusRunning && j.Parent != 0 && p.m.job(j.Parent).Wait != nil && p.chance(60) {
-				return LeaseRef{Job: j.ID, Attempt: j.Attempt}
+				return LeaseRef{Job: j.ID, Attempt: j.Attempt, Token: j.Token}
 			}
 		}
 	}
@@ -2255,6 +2317,15 @@ func (p *propDriver) genKind(k CommandKind) Command {
 			q = "qz"
 		}
 		c := &Claim{Queue: q, Owner: fmt.Sprintf("w%d", r.IntN(3)), Max: 1 + r.IntN(4), LeaseMS: p.lease()}
+		if p.chance(70) {
+			// The Engine gives a claim a nonce, and the claimed leases
+			// tokens; without one (a claim from before tokens existed)
+			// they are fenced by their attempts alone.
+			c.Nonce = make([]byte, NonceBytes)
+			for i := range c.Nonce {
+				c.Nonce[i] = byte(r.IntN(256))
+			}
+		}
 		if p.chance(10) {
 			c.TailEvents = r.IntN(MaxTailEvents + 2) // Apply ignores it; one over the limit is refused
 		}
@@ -2477,12 +2548,30 @@ func (p *propDriver) genCreate() *CreateJob {
 		if p.chance(70) {
 			j = p.pickWhere(p.status(StatusRunning, StatusWaiting, StatusParked, StatusQueued))
 		}
+		if p.chance(60) {
+			j = p.pickWhere(p.status(StatusRunning))
+		}
 		if j != nil && p.chance(95) {
 			c.ParentID = j.ID
 		} else {
 			c.ParentID = p.unknownID()
 		}
+		// The parent's lease, which only its holder has: mostly the live
+		// one, sometimes a stale attempt, a forged token, or none at all.
+		switch pj := p.m.job(c.ParentID); {
+		case p.chance(5):
+		case pj == nil || pj.Attempt == 0 || p.chance(15):
+			c.ParentLease = &LeaseRef{Job: c.ParentID, Attempt: 1 + uint64(r.IntN(3))}
+		default:
+			ref := p.withToken(LeaseRef{Job: pj.ID, Attempt: pj.Attempt}, pj)
+			c.ParentLease = &ref
+		}
 		c.ParentStep = propPick(r, "c-0", "c-1", "c-2")
+		if p.chance(90) {
+			// The Engine marks every create it proposes with a nonce;
+			// one without is an old log's, applied as it was then.
+			c.Nonce = []byte("engine-nonce....")
+		}
 		c.ParentClosePolicy = ParentClosePolicy(r.IntN(3))
 	}
 	return c

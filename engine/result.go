@@ -21,6 +21,11 @@ type ClaimedJob struct {
 	Type          string `json:"type" msgpack:"ty"`
 	Attempt       uint64 `json:"attempt" msgpack:"a"`
 	LeaseExpiryMS int64  `json:"lease_expiry_ms" msgpack:"le"`
+	// LeaseToken proves the lease: every fenced write of this attempt
+	// carries it (LeaseRef.Token). It is given only here, to the claimer;
+	// the job's record keeps only its digest. "" for a lease issued
+	// without a token (see leasetoken.go).
+	LeaseToken string `json:"lease_token,omitempty" msgpack:"tk,omitempty"`
 	// LastSeq is the seq of the job_leased event the claim appended.
 	LastSeq uint64 `json:"last_seq" msgpack:"ls"`
 	// DeadlineMS is the run's execution deadline (0: none).
@@ -40,6 +45,12 @@ type ClaimedJob struct {
 	// CronSchedule is the cron line of a cron chain's run ("" for other
 	// jobs), for the run's code (Temporal's Info.CronSchedule).
 	CronSchedule string `json:"cron_schedule,omitempty" msgpack:"cr,omitempty"`
+}
+
+// Lease is the LeaseRef of the claimed attempt, token included: what the
+// claimer's fenced writes carry.
+func (c ClaimedJob) Lease() LeaseRef {
+	return LeaseRef{Job: c.Job, Attempt: c.Attempt, Token: c.LeaseToken}
 }
 
 // ClaimResult answers Claim; Jobs is empty when nothing was ready.

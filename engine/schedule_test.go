@@ -376,7 +376,7 @@ func TestScheduleLimitedActionsAndPauseOnFailure(t *testing.T) {
 	h.fireAt(s.NextNominalMS)
 	h.now++
 	c := h.must(&Claim{Queue: "qf", Owner: "w", Max: 1, LeaseMS: 10_000}).(*ClaimResult).Jobs[0]
-	h.must(&Fail{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}, Error: []byte("boom")})
+	h.must(&Fail{LeaseRef: c.Lease(), Error: []byte("boom")})
 	h.fireAt(h.now)
 	if s = h.schedule("f"); !s.State.Paused || !strings.Contains(s.State.Note, "Failed") || s.DueMS != 0 {
 		t.Fatalf("after a failed run: %+v", s.State)
@@ -391,7 +391,7 @@ func TestScheduleRunContinuedAsNewKeepsItsSchedule(t *testing.T) {
 	h.fireAt(s.NextNominalMS)
 	h.fireAt(s.NextNominalMS + 60_000) // buffered
 	c := h.must(&Claim{Queue: "qk", Owner: "w", Max: 1, LeaseMS: 10_000}).(*ClaimResult).Jobs[0]
-	next := h.must(&ContinueAsNew{LeaseRef: LeaseRef{Job: c.Job, Attempt: c.Attempt}}).(*CreateResult)
+	next := h.must(&ContinueAsNew{LeaseRef: c.Lease()}).(*CreateResult)
 	if h.job(next.Job).ScheduleID != "k" {
 		t.Fatal("the continued run lost its schedule")
 	}

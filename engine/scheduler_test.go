@@ -169,7 +169,7 @@ func TestEngineSchedulerDrivesDeadlines(t *testing.T) {
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("claim: %v %v", jobs, err)
 		}
-		return r.Job, LeaseRef{Job: r.Job, Attempt: jobs[0].Attempt}
+		return r.Job, jobs[0].Lease()
 	}
 	timerJob, tref := mk("timer")
 	if _, err := e.Wait(bg, Wait{LeaseRef: tref, Spec: WaitSpec{TimerID: "t", TimerAtMS: clk.Now().UnixMilli() + 3_000}, SeenSeq: 2}); err != nil {

@@ -142,7 +142,7 @@ func TestChildResultIsCaughtUp(t *testing.T) {
 	parent := h.create("parent")
 	pc := h.claimOne(1000)
 	pref := LeaseRef{Job: parent, Attempt: pc.Attempt}
-	child := h.must(&CreateJob{WorkflowID: "child", Type: "t", Queue: "remote", ParentID: parent, ParentStep: "s1"}).(*CreateResult).Job
+	child := h.must(&CreateJob{WorkflowID: "child", Type: "t", Queue: "remote", ParentID: parent, ParentStep: "s1", ParentLease: &pref}).(*CreateResult).Job
 	h.must(&Wait{LeaseRef: pref, Spec: WaitSpec{Steps: []string{"s1"}}, SeenSeq: h.job(parent).LastSeq})
 
 	cc := h.must(&Claim{Queue: "remote", Owner: "w2", Max: 1, LeaseMS: 1000}).(*ClaimResult).Jobs[0]
@@ -282,8 +282,9 @@ func TestWaitOnTimersAnySignalAndCancelRequest(t *testing.T) {
 func TestContinueAsNew(t *testing.T) {
 	h := newHarness(t)
 	parent := h.create("parent")
-	child := h.must(&CreateJob{WorkflowID: "loop", Type: "t", Queue: "q", ParentID: parent, ParentStep: "7"}).(*CreateResult).Job
-	h.must(&Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}) // the parent
+	pc := h.must(&Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}).(*ClaimResult).Jobs[0] // the parent
+	pl := pc.Lease()
+	child := h.must(&CreateJob{WorkflowID: "loop", Type: "t", Queue: "q", ParentID: parent, ParentStep: "7", ParentLease: &pl}).(*CreateResult).Job
 	c := h.must(&Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}).(*ClaimResult).Jobs[0]
 	if c.Job != child {
 		t.Fatalf("claimed %d, want the child %d", c.Job, child)

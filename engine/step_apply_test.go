@@ -319,7 +319,7 @@ func TestStepNeedsUserRoundTrip(t *testing.T) {
 		t.Fatalf("p1 holders %+v", rs.Holders)
 	}
 	c := h.must(&Claim{Queue: "q-a", Owner: "w2", Max: 1, LeaseMS: 600_000}).(*ClaimResult).Jobs[0]
-	ref2 := LeaseRef{Job: c.Job, Attempt: c.Attempt}
+	ref2 := c.Lease()
 	wantState(t, h.lease(ref2, "1", "phone"), StepRunning, true, "p1")
 	h.must(&CommitStep{LeaseRef: ref2, Step: "1", Type: EventActivityCompleted, StepAttempt: 2})
 	if rs := h.resource("p1"); len(rs.Holders) != 0 {
@@ -409,7 +409,7 @@ func TestStepTakenOver(t *testing.T) {
 	h.now += 600_001
 	h.must(&Reclaim{Max: 10})
 	c := h.must(&Claim{Queue: "q-a", Owner: "w2", Max: 1, LeaseMS: 600_000}).(*ClaimResult).Jobs[0]
-	ref2 := LeaseRef{Job: c.Job, Attempt: c.Attempt}
+	ref2 := c.Lease()
 	r := h.lease(ref2, "1", "gpu")
 	if r.State != StepLeased || r.StepAttempt != 2 || r.Resource != "g" {
 		t.Fatalf("taken over: %+v", r)
@@ -464,5 +464,114 @@ func TestStepEventsAreTheEngines(t *testing.T) {
 	h.lease(ref, "1")
 	h.mustFail(&AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: EventActivityAttemptFailed, Step: "1"}}}, ErrInvalidCommand)
 	h.must(&AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: EventActivityAttemptFailed, Step: "2", StepAttempt: 1}}})
+	h.verify()
+}
+
+// A commit that fails a step where it waits
+// (ReasonNotStarted) skipped the check on which try writes. It was taken
+// from an older try, from a try never leased, from one a person's answer
+// replaced, and while another try ran; the older try's left a history
+// Verify calls broken. It is fenced like every other step commit now: only
+// while the step waits, and only from its newest try (or none: the engine
+// numbers it).
+func TestNotStartedCommitIsFencedByTheTry(t *testing.T) {
+	notStarted := func(ref LeaseRef, try uint32) *CommitStep {
+		return &CommitStep{LeaseRef: ref, Step: "1", Type: EventActivityFailed, Failed: true, Reason: ReasonNotStarted, StepAttempt: try}
+	}
+	refused := func(t *testing.T, h stepH, cmd *CommitStep, why string) {
+		t.Helper()
+		before := h.snapshot()
+		_, err := h.apply(cmd)
+		var se *StaleStepError
+		if !errors.As(err, &se) || !errors.Is(err, ErrStaleAttempt) {
+			t.Fatalf("%s: not_started commit by try %d: %v, want a stale try", why, cmd.StepAttempt, err)
+		}
+		sameStore(t, before, h.snapshot())
+		h.verify()
+	}
+	retried := func(h stepH, ref LeaseRef) {
+		h.must(&LeaseStep{LeaseRef: ref, Step: "1", Name: "Fetch", LeaseMS: 10_000, Start: true})
+		h.must(&EndStepAttempt{LeaseRef: ref, Step: "1", Name: "Fetch", StepAttempt: 1, Outcome: OutcomeRetry})
+	}
+
+	t.Run("an older try while the newest runs", func(t *testing.T) {
+		h := newStepH(t)
+		ref := h.running("wf")
+		retried(h, ref)
+		if r := h.must(&LeaseStep{LeaseRef: ref, Step: "1", Name: "Fetch", LeaseMS: 10_000, Start: true}).(*StepResult); r.StepAttempt != 2 {
+			t.Fatalf("second try %+v", r)
+		}
+		refused(t, h, notStarted(ref, 1), "older try")
+		refused(t, h, notStarted(ref, 0), "while a try runs")
+		refused(t, h, notStarted(ref, 2), "the running try")
+	})
+	t.Run("a try never leased", func(t *testing.T) {
+		h := newStepH(t)
+		ref := h.running("wf")
+		retried(h, ref) // RETRYING after try 1
+		refused(t, h, notStarted(ref, 2), "try 2, never leased")
+		refused(t, h, notStarted(ref, 9), "try 9, never leased")
+	})
+	t.Run("the try a person's answer replaced", func(t *testing.T) {
+		h := newStepH(t)
+		ref := h.running("wf")
+		h.must(&LeaseStep{LeaseRef: ref, Step: "1", Name: "Fetch", LeaseMS: 10_000, Start: true})
+		h.must(&EndStepAttempt{LeaseRef: ref, Step: "1", Name: "Fetch", StepAttempt: 1, Outcome: OutcomeNeedsUser, Payload: []byte(`"which?"`)})
+		h.must(&AnswerStep{Target: Target{Job: ref.Job}, Step: "1", Answer: []byte(`"that"`)})
+		refused(t, h, notStarted(ref, 1), "the answered try")
+	})
+	t.Run("the newest try of a waiting step", func(t *testing.T) {
+		for _, try := range []uint32{0, 1} {
+			h := newStepH(t)
+			ref := h.running("wf")
+			retried(h, ref)
+			h.must(notStarted(ref, try))
+			if p := DeriveStepState(h.history(ref.Job)); p.State != StepFailed || p.Attempt != 1 {
+				t.Fatalf("try %d: step %+v, want FAILED at try 1", try, p)
+			}
+			h.verify()
+		}
+	})
+}
+
+// Two steps that depend on each other (A on B, B on A)
+// were both accepted and waited for ever. The lease that closes a cycle is
+// refused, naming it, and writes nothing; longer cycles too.
+func TestDependencyCycleIsRefused(t *testing.T) {
+	h := newStepH(t)
+	ref := h.running("wf")
+	lease := func(step string, deps ...string) (Result, error) {
+		return h.apply(&LeaseStep{LeaseRef: ref, Step: step, Name: "Fetch", LeaseMS: 10_000, DependsOn: deps})
+	}
+	for _, s := range []struct {
+		step string
+		deps []string
+	}{{"a", []string{"b"}}, {"c", []string{"d"}}, {"d", []string{"e"}}} {
+		r, err := lease(s.step, s.deps...)
+		if err != nil || r.(*StepResult).State != StepWaitingDeps {
+			t.Fatalf("lease %s on %v: %+v %v", s.step, s.deps, r, err)
+		}
+	}
+	for _, tc := range []struct {
+		step  string
+		deps  []string
+		cycle string
+	}{
+		{"b", []string{"a"}, "b → a → b"},
+		{"e", []string{"x", "c"}, "e → c → d → e"},
+	} {
+		before := h.snapshot()
+		_, err := lease(tc.step, tc.deps...)
+		var ce *DependencyCycleError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrDependencyFailed) || !strings.Contains(err.Error(), tc.cycle) {
+			t.Fatalf("lease %s on %v: %v, want the cycle %s refused", tc.step, tc.deps, err, tc.cycle)
+		}
+		sameStore(t, before, h.snapshot())
+	}
+	// A step that depends on the waiting ones without closing a cycle is
+	// leased as before.
+	if r, err := lease("f", "a", "c"); err != nil || r.(*StepResult).State != StepWaitingDeps {
+		t.Fatalf("lease f: %+v %v", r, err)
+	}
 	h.verify()
 }

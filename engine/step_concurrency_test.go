@@ -81,7 +81,7 @@ func runExclusiveSteps(ctx context.Context, e *Engine, queue string, n int, capa
 	if err != nil || len(jobs) != 1 {
 		return fmt.Errorf("claim: %v %v", jobs, err)
 	}
-	ref := LeaseRef{Job: jobs[0].Job, Attempt: jobs[0].Attempt}
+	ref := jobs[0].Lease()
 	for i := range n {
 		step := fmt.Sprint(i + 1)
 		var res *StepResult

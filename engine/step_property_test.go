@@ -615,6 +615,17 @@ func (m *stepModel) commit(c *CommitStep) (Result, error) {
 		default:
 			return nil, ErrStaleAttempt // the try no longer holds the step
 		}
+	} else {
+		// A step fails where it waits only while it waits, and only from
+		// its newest try (0: the engine numbers it so).
+		switch s.state {
+		case StepPending, StepWaitingDeps, StepLeased, StepRetrying, StepSwitchingResource, StepNeedsUser:
+		default:
+			return nil, ErrStaleAttempt
+		}
+		if c.StepAttempt != 0 && c.StepAttempt != s.attempt {
+			return nil, ErrStaleAttempt
+		}
 	}
 	if c.Failed {
 		s.state = StepFailed
@@ -835,6 +846,10 @@ func (d *stepDriver) gen() Command {
 			c.Type, c.Failed = EventActivityFailed, true
 		case 1:
 			c.Type, c.Failed, c.Reason, c.StepAttempt = EventActivityFailed, true, ReasonNotStarted, 0
+			if d.r.Intn(2) == 0 {
+				// From a try: the newest, an older one, or one never leased.
+				c.StepAttempt = max(1, d.try(ref, name)+uint32(d.r.Intn(3))-1)
+			}
 		}
 		return c
 	case k < 80:

@@ -193,9 +193,10 @@ var taskEdges = func() []taskEdge {
 	add(TaskEventDrafted, TaskDraft, TaskNone)
 	add(TaskEventConfigured, TaskDraft, TaskDraft)
 	add(TaskEventActivated, TaskPending, TaskDraft)
-	// Suspend from every state of the matrix that lists SUSPENDED: not
-	// from PAUSED (the worker holds it for a rate limit), nor an end.
-	add(TaskEventSuspended, TaskSuspended, TaskDraft, TaskPending, TaskRunning, TaskReviewRequired,
+	// Suspend from every active state, as the origin model's text says
+	// ("any active state"): PAUSED too, which its matrix leaves out. The
+	// lease of a RUNNING, PAUSED or REVIEWING task ends with it.
+	add(TaskEventSuspended, TaskSuspended, TaskDraft, TaskPending, TaskRunning, TaskPaused, TaskReviewRequired,
 		TaskReviewing, TaskApprovalRequired, TaskInterventionRequired)
 	add(TaskEventResumed, TaskPending, TaskSuspended)
 	add(TaskEventResumed, TaskRunning, TaskPaused)

@@ -203,8 +203,13 @@ func (a *applier) createTask(c *CreateTask) (Result, error) {
 			deps = append(deps, id)
 		}
 	}
-	if c.ParentJob != 0 {
+	switch {
+	case legacyParent(&c.Header, c.ParentJob, c.ParentLease):
 		if _, err := a.load(c.ParentJob); err != nil {
+			return nil, err
+		}
+	case c.ParentJob != 0:
+		if _, err := a.parentHeld(c.ParentLease, "CreateTask"); err != nil {
 			return nil, err
 		}
 	}
@@ -405,15 +410,17 @@ func (a *applier) claimTasks(c *ClaimTasks) (Result, error) {
 			continue
 		}
 		expiry := a.now + c.LeaseMS
-		if _, err := a.appendTaskEvent(lt, TaskEvent{Type: ev, Attempt: t.Attempt + 1, Owner: c.Owner, LeaseExpiryMS: expiry}, "ClaimTasks"); err != nil {
+		token := leaseToken(c.Nonce, "task", uint64(t.ID), t.Attempt+1)
+		if _, err := a.appendTaskEvent(lt, TaskEvent{Type: ev, Attempt: t.Attempt + 1, Owner: c.Owner, LeaseExpiryMS: expiry, TokenIssued: token != ""}, "ClaimTasks"); err != nil {
 			return nil, err
 		}
+		t.LeaseDigest = leaseDigest(token)
 		if err := a.saveTask(lt); err != nil {
 			return nil, err
 		}
 		res.Tasks = append(res.Tasks, ClaimedTask{
 			Task: t.ID, Job: t.Job, Phase: t.Phase, Type: typ, Role: c.Role, Attempt: t.Attempt,
-			LeaseExpiryMS: expiry, Config: t.Config, Output: t.Output, Feedback: t.Feedback,
+			LeaseExpiryMS: expiry, LeaseToken: token, Config: t.Config, Output: t.Output, Feedback: t.Feedback,
 			Review: t.Review, Runs: t.Runs,
 		})
 	}
@@ -430,6 +437,9 @@ func (a *applier) fencedTask(ref TaskLeaseRef, cmd string, states ...TaskState) 
 	t := lt.t
 	if t.Attempt != ref.Attempt || !t.holdsLease() || !slices.Contains(states, t.State) {
 		return nil, &StaleTaskError{Task: t.ID, Attempt: ref.Attempt, Current: t.Attempt, State: t.State, Command: cmd}
+	}
+	if !tokenMatches(t.LeaseDigest, ref.Token) {
+		return nil, &StaleTaskError{Task: t.ID, Attempt: ref.Attempt, Current: t.Attempt, State: t.State, Command: cmd, WrongToken: true}
 	}
 	return lt, nil
 }
@@ -479,6 +489,7 @@ func (a *applier) taskHeartbeat(c *TaskHeartbeat) (Result, error) {
 	for _, ref := range c.Leases {
 		lt, err := a.fencedTask(ref, "TaskHeartbeat", TaskRunning, TaskPaused, TaskReviewing)
 		if errors.Is(err, ErrStaleTaskAttempt) || errors.Is(err, ErrUnknownTask) {
+			ref.Token = "" // the answer names the lease, it does not echo its proof
 			res.Refused = append(res.Refused, ref)
 			continue
 		}

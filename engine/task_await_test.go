@@ -29,7 +29,7 @@ func (h *harness) driveTask(job, phase, queue, typ string, want TaskState) TaskI
 	if want == TaskRunning {
 		return id
 	}
-	h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{id, w[0].Attempt}, Op: TaskReportOutput, Output: []byte("out"), Summary: "did it"})
+	h.must(&TaskReport{TaskLeaseRef: w[0].Lease(), Op: TaskReportOutput, Output: []byte("out"), Summary: "did it"})
 	if want == TaskReviewRequired {
 		return id
 	}
@@ -42,7 +42,7 @@ func (h *harness) driveTask(job, phase, queue, typ string, want TaskState) TaskI
 	if want == TaskInterventionRequired {
 		verdict = VerdictIntervene
 	}
-	h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{id, rv[0].Attempt}, Op: TaskReportVerdict, Review: &Review{Verdict: verdict, Summary: "reviewed"}})
+	h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{Task: id, Attempt: rv[0].Attempt}, Op: TaskReportVerdict, Review: &Review{Verdict: verdict, Summary: "reviewed"}})
 	if s := h.task(id).State; s != want {
 		h.t.Fatalf("task %d is %s, want %s", id, s, want)
 	}

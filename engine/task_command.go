@@ -80,6 +80,9 @@ func (t TaskTarget) String() string {
 type TaskLeaseRef struct {
 	Task    TaskID `json:"task_id" msgpack:"t"`
 	Attempt uint64 `json:"attempt" msgpack:"a"`
+	// Token is the lease token the claim returned (ClaimedTask.LeaseToken),
+	// as for a job's LeaseRef.Token.
+	Token string `json:"lease_token,omitempty" msgpack:"tk,omitempty"`
 }
 
 // CreateTask creates a review task in Job, named Phase: PENDING
@@ -105,6 +108,11 @@ type CreateTask struct {
 	// workflow step: its output at SUCCESS, a failure at CANCELED.
 	ParentJob  JobID  `json:"parent_job_id,omitempty" msgpack:"pj,omitempty"`
 	ParentStep string `json:"parent_step,omitempty" msgpack:"ps,omitempty"`
+	// ParentLease is required with ParentJob: the lease of the parent run
+	// the caller holds, as for CreateJob.ParentLease. Only the worker
+	// driving a workflow may create its tasks, since their end writes into
+	// one of its steps.
+	ParentLease *LeaseRef `json:"parent_lease,omitempty" msgpack:"pl,omitempty"`
 	// By is who created it.
 	By string `json:"by,omitempty" msgpack:"tby,omitempty"`
 }
@@ -256,6 +264,7 @@ func (c *CreateTask) check(l *Limits) error {
 	ch.name("Type", c.Type, true)
 	ch.name("ReviewType", c.ReviewType, false)
 	ch.name("ParentStep", c.ParentStep, c.ParentJob != 0)
+	ch.parentLease(&c.Header, c.ParentJob, c.ParentLease)
 	ch.name("By", c.By, false)
 	ch.text("Description", c.Description)
 	ch.text("JobDescription", c.JobDescription)
@@ -321,6 +330,7 @@ func (c *checker) taskRef(r TaskLeaseRef) {
 	if c.err == nil && r.Attempt == 0 {
 		c.fail("Attempt", "is required for a fenced write")
 	}
+	c.leaseToken("Token", r.Token)
 }
 
 func (c *TaskReport) check(l *Limits) error {
@@ -382,14 +392,18 @@ type TaskResult struct {
 // ClaimedTask is one task handed out by ClaimTasks, with what its worker
 // or reviewer needs.
 type ClaimedTask struct {
-	Task          TaskID     `json:"task_id" msgpack:"t"`
-	Job           string     `json:"job_id" msgpack:"jb"`
-	Phase         string     `json:"phase" msgpack:"ph"`
-	Type          string     `json:"type" msgpack:"ty"`
-	Role          TaskRole   `json:"role" msgpack:"ro"`
-	Attempt       uint64     `json:"attempt" msgpack:"a"`
-	LeaseExpiryMS int64      `json:"lease_expiry_ms" msgpack:"le"`
-	Config        TaskConfig `json:"config" msgpack:"cf"`
+	Task          TaskID   `json:"task_id" msgpack:"t"`
+	Job           string   `json:"job_id" msgpack:"jb"`
+	Phase         string   `json:"phase" msgpack:"ph"`
+	Type          string   `json:"type" msgpack:"ty"`
+	Role          TaskRole `json:"role" msgpack:"ro"`
+	Attempt       uint64   `json:"attempt" msgpack:"a"`
+	LeaseExpiryMS int64    `json:"lease_expiry_ms" msgpack:"le"`
+	// LeaseToken proves the lease: the reports and heartbeats of this
+	// attempt carry it (TaskLeaseRef.Token). "" for a lease issued without
+	// a token.
+	LeaseToken string     `json:"lease_token,omitempty" msgpack:"tk,omitempty"`
+	Config     TaskConfig `json:"config" msgpack:"cf"`
 	// Output is the latest output (what a reviewer judges, or what a
 	// rework starts from); Feedback and Review the latest rejection's or
 	// review's words, for a rework.
@@ -397,6 +411,11 @@ type ClaimedTask struct {
 	Feedback string `json:"feedback,omitempty" msgpack:"fb,omitempty"`
 	Review   Review `json:"review" msgpack:"rv"`
 	Runs     uint32 `json:"runs,omitempty" msgpack:"rn,omitempty"`
+}
+
+// Lease is the TaskLeaseRef of the claimed attempt, token included.
+func (c ClaimedTask) Lease() TaskLeaseRef {
+	return TaskLeaseRef{Task: c.Task, Attempt: c.Attempt, Token: c.LeaseToken}
 }
 
 // ClaimTasksResult answers ClaimTasks; Tasks is empty when none was claimable.

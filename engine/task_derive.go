@@ -54,7 +54,7 @@ func foldTaskEvent(t *Task, e *TaskEvent) {
 	// A lease ends with the state it was held in; PAUSED → RUNNING keeps it.
 	keeps := t.State == TaskRunning || t.State == TaskPaused || (t.State == TaskReviewing && e.Type == TaskEventReviewerLeased)
 	if !keeps {
-		t.LeaseOwner, t.LeaseExpiryMS = "", 0
+		t.LeaseOwner, t.LeaseExpiryMS, t.LeaseDigest = "", 0, nil
 	}
 	isActive := t.holdsLease()
 	switch {
@@ -149,7 +149,9 @@ func ProjectTask(base *Task, hist []TaskEvent) *Task {
 		foldTaskEvent(t, &hist[i])
 	}
 	if t.LeaseOwner != "" {
-		t.LeaseExpiryMS = base.LeaseExpiryMS
+		// The history holds neither a renewal nor the token: they are the
+		// record's (Verify checks the token's presence on its own).
+		t.LeaseExpiryMS, t.LeaseDigest = base.LeaseExpiryMS, base.LeaseDigest
 	}
 	t.ReadyAtMS = base.ReadyAtMS
 	return t

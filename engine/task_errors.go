@@ -43,9 +43,16 @@ type StaleTaskError struct {
 	Current uint64    // the task's current attempt
 	State   TaskState // the task's state
 	Command string
+	// WrongToken: the attempt is the current one, but the write did not
+	// carry its lease token.
+	WrongToken bool
 }
 
 func (e *StaleTaskError) Error() string {
+	if e.WrongToken {
+		return fmt.Sprintf("engine: stale task attempt: %s on task %d by attempt %d without the lease token of that attempt: the writer does not hold the lease (task is %s) [%s]",
+			e.Command, e.Task, e.Attempt, e.State, StaleTaskCode)
+	}
 	return fmt.Sprintf("engine: stale task attempt: %s on task %d by attempt %d, task is %s at attempt %d [%s]",
 		e.Command, e.Task, e.Attempt, e.State, e.Current, StaleTaskCode)
 }

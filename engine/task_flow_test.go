@@ -37,7 +37,7 @@ func TestTaskDAGTrace(t *testing.T) {
 			t.Fatalf("work claim = %+v, want only task %d", got, want)
 		}
 		h.now += workMS
-		h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{want, got[0].Attempt}, Op: TaskReportOutput,
+		h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{Task: want, Attempt: got[0].Attempt}, Op: TaskReportOutput,
 			Output: []byte("work of " + got[0].Phase), Cost: cost, Summary: "did " + got[0].Phase})
 		h.decide(want, TaskOpStep, "")
 		rv := h.claimTask(TaskRoleReview, "agents", 60_000)
@@ -45,7 +45,7 @@ func TestTaskDAGTrace(t *testing.T) {
 			t.Fatalf("review claim = %+v", rv)
 		}
 		h.now += 1000
-		h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{want, rv[0].Attempt}, Op: TaskReportVerdict,
+		h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{Task: want, Attempt: rv[0].Attempt}, Op: TaskReportVerdict,
 			Review: &Review{Verdict: VerdictApprove, Recommendations: []string{"ship it"}, Summary: "reviewed " + got[0].Phase}})
 		if s := h.task(want).State; s != TaskApprovalRequired {
 			t.Fatalf("after the verdict: %s", s)
@@ -120,7 +120,7 @@ func TestTaskStuckRecovery(t *testing.T) {
 	id := h.must(&CreateTask{Job: "j", Phase: "p", Queue: "q", Type: "w"}).(*TaskResult).Task
 	c := h.claimTask(TaskRoleWork, "q", 10_000)[0]
 	h.now += 9000
-	hb := h.must(&TaskHeartbeat{Leases: []TaskLeaseRef{{id, c.Attempt}}, LeaseMS: 10_000}).(*TaskHeartbeatResult)
+	hb := h.must(&TaskHeartbeat{Leases: []TaskLeaseRef{{Task: id, Attempt: c.Attempt}}, LeaseMS: 10_000}).(*TaskHeartbeatResult)
 	if len(hb.Refused) != 0 || hb.LeaseExpiryMS != h.now+10_000 {
 		t.Fatalf("heartbeat = %+v", hb)
 	}
@@ -135,13 +135,13 @@ func TestTaskStuckRecovery(t *testing.T) {
 	if s := h.task(id).State; s != TaskPending {
 		t.Fatalf("stuck RUNNING went to %s, want PENDING", s)
 	}
-	_, err := h.apply(&TaskReport{TaskLeaseRef: TaskLeaseRef{id, c.Attempt}, Op: TaskReportOutput, Output: []byte("late")})
+	_, err := h.apply(&TaskReport{TaskLeaseRef: TaskLeaseRef{Task: id, Attempt: c.Attempt}, Op: TaskReportOutput, Output: []byte("late")})
 	var se *StaleTaskError
 	if !errors.As(err, &se) || se.Current != c.Attempt || se.State != TaskPending {
 		t.Fatalf("late output: %v", err)
 	}
 	c2 := h.claimTask(TaskRoleWork, "q", 10_000)[0]
-	h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{id, c2.Attempt}, Op: TaskReportOutput, Output: []byte("ok")})
+	h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{Task: id, Attempt: c2.Attempt}, Op: TaskReportOutput, Output: []byte("ok")})
 	h.decide(id, TaskOpStep, "")
 	r := h.claimTask(TaskRoleReview, "q", 5000)[0]
 	h.now += 5000
@@ -149,8 +149,8 @@ func TestTaskStuckRecovery(t *testing.T) {
 	if s := h.task(id).State; s != TaskReviewRequired {
 		t.Fatalf("stuck REVIEWING went to %s, want REVIEW_REQUIRED", s)
 	}
-	h.mustFail(&TaskReport{TaskLeaseRef: TaskLeaseRef{id, r.Attempt}, Op: TaskReportVerdict, Review: &Review{Verdict: VerdictApprove}}, ErrStaleTaskAttempt)
-	hb = h.must(&TaskHeartbeat{Leases: []TaskLeaseRef{{id, r.Attempt}}, LeaseMS: 1000}).(*TaskHeartbeatResult)
+	h.mustFail(&TaskReport{TaskLeaseRef: TaskLeaseRef{Task: id, Attempt: r.Attempt}, Op: TaskReportVerdict, Review: &Review{Verdict: VerdictApprove}}, ErrStaleTaskAttempt)
+	hb = h.must(&TaskHeartbeat{Leases: []TaskLeaseRef{{Task: id, Attempt: r.Attempt}}, LeaseMS: 1000}).(*TaskHeartbeatResult)
 	if len(hb.Refused) != 1 {
 		t.Fatalf("a stale heartbeat was not refused: %+v", hb)
 	}
@@ -175,7 +175,7 @@ func TestTaskAutoReviewAndApproval(t *testing.T) {
 	h := newHarness(t)
 	id := h.must(&CreateTask{Job: "j", Phase: "p", Queue: "q", Type: "w", AutoReview: true, AutoApprove: true}).(*TaskResult).Task
 	c := h.claimTask(TaskRoleWork, "q", 10_000)[0]
-	res := h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{id, c.Attempt}, Op: TaskReportOutput, Output: []byte("x")}).(*TaskResult)
+	res := h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{Task: id, Attempt: c.Attempt}, Op: TaskReportOutput, Output: []byte("x")}).(*TaskResult)
 	if res.State != TaskReviewing {
 		t.Fatalf("auto review: %s", res.State)
 	}
@@ -186,7 +186,7 @@ func TestTaskAutoReviewAndApproval(t *testing.T) {
 		t.Fatalf("after the reviewer's lease expired: %s, want REVIEWING again", s)
 	}
 	r := h.claimTask(TaskRoleReview, "q", 1000)[0]
-	res = h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{id, r.Attempt}, Op: TaskReportVerdict, Review: &Review{Verdict: VerdictApprove}}).(*TaskResult)
+	res = h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{Task: id, Attempt: r.Attempt}, Op: TaskReportVerdict, Review: &Review{Verdict: VerdictApprove}}).(*TaskResult)
 	if res.State != TaskSuccess {
 		t.Fatalf("auto approval: %s", res.State)
 	}
@@ -197,9 +197,9 @@ func TestTaskAutoReviewAndApproval(t *testing.T) {
 	// An intervening verdict is never approved automatically.
 	id2 := h.must(&CreateTask{Job: "j", Phase: "p2", Queue: "q", Type: "w", AutoReview: true, AutoApprove: true}).(*TaskResult).Task
 	c = h.claimTask(TaskRoleWork, "q", 10_000)[0]
-	h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{id2, c.Attempt}, Op: TaskReportOutput})
+	h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{Task: id2, Attempt: c.Attempt}, Op: TaskReportOutput})
 	r = h.claimTask(TaskRoleReview, "q", 1000)[0]
-	h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{id2, r.Attempt}, Op: TaskReportVerdict, Review: &Review{Verdict: VerdictIntervene, Summary: "broken"}})
+	h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{Task: id2, Attempt: r.Attempt}, Op: TaskReportVerdict, Review: &Review{Verdict: VerdictIntervene, Summary: "broken"}})
 	if s := h.task(id2).State; s != TaskInterventionRequired {
 		t.Fatalf("intervene with auto approval: %s", s)
 	}
@@ -246,9 +246,9 @@ func TestTaskBadInput(t *testing.T) {
 		&TaskCommand{TaskTarget: TaskTarget{ID: 1}, Op: "bless", By: "x"},
 		&TaskCommand{TaskTarget: TaskTarget{ID: 99}, Op: TaskOpCancel},
 		&TaskCommand{TaskTarget: TaskTarget{ID: 1}, Op: TaskOpCancel, Expect: TaskRunning},
-		&TaskReport{TaskLeaseRef: TaskLeaseRef{1, 1}, Op: TaskReportOutput, Cost: -1},
-		&TaskReport{TaskLeaseRef: TaskLeaseRef{1, 1}, Op: TaskReportVerdict},
-		&TaskReport{TaskLeaseRef: TaskLeaseRef{1, 1}, Op: TaskReportOutput},
+		&TaskReport{TaskLeaseRef: TaskLeaseRef{Task: 1, Attempt: 1}, Op: TaskReportOutput, Cost: -1},
+		&TaskReport{TaskLeaseRef: TaskLeaseRef{Task: 1, Attempt: 1}, Op: TaskReportVerdict},
+		&TaskReport{TaskLeaseRef: TaskLeaseRef{Task: 1, Attempt: 1}, Op: TaskReportOutput},
 		&ClaimTasks{Role: 7, Queue: "q", Owner: "w", Max: 1, LeaseMS: 1},
 	} {
 		if _, err := h.apply(c); err == nil {
@@ -267,22 +267,45 @@ func TestTaskParentStepEffect(t *testing.T) {
 	c := h.claimOne(60_000)
 	ref := LeaseRef{Job: job, Attempt: c.Attempt}
 	id := h.must(&CreateTask{Job: "wf", Phase: "p", Queue: "q2", Type: "w", AutoReview: true, AutoApprove: true,
-		ParentJob: job, ParentStep: "task-1"}).(*TaskResult).Task
+		ParentJob: job, ParentStep: "task-1", ParentLease: &ref}).(*TaskResult).Task
 	h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{Steps: []string{"task-1"}}, SeenSeq: h.job(job).LastSeq})
 	w := h.claimTask(TaskRoleWork, "q2", 1000)[0]
-	h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{id, w.Attempt}, Op: TaskReportOutput, Output: []byte(`"result"`)})
+	h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{Task: id, Attempt: w.Attempt}, Op: TaskReportOutput, Output: []byte(`"result"`)})
 	r := h.claimTask(TaskRoleReview, "q2", 1000)[0]
-	h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{id, r.Attempt}, Op: TaskReportVerdict, Review: &Review{Verdict: VerdictApprove}})
+	h.must(&TaskReport{TaskLeaseRef: TaskLeaseRef{Task: id, Attempt: r.Attempt}, Op: TaskReportVerdict, Review: &Review{Verdict: VerdictApprove}})
 	if j := h.job(job); j.Status != StatusQueued {
 		t.Fatalf("parent is %s, want woken (Queued)", j.Status)
 	}
 	if eff := h.effectOf(job, "task-1"); eff == nil || string(eff.Payload) != `"result"` || eff.Failed {
 		t.Fatalf("effect = %+v", eff)
 	}
-	id2 := h.must(&CreateTask{Job: "wf", Phase: "p2", Queue: "q2", Type: "w", ParentJob: job, ParentStep: "task-2"}).(*TaskResult).Task
+	// The workflow woke (Queued): a new attempt holds it and creates the
+	// next task.
+	c2 := h.claimOne(60_000)
+	ref2 := c2.Lease()
+	id2 := h.must(&CreateTask{Job: "wf", Phase: "p2", Queue: "q2", Type: "w", ParentJob: job, ParentStep: "task-2", ParentLease: &ref2}).(*TaskResult).Task
 	h.must(&TaskCommand{TaskTarget: TaskTarget{ID: id2}, Op: TaskOpCancel, Reason: "not needed"})
 	if eff := h.effectOf(job, "task-2"); eff == nil || !eff.Failed {
 		t.Fatalf("effect of a canceled task = %+v", eff)
+	}
+	h.verify()
+}
+
+// The origin model lets a person suspend any active
+// task; a PAUSED one (its worker rate limited) could not be. Suspending it
+// ends the worker's lease: its next report is stale, and resume runs the
+// work again (PENDING).
+func TestSuspendAPausedTask(t *testing.T) {
+	h := newHarness(t)
+	id := h.taskTo("j", TaskPaused)
+	lease := TaskLeaseRef{Task: id, Attempt: h.task(id).Attempt}
+	res := h.must(&TaskCommand{TaskTarget: TaskTarget{ID: id}, Op: TaskOpSuspend, By: "ann", Reason: "budget"}).(*TaskResult)
+	if res.State != TaskSuspended || h.task(id).LeaseOwner != "" {
+		t.Fatalf("suspended paused task: %+v, record %+v", res, h.task(id))
+	}
+	h.mustFail(&TaskReport{TaskLeaseRef: lease, Op: TaskReportUnpause}, ErrStaleTaskAttempt)
+	if r := h.must(&TaskCommand{TaskTarget: TaskTarget{ID: id}, Op: TaskOpResume, By: "ann"}).(*TaskResult); r.State != TaskPending {
+		t.Fatalf("resumed into %s", r.State)
 	}
 	h.verify()
 }

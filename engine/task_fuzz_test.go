@@ -15,10 +15,10 @@ func fuzzSampleTaskCommands() []Command {
 		&TaskCommand{Header: Header{NowMS: 1, RequestID: "r2"}, TaskTarget: TaskTarget{ID: 1}, Op: TaskOpReject, By: "ann", Reason: "again", Expect: TaskApprovalRequired},
 		&TaskCommand{Header: Header{NowMS: 1}, TaskTarget: TaskTarget{Job: "j", Phase: "p"}, Op: TaskOpConfig, Config: &TaskConfig{Details: "d"}},
 		&ClaimTasks{Header: Header{NowMS: 1}, Role: TaskRoleReview, Queue: "q", Owner: "r", Max: 2, LeaseMS: 1000, Types: []string{"w"}},
-		&TaskReport{Header: Header{NowMS: 1}, TaskLeaseRef: TaskLeaseRef{1, 2}, Op: TaskReportVerdict,
+		&TaskReport{Header: Header{NowMS: 1}, TaskLeaseRef: TaskLeaseRef{Task: 1, Attempt: 2}, Op: TaskReportVerdict,
 			Review: &Review{Verdict: VerdictIntervene, Recommendations: []string{"r"}, Summary: "s"}},
-		&TaskReport{Header: Header{NowMS: 1}, TaskLeaseRef: TaskLeaseRef{1, 1}, Op: TaskReportOutput, Output: []byte("o"), Cost: 2.5},
-		&TaskHeartbeat{Header: Header{NowMS: 1}, Leases: []TaskLeaseRef{{1, 1}}, LeaseMS: 1000},
+		&TaskReport{Header: Header{NowMS: 1}, TaskLeaseRef: TaskLeaseRef{Task: 1, Attempt: 1}, Op: TaskReportOutput, Output: []byte("o"), Cost: 2.5},
+		&TaskHeartbeat{Header: Header{NowMS: 1}, Leases: []TaskLeaseRef{{Task: 1, Attempt: 1}}, LeaseMS: 1000},
 		&ReclaimTasks{Header: Header{NowMS: 1}, Max: 3},
 		&ConfigureJob{Header: Header{NowMS: 1, RequestID: "r3"}, Target: Target{WorkflowID: "wf"}, Input: []byte(`["x"]`)},
 	}

@@ -265,7 +265,7 @@ func runTaskProperty(t *testing.T, seed int64, steps int) {
 					op = TaskReportUnpause
 				}
 			}
-			rp := &TaskReport{TaskLeaseRef: TaskLeaseRef{mt.id, attempt}, Op: op}
+			rp := &TaskReport{TaskLeaseRef: TaskLeaseRef{Task: mt.id, Attempt: attempt}, Op: op}
 			v := Verdict(1 + rng.Intn(2))
 			if op == TaskReportVerdict {
 				rp.Review = &Review{Verdict: v}
@@ -282,7 +282,7 @@ func runTaskProperty(t *testing.T, seed int64, steps int) {
 		case k < 90:
 			mt := m.tasks[rng.Intn(len(m.tasks))]
 			leaseMS := int64(2000 + rng.Intn(4000))
-			res, err := h.apply(&TaskHeartbeat{Leases: []TaskLeaseRef{{mt.id, max(mt.attempt, 1)}}, LeaseMS: leaseMS})
+			res, err := h.apply(&TaskHeartbeat{Leases: []TaskLeaseRef{{Task: mt.id, Attempt: max(mt.attempt, 1)}}, LeaseMS: leaseMS})
 			if err != nil {
 				t.Fatalf("step %d: heartbeat: %v", i, err)
 			}

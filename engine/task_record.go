@@ -106,6 +106,10 @@ type Task struct {
 	Attempt       uint64 `json:"attempt,omitempty" msgpack:"at,omitempty"`
 	LeaseOwner    string `json:"lease_owner,omitempty" msgpack:"lo,omitempty"`
 	LeaseExpiryMS int64  `json:"lease_expiry_ms,omitempty" msgpack:"le,omitempty"`
+	// LeaseDigest is the SHA-256 of the held lease's token (see
+	// Job.LeaseDigest), set by the claim and cleared with the lease. Empty
+	// for a lease issued without a token.
+	LeaseDigest []byte `json:"-" msgpack:"ltd,omitempty"`
 	// ReadyAtMS orders a claimable task (PENDING with its deps met, or
 	// REVIEWING with no reviewer) in its queue's index; 0 otherwise.
 	ReadyAtMS int64  `json:"ready_at_ms,omitempty" msgpack:"ra,omitempty"`
@@ -145,6 +149,8 @@ type TaskEvent struct {
 	Attempt       uint64 `json:"attempt,omitempty" msgpack:"a,omitempty"`
 	Owner         string `json:"owner,omitempty" msgpack:"ow,omitempty"`
 	LeaseExpiryMS int64  `json:"lease_expiry_ms,omitempty" msgpack:"le,omitempty"`
+	// TokenIssued, on a lease event, says the claim gave the lease a token.
+	TokenIssued bool `json:"token_issued,omitempty" msgpack:"ti,omitempty"`
 	// Reason is a person's words: a reason, or the feedback of a reject,
 	// resubmit or fix.
 	Reason string `json:"reason,omitempty" msgpack:"r,omitempty"`

@@ -11,7 +11,8 @@ import (
 
 // The task transition matrix of docs/state-machines.md §4, written out
 // here independently of taskEdges: the origin model's table, plus the rows
-// and moves its text gives (PAUSED from and to RUNNING; RUNNING and PAUSED
+// and moves its text gives (PAUSED from and to RUNNING; suspend from any
+// active state, PAUSED included; RUNNING and PAUSED
 // back to PENDING and REVIEWING back to REVIEW_REQUIRED when a lease
 // expires).
 var wantTaskMatrix = map[TaskState][]TaskState{
@@ -19,7 +20,7 @@ var wantTaskMatrix = map[TaskState][]TaskState{
 	TaskPending:              {TaskRunning, TaskSuspended, TaskCanceled},
 	TaskSuspended:            {TaskPending, TaskCanceled},
 	TaskRunning:              {TaskReviewRequired, TaskSuspended, TaskCanceled, TaskPaused, TaskPending},
-	TaskPaused:               {TaskRunning, TaskCanceled, TaskPending},
+	TaskPaused:               {TaskRunning, TaskSuspended, TaskCanceled, TaskPending},
 	TaskReviewRequired:       {TaskReviewing, TaskSuspended, TaskCanceled},
 	TaskReviewing:            {TaskApprovalRequired, TaskInterventionRequired, TaskSuspended, TaskCanceled, TaskReviewRequired},
 	TaskApprovalRequired:     {TaskSuccess, TaskPending, TaskSuspended, TaskCanceled},
@@ -47,7 +48,7 @@ func TestTaskMatrixCellByCell(t *testing.T) {
 var wantTaskOps = map[TaskOp]map[TaskState]TaskState{
 	TaskOpActivate: {TaskDraft: TaskPending},
 	TaskOpConfig:   {TaskDraft: TaskDraft},
-	TaskOpSuspend: {TaskDraft: TaskSuspended, TaskPending: TaskSuspended, TaskRunning: TaskSuspended,
+	TaskOpSuspend: {TaskDraft: TaskSuspended, TaskPending: TaskSuspended, TaskRunning: TaskSuspended, TaskPaused: TaskSuspended,
 		TaskReviewRequired: TaskSuspended, TaskReviewing: TaskSuspended, TaskApprovalRequired: TaskSuspended,
 		TaskInterventionRequired: TaskSuspended},
 	TaskOpResume: {TaskSuspended: TaskPending, TaskPaused: TaskRunning},
@@ -89,10 +90,10 @@ func (h *harness) taskTo(job string, s TaskState) TaskID {
 			break
 		}
 		if s == TaskPaused {
-			report(TaskReport{TaskLeaseRef: TaskLeaseRef{id, a}, Op: TaskReportPause})
+			report(TaskReport{TaskLeaseRef: TaskLeaseRef{Task: id, Attempt: a}, Op: TaskReportPause})
 			break
 		}
-		report(TaskReport{TaskLeaseRef: TaskLeaseRef{id, a}, Op: TaskReportOutput, Output: []byte("out"), Cost: 1})
+		report(TaskReport{TaskLeaseRef: TaskLeaseRef{Task: id, Attempt: a}, Op: TaskReportOutput, Output: []byte("out"), Cost: 1})
 		if s == TaskReviewRequired {
 			break
 		}
@@ -105,7 +106,7 @@ func (h *harness) taskTo(job string, s TaskState) TaskID {
 		if s == TaskInterventionRequired {
 			v = VerdictIntervene
 		}
-		report(TaskReport{TaskLeaseRef: TaskLeaseRef{id, a}, Op: TaskReportVerdict, Review: &Review{Verdict: v, Summary: "judged"}})
+		report(TaskReport{TaskLeaseRef: TaskLeaseRef{Task: id, Attempt: a}, Op: TaskReportVerdict, Review: &Review{Verdict: v, Summary: "judged"}})
 		if s == TaskSuccess {
 			op(TaskOpApprove)
 		}

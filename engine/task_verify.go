@@ -106,6 +106,18 @@ func (v *verifier) task(t *Task, byID map[TaskID]*Task, want, leases map[string]
 	if t.holdsLease() {
 		leases[string(storage.TaskLeaseKey(t.LeaseExpiryMS, uint64(t.ID)))] = true
 	}
+	// A held lease whose claim issued a token keeps its digest; nothing
+	// else holds one.
+	issued := false
+	for i := range hist {
+		if e := &hist[i]; e.Type == TaskEventStarted || e.Type == TaskEventReviewerLeased {
+			issued = e.TokenIssued
+		}
+	}
+	if want := t.holdsLease() && issued; want != (len(t.LeaseDigest) > 0) {
+		return v.add(fmt.Errorf("task %d: %s record holds a lease token digest: %v, its claim issued a token: %v",
+			t.ID, t.State, len(t.LeaseDigest) > 0, issued))
+	}
 	return true
 }
 

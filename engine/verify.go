@@ -114,15 +114,22 @@ func (v *verifier) job(j *Job) bool {
 
 // recordMatchesHistory checks the record fields the last status event decides.
 func recordMatchesHistory(j *Job, hist []Event) error {
-	var last *Event
+	var last, leased *Event
 	var attempt uint64
 	for i := range hist {
 		if IsStatusEvent(hist[i].Type) {
 			last = &hist[i]
 		}
 		if hist[i].Type == EventJobLeased && hist[i].Attempt > attempt {
-			attempt = hist[i].Attempt
+			attempt, leased = hist[i].Attempt, &hist[i]
 		}
+	}
+	// The lease token: an attempt whose claim issued one holds its digest
+	// while it runs or waits, and no other record holds one.
+	holds := j.Status == StatusRunning || j.Status == StatusWaiting || j.Status == StatusParked
+	if want := holds && leased != nil && leased.TokenIssued; want != (len(j.LeaseDigest) > 0) {
+		return fmt.Errorf("%s record at attempt %d holds a lease token digest: %v, its claim issued a token: %v",
+			j.Status, j.Attempt, len(j.LeaseDigest) > 0, leased != nil && leased.TokenIssued)
 	}
 	if j.Attempt != attempt {
 		return fmt.Errorf("record attempt %d, history's last claim is attempt %d", j.Attempt, attempt)

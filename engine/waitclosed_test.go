@@ -19,7 +19,7 @@ func TestWaitClosedWakesOnlyForItsJob(t *testing.T) {
 	defer closeOK(t, e)
 	ctx := context.Background()
 	a, _ := e.Create(ctx, CreateJob{Type: "t", Queue: "a"})
-	b, _ := e.Create(ctx, CreateJob{Type: "t", Queue: "b"})
+	e.Create(ctx, CreateJob{Type: "t", Queue: "b"})
 	done := make(chan *Job, 1)
 	go func() {
 		j, err := e.WaitClosed(ctx, Target{Job: a.Job})
@@ -41,7 +41,7 @@ func TestWaitClosedWakesOnlyForItsJob(t *testing.T) {
 
 	// Job b is claimed, signalled and completed: a's waiter sleeps on.
 	jobs, _ := e.Claim(ctx, Claim{Queue: "b", Owner: "w", Max: 1, LeaseMS: 60_000})
-	if _, err := e.Complete(ctx, Complete{LeaseRef: LeaseRef{Job: b.Job, Attempt: jobs[0].Attempt}}); err != nil {
+	if _, err := e.Complete(ctx, Complete{LeaseRef: jobs[0].Lease()}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -54,7 +54,7 @@ func TestWaitClosedWakesOnlyForItsJob(t *testing.T) {
 	}
 
 	jobs, _ = e.Claim(ctx, Claim{Queue: "a", Owner: "w", Max: 1, LeaseMS: 60_000})
-	if _, err := e.Complete(ctx, Complete{LeaseRef: LeaseRef{Job: a.Job, Attempt: jobs[0].Attempt}}); err != nil {
+	if _, err := e.Complete(ctx, Complete{LeaseRef: jobs[0].Lease()}); err != nil {
 		t.Fatal(err)
 	}
 	if j := <-done; j == nil || j.Status != StatusCompleted {

@@ -30,7 +30,7 @@ func approvalTask(t *testing.T, c *testCluster, job string) engine.TaskID {
 				return fmt.Errorf("work claim on %s: %+v", queue, w)
 			}
 			if err == nil {
-				_, err = e.TaskReport(ctx, engine.TaskReport{Header: engine.Header{RequestID: "out-" + job}, TaskLeaseRef: engine.TaskLeaseRef{Task: id, Attempt: w[0].Attempt},
+				_, err = e.TaskReport(ctx, engine.TaskReport{Header: engine.Header{RequestID: "out-" + job}, TaskLeaseRef: w[0].Lease(),
 					Op: engine.TaskReportOutput, Output: []byte("x")})
 			}
 			return err
@@ -41,7 +41,7 @@ func approvalTask(t *testing.T, c *testCluster, job string) engine.TaskID {
 				return fmt.Errorf("review claim on %s: %+v", queue, r)
 			}
 			if err == nil {
-				_, err = e.TaskReport(ctx, engine.TaskReport{Header: engine.Header{RequestID: "verdict-" + job}, TaskLeaseRef: engine.TaskLeaseRef{Task: id, Attempt: r[0].Attempt},
+				_, err = e.TaskReport(ctx, engine.TaskReport{Header: engine.Header{RequestID: "verdict-" + job}, TaskLeaseRef: r[0].Lease(),
 					Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: engine.VerdictApprove}})
 			}
 			return err

@@ -106,7 +106,7 @@ func TestLeaderKilledDuringClaimsAndCommits(t *testing.T) {
 				return
 			}
 			j := js[0]
-			ref := engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}
+			ref := j.Lease()
 			err = c.do(func(e *engine.Engine) error {
 				_, err := e.CommitStep(ctx, engine.CommitStep{Header: engine.Header{RequestID: fmt.Sprintf("commit-%d", i)},
 					LeaseRef: ref, Step: "1", Type: "activity_completed", Payload: []byte("done")})
@@ -181,7 +181,7 @@ func TestLeaderKilledDuringClaimsAndCommits(t *testing.T) {
 		t.Fatalf("claimed job %d attempt %d after the failover, want job %d with an attempt above %d", again.Job, again.Attempt, held.Job, held.Attempt)
 	}
 	err := c.do(func(e *engine.Engine) error {
-		_, err := e.CommitStep(ctx, engine.CommitStep{LeaseRef: engine.LeaseRef{Job: held.Job, Attempt: held.Attempt},
+		_, err := e.CommitStep(ctx, engine.CommitStep{LeaseRef: held.Lease(),
 			Step: "1", Type: "activity_completed", Payload: []byte("late")})
 		return err
 	})

@@ -23,7 +23,7 @@ func TestClusterReplicatesAndFollowersRefuseWrites(t *testing.T) {
 		t.Fatalf("claim = %d jobs, %v", len(jobs), err)
 	}
 	for _, j := range jobs {
-		ref := engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}
+		ref := j.Lease()
 		if _, err := l.Engine().CommitStep(ctx, engine.CommitStep{LeaseRef: ref, Step: "1", Type: "activity_completed", Payload: []byte("ok")}); err != nil {
 			t.Fatal(err)
 		}

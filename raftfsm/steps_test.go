@@ -40,7 +40,7 @@ func TestNeedsUserAcrossLeaderFailover(t *testing.T) {
 		}
 		return err
 	}))
-	ref := engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}
+	ref := j.Lease()
 	must("lease", c.do(func(e *engine.Engine) error {
 		_, err := e.LeaseStep(ctx, engine.LeaseStep{Header: engine.Header{RequestID: "lease-1"}, LeaseRef: ref, Step: "1", Name: "Confirm",
 			LeaseMS: 30_000, Capabilities: []string{"sms"}, Start: true})
@@ -94,7 +94,7 @@ func TestNeedsUserAcrossLeaderFailover(t *testing.T) {
 		}
 		return err
 	}))
-	ref2 := engine.LeaseRef{Job: again.Job, Attempt: again.Attempt}
+	ref2 := again.Lease()
 	must("adopt", c.do(func(e *engine.Engine) error {
 		res, err := e.LeaseStep(ctx, engine.LeaseStep{Header: engine.Header{RequestID: "lease-2"}, LeaseRef: ref2, Step: "1", Name: "Confirm",
 			LeaseMS: 30_000, Capabilities: []string{"sms"}, Start: true})
@@ -149,7 +149,7 @@ func TestResourceExclusivityOnACluster(t *testing.T) {
 				if err != nil || len(js) != 1 {
 					return errors.Join(err, fmt.Errorf("%s: claimed %d", id, len(js)))
 				}
-				ref := engine.LeaseRef{Job: js[0].Job, Attempt: js[0].Attempt}
+				ref := js[0].Lease()
 				res, err := e.LeaseStep(ctx, engine.LeaseStep{Header: engine.Header{RequestID: "lease-" + id}, LeaseRef: ref, Step: "1", Name: "x",
 					LeaseMS: 600_000, Capabilities: []string{"gpu"}, Start: true})
 				if err != nil || !res.Granted || i%2 == 1 {

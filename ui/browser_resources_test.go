@@ -34,7 +34,7 @@ func leaseChrome(t *testing.T, n *node) (holder, waiter engine.JobID) {
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("claim %s: %v %v", wf, jobs, err)
 		}
-		ref := engine.LeaseRef{Job: jobs[0].Job, Attempt: jobs[0].Attempt}
+		ref := jobs[0].Lease()
 		r, err := n.e.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: "1", Name: "FetchPage", LeaseMS: 3_600_000, Capabilities: []string{"browser"}})
 		if err != nil {
 			t.Fatal(err)

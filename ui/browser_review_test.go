@@ -22,7 +22,7 @@ func TestBrowserReview(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	draft := awaitTask(t, n.e, engine.CreateTask{Job: "letter-42", Phase: "draft", Queue: "writers", ParentJob: res.Job, ParentStep: "1",
+	draft := awaitTask(t, n.e, engine.CreateTask{Job: "letter-42", Phase: "draft", Queue: "writers", ParentJob: res.Job, ParentStep: "1", ParentLease: holdRun(t, n.e, "letters"),
 		JobDescription: "a letter to a customer", Config: engine.TaskConfig{Objective: "apologise for the late parcel"}}, engine.VerdictApprove)
 	summary := awaitTask(t, n.e, engine.CreateTask{Job: "letter-42", Phase: "summary", Queue: "summaries"}, engine.VerdictIntervene)
 	if draft != 1 || summary != 2 {

@@ -166,11 +166,11 @@ func seedRun(v *env) (parent, child engine.JobID) {
 	if err != nil || len(claimed) != 1 {
 		v.t.Fatalf("claim: %v %v", claimed, err)
 	}
-	ref := engine.LeaseRef{Job: parent, Attempt: claimed[0].Attempt}
+	ref := claimed[0].Lease()
 	if _, err := v.e.CommitStep(ctx, engine.CommitStep{LeaseRef: ref, Step: "1", Type: replay.EventActivityCompleted, Name: "Reserve", Payload: []byte(`["reserved"]`)}); err != nil {
 		v.t.Fatal(err)
 	}
-	child = v.create(engine.CreateJob{WorkflowID: "order-1/1/3", Type: "Ship", Queue: "orders", ParentID: parent, ParentStep: "3"})
+	child = v.create(engine.CreateJob{WorkflowID: "order-1/1/3", Type: "Ship", Queue: "orders", ParentID: parent, ParentStep: "3", ParentLease: &ref})
 	if _, err := v.e.Append(ctx, engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{
 		{Type: replay.EventActivityAttemptFailed, Step: "2", Name: "Charge", Payload: []byte(`{"attempt":1,"message":"card declined","retryAtMS":` + fmt.Sprint(t0.Add(time.Hour).UnixMilli()) + `}`)},
 		{Type: replay.EventChildScheduled, Step: "3", Name: "Ship"},

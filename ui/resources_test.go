@@ -33,7 +33,7 @@ func seedPool(v *env) (holder, waiter engine.LeaseRef) {
 		if err != nil || len(jobs) != 1 {
 			v.t.Fatalf("claim %s: %v %v", wf, jobs, err)
 		}
-		return engine.LeaseRef{Job: jobs[0].Job, Attempt: jobs[0].Attempt}
+		return jobs[0].Lease()
 	}
 	holder, waiter = claim("holder"), claim("waiter")
 	must(v.e.LeaseStep(ctx, engine.LeaseStep{LeaseRef: holder, Step: "1", Name: "FetchPage", LeaseMS: 30_000, Capabilities: []string{"browser"}}))

@@ -14,6 +14,19 @@ import (
 // output and a reviewer judge it with v: the task then awaits a person in
 // APPROVAL_REQUIRED (approve) or INTERVENTION_REQUIRED (intervene). With
 // v 0 it stops at REVIEW_REQUIRED.
+// holdRun claims the run waiting on queue, as its worker does before it
+// creates the run's tasks (only the holder of a run's lease may), and
+// returns the lease.
+func holdRun(t *testing.T, e *engine.Engine, queue string) *engine.LeaseRef {
+	t.Helper()
+	jobs, err := e.Claim(context.Background(), engine.Claim{Queue: queue, Owner: "worker-1", Max: 1, LeaseMS: 3_600_000})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim of the run on %s: %+v, %v", queue, jobs, err)
+	}
+	ref := jobs[0].Lease()
+	return &ref
+}
+
 func awaitTask(t *testing.T, e *engine.Engine, c engine.CreateTask, v engine.Verdict) engine.TaskID {
 	t.Helper()
 	ctx := context.Background()
@@ -28,7 +41,7 @@ func awaitTask(t *testing.T, e *engine.Engine, c engine.CreateTask, v engine.Ver
 	if err != nil || len(w) != 1 {
 		t.Fatalf("work claim: %+v, %v", w, err)
 	}
-	if _, err := e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: res.Task, Attempt: w[0].Attempt},
+	if _, err := e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: w[0].Lease(),
 		Op: engine.TaskReportOutput, Output: []byte(`{"draft":"Dear customer"}`), Cost: 2, Summary: "drafted"}); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +55,7 @@ func awaitTask(t *testing.T, e *engine.Engine, c engine.CreateTask, v engine.Ver
 	if err != nil || len(r) != 1 {
 		t.Fatalf("review claim: %+v, %v", r, err)
 	}
-	if _, err := e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: res.Task, Attempt: r[0].Attempt},
+	if _, err := e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: r[0].Lease(),
 		Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: v, Summary: "critic: " + v.String(), Recommendations: []string{"mind the tone"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +78,7 @@ func (v *env) task(id engine.TaskID) *engine.Task {
 func TestReviewPage(t *testing.T) {
 	v := newEnv(t, envOptions{})
 	run := v.create(engine.CreateJob{WorkflowID: "letter-7", Type: "Letter", Queue: "letters"})
-	approve := awaitTask(t, v.e, engine.CreateTask{Job: "letter-7", Phase: "draft", Queue: "qa", ParentJob: run, ParentStep: "2",
+	approve := awaitTask(t, v.e, engine.CreateTask{Job: "letter-7", Phase: "draft", Queue: "qa", ParentJob: run, ParentStep: "2", ParentLease: holdRun(t, v.e, "letters"),
 		JobDescription: "a letter to a customer", Config: engine.TaskConfig{Objective: "write the letter"}}, engine.VerdictApprove)
 	intervene := awaitTask(t, v.e, engine.CreateTask{Job: "memo-1", Phase: "outline", Queue: "qb"}, engine.VerdictIntervene)
 	review := awaitTask(t, v.e, engine.CreateTask{Job: "memo-2", Phase: "outline", Queue: "qc"}, 0)

@@ -24,7 +24,7 @@ func TestTaskListAwaiting(t *testing.T) {
 		if err != nil || len(c) != 1 {
 			t.Fatalf("claim = %+v, %v", c, err)
 		}
-		if _, err := w.e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: c[0].Task, Attempt: c[0].Attempt},
+		if _, err := w.e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: c[0].Lease(),
 			Op: engine.TaskReportOutput, Output: []byte(`"text"`)}); err != nil {
 			t.Fatal(err)
 		}

@@ -51,7 +51,7 @@ func TestTaskCommands(t *testing.T) {
 		if err != nil || len(c) != 1 {
 			t.Fatalf("claim = %+v, %v", c, err)
 		}
-		if _, err := w.e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: 1, Attempt: c[0].Attempt},
+		if _, err := w.e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: c[0].Lease(),
 			Op: engine.TaskReportOutput, Output: []byte(`"rules"`), Cost: 4}); err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestTaskCommands(t *testing.T) {
 		if err != nil || len(r) != 1 {
 			t.Fatalf("review claim = %+v, %v", r, err)
 		}
-		if _, err := w.e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: 1, Attempt: r[0].Attempt},
+		if _, err := w.e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: r[0].Lease(),
 			Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: engine.VerdictApprove, Summary: "looks complete"}}); err != nil {
 			t.Fatal(err)
 		}

@@ -19,9 +19,10 @@ const testToken = "s3cret"
 type badFixture struct {
 	e       *engine.Engine
 	url     string
-	queued  engine.JobID // Queued, workflow id "wf-queued"
-	running engine.JobID // Running at attempt 1, step "s1" committed
-	closed  engine.JobID // Completed
+	queued  engine.JobID    // Queued, workflow id "wf-queued"
+	running engine.JobID    // Running at attempt 1, step "s1" committed
+	runRef  engine.LeaseRef // its lease, token included
+	closed  engine.JobID    // Completed
 }
 
 func newBadFixture(t *testing.T) *badFixture {
@@ -46,13 +47,14 @@ func newBadFixture(t *testing.T) *badFixture {
 	f.queued = create("wf-queued", "q-queued")
 	f.running = create("wf-running", "q-running")
 	run := claim("q-running")
-	if _, err := e.CommitStep(ctx, engine.CommitStep{LeaseRef: engine.LeaseRef{Job: run.Job, Attempt: run.Attempt},
+	f.runRef = run.Lease()
+	if _, err := e.CommitStep(ctx, engine.CommitStep{LeaseRef: run.Lease(),
 		Step: "s1", Type: "activity_completed"}); err != nil {
 		t.Fatal(err)
 	}
 	f.closed = create("wf-closed", "q-closed")
 	done := claim("q-closed")
-	if _, err := e.Complete(ctx, engine.Complete{LeaseRef: engine.LeaseRef{Job: done.Job, Attempt: done.Attempt}}); err != nil {
+	if _, err := e.Complete(ctx, engine.Complete{LeaseRef: done.Lease()}); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -132,7 +134,8 @@ func TestMalformedRequestsAreRefusedWithoutWrites(t *testing.T) {
 		{"stale attempt", "POST", "/v1/jobs/complete", "", "", mustJSON(t, engine.Complete{LeaseRef: ref(f.running, 7)}), 409, "stale_attempt", "by attempt 7"},
 		{"job closed", "POST", "/v1/jobs/signal", "", "", mustJSON(t, engine.Signal{Target: engine.Target{Job: f.closed}, Name: "go"}), 409, "job_closed", "Completed"},
 		{"workflow exists", "POST", "/v1/jobs", "", "", mustJSON(t, engine.CreateJob{WorkflowID: "wf-queued", Type: "T", Queue: "q", ReusePolicy: engine.IDReuseRejectDuplicate}), 409, "workflow_exists", "wf-queued"},
-		{"step committed", "POST", "/v1/jobs/commit-step", "", "", mustJSON(t, engine.CommitStep{LeaseRef: ref(f.running, 1), Step: "s1", Type: "activity_completed"}), 409, "step_committed", "s1"},
+		{"step committed", "POST", "/v1/jobs/commit-step", "", "", mustJSON(t, engine.CommitStep{LeaseRef: f.runRef, Step: "s1", Type: "activity_completed"}), 409, "step_committed", "s1"},
+		{"no lease token", "POST", "/v1/jobs/commit-step", "", "", mustJSON(t, engine.CommitStep{LeaseRef: ref(f.running, 1), Step: "s2", Type: "activity_completed"}), 409, "stale_attempt", "without the lease token"},
 		{"payload over the engine limit", "POST", "/v1/jobs", "", "", mustJSON(t, engine.CreateJob{Type: "T", Queue: "q", Input: bigInput}), 413, "payload_too_large", "CreateJob.Input is 2000, over the limit of 1024"},
 		{"body over MaxBodyBytes", "POST", "/v1/jobs", "", "", mustJSON(t, engine.CreateJob{Type: "T", Queue: "q", Input: bytes.Repeat([]byte{'x'}, 5000)}), 413, "payload_too_large", "over the limit of 4096 bytes (ServerConfig.MaxBodyBytes)"},
 		{"unknown route", "GET", "/v1/nothing", "", "", nil, 404, "no_route", "GET /v1/nothing"},

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/vmihailenco/msgpack/v5"
@@ -105,10 +106,29 @@ func decodeBody(f format, b []byte, v any) error {
 		}
 		return nil
 	}
+	// JSON is UTF-8 text. Go's decoder would turn bytes that are not
+	// into U+FFFD in silence, so two different ids would arrive as one;
+	// they are refused instead, as the engine refuses such names in msgpack.
+	if !utf8.Valid(b) {
+		return fmt.Errorf("%w: the request body is not valid UTF-8 (at byte %d): a JSON %s is UTF-8 text", engine.ErrInvalidCommand, invalidUTF8At(b), what)
+	}
 	if len(b) > streamJSONMax {
 		return decodeLargeJSON(b, v, what, blankStringsOver)
 	}
 	return decodeStrictJSON(b, v, what)
+}
+
+// invalidUTF8At returns the offset of the first byte of b that does not
+// start a valid UTF-8 sequence.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }
 
 // decodeStrictJSON decodes b into v with a json.Decoder, the only decoder

@@ -94,7 +94,7 @@ func newHostileFixture(t *testing.T) *hostileFixture {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %v %v", jobs, err)
 	}
-	f.runRef = engine.LeaseRef{Job: jobs[0].Job, Attempt: jobs[0].Attempt}
+	f.runRef = jobs[0].Lease()
 	if _, err := e.Signal(ctx, engine.Signal{Header: engine.Header{RequestID: "rq-signal"}, Target: engine.Target{WorkflowID: "wf-queued"}, Name: "go"}); err != nil {
 		t.Fatal(err)
 	}
@@ -210,6 +210,14 @@ func TestHostileRequestsAreRefused(t *testing.T) {
 		tc{"terminate as a worker", workerToken, "POST", "/v1/jobs/terminate", "", target, 403, "forbidden", "needs the admin role; token \"wendy\" has the worker role"},
 		tc{"terminate a stranger as its parent", workerToken, "POST", "/v1/jobs/terminate", "", mustJSON(t, engine.Terminate{Target: engine.Target{WorkflowID: "wf-queued"}, ByParent: &ref}), 404, "unknown_job", "is not a child of job"},
 		tc{"terminate as a parent without its lease", workerToken, "POST", "/v1/jobs/terminate", "", mustJSON(t, engine.Terminate{Target: engine.Target{WorkflowID: "wf-queued"}, ByParent: &engine.LeaseRef{Job: ref.Job, Attempt: ref.Attempt + 1}}), 409, "stale_attempt", "stale attempt"},
+		// The attempt is public; a write needs the lease's token, and a
+		// child or activity of a run needs that run's lease.
+		tc{"complete with the public attempt", workerToken, "POST", "/v1/jobs/complete", "", mustJSON(t, engine.Complete{LeaseRef: engine.LeaseRef{Job: ref.Job, Attempt: ref.Attempt}}), 409, "stale_attempt", "without the lease token"},
+		tc{"complete with a guessed token", workerToken, "POST", "/v1/jobs/complete", "", mustJSON(t, engine.Complete{LeaseRef: engine.LeaseRef{Job: ref.Job, Attempt: ref.Attempt, Token: "00000000000000000000000000000000"}}), 409, "stale_attempt", "without the lease token"},
+		tc{"child of a run not held", clientToken, "POST", "/v1/jobs", "", mustJSON(t, engine.CreateJob{Type: "T", Queue: "q", ParentID: ref.Job, ParentStep: "1"}), 400, "invalid_command", "ParentLease is required"},
+		tc{"child of a run by its public attempt", clientToken, "POST", "/v1/jobs", "", mustJSON(t, engine.CreateJob{Type: "T", Queue: "q", ParentID: ref.Job, ParentStep: "1", ParentLease: &engine.LeaseRef{Job: ref.Job, Attempt: ref.Attempt}}), 409, "stale_attempt", "without the lease token"},
+		tc{"id that is not UTF-8 (JSON)", clientToken, "POST", "/v1/jobs", "", []byte("{\"workflow_id\":\"run-\xff\",\"type\":\"T\",\"queue\":\"q\"}"), 400, "invalid_command", "not valid UTF-8 (at byte 20)"},
+		tc{"id that is not UTF-8 (msgpack)", clientToken, "POST", "/v1/jobs", contentMsgpack, mustMsgpack(t, map[string]any{"wf": "run-\xff", "ty": "T", "qu": "q"}), 400, "invalid_command", "WorkflowID is not valid UTF-8"},
 		// Reads that would wrap or run away.
 		tc{"cursor past the largest id", readerToken, "GET", "/v1/jobs?after=18446744073709551616", "", nil, 400, "invalid_command", "after="},
 		tc{"negative wait", readerToken, "GET", "/v1/jobs/1/history?wait=-1s", "", nil, 400, "invalid_command", "wait="},

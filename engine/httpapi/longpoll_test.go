@@ -131,7 +131,7 @@ func TestWaitClosedLongPoll(t *testing.T) {
 	_, hs := serve(t, ServerConfig{Service: e})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	created, err := e.Create(ctx, engine.CreateJob{WorkflowID: "w/1", Type: "T", Queue: "lp"})
+	_, err := e.Create(ctx, engine.CreateJob{WorkflowID: "w/1", Type: "T", Queue: "lp"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestWaitClosedLongPoll(t *testing.T) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatal(jobs, err)
 	}
-	if _, err := e.Complete(ctx, engine.Complete{LeaseRef: engine.LeaseRef{Job: created.Job, Attempt: jobs[0].Attempt}}); err != nil {
+	if _, err := e.Complete(ctx, engine.Complete{LeaseRef: jobs[0].Lease()}); err != nil {
 		t.Fatal(err)
 	}
 	if j := <-done; j == nil || j.Status != engine.StatusCompleted {

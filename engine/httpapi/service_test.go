@@ -48,7 +48,7 @@ func TestClientCoversTheService(t *testing.T) {
 		t.Fatalf("resumed into %s", st.Status)
 	}
 	j := claimOne("q")
-	ref := engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}
+	ref := j.Lease()
 	hb, err := s.Heartbeat(ctx, engine.Heartbeat{Leases: []engine.LeaseRef{ref}, LeaseMS: 60_000})
 	must(err)
 	if len(hb.Refused) != 0 {
@@ -71,16 +71,16 @@ func TestClientCoversTheService(t *testing.T) {
 	_, err = s.RequestCancel(ctx, engine.RequestCancel{Target: tgt, Reason: "please"})
 	must(err)
 	j = claimOne("q")
-	next, err := s.ContinueAsNew(ctx, engine.ContinueAsNew{LeaseRef: engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}, Input: []byte(`[3]`)})
+	next, err := s.ContinueAsNew(ctx, engine.ContinueAsNew{LeaseRef: j.Lease(), Input: []byte(`[3]`)})
 	must(err)
 	j = claimOne("q")
 	if j.Job != next.Job {
 		t.Fatalf("claimed %d, want the new run %d", j.Job, next.Job)
 	}
-	_, err = s.Requeue(ctx, engine.Requeue{LeaseRef: engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}, Reason: "again"})
+	_, err = s.Requeue(ctx, engine.Requeue{LeaseRef: j.Lease(), Reason: "again"})
 	must(err)
 	j = claimOne("q")
-	_, err = s.Fail(ctx, engine.Fail{LeaseRef: engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}, Error: []byte(`"boom"`)})
+	_, err = s.Fail(ctx, engine.Fail{LeaseRef: j.Lease(), Error: []byte(`"boom"`)})
 	must(err)
 
 	// Reads.
@@ -166,7 +166,7 @@ func TestJSONForPeople(t *testing.T) {
 		t.Fatalf("claim: %+v", claimed)
 	}
 	var st engine.StatusResult
-	r = postJSON(t, hs.URL+"/v1/jobs/complete", map[string]any{"job_id": cr.Job, "attempt": claimed.Jobs[0].Attempt, "result": []byte(`"hi"`)}, &st)
+	r = postJSON(t, hs.URL+"/v1/jobs/complete", map[string]any{"job_id": cr.Job, "attempt": claimed.Jobs[0].Attempt, "lease_token": claimed.Jobs[0].LeaseToken, "result": []byte(`"hi"`)}, &st)
 	if r.status != http.StatusOK || st.Status != engine.StatusCompleted || !strings.Contains(string(r.body), `"status":"Completed"`) {
 		t.Fatalf("complete: %d %s", r.status, r.body)
 	}

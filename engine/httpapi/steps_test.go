@@ -36,7 +36,7 @@ func TestClientSteps(t *testing.T) {
 	must(err)
 	jobs, err := s.Claim(ctx, engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
 	must(err)
-	ref := engine.LeaseRef{Job: jobs[0].Job, Attempt: jobs[0].Attempt}
+	ref := jobs[0].Lease()
 	lr, err := s.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: "1", Name: "SendCode", LeaseMS: 30_000, Capabilities: []string{"sms"}})
 	must(err)
 	if !lr.Granted || lr.Resource != "phone-1" || lr.Labels["carrier"] != "a" || lr.State != engine.StepLeased {
@@ -103,7 +103,7 @@ func TestStepsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lr map[string]any
-	body := map[string]any{"job_id": jobs[0].Job, "attempt": jobs[0].Attempt, "step": "1", "name": "Train", "lease_ms": 5000, "capabilities": []string{"cuda"}}
+	body := map[string]any{"job_id": jobs[0].Job, "attempt": jobs[0].Attempt, "lease_token": jobs[0].LeaseToken, "step": "1", "name": "Train", "lease_ms": 5000, "capabilities": []string{"cuda"}}
 	if r := postJSON(t, hs.URL+"/v1/jobs/lease-step", body, &lr); r.status != http.StatusOK || lr["state"] != "LEASED" || lr["resource"] != "gpu-1" {
 		t.Fatalf("lease-step: %d %s", r.status, r.body)
 	}

@@ -23,7 +23,7 @@ func awaitingTask(t *testing.T, e *engine.Engine, job, queue string, v engine.Ve
 	if err != nil || len(w) != 1 {
 		t.Fatalf("work claim: %+v, %v", w, err)
 	}
-	if _, err := e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: res.Task, Attempt: w[0].Attempt},
+	if _, err := e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: w[0].Lease(),
 		Op: engine.TaskReportOutput, Output: []byte("text")}); err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func awaitingTask(t *testing.T, e *engine.Engine, job, queue string, v engine.Ve
 	if err != nil || len(rv) != 1 {
 		t.Fatalf("review claim: %+v, %v", rv, err)
 	}
-	if _, err := e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: res.Task, Attempt: rv[0].Attempt},
+	if _, err := e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: rv[0].Lease(),
 		Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: v, Summary: "looked"}}); err != nil {
 		t.Fatal(err)
 	}

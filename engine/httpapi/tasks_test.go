@@ -45,10 +45,10 @@ func TestTaskRoutes(t *testing.T) {
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim = %+v, %v", claimed, err)
 	}
-	if _, err := c.TaskHeartbeat(ctx, engine.TaskHeartbeat{Leases: []engine.TaskLeaseRef{{Task: id, Attempt: claimed[0].Attempt}}, LeaseMS: 10_000}); err != nil {
+	if _, err := c.TaskHeartbeat(ctx, engine.TaskHeartbeat{Leases: []engine.TaskLeaseRef{claimed[0].Lease()}, LeaseMS: 10_000}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: id, Attempt: claimed[0].Attempt},
+	if _, err := c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: claimed[0].Lease(),
 		Op: engine.TaskReportOutput, Output: []byte("rules"), Cost: 3, Summary: "analysed"}); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestTaskRoutes(t *testing.T) {
 	if err != nil || len(rv) != 1 || string(rv[0].Output) != "rules" {
 		t.Fatalf("review claim = %+v, %v", rv, err)
 	}
-	if _, err := c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: id, Attempt: rv[0].Attempt},
+	if _, err := c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: rv[0].Lease(),
 		Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: engine.VerdictApprove, Summary: "complete"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestTaskRoutes(t *testing.T) {
 		t.Fatalf("approve = %+v, %v", r, err)
 	}
 	// A stale lease holder is refused, and the sentinel crosses the wire.
-	_, err = c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: id, Attempt: rv[0].Attempt},
+	_, err = c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: rv[0].Lease(),
 		Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: engine.VerdictApprove}})
 	if !errors.Is(err, engine.ErrStaleTaskAttempt) {
 		t.Fatalf("stale verdict: %v", err)

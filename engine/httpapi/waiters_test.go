@@ -31,7 +31,7 @@ func TestClientResourceWaiters(t *testing.T) {
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("claim %s: %v %v", wf, jobs, err)
 		}
-		ref := engine.LeaseRef{Job: jobs[0].Job, Attempt: jobs[0].Attempt}
+		ref := jobs[0].Lease()
 		refs = append(refs, ref)
 		if _, err := s.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: "1", Name: "Train", LeaseMS: 30_000, Capabilities: []string{"cuda"}}); err != nil {
 			t.Fatal(err)

@@ -20,13 +20,16 @@ func (c *workflowClient) CompleteActivity(ctx context.Context, taskToken []byte,
 	if derr != nil {
 		return derr
 	}
-	return c.completeAsync(ctx, engine.LeaseRef{Job: t.Job, Attempt: t.Attempt}, result, err)
+	return c.completeAsync(ctx, t.Lease(), false, result, err)
 }
 
 // CompleteActivityByID completes the pending activity activityID (its step
 // in the workflow's history) of run runID ("" for the latest run) of
-// workflowID, whatever its attempt. namespace must be "" or "default":
-// heddle has no namespaces.
+// workflowID, whatever its attempt, once it is parked for asynchronous
+// completion (its code returned activity.ErrResultPending): an attempt
+// that still runs is its worker's, and the engine refuses this with an
+// error matching engine.ErrStaleAttempt. namespace must be "" or
+// "default": heddle has no namespaces.
 func (c *workflowClient) CompleteActivityByID(ctx context.Context, namespace, workflowID, runID, activityID string, result any, err error) error {
 	if namespace != "" && namespace != "default" {
 		return fmt.Errorf("%w: namespace %q: heddle has no namespaces", engine.ErrInvalidCommand, namespace)
@@ -45,15 +48,18 @@ func (c *workflowClient) CompleteActivityByID(ctx context.Context, namespace, wo
 	if derr != nil {
 		return derr
 	}
-	return c.completeAsync(ctx, engine.LeaseRef{Job: task.ID, Attempt: task.Attempt}, result, err)
+	return c.completeAsync(ctx, engine.LeaseRef{Job: task.ID, Attempt: task.Attempt}, true, result, err)
 }
 
-func (c *workflowClient) completeAsync(ctx context.Context, ref engine.LeaseRef, result any, err error) error {
+// completeAsync ends the activity task ref names: by its task token's
+// lease (byID false), or by id (Temporal's CompleteActivityByID), whose
+// caller read the attempt and has no lease token.
+func (c *workflowClient) completeAsync(ctx context.Context, ref engine.LeaseRef, byID bool, result any, err error) error {
 	svc, ok := c.e.(engine.AsyncService)
 	if !ok {
 		return fmt.Errorf("client: the service %T cannot complete activities", c.e)
 	}
-	cmd := engine.CompleteAsync{LeaseRef: ref}
+	cmd := engine.CompleteAsync{LeaseRef: ref, ByID: byID}
 	switch {
 	case err != nil:
 		cmd.Error = c.encodeFailure(err)

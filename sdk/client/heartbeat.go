@@ -33,7 +33,7 @@ func (c *workflowClient) RecordActivityHeartbeat(ctx context.Context, taskToken 
 	if err != nil {
 		return err
 	}
-	return c.asyncHeartbeat(ctx, engine.LeaseRef{Job: t.Job, Attempt: t.Attempt}, details)
+	return c.asyncHeartbeat(ctx, t.Lease(), details)
 }
 
 // RecordActivityHeartbeatByID is RecordActivityHeartbeat by workflow id,

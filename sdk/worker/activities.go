@@ -270,8 +270,13 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 }
 
 // retryable applies Temporal's rules (temporal.IsRetryable) with the
-// policy's non-retryable types.
+// policy's non-retryable types. A timeout the options made fatal
+// (fatalTimeout) is not retried, although the timeout it wraps would be.
 func retryable(err error, p *workflow.RetryPolicy) bool {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.NonRetryable() && app.Type() == sdkhook.FailureTimeout && temporal.IsTimeoutError(app) {
+		return false
+	}
 	var types []string
 	if p != nil {
 		types = p.NonRetryableErrorTypes
@@ -380,13 +385,20 @@ func (a *activityEnv) beat(ctx context.Context) error {
 
 // timeoutFailure is the error of a try that ran out of time: a
 // *temporal.TimeoutError, retried as in Temporal, or when the options make
-// a timeout fatal (TimeoutFatal), a non-retryable failure of the timeout
-// type, which ends the step.
+// a timeout fatal (TimeoutFatal), a fatalTimeout, which ends the step.
 func timeoutFailure(opts workflow.ActivityOptions, msg string, tt temporal.TimeoutType, details []byte) error {
 	if opts.TimeoutFatal {
-		return temporal.NewNonRetryableApplicationError(msg, sdkhook.FailureTimeout, nil)
+		return fatalTimeout(msg, tt, details)
 	}
 	return sdkhook.NewTimeoutError(msg, tt, details)
+}
+
+// fatalTimeout is a timeout that ends its step for good: a non-retryable
+// application error of the timeout type (retryable decides by it) caused by
+// the *temporal.TimeoutError itself, so that workflow code sees a timeout
+// (temporal.IsTimeoutError, TimeoutType) as in Temporal.
+func fatalTimeout(msg string, tt temporal.TimeoutType, details []byte) error {
+	return temporal.NewNonRetryableApplicationError(msg, sdkhook.FailureTimeout, sdkhook.NewTimeoutError(string(tt)+" timeout", tt, details))
 }
 
 // recorded returns the details this try recorded, or the earlier try's.

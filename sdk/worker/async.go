@@ -26,7 +26,7 @@ func (r *run) taskToken() []byte {
 	// is the activity's id in its workflow (CompleteActivityByID).
 	wf := r.job.WorkflowID
 	step := wf[strings.LastIndexByte(wf, '/')+1:]
-	return sdkhook.TaskToken{Job: r.job.Job, Attempt: r.ref.Attempt, WorkflowID: wf, ActivityID: step}.Encode()
+	return sdkhook.TaskToken{Job: r.job.Job, Attempt: r.ref.Attempt, LeaseToken: r.ref.Token, WorkflowID: wf, ActivityID: step}.Encode()
 }
 
 // resultPending reports whether o's error is ErrResultPending, which ends

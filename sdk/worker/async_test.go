@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -64,6 +65,17 @@ func TestAsyncActivityCompletionLikeTemporal(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := next()
+	// A token made from the task's attempt, which anyone may read, is
+	// refused: the real one carries the lease's token.
+	var fields map[string]any
+	if err := json.Unmarshal(tok, &fields); err != nil || fields["lease_token"] == nil {
+		t.Fatalf("task token %s (%v) carries no lease token", tok, err)
+	}
+	delete(fields, "lease_token")
+	forged, _ := json.Marshal(fields)
+	if err := c.CompleteActivity(ctx, forged, "forged", nil); !errors.Is(err, engine.ErrStaleAttempt) {
+		t.Fatalf("a task token without the lease token: %v, want ErrStaleAttempt", err)
+	}
 	// The task waits with no lease until completed.
 	if err := c.CompleteActivity(ctx, tok, "granted", nil); err != nil {
 		t.Fatal(err)

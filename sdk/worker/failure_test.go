@@ -5,6 +5,8 @@ package worker_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -135,5 +137,56 @@ func TestNextRetryDelayAndBenignFailures(t *testing.T) {
 		if got := log.failures(typ); !slices.Equal(got, want) {
 			t.Errorf("%s: logged %v, want %v", typ, got, want)
 		}
+	}
+}
+
+var hangToDeadlineCalls atomic.Int32
+
+// HangToDeadline runs until its start-to-close timeout ends it.
+func HangToDeadline(ctx context.Context) error {
+	hangToDeadlineCalls.Add(1)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// FatalTimeoutFlow reports how a try that ran out of time under
+// TimeoutFatal reached it.
+func FatalTimeoutFlow(ctx workflow.Context) (string, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 100 * time.Millisecond, TimeoutFatal: true,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Millisecond, MaximumAttempts: 5}})
+	err := workflow.ExecuteActivity(ctx, HangToDeadline).Get(ctx, nil)
+	var timeout *temporal.TimeoutError
+	if !errors.As(err, &timeout) {
+		return fmt.Sprintf("not a timeout: %v", err), nil
+	}
+	return fmt.Sprintf("timeout %s, timeout error %v", timeout.TimeoutType(), temporal.IsTimeoutError(err)), nil
+}
+
+// A step that TimeoutFatal failed for good reached
+// workflow code as an ApplicationError, so temporal.IsTimeoutError was
+// false for it. It is a timeout now, of the type that ran out, and still
+// ends the step at its first try.
+func TestTimeoutFatalIsATimeoutError(t *testing.T) {
+	hangToDeadlineCalls.Store(0)
+	e := open(t)
+	startWorker(t, e, "fatal-timeout", worker.Options{}, func(w worker.Worker) {
+		w.RegisterWorkflow(FatalTimeoutFlow)
+		w.RegisterActivity(HangToDeadline)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run, err := client.New(service(t, e)).ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "fatal-timeout"}, FatalTimeoutFlow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := run.Get(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "timeout StartToClose, timeout error true"; got != want {
+		t.Fatalf("the workflow saw %q, want %q", got, want)
+	}
+	if n := hangToDeadlineCalls.Load(); n != 1 {
+		t.Fatalf("the activity ran %d times; a fatal timeout ends the step at once", n)
 	}
 }

@@ -26,6 +26,7 @@ type jsonEvent struct {
 	Reason        string           `json:"reason,omitempty"`
 	DelayMS       int64            `json:"delayMS,omitempty"`
 	LeaseExpiryMS int64            `json:"leaseExpiryMS,omitempty"`
+	TokenIssued   bool             `json:"tokenIssued,omitempty"`
 	Commit        bool             `json:"commit,omitempty"`
 	Wait          *jsonWait        `json:"wait,omitempty"`
 	StepAttempt   uint32           `json:"stepAttempt,omitempty"`
@@ -116,7 +117,7 @@ func ExportHistoryJSON(w io.Writer, events []engine.Event) error {
 	for i := range events {
 		ev := &events[i]
 		je := jsonEvent{Seq: ev.Seq, Type: ev.Type, AtMS: ev.AtMS, Attempt: ev.Attempt, Step: ev.Step,
-			Name: ev.Name, Reason: ev.Reason, DelayMS: ev.DelayMS, LeaseExpiryMS: ev.LeaseExpiryMS, Commit: ev.Commit,
+			Name: ev.Name, Reason: ev.Reason, DelayMS: ev.DelayMS, LeaseExpiryMS: ev.LeaseExpiryMS, TokenIssued: ev.TokenIssued, Commit: ev.Commit,
 			StepAttempt: ev.StepAttempt, Resource: ev.Resource, Decision: string(ev.Decision)}
 		switch {
 		case ev.Payload == nil:
@@ -202,7 +203,7 @@ func decodeJSONEvent(item json.RawMessage) (engine.Event, error) {
 		return engine.Event{}, fmt.Errorf(`seq %d: "type" is missing`, je.Seq)
 	}
 	ev := engine.Event{Seq: je.Seq, Type: je.Type, AtMS: je.AtMS, Attempt: je.Attempt, Step: je.Step, Name: je.Name,
-		Reason: je.Reason, DelayMS: je.DelayMS, LeaseExpiryMS: je.LeaseExpiryMS, Commit: je.Commit,
+		Reason: je.Reason, DelayMS: je.DelayMS, LeaseExpiryMS: je.LeaseExpiryMS, TokenIssued: je.TokenIssued, Commit: je.Commit,
 		StepAttempt: je.StepAttempt, Resource: je.Resource, Decision: engine.CriticDecision(je.Decision)}
 	switch {
 	case je.Payload != nil && je.PayloadBase64 != nil:

@@ -102,8 +102,9 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 	if c.Kind == replay.KindTask {
 		return r.createTask(c)
 	}
+	parent := r.ref // the engine starts a run's children only for its lease's holder
 	create := engine.CreateJob{
-		WorkflowID: r.remoteID(c), Input: c.Input, ParentID: r.job.Job, ParentStep: c.Step,
+		WorkflowID: r.remoteID(c), Input: c.Input, ParentID: r.job.Job, ParentStep: c.Step, ParentLease: &parent,
 	}
 	create.RequestID = fmt.Sprintf("heddle/%d/%s", r.job.Job, c.Step)
 	ev := engine.NewEvent{Step: c.Step, Name: c.Name}

@@ -14,6 +14,7 @@ import (
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
@@ -501,7 +502,13 @@ func lastStepDetails(evs []engine.Event) []byte {
 
 // timeoutError is the failure of a try that ran out of time.
 func timeoutError(name, what string, fatal bool) error {
-	return workflow.NewApplicationError(fmt.Sprintf("activity %s: %s", name, what), sdkhook.FailureTimeout, fatal)
+	msg := fmt.Sprintf("activity %s: %s", name, what)
+	if fatal {
+		// The step lease is renewed by heartbeats: its end is a heartbeat
+		// timeout, which workflow code sees as one.
+		return fatalTimeout(msg, temporal.TimeoutTypeHeartbeat, nil)
+	}
+	return workflow.NewApplicationError(msg, sdkhook.FailureTimeout, false)
 }
 
 // isStaleStep reports a refusal of a step write because the try is not the

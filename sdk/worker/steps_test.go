@@ -733,12 +733,15 @@ func TestStraightPathWritesNoStepEvents(t *testing.T) {
 }
 
 // A write of a step's older try is refused as stale while the job's own
-// lease is live and the newer try runs.
+// lease is live and the newer try runs. (The test reads the job's lease
+// token from the worker's claims: without it, the writes are not even the
+// job's.)
 func TestStaleStepAttemptRefused(t *testing.T) {
 	e := open(t)
 	svc := service(t, e)
 	addResources(t, svc, "cpu", 1, "cpu-1")
-	startWorker(t, e, "stale", worker.Options{}, func(w worker.Worker) {
+	spy := &leaseSpy{Service: svc}
+	startWorkerOn(t, spy, "stale", worker.Options{}, func(w worker.Worker) {
 		w.RegisterWorkflow(FailsFirstFlow)
 		w.RegisterActivity(FailsFirstTry)
 	})
@@ -767,6 +770,10 @@ func TestStaleStepAttemptRefused(t *testing.T) {
 		t.Fatalf("job %s", j.Status)
 	}
 	ref := engine.LeaseRef{Job: j.ID, Attempt: j.Attempt}
+	if _, err := svc.StepHeartbeat(ctx, engine.StepHeartbeat{LeaseRef: ref, Step: "1", StepAttempt: 2, LeaseMS: 30_000}); !errors.Is(err, engine.ErrStaleAttempt) {
+		t.Errorf("a heartbeat of the live try without the job's lease token: %v", err)
+	}
+	ref = spy.lease(ref)
 	_, hbErr := svc.StepHeartbeat(ctx, engine.StepHeartbeat{LeaseRef: ref, Step: "1", StepAttempt: 1, LeaseMS: 30_000})
 	_, endErr := svc.EndStepAttempt(ctx, engine.EndStepAttempt{LeaseRef: ref, Step: "1", Name: "FailsFirstTry", StepAttempt: 1, Outcome: engine.OutcomeRetry})
 	_, commitErr := svc.CommitStep(ctx, engine.CommitStep{LeaseRef: ref, Step: "1", Name: "FailsFirstTry", Type: "activity_completed",
@@ -937,4 +944,33 @@ func TestCancelAStepWaitingForAUnit(t *testing.T) {
 		t.Fatalf("the holder: %q, %v", got, err)
 	}
 	verify(t, e)
+}
+
+// leaseSpy is a worker's service that notes the lease tokens its claims
+// return, so that a test can write as the job's holder.
+type leaseSpy struct {
+	engine.Service
+	mu     sync.Mutex
+	tokens map[engine.LeaseRef]string
+}
+
+func (s *leaseSpy) ClaimWait(ctx context.Context, c engine.Claim) ([]engine.ClaimedJob, error) {
+	jobs, err := s.Service.ClaimWait(ctx, c)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tokens == nil {
+		s.tokens = map[engine.LeaseRef]string{}
+	}
+	for _, j := range jobs {
+		s.tokens[engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}] = j.LeaseToken
+	}
+	return jobs, err
+}
+
+// lease returns ref with the token the claim of its attempt returned.
+func (s *leaseSpy) lease(ref engine.LeaseRef) engine.LeaseRef {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ref.Token = s.tokens[engine.LeaseRef{Job: ref.Job, Attempt: ref.Attempt}]
+	return ref
 }

@@ -132,6 +132,8 @@ func (r *run) createTask(c *replay.Command) (bool, error) {
 		Config:    engine.TaskConfig{Objective: opts.Objective, Details: opts.Details, Acceptance: opts.AcceptanceCriteria, Input: c.Input},
 		ParentJob: r.job.Job, ParentStep: c.Step, By: r.job.WorkflowID,
 	}
+	parent := r.ref // the engine creates a run's tasks only for its lease's holder
+	ct.ParentLease = &parent
 	if ct.Job == "" {
 		ct.Job = r.job.WorkflowID
 	}
@@ -339,7 +341,7 @@ func (t *taskRun) renew(ctx context.Context) error {
 func (w *queueWorker) runTask(ts engine.TaskService, ct engine.ClaimedTask) {
 	ctx, cancel := context.WithCancelCause(w.ctx)
 	defer cancel(nil)
-	t := &taskRun{w: w, ts: ts, ct: ct, ref: engine.TaskLeaseRef{Task: ct.Task, Attempt: ct.Attempt},
+	t := &taskRun{w: w, ts: ts, ct: ct, ref: ct.Lease(),
 		info: activity.TaskInfo{Task: uint64(ct.Task), Job: ct.Job, Phase: ct.Phase, Run: int(ct.Runs),
 			Objective: ct.Config.Objective, Details: ct.Config.Details, AcceptanceCriteria: ct.Config.Acceptance,
 			Feedback: ct.Feedback, Recommendations: ct.Review.Recommendations, ReviewSummary: ct.Review.Summary,

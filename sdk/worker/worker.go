@@ -654,7 +654,7 @@ func (w *queueWorker) releaseLostClaim(claim engine.Claim) {
 func (w *queueWorker) handle(j engine.ClaimedJob) {
 	ctx, cancel := context.WithCancel(w.ctx)
 	defer cancel()
-	ref := engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}
+	ref := j.Lease()
 	name, isTask := strings.CutPrefix(j.Type, engine.ActivityTypePrefix)
 	ctx, t := w.obs.startTurn(ctx, j, isTask, isTask || w.workflowFn(j.Type) != nil)
 	// An activity task runs under its own context, cancelled when the
