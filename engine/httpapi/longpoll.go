@@ -74,7 +74,7 @@ func (s *Server) releaseClaimed(ctx context.Context, jobs []engine.ClaimedJob) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	for _, j := range jobs {
-		_, err := s.cfg.Service.Requeue(ctx, engine.Requeue{LeaseRef: engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}, Reason: engine.ReasonReleased})
+		_, err := s.cfg.Service.Requeue(ctx, engine.Requeue{LeaseRef: j.Lease(), Reason: engine.ReasonReleased})
 		if err != nil && !errors.Is(err, engine.ErrStaleAttempt) && s.cfg.Logger != nil {
 			s.cfg.Logger.Warn("httpapi: could not give back a job whose claimer went away; it is left to its lease",
 				"job", j.Job, "error", err)

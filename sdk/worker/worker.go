@@ -642,7 +642,7 @@ func (w *queueWorker) releaseLostClaim(claim engine.Claim) {
 		return
 	}
 	for _, j := range jobs {
-		_, err := w.e.Requeue(ctx, engine.Requeue{LeaseRef: engine.LeaseRef{Job: j.Job, Attempt: j.Attempt}, Reason: engine.ReasonReleased})
+		_, err := w.e.Requeue(ctx, engine.Requeue{LeaseRef: j.Lease(), Reason: engine.ReasonReleased})
 		if err != nil && !errors.Is(err, engine.ErrStaleAttempt) {
 			w.obs.log.Warn("worker: could not give back a job a cut-short claim took; it is left to its lease",
 				"queue", w.queue, "job", j.Job, "error", err)
