@@ -47,7 +47,7 @@ func (m *Machine) ApplyNoting(tx *storage.Tx, cmd Command, n *Notes) (res Result
 	if cmd == nil {
 		return nil, fmt.Errorf("%w: nil command", ErrUnknownCommand)
 	}
-	if _, ok := newCommand(cmd.Kind()); !ok {
+	if _, ok := NewCommand(cmd.Kind()); !ok {
 		return nil, fmt.Errorf("%w: kind %d", ErrUnknownCommand, cmd.Kind())
 	}
 	if err := cmd.check(&m.limits); err != nil {
@@ -93,77 +93,10 @@ func (m *Machine) ApplyNoting(tx *storage.Tx, cmd Command, n *Notes) (res Result
 	return res, nil
 }
 
+// dispatch applies cmd by its kind's entry in applyTable.
 func (a *applier) dispatch(cmd Command) (Result, error) {
-	if res, ok, err := a.dispatchTask(cmd); ok {
-		return res, err
-	}
-	switch c := cmd.(type) {
-	case *CreateJob:
-		return a.create(c)
-	case *Claim:
-		return a.claim(c)
-	case *Heartbeat:
-		return a.heartbeat(c)
-	case *AppendEvents:
-		return a.appendEvents(c)
-	case *CommitStep:
-		return a.commitStep(c)
-	case *Wait:
-		return a.wait(c)
-	case *Signal:
-		return a.signal(c)
-	case *FireTimers:
-		return a.fireTimers(c)
-	case *Reclaim:
-		return a.reclaim(c)
-	case *ReleaseDelayed:
-		return a.releaseDelayed(c)
-	case *Cancel:
-		return a.lifecycle(c.Target, Event{Type: EventJobCancelled, Reason: c.Reason, By: c.By})
-	case *Activate:
-		return a.lifecycle(c.Target, Event{Type: EventJobActivated, By: c.By})
-	case *Suspend:
-		return a.lifecycle(c.Target, Event{Type: EventJobSuspended, Reason: c.Reason, By: c.By})
-	case *Resume:
-		return a.lifecycle(c.Target, Event{Type: EventJobResumed, By: c.By})
-	case *Complete:
-		return a.finish(c.LeaseRef, "Complete", Event{Type: EventJobCompleted, Payload: c.Result})
-	case *Fail:
-		return a.finish(c.LeaseRef, "Fail", Event{Type: EventJobFailed, Payload: c.Error})
-	case *Requeue:
-		return a.requeue(c)
-	case *RequestCancel:
-		return a.requestCancel(c)
-	case *ContinueAsNew:
-		return a.continueAsNew(c)
-	case *Terminate:
-		if c.ByParent != nil {
-			if err := a.childOf(c.Target, *c.ByParent); err != nil {
-				return nil, err
-			}
-		}
-		return a.lifecycle(c.Target, Event{Type: EventJobTerminated, Reason: c.Reason, Payload: EncodeTerminatedFailure(c.Reason), By: c.By})
-	case *ExpireDeadlines:
-		return a.expireDeadlines(c)
-	case *LeaseStep:
-		return a.leaseStep(c)
-	case *StepHeartbeat:
-		return a.stepHeartbeat(c)
-	case *EndStepAttempt:
-		return a.endStepAttempt(c)
-	case *AnswerStep:
-		return a.answerStep(c)
-	case *ExpireSteps:
-		return a.expireSteps(c)
-	case *AddResource:
-		return a.addResource(c)
-	case *DrainResource:
-		return a.drainResource(c)
-	case *RemoveResource:
-		return a.removeResource(c)
-	}
-	if res, ok, err := a.dispatchExt(cmd); ok {
-		return res, err
+	if k := cmd.Kind(); int(k) < len(applyTable) && applyTable[k] != nil {
+		return applyTable[k](a, cmd)
 	}
 	return nil, fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
 }

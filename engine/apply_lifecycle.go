@@ -23,6 +23,37 @@ func (a *applier) lifecycle(t Target, ev Event) (Result, error) {
 	return &StatusResult{Job: l.job.ID, Status: l.job.Status, Seq: seq}, nil
 }
 
+// cancel ends a job as Cancelled (Cancel).
+func (a *applier) cancel(c *Cancel) (Result, error) {
+	return a.lifecycle(c.Target, Event{Type: EventJobCancelled, Reason: c.Reason, By: c.By})
+}
+
+// activate moves a Draft job to Queued (Activate).
+func (a *applier) activate(c *Activate) (Result, error) {
+	return a.lifecycle(c.Target, Event{Type: EventJobActivated, By: c.By})
+}
+
+// suspend pauses a job (Suspend).
+func (a *applier) suspend(c *Suspend) (Result, error) {
+	return a.lifecycle(c.Target, Event{Type: EventJobSuspended, Reason: c.Reason, By: c.By})
+}
+
+// resume moves a Suspended job to Queued (Resume).
+func (a *applier) resume(c *Resume) (Result, error) {
+	return a.lifecycle(c.Target, Event{Type: EventJobResumed, By: c.By})
+}
+
+// terminate ends a job as Terminated (Terminate), after checking, for a
+// parent's terminate of its child, that the parent holds its lease.
+func (a *applier) terminate(c *Terminate) (Result, error) {
+	if c.ByParent != nil {
+		if err := a.childOf(c.Target, *c.ByParent); err != nil {
+			return nil, err
+		}
+	}
+	return a.lifecycle(c.Target, Event{Type: EventJobTerminated, Reason: c.Reason, Payload: EncodeTerminatedFailure(c.Reason), By: c.By})
+}
+
 // childOf refuses a command a parent run issues for its child (Terminate's
 // ByParent) unless parent is the current lease of a running job and t's
 // run is that job's child. A run that is not is, for that parent, no
@@ -40,6 +71,16 @@ func (a *applier) childOf(t Target, parent LeaseRef) error {
 		return fmt.Errorf("%w: job %d (workflow id %q) is not a child of job %d", ErrUnknownJob, l.job.ID, l.job.WorkflowID, parent.Job)
 	}
 	return nil
+}
+
+// complete ends a running job successfully (Complete).
+func (a *applier) complete(c *Complete) (Result, error) {
+	return a.finish(c.LeaseRef, "Complete", Event{Type: EventJobCompleted, Payload: c.Result})
+}
+
+// fail ends a running job with a failure (Fail).
+func (a *applier) fail(c *Fail) (Result, error) {
+	return a.finish(c.LeaseRef, "Fail", Event{Type: EventJobFailed, Payload: c.Error})
 }
 
 // finish ends a running job by its own attempt (complete, fail).

@@ -7,32 +7,6 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-// dispatchExt applies the schedule and async-completion commands; ok is
-// false for any other.
-func (a *applier) dispatchExt(cmd Command) (res Result, ok bool, err error) {
-	switch c := cmd.(type) {
-	case *CompleteAsync:
-		res, err = a.completeAsync(c)
-	case *BackfillSchedule:
-		res, err = a.backfillSchedule(c)
-	case *CreateSchedule:
-		res, err = a.createSchedule(c)
-	case *UpdateSchedule:
-		res, err = a.updateSchedule(c)
-	case *PauseSchedule:
-		res, err = a.pauseSchedule(c)
-	case *TriggerSchedule:
-		res, err = a.triggerSchedule(c)
-	case *DeleteSchedule:
-		res, err = a.deleteSchedule(c)
-	case *FireSchedules:
-		res, err = a.fireSchedules(c)
-	default:
-		return nil, false, nil
-	}
-	return res, true, err
-}
-
 func (a *applier) loadSchedule(id string) (*Schedule, error) {
 	key := storage.ScheduleKey(id)
 	b, err := a.tx.Get(key)

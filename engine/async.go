@@ -34,11 +34,6 @@ const AsyncCompletionSignal = "heddle.async_completion"
 // an activity task completed asynchronously.
 const ReasonAsyncCompletion = "async_completion"
 
-// KindCompleteAsync is CompleteAsync's kind.
-const KindCompleteAsync CommandKind = 28
-
-func init() { commandNames[KindCompleteAsync] = "CompleteAsync" }
-
 // CompleteAsync ends a parked activity task by its token: Completed with
 // Result, or Failed with Error (a failure payload) when Error is set. In
 // the job's history it reads as the wait ending, a lease taken by

@@ -40,7 +40,7 @@ func DecodeCommand(b []byte) (Command, error) {
 	if _, err := storage.Decode(b, storage.KindCommand, commandVersion, &env); err != nil {
 		return nil, err
 	}
-	c, ok := newCommand(env.Kind)
+	c, ok := NewCommand(env.Kind)
 	if !ok {
 		return nil, fmt.Errorf("%w: kind %d", ErrUnknownCommand, env.Kind)
 	}
@@ -92,7 +92,7 @@ func decodeRecord(b []byte) (CommandKind, Result, []byte, error) {
 	if _, err := storage.Decode(b, storage.KindResult, resultVersion, &env); err != nil {
 		return 0, nil, nil, err
 	}
-	r := newResult(env.Kind)
+	r := NewResult(env.Kind)
 	if r == nil {
 		return 0, nil, nil, fmt.Errorf("%w: result of kind %d", ErrUnknownCommand, env.Kind)
 	}

@@ -2,19 +2,6 @@ package engine
 
 import "fmt"
 
-// Step and resource command kinds. Stored in logs and request records:
-// never reuse a number.
-const (
-	KindLeaseStep      CommandKind = 30
-	KindStepHeartbeat  CommandKind = 31
-	KindEndStepAttempt CommandKind = 32
-	KindAnswerStep     CommandKind = 33
-	KindExpireSteps    CommandKind = 34
-	KindAddResource    CommandKind = 35
-	KindDrainResource  CommandKind = 36
-	KindRemoveResource CommandKind = 37
-)
-
 // LeaseStep gives a step of a running job (fenced) an explicit step lease
 // for its next try, in one linearized command:
 //
@@ -173,29 +160,6 @@ func (*ExpireSteps) Kind() CommandKind    { return KindExpireSteps }
 func (*AddResource) Kind() CommandKind    { return KindAddResource }
 func (*DrainResource) Kind() CommandKind  { return KindDrainResource }
 func (*RemoveResource) Kind() CommandKind { return KindRemoveResource }
-
-// newStepCommand returns an empty step or resource command of kind k.
-func newStepCommand(k CommandKind) (Command, bool) {
-	switch k {
-	case KindLeaseStep:
-		return new(LeaseStep), true
-	case KindStepHeartbeat:
-		return new(StepHeartbeat), true
-	case KindEndStepAttempt:
-		return new(EndStepAttempt), true
-	case KindAnswerStep:
-		return new(AnswerStep), true
-	case KindExpireSteps:
-		return new(ExpireSteps), true
-	case KindAddResource:
-		return new(AddResource), true
-	case KindDrainResource:
-		return new(DrainResource), true
-	case KindRemoveResource:
-		return new(RemoveResource), true
-	}
-	return nil, false
-}
 
 // maxResourceCapacity bounds a resource's units.
 const maxResourceCapacity = 1_000_000

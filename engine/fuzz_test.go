@@ -205,7 +205,7 @@ func (fs *fuzzStore) apply(t *testing.T, cmd Command) {
 		}
 		return
 	}
-	if want := reflect.TypeOf(newResult(cmd.Kind())); reflect.TypeOf(res) != want {
+	if want := reflect.TypeOf(NewResult(cmd.Kind())); reflect.TypeOf(res) != want {
 		t.Fatalf("Apply(%s) returned a %T, want %v", propFmtCmd(cmd), res, want)
 	}
 	rb, err := EncodeResult(cmd.Kind(), res)
@@ -297,7 +297,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		if c == nil {
 			t.Fatal("DecodeCommand returned a nil command and no error")
 		}
-		if _, known := newCommand(c.Kind()); !known {
+		if _, known := NewCommand(c.Kind()); !known {
 			t.Fatalf("DecodeCommand returned a command of unknown kind %d", c.Kind())
 		}
 		b, err := EncodeCommand(c)
@@ -364,7 +364,7 @@ func FuzzDecodeResult(f *testing.F) {
 			fuzzDecodeErr(t, "DecodeResult", err)
 			return
 		}
-		want := newResult(k)
+		want := NewResult(k)
 		if want == nil || reflect.TypeOf(r) != reflect.TypeOf(want) {
 			t.Fatalf("DecodeResult returned a %T for kind %d", r, k)
 		}

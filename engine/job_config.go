@@ -2,10 +2,6 @@ package engine
 
 import "context"
 
-// KindConfigureJob is the command kind of ConfigureJob (in the range of the
-// review task commands: never reuse a number).
-const KindConfigureJob CommandKind = 46
-
 // EventJobConfigured records a Draft job's new input (ConfigureJob). It is
 // not a status event: the job stays Draft. The SDK's replay runs the
 // workflow with the input of the last one written before the activation.

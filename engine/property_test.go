@@ -394,7 +394,7 @@ func propBody(cmd Command) []byte {
 	if err != nil {
 		panic(err)
 	}
-	c, _ := newCommand(cmd.Kind())
+	c, _ := NewCommand(cmd.Kind())
 	if err := msgpack.Unmarshal(b, c); err != nil {
 		panic(err)
 	}

@@ -179,35 +179,3 @@ func (*SignalResult) isResult()    {}
 func (*AppendResult) isResult()    {}
 func (*SweepResult) isResult()     {}
 func (*StatusResult) isResult()    {}
-
-// newResult returns an empty result of the type command kind k answers with.
-func newResult(k CommandKind) Result {
-	if r := newTaskResult(k); r != nil {
-		return r
-	}
-	switch k {
-	case KindCreateJob, KindContinueAsNew:
-		return new(CreateResult)
-	case KindClaim:
-		return new(ClaimResult)
-	case KindHeartbeat:
-		return new(HeartbeatResult)
-	case KindWait:
-		return new(WaitResult)
-	case KindSignal:
-		return new(SignalResult)
-	case KindAppendEvents, KindCommitStep:
-		return new(AppendResult)
-	case KindFireTimers, KindReclaim, KindReleaseDelayed, KindExpireDeadlines:
-		return new(SweepResult)
-	case KindCancel, KindActivate, KindSuspend, KindResume, KindComplete, KindFail, KindRequeue, KindRequestCancel, KindTerminate:
-		return new(StatusResult)
-	case KindLeaseStep, KindStepHeartbeat, KindEndStepAttempt, KindAnswerStep:
-		return new(StepResult)
-	case KindExpireSteps:
-		return new(SweepResult)
-	case KindAddResource, KindDrainResource, KindRemoveResource:
-		return new(ResourceResult)
-	}
-	return newExtResult(k)
-}

@@ -259,69 +259,12 @@ type ScheduleResult struct {
 
 func (*ScheduleResult) isResult() {}
 
-// Schedule command kinds.
-const (
-	KindCreateSchedule  CommandKind = 22
-	KindUpdateSchedule  CommandKind = 23
-	KindPauseSchedule   CommandKind = 24
-	KindTriggerSchedule CommandKind = 25
-	KindDeleteSchedule  CommandKind = 26
-	KindFireSchedules   CommandKind = 27
-)
-
-func init() {
-	commandNames[KindCreateSchedule] = "CreateSchedule"
-	commandNames[KindUpdateSchedule] = "UpdateSchedule"
-	commandNames[KindPauseSchedule] = "PauseSchedule"
-	commandNames[KindTriggerSchedule] = "TriggerSchedule"
-	commandNames[KindDeleteSchedule] = "DeleteSchedule"
-	commandNames[KindFireSchedules] = "FireSchedules"
-}
-
 func (*CreateSchedule) Kind() CommandKind  { return KindCreateSchedule }
 func (*UpdateSchedule) Kind() CommandKind  { return KindUpdateSchedule }
 func (*PauseSchedule) Kind() CommandKind   { return KindPauseSchedule }
 func (*TriggerSchedule) Kind() CommandKind { return KindTriggerSchedule }
 func (*DeleteSchedule) Kind() CommandKind  { return KindDeleteSchedule }
 func (*FireSchedules) Kind() CommandKind   { return KindFireSchedules }
-
-// newExtCommand returns an empty schedule or async-completion command of
-// kind k, for decoding.
-func newExtCommand(k CommandKind) (Command, bool) {
-	switch k {
-	case KindCompleteAsync:
-		return new(CompleteAsync), true
-	case KindBackfillSchedule:
-		return new(BackfillSchedule), true
-	case KindCreateSchedule:
-		return new(CreateSchedule), true
-	case KindUpdateSchedule:
-		return new(UpdateSchedule), true
-	case KindPauseSchedule:
-		return new(PauseSchedule), true
-	case KindTriggerSchedule:
-		return new(TriggerSchedule), true
-	case KindDeleteSchedule:
-		return new(DeleteSchedule), true
-	case KindFireSchedules:
-		return new(FireSchedules), true
-	}
-	return nil, false
-}
-
-// newExtResult returns an empty result of a schedule or async-completion
-// command of kind k.
-func newExtResult(k CommandKind) Result {
-	switch k {
-	case KindCompleteAsync:
-		return new(StatusResult)
-	case KindCreateSchedule, KindUpdateSchedule, KindPauseSchedule, KindTriggerSchedule, KindDeleteSchedule, KindBackfillSchedule:
-		return new(ScheduleResult)
-	case KindFireSchedules:
-		return new(SweepResult)
-	}
-	return nil
-}
 
 // MarshalJSON writes p by name ("BufferOne"), as the HTTP API's JSON
 // writes enums; a number this version does not know is written as the number.

@@ -22,11 +22,6 @@ type BackfillSchedule struct {
 // MaxBackfillTimes bounds the spec times of one BackfillSchedule.
 const MaxBackfillTimes = maxScheduleStartsPerApply
 
-// KindBackfillSchedule is BackfillSchedule's kind.
-const KindBackfillSchedule CommandKind = 29
-
-func init() { commandNames[KindBackfillSchedule] = "BackfillSchedule" }
-
 func (*BackfillSchedule) Kind() CommandKind { return KindBackfillSchedule }
 
 func (c *BackfillSchedule) check(l *Limits) error {

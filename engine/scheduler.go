@@ -98,10 +98,19 @@ var sweeps = []sweepKind{
 	{storage.DeadlinePrefix, storage.KeyLowDeadline, func(n int) Command { return &ExpireDeadlines{Max: n} }, "deadlines"},
 	{storage.StepDuePrefix, storage.KeyLowStepDue, func(n int) Command { return &ExpireSteps{Max: n} }, "steps"},
 	{storage.SchedDuePrefix, storage.KeyLowSchedDue, func(n int) Command { return &FireSchedules{Max: n} }, "schedules"},
+	// The review tasks' lease index, swept like the job lease index: the
+	// scheduler proposes ReclaimTasks when its earliest entry falls due.
+	// It comes after the job sweeps, so their positions (and Deadlines)
+	// stay as they were.
+	{storage.TaskLeasePrefix, storage.KeyLowTaskLease, func(n int) Command { return &ReclaimTasks{Max: n} }, taskLeaseSweep},
 }
 
 // leaseSweep is the index of the lease sweep in sweeps.
 const leaseSweep = 1
+
+// taskLeaseSweep names the task lease sweep; like the job lease sweep it
+// waits out a new leader's failover grace (Scheduler.ReclaimNotBeforeMS).
+const taskLeaseSweep = "task_leases"
 
 // maxSweepsInFlight bounds the proposals of one kind the scheduler makes at
 // once when many entries fall due together.

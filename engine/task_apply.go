@@ -9,29 +9,6 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-// dispatchTask applies the task commands; ok is false for any other command.
-func (a *applier) dispatchTask(cmd Command) (res Result, ok bool, err error) {
-	switch c := cmd.(type) {
-	case *CreateTask:
-		res, err = a.createTask(c)
-	case *TaskCommand:
-		res, err = a.taskCommand(c)
-	case *ClaimTasks:
-		res, err = a.claimTasks(c)
-	case *TaskReport:
-		res, err = a.taskReport(c)
-	case *TaskHeartbeat:
-		res, err = a.taskHeartbeat(c)
-	case *ReclaimTasks:
-		res, err = a.reclaimTasks(c)
-	case *ConfigureJob:
-		res, err = a.configureJob(c)
-	default:
-		return nil, false, nil
-	}
-	return res, true, err
-}
-
 // loadedTask is a task as Apply read it, beside the version being changed,
 // so that saveTask moves exactly the index entries that changed.
 type loadedTask struct {
@@ -536,15 +513,3 @@ func (a *applier) reclaimTasks(c *ReclaimTasks) (Result, error) {
 	out.More = res.(*SweepResult).More
 	return out, nil
 }
-
-// The task lease index is swept like the job lease index: the scheduler
-// proposes ReclaimTasks when its earliest entry falls due. It is added
-// after the job sweeps, so their positions (and Deadlines) stay as they are.
-func init() {
-	sweeps = append(sweeps, sweepKind{storage.TaskLeasePrefix, storage.KeyLowTaskLease,
-		func(n int) Command { return &ReclaimTasks{Max: n} }, taskLeaseSweep})
-}
-
-// taskLeaseSweep names the task lease sweep; like the job lease sweep it
-// waits out a new leader's failover grace (Scheduler.ReclaimNotBeforeMS).
-const taskLeaseSweep = "task_leases"

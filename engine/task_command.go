@@ -6,61 +6,6 @@ import (
 	"slices"
 )
 
-// Command kinds of the review tasks. Stored in logs and request records:
-// never reuse a number. They start at 40, leaving room for other kinds.
-const (
-	KindCreateTask    CommandKind = 40
-	KindTaskCommand   CommandKind = 41
-	KindClaimTasks    CommandKind = 42
-	KindTaskReport    CommandKind = 43
-	KindTaskHeartbeat CommandKind = 44
-	KindReclaimTasks  CommandKind = 45
-)
-
-var taskCommandNames = map[CommandKind]string{
-	KindCreateTask: "CreateTask", KindTaskCommand: "TaskCommand", KindClaimTasks: "ClaimTasks",
-	KindTaskReport: "TaskReport", KindTaskHeartbeat: "TaskHeartbeat", KindReclaimTasks: "ReclaimTasks",
-	KindConfigureJob: "ConfigureJob",
-}
-
-// newTaskCommand returns an empty task command of kind k, for decoding.
-func newTaskCommand(k CommandKind) (Command, bool) {
-	switch k {
-	case KindCreateTask:
-		return new(CreateTask), true
-	case KindTaskCommand:
-		return new(TaskCommand), true
-	case KindClaimTasks:
-		return new(ClaimTasks), true
-	case KindTaskReport:
-		return new(TaskReport), true
-	case KindTaskHeartbeat:
-		return new(TaskHeartbeat), true
-	case KindReclaimTasks:
-		return new(ReclaimTasks), true
-	case KindConfigureJob:
-		return new(ConfigureJob), true
-	}
-	return nil, false
-}
-
-// newTaskResult returns an empty result of a task command kind, or nil.
-func newTaskResult(k CommandKind) Result {
-	switch k {
-	case KindCreateTask, KindTaskCommand, KindTaskReport:
-		return new(TaskResult)
-	case KindClaimTasks:
-		return new(ClaimTasksResult)
-	case KindTaskHeartbeat:
-		return new(TaskHeartbeatResult)
-	case KindReclaimTasks:
-		return new(TaskSweepResult)
-	case KindConfigureJob:
-		return new(StatusResult)
-	}
-	return nil
-}
-
 // TaskTarget names a task by id, or by job and phase when ID is 0.
 type TaskTarget struct {
 	ID    TaskID `json:"task_id,omitempty" msgpack:"id,omitempty"`
