@@ -34,7 +34,7 @@ func (a *applier) load(id JobID) (*loaded, error) {
 	if _, err := storage.DecodeAt(key, b, storage.KindJob, jobVersion, j); err != nil {
 		return nil, err
 	}
-	l := &loaded{old: j.clone(), job: j}
+	l := &loaded{old: j.Clone(), job: j}
 	a.remember(l)
 	return l, nil
 }
@@ -120,7 +120,7 @@ func (a *applier) save(l *loaded) {
 			a.tx.Set([]byte(k), nil)
 		}
 	}
-	l.old = j.clone()
+	l.old = j.Clone()
 }
 
 func containsKey(keys []string, k string) bool {
@@ -219,7 +219,8 @@ func (a *applier) armDeadline(j *Job) {
 	}
 }
 
-func (j *Job) clone() *Job {
+// Clone returns a copy of j that Apply may change without changing j.
+func (j *Job) Clone() *Job {
 	c := *j
 	c.Timers = append([]Timer(nil), j.Timers...)
 	c.LiveSteps = append([]string(nil), j.LiveSteps...)
@@ -407,7 +408,7 @@ func (a *applier) closed(l *loaded, ev *Event) error {
 	eff := &Effect{Step: j.ParentStep, Payload: ev.Payload, Failed: ev.Type != EventJobCompleted, AtMS: a.now}
 	a.tx.Set(storage.EffectKey(uint64(p.job.ID), j.ParentStep), EncodeEffect(eff))
 	switch s := p.job.Status; {
-	case p.job.Wait.waitsForStep(j.ParentStep):
+	case waitsForStep(p.job.Wait, j.ParentStep):
 		if _, err := a.wake(p, "step", j.ParentStep); err != nil {
 			return err
 		}

@@ -19,10 +19,10 @@ func NewMachine(l Limits) (*Machine, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
-	return &Machine{limits: l.withDefaults()}, nil
+	return &Machine{limits: l.WithDefaults()}, nil
 }
 
-var defaultMachine = &Machine{limits: Limits{}.withDefaults()}
+var defaultMachine = &Machine{limits: Limits{}.WithDefaults()}
 
 // Apply applies cmd with the default limits; see Machine.Apply.
 func Apply(tx *storage.Tx, cmd Command) (Result, error) { return defaultMachine.Apply(tx, cmd) }
@@ -50,7 +50,7 @@ func (m *Machine) ApplyNoting(tx *storage.Tx, cmd Command, n *Notes) (res Result
 	if _, ok := NewCommand(cmd.Kind()); !ok {
 		return nil, fmt.Errorf("%w: kind %d", ErrUnknownCommand, cmd.Kind())
 	}
-	if err := cmd.check(&m.limits); err != nil {
+	if err := cmd.Check(&m.limits); err != nil {
 		return nil, err
 	}
 	if tx.Len() != 0 {

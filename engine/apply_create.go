@@ -12,7 +12,7 @@ import (
 // started only by the holder of the parent's lease: its end becomes the
 // effect of one of the parent's steps, which nobody else may write.
 func (a *applier) create(c *CreateJob) (Result, error) {
-	if c.ParentID != 0 && !legacyParent(&c.Header, c.ParentID, c.ParentLease) {
+	if c.ParentID != 0 && !LegacyParent(&c.Header, c.ParentID, c.ParentLease) {
 		if _, err := a.parentHeld(c.ParentLease, "CreateJob"); err != nil {
 			return nil, err
 		}
@@ -24,7 +24,7 @@ func (a *applier) create(c *CreateJob) (Result, error) {
 // parent's current lease, as every other write of the parent run is.
 func (a *applier) parentHeld(ref *LeaseRef, cmd string) (*loaded, error) {
 	if ref == nil {
-		return nil, invalid(cmd, "ParentLease", "is required with a parent")
+		return nil, InvalidField(cmd, "ParentLease", "is required with a parent")
 	}
 	l, err := a.fenced(*ref, cmd)
 	if err != nil {

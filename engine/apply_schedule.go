@@ -59,7 +59,7 @@ func (a *applier) createSchedule(c *CreateSchedule) (Result, error) {
 	s := &Schedule{ID: c.ID, Spec: c.Spec, Action: c.Action, Policy: c.Policy, State: c.State, CreatedMS: a.now}
 	res := &ScheduleResult{Schedule: s}
 	if c.TriggerImmediately {
-		if err := a.act(s, a.now, a.now, s.overlap(OverlapUnspecified), res); err != nil {
+		if err := a.act(s, a.now, a.now, overlapOf(s, OverlapUnspecified), res); err != nil {
 			return nil, err
 		}
 	}
@@ -110,7 +110,7 @@ func (a *applier) triggerSchedule(c *TriggerSchedule) (Result, error) {
 	if err := a.drainBuffer(s, res); err != nil {
 		return nil, err
 	}
-	if err := a.act(s, a.now, a.now, s.overlap(c.Overlap), res); err != nil {
+	if err := a.act(s, a.now, a.now, overlapOf(s, c.Overlap), res); err != nil {
 		return nil, err
 	}
 	if err := a.reschedule(s, s.DueMS, res); err != nil {
@@ -220,8 +220,8 @@ func (a *applier) fireSchedule(tk storage.TimeKey, res *SweepResult) error {
 	return nil
 }
 
-// overlap is the policy an action takes: p, or the schedule's, or Skip.
-func (s *Schedule) overlap(p OverlapPolicy) OverlapPolicy {
+// overlapOf is the policy an action of s takes: p, or the schedule's, or Skip.
+func overlapOf(s *Schedule, p OverlapPolicy) OverlapPolicy {
 	if p == OverlapUnspecified {
 		p = s.Policy.Overlap
 	}
@@ -237,7 +237,7 @@ func (s *Schedule) overlap(p OverlapPolicy) OverlapPolicy {
 // the due time for the next one. oldDueMS is the time of the live due
 // entry s already has (0: none).
 func (a *applier) reschedule(s *Schedule, oldDueMS int64, res *ScheduleResult) error {
-	spec, _, err := compileSpec(&s.Spec)
+	spec, _, err := CompileSpec(&s.Spec)
 	if err != nil {
 		return err // checked when stored: the record is corrupt
 	}
@@ -246,7 +246,7 @@ func (a *applier) reschedule(s *Schedule, oldDueMS int64, res *ScheduleResult) e
 		return err
 	}
 	if s.NextNominalMS == 0 && !s.State.Paused {
-		s.NextNominalMS = spec.next(a.now)
+		s.NextNominalMS = spec.Next(a.now)
 	}
 	window := s.Policy.CatchupWindowMS
 	if window == 0 {
@@ -274,11 +274,11 @@ func (a *applier) reschedule(s *Schedule, oldDueMS int64, res *ScheduleResult) e
 			if s.State.LimitedActions {
 				s.State.RemainingActions--
 			}
-			if err := a.act(s, t, actual, s.overlap(OverlapUnspecified), res); err != nil {
+			if err := a.act(s, t, actual, overlapOf(s, OverlapUnspecified), res); err != nil {
 				return err
 			}
 		}
-		s.NextNominalMS = spec.next(t)
+		s.NextNominalMS = spec.Next(t)
 	}
 	switch {
 	case steps == maxScheduleStepsPerApply || len(res.Started)-started == maxScheduleStartsPerApply || (overBudget() && s.NextNominalMS != 0 &&
@@ -391,7 +391,7 @@ func (a *applier) start(s *Schedule, nominalMS int64, res *ScheduleResult) error
 		s.NumSkippedOverlap++
 		return nil
 	}
-	cj := s.Action.createJob(a.now)
+	cj := s.Action.CreateJob(a.now)
 	cj.WorkflowID = wf
 	r, err := a.create(cj)
 	if err != nil {

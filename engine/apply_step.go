@@ -64,7 +64,7 @@ func (a *applier) commitStep(c *CommitStep) (Result, error) {
 	case eff != nil && eff.CommittedSeq != 0:
 		return nil, fmt.Errorf("%w: step %q of job %d at seq %d", ErrStepCommitted, c.Step, id, eff.CommittedSeq)
 	case c.CatchUp && eff == nil:
-		return nil, invalid("CommitStep", "CatchUp", fmt.Sprintf("step %q of job %d has no recorded effect to catch up", c.Step, id))
+		return nil, InvalidField("CommitStep", "CatchUp", fmt.Sprintf("step %q of job %d has no recorded effect to catch up", c.Step, id))
 	case !c.CatchUp && eff != nil:
 		return nil, fmt.Errorf("%w: step %q of job %d has a recorded effect: catch it up instead", ErrStepCommitted, c.Step, id)
 	case c.CatchUp:
@@ -115,7 +115,7 @@ func (a *applier) wait(c *Wait) (Result, error) {
 	}
 	j := l.job
 	if c.SeenSeq > j.LastSeq {
-		return nil, invalid("Wait", "SeenSeq", fmt.Sprintf("%d is beyond the job's last seq %d", c.SeenSeq, j.LastSeq))
+		return nil, InvalidField("Wait", "SeenSeq", fmt.Sprintf("%d is beyond the job's last seq %d", c.SeenSeq, j.LastSeq))
 	}
 	woken, err := a.alreadyHappened(j, &c.Spec, c.SeenSeq)
 	if err != nil {
@@ -142,7 +142,7 @@ func (a *applier) wait(c *Wait) (Result, error) {
 	// set earlier in the turn and still waits for is named again, and one
 	// it no longer needs (cancelled by the workflow) is dropped.
 	j.Timers = nil
-	for _, t := range spec.allTimers() {
+	for _, t := range allTimers(&spec) {
 		setTimer(j, t)
 	}
 	a.save(l)
@@ -207,9 +207,9 @@ func (a *applier) alreadyHappened(j *Job, spec *WaitSpec, seenSeq uint64) (bool,
 		if _, err := storage.DecodeAt(k, v, storage.KindEvent, eventVersion, ev); err != nil {
 			return false, err
 		}
-		found = (ev.Type == EventSignalReceived && spec.waitsForSignal(ev.Name)) ||
-			(ev.Type == EventTimerFired && spec.waitsForTimer(ev.Name)) ||
-			(stepNews(ev) && spec.waitsForStep(ev.Step)) ||
+		found = (ev.Type == EventSignalReceived && waitsForSignal(spec, ev.Name)) ||
+			(ev.Type == EventTimerFired && waitsForTimer(spec, ev.Name)) ||
+			(stepNews(ev) && waitsForStep(spec, ev.Step)) ||
 			ev.Type == EventCancelRequested // the workflow must see it before waiting
 		return !found, nil
 	})
@@ -230,7 +230,7 @@ func (a *applier) signal(c *Signal) (Result, error) {
 		return nil, err
 	}
 	woke := false
-	if j.Wait.waitsForSignal(c.Name) {
+	if waitsForSignal(j.Wait, c.Name) {
 		if woke, err = a.wake(l, "signal", c.Name); err != nil {
 			return nil, err
 		}
@@ -253,7 +253,7 @@ func (a *applier) fireTimers(c *FireTimers) (Result, error) {
 			return err
 		}
 		res.Jobs = append(res.Jobs, j.ID)
-		if j.Wait.waitsForTimer(tk.Rest) {
+		if waitsForTimer(j.Wait, tk.Rest) {
 			woke, err := a.wake(l, "timer", tk.Rest)
 			if err != nil {
 				return err

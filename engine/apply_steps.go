@@ -30,7 +30,7 @@ func (a *applier) loadStep(id JobID, name string) (*step, error) {
 	if rec == nil {
 		return nil, nil
 	}
-	return &step{rec: rec, oldDue: rec.dueMS()}, nil
+	return &step{rec: rec, oldDue: stepDueMS(rec)}, nil
 }
 
 // newStep starts the record of a step that has none: in state from, the
@@ -47,10 +47,10 @@ func (a *applier) saveStep(l *loaded, s *step) {
 	r.UpdatedMS = a.now
 	a.tx.Set(storage.StepKey(uint64(r.Job), r.Step), EncodeStepRecord(r))
 	a.noteStepWritten(r.Job, r.Step, r.State)
-	if due := r.dueMS(); due > 0 && (due != s.oldDue || s.isNew) {
+	if due := stepDueMS(r); due > 0 && (due != s.oldDue || s.isNew) {
 		a.tx.Set(storage.StepDueKey(due, uint64(r.Job), r.Step), nil)
 	}
-	s.oldDue, s.isNew = r.dueMS(), false
+	s.oldDue, s.isNew = stepDueMS(r), false
 	j := l.job
 	live := !r.State.Terminal()
 	if i := slices.Index(j.LiveSteps, r.Step); live && i < 0 {
@@ -65,7 +65,7 @@ func (a *applier) saveStep(l *loaded, s *step) {
 // not allow is refused with a *StepStateError.
 func (a *applier) stepEvent(l *loaded, s *step, ev Event, cmd string) (uint64, error) {
 	r := s.rec
-	route, ok := stepRoute(r.State, &ev)
+	route, ok := StepRoute(r.State, &ev)
 	if !ok {
 		return 0, &StepStateError{Job: r.Job, Step: r.Step, State: r.State, Command: cmd}
 	}
@@ -104,10 +104,6 @@ func (a *applier) finishStep(res *StepResult, l *loaded, s *step, before uint64)
 	res.JobSeq = l.job.LastSeq
 }
 
-// holds reports whether a step's record is in a state whose try holds its
-// step lease.
-func holds(s StepState) bool { return s == StepLeased || s == StepRunning }
-
 func (a *applier) leaseStep(c *LeaseStep) (Result, error) {
 	l, err := a.fenced(c.LeaseRef, "LeaseStep")
 	if err != nil {
@@ -134,7 +130,7 @@ func (a *applier) leaseStep(c *LeaseStep) (Result, error) {
 	}
 	r := s.rec
 	res, before := stepResult(l, c.Step)
-	if holds(r.State) && r.JobAttempt != 0 && r.JobAttempt != c.Attempt {
+	if r.State.HoldsLease() && r.JobAttempt != 0 && r.JobAttempt != c.Attempt {
 		// An older attempt of the job leased it and is fenced out: its
 		// lease ends now, not when it would have run out.
 		if err := a.timeoutStep(l, s, ReasonStepTakenOver); err != nil {
@@ -142,7 +138,7 @@ func (a *applier) leaseStep(c *LeaseStep) (Result, error) {
 		}
 	}
 	switch {
-	case holds(r.State):
+	case r.State.HoldsLease():
 		if r.JobAttempt == 0 {
 			// Granted by the engine (a freed unit, dependencies done, an
 			// answer): this attempt adopts the lease.
@@ -285,13 +281,13 @@ func (a *applier) depsDone(id JobID, r *StepRecord) (bool, error) {
 // attempt taking the lease, or 0 when the engine grants it on its own.
 func (a *applier) acquire(l *loaded, s *step, jobAttempt uint64) (bool, error) {
 	r := s.rec
-	if !r.needsResource() {
+	if !needsResource(r) {
 		return true, a.grant(l, s, nil, jobAttempt)
 	}
 	var best *Resource
 	found := false
 	err := a.eachResource(func(rs *Resource) (bool, error) {
-		if !rs.serves(r) {
+		if !serves(rs, r) {
 			return true, nil
 		}
 		found = true
@@ -366,7 +362,7 @@ func (a *applier) grant(l *loaded, s *step, rs *Resource, jobAttempt uint64) err
 
 // wakeForStep ends l's wait if it waits for step.
 func (a *applier) wakeForStep(l *loaded, name string) error {
-	if l.job.Wait.waitsForStep(name) {
+	if waitsForStep(l.job.Wait, name) {
 		_, err := a.wake(l, "step", name)
 		return err
 	}
@@ -408,7 +404,7 @@ func (a *applier) release(s *step) error {
 	if err != nil || rs == nil {
 		return err
 	}
-	i := rs.holder(r.Job, r.Step)
+	i := holderOf(rs, r.Job, r.Step)
 	if i < 0 {
 		return nil // released when its job ended
 	}
@@ -493,7 +489,7 @@ func (a *applier) serveWaiter(e storage.WaiterEntry, rs *Resource) (gone, took b
 	if l.job.Status.Terminal() {
 		return true, false, nil
 	}
-	if !rs.serves(s.rec) {
+	if !serves(rs, s.rec) {
 		return false, false, nil
 	}
 	s.rec.WaiterSeq = 0
@@ -549,7 +545,7 @@ func (a *applier) endSteps(l *loaded) error {
 				return err
 			}
 			if rs != nil {
-				if i := rs.holder(r.Job, r.Step); i >= 0 {
+				if i := holderOf(rs, r.Job, r.Step); i >= 0 {
 					rs.Holders = slices.Delete(rs.Holders, i, i+1)
 					a.saveResource(rs)
 					freed = append(freed, rs.ID)
@@ -600,7 +596,7 @@ func (a *applier) stepHeartbeat(c *StepHeartbeat) (Result, error) {
 		res.State, res.StepAttempt = StepRunning, c.StepAttempt
 	} else {
 		r := s.rec
-		if r.Attempt != c.StepAttempt || !holds(r.State) || r.JobAttempt != 0 && r.JobAttempt != c.Attempt {
+		if r.Attempt != c.StepAttempt || !r.State.HoldsLease() || r.JobAttempt != 0 && r.JobAttempt != c.Attempt {
 			return nil, staleStep(j.ID, c.Step, c.StepAttempt, s, "StepHeartbeat")
 		}
 		if r.State == StepLeased {
@@ -681,7 +677,7 @@ func (a *applier) endStepAttempt(c *EndStepAttempt) (Result, error) {
 		// first try, or one after tries recorded as failed).
 		s = newStep(j.ID, c.Step, c.Name, StepRunning)
 		s.rec.Attempt = c.StepAttempt
-	} else if r := s.rec; r.Attempt != c.StepAttempt || !holds(r.State) || r.JobAttempt != 0 && r.JobAttempt != c.Attempt {
+	} else if r := s.rec; r.Attempt != c.StepAttempt || !r.State.HoldsLease() || r.JobAttempt != 0 && r.JobAttempt != c.Attempt {
 		return nil, staleStep(j.ID, c.Step, c.StepAttempt, s, "EndStepAttempt")
 	}
 	if err := dropBeat(j, c.Step, c.StepAttempt, "EndStepAttempt"); err != nil {
@@ -778,7 +774,7 @@ func (a *applier) answer(l *loaded, s *step, answer []byte, reason, by string) e
 			return err
 		}
 		if rs != nil {
-			if i := rs.holder(r.Job, r.Step); i >= 0 {
+			if i := holderOf(rs, r.Job, r.Step); i >= 0 {
 				rs.Holders[i].StepAttempt = r.Attempt
 				a.saveResource(rs)
 			}
@@ -808,7 +804,7 @@ func (a *applier) expireSteps(c *ExpireSteps) (Result, error) {
 			if err := a.answer(l, s, nil, ReasonAnswerTimeout, ""); err != nil {
 				return err
 			}
-		case holds(r.State) && r.LeaseExpiryMS == tk.AtMS:
+		case r.State.HoldsLease() && r.LeaseExpiryMS == tk.AtMS:
 			if err := a.timeoutStep(l, s, ReasonStepLeaseExpired); err != nil {
 				return err
 			}
@@ -832,7 +828,7 @@ func (a *applier) noStepRecord(id JobID, t EventType, name string) error {
 	if err != nil || s == nil {
 		return err
 	}
-	return invalid("AppendEvents", "Events", fmt.Sprintf("step %q has a step record: record its tries with EndStepAttempt", name))
+	return InvalidField("AppendEvents", "Events", fmt.Sprintf("step %q has a step record: record its tries with EndStepAttempt", name))
 }
 
 // commitAllowed checks a step commit against the step's live try: a step
@@ -854,13 +850,13 @@ func (a *applier) commitAllowed(j *Job, s *step, c *CommitStep) error {
 		// Not from an older try, one never leased, or one a person's
 		// answer replaced; and never while a try runs, whose own end
 		// decides the step.
-		if !stepWaits(r.State) || (c.StepAttempt != 0 && c.StepAttempt != r.Attempt) {
+		if !r.State.Waits() || (c.StepAttempt != 0 && c.StepAttempt != r.Attempt) {
 			return staleStep(j.ID, c.Step, c.StepAttempt, s, "CommitStep(not_started)")
 		}
 		return nil
 	case c.StepAttempt != r.Attempt:
 		return staleStep(j.ID, c.Step, c.StepAttempt, s, "CommitStep")
-	case holds(r.State), r.State == StepFailedFatal && c.Failed:
+	case r.State.HoldsLease(), r.State == StepFailedFatal && c.Failed:
 		return nil
 	case r.State.Terminal():
 		return fmt.Errorf("%w: step %q of job %d", ErrStepCommitted, c.Step, j.ID)

@@ -52,7 +52,7 @@ type CompleteAsync struct {
 
 func (*CompleteAsync) Kind() CommandKind { return KindCompleteAsync }
 
-func (c *CompleteAsync) check(l *Limits) error {
+func (c *CompleteAsync) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
 	if c.ByID && c.Token != "" && ch.err == nil {
@@ -73,7 +73,7 @@ func (a *applier) completeAsync(c *CompleteAsync) (Result, error) {
 	}
 	j := l.job
 	if !strings.HasPrefix(j.Type, ActivityTypePrefix) {
-		return nil, invalid("CompleteAsync", "Job", fmt.Sprintf("job %d is not an activity task (type %q)", j.ID, j.Type))
+		return nil, InvalidField("CompleteAsync", "Job", fmt.Sprintf("job %d is not an activity task (type %q)", j.ID, j.Type))
 	}
 	parked := (j.Status == StatusParked || j.Status == StatusWaiting) && j.Wait != nil && slices.Contains(j.Wait.Signals, AsyncCompletionSignal)
 	if (!parked && j.Status != StatusRunning) || j.Attempt != c.Attempt {

@@ -13,7 +13,7 @@ import (
 type bogus struct{ Header }
 
 func (*bogus) Kind() CommandKind   { return 99 }
-func (*bogus) check(*Limits) error { return nil }
+func (*bogus) Check(*Limits) error { return nil }
 
 // Each kind of bad input gets a typed error naming what was wrong, and
 // nothing is written.

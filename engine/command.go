@@ -43,8 +43,10 @@ type Command interface {
 	Head() *Header
 	// Kind is the command's stable type number.
 	Kind() CommandKind
-	// check validates the fields against the limits, without reading state.
-	check(l *Limits) error
+	// Check validates the fields against the limits, without reading
+	// state; Apply checks every command it applies, and a client may check
+	// one before it sends it.
+	Check(l *Limits) error
 }
 
 // IDReusePolicy decides what CreateJob does when its workflow id already has a run.
@@ -171,7 +173,7 @@ type RetryPolicy struct {
 // infinity, which msgpack can carry but JSON cannot).
 // Errors are *FieldError wrapping ErrInvalidCommand.
 func (p *RetryPolicy) Validate() error {
-	bad := func(field, reason string) error { return invalid("RetryPolicy", field, reason) }
+	bad := func(field, reason string) error { return InvalidField("RetryPolicy", field, reason) }
 	switch {
 	case p.InitialIntervalMS < 0:
 		return bad("InitialIntervalMS", "is negative")

@@ -182,7 +182,7 @@ func (c *checker) stepAttempt(n uint32) {
 	}
 }
 
-func (c *LeaseStep) check(l *Limits) error {
+func (c *LeaseStep) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
 	ch.name("Step", c.Step, true)
@@ -199,7 +199,7 @@ func (c *LeaseStep) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *StepHeartbeat) check(l *Limits) error {
+func (c *StepHeartbeat) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
 	ch.name("Step", c.Step, true)
@@ -208,7 +208,7 @@ func (c *StepHeartbeat) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *EndStepAttempt) check(l *Limits) error {
+func (c *EndStepAttempt) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
 	ch.name("Step", c.Step, true)
@@ -243,7 +243,7 @@ func (c *checker) decision(d CriticDecision) {
 	c.fail("Decision", fmt.Sprintf("%q is not a critic decision (accept, retry, switch_resource, replan, needs_user)", d))
 }
 
-func (c *AnswerStep) check(l *Limits) error {
+func (c *AnswerStep) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.target(c.Target)
 	ch.name("Step", c.Step, true)
@@ -251,13 +251,13 @@ func (c *AnswerStep) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *ExpireSteps) check(l *Limits) error {
+func (c *ExpireSteps) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.batch("Max", c.Max)
 	return ch.err
 }
 
-func (c *AddResource) check(l *Limits) error {
+func (c *AddResource) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.name("ID", c.ID, true)
 	ch.requirements(c.Capabilities, nil)
@@ -274,13 +274,13 @@ func (c *AddResource) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *DrainResource) check(l *Limits) error {
+func (c *DrainResource) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.name("ID", c.ID, true)
 	return ch.err
 }
 
-func (c *RemoveResource) check(l *Limits) error {
+func (c *RemoveResource) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.name("ID", c.ID, true)
 	return ch.err

@@ -29,8 +29,8 @@ func (c *checker) cron(field, line string) {
 	}
 }
 
-// cronNextTime is the first time of line after afterMS, or 0 when it has none.
-func cronNextTime(line string, afterMS int64) (int64, error) {
+// NextCronTime is the first time of line after afterMS, or 0 when it has none.
+func NextCronTime(line string, afterMS int64) (int64, error) {
 	s, err := parseCron(line)
 	if err != nil {
 		return 0, err
@@ -49,7 +49,7 @@ func (a *applier) cronHoldBack(l *loaded, line string) error {
 		return nil
 	}
 	l.job.CronSchedule = line
-	at, err := cronNextTime(line, a.now)
+	at, err := NextCronTime(line, a.now)
 	if err != nil {
 		return err // checked with the command: the record is corrupt
 	}

@@ -67,7 +67,7 @@ func (c Config) Validate() error {
 	if _, err := SchedulerBatch(c.SchedulerBatch, c.Limits); err != nil {
 		return err
 	}
-	lim := c.Limits.withDefaults()
+	lim := c.Limits.WithDefaults()
 	if maxBatch := storage.MaxBatchBytes(so); int64(lim.MaxPayloadBytes)*2 > maxBatch {
 		return fmt.Errorf("%w: Limits.MaxPayloadBytes %d does not fit twice into one storage batch of %d bytes (raise Storage.MemTableBytes)",
 			ErrInvalidCommand, lim.MaxPayloadBytes, maxBatch)
@@ -141,7 +141,7 @@ func New(b Backend) (*Engine, error) {
 	if err := b.Limits.Validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{log: b.Log, store: b.Store, barrier: b.ReadBarrier, limits: b.Limits.withDefaults(),
+	return &Engine{log: b.Log, store: b.Store, barrier: b.ReadBarrier, limits: b.Limits.WithDefaults(),
 		onClose: b.OnClose, commitCh: make(chan struct{})}, nil
 }
 

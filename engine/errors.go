@@ -169,7 +169,9 @@ func (e *FieldError) Error() string {
 func (e *FieldError) Unwrap() error { return e.err }
 func (e *FieldError) Code() string  { return FieldCode }
 
-func invalid(cmd, field, reason string) error {
+// InvalidField returns the *FieldError, matching ErrInvalidCommand, that
+// refuses field of command cmd for reason.
+func InvalidField(cmd, field, reason string) error {
 	return &FieldError{Command: cmd, Field: field, Reason: reason, err: ErrInvalidCommand}
 }
 

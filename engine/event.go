@@ -73,11 +73,11 @@ type WaitSpec struct {
 	AnySignal bool `json:"any_signal,omitempty" msgpack:"as,omitempty"`
 }
 
-func (w *WaitSpec) waitsForSignal(name string) bool {
+func waitsForSignal(w *WaitSpec, name string) bool {
 	return w != nil && (w.AnySignal || contains(w.Signals, name))
 }
-func (w *WaitSpec) waitsForStep(step string) bool { return w != nil && contains(w.Steps, step) }
-func (w *WaitSpec) waitsForTimer(id string) bool {
+func waitsForStep(w *WaitSpec, step string) bool { return w != nil && contains(w.Steps, step) }
+func waitsForTimer(w *WaitSpec, id string) bool {
 	if w == nil {
 		return false
 	}
@@ -93,7 +93,7 @@ func (w *WaitSpec) waitsForTimer(id string) bool {
 }
 
 // allTimers lists the timers a wait sets, the shorthand one first.
-func (w *WaitSpec) allTimers() []Timer {
+func allTimers(w *WaitSpec) []Timer {
 	var ts []Timer
 	if w.TimerAtMS > 0 {
 		ts = append(ts, Timer{ID: w.TimerID, FireMS: w.TimerAtMS})

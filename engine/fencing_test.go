@@ -34,7 +34,7 @@ func TestFencingOldAttemptAfterReclaim(t *testing.T) {
 		{"fail", &Fail{LeaseRef: oldRef}},
 		{"requeue", &Requeue{LeaseRef: oldRef, DelayMS: 5}},
 	}
-	check := func(phase string) {
+	Check := func(phase string) {
 		t.Helper()
 		for _, s := range stale {
 			before := h.snapshot()
@@ -52,13 +52,13 @@ func TestFencingOldAttemptAfterReclaim(t *testing.T) {
 		}
 		sameStore(t, before, h.snapshot())
 	}
-	check("reclaimed, not yet claimed")
+	Check("reclaimed, not yet claimed")
 
 	fresh := h.claimOne(1000)
 	if fresh.Attempt != old.Attempt+1 {
 		t.Fatalf("new attempt %d, want %d", fresh.Attempt, old.Attempt+1)
 	}
-	check("claimed by a new attempt")
+	Check("claimed by a new attempt")
 
 	// The new attempt writes freely, and its heartbeat is accepted.
 	newRef := LeaseRef{Job: id, Attempt: fresh.Attempt}

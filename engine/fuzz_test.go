@@ -463,7 +463,7 @@ func FuzzDecodeJob(f *testing.F) {
 		if b2 := EncodeJob(j2); !bytes.Equal(b, b2) {
 			t.Fatalf("encoding is not stable: % x, then % x", b, b2)
 		}
-		fuzzSameValue(t, "a clone of the job", j, j.clone())
+		fuzzSameValue(t, "a clone of the job", j, j.Clone())
 	})
 }
 
@@ -600,7 +600,7 @@ func FuzzDecodeStepRecord(f *testing.F) {
 		if b2 := EncodeStepRecord(s2); !bytes.Equal(b, b2) {
 			t.Fatalf("encoding is not stable: % x, then % x", b, b2)
 		}
-		fuzzSameValue(t, "a clone of the step record", s, s.clone())
+		fuzzSameValue(t, "a clone of the step record", s, s.Clone())
 	})
 }
 

@@ -17,7 +17,7 @@ type ConfigureJob struct {
 
 func (*ConfigureJob) Kind() CommandKind { return KindConfigureJob }
 
-func (c *ConfigureJob) check(l *Limits) error {
+func (c *ConfigureJob) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.target(c.Target)
 	ch.payload("Input", c.Input)

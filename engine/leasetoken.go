@@ -65,13 +65,13 @@ func stampNonce(cmd Command) {
 	}
 }
 
-// legacyParent reports a create that names a parent without its lease and
+// LegacyParent reports a create that names a parent without its lease and
 // without the Engine's nonce: an entry of a Raft log written before
 // parent leases existed, which applies as it did then (the parent must
 // only be open), so that a node replaying such a log decides as the nodes
 // that applied it. Every create that reaches Apply through an Engine of
 // this version carries a nonce, and without a parent lease is refused.
-func legacyParent(h *Header, parent JobID, pl *LeaseRef) bool {
+func LegacyParent(h *Header, parent JobID, pl *LeaseRef) bool {
 	return parent != 0 && pl == nil && len(h.Nonce) == 0
 }
 

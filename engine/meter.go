@@ -45,8 +45,8 @@ type Meter struct {
 	cmdSeries   [256]*commandSeries
 	jobGauges   map[jobCountKey]prometheus.Gauge
 	jobClosed   map[jobCountKey]prometheus.Counter
-	stepTrans   [numStepStates][numStepStates]prometheus.Counter
-	stepsGauges [numStepStates]prometheus.Gauge
+	stepTrans   [NumStepStates][NumStepStates]prometheus.Counter
+	stepsGauges [NumStepStates]prometheus.Gauge
 
 	mu sync.Mutex
 	// open mirrors the open-job gauge, so that a recount moves the gauge
@@ -85,8 +85,8 @@ type staging struct {
 	closed    map[jobCountKey]int   // jobs that reached a terminal status
 	late      []time.Duration
 	reclaimed int
-	trans     [numStepStates][numStepStates]int
-	steps     [numStepStates]int64
+	trans     [NumStepStates][NumStepStates]int
+	steps     [NumStepStates]int64
 	dirty     bool // anything in trans or steps
 }
 
@@ -96,7 +96,7 @@ func (s *staging) reset() {
 	clear(s.closed)
 	s.late, s.reclaimed = s.late[:0], 0
 	if s.dirty {
-		s.trans, s.steps, s.dirty = [numStepStates][numStepStates]int{}, [numStepStates]int64{}, false
+		s.trans, s.steps, s.dirty = [NumStepStates][NumStepStates]int{}, [NumStepStates]int64{}, false
 	}
 }
 

@@ -140,7 +140,7 @@ func referenceStepDiff(t testing.TB, tx *storage.Tx) []stepChange {
 				from = StepRetrying
 			}
 		}
-		route, ok := stepRoute(from, je.ev)
+		route, ok := StepRoute(from, je.ev)
 		if !ok || len(route) == 0 {
 			continue
 		}

@@ -43,7 +43,7 @@ func stepDiff(tx *storage.Tx, n *Notes, out []stepChange) []stepChange {
 			from = stepBefore(tx, n.step(ev.job, ev.step), ev)
 		}
 		e := Event{Type: ev.typ, Reason: ev.reason, StepAttempt: ev.attempt}
-		route, ok := stepRoute(from, &e)
+		route, ok := StepRoute(from, &e)
 		if !ok || len(route) == 0 {
 			n.eventAfter = append(n.eventAfter, stepUnmoved)
 			continue

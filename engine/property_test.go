@@ -84,7 +84,7 @@ func propMatchesSentinel(err error, extra ...error) bool {
 type propBogusCmd struct{ Header }
 
 func (*propBogusCmd) Kind() CommandKind   { return 99 }
-func (*propBogusCmd) check(*Limits) error { return nil }
+func (*propBogusCmd) Check(*Limits) error { return nil }
 
 // ---------------------------------------------------------------------------
 // The specification's transition table (docs/state-machines.md §1 and §4, with the

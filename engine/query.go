@@ -197,7 +197,7 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (*ListPage, error) {
 				return false, err
 			}
 			if (q.Status != StatusNone && j.Status != q.Status) || (q.Type != "" && j.Type != q.Type) ||
-				(q.Queue != "" && j.Queue != q.Queue) || !q.createdIn(j) {
+				(q.Queue != "" && j.Queue != q.Queue) || !createdIn(&q, j) {
 				return true, nil
 			}
 			if len(page.Jobs) == q.Limit {
@@ -212,7 +212,7 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (*ListPage, error) {
 }
 
 // createdIn reports whether j was created in q's time range.
-func (q *ListQuery) createdIn(j *Job) bool {
+func createdIn(q *ListQuery, j *Job) bool {
 	return (q.CreatedFromMS == 0 || j.CreatedMS >= q.CreatedFromMS) &&
 		(q.CreatedBeforeMS == 0 || j.CreatedMS < q.CreatedBeforeMS)
 }

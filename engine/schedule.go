@@ -79,12 +79,15 @@ const (
 	// MaxScheduleRunning bounds the open runs a schedule tracks (only
 	// AllowAll can have more: the oldest are dropped from the list).
 	MaxScheduleRunning = 100
-	// maxScheduleStepsPerApply bounds the spec times one schedule goes
-	// through in one command, and maxScheduleStartsPerApply the runs it
-	// starts; a schedule with more due stays due now, and the next sweep
-	// goes on.
+)
+
+// maxScheduleStepsPerApply bounds the spec times one schedule goes through
+// in one command, and maxScheduleStartsPerApply the runs it starts; a
+// schedule with more due stays due now, and the next sweep goes on. A
+// backfill starts at most as many runs as one command may.
+const (
 	maxScheduleStepsPerApply  = 1000
-	maxScheduleStartsPerApply = 100
+	maxScheduleStartsPerApply = MaxBackfillTimes
 )
 
 // ScheduleSpec is the set of times a schedule acts at: the union of its

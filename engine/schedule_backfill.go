@@ -19,12 +19,13 @@ type BackfillSchedule struct {
 	Overlap OverlapPolicy `json:"overlap,omitempty" msgpack:"ov,omitempty"`
 }
 
-// MaxBackfillTimes bounds the spec times of one BackfillSchedule.
-const MaxBackfillTimes = maxScheduleStartsPerApply
+// MaxBackfillTimes bounds the spec times of one BackfillSchedule: the runs
+// one command may start.
+const MaxBackfillTimes = 100
 
 func (*BackfillSchedule) Kind() CommandKind { return KindBackfillSchedule }
 
-func (c *BackfillSchedule) check(l *Limits) error {
+func (c *BackfillSchedule) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.name("ID", c.ID, true)
 	switch {
@@ -44,14 +45,14 @@ func (a *applier) backfillSchedule(c *BackfillSchedule) (Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec, _, err := compileSpec(&s.Spec)
+	spec, _, err := CompileSpec(&s.Spec)
 	if err != nil {
 		return nil, err
 	}
 	var times []int64
-	for t := spec.next(c.StartMS - 1); t != 0 && t <= c.EndMS; t = spec.next(t) {
+	for t := spec.Next(c.StartMS - 1); t != 0 && t <= c.EndMS; t = spec.Next(t) {
 		if len(times) == MaxBackfillTimes {
-			return nil, invalid("BackfillSchedule", "EndMS", fmt.Sprintf("the range holds more than %d times of the spec: split it", MaxBackfillTimes))
+			return nil, InvalidField("BackfillSchedule", "EndMS", fmt.Sprintf("the range holds more than %d times of the spec: split it", MaxBackfillTimes))
 		}
 		times = append(times, t)
 	}
@@ -61,7 +62,7 @@ func (a *applier) backfillSchedule(c *BackfillSchedule) (Result, error) {
 		return nil, err
 	}
 	for _, t := range times {
-		if err := a.act(s, t, a.now, s.overlap(c.Overlap), res); err != nil {
+		if err := a.act(s, t, a.now, overlapOf(s, c.Overlap), res); err != nil {
 			return nil, err
 		}
 	}

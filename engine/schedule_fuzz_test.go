@@ -44,9 +44,9 @@ func FuzzDecodeSchedule(f *testing.F) {
 		if b2 := EncodeSchedule(s2); !bytes.Equal(b, b2) {
 			t.Fatalf("encoding is not stable: % x, then % x", b, b2)
 		}
-		if c, _, err := compileSpec(&s.Spec); err == nil {
-			for at, n := c.next(s.NextNominalMS), 0; at != 0 && n < 3; at, n = c.next(at), n+1 {
-				if next := c.next(at); next != 0 && next <= at {
+		if c, _, err := CompileSpec(&s.Spec); err == nil {
+			for at, n := c.Next(s.NextNominalMS), 0; at != 0 && n < 3; at, n = c.Next(at), n+1 {
+				if next := c.Next(at); next != 0 && next <= at {
 					t.Fatalf("spec times go backwards: %d then %d", at, next)
 				}
 			}

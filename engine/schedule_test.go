@@ -166,12 +166,12 @@ func TestScheduleCronSpec(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprint(tc.spec.CronExpressions, tc.spec.Intervals), func(t *testing.T) {
-			c, field, err := compileSpec(&tc.spec)
+			c, field, err := CompileSpec(&tc.spec)
 			if err != nil {
 				t.Fatalf("%s: %v", field, err)
 			}
 			var got []string
-			for at := c.next(base); at != 0 && len(got) < len(tc.want)+1; at = c.next(at) {
+			for at := c.Next(base); at != 0 && len(got) < len(tc.want)+1; at = c.Next(at) {
 				got = append(got, rfc(at))
 			}
 			if len(tc.want) < 4 && len(got) > len(tc.want) {

@@ -18,7 +18,7 @@ func (v *verifier) schedules() {
 		if string(k[1:]) != s.ID {
 			return v.add(fmt.Errorf("schedule record at %q holds id %q", k, s.ID)), nil
 		}
-		if _, field, err := compileSpec(&s.Spec); err != nil {
+		if _, field, err := CompileSpec(&s.Spec); err != nil {
 			return v.add(fmt.Errorf("schedule %q: %s %v", s.ID, field, err)), nil
 		}
 		if s.DueMS != 0 {

@@ -52,7 +52,7 @@ const DefaultSchedulerBatch = 1000
 // smaller of DefaultSchedulerBatch and l.MaxBatch. A batch over l.MaxBatch
 // is refused: every sweep it proposed would be.
 func SchedulerBatch(batch int, l Limits) (int, error) {
-	maxBatch := l.withDefaults().MaxBatch
+	maxBatch := l.WithDefaults().MaxBatch
 	switch {
 	case batch < 0 || batch > maxBatch:
 		return 0, fmt.Errorf("%w: scheduler batch %d is not in [0, %d] (Limits.MaxBatch)", ErrInvalidCommand, batch, maxBatch)

@@ -9,7 +9,7 @@ func TestStartDelayHoldsTheRunBack(t *testing.T) {
 	h := newSchedHarness(t)
 	for _, bad := range []*CreateJob{
 		{Type: "t", Queue: "q", StartDelayMS: -1},
-		{Type: "t", Queue: "q", StartDelayMS: maxDelayMS + 1},
+		{Type: "t", Queue: "q", StartDelayMS: MaxDelayMS + 1},
 		{Type: "t", Queue: "q", StartDelayMS: 1000, CronSchedule: "*/5 * * * *"},
 	} {
 		h.mustFail(bad, ErrInvalidCommand)

@@ -125,7 +125,7 @@ func StepInfos(j *Job, hist []Event, recs map[string]*StepRecord) []StepInfo {
 			if len(rec.Question) > 0 {
 				si.Question = jsonOrString(rec.Question)
 			}
-			if holds(rec.State) && !j.Status.Terminal() {
+			if rec.State.HoldsLease() && !j.Status.Terminal() {
 				si.Worker = rec.Owner
 			}
 		} else {

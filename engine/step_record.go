@@ -67,17 +67,18 @@ type StepRecord struct {
 	UpdatedMS   int64  `json:"updated_ms" msgpack:"up"`
 }
 
-// dueMS is the time of the step's entry in the step deadline index: its
+// stepDueMS is the time of the step's entry in the step deadline index: its
 // answer's timeout while it needs a person, else its lease's expiry; 0
 // when it has neither.
-func (s *StepRecord) dueMS() int64 {
+func stepDueMS(s *StepRecord) int64 {
 	if s.State == StepNeedsUser {
 		return s.AnswerDueMS
 	}
 	return s.LeaseExpiryMS
 }
 
-func (s *StepRecord) clone() *StepRecord {
+// Clone returns a copy of s that Apply may change without changing s.
+func (s *StepRecord) Clone() *StepRecord {
 	c := *s
 	c.Avoid = slices.Clone(s.Avoid)
 	c.Capabilities = slices.Clone(s.Capabilities)
@@ -135,13 +136,13 @@ func (r *Resource) Offers(caps []string, selector map[string]string) bool {
 	return true
 }
 
-// serves reports whether r may take a new lease of step rec: it offers what
+// serves reports whether resource r may take a new lease of step rec: it offers what
 // the step needs, is not drained and is not on the step's avoid-list.
-func (r *Resource) serves(rec *StepRecord) bool {
+func serves(r *Resource, rec *StepRecord) bool {
 	return !r.Drained && !contains(rec.Avoid, r.ID) && r.Offers(rec.Capabilities, rec.Selector)
 }
 
-func (r *Resource) holder(job JobID, step string) int {
+func holderOf(r *Resource, job JobID, step string) int {
 	for i, h := range r.Holders {
 		if h.Job == job && h.Step == step {
 			return i
@@ -151,7 +152,7 @@ func (r *Resource) holder(job JobID, step string) int {
 }
 
 // needsResource reports whether a step leases a resource unit.
-func (s *StepRecord) needsResource() bool { return len(s.Capabilities) > 0 || len(s.Selector) > 0 }
+func needsResource(s *StepRecord) bool { return len(s.Capabilities) > 0 || len(s.Selector) > 0 }
 
 const (
 	stepVersion     = 1

@@ -170,6 +170,10 @@ var taskOpEvents = map[TaskOp]TaskEventType{
 	TaskOpFix: TaskEventFixed, TaskOpTerminate: TaskEventTerminated,
 }
 
+// Event returns the event op writes, or "" for an op this version does not
+// know.
+func (op TaskOp) Event() TaskEventType { return taskOpEvents[op] }
+
 // taskEdge is one legal move: event Event takes a task in From to To.
 type taskEdge struct {
 	Event    TaskEventType
@@ -219,10 +223,10 @@ var taskEdges = func() []taskEdge {
 	return es
 }()
 
-// taskNext returns the state event ev leads to from state from, and whether
+// TaskNext returns the state event ev leads to from state from, and whether
 // that move is legal. For task_reviewed, whose target depends on the
 // verdict, want names the target (TaskNone takes the first legal one).
-func taskNext(from TaskState, ev TaskEventType, want TaskState) (TaskState, bool) {
+func TaskNext(from TaskState, ev TaskEventType, want TaskState) (TaskState, bool) {
 	for _, e := range taskEdges {
 		if e.Event == ev && e.From == from && (want == TaskNone || e.To == want) {
 			return e.To, true
@@ -253,7 +257,7 @@ func TaskTransitions() map[TaskState][]TaskState {
 func LegalTaskOps(s TaskState) []TaskOp {
 	var out []TaskOp
 	for _, op := range TaskOps() {
-		if _, ok := taskNext(s, taskOpEvents[op], TaskNone); ok {
+		if _, ok := TaskNext(s, taskOpEvents[op], TaskNone); ok {
 			out = append(out, op)
 		}
 	}
@@ -267,13 +271,13 @@ func TaskOpTarget(s TaskState, op TaskOp) (TaskState, bool) {
 	if !ok {
 		return s, false
 	}
-	return taskNext(s, ev, TaskNone)
+	return TaskNext(s, ev, TaskNone)
 }
 
-// holdsLease reports whether a task in state s is held by a worker or a
+// HoldsLease reports whether t is held by a worker or a
 // reviewer under a lease (RUNNING, PAUSED, or REVIEWING once a reviewer
 // took it).
-func (t *Task) holdsLease() bool {
+func (t *Task) HoldsLease() bool {
 	switch t.State {
 	case TaskRunning, TaskPaused:
 		return true

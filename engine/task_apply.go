@@ -29,7 +29,7 @@ func (a *applier) loadTask(id TaskID) (*loadedTask, error) {
 	if _, err := storage.DecodeAt(key, b, storage.KindTask, taskVersion, t); err != nil {
 		return nil, err
 	}
-	return &loadedTask{old: t.clone(), t: t}, nil
+	return &loadedTask{old: t.Clone(), t: t}, nil
 }
 
 // phaseTask returns the id of job's task named phase, or 0.
@@ -64,7 +64,7 @@ func (a *applier) resolveTask(t TaskTarget) (*loadedTask, error) {
 // selects the target where an event has two (task_reviewed).
 func (a *applier) appendTaskEvent(lt *loadedTask, ev TaskEvent, cmd string) (uint64, error) {
 	t := lt.t
-	to, ok := taskNext(t.State, ev.Type, ev.To)
+	to, ok := TaskNext(t.State, ev.Type, ev.To)
 	if !ok {
 		return 0, &TaskStateError{Task: t.ID, Command: cmd, State: t.State, Legal: LegalTaskOps(t.State)}
 	}
@@ -72,7 +72,7 @@ func (a *applier) appendTaskEvent(lt *loadedTask, ev TaskEvent, cmd string) (uin
 	ev.Seq = t.LastSeq + 1
 	ev.AtMS = a.now
 	a.tx.Set(storage.TaskEventKey(uint64(t.ID), ev.Seq), EncodeTaskEvent(&ev))
-	foldTaskEvent(t, &ev)
+	FoldTaskEvent(t, &ev)
 	return ev.Seq, nil
 }
 
@@ -115,7 +115,7 @@ func taskIndexKeys(t *Task) []string {
 		if t.State == TaskPending {
 			keys = append(keys, string(storage.TaskWorkKey(t.Queue, t.ReadyAtMS, uint64(t.ID))))
 		} else {
-			keys = append(keys, string(storage.TaskReviewKey(t.reviewQueue(), t.ReadyAtMS, uint64(t.ID))))
+			keys = append(keys, string(storage.TaskReviewKey(reviewQueueOf(t), t.ReadyAtMS, uint64(t.ID))))
 		}
 	}
 	return keys
@@ -155,7 +155,7 @@ func (a *applier) saveTask(lt *loadedTask) error {
 	if t.LeaseOwner != "" && (lt.old == nil || lt.old.LeaseExpiryMS != t.LeaseExpiryMS) {
 		a.tx.Set(storage.TaskLeaseKey(t.LeaseExpiryMS, uint64(t.ID)), nil)
 	}
-	lt.old = t.clone()
+	lt.old = t.Clone()
 	return nil
 }
 
@@ -174,14 +174,14 @@ func (a *applier) createTask(c *CreateTask) (Result, error) {
 			return nil, err
 		}
 		if id == 0 {
-			return nil, invalid("CreateTask", "Deps", fmt.Sprintf("names phase %q, which job %q does not have (a dependency is created first)", p, c.Job))
+			return nil, InvalidField("CreateTask", "Deps", fmt.Sprintf("names phase %q, which job %q does not have (a dependency is created first)", p, c.Job))
 		}
 		if !slices.Contains(deps, id) {
 			deps = append(deps, id)
 		}
 	}
 	switch {
-	case legacyParent(&c.Header, c.ParentJob, c.ParentLease):
+	case LegacyParent(&c.Header, c.ParentJob, c.ParentLease):
 		if _, err := a.load(c.ParentJob); err != nil {
 			return nil, err
 		}
@@ -228,7 +228,7 @@ func (a *applier) taskCommand(c *TaskCommand) (Result, error) {
 	if c.Expect != TaskNone && t.State != c.Expect {
 		return nil, &TaskStateError{Task: t.ID, Command: fmt.Sprintf("%s (expecting %s)", c.Op, c.Expect), State: t.State, Legal: LegalTaskOps(t.State)}
 	}
-	ev := TaskEvent{Type: taskOpEvents[c.Op], By: c.By, Reason: c.Reason, Config: c.Config}
+	ev := TaskEvent{Type: c.Op.Event(), By: c.By, Reason: c.Reason, Config: c.Config}
 	seq, err := a.appendTaskEvent(lt, ev, string(c.Op))
 	if err != nil {
 		return nil, err
@@ -330,7 +330,7 @@ func (a *applier) recordStepEffect(parent JobID, step string, payload []byte, fa
 	}
 	a.tx.Set(storage.EffectKey(uint64(p.job.ID), step), EncodeEffect(&Effect{Step: step, Payload: payload, Failed: failed, AtMS: a.now}))
 	switch s := p.job.Status; {
-	case p.job.Wait.waitsForStep(step):
+	case waitsForStep(p.job.Wait, step):
 		if _, err := a.wake(p, "step", step); err != nil {
 			return err
 		}
@@ -412,7 +412,7 @@ func (a *applier) fencedTask(ref TaskLeaseRef, cmd string, states ...TaskState) 
 		return nil, err
 	}
 	t := lt.t
-	if t.Attempt != ref.Attempt || !t.holdsLease() || !slices.Contains(states, t.State) {
+	if t.Attempt != ref.Attempt || !t.HoldsLease() || !slices.Contains(states, t.State) {
 		return nil, &StaleTaskError{Task: t.ID, Attempt: ref.Attempt, Current: t.Attempt, State: t.State, Command: cmd}
 	}
 	if !tokenMatches(t.LeaseDigest, ref.Token) {
@@ -494,7 +494,7 @@ func (a *applier) reclaimTasks(c *ReclaimTasks) (Result, error) {
 		t := lt.t
 		// Only the entry of the lease the record holds is live; any other
 		// is stale (renewed, ended, or given up) and just dropped.
-		if !t.holdsLease() || t.LeaseExpiryMS != tk.AtMS {
+		if !t.HoldsLease() || t.LeaseExpiryMS != tk.AtMS {
 			return nil
 		}
 		seq, err := a.appendTaskEvent(lt, TaskEvent{Type: TaskEventLeaseExpired, Attempt: t.Attempt, Owner: t.LeaseOwner}, "ReclaimTasks")

@@ -37,10 +37,10 @@ func (q AwaitingQuery) Validate() error {
 	return nil
 }
 
-// keeps reports whether t passes q's filters.
-func (q AwaitingQuery) keeps(t *Task) bool {
+// awaitingKeeps reports whether t passes q's filters.
+func awaitingKeeps(q AwaitingQuery, t *Task) bool {
 	return (q.State == TaskNone || t.State == q.State) &&
-		(q.Queue == "" || t.Queue == q.Queue || t.reviewQueue() == q.Queue) &&
+		(q.Queue == "" || t.Queue == q.Queue || reviewQueueOf(t) == q.Queue) &&
 		(q.Type == "" || t.Type == q.Type || t.ReviewType == q.Type)
 }
 
@@ -90,7 +90,7 @@ func ReadAwaitingTasks(r *storage.Reader, q AwaitingQuery) (*AwaitingPage, error
 		if err != nil {
 			return false, err
 		}
-		if !q.keeps(t) {
+		if !awaitingKeeps(q, t) {
 			return true, nil
 		}
 		if len(page.Tasks) == q.Limit {

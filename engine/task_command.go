@@ -200,7 +200,7 @@ func (c *checker) taskTarget(t TaskTarget) {
 	c.name("Phase", t.Phase, false)
 }
 
-func (c *CreateTask) check(l *Limits) error {
+func (c *CreateTask) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.name("Job", c.Job, true)
 	ch.name("Phase", c.Phase, true)
@@ -224,7 +224,7 @@ func (c *CreateTask) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *TaskCommand) check(l *Limits) error {
+func (c *TaskCommand) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.taskTarget(c.TaskTarget)
 	if _, ok := taskOpEvents[c.Op]; !ok && ch.err == nil {
@@ -252,7 +252,7 @@ func (c *TaskCommand) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *ClaimTasks) check(l *Limits) error {
+func (c *ClaimTasks) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	if c.Role > TaskRoleReview {
 		ch.fail("Role", fmt.Sprintf("%d is not a task role (0 work, 1 review)", c.Role))
@@ -278,7 +278,7 @@ func (c *checker) taskRef(r TaskLeaseRef) {
 	c.leaseToken("Token", r.Token)
 }
 
-func (c *TaskReport) check(l *Limits) error {
+func (c *TaskReport) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.taskRef(c.TaskLeaseRef)
 	if ch.err == nil && (c.Op < TaskReportOutput || c.Op > TaskReportVerdict) {
@@ -310,7 +310,7 @@ func (c *TaskReport) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *TaskHeartbeat) check(l *Limits) error {
+func (c *TaskHeartbeat) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.batch("Leases", len(c.Leases))
 	for _, r := range c.Leases {
@@ -320,7 +320,7 @@ func (c *TaskHeartbeat) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *ReclaimTasks) check(l *Limits) error {
+func (c *ReclaimTasks) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.batch("Max", c.Max)
 	return ch.err

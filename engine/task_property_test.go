@@ -311,9 +311,9 @@ func runTaskProperty(t *testing.T, seed int64, steps int) {
 		}
 		for _, mt := range m.tasks {
 			et := h.task(mt.id)
-			if et.State != mt.state || et.holdsLease() != mt.holder || (mt.holder && et.LeaseExpiryMS != mt.expiry) {
+			if et.State != mt.state || et.HoldsLease() != mt.holder || (mt.holder && et.LeaseExpiryMS != mt.expiry) {
 				t.Fatalf("step %d (%s): task %d engine %s holder=%v expiry=%d, model %s holder=%v expiry=%d",
-					i, what, mt.id, et.State, et.holdsLease(), et.LeaseExpiryMS, mt.state, mt.holder, mt.expiry)
+					i, what, mt.id, et.State, et.HoldsLease(), et.LeaseExpiryMS, mt.state, mt.holder, mt.expiry)
 			}
 		}
 	}

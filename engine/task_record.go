@@ -195,7 +195,8 @@ func DecodeTaskEvent(b []byte) (*TaskEvent, error) {
 	return e, nil
 }
 
-func (t *Task) clone() *Task {
+// Clone returns a copy of t that Apply may change without changing t.
+func (t *Task) Clone() *Task {
 	c := *t
 	c.Deps = slices.Clone(t.Deps)
 	c.Config.Acceptance = slices.Clone(t.Config.Acceptance)
@@ -203,8 +204,8 @@ func (t *Task) clone() *Task {
 	return &c
 }
 
-// reviewQueue returns the queue reviewers claim the task from.
-func (t *Task) reviewQueue() string {
+// reviewQueueOf returns the queue reviewers claim task t from.
+func reviewQueueOf(t *Task) string {
 	if t.ReviewQueue != "" {
 		return t.ReviewQueue
 	}

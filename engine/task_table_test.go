@@ -180,7 +180,7 @@ func TestTaskCommandsCellByCell(t *testing.T) {
 			}
 			hist := h.taskHistory(id)
 			last := hist[len(hist)-1]
-			if last.By != "bob" || last.Type != taskOpEvents[op] || last.From != s || last.To != want {
+			if last.By != "bob" || last.Type != op.Event() || last.From != s || last.To != want {
 				t.Errorf("%s in %s: last event %+v", op, s, last)
 			}
 			if op == TaskOpConfig && h.task(id).Config.Objective != "new objective" {

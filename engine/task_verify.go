@@ -103,7 +103,7 @@ func (v *verifier) task(t *Task, byID map[TaskID]*Task, want, leases map[string]
 	for _, k := range taskIndexKeys(t) {
 		want[k] = true
 	}
-	if t.holdsLease() {
+	if t.HoldsLease() {
 		leases[string(storage.TaskLeaseKey(t.LeaseExpiryMS, uint64(t.ID)))] = true
 	}
 	// A held lease whose claim issued a token keeps its digest; nothing
@@ -114,7 +114,7 @@ func (v *verifier) task(t *Task, byID map[TaskID]*Task, want, leases map[string]
 			issued = e.TokenIssued
 		}
 	}
-	if want := t.holdsLease() && issued; want != (len(t.LeaseDigest) > 0) {
+	if want := t.HoldsLease() && issued; want != (len(t.LeaseDigest) > 0) {
 		return v.add(fmt.Errorf("task %d: %s record holds a lease token digest: %v, its claim issued a token: %v",
 			t.ID, t.State, len(t.LeaseDigest) > 0, issued))
 	}

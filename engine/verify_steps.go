@@ -101,7 +101,7 @@ func (v *verifier) stepRecord(j *Job, rec *StepRecord, evs []Event) error {
 		return fmt.Errorf("record's lease belongs to job attempt %d, the job's newest is %d", rec.JobAttempt, j.Attempt)
 	}
 	open := !j.Status.Terminal()
-	if due := rec.dueMS(); due > 0 {
+	if due := stepDueMS(rec); due > 0 {
 		if !open {
 			return fmt.Errorf("record of a %s job has a deadline at %d", j.Status, due)
 		}
@@ -126,7 +126,7 @@ func (v *verifier) stepRecord(j *Job, rec *StepRecord, evs []Event) error {
 		if !open {
 			return fmt.Errorf("record of a %s job still holds a unit of %q", j.Status, rec.Resource)
 		}
-		if !holds(rec.State) && rec.State != StepNeedsUser {
+		if !rec.State.HoldsLease() && rec.State != StepNeedsUser {
 			return fmt.Errorf("record holds a unit of %q in state %s", rec.Resource, rec.State)
 		}
 		v.claims[holderKey{rec.Resource, j.ID, rec.Step}] = rec.Attempt
@@ -201,7 +201,7 @@ func (v *verifier) waiters() {
 	}
 	for seq, rec := range v.waiting {
 		for _, rs := range v.pool {
-			if rs.Free() > 0 && rs.serves(rec) {
+			if rs.Free() > 0 && serves(rs, rec) {
 				if !v.add(fmt.Errorf("step %q of job %d waits (seq %d) while resource %q has a free unit for it", rec.Step, rec.Job, seq, rs.ID)) {
 					return
 				}
