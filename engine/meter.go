@@ -36,10 +36,9 @@ import (
 type Meter struct {
 	m *metrics.Metrics
 
-	// notes are handed to ApplyNoting for each command; diff is the
-	// scratch Diff fills (both owned by the applying goroutine).
+	// notes are handed to ApplyNoting for each command (owned by the
+	// applying goroutine).
 	notes Notes
-	diff  MeterDiff
 
 	// The series recorded on the hot path, resolved on first use.
 	cmdSeries   [256]*commandSeries
@@ -70,13 +69,15 @@ type jobCountKey struct {
 	queue  string
 }
 
-// change is one thing a command's writes did that the metrics count.
-type change struct {
-	status    Status // a job entering (delta 1) or leaving (-1) status
-	queue     string
-	delta     int64
-	late      time.Duration // a fired timer's lateness (status 0)
-	reclaimed int
+// JobChange is one thing a command's writes did to jobs that the metrics
+// count: a job of Queue entering (Delta 1) or leaving (-1) Status, a
+// fired timer's lateness (Late, with Delta 0), or leases reclaimed.
+type JobChange struct {
+	Status    Status
+	Queue     string
+	Delta     int64
+	Late      time.Duration
+	Reclaimed int
 }
 
 // staging is the sum of what the staged commands changed.
@@ -160,10 +161,11 @@ func (mt *Meter) Applied(cmd Command, res Result, err error, start time.Time) {
 }
 
 // MeterDiff is what one command changed that the metrics count. It holds
-// the Meter's scratch memory: it is good until the next Diff.
+// the scratch memory of the Notes that made it: it is good until their
+// next Diff.
 type MeterDiff struct {
-	changes []change
-	steps   []stepChange
+	Changes []JobChange
+	Steps   []StepChange
 }
 
 // Diff reads what a successfully applied command changed before the batch
@@ -183,44 +185,50 @@ func (mt *Meter) Diff(tx *storage.Tx, cmd Command, res Result) MeterDiff {
 	if mt == nil {
 		return MeterDiff{}
 	}
-	n := &mt.notes
-	out := mt.diff.changes[:0]
+	return mt.notes.Diff(tx, cmd, res)
+}
+
+// Diff reads what cmd, applied with n, changed that the metrics count
+// (see Meter.Diff), from n, res and tx's buffered writes. Like the
+// Meter's, it reads no clock and writes nothing.
+func (n *Notes) Diff(tx *storage.Tx, cmd Command, res Result) MeterDiff {
+	out := n.diff.Changes[:0]
 	if sr, ok := res.(*SweepResult); ok && len(sr.Jobs) > 0 {
 		switch cmd.Kind() {
 		case KindReclaim:
-			out = append(out, change{reclaimed: len(sr.Jobs)})
+			out = append(out, JobChange{Reclaimed: len(sr.Jobs)})
 		case KindFireTimers:
 			out = firedLateness(tx, cmd, sr, out)
 		}
 	}
 	if n.cmd != cmd {
-		mt.diff.changes, mt.diff.steps = out, mt.diff.steps[:0]
-		return mt.diff
+		n.diff.Changes, n.diff.Steps = out, n.diff.Steps[:0]
+		return n.diff
 	}
 	for _, jn := range n.jobs {
 		if jn.from == jn.to {
 			continue // left its status and came back within the command
 		}
 		if jn.from != StatusNone {
-			out = append(out, change{status: jn.from, queue: jn.queue, delta: -1})
+			out = append(out, JobChange{Status: jn.from, Queue: jn.queue, Delta: -1})
 		}
-		out = append(out, change{status: jn.to, queue: jn.queue, delta: 1})
+		out = append(out, JobChange{Status: jn.to, Queue: jn.queue, Delta: 1})
 	}
-	mt.diff.changes = out
-	mt.diff.steps = stepDiff(tx, n, mt.diff.steps[:0])
-	return mt.diff
+	n.diff.Changes = out
+	n.diff.Steps = stepDiff(tx, n, n.diff.Steps[:0])
+	return n.diff
 }
 
 // firedLateness appends the lateness of each timer a FireTimers command
 // fired: the timer entries it deleted of the jobs it reports.
-func firedLateness(tx *storage.Tx, cmd Command, sr *SweepResult, out []change) []change {
+func firedLateness(tx *storage.Tx, cmd Command, sr *SweepResult, out []JobChange) []JobChange {
 	tx.Each(func(key, _ []byte, deleted bool) {
 		if !deleted || len(key) == 0 || key[0] != storage.PrefixTimer {
 			return
 		}
 		tk, err := storage.ParseTimeKey(key)
 		if err == nil && slices.Contains(sr.Jobs, JobID(tk.Job)) {
-			out = append(out, change{late: time.Duration(max(cmd.Head().NowMS-tk.AtMS, 0)) * time.Millisecond})
+			out = append(out, JobChange{Late: time.Duration(max(cmd.Head().NowMS-tk.AtMS, 0)) * time.Millisecond})
 		}
 	})
 	return out
@@ -297,31 +305,31 @@ func scanQueueStatus(b []byte) (string, Status, bool) {
 // Stage adds a command's diff to the batch being built, to be recorded
 // when the batch holding its writes commits.
 func (mt *Meter) Stage(d MeterDiff) {
-	if mt == nil || len(d.changes)+len(d.steps) == 0 {
+	if mt == nil || len(d.Changes)+len(d.Steps) == 0 {
 		return
 	}
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	st := &mt.staged
-	for _, c := range d.changes {
+	for _, c := range d.Changes {
 		switch {
-		case c.reclaimed > 0:
-			st.reclaimed += c.reclaimed
-		case c.delta == 0:
-			st.late = append(st.late, c.late)
-		case c.status.Terminal():
-			if c.delta > 0 {
-				st.closed[jobCountKey{c.status, c.queue}]++
+		case c.Reclaimed > 0:
+			st.reclaimed += c.Reclaimed
+		case c.Delta == 0:
+			st.late = append(st.late, c.Late)
+		case c.Status.Terminal():
+			if c.Delta > 0 {
+				st.closed[jobCountKey{c.Status, c.Queue}]++
 			}
 		default:
-			st.jobs[jobCountKey{c.status, c.queue}] += c.delta
+			st.jobs[jobCountKey{c.Status, c.Queue}] += c.Delta
 		}
 	}
-	for _, c := range d.steps {
-		if c.to != StepNone {
-			st.trans[c.from][c.to] += c.n
+	for _, c := range d.Steps {
+		if c.To != StepNone {
+			st.trans[c.From][c.To] += c.N
 		} else {
-			st.steps[c.state] += c.delta
+			st.steps[c.State] += c.Delta
 		}
 		st.dirty = true
 	}
@@ -422,36 +430,8 @@ func (mt *Meter) Count(v Viewer) error {
 	counts := map[jobCountKey]int64{}
 	steps := map[StepState]int64{}
 	err := v.View(func(r *storage.Reader) error {
-		for _, s := range Statuses() {
-			if s.Terminal() {
-				continue
-			}
-			var ids []uint64
-			err := r.Scan(storage.StatusPrefix(byte(s)), nil, false, func(k, _ []byte) (bool, error) {
-				id, err := storage.TrailingJob(k)
-				ids = append(ids, id)
-				return err == nil, err
-			})
-			if err != nil {
-				return err
-			}
-			for _, id := range ids {
-				key := storage.JobKey(id)
-				b, err := r.Get(key)
-				if err != nil {
-					return err
-				}
-				queue, _, err := jobQueueStatus(key, b)
-				if err != nil {
-					return err
-				}
-				counts[jobCountKey{s, queue}]++
-				if err := countSteps(r, key, b, steps); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		return CountOpen(r, func(s Status, queue string) { counts[jobCountKey{s, queue}]++ },
+			func(s StepState, n int64) { steps[s] += n })
 	})
 	if err != nil {
 		return err
@@ -481,6 +461,48 @@ func (mt *Meter) Count(v Viewer) error {
 		}
 	}
 	mt.steps = steps
+	return nil
+}
+
+// CountOpen reads from the status index of r the open jobs, calling job
+// once for each with its status and queue, and the steps the step gauge
+// counts (those with a record in a non-terminal state, of open jobs),
+// calling steps once for each state with their number. It reads every
+// open job's record (not the finished ones).
+func CountOpen(r *storage.Reader, job func(s Status, queue string), steps func(s StepState, n int64)) error {
+	counts := map[StepState]int64{}
+	for _, s := range Statuses() {
+		if s.Terminal() {
+			continue
+		}
+		var ids []uint64
+		err := r.Scan(storage.StatusPrefix(byte(s)), nil, false, func(k, _ []byte) (bool, error) {
+			id, err := storage.TrailingJob(k)
+			ids = append(ids, id)
+			return err == nil, err
+		})
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			key := storage.JobKey(id)
+			b, err := r.Get(key)
+			if err != nil {
+				return err
+			}
+			queue, _, err := jobQueueStatus(key, b)
+			if err != nil {
+				return err
+			}
+			job(s, queue)
+			if err := countSteps(r, key, b, counts); err != nil {
+				return err
+			}
+		}
+	}
+	for s, n := range counts {
+		steps(s, n)
+	}
 	return nil
 }
 

@@ -16,9 +16,10 @@ type Notes struct {
 	jobs   []jobNote
 	events []stepEventNote
 	steps  []stepNote
-	// eventAfter is the Meter's scratch: the state each event left its
-	// step in, as it walks them.
+	// eventAfter is Diff's scratch: the state each event left its step
+	// in, as it walks them; diff is the MeterDiff it fills.
 	eventAfter []StepState
+	diff       MeterDiff
 }
 
 // jobNote is a job whose record the command saved.

@@ -28,13 +28,13 @@ import (
 // with res, whose writes tx holds (not yet added to the batch).
 func referenceDiff(t testing.TB, tx *storage.Tx, cmd Command, res Result) MeterDiff {
 	t.Helper()
-	var out []change
+	var out []JobChange
 	fired := map[uint64]bool{}
 	if sr, ok := res.(*SweepResult); ok {
 		switch cmd.Kind() {
 		case KindReclaim:
 			if n := len(sr.Jobs); n > 0 {
-				out = append(out, change{reclaimed: n})
+				out = append(out, JobChange{Reclaimed: n})
 			}
 		case KindFireTimers:
 			for _, j := range sr.Jobs {
@@ -56,7 +56,7 @@ func referenceDiff(t testing.TB, tx *storage.Tx, cmd Command, res Result) MeterD
 			}
 		case storage.PrefixTimer:
 			if tk, err := storage.ParseTimeKey(key); deleted && err == nil && fired[tk.Job] {
-				out = append(out, change{late: time.Duration(max(cmd.Head().NowMS-tk.AtMS, 0)) * time.Millisecond})
+				out = append(out, JobChange{Late: time.Duration(max(cmd.Head().NowMS-tk.AtMS, 0)) * time.Millisecond})
 			}
 		}
 	})
@@ -70,11 +70,11 @@ func referenceDiff(t testing.TB, tx *storage.Tx, cmd Command, res Result) MeterD
 			continue
 		}
 		if from != StatusNone {
-			out = append(out, change{status: from, queue: j.Queue, delta: -1})
+			out = append(out, JobChange{Status: from, Queue: j.Queue, Delta: -1})
 		}
-		out = append(out, change{status: j.Status, queue: j.Queue, delta: 1})
+		out = append(out, JobChange{Status: j.Status, Queue: j.Queue, Delta: 1})
 	}
-	return MeterDiff{changes: out, steps: referenceStepDiff(t, tx)}
+	return MeterDiff{Changes: out, Steps: referenceStepDiff(t, tx)}
 }
 
 // refJob reads job id with get, failing the test if it cannot.
@@ -96,7 +96,7 @@ func refJob(t testing.TB, get func([]byte) ([]byte, error), id uint64) *Job {
 // writes: the route of every step event it wrote, each step starting from
 // its record before the command, and the gauge moves of every step record
 // it wrote.
-func referenceStepDiff(t testing.TB, tx *storage.Tx) []stepChange {
+func referenceStepDiff(t testing.TB, tx *storage.Tx) []StepChange {
 	t.Helper()
 	type jobEvent struct {
 		job uint64
@@ -152,9 +152,9 @@ func referenceStepDiff(t testing.TB, tx *storage.Tx) []stepChange {
 		}
 		state[k] = from
 	}
-	var out []stepChange
+	var out []StepChange
 	for ft, n := range counts {
-		out = append(out, stepChange{from: ft[0], to: ft[1], n: n})
+		out = append(out, StepChange{From: ft[0], To: ft[1], N: n})
 	}
 	for _, key := range recs {
 		job := storage.JobKey(binary.BigEndian.Uint64(key[1:9]))
@@ -166,14 +166,14 @@ func referenceStepDiff(t testing.TB, tx *storage.Tx) []stepChange {
 			_, st, err := jobQueueStatus(job, b)
 			return err == nil && !st.Terminal()
 		}
-		var moves []stepChange
+		var moves []StepChange
 		if rec := refStep(t, tx.Before, key); rec != nil && !rec.State.Terminal() && open(tx.Before) {
-			moves = append(moves, stepChange{state: rec.State, delta: -1})
+			moves = append(moves, StepChange{State: rec.State, Delta: -1})
 		}
 		if rec := refStep(t, tx.Get, key); rec != nil && !rec.State.Terminal() && open(tx.Get) {
-			moves = append(moves, stepChange{state: rec.State, delta: 1})
+			moves = append(moves, StepChange{State: rec.State, Delta: 1})
 		}
-		if len(moves) == 2 && moves[0].state == moves[1].state {
+		if len(moves) == 2 && moves[0].State == moves[1].State {
 			continue
 		}
 		out = append(out, moves...)
@@ -199,23 +199,23 @@ func refStep(t testing.TB, get func([]byte) ([]byte, error), key []byte) *StepRe
 // series: the comparison is of what a scrape would see.
 func diffSummary(d MeterDiff) map[string]float64 {
 	out := map[string]float64{}
-	for _, c := range d.changes {
+	for _, c := range d.Changes {
 		switch {
-		case c.reclaimed > 0:
-			out["reclaimed"] += float64(c.reclaimed)
-		case c.delta == 0:
-			out[fmt.Sprintf("late %v", c.late)]++
-		case c.status.Terminal() && c.delta > 0:
-			out[fmt.Sprintf("closed %s %s", c.status, c.queue)]++
-		case !c.status.Terminal():
-			out[fmt.Sprintf("jobs %s %s", c.status, c.queue)] += float64(c.delta)
+		case c.Reclaimed > 0:
+			out["reclaimed"] += float64(c.Reclaimed)
+		case c.Delta == 0:
+			out[fmt.Sprintf("late %v", c.Late)]++
+		case c.Status.Terminal() && c.Delta > 0:
+			out[fmt.Sprintf("closed %s %s", c.Status, c.Queue)]++
+		case !c.Status.Terminal():
+			out[fmt.Sprintf("jobs %s %s", c.Status, c.Queue)] += float64(c.Delta)
 		}
 	}
-	for _, c := range d.steps {
-		if c.to != StepNone {
-			out[fmt.Sprintf("transition %s>%s", c.from, c.to)] += float64(c.n)
+	for _, c := range d.Steps {
+		if c.To != StepNone {
+			out[fmt.Sprintf("transition %s>%s", c.From, c.To)] += float64(c.N)
 		} else {
-			out[fmt.Sprintf("steps %s", c.state)] += float64(c.delta)
+			out[fmt.Sprintf("steps %s", c.State)] += float64(c.Delta)
 		}
 	}
 	maps.DeleteFunc(out, func(_ string, v float64) bool { return v == 0 })

@@ -12,14 +12,14 @@ import (
 // moved by every commit; it covers the steps with a step record (those on
 // the explicit path) of open runs, the only ones whose state is stored.
 
-// stepChange is one thing a command did to steps that the metrics count:
-// n transitions from one state to another (to != StepNone), or a step
-// entering (delta 1) or leaving (-1) a state (to == StepNone).
-type stepChange struct {
-	from, to StepState
-	n        int
-	state    StepState
-	delta    int64
+// StepChange is one thing a command did to steps that the metrics count:
+// N transitions From one state To another (To != StepNone), or a step
+// entering (Delta 1) or leaving (-1) State (To == StepNone).
+type StepChange struct {
+	From, To StepState
+	N        int
+	State    StepState
+	Delta    int64
 }
 
 // stepDiff appends the step changes a command made, read from its notes:
@@ -27,7 +27,7 @@ type stepChange struct {
 // the state its record had before the command, and the step gauge moves of
 // the step records it wrote. What the notes do not know (a record written
 // before it was read) is read from the store as it was before the command.
-func stepDiff(tx *storage.Tx, n *Notes, out []stepChange) []stepChange {
+func stepDiff(tx *storage.Tx, n *Notes, out []StepChange) []StepChange {
 	first := len(out)
 	n.eventAfter = n.eventAfter[:0]
 	for i, ev := range n.events {
@@ -68,14 +68,14 @@ func stepDiff(tx *storage.Tx, n *Notes, out []stepChange) []stepChange {
 const stepUnmoved StepState = 255
 
 // addTransition counts one transition from → to in out[first:].
-func addTransition(out []stepChange, first int, from, to StepState) []stepChange {
+func addTransition(out []StepChange, first int, from, to StepState) []StepChange {
 	for i := first; i < len(out); i++ {
-		if out[i].from == from && out[i].to == to {
-			out[i].n++
+		if out[i].From == from && out[i].To == to {
+			out[i].N++
 			return out
 		}
 	}
-	return append(out, stepChange{from: from, to: to, n: 1})
+	return append(out, StepChange{From: from, To: to, N: 1})
 }
 
 // stepBefore is the state a step was in before the command: its record's,
@@ -104,7 +104,7 @@ func stepBefore(tx *storage.Tx, s *stepNote, ev stepEventNote) StepState {
 // its state before, if it counted then, and into its state now, if it
 // counts now. A step counts while its record is in a non-terminal state and
 // its job is open.
-func stepGauge(tx *storage.Tx, s *stepNote, out []stepChange) []stepChange {
+func stepGauge(tx *storage.Tx, s *stepNote, out []StepChange) []StepChange {
 	key := storage.StepKey(uint64(s.job), s.step)
 	jobKey := storage.JobKey(uint64(s.job))
 	var was, is StepState
@@ -128,10 +128,10 @@ func stepGauge(tx *storage.Tx, s *stepNote, out []stepChange) []stepChange {
 		return out
 	}
 	if counted {
-		out = append(out, stepChange{state: was, delta: -1})
+		out = append(out, StepChange{State: was, Delta: -1})
 	}
 	if counts {
-		out = append(out, stepChange{state: is, delta: 1})
+		out = append(out, StepChange{State: is, Delta: 1})
 	}
 	return out
 }
