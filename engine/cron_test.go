@@ -115,7 +115,7 @@ func (h *harness) current(wf string) (*Job, error) {
 	var j *Job
 	err := h.db.View(func(r *storage.Reader) error {
 		var err error
-		j, err = readTarget(r, Target{WorkflowID: wf})
+		j, err = ReadTarget(r, Target{WorkflowID: wf})
 		return err
 	})
 	if err != nil && !errors.Is(err, ErrUnknownJob) {

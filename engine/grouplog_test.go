@@ -548,7 +548,7 @@ func TestLocalLogClose(t *testing.T) {
 	}
 	for i := range outs {
 		wf := fmt.Sprintf("c%d", i+1)
-		if err := g.db.View(func(r *storage.Reader) error { _, err := readTarget(r, Target{WorkflowID: wf}); return err }); err != nil {
+		if err := g.db.View(func(r *storage.Reader) error { _, err := ReadTarget(r, Target{WorkflowID: wf}); return err }); err != nil {
 			t.Fatalf("%s was not stored: %v", wf, err)
 		}
 	}

@@ -14,7 +14,7 @@ func (e *Engine) Describe(ctx context.Context, t Target) (*Job, error) {
 	var j *Job
 	err := e.view(ctx, func(r *storage.Reader) error {
 		var err error
-		j, err = readTarget(r, t)
+		j, err = ReadTarget(r, t)
 		return err
 	})
 	return j, err
@@ -37,7 +37,9 @@ func ReadJob(r *storage.Reader, id JobID) (*Job, error) {
 	return j, nil
 }
 
-func readTarget(r *storage.Reader, t Target) (*Job, error) {
+// ReadTarget reads the record of the job t names: by id, or the current
+// run of its workflow id.
+func ReadTarget(r *storage.Reader, t Target) (*Job, error) {
 	if t.Job != 0 {
 		return ReadJob(r, t.Job)
 	}
@@ -122,19 +124,28 @@ func ReadHistory(r *storage.Reader, id JobID, afterSeq uint64, limit int) ([]Eve
 func (e *Engine) Effect(ctx context.Context, id JobID, step string) (*Effect, error) {
 	var eff *Effect
 	err := e.view(ctx, func(r *storage.Reader) error {
-		key := storage.EffectKey(uint64(id), step)
-		b, err := r.Get(key)
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		eff = new(Effect)
-		_, err = storage.DecodeAt(key, b, storage.KindEffect, effectVersion, eff)
+		var err error
+		eff, err = ReadEffect(r, id, step)
 		return err
 	})
 	return eff, err
+}
+
+// ReadEffect reads the recorded effect of a step, or nil when there is none.
+func ReadEffect(r *storage.Reader, id JobID, step string) (*Effect, error) {
+	key := storage.EffectKey(uint64(id), step)
+	b, err := r.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	eff := new(Effect)
+	if _, err := storage.DecodeAt(key, b, storage.KindEffect, effectVersion, eff); err != nil {
+		return eff, err
+	}
+	return eff, nil
 }
 
 // ListQuery filters and pages List. Zero fields do not filter.
@@ -169,6 +180,24 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (*ListPage, error) {
 	if q.Limit == 0 {
 		q.Limit = 100
 	}
+	if q.After == math.MaxUint64 {
+		// No id is larger, and After+1 would wrap around to the first page.
+		return &ListPage{}, nil
+	}
+	page := &ListPage{}
+	err := e.view(ctx, func(r *storage.Reader) error {
+		p, err := ListJobs(r, q)
+		*page = *p
+		return err
+	})
+	return page, err
+}
+
+// ListJobs reads the page of jobs q asks for (its Limit set, 1 to
+// MaxPage). It walks the most selective index the query names (status,
+// then type, then queue) and filters the rest from the records. The page
+// is not nil even with an error: it holds the jobs read before it.
+func ListJobs(r *storage.Reader, q ListQuery) (*ListPage, error) {
 	var prefix []byte
 	switch {
 	case q.Status != StatusNone:
@@ -186,27 +215,25 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (*ListPage, error) {
 		return page, nil
 	}
 	start := append(append([]byte(nil), prefix...), storage.U64(uint64(q.After)+1)...)
-	err := e.view(ctx, func(r *storage.Reader) error {
-		return r.Scan(prefix, start, false, func(k, _ []byte) (bool, error) {
-			id, err := storage.TrailingJob(k)
-			if err != nil {
-				return false, err
-			}
-			j, err := ReadJob(r, JobID(id))
-			if err != nil {
-				return false, err
-			}
-			if (q.Status != StatusNone && j.Status != q.Status) || (q.Type != "" && j.Type != q.Type) ||
-				(q.Queue != "" && j.Queue != q.Queue) || !createdIn(&q, j) {
-				return true, nil
-			}
-			if len(page.Jobs) == q.Limit {
-				page.Next = page.Jobs[len(page.Jobs)-1].ID
-				return false, nil
-			}
-			page.Jobs = append(page.Jobs, j)
+	err := r.Scan(prefix, start, false, func(k, _ []byte) (bool, error) {
+		id, err := storage.TrailingJob(k)
+		if err != nil {
+			return false, err
+		}
+		j, err := ReadJob(r, JobID(id))
+		if err != nil {
+			return false, err
+		}
+		if (q.Status != StatusNone && j.Status != q.Status) || (q.Type != "" && j.Type != q.Type) ||
+			(q.Queue != "" && j.Queue != q.Queue) || !createdIn(&q, j) {
 			return true, nil
-		})
+		}
+		if len(page.Jobs) == q.Limit {
+			page.Next = page.Jobs[len(page.Jobs)-1].ID
+			return false, nil
+		}
+		page.Jobs = append(page.Jobs, j)
+		return true, nil
 	})
 	return page, err
 }

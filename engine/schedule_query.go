@@ -80,22 +80,31 @@ func (e *Engine) DeleteSchedule(ctx context.Context, c DeleteSchedule) error {
 func (e *Engine) DescribeSchedule(ctx context.Context, id string) (*ScheduleDescription, error) {
 	var d *ScheduleDescription
 	err := e.view(ctx, func(r *storage.Reader) error {
-		key := storage.ScheduleKey(id)
-		b, err := r.Get(key)
-		if errors.Is(err, storage.ErrNotFound) {
-			return fmt.Errorf("%w: %q", ErrUnknownSchedule, id)
-		}
+		s, err := ReadSchedule(r, id)
 		if err != nil {
-			return err
-		}
-		s := new(Schedule)
-		if _, err := storage.DecodeAt(key, b, storage.KindSchedule, scheduleVersion, s); err != nil {
 			return err
 		}
 		d = &ScheduleDescription{Schedule: s, NextActionTimesMS: NextActionTimes(s, 10)}
 		return nil
 	})
 	return d, err
+}
+
+// ReadSchedule reads the schedule id.
+func ReadSchedule(r *storage.Reader, id string) (*Schedule, error) {
+	key := storage.ScheduleKey(id)
+	b, err := r.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownSchedule, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := new(Schedule)
+	if _, err := storage.DecodeAt(key, b, storage.KindSchedule, scheduleVersion, s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // ListSchedules returns a page of schedules in id order.
@@ -107,23 +116,34 @@ func (e *Engine) ListSchedules(ctx context.Context, q ScheduleListQuery) (*Sched
 		q.Limit = 100
 	}
 	page := &ScheduleListPage{Schedules: []*ScheduleDescription{}}
+	err := e.view(ctx, func(r *storage.Reader) error {
+		p, err := ListSchedules(r, q)
+		*page = *p
+		return err
+	})
+	return page, err
+}
+
+// ListSchedules reads the page of schedules q asks for (its Limit set, 1
+// to MaxPage), in id order. The page is not nil even with an error: it
+// holds the schedules read before it.
+func ListSchedules(r *storage.Reader, q ScheduleListQuery) (*ScheduleListPage, error) {
+	page := &ScheduleListPage{Schedules: []*ScheduleDescription{}}
 	var start []byte
 	if q.After != "" {
 		start = append(storage.ScheduleKey(q.After), 0) // the smallest key after After's
 	}
-	err := e.view(ctx, func(r *storage.Reader) error {
-		return r.Scan(storage.SchedulePrefix, start, true, func(k, v []byte) (bool, error) {
-			if len(page.Schedules) == q.Limit {
-				page.Next = page.Schedules[len(page.Schedules)-1].Schedule.ID
-				return false, nil
-			}
-			s := new(Schedule)
-			if _, err := storage.DecodeAt(k, v, storage.KindSchedule, scheduleVersion, s); err != nil {
-				return false, err
-			}
-			page.Schedules = append(page.Schedules, &ScheduleDescription{Schedule: s, NextActionTimesMS: NextActionTimes(s, 5)})
-			return true, nil
-		})
+	err := r.Scan(storage.SchedulePrefix, start, true, func(k, v []byte) (bool, error) {
+		if len(page.Schedules) == q.Limit {
+			page.Next = page.Schedules[len(page.Schedules)-1].Schedule.ID
+			return false, nil
+		}
+		s := new(Schedule)
+		if _, err := storage.DecodeAt(k, v, storage.KindSchedule, scheduleVersion, s); err != nil {
+			return false, err
+		}
+		page.Schedules = append(page.Schedules, &ScheduleDescription{Schedule: s, NextActionTimesMS: NextActionTimes(s, 5)})
+		return true, nil
 	})
 	return page, err
 }

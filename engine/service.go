@@ -110,14 +110,23 @@ func (e *Engine) ClaimWait(ctx context.Context, c Claim) ([]ClaimedJob, error) {
 func (e *Engine) MayHaveReady(queue string) (bool, error) {
 	found := false
 	err := e.store.View(func(r *storage.Reader) error {
-		low, err := storage.ReadU64(r, storage.LowReadyKey(queue))
-		if err != nil {
-			return err
-		}
-		prefix := storage.ReadyPrefix(queue)
-		return r.Scan(prefix, append(append([]byte(nil), prefix...), storage.U64(low)...), false,
-			func([]byte, []byte) (bool, error) { found = true; return false, nil })
+		var err error
+		found, err = HasReady(r, queue)
+		return err
 	})
+	return found, err
+}
+
+// HasReady reports whether queue holds a job ready to claim.
+func HasReady(r *storage.Reader, queue string) (bool, error) {
+	low, err := storage.ReadU64(r, storage.LowReadyKey(queue))
+	if err != nil {
+		return false, err
+	}
+	found := false
+	prefix := storage.ReadyPrefix(queue)
+	err = r.Scan(prefix, append(append([]byte(nil), prefix...), storage.U64(low)...), false,
+		func([]byte, []byte) (bool, error) { found = true; return false, nil })
 	return found, err
 }
 

@@ -49,30 +49,36 @@ type StepInfo struct {
 func (e *Engine) Steps(ctx context.Context, t Target) ([]StepInfo, error) {
 	var out []StepInfo
 	err := e.view(ctx, func(r *storage.Reader) error {
-		j, err := readTarget(r, t)
-		if err != nil {
-			return err
-		}
-		hist, _, err := ReadHistory(r, j.ID, 0, 0)
-		if err != nil {
-			return err
-		}
-		recs := map[string]*StepRecord{}
-		err = r.Scan(storage.StepPrefix(uint64(j.ID)), nil, true, func(k, v []byte) (bool, error) {
-			s := new(StepRecord)
-			if _, err := storage.DecodeAt(k, v, storage.KindStep, stepVersion, s); err != nil {
-				return false, err
-			}
-			recs[s.Step] = s
-			return true, nil
-		})
-		if err != nil {
-			return err
-		}
-		out = StepInfos(j, hist, recs)
-		return nil
+		var err error
+		out, err = ReadSteps(r, t)
+		return err
 	})
 	return out, err
+}
+
+// ReadSteps reads the activity steps of the job t names, in step order.
+func ReadSteps(r *storage.Reader, t Target) ([]StepInfo, error) {
+	j, err := ReadTarget(r, t)
+	if err != nil {
+		return nil, err
+	}
+	hist, _, err := ReadHistory(r, j.ID, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	recs := map[string]*StepRecord{}
+	err = r.Scan(storage.StepPrefix(uint64(j.ID)), nil, true, func(k, v []byte) (bool, error) {
+		s := new(StepRecord)
+		if _, err := storage.DecodeAt(k, v, storage.KindStep, stepVersion, s); err != nil {
+			return false, err
+		}
+		recs[s.Step] = s
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return StepInfos(j, hist, recs), nil
 }
 
 // StepInfos builds the step infos of job j from its history and its step

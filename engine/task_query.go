@@ -92,14 +92,23 @@ func (e *Engine) ClaimTasksWait(ctx context.Context, c ClaimTasks) ([]ClaimedTas
 // whether queue's claim index of role holds a task, so that waiting
 // claimers propose nothing (in a cluster, no Raft entry) while it is empty.
 func (e *Engine) MayHaveTasks(role TaskRole, queue string) (bool, error) {
+	found := false
+	err := e.store.View(func(r *storage.Reader) error {
+		var err error
+		found, err = HasTasks(r, role, queue)
+		return err
+	})
+	return found, err
+}
+
+// HasTasks reports whether queue holds a task ready for role.
+func HasTasks(r *storage.Reader, role TaskRole, queue string) (bool, error) {
 	prefix := storage.TaskWorkQueuePrefix(queue)
 	if role == TaskRoleReview {
 		prefix = storage.TaskReviewQueuePrefix(queue)
 	}
 	found := false
-	err := e.store.View(func(r *storage.Reader) error {
-		return r.Scan(prefix, nil, false, func([]byte, []byte) (bool, error) { found = true; return false, nil })
-	})
+	err := r.Scan(prefix, nil, false, func([]byte, []byte) (bool, error) { found = true; return false, nil })
 	return found, err
 }
 
