@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/heddlewf/heddle/storage"
 )
@@ -52,7 +53,7 @@ func (a *applier) claim(c *Claim) (Result, error) {
 			return false, &storage.CorruptError{Key: storage.JobKey(e.Job), Kind: storage.KindJob,
 				Reason: fmt.Sprintf("job is %s but listed in the ready index of %q", l.job.Status, c.Queue)}
 		}
-		if len(c.Types) == 0 || contains(c.Types, l.job.Type) {
+		if len(c.Types) == 0 || slices.Contains(c.Types, l.job.Type) {
 			take = append(take, l)
 		} else {
 			pass = append(pass, l)

@@ -261,7 +261,7 @@ func (a *applier) reschedule(s *Schedule, oldDueMS int64, res *ScheduleResult) e
 	}
 	for !s.State.Paused && s.NextNominalMS != 0 && steps < maxScheduleStepsPerApply && len(res.Started)-started < maxScheduleStartsPerApply && !overBudget() {
 		t := s.NextNominalMS
-		actual := t + ScheduleJitter(s.ID, t, spec.jitterMS)
+		actual := t + ScheduleJitter(s.ID, t, s.Spec.JitterMS)
 		if actual > a.now {
 			break
 		}
@@ -282,12 +282,12 @@ func (a *applier) reschedule(s *Schedule, oldDueMS int64, res *ScheduleResult) e
 	}
 	switch {
 	case steps == maxScheduleStepsPerApply || len(res.Started)-started == maxScheduleStartsPerApply || (overBudget() && s.NextNominalMS != 0 &&
-		s.NextNominalMS+ScheduleJitter(s.ID, s.NextNominalMS, spec.jitterMS) <= a.now):
+		s.NextNominalMS+ScheduleJitter(s.ID, s.NextNominalMS, s.Spec.JitterMS) <= a.now):
 		s.DueMS = a.now // more times have come: the next sweep goes on
 	case s.State.Paused || s.NextNominalMS == 0 || (s.State.LimitedActions && s.State.RemainingActions <= 0):
 		s.DueMS = 0
 	default:
-		s.DueMS = s.NextNominalMS + ScheduleJitter(s.ID, s.NextNominalMS, spec.jitterMS)
+		s.DueMS = s.NextNominalMS + ScheduleJitter(s.ID, s.NextNominalMS, s.Spec.JitterMS)
 	}
 	a.saveSchedule(s, oldDueMS)
 	res.Schedule = s

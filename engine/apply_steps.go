@@ -712,7 +712,7 @@ func (a *applier) endStepAttempt(c *EndStepAttempt) (Result, error) {
 			r.LeaseMS = defaultAnswerLeaseMS
 		}
 	case OutcomeSwitchResource:
-		if ev.Resource != "" && !contains(r.Avoid, ev.Resource) {
+		if ev.Resource != "" && !slices.Contains(r.Avoid, ev.Resource) {
 			r.Avoid = append(r.Avoid, ev.Resource)
 		}
 		fallthrough
@@ -898,7 +898,7 @@ func (a *applier) promoteDependents(l *loaded, done string) error {
 		if err != nil {
 			return err
 		}
-		if s == nil || s.rec.State != StepWaitingDeps || !contains(s.rec.DependsOn, done) {
+		if s == nil || s.rec.State != StepWaitingDeps || !slices.Contains(s.rec.DependsOn, done) {
 			continue
 		}
 		ok, err := a.depsDone(l.job.ID, s.rec)

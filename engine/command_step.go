@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // LeaseStep gives a step of a running job (fenced) an explicit step lease
 // for its next try, in one linearized command:
@@ -193,7 +196,7 @@ func (c *LeaseStep) Check(l *Limits) error {
 		ch.err = tooLarge(ch.cmd, "DependsOn", len(c.DependsOn), l.MaxBatch)
 	}
 	ch.names("DependsOn", c.DependsOn)
-	if contains(c.DependsOn, c.Step) {
+	if slices.Contains(c.DependsOn, c.Step) {
 		ch.fail("DependsOn", fmt.Sprintf("names the step %q itself", c.Step))
 	}
 	return ch.err

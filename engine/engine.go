@@ -217,7 +217,7 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{db: db, store: db, limits: m.limits, commitCh: make(chan struct{})}
+	e := &Engine{db: db, store: db, limits: cfg.Limits.WithDefaults(), commitCh: make(chan struct{})}
 	meter := NewMeter(cfg.Metrics)
 	if err := meter.Count(db); err != nil {
 		return nil, errors.Join(fmt.Errorf("engine: counting the open jobs for the metrics: %w", err), db.Close())

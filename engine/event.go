@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/heddlewf/heddle/storage"
+import (
+	"slices"
+
+	"github.com/heddlewf/heddle/storage"
+)
 
 // Event is one entry of a job's history. Seq numbers start at 1 and have no
 // gaps. Fields that do not apply to an event's type are left zero.
@@ -74,9 +78,9 @@ type WaitSpec struct {
 }
 
 func waitsForSignal(w *WaitSpec, name string) bool {
-	return w != nil && (w.AnySignal || contains(w.Signals, name))
+	return w != nil && (w.AnySignal || slices.Contains(w.Signals, name))
 }
-func waitsForStep(w *WaitSpec, step string) bool { return w != nil && contains(w.Steps, step) }
+func waitsForStep(w *WaitSpec, step string) bool { return w != nil && slices.Contains(w.Steps, step) }
 func waitsForTimer(w *WaitSpec, id string) bool {
 	if w == nil {
 		return false
@@ -99,15 +103,6 @@ func allTimers(w *WaitSpec) []Timer {
 		ts = append(ts, Timer{ID: w.TimerID, FireMS: w.TimerAtMS})
 	}
 	return append(ts, w.Timers...)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 const eventVersion = 1

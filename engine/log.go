@@ -84,7 +84,7 @@ func NewLocalLog(cfg LocalLogConfig) (*LocalLog, error) {
 	so := cfg.DB.Options()
 	l.synced = !so.NoSync && !so.InMemory
 	if l.machine == nil {
-		l.machine = defaultMachine
+		l.machine, _ = NewMachine(Limits{}) // the zero limits are valid
 	}
 	if l.clock == nil {
 		l.clock = clock.Wall()

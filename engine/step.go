@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // StepState is the state of one step (one activity execution), the 13 of
 // docs/state-machines.md §3. Like a job's status it is a projection of history
@@ -326,7 +329,7 @@ func DeriveStepState(events []Event) StepProjection {
 		case EventStepLeased:
 			p.Resource = ev.Resource
 		case EventStepResourceFailed:
-			if ev.Resource != "" && !contains(p.Avoid, ev.Resource) {
+			if ev.Resource != "" && !slices.Contains(p.Avoid, ev.Resource) {
 				p.Avoid = append(p.Avoid, ev.Resource)
 			}
 			p.Resource = ""

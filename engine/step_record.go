@@ -124,7 +124,7 @@ func (r *Resource) Free() int { return max(r.Capacity-len(r.Holders), 0) }
 // of selector with its value.
 func (r *Resource) Offers(caps []string, selector map[string]string) bool {
 	for _, c := range caps {
-		if !contains(r.Capabilities, c) {
+		if !slices.Contains(r.Capabilities, c) {
 			return false
 		}
 	}
@@ -139,7 +139,7 @@ func (r *Resource) Offers(caps []string, selector map[string]string) bool {
 // serves reports whether resource r may take a new lease of step rec: it offers what
 // the step needs, is not drained and is not on the step's avoid-list.
 func serves(r *Resource, rec *StepRecord) bool {
-	return !r.Drained && !contains(rec.Avoid, r.ID) && r.Offers(rec.Capabilities, rec.Selector)
+	return !r.Drained && !slices.Contains(rec.Avoid, r.ID) && r.Offers(rec.Capabilities, rec.Selector)
 }
 
 func holderOf(r *Resource, job JobID, step string) int {
