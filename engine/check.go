@@ -434,3 +434,32 @@ func (c *ContinueAsNew) Check(l *Limits) error {
 	}
 	return ch.err
 }
+
+// Cron workflows, as Temporal's CronSchedule: a workflow id started with a
+// cron line runs once per time of the line. The engine keeps the chain
+// going so that no worker has to: the first run waits (Retrying) for the
+// line's first time after its start, and a run that completes or fails is
+// ended, in the same command, as the chain's next run is created, held
+// back until the next time after now, with the same input and the last
+// completed run's result on its job_created (Event.LastResult). A run that
+// its run timeout ends is followed too; the chain's execution timeout, a
+// cancel or a terminate end the chain. A retry of a failed
+// run (ContinueAsNew with a failure) stays within the chain's time.
+
+// cron checks a cron line.
+func (c *checker) cron(field, line string) {
+	if c.err != nil || line == "" {
+		return
+	}
+	c.name(field, line, false)
+	if err := ParseCron(line); err != nil && c.err == nil {
+		c.fail(field, err.Error())
+	}
+}
+
+// maxNonceBytes and maxLeaseTokenBytes bound what a command may carry in
+// Header.Nonce and LeaseRef.Token.
+const (
+	maxNonceBytes      = 64
+	maxLeaseTokenBytes = 64
+)

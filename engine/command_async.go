@@ -2,9 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
 )
 
 // Asynchronous activity completion, as Temporal's: an activity task (an
@@ -66,64 +63,8 @@ func (c *CompleteAsync) Check(l *Limits) error {
 	return ch.err
 }
 
-func (a *applier) completeAsync(c *CompleteAsync) (Result, error) {
-	l, err := a.load(c.Job)
-	if err != nil {
-		return nil, err
-	}
-	j := l.job
-	if !strings.HasPrefix(j.Type, ActivityTypePrefix) {
-		return nil, InvalidField("CompleteAsync", "Job", fmt.Sprintf("job %d is not an activity task (type %q)", j.ID, j.Type))
-	}
-	parked := (j.Status == StatusParked || j.Status == StatusWaiting) && j.Wait != nil && slices.Contains(j.Wait.Signals, AsyncCompletionSignal)
-	if (!parked && j.Status != StatusRunning) || j.Attempt != c.Attempt {
-		return nil, &StaleAttemptError{Job: j.ID, Attempt: c.Attempt, Current: j.Attempt, Status: j.Status, Command: "CompleteAsync"}
-	}
-	switch {
-	case c.ByID && !parked:
-		// By id, only a task whose code handed its completion over (it
-		// returned ErrResultPending and is parked): a running attempt is
-		// its worker's, and only its task token may end it.
-		return nil, &StaleAttemptError{Job: j.ID, Attempt: c.Attempt, Current: j.Attempt, Status: j.Status, Command: "CompleteAsync", NotParked: true}
-	case !c.ByID && !tokenMatches(j.LeaseDigest, c.Token):
-		return nil, &StaleAttemptError{Job: j.ID, Attempt: c.Attempt, Current: j.Attempt, Status: j.Status, Command: "CompleteAsync", WrongToken: true}
-	}
-	// A token may arrive before its activity has returned ErrResultPending
-	// (the code handed it over first): the attempt is still Running, and
-	// ends here; its worker's own writes are then refused as stale.
-	if parked {
-		if _, err := a.appendEvent(l, Event{Type: EventWaitCompleted, Reason: ReasonAsyncCompletion}); err != nil {
-			return nil, err
-		}
-		j.Attempt++
-		if _, err := a.appendEvent(l, Event{Type: EventJobLeased, Attempt: j.Attempt, Name: ReasonAsyncCompletion, LeaseExpiryMS: a.now}); err != nil {
-			return nil, err
-		}
-	}
-	end := Event{Type: EventJobCompleted, Attempt: j.Attempt, Payload: c.Result}
-	if c.Error != nil {
-		end = Event{Type: EventJobFailed, Attempt: j.Attempt, Payload: c.Error}
-	}
-	seq, err := a.appendEvent(l, end)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.closed(l, &end); err != nil {
-		return nil, err
-	}
-	a.save(l)
-	return &StatusResult{Job: j.ID, Status: j.Status, Seq: seq}, nil
-}
-
 // AsyncService completes parked activity tasks; *Engine implements it, and
 // engine/httpapi's client over HTTP. Safe for concurrent use.
 type AsyncService interface {
 	CompleteAsync(ctx context.Context, c CompleteAsync) (*StatusResult, error)
-}
-
-var _ AsyncService = (*Engine)(nil)
-
-// CompleteAsync ends a parked activity task.
-func (e *Engine) CompleteAsync(ctx context.Context, c CompleteAsync) (*StatusResult, error) {
-	return propose[*StatusResult](ctx, e, &c)
 }

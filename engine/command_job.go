@@ -5,50 +5,6 @@ import (
 	"math"
 )
 
-// Header is carried by every command.
-type Header struct {
-	// RequestID, when set, makes the command idempotent: a command whose
-	// request id was already applied returns the first result and writes
-	// nothing. Results are kept for Limits.RequestRetentionMS.
-	RequestID string `json:"request_id,omitempty" msgpack:"rq,omitempty"`
-	// NowMS is the command's time in Unix milliseconds, stamped by the single
-	// writer (the local log, or the Raft leader). Apply keeps it monotonic: a
-	// command stamped earlier than its predecessor takes the predecessor's time.
-	NowMS int64 `json:"now_ms,omitempty" msgpack:"now"`
-	// By names who issued the command (a token's name), as the HTTP
-	// server authenticated it; "" when the server has no tokens or the
-	// command came from inside the process. The server sets it and never
-	// takes it from a request's body (it has no JSON key). Apply records
-	// it on the events of the commands people issue (starts, signals,
-	// cancellations, terminations, suspensions). Like NowMS it is not part
-	// of the command's body: a request id's retry by someone else is the
-	// same request.
-	By string `json:"-" msgpack:"by,omitempty"`
-	// Nonce is randomness for Apply, which may draw none itself: the
-	// Engine fills it with fresh random bytes before it proposes a claim
-	// (Claim, ClaimTasks), replacing whatever the caller put there, and
-	// Apply derives the claimed leases' tokens from it (see leasetoken.go).
-	// A create naming a parent gets one too, as the mark of an Engine that
-	// fences parents (legacyParent). Like NowMS and By it is not part of
-	// the command's body: a request id's retry carries another.
-	Nonce []byte `json:"-" msgpack:"nc,omitempty"`
-}
-
-// Head returns the header, so every command type satisfies Command by embedding it.
-func (h *Header) Head() *Header { return h }
-
-// Command is one state change, applied by Apply. Commands are plain data:
-// they are encoded into the Raft log and must decode identically everywhere.
-type Command interface {
-	Head() *Header
-	// Kind is the command's stable type number.
-	Kind() CommandKind
-	// Check validates the fields against the limits, without reading
-	// state; Apply checks every command it applies, and a client may check
-	// one before it sends it.
-	Check(l *Limits) error
-}
-
 // IDReusePolicy decides what CreateJob does when its workflow id already has a run.
 type IDReusePolicy uint8
 
@@ -76,12 +32,6 @@ const (
 	// ParentCloseAbandon leaves the child running.
 	ParentCloseAbandon ParentClosePolicy = 2
 )
-
-// Target names a job by id, or by workflow id (its current run) when Job is 0.
-type Target struct {
-	Job        JobID  `json:"job_id,omitempty" msgpack:"j,omitempty"`
-	WorkflowID string `json:"workflow_id,omitempty" msgpack:"wf,omitempty"`
-}
 
 // CreateJob starts a job (a workflow run): job_created, or job_drafted with Draft.
 type CreateJob struct {
@@ -219,17 +169,6 @@ type Claim struct {
 
 // MaxTailEvents bounds Claim.TailEvents.
 const MaxTailEvents = 64
-
-// LeaseRef names one attempt of one job and proves that the writer holds
-// its lease: Token is the lease token the claim returned
-// (ClaimedJob.LeaseToken). A fenced write is refused unless its attempt is
-// the job's current one and its token is that attempt's; a lease claimed
-// without a token (see leasetoken.go) takes the empty token.
-type LeaseRef struct {
-	Job     JobID  `json:"job_id" msgpack:"j"`
-	Attempt uint64 `json:"attempt" msgpack:"a"`
-	Token   string `json:"lease_token,omitempty" msgpack:"tk,omitempty"`
-}
 
 // Heartbeat renews the leases of running attempts to Now+LeaseMS. Each
 // attempt that is not current is refused on its own; the others are renewed.
@@ -431,24 +370,66 @@ type Requeue struct {
 	Reason  string `json:"reason,omitempty" msgpack:"r,omitempty"`
 }
 
-func (*CreateJob) Kind() CommandKind       { return KindCreateJob }
-func (*Claim) Kind() CommandKind           { return KindClaim }
-func (*Heartbeat) Kind() CommandKind       { return KindHeartbeat }
-func (*AppendEvents) Kind() CommandKind    { return KindAppendEvents }
-func (*CommitStep) Kind() CommandKind      { return KindCommitStep }
-func (*Wait) Kind() CommandKind            { return KindWait }
-func (*Signal) Kind() CommandKind          { return KindSignal }
-func (*FireTimers) Kind() CommandKind      { return KindFireTimers }
-func (*Reclaim) Kind() CommandKind         { return KindReclaim }
-func (*ReleaseDelayed) Kind() CommandKind  { return KindReleaseDelayed }
-func (*Cancel) Kind() CommandKind          { return KindCancel }
-func (*Activate) Kind() CommandKind        { return KindActivate }
-func (*Suspend) Kind() CommandKind         { return KindSuspend }
-func (*Resume) Kind() CommandKind          { return KindResume }
-func (*Complete) Kind() CommandKind        { return KindComplete }
-func (*Fail) Kind() CommandKind            { return KindFail }
-func (*Requeue) Kind() CommandKind         { return KindRequeue }
-func (*RequestCancel) Kind() CommandKind   { return KindRequestCancel }
-func (*ContinueAsNew) Kind() CommandKind   { return KindContinueAsNew }
-func (*Terminate) Kind() CommandKind       { return KindTerminate }
+func (*CreateJob) Kind() CommandKind { return KindCreateJob }
+
+func (*Claim) Kind() CommandKind { return KindClaim }
+
+func (*Heartbeat) Kind() CommandKind { return KindHeartbeat }
+
+func (*AppendEvents) Kind() CommandKind { return KindAppendEvents }
+
+func (*CommitStep) Kind() CommandKind { return KindCommitStep }
+
+func (*Wait) Kind() CommandKind { return KindWait }
+
+func (*Signal) Kind() CommandKind { return KindSignal }
+
+func (*FireTimers) Kind() CommandKind { return KindFireTimers }
+
+func (*Reclaim) Kind() CommandKind { return KindReclaim }
+
+func (*ReleaseDelayed) Kind() CommandKind { return KindReleaseDelayed }
+
+func (*Cancel) Kind() CommandKind { return KindCancel }
+
+func (*Activate) Kind() CommandKind { return KindActivate }
+
+func (*Suspend) Kind() CommandKind { return KindSuspend }
+
+func (*Resume) Kind() CommandKind { return KindResume }
+
+func (*Complete) Kind() CommandKind { return KindComplete }
+
+func (*Fail) Kind() CommandKind { return KindFail }
+
+func (*Requeue) Kind() CommandKind { return KindRequeue }
+
+func (*RequestCancel) Kind() CommandKind { return KindRequestCancel }
+
+func (*ContinueAsNew) Kind() CommandKind { return KindContinueAsNew }
+
+func (*Terminate) Kind() CommandKind { return KindTerminate }
+
 func (*ExpireDeadlines) Kind() CommandKind { return KindExpireDeadlines }
+
+// EventJobConfigured records a Draft job's new input (ConfigureJob). It is
+// not a status event: the job stays Draft. The SDK's replay runs the
+// workflow with the input of the last one written before the activation.
+const EventJobConfigured EventType = "job_configured"
+
+// ConfigureJob changes the input of a Draft job before it is activated
+// (docs/state-machines.md §4); it is refused once the job left Draft.
+type ConfigureJob struct {
+	Header
+	Target
+	Input []byte `json:"input,omitempty" msgpack:"in,omitempty"`
+}
+
+func (*ConfigureJob) Kind() CommandKind { return KindConfigureJob }
+
+func (c *ConfigureJob) Check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.target(c.Target)
+	ch.payload("Input", c.Input)
+	return ch.err
+}

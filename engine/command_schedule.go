@@ -1,9 +1,85 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 )
+
+// CreateSchedule creates a schedule. TriggerImmediately also takes one
+// action at once, as Temporal's ScheduleOptions.TriggerImmediately.
+type CreateSchedule struct {
+	Header
+	ID                 string         `json:"id" msgpack:"id"`
+	Spec               ScheduleSpec   `json:"spec" msgpack:"sp"`
+	Action             ScheduleAction `json:"action" msgpack:"ac"`
+	Policy             SchedulePolicy `json:"policy,omitempty" msgpack:"po,omitempty"`
+	State              ScheduleState  `json:"state,omitempty" msgpack:"st,omitempty"`
+	TriggerImmediately bool           `json:"trigger_immediately,omitempty" msgpack:"ti,omitempty"`
+}
+
+// UpdateSchedule replaces a schedule's spec, action, policy and state,
+// keeping its counters, open runs and buffered starts; its next time is
+// computed afresh from now.
+type UpdateSchedule struct {
+	Header
+	ID     string         `json:"id" msgpack:"id"`
+	Spec   ScheduleSpec   `json:"spec" msgpack:"sp"`
+	Action ScheduleAction `json:"action" msgpack:"ac"`
+	Policy SchedulePolicy `json:"policy,omitempty" msgpack:"po,omitempty"`
+	State  ScheduleState  `json:"state,omitempty" msgpack:"st,omitempty"`
+}
+
+// PauseSchedule pauses (Paused) or unpauses a schedule and sets its note.
+// A paused schedule takes no spec action; unpaused, it goes on from the
+// first spec time after now (times passed while paused are not caught up).
+type PauseSchedule struct {
+	Header
+	ID     string `json:"id" msgpack:"id"`
+	Paused bool   `json:"paused" msgpack:"pa"`
+	Note   string `json:"note,omitempty" msgpack:"no,omitempty"`
+}
+
+// TriggerSchedule takes one action now (paused or not) under Overlap, or
+// the schedule's policy when Unspecified.
+type TriggerSchedule struct {
+	Header
+	ID      string        `json:"id" msgpack:"id"`
+	Overlap OverlapPolicy `json:"overlap,omitempty" msgpack:"ov,omitempty"`
+}
+
+// DeleteSchedule deletes a schedule; the runs it started go on.
+type DeleteSchedule struct {
+	Header
+	ID string `json:"id" msgpack:"id"`
+}
+
+// FireSchedules acts on up to Max schedules whose due time has come (the
+// scheduler proposes it).
+type FireSchedules struct {
+	Header
+	Max int `json:"max" msgpack:"mx"`
+}
+
+// ScheduleResult answers the schedule commands but FireSchedules: the
+// schedule as written (nil after DeleteSchedule) and the runs the command
+// started.
+type ScheduleResult struct {
+	Schedule *Schedule      `json:"schedule,omitempty" msgpack:"s,omitempty"`
+	Started  []CreateResult `json:"started,omitempty" msgpack:"sr,omitempty"`
+}
+
+func (*ScheduleResult) isResult() {}
+
+func (*CreateSchedule) Kind() CommandKind { return KindCreateSchedule }
+
+func (*UpdateSchedule) Kind() CommandKind { return KindUpdateSchedule }
+
+func (*PauseSchedule) Kind() CommandKind { return KindPauseSchedule }
+
+func (*TriggerSchedule) Kind() CommandKind { return KindTriggerSchedule }
+
+func (*DeleteSchedule) Kind() CommandKind { return KindDeleteSchedule }
+
+func (*FireSchedules) Kind() CommandKind { return KindFireSchedules }
 
 // BackfillSchedule takes the actions of a schedule's spec times in
 // [StartMS, EndMS] now, as if those times were passing (Temporal's
@@ -38,41 +114,4 @@ func (c *BackfillSchedule) Check(l *Limits) error {
 		ch.fail("Overlap", fmt.Sprintf("%d is not a policy (0 the schedule's, 1 Skip .. 6 AllowAll)", c.Overlap))
 	}
 	return ch.err
-}
-
-func (a *applier) backfillSchedule(c *BackfillSchedule) (Result, error) {
-	s, err := a.loadSchedule(c.ID)
-	if err != nil {
-		return nil, err
-	}
-	spec, _, err := CompileSpec(&s.Spec)
-	if err != nil {
-		return nil, err
-	}
-	var times []int64
-	for t := spec.Next(c.StartMS - 1); t != 0 && t <= c.EndMS; t = spec.Next(t) {
-		if len(times) == MaxBackfillTimes {
-			return nil, InvalidField("BackfillSchedule", "EndMS", fmt.Sprintf("the range holds more than %d times of the spec: split it", MaxBackfillTimes))
-		}
-		times = append(times, t)
-	}
-	res := &ScheduleResult{Schedule: s}
-	a.refreshRunning(s)
-	if err := a.drainBuffer(s, res); err != nil {
-		return nil, err
-	}
-	for _, t := range times {
-		if err := a.act(s, t, a.now, overlapOf(s, c.Overlap), res); err != nil {
-			return nil, err
-		}
-	}
-	if err := a.reschedule(s, s.DueMS, res); err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-// BackfillSchedule takes the actions of a range of a schedule's times now.
-func (e *Engine) BackfillSchedule(ctx context.Context, c BackfillSchedule) (*ScheduleResult, error) {
-	return propose[*ScheduleResult](ctx, e, &c)
 }

@@ -109,6 +109,7 @@ func (e *NotLeaderError) Error() string {
 	}
 	return fmt.Sprintf("engine: not the leader (leader %s at %q)", e.LeaderID, e.LeaderHTTP)
 }
+
 func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }
 
 // StaleAttemptError details ErrStaleAttempt.
@@ -138,8 +139,10 @@ func (e *StaleAttemptError) Error() string {
 	return fmt.Sprintf("engine: stale attempt: %s on job %d by attempt %d, job is %s at attempt %d [%s]",
 		e.Command, e.Job, e.Attempt, e.Status, e.Current, StaleAttemptCode)
 }
+
 func (e *StaleAttemptError) Unwrap() error { return ErrStaleAttempt }
-func (e *StaleAttemptError) Code() string  { return StaleAttemptCode }
+
+func (e *StaleAttemptError) Code() string { return StaleAttemptCode }
 
 // TransitionError details ErrIllegalTransition.
 type TransitionError struct {
@@ -151,8 +154,10 @@ type TransitionError struct {
 func (e *TransitionError) Error() string {
 	return fmt.Sprintf("engine: illegal transition: %s on job %d in status %s [%s]", e.Event, e.Job, e.From, TransitionCode)
 }
+
 func (e *TransitionError) Unwrap() error { return ErrIllegalTransition }
-func (e *TransitionError) Code() string  { return TransitionCode }
+
+func (e *TransitionError) Code() string { return TransitionCode }
 
 // FieldError names the command field that was wrong. It wraps
 // ErrInvalidCommand, or ErrPayloadTooLarge for a limit.
@@ -166,8 +171,10 @@ type FieldError struct {
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("%v: %s.%s %s [%s]", e.err, e.Command, e.Field, e.Reason, FieldCode)
 }
+
 func (e *FieldError) Unwrap() error { return e.err }
-func (e *FieldError) Code() string  { return FieldCode }
+
+func (e *FieldError) Code() string { return FieldCode }
 
 // InvalidField returns the *FieldError, matching ErrInvalidCommand, that
 // refuses field of command cmd for reason.
@@ -206,8 +213,10 @@ func (e *StaleStepError) Error() string {
 	return fmt.Sprintf("engine: stale attempt: %s of step %q of job %d by try %d, the step is %s at try %d [%s]",
 		e.Command, e.Step, e.Job, e.Attempt, e.State, e.Current, StaleStepCode)
 }
+
 func (e *StaleStepError) Unwrap() error { return ErrStaleAttempt }
-func (e *StaleStepError) Code() string  { return StaleStepCode }
+
+func (e *StaleStepError) Code() string { return StaleStepCode }
 
 // DependencyCycleError details ErrDependencyFailed for a LeaseStep whose
 // DependsOn would close a cycle among the job's steps (Cycle: the step,
@@ -224,8 +233,10 @@ func (e *DependencyCycleError) Error() string {
 	return fmt.Sprintf("engine: a dependency failed: step %q of job %d cannot depend on its own result: the dependencies %s form a cycle that never resolves [%s]",
 		e.Step, e.Job, strings.Join(e.Cycle, " → "), DependencyCycleCode)
 }
+
 func (e *DependencyCycleError) Unwrap() error { return ErrDependencyFailed }
-func (e *DependencyCycleError) Code() string  { return DependencyCycleCode }
+
+func (e *DependencyCycleError) Code() string { return DependencyCycleCode }
 
 // StepStateError details ErrStepState.
 type StepStateError struct {
@@ -239,8 +250,10 @@ func (e *StepStateError) Error() string {
 	return fmt.Sprintf("engine: step not in a state for this: %s of step %q of job %d in state %s [%s]",
 		e.Command, e.Step, e.Job, e.State, StepStateCode)
 }
+
 func (e *StepStateError) Unwrap() error { return ErrStepState }
-func (e *StepStateError) Code() string  { return StepStateCode }
+
+func (e *StepStateError) Code() string { return StepStateCode }
 
 // NoResourceError details ErrNoResource: what the step needs and the
 // resources it avoids, so an operator sees why nothing fits.
@@ -260,8 +273,10 @@ func (e *NoResourceError) Error() string {
 	return fmt.Sprintf("engine: no resource for step %q of job %d: none offers capabilities %v with labels %v, is not drained and is not avoided %v [%s]",
 		e.Step, e.Job, e.Capabilities, sel, e.Avoid, NoResourceCode)
 }
+
 func (e *NoResourceError) Unwrap() error { return ErrNoResource }
-func (e *NoResourceError) Code() string  { return NoResourceCode }
+
+func (e *NoResourceError) Code() string { return NoResourceCode }
 
 // RequestConflictError details ErrRequestConflict: the request id was
 // recorded for a command of kind First whose body differs from this one's.
@@ -287,4 +302,5 @@ func (e *RequestConflictError) Error() string {
 func (e *RequestConflictError) Unwrap() []error {
 	return []error{ErrRequestConflict, ErrInvalidCommand}
 }
+
 func (e *RequestConflictError) Code() string { return ConflictCode }

@@ -1,11 +1,5 @@
 package engine
 
-import (
-	"slices"
-
-	"github.com/heddlewf/heddle/storage"
-)
-
 // Event is one entry of a job's history. Seq numbers start at 1 and have no
 // gaps. Fields that do not apply to an event's type are left zero.
 type Event struct {
@@ -75,46 +69,4 @@ type WaitSpec struct {
 	// AnySignal: any signal ends the wait (workflow code selecting over
 	// channels decides itself whether the signal was the one it needs).
 	AnySignal bool `json:"any_signal,omitempty" msgpack:"as,omitempty"`
-}
-
-func waitsForSignal(w *WaitSpec, name string) bool {
-	return w != nil && (w.AnySignal || slices.Contains(w.Signals, name))
-}
-func waitsForStep(w *WaitSpec, step string) bool { return w != nil && slices.Contains(w.Steps, step) }
-func waitsForTimer(w *WaitSpec, id string) bool {
-	if w == nil {
-		return false
-	}
-	if w.TimerAtMS > 0 && w.TimerID == id {
-		return true
-	}
-	for _, t := range w.Timers {
-		if t.ID == id {
-			return true
-		}
-	}
-	return false
-}
-
-// allTimers lists the timers a wait sets, the shorthand one first.
-func allTimers(w *WaitSpec) []Timer {
-	var ts []Timer
-	if w.TimerAtMS > 0 {
-		ts = append(ts, Timer{ID: w.TimerID, FireMS: w.TimerAtMS})
-	}
-	return append(ts, w.Timers...)
-}
-
-const eventVersion = 1
-
-// EncodeEvent returns the stored form of e.
-func EncodeEvent(e *Event) []byte { return storage.MustEncode(storage.KindEvent, eventVersion, e) }
-
-// DecodeEvent decodes a stored event; failures are *storage.CorruptError.
-func DecodeEvent(b []byte) (*Event, error) {
-	e := new(Event)
-	if _, err := storage.Decode(b, storage.KindEvent, eventVersion, e); err != nil {
-		return nil, err
-	}
-	return e, nil
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/heddlewf/heddle/storage"
 )
@@ -87,20 +86,3 @@ func DecodeFailure(b []byte) (*Failure, error) {
 	}
 	return f, nil
 }
-
-// timeoutFailure is the failure a job's deadline of kind reason writes.
-func timeoutFailure(j *Job, reason string) []byte {
-	tt, what := TimeoutWorkflowRun, "run timeout"
-	switch reason {
-	case ReasonExecutionTimeout:
-		tt, what = TimeoutWorkflowExecution, "execution timeout"
-		if isActivityTask(j) {
-			tt, what = TimeoutScheduleToClose, "schedule-to-close timeout"
-		}
-	case ReasonScheduleToStart:
-		tt, what = TimeoutScheduleToStart, "schedule-to-start timeout"
-	}
-	return EncodeTimeoutFailure(tt, fmt.Sprintf("job %d (workflow id %q, type %q) timed out: its %s passed", j.ID, j.WorkflowID, j.Type, what))
-}
-
-func isActivityTask(j *Job) bool { return strings.HasPrefix(j.Type, ActivityTypePrefix) }

@@ -81,15 +81,6 @@ const (
 	MaxScheduleRunning = 100
 )
 
-// maxScheduleStepsPerApply bounds the spec times one schedule goes through
-// in one command, and maxScheduleStartsPerApply the runs it starts; a
-// schedule with more due stays due now, and the next sweep goes on. A
-// backfill starts at most as many runs as one command may.
-const (
-	maxScheduleStepsPerApply  = 1000
-	maxScheduleStartsPerApply = MaxBackfillTimes
-)
-
 // ScheduleSpec is the set of times a schedule acts at: the union of its
 // cron expressions' and its intervals' times, within [StartAtMS, EndAtMS].
 // An empty spec has no times: such a schedule acts only when triggered.
@@ -196,78 +187,6 @@ type Schedule struct {
 	CreatedMS         int64 `json:"created_ms" msgpack:"cr"`
 	UpdatedMS         int64 `json:"updated_ms" msgpack:"up"`
 }
-
-// CreateSchedule creates a schedule. TriggerImmediately also takes one
-// action at once, as Temporal's ScheduleOptions.TriggerImmediately.
-type CreateSchedule struct {
-	Header
-	ID                 string         `json:"id" msgpack:"id"`
-	Spec               ScheduleSpec   `json:"spec" msgpack:"sp"`
-	Action             ScheduleAction `json:"action" msgpack:"ac"`
-	Policy             SchedulePolicy `json:"policy,omitempty" msgpack:"po,omitempty"`
-	State              ScheduleState  `json:"state,omitempty" msgpack:"st,omitempty"`
-	TriggerImmediately bool           `json:"trigger_immediately,omitempty" msgpack:"ti,omitempty"`
-}
-
-// UpdateSchedule replaces a schedule's spec, action, policy and state,
-// keeping its counters, open runs and buffered starts; its next time is
-// computed afresh from now.
-type UpdateSchedule struct {
-	Header
-	ID     string         `json:"id" msgpack:"id"`
-	Spec   ScheduleSpec   `json:"spec" msgpack:"sp"`
-	Action ScheduleAction `json:"action" msgpack:"ac"`
-	Policy SchedulePolicy `json:"policy,omitempty" msgpack:"po,omitempty"`
-	State  ScheduleState  `json:"state,omitempty" msgpack:"st,omitempty"`
-}
-
-// PauseSchedule pauses (Paused) or unpauses a schedule and sets its note.
-// A paused schedule takes no spec action; unpaused, it goes on from the
-// first spec time after now (times passed while paused are not caught up).
-type PauseSchedule struct {
-	Header
-	ID     string `json:"id" msgpack:"id"`
-	Paused bool   `json:"paused" msgpack:"pa"`
-	Note   string `json:"note,omitempty" msgpack:"no,omitempty"`
-}
-
-// TriggerSchedule takes one action now (paused or not) under Overlap, or
-// the schedule's policy when Unspecified.
-type TriggerSchedule struct {
-	Header
-	ID      string        `json:"id" msgpack:"id"`
-	Overlap OverlapPolicy `json:"overlap,omitempty" msgpack:"ov,omitempty"`
-}
-
-// DeleteSchedule deletes a schedule; the runs it started go on.
-type DeleteSchedule struct {
-	Header
-	ID string `json:"id" msgpack:"id"`
-}
-
-// FireSchedules acts on up to Max schedules whose due time has come (the
-// scheduler proposes it).
-type FireSchedules struct {
-	Header
-	Max int `json:"max" msgpack:"mx"`
-}
-
-// ScheduleResult answers the schedule commands but FireSchedules: the
-// schedule as written (nil after DeleteSchedule) and the runs the command
-// started.
-type ScheduleResult struct {
-	Schedule *Schedule      `json:"schedule,omitempty" msgpack:"s,omitempty"`
-	Started  []CreateResult `json:"started,omitempty" msgpack:"sr,omitempty"`
-}
-
-func (*ScheduleResult) isResult() {}
-
-func (*CreateSchedule) Kind() CommandKind  { return KindCreateSchedule }
-func (*UpdateSchedule) Kind() CommandKind  { return KindUpdateSchedule }
-func (*PauseSchedule) Kind() CommandKind   { return KindPauseSchedule }
-func (*TriggerSchedule) Kind() CommandKind { return KindTriggerSchedule }
-func (*DeleteSchedule) Kind() CommandKind  { return KindDeleteSchedule }
-func (*FireSchedules) Kind() CommandKind   { return KindFireSchedules }
 
 // MarshalJSON writes p by name ("BufferOne"), as the HTTP API's JSON
 // writes enums; a number this version does not know is written as the number.

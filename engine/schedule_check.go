@@ -5,9 +5,6 @@ import (
 	"fmt"
 )
 
-// scheduleVersion is the version byte of stored schedule records.
-const scheduleVersion = 1
-
 // checkSchedule validates the parts of a schedule a create or an update sets.
 func (ch *checker) schedule(id string, spec *ScheduleSpec, act *ScheduleAction, pol *SchedulePolicy, st *ScheduleState, h Header) {
 	ch.name("ID", id, true)

@@ -9,6 +9,19 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
+// NextCronTime is the first time of line after afterMS, or 0 when it has none.
+func NextCronTime(line string, afterMS int64) (int64, error) {
+	s, err := parseCron(line)
+	if err != nil {
+		return 0, err
+	}
+	t := s.Next(time.UnixMilli(afterMS).UTC())
+	if t.IsZero() {
+		return 0, nil
+	}
+	return t.UnixMilli(), nil
+}
+
 // Cron lines are parsed by robfig/cron/v3's parser, the one Temporal's
 // server and most Go cron users rely on: 5 fields, or 6 with seconds first,
 // and the @ descriptors. Its TZ= and CRON_TZ= prefixes are refused: they

@@ -1,11 +1,8 @@
 package engine
 
 import (
-	"errors"
 	"slices"
 	"sort"
-
-	"github.com/heddlewf/heddle/storage"
 )
 
 // StepRecord is the stored state of a step that left the straight path: it
@@ -67,16 +64,6 @@ type StepRecord struct {
 	UpdatedMS   int64  `json:"updated_ms" msgpack:"up"`
 }
 
-// stepDueMS is the time of the step's entry in the step deadline index: its
-// answer's timeout while it needs a person, else its lease's expiry; 0
-// when it has neither.
-func stepDueMS(s *StepRecord) int64 {
-	if s.State == StepNeedsUser {
-		return s.AnswerDueMS
-	}
-	return s.LeaseExpiryMS
-}
-
 // Clone returns a copy of s that Apply may change without changing s.
 func (s *StepRecord) Clone() *StepRecord {
 	c := *s
@@ -134,91 +121,6 @@ func (r *Resource) Offers(caps []string, selector map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// serves reports whether resource r may take a new lease of step rec: it offers what
-// the step needs, is not drained and is not on the step's avoid-list.
-func serves(r *Resource, rec *StepRecord) bool {
-	return !r.Drained && !slices.Contains(rec.Avoid, r.ID) && r.Offers(rec.Capabilities, rec.Selector)
-}
-
-func holderOf(r *Resource, job JobID, step string) int {
-	for i, h := range r.Holders {
-		if h.Job == job && h.Step == step {
-			return i
-		}
-	}
-	return -1
-}
-
-// needsResource reports whether a step leases a resource unit.
-func needsResource(s *StepRecord) bool { return len(s.Capabilities) > 0 || len(s.Selector) > 0 }
-
-const (
-	stepVersion     = 1
-	resourceVersion = 1
-)
-
-// EncodeStepRecord returns the stored form of s.
-func EncodeStepRecord(s *StepRecord) []byte {
-	return storage.MustEncode(storage.KindStep, stepVersion, s)
-}
-
-// DecodeStepRecord decodes a stored step record.
-func DecodeStepRecord(b []byte) (*StepRecord, error) {
-	s := new(StepRecord)
-	if _, err := storage.Decode(b, storage.KindStep, stepVersion, s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// EncodeResource returns the stored form of r.
-func EncodeResource(r *Resource) []byte {
-	return storage.MustEncode(storage.KindResource, resourceVersion, r)
-}
-
-// DecodeResource decodes a stored resource record.
-func DecodeResource(b []byte) (*Resource, error) {
-	r := new(Resource)
-	if _, err := storage.Decode(b, storage.KindResource, resourceVersion, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// readStep reads the record of step in job id from r, or nil.
-func readStep(get func([]byte) ([]byte, error), id JobID, step string) (*StepRecord, error) {
-	key := storage.StepKey(uint64(id), step)
-	b, err := get(key)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	s := new(StepRecord)
-	if _, err := storage.DecodeAt(key, b, storage.KindStep, stepVersion, s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// readResource reads resource id, or nil.
-func readResource(get func([]byte) ([]byte, error), id string) (*Resource, error) {
-	key := storage.ResourceKey(id)
-	b, err := get(key)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	r := new(Resource)
-	if _, err := storage.DecodeAt(key, b, storage.KindResource, resourceVersion, r); err != nil {
-		return nil, err
-	}
-	return r, nil
 }
 
 // sortedKeys returns m's keys in order, so that messages naming a selector

@@ -14,6 +14,9 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 )
 
 // Node is one member of a heddle cluster. Its Engine is an engine.Service
@@ -26,7 +29,7 @@ type Node struct {
 	logGuard  *spaceGuard // refuses a follower's appends under the disk reserve
 	fsm       *FSM
 	prop      *proposer
-	eng       *engine.Engine
+	eng       *embedded.Engine
 	store     *raftboltdb.BoltStore
 	snaps     *raft.FileSnapshotStore
 	transport *raft.NetworkTransport
@@ -36,7 +39,7 @@ type Node struct {
 	notify chan bool
 	reads  readIndexer
 	leadMu sync.Mutex
-	sched  atomic.Pointer[engine.Scheduler] // the leader's scheduler, woken by applies
+	sched  atomic.Pointer[embedded.Scheduler] // the leader's scheduler, woken by applies
 	// ready is closed once this node, as leader, has applied everything
 	// committed before its term (its first barrier); nil when not leader.
 	ready      chan struct{}
@@ -58,7 +61,7 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	machine, err := engine.NewMachine(cfg.Limits)
+	machine, err := machine.NewMachine(cfg.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +79,7 @@ func Open(cfg Config) (*Node, error) {
 	if n.fsm, err = newFSM(state, machine); err != nil {
 		return nil, err
 	}
-	n.fsm.meter = engine.NewMeter(cfg.Metrics)
+	n.fsm.meter = embedded.NewMeter(cfg.Metrics)
 	fail := func(err error) (*Node, error) {
 		// err is the news; a failure to let go of what was opened joins it.
 		if n.transport != nil {
@@ -147,7 +150,7 @@ func Open(cfg Config) (*Node, error) {
 	rc.Logger = hclogger(cfg, "raft")
 
 	n.prop = newProposer(n, cfg.Clock, cfg.MaxEntryCommands, cfg.MaxEntryBytes, cfg.ApplyTimeout)
-	n.eng, err = engine.New(engine.Backend{Log: n.prop, Store: n.fsm, ReadBarrier: n.readBarrier, Limits: cfg.Limits})
+	n.eng, err = embedded.New(embedded.Backend{Log: n.prop, Store: n.fsm, ReadBarrier: n.readBarrier, Limits: cfg.Limits})
 	if err != nil {
 		n.prop.close()
 		return fail(err)
@@ -215,7 +218,7 @@ func (n *Node) stateBehind(snaps raft.SnapshotStore) (uint64, error) {
 }
 
 // Engine returns the node's engine.Service.
-func (n *Node) Engine() *engine.Engine { return n.eng }
+func (n *Node) Engine() *embedded.Engine { return n.eng }
 
 // Raft exposes the Raft instance, for status and tests.
 func (n *Node) Raft() *raft.Raft { return n.raft }

@@ -11,10 +11,13 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/heddlewf/heddle/engine"
+
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 )
 
-// proposer is the cluster's engine.Log. On the leader it packs the
+// proposer is the cluster's embedded.Log. On the leader it packs the
 // proposals waiting at one moment into one log entry (the Raft counterpart
 // of the embedded group commit), stamps them with the leader's clock, and
 // keeps several entries in flight so replication is pipelined. Elsewhere it
@@ -55,7 +58,7 @@ type flight struct {
 	ps  []*proposal
 }
 
-var _ engine.Log = (*proposer)(nil)
+var _ embedded.Log = (*proposer)(nil)
 
 func newProposer(n *Node, clk clock.Clock, maxCmds, maxBytes int, timeout time.Duration) *proposer {
 	p := &proposer{n: n, clock: clk, maxCmds: maxCmds, maxBytes: maxBytes, timeout: timeout,
@@ -66,7 +69,7 @@ func newProposer(n *Node, clk clock.Clock, maxCmds, maxBytes int, timeout time.D
 	return p
 }
 
-// Propose implements engine.Log.
+// Propose implements embedded.Log.
 func (p *proposer) Propose(ctx context.Context, cmd engine.Command) (engine.Result, error) {
 	if p.n.raft.State() != raft.Leader {
 		return nil, p.n.notLeader()
@@ -128,7 +131,7 @@ func (p *proposer) pack() {
 		size := 0
 		add := func(pr *proposal) bool {
 			pr.cmd.Head().NowMS = nowMS
-			data, err := engine.EncodeCommand(pr.cmd)
+			data, err := machine.EncodeCommand(pr.cmd)
 			if err == nil && len(data) > p.maxBytes {
 				err = fmt.Errorf("%w: %s command of %d bytes, over the %d-byte log entry limit", engine.ErrPayloadTooLarge, pr.cmd.Kind(), len(data), p.maxBytes)
 			}

@@ -1,8 +1,10 @@
-package engine
+package embedded
 
 import (
 	"errors"
 	"testing"
+
+	"github.com/heddlewf/heddle/engine"
 )
 
 // A claim asked for TailEvents hands each job its newest events, ending
@@ -14,35 +16,35 @@ func TestClaimTailEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeOK(t, e)
-	short, _ := e.Create(bg, CreateJob{Type: "t", Queue: "q"})
-	long, _ := e.Create(bg, CreateJob{Type: "t", Queue: "q"})
-	jobs, err := e.Claim(bg, Claim{Queue: "q", Owner: "w", Max: 2, LeaseMS: 60_000})
+	short, _ := e.Create(bg, engine.CreateJob{Type: "t", Queue: "q"})
+	long, _ := e.Create(bg, engine.CreateJob{Type: "t", Queue: "q"})
+	jobs, err := e.Claim(bg, engine.Claim{Queue: "q", Owner: "w", Max: 2, LeaseMS: 60_000})
 	if err != nil || len(jobs) != 2 || jobs[0].Events != nil || jobs[1].Events != nil {
 		t.Fatalf("claim without TailEvents = %+v, %v", jobs, err)
 	}
 	// The long job writes a few events and is requeued; the short one too, with none.
 	ref := jobs[1].Lease()
-	if _, err := e.Append(bg, AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: "a"}, {Type: "b"}, {Type: "c"}}}); err != nil {
+	if _, err := e.Append(bg, engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: "a"}, {Type: "b"}, {Type: "c"}}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []LeaseRef{jobs[0].Lease(), ref} {
-		if _, err := e.Requeue(bg, Requeue{LeaseRef: r}); err != nil {
+	for _, r := range []engine.LeaseRef{jobs[0].Lease(), ref} {
+		if _, err := e.Requeue(bg, engine.Requeue{LeaseRef: r}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c := Claim{Queue: "q", Owner: "w", Max: 2, LeaseMS: 60_000, TailEvents: 4}
+	c := engine.Claim{Queue: "q", Owner: "w", Max: 2, LeaseMS: 60_000, TailEvents: 4}
 	c.RequestID = "tail-1"
 	for try := 0; try < 2; try++ { // the second is a retry of the recorded claim
 		jobs, err = e.Claim(bg, c)
 		if err != nil || len(jobs) != 2 {
 			t.Fatalf("try %d: claim = %+v, %v", try, jobs, err)
 		}
-		want := map[JobID][]EventType{
-			short.Job: {EventJobCreated, EventJobLeased, EventJobRequeued, EventJobLeased},
-			long.Job:  {"b", "c", EventJobRequeued, EventJobLeased},
+		want := map[engine.JobID][]engine.EventType{
+			short.Job: {engine.EventJobCreated, engine.EventJobLeased, engine.EventJobRequeued, engine.EventJobLeased},
+			long.Job:  {"b", "c", engine.EventJobRequeued, engine.EventJobLeased},
 		}
 		for _, j := range jobs {
-			var got []EventType
+			var got []engine.EventType
 			for _, ev := range j.Events {
 				got = append(got, ev.Type)
 			}
@@ -57,7 +59,7 @@ func TestClaimTailEvents(t *testing.T) {
 			}
 		}
 	}
-	if _, err := e.Claim(bg, Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000, TailEvents: MaxTailEvents + 1}); !errors.Is(err, ErrInvalidCommand) {
+	if _, err := e.Claim(bg, engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000, TailEvents: engine.MaxTailEvents + 1}); !errors.Is(err, engine.ErrInvalidCommand) {
 		t.Fatalf("TailEvents over the limit: %v, want ErrInvalidCommand", err)
 	}
 }
@@ -76,12 +78,12 @@ func TestSchedulerBatchFollowsTheLimits(t *testing.T) {
 		{-1, 0, 0, false},
 	}
 	for _, tt := range tests {
-		got, err := SchedulerBatch(tt.batch, Limits{MaxBatch: tt.maxBatch})
+		got, err := SchedulerBatch(tt.batch, engine.Limits{MaxBatch: tt.maxBatch})
 		if got != tt.want || (err == nil) != tt.ok {
 			t.Errorf("SchedulerBatch(%d, MaxBatch %d) = %d, %v; want %d, ok %v", tt.batch, tt.maxBatch, got, err, tt.want, tt.ok)
 		}
 	}
-	if err := (Config{InMemory: true, SchedulerBatch: 2000}).Validate(); !errors.Is(err, ErrInvalidCommand) {
+	if err := (Config{InMemory: true, SchedulerBatch: 2000}).Validate(); !errors.Is(err, engine.ErrInvalidCommand) {
 		t.Fatalf("Config with SchedulerBatch over MaxBatch: %v", err)
 	}
 }

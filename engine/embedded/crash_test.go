@@ -1,4 +1,4 @@
-package engine
+package embedded
 
 import (
 	"bufio"
@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -72,7 +74,7 @@ func TestCrashSafetySIGKILL(t *testing.T) {
 // "ACK <kind> <job> <seq> [<name>]".
 type crashAck struct {
 	kind string
-	job  JobID
+	job  engine.JobID
 	seq  uint64 // the seq the command's event got (0 for create)
 	name string // workflow id for create, step for commit, attempt for claim
 	line string
@@ -88,7 +90,7 @@ func parseCrashAck(line string) (crashAck, error) {
 	if err := errors.Join(err1, err2); err != nil {
 		return crashAck{}, fmt.Errorf("malformed ack %q: %v", line, err)
 	}
-	a := crashAck{kind: f[1], job: JobID(job), seq: seq, line: line}
+	a := crashAck{kind: f[1], job: engine.JobID(job), seq: seq, line: line}
 	if len(f) > 4 {
 		a.name = f[4]
 	}
@@ -173,22 +175,22 @@ func checkCrashAcks(t *testing.T, dir string, acks []crashAck) {
 		t.Fatalf("reopen after SIGKILL: %v", err)
 	}
 	defer closeOK(t, e)
-	hist := map[JobID][]Event{}
-	history := func(id JobID) []Event {
+	hist := map[engine.JobID][]engine.Event{}
+	history := func(id engine.JobID) []engine.Event {
 		if h, ok := hist[id]; ok {
 			return h
 		}
-		var evs []Event
-		if err := e.DB().View(func(r *storage.Reader) (err error) { evs, _, err = ReadHistory(r, id, 0, 0); return err }); err != nil {
+		var evs []engine.Event
+		if err := e.DB().View(func(r *storage.Reader) (err error) { evs, _, err = machine.ReadHistory(r, id, 0, 0); return err }); err != nil {
 			t.Fatalf("history of job %d: %v", id, err)
 		}
 		hist[id] = evs
 		return evs
 	}
-	event := func(a crashAck) (Event, bool) {
+	event := func(a crashAck) (engine.Event, bool) {
 		h := history(a.job)
 		if a.seq == 0 || a.seq > uint64(len(h)) {
-			return Event{}, false
+			return engine.Event{}, false
 		}
 		return h[a.seq-1], true
 	}
@@ -203,14 +205,14 @@ func checkCrashAcks(t *testing.T, dir string, acks []crashAck) {
 		ev, ok := event(a)
 		switch a.kind {
 		case "create":
-			j, err := e.Describe(bg, Target{WorkflowID: a.name})
+			j, err := e.Describe(bg, engine.Target{WorkflowID: a.name})
 			if err != nil || j.ID != a.job {
 				fail(a, "describe gives %+v, %v", j, err)
-			} else if !ok || ev.Type != EventJobCreated {
+			} else if !ok || ev.Type != engine.EventJobCreated {
 				fail(a, "event %d is %+v", a.seq, ev)
 			}
 		case "claim":
-			if !ok || ev.Type != EventJobLeased || strconv.FormatUint(ev.Attempt, 10) != a.name {
+			if !ok || ev.Type != engine.EventJobLeased || strconv.FormatUint(ev.Attempt, 10) != a.name {
 				fail(a, "event %d is %+v", a.seq, ev)
 			}
 		case "append":
@@ -227,19 +229,19 @@ func checkCrashAcks(t *testing.T, dir string, acks []crashAck) {
 				fail(a, "effect is %+v, %v", eff, err)
 			}
 		case "wait":
-			if !ok || ev.Type != EventJobWaiting {
+			if !ok || ev.Type != engine.EventJobWaiting {
 				fail(a, "event %d is %+v", a.seq, ev)
 			}
 		case "signal":
-			if !ok || ev.Type != EventSignalReceived {
+			if !ok || ev.Type != engine.EventSignalReceived {
 				fail(a, "event %d is %+v", a.seq, ev)
 			}
 		case "complete", "fail":
-			want, wantEv := StatusCompleted, EventJobCompleted
+			want, wantEv := engine.StatusCompleted, engine.EventJobCompleted
 			if a.kind == "fail" {
-				want, wantEv = StatusFailed, EventJobFailed
+				want, wantEv = engine.StatusFailed, engine.EventJobFailed
 			}
-			j, err := e.Describe(bg, Target{Job: a.job})
+			j, err := e.Describe(bg, engine.Target{Job: a.job})
 			if err != nil || j.Status != want {
 				fail(a, "job is %+v, %v", j, err)
 			} else if !ok || ev.Type != wantEv {
@@ -253,7 +255,7 @@ func checkCrashAcks(t *testing.T, dir string, acks []crashAck) {
 		t.Fatalf("%d of %d acknowledged commands are missing or wrong after SIGKILL", bad, len(acks))
 	}
 	var errs []error
-	if err := e.DB().View(func(r *storage.Reader) error { errs = Verify(r, 20); return nil }); err != nil {
+	if err := e.DB().View(func(r *storage.Reader) error { errs = machine.Verify(r, 20); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for _, err := range errs {
@@ -323,7 +325,7 @@ func crashWorker(ctx context.Context, e *Engine, out *ackWriter, round string, w
 	// fenced reports whether err is a stale attempt (the lease expired and
 	// the job was reclaimed): the worker drops the job. Anything else is fatal.
 	fenced := func(what string, err error) bool {
-		if errors.Is(err, ErrStaleAttempt) {
+		if errors.Is(err, engine.ErrStaleAttempt) {
 			return true
 		}
 		if ctx.Err() != nil {
@@ -334,7 +336,7 @@ func crashWorker(ctx context.Context, e *Engine, out *ackWriter, round string, w
 	}
 	for i := 0; ctx.Err() == nil; i++ {
 		wf := fmt.Sprintf("r%s-w%02d-%d", round, w, i)
-		c := CreateJob{Header: Header{RequestID: "rq-" + wf}, WorkflowID: wf, Type: "order", Queue: crashQueue, Input: input}
+		c := engine.CreateJob{Header: engine.Header{RequestID: "rq-" + wf}, WorkflowID: wf, Type: "order", Queue: crashQueue, Input: input}
 		cr, err := e.Create(ctx, c)
 		if err != nil {
 			fenced("create "+wf, err)
@@ -352,7 +354,7 @@ func crashWorker(ctx context.Context, e *Engine, out *ackWriter, round string, w
 			}
 		}
 
-		got, err := e.Claim(ctx, Claim{Queue: crashQueue, Owner: owner, Max: 1, LeaseMS: crashLeaseMS})
+		got, err := e.Claim(ctx, engine.Claim{Queue: crashQueue, Owner: owner, Max: 1, LeaseMS: crashLeaseMS})
 		if err != nil {
 			fenced("claim", err)
 			return
@@ -362,10 +364,10 @@ func crashWorker(ctx context.Context, e *Engine, out *ackWriter, round string, w
 		}
 		cj := got[0]
 		out.ack("claim %d %d %d", cj.Job, cj.LastSeq, cj.Attempt)
-		ref := LeaseRef{Job: cj.Job, Attempt: cj.Attempt}
+		ref := engine.LeaseRef{Job: cj.Job, Attempt: cj.Attempt}
 		step := fmt.Sprintf("charge-a%d", cj.Attempt)
 
-		ar, err := e.Append(ctx, AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: "activity_started", Step: step}}})
+		ar, err := e.Append(ctx, engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: "activity_started", Step: step}}})
 		if err != nil {
 			if fenced("append", err) {
 				continue
@@ -375,7 +377,7 @@ func crashWorker(ctx context.Context, e *Engine, out *ackWriter, round string, w
 		if _, err := e.HeartbeatOne(ctx, ref, crashLeaseMS); err != nil && fenced("heartbeat", err) {
 			continue
 		}
-		cs, err := e.CommitStep(ctx, CommitStep{LeaseRef: ref, Step: step, Type: "activity_completed", Payload: []byte(owner)})
+		cs, err := e.CommitStep(ctx, engine.CommitStep{LeaseRef: ref, Step: step, Type: "activity_completed", Payload: []byte(owner)})
 		if err != nil {
 			if fenced("commit", err) {
 				continue
@@ -385,7 +387,7 @@ func crashWorker(ctx context.Context, e *Engine, out *ackWriter, round string, w
 
 		switch i % 5 {
 		case 0, 1:
-			st, err := e.Complete(ctx, Complete{LeaseRef: ref, Result: []byte("done")})
+			st, err := e.Complete(ctx, engine.Complete{LeaseRef: ref, Result: []byte("done")})
 			if err != nil {
 				if fenced("complete", err) {
 					continue
@@ -393,7 +395,7 @@ func crashWorker(ctx context.Context, e *Engine, out *ackWriter, round string, w
 			}
 			out.ack("complete %d %d", cj.Job, st.Seq)
 		case 2:
-			st, err := e.Fail(ctx, Fail{LeaseRef: ref, Error: []byte("boom")})
+			st, err := e.Fail(ctx, engine.Fail{LeaseRef: ref, Error: []byte("boom")})
 			if err != nil {
 				if fenced("fail", err) {
 					continue
@@ -401,7 +403,7 @@ func crashWorker(ctx context.Context, e *Engine, out *ackWriter, round string, w
 			}
 			out.ack("fail %d %d", cj.Job, st.Seq)
 		case 3:
-			wr, err := e.Wait(ctx, Wait{LeaseRef: ref, Spec: WaitSpec{Signals: []string{"go"}}, SeenSeq: cs.LastSeq})
+			wr, err := e.Wait(ctx, engine.Wait{LeaseRef: ref, Spec: engine.WaitSpec{Signals: []string{"go"}}, SeenSeq: cs.LastSeq})
 			if err != nil {
 				if fenced("wait", err) {
 					continue
@@ -409,7 +411,7 @@ func crashWorker(ctx context.Context, e *Engine, out *ackWriter, round string, w
 			}
 			out.ack("wait %d %d", cj.Job, wr.Seq)
 			// Wake it: it goes back to the queue for a later attempt.
-			sr, err := e.Signal(ctx, Signal{Target: Target{WorkflowID: cj.WorkflowID}, Name: "go"})
+			sr, err := e.Signal(ctx, engine.Signal{Target: engine.Target{WorkflowID: cj.WorkflowID}, Name: "go"})
 			if err != nil {
 				fenced("signal", err)
 				return

@@ -1,6 +1,6 @@
 //go:build linux
 
-package engine
+package embedded
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -72,7 +74,7 @@ func TestDiskFullTmpfsChild(t *testing.T) {
 		t.Skip("the child of TestDiskFullOnTmpfs")
 	}
 	cfg := Config{Dir: filepath.Join(mnt, "db"), DisableScheduler: true,
-		Limits:  Limits{MaxPayloadBytes: 128 << 10},
+		Limits:  engine.Limits{MaxPayloadBytes: 128 << 10},
 		Storage: storage.Options{MemTableBytes: 4 << 20, ValueLogFileBytes: 4 << 20}}
 	reserve := uint64(storage.DefaultReserveBytes(cfg.Storage))
 	ballast := filepath.Join(mnt, "ballast")
@@ -113,14 +115,14 @@ func TestDiskFullTmpfsChild(t *testing.T) {
 
 	// Write from a few goroutines until every one is refused.
 	var mu sync.Mutex
-	var acked []JobID
+	var acked []engine.JobID
 	input := bytes.Repeat([]byte("x"), 8<<10) // large enough for the value log
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
 			for i := 0; i < 100000; i++ {
-				r, err := e.Create(ctx, CreateJob{WorkflowID: fmt.Sprintf("w%d-%d", w, i), Type: "T", Queue: "q", Input: input})
-				if errors.Is(err, ErrNoSpace) {
+				r, err := e.Create(ctx, engine.CreateJob{WorkflowID: fmt.Sprintf("w%d-%d", w, i), Type: "T", Queue: "q", Input: input})
+				if errors.Is(err, engine.ErrNoSpace) {
 					return
 				}
 				if err != nil {
@@ -140,12 +142,12 @@ func TestDiskFullTmpfsChild(t *testing.T) {
 	}
 	t.Logf("FULL: %d starts acknowledged, %d bytes free", len(acked), tmpfsFree(t, mnt))
 	for range 20 {
-		if _, err := e.Create(ctx, CreateJob{Type: "T", Queue: "q", Input: input}); !errors.Is(err, ErrNoSpace) {
+		if _, err := e.Create(ctx, engine.CreateJob{Type: "T", Queue: "q", Input: input}); !errors.Is(err, engine.ErrNoSpace) {
 			t.Fatalf("a create on the full disk: %v, want ErrNoSpace", err)
 		}
 	}
 	for _, id := range acked {
-		if _, err := e.Describe(ctx, Target{Job: id}); err != nil {
+		if _, err := e.Describe(ctx, engine.Target{Job: id}); err != nil {
 			t.Fatalf("reading job %d on the full disk: %v", id, err)
 		}
 	}
@@ -154,7 +156,7 @@ func TestDiskFullTmpfsChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 20 {
-		r, err := e.Create(ctx, CreateJob{Type: "T", Queue: "q", Input: input})
+		r, err := e.Create(ctx, engine.CreateJob{Type: "T", Queue: "q", Input: input})
 		if err != nil {
 			t.Fatalf("a create once space returned: %v", err)
 		}
@@ -167,7 +169,7 @@ func TestDiskFullTmpfsChild(t *testing.T) {
 
 	// A restart with almost no space is refused with a clear error.
 	fill(1 << 20)
-	if _, err := Open(cfg); !errors.Is(err, ErrNoSpace) {
+	if _, err := Open(cfg); !errors.Is(err, engine.ErrNoSpace) {
 		t.Fatalf("opening with 1 MiB free: %v, want ErrNoSpace", err)
 	} else {
 		t.Logf("OPEN REFUSED: %v", err)
@@ -178,24 +180,24 @@ func TestDiskFullTmpfsChild(t *testing.T) {
 	if err != nil {
 		t.Fatalf("opening with 16 MiB free: %v", err)
 	}
-	if _, err := e.Describe(ctx, Target{Job: acked[0]}); err != nil {
+	if _, err := e.Describe(ctx, engine.Target{Job: acked[0]}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Create(ctx, CreateJob{Type: "T", Queue: "q"}); !errors.Is(err, ErrNoSpace) {
+	if _, err := e.Create(ctx, engine.CreateJob{Type: "T", Queue: "q"}); !errors.Is(err, engine.ErrNoSpace) {
 		t.Fatalf("a create under the reserve after a restart: %v, want ErrNoSpace", err)
 	}
 	if err := os.Remove(ballast); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Create(ctx, CreateJob{Type: "T", Queue: "q"}); err != nil {
+	if _, err := e.Create(ctx, engine.CreateJob{Type: "T", Queue: "q"}); err != nil {
 		t.Fatalf("a create once space returned: %v", err)
 	}
 	for _, id := range acked {
-		if _, err := e.Describe(ctx, Target{Job: id}); err != nil {
+		if _, err := e.Describe(ctx, engine.Target{Job: id}); err != nil {
 			t.Fatalf("acknowledged job %d after the restarts: %v", id, err)
 		}
 	}
-	err = e.View(ctx, func(r *storage.Reader) error { return errors.Join(Verify(r, 10)...) })
+	err = e.View(ctx, func(r *storage.Reader) error { return errors.Join(machine.Verify(r, 10)...) })
 	if err != nil {
 		t.Fatal(err)
 	}

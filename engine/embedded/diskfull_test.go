@@ -1,4 +1,4 @@
-package engine
+package embedded
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -29,9 +31,9 @@ func TestDiskFullRefusesWritesKeepsReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	var acked []JobID
+	var acked []engine.JobID
 	create := func(i int) error {
-		r, err := e.Create(ctx, CreateJob{WorkflowID: fmt.Sprintf("wf-%d", i), Type: "T", Queue: "q", Input: []byte("in")})
+		r, err := e.Create(ctx, engine.CreateJob{WorkflowID: fmt.Sprintf("wf-%d", i), Type: "T", Queue: "q", Input: []byte("in")})
 		if err == nil {
 			acked = append(acked, r.Job)
 		}
@@ -47,7 +49,7 @@ func TestDiskFullRefusesWritesKeepsReads(t *testing.T) {
 	for i := 20; i < 30; i++ {
 		err := create(i)
 		var nse *storage.NoSpaceError
-		if !errors.Is(err, ErrNoSpace) || !errors.As(err, &nse) {
+		if !errors.Is(err, engine.ErrNoSpace) || !errors.As(err, &nse) {
 			t.Fatalf("create under the reserve: %v, want ErrNoSpace", err)
 		}
 		if nse.Code() != storage.NoSpaceCode || nse.FreeBytes != reserve-1 || nse.NeedBytes != reserve || nse.Op != "write" {
@@ -56,15 +58,15 @@ func TestDiskFullRefusesWritesKeepsReads(t *testing.T) {
 	}
 	// Reads go on, and the refused starts stored nothing.
 	for _, id := range acked {
-		if _, err := e.Describe(ctx, Target{Job: id}); err != nil {
+		if _, err := e.Describe(ctx, engine.Target{Job: id}); err != nil {
 			t.Fatalf("read of job %d while the disk is full: %v", id, err)
 		}
 	}
-	if _, err := e.Describe(ctx, Target{WorkflowID: "wf-25"}); !errors.Is(err, ErrUnknownJob) {
+	if _, err := e.Describe(ctx, engine.Target{WorkflowID: "wf-25"}); !errors.Is(err, engine.ErrUnknownJob) {
 		t.Fatalf("a refused start: %v, want ErrUnknownJob", err)
 	}
 	// A command that writes nothing is still answered.
-	if jobs, err := e.Claim(ctx, Claim{Queue: "empty", Owner: "w", Max: 1, LeaseMS: 1000}); err != nil || len(jobs) != 0 {
+	if jobs, err := e.Claim(ctx, engine.Claim{Queue: "empty", Owner: "w", Max: 1, LeaseMS: 1000}); err != nil || len(jobs) != 0 {
 		t.Fatalf("an empty claim while the disk is full: %v %v", jobs, err)
 	}
 
@@ -88,7 +90,7 @@ func TestDiskFullRefusesWritesKeepsReads(t *testing.T) {
 		}
 	}()
 	for _, id := range acked {
-		if _, err := e.Describe(ctx, Target{Job: id}); err != nil {
+		if _, err := e.Describe(ctx, engine.Target{Job: id}); err != nil {
 			t.Fatalf("acknowledged job %d after reopening: %v", id, err)
 		}
 	}
@@ -96,7 +98,7 @@ func TestDiskFullRefusesWritesKeepsReads(t *testing.T) {
 		t.Fatalf("%d starts acknowledged, want 30", len(acked))
 	}
 	err = e.View(ctx, func(r *storage.Reader) error {
-		if errs := Verify(r, 10); len(errs) > 0 {
+		if errs := machine.Verify(r, 10); len(errs) > 0 {
 			return errors.Join(errs...)
 		}
 		return nil

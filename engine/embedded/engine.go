@@ -1,4 +1,4 @@
-package engine
+package embedded
 
 import (
 	"context"
@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/internal/slogbridge"
 	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
@@ -27,7 +29,7 @@ type Config struct {
 	// InMemory are taken from above.
 	Storage storage.Options
 	// Limits bound what one command may carry.
-	Limits Limits
+	Limits engine.Limits
 	// Clock stamps commands and drives the scheduler; nil means clock.Wall().
 	Clock clock.Clock
 	// MaxBatchCommands bounds one group commit; 0 means 1024.
@@ -62,7 +64,7 @@ func (c Config) Validate() error {
 		return err
 	}
 	if c.MaxBatchCommands < 0 || c.SchedulerBatch < 0 {
-		return fmt.Errorf("%w: Config.MaxBatchCommands and SchedulerBatch must not be negative", ErrInvalidCommand)
+		return fmt.Errorf("%w: Config.MaxBatchCommands and SchedulerBatch must not be negative", engine.ErrInvalidCommand)
 	}
 	if _, err := SchedulerBatch(c.SchedulerBatch, c.Limits); err != nil {
 		return err
@@ -70,7 +72,7 @@ func (c Config) Validate() error {
 	lim := c.Limits.WithDefaults()
 	if maxBatch := storage.MaxBatchBytes(so); int64(lim.MaxPayloadBytes)*2 > maxBatch {
 		return fmt.Errorf("%w: Limits.MaxPayloadBytes %d does not fit twice into one storage batch of %d bytes (raise Storage.MemTableBytes)",
-			ErrInvalidCommand, lim.MaxPayloadBytes, maxBatch)
+			engine.ErrInvalidCommand, lim.MaxPayloadBytes, maxBatch)
 	}
 	return nil
 }
@@ -97,14 +99,14 @@ type Engine struct {
 	sched   *Scheduler
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	limits  Limits
+	limits  engine.Limits
 	onClose func() error
 
 	commitMu sync.Mutex
 	commitCh chan struct{} // closed and replaced after every durable batch
 	// jobWaiters are closed when their job's record is written: WaitClosed
 	// of one job wakes for that job's changes only, not for every commit.
-	jobWaiters map[JobID][]chan struct{}
+	jobWaiters map[engine.JobID][]chan struct{}
 }
 
 // Viewer gives consistent reads of the applied state. *storage.DB is one;
@@ -126,7 +128,7 @@ type Backend struct {
 	// current, as in embedded mode.
 	ReadBarrier func(ctx context.Context) error
 	// Limits are the limits Log's machine enforces (for callers' checks).
-	Limits Limits
+	Limits engine.Limits
 	// OnClose, if set, is called by Close.
 	OnClose func() error
 }
@@ -136,7 +138,7 @@ type Backend struct {
 // must call NotifyCommitted after every applied batch that wrote something.
 func New(b Backend) (*Engine, error) {
 	if b.Log == nil || b.Store == nil {
-		return nil, fmt.Errorf("%w: engine.Backend needs Log and Store", ErrInvalidCommand)
+		return nil, fmt.Errorf("%w: engine.Backend needs Log and Store", engine.ErrInvalidCommand)
 	}
 	if err := b.Limits.Validate(); err != nil {
 		return nil, err
@@ -166,20 +168,20 @@ func (e *Engine) NotifyCommitted(touched []uint64) {
 		}
 	}
 	for _, id := range touched {
-		for _, w := range e.jobWaiters[JobID(id)] {
+		for _, w := range e.jobWaiters[engine.JobID(id)] {
 			close(w)
 		}
-		delete(e.jobWaiters, JobID(id))
+		delete(e.jobWaiters, engine.JobID(id))
 	}
 	e.commitMu.Unlock()
 }
 
 // jobChanged returns a channel closed at the next write of job id's record.
-func (e *Engine) jobChanged(id JobID) <-chan struct{} {
+func (e *Engine) jobChanged(id engine.JobID) <-chan struct{} {
 	ch := make(chan struct{})
 	e.commitMu.Lock()
 	if e.jobWaiters == nil {
-		e.jobWaiters = map[JobID][]chan struct{}{}
+		e.jobWaiters = map[engine.JobID][]chan struct{}{}
 	}
 	e.jobWaiters[id] = append(e.jobWaiters[id], ch)
 	e.commitMu.Unlock()
@@ -187,7 +189,7 @@ func (e *Engine) jobChanged(id JobID) <-chan struct{} {
 }
 
 // forgetWaiter drops ch from job id's waiters (its waiter gave up).
-func (e *Engine) forgetWaiter(id JobID, ch <-chan struct{}) {
+func (e *Engine) forgetWaiter(id engine.JobID, ch <-chan struct{}) {
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
 	ws := e.jobWaiters[id]
@@ -209,7 +211,7 @@ func Open(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m, err := NewMachine(cfg.Limits)
+	m, err := machine.NewMachine(cfg.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -282,14 +284,14 @@ func (e *Engine) Log() Log { return e.log }
 
 // Propose applies cmd through the log. A claim, and a create naming a
 // parent, gets a fresh nonce first (see stampNonce), whatever it carried.
-func (e *Engine) Propose(ctx context.Context, cmd Command) (Result, error) {
-	stampNonce(cmd)
+func (e *Engine) Propose(ctx context.Context, cmd engine.Command) (engine.Result, error) {
+	engine.StampNonce(cmd)
 	return e.log.Propose(ctx, cmd)
 }
 
-func propose[R Result](ctx context.Context, e *Engine, cmd Command) (R, error) {
+func propose[R engine.Result](ctx context.Context, e *Engine, cmd engine.Command) (R, error) {
 	var zero R
-	stampNonce(cmd)
+	engine.StampNonce(cmd)
 	res, err := e.log.Propose(ctx, cmd)
 	if err != nil {
 		return zero, err
@@ -302,14 +304,14 @@ func propose[R Result](ctx context.Context, e *Engine, cmd Command) (R, error) {
 }
 
 // Create starts a job.
-func (e *Engine) Create(ctx context.Context, c CreateJob) (*CreateResult, error) {
-	return propose[*CreateResult](ctx, e, &c)
+func (e *Engine) Create(ctx context.Context, c engine.CreateJob) (*engine.CreateResult, error) {
+	return propose[*engine.CreateResult](ctx, e, &c)
 }
 
 // Claim takes ready jobs of a queue, with each job's newest events when
 // c.TailEvents asks for them.
-func (e *Engine) Claim(ctx context.Context, c Claim) ([]ClaimedJob, error) {
-	r, err := propose[*ClaimResult](ctx, e, &c)
+func (e *Engine) Claim(ctx context.Context, c engine.Claim) ([]engine.ClaimedJob, error) {
+	r, err := propose[*engine.ClaimResult](ctx, e, &c)
 	if err != nil {
 		return nil, err
 	}
@@ -325,18 +327,18 @@ func (e *Engine) Claim(ctx context.Context, c Claim) ([]ClaimedJob, error) {
 // claim's LastSeq is there (a Raft leader answers a proposal only once its
 // own state machine applied it). A failed read leaves the events out: they
 // only spare the worker a read, and the claim itself must not be lost.
-func (e *Engine) attachTails(jobs []ClaimedJob, n int) {
+func (e *Engine) attachTails(jobs []engine.ClaimedJob, n int) {
 	if len(jobs) == 0 {
 		return
 	}
-	tails := make([][]Event, len(jobs))
+	tails := make([][]engine.Event, len(jobs))
 	err := e.store.View(func(r *storage.Reader) error {
 		for i, j := range jobs {
 			after := uint64(0)
 			if j.LastSeq > uint64(n) {
 				after = j.LastSeq - uint64(n)
 			}
-			evs, _, err := ReadHistory(r, j.Job, after, int(j.LastSeq-after))
+			evs, _, err := machine.ReadHistory(r, j.Job, after, int(j.LastSeq-after))
 			if err != nil {
 				return err
 			}
@@ -356,78 +358,78 @@ func (e *Engine) attachTails(jobs []ClaimedJob, n int) {
 }
 
 // Heartbeat renews leases; see HeartbeatResult for the refused ones.
-func (e *Engine) Heartbeat(ctx context.Context, c Heartbeat) (*HeartbeatResult, error) {
-	return propose[*HeartbeatResult](ctx, e, &c)
+func (e *Engine) Heartbeat(ctx context.Context, c engine.Heartbeat) (*engine.HeartbeatResult, error) {
+	return propose[*engine.HeartbeatResult](ctx, e, &c)
 }
 
 // HeartbeatOne renews one lease; see the package function HeartbeatOne.
-func (e *Engine) HeartbeatOne(ctx context.Context, ref LeaseRef, leaseMS int64) (int64, error) {
-	return HeartbeatOne(ctx, e, ref, leaseMS)
+func (e *Engine) HeartbeatOne(ctx context.Context, ref engine.LeaseRef, leaseMS int64) (int64, error) {
+	return engine.HeartbeatOne(ctx, e, ref, leaseMS)
 }
 
 // Append appends events to a running job.
-func (e *Engine) Append(ctx context.Context, c AppendEvents) (*AppendResult, error) {
-	return propose[*AppendResult](ctx, e, &c)
+func (e *Engine) Append(ctx context.Context, c engine.AppendEvents) (*engine.AppendResult, error) {
+	return propose[*engine.AppendResult](ctx, e, &c)
 }
 
 // CommitStep records a step's effect and completion event.
-func (e *Engine) CommitStep(ctx context.Context, c CommitStep) (*AppendResult, error) {
-	return propose[*AppendResult](ctx, e, &c)
+func (e *Engine) CommitStep(ctx context.Context, c engine.CommitStep) (*engine.AppendResult, error) {
+	return propose[*engine.AppendResult](ctx, e, &c)
 }
 
 // Wait blocks a running job and releases its lease.
-func (e *Engine) Wait(ctx context.Context, c Wait) (*WaitResult, error) {
-	return propose[*WaitResult](ctx, e, &c)
+func (e *Engine) Wait(ctx context.Context, c engine.Wait) (*engine.WaitResult, error) {
+	return propose[*engine.WaitResult](ctx, e, &c)
 }
 
 // Signal delivers a signal.
-func (e *Engine) Signal(ctx context.Context, c Signal) (*SignalResult, error) {
-	return propose[*SignalResult](ctx, e, &c)
+func (e *Engine) Signal(ctx context.Context, c engine.Signal) (*engine.SignalResult, error) {
+	return propose[*engine.SignalResult](ctx, e, &c)
 }
 
 // Cancel cancels a job.
-func (e *Engine) Cancel(ctx context.Context, c Cancel) (*StatusResult, error) {
-	return propose[*StatusResult](ctx, e, &c)
+func (e *Engine) Cancel(ctx context.Context, c engine.Cancel) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
 }
 
 // Activate moves a Draft job to Queued.
-func (e *Engine) Activate(ctx context.Context, c Activate) (*StatusResult, error) {
-	return propose[*StatusResult](ctx, e, &c)
+func (e *Engine) Activate(ctx context.Context, c engine.Activate) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
 }
 
 // Suspend pauses a job.
-func (e *Engine) Suspend(ctx context.Context, c Suspend) (*StatusResult, error) {
-	return propose[*StatusResult](ctx, e, &c)
+func (e *Engine) Suspend(ctx context.Context, c engine.Suspend) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
 }
 
 // Resume requeues a Suspended job.
-func (e *Engine) Resume(ctx context.Context, c Resume) (*StatusResult, error) {
-	return propose[*StatusResult](ctx, e, &c)
+func (e *Engine) Resume(ctx context.Context, c engine.Resume) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
 }
 
 // Complete ends a running job successfully.
-func (e *Engine) Complete(ctx context.Context, c Complete) (*StatusResult, error) {
-	return propose[*StatusResult](ctx, e, &c)
+func (e *Engine) Complete(ctx context.Context, c engine.Complete) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
 }
 
 // Fail ends a running job with a failure.
-func (e *Engine) Fail(ctx context.Context, c Fail) (*StatusResult, error) {
-	return propose[*StatusResult](ctx, e, &c)
+func (e *Engine) Fail(ctx context.Context, c engine.Fail) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
 }
 
 // ContinueAsNew completes a running job and starts its workflow id's next run.
-func (e *Engine) ContinueAsNew(ctx context.Context, c ContinueAsNew) (*CreateResult, error) {
-	return propose[*CreateResult](ctx, e, &c)
+func (e *Engine) ContinueAsNew(ctx context.Context, c engine.ContinueAsNew) (*engine.CreateResult, error) {
+	return propose[*engine.CreateResult](ctx, e, &c)
 }
 
 // RequestCancel asks a workflow to cancel itself.
-func (e *Engine) RequestCancel(ctx context.Context, c RequestCancel) (*StatusResult, error) {
-	return propose[*StatusResult](ctx, e, &c)
+func (e *Engine) RequestCancel(ctx context.Context, c engine.RequestCancel) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
 }
 
 // Terminate ends a job at once as Terminated.
-func (e *Engine) Terminate(ctx context.Context, c Terminate) (*StatusResult, error) {
-	return propose[*StatusResult](ctx, e, &c)
+func (e *Engine) Terminate(ctx context.Context, c engine.Terminate) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
 }
 
 // Committed returns a channel that is closed after the next durable batch
@@ -441,7 +443,7 @@ func (e *Engine) Committed() <-chan struct{} {
 // WaitClosed blocks until the job t names is terminal (Completed, Failed,
 // Cancelled, TimedOut or Terminated) and returns its record, or until ctx
 // ends.
-func (e *Engine) WaitClosed(ctx context.Context, t Target) (*Job, error) {
+func (e *Engine) WaitClosed(ctx context.Context, t engine.Target) (*engine.Job, error) {
 	if t.Job != 0 {
 		return e.waitJobClosed(ctx, t.Job)
 	}
@@ -465,10 +467,10 @@ func (e *Engine) WaitClosed(ctx context.Context, t Target) (*Job, error) {
 // waitJobClosed waits for one job, woken only by writes of its record:
 // with many runs waiting for results, a commit wakes the one it closed
 // instead of all of them.
-func (e *Engine) waitJobClosed(ctx context.Context, id JobID) (*Job, error) {
+func (e *Engine) waitJobClosed(ctx context.Context, id engine.JobID) (*engine.Job, error) {
 	for {
 		changed := e.jobChanged(id) // before the read, so no write is missed
-		j, err := e.Describe(ctx, Target{Job: id})
+		j, err := e.Describe(ctx, engine.Target{Job: id})
 		switch {
 		case err != nil:
 			e.forgetWaiter(id, changed)
@@ -487,8 +489,8 @@ func (e *Engine) waitJobClosed(ctx context.Context, id JobID) (*Job, error) {
 }
 
 // Requeue puts a job back in its queue, optionally after a retry delay.
-func (e *Engine) Requeue(ctx context.Context, c Requeue) (*StatusResult, error) {
-	return propose[*StatusResult](ctx, e, &c)
+func (e *Engine) Requeue(ctx context.Context, c engine.Requeue) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
 }
 
 // view runs fn over a consistent read of the store, unless ctx is done.
@@ -496,7 +498,7 @@ func (e *Engine) view(ctx context.Context, fn func(r *storage.Reader) error) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if e.barrier != nil && !IsStaleRead(ctx) {
+	if e.barrier != nil && !engine.IsStaleRead(ctx) {
 		if err := e.barrier(ctx); err != nil {
 			return err
 		}
@@ -505,36 +507,48 @@ func (e *Engine) view(ctx context.Context, fn func(r *storage.Reader) error) err
 }
 
 // LeaseStep gives a step of a running job an explicit step lease.
-func (e *Engine) LeaseStep(ctx context.Context, c LeaseStep) (*StepResult, error) {
-	return propose[*StepResult](ctx, e, &c)
+func (e *Engine) LeaseStep(ctx context.Context, c engine.LeaseStep) (*engine.StepResult, error) {
+	return propose[*engine.StepResult](ctx, e, &c)
 }
 
 // StepHeartbeat renews a running step's lease and its job's.
-func (e *Engine) StepHeartbeat(ctx context.Context, c StepHeartbeat) (*StepResult, error) {
-	return propose[*StepResult](ctx, e, &c)
+func (e *Engine) StepHeartbeat(ctx context.Context, c engine.StepHeartbeat) (*engine.StepResult, error) {
+	return propose[*engine.StepResult](ctx, e, &c)
 }
 
 // EndStepAttempt ends a try without ending its step.
-func (e *Engine) EndStepAttempt(ctx context.Context, c EndStepAttempt) (*StepResult, error) {
-	return propose[*StepResult](ctx, e, &c)
+func (e *Engine) EndStepAttempt(ctx context.Context, c engine.EndStepAttempt) (*engine.StepResult, error) {
+	return propose[*engine.StepResult](ctx, e, &c)
 }
 
 // AnswerStep answers a step that needs a person.
-func (e *Engine) AnswerStep(ctx context.Context, c AnswerStep) (*StepResult, error) {
-	return propose[*StepResult](ctx, e, &c)
+func (e *Engine) AnswerStep(ctx context.Context, c engine.AnswerStep) (*engine.StepResult, error) {
+	return propose[*engine.StepResult](ctx, e, &c)
 }
 
 // AddResource registers a resource.
-func (e *Engine) AddResource(ctx context.Context, c AddResource) (*ResourceResult, error) {
-	return propose[*ResourceResult](ctx, e, &c)
+func (e *Engine) AddResource(ctx context.Context, c engine.AddResource) (*engine.ResourceResult, error) {
+	return propose[*engine.ResourceResult](ctx, e, &c)
 }
 
 // DrainResource drains (or undrains) a resource.
-func (e *Engine) DrainResource(ctx context.Context, c DrainResource) (*ResourceResult, error) {
-	return propose[*ResourceResult](ctx, e, &c)
+func (e *Engine) DrainResource(ctx context.Context, c engine.DrainResource) (*engine.ResourceResult, error) {
+	return propose[*engine.ResourceResult](ctx, e, &c)
 }
 
 // RemoveResource deletes a resource that holds no lease.
-func (e *Engine) RemoveResource(ctx context.Context, c RemoveResource) (*ResourceResult, error) {
-	return propose[*ResourceResult](ctx, e, &c)
+func (e *Engine) RemoveResource(ctx context.Context, c engine.RemoveResource) (*engine.ResourceResult, error) {
+	return propose[*engine.ResourceResult](ctx, e, &c)
+}
+
+// ConfigureJob changes a Draft job's input.
+func (e *Engine) ConfigureJob(ctx context.Context, c engine.ConfigureJob) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
+}
+
+var _ engine.AsyncService = (*Engine)(nil)
+
+// CompleteAsync ends a parked activity task.
+func (e *Engine) CompleteAsync(ctx context.Context, c engine.CompleteAsync) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
 }

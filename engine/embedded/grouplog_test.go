@@ -1,4 +1,4 @@
-package engine
+package embedded
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -35,14 +37,14 @@ type gatedLog struct {
 	entered chan struct{} // closed when that OnCommit has started blocking
 }
 
-func newGatedLog(t testing.TB, so storage.Options, lim Limits, maxCmds int) *gatedLog {
+func newGatedLog(t testing.TB, so storage.Options, lim engine.Limits, maxCmds int) *gatedLog {
 	t.Helper()
 	so.InMemory = so.Dir == ""
 	db, err := storage.Open(so)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewMachine(lim)
+	m, err := machine.NewMachine(lim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func (g *gatedLog) hold() (release func()) {
 	// The gate proposal must write something, or there is no commit to call
 	// OnCommit after: a job of its own, in a queue no test claims from.
 	g.gates++
-	gc := &CreateJob{WorkflowID: fmt.Sprintf("gate-%d", g.gates), Type: "gate", Queue: "gate"}
+	gc := &engine.CreateJob{WorkflowID: fmt.Sprintf("gate-%d", g.gates), Type: "gate", Queue: "gate"}
 	if _, err := g.log.Propose(bg, gc); err != nil {
 		g.t.Fatalf("gate proposal: %v", err)
 	}
@@ -117,12 +119,12 @@ func glWaitFor(t testing.TB, what string, cond func() bool) {
 }
 
 type glOutcome struct {
-	res Result
+	res engine.Result
 	err error
 }
 
 // proposeAsync proposes cmd on its own goroutine; the answer arrives on the channel.
-func (g *gatedLog) proposeAsync(ctx context.Context, cmd Command) <-chan glOutcome {
+func (g *gatedLog) proposeAsync(ctx context.Context, cmd engine.Command) <-chan glOutcome {
 	ch := make(chan glOutcome, 1)
 	go func() {
 		res, err := g.log.Propose(ctx, cmd)
@@ -133,7 +135,7 @@ func (g *gatedLog) proposeAsync(ctx context.Context, cmd Command) <-chan glOutco
 
 // inOrder queues cmds one after another, each only once the one before it
 // is in the channel, so the log applies them in exactly this order.
-func (g *gatedLog) inOrder(cmds ...Command) []<-chan glOutcome {
+func (g *gatedLog) inOrder(cmds ...engine.Command) []<-chan glOutcome {
 	g.t.Helper()
 	base := len(g.log.proposals)
 	out := make([]<-chan glOutcome, len(cmds))
@@ -144,7 +146,7 @@ func (g *gatedLog) inOrder(cmds ...Command) []<-chan glOutcome {
 	return out
 }
 
-func (g *gatedLog) must(cmd Command) Result {
+func (g *gatedLog) must(cmd engine.Command) engine.Result {
 	g.t.Helper()
 	res, err := g.log.Propose(bg, cmd)
 	if err != nil {
@@ -153,19 +155,19 @@ func (g *gatedLog) must(cmd Command) Result {
 	return res
 }
 
-func (g *gatedLog) job(id JobID) *Job {
+func (g *gatedLog) job(id engine.JobID) *engine.Job {
 	g.t.Helper()
-	var j *Job
-	if err := g.db.View(func(r *storage.Reader) (err error) { j, err = ReadJob(r, id); return err }); err != nil {
+	var j *engine.Job
+	if err := g.db.View(func(r *storage.Reader) (err error) { j, err = machine.ReadJob(r, id); return err }); err != nil {
 		g.t.Fatal(err)
 	}
 	return j
 }
 
-func (g *gatedLog) history(id JobID) []Event {
+func (g *gatedLog) history(id engine.JobID) []engine.Event {
 	g.t.Helper()
-	var evs []Event
-	if err := g.db.View(func(r *storage.Reader) (err error) { evs, _, err = ReadHistory(r, id, 0, 0); return err }); err != nil {
+	var evs []engine.Event
+	if err := g.db.View(func(r *storage.Reader) (err error) { evs, _, err = machine.ReadHistory(r, id, 0, 0); return err }); err != nil {
 		g.t.Fatal(err)
 	}
 	return evs
@@ -195,7 +197,7 @@ func glKeys(t testing.TB, db *storage.DB, prefixes ...[]byte) map[string]string 
 func glVerify(t testing.TB, db *storage.DB) {
 	t.Helper()
 	var errs []error
-	if err := db.View(func(r *storage.Reader) error { errs = Verify(r, 10); return nil }); err != nil {
+	if err := db.View(func(r *storage.Reader) error { errs = machine.Verify(r, 10); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for _, err := range errs {
@@ -222,8 +224,8 @@ func TestGroupCommitEachCallerGetsItsOwnResult(t *testing.T) {
 	e := glMemEngine(t)
 	const workers, perWorker = 64, 20
 	var mu sync.Mutex
-	byJob := map[JobID]string{}
-	byWF := map[string]JobID{}
+	byJob := map[engine.JobID]string{}
+	byWF := map[string]engine.JobID{}
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := range workers {
@@ -232,7 +234,7 @@ func TestGroupCommitEachCallerGetsItsOwnResult(t *testing.T) {
 			defer wg.Done()
 			for i := range perWorker {
 				wf := fmt.Sprintf("wf-%d-%d", w, i)
-				c := CreateJob{WorkflowID: wf, Type: "order", Queue: "q", Input: []byte(wf)}
+				c := engine.CreateJob{WorkflowID: wf, Type: "order", Queue: "q", Input: []byte(wf)}
 				if i%2 == 0 {
 					c.RequestID = "req-" + wf
 				}
@@ -277,7 +279,7 @@ func TestGroupCommitEachCallerGetsItsOwnResult(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < perWorker; i += 2 {
 				wf := fmt.Sprintf("wf-%d-%d", w, i)
-				r, err := e.Create(bg, CreateJob{Header: Header{RequestID: "req-" + wf}, WorkflowID: wf, Type: "order", Queue: "q", Input: []byte(wf)})
+				r, err := e.Create(bg, engine.CreateJob{Header: engine.Header{RequestID: "req-" + wf}, WorkflowID: wf, Type: "order", Queue: "q", Input: []byte(wf)})
 				if err != nil || r.Job != byWF[wf] || r.WorkflowID != wf {
 					errs <- fmt.Errorf("retry of %s: %+v, %v; want job %d", wf, r, err, byWF[wf])
 					return
@@ -291,16 +293,16 @@ func TestGroupCommitEachCallerGetsItsOwnResult(t *testing.T) {
 		t.Error(err)
 	}
 	for wf, id := range byWF {
-		j, err := e.Describe(bg, Target{WorkflowID: wf})
-		if err != nil || j.ID != id || j.Status != StatusQueued {
+		j, err := e.Describe(bg, engine.Target{WorkflowID: wf})
+		if err != nil || j.ID != id || j.Status != engine.StatusQueued {
 			t.Fatalf("describe %s: %+v, %v; want job %d Queued", wf, j, err, id)
 		}
 	}
-	page, err := e.List(bg, ListQuery{Limit: MaxPage})
+	page, err := e.List(bg, engine.ListQuery{Limit: engine.MaxPage})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(page.Jobs); n != MaxPage || page.Next == 0 {
+	if n := len(page.Jobs); n != engine.MaxPage || page.Next == 0 {
 		t.Fatalf("list: %d jobs, next %d; want a full page and more", n, page.Next)
 	}
 	glVerify(t, e.DB())
@@ -317,7 +319,7 @@ func TestGroupCommitClaimsAreExclusive(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < jobs; i += workers {
-				if _, err := e.Create(bg, CreateJob{WorkflowID: fmt.Sprintf("c-%d", i), Type: "order", Queue: "q"}); err != nil {
+				if _, err := e.Create(bg, engine.CreateJob{WorkflowID: fmt.Sprintf("c-%d", i), Type: "order", Queue: "q"}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -330,14 +332,14 @@ func TestGroupCommitClaimsAreExclusive(t *testing.T) {
 	}
 
 	var mu sync.Mutex
-	claimedBy := map[JobID]int{}
+	claimedBy := map[engine.JobID]int{}
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			owner := fmt.Sprintf("w%d", w)
 			for n := 0; ; n++ {
-				got, err := e.Claim(bg, Claim{Queue: "q", Owner: owner, Max: 1 + n%3, LeaseMS: 60_000})
+				got, err := e.Claim(bg, engine.Claim{Queue: "q", Owner: owner, Max: 1 + n%3, LeaseMS: 60_000})
 				if err != nil {
 					t.Error(err)
 					return
@@ -359,13 +361,13 @@ func TestGroupCommitClaimsAreExclusive(t *testing.T) {
 					}
 					ref := c.Lease()
 					step := fmt.Sprintf("step-%d", c.Job)
-					ar, err := e.CommitStep(bg, CommitStep{LeaseRef: ref, Step: step, Type: "activity_completed", Payload: []byte(owner)})
+					ar, err := e.CommitStep(bg, engine.CommitStep{LeaseRef: ref, Step: step, Type: "activity_completed", Payload: []byte(owner)})
 					if err != nil || ar.FirstSeq != c.LastSeq+1 {
 						t.Errorf("commit on job %d: %+v, %v (claim at seq %d)", c.Job, ar, err, c.LastSeq)
 						return
 					}
-					sr, err := e.Complete(bg, Complete{LeaseRef: ref})
-					if err != nil || sr.Job != c.Job || sr.Status != StatusCompleted || sr.Seq != ar.LastSeq+1 {
+					sr, err := e.Complete(bg, engine.Complete{LeaseRef: ref})
+					if err != nil || sr.Job != c.Job || sr.Status != engine.StatusCompleted || sr.Seq != ar.LastSeq+1 {
 						t.Errorf("complete job %d: %+v, %v", c.Job, sr, err)
 						return
 					}
@@ -387,7 +389,7 @@ func TestGroupCommitClaimsAreExclusive(t *testing.T) {
 		}
 		evs := h.Events
 		if len(evs) != 4 || evs[1].Name != fmt.Sprintf("w%d", w) || evs[2].Step != fmt.Sprintf("step-%d", id) ||
-			string(evs[2].Payload) != fmt.Sprintf("w%d", w) || evs[3].Type != EventJobCompleted {
+			string(evs[2].Payload) != fmt.Sprintf("w%d", w) || evs[3].Type != engine.EventJobCompleted {
 			t.Fatalf("job %d (worker %d) history %+v", id, w, evs)
 		}
 	}
@@ -398,32 +400,32 @@ func TestGroupCommitClaimsAreExclusive(t *testing.T) {
 // command gets its own error, judged on the state left by the commands before
 // it in the same batch, and writes nothing, while the others all land.
 func TestGroupCommitFailureIsolated(t *testing.T) {
-	g := newGatedLog(t, storage.Options{}, Limits{}, 0)
-	var ids [4]JobID
+	g := newGatedLog(t, storage.Options{}, engine.Limits{}, 0)
+	var ids [4]engine.JobID
 	for i := range ids {
-		ids[i] = g.must(&CreateJob{WorkflowID: fmt.Sprintf("iso-%d", i), Type: "order", Queue: "q"}).(*CreateResult).Job
+		ids[i] = g.must(&engine.CreateJob{WorkflowID: fmt.Sprintf("iso-%d", i), Type: "order", Queue: "q"}).(*engine.CreateResult).Job
 	}
-	claimed := g.must(&Claim{Queue: "q", Owner: "w", Max: 4, LeaseMS: 60_000}).(*ClaimResult).Jobs
+	claimed := g.must(&engine.Claim{Queue: "q", Owner: "w", Max: 4, LeaseMS: 60_000}).(*engine.ClaimResult).Jobs
 	if len(claimed) != 4 {
 		t.Fatalf("claimed %d jobs, want 4", len(claimed))
 	}
 	a, b, c, d := ids[0], ids[1], ids[2], ids[3]
-	ref := func(id JobID) LeaseRef { return LeaseRef{Job: id, Attempt: 1} }
+	ref := func(id engine.JobID) engine.LeaseRef { return engine.LeaseRef{Job: id, Attempt: 1} }
 	bBefore := glKeys(t, g.db, storage.JobKey(uint64(b)), storage.EventPrefix(uint64(b)), storage.EffectPrefix(uint64(b)))
 
 	release := g.hold()
 	before := g.commits.Load()
 	outs := g.inOrder(
-		&AppendEvents{LeaseRef: ref(a), Events: []NewEvent{{Type: "activity_started", Step: "s"}}},            // 0 ok
-		&AppendEvents{LeaseRef: LeaseRef{Job: b, Attempt: 2}, Events: []NewEvent{{Type: "activity_started"}}}, // 1 stale attempt
-		&Complete{LeaseRef: ref(c), Result: []byte("done")},                                                   // 2 ok
-		&AppendEvents{LeaseRef: ref(c), Events: []NewEvent{{Type: "late"}}},                                   // 3 stale: c completed just before
-		&CommitStep{LeaseRef: ref(d), Step: "pay", Type: "activity_completed", Payload: []byte("1")},          // 4 ok
-		&CommitStep{LeaseRef: ref(d), Step: "pay", Type: "activity_completed", Payload: []byte("2")},          // 5 step already committed (by 4)
-		&CreateJob{WorkflowID: "bad", Queue: "q"},                                                             // 6 invalid: no type
-		&CreateJob{WorkflowID: "dup", Type: "order", Queue: "q"},                                              // 7 ok
-		&CreateJob{WorkflowID: "dup", Type: "order", Queue: "q", ReusePolicy: IDReuseRejectDuplicate},         // 8 exists (by 7)
-		&Signal{Target: Target{WorkflowID: "dup"}, Name: "go"},                                                // 9 ok: sees 7
+		&engine.AppendEvents{LeaseRef: ref(a), Events: []engine.NewEvent{{Type: "activity_started", Step: "s"}}},                   // 0 ok
+		&engine.AppendEvents{LeaseRef: engine.LeaseRef{Job: b, Attempt: 2}, Events: []engine.NewEvent{{Type: "activity_started"}}}, // 1 stale attempt
+		&engine.Complete{LeaseRef: ref(c), Result: []byte("done")},                                                                 // 2 ok
+		&engine.AppendEvents{LeaseRef: ref(c), Events: []engine.NewEvent{{Type: "late"}}},                                          // 3 stale: c completed just before
+		&engine.CommitStep{LeaseRef: ref(d), Step: "pay", Type: "activity_completed", Payload: []byte("1")},                        // 4 ok
+		&engine.CommitStep{LeaseRef: ref(d), Step: "pay", Type: "activity_completed", Payload: []byte("2")},                        // 5 step already committed (by 4)
+		&engine.CreateJob{WorkflowID: "bad", Queue: "q"},                                                                           // 6 invalid: no type
+		&engine.CreateJob{WorkflowID: "dup", Type: "order", Queue: "q"},                                                            // 7 ok
+		&engine.CreateJob{WorkflowID: "dup", Type: "order", Queue: "q", ReusePolicy: engine.IDReuseRejectDuplicate},                // 8 exists (by 7)
+		&engine.Signal{Target: engine.Target{WorkflowID: "dup"}, Name: "go"},                                                       // 9 ok: sees 7
 	)
 	release()
 	res := make([]glOutcome, len(outs))
@@ -433,7 +435,7 @@ func TestGroupCommitFailureIsolated(t *testing.T) {
 	if n := g.commits.Load() - before; n != 1 {
 		t.Fatalf("%d commits after the gate's, want one for the whole batch", n)
 	}
-	wantErr := map[int]error{1: ErrStaleAttempt, 3: ErrStaleAttempt, 5: ErrStepCommitted, 6: ErrInvalidCommand, 8: ErrWorkflowExists}
+	wantErr := map[int]error{1: engine.ErrStaleAttempt, 3: engine.ErrStaleAttempt, 5: engine.ErrStepCommitted, 6: engine.ErrInvalidCommand, 8: engine.ErrWorkflowExists}
 	for i, o := range res {
 		if want := wantErr[i]; want != nil {
 			if !errors.Is(o.err, want) || o.res != nil {
@@ -446,27 +448,27 @@ func TestGroupCommitFailureIsolated(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	var stale *StaleAttemptError
-	if !errors.As(res[3].err, &stale) || stale.Status != StatusCompleted || stale.Job != c {
+	var stale *engine.StaleAttemptError
+	if !errors.As(res[3].err, &stale) || stale.Status != engine.StatusCompleted || stale.Job != c {
 		t.Fatalf("command 3 error %v, want a stale attempt on completed job %d", res[3].err, c)
 	}
 
 	// The failing commands wrote nothing.
 	sameStore(t, bBefore, glKeys(t, g.db, storage.JobKey(uint64(b)), storage.EventPrefix(uint64(b)), storage.EffectPrefix(uint64(b))))
-	if h := g.history(c); len(h) != 3 || h[2].Type != EventJobCompleted {
+	if h := g.history(c); len(h) != 3 || h[2].Type != engine.EventJobCompleted {
 		t.Fatalf("job c history %+v, want created, leased, completed", h)
 	}
 	if h := g.history(d); len(h) != 3 || !h[2].Commit || string(h[2].Payload) != "1" {
 		t.Fatalf("job d history %+v, want one commit with payload 1", h)
 	}
-	dup := res[7].res.(*CreateResult)
-	if h := g.history(dup.Job); len(h) != 2 || h[1].Type != EventSignalReceived {
+	dup := res[7].res.(*engine.CreateResult)
+	if h := g.history(dup.Job); len(h) != 2 || h[1].Type != engine.EventSignalReceived {
 		t.Fatalf("dup history %+v", h)
 	}
 	if got := glKeys(t, g.db, storage.WorkflowKey("bad")); len(got) != 0 {
 		t.Fatalf("invalid create wrote %v", got)
 	}
-	if j := g.job(a); j.LastSeq != 3 || j.Status != StatusRunning {
+	if j := g.job(a); j.LastSeq != 3 || j.Status != engine.StatusRunning {
 		t.Fatalf("job a %+v", j)
 	}
 	glVerify(t, g.db)
@@ -476,22 +478,22 @@ func TestGroupCommitFailureIsolated(t *testing.T) {
 // commits: exactly ceil(N / MaxBatchCommands) of them.
 func TestGroupCommitBatchesConcurrentProposals(t *testing.T) {
 	const n, maxCmds = 64, 16
-	g := newGatedLog(t, storage.Options{}, Limits{}, maxCmds)
+	g := newGatedLog(t, storage.Options{}, engine.Limits{}, maxCmds)
 	release := g.hold()
 	before := g.commits.Load()
 	outs := make([]<-chan glOutcome, n)
 	for i := range outs {
-		outs[i] = g.proposeAsync(bg, &CreateJob{WorkflowID: fmt.Sprintf("b-%d", i), Type: "order", Queue: "q", Input: make([]byte, 200)})
+		outs[i] = g.proposeAsync(bg, &engine.CreateJob{WorkflowID: fmt.Sprintf("b-%d", i), Type: "order", Queue: "q", Input: make([]byte, 200)})
 	}
 	g.waitQueued(n)
 	release()
-	seen := map[JobID]bool{}
+	seen := map[engine.JobID]bool{}
 	for i, ch := range outs {
 		o := <-ch
 		if o.err != nil {
 			t.Fatalf("create %d: %v", i, o.err)
 		}
-		r := o.res.(*CreateResult)
+		r := o.res.(*engine.CreateResult)
 		if r.WorkflowID != fmt.Sprintf("b-%d", i) || seen[r.Job] {
 			t.Fatalf("create %d answered %+v", i, r)
 		}
@@ -505,12 +507,12 @@ func TestGroupCommitBatchesConcurrentProposals(t *testing.T) {
 
 // Close applies what was accepted, then refuses with ErrClosed.
 func TestLocalLogClose(t *testing.T) {
-	g := newGatedLog(t, storage.Options{}, Limits{}, 0)
+	g := newGatedLog(t, storage.Options{}, engine.Limits{}, 0)
 	release := g.hold()
 	outs := g.inOrder(
-		&CreateJob{WorkflowID: "c1", Type: "order", Queue: "q"},
-		&CreateJob{WorkflowID: "c2", Type: "order", Queue: "q"},
-		&CreateJob{WorkflowID: "c3", Type: "order", Queue: "q"},
+		&engine.CreateJob{WorkflowID: "c1", Type: "order", Queue: "q"},
+		&engine.CreateJob{WorkflowID: "c2", Type: "order", Queue: "q"},
+		&engine.CreateJob{WorkflowID: "c3", Type: "order", Queue: "q"},
 	)
 	closed := make(chan struct{})
 	go func() {
@@ -522,7 +524,7 @@ func TestLocalLogClose(t *testing.T) {
 		defer g.log.mu.RUnlock()
 		return g.log.closed
 	})
-	if _, err := g.log.Propose(bg, &CreateJob{WorkflowID: "late", Type: "order", Queue: "q"}); !errors.Is(err, ErrClosed) {
+	if _, err := g.log.Propose(bg, &engine.CreateJob{WorkflowID: "late", Type: "order", Queue: "q"}); !errors.Is(err, engine.ErrClosed) {
 		t.Fatalf("propose while closing: %v, want ErrClosed", err)
 	}
 	select {
@@ -533,11 +535,11 @@ func TestLocalLogClose(t *testing.T) {
 	release()
 	<-closed
 	for i, ch := range outs {
-		if o := <-ch; o.err != nil || o.res.(*CreateResult).WorkflowID != fmt.Sprintf("c%d", i+1) {
+		if o := <-ch; o.err != nil || o.res.(*engine.CreateResult).WorkflowID != fmt.Sprintf("c%d", i+1) {
 			t.Fatalf("accepted proposal %d: %+v, %v", i, o.res, o.err)
 		}
 	}
-	if _, err := g.log.Propose(bg, &CreateJob{WorkflowID: "after", Type: "order", Queue: "q"}); !errors.Is(err, ErrClosed) {
+	if _, err := g.log.Propose(bg, &engine.CreateJob{WorkflowID: "after", Type: "order", Queue: "q"}); !errors.Is(err, engine.ErrClosed) {
 		t.Fatalf("propose after close: %v, want ErrClosed", err)
 	}
 	if err := g.log.Close(); err != nil {
@@ -548,7 +550,10 @@ func TestLocalLogClose(t *testing.T) {
 	}
 	for i := range outs {
 		wf := fmt.Sprintf("c%d", i+1)
-		if err := g.db.View(func(r *storage.Reader) error { _, err := ReadTarget(r, Target{WorkflowID: wf}); return err }); err != nil {
+		if err := g.db.View(func(r *storage.Reader) error {
+			_, err := machine.ReadTarget(r, engine.Target{WorkflowID: wf})
+			return err
+		}); err != nil {
 			t.Fatalf("%s was not stored: %v", wf, err)
 		}
 	}
@@ -557,7 +562,7 @@ func TestLocalLogClose(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Create(bg, CreateJob{Type: "order", Queue: "q"}); !errors.Is(err, ErrClosed) {
+	if _, err := e.Create(bg, engine.CreateJob{Type: "order", Queue: "q"}); !errors.Is(err, engine.ErrClosed) {
 		t.Fatalf("engine create after close: %v, want ErrClosed", err)
 	}
 }
@@ -566,25 +571,25 @@ func TestLocalLogClose(t *testing.T) {
 // error; the command may still be applied, and a retry with its request id
 // learns the first result without applying it twice.
 func TestLocalLogContextCancelled(t *testing.T) {
-	g := newGatedLog(t, storage.Options{}, Limits{}, 0)
+	g := newGatedLog(t, storage.Options{}, engine.Limits{}, 0)
 	release := g.hold()
 
 	// Cancelled before proposing: the log is held, so no answer can win.
 	done, cancel := context.WithCancel(bg)
 	cancel()
-	if _, err := g.log.Propose(done, &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}); !errors.Is(err, context.Canceled) {
+	if _, err := g.log.Propose(done, &engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("propose with a cancelled context: %v", err)
 	}
 	expired, cancel2 := context.WithTimeout(bg, -time.Second)
 	defer cancel2()
-	if _, err := g.log.Propose(expired, &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := g.log.Propose(expired, &engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("propose with an expired context: %v", err)
 	}
 
 	// Cancelled while queued.
 	ctx, cancel3 := context.WithCancel(bg)
 	base := len(g.log.proposals)
-	out := g.proposeAsync(ctx, &CreateJob{Header: Header{RequestID: "r1"}, WorkflowID: "cx", Type: "order", Queue: "q"})
+	out := g.proposeAsync(ctx, &engine.CreateJob{Header: engine.Header{RequestID: "r1"}, WorkflowID: "cx", Type: "order", Queue: "q"})
 	g.waitQueued(base + 1)
 	cancel3()
 	if o := <-out; !errors.Is(o.err, context.Canceled) || o.res != nil {
@@ -592,15 +597,15 @@ func TestLocalLogContextCancelled(t *testing.T) {
 	}
 	release()
 
-	r1 := g.must(&CreateJob{Header: Header{RequestID: "r1"}, WorkflowID: "cx", Type: "order", Queue: "q"}).(*CreateResult)
-	r2 := g.must(&CreateJob{Header: Header{RequestID: "r1"}, WorkflowID: "cx", Type: "order", Queue: "q"}).(*CreateResult)
+	r1 := g.must(&engine.CreateJob{Header: engine.Header{RequestID: "r1"}, WorkflowID: "cx", Type: "order", Queue: "q"}).(*engine.CreateResult)
+	r2 := g.must(&engine.CreateJob{Header: engine.Header{RequestID: "r1"}, WorkflowID: "cx", Type: "order", Queue: "q"}).(*engine.CreateResult)
 	if *r1 != *r2 || r1.WorkflowID != "cx" {
 		t.Fatalf("retries answered %+v and %+v", r1, r2)
 	}
 	var runs int
 	viewOK(t, g.db, func(r *storage.Reader) error {
 		return r.Scan(storage.JobPrefix, nil, true, func(k, v []byte) (bool, error) {
-			j, err := DecodeJob(v)
+			j, err := machine.DecodeJob(v)
 			if err == nil && j.WorkflowID == "cx" {
 				runs++
 			}
@@ -619,7 +624,7 @@ func TestLocalLogContextCancelled(t *testing.T) {
 func TestGroupCommitSplitsOversizedBatch(t *testing.T) {
 	// On disk, so the inputs go through the value log as in production.
 	so := storage.Options{MemTableBytes: 1 << 20}
-	lim := Limits{MaxPayloadBytes: 32 << 10}
+	lim := engine.Limits{MaxPayloadBytes: 32 << 10}
 	cfg := Config{Dir: t.TempDir(), Storage: so, Limits: lim, DisableScheduler: true}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
@@ -630,8 +635,8 @@ func TestGroupCommitSplitsOversizedBatch(t *testing.T) {
 	g := newGatedLog(t, gso, lim, 0)
 
 	// The job whose oversized append must fail on its own.
-	big := g.must(&CreateJob{WorkflowID: "big", Type: "order", Queue: "big"}).(*CreateResult).Job
-	bc := g.must(&Claim{Queue: "big", Owner: "w", Max: 1, LeaseMS: 60_000}).(*ClaimResult).Jobs[0]
+	big := g.must(&engine.CreateJob{WorkflowID: "big", Type: "order", Queue: "big"}).(*engine.CreateResult).Job
+	bc := g.must(&engine.Claim{Queue: "big", Owner: "w", Max: 1, LeaseMS: 60_000}).(*engine.ClaimResult).Jobs[0]
 	bigBefore := glKeys(t, g.db, storage.JobKey(uint64(big)), storage.EventPrefix(uint64(big)))
 
 	const n = 40
@@ -640,13 +645,13 @@ func TestGroupCommitSplitsOversizedBatch(t *testing.T) {
 	before := g.commits.Load()
 	outs := make([]<-chan glOutcome, n)
 	for i := range outs {
-		outs[i] = g.proposeAsync(bg, &CreateJob{WorkflowID: fmt.Sprintf("o-%d", i), Type: "order", Queue: "q", Input: input(i)})
+		outs[i] = g.proposeAsync(bg, &engine.CreateJob{WorkflowID: fmt.Sprintf("o-%d", i), Type: "order", Queue: "q", Input: input(i)})
 	}
-	events := make([]NewEvent, 5)
+	events := make([]engine.NewEvent, 5)
 	for i := range events {
-		events[i] = NewEvent{Type: "chunk", Payload: make([]byte, 32<<10)}
+		events[i] = engine.NewEvent{Type: "chunk", Payload: make([]byte, 32<<10)}
 	}
-	tooBig := g.proposeAsync(bg, &AppendEvents{LeaseRef: LeaseRef{Job: big, Attempt: bc.Attempt}, Events: events})
+	tooBig := g.proposeAsync(bg, &engine.AppendEvents{LeaseRef: engine.LeaseRef{Job: big, Attempt: bc.Attempt}, Events: events})
 	g.waitQueued(n + 1)
 	release()
 
@@ -655,7 +660,7 @@ func TestGroupCommitSplitsOversizedBatch(t *testing.T) {
 		if o.err != nil {
 			t.Fatalf("create %d: %v", i, o.err)
 		}
-		r := o.res.(*CreateResult)
+		r := o.res.(*engine.CreateResult)
 		if r.WorkflowID != fmt.Sprintf("o-%d", i) {
 			t.Fatalf("create %d answered %+v", i, r)
 		}
@@ -663,7 +668,7 @@ func TestGroupCommitSplitsOversizedBatch(t *testing.T) {
 			t.Fatalf("create %d: job %d history lost its input", i, r.Job)
 		}
 	}
-	if o := <-tooBig; !errors.Is(o.err, ErrPayloadTooLarge) {
+	if o := <-tooBig; !errors.Is(o.err, engine.ErrPayloadTooLarge) {
 		t.Fatalf("oversized append: %+v, %v; want ErrPayloadTooLarge", o.res, o.err)
 	}
 	sameStore(t, bigBefore, glKeys(t, g.db, storage.JobKey(uint64(big)), storage.EventPrefix(uint64(big))))
@@ -687,14 +692,14 @@ func TestGroupCommitSplitsOversizedBatch(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := e.Create(bg, CreateJob{WorkflowID: fmt.Sprintf("e-%d", i), Type: "order", Queue: "q", Input: input(i)}); err != nil {
+			if _, err := e.Create(bg, engine.CreateJob{WorkflowID: fmt.Sprintf("e-%d", i), Type: "order", Queue: "q", Input: input(i)}); err != nil {
 				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
 	for i := range n {
-		j, err := e.Describe(bg, Target{WorkflowID: fmt.Sprintf("e-%d", i)})
+		j, err := e.Describe(bg, engine.Target{WorkflowID: fmt.Sprintf("e-%d", i)})
 		if err != nil || j.LastSeq != 1 {
 			t.Fatalf("e-%d: %+v, %v", i, j, err)
 		}
@@ -709,26 +714,26 @@ func TestGroupCommitSplitsOversizedBatch(t *testing.T) {
 // refused, so the writes before it were committed with the rest of the
 // group (here: the append's first event, past the record's last seq).
 func TestGroupCommitRefusedWriteLeavesNoTrace(t *testing.T) {
-	g := newGatedLog(t, storage.Options{}, Limits{}, 0)
-	id := g.must(&CreateJob{WorkflowID: "r", Type: "order", Queue: "q"}).(*CreateResult).Job
-	c := g.must(&Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000}).(*ClaimResult).Jobs[0]
-	ref := LeaseRef{Job: id, Attempt: c.Attempt}
+	g := newGatedLog(t, storage.Options{}, engine.Limits{}, 0)
+	id := g.must(&engine.CreateJob{WorkflowID: "r", Type: "order", Queue: "q"}).(*engine.CreateResult).Job
+	c := g.must(&engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000}).(*engine.ClaimResult).Jobs[0]
+	ref := engine.LeaseRef{Job: id, Attempt: c.Attempt}
 	before := glKeys(t, g.db, storage.JobKey(uint64(id)), storage.EventPrefix(uint64(id)))
 	release := g.hold()
 	outs := g.inOrder(
-		&CreateJob{WorkflowID: "x", Type: "order", Queue: "other"},
+		&engine.CreateJob{WorkflowID: "x", Type: "order", Queue: "other"},
 		// 5000 bytes: over Badger's default in-memory value threshold, stored.
-		&AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: "medium", Payload: make([]byte, 5000)}}},
-		&CreateJob{WorkflowID: "y", Type: "order", Queue: "other"},
+		&engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: "medium", Payload: make([]byte, 5000)}}},
+		&engine.CreateJob{WorkflowID: "y", Type: "order", Queue: "other"},
 		// Within Limits (1 MiB payloads), but the encoded event is over 1 MiB.
-		&AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: "small"}, {Type: "big", Payload: make([]byte, 1<<20)}}},
+		&engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: "small"}, {Type: "big", Payload: make([]byte, 1<<20)}}},
 	)
 	release()
 	res := make([]glOutcome, len(outs))
 	for i, ch := range outs {
 		res[i] = <-ch
 	}
-	if !errors.Is(res[3].err, ErrPayloadTooLarge) {
+	if !errors.Is(res[3].err, engine.ErrPayloadTooLarge) {
 		msg := fmt.Sprint(res[3].err)
 		if len(msg) > 200 { // Badger's refusal carries a hex dump of the value
 			msg = msg[:200] + "..."
@@ -740,7 +745,7 @@ func TestGroupCommitRefusedWriteLeavesNoTrace(t *testing.T) {
 			t.Fatalf("command %d: %v", i, res[i].err)
 		}
 	}
-	if ar := res[1].res.(*AppendResult); ar.FirstSeq != 3 {
+	if ar := res[1].res.(*engine.AppendResult); ar.FirstSeq != 3 {
 		t.Fatalf("medium append got seq %d, want 3", ar.FirstSeq)
 	}
 	// Nothing of the refused append: not its first event at seq 4.

@@ -1,8 +1,9 @@
-package engine
+package embedded
 
 import (
 	"context"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -15,7 +16,7 @@ func (e *Engine) Ready(ctx context.Context) error {
 		return err
 	}
 	if e.local != nil && e.local.isClosed() {
-		return ErrClosed
+		return engine.ErrClosed
 	}
 	return e.store.View(func(*storage.Reader) error { return nil })
 }

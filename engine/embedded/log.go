@@ -1,4 +1,4 @@
-package engine
+package embedded
 
 import (
 	"context"
@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -24,7 +26,7 @@ import (
 // fresh copy of the command, never the same value (Engine's methods always
 // propose copies).
 type Log interface {
-	Propose(ctx context.Context, cmd Command) (Result, error)
+	Propose(ctx context.Context, cmd engine.Command) (engine.Result, error)
 }
 
 // LocalLog is the embedded Log: one goroutine applies proposals in arrival
@@ -32,7 +34,7 @@ type Log interface {
 // sync (group commit), then answers each caller with its own result.
 type LocalLog struct {
 	db      *storage.DB
-	machine *Machine
+	machine *machine.Machine
 	clock   clock.Clock
 	maxCmds int
 
@@ -47,8 +49,8 @@ type LocalLog struct {
 }
 
 type proposal struct {
-	cmd   Command
-	res   Result
+	cmd   engine.Command
+	res   engine.Result
 	err   error
 	reply chan struct{}
 }
@@ -58,7 +60,7 @@ type proposal struct {
 type LocalLogConfig struct {
 	DB *storage.DB
 	// Machine applies the commands; nil means default limits.
-	Machine *Machine
+	Machine *machine.Machine
 	// Clock stamps the commands; nil means clock.Wall().
 	Clock clock.Clock
 	// MaxBatchCommands bounds the commands in one group commit; 0 means 1024.
@@ -84,7 +86,7 @@ func NewLocalLog(cfg LocalLogConfig) (*LocalLog, error) {
 	so := cfg.DB.Options()
 	l.synced = !so.NoSync && !so.InMemory
 	if l.machine == nil {
-		l.machine, _ = NewMachine(Limits{}) // the zero limits are valid
+		l.machine, _ = machine.NewMachine(engine.Limits{}) // the zero limits are valid
 	}
 	if l.clock == nil {
 		l.clock = clock.Wall()
@@ -97,12 +99,12 @@ func NewLocalLog(cfg LocalLogConfig) (*LocalLog, error) {
 }
 
 // Propose implements Log.
-func (l *LocalLog) Propose(ctx context.Context, cmd Command) (Result, error) {
+func (l *LocalLog) Propose(ctx context.Context, cmd engine.Command) (engine.Result, error) {
 	p := &proposal{cmd: cmd, reply: make(chan struct{})}
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
-		return nil, ErrClosed
+		return nil, engine.ErrClosed
 	}
 	select {
 	case l.proposals <- p:
@@ -212,7 +214,7 @@ func (l *LocalLog) applyBatch(ps []*proposal) {
 			err = batch.Add(tx)
 		}
 		if err != nil {
-			p.res, p.err = nil, fmt.Errorf("%w: %v", ErrPayloadTooLarge, err)
+			p.res, p.err = nil, fmt.Errorf("%w: %v", engine.ErrPayloadTooLarge, err)
 		} else {
 			l.meter.Stage(diff)
 		}

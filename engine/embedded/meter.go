@@ -1,15 +1,14 @@
-package engine
+package embedded
 
 import (
-	"bytes"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
 )
@@ -38,14 +37,14 @@ type Meter struct {
 
 	// notes are handed to ApplyNoting for each command (owned by the
 	// applying goroutine).
-	notes Notes
+	notes machine.Notes
 
 	// The series recorded on the hot path, resolved on first use.
 	cmdSeries   [256]*commandSeries
 	jobGauges   map[jobCountKey]prometheus.Gauge
 	jobClosed   map[jobCountKey]prometheus.Counter
-	stepTrans   [NumStepStates][NumStepStates]prometheus.Counter
-	stepsGauges [NumStepStates]prometheus.Gauge
+	stepTrans   [engine.NumStepStates][engine.NumStepStates]prometheus.Counter
+	stepsGauges [engine.NumStepStates]prometheus.Gauge
 
 	mu sync.Mutex
 	// open mirrors the open-job gauge, so that a recount moves the gauge
@@ -55,7 +54,7 @@ type Meter struct {
 	// is recorded when the batch commits and dropped if it does not.
 	staged staging
 	// steps mirrors the step gauge (meter_steps.go).
-	steps map[StepState]int64
+	steps map[engine.StepState]int64
 }
 
 // commandSeries are the series of one command kind applied without error.
@@ -65,19 +64,8 @@ type commandSeries struct {
 }
 
 type jobCountKey struct {
-	status Status
+	status engine.Status
 	queue  string
-}
-
-// JobChange is one thing a command's writes did to jobs that the metrics
-// count: a job of Queue entering (Delta 1) or leaving (-1) Status, a
-// fired timer's lateness (Late, with Delta 0), or leases reclaimed.
-type JobChange struct {
-	Status    Status
-	Queue     string
-	Delta     int64
-	Late      time.Duration
-	Reclaimed int
 }
 
 // staging is the sum of what the staged commands changed.
@@ -86,8 +74,8 @@ type staging struct {
 	closed    map[jobCountKey]int   // jobs that reached a terminal status
 	late      []time.Duration
 	reclaimed int
-	trans     [NumStepStates][NumStepStates]int
-	steps     [NumStepStates]int64
+	trans     [engine.NumStepStates][engine.NumStepStates]int
+	steps     [engine.NumStepStates]int64
 	dirty     bool // anything in trans or steps
 }
 
@@ -97,7 +85,7 @@ func (s *staging) reset() {
 	clear(s.closed)
 	s.late, s.reclaimed = s.late[:0], 0
 	if s.dirty {
-		s.trans, s.steps, s.dirty = [NumStepStates][NumStepStates]int{}, [NumStepStates]int64{}, false
+		s.trans, s.steps, s.dirty = [engine.NumStepStates][engine.NumStepStates]int{}, [engine.NumStepStates]int64{}, false
 	}
 }
 
@@ -106,14 +94,14 @@ func NewMeter(m *metrics.Metrics) *Meter {
 	if m == nil {
 		return nil
 	}
-	return &Meter{m: m, open: map[jobCountKey]int64{}, steps: map[StepState]int64{},
+	return &Meter{m: m, open: map[jobCountKey]int64{}, steps: map[engine.StepState]int64{},
 		jobGauges: map[jobCountKey]prometheus.Gauge{}, jobClosed: map[jobCountKey]prometheus.Counter{},
 		staged: staging{jobs: map[jobCountKey]int64{}, closed: map[jobCountKey]int{}}}
 }
 
 // Notes returns the Notes to hand ApplyNoting for the next command, or
 // nil on a nil Meter (nothing is noted then).
-func (mt *Meter) Notes() *Notes {
+func (mt *Meter) Notes() *machine.Notes {
 	if mt == nil {
 		return nil
 	}
@@ -131,7 +119,7 @@ func (mt *Meter) Start() time.Time {
 
 // Applied records a command Apply answered with res or err, started at
 // start (Start's value).
-func (mt *Meter) Applied(cmd Command, res Result, err error, start time.Time) {
+func (mt *Meter) Applied(cmd engine.Command, res engine.Result, err error, start time.Time) {
 	if mt == nil || cmd == nil {
 		return
 	}
@@ -146,26 +134,18 @@ func (mt *Meter) Applied(cmd Command, res Result, err error, start time.Time) {
 		s.ok.Inc()
 		s.apply.Observe(time.Since(start).Seconds())
 	} else {
-		mt.m.Command(cmd.Kind().String(), outcomeOf(err), time.Since(start))
-		if errors.Is(err, ErrStaleAttempt) {
+		mt.m.Command(cmd.Kind().String(), machine.Outcome(err), time.Since(start))
+		if errors.Is(err, engine.ErrStaleAttempt) {
 			mt.m.StaleAttempt(cmd.Kind().String())
 		}
 	}
-	if hb, ok := res.(*HeartbeatResult); ok {
+	if hb, ok := res.(*engine.HeartbeatResult); ok {
 		for _, r := range hb.Refused {
-			if r.Code == StaleAttemptCode {
+			if r.Code == engine.StaleAttemptCode {
 				mt.m.StaleAttempt(cmd.Kind().String())
 			}
 		}
 	}
-}
-
-// MeterDiff is what one command changed that the metrics count. It holds
-// the scratch memory of the Notes that made it: it is good until their
-// next Diff.
-type MeterDiff struct {
-	Changes []JobChange
-	Steps   []StepChange
 }
 
 // Diff reads what a successfully applied command changed before the batch
@@ -181,130 +161,16 @@ type MeterDiff struct {
 // the status of the record the command wrote, whatever statuses it passed
 // through on the way (a new run that is created Queued and delayed to
 // Retrying in one command counts as entering Retrying only).
-func (mt *Meter) Diff(tx *storage.Tx, cmd Command, res Result) MeterDiff {
+func (mt *Meter) Diff(tx *storage.Tx, cmd engine.Command, res engine.Result) machine.MeterDiff {
 	if mt == nil {
-		return MeterDiff{}
+		return machine.MeterDiff{}
 	}
 	return mt.notes.Diff(tx, cmd, res)
 }
 
-// Diff reads what cmd, applied with n, changed that the metrics count
-// (see Meter.Diff), from n, res and tx's buffered writes. Like the
-// Meter's, it reads no clock and writes nothing.
-func (n *Notes) Diff(tx *storage.Tx, cmd Command, res Result) MeterDiff {
-	out := n.diff.Changes[:0]
-	if sr, ok := res.(*SweepResult); ok && len(sr.Jobs) > 0 {
-		switch cmd.Kind() {
-		case KindReclaim:
-			out = append(out, JobChange{Reclaimed: len(sr.Jobs)})
-		case KindFireTimers:
-			out = firedLateness(tx, cmd, sr, out)
-		}
-	}
-	if n.cmd != cmd {
-		n.diff.Changes, n.diff.Steps = out, n.diff.Steps[:0]
-		return n.diff
-	}
-	for _, jn := range n.jobs {
-		if jn.from == jn.to {
-			continue // left its status and came back within the command
-		}
-		if jn.from != StatusNone {
-			out = append(out, JobChange{Status: jn.from, Queue: jn.queue, Delta: -1})
-		}
-		out = append(out, JobChange{Status: jn.to, Queue: jn.queue, Delta: 1})
-	}
-	n.diff.Changes = out
-	n.diff.Steps = stepDiff(tx, n, n.diff.Steps[:0])
-	return n.diff
-}
-
-// firedLateness appends the lateness of each timer a FireTimers command
-// fired: the timer entries it deleted of the jobs it reports.
-func firedLateness(tx *storage.Tx, cmd Command, sr *SweepResult, out []JobChange) []JobChange {
-	tx.Each(func(key, _ []byte, deleted bool) {
-		if !deleted || len(key) == 0 || key[0] != storage.PrefixTimer {
-			return
-		}
-		tk, err := storage.ParseTimeKey(key)
-		if err == nil && slices.Contains(sr.Jobs, JobID(tk.Job)) {
-			out = append(out, JobChange{Late: time.Duration(max(cmd.Head().NowMS-tk.AtMS, 0)) * time.Millisecond})
-		}
-	})
-	return out
-}
-
-// jobQueueStatus reads the queue and status of an encoded job record,
-// scanning its keys when it can and decoding it in full when not.
-func jobQueueStatus(key, b []byte) (string, Status, error) {
-	if q, st, ok := scanQueueStatus(b); ok {
-		return q, st, nil
-	}
-	var j queueStatus
-	if _, err := storage.DecodeAt(key, b, storage.KindJob, jobVersion, &j); err != nil {
-		return "", 0, err
-	}
-	return j.Queue, j.Status, nil
-}
-
-// queueStatus decodes just the queue and status of a job record.
-type queueStatus struct {
-	Queue  string `msgpack:"qu"`
-	Status Status `msgpack:"st"`
-}
-
-// scanQueueStatus reads the queue and status of an encoded job record by
-// walking its keys up to "qu" and "st" (the fourth and fifth), without
-// decoding the rest: the metrics read them at every status change. It
-// reports false for anything unexpected, and the caller decodes the record
-// in full.
-func scanQueueStatus(b []byte) (string, Status, bool) {
-	if len(b) < 2 || storage.Kind(b[0]) != storage.KindJob || b[1] != jobVersion {
-		return "", 0, false
-	}
-	dec := msgpack.GetDecoder()
-	defer msgpack.PutDecoder(dec)
-	dec.Reset(bytes.NewReader(b[2:]))
-	n, err := dec.DecodeMapLen()
-	if err != nil {
-		return "", 0, false
-	}
-	var queue string
-	var status Status
-	found := 0
-	for range min(n, 16) {
-		k, err := dec.DecodeString()
-		if err != nil {
-			return "", 0, false
-		}
-		switch k {
-		case "qu":
-			if queue, err = dec.DecodeString(); err != nil {
-				return "", 0, false
-			}
-			found++
-		case "st":
-			v, err := dec.DecodeUint8()
-			if err != nil {
-				return "", 0, false
-			}
-			status = Status(v)
-			found++
-		default:
-			if err := dec.Skip(); err != nil {
-				return "", 0, false
-			}
-		}
-		if found == 2 {
-			return queue, status, true
-		}
-	}
-	return "", 0, false
-}
-
 // Stage adds a command's diff to the batch being built, to be recorded
 // when the batch holding its writes commits.
-func (mt *Meter) Stage(d MeterDiff) {
+func (mt *Meter) Stage(d machine.MeterDiff) {
 	if mt == nil || len(d.Changes)+len(d.Steps) == 0 {
 		return
 	}
@@ -326,7 +192,7 @@ func (mt *Meter) Stage(d MeterDiff) {
 		}
 	}
 	for _, c := range d.Steps {
-		if c.To != StepNone {
+		if c.To != engine.StepNone {
 			st.trans[c.From][c.To] += c.N
 		} else {
 			st.steps[c.State] += c.Delta
@@ -378,7 +244,7 @@ func (mt *Meter) Committed(commands int, start time.Time, synced bool) {
 				}
 				c := mt.stepTrans[from][to]
 				if c == nil {
-					c = mt.m.StepTransitionsCounter(StepState(from).String(), StepState(to).String())
+					c = mt.m.StepTransitionsCounter(engine.StepState(from).String(), engine.StepState(to).String())
 					mt.stepTrans[from][to] = c
 				}
 				c.Add(float64(n))
@@ -388,10 +254,10 @@ func (mt *Meter) Committed(commands int, start time.Time, synced bool) {
 			if d == 0 {
 				continue
 			}
-			mt.steps[StepState(state)] += d
+			mt.steps[engine.StepState(state)] += d
 			g := mt.stepsGauges[state]
 			if g == nil {
-				g = mt.m.StepsGauge(StepState(state).String())
+				g = mt.m.StepsGauge(engine.StepState(state).String())
 				mt.stepsGauges[state] = g
 			}
 			g.Add(float64(d))
@@ -428,10 +294,10 @@ func (mt *Meter) Count(v Viewer) error {
 		return nil
 	}
 	counts := map[jobCountKey]int64{}
-	steps := map[StepState]int64{}
+	steps := map[engine.StepState]int64{}
 	err := v.View(func(r *storage.Reader) error {
-		return CountOpen(r, func(s Status, queue string) { counts[jobCountKey{s, queue}]++ },
-			func(s StepState, n int64) { steps[s] += n })
+		return machine.CountOpen(r, func(s engine.Status, queue string) { counts[jobCountKey{s, queue}]++ },
+			func(s engine.StepState, n int64) { steps[s] += n })
 	})
 	if err != nil {
 		return err
@@ -462,87 +328,4 @@ func (mt *Meter) Count(v Viewer) error {
 	}
 	mt.steps = steps
 	return nil
-}
-
-// CountOpen reads from the status index of r the open jobs, calling job
-// once for each with its status and queue, and the steps the step gauge
-// counts (those with a record in a non-terminal state, of open jobs),
-// calling steps once for each state with their number. It reads every
-// open job's record (not the finished ones).
-func CountOpen(r *storage.Reader, job func(s Status, queue string), steps func(s StepState, n int64)) error {
-	counts := map[StepState]int64{}
-	for _, s := range Statuses() {
-		if s.Terminal() {
-			continue
-		}
-		var ids []uint64
-		err := r.Scan(storage.StatusPrefix(byte(s)), nil, false, func(k, _ []byte) (bool, error) {
-			id, err := storage.TrailingJob(k)
-			ids = append(ids, id)
-			return err == nil, err
-		})
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			key := storage.JobKey(id)
-			b, err := r.Get(key)
-			if err != nil {
-				return err
-			}
-			queue, _, err := jobQueueStatus(key, b)
-			if err != nil {
-				return err
-			}
-			job(s, queue)
-			if err := countSteps(r, key, b, counts); err != nil {
-				return err
-			}
-		}
-	}
-	for s, n := range counts {
-		steps(s, n)
-	}
-	return nil
-}
-
-// outcomeOf names the outcome of a command for the metrics: "ok", or the
-// name of the sentinel its error matches (the HTTP API's names).
-func outcomeOf(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	for _, o := range outcomeNames {
-		if errors.Is(err, o.err) {
-			return o.name
-		}
-	}
-	return "other"
-}
-
-var outcomeNames = []struct {
-	name string
-	err  error
-}{
-	{"stale_attempt", ErrStaleAttempt},
-	// Before invalid_command, which a reused id of another kind matches
-	// as well.
-	{"request_conflict", ErrRequestConflict},
-	{"unknown_job", ErrUnknownJob},
-	{"illegal_transition", ErrIllegalTransition},
-	{"unknown_command", ErrUnknownCommand},
-	{"payload_too_large", ErrPayloadTooLarge},
-	{"invalid_command", ErrInvalidCommand},
-	{"workflow_exists", ErrWorkflowExists},
-	{"job_closed", ErrJobClosed},
-	{"step_committed", ErrStepCommitted},
-	{"step_state", ErrStepState},
-	{"no_resource", ErrNoResource},
-	{"dependency_failed", ErrDependencyFailed},
-	{"unknown_resource", ErrUnknownResource},
-	{"resource_exists", ErrResourceExists},
-	{"resource_busy", ErrResourceBusy},
-	{"invariant", ErrInvariant},
-	{"corrupt", ErrCorrupt},
-	{"storage_read", ErrStorageRead},
 }

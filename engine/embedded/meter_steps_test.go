@@ -1,4 +1,4 @@
-package engine
+package embedded
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/metricstest"
 	"github.com/heddlewf/heddle/metrics"
 )
@@ -17,7 +18,7 @@ import (
 func (h *meterHarness) steps() map[string]float64 {
 	fs := h.scrape()
 	out := map[string]float64{}
-	for _, s := range StepStates() {
+	for _, s := range engine.StepStates() {
 		if v := fs.Value(metrics.EngineStepsByState, "state", s.String()); v != 0 {
 			out[s.String()] = v
 		}
@@ -31,27 +32,27 @@ func (h *meterHarness) steps() map[string]float64 {
 // answer, a resource waited for, a job's end.
 func TestMeterFollowsSteps(t *testing.T) {
 	h := newMeterHarness(t)
-	h.do(&AddResource{ID: "r", Capabilities: []string{"c"}, Capacity: 1})
-	h.do(&CreateJob{Type: "t", Queue: "q", WorkflowID: "a"})
-	h.do(&CreateJob{Type: "t", Queue: "q", WorkflowID: "b"})
+	h.do(&engine.AddResource{ID: "r", Capabilities: []string{"c"}, Capacity: 1})
+	h.do(&engine.CreateJob{Type: "t", Queue: "q", WorkflowID: "a"})
+	h.do(&engine.CreateJob{Type: "t", Queue: "q", WorkflowID: "b"})
 	a, b := h.claim(), h.claim()
 	refA, refB := a.Lease(), b.Lease()
 
 	// A straight-path step of a: a failed try, then its result.
-	h.do(&AppendEvents{LeaseRef: refA, Events: []NewEvent{{Type: EventActivityAttemptFailed, Step: "1", Name: "x", StepAttempt: 1}}})
-	h.do(&CommitStep{LeaseRef: refA, Step: "1", Name: "x", Type: EventActivityCompleted, StepAttempt: 2})
+	h.do(&engine.AppendEvents{LeaseRef: refA, Events: []engine.NewEvent{{Type: engine.EventActivityAttemptFailed, Step: "1", Name: "x", StepAttempt: 1}}})
+	h.do(&engine.CommitStep{LeaseRef: refA, Step: "1", Name: "x", Type: engine.EventActivityCompleted, StepAttempt: 2})
 	// An explicit step of a that asks a person; b waits for the unit.
-	h.do(&LeaseStep{LeaseRef: refA, Step: "2", Name: "x", LeaseMS: 1000, Capabilities: []string{"c"}, Start: true})
-	h.do(&LeaseStep{LeaseRef: refB, Step: "1", Name: "x", LeaseMS: 1000, Capabilities: []string{"c"}})
+	h.do(&engine.LeaseStep{LeaseRef: refA, Step: "2", Name: "x", LeaseMS: 1000, Capabilities: []string{"c"}, Start: true})
+	h.do(&engine.LeaseStep{LeaseRef: refB, Step: "1", Name: "x", LeaseMS: 1000, Capabilities: []string{"c"}})
 	if got := h.steps(); len(got) != 2 || got["RUNNING"] != 1 || got["PENDING"] != 1 {
 		t.Fatalf("gauge after the leases: %v", got)
 	}
-	h.do(&EndStepAttempt{LeaseRef: refA, Step: "2", Name: "x", StepAttempt: 1, Outcome: OutcomeNeedsUser, Payload: []byte(`"?"`)})
+	h.do(&engine.EndStepAttempt{LeaseRef: refA, Step: "2", Name: "x", StepAttempt: 1, Outcome: engine.OutcomeNeedsUser, Payload: []byte(`"?"`)})
 	if got := h.steps(); len(got) != 2 || got["NEEDS_USER"] != 1 || got["PENDING"] != 1 {
 		t.Fatalf("gauge with a question: %v", got)
 	}
 	// a ends: its step's unit goes to b's, which is leased.
-	h.do(&Complete{LeaseRef: refA})
+	h.do(&engine.Complete{LeaseRef: refA})
 	if got := h.steps(); len(got) != 1 || got["LEASED"] != 1 {
 		t.Fatalf("gauge after a ended: %v", got)
 	}
@@ -80,21 +81,21 @@ func TestOpenCountsSteps(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, id := range []string{"a", "b"} {
-		if _, err := e.Create(ctx, CreateJob{Type: "t", Queue: "q", WorkflowID: id}); err != nil {
+		if _, err := e.Create(ctx, engine.CreateJob{Type: "t", Queue: "q", WorkflowID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	js, err := e.Claim(ctx, Claim{Queue: "q", Owner: "w", Max: 2, LeaseMS: 60_000})
+	js, err := e.Claim(ctx, engine.Claim{Queue: "q", Owner: "w", Max: 2, LeaseMS: 60_000})
 	if err != nil || len(js) != 2 {
 		t.Fatal(js, err)
 	}
 	for _, j := range js {
 		ref := j.Lease()
-		if _, err := e.LeaseStep(ctx, LeaseStep{LeaseRef: ref, Step: "1", Name: "x", LeaseMS: 60_000, Start: true}); err != nil {
+		if _, err := e.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: "1", Name: "x", LeaseMS: 60_000, Start: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.Complete(ctx, Complete{LeaseRef: js[1].Lease()}); err != nil {
+	if _, err := e.Complete(ctx, engine.Complete{LeaseRef: js[1].Lease()}); err != nil {
 		t.Fatal(err)
 	}
 	closeOK(t, e)
@@ -122,8 +123,8 @@ func TestOpenCountsSteps(t *testing.T) {
 func (h *meterHarness) stepTransitions() map[string]float64 {
 	fs := h.scrape()
 	out := map[string]float64{}
-	for _, from := range StepStates() {
-		for _, to := range StepStates() {
+	for _, from := range engine.StepStates() {
+		for _, to := range engine.StepStates() {
 			if v := fs.Value(metrics.EngineStepTransitions, "from_state", from.String(), "to_state", to.String()); v != 0 {
 				out[from.String()+">"+to.String()] = v
 			}
@@ -137,7 +138,7 @@ func (h *meterHarness) stepTransitions() map[string]float64 {
 // step failed before it started (both were once counted as if the event
 // had no reason).
 func TestMeterStepTransitionsByCommand(t *testing.T) {
-	type cmdFn func(ref LeaseRef) Command
+	type cmdFn func(ref engine.LeaseRef) engine.Command
 	for _, c := range []struct {
 		name  string
 		setup []cmdFn // applied first; their counts are not compared
@@ -148,55 +149,55 @@ func TestMeterStepTransitionsByCommand(t *testing.T) {
 	}{
 		{
 			name: "straight-path result",
-			cmd: func(ref LeaseRef) Command {
-				return &CommitStep{LeaseRef: ref, Step: "1", Name: "x", Type: EventActivityCompleted, StepAttempt: 1}
+			cmd: func(ref engine.LeaseRef) engine.Command {
+				return &engine.CommitStep{LeaseRef: ref, Step: "1", Name: "x", Type: engine.EventActivityCompleted, StepAttempt: 1}
 			},
 			want: map[string]float64{"PENDING>LEASED": 1, "LEASED>RUNNING": 1, "RUNNING>SUCCEEDED": 1},
 		},
 		{
 			name: "straight-path result of a second try",
-			cmd: func(ref LeaseRef) Command {
-				return &CommitStep{LeaseRef: ref, Step: "1", Name: "x", Type: EventActivityCompleted, StepAttempt: 2}
+			cmd: func(ref engine.LeaseRef) engine.Command {
+				return &engine.CommitStep{LeaseRef: ref, Step: "1", Name: "x", Type: engine.EventActivityCompleted, StepAttempt: 2}
 			},
 			want: map[string]float64{"RETRYING>RUNNING": 1, "RUNNING>SUCCEEDED": 1},
 		},
 		{
 			name: "failed before it started",
-			cmd: func(ref LeaseRef) Command {
-				return &CommitStep{LeaseRef: ref, Step: "1", Name: "x", Type: EventActivityFailed, Failed: true, Reason: ReasonNotStarted}
+			cmd: func(ref engine.LeaseRef) engine.Command {
+				return &engine.CommitStep{LeaseRef: ref, Step: "1", Name: "x", Type: engine.EventActivityFailed, Failed: true, Reason: engine.ReasonNotStarted}
 			},
 			want: map[string]float64{"PENDING>FAILED_FATAL": 1, "FAILED_FATAL>FAILED": 1},
 		},
 		{
 			name: "explicit lease, started",
-			cmd: func(ref LeaseRef) Command {
-				return &LeaseStep{LeaseRef: ref, Step: "1", Name: "x", LeaseMS: 1000, Start: true}
+			cmd: func(ref engine.LeaseRef) engine.Command {
+				return &engine.LeaseStep{LeaseRef: ref, Step: "1", Name: "x", LeaseMS: 1000, Start: true}
 			},
 			want: map[string]float64{"PENDING>LEASED": 1, "LEASED>RUNNING": 1},
 		},
 		{
 			name: "step lease ran out, retryable",
-			setup: []cmdFn{func(ref LeaseRef) Command {
-				return &LeaseStep{LeaseRef: ref, Step: "1", Name: "x", LeaseMS: 1000, Start: true}
+			setup: []cmdFn{func(ref engine.LeaseRef) engine.Command {
+				return &engine.LeaseStep{LeaseRef: ref, Step: "1", Name: "x", LeaseMS: 1000, Start: true}
 			}},
 			advanceMS: 5000,
-			cmd:       func(LeaseRef) Command { return &ExpireSteps{Max: 10} },
+			cmd:       func(engine.LeaseRef) engine.Command { return &engine.ExpireSteps{Max: 10} },
 			want:      map[string]float64{"RUNNING>FAILED_RETRYABLE": 1, "FAILED_RETRYABLE>RETRYING": 1},
 		},
 		{
 			name: "step lease ran out, fatal",
-			setup: []cmdFn{func(ref LeaseRef) Command {
-				return &LeaseStep{LeaseRef: ref, Step: "1", Name: "x", LeaseMS: 1000, Start: true, TimeoutFatal: true}
+			setup: []cmdFn{func(ref engine.LeaseRef) engine.Command {
+				return &engine.LeaseStep{LeaseRef: ref, Step: "1", Name: "x", LeaseMS: 1000, Start: true, TimeoutFatal: true}
 			}},
 			advanceMS: 5000,
-			cmd:       func(LeaseRef) Command { return &ExpireSteps{Max: 10} },
+			cmd:       func(engine.LeaseRef) engine.Command { return &engine.ExpireSteps{Max: 10} },
 			want:      map[string]float64{"RUNNING>FAILED_FATAL": 1},
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newMeterHarness(t)
-			h.do(&CreateJob{Type: "t", Queue: "q"})
-			j := h.do(&Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 3_600_000}).(*ClaimResult).Jobs[0]
+			h.do(&engine.CreateJob{Type: "t", Queue: "q"})
+			j := h.do(&engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 3_600_000}).(*engine.ClaimResult).Jobs[0]
 			ref := j.Lease()
 			for _, s := range c.setup {
 				h.do(s(ref))

@@ -1,15 +1,15 @@
-package engine
+package embedded
 
 import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
 	"github.com/heddlewf/heddle/internal/metricstest"
 	"github.com/heddlewf/heddle/metrics"
@@ -47,7 +47,7 @@ func newMeterHarness(t *testing.T) *meterHarness {
 	return h
 }
 
-func (h *meterHarness) do(cmd Command) Result {
+func (h *meterHarness) do(cmd engine.Command) engine.Result {
 	h.t.Helper()
 	res, err := h.log.Propose(context.Background(), cmd)
 	if err != nil {
@@ -56,9 +56,9 @@ func (h *meterHarness) do(cmd Command) Result {
 	return res
 }
 
-func (h *meterHarness) claim() ClaimedJob {
+func (h *meterHarness) claim() engine.ClaimedJob {
 	h.t.Helper()
-	jobs := h.do(&Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}).(*ClaimResult).Jobs
+	jobs := h.do(&engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}).(*engine.ClaimResult).Jobs
 	if len(jobs) != 1 {
 		h.t.Fatalf("claimed %d jobs, want 1", len(jobs))
 	}
@@ -75,10 +75,10 @@ func (h *meterHarness) scrape() metricstest.Families {
 }
 
 // open returns the open-job gauge of each status on queue q.
-func (h *meterHarness) open() map[Status]float64 {
+func (h *meterHarness) open() map[engine.Status]float64 {
 	fs := h.scrape()
-	out := map[Status]float64{}
-	for _, s := range Statuses() {
+	out := map[engine.Status]float64{}
+	for _, s := range engine.Statuses() {
 		if v := fs.Value(metrics.EngineJobs, "status", s.String(), "queue", "q"); v != 0 {
 			out[s] = v
 		}
@@ -86,7 +86,7 @@ func (h *meterHarness) open() map[Status]float64 {
 	return out
 }
 
-func sameCounts(a, b map[Status]float64) bool {
+func sameCounts(a, b map[engine.Status]float64) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -106,36 +106,36 @@ func TestMeterFollowsStatusChanges(t *testing.T) {
 	steps := []struct {
 		name string
 		run  func()
-		want map[Status]float64
+		want map[engine.Status]float64
 	}{
 		{"two creates", func() {
-			h.do(&CreateJob{Type: "t", Queue: "q"})
-			h.do(&CreateJob{Type: "t", Queue: "q"})
-		}, map[Status]float64{StatusQueued: 2}},
-		{"a claim", func() { h.claim() }, map[Status]float64{StatusQueued: 1, StatusRunning: 1}},
+			h.do(&engine.CreateJob{Type: "t", Queue: "q"})
+			h.do(&engine.CreateJob{Type: "t", Queue: "q"})
+		}, map[engine.Status]float64{engine.StatusQueued: 2}},
+		{"a claim", func() { h.claim() }, map[engine.Status]float64{engine.StatusQueued: 1, engine.StatusRunning: 1}},
 		{"a completion", func() {
-			h.do(&Complete{LeaseRef: LeaseRef{Job: 1, Attempt: 1}})
-		}, map[Status]float64{StatusQueued: 1}},
+			h.do(&engine.Complete{LeaseRef: engine.LeaseRef{Job: 1, Attempt: 1}})
+		}, map[engine.Status]float64{engine.StatusQueued: 1}},
 		{"continue-as-new after a delay: the new run is Queued and Retrying in one command", func() {
 			j := h.claim()
-			h.do(&ContinueAsNew{LeaseRef: j.Lease(), DelayMS: 1000})
-		}, map[Status]float64{StatusRetrying: 1}},
+			h.do(&engine.ContinueAsNew{LeaseRef: j.Lease(), DelayMS: 1000})
+		}, map[engine.Status]float64{engine.StatusRetrying: 1}},
 		{"the delay ends", func() {
 			h.clk.Advance(2 * time.Second)
-			h.do(&ReleaseDelayed{Max: 10})
-		}, map[Status]float64{StatusQueued: 1}},
+			h.do(&engine.ReleaseDelayed{Max: 10})
+		}, map[engine.Status]float64{engine.StatusQueued: 1}},
 		{"a lease runs out", func() {
 			h.claim()
 			h.clk.Advance(5 * time.Second)
-			h.do(&Reclaim{Max: 10})
-		}, map[Status]float64{StatusQueued: 1}},
+			h.do(&engine.Reclaim{Max: 10})
+		}, map[engine.Status]float64{engine.StatusQueued: 1}},
 		{"a wait on a timer that fires 2 s late", func() {
 			j := h.claim()
 			due := h.clk.Now().Add(time.Second).UnixMilli()
-			h.do(&Wait{LeaseRef: j.Lease(), SeenSeq: j.LastSeq, Spec: WaitSpec{TimerID: "t1", TimerAtMS: due}})
+			h.do(&engine.Wait{LeaseRef: j.Lease(), SeenSeq: j.LastSeq, Spec: engine.WaitSpec{TimerID: "t1", TimerAtMS: due}})
 			h.clk.Advance(3 * time.Second)
-			h.do(&FireTimers{Max: 10})
-		}, map[Status]float64{StatusQueued: 1}},
+			h.do(&engine.FireTimers{Max: 10})
+		}, map[engine.Status]float64{engine.StatusQueued: 1}},
 	}
 	for _, st := range steps {
 		st.run()
@@ -173,10 +173,10 @@ func TestMeterFollowsStatusChanges(t *testing.T) {
 
 	// Refused fenced writes count as stale attempts, a heartbeat's
 	// refusal included, and a refused command as its error's outcome.
-	if _, err := h.log.Propose(context.Background(), &Complete{LeaseRef: LeaseRef{Job: 3, Attempt: 99}}); err == nil {
+	if _, err := h.log.Propose(context.Background(), &engine.Complete{LeaseRef: engine.LeaseRef{Job: 3, Attempt: 99}}); err == nil {
 		t.Fatal("a completion by attempt 99 was accepted")
 	}
-	h.do(&Heartbeat{Leases: []LeaseRef{{Job: 3, Attempt: 99}}, LeaseMS: 1000})
+	h.do(&engine.Heartbeat{Leases: []engine.LeaseRef{{Job: 3, Attempt: 99}}, LeaseMS: 1000})
 	fs = h.scrape()
 	if got := fs.Value(metrics.EngineStaleAttempts, "kind", "Complete"); got != 1 {
 		t.Errorf("stale completions: %v, want 1", got)
@@ -197,11 +197,11 @@ func TestOpenCountsOpenJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := e.Create(context.Background(), CreateJob{Type: "t", Queue: "q"}); err != nil {
+		if _, err := e.Create(context.Background(), engine.CreateJob{Type: "t", Queue: "q"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.Claim(context.Background(), Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}); err != nil {
+	if _, err := e.Claim(context.Background(), engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}); err != nil {
 		t.Fatal(err)
 	}
 	closeOK(t, e)
@@ -223,7 +223,7 @@ func TestOpenCountsOpenJobs(t *testing.T) {
 		t.Fatalf("after reopening: %v Queued and %v Running, want 2 and 1", q, r)
 	}
 	// A durable store syncs at every commit.
-	if _, err := e.Create(context.Background(), CreateJob{Type: "t", Queue: "q"}); err != nil {
+	if _, err := e.Create(context.Background(), engine.CreateJob{Type: "t", Queue: "q"}); err != nil {
 		t.Fatal(err)
 	}
 	if fs, _ = metricstest.Gather(reg); fs.Value(metrics.EngineSyncs) != 1 {
@@ -237,8 +237,8 @@ func TestNilMeterCostsNothing(t *testing.T) {
 	if NewMeter(nil) != nil || !mt.Start().IsZero() {
 		t.Fatal("a nil Meter reads the clock")
 	}
-	mt.Applied(&CreateJob{}, nil, nil, time.Time{})
-	mt.Stage(mt.Diff(nil, &CreateJob{}, nil))
+	mt.Applied(&engine.CreateJob{}, nil, nil, time.Time{})
+	mt.Stage(mt.Diff(nil, &engine.CreateJob{}, nil))
 	mt.Committed(1, time.Time{}, true)
 	mt.Discard()
 	mt.Synced()
@@ -275,60 +275,18 @@ func BenchmarkMeteredCycle(b *testing.B) {
 			ctx := context.Background()
 			b.ResetTimer()
 			for range b.N {
-				if _, err := l.Propose(ctx, &CreateJob{Type: "t", Queue: "q", Input: benchInput}); err != nil {
+				if _, err := l.Propose(ctx, &engine.CreateJob{Type: "t", Queue: "q", Input: benchInput}); err != nil {
 					b.Fatal(err)
 				}
-				res, err := l.Propose(ctx, &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
+				res, err := l.Propose(ctx, &engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
 				if err != nil {
 					b.Fatal(err)
 				}
-				j := res.(*ClaimResult).Jobs[0]
-				if _, err := l.Propose(ctx, &Complete{LeaseRef: j.Lease()}); err != nil {
+				j := res.(*engine.ClaimResult).Jobs[0]
+				if _, err := l.Propose(ctx, &engine.Complete{LeaseRef: j.Lease()}); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
-}
-
-// The metrics' scan of a job record reads what a full decode reads, and
-// refuses what is not a job record.
-func TestScanQueueStatus(t *testing.T) {
-	for _, j := range []*Job{
-		{ID: 1, WorkflowID: "w", Type: "t", Queue: "orders", Status: StatusQueued},
-		{ID: 1 << 40, WorkflowID: strings.Repeat("x", 300), Type: "", Queue: "", Status: StatusSuspended, Attempt: 7,
-			Timers: []Timer{{ID: "a", FireMS: 9}}, Wait: &WaitSpec{Signals: []string{"s"}}},
-	} {
-		b := EncodeJob(j)
-		q, st, ok := scanQueueStatus(b)
-		if !ok || q != j.Queue || st != j.Status {
-			t.Errorf("scan of %+v: %q %v %v", j, q, st, ok)
-		}
-	}
-	for _, b := range [][]byte{nil, {1}, {2, 1, 0x80}, {1, 1, 0xc1}, {1, 1, 0x81, 0xa2, 'q', 'u', 0x01}} {
-		if _, _, ok := scanQueueStatus(b); ok {
-			t.Errorf("scan of %x succeeded", b)
-		}
-	}
-}
-
-// FuzzScanQueueStatus: the metrics' scan of a job record never panics on
-// any bytes, and reads what the decode reads from every record the engine
-// writes (the decoded record, encoded again). A record no engine writes,
-// say one with a key twice, may read otherwise; the open-job gauge would
-// then be off for it, nothing else.
-func FuzzScanQueueStatus(f *testing.F) {
-	f.Add(EncodeJob(&Job{ID: 1, WorkflowID: "w", Type: "t", Queue: "q", Status: StatusRunning}))
-	f.Add(EncodeJob(&Job{ID: 9, Queue: "", Status: StatusParked, Wait: &WaitSpec{Park: true}}))
-	f.Add([]byte{1, 1, 0x80})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		scanQueueStatus(b)
-		var j Job
-		if _, err := storage.Decode(b, storage.KindJob, jobVersion, &j); err != nil {
-			return
-		}
-		if q, st, ok := scanQueueStatus(EncodeJob(&j)); !ok || q != j.Queue || st != j.Status {
-			t.Fatalf("scan of the record of %+v read %q %v %v", j, q, st, ok)
-		}
-	})
 }

@@ -1,10 +1,11 @@
-package engine
+package embedded
 
 import (
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
 )
 
@@ -19,7 +20,7 @@ func TestEngineSchedulerFiresSchedules(t *testing.T) {
 	}
 	defer closeOK(t, e)
 	for i := range 3 {
-		_, err := e.CreateSchedule(bg, CreateSchedule{ID: fmt.Sprintf("s%d", i), Spec: everySpec(60_000), Action: testAction})
+		_, err := e.CreateSchedule(bg, engine.CreateSchedule{ID: fmt.Sprintf("s%d", i), Spec: everySpec(60_000), Action: testAction})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,25 +35,25 @@ func TestEngineSchedulerFiresSchedules(t *testing.T) {
 	}
 	clk.Set(time.UnixMilli(first))
 	eventually(t, "the three runs started", func() bool {
-		page, err := e.List(bg, ListQuery{Type: "report"})
+		page, err := e.List(bg, engine.ListQuery{Type: "report"})
 		return err == nil && len(page.Jobs) == 3
 	})
-	j, err := e.Describe(bg, Target{WorkflowID: "s2-" + rfc(first)})
+	j, err := e.Describe(bg, engine.Target{WorkflowID: "s2-" + rfc(first)})
 	if err != nil || j.ScheduleID != "s2" {
 		t.Fatalf("run of s2: %+v %v", j, err)
 	}
-	page, err := e.ListSchedules(bg, ScheduleListQuery{Limit: 2})
+	page, err := e.ListSchedules(bg, engine.ScheduleListQuery{Limit: 2})
 	if err != nil || len(page.Schedules) != 2 || page.Next != "s1" || page.Schedules[0].Schedule.NumActions != 1 {
 		t.Fatalf("first page %+v %v", page, err)
 	}
-	page, err = e.ListSchedules(bg, ScheduleListQuery{After: page.Next})
+	page, err = e.ListSchedules(bg, engine.ScheduleListQuery{After: page.Next})
 	if err != nil || len(page.Schedules) != 1 || page.Schedules[0].Schedule.ID != "s2" || page.Next != "" {
 		t.Fatalf("second page %+v %v", page, err)
 	}
-	if err := e.DeleteSchedule(bg, DeleteSchedule{ID: "s0"}); err != nil {
+	if err := e.DeleteSchedule(bg, engine.DeleteSchedule{ID: "s0"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.DescribeSchedule(bg, "s0"); !errorsIs(err, ErrUnknownSchedule) {
+	if _, err := e.DescribeSchedule(bg, "s0"); !errorsIs(err, engine.ErrUnknownSchedule) {
 		t.Fatalf("describe of a deleted schedule: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package embedded
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
 	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
@@ -51,11 +52,11 @@ const DefaultSchedulerBatch = 1000
 // limits l uses when configured with batch: batch itself, or for 0 the
 // smaller of DefaultSchedulerBatch and l.MaxBatch. A batch over l.MaxBatch
 // is refused: every sweep it proposed would be.
-func SchedulerBatch(batch int, l Limits) (int, error) {
+func SchedulerBatch(batch int, l engine.Limits) (int, error) {
 	maxBatch := l.WithDefaults().MaxBatch
 	switch {
 	case batch < 0 || batch > maxBatch:
-		return 0, fmt.Errorf("%w: scheduler batch %d is not in [0, %d] (Limits.MaxBatch)", ErrInvalidCommand, batch, maxBatch)
+		return 0, fmt.Errorf("%w: scheduler batch %d is not in [0, %d] (Limits.MaxBatch)", engine.ErrInvalidCommand, batch, maxBatch)
 	case batch == 0:
 		return min(DefaultSchedulerBatch, maxBatch), nil
 	}
@@ -86,23 +87,23 @@ func (s *Scheduler) Wake() {
 // sweepKind pairs an index with the command that drains it.
 type sweepKind struct {
 	prefix, low []byte
-	cmd         func(max int) Command
+	cmd         func(max int) engine.Command
 	name        string // the sweep label of the scheduler-lag metric
 }
 
 // The swept indexes, in the order Deadlines reports them.
 var sweeps = []sweepKind{
-	{storage.TimerPrefix, storage.KeyLowTimer, func(n int) Command { return &FireTimers{Max: n} }, "timers"},
-	{storage.LeasePrefix, storage.KeyLowLease, func(n int) Command { return &Reclaim{Max: n} }, "leases"},
-	{storage.DelayedPrefix, storage.KeyLowDelayed, func(n int) Command { return &ReleaseDelayed{Max: n} }, "delayed"},
-	{storage.DeadlinePrefix, storage.KeyLowDeadline, func(n int) Command { return &ExpireDeadlines{Max: n} }, "deadlines"},
-	{storage.StepDuePrefix, storage.KeyLowStepDue, func(n int) Command { return &ExpireSteps{Max: n} }, "steps"},
-	{storage.SchedDuePrefix, storage.KeyLowSchedDue, func(n int) Command { return &FireSchedules{Max: n} }, "schedules"},
+	{storage.TimerPrefix, storage.KeyLowTimer, func(n int) engine.Command { return &engine.FireTimers{Max: n} }, "timers"},
+	{storage.LeasePrefix, storage.KeyLowLease, func(n int) engine.Command { return &engine.Reclaim{Max: n} }, "leases"},
+	{storage.DelayedPrefix, storage.KeyLowDelayed, func(n int) engine.Command { return &engine.ReleaseDelayed{Max: n} }, "delayed"},
+	{storage.DeadlinePrefix, storage.KeyLowDeadline, func(n int) engine.Command { return &engine.ExpireDeadlines{Max: n} }, "deadlines"},
+	{storage.StepDuePrefix, storage.KeyLowStepDue, func(n int) engine.Command { return &engine.ExpireSteps{Max: n} }, "steps"},
+	{storage.SchedDuePrefix, storage.KeyLowSchedDue, func(n int) engine.Command { return &engine.FireSchedules{Max: n} }, "schedules"},
 	// The review tasks' lease index, swept like the job lease index: the
 	// scheduler proposes ReclaimTasks when its earliest entry falls due.
 	// It comes after the job sweeps, so their positions (and Deadlines)
 	// stay as they were.
-	{storage.TaskLeasePrefix, storage.KeyLowTaskLease, func(n int) Command { return &ReclaimTasks{Max: n} }, taskLeaseSweep},
+	{storage.TaskLeasePrefix, storage.KeyLowTaskLease, func(n int) engine.Command { return &engine.ReclaimTasks{Max: n} }, taskLeaseSweep},
 }
 
 // leaseSweep is the index of the lease sweep in sweeps.
@@ -241,7 +242,7 @@ func (s *Scheduler) step(ctx context.Context, now time.Time) (time.Duration, err
 	if err != nil {
 		return 0, err
 	}
-	var cmds []Command
+	var cmds []engine.Command
 	next := int64(-1)
 	for i, d := range ds {
 		at := d.nextMS
@@ -277,7 +278,7 @@ func (s *Scheduler) step(ctx context.Context, now time.Time) (time.Duration, err
 }
 
 // proposeAll proposes cmds concurrently and returns the first error.
-func (s *Scheduler) proposeAll(ctx context.Context, cmds []Command) error {
+func (s *Scheduler) proposeAll(ctx context.Context, cmds []engine.Command) error {
 	if len(cmds) == 1 {
 		_, err := s.log.Propose(ctx, cmds[0])
 		return err

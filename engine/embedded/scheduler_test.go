@@ -1,4 +1,4 @@
-package engine
+package embedded
 
 import (
 	"context"
@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -15,20 +17,20 @@ import (
 type countingLog struct {
 	inner Log
 	mu    sync.Mutex
-	kinds []CommandKind
+	kinds []engine.CommandKind
 }
 
-func (c *countingLog) Propose(ctx context.Context, cmd Command) (Result, error) {
+func (c *countingLog) Propose(ctx context.Context, cmd engine.Command) (engine.Result, error) {
 	c.mu.Lock()
 	c.kinds = append(c.kinds, cmd.Kind())
 	c.mu.Unlock()
 	return c.inner.Propose(ctx, cmd)
 }
 
-func (c *countingLog) proposed() []CommandKind {
+func (c *countingLog) proposed() []engine.CommandKind {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]CommandKind(nil), c.kinds...)
+	return append([]engine.CommandKind(nil), c.kinds...)
 }
 
 // eventually waits for cond, which background goroutines make true; it fails
@@ -72,9 +74,9 @@ func TestSchedulerProposesExactlyWhenDue(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	id := local.mustCreate(t)
-	c, _ := local.Propose(bg, &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
-	ref := LeaseRef{Job: id, Attempt: c.(*ClaimResult).Jobs[0].Attempt}
-	if _, err := local.Propose(bg, &Wait{LeaseRef: ref, Spec: WaitSpec{TimerID: "t", TimerAtMS: start.UnixMilli() + 10_000}, SeenSeq: 2}); err != nil {
+	c, _ := local.Propose(bg, &engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
+	ref := engine.LeaseRef{Job: id, Attempt: c.(*engine.ClaimResult).Jobs[0].Attempt}
+	if _, err := local.Propose(bg, &engine.Wait{LeaseRef: ref, Spec: engine.WaitSpec{TimerID: "t", TimerAtMS: start.UnixMilli() + 10_000}, SeenSeq: 2}); err != nil {
 		t.Fatal(err)
 	}
 	// With only a timer 10 s away, the scheduler holds one timer for it.
@@ -85,8 +87,8 @@ func TestSchedulerProposesExactlyWhenDue(t *testing.T) {
 		t.Fatalf("proposed %v before the deadline", p)
 	}
 	clk.Advance(time.Millisecond)
-	eventually(t, "timer fired", func() bool { return jobStatus(t, db, id) == StatusQueued })
-	if p := log.proposed(); len(p) != 1 || p[0] != KindFireTimers {
+	eventually(t, "timer fired", func() bool { return jobStatus(t, db, id) == engine.StatusQueued })
+	if p := log.proposed(); len(p) != 1 || p[0] != engine.KindFireTimers {
 		t.Fatalf("proposed %v, want one FireTimers", p)
 	}
 }
@@ -111,10 +113,10 @@ func TestSchedulerWakesAtADeadlineFromBetweenMilliseconds(t *testing.T) {
 	}
 	defer closeOK(t, local)
 	id := local.mustCreate(t)
-	c, _ := local.Propose(bg, &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
-	ref := LeaseRef{Job: id, Attempt: c.(*ClaimResult).Jobs[0].Attempt}
+	c, _ := local.Propose(bg, &engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
+	ref := engine.LeaseRef{Job: id, Attempt: c.(*engine.ClaimResult).Jobs[0].Attempt}
 	dueMS := startMS + 10_000
-	if _, err := local.Propose(bg, &Wait{LeaseRef: ref, Spec: WaitSpec{TimerID: "t", TimerAtMS: dueMS}, SeenSeq: 2}); err != nil {
+	if _, err := local.Propose(bg, &engine.Wait{LeaseRef: ref, Spec: engine.WaitSpec{TimerID: "t", TimerAtMS: dueMS}, SeenSeq: 2}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(2 * time.Nanosecond)
@@ -125,22 +127,22 @@ func TestSchedulerWakesAtADeadlineFromBetweenMilliseconds(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	eventually(t, "scheduler sleeps on one timer", func() bool { return clk.Pending() == 1 })
 	clk.Set(time.UnixMilli(dueMS))
-	eventually(t, "timer fired at its millisecond", func() bool { return jobStatus(t, db, id) == StatusQueued })
+	eventually(t, "timer fired at its millisecond", func() bool { return jobStatus(t, db, id) == engine.StatusQueued })
 }
 
-func (l *LocalLog) mustCreate(t *testing.T) JobID {
+func (l *LocalLog) mustCreate(t *testing.T) engine.JobID {
 	t.Helper()
-	r, err := l.Propose(bg, &CreateJob{Type: "t", Queue: "q"})
+	r, err := l.Propose(bg, &engine.CreateJob{Type: "t", Queue: "q"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r.(*CreateResult).Job
+	return r.(*engine.CreateResult).Job
 }
 
-func jobStatus(t *testing.T, db *storage.DB, id JobID) Status {
-	var s Status
+func jobStatus(t *testing.T, db *storage.DB, id engine.JobID) engine.Status {
+	var s engine.Status
 	viewOK(t, db, func(r *storage.Reader) error {
-		j, err := ReadJob(r, id)
+		j, err := machine.ReadJob(r, id)
 		if err != nil {
 			t.Error(err)
 			return err
@@ -160,52 +162,52 @@ func TestEngineSchedulerDrivesDeadlines(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeOK(t, e)
-	mk := func(wf string) (JobID, LeaseRef) {
-		r, err := e.Create(bg, CreateJob{WorkflowID: wf, Type: "t", Queue: "q"})
+	mk := func(wf string) (engine.JobID, engine.LeaseRef) {
+		r, err := e.Create(bg, engine.CreateJob{WorkflowID: wf, Type: "t", Queue: "q"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		jobs, err := e.Claim(bg, Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 5_000})
+		jobs, err := e.Claim(bg, engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 5_000})
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("claim: %v %v", jobs, err)
 		}
 		return r.Job, jobs[0].Lease()
 	}
 	timerJob, tref := mk("timer")
-	if _, err := e.Wait(bg, Wait{LeaseRef: tref, Spec: WaitSpec{TimerID: "t", TimerAtMS: clk.Now().UnixMilli() + 3_000}, SeenSeq: 2}); err != nil {
+	if _, err := e.Wait(bg, engine.Wait{LeaseRef: tref, Spec: engine.WaitSpec{TimerID: "t", TimerAtMS: clk.Now().UnixMilli() + 3_000}, SeenSeq: 2}); err != nil {
 		t.Fatal(err)
 	}
 	leased, _ := mk("leased")
 	waiting, wref := mk("waiting")
-	if _, err := e.Wait(bg, Wait{LeaseRef: wref, Spec: WaitSpec{Signals: []string{"never"}}, SeenSeq: 2}); err != nil {
+	if _, err := e.Wait(bg, engine.Wait{LeaseRef: wref, Spec: engine.WaitSpec{Signals: []string{"never"}}, SeenSeq: 2}); err != nil {
 		t.Fatal(err)
 	}
 	retry, rref := mk("retry")
-	if _, err := e.Requeue(bg, Requeue{LeaseRef: rref, DelayMS: 4_000}); err != nil {
+	if _, err := e.Requeue(bg, engine.Requeue{LeaseRef: rref, DelayMS: 4_000}); err != nil {
 		t.Fatal(err)
 	}
-	status := func(id JobID) Status {
-		j, err := e.Describe(bg, Target{Job: id})
+	status := func(id engine.JobID) engine.Status {
+		j, err := e.Describe(bg, engine.Target{Job: id})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return j.Status
 	}
 	clk.Advance(3 * time.Second)
-	eventually(t, "timer job queued", func() bool { return status(timerJob) == StatusQueued })
+	eventually(t, "timer job queued", func() bool { return status(timerJob) == engine.StatusQueued })
 	clk.Advance(time.Second)
-	eventually(t, "retry released", func() bool { return status(retry) == StatusQueued })
+	eventually(t, "retry released", func() bool { return status(retry) == engine.StatusQueued })
 	clk.Advance(time.Second)
-	eventually(t, "expired lease reclaimed", func() bool { return status(leased) == StatusQueued })
+	eventually(t, "expired lease reclaimed", func() bool { return status(leased) == engine.StatusQueued })
 	clk.Advance(24 * time.Hour)
 	// Two claims later the reclaimed/released jobs run again; the waiting one
 	// was never reclaimed however far the clock moved.
 	eventually(t, "scheduler idle", func() bool { return clk.Pending() <= 1 })
-	if s := status(waiting); s != StatusWaiting {
+	if s := status(waiting); s != engine.StatusWaiting {
 		t.Fatalf("waiting job is %s", s)
 	}
 	var errs []error
-	viewOK(t, e.DB(), func(r *storage.Reader) error { errs = Verify(r, 5); return nil })
+	viewOK(t, e.DB(), func(r *storage.Reader) error { errs = machine.Verify(r, 5); return nil })
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -223,12 +225,12 @@ func TestHistoryAndListPaging(t *testing.T) {
 		if i%2 == 1 {
 			typ, q = "b", "q2"
 		}
-		if _, err := e.Create(bg, CreateJob{Type: typ, Queue: q}); err != nil {
+		if _, err := e.Create(bg, engine.CreateJob{Type: typ, Queue: q}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := 0; i < 5; i++ {
-		if _, err := e.Signal(bg, Signal{Target: Target{Job: 1}, Name: "s"}); err != nil {
+		if _, err := e.Signal(bg, engine.Signal{Target: engine.Target{Job: 1}, Name: "s"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -249,11 +251,11 @@ func TestHistoryAndListPaging(t *testing.T) {
 	if len(seqs) != 6 || seqs[0] != 1 || seqs[5] != 6 {
 		t.Fatalf("paged history seqs %v, want 1..6", seqs)
 	}
-	if _, err := e.History(bg, 99, 0, 0); !errorsIs(err, ErrUnknownJob) {
+	if _, err := e.History(bg, 99, 0, 0); !errorsIs(err, engine.ErrUnknownJob) {
 		t.Fatalf("history of unknown job: %v", err)
 	}
-	list := func(q ListQuery) []JobID {
-		var ids []JobID
+	list := func(q engine.ListQuery) []engine.JobID {
+		var ids []engine.JobID
 		for {
 			p, err := e.List(bg, q)
 			if err != nil {
@@ -268,7 +270,7 @@ func TestHistoryAndListPaging(t *testing.T) {
 			q.After = p.Next
 		}
 	}
-	eq := func(got []JobID, want ...JobID) {
+	eq := func(got []engine.JobID, want ...engine.JobID) {
 		t.Helper()
 		if len(got) != len(want) {
 			t.Fatalf("got %v, want %v", got, want)
@@ -279,14 +281,14 @@ func TestHistoryAndListPaging(t *testing.T) {
 			}
 		}
 	}
-	eq(list(ListQuery{Limit: 2}), 1, 2, 3, 4, 5, 6, 7)
-	eq(list(ListQuery{Type: "b", Limit: 2}), 2, 4, 6)
-	eq(list(ListQuery{Queue: "q1", Status: StatusQueued, Limit: 3}), 1, 3, 5, 7)
-	if _, err := e.Cancel(bg, Cancel{Target: Target{Job: 3}}); err != nil {
+	eq(list(engine.ListQuery{Limit: 2}), 1, 2, 3, 4, 5, 6, 7)
+	eq(list(engine.ListQuery{Type: "b", Limit: 2}), 2, 4, 6)
+	eq(list(engine.ListQuery{Queue: "q1", Status: engine.StatusQueued, Limit: 3}), 1, 3, 5, 7)
+	if _, err := e.Cancel(bg, engine.Cancel{Target: engine.Target{Job: 3}}); err != nil {
 		t.Fatal(err)
 	}
-	eq(list(ListQuery{Status: StatusCancelled}), 3)
-	eq(list(ListQuery{Status: StatusQueued, Type: "a"}), 1, 5, 7)
+	eq(list(engine.ListQuery{Status: engine.StatusCancelled}), 3)
+	eq(list(engine.ListQuery{Status: engine.StatusQueued, Type: "a"}), 1, 5, 7)
 }
 
 // A paging cursor never wraps around: after the largest id or seq there is
@@ -298,13 +300,13 @@ func TestCursorAtTheTopOfTheRangeGivesAnEmptyPage(t *testing.T) {
 	}
 	defer closeOK(t, e)
 	for range 3 {
-		if _, err := e.Create(bg, CreateJob{Type: "a", Queue: "q"}); err != nil {
+		if _, err := e.Create(bg, engine.CreateJob{Type: "a", Queue: "q"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, q := range []ListQuery{
+	for _, q := range []engine.ListQuery{
 		{After: math.MaxUint64},
-		{After: math.MaxUint64, Status: StatusQueued},
+		{After: math.MaxUint64, Status: engine.StatusQueued},
 		{After: math.MaxUint64, Type: "a"},
 		{After: math.MaxUint64, Queue: "q"},
 		{After: math.MaxUint64 - 1},
@@ -320,7 +322,7 @@ func TestCursorAtTheTopOfTheRangeGivesAnEmptyPage(t *testing.T) {
 			t.Fatalf("History(after %d) = %+v, %v; want an empty last page", after, p, err)
 		}
 	}
-	if _, err := e.History(bg, 99, math.MaxUint64, 0); !errorsIs(err, ErrUnknownJob) {
+	if _, err := e.History(bg, 99, math.MaxUint64, 0); !errorsIs(err, engine.ErrUnknownJob) {
 		t.Fatalf("history of an unknown job after the last seq: %v, want ErrUnknownJob", err)
 	}
 }
@@ -342,7 +344,7 @@ func TestSchedulerReclaimWaitsForFailoverGrace(t *testing.T) {
 	}
 	defer closeOK(t, local)
 	id := local.mustCreate(t)
-	if _, err := local.Propose(bg, &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1_000}); err != nil {
+	if _, err := local.Propose(bg, &engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1_000}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Hour) // the lease is long expired when the leader starts
@@ -361,12 +363,12 @@ func TestSchedulerReclaimWaitsForFailoverGrace(t *testing.T) {
 	if p := log.proposed(); len(p) != 0 {
 		t.Fatalf("proposed %v inside the failover grace", p)
 	}
-	if s := jobStatus(t, db, id); s != StatusRunning {
+	if s := jobStatus(t, db, id); s != engine.StatusRunning {
 		t.Fatalf("job is %s inside the grace, want running", s)
 	}
 	clk.Advance(time.Millisecond)
-	eventually(t, "lease reclaimed", func() bool { return jobStatus(t, db, id) == StatusQueued })
-	if p := log.proposed(); len(p) != 1 || p[0] != KindReclaim {
+	eventually(t, "lease reclaimed", func() bool { return jobStatus(t, db, id) == engine.StatusQueued })
+	if p := log.proposed(); len(p) != 1 || p[0] != engine.KindReclaim {
 		t.Fatalf("proposed %v, want one Reclaim", p)
 	}
 }
@@ -398,17 +400,17 @@ func TestSchedulerProposesSweepsForEverythingDueAtOnce(t *testing.T) {
 	due := start.UnixMilli() + 5_000
 	for i := 0; i < n; i++ {
 		id := local.mustCreate(t)
-		c, err := local.Propose(bg, &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
+		c, err := local.Propose(bg, &engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref := LeaseRef{Job: id, Attempt: c.(*ClaimResult).Jobs[0].Attempt}
-		if _, err := local.Propose(bg, &Wait{LeaseRef: ref, Spec: WaitSpec{TimerID: "t", TimerAtMS: due}, SeenSeq: 2}); err != nil {
+		ref := engine.LeaseRef{Job: id, Attempt: c.(*engine.ClaimResult).Jobs[0].Attempt}
+		if _, err := local.Propose(bg, &engine.Wait{LeaseRef: ref, Spec: engine.WaitSpec{TimerID: "t", TimerAtMS: due}, SeenSeq: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := 0; i < 12; i++ { // due at the same instant as the timers
-		if _, err := local.Propose(bg, &CreateJob{Type: "t", Queue: "nobody", ExecutionTimeoutMS: 5_000}); err != nil {
+		if _, err := local.Propose(bg, &engine.CreateJob{Type: "t", Queue: "nobody", ExecutionTimeoutMS: 5_000}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -420,10 +422,10 @@ func TestSchedulerProposesSweepsForEverythingDueAtOnce(t *testing.T) {
 	eventually(t, "scheduler sleeps until the timers", func() bool { return clk.Pending() == 1 })
 	clk.Advance(5 * time.Second)
 	eventually(t, "every timer fired and every deadline expired", func() bool {
-		counts := map[Status]int{}
+		counts := map[engine.Status]int{}
 		viewOK(t, db, func(r *storage.Reader) error {
-			for id := JobID(1); id <= n+12; id++ {
-				j, err := ReadJob(r, id)
+			for id := engine.JobID(1); id <= n+12; id++ {
+				j, err := machine.ReadJob(r, id)
 				if err != nil {
 					return err
 				}
@@ -431,21 +433,21 @@ func TestSchedulerProposesSweepsForEverythingDueAtOnce(t *testing.T) {
 			}
 			return nil
 		})
-		return counts[StatusQueued] == n && counts[StatusTimedOut] == 12
+		return counts[engine.StatusQueued] == n && counts[engine.StatusTimedOut] == 12
 	})
 	eventually(t, "scheduler idle", func() bool { return clk.Pending() == 1 })
-	kinds := map[CommandKind]int{}
+	kinds := map[engine.CommandKind]int{}
 	for _, k := range log.proposed() {
 		kinds[k]++
 	}
 	// 25 timers in batches of 10 take 3 sweeps, 12 deadlines 2, proposed
 	// together in one round; the lease sweep of the claims' leases has not
 	// come due.
-	if kinds[KindFireTimers] != 3 || kinds[KindExpireDeadlines] != 2 || len(kinds) != 2 {
+	if kinds[engine.KindFireTimers] != 3 || kinds[engine.KindExpireDeadlines] != 2 || len(kinds) != 2 {
 		t.Fatalf("proposed %v, want 3 FireTimers and 2 ExpireDeadlines", kinds)
 	}
 	var errs []error
-	viewOK(t, db, func(r *storage.Reader) error { errs = Verify(r, 5); return nil })
+	viewOK(t, db, func(r *storage.Reader) error { errs = machine.Verify(r, 5); return nil })
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -1,4 +1,4 @@
-package engine
+package embedded
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -26,7 +28,7 @@ func TestStepResourceExclusivityConcurrent(t *testing.T) {
 	ctx := context.Background()
 	capacity := map[string]int{"b1": 2, "b2": 1}
 	for id, n := range capacity {
-		if _, err := e.AddResource(ctx, AddResource{ID: id, Capabilities: []string{"browser"}, Capacity: n}); err != nil {
+		if _, err := e.AddResource(ctx, engine.AddResource{ID: id, Capabilities: []string{"browser"}, Capacity: n}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,7 +55,7 @@ func TestStepResourceExclusivityConcurrent(t *testing.T) {
 		t.Fatalf("a resource was held beyond its capacity %d times", n)
 	}
 	var problems []error
-	if err := e.View(ctx, func(r *storage.Reader) error { problems = Verify(r, 10); return nil }); err != nil {
+	if err := e.View(ctx, func(r *storage.Reader) error { problems = machine.Verify(r, 10); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range problems {
@@ -74,20 +76,20 @@ func TestStepResourceExclusivityConcurrent(t *testing.T) {
 // for the grant when queued, hold it a moment and commit.
 func runExclusiveSteps(ctx context.Context, e *Engine, queue string, n int, capacity map[string]int,
 	held map[string]*atomic.Int32, over *atomic.Int32) error {
-	if _, err := e.Create(ctx, CreateJob{WorkflowID: queue, Type: "t", Queue: queue}); err != nil {
+	if _, err := e.Create(ctx, engine.CreateJob{WorkflowID: queue, Type: "t", Queue: queue}); err != nil {
 		return err
 	}
-	jobs, err := e.Claim(ctx, Claim{Queue: queue, Owner: queue, Max: 1, LeaseMS: 600_000})
+	jobs, err := e.Claim(ctx, engine.Claim{Queue: queue, Owner: queue, Max: 1, LeaseMS: 600_000})
 	if err != nil || len(jobs) != 1 {
 		return fmt.Errorf("claim: %v %v", jobs, err)
 	}
 	ref := jobs[0].Lease()
 	for i := range n {
 		step := fmt.Sprint(i + 1)
-		var res *StepResult
+		var res *engine.StepResult
 		for deadline := time.Now().Add(20 * time.Second); ; {
 			changed := e.Committed()
-			res, err = e.LeaseStep(ctx, LeaseStep{LeaseRef: ref, Step: step, Name: "Browse", LeaseMS: 600_000, Capabilities: []string{"browser"}})
+			res, err = e.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: step, Name: "Browse", LeaseMS: 600_000, Capabilities: []string{"browser"}})
 			if err != nil {
 				return err
 			}
@@ -106,14 +108,14 @@ func runExclusiveSteps(ctx context.Context, e *Engine, queue string, n int, capa
 		if int(h.Add(1)) > capacity[res.Resource] {
 			over.Add(1)
 		}
-		if _, err := e.StepHeartbeat(ctx, StepHeartbeat{LeaseRef: ref, Step: step, StepAttempt: res.StepAttempt, LeaseMS: 600_000}); err != nil {
+		if _, err := e.StepHeartbeat(ctx, engine.StepHeartbeat{LeaseRef: ref, Step: step, StepAttempt: res.StepAttempt, LeaseMS: 600_000}); err != nil {
 			return err
 		}
 		h.Add(-1)
-		if _, err := e.CommitStep(ctx, CommitStep{LeaseRef: ref, Step: step, Type: EventActivityCompleted, StepAttempt: res.StepAttempt}); err != nil {
+		if _, err := e.CommitStep(ctx, engine.CommitStep{LeaseRef: ref, Step: step, Type: engine.EventActivityCompleted, StepAttempt: res.StepAttempt}); err != nil {
 			return err
 		}
 	}
-	_, err = e.Complete(ctx, Complete{LeaseRef: ref})
+	_, err = e.Complete(ctx, engine.Complete{LeaseRef: ref})
 	return err
 }

@@ -1,10 +1,11 @@
-package engine
+package embedded
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
 )
 
@@ -18,11 +19,11 @@ func TestWaitClosedWakesOnlyForItsJob(t *testing.T) {
 	}
 	defer closeOK(t, e)
 	ctx := context.Background()
-	a, _ := e.Create(ctx, CreateJob{Type: "t", Queue: "a"})
-	e.Create(ctx, CreateJob{Type: "t", Queue: "b"})
-	done := make(chan *Job, 1)
+	a, _ := e.Create(ctx, engine.CreateJob{Type: "t", Queue: "a"})
+	e.Create(ctx, engine.CreateJob{Type: "t", Queue: "b"})
+	done := make(chan *engine.Job, 1)
 	go func() {
-		j, err := e.WaitClosed(ctx, Target{Job: a.Job})
+		j, err := e.WaitClosed(ctx, engine.Target{Job: a.Job})
 		if err != nil {
 			t.Error(err)
 		}
@@ -40,8 +41,8 @@ func TestWaitClosedWakesOnlyForItsJob(t *testing.T) {
 	eventually(t, "WaitClosed registered on job a", func() bool { ch = waiter(); return ch != nil })
 
 	// Job b is claimed, signalled and completed: a's waiter sleeps on.
-	jobs, _ := e.Claim(ctx, Claim{Queue: "b", Owner: "w", Max: 1, LeaseMS: 60_000})
-	if _, err := e.Complete(ctx, Complete{LeaseRef: jobs[0].Lease()}); err != nil {
+	jobs, _ := e.Claim(ctx, engine.Claim{Queue: "b", Owner: "w", Max: 1, LeaseMS: 60_000})
+	if _, err := e.Complete(ctx, engine.Complete{LeaseRef: jobs[0].Lease()}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -53,11 +54,11 @@ func TestWaitClosedWakesOnlyForItsJob(t *testing.T) {
 		t.Fatal("the waiter on job a was replaced without a write to a")
 	}
 
-	jobs, _ = e.Claim(ctx, Claim{Queue: "a", Owner: "w", Max: 1, LeaseMS: 60_000})
-	if _, err := e.Complete(ctx, Complete{LeaseRef: jobs[0].Lease()}); err != nil {
+	jobs, _ = e.Claim(ctx, engine.Claim{Queue: "a", Owner: "w", Max: 1, LeaseMS: 60_000})
+	if _, err := e.Complete(ctx, engine.Complete{LeaseRef: jobs[0].Lease()}); err != nil {
 		t.Fatal(err)
 	}
-	if j := <-done; j == nil || j.Status != StatusCompleted {
+	if j := <-done; j == nil || j.Status != engine.StatusCompleted {
 		t.Fatalf("WaitClosed = %+v, want job a completed", j)
 	}
 	if waiter() != nil {
@@ -76,12 +77,12 @@ func TestWaitClosedReturnsATimedOutRun(t *testing.T) {
 	defer closeOK(t, e)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := e.Create(ctx, CreateJob{WorkflowID: "slow", Type: "t", Queue: "nobody-polls", ExecutionTimeoutMS: 2_000})
+	r, err := e.Create(ctx, engine.CreateJob{WorkflowID: "slow", Type: "t", Queue: "nobody-polls", ExecutionTimeoutMS: 2_000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan *Job, 2)
-	for _, tgt := range []Target{{Job: r.Job}, {WorkflowID: "slow"}} {
+	done := make(chan *engine.Job, 2)
+	for _, tgt := range []engine.Target{{Job: r.Job}, {WorkflowID: "slow"}} {
 		go func() {
 			j, err := e.WaitClosed(ctx, tgt)
 			if err != nil {
@@ -102,7 +103,7 @@ func TestWaitClosedReturnsATimedOutRun(t *testing.T) {
 	for range 2 {
 		select {
 		case j := <-done:
-			if j == nil || j.Status != StatusTimedOut || j.ClosedMS != 3_002_000 {
+			if j == nil || j.Status != engine.StatusTimedOut || j.ClosedMS != 3_002_000 {
 				t.Fatalf("WaitClosed = %+v, want the run timed out at 3002000", j)
 			}
 		case <-ctx.Done():

@@ -13,7 +13,7 @@ import (
 )
 
 // taskRoutes registers the review task routes (doc.go lists them). They
-// need a Service that also implements engine.TaskService, as *engine.Engine
+// need a Service that also implements engine.TaskService, as *embedded.Engine
 // does; with another the routes answer no_route.
 func (s *Server) taskRoutes() {
 	ts, _ := s.cfg.Service.(engine.TaskService)
@@ -113,7 +113,7 @@ func (s *Server) taskRoutes() {
 	}))
 }
 
-// taskClaimWaiter is implemented by *engine.Engine: a task claim that
+// taskClaimWaiter is implemented by *embedded.Engine: a task claim that
 // waits for commits instead of polling.
 type taskClaimWaiter interface {
 	ClaimTasksWait(context.Context, engine.ClaimTasks) ([]engine.ClaimedTask, error)

@@ -1,31 +1,34 @@
-package engine
+package machine
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/storage"
 )
 
 // Machine applies commands. It holds only the limits, so one Machine may be
 // shared; Apply itself is a pure step function over its transaction.
 type Machine struct {
-	limits Limits
+	limits engine.Limits
 }
 
 // NewMachine returns a Machine enforcing l (zero fields take their defaults).
-func NewMachine(l Limits) (*Machine, error) {
+func NewMachine(l engine.Limits) (*Machine, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
 	return &Machine{limits: l.WithDefaults()}, nil
 }
 
-var defaultMachine = &Machine{limits: Limits{}.WithDefaults()}
+var defaultMachine = &Machine{limits: engine.Limits{}.WithDefaults()}
 
 // Apply applies cmd with the default limits; see Machine.Apply.
-func Apply(tx *storage.Tx, cmd Command) (Result, error) { return defaultMachine.Apply(tx, cmd) }
+func Apply(tx *storage.Tx, cmd engine.Command) (engine.Result, error) {
+	return defaultMachine.Apply(tx, cmd)
+}
 
 // Apply validates cmd against the job state machine and the current attempt,
 // and records it in tx: events with the next seqs, the job record, the status
@@ -33,22 +36,22 @@ func Apply(tx *storage.Tx, cmd Command) (Result, error) { return defaultMachine.
 // monotonic), starts no goroutine and does no I/O besides tx. On error tx
 // holds no write of this command, so the caller can drop it and go on with
 // the next command in the same batch.
-func (m *Machine) Apply(tx *storage.Tx, cmd Command) (res Result, err error) {
+func (m *Machine) Apply(tx *storage.Tx, cmd engine.Command) (res engine.Result, err error) {
 	return m.ApplyNoting(tx, cmd, nil)
 }
 
 // ApplyNoting is Apply that also writes down in n (when not nil) what the
 // command changed that the metrics count (see Notes), for a Meter to read.
 // n is emptied first; it describes the command only when Apply succeeds.
-func (m *Machine) ApplyNoting(tx *storage.Tx, cmd Command, n *Notes) (res Result, err error) {
+func (m *Machine) ApplyNoting(tx *storage.Tx, cmd engine.Command, n *Notes) (res engine.Result, err error) {
 	if n != nil {
 		n.reset()
 	}
 	if cmd == nil {
-		return nil, fmt.Errorf("%w: nil command", ErrUnknownCommand)
+		return nil, fmt.Errorf("%w: nil command", engine.ErrUnknownCommand)
 	}
-	if _, ok := NewCommand(cmd.Kind()); !ok {
-		return nil, fmt.Errorf("%w: kind %d", ErrUnknownCommand, cmd.Kind())
+	if _, ok := engine.NewCommand(cmd.Kind()); !ok {
+		return nil, fmt.Errorf("%w: kind %d", engine.ErrUnknownCommand, cmd.Kind())
 	}
 	if err := cmd.Check(&m.limits); err != nil {
 		return nil, err
@@ -94,26 +97,26 @@ func (m *Machine) ApplyNoting(tx *storage.Tx, cmd Command, n *Notes) (res Result
 }
 
 // dispatch applies cmd by its kind's entry in applyTable.
-func (a *applier) dispatch(cmd Command) (Result, error) {
+func (a *applier) dispatch(cmd engine.Command) (engine.Result, error) {
 	if k := cmd.Kind(); int(k) < len(applyTable) && applyTable[k] != nil {
 		return applyTable[k](a, cmd)
 	}
-	return nil, fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
+	return nil, fmt.Errorf("%w: %T", engine.ErrUnknownCommand, cmd)
 }
 
 // claimedNothing reports whether res is a claim's result with no job.
-func claimedNothing(res Result) bool {
-	r, ok := res.(*ClaimResult)
+func claimedNothing(res engine.Result) bool {
+	r, ok := res.(*engine.ClaimResult)
 	return ok && len(r.Jobs) == 0
 }
 
 // applier carries one command's state through Apply.
 type applier struct {
 	tx  *storage.Tx
-	lim *Limits
+	lim *engine.Limits
 	now int64
 	// jobs are the jobs this command loaded, by id (see load).
-	jobs map[JobID]*loaded
+	jobs map[engine.JobID]*loaded
 	// notes, when not nil, gets what the metrics count (meter_notes.go).
 	notes *Notes
 }
@@ -134,7 +137,7 @@ func (a *applier) u64(key []byte) (uint64, error) {
 // digest) refuses cmd with a RequestConflictError: answering it with the
 // first command's result would tell its caller that something happened
 // that did not.
-func (a *applier) recordedResult(cmd Command) (Result, bool, error) {
+func (a *applier) recordedResult(cmd engine.Command) (engine.Result, bool, error) {
 	key := storage.RequestKey(cmd.Head().RequestID)
 	b, err := a.tx.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -147,7 +150,7 @@ func (a *applier) recordedResult(cmd Command) (Result, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	conflict := &RequestConflictError{RequestID: cmd.Head().RequestID, Command: cmd.Kind(), First: kind}
+	conflict := &engine.RequestConflictError{RequestID: cmd.Head().RequestID, Command: cmd.Kind(), First: kind}
 	if kind != cmd.Kind() {
 		return nil, false, conflict
 	}
@@ -169,7 +172,7 @@ const requestPruneBatch = 8
 
 // recordResult keeps res for retries of cmd's request id and prunes a few
 // records older than the retention.
-func (a *applier) recordResult(cmd Command, res Result) error {
+func (a *applier) recordResult(cmd engine.Command, res engine.Result) error {
 	id := cmd.Head().RequestID
 	digest, err := requestDigest(cmd)
 	if err != nil {
@@ -203,4 +206,45 @@ func (a *applier) recordResult(cmd Command, res Result) error {
 		a.tx.Delete(storage.RequestKey(tk.Rest))
 	}
 	return nil
+}
+
+// outcomeOf names the outcome of a command for the metrics: "ok", or the
+// name of the sentinel its error matches (the HTTP API's names).
+func Outcome(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	for _, o := range outcomeNames {
+		if errors.Is(err, o.err) {
+			return o.name
+		}
+	}
+	return "other"
+}
+
+var outcomeNames = []struct {
+	name string
+	err  error
+}{
+	{"stale_attempt", engine.ErrStaleAttempt},
+	// Before invalid_command, which a reused id of another kind matches
+	// as well.
+	{"request_conflict", engine.ErrRequestConflict},
+	{"unknown_job", engine.ErrUnknownJob},
+	{"illegal_transition", engine.ErrIllegalTransition},
+	{"unknown_command", engine.ErrUnknownCommand},
+	{"payload_too_large", engine.ErrPayloadTooLarge},
+	{"invalid_command", engine.ErrInvalidCommand},
+	{"workflow_exists", engine.ErrWorkflowExists},
+	{"job_closed", engine.ErrJobClosed},
+	{"step_committed", engine.ErrStepCommitted},
+	{"step_state", engine.ErrStepState},
+	{"no_resource", engine.ErrNoResource},
+	{"dependency_failed", engine.ErrDependencyFailed},
+	{"unknown_resource", engine.ErrUnknownResource},
+	{"resource_exists", engine.ErrResourceExists},
+	{"resource_busy", engine.ErrResourceBusy},
+	{"invariant", engine.ErrInvariant},
+	{"corrupt", engine.ErrCorrupt},
+	{"storage_read", engine.ErrStorageRead},
 }

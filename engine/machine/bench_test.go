@@ -1,4 +1,4 @@
-package engine
+package machine_test
 
 import (
 	"bytes"
@@ -15,6 +15,10 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -39,8 +43,8 @@ var benchInput = bytes.Repeat([]byte("0123456789abcdefghij"), 10)
 // raw benchmarks can write exactly the sizes a CreateJob writes.
 func benchWorkflowID(i int64) string { return fmt.Sprintf("wf-%012d", i) }
 
-func benchCreate(i int64) CreateJob {
-	return CreateJob{WorkflowID: benchWorkflowID(i), Type: "order", Queue: "q", Input: benchInput}
+func benchCreate(i int64) engine.CreateJob {
+	return engine.CreateJob{WorkflowID: benchWorkflowID(i), Type: "order", Queue: "q", Input: benchInput}
 }
 
 // benchSpread runs n operations across workers goroutines (operation i gets
@@ -81,7 +85,7 @@ func BenchmarkLogPropose(b *testing.B) {
 	for _, p := range []int{1, 64} {
 		b.Run(fmt.Sprintf("proposers=%d", p), func(b *testing.B) {
 			logs := &benchLogger{}
-			e, err := Open(Config{Dir: b.TempDir(), DisableScheduler: true, Storage: storage.Options{Logger: logs}})
+			e, err := embedded.Open(embedded.Config{Dir: b.TempDir(), DisableScheduler: true, Storage: storage.Options{Logger: logs}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -136,11 +140,11 @@ func buildCreateWriteSet() (_ []rawWrite, err error) {
 		})
 		return m, err
 	}
-	apply := func(c CreateJob, now int64) (*storage.Tx, error) {
+	apply := func(c engine.CreateJob, now int64) (*storage.Tx, error) {
 		c.NowMS = now
 		batch := db.NewBatch()
 		tx := batch.Begin()
-		if _, err := defaultMachine.Apply(tx, &c); err != nil {
+		if _, err := machine.DefaultMachine.Apply(tx, &c); err != nil {
 			return nil, err
 		}
 		if err := batch.Add(tx); err != nil {
@@ -389,10 +393,10 @@ func buildFinishedStore(dir string, n int) (err error) {
 	defer func() { err = errors.Join(err, db.Close()) }()
 	now := time.Now().Add(-24 * time.Hour).UnixMilli()
 	batch := db.NewBatch()
-	apply := func(cmd Command) (Result, error) {
+	apply := func(cmd engine.Command) (engine.Result, error) {
 		cmd.Head().NowMS = now
 		tx := batch.Begin()
-		res, err := defaultMachine.Apply(tx, cmd)
+		res, err := machine.DefaultMachine.Apply(tx, cmd)
 		if err != nil {
 			return nil, err
 		}
@@ -416,16 +420,16 @@ func buildFinishedStore(dir string, n int) (err error) {
 				return err
 			}
 		}
-		res, err := apply(&Claim{Queue: "q", Owner: "builder", Max: k, LeaseMS: 60_000})
+		res, err := apply(&engine.Claim{Queue: "q", Owner: "builder", Max: k, LeaseMS: 60_000})
 		if err != nil {
 			return err
 		}
-		jobs := res.(*ClaimResult).Jobs
+		jobs := res.(*engine.ClaimResult).Jobs
 		if len(jobs) != k {
 			return fmt.Errorf("chunk at %d: claimed %d jobs, want %d", start, len(jobs), k)
 		}
 		for _, j := range jobs {
-			if _, err := apply(&Complete{LeaseRef: j.Lease(), Result: []byte("done")}); err != nil {
+			if _, err := apply(&engine.Complete{LeaseRef: j.Lease(), Result: []byte("done")}); err != nil {
 				return err
 			}
 		}
@@ -495,7 +499,7 @@ var claimCommitRun atomic.Int64
 
 func benchClaimCommit(b *testing.B, dir string) {
 	logs := &benchLogger{}
-	e, err := Open(Config{Dir: dir, DisableScheduler: true, Storage: storage.Options{Logger: logs}})
+	e, err := embedded.Open(embedded.Config{Dir: dir, DisableScheduler: true, Storage: storage.Options{Logger: logs}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -514,17 +518,17 @@ func benchClaimCommit(b *testing.B, dir string) {
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		got, err := e.Claim(bg, Claim{Queue: "q", Owner: "bench", Max: 1, LeaseMS: 60_000})
+		got, err := e.Claim(bg, engine.Claim{Queue: "q", Owner: "bench", Max: 1, LeaseMS: 60_000})
 		if err != nil || len(got) != 1 {
 			b.Fatalf("claim: %v, %v", got, err)
 		}
 		ref := got[0].Lease()
 		t1 := time.Now()
-		if _, err := e.CommitStep(bg, CommitStep{LeaseRef: ref, Step: "charge", Type: "activity_completed", Payload: benchInput}); err != nil {
+		if _, err := e.CommitStep(bg, engine.CommitStep{LeaseRef: ref, Step: "charge", Type: "activity_completed", Payload: benchInput}); err != nil {
 			b.Fatal(err)
 		}
 		t2 := time.Now()
-		if _, err := e.Complete(bg, Complete{LeaseRef: ref, Result: []byte("done")}); err != nil {
+		if _, err := e.Complete(bg, engine.Complete{LeaseRef: ref, Result: []byte("done")}); err != nil {
 			b.Fatal(err)
 		}
 		t3 := time.Now()
@@ -568,10 +572,13 @@ func (l *benchLogger) add(level, f string, a ...any) {
 	l.msgs[msg]++
 }
 
-func (l *benchLogger) Errorf(f string, a ...any)   { l.add("badger ERROR: ", f, a...) }
+func (l *benchLogger) Errorf(f string, a ...any) { l.add("badger ERROR: ", f, a...) }
+
 func (l *benchLogger) Warningf(f string, a ...any) { l.add("badger WARN: ", f, a...) }
-func (*benchLogger) Infof(string, ...any)          {}
-func (*benchLogger) Debugf(string, ...any)         {}
+
+func (*benchLogger) Infof(string, ...any) {}
+
+func (*benchLogger) Debugf(string, ...any) {}
 
 func (l *benchLogger) report(b *testing.B) {
 	l.mu.Lock()

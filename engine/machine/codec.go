@@ -1,11 +1,13 @@
-package engine
+package machine
 
 import (
 	"crypto/sha256"
 	"fmt"
 
-	"github.com/heddlewf/heddle/storage"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/storage"
 )
 
 // The encoded forms of commands and results: a storage record (type byte,
@@ -19,12 +21,12 @@ const (
 
 type envelope struct {
 	_    struct{} `msgpack:",as_array"`
-	Kind CommandKind
+	Kind engine.CommandKind
 	Body msgpack.RawMessage
 }
 
 // EncodeCommand returns the log form of c.
-func EncodeCommand(c Command) ([]byte, error) {
+func EncodeCommand(c engine.Command) ([]byte, error) {
 	body, err := msgpack.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("engine: encode %s: %w", c.Kind(), err)
@@ -35,14 +37,14 @@ func EncodeCommand(c Command) ([]byte, error) {
 // DecodeCommand decodes the log form of a command. Unknown kinds give
 // ErrUnknownCommand; malformed bytes give a *storage.CorruptError. The fields
 // are not validated here: Apply validates every command it applies.
-func DecodeCommand(b []byte) (Command, error) {
+func DecodeCommand(b []byte) (engine.Command, error) {
 	var env envelope
 	if _, err := storage.Decode(b, storage.KindCommand, commandVersion, &env); err != nil {
 		return nil, err
 	}
-	c, ok := NewCommand(env.Kind)
+	c, ok := engine.NewCommand(env.Kind)
 	if !ok {
-		return nil, fmt.Errorf("%w: kind %d", ErrUnknownCommand, env.Kind)
+		return nil, fmt.Errorf("%w: kind %d", engine.ErrUnknownCommand, env.Kind)
 	}
 	if err := msgpack.Unmarshal(env.Body, c); err != nil {
 		return nil, &storage.CorruptError{Kind: storage.KindCommand, Reason: fmt.Sprintf("%s body: %v", env.Kind, err)}
@@ -51,7 +53,7 @@ func DecodeCommand(b []byte) (Command, error) {
 }
 
 // EncodeResult returns the stored form of the result of a command of kind k.
-func EncodeResult(k CommandKind, r Result) ([]byte, error) {
+func EncodeResult(k engine.CommandKind, r engine.Result) ([]byte, error) {
 	body, err := msgpack.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("engine: encode %s result: %w", k, err)
@@ -61,7 +63,7 @@ func EncodeResult(k CommandKind, r Result) ([]byte, error) {
 
 // DecodeResult decodes a stored result and returns it with the kind of the
 // command it answered.
-func DecodeResult(b []byte) (CommandKind, Result, error) {
+func DecodeResult(b []byte) (engine.CommandKind, engine.Result, error) {
 	k, r, _, err := decodeRecord(b)
 	return k, r, err
 }
@@ -71,14 +73,14 @@ func DecodeResult(b []byte) (CommandKind, Result, error) {
 // have two elements and decode with an empty Digest.
 type recordEnvelope struct {
 	_      struct{} `msgpack:",as_array"`
-	Kind   CommandKind
+	Kind   engine.CommandKind
 	Body   msgpack.RawMessage
 	Digest []byte
 }
 
 // encodeRecord returns the stored form of a request record: the result of
 // a command of kind k and the command's digest (see requestDigest).
-func encodeRecord(k CommandKind, r Result, digest []byte) ([]byte, error) {
+func encodeRecord(k engine.CommandKind, r engine.Result, digest []byte) ([]byte, error) {
 	body, err := msgpack.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("engine: encode %s result: %w", k, err)
@@ -87,14 +89,14 @@ func encodeRecord(k CommandKind, r Result, digest []byte) ([]byte, error) {
 }
 
 // decodeRecord decodes a stored result or request record.
-func decodeRecord(b []byte) (CommandKind, Result, []byte, error) {
+func decodeRecord(b []byte) (engine.CommandKind, engine.Result, []byte, error) {
 	var env recordEnvelope
 	if _, err := storage.Decode(b, storage.KindResult, resultVersion, &env); err != nil {
 		return 0, nil, nil, err
 	}
-	r := NewResult(env.Kind)
+	r := engine.NewResult(env.Kind)
 	if r == nil {
-		return 0, nil, nil, fmt.Errorf("%w: result of kind %d", ErrUnknownCommand, env.Kind)
+		return 0, nil, nil, fmt.Errorf("%w: result of kind %d", engine.ErrUnknownCommand, env.Kind)
 	}
 	if err := msgpack.Unmarshal(env.Body, r); err != nil {
 		return 0, nil, nil, &storage.CorruptError{Kind: storage.KindResult, Reason: fmt.Sprintf("%s body: %v", env.Kind, err)}
@@ -111,16 +113,16 @@ func decodeRecord(b []byte) (CommandKind, Result, []byte, error) {
 // carries another; and so is the parent lease of a create (a job's or a
 // task's), which a later attempt of the parent retrying it carries anew.
 // It borrows cmd's fields for the encoding and puts them back.
-func requestDigest(cmd Command) ([]byte, error) {
+func requestDigest(cmd engine.Command) ([]byte, error) {
 	h := cmd.Head()
 	saved := *h
 	h.NowMS, h.By, h.Nonce = 0, "", nil
-	if c, ok := cmd.(*CreateJob); ok && (c.TraceParent != "" || c.ParentLease != nil) {
+	if c, ok := cmd.(*engine.CreateJob); ok && (c.TraceParent != "" || c.ParentLease != nil) {
 		tp, pl := c.TraceParent, c.ParentLease
 		c.TraceParent, c.ParentLease = "", nil
 		defer func() { c.TraceParent, c.ParentLease = tp, pl }()
 	}
-	if c, ok := cmd.(*CreateTask); ok && c.ParentLease != nil {
+	if c, ok := cmd.(*engine.CreateTask); ok && c.ParentLease != nil {
 		pl := c.ParentLease
 		c.ParentLease = nil
 		defer func() { c.ParentLease = pl }()

@@ -1,10 +1,12 @@
-package engine
+package machine_test
 
 import (
 	"errors"
 	"fmt"
 	"testing"
 
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -26,16 +28,16 @@ func (h *harness) deadlineEntries() []storage.TimeKey {
 }
 
 // lastEvent returns the newest event of job id.
-func (h *harness) lastEvent(id JobID) Event {
+func (h *harness) lastEvent(id engine.JobID) engine.Event {
 	h.t.Helper()
 	hist := h.history(id)
 	return hist[len(hist)-1]
 }
 
 // wantFailure decodes payload and checks its type and timeout type.
-func wantFailure(t *testing.T, payload []byte, typ string, tt TimeoutType) {
+func wantFailure(t *testing.T, payload []byte, typ string, tt engine.TimeoutType) {
 	t.Helper()
-	f, err := DecodeFailure(payload)
+	f, err := engine.DecodeFailure(payload)
 	if err != nil {
 		t.Fatalf("failure payload %q: %v", payload, err)
 	}
@@ -51,18 +53,18 @@ func wantFailure(t *testing.T, payload []byte, typ string, tt TimeoutType) {
 func TestDeadlinesEndRunsInEveryOpenStatus(t *testing.T) {
 	kinds := []struct {
 		name   string
-		set    func(c *CreateJob, ms int64)
+		set    func(c *engine.CreateJob, ms int64)
 		reason string
-		tt     TimeoutType
+		tt     engine.TimeoutType
 		// claimed: the deadline survives the first claim (schedule-to-start does not).
 		claimed bool
 	}{
-		{"execution", func(c *CreateJob, ms int64) { c.ExecutionTimeoutMS = ms }, ReasonExecutionTimeout, TimeoutWorkflowExecution, true},
-		{"run", func(c *CreateJob, ms int64) { c.RunTimeoutMS = ms }, ReasonRunTimeout, TimeoutWorkflowRun, true},
-		{"schedule-to-start", func(c *CreateJob, ms int64) { c.ScheduleToStartTimeoutMS = ms }, ReasonScheduleToStart, TimeoutScheduleToStart, false},
+		{"execution", func(c *engine.CreateJob, ms int64) { c.ExecutionTimeoutMS = ms }, engine.ReasonExecutionTimeout, engine.TimeoutWorkflowExecution, true},
+		{"run", func(c *engine.CreateJob, ms int64) { c.RunTimeoutMS = ms }, engine.ReasonRunTimeout, engine.TimeoutWorkflowRun, true},
+		{"schedule-to-start", func(c *engine.CreateJob, ms int64) { c.ScheduleToStartTimeoutMS = ms }, engine.ReasonScheduleToStart, engine.TimeoutScheduleToStart, false},
 	}
-	statuses := []Status{StatusQueued, StatusRunning, StatusWaiting, StatusParked, StatusRetrying, StatusDraft, StatusSuspended}
-	claimedIn := map[Status]bool{StatusRunning: true, StatusWaiting: true, StatusParked: true, StatusRetrying: true}
+	statuses := []engine.Status{engine.StatusQueued, engine.StatusRunning, engine.StatusWaiting, engine.StatusParked, engine.StatusRetrying, engine.StatusDraft, engine.StatusSuspended}
+	claimedIn := map[engine.Status]bool{engine.StatusRunning: true, engine.StatusWaiting: true, engine.StatusParked: true, engine.StatusRetrying: true}
 	for _, k := range kinds {
 		for _, s := range statuses {
 			if claimedIn[s] && !k.claimed {
@@ -71,46 +73,46 @@ func TestDeadlinesEndRunsInEveryOpenStatus(t *testing.T) {
 			t.Run(k.name+"/"+s.String(), func(t *testing.T) {
 				h := newHarness(t)
 				start := h.now
-				create := &CreateJob{WorkflowID: "wf", Type: "t", Queue: "q"}
+				create := &engine.CreateJob{WorkflowID: "wf", Type: "t", Queue: "q"}
 				k.set(create, 3_000)
 				ref := driveJob(h, create, s)
 				h.now = start + 2_999
-				if r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult); len(r.Jobs) != 0 {
+				if r := h.must(&engine.ExpireDeadlines{Max: 10}).(*engine.SweepResult); len(r.Jobs) != 0 {
 					t.Fatalf("a deadline expired a millisecond early: %+v", r)
 				}
 				if got := h.job(ref.Job).Status; got != s {
 					t.Fatalf("job is %s before its deadline, want %s", got, s)
 				}
 				h.now = start + 3_000
-				r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult)
+				r := h.must(&engine.ExpireDeadlines{Max: 10}).(*engine.SweepResult)
 				if len(r.Jobs) != 1 || r.Jobs[0] != ref.Job || len(r.Ready) != 0 {
 					t.Fatalf("ExpireDeadlines = %+v, want job %d timed out", r, ref.Job)
 				}
 				j := h.job(ref.Job)
-				if j.Status != StatusTimedOut || j.LeaseOwner != "" || j.LeaseExpiryMS != 0 || len(j.Timers) != 0 ||
+				if j.Status != engine.StatusTimedOut || j.LeaseOwner != "" || j.LeaseExpiryMS != 0 || len(j.Timers) != 0 ||
 					j.TimeoutAtMS != 0 || j.ClosedMS != h.now {
 					t.Fatalf("timed-out record %+v", *j)
 				}
 				ev := h.lastEvent(ref.Job)
-				if ev.Type != EventJobTimedOut || ev.Reason != k.reason || ev.Attempt != j.Attempt {
+				if ev.Type != engine.EventJobTimedOut || ev.Reason != k.reason || ev.Attempt != j.Attempt {
 					t.Fatalf("last event %+v, want job_timed_out with reason %s", ev, k.reason)
 				}
-				wantFailure(t, ev.Payload, FailureTimeout, k.tt)
-				if s == StatusRunning {
-					h.mustFail(&Complete{LeaseRef: ref}, ErrStaleAttempt)
-					if hb := h.must(&Heartbeat{Leases: []LeaseRef{ref}, LeaseMS: 1000}).(*HeartbeatResult); len(hb.Refused) != 1 {
+				wantFailure(t, ev.Payload, engine.FailureTimeout, k.tt)
+				if s == engine.StatusRunning {
+					h.mustFail(&engine.Complete{LeaseRef: ref}, engine.ErrStaleAttempt)
+					if hb := h.must(&engine.Heartbeat{Leases: []engine.LeaseRef{ref}, LeaseMS: 1000}).(*engine.HeartbeatResult); len(hb.Refused) != 1 {
 						t.Fatalf("the timed-out attempt's heartbeat was renewed: %+v", hb)
 					}
 				}
 				// Nothing more happens to it, and its index entry is gone.
 				h.now += 10_000_000
-				if r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult); len(r.Jobs) != 0 {
+				if r := h.must(&engine.ExpireDeadlines{Max: 10}).(*engine.SweepResult); len(r.Jobs) != 0 {
 					t.Fatalf("a timed-out job expired again: %+v", r)
 				}
-				if c := h.must(&Claim{Queue: "q", Owner: "w", Max: 5, LeaseMS: 1000}).(*ClaimResult); len(c.Jobs) != 0 {
+				if c := h.must(&engine.Claim{Queue: "q", Owner: "w", Max: 5, LeaseMS: 1000}).(*engine.ClaimResult); len(c.Jobs) != 0 {
 					t.Fatalf("a timed-out job was claimed: %+v", c.Jobs)
 				}
-				h.mustFail(&Requeue{LeaseRef: LeaseRef{Job: ref.Job}}, ErrIllegalTransition)
+				h.mustFail(&engine.Requeue{LeaseRef: engine.LeaseRef{Job: ref.Job}}, engine.ErrIllegalTransition)
 				if e := h.deadlineEntries(); len(e) != 0 {
 					t.Fatalf("deadline index after the end: %+v", e)
 				}
@@ -124,7 +126,7 @@ func TestDeadlinesEndRunsInEveryOpenStatus(t *testing.T) {
 // left stale and the sweep that reaches it drops it without a word.
 func TestScheduleToStartIsClearedByTheFirstClaim(t *testing.T) {
 	h := newHarness(t)
-	id := h.must(&CreateJob{Type: "t", Queue: "q", ScheduleToStartTimeoutMS: 1_000, RunTimeoutMS: 60_000}).(*CreateResult).Job
+	id := h.must(&engine.CreateJob{Type: "t", Queue: "q", ScheduleToStartTimeoutMS: 1_000, RunTimeoutMS: 60_000}).(*engine.CreateResult).Job
 	start := h.now
 	if j := h.job(id); j.StartDeadlineMS != start+1_000 || j.TimeoutAtMS != start+1_000 {
 		t.Fatalf("record %+v, want a schedule-to-start deadline at %d", *j, start+1_000)
@@ -136,7 +138,7 @@ func TestScheduleToStartIsClearedByTheFirstClaim(t *testing.T) {
 		t.Fatalf("after the claim: start deadline %d, entry at %d; want 0 and the run deadline %d", j.StartDeadlineMS, j.TimeoutAtMS, start+60_000)
 	}
 	h.now = start + 5_000
-	if r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult); len(r.Jobs) != 0 {
+	if r := h.must(&engine.ExpireDeadlines{Max: 10}).(*engine.SweepResult); len(r.Jobs) != 0 {
 		t.Fatalf("a cleared deadline expired: %+v", r)
 	}
 	if got := h.deadlineEntries(); len(got) != 1 || got[0].AtMS != start+60_000 {
@@ -145,9 +147,9 @@ func TestScheduleToStartIsClearedByTheFirstClaim(t *testing.T) {
 	h.verify()
 }
 
-func (h *harness) claimOneFrom(queue string) ClaimedJob {
+func (h *harness) claimOneFrom(queue string) engine.ClaimedJob {
 	h.t.Helper()
-	r := h.must(&Claim{Queue: queue, Owner: "w1", Max: 1, LeaseMS: 60_000}).(*ClaimResult)
+	r := h.must(&engine.Claim{Queue: queue, Owner: "w1", Max: 1, LeaseMS: 60_000}).(*engine.ClaimResult)
 	if len(r.Jobs) != 1 {
 		h.t.Fatalf("claim of %s got %d jobs, want 1", queue, len(r.Jobs))
 	}
@@ -162,16 +164,16 @@ func TestContinueAsNewCarriesTheExecutionDeadline(t *testing.T) {
 		t.Run(fmt.Sprintf("retry=%v", retry), func(t *testing.T) {
 			h := newHarness(t)
 			start := h.now
-			h.must(&CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", ExecutionTimeoutMS: 10_000, RunTimeoutMS: 5_000})
-			next := func(at int64) JobID {
+			h.must(&engine.CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", ExecutionTimeoutMS: 10_000, RunTimeoutMS: 5_000})
+			next := func(at int64) engine.JobID {
 				h.t.Helper()
 				c := h.claimOneFrom("q")
 				h.now = start + at
-				can := &ContinueAsNew{LeaseRef: c.Lease(), Input: []byte("next")}
+				can := &engine.ContinueAsNew{LeaseRef: c.Lease(), Input: []byte("next")}
 				if retry {
 					can.Failure = []byte(`{"type":"E","message":"m","nonRetryable":false}`)
 				}
-				id := h.must(can).(*CreateResult).Job
+				id := h.must(can).(*engine.CreateResult).Job
 				j := h.job(id)
 				if j.DeadlineMS != start+10_000 || j.RunDeadlineMS != h.now+5_000 || j.RunTimeoutMS != 5_000 ||
 					j.TimeoutAtMS != min(start+10_000, h.now+5_000) {
@@ -182,23 +184,23 @@ func TestContinueAsNewCarriesTheExecutionDeadline(t *testing.T) {
 			}
 			run2 := next(1_000)
 			h.now = start + 5_000 // the first run's run deadline: its entry is stale
-			if r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult); len(r.Jobs) != 0 {
+			if r := h.must(&engine.ExpireDeadlines{Max: 10}).(*engine.SweepResult); len(r.Jobs) != 0 {
 				t.Fatalf("the first run's run deadline followed the chain: %+v", r)
 			}
 			run3 := next(5_500)
 			h.now = start + 6_000 // run 2's run deadline: stale too
-			if r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult); len(r.Jobs) != 0 {
+			if r := h.must(&engine.ExpireDeadlines{Max: 10}).(*engine.SweepResult); len(r.Jobs) != 0 {
 				t.Fatalf("the second run's run deadline followed the chain: %+v", r)
 			}
 			h.now = start + 10_000 // the chain's deadline, before run 3's run deadline
-			r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult)
-			if len(r.Jobs) != 1 || r.Jobs[0] != run3 || h.job(run3).Status != StatusTimedOut {
+			r := h.must(&engine.ExpireDeadlines{Max: 10}).(*engine.SweepResult)
+			if len(r.Jobs) != 1 || r.Jobs[0] != run3 || h.job(run3).Status != engine.StatusTimedOut {
 				t.Fatalf("ExpireDeadlines = %+v, run 3 %s; want run 3 timed out", r, h.job(run3).Status)
 			}
-			if ev := h.lastEvent(run3); ev.Reason != ReasonExecutionTimeout {
-				t.Fatalf("run 3 ended with %+v, want reason %s", ev, ReasonExecutionTimeout)
+			if ev := h.lastEvent(run3); ev.Reason != engine.ReasonExecutionTimeout {
+				t.Fatalf("run 3 ended with %+v, want reason %s", ev, engine.ReasonExecutionTimeout)
 			}
-			if s := h.job(run2).Status; !s.Terminal() || s == StatusTimedOut {
+			if s := h.job(run2).Status; !s.Terminal() || s == engine.StatusTimedOut {
 				t.Fatalf("run 2 is %s", s)
 			}
 			h.verify()
@@ -210,17 +212,17 @@ func TestContinueAsNewCarriesTheExecutionDeadline(t *testing.T) {
 func TestContinuedRunTimesOutOnItsOwnRunTimeout(t *testing.T) {
 	h := newHarness(t)
 	start := h.now
-	h.must(&CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", ExecutionTimeoutMS: 60_000, RunTimeoutMS: 2_000})
+	h.must(&engine.CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", ExecutionTimeoutMS: 60_000, RunTimeoutMS: 2_000})
 	c := h.claimOneFrom("q")
 	h.now = start + 1_000
-	next := h.must(&ContinueAsNew{LeaseRef: c.Lease()}).(*CreateResult).Job
+	next := h.must(&engine.ContinueAsNew{LeaseRef: c.Lease()}).(*engine.CreateResult).Job
 	h.now = start + 3_000
-	r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult)
+	r := h.must(&engine.ExpireDeadlines{Max: 10}).(*engine.SweepResult)
 	if len(r.Jobs) != 1 || r.Jobs[0] != next {
 		t.Fatalf("ExpireDeadlines = %+v, want the continued run timed out", r)
 	}
-	if ev := h.lastEvent(next); ev.Reason != ReasonRunTimeout {
-		t.Fatalf("continued run ended with %+v, want reason %s", ev, ReasonRunTimeout)
+	if ev := h.lastEvent(next); ev.Reason != engine.ReasonRunTimeout {
+		t.Fatalf("continued run ended with %+v, want reason %s", ev, engine.ReasonRunTimeout)
 	}
 	h.verify()
 }
@@ -232,41 +234,41 @@ func TestContinuedRunTimesOutOnItsOwnRunTimeout(t *testing.T) {
 func TestPassedDeadlineOfAReopenedRunIsDueNow(t *testing.T) {
 	t.Run("continue-as-new", func(t *testing.T) {
 		h := newHarness(t)
-		h.must(&CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", ExecutionTimeoutMS: 1_000})
+		h.must(&engine.CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", ExecutionTimeoutMS: 1_000})
 		c := h.claimOneFrom("q")
 		h.now += 2_000
-		next := h.must(&ContinueAsNew{LeaseRef: c.Lease()}).(*CreateResult).Job
+		next := h.must(&engine.ContinueAsNew{LeaseRef: c.Lease()}).(*engine.CreateResult).Job
 		if j := h.job(next); j.TimeoutAtMS != h.now || j.DeadlineMS >= h.now {
 			t.Fatalf("next run's entry at %d (deadline %d), want now %d", j.TimeoutAtMS, j.DeadlineMS, h.now)
 		}
 		h.verify()
-		r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult)
-		if len(r.Jobs) != 1 || r.Jobs[0] != next || h.job(next).Status != StatusTimedOut {
+		r := h.must(&engine.ExpireDeadlines{Max: 10}).(*engine.SweepResult)
+		if len(r.Jobs) != 1 || r.Jobs[0] != next || h.job(next).Status != engine.StatusTimedOut {
 			t.Fatalf("ExpireDeadlines = %+v; want the next run timed out", r)
 		}
-		if s := h.job(c.Job).Status; s != StatusCompleted {
+		if s := h.job(c.Job).Status; s != engine.StatusCompleted {
 			t.Fatalf("the continued run is %s, want Completed", s)
 		}
 		h.verify()
 	})
 	t.Run("retry of a failed run", func(t *testing.T) {
 		h := newHarness(t)
-		h.must(&CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", ExecutionTimeoutMS: 1_000})
+		h.must(&engine.CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", ExecutionTimeoutMS: 1_000})
 		c := h.claimOneFrom("q")
-		h.must(&Fail{LeaseRef: c.Lease()})
+		h.must(&engine.Fail{LeaseRef: c.Lease()})
 		h.now += 5_000
 		// The failed run's stale entry is swept: the mark rises to now.
-		if r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult); len(r.Jobs) != 0 {
+		if r := h.must(&engine.ExpireDeadlines{Max: 10}).(*engine.SweepResult); len(r.Jobs) != 0 {
 			t.Fatalf("a failed run expired: %+v", r)
 		}
 		h.now++
-		h.must(&Requeue{LeaseRef: LeaseRef{Job: c.Job}})
-		if j := h.job(c.Job); j.Status != StatusQueued || j.TimeoutAtMS != h.now {
+		h.must(&engine.Requeue{LeaseRef: engine.LeaseRef{Job: c.Job}})
+		if j := h.job(c.Job); j.Status != engine.StatusQueued || j.TimeoutAtMS != h.now {
 			t.Fatalf("retried run %s with entry at %d, want Queued and due now %d", j.Status, j.TimeoutAtMS, h.now)
 		}
 		h.verify()
-		h.must(&ExpireDeadlines{Max: 10})
-		if s := h.job(c.Job).Status; s != StatusTimedOut {
+		h.must(&engine.ExpireDeadlines{Max: 10})
+		if s := h.job(c.Job).Status; s != engine.StatusTimedOut {
 			t.Fatalf("retried run is %s, want TimedOut", s)
 		}
 		h.verify()
@@ -277,14 +279,14 @@ func TestPassedDeadlineOfAReopenedRunIsDueNow(t *testing.T) {
 func TestExpireDeadlinesIsBounded(t *testing.T) {
 	h := newHarness(t)
 	for i := 0; i < 5; i++ {
-		h.must(&CreateJob{Type: "t", Queue: "q", RunTimeoutMS: int64(100 + i)})
+		h.must(&engine.CreateJob{Type: "t", Queue: "q", RunTimeoutMS: int64(100 + i)})
 	}
 	h.now += 1_000
-	r := h.must(&ExpireDeadlines{Max: 3}).(*SweepResult)
+	r := h.must(&engine.ExpireDeadlines{Max: 3}).(*engine.SweepResult)
 	if len(r.Jobs) != 3 || !r.More || r.Jobs[0] != 1 || r.Jobs[2] != 3 {
 		t.Fatalf("first sweep %+v, want jobs 1..3 and More", r)
 	}
-	r = h.must(&ExpireDeadlines{Max: 3}).(*SweepResult)
+	r = h.must(&engine.ExpireDeadlines{Max: 3}).(*engine.SweepResult)
 	if len(r.Jobs) != 2 || r.More {
 		t.Fatalf("second sweep %+v, want jobs 4, 5", r)
 	}
@@ -298,27 +300,29 @@ func TestExpireDeadlinesIsBounded(t *testing.T) {
 func TestEngineEndsBecomeTheParentsFailedEffect(t *testing.T) {
 	cases := []struct {
 		name, typ string
-		end       func(h *harness, child JobID)
+		end       func(h *harness, child engine.JobID)
 		wantType  string
-		wantTT    TimeoutType
+		wantTT    engine.TimeoutType
 	}{
-		{"child execution timeout", "child", func(h *harness, _ JobID) { h.now += 5_000; h.must(&ExpireDeadlines{Max: 10}) },
-			FailureTimeout, TimeoutWorkflowExecution},
-		{"activity schedule-to-close", ActivityTypePrefix + "charge", func(h *harness, _ JobID) { h.now += 5_000; h.must(&ExpireDeadlines{Max: 10}) },
-			FailureTimeout, TimeoutScheduleToClose},
-		{"terminated child", "child", func(h *harness, c JobID) { h.must(&Terminate{Target: Target{Job: c}, Reason: "ops"}) },
-			FailureTerminated, ""},
+		{"child execution timeout", "child", func(h *harness, _ engine.JobID) { h.now += 5_000; h.must(&engine.ExpireDeadlines{Max: 10}) },
+			engine.FailureTimeout, engine.TimeoutWorkflowExecution},
+		{"activity schedule-to-close", engine.ActivityTypePrefix + "charge", func(h *harness, _ engine.JobID) { h.now += 5_000; h.must(&engine.ExpireDeadlines{Max: 10}) },
+			engine.FailureTimeout, engine.TimeoutScheduleToClose},
+		{"terminated child", "child", func(h *harness, c engine.JobID) {
+			h.must(&engine.Terminate{Target: engine.Target{Job: c}, Reason: "ops"})
+		},
+			engine.FailureTerminated, ""},
 	}
 	for _, tc := range cases {
 		for _, parentWaits := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/parent waits=%v", tc.name, parentWaits), func(t *testing.T) {
 				h := newHarness(t)
-				parent := h.must(&CreateJob{Type: "p", Queue: "pq"}).(*CreateResult).Job
+				parent := h.must(&engine.CreateJob{Type: "p", Queue: "pq"}).(*engine.CreateResult).Job
 				pc := h.claimOneFrom("pq")
 				pl := pc.Lease()
-				child := h.must(&CreateJob{Type: tc.typ, Queue: "cq", ParentID: parent, ParentStep: "s1", ParentLease: &pl, ExecutionTimeoutMS: 5_000}).(*CreateResult).Job
+				child := h.must(&engine.CreateJob{Type: tc.typ, Queue: "cq", ParentID: parent, ParentStep: "s1", ParentLease: &pl, ExecutionTimeoutMS: 5_000}).(*engine.CreateResult).Job
 				if parentWaits {
-					h.must(&Wait{LeaseRef: LeaseRef{Job: parent, Attempt: pc.Attempt}, Spec: WaitSpec{Steps: []string{"s1"}}, SeenSeq: pc.LastSeq})
+					h.must(&engine.Wait{LeaseRef: engine.LeaseRef{Job: parent, Attempt: pc.Attempt}, Spec: engine.WaitSpec{Steps: []string{"s1"}}, SeenSeq: pc.LastSeq})
 				}
 				before := h.job(parent).LastSeq
 				tc.end(h, child)
@@ -333,9 +337,9 @@ func TestEngineEndsBecomeTheParentsFailedEffect(t *testing.T) {
 				}
 				ev := h.lastEvent(parent)
 				switch {
-				case parentWaits && (ev.Type != EventWaitCompleted || p.Status != StatusQueued):
+				case parentWaits && (ev.Type != engine.EventWaitCompleted || p.Status != engine.StatusQueued):
 					t.Fatalf("waiting parent: last event %+v, status %s; want wait_completed, Queued", ev, p.Status)
-				case !parentWaits && (ev.Type != EventEffectRecorded || ev.Step != "s1" || ev.Payload != nil || p.Status != StatusRunning):
+				case !parentWaits && (ev.Type != engine.EventEffectRecorded || ev.Step != "s1" || ev.Payload != nil || p.Status != engine.StatusRunning):
 					t.Fatalf("running parent: last event %+v, status %s; want effect_recorded for s1, Running", ev, p.Status)
 				}
 				h.verify()
@@ -344,9 +348,9 @@ func TestEngineEndsBecomeTheParentsFailedEffect(t *testing.T) {
 	}
 }
 
-func (h *harness) effectOf(id JobID, step string) *Effect {
+func (h *harness) effectOf(id engine.JobID, step string) *engine.Effect {
 	h.t.Helper()
-	var eff *Effect
+	var eff *engine.Effect
 	err := h.db.View(func(r *storage.Reader) error {
 		b, err := r.Get(storage.EffectKey(uint64(id), step))
 		if errors.Is(err, storage.ErrNotFound) {
@@ -355,7 +359,7 @@ func (h *harness) effectOf(id JobID, step string) *Effect {
 		if err != nil {
 			return err
 		}
-		eff, err = DecodeEffect(b)
+		eff, err = machine.DecodeEffect(b)
 		return err
 	})
 	if err != nil {
@@ -368,40 +372,40 @@ func (h *harness) effectOf(id JobID, step string) *Effect {
 // is not blocked: Queued and Running get it; a parent Waiting on something
 // else, and a parent that ended, get nothing.
 func TestEffectRecordedOnlyForUnblockedParents(t *testing.T) {
-	for _, s := range []Status{StatusQueued, StatusRunning, StatusRetrying, StatusSuspended, StatusWaiting, StatusParked, StatusCancelled} {
+	for _, s := range []engine.Status{engine.StatusQueued, engine.StatusRunning, engine.StatusRetrying, engine.StatusSuspended, engine.StatusWaiting, engine.StatusParked, engine.StatusCancelled} {
 		t.Run(s.String(), func(t *testing.T) {
 			h := newHarness(t)
-			ref := driveJob(h, &CreateJob{Type: "p", Queue: "q"}, StatusRunning)
-			child := h.must(&CreateJob{Type: "c", Queue: "cq", ParentID: ref.Job, ParentStep: "s1", ParentLease: &ref}).(*CreateResult).Job
+			ref := driveJob(h, &engine.CreateJob{Type: "p", Queue: "q"}, engine.StatusRunning)
+			child := h.must(&engine.CreateJob{Type: "c", Queue: "cq", ParentID: ref.Job, ParentStep: "s1", ParentLease: &ref}).(*engine.CreateResult).Job
 			switch s {
-			case StatusQueued:
-				h.must(&Requeue{LeaseRef: ref})
-			case StatusRetrying:
-				h.must(&Requeue{LeaseRef: ref, DelayMS: 5_000})
-			case StatusSuspended:
-				h.must(&Suspend{Target: Target{Job: ref.Job}})
-			case StatusWaiting, StatusParked:
-				h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{Signals: []string{"go"}, Park: s == StatusParked}, SeenSeq: h.job(ref.Job).LastSeq})
-			case StatusCancelled:
-				h.must(&Cancel{Target: Target{Job: ref.Job}})
+			case engine.StatusQueued:
+				h.must(&engine.Requeue{LeaseRef: ref})
+			case engine.StatusRetrying:
+				h.must(&engine.Requeue{LeaseRef: ref, DelayMS: 5_000})
+			case engine.StatusSuspended:
+				h.must(&engine.Suspend{Target: engine.Target{Job: ref.Job}})
+			case engine.StatusWaiting, engine.StatusParked:
+				h.must(&engine.Wait{LeaseRef: ref, Spec: engine.WaitSpec{Signals: []string{"go"}, Park: s == engine.StatusParked}, SeenSeq: h.job(ref.Job).LastSeq})
+			case engine.StatusCancelled:
+				h.must(&engine.Cancel{Target: engine.Target{Job: ref.Job}})
 			}
 			before := h.job(ref.Job).LastSeq
 			c := h.claimOneFrom("cq")
-			h.must(&Complete{LeaseRef: LeaseRef{Job: child, Attempt: c.Attempt}, Result: []byte("ok")})
+			h.must(&engine.Complete{LeaseRef: engine.LeaseRef{Job: child, Attempt: c.Attempt}, Result: []byte("ok")})
 			p := h.job(ref.Job)
-			wantEvent := s != StatusWaiting && s != StatusParked && s != StatusCancelled
+			wantEvent := s != engine.StatusWaiting && s != engine.StatusParked && s != engine.StatusCancelled
 			if got := p.LastSeq - before; got != map[bool]uint64{true: 1, false: 0}[wantEvent] {
 				t.Fatalf("parent in %s gained %d events", s, got)
 			}
 			if wantEvent {
-				if ev := h.lastEvent(ref.Job); ev.Type != EventEffectRecorded || ev.Step != "s1" {
+				if ev := h.lastEvent(ref.Job); ev.Type != engine.EventEffectRecorded || ev.Step != "s1" {
 					t.Fatalf("parent's last event %+v, want effect_recorded of s1", ev)
 				}
 			}
 			if p.Status != s {
 				t.Fatalf("parent moved from %s to %s", s, p.Status)
 			}
-			if eff := h.effectOf(ref.Job, "s1"); (eff != nil) != (s != StatusCancelled) {
+			if eff := h.effectOf(ref.Job, "s1"); (eff != nil) != (s != engine.StatusCancelled) {
 				t.Fatalf("parent in %s has effect %+v", s, eff)
 			}
 			h.verify()
@@ -417,9 +421,9 @@ func TestTerminateEndsARunningJobAtOnce(t *testing.T) {
 	h.create("wf")
 	c := h.claimOne(60_000)
 	ref := c.Lease()
-	h.must(&AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: "marker"}}})
-	r := h.must(&Terminate{Target: Target{WorkflowID: "wf"}, Reason: "stuck"}).(*StatusResult)
-	if r.Status != StatusTerminated || r.Job != c.Job {
+	h.must(&engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: "marker"}}})
+	r := h.must(&engine.Terminate{Target: engine.Target{WorkflowID: "wf"}, Reason: "stuck"}).(*engine.StatusResult)
+	if r.Status != engine.StatusTerminated || r.Job != c.Job {
 		t.Fatalf("Terminate = %+v", r)
 	}
 	j := h.job(c.Job)
@@ -427,17 +431,17 @@ func TestTerminateEndsARunningJobAtOnce(t *testing.T) {
 		t.Fatalf("terminated record %+v", *j)
 	}
 	ev := h.lastEvent(c.Job)
-	if ev.Type != EventJobTerminated || ev.Reason != "stuck" || ev.Attempt != c.Attempt {
+	if ev.Type != engine.EventJobTerminated || ev.Reason != "stuck" || ev.Attempt != c.Attempt {
 		t.Fatalf("last event %+v", ev)
 	}
-	wantFailure(t, ev.Payload, FailureTerminated, "")
-	if f, _ := DecodeFailure(ev.Payload); f.Message != "terminated: stuck" {
+	wantFailure(t, ev.Payload, engine.FailureTerminated, "")
+	if f, _ := engine.DecodeFailure(ev.Payload); f.Message != "terminated: stuck" {
 		t.Fatalf("message %q", f.Message)
 	}
-	h.mustFail(&AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: "marker"}}}, ErrStaleAttempt)
-	h.mustFail(&Terminate{Target: Target{Job: c.Job}}, ErrIllegalTransition)
-	h.mustFail(&Signal{Target: Target{Job: c.Job}, Name: "s"}, ErrJobClosed)
-	h.mustFail(&Requeue{LeaseRef: LeaseRef{Job: c.Job}}, ErrIllegalTransition)
+	h.mustFail(&engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: "marker"}}}, engine.ErrStaleAttempt)
+	h.mustFail(&engine.Terminate{Target: engine.Target{Job: c.Job}}, engine.ErrIllegalTransition)
+	h.mustFail(&engine.Signal{Target: engine.Target{Job: c.Job}, Name: "s"}, engine.ErrJobClosed)
+	h.mustFail(&engine.Requeue{LeaseRef: engine.LeaseRef{Job: c.Job}}, engine.ErrIllegalTransition)
 	// A new run of the workflow id may start: the old one is closed.
 	h.create("wf")
 	h.verify()
@@ -446,37 +450,37 @@ func TestTerminateEndsARunningJobAtOnce(t *testing.T) {
 // The invariants of the engine-owned ends: nothing follows job_timed_out or
 // job_terminated, not even the job_requeued that may follow job_failed.
 func TestCheckHistoryEngineEnds(t *testing.T) {
-	base := []Event{{Type: EventJobCreated}, {Type: EventJobLeased, Attempt: 1, Name: "w", LeaseExpiryMS: 9}}
+	base := []engine.Event{{Type: engine.EventJobCreated}, {Type: engine.EventJobLeased, Attempt: 1, Name: "w", LeaseExpiryMS: 9}}
 	tests := []struct {
 		name      string
-		tail      []Event
+		tail      []engine.Event
 		invariant int // -1: legal
-		status    Status
+		status    engine.Status
 	}{
-		{"timed out", []Event{{Type: EventJobTimedOut, Reason: ReasonRunTimeout}}, -1, StatusTimedOut},
-		{"terminated", []Event{{Type: EventJobTerminated}}, -1, StatusTerminated},
-		{"timed out, then a note", []Event{{Type: EventJobTimedOut}, {Type: "marker"}}, -1, StatusTimedOut},
-		{"requeued after timed out", []Event{{Type: EventJobTimedOut}, {Type: EventJobRequeued}}, 1, StatusNone},
-		{"requeued after terminated", []Event{{Type: EventJobTerminated}, {Type: EventJobRequeued}}, 1, StatusNone},
-		{"leased after terminated", []Event{{Type: EventJobTerminated}, {Type: EventJobLeased}}, 1, StatusNone},
-		{"terminated twice", []Event{{Type: EventJobTerminated}, {Type: EventJobTerminated}}, 0, StatusNone},
-		{"timed out after completed", []Event{{Type: EventJobCompleted}, {Type: EventJobTimedOut}}, 0, StatusNone},
-		{"requeued after failed", []Event{{Type: EventJobFailed}, {Type: EventJobRequeued}}, -1, StatusQueued},
+		{"timed out", []engine.Event{{Type: engine.EventJobTimedOut, Reason: engine.ReasonRunTimeout}}, -1, engine.StatusTimedOut},
+		{"terminated", []engine.Event{{Type: engine.EventJobTerminated}}, -1, engine.StatusTerminated},
+		{"timed out, then a note", []engine.Event{{Type: engine.EventJobTimedOut}, {Type: "marker"}}, -1, engine.StatusTimedOut},
+		{"requeued after timed out", []engine.Event{{Type: engine.EventJobTimedOut}, {Type: engine.EventJobRequeued}}, 1, engine.StatusNone},
+		{"requeued after terminated", []engine.Event{{Type: engine.EventJobTerminated}, {Type: engine.EventJobRequeued}}, 1, engine.StatusNone},
+		{"leased after terminated", []engine.Event{{Type: engine.EventJobTerminated}, {Type: engine.EventJobLeased}}, 1, engine.StatusNone},
+		{"terminated twice", []engine.Event{{Type: engine.EventJobTerminated}, {Type: engine.EventJobTerminated}}, 0, engine.StatusNone},
+		{"timed out after completed", []engine.Event{{Type: engine.EventJobCompleted}, {Type: engine.EventJobTimedOut}}, 0, engine.StatusNone},
+		{"requeued after failed", []engine.Event{{Type: engine.EventJobFailed}, {Type: engine.EventJobRequeued}}, -1, engine.StatusQueued},
 	}
 	for _, tt := range tests {
-		hist := append(append([]Event(nil), base...), tt.tail...)
+		hist := append(append([]engine.Event(nil), base...), tt.tail...)
 		for i := range hist {
 			hist[i].Seq = uint64(i + 1)
 		}
-		err := CheckHistory(hist, StatusNone)
-		var ie *InvariantError
+		err := engine.CheckHistory(hist, engine.StatusNone)
+		var ie *engine.InvariantError
 		switch {
 		case tt.invariant < 0 && err != nil:
 			t.Errorf("%s: %v", tt.name, err)
 		case tt.invariant >= 0 && (!errors.As(err, &ie) || ie.Invariant != tt.invariant):
 			t.Errorf("%s: error %v, want invariant %d", tt.name, err, tt.invariant)
-		case tt.invariant < 0 && DeriveStatus(hist) != tt.status:
-			t.Errorf("%s: DeriveStatus = %s, want %s", tt.name, DeriveStatus(hist), tt.status)
+		case tt.invariant < 0 && engine.DeriveStatus(hist) != tt.status:
+			t.Errorf("%s: DeriveStatus = %s, want %s", tt.name, engine.DeriveStatus(hist), tt.status)
 		}
 	}
 }
@@ -489,17 +493,17 @@ func TestEqualScheduleToStartAndCloseDeadlinesReportScheduleToStart(t *testing.T
 	for _, claimed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("claimed=%v", claimed), func(t *testing.T) {
 			h := newHarness(t)
-			id := h.must(&CreateJob{Type: ActivityTypePrefix + "charge", Queue: "q", ExecutionTimeoutMS: 3_000, ScheduleToStartTimeoutMS: 3_000}).(*CreateResult).Job
-			want := TimeoutScheduleToStart
+			id := h.must(&engine.CreateJob{Type: engine.ActivityTypePrefix + "charge", Queue: "q", ExecutionTimeoutMS: 3_000, ScheduleToStartTimeoutMS: 3_000}).(*engine.CreateResult).Job
+			want := engine.TimeoutScheduleToStart
 			if claimed {
 				h.claimOneFrom("q")
-				want = TimeoutScheduleToClose
+				want = engine.TimeoutScheduleToClose
 			}
 			h.now += 3_000
-			if r := h.must(&ExpireDeadlines{Max: 10}).(*SweepResult); len(r.Jobs) != 1 || r.Jobs[0] != id {
+			if r := h.must(&engine.ExpireDeadlines{Max: 10}).(*engine.SweepResult); len(r.Jobs) != 1 || r.Jobs[0] != id {
 				t.Fatalf("ExpireDeadlines = %+v, want job %d timed out", r, id)
 			}
-			wantFailure(t, h.lastEvent(id).Payload, FailureTimeout, want)
+			wantFailure(t, h.lastEvent(id).Payload, engine.FailureTimeout, want)
 			h.verify()
 		})
 	}

@@ -1,12 +1,11 @@
-package engine
+package machine_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
-	"time"
 
-	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -30,18 +29,18 @@ func (h *harness) readyCount(queue string) int {
 // row), and a claim by a claimer that runs it resets the count.
 func TestClaimDefersTypesItDoesNotRun(t *testing.T) {
 	h := newHarness(t)
-	a1 := h.must(&CreateJob{Type: "a", Queue: "q"}).(*CreateResult).Job
-	b := h.must(&CreateJob{Type: "b", Queue: "q"}).(*CreateResult).Job
-	a2 := h.must(&CreateJob{Type: "a", Queue: "q"}).(*CreateResult).Job
-	onlyA := &Claim{Queue: "q", Owner: "w-a", Max: 5, LeaseMS: 60_000, Types: []string{"a", "x"}}
-	r := h.must(onlyA).(*ClaimResult)
+	a1 := h.must(&engine.CreateJob{Type: "a", Queue: "q"}).(*engine.CreateResult).Job
+	b := h.must(&engine.CreateJob{Type: "b", Queue: "q"}).(*engine.CreateResult).Job
+	a2 := h.must(&engine.CreateJob{Type: "a", Queue: "q"}).(*engine.CreateResult).Job
+	onlyA := &engine.Claim{Queue: "q", Owner: "w-a", Max: 5, LeaseMS: 60_000, Types: []string{"a", "x"}}
+	r := h.must(onlyA).(*engine.ClaimResult)
 	if len(r.Jobs) != 2 || r.Jobs[0].Job != a1 || r.Jobs[1].Job != a2 || len(r.Deferred) != 1 || r.Deferred[0] != b {
 		t.Fatalf("claim = %+v, want jobs %d, %d and job %d deferred", r, a1, a2, b)
 	}
 	wantReason := `no worker on queue "q" registers type "b" (asked by owner "w-a")`
 	for i, wantDelay := range []int64{1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000} {
 		j := h.job(b)
-		if j.Status != StatusQueued || j.LastSeq != 1 || j.Deferrals != uint32(i+1) || j.DeferredReason != wantReason ||
+		if j.Status != engine.StatusQueued || j.LastSeq != 1 || j.Deferrals != uint32(i+1) || j.DeferredReason != wantReason ||
 			j.DeferredUntilMS != h.now+wantDelay {
 			t.Fatalf("deferral %d: record %+v; want Queued, 1 event, %d deferrals, until now+%d, reason %q",
 				i+1, *j, i+1, wantDelay, wantReason)
@@ -52,15 +51,15 @@ func TestClaimDefersTypesItDoesNotRun(t *testing.T) {
 		h.verify()
 		// Not a millisecond early, …
 		h.now += wantDelay - 1
-		if rel := h.must(&ReleaseDelayed{Max: 10}).(*SweepResult); len(rel.Jobs) != 0 {
+		if rel := h.must(&engine.ReleaseDelayed{Max: 10}).(*engine.SweepResult); len(rel.Jobs) != 0 {
 			t.Fatalf("deferral %d: released early: %+v", i+1, rel)
 		}
-		if c := h.must(&Claim{Queue: "q", Owner: "w-any", Max: 5, LeaseMS: 1000}).(*ClaimResult); len(c.Jobs) != 0 {
+		if c := h.must(&engine.Claim{Queue: "q", Owner: "w-any", Max: 5, LeaseMS: 1000}).(*engine.ClaimResult); len(c.Jobs) != 0 {
 			t.Fatalf("deferral %d: a deferred job was claimed: %+v", i+1, c)
 		}
 		// … and exactly on time.
 		h.now++
-		rel := h.must(&ReleaseDelayed{Max: 10}).(*SweepResult)
+		rel := h.must(&engine.ReleaseDelayed{Max: 10}).(*engine.SweepResult)
 		if len(rel.Jobs) != 1 || rel.Jobs[0] != b || len(rel.Ready) != 1 {
 			t.Fatalf("deferral %d: release = %+v", i+1, rel)
 		}
@@ -69,13 +68,13 @@ func TestClaimDefersTypesItDoesNotRun(t *testing.T) {
 		}
 		h.verify()
 		h.now += 10
-		if r := h.must(onlyA).(*ClaimResult); len(r.Jobs) != 0 || len(r.Deferred) != 1 {
+		if r := h.must(onlyA).(*engine.ClaimResult); len(r.Jobs) != 0 || len(r.Deferred) != 1 {
 			t.Fatalf("deferral %d: claim again = %+v", i+2, r)
 		}
 	}
 	h.now += 30_000
-	h.must(&ReleaseDelayed{Max: 10})
-	c := h.must(&Claim{Queue: "q", Owner: "w-b", Max: 5, LeaseMS: 60_000, Types: []string{"b"}}).(*ClaimResult)
+	h.must(&engine.ReleaseDelayed{Max: 10})
+	c := h.must(&engine.Claim{Queue: "q", Owner: "w-b", Max: 5, LeaseMS: 60_000, Types: []string{"b"}}).(*engine.ClaimResult)
 	if len(c.Jobs) != 1 || c.Jobs[0].Job != b || len(c.Deferred) != 0 {
 		t.Fatalf("claim by a worker of b = %+v", c)
 	}
@@ -83,7 +82,7 @@ func TestClaimDefersTypesItDoesNotRun(t *testing.T) {
 	if j.Deferrals != 0 || j.DeferredReason != "" || j.DeferredUntilMS != 0 {
 		t.Fatalf("claimed record keeps its deferral: %+v", *j)
 	}
-	var types []EventType
+	var types []engine.EventType
 	for _, ev := range h.history(b) {
 		types = append(types, ev.Type)
 	}
@@ -97,16 +96,16 @@ func TestClaimDefersTypesItDoesNotRun(t *testing.T) {
 // from where it stopped.
 func TestClaimDefersABoundedNumber(t *testing.T) {
 	h := newHarness(t)
-	for i := 0; i < MaxDeferralsPerClaim+10; i++ {
-		h.must(&CreateJob{Type: "b", Queue: "q"})
+	for i := 0; i < machine.MaxDeferralsPerClaim+10; i++ {
+		h.must(&engine.CreateJob{Type: "b", Queue: "q"})
 	}
-	a := h.must(&CreateJob{Type: "a", Queue: "q"}).(*CreateResult).Job
-	claim := &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000, Types: []string{"a"}}
-	r := h.must(claim).(*ClaimResult)
-	if len(r.Jobs) != 0 || len(r.Deferred) != MaxDeferralsPerClaim {
-		t.Fatalf("first claim took %d, deferred %d; want 0 and %d", len(r.Jobs), len(r.Deferred), MaxDeferralsPerClaim)
+	a := h.must(&engine.CreateJob{Type: "a", Queue: "q"}).(*engine.CreateResult).Job
+	claim := &engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000, Types: []string{"a"}}
+	r := h.must(claim).(*engine.ClaimResult)
+	if len(r.Jobs) != 0 || len(r.Deferred) != machine.MaxDeferralsPerClaim {
+		t.Fatalf("first claim took %d, deferred %d; want 0 and %d", len(r.Jobs), len(r.Deferred), machine.MaxDeferralsPerClaim)
 	}
-	r = h.must(claim).(*ClaimResult)
+	r = h.must(claim).(*engine.ClaimResult)
 	if len(r.Jobs) != 1 || r.Jobs[0].Job != a || len(r.Deferred) != 10 {
 		t.Fatalf("second claim = %d jobs, %d deferred; want job %d and 10", len(r.Jobs), len(r.Deferred), a)
 	}
@@ -118,16 +117,16 @@ func TestClaimDefersABoundedNumber(t *testing.T) {
 // claims afresh instead of being answered "nothing" again.
 func TestDeferringClaimLeavesItsRequestIDUnused(t *testing.T) {
 	h := newHarness(t)
-	h.must(&CreateJob{Type: "b", Queue: "q"})
-	claim := func() *ClaimResult {
-		c := &Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000, Types: []string{"a"}}
+	h.must(&engine.CreateJob{Type: "b", Queue: "q"})
+	claim := func() *engine.ClaimResult {
+		c := &engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000, Types: []string{"a"}}
 		c.RequestID = "poll-1"
-		return h.must(c).(*ClaimResult)
+		return h.must(c).(*engine.ClaimResult)
 	}
 	if r := claim(); len(r.Jobs) != 0 || len(r.Deferred) != 1 {
 		t.Fatalf("first claim = %+v", r)
 	}
-	a := h.must(&CreateJob{Type: "a", Queue: "q"}).(*CreateResult).Job
+	a := h.must(&engine.CreateJob{Type: "a", Queue: "q"}).(*engine.CreateResult).Job
 	r := claim()
 	if len(r.Jobs) != 1 || r.Jobs[0].Job != a {
 		t.Fatalf("second claim with the same id = %+v, want job %d", r, a)
@@ -136,92 +135,4 @@ func TestDeferringClaimLeavesItsRequestIDUnused(t *testing.T) {
 		t.Fatalf("a retry of the claim that took a job = %+v, want its jobs again", again)
 	}
 	h.verify()
-}
-
-// Through an Engine and its scheduler, with a manual clock: a deferred job
-// is invisible to MayHaveReady, so a waiting ClaimWait proposes nothing
-// while it is deferred; the scheduler releases it exactly at its time, and
-// the ClaimWait of a claimer that runs it wakes and takes it.
-func TestDeferredJobIsReleasedOnTimeAndWakesClaimers(t *testing.T) {
-	clk := clock.NewManual(time.UnixMilli(7_000_000))
-	db, err := storage.Open(storage.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, db)
-	var e *Engine
-	var sched *Scheduler
-	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk, OnCommit: func(touched []uint64) {
-		e.NotifyCommitted(touched)
-		sched.Wake()
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, local)
-	log := &countingLog{inner: local}
-	if e, err = New(Backend{Log: log, Store: db}); err != nil {
-		t.Fatal(err)
-	}
-	sched = NewScheduler(log, db, clk, 0)
-	ctx, cancel := context.WithTimeout(bg, time.Minute)
-	defer cancel()
-	done := make(chan struct{})
-	go func() { _ = sched.Run(ctx); close(done) }() // it ends with ctx's error, the test's own doing
-	defer func() { cancel(); <-done }()
-
-	job, err := e.Create(bg, CreateJob{Type: "b", Queue: "q"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := propose[*ClaimResult](bg, e, &Claim{Queue: "q", Owner: "w-a", Max: 1, LeaseMS: 1000, Types: []string{"a"}})
-	if err != nil || len(r.Deferred) != 1 {
-		t.Fatalf("deferring claim = %+v, %v", r, err)
-	}
-	if ready, err := e.MayHaveReady("q"); err != nil || ready {
-		t.Fatalf("MayHaveReady with only a deferred job = %v, %v", ready, err)
-	}
-	claims := func() int {
-		n := 0
-		for _, k := range log.proposed() {
-			if k == KindClaim {
-				n++
-			}
-		}
-		return n
-	}
-	before := claims()
-	got := make(chan []ClaimedJob, 1)
-	go func() {
-		jobs, err := e.ClaimWait(ctx, Claim{Queue: "q", Owner: "w-b", Max: 1, LeaseMS: 1000, Types: []string{"b"}})
-		if err != nil {
-			t.Error(err)
-		}
-		got <- jobs
-	}()
-	eventually(t, "scheduler sleeps until the release", func() bool { return clk.Pending() == 1 })
-	clk.Advance(999 * time.Millisecond)
-	eventually(t, "scheduler sleeps again", func() bool { return clk.Pending() == 1 })
-	select {
-	case jobs := <-got:
-		t.Fatalf("claimed %+v before the release", jobs)
-	default:
-	}
-	if n := claims() - before; n != 0 {
-		t.Fatalf("the waiting claimer proposed %d claims while the job was deferred, want none", n)
-	}
-	clk.Advance(time.Millisecond)
-	select {
-	case jobs := <-got:
-		if len(jobs) != 1 || jobs[0].Job != job.Job {
-			t.Fatalf("claimed %+v, want job %d", jobs, job.Job)
-		}
-	case <-ctx.Done():
-		t.Fatal("the claimer was not woken by the release")
-	}
-	var errs []error
-	viewOK(t, db, func(r *storage.Reader) error { errs = Verify(r, 5); return nil })
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
 }

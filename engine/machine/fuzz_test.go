@@ -1,4 +1,4 @@
-package engine
+package machine_test
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -22,7 +24,7 @@ import (
 // fuzzDecodeErr fails unless err is one of the errors decoding may return.
 func fuzzDecodeErr(t *testing.T, what string, err error) {
 	t.Helper()
-	if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnknownCommand) {
+	if !errors.Is(err, engine.ErrCorrupt) && !errors.Is(err, engine.ErrUnknownCommand) {
 		t.Fatalf("%s: error %v (%T) is neither ErrCorrupt nor ErrUnknownCommand", what, err, err)
 	}
 }
@@ -69,61 +71,61 @@ func fuzzGarbage(kind storage.Kind) [][]byte {
 
 // fuzzSampleCommands covers every command kind, aimed at the jobs
 // newFuzzStore creates, so that many of them apply.
-func fuzzSampleCommands() []Command {
-	return []Command{
-		&CreateJob{Header: Header{RequestID: "rq-new", NowMS: 2_000_000}, WorkflowID: "wf-x", Type: "order", Queue: "q", Input: []byte("in")},
-		&CreateJob{Header: Header{NowMS: 2_000_000}, WorkflowID: "wf-open", Type: "order", Queue: "q", ReusePolicy: IDReuseReturnExisting},
-		&CreateJob{Header: Header{NowMS: 2_000_000}, Type: "child", Queue: "q", Draft: true, ParentID: 3, ParentStep: "c"},
-		&Claim{Header: Header{NowMS: 2_000_000}, Queue: "q", Owner: "w", Max: 3, LeaseMS: 30_000},
-		&Claim{Header: Header{NowMS: 2_000_000, Nonce: []byte("0123456789abcdef")}, Queue: "q", Owner: "w", Max: 1, LeaseMS: 30_000},
-		&CreateJob{Header: Header{NowMS: 2_000_000, Nonce: []byte("nonce")}, Type: "child", Queue: "q", ParentID: 3, ParentStep: "c2",
-			ParentLease: &LeaseRef{Job: 3, Attempt: 1, Token: "0123456789abcdef0123456789abcdef"}},
-		&Complete{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1, Token: "0123456789abcdef0123456789abcdef"}},
-		&CompleteAsync{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, ByID: true, Result: []byte("ok")},
-		&Claim{Header: Header{RequestID: "rq-types", NowMS: 2_000_000}, Queue: "q", Owner: "w", Max: 3, LeaseMS: 30_000, Types: []string{"child"}},
-		&CreateJob{Header: Header{NowMS: 2_000_000}, Type: "order", Queue: "q", ExecutionTimeoutMS: 5_000, RunTimeoutMS: 1_000, ScheduleToStartTimeoutMS: 500},
-		&Heartbeat{Header: Header{NowMS: 2_000_000}, Leases: []LeaseRef{{Job: 3, Attempt: 1}, {Job: 1, Attempt: 1}, {Job: 99, Attempt: 1}}, LeaseMS: 60_000},
-		&AppendEvents{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Events: []NewEvent{{Type: "activity_started", Step: "a"}, {Type: EventSignalReceived, Name: "go"}}},
-		&CommitStep{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "a", Type: "activity_completed", Payload: []byte("ok")},
-		&CommitStep{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "c", Type: "child_completed", CatchUp: true},
-		&Wait{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Spec: WaitSpec{TimerID: "t", TimerAtMS: 2_100_000, Signals: []string{"go"}, Steps: []string{"c"}, Park: true}, SeenSeq: 2},
-		&Signal{Header: Header{NowMS: 2_000_000}, Target: Target{WorkflowID: "wf-wait"}, Name: "go", Payload: []byte("p")},
-		&FireTimers{Header: Header{NowMS: 9_000_000}, Max: 10},
-		&Reclaim{Header: Header{NowMS: 9_000_000}, Max: 10},
-		&ReleaseDelayed{Header: Header{NowMS: 9_000_000}, Max: 10},
-		&ExpireDeadlines{Header: Header{NowMS: 9_000_000}, Max: 10},
-		&Terminate{Header: Header{NowMS: 2_000_000}, Target: Target{Job: 4}, Reason: "ops"},
-		&Terminate{Header: Header{RequestID: "rq-term", NowMS: 2_000_000}, Target: Target{WorkflowID: "wf-run"}},
-		&Cancel{Header: Header{NowMS: 2_000_000}, Target: Target{Job: 6}, Reason: "user"},
-		&Activate{Header: Header{NowMS: 2_000_000}, Target: Target{Job: 2}},
-		&Suspend{Header: Header{NowMS: 2_000_000}, Target: Target{Job: 3}, Reason: "ops"},
-		&Resume{Header: Header{NowMS: 2_000_000}, Target: Target{Job: 7}},
-		&Complete{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Result: []byte("done")},
-		&Fail{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Error: []byte("boom")},
-		&Requeue{Header: Header{RequestID: "rq-1", NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 8}, DelayMS: 5000},
-		&Requeue{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Reason: "backoff"},
-		&LeaseStep{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "s4", Name: "Fetch", LeaseMS: 10_000,
+func fuzzSampleCommands() []engine.Command {
+	return []engine.Command{
+		&engine.CreateJob{Header: engine.Header{RequestID: "rq-new", NowMS: 2_000_000}, WorkflowID: "wf-x", Type: "order", Queue: "q", Input: []byte("in")},
+		&engine.CreateJob{Header: engine.Header{NowMS: 2_000_000}, WorkflowID: "wf-open", Type: "order", Queue: "q", ReusePolicy: engine.IDReuseReturnExisting},
+		&engine.CreateJob{Header: engine.Header{NowMS: 2_000_000}, Type: "child", Queue: "q", Draft: true, ParentID: 3, ParentStep: "c"},
+		&engine.Claim{Header: engine.Header{NowMS: 2_000_000}, Queue: "q", Owner: "w", Max: 3, LeaseMS: 30_000},
+		&engine.Claim{Header: engine.Header{NowMS: 2_000_000, Nonce: []byte("0123456789abcdef")}, Queue: "q", Owner: "w", Max: 1, LeaseMS: 30_000},
+		&engine.CreateJob{Header: engine.Header{NowMS: 2_000_000, Nonce: []byte("nonce")}, Type: "child", Queue: "q", ParentID: 3, ParentStep: "c2",
+			ParentLease: &engine.LeaseRef{Job: 3, Attempt: 1, Token: "0123456789abcdef0123456789abcdef"}},
+		&engine.Complete{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1, Token: "0123456789abcdef0123456789abcdef"}},
+		&engine.CompleteAsync{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, ByID: true, Result: []byte("ok")},
+		&engine.Claim{Header: engine.Header{RequestID: "rq-types", NowMS: 2_000_000}, Queue: "q", Owner: "w", Max: 3, LeaseMS: 30_000, Types: []string{"child"}},
+		&engine.CreateJob{Header: engine.Header{NowMS: 2_000_000}, Type: "order", Queue: "q", ExecutionTimeoutMS: 5_000, RunTimeoutMS: 1_000, ScheduleToStartTimeoutMS: 500},
+		&engine.Heartbeat{Header: engine.Header{NowMS: 2_000_000}, Leases: []engine.LeaseRef{{Job: 3, Attempt: 1}, {Job: 1, Attempt: 1}, {Job: 99, Attempt: 1}}, LeaseMS: 60_000},
+		&engine.AppendEvents{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, Events: []engine.NewEvent{{Type: "activity_started", Step: "a"}, {Type: engine.EventSignalReceived, Name: "go"}}},
+		&engine.CommitStep{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, Step: "a", Type: "activity_completed", Payload: []byte("ok")},
+		&engine.CommitStep{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, Step: "c", Type: "child_completed", CatchUp: true},
+		&engine.Wait{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, Spec: engine.WaitSpec{TimerID: "t", TimerAtMS: 2_100_000, Signals: []string{"go"}, Steps: []string{"c"}, Park: true}, SeenSeq: 2},
+		&engine.Signal{Header: engine.Header{NowMS: 2_000_000}, Target: engine.Target{WorkflowID: "wf-wait"}, Name: "go", Payload: []byte("p")},
+		&engine.FireTimers{Header: engine.Header{NowMS: 9_000_000}, Max: 10},
+		&engine.Reclaim{Header: engine.Header{NowMS: 9_000_000}, Max: 10},
+		&engine.ReleaseDelayed{Header: engine.Header{NowMS: 9_000_000}, Max: 10},
+		&engine.ExpireDeadlines{Header: engine.Header{NowMS: 9_000_000}, Max: 10},
+		&engine.Terminate{Header: engine.Header{NowMS: 2_000_000}, Target: engine.Target{Job: 4}, Reason: "ops"},
+		&engine.Terminate{Header: engine.Header{RequestID: "rq-term", NowMS: 2_000_000}, Target: engine.Target{WorkflowID: "wf-run"}},
+		&engine.Cancel{Header: engine.Header{NowMS: 2_000_000}, Target: engine.Target{Job: 6}, Reason: "user"},
+		&engine.Activate{Header: engine.Header{NowMS: 2_000_000}, Target: engine.Target{Job: 2}},
+		&engine.Suspend{Header: engine.Header{NowMS: 2_000_000}, Target: engine.Target{Job: 3}, Reason: "ops"},
+		&engine.Resume{Header: engine.Header{NowMS: 2_000_000}, Target: engine.Target{Job: 7}},
+		&engine.Complete{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, Result: []byte("done")},
+		&engine.Fail{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, Error: []byte("boom")},
+		&engine.Requeue{Header: engine.Header{RequestID: "rq-1", NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 8}, DelayMS: 5000},
+		&engine.Requeue{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, Reason: "backoff"},
+		&engine.LeaseStep{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, Step: "s4", Name: "Fetch", LeaseMS: 10_000,
 			Capabilities: []string{"browser"}, Selector: map[string]string{"region": "eu"}, DependsOn: []string{"s1"}},
-		&LeaseStep{Header: Header{RequestID: "rq-lease", NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "s5", Name: "Fetch", LeaseMS: 10_000,
+		&engine.LeaseStep{Header: engine.Header{RequestID: "rq-lease", NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, Step: "s5", Name: "Fetch", LeaseMS: 10_000,
 			Capabilities: []string{"gpu"}},
-		&StepHeartbeat{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "s1", StepAttempt: 1, LeaseMS: 30_000},
-		&StepHeartbeat{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "x", StepAttempt: 2, LeaseMS: 30_000},
-		&EndStepAttempt{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "s1", Name: "Fetch", StepAttempt: 1,
-			Outcome: OutcomeSwitchResource, Decision: DecisionSwitchResource},
-		&EndStepAttempt{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "s1", Name: "Fetch", StepAttempt: 1,
-			Outcome: OutcomeNeedsUser, Payload: []byte(`"captcha?"`), AnswerTimeoutMS: 60_000},
-		&EndStepAttempt{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "y", Name: "Fetch", StepAttempt: 1,
-			Outcome: OutcomeRetry, Payload: []byte(`{"attempt":1}`)},
-		&AnswerStep{Header: Header{NowMS: 2_000_000}, Target: Target{WorkflowID: "wf-run"}, Step: "s3", Answer: []byte(`"42"`)},
-		&ExpireSteps{Header: Header{NowMS: 9_000_000}, Max: 10},
-		&AddResource{Header: Header{NowMS: 2_000_000}, ID: "b3", Capabilities: []string{"browser"}, Labels: map[string]string{"region": "eu"}, Capacity: 2},
-		&DrainResource{Header: Header{NowMS: 2_000_000}, ID: "b1"},
-		&DrainResource{Header: Header{NowMS: 2_000_000}, ID: "b9", Undrain: true},
-		&RemoveResource{Header: Header{NowMS: 2_000_000}, ID: "b1"},
-		&CommitStep{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "s1", Type: "activity_completed",
-			StepAttempt: 1, Decision: DecisionAccept},
-		&CommitStep{Header: Header{NowMS: 2_000_000}, LeaseRef: LeaseRef{Job: 3, Attempt: 1}, Step: "s2", Type: "activity_failed",
-			Failed: true, Reason: ReasonNotStarted},
+		&engine.StepHeartbeat{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, Step: "s1", StepAttempt: 1, LeaseMS: 30_000},
+		&engine.StepHeartbeat{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, Step: "x", StepAttempt: 2, LeaseMS: 30_000},
+		&engine.EndStepAttempt{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, Step: "s1", Name: "Fetch", StepAttempt: 1,
+			Outcome: engine.OutcomeSwitchResource, Decision: engine.DecisionSwitchResource},
+		&engine.EndStepAttempt{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, Step: "s1", Name: "Fetch", StepAttempt: 1,
+			Outcome: engine.OutcomeNeedsUser, Payload: []byte(`"captcha?"`), AnswerTimeoutMS: 60_000},
+		&engine.EndStepAttempt{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, Step: "y", Name: "Fetch", StepAttempt: 1,
+			Outcome: engine.OutcomeRetry, Payload: []byte(`{"attempt":1}`)},
+		&engine.AnswerStep{Header: engine.Header{NowMS: 2_000_000}, Target: engine.Target{WorkflowID: "wf-run"}, Step: "s3", Answer: []byte(`"42"`)},
+		&engine.ExpireSteps{Header: engine.Header{NowMS: 9_000_000}, Max: 10},
+		&engine.AddResource{Header: engine.Header{NowMS: 2_000_000}, ID: "b3", Capabilities: []string{"browser"}, Labels: map[string]string{"region": "eu"}, Capacity: 2},
+		&engine.DrainResource{Header: engine.Header{NowMS: 2_000_000}, ID: "b1"},
+		&engine.DrainResource{Header: engine.Header{NowMS: 2_000_000}, ID: "b9", Undrain: true},
+		&engine.RemoveResource{Header: engine.Header{NowMS: 2_000_000}, ID: "b1"},
+		&engine.CommitStep{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, Step: "s1", Type: "activity_completed",
+			StepAttempt: 1, Decision: engine.DecisionAccept},
+		&engine.CommitStep{Header: engine.Header{NowMS: 2_000_000}, LeaseRef: engine.LeaseRef{Job: 3, Attempt: 1}, Step: "s2", Type: "activity_failed",
+			Failed: true, Reason: engine.ReasonNotStarted},
 	}
 }
 
@@ -139,45 +141,45 @@ func newFuzzStore(f *testing.F) *fuzzStore {
 	h := newHarness(f)
 	h.now = 1_000_000
 	// One queue per job, so each claim takes the job it means to.
-	start := func(wf, queue string) (JobID, LeaseRef) {
-		id := h.must(&CreateJob{WorkflowID: wf, Type: "order", Queue: queue}).(*CreateResult).Job
+	start := func(wf, queue string) (engine.JobID, engine.LeaseRef) {
+		id := h.must(&engine.CreateJob{WorkflowID: wf, Type: "order", Queue: queue}).(*engine.CreateResult).Job
 		if queue == "q" {
-			return id, LeaseRef{}
+			return id, engine.LeaseRef{}
 		}
-		c := h.must(&Claim{Queue: queue, Owner: "w", Max: 1, LeaseMS: 30_000}).(*ClaimResult)
+		c := h.must(&engine.Claim{Queue: queue, Owner: "w", Max: 1, LeaseMS: 30_000}).(*engine.ClaimResult)
 		if len(c.Jobs) != 1 || c.Jobs[0].Job != id {
 			f.Fatalf("fuzz store: claim of %s = %+v", queue, c.Jobs)
 		}
-		return id, LeaseRef{Job: id, Attempt: c.Jobs[0].Attempt}
+		return id, engine.LeaseRef{Job: id, Attempt: c.Jobs[0].Attempt}
 	}
-	start("wf-open", "q")                                                                             // 1 Queued
-	h.must(&CreateJob{WorkflowID: "wf-draft", Type: "order", Queue: "d", Draft: true})                // 2 Draft
-	_, runRef := start("wf-run", "r")                                                                 // 3 Running, attempt 1
-	h.must(&CreateJob{Type: "child", Queue: "k", ParentID: 3, ParentStep: "c", ParentLease: &runRef}) // 4 Queued, child of 3
-	_, ref := start("wf-wait", "w")                                                                   // 5 Waiting
-	h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{TimerID: "t", TimerAtMS: 1_500_000, Signals: []string{"go"}}, SeenSeq: 2})
+	start("wf-open", "q")                                                                                    // 1 Queued
+	h.must(&engine.CreateJob{WorkflowID: "wf-draft", Type: "order", Queue: "d", Draft: true})                // 2 Draft
+	_, runRef := start("wf-run", "r")                                                                        // 3 Running, attempt 1
+	h.must(&engine.CreateJob{Type: "child", Queue: "k", ParentID: 3, ParentStep: "c", ParentLease: &runRef}) // 4 Queued, child of 3
+	_, ref := start("wf-wait", "w")                                                                          // 5 Waiting
+	h.must(&engine.Wait{LeaseRef: ref, Spec: engine.WaitSpec{TimerID: "t", TimerAtMS: 1_500_000, Signals: []string{"go"}}, SeenSeq: 2})
 	start("wf-cancel", "q") // 6 Queued
 	start("wf-susp", "q")   // 7 Suspended
-	h.must(&Suspend{Target: Target{Job: 7}})
+	h.must(&engine.Suspend{Target: engine.Target{Job: 7}})
 	_, ref = start("wf-fail", "f") // 8 Failed
-	h.must(&Fail{LeaseRef: ref, Error: []byte("x")})
+	h.must(&engine.Fail{LeaseRef: ref, Error: []byte("x")})
 	_, ref = start("wf-retry", "t") // 9 Retrying
-	h.must(&Requeue{LeaseRef: ref, DelayMS: 5000})
+	h.must(&engine.Requeue{LeaseRef: ref, DelayMS: 5000})
 	_, ref = start("wf-done", "c") // 10 Completed
-	h.must(&Complete{LeaseRef: ref, Result: []byte("ok")})
-	h.must(&Signal{Header: Header{RequestID: "rq-sig"}, Target: Target{Job: 3}, Name: "hello"})
+	h.must(&engine.Complete{LeaseRef: ref, Result: []byte("ok")})
+	h.must(&engine.Signal{Header: engine.Header{RequestID: "rq-sig"}, Target: engine.Target{Job: 3}, Name: "hello"})
 	// A resource pool and steps of job 3 in each resting state: s1 holds
 	// b1's one unit, s2 waits for it, s3 needs a person.
-	h.must(&AddResource{ID: "b1", Capabilities: []string{"browser"}, Labels: map[string]string{"region": "eu"}, Capacity: 1})
-	h.must(&AddResource{ID: "g1", Capabilities: []string{"gpu"}, Capacity: 1})
-	run := LeaseRef{Job: 3, Attempt: 1}
-	h.must(&LeaseStep{LeaseRef: run, Step: "s1", Name: "Fetch", LeaseMS: 10_000, Capabilities: []string{"browser"}})
-	h.must(&LeaseStep{LeaseRef: run, Step: "s2", Name: "Fetch", LeaseMS: 10_000, Capabilities: []string{"browser"}})
-	h.must(&LeaseStep{LeaseRef: run, Step: "s3", Name: "Ask", LeaseMS: 10_000, Capabilities: []string{"gpu"}})
-	h.must(&EndStepAttempt{LeaseRef: run, Step: "s3", Name: "Ask", StepAttempt: 1, Outcome: OutcomeNeedsUser, Payload: []byte(`"ok?"`)})
+	h.must(&engine.AddResource{ID: "b1", Capabilities: []string{"browser"}, Labels: map[string]string{"region": "eu"}, Capacity: 1})
+	h.must(&engine.AddResource{ID: "g1", Capabilities: []string{"gpu"}, Capacity: 1})
+	run := engine.LeaseRef{Job: 3, Attempt: 1}
+	h.must(&engine.LeaseStep{LeaseRef: run, Step: "s1", Name: "Fetch", LeaseMS: 10_000, Capabilities: []string{"browser"}})
+	h.must(&engine.LeaseStep{LeaseRef: run, Step: "s2", Name: "Fetch", LeaseMS: 10_000, Capabilities: []string{"browser"}})
+	h.must(&engine.LeaseStep{LeaseRef: run, Step: "s3", Name: "Ask", LeaseMS: 10_000, Capabilities: []string{"gpu"}})
+	h.must(&engine.EndStepAttempt{LeaseRef: run, Step: "s3", Name: "Ask", StepAttempt: 1, Outcome: engine.OutcomeNeedsUser, Payload: []byte(`"ok?"`)})
 	h.verify()
-	for id, want := range map[JobID]Status{1: StatusQueued, 2: StatusDraft, 3: StatusRunning, 4: StatusQueued, 5: StatusWaiting,
-		6: StatusQueued, 7: StatusSuspended, 8: StatusFailed, 9: StatusRetrying, 10: StatusCompleted} {
+	for id, want := range map[engine.JobID]engine.Status{1: engine.StatusQueued, 2: engine.StatusDraft, 3: engine.StatusRunning, 4: engine.StatusQueued, 5: engine.StatusWaiting,
+		6: engine.StatusQueued, 7: engine.StatusSuspended, 8: engine.StatusFailed, 9: engine.StatusRetrying, 10: engine.StatusCompleted} {
 		if got := h.job(id).Status; got != want {
 			f.Fatalf("fuzz store: job %d is %s, want %s", id, got, want)
 		}
@@ -186,11 +188,11 @@ func newFuzzStore(f *testing.F) *fuzzStore {
 }
 
 // apply applies cmd to the store, checks the outcome and restores the store.
-func (fs *fuzzStore) apply(t *testing.T, cmd Command) {
+func (fs *fuzzStore) apply(t *testing.T, cmd engine.Command) {
 	db := fs.h.db
 	b := db.NewBatch()
 	tx := b.Begin()
-	res, err := func() (res Result, err error) {
+	res, err := func() (res engine.Result, err error) {
 		defer func() {
 			if r := recover(); r != nil {
 				t.Fatalf("Apply(%s) panicked: %v", propFmtCmd(cmd), r)
@@ -205,14 +207,14 @@ func (fs *fuzzStore) apply(t *testing.T, cmd Command) {
 		}
 		return
 	}
-	if want := reflect.TypeOf(NewResult(cmd.Kind())); reflect.TypeOf(res) != want {
+	if want := reflect.TypeOf(engine.NewResult(cmd.Kind())); reflect.TypeOf(res) != want {
 		t.Fatalf("Apply(%s) returned a %T, want %v", propFmtCmd(cmd), res, want)
 	}
-	rb, err := EncodeResult(cmd.Kind(), res)
+	rb, err := machine.EncodeResult(cmd.Kind(), res)
 	if err != nil {
 		t.Fatalf("encoding the result %s: %v", propFmtRes(res), err)
 	}
-	if k, r2, err := DecodeResult(rb); err != nil || k != cmd.Kind() {
+	if k, r2, err := machine.DecodeResult(rb); err != nil || k != cmd.Kind() {
 		t.Fatalf("decoding the result of %s: kind %s, %v", cmd.Kind(), k, err)
 	} else {
 		fuzzSameValue(t, "the result", res, r2)
@@ -231,7 +233,7 @@ func (fs *fuzzStore) apply(t *testing.T, cmd Command) {
 	defer fs.restore(t)
 	var errs []error
 	viewOK(t, db, func(r *storage.Reader) error {
-		errs = Verify(r, 5)
+		errs = machine.Verify(r, 5)
 		return nil
 	})
 	if len(errs) > 0 {
@@ -239,7 +241,7 @@ func (fs *fuzzStore) apply(t *testing.T, cmd Command) {
 	}
 	// A request id answers a retry with the first result and writes nothing
 	// (a claim that took no job leaves its id unused: its retry runs afresh).
-	if cmd.Head().RequestID != "" && !claimedNothing(res) {
+	if cmd.Head().RequestID != "" && !machine.ClaimedNothing(res) {
 		b := db.NewBatch()
 		defer b.Discard()
 		tx := b.Begin()
@@ -278,7 +280,7 @@ func (fs *fuzzStore) restore(t *testing.T) {
 
 func FuzzDecodeCommand(f *testing.F) {
 	for _, c := range fuzzSampleCommands() {
-		b, err := EncodeCommand(c)
+		b, err := machine.EncodeCommand(c)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -289,7 +291,7 @@ func FuzzDecodeCommand(f *testing.F) {
 	}
 	fs := newFuzzStore(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := DecodeCommand(data)
+		c, err := machine.DecodeCommand(data)
 		if err != nil {
 			fuzzDecodeErr(t, "DecodeCommand", err)
 			return
@@ -297,14 +299,14 @@ func FuzzDecodeCommand(f *testing.F) {
 		if c == nil {
 			t.Fatal("DecodeCommand returned a nil command and no error")
 		}
-		if _, known := NewCommand(c.Kind()); !known {
+		if _, known := engine.NewCommand(c.Kind()); !known {
 			t.Fatalf("DecodeCommand returned a command of unknown kind %d", c.Kind())
 		}
-		b, err := EncodeCommand(c)
+		b, err := machine.EncodeCommand(c)
 		if err != nil {
 			t.Fatalf("re-encoding %s: %v", propFmtCmd(c), err)
 		}
-		c2, err := DecodeCommand(b)
+		c2, err := machine.DecodeCommand(b)
 		if err != nil {
 			t.Fatalf("decoding the re-encoding of %s: %v", propFmtCmd(c), err)
 		}
@@ -312,7 +314,7 @@ func FuzzDecodeCommand(f *testing.F) {
 			t.Fatalf("round trip changed the kind from %s to %s", c.Kind(), c2.Kind())
 		}
 		fuzzSameValue(t, "the command", c, c2)
-		if b2, err := EncodeCommand(c2); err != nil || !bytes.Equal(b, b2) {
+		if b2, err := machine.EncodeCommand(c2); err != nil || !bytes.Equal(b, b2) {
 			t.Fatalf("encoding is not stable: % x, then % x (%v)", b, b2, err)
 		}
 		// As decoded (any NowMS), and as the log would stamp it.
@@ -322,34 +324,34 @@ func FuzzDecodeCommand(f *testing.F) {
 	})
 }
 
-func fuzzSampleResults() map[CommandKind]Result {
-	return map[CommandKind]Result{
-		KindCreateJob:       &CreateResult{Job: 1, WorkflowID: "wf", Existing: true},
-		KindClaim:           &ClaimResult{Jobs: []ClaimedJob{{Job: 1, WorkflowID: "wf", Type: "t", Attempt: 2, LeaseExpiryMS: 5, LastSeq: 3}}, Deferred: []JobID{4}},
-		KindHeartbeat:       &HeartbeatResult{LeaseExpiryMS: 9, Refused: []Refusal{{LeaseRef: LeaseRef{Job: 1, Attempt: 1}, Code: StaleAttemptCode}}},
-		KindAppendEvents:    &AppendResult{FirstSeq: 2, LastSeq: 4, AtMS: 1_700_000_000_000},
-		KindWait:            &WaitResult{Woken: true, Status: StatusRunning, Seq: 7},
-		KindSignal:          &SignalResult{Job: 3, Seq: 4, Woke: true},
-		KindReclaim:         &SweepResult{Jobs: []JobID{1, 2}, Ready: []JobID{2}, More: true},
-		KindCancel:          &StatusResult{Job: 1, Status: StatusCancelled, Seq: 5},
-		KindFireTimers:      &SweepResult{},
-		KindReleaseDelayed:  &SweepResult{Ready: []JobID{}},
-		KindTerminate:       &StatusResult{Job: 2, Status: StatusTerminated, Seq: 3},
-		KindExpireDeadlines: &SweepResult{Jobs: []JobID{4}},
-		KindLeaseStep: &StepResult{Job: 3, Step: "s1", State: StepLeased, StepAttempt: 2, Granted: true, Resource: "b1",
+func fuzzSampleResults() map[engine.CommandKind]engine.Result {
+	return map[engine.CommandKind]engine.Result{
+		engine.KindCreateJob:       &engine.CreateResult{Job: 1, WorkflowID: "wf", Existing: true},
+		engine.KindClaim:           &engine.ClaimResult{Jobs: []engine.ClaimedJob{{Job: 1, WorkflowID: "wf", Type: "t", Attempt: 2, LeaseExpiryMS: 5, LastSeq: 3}}, Deferred: []engine.JobID{4}},
+		engine.KindHeartbeat:       &engine.HeartbeatResult{LeaseExpiryMS: 9, Refused: []engine.Refusal{{LeaseRef: engine.LeaseRef{Job: 1, Attempt: 1}, Code: engine.StaleAttemptCode}}},
+		engine.KindAppendEvents:    &engine.AppendResult{FirstSeq: 2, LastSeq: 4, AtMS: 1_700_000_000_000},
+		engine.KindWait:            &engine.WaitResult{Woken: true, Status: engine.StatusRunning, Seq: 7},
+		engine.KindSignal:          &engine.SignalResult{Job: 3, Seq: 4, Woke: true},
+		engine.KindReclaim:         &engine.SweepResult{Jobs: []engine.JobID{1, 2}, Ready: []engine.JobID{2}, More: true},
+		engine.KindCancel:          &engine.StatusResult{Job: 1, Status: engine.StatusCancelled, Seq: 5},
+		engine.KindFireTimers:      &engine.SweepResult{},
+		engine.KindReleaseDelayed:  &engine.SweepResult{Ready: []engine.JobID{}},
+		engine.KindTerminate:       &engine.StatusResult{Job: 2, Status: engine.StatusTerminated, Seq: 3},
+		engine.KindExpireDeadlines: &engine.SweepResult{Jobs: []engine.JobID{4}},
+		engine.KindLeaseStep: &engine.StepResult{Job: 3, Step: "s1", State: engine.StepLeased, StepAttempt: 2, Granted: true, Resource: "b1",
 			Labels: map[string]string{"region": "eu"}, StepLeaseExpiryMS: 9, FirstSeq: 4, LastSeq: 5, AtMS: 3},
-		KindStepHeartbeat:  &StepResult{Job: 3, Step: "s1", State: StepRunning, LeaseExpiryMS: 7, CancelRequested: true},
-		KindAddResource:    &ResourceResult{Resource: &Resource{ID: "b1", Capabilities: []string{"x"}, Capacity: 2, Holders: []ResourceHolder{{Job: 1, Step: "s", StepAttempt: 1}}}, Granted: 1},
-		KindRemoveResource: &ResourceResult{},
-		KindExpireSteps:    &SweepResult{Jobs: []JobID{3}},
+		engine.KindStepHeartbeat:  &engine.StepResult{Job: 3, Step: "s1", State: engine.StepRunning, LeaseExpiryMS: 7, CancelRequested: true},
+		engine.KindAddResource:    &engine.ResourceResult{Resource: &engine.Resource{ID: "b1", Capabilities: []string{"x"}, Capacity: 2, Holders: []engine.ResourceHolder{{Job: 1, Step: "s", StepAttempt: 1}}}, Granted: 1},
+		engine.KindRemoveResource: &engine.ResourceResult{},
+		engine.KindExpireSteps:    &engine.SweepResult{Jobs: []engine.JobID{3}},
 	}
 }
 
 func FuzzDecodeResult(f *testing.F) {
 	results := fuzzSampleResults()
-	results[KindRequeue+100] = &SweepResult{} // a kind this version does not know
+	results[engine.KindRequeue+100] = &engine.SweepResult{} // a kind this version does not know
 	for k, r := range results {
-		b, err := EncodeResult(k, r)
+		b, err := machine.EncodeResult(k, r)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -359,75 +361,75 @@ func FuzzDecodeResult(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		k, r, err := DecodeResult(data)
+		k, r, err := machine.DecodeResult(data)
 		if err != nil {
 			fuzzDecodeErr(t, "DecodeResult", err)
 			return
 		}
-		want := NewResult(k)
+		want := engine.NewResult(k)
 		if want == nil || reflect.TypeOf(r) != reflect.TypeOf(want) {
 			t.Fatalf("DecodeResult returned a %T for kind %d", r, k)
 		}
-		b, err := EncodeResult(k, r)
+		b, err := machine.EncodeResult(k, r)
 		if err != nil {
 			t.Fatalf("re-encoding %s: %v", propFmtRes(r), err)
 		}
-		k2, r2, err := DecodeResult(b)
+		k2, r2, err := machine.DecodeResult(b)
 		if err != nil || k2 != k {
 			t.Fatalf("decoding the re-encoding: kind %s (was %s), %v", k2, k, err)
 		}
 		fuzzSameValue(t, "the result", r, r2)
-		if b2, err := EncodeResult(k2, r2); err != nil || !bytes.Equal(b, b2) {
+		if b2, err := machine.EncodeResult(k2, r2); err != nil || !bytes.Equal(b, b2) {
 			t.Fatalf("encoding is not stable: % x, then % x (%v)", b, b2, err)
 		}
 	})
 }
 
 func FuzzDecodeEvent(f *testing.F) {
-	for _, e := range []*Event{
-		{Seq: 1, Type: EventJobCreated, AtMS: 1000, Name: "order", Payload: []byte("in")},
-		{Seq: 2, Type: EventJobLeased, AtMS: 1001, Attempt: 1, Name: "w", LeaseExpiryMS: 31_001},
-		{Seq: 3, Type: EventJobWaiting, AtMS: 1002, Attempt: 1, Wait: &WaitSpec{TimerID: "t", TimerAtMS: 5000, Signals: []string{"s"}, Steps: []string{"a"}, Park: true}},
-		{Seq: 4, Type: EventJobRequeued, AtMS: 1003, Reason: ReasonRetry, DelayMS: 500},
+	for _, e := range []*engine.Event{
+		{Seq: 1, Type: engine.EventJobCreated, AtMS: 1000, Name: "order", Payload: []byte("in")},
+		{Seq: 2, Type: engine.EventJobLeased, AtMS: 1001, Attempt: 1, Name: "w", LeaseExpiryMS: 31_001},
+		{Seq: 3, Type: engine.EventJobWaiting, AtMS: 1002, Attempt: 1, Wait: &engine.WaitSpec{TimerID: "t", TimerAtMS: 5000, Signals: []string{"s"}, Steps: []string{"a"}, Park: true}},
+		{Seq: 4, Type: engine.EventJobRequeued, AtMS: 1003, Reason: engine.ReasonRetry, DelayMS: 500},
 		{Seq: 5, Type: "activity_completed", Step: "a", Payload: []byte("ok"), Commit: true},
-		{Seq: 6, Type: EventJobTimedOut, Reason: ReasonRunTimeout, Payload: EncodeTimeoutFailure(TimeoutWorkflowRun, "m")},
-		{Seq: 7, Type: EventEffectRecorded, Step: "c"},
-		{Seq: 8, Type: EventStepLeased, Step: "s", Name: "Fetch", StepAttempt: 2, Resource: "b1", LeaseExpiryMS: 9000},
-		{Seq: 9, Type: EventActivityCompleted, Step: "s", StepAttempt: 2, Decision: DecisionAccept, Commit: true},
-		{Seq: 10, Type: EventStepLeaseTimeout, Step: "s", Reason: ReasonStepTimeoutFatal},
+		{Seq: 6, Type: engine.EventJobTimedOut, Reason: engine.ReasonRunTimeout, Payload: engine.EncodeTimeoutFailure(engine.TimeoutWorkflowRun, "m")},
+		{Seq: 7, Type: engine.EventEffectRecorded, Step: "c"},
+		{Seq: 8, Type: engine.EventStepLeased, Step: "s", Name: "Fetch", StepAttempt: 2, Resource: "b1", LeaseExpiryMS: 9000},
+		{Seq: 9, Type: engine.EventActivityCompleted, Step: "s", StepAttempt: 2, Decision: engine.DecisionAccept, Commit: true},
+		{Seq: 10, Type: engine.EventStepLeaseTimeout, Step: "s", Reason: engine.ReasonStepTimeoutFatal},
 	} {
-		f.Add(EncodeEvent(e))
+		f.Add(machine.EncodeEvent(e))
 	}
 	for _, b := range fuzzGarbage(storage.KindEvent) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e, err := DecodeEvent(data)
+		e, err := machine.DecodeEvent(data)
 		if err != nil {
 			fuzzDecodeErr(t, "DecodeEvent", err)
 			return
 		}
-		b := EncodeEvent(e)
-		e2, err := DecodeEvent(b)
+		b := machine.EncodeEvent(e)
+		e2, err := machine.DecodeEvent(b)
 		if err != nil {
 			t.Fatalf("decoding the re-encoding of %+v: %v", *e, err)
 		}
 		fuzzSameValue(t, "the event", e, e2)
-		if b2 := EncodeEvent(e2); !bytes.Equal(b, b2) {
+		if b2 := machine.EncodeEvent(e2); !bytes.Equal(b, b2) {
 			t.Fatalf("encoding is not stable: % x, then % x", b, b2)
 		}
 		// The projection and the checker take any event without panicking.
 		e.Seq = 1
-		hist := []Event{*e}
-		DeriveStatus(hist)
-		if err := CheckHistory(hist, StatusNone); err != nil && !errors.Is(err, ErrInvariant) {
+		hist := []engine.Event{*e}
+		engine.DeriveStatus(hist)
+		if err := engine.CheckHistory(hist, engine.StatusNone); err != nil && !errors.Is(err, engine.ErrInvariant) {
 			t.Fatalf("CheckHistory(%+v) = %v, not ErrInvariant", *e, err)
 		}
 		// So do the step projection and its checker, after any state.
-		for _, from := range []EventType{"", EventStepLeased, EventStepNeedsUser, EventActivityCompleted} {
-			steps := []Event{{Seq: 1, Type: from, Step: e.Step}, {Seq: 2, Type: e.Type, Step: e.Step, StepAttempt: e.StepAttempt, Reason: e.Reason}}
-			DeriveStepState(steps)
-			if err := CheckStepHistory(e.Step, steps); err != nil && !errors.Is(err, ErrInvariant) {
+		for _, from := range []engine.EventType{"", engine.EventStepLeased, engine.EventStepNeedsUser, engine.EventActivityCompleted} {
+			steps := []engine.Event{{Seq: 1, Type: from, Step: e.Step}, {Seq: 2, Type: e.Type, Step: e.Step, StepAttempt: e.StepAttempt, Reason: e.Reason}}
+			engine.DeriveStepState(steps)
+			if err := engine.CheckStepHistory(e.Step, steps); err != nil && !errors.Is(err, engine.ErrInvariant) {
 				t.Fatalf("CheckStepHistory(%+v) = %v, not ErrInvariant", steps, err)
 			}
 		}
@@ -435,32 +437,32 @@ func FuzzDecodeEvent(f *testing.F) {
 }
 
 func FuzzDecodeJob(f *testing.F) {
-	for _, j := range []*Job{
-		{ID: 1, WorkflowID: "wf", Type: "order", Queue: "q", Status: StatusQueued, LastSeq: 1, ReadyAtMS: 1000, CreatedMS: 1000, UpdatedMS: 1000},
-		{ID: 2, WorkflowID: "wf-2", Type: "order", Queue: "q", Status: StatusRunning, Attempt: 3, LeaseOwner: "w", LeaseExpiryMS: 9000,
-			LastSeq: 7, Timers: []Timer{{ID: "t", FireMS: 5000}}, Retries: 2, StartDigest: 0xdeadbeef, ParentID: 1, ParentStep: "c", CreatedMS: 1, UpdatedMS: 2},
-		{ID: 3, Status: StatusParked, Wait: &WaitSpec{TimerID: "t", TimerAtMS: 5000, Park: true}, ClosedMS: 4},
-		{ID: 4, Status: StatusQueued, DeadlineMS: 9000, RunDeadlineMS: 8000, StartDeadlineMS: 7000, TimeoutAtMS: 7000,
+	for _, j := range []*engine.Job{
+		{ID: 1, WorkflowID: "wf", Type: "order", Queue: "q", Status: engine.StatusQueued, LastSeq: 1, ReadyAtMS: 1000, CreatedMS: 1000, UpdatedMS: 1000},
+		{ID: 2, WorkflowID: "wf-2", Type: "order", Queue: "q", Status: engine.StatusRunning, Attempt: 3, LeaseOwner: "w", LeaseExpiryMS: 9000,
+			LastSeq: 7, Timers: []engine.Timer{{ID: "t", FireMS: 5000}}, Retries: 2, StartDigest: 0xdeadbeef, ParentID: 1, ParentStep: "c", CreatedMS: 1, UpdatedMS: 2},
+		{ID: 3, Status: engine.StatusParked, Wait: &engine.WaitSpec{TimerID: "t", TimerAtMS: 5000, Park: true}, ClosedMS: 4},
+		{ID: 4, Status: engine.StatusQueued, DeadlineMS: 9000, RunDeadlineMS: 8000, StartDeadlineMS: 7000, TimeoutAtMS: 7000,
 			Deferrals: 2, DeferredReason: "no worker", DeferredUntilMS: 6000},
 	} {
-		f.Add(EncodeJob(j))
+		f.Add(machine.EncodeJob(j))
 	}
 	for _, b := range fuzzGarbage(storage.KindJob) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		j, err := DecodeJob(data)
+		j, err := machine.DecodeJob(data)
 		if err != nil {
 			fuzzDecodeErr(t, "DecodeJob", err)
 			return
 		}
-		b := EncodeJob(j)
-		j2, err := DecodeJob(b)
+		b := machine.EncodeJob(j)
+		j2, err := machine.DecodeJob(b)
 		if err != nil {
 			t.Fatalf("decoding the re-encoding of %+v: %v", *j, err)
 		}
 		fuzzSameValue(t, "the job", j, j2)
-		if b2 := EncodeJob(j2); !bytes.Equal(b, b2) {
+		if b2 := machine.EncodeJob(j2); !bytes.Equal(b, b2) {
 			t.Fatalf("encoding is not stable: % x, then % x", b, b2)
 		}
 		fuzzSameValue(t, "a clone of the job", j, j.Clone())
@@ -468,28 +470,28 @@ func FuzzDecodeJob(f *testing.F) {
 }
 
 func FuzzDecodeEffect(f *testing.F) {
-	for _, e := range []*Effect{
+	for _, e := range []*engine.Effect{
 		{Step: "a", Payload: []byte("ok"), Attempt: 2, CommittedSeq: 5, AtMS: 1000},
 		{Step: "c", Failed: true, AtMS: 1},
 	} {
-		f.Add(EncodeEffect(e))
+		f.Add(machine.EncodeEffect(e))
 	}
 	for _, b := range fuzzGarbage(storage.KindEffect) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e, err := DecodeEffect(data)
+		e, err := machine.DecodeEffect(data)
 		if err != nil {
 			fuzzDecodeErr(t, "DecodeEffect", err)
 			return
 		}
-		b := EncodeEffect(e)
-		e2, err := DecodeEffect(b)
+		b := machine.EncodeEffect(e)
+		e2, err := machine.DecodeEffect(b)
 		if err != nil {
 			t.Fatalf("decoding the re-encoding of %+v: %v", *e, err)
 		}
 		fuzzSameValue(t, "the effect", e, e2)
-		if b2 := EncodeEffect(e2); !bytes.Equal(b, b2) {
+		if b2 := machine.EncodeEffect(e2); !bytes.Equal(b, b2) {
 			t.Fatalf("encoding is not stable: % x, then % x", b, b2)
 		}
 	})
@@ -512,17 +514,17 @@ func TestFuzzCorruptRecordsKeepMemoryBounded(t *testing.T) {
 		decode func([]byte) error
 	}{
 		{"event", append([]byte{byte(storage.KindEvent), 1}, mapKey...),
-			func(b []byte) error { _, err := DecodeEvent(b); return err }},
+			func(b []byte) error { _, err := machine.DecodeEvent(b); return err }},
 		{"job", append([]byte{byte(storage.KindJob), 1}, mapKey...),
-			func(b []byte) error { _, err := DecodeJob(b); return err }},
+			func(b []byte) error { _, err := machine.DecodeJob(b); return err }},
 		{"effect", append([]byte{byte(storage.KindEffect), 1}, mapKey...),
-			func(b []byte) error { _, err := DecodeEffect(b); return err }},
+			func(b []byte) error { _, err := machine.DecodeEffect(b); return err }},
 		{"command envelope", append([]byte{byte(storage.KindCommand), 1, 0x92, 0x01}, claim...),
-			func(b []byte) error { _, err := DecodeCommand(b); return err }},
+			func(b []byte) error { _, err := machine.DecodeCommand(b); return err }},
 		{"command body", append([]byte{byte(storage.KindCommand), 1, 0x92, 0x01}, inBin...),
-			func(b []byte) error { _, err := DecodeCommand(b); return err }},
+			func(b []byte) error { _, err := machine.DecodeCommand(b); return err }},
 		{"result body", append([]byte{byte(storage.KindResult), 1, 0x92, 0x01}, inBin...),
-			func(b []byte) error { _, _, err := DecodeResult(b); return err }},
+			func(b []byte) error { _, _, err := machine.DecodeResult(b); return err }},
 	}
 	const rounds, limit = 60, 200 << 20
 	for _, c := range cases {
@@ -547,57 +549,32 @@ func TestFuzzCorruptRecordsKeepMemoryBounded(t *testing.T) {
 	}
 }
 
-func FuzzDecodeFailure(f *testing.F) {
-	for _, b := range [][]byte{
-		EncodeTimeoutFailure(TimeoutScheduleToStart, "late"),
-		EncodeTerminatedFailure("ops"),
-		[]byte(`{"type":"E","message":"m","nonRetryable":false}`),
-		[]byte(`{"type":1}`), []byte(`null`), []byte(`{`), {},
-	} {
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		fl, err := DecodeFailure(data)
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("DecodeFailure error %v is not ErrCorrupt", err)
-			}
-			return
-		}
-		b := encodeFailure(*fl)
-		fl2, err := DecodeFailure(b)
-		if err != nil || *fl2 != *fl {
-			t.Fatalf("round trip of %+v gave %+v, %v", *fl, fl2, err)
-		}
-	})
-}
-
 func FuzzDecodeStepRecord(f *testing.F) {
-	for _, s := range []*StepRecord{
-		{Job: 3, Step: "1", Activity: "Fetch", State: StepRunning, Attempt: 2, JobAttempt: 1, Owner: "w", Resource: "b1",
+	for _, s := range []*engine.StepRecord{
+		{Job: 3, Step: "1", Activity: "Fetch", State: engine.StepRunning, Attempt: 2, JobAttempt: 1, Owner: "w", Resource: "b1",
 			Avoid: []string{"b0"}, Capabilities: []string{"browser"}, Selector: map[string]string{"region": "eu"},
 			DependsOn: []string{"0"}, LeaseMS: 5000, LeaseExpiryMS: 9000, TimeoutFatal: true, LastHeartbeatMS: 8000, UpdatedMS: 8000},
-		{Job: 4, Step: "2", State: StepNeedsUser, Question: []byte(`"captcha"`), AnswerDueMS: 99, Released: true, Resource: "b2"},
-		{Job: 5, Step: "3", State: StepPending, WaiterSeq: 7},
+		{Job: 4, Step: "2", State: engine.StepNeedsUser, Question: []byte(`"captcha"`), AnswerDueMS: 99, Released: true, Resource: "b2"},
+		{Job: 5, Step: "3", State: engine.StepPending, WaiterSeq: 7},
 	} {
-		f.Add(EncodeStepRecord(s))
+		f.Add(machine.EncodeStepRecord(s))
 	}
 	for _, b := range fuzzGarbage(storage.KindStep) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := DecodeStepRecord(data)
+		s, err := machine.DecodeStepRecord(data)
 		if err != nil {
 			fuzzDecodeErr(t, "DecodeStepRecord", err)
 			return
 		}
-		b := EncodeStepRecord(s)
-		s2, err := DecodeStepRecord(b)
+		b := machine.EncodeStepRecord(s)
+		s2, err := machine.DecodeStepRecord(b)
 		if err != nil {
 			t.Fatalf("decoding the re-encoding of %+v: %v", *s, err)
 		}
 		fuzzSameValue(t, "the step record", s, s2)
-		if b2 := EncodeStepRecord(s2); !bytes.Equal(b, b2) {
+		if b2 := machine.EncodeStepRecord(s2); !bytes.Equal(b, b2) {
 			t.Fatalf("encoding is not stable: % x, then % x", b, b2)
 		}
 		fuzzSameValue(t, "a clone of the step record", s, s.Clone())
@@ -605,29 +582,29 @@ func FuzzDecodeStepRecord(f *testing.F) {
 }
 
 func FuzzDecodeResource(f *testing.F) {
-	for _, r := range []*Resource{
+	for _, r := range []*engine.Resource{
 		{ID: "b1", Capabilities: []string{"browser", "js"}, Labels: map[string]string{"region": "eu"}, Capacity: 2,
-			Holders: []ResourceHolder{{Job: 1, Step: "1", StepAttempt: 3, SinceMS: 5}}, CreatedMS: 1, UpdatedMS: 2},
+			Holders: []engine.ResourceHolder{{Job: 1, Step: "1", StepAttempt: 3, SinceMS: 5}}, CreatedMS: 1, UpdatedMS: 2},
 		{ID: "g", Capacity: 1, Drained: true},
 	} {
-		f.Add(EncodeResource(r))
+		f.Add(machine.EncodeResource(r))
 	}
 	for _, b := range fuzzGarbage(storage.KindResource) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := DecodeResource(data)
+		r, err := machine.DecodeResource(data)
 		if err != nil {
 			fuzzDecodeErr(t, "DecodeResource", err)
 			return
 		}
-		b := EncodeResource(r)
-		r2, err := DecodeResource(b)
+		b := machine.EncodeResource(r)
+		r2, err := machine.DecodeResource(b)
 		if err != nil {
 			t.Fatalf("decoding the re-encoding of %+v: %v", *r, err)
 		}
 		fuzzSameValue(t, "the resource", r, r2)
-		if b2 := EncodeResource(r2); !bytes.Equal(b, b2) {
+		if b2 := machine.EncodeResource(r2); !bytes.Equal(b, b2) {
 			t.Fatalf("encoding is not stable: % x, then % x", b, b2)
 		}
 		r.Free()

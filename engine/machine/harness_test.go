@@ -1,4 +1,4 @@
-package engine
+package machine_test
 
 import (
 	"context"
@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -18,8 +21,8 @@ import (
 type harness struct {
 	t   testing.TB
 	db  *storage.DB
-	m   *Machine
-	log *LocalLog
+	m   *machine.Machine
+	log *embedded.LocalLog
 	clk *clock.Manual
 	now int64
 	// meter, when set, makes apply skip the log: it applies each command
@@ -34,8 +37,8 @@ func newHarness(t testing.TB) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, db: db, m: defaultMachine, now: 1_000_000, clk: clock.NewManual(time.UnixMilli(1_000_000))}
-	h.log, err = NewLocalLog(LocalLogConfig{DB: db, Machine: h.m, Clock: h.clk})
+	h := &harness{t: t, db: db, m: machine.DefaultMachine, now: 1_000_000, clk: clock.NewManual(time.UnixMilli(1_000_000))}
+	h.log, err = embedded.NewLocalLog(embedded.LocalLogConfig{DB: db, Machine: h.m, Clock: h.clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +48,7 @@ func newHarness(t testing.TB) *harness {
 
 // apply proposes cmd, stamped with the harness clock, and waits until it is
 // applied and durable.
-func (h *harness) apply(cmd Command) (Result, error) {
+func (h *harness) apply(cmd engine.Command) (engine.Result, error) {
 	h.clk.Set(time.UnixMilli(h.now))
 	if h.meter != nil {
 		return h.applyMetered(cmd)
@@ -55,7 +58,7 @@ func (h *harness) apply(cmd Command) (Result, error) {
 
 // applyMetered applies cmd as the log would (stamped with h.now, in a
 // batch committed before it answers), checking the metrics' diff of it.
-func (h *harness) applyMetered(cmd Command) (Result, error) {
+func (h *harness) applyMetered(cmd engine.Command) (engine.Result, error) {
 	h.t.Helper()
 	cmd.Head().NowMS = h.now
 	batch := h.db.NewBatch()
@@ -74,7 +77,7 @@ func (h *harness) applyMetered(cmd Command) (Result, error) {
 	return res, nil
 }
 
-func (h *harness) must(cmd Command) Result {
+func (h *harness) must(cmd engine.Command) engine.Result {
 	h.t.Helper()
 	res, err := h.apply(cmd)
 	if err != nil {
@@ -83,7 +86,7 @@ func (h *harness) must(cmd Command) Result {
 	return res
 }
 
-func (h *harness) mustFail(cmd Command, want error) {
+func (h *harness) mustFail(cmd engine.Command, want error) {
 	h.t.Helper()
 	_, err := h.apply(cmd)
 	if !errors.Is(err, want) {
@@ -108,26 +111,26 @@ func viewOK(t testing.TB, db *storage.DB, fn func(r *storage.Reader) error) {
 	}
 }
 
-func (h *harness) create(wf string) JobID {
+func (h *harness) create(wf string) engine.JobID {
 	h.t.Helper()
-	return h.must(&CreateJob{WorkflowID: wf, Type: "order", Queue: "q"}).(*CreateResult).Job
+	return h.must(&engine.CreateJob{WorkflowID: wf, Type: "order", Queue: "q"}).(*engine.CreateResult).Job
 }
 
-func (h *harness) claimOne(leaseMS int64) ClaimedJob {
+func (h *harness) claimOne(leaseMS int64) engine.ClaimedJob {
 	h.t.Helper()
-	r := h.must(&Claim{Queue: "q", Owner: "w1", Max: 1, LeaseMS: leaseMS}).(*ClaimResult)
+	r := h.must(&engine.Claim{Queue: "q", Owner: "w1", Max: 1, LeaseMS: leaseMS}).(*engine.ClaimResult)
 	if len(r.Jobs) != 1 {
 		h.t.Fatalf("claim got %d jobs, want 1", len(r.Jobs))
 	}
 	return r.Jobs[0]
 }
 
-func (h *harness) job(id JobID) *Job {
+func (h *harness) job(id engine.JobID) *engine.Job {
 	h.t.Helper()
-	var j *Job
+	var j *engine.Job
 	err := h.db.View(func(r *storage.Reader) error {
 		var err error
-		j, err = ReadJob(r, id)
+		j, err = machine.ReadJob(r, id)
 		return err
 	})
 	if err != nil {
@@ -136,12 +139,12 @@ func (h *harness) job(id JobID) *Job {
 	return j
 }
 
-func (h *harness) history(id JobID) []Event {
+func (h *harness) history(id engine.JobID) []engine.Event {
 	h.t.Helper()
-	var evs []Event
+	var evs []engine.Event
 	err := h.db.View(func(r *storage.Reader) error {
 		var err error
-		evs, _, err = ReadHistory(r, id, 0, 0)
+		evs, _, err = machine.ReadHistory(r, id, 0, 0)
 		return err
 	})
 	if err != nil {
@@ -155,7 +158,7 @@ func (h *harness) verify() {
 	h.t.Helper()
 	var errs []error
 	viewOK(h.t, h.db, func(r *storage.Reader) error {
-		errs = Verify(r, 10)
+		errs = machine.Verify(r, 10)
 		return nil
 	})
 	for _, err := range errs {
@@ -199,10 +202,10 @@ func errorsIs(err, target error) bool { return errors.Is(err, target) }
 // runningParent starts a run of workflow id wf on the queue "parents" and
 // claims it: a parent whose lease the test holds, so that it may start
 // children and remote activities (CreateJob.ParentLease).
-func (h *harness) runningParent(wf string) (JobID, *LeaseRef) {
+func (h *harness) runningParent(wf string) (engine.JobID, *engine.LeaseRef) {
 	h.t.Helper()
-	id := h.must(&CreateJob{WorkflowID: wf, Type: "parent", Queue: "parents"}).(*CreateResult).Job
-	r := h.must(&Claim{Queue: "parents", Owner: "parent-worker", Max: 1, LeaseMS: 3_600_000}).(*ClaimResult)
+	id := h.must(&engine.CreateJob{WorkflowID: wf, Type: "parent", Queue: "parents"}).(*engine.CreateResult).Job
+	r := h.must(&engine.Claim{Queue: "parents", Owner: "parent-worker", Max: 1, LeaseMS: 3_600_000}).(*engine.ClaimResult)
 	if len(r.Jobs) != 1 || r.Jobs[0].Job != id {
 		h.t.Fatalf("claim of the parent %d = %+v", id, r.Jobs)
 	}

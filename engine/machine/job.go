@@ -1,24 +1,25 @@
-package engine
+package machine
 
 import (
 	"errors"
 	"fmt"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/storage"
 )
 
 // loaded is a job as Apply read it, kept beside the version being changed so
 // that save can move exactly the index entries that changed.
 type loaded struct {
-	old *Job // nil for a job created by this command
-	job *Job
+	old *engine.Job // nil for a job created by this command
+	job *engine.Job
 }
 
 // load reads job id. A command that loads the same job twice (a step of
 // one job freeing a unit for another step of it, a sweep reaching two
 // entries of one job) gets the same *loaded, so no change is lost to a
 // stale copy.
-func (a *applier) load(id JobID) (*loaded, error) {
+func (a *applier) load(id engine.JobID) (*loaded, error) {
 	if l, ok := a.jobs[id]; ok {
 		return l, nil
 	}
@@ -30,7 +31,7 @@ func (a *applier) load(id JobID) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := new(Job)
+	j := new(engine.Job)
 	if _, err := storage.DecodeAt(key, b, storage.KindJob, jobVersion, j); err != nil {
 		return nil, err
 	}
@@ -42,19 +43,19 @@ func (a *applier) load(id JobID) (*loaded, error) {
 // remember keeps l for the later loads of its job in this command.
 func (a *applier) remember(l *loaded) {
 	if a.jobs == nil {
-		a.jobs = map[JobID]*loaded{}
+		a.jobs = map[engine.JobID]*loaded{}
 	}
 	a.jobs[l.job.ID] = l
 }
 
 // resolve finds the job a Target names.
-func (a *applier) resolve(t Target) (*loaded, error) {
+func (a *applier) resolve(t engine.Target) (*loaded, error) {
 	if t.Job != 0 {
 		return a.load(t.Job)
 	}
 	b, err := a.tx.Get(storage.WorkflowKey(t.WorkflowID))
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, fmt.Errorf("%w: workflow id %q", ErrUnknownJob, t.WorkflowID)
+		return nil, fmt.Errorf("%w: workflow id %q", engine.ErrUnknownJob, t.WorkflowID)
 	}
 	if err != nil {
 		return nil, err
@@ -63,24 +64,24 @@ func (a *applier) resolve(t Target) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.load(JobID(id))
+	return a.load(engine.JobID(id))
 }
 
 // fenced loads a job for a write by attempt ref and refuses it unless that
 // attempt is the job's current one, the job is Running under it, and ref
 // carries the attempt's lease token.
-func (a *applier) fenced(ref LeaseRef, cmd string) (*loaded, error) {
+func (a *applier) fenced(ref engine.LeaseRef, cmd string) (*loaded, error) {
 	l, err := a.load(ref.Job)
 	if err != nil {
 		return nil, err
 	}
 	j := l.job
-	if j.Status != StatusRunning || j.Attempt != ref.Attempt {
-		return nil, &StaleAttemptError{Job: j.ID, Attempt: ref.Attempt, Current: j.Attempt, Status: j.Status, Command: cmd}
+	if j.Status != engine.StatusRunning || j.Attempt != ref.Attempt {
+		return nil, &engine.StaleAttemptError{Job: j.ID, Attempt: ref.Attempt, Current: j.Attempt, Status: j.Status, Command: cmd}
 	}
 	if !tokenMatches(j.LeaseDigest, ref.Token) {
 		// The attempt is public; the token is what proves the lease.
-		return nil, &StaleAttemptError{Job: j.ID, Attempt: ref.Attempt, Current: j.Attempt, Status: j.Status, Command: cmd, WrongToken: true}
+		return nil, &engine.StaleAttemptError{Job: j.ID, Attempt: ref.Attempt, Current: j.Attempt, Status: j.Status, Command: cmd, WrongToken: true}
 	}
 	return l, nil
 }
@@ -135,7 +136,7 @@ func containsKey(keys []string, k string) bool {
 // exactIndexKeys lists the entries of the exact indexes a job record implies.
 // The workflow-id key is not among them: it names the latest run and holds a
 // value.
-func exactIndexKeys(j *Job) []string {
+func exactIndexKeys(j *engine.Job) []string {
 	id := uint64(j.ID)
 	keys := make([]string, 0, 4)
 	keys = append(keys,
@@ -146,13 +147,13 @@ func exactIndexKeys(j *Job) []string {
 		keys = append(keys, string(storage.ChildKey(uint64(j.ParentID), id)))
 	}
 	switch {
-	case j.Status == StatusQueued && j.DeferredUntilMS > 0:
+	case j.Status == engine.StatusQueued && j.DeferredUntilMS > 0:
 		// Passed over by a claimer that does not run its type: held back
 		// in the delayed index until its backoff ends.
 		keys = append(keys, string(storage.DelayedKey(j.DeferredUntilMS, id)))
-	case j.Status == StatusQueued:
+	case j.Status == engine.StatusQueued:
 		keys = append(keys, string(storage.ReadyKey(j.Queue, j.ReadyAtMS, id)))
-	case j.Status == StatusRetrying:
+	case j.Status == engine.StatusRetrying:
 		keys = append(keys, string(storage.DelayedKey(j.ReleaseAtMS, id)))
 	}
 	return keys
@@ -160,10 +161,10 @@ func exactIndexKeys(j *Job) []string {
 
 // sweptIndexKeys lists the lease, timer and deadline entries a job record
 // needs.
-func sweptIndexKeys(j *Job) []string {
+func sweptIndexKeys(j *engine.Job) []string {
 	id := uint64(j.ID)
 	keys := make([]string, 0, 2+len(j.Timers))
-	if j.Status == StatusRunning {
+	if j.Status == engine.StatusRunning {
 		keys = append(keys, string(storage.LeaseKey(j.LeaseExpiryMS, id)))
 	}
 	if j.TimeoutAtMS > 0 {
@@ -182,7 +183,7 @@ func sweptIndexKeys(j *Job) []string {
 // too ends as a schedule-to-start timeout, as Temporal's server reports an
 // activity whose ScheduleToStart and ScheduleToClose timers fall together
 // (its ScheduleToStartTimeout defaults to the ScheduleToCloseTimeout).
-func nextDeadline(j *Job) (int64, string) {
+func nextDeadline(j *engine.Job) (int64, string) {
 	if j.Status.Terminal() {
 		return 0, ""
 	}
@@ -190,7 +191,7 @@ func nextDeadline(j *Job) (int64, string) {
 	for _, d := range []struct {
 		at     int64
 		reason string
-	}{{j.StartDeadlineMS, ReasonScheduleToStart}, {j.DeadlineMS, ReasonExecutionTimeout}, {j.RunDeadlineMS, ReasonRunTimeout}} {
+	}{{j.StartDeadlineMS, engine.ReasonScheduleToStart}, {j.DeadlineMS, engine.ReasonExecutionTimeout}, {j.RunDeadlineMS, engine.ReasonRunTimeout}} {
 		if d.at > 0 && (at == 0 || d.at < at) {
 			at, reason = d.at, d.reason
 		}
@@ -209,7 +210,7 @@ func nextDeadline(j *Job) (int64, string) {
 // one is added (the deadline a continued run inherits). An entry already
 // due stays where it is until its sweep. The entry it leaves behind is
 // stale, and its sweep drops it.
-func (a *applier) armDeadline(j *Job) {
+func (a *applier) armDeadline(j *engine.Job) {
 	next, _ := nextDeadline(j)
 	switch t := j.TimeoutAtMS; {
 	case next == 0:
@@ -219,36 +220,23 @@ func (a *applier) armDeadline(j *Job) {
 	}
 }
 
-// Clone returns a copy of j that Apply may change without changing j.
-func (j *Job) Clone() *Job {
-	c := *j
-	c.Timers = append([]Timer(nil), j.Timers...)
-	c.LiveSteps = append([]string(nil), j.LiveSteps...)
-	c.Beats = append([]StepBeat(nil), j.Beats...)
-	if j.Wait != nil {
-		w := *j.Wait
-		c.Wait = &w
-	}
-	return &c
-}
-
 // appendEvent numbers and stamps ev, checks that a status event is legal in
 // the job's status, writes it and brings the job record along: status, lease,
 // ready time, wait and timers. It does not save the record (the caller does,
 // once per command, after all its events).
-func (a *applier) appendEvent(l *loaded, ev Event) (uint64, error) {
+func (a *applier) appendEvent(l *loaded, ev engine.Event) (uint64, error) {
 	j := l.job
 	from := j.Status
-	to, ok := Next(from, &ev)
+	to, ok := engine.Next(from, &ev)
 	if !ok {
-		return 0, &TransitionError{Job: j.ID, From: from, Event: ev.Type}
+		return 0, &engine.TransitionError{Job: j.ID, From: from, Event: ev.Type}
 	}
 	j.LastSeq++
 	ev.Seq = j.LastSeq
 	ev.AtMS = a.now
 	a.tx.Set(storage.EventKey(uint64(j.ID), ev.Seq), EncodeEvent(&ev))
 	a.noteStepEvent(j.ID, &ev)
-	if IsStatusEvent(ev.Type) {
+	if engine.IsStatusEvent(ev.Type) {
 		a.enter(j, to, &ev)
 		if to.Terminal() && len(j.LiveSteps) > 0 {
 			if err := a.endSteps(l); err != nil {
@@ -261,10 +249,10 @@ func (a *applier) appendEvent(l *loaded, ev Event) (uint64, error) {
 
 // enter sets the fields that belong to status to; the index entries follow
 // from them in save.
-func (a *applier) enter(j *Job, to Status, ev *Event) {
+func (a *applier) enter(j *engine.Job, to engine.Status, ev *engine.Event) {
 	j.Status = to
 	j.LeaseOwner, j.LeaseExpiryMS = "", 0
-	if to != StatusWaiting && to != StatusParked {
+	if to != engine.StatusWaiting && to != engine.StatusParked {
 		// A waiting attempt keeps its token's digest: an activity task
 		// parked for asynchronous completion is completed by it. A claim
 		// sets the new attempt's after this.
@@ -274,43 +262,43 @@ func (a *applier) enter(j *Job, to Status, ev *Event) {
 	j.Wait = nil
 	j.Beats = nil
 	switch to {
-	case StatusQueued:
+	case engine.StatusQueued:
 		j.ReadyAtMS = a.now
-	case StatusRunning:
+	case engine.StatusRunning:
 		j.LeaseOwner, j.LeaseExpiryMS = ev.Name, ev.LeaseExpiryMS
-	case StatusRetrying:
+	case engine.StatusRetrying:
 		j.ReleaseAtMS = a.now + ev.DelayMS
-	case StatusWaiting, StatusParked:
+	case engine.StatusWaiting, engine.StatusParked:
 		w := *ev.Wait
 		j.Wait = &w
-	case StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusTerminated:
+	case engine.StatusCompleted, engine.StatusFailed, engine.StatusCancelled, engine.StatusTimedOut, engine.StatusTerminated:
 		j.ClosedMS = a.now
 		j.Timers = nil
 	}
 }
 
 // nextJobID takes the next job id from the counter.
-func (a *applier) nextJobID() (JobID, error) {
+func (a *applier) nextJobID() (engine.JobID, error) {
 	n, err := a.u64(storage.KeyNextJob)
 	if err != nil {
 		return 0, err
 	}
 	n++
 	a.tx.Set(storage.KeyNextJob, storage.U64(n))
-	return JobID(n), nil
+	return engine.JobID(n), nil
 }
 
 // wake ends a job's wait with wait_completed when it is Waiting or Parked.
 func (a *applier) wake(l *loaded, reason, name string) (bool, error) {
-	if s := l.job.Status; s != StatusWaiting && s != StatusParked {
+	if s := l.job.Status; s != engine.StatusWaiting && s != engine.StatusParked {
 		return false, nil
 	}
-	_, err := a.appendEvent(l, Event{Type: EventWaitCompleted, Reason: reason, Name: name})
+	_, err := a.appendEvent(l, engine.Event{Type: engine.EventWaitCompleted, Reason: reason, Name: name})
 	return err == nil, err
 }
 
 // effect reads the effect record of step in job id, or nil.
-func (a *applier) effect(id JobID, step string) (*Effect, error) {
+func (a *applier) effect(id engine.JobID, step string) (*engine.Effect, error) {
 	key := storage.EffectKey(uint64(id), step)
 	b, err := a.tx.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -319,7 +307,7 @@ func (a *applier) effect(id JobID, step string) (*Effect, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := new(Effect)
+	e := new(engine.Effect)
 	if _, err := storage.DecodeAt(key, b, storage.KindEffect, effectVersion, e); err != nil {
 		return nil, err
 	}
@@ -329,11 +317,11 @@ func (a *applier) effect(id JobID, step string) (*Effect, error) {
 // closeChildren applies each open child's parent-close policy after its
 // parent ended by Terminate or a timeout: a terminated child's own children
 // follow in turn. Children are visited in job id order.
-func (a *applier) closeChildren(parent *Job) error {
-	var ids []JobID
+func (a *applier) closeChildren(parent *engine.Job) error {
+	var ids []engine.JobID
 	err := a.tx.Scan(storage.ChildPrefix(uint64(parent.ID)), nil, false, func(k, _ []byte) (bool, error) {
 		id, err := storage.ParseChildKey(k)
-		ids = append(ids, JobID(id))
+		ids = append(ids, engine.JobID(id))
 		return err == nil, err
 	})
 	if err != nil {
@@ -349,17 +337,17 @@ func (a *applier) closeChildren(parent *Job) error {
 		}
 		reason := "parent " + parent.WorkflowID + " ended"
 		switch c.job.ParentClosePolicy {
-		case ParentCloseTerminate:
-			ev := Event{Type: EventJobTerminated, Attempt: c.job.Attempt, Reason: reason, Payload: EncodeTerminatedFailure(reason)}
+		case engine.ParentCloseTerminate:
+			ev := engine.Event{Type: engine.EventJobTerminated, Attempt: c.job.Attempt, Reason: reason, Payload: engine.EncodeTerminatedFailure(reason)}
 			if _, err := a.appendEvent(c, ev); err != nil {
 				return err
 			}
 			if err := a.closed(c, &ev); err != nil {
 				return err
 			}
-		case ParentCloseRequestCancel:
+		case engine.ParentCloseRequestCancel:
 			c.job.CancelRequested = true
-			if _, err := a.appendEvent(c, Event{Type: EventCancelRequested, Reason: reason}); err != nil {
+			if _, err := a.appendEvent(c, engine.Event{Type: engine.EventCancelRequested, Reason: reason}); err != nil {
 				return err
 			}
 			if _, err := a.wake(c, "cancel", ""); err != nil {
@@ -379,10 +367,10 @@ func (a *applier) closeChildren(parent *Job) error {
 // all (Queued, Running, Retrying, Draft, Suspended) gets effect_recorded, so
 // a worker driving it learns of the effect from its history. The first
 // result recorded for a step wins; a parent that ended takes none.
-func (a *applier) closed(l *loaded, ev *Event) error {
+func (a *applier) closed(l *loaded, ev *engine.Event) error {
 	j := l.job
 	a.scheduleRunClosed(j)
-	if ev.Type == EventJobTerminated || ev.Type == EventJobTimedOut {
+	if ev.Type == engine.EventJobTerminated || ev.Type == engine.EventJobTimedOut {
 		// Ended by the engine, not by its code: no worker will apply the
 		// parent-close policies of its children, so the engine does. The
 		// record is saved first: a child that ends loads its parent again
@@ -396,7 +384,7 @@ func (a *applier) closed(l *loaded, ev *Event) error {
 		return nil
 	}
 	p, err := a.load(j.ParentID)
-	if errors.Is(err, ErrUnknownJob) {
+	if errors.Is(err, engine.ErrUnknownJob) {
 		return nil
 	}
 	if err != nil || p.job.Status.Terminal() {
@@ -405,15 +393,15 @@ func (a *applier) closed(l *loaded, ev *Event) error {
 	if e, err := a.effect(p.job.ID, j.ParentStep); err != nil || e != nil {
 		return err
 	}
-	eff := &Effect{Step: j.ParentStep, Payload: ev.Payload, Failed: ev.Type != EventJobCompleted, AtMS: a.now}
+	eff := &engine.Effect{Step: j.ParentStep, Payload: ev.Payload, Failed: ev.Type != engine.EventJobCompleted, AtMS: a.now}
 	a.tx.Set(storage.EffectKey(uint64(p.job.ID), j.ParentStep), EncodeEffect(eff))
 	switch s := p.job.Status; {
 	case waitsForStep(p.job.Wait, j.ParentStep):
 		if _, err := a.wake(p, "step", j.ParentStep); err != nil {
 			return err
 		}
-	case s != StatusWaiting && s != StatusParked:
-		if _, err := a.appendEvent(p, Event{Type: EventEffectRecorded, Step: j.ParentStep}); err != nil {
+	case s != engine.StatusWaiting && s != engine.StatusParked:
+		if _, err := a.appendEvent(p, engine.Event{Type: engine.EventEffectRecorded, Step: j.ParentStep}); err != nil {
 			return err
 		}
 	default:

@@ -1,9 +1,11 @@
-package engine
+package machine
 
 import (
 	"fmt"
 	"slices"
+	"strings"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -27,7 +29,7 @@ func deferDelayMS(n uint32) int64 {
 	return min(int64(deferFirstMS)<<(n-1), deferMaxMS)
 }
 
-func (a *applier) claim(c *Claim) (Result, error) {
+func (a *applier) claim(c *engine.Claim) (engine.Result, error) {
 	// Every ready entry's time is the Now of the command that made the job
 	// ready, and Now only grows, so the entries left after a claim all sort
 	// at or after the last one it visited (each visited job is claimed or
@@ -45,11 +47,11 @@ func (a *applier) claim(c *Claim) (Result, error) {
 		if err != nil {
 			return false, err
 		}
-		l, err := a.load(JobID(e.Job))
+		l, err := a.load(engine.JobID(e.Job))
 		if err != nil {
 			return false, err
 		}
-		if l.job.Status != StatusQueued {
+		if l.job.Status != engine.StatusQueued {
 			return false, &storage.CorruptError{Key: storage.JobKey(e.Job), Kind: storage.KindJob,
 				Reason: fmt.Sprintf("job is %s but listed in the ready index of %q", l.job.Status, c.Queue)}
 		}
@@ -67,12 +69,12 @@ func (a *applier) claim(c *Claim) (Result, error) {
 	if len(take)+len(pass) > 0 && uint64(lastReady) > low {
 		a.tx.Set(lowKey, storage.U64(uint64(lastReady)))
 	}
-	res := &ClaimResult{}
+	res := &engine.ClaimResult{}
 	for _, l := range take {
 		j := l.job
 		j.Attempt++
 		token := leaseToken(c.Nonce, "job", uint64(j.ID), j.Attempt)
-		ev := Event{Type: EventJobLeased, Attempt: j.Attempt, Name: c.Owner, LeaseExpiryMS: a.now + c.LeaseMS, TokenIssued: token != ""}
+		ev := engine.Event{Type: engine.EventJobLeased, Attempt: j.Attempt, Name: c.Owner, LeaseExpiryMS: a.now + c.LeaseMS, TokenIssued: token != ""}
 		seq, err := a.appendEvent(l, ev)
 		if err != nil {
 			return nil, err
@@ -82,7 +84,7 @@ func (a *applier) claim(c *Claim) (Result, error) {
 		// schedule-to-start deadline are over.
 		j.Deferrals, j.DeferredReason, j.StartDeadlineMS = 0, "", 0
 		a.save(l)
-		cj := ClaimedJob{
+		cj := engine.ClaimedJob{
 			Job: j.ID, WorkflowID: j.WorkflowID, Type: j.Type,
 			Attempt: j.Attempt, LeaseExpiryMS: j.LeaseExpiryMS, LeaseToken: token, LastSeq: seq, DeadlineMS: j.DeadlineMS,
 			TraceParent: j.TraceParent, ParentID: j.ParentID, RunAttempt: j.RunAttempt,
@@ -114,20 +116,20 @@ func (a *applier) claim(c *Claim) (Result, error) {
 	return res, nil
 }
 
-func (a *applier) heartbeat(c *Heartbeat) (Result, error) {
-	res := &HeartbeatResult{LeaseExpiryMS: a.now + c.LeaseMS}
+func (a *applier) heartbeat(c *engine.Heartbeat) (engine.Result, error) {
+	res := &engine.HeartbeatResult{LeaseExpiryMS: a.now + c.LeaseMS}
 	for _, ref := range c.Leases {
 		l, err := a.fenced(ref, "Heartbeat")
 		if err != nil {
-			code := StaleAttemptCode
-			if _, ok := err.(*StaleAttemptError); !ok {
+			code := engine.StaleAttemptCode
+			if _, ok := err.(*engine.StaleAttemptError); !ok {
 				if !isUnknownJob(err) {
 					return nil, err
 				}
 				code = "unknown_job"
 			}
 			ref.Token = "" // the answer names the lease, it does not echo its proof
-			res.Refused = append(res.Refused, Refusal{LeaseRef: ref, Code: code})
+			res.Refused = append(res.Refused, engine.Refusal{LeaseRef: ref, Code: code})
 			continue
 		}
 		if l.job.CancelRequested {
@@ -143,9 +145,9 @@ func (a *applier) heartbeat(c *Heartbeat) (Result, error) {
 	return res, nil
 }
 
-func (a *applier) reclaim(c *Reclaim) (Result, error) {
-	return a.sweep(storage.LeasePrefix, storage.KeyLowLease, c.Max, func(tk storage.TimeKey, key []byte, res *SweepResult) error {
-		l, err := a.load(JobID(tk.Job))
+func (a *applier) reclaim(c *engine.Reclaim) (engine.Result, error) {
+	return a.sweep(storage.LeasePrefix, storage.KeyLowLease, c.Max, func(tk storage.TimeKey, key []byte, res *engine.SweepResult) error {
+		l, err := a.load(engine.JobID(tk.Job))
 		if err != nil {
 			return err
 		}
@@ -154,14 +156,14 @@ func (a *applier) reclaim(c *Reclaim) (Result, error) {
 		// is stale (the job finished, waits, or renewed its lease) and the
 		// sweep just drops it. This is invariant 4's guard: a Waiting or
 		// Parked job is never taken, however old its last lease.
-		if j.Status != StatusRunning || j.LeaseExpiryMS != tk.AtMS {
+		if j.Status != engine.StatusRunning || j.LeaseExpiryMS != tk.AtMS {
 			return nil
 		}
 		if j.TimeoutOnLeaseExpiry {
 			// Work bound to the worker that held the lease: no other may
 			// take it over, so the job ends, and its parent learns of it.
-			ev := Event{Type: EventJobTimedOut, Attempt: j.Attempt, Reason: ReasonLeaseExpired,
-				Payload: EncodeTimeoutFailure(TimeoutHeartbeat, fmt.Sprintf("job %d (workflow id %q, type %q) timed out: the lease of %s ran out", j.ID, j.WorkflowID, j.Type, j.LeaseOwner))}
+			ev := engine.Event{Type: engine.EventJobTimedOut, Attempt: j.Attempt, Reason: engine.ReasonLeaseExpired,
+				Payload: engine.EncodeTimeoutFailure(engine.TimeoutHeartbeat, fmt.Sprintf("job %d (workflow id %q, type %q) timed out: the lease of %s ran out", j.ID, j.WorkflowID, j.Type, j.LeaseOwner))}
 			if _, err := a.appendEvent(l, ev); err != nil {
 				return err
 			}
@@ -172,7 +174,7 @@ func (a *applier) reclaim(c *Reclaim) (Result, error) {
 			res.Jobs = append(res.Jobs, j.ID)
 			return nil
 		}
-		if _, err := a.appendEvent(l, Event{Type: EventJobRequeued, Reason: ReasonLeaseExpired, Attempt: j.Attempt}); err != nil {
+		if _, err := a.appendEvent(l, engine.Event{Type: engine.EventJobRequeued, Reason: engine.ReasonLeaseExpired, Attempt: j.Attempt}); err != nil {
 			return err
 		}
 		a.save(l)
@@ -182,20 +184,20 @@ func (a *applier) reclaim(c *Reclaim) (Result, error) {
 	})
 }
 
-func (a *applier) releaseDelayed(c *ReleaseDelayed) (Result, error) {
-	return a.sweep(storage.DelayedPrefix, storage.KeyLowDelayed, c.Max, func(tk storage.TimeKey, key []byte, res *SweepResult) error {
-		l, err := a.load(JobID(tk.Job))
+func (a *applier) releaseDelayed(c *engine.ReleaseDelayed) (engine.Result, error) {
+	return a.sweep(storage.DelayedPrefix, storage.KeyLowDelayed, c.Max, func(tk storage.TimeKey, key []byte, res *engine.SweepResult) error {
+		l, err := a.load(engine.JobID(tk.Job))
 		if err != nil {
 			return err
 		}
 		j := l.job
 		switch {
-		case j.Status == StatusQueued && j.DeferredUntilMS == tk.AtMS:
+		case j.Status == engine.StatusQueued && j.DeferredUntilMS == tk.AtMS:
 			// A deferred job: back to the ready index, as ready now, with
 			// no event (its deferral wrote none either).
 			j.DeferredUntilMS, j.ReadyAtMS = 0, a.now
-		case j.Status == StatusRetrying:
-			if _, err := a.appendEvent(l, Event{Type: EventJobRequeued, Reason: ReasonRetryDelay}); err != nil {
+		case j.Status == engine.StatusRetrying:
+			if _, err := a.appendEvent(l, engine.Event{Type: engine.EventJobRequeued, Reason: engine.ReasonRetryDelay}); err != nil {
 				return err
 			}
 		default:
@@ -209,9 +211,9 @@ func (a *applier) releaseDelayed(c *ReleaseDelayed) (Result, error) {
 	})
 }
 
-func (a *applier) expireDeadlines(c *ExpireDeadlines) (Result, error) {
-	return a.sweep(storage.DeadlinePrefix, storage.KeyLowDeadline, c.Max, func(tk storage.TimeKey, key []byte, res *SweepResult) error {
-		l, err := a.load(JobID(tk.Job))
+func (a *applier) expireDeadlines(c *engine.ExpireDeadlines) (engine.Result, error) {
+	return a.sweep(storage.DeadlinePrefix, storage.KeyLowDeadline, c.Max, func(tk storage.TimeKey, key []byte, res *engine.SweepResult) error {
+		l, err := a.load(engine.JobID(tk.Job))
 		if err != nil {
 			return err
 		}
@@ -222,11 +224,11 @@ func (a *applier) expireDeadlines(c *ExpireDeadlines) (Result, error) {
 			return nil // or ended earlier in this sweep (its parent's end took it along)
 		}
 		_, reason := nextDeadline(j)
-		ev := Event{Type: EventJobTimedOut, Attempt: j.Attempt, Reason: reason, Payload: timeoutFailure(j, reason)}
+		ev := engine.Event{Type: engine.EventJobTimedOut, Attempt: j.Attempt, Reason: reason, Payload: timeoutFailure(j, reason)}
 		if _, err := a.appendEvent(l, ev); err != nil {
 			return err
 		}
-		if j.CronSchedule != "" && reason == ReasonRunTimeout {
+		if j.CronSchedule != "" && reason == engine.ReasonRunTimeout {
 			a.save(l)
 			res.Jobs = append(res.Jobs, j.ID)
 			return a.cronTimedOut(l)
@@ -249,7 +251,7 @@ func (a *applier) expireDeadlines(c *ExpireDeadlines) (Result, error) {
 // nothing live ever sorts below the mark.
 // The keys are collected before fn runs, because fn's writes move entries of
 // the same index.
-func (a *applier) sweep(prefix, lowKey []byte, max int, fn func(tk storage.TimeKey, key []byte, res *SweepResult) error) (Result, error) {
+func (a *applier) sweep(prefix, lowKey []byte, max int, fn func(tk storage.TimeKey, key []byte, res *engine.SweepResult) error) (engine.Result, error) {
 	type due struct {
 		tk  storage.TimeKey
 		key []byte
@@ -259,7 +261,7 @@ func (a *applier) sweep(prefix, lowKey []byte, max int, fn func(tk storage.TimeK
 		return nil, err
 	}
 	var dues []due
-	res := &SweepResult{}
+	res := &engine.SweepResult{}
 	start := append(append([]byte(nil), prefix...), storage.U64(low)...)
 	err = a.tx.Scan(prefix, start, false, func(k, _ []byte) (bool, error) {
 		tk, err := storage.ParseTimeKey(k)
@@ -296,3 +298,20 @@ func (a *applier) sweep(prefix, lowKey []byte, max int, fn func(tk storage.TimeK
 	}
 	return res, nil
 }
+
+// timeoutFailure is the failure a job's deadline of kind reason writes.
+func timeoutFailure(j *engine.Job, reason string) []byte {
+	tt, what := engine.TimeoutWorkflowRun, "run timeout"
+	switch reason {
+	case engine.ReasonExecutionTimeout:
+		tt, what = engine.TimeoutWorkflowExecution, "execution timeout"
+		if isActivityTask(j) {
+			tt, what = engine.TimeoutScheduleToClose, "schedule-to-close timeout"
+		}
+	case engine.ReasonScheduleToStart:
+		tt, what = engine.TimeoutScheduleToStart, "schedule-to-start timeout"
+	}
+	return engine.EncodeTimeoutFailure(tt, fmt.Sprintf("job %d (workflow id %q, type %q) timed out: its %s passed", j.ID, j.WorkflowID, j.Type, what))
+}
+
+func isActivityTask(j *engine.Job) bool { return strings.HasPrefix(j.Type, engine.ActivityTypePrefix) }

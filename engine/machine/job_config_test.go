@@ -1,8 +1,10 @@
-package engine
+package machine_test
 
 import (
 	"errors"
 	"testing"
+
+	"github.com/heddlewf/heddle/engine"
 )
 
 // A Draft job's input is configured before its activation, each change an
@@ -10,23 +12,23 @@ import (
 // transition that writes nothing.
 func TestConfigureDraftJob(t *testing.T) {
 	h := newHarness(t)
-	id := h.must(&CreateJob{WorkflowID: "d", Type: "order", Queue: "q", Draft: true, Input: []byte(`[1]`)}).(*CreateResult).Job
-	res := h.must(&ConfigureJob{Target: Target{WorkflowID: "d"}, Input: []byte(`[2]`)}).(*StatusResult)
-	if res.Status != StatusDraft || res.Seq != 2 {
+	id := h.must(&engine.CreateJob{WorkflowID: "d", Type: "order", Queue: "q", Draft: true, Input: []byte(`[1]`)}).(*engine.CreateResult).Job
+	res := h.must(&engine.ConfigureJob{Target: engine.Target{WorkflowID: "d"}, Input: []byte(`[2]`)}).(*engine.StatusResult)
+	if res.Status != engine.StatusDraft || res.Seq != 2 {
 		t.Fatalf("configure = %+v", res)
 	}
-	h.must(&Activate{Target: Target{Job: id}})
+	h.must(&engine.Activate{Target: engine.Target{Job: id}})
 	before := h.snapshot()
-	_, err := h.apply(&ConfigureJob{Target: Target{Job: id}, Input: []byte(`[3]`)})
-	var te *TransitionError
-	if !errors.As(err, &te) || te.From != StatusQueued || !errors.Is(err, ErrIllegalTransition) {
+	_, err := h.apply(&engine.ConfigureJob{Target: engine.Target{Job: id}, Input: []byte(`[3]`)})
+	var te *engine.TransitionError
+	if !errors.As(err, &te) || te.From != engine.StatusQueued || !errors.Is(err, engine.ErrIllegalTransition) {
 		t.Fatalf("configure an active job: %v", err)
 	}
 	sameStore(t, before, h.snapshot())
 	hist := h.history(id)
-	if len(hist) != 3 || hist[1].Type != EventJobConfigured || string(hist[1].Payload) != `[2]` {
+	if len(hist) != 3 || hist[1].Type != engine.EventJobConfigured || string(hist[1].Payload) != `[2]` {
 		t.Fatalf("history %+v", hist)
 	}
-	h.mustFail(&ConfigureJob{Target: Target{WorkflowID: "nobody"}}, ErrUnknownJob)
+	h.mustFail(&engine.ConfigureJob{Target: engine.Target{WorkflowID: "nobody"}}, engine.ErrUnknownJob)
 	h.verify()
 }

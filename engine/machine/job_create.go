@@ -1,18 +1,19 @@
-package engine
+package machine
 
 import (
 	"errors"
 	"fmt"
 	"hash/fnv"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/storage"
 )
 
 // create starts a run on a caller's command. A run naming a parent is
 // started only by the holder of the parent's lease: its end becomes the
 // effect of one of the parent's steps, which nobody else may write.
-func (a *applier) create(c *CreateJob) (Result, error) {
-	if c.ParentID != 0 && !LegacyParent(&c.Header, c.ParentID, c.ParentLease) {
+func (a *applier) create(c *engine.CreateJob) (engine.Result, error) {
+	if c.ParentID != 0 && !engine.LegacyParent(&c.Header, c.ParentID, c.ParentLease) {
 		if _, err := a.parentHeld(c.ParentLease, "CreateJob"); err != nil {
 			return nil, err
 		}
@@ -22,9 +23,9 @@ func (a *applier) create(c *CreateJob) (Result, error) {
 
 // parentHeld checks that ref (required by check with a parent) is the
 // parent's current lease, as every other write of the parent run is.
-func (a *applier) parentHeld(ref *LeaseRef, cmd string) (*loaded, error) {
+func (a *applier) parentHeld(ref *engine.LeaseRef, cmd string) (*loaded, error) {
 	if ref == nil {
-		return nil, InvalidField(cmd, "ParentLease", "is required with a parent")
+		return nil, engine.InvalidField(cmd, "ParentLease", "is required with a parent")
 	}
 	l, err := a.fenced(*ref, cmd)
 	if err != nil {
@@ -35,12 +36,12 @@ func (a *applier) parentHeld(ref *LeaseRef, cmd string) (*loaded, error) {
 
 // createRun starts a run; lastResult goes on its job_created (a cron run's
 // last completion result).
-func (a *applier) createRun(c *CreateJob, lastResult []byte) (Result, error) {
+func (a *applier) createRun(c *engine.CreateJob, lastResult []byte) (engine.Result, error) {
 	digest := startDigest(c)
 	if c.WorkflowID != "" {
-		cur, err := a.resolve(Target{WorkflowID: c.WorkflowID})
+		cur, err := a.resolve(engine.Target{WorkflowID: c.WorkflowID})
 		switch {
-		case errors.Is(err, ErrUnknownJob):
+		case errors.Is(err, engine.ErrUnknownJob):
 		case err != nil:
 			return nil, err
 		default:
@@ -55,7 +56,7 @@ func (a *applier) createRun(c *CreateJob, lastResult []byte) (Result, error) {
 			return nil, fmt.Errorf("CreateJob.ParentID: %w", err)
 		}
 		if p.job.Status.Terminal() {
-			return nil, fmt.Errorf("%w: parent job %d is %s", ErrJobClosed, p.job.ID, p.job.Status)
+			return nil, fmt.Errorf("%w: parent job %d is %s", engine.ErrJobClosed, p.job.ID, p.job.Status)
 		}
 	}
 	id, err := a.nextJobID()
@@ -68,7 +69,7 @@ func (a *applier) createRun(c *CreateJob, lastResult []byte) (Result, error) {
 			return nil, err
 		}
 	}
-	l := &loaded{job: &Job{
+	l := &loaded{job: &engine.Job{
 		ID: id, WorkflowID: wf, Type: c.Type, Queue: c.Queue,
 		StartDigest: digest, ParentID: c.ParentID, ParentStep: c.ParentStep, ParentClosePolicy: c.ParentClosePolicy, CreatedMS: a.now,
 		Retry: c.Retry, RunAttempt: 1, TraceParent: c.TraceParent, TimeoutOnLeaseExpiry: c.TimeoutOnLeaseExpiry,
@@ -83,9 +84,9 @@ func (a *applier) createRun(c *CreateJob, lastResult []byte) (Result, error) {
 	if c.ScheduleToStartTimeoutMS > 0 {
 		l.job.StartDeadlineMS = a.now + c.ScheduleToStartTimeoutMS
 	}
-	ev := Event{Type: EventJobCreated, Name: c.Type, Payload: c.Input, By: c.By, LastResult: lastResult}
+	ev := engine.Event{Type: engine.EventJobCreated, Name: c.Type, Payload: c.Input, By: c.By, LastResult: lastResult}
 	if c.Draft {
-		ev.Type = EventJobDrafted
+		ev.Type = engine.EventJobDrafted
 	}
 	if _, err := a.appendEvent(l, ev); err != nil {
 		return nil, err
@@ -100,23 +101,23 @@ func (a *applier) createRun(c *CreateJob, lastResult []byte) (Result, error) {
 	}
 	a.save(l)
 	a.tx.Set(storage.WorkflowKey(wf), storage.U64(uint64(id)))
-	return &CreateResult{Job: id, WorkflowID: wf}, nil
+	return &engine.CreateResult{Job: id, WorkflowID: wf}, nil
 }
 
 // reuse applies the workflow-id reuse policy against the id's current run.
 // It returns a result to answer with, an error to refuse with, or neither
 // when a new run may start.
-func reuse(c *CreateJob, cur *Job, digest uint64) (Result, error) {
+func reuse(c *engine.CreateJob, cur *engine.Job, digest uint64) (engine.Result, error) {
 	open := !cur.Status.Terminal()
 	refuse := func() error {
-		return fmt.Errorf("%w: workflow id %q has run %d in status %s", ErrWorkflowExists, c.WorkflowID, cur.ID, cur.Status)
+		return fmt.Errorf("%w: workflow id %q has run %d in status %s", engine.ErrWorkflowExists, c.WorkflowID, cur.ID, cur.Status)
 	}
 	switch c.ReusePolicy {
-	case IDReuseRejectDuplicate:
+	case engine.IDReuseRejectDuplicate:
 		return nil, refuse()
-	case IDReuseReturnExisting:
+	case engine.IDReuseReturnExisting:
 		if open && cur.StartDigest == digest {
-			return &CreateResult{Job: cur.ID, WorkflowID: cur.WorkflowID, Existing: true}, nil
+			return &engine.CreateResult{Job: cur.ID, WorkflowID: cur.WorkflowID, Existing: true}, nil
 		}
 	}
 	if open {
@@ -126,7 +127,7 @@ func reuse(c *CreateJob, cur *Job, digest uint64) (Result, error) {
 }
 
 // startDigest fingerprints what makes two starts identical.
-func startDigest(c *CreateJob) uint64 {
+func startDigest(c *engine.CreateJob) uint64 {
 	h := fnv.New64a()
 	for _, part := range [][]byte{[]byte(c.Type), []byte(c.Queue), c.Input} {
 		var n [4]byte
@@ -140,7 +141,7 @@ func startDigest(c *CreateJob) uint64 {
 // defaultWorkflowID names a job started without a workflow id "job-<id>",
 // or "job-<id>.<n>" with the first n that no run uses, since a user may have
 // chosen such a name for another workflow.
-func (a *applier) defaultWorkflowID(id JobID) (string, error) {
+func (a *applier) defaultWorkflowID(id engine.JobID) (string, error) {
 	wf := fmt.Sprintf("job-%d", id)
 	for n := 1; ; n++ {
 		taken, err := a.tx.Has(storage.WorkflowKey(wf))
@@ -151,16 +152,16 @@ func (a *applier) defaultWorkflowID(id JobID) (string, error) {
 	}
 }
 
-func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
+func (a *applier) continueAsNew(c *engine.ContinueAsNew) (engine.Result, error) {
 	l, err := a.fenced(c.LeaseRef, "ContinueAsNew")
 	if err != nil {
 		return nil, err
 	}
 	old := l.job
-	end := Event{Type: EventJobCompleted, Attempt: c.Attempt, Reason: ReasonContinuedAsNew}
+	end := engine.Event{Type: engine.EventJobCompleted, Attempt: c.Attempt, Reason: engine.ReasonContinuedAsNew}
 	runAttempt := int32(1)
 	if c.Failure != nil {
-		end = Event{Type: EventJobFailed, Attempt: c.Attempt, Reason: ReasonRetried, Payload: c.Failure}
+		end = engine.Event{Type: engine.EventJobFailed, Attempt: c.Attempt, Reason: engine.ReasonRetried, Payload: c.Failure}
 		runAttempt = old.RunAttempt + 1
 	}
 	if _, err := a.appendEvent(l, end); err != nil {
@@ -171,7 +172,7 @@ func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
 	if typ == "" {
 		typ = old.Type
 	}
-	next := &CreateJob{WorkflowID: old.WorkflowID, Type: typ, Queue: old.Queue, Input: c.Input,
+	next := &engine.CreateJob{WorkflowID: old.WorkflowID, Type: typ, Queue: old.Queue, Input: c.Input,
 		ParentID: old.ParentID, ParentStep: old.ParentStep, ParentClosePolicy: old.ParentClosePolicy, Retry: old.Retry, RunTimeoutMS: old.RunTimeoutMS,
 		TraceParent: old.TraceParent}
 	next.Header = c.Header
@@ -183,7 +184,7 @@ func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	nl, err := a.load(res.(*CreateResult).Job)
+	nl, err := a.load(res.(*engine.CreateResult).Job)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +192,7 @@ func (a *applier) continueAsNew(c *ContinueAsNew) (Result, error) {
 	// timeout starts afresh with the next run (set by create above).
 	nl.job.DeadlineMS, nl.job.RunAttempt, nl.job.ScheduleID, nl.job.CronSchedule = old.DeadlineMS, runAttempt, old.ScheduleID, old.CronSchedule
 	if c.DelayMS > 0 {
-		if _, err := a.appendEvent(nl, Event{Type: EventJobRequeued, DelayMS: c.DelayMS, Reason: ReasonRetry}); err != nil {
+		if _, err := a.appendEvent(nl, engine.Event{Type: engine.EventJobRequeued, DelayMS: c.DelayMS, Reason: engine.ReasonRetry}); err != nil {
 			return nil, err
 		}
 	}
@@ -209,6 +210,6 @@ func (a *applier) startDelay(l *loaded, delayMS int64) error {
 	if l.job.RunTimeoutMS > 0 {
 		l.job.RunDeadlineMS = a.now + delayMS + l.job.RunTimeoutMS
 	}
-	_, err := a.appendEvent(l, Event{Type: EventJobRequeued, DelayMS: delayMS, Reason: ReasonStartDelay})
+	_, err := a.appendEvent(l, engine.Event{Type: engine.EventJobRequeued, DelayMS: delayMS, Reason: engine.ReasonStartDelay})
 	return err
 }

@@ -1,83 +1,85 @@
-package engine
+package machine_test
 
 import (
 	"errors"
 	"testing"
 
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
 func TestCronChain(t *testing.T) {
 	h := newSchedHarness(t)
-	h.mustFail(&CreateJob{WorkflowID: "c", Type: "t", Queue: "q", CronSchedule: "not a line"}, ErrInvalidCommand)
-	h.mustFail(&CreateJob{WorkflowID: "c", Type: "t", Queue: "q", CronSchedule: "TZ=UTC * * * * *"}, ErrInvalidCommand)
+	h.mustFail(&engine.CreateJob{WorkflowID: "c", Type: "t", Queue: "q", CronSchedule: "not a line"}, engine.ErrInvalidCommand)
+	h.mustFail(&engine.CreateJob{WorkflowID: "c", Type: "t", Queue: "q", CronSchedule: "TZ=UTC * * * * *"}, engine.ErrInvalidCommand)
 
 	every5 := int64(5 * 60_000)
 	first := (schedT0/every5 + 1) * every5
-	cr := h.must(&CreateJob{WorkflowID: "c", Type: "t", Queue: "q", Input: []byte("in"), CronSchedule: "*/5 * * * *"}).(*CreateResult)
+	cr := h.must(&engine.CreateJob{WorkflowID: "c", Type: "t", Queue: "q", Input: []byte("in"), CronSchedule: "*/5 * * * *"}).(*engine.CreateResult)
 	j := h.job(cr.Job)
-	if j.Status != StatusRetrying || j.ReleaseAtMS != first || j.CronSchedule != "*/5 * * * *" {
+	if j.Status != engine.StatusRetrying || j.ReleaseAtMS != first || j.CronSchedule != "*/5 * * * *" {
 		t.Fatalf("first run %s, release at %d (want %d)", j.Status, j.ReleaseAtMS, first)
 	}
 	// runAt releases the chain's current run at its time, claims it and
 	// ends it with end; it returns the next run's record.
-	runAt := func(at int64, end func(ref LeaseRef)) *Job {
+	runAt := func(at int64, end func(ref engine.LeaseRef)) *engine.Job {
 		t.Helper()
 		h.now = at - 1
-		h.must(&ReleaseDelayed{Max: 10})
-		if cur, _ := h.current("c"); cur.Status != StatusRetrying {
+		h.must(&engine.ReleaseDelayed{Max: 10})
+		if cur, _ := h.current("c"); cur.Status != engine.StatusRetrying {
 			t.Fatalf("released before its time: %s", cur.Status)
 		}
 		h.now = at
-		h.must(&ReleaseDelayed{Max: 10})
+		h.must(&engine.ReleaseDelayed{Max: 10})
 		c := h.claimOne(10_000)
 		end(c.Lease())
 		next, _ := h.current("c")
 		return next
 	}
-	n2 := runAt(first, func(ref LeaseRef) { h.must(&Complete{LeaseRef: ref, Result: []byte("r1")}) })
-	if n2.ID == cr.Job || n2.Status != StatusRetrying || n2.ReleaseAtMS != first+every5 {
+	n2 := runAt(first, func(ref engine.LeaseRef) { h.must(&engine.Complete{LeaseRef: ref, Result: []byte("r1")}) })
+	if n2.ID == cr.Job || n2.Status != engine.StatusRetrying || n2.ReleaseAtMS != first+every5 {
 		t.Fatalf("second run %+v", n2)
 	}
 	ev := h.history(n2.ID)[0]
 	if string(ev.Payload) != "in" || string(ev.LastResult) != "r1" {
 		t.Fatalf("second run's job_created: input %q, last result %q", ev.Payload, ev.LastResult)
 	}
-	if end := h.history(cr.Job); end[len(end)-1].Reason != ReasonCronNext || h.job(cr.Job).Status != StatusCompleted {
+	if end := h.history(cr.Job); end[len(end)-1].Reason != engine.ReasonCronNext || h.job(cr.Job).Status != engine.StatusCompleted {
 		t.Fatalf("first run ended %+v", end[len(end)-1])
 	}
 	// A failed run is followed too, and the last completion result stays.
-	n3 := runAt(first+every5, func(ref LeaseRef) { h.must(&Fail{LeaseRef: ref, Error: []byte("boom")}) })
-	if ev := h.history(n3.ID)[0]; string(ev.LastResult) != "r1" || n3.Status != StatusRetrying {
+	n3 := runAt(first+every5, func(ref engine.LeaseRef) { h.must(&engine.Fail{LeaseRef: ref, Error: []byte("boom")}) })
+	if ev := h.history(n3.ID)[0]; string(ev.LastResult) != "r1" || n3.Status != engine.StatusRetrying {
 		t.Fatalf("third run: %s, last result %q", n3.Status, ev.LastResult)
 	}
 	// A retry within a run keeps the chain and the last result.
-	n4 := runAt(first+2*every5, func(ref LeaseRef) {
-		h.must(&ContinueAsNew{LeaseRef: ref, Input: []byte("in"), Failure: []byte("again")})
+	n4 := runAt(first+2*every5, func(ref engine.LeaseRef) {
+		h.must(&engine.ContinueAsNew{LeaseRef: ref, Input: []byte("in"), Failure: []byte("again")})
 	})
-	if ev := h.history(n4.ID)[0]; string(ev.LastResult) != "r1" || n4.CronSchedule == "" || n4.Status != StatusQueued {
+	if ev := h.history(n4.ID)[0]; string(ev.LastResult) != "r1" || n4.CronSchedule == "" || n4.Status != engine.StatusQueued {
 		t.Fatalf("retried run: %s, cron %q, last result %q", n4.Status, n4.CronSchedule, ev.LastResult)
 	}
 	// A run its run timeout ends is followed too (Temporal's cron).
-	h.must(&Cancel{Target: Target{WorkflowID: "c"}})
-	cr = h.must(&CreateJob{WorkflowID: "c", Type: "t", Queue: "q", Input: []byte("in"), CronSchedule: "*/5 * * * *", RunTimeoutMS: 1000}).(*CreateResult)
+	h.must(&engine.Cancel{Target: engine.Target{WorkflowID: "c"}})
+	cr = h.must(&engine.CreateJob{WorkflowID: "c", Type: "t", Queue: "q", Input: []byte("in"), CronSchedule: "*/5 * * * *", RunTimeoutMS: 1000}).(*engine.CreateResult)
 	first = (h.now/every5 + 1) * every5
 	h.now = first
-	h.must(&ReleaseDelayed{Max: 10})
+	h.must(&engine.ReleaseDelayed{Max: 10})
 	h.now = first + 999
-	h.must(&ExpireDeadlines{Max: 10})
-	if s := h.job(cr.Job).Status; s != StatusQueued {
+	h.must(&engine.ExpireDeadlines{Max: 10})
+	if s := h.job(cr.Job).Status; s != engine.StatusQueued {
 		t.Fatalf("the run timeout counted the wait for the run's time: %s", s)
 	}
 	h.now = first + 1000
-	h.must(&ExpireDeadlines{Max: 10})
+	h.must(&engine.ExpireDeadlines{Max: 10})
 	n4, _ = h.current("c")
-	if h.job(cr.Job).Status != StatusTimedOut || n4.ID == cr.Job || n4.Status != StatusRetrying || n4.ReleaseAtMS != first+every5 {
+	if h.job(cr.Job).Status != engine.StatusTimedOut || n4.ID == cr.Job || n4.Status != engine.StatusRetrying || n4.ReleaseAtMS != first+every5 {
 		t.Fatalf("after a run timeout: old %s, next %+v", h.job(cr.Job).Status, n4)
 	}
 	// Cancelling ends the chain.
-	h.must(&Cancel{Target: Target{WorkflowID: "c"}})
-	if cur, _ := h.current("c"); cur.ID != n4.ID || cur.Status != StatusCancelled {
+	h.must(&engine.Cancel{Target: engine.Target{WorkflowID: "c"}})
+	if cur, _ := h.current("c"); cur.ID != n4.ID || cur.Status != engine.StatusCancelled {
 		t.Fatalf("after cancel: %+v", cur)
 	}
 	h.verify()
@@ -86,11 +88,11 @@ func TestCronChain(t *testing.T) {
 func TestCronChildKeepsItsParentWaiting(t *testing.T) {
 	h := newSchedHarness(t)
 	p, pref := h.runningParent("parent")
-	h.must(&CreateJob{WorkflowID: "kid", Type: "t", Queue: "q2", ParentID: p, ParentStep: "c1", ParentLease: pref, CronSchedule: "@hourly"})
+	h.must(&engine.CreateJob{WorkflowID: "kid", Type: "t", Queue: "q2", ParentID: p, ParentStep: "c1", ParentLease: pref, CronSchedule: "@hourly"})
 	h.now = (schedT0/3600_000 + 1) * 3600_000
-	h.must(&ReleaseDelayed{Max: 10})
-	c := h.must(&Claim{Queue: "q2", Owner: "w", Max: 1, LeaseMS: 10_000}).(*ClaimResult).Jobs[0]
-	h.must(&Complete{LeaseRef: c.Lease(), Result: []byte("r")})
+	h.must(&engine.ReleaseDelayed{Max: 10})
+	c := h.must(&engine.Claim{Queue: "q2", Owner: "w", Max: 1, LeaseMS: 10_000}).(*engine.ClaimResult).Jobs[0]
+	h.must(&engine.Complete{LeaseRef: c.Lease(), Result: []byte("r")})
 	var eff []byte
 	viewOK(t, h.db, func(r *storage.Reader) error {
 		b, err := r.Get(storage.EffectKey(uint64(p), "c1"))
@@ -104,21 +106,21 @@ func TestCronChildKeepsItsParentWaiting(t *testing.T) {
 		t.Fatalf("a cron child's run gave its parent an effect: %+v", eff)
 	}
 	next, err := h.current("kid")
-	if err != nil || next.ParentID != p || next.Status != StatusRetrying {
+	if err != nil || next.ParentID != p || next.Status != engine.StatusRetrying {
 		t.Fatalf("next child run %+v %v", next, err)
 	}
 	h.verify()
 }
 
-func (h *harness) current(wf string) (*Job, error) {
+func (h *harness) current(wf string) (*engine.Job, error) {
 	h.t.Helper()
-	var j *Job
+	var j *engine.Job
 	err := h.db.View(func(r *storage.Reader) error {
 		var err error
-		j, err = ReadTarget(r, Target{WorkflowID: wf})
+		j, err = machine.ReadTarget(r, engine.Target{WorkflowID: wf})
 		return err
 	})
-	if err != nil && !errors.Is(err, ErrUnknownJob) {
+	if err != nil && !errors.Is(err, engine.ErrUnknownJob) {
 		h.t.Fatal(err)
 	}
 	return j, err
@@ -129,24 +131,24 @@ func (h *harness) current(wf string) (*Job, error) {
 // usual. Without CronSchedule it is refused.
 func TestCronFirstNow(t *testing.T) {
 	h := newSchedHarness(t)
-	h.mustFail(&CreateJob{WorkflowID: "c", Type: "t", Queue: "q", CronFirstNow: true}, ErrInvalidCommand)
+	h.mustFail(&engine.CreateJob{WorkflowID: "c", Type: "t", Queue: "q", CronFirstNow: true}, engine.ErrInvalidCommand)
 
 	every5 := int64(5 * 60_000)
-	cr := h.must(&CreateJob{WorkflowID: "c", Type: "t", Queue: "q", CronSchedule: "*/5 * * * *", CronFirstNow: true}).(*CreateResult)
+	cr := h.must(&engine.CreateJob{WorkflowID: "c", Type: "t", Queue: "q", CronSchedule: "*/5 * * * *", CronFirstNow: true}).(*engine.CreateResult)
 	j := h.job(cr.Job)
-	if j.Status != StatusQueued || j.CronSchedule != "*/5 * * * *" {
+	if j.Status != engine.StatusQueued || j.CronSchedule != "*/5 * * * *" {
 		t.Fatalf("first run %s, cron %q; want Queued at once, of the chain", j.Status, j.CronSchedule)
 	}
-	if hist := h.history(cr.Job); len(hist) != 1 || hist[0].Type != EventJobCreated {
+	if hist := h.history(cr.Job); len(hist) != 1 || hist[0].Type != engine.EventJobCreated {
 		t.Fatalf("first run's history %+v, want only job_created", hist)
 	}
 	c := h.claimOne(10_000)
 	if c.Job != cr.Job {
 		t.Fatalf("claimed job %d, want the first run %d", c.Job, cr.Job)
 	}
-	h.must(&Complete{LeaseRef: c.Lease(), Result: []byte("r1")})
+	h.must(&engine.Complete{LeaseRef: c.Lease(), Result: []byte("r1")})
 	next, _ := h.current("c")
-	if want := (schedT0/every5 + 1) * every5; next.ID == cr.Job || next.Status != StatusRetrying || next.ReleaseAtMS != want {
+	if want := (schedT0/every5 + 1) * every5; next.ID == cr.Job || next.Status != engine.StatusRetrying || next.ReleaseAtMS != want {
 		t.Fatalf("second run %s, release at %d; want Retrying until %d", next.Status, next.ReleaseAtMS, want)
 	}
 }

@@ -1,8 +1,10 @@
-package engine
+package machine_test
 
 import (
 	"testing"
 
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -14,25 +16,25 @@ func TestLeaseExpiryTimesOutBoundJobs(t *testing.T) {
 	tests := []struct {
 		name       string
 		bound      bool
-		wantStatus Status
-		wantEvent  EventType
+		wantStatus engine.Status
+		wantEvent  engine.EventType
 	}{
-		{"requeued for another worker", false, StatusQueued, EventJobRequeued},
-		{"bound to its worker: timed out", true, StatusTimedOut, EventJobTimedOut},
+		{"requeued for another worker", false, engine.StatusQueued, engine.EventJobRequeued},
+		{"bound to its worker: timed out", true, engine.StatusTimedOut, engine.EventJobTimedOut},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
 			parent, pref := h.runningParent("wf")
-			task := h.must(&CreateJob{WorkflowID: "wf/1/1", Type: ActivityTypePrefix + "session", Queue: "acts",
-				ParentID: parent, ParentStep: "1", ParentLease: pref, TimeoutOnLeaseExpiry: tt.bound}).(*CreateResult).Job
-			h.must(&Claim{Queue: "acts", Owner: "w", Max: 1, LeaseMS: 1_000})
+			task := h.must(&engine.CreateJob{WorkflowID: "wf/1/1", Type: engine.ActivityTypePrefix + "session", Queue: "acts",
+				ParentID: parent, ParentStep: "1", ParentLease: pref, TimeoutOnLeaseExpiry: tt.bound}).(*engine.CreateResult).Job
+			h.must(&engine.Claim{Queue: "acts", Owner: "w", Max: 1, LeaseMS: 1_000})
 			h.now += 999
-			if r := h.must(&Reclaim{Max: 10}).(*SweepResult); len(r.Jobs) != 0 {
+			if r := h.must(&engine.Reclaim{Max: 10}).(*engine.SweepResult); len(r.Jobs) != 0 {
 				t.Fatalf("reclaimed before the lease ran out: %+v", r)
 			}
 			h.now++
-			r := h.must(&Reclaim{Max: 10}).(*SweepResult)
+			r := h.must(&engine.Reclaim{Max: 10}).(*engine.SweepResult)
 			if len(r.Jobs) != 1 || r.Jobs[0] != task {
 				t.Fatalf("reclaim = %+v, want job %d", r, task)
 			}
@@ -40,17 +42,17 @@ func TestLeaseExpiryTimesOutBoundJobs(t *testing.T) {
 				t.Fatalf("status %s, want %s", got, tt.wantStatus)
 			}
 			hist := h.history(task)
-			if last := hist[len(hist)-1]; last.Type != tt.wantEvent || last.Reason != ReasonLeaseExpired {
-				t.Fatalf("last event %+v, want %s with reason %s", last, tt.wantEvent, ReasonLeaseExpired)
+			if last := hist[len(hist)-1]; last.Type != tt.wantEvent || last.Reason != engine.ReasonLeaseExpired {
+				t.Fatalf("last event %+v, want %s with reason %s", last, tt.wantEvent, engine.ReasonLeaseExpired)
 			}
-			var eff *Effect
+			var eff *engine.Effect
 			viewOK(t, h.db, func(r *storage.Reader) error {
 				b, err := r.Get(storage.EffectKey(uint64(parent), "1"))
 				if err != nil {
 					return nil // no effect yet
 				}
-				eff = new(Effect)
-				_, err = storage.Decode(b, storage.KindEffect, effectVersion, eff)
+				eff = new(engine.Effect)
+				_, err = storage.Decode(b, storage.KindEffect, machine.EffectVersion, eff)
 				return err
 			})
 			if !tt.bound {
@@ -63,8 +65,8 @@ func TestLeaseExpiryTimesOutBoundJobs(t *testing.T) {
 			if eff == nil || !eff.Failed {
 				t.Fatalf("parent's effect %+v, want a failure", eff)
 			}
-			f, err := DecodeFailure(eff.Payload)
-			if err != nil || f.Type != FailureTimeout || f.TimeoutType != TimeoutHeartbeat || !f.NonRetryable {
+			f, err := engine.DecodeFailure(eff.Payload)
+			if err != nil || f.Type != engine.FailureTimeout || f.TimeoutType != engine.TimeoutHeartbeat || !f.NonRetryable {
 				t.Fatalf("parent's failure %+v, %v; want a non-retryable Heartbeat timeout", f, err)
 			}
 			h.verify()

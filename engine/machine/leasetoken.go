@@ -1,7 +1,6 @@
-package engine
+package machine
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/binary"
@@ -27,53 +26,6 @@ import (
 // existed, or proposed straight to Apply by a test) issues no token: that
 // lease is fenced by its attempt alone, as every lease was before, and its
 // job_leased says so (Event.TokenIssued is false).
-
-// NonceBytes is the length of the nonce the Engine gives each claim.
-const NonceBytes = 16
-
-// maxNonceBytes and maxLeaseTokenBytes bound what a command may carry in
-// Header.Nonce and LeaseRef.Token.
-const (
-	maxNonceBytes      = 64
-	maxLeaseTokenBytes = 64
-)
-
-// newNonce returns NonceBytes random bytes.
-func newNonce() []byte {
-	b := make([]byte, NonceBytes)
-	rand.Read(b) // never fails (crypto/rand panics rather than return an error)
-	return b
-}
-
-// stampNonce gives a command that hands out leases a fresh nonce,
-// replacing whatever the caller put there: a caller that chose the nonce
-// could compute the tokens. A create naming a parent gets one too, which
-// marks it as proposed by an Engine that fences parents (see
-// legacyParent): a caller cannot take the mark off.
-func stampNonce(cmd Command) {
-	switch c := cmd.(type) {
-	case *Claim, *ClaimTasks:
-		cmd.Head().Nonce = newNonce()
-	case *CreateJob:
-		if c.ParentID != 0 {
-			c.Nonce = newNonce()
-		}
-	case *CreateTask:
-		if c.ParentJob != 0 {
-			c.Nonce = newNonce()
-		}
-	}
-}
-
-// LegacyParent reports a create that names a parent without its lease and
-// without the Engine's nonce: an entry of a Raft log written before
-// parent leases existed, which applies as it did then (the parent must
-// only be open), so that a node replaying such a log decides as the nodes
-// that applied it. Every create that reaches Apply through an Engine of
-// this version carries a nonce, and without a parent lease is refused.
-func LegacyParent(h *Header, parent JobID, pl *LeaseRef) bool {
-	return parent != 0 && pl == nil && len(h.Nonce) == 0
-}
 
 // leaseToken derives the token of attempt of job from a claim's nonce:
 // 128 bits of SHA-256 over a domain tag, the nonce, the job and the

@@ -1,4 +1,4 @@
-package engine
+package machine_test
 
 import (
 	"encoding/json"
@@ -6,16 +6,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
 // claimTokened claims one job of queue as the Engine does: with a fresh
 // nonce, so the lease has a token.
-func (h *harness) claimTokened(queue string) ClaimedJob {
+func (h *harness) claimTokened(queue string) engine.ClaimedJob {
 	h.t.Helper()
-	c := &Claim{Queue: queue, Owner: "holder", Max: 1, LeaseMS: 60_000}
-	stampNonce(c)
-	r := h.must(c).(*ClaimResult)
+	c := &engine.Claim{Queue: queue, Owner: "holder", Max: 1, LeaseMS: 60_000}
+	engine.StampNonce(c)
+	r := h.must(c).(*engine.ClaimResult)
 	if len(r.Jobs) != 1 {
 		h.t.Fatalf("claim of %s got %d jobs, want 1", queue, len(r.Jobs))
 	}
@@ -34,33 +37,33 @@ func TestLeaseTokenFencesEveryWrite(t *testing.T) {
 	h := newHarness(t)
 	id := h.create("wf")
 	c := h.claimTokened("q")
-	if ev := h.lastEvent(id); ev.Type != EventJobLeased || !ev.TokenIssued {
+	if ev := h.lastEvent(id); ev.Type != engine.EventJobLeased || !ev.TokenIssued {
 		t.Fatalf("the claim's event %+v does not say it issued a token", ev)
 	}
 	holder := c.Lease()
-	for _, forged := range []LeaseRef{
+	for _, forged := range []engine.LeaseRef{
 		{Job: id, Attempt: c.Attempt},
 		{Job: id, Attempt: c.Attempt, Token: "0123456789abcdef0123456789abcdef"},
 		{Job: id, Attempt: c.Attempt, Token: c.LeaseToken[:31]},
 		{Job: id, Attempt: c.Attempt, Token: strings.ToUpper(c.LeaseToken)},
 	} {
-		for _, cmd := range []Command{
-			&AppendEvents{LeaseRef: forged, Events: []NewEvent{{Type: "marker", Name: "m"}}},
-			&CommitStep{LeaseRef: forged, Step: "1", Type: "activity_completed", Payload: []byte("forged")},
-			&Wait{LeaseRef: forged, Spec: WaitSpec{Signals: []string{"s"}}, SeenSeq: c.LastSeq},
-			&Complete{LeaseRef: forged, Result: []byte("forged")},
-			&Fail{LeaseRef: forged},
-			&Requeue{LeaseRef: forged},
-			&ContinueAsNew{LeaseRef: forged},
-			&LeaseStep{LeaseRef: forged, Step: "2", Name: "a", LeaseMS: 1000},
-			&StepHeartbeat{LeaseRef: forged, Step: "2", StepAttempt: 1, LeaseMS: 1000},
-			&EndStepAttempt{LeaseRef: forged, Step: "2", Name: "a", StepAttempt: 1, Outcome: OutcomeRetry},
-			&Terminate{Target: Target{WorkflowID: "wf"}, ByParent: &forged},
+		for _, cmd := range []engine.Command{
+			&engine.AppendEvents{LeaseRef: forged, Events: []engine.NewEvent{{Type: "marker", Name: "m"}}},
+			&engine.CommitStep{LeaseRef: forged, Step: "1", Type: "activity_completed", Payload: []byte("forged")},
+			&engine.Wait{LeaseRef: forged, Spec: engine.WaitSpec{Signals: []string{"s"}}, SeenSeq: c.LastSeq},
+			&engine.Complete{LeaseRef: forged, Result: []byte("forged")},
+			&engine.Fail{LeaseRef: forged},
+			&engine.Requeue{LeaseRef: forged},
+			&engine.ContinueAsNew{LeaseRef: forged},
+			&engine.LeaseStep{LeaseRef: forged, Step: "2", Name: "a", LeaseMS: 1000},
+			&engine.StepHeartbeat{LeaseRef: forged, Step: "2", StepAttempt: 1, LeaseMS: 1000},
+			&engine.EndStepAttempt{LeaseRef: forged, Step: "2", Name: "a", StepAttempt: 1, Outcome: engine.OutcomeRetry},
+			&engine.Terminate{Target: engine.Target{WorkflowID: "wf"}, ByParent: &forged},
 		} {
 			before := h.snapshot()
 			_, err := h.apply(cmd)
-			var se *StaleAttemptError
-			if !errors.As(err, &se) || !se.WrongToken || !errors.Is(err, ErrStaleAttempt) {
+			var se *engine.StaleAttemptError
+			if !errors.As(err, &se) || !se.WrongToken || !errors.Is(err, engine.ErrStaleAttempt) {
 				t.Fatalf("%s with token %q: %v, want a stale attempt without the lease token", cmd.Kind(), forged.Token, err)
 			}
 			if strings.Contains(err.Error(), c.LeaseToken) {
@@ -68,18 +71,18 @@ func TestLeaseTokenFencesEveryWrite(t *testing.T) {
 			}
 			sameStore(t, before, h.snapshot())
 		}
-		hb := h.must(&Heartbeat{Leases: []LeaseRef{forged}, LeaseMS: 120_000}).(*HeartbeatResult)
-		if len(hb.Refused) != 1 || hb.Refused[0].Code != StaleAttemptCode || hb.Refused[0].Token != "" {
+		hb := h.must(&engine.Heartbeat{Leases: []engine.LeaseRef{forged}, LeaseMS: 120_000}).(*engine.HeartbeatResult)
+		if len(hb.Refused) != 1 || hb.Refused[0].Code != engine.StaleAttemptCode || hb.Refused[0].Token != "" {
 			t.Fatalf("heartbeat with token %q: %+v, want refused (without echoing the token)", forged.Token, hb)
 		}
 	}
 	if j := h.job(id); j.LeaseExpiryMS != c.LeaseExpiryMS {
 		t.Fatalf("a refused heartbeat moved the lease to %d", j.LeaseExpiryMS)
 	}
-	h.must(&Heartbeat{Leases: []LeaseRef{holder}, LeaseMS: 120_000})
-	h.must(&AppendEvents{LeaseRef: holder, Events: []NewEvent{{Type: "marker", Name: "m"}}})
-	h.must(&Complete{LeaseRef: holder, Result: []byte("done")})
-	if j := h.job(id); j.Status != StatusCompleted || len(j.LeaseDigest) != 0 {
+	h.must(&engine.Heartbeat{Leases: []engine.LeaseRef{holder}, LeaseMS: 120_000})
+	h.must(&engine.AppendEvents{LeaseRef: holder, Events: []engine.NewEvent{{Type: "marker", Name: "m"}}})
+	h.must(&engine.Complete{LeaseRef: holder, Result: []byte("done")})
+	if j := h.job(id); j.Status != engine.StatusCompleted || len(j.LeaseDigest) != 0 {
 		t.Fatalf("completed record %+v keeps a lease digest", j)
 	}
 	h.verify()
@@ -97,7 +100,7 @@ func TestLeaseTokenIsNotReadable(t *testing.T) {
 	}
 	js, _ := json.Marshal(j)
 	hist, _ := json.Marshal(h.history(id))
-	for what, b := range map[string][]byte{"record JSON": js, "history JSON": hist, "record": EncodeJob(j)} {
+	for what, b := range map[string][]byte{"record JSON": js, "history JSON": hist, "record": machine.EncodeJob(j)} {
 		if strings.Contains(string(b), c.LeaseToken) {
 			t.Fatalf("the %s holds the lease token: %s", what, b)
 		}
@@ -107,7 +110,7 @@ func TestLeaseTokenIsNotReadable(t *testing.T) {
 // The Engine, not the caller, picks the nonce a claim's tokens come from:
 // a caller that sent its own would otherwise compute every token.
 func TestEngineChoosesTheClaimNonce(t *testing.T) {
-	e, err := Open(Config{InMemory: true, DisableScheduler: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true, DisableScheduler: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,23 +118,23 @@ func TestEngineChoosesTheClaimNonce(t *testing.T) {
 	chosen := []byte("0123456789abcdef")
 	tokens := map[string]bool{}
 	for i := range 3 {
-		r, err := e.Create(bg, CreateJob{Type: "t", Queue: "q"})
+		r, err := e.Create(bg, engine.CreateJob{Type: "t", Queue: "q"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		jobs, err := e.Claim(bg, Claim{Header: Header{Nonce: chosen}, Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
+		jobs, err := e.Claim(bg, engine.Claim{Header: engine.Header{Nonce: chosen}, Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("claim %d: %+v %v", i, jobs, err)
 		}
 		tok := jobs[0].LeaseToken
-		if len(tok) != 32 || tok == leaseToken(chosen, "job", uint64(r.Job), 1) || tokens[tok] {
-			t.Fatalf("claim %d: token %q (the caller's nonce would give %q)", i, tok, leaseToken(chosen, "job", uint64(r.Job), 1))
+		if len(tok) != 32 || tok == machine.LeaseToken(chosen, "job", uint64(r.Job), 1) || tokens[tok] {
+			t.Fatalf("claim %d: token %q (the caller's nonce would give %q)", i, tok, machine.LeaseToken(chosen, "job", uint64(r.Job), 1))
 		}
 		tokens[tok] = true
-		if _, err := e.Complete(bg, Complete{LeaseRef: LeaseRef{Job: r.Job, Attempt: 1}}); !errors.Is(err, ErrStaleAttempt) {
+		if _, err := e.Complete(bg, engine.Complete{LeaseRef: engine.LeaseRef{Job: r.Job, Attempt: 1}}); !errors.Is(err, engine.ErrStaleAttempt) {
 			t.Fatalf("complete without the token: %v, want ErrStaleAttempt", err)
 		}
-		if _, err := e.Complete(bg, Complete{LeaseRef: jobs[0].Lease()}); err != nil {
+		if _, err := e.Complete(bg, engine.Complete{LeaseRef: jobs[0].Lease()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -148,8 +151,8 @@ func TestLeaseWithoutTokenIsFencedByAttempt(t *testing.T) {
 	if c.LeaseToken != "" || h.lastEvent(id).TokenIssued || len(h.job(id).LeaseDigest) != 0 {
 		t.Fatalf("a claim without a nonce issued a token: %+v", c)
 	}
-	h.mustFail(&AppendEvents{LeaseRef: LeaseRef{Job: id, Attempt: c.Attempt, Token: "x"}, Events: []NewEvent{{Type: "m"}}}, ErrStaleAttempt)
-	h.must(&AppendEvents{LeaseRef: c.Lease(), Events: []NewEvent{{Type: "m"}}})
+	h.mustFail(&engine.AppendEvents{LeaseRef: engine.LeaseRef{Job: id, Attempt: c.Attempt, Token: "x"}, Events: []engine.NewEvent{{Type: "m"}}}, engine.ErrStaleAttempt)
+	h.must(&engine.AppendEvents{LeaseRef: c.Lease(), Events: []engine.NewEvent{{Type: "m"}}})
 	h.verify()
 }
 
@@ -158,20 +161,20 @@ func TestLeaseWithoutTokenIsFencedByAttempt(t *testing.T) {
 func TestVerifyChecksLeaseTokenDigest(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		tamper func(j *Job)
+		tamper func(j *engine.Job)
 	}{
-		{"digest lost", func(j *Job) { j.LeaseDigest = nil }},
-		{"digest on an ended job", func(j *Job) { j.Status, j.LeaseOwner, j.LeaseExpiryMS = StatusRunning, "", 0 }},
+		{"digest lost", func(j *engine.Job) { j.LeaseDigest = nil }},
+		{"digest on an ended job", func(j *engine.Job) { j.Status, j.LeaseOwner, j.LeaseExpiryMS = engine.StatusRunning, "", 0 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			id := h.create("wf")
 			c := h.claimTokened("q")
 			if tc.name == "digest on an ended job" {
-				h.must(&Requeue{LeaseRef: c.Lease()})
+				h.must(&engine.Requeue{LeaseRef: c.Lease()})
 				h.verify()
 				j := h.job(id)
-				j.LeaseDigest = leaseDigest("something")
+				j.LeaseDigest = machine.LeaseDigest("something")
 				h.put(j)
 			} else {
 				j := h.job(id)
@@ -179,7 +182,7 @@ func TestVerifyChecksLeaseTokenDigest(t *testing.T) {
 				h.put(j)
 			}
 			var errs []error
-			viewOK(t, h.db, func(r *storage.Reader) error { errs = Verify(r, 10); return nil })
+			viewOK(t, h.db, func(r *storage.Reader) error { errs = machine.Verify(r, 10); return nil })
 			if len(errs) == 0 || !strings.Contains(errors.Join(errs...).Error(), "lease token digest") {
 				t.Fatalf("Verify found %v, want the lease token digest", errs)
 			}
@@ -188,12 +191,12 @@ func TestVerifyChecksLeaseTokenDigest(t *testing.T) {
 }
 
 // put overwrites a job record (a test's corruption).
-func (h *harness) put(j *Job) {
+func (h *harness) put(j *engine.Job) {
 	h.t.Helper()
 	b := h.db.NewBatch()
 	defer b.Discard()
 	tx := b.Begin()
-	tx.Set(storage.JobKey(uint64(j.ID)), EncodeJob(j))
+	tx.Set(storage.JobKey(uint64(j.ID)), machine.EncodeJob(j))
 	if err := b.Add(tx); err != nil {
 		h.t.Fatal(err)
 	}
@@ -211,22 +214,22 @@ func TestOnlyTheParentsHolderStartsItsChildren(t *testing.T) {
 	victim := h.create("victim")
 	c := h.claimTokened("q")
 	holder := c.Lease()
-	h.must(&Wait{LeaseRef: holder, Spec: WaitSpec{Steps: []string{"1"}}, SeenSeq: c.LastSeq})
+	h.must(&engine.Wait{LeaseRef: holder, Spec: engine.WaitSpec{Steps: []string{"1"}}, SeenSeq: c.LastSeq})
 	// The victim is Waiting now; its next attempt will hold it.
 	before := h.snapshot()
 	for _, tc := range []struct {
 		name  string
-		lease *LeaseRef
+		lease *engine.LeaseRef
 		want  error
 	}{
-		{"no lease", nil, ErrInvalidCommand},
-		{"the public attempt", &LeaseRef{Job: victim, Attempt: c.Attempt}, ErrStaleAttempt},
-		{"the holder's lease, but the run waits", &holder, ErrStaleAttempt},
-		{"another job's lease", &LeaseRef{Job: victim + 1, Attempt: 1}, ErrInvalidCommand},
+		{"no lease", nil, engine.ErrInvalidCommand},
+		{"the public attempt", &engine.LeaseRef{Job: victim, Attempt: c.Attempt}, engine.ErrStaleAttempt},
+		{"the holder's lease, but the run waits", &holder, engine.ErrStaleAttempt},
+		{"another job's lease", &engine.LeaseRef{Job: victim + 1, Attempt: 1}, engine.ErrInvalidCommand},
 	} {
-		cmd := &CreateJob{WorkflowID: "evil-" + tc.name, Type: ActivityTypePrefix + "x", Queue: "evil",
+		cmd := &engine.CreateJob{WorkflowID: "evil-" + tc.name, Type: engine.ActivityTypePrefix + "x", Queue: "evil",
 			ParentID: victim, ParentStep: "1", ParentLease: tc.lease}
-		stampNonce(cmd) // as the Engine does with every create it proposes
+		engine.StampNonce(cmd) // as the Engine does with every create it proposes
 		_, err := h.apply(cmd)
 		if !errors.Is(err, tc.want) {
 			t.Fatalf("%s: %v, want %v", tc.name, err, tc.want)
@@ -234,27 +237,27 @@ func TestOnlyTheParentsHolderStartsItsChildren(t *testing.T) {
 		sameStore(t, before, h.snapshot())
 	}
 	// The same goes for a review task: its end writes into a step too.
-	for _, pl := range []*LeaseRef{nil, {Job: victim, Attempt: c.Attempt}} {
-		cmd := &CreateTask{Job: "evil", Phase: "p", Queue: "evil", Type: "w", ParentJob: victim, ParentStep: "1", ParentLease: pl}
-		stampNonce(cmd)
-		if _, err := h.apply(cmd); pl == nil && !errors.Is(err, ErrInvalidCommand) || pl != nil && !errors.Is(err, ErrStaleAttempt) {
+	for _, pl := range []*engine.LeaseRef{nil, {Job: victim, Attempt: c.Attempt}} {
+		cmd := &engine.CreateTask{Job: "evil", Phase: "p", Queue: "evil", Type: "w", ParentJob: victim, ParentStep: "1", ParentLease: pl}
+		engine.StampNonce(cmd)
+		if _, err := h.apply(cmd); pl == nil && !errors.Is(err, engine.ErrInvalidCommand) || pl != nil && !errors.Is(err, engine.ErrStaleAttempt) {
 			t.Fatalf("task under another's run, lease %+v: %v", pl, err)
 		}
 	}
-	_, err := h.apply(&CreateTask{Job: "evil", Phase: "p", Queue: "evil", Type: "w", ParentJob: victim, ParentStep: "1",
-		ParentLease: &LeaseRef{Job: victim, Attempt: c.Attempt}})
-	if !errors.Is(err, ErrStaleAttempt) {
+	_, err := h.apply(&engine.CreateTask{Job: "evil", Phase: "p", Queue: "evil", Type: "w", ParentJob: victim, ParentStep: "1",
+		ParentLease: &engine.LeaseRef{Job: victim, Attempt: c.Attempt}})
+	if !errors.Is(err, engine.ErrStaleAttempt) {
 		t.Fatalf("task under another's run: %v, want ErrStaleAttempt", err)
 	}
 	sameStore(t, before, h.snapshot())
 
 	// The run's own worker starts its child, whose end is its step's.
-	h.must(&Signal{Target: Target{Job: victim}, Name: "wake"}) // nothing waits for it
-	h.must(&RequestCancel{Target: Target{Job: victim}})        // wakes it
+	h.must(&engine.Signal{Target: engine.Target{Job: victim}, Name: "wake"}) // nothing waits for it
+	h.must(&engine.RequestCancel{Target: engine.Target{Job: victim}})        // wakes it
 	c2 := h.claimTokened("q")
 	own := c2.Lease()
-	child := h.must(&CreateJob{WorkflowID: "child", Type: "c", Queue: "cq", ParentID: victim, ParentStep: "1", ParentLease: &own}).(*CreateResult).Job
-	h.must(&Cancel{Target: Target{Job: child}})
+	child := h.must(&engine.CreateJob{WorkflowID: "child", Type: "c", Queue: "cq", ParentID: victim, ParentStep: "1", ParentLease: &own}).(*engine.CreateResult).Job
+	h.must(&engine.Cancel{Target: engine.Target{Job: child}})
 	if eff := h.effectOf(victim, "1"); eff == nil || !eff.Failed {
 		t.Fatalf("the own child's cancellation gave effect %+v", eff)
 	}
@@ -269,19 +272,19 @@ func TestChildCreateRetriedByALaterAttempt(t *testing.T) {
 	parent := h.create("p")
 	c1 := h.claimTokened("q")
 	l1 := c1.Lease()
-	create := func(l *LeaseRef) (Result, error) {
-		return h.apply(&CreateJob{Header: Header{RequestID: "heddle/1/3"}, WorkflowID: "p/1/3", Type: "c", Queue: "cq",
+	create := func(l *engine.LeaseRef) (engine.Result, error) {
+		return h.apply(&engine.CreateJob{Header: engine.Header{RequestID: "heddle/1/3"}, WorkflowID: "p/1/3", Type: "c", Queue: "cq",
 			ParentID: parent, ParentStep: "3", ParentLease: l})
 	}
 	first, err := create(&l1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.must(&Requeue{LeaseRef: l1})
+	h.must(&engine.Requeue{LeaseRef: l1})
 	c2 := h.claimTokened("q")
 	l2 := c2.Lease()
 	again, err := create(&l2)
-	if err != nil || again.(*CreateResult).Job != first.(*CreateResult).Job {
+	if err != nil || again.(*engine.CreateResult).Job != first.(*engine.CreateResult).Job {
 		t.Fatalf("retry by attempt 2: %+v %v, want %+v", again, err, first)
 	}
 }
@@ -294,28 +297,28 @@ func TestCompleteAsyncNeedsTheLeaseToken(t *testing.T) {
 	for _, byID := range []bool{false, true} {
 		h := newHarness(t)
 		parent, pref := h.runningParent("wf")
-		task := h.must(&CreateJob{WorkflowID: "wf/1/1", Type: ActivityTypePrefix + "Charge", Queue: "acts", ParentID: parent, ParentStep: "1", ParentLease: pref}).(*CreateResult).Job
+		task := h.must(&engine.CreateJob{WorkflowID: "wf/1/1", Type: engine.ActivityTypePrefix + "Charge", Queue: "acts", ParentID: parent, ParentStep: "1", ParentLease: pref}).(*engine.CreateResult).Job
 		c := h.claimTokened("acts")
-		h.must(&Wait{LeaseRef: c.Lease(), Spec: WaitSpec{Signals: []string{AsyncCompletionSignal}, Park: true}, SeenSeq: c.LastSeq})
+		h.must(&engine.Wait{LeaseRef: c.Lease(), Spec: engine.WaitSpec{Signals: []string{engine.AsyncCompletionSignal}, Park: true}, SeenSeq: c.LastSeq})
 		if len(h.job(task).LeaseDigest) == 0 {
 			t.Fatal("the parked task lost its token's digest")
 		}
 		h.verify()
 		before := h.snapshot()
 		for _, tok := range []string{"", "0123456789abcdef0123456789abcdef"} {
-			_, err := h.apply(&CompleteAsync{LeaseRef: LeaseRef{Job: task, Attempt: c.Attempt, Token: tok}, Result: []byte("forged")})
-			var se *StaleAttemptError
+			_, err := h.apply(&engine.CompleteAsync{LeaseRef: engine.LeaseRef{Job: task, Attempt: c.Attempt, Token: tok}, Result: []byte("forged")})
+			var se *engine.StaleAttemptError
 			if !errors.As(err, &se) || !se.WrongToken {
 				t.Fatalf("completion with token %q: %v, want refused without the lease token", tok, err)
 			}
 		}
-		h.mustFail(&CompleteAsync{LeaseRef: c.Lease(), ByID: true}, ErrInvalidCommand) // by id carries no token
+		h.mustFail(&engine.CompleteAsync{LeaseRef: c.Lease(), ByID: true}, engine.ErrInvalidCommand) // by id carries no token
 		sameStore(t, before, h.snapshot())
 		ref := c.Lease()
 		if byID {
 			ref.Token = ""
 		}
-		if r := h.must(&CompleteAsync{LeaseRef: ref, ByID: byID, Result: []byte("ok")}).(*StatusResult); r.Status != StatusCompleted {
+		if r := h.must(&engine.CompleteAsync{LeaseRef: ref, ByID: byID, Result: []byte("ok")}).(*engine.StatusResult); r.Status != engine.StatusCompleted {
 			t.Fatalf("completed into %s", r.Status)
 		}
 		if eff := h.effectOf(parent, "1"); eff == nil || string(eff.Payload) != "ok" {
@@ -329,26 +332,26 @@ func TestCompleteAsyncNeedsTheLeaseToken(t *testing.T) {
 // live attempt without it is refused.
 func TestTaskLeaseTokenFencesReports(t *testing.T) {
 	h := newHarness(t)
-	id := h.must(&CreateTask{Job: "j", Phase: "p", Queue: "tq", Type: "w"}).(*TaskResult).Task
-	claim := &ClaimTasks{Role: TaskRoleWork, Queue: "tq", Owner: "w", Max: 1, LeaseMS: 60_000}
-	stampNonce(claim)
-	got := h.must(claim).(*ClaimTasksResult).Tasks
+	id := h.must(&engine.CreateTask{Job: "j", Phase: "p", Queue: "tq", Type: "w"}).(*engine.TaskResult).Task
+	claim := &engine.ClaimTasks{Role: engine.TaskRoleWork, Queue: "tq", Owner: "w", Max: 1, LeaseMS: 60_000}
+	engine.StampNonce(claim)
+	got := h.must(claim).(*engine.ClaimTasksResult).Tasks
 	if len(got) != 1 || got[0].LeaseToken == "" {
 		t.Fatalf("task claim %+v gave no token", got)
 	}
-	forged := TaskLeaseRef{Task: id, Attempt: got[0].Attempt} // the attempt anyone may read
+	forged := engine.TaskLeaseRef{Task: id, Attempt: got[0].Attempt} // the attempt anyone may read
 	before := h.snapshot()
-	_, err := h.apply(&TaskReport{TaskLeaseRef: forged, Op: TaskReportOutput, Output: []byte("forged")})
-	var se *StaleTaskError
+	_, err := h.apply(&engine.TaskReport{TaskLeaseRef: forged, Op: engine.TaskReportOutput, Output: []byte("forged")})
+	var se *engine.StaleTaskError
 	if !errors.As(err, &se) || !se.WrongToken {
 		t.Fatalf("report without the token: %v", err)
 	}
-	hb := h.must(&TaskHeartbeat{Leases: []TaskLeaseRef{forged}, LeaseMS: 120_000}).(*TaskHeartbeatResult)
+	hb := h.must(&engine.TaskHeartbeat{Leases: []engine.TaskLeaseRef{forged}, LeaseMS: 120_000}).(*engine.TaskHeartbeatResult)
 	if len(hb.Refused) != 1 {
 		t.Fatalf("heartbeat without the token: %+v", hb)
 	}
 	sameStore(t, before, h.snapshot())
-	h.must(&TaskReport{TaskLeaseRef: got[0].Lease(), Op: TaskReportOutput, Output: []byte("ok")})
+	h.must(&engine.TaskReport{TaskLeaseRef: got[0].Lease(), Op: engine.TaskReportOutput, Output: []byte("ok")})
 	h.verify()
 }
 
@@ -359,29 +362,29 @@ func TestTaskLeaseTokenFencesReports(t *testing.T) {
 func TestChildCreateFromAnOldLogApplies(t *testing.T) {
 	h := newHarness(t)
 	parent := h.create("p") // Queued: an old create needed only an open parent
-	old := &CreateJob{WorkflowID: "p/1/1", Type: "c", Queue: "cq", ParentID: parent, ParentStep: "1"}
+	old := &engine.CreateJob{WorkflowID: "p/1/1", Type: "c", Queue: "cq", ParentID: parent, ParentStep: "1"}
 	if _, err := h.apply(old); err != nil {
 		t.Fatalf("an old log's child create: %v", err)
 	}
-	oldTask := &CreateTask{Job: "j", Phase: "p", Queue: "tq", Type: "w", ParentJob: parent, ParentStep: "2"}
+	oldTask := &engine.CreateTask{Job: "j", Phase: "p", Queue: "tq", Type: "w", ParentJob: parent, ParentStep: "2"}
 	if _, err := h.apply(oldTask); err != nil {
 		t.Fatalf("an old log's task create: %v", err)
 	}
 	h.verify()
 
-	e, err := Open(Config{InMemory: true, DisableScheduler: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true, DisableScheduler: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeOK(t, e)
-	p, err := e.Create(bg, CreateJob{Type: "p", Queue: "q"})
+	p, err := e.Create(bg, engine.CreateJob{Type: "p", Queue: "q"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Create(bg, CreateJob{Type: "c", Queue: "cq", ParentID: p.Job, ParentStep: "1"}); !errors.Is(err, ErrInvalidCommand) {
+	if _, err := e.Create(bg, engine.CreateJob{Type: "c", Queue: "cq", ParentID: p.Job, ParentStep: "1"}); !errors.Is(err, engine.ErrInvalidCommand) {
 		t.Fatalf("a child create without the parent's lease through the Engine: %v", err)
 	}
-	if _, err := e.CreateTask(bg, CreateTask{Job: "j", Phase: "p", Queue: "tq", Type: "w", ParentJob: p.Job, ParentStep: "2"}); !errors.Is(err, ErrInvalidCommand) {
+	if _, err := e.CreateTask(bg, engine.CreateTask{Job: "j", Phase: "p", Queue: "tq", Type: "w", ParentJob: p.Job, ParentStep: "2"}); !errors.Is(err, engine.ErrInvalidCommand) {
 		t.Fatalf("a task create without the parent's lease through the Engine: %v", err)
 	}
 }
@@ -392,15 +395,15 @@ func TestChildCreateFromAnOldLogApplies(t *testing.T) {
 func TestCompleteAsyncByIDOnlyWhenParked(t *testing.T) {
 	h := newHarness(t)
 	parent, pref := h.runningParent("wf")
-	task := h.must(&CreateJob{WorkflowID: "wf/1/1", Type: ActivityTypePrefix + "Charge", Queue: "acts", ParentID: parent, ParentStep: "1", ParentLease: pref}).(*CreateResult).Job
+	task := h.must(&engine.CreateJob{WorkflowID: "wf/1/1", Type: engine.ActivityTypePrefix + "Charge", Queue: "acts", ParentID: parent, ParentStep: "1", ParentLease: pref}).(*engine.CreateResult).Job
 	c := h.claimTokened("acts")
 	before := h.snapshot()
-	_, err := h.apply(&CompleteAsync{LeaseRef: LeaseRef{Job: task, Attempt: c.Attempt}, ByID: true, Result: []byte("forged")})
-	var se *StaleAttemptError
+	_, err := h.apply(&engine.CompleteAsync{LeaseRef: engine.LeaseRef{Job: task, Attempt: c.Attempt}, ByID: true, Result: []byte("forged")})
+	var se *engine.StaleAttemptError
 	if !errors.As(err, &se) || !se.NotParked || !strings.Contains(err.Error(), "not parked") {
 		t.Fatalf("by id while the attempt runs: %v, want refused", err)
 	}
 	sameStore(t, before, h.snapshot())
-	h.must(&CompleteAsync{LeaseRef: c.Lease(), Result: []byte("by the token")})
+	h.must(&engine.CompleteAsync{LeaseRef: c.Lease(), Result: []byte("by the token")})
 	h.verify()
 }

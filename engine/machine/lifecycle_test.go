@@ -1,7 +1,9 @@
-package engine
+package machine_test
 
 import (
 	"testing"
+
+	"github.com/heddlewf/heddle/engine"
 )
 
 // A job's whole life as a trace: created, claimed, steps committed, a timer
@@ -13,20 +15,20 @@ func TestLifecycleTrace(t *testing.T) {
 	if c.Attempt != 1 {
 		t.Fatalf("first claim attempt = %d, want 1", c.Attempt)
 	}
-	ref := LeaseRef{Job: id, Attempt: c.Attempt}
-	h.must(&AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: "activity_started", Step: "charge"}}})
-	h.must(&CommitStep{LeaseRef: ref, Step: "charge", Type: "activity_completed", Payload: []byte("ok")})
-	h.mustFail(&CommitStep{LeaseRef: ref, Step: "charge", Type: "activity_completed"}, ErrStepCommitted)
-	w := h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{TimerID: "t1", TimerAtMS: h.now + 5000}, SeenSeq: h.job(id).LastSeq}).(*WaitResult)
-	if w.Woken || w.Status != StatusWaiting {
+	ref := engine.LeaseRef{Job: id, Attempt: c.Attempt}
+	h.must(&engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: "activity_started", Step: "charge"}}})
+	h.must(&engine.CommitStep{LeaseRef: ref, Step: "charge", Type: "activity_completed", Payload: []byte("ok")})
+	h.mustFail(&engine.CommitStep{LeaseRef: ref, Step: "charge", Type: "activity_completed"}, engine.ErrStepCommitted)
+	w := h.must(&engine.Wait{LeaseRef: ref, Spec: engine.WaitSpec{TimerID: "t1", TimerAtMS: h.now + 5000}, SeenSeq: h.job(id).LastSeq}).(*engine.WaitResult)
+	if w.Woken || w.Status != engine.StatusWaiting {
 		t.Fatalf("wait = %+v, want Waiting", w)
 	}
 	// Not due yet: nothing fires.
-	if r := h.must(&FireTimers{Max: 10}).(*SweepResult); len(r.Jobs) != 0 {
+	if r := h.must(&engine.FireTimers{Max: 10}).(*engine.SweepResult); len(r.Jobs) != 0 {
 		t.Fatalf("timer fired early: %+v", r)
 	}
 	h.now += 5000
-	r := h.must(&FireTimers{Max: 10}).(*SweepResult)
+	r := h.must(&engine.FireTimers{Max: 10}).(*engine.SweepResult)
 	if len(r.Ready) != 1 || r.Ready[0] != id {
 		t.Fatalf("fire = %+v, want job %d ready", r, id)
 	}
@@ -34,15 +36,15 @@ func TestLifecycleTrace(t *testing.T) {
 	if c2.Attempt != 2 {
 		t.Fatalf("second claim attempt = %d, want 2", c2.Attempt)
 	}
-	h.must(&Complete{LeaseRef: LeaseRef{Job: id, Attempt: 2}, Result: []byte("done")})
+	h.must(&engine.Complete{LeaseRef: engine.LeaseRef{Job: id, Attempt: 2}, Result: []byte("done")})
 	h.verify()
 
-	var types []EventType
+	var types []engine.EventType
 	for _, ev := range h.history(id) {
 		types = append(types, ev.Type)
 	}
-	want := []EventType{EventJobCreated, EventJobLeased, "activity_started", "activity_completed",
-		EventJobWaiting, EventTimerFired, EventWaitCompleted, EventJobLeased, EventJobCompleted}
+	want := []engine.EventType{engine.EventJobCreated, engine.EventJobLeased, "activity_started", "activity_completed",
+		engine.EventJobWaiting, engine.EventTimerFired, engine.EventWaitCompleted, engine.EventJobLeased, engine.EventJobCompleted}
 	if len(types) != len(want) {
 		t.Fatalf("history %v, want %v", types, want)
 	}
@@ -51,7 +53,7 @@ func TestLifecycleTrace(t *testing.T) {
 			t.Fatalf("history %v, want %v", types, want)
 		}
 	}
-	if j := h.job(id); j.Status != StatusCompleted || j.ClosedMS != h.now {
+	if j := h.job(id); j.Status != engine.StatusCompleted || j.ClosedMS != h.now {
 		t.Fatalf("job = %+v", j)
 	}
 }

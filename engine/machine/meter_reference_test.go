@@ -1,4 +1,4 @@
-package engine
+package machine_test
 
 import (
 	"encoding/binary"
@@ -12,6 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
 )
@@ -26,17 +29,17 @@ import (
 
 // referenceDiff is the reference model's diff of a command Apply answered
 // with res, whose writes tx holds (not yet added to the batch).
-func referenceDiff(t testing.TB, tx *storage.Tx, cmd Command, res Result) MeterDiff {
+func referenceDiff(t testing.TB, tx *storage.Tx, cmd engine.Command, res engine.Result) machine.MeterDiff {
 	t.Helper()
-	var out []JobChange
+	var out []machine.JobChange
 	fired := map[uint64]bool{}
-	if sr, ok := res.(*SweepResult); ok {
+	if sr, ok := res.(*engine.SweepResult); ok {
 		switch cmd.Kind() {
-		case KindReclaim:
+		case engine.KindReclaim:
 			if n := len(sr.Jobs); n > 0 {
-				out = append(out, JobChange{Reclaimed: n})
+				out = append(out, machine.JobChange{Reclaimed: n})
 			}
-		case KindFireTimers:
+		case engine.KindFireTimers:
 			for _, j := range sr.Jobs {
 				fired[uint64(j)] = true
 			}
@@ -56,37 +59,37 @@ func referenceDiff(t testing.TB, tx *storage.Tx, cmd Command, res Result) MeterD
 			}
 		case storage.PrefixTimer:
 			if tk, err := storage.ParseTimeKey(key); deleted && err == nil && fired[tk.Job] {
-				out = append(out, JobChange{Late: time.Duration(max(cmd.Head().NowMS-tk.AtMS, 0)) * time.Millisecond})
+				out = append(out, machine.JobChange{Late: time.Duration(max(cmd.Head().NowMS-tk.AtMS, 0)) * time.Millisecond})
 			}
 		}
 	})
 	for _, id := range moved {
 		j := refJob(t, tx.Get, id)
-		from := StatusNone
+		from := engine.StatusNone
 		if !slices.Contains(created, id) {
 			from = refJob(t, tx.Before, id).Status
 		}
 		if from == j.Status {
 			continue
 		}
-		if from != StatusNone {
-			out = append(out, JobChange{Status: from, Queue: j.Queue, Delta: -1})
+		if from != engine.StatusNone {
+			out = append(out, machine.JobChange{Status: from, Queue: j.Queue, Delta: -1})
 		}
-		out = append(out, JobChange{Status: j.Status, Queue: j.Queue, Delta: 1})
+		out = append(out, machine.JobChange{Status: j.Status, Queue: j.Queue, Delta: 1})
 	}
-	return MeterDiff{Changes: out, Steps: referenceStepDiff(t, tx)}
+	return machine.MeterDiff{Changes: out, Steps: referenceStepDiff(t, tx)}
 }
 
 // refJob reads job id with get, failing the test if it cannot.
-func refJob(t testing.TB, get func([]byte) ([]byte, error), id uint64) *Job {
+func refJob(t testing.TB, get func([]byte) ([]byte, error), id uint64) *engine.Job {
 	t.Helper()
 	key := storage.JobKey(id)
 	b, err := get(key)
 	if err != nil {
 		t.Fatalf("reference: reading job %d: %v", id, err)
 	}
-	j := new(Job)
-	if _, err := storage.DecodeAt(key, b, storage.KindJob, jobVersion, j); err != nil {
+	j := new(engine.Job)
+	if _, err := storage.DecodeAt(key, b, storage.KindJob, machine.JobVersion, j); err != nil {
 		t.Fatalf("reference: decoding job %d: %v", id, err)
 	}
 	return j
@@ -96,11 +99,11 @@ func refJob(t testing.TB, get func([]byte) ([]byte, error), id uint64) *Job {
 // writes: the route of every step event it wrote, each step starting from
 // its record before the command, and the gauge moves of every step record
 // it wrote.
-func referenceStepDiff(t testing.TB, tx *storage.Tx) []StepChange {
+func referenceStepDiff(t testing.TB, tx *storage.Tx) []machine.StepChange {
 	t.Helper()
 	type jobEvent struct {
 		job uint64
-		ev  *Event
+		ev  *engine.Event
 	}
 	var evs []jobEvent
 	var recs [][]byte
@@ -112,11 +115,11 @@ func referenceStepDiff(t testing.TB, tx *storage.Tx) []StepChange {
 			if err != nil {
 				t.Fatalf("reference: event key %x: %v", key, err)
 			}
-			ev, err := DecodeEvent(val)
+			ev, err := machine.DecodeEvent(val)
 			if err != nil {
 				t.Fatalf("reference: event %x: %v", key, err)
 			}
-			if IsStepEvent(ev.Type) && ev.Step != "" {
+			if engine.IsStepEvent(ev.Type) && ev.Step != "" {
 				evs = append(evs, jobEvent{job, ev})
 			}
 		case key[0] == storage.PrefixStep:
@@ -127,34 +130,34 @@ func referenceStepDiff(t testing.TB, tx *storage.Tx) []StepChange {
 		job  uint64
 		step string
 	}
-	counts := map[[2]StepState]int{}
-	state := map[stepID]StepState{}
+	counts := map[[2]engine.StepState]int{}
+	state := map[stepID]engine.StepState{}
 	for _, je := range evs {
 		k := stepID{je.job, je.ev.Step}
 		from, ok := state[k]
 		if !ok {
-			from = StepNone
+			from = engine.StepNone
 			if rec := refStep(t, tx.Before, storage.StepKey(k.job, k.step)); rec != nil {
 				from = rec.State
 			} else if je.ev.StepAttempt > 1 {
-				from = StepRetrying
+				from = engine.StepRetrying
 			}
 		}
-		route, ok := StepRoute(from, je.ev)
+		route, ok := engine.StepRoute(from, je.ev)
 		if !ok || len(route) == 0 {
 			continue
 		}
 		for _, to := range route {
-			if from != StepNone {
-				counts[[2]StepState{from, to}]++
+			if from != engine.StepNone {
+				counts[[2]engine.StepState{from, to}]++
 			}
 			from = to
 		}
 		state[k] = from
 	}
-	var out []StepChange
+	var out []machine.StepChange
 	for ft, n := range counts {
-		out = append(out, StepChange{From: ft[0], To: ft[1], N: n})
+		out = append(out, machine.StepChange{From: ft[0], To: ft[1], N: n})
 	}
 	for _, key := range recs {
 		job := storage.JobKey(binary.BigEndian.Uint64(key[1:9]))
@@ -163,15 +166,15 @@ func referenceStepDiff(t testing.TB, tx *storage.Tx) []StepChange {
 			if err != nil {
 				return false
 			}
-			_, st, err := jobQueueStatus(job, b)
+			_, st, err := machine.JobQueueStatus(job, b)
 			return err == nil && !st.Terminal()
 		}
-		var moves []StepChange
+		var moves []machine.StepChange
 		if rec := refStep(t, tx.Before, key); rec != nil && !rec.State.Terminal() && open(tx.Before) {
-			moves = append(moves, StepChange{State: rec.State, Delta: -1})
+			moves = append(moves, machine.StepChange{State: rec.State, Delta: -1})
 		}
 		if rec := refStep(t, tx.Get, key); rec != nil && !rec.State.Terminal() && open(tx.Get) {
-			moves = append(moves, StepChange{State: rec.State, Delta: 1})
+			moves = append(moves, machine.StepChange{State: rec.State, Delta: 1})
 		}
 		if len(moves) == 2 && moves[0].State == moves[1].State {
 			continue
@@ -182,13 +185,13 @@ func referenceStepDiff(t testing.TB, tx *storage.Tx) []StepChange {
 }
 
 // refStep reads the step record at key with get, or nil when there is none.
-func refStep(t testing.TB, get func([]byte) ([]byte, error), key []byte) *StepRecord {
+func refStep(t testing.TB, get func([]byte) ([]byte, error), key []byte) *engine.StepRecord {
 	t.Helper()
 	b, err := get(key)
 	if err != nil {
 		return nil
 	}
-	rec, err := DecodeStepRecord(b)
+	rec, err := machine.DecodeStepRecord(b)
 	if err != nil {
 		t.Fatalf("reference: step record %x: %v", key, err)
 	}
@@ -197,7 +200,7 @@ func refStep(t testing.TB, get func([]byte) ([]byte, error), key []byte) *StepRe
 
 // diffSummary sums a diff into what the metrics record of it, one line a
 // series: the comparison is of what a scrape would see.
-func diffSummary(d MeterDiff) map[string]float64 {
+func diffSummary(d machine.MeterDiff) map[string]float64 {
 	out := map[string]float64{}
 	for _, c := range d.Changes {
 		switch {
@@ -212,7 +215,7 @@ func diffSummary(d MeterDiff) map[string]float64 {
 		}
 	}
 	for _, c := range d.Steps {
-		if c.To != StepNone {
+		if c.To != engine.StepNone {
 			out[fmt.Sprintf("transition %s>%s", c.From, c.To)] += float64(c.N)
 		} else {
 			out[fmt.Sprintf("steps %s", c.State)] += float64(c.Delta)
@@ -227,7 +230,7 @@ func diffSummary(d MeterDiff) map[string]float64 {
 // reached the interesting cases.
 type meterCheck struct {
 	t    testing.TB
-	mt   *Meter
+	mt   *embedded.Meter
 	seen *meterSeen
 }
 
@@ -243,12 +246,12 @@ func newMeterCheck(t testing.TB, seen *meterSeen) *meterCheck {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &meterCheck{t: t, mt: NewMeter(m), seen: seen}
+	return &meterCheck{t: t, mt: embedded.NewMeter(m), seen: seen}
 }
 
 // apply applies cmd in tx with noting on, and compares the diffs when it
 // succeeds; trace describes the commands before it for a failure.
-func (c *meterCheck) apply(m *Machine, tx *storage.Tx, cmd Command, trace func() string) (Result, error) {
+func (c *meterCheck) apply(m *machine.Machine, tx *storage.Tx, cmd engine.Command, trace func() string) (engine.Result, error) {
 	c.t.Helper()
 	res, err := m.ApplyNoting(tx, cmd, c.mt.Notes())
 	if err != nil {

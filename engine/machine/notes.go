@@ -1,4 +1,8 @@
-package engine
+package machine
+
+import (
+	"github.com/heddlewf/heddle/engine"
+)
 
 // Notes are what one Apply changed that the metrics count, written down by
 // Apply as it makes the changes: the status a job had before the command
@@ -12,38 +16,38 @@ package engine
 // commands with it, and is emptied at the start of each Apply.
 type Notes struct {
 	// cmd is the command the notes are of (set when Apply succeeds).
-	cmd    Command
+	cmd    engine.Command
 	jobs   []jobNote
 	events []stepEventNote
 	steps  []stepNote
 	// eventAfter is Diff's scratch: the state each event left its step
 	// in, as it walks them; diff is the MeterDiff it fills.
-	eventAfter []StepState
+	eventAfter []engine.StepState
 	diff       MeterDiff
 }
 
 // jobNote is a job whose record the command saved.
 type jobNote struct {
-	job   JobID
+	job   engine.JobID
 	queue string
 	// from is the status before the command (StatusNone for a job it
 	// created), to the status of the last record it saved.
-	from, to Status
+	from, to engine.Status
 }
 
 // stepEventNote is a step event the command appended, with what of it
 // decides the step's route (stepRoute reads its type and reason).
 type stepEventNote struct {
-	job     JobID
+	job     engine.JobID
 	step    string
-	typ     EventType
+	typ     engine.EventType
 	attempt uint32
 	reason  string
 }
 
 // stepNote is a step whose record the command read or wrote.
 type stepNote struct {
-	job  JobID
+	job  engine.JobID
 	step string
 	// known says before and existed hold the record as it was before the
 	// command: it was read before anything wrote it. A step first seen
@@ -51,10 +55,10 @@ type stepNote struct {
 	// known, and the Meter reads its record as it was instead.
 	known   bool
 	existed bool
-	before  StepState
+	before  engine.StepState
 	// written says the command wrote the record; after is its state then.
 	written bool
-	after   StepState
+	after   engine.StepState
 	// openBefore and openAfter say whether the step's job was open before
 	// the command and in the record it leaves; jobKnown says they were set
 	// (once Apply succeeded, for a job the command loaded or created).
@@ -71,7 +75,7 @@ func (n *Notes) reset() {
 }
 
 // step returns the note of step name in job, or nil.
-func (n *Notes) step(job JobID, name string) *stepNote {
+func (n *Notes) step(job engine.JobID, name string) *stepNote {
 	for i := range n.steps {
 		if s := &n.steps[i]; s.job == job && s.step == name {
 			return s
@@ -94,7 +98,7 @@ func (a *applier) noteJobSaved(l *loaded) {
 			return
 		}
 	}
-	from := StatusNone
+	from := engine.StatusNone
 	if l.old != nil {
 		from = l.old.Status
 	}
@@ -102,8 +106,8 @@ func (a *applier) noteJobSaved(l *loaded) {
 }
 
 // noteStepEvent notes an appended event if it is one of a step's.
-func (a *applier) noteStepEvent(job JobID, ev *Event) {
-	if a.notes == nil || ev.Step == "" || !IsStepEvent(ev.Type) {
+func (a *applier) noteStepEvent(job engine.JobID, ev *engine.Event) {
+	if a.notes == nil || ev.Step == "" || !engine.IsStepEvent(ev.Type) {
 		return
 	}
 	a.notes.events = append(a.notes.events, stepEventNote{job: job, step: ev.Step, typ: ev.Type, attempt: ev.StepAttempt, reason: ev.Reason})
@@ -111,7 +115,7 @@ func (a *applier) noteStepEvent(job JobID, ev *Event) {
 
 // noteStepRead notes the record of a step as read (rec nil: none), the
 // first time the command reads it and only if it did not write it first.
-func (a *applier) noteStepRead(job JobID, name string, rec *StepRecord) {
+func (a *applier) noteStepRead(job engine.JobID, name string, rec *engine.StepRecord) {
 	n := a.notes
 	if n == nil || n.step(job, name) != nil {
 		return
@@ -124,7 +128,7 @@ func (a *applier) noteStepRead(job JobID, name string, rec *StepRecord) {
 }
 
 // noteStepWritten notes a step record written in state.
-func (a *applier) noteStepWritten(job JobID, name string, state StepState) {
+func (a *applier) noteStepWritten(job engine.JobID, name string, state engine.StepState) {
 	n := a.notes
 	if n == nil {
 		return
@@ -140,7 +144,7 @@ func (a *applier) noteStepWritten(job JobID, name string, state StepState) {
 // finishNotes sets what the step notes need of their jobs once the
 // command has succeeded: whether each job was open before it, and in the
 // record it leaves (the last saved, or the one it did not touch).
-func (a *applier) finishNotes(cmd Command) {
+func (a *applier) finishNotes(cmd engine.Command) {
 	n := a.notes
 	if n == nil {
 		return
@@ -155,15 +159,15 @@ func (a *applier) finishNotes(cmd Command) {
 		if !ok {
 			continue // the Meter reads the job's records instead
 		}
-		s.openBefore = from != StatusNone && !from.Terminal()
-		s.openAfter = to != StatusNone && !to.Terminal()
+		s.openBefore = from != engine.StatusNone && !from.Terminal()
+		s.openAfter = to != engine.StatusNone && !to.Terminal()
 		s.jobKnown = true
 	}
 }
 
 // jobStatusNoted returns the status of job before the command and in the
 // record it leaves, for a job the command loaded or created.
-func (a *applier) jobStatusNoted(job JobID) (from, to Status, ok bool) {
+func (a *applier) jobStatusNoted(job engine.JobID) (from, to engine.Status, ok bool) {
 	for _, jn := range a.notes.jobs {
 		if jn.job == job {
 			return jn.from, jn.to, true
@@ -174,7 +178,7 @@ func (a *applier) jobStatusNoted(job JobID) (from, to Status, ok bool) {
 		return 0, 0, false
 	}
 	if l.old == nil {
-		return StatusNone, StatusNone, true // created and never saved: no record
+		return engine.StatusNone, engine.StatusNone, true // created and never saved: no record
 	}
 	return l.old.Status, l.old.Status, true
 }

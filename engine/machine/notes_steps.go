@@ -1,6 +1,7 @@
-package engine
+package machine
 
 import (
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -16,9 +17,9 @@ import (
 // N transitions From one state To another (To != StepNone), or a step
 // entering (Delta 1) or leaving (-1) State (To == StepNone).
 type StepChange struct {
-	From, To StepState
+	From, To engine.StepState
 	N        int
-	State    StepState
+	State    engine.StepState
 	Delta    int64
 }
 
@@ -42,14 +43,14 @@ func stepDiff(tx *storage.Tx, n *Notes, out []StepChange) []StepChange {
 		if from == stepUnmoved {
 			from = stepBefore(tx, n.step(ev.job, ev.step), ev)
 		}
-		e := Event{Type: ev.typ, Reason: ev.reason, StepAttempt: ev.attempt}
-		route, ok := StepRoute(from, &e)
+		e := engine.Event{Type: ev.typ, Reason: ev.reason, StepAttempt: ev.attempt}
+		route, ok := engine.StepRoute(from, &e)
 		if !ok || len(route) == 0 {
 			n.eventAfter = append(n.eventAfter, stepUnmoved)
 			continue
 		}
 		for _, to := range route {
-			if from != StepNone {
+			if from != engine.StepNone {
 				out = addTransition(out, first, from, to)
 			}
 			from = to
@@ -65,10 +66,10 @@ func stepDiff(tx *storage.Tx, n *Notes, out []StepChange) []StepChange {
 }
 
 // stepUnmoved marks an event that did not move its step.
-const stepUnmoved StepState = 255
+const stepUnmoved engine.StepState = 255
 
 // addTransition counts one transition from → to in out[first:].
-func addTransition(out []StepChange, first int, from, to StepState) []StepChange {
+func addTransition(out []StepChange, first int, from, to engine.StepState) []StepChange {
 	for i := first; i < len(out); i++ {
 		if out[i].From == from && out[i].To == to {
 			out[i].N++
@@ -82,7 +83,7 @@ func addTransition(out []StepChange, first int, from, to StepState) []StepChange
 // or for a step without one (on the straight path), none, or RETRYING
 // when the event is of a later try than the first. s is the step's note;
 // when it does not know the record before the command, the store is read.
-func stepBefore(tx *storage.Tx, s *stepNote, ev stepEventNote) StepState {
+func stepBefore(tx *storage.Tx, s *stepNote, ev stepEventNote) engine.StepState {
 	switch {
 	case s != nil && s.known && s.existed:
 		return s.before
@@ -95,9 +96,9 @@ func stepBefore(tx *storage.Tx, s *stepNote, ev stepEventNote) StepState {
 		}
 	}
 	if ev.attempt > 1 {
-		return StepRetrying
+		return engine.StepRetrying
 	}
-	return StepNone
+	return engine.StepNone
 }
 
 // stepGauge appends how a written step record moved the step gauge: out of
@@ -107,7 +108,7 @@ func stepBefore(tx *storage.Tx, s *stepNote, ev stepEventNote) StepState {
 func stepGauge(tx *storage.Tx, s *stepNote, out []StepChange) []StepChange {
 	key := storage.StepKey(uint64(s.job), s.step)
 	jobKey := storage.JobKey(uint64(s.job))
-	var was, is StepState
+	var was, is engine.StepState
 	var counted, counts bool // whether it counted before, and counts now
 	switch {
 	case s.known && s.jobKnown:
@@ -152,7 +153,7 @@ type liveSteps struct {
 }
 
 // countSteps counts the step gauge from the step records of open job id.
-func countSteps(r *storage.Reader, key, b []byte, counts map[StepState]int64) error {
+func countSteps(r *storage.Reader, key, b []byte, counts map[engine.StepState]int64) error {
 	var j liveSteps
 	if _, err := storage.DecodeAt(key, b, storage.KindJob, jobVersion, &j); err != nil {
 		return err
@@ -162,7 +163,7 @@ func countSteps(r *storage.Reader, key, b []byte, counts map[StepState]int64) er
 		return err
 	}
 	for _, name := range j.LiveSteps {
-		rec, err := readStep(r.Get, JobID(id), name)
+		rec, err := readStep(r.Get, engine.JobID(id), name)
 		if err != nil {
 			return err
 		}

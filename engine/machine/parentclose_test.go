@@ -1,7 +1,9 @@
-package engine
+package machine_test
 
 import (
 	"testing"
+
+	"github.com/heddlewf/heddle/engine"
 )
 
 // When a parent ends by Terminate or a timeout, the engine applies each open
@@ -12,47 +14,47 @@ import (
 func TestParentClosePolicies(t *testing.T) {
 	ends := []struct {
 		name string
-		end  func(h *harness, parent JobID)
-		want Status
+		end  func(h *harness, parent engine.JobID)
+		want engine.Status
 	}{
-		{"terminate", func(h *harness, parent JobID) {
-			h.must(&Terminate{Target: Target{Job: parent}, Reason: "operator"})
-		}, StatusTerminated},
-		{"run-timeout", func(h *harness, parent JobID) {
+		{"terminate", func(h *harness, parent engine.JobID) {
+			h.must(&engine.Terminate{Target: engine.Target{Job: parent}, Reason: "operator"})
+		}, engine.StatusTerminated},
+		{"run-timeout", func(h *harness, parent engine.JobID) {
 			h.now += 10_000
-			h.must(&ExpireDeadlines{Max: 10})
-		}, StatusTimedOut},
+			h.must(&engine.ExpireDeadlines{Max: 10})
+		}, engine.StatusTimedOut},
 	}
 	for _, end := range ends {
 		t.Run(end.name, func(t *testing.T) {
 			h := newHarness(t)
-			parent := h.must(&CreateJob{WorkflowID: "parent", Type: "p", Queue: "pq", RunTimeoutMS: 5_000}).(*CreateResult).Job
-			holder := func(queue string) *LeaseRef {
-				c := h.must(&Claim{Queue: queue, Owner: "w", Max: 1, LeaseMS: 60_000}).(*ClaimResult).Jobs[0]
+			parent := h.must(&engine.CreateJob{WorkflowID: "parent", Type: "p", Queue: "pq", RunTimeoutMS: 5_000}).(*engine.CreateResult).Job
+			holder := func(queue string) *engine.LeaseRef {
+				c := h.must(&engine.Claim{Queue: queue, Owner: "w", Max: 1, LeaseMS: 60_000}).(*engine.ClaimResult).Jobs[0]
 				ref := c.Lease()
 				return &ref
 			}
 			pref := holder("pq")
-			child := func(wf string, p *LeaseRef, pcp ParentClosePolicy) JobID {
-				return h.must(&CreateJob{WorkflowID: wf, Type: "c", Queue: "cq", ParentID: p.Job, ParentStep: wf, ParentLease: p, ParentClosePolicy: pcp}).(*CreateResult).Job
+			child := func(wf string, p *engine.LeaseRef, pcp engine.ParentClosePolicy) engine.JobID {
+				return h.must(&engine.CreateJob{WorkflowID: wf, Type: "c", Queue: "cq", ParentID: p.Job, ParentStep: wf, ParentLease: p, ParentClosePolicy: pcp}).(*engine.CreateResult).Job
 			}
-			term := child("term", pref, ParentCloseTerminate)
-			grandchild := child("grandchild", holder("cq"), ParentCloseTerminate) // term's, which it claimed
-			cancel := child("cancel", pref, ParentCloseRequestCancel)
-			abandon := child("abandon", pref, ParentCloseAbandon)
-			done := child("done", pref, ParentCloseTerminate)
+			term := child("term", pref, engine.ParentCloseTerminate)
+			grandchild := child("grandchild", holder("cq"), engine.ParentCloseTerminate) // term's, which it claimed
+			cancel := child("cancel", pref, engine.ParentCloseRequestCancel)
+			abandon := child("abandon", pref, engine.ParentCloseAbandon)
+			done := child("done", pref, engine.ParentCloseTerminate)
 			// "done" ends before its parent does: it keeps its own end.
-			r := h.must(&Claim{Queue: "cq", Owner: "w", Max: 10, LeaseMS: 60_000}).(*ClaimResult)
-			var doneRef LeaseRef
+			r := h.must(&engine.Claim{Queue: "cq", Owner: "w", Max: 10, LeaseMS: 60_000}).(*engine.ClaimResult)
+			var doneRef engine.LeaseRef
 			for _, c := range r.Jobs {
 				if c.Job == done {
-					doneRef = LeaseRef{Job: done, Attempt: c.Attempt}
+					doneRef = engine.LeaseRef{Job: done, Attempt: c.Attempt}
 				}
 			}
 			if doneRef.Job == 0 {
 				t.Fatalf("claim did not return job %d: %+v", done, r.Jobs)
 			}
-			h.must(&Complete{LeaseRef: doneRef, Result: []byte("ok")})
+			h.must(&engine.Complete{LeaseRef: doneRef, Result: []byte("ok")})
 			h.verify()
 
 			end.end(h, parent)
@@ -61,9 +63,9 @@ func TestParentClosePolicies(t *testing.T) {
 				t.Fatalf("parent is %s, want %s", s, end.want)
 			}
 			for _, c := range []struct {
-				id   JobID
-				want Status
-			}{{term, StatusTerminated}, {grandchild, StatusTerminated}, {done, StatusCompleted}} {
+				id   engine.JobID
+				want engine.Status
+			}{{term, engine.StatusTerminated}, {grandchild, engine.StatusTerminated}, {done, engine.StatusCompleted}} {
 				if s := h.job(c.id).Status; s != c.want {
 					t.Errorf("job %d is %s, want %s", c.id, s, c.want)
 				}
@@ -71,13 +73,13 @@ func TestParentClosePolicies(t *testing.T) {
 			if j := h.job(cancel); j.Status.Terminal() || !j.CancelRequested {
 				t.Errorf("request-cancel child: status %s, cancel requested %v; want open and asked to cancel", j.Status, j.CancelRequested)
 			}
-			if ev := h.lastEvent(cancel); ev.Type != EventCancelRequested {
+			if ev := h.lastEvent(cancel); ev.Type != engine.EventCancelRequested {
 				t.Errorf("request-cancel child's last event is %s, want cancel_requested", ev.Type)
 			}
 			if j := h.job(abandon); j.Status.Terminal() || j.CancelRequested {
 				t.Errorf("abandoned child: status %s, cancel requested %v; want left alone", j.Status, j.CancelRequested)
 			}
-			if ev := h.lastEvent(term); ev.Type != EventJobTerminated || ev.Reason != "parent parent ended" {
+			if ev := h.lastEvent(term); ev.Type != engine.EventJobTerminated || ev.Reason != "parent parent ended" {
 				t.Errorf("terminated child's last event %s %q", ev.Type, ev.Reason)
 			}
 			h.verify()

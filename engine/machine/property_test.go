@@ -1,4 +1,4 @@
-package engine
+package machine_test
 
 import (
 	"bytes"
@@ -14,8 +14,11 @@ import (
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/heddlewf/heddle/storage"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
+	"github.com/heddlewf/heddle/storage"
 )
 
 // The property test drives Apply with thousands of random command sequences
@@ -67,9 +70,9 @@ func TestPropertyRandomCommands(t *testing.T) {
 }
 
 // propSentinels are the errors every refusal of Apply must match.
-var propSentinels = []error{ErrStaleAttempt, ErrUnknownJob, ErrIllegalTransition, ErrInvalidCommand,
-	ErrPayloadTooLarge, ErrWorkflowExists, ErrJobClosed, ErrStepCommitted,
-	ErrStepState, ErrNoResource, ErrDependencyFailed, ErrUnknownResource, ErrResourceExists, ErrResourceBusy}
+var propSentinels = []error{engine.ErrStaleAttempt, engine.ErrUnknownJob, engine.ErrIllegalTransition, engine.ErrInvalidCommand,
+	engine.ErrPayloadTooLarge, engine.ErrWorkflowExists, engine.ErrJobClosed, engine.ErrStepCommitted,
+	engine.ErrStepState, engine.ErrNoResource, engine.ErrDependencyFailed, engine.ErrUnknownResource, engine.ErrResourceExists, engine.ErrResourceBusy}
 
 func propMatchesSentinel(err error, extra ...error) bool {
 	for _, s := range slices.Concat(propSentinels, extra) {
@@ -81,10 +84,10 @@ func propMatchesSentinel(err error, extra ...error) bool {
 }
 
 // propBogusCmd is a command of a kind Apply does not know.
-type propBogusCmd struct{ Header }
+type propBogusCmd struct{ engine.Header }
 
-func (*propBogusCmd) Kind() CommandKind   { return 99 }
-func (*propBogusCmd) Check(*Limits) error { return nil }
+func (*propBogusCmd) Kind() engine.CommandKind   { return 99 }
+func (*propBogusCmd) Check(*engine.Limits) error { return nil }
 
 // ---------------------------------------------------------------------------
 // The specification's transition table (docs/state-machines.md §1 and §4, with the
@@ -93,54 +96,54 @@ func (*propBogusCmd) Check(*Limits) error { return nil }
 // end), written out again here so that the engine's table is checked against
 // the document, not itself.
 
-var propSpecTable = map[Status]map[EventType]Status{
-	StatusNone: {EventJobCreated: StatusQueued, EventJobQueued: StatusQueued,
-		EventJobRequeued: StatusQueued, EventJobDrafted: StatusDraft},
-	StatusQueued: {EventJobRequeued: StatusQueued, EventJobLeased: StatusRunning, EventJobRunning: StatusRunning,
-		EventWaitCompleted: StatusQueued, EventJobCancelled: StatusCancelled, EventJobSuspended: StatusSuspended,
-		EventJobTimedOut: StatusTimedOut, EventJobTerminated: StatusTerminated},
-	StatusRunning: {EventJobRequeued: StatusQueued, EventJobWaiting: StatusWaiting, EventWaitCompleted: StatusQueued,
-		EventJobCompleted: StatusCompleted, EventJobFailed: StatusFailed, EventJobCancelled: StatusCancelled,
-		EventJobSuspended: StatusSuspended, EventJobTimedOut: StatusTimedOut, EventJobTerminated: StatusTerminated},
-	StatusWaiting: {EventWaitCompleted: StatusQueued, EventJobCancelled: StatusCancelled, EventJobSuspended: StatusSuspended,
-		EventJobTimedOut: StatusTimedOut, EventJobTerminated: StatusTerminated},
-	StatusParked: {EventWaitCompleted: StatusQueued, EventJobCancelled: StatusCancelled, EventJobSuspended: StatusSuspended,
-		EventJobTimedOut: StatusTimedOut, EventJobTerminated: StatusTerminated},
-	StatusRetrying: {EventJobRequeued: StatusQueued, EventJobLeased: StatusRunning, EventJobRunning: StatusRunning,
-		EventWaitCompleted: StatusQueued, EventJobCancelled: StatusCancelled, EventJobSuspended: StatusSuspended,
-		EventJobTimedOut: StatusTimedOut, EventJobTerminated: StatusTerminated},
-	StatusCompleted:  {},
-	StatusFailed:     {EventJobRequeued: StatusQueued},
-	StatusCancelled:  {},
-	StatusTimedOut:   {},
-	StatusTerminated: {},
-	StatusDraft: {EventJobActivated: StatusQueued, EventJobSuspended: StatusSuspended, EventJobCancelled: StatusCancelled,
-		EventJobTimedOut: StatusTimedOut, EventJobTerminated: StatusTerminated},
-	StatusSuspended: {EventJobResumed: StatusQueued, EventJobCancelled: StatusCancelled,
-		EventJobTimedOut: StatusTimedOut, EventJobTerminated: StatusTerminated},
+var propSpecTable = map[engine.Status]map[engine.EventType]engine.Status{
+	engine.StatusNone: {engine.EventJobCreated: engine.StatusQueued, engine.EventJobQueued: engine.StatusQueued,
+		engine.EventJobRequeued: engine.StatusQueued, engine.EventJobDrafted: engine.StatusDraft},
+	engine.StatusQueued: {engine.EventJobRequeued: engine.StatusQueued, engine.EventJobLeased: engine.StatusRunning, engine.EventJobRunning: engine.StatusRunning,
+		engine.EventWaitCompleted: engine.StatusQueued, engine.EventJobCancelled: engine.StatusCancelled, engine.EventJobSuspended: engine.StatusSuspended,
+		engine.EventJobTimedOut: engine.StatusTimedOut, engine.EventJobTerminated: engine.StatusTerminated},
+	engine.StatusRunning: {engine.EventJobRequeued: engine.StatusQueued, engine.EventJobWaiting: engine.StatusWaiting, engine.EventWaitCompleted: engine.StatusQueued,
+		engine.EventJobCompleted: engine.StatusCompleted, engine.EventJobFailed: engine.StatusFailed, engine.EventJobCancelled: engine.StatusCancelled,
+		engine.EventJobSuspended: engine.StatusSuspended, engine.EventJobTimedOut: engine.StatusTimedOut, engine.EventJobTerminated: engine.StatusTerminated},
+	engine.StatusWaiting: {engine.EventWaitCompleted: engine.StatusQueued, engine.EventJobCancelled: engine.StatusCancelled, engine.EventJobSuspended: engine.StatusSuspended,
+		engine.EventJobTimedOut: engine.StatusTimedOut, engine.EventJobTerminated: engine.StatusTerminated},
+	engine.StatusParked: {engine.EventWaitCompleted: engine.StatusQueued, engine.EventJobCancelled: engine.StatusCancelled, engine.EventJobSuspended: engine.StatusSuspended,
+		engine.EventJobTimedOut: engine.StatusTimedOut, engine.EventJobTerminated: engine.StatusTerminated},
+	engine.StatusRetrying: {engine.EventJobRequeued: engine.StatusQueued, engine.EventJobLeased: engine.StatusRunning, engine.EventJobRunning: engine.StatusRunning,
+		engine.EventWaitCompleted: engine.StatusQueued, engine.EventJobCancelled: engine.StatusCancelled, engine.EventJobSuspended: engine.StatusSuspended,
+		engine.EventJobTimedOut: engine.StatusTimedOut, engine.EventJobTerminated: engine.StatusTerminated},
+	engine.StatusCompleted:  {},
+	engine.StatusFailed:     {engine.EventJobRequeued: engine.StatusQueued},
+	engine.StatusCancelled:  {},
+	engine.StatusTimedOut:   {},
+	engine.StatusTerminated: {},
+	engine.StatusDraft: {engine.EventJobActivated: engine.StatusQueued, engine.EventJobSuspended: engine.StatusSuspended, engine.EventJobCancelled: engine.StatusCancelled,
+		engine.EventJobTimedOut: engine.StatusTimedOut, engine.EventJobTerminated: engine.StatusTerminated},
+	engine.StatusSuspended: {engine.EventJobResumed: engine.StatusQueued, engine.EventJobCancelled: engine.StatusCancelled,
+		engine.EventJobTimedOut: engine.StatusTimedOut, engine.EventJobTerminated: engine.StatusTerminated},
 }
 
-var propSpecStatusEvents = []EventType{
-	EventJobCreated, EventJobQueued, EventJobRequeued, EventJobLeased, EventJobRunning,
-	EventJobWaiting, EventWaitCompleted, EventJobCompleted, EventJobFailed, EventJobCancelled,
-	EventJobDrafted, EventJobActivated, EventJobSuspended, EventJobResumed,
-	EventJobTimedOut, EventJobTerminated,
+var propSpecStatusEvents = []engine.EventType{
+	engine.EventJobCreated, engine.EventJobQueued, engine.EventJobRequeued, engine.EventJobLeased, engine.EventJobRunning,
+	engine.EventJobWaiting, engine.EventWaitCompleted, engine.EventJobCompleted, engine.EventJobFailed, engine.EventJobCancelled,
+	engine.EventJobDrafted, engine.EventJobActivated, engine.EventJobSuspended, engine.EventJobResumed,
+	engine.EventJobTimedOut, engine.EventJobTerminated,
 }
 
-func propIsStatus(t EventType) bool { return slices.Contains(propSpecStatusEvents, t) }
+func propIsStatus(t engine.EventType) bool { return slices.Contains(propSpecStatusEvents, t) }
 
 // propIsEngineOwned lists the non-status events only the engine writes.
-func propIsEngineOwned(t EventType) bool {
-	return slices.Contains([]EventType{"signal_received", "timer_fired", "step_committed", "cancel_requested", "effect_recorded"}, t)
+func propIsEngineOwned(t engine.EventType) bool {
+	return slices.Contains([]engine.EventType{"signal_received", "timer_fired", "step_committed", "cancel_requested", "effect_recorded"}, t)
 }
 
-func propTerminal(s Status) bool {
-	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled || s == StatusTimedOut || s == StatusTerminated
+func propTerminal(s engine.Status) bool {
+	return s == engine.StatusCompleted || s == engine.StatusFailed || s == engine.StatusCancelled || s == engine.StatusTimedOut || s == engine.StatusTerminated
 }
 
 // propSpecNext is the documented Next: the table's cell, refined to Parked by a
 // parked wait and to Retrying by a delayed requeue.
-func propSpecNext(from Status, ev *Event) (Status, bool) {
+func propSpecNext(from engine.Status, ev *engine.Event) (engine.Status, bool) {
 	if !propIsStatus(ev.Type) {
 		return from, true
 	}
@@ -148,11 +151,11 @@ func propSpecNext(from Status, ev *Event) (Status, bool) {
 	if !ok {
 		return from, false
 	}
-	if to == StatusWaiting && ev.Wait != nil && ev.Wait.Park {
-		to = StatusParked
+	if to == engine.StatusWaiting && ev.Wait != nil && ev.Wait.Park {
+		to = engine.StatusParked
 	}
-	if to == StatusQueued && ev.Type == EventJobRequeued && ev.DelayMS > 0 {
-		to = StatusRetrying
+	if to == engine.StatusQueued && ev.Type == engine.EventJobRequeued && ev.DelayMS > 0 {
+		to = engine.StatusRetrying
 	}
 	return to, true
 }
@@ -172,10 +175,10 @@ const (
 )
 
 type propJob struct {
-	ID              JobID
+	ID              engine.JobID
 	WF, Type, Queue string
 	Input           []byte
-	Status          Status
+	Status          engine.Status
 	Attempt         uint64
 	Owner           string
 	LeaseExp        int64
@@ -183,16 +186,16 @@ type propJob struct {
 	// nonce), kept while the attempt runs or waits.
 	Token               string
 	ReadyAt, ReleaseAt  int64
-	Wait                *WaitSpec
-	Timers              []Timer
+	Wait                *engine.WaitSpec
+	Timers              []engine.Timer
 	Retries             uint32
-	Parent              JobID
+	Parent              engine.JobID
 	ParentStep          string
-	ParentClose         ParentClosePolicy
+	ParentClose         engine.ParentClosePolicy
 	CancelReq           bool
 	CreatedMS, ClosedMS int64
-	Events              []Event
-	Effects             map[string]*Effect
+	Events              []engine.Event
+	Effects             map[string]*engine.Effect
 	// The deadlines (execution, run, schedule-to-start) and the time of the
 	// job's entry in the deadline index.
 	Deadline, RunDeadline, StartDeadline, TimeoutAt int64
@@ -205,22 +208,22 @@ type propJob struct {
 
 type propReq struct {
 	at   int64
-	kind CommandKind
-	res  Result
+	kind engine.CommandKind
+	res  engine.Result
 	body []byte // the command's msgpack with NowMS and By cleared
 }
 
 type propModel struct {
 	jobs    []*propJob
-	wfs     map[string]JobID   // workflow id -> newest run
-	byWF    map[string][]JobID // workflow id -> every run
+	wfs     map[string]engine.JobID   // workflow id -> newest run
+	byWF    map[string][]engine.JobID // workflow id -> every run
 	reqs    map[string]*propReq
 	lastNow int64
 	now     int64
 	// touched lists the jobs the current command changed, with their last
 	// seq before it.
-	touched    map[JobID]uint64
-	touchOrder []JobID
+	touched    map[engine.JobID]uint64
+	touchOrder []engine.JobID
 	// wrote: the current command writes something (then, and only then,
 	// it also records its Now as the latest).
 	wrote bool
@@ -233,7 +236,7 @@ type propModel struct {
 }
 
 func newPropModel() *propModel {
-	return &propModel{wfs: map[string]JobID{}, byWF: map[string][]JobID{}, reqs: map[string]*propReq{},
+	return &propModel{wfs: map[string]engine.JobID{}, byWF: map[string][]engine.JobID{}, reqs: map[string]*propReq{},
 		leases: map[propDue]bool{}, timers: map[propDue]bool{}, deadlines: map[propDue]bool{}}
 }
 
@@ -246,7 +249,7 @@ func (m *propModel) noteSwept() {
 		if j.TimeoutAt > 0 {
 			m.deadlines[propDue{at: j.TimeoutAt, job: j}] = true
 		}
-		if j.Status == StatusRunning {
+		if j.Status == engine.StatusRunning {
 			m.leases[propDue{at: j.LeaseExp, job: j}] = true
 		}
 		for _, t := range j.Timers {
@@ -257,7 +260,7 @@ func (m *propModel) noteSwept() {
 
 // dueEntries removes and returns, oldest first, up to max entries of set due
 // by now, setting res.More when more were due.
-func (m *propModel) dueEntries(set map[propDue]bool, max int, res *SweepResult) []propDue {
+func (m *propModel) dueEntries(set map[propDue]bool, max int, res *engine.SweepResult) []propDue {
 	var dues []propDue
 	for d := range set {
 		if d.at <= m.now {
@@ -285,7 +288,7 @@ func propNextDeadline(j *propJob) (int64, string) {
 	for _, d := range []struct {
 		at     int64
 		reason string
-	}{{j.StartDeadline, ReasonScheduleToStart}, {j.Deadline, ReasonExecutionTimeout}, {j.RunDeadline, ReasonRunTimeout}} {
+	}{{j.StartDeadline, engine.ReasonScheduleToStart}, {j.Deadline, engine.ReasonExecutionTimeout}, {j.RunDeadline, engine.ReasonRunTimeout}} {
 		if d.at > 0 && (at == 0 || d.at < at) {
 			at, reason = d.at, d.reason
 		}
@@ -306,7 +309,7 @@ func (m *propModel) armDeadline(j *propJob) {
 	}
 }
 
-func (m *propModel) job(id JobID) *propJob {
+func (m *propModel) job(id engine.JobID) *propJob {
 	if id == 0 || int(id) > len(m.jobs) {
 		return nil
 	}
@@ -324,8 +327,8 @@ func (m *propModel) touch(j *propJob) {
 // apply predicts cmd: its result or the sentinel error it must fail with, and
 // whether the result is the replay of a recorded request. The model changes
 // only when the command succeeds.
-func (m *propModel) apply(cmd Command) (res Result, err error, replay bool) {
-	m.touched, m.touchOrder, m.wrote = map[JobID]uint64{}, nil, false
+func (m *propModel) apply(cmd engine.Command) (res engine.Result, err error, replay bool) {
+	m.touched, m.touchOrder, m.wrote = map[engine.JobID]uint64{}, nil, false
 	if err := propValidate(cmd); err != nil {
 		return nil, err, false
 	}
@@ -335,7 +338,7 @@ func (m *propModel) apply(cmd Command) (res Result, err error, replay bool) {
 			// Another kind, or the same kind with another body, is a
 			// conflict; only the same command is answered from the record.
 			if r.kind != cmd.Kind() || !bytes.Equal(r.body, propBody(cmd)) {
-				return nil, ErrRequestConflict, false
+				return nil, engine.ErrRequestConflict, false
 			}
 			return r.res, nil, true
 		}
@@ -351,7 +354,7 @@ func (m *propModel) apply(cmd Command) (res Result, err error, replay bool) {
 	m.noteSwept()
 	// A request id is used up only by a command that wrote something, and
 	// never by a claim that took no job (even if it deferred some).
-	if cr, ok := res.(*ClaimResult); h.RequestID != "" && m.wrote && (!ok || len(cr.Jobs) > 0) {
+	if cr, ok := res.(*engine.ClaimResult); h.RequestID != "" && m.wrote && (!ok || len(cr.Jobs) > 0) {
 		m.record(h.RequestID, cmd.Kind(), res, propBody(cmd))
 	}
 	if m.wrote {
@@ -361,7 +364,7 @@ func (m *propModel) apply(cmd Command) (res Result, err error, replay bool) {
 }
 
 // record keeps a request's result and prunes the oldest expired records.
-func (m *propModel) record(rid string, kind CommandKind, res Result, body []byte) {
+func (m *propModel) record(rid string, kind engine.CommandKind, res engine.Result, body []byte) {
 	m.reqs[rid] = &propReq{at: m.now, kind: kind, res: res, body: body}
 	type aged struct {
 		at  int64
@@ -389,12 +392,12 @@ func (m *propModel) record(rid string, kind CommandKind, res Result, body []byte
 
 // propBody is the body a request id's record names: the command's msgpack
 // with the header's NowMS and By cleared, on a copy.
-func propBody(cmd Command) []byte {
+func propBody(cmd engine.Command) []byte {
 	b, err := msgpack.Marshal(cmd)
 	if err != nil {
 		panic(err)
 	}
-	c, _ := NewCommand(cmd.Kind())
+	c, _ := engine.NewCommand(cmd.Kind())
 	if err := msgpack.Unmarshal(b, c); err != nil {
 		panic(err)
 	}
@@ -406,7 +409,7 @@ func propBody(cmd Command) []byte {
 }
 
 // propValidate is the documented field validation (command.go, limits.go).
-func propValidate(cmd Command) error {
+func propValidate(cmd engine.Command) error {
 	var err error
 	fail := func(e error) {
 		if err == nil {
@@ -416,103 +419,103 @@ func propValidate(cmd Command) error {
 	name := func(v string, required bool) {
 		switch {
 		case required && v == "":
-			fail(ErrInvalidCommand)
+			fail(engine.ErrInvalidCommand)
 		case len(v) > propMaxName:
-			fail(ErrPayloadTooLarge)
+			fail(engine.ErrPayloadTooLarge)
 		}
 	}
 	payload := func(b []byte) {
 		if len(b) > propMaxPayload {
-			fail(ErrPayloadTooLarge)
+			fail(engine.ErrPayloadTooLarge)
 		}
 	}
 	batch := func(n int) {
 		switch {
 		case n <= 0:
-			fail(ErrInvalidCommand)
+			fail(engine.ErrInvalidCommand)
 		case n > propMaxBatch:
-			fail(ErrPayloadTooLarge)
+			fail(engine.ErrPayloadTooLarge)
 		}
 	}
 	lease := func(ms int64) {
 		if ms <= 0 || ms > propMaxLeaseMS {
-			fail(ErrInvalidCommand)
+			fail(engine.ErrInvalidCommand)
 		}
 	}
-	ref := func(r LeaseRef) {
+	ref := func(r engine.LeaseRef) {
 		if r.Job == 0 || r.Attempt == 0 {
-			fail(ErrInvalidCommand)
+			fail(engine.ErrInvalidCommand)
 		}
 	}
-	target := func(t Target) {
+	target := func(t engine.Target) {
 		if t.Job == 0 && t.WorkflowID == "" {
-			fail(ErrInvalidCommand)
+			fail(engine.ErrInvalidCommand)
 		}
 		name(t.WorkflowID, false)
 	}
-	userEvent := func(t EventType) {
+	userEvent := func(t engine.EventType) {
 		name(string(t), true)
 		if propIsStatus(t) || propIsEngineOwned(t) {
-			fail(ErrInvalidCommand)
+			fail(engine.ErrInvalidCommand)
 		}
 	}
 	h := cmd.Head()
 	name(h.RequestID, false)
 	if h.NowMS <= 0 {
-		fail(ErrInvalidCommand)
+		fail(engine.ErrInvalidCommand)
 	}
 	switch c := cmd.(type) {
-	case *CreateJob:
+	case *engine.CreateJob:
 		name(c.WorkflowID, false)
 		name(c.Type, true)
 		name(c.Queue, true)
 		payload(c.Input)
-		if c.ReusePolicy > IDReuseReturnExisting {
-			fail(ErrInvalidCommand)
+		if c.ReusePolicy > engine.IDReuseReturnExisting {
+			fail(engine.ErrInvalidCommand)
 		}
 		name(c.ParentStep, c.ParentID != 0)
 		if r := c.Retry; r != nil && (r.InitialIntervalMS < 0 || r.MaximumIntervalMS < 0 || r.MaximumAttempts < 0 ||
 			!(r.BackoffCoefficient >= 0) || math.IsInf(r.BackoffCoefficient, 1)) {
-			fail(ErrInvalidCommand)
+			fail(engine.ErrInvalidCommand)
 		}
 		for _, d := range []int64{c.ExecutionTimeoutMS, c.RunTimeoutMS, c.ScheduleToStartTimeoutMS} {
 			if d < 0 || d > 100*365*24*3600*1000 {
-				fail(ErrInvalidCommand)
+				fail(engine.ErrInvalidCommand)
 			}
 		}
 		if c.ParentID == 0 && c.ParentStep != "" {
-			fail(ErrInvalidCommand)
+			fail(engine.ErrInvalidCommand)
 		}
 		legacy := c.ParentID != 0 && c.ParentLease == nil && len(c.Nonce) == 0 // an old log's create
 		if pl := c.ParentLease; !legacy && ((c.ParentID == 0) != (pl == nil) || pl != nil && (pl.Job != c.ParentID || pl.Attempt == 0)) {
-			fail(ErrInvalidCommand)
+			fail(engine.ErrInvalidCommand)
 		}
-	case *Claim:
+	case *engine.Claim:
 		name(c.Queue, true)
 		name(c.Owner, true)
 		batch(c.Max)
 		lease(c.LeaseMS)
 		if len(c.Types) > propMaxBatch {
-			fail(ErrPayloadTooLarge)
+			fail(engine.ErrPayloadTooLarge)
 		}
 		for _, t := range c.Types {
 			name(t, true)
 		}
-		if c.TailEvents < 0 || c.TailEvents > MaxTailEvents {
-			fail(ErrInvalidCommand)
+		if c.TailEvents < 0 || c.TailEvents > engine.MaxTailEvents {
+			fail(engine.ErrInvalidCommand)
 		}
-	case *Heartbeat:
+	case *engine.Heartbeat:
 		batch(len(c.Leases))
 		for _, r := range c.Leases {
 			ref(r)
 		}
 		lease(c.LeaseMS)
-	case *AppendEvents:
+	case *engine.AppendEvents:
 		ref(c.LeaseRef)
 		if len(c.Events) == 0 {
-			fail(ErrInvalidCommand)
+			fail(engine.ErrInvalidCommand)
 		} else if len(c.Events) > propMaxEvents {
-			fail(ErrPayloadTooLarge)
+			fail(engine.ErrPayloadTooLarge)
 		}
 		for _, e := range c.Events {
 			userEvent(e.Type)
@@ -520,29 +523,29 @@ func propValidate(cmd Command) error {
 			name(e.Name, false)
 			payload(e.Payload)
 		}
-	case *CommitStep:
+	case *engine.CommitStep:
 		ref(c.LeaseRef)
 		name(c.Step, true)
 		userEvent(c.Type)
 		payload(c.Payload)
 		if c.CatchUp && len(c.Payload) > 0 {
-			fail(ErrInvalidCommand)
+			fail(engine.ErrInvalidCommand)
 		}
-	case *Wait:
+	case *engine.Wait:
 		ref(c.LeaseRef)
 		s := c.Spec
 		if s.TimerAtMS == 0 && len(s.Signals) == 0 && len(s.Steps) == 0 {
-			fail(ErrInvalidCommand)
+			fail(engine.ErrInvalidCommand)
 		}
 		if s.TimerAtMS < 0 {
-			fail(ErrInvalidCommand)
+			fail(engine.ErrInvalidCommand)
 		}
 		name(s.TimerID, s.TimerAtMS > 0)
 		if s.TimerAtMS == 0 && s.TimerID != "" {
-			fail(ErrInvalidCommand)
+			fail(engine.ErrInvalidCommand)
 		}
 		if len(s.Signals)+len(s.Steps) > propMaxBatch {
-			fail(ErrPayloadTooLarge)
+			fail(engine.ErrPayloadTooLarge)
 		}
 		for _, v := range append(append([]string(nil), s.Signals...), s.Steps...) {
 			name(v, true)
@@ -552,104 +555,104 @@ func propValidate(cmd Command) error {
 		for _, e := range c.Events {
 			userEvent(e.Type)
 		}
-	case *Signal:
+	case *engine.Signal:
 		target(c.Target)
 		name(c.Name, true)
 		payload(c.Payload)
-	case *FireTimers:
+	case *engine.FireTimers:
 		batch(c.Max)
-	case *Reclaim:
+	case *engine.Reclaim:
 		batch(c.Max)
-	case *ReleaseDelayed:
+	case *engine.ReleaseDelayed:
 		batch(c.Max)
-	case *ExpireDeadlines:
+	case *engine.ExpireDeadlines:
 		batch(c.Max)
-	case *Cancel:
+	case *engine.Cancel:
 		target(c.Target)
 		name(c.Reason, false)
-	case *Terminate:
+	case *engine.Terminate:
 		target(c.Target)
 		name(c.Reason, false)
-	case *Activate:
+	case *engine.Activate:
 		target(c.Target)
-	case *Suspend:
+	case *engine.Suspend:
 		target(c.Target)
 		name(c.Reason, false)
-	case *Resume:
+	case *engine.Resume:
 		target(c.Target)
-	case *Complete:
+	case *engine.Complete:
 		ref(c.LeaseRef)
 		payload(c.Result)
-	case *Fail:
+	case *engine.Fail:
 		ref(c.LeaseRef)
 		payload(c.Error)
-	case *Requeue:
+	case *engine.Requeue:
 		if c.Job == 0 {
-			fail(ErrInvalidCommand)
+			fail(engine.ErrInvalidCommand)
 		}
 		if c.DelayMS < 0 {
-			fail(ErrInvalidCommand)
+			fail(engine.ErrInvalidCommand)
 		}
 		name(c.Reason, false)
 	default:
-		return ErrUnknownCommand
+		return engine.ErrUnknownCommand
 	}
 	return err
 }
 
-func (m *propModel) dispatch(cmd Command) (Result, error) {
+func (m *propModel) dispatch(cmd engine.Command) (engine.Result, error) {
 	switch c := cmd.(type) {
-	case *CreateJob:
+	case *engine.CreateJob:
 		return m.create(c)
-	case *Claim:
+	case *engine.Claim:
 		return m.claim(c)
-	case *Heartbeat:
+	case *engine.Heartbeat:
 		return m.heartbeat(c)
-	case *AppendEvents:
+	case *engine.AppendEvents:
 		return m.appendEvents(c)
-	case *CommitStep:
+	case *engine.CommitStep:
 		return m.commitStep(c)
-	case *Wait:
+	case *engine.Wait:
 		return m.wait(c)
-	case *Signal:
+	case *engine.Signal:
 		return m.signal(c)
-	case *FireTimers:
+	case *engine.FireTimers:
 		return m.fireTimers(c)
-	case *Reclaim:
+	case *engine.Reclaim:
 		return m.reclaim(c)
-	case *ReleaseDelayed:
+	case *engine.ReleaseDelayed:
 		return m.release(c)
-	case *ExpireDeadlines:
+	case *engine.ExpireDeadlines:
 		return m.expire(c)
-	case *Terminate:
-		return m.lifecycle(c.Target, Event{Type: EventJobTerminated, Reason: c.Reason, Payload: propTerminatedPayload(c.Reason)})
-	case *Cancel:
-		return m.lifecycle(c.Target, Event{Type: EventJobCancelled, Reason: c.Reason})
-	case *Activate:
-		return m.lifecycle(c.Target, Event{Type: EventJobActivated})
-	case *Suspend:
-		return m.lifecycle(c.Target, Event{Type: EventJobSuspended, Reason: c.Reason})
-	case *Resume:
-		return m.lifecycle(c.Target, Event{Type: EventJobResumed})
-	case *Complete:
-		return m.finish(c.LeaseRef, Event{Type: EventJobCompleted, Payload: c.Result})
-	case *Fail:
-		return m.finish(c.LeaseRef, Event{Type: EventJobFailed, Payload: c.Error})
-	case *Requeue:
+	case *engine.Terminate:
+		return m.lifecycle(c.Target, engine.Event{Type: engine.EventJobTerminated, Reason: c.Reason, Payload: propTerminatedPayload(c.Reason)})
+	case *engine.Cancel:
+		return m.lifecycle(c.Target, engine.Event{Type: engine.EventJobCancelled, Reason: c.Reason})
+	case *engine.Activate:
+		return m.lifecycle(c.Target, engine.Event{Type: engine.EventJobActivated})
+	case *engine.Suspend:
+		return m.lifecycle(c.Target, engine.Event{Type: engine.EventJobSuspended, Reason: c.Reason})
+	case *engine.Resume:
+		return m.lifecycle(c.Target, engine.Event{Type: engine.EventJobResumed})
+	case *engine.Complete:
+		return m.finish(c.LeaseRef, engine.Event{Type: engine.EventJobCompleted, Payload: c.Result})
+	case *engine.Fail:
+		return m.finish(c.LeaseRef, engine.Event{Type: engine.EventJobFailed, Payload: c.Error})
+	case *engine.Requeue:
 		return m.requeue(c)
 	}
-	return nil, ErrUnknownCommand
+	return nil, engine.ErrUnknownCommand
 }
 
 // legal reports whether ev may be appended to j.
-func (m *propModel) legal(j *propJob, ev Event) bool {
+func (m *propModel) legal(j *propJob, ev engine.Event) bool {
 	_, ok := propSpecNext(j.Status, &ev)
 	return ok
 }
 
 // appendEv appends ev to j's history and moves j to the status it leads to.
 // The caller has checked legality.
-func (m *propModel) appendEv(j *propJob, ev Event) uint64 {
+func (m *propModel) appendEv(j *propJob, ev engine.Event) uint64 {
 	to, ok := propSpecNext(j.Status, &ev)
 	if !ok {
 		panic(fmt.Sprintf("model bug: %s illegal in %s", ev.Type, j.Status))
@@ -673,54 +676,54 @@ func propSatAdd(a, b int64) int64 {
 	return a + b
 }
 
-func (m *propModel) enter(j *propJob, to Status, ev *Event) {
+func (m *propModel) enter(j *propJob, to engine.Status, ev *engine.Event) {
 	j.Status = to
 	j.Owner, j.LeaseExp, j.ReadyAt, j.ReleaseAt, j.DeferredUntil, j.Wait = "", 0, 0, 0, 0, nil
-	if to != StatusWaiting && to != StatusParked {
+	if to != engine.StatusWaiting && to != engine.StatusParked {
 		j.Token = ""
 	}
 	switch to {
-	case StatusQueued:
+	case engine.StatusQueued:
 		j.ReadyAt = m.now
-	case StatusRunning:
+	case engine.StatusRunning:
 		j.Owner, j.LeaseExp = ev.Name, ev.LeaseExpiryMS
-	case StatusRetrying:
+	case engine.StatusRetrying:
 		j.ReleaseAt = propSatAdd(m.now, ev.DelayMS)
-	case StatusWaiting, StatusParked:
+	case engine.StatusWaiting, engine.StatusParked:
 		w := *ev.Wait
 		j.Wait = &w
-	case StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusTerminated:
+	case engine.StatusCompleted, engine.StatusFailed, engine.StatusCancelled, engine.StatusTimedOut, engine.StatusTerminated:
 		j.ClosedMS = m.now
 		j.Timers = nil
 	}
 }
 
-func (m *propModel) resolve(t Target) (*propJob, error) {
+func (m *propModel) resolve(t engine.Target) (*propJob, error) {
 	if t.Job != 0 {
 		if j := m.job(t.Job); j != nil {
 			return j, nil
 		}
-		return nil, ErrUnknownJob
+		return nil, engine.ErrUnknownJob
 	}
 	id, ok := m.wfs[t.WorkflowID]
 	if !ok {
-		return nil, ErrUnknownJob
+		return nil, engine.ErrUnknownJob
 	}
 	return m.job(id), nil
 }
 
-func (m *propModel) fenced(ref LeaseRef) (*propJob, error) {
+func (m *propModel) fenced(ref engine.LeaseRef) (*propJob, error) {
 	j := m.job(ref.Job)
 	if j == nil {
-		return nil, ErrUnknownJob
+		return nil, engine.ErrUnknownJob
 	}
-	if j.Status != StatusRunning || j.Attempt != ref.Attempt || j.Token != ref.Token {
-		return nil, ErrStaleAttempt
+	if j.Status != engine.StatusRunning || j.Attempt != ref.Attempt || j.Token != ref.Token {
+		return nil, engine.ErrStaleAttempt
 	}
 	return j, nil
 }
 
-func (m *propModel) create(c *CreateJob) (Result, error) {
+func (m *propModel) create(c *engine.CreateJob) (engine.Result, error) {
 	if c.ParentID != 0 && (c.ParentLease != nil || len(c.Nonce) > 0) {
 		// Only the holder of the parent's lease starts its children.
 		if _, err := m.fenced(*c.ParentLease); err != nil {
@@ -732,29 +735,29 @@ func (m *propModel) create(c *CreateJob) (Result, error) {
 			cur := m.job(id)
 			open := !propTerminal(cur.Status)
 			switch c.ReusePolicy {
-			case IDReuseRejectDuplicate:
-				return nil, ErrWorkflowExists
-			case IDReuseReturnExisting:
+			case engine.IDReuseRejectDuplicate:
+				return nil, engine.ErrWorkflowExists
+			case engine.IDReuseReturnExisting:
 				if open && cur.Type == c.Type && cur.Queue == c.Queue && bytes.Equal(cur.Input, c.Input) {
-					return &CreateResult{Job: cur.ID, WorkflowID: cur.WF, Existing: true}, nil
+					return &engine.CreateResult{Job: cur.ID, WorkflowID: cur.WF, Existing: true}, nil
 				}
 			}
 			if open {
-				return nil, ErrWorkflowExists
+				return nil, engine.ErrWorkflowExists
 			}
 		}
 	}
 	if c.ParentID != 0 {
 		p := m.job(c.ParentID)
 		if p == nil {
-			return nil, ErrUnknownJob
+			return nil, engine.ErrUnknownJob
 		}
 		if propTerminal(p.Status) {
-			return nil, ErrJobClosed
+			return nil, engine.ErrJobClosed
 		}
 	}
 
-	id := JobID(len(m.jobs) + 1)
+	id := engine.JobID(len(m.jobs) + 1)
 	wf := c.WorkflowID
 	if wf == "" {
 		// "job-<id>", or "job-<id>.<n>" when a user took that name.
@@ -764,7 +767,7 @@ func (m *propModel) create(c *CreateJob) (Result, error) {
 		}
 	}
 	j := &propJob{ID: id, WF: wf, Type: c.Type, Queue: c.Queue, Input: c.Input, Parent: c.ParentID,
-		ParentStep: c.ParentStep, ParentClose: c.ParentClosePolicy, CreatedMS: m.now, Effects: map[string]*Effect{}}
+		ParentStep: c.ParentStep, ParentClose: c.ParentClosePolicy, CreatedMS: m.now, Effects: map[string]*engine.Effect{}}
 	at := func(d int64) int64 {
 		if d == 0 {
 			return 0
@@ -774,20 +777,20 @@ func (m *propModel) create(c *CreateJob) (Result, error) {
 	j.Deadline, j.RunDeadline, j.StartDeadline = at(c.ExecutionTimeoutMS), at(c.RunTimeoutMS), at(c.ScheduleToStartTimeoutMS)
 	j.RunTimeout = c.RunTimeoutMS
 	m.jobs = append(m.jobs, j)
-	ev := Event{Type: EventJobCreated, Name: c.Type, Payload: c.Input}
+	ev := engine.Event{Type: engine.EventJobCreated, Name: c.Type, Payload: c.Input}
 	if c.Draft {
-		ev.Type = EventJobDrafted
+		ev.Type = engine.EventJobDrafted
 	}
 	m.appendEv(j, ev)
 	m.wfs[wf] = id
 	m.byWF[wf] = append(m.byWF[wf], id)
-	return &CreateResult{Job: id, WorkflowID: wf}, nil
+	return &engine.CreateResult{Job: id, WorkflowID: wf}, nil
 }
 
-func (m *propModel) claim(c *Claim) (Result, error) {
+func (m *propModel) claim(c *engine.Claim) (engine.Result, error) {
 	var ready []*propJob
 	for _, j := range m.jobs {
-		if j.Status == StatusQueued && j.DeferredUntil == 0 && j.Queue == c.Queue {
+		if j.Status == engine.StatusQueued && j.DeferredUntil == 0 && j.Queue == c.Queue {
 			ready = append(ready, j)
 		}
 	}
@@ -802,7 +805,7 @@ func (m *propModel) claim(c *Claim) (Result, error) {
 	// passed over.
 	var take, pass []*propJob
 	for _, j := range ready {
-		if len(take) == c.Max || len(pass) == MaxDeferralsPerClaim {
+		if len(take) == c.Max || len(pass) == machine.MaxDeferralsPerClaim {
 			break
 		}
 		if len(c.Types) == 0 || slices.Contains(c.Types, j.Type) {
@@ -811,14 +814,14 @@ func (m *propModel) claim(c *Claim) (Result, error) {
 			pass = append(pass, j)
 		}
 	}
-	res := &ClaimResult{}
+	res := &engine.ClaimResult{}
 	for _, j := range take {
 		j.Attempt++
-		token := leaseToken(c.Nonce, "job", uint64(j.ID), j.Attempt)
-		seq := m.appendEv(j, Event{Type: EventJobLeased, Attempt: j.Attempt, Name: c.Owner, LeaseExpiryMS: m.now + c.LeaseMS, TokenIssued: token != ""})
+		token := machine.LeaseToken(c.Nonce, "job", uint64(j.ID), j.Attempt)
+		seq := m.appendEv(j, engine.Event{Type: engine.EventJobLeased, Attempt: j.Attempt, Name: c.Owner, LeaseExpiryMS: m.now + c.LeaseMS, TokenIssued: token != ""})
 		j.Token = token
 		j.Deferrals, j.DeferReason, j.StartDeadline = 0, "", 0
-		cj := ClaimedJob{Job: j.ID, WorkflowID: j.WF, Type: j.Type, Attempt: j.Attempt,
+		cj := engine.ClaimedJob{Job: j.ID, WorkflowID: j.WF, Type: j.Type, Attempt: j.Attempt,
 			LeaseExpiryMS: j.LeaseExp, LeaseToken: token, LastSeq: seq, DeadlineMS: j.Deadline, ParentID: j.Parent, RunAttempt: 1}
 		if p := m.job(j.Parent); p != nil {
 			cj.ParentWorkflowID = p.WF
@@ -842,17 +845,17 @@ func (m *propModel) claim(c *Claim) (Result, error) {
 	return res, nil
 }
 
-func (m *propModel) heartbeat(c *Heartbeat) (Result, error) {
-	res := &HeartbeatResult{LeaseExpiryMS: m.now + c.LeaseMS}
+func (m *propModel) heartbeat(c *engine.Heartbeat) (engine.Result, error) {
+	res := &engine.HeartbeatResult{LeaseExpiryMS: m.now + c.LeaseMS}
 	for _, ref := range c.Leases {
 		j, err := m.fenced(ref)
 		switch {
-		case errors.Is(err, ErrUnknownJob):
+		case errors.Is(err, engine.ErrUnknownJob):
 			ref.Token = ""
-			res.Refused = append(res.Refused, Refusal{LeaseRef: ref, Code: propUnknownCode})
+			res.Refused = append(res.Refused, engine.Refusal{LeaseRef: ref, Code: propUnknownCode})
 		case err != nil:
 			ref.Token = ""
-			res.Refused = append(res.Refused, Refusal{LeaseRef: ref, Code: StaleAttemptCode})
+			res.Refused = append(res.Refused, engine.Refusal{LeaseRef: ref, Code: engine.StaleAttemptCode})
 		default:
 			if m.now+c.LeaseMS > j.LeaseExp {
 				m.touch(j)
@@ -866,27 +869,27 @@ func (m *propModel) heartbeat(c *Heartbeat) (Result, error) {
 	return res, nil
 }
 
-func (m *propModel) appendEvents(c *AppendEvents) (Result, error) {
+func (m *propModel) appendEvents(c *engine.AppendEvents) (engine.Result, error) {
 	j, err := m.fenced(c.LeaseRef)
 	if err != nil {
 		return nil, err
 	}
-	res := &AppendResult{AtMS: m.now}
+	res := &engine.AppendResult{AtMS: m.now}
 	for _, ne := range c.Events {
-		seq := m.appendEv(j, Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload})
+		seq := m.appendEv(j, engine.Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload})
 		if res.FirstSeq == 0 {
 			res.FirstSeq = seq
 		}
 		res.LastSeq = seq
 	}
 	for _, id := range c.CancelTimers {
-		if i := slices.IndexFunc(j.Timers, func(x Timer) bool { return x.ID == id }); i >= 0 {
+		if i := slices.IndexFunc(j.Timers, func(x engine.Timer) bool { return x.ID == id }); i >= 0 {
 			j.Timers = slices.Delete(j.Timers, i, i+1)
 		}
 	}
 	for _, t := range c.Timers {
 		t.FireMS = max(t.FireMS, m.now)
-		if i := slices.IndexFunc(j.Timers, func(x Timer) bool { return x.ID == t.ID }); i >= 0 {
+		if i := slices.IndexFunc(j.Timers, func(x engine.Timer) bool { return x.ID == t.ID }); i >= 0 {
 			j.Timers[i] = t
 		} else {
 			j.Timers = append(j.Timers, t)
@@ -895,7 +898,7 @@ func (m *propModel) appendEvents(c *AppendEvents) (Result, error) {
 	return res, nil
 }
 
-func (m *propModel) commitStep(c *CommitStep) (Result, error) {
+func (m *propModel) commitStep(c *engine.CommitStep) (engine.Result, error) {
 	j, err := m.fenced(c.LeaseRef)
 	if err != nil {
 		return nil, err
@@ -904,96 +907,96 @@ func (m *propModel) commitStep(c *CommitStep) (Result, error) {
 	payload := c.Payload
 	switch {
 	case eff != nil && eff.CommittedSeq != 0:
-		return nil, ErrStepCommitted
+		return nil, engine.ErrStepCommitted
 	case c.CatchUp && eff == nil:
-		return nil, ErrInvalidCommand
+		return nil, engine.ErrInvalidCommand
 	case !c.CatchUp && eff != nil:
-		return nil, ErrStepCommitted
+		return nil, engine.ErrStepCommitted
 	case c.CatchUp:
 		payload = eff.Payload
 		e := *eff
 		eff = &e
 	default:
-		eff = &Effect{Step: c.Step, Attempt: c.Attempt, Failed: c.Failed, AtMS: m.now}
+		eff = &engine.Effect{Step: c.Step, Attempt: c.Attempt, Failed: c.Failed, AtMS: m.now}
 	}
-	seq := m.appendEv(j, Event{Type: c.Type, Attempt: c.Attempt, Step: c.Step, Payload: payload, Commit: true})
+	seq := m.appendEv(j, engine.Event{Type: c.Type, Attempt: c.Attempt, Step: c.Step, Payload: payload, Commit: true})
 	eff.CommittedSeq = seq
 	j.Effects[c.Step] = eff
-	return &AppendResult{FirstSeq: seq, LastSeq: seq, AtMS: m.now}, nil
+	return &engine.AppendResult{FirstSeq: seq, LastSeq: seq, AtMS: m.now}, nil
 }
 
-func (m *propModel) alreadyHappened(j *propJob, spec *WaitSpec, seen uint64) bool {
+func (m *propModel) alreadyHappened(j *propJob, spec *engine.WaitSpec, seen uint64) bool {
 	for _, s := range spec.Steps {
 		if j.Effects[s] != nil {
 			return true
 		}
 	}
 	for _, ev := range j.Events[seen:] {
-		if ev.Type == EventSignalReceived && slices.Contains(spec.Signals, ev.Name) {
+		if ev.Type == engine.EventSignalReceived && slices.Contains(spec.Signals, ev.Name) {
 			return true
 		}
-		if ev.Type == EventTimerFired && spec.TimerAtMS > 0 && spec.TimerID == ev.Name {
+		if ev.Type == engine.EventTimerFired && spec.TimerAtMS > 0 && spec.TimerID == ev.Name {
 			return true
 		}
-		if ev.Type == EventCancelRequested {
+		if ev.Type == engine.EventCancelRequested {
 			return true // the workflow must see a cancel request before it waits
 		}
 	}
 	return false
 }
 
-func (m *propModel) wait(c *Wait) (Result, error) {
+func (m *propModel) wait(c *engine.Wait) (engine.Result, error) {
 	j, err := m.fenced(c.LeaseRef)
 	if err != nil {
 		return nil, err
 	}
 	if c.SeenSeq > uint64(len(j.Events)) {
-		return nil, ErrInvalidCommand
+		return nil, engine.ErrInvalidCommand
 	}
 	if m.alreadyHappened(j, &c.Spec, c.SeenSeq) {
-		return &WaitResult{Woken: true, Status: StatusRunning, Seq: uint64(len(j.Events))}, nil
+		return &engine.WaitResult{Woken: true, Status: engine.StatusRunning, Seq: uint64(len(j.Events))}, nil
 	}
 	spec := c.Spec
 	if spec.TimerAtMS > 0 && spec.TimerAtMS < m.now {
 		spec.TimerAtMS = m.now // a due timer waits and fires at the next sweep
 	}
-	seq := m.appendEv(j, Event{Type: EventJobWaiting, Attempt: c.Attempt, Wait: &spec})
+	seq := m.appendEv(j, engine.Event{Type: engine.EventJobWaiting, Attempt: c.Attempt, Wait: &spec})
 	j.Timers = nil // the wait's timers replace the job's pending ones
 	if spec.TimerAtMS > 0 {
-		t := Timer{ID: spec.TimerID, FireMS: spec.TimerAtMS}
-		if i := slices.IndexFunc(j.Timers, func(x Timer) bool { return x.ID == t.ID }); i >= 0 {
+		t := engine.Timer{ID: spec.TimerID, FireMS: spec.TimerAtMS}
+		if i := slices.IndexFunc(j.Timers, func(x engine.Timer) bool { return x.ID == t.ID }); i >= 0 {
 			j.Timers[i] = t
 		} else {
 			j.Timers = append(j.Timers, t)
 		}
 	}
-	return &WaitResult{Status: j.Status, Seq: seq}, nil
+	return &engine.WaitResult{Status: j.Status, Seq: seq}, nil
 }
 
 // wake ends j's wait if it is blocked.
 func (m *propModel) wake(j *propJob, reason, name string) bool {
-	if j.Status != StatusWaiting && j.Status != StatusParked {
+	if j.Status != engine.StatusWaiting && j.Status != engine.StatusParked {
 		return false
 	}
-	m.appendEv(j, Event{Type: EventWaitCompleted, Reason: reason, Name: name})
+	m.appendEv(j, engine.Event{Type: engine.EventWaitCompleted, Reason: reason, Name: name})
 	return true
 }
 
-func (m *propModel) signal(c *Signal) (Result, error) {
+func (m *propModel) signal(c *engine.Signal) (engine.Result, error) {
 	j, err := m.resolve(c.Target)
 	if err != nil {
 		return nil, err
 	}
 	if propTerminal(j.Status) {
-		return nil, ErrJobClosed
+		return nil, engine.ErrJobClosed
 	}
 	waits := j.Wait != nil && slices.Contains(j.Wait.Signals, c.Name)
-	seq := m.appendEv(j, Event{Type: EventSignalReceived, Name: c.Name, Payload: c.Payload})
+	seq := m.appendEv(j, engine.Event{Type: engine.EventSignalReceived, Name: c.Name, Payload: c.Payload})
 	woke := false
 	if waits {
 		woke = m.wake(j, "signal", c.Name)
 	}
-	return &SignalResult{Job: j.ID, Seq: seq, Woke: woke}, nil
+	return &engine.SignalResult{Job: j.ID, Seq: seq, Woke: woke}, nil
 }
 
 type propDue struct {
@@ -1014,7 +1017,7 @@ func propSortDues(d []propDue) {
 	})
 }
 
-func propCapDues(d []propDue, max int, res *SweepResult) []propDue {
+func propCapDues(d []propDue, max int, res *engine.SweepResult) []propDue {
 	if len(d) > max {
 		res.More = true
 		return d[:max]
@@ -1022,16 +1025,16 @@ func propCapDues(d []propDue, max int, res *SweepResult) []propDue {
 	return d
 }
 
-func (m *propModel) fireTimers(c *FireTimers) (Result, error) {
-	res := &SweepResult{}
+func (m *propModel) fireTimers(c *engine.FireTimers) (engine.Result, error) {
+	res := &engine.SweepResult{}
 	for _, d := range m.dueEntries(m.timers, c.Max, res) {
 		j := d.job
-		i := slices.Index(j.Timers, Timer{ID: d.tid, FireMS: d.at})
+		i := slices.Index(j.Timers, engine.Timer{ID: d.tid, FireMS: d.at})
 		if i < 0 {
 			continue // stale
 		}
 		j.Timers = slices.Delete(j.Timers, i, i+1)
-		m.appendEv(j, Event{Type: EventTimerFired, Name: d.tid})
+		m.appendEv(j, engine.Event{Type: engine.EventTimerFired, Name: d.tid})
 		res.Jobs = append(res.Jobs, j.ID)
 		if j.Wait != nil && j.Wait.TimerAtMS > 0 && j.Wait.TimerID == d.tid && m.wake(j, "timer", d.tid) {
 			res.Ready = append(res.Ready, j.ID)
@@ -1040,38 +1043,38 @@ func (m *propModel) fireTimers(c *FireTimers) (Result, error) {
 	return res, nil
 }
 
-func (m *propModel) reclaim(c *Reclaim) (Result, error) {
-	res := &SweepResult{}
+func (m *propModel) reclaim(c *engine.Reclaim) (engine.Result, error) {
+	res := &engine.SweepResult{}
 	for _, d := range m.dueEntries(m.leases, c.Max, res) {
-		if d.job.Status != StatusRunning || d.job.LeaseExp != d.at {
+		if d.job.Status != engine.StatusRunning || d.job.LeaseExp != d.at {
 			continue // stale
 		}
-		m.appendEv(d.job, Event{Type: EventJobRequeued, Reason: ReasonLeaseExpired, Attempt: d.job.Attempt})
+		m.appendEv(d.job, engine.Event{Type: engine.EventJobRequeued, Reason: engine.ReasonLeaseExpired, Attempt: d.job.Attempt})
 		res.Jobs = append(res.Jobs, d.job.ID)
 		res.Ready = append(res.Ready, d.job.ID)
 	}
 	return res, nil
 }
 
-func (m *propModel) release(c *ReleaseDelayed) (Result, error) {
+func (m *propModel) release(c *engine.ReleaseDelayed) (engine.Result, error) {
 	var dues []propDue
 	for _, j := range m.jobs {
 		switch {
-		case j.Status == StatusRetrying && j.ReleaseAt <= m.now:
+		case j.Status == engine.StatusRetrying && j.ReleaseAt <= m.now:
 			dues = append(dues, propDue{j.ReleaseAt, j, ""})
-		case j.Status == StatusQueued && j.DeferredUntil != 0 && j.DeferredUntil <= m.now:
+		case j.Status == engine.StatusQueued && j.DeferredUntil != 0 && j.DeferredUntil <= m.now:
 			dues = append(dues, propDue{j.DeferredUntil, j, ""})
 		}
 	}
 	propSortDues(dues)
-	res := &SweepResult{}
+	res := &engine.SweepResult{}
 	for _, d := range propCapDues(dues, c.Max, res) {
-		if d.job.Status == StatusQueued {
+		if d.job.Status == engine.StatusQueued {
 			// A deferred job is ready again, with no event.
 			m.touch(d.job)
 			d.job.DeferredUntil, d.job.ReadyAt = 0, m.now
 		} else {
-			m.appendEv(d.job, Event{Type: EventJobRequeued, Reason: ReasonRetryDelay})
+			m.appendEv(d.job, engine.Event{Type: engine.EventJobRequeued, Reason: engine.ReasonRetryDelay})
 		}
 		res.Jobs = append(res.Jobs, d.job.ID)
 		res.Ready = append(res.Ready, d.job.ID)
@@ -1079,23 +1082,23 @@ func (m *propModel) release(c *ReleaseDelayed) (Result, error) {
 	return res, nil
 }
 
-func (m *propModel) lifecycle(t Target, ev Event) (Result, error) {
+func (m *propModel) lifecycle(t engine.Target, ev engine.Event) (engine.Result, error) {
 	j, err := m.resolve(t)
 	if err != nil {
 		return nil, err
 	}
 	ev.Attempt = j.Attempt
 	if !m.legal(j, ev) {
-		return nil, ErrIllegalTransition
+		return nil, engine.ErrIllegalTransition
 	}
 	seq := m.appendEv(j, ev)
 	if propTerminal(j.Status) {
 		m.closed(j, ev)
 	}
-	return &StatusResult{Job: j.ID, Status: j.Status, Seq: seq}, nil
+	return &engine.StatusResult{Job: j.ID, Status: j.Status, Seq: seq}, nil
 }
 
-func (m *propModel) finish(ref LeaseRef, ev Event) (Result, error) {
+func (m *propModel) finish(ref engine.LeaseRef, ev engine.Event) (engine.Result, error) {
 	j, err := m.fenced(ref)
 	if err != nil {
 		return nil, err
@@ -1103,14 +1106,14 @@ func (m *propModel) finish(ref LeaseRef, ev Event) (Result, error) {
 	ev.Attempt = ref.Attempt
 	seq := m.appendEv(j, ev)
 	m.closed(j, ev)
-	return &StatusResult{Job: j.ID, Status: j.Status, Seq: seq}, nil
+	return &engine.StatusResult{Job: j.ID, Status: j.Status, Seq: seq}, nil
 }
 
 // closed records a finished child's result as its parent's step effect; a
 // parent waiting for it is woken, a parent not blocked at all is told with
 // effect_recorded. The first result for a step wins.
-func (m *propModel) closed(j *propJob, ev Event) {
-	if ev.Type == EventJobTerminated || ev.Type == EventJobTimedOut {
+func (m *propModel) closed(j *propJob, ev engine.Event) {
+	if ev.Type == engine.EventJobTerminated || ev.Type == engine.EventJobTimedOut {
 		m.closeChildren(j)
 	}
 	if j.Parent == 0 {
@@ -1121,12 +1124,12 @@ func (m *propModel) closed(j *propJob, ev Event) {
 		return
 	}
 	m.wrote = true
-	p.Effects[j.ParentStep] = &Effect{Step: j.ParentStep, Payload: ev.Payload, Failed: ev.Type != EventJobCompleted, AtMS: m.now}
+	p.Effects[j.ParentStep] = &engine.Effect{Step: j.ParentStep, Payload: ev.Payload, Failed: ev.Type != engine.EventJobCompleted, AtMS: m.now}
 	switch {
 	case p.Wait != nil && slices.Contains(p.Wait.Steps, j.ParentStep):
 		m.wake(p, "step", j.ParentStep)
-	case p.Status != StatusWaiting && p.Status != StatusParked:
-		m.appendEv(p, Event{Type: EventEffectRecorded, Step: j.ParentStep})
+	case p.Status != engine.StatusWaiting && p.Status != engine.StatusParked:
+		m.appendEv(p, engine.Event{Type: engine.EventEffectRecorded, Step: j.ParentStep})
 	}
 }
 
@@ -1139,15 +1142,15 @@ func (m *propModel) closeChildren(p *propJob) {
 		}
 		reason := "parent " + p.WF + " ended"
 		switch c.ParentClose {
-		case ParentCloseTerminate:
+		case engine.ParentCloseTerminate:
 			m.wrote = true
-			ev := Event{Type: EventJobTerminated, Attempt: c.Attempt, Reason: reason, Payload: propTerminatedPayload(reason)}
+			ev := engine.Event{Type: engine.EventJobTerminated, Attempt: c.Attempt, Reason: reason, Payload: propTerminatedPayload(reason)}
 			m.appendEv(c, ev)
 			m.closed(c, ev)
-		case ParentCloseRequestCancel:
+		case engine.ParentCloseRequestCancel:
 			m.wrote = true
 			c.CancelReq = true
-			m.appendEv(c, Event{Type: EventCancelRequested, Reason: reason})
+			m.appendEv(c, engine.Event{Type: engine.EventCancelRequested, Reason: reason})
 			m.wake(c, "cancel", "")
 		}
 	}
@@ -1166,11 +1169,11 @@ func propTerminatedPayload(reason string) []byte {
 func propTimeoutPayload(j *propJob, reason string) []byte {
 	tt, what := "WorkflowRun", "run timeout"
 	switch {
-	case reason == ReasonExecutionTimeout && strings.HasPrefix(j.Type, "@activity:"):
+	case reason == engine.ReasonExecutionTimeout && strings.HasPrefix(j.Type, "@activity:"):
 		tt, what = "ScheduleToClose", "schedule-to-close timeout"
-	case reason == ReasonExecutionTimeout:
+	case reason == engine.ReasonExecutionTimeout:
 		tt, what = "WorkflowExecution", "execution timeout"
-	case reason == ReasonScheduleToStart:
+	case reason == engine.ReasonScheduleToStart:
 		tt, what = "ScheduleToStart", "schedule-to-start timeout"
 	}
 	msg := fmt.Sprintf("job %d (workflow id %q, type %q) timed out: its %s passed", j.ID, j.WF, j.Type, what)
@@ -1178,15 +1181,15 @@ func propTimeoutPayload(j *propJob, reason string) []byte {
 }
 
 // expire ends as TimedOut the jobs whose live deadline entry is due.
-func (m *propModel) expire(c *ExpireDeadlines) (Result, error) {
-	res := &SweepResult{}
+func (m *propModel) expire(c *engine.ExpireDeadlines) (engine.Result, error) {
+	res := &engine.SweepResult{}
 	for _, d := range m.dueEntries(m.deadlines, c.Max, res) {
 		j := d.job
 		if j.TimeoutAt != d.at || propTerminal(j.Status) {
 			continue // stale, or ended earlier in this sweep with its parent
 		}
 		_, reason := propNextDeadline(j)
-		ev := Event{Type: EventJobTimedOut, Attempt: j.Attempt, Reason: reason, Payload: propTimeoutPayload(j, reason)}
+		ev := engine.Event{Type: engine.EventJobTimedOut, Attempt: j.Attempt, Reason: reason, Payload: propTimeoutPayload(j, reason)}
 		m.appendEv(j, ev)
 		m.closed(j, ev)
 		res.Jobs = append(res.Jobs, j.ID)
@@ -1194,19 +1197,19 @@ func (m *propModel) expire(c *ExpireDeadlines) (Result, error) {
 	return res, nil
 }
 
-func (m *propModel) requeue(c *Requeue) (Result, error) {
+func (m *propModel) requeue(c *engine.Requeue) (engine.Result, error) {
 	var j *propJob
 	if c.Attempt == 0 {
 		if j = m.job(c.Job); j == nil {
-			return nil, ErrUnknownJob
+			return nil, engine.ErrUnknownJob
 		}
-		if j.Status != StatusFailed {
-			return nil, ErrIllegalTransition
+		if j.Status != engine.StatusFailed {
+			return nil, engine.ErrIllegalTransition
 		}
 		// A failed run that a newer run of its workflow id replaced stays
 		// closed: a workflow id has at most one open run.
 		if m.wfs[j.WF] != j.ID {
-			return nil, ErrWorkflowExists
+			return nil, engine.ErrWorkflowExists
 		}
 	} else {
 		var err error
@@ -1216,13 +1219,13 @@ func (m *propModel) requeue(c *Requeue) (Result, error) {
 	}
 	reason := c.Reason
 	if reason == "" {
-		reason = ReasonRetry
+		reason = engine.ReasonRetry
 	}
-	if c.Attempt == 0 || reason == ReasonRetry {
+	if c.Attempt == 0 || reason == engine.ReasonRetry {
 		j.Retries++
 	}
-	seq := m.appendEv(j, Event{Type: EventJobRequeued, Attempt: c.Attempt, DelayMS: c.DelayMS, Reason: reason})
-	return &StatusResult{Job: j.ID, Status: j.Status, Seq: seq}, nil
+	seq := m.appendEv(j, engine.Event{Type: engine.EventJobRequeued, Attempt: c.Attempt, DelayMS: c.DelayMS, Reason: reason})
+	return &engine.StatusResult{Job: j.ID, Status: j.Status, Seq: seq}, nil
 }
 
 // ---------------------------------------------------------------------------
@@ -1231,7 +1234,7 @@ func (m *propModel) requeue(c *Requeue) (Result, error) {
 
 type propRid struct {
 	rid string
-	cmd Command
+	cmd engine.Command
 }
 
 type propDriver struct {
@@ -1249,12 +1252,12 @@ type propDriver struct {
 
 	// Fencing, tracked from command outcomes alone: the newest attempt
 	// each job was claimed with, and whether it still holds the job.
-	claimed map[JobID]uint64
-	live    map[JobID]uint64
+	claimed map[engine.JobID]uint64
+	live    map[engine.JobID]uint64
 
 	rids     []propRid
 	ridN     int
-	firstRes map[string]Result // the engine's result for each recorded request id
+	firstRes map[string]engine.Result // the engine's result for each recorded request id
 
 	snapshots int
 	stats     map[string]int // outcomes, for the -v coverage line
@@ -1269,7 +1272,7 @@ type propDriver struct {
 
 func runPropertySeed(t *testing.T, seed int64, seqs int, seen *meterSeen) {
 	p := &propDriver{t: t, seed: seed, r: rand.New(rand.NewPCG(uint64(seed), 0x6865646c65)), h: newHarness(t), m: newPropModel(), meter: newMeterCheck(t, seen),
-		claimed: map[JobID]uint64{}, live: map[JobID]uint64{}, firstRes: map[string]Result{},
+		claimed: map[engine.JobID]uint64{}, live: map[engine.JobID]uint64{}, firstRes: map[string]engine.Result{},
 		stats: map[string]int{}}
 	for p.seq = 0; p.seq < seqs; p.seq++ {
 		p.groupMax = 1
@@ -1312,7 +1315,7 @@ func (p *propDriver) addTrace(s string) {
 	p.trace = append(p.trace, s)
 }
 
-func propFmtCmd(c Command) string {
+func propFmtCmd(c engine.Command) string {
 	if c == nil {
 		return "<nil>"
 	}
@@ -1323,7 +1326,7 @@ func propFmtCmd(c Command) string {
 	return c.Kind().String() + s
 }
 
-func propFmtRes(r Result) string {
+func propFmtRes(r engine.Result) string {
 	if r == nil {
 		return "<nil>"
 	}
@@ -1333,7 +1336,7 @@ func propFmtRes(r Result) string {
 // engineApply applies cmd in the open batch (opening one if needed) and
 // adds its writes to it on success, committing every groupMax commands. It
 // returns how many keys the command wrote.
-func (p *propDriver) engineApply(cmd Command) (res Result, writes int, err error) {
+func (p *propDriver) engineApply(cmd engine.Command) (res engine.Result, writes int, err error) {
 	if p.batch == nil {
 		p.batch = p.h.db.NewBatch()
 	}
@@ -1477,7 +1480,7 @@ func (p *propDriver) step() {
 	// A retry delay that runs past the end of int64 time means "never": the
 	// engine may refuse it as invalid, or keep the job Retrying for good
 	// (the model's choice); it must not wrap around into the past.
-	if c, ok := cmd.(*Requeue); ok && c.DelayMS > math.MaxInt64-max(stamp, p.m.lastNow) {
+	if c, ok := cmd.(*engine.Requeue); ok && c.DelayMS > math.MaxInt64-max(stamp, p.m.lastNow) {
 		b := p.batch
 		if b == nil {
 			b = p.h.db.NewBatch()
@@ -1486,18 +1489,18 @@ func (p *propDriver) step() {
 		if b != p.batch {
 			b.Discard()
 		}
-		if errors.Is(err, ErrInvalidCommand) || errors.Is(err, ErrPayloadTooLarge) {
+		if errors.Is(err, engine.ErrInvalidCommand) || errors.Is(err, engine.ErrPayloadTooLarge) {
 			p.addTrace(fmt.Sprintf("%d.%d now=%d %s -> error: %v", p.seq, p.cmdN, stamp, propFmtCmd(cmd), err))
 			p.stats["Requeue:endless-delay-refused"]++
 			return
 		}
 	}
 
-	var blocked map[JobID]bool
-	if _, ok := cmd.(*Reclaim); ok {
-		blocked = map[JobID]bool{}
+	var blocked map[engine.JobID]bool
+	if _, ok := cmd.(*engine.Reclaim); ok {
+		blocked = map[engine.JobID]bool{}
 		for _, j := range p.m.jobs {
-			if j.Status == StatusWaiting || j.Status == StatusParked {
+			if j.Status == engine.StatusWaiting || j.Status == engine.StatusParked {
 				blocked[j.ID] = true
 			}
 		}
@@ -1526,10 +1529,10 @@ func (p *propDriver) step() {
 	}
 	p.addTrace(fmt.Sprintf("%d.%d now=%d %s%s -> %s", p.seq, p.cmdN, stamp, propFmtCmd(cmd), note, outcome))
 
-	if err != nil && !propMatchesSentinel(err, ErrUnknownCommand) {
+	if err != nil && !propMatchesSentinel(err, engine.ErrUnknownCommand) {
 		p.fail("%s returned an error matching no sentinel: %v", cmd.Kind(), err)
 	}
-	if errors.Is(err, ErrUnknownCommand) && cmd.Kind() != 99 {
+	if errors.Is(err, engine.ErrUnknownCommand) && cmd.Kind() != 99 {
 		p.fail("%s returned ErrUnknownCommand: %v", cmd.Kind(), err)
 	}
 	switch {
@@ -1573,7 +1576,7 @@ func (p *propDriver) step() {
 		p.fail("%s returned %s; the model expects %s", cmd.Kind(), propFmtRes(res), propFmtRes(mres))
 	}
 	for id := range blocked {
-		if !replay && slices.Contains(res.(*SweepResult).Jobs, id) {
+		if !replay && slices.Contains(res.(*engine.SweepResult).Jobs, id) {
 			p.fail("Reclaim took job %d, which was Waiting/Parked", id)
 		}
 	}
@@ -1584,11 +1587,11 @@ func (p *propDriver) step() {
 	p.checkOpenRuns()
 }
 
-func (p *propDriver) count(cmd Command, res Result, err error, replay bool) {
+func (p *propDriver) count(cmd engine.Command, res engine.Result, err error, replay bool) {
 	k := cmd.Kind().String()
 	switch {
 	case err != nil:
-		for _, s := range slices.Concat(propSentinels, []error{ErrUnknownCommand}) {
+		for _, s := range slices.Concat(propSentinels, []error{engine.ErrUnknownCommand}) {
 			if errors.Is(err, s) {
 				k += ":" + strings.ReplaceAll(strings.TrimPrefix(s.Error(), "engine: "), " ", "_")
 				break
@@ -1598,42 +1601,42 @@ func (p *propDriver) count(cmd Command, res Result, err error, replay bool) {
 		k += ":replay"
 	default:
 		switch r := res.(type) {
-		case *CreateResult:
+		case *engine.CreateResult:
 			if r.Existing {
 				k += ":existing"
 			}
-		case *ClaimResult:
+		case *engine.ClaimResult:
 			k += fmt.Sprintf(":%d", min(len(r.Jobs), 2))
 			if len(r.Deferred) > 0 {
 				k += ":deferred"
 			}
-		case *WaitResult:
+		case *engine.WaitResult:
 			if r.Woken {
 				k += ":woken"
 			} else {
 				k += ":" + r.Status.String()
 			}
-		case *SignalResult:
+		case *engine.SignalResult:
 			if r.Woke {
 				k += ":woke"
 			}
-		case *SweepResult:
+		case *engine.SweepResult:
 			if len(r.Ready) > 0 {
 				k += ":ready"
 			} else if len(r.Jobs) > 0 {
 				k += ":some"
 			}
-		case *StatusResult:
+		case *engine.StatusResult:
 			k += ":" + r.Status.String()
 		}
-		if c, ok := cmd.(*CommitStep); ok && c.CatchUp {
+		if c, ok := cmd.(*engine.CommitStep); ok && c.CatchUp {
 			k += ":catchup"
 		}
 		for _, id := range p.m.touchOrder {
-			if evs := p.m.job(id).Events; len(evs) > 0 && evs[len(evs)-1].Type == EventWaitCompleted && evs[len(evs)-1].Reason == "step" {
+			if evs := p.m.job(id).Events; len(evs) > 0 && evs[len(evs)-1].Type == engine.EventWaitCompleted && evs[len(evs)-1].Reason == "step" {
 				k += ":woke-parent"
 				break
-			} else if len(evs) > int(p.m.touched[id]) && evs[len(evs)-1].Type == EventEffectRecorded {
+			} else if len(evs) > int(p.m.touched[id]) && evs[len(evs)-1].Type == engine.EventEffectRecorded {
 				k += ":effect-recorded"
 				break
 			}
@@ -1645,15 +1648,15 @@ func (p *propDriver) count(cmd Command, res Result, err error, replay bool) {
 // checkFencing tracks attempts from command outcomes alone: a claim hands
 // out a newer attempt than any before, and a fenced write is accepted only
 // from the newest attempt while it still holds the job.
-func (p *propDriver) checkFencing(cmd Command, res Result) {
-	accept := func(ref LeaseRef) {
+func (p *propDriver) checkFencing(cmd engine.Command, res engine.Result) {
+	accept := func(ref engine.LeaseRef) {
 		if got, ok := p.live[ref.Job]; !ok || got != ref.Attempt {
 			p.fail("%s by attempt %d of job %d accepted; the live attempt is %d (held: %v)", cmd.Kind(), ref.Attempt, ref.Job, got, ok)
 		}
 	}
 	switch c := cmd.(type) {
-	case *Claim:
-		for _, cj := range res.(*ClaimResult).Jobs {
+	case *engine.Claim:
+		for _, cj := range res.(*engine.ClaimResult).Jobs {
 			if cj.Attempt <= p.claimed[cj.Job] {
 				p.fail("claim handed out attempt %d of job %d after attempt %d", cj.Attempt, cj.Job, p.claimed[cj.Job])
 			}
@@ -1663,13 +1666,13 @@ func (p *propDriver) checkFencing(cmd Command, res Result) {
 			p.claimed[cj.Job] = cj.Attempt
 			p.live[cj.Job] = cj.Attempt
 		}
-	case *Heartbeat:
+	case *engine.Heartbeat:
 		// A refusal names its lease without the token, so the leases are
 		// matched with the refusals in order.
-		refused := res.(*HeartbeatResult).Refused
+		refused := res.(*engine.HeartbeatResult).Refused
 		for _, ref := range c.Leases {
 			mj := p.m.job(ref.Job)
-			holder := mj != nil && mj.Status == StatusRunning && mj.Attempt == ref.Attempt && mj.Token == ref.Token
+			holder := mj != nil && mj.Status == engine.StatusRunning && mj.Attempt == ref.Attempt && mj.Token == ref.Token
 			if len(refused) > 0 && refused[0].Job == ref.Job && refused[0].Attempt == ref.Attempt && !holder {
 				refused = refused[1:]
 				continue
@@ -1679,41 +1682,41 @@ func (p *propDriver) checkFencing(cmd Command, res Result) {
 			}
 			accept(ref)
 		}
-	case *CreateJob:
-		if c.ParentLease != nil && !res.(*CreateResult).Existing {
+	case *engine.CreateJob:
+		if c.ParentLease != nil && !res.(*engine.CreateResult).Existing {
 			accept(*c.ParentLease) // only the parent's holder starts its children
 		}
-	case *AppendEvents:
+	case *engine.AppendEvents:
 		accept(c.LeaseRef)
-	case *CommitStep:
+	case *engine.CommitStep:
 		accept(c.LeaseRef)
-	case *Wait:
+	case *engine.Wait:
 		accept(c.LeaseRef)
-		if !res.(*WaitResult).Woken {
+		if !res.(*engine.WaitResult).Woken {
 			delete(p.live, c.Job)
 		}
-	case *Complete:
+	case *engine.Complete:
 		accept(c.LeaseRef)
 		delete(p.live, c.Job)
-	case *Fail:
+	case *engine.Fail:
 		accept(c.LeaseRef)
 		delete(p.live, c.Job)
-	case *Requeue:
+	case *engine.Requeue:
 		if c.Attempt != 0 {
 			accept(c.LeaseRef)
 			delete(p.live, c.Job)
 		}
-	case *Reclaim:
-		for _, id := range res.(*SweepResult).Jobs {
+	case *engine.Reclaim:
+		for _, id := range res.(*engine.SweepResult).Jobs {
 			if _, held := p.live[id]; !held {
 				p.fail("reclaim took job %d, which no attempt held", id)
 			}
 			delete(p.live, id)
 		}
-	case *Cancel, *Suspend, *Terminate:
-		delete(p.live, res.(*StatusResult).Job)
-	case *ExpireDeadlines:
-		for _, id := range res.(*SweepResult).Jobs {
+	case *engine.Cancel, *engine.Suspend, *engine.Terminate:
+		delete(p.live, res.(*engine.StatusResult).Job)
+	case *engine.ExpireDeadlines:
+		for _, id := range res.(*engine.SweepResult).Jobs {
 			delete(p.live, id) // timed out: a running attempt is fenced out
 		}
 	}
@@ -1734,17 +1737,17 @@ func (p *propDriver) checkTouched() {
 		return
 	}
 	type read struct {
-		job *Job
-		evs []Event
+		job *engine.Job
+		evs []engine.Event
 	}
-	reads := map[JobID]*read{}
+	reads := map[engine.JobID]*read{}
 	err := p.view(func(get func([]byte) ([]byte, error)) error {
 		for _, id := range p.m.touchOrder {
 			rd := &read{}
 			reads[id] = rd
 			b, err := get(storage.JobKey(uint64(id)))
 			if err == nil {
-				rd.job, err = DecodeJob(b)
+				rd.job, err = machine.DecodeJob(b)
 			}
 			if err != nil {
 				return fmt.Errorf("job %d: %w", id, err)
@@ -1757,7 +1760,7 @@ func (p *propDriver) checkTouched() {
 				if err != nil {
 					return err
 				}
-				ev, err := DecodeEvent(b)
+				ev, err := machine.DecodeEvent(b)
 				if err != nil {
 					return err
 				}
@@ -1785,21 +1788,21 @@ func (p *propDriver) checkTouched() {
 // of each changed job it would accept a fenced write from: exactly the live
 // one, or none; and that the live one is refused without its lease token.
 func (p *propDriver) probe() {
-	var refs, forged []LeaseRef
+	var refs, forged []engine.LeaseRef
 	for _, id := range p.m.touchOrder {
 		mj := p.m.job(id)
 		if mj.Attempt == 0 {
 			continue
 		}
 		for a := max(1, int64(mj.Attempt)-2); a <= int64(mj.Attempt)+1; a++ {
-			ref := LeaseRef{Job: mj.ID, Attempt: uint64(a)}
+			ref := engine.LeaseRef{Job: mj.ID, Attempt: uint64(a)}
 			if ref.Attempt == mj.Attempt {
 				ref.Token = mj.Token
 			}
 			refs = append(refs, ref)
 		}
 		if mj.Token != "" {
-			forged = append(forged, LeaseRef{Job: mj.ID, Attempt: mj.Attempt}, LeaseRef{Job: mj.ID, Attempt: mj.Attempt, Token: mj.Token[1:]})
+			forged = append(forged, engine.LeaseRef{Job: mj.ID, Attempt: mj.Attempt}, engine.LeaseRef{Job: mj.ID, Attempt: mj.Attempt, Token: mj.Token[1:]})
 		}
 	}
 	if len(refs) == 0 {
@@ -1811,29 +1814,29 @@ func (p *propDriver) probe() {
 		defer b.Discard()
 	}
 	// The probe's Tx is never added to the batch: it writes nothing.
-	res, err := p.h.m.Apply(b.Begin(), &Heartbeat{Header: Header{NowMS: p.h.now}, Leases: refs, LeaseMS: 1000})
+	res, err := p.h.m.Apply(b.Begin(), &engine.Heartbeat{Header: engine.Header{NowMS: p.h.now}, Leases: refs, LeaseMS: 1000})
 	if err != nil {
 		p.fail("fencing probe: %v", err)
 	}
-	refused := map[LeaseRef]bool{}
-	for _, rf := range res.(*HeartbeatResult).Refused {
+	refused := map[engine.LeaseRef]bool{}
+	for _, rf := range res.(*engine.HeartbeatResult).Refused {
 		if rf.Token != "" {
 			p.fail("heartbeat refusal %+v echoes a lease token", rf)
 		}
 		refused[rf.LeaseRef] = true
 	}
 	if len(forged) > 0 {
-		fres, err := p.h.m.Apply(b.Begin(), &Heartbeat{Header: Header{NowMS: p.h.now}, Leases: forged, LeaseMS: 1000})
+		fres, err := p.h.m.Apply(b.Begin(), &engine.Heartbeat{Header: engine.Header{NowMS: p.h.now}, Leases: forged, LeaseMS: 1000})
 		if err != nil {
 			p.fail("fencing probe: %v", err)
 		}
-		if n := len(fres.(*HeartbeatResult).Refused); n != len(forged) {
+		if n := len(fres.(*engine.HeartbeatResult).Refused); n != len(forged) {
 			p.fail("a heartbeat without the lease token was accepted: %d of %d refused (%+v)", n, len(forged), forged)
 		}
 	}
-	accepted := map[JobID][]uint64{}
+	accepted := map[engine.JobID][]uint64{}
 	for _, ref := range refs {
-		if !refused[LeaseRef{Job: ref.Job, Attempt: ref.Attempt}] {
+		if !refused[engine.LeaseRef{Job: ref.Job, Attempt: ref.Attempt}] {
 			accepted[ref.Job] = append(accepted[ref.Job], ref.Attempt)
 		}
 	}
@@ -1856,7 +1859,7 @@ func (p *propDriver) probe() {
 func (p *propDriver) checkOpenRuns() {
 	for _, id := range p.m.touchOrder {
 		wf := p.m.job(id).WF
-		var open []JobID
+		var open []engine.JobID
 		for _, rid := range p.m.byWF[wf] {
 			if !propTerminal(p.m.job(rid).Status) {
 				open = append(open, rid)
@@ -1868,7 +1871,7 @@ func (p *propDriver) checkOpenRuns() {
 	}
 }
 
-func propJobDiff(mj *propJob, j *Job) string {
+func propJobDiff(mj *propJob, j *engine.Job) string {
 	var d []string
 	cmp := func(field string, got, want any) {
 		if !reflect.DeepEqual(propNormalize(got), propNormalize(want)) {
@@ -1883,7 +1886,7 @@ func propJobDiff(mj *propJob, j *Job) string {
 	cmp("Attempt", j.Attempt, mj.Attempt)
 	cmp("LeaseOwner", j.LeaseOwner, mj.Owner)
 	cmp("LeaseExpiryMS", j.LeaseExpiryMS, mj.LeaseExp)
-	cmp("LeaseDigest", j.LeaseDigest, leaseDigest(mj.Token))
+	cmp("LeaseDigest", j.LeaseDigest, machine.LeaseDigest(mj.Token))
 	cmp("LastSeq", j.LastSeq, uint64(len(mj.Events)))
 	cmp("ReadyAtMS", j.ReadyAtMS, mj.ReadyAt)
 	cmp("ReleaseAtMS", j.ReleaseAtMS, mj.ReleaseAt)
@@ -1913,7 +1916,7 @@ func (p *propDriver) fullCheck(model bool) {
 	var problems []string
 	add := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	viewOK(p.h.t, p.h.db, func(r *storage.Reader) error {
-		for _, e := range Verify(r, 10) {
+		for _, e := range machine.Verify(r, 10) {
 			add("Verify: %v", e)
 		}
 		return nil
@@ -1924,40 +1927,40 @@ func (p *propDriver) fullCheck(model bool) {
 		}
 		return
 	}
-	jobs := map[JobID]*Job{}
-	hists := map[JobID][]Event{}
-	effs := map[JobID]map[string]*Effect{}
-	wfs := map[string]JobID{}
+	jobs := map[engine.JobID]*engine.Job{}
+	hists := map[engine.JobID][]engine.Event{}
+	effs := map[engine.JobID]map[string]*engine.Effect{}
+	wfs := map[string]engine.JobID{}
 	reqs := map[string]bool{}
 	err := propScan(p.h.db, nil, nil, func(k, v []byte) error {
 		var err error
 		switch k[0] {
 		case storage.PrefixJob:
-			var j *Job
-			if j, err = DecodeJob(v); err == nil {
+			var j *engine.Job
+			if j, err = machine.DecodeJob(v); err == nil {
 				jobs[j.ID] = j
 			}
 		case storage.PrefixEvent:
-			var ev *Event
-			if ev, err = DecodeEvent(v); err == nil {
+			var ev *engine.Event
+			if ev, err = machine.DecodeEvent(v); err == nil {
 				id, _, _ := storage.ParseEventKey(k)
-				hists[JobID(id)] = append(hists[JobID(id)], *ev)
+				hists[engine.JobID(id)] = append(hists[engine.JobID(id)], *ev)
 			}
 		case storage.PrefixEffect:
-			var e *Effect
-			if e, err = DecodeEffect(v); err == nil {
+			var e *engine.Effect
+			if e, err = machine.DecodeEffect(v); err == nil {
 				id, _ := storage.TrailingJob(k[:9])
-				if effs[JobID(id)] == nil {
-					effs[JobID(id)] = map[string]*Effect{}
+				if effs[engine.JobID(id)] == nil {
+					effs[engine.JobID(id)] = map[string]*engine.Effect{}
 				}
-				effs[JobID(id)][string(k[9:])] = e
+				effs[engine.JobID(id)][string(k[9:])] = e
 			}
 		case storage.PrefixWorkflow:
 			id, err := storage.ParseU64(v)
 			if err != nil {
 				return err
 			}
-			wfs[string(k[1:])] = JobID(id)
+			wfs[string(k[1:])] = engine.JobID(id)
 		case storage.PrefixRequest:
 			reqs[string(k[1:])] = true
 		}
@@ -1982,8 +1985,8 @@ func (p *propDriver) fullCheck(model bool) {
 		if !reflect.DeepEqual(propNormalize(hist), propNormalize(mj.Events)) {
 			add("job %d history differs from the model:\n got %+v\nwant %+v", mj.ID, hist, mj.Events)
 		}
-		if DeriveStatus(hist) != mj.Status {
-			add("job %d: DeriveStatus(history) = %s, model %s", mj.ID, DeriveStatus(hist), mj.Status)
+		if engine.DeriveStatus(hist) != mj.Status {
+			add("job %d: DeriveStatus(history) = %s, model %s", mj.ID, engine.DeriveStatus(hist), mj.Status)
 		}
 		if !reflect.DeepEqual(propNormalize(effs[mj.ID]), propNormalize(mj.Effects)) {
 			add("job %d effects differ from the model:\n got %s\nwant %s", mj.ID, propFmtEffects(effs[mj.ID]), propFmtEffects(mj.Effects))
@@ -2008,7 +2011,7 @@ func (p *propDriver) fullCheck(model bool) {
 	}
 }
 
-func propFmtEffects(m map[string]*Effect) string {
+func propFmtEffects(m map[string]*engine.Effect) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -2122,7 +2125,7 @@ func (p *propDriver) payload() []byte {
 	return []byte(fmt.Sprintf("p%d", p.r.IntN(100)))
 }
 
-func (p *propDriver) unknownID() JobID { return JobID(len(p.m.jobs) + 1 + p.r.IntN(3)) }
+func (p *propDriver) unknownID() engine.JobID { return engine.JobID(len(p.m.jobs) + 1 + p.r.IntN(3)) }
 
 // pickJob picks an existing job, mostly a recent one, or nil when there is none.
 func (p *propDriver) pickJob() *propJob {
@@ -2151,45 +2154,45 @@ func (p *propDriver) pickWhere(ok func(*propJob) bool) *propJob {
 	return c[p.r.IntN(len(c))]
 }
 
-func (p *propDriver) status(ss ...Status) func(*propJob) bool {
+func (p *propDriver) status(ss ...engine.Status) func(*propJob) bool {
 	return func(j *propJob) bool { return slices.Contains(ss, j.Status) }
 }
 
 // pickRef names an attempt for a fenced write: mostly the live attempt of a
 // running job, sometimes a stale one, an attempt from the future or an
 // unknown job.
-func (p *propDriver) pickRef() LeaseRef {
+func (p *propDriver) pickRef() engine.LeaseRef {
 	if p.chance(4) {
-		return LeaseRef{Job: p.unknownID(), Attempt: 1}
+		return engine.LeaseRef{Job: p.unknownID(), Attempt: 1}
 	}
 	if p.chance(80) {
 		var running []*propJob
 		for _, j := range p.m.jobs {
-			if j.Status == StatusRunning {
+			if j.Status == engine.StatusRunning {
 				running = append(running, j)
 			}
 		}
 		if len(running) > 0 {
 			j := running[p.r.IntN(len(running))]
 			if p.chance(85) {
-				return p.withToken(LeaseRef{Job: j.ID, Attempt: j.Attempt}, j)
+				return p.withToken(engine.LeaseRef{Job: j.ID, Attempt: j.Attempt}, j)
 			}
-			return LeaseRef{Job: j.ID, Attempt: p.otherAttempt(j)}
+			return engine.LeaseRef{Job: j.ID, Attempt: p.otherAttempt(j)}
 		}
 	}
 	j := p.pickJob()
 	if j == nil {
-		return LeaseRef{Job: p.unknownID(), Attempt: 1}
+		return engine.LeaseRef{Job: p.unknownID(), Attempt: 1}
 	}
 	if j.Attempt == 0 || p.chance(30) {
-		return LeaseRef{Job: j.ID, Attempt: p.otherAttempt(j)}
+		return engine.LeaseRef{Job: j.ID, Attempt: p.otherAttempt(j)}
 	}
-	return p.withToken(LeaseRef{Job: j.ID, Attempt: j.Attempt}, j)
+	return p.withToken(engine.LeaseRef{Job: j.ID, Attempt: j.Attempt}, j)
 }
 
 // withToken gives ref the lease token of j's current attempt, or now and
 // then a wrong one (a forger knows the attempt, never the token).
-func (p *propDriver) withToken(ref LeaseRef, j *propJob) LeaseRef {
+func (p *propDriver) withToken(ref engine.LeaseRef, j *propJob) engine.LeaseRef {
 	ref.Token = j.Token
 	if p.chance(8) {
 		ref.Token = propPick(p.r, "", "0123456789abcdef0123456789abcdef", j.Token+"0")
@@ -2202,11 +2205,11 @@ func (p *propDriver) withToken(ref LeaseRef, j *propJob) LeaseRef {
 
 // pickChildRef is pickRef, but often the live attempt of a running child
 // whose parent waits for it.
-func (p *propDriver) pickChildRef() LeaseRef {
+func (p *propDriver) pickChildRef() engine.LeaseRef {
 	if p.chance(50) {
 		for _, j := range p.m.jobs {
-			if j.Status == StatusRunning && j.Parent != 0 && p.m.job(j.Parent).Wait != nil && p.chance(60) {
-				return LeaseRef{Job: j.ID, Attempt: j.Attempt, Token: j.Token}
+			if j.Status == engine.StatusRunning && j.Parent != 0 && p.m.job(j.Parent).Wait != nil && p.chance(60) {
+				return engine.LeaseRef{Job: j.ID, Attempt: j.Attempt, Token: j.Token}
 			}
 		}
 	}
@@ -2220,17 +2223,17 @@ func (p *propDriver) otherAttempt(j *propJob) uint64 {
 	return j.Attempt + 1
 }
 
-func (p *propDriver) pickTarget(j *propJob) Target {
+func (p *propDriver) pickTarget(j *propJob) engine.Target {
 	switch {
 	case j == nil || p.chance(3):
 		if p.chance(50) {
-			return Target{WorkflowID: "wf-none"}
+			return engine.Target{WorkflowID: "wf-none"}
 		}
-		return Target{Job: p.unknownID()}
+		return engine.Target{Job: p.unknownID()}
 	case p.chance(20):
-		return Target{WorkflowID: j.WF} // the workflow's newest run, maybe not j
+		return engine.Target{WorkflowID: j.WF} // the workflow's newest run, maybe not j
 	}
-	return Target{Job: j.ID}
+	return engine.Target{Job: j.ID}
 }
 
 func (p *propDriver) lease() int64 {
@@ -2255,7 +2258,7 @@ func (p *propDriver) sweepMax() int {
 // gen returns a command, a note for the trace and the sentinel the command
 // was generated to fail with (nil for the others): want is what the command
 // is expected to answer, not a failure of gen.
-func (p *propDriver) gen() (cmd Command, note string, want error) {
+func (p *propDriver) gen() (cmd engine.Command, note string, want error) {
 	if len(p.rids) > 0 && p.chance(6) {
 		u := p.rids[p.r.IntN(len(p.rids))]
 		switch p.r.IntN(10) {
@@ -2275,7 +2278,7 @@ func (p *propDriver) gen() (cmd Command, note string, want error) {
 	if n >= 95 {
 		return p.genBad()
 	}
-	var k CommandKind
+	var k engine.CommandKind
 	for _, e := range propGenKinds {
 		if n < e.upto {
 			k = e.k
@@ -2296,38 +2299,38 @@ func (p *propDriver) gen() (cmd Command, note string, want error) {
 // percentage (of 95: the last 5 are bad commands) below which each is made.
 var propGenKinds = []struct {
 	upto int
-	k    CommandKind
-}{{14, KindCreateJob}, {25, KindClaim}, {29, KindHeartbeat}, {35, KindAppendEvents}, {42, KindCommitStep},
-	{49, KindWait}, {54, KindSignal}, {58, KindFireTimers}, {61, KindReclaim}, {64, KindReleaseDelayed},
-	{67, KindExpireDeadlines}, {69, KindCancel}, {71, KindTerminate}, {74, KindActivate}, {77, KindSuspend},
-	{80, KindResume}, {85, KindComplete}, {89, KindFail}, {95, KindRequeue}}
+	k    engine.CommandKind
+}{{14, engine.KindCreateJob}, {25, engine.KindClaim}, {29, engine.KindHeartbeat}, {35, engine.KindAppendEvents}, {42, engine.KindCommitStep},
+	{49, engine.KindWait}, {54, engine.KindSignal}, {58, engine.KindFireTimers}, {61, engine.KindReclaim}, {64, engine.KindReleaseDelayed},
+	{67, engine.KindExpireDeadlines}, {69, engine.KindCancel}, {71, engine.KindTerminate}, {74, engine.KindActivate}, {77, engine.KindSuspend},
+	{80, engine.KindResume}, {85, engine.KindComplete}, {89, engine.KindFail}, {95, engine.KindRequeue}}
 
 // propTypes are the job types the generator uses: two workflow types and
 // an activity task.
-var propTypes = []string{"order", "ship", ActivityTypePrefix + "charge"}
+var propTypes = []string{"order", "ship", engine.ActivityTypePrefix + "charge"}
 
-func (p *propDriver) genKind(k CommandKind) Command {
+func (p *propDriver) genKind(k engine.CommandKind) engine.Command {
 	r := p.r
 	switch k {
-	case KindCreateJob:
+	case engine.KindCreateJob:
 		return p.genCreate()
-	case KindClaim:
+	case engine.KindClaim:
 		q := propPick(r, "qa", "qb")
 		if p.chance(10) {
 			q = "qz"
 		}
-		c := &Claim{Queue: q, Owner: fmt.Sprintf("w%d", r.IntN(3)), Max: 1 + r.IntN(4), LeaseMS: p.lease()}
+		c := &engine.Claim{Queue: q, Owner: fmt.Sprintf("w%d", r.IntN(3)), Max: 1 + r.IntN(4), LeaseMS: p.lease()}
 		if p.chance(70) {
 			// The Engine gives a claim a nonce, and the claimed leases
 			// tokens; without one (a claim from before tokens existed)
 			// they are fenced by their attempts alone.
-			c.Nonce = make([]byte, NonceBytes)
+			c.Nonce = make([]byte, engine.NonceBytes)
 			for i := range c.Nonce {
 				c.Nonce[i] = byte(r.IntN(256))
 			}
 		}
 		if p.chance(10) {
-			c.TailEvents = r.IntN(MaxTailEvents + 2) // Apply ignores it; one over the limit is refused
+			c.TailEvents = r.IntN(engine.MaxTailEvents + 2) // Apply ignores it; one over the limit is refused
 		}
 		if p.chance(35) {
 			// A claimer that runs only some types: the others are deferred.
@@ -2337,20 +2340,20 @@ func (p *propDriver) genKind(k CommandKind) Command {
 			}
 		}
 		return c
-	case KindHeartbeat:
-		c := &Heartbeat{LeaseMS: p.lease()}
+	case engine.KindHeartbeat:
+		c := &engine.Heartbeat{LeaseMS: p.lease()}
 		for i := 1 + r.IntN(3); i > 0; i-- {
 			c.Leases = append(c.Leases, p.pickRef())
 		}
 		return c
-	case KindAppendEvents:
-		c := &AppendEvents{LeaseRef: p.pickRef()}
+	case engine.KindAppendEvents:
+		c := &engine.AppendEvents{LeaseRef: p.pickRef()}
 		for i := 1 + r.IntN(3); i > 0; i-- {
-			ev := NewEvent{Type: propPick[EventType](r, "activity_started", "activity_started", "marker", "marker", "note")}
+			ev := engine.NewEvent{Type: propPick[engine.EventType](r, "activity_started", "activity_started", "marker", "marker", "note")}
 			if r.IntN(25) == 0 {
 				// A forgery: only the engine writes these, and the whole
 				// append is refused.
-				ev.Type, ev.Name = propPick(r, EventSignalReceived, EventTimerFired, EventCancelRequested, EventEffectRecorded, EventStepCommitted), propPick(r, propSignalNames...)
+				ev.Type, ev.Name = propPick(r, engine.EventSignalReceived, engine.EventTimerFired, engine.EventCancelRequested, engine.EventEffectRecorded, engine.EventStepCommitted), propPick(r, propSignalNames...)
 			}
 			if p.chance(50) {
 				ev.Step = propPick(r, propStepNames...)
@@ -2362,16 +2365,16 @@ func (p *propDriver) genKind(k CommandKind) Command {
 			c.Events = append(c.Events, ev)
 		}
 		if p.chance(20) {
-			c.Timers = append(c.Timers, Timer{ID: propPick(r, propTimerIDs...), FireMS: p.m.now + int64(r.IntN(5000)) - 1000})
+			c.Timers = append(c.Timers, engine.Timer{ID: propPick(r, propTimerIDs...), FireMS: p.m.now + int64(r.IntN(5000)) - 1000})
 		}
 		if p.chance(15) {
 			c.CancelTimers = append(c.CancelTimers, propPick(r, propTimerIDs...))
 		}
 		return c
-	case KindCommitStep:
+	case engine.KindCommitStep:
 		ref := p.pickRef()
-		c := &CommitStep{LeaseRef: ref, Step: propPick(r, propStepNames...),
-			Type: propPick[EventType](r, "activity_completed", "activity_failed", "child_completed")}
+		c := &engine.CommitStep{LeaseRef: ref, Step: propPick(r, propStepNames...),
+			Type: propPick[engine.EventType](r, "activity_completed", "activity_failed", "child_completed")}
 		if j := p.m.job(ref.Job); j != nil && p.chance(60) {
 			for step, e := range j.Effects {
 				if e.CommittedSeq == 0 {
@@ -2388,9 +2391,9 @@ func (p *propDriver) genKind(k CommandKind) Command {
 			c.Failed = p.chance(20)
 		}
 		return c
-	case KindWait:
+	case engine.KindWait:
 		ref := p.pickRef()
-		c := &Wait{LeaseRef: ref}
+		c := &engine.Wait{LeaseRef: ref}
 		s := &c.Spec
 		if p.chance(55) {
 			s.TimerID = propPick(r, propTimerIDs...)
@@ -2430,68 +2433,68 @@ func (p *propDriver) genKind(k CommandKind) Command {
 			}
 		}
 		return c
-	case KindSignal:
-		c := &Signal{Name: propPick(r, propSignalNames...), Payload: p.payload()}
+	case engine.KindSignal:
+		c := &engine.Signal{Name: propPick(r, propSignalNames...), Payload: p.payload()}
 		j := p.pickJob()
 		if p.chance(40) {
-			if w := p.pickWhere(p.status(StatusWaiting, StatusParked)); w != nil && w.Wait != nil && len(w.Wait.Signals) > 0 {
+			if w := p.pickWhere(p.status(engine.StatusWaiting, engine.StatusParked)); w != nil && w.Wait != nil && len(w.Wait.Signals) > 0 {
 				j = w
 				c.Name = propPick(r, w.Wait.Signals...)
 			}
 		}
 		c.Target = p.pickTarget(j)
 		return c
-	case KindFireTimers:
-		return &FireTimers{Max: p.sweepMax()}
-	case KindReclaim:
-		return &Reclaim{Max: p.sweepMax()}
-	case KindReleaseDelayed:
-		return &ReleaseDelayed{Max: p.sweepMax()}
-	case KindExpireDeadlines:
-		return &ExpireDeadlines{Max: p.sweepMax()}
-	case KindTerminate:
+	case engine.KindFireTimers:
+		return &engine.FireTimers{Max: p.sweepMax()}
+	case engine.KindReclaim:
+		return &engine.Reclaim{Max: p.sweepMax()}
+	case engine.KindReleaseDelayed:
+		return &engine.ReleaseDelayed{Max: p.sweepMax()}
+	case engine.KindExpireDeadlines:
+		return &engine.ExpireDeadlines{Max: p.sweepMax()}
+	case engine.KindTerminate:
 		j := p.pickJob()
 		if p.chance(70) {
 			j = p.pickWhere(func(j *propJob) bool { return !propTerminal(j.Status) })
 		}
-		return &Terminate{Target: p.pickTarget(j), Reason: propPick(r, "", "ops")}
-	case KindCancel:
+		return &engine.Terminate{Target: p.pickTarget(j), Reason: propPick(r, "", "ops")}
+	case engine.KindCancel:
 		j := p.pickJob()
 		if p.chance(60) {
 			j = p.pickWhere(func(j *propJob) bool { return !propTerminal(j.Status) })
 		}
-		return &Cancel{Target: p.pickTarget(j), Reason: propPick(r, "", "user")}
-	case KindActivate:
+		return &engine.Cancel{Target: p.pickTarget(j), Reason: propPick(r, "", "user")}
+	case engine.KindActivate:
 		j := p.pickJob()
 		if p.chance(70) {
-			j = p.pickWhere(p.status(StatusDraft))
+			j = p.pickWhere(p.status(engine.StatusDraft))
 		}
-		return &Activate{Target: p.pickTarget(j)}
-	case KindSuspend:
+		return &engine.Activate{Target: p.pickTarget(j)}
+	case engine.KindSuspend:
 		j := p.pickJob()
 		if p.chance(60) {
-			j = p.pickWhere(p.status(StatusDraft, StatusQueued, StatusRunning, StatusWaiting, StatusParked, StatusRetrying))
+			j = p.pickWhere(p.status(engine.StatusDraft, engine.StatusQueued, engine.StatusRunning, engine.StatusWaiting, engine.StatusParked, engine.StatusRetrying))
 		}
-		return &Suspend{Target: p.pickTarget(j), Reason: propPick(r, "", "ops")}
-	case KindResume:
+		return &engine.Suspend{Target: p.pickTarget(j), Reason: propPick(r, "", "ops")}
+	case engine.KindResume:
 		j := p.pickJob()
 		if p.chance(70) {
-			j = p.pickWhere(p.status(StatusSuspended))
+			j = p.pickWhere(p.status(engine.StatusSuspended))
 		}
-		return &Resume{Target: p.pickTarget(j)}
-	case KindComplete:
-		return &Complete{LeaseRef: p.pickChildRef(), Result: p.payload()}
-	case KindFail:
-		return &Fail{LeaseRef: p.pickChildRef(), Error: p.payload()}
-	case KindRequeue:
-		c := &Requeue{Reason: propPick(r, "", "", ReasonRetry, "backoff")}
+		return &engine.Resume{Target: p.pickTarget(j)}
+	case engine.KindComplete:
+		return &engine.Complete{LeaseRef: p.pickChildRef(), Result: p.payload()}
+	case engine.KindFail:
+		return &engine.Fail{LeaseRef: p.pickChildRef(), Error: p.payload()}
+	case engine.KindRequeue:
+		c := &engine.Requeue{Reason: propPick(r, "", "", engine.ReasonRetry, "backoff")}
 		if p.chance(5) {
-			c.Reason = ReasonLeaseExpired
+			c.Reason = engine.ReasonLeaseExpired
 		}
 		if p.chance(35) {
 			j := p.pickJob()
 			if p.chance(70) {
-				j = p.pickWhere(p.status(StatusFailed))
+				j = p.pickWhere(p.status(engine.StatusFailed))
 			}
 			if j == nil {
 				c.Job = p.unknownID()
@@ -2513,9 +2516,9 @@ func (p *propDriver) genKind(k CommandKind) Command {
 	panic(fmt.Sprintf("genKind(%d)", k))
 }
 
-func (p *propDriver) genCreate() *CreateJob {
+func (p *propDriver) genCreate() *engine.CreateJob {
 	r := p.r
-	c := &CreateJob{Type: propPick(r, propTypes[:2]...), Queue: propPick(r, "qa", "qb")}
+	c := &engine.CreateJob{Type: propPick(r, propTypes[:2]...), Queue: propPick(r, "qa", "qb")}
 	if p.chance(10) {
 		c.Type = propTypes[2]
 	}
@@ -2541,15 +2544,15 @@ func (p *propDriver) genCreate() *CreateJob {
 			c.WorkflowID = j.WF
 		}
 	}
-	c.ReusePolicy = IDReusePolicy(r.IntN(3))
+	c.ReusePolicy = engine.IDReusePolicy(r.IntN(3))
 	c.Draft = p.chance(15)
 	if p.chance(25) {
 		j := p.pickJob()
 		if p.chance(70) {
-			j = p.pickWhere(p.status(StatusRunning, StatusWaiting, StatusParked, StatusQueued))
+			j = p.pickWhere(p.status(engine.StatusRunning, engine.StatusWaiting, engine.StatusParked, engine.StatusQueued))
 		}
 		if p.chance(60) {
-			j = p.pickWhere(p.status(StatusRunning))
+			j = p.pickWhere(p.status(engine.StatusRunning))
 		}
 		if j != nil && p.chance(95) {
 			c.ParentID = j.ID
@@ -2561,9 +2564,9 @@ func (p *propDriver) genCreate() *CreateJob {
 		switch pj := p.m.job(c.ParentID); {
 		case p.chance(5):
 		case pj == nil || pj.Attempt == 0 || p.chance(15):
-			c.ParentLease = &LeaseRef{Job: c.ParentID, Attempt: 1 + uint64(r.IntN(3))}
+			c.ParentLease = &engine.LeaseRef{Job: c.ParentID, Attempt: 1 + uint64(r.IntN(3))}
 		default:
-			ref := p.withToken(LeaseRef{Job: pj.ID, Attempt: pj.Attempt}, pj)
+			ref := p.withToken(engine.LeaseRef{Job: pj.ID, Attempt: pj.Attempt}, pj)
 			c.ParentLease = &ref
 		}
 		c.ParentStep = propPick(r, "c-0", "c-1", "c-2")
@@ -2572,101 +2575,101 @@ func (p *propDriver) genCreate() *CreateJob {
 			// one without is an old log's, applied as it was then.
 			c.Nonce = []byte("engine-nonce....")
 		}
-		c.ParentClosePolicy = ParentClosePolicy(r.IntN(3))
+		c.ParentClosePolicy = engine.ParentClosePolicy(r.IntN(3))
 	}
 	return c
 }
 
 // genBad returns a command that must be refused, a note for the trace and
 // the sentinel it must be refused with.
-func (p *propDriver) genBad() (cmd Command, note string, want error) {
+func (p *propDriver) genBad() (cmd engine.Command, note string, want error) {
 	ref := p.pickRef()
 	long := strings.Repeat("x", propMaxName+1)
 	switch p.r.IntN(28) {
 	case 0:
-		return &Claim{Queue: "qa", Owner: "w", Max: 0, LeaseMS: 1000}, "bad", ErrInvalidCommand
+		return &engine.Claim{Queue: "qa", Owner: "w", Max: 0, LeaseMS: 1000}, "bad", engine.ErrInvalidCommand
 	case 1:
-		return &Claim{Queue: "qa", Owner: "w", Max: propMaxBatch + 1, LeaseMS: 1000}, "bad", ErrPayloadTooLarge
+		return &engine.Claim{Queue: "qa", Owner: "w", Max: propMaxBatch + 1, LeaseMS: 1000}, "bad", engine.ErrPayloadTooLarge
 	case 2:
-		return &Claim{Queue: "qa", Owner: "w", Max: 1, LeaseMS: propMaxLeaseMS + 1}, "bad", ErrInvalidCommand
+		return &engine.Claim{Queue: "qa", Owner: "w", Max: 1, LeaseMS: propMaxLeaseMS + 1}, "bad", engine.ErrInvalidCommand
 	case 3:
-		return &Heartbeat{LeaseMS: 1000}, "bad", ErrInvalidCommand
+		return &engine.Heartbeat{LeaseMS: 1000}, "bad", engine.ErrInvalidCommand
 	case 4:
-		return &AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: EventJobCompleted}}}, "bad", ErrInvalidCommand
+		return &engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: engine.EventJobCompleted}}}, "bad", engine.ErrInvalidCommand
 	case 5:
-		return &AppendEvents{LeaseRef: ref}, "bad", ErrInvalidCommand
+		return &engine.AppendEvents{LeaseRef: ref}, "bad", engine.ErrInvalidCommand
 	case 6:
-		return &CommitStep{LeaseRef: ref, Step: "a", Type: "activity_completed", CatchUp: true, Payload: []byte("x")}, "bad", ErrInvalidCommand
+		return &engine.CommitStep{LeaseRef: ref, Step: "a", Type: "activity_completed", CatchUp: true, Payload: []byte("x")}, "bad", engine.ErrInvalidCommand
 	case 7:
-		return &Wait{LeaseRef: ref}, "bad", ErrInvalidCommand
+		return &engine.Wait{LeaseRef: ref}, "bad", engine.ErrInvalidCommand
 	case 8:
-		return &Wait{LeaseRef: ref, Spec: WaitSpec{TimerID: "t1"}}, "bad", ErrInvalidCommand
+		return &engine.Wait{LeaseRef: ref, Spec: engine.WaitSpec{TimerID: "t1"}}, "bad", engine.ErrInvalidCommand
 	case 9:
-		return &Signal{Name: "s1"}, "bad", ErrInvalidCommand
+		return &engine.Signal{Name: "s1"}, "bad", engine.ErrInvalidCommand
 	case 10:
-		return &Cancel{}, "bad", ErrInvalidCommand
+		return &engine.Cancel{}, "bad", engine.ErrInvalidCommand
 	case 11:
-		return &Requeue{}, "bad", ErrInvalidCommand
+		return &engine.Requeue{}, "bad", engine.ErrInvalidCommand
 	case 12:
-		return &Requeue{LeaseRef: ref, DelayMS: -1}, "bad", ErrInvalidCommand
+		return &engine.Requeue{LeaseRef: ref, DelayMS: -1}, "bad", engine.ErrInvalidCommand
 	case 13:
-		return &Complete{LeaseRef: LeaseRef{Job: ref.Job}}, "bad", ErrInvalidCommand
+		return &engine.Complete{LeaseRef: engine.LeaseRef{Job: ref.Job}}, "bad", engine.ErrInvalidCommand
 	case 14:
-		return &CreateJob{Queue: "qa"}, "bad", ErrInvalidCommand
+		return &engine.CreateJob{Queue: "qa"}, "bad", engine.ErrInvalidCommand
 	case 15:
-		return &CreateJob{Type: "order", Queue: "qa", ReusePolicy: 3}, "bad", ErrInvalidCommand
+		return &engine.CreateJob{Type: "order", Queue: "qa", ReusePolicy: 3}, "bad", engine.ErrInvalidCommand
 	case 16:
-		return &CreateJob{Type: "order", Queue: "qa", ParentStep: "c-0"}, "bad", ErrInvalidCommand
+		return &engine.CreateJob{Type: "order", Queue: "qa", ParentStep: "c-0"}, "bad", engine.ErrInvalidCommand
 	case 17:
-		return &CreateJob{Type: long, Queue: "qa"}, "bad", ErrPayloadTooLarge
+		return &engine.CreateJob{Type: long, Queue: "qa"}, "bad", engine.ErrPayloadTooLarge
 	case 18:
-		c := &Resume{Target: Target{Job: ref.Job}}
+		c := &engine.Resume{Target: engine.Target{Job: ref.Job}}
 		c.RequestID = long
-		return c, "bad", ErrPayloadTooLarge
+		return c, "bad", engine.ErrPayloadTooLarge
 	case 19:
-		return &CommitStep{LeaseRef: ref, Step: "a", Type: EventJobFailed}, "bad", ErrInvalidCommand
+		return &engine.CommitStep{LeaseRef: ref, Step: "a", Type: engine.EventJobFailed}, "bad", engine.ErrInvalidCommand
 	case 20:
-		return &Activate{Target: Target{Job: ref.Job}}, "now=0", ErrInvalidCommand
+		return &engine.Activate{Target: engine.Target{Job: ref.Job}}, "now=0", engine.ErrInvalidCommand
 	case 21:
-		return &Claim{Queue: "qa", Owner: "w", Max: 1, LeaseMS: 1000, Types: []string{"order", ""}}, "bad", ErrInvalidCommand
+		return &engine.Claim{Queue: "qa", Owner: "w", Max: 1, LeaseMS: 1000, Types: []string{"order", ""}}, "bad", engine.ErrInvalidCommand
 	case 22:
-		return &CreateJob{Type: "order", Queue: "qa", RunTimeoutMS: -1}, "bad", ErrInvalidCommand
+		return &engine.CreateJob{Type: "order", Queue: "qa", RunTimeoutMS: -1}, "bad", engine.ErrInvalidCommand
 	case 23:
-		return &Terminate{Reason: "ops"}, "bad", ErrInvalidCommand
+		return &engine.Terminate{Reason: "ops"}, "bad", engine.ErrInvalidCommand
 	case 24:
-		return &ExpireDeadlines{Max: 0}, "bad", ErrInvalidCommand
+		return &engine.ExpireDeadlines{Max: 0}, "bad", engine.ErrInvalidCommand
 	case 25:
-		return &CommitStep{LeaseRef: ref, Step: "a", Type: propPick(p.r, EventSignalReceived, EventTimerFired, EventCancelRequested)}, "forged", ErrInvalidCommand
+		return &engine.CommitStep{LeaseRef: ref, Step: "a", Type: propPick(p.r, engine.EventSignalReceived, engine.EventTimerFired, engine.EventCancelRequested)}, "forged", engine.ErrInvalidCommand
 	case 26:
-		return &Wait{LeaseRef: ref, Spec: WaitSpec{Signals: []string{"s1"}}, Events: []NewEvent{{Type: EventCancelRequested}}}, "forged", ErrInvalidCommand
+		return &engine.Wait{LeaseRef: ref, Spec: engine.WaitSpec{Signals: []string{"s1"}}, Events: []engine.NewEvent{{Type: engine.EventCancelRequested}}}, "forged", engine.ErrInvalidCommand
 	case 27:
-		return &CreateJob{Type: "order", Queue: "qa", Retry: &RetryPolicy{BackoffCoefficient: propPick(p.r, math.NaN(), math.Inf(1), math.Inf(-1))}}, "bad", ErrInvalidCommand
+		return &engine.CreateJob{Type: "order", Queue: "qa", Retry: &engine.RetryPolicy{BackoffCoefficient: propPick(p.r, math.NaN(), math.Inf(1), math.Inf(-1))}}, "bad", engine.ErrInvalidCommand
 	}
-	return &propBogusCmd{}, "bad", ErrUnknownCommand
+	return &propBogusCmd{}, "bad", engine.ErrUnknownCommand
 }
 
 // ---------------------------------------------------------------------------
 // DeriveStatus and CheckHistory against the specification's table.
 
 func TestDeriveTransitionTableMatchesSpec(t *testing.T) {
-	if got, want := StatusEvents(), propSpecStatusEvents; !slices.Equal(got, want) {
+	if got, want := engine.StatusEvents(), propSpecStatusEvents; !slices.Equal(got, want) {
 		t.Fatalf("StatusEvents() = %v, the spec's %v", got, want)
 	}
-	events := append(StatusEvents(), "activity_completed", EventSignalReceived, EventTimerFired)
-	for _, from := range append([]Status{StatusNone}, Statuses()...) {
+	events := append(engine.StatusEvents(), "activity_completed", engine.EventSignalReceived, engine.EventTimerFired)
+	for _, from := range append([]engine.Status{engine.StatusNone}, engine.Statuses()...) {
 		for _, et := range events {
-			if IsStatusEvent(et) != propIsStatus(et) {
-				t.Errorf("IsStatusEvent(%s) = %v", et, IsStatusEvent(et))
+			if engine.IsStatusEvent(et) != propIsStatus(et) {
+				t.Errorf("IsStatusEvent(%s) = %v", et, engine.IsStatusEvent(et))
 			}
 			if propIsStatus(et) {
-				to, ok := BaseTransition(from, et)
+				to, ok := engine.BaseTransition(from, et)
 				wto, wok := propSpecTable[from][et]
 				if ok != wok || to != wto {
 					t.Errorf("BaseTransition(%s, %s) = %s, %v; the spec says %s, %v", from, et, to, ok, wto, wok)
 				}
 			}
-			for _, ev := range []Event{{Type: et}, {Type: et, DelayMS: 5}, {Type: et, Wait: &WaitSpec{Park: true}}, {Type: et, Wait: &WaitSpec{}}} {
-				to, ok := Next(from, &ev)
+			for _, ev := range []engine.Event{{Type: et}, {Type: et, DelayMS: 5}, {Type: et, Wait: &engine.WaitSpec{Park: true}}, {Type: et, Wait: &engine.WaitSpec{}}} {
+				to, ok := engine.Next(from, &ev)
 				wto, wok := propSpecNext(from, &ev)
 				if ok != wok || to != wto {
 					t.Errorf("Next(%s, %+v) = %s, %v; the spec says %s, %v", from, ev, to, ok, wto, wok)
@@ -2678,37 +2681,37 @@ func TestDeriveTransitionTableMatchesSpec(t *testing.T) {
 
 // propLegalHistory walks the spec's table from StatusNone, mixing in
 // non-status events. states[k] is the status after the first k events.
-func propLegalHistory(r *rand.Rand) (hist []Event, states []Status) {
-	s := StatusNone
-	states = []Status{s}
+func propLegalHistory(r *rand.Rand) (hist []engine.Event, states []engine.Status) {
+	s := engine.StatusNone
+	states = []engine.Status{s}
 	n := 1 + r.IntN(40)
 	var attempt uint64
 	for i := 0; i < n; i++ {
-		var ev Event
+		var ev engine.Event
 		row := propSpecTable[s]
 		if r.IntN(100) < 30 || len(row) == 0 {
-			ev = Event{Type: propPick[EventType](r, "activity_completed", EventSignalReceived, EventTimerFired, "marker"), Name: "x"}
+			ev = engine.Event{Type: propPick[engine.EventType](r, "activity_completed", engine.EventSignalReceived, engine.EventTimerFired, "marker"), Name: "x"}
 		} else {
-			var legal []EventType
+			var legal []engine.EventType
 			for _, et := range propSpecStatusEvents { // table order, so the walk is deterministic
 				if _, ok := row[et]; ok {
 					legal = append(legal, et)
 				}
 			}
-			ev = Event{Type: propPick(r, legal...)}
+			ev = engine.Event{Type: propPick(r, legal...)}
 			switch ev.Type {
-			case EventJobLeased:
+			case engine.EventJobLeased:
 				attempt++
 				ev.Attempt, ev.Name, ev.LeaseExpiryMS = attempt, "w", int64(1000+i)
-			case EventJobWaiting:
-				ev.Wait = &WaitSpec{Signals: []string{"s"}, Park: r.IntN(2) == 0}
-			case EventJobRequeued:
+			case engine.EventJobWaiting:
+				ev.Wait = &engine.WaitSpec{Signals: []string{"s"}, Park: r.IntN(2) == 0}
+			case engine.EventJobRequeued:
 				if r.IntN(2) == 0 {
 					ev.DelayMS = 1 + int64(r.IntN(1000))
 				}
-				ev.Reason = ReasonRetry
-				if s == StatusRunning && r.IntN(2) == 0 {
-					ev.Reason = ReasonLeaseExpired
+				ev.Reason = engine.ReasonRetry
+				if s == engine.StatusRunning && r.IntN(2) == 0 {
+					ev.Reason = engine.ReasonLeaseExpired
 				}
 			}
 		}
@@ -2743,36 +2746,36 @@ func TestDeriveStatusRandomHistories(t *testing.T) {
 		}
 		final := states[len(states)-1]
 		for k := range states {
-			if got := DeriveStatus(hist[:k]); got != states[k] {
+			if got := engine.DeriveStatus(hist[:k]); got != states[k] {
 				fail("DeriveStatus of the first %d events = %s, folding the spec's Next gives %s", k, got, states[k])
 			}
 		}
-		if err := CheckHistory(hist, final); err != nil {
+		if err := engine.CheckHistory(hist, final); err != nil {
 			fail("CheckHistory refused a legal history: %v", err)
 		}
-		if err := CheckHistory(hist, StatusNone); err != nil {
+		if err := engine.CheckHistory(hist, engine.StatusNone); err != nil {
 			fail("CheckHistory (no stored status) refused a legal history: %v", err)
 		}
 		// A stored status other than the derived one is refused.
-		if wrong := Statuses()[r.IntN(len(Statuses()))]; wrong != final {
-			if err := CheckHistory(hist, wrong); !errors.Is(err, ErrInvariant) {
+		if wrong := engine.Statuses()[r.IntN(len(engine.Statuses()))]; wrong != final {
+			if err := engine.CheckHistory(hist, wrong); !errors.Is(err, engine.ErrInvariant) {
 				fail("CheckHistory accepted stored status %s for a history deriving %s (err %v)", wrong, final, err)
 			}
 		}
 		// An illegal status event inserted anywhere is refused.
 		pos := r.IntN(len(hist) + 1)
-		var illegal []EventType
+		var illegal []engine.EventType
 		for _, et := range propSpecStatusEvents {
-			if _, ok := propSpecNext(states[pos], &Event{Type: et}); !ok {
+			if _, ok := propSpecNext(states[pos], &engine.Event{Type: et}); !ok {
 				illegal = append(illegal, et)
 			}
 		}
-		bad := Event{Type: propPick(r, illegal...), Wait: &WaitSpec{Signals: []string{"s"}}}
+		bad := engine.Event{Type: propPick(r, illegal...), Wait: &engine.WaitSpec{Signals: []string{"s"}}}
 		broken := slices.Insert(slices.Clone(hist), pos, bad)
 		for i := range broken {
 			broken[i].Seq = uint64(i + 1)
 		}
-		if err := CheckHistory(broken, StatusNone); !errors.Is(err, ErrInvariant) {
+		if err := engine.CheckHistory(broken, engine.StatusNone); !errors.Is(err, engine.ErrInvariant) {
 			fail("CheckHistory accepted %s inserted at %d (status %s): err %v", bad.Type, pos+1, states[pos], err)
 		}
 		// A gap in the seqs is refused.
@@ -2780,7 +2783,7 @@ func TestDeriveStatusRandomHistories(t *testing.T) {
 			gap := slices.Clone(hist)
 			i := 1 + r.IntN(len(gap)-1)
 			gap = slices.Delete(gap, i-1, i)
-			if err := CheckHistory(gap, StatusNone); !errors.Is(err, ErrInvariant) {
+			if err := engine.CheckHistory(gap, engine.StatusNone); !errors.Is(err, engine.ErrInvariant) {
 				fail("CheckHistory accepted a history with event %d removed: err %v", i, err)
 			}
 		}

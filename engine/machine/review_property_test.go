@@ -1,4 +1,4 @@
-package engine
+package machine_test
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"math/rand"
 	"slices"
 	"testing"
+
+	"github.com/heddlewf/heddle/engine"
 )
 
 // Every failure names its seed. Replay one with
@@ -16,8 +18,8 @@ var taskSeed = flag.Int64("task.seed", 0, "run TestTaskPropertyAgainstModel for 
 
 // modelTask is the reference model's task: only what the rules need.
 type modelTask struct {
-	id                      TaskID
-	state                   TaskState
+	id                      engine.TaskID
+	state                   engine.TaskState
 	deps                    []int // indexes into the model's tasks
 	autoReview, autoApprove bool
 	attempt                 uint64
@@ -35,7 +37,7 @@ type taskModel struct {
 
 func (m *taskModel) depsMet(t *modelTask) bool {
 	for _, d := range t.deps {
-		if m.tasks[d].state != TaskSuccess {
+		if m.tasks[d].state != engine.TaskSuccess {
 			return false
 		}
 	}
@@ -45,23 +47,23 @@ func (m *taskModel) depsMet(t *modelTask) bool {
 // settle applies the automatic moves and drops a lease that its state no
 // longer allows.
 func (m *taskModel) settle(t *modelTask) {
-	if t.state != TaskRunning && t.state != TaskPaused && t.state != TaskReviewing {
+	if t.state != engine.TaskRunning && t.state != engine.TaskPaused && t.state != engine.TaskReviewing {
 		t.holder = false
 	}
-	if t.state == TaskReviewRequired && t.autoReview {
-		t.state = TaskReviewing // a new review: no reviewer yet
+	if t.state == engine.TaskReviewRequired && t.autoReview {
+		t.state = engine.TaskReviewing // a new review: no reviewer yet
 	}
-	if t.state == TaskApprovalRequired && t.autoApprove {
-		t.state = TaskSuccess
+	if t.state == engine.TaskApprovalRequired && t.autoApprove {
+		t.state = engine.TaskSuccess
 	}
 }
 
-func (m *taskModel) op(t *modelTask, op TaskOp) bool {
+func (m *taskModel) op(t *modelTask, op engine.TaskOp) bool {
 	to, ok := wantTaskOps[op][t.state]
 	if !ok {
 		return false
 	}
-	if t.state == TaskReviewing || to == TaskReviewing {
+	if t.state == engine.TaskReviewing || to == engine.TaskReviewing {
 		t.holder = false // a suspended or canceled review, or a new one, has no reviewer
 	}
 	t.state = to
@@ -69,69 +71,69 @@ func (m *taskModel) op(t *modelTask, op TaskOp) bool {
 	return true
 }
 
-func (m *taskModel) claimable(role TaskRole) []*modelTask {
+func (m *taskModel) claimable(role engine.TaskRole) []*modelTask {
 	var out []*modelTask
 	for _, t := range m.tasks {
-		if (role == TaskRoleWork && t.state == TaskPending && m.depsMet(t)) ||
-			(role == TaskRoleReview && t.state == TaskReviewing && !t.holder) {
+		if (role == engine.TaskRoleWork && t.state == engine.TaskPending && m.depsMet(t)) ||
+			(role == engine.TaskRoleReview && t.state == engine.TaskReviewing && !t.holder) {
 			out = append(out, t)
 		}
 	}
 	return out
 }
 
-func (m *taskModel) claim(t *modelTask, role TaskRole, leaseMS int64) {
+func (m *taskModel) claim(t *modelTask, role engine.TaskRole, leaseMS int64) {
 	t.attempt++
 	t.holder, t.expiry = true, m.now+leaseMS
-	if role == TaskRoleWork {
-		t.state = TaskRunning
+	if role == engine.TaskRoleWork {
+		t.state = engine.TaskRunning
 	}
 }
 
-func (m *taskModel) fenced(t *modelTask, attempt uint64, states ...TaskState) bool {
+func (m *taskModel) fenced(t *modelTask, attempt uint64, states ...engine.TaskState) bool {
 	return t.holder && t.attempt == attempt && slices.Contains(states, t.state)
 }
 
-func (m *taskModel) report(t *modelTask, attempt uint64, op TaskReportOp, v Verdict) bool {
+func (m *taskModel) report(t *modelTask, attempt uint64, op engine.TaskReportOp, v engine.Verdict) bool {
 	switch op {
-	case TaskReportOutput:
-		if !m.fenced(t, attempt, TaskRunning) {
+	case engine.TaskReportOutput:
+		if !m.fenced(t, attempt, engine.TaskRunning) {
 			return false
 		}
-		t.state = TaskReviewRequired
-	case TaskReportPause:
-		if !m.fenced(t, attempt, TaskRunning) {
+		t.state = engine.TaskReviewRequired
+	case engine.TaskReportPause:
+		if !m.fenced(t, attempt, engine.TaskRunning) {
 			return false
 		}
-		t.state = TaskPaused
-	case TaskReportUnpause:
-		if !m.fenced(t, attempt, TaskPaused) {
+		t.state = engine.TaskPaused
+	case engine.TaskReportUnpause:
+		if !m.fenced(t, attempt, engine.TaskPaused) {
 			return false
 		}
-		t.state = TaskRunning
-	case TaskReportVerdict:
-		if !m.fenced(t, attempt, TaskReviewing) {
+		t.state = engine.TaskRunning
+	case engine.TaskReportVerdict:
+		if !m.fenced(t, attempt, engine.TaskReviewing) {
 			return false
 		}
-		t.state = TaskApprovalRequired
-		if v == VerdictIntervene {
-			t.state = TaskInterventionRequired
+		t.state = engine.TaskApprovalRequired
+		if v == engine.VerdictIntervene {
+			t.state = engine.TaskInterventionRequired
 		}
 	}
 	m.settle(t)
 	return true
 }
 
-func (m *taskModel) reclaim() []TaskID {
-	var out []TaskID
+func (m *taskModel) reclaim() []engine.TaskID {
+	var out []engine.TaskID
 	for _, t := range m.tasks {
 		if !t.holder || t.expiry > m.now {
 			continue
 		}
-		if t.state == TaskReviewing {
-			t.state = TaskReviewRequired
+		if t.state == engine.TaskReviewing {
+			t.state = engine.TaskReviewRequired
 		} else {
-			t.state = TaskPending
+			t.state = engine.TaskPending
 		}
 		t.holder = false
 		m.settle(t)
@@ -173,7 +175,7 @@ func runTaskProperty(t *testing.T, seed int64, steps int) {
 		switch k := rng.Intn(100); {
 		case k < 6 || len(m.tasks) == 0:
 			mt := &modelTask{autoReview: rng.Intn(3) == 0, autoApprove: rng.Intn(3) == 0}
-			c := &CreateTask{Job: "j", Phase: fmt.Sprintf("p%d", len(m.tasks)), Queue: queue, Type: "w",
+			c := &engine.CreateTask{Job: "j", Phase: fmt.Sprintf("p%d", len(m.tasks)), Queue: queue, Type: "w",
 				Draft: rng.Intn(4) == 0, AutoReview: mt.autoReview, AutoApprove: mt.autoApprove}
 			for d := range m.tasks {
 				if rng.Intn(6) == 0 {
@@ -181,50 +183,50 @@ func runTaskProperty(t *testing.T, seed int64, steps int) {
 					c.Deps = append(c.Deps, fmt.Sprintf("p%d", d))
 				}
 			}
-			mt.state = TaskPending
+			mt.state = engine.TaskPending
 			if c.Draft {
-				mt.state = TaskDraft
+				mt.state = engine.TaskDraft
 			}
 			res, err := h.apply(c)
 			if err != nil {
 				t.Fatalf("step %d: create: %v", i, err)
 			}
-			mt.id = res.(*TaskResult).Task
+			mt.id = res.(*engine.TaskResult).Task
 			m.tasks = append(m.tasks, mt)
 			what, accepted, want = "create", true, true
 		case k < 40:
 			mt := m.tasks[rng.Intn(len(m.tasks))]
-			op := TaskOps()[rng.Intn(len(TaskOps()))]
+			op := engine.TaskOps()[rng.Intn(len(engine.TaskOps()))]
 			// Mostly a command that moves the task on, so runs reach the
 			// late states; suspend and cancel, which end the flow, rarely.
-			var forward []TaskOp
-			for _, o := range LegalTaskOps(mt.state) {
-				if o != TaskOpCancel && o != TaskOpSuspend && o != TaskOpTerminate {
+			var forward []engine.TaskOp
+			for _, o := range engine.LegalTaskOps(mt.state) {
+				if o != engine.TaskOpCancel && o != engine.TaskOpSuspend && o != engine.TaskOpTerminate {
 					forward = append(forward, o)
 				}
 			}
 			if len(forward) > 0 && rng.Intn(10) < 9 {
 				op = forward[rng.Intn(len(forward))]
 			}
-			c := &TaskCommand{TaskTarget: TaskTarget{ID: mt.id}, Op: op, By: "p"}
-			if op == TaskOpConfig {
-				c.Config = &TaskConfig{Details: "d"}
+			c := &engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: mt.id}, Op: op, By: "p"}
+			if op == engine.TaskOpConfig {
+				c.Config = &engine.TaskConfig{Details: "d"}
 			}
 			_, err := h.apply(c)
-			if err != nil && !errors.Is(err, ErrIllegalTaskCommand) {
+			if err != nil && !errors.Is(err, engine.ErrIllegalTaskCommand) {
 				t.Fatalf("step %d: %s: %v", i, op, err)
 			}
 			what, accepted, want = fmt.Sprintf("%s on task %d (%s)", op, mt.id, mt.state), err == nil, m.op(mt, op)
 		case k < 60:
-			role := TaskRole(rng.Intn(2))
+			role := engine.TaskRole(rng.Intn(2))
 			leaseMS := int64(2000 + rng.Intn(4000))
 			wantSet := m.claimable(role)
-			res, err := h.apply(&ClaimTasks{Role: role, Queue: queue, Owner: "w", Max: 100, LeaseMS: leaseMS})
+			res, err := h.apply(&engine.ClaimTasks{Role: role, Queue: queue, Owner: "w", Max: 100, LeaseMS: leaseMS})
 			if err != nil {
 				t.Fatalf("step %d: claim: %v", i, err)
 			}
-			var got, wantIDs []TaskID
-			for _, c := range res.(*ClaimTasksResult).Tasks {
+			var got, wantIDs []engine.TaskID
+			for _, c := range res.(*engine.ClaimTasksResult).Tasks {
 				got = append(got, c.Task)
 			}
 			for _, mt := range wantSet {
@@ -254,27 +256,27 @@ func runTaskProperty(t *testing.T, seed int64, steps int) {
 			if attempt == 0 {
 				attempt = 1
 			}
-			op := TaskReportOp(1 + rng.Intn(4))
+			op := engine.TaskReportOp(1 + rng.Intn(4))
 			if rng.Intn(10) < 7 { // mostly the report the state expects
 				switch mt.state {
-				case TaskRunning:
-					op = TaskReportOutput
-				case TaskReviewing:
-					op = TaskReportVerdict
-				case TaskPaused:
-					op = TaskReportUnpause
+				case engine.TaskRunning:
+					op = engine.TaskReportOutput
+				case engine.TaskReviewing:
+					op = engine.TaskReportVerdict
+				case engine.TaskPaused:
+					op = engine.TaskReportUnpause
 				}
 			}
-			rp := &TaskReport{TaskLeaseRef: TaskLeaseRef{Task: mt.id, Attempt: attempt}, Op: op}
-			v := Verdict(1 + rng.Intn(2))
-			if op == TaskReportVerdict {
-				rp.Review = &Review{Verdict: v}
+			rp := &engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: mt.id, Attempt: attempt}, Op: op}
+			v := engine.Verdict(1 + rng.Intn(2))
+			if op == engine.TaskReportVerdict {
+				rp.Review = &engine.Review{Verdict: v}
 			}
-			if op == TaskReportOutput {
+			if op == engine.TaskReportOutput {
 				rp.Cost = 1
 			}
 			_, err := h.apply(rp)
-			if err != nil && !errors.Is(err, ErrStaleTaskAttempt) {
+			if err != nil && !errors.Is(err, engine.ErrStaleTaskAttempt) {
 				t.Fatalf("step %d: report: %v", i, err)
 			}
 			what, accepted, want = fmt.Sprintf("report %d by attempt %d on task %d (%s)", op, attempt, mt.id, mt.state),
@@ -282,7 +284,7 @@ func runTaskProperty(t *testing.T, seed int64, steps int) {
 		case k < 90:
 			mt := m.tasks[rng.Intn(len(m.tasks))]
 			leaseMS := int64(2000 + rng.Intn(4000))
-			res, err := h.apply(&TaskHeartbeat{Leases: []TaskLeaseRef{{Task: mt.id, Attempt: max(mt.attempt, 1)}}, LeaseMS: leaseMS})
+			res, err := h.apply(&engine.TaskHeartbeat{Leases: []engine.TaskLeaseRef{{Task: mt.id, Attempt: max(mt.attempt, 1)}}, LeaseMS: leaseMS})
 			if err != nil {
 				t.Fatalf("step %d: heartbeat: %v", i, err)
 			}
@@ -290,15 +292,15 @@ func runTaskProperty(t *testing.T, seed int64, steps int) {
 			if want && m.now+leaseMS > mt.expiry {
 				mt.expiry = m.now + leaseMS
 			}
-			what, accepted = "heartbeat", len(res.(*TaskHeartbeatResult).Refused) == 0
+			what, accepted = "heartbeat", len(res.(*engine.TaskHeartbeatResult).Refused) == 0
 		default:
 			h.now += int64(rng.Intn(1500))
 			m.now = h.now
-			res, err := h.apply(&ReclaimTasks{Max: 100})
+			res, err := h.apply(&engine.ReclaimTasks{Max: 100})
 			if err != nil {
 				t.Fatalf("step %d: reclaim: %v", i, err)
 			}
-			got := res.(*TaskSweepResult).Tasks
+			got := res.(*engine.TaskSweepResult).Tasks
 			wantIDs := m.reclaim()
 			slices.Sort(got)
 			if !slices.Equal(got, wantIDs) {
@@ -318,7 +320,7 @@ func runTaskProperty(t *testing.T, seed int64, steps int) {
 		}
 	}
 	h.verify()
-	reached := map[TaskState]int{}
+	reached := map[engine.TaskState]int{}
 	for _, mt := range m.tasks {
 		for _, e := range h.taskHistory(mt.id) {
 			reached[e.To]++
@@ -328,7 +330,7 @@ func runTaskProperty(t *testing.T, seed int64, steps int) {
 	// A run that never got past the work exercised little: the mix of
 	// commands must take some task through a review's verdict, and some
 	// to CANCELED (most seeds reach SUCCESS too; the log shows it).
-	if reached[TaskApprovalRequired]+reached[TaskInterventionRequired] == 0 || reached[TaskCanceled] == 0 {
+	if reached[engine.TaskApprovalRequired]+reached[engine.TaskInterventionRequired] == 0 || reached[engine.TaskCanceled] == 0 {
 		t.Fatalf("the run reached too little: %v", reached)
 	}
 }

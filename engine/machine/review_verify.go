@@ -1,10 +1,11 @@
-package engine
+package machine
 
 import (
 	"bytes"
 	"fmt"
 	"reflect"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -18,10 +19,10 @@ import (
 func (v *verifier) tasks() {
 	want := map[string]bool{}
 	leases := map[string]bool{}
-	byID := map[TaskID]*Task{}
-	var all []*Task
+	byID := map[engine.TaskID]*engine.Task{}
+	var all []*engine.Task
 	err := v.r.Scan(storage.TaskRecordPrefix, nil, true, func(k, b []byte) (bool, error) {
-		t := new(Task)
+		t := new(engine.Task)
 		if _, err := storage.DecodeAt(k, b, storage.KindTask, taskVersion, t); err != nil {
 			return v.add(err), nil
 		}
@@ -65,15 +66,15 @@ func (v *verifier) tasks() {
 	}
 }
 
-func (v *verifier) task(t *Task, byID map[TaskID]*Task, want, leases map[string]bool) bool {
+func (v *verifier) task(t *engine.Task, byID map[engine.TaskID]*engine.Task, want, leases map[string]bool) bool {
 	hist, err := ReadTaskHistory(v.r, t.ID)
 	if err != nil {
 		return v.add(fmt.Errorf("task %d: %w", t.ID, err))
 	}
-	if err := CheckTaskHistory(hist); err != nil {
+	if err := engine.CheckTaskHistory(hist); err != nil {
 		return v.add(fmt.Errorf("task %d: %w", t.ID, err))
 	}
-	if p := ProjectTask(t, hist); !reflect.DeepEqual(normTask(p), normTask(t)) {
+	if p := engine.ProjectTask(t, hist); !reflect.DeepEqual(normTask(p), normTask(t)) {
 		return v.add(fmt.Errorf("task %d: record %+v is not the projection of its history %+v", t.ID, *t, *p))
 	}
 	want[string(storage.TaskJobKey(t.Job, uint64(t.ID)))] = true
@@ -94,9 +95,9 @@ func (v *verifier) task(t *Task, byID map[TaskID]*Task, want, leases map[string]
 		if dt.ID >= t.ID {
 			return v.add(fmt.Errorf("task %d: dependency %d was not created before it", t.ID, d))
 		}
-		met = met && dt.State == TaskSuccess
+		met = met && dt.State == engine.TaskSuccess
 	}
-	claimable := (t.State == TaskPending && met) || (t.State == TaskReviewing && t.LeaseOwner == "")
+	claimable := (t.State == engine.TaskPending && met) || (t.State == engine.TaskReviewing && t.LeaseOwner == "")
 	if claimable != (t.ReadyAtMS != 0) {
 		return v.add(fmt.Errorf("task %d: %s with dependencies met %v has ready time %d", t.ID, t.State, met, t.ReadyAtMS))
 	}
@@ -110,7 +111,7 @@ func (v *verifier) task(t *Task, byID map[TaskID]*Task, want, leases map[string]
 	// else holds one.
 	issued := false
 	for i := range hist {
-		if e := &hist[i]; e.Type == TaskEventStarted || e.Type == TaskEventReviewerLeased {
+		if e := &hist[i]; e.Type == engine.TaskEventStarted || e.Type == engine.TaskEventReviewerLeased {
 			issued = e.TokenIssued
 		}
 	}
@@ -122,7 +123,7 @@ func (v *verifier) task(t *Task, byID map[TaskID]*Task, want, leases map[string]
 }
 
 // normTask makes nil and empty slices compare equal.
-func normTask(t *Task) Task {
+func normTask(t *engine.Task) engine.Task {
 	c := *t
 	if len(c.Deps) == 0 {
 		c.Deps = nil

@@ -1,37 +1,24 @@
-package engine
+package machine
 
 import (
 	"errors"
 	"fmt"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/storage"
 )
 
-func (a *applier) loadSchedule(id string) (*Schedule, error) {
+func (a *applier) loadSchedule(id string) (*engine.Schedule, error) {
 	key := storage.ScheduleKey(id)
 	b, err := a.tx.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownSchedule, id)
+		return nil, fmt.Errorf("%w: %q", engine.ErrUnknownSchedule, id)
 	}
 	if err != nil {
 		return nil, err
 	}
-	s := new(Schedule)
+	s := new(engine.Schedule)
 	if _, err := storage.DecodeAt(key, b, storage.KindSchedule, scheduleVersion, s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// EncodeSchedule returns the stored form of s.
-func EncodeSchedule(s *Schedule) []byte {
-	return storage.MustEncode(storage.KindSchedule, scheduleVersion, s)
-}
-
-// DecodeSchedule decodes a stored schedule record.
-func DecodeSchedule(b []byte) (*Schedule, error) {
-	s := new(Schedule)
-	if _, err := storage.Decode(b, storage.KindSchedule, scheduleVersion, s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -42,7 +29,7 @@ func DecodeSchedule(b []byte) (*Schedule, error) {
 // in the schedule-due index. As with timers, the entry it leaves behind is not
 // deleted (that would leave a deletion marker ahead of the index's
 // low-water mark): the sweep that reaches it finds it stale and drops it.
-func (a *applier) saveSchedule(s *Schedule, liveDueMS int64) {
+func (a *applier) saveSchedule(s *engine.Schedule, liveDueMS int64) {
 	s.UpdatedMS = a.now
 	a.tx.Set(storage.ScheduleKey(s.ID), EncodeSchedule(s))
 	if s.DueMS != 0 && s.DueMS != liveDueMS {
@@ -50,16 +37,16 @@ func (a *applier) saveSchedule(s *Schedule, liveDueMS int64) {
 	}
 }
 
-func (a *applier) createSchedule(c *CreateSchedule) (Result, error) {
+func (a *applier) createSchedule(c *engine.CreateSchedule) (engine.Result, error) {
 	if _, err := a.loadSchedule(c.ID); err == nil {
-		return nil, fmt.Errorf("%w: %q", ErrScheduleExists, c.ID)
-	} else if !errors.Is(err, ErrUnknownSchedule) {
+		return nil, fmt.Errorf("%w: %q", engine.ErrScheduleExists, c.ID)
+	} else if !errors.Is(err, engine.ErrUnknownSchedule) {
 		return nil, err
 	}
-	s := &Schedule{ID: c.ID, Spec: c.Spec, Action: c.Action, Policy: c.Policy, State: c.State, CreatedMS: a.now}
-	res := &ScheduleResult{Schedule: s}
+	s := &engine.Schedule{ID: c.ID, Spec: c.Spec, Action: c.Action, Policy: c.Policy, State: c.State, CreatedMS: a.now}
+	res := &engine.ScheduleResult{Schedule: s}
 	if c.TriggerImmediately {
-		if err := a.act(s, a.now, a.now, overlapOf(s, OverlapUnspecified), res); err != nil {
+		if err := a.act(s, a.now, a.now, overlapOf(s, engine.OverlapUnspecified), res); err != nil {
 			return nil, err
 		}
 	}
@@ -69,21 +56,21 @@ func (a *applier) createSchedule(c *CreateSchedule) (Result, error) {
 	return res, nil
 }
 
-func (a *applier) updateSchedule(c *UpdateSchedule) (Result, error) {
+func (a *applier) updateSchedule(c *engine.UpdateSchedule) (engine.Result, error) {
 	s, err := a.loadSchedule(c.ID)
 	if err != nil {
 		return nil, err
 	}
 	s.Spec, s.Action, s.Policy, s.State = c.Spec, c.Action, c.Policy, c.State
 	s.NextNominalMS = 0 // computed afresh from now
-	res := &ScheduleResult{Schedule: s}
+	res := &engine.ScheduleResult{Schedule: s}
 	if err := a.reschedule(s, s.DueMS, res); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-func (a *applier) pauseSchedule(c *PauseSchedule) (Result, error) {
+func (a *applier) pauseSchedule(c *engine.PauseSchedule) (engine.Result, error) {
 	s, err := a.loadSchedule(c.ID)
 	if err != nil {
 		return nil, err
@@ -93,19 +80,19 @@ func (a *applier) pauseSchedule(c *PauseSchedule) (Result, error) {
 	if was && !c.Paused {
 		s.NextNominalMS = 0 // go on from now: times passed while paused are not caught up
 	}
-	res := &ScheduleResult{Schedule: s}
+	res := &engine.ScheduleResult{Schedule: s}
 	if err := a.reschedule(s, s.DueMS, res); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-func (a *applier) triggerSchedule(c *TriggerSchedule) (Result, error) {
+func (a *applier) triggerSchedule(c *engine.TriggerSchedule) (engine.Result, error) {
 	s, err := a.loadSchedule(c.ID)
 	if err != nil {
 		return nil, err
 	}
-	res := &ScheduleResult{Schedule: s}
+	res := &engine.ScheduleResult{Schedule: s}
 	a.refreshRunning(s)
 	if err := a.drainBuffer(s, res); err != nil {
 		return nil, err
@@ -119,13 +106,13 @@ func (a *applier) triggerSchedule(c *TriggerSchedule) (Result, error) {
 	return res, nil
 }
 
-func (a *applier) deleteSchedule(c *DeleteSchedule) (Result, error) {
+func (a *applier) deleteSchedule(c *engine.DeleteSchedule) (engine.Result, error) {
 	if _, err := a.loadSchedule(c.ID); err != nil {
 		return nil, err
 	}
 	// The due entry stays behind, stale, until its sweep drops it.
 	a.tx.Delete(storage.ScheduleKey(c.ID))
-	return &ScheduleResult{}, nil
+	return &engine.ScheduleResult{}, nil
 }
 
 // fireSchedules acts on the schedules whose due entries have come. An
@@ -137,7 +124,7 @@ func (a *applier) deleteSchedule(c *DeleteSchedule) (Result, error) {
 // scheduleSweepBudgetBytes or scheduleSweepBudgetKeys, leaving the entries
 // it did not reach due (More), well below a transaction's limit: a sweep
 // over the limit would fail, and be proposed again, for ever.
-func (a *applier) fireSchedules(c *FireSchedules) (Result, error) {
+func (a *applier) fireSchedules(c *engine.FireSchedules) (engine.Result, error) {
 	low, err := a.u64(storage.KeyLowSchedDue)
 	if err != nil {
 		return nil, err
@@ -147,7 +134,7 @@ func (a *applier) fireSchedules(c *FireSchedules) (Result, error) {
 		key []byte
 	}
 	var dues []due
-	res := &SweepResult{}
+	res := &engine.SweepResult{}
 	start := append(append([]byte(nil), storage.SchedDuePrefix...), storage.U64(low)...)
 	err = a.tx.Scan(storage.SchedDuePrefix, start, false, func(k, _ []byte) (bool, error) {
 		tk, err := storage.ParseTimeKey(k)
@@ -197,9 +184,9 @@ const (
 )
 
 // fireSchedule brings the schedule of one due entry up to now.
-func (a *applier) fireSchedule(tk storage.TimeKey, res *SweepResult) error {
+func (a *applier) fireSchedule(tk storage.TimeKey, res *engine.SweepResult) error {
 	s, err := a.loadSchedule(tk.Rest)
-	if errors.Is(err, ErrUnknownSchedule) {
+	if errors.Is(err, engine.ErrUnknownSchedule) {
 		return nil
 	}
 	if err != nil {
@@ -209,7 +196,7 @@ func (a *applier) fireSchedule(tk storage.TimeKey, res *SweepResult) error {
 	if old == tk.AtMS {
 		old = 0 // the live entry was just removed: a new one is needed
 	}
-	sr := &ScheduleResult{}
+	sr := &engine.ScheduleResult{}
 	if err := a.reschedule(s, old, sr); err != nil {
 		return err
 	}
@@ -221,12 +208,12 @@ func (a *applier) fireSchedule(tk storage.TimeKey, res *SweepResult) error {
 }
 
 // overlapOf is the policy an action of s takes: p, or the schedule's, or Skip.
-func overlapOf(s *Schedule, p OverlapPolicy) OverlapPolicy {
-	if p == OverlapUnspecified {
+func overlapOf(s *engine.Schedule, p engine.OverlapPolicy) engine.OverlapPolicy {
+	if p == engine.OverlapUnspecified {
 		p = s.Policy.Overlap
 	}
-	if p == OverlapUnspecified {
-		p = OverlapSkip
+	if p == engine.OverlapUnspecified {
+		p = engine.OverlapSkip
 	}
 	return p
 }
@@ -236,8 +223,8 @@ func overlapOf(s *Schedule, p OverlapPolicy) OverlapPolicy {
 // every spec time that has come (up to maxScheduleStepsPerApply), and sets
 // the due time for the next one. oldDueMS is the time of the live due
 // entry s already has (0: none).
-func (a *applier) reschedule(s *Schedule, oldDueMS int64, res *ScheduleResult) error {
-	spec, _, err := CompileSpec(&s.Spec)
+func (a *applier) reschedule(s *engine.Schedule, oldDueMS int64, res *engine.ScheduleResult) error {
+	spec, _, err := engine.CompileSpec(&s.Spec)
 	if err != nil {
 		return err // checked when stored: the record is corrupt
 	}
@@ -250,7 +237,7 @@ func (a *applier) reschedule(s *Schedule, oldDueMS int64, res *ScheduleResult) e
 	}
 	window := s.Policy.CatchupWindowMS
 	if window == 0 {
-		window = DefaultCatchupWindowMS
+		window = engine.DefaultCatchupWindowMS
 	}
 	steps, started := 0, len(res.Started)
 	// Each start may write a large input: past the sweep's write budget
@@ -261,7 +248,7 @@ func (a *applier) reschedule(s *Schedule, oldDueMS int64, res *ScheduleResult) e
 	}
 	for !s.State.Paused && s.NextNominalMS != 0 && steps < maxScheduleStepsPerApply && len(res.Started)-started < maxScheduleStartsPerApply && !overBudget() {
 		t := s.NextNominalMS
-		actual := t + ScheduleJitter(s.ID, t, s.Spec.JitterMS)
+		actual := t + engine.ScheduleJitter(s.ID, t, s.Spec.JitterMS)
 		if actual > a.now {
 			break
 		}
@@ -274,7 +261,7 @@ func (a *applier) reschedule(s *Schedule, oldDueMS int64, res *ScheduleResult) e
 			if s.State.LimitedActions {
 				s.State.RemainingActions--
 			}
-			if err := a.act(s, t, actual, overlapOf(s, OverlapUnspecified), res); err != nil {
+			if err := a.act(s, t, actual, overlapOf(s, engine.OverlapUnspecified), res); err != nil {
 				return err
 			}
 		}
@@ -282,12 +269,12 @@ func (a *applier) reschedule(s *Schedule, oldDueMS int64, res *ScheduleResult) e
 	}
 	switch {
 	case steps == maxScheduleStepsPerApply || len(res.Started)-started == maxScheduleStartsPerApply || (overBudget() && s.NextNominalMS != 0 &&
-		s.NextNominalMS+ScheduleJitter(s.ID, s.NextNominalMS, s.Spec.JitterMS) <= a.now):
+		s.NextNominalMS+engine.ScheduleJitter(s.ID, s.NextNominalMS, s.Spec.JitterMS) <= a.now):
 		s.DueMS = a.now // more times have come: the next sweep goes on
 	case s.State.Paused || s.NextNominalMS == 0 || (s.State.LimitedActions && s.State.RemainingActions <= 0):
 		s.DueMS = 0
 	default:
-		s.DueMS = s.NextNominalMS + ScheduleJitter(s.ID, s.NextNominalMS, s.Spec.JitterMS)
+		s.DueMS = s.NextNominalMS + engine.ScheduleJitter(s.ID, s.NextNominalMS, s.Spec.JitterMS)
 	}
 	a.saveSchedule(s, oldDueMS)
 	res.Schedule = s
@@ -296,12 +283,12 @@ func (a *applier) reschedule(s *Schedule, oldDueMS int64, res *ScheduleResult) e
 
 // refreshRunning forgets the runs of s that closed, pausing s when one
 // failed and its policy says so.
-func (a *applier) refreshRunning(s *Schedule) {
+func (a *applier) refreshRunning(s *engine.Schedule) {
 	open := s.Running[:0]
 	for _, r := range s.Running {
-		l, err := a.resolve(Target{WorkflowID: r.WorkflowID})
+		l, err := a.resolve(engine.Target{WorkflowID: r.WorkflowID})
 		if err != nil || l.job.Status.Terminal() {
-			if err == nil && s.Policy.PauseOnFailure && (l.job.Status == StatusFailed || l.job.Status == StatusTimedOut) {
+			if err == nil && s.Policy.PauseOnFailure && (l.job.Status == engine.StatusFailed || l.job.Status == engine.StatusTimedOut) {
 				s.State.Paused = true
 				s.State.Note = fmt.Sprintf("paused: workflow %q ended %s", r.WorkflowID, l.job.Status)
 			}
@@ -313,7 +300,7 @@ func (a *applier) refreshRunning(s *Schedule) {
 }
 
 // drainBuffer starts buffered actions while nothing of s is open.
-func (a *applier) drainBuffer(s *Schedule, res *ScheduleResult) error {
+func (a *applier) drainBuffer(s *engine.Schedule, res *engine.ScheduleResult) error {
 	for len(s.Buffered) > 0 && len(s.Running) == 0 {
 		b := s.Buffered[0]
 		s.Buffered = s.Buffered[1:]
@@ -328,45 +315,45 @@ func (a *applier) drainBuffer(s *Schedule, res *ScheduleResult) error {
 }
 
 // act takes the action of s for nominalMS under overlap policy p.
-func (a *applier) act(s *Schedule, nominalMS, actualMS int64, p OverlapPolicy, res *ScheduleResult) error {
+func (a *applier) act(s *engine.Schedule, nominalMS, actualMS int64, p engine.OverlapPolicy, res *engine.ScheduleResult) error {
 	_ = actualMS // the start is recorded at now, which is actualMS or later
 	if len(s.Running) == 0 && len(s.Buffered) == 0 {
 		return a.start(s, nominalMS, res)
 	}
 	switch p {
-	case OverlapAllowAll:
+	case engine.OverlapAllowAll:
 		return a.start(s, nominalMS, res)
-	case OverlapBufferOne:
+	case engine.OverlapBufferOne:
 		if len(s.Buffered) == 0 {
-			s.Buffered = append(s.Buffered, BufferedStart{NominalMS: nominalMS, Overlap: p})
+			s.Buffered = append(s.Buffered, engine.BufferedStart{NominalMS: nominalMS, Overlap: p})
 			return nil
 		}
-	case OverlapBufferAll:
-		if len(s.Buffered) < MaxScheduleBuffer {
-			s.Buffered = append(s.Buffered, BufferedStart{NominalMS: nominalMS, Overlap: p})
+	case engine.OverlapBufferAll:
+		if len(s.Buffered) < engine.MaxScheduleBuffer {
+			s.Buffered = append(s.Buffered, engine.BufferedStart{NominalMS: nominalMS, Overlap: p})
 			return nil
 		}
-	case OverlapCancelOther:
+	case engine.OverlapCancelOther:
 		for _, r := range s.Running {
-			l, err := a.resolve(Target{WorkflowID: r.WorkflowID})
+			l, err := a.resolve(engine.Target{WorkflowID: r.WorkflowID})
 			if err != nil {
 				return err
 			}
 			if !l.job.CancelRequested {
-				if _, err := a.requestCancel(&RequestCancel{Target: Target{Job: l.job.ID}, Reason: "schedule " + s.ID + ": overlap policy CancelOther"}); err != nil {
+				if _, err := a.requestCancel(&engine.RequestCancel{Target: engine.Target{Job: l.job.ID}, Reason: "schedule " + s.ID + ": overlap policy CancelOther"}); err != nil {
 					return err
 				}
 			}
 		}
 		// The new run goes once the cancelled ones have closed; a newer
 		// action replaces one still waiting.
-		s.Buffered = []BufferedStart{{NominalMS: nominalMS, Overlap: p}}
+		s.Buffered = []engine.BufferedStart{{NominalMS: nominalMS, Overlap: p}}
 		return nil
-	case OverlapTerminateOther:
+	case engine.OverlapTerminateOther:
 		for _, r := range s.Running {
 			reason := "schedule " + s.ID + ": overlap policy TerminateOther"
-			_, err := a.lifecycle(Target{WorkflowID: r.WorkflowID},
-				Event{Type: EventJobTerminated, Reason: reason, Payload: EncodeTerminatedFailure(reason)})
+			_, err := a.lifecycle(engine.Target{WorkflowID: r.WorkflowID},
+				engine.Event{Type: engine.EventJobTerminated, Reason: reason, Payload: engine.EncodeTerminatedFailure(reason)})
 			if err != nil {
 				return err
 			}
@@ -380,11 +367,11 @@ func (a *applier) act(s *Schedule, nominalMS, actualMS int64, p OverlapPolicy, r
 
 // start starts the run of s for nominalMS. A run of that workflow id still
 // open (two triggers in one second) makes it count as skipped.
-func (a *applier) start(s *Schedule, nominalMS int64, res *ScheduleResult) error {
-	wf := ScheduleWorkflowID(s, nominalMS)
-	cur, err := a.resolve(Target{WorkflowID: wf})
+func (a *applier) start(s *engine.Schedule, nominalMS int64, res *engine.ScheduleResult) error {
+	wf := engine.ScheduleWorkflowID(s, nominalMS)
+	cur, err := a.resolve(engine.Target{WorkflowID: wf})
 	switch {
-	case errors.Is(err, ErrUnknownJob):
+	case errors.Is(err, engine.ErrUnknownJob):
 	case err != nil:
 		return err
 	case !cur.job.Status.Terminal():
@@ -397,22 +384,22 @@ func (a *applier) start(s *Schedule, nominalMS int64, res *ScheduleResult) error
 	if err != nil {
 		return err
 	}
-	cr := r.(*CreateResult)
+	cr := r.(*engine.CreateResult)
 	l, err := a.load(cr.Job)
 	if err != nil {
 		return err
 	}
 	l.job.ScheduleID = s.ID
 	a.save(l)
-	run := ScheduleRun{WorkflowID: wf, Job: cr.Job, NominalMS: nominalMS, ActualMS: a.now}
+	run := engine.ScheduleRun{WorkflowID: wf, Job: cr.Job, NominalMS: nominalMS, ActualMS: a.now}
 	s.Running = append(s.Running, run)
-	if n := len(s.Running); n > MaxScheduleRunning {
+	if n := len(s.Running); n > engine.MaxScheduleRunning {
 		// Only AllowAll gets here: its runs need no tracking to decide.
-		s.Running = append([]ScheduleRun(nil), s.Running[n-MaxScheduleRunning:]...)
+		s.Running = append([]engine.ScheduleRun(nil), s.Running[n-engine.MaxScheduleRunning:]...)
 	}
 	s.Recent = append(s.Recent, run)
-	if n := len(s.Recent); n > MaxScheduleRecent {
-		s.Recent = append([]ScheduleRun(nil), s.Recent[n-MaxScheduleRecent:]...)
+	if n := len(s.Recent); n > engine.MaxScheduleRecent {
+		s.Recent = append([]engine.ScheduleRun(nil), s.Recent[n-engine.MaxScheduleRecent:]...)
 	}
 	s.NumActions++
 	res.Started = append(res.Started, *cr)
@@ -423,8 +410,17 @@ func (a *applier) start(s *Schedule, nominalMS int64, res *ScheduleResult) error
 // schedule-due index at now, so that a start its overlap policy held back
 // goes at once. Only the index entry is written: the schedule record may be
 // the one this very command is changing.
-func (a *applier) scheduleRunClosed(j *Job) {
+func (a *applier) scheduleRunClosed(j *engine.Job) {
 	if j.ScheduleID != "" {
 		a.tx.Set(storage.SchedDueKey(a.now, j.ScheduleID), nil)
 	}
 }
+
+// maxScheduleStepsPerApply bounds the spec times one schedule goes through
+// in one command, and maxScheduleStartsPerApply the runs it starts; a
+// schedule with more due stays due now, and the next sweep goes on. A
+// backfill starts at most as many runs as one command may.
+const (
+	maxScheduleStepsPerApply  = 1000
+	maxScheduleStartsPerApply = engine.MaxBackfillTimes
+)

@@ -1,8 +1,10 @@
-package engine
+package machine_test
 
 import (
 	"fmt"
 	"testing"
+
+	"github.com/heddlewf/heddle/engine"
 )
 
 // BenchmarkFireSchedules measures the FireSchedules sweeps over n schedules
@@ -15,8 +17,8 @@ func BenchmarkFireSchedules(b *testing.B) {
 			h := newHarness(b)
 			h.now = schedT0
 			for i := range n {
-				h.must(&CreateSchedule{ID: fmt.Sprintf("s%05d", i), Spec: everySpec(60_000), Action: testAction,
-					Policy: SchedulePolicy{Overlap: OverlapAllowAll}})
+				h.must(&engine.CreateSchedule{ID: fmt.Sprintf("s%05d", i), Spec: everySpec(60_000), Action: testAction,
+					Policy: engine.SchedulePolicy{Overlap: engine.OverlapAllowAll}})
 			}
 			next := (schedT0/60_000 + 1) * 60_000
 			b.ResetTimer()
@@ -24,7 +26,7 @@ func BenchmarkFireSchedules(b *testing.B) {
 				h.now = next + int64(i)*60_000
 				fired := 0
 				for more := true; more; {
-					res := h.must(&FireSchedules{Max: n}).(*SweepResult)
+					res := h.must(&engine.FireSchedules{Max: n}).(*engine.SweepResult)
 					fired, more = fired+len(res.Jobs), res.More
 				}
 				if fired != n {

@@ -1,4 +1,4 @@
-package engine
+package machine_test
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -21,21 +23,21 @@ func newSchedHarness(t *testing.T) *harness {
 	return h
 }
 
-func everySpec(ms int64) ScheduleSpec {
-	return ScheduleSpec{Intervals: []ScheduleInterval{{EveryMS: ms}}}
+func everySpec(ms int64) engine.ScheduleSpec {
+	return engine.ScheduleSpec{Intervals: []engine.ScheduleInterval{{EveryMS: ms}}}
 }
 
-var testAction = ScheduleAction{Type: "report", Queue: "q", Input: []byte("in")}
+var testAction = engine.ScheduleAction{Type: "report", Queue: "q", Input: []byte("in")}
 
-func (h *harness) schedule(id string) *Schedule {
+func (h *harness) schedule(id string) *engine.Schedule {
 	h.t.Helper()
-	var s *Schedule
+	var s *engine.Schedule
 	viewOK(h.t, h.db, func(r *storage.Reader) error {
 		b, err := r.Get(storage.ScheduleKey(id))
 		if err != nil {
 			return err
 		}
-		s, err = DecodeSchedule(b)
+		s, err = machine.DecodeSchedule(b)
 		return err
 	})
 	return s
@@ -46,7 +48,7 @@ func (h *harness) schedule(id string) *Schedule {
 func (h *harness) fireAt(at int64) []string {
 	h.t.Helper()
 	h.now = at
-	res := h.must(&FireSchedules{Max: 100}).(*SweepResult)
+	res := h.must(&engine.FireSchedules{Max: 100}).(*engine.SweepResult)
 	var ids []string
 	for _, j := range res.Jobs {
 		ids = append(ids, h.job(j).WorkflowID)
@@ -57,37 +59,37 @@ func (h *harness) fireAt(at int64) []string {
 func rfc(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
 
 func TestScheduleCheckRefusesBadFields(t *testing.T) {
-	ok := CreateSchedule{ID: "s", Spec: everySpec(60_000), Action: testAction}
+	ok := engine.CreateSchedule{ID: "s", Spec: everySpec(60_000), Action: testAction}
 	cases := []struct {
 		name  string
-		edit  func(c *CreateSchedule)
+		edit  func(c *engine.CreateSchedule)
 		field string
 		want  error
 	}{
-		{"no id", func(c *CreateSchedule) { c.ID = "" }, "ID", ErrInvalidCommand},
-		{"bad cron", func(c *CreateSchedule) { c.Spec.CronExpressions = []string{"61 * * * *"} }, "Spec.CronExpressions[0]", ErrInvalidCommand},
-		{"cron zone", func(c *CreateSchedule) { c.Spec.CronExpressions = []string{"CRON_TZ=Europe/Paris 0 9 * * *"} }, "Spec.CronExpressions[0]", ErrInvalidCommand},
-		{"short interval", func(c *CreateSchedule) { c.Spec = everySpec(999) }, "Spec.Intervals[0].EveryMS", ErrInvalidCommand},
-		{"offset too big", func(c *CreateSchedule) { c.Spec.Intervals[0].OffsetMS = 60_000 }, "Spec.Intervals[0].OffsetMS", ErrInvalidCommand},
-		{"end before start", func(c *CreateSchedule) { c.Spec.StartAtMS, c.Spec.EndAtMS = 10, 5 }, "Spec.EndAtMS", ErrInvalidCommand},
-		{"start after 9999", func(c *CreateSchedule) { c.Spec.StartAtMS = 1 << 62 }, "Spec.StartAtMS", ErrInvalidCommand},
-		{"negative jitter", func(c *CreateSchedule) { c.Spec.JitterMS = -1 }, "Spec.JitterMS", ErrInvalidCommand},
-		{"no type", func(c *CreateSchedule) { c.Action.Type = "" }, "Action.Type", ErrInvalidCommand},
-		{"no queue", func(c *CreateSchedule) { c.Action.Queue = "" }, "Action.Queue", ErrInvalidCommand},
-		{"bad overlap", func(c *CreateSchedule) { c.Policy.Overlap = 7 }, "Policy.Overlap", ErrInvalidCommand},
-		{"short catch-up", func(c *CreateSchedule) { c.Policy.CatchupWindowMS = 9_999 }, "Policy.CatchupWindowMS", ErrInvalidCommand},
-		{"remaining without limit", func(c *CreateSchedule) { c.State.RemainingActions = 3 }, "State.RemainingActions", ErrInvalidCommand},
-		{"long base id", func(c *CreateSchedule) { c.Action.WorkflowID = strings.Repeat("w", 1000) }, "Action.WorkflowID", ErrPayloadTooLarge},
+		{"no id", func(c *engine.CreateSchedule) { c.ID = "" }, "ID", engine.ErrInvalidCommand},
+		{"bad cron", func(c *engine.CreateSchedule) { c.Spec.CronExpressions = []string{"61 * * * *"} }, "Spec.CronExpressions[0]", engine.ErrInvalidCommand},
+		{"cron zone", func(c *engine.CreateSchedule) { c.Spec.CronExpressions = []string{"CRON_TZ=Europe/Paris 0 9 * * *"} }, "Spec.CronExpressions[0]", engine.ErrInvalidCommand},
+		{"short interval", func(c *engine.CreateSchedule) { c.Spec = everySpec(999) }, "Spec.Intervals[0].EveryMS", engine.ErrInvalidCommand},
+		{"offset too big", func(c *engine.CreateSchedule) { c.Spec.Intervals[0].OffsetMS = 60_000 }, "Spec.Intervals[0].OffsetMS", engine.ErrInvalidCommand},
+		{"end before start", func(c *engine.CreateSchedule) { c.Spec.StartAtMS, c.Spec.EndAtMS = 10, 5 }, "Spec.EndAtMS", engine.ErrInvalidCommand},
+		{"start after 9999", func(c *engine.CreateSchedule) { c.Spec.StartAtMS = 1 << 62 }, "Spec.StartAtMS", engine.ErrInvalidCommand},
+		{"negative jitter", func(c *engine.CreateSchedule) { c.Spec.JitterMS = -1 }, "Spec.JitterMS", engine.ErrInvalidCommand},
+		{"no type", func(c *engine.CreateSchedule) { c.Action.Type = "" }, "Action.Type", engine.ErrInvalidCommand},
+		{"no queue", func(c *engine.CreateSchedule) { c.Action.Queue = "" }, "Action.Queue", engine.ErrInvalidCommand},
+		{"bad overlap", func(c *engine.CreateSchedule) { c.Policy.Overlap = 7 }, "Policy.Overlap", engine.ErrInvalidCommand},
+		{"short catch-up", func(c *engine.CreateSchedule) { c.Policy.CatchupWindowMS = 9_999 }, "Policy.CatchupWindowMS", engine.ErrInvalidCommand},
+		{"remaining without limit", func(c *engine.CreateSchedule) { c.State.RemainingActions = 3 }, "State.RemainingActions", engine.ErrInvalidCommand},
+		{"long base id", func(c *engine.CreateSchedule) { c.Action.WorkflowID = strings.Repeat("w", 1000) }, "Action.WorkflowID", engine.ErrPayloadTooLarge},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newSchedHarness(t)
 			c := ok
-			c.Spec.Intervals = append([]ScheduleInterval(nil), ok.Spec.Intervals...)
+			c.Spec.Intervals = append([]engine.ScheduleInterval(nil), ok.Spec.Intervals...)
 			tc.edit(&c)
 			before := h.snapshot()
 			_, err := h.apply(&c)
-			var fe *FieldError
+			var fe *engine.FieldError
 			if !errors.Is(err, tc.want) || !errors.As(err, &fe) || fe.Field != tc.field {
 				t.Fatalf("got %v, want %v on field %s", err, tc.want, tc.field)
 			}
@@ -98,16 +100,16 @@ func TestScheduleCheckRefusesBadFields(t *testing.T) {
 
 func TestScheduleLifecycleErrors(t *testing.T) {
 	h := newSchedHarness(t)
-	h.must(&CreateSchedule{ID: "s", Spec: everySpec(60_000), Action: testAction})
-	h.mustFail(&CreateSchedule{ID: "s", Spec: everySpec(60_000), Action: testAction}, ErrScheduleExists)
-	for _, c := range []Command{
-		&UpdateSchedule{ID: "x", Spec: everySpec(60_000), Action: testAction},
-		&PauseSchedule{ID: "x", Paused: true}, &TriggerSchedule{ID: "x"}, &DeleteSchedule{ID: "x"},
+	h.must(&engine.CreateSchedule{ID: "s", Spec: everySpec(60_000), Action: testAction})
+	h.mustFail(&engine.CreateSchedule{ID: "s", Spec: everySpec(60_000), Action: testAction}, engine.ErrScheduleExists)
+	for _, c := range []engine.Command{
+		&engine.UpdateSchedule{ID: "x", Spec: everySpec(60_000), Action: testAction},
+		&engine.PauseSchedule{ID: "x", Paused: true}, &engine.TriggerSchedule{ID: "x"}, &engine.DeleteSchedule{ID: "x"},
 	} {
-		h.mustFail(c, ErrUnknownSchedule)
+		h.mustFail(c, engine.ErrUnknownSchedule)
 	}
-	h.must(&DeleteSchedule{ID: "s"})
-	h.mustFail(&DeleteSchedule{ID: "s"}, ErrUnknownSchedule)
+	h.must(&engine.DeleteSchedule{ID: "s"})
+	h.mustFail(&engine.DeleteSchedule{ID: "s"}, engine.ErrUnknownSchedule)
 	// A stale due entry of the deleted schedule is dropped by its sweep.
 	if ids := h.fireAt(schedT0 + 120_000); len(ids) != 0 {
 		t.Fatalf("a deleted schedule started %v", ids)
@@ -117,7 +119,7 @@ func TestScheduleLifecycleErrors(t *testing.T) {
 
 func TestScheduleIntervalStartsRunsWithDeterministicIDs(t *testing.T) {
 	h := newSchedHarness(t)
-	res := h.must(&CreateSchedule{ID: "rep", Spec: everySpec(60_000), Action: testAction, Policy: SchedulePolicy{Overlap: OverlapAllowAll}}).(*ScheduleResult)
+	res := h.must(&engine.CreateSchedule{ID: "rep", Spec: everySpec(60_000), Action: testAction, Policy: engine.SchedulePolicy{Overlap: engine.OverlapAllowAll}}).(*engine.ScheduleResult)
 	first := (schedT0/60_000 + 1) * 60_000
 	if res.Schedule.NextNominalMS != first || res.Schedule.DueMS != first {
 		t.Fatalf("next %d due %d, want %d", res.Schedule.NextNominalMS, res.Schedule.DueMS, first)
@@ -130,7 +132,7 @@ func TestScheduleIntervalStartsRunsWithDeterministicIDs(t *testing.T) {
 		t.Fatalf("started %v, want [%s]", ids, want)
 	}
 	j := h.job(h.schedule("rep").Running[0].Job)
-	if j.Type != "report" || j.Queue != "q" || j.Status != StatusQueued || j.ScheduleID != "rep" {
+	if j.Type != "report" || j.Queue != "q" || j.Status != engine.StatusQueued || j.ScheduleID != "rep" {
 		t.Fatalf("run %+v", j)
 	}
 	// Three minutes later: the two times passed in between and the third
@@ -149,24 +151,24 @@ func TestScheduleIntervalStartsRunsWithDeterministicIDs(t *testing.T) {
 func TestScheduleCronSpec(t *testing.T) {
 	base := time.Date(2024, 1, 31, 10, 17, 30, 0, time.UTC).UnixMilli()
 	cases := []struct {
-		spec ScheduleSpec
+		spec engine.ScheduleSpec
 		want []string
 	}{
-		{ScheduleSpec{CronExpressions: []string{"*/15 * * * *"}}, []string{"2024-01-31T10:30:00Z", "2024-01-31T10:45:00Z", "2024-01-31T11:00:00Z"}},
-		{ScheduleSpec{CronExpressions: []string{"0 9 * * MON"}}, []string{"2024-02-05T09:00:00Z", "2024-02-12T09:00:00Z", "2024-02-19T09:00:00Z"}},
-		{ScheduleSpec{CronExpressions: []string{"@daily"}}, []string{"2024-02-01T00:00:00Z", "2024-02-02T00:00:00Z", "2024-02-03T00:00:00Z"}},
-		{ScheduleSpec{CronExpressions: []string{"30 0 12 29 2 *"}}, []string{"2024-02-29T12:00:30Z", "2028-02-29T12:00:30Z"}},
+		{engine.ScheduleSpec{CronExpressions: []string{"*/15 * * * *"}}, []string{"2024-01-31T10:30:00Z", "2024-01-31T10:45:00Z", "2024-01-31T11:00:00Z"}},
+		{engine.ScheduleSpec{CronExpressions: []string{"0 9 * * MON"}}, []string{"2024-02-05T09:00:00Z", "2024-02-12T09:00:00Z", "2024-02-19T09:00:00Z"}},
+		{engine.ScheduleSpec{CronExpressions: []string{"@daily"}}, []string{"2024-02-01T00:00:00Z", "2024-02-02T00:00:00Z", "2024-02-03T00:00:00Z"}},
+		{engine.ScheduleSpec{CronExpressions: []string{"30 0 12 29 2 *"}}, []string{"2024-02-29T12:00:30Z", "2028-02-29T12:00:30Z"}},
 		// The union of a cron line and an interval, bounded by EndAtMS.
-		{ScheduleSpec{CronExpressions: []string{"0 11 * * *"}, Intervals: []ScheduleInterval{{EveryMS: 20 * 60_000, OffsetMS: 60_000}},
+		{engine.ScheduleSpec{CronExpressions: []string{"0 11 * * *"}, Intervals: []engine.ScheduleInterval{{EveryMS: 20 * 60_000, OffsetMS: 60_000}},
 			EndAtMS: time.Date(2024, 1, 31, 11, 1, 0, 0, time.UTC).UnixMilli()},
 			[]string{"2024-01-31T10:21:00Z", "2024-01-31T10:41:00Z", "2024-01-31T11:00:00Z", "2024-01-31T11:01:00Z"}},
 		// StartAtMS moves the first time.
-		{ScheduleSpec{Intervals: []ScheduleInterval{{EveryMS: 3600_000}}, StartAtMS: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC).UnixMilli()},
+		{engine.ScheduleSpec{Intervals: []engine.ScheduleInterval{{EveryMS: 3600_000}}, StartAtMS: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC).UnixMilli()},
 			[]string{"2024-03-01T00:00:00Z", "2024-03-01T01:00:00Z"}},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprint(tc.spec.CronExpressions, tc.spec.Intervals), func(t *testing.T) {
-			c, field, err := CompileSpec(&tc.spec)
+			c, field, err := engine.CompileSpec(&tc.spec)
 			if err != nil {
 				t.Fatalf("%s: %v", field, err)
 			}
@@ -188,11 +190,11 @@ func TestScheduleJitterIsDeterministicAndBounded(t *testing.T) {
 	const jitter = 30_000
 	seen := map[int64]bool{}
 	for i := range int64(200) {
-		j := ScheduleJitter("s", schedT0+i*60_000, jitter)
+		j := engine.ScheduleJitter("s", schedT0+i*60_000, jitter)
 		if j < 0 || j >= jitter {
 			t.Fatalf("jitter %d out of [0, %d)", j, jitter)
 		}
-		if j != ScheduleJitter("s", schedT0+i*60_000, jitter) {
+		if j != engine.ScheduleJitter("s", schedT0+i*60_000, jitter) {
 			t.Fatal("jitter changed between two calls")
 		}
 		seen[j/1000] = true
@@ -200,12 +202,12 @@ func TestScheduleJitterIsDeterministicAndBounded(t *testing.T) {
 	if len(seen) < 20 {
 		t.Fatalf("jitter took only %d distinct seconds over 200 times", len(seen))
 	}
-	if ScheduleJitter("s", schedT0, 0) != 0 {
+	if engine.ScheduleJitter("s", schedT0, 0) != 0 {
 		t.Fatal("no jitter configured, yet a delay")
 	}
 	h := newSchedHarness(t)
-	s := h.must(&CreateSchedule{ID: "j", Spec: ScheduleSpec{Intervals: []ScheduleInterval{{EveryMS: 60_000}}, JitterMS: jitter}, Action: testAction}).(*ScheduleResult).Schedule
-	due := s.NextNominalMS + ScheduleJitter("j", s.NextNominalMS, jitter)
+	s := h.must(&engine.CreateSchedule{ID: "j", Spec: engine.ScheduleSpec{Intervals: []engine.ScheduleInterval{{EveryMS: 60_000}}, JitterMS: jitter}, Action: testAction}).(*engine.ScheduleResult).Schedule
+	due := s.NextNominalMS + engine.ScheduleJitter("j", s.NextNominalMS, jitter)
 	if s.DueMS != due {
 		t.Fatalf("due %d, want nominal+jitter %d", s.DueMS, due)
 	}
@@ -226,27 +228,27 @@ func TestScheduleJitterIsDeterministicAndBounded(t *testing.T) {
 // then closes it, cell by cell for each policy.
 func TestScheduleOverlapPolicies(t *testing.T) {
 	cases := []struct {
-		p OverlapPolicy
+		p engine.OverlapPolicy
 		// after the second and third times, while run 1 is open:
 		startedWhileOpen, buffered int
 		skipped                    int64
-		firstStatus                Status // run 1's status after the third time
+		firstStatus                engine.Status // run 1's status after the third time
 		cancelRequested            bool
 		// after run 1 (and, for TerminateOther, all) closed:
 		startedAfterClose int
 	}{
-		{OverlapSkip, 0, 0, 2, StatusQueued, false, 0},
-		{OverlapUnspecified, 0, 0, 2, StatusQueued, false, 0},
-		{OverlapBufferOne, 0, 1, 1, StatusQueued, false, 1},
-		{OverlapBufferAll, 0, 2, 0, StatusQueued, false, 1},
-		{OverlapCancelOther, 0, 1, 0, StatusQueued, true, 1},
-		{OverlapTerminateOther, 2, 0, 0, StatusTerminated, false, 0},
-		{OverlapAllowAll, 2, 0, 0, StatusQueued, false, 0},
+		{engine.OverlapSkip, 0, 0, 2, engine.StatusQueued, false, 0},
+		{engine.OverlapUnspecified, 0, 0, 2, engine.StatusQueued, false, 0},
+		{engine.OverlapBufferOne, 0, 1, 1, engine.StatusQueued, false, 1},
+		{engine.OverlapBufferAll, 0, 2, 0, engine.StatusQueued, false, 1},
+		{engine.OverlapCancelOther, 0, 1, 0, engine.StatusQueued, true, 1},
+		{engine.OverlapTerminateOther, 2, 0, 0, engine.StatusTerminated, false, 0},
+		{engine.OverlapAllowAll, 2, 0, 0, engine.StatusQueued, false, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.p.String(), func(t *testing.T) {
 			h := newSchedHarness(t)
-			s := h.must(&CreateSchedule{ID: "o", Spec: everySpec(60_000), Action: testAction, Policy: SchedulePolicy{Overlap: tc.p}}).(*ScheduleResult).Schedule
+			s := h.must(&engine.CreateSchedule{ID: "o", Spec: everySpec(60_000), Action: testAction, Policy: engine.SchedulePolicy{Overlap: tc.p}}).(*engine.ScheduleResult).Schedule
 			t1 := s.NextNominalMS
 			if ids := h.fireAt(t1); len(ids) != 1 {
 				t.Fatalf("first time started %v", ids)
@@ -264,14 +266,14 @@ func TestScheduleOverlapPolicies(t *testing.T) {
 			// Close every open run; the schedule is woken at once.
 			for _, r := range s.Running {
 				if !h.job(r.Job).Status.Terminal() {
-					h.must(&Cancel{Target: Target{Job: r.Job}})
+					h.must(&engine.Cancel{Target: engine.Target{Job: r.Job}})
 				}
 			}
 			after := h.fireAt(h.now)
 			if len(after) != tc.startedAfterClose {
 				t.Fatalf("after the close started %v, want %d", after, tc.startedAfterClose)
 			}
-			if tc.p == OverlapBufferAll {
+			if tc.p == engine.OverlapBufferAll {
 				// The second buffered start waits for the one just started.
 				if want := "o-" + rfc(t1+60_000); after[0] != want {
 					t.Fatalf("started %s first, want %s", after[0], want)
@@ -287,8 +289,8 @@ func TestScheduleOverlapPolicies(t *testing.T) {
 
 func TestScheduleCatchupWindowSkipsTimesMissedTooLong(t *testing.T) {
 	h := newSchedHarness(t)
-	s := h.must(&CreateSchedule{ID: "c", Spec: everySpec(60_000), Action: testAction,
-		Policy: SchedulePolicy{Overlap: OverlapAllowAll, CatchupWindowMS: 150_000}}).(*ScheduleResult).Schedule
+	s := h.must(&engine.CreateSchedule{ID: "c", Spec: everySpec(60_000), Action: testAction,
+		Policy: engine.SchedulePolicy{Overlap: engine.OverlapAllowAll, CatchupWindowMS: 150_000}}).(*engine.ScheduleResult).Schedule
 	t1 := s.NextNominalMS
 	// Ten minutes late: the times older than 150 s are missed, the last
 	// three (at -120 s, -60 s, 0) are taken.
@@ -301,7 +303,7 @@ func TestScheduleCatchupWindowSkipsTimesMissedTooLong(t *testing.T) {
 
 func TestScheduleBoundsStepsPerCommand(t *testing.T) {
 	h := newSchedHarness(t)
-	s := h.must(&CreateSchedule{ID: "b", Spec: everySpec(1000), Action: testAction}).(*ScheduleResult).Schedule
+	s := h.must(&engine.CreateSchedule{ID: "b", Spec: everySpec(1000), Action: testAction}).(*engine.ScheduleResult).Schedule
 	// 2500 times have come; the policy skips while run 1 is open, but each
 	// time is a step: the first command takes 1000, and leaves the schedule
 	// due now for the next sweep.
@@ -320,33 +322,33 @@ func TestScheduleBoundsStepsPerCommand(t *testing.T) {
 
 func TestSchedulePauseTriggerUpdate(t *testing.T) {
 	h := newSchedHarness(t)
-	s := h.must(&CreateSchedule{ID: "p", Spec: everySpec(60_000), Action: testAction,
-		State: ScheduleState{Paused: true, Note: "created paused"}}).(*ScheduleResult).Schedule
-	if s.DueMS != 0 || len(NextActionTimes(s, 3)) != 0 {
+	s := h.must(&engine.CreateSchedule{ID: "p", Spec: everySpec(60_000), Action: testAction,
+		State: engine.ScheduleState{Paused: true, Note: "created paused"}}).(*engine.ScheduleResult).Schedule
+	if s.DueMS != 0 || len(engine.NextActionTimes(s, 3)) != 0 {
 		t.Fatalf("a paused schedule is due at %d", s.DueMS)
 	}
 	if ids := h.fireAt(schedT0 + 300_000); len(ids) != 0 {
 		t.Fatal("a paused schedule fired")
 	}
 	// A trigger acts even while paused, named after now.
-	tr := h.must(&TriggerSchedule{ID: "p"}).(*ScheduleResult)
+	tr := h.must(&engine.TriggerSchedule{ID: "p"}).(*engine.ScheduleResult)
 	if len(tr.Started) != 1 || tr.Started[0].WorkflowID != "p-"+rfc(h.now) {
 		t.Fatalf("trigger started %+v", tr.Started)
 	}
 	// A second trigger in the same second finds that id open: skipped.
-	if tr = h.must(&TriggerSchedule{ID: "p", Overlap: OverlapAllowAll}).(*ScheduleResult); len(tr.Started) != 0 || tr.Schedule.NumSkippedOverlap != 1 {
+	if tr = h.must(&engine.TriggerSchedule{ID: "p", Overlap: engine.OverlapAllowAll}).(*engine.ScheduleResult); len(tr.Started) != 0 || tr.Schedule.NumSkippedOverlap != 1 {
 		t.Fatalf("second trigger: %+v", tr)
 	}
 	// Unpaused, it goes on from now: the times passed are not caught up.
 	h.now += 1000
-	s = h.must(&PauseSchedule{ID: "p", Note: "back"}).(*ScheduleResult).Schedule
+	s = h.must(&engine.PauseSchedule{ID: "p", Note: "back"}).(*engine.ScheduleResult).Schedule
 	want := (h.now/60_000 + 1) * 60_000
 	if s.State.Paused || s.State.Note != "back" || s.NextNominalMS != want || s.DueMS != want {
 		t.Fatalf("unpaused: %+v, want next %d", s, want)
 	}
 	// An update replaces the spec and action, keeps the counters.
-	s = h.must(&UpdateSchedule{ID: "p", Spec: everySpec(3600_000), Action: ScheduleAction{WorkflowID: "nightly", Type: "t2", Queue: "q2"},
-		Policy: SchedulePolicy{Overlap: OverlapAllowAll}}).(*ScheduleResult).Schedule
+	s = h.must(&engine.UpdateSchedule{ID: "p", Spec: everySpec(3600_000), Action: engine.ScheduleAction{WorkflowID: "nightly", Type: "t2", Queue: "q2"},
+		Policy: engine.SchedulePolicy{Overlap: engine.OverlapAllowAll}}).(*engine.ScheduleResult).Schedule
 	next := (h.now/3600_000 + 1) * 3600_000
 	if s.NextNominalMS != next || s.NumActions != 1 || s.Action.Type != "t2" {
 		t.Fatalf("updated: %+v", s)
@@ -360,23 +362,23 @@ func TestSchedulePauseTriggerUpdate(t *testing.T) {
 
 func TestScheduleLimitedActionsAndPauseOnFailure(t *testing.T) {
 	h := newSchedHarness(t)
-	s := h.must(&CreateSchedule{ID: "l", Spec: everySpec(60_000), Action: testAction, Policy: SchedulePolicy{Overlap: OverlapAllowAll},
-		State: ScheduleState{LimitedActions: true, RemainingActions: 2}}).(*ScheduleResult).Schedule
+	s := h.must(&engine.CreateSchedule{ID: "l", Spec: everySpec(60_000), Action: testAction, Policy: engine.SchedulePolicy{Overlap: engine.OverlapAllowAll},
+		State: engine.ScheduleState{LimitedActions: true, RemainingActions: 2}}).(*engine.ScheduleResult).Schedule
 	ids := h.fireAt(s.NextNominalMS + 300_000)
 	if s = h.schedule("l"); len(ids) != 2 || s.State.RemainingActions != 0 || s.DueMS != 0 {
 		t.Fatalf("started %v; schedule %+v", ids, s)
 	}
 	// A trigger still acts, and does not count.
-	if tr := h.must(&TriggerSchedule{ID: "l"}).(*ScheduleResult); len(tr.Started) != 1 {
+	if tr := h.must(&engine.TriggerSchedule{ID: "l"}).(*engine.ScheduleResult); len(tr.Started) != 1 {
 		t.Fatal("a trigger of a schedule out of actions did nothing")
 	}
 
-	s = h.must(&CreateSchedule{ID: "f", Spec: everySpec(60_000), Action: ScheduleAction{Type: "report", Queue: "qf"},
-		Policy: SchedulePolicy{PauseOnFailure: true}}).(*ScheduleResult).Schedule
+	s = h.must(&engine.CreateSchedule{ID: "f", Spec: everySpec(60_000), Action: engine.ScheduleAction{Type: "report", Queue: "qf"},
+		Policy: engine.SchedulePolicy{PauseOnFailure: true}}).(*engine.ScheduleResult).Schedule
 	h.fireAt(s.NextNominalMS)
 	h.now++
-	c := h.must(&Claim{Queue: "qf", Owner: "w", Max: 1, LeaseMS: 10_000}).(*ClaimResult).Jobs[0]
-	h.must(&Fail{LeaseRef: c.Lease(), Error: []byte("boom")})
+	c := h.must(&engine.Claim{Queue: "qf", Owner: "w", Max: 1, LeaseMS: 10_000}).(*engine.ClaimResult).Jobs[0]
+	h.must(&engine.Fail{LeaseRef: c.Lease(), Error: []byte("boom")})
 	h.fireAt(h.now)
 	if s = h.schedule("f"); !s.State.Paused || !strings.Contains(s.State.Note, "Failed") || s.DueMS != 0 {
 		t.Fatalf("after a failed run: %+v", s.State)
@@ -386,19 +388,19 @@ func TestScheduleLimitedActionsAndPauseOnFailure(t *testing.T) {
 
 func TestScheduleRunContinuedAsNewKeepsItsSchedule(t *testing.T) {
 	h := newSchedHarness(t)
-	s := h.must(&CreateSchedule{ID: "k", Spec: everySpec(60_000), Action: ScheduleAction{Type: "report", Queue: "qk"},
-		Policy: SchedulePolicy{Overlap: OverlapBufferOne}}).(*ScheduleResult).Schedule
+	s := h.must(&engine.CreateSchedule{ID: "k", Spec: everySpec(60_000), Action: engine.ScheduleAction{Type: "report", Queue: "qk"},
+		Policy: engine.SchedulePolicy{Overlap: engine.OverlapBufferOne}}).(*engine.ScheduleResult).Schedule
 	h.fireAt(s.NextNominalMS)
 	h.fireAt(s.NextNominalMS + 60_000) // buffered
-	c := h.must(&Claim{Queue: "qk", Owner: "w", Max: 1, LeaseMS: 10_000}).(*ClaimResult).Jobs[0]
-	next := h.must(&ContinueAsNew{LeaseRef: c.Lease()}).(*CreateResult)
+	c := h.must(&engine.Claim{Queue: "qk", Owner: "w", Max: 1, LeaseMS: 10_000}).(*engine.ClaimResult).Jobs[0]
+	next := h.must(&engine.ContinueAsNew{LeaseRef: c.Lease()}).(*engine.CreateResult)
 	if h.job(next.Job).ScheduleID != "k" {
 		t.Fatal("the continued run lost its schedule")
 	}
 	if ids := h.fireAt(h.now); len(ids) != 0 {
 		t.Fatalf("started %v while the chain is open", ids)
 	}
-	h.must(&Cancel{Target: Target{Job: next.Job}})
+	h.must(&engine.Cancel{Target: engine.Target{Job: next.Job}})
 	if ids := h.fireAt(h.now); len(ids) != 1 || ids[0] != "k-"+rfc(s.NextNominalMS+60_000) {
 		t.Fatalf("after the chain closed started %v", ids)
 	}
@@ -409,16 +411,16 @@ func TestScheduleRunContinuedAsNewKeepsItsSchedule(t *testing.T) {
 // below a transaction's limit, and none is lost or fired twice.
 func TestFireSchedulesStaysWithinItsWriteBudget(t *testing.T) {
 	h := newSchedHarness(t)
-	act := ScheduleAction{Type: "report", Queue: "q", Input: make([]byte, 8<<10)}
+	act := engine.ScheduleAction{Type: "report", Queue: "q", Input: make([]byte, 8<<10)}
 	const n = 200
 	for i := range n {
-		h.must(&CreateSchedule{ID: fmt.Sprintf("s%03d", i), Spec: everySpec(60_000), Action: act})
+		h.must(&engine.CreateSchedule{ID: fmt.Sprintf("s%03d", i), Spec: everySpec(60_000), Action: act})
 	}
 	h.now = (schedT0/60_000 + 1) * 60_000
-	seen := map[JobID]bool{}
+	seen := map[engine.JobID]bool{}
 	sweeps := 0
 	for more := true; more; sweeps++ {
-		res := h.must(&FireSchedules{Max: 1000}).(*SweepResult)
+		res := h.must(&engine.FireSchedules{Max: 1000}).(*engine.SweepResult)
 		for _, j := range res.Jobs {
 			if seen[j] {
 				t.Fatalf("job %d started twice", j)
@@ -438,12 +440,12 @@ func TestFireSchedulesStaysWithinItsWriteBudget(t *testing.T) {
 // over several sweeps.
 func TestScheduleCatchUpOfLargeRunsStaysWithinBudget(t *testing.T) {
 	h := newSchedHarness(t)
-	act := ScheduleAction{Type: "report", Queue: "q", Input: make([]byte, 200<<10)}
-	s := h.must(&CreateSchedule{ID: "big", Spec: everySpec(60_000), Action: act, Policy: SchedulePolicy{Overlap: OverlapAllowAll}}).(*ScheduleResult).Schedule
+	act := engine.ScheduleAction{Type: "report", Queue: "q", Input: make([]byte, 200<<10)}
+	s := h.must(&engine.CreateSchedule{ID: "big", Spec: everySpec(60_000), Action: act, Policy: engine.SchedulePolicy{Overlap: engine.OverlapAllowAll}}).(*engine.ScheduleResult).Schedule
 	h.now = s.NextNominalMS + 19*60_000 // twenty times have come
 	started, sweeps := 0, 0
 	for more := true; more && sweeps < 50; sweeps++ {
-		res := h.must(&FireSchedules{Max: 10}).(*SweepResult)
+		res := h.must(&engine.FireSchedules{Max: 10}).(*engine.SweepResult)
 		started += len(res.Jobs)
 		more = h.schedule("big").DueMS <= h.now
 	}
@@ -455,14 +457,14 @@ func TestScheduleCatchUpOfLargeRunsStaysWithinBudget(t *testing.T) {
 
 func TestScheduleWithAnEmptySpecActsOnlyWhenTriggered(t *testing.T) {
 	h := newSchedHarness(t)
-	s := h.must(&CreateSchedule{ID: "e", Action: testAction}).(*ScheduleResult).Schedule
-	if s.NextNominalMS != 0 || s.DueMS != 0 || len(NextActionTimes(s, 3)) != 0 {
+	s := h.must(&engine.CreateSchedule{ID: "e", Action: testAction}).(*engine.ScheduleResult).Schedule
+	if s.NextNominalMS != 0 || s.DueMS != 0 || len(engine.NextActionTimes(s, 3)) != 0 {
 		t.Fatalf("an empty spec has times: %+v", s)
 	}
 	if ids := h.fireAt(schedT0 + 365*24*3600_000); len(ids) != 0 {
 		t.Fatalf("an empty spec fired %v", ids)
 	}
-	if tr := h.must(&TriggerSchedule{ID: "e"}).(*ScheduleResult); len(tr.Started) != 1 {
+	if tr := h.must(&engine.TriggerSchedule{ID: "e"}).(*engine.ScheduleResult); len(tr.Started) != 1 {
 		t.Fatal("a trigger of an empty spec started nothing")
 	}
 	h.verify()
@@ -470,7 +472,7 @@ func TestScheduleWithAnEmptySpecActsOnlyWhenTriggered(t *testing.T) {
 
 func TestScheduleCreateTriggerImmediately(t *testing.T) {
 	h := newSchedHarness(t)
-	res := h.must(&CreateSchedule{ID: "now", Spec: everySpec(3600_000), Action: testAction, TriggerImmediately: true}).(*ScheduleResult)
+	res := h.must(&engine.CreateSchedule{ID: "now", Spec: everySpec(3600_000), Action: testAction, TriggerImmediately: true}).(*engine.ScheduleResult)
 	if len(res.Started) != 1 || res.Started[0].WorkflowID != "now-"+rfc(schedT0) {
 		t.Fatalf("started %+v", res.Started)
 	}
@@ -483,13 +485,13 @@ func TestScheduleModel(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5c4ed))
-	policies := []OverlapPolicy{OverlapSkip, OverlapBufferOne, OverlapBufferAll, OverlapTerminateOther, OverlapAllowAll}
+	policies := []engine.OverlapPolicy{engine.OverlapSkip, engine.OverlapBufferOne, engine.OverlapBufferAll, engine.OverlapTerminateOther, engine.OverlapAllowAll}
 	for round := range 6 {
 		p := policies[round%len(policies)]
 		t.Run(fmt.Sprintf("%d-%s", round, p), func(t *testing.T) {
 			h := newSchedHarness(t)
 			const every = 10_000
-			s := h.must(&CreateSchedule{ID: "m", Spec: everySpec(every), Action: testAction, Policy: SchedulePolicy{Overlap: p}}).(*ScheduleResult).Schedule
+			s := h.must(&engine.CreateSchedule{ID: "m", Spec: everySpec(every), Action: testAction, Policy: engine.SchedulePolicy{Overlap: p}}).(*engine.ScheduleResult).Schedule
 			m := &schedModel{p: p, next: s.NextNominalMS, every: every}
 			for step := range 60 {
 				switch op := rng.IntN(10); {
@@ -503,7 +505,7 @@ func TestScheduleModel(t *testing.T) {
 				case op < 7 && len(m.running) > 0: // a run ends
 					i := rng.IntN(len(m.running))
 					wf := m.running[i]
-					h.must(&Cancel{Target: Target{WorkflowID: wf}})
+					h.must(&engine.Cancel{Target: engine.Target{WorkflowID: wf}})
 					m.closed(wf)
 					got := h.fireAt(h.now)
 					if want := m.fire(h.now); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -511,7 +513,7 @@ func TestScheduleModel(t *testing.T) {
 					}
 				case op < 8: // a trigger, in a new second
 					h.now += 1000
-					res := h.must(&TriggerSchedule{ID: "m"}).(*ScheduleResult)
+					res := h.must(&engine.TriggerSchedule{ID: "m"}).(*engine.ScheduleResult)
 					var got []string
 					for _, st := range res.Started {
 						got = append(got, st.WorkflowID)
@@ -522,7 +524,7 @@ func TestScheduleModel(t *testing.T) {
 				default: // pause, or unpause
 					h.now++
 					paused := !m.paused
-					h.must(&PauseSchedule{ID: "m", Paused: paused})
+					h.must(&engine.PauseSchedule{ID: "m", Paused: paused})
 					m.pause(paused, h.now)
 				}
 				s = h.schedule("m")
@@ -539,7 +541,7 @@ func TestScheduleModel(t *testing.T) {
 // schedModel is the reference: an interval schedule and its policy, over
 // plain lists.
 type schedModel struct {
-	p                OverlapPolicy
+	p                engine.OverlapPolicy
 	every, next      int64
 	paused           bool
 	running          []string
@@ -566,17 +568,17 @@ func (m *schedModel) act(at int64) []string {
 		return m.start(at)
 	}
 	switch m.p {
-	case OverlapAllowAll:
+	case engine.OverlapAllowAll:
 		return m.start(at)
-	case OverlapTerminateOther:
+	case engine.OverlapTerminateOther:
 		m.running = nil
 		return m.start(at)
-	case OverlapBufferOne:
+	case engine.OverlapBufferOne:
 		if len(m.buffered) == 0 {
 			m.buffered = append(m.buffered, at)
 			return nil
 		}
-	case OverlapBufferAll:
+	case engine.OverlapBufferAll:
 		m.buffered = append(m.buffered, at)
 		return nil
 	}
@@ -626,22 +628,22 @@ func (m *schedModel) pause(paused bool, now int64) {
 
 func TestScheduleBackfill(t *testing.T) {
 	h := newSchedHarness(t)
-	h.must(&CreateSchedule{ID: "bf", Spec: everySpec(3600_000), Action: testAction, State: ScheduleState{Paused: true}})
+	h.must(&engine.CreateSchedule{ID: "bf", Spec: everySpec(3600_000), Action: testAction, State: engine.ScheduleState{Paused: true}})
 	day := (schedT0/86_400_000 - 2) * 86_400_000 // two days back, midnight
 	// Five past hours, AllowAll: five runs named after their hours, while paused.
-	res := h.must(&BackfillSchedule{ID: "bf", StartMS: day, EndMS: day + 4*3600_000, Overlap: OverlapAllowAll}).(*ScheduleResult)
+	res := h.must(&engine.BackfillSchedule{ID: "bf", StartMS: day, EndMS: day + 4*3600_000, Overlap: engine.OverlapAllowAll}).(*engine.ScheduleResult)
 	if len(res.Started) != 5 || res.Started[0].WorkflowID != "bf-"+rfc(day) || res.Started[4].WorkflowID != "bf-"+rfc(day+4*3600_000) {
 		t.Fatalf("backfill started %+v", res.Started)
 	}
 	// Under the schedule's Skip, with those runs open: all skipped.
-	res = h.must(&BackfillSchedule{ID: "bf", StartMS: day + 5*3600_000, EndMS: day + 6*3600_000}).(*ScheduleResult)
+	res = h.must(&engine.BackfillSchedule{ID: "bf", StartMS: day + 5*3600_000, EndMS: day + 6*3600_000}).(*engine.ScheduleResult)
 	if len(res.Started) != 0 || res.Schedule.NumSkippedOverlap != 2 {
 		t.Fatalf("backfill under Skip: started %+v, skipped %d", res.Started, res.Schedule.NumSkippedOverlap)
 	}
 	before := h.snapshot()
-	h.mustFail(&BackfillSchedule{ID: "bf", StartMS: day, EndMS: day + 200*3600_000}, ErrInvalidCommand)
-	h.mustFail(&BackfillSchedule{ID: "bf", StartMS: day, EndMS: day - 1}, ErrInvalidCommand)
-	h.mustFail(&BackfillSchedule{ID: "nope", StartMS: day, EndMS: day}, ErrUnknownSchedule)
+	h.mustFail(&engine.BackfillSchedule{ID: "bf", StartMS: day, EndMS: day + 200*3600_000}, engine.ErrInvalidCommand)
+	h.mustFail(&engine.BackfillSchedule{ID: "bf", StartMS: day, EndMS: day - 1}, engine.ErrInvalidCommand)
+	h.mustFail(&engine.BackfillSchedule{ID: "nope", StartMS: day, EndMS: day}, engine.ErrUnknownSchedule)
 	sameStore(t, before, h.snapshot())
 	h.verify()
 }

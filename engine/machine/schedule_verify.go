@@ -1,9 +1,10 @@
-package engine
+package machine
 
 import (
 	"errors"
 	"fmt"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -11,14 +12,14 @@ import (
 // and has its live entry in the schedule-due index when it is due.
 func (v *verifier) schedules() {
 	_ = v.r.Scan(storage.SchedulePrefix, nil, true, func(k, b []byte) (bool, error) {
-		s := new(Schedule)
+		s := new(engine.Schedule)
 		if _, err := storage.DecodeAt(k, b, storage.KindSchedule, scheduleVersion, s); err != nil {
 			return v.add(err), nil
 		}
 		if string(k[1:]) != s.ID {
 			return v.add(fmt.Errorf("schedule record at %q holds id %q", k, s.ID)), nil
 		}
-		if _, field, err := CompileSpec(&s.Spec); err != nil {
+		if _, field, err := engine.CompileSpec(&s.Spec); err != nil {
 			return v.add(fmt.Errorf("schedule %q: %s %v", s.ID, field, err)), nil
 		}
 		if s.DueMS != 0 {

@@ -1,30 +1,32 @@
-package engine
+package machine_test
 
 import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/heddlewf/heddle/engine"
 )
 
 // A retried command with the same request id returns the first result and
 // writes nothing twice.
 func TestRequestIDMakesCommandsIdempotent(t *testing.T) {
 	h := newHarness(t)
-	first := h.must(&CreateJob{Header: Header{RequestID: "r1"}, WorkflowID: "wf", Type: "t", Queue: "q"})
-	claim := h.must(&Claim{Header: Header{RequestID: "r2"}, Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000})
+	first := h.must(&engine.CreateJob{Header: engine.Header{RequestID: "r1"}, WorkflowID: "wf", Type: "t", Queue: "q"})
+	claim := h.must(&engine.Claim{Header: engine.Header{RequestID: "r2"}, Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000})
 	before := h.snapshot()
 	h.now += 10
-	again := h.must(&CreateJob{Header: Header{RequestID: "r1"}, WorkflowID: "wf", Type: "t", Queue: "q"})
-	claimAgain := h.must(&Claim{Header: Header{RequestID: "r2"}, Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000})
+	again := h.must(&engine.CreateJob{Header: engine.Header{RequestID: "r1"}, WorkflowID: "wf", Type: "t", Queue: "q"})
+	claimAgain := h.must(&engine.Claim{Header: engine.Header{RequestID: "r2"}, Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000})
 	if !reflect.DeepEqual(first, again) || !reflect.DeepEqual(claim, claimAgain) {
 		t.Fatalf("retries answered %+v / %+v, first %+v / %+v", again, claimAgain, first, claim)
 	}
 	sameStore(t, before, h.snapshot())
 	// Reusing the id for another kind of command is an error.
-	h.mustFail(&Cancel{Header: Header{RequestID: "r1"}, Target: Target{Job: 1}}, ErrInvalidCommand)
+	h.mustFail(&engine.Cancel{Header: engine.Header{RequestID: "r1"}, Target: engine.Target{Job: 1}}, engine.ErrInvalidCommand)
 	// After the retention, the record is pruned by later requests.
 	h.now += 3600_000 + 1
-	h.must(&Signal{Header: Header{RequestID: "r3"}, Target: Target{Job: 1}, Name: "x"})
+	h.must(&engine.Signal{Header: engine.Header{RequestID: "r3"}, Target: engine.Target{Job: 1}, Name: "x"})
 	if _, err := h.db.Get([]byte("rr1")); err == nil {
 		t.Fatal("request record r1 survived its retention")
 	}
@@ -33,37 +35,37 @@ func TestRequestIDMakesCommandsIdempotent(t *testing.T) {
 
 func TestWorkflowIDReusePolicies(t *testing.T) {
 	h := newHarness(t)
-	start := func(p IDReusePolicy, input string) (*CreateResult, error) {
-		r, err := h.apply(&CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", Input: []byte(input), ReusePolicy: p})
+	start := func(p engine.IDReusePolicy, input string) (*engine.CreateResult, error) {
+		r, err := h.apply(&engine.CreateJob{WorkflowID: "wf", Type: "t", Queue: "q", Input: []byte(input), ReusePolicy: p})
 		if err != nil {
 			return nil, err
 		}
-		return r.(*CreateResult), nil
+		return r.(*engine.CreateResult), nil
 	}
-	first, err := start(IDReuseAllowAfterTerminal, "a")
+	first, err := start(engine.IDReuseAllowAfterTerminal, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Open run: refused by the default and by reject; identical start returns it.
-	if _, err := start(IDReuseAllowAfterTerminal, "a"); !errors.Is(err, ErrWorkflowExists) {
+	if _, err := start(engine.IDReuseAllowAfterTerminal, "a"); !errors.Is(err, engine.ErrWorkflowExists) {
 		t.Fatalf("default policy on an open run: %v", err)
 	}
-	if _, err := start(IDReuseRejectDuplicate, "a"); !errors.Is(err, ErrWorkflowExists) {
+	if _, err := start(engine.IDReuseRejectDuplicate, "a"); !errors.Is(err, engine.ErrWorkflowExists) {
 		t.Fatalf("reject policy on an open run: %v", err)
 	}
-	same, err := start(IDReuseReturnExisting, "a")
+	same, err := start(engine.IDReuseReturnExisting, "a")
 	if err != nil || !same.Existing || same.Job != first.Job {
 		t.Fatalf("identical start = %+v, %v; want run %d", same, err, first.Job)
 	}
-	if _, err := start(IDReuseReturnExisting, "b"); !errors.Is(err, ErrWorkflowExists) {
+	if _, err := start(engine.IDReuseReturnExisting, "b"); !errors.Is(err, engine.ErrWorkflowExists) {
 		t.Fatalf("different start under return-existing: %v", err)
 	}
 	// Terminal run: reject still refuses, the others start a new run.
-	h.must(&Cancel{Target: Target{Job: first.Job}})
-	if _, err := start(IDReuseRejectDuplicate, "a"); !errors.Is(err, ErrWorkflowExists) {
+	h.must(&engine.Cancel{Target: engine.Target{Job: first.Job}})
+	if _, err := start(engine.IDReuseRejectDuplicate, "a"); !errors.Is(err, engine.ErrWorkflowExists) {
 		t.Fatalf("reject policy after a terminal run: %v", err)
 	}
-	second, err := start(IDReuseAllowAfterTerminal, "a")
+	second, err := start(engine.IDReuseAllowAfterTerminal, "a")
 	if err != nil || second.Job == first.Job || second.Existing {
 		t.Fatalf("start after terminal = %+v, %v", second, err)
 	}
@@ -79,7 +81,7 @@ func TestNowIsMonotonic(t *testing.T) {
 	h := newHarness(t)
 	id := h.create("wf")
 	h.now -= 500
-	h.must(&Signal{Target: Target{Job: id}, Name: "late"})
+	h.must(&engine.Signal{Target: engine.Target{Job: id}, Name: "late"})
 	evs := h.history(id)
 	if evs[1].AtMS != evs[0].AtMS {
 		t.Fatalf("event stamped %d after one stamped %d", evs[1].AtMS, evs[0].AtMS)
@@ -91,20 +93,20 @@ func TestNowIsMonotonic(t *testing.T) {
 func TestSignalsInOrderAndWake(t *testing.T) {
 	h := newHarness(t)
 	id := h.create("wf")
-	h.must(&Signal{Target: Target{Job: id}, Name: "s", Payload: []byte("1")})
+	h.must(&engine.Signal{Target: engine.Target{Job: id}, Name: "s", Payload: []byte("1")})
 	c := h.claimOne(1000)
-	ref := LeaseRef{Job: id, Attempt: c.Attempt}
-	h.must(&Signal{Target: Target{WorkflowID: "wf"}, Name: "s", Payload: []byte("2")})
-	h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{Signals: []string{"go"}}, SeenSeq: h.job(id).LastSeq})
-	if r := h.must(&Signal{Target: Target{Job: id}, Name: "s", Payload: []byte("3")}).(*SignalResult); r.Woke {
+	ref := engine.LeaseRef{Job: id, Attempt: c.Attempt}
+	h.must(&engine.Signal{Target: engine.Target{WorkflowID: "wf"}, Name: "s", Payload: []byte("2")})
+	h.must(&engine.Wait{LeaseRef: ref, Spec: engine.WaitSpec{Signals: []string{"go"}}, SeenSeq: h.job(id).LastSeq})
+	if r := h.must(&engine.Signal{Target: engine.Target{Job: id}, Name: "s", Payload: []byte("3")}).(*engine.SignalResult); r.Woke {
 		t.Fatal("a signal the wait does not name woke the job")
 	}
-	if r := h.must(&Signal{Target: Target{Job: id}, Name: "go", Payload: []byte("4")}).(*SignalResult); !r.Woke {
+	if r := h.must(&engine.Signal{Target: engine.Target{Job: id}, Name: "go", Payload: []byte("4")}).(*engine.SignalResult); !r.Woke {
 		t.Fatal("the awaited signal did not wake the job")
 	}
 	var got []string
 	for _, ev := range h.history(id) {
-		if ev.Type == EventSignalReceived {
+		if ev.Type == engine.EventSignalReceived {
 			got = append(got, string(ev.Payload))
 		}
 	}
@@ -119,17 +121,17 @@ func TestWaitAlreadySatisfied(t *testing.T) {
 	h := newHarness(t)
 	id := h.create("wf")
 	c := h.claimOne(1000)
-	ref := LeaseRef{Job: id, Attempt: c.Attempt}
-	h.must(&Signal{Target: Target{Job: id}, Name: "go"})
+	ref := engine.LeaseRef{Job: id, Attempt: c.Attempt}
+	h.must(&engine.Signal{Target: engine.Target{Job: id}, Name: "go"})
 	before := h.snapshot()
-	w := h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{Signals: []string{"go"}}, SeenSeq: c.LastSeq}).(*WaitResult)
-	if !w.Woken || w.Status != StatusRunning {
+	w := h.must(&engine.Wait{LeaseRef: ref, Spec: engine.WaitSpec{Signals: []string{"go"}}, SeenSeq: c.LastSeq}).(*engine.WaitResult)
+	if !w.Woken || w.Status != engine.StatusRunning {
 		t.Fatalf("wait = %+v, want woken and still running", w)
 	}
 	sameStore(t, before, h.snapshot())
 	// Having seen the signal, the worker's next wait does block.
-	w = h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{Signals: []string{"go"}}, SeenSeq: h.job(id).LastSeq}).(*WaitResult)
-	if w.Woken || w.Status != StatusWaiting {
+	w = h.must(&engine.Wait{LeaseRef: ref, Spec: engine.WaitSpec{Signals: []string{"go"}}, SeenSeq: h.job(id).LastSeq}).(*engine.WaitResult)
+	if w.Woken || w.Status != engine.StatusWaiting {
 		t.Fatalf("second wait = %+v, want Waiting", w)
 	}
 	h.verify()
@@ -141,43 +143,43 @@ func TestChildResultIsCaughtUp(t *testing.T) {
 	h := newHarness(t)
 	parent := h.create("parent")
 	pc := h.claimOne(1000)
-	pref := LeaseRef{Job: parent, Attempt: pc.Attempt}
-	child := h.must(&CreateJob{WorkflowID: "child", Type: "t", Queue: "remote", ParentID: parent, ParentStep: "s1", ParentLease: &pref}).(*CreateResult).Job
-	h.must(&Wait{LeaseRef: pref, Spec: WaitSpec{Steps: []string{"s1"}}, SeenSeq: h.job(parent).LastSeq})
+	pref := engine.LeaseRef{Job: parent, Attempt: pc.Attempt}
+	child := h.must(&engine.CreateJob{WorkflowID: "child", Type: "t", Queue: "remote", ParentID: parent, ParentStep: "s1", ParentLease: &pref}).(*engine.CreateResult).Job
+	h.must(&engine.Wait{LeaseRef: pref, Spec: engine.WaitSpec{Steps: []string{"s1"}}, SeenSeq: h.job(parent).LastSeq})
 
-	cc := h.must(&Claim{Queue: "remote", Owner: "w2", Max: 1, LeaseMS: 1000}).(*ClaimResult).Jobs[0]
-	h.must(&Complete{LeaseRef: LeaseRef{Job: child, Attempt: cc.Attempt}, Result: []byte("42")})
-	if got := h.job(parent).Status; got != StatusQueued {
+	cc := h.must(&engine.Claim{Queue: "remote", Owner: "w2", Max: 1, LeaseMS: 1000}).(*engine.ClaimResult).Jobs[0]
+	h.must(&engine.Complete{LeaseRef: engine.LeaseRef{Job: child, Attempt: cc.Attempt}, Result: []byte("42")})
+	if got := h.job(parent).Status; got != engine.StatusQueued {
 		t.Fatalf("parent after child completed: %s, want Queued", got)
 	}
 	pc2 := h.claimOne(1000)
-	pref2 := LeaseRef{Job: parent, Attempt: pc2.Attempt}
-	h.mustFail(&CommitStep{LeaseRef: pref2, Step: "s1", Type: "child_completed", Payload: []byte("x")}, ErrStepCommitted)
-	r := h.must(&CommitStep{LeaseRef: pref2, Step: "s1", Type: "child_completed", CatchUp: true}).(*AppendResult)
+	pref2 := engine.LeaseRef{Job: parent, Attempt: pc2.Attempt}
+	h.mustFail(&engine.CommitStep{LeaseRef: pref2, Step: "s1", Type: "child_completed", Payload: []byte("x")}, engine.ErrStepCommitted)
+	r := h.must(&engine.CommitStep{LeaseRef: pref2, Step: "s1", Type: "child_completed", CatchUp: true}).(*engine.AppendResult)
 	if ev := h.history(parent)[r.FirstSeq-1]; string(ev.Payload) != "42" || !ev.Commit {
 		t.Fatalf("caught-up event %+v, want the child's result", ev)
 	}
-	h.mustFail(&CommitStep{LeaseRef: pref2, Step: "s1", Type: "child_completed", CatchUp: true}, ErrStepCommitted)
+	h.mustFail(&engine.CommitStep{LeaseRef: pref2, Step: "s1", Type: "child_completed", CatchUp: true}, engine.ErrStepCommitted)
 	h.verify()
 }
 
 // A retry delay makes a job Retrying; release returns it to the queue.
 func TestRetryDelayAndRelease(t *testing.T) {
 	h := newHarness(t)
-	ref := drive(h, StatusRunning, "wf")
-	h.must(&Requeue{LeaseRef: ref, DelayMS: 3000})
-	if n := len(h.must(&Claim{Queue: "q", Owner: "w", Max: 5, LeaseMS: 10}).(*ClaimResult).Jobs); n != 0 {
+	ref := drive(h, engine.StatusRunning, "wf")
+	h.must(&engine.Requeue{LeaseRef: ref, DelayMS: 3000})
+	if n := len(h.must(&engine.Claim{Queue: "q", Owner: "w", Max: 5, LeaseMS: 10}).(*engine.ClaimResult).Jobs); n != 0 {
 		t.Fatalf("claimed a Retrying job")
 	}
 	h.now += 2999
-	if r := h.must(&ReleaseDelayed{Max: 5}).(*SweepResult); len(r.Jobs) != 0 {
+	if r := h.must(&engine.ReleaseDelayed{Max: 5}).(*engine.SweepResult); len(r.Jobs) != 0 {
 		t.Fatalf("released early: %+v", r)
 	}
 	h.now++
-	if r := h.must(&ReleaseDelayed{Max: 5}).(*SweepResult); len(r.Ready) != 1 {
+	if r := h.must(&engine.ReleaseDelayed{Max: 5}).(*engine.SweepResult); len(r.Ready) != 1 {
 		t.Fatalf("release = %+v", r)
 	}
-	if j := h.job(ref.Job); j.Status != StatusQueued || j.Retries != 1 {
+	if j := h.job(ref.Job); j.Status != engine.StatusQueued || j.Retries != 1 {
 		t.Fatalf("job %+v", j)
 	}
 	h.verify()
@@ -189,14 +191,14 @@ func TestSweepBatches(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		h.create("")
 	}
-	h.must(&Claim{Queue: "q", Owner: "w", Max: 5, LeaseMS: 100})
+	h.must(&engine.Claim{Queue: "q", Owner: "w", Max: 5, LeaseMS: 100})
 	h.now += 100
-	r := h.must(&Reclaim{Max: 3}).(*SweepResult)
-	if !reflect.DeepEqual(r.Jobs, []JobID{1, 2, 3}) || !r.More {
+	r := h.must(&engine.Reclaim{Max: 3}).(*engine.SweepResult)
+	if !reflect.DeepEqual(r.Jobs, []engine.JobID{1, 2, 3}) || !r.More {
 		t.Fatalf("first reclaim %+v", r)
 	}
-	r = h.must(&Reclaim{Max: 3}).(*SweepResult)
-	if !reflect.DeepEqual(r.Jobs, []JobID{4, 5}) || r.More {
+	r = h.must(&engine.Reclaim{Max: 3}).(*engine.SweepResult)
+	if !reflect.DeepEqual(r.Jobs, []engine.JobID{4, 5}) || r.More {
 		t.Fatalf("second reclaim %+v", r)
 	}
 	h.verify()
@@ -206,7 +208,7 @@ func TestSweepBatches(t *testing.T) {
 func TestDefaultWorkflowIDAvoidsUserIDs(t *testing.T) {
 	h := newHarness(t)
 	user := h.create("job-2") // job 1, under a name the default scheme would give job 2
-	r := h.must(&CreateJob{Type: "t", Queue: "q"}).(*CreateResult)
+	r := h.must(&engine.CreateJob{Type: "t", Queue: "q"}).(*engine.CreateResult)
 	if r.Job != 2 || r.WorkflowID != "job-2.1" {
 		t.Fatalf("default-named job = %+v, want job 2 named job-2.1", r)
 	}
@@ -220,9 +222,9 @@ func TestDefaultWorkflowIDAvoidsUserIDs(t *testing.T) {
 // retried: one workflow id has at most one open run.
 func TestRetryOfSupersededRunRefused(t *testing.T) {
 	h := newHarness(t)
-	old := drive(h, StatusFailed, "wf")
+	old := drive(h, engine.StatusFailed, "wf")
 	h.create("wf") // the new run
-	h.mustFail(&Requeue{LeaseRef: LeaseRef{Job: old.Job}}, ErrWorkflowExists)
+	h.mustFail(&engine.Requeue{LeaseRef: engine.LeaseRef{Job: old.Job}}, engine.ErrWorkflowExists)
 	h.verify()
 }
 
@@ -233,9 +235,9 @@ func TestIdleCommandsWriteNothing(t *testing.T) {
 	h.claimOne(1000)
 	before := h.snapshot()
 	h.now += 5000
-	h.must(&Claim{Queue: "q", Owner: "w", Max: 10, LeaseMS: 1000})
-	h.must(&FireTimers{Max: 10})
-	h.must(&ReleaseDelayed{Max: 10})
+	h.must(&engine.Claim{Queue: "q", Owner: "w", Max: 10, LeaseMS: 1000})
+	h.must(&engine.FireTimers{Max: 10})
+	h.must(&engine.ReleaseDelayed{Max: 10})
 	sameStore(t, before, h.snapshot())
 }
 
@@ -245,36 +247,36 @@ func TestWaitOnTimersAnySignalAndCancelRequest(t *testing.T) {
 	h := newHarness(t)
 	id := h.create("wf")
 	c := h.claimOne(1000)
-	ref := LeaseRef{Job: id, Attempt: c.Attempt}
-	w := h.must(&Wait{LeaseRef: ref, SeenSeq: c.LastSeq,
-		Spec:   WaitSpec{Timers: []Timer{{ID: "3", FireMS: h.now + 500}, {ID: "5", FireMS: h.now + 100}}, AnySignal: true},
-		Events: []NewEvent{{Type: "timer_scheduled", Step: "3"}, {Type: "timer_scheduled", Step: "5"}}}).(*WaitResult)
+	ref := engine.LeaseRef{Job: id, Attempt: c.Attempt}
+	w := h.must(&engine.Wait{LeaseRef: ref, SeenSeq: c.LastSeq,
+		Spec:   engine.WaitSpec{Timers: []engine.Timer{{ID: "3", FireMS: h.now + 500}, {ID: "5", FireMS: h.now + 100}}, AnySignal: true},
+		Events: []engine.NewEvent{{Type: "timer_scheduled", Step: "3"}, {Type: "timer_scheduled", Step: "5"}}}).(*engine.WaitResult)
 	if w.Woken || w.Seq != c.LastSeq+3 {
 		t.Fatalf("wait = %+v, want job_waiting after two recorded events", w)
 	}
 	h.now += 100
-	if r := h.must(&FireTimers{Max: 10}).(*SweepResult); len(r.Ready) != 1 {
+	if r := h.must(&engine.FireTimers{Max: 10}).(*engine.SweepResult); len(r.Ready) != 1 {
 		t.Fatalf("the earlier timer did not wake the job: %+v", r)
 	}
 	c2 := h.claimOne(1000)
-	ref2 := LeaseRef{Job: id, Attempt: c2.Attempt}
-	h.must(&Wait{LeaseRef: ref2, SeenSeq: c2.LastSeq, Spec: WaitSpec{Timers: []Timer{{ID: "3", FireMS: h.now + 400}}, AnySignal: true}})
-	if r := h.must(&Signal{Target: Target{Job: id}, Name: "anything"}).(*SignalResult); !r.Woke {
+	ref2 := engine.LeaseRef{Job: id, Attempt: c2.Attempt}
+	h.must(&engine.Wait{LeaseRef: ref2, SeenSeq: c2.LastSeq, Spec: engine.WaitSpec{Timers: []engine.Timer{{ID: "3", FireMS: h.now + 400}}, AnySignal: true}})
+	if r := h.must(&engine.Signal{Target: engine.Target{Job: id}, Name: "anything"}).(*engine.SignalResult); !r.Woke {
 		t.Fatal("AnySignal did not wake on an arbitrary signal")
 	}
 	c3 := h.claimOne(1000)
-	ref3 := LeaseRef{Job: id, Attempt: c3.Attempt}
-	h.must(&RequestCancel{Target: Target{Job: id}})
-	if w := h.must(&Wait{LeaseRef: ref3, SeenSeq: c3.LastSeq, Spec: WaitSpec{AnySignal: true}}).(*WaitResult); !w.Woken {
+	ref3 := engine.LeaseRef{Job: id, Attempt: c3.Attempt}
+	h.must(&engine.RequestCancel{Target: engine.Target{Job: id}})
+	if w := h.must(&engine.Wait{LeaseRef: ref3, SeenSeq: c3.LastSeq, Spec: engine.WaitSpec{AnySignal: true}}).(*engine.WaitResult); !w.Woken {
 		t.Fatal("a wait after an unseen cancel request blocked")
 	}
-	h.must(&Wait{LeaseRef: ref3, SeenSeq: h.job(id).LastSeq, Spec: WaitSpec{Steps: []string{"x"}}})
-	if r := h.must(&RequestCancel{Target: Target{WorkflowID: "wf"}}).(*StatusResult); r.Status != StatusQueued {
+	h.must(&engine.Wait{LeaseRef: ref3, SeenSeq: h.job(id).LastSeq, Spec: engine.WaitSpec{Steps: []string{"x"}}})
+	if r := h.must(&engine.RequestCancel{Target: engine.Target{WorkflowID: "wf"}}).(*engine.StatusResult); r.Status != engine.StatusQueued {
 		t.Fatalf("cancel request left the waiting job %s", r.Status)
 	}
 	h.verify()
-	h.must(&Cancel{Target: Target{Job: id}})
-	h.mustFail(&RequestCancel{Target: Target{Job: id}}, ErrJobClosed)
+	h.must(&engine.Cancel{Target: engine.Target{Job: id}})
+	h.mustFail(&engine.RequestCancel{Target: engine.Target{Job: id}}, engine.ErrJobClosed)
 }
 
 // Continue-as-new completes the run and starts the next one under the same
@@ -282,24 +284,24 @@ func TestWaitOnTimersAnySignalAndCancelRequest(t *testing.T) {
 func TestContinueAsNew(t *testing.T) {
 	h := newHarness(t)
 	parent := h.create("parent")
-	pc := h.must(&Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}).(*ClaimResult).Jobs[0] // the parent
+	pc := h.must(&engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}).(*engine.ClaimResult).Jobs[0] // the parent
 	pl := pc.Lease()
-	child := h.must(&CreateJob{WorkflowID: "loop", Type: "t", Queue: "q", ParentID: parent, ParentStep: "7", ParentLease: &pl}).(*CreateResult).Job
-	c := h.must(&Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}).(*ClaimResult).Jobs[0]
+	child := h.must(&engine.CreateJob{WorkflowID: "loop", Type: "t", Queue: "q", ParentID: parent, ParentStep: "7", ParentLease: &pl}).(*engine.CreateResult).Job
+	c := h.must(&engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}).(*engine.ClaimResult).Jobs[0]
 	if c.Job != child {
 		t.Fatalf("claimed %d, want the child %d", c.Job, child)
 	}
-	r := h.must(&ContinueAsNew{LeaseRef: LeaseRef{Job: child, Attempt: c.Attempt}, Input: []byte("n=2")}).(*CreateResult)
+	r := h.must(&engine.ContinueAsNew{LeaseRef: engine.LeaseRef{Job: child, Attempt: c.Attempt}, Input: []byte("n=2")}).(*engine.CreateResult)
 	if r.WorkflowID != "loop" || r.Job == child {
 		t.Fatalf("continue-as-new = %+v", r)
 	}
 	old, next := h.job(child), h.job(r.Job)
-	if old.Status != StatusCompleted || next.Status != StatusQueued || next.ParentID != parent || next.ParentStep != "7" {
+	if old.Status != engine.StatusCompleted || next.Status != engine.StatusQueued || next.ParentID != parent || next.ParentStep != "7" {
 		t.Fatalf("old %+v, next %+v", old, next)
 	}
-	if eff, _ := h.m.Apply(h.db.NewBatch().Begin(), &Signal{Header: Header{NowMS: h.now}, Target: Target{WorkflowID: "loop"}, Name: "x"}); eff.(*SignalResult).Job != r.Job {
+	if eff, _ := h.m.Apply(h.db.NewBatch().Begin(), &engine.Signal{Header: engine.Header{NowMS: h.now}, Target: engine.Target{WorkflowID: "loop"}, Name: "x"}); eff.(*engine.SignalResult).Job != r.Job {
 		t.Fatal("the workflow id does not name the new run")
 	}
-	h.mustFail(&AppendEvents{LeaseRef: LeaseRef{Job: child, Attempt: c.Attempt}, Events: []NewEvent{{Type: "x"}}}, ErrStaleAttempt)
+	h.mustFail(&engine.AppendEvents{LeaseRef: engine.LeaseRef{Job: child, Attempt: c.Attempt}, Events: []engine.NewEvent{{Type: "x"}}}, engine.ErrStaleAttempt)
 	h.verify()
 }

@@ -1,10 +1,11 @@
-package engine
+package machine
 
 import (
 	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -16,12 +17,12 @@ const defaultAnswerLeaseMS = 60_000
 // step is a step record as Apply read it, kept beside the version being
 // changed so that saveStep can add the deadline entry it now needs.
 type step struct {
-	rec    *StepRecord
+	rec    *engine.StepRecord
 	oldDue int64
 	isNew  bool
 }
 
-func (a *applier) loadStep(id JobID, name string) (*step, error) {
+func (a *applier) loadStep(id engine.JobID, name string) (*step, error) {
 	rec, err := readStep(a.tx.Get, id, name)
 	if err != nil {
 		return nil, err
@@ -35,8 +36,8 @@ func (a *applier) loadStep(id JobID, name string) (*step, error) {
 
 // newStep starts the record of a step that has none: in state from, the
 // state its history leads to.
-func newStep(id JobID, name, activity string, from StepState) *step {
-	return &step{rec: &StepRecord{Job: id, Step: name, Activity: activity, State: from}, isNew: true}
+func newStep(id engine.JobID, name, activity string, from engine.StepState) *step {
+	return &step{rec: &engine.StepRecord{Job: id, Step: name, Activity: activity, State: from}, isNew: true}
 }
 
 // saveStep writes the record, its deadline entry when that moved (the
@@ -63,11 +64,11 @@ func (a *applier) saveStep(l *loaded, s *step) {
 // stepEvent appends ev (a step event of s) to l's history and moves the
 // record along the route the projection takes; an event the state does
 // not allow is refused with a *StepStateError.
-func (a *applier) stepEvent(l *loaded, s *step, ev Event, cmd string) (uint64, error) {
+func (a *applier) stepEvent(l *loaded, s *step, ev engine.Event, cmd string) (uint64, error) {
 	r := s.rec
-	route, ok := StepRoute(r.State, &ev)
+	route, ok := engine.StepRoute(r.State, &ev)
 	if !ok {
-		return 0, &StepStateError{Job: r.Job, Step: r.Step, State: r.State, Command: cmd}
+		return 0, &engine.StepStateError{Job: r.Job, Step: r.Step, State: r.State, Command: cmd}
 	}
 	ev.Step, ev.Name = r.Step, r.Activity
 	if ev.StepAttempt == 0 {
@@ -87,16 +88,16 @@ func (a *applier) stepEvent(l *loaded, s *step, ev Event, cmd string) (uint64, e
 }
 
 // stepResult starts the answer to a step command on job l.
-func stepResult(l *loaded, name string) (*StepResult, uint64) {
-	return &StepResult{Job: l.job.ID, Step: name}, l.job.LastSeq
+func stepResult(l *loaded, name string) (*engine.StepResult, uint64) {
+	return &engine.StepResult{Job: l.job.ID, Step: name}, l.job.LastSeq
 }
 
 // finish completes res from s and the events appended after seq before.
-func (a *applier) finishStep(res *StepResult, l *loaded, s *step, before uint64) {
+func (a *applier) finishStep(res *engine.StepResult, l *loaded, s *step, before uint64) {
 	if s != nil {
 		res.State, res.StepAttempt, res.Resource = s.rec.State, s.rec.Attempt, s.rec.Resource
 		res.StepLeaseExpiryMS = s.rec.LeaseExpiryMS
-		res.Queued, res.WaitingDeps = s.rec.WaiterSeq != 0, s.rec.State == StepWaitingDeps
+		res.Queued, res.WaitingDeps = s.rec.WaiterSeq != 0, s.rec.State == engine.StepWaitingDeps
 	}
 	if l.job.LastSeq > before {
 		res.FirstSeq, res.LastSeq, res.AtMS = before+1, l.job.LastSeq, a.now
@@ -104,7 +105,7 @@ func (a *applier) finishStep(res *StepResult, l *loaded, s *step, before uint64)
 	res.JobSeq = l.job.LastSeq
 }
 
-func (a *applier) leaseStep(c *LeaseStep) (Result, error) {
+func (a *applier) leaseStep(c *engine.LeaseStep) (engine.Result, error) {
 	l, err := a.fenced(c.LeaseRef, "LeaseStep")
 	if err != nil {
 		return nil, err
@@ -112,7 +113,7 @@ func (a *applier) leaseStep(c *LeaseStep) (Result, error) {
 	id := l.job.ID
 	if eff, err := a.effect(id, c.Step); err != nil || eff != nil {
 		if err == nil {
-			err = fmt.Errorf("%w: step %q of job %d", ErrStepCommitted, c.Step, id)
+			err = fmt.Errorf("%w: step %q of job %d", engine.ErrStepCommitted, c.Step, id)
 		}
 		return nil, err
 	}
@@ -121,10 +122,10 @@ func (a *applier) leaseStep(c *LeaseStep) (Result, error) {
 		return nil, err
 	}
 	if s == nil {
-		s = newStep(id, c.Step, c.Name, StepNone)
+		s = newStep(id, c.Step, c.Name, engine.StepNone)
 		// A try that ran under the job's lease is over: the step has a
 		// lease of its own from now on.
-		if i := slices.IndexFunc(l.job.Beats, func(b StepBeat) bool { return b.Step == c.Step }); i >= 0 {
+		if i := slices.IndexFunc(l.job.Beats, func(b engine.StepBeat) bool { return b.Step == c.Step }); i >= 0 {
 			l.job.Beats = slices.Delete(l.job.Beats, i, i+1)
 		}
 	}
@@ -133,7 +134,7 @@ func (a *applier) leaseStep(c *LeaseStep) (Result, error) {
 	if r.State.HoldsLease() && r.JobAttempt != 0 && r.JobAttempt != c.Attempt {
 		// An older attempt of the job leased it and is fenced out: its
 		// lease ends now, not when it would have run out.
-		if err := a.timeoutStep(l, s, ReasonStepTakenOver); err != nil {
+		if err := a.timeoutStep(l, s, engine.ReasonStepTakenOver); err != nil {
 			return nil, err
 		}
 	}
@@ -147,11 +148,11 @@ func (a *applier) leaseStep(c *LeaseStep) (Result, error) {
 			a.saveStep(l, s)
 		}
 		res.Granted = true
-	case r.State == StepNeedsUser || r.State == StepFailedFatal:
+	case r.State == engine.StepNeedsUser || r.State == engine.StepFailedFatal:
 		// It waits for a person, or its lease ran out for good: there is
 		// nothing to lease, and the answer's State says why.
 	case r.State.Terminal():
-		return nil, &StepStateError{Job: id, Step: c.Step, State: r.State, Command: "LeaseStep"}
+		return nil, &engine.StepStateError{Job: id, Step: c.Step, State: r.State, Command: "LeaseStep"}
 	case r.WaiterSeq != 0:
 		// Still waiting for a unit, in its place in the queue.
 	default:
@@ -159,7 +160,7 @@ func (a *applier) leaseStep(c *LeaseStep) (Result, error) {
 		r.Capabilities, r.Selector, r.DependsOn = slices.Clone(c.Capabilities), cloneLabels(c.Selector), slices.Clone(c.DependsOn)
 		if cycle, err := a.dependencyCycle(id, c.Step, r.DependsOn); err != nil || cycle != nil {
 			if err == nil {
-				err = &DependencyCycleError{Job: id, Step: c.Step, Cycle: cycle}
+				err = &engine.DependencyCycleError{Job: id, Step: c.Step, Cycle: cycle}
 			}
 			return nil, err
 		}
@@ -168,8 +169,8 @@ func (a *applier) leaseStep(c *LeaseStep) (Result, error) {
 			return nil, err
 		}
 		if !done {
-			if r.State != StepWaitingDeps {
-				if _, err := a.stepEvent(l, s, Event{Type: EventStepWaitingDeps, Attempt: c.Attempt}, "LeaseStep"); err != nil {
+			if r.State != engine.StepWaitingDeps {
+				if _, err := a.stepEvent(l, s, engine.Event{Type: engine.EventStepWaitingDeps, Attempt: c.Attempt}, "LeaseStep"); err != nil {
 					return nil, err
 				}
 			}
@@ -182,8 +183,8 @@ func (a *applier) leaseStep(c *LeaseStep) (Result, error) {
 		}
 		res.Granted = granted
 	}
-	if c.Start && res.Granted && r.State == StepLeased {
-		if _, err := a.stepEvent(l, s, Event{Type: EventStepStarted, Attempt: c.Attempt}, "LeaseStep"); err != nil {
+	if c.Start && res.Granted && r.State == engine.StepLeased {
+		if _, err := a.stepEvent(l, s, engine.Event{Type: engine.EventStepStarted, Attempt: c.Attempt}, "LeaseStep"); err != nil {
 			return nil, err
 		}
 		r.JobAttempt, r.Owner = c.Attempt, l.job.LeaseOwner
@@ -211,7 +212,7 @@ func cloneLabels(m map[string]string) map[string]string {
 }
 
 // labelsOf fills in the labels of the resource a granted step holds.
-func (a *applier) labelsOf(res *StepResult) error {
+func (a *applier) labelsOf(res *engine.StepResult) error {
 	if res.Resource == "" {
 		return nil
 	}
@@ -229,7 +230,7 @@ func (a *applier) labelsOf(res *StepResult) error {
 // ended, or has no record yet, ends the path (a step leased later is
 // checked when it is). Such a cycle would never resolve: every step of it
 // waits for another.
-func (a *applier) dependencyCycle(id JobID, step string, deps []string) ([]string, error) {
+func (a *applier) dependencyCycle(id engine.JobID, step string, deps []string) ([]string, error) {
 	seen := map[string]bool{}
 	var walk func(path []string, deps []string) ([]string, error)
 	walk = func(path []string, deps []string) ([]string, error) {
@@ -259,7 +260,7 @@ func (a *applier) dependencyCycle(id JobID, step string, deps []string) ([]strin
 
 // depsDone reports whether every step r depends on succeeded; one that
 // failed refuses the lease with ErrDependencyFailed.
-func (a *applier) depsDone(id JobID, r *StepRecord) (bool, error) {
+func (a *applier) depsDone(id engine.JobID, r *engine.StepRecord) (bool, error) {
 	done := true
 	for _, d := range r.DependsOn {
 		eff, err := a.effect(id, d)
@@ -269,7 +270,7 @@ func (a *applier) depsDone(id JobID, r *StepRecord) (bool, error) {
 		case eff == nil || eff.CommittedSeq == 0:
 			done = false
 		case eff.Failed:
-			return false, fmt.Errorf("%w: step %q of job %d depends on step %q, which failed", ErrDependencyFailed, r.Step, id, d)
+			return false, fmt.Errorf("%w: step %q of job %d depends on step %q, which failed", engine.ErrDependencyFailed, r.Step, id, d)
 		}
 	}
 	return done, nil
@@ -284,9 +285,9 @@ func (a *applier) acquire(l *loaded, s *step, jobAttempt uint64) (bool, error) {
 	if !needsResource(r) {
 		return true, a.grant(l, s, nil, jobAttempt)
 	}
-	var best *Resource
+	var best *engine.Resource
 	found := false
-	err := a.eachResource(func(rs *Resource) (bool, error) {
+	err := a.eachResource(func(rs *engine.Resource) (bool, error) {
 		if !serves(rs, r) {
 			return true, nil
 		}
@@ -300,7 +301,7 @@ func (a *applier) acquire(l *loaded, s *step, jobAttempt uint64) (bool, error) {
 	case err != nil:
 		return false, err
 	case !found:
-		return false, &NoResourceError{Job: r.Job, Step: r.Step, Capabilities: slices.Clone(r.Capabilities),
+		return false, &engine.NoResourceError{Job: r.Job, Step: r.Step, Capabilities: slices.Clone(r.Capabilities),
 			Selector: cloneLabels(r.Selector), Avoid: slices.Clone(r.Avoid)}
 	case best.Free() == 0:
 		// The invariant that no waiter could use a free unit makes joining
@@ -311,10 +312,10 @@ func (a *applier) acquire(l *loaded, s *step, jobAttempt uint64) (bool, error) {
 }
 
 // eachResource calls fn with every resource record, in id order.
-func (a *applier) eachResource(fn func(*Resource) (bool, error)) error {
-	var all []*Resource
+func (a *applier) eachResource(fn func(*engine.Resource) (bool, error)) error {
+	var all []*engine.Resource
 	err := a.tx.Scan(storage.ResourcePrefix, nil, true, func(k, v []byte) (bool, error) {
-		rs := new(Resource)
+		rs := new(engine.Resource)
 		if _, err := storage.DecodeAt(k, v, storage.KindResource, resourceVersion, rs); err != nil {
 			return false, err
 		}
@@ -335,13 +336,13 @@ func (a *applier) eachResource(fn func(*Resource) (bool, error)) error {
 // grant gives step s a step lease for its next try, on a unit of rs when
 // rs is not nil, and writes step_leased. A grant the engine makes on its
 // own (jobAttempt 0) wakes the job if it waits for the step.
-func (a *applier) grant(l *loaded, s *step, rs *Resource, jobAttempt uint64) error {
+func (a *applier) grant(l *loaded, s *step, rs *engine.Resource, jobAttempt uint64) error {
 	r := s.rec
 	next := r.Attempt + 1
-	ev := Event{Type: EventStepLeased, Attempt: jobAttempt, StepAttempt: next, LeaseExpiryMS: a.now + r.LeaseMS}
+	ev := engine.Event{Type: engine.EventStepLeased, Attempt: jobAttempt, StepAttempt: next, LeaseExpiryMS: a.now + r.LeaseMS}
 	if rs != nil {
 		ev.Resource = rs.ID
-		rs.Holders = append(rs.Holders, ResourceHolder{Job: r.Job, Step: r.Step, StepAttempt: next, SinceMS: a.now})
+		rs.Holders = append(rs.Holders, engine.ResourceHolder{Job: r.Job, Step: r.Step, StepAttempt: next, SinceMS: a.now})
 		a.saveResource(rs)
 	}
 	if _, err := a.stepEvent(l, s, ev, "LeaseStep"); err != nil {
@@ -379,14 +380,14 @@ func (a *applier) enqueue(l *loaded, s *step) error {
 	a.tx.Set(storage.KeyNextWaiter, storage.U64(n))
 	a.tx.Set(storage.WaiterKey(n, uint64(s.rec.Job), s.rec.Step), nil)
 	s.rec.WaiterSeq = n
-	if s.rec.State == StepNone {
-		s.rec.State = StepPending // issued, nothing recorded yet
+	if s.rec.State == engine.StepNone {
+		s.rec.State = engine.StepPending // issued, nothing recorded yet
 	}
 	a.saveStep(l, s)
 	return nil
 }
 
-func (a *applier) saveResource(rs *Resource) {
+func (a *applier) saveResource(rs *engine.Resource) {
 	rs.UpdatedMS = a.now
 	a.tx.Set(storage.ResourceKey(rs.ID), EncodeResource(rs))
 }
@@ -423,7 +424,7 @@ const waiterBatch = 64
 // way). It returns how many it served. Afterwards no waiter rs serves is
 // left while rs has a free unit: the invariant that keeps the queue first
 // come, first served.
-func (a *applier) serveWaiters(rs *Resource) (int, error) {
+func (a *applier) serveWaiters(rs *engine.Resource) (int, error) {
 	if rs.Drained || rs.Free() == 0 {
 		return 0, nil
 	}
@@ -477,12 +478,12 @@ func (a *applier) serveWaiters(rs *Resource) (int, error) {
 
 // serveWaiter leases a unit of rs to the waiter e when rs serves it. gone
 // reports an entry of a step that no longer waits.
-func (a *applier) serveWaiter(e storage.WaiterEntry, rs *Resource) (gone, took bool, err error) {
-	s, err := a.loadStep(JobID(e.Job), e.Step)
+func (a *applier) serveWaiter(e storage.WaiterEntry, rs *engine.Resource) (gone, took bool, err error) {
+	s, err := a.loadStep(engine.JobID(e.Job), e.Step)
 	if err != nil || s == nil || s.rec.WaiterSeq != e.Seq {
 		return true, false, err
 	}
-	l, err := a.load(JobID(e.Job))
+	l, err := a.load(engine.JobID(e.Job))
 	if err != nil {
 		return false, false, err
 	}
@@ -506,10 +507,10 @@ func (a *applier) serveWaiter(e storage.WaiterEntry, rs *Resource) (gone, took b
 // Its unit is released and the job, if it waits for the step, woken.
 func (a *applier) timeoutStep(l *loaded, s *step, reason string) error {
 	r := s.rec
-	if reason == ReasonStepLeaseExpired && r.State == StepRunning && r.TimeoutFatal {
-		reason = ReasonStepTimeoutFatal
+	if reason == engine.ReasonStepLeaseExpired && r.State == engine.StepRunning && r.TimeoutFatal {
+		reason = engine.ReasonStepTimeoutFatal
 	}
-	if _, err := a.stepEvent(l, s, Event{Type: EventStepLeaseTimeout, Reason: reason}, "ExpireSteps"); err != nil {
+	if _, err := a.stepEvent(l, s, engine.Event{Type: engine.EventStepLeaseTimeout, Reason: reason}, "ExpireSteps"); err != nil {
 		return err
 	}
 	r.LeaseExpiryMS, r.JobAttempt = 0, 0
@@ -570,15 +571,15 @@ func (a *applier) endSteps(l *loaded) error {
 
 // stale answers a write of try attempt of step s (nil: the step has no
 // record) that is not the step's live try.
-func staleStep(id JobID, name string, attempt uint32, s *step, cmd string) error {
-	e := &StaleStepError{Job: id, Step: name, Attempt: attempt, Command: cmd}
+func staleStep(id engine.JobID, name string, attempt uint32, s *step, cmd string) error {
+	e := &engine.StaleStepError{Job: id, Step: name, Attempt: attempt, Command: cmd}
 	if s != nil {
 		e.Current, e.State = s.rec.Attempt, s.rec.State
 	}
 	return e
 }
 
-func (a *applier) stepHeartbeat(c *StepHeartbeat) (Result, error) {
+func (a *applier) stepHeartbeat(c *engine.StepHeartbeat) (engine.Result, error) {
 	l, err := a.fenced(c.LeaseRef, "StepHeartbeat")
 	if err != nil {
 		return nil, err
@@ -593,14 +594,14 @@ func (a *applier) stepHeartbeat(c *StepHeartbeat) (Result, error) {
 		if err := a.beat(j, c.Step, c.StepAttempt); err != nil {
 			return nil, err
 		}
-		res.State, res.StepAttempt = StepRunning, c.StepAttempt
+		res.State, res.StepAttempt = engine.StepRunning, c.StepAttempt
 	} else {
 		r := s.rec
 		if r.Attempt != c.StepAttempt || !r.State.HoldsLease() || r.JobAttempt != 0 && r.JobAttempt != c.Attempt {
 			return nil, staleStep(j.ID, c.Step, c.StepAttempt, s, "StepHeartbeat")
 		}
-		if r.State == StepLeased {
-			if _, err := a.stepEvent(l, s, Event{Type: EventStepStarted, Attempt: c.Attempt}, "StepHeartbeat"); err != nil {
+		if r.State == engine.StepLeased {
+			if _, err := a.stepEvent(l, s, engine.Event{Type: engine.EventStepStarted, Attempt: c.Attempt}, "StepHeartbeat"); err != nil {
 				return nil, err
 			}
 		}
@@ -622,18 +623,18 @@ func (a *applier) stepHeartbeat(c *StepHeartbeat) (Result, error) {
 // beat notes the heartbeat of try attempt of a step the job's lease
 // covers. A heartbeat of an older try than one already noted, or of a
 // step already committed, is stale.
-func (a *applier) beat(j *Job, name string, attempt uint32) error {
-	i := slices.IndexFunc(j.Beats, func(b StepBeat) bool { return b.Step == name })
+func (a *applier) beat(j *engine.Job, name string, attempt uint32) error {
+	i := slices.IndexFunc(j.Beats, func(b engine.StepBeat) bool { return b.Step == name })
 	if i >= 0 && j.Beats[i].StepAttempt > attempt {
-		return &StaleStepError{Job: j.ID, Step: name, Attempt: attempt, Current: j.Beats[i].StepAttempt, State: StepRunning, Command: "StepHeartbeat"}
+		return &engine.StaleStepError{Job: j.ID, Step: name, Attempt: attempt, Current: j.Beats[i].StepAttempt, State: engine.StepRunning, Command: "StepHeartbeat"}
 	}
 	if eff, err := a.effect(j.ID, name); err != nil || eff != nil {
 		if err == nil {
-			err = &StaleStepError{Job: j.ID, Step: name, Attempt: attempt, State: StepSucceeded, Command: "StepHeartbeat"}
+			err = &engine.StaleStepError{Job: j.ID, Step: name, Attempt: attempt, State: engine.StepSucceeded, Command: "StepHeartbeat"}
 		}
 		return err
 	}
-	b := StepBeat{Step: name, StepAttempt: attempt, AtMS: a.now}
+	b := engine.StepBeat{Step: name, StepAttempt: attempt, AtMS: a.now}
 	if i >= 0 {
 		j.Beats[i] = b
 	} else {
@@ -644,19 +645,19 @@ func (a *applier) beat(j *Job, name string, attempt uint32) error {
 
 // dropBeat removes the noted heartbeat of a step, reporting a stale try:
 // one older than the heartbeat noted.
-func dropBeat(j *Job, name string, attempt uint32, cmd string) error {
-	i := slices.IndexFunc(j.Beats, func(b StepBeat) bool { return b.Step == name })
+func dropBeat(j *engine.Job, name string, attempt uint32, cmd string) error {
+	i := slices.IndexFunc(j.Beats, func(b engine.StepBeat) bool { return b.Step == name })
 	if i < 0 {
 		return nil
 	}
 	if attempt != 0 && j.Beats[i].StepAttempt > attempt {
-		return &StaleStepError{Job: j.ID, Step: name, Attempt: attempt, Current: j.Beats[i].StepAttempt, State: StepRunning, Command: cmd}
+		return &engine.StaleStepError{Job: j.ID, Step: name, Attempt: attempt, Current: j.Beats[i].StepAttempt, State: engine.StepRunning, Command: cmd}
 	}
 	j.Beats = slices.Delete(j.Beats, i, i+1)
 	return nil
 }
 
-func (a *applier) endStepAttempt(c *EndStepAttempt) (Result, error) {
+func (a *applier) endStepAttempt(c *engine.EndStepAttempt) (engine.Result, error) {
 	l, err := a.fenced(c.LeaseRef, "EndStepAttempt")
 	if err != nil {
 		return nil, err
@@ -664,7 +665,7 @@ func (a *applier) endStepAttempt(c *EndStepAttempt) (Result, error) {
 	j := l.job
 	if eff, err := a.effect(j.ID, c.Step); err != nil || eff != nil {
 		if err == nil {
-			err = fmt.Errorf("%w: step %q of job %d", ErrStepCommitted, c.Step, j.ID)
+			err = fmt.Errorf("%w: step %q of job %d", engine.ErrStepCommitted, c.Step, j.ID)
 		}
 		return nil, err
 	}
@@ -675,7 +676,7 @@ func (a *applier) endStepAttempt(c *EndStepAttempt) (Result, error) {
 	if s == nil {
 		// It ran under the job's lease: its history leads to RUNNING (a
 		// first try, or one after tries recorded as failed).
-		s = newStep(j.ID, c.Step, c.Name, StepRunning)
+		s = newStep(j.ID, c.Step, c.Name, engine.StepRunning)
 		s.rec.Attempt = c.StepAttempt
 	} else if r := s.rec; r.Attempt != c.StepAttempt || !r.State.HoldsLease() || r.JobAttempt != 0 && r.JobAttempt != c.Attempt {
 		return nil, staleStep(j.ID, c.Step, c.StepAttempt, s, "EndStepAttempt")
@@ -685,21 +686,21 @@ func (a *applier) endStepAttempt(c *EndStepAttempt) (Result, error) {
 	}
 	r := s.rec
 	res, before := stepResult(l, c.Step)
-	ev := Event{Attempt: c.Attempt, StepAttempt: c.StepAttempt, Payload: c.Payload, Decision: c.Decision}
+	ev := engine.Event{Attempt: c.Attempt, StepAttempt: c.StepAttempt, Payload: c.Payload, Decision: c.Decision}
 	switch c.Outcome {
-	case OutcomeRetry:
-		ev.Type = EventActivityAttemptFailed
-	case OutcomeSwitchResource:
-		ev.Type, ev.Resource = EventStepResourceFailed, r.Resource
-	case OutcomeNeedsUser:
-		ev.Type = EventStepNeedsUser
+	case engine.OutcomeRetry:
+		ev.Type = engine.EventActivityAttemptFailed
+	case engine.OutcomeSwitchResource:
+		ev.Type, ev.Resource = engine.EventStepResourceFailed, r.Resource
+	case engine.OutcomeNeedsUser:
+		ev.Type = engine.EventStepNeedsUser
 	}
 	if _, err := a.stepEvent(l, s, ev, "EndStepAttempt"); err != nil {
 		return nil, err
 	}
 	r.LeaseExpiryMS, r.JobAttempt = 0, 0
 	switch c.Outcome {
-	case OutcomeNeedsUser:
+	case engine.OutcomeNeedsUser:
 		// The unit stays: the person answers for the resource the
 		// question came from.
 		r.Question, r.AnswerDueMS = c.Payload, 0
@@ -711,7 +712,7 @@ func (a *applier) endStepAttempt(c *EndStepAttempt) (Result, error) {
 		} else if r.LeaseMS == 0 {
 			r.LeaseMS = defaultAnswerLeaseMS
 		}
-	case OutcomeSwitchResource:
+	case engine.OutcomeSwitchResource:
 		if ev.Resource != "" && !slices.Contains(r.Avoid, ev.Resource) {
 			r.Avoid = append(r.Avoid, ev.Resource)
 		}
@@ -727,21 +728,21 @@ func (a *applier) endStepAttempt(c *EndStepAttempt) (Result, error) {
 	return res, nil
 }
 
-func (a *applier) answerStep(c *AnswerStep) (Result, error) {
+func (a *applier) answerStep(c *engine.AnswerStep) (engine.Result, error) {
 	l, err := a.resolve(c.Target)
 	if err != nil {
 		return nil, err
 	}
 	j := l.job
 	if j.Status.Terminal() {
-		return nil, fmt.Errorf("%w: answer to step %q of job %d in status %s", ErrJobClosed, c.Step, j.ID, j.Status)
+		return nil, fmt.Errorf("%w: answer to step %q of job %d in status %s", engine.ErrJobClosed, c.Step, j.ID, j.Status)
 	}
 	s, err := a.loadStep(j.ID, c.Step)
 	if err != nil {
 		return nil, err
 	}
-	if s == nil || s.rec.State != StepNeedsUser {
-		e := &StepStateError{Job: j.ID, Step: c.Step, Command: "AnswerStep"}
+	if s == nil || s.rec.State != engine.StepNeedsUser {
+		e := &engine.StepStateError{Job: j.ID, Step: c.Step, Command: "AnswerStep"}
 		if s != nil {
 			e.State = s.rec.State
 		}
@@ -761,7 +762,7 @@ func (a *applier) answerStep(c *AnswerStep) (Result, error) {
 // person who answered (Header.By), when known.
 func (a *applier) answer(l *loaded, s *step, answer []byte, reason, by string) error {
 	r := s.rec
-	ev := Event{Type: EventStepAnswered, StepAttempt: r.Attempt + 1, Payload: answer, Reason: reason, By: by}
+	ev := engine.Event{Type: engine.EventStepAnswered, StepAttempt: r.Attempt + 1, Payload: answer, Reason: reason, By: by}
 	if _, err := a.stepEvent(l, s, ev, "AnswerStep"); err != nil {
 		return err
 	}
@@ -784,13 +785,13 @@ func (a *applier) answer(l *loaded, s *step, answer []byte, reason, by string) e
 	return a.wakeForStep(l, r.Step)
 }
 
-func (a *applier) expireSteps(c *ExpireSteps) (Result, error) {
-	return a.sweep(storage.StepDuePrefix, storage.KeyLowStepDue, c.Max, func(tk storage.TimeKey, key []byte, res *SweepResult) error {
-		s, err := a.loadStep(JobID(tk.Job), tk.Rest)
+func (a *applier) expireSteps(c *engine.ExpireSteps) (engine.Result, error) {
+	return a.sweep(storage.StepDuePrefix, storage.KeyLowStepDue, c.Max, func(tk storage.TimeKey, key []byte, res *engine.SweepResult) error {
+		s, err := a.loadStep(engine.JobID(tk.Job), tk.Rest)
 		if err != nil || s == nil {
 			return err
 		}
-		l, err := a.load(JobID(tk.Job))
+		l, err := a.load(engine.JobID(tk.Job))
 		if err != nil {
 			return err
 		}
@@ -800,12 +801,12 @@ func (a *applier) expireSteps(c *ExpireSteps) (Result, error) {
 		switch {
 		case l.job.Status.Terminal():
 			return nil
-		case r.State == StepNeedsUser && r.AnswerDueMS == tk.AtMS:
-			if err := a.answer(l, s, nil, ReasonAnswerTimeout, ""); err != nil {
+		case r.State == engine.StepNeedsUser && r.AnswerDueMS == tk.AtMS:
+			if err := a.answer(l, s, nil, engine.ReasonAnswerTimeout, ""); err != nil {
 				return err
 			}
 		case r.State.HoldsLease() && r.LeaseExpiryMS == tk.AtMS:
-			if err := a.timeoutStep(l, s, ReasonStepLeaseExpired); err != nil {
+			if err := a.timeoutStep(l, s, engine.ReasonStepLeaseExpired); err != nil {
 				return err
 			}
 		default:
@@ -820,15 +821,15 @@ func (a *applier) expireSteps(c *ExpireSteps) (Result, error) {
 // noStepRecord refuses an activity event a worker appends for a step that
 // has a step record: its tries are recorded by EndStepAttempt, which keeps
 // the record and the history together.
-func (a *applier) noStepRecord(id JobID, t EventType, name string) error {
-	if !IsStepEvent(t) || name == "" {
+func (a *applier) noStepRecord(id engine.JobID, t engine.EventType, name string) error {
+	if !engine.IsStepEvent(t) || name == "" {
 		return nil
 	}
 	s, err := a.loadStep(id, name)
 	if err != nil || s == nil {
 		return err
 	}
-	return InvalidField("AppendEvents", "Events", fmt.Sprintf("step %q has a step record: record its tries with EndStepAttempt", name))
+	return engine.InvalidField("AppendEvents", "Events", fmt.Sprintf("step %q has a step record: record its tries with EndStepAttempt", name))
 }
 
 // commitAllowed checks a step commit against the step's live try: a step
@@ -838,7 +839,7 @@ func (a *applier) noStepRecord(id JobID, t EventType, name string) error {
 // try, which the engine numbers as the newest); one without a record from
 // a try no older than its last heartbeat. Any other try is stale
 // (ErrStaleAttempt), even one of the newest attempt whose lease ran out.
-func (a *applier) commitAllowed(j *Job, s *step, c *CommitStep) error {
+func (a *applier) commitAllowed(j *engine.Job, s *step, c *engine.CommitStep) error {
 	if s == nil {
 		return dropBeat(j, c.Step, c.StepAttempt, "CommitStep")
 	}
@@ -846,7 +847,7 @@ func (a *applier) commitAllowed(j *Job, s *step, c *CommitStep) error {
 	switch {
 	case c.CatchUp:
 		return nil
-	case c.Reason == ReasonNotStarted:
+	case c.Reason == engine.ReasonNotStarted:
 		// Not from an older try, one never leased, or one a person's
 		// answer replaced; and never while a try runs, whose own end
 		// decides the step.
@@ -856,10 +857,10 @@ func (a *applier) commitAllowed(j *Job, s *step, c *CommitStep) error {
 		return nil
 	case c.StepAttempt != r.Attempt:
 		return staleStep(j.ID, c.Step, c.StepAttempt, s, "CommitStep")
-	case r.State.HoldsLease(), r.State == StepFailedFatal && c.Failed:
+	case r.State.HoldsLease(), r.State == engine.StepFailedFatal && c.Failed:
 		return nil
 	case r.State.Terminal():
-		return fmt.Errorf("%w: step %q of job %d", ErrStepCommitted, c.Step, j.ID)
+		return fmt.Errorf("%w: step %q of job %d", engine.ErrStepCommitted, c.Step, j.ID)
 	}
 	// Its try no longer holds the step: its lease ran out, or it ended.
 	return staleStep(j.ID, c.Step, c.StepAttempt, s, "CommitStep")
@@ -867,7 +868,7 @@ func (a *applier) commitAllowed(j *Job, s *step, c *CommitStep) error {
 
 // commitExplicit appends the commit event of a step with a record, ends
 // the step in it and releases what it held.
-func (a *applier) commitExplicit(l *loaded, s *step, ev Event) (uint64, error) {
+func (a *applier) commitExplicit(l *loaded, s *step, ev engine.Event) (uint64, error) {
 	r := s.rec
 	if ev.StepAttempt == 0 {
 		ev.StepAttempt = r.Attempt
@@ -898,19 +899,47 @@ func (a *applier) promoteDependents(l *loaded, done string) error {
 		if err != nil {
 			return err
 		}
-		if s == nil || s.rec.State != StepWaitingDeps || !slices.Contains(s.rec.DependsOn, done) {
+		if s == nil || s.rec.State != engine.StepWaitingDeps || !slices.Contains(s.rec.DependsOn, done) {
 			continue
 		}
 		ok, err := a.depsDone(l.job.ID, s.rec)
 		if err != nil || !ok {
-			if errors.Is(err, ErrDependencyFailed) {
+			if errors.Is(err, engine.ErrDependencyFailed) {
 				continue
 			}
 			return err
 		}
-		if _, err := a.acquire(l, s, 0); err != nil && !errors.Is(err, ErrNoResource) {
+		if _, err := a.acquire(l, s, 0); err != nil && !errors.Is(err, engine.ErrNoResource) {
 			return err
 		}
 	}
 	return nil
 }
+
+// stepDueMS is the time of the step's entry in the step deadline index: its
+// answer's timeout while it needs a person, else its lease's expiry; 0
+// when it has neither.
+func stepDueMS(s *engine.StepRecord) int64 {
+	if s.State == engine.StepNeedsUser {
+		return s.AnswerDueMS
+	}
+	return s.LeaseExpiryMS
+}
+
+// serves reports whether resource r may take a new lease of step rec: it offers what
+// the step needs, is not drained and is not on the step's avoid-list.
+func serves(r *engine.Resource, rec *engine.StepRecord) bool {
+	return !r.Drained && !slices.Contains(rec.Avoid, r.ID) && r.Offers(rec.Capabilities, rec.Selector)
+}
+
+func holderOf(r *engine.Resource, job engine.JobID, step string) int {
+	for i, h := range r.Holders {
+		if h.Job == job && h.Step == step {
+			return i
+		}
+	}
+	return -1
+}
+
+// needsResource reports whether a step leases a resource unit.
+func needsResource(s *engine.StepRecord) bool { return len(s.Capabilities) > 0 || len(s.Selector) > 0 }

@@ -1,4 +1,4 @@
-package engine
+package machine_test
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -15,27 +17,27 @@ type stepH struct{ *harness }
 func newStepH(t *testing.T) stepH { return stepH{newHarness(t)} }
 
 // running creates a job on its own queue and claims it.
-func (h stepH) running(wf string) LeaseRef {
+func (h stepH) running(wf string) engine.LeaseRef {
 	h.t.Helper()
-	id := h.must(&CreateJob{WorkflowID: wf, Type: "order", Queue: "q-" + wf}).(*CreateResult).Job
-	c := h.must(&Claim{Queue: "q-" + wf, Owner: "w-" + wf, Max: 1, LeaseMS: 600_000}).(*ClaimResult)
+	id := h.must(&engine.CreateJob{WorkflowID: wf, Type: "order", Queue: "q-" + wf}).(*engine.CreateResult).Job
+	c := h.must(&engine.Claim{Queue: "q-" + wf, Owner: "w-" + wf, Max: 1, LeaseMS: 600_000}).(*engine.ClaimResult)
 	if len(c.Jobs) != 1 || c.Jobs[0].Job != id {
 		h.t.Fatalf("claim of %s: %+v", wf, c.Jobs)
 	}
-	return LeaseRef{Job: id, Attempt: c.Jobs[0].Attempt}
+	return engine.LeaseRef{Job: id, Attempt: c.Jobs[0].Attempt}
 }
 
-func (h stepH) lease(ref LeaseRef, step string, caps ...string) *StepResult {
+func (h stepH) lease(ref engine.LeaseRef, step string, caps ...string) *engine.StepResult {
 	h.t.Helper()
-	return h.must(&LeaseStep{LeaseRef: ref, Step: step, Name: "Fetch", LeaseMS: 10_000, Capabilities: caps}).(*StepResult)
+	return h.must(&engine.LeaseStep{LeaseRef: ref, Step: step, Name: "Fetch", LeaseMS: 10_000, Capabilities: caps}).(*engine.StepResult)
 }
 
-func (h stepH) rec(id JobID, step string) *StepRecord {
+func (h stepH) rec(id engine.JobID, step string) *engine.StepRecord {
 	h.t.Helper()
-	var r *StepRecord
+	var r *engine.StepRecord
 	viewOK(h.t, h.db, func(rd *storage.Reader) error {
 		var err error
-		r, err = readStep(rd.Get, id, step)
+		r, err = machine.ReadStep(rd.Get, id, step)
 		return err
 	})
 	if r == nil {
@@ -44,21 +46,21 @@ func (h stepH) rec(id JobID, step string) *StepRecord {
 	return r
 }
 
-func (h stepH) resource(id string) *Resource {
+func (h stepH) resource(id string) *engine.Resource {
 	h.t.Helper()
-	var r *Resource
+	var r *engine.Resource
 	viewOK(h.t, h.db, func(rd *storage.Reader) error {
 		var err error
-		r, err = readResource(rd.Get, id)
+		r, err = machine.ReadResource(rd.Get, id)
 		return err
 	})
 	return r
 }
 
-func (h stepH) stepEvents(id JobID, step string) []EventType {
-	var out []EventType
+func (h stepH) stepEvents(id engine.JobID, step string) []engine.EventType {
+	var out []engine.EventType
 	for _, ev := range h.history(id) {
-		if ev.Step == step && IsStepEvent(ev.Type) {
+		if ev.Step == step && engine.IsStepEvent(ev.Type) {
 			out = append(out, ev.Type)
 		}
 	}
@@ -67,10 +69,10 @@ func (h stepH) stepEvents(id JobID, step string) []EventType {
 
 func (h stepH) addResource(id string, capacity int, caps ...string) {
 	h.t.Helper()
-	h.must(&AddResource{ID: id, Capabilities: caps, Capacity: capacity})
+	h.must(&engine.AddResource{ID: id, Capabilities: caps, Capacity: capacity})
 }
 
-func wantState(t *testing.T, r *StepResult, state StepState, granted bool, resource string) {
+func wantState(t *testing.T, r *engine.StepResult, state engine.StepState, granted bool, resource string) {
 	t.Helper()
 	if r.State != state || r.Granted != granted || r.Resource != resource {
 		t.Fatalf("step %s: %s granted=%v on %q, want %s granted=%v on %q", r.Step, r.State, r.Granted, r.Resource, state, granted, resource)
@@ -83,28 +85,28 @@ func TestStepLeaseStartCommit(t *testing.T) {
 	h := newStepH(t)
 	ref := h.running("a")
 	r := h.lease(ref, "1")
-	wantState(t, r, StepLeased, true, "")
+	wantState(t, r, engine.StepLeased, true, "")
 	if r.StepAttempt != 1 || r.StepLeaseExpiryMS != h.now+10_000 {
 		t.Fatalf("lease: try %d until %d", r.StepAttempt, r.StepLeaseExpiryMS)
 	}
 	h.now += 100
-	hb := h.must(&StepHeartbeat{LeaseRef: ref, Step: "1", StepAttempt: 1, LeaseMS: 600_000}).(*StepResult)
-	if hb.State != StepRunning || hb.LeaseExpiryMS != h.now+600_000 {
+	hb := h.must(&engine.StepHeartbeat{LeaseRef: ref, Step: "1", StepAttempt: 1, LeaseMS: 600_000}).(*engine.StepResult)
+	if hb.State != engine.StepRunning || hb.LeaseExpiryMS != h.now+600_000 {
 		t.Fatalf("heartbeat: %+v", hb)
 	}
-	h.must(&StepHeartbeat{LeaseRef: ref, Step: "1", StepAttempt: 1, LeaseMS: 600_000})
+	h.must(&engine.StepHeartbeat{LeaseRef: ref, Step: "1", StepAttempt: 1, LeaseMS: 600_000})
 	if got := h.rec(ref.Job, "1"); got.LastHeartbeatMS != h.now || got.Owner != "w-a" {
 		t.Fatalf("record after heartbeats: %+v", got)
 	}
-	h.must(&CommitStep{LeaseRef: ref, Step: "1", Type: EventActivityCompleted, StepAttempt: 1, Decision: DecisionAccept})
-	if got := h.rec(ref.Job, "1"); got.State != StepSucceeded || len(h.job(ref.Job).LiveSteps) != 0 {
+	h.must(&engine.CommitStep{LeaseRef: ref, Step: "1", Type: engine.EventActivityCompleted, StepAttempt: 1, Decision: engine.DecisionAccept})
+	if got := h.rec(ref.Job, "1"); got.State != engine.StepSucceeded || len(h.job(ref.Job).LiveSteps) != 0 {
 		t.Fatalf("after commit: %+v, live %v", got, h.job(ref.Job).LiveSteps)
 	}
-	want := []EventType{EventStepLeased, EventStepStarted, EventActivityCompleted}
+	want := []engine.EventType{engine.EventStepLeased, engine.EventStepStarted, engine.EventActivityCompleted}
 	if got := h.stepEvents(ref.Job, "1"); !slices.Equal(got, want) {
 		t.Fatalf("events %v, want %v", got, want)
 	}
-	h.mustFail(&LeaseStep{LeaseRef: ref, Step: "1", Name: "Fetch", LeaseMS: 1000}, ErrStepCommitted)
+	h.mustFail(&engine.LeaseStep{LeaseRef: ref, Step: "1", Name: "Fetch", LeaseMS: 1000}, engine.ErrStepCommitted)
 	h.verify()
 }
 
@@ -114,9 +116,9 @@ func TestStepResourceFIFO(t *testing.T) {
 	h := newStepH(t)
 	h.addResource("b1", 2, "browser")
 	a, b, c := h.running("a"), h.running("b"), h.running("c")
-	wantState(t, h.lease(a, "1", "browser"), StepLeased, true, "b1")
-	wantState(t, h.lease(b, "1", "browser"), StepLeased, true, "b1")
-	wantState(t, h.lease(c, "1", "browser"), StepPending, false, "")
+	wantState(t, h.lease(a, "1", "browser"), engine.StepLeased, true, "b1")
+	wantState(t, h.lease(b, "1", "browser"), engine.StepLeased, true, "b1")
+	wantState(t, h.lease(c, "1", "browser"), engine.StepPending, false, "")
 	if r := h.rec(c.Job, "1"); r.WaiterSeq == 0 {
 		t.Fatal("the third step is not queued")
 	}
@@ -126,20 +128,20 @@ func TestStepResourceFIFO(t *testing.T) {
 	}
 	h.verify()
 	// a's try fails and will be retried: its unit goes to c, not d.
-	h.must(&EndStepAttempt{LeaseRef: a, Step: "1", Name: "Fetch", StepAttempt: 1, Outcome: OutcomeRetry, Payload: []byte(`{}`)})
-	if r := h.rec(c.Job, "1"); r.State != StepLeased || r.Resource != "b1" || r.JobAttempt != 0 {
+	h.must(&engine.EndStepAttempt{LeaseRef: a, Step: "1", Name: "Fetch", StepAttempt: 1, Outcome: engine.OutcomeRetry, Payload: []byte(`{}`)})
+	if r := h.rec(c.Job, "1"); r.State != engine.StepLeased || r.Resource != "b1" || r.JobAttempt != 0 {
 		t.Fatalf("c after a's release: %+v", r)
 	}
 	if r := h.rec(d.Job, "1"); r.WaiterSeq == 0 {
 		t.Fatal("d was served before c")
 	}
 	// c's job adopts the lease the engine granted.
-	wantState(t, h.lease(c, "1", "browser"), StepLeased, true, "b1")
+	wantState(t, h.lease(c, "1", "browser"), engine.StepLeased, true, "b1")
 	if r := h.rec(c.Job, "1"); r.JobAttempt != c.Attempt {
 		t.Fatalf("c's lease not adopted: %+v", r)
 	}
 	// a asks again for its retry and queues behind d.
-	if r := h.lease(a, "1", "browser"); !r.Queued || r.State != StepRetrying {
+	if r := h.lease(a, "1", "browser"); !r.Queued || r.State != engine.StepRetrying {
 		t.Fatalf("a's retry: %+v", r)
 	}
 	if rs := h.resource("b1"); len(rs.Holders) != 2 {
@@ -147,12 +149,12 @@ func TestStepResourceFIFO(t *testing.T) {
 	}
 	h.verify()
 	// b's job ends: its unit goes to d, then c's commit frees one for a.
-	h.must(&Complete{LeaseRef: b})
-	if r := h.rec(d.Job, "1"); r.State != StepLeased {
+	h.must(&engine.Complete{LeaseRef: b})
+	if r := h.rec(d.Job, "1"); r.State != engine.StepLeased {
 		t.Fatalf("d after b's job ended: %+v", r)
 	}
-	h.must(&CommitStep{LeaseRef: c, Step: "1", Type: EventActivityCompleted, StepAttempt: 1})
-	if r := h.rec(a.Job, "1"); r.State != StepRunning || r.Attempt != 2 || r.Resource != "b1" {
+	h.must(&engine.CommitStep{LeaseRef: c, Step: "1", Type: engine.EventActivityCompleted, StepAttempt: 1})
+	if r := h.rec(a.Job, "1"); r.State != engine.StepRunning || r.Attempt != 2 || r.Resource != "b1" {
 		t.Fatalf("a's retry after c's commit: %+v", r)
 	}
 	h.verify()
@@ -162,25 +164,25 @@ func TestStepResourceFIFO(t *testing.T) {
 // step is leased another; with none left, LeaseStep names what it needs.
 func TestStepSwitchResource(t *testing.T) {
 	h := newStepH(t)
-	h.must(&AddResource{ID: "b1", Capabilities: []string{"browser"}, Labels: map[string]string{"region": "eu"}, Capacity: 5})
-	h.must(&AddResource{ID: "b2", Capabilities: []string{"browser"}, Labels: map[string]string{"region": "eu"}, Capacity: 1})
-	h.must(&AddResource{ID: "b3", Capabilities: []string{"browser"}, Labels: map[string]string{"region": "us"}, Capacity: 9})
+	h.must(&engine.AddResource{ID: "b1", Capabilities: []string{"browser"}, Labels: map[string]string{"region": "eu"}, Capacity: 5})
+	h.must(&engine.AddResource{ID: "b2", Capabilities: []string{"browser"}, Labels: map[string]string{"region": "eu"}, Capacity: 1})
+	h.must(&engine.AddResource{ID: "b3", Capabilities: []string{"browser"}, Labels: map[string]string{"region": "us"}, Capacity: 9})
 	ref := h.running("a")
-	lease := &LeaseStep{LeaseRef: ref, Step: "1", Name: "Fetch", LeaseMS: 10_000, Capabilities: []string{"browser"},
+	lease := &engine.LeaseStep{LeaseRef: ref, Step: "1", Name: "Fetch", LeaseMS: 10_000, Capabilities: []string{"browser"},
 		Selector: map[string]string{"region": "eu"}}
-	wantState(t, h.must(lease).(*StepResult), StepLeased, true, "b1") // the most free units
-	h.must(&EndStepAttempt{LeaseRef: ref, Step: "1", Name: "Fetch", StepAttempt: 1, Outcome: OutcomeSwitchResource, Decision: DecisionSwitchResource})
-	if r := h.rec(ref.Job, "1"); r.State != StepSwitchingResource || !slices.Equal(r.Avoid, []string{"b1"}) || r.Resource != "" {
+	wantState(t, h.must(lease).(*engine.StepResult), engine.StepLeased, true, "b1") // the most free units
+	h.must(&engine.EndStepAttempt{LeaseRef: ref, Step: "1", Name: "Fetch", StepAttempt: 1, Outcome: engine.OutcomeSwitchResource, Decision: engine.DecisionSwitchResource})
+	if r := h.rec(ref.Job, "1"); r.State != engine.StepSwitchingResource || !slices.Equal(r.Avoid, []string{"b1"}) || r.Resource != "" {
 		t.Fatalf("after the resource failed: %+v", r)
 	}
-	r := h.must(lease).(*StepResult)
-	wantState(t, r, StepLeased, true, "b2")
+	r := h.must(lease).(*engine.StepResult)
+	wantState(t, r, engine.StepLeased, true, "b2")
 	if r.StepAttempt != 2 || r.Labels["region"] != "eu" {
 		t.Fatalf("second lease: %+v", r)
 	}
-	h.must(&EndStepAttempt{LeaseRef: ref, Step: "1", Name: "Fetch", StepAttempt: 2, Outcome: OutcomeSwitchResource})
+	h.must(&engine.EndStepAttempt{LeaseRef: ref, Step: "1", Name: "Fetch", StepAttempt: 2, Outcome: engine.OutcomeSwitchResource})
 	_, err := h.apply(lease)
-	var nr *NoResourceError
+	var nr *engine.NoResourceError
 	if !errors.As(err, &nr) || !slices.Equal(nr.Avoid, []string{"b1", "b2"}) || nr.Selector["region"] != "eu" {
 		t.Fatalf("third lease: %v", err)
 	}
@@ -189,10 +191,10 @@ func TestStepSwitchResource(t *testing.T) {
 			t.Errorf("the error %q does not name %s", err, want)
 		}
 	}
-	h.must(&CommitStep{LeaseRef: ref, Step: "1", Type: EventActivityFailed, Failed: true, Reason: ReasonNotStarted})
-	want := []StepState{StepPending, StepLeased, StepRunning, StepFailedResource, StepSwitchingResource, StepLeased,
-		StepRunning, StepFailedResource, StepSwitchingResource, StepFailedFatal, StepFailed}
-	if p := DeriveStepState(h.history(ref.Job)); !slices.Equal(p.Path, want) {
+	h.must(&engine.CommitStep{LeaseRef: ref, Step: "1", Type: engine.EventActivityFailed, Failed: true, Reason: engine.ReasonNotStarted})
+	want := []engine.StepState{engine.StepPending, engine.StepLeased, engine.StepRunning, engine.StepFailedResource, engine.StepSwitchingResource, engine.StepLeased,
+		engine.StepRunning, engine.StepFailedResource, engine.StepSwitchingResource, engine.StepFailedFatal, engine.StepFailed}
+	if p := engine.DeriveStepState(h.history(ref.Job)); !slices.Equal(p.Path, want) {
 		t.Fatalf("path %v, want %v", p.Path, want)
 	}
 	h.verify()
@@ -206,31 +208,31 @@ func TestStepStaleAttemptRefused(t *testing.T) {
 	h.addResource("b1", 1, "browser")
 	ref := h.running("a")
 	h.lease(ref, "1", "browser")
-	h.must(&StepHeartbeat{LeaseRef: ref, Step: "1", StepAttempt: 1, LeaseMS: 600_000})
+	h.must(&engine.StepHeartbeat{LeaseRef: ref, Step: "1", StepAttempt: 1, LeaseMS: 600_000})
 	h.now += 11_000
-	res := h.must(&ExpireSteps{Max: 10}).(*SweepResult)
+	res := h.must(&engine.ExpireSteps{Max: 10}).(*engine.SweepResult)
 	if len(res.Jobs) != 1 {
 		t.Fatalf("expire: %+v", res)
 	}
-	if r := h.rec(ref.Job, "1"); r.State != StepRetrying || r.Resource != "" {
+	if r := h.rec(ref.Job, "1"); r.State != engine.StepRetrying || r.Resource != "" {
 		t.Fatalf("after the running step's lease ran out: %+v", r)
 	}
-	wantState(t, h.lease(ref, "1", "browser"), StepRunning, true, "b1") // the retry's start
-	for _, c := range []Command{
-		&StepHeartbeat{LeaseRef: ref, Step: "1", StepAttempt: 1, LeaseMS: 600_000},
-		&EndStepAttempt{LeaseRef: ref, Step: "1", Name: "Fetch", StepAttempt: 1, Outcome: OutcomeRetry},
-		&CommitStep{LeaseRef: ref, Step: "1", Type: EventActivityCompleted, StepAttempt: 1},
+	wantState(t, h.lease(ref, "1", "browser"), engine.StepRunning, true, "b1") // the retry's start
+	for _, c := range []engine.Command{
+		&engine.StepHeartbeat{LeaseRef: ref, Step: "1", StepAttempt: 1, LeaseMS: 600_000},
+		&engine.EndStepAttempt{LeaseRef: ref, Step: "1", Name: "Fetch", StepAttempt: 1, Outcome: engine.OutcomeRetry},
+		&engine.CommitStep{LeaseRef: ref, Step: "1", Type: engine.EventActivityCompleted, StepAttempt: 1},
 	} {
 		_, err := h.apply(c)
-		var se *StaleStepError
-		if !errors.As(err, &se) || !errors.Is(err, ErrStaleAttempt) || se.Current != 2 {
+		var se *engine.StaleStepError
+		if !errors.As(err, &se) || !errors.Is(err, engine.ErrStaleAttempt) || se.Current != 2 {
 			t.Fatalf("%s of try 1: %v", c.Kind(), err)
 		}
 	}
-	if h.job(ref.Job).Status != StatusRunning {
+	if h.job(ref.Job).Status != engine.StatusRunning {
 		t.Fatal("the job lost its lease")
 	}
-	h.must(&CommitStep{LeaseRef: ref, Step: "1", Type: EventActivityCompleted, StepAttempt: 2})
+	h.must(&engine.CommitStep{LeaseRef: ref, Step: "1", Type: engine.EventActivityCompleted, StepAttempt: 2})
 	h.verify()
 }
 
@@ -239,45 +241,45 @@ func TestStepStaleAttemptRefused(t *testing.T) {
 func TestStepImplicitHeartbeat(t *testing.T) {
 	h := newStepH(t)
 	ref := h.running("a")
-	h.must(&StepHeartbeat{LeaseRef: ref, Step: "3", StepAttempt: 2, LeaseMS: 600_000})
+	h.must(&engine.StepHeartbeat{LeaseRef: ref, Step: "3", StepAttempt: 2, LeaseMS: 600_000})
 	if b := h.job(ref.Job).Beats; len(b) != 1 || b[0].StepAttempt != 2 || b[0].AtMS != h.now {
 		t.Fatalf("beats %+v", b)
 	}
-	h.mustFail(&StepHeartbeat{LeaseRef: ref, Step: "3", StepAttempt: 1, LeaseMS: 600_000}, ErrStaleAttempt)
-	h.mustFail(&CommitStep{LeaseRef: ref, Step: "3", Type: EventActivityCompleted, StepAttempt: 1}, ErrStaleAttempt)
-	h.must(&CommitStep{LeaseRef: ref, Step: "3", Type: EventActivityCompleted, StepAttempt: 2})
+	h.mustFail(&engine.StepHeartbeat{LeaseRef: ref, Step: "3", StepAttempt: 1, LeaseMS: 600_000}, engine.ErrStaleAttempt)
+	h.mustFail(&engine.CommitStep{LeaseRef: ref, Step: "3", Type: engine.EventActivityCompleted, StepAttempt: 1}, engine.ErrStaleAttempt)
+	h.must(&engine.CommitStep{LeaseRef: ref, Step: "3", Type: engine.EventActivityCompleted, StepAttempt: 2})
 	if b := h.job(ref.Job).Beats; len(b) != 0 {
 		t.Fatalf("beats after the commit: %+v", b)
 	}
-	h.mustFail(&StepHeartbeat{LeaseRef: ref, Step: "3", StepAttempt: 2, LeaseMS: 600_000}, ErrStaleAttempt)
+	h.mustFail(&engine.StepHeartbeat{LeaseRef: ref, Step: "3", StepAttempt: 2, LeaseMS: 600_000}, engine.ErrStaleAttempt)
 	infos := h.steps(ref.Job)
-	if len(infos) != 1 || infos[0].State != StepSucceeded || infos[0].Attempt != 2 {
+	if len(infos) != 1 || infos[0].State != engine.StepSucceeded || infos[0].Attempt != 2 {
 		t.Fatalf("steps %+v", infos)
 	}
 	h.verify()
 }
 
-func (h stepH) steps(id JobID) []StepInfo {
+func (h stepH) steps(id engine.JobID) []engine.StepInfo {
 	h.t.Helper()
-	var out []StepInfo
+	var out []engine.StepInfo
 	viewOK(h.t, h.db, func(r *storage.Reader) error {
-		j, err := ReadJob(r, id)
+		j, err := machine.ReadJob(r, id)
 		if err != nil {
 			return err
 		}
-		hist, _, err := ReadHistory(r, id, 0, 0)
+		hist, _, err := machine.ReadHistory(r, id, 0, 0)
 		if err != nil {
 			return err
 		}
-		recs := map[string]*StepRecord{}
+		recs := map[string]*engine.StepRecord{}
 		err = r.Scan(storage.StepPrefix(uint64(id)), nil, true, func(k, v []byte) (bool, error) {
-			s, err := DecodeStepRecord(v)
+			s, err := machine.DecodeStepRecord(v)
 			if err == nil {
 				recs[s.Step] = s
 			}
 			return err == nil, err
 		})
-		out = StepInfos(j, hist, recs)
+		out = engine.StepInfos(j, hist, recs)
 		return err
 	})
 	return out
@@ -292,36 +294,36 @@ func TestStepNeedsUserRoundTrip(t *testing.T) {
 	h.addResource("p1", 1, "phone")
 	ref := h.running("a")
 	h.lease(ref, "1", "phone")
-	h.mustFail(&AnswerStep{Target: Target{WorkflowID: "a"}, Step: "1", Answer: []byte("x")}, ErrStepState)
-	h.must(&EndStepAttempt{LeaseRef: ref, Step: "1", Name: "Fetch", StepAttempt: 1, Outcome: OutcomeNeedsUser,
-		Payload: []byte(`"enter the code"`), Decision: DecisionNeedsUser})
+	h.mustFail(&engine.AnswerStep{Target: engine.Target{WorkflowID: "a"}, Step: "1", Answer: []byte("x")}, engine.ErrStepState)
+	h.must(&engine.EndStepAttempt{LeaseRef: ref, Step: "1", Name: "Fetch", StepAttempt: 1, Outcome: engine.OutcomeNeedsUser,
+		Payload: []byte(`"enter the code"`), Decision: engine.DecisionNeedsUser})
 	r := h.rec(ref.Job, "1")
-	if r.State != StepNeedsUser || r.Resource != "p1" || r.LeaseExpiryMS != 0 || string(r.Question) != `"enter the code"` {
+	if r.State != engine.StepNeedsUser || r.Resource != "p1" || r.LeaseExpiryMS != 0 || string(r.Question) != `"enter the code"` {
 		t.Fatalf("needs user: %+v", r)
 	}
-	h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{Steps: []string{"1"}, Park: true}, SeenSeq: h.job(ref.Job).LastSeq})
-	if s := h.job(ref.Job).Status; s != StatusParked {
+	h.must(&engine.Wait{LeaseRef: ref, Spec: engine.WaitSpec{Steps: []string{"1"}, Park: true}, SeenSeq: h.job(ref.Job).LastSeq})
+	if s := h.job(ref.Job).Status; s != engine.StatusParked {
 		t.Fatalf("job %s", s)
 	}
 	h.now += 3_600_000
-	h.must(&ExpireSteps{Max: 10}) // no timeout: nothing happens
-	if h.rec(ref.Job, "1").State != StepNeedsUser {
+	h.must(&engine.ExpireSteps{Max: 10}) // no timeout: nothing happens
+	if h.rec(ref.Job, "1").State != engine.StepNeedsUser {
 		t.Fatal("the question timed out without a timeout")
 	}
-	res := h.must(&AnswerStep{Target: Target{WorkflowID: "a"}, Step: "1", Answer: []byte(`"4711"`)}).(*StepResult)
-	if res.State != StepRunning || res.StepAttempt != 2 {
+	res := h.must(&engine.AnswerStep{Target: engine.Target{WorkflowID: "a"}, Step: "1", Answer: []byte(`"4711"`)}).(*engine.StepResult)
+	if res.State != engine.StepRunning || res.StepAttempt != 2 {
 		t.Fatalf("answer: %+v", res)
 	}
-	if s := h.job(ref.Job).Status; s != StatusQueued {
+	if s := h.job(ref.Job).Status; s != engine.StatusQueued {
 		t.Fatalf("job %s after the answer", s)
 	}
 	if rs := h.resource("p1"); len(rs.Holders) != 1 || rs.Holders[0].StepAttempt != 2 {
 		t.Fatalf("p1 holders %+v", rs.Holders)
 	}
-	c := h.must(&Claim{Queue: "q-a", Owner: "w2", Max: 1, LeaseMS: 600_000}).(*ClaimResult).Jobs[0]
+	c := h.must(&engine.Claim{Queue: "q-a", Owner: "w2", Max: 1, LeaseMS: 600_000}).(*engine.ClaimResult).Jobs[0]
 	ref2 := c.Lease()
-	wantState(t, h.lease(ref2, "1", "phone"), StepRunning, true, "p1")
-	h.must(&CommitStep{LeaseRef: ref2, Step: "1", Type: EventActivityCompleted, StepAttempt: 2})
+	wantState(t, h.lease(ref2, "1", "phone"), engine.StepRunning, true, "p1")
+	h.must(&engine.CommitStep{LeaseRef: ref2, Step: "1", Type: engine.EventActivityCompleted, StepAttempt: 2})
 	if rs := h.resource("p1"); len(rs.Holders) != 0 {
 		t.Fatalf("p1 still held: %+v", rs.Holders)
 	}
@@ -333,19 +335,19 @@ func TestStepNeedsUserRoundTrip(t *testing.T) {
 func TestStepNeedsUserTimeout(t *testing.T) {
 	h := newStepH(t)
 	ref := h.running("a")
-	h.must(&EndStepAttempt{LeaseRef: ref, Step: "4", Name: "Confirm", StepAttempt: 1, Outcome: OutcomeNeedsUser,
+	h.must(&engine.EndStepAttempt{LeaseRef: ref, Step: "4", Name: "Confirm", StepAttempt: 1, Outcome: engine.OutcomeNeedsUser,
 		Payload: []byte(`"confirm?"`), AnswerTimeoutMS: 5_000})
 	h.now += 4_999
-	h.must(&ExpireSteps{Max: 10})
+	h.must(&engine.ExpireSteps{Max: 10})
 	h.now++
-	h.must(&ExpireSteps{Max: 10})
-	var answered *Event
+	h.must(&engine.ExpireSteps{Max: 10})
+	var answered *engine.Event
 	for _, ev := range h.history(ref.Job) {
-		if ev.Type == EventStepAnswered {
+		if ev.Type == engine.EventStepAnswered {
 			answered = &ev
 		}
 	}
-	if answered == nil || answered.Reason != ReasonAnswerTimeout || answered.Payload != nil || answered.StepAttempt != 2 {
+	if answered == nil || answered.Reason != engine.ReasonAnswerTimeout || answered.Payload != nil || answered.StepAttempt != 2 {
 		t.Fatalf("answered %+v", answered)
 	}
 	h.verify()
@@ -357,26 +359,26 @@ func TestStepNeedsUserTimeout(t *testing.T) {
 func TestStepWaitingDeps(t *testing.T) {
 	h := newStepH(t)
 	ref := h.running("a")
-	dep := &LeaseStep{LeaseRef: ref, Step: "3", Name: "Merge", LeaseMS: 10_000, DependsOn: []string{"1", "2"}}
-	r := h.must(dep).(*StepResult)
-	if r.State != StepWaitingDeps || !r.WaitingDeps || r.Granted {
+	dep := &engine.LeaseStep{LeaseRef: ref, Step: "3", Name: "Merge", LeaseMS: 10_000, DependsOn: []string{"1", "2"}}
+	r := h.must(dep).(*engine.StepResult)
+	if r.State != engine.StepWaitingDeps || !r.WaitingDeps || r.Granted {
 		t.Fatalf("lease before its dependencies: %+v", r)
 	}
-	h.must(&CommitStep{LeaseRef: ref, Step: "1", Type: EventActivityCompleted, StepAttempt: 1})
-	if h.rec(ref.Job, "3").State != StepWaitingDeps {
+	h.must(&engine.CommitStep{LeaseRef: ref, Step: "1", Type: engine.EventActivityCompleted, StepAttempt: 1})
+	if h.rec(ref.Job, "3").State != engine.StepWaitingDeps {
 		t.Fatal("leased after one of two dependencies")
 	}
-	cs := h.must(&CommitStep{LeaseRef: ref, Step: "2", Type: EventActivityCompleted, StepAttempt: 1}).(*AppendResult)
+	cs := h.must(&engine.CommitStep{LeaseRef: ref, Step: "2", Type: engine.EventActivityCompleted, StepAttempt: 1}).(*engine.AppendResult)
 	if cs.LastSeq != cs.FirstSeq+1 {
 		t.Fatalf("the commit leading to a lease reports seqs %d..%d", cs.FirstSeq, cs.LastSeq)
 	}
-	if got := h.rec(ref.Job, "3"); got.State != StepLeased || got.JobAttempt != 0 {
+	if got := h.rec(ref.Job, "3"); got.State != engine.StepLeased || got.JobAttempt != 0 {
 		t.Fatalf("after its dependencies: %+v", got)
 	}
-	wantState(t, h.must(dep).(*StepResult), StepLeased, true, "")
+	wantState(t, h.must(dep).(*engine.StepResult), engine.StepLeased, true, "")
 	// A failed dependency.
-	h.must(&CommitStep{LeaseRef: ref, Step: "5", Type: EventActivityFailed, Failed: true, StepAttempt: 1})
-	h.mustFail(&LeaseStep{LeaseRef: ref, Step: "6", Name: "Merge", LeaseMS: 10_000, DependsOn: []string{"5"}}, ErrDependencyFailed)
+	h.must(&engine.CommitStep{LeaseRef: ref, Step: "5", Type: engine.EventActivityFailed, Failed: true, StepAttempt: 1})
+	h.mustFail(&engine.LeaseStep{LeaseRef: ref, Step: "6", Name: "Merge", LeaseMS: 10_000, DependsOn: []string{"5"}}, engine.ErrDependencyFailed)
 	h.verify()
 }
 
@@ -389,9 +391,9 @@ func TestStepJobEndReleases(t *testing.T) {
 	h.lease(a, "1", "gpu")
 	h.lease(b, "1", "gpu") // queued
 	h.lease(c, "1", "gpu") // queued behind b
-	h.must(&Cancel{Target: Target{Job: b.Job}})
-	h.must(&Terminate{Target: Target{Job: a.Job}})
-	if r := h.rec(c.Job, "1"); r.State != StepLeased || r.Resource != "g" {
+	h.must(&engine.Cancel{Target: engine.Target{Job: b.Job}})
+	h.must(&engine.Terminate{Target: engine.Target{Job: a.Job}})
+	if r := h.rec(c.Job, "1"); r.State != engine.StepLeased || r.Resource != "g" {
 		t.Fatalf("c after a and b ended: %+v", r)
 	}
 	if r := h.rec(a.Job, "1"); !r.Released || r.Resource != "g" {
@@ -407,14 +409,14 @@ func TestStepTakenOver(t *testing.T) {
 	ref := h.running("a")
 	h.lease(ref, "1", "gpu")
 	h.now += 600_001
-	h.must(&Reclaim{Max: 10})
-	c := h.must(&Claim{Queue: "q-a", Owner: "w2", Max: 1, LeaseMS: 600_000}).(*ClaimResult).Jobs[0]
+	h.must(&engine.Reclaim{Max: 10})
+	c := h.must(&engine.Claim{Queue: "q-a", Owner: "w2", Max: 1, LeaseMS: 600_000}).(*engine.ClaimResult).Jobs[0]
 	ref2 := c.Lease()
 	r := h.lease(ref2, "1", "gpu")
-	if r.State != StepLeased || r.StepAttempt != 2 || r.Resource != "g" {
+	if r.State != engine.StepLeased || r.StepAttempt != 2 || r.Resource != "g" {
 		t.Fatalf("taken over: %+v", r)
 	}
-	want := []EventType{EventStepLeased, EventStepLeaseTimeout, EventStepLeased}
+	want := []engine.EventType{engine.EventStepLeased, engine.EventStepLeaseTimeout, engine.EventStepLeased}
 	if got := h.stepEvents(ref.Job, "1"); !slices.Equal(got, want) {
 		t.Fatalf("events %v", got)
 	}
@@ -428,24 +430,24 @@ func TestResourceDrainRemove(t *testing.T) {
 	h.addResource("b1", 1, "browser")
 	a, b := h.running("a"), h.running("b")
 	h.lease(a, "1", "browser")
-	h.must(&DrainResource{ID: "b1"})
-	h.mustFail(&RemoveResource{ID: "b1"}, ErrResourceBusy)
-	if _, err := h.apply(&LeaseStep{LeaseRef: b, Step: "1", Name: "Fetch", LeaseMS: 1000, Capabilities: []string{"browser"}}); !errors.Is(err, ErrNoResource) {
+	h.must(&engine.DrainResource{ID: "b1"})
+	h.mustFail(&engine.RemoveResource{ID: "b1"}, engine.ErrResourceBusy)
+	if _, err := h.apply(&engine.LeaseStep{LeaseRef: b, Step: "1", Name: "Fetch", LeaseMS: 1000, Capabilities: []string{"browser"}}); !errors.Is(err, engine.ErrNoResource) {
 		t.Fatalf("lease of a drained pool: %v", err)
 	}
-	h.must(&CommitStep{LeaseRef: a, Step: "1", Type: EventActivityCompleted, StepAttempt: 1})
+	h.must(&engine.CommitStep{LeaseRef: a, Step: "1", Type: engine.EventActivityCompleted, StepAttempt: 1})
 	if rs := h.resource("b1"); len(rs.Holders) != 0 || !rs.Drained {
 		t.Fatalf("b1 %+v", rs)
 	}
-	h.must(&RemoveResource{ID: "b1"})
-	h.mustFail(&RemoveResource{ID: "b1"}, ErrUnknownResource)
+	h.must(&engine.RemoveResource{ID: "b1"})
+	h.mustFail(&engine.RemoveResource{ID: "b1"}, engine.ErrUnknownResource)
 	h.addResource("b2", 1, "browser")
-	h.mustFail(&AddResource{ID: "b2", Capacity: 1}, ErrResourceExists)
+	h.mustFail(&engine.AddResource{ID: "b2", Capacity: 1}, engine.ErrResourceExists)
 	c := h.running("c")
 	h.lease(b, "1", "browser")
 	h.lease(c, "1", "browser") // waits for b's unit
-	h.must(&AddResource{ID: "b3", Capabilities: []string{"browser", "js"}, Capacity: 3})
-	if r := h.rec(c.Job, "1"); r.State != StepLeased || r.Resource != "b3" {
+	h.must(&engine.AddResource{ID: "b3", Capabilities: []string{"browser", "js"}, Capacity: 3})
+	if r := h.rec(c.Job, "1"); r.State != engine.StepLeased || r.Resource != "b3" {
 		t.Fatalf("c after b3 was added: %+v", r)
 	}
 	h.verify()
@@ -456,14 +458,14 @@ func TestResourceDrainRemove(t *testing.T) {
 func TestStepEventsAreTheEngines(t *testing.T) {
 	h := newStepH(t)
 	ref := h.running("a")
-	for _, typ := range []EventType{EventStepLeased, EventStepStarted, EventStepLeaseTimeout, EventStepResourceFailed,
-		EventStepNeedsUser, EventStepAnswered, EventStepWaitingDeps} {
-		h.mustFail(&AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: typ, Step: "1"}}}, ErrInvalidCommand)
-		h.mustFail(&CommitStep{LeaseRef: ref, Step: "1", Type: typ}, ErrInvalidCommand)
+	for _, typ := range []engine.EventType{engine.EventStepLeased, engine.EventStepStarted, engine.EventStepLeaseTimeout, engine.EventStepResourceFailed,
+		engine.EventStepNeedsUser, engine.EventStepAnswered, engine.EventStepWaitingDeps} {
+		h.mustFail(&engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: typ, Step: "1"}}}, engine.ErrInvalidCommand)
+		h.mustFail(&engine.CommitStep{LeaseRef: ref, Step: "1", Type: typ}, engine.ErrInvalidCommand)
 	}
 	h.lease(ref, "1")
-	h.mustFail(&AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: EventActivityAttemptFailed, Step: "1"}}}, ErrInvalidCommand)
-	h.must(&AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: EventActivityAttemptFailed, Step: "2", StepAttempt: 1}}})
+	h.mustFail(&engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: engine.EventActivityAttemptFailed, Step: "1"}}}, engine.ErrInvalidCommand)
+	h.must(&engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: engine.EventActivityAttemptFailed, Step: "2", StepAttempt: 1}}})
 	h.verify()
 }
 
@@ -475,30 +477,30 @@ func TestStepEventsAreTheEngines(t *testing.T) {
 // while the step waits, and only from its newest try (or none: the engine
 // numbers it).
 func TestNotStartedCommitIsFencedByTheTry(t *testing.T) {
-	notStarted := func(ref LeaseRef, try uint32) *CommitStep {
-		return &CommitStep{LeaseRef: ref, Step: "1", Type: EventActivityFailed, Failed: true, Reason: ReasonNotStarted, StepAttempt: try}
+	notStarted := func(ref engine.LeaseRef, try uint32) *engine.CommitStep {
+		return &engine.CommitStep{LeaseRef: ref, Step: "1", Type: engine.EventActivityFailed, Failed: true, Reason: engine.ReasonNotStarted, StepAttempt: try}
 	}
-	refused := func(t *testing.T, h stepH, cmd *CommitStep, why string) {
+	refused := func(t *testing.T, h stepH, cmd *engine.CommitStep, why string) {
 		t.Helper()
 		before := h.snapshot()
 		_, err := h.apply(cmd)
-		var se *StaleStepError
-		if !errors.As(err, &se) || !errors.Is(err, ErrStaleAttempt) {
+		var se *engine.StaleStepError
+		if !errors.As(err, &se) || !errors.Is(err, engine.ErrStaleAttempt) {
 			t.Fatalf("%s: not_started commit by try %d: %v, want a stale try", why, cmd.StepAttempt, err)
 		}
 		sameStore(t, before, h.snapshot())
 		h.verify()
 	}
-	retried := func(h stepH, ref LeaseRef) {
-		h.must(&LeaseStep{LeaseRef: ref, Step: "1", Name: "Fetch", LeaseMS: 10_000, Start: true})
-		h.must(&EndStepAttempt{LeaseRef: ref, Step: "1", Name: "Fetch", StepAttempt: 1, Outcome: OutcomeRetry})
+	retried := func(h stepH, ref engine.LeaseRef) {
+		h.must(&engine.LeaseStep{LeaseRef: ref, Step: "1", Name: "Fetch", LeaseMS: 10_000, Start: true})
+		h.must(&engine.EndStepAttempt{LeaseRef: ref, Step: "1", Name: "Fetch", StepAttempt: 1, Outcome: engine.OutcomeRetry})
 	}
 
 	t.Run("an older try while the newest runs", func(t *testing.T) {
 		h := newStepH(t)
 		ref := h.running("wf")
 		retried(h, ref)
-		if r := h.must(&LeaseStep{LeaseRef: ref, Step: "1", Name: "Fetch", LeaseMS: 10_000, Start: true}).(*StepResult); r.StepAttempt != 2 {
+		if r := h.must(&engine.LeaseStep{LeaseRef: ref, Step: "1", Name: "Fetch", LeaseMS: 10_000, Start: true}).(*engine.StepResult); r.StepAttempt != 2 {
 			t.Fatalf("second try %+v", r)
 		}
 		refused(t, h, notStarted(ref, 1), "older try")
@@ -515,9 +517,9 @@ func TestNotStartedCommitIsFencedByTheTry(t *testing.T) {
 	t.Run("the try a person's answer replaced", func(t *testing.T) {
 		h := newStepH(t)
 		ref := h.running("wf")
-		h.must(&LeaseStep{LeaseRef: ref, Step: "1", Name: "Fetch", LeaseMS: 10_000, Start: true})
-		h.must(&EndStepAttempt{LeaseRef: ref, Step: "1", Name: "Fetch", StepAttempt: 1, Outcome: OutcomeNeedsUser, Payload: []byte(`"which?"`)})
-		h.must(&AnswerStep{Target: Target{Job: ref.Job}, Step: "1", Answer: []byte(`"that"`)})
+		h.must(&engine.LeaseStep{LeaseRef: ref, Step: "1", Name: "Fetch", LeaseMS: 10_000, Start: true})
+		h.must(&engine.EndStepAttempt{LeaseRef: ref, Step: "1", Name: "Fetch", StepAttempt: 1, Outcome: engine.OutcomeNeedsUser, Payload: []byte(`"which?"`)})
+		h.must(&engine.AnswerStep{Target: engine.Target{Job: ref.Job}, Step: "1", Answer: []byte(`"that"`)})
 		refused(t, h, notStarted(ref, 1), "the answered try")
 	})
 	t.Run("the newest try of a waiting step", func(t *testing.T) {
@@ -526,7 +528,7 @@ func TestNotStartedCommitIsFencedByTheTry(t *testing.T) {
 			ref := h.running("wf")
 			retried(h, ref)
 			h.must(notStarted(ref, try))
-			if p := DeriveStepState(h.history(ref.Job)); p.State != StepFailed || p.Attempt != 1 {
+			if p := engine.DeriveStepState(h.history(ref.Job)); p.State != engine.StepFailed || p.Attempt != 1 {
 				t.Fatalf("try %d: step %+v, want FAILED at try 1", try, p)
 			}
 			h.verify()
@@ -540,15 +542,15 @@ func TestNotStartedCommitIsFencedByTheTry(t *testing.T) {
 func TestDependencyCycleIsRefused(t *testing.T) {
 	h := newStepH(t)
 	ref := h.running("wf")
-	lease := func(step string, deps ...string) (Result, error) {
-		return h.apply(&LeaseStep{LeaseRef: ref, Step: step, Name: "Fetch", LeaseMS: 10_000, DependsOn: deps})
+	lease := func(step string, deps ...string) (engine.Result, error) {
+		return h.apply(&engine.LeaseStep{LeaseRef: ref, Step: step, Name: "Fetch", LeaseMS: 10_000, DependsOn: deps})
 	}
 	for _, s := range []struct {
 		step string
 		deps []string
 	}{{"a", []string{"b"}}, {"c", []string{"d"}}, {"d", []string{"e"}}} {
 		r, err := lease(s.step, s.deps...)
-		if err != nil || r.(*StepResult).State != StepWaitingDeps {
+		if err != nil || r.(*engine.StepResult).State != engine.StepWaitingDeps {
 			t.Fatalf("lease %s on %v: %+v %v", s.step, s.deps, r, err)
 		}
 	}
@@ -562,15 +564,15 @@ func TestDependencyCycleIsRefused(t *testing.T) {
 	} {
 		before := h.snapshot()
 		_, err := lease(tc.step, tc.deps...)
-		var ce *DependencyCycleError
-		if !errors.As(err, &ce) || !errors.Is(err, ErrDependencyFailed) || !strings.Contains(err.Error(), tc.cycle) {
+		var ce *engine.DependencyCycleError
+		if !errors.As(err, &ce) || !errors.Is(err, engine.ErrDependencyFailed) || !strings.Contains(err.Error(), tc.cycle) {
 			t.Fatalf("lease %s on %v: %v, want the cycle %s refused", tc.step, tc.deps, err, tc.cycle)
 		}
 		sameStore(t, before, h.snapshot())
 	}
 	// A step that depends on the waiting ones without closing a cycle is
 	// leased as before.
-	if r, err := lease("f", "a", "c"); err != nil || r.(*StepResult).State != StepWaitingDeps {
+	if r, err := lease("f", "a", "c"); err != nil || r.(*engine.StepResult).State != engine.StepWaitingDeps {
 		t.Fatalf("lease f: %+v %v", r, err)
 	}
 	h.verify()

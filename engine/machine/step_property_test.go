@@ -1,4 +1,4 @@
-package engine
+package machine_test
 
 import (
 	"errors"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -69,7 +71,7 @@ func TestStepPropertyRandomCommands(t *testing.T) {
 // The reference model.
 
 type smStep struct {
-	state        StepState
+	state        engine.StepState
 	attempt      uint32
 	jobAttempt   uint64
 	resource     string
@@ -86,7 +88,7 @@ type smStep struct {
 }
 
 type smJob struct {
-	id      JobID
+	id      engine.JobID
 	queue   string
 	attempt uint64
 	open    bool
@@ -102,23 +104,23 @@ type smRes struct {
 	labels   map[string]string
 	capacity int
 	drained  bool
-	holders  []ResourceHolder
+	holders  []engine.ResourceHolder
 }
 
 type smWaiter struct {
-	job  JobID
+	job  engine.JobID
 	step string
 }
 
 type stepModel struct {
 	now   int64
-	jobs  map[JobID]*smJob
+	jobs  map[engine.JobID]*smJob
 	res   map[string]*smRes
 	queue []smWaiter
 }
 
 func (m *stepModel) clone() *stepModel {
-	c := &stepModel{now: m.now, jobs: map[JobID]*smJob{}, res: map[string]*smRes{}, queue: slices.Clone(m.queue)}
+	c := &stepModel{now: m.now, jobs: map[engine.JobID]*smJob{}, res: map[string]*smRes{}, queue: slices.Clone(m.queue)}
 	for id, j := range m.jobs {
 		cj := *j
 		cj.live = slices.Clone(j.live)
@@ -134,14 +136,14 @@ func (m *stepModel) clone() *stepModel {
 		for k, s := range j.steps {
 			cs := *s
 			cs.avoid, cs.caps, cs.deps = slices.Clone(s.avoid), slices.Clone(s.caps), slices.Clone(s.deps)
-			cs.selector = cloneLabels(s.selector)
+			cs.selector = machine.CloneLabels(s.selector)
 			cj.steps[k] = &cs
 		}
 		c.jobs[id] = &cj
 	}
 	for id, r := range m.res {
 		cr := *r
-		cr.caps, cr.labels, cr.holders = slices.Clone(r.caps), cloneLabels(r.labels), slices.Clone(r.holders)
+		cr.caps, cr.labels, cr.holders = slices.Clone(r.caps), machine.CloneLabels(r.labels), slices.Clone(r.holders)
 		c.res[id] = &cr
 	}
 	return c
@@ -168,7 +170,7 @@ func (r *smRes) serves(s *smStep) bool {
 	return true
 }
 
-func (r *smRes) drop(job JobID, step string) bool {
+func (r *smRes) drop(job engine.JobID, step string) bool {
 	for i, h := range r.holders {
 		if h.Job == job && h.Step == step {
 			r.holders = slices.Delete(r.holders, i, i+1)
@@ -187,7 +189,7 @@ func (m *stepModel) resIDs() []string {
 	return ids
 }
 
-func smHolds(s StepState) bool { return s == StepLeased || s == StepRunning }
+func smHolds(s engine.StepState) bool { return s == engine.StepLeased || s == engine.StepRunning }
 
 // setLive keeps j.live: a step enters it when its record first has a state
 // that is not an end, and leaves it when the step ends.
@@ -204,15 +206,15 @@ func (j *smJob) setLive(name string, s *smStep) {
 // grant gives s its next try's lease, on rs when not nil.
 func (m *stepModel) grant(j *smJob, name string, s *smStep, rs *smRes, jobAttempt uint64) {
 	s.attempt++
-	if s.state == StepRetrying {
-		s.state = StepRunning // a retry's start
+	if s.state == engine.StepRetrying {
+		s.state = engine.StepRunning // a retry's start
 	} else {
-		s.state = StepLeased
+		s.state = engine.StepLeased
 	}
 	s.resource, s.released, s.queued = "", false, false
 	if rs != nil {
 		s.resource = rs.id
-		rs.holders = append(rs.holders, ResourceHolder{Job: j.id, Step: name, StepAttempt: s.attempt, SinceMS: m.now})
+		rs.holders = append(rs.holders, engine.ResourceHolder{Job: j.id, Step: name, StepAttempt: s.attempt, SinceMS: m.now})
 	}
 	s.jobAttempt, s.leaseExpiry = jobAttempt, m.now+s.leaseMS
 	j.setLive(name, s)
@@ -233,10 +235,10 @@ func (m *stepModel) acquire(j *smJob, name string, s *smStep, jobAttempt uint64)
 	}
 	switch {
 	case best == nil:
-		return ErrNoResource
+		return engine.ErrNoResource
 	case best.free() == 0:
-		if s.state == StepNone {
-			s.state = StepPending
+		if s.state == engine.StepNone {
+			s.state = engine.StepPending
 		}
 		s.queued = true
 		m.queue = append(m.queue, smWaiter{j.id, name})
@@ -274,7 +276,7 @@ func (m *stepModel) serve(rs *smRes) {
 }
 
 // unqueue removes a step's place in the queue.
-func (m *stepModel) unqueue(job JobID, name string) {
+func (m *stepModel) unqueue(job engine.JobID, name string) {
 	m.queue = slices.DeleteFunc(m.queue, func(w smWaiter) bool { return w.job == job && w.step == name })
 }
 
@@ -294,28 +296,28 @@ func (m *stepModel) release(j *smJob, name string, s *smStep) {
 // try (FAILED_FATAL when the lease ran out and the step says so).
 func (m *stepModel) timeout(j *smJob, name string, s *smStep, expired bool) {
 	switch {
-	case s.state == StepLeased:
-		s.state = StepPending
+	case s.state == engine.StepLeased:
+		s.state = engine.StepPending
 	case expired && s.timeoutFatal:
-		s.state = StepFailedFatal
+		s.state = engine.StepFailedFatal
 	default:
-		s.state = StepRetrying
+		s.state = engine.StepRetrying
 	}
 	s.leaseExpiry, s.jobAttempt = 0, 0
 	m.release(j, name, s)
 }
 
-func (m *stepModel) fenced(ref LeaseRef) (*smJob, error) {
+func (m *stepModel) fenced(ref engine.LeaseRef) (*smJob, error) {
 	j := m.jobs[ref.Job]
 	if j == nil || !j.open || j.attempt != ref.Attempt {
-		return nil, ErrStaleAttempt
+		return nil, engine.ErrStaleAttempt
 	}
 	return j, nil
 }
 
 // apply predicts cmd. It works on a copy and keeps it only on success,
 // since a refused command writes nothing.
-func (m *stepModel) apply(cmd Command) (*stepModel, Result, error) {
+func (m *stepModel) apply(cmd engine.Command) (*stepModel, engine.Result, error) {
 	c := m.clone()
 	c.now = max(c.now, cmd.Head().NowMS)
 	res, err := c.dispatch(cmd)
@@ -325,69 +327,69 @@ func (m *stepModel) apply(cmd Command) (*stepModel, Result, error) {
 	return c, res, nil
 }
 
-func (m *stepModel) dispatch(cmd Command) (Result, error) {
+func (m *stepModel) dispatch(cmd engine.Command) (engine.Result, error) {
 	switch c := cmd.(type) {
-	case *LeaseStep:
+	case *engine.LeaseStep:
 		return m.leaseStep(c)
-	case *StepHeartbeat:
+	case *engine.StepHeartbeat:
 		return m.heartbeat(c)
-	case *EndStepAttempt:
+	case *engine.EndStepAttempt:
 		return m.end(c)
-	case *AnswerStep:
+	case *engine.AnswerStep:
 		return m.answer(c)
-	case *CommitStep:
+	case *engine.CommitStep:
 		return m.commit(c)
-	case *ExpireSteps:
+	case *engine.ExpireSteps:
 		return m.expire()
-	case *AddResource:
+	case *engine.AddResource:
 		if m.res[c.ID] != nil {
-			return nil, ErrResourceExists
+			return nil, engine.ErrResourceExists
 		}
 		caps := slices.Compact(slices.Sorted(slices.Values(c.Capabilities)))
-		rs := &smRes{id: c.ID, caps: caps, labels: cloneLabels(c.Labels), capacity: c.Capacity}
+		rs := &smRes{id: c.ID, caps: caps, labels: machine.CloneLabels(c.Labels), capacity: c.Capacity}
 		m.res[c.ID] = rs
 		m.serve(rs)
-		return &ResourceResult{}, nil
-	case *DrainResource:
+		return &engine.ResourceResult{}, nil
+	case *engine.DrainResource:
 		rs := m.res[c.ID]
 		if rs == nil {
-			return nil, ErrUnknownResource
+			return nil, engine.ErrUnknownResource
 		}
 		rs.drained = !c.Undrain
 		m.serve(rs)
-		return &ResourceResult{}, nil
-	case *RemoveResource:
+		return &engine.ResourceResult{}, nil
+	case *engine.RemoveResource:
 		rs := m.res[c.ID]
 		switch {
 		case rs == nil:
-			return nil, ErrUnknownResource
+			return nil, engine.ErrUnknownResource
 		case len(rs.holders) > 0:
-			return nil, ErrResourceBusy
+			return nil, engine.ErrResourceBusy
 		}
 		delete(m.res, c.ID)
-		return &ResourceResult{}, nil
-	case *Complete:
+		return &engine.ResourceResult{}, nil
+	case *engine.Complete:
 		j, err := m.fenced(c.LeaseRef)
 		if err != nil {
 			return nil, err
 		}
 		m.endJob(j)
-		return &StatusResult{}, nil
-	case *Cancel, *Terminate:
+		return &engine.StatusResult{}, nil
+	case *engine.Cancel, *engine.Terminate:
 		// An operator's end: no attempt to fence.
 		j := m.jobs[smTarget(cmd)]
 		if j == nil || !j.open {
-			return nil, ErrIllegalTransition
+			return nil, engine.ErrIllegalTransition
 		}
 		m.endJob(j)
-		return &StatusResult{}, nil
-	case *Requeue:
+		return &engine.StatusResult{}, nil
+	case *engine.Requeue:
 		j, err := m.fenced(c.LeaseRef)
 		if err != nil {
 			return nil, err
 		}
 		j.beats = map[string]uint32{}
-		return &StatusResult{}, nil
+		return &engine.StatusResult{}, nil
 	}
 	return nil, fmt.Errorf("the model does not know %T", cmd)
 }
@@ -417,13 +419,13 @@ func (m *stepModel) endJob(j *smJob) {
 	}
 }
 
-func (m *stepModel) leaseStep(c *LeaseStep) (Result, error) {
+func (m *stepModel) leaseStep(c *engine.LeaseStep) (engine.Result, error) {
 	j, err := m.fenced(c.LeaseRef)
 	if err != nil {
 		return nil, err
 	}
 	if _, done := j.effects[c.Step]; done {
-		return nil, ErrStepCommitted
+		return nil, engine.ErrStepCommitted
 	}
 	s := j.steps[c.Step]
 	if s == nil {
@@ -434,33 +436,33 @@ func (m *stepModel) leaseStep(c *LeaseStep) (Result, error) {
 	if smHolds(s.state) && s.jobAttempt != 0 && s.jobAttempt != c.Attempt {
 		m.timeout(j, c.Step, s, false)
 	}
-	res := &StepResult{}
+	res := &engine.StepResult{}
 	switch {
 	case smHolds(s.state):
 		if s.jobAttempt == 0 {
 			s.jobAttempt, s.leaseExpiry = c.Attempt, max(s.leaseExpiry, m.now+s.leaseMS)
 		}
 		res.Granted = true
-	case s.state == StepNeedsUser || s.state == StepFailedFatal:
+	case s.state == engine.StepNeedsUser || s.state == engine.StepFailedFatal:
 	case s.state.Terminal():
-		return nil, ErrStepState
+		return nil, engine.ErrStepState
 	case s.queued:
 	default:
-		s.caps, s.selector, s.deps = slices.Clone(c.Capabilities), cloneLabels(c.Selector), slices.Clone(c.DependsOn)
+		s.caps, s.selector, s.deps = slices.Clone(c.Capabilities), machine.CloneLabels(c.Selector), slices.Clone(c.DependsOn)
 		s.leaseMS, s.timeoutFatal = c.LeaseMS, c.TimeoutFatal
 		done := true
 		for _, d := range s.deps {
 			failed, ok := j.effects[d]
 			if ok && failed {
-				return nil, ErrDependencyFailed
+				return nil, engine.ErrDependencyFailed
 			}
 			done = done && ok
 		}
 		if !done {
-			if s.state != StepNone && s.state != StepPending && s.state != StepWaitingDeps {
-				return nil, ErrStepState
+			if s.state != engine.StepNone && s.state != engine.StepPending && s.state != engine.StepWaitingDeps {
+				return nil, engine.ErrStepState
 			}
-			s.state = StepWaitingDeps
+			s.state = engine.StepWaitingDeps
 			j.setLive(c.Step, s)
 			break
 		}
@@ -469,37 +471,37 @@ func (m *stepModel) leaseStep(c *LeaseStep) (Result, error) {
 		}
 		res.Granted = smHolds(s.state)
 	}
-	if c.Start && res.Granted && s.state == StepLeased {
-		s.state, s.jobAttempt = StepRunning, c.Attempt
+	if c.Start && res.Granted && s.state == engine.StepLeased {
+		s.state, s.jobAttempt = engine.StepRunning, c.Attempt
 	}
 	m.stepResult(res, s)
 	return res, nil
 }
 
-func (m *stepModel) stepResult(res *StepResult, s *smStep) {
+func (m *stepModel) stepResult(res *engine.StepResult, s *smStep) {
 	res.State, res.StepAttempt, res.Resource = s.state, s.attempt, s.resource
-	res.Queued, res.WaitingDeps = s.queued, s.state == StepWaitingDeps
+	res.Queued, res.WaitingDeps = s.queued, s.state == engine.StepWaitingDeps
 }
 
-func (m *stepModel) heartbeat(c *StepHeartbeat) (Result, error) {
+func (m *stepModel) heartbeat(c *engine.StepHeartbeat) (engine.Result, error) {
 	j, err := m.fenced(c.LeaseRef)
 	if err != nil {
 		return nil, err
 	}
 	s := j.steps[c.Step]
-	res := &StepResult{}
+	res := &engine.StepResult{}
 	if s == nil {
 		if _, done := j.effects[c.Step]; done || j.beats[c.Step] > c.StepAttempt {
-			return nil, ErrStaleAttempt
+			return nil, engine.ErrStaleAttempt
 		}
 		j.beats[c.Step] = c.StepAttempt
-		res.State, res.StepAttempt = StepRunning, c.StepAttempt
+		res.State, res.StepAttempt = engine.StepRunning, c.StepAttempt
 		return res, nil
 	}
 	if s.attempt != c.StepAttempt || !smHolds(s.state) || s.jobAttempt != 0 && s.jobAttempt != c.Attempt {
-		return nil, ErrStaleAttempt
+		return nil, engine.ErrStaleAttempt
 	}
-	s.state, s.jobAttempt = StepRunning, c.Attempt
+	s.state, s.jobAttempt = engine.StepRunning, c.Attempt
 	if s.leaseMS > 0 {
 		s.leaseExpiry = max(s.leaseExpiry, m.now+s.leaseMS)
 	}
@@ -507,31 +509,31 @@ func (m *stepModel) heartbeat(c *StepHeartbeat) (Result, error) {
 	return res, nil
 }
 
-func (m *stepModel) end(c *EndStepAttempt) (Result, error) {
+func (m *stepModel) end(c *engine.EndStepAttempt) (engine.Result, error) {
 	j, err := m.fenced(c.LeaseRef)
 	if err != nil {
 		return nil, err
 	}
 	if _, done := j.effects[c.Step]; done {
-		return nil, ErrStepCommitted
+		return nil, engine.ErrStepCommitted
 	}
 	s := j.steps[c.Step]
 	if s == nil {
-		s = &smStep{state: StepRunning, attempt: c.StepAttempt}
+		s = &smStep{state: engine.StepRunning, attempt: c.StepAttempt}
 		j.steps[c.Step] = s
 	} else if s.attempt != c.StepAttempt || !smHolds(s.state) || s.jobAttempt != 0 && s.jobAttempt != c.Attempt {
-		return nil, ErrStaleAttempt
+		return nil, engine.ErrStaleAttempt
 	}
 	if b, ok := j.beats[c.Step]; ok {
 		if b > c.StepAttempt {
-			return nil, ErrStaleAttempt
+			return nil, engine.ErrStaleAttempt
 		}
 		delete(j.beats, c.Step)
 	}
 	s.leaseExpiry, s.jobAttempt = 0, 0
 	switch c.Outcome {
-	case OutcomeNeedsUser:
-		s.state = StepNeedsUser
+	case engine.OutcomeNeedsUser:
+		s.state = engine.StepNeedsUser
 		s.answerDue = 0
 		if c.AnswerTimeoutMS > 0 {
 			s.answerDue = m.now + c.AnswerTimeoutMS
@@ -539,44 +541,44 @@ func (m *stepModel) end(c *EndStepAttempt) (Result, error) {
 		if c.LeaseMS > 0 {
 			s.leaseMS = c.LeaseMS
 		} else if s.leaseMS == 0 {
-			s.leaseMS = defaultAnswerLeaseMS
+			s.leaseMS = machine.DefaultAnswerLeaseMS
 		}
-	case OutcomeSwitchResource:
-		s.state = StepSwitchingResource
+	case engine.OutcomeSwitchResource:
+		s.state = engine.StepSwitchingResource
 		if s.resource != "" && !slices.Contains(s.avoid, s.resource) {
 			s.avoid = append(s.avoid, s.resource)
 		}
 		m.release(j, c.Step, s)
 	default:
-		s.state = StepRetrying
+		s.state = engine.StepRetrying
 		m.release(j, c.Step, s)
 	}
 	j.setLive(c.Step, s)
-	res := &StepResult{}
+	res := &engine.StepResult{}
 	m.stepResult(res, s)
 	return res, nil
 }
 
-func (m *stepModel) answer(c *AnswerStep) (Result, error) {
+func (m *stepModel) answer(c *engine.AnswerStep) (engine.Result, error) {
 	j := m.jobs[c.Job]
 	switch {
 	case j == nil:
-		return nil, ErrUnknownJob
+		return nil, engine.ErrUnknownJob
 	case !j.open:
-		return nil, ErrJobClosed
+		return nil, engine.ErrJobClosed
 	}
 	s := j.steps[c.Step]
-	if s == nil || s.state != StepNeedsUser {
-		return nil, ErrStepState
+	if s == nil || s.state != engine.StepNeedsUser {
+		return nil, engine.ErrStepState
 	}
 	m.answerStep(j, c.Step, s)
-	res := &StepResult{}
+	res := &engine.StepResult{}
 	m.stepResult(res, s)
 	return res, nil
 }
 
 func (m *stepModel) answerStep(j *smJob, name string, s *smStep) {
-	s.state, s.attempt = StepRunning, s.attempt+1
+	s.state, s.attempt = engine.StepRunning, s.attempt+1
 	s.answerDue, s.jobAttempt, s.leaseExpiry = 0, 0, m.now+s.leaseMS
 	if s.resource != "" && !s.released {
 		for i, h := range m.res[s.resource].holders {
@@ -587,50 +589,50 @@ func (m *stepModel) answerStep(j *smJob, name string, s *smStep) {
 	}
 }
 
-func (m *stepModel) commit(c *CommitStep) (Result, error) {
+func (m *stepModel) commit(c *engine.CommitStep) (engine.Result, error) {
 	j, err := m.fenced(c.LeaseRef)
 	if err != nil {
 		return nil, err
 	}
 	if _, done := j.effects[c.Step]; done {
-		return nil, ErrStepCommitted
+		return nil, engine.ErrStepCommitted
 	}
 	s := j.steps[c.Step]
 	if s == nil {
 		if b, ok := j.beats[c.Step]; ok {
 			if c.StepAttempt != 0 && b > c.StepAttempt {
-				return nil, ErrStaleAttempt
+				return nil, engine.ErrStaleAttempt
 			}
 			delete(j.beats, c.Step)
 		}
 		j.effects[c.Step] = c.Failed
 		m.promote(j, c.Step, c.Failed)
-		return &AppendResult{}, nil
+		return &engine.AppendResult{}, nil
 	}
-	if c.Reason != ReasonNotStarted {
+	if c.Reason != engine.ReasonNotStarted {
 		switch {
 		case c.StepAttempt != s.attempt:
-			return nil, ErrStaleAttempt
-		case smHolds(s.state), s.state == StepFailedFatal && c.Failed:
+			return nil, engine.ErrStaleAttempt
+		case smHolds(s.state), s.state == engine.StepFailedFatal && c.Failed:
 		default:
-			return nil, ErrStaleAttempt // the try no longer holds the step
+			return nil, engine.ErrStaleAttempt // the try no longer holds the step
 		}
 	} else {
 		// A step fails where it waits only while it waits, and only from
 		// its newest try (0: the engine numbers it so).
 		switch s.state {
-		case StepPending, StepWaitingDeps, StepLeased, StepRetrying, StepSwitchingResource, StepNeedsUser:
+		case engine.StepPending, engine.StepWaitingDeps, engine.StepLeased, engine.StepRetrying, engine.StepSwitchingResource, engine.StepNeedsUser:
 		default:
-			return nil, ErrStaleAttempt
+			return nil, engine.ErrStaleAttempt
 		}
 		if c.StepAttempt != 0 && c.StepAttempt != s.attempt {
-			return nil, ErrStaleAttempt
+			return nil, engine.ErrStaleAttempt
 		}
 	}
 	if c.Failed {
-		s.state = StepFailed
+		s.state = engine.StepFailed
 	} else {
-		s.state = StepSucceeded
+		s.state = engine.StepSucceeded
 	}
 	if s.queued {
 		s.queued = false
@@ -641,7 +643,7 @@ func (m *stepModel) commit(c *CommitStep) (Result, error) {
 	j.setLive(c.Step, s)
 	j.effects[c.Step] = c.Failed
 	m.promote(j, c.Step, c.Failed)
-	return &AppendResult{}, nil
+	return &engine.AppendResult{}, nil
 }
 
 // promote leases the steps waiting for done once all their dependencies
@@ -652,7 +654,7 @@ func (m *stepModel) promote(j *smJob, done string, failed bool) {
 	}
 	for _, name := range slices.Clone(j.live) {
 		s := j.steps[name]
-		if s.state != StepWaitingDeps || !slices.Contains(s.deps, done) {
+		if s.state != engine.StepWaitingDeps || !slices.Contains(s.deps, done) {
 			continue
 		}
 		ok := true
@@ -668,10 +670,10 @@ func (m *stepModel) promote(j *smJob, done string, failed bool) {
 
 // expire handles every live step deadline due by now, in the index's
 // order: time, job, step.
-func (m *stepModel) expire() (Result, error) {
+func (m *stepModel) expire() (engine.Result, error) {
 	type due struct {
 		at   int64
-		job  JobID
+		job  engine.JobID
 		step string
 	}
 	var dues []due
@@ -681,10 +683,10 @@ func (m *stepModel) expire() (Result, error) {
 		}
 		for name, s := range j.steps {
 			at := s.leaseExpiry
-			if s.state == StepNeedsUser {
+			if s.state == engine.StepNeedsUser {
 				at = s.answerDue
 			}
-			if at > 0 && at <= m.now && (smHolds(s.state) || s.state == StepNeedsUser) {
+			if at > 0 && at <= m.now && (smHolds(s.state) || s.state == engine.StepNeedsUser) {
 				dues = append(dues, due{at, id, name})
 			}
 		}
@@ -702,13 +704,13 @@ func (m *stepModel) expire() (Result, error) {
 		j := m.jobs[d.job]
 		s := j.steps[d.step]
 		switch {
-		case s.state == StepNeedsUser && s.answerDue == d.at:
+		case s.state == engine.StepNeedsUser && s.answerDue == d.at:
 			m.answerStep(j, d.step, s)
 		case smHolds(s.state) && s.leaseExpiry == d.at:
 			m.timeout(j, d.step, s, true)
 		}
 	}
-	return &SweepResult{}, nil
+	return &engine.SweepResult{}, nil
 }
 
 // ---------------------------------------------------------------------------
@@ -720,15 +722,15 @@ type stepDriver struct {
 	h     *harness
 	m     *stepModel
 	trace []string
-	jobs  []JobID // the open jobs commands aim at
-	next  int     // names queues of new jobs
+	jobs  []engine.JobID // the open jobs commands aim at
+	next  int            // names queues of new jobs
 	// seen counts outcomes, so a run shows it reached the interesting cases.
 	seen map[string]int
 }
 
 func runStepProperty(t *testing.T, seed int64, n int, meter *meterCheck) {
 	d := &stepDriver{t: t, r: rand.New(rand.NewSource(seed)), h: newHarness(t),
-		m: &stepModel{jobs: map[JobID]*smJob{}, res: map[string]*smRes{}}, seen: map[string]int{}}
+		m: &stepModel{jobs: map[engine.JobID]*smJob{}, res: map[string]*smRes{}}, seen: map[string]int{}}
 	d.h.now = 1_000_000
 	d.h.meter = meter
 	for range 3 {
@@ -766,8 +768,8 @@ func (d *stepDriver) fail(format string, a ...any) {
 func (d *stepDriver) newJob() {
 	d.next++
 	q := fmt.Sprintf("q%d", d.next)
-	id := d.h.must(&CreateJob{Type: "t", Queue: q}).(*CreateResult).Job
-	c := d.h.must(&Claim{Queue: q, Owner: "w", Max: 1, LeaseMS: 3_600_000}).(*ClaimResult)
+	id := d.h.must(&engine.CreateJob{Type: "t", Queue: q}).(*engine.CreateResult).Job
+	c := d.h.must(&engine.Claim{Queue: q, Owner: "w", Max: 1, LeaseMS: 3_600_000}).(*engine.ClaimResult)
 	d.m.jobs[id] = &smJob{id: id, queue: q, attempt: c.Jobs[0].Attempt, open: true,
 		beats: map[string]uint32{}, effects: map[string]bool{}, steps: map[string]*smStep{}}
 	d.jobs = append(d.jobs, id)
@@ -775,19 +777,19 @@ func (d *stepDriver) newJob() {
 
 func (d *stepDriver) pick(list []string) string { return list[d.r.Intn(len(list))] }
 
-func (d *stepDriver) ref() LeaseRef {
+func (d *stepDriver) ref() engine.LeaseRef {
 	j := d.m.jobs[d.jobs[d.r.Intn(len(d.jobs))]]
 	att := j.attempt
 	if d.r.Intn(12) == 0 {
 		att = max(att-1, 1) // a stale attempt, now and then
 	}
-	return LeaseRef{Job: j.id, Attempt: att}
+	return engine.LeaseRef{Job: j.id, Attempt: att}
 }
 
 var smSteps = []string{"1", "2", "3", "4", "5", "6", "7", "8"}
 
 // try picks a try number near a step's newest, so most writes are live.
-func (d *stepDriver) try(ref LeaseRef, name string) uint32 {
+func (d *stepDriver) try(ref engine.LeaseRef, name string) uint32 {
 	var cur uint32 = 1
 	if j := d.m.jobs[ref.Job]; j != nil {
 		if s := j.steps[name]; s != nil {
@@ -805,13 +807,13 @@ func (d *stepDriver) try(ref LeaseRef, name string) uint32 {
 	return max(cur, 1)
 }
 
-func (d *stepDriver) gen() Command {
+func (d *stepDriver) gen() engine.Command {
 	ref := d.ref()
 	name := d.pick(smSteps)
 	caps := [][]string{nil, {"a"}, {"a"}, {"b"}, {"a", "b"}}[d.r.Intn(5)]
 	switch k := d.r.Intn(100); {
 	case k < 26:
-		c := &LeaseStep{LeaseRef: ref, Step: name, Name: "act", LeaseMS: int64(1000 * (1 + d.r.Intn(5))), Capabilities: caps,
+		c := &engine.LeaseStep{LeaseRef: ref, Step: name, Name: "act", LeaseMS: int64(1000 * (1 + d.r.Intn(5))), Capabilities: caps,
 			TimeoutFatal: d.r.Intn(4) == 0, Start: d.r.Intn(2) == 0}
 		if d.r.Intn(5) == 0 {
 			c.Selector = map[string]string{"zone": d.pick([]string{"x", "y"})}
@@ -821,11 +823,11 @@ func (d *stepDriver) gen() Command {
 		}
 		return c
 	case k < 36:
-		return &StepHeartbeat{LeaseRef: ref, Step: name, StepAttempt: d.try(ref, name), LeaseMS: 3_600_000}
+		return &engine.StepHeartbeat{LeaseRef: ref, Step: name, StepAttempt: d.try(ref, name), LeaseMS: 3_600_000}
 	case k < 50:
-		c := &EndStepAttempt{LeaseRef: ref, Step: name, Name: "act", StepAttempt: d.try(ref, name),
-			Outcome: []StepOutcome{OutcomeRetry, OutcomeSwitchResource, OutcomeNeedsUser}[d.r.Intn(3)]}
-		if c.Outcome == OutcomeNeedsUser && d.r.Intn(2) == 0 {
+		c := &engine.EndStepAttempt{LeaseRef: ref, Step: name, Name: "act", StepAttempt: d.try(ref, name),
+			Outcome: []engine.StepOutcome{engine.OutcomeRetry, engine.OutcomeSwitchResource, engine.OutcomeNeedsUser}[d.r.Intn(3)]}
+		if c.Outcome == engine.OutcomeNeedsUser && d.r.Intn(2) == 0 {
 			c.AnswerTimeoutMS = int64(500 * (1 + d.r.Intn(6)))
 		}
 		return c
@@ -833,19 +835,19 @@ func (d *stepDriver) gen() Command {
 		// Mostly to a step that asks.
 		for _, id := range d.jobs {
 			for n, s := range d.m.jobs[id].steps {
-				if s.state == StepNeedsUser && d.r.Intn(3) > 0 {
-					return &AnswerStep{Target: Target{Job: id}, Step: n, Answer: []byte(`"ok"`)}
+				if s.state == engine.StepNeedsUser && d.r.Intn(3) > 0 {
+					return &engine.AnswerStep{Target: engine.Target{Job: id}, Step: n, Answer: []byte(`"ok"`)}
 				}
 			}
 		}
-		return &AnswerStep{Target: Target{Job: ref.Job}, Step: name, Answer: []byte(`"ok"`)}
+		return &engine.AnswerStep{Target: engine.Target{Job: ref.Job}, Step: name, Answer: []byte(`"ok"`)}
 	case k < 68:
-		c := &CommitStep{LeaseRef: ref, Step: name, Type: EventActivityCompleted, StepAttempt: d.try(ref, name)}
+		c := &engine.CommitStep{LeaseRef: ref, Step: name, Type: engine.EventActivityCompleted, StepAttempt: d.try(ref, name)}
 		switch d.r.Intn(4) {
 		case 0:
-			c.Type, c.Failed = EventActivityFailed, true
+			c.Type, c.Failed = engine.EventActivityFailed, true
 		case 1:
-			c.Type, c.Failed, c.Reason, c.StepAttempt = EventActivityFailed, true, ReasonNotStarted, 0
+			c.Type, c.Failed, c.Reason, c.StepAttempt = engine.EventActivityFailed, true, engine.ReasonNotStarted, 0
 			if d.r.Intn(2) == 0 {
 				// From a try: the newest, an older one, or one never leased.
 				c.StepAttempt = max(1, d.try(ref, name)+uint32(d.r.Intn(3))-1)
@@ -854,25 +856,25 @@ func (d *stepDriver) gen() Command {
 		return c
 	case k < 80:
 		d.h.now += int64(200 * (1 + d.r.Intn(15)))
-		return &ExpireSteps{Max: 1000}
+		return &engine.ExpireSteps{Max: 1000}
 	case k < 86:
-		c := &AddResource{ID: fmt.Sprintf("r%d", d.r.Intn(5)), Capacity: 1 + d.r.Intn(2), Capabilities: caps}
+		c := &engine.AddResource{ID: fmt.Sprintf("r%d", d.r.Intn(5)), Capacity: 1 + d.r.Intn(2), Capabilities: caps}
 		if d.r.Intn(2) == 0 {
 			c.Labels = map[string]string{"zone": d.pick([]string{"x", "y"})}
 		}
 		return c
 	case k < 91:
-		return &DrainResource{ID: fmt.Sprintf("r%d", d.r.Intn(5)), Undrain: d.r.Intn(2) == 0}
+		return &engine.DrainResource{ID: fmt.Sprintf("r%d", d.r.Intn(5)), Undrain: d.r.Intn(2) == 0}
 	case k < 93:
-		return &RemoveResource{ID: fmt.Sprintf("r%d", d.r.Intn(5))}
+		return &engine.RemoveResource{ID: fmt.Sprintf("r%d", d.r.Intn(5))}
 	case k < 95:
-		return &Complete{LeaseRef: ref}
+		return &engine.Complete{LeaseRef: ref}
 	case k < 96:
-		return &Cancel{Target: Target{Job: ref.Job}}
+		return &engine.Cancel{Target: engine.Target{Job: ref.Job}}
 	case k < 97:
-		return &Terminate{Target: Target{Job: ref.Job}}
+		return &engine.Terminate{Target: engine.Target{Job: ref.Job}}
 	}
-	return &Requeue{LeaseRef: ref, Reason: "test"}
+	return &engine.Requeue{LeaseRef: ref, Reason: "test"}
 }
 
 func (d *stepDriver) step() {
@@ -886,8 +888,8 @@ func (d *stepDriver) step() {
 	}
 	outcome := "ok"
 	if err != nil {
-		outcome = outcomeOf(err)
-	} else if sr, ok := got.(*StepResult); ok {
+		outcome = machine.Outcome(err)
+	} else if sr, ok := got.(*engine.StepResult); ok {
 		outcome = sr.State.String()
 		if sr.Queued {
 			outcome = "queued"
@@ -896,8 +898,8 @@ func (d *stepDriver) step() {
 	d.seen[cmd.Kind().String()+":"+outcome]++
 	if err == nil {
 		d.m = next
-		if sr, ok := got.(*StepResult); ok {
-			w := want.(*StepResult)
+		if sr, ok := got.(*engine.StepResult); ok {
+			w := want.(*engine.StepResult)
 			if sr.State != w.State || sr.StepAttempt != w.StepAttempt || sr.Granted != w.Granted || sr.Queued != w.Queued ||
 				sr.WaitingDeps != w.WaitingDeps || sr.Resource != w.Resource {
 				d.fail("%s: got %s, the model says %s", cmd.Kind(), propFmtRes(sr), propFmtRes(w))
@@ -906,16 +908,16 @@ func (d *stepDriver) step() {
 	}
 	// A finished job is replaced, a requeued one claimed again.
 	switch c := cmd.(type) {
-	case *Complete, *Cancel, *Terminate:
+	case *engine.Complete, *engine.Cancel, *engine.Terminate:
 		if err == nil {
 			id := smTarget(c)
-			d.jobs = slices.DeleteFunc(d.jobs, func(x JobID) bool { return x == id })
+			d.jobs = slices.DeleteFunc(d.jobs, func(x engine.JobID) bool { return x == id })
 			d.newJob()
 		}
-	case *Requeue:
+	case *engine.Requeue:
 		if err == nil {
 			j := d.m.jobs[c.Job]
-			cl := d.h.must(&Claim{Header: Header{NowMS: d.h.now}, Queue: j.queue, Owner: "w2", Max: 1, LeaseMS: 3_600_000}).(*ClaimResult)
+			cl := d.h.must(&engine.Claim{Header: engine.Header{NowMS: d.h.now}, Queue: j.queue, Owner: "w2", Max: 1, LeaseMS: 3_600_000}).(*engine.ClaimResult)
 			j.attempt = cl.Jobs[0].Attempt
 		}
 	}
@@ -929,7 +931,7 @@ func (d *stepDriver) compare() {
 		for id, mj := range d.m.jobs {
 			names := map[string]bool{}
 			err := r.Scan(storage.StepPrefix(uint64(id)), nil, true, func(k, v []byte) (bool, error) {
-				rec, err := DecodeStepRecord(v)
+				rec, err := machine.DecodeStepRecord(v)
 				if err != nil {
 					return false, err
 				}
@@ -955,7 +957,7 @@ func (d *stepDriver) compare() {
 					d.fail("job %d step %s: the model has a record the store does not", id, name)
 				}
 			}
-			j, err := ReadJob(r, id)
+			j, err := machine.ReadJob(r, id)
 			if err != nil {
 				return err
 			}
@@ -963,7 +965,7 @@ func (d *stepDriver) compare() {
 				d.fail("job %d lives %v, the model %v", id, j.LiveSteps, mj.live)
 			}
 		}
-		all, err := ReadResources(r)
+		all, err := machine.ReadResources(r)
 		if err != nil {
 			return err
 		}
@@ -989,16 +991,16 @@ func (d *stepDriver) compare() {
 			if err != nil {
 				return false, err
 			}
-			rec, err := readStep(r.Get, JobID(e.Job), e.Step)
+			rec, err := machine.ReadStep(r.Get, engine.JobID(e.Job), e.Step)
 			if err != nil {
 				return false, err
 			}
-			j, err := ReadJob(r, JobID(e.Job))
+			j, err := machine.ReadJob(r, engine.JobID(e.Job))
 			if err != nil {
 				return false, err
 			}
 			if rec != nil && rec.WaiterSeq == e.Seq && !j.Status.Terminal() {
-				queue = append(queue, smWaiter{JobID(e.Job), e.Step})
+				queue = append(queue, smWaiter{engine.JobID(e.Job), e.Step})
 			}
 			return true, nil
 		})
@@ -1022,7 +1024,7 @@ func (d *stepDriver) verify() {
 	d.t.Helper()
 	var errs []error
 	viewOK(d.t, d.h.db, func(r *storage.Reader) error {
-		errs = Verify(r, 5)
+		errs = machine.Verify(r, 5)
 		return nil
 	})
 	if len(errs) > 0 {
@@ -1031,13 +1033,13 @@ func (d *stepDriver) verify() {
 }
 
 // smTarget is the job a command that ends one names.
-func smTarget(cmd Command) JobID {
+func smTarget(cmd engine.Command) engine.JobID {
 	switch c := cmd.(type) {
-	case *Complete:
+	case *engine.Complete:
 		return c.Job
-	case *Cancel:
+	case *engine.Cancel:
 		return c.Job
-	case *Terminate:
+	case *engine.Terminate:
 		return c.Job
 	}
 	return 0

@@ -1,16 +1,17 @@
-package engine
+package machine
 
 import (
 	"fmt"
 	"slices"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/storage"
 )
 
 // holderKey names one step's claim on a resource unit.
 type holderKey struct {
 	resource string
-	job      JobID
+	job      engine.JobID
 	step     string
 }
 
@@ -19,18 +20,18 @@ type holderKey struct {
 // of its events, the job's live steps are exactly its records that have
 // not ended, a record's deadline and waiter entries exist, and the units
 // its records hold are noted for the resource check.
-func (v *verifier) steps(j *Job, hist []Event) bool {
+func (v *verifier) steps(j *engine.Job, hist []engine.Event) bool {
 	fail := func(format string, a ...any) bool {
 		return v.add(fmt.Errorf("job %d: "+format, append([]any{j.ID}, a...)...))
 	}
-	byStep := map[string][]Event{}
+	byStep := map[string][]engine.Event{}
 	for _, ev := range hist {
-		if IsStepEvent(ev.Type) && ev.Step != "" {
+		if engine.IsStepEvent(ev.Type) && ev.Step != "" {
 			byStep[ev.Step] = append(byStep[ev.Step], ev)
 		}
 	}
 	for name, evs := range byStep {
-		if err := CheckStepHistory(name, evs); err != nil {
+		if err := engine.CheckStepHistory(name, evs); err != nil {
 			if !fail("%v", err) {
 				return false
 			}
@@ -39,7 +40,7 @@ func (v *verifier) steps(j *Job, hist []Event) bool {
 	var live []string
 	ok := true
 	err := v.r.Scan(storage.StepPrefix(uint64(j.ID)), nil, true, func(k, b []byte) (bool, error) {
-		rec := new(StepRecord)
+		rec := new(engine.StepRecord)
 		if _, err := storage.DecodeAt(k, b, storage.KindStep, stepVersion, rec); err != nil {
 			ok = v.add(err)
 			return ok, nil
@@ -65,7 +66,7 @@ func (v *verifier) steps(j *Job, hist []Event) bool {
 		return fail("record lists live steps %v, its step records that have not ended are %v", j.LiveSteps, live)
 	}
 	for _, b := range j.Beats {
-		if j.Status != StatusRunning {
+		if j.Status != engine.StatusRunning {
 			return fail("%s record holds the heartbeat of step %q", j.Status, b.Step)
 		}
 		if has, _ := v.r.Get(storage.StepKey(uint64(j.ID), b.Step)); has != nil {
@@ -77,14 +78,14 @@ func (v *verifier) steps(j *Job, hist []Event) bool {
 
 // stepRecord checks one step record against its events and notes the
 // entries and units it implies.
-func (v *verifier) stepRecord(j *Job, rec *StepRecord, evs []Event) error {
+func (v *verifier) stepRecord(j *engine.Job, rec *engine.StepRecord, evs []engine.Event) error {
 	if rec.Job != j.ID {
 		return fmt.Errorf("record names job %d", rec.Job)
 	}
-	p := DeriveStepState(evs)
+	p := engine.DeriveStepState(evs)
 	state := p.State
-	if state == StepNone && len(evs) == 0 {
-		state = StepPending // issued and waiting, nothing recorded yet
+	if state == engine.StepNone && len(evs) == 0 {
+		state = engine.StepPending // issued and waiting, nothing recorded yet
 	}
 	switch {
 	case rec.State != state:
@@ -109,7 +110,7 @@ func (v *verifier) stepRecord(j *Job, rec *StepRecord, evs []Event) error {
 	}
 	if rec.WaiterSeq != 0 {
 		switch rec.State {
-		case StepPending, StepWaitingDeps, StepRetrying, StepSwitchingResource:
+		case engine.StepPending, engine.StepWaitingDeps, engine.StepRetrying, engine.StepSwitchingResource:
 		default:
 			return fmt.Errorf("record waits for a unit in state %s", rec.State)
 		}
@@ -118,7 +119,7 @@ func (v *verifier) stepRecord(j *Job, rec *StepRecord, evs []Event) error {
 		}
 		v.want[string(storage.WaiterKey(rec.WaiterSeq, uint64(j.ID), rec.Step))] = true
 		if v.waiting == nil {
-			v.waiting = map[uint64]*StepRecord{}
+			v.waiting = map[uint64]*engine.StepRecord{}
 		}
 		v.waiting[rec.WaiterSeq] = rec
 	}
@@ -126,7 +127,7 @@ func (v *verifier) stepRecord(j *Job, rec *StepRecord, evs []Event) error {
 		if !open {
 			return fmt.Errorf("record of a %s job still holds a unit of %q", j.Status, rec.Resource)
 		}
-		if !rec.State.HoldsLease() && rec.State != StepNeedsUser {
+		if !rec.State.HoldsLease() && rec.State != engine.StepNeedsUser {
 			return fmt.Errorf("record holds a unit of %q in state %s", rec.Resource, rec.State)
 		}
 		v.claims[holderKey{rec.Resource, j.ID, rec.Step}] = rec.Attempt

@@ -1,114 +1,18 @@
-package engine
+package machine_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
+
+	"github.com/heddlewf/heddle/engine"
 )
-
-// specTable is docs/state-machines.md §1 with the §4 rows and columns, transcribed
-// by hand from the specification (not generated from transitions.go), so the
-// test compares the code against the document. "-" is illegal.
-const specTable = `
-state      created queued requeued leased  running waiting wait_completed completed failed cancelled drafted activated suspended resumed timed_out terminated
-None       Queued  Queued Queued   -       -       -       -              -         -      -         Draft   -         -         -       -         -
-Queued     -       -      Queued   Running Running -       Queued         -         -      Cancelled -       -         Suspended -       TimedOut  Terminated
-Running    -       -      Queued   -       -       Waiting Queued         Completed Failed Cancelled -       -         Suspended -       TimedOut  Terminated
-Waiting    -       -      -        -       -       -       Queued         -         -      Cancelled -       -         Suspended -       TimedOut  Terminated
-Parked     -       -      -        -       -       -       Queued         -         -      Cancelled -       -         Suspended -       TimedOut  Terminated
-Retrying   -       -      Queued   Running Running -       Queued         -         -      Cancelled -       -         Suspended -       TimedOut  Terminated
-Completed  -       -      -        -       -       -       -              -         -      -         -       -         -         -       -         -
-Failed     -       -      Queued   -       -       -       -              -         -      -         -       -         -         -       -         -
-Cancelled  -       -      -        -       -       -       -              -         -      -         -       -         -         -       -         -
-Draft      -       -      -        -       -       -       -              -         -      Cancelled -       Queued    Suspended -       TimedOut  Terminated
-Suspended  -       -      -        -       -       -       -              -         -      Cancelled -       -         -         Queued  TimedOut  Terminated
-TimedOut   -       -      -        -       -       -       -              -         -      -         -       -         -         -       -         -
-Terminated -       -      -        -       -       -       -              -         -      -         -       -         -         -       -         -
-`
-
-func parseSpecTable(t *testing.T) (cols []EventType, rows map[Status][]string) {
-	t.Helper()
-	lines := strings.Split(strings.TrimSpace(specTable), "\n")
-	for _, c := range strings.Fields(lines[0])[1:] {
-		name := EventType("job_" + c)
-		if c == "wait_completed" {
-			name = EventWaitCompleted
-		}
-		if !IsStatusEvent(name) {
-			t.Fatalf("spec column %q is not a status event", c)
-		}
-		cols = append(cols, name)
-	}
-	rows = map[Status][]string{}
-	for _, line := range lines[1:] {
-		f := strings.Fields(line)
-		s := StatusNone
-		if f[0] != "None" {
-			var err error
-			if s, err = ParseStatus(f[0]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		rows[s] = f[1:]
-	}
-	return cols, rows
-}
-
-// Every cell of the table, legal and illegal, against BaseTransition.
-func TestTransitionTableEveryCell(t *testing.T) {
-	cols, rows := parseSpecTable(t)
-	if len(cols) != len(StatusEvents()) {
-		t.Fatalf("spec has %d status events, code has %d", len(cols), len(StatusEvents()))
-	}
-	if len(rows) != len(Statuses())+1 {
-		t.Fatalf("spec has %d rows, want every status plus None", len(rows))
-	}
-	for from, cells := range rows {
-		for i, ev := range cols {
-			to, ok := BaseTransition(from, ev)
-			want := cells[i]
-			switch {
-			case want == "-" && ok:
-				t.Errorf("%s --%s--> %s is legal in code, illegal in the spec", from, ev, to)
-			case want != "-" && !ok:
-				t.Errorf("%s --%s--> is illegal in code, the spec says %s", from, ev, want)
-			case want != "-" && to.String() != want:
-				t.Errorf("%s --%s--> %s in code, the spec says %s", from, ev, to, want)
-			}
-		}
-	}
-}
-
-// The attribute refinements: a parked wait, a delayed requeue.
-func TestNextRefinements(t *testing.T) {
-	tests := []struct {
-		from Status
-		ev   Event
-		want Status
-	}{
-		{StatusRunning, Event{Type: EventJobWaiting, Wait: &WaitSpec{Signals: []string{"s"}}}, StatusWaiting},
-		{StatusRunning, Event{Type: EventJobWaiting, Wait: &WaitSpec{Signals: []string{"s"}, Park: true}}, StatusParked},
-		{StatusRunning, Event{Type: EventJobRequeued}, StatusQueued},
-		{StatusRunning, Event{Type: EventJobRequeued, DelayMS: 10}, StatusRetrying},
-		{StatusFailed, Event{Type: EventJobRequeued, DelayMS: 10}, StatusRetrying},
-		{StatusRetrying, Event{Type: EventJobRequeued}, StatusQueued},
-		{StatusRunning, Event{Type: "activity_completed"}, StatusRunning},
-		{StatusWaiting, Event{Type: EventSignalReceived}, StatusWaiting},
-	}
-	for _, tt := range tests {
-		got, ok := Next(tt.from, &tt.ev)
-		if !ok || got != tt.want {
-			t.Errorf("Next(%s, %s) = %s, %v; want %s", tt.from, tt.ev.Type, got, ok, tt.want)
-		}
-	}
-}
 
 // drive puts a fresh job into status s through real commands and returns it
 // with its latest attempt.
-func drive(h *harness, s Status, wf string) LeaseRef {
+func drive(h *harness, s engine.Status, wf string) engine.LeaseRef {
 	h.t.Helper()
-	create := &CreateJob{WorkflowID: wf, Type: "t", Queue: "q"}
-	if s == StatusTimedOut {
+	create := &engine.CreateJob{WorkflowID: wf, Type: "t", Queue: "q"}
+	if s == engine.StatusTimedOut {
 		create.RunTimeoutMS = 500
 	}
 	return driveJob(h, create, s)
@@ -116,43 +20,43 @@ func drive(h *harness, s Status, wf string) LeaseRef {
 
 // driveJob is drive for a job created by create (its queue must be "q", and
 // no other job may be ready there).
-func driveJob(h *harness, create *CreateJob, s Status) LeaseRef {
+func driveJob(h *harness, create *engine.CreateJob, s engine.Status) engine.LeaseRef {
 	h.t.Helper()
-	create.Draft = s == StatusDraft
-	id := h.must(create).(*CreateResult).Job
+	create.Draft = s == engine.StatusDraft
+	id := h.must(create).(*engine.CreateResult).Job
 	switch s {
-	case StatusQueued, StatusDraft:
-		return LeaseRef{Job: id}
-	case StatusCancelled:
-		h.must(&Cancel{Target: Target{Job: id}})
-		return LeaseRef{Job: id}
-	case StatusTerminated:
-		h.must(&Terminate{Target: Target{Job: id}})
-		return LeaseRef{Job: id}
-	case StatusTimedOut:
+	case engine.StatusQueued, engine.StatusDraft:
+		return engine.LeaseRef{Job: id}
+	case engine.StatusCancelled:
+		h.must(&engine.Cancel{Target: engine.Target{Job: id}})
+		return engine.LeaseRef{Job: id}
+	case engine.StatusTerminated:
+		h.must(&engine.Terminate{Target: engine.Target{Job: id}})
+		return engine.LeaseRef{Job: id}
+	case engine.StatusTimedOut:
 		h.now += 500
-		h.must(&ExpireDeadlines{Max: 10})
+		h.must(&engine.ExpireDeadlines{Max: 10})
 		if got := h.job(id).Status; got != s {
 			h.t.Fatalf("drive to %s reached %s", s, got)
 		}
-		return LeaseRef{Job: id}
-	case StatusSuspended:
-		h.must(&Suspend{Target: Target{Job: id}})
-		return LeaseRef{Job: id}
+		return engine.LeaseRef{Job: id}
+	case engine.StatusSuspended:
+		h.must(&engine.Suspend{Target: engine.Target{Job: id}})
+		return engine.LeaseRef{Job: id}
 	}
-	c := h.must(&Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}).(*ClaimResult).Jobs[0]
-	ref := LeaseRef{Job: id, Attempt: c.Attempt}
+	c := h.must(&engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000}).(*engine.ClaimResult).Jobs[0]
+	ref := engine.LeaseRef{Job: id, Attempt: c.Attempt}
 	switch s {
-	case StatusWaiting:
-		h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{Signals: []string{"go"}}, SeenSeq: c.LastSeq})
-	case StatusParked:
-		h.must(&Wait{LeaseRef: ref, Spec: WaitSpec{Signals: []string{"go"}, Park: true}, SeenSeq: c.LastSeq})
-	case StatusRetrying:
-		h.must(&Requeue{LeaseRef: ref, DelayMS: 5000})
-	case StatusCompleted:
-		h.must(&Complete{LeaseRef: ref})
-	case StatusFailed:
-		h.must(&Fail{LeaseRef: ref})
+	case engine.StatusWaiting:
+		h.must(&engine.Wait{LeaseRef: ref, Spec: engine.WaitSpec{Signals: []string{"go"}}, SeenSeq: c.LastSeq})
+	case engine.StatusParked:
+		h.must(&engine.Wait{LeaseRef: ref, Spec: engine.WaitSpec{Signals: []string{"go"}, Park: true}, SeenSeq: c.LastSeq})
+	case engine.StatusRetrying:
+		h.must(&engine.Requeue{LeaseRef: ref, DelayMS: 5000})
+	case engine.StatusCompleted:
+		h.must(&engine.Complete{LeaseRef: ref})
+	case engine.StatusFailed:
+		h.must(&engine.Fail{LeaseRef: ref})
 	}
 	if got := h.job(id).Status; got != s {
 		h.t.Fatalf("drive to %s reached %s", s, got)
@@ -165,53 +69,59 @@ func driveJob(h *harness, create *CreateJob, s Status) LeaseRef {
 // right sentinel and write nothing.
 func TestCommandsInEveryStatus(t *testing.T) {
 	type outcome struct {
-		to  Status // the status after a legal command
-		err error  // the sentinel of an illegal one
+		to  engine.Status // the status after a legal command
+		err error         // the sentinel of an illegal one
 	}
-	legalIn := func(to Status, in ...Status) func(Status) outcome {
-		return func(s Status) outcome {
+	legalIn := func(to engine.Status, in ...engine.Status) func(engine.Status) outcome {
+		return func(s engine.Status) outcome {
 			for _, x := range in {
 				if x == s {
 					return outcome{to: to}
 				}
 			}
-			return outcome{err: ErrIllegalTransition}
+			return outcome{err: engine.ErrIllegalTransition}
 		}
 	}
-	fencedIn := func(to Status) func(Status) outcome {
-		return func(s Status) outcome {
-			if s == StatusRunning {
+	fencedIn := func(to engine.Status) func(engine.Status) outcome {
+		return func(s engine.Status) outcome {
+			if s == engine.StatusRunning {
 				return outcome{to: to}
 			}
-			return outcome{err: ErrStaleAttempt}
+			return outcome{err: engine.ErrStaleAttempt}
 		}
 	}
 	commands := []struct {
 		name string
-		cmd  func(ref LeaseRef) Command
-		want func(Status) outcome
+		cmd  func(ref engine.LeaseRef) engine.Command
+		want func(engine.Status) outcome
 	}{
-		{"cancel", func(r LeaseRef) Command { return &Cancel{Target: Target{Job: r.Job}} },
-			legalIn(StatusCancelled, StatusQueued, StatusRunning, StatusWaiting, StatusParked, StatusRetrying, StatusDraft, StatusSuspended)},
-		{"terminate", func(r LeaseRef) Command { return &Terminate{Target: Target{Job: r.Job}} },
-			legalIn(StatusTerminated, StatusQueued, StatusRunning, StatusWaiting, StatusParked, StatusRetrying, StatusDraft, StatusSuspended)},
-		{"suspend", func(r LeaseRef) Command { return &Suspend{Target: Target{Job: r.Job}} },
-			legalIn(StatusSuspended, StatusQueued, StatusRunning, StatusWaiting, StatusParked, StatusRetrying, StatusDraft)},
-		{"resume", func(r LeaseRef) Command { return &Resume{Target: Target{Job: r.Job}} }, legalIn(StatusQueued, StatusSuspended)},
-		{"activate", func(r LeaseRef) Command { return &Activate{Target: Target{Job: r.Job}} }, legalIn(StatusQueued, StatusDraft)},
-		{"retry failed", func(r LeaseRef) Command { return &Requeue{LeaseRef: LeaseRef{Job: r.Job}} }, legalIn(StatusQueued, StatusFailed)},
-		{"complete", func(r LeaseRef) Command { return &Complete{LeaseRef: LeaseRef{Job: r.Job, Attempt: max(r.Attempt, 1)}} }, fencedIn(StatusCompleted)},
-		{"fail", func(r LeaseRef) Command { return &Fail{LeaseRef: LeaseRef{Job: r.Job, Attempt: max(r.Attempt, 1)}} }, fencedIn(StatusFailed)},
-		{"requeue", func(r LeaseRef) Command { return &Requeue{LeaseRef: LeaseRef{Job: r.Job, Attempt: max(r.Attempt, 1)}} }, fencedIn(StatusQueued)},
-		{"requeue delayed", func(r LeaseRef) Command {
-			return &Requeue{LeaseRef: LeaseRef{Job: r.Job, Attempt: max(r.Attempt, 1)}, DelayMS: 10}
-		}, fencedIn(StatusRetrying)},
-		{"wait", func(r LeaseRef) Command {
-			return &Wait{LeaseRef: LeaseRef{Job: r.Job, Attempt: max(r.Attempt, 1)}, Spec: WaitSpec{Signals: []string{"x"}}}
-		}, fencedIn(StatusWaiting)},
+		{"cancel", func(r engine.LeaseRef) engine.Command { return &engine.Cancel{Target: engine.Target{Job: r.Job}} },
+			legalIn(engine.StatusCancelled, engine.StatusQueued, engine.StatusRunning, engine.StatusWaiting, engine.StatusParked, engine.StatusRetrying, engine.StatusDraft, engine.StatusSuspended)},
+		{"terminate", func(r engine.LeaseRef) engine.Command { return &engine.Terminate{Target: engine.Target{Job: r.Job}} },
+			legalIn(engine.StatusTerminated, engine.StatusQueued, engine.StatusRunning, engine.StatusWaiting, engine.StatusParked, engine.StatusRetrying, engine.StatusDraft, engine.StatusSuspended)},
+		{"suspend", func(r engine.LeaseRef) engine.Command { return &engine.Suspend{Target: engine.Target{Job: r.Job}} },
+			legalIn(engine.StatusSuspended, engine.StatusQueued, engine.StatusRunning, engine.StatusWaiting, engine.StatusParked, engine.StatusRetrying, engine.StatusDraft)},
+		{"resume", func(r engine.LeaseRef) engine.Command { return &engine.Resume{Target: engine.Target{Job: r.Job}} }, legalIn(engine.StatusQueued, engine.StatusSuspended)},
+		{"activate", func(r engine.LeaseRef) engine.Command { return &engine.Activate{Target: engine.Target{Job: r.Job}} }, legalIn(engine.StatusQueued, engine.StatusDraft)},
+		{"retry failed", func(r engine.LeaseRef) engine.Command { return &engine.Requeue{LeaseRef: engine.LeaseRef{Job: r.Job}} }, legalIn(engine.StatusQueued, engine.StatusFailed)},
+		{"complete", func(r engine.LeaseRef) engine.Command {
+			return &engine.Complete{LeaseRef: engine.LeaseRef{Job: r.Job, Attempt: max(r.Attempt, 1)}}
+		}, fencedIn(engine.StatusCompleted)},
+		{"fail", func(r engine.LeaseRef) engine.Command {
+			return &engine.Fail{LeaseRef: engine.LeaseRef{Job: r.Job, Attempt: max(r.Attempt, 1)}}
+		}, fencedIn(engine.StatusFailed)},
+		{"requeue", func(r engine.LeaseRef) engine.Command {
+			return &engine.Requeue{LeaseRef: engine.LeaseRef{Job: r.Job, Attempt: max(r.Attempt, 1)}}
+		}, fencedIn(engine.StatusQueued)},
+		{"requeue delayed", func(r engine.LeaseRef) engine.Command {
+			return &engine.Requeue{LeaseRef: engine.LeaseRef{Job: r.Job, Attempt: max(r.Attempt, 1)}, DelayMS: 10}
+		}, fencedIn(engine.StatusRetrying)},
+		{"wait", func(r engine.LeaseRef) engine.Command {
+			return &engine.Wait{LeaseRef: engine.LeaseRef{Job: r.Job, Attempt: max(r.Attempt, 1)}, Spec: engine.WaitSpec{Signals: []string{"x"}}}
+		}, fencedIn(engine.StatusWaiting)},
 	}
 	for _, c := range commands {
-		for _, s := range Statuses() {
+		for _, s := range engine.Statuses() {
 			t.Run(c.name+"/"+s.String(), func(t *testing.T) {
 				h := newHarness(t)
 				ref := drive(h, s, "wf")
@@ -239,37 +149,37 @@ func TestCommandsInEveryStatus(t *testing.T) {
 
 // Claim, signal and reclaim in every status.
 func TestSweepsAndSignalsInEveryStatus(t *testing.T) {
-	for _, s := range Statuses() {
+	for _, s := range engine.Statuses() {
 		t.Run(s.String(), func(t *testing.T) {
 			h := newHarness(t)
 			ref := drive(h, s, "wf")
-			claimed := h.must(&Claim{Queue: "q", Owner: "w2", Max: 5, LeaseMS: 1000}).(*ClaimResult)
-			if got, want := len(claimed.Jobs), map[bool]int{true: 1, false: 0}[s == StatusQueued]; got != want {
+			claimed := h.must(&engine.Claim{Queue: "q", Owner: "w2", Max: 5, LeaseMS: 1000}).(*engine.ClaimResult)
+			if got, want := len(claimed.Jobs), map[bool]int{true: 1, false: 0}[s == engine.StatusQueued]; got != want {
 				t.Fatalf("claim in %s took %d jobs, want %d", s, got, want)
 			}
-			if s == StatusQueued {
+			if s == engine.StatusQueued {
 				return
 			}
 			// Expire every lease: only a Running job is reclaimed.
 			h.now += 10_000_000
-			r := h.must(&Reclaim{Max: 10}).(*SweepResult)
-			if got, want := len(r.Jobs), map[bool]int{true: 1, false: 0}[s == StatusRunning]; got != want {
+			r := h.must(&engine.Reclaim{Max: 10}).(*engine.SweepResult)
+			if got, want := len(r.Jobs), map[bool]int{true: 1, false: 0}[s == engine.StatusRunning]; got != want {
 				t.Fatalf("reclaim in %s took %d jobs, want %d", s, got, want)
 			}
 			h.verify()
-			if s == StatusRunning {
+			if s == engine.StatusRunning {
 				return
 			}
-			sr, err := h.apply(&Signal{Target: Target{Job: ref.Job}, Name: "go"})
+			sr, err := h.apply(&engine.Signal{Target: engine.Target{Job: ref.Job}, Name: "go"})
 			switch {
 			case s.Terminal():
-				if !errors.Is(err, ErrJobClosed) {
+				if !errors.Is(err, engine.ErrJobClosed) {
 					t.Fatalf("signal to %s job: %v, want ErrJobClosed", s, err)
 				}
 			case err != nil:
 				t.Fatalf("signal in %s: %v", s, err)
-			case sr.(*SignalResult).Woke != (s == StatusWaiting || s == StatusParked):
-				t.Fatalf("signal in %s woke=%v", s, sr.(*SignalResult).Woke)
+			case sr.(*engine.SignalResult).Woke != (s == engine.StatusWaiting || s == engine.StatusParked):
+				t.Fatalf("signal in %s woke=%v", s, sr.(*engine.SignalResult).Woke)
 			}
 			h.verify()
 		})

@@ -1,25 +1,27 @@
-package engine
+package machine
 
 import (
 	"errors"
 	"fmt"
+	"slices"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/storage"
 )
 
-func isUnknownJob(err error) bool { return errors.Is(err, ErrUnknownJob) }
+func isUnknownJob(err error) bool { return errors.Is(err, engine.ErrUnknownJob) }
 
-func (a *applier) appendEvents(c *AppendEvents) (Result, error) {
+func (a *applier) appendEvents(c *engine.AppendEvents) (engine.Result, error) {
 	l, err := a.fenced(c.LeaseRef, "AppendEvents")
 	if err != nil {
 		return nil, err
 	}
-	res := &AppendResult{AtMS: a.now}
+	res := &engine.AppendResult{AtMS: a.now}
 	for _, ne := range c.Events {
 		if err := a.noStepRecord(l.job.ID, ne.Type, ne.Step); err != nil {
 			return nil, err
 		}
-		seq, err := a.appendEvent(l, Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload, StepAttempt: ne.StepAttempt})
+		seq, err := a.appendEvent(l, engine.Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload, StepAttempt: ne.StepAttempt})
 		if err != nil {
 			return nil, err
 		}
@@ -32,7 +34,7 @@ func (a *applier) appendEvents(c *AppendEvents) (Result, error) {
 		cancelTimer(l.job, id)
 	}
 	for _, t := range c.Timers {
-		setTimer(l.job, Timer{ID: t.ID, FireMS: max(t.FireMS, a.now)})
+		setTimer(l.job, engine.Timer{ID: t.ID, FireMS: max(t.FireMS, a.now)})
 	}
 	a.save(l)
 	return res, nil
@@ -40,7 +42,7 @@ func (a *applier) appendEvents(c *AppendEvents) (Result, error) {
 
 // cancelTimer removes the pending timer id, if any; its index entry stays
 // behind, stale, until the timer sweep reaches it and finds it gone.
-func cancelTimer(j *Job, id string) {
+func cancelTimer(j *engine.Job, id string) {
 	for i := range j.Timers {
 		if j.Timers[i].ID == id {
 			j.Timers = append(j.Timers[:i], j.Timers[i+1:]...)
@@ -49,7 +51,7 @@ func cancelTimer(j *Job, id string) {
 	}
 }
 
-func (a *applier) commitStep(c *CommitStep) (Result, error) {
+func (a *applier) commitStep(c *engine.CommitStep) (engine.Result, error) {
 	l, err := a.fenced(c.LeaseRef, "CommitStep")
 	if err != nil {
 		return nil, err
@@ -62,11 +64,11 @@ func (a *applier) commitStep(c *CommitStep) (Result, error) {
 	payload := c.Payload
 	switch {
 	case eff != nil && eff.CommittedSeq != 0:
-		return nil, fmt.Errorf("%w: step %q of job %d at seq %d", ErrStepCommitted, c.Step, id, eff.CommittedSeq)
+		return nil, fmt.Errorf("%w: step %q of job %d at seq %d", engine.ErrStepCommitted, c.Step, id, eff.CommittedSeq)
 	case c.CatchUp && eff == nil:
-		return nil, InvalidField("CommitStep", "CatchUp", fmt.Sprintf("step %q of job %d has no recorded effect to catch up", c.Step, id))
+		return nil, engine.InvalidField("CommitStep", "CatchUp", fmt.Sprintf("step %q of job %d has no recorded effect to catch up", c.Step, id))
 	case !c.CatchUp && eff != nil:
-		return nil, fmt.Errorf("%w: step %q of job %d has a recorded effect: catch it up instead", ErrStepCommitted, c.Step, id)
+		return nil, fmt.Errorf("%w: step %q of job %d has a recorded effect: catch it up instead", engine.ErrStepCommitted, c.Step, id)
 	case c.CatchUp:
 		// The recorded effect stands as it is, its Failed flag included;
 		// the event carries its payload.
@@ -74,7 +76,7 @@ func (a *applier) commitStep(c *CommitStep) (Result, error) {
 	default:
 		// An inline commit keeps the payload in the event alone: the effect
 		// record only marks the step as committed.
-		eff = &Effect{Step: c.Step, Attempt: c.Attempt, Failed: c.Failed, AtMS: a.now}
+		eff = &engine.Effect{Step: c.Step, Attempt: c.Attempt, Failed: c.Failed, AtMS: a.now}
 	}
 	s, err := a.loadStep(id, c.Step)
 	if err != nil {
@@ -83,10 +85,10 @@ func (a *applier) commitStep(c *CommitStep) (Result, error) {
 	if err := a.commitAllowed(l.job, s, c); err != nil {
 		return nil, err
 	}
-	ev := Event{Type: c.Type, Attempt: c.Attempt, Step: c.Step, Name: c.Name, Payload: payload, Commit: true,
+	ev := engine.Event{Type: c.Type, Attempt: c.Attempt, Step: c.Step, Name: c.Name, Payload: payload, Commit: true,
 		StepAttempt: c.StepAttempt, Decision: c.Decision, Reason: c.Reason}
 	var seq uint64
-	if s != nil && IsStepEvent(c.Type) {
+	if s != nil && engine.IsStepEvent(c.Type) {
 		seq, err = a.commitExplicit(l, s, ev)
 	} else {
 		seq, err = a.appendEvent(l, ev)
@@ -105,36 +107,36 @@ func (a *applier) commitStep(c *CommitStep) (Result, error) {
 	// LastSeq covers what the commit led to in this job's history as well
 	// (a step it leased), so a writer rebuilding its events sees there is
 	// more than its own.
-	return &AppendResult{FirstSeq: seq, LastSeq: l.job.LastSeq, AtMS: a.now}, nil
+	return &engine.AppendResult{FirstSeq: seq, LastSeq: l.job.LastSeq, AtMS: a.now}, nil
 }
 
-func (a *applier) wait(c *Wait) (Result, error) {
+func (a *applier) wait(c *engine.Wait) (engine.Result, error) {
 	l, err := a.fenced(c.LeaseRef, "Wait")
 	if err != nil {
 		return nil, err
 	}
 	j := l.job
 	if c.SeenSeq > j.LastSeq {
-		return nil, InvalidField("Wait", "SeenSeq", fmt.Sprintf("%d is beyond the job's last seq %d", c.SeenSeq, j.LastSeq))
+		return nil, engine.InvalidField("Wait", "SeenSeq", fmt.Sprintf("%d is beyond the job's last seq %d", c.SeenSeq, j.LastSeq))
 	}
 	woken, err := a.alreadyHappened(j, &c.Spec, c.SeenSeq)
 	if err != nil {
 		return nil, err
 	}
 	if woken {
-		return &WaitResult{Woken: true, Status: j.Status, Seq: j.LastSeq}, nil
+		return &engine.WaitResult{Woken: true, Status: j.Status, Seq: j.LastSeq}, nil
 	}
 	for _, ne := range c.Events {
 		if err := a.noStepRecord(j.ID, ne.Type, ne.Step); err != nil {
 			return nil, err
 		}
-		ev := Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload, StepAttempt: ne.StepAttempt}
+		ev := engine.Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload, StepAttempt: ne.StepAttempt}
 		if _, err := a.appendEvent(l, ev); err != nil {
 			return nil, err
 		}
 	}
 	spec := dueNoEarlierThan(c.Spec, a.now)
-	seq, err := a.appendEvent(l, Event{Type: EventJobWaiting, Attempt: c.Attempt, Wait: &spec})
+	seq, err := a.appendEvent(l, engine.Event{Type: engine.EventJobWaiting, Attempt: c.Attempt, Wait: &spec})
 	if err != nil {
 		return nil, err
 	}
@@ -146,19 +148,19 @@ func (a *applier) wait(c *Wait) (Result, error) {
 		setTimer(j, t)
 	}
 	a.save(l)
-	return &WaitResult{Status: j.Status, Seq: seq}, nil
+	return &engine.WaitResult{Status: j.Status, Seq: seq}, nil
 }
 
 // dueNoEarlierThan returns spec with every timer already due moved to now:
 // the scheduler's timer index only holds entries at or above its low-water
 // mark, which can be as late as now, and a timer due now fires at the next
 // sweep just as one due earlier would.
-func dueNoEarlierThan(spec WaitSpec, now int64) WaitSpec {
+func dueNoEarlierThan(spec engine.WaitSpec, now int64) engine.WaitSpec {
 	if spec.TimerAtMS > 0 && spec.TimerAtMS < now {
 		spec.TimerAtMS = now
 	}
 	if len(spec.Timers) > 0 {
-		spec.Timers = append([]Timer(nil), spec.Timers...)
+		spec.Timers = append([]engine.Timer(nil), spec.Timers...)
 		for i := range spec.Timers {
 			spec.Timers[i].FireMS = max(spec.Timers[i].FireMS, now)
 		}
@@ -167,7 +169,7 @@ func dueNoEarlierThan(spec WaitSpec, now int64) WaitSpec {
 }
 
 // setTimer adds t to the job's pending timers, replacing a timer of the same id.
-func setTimer(j *Job, t Timer) {
+func setTimer(j *engine.Job, t engine.Timer) {
 	for i := range j.Timers {
 		if j.Timers[i].ID == t.ID {
 			j.Timers[i] = t
@@ -180,8 +182,8 @@ func setTimer(j *Job, t Timer) {
 // stepNews reports a step event that others wrote for a step its worker
 // parked: the engine granted it a lease on its own (a freed unit, its
 // dependencies done), a person answered it, or its lease timed out.
-func stepNews(ev *Event) bool {
-	return ev.Type == EventStepLeased && ev.Attempt == 0 || ev.Type == EventStepAnswered || ev.Type == EventStepLeaseTimeout
+func stepNews(ev *engine.Event) bool {
+	return ev.Type == engine.EventStepLeased && ev.Attempt == 0 || ev.Type == engine.EventStepAnswered || ev.Type == engine.EventStepLeaseTimeout
 }
 
 // alreadyHappened reports whether something spec waits for happened after
@@ -190,7 +192,7 @@ func stepNews(ev *Event) bool {
 // due does not count: a Woken answer writes nothing, so the worker would
 // find nothing new and ask again with the same timer forever. The wait is
 // taken instead and the scheduler fires the timer at once.
-func (a *applier) alreadyHappened(j *Job, spec *WaitSpec, seenSeq uint64) (bool, error) {
+func (a *applier) alreadyHappened(j *engine.Job, spec *engine.WaitSpec, seenSeq uint64) (bool, error) {
 	for _, step := range spec.Steps {
 		e, err := a.effect(j.ID, step)
 		if err != nil || e != nil {
@@ -203,29 +205,29 @@ func (a *applier) alreadyHappened(j *Job, spec *WaitSpec, seenSeq uint64) (bool,
 	found := false
 	start := storage.EventKey(uint64(j.ID), seenSeq+1)
 	err := a.tx.Scan(storage.EventPrefix(uint64(j.ID)), start, true, func(k, v []byte) (bool, error) {
-		ev := new(Event)
+		ev := new(engine.Event)
 		if _, err := storage.DecodeAt(k, v, storage.KindEvent, eventVersion, ev); err != nil {
 			return false, err
 		}
-		found = (ev.Type == EventSignalReceived && waitsForSignal(spec, ev.Name)) ||
-			(ev.Type == EventTimerFired && waitsForTimer(spec, ev.Name)) ||
+		found = (ev.Type == engine.EventSignalReceived && waitsForSignal(spec, ev.Name)) ||
+			(ev.Type == engine.EventTimerFired && waitsForTimer(spec, ev.Name)) ||
 			(stepNews(ev) && waitsForStep(spec, ev.Step)) ||
-			ev.Type == EventCancelRequested // the workflow must see it before waiting
+			ev.Type == engine.EventCancelRequested // the workflow must see it before waiting
 		return !found, nil
 	})
 	return found, err
 }
 
-func (a *applier) signal(c *Signal) (Result, error) {
+func (a *applier) signal(c *engine.Signal) (engine.Result, error) {
 	l, err := a.resolve(c.Target)
 	if err != nil {
 		return nil, err
 	}
 	j := l.job
 	if j.Status.Terminal() {
-		return nil, fmt.Errorf("%w: signal %q to job %d in status %s", ErrJobClosed, c.Name, j.ID, j.Status)
+		return nil, fmt.Errorf("%w: signal %q to job %d in status %s", engine.ErrJobClosed, c.Name, j.ID, j.Status)
 	}
-	seq, err := a.appendEvent(l, Event{Type: EventSignalReceived, Name: c.Name, Payload: c.Payload, By: c.By})
+	seq, err := a.appendEvent(l, engine.Event{Type: engine.EventSignalReceived, Name: c.Name, Payload: c.Payload, By: c.By})
 	if err != nil {
 		return nil, err
 	}
@@ -236,20 +238,20 @@ func (a *applier) signal(c *Signal) (Result, error) {
 		}
 	}
 	a.save(l)
-	return &SignalResult{Job: j.ID, Seq: seq, Woke: woke}, nil
+	return &engine.SignalResult{Job: j.ID, Seq: seq, Woke: woke}, nil
 }
 
-func (a *applier) fireTimers(c *FireTimers) (Result, error) {
-	return a.sweep(storage.TimerPrefix, storage.KeyLowTimer, c.Max, func(tk storage.TimeKey, key []byte, res *SweepResult) error {
-		l, err := a.load(JobID(tk.Job))
+func (a *applier) fireTimers(c *engine.FireTimers) (engine.Result, error) {
+	return a.sweep(storage.TimerPrefix, storage.KeyLowTimer, c.Max, func(tk storage.TimeKey, key []byte, res *engine.SweepResult) error {
+		l, err := a.load(engine.JobID(tk.Job))
 		if err != nil {
 			return err
 		}
 		j := l.job
-		if !removeTimer(j, Timer{ID: tk.Rest, FireMS: tk.AtMS}) {
+		if !removeTimer(j, engine.Timer{ID: tk.Rest, FireMS: tk.AtMS}) {
 			return nil // stale: the job ended or set the timer anew
 		}
-		if _, err := a.appendEvent(l, Event{Type: EventTimerFired, Name: tk.Rest}); err != nil {
+		if _, err := a.appendEvent(l, engine.Event{Type: engine.EventTimerFired, Name: tk.Rest}); err != nil {
 			return err
 		}
 		res.Jobs = append(res.Jobs, j.ID)
@@ -267,7 +269,7 @@ func (a *applier) fireTimers(c *FireTimers) (Result, error) {
 	})
 }
 
-func removeTimer(j *Job, t Timer) bool {
+func removeTimer(j *engine.Job, t engine.Timer) bool {
 	for i := range j.Timers {
 		if j.Timers[i] == t {
 			j.Timers = append(j.Timers[:i], j.Timers[i+1:]...)
@@ -277,17 +279,17 @@ func removeTimer(j *Job, t Timer) bool {
 	return false
 }
 
-func (a *applier) requestCancel(c *RequestCancel) (Result, error) {
+func (a *applier) requestCancel(c *engine.RequestCancel) (engine.Result, error) {
 	l, err := a.resolve(c.Target)
 	if err != nil {
 		return nil, err
 	}
 	j := l.job
 	if j.Status.Terminal() {
-		return nil, fmt.Errorf("%w: cancel request to job %d in status %s", ErrJobClosed, j.ID, j.Status)
+		return nil, fmt.Errorf("%w: cancel request to job %d in status %s", engine.ErrJobClosed, j.ID, j.Status)
 	}
 	j.CancelRequested = true
-	seq, err := a.appendEvent(l, Event{Type: EventCancelRequested, Reason: c.Reason, By: c.By})
+	seq, err := a.appendEvent(l, engine.Event{Type: engine.EventCancelRequested, Reason: c.Reason, By: c.By})
 	if err != nil {
 		return nil, err
 	}
@@ -295,5 +297,37 @@ func (a *applier) requestCancel(c *RequestCancel) (Result, error) {
 		return nil, err
 	}
 	a.save(l)
-	return &StatusResult{Job: j.ID, Status: j.Status, Seq: seq}, nil
+	return &engine.StatusResult{Job: j.ID, Status: j.Status, Seq: seq}, nil
+}
+
+func waitsForSignal(w *engine.WaitSpec, name string) bool {
+	return w != nil && (w.AnySignal || slices.Contains(w.Signals, name))
+}
+
+func waitsForStep(w *engine.WaitSpec, step string) bool {
+	return w != nil && slices.Contains(w.Steps, step)
+}
+
+func waitsForTimer(w *engine.WaitSpec, id string) bool {
+	if w == nil {
+		return false
+	}
+	if w.TimerAtMS > 0 && w.TimerID == id {
+		return true
+	}
+	for _, t := range w.Timers {
+		if t.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// allTimers lists the timers a wait sets, the shorthand one first.
+func allTimers(w *engine.WaitSpec) []engine.Timer {
+	var ts []engine.Timer
+	if w.TimerAtMS > 0 {
+		ts = append(ts, engine.Timer{ID: w.TimerID, FireMS: w.TimerAtMS})
+	}
+	return append(ts, w.Timers...)
 }

@@ -1,9 +1,10 @@
-package engine
+package machine
 
 import (
 	"errors"
 	"fmt"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -19,7 +20,7 @@ import (
 // for tests, chaos checkers and operators, never for a hot path. It returns
 // all problems found, up to max (0 means no bound).
 func Verify(r *storage.Reader, max int) []error {
-	v := &verifier{r: r, max: max, want: map[string]bool{}, latest: map[string]JobID{}, claims: map[holderKey]uint32{}}
+	v := &verifier{r: r, max: max, want: map[string]bool{}, latest: map[string]engine.JobID{}, claims: map[holderKey]uint32{}}
 	v.jobs()
 	for _, p := range [][]byte{{storage.PrefixStatus}, {storage.PrefixType}, {storage.PrefixQueue},
 		{storage.PrefixReady}, {storage.PrefixChild}, storage.DelayedPrefix, storage.LeasePrefix, storage.TimerPrefix, storage.DeadlinePrefix,
@@ -43,14 +44,14 @@ type verifier struct {
 	r      *storage.Reader
 	max    int
 	errs   []error
-	want   map[string]bool  // index keys the records imply
-	latest map[string]JobID // workflow id -> its newest run
+	want   map[string]bool         // index keys the records imply
+	latest map[string]engine.JobID // workflow id -> its newest run
 	// claims are the resource units step records say they hold, by
 	// resource and step, with the try holding each.
 	claims map[holderKey]uint32
 	// waiting are the steps waiting for a unit, by waiter seq.
-	waiting map[uint64]*StepRecord
-	pool    []*Resource
+	waiting map[uint64]*engine.StepRecord
+	pool    []*engine.Resource
 }
 
 func (v *verifier) add(err error) bool {
@@ -62,9 +63,9 @@ func (v *verifier) add(err error) bool {
 }
 
 func (v *verifier) jobs() {
-	var jobs []*Job
+	var jobs []*engine.Job
 	err := v.r.Scan(storage.JobPrefix, nil, true, func(k, b []byte) (bool, error) {
-		j := new(Job)
+		j := new(engine.Job)
 		if _, err := storage.DecodeAt(k, b, storage.KindJob, jobVersion, j); err != nil {
 			return v.add(err), nil
 		}
@@ -81,7 +82,7 @@ func (v *verifier) jobs() {
 	}
 }
 
-func (v *verifier) job(j *Job) bool {
+func (v *verifier) job(j *engine.Job) bool {
 	fail := func(format string, a ...any) bool {
 		return v.add(fmt.Errorf("job %d: "+format, append([]any{j.ID}, a...)...))
 	}
@@ -97,7 +98,7 @@ func (v *verifier) job(j *Job) bool {
 	if err != nil {
 		return v.add(fmt.Errorf("job %d: %w", j.ID, err))
 	}
-	if err := CheckHistory(hist, j.Status); err != nil {
+	if err := engine.CheckHistory(hist, j.Status); err != nil {
 		return fail("%v", err)
 	}
 	if j.LastSeq != uint64(len(hist)) {
@@ -113,20 +114,20 @@ func (v *verifier) job(j *Job) bool {
 }
 
 // recordMatchesHistory checks the record fields the last status event decides.
-func recordMatchesHistory(j *Job, hist []Event) error {
-	var last, leased *Event
+func recordMatchesHistory(j *engine.Job, hist []engine.Event) error {
+	var last, leased *engine.Event
 	var attempt uint64
 	for i := range hist {
-		if IsStatusEvent(hist[i].Type) {
+		if engine.IsStatusEvent(hist[i].Type) {
 			last = &hist[i]
 		}
-		if hist[i].Type == EventJobLeased && hist[i].Attempt > attempt {
+		if hist[i].Type == engine.EventJobLeased && hist[i].Attempt > attempt {
 			attempt, leased = hist[i].Attempt, &hist[i]
 		}
 	}
 	// The lease token: an attempt whose claim issued one holds its digest
 	// while it runs or waits, and no other record holds one.
-	holds := j.Status == StatusRunning || j.Status == StatusWaiting || j.Status == StatusParked
+	holds := j.Status == engine.StatusRunning || j.Status == engine.StatusWaiting || j.Status == engine.StatusParked
 	if want := holds && leased != nil && leased.TokenIssued; want != (len(j.LeaseDigest) > 0) {
 		return fmt.Errorf("%s record at attempt %d holds a lease token digest: %v, its claim issued a token: %v",
 			j.Status, j.Attempt, len(j.LeaseDigest) > 0, leased != nil && leased.TokenIssued)
@@ -135,27 +136,27 @@ func recordMatchesHistory(j *Job, hist []Event) error {
 		return fmt.Errorf("record attempt %d, history's last claim is attempt %d", j.Attempt, attempt)
 	}
 	switch j.Status {
-	case StatusRunning:
+	case engine.StatusRunning:
 		if j.LeaseExpiryMS < last.LeaseExpiryMS || j.LeaseOwner != last.Name || last.Attempt != j.Attempt {
 			return fmt.Errorf("running record (attempt %d, owner %q, lease %d) disagrees with its claim %+v",
 				j.Attempt, j.LeaseOwner, j.LeaseExpiryMS, *last)
 		}
-	case StatusWaiting, StatusParked:
+	case engine.StatusWaiting, engine.StatusParked:
 		if j.Wait == nil || last.Wait == nil {
 			return errors.New("waiting record or event lacks its wait")
 		}
-	case StatusRetrying:
+	case engine.StatusRetrying:
 		if j.ReleaseAtMS != last.AtMS+last.DelayMS {
 			return fmt.Errorf("retry release at %d, event says %d", j.ReleaseAtMS, last.AtMS+last.DelayMS)
 		}
-	case StatusQueued:
+	case engine.StatusQueued:
 		// A deferred job writes no event: released, it is ready from its
 		// release, after its last status event.
 		if j.ReadyAtMS != last.AtMS && (j.Deferrals == 0 || j.ReadyAtMS < last.AtMS) {
 			return fmt.Errorf("ready at %d, last status event at %d (%d deferrals)", j.ReadyAtMS, last.AtMS, j.Deferrals)
 		}
 	}
-	if j.DeferredUntilMS != 0 && (j.Status != StatusQueued || j.Deferrals == 0 || j.DeferredReason == "") {
+	if j.DeferredUntilMS != 0 && (j.Status != engine.StatusQueued || j.Deferrals == 0 || j.DeferredReason == "") {
 		return fmt.Errorf("%s record deferred until %d with %d deferrals and reason %q", j.Status, j.DeferredUntilMS, j.Deferrals, j.DeferredReason)
 	}
 	if next, _ := nextDeadline(j); (next == 0) != (j.TimeoutAtMS == 0) || j.TimeoutAtMS < next {
@@ -164,7 +165,7 @@ func recordMatchesHistory(j *Job, hist []Event) error {
 	if j.StartDeadlineMS != 0 && attempt != 0 {
 		return fmt.Errorf("claimed record still has a schedule-to-start deadline")
 	}
-	if j.Status != StatusRunning && (j.LeaseOwner != "" || j.LeaseExpiryMS != 0) {
+	if j.Status != engine.StatusRunning && (j.LeaseOwner != "" || j.LeaseExpiryMS != 0) {
 		return fmt.Errorf("%s record holds a lease", j.Status)
 	}
 	if j.Status.Terminal() && len(j.Timers) > 0 {
@@ -173,10 +174,10 @@ func recordMatchesHistory(j *Job, hist []Event) error {
 	return nil
 }
 
-func (v *verifier) effects(j *Job, hist []Event) bool {
+func (v *verifier) effects(j *engine.Job, hist []engine.Event) bool {
 	ok := true
 	err := v.r.Scan(storage.EffectPrefix(uint64(j.ID)), nil, true, func(k, b []byte) (bool, error) {
-		e := new(Effect)
+		e := new(engine.Effect)
 		if _, err := storage.DecodeAt(k, b, storage.KindEffect, effectVersion, e); err != nil {
 			ok = v.add(err)
 			return ok, nil
@@ -276,7 +277,7 @@ func (v *verifier) workflows() {
 			continue
 		}
 		got, err := storage.ParseU64(b)
-		if err != nil || JobID(got) != id {
+		if err != nil || engine.JobID(got) != id {
 			v.add(fmt.Errorf("workflow id %q names run %d, its newest run is %d (%v)", wf, got, id, err))
 		}
 	}

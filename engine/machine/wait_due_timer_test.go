@@ -1,6 +1,10 @@
-package engine
+package machine_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/heddlewf/heddle/engine"
+)
 
 // A wait whose timer is already due must make progress. The worker asks
 // again with the same due timer for as long as the engine answers Woken
@@ -13,14 +17,14 @@ func TestWaitOnDueTimerIsTaken(t *testing.T) {
 	h := newHarness(t)
 	id := h.create("wf")
 	c := h.claimOne(1000)
-	ref := LeaseRef{Job: id, Attempt: c.Attempt}
-	spec := WaitSpec{AnySignal: true, Timers: []Timer{{ID: "2", FireMS: h.now - 1}}}
-	w := h.must(&Wait{LeaseRef: ref, Spec: spec, SeenSeq: c.LastSeq}).(*WaitResult)
-	if w.Woken || w.Status != StatusWaiting {
+	ref := engine.LeaseRef{Job: id, Attempt: c.Attempt}
+	spec := engine.WaitSpec{AnySignal: true, Timers: []engine.Timer{{ID: "2", FireMS: h.now - 1}}}
+	w := h.must(&engine.Wait{LeaseRef: ref, Spec: spec, SeenSeq: c.LastSeq}).(*engine.WaitResult)
+	if w.Woken || w.Status != engine.StatusWaiting {
 		t.Fatalf("wait on a due timer = %+v, want the job Waiting", w)
 	}
-	fired := h.must(&FireTimers{Max: 10}).(*SweepResult)
-	if len(fired.Jobs) != 1 || h.job(id).Status != StatusQueued {
+	fired := h.must(&engine.FireTimers{Max: 10}).(*engine.SweepResult)
+	if len(fired.Jobs) != 1 || h.job(id).Status != engine.StatusQueued {
 		t.Fatalf("FireTimers = %+v, job is %s; want the due timer fired and the job Queued", fired, h.job(id).Status)
 	}
 	h.verify()

@@ -23,7 +23,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heddlewf/heddle/engine"
+
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/internal/backoff"
 	"github.com/heddlewf/heddle/internal/replay"
@@ -608,7 +610,7 @@ func (w *queueWorker) poll() {
 // through any other service. An embedded engine never loses one: its
 // ClaimWait returns what it claimed even when its context ends meanwhile.
 func (w *queueWorker) claimsMayBeLost() bool {
-	_, embedded := rawService(w.e).(*engine.Engine)
+	_, embedded := rawService(w.e).(*embedded.Engine)
 	return !embedded
 }
 
