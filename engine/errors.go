@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/heddlewf/heddle/storage"
 )
 
 // Sentinel errors. Every error Apply, Log and Engine return matches one of
@@ -61,16 +59,19 @@ var (
 	ErrInvariant = errors.New("engine: invariant violated")
 	// ErrClosed: the log or engine was closed.
 	ErrClosed = errors.New("engine: closed")
-	// ErrCorrupt: stored bytes did not decode (see storage.CorruptError).
-	ErrCorrupt = storage.ErrCorrupt
-	// ErrStorageRead: the database failed to read what it holds (see
-	// storage.ErrRead); the command was not judged and wrote nothing.
-	ErrStorageRead = storage.ErrRead
+	// ErrCorrupt: stored bytes did not decode. The storage's error is
+	// marked to match it (see MarkError), and errors.As still finds the
+	// storage's *CorruptError with the key and record kind.
+	ErrCorrupt = errors.New("engine: corrupt record")
+	// ErrStorageRead: the database failed to read what it holds (a storage
+	// read error marked to match it); the command was not judged and wrote
+	// nothing.
+	ErrStorageRead = errors.New("engine: storage read failed")
 	// ErrNoSpace: the disk holding the database has less free space than
-	// the reserve (see storage.NoSpaceError, code HDL-STORE-0003), so the
-	// write was refused and nothing of it was stored. Reads go on; writes
-	// are accepted again once space is freed.
-	ErrNoSpace = storage.ErrNoSpace
+	// the reserve (a storage *NoSpaceError marked to match it, code
+	// HDL-STORE-0003), so the write was refused and nothing of it was
+	// stored. Reads go on; writes are accepted again once space is freed.
+	ErrNoSpace = errors.New("engine: not enough free space")
 	// ErrNotLeader: a cluster node that is not the Raft leader was asked to
 	// write or to read linearizably (see NotLeaderError for the leader).
 	ErrNotLeader = errors.New("engine: not the leader")
@@ -87,6 +88,30 @@ var (
 	// (see RequestConflictError). It also matches ErrInvalidCommand.
 	ErrRequestConflict = errors.New("engine: request id conflict")
 )
+
+// MarkError returns err marked to match sentinel as well: errors.Is(m,
+// sentinel) holds, as does everything errors.Is held of err; errors.As and
+// errors.Unwrap reach err; and the text is err's. It is how an error of a
+// lower layer (storage's corrupt record, failed read, full disk) comes to
+// match this package's sentinel without this package importing that layer
+// (as pebble marks its corruption errors). nil, and an err that matches
+// sentinel already, are returned as they are.
+func MarkError(err, sentinel error) error {
+	if err == nil || errors.Is(err, sentinel) {
+		return err
+	}
+	return &markedError{err: err, mark: sentinel}
+}
+
+// markedError is err matching mark too (MarkError).
+type markedError struct {
+	err  error
+	mark error
+}
+
+func (e *markedError) Error() string        { return e.err.Error() }
+func (e *markedError) Unwrap() error        { return e.err }
+func (e *markedError) Is(target error) bool { return target == e.mark }
 
 // Stable codes, one per typed error, for logs, APIs and tests.
 const (

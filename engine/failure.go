@@ -3,8 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-
-	"github.com/heddlewf/heddle/storage"
 )
 
 // Failure is the failure payload the engine writes when it ends a job
@@ -76,13 +74,13 @@ func encodeFailure(f Failure) []byte {
 	return b
 }
 
-// DecodeFailure decodes a failure payload; malformed bytes give a
-// *storage.CorruptError (ErrCorrupt). Unknown fields are ignored, so it
-// reads the SDK's failures as well as the engine's.
+// DecodeFailure decodes a failure payload; malformed bytes give an error
+// matching ErrCorrupt. Unknown fields are ignored, so it reads the SDK's
+// failures as well as the engine's.
 func DecodeFailure(b []byte) (*Failure, error) {
 	f := new(Failure)
 	if err := json.Unmarshal(b, f); err != nil {
-		return nil, &storage.CorruptError{Kind: storage.KindEvent, Reason: fmt.Sprintf("failure payload: %v", err)}
+		return nil, fmt.Errorf("%w: failure payload: %v", ErrCorrupt, err)
 	}
 	return f, nil
 }

@@ -99,7 +99,8 @@ func (f *FSM) View(fn func(r *storage.Reader) error) error {
 	return f.db.View(fn)
 }
 
-// checkSpace refuses, with engine.ErrNoSpace, while the disk holding the
+// checkSpace refuses, with storage's *NoSpaceError (which the proposer
+// marks to match engine.ErrNoSpace), while the disk holding the
 // state has less free space than its reserve (storage.DB.CheckSpace).
 func (f *FSM) checkSpace() error {
 	f.mu.RLock()

@@ -56,12 +56,15 @@ type Node struct {
 // Open starts a node: it opens (or creates) its directory, starts the Raft
 // transport and, with Bootstrap and no existing state, makes itself a
 // one-node cluster.
-func Open(cfg Config) (*Node, error) {
+func Open(cfg Config) (_ *Node, err error) {
+	// A storage error opening the state (a full disk, a damaged record)
+	// matches the contract's sentinel too.
+	defer func() { err = machine.MarkStorageError(err) }()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	machine, err := machine.NewMachine(cfg.Limits)
+	m, err := machine.NewMachine(cfg.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +79,7 @@ func Open(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, notify: make(chan bool, 16)}
 	n.reads.n = n
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	if n.fsm, err = newFSM(state, machine); err != nil {
+	if n.fsm, err = newFSM(state, m); err != nil {
 		return nil, err
 	}
 	n.fsm.meter = embedded.NewMeter(cfg.Metrics)

@@ -78,7 +78,7 @@ func (p *proposer) Propose(ctx context.Context, cmd engine.Command) (engine.Resu
 	// refuses proposals while its own disk is under the reserve. (Each
 	// node enforces the reserve only as leader; see docs/operations.md.)
 	if err := p.n.fsm.checkSpace(); err != nil {
-		return nil, err
+		return nil, machine.MarkStorageError(err)
 	}
 	pr := &proposal{cmd: cmd, reply: make(chan struct{})}
 	p.mu.RLock()
@@ -95,7 +95,9 @@ func (p *proposer) Propose(ctx context.Context, cmd engine.Command) (engine.Resu
 	}
 	select {
 	case <-pr.reply:
-		return pr.res, pr.err
+		// A storage error of the entry's application matches the
+		// contract's sentinel too.
+		return pr.res, machine.MarkStorageError(pr.err)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

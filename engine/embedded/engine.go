@@ -217,7 +217,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	db, err := storage.Open(cfg.storageOptions())
 	if err != nil {
-		return nil, err
+		return nil, machine.MarkStorageError(err)
 	}
 	e := &Engine{db: db, store: db, limits: cfg.Limits.WithDefaults(), commitCh: make(chan struct{})}
 	meter := NewMeter(cfg.Metrics)
@@ -503,7 +503,7 @@ func (e *Engine) view(ctx context.Context, fn func(r *storage.Reader) error) err
 			return err
 		}
 	}
-	return e.store.View(fn)
+	return machine.MarkStorageError(e.store.View(fn))
 }
 
 // LeaseStep gives a step of a running job an explicit step lease.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -18,7 +19,7 @@ func (e *Engine) Ready(ctx context.Context) error {
 	if e.local != nil && e.local.isClosed() {
 		return engine.ErrClosed
 	}
-	return e.store.View(func(*storage.Reader) error { return nil })
+	return machine.MarkStorageError(e.store.View(func(*storage.Reader) error { return nil }))
 }
 
 // isClosed reports whether Close was called.

@@ -115,7 +115,9 @@ func (l *LocalLog) Propose(ctx context.Context, cmd engine.Command) (engine.Resu
 	}
 	select {
 	case <-p.reply:
-		return p.res, p.err
+		// A storage error (a full disk at the commit, a failed read in
+		// Apply) matches the contract's sentinel too.
+		return p.res, machine.MarkStorageError(p.err)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

@@ -300,7 +300,7 @@ func (mt *Meter) Count(v Viewer) error {
 			func(s engine.StepState, n int64) { steps[s] += n })
 	})
 	if err != nil {
-		return err
+		return machine.MarkStorageError(err)
 	}
 	mt.mu.Lock()
 	defer mt.mu.Unlock()

@@ -96,7 +96,7 @@ func (e *Engine) MayHaveTasks(role engine.TaskRole, queue string) (bool, error) 
 		found, err = machine.HasTasks(r, role, queue)
 		return err
 	})
-	return found, err
+	return found, machine.MarkStorageError(err)
 }
 
 // DescribeTask returns the record of the task t names.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
 )
@@ -185,7 +186,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		if err != nil {
 			if s.OnError != nil {
-				s.OnError(err)
+				s.OnError(machine.MarkStorageError(err))
 			}
 			backoff = min(max(2*backoff, 10*time.Millisecond), time.Second)
 			sleep, stepNow = backoff, s.clock.Now()

@@ -48,5 +48,5 @@ func (e *Engine) MayHaveReady(queue string) (bool, error) {
 		found, err = machine.HasReady(r, queue)
 		return err
 	})
-	return found, err
+	return found, machine.MarkStorageError(err)
 }

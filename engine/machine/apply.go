@@ -44,6 +44,7 @@ func (m *Machine) Apply(tx *storage.Tx, cmd engine.Command) (res engine.Result, 
 // command changed that the metrics count (see Notes), for a Meter to read.
 // n is emptied first; it describes the command only when Apply succeeds.
 func (m *Machine) ApplyNoting(tx *storage.Tx, cmd engine.Command, n *Notes) (res engine.Result, err error) {
+	defer markStorage(&err)
 	if n != nil {
 		n.reset()
 	}

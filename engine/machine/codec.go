@@ -37,7 +37,8 @@ func EncodeCommand(c engine.Command) ([]byte, error) {
 // DecodeCommand decodes the log form of a command. Unknown kinds give
 // ErrUnknownCommand; malformed bytes give a *storage.CorruptError. The fields
 // are not validated here: Apply validates every command it applies.
-func DecodeCommand(b []byte) (engine.Command, error) {
+func DecodeCommand(b []byte) (_ engine.Command, err error) {
+	defer markStorage(&err)
 	var env envelope
 	if _, err := storage.Decode(b, storage.KindCommand, commandVersion, &env); err != nil {
 		return nil, err
@@ -63,7 +64,8 @@ func EncodeResult(k engine.CommandKind, r engine.Result) ([]byte, error) {
 
 // DecodeResult decodes a stored result and returns it with the kind of the
 // command it answered.
-func DecodeResult(b []byte) (engine.CommandKind, engine.Result, error) {
+func DecodeResult(b []byte) (_ engine.CommandKind, _ engine.Result, err error) {
+	defer markStorage(&err)
 	k, r, _, err := decodeRecord(b)
 	return k, r, err
 }

@@ -149,7 +149,8 @@ func scanQueueStatus(b []byte) (string, engine.Status, bool) {
 // counts (those with a record in a non-terminal state, of open jobs),
 // calling steps once for each state with their number. It reads every
 // open job's record (not the finished ones).
-func CountOpen(r *storage.Reader, job func(s engine.Status, queue string), steps func(s engine.StepState, n int64)) error {
+func CountOpen(r *storage.Reader, job func(s engine.Status, queue string), steps func(s engine.StepState, n int64)) (err error) {
+	defer markStorage(&err)
 	counts := map[engine.StepState]int64{}
 	for _, s := range engine.Statuses() {
 		if s.Terminal() {

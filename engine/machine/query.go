@@ -10,7 +10,8 @@ import (
 )
 
 // ReadJob reads one job record.
-func ReadJob(r *storage.Reader, id engine.JobID) (*engine.Job, error) {
+func ReadJob(r *storage.Reader, id engine.JobID) (_ *engine.Job, err error) {
+	defer markStorage(&err)
 	key := storage.JobKey(uint64(id))
 	b, err := r.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -28,7 +29,8 @@ func ReadJob(r *storage.Reader, id engine.JobID) (*engine.Job, error) {
 
 // ReadTarget reads the record of the job t names: by id, or the current
 // run of its workflow id.
-func ReadTarget(r *storage.Reader, t engine.Target) (*engine.Job, error) {
+func ReadTarget(r *storage.Reader, t engine.Target) (_ *engine.Job, err error) {
+	defer markStorage(&err)
 	if t.Job != 0 {
 		return ReadJob(r, t.Job)
 	}
@@ -51,14 +53,15 @@ func ReadTarget(r *storage.Reader, t engine.Target) (*engine.Job, error) {
 
 // ReadHistory reads up to limit events (limit 0: all) of job id after afterSeq,
 // and whether more follow.
-func ReadHistory(r *storage.Reader, id engine.JobID, afterSeq uint64, limit int) ([]engine.Event, bool, error) {
+func ReadHistory(r *storage.Reader, id engine.JobID, afterSeq uint64, limit int) (_ []engine.Event, _ bool, err error) {
+	defer markStorage(&err)
 	if afterSeq == math.MaxUint64 {
 		return nil, false, nil // no seq follows; afterSeq+1 would wrap to the start
 	}
 	var evs []engine.Event
 	more := false
 	start := storage.EventKey(uint64(id), afterSeq+1)
-	err := r.Scan(storage.EventPrefix(uint64(id)), start, true, func(k, v []byte) (bool, error) {
+	err = r.Scan(storage.EventPrefix(uint64(id)), start, true, func(k, v []byte) (bool, error) {
 		if limit > 0 && len(evs) == limit {
 			more = true
 			return false, nil
@@ -74,7 +77,8 @@ func ReadHistory(r *storage.Reader, id engine.JobID, afterSeq uint64, limit int)
 }
 
 // ReadEffect reads the recorded effect of a step, or nil when there is none.
-func ReadEffect(r *storage.Reader, id engine.JobID, step string) (*engine.Effect, error) {
+func ReadEffect(r *storage.Reader, id engine.JobID, step string) (_ *engine.Effect, err error) {
+	defer markStorage(&err)
 	key := storage.EffectKey(uint64(id), step)
 	b, err := r.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -94,7 +98,8 @@ func ReadEffect(r *storage.Reader, id engine.JobID, step string) (*engine.Effect
 // MaxPage). It walks the most selective index the query names (status,
 // then type, then queue) and filters the rest from the records. The page
 // is not nil even with an error: it holds the jobs read before it.
-func ListJobs(r *storage.Reader, q engine.ListQuery) (*engine.ListPage, error) {
+func ListJobs(r *storage.Reader, q engine.ListQuery) (_ *engine.ListPage, err error) {
+	defer markStorage(&err)
 	var prefix []byte
 	switch {
 	case q.Status != engine.StatusNone:
@@ -112,7 +117,7 @@ func ListJobs(r *storage.Reader, q engine.ListQuery) (*engine.ListPage, error) {
 		return page, nil
 	}
 	start := append(append([]byte(nil), prefix...), storage.U64(uint64(q.After)+1)...)
-	err := r.Scan(prefix, start, false, func(k, _ []byte) (bool, error) {
+	err = r.Scan(prefix, start, false, func(k, _ []byte) (bool, error) {
 		id, err := storage.TrailingJob(k)
 		if err != nil {
 			return false, err
@@ -142,7 +147,8 @@ func createdIn(q *engine.ListQuery, j *engine.Job) bool {
 }
 
 // HasReady reports whether queue holds a job ready to claim.
-func HasReady(r *storage.Reader, queue string) (bool, error) {
+func HasReady(r *storage.Reader, queue string) (_ bool, err error) {
+	defer markStorage(&err)
 	low, err := storage.ReadU64(r, storage.LowReadyKey(queue))
 	if err != nil {
 		return false, err

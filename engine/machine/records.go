@@ -18,7 +18,8 @@ func EncodeSchedule(s *engine.Schedule) []byte {
 }
 
 // DecodeSchedule decodes a stored schedule record.
-func DecodeSchedule(b []byte) (*engine.Schedule, error) {
+func DecodeSchedule(b []byte) (_ *engine.Schedule, err error) {
+	defer markStorage(&err)
 	s := new(engine.Schedule)
 	if _, err := storage.Decode(b, storage.KindSchedule, scheduleVersion, s); err != nil {
 		return nil, err
@@ -34,7 +35,8 @@ func EncodeEvent(e *engine.Event) []byte {
 }
 
 // DecodeEvent decodes a stored event; failures are *storage.CorruptError.
-func DecodeEvent(b []byte) (*engine.Event, error) {
+func DecodeEvent(b []byte) (_ *engine.Event, err error) {
+	defer markStorage(&err)
 	e := new(engine.Event)
 	if _, err := storage.Decode(b, storage.KindEvent, eventVersion, e); err != nil {
 		return nil, err
@@ -51,7 +53,8 @@ const (
 func EncodeJob(j *engine.Job) []byte { return storage.MustEncode(storage.KindJob, jobVersion, j) }
 
 // DecodeJob decodes a stored job record.
-func DecodeJob(b []byte) (*engine.Job, error) {
+func DecodeJob(b []byte) (_ *engine.Job, err error) {
+	defer markStorage(&err)
 	j := new(engine.Job)
 	if _, err := storage.Decode(b, storage.KindJob, jobVersion, j); err != nil {
 		return nil, err
@@ -65,7 +68,8 @@ func EncodeEffect(e *engine.Effect) []byte {
 }
 
 // DecodeEffect decodes a stored effect record.
-func DecodeEffect(b []byte) (*engine.Effect, error) {
+func DecodeEffect(b []byte) (_ *engine.Effect, err error) {
+	defer markStorage(&err)
 	e := new(engine.Effect)
 	if _, err := storage.Decode(b, storage.KindEffect, effectVersion, e); err != nil {
 		return nil, err
@@ -87,7 +91,8 @@ func EncodeStepRecord(s *engine.StepRecord) []byte {
 }
 
 // DecodeStepRecord decodes a stored step record.
-func DecodeStepRecord(b []byte) (*engine.StepRecord, error) {
+func DecodeStepRecord(b []byte) (_ *engine.StepRecord, err error) {
+	defer markStorage(&err)
 	s := new(engine.StepRecord)
 	if _, err := storage.Decode(b, storage.KindStep, stepVersion, s); err != nil {
 		return nil, err
@@ -101,7 +106,8 @@ func EncodeResource(r *engine.Resource) []byte {
 }
 
 // DecodeResource decodes a stored resource record.
-func DecodeResource(b []byte) (*engine.Resource, error) {
+func DecodeResource(b []byte) (_ *engine.Resource, err error) {
+	defer markStorage(&err)
 	r := new(engine.Resource)
 	if _, err := storage.Decode(b, storage.KindResource, resourceVersion, r); err != nil {
 		return nil, err
@@ -152,7 +158,8 @@ const (
 func EncodeTask(t *engine.Task) []byte { return storage.MustEncode(storage.KindTask, taskVersion, t) }
 
 // DecodeTask decodes a stored task record; failures are *storage.CorruptError.
-func DecodeTask(b []byte) (*engine.Task, error) {
+func DecodeTask(b []byte) (_ *engine.Task, err error) {
+	defer markStorage(&err)
 	t := new(engine.Task)
 	if _, err := storage.Decode(b, storage.KindTask, taskVersion, t); err != nil {
 		return nil, err
@@ -166,7 +173,8 @@ func EncodeTaskEvent(e *engine.TaskEvent) []byte {
 }
 
 // DecodeTaskEvent decodes a stored task event; failures are *storage.CorruptError.
-func DecodeTaskEvent(b []byte) (*engine.TaskEvent, error) {
+func DecodeTaskEvent(b []byte) (_ *engine.TaskEvent, err error) {
+	defer markStorage(&err)
 	e := new(engine.TaskEvent)
 	if _, err := storage.Decode(b, storage.KindTaskEvent, taskEventVersion, e); err != nil {
 		return nil, err

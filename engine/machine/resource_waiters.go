@@ -12,7 +12,8 @@ import (
 // waiting until a freed unit is offered past them; those are skipped: an
 // entry counts while its step record still holds its seq and its job is
 // open.
-func ReadResourceWaiters(r *storage.Reader, limit int) ([]engine.ResourceWaiter, error) {
+func ReadResourceWaiters(r *storage.Reader, limit int) (_ []engine.ResourceWaiter, err error) {
+	defer markStorage(&err)
 	out := []engine.ResourceWaiter{}
 	var low uint64
 	b, err := r.Get(storage.KeyLowWaiter)

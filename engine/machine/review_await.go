@@ -16,13 +16,14 @@ func awaitingKeeps(q engine.AwaitingQuery, t *engine.Task) bool {
 
 // ReadAwaitingTasks reads one page of the tasks awaiting a person; q must
 // be valid, with its Limit set.
-func ReadAwaitingTasks(r *storage.Reader, q engine.AwaitingQuery) (*engine.AwaitingPage, error) {
+func ReadAwaitingTasks(r *storage.Reader, q engine.AwaitingQuery) (_ *engine.AwaitingPage, err error) {
+	defer markStorage(&err)
 	page := &engine.AwaitingPage{Tasks: []engine.Task{}}
 	if q.After == math.MaxUint64 {
 		return page, nil // no id is larger, and After+1 would wrap around
 	}
 	start := storage.TaskAwaitKey(uint64(q.After) + 1)
-	err := r.Scan(storage.TaskAwaitPrefix, start, false, func(k, _ []byte) (bool, error) {
+	err = r.Scan(storage.TaskAwaitPrefix, start, false, func(k, _ []byte) (bool, error) {
 		id, err := storage.LastU64(k)
 		if err != nil {
 			return false, err

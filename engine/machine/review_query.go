@@ -8,18 +8,20 @@ import (
 )
 
 // HasTasks reports whether queue holds a task ready for role.
-func HasTasks(r *storage.Reader, role engine.TaskRole, queue string) (bool, error) {
+func HasTasks(r *storage.Reader, role engine.TaskRole, queue string) (_ bool, err error) {
+	defer markStorage(&err)
 	prefix := storage.TaskWorkQueuePrefix(queue)
 	if role == engine.TaskRoleReview {
 		prefix = storage.TaskReviewQueuePrefix(queue)
 	}
 	found := false
-	err := r.Scan(prefix, nil, false, func([]byte, []byte) (bool, error) { found = true; return false, nil })
+	err = r.Scan(prefix, nil, false, func([]byte, []byte) (bool, error) { found = true; return false, nil })
 	return found, err
 }
 
 // ReadTask reads one task record.
-func ReadTask(r *storage.Reader, id engine.TaskID) (*engine.Task, error) {
+func ReadTask(r *storage.Reader, id engine.TaskID) (_ *engine.Task, err error) {
+	defer markStorage(&err)
 	key := storage.TaskKey(uint64(id))
 	b, err := r.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -36,7 +38,8 @@ func ReadTask(r *storage.Reader, id engine.TaskID) (*engine.Task, error) {
 }
 
 // ReadTaskTarget reads the task t names.
-func ReadTaskTarget(r *storage.Reader, t engine.TaskTarget) (*engine.Task, error) {
+func ReadTaskTarget(r *storage.Reader, t engine.TaskTarget) (_ *engine.Task, err error) {
+	defer markStorage(&err)
 	if t.ID != 0 {
 		return ReadTask(r, t.ID)
 	}
@@ -55,9 +58,10 @@ func ReadTaskTarget(r *storage.Reader, t engine.TaskTarget) (*engine.Task, error
 }
 
 // ReadTaskHistory reads the whole history of task id.
-func ReadTaskHistory(r *storage.Reader, id engine.TaskID) ([]engine.TaskEvent, error) {
+func ReadTaskHistory(r *storage.Reader, id engine.TaskID) (_ []engine.TaskEvent, err error) {
+	defer markStorage(&err)
 	var out []engine.TaskEvent
-	err := r.Scan(storage.TaskEventPrefix(uint64(id)), nil, true, func(k, b []byte) (bool, error) {
+	err = r.Scan(storage.TaskEventPrefix(uint64(id)), nil, true, func(k, b []byte) (bool, error) {
 		e := new(engine.TaskEvent)
 		if _, err := storage.DecodeAt(k, b, storage.KindTaskEvent, taskEventVersion, e); err != nil {
 			return false, err
@@ -69,9 +73,10 @@ func ReadTaskHistory(r *storage.Reader, id engine.TaskID) ([]engine.TaskEvent, e
 }
 
 // ReadJobTasks reads the tasks of job in creation order.
-func ReadJobTasks(r *storage.Reader, job string) ([]engine.Task, error) {
+func ReadJobTasks(r *storage.Reader, job string) (_ []engine.Task, err error) {
+	defer markStorage(&err)
 	var ids []engine.TaskID
-	err := r.Scan(storage.TaskJobPrefix(job), nil, false, func(k, _ []byte) (bool, error) {
+	err = r.Scan(storage.TaskJobPrefix(job), nil, false, func(k, _ []byte) (bool, error) {
 		id, err := storage.LastU64(k)
 		ids = append(ids, engine.TaskID(id))
 		return err == nil, err
@@ -92,7 +97,8 @@ func ReadJobTasks(r *storage.Reader, job string) ([]engine.Task, error) {
 
 // ReadManifest reads the manifest of job, its running spans counted up to
 // the latest command time applied.
-func ReadManifest(r *storage.Reader, job string) (*engine.Manifest, error) {
+func ReadManifest(r *storage.Reader, job string) (_ *engine.Manifest, err error) {
+	defer markStorage(&err)
 	ts, err := ReadJobTasks(r, job)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,8 @@ import (
 )
 
 // ReadSchedule reads the schedule id.
-func ReadSchedule(r *storage.Reader, id string) (*engine.Schedule, error) {
+func ReadSchedule(r *storage.Reader, id string) (_ *engine.Schedule, err error) {
+	defer markStorage(&err)
 	key := storage.ScheduleKey(id)
 	b, err := r.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -28,13 +29,14 @@ func ReadSchedule(r *storage.Reader, id string) (*engine.Schedule, error) {
 // ListSchedules reads the page of schedules q asks for (its Limit set, 1
 // to MaxPage), in id order. The page is not nil even with an error: it
 // holds the schedules read before it.
-func ListSchedules(r *storage.Reader, q engine.ScheduleListQuery) (*engine.ScheduleListPage, error) {
+func ListSchedules(r *storage.Reader, q engine.ScheduleListQuery) (_ *engine.ScheduleListPage, err error) {
+	defer markStorage(&err)
 	page := &engine.ScheduleListPage{Schedules: []*engine.ScheduleDescription{}}
 	var start []byte
 	if q.After != "" {
 		start = append(storage.ScheduleKey(q.After), 0) // the smallest key after After's
 	}
-	err := r.Scan(storage.SchedulePrefix, start, true, func(k, v []byte) (bool, error) {
+	err = r.Scan(storage.SchedulePrefix, start, true, func(k, v []byte) (bool, error) {
 		if len(page.Schedules) == q.Limit {
 			page.Next = page.Schedules[len(page.Schedules)-1].Schedule.ID
 			return false, nil

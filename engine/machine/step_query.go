@@ -6,7 +6,8 @@ import (
 )
 
 // ReadSteps reads the activity steps of the job t names, in step order.
-func ReadSteps(r *storage.Reader, t engine.Target) ([]engine.StepInfo, error) {
+func ReadSteps(r *storage.Reader, t engine.Target) (_ []engine.StepInfo, err error) {
+	defer markStorage(&err)
 	j, err := ReadTarget(r, t)
 	if err != nil {
 		return nil, err
@@ -31,9 +32,10 @@ func ReadSteps(r *storage.Reader, t engine.Target) ([]engine.StepInfo, error) {
 }
 
 // ReadResources reads every resource record from r, in id order.
-func ReadResources(r *storage.Reader) ([]*engine.Resource, error) {
+func ReadResources(r *storage.Reader) (_ []*engine.Resource, err error) {
+	defer markStorage(&err)
 	var out []*engine.Resource
-	err := r.Scan(storage.ResourcePrefix, nil, true, func(k, v []byte) (bool, error) {
+	err = r.Scan(storage.ResourcePrefix, nil, true, func(k, v []byte) (bool, error) {
 		rs := new(engine.Resource)
 		if _, err := storage.DecodeAt(k, v, storage.KindResource, resourceVersion, rs); err != nil {
 			return false, err

@@ -37,6 +37,9 @@ func Verify(r *storage.Reader, max int) []error {
 	v.tasks()
 	v.workflows()
 	v.schedules()
+	for i, err := range v.errs {
+		v.errs[i] = MarkStorageError(err)
+	}
 	return v.errs
 }
 
