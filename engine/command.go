@@ -22,9 +22,9 @@ type Header struct {
 	// Nonce is randomness for Apply, which may draw none itself: the
 	// Engine fills it with fresh random bytes before it proposes a claim
 	// (Claim, ClaimTasks), replacing whatever the caller put there, and
-	// Apply derives the claimed leases' tokens from it (see leasetoken.go).
+	// Apply derives the claimed leases' tokens from it (see the lease tokens of package engine/machine).
 	// A create naming a parent gets one too, as the mark of an Engine that
-	// fences parents (legacyParent). Like NowMS and By it is not part of
+	// fences parents (LegacyParent). Like NowMS and By it is not part of
 	// the command's body: a request id's retry carries another.
 	Nonce []byte `json:"-" msgpack:"nc,omitempty"`
 }
@@ -54,7 +54,7 @@ type Target struct {
 // its lease: Token is the lease token the claim returned
 // (ClaimedJob.LeaseToken). A fenced write is refused unless its attempt is
 // the job's current one and its token is that attempt's; a lease claimed
-// without a token (see leasetoken.go) takes the empty token.
+// without a token (see the lease tokens of package engine/machine) takes the empty token.
 type LeaseRef struct {
 	Job     JobID  `json:"job_id" msgpack:"j"`
 	Attempt uint64 `json:"attempt" msgpack:"a"`

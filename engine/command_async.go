@@ -63,7 +63,7 @@ func (c *CompleteAsync) Check(l *Limits) error {
 	return ch.err
 }
 
-// AsyncService completes parked activity tasks; *Engine implements it, and
+// AsyncService completes parked activity tasks; *embedded.Engine implements it, and
 // engine/httpapi's client over HTTP. Safe for concurrent use.
 type AsyncService interface {
 	CompleteAsync(ctx context.Context, c CompleteAsync) (*StatusResult, error)

@@ -83,7 +83,7 @@ type CreateJob struct {
 	// CronSchedule): the run waits (Retrying) for the first time of the
 	// cron line after now, and each run that completes or fails is
 	// followed, in the same command, by the next run at the next time (see
-	// cron.go). Empty: none.
+	// engine/machine's job_cron.go). Empty: none.
 	CronSchedule string `json:"cron_schedule,omitempty" msgpack:"cron,omitempty"`
 	// CronFirstNow, with CronSchedule, starts the chain's first run at
 	// once instead of at the line's first time; the runs after it wait

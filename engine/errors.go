@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Sentinel errors. Every error Apply, Log and Engine return matches one of
+// Sentinel errors. Every error Apply, a log and the Engine return matches one of
 // these with errors.Is; the typed errors below wrap them and add detail. A
 // command that fails writes nothing.
 var (

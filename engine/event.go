@@ -41,7 +41,7 @@ type Event struct {
 	// for the commands people issue; "" when unknown.
 	By string `json:"by,omitempty" msgpack:"by,omitempty"`
 	// TokenIssued, on a job_leased, says the claim gave the lease a
-	// token (see leasetoken.go); a lease without one, claimed before
+	// token (see the lease tokens of package engine/machine); a lease without one, claimed before
 	// tokens existed, is fenced by its attempt alone.
 	TokenIssued bool `json:"token_issued,omitempty" msgpack:"ti,omitempty"`
 	// LastResult, on the job_created of a cron run, is the result of the

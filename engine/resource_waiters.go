@@ -5,7 +5,7 @@ import (
 )
 
 // ResourceWaiterReader lists the steps waiting in the resource queue.
-// *Engine implements it; package engine/httpapi serves it (GET
+// *embedded.Engine implements it; package engine/httpapi serves it (GET
 // /v1/resources/waiters) and implements it over HTTP. It is apart from
 // Service so that a Service written before the waiter list still is one.
 // Safe for concurrent use.

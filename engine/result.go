@@ -24,7 +24,7 @@ type ClaimedJob struct {
 	// LeaseToken proves the lease: every fenced write of this attempt
 	// carries it (LeaseRef.Token). It is given only here, to the claimer;
 	// the job's record keeps only its digest. "" for a lease issued
-	// without a token (see leasetoken.go).
+	// without a token (see the lease tokens of package engine/machine).
 	LeaseToken string `json:"lease_token,omitempty" msgpack:"tk,omitempty"`
 	// LastSeq is the seq of the job_leased event the claim appended.
 	LastSeq uint64 `json:"last_seq" msgpack:"ls"`

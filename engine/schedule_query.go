@@ -4,7 +4,7 @@ import (
 	"context"
 )
 
-// ScheduleService is the schedule half of heddle's API: *Engine implements
+// ScheduleService is the schedule half of heddle's API: *embedded.Engine implements
 // it in-process and engine/httpapi's client over HTTP. It is apart from
 // Service so that a Service implementation without schedules still is one;
 // a client asks for it with a type assertion. Every method is safe for

@@ -6,7 +6,7 @@ import (
 )
 
 // Service is everything a client or worker asks of heddle: the typed
-// commands and the reads. *Engine implements it in-process; package
+// commands and the reads. *embedded.Engine implements it in-process; package
 // engine/httpapi implements it over HTTP against one node or a cluster, so
 // the SDK runs unchanged on either.
 //

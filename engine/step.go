@@ -356,7 +356,7 @@ func lenientStepRoute(ev *Event) []StepState {
 }
 
 // CheckStepHistory checks the events of one step against the step state
-// machine: every event may follow the state reached (stepRoute), every
+// machine: every event may follow the state reached (StepRoute), every
 // state it passes through is a legal transition, nothing follows a
 // terminal state, and step attempts never go back (a step_leased or a
 // step_answered starts a newer try than any before).

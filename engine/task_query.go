@@ -6,7 +6,7 @@ import (
 )
 
 // TaskService is what clients, workers and reviewers ask of heddle about
-// review tasks. *Engine implements it in-process and package
+// review tasks. *embedded.Engine implements it in-process and package
 // engine/httpapi over HTTP. Every method is safe for concurrent use; errors
 // match this package's sentinels (ErrIllegalTaskCommand, ErrStaleTaskAttempt,
 // ErrUnknownTask, ...) with errors.Is.

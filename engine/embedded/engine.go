@@ -283,7 +283,7 @@ func (e *Engine) View(ctx context.Context, fn func(r *storage.Reader) error) err
 func (e *Engine) Log() Log { return e.log }
 
 // Propose applies cmd through the log. A claim, and a create naming a
-// parent, gets a fresh nonce first (see stampNonce), whatever it carried.
+// parent, gets a fresh nonce first (see engine.StampNonce), whatever it carried.
 func (e *Engine) Propose(ctx context.Context, cmd engine.Command) (engine.Result, error) {
 	engine.StampNonce(cmd)
 	return e.log.Propose(ctx, cmd)

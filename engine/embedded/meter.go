@@ -53,7 +53,7 @@ type Meter struct {
 	// staged sums what the commands of the batch being built changed; it
 	// is recorded when the batch commits and dropped if it does not.
 	staged staging
-	// steps mirrors the step gauge (meter_steps.go).
+	// steps mirrors the step gauge (machine.StepChange).
 	steps map[engine.StepState]int64
 }
 

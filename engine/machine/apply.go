@@ -118,7 +118,7 @@ type applier struct {
 	now int64
 	// jobs are the jobs this command loaded, by id (see load).
 	jobs map[engine.JobID]*loaded
-	// notes, when not nil, gets what the metrics count (meter_notes.go).
+	// notes, when not nil, gets what the metrics count (notes.go).
 	notes *Notes
 }
 
@@ -209,7 +209,7 @@ func (a *applier) recordResult(cmd engine.Command, res engine.Result) error {
 	return nil
 }
 
-// outcomeOf names the outcome of a command for the metrics: "ok", or the
+// Outcome names the outcome of a command for the metrics: "ok", or the
 // name of the sentinel its error matches (the HTTP API's names).
 func Outcome(err error) string {
 	if err == nil {

@@ -36,7 +36,7 @@ type jobNote struct {
 }
 
 // stepEventNote is a step event the command appended, with what of it
-// decides the step's route (stepRoute reads its type and reason).
+// decides the step's route (engine.StepRoute reads its type and reason).
 type stepEventNote struct {
 	job     engine.JobID
 	step    string

@@ -31,7 +31,7 @@ type MeterDiff struct {
 }
 
 // Diff reads what cmd, applied with n, changed that the metrics count
-// (see Meter.Diff), from n, res and tx's buffered writes. Like the
+// (see engine/embedded's Meter.Diff), from n, res and tx's buffered writes. Like the
 // Meter's, it reads no clock and writes nothing.
 func (n *Notes) Diff(tx *storage.Tx, cmd engine.Command, res engine.Result) MeterDiff {
 	out := n.diff.Changes[:0]
