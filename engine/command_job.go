@@ -170,6 +170,11 @@ type Claim struct {
 // MaxTailEvents bounds Claim.TailEvents.
 const MaxTailEvents = 64
 
+// MaxDeferralsPerClaim bounds how many ready jobs of types the claimer does
+// not run (Claim.Types) one Claim defers, so a queue full of such jobs
+// costs each claim a bounded amount of work; the next claim goes on.
+const MaxDeferralsPerClaim = 64
+
 // Heartbeat renews the leases of running attempts to Now+LeaseMS. Each
 // attempt that is not current is refused on its own; the others are renewed.
 type Heartbeat struct {

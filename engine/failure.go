@@ -30,6 +30,10 @@ const (
 	FailureTerminated = "TerminatedError"
 )
 
+// FailureTaskCanceled is the failure type of a task that ended without
+// SUCCESS, as the effect of its parent's step.
+const FailureTaskCanceled = "TaskCanceledError"
+
 // TimeoutType names the deadline of a TimeoutError, as Temporal does.
 type TimeoutType string
 

@@ -602,7 +602,7 @@ func (d *demo) verifyStore() error {
 		d.rep.plain("  problem: %v", p)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("machine.Verify found %d problems, first: %w", len(problems), problems[0])
+		return fmt.Errorf("engine.Verify found %d problems, first: %w", len(problems), problems[0])
 	}
 	if want := 2*len(d.orders) + 1; jobs != want {
 		return fmt.Errorf("verify: store holds %d jobs, want %d (each order and its child, and order-5)", jobs, want)

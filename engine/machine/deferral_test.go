@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -92,18 +91,18 @@ func TestClaimDefersTypesItDoesNotRun(t *testing.T) {
 	h.verify()
 }
 
-// One claim defers at most MaxDeferralsPerClaim jobs; the next goes on
+// One claim defers at most engine.MaxDeferralsPerClaim jobs; the next goes on
 // from where it stopped.
 func TestClaimDefersABoundedNumber(t *testing.T) {
 	h := newHarness(t)
-	for i := 0; i < machine.MaxDeferralsPerClaim+10; i++ {
+	for i := 0; i < engine.MaxDeferralsPerClaim+10; i++ {
 		h.must(&engine.CreateJob{Type: "b", Queue: "q"})
 	}
 	a := h.must(&engine.CreateJob{Type: "a", Queue: "q"}).(*engine.CreateResult).Job
 	claim := &engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 1000, Types: []string{"a"}}
 	r := h.must(claim).(*engine.ClaimResult)
-	if len(r.Jobs) != 0 || len(r.Deferred) != machine.MaxDeferralsPerClaim {
-		t.Fatalf("first claim took %d, deferred %d; want 0 and %d", len(r.Jobs), len(r.Deferred), machine.MaxDeferralsPerClaim)
+	if len(r.Jobs) != 0 || len(r.Deferred) != engine.MaxDeferralsPerClaim {
+		t.Fatalf("first claim took %d, deferred %d; want 0 and %d", len(r.Jobs), len(r.Deferred), engine.MaxDeferralsPerClaim)
 	}
 	r = h.must(claim).(*engine.ClaimResult)
 	if len(r.Jobs) != 1 || r.Jobs[0].Job != a || len(r.Deferred) != 10 {

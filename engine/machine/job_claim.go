@@ -9,11 +9,6 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-// MaxDeferralsPerClaim bounds how many ready jobs of types the claimer does
-// not run (Claim.Types) one Claim defers, so a queue full of such jobs
-// costs each claim a bounded amount of work; the next claim goes on.
-const MaxDeferralsPerClaim = 64
-
 // The backoff of a deferred job: 1 s after its first deferral in a row,
 // doubling with each further one, at most 30 s.
 const (
@@ -61,7 +56,7 @@ func (a *applier) claim(c *engine.Claim) (engine.Result, error) {
 			pass = append(pass, l)
 		}
 		lastReady = e.ReadyAtMS
-		return len(take) < c.Max && len(pass) < MaxDeferralsPerClaim, nil
+		return len(take) < c.Max && len(pass) < engine.MaxDeferralsPerClaim, nil
 	})
 	if err != nil {
 		return nil, err

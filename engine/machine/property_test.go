@@ -801,11 +801,11 @@ func (m *propModel) claim(c *engine.Claim) (engine.Result, error) {
 		return ready[a].ID < ready[b].ID
 	})
 	// In ready order: a job of a type the claimer runs is taken, another is
-	// passed over (deferred), until Max are taken or MaxDeferralsPerClaim
+	// passed over (deferred), until Max are taken or engine.MaxDeferralsPerClaim
 	// passed over.
 	var take, pass []*propJob
 	for _, j := range ready {
-		if len(take) == c.Max || len(pass) == machine.MaxDeferralsPerClaim {
+		if len(take) == c.Max || len(pass) == engine.MaxDeferralsPerClaim {
 			break
 		}
 		if len(c.Types) == 0 || slices.Contains(c.Types, j.Type) {

@@ -300,7 +300,7 @@ func (a *applier) taskEnded(t *engine.Task) error {
 	}
 	payload, failed := t.Output, t.State != engine.TaskSuccess
 	if failed {
-		b, err := json.Marshal(engine.Failure{Type: FailureTaskCanceled, NonRetryable: true,
+		b, err := json.Marshal(engine.Failure{Type: engine.FailureTaskCanceled, NonRetryable: true,
 			Message: fmt.Sprintf("task %d (%s/%s) ended %s: %s", t.ID, t.Job, t.Phase, t.State, t.Summary)})
 		if err != nil {
 			return err
@@ -309,10 +309,6 @@ func (a *applier) taskEnded(t *engine.Task) error {
 	}
 	return a.recordStepEffect(t.ParentJob, t.ParentStep, payload, failed)
 }
-
-// FailureTaskCanceled is the failure type of a task that ended without
-// SUCCESS, as the effect of its parent's step.
-const FailureTaskCanceled = "TaskCanceledError"
 
 // recordStepEffect records payload as the effect of step of job parent (the
 // first result recorded wins; an ended parent takes none), waking the

@@ -117,10 +117,10 @@ func TestSDKLinksNoBadger(t *testing.T) {
 // the SDK builds on it, never the other way.
 func TestHTTPAPIImportsNoSDK(t *testing.T) {
 	// Skipped until the track that carries queries as bytes and moves
-	// ErrUnknownQuery into the contract (issue 21) is merged: engine/httpapi
+	// ErrUnknownQuery into the contract is merged: engine/httpapi
 	// still imports sdk/workflow and sdk/converter for them. Remove this
 	// line then.
-	t.Skip("engine/httpapi still imports sdk/workflow and sdk/converter (queries); enable after the SDK track of issue 21 lands")
+	t.Skip("engine/httpapi still imports sdk/workflow and sdk/converter (queries); enable after the SDK track lands")
 	forbid(t, "engine/httpapi", "links", deps(t, "engine/httpapi"), mod+"/sdk")
 }
 
@@ -133,7 +133,7 @@ func TestNoRegistryInit(t *testing.T) {
 
 // TestNoRegistryInitInReplay is TestNoRegistryInit for replay.
 func TestNoRegistryInitInReplay(t *testing.T) {
-	// Skipped until replay/ moves to the top level (issue 21): its step
+	// Skipped until replay/ moves to the top level: its step
 	// events table is still filled by an init in internal/replay/steps.go.
 	// Remove this line then.
 	t.Skip("internal/replay fills its step events table in init; enable after replay/ moves to the top level")
