@@ -1,8 +1,6 @@
 package engine
 
-import (
-	"context"
-)
+import "context"
 
 // Asynchronous activity completion, as Temporal's: an activity task (an
 // activity run as a job of its own, on another task queue than its

@@ -1,8 +1,6 @@
 package engine
 
-import (
-	"fmt"
-)
+import "fmt"
 
 // CreateSchedule creates a schedule. TriggerImmediately also takes one
 // action at once, as Temporal's ScheduleOptions.TriggerImmediately.
@@ -69,17 +67,12 @@ type ScheduleResult struct {
 
 func (*ScheduleResult) isResult() {}
 
-func (*CreateSchedule) Kind() CommandKind { return KindCreateSchedule }
-
-func (*UpdateSchedule) Kind() CommandKind { return KindUpdateSchedule }
-
-func (*PauseSchedule) Kind() CommandKind { return KindPauseSchedule }
-
+func (*CreateSchedule) Kind() CommandKind  { return KindCreateSchedule }
+func (*UpdateSchedule) Kind() CommandKind  { return KindUpdateSchedule }
+func (*PauseSchedule) Kind() CommandKind   { return KindPauseSchedule }
 func (*TriggerSchedule) Kind() CommandKind { return KindTriggerSchedule }
-
-func (*DeleteSchedule) Kind() CommandKind { return KindDeleteSchedule }
-
-func (*FireSchedules) Kind() CommandKind { return KindFireSchedules }
+func (*DeleteSchedule) Kind() CommandKind  { return KindDeleteSchedule }
+func (*FireSchedules) Kind() CommandKind   { return KindFireSchedules }
 
 // BackfillSchedule takes the actions of a schedule's spec times in
 // [StartMS, EndMS] now, as if those times were passing (Temporal's

@@ -1,8 +1,6 @@
 package engine
 
-import (
-	"context"
-)
+import "context"
 
 // ResourceWaiterReader lists the steps waiting in the resource queue.
 // *embedded.Engine implements it; package engine/httpapi serves it (GET

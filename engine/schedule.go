@@ -1,8 +1,6 @@
 package engine
 
-import (
-	"fmt"
-)
+import "fmt"
 
 // A schedule is durable engine state that starts workflow runs at the
 // times of its spec (cron expressions and intervals), shaped like Temporal's

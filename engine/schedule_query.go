@@ -1,8 +1,6 @@
 package engine
 
-import (
-	"context"
-)
+import "context"
 
 // ScheduleService is the schedule half of heddle's API: *embedded.Engine implements
 // it in-process and engine/httpapi's client over HTTP. It is apart from

@@ -1,8 +1,6 @@
 package engine
 
-import (
-	"fmt"
-)
+import "fmt"
 
 // AwaitingQuery selects tasks awaiting a person (TaskState.AwaitsPerson)
 // across every job. The zero value lists the first 100 of them.

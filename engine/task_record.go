@@ -1,8 +1,6 @@
 package engine
 
-import (
-	"slices"
-)
+import "slices"
 
 // TaskID identifies one review task; ids are assigned by Apply from a
 // counter of their own, in creation order.

@@ -1,8 +1,6 @@
 package machine
 
-import (
-	"github.com/heddlewf/heddle/engine"
-)
+import "github.com/heddlewf/heddle/engine"
 
 func (a *applier) configureJob(c *engine.ConfigureJob) (engine.Result, error) {
 	l, err := a.resolve(c.Target)

@@ -1,8 +1,6 @@
 package machine
 
-import (
-	"github.com/heddlewf/heddle/engine"
-)
+import "github.com/heddlewf/heddle/engine"
 
 // Notes are what one Apply changed that the metrics count, written down by
 // Apply as it makes the changes: the status a job had before the command
