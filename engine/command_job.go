@@ -375,32 +375,47 @@ type Requeue struct {
 	Reason  string `json:"reason,omitempty" msgpack:"r,omitempty"`
 }
 
-func (*CreateJob) Kind() CommandKind       { return KindCreateJob }
-func (*Claim) Kind() CommandKind           { return KindClaim }
-func (*Heartbeat) Kind() CommandKind       { return KindHeartbeat }
-func (*AppendEvents) Kind() CommandKind    { return KindAppendEvents }
-func (*CommitStep) Kind() CommandKind      { return KindCommitStep }
-func (*Wait) Kind() CommandKind            { return KindWait }
-func (*Signal) Kind() CommandKind          { return KindSignal }
-func (*FireTimers) Kind() CommandKind      { return KindFireTimers }
-func (*Reclaim) Kind() CommandKind         { return KindReclaim }
-func (*ReleaseDelayed) Kind() CommandKind  { return KindReleaseDelayed }
-func (*Cancel) Kind() CommandKind          { return KindCancel }
-func (*Activate) Kind() CommandKind        { return KindActivate }
-func (*Suspend) Kind() CommandKind         { return KindSuspend }
-func (*Resume) Kind() CommandKind          { return KindResume }
-func (*Complete) Kind() CommandKind        { return KindComplete }
-func (*Fail) Kind() CommandKind            { return KindFail }
-func (*Requeue) Kind() CommandKind         { return KindRequeue }
-func (*RequestCancel) Kind() CommandKind   { return KindRequestCancel }
-func (*ContinueAsNew) Kind() CommandKind   { return KindContinueAsNew }
-func (*Terminate) Kind() CommandKind       { return KindTerminate }
-func (*ExpireDeadlines) Kind() CommandKind { return KindExpireDeadlines }
+func (*CreateJob) Kind() CommandKind { return KindCreateJob }
 
-// EventJobConfigured records a Draft job's new input (ConfigureJob). It is
-// not a status event: the job stays Draft. The SDK's replay runs the
-// workflow with the input of the last one written before the activation.
-const EventJobConfigured EventType = "job_configured"
+func (*Claim) Kind() CommandKind { return KindClaim }
+
+func (*Heartbeat) Kind() CommandKind { return KindHeartbeat }
+
+func (*AppendEvents) Kind() CommandKind { return KindAppendEvents }
+
+func (*CommitStep) Kind() CommandKind { return KindCommitStep }
+
+func (*Wait) Kind() CommandKind { return KindWait }
+
+func (*Signal) Kind() CommandKind { return KindSignal }
+
+func (*FireTimers) Kind() CommandKind { return KindFireTimers }
+
+func (*Reclaim) Kind() CommandKind { return KindReclaim }
+
+func (*ReleaseDelayed) Kind() CommandKind { return KindReleaseDelayed }
+
+func (*Cancel) Kind() CommandKind { return KindCancel }
+
+func (*Activate) Kind() CommandKind { return KindActivate }
+
+func (*Suspend) Kind() CommandKind { return KindSuspend }
+
+func (*Resume) Kind() CommandKind { return KindResume }
+
+func (*Complete) Kind() CommandKind { return KindComplete }
+
+func (*Fail) Kind() CommandKind { return KindFail }
+
+func (*Requeue) Kind() CommandKind { return KindRequeue }
+
+func (*RequestCancel) Kind() CommandKind { return KindRequestCancel }
+
+func (*ContinueAsNew) Kind() CommandKind { return KindContinueAsNew }
+
+func (*Terminate) Kind() CommandKind { return KindTerminate }
+
+func (*ExpireDeadlines) Kind() CommandKind { return KindExpireDeadlines }
 
 // ConfigureJob changes the input of a Draft job before it is activated
 // (docs/state-machines.md §4); it is refused once the job left Draft.

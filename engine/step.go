@@ -117,36 +117,6 @@ func (s StepState) Waits() bool {
 	return false
 }
 
-// The history events of a step (an activity). The activity_* events are the
-// SDK's and existed before step states; the step_* events are the engine's
-// own: only Apply writes them, and a worker may not append them.
-const (
-	EventActivityScheduled     EventType = "activity_scheduled"
-	EventActivityAttemptFailed EventType = "activity_attempt_failed"
-	EventActivityCompleted     EventType = "activity_completed"
-	EventActivityFailed        EventType = "activity_failed"
-
-	// EventStepWaitingDeps: the step waits for the steps it depends on
-	// (LeaseStep.DependsOn) to succeed.
-	EventStepWaitingDeps EventType = "step_waiting_deps"
-	// EventStepLeased: the step took a step lease, with a resource unit
-	// when it needs one (Event.Resource), for try Event.StepAttempt.
-	EventStepLeased EventType = "step_leased"
-	// EventStepStarted: the first heartbeat of a leased try: it runs.
-	EventStepStarted EventType = "step_started"
-	// EventStepLeaseTimeout: the step lease expired (the scheduler's
-	// ExpireSteps), or a newer attempt of the job took the step over.
-	EventStepLeaseTimeout EventType = "step_lease_timeout"
-	// EventStepResourceFailed: the try's resource failed (Event.Resource
-	// joins the step's avoid-list); another one is leased next.
-	EventStepResourceFailed EventType = "step_resource_failed"
-	// EventStepNeedsUser: the try needs a person; the payload is the question.
-	EventStepNeedsUser EventType = "step_needs_user"
-	// EventStepAnswered: a person answered (the payload), or the answer's
-	// timeout passed (Reason ReasonAnswerTimeout, no payload).
-	EventStepAnswered EventType = "step_answered"
-)
-
 // Reasons recorded on step events.
 const (
 	// ReasonStepLeaseExpired: a step_lease_timeout of a lease that ran out.

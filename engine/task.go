@@ -109,34 +109,6 @@ func TaskStates() []TaskState {
 	return out
 }
 
-// TaskEventType names an event of a task's history. Every task event moves
-// the task along one edge of taskEdges (some edges lead back to the same
-// state).
-type TaskEventType string
-
-// Task events.
-const (
-	TaskEventCreated        TaskEventType = "task_created"         // → PENDING
-	TaskEventDrafted        TaskEventType = "task_drafted"         // → DRAFT
-	TaskEventConfigured     TaskEventType = "task_configured"      // DRAFT → DRAFT
-	TaskEventActivated      TaskEventType = "task_activated"       // DRAFT → PENDING
-	TaskEventSuspended      TaskEventType = "task_suspended"       // → SUSPENDED
-	TaskEventResumed        TaskEventType = "task_resumed"         // SUSPENDED → PENDING, PAUSED → RUNNING
-	TaskEventCanceled       TaskEventType = "task_canceled"        // → CANCELED
-	TaskEventStarted        TaskEventType = "task_started"         // PENDING → RUNNING: a worker's lease
-	TaskEventPaused         TaskEventType = "task_paused"          // RUNNING → PAUSED: the worker is rate limited
-	TaskEventOutput         TaskEventType = "task_output"          // RUNNING → REVIEW_REQUIRED, with the output
-	TaskEventReviewStarted  TaskEventType = "task_review_started"  // REVIEW_REQUIRED → REVIEWING (step)
-	TaskEventReviewerLeased TaskEventType = "task_reviewer_leased" // REVIEWING → REVIEWING: a reviewer's lease
-	TaskEventReviewed       TaskEventType = "task_reviewed"        // REVIEWING → APPROVAL_REQUIRED or INTERVENTION_REQUIRED
-	TaskEventApproved       TaskEventType = "task_approved"        // APPROVAL_REQUIRED → SUCCESS
-	TaskEventRejected       TaskEventType = "task_rejected"        // APPROVAL_REQUIRED → PENDING, with feedback
-	TaskEventResubmitted    TaskEventType = "task_resubmitted"     // INTERVENTION_REQUIRED → PENDING
-	TaskEventFixed          TaskEventType = "task_fixed"           // INTERVENTION_REQUIRED → REVIEW_REQUIRED
-	TaskEventTerminated     TaskEventType = "task_terminated"      // INTERVENTION_REQUIRED → CANCELED
-	TaskEventLeaseExpired   TaskEventType = "task_lease_expired"   // RUNNING/PAUSED → PENDING, REVIEWING → REVIEW_REQUIRED
-)
-
 // TaskOp is a command a person (or an operator's tool) gives a task. The
 // names are those of the CLI and the HTTP API.
 type TaskOp string
