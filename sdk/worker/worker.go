@@ -610,8 +610,8 @@ func (w *queueWorker) poll() {
 // through any other service. An embedded engine never loses one: its
 // ClaimWait returns what it claimed even when its context ends meanwhile.
 func (w *queueWorker) claimsMayBeLost() bool {
-	_, embedded := rawService(w.e).(*embedded.Engine)
-	return !embedded
+	_, inProcess := rawService(w.e).(*embedded.Engine)
+	return !inProcess
 }
 
 // claimRequestID is a fresh request id for one ClaimWait: a retry of the
