@@ -75,7 +75,7 @@ func storeHostile(t *testing.T, c *httpapi.Client, p []byte, name string) hostil
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("%s: claim: %+v, %v", name, jobs, err)
 	}
-	ref := engine.LeaseRef{Job: h.open, Attempt: jobs[0].Attempt}
+	ref := jobs[0].Lease()
 	_, err = c.Append(ctx, engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: replay.EventActivityCompleted, Step: "1", Name: "Fetch", Payload: p}}})
 	must("append", err)
 	_, err = c.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: "2", Name: "Ask", LeaseMS: 600_000})
@@ -97,7 +97,7 @@ func storeHostile(t *testing.T, c *httpapi.Client, p []byte, name string) hostil
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("%s: claim the second run: %+v, %v", name, jobs, err)
 	}
-	_, err = c.Complete(ctx, engine.Complete{LeaseRef: engine.LeaseRef{Job: h.done, Attempt: jobs[0].Attempt}, Result: p})
+	_, err = c.Complete(ctx, engine.Complete{LeaseRef: jobs[0].Lease(), Result: p})
 	must("complete", err)
 
 	tr, err := c.CreateTask(ctx, engine.CreateTask{Job: name + "-job", Phase: "draft", Queue: "t-" + name, Type: "write"})
@@ -107,7 +107,7 @@ func storeHostile(t *testing.T, c *httpapi.Client, p []byte, name string) hostil
 	if err != nil || len(w) != 1 {
 		t.Fatalf("%s: claim the task: %+v, %v", name, w, err)
 	}
-	_, err = c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: h.task, Attempt: w[0].Attempt}, Op: engine.TaskReportOutput, Output: p})
+	_, err = c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: w[0].Lease(), Op: engine.TaskReportOutput, Output: p})
 	must("report the task's output", err)
 	_, err = c.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: h.task}, Op: engine.TaskOpStep, By: "ann"})
 	must("start the review", err)
@@ -115,7 +115,7 @@ func storeHostile(t *testing.T, c *httpapi.Client, p []byte, name string) hostil
 	if err != nil || len(r) != 1 {
 		t.Fatalf("%s: claim the review: %+v, %v", name, r, err)
 	}
-	_, err = c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: h.task, Attempt: r[0].Attempt}, Op: engine.TaskReportVerdict,
+	_, err = c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: r[0].Lease(), Op: engine.TaskReportVerdict,
 		Review: &engine.Review{Verdict: engine.VerdictApprove, Summary: "fine"}})
 	must("review", err)
 	return h
