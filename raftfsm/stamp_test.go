@@ -45,8 +45,8 @@ func (c *lateClock) arm(f func()) {
 // was proposed. The clock here reads late: while the leader reads it for an
 // entry's first proposal, 5 ms pass and a second proposal arrives. Stamped
 // with that reading, the second would carry a time from before it existed
-// (an activity's completion stamped before its start, in the soak of
-// issue 20).
+// (under load, a soak saw an activity's completion stamped before its
+// start).
 func TestProposerStampsAfterCollecting(t *testing.T) {
 	lc := &lateClock{}
 	c := newTestCluster(t, 1, func(cfg *Config) {
@@ -158,5 +158,28 @@ func TestProposerSplitsCollectedProposalsByBytes(t *testing.T) {
 	// The trigger's entry, then five of two commands each.
 	if got := l.raft.LastIndex() - before; got != 6 {
 		t.Fatalf("%d log entries, want 6", got)
+	}
+}
+
+// LeaderChanged wakes its waiters on every node when the leadership
+// moves: the old leader's, the new one's and the bystander's.
+func TestLeaderChangedWakesEveryNodeOnTransfer(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l := c.leader()
+	changed := map[string]<-chan struct{}{}
+	for id, n := range c.live() {
+		changed[id] = n.LeaderChanged()
+	}
+	if err := l.TransferLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id, ch := range changed {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("%s: LeaderChanged did not wake when %s handed the leadership on", id, l.ID())
+		}
 	}
 }
