@@ -88,8 +88,8 @@ func (n *Node) watchLeader() {
 // then the scheduler, whose lease reclaims wait out the failover grace.
 func (n *Node) lead(ctx context.Context, ready chan struct{}) {
 	defer n.wg.Done()
-	if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
-		return // leadership lost; the next election starts over
+	if err := futureError(ctx, n.raft.Barrier(n.cfg.ApplyTimeout)); err != nil {
+		return // leadership lost, or the node closes; the next election starts over
 	}
 	close(ready)
 	if n.cfg.HTTPAddr != "" && n.fsm.nodeHTTP(n.cfg.ID) != n.cfg.HTTPAddr {
@@ -122,7 +122,7 @@ func (n *Node) applyNode(ctx context.Context, b nodeBody) error {
 		return err
 	}
 	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
-	if err := f.Error(); err != nil {
+	if err := futureError(ctx, f); err != nil {
 		return n.applyError(err)
 	}
 	if out, ok := f.Response().(*entryOutcome); ok && len(out.errs) > 0 && out.errs[0] != nil {

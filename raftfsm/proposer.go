@@ -201,11 +201,12 @@ func (p *proposer) pack() {
 }
 
 // settle answers each entry's proposers once Raft has applied it (or
-// failed to), in log order.
+// failed to), in log order. Once the node is closing it waits for no entry
+// Raft has not answered yet (see futureError): their outcome is unknown.
 func (p *proposer) settle() {
 	defer p.wg.Done()
 	for f := range p.inflight {
-		if err := f.fut.Error(); err != nil {
+		if err := futureError(p.n.ctx, f.fut); err != nil {
 			answer(f.ps, nil, p.n.applyError(err))
 			continue
 		}

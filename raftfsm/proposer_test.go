@@ -183,3 +183,37 @@ func TestLeaderChangedWakesEveryNodeOnTransfer(t *testing.T) {
 		}
 	}
 }
+
+// stuckFuture is a Raft future that is never answered, as hashicorp/raft
+// leaves one still queued in its apply channel when it shuts down.
+type stuckFuture struct{}
+
+func (stuckFuture) Error() error  { select {} }
+func (stuckFuture) Response() any { return nil }
+func (stuckFuture) Index() uint64 { return 0 }
+
+// Closing a node does not wait for ever on a log entry Raft will never
+// answer: its proposers learn that its outcome is unknown, and Close
+// returns.
+func TestCloseDoesNotWaitForUnansweredEntries(t *testing.T) {
+	c := newTestCluster(t, 1, nil)
+	l := c.leader()
+	pr := &proposal{cmd: &engine.CreateJob{Type: "t", Queue: "q"}, reply: make(chan struct{})}
+	l.prop.inflight <- &flight{fut: stuckFuture{}, ps: []*proposal{pr}}
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		c.kill(l.ID())
+	}()
+	timer := time.NewTimer(time.Minute)
+	defer timer.Stop()
+	select {
+	case <-closed:
+	case <-timer.C:
+		t.Fatal("Close still waits for an entry Raft never answers")
+	}
+	<-pr.reply
+	if !errors.Is(pr.err, engine.ErrUnknownOutcome) {
+		t.Fatalf("the proposer of the unanswered entry got %v, want ErrUnknownOutcome", pr.err)
+	}
+}
