@@ -38,6 +38,10 @@ type StepInfo struct {
 	// AnswerDueMS when the answer times out (0: never).
 	Question    json.RawMessage `json:"question,omitempty" msgpack:"q,omitempty"`
 	AnswerDueMS int64           `json:"answer_due_ms,omitempty" msgpack:"ad,omitempty"`
+	// ElidedQuestionBytes is set only on a step a read returned without
+	// its Question, because the stored question was longer than the read's
+	// StepsQuery.MaxQuestionBytes: the length left out.
+	ElidedQuestionBytes int `json:"elided_question_bytes,omitempty" msgpack:"eq,omitempty"`
 	// Decision is the critic's last decision on the step.
 	Decision CriticDecision `json:"decision,omitempty" msgpack:"dc,omitempty"`
 	// Explicit: the step has a step record (a step lease of its own).
@@ -47,32 +51,7 @@ type StepInfo struct {
 
 // Steps returns the activity steps of the job t names, in step order.
 func (e *Engine) Steps(ctx context.Context, t Target) ([]StepInfo, error) {
-	var out []StepInfo
-	err := e.view(ctx, func(r *storage.Reader) error {
-		j, err := readTarget(r, t)
-		if err != nil {
-			return err
-		}
-		hist, _, err := ReadHistory(r, j.ID, 0, 0)
-		if err != nil {
-			return err
-		}
-		recs := map[string]*StepRecord{}
-		err = r.Scan(storage.StepPrefix(uint64(j.ID)), nil, true, func(k, v []byte) (bool, error) {
-			s := new(StepRecord)
-			if _, err := storage.DecodeAt(k, v, storage.KindStep, stepVersion, s); err != nil {
-				return false, err
-			}
-			recs[s.Step] = s
-			return true, nil
-		})
-		if err != nil {
-			return err
-		}
-		out = StepInfos(j, hist, recs)
-		return nil
-	})
-	return out, err
+	return e.QuerySteps(ctx, StepsQuery{Target: t})
 }
 
 // StepInfos builds the step infos of job j from its history and its step

@@ -159,6 +159,9 @@ func checkHostileViews(t *testing.T, vw viewer, p []byte, h hostileRun) {
 	}
 	wantIn(t, "the run page", run, `id="input"`, size, fmt.Sprintf("/ui/runs/%d/steps/2/question", h.open))
 	switch {
+	case len(p) > maxPanelPayloadBytes:
+		// The page does not read it: the API leaves it out.
+		wantIn(t, "the run page", run, "Not shown: "+size+", more than the 64 KiB a page reads of one")
 	case pv.Hidden != "":
 		wantIn(t, "the run page", run, "Not shown: "+size)
 	case pv.Cut:

@@ -44,8 +44,12 @@ var eventClasses = map[engine.EventType]string{
 	replay.EventMarkerRecorded:        "other",
 }
 
+// viewEvent is an event of run job, read with its payload when that is at
+// most maxEventPayloadBytes long, for the timeline; firstMS is when the run
+// began.
 func viewEvent(job engine.JobID, ev engine.Event, firstMS int64) eventView {
-	v := eventView{Event: ev, OffsetMS: ev.AtMS - firstMS, Payload: viewPayload(ev.Payload, eventPayloadPath(job, ev.Seq)), Class: "other"}
+	v := eventView{Event: ev, OffsetMS: ev.AtMS - firstMS, Class: "other",
+		Payload: viewEventPayload(&ev, maxEventPayloadBytes, eventLimits, eventPayloadPath(job, ev.Seq))}
 	// The view keeps the rendering; the event's own bytes are not needed
 	// by the page, which links them.
 	v.Event.Payload = nil
