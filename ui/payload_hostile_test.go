@@ -75,7 +75,7 @@ func storeHostile(t *testing.T, c *httpapi.Client, p []byte, name string) hostil
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("%s: claim: %+v, %v", name, jobs, err)
 	}
-	ref := engine.LeaseRef{Job: h.open, Attempt: jobs[0].Attempt}
+	ref := jobs[0].Lease()
 	_, err = c.Append(ctx, engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: replay.EventActivityCompleted, Step: "1", Name: "Fetch", Payload: p}}})
 	must("append", err)
 	_, err = c.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: "2", Name: "Ask", LeaseMS: 600_000})
@@ -97,7 +97,7 @@ func storeHostile(t *testing.T, c *httpapi.Client, p []byte, name string) hostil
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("%s: claim the second run: %+v, %v", name, jobs, err)
 	}
-	_, err = c.Complete(ctx, engine.Complete{LeaseRef: engine.LeaseRef{Job: h.done, Attempt: jobs[0].Attempt}, Result: p})
+	_, err = c.Complete(ctx, engine.Complete{LeaseRef: jobs[0].Lease(), Result: p})
 	must("complete", err)
 
 	tr, err := c.CreateTask(ctx, engine.CreateTask{Job: name + "-job", Phase: "draft", Queue: "t-" + name, Type: "write"})

@@ -40,7 +40,7 @@ func TestRunPageViewIsBounded(t *testing.T) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %+v, %v", jobs, err)
 	}
-	ref := engine.LeaseRef{Job: id, Attempt: jobs[0].Attempt}
+	ref := jobs[0].Lease()
 	if _, err := v.e.Append(ctx, engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: replay.EventActivityCompleted, Step: "1", Name: "Fetch", Payload: big}}}); err != nil {
 		t.Fatal(err)
 	}
