@@ -107,7 +107,7 @@ func storeHostile(t *testing.T, c *httpapi.Client, p []byte, name string) hostil
 	if err != nil || len(w) != 1 {
 		t.Fatalf("%s: claim the task: %+v, %v", name, w, err)
 	}
-	_, err = c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: h.task, Attempt: w[0].Attempt}, Op: engine.TaskReportOutput, Output: p})
+	_, err = c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: w[0].Lease(), Op: engine.TaskReportOutput, Output: p})
 	must("report the task's output", err)
 	_, err = c.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: h.task}, Op: engine.TaskOpStep, By: "ann"})
 	must("start the review", err)
@@ -115,7 +115,7 @@ func storeHostile(t *testing.T, c *httpapi.Client, p []byte, name string) hostil
 	if err != nil || len(r) != 1 {
 		t.Fatalf("%s: claim the review: %+v, %v", name, r, err)
 	}
-	_, err = c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: h.task, Attempt: r[0].Attempt}, Op: engine.TaskReportVerdict,
+	_, err = c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: r[0].Lease(), Op: engine.TaskReportVerdict,
 		Review: &engine.Review{Verdict: engine.VerdictApprove, Summary: "fine"}})
 	must("review", err)
 	return h
