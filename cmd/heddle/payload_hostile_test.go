@@ -53,18 +53,18 @@ func checkCLIHostilePayload(t *testing.T, w *wfEnv, depth int) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %+v, %v", jobs, err)
 	}
-	ref := engine.LeaseRef{Job: cr.Job, Attempt: jobs[0].Attempt}
+	ref := jobs[0].Lease()
 	_, err = w.e.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: "1", Name: "Ask", LeaseMS: 600_000})
 	must("lease a step", err)
 	_, err = w.e.EndStepAttempt(ctx, engine.EndStepAttempt{LeaseRef: ref, Step: "1", Name: "Ask", StepAttempt: 1, Outcome: engine.OutcomeNeedsUser, Payload: p})
 	must("ask a person", err)
-	done, err := w.e.Create(ctx, engine.CreateJob{WorkflowID: id + "-done", Type: "Deep", Queue: id + "-done"})
+	_, err = w.e.Create(ctx, engine.CreateJob{WorkflowID: id + "-done", Type: "Deep", Queue: id + "-done"})
 	must("start the second run", err)
 	jobs, err = w.e.Claim(ctx, engine.Claim{Queue: id + "-done", Owner: "w", Max: 1, LeaseMS: 600_000})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim the second run: %+v, %v", jobs, err)
 	}
-	_, err = w.e.Complete(ctx, engine.Complete{LeaseRef: engine.LeaseRef{Job: done.Job, Attempt: jobs[0].Attempt}, Result: p})
+	_, err = w.e.Complete(ctx, engine.Complete{LeaseRef: jobs[0].Lease(), Result: p})
 	must("complete", err)
 
 	placeholder := fmt.Sprintf("<%d bytes of JSON nested deeper than 32 levels; see -o json>", len(p))

@@ -40,7 +40,7 @@ func TestBoundedHistoryAndStepsOverHTTP(t *testing.T) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %v", err)
 	}
-	ref := engine.LeaseRef{Job: cr.Job, Attempt: jobs[0].Attempt}
+	ref := jobs[0].Lease()
 	for step, q := range map[string][]byte{"1": small, "2": big} {
 		if _, err := c.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: step, Name: "Ask", LeaseMS: 60_000}); err != nil {
 			t.Fatal(err)

@@ -44,7 +44,7 @@ func TestHostilePayloadsInTheAPIViews(t *testing.T) {
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("claim: %v", err)
 		}
-		ref := engine.LeaseRef{Job: cr.Job, Attempt: jobs[0].Attempt}
+		ref := jobs[0].Lease()
 		if _, err := c.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: "1", Name: "Ask", LeaseMS: 60_000}); err != nil {
 			t.Fatal(err)
 		}
