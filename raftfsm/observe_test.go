@@ -259,7 +259,7 @@ func TestNodeMetricsBoundTheQueues(t *testing.T) {
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("claim on %s: %d jobs, %v", name(i), len(jobs), err)
 		}
-		if _, err := l.Engine().Complete(ctx, engine.Complete{LeaseRef: engine.LeaseRef{Job: jobs[0].Job, Attempt: jobs[0].Attempt}}); err != nil {
+		if _, err := l.Engine().Complete(ctx, engine.Complete{LeaseRef: jobs[0].Lease()}); err != nil {
 			t.Fatal(err)
 		}
 	}
