@@ -13,7 +13,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 )
 
 func TestConfigValidate(t *testing.T) {

@@ -16,8 +16,8 @@ import (
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/internal/payloadview"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/raftfsm"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // Hostile payloads, each under the engine's 1 MiB payload limit. Before

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // stepView is one step of a run (an activity, a timer or a child

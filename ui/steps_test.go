@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // ev builds a history event; seqs are given by history.

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // The engine's step states join the history's steps: a step of both gets

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // eventView is one event of the timeline.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/storage"

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // The markers of Temporal's Go SDK and what they hold.

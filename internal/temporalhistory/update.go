@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/temporal"
 )
 

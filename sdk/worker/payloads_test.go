@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/worker"

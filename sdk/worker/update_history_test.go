@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"

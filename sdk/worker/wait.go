@@ -4,7 +4,7 @@ import (
 	"strconv"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // wait releases the job until something it waits for happens: a timer, a

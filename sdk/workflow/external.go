@@ -3,8 +3,8 @@ package workflow
 import (
 	"errors"
 
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/temporal"
 )

@@ -6,8 +6,8 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/log"
 )

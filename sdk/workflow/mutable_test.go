@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // A live run records a marker only when the value changes; a replay returns

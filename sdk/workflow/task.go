@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 

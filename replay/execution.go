@@ -481,7 +481,7 @@ func callerOutsideSDK() string {
 	frames := runtime.CallersFrames(pcs[:n])
 	for {
 		f, more := frames.Next()
-		inSDK := strings.HasPrefix(f.Function, "github.com/heddlewf/heddle/internal/replay.") ||
+		inSDK := strings.HasPrefix(f.Function, "github.com/heddlewf/heddle/replay.") ||
 			strings.HasPrefix(f.Function, "github.com/heddlewf/heddle/sdk/")
 		if !inSDK || strings.HasSuffix(f.File, "_test.go") {
 			return fmt.Sprintf("%s:%d", f.File, f.Line)
