@@ -6,33 +6,6 @@ import (
 	"github.com/heddlewf/heddle/engine"
 )
 
-// The history events the SDK writes for workflow commands. Each carries the
-// command's step id in Event.Step (timer_fired, written by the engine, in
-// Event.Name) and the command's name (activity type, child workflow type,
-// marker name) in Event.Name, which is what replay matches against the code.
-const (
-	EventActivityScheduled     engine.EventType = "activity_scheduled" // sent to another queue
-	EventActivityAttemptFailed engine.EventType = "activity_attempt_failed"
-	EventActivityCompleted     engine.EventType = "activity_completed"
-	EventActivityFailed        engine.EventType = "activity_failed"
-	EventTimerScheduled        engine.EventType = "timer_scheduled"
-	EventTimerCanceled         engine.EventType = "timer_canceled"
-	EventChildScheduled        engine.EventType = "child_scheduled"
-	EventChildCompleted        engine.EventType = "child_completed"
-	EventChildFailed           engine.EventType = "child_failed"
-	EventTaskScheduled         engine.EventType = "task_scheduled" // a review task (workflow.ExecuteTask) created
-	EventTaskCompleted         engine.EventType = "task_completed" // its output, once approved (SUCCESS)
-	EventTaskFailed            engine.EventType = "task_failed"    // it ended CANCELED
-	EventMarkerRecorded        engine.EventType = "marker_recorded"
-	EventCancelRequested       engine.EventType = "cancel_requested"
-	// A signal the workflow sent to another workflow, and a cancel request
-	// it made of one: done, or failed (the target is unknown or closed).
-	EventSignalExternalSent      engine.EventType = "signal_external_sent"
-	EventSignalExternalFailed    engine.EventType = "signal_external_failed"
-	EventCancelExternalRequested engine.EventType = "cancel_external_requested"
-	EventCancelExternalFailed    engine.EventType = "cancel_external_failed"
-)
-
 // CommandKind is the kind of a workflow command.
 type CommandKind uint8
 
@@ -78,30 +51,46 @@ const (
 	roleFail                     // the command's result: resolve with failure
 )
 
-// stepEvents maps each step event type to its command kind and role.
+// stepEvents maps each step event type to its command kind and role: the
+// events the worker writes for workflow commands (engine/events_workflow.go,
+// the activity_* events of engine/step.go and the engine's timer_fired),
+// and the engine's own step events (a step lease taken or timed out, a try
+// that needs a person or whose resource failed, a person's answer). Those
+// are records of the activity command whose step they name: replay indexes
+// them with the step, so the worker reads a step's whole life from
+// Records, and they never resolve the command. Only the activity_* events
+// do that.
 var stepEvents = map[engine.EventType]struct {
 	kind CommandKind
 	role eventRole
 }{
-	EventActivityScheduled:     {KindActivity, roleRecord},
-	EventActivityAttemptFailed: {KindActivity, roleRecord},
-	EventActivityCompleted:     {KindActivity, roleSucceed},
-	EventActivityFailed:        {KindActivity, roleFail},
-	EventTimerScheduled:        {KindTimer, roleRecord},
-	EventTimerCanceled:         {KindTimer, roleFail},
-	engine.EventTimerFired:     {KindTimer, roleSucceed},
-	EventChildScheduled:        {KindChild, roleRecord},
-	EventChildCompleted:        {KindChild, roleSucceed},
-	EventChildFailed:           {KindChild, roleFail},
-	EventTaskScheduled:         {KindTask, roleRecord},
-	EventTaskCompleted:         {KindTask, roleSucceed},
-	EventTaskFailed:            {KindTask, roleFail},
-	EventMarkerRecorded:        {KindMarker, roleRecord},
+	engine.EventActivityScheduled:     {KindActivity, roleRecord},
+	engine.EventActivityAttemptFailed: {KindActivity, roleRecord},
+	engine.EventActivityCompleted:     {KindActivity, roleSucceed},
+	engine.EventActivityFailed:        {KindActivity, roleFail},
+	engine.EventTimerScheduled:        {KindTimer, roleRecord},
+	engine.EventTimerCanceled:         {KindTimer, roleFail},
+	engine.EventTimerFired:            {KindTimer, roleSucceed},
+	engine.EventChildScheduled:        {KindChild, roleRecord},
+	engine.EventChildCompleted:        {KindChild, roleSucceed},
+	engine.EventChildFailed:           {KindChild, roleFail},
+	engine.EventReviewScheduled:       {KindTask, roleRecord},
+	engine.EventReviewCompleted:       {KindTask, roleSucceed},
+	engine.EventReviewFailed:          {KindTask, roleFail},
+	engine.EventMarkerRecorded:        {KindMarker, roleRecord},
 
-	EventSignalExternalSent:      {KindSignalExternal, roleSucceed},
-	EventSignalExternalFailed:    {KindSignalExternal, roleFail},
-	EventCancelExternalRequested: {KindCancelExternal, roleSucceed},
-	EventCancelExternalFailed:    {KindCancelExternal, roleFail},
+	engine.EventSignalExternalSent:      {KindSignalExternal, roleSucceed},
+	engine.EventSignalExternalFailed:    {KindSignalExternal, roleFail},
+	engine.EventCancelExternalRequested: {KindCancelExternal, roleSucceed},
+	engine.EventCancelExternalFailed:    {KindCancelExternal, roleFail},
+
+	engine.EventStepWaitingDeps:    {KindActivity, roleRecord},
+	engine.EventStepLeased:         {KindActivity, roleRecord},
+	engine.EventStepStarted:        {KindActivity, roleRecord},
+	engine.EventStepLeaseTimeout:   {KindActivity, roleRecord},
+	engine.EventStepResourceFailed: {KindActivity, roleRecord},
+	engine.EventStepNeedsUser:      {KindActivity, roleRecord},
+	engine.EventStepAnswered:       {KindActivity, roleRecord},
 }
 
 // RetryTimerPrefix starts the ids of the durable timers a worker sets to

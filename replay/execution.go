@@ -279,7 +279,7 @@ func (x *Execution) apply(ev *engine.Event) error {
 			x.onSignal(ev.Name, ev.Payload)
 		}
 		return nil
-	case EventCancelRequested:
+	case engine.EventCancelRequested:
 		if x.onCancel != nil {
 			x.onCancel()
 		}
@@ -383,7 +383,7 @@ func (x *Execution) marker(cmd *Command, compute func() ([]byte, error)) ([]byte
 		return nil, err
 	}
 	cmd.Resolved, cmd.Recorded = true, true
-	x.markers = append(x.markers, engine.NewEvent{Type: EventMarkerRecorded, Step: cmd.Step, Name: cmd.Name, Payload: v})
+	x.markers = append(x.markers, engine.NewEvent{Type: engine.EventMarkerRecorded, Step: cmd.Step, Name: cmd.Name, Payload: v})
 	return v, nil
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/internal/payloadview"
 	"github.com/heddlewf/heddle/raftfsm"
-	"github.com/heddlewf/heddle/replay"
 )
 
 // Hostile payloads, each under the engine's 1 MiB payload limit. Before
@@ -76,7 +75,7 @@ func storeHostile(t *testing.T, c *httpapi.Client, p []byte, name string) hostil
 		t.Fatalf("%s: claim: %+v, %v", name, jobs, err)
 	}
 	ref := engine.LeaseRef{Job: h.open, Attempt: jobs[0].Attempt}
-	_, err = c.Append(ctx, engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: replay.EventActivityCompleted, Step: "1", Name: "Fetch", Payload: p}}})
+	_, err = c.Append(ctx, engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: engine.EventActivityCompleted, Step: "1", Name: "Fetch", Payload: p}}})
 	must("append", err)
 	_, err = c.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: "2", Name: "Ask", LeaseMS: 600_000})
 	must("lease a step", err)

@@ -49,12 +49,12 @@ type attemptRecord struct {
 func lastDetails(recs []*engine.Event, pending []engine.NewEvent, step string) []byte {
 	var payload []byte
 	for i := len(pending) - 1; i >= 0 && payload == nil; i-- {
-		if pending[i].Type == replay.EventActivityAttemptFailed && pending[i].Step == step {
+		if pending[i].Type == engine.EventActivityAttemptFailed && pending[i].Step == step {
 			payload = pending[i].Payload
 		}
 	}
 	for i := len(recs) - 1; i >= 0 && payload == nil; i-- {
-		if recs[i].Type == replay.EventActivityAttemptFailed {
+		if recs[i].Type == engine.EventActivityAttemptFailed {
 			payload = recs[i].Payload
 		}
 	}
@@ -70,12 +70,12 @@ func lastDetails(recs []*engine.Event, pending []engine.NewEvent, step string) [
 // decides, among the history's records and the ones still pending.
 func retryAt(recs []*engine.Event, pending []engine.NewEvent, step string) (int64, int) {
 	for i := len(pending) - 1; i >= 0; i-- {
-		if pending[i].Type == replay.EventActivityAttemptFailed && pending[i].Step == step {
+		if pending[i].Type == engine.EventActivityAttemptFailed && pending[i].Step == step {
 			return parseRetry(pending[i].Payload)
 		}
 	}
 	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].Type == replay.EventActivityAttemptFailed {
+		if recs[i].Type == engine.EventActivityAttemptFailed {
 			return parseRetry(recs[i].Payload)
 		}
 	}
@@ -94,7 +94,7 @@ func parseRetry(payload []byte) (int64, int) {
 func failedAttempts(recs []*engine.Event) int {
 	n := 0
 	for _, ev := range recs {
-		if ev.Type == replay.EventActivityAttemptFailed {
+		if ev.Type == engine.EventActivityAttemptFailed {
 			n++
 		}
 	}
@@ -243,7 +243,7 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 			r.stepRetried(c)
 		}
 		b, _ := json.Marshal(rec)
-		ne := engine.NewEvent{Type: replay.EventActivityAttemptFailed, Step: c.Step, Name: c.Name, Payload: b, StepAttempt: uint32(attempt)}
+		ne := engine.NewEvent{Type: engine.EventActivityAttemptFailed, Step: c.Step, Name: c.Name, Payload: b, StepAttempt: uint32(attempt)}
 		if o.retryAt > 0 {
 			// The record goes with the turn's next write, which sets the
 			// retry timer (an activity task's job is requeued instead).

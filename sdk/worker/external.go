@@ -30,7 +30,7 @@ func (r *run) externals(cmds []*replay.Command) (bool, error) {
 		}
 		requestID := fmt.Sprintf("heddle/%d/%s/external", r.job.Job, c.Step)
 		var err error
-		done := replay.EventSignalExternalSent
+		done := engine.EventSignalExternalSent
 		if c.Kind == replay.KindSignalExternal {
 			sig := engine.Signal{Target: t, Name: c.Name, Payload: c.Input}
 			sig.RequestID = requestID
@@ -39,7 +39,7 @@ func (r *run) externals(cmds []*replay.Command) (bool, error) {
 			rc := engine.RequestCancel{Target: t, Reason: fmt.Sprintf("requested by workflow %s (run %d)", r.job.WorkflowID, r.job.Job)}
 			rc.RequestID = requestID
 			_, err = r.w.e.RequestCancel(r.ctx, rc)
-			done = replay.EventCancelExternalRequested
+			done = engine.EventCancelExternalRequested
 		}
 		switch {
 		case err == nil:

@@ -257,10 +257,10 @@ func (r *run) take(o outcome) outcome {
 
 // commitStepOf is the step commit of an activity's outcome.
 func (r *run) commitStepOf(o outcome) engine.CommitStep {
-	cs := engine.CommitStep{LeaseRef: r.ref, Step: o.c.Step, Name: o.c.Name, Type: replay.EventActivityCompleted, Payload: o.result,
+	cs := engine.CommitStep{LeaseRef: r.ref, Step: o.c.Step, Name: o.c.Name, Type: engine.EventActivityCompleted, Payload: o.result,
 		StepAttempt: o.stepAttempt, Decision: o.decision}
 	if o.err != nil {
-		cs.Type, cs.Payload, cs.Failed = replay.EventActivityFailed, sdkhook.EncodeFailure(o.err), true
+		cs.Type, cs.Payload, cs.Failed = engine.EventActivityFailed, sdkhook.EncodeFailure(o.err), true
 		if o.notStarted {
 			cs.Reason = engine.ReasonNotStarted
 		}

@@ -134,7 +134,7 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 			left := time.UnixMilli(c.IssuedAtMS).Add(s2s).Sub(r.w.opts.Clock.Now())
 			create.ScheduleToStartTimeoutMS = max(left.Milliseconds(), 1)
 		}
-		ev.Type = replay.EventActivityScheduled
+		ev.Type = engine.EventActivityScheduled
 	case replay.KindChild:
 		opts, _ := c.Options.(workflow.ChildWorkflowOptions)
 		create.Type, create.Queue = c.Name, r.w.queue
@@ -152,7 +152,7 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 		create.ExecutionTimeoutMS = opts.WorkflowExecutionTimeout.Milliseconds()
 		create.RunTimeoutMS = opts.WorkflowRunTimeout.Milliseconds()
 		create.Retry = engineRetryPolicy(opts.RetryPolicy)
-		ev.Type = replay.EventChildScheduled
+		ev.Type = engine.EventChildScheduled
 	}
 	ctx, span, traceParent := r.w.obs.startRemote(r.ctx, c.Kind == replay.KindChild, c.Name)
 	create.TraceParent = traceParent
@@ -245,8 +245,8 @@ func (r *run) ownsRun(id string, c *replay.Command) (engine.JobID, error) {
 // command never started, a child whose id is taken, a timeout).
 func (r *run) commitFailure(c *replay.Command, ferr error) error {
 	typ := map[replay.CommandKind]engine.EventType{
-		replay.KindActivity: replay.EventActivityFailed, replay.KindChild: replay.EventChildFailed,
-		replay.KindSignalExternal: replay.EventSignalExternalFailed, replay.KindCancelExternal: replay.EventCancelExternalFailed,
+		replay.KindActivity: engine.EventActivityFailed, replay.KindChild: engine.EventChildFailed,
+		replay.KindSignalExternal: engine.EventSignalExternalFailed, replay.KindCancelExternal: engine.EventCancelExternalFailed,
 	}[c.Kind]
 	cs := engine.CommitStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, Type: typ, Payload: sdkhook.EncodeFailure(ferr), Failed: true}
 	if c.Kind == replay.KindActivity && r.isInline(c) && r.explicit(c) {

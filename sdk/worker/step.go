@@ -97,7 +97,7 @@ func (r *run) unpark() {
 // depFailed reports whether one of the steps deps failed.
 func (r *run) depFailed(deps []string) bool {
 	for _, d := range deps {
-		if dr := r.x.Records(d); len(dr) > 0 && dr[len(dr)-1].Type == replay.EventActivityFailed {
+		if dr := r.x.Records(d); len(dr) > 0 && dr[len(dr)-1].Type == engine.EventActivityFailed {
 			return true
 		}
 	}
@@ -489,7 +489,7 @@ func (r *run) answerOf(evs []engine.Event, attempt uint32, known bool) ([]byte, 
 // among a step's events recorded.
 func lastStepDetails(evs []engine.Event) []byte {
 	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Type == replay.EventActivityAttemptFailed {
+		if evs[i].Type == engine.EventActivityAttemptFailed {
 			var rec attemptRecord
 			if json.Unmarshal(evs[i].Payload, &rec) == nil {
 				return rec.Details
@@ -547,7 +547,7 @@ func (r *run) stepRetried(c *replay.Command) {
 // stepEnded records the end of an activity step the turn just committed:
 // how long after its issue, and how.
 func (r *run) stepEnded(cs engine.CommitStep) {
-	if r.w.obs.m == nil || cs.CatchUp || cs.Type != replay.EventActivityCompleted && cs.Type != replay.EventActivityFailed {
+	if r.w.obs.m == nil || cs.CatchUp || cs.Type != engine.EventActivityCompleted && cs.Type != engine.EventActivityFailed {
 		return
 	}
 	for _, c := range r.x.Unresolved() {

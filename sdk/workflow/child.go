@@ -165,7 +165,7 @@ func executeChildWorkflow(ctx Context, childWorkflow any, args ...any) ChildWork
 		}
 	})
 	cmd.OnRecord = func(ev *engine.Event) {
-		if ev.Type != replay.EventChildScheduled || cf.execution.ready {
+		if ev.Type != engine.EventChildScheduled || cf.execution.ready {
 			return
 		}
 		var rec sdkhook.ChildStarted
