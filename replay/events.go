@@ -42,6 +42,17 @@ func (k CommandKind) String() string {
 	return "unknown command"
 }
 
+// CommandOptions are the SDK's options of a command, kept with it
+// (Command.Options) from the workflow call that issued it to the worker that
+// carries it out; replay never reads them. The SDK declares one type for
+// each kind of command that has options (internal/sdkhook's Activity,
+// Child, Review and External); timers and markers have none.
+type CommandOptions interface {
+	// CommandKind is the kind of command the options are for: Issue
+	// refuses them for another.
+	CommandKind() CommandKind
+}
+
 // eventRole says what a step event means for its command.
 type eventRole uint8
 

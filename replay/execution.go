@@ -26,8 +26,8 @@ type Command struct {
 	Kind    CommandKind
 	Name    string // activity type, child workflow type or marker name
 	Input   []byte
-	Options any   // the SDK's options for the command; opaque to replay
-	FireAt  int64 // a timer's firing time, Unix ms
+	Options CommandOptions // the SDK's options for the command; opaque to replay
+	FireAt  int64          // a timer's firing time, Unix ms
 	// IssuedAtMS is the workflow time when the code issued the command: the
 	// same on every replay, so deadlines measured from it are too.
 	IssuedAtMS int64
@@ -323,13 +323,18 @@ func (x *Execution) run() error {
 // command's step, they must be of the same kind and name, or the execution
 // stops with a NondeterminismError (and the calling coroutine blocks for
 // good). resolve is called, on the worker's goroutine while no coroutine
-// runs, when the command's result event is applied.
-func (x *Execution) Issue(kind CommandKind, name string, input []byte, opts any, fireAt int64, resolve func(Resolution)) *Command {
+// runs, when the command's result event is applied. opts, when not nil, must
+// be options of kind (CommandOptions.CommandKind): other options are a bug
+// of the SDK, and Issue panics.
+func (x *Execution) Issue(kind CommandKind, name string, input []byte, opts CommandOptions, fireAt int64, resolve func(Resolution)) *Command {
+	if opts != nil && opts.CommandKind() != kind {
+		panic(fmt.Sprintf("replay: %T are options of %s commands, not of %s commands", opts, opts.CommandKind(), kind))
+	}
 	x.nextStep++
 	return x.issue(strconv.FormatUint(x.nextStep, 10), kind, name, input, opts, fireAt, resolve)
 }
 
-func (x *Execution) issue(step string, kind CommandKind, name string, input []byte, opts any, fireAt int64, resolve func(Resolution)) *Command {
+func (x *Execution) issue(step string, kind CommandKind, name string, input []byte, opts CommandOptions, fireAt int64, resolve func(Resolution)) *Command {
 	cmd := &Command{Step: step, Kind: kind, Name: name, Input: input, Options: opts, FireAt: fireAt, resolve: resolve,
 		IssuedAtMS: x.nowMS, Where: callerOutsideSDK()}
 	if recs := x.byStep[step]; len(recs) > 0 {

@@ -101,17 +101,14 @@ func failedAttempts(recs []*engine.Event) int {
 	return n
 }
 
-// activityOptions returns the options of an activity command and, for a
-// local activity, the function it calls (nil: its registered one).
+// activityOptions returns the options of activity command c and, for a
+// local activity, the function it calls (nil: its registered one). c is an
+// activity this worker carries out (isInline or createRemote checked its
+// options with activityOf); any other command has none, and gets the zero
+// options.
 func activityOptions(c *replay.Command) (opts workflow.ActivityOptions, localFn any, local bool) {
-	switch o := c.Options.(type) {
-	case workflow.ActivityOptions:
-		return o, nil, false
-	case sdkhook.LocalActivity:
-		opts, _ = o.Options.(workflow.ActivityOptions)
-		return opts, o.Fn, true
-	}
-	return opts, nil, false
+	a, _ := activityOf(c)
+	return a.Options, a.LocalFn, a.Local
 }
 
 // activityFunc returns the options of activity command c, the function
@@ -557,7 +554,8 @@ func (w *queueWorker) runActivityTask(ctx, actCtx context.Context, cancelAct con
 		_, ferr := w.e.Fail(ctx, engine.Fail{LeaseRef: ref, Error: sdkhook.EncodeFailure(fmt.Errorf("activity task input: %w", err))})
 		return ferr
 	}
-	c := &replay.Command{Step: "1", Kind: replay.KindActivity, Name: name, Input: in.Args, Options: in.Options, IssuedAtMS: in.IssuedAtMS}
+	c := &replay.Command{Step: "1", Kind: replay.KindActivity, Name: name, Input: in.Args, Options: activityCommand{Options: in.Options},
+		IssuedAtMS: in.IssuedAtMS}
 	if w.activityFn(name) == nil {
 		// Another worker of this queue may have the code (this one claims
 		// every type, for a dynamic workflow): give the task back after a

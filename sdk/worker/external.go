@@ -23,7 +23,10 @@ func (r *run) externals(cmds []*replay.Command) (bool, error) {
 		if c.Kind != replay.KindSignalExternal && c.Kind != replay.KindCancelExternal || c.Recorded || c.CancelRequested {
 			continue
 		}
-		ext, _ := c.Options.(sdkhook.External)
+		ext, ok := c.Options.(sdkhook.External)
+		if !ok {
+			return false, errOptions(c)
+		}
 		t := engine.Target{WorkflowID: ext.WorkflowID}
 		if id, err := strconv.ParseUint(ext.RunID, 10, 64); err == nil && id > 0 {
 			t = engine.Target{Job: engine.JobID(id)}

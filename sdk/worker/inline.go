@@ -198,8 +198,7 @@ drain:
 		case o.fault != nil:
 			return o.fault
 		case o.parked:
-			opts, _, _ := activityOptions(o.c)
-			r.parked[o.c.Step] = parked{seq: o.parkSeq, deps: stepDeps(opts)}
+			r.parked[o.c.Step] = parked{seq: o.parkSeq, deps: stepDeps(o.c)}
 			seen = max(seen, o.parkSeq)
 		case o.question != nil:
 			if err := r.askUser(o); err != nil {

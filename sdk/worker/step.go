@@ -71,15 +71,11 @@ type parked struct {
 	deps []string
 }
 
-// stepDeps returns the steps an activity's DependsOn futures name.
-func stepDeps(opts workflow.ActivityOptions) []string {
-	deps := make([]string, 0, len(opts.DependsOn))
-	for _, f := range opts.DependsOn {
-		if s := sdkhook.FutureStep(f); s != "" {
-			deps = append(deps, s)
-		}
-	}
-	return deps
+// stepDeps returns the steps activity c depends on: those its DependsOn
+// futures named when the workflow issued it.
+func stepDeps(c *replay.Command) []string {
+	a, _ := activityOf(c)
+	return append(make([]string, 0, len(a.DependsOn)), a.DependsOn...)
 }
 
 // unpark lets the parked steps that have news run again: an event of the
@@ -112,8 +108,7 @@ func (r *run) startExplicit(c *replay.Command, recs []*engine.Event) {
 	for i, ev := range recs {
 		evs[i] = *ev
 	}
-	opts, _, _ := activityOptions(c)
-	deps := stepDeps(opts)
+	deps := stepDeps(c)
 	switch st := engine.DeriveStepState(evs).State; {
 	case st == engine.StepNeedsUser, st == engine.StepWaitingDeps && !r.depFailed(deps):
 		r.parked[c.Step] = parked{seq: r.x.LastSeq(), deps: deps}
@@ -203,7 +198,7 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 			return o
 		}
 		res, err := r.w.e.LeaseStep(r.ctx, engine.LeaseStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, LeaseMS: leaseMS,
-			Capabilities: opts.RequiredCapabilities, Selector: opts.LabelSelector, DependsOn: stepDeps(opts),
+			Capabilities: opts.RequiredCapabilities, Selector: opts.LabelSelector, DependsOn: stepDeps(c),
 			TimeoutFatal: opts.TimeoutFatal, Start: true})
 		switch {
 		case errors.Is(err, engine.ErrDependencyFailed):

@@ -124,7 +124,11 @@ func (r *run) createTask(c *replay.Command) (bool, error) {
 	if !ok {
 		return true, r.failTask(c, workflow.NewApplicationError("this worker's service has no review tasks", "NoTasks", true))
 	}
-	opts, _ := c.Options.(workflow.TaskOptions)
+	rc, ok := c.Options.(reviewCommand)
+	if !ok {
+		return false, errOptions(c)
+	}
+	opts := rc.Options
 	ct := engine.CreateTask{
 		Job: opts.Job, Phase: opts.Phase, Description: opts.Description, JobDescription: opts.JobDescription,
 		Queue: opts.TaskQueue, ReviewQueue: opts.ReviewQueue, Type: c.Name, ReviewType: opts.Reviewer,

@@ -141,7 +141,7 @@ func executeChildWorkflow(ctx Context, childWorkflow any, args ...any) ChildWork
 		return cf
 	}
 	started := Execution{ID: opts.WorkflowID}
-	cmd := st.x.Issue(replay.KindChild, name, input, opts, 0, func(r replay.Resolution) {
+	cmd := st.x.Issue(replay.KindChild, name, input, sdkhook.Child[ChildWorkflowOptions]{Options: opts}, 0, func(r replay.Resolution) {
 		step := ""
 		if r.Event != nil {
 			step = r.Event.Step

@@ -160,7 +160,7 @@ func (w *testWorker) runCommands(cmds []*replay.Command) []engine.Event {
 	for _, c := range cmds {
 		switch c.Kind {
 		case replay.KindActivity:
-			if _, ok := c.Options.(ActivityOptions); !ok {
+			if _, ok := c.Options.(sdkhook.Activity[ActivityOptions]); !ok {
 				w.t.Fatalf("activity %s has options %T", c.Name, c.Options)
 			}
 			w.executed[c.Name]++

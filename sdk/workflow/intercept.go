@@ -83,10 +83,6 @@ type localFn struct {
 	fn   any
 }
 
-func init() {
-	sdkhook.WorkflowOutboundRoot = rootOutbound{}
-}
-
 // rootOutbound ends every outbound chain: each method is its workflow
 // function without interceptors.
 type rootOutbound struct{}
@@ -173,7 +169,8 @@ func (r *interceptRoot) SetOutbound(o any) error {
 	return nil
 }
 
-// Outbound is the end of the outbound chain.
+// Outbound is the end of the outbound chain: sdk/interceptor ends the
+// chain it builds with it.
 func (r *interceptRoot) Outbound() any { return rootOutbound{} }
 
 // ExecuteWorkflow calls the workflow function with args (after ctx), which
