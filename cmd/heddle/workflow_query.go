@@ -87,6 +87,8 @@ func newWFQueryCommand(g *wfGlobals) *cobra.Command {
 		defer cancel()
 		encoded, err := converter.Encode(queryArgs...)
 		if err != nil {
+			// The words of the HTTP client, which encoded them before
+			// queries travelled as bytes.
 			return fmt.Errorf("httpapi: query arguments: %w", err)
 		}
 		data, err := svc.Query(ctx, j.WorkflowID, strconv.FormatUint(uint64(j.ID), 10), name, encoded)
