@@ -16,7 +16,6 @@ import (
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/internal/payloadview"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/raftfsm"
 )
 
@@ -76,7 +75,7 @@ func storeHostile(t *testing.T, c *httpapi.Client, p []byte, name string) hostil
 		t.Fatalf("%s: claim: %+v, %v", name, jobs, err)
 	}
 	ref := jobs[0].Lease()
-	_, err = c.Append(ctx, engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: replay.EventActivityCompleted, Step: "1", Name: "Fetch", Payload: p}}})
+	_, err = c.Append(ctx, engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: engine.EventActivityCompleted, Step: "1", Name: "Fetch", Payload: p}}})
 	must("append", err)
 	_, err = c.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: "2", Name: "Ask", LeaseMS: 600_000})
 	must("lease a step", err)

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 )
 
 // TestRunPageViewIsBounded opens the run page of a run holding 200
@@ -41,7 +40,7 @@ func TestRunPageViewIsBounded(t *testing.T) {
 		t.Fatalf("claim: %+v, %v", jobs, err)
 	}
 	ref := jobs[0].Lease()
-	if _, err := v.e.Append(ctx, engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: replay.EventActivityCompleted, Step: "1", Name: "Fetch", Payload: big}}}); err != nil {
+	if _, err := v.e.Append(ctx, engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: engine.EventActivityCompleted, Step: "1", Name: "Fetch", Payload: big}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := v.e.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: "2", Name: "Ask", LeaseMS: 600_000}); err != nil {

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 )
 
 // stepView is one step of a run (an activity, a timer or a child
@@ -65,18 +64,18 @@ type stepEvent struct {
 	resolved bool
 }
 
-// stepEvents is the table of the SDK's step events (internal/replay).
+// stepEvents is the table of the SDK's step events (engine/events_workflow.go).
 var stepEvents = map[engine.EventType]stepEvent{
-	replay.EventActivityScheduled:     {"activity", true, stepScheduled, false},
-	replay.EventActivityAttemptFailed: {"activity", false, stepRetrying, false},
-	replay.EventActivityCompleted:     {"activity", false, stepCompleted, true},
-	replay.EventActivityFailed:        {"activity", false, stepFailed, true},
-	replay.EventTimerScheduled:        {"timer", false, stepWaiting, false},
+	engine.EventActivityScheduled:     {"activity", true, stepScheduled, false},
+	engine.EventActivityAttemptFailed: {"activity", false, stepRetrying, false},
+	engine.EventActivityCompleted:     {"activity", false, stepCompleted, true},
+	engine.EventActivityFailed:        {"activity", false, stepFailed, true},
+	engine.EventTimerScheduled:        {"timer", false, stepWaiting, false},
 	engine.EventTimerFired:            {"timer", false, stepFired, true},
-	replay.EventTimerCanceled:         {"timer", false, stepCanceled, true},
-	replay.EventChildScheduled:        {"child workflow", true, stepScheduled, false},
-	replay.EventChildCompleted:        {"child workflow", true, stepCompleted, true},
-	replay.EventChildFailed:           {"child workflow", true, stepFailed, true},
+	engine.EventTimerCanceled:         {"timer", false, stepCanceled, true},
+	engine.EventChildScheduled:        {"child workflow", true, stepScheduled, false},
+	engine.EventChildCompleted:        {"child workflow", true, stepCompleted, true},
+	engine.EventChildFailed:           {"child workflow", true, stepFailed, true},
 }
 
 // deriveSteps reads a run's steps from its history, in the order they were
@@ -130,7 +129,7 @@ func (d *stepDeriver) add(ev *engine.Event) {
 	}
 	s.Remote = s.Remote || se.remote
 	s.State, s.Pending, s.AtMS = se.state, !se.resolved, ev.AtMS
-	if ev.Type == replay.EventActivityAttemptFailed {
+	if ev.Type == engine.EventActivityAttemptFailed {
 		s.Attempts++
 		s.Detail, s.RetryAtMS = attemptDetail(ev)
 	}

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 )
 
 // eventView is one event of the timeline.
@@ -29,19 +28,19 @@ type eventView struct {
 var eventClasses = map[engine.EventType]string{
 	engine.EventSignalReceived:        "signal",
 	engine.EventTimerFired:            "timer",
-	replay.EventTimerScheduled:        "timer",
-	replay.EventTimerCanceled:         "timer",
+	engine.EventTimerScheduled:        "timer",
+	engine.EventTimerCanceled:         "timer",
 	engine.EventCancelRequested:       "cancel",
-	replay.EventActivityScheduled:     "step",
-	replay.EventActivityAttemptFailed: "step",
-	replay.EventActivityCompleted:     "step",
-	replay.EventActivityFailed:        "step",
-	replay.EventChildScheduled:        "step",
-	replay.EventChildCompleted:        "step",
-	replay.EventChildFailed:           "step",
+	engine.EventActivityScheduled:     "step",
+	engine.EventActivityAttemptFailed: "step",
+	engine.EventActivityCompleted:     "step",
+	engine.EventActivityFailed:        "step",
+	engine.EventChildScheduled:        "step",
+	engine.EventChildCompleted:        "step",
+	engine.EventChildFailed:           "step",
 	engine.EventStepCommitted:         "step",
 	engine.EventEffectRecorded:        "step",
-	replay.EventMarkerRecorded:        "other",
+	engine.EventMarkerRecorded:        "other",
 }
 
 // viewEvent is an event of run job, read with its payload when that is at

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -246,7 +247,7 @@ func TestQueryAfterLeaderTransferIsAnswered(t *testing.T) {
 	worker := newClient(t, ClientConfig{Addrs: []string{c.url[l.ID()]}, PollWait: time.Hour})
 	sctx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)
-	go func() { served <- ServeQueries(sctx, worker, "qq", &fakeQuerier{}) }()
+	go func() { served <- worker.ServeQueries(sctx, "qq", (&fakeQuerier{}).answer) }()
 	defer func() {
 		stop()
 		<-served
@@ -256,13 +257,12 @@ func TestQueryAfterLeaderTransferIsAnswered(t *testing.T) {
 	asker := newClient(t, ClientConfig{Addrs: []string{c.url[l.ID()]}, PollWait: time.Hour})
 	sum := func(a, b int) {
 		t.Helper()
-		v, err := asker.QueryWorkflow(ctx, "qwf", "", "sum", a, b)
+		v, err := asker.Query(ctx, "qwf", "", "sum", []byte(fmt.Sprintf("[%d,%d]", a, b)))
 		if err != nil {
 			t.Fatalf("query %d+%d: %v", a, b, err)
 		}
-		var got int
-		if err := v.Get(&got); err != nil || got != a+b {
-			t.Fatalf("query %d+%d = %d, %v", a, b, got, err)
+		if want := fmt.Sprintf("[%d]", a+b); string(v) != want {
+			t.Fatalf("query %d+%d = %s, want %s", a, b, v, want)
 		}
 	}
 	sum(1, 2)
