@@ -43,7 +43,7 @@ func newBoundedRun(t *testing.T) boundedRun {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %+v, %v", jobs, err)
 	}
-	ref := LeaseRef{Job: b.job, Attempt: jobs[0].Attempt}
+	ref := jobs[0].Lease()
 	must(e.Append(bg, AppendEvents{LeaseRef: ref, Events: []NewEvent{{Type: "activity_completed", Step: "9", Name: "F", Payload: b.big}}}))
 	for step, q := range map[string][]byte{"1": b.small, "2": b.big} {
 		must(e.LeaseStep(bg, LeaseStep{LeaseRef: ref, Step: step, Name: "Ask", LeaseMS: 60_000}))
