@@ -87,6 +87,10 @@ var (
 	// (another kind, or the same kind with another body) was sent again
 	// (see RequestConflictError). It also matches ErrInvalidCommand.
 	ErrRequestConflict = errors.New("engine: request id conflict")
+	// ErrUnknownQuery: the workflow has no handler for the query type
+	// (QueryServer.Query; workflow.ErrUnknownQuery is this error). Its text
+	// is the SDK's, where it was first declared: the HTTP API carries it.
+	ErrUnknownQuery = errors.New("workflow: unknown query type")
 )
 
 // MarkError returns err marked to match sentinel as well: errors.Is(m,

@@ -51,6 +51,13 @@ type Event struct {
 	// LastResult, on the job_created of a cron run, is the result of the
 	// chain's last run that completed (Temporal's last completion result).
 	LastResult []byte `json:"last_result,omitempty" msgpack:"lr,omitempty"`
+	// ElidedPayloadBytes and ElidedLastResultBytes are set only on an event
+	// a history read returned without its Payload or LastResult, because it
+	// was longer than the read's HistoryQuery.MaxPayloadBytes: they are the
+	// length left out, so a view can show a payload's size without reading
+	// it. Never stored.
+	ElidedPayloadBytes    int `json:"elided_payload_bytes,omitempty" msgpack:"ep,omitempty"`
+	ElidedLastResultBytes int `json:"elided_last_result_bytes,omitempty" msgpack:"el,omitempty"`
 }
 
 // WaitSpec is what a waiting job waits for; the first of these to happen

@@ -36,6 +36,10 @@ type StepInfo struct {
 	// AnswerDueMS when the answer times out (0: never).
 	Question    json.RawMessage `json:"question,omitempty" msgpack:"q,omitempty"`
 	AnswerDueMS int64           `json:"answer_due_ms,omitempty" msgpack:"ad,omitempty"`
+	// ElidedQuestionBytes is set only on a step a read returned without
+	// its Question, because the stored question was longer than the read's
+	// StepsQuery.MaxQuestionBytes: the length left out.
+	ElidedQuestionBytes int `json:"elided_question_bytes,omitempty" msgpack:"eq,omitempty"`
 	// Decision is the critic's last decision on the step.
 	Decision CriticDecision `json:"decision,omitempty" msgpack:"dc,omitempty"`
 	// Explicit: the step has a step record (a step lease of its own).

@@ -42,22 +42,6 @@ func (m *Metrics) Sync() {
 	m.syncsC.Inc()
 }
 
-// JobsAdd moves the count of open jobs in status on queue by delta.
-func (m *Metrics) JobsAdd(status, queue string, delta float64) {
-	if m == nil {
-		return
-	}
-	m.jobs.WithLabelValues(status, queue).Add(delta)
-}
-
-// JobClosed records a job of queue that reached the terminal status.
-func (m *Metrics) JobClosed(status, queue string) {
-	if m == nil {
-		return
-	}
-	m.jobsClosed.WithLabelValues(status, queue).Inc()
-}
-
 // Reclaims records n jobs taken back after their lease expired.
 func (m *Metrics) Reclaims(n int) {
 	if m == nil || n == 0 {
@@ -103,21 +87,4 @@ func (m *Metrics) CommandSeries(kind string) (ok prometheus.Counter, apply prome
 		return nil, nil
 	}
 	return m.commands.WithLabelValues(kind, "ok"), m.applySeconds.WithLabelValues(kind)
-}
-
-// JobsGauge returns the series JobsAdd moves for status and queue.
-func (m *Metrics) JobsGauge(status, queue string) prometheus.Gauge {
-	if m == nil {
-		return nil
-	}
-	return m.jobs.WithLabelValues(status, queue)
-}
-
-// JobsClosedCounter returns the series JobClosed counts for status and
-// queue.
-func (m *Metrics) JobsClosedCounter(status, queue string) prometheus.Counter {
-	if m == nil {
-		return nil
-	}
-	return m.jobsClosed.WithLabelValues(status, queue)
 }

@@ -21,10 +21,11 @@ type Metrics struct {
 	histograms map[string]*prometheus.HistogramVec
 
 	// The engine's families, looked up once.
-	commands, staleAttempts, jobsClosed, reclaims, commits, syncs *prometheus.CounterVec
-	applySeconds, commitSeconds, batchCommands                    *prometheus.HistogramVec
-	timerLateness, schedulerLag                                   *prometheus.HistogramVec
-	jobs                                                          *prometheus.GaugeVec
+	commands, staleAttempts, reclaims, commits, syncs *prometheus.CounterVec
+	applySeconds, commitSeconds, batchCommands        *prometheus.HistogramVec
+	timerLateness, schedulerLag                       *prometheus.HistogramVec
+	// jobCounts holds the job families by status and queue.
+	jobCounts *jobCounts
 	// The series of the engine's families without labels, resolved once.
 	commitsC, syncsC, reclaimsC                    prometheus.Counter
 	commitSecondsO, batchCommandsO, timerLatenessO prometheus.Observer
@@ -51,19 +52,28 @@ type Metrics struct {
 }
 
 // New registers every family (see Families) on reg and returns the
-// Metrics that records them. It fails when reg is nil or refuses a family
-// (one of the same name is already registered: use one Metrics per
-// registry).
+// Metrics that records them, with the default Options. It fails when reg
+// is nil or refuses a family (one of the same name is already registered:
+// use one Metrics per registry).
 func New(reg prometheus.Registerer) (*Metrics, error) {
+	return NewWithOptions(reg, Options{})
+}
+
+// NewWithOptions is New with Options.
+func NewWithOptions(reg prometheus.Registerer, o Options) (*Metrics, error) {
 	if reg == nil {
 		return nil, errors.New("metrics: New needs a prometheus.Registerer")
 	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
 	m := &Metrics{counters: map[string]*prometheus.CounterVec{}, gauges: map[string]*prometheus.GaugeVec{},
-		histograms: map[string]*prometheus.HistogramVec{}}
+		histograms: map[string]*prometheus.HistogramVec{}, jobCounts: newJobCounts(o.MaxQueues)}
 	raft := newRaftCollector(m)
 	var cs []prometheus.Collector
 	for _, f := range families {
-		if raft.owns(f.Name) {
+		if raft.owns(f.Name) || m.jobCounts.owns(f.Name) {
 			continue
 		}
 		switch f.Type {
@@ -94,7 +104,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			return nil, fmt.Errorf("metrics: family %s has unknown type %q", f.Name, f.Type)
 		}
 	}
-	cs = append(cs, raft)
+	cs = append(cs, raft, m.jobCounts)
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: registering: %w", err)
@@ -135,11 +145,10 @@ func (m *Metrics) Handler() http.Handler {
 // bind looks each family up once, so recording is one map access less.
 func (m *Metrics) bind() {
 	c, g, h := m.counters, m.gauges, m.histograms
-	m.commands, m.staleAttempts, m.jobsClosed = c[EngineCommands], c[EngineStaleAttempts], c[EngineJobsClosed]
+	m.commands, m.staleAttempts = c[EngineCommands], c[EngineStaleAttempts]
 	m.reclaims, m.commits, m.syncs = c[EngineReclaims], c[EngineCommits], c[EngineSyncs]
 	m.applySeconds, m.commitSeconds, m.batchCommands = h[EngineApplySeconds], h[EngineCommitSeconds], h[EngineBatchCommands]
 	m.timerLateness, m.schedulerLag = h[EngineTimerLateness], h[EngineSchedulerLag]
-	m.jobs = g[EngineJobs]
 	m.leaderChanges, m.raftEvents, m.raftOps = c[RaftLeaderChanges], c[RaftEvents], h[RaftOpSeconds]
 	m.turnSeconds, m.activitySeconds = h[WorkerTurnSeconds], h[WorkerActivitySecs]
 	m.turnErrors, m.activities = c[WorkerTurnErrors], c[WorkerActivities]

@@ -33,8 +33,56 @@ func (n *Node) watchLeadership() {
 				go n.lead(ctx, ready)
 			}
 			n.leadMu.Unlock()
+			// Raft clears the leader it knows of without an observation
+			// when this node steps down.
+			n.leaderMoved()
 		}
 	}
+}
+
+// LeaderChanged returns a channel that is closed the next time the leader
+// this node knows of changes: another node elected, this node gaining or
+// losing leadership, or the leader becoming unknown. Whoever waits on it
+// reads the new leader with Leader or Status. It makes a Node an
+// httpapi.LeaderWatcher, so that the query broker's long polls parked on a
+// node that stopped leading go to the new leader at once.
+func (n *Node) LeaderChanged() <-chan struct{} {
+	n.movedMu.Lock()
+	defer n.movedMu.Unlock()
+	return n.moved
+}
+
+// leaderMoved wakes everyone waiting on LeaderChanged.
+func (n *Node) leaderMoved() {
+	n.movedMu.Lock()
+	close(n.moved)
+	n.moved = make(chan struct{})
+	n.movedMu.Unlock()
+}
+
+// watchLeader wakes LeaderChanged's waiters at every change of leader Raft
+// observes. Raft drops an observation when the channel is full; the
+// wake-ups still queued there come after the dropped change, so a waiter
+// that reads the leader on waking never misses the last one.
+func (n *Node) watchLeader() {
+	ch := make(chan raft.Observation, 16)
+	n.leaderObs = raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	n.raft.RegisterObserver(n.leaderObs)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		for {
+			select {
+			case <-n.ctx.Done():
+				return
+			case <-ch:
+				n.leaderMoved()
+			}
+		}
+	}()
 }
 
 // lead runs while this node leads: a barrier first (so reads see all that
@@ -42,8 +90,8 @@ func (n *Node) watchLeadership() {
 // then the scheduler, whose lease reclaims wait out the failover grace.
 func (n *Node) lead(ctx context.Context, ready chan struct{}) {
 	defer n.wg.Done()
-	if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
-		return // leadership lost; the next election starts over
+	if err := futureError(ctx, n.raft.Barrier(n.cfg.ApplyTimeout)); err != nil {
+		return // leadership lost, or the node closes; the next election starts over
 	}
 	close(ready)
 	if n.cfg.HTTPAddr != "" && n.fsm.nodeHTTP(n.cfg.ID) != n.cfg.HTTPAddr {
@@ -76,7 +124,7 @@ func (n *Node) applyNode(ctx context.Context, b nodeBody) error {
 		return err
 	}
 	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
-	if err := f.Error(); err != nil {
+	if err := futureError(ctx, f); err != nil {
 		return n.applyError(err)
 	}
 	if out, ok := f.Response().(*entryOutcome); ok && len(out.errs) > 0 && out.errs[0] != nil {

@@ -45,6 +45,13 @@ type Node struct {
 	ready      chan struct{}
 	stopLeader context.CancelFunc
 
+	// movedMu guards moved, the channel LeaderChanged hands out: it is
+	// closed (and replaced) at every change of the leader this node knows
+	// of, as leaderObs and watchLeadership see them.
+	movedMu   sync.Mutex
+	moved     chan struct{}
+	leaderObs *raft.Observer
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -76,7 +83,7 @@ func Open(cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, notify: make(chan bool, 16)}
+	n := &Node{cfg: cfg, notify: make(chan bool, 16), moved: make(chan struct{})}
 	n.reads.n = n
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if n.fsm, err = newFSM(state, m); err != nil {
@@ -186,6 +193,7 @@ func Open(cfg Config) (_ *Node, err error) {
 		}
 	}
 	n.unobserve = n.observe()
+	n.watchLeader()
 	n.wg.Add(1)
 	go n.watchLeadership()
 	return n, nil
@@ -275,6 +283,9 @@ func (n *Node) Close() error {
 		var errs []error
 		if n.unobserve != nil {
 			n.unobserve()
+		}
+		if n.leaderObs != nil {
+			n.raft.DeregisterObserver(n.leaderObs)
 		}
 		if n.raft != nil {
 			errs = append(errs, n.raft.Shutdown().Error())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -226,6 +227,74 @@ func TestNodeMetrics(t *testing.T) {
 	if fs.Value(metrics.RaftEvents, "event", "apply") < 5 || fs.Value(metrics.RaftOpSeconds, "op", "commitTime") < 1 {
 		t.Errorf("bridged from go-metrics: apply %v, commitTime samples %v",
 			fs.Value(metrics.RaftEvents, "event", "apply"), fs.Value(metrics.RaftOpSeconds, "op", "commitTime"))
+	}
+}
+
+// Every node of a cluster bounds the queue label of the job families as
+// it applies the log: jobs on 60 queues leave at most MaxQueues+1 label
+// values on each, every job still counted, and no open-job series for a
+// named queue whose jobs all ended.
+func TestNodeMetricsBoundTheQueues(t *testing.T) {
+	const maxQueues, queues = 3, 60
+	regs := map[string]*prometheus.Registry{}
+	c := newTestCluster(t, 3, func(cfg *Config) {
+		if regs[cfg.ID] == nil {
+			reg := prometheus.NewRegistry()
+			m, err := metrics.NewWithOptions(reg, metrics.Options{MaxQueues: maxQueues})
+			if err != nil {
+				t.Fatal(err)
+			}
+			regs[cfg.ID] = reg
+			cfg.Metrics = m
+		}
+	})
+	ctx := context.Background()
+	l := c.leader()
+	name := func(i int) string { return fmt.Sprintf("q%02d", i) }
+	for i := range queues {
+		if _, err := l.Engine().Create(ctx, engine.CreateJob{Type: "t", Queue: name(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < queues; i += 2 {
+		jobs, err := l.Engine().Claim(ctx, engine.Claim{Queue: name(i), Owner: "w", Max: 1, LeaseMS: 60_000})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("claim on %s: %d jobs, %v", name(i), len(jobs), err)
+		}
+		if _, err := l.Engine().Complete(ctx, engine.Complete{LeaseRef: jobs[0].Lease()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitConverged()
+	for id, reg := range regs {
+		fs, err := metricstest.Gather(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		labels := map[string]bool{}
+		for _, fam := range []string{metrics.EngineJobs, metrics.EngineJobsClosed} {
+			for _, q := range fs.LabelValues(fam, "queue") {
+				labels[q] = true
+			}
+		}
+		if len(labels) > maxQueues+1 {
+			t.Errorf("%s: the job families carry %d queue labels, over %d: %v", id, len(labels), maxQueues+1, labels)
+		}
+		checks := []struct {
+			what      string
+			got, want float64
+		}{
+			{"open jobs", fs.Value(metrics.EngineJobs), queues / 2},
+			{"closed jobs", fs.Value(metrics.EngineJobsClosed), queues / 2},
+			{"series of q00, whose job completed", float64(fs.Series(metrics.EngineJobs, "queue", name(0))), 0},
+			{"open jobs of q01", fs.Value(metrics.EngineJobs, "queue", name(1)), 1},
+			{"open jobs counted as _other (all but q01's)", fs.Value(metrics.EngineJobs, "queue", metrics.OtherQueue), queues/2 - 1},
+		}
+		for _, ch := range checks {
+			if ch.got != ch.want {
+				t.Errorf("%s: %s %v, want %v", id, ch.what, ch.got, ch.want)
+			}
+		}
 	}
 }
 

@@ -19,8 +19,9 @@ import (
 
 // proposer is the cluster's embedded.Log. On the leader it packs the
 // proposals waiting at one moment into one log entry (the Raft counterpart
-// of the embedded group commit), stamps them with the leader's clock, and
-// keeps several entries in flight so replication is pipelined. Elsewhere it
+// of the embedded group commit), stamps them with a reading of the leader's
+// clock taken after it collected them, and keeps several entries in flight
+// so replication is pipelined. Elsewhere it
 // refuses with engine.NotLeaderError.
 //
 // Apply keeps Now monotonic from the stored last Now, so a new leader whose
@@ -71,6 +72,16 @@ func newProposer(n *Node, clk clock.Clock, maxCmds, maxBytes int, timeout time.D
 
 // Propose implements embedded.Log.
 func (p *proposer) Propose(ctx context.Context, cmd engine.Command) (engine.Result, error) {
+	pr, err := p.submit(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return p.wait(ctx, pr)
+}
+
+// submit hands cmd to the packer and returns its proposal without waiting
+// for the answer (see wait).
+func (p *proposer) submit(ctx context.Context, cmd engine.Command) (*proposal, error) {
 	if p.n.raft.State() != raft.Leader {
 		return nil, p.n.notLeader()
 	}
@@ -82,17 +93,20 @@ func (p *proposer) Propose(ctx context.Context, cmd engine.Command) (engine.Resu
 	}
 	pr := &proposal{cmd: cmd, reply: make(chan struct{})}
 	p.mu.RLock()
+	defer p.mu.RUnlock()
 	if p.closed {
-		p.mu.RUnlock()
 		return nil, engine.ErrClosed
 	}
 	select {
 	case p.in <- pr:
-		p.mu.RUnlock()
+		return pr, nil
 	case <-ctx.Done():
-		p.mu.RUnlock()
 		return nil, ctx.Err()
 	}
+}
+
+// wait returns the answer to a submitted proposal.
+func (p *proposer) wait(ctx context.Context, pr *proposal) (engine.Result, error) {
 	select {
 	case <-pr.reply:
 		// A storage error of the entry's application matches the
@@ -113,25 +127,44 @@ func (p *proposer) close() {
 	p.wg.Wait()
 }
 
-// pack turns waiting proposals into log entries.
+// pack turns waiting proposals into log entries. It collects every
+// proposal waiting at one moment (up to maxCmds) first, and only then reads
+// the clock and stamps them: a proposal that arrives while the clock is
+// read or while the entry is encoded goes into the next entry, under a
+// later reading, so no command is ever stamped earlier than it was
+// proposed. Collected proposals that do not fit into the entry's bytes
+// stay, in order, for the next one.
 func (p *proposer) pack() {
 	defer p.wg.Done()
 	defer close(p.inflight)
+	var waiting []*proposal // collected, in arrival order, not yet in an entry
 	var batch []*proposal
-	var carry *proposal // the proposal that did not fit into the last entry
+	open := true
 	for {
-		first := carry
-		carry = nil
-		if first == nil {
-			var ok bool
-			if first, ok = <-p.in; !ok {
+		if len(waiting) == 0 {
+			pr, ok := <-p.in
+			if !ok {
 				return
+			}
+			waiting = append(waiting, pr)
+		}
+	collect:
+		for open && len(waiting) < p.maxCmds {
+			select {
+			case pr, ok := <-p.in:
+				if !ok {
+					open = false
+					break collect
+				}
+				waiting = append(waiting, pr)
+			default:
+				break collect
 			}
 		}
 		nowMS := p.clock.Now().UnixMilli()
 		batch = batch[:0]
-		size := 0
-		add := func(pr *proposal) bool {
+		size, used := 0, 0
+		for _, pr := range waiting {
 			pr.cmd.Head().NowMS = nowMS
 			data, err := machine.EncodeCommand(pr.cmd)
 			if err == nil && len(data) > p.maxBytes {
@@ -140,32 +173,20 @@ func (p *proposer) pack() {
 			if err != nil {
 				pr.err = err
 				close(pr.reply)
-				return true
+				used++
+				continue
 			}
 			if len(batch) > 0 && size+len(data) > p.maxBytes {
-				return false
+				break // this one and the rest start the next entry
 			}
 			pr.data = data
 			size += len(data)
 			batch = append(batch, pr)
-			return true
+			used++
 		}
-		add(first)
-	drain:
-		for len(batch) < p.maxCmds {
-			select {
-			case pr, ok := <-p.in:
-				if !ok {
-					break drain
-				}
-				if !add(pr) {
-					carry = pr
-					break drain
-				}
-			default:
-				break drain
-			}
-		}
+		n := copy(waiting, waiting[used:])
+		clear(waiting[n:]) // answered or in flight: not ours to keep alive
+		waiting = waiting[:n]
 		if len(batch) == 0 {
 			continue
 		}
@@ -185,11 +206,12 @@ func (p *proposer) pack() {
 }
 
 // settle answers each entry's proposers once Raft has applied it (or
-// failed to), in log order.
+// failed to), in log order. Once the node is closing it waits for no entry
+// Raft has not answered yet (see futureError): their outcome is unknown.
 func (p *proposer) settle() {
 	defer p.wg.Done()
 	for f := range p.inflight {
-		if err := f.fut.Error(); err != nil {
+		if err := futureError(p.n.ctx, f.fut); err != nil {
 			answer(f.ps, nil, p.n.applyError(err))
 			continue
 		}

@@ -103,6 +103,49 @@ func (r *Reader) Scan(prefix, start []byte, withValues bool, fn func(key, val []
 	return nil
 }
 
+// ScanValues is Scan with values, without copying them: fn's val is
+// Badger's own buffer (a mapped value log, or the item's buffer), valid
+// only until fn returns, and fn must keep neither it nor any slice of it.
+// It is for reads that keep a small part of large values: a history shown
+// without its payloads would otherwise copy every payload to drop it. The
+// key is a copy fn may keep.
+func (r *Reader) ScanValues(prefix, start []byte, fn func(key, val []byte) (bool, error)) (err error) {
+	var inFn bool
+	defer recoverRead(&err, "scanning prefix", prefix, &inFn)
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = prefix
+	// Prefetching would copy every value ahead of fn.
+	opts.PrefetchValues = false
+	it := r.txn.NewIterator(opts)
+	defer it.Close()
+	seek := prefix
+	if start != nil && bytes.Compare(start, prefix) > 0 {
+		seek = start
+	}
+	for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
+		item := it.Item()
+		key := item.KeyCopy(nil)
+		var more bool
+		var fnErr error
+		err := item.Value(func(v []byte) error {
+			if len(v) == 0 && item.ValueSize() > 0 {
+				return errValueLost // as valueCopy
+			}
+			inFn = true
+			more, fnErr = fn(key, v)
+			inFn = false
+			return nil
+		})
+		if err != nil {
+			return readError("reading the value of key", key, err)
+		}
+		if fnErr != nil || !more {
+			return fnErr
+		}
+	}
+	return nil
+}
+
 // recoverRead, deferred around reads through Badger, turns a panic of
 // Badger's (it panics on some damaged bytes instead of failing) into an
 // ErrRead naming what was read. A panic while *inCaller is true came from

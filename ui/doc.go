@@ -22,7 +22,8 @@
 //	GET  /ui/workflows?q=&status=&type=&queue=&from=&to=&after=&limit=
 //	                                 the runs, filtered by the listfilter language
 //	GET  /ui/workflow?id=ID          the current run of a workflow id (a redirect)
-//	GET  /ui/runs/{job}[?after=]     one run: timeline, pending steps, links, buttons
+//	GET  /ui/runs/{job}[?after=]     one run: 100 events of its timeline (the newest, or those
+//	                                 after seq after=), pending steps, links, buttons
 //	POST /ui/runs/{job}/signal       name, value (JSON)
 //	POST /ui/runs/{job}/cancel       reason: a cancel request, which the workflow handles
 //	POST /ui/runs/{job}/terminate    reason: ends the run at once

@@ -13,7 +13,6 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
-	"github.com/heddlewf/heddle/internal/replay"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -167,19 +166,19 @@ func seedRun(v *env) (parent, child engine.JobID) {
 		v.t.Fatalf("claim: %v %v", claimed, err)
 	}
 	ref := claimed[0].Lease()
-	if _, err := v.e.CommitStep(ctx, engine.CommitStep{LeaseRef: ref, Step: "1", Type: replay.EventActivityCompleted, Name: "Reserve", Payload: []byte(`["reserved"]`)}); err != nil {
+	if _, err := v.e.CommitStep(ctx, engine.CommitStep{LeaseRef: ref, Step: "1", Type: engine.EventActivityCompleted, Name: "Reserve", Payload: []byte(`["reserved"]`)}); err != nil {
 		v.t.Fatal(err)
 	}
 	child = v.create(engine.CreateJob{WorkflowID: "order-1/1/3", Type: "Ship", Queue: "orders", ParentID: parent, ParentStep: "3", ParentLease: &ref})
 	if _, err := v.e.Append(ctx, engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{
-		{Type: replay.EventActivityAttemptFailed, Step: "2", Name: "Charge", Payload: []byte(`{"attempt":1,"message":"card declined","retryAtMS":` + fmt.Sprint(t0.Add(time.Hour).UnixMilli()) + `}`)},
-		{Type: replay.EventChildScheduled, Step: "3", Name: "Ship"},
+		{Type: engine.EventActivityAttemptFailed, Step: "2", Name: "Charge", Payload: []byte(`{"attempt":1,"message":"card declined","retryAtMS":` + fmt.Sprint(t0.Add(time.Hour).UnixMilli()) + `}`)},
+		{Type: engine.EventChildScheduled, Step: "3", Name: "Ship"},
 	}}); err != nil {
 		v.t.Fatal(err)
 	}
 	fire := t0.Add(2 * time.Hour).UnixMilli()
 	if _, err := v.e.Wait(ctx, engine.Wait{LeaseRef: ref, SeenSeq: 5, Spec: engine.WaitSpec{AnySignal: true, Timers: []engine.Timer{{ID: "4", FireMS: fire}}},
-		Events: []engine.NewEvent{{Type: replay.EventTimerScheduled, Step: "4"}}}); err != nil {
+		Events: []engine.NewEvent{{Type: engine.EventTimerScheduled, Step: "4"}}}); err != nil {
 		v.t.Fatal(err)
 	}
 	return parent, child

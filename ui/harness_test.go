@@ -45,12 +45,20 @@ type envOptions struct {
 	tls bool
 	// configure, if set, changes the UI's Config before New.
 	configure func(*Config)
+	// onDisk keeps the engine's database in a directory, as a node does,
+	// rather than in memory: large values are then read from the value
+	// log in place instead of copied.
+	onDisk bool
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
 	clk := clock.NewManual(t0)
-	e, err := embedded.Open(embedded.Config{InMemory: true, Clock: clk, DisableScheduler: true})
+	ecfg := embedded.Config{InMemory: true, Clock: clk, DisableScheduler: true}
+	if o.onDisk {
+		ecfg.InMemory, ecfg.Dir = false, t.TempDir()
+	}
+	e, err := embedded.Open(ecfg)
 	if err != nil {
 		t.Fatal(err)
 	}

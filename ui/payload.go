@@ -22,6 +22,8 @@ import (
 var (
 	// pageLimits: a payload in a panel or the timeline, indented.
 	pageLimits = payloadview.Limits{}
+	// eventLimits: a payload in the timeline, one of many.
+	eventLimits = payloadview.Limits{MaxTextBytes: maxEventPayloadBytes}
 	// inlineLimits: a payload in a table cell, on one line.
 	inlineLimits = payloadview.Limits{MaxTextBytes: 200, MaxValues: 50}
 )
@@ -42,6 +44,22 @@ type payloadView struct {
 // served. Nil for an empty payload.
 func viewPayload(b []byte, raw string) *payloadView {
 	return renderPayload(b, payloadview.Indented, pageLimits, raw)
+}
+
+// viewEventPayload renders an event's payload within lim, or, when the API
+// left it out (it is longer than read, the bytes the page asked for), says
+// so with its size.
+func viewEventPayload(ev *engine.Event, read int, lim payloadview.Limits, raw string) *payloadView {
+	if ev.ElidedPayloadBytes > 0 {
+		return elidedPayload(ev.ElidedPayloadBytes, read, raw)
+	}
+	return renderPayload(ev.Payload, payloadview.Indented, lim, raw)
+}
+
+// elidedPayload is the view of a payload of size bytes that a page did
+// not read, being longer than the read bytes it reads of one.
+func elidedPayload(size, read int, raw string) *payloadView {
+	return &payloadView{View: &payloadview.View{Size: size, Hidden: fmt.Sprintf("more than the %d KiB a page reads of one", read>>10)}, Raw: raw}
 }
 
 // viewInline renders a payload for a table cell.
@@ -159,7 +177,7 @@ func stepQuestion(rq *request) (string, []byte, error) {
 		return "", nil, err
 	}
 	step := rq.r.PathValue("step")
-	infos, err := rq.api.Steps(rq.ctx, engine.Target{Job: job})
+	infos, err := rq.api.QuerySteps(rq.ctx, engine.StepsQuery{Target: engine.Target{Job: job}, Step: step})
 	if err != nil {
 		return "", nil, err
 	}

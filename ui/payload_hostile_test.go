@@ -16,7 +16,6 @@ import (
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/internal/payloadview"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/raftfsm"
 )
 
@@ -76,7 +75,7 @@ func storeHostile(t *testing.T, c *httpapi.Client, p []byte, name string) hostil
 		t.Fatalf("%s: claim: %+v, %v", name, jobs, err)
 	}
 	ref := jobs[0].Lease()
-	_, err = c.Append(ctx, engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: replay.EventActivityCompleted, Step: "1", Name: "Fetch", Payload: p}}})
+	_, err = c.Append(ctx, engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: engine.EventActivityCompleted, Step: "1", Name: "Fetch", Payload: p}}})
 	must("append", err)
 	_, err = c.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: "2", Name: "Ask", LeaseMS: 600_000})
 	must("lease a step", err)
@@ -159,6 +158,9 @@ func checkHostileViews(t *testing.T, vw viewer, p []byte, h hostileRun) {
 	}
 	wantIn(t, "the run page", run, `id="input"`, size, fmt.Sprintf("/ui/runs/%d/steps/2/question", h.open))
 	switch {
+	case len(p) > maxPanelPayloadBytes:
+		// The page does not read it: the API leaves it out.
+		wantIn(t, "the run page", run, "Not shown: "+size+", more than the 64 KiB a page reads of one")
 	case pv.Hidden != "":
 		wantIn(t, "the run page", run, "Not shown: "+size)
 	case pv.Cut:

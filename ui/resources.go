@@ -137,7 +137,9 @@ func holderInfo(ctx context.Context, api *backend, infos map[engine.JobID]map[st
 		if len(infos) == maxLeaseLookups {
 			return nil, nil
 		}
-		list, err := api.Steps(ctx, engine.Target{Job: h.Job})
+		// The page shows who holds a unit, not what a step asks: a
+		// question of more than a byte is left out.
+		list, err := api.QuerySteps(ctx, engine.StepsQuery{Target: engine.Target{Job: h.Job}, MaxQuestionBytes: 1})
 		if err != nil && !errors.Is(err, engine.ErrUnknownJob) {
 			return nil, err
 		}

@@ -10,11 +10,30 @@ import (
 	"github.com/heddlewf/heddle/engine"
 )
 
-// The history a run page reads: all of it up to maxHistory events (the
-// pending steps are derived from it), shown historyWindow events at a time.
+// What a run page reads. A run holds any number of events, each with a
+// payload of up to the engine's payload limit, and the page refetches
+// itself every two seconds: so it reads a window of the history to show,
+// and the rest only for what it needs (the steps, where the input and the
+// outcome are), asking the API to leave out the payloads longer than it
+// shows. One view thus reads at most maxHistory events with payloads of
+// at most maxStepPayloadBytes, historyWindow events with payloads of at
+// most maxEventPayloadBytes, two of at most maxPanelPayloadBytes and the
+// questions of the steps up to maxQuestionBytes, whatever the run holds.
 const (
-	maxHistory    = 20 * engine.MaxPage
-	historyWindow = engine.MaxPage
+	// maxHistory bounds the events read to find the run's steps.
+	maxHistory = 20 * engine.MaxPage
+	// historyWindow is how many events the timeline shows at a time.
+	historyWindow = 100
+	// maxStepPayloadBytes: the payloads read with the events the steps
+	// are found from; a failed try's record says why it failed.
+	maxStepPayloadBytes = 512
+	// maxEventPayloadBytes: the payloads the timeline shows.
+	maxEventPayloadBytes = 16 << 10
+	// maxPanelPayloadBytes: the input and the outcome, shown as the
+	// panels show a payload (payloadview's default text bound).
+	maxPanelPayloadBytes = 64 << 10
+	// maxQuestionBytes: the questions of the steps waiting for a person.
+	maxQuestionBytes = 16 << 10
 )
 
 // runData is the run page's.
@@ -38,13 +57,17 @@ type runData struct {
 	// StepStates: the API told the engine's state of the run's steps,
 	// which the pending steps show beside what the history says.
 	StepStates bool
-	// Events is the window of the history shown, from seq WindowFrom.
-	Events []eventView
+	// Events is the window of the history shown, the events of seqs
+	// FirstShown to LastShown.
+	Events                []eventView
+	FirstShown, LastShown uint64
 	// Older and Newer link the windows before and after this one.
 	Older, Newer string
-	// Truncated: the history is longer than a page reads.
-	Truncated bool
-	Signal    signalForm
+	// Truncated: the history is longer than a page reads to find the
+	// steps (maxHistory events): the steps shown are those of its start.
+	Truncated  bool
+	MaxHistory int
+	Signal     signalForm
 }
 
 // taskView is the workflow task a worker holds.
@@ -79,17 +102,17 @@ func (h *Handler) run(rq *request) (*page, error) {
 		}
 		return nil, err
 	}
-	history, truncated, err := readHistory(rq, j.ID)
+	sc, err := scanHistory(rq, j)
 	if err != nil {
 		return nil, err
 	}
-	d := &runData{Job: j, Open: !j.Status.Terminal(), Truncated: truncated}
+	d := &runData{Job: j, Open: !j.Status.Terminal(), Truncated: sc.truncated, MaxHistory: maxHistory}
 	infos, err := readStepInfos(rq.ctx, rq.api, j.ID)
 	if err != nil {
 		return nil, err
 	}
 	d.StepStates = infos != nil
-	steps := mergeStepInfos(deriveSteps(history, j), infos)
+	steps := mergeStepInfos(sc.steps.steps(j), infos)
 	if err := linkSteps(rq.ctx, rq.api, j, steps); err != nil {
 		return nil, err
 	}
@@ -105,13 +128,19 @@ func (h *Handler) run(rq *request) (*page, error) {
 	if j.Status == engine.StatusWaiting || j.Status == engine.StatusParked {
 		d.Waits = describeWait(j.Wait, j.Timers)
 	}
-	d.Input, d.Outcome, d.OutcomeLabel = startAndEnd(history, j)
+	if d.Input, d.Outcome, d.OutcomeLabel, err = startAndEnd(rq, j, sc); err != nil {
+		return nil, err
+	}
 	for _, s := range d.Pending {
-		if s.Engine != nil && len(s.Engine.Question) > 0 {
+		switch {
+		case s.Engine == nil:
+		case s.Engine.ElidedQuestionBytes > 0:
+			s.Question = elidedPayload(s.Engine.ElidedQuestionBytes, maxQuestionBytes, stepQuestionPath(j.ID, s.Step))
+		case len(s.Engine.Question) > 0:
 			s.Question = viewInline(s.Engine.Question, stepQuestionPath(j.ID, s.Step))
 		}
 	}
-	if err := d.window(rq, history); err != nil {
+	if err := d.window(rq); err != nil {
 		return nil, err
 	}
 	title := j.WorkflowID
@@ -133,27 +162,66 @@ func jobParam(r *http.Request) (engine.JobID, error) {
 	return engine.JobID(n), nil
 }
 
-// readHistory reads a run's history, up to maxHistory events.
-func readHistory(rq *request, id engine.JobID) ([]engine.Event, bool, error) {
-	var out []engine.Event
+// historyScan is what a run page learns from reading the run's history
+// (up to maxHistory events, without their large payloads) once through,
+// keeping none of it.
+type historyScan struct {
+	steps *stepDeriver
+	// created is the seq of the event that created the run, whose payload
+	// is its input; status the seq of the newest status event (0: none).
+	created, status uint64
+	truncated       bool
+}
+
+// scanHistory reads run j's history for its steps, its input and its
+// outcome, a page of events at a time.
+func scanHistory(rq *request, j *engine.Job) (*historyScan, error) {
+	sc := &historyScan{steps: newStepDeriver()}
 	var after uint64
-	for len(out) < maxHistory {
-		page, err := rq.api.History(rq.ctx, id, after, engine.MaxPage)
-		if err != nil {
-			return nil, false, err
+	for read := 0; ; {
+		if read >= maxHistory {
+			sc.truncated = true
+			return sc, nil
 		}
-		out = append(out, page.Events...)
+		page, err := rq.api.QueryHistory(rq.ctx, engine.HistoryQuery{Job: j.ID, AfterSeq: after, Limit: engine.MaxPage, MaxPayloadBytes: maxStepPayloadBytes})
+		if err != nil {
+			return nil, err
+		}
+		for i := range page.Events {
+			ev := &page.Events[i]
+			sc.steps.add(ev)
+			if sc.created == 0 && (ev.Type == engine.EventJobCreated || ev.Type == engine.EventJobDrafted) {
+				sc.created = ev.Seq
+			}
+			if engine.IsStatusEvent(ev.Type) {
+				sc.status = ev.Seq
+			}
+		}
+		read += len(page.Events)
 		if page.Next == 0 {
-			return out, false, nil
+			return sc, nil
 		}
 		after = page.Next
 	}
-	return out, true, nil
 }
 
-// window picks the events the page shows: historyWindow of them after the
-// after= parameter, the newest window by default.
-func (d *runData) window(rq *request, history []engine.Event) error {
+// readEvent reads event seq of run job, its payload when that is at most
+// maxPayloadBytes long; nil when the run has no such event.
+func readEvent(rq *request, job engine.JobID, seq uint64, maxPayloadBytes int) (*engine.Event, error) {
+	if seq == 0 {
+		return nil, nil
+	}
+	page, err := rq.api.QueryHistory(rq.ctx, engine.HistoryQuery{Job: job, AfterSeq: seq - 1, Limit: 1, MaxPayloadBytes: maxPayloadBytes})
+	if err != nil || len(page.Events) == 0 || page.Events[0].Seq != seq {
+		return nil, err
+	}
+	return &page.Events[0], nil
+}
+
+// window reads the events the page shows: historyWindow of them after the
+// after= parameter, the newest by default.
+func (d *runData) window(rq *request) error {
+	last := d.Job.LastSeq
 	var after uint64
 	if s := rq.r.URL.Query().Get("after"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -161,56 +229,66 @@ func (d *runData) window(rq *request, history []engine.Event) error {
 			return &pageError{status: http.StatusBadRequest, msg: fmt.Sprintf("after=%q is not an event seq", s)}
 		}
 		after = n
-	} else if len(history) > historyWindow {
-		after = history[len(history)-historyWindow].Seq - 1
+	} else if last > historyWindow {
+		after = last - historyWindow
 	}
-	var first int64
-	if len(history) > 0 {
-		first = history[0].AtMS
+	page, err := rq.api.QueryHistory(rq.ctx, engine.HistoryQuery{Job: d.Job.ID, AfterSeq: after, Limit: historyWindow, MaxPayloadBytes: maxEventPayloadBytes})
+	if err != nil {
+		return err
 	}
-	start := len(history)
-	for i, ev := range history {
-		if ev.Seq > after {
-			start = i
-			break
-		}
+	for _, ev := range page.Events {
+		d.Events = append(d.Events, viewEvent(d.Job.ID, ev, d.Job.CreatedMS))
 	}
-	end := min(start+historyWindow, len(history))
-	for _, ev := range history[start:end] {
-		d.Events = append(d.Events, viewEvent(d.Job.ID, ev, first))
+	if n := len(page.Events); n > 0 {
+		d.FirstShown, d.LastShown = page.Events[0].Seq, page.Events[n-1].Seq
 	}
 	base := runPath(d.Job.ID)
-	if start > 0 {
-		d.Older = fmt.Sprintf("%s?after=%d", base, history[max(0, start-historyWindow)].Seq-1)
+	switch {
+	case len(page.Events) > 0 && page.Events[0].Seq > 1:
+		d.Older = fmt.Sprintf("%s?after=%d", base, (page.Events[0].Seq-1)-min(page.Events[0].Seq-1, historyWindow))
+	case len(page.Events) == 0 && after > 0 && last > 0:
+		d.Older = base // past the end: back to the newest events
 	}
-	if end < len(history) {
-		d.Newer = fmt.Sprintf("%s?after=%d", base, history[end-1].Seq)
+	if page.Next != 0 {
+		d.Newer = fmt.Sprintf("%s?after=%d", base, page.Next)
 	}
 	return nil
 }
 
 // startAndEnd returns a run's input (its creation event's payload) and,
 // when it is closed, its outcome: the payload of its last status event.
-func startAndEnd(history []engine.Event, j *engine.Job) (input, outcome *payloadView, label string) {
-	for _, ev := range history {
-		if ev.Type == engine.EventJobCreated || ev.Type == engine.EventJobDrafted {
-			input = viewPayload(ev.Payload, eventPayloadPath(j.ID, ev.Seq))
-			break
-		}
+func startAndEnd(rq *request, j *engine.Job, sc *historyScan) (input, outcome *payloadView, label string, err error) {
+	created, err := readEvent(rq, j.ID, sc.created, maxPanelPayloadBytes)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if created != nil {
+		input = viewEventPayload(created, maxPanelPayloadBytes, pageLimits, eventPayloadPath(j.ID, created.Seq))
 	}
 	if !j.Status.Terminal() {
-		return input, nil, ""
+		return input, nil, "", nil
 	}
-	for i := len(history) - 1; i >= 0; i-- {
-		if engine.IsStatusEvent(history[i].Type) {
-			label = "Failure"
-			if j.Status == engine.StatusCompleted {
-				label = "Result"
-			}
-			return input, viewPayload(history[i].Payload, eventPayloadPath(j.ID, history[i].Seq)), label
+	var end *engine.Event
+	if sc.truncated {
+		// The status event is past what the scan read: it is most likely
+		// the last.
+		if end, err = readEvent(rq, j.ID, j.LastSeq, maxPanelPayloadBytes); err != nil {
+			return nil, nil, "", err
+		}
+		if end != nil && !engine.IsStatusEvent(end.Type) {
+			end = nil
 		}
 	}
-	return input, nil, ""
+	if end == nil {
+		if end, err = readEvent(rq, j.ID, sc.status, maxPanelPayloadBytes); err != nil || end == nil {
+			return input, nil, "", err
+		}
+	}
+	label = "Failure"
+	if j.Status == engine.StatusCompleted {
+		label = "Result"
+	}
+	return input, viewEventPayload(end, maxPanelPayloadBytes, pageLimits, eventPayloadPath(j.ID, end.Seq)), label, nil
 }
 
 // describeWait says in words what a waiting run waits for.

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 )
 
 // stepView is one step of a run (an activity, a timer or a child
@@ -65,18 +64,18 @@ type stepEvent struct {
 	resolved bool
 }
 
-// stepEvents is the table of the SDK's step events (internal/replay).
+// stepEvents is the table of the SDK's step events (engine/events_workflow.go).
 var stepEvents = map[engine.EventType]stepEvent{
-	replay.EventActivityScheduled:     {"activity", true, stepScheduled, false},
-	replay.EventActivityAttemptFailed: {"activity", false, stepRetrying, false},
-	replay.EventActivityCompleted:     {"activity", false, stepCompleted, true},
-	replay.EventActivityFailed:        {"activity", false, stepFailed, true},
-	replay.EventTimerScheduled:        {"timer", false, stepWaiting, false},
+	engine.EventActivityScheduled:     {"activity", true, stepScheduled, false},
+	engine.EventActivityAttemptFailed: {"activity", false, stepRetrying, false},
+	engine.EventActivityCompleted:     {"activity", false, stepCompleted, true},
+	engine.EventActivityFailed:        {"activity", false, stepFailed, true},
+	engine.EventTimerScheduled:        {"timer", false, stepWaiting, false},
 	engine.EventTimerFired:            {"timer", false, stepFired, true},
-	replay.EventTimerCanceled:         {"timer", false, stepCanceled, true},
-	replay.EventChildScheduled:        {"child workflow", true, stepScheduled, false},
-	replay.EventChildCompleted:        {"child workflow", true, stepCompleted, true},
-	replay.EventChildFailed:           {"child workflow", true, stepFailed, true},
+	engine.EventTimerCanceled:         {"timer", false, stepCanceled, true},
+	engine.EventChildScheduled:        {"child workflow", true, stepScheduled, false},
+	engine.EventChildCompleted:        {"child workflow", true, stepCompleted, true},
+	engine.EventChildFailed:           {"child workflow", true, stepFailed, true},
 }
 
 // deriveSteps reads a run's steps from its history, in the order they were
@@ -84,44 +83,62 @@ var stepEvents = map[engine.EventType]stepEvent{
 // Activities that run in the worker holding the run write nothing until
 // they end (or a try fails), so they appear only then.
 func deriveSteps(history []engine.Event, j *engine.Job) []*stepView {
-	var order []*stepView
-	byStep := map[string]*stepView{}
+	d := newStepDeriver()
 	for i := range history {
-		ev := &history[i]
-		se, ok := stepEvents[ev.Type]
-		if !ok {
-			continue
-		}
-		step := ev.Step
-		if ev.Type == engine.EventTimerFired {
-			// The engine names a fired timer by its id; the SDK's workflow
-			// timers are named by their step, a number. Other timers (a
-			// retry delay, "retry:...") belong to no step.
-			step = ev.Name
-			if step == "" || strings.TrimLeft(step, "0123456789") != "" {
-				continue
-			}
-		}
-		if step == "" {
-			continue
-		}
-		s := byStep[step]
-		if s == nil {
-			s = &stepView{Step: step, Kind: se.kind}
-			byStep[step] = s
-			order = append(order, s)
-		}
-		if ev.Name != "" && ev.Type != engine.EventTimerFired {
-			s.Name = ev.Name
-		}
-		s.Remote = s.Remote || se.remote
-		s.State, s.Pending, s.AtMS = se.state, !se.resolved, ev.AtMS
-		if ev.Type == replay.EventActivityAttemptFailed {
-			s.Attempts++
-			s.Detail, s.RetryAtMS = attemptDetail(ev.Payload)
+		d.add(&history[i])
+	}
+	return d.steps(j)
+}
+
+// stepDeriver reads a run's steps from its events, given one at a time so
+// that a page need not hold the history to know them.
+type stepDeriver struct {
+	order  []*stepView
+	byStep map[string]*stepView
+}
+
+func newStepDeriver() *stepDeriver { return &stepDeriver{byStep: map[string]*stepView{}} }
+
+// add reads the next event of the history.
+func (d *stepDeriver) add(ev *engine.Event) {
+	se, ok := stepEvents[ev.Type]
+	if !ok {
+		return
+	}
+	step := ev.Step
+	if ev.Type == engine.EventTimerFired {
+		// The engine names a fired timer by its id; the SDK's workflow
+		// timers are named by their step, a number. Other timers (a
+		// retry delay, "retry:...") belong to no step.
+		step = ev.Name
+		if step == "" || strings.TrimLeft(step, "0123456789") != "" {
+			return
 		}
 	}
-	for _, s := range order {
+	if step == "" {
+		return
+	}
+	s := d.byStep[step]
+	if s == nil {
+		s = &stepView{Step: step, Kind: se.kind}
+		d.byStep[step] = s
+		d.order = append(d.order, s)
+	}
+	if ev.Name != "" && ev.Type != engine.EventTimerFired {
+		s.Name = ev.Name
+	}
+	s.Remote = s.Remote || se.remote
+	s.State, s.Pending, s.AtMS = se.state, !se.resolved, ev.AtMS
+	if ev.Type == engine.EventActivityAttemptFailed {
+		s.Attempts++
+		s.Detail, s.RetryAtMS = attemptDetail(ev)
+	}
+}
+
+// steps returns the steps read so far, with when the pending timers of
+// run j fire.
+func (d *stepDeriver) steps(j *engine.Job) []*stepView {
+	for _, s := range d.order {
 		if s.Kind == "timer" && s.Pending {
 			for _, t := range j.Timers {
 				if t.ID == s.Step {
@@ -130,18 +147,21 @@ func deriveSteps(history []engine.Event, j *engine.Job) []*stepView {
 			}
 		}
 	}
-	return order
+	return d.order
 }
 
 // attemptDetail reads the record of a failed try (the SDK's JSON: attempt,
-// message, retryAtMS).
-func attemptDetail(p []byte) (string, int64) {
+// message, retryAtMS), unless the API left it out for its length.
+func attemptDetail(ev *engine.Event) (string, int64) {
+	if ev.ElidedPayloadBytes > 0 {
+		return fmt.Sprintf("a try failed; its record of %d bytes is too long to read here", ev.ElidedPayloadBytes), 0
+	}
 	var rec struct {
 		Attempt   int    `json:"attempt"`
 		Message   string `json:"message"`
 		RetryAtMS int64  `json:"retryAtMS"`
 	}
-	if json.Unmarshal(p, &rec) != nil {
+	if json.Unmarshal(ev.Payload, &rec) != nil {
 		return "a try failed", 0
 	}
 	return fmt.Sprintf("try %d failed: %s", rec.Attempt, cutMessage(rec.Message)), rec.RetryAtMS

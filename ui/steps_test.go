@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 )
 
 // ev builds a history event; seqs are given by history.
@@ -47,39 +46,39 @@ func TestDeriveSteps(t *testing.T) {
 	}{
 		{"no steps", history(created, leased), ""},
 		{"an inline activity that completed",
-			history(created, leased, ev(replay.EventActivityCompleted, "1", "Reserve", `["ok"]`)),
+			history(created, leased, ev(engine.EventActivityCompleted, "1", "Reserve", `["ok"]`)),
 			`1 activity "Reserve" completed pending=false remote=false attempts=0 fire=0 retry=0 `},
 		{"an inline activity retrying after two failed tries",
 			history(created, leased,
-				ev(replay.EventActivityAttemptFailed, "2", "Charge", `{"attempt":1,"message":"card declined"}`),
-				ev(replay.EventActivityAttemptFailed, "2", "Charge", `{"attempt":2,"message":"card declined again","retryAtMS":5000}`)),
+				ev(engine.EventActivityAttemptFailed, "2", "Charge", `{"attempt":1,"message":"card declined"}`),
+				ev(engine.EventActivityAttemptFailed, "2", "Charge", `{"attempt":2,"message":"card declined again","retryAtMS":5000}`)),
 			`2 activity "Charge" retrying pending=true remote=false attempts=2 fire=0 retry=5000 try 2 failed: card declined again`},
 		{"a failed try whose record is not JSON",
-			history(created, ev(replay.EventActivityAttemptFailed, "2", "Charge", `not json`)),
+			history(created, ev(engine.EventActivityAttemptFailed, "2", "Charge", `not json`)),
 			`2 activity "Charge" retrying pending=true remote=false attempts=1 fire=0 retry=0 a try failed`},
 		{"a remote activity, scheduled then failed",
-			history(created, ev(replay.EventActivityScheduled, "3", "Pack"), ev(replay.EventActivityFailed, "3", "Pack", `{"message":"x"}`)),
+			history(created, ev(engine.EventActivityScheduled, "3", "Pack"), ev(engine.EventActivityFailed, "3", "Pack", `{"message":"x"}`)),
 			`3 activity "Pack" failed pending=false remote=true attempts=0 fire=0 retry=0 `},
 		{"a pending timer fires at its job timer's time",
-			history(created, ev(replay.EventTimerScheduled, "4", "")),
+			history(created, ev(engine.EventTimerScheduled, "4", "")),
 			`4 timer "" waiting pending=true remote=false attempts=0 fire=99000 retry=0 `},
 		{"a fired timer is named by the engine in Name; retry timers belong to no step",
-			history(created, ev(replay.EventTimerScheduled, "4", ""), ev(engine.EventTimerFired, "", "4"), ev(engine.EventTimerFired, "", "retry:2")),
+			history(created, ev(engine.EventTimerScheduled, "4", ""), ev(engine.EventTimerFired, "", "4"), ev(engine.EventTimerFired, "", "retry:2")),
 			`4 timer "" fired pending=false remote=false attempts=0 fire=0 retry=0 `},
 		{"a canceled timer",
-			history(created, ev(replay.EventTimerScheduled, "5", ""), ev(replay.EventTimerCanceled, "5", "")),
+			history(created, ev(engine.EventTimerScheduled, "5", ""), ev(engine.EventTimerCanceled, "5", "")),
 			`5 timer "" canceled pending=false remote=false attempts=0 fire=0 retry=0 `},
 		{"children, one open and one done, in the order first recorded",
-			history(created, ev(replay.EventChildScheduled, "7", "Ship"), ev(replay.EventChildScheduled, "6", "Bill"),
-				ev(replay.EventChildCompleted, "6", "Bill", `["paid"]`)),
+			history(created, ev(engine.EventChildScheduled, "7", "Ship"), ev(engine.EventChildScheduled, "6", "Bill"),
+				ev(engine.EventChildCompleted, "6", "Bill", `["paid"]`)),
 			"7 child workflow \"Ship\" scheduled pending=true remote=true attempts=0 fire=0 retry=0 \n" +
 				`6 child workflow "Bill" completed pending=false remote=true attempts=0 fire=0 retry=0 `},
 		{"markers, signals and status events are not steps",
-			history(created, ev(replay.EventMarkerRecorded, "8", "SideEffect"), ev(engine.EventSignalReceived, "", "go"),
+			history(created, ev(engine.EventMarkerRecorded, "8", "SideEffect"), ev(engine.EventSignalReceived, "", "go"),
 				ev(engine.EventJobCompleted, "", "")),
 			""},
 		{"a step event without a step is skipped",
-			history(created, ev(replay.EventActivityCompleted, "", "Lost")), ""},
+			history(created, ev(engine.EventActivityCompleted, "", "Lost")), ""},
 	} {
 		if got := stepsLine(deriveSteps(tc.h, job)); got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
@@ -90,11 +89,11 @@ func TestDeriveSteps(t *testing.T) {
 func TestPendingAndRemoteSteps(t *testing.T) {
 	steps := deriveSteps(history(
 		ev(engine.EventJobCreated, "", "Order"),
-		ev(replay.EventActivityCompleted, "1", "Reserve"),
-		ev(replay.EventChildScheduled, "2", "Ship"),
-		ev(replay.EventTimerScheduled, "3", ""),
-		ev(replay.EventActivityScheduled, "4", "Pack"),
-		ev(replay.EventActivityCompleted, "4", "Pack"),
+		ev(engine.EventActivityCompleted, "1", "Reserve"),
+		ev(engine.EventChildScheduled, "2", "Ship"),
+		ev(engine.EventTimerScheduled, "3", ""),
+		ev(engine.EventActivityScheduled, "4", "Pack"),
+		ev(engine.EventActivityCompleted, "4", "Pack"),
 	), &engine.Job{})
 	var pending, remote []string
 	for _, s := range pendingSteps(steps) {

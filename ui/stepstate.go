@@ -8,11 +8,12 @@ import (
 	"github.com/heddlewf/heddle/engine/httpapi"
 )
 
-// readStepInfos reads the engine's state of run id's steps: nil, and no
-// error, when the API has no such read (a server older than step states),
-// so that the page shows the steps its history tells alone.
-func readStepInfos(ctx context.Context, api engine.Service, id engine.JobID) ([]engine.StepInfo, error) {
-	infos, err := api.Steps(ctx, engine.Target{Job: id})
+// readStepInfos reads the engine's state of run id's steps, each question
+// longer than maxQuestionBytes left out: nil, and no error, when the API
+// has no such read (a server older than step states), so that the page
+// shows the steps its history tells alone.
+func readStepInfos(ctx context.Context, api engine.BoundedReader, id engine.JobID) ([]engine.StepInfo, error) {
+	infos, err := api.QuerySteps(ctx, engine.StepsQuery{Target: engine.Target{Job: id}, MaxQuestionBytes: maxQuestionBytes})
 	if errors.Is(err, httpapi.ErrNoRoute) {
 		return nil, nil
 	}

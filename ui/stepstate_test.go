@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 )
 
 // The engine's step states join the history's steps: a step of both gets
@@ -12,9 +11,9 @@ import (
 // one the engine ended is not pending.
 func TestMergeStepInfos(t *testing.T) {
 	steps := deriveSteps(history(
-		ev(replay.EventActivityCompleted, "1", "Reserve"),
-		ev(replay.EventActivityAttemptFailed, "2", "Charge", `{"attempt":1,"message":"declined"}`),
-		ev(replay.EventTimerScheduled, "4", ""),
+		ev(engine.EventActivityCompleted, "1", "Reserve"),
+		ev(engine.EventActivityAttemptFailed, "2", "Charge", `{"attempt":1,"message":"declined"}`),
+		ev(engine.EventTimerScheduled, "4", ""),
 	), &engine.Job{})
 	infos := []engine.StepInfo{
 		{Step: "1", Activity: "Reserve", State: engine.StepSucceeded},

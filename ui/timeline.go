@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 )
 
 // eventView is one event of the timeline.
@@ -29,23 +28,27 @@ type eventView struct {
 var eventClasses = map[engine.EventType]string{
 	engine.EventSignalReceived:        "signal",
 	engine.EventTimerFired:            "timer",
-	replay.EventTimerScheduled:        "timer",
-	replay.EventTimerCanceled:         "timer",
+	engine.EventTimerScheduled:        "timer",
+	engine.EventTimerCanceled:         "timer",
 	engine.EventCancelRequested:       "cancel",
-	replay.EventActivityScheduled:     "step",
-	replay.EventActivityAttemptFailed: "step",
-	replay.EventActivityCompleted:     "step",
-	replay.EventActivityFailed:        "step",
-	replay.EventChildScheduled:        "step",
-	replay.EventChildCompleted:        "step",
-	replay.EventChildFailed:           "step",
+	engine.EventActivityScheduled:     "step",
+	engine.EventActivityAttemptFailed: "step",
+	engine.EventActivityCompleted:     "step",
+	engine.EventActivityFailed:        "step",
+	engine.EventChildScheduled:        "step",
+	engine.EventChildCompleted:        "step",
+	engine.EventChildFailed:           "step",
 	engine.EventStepCommitted:         "step",
 	engine.EventEffectRecorded:        "step",
-	replay.EventMarkerRecorded:        "other",
+	engine.EventMarkerRecorded:        "other",
 }
 
+// viewEvent is an event of run job, read with its payload when that is at
+// most maxEventPayloadBytes long, for the timeline; firstMS is when the run
+// began.
 func viewEvent(job engine.JobID, ev engine.Event, firstMS int64) eventView {
-	v := eventView{Event: ev, OffsetMS: ev.AtMS - firstMS, Payload: viewPayload(ev.Payload, eventPayloadPath(job, ev.Seq)), Class: "other"}
+	v := eventView{Event: ev, OffsetMS: ev.AtMS - firstMS, Class: "other",
+		Payload: viewEventPayload(&ev, maxEventPayloadBytes, eventLimits, eventPayloadPath(job, ev.Seq))}
 	// The view keeps the rendering; the event's own bytes are not needed
 	// by the page, which links them.
 	v.Event.Payload = nil

@@ -17,7 +17,6 @@ import (
 	"github.com/heddlewf/heddle/engine/clock"
 	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/machine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/storage"
@@ -472,7 +471,7 @@ func (d *demo) check(ctx context.Context) error {
 	}
 	// the retry
 	if runs, keys := d.shop.executions("order-2", "ChargeCard"); runs == 2 && keys == 1 &&
-		countType(hist["order-2"], replay.EventActivityAttemptFailed) == 1 {
+		countType(hist["order-2"], engine.EventActivityAttemptFailed) == 1 {
 		ok("order-2 ChargeCard retried: 2 executions of one step, 1 activity_attempt_failed event")
 	} else {
 		fail("order-2 ChargeCard ran %d times under %d keys", runs, keys)
@@ -504,7 +503,7 @@ func (d *demo) check(ctx context.Context) error {
 	ship, _ := d.shop.executions("order-4", "ShipOrder")
 	refund, _ := d.shop.executions("order-4", "RefundCard")
 	release, _ := d.shop.executions("order-4", "ReleaseInventory")
-	if ship == 1 && refund == 1 && release == 1 && countType(hist["order-4"], replay.EventChildFailed) == 1 {
+	if ship == 1 && refund == 1 && release == 1 && countType(hist["order-4"], engine.EventChildFailed) == 1 {
 		ok("order-4 ShipOrder failed once (non-retryable), child_failed; RefundCard and ReleaseInventory ran once each")
 	} else {
 		fail("order-4: ShipOrder %d, RefundCard %d, ReleaseInventory %d executions", ship, refund, release)

@@ -3,8 +3,8 @@ package main
 // This file is "heddle workflow query": it asks a run's workflow code a
 // question (a query handler registered with workflow.SetQueryHandler) and
 // prints the answer. The server hands the query to a worker process of the
-// run's task queue that serves queries (httpapi.ServeQueries, as "heddle
-// worker" does), which replays the run's history to answer; the run's
+// run's task queue that serves queries (as "heddle worker" does, through
+// httpapi.Client's ServeQueries), which replays the run's history to answer; the run's
 // history is not changed.
 
 import (
@@ -85,7 +85,13 @@ func newWFQueryCommand(g *wfGlobals) *cobra.Command {
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, timeout)
 		defer cancel()
-		v, err := svc.QueryWorkflow(ctx, j.WorkflowID, strconv.FormatUint(uint64(j.ID), 10), name, queryArgs...)
+		encoded, err := converter.Encode(queryArgs...)
+		if err != nil {
+			// The words of the HTTP client, which encoded them before
+			// queries travelled as bytes.
+			return fmt.Errorf("httpapi: query arguments: %w", err)
+		}
+		data, err := svc.Query(ctx, j.WorkflowID, strconv.FormatUint(uint64(j.ID), 10), name, encoded)
 		switch {
 		case errors.Is(err, httpapi.ErrQueryTimeout), err != nil && c.ctx.Err() == nil && ctx.Err() != nil:
 			return fmt.Errorf("no worker of queue %q answered query %q within %v: is one running and serving queries?", j.Queue, name, timeout)
@@ -93,7 +99,6 @@ func newWFQueryCommand(g *wfGlobals) *cobra.Command {
 			return err
 		}
 		out := wfQueryOutput{WorkflowID: j.WorkflowID, JobID: uint64(j.ID), Query: name}
-		data := converter.DataOf(v)
 		out.Result = wfResultJSON(data)
 		if out.Result == nil && len(data) > 0 {
 			out.ResultBase64 = data

@@ -22,6 +22,7 @@ import (
 	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -119,7 +120,7 @@ func startWFEnv(t *testing.T, cfg embedded.Config, token string) *wfEnv {
 		// Until the test ends, ServeQueries may only return its context's
 		// error; t.Errorf is safe from this goroutine, which ends before
 		// the test does.
-		if err := httpapi.ServeQueries(qctx, qc, wfTestQueue, w); qctx.Err() == nil || !errors.Is(err, context.Canceled) {
+		if err := qc.ServeQueries(qctx, wfTestQueue, wfAnswerWith(w)); qctx.Err() == nil || !errors.Is(err, context.Canceled) {
 			t.Errorf("ServeQueries: %v", err)
 		}
 	}()
@@ -701,5 +702,22 @@ func TestWorkflowStartWaitTimesOut(t *testing.T) {
 	w.json(&d, "describe", "late-1")
 	if d.Status != "TimedOut" {
 		t.Errorf("describe: status %q, want TimedOut", d.Status)
+	}
+}
+
+// wfAnswerWith answers the queries a node brokers (as bytes) with w's
+// workflow code, as a worker process serving the queue does.
+func wfAnswerWith(w worker.Worker) engine.QueryFunc {
+	return func(ctx context.Context, workflowID, runID, queryType string, args []byte) ([]byte, error) {
+		vals, err := converter.RawValues(args)
+		if err != nil {
+			return nil, err
+		}
+		in := make([]any, len(vals))
+		for i, v := range vals {
+			in[i] = v
+		}
+		out, err := w.QueryWorkflow(ctx, workflowID, runID, queryType, in...)
+		return converter.DataOf(out), err
 	}
 }

@@ -26,8 +26,9 @@ import (
 // scans anything.
 //
 // What the commands of a group commit changed is summed while the group
-// is built and recorded once when it commits, through series resolved
-// once (no label lookup per command).
+// is built and recorded once when it commits: the job counts in one call
+// to the metrics, which bound their queue labels (metrics.Options), the
+// other series through series resolved once (no label lookup per command).
 //
 // A nil *Meter (what NewMeter returns for nil metrics) does nothing. A
 // Meter is driven by the one goroutine that applies commands; Count may
@@ -41,14 +42,16 @@ type Meter struct {
 
 	// The series recorded on the hot path, resolved on first use.
 	cmdSeries   [256]*commandSeries
-	jobGauges   map[jobCountKey]prometheus.Gauge
-	jobClosed   map[jobCountKey]prometheus.Counter
 	stepTrans   [engine.NumStepStates][engine.NumStepStates]prometheus.Counter
 	stepsGauges [engine.NumStepStates]prometheus.Gauge
+	// jobMoves is the scratch of Committed's job changes.
+	jobMoves []metrics.JobChange
 
 	mu sync.Mutex
 	// open mirrors the open-job gauge, so that a recount moves the gauge
-	// by the difference (another engine may share the registry).
+	// by the difference (another engine may share the registry). It holds
+	// no zero counts: its size follows the open jobs, not every queue
+	// ever seen.
 	open map[jobCountKey]int64
 	// staged sums what the commands of the batch being built changed; it
 	// is recorded when the batch commits and dropped if it does not.
@@ -95,7 +98,6 @@ func NewMeter(m *metrics.Metrics) *Meter {
 		return nil
 	}
 	return &Meter{m: m, open: map[jobCountKey]int64{}, steps: map[engine.StepState]int64{},
-		jobGauges: map[jobCountKey]prometheus.Gauge{}, jobClosed: map[jobCountKey]prometheus.Counter{},
 		staged: staging{jobs: map[jobCountKey]int64{}, closed: map[jobCountKey]int{}}}
 }
 
@@ -212,26 +214,27 @@ func (mt *Meter) Committed(commands int, start time.Time, synced bool) {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	st := &mt.staged
+	// The job counts go to the metrics in one call: their queue labels are
+	// bounded there (metrics.Options.MaxQueues), so no series is cached
+	// here per queue.
+	moves := mt.jobMoves[:0]
 	for k, d := range st.jobs {
 		if d == 0 {
 			continue
 		}
-		mt.open[k] += d
-		g := mt.jobGauges[k]
-		if g == nil {
-			g = mt.m.JobsGauge(k.status.String(), k.queue)
-			mt.jobGauges[k] = g
+		if n := mt.open[k] + d; n != 0 {
+			mt.open[k] = n
+		} else {
+			delete(mt.open, k)
 		}
-		g.Add(float64(d))
+		moves = append(moves, metrics.JobChange{Status: k.status.String(), Queue: k.queue, Open: d})
 	}
 	for k, n := range st.closed {
-		c := mt.jobClosed[k]
-		if c == nil {
-			c = mt.m.JobsClosedCounter(k.status.String(), k.queue)
-			mt.jobClosed[k] = c
-		}
-		c.Add(float64(n))
+		moves = append(moves, metrics.JobChange{Status: k.status.String(), Queue: k.queue, Closed: int64(n)})
 	}
+	mt.m.JobsChanged(moves)
+	clear(moves) // hold no queue name until the next commit
+	mt.jobMoves = moves[:0]
 	mt.m.Reclaims(st.reclaimed)
 	for _, late := range st.late {
 		mt.m.TimerLateness(late)

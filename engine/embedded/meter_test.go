@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -186,6 +187,76 @@ func TestMeterFollowsStatusChanges(t *testing.T) {
 	}
 	if got := fs.Value(metrics.EngineCommands, "kind", "Complete", "outcome", "stale_attempt"); got != 1 {
 		t.Errorf("completions refused as stale: %v, want 1", got)
+	}
+}
+
+// Clients choose task queue names, and each named queue is a label value
+// of the job families: however many queues they use, the families keep at
+// most (metrics.DefaultMaxQueues + 1) label values, so at most that many
+// times the statuses in series, and a queue with nothing left open has no
+// open-job series. Every job is still counted, beyond the first queues
+// under queue="_other". (One job on each of 10,000 queues, half of them
+// completed, used to leave 15,000 series.)
+func TestMeterSeriesBoundedWhateverTheQueues(t *testing.T) {
+	h := newMeterHarness(t)
+	const queues = 10_000
+	name := func(i int) string { return fmt.Sprintf("q%05d", i) }
+	for i := range queues {
+		h.do(&engine.CreateJob{Type: "t", Queue: name(i)})
+	}
+	for i := 0; i < queues; i += 2 {
+		jobs := h.do(&engine.Claim{Queue: name(i), Owner: "w", Max: 1, LeaseMS: 1000}).(*engine.ClaimResult).Jobs
+		if len(jobs) != 1 {
+			t.Fatalf("queue %s: claimed %d jobs", name(i), len(jobs))
+		}
+		h.do(&engine.Complete{LeaseRef: jobs[0].Lease()})
+	}
+	fs := h.scrape()
+	series := fs.Series(metrics.EngineJobs) + fs.Series(metrics.EngineJobsClosed)
+	if bound := (metrics.DefaultMaxQueues + 1) * len(engine.Statuses()); series > bound {
+		t.Fatalf("%d series of the job families after jobs on %d queues, over the bound of %d", series, queues, bound)
+	}
+	checks := []struct {
+		what      string
+		got, want float64
+	}{
+		{"open jobs", fs.Value(metrics.EngineJobs), queues / 2},
+		{"open jobs of q00001", fs.Value(metrics.EngineJobs, "status", "Queued", "queue", name(1)), 1},
+		{"open jobs beyond the named queues", fs.Value(metrics.EngineJobs, "status", "Queued", "queue", metrics.OtherQueue),
+			(queues - metrics.DefaultMaxQueues) / 2},
+		{"series of q00000, whose one job completed", float64(fs.Series(metrics.EngineJobs, "queue", name(0))), 0},
+		{"closed jobs", fs.Value(metrics.EngineJobsClosed), queues / 2},
+		{"closed jobs of q00000", fs.Value(metrics.EngineJobsClosed, "status", "Completed", "queue", name(0)), 1},
+		{"series of q09999, beyond the named queues", float64(fs.Series(metrics.EngineJobs, "queue", name(queues-1))), 0},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", c.what, c.got, c.want)
+		}
+	}
+	// The Meter's own memory follows the open jobs too.
+	h.mt.mu.Lock()
+	if n := len(h.mt.open); n != queues/2 {
+		t.Errorf("the Meter mirrors %d open-job counts for %d open jobs", n, queues/2)
+	}
+	h.mt.mu.Unlock()
+}
+
+// A queue name that is not UTF-8 does not stop the engine. Prometheus
+// refuses such a label value, and the Meter used to panic over it in the
+// commit path, taking the process down (every node of a cluster, which all
+// apply the command). The engine may refuse the name; if it takes it, the
+// job is counted.
+func TestMeterTakesQueueNamesNotUTF8(t *testing.T) {
+	h := newMeterHarness(t)
+	_, err := h.log.Propose(context.Background(), &engine.CreateJob{Type: "t", Queue: "q\xff"})
+	if err != nil && !errors.Is(err, engine.ErrInvalidCommand) {
+		t.Fatal(err)
+	}
+	h.do(&engine.CreateJob{Type: "t", Queue: "q"})
+	fs := h.scrape()
+	if got, want := fs.Value(metrics.EngineJobs), map[bool]float64{true: 2, false: 1}[err == nil]; got != want {
+		t.Fatalf("%v open jobs counted, want %v", got, want)
 	}
 }
 

@@ -100,10 +100,40 @@ func (e *Engine) ResourceWaiters(ctx context.Context, limit int) ([]engine.Resou
 
 // Steps returns the activity steps of the job t names, in step order.
 func (e *Engine) Steps(ctx context.Context, t engine.Target) ([]engine.StepInfo, error) {
+	return e.QuerySteps(ctx, engine.StepsQuery{Target: t})
+}
+
+var _ engine.BoundedReader = (*Engine)(nil)
+
+// QueryHistory implements engine.BoundedReader.
+func (e *Engine) QueryHistory(ctx context.Context, q engine.HistoryQuery) (*engine.HistoryPage, error) {
+	if q.Limit < 0 || q.Limit > engine.MaxPage {
+		return nil, fmt.Errorf("%w: history limit %d is not in [0, %d]", engine.ErrInvalidCommand, q.Limit, engine.MaxPage)
+	}
+	if q.MaxPayloadBytes < 0 {
+		return nil, fmt.Errorf("%w: max payload bytes %d is negative", engine.ErrInvalidCommand, q.MaxPayloadBytes)
+	}
+	if q.MaxPayloadBytes == 0 {
+		return e.History(ctx, q.Job, q.AfterSeq, q.Limit)
+	}
+	var page *engine.HistoryPage
+	err := e.view(ctx, func(r *storage.Reader) error {
+		var err error
+		page, err = machine.ReadHistoryBounded(r, q)
+		return err
+	})
+	return page, err
+}
+
+// QuerySteps implements engine.BoundedReader.
+func (e *Engine) QuerySteps(ctx context.Context, q engine.StepsQuery) ([]engine.StepInfo, error) {
+	if q.MaxQuestionBytes < 0 {
+		return nil, fmt.Errorf("%w: max question bytes %d is negative", engine.ErrInvalidCommand, q.MaxQuestionBytes)
+	}
 	var out []engine.StepInfo
 	err := e.view(ctx, func(r *storage.Reader) error {
 		var err error
-		out, err = machine.ReadSteps(r, t)
+		out, err = machine.ReadSteps(r, q)
 		return err
 	})
 	return out, err

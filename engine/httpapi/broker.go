@@ -15,6 +15,10 @@ type broker struct {
 	// taken holds every query a client still waits for, by id, whether a
 	// worker has picked it up yet or not.
 	taken map[string]*brokered
+	// parked, when a test sets it, is told each time a query (poll false)
+	// or a worker's poll starts to wait in a queue, so the test can act
+	// while it waits.
+	parked func(queue string, poll bool)
 }
 
 // queryQueue is one task queue's queries not yet picked up.
@@ -64,6 +68,9 @@ func (b *broker) ask(ctx context.Context, queue string, pq PendingQuery) (QueryA
 	close(q.wake)
 	q.wake = make(chan struct{})
 	b.mu.Unlock()
+	if b.parked != nil {
+		b.parked(queue, false)
+	}
 
 	select {
 	case a := <-bq.answer:
@@ -114,6 +121,9 @@ func (b *broker) poll(ctx context.Context, queue string, max int) []PendingQuery
 		}
 		wake := q.wake
 		b.mu.Unlock()
+		if b.parked != nil {
+			b.parked(queue, true)
+		}
 		select {
 		case <-wake:
 		case <-ctx.Done():

@@ -218,6 +218,47 @@ func (c *Client) Steps(ctx context.Context, t engine.Target) ([]engine.StepInfo,
 	return page.Steps, nil
 }
 
+var _ engine.BoundedReader = (*Client)(nil)
+
+// QueryHistory implements engine.BoundedReader with the history route's
+// max_payload_bytes. A server older than that parameter ignores it and
+// answers every payload whole.
+func (c *Client) QueryHistory(ctx context.Context, hq engine.HistoryQuery) (*engine.HistoryPage, error) {
+	if hq.MaxPayloadBytes < 0 {
+		return nil, fmt.Errorf("%w: max payload bytes %d is negative", engine.ErrInvalidCommand, hq.MaxPayloadBytes)
+	}
+	q := url.Values{"after": {strconv.FormatUint(hq.AfterSeq, 10)}, "limit": {strconv.Itoa(hq.Limit)}}
+	if hq.MaxPayloadBytes > 0 {
+		q.Set("max_payload_bytes", strconv.Itoa(hq.MaxPayloadBytes))
+	}
+	return read[engine.HistoryPage](ctx, c, jobPath(hq.Job)+"/history", q)
+}
+
+// QuerySteps implements engine.BoundedReader with the steps route's step
+// and max_question_bytes. A server older than them ignores them: it
+// answers every step, each question whole.
+func (c *Client) QuerySteps(ctx context.Context, sq engine.StepsQuery) ([]engine.StepInfo, error) {
+	if sq.MaxQuestionBytes < 0 {
+		return nil, fmt.Errorf("%w: max question bytes %d is negative", engine.ErrInvalidCommand, sq.MaxQuestionBytes)
+	}
+	p, err := targetPath(sq.Target)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	if sq.Step != "" {
+		q.Set("step", sq.Step)
+	}
+	if sq.MaxQuestionBytes > 0 {
+		q.Set("max_question_bytes", strconv.Itoa(sq.MaxQuestionBytes))
+	}
+	page, err := read[engine.StepsPage](ctx, c, p+"/steps", q)
+	if err != nil {
+		return nil, err
+	}
+	return page.Steps, nil
+}
+
 // Resources implements engine.Service.
 func (c *Client) Resources(ctx context.Context) ([]*engine.Resource, error) {
 	page, err := read[engine.ResourcesPage](ctx, c, "/v1/resources", nil)

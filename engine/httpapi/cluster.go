@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/heddlewf/heddle/engine"
 )
@@ -21,6 +22,22 @@ type Cluster interface {
 	Remove(ctx context.Context, id string) error
 	// TransferLeader hands leadership to another member.
 	TransferLeader(ctx context.Context) error
+}
+
+// LeaderWatcher is what a Cluster may also implement (raftfsm.Node does) to
+// say when the leader changes. The query broker needs it: its queries and
+// the workers' polls for them meet in the memory of the node that leads,
+// so a poll or a query parked on a node when another node becomes the
+// leader would wait there for nothing. With a LeaderWatcher the server ends
+// such a poll or query at once with a not-leader error naming the new
+// leader, which it forwards there (a request already forwarded once goes
+// back to its client, which follows the leader hint); without one, they
+// wait out their wait.
+type LeaderWatcher interface {
+	// LeaderChanged returns a channel that is closed the next time the
+	// leader this node knows of changes (this node gaining or losing the
+	// leadership included). Status then tells the new leader.
+	LeaderChanged() <-chan struct{}
 }
 
 // ClusterStatus and ClusterMember are the engine's, so that a Raft node
@@ -123,4 +140,42 @@ func (s *Server) leaderElsewhere(ctx context.Context) error {
 		return nil
 	}
 	return notLeader(st.LeaderID, st.LeaderHTTP)
+}
+
+// followLeader derives from ctx a context that also ends when another node
+// becomes the leader, for the long polls of the query broker (see
+// LeaderWatcher). left returns the not-leader error to answer with when
+// that is why it ended, and nil otherwise. Without a Cluster that is a
+// LeaderWatcher the context is ctx's and nothing watches.
+func (s *Server) followLeader(ctx context.Context) (_ context.Context, left func() error, stop context.CancelFunc) {
+	w, ok := s.cfg.Cluster.(LeaderWatcher)
+	if !ok {
+		return ctx, func() error { return nil }, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var moved atomic.Pointer[error]
+	go func() {
+		for {
+			// The channel is taken before the leader is read, so a change
+			// in between wakes the wait below instead of going unseen.
+			changed := w.LeaderChanged()
+			if err := s.leaderElsewhere(ctx); err != nil {
+				moved.Store(&err)
+				cancel()
+				return
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	left = func() error {
+		if err := moved.Load(); err != nil {
+			return *err
+		}
+		return nil
+	}
+	return ctx, left, cancel
 }

@@ -38,11 +38,15 @@
 //	GET    /v1/workflows/{workflow}          Describe the current run -> Job
 //	GET    /v1/jobs/{job}/history?after=&limit=               History -> HistoryPage
 //	GET    /v1/jobs/{job}/history?after=&limit=&wait=30s      WatchHistory -> HistoryPage (long poll)
+//	GET    /v1/jobs/{job}/history?after=&limit=&max_payload_bytes=
+//	                                         QueryHistory (long payloads left out) -> HistoryPage
 //	GET    /v1/jobs/{job}/effects/{step}     Effect (null when none)  -> Effect
 //	GET    /v1/jobs/{job}/closed[?wait=30s]  wait until terminal      -> Job (long poll)
 //	GET    /v1/workflows/{workflow}/closed[?wait=30s]                 -> Job (long poll)
 //	GET    /v1/jobs/{job}/steps              Steps            -> StepsPage
 //	GET    /v1/workflows/{workflow}/steps    Steps of the current run -> StepsPage
+//	GET    /v1/jobs/{job}/steps?step=&max_question_bytes=
+//	                                         QuerySteps (one step; long questions left out) -> StepsPage
 //	GET    /v1/resources                     Resources        -> ResourcesPage
 //	GET    /v1/resources/waiters?limit=      ResourceWaiters  -> ResourceWaitersPage
 //

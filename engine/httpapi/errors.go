@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
 // Sentinel errors of this package. Every error the Server answers with and
@@ -94,7 +93,7 @@ var wireErrors = []wireError{
 	{"no_cluster", http.StatusNotImplemented, ErrNoCluster},
 	{"query_timeout", http.StatusGatewayTimeout, ErrQueryTimeout},
 	{"query_failed", http.StatusUnprocessableEntity, ErrQueryFailed},
-	{"unknown_query", http.StatusBadRequest, workflow.ErrUnknownQuery},
+	{"unknown_query", http.StatusBadRequest, engine.ErrUnknownQuery},
 	{"request_conflict", http.StatusConflict, engine.ErrRequestConflict},
 	{"stale_attempt", http.StatusConflict, engine.ErrStaleAttempt},
 	{"unknown_job", http.StatusNotFound, engine.ErrUnknownJob},

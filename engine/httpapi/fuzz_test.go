@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -101,41 +100,5 @@ func FuzzDecodeError(f *testing.F) {
 		}
 		_ = retryable(re)
 		_ = re.Unwrap()
-	})
-}
-
-// FuzzQueryArgs: the worker splits query arguments into values that encode
-// back into the same list: the same JSON array, or for an envelope of
-// payloads (a []byte argument) the same payloads.
-func FuzzQueryArgs(f *testing.F) {
-	f.Add([]byte(`[1, "two", {"three": 3}]`))
-	f.Add([]byte(`[]`))
-	f.Add([]byte(`{"a": 1}`))
-	f.Add([]byte(`{"heddle_payloads":[{"metadata":{"encoding":"YmluYXJ5L3BsYWlu"},"data":"AAEC"},{"metadata":{"encoding":"anNvbi9wbGFpbg=="},"data":"Mg=="}]}`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		args, err := queryArgs(b)
-		if err != nil || len(args) == 0 {
-			return
-		}
-		again, err := converter.Encode(args...)
-		if converter.IsEnvelope(b) {
-			// An envelope's json/plain payloads may hold bytes that are
-			// not JSON, which Encode refuses; what it writes holds the
-			// same payloads.
-			if err == nil {
-				back, err := queryArgs(again)
-				if err != nil || len(back) != len(args) {
-					t.Fatalf("arguments of %q came back as %q: %v", b, again, err)
-				}
-			}
-			return
-		}
-		if err != nil {
-			t.Fatalf("arguments of %q do not encode again: %v", b, err)
-		}
-		var x, y any
-		if json.Unmarshal(b, &x) != nil || json.Unmarshal(again, &y) != nil || mustJSONString(t, x) != mustJSONString(t, y) {
-			t.Fatalf("%q came back as %q", b, again)
-		}
 	})
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,37 +11,31 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/sdk/converter"
-	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
-// fakeQuerier answers "sum" with the sum of its arguments plus its run id,
-// and records what it was asked.
+// fakeQuerier answers "sum" with the sum of its arguments, and records
+// what it was asked. Queries travel as bytes: the arguments and the answer
+// are JSON lists, as the SDK's converter writes them.
 type fakeQuerier struct {
 	mu    sync.Mutex
 	asked []string
 }
 
-func (q *fakeQuerier) QueryWorkflow(_ context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error) {
+func (q *fakeQuerier) answer(_ context.Context, workflowID, runID, queryType string, args []byte) ([]byte, error) {
 	q.mu.Lock()
 	q.asked = append(q.asked, fmt.Sprintf("%s/%s/%s", workflowID, runID, queryType))
 	q.mu.Unlock()
-	input, err := converter.Encode(args...)
-	if err != nil {
-		return nil, err
-	}
 	switch queryType {
 	case "sum":
-		var a, b int
-		if err := converter.Decode(input, &a, &b); err != nil {
-			return nil, err
+		var ab []int
+		if err := json.Unmarshal(args, &ab); err != nil || len(ab) != 2 {
+			return nil, fmt.Errorf("sum of %q: %v", args, err)
 		}
-		out, err := converter.Encode(a + b)
-		return converter.NewEncodedValue(out), err
+		return json.Marshal([]int{ab[0] + ab[1]})
 	case "broken":
 		return nil, errors.New("the handler fell over")
 	}
-	return nil, fmt.Errorf("%w: %q", workflow.ErrUnknownQuery, queryType)
+	return nil, fmt.Errorf("%w: %q", engine.ErrUnknownQuery, queryType)
 }
 
 // Queries go from a client through the server's broker to the worker
@@ -58,24 +53,23 @@ func TestQueriesAreBrokeredToWorkers(t *testing.T) {
 	q := &fakeQuerier{}
 	served := make(chan error, 1)
 	sctx, stop := context.WithCancel(ctx)
-	go func() { served <- ServeQueries(sctx, worker, "qq", q) }()
+	go func() { served <- worker.ServeQueries(sctx, "qq", q.answer) }()
 
 	c := newClient(t, ClientConfig{Addrs: []string{hs.URL}})
-	v, err := c.QueryWorkflow(ctx, "qwf", "", "sum", 2, 40)
+	got, err := c.Query(ctx, "qwf", "", "sum", []byte("[2,40]"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum int
-	if err := v.Get(&sum); err != nil || sum != 42 {
-		t.Fatalf("sum = %d, %v", sum, err)
+	if string(got) != "[42]" {
+		t.Fatalf("sum = %s", got)
 	}
-	if _, err := c.QueryWorkflow(ctx, "qwf", "", "nope"); !errors.Is(err, workflow.ErrUnknownQuery) {
+	if _, err := c.Query(ctx, "qwf", "", "nope", nil); !errors.Is(err, engine.ErrUnknownQuery) {
 		t.Fatalf("unknown query: %v", err)
 	}
-	if _, err := c.QueryWorkflow(ctx, "qwf", "", "broken"); !errors.Is(err, ErrQueryFailed) || err.Error() != "the handler fell over" {
+	if _, err := c.Query(ctx, "qwf", "", "broken", nil); !errors.Is(err, ErrQueryFailed) || err.Error() != "the handler fell over" {
 		t.Fatalf("failing handler: %v", err)
 	}
-	if _, err := c.QueryWorkflow(ctx, "nobody", "", "sum"); !errors.Is(err, engine.ErrUnknownJob) {
+	if _, err := c.Query(ctx, "nobody", "", "sum", nil); !errors.Is(err, engine.ErrUnknownJob) {
 		t.Fatalf("query of an unknown workflow: %v", err)
 	}
 	stop()
@@ -126,7 +120,7 @@ func TestQueryWithoutWorkerWaitsForTheDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	start := time.Now()
-	_, err := c.QueryWorkflow(ctx, "alone", "", "sum")
+	_, err := c.Query(ctx, "alone", "", "sum", nil)
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrQueryTimeout) {
 		t.Fatalf("a query nobody answers: %v, want ErrQueryTimeout and context.DeadlineExceeded", err)
 	}
@@ -134,7 +128,7 @@ func TestQueryWithoutWorkerWaitsForTheDeadline(t *testing.T) {
 		t.Fatalf("it failed after %v, before the caller's deadline of %v", took, wait)
 	}
 	// Without a deadline, the client's wait is the query's.
-	if _, err := c.QueryWorkflow(context.Background(), "alone", "", "sum"); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrQueryTimeout) {
+	if _, err := c.Query(context.Background(), "alone", "", "sum", nil); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrQueryTimeout) {
 		t.Fatalf("a query nobody answers, without a deadline: %v", err)
 	}
 }

@@ -10,30 +10,20 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/backoff"
-	"github.com/heddlewf/heddle/sdk/converter"
 )
 
-// WorkflowQuerier answers a query with workflow code; worker.Worker is one
-// (and the same interface is sdk/client's Querier).
-type WorkflowQuerier interface {
-	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
-}
+var _ engine.QueryServer = (*Client)(nil)
 
-var _ WorkflowQuerier = (*Client)(nil)
-
-// QueryWorkflow asks the workers of the run's task queue, through the
-// server, to answer a query: it makes a Client usable as sdk/client's
-// Options.Querier. Some worker process must run ServeQueries for the queue.
-// As in Temporal, a query nobody answers waits for ctx's deadline, asking
-// the server again each time one of its waits (at most PollWait, and the
-// server's MaxWait) ends; then it fails with an error that matches both
-// ErrQueryTimeout and context.DeadlineExceeded. Without a deadline, one
-// wait is the query's.
-func (c *Client) QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error) {
-	input, err := converter.Encode(args...)
-	if err != nil {
-		return nil, fmt.Errorf("httpapi: query arguments: %w", err)
-	}
+// Query implements engine.QueryServer: it asks the workers of the run's
+// task queue, through the server, to answer a query. args and the answer
+// are the SDK's encoded value lists, carried as they are. Some worker
+// process must serve the queue's queries (ServeQueries; a worker made from
+// a client of this one does). As in Temporal, a query nobody answers waits
+// for ctx's deadline, asking the server again each time one of its waits
+// (at most PollWait, and the server's MaxWait) ends; then it fails with an
+// error that matches both ErrQueryTimeout and context.DeadlineExceeded.
+// Without a deadline, one wait is the query's.
+func (c *Client) Query(ctx context.Context, workflowID, runID, queryType string, args []byte) ([]byte, error) {
 	_, hasDeadline := ctx.Deadline()
 	for {
 		wait := c.pollWait(ctx)
@@ -42,11 +32,11 @@ func (c *Client) QueryWorkflow(ctx context.Context, workflowID, runID, queryType
 			return nil, ctx.Err()
 		}
 		var r QueryResult
-		err = c.do(ctx, request{method: http.MethodPost, path: "/v1/query", query: waitQuery(wait), wait: wait,
-			body: &QueryRequest{WorkflowID: workflowID, RunID: runID, QueryType: queryType, Args: input}, out: &r})
+		err := c.do(ctx, request{method: http.MethodPost, path: "/v1/query", query: waitQuery(wait), wait: wait,
+			body: &QueryRequest{WorkflowID: workflowID, RunID: runID, QueryType: queryType, Args: args}, out: &r})
 		switch {
 		case err == nil:
-			return converter.NewEncodedValue(r.Result), nil
+			return r.Result, nil
 		case errors.Is(err, ErrQueryTimeout) && hasDeadline && c.pollWait(ctx) > 0:
 			continue // the deadline is further than the server's wait: ask again
 		case errors.Is(err, ErrQueryTimeout):
@@ -63,15 +53,15 @@ func (c *Client) QueryWorkflow(ctx context.Context, workflowID, runID, queryType
 // each replays a history, so an unbounded number could starve the worker.
 const maxConcurrentQueries = 16
 
-// ServeQueries answers the queries for the runs of queue with q (the
-// process's worker, which has the workflow code) until ctx ends; it returns
-// ctx's error then, or an error that retrying cannot fix (a bad token, a
-// server without the route). Run it next to the worker:
-//
-//	go httpapi.ServeQueries(ctx, c, "orders", w)
-func ServeQueries(ctx context.Context, c *Client, queue string, q WorkflowQuerier) error {
-	if c == nil || q == nil || queue == "" {
-		return fmt.Errorf("%w: ServeQueries needs a client, a queue and a querier", ErrInvalidConfig)
+// ServeQueries implements engine.QueryServer: it answers the queries for
+// the runs of queue with answer (the code of the process's worker, which
+// has the workflow code) until ctx ends; it returns ctx's error then, or an
+// error that retrying cannot fix (a bad token, a server without the
+// route). It answers at most 16 queries at once. A worker made from a
+// client of c runs it for its queue.
+func (c *Client) ServeQueries(ctx context.Context, queue string, answer engine.QueryFunc) error {
+	if c == nil || answer == nil || queue == "" {
+		return fmt.Errorf("%w: ServeQueries needs a client, a queue and a function that answers", ErrInvalidConfig)
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -104,7 +94,7 @@ func ServeQueries(ctx context.Context, c *Client, queue string, q WorkflowQuerie
 			go func() {
 				defer wg.Done()
 				defer func() { <-slots }()
-				c.answerQuery(ctx, q, pq)
+				c.answerQuery(ctx, answer, pq)
 			}()
 		}
 	}
@@ -125,7 +115,7 @@ func (c *Client) pollQueries(ctx context.Context, queue string) ([]PendingQuery,
 
 // answerQuery runs one query and sends its answer. A lost answer needs no
 // retry beyond the client's own: the asker times out and may ask again.
-func (c *Client) answerQuery(ctx context.Context, q WorkflowQuerier, pq PendingQuery) {
+func (c *Client) answerQuery(ctx context.Context, answer engine.QueryFunc, pq PendingQuery) {
 	timeout := time.Duration(pq.TimeoutMS) * time.Millisecond
 	if timeout <= 0 {
 		timeout = c.cfg.PollWait
@@ -133,31 +123,12 @@ func (c *Client) answerQuery(ctx context.Context, q WorkflowQuerier, pq PendingQ
 	qctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	a := QueryAnswer{ID: pq.ID}
-	args, err := queryArgs(pq.Args)
-	if err == nil {
-		var v converter.EncodedValue
-		v, err = q.QueryWorkflow(qctx, pq.WorkflowID, pq.RunID, pq.QueryType, args...)
-		a.Result = converter.DataOf(v)
-	}
+	var err error
+	a.Result, err = answer(qctx, pq.WorkflowID, pq.RunID, pq.QueryType, pq.Args)
 	if err != nil {
 		a.Error = queryError(err)
 	}
 	_ = c.do(qctx, request{method: http.MethodPost, path: "/v1/query/answer", body: &a})
-}
-
-// queryArgs splits converter.Encode's list (a JSON array, or an envelope of
-// payloads for a []byte or a protobuf message) into one raw value per
-// argument; the querier encodes them again into the same list.
-func queryArgs(b []byte) ([]any, error) {
-	vals, err := converter.RawValues(b)
-	if err != nil {
-		return nil, fmt.Errorf("%w: query arguments: %v", engine.ErrInvalidCommand, err)
-	}
-	args := make([]any, len(vals))
-	for i, v := range vals {
-		args[i] = v
-	}
-	return args, nil
 }
 
 // queryError is the ErrorBody of a failed query. An error that matches no

@@ -32,8 +32,15 @@ func (s *Server) query(c *call) (any, error) {
 		QueryType: q.QueryType, Args: q.Args, TimeoutMS: wait.Milliseconds()}
 	ctx, cancel := s.pollContext(c.r.Context(), wait)
 	defer cancel()
+	ctx, left, stop := s.followLeader(ctx)
+	defer stop()
 	a, ok := s.broker.ask(ctx, j.Queue, pq)
 	if !ok {
+		if err := left(); err != nil {
+			// Another node leads now, and the workers poll there: the
+			// query is asked again there (forwarded, or by the client).
+			return nil, err
+		}
 		if err := s.pollEnded(); err != nil {
 			return nil, err
 		}
@@ -81,8 +88,15 @@ func (s *Server) queryPoll(c *call) (any, error) {
 	}
 	ctx, cancel := s.pollContext(c.r.Context(), wait)
 	defer cancel()
+	ctx, left, stop := s.followLeader(ctx)
+	defer stop()
 	qs := s.broker.poll(ctx, p.Queue, max(p.Max, 1))
 	if len(qs) == 0 {
+		if err := left(); err != nil {
+			// Another node leads now, and queries are asked there: the
+			// poll goes there (forwarded, or by the client).
+			return nil, err
+		}
 		if err := s.pollEnded(); err != nil {
 			return nil, err
 		}

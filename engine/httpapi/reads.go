@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/heddlewf/heddle/engine"
@@ -15,16 +16,43 @@ func (s *Server) describe(c *call) (any, error) {
 	return s.cfg.Service.Describe(c.r.Context(), t)
 }
 
+// steps answers a job's steps: all of them, or the one step names, with
+// the questions longer than max_question_bytes left out.
 func (s *Server) steps(c *call) (any, error) {
 	t, err := c.target()
 	if err != nil {
 		return nil, err
 	}
-	steps, err := s.cfg.Service.Steps(c.r.Context(), t)
+	q := engine.StepsQuery{Target: t, Step: c.r.URL.Query().Get("step")}
+	if q.MaxQuestionBytes, err = c.bytesParam("max_question_bytes"); err != nil {
+		return nil, err
+	}
+	var steps []engine.StepInfo
+	if q.Step == "" && q.MaxQuestionBytes == 0 {
+		steps, err = s.cfg.Service.Steps(c.r.Context(), t)
+	} else {
+		br, ok := s.cfg.Service.(engine.BoundedReader)
+		if !ok {
+			return nil, fmt.Errorf("%w: this server's service reads no step alone and no bounded question", ErrNoRoute)
+		}
+		steps, err = br.QuerySteps(c.r.Context(), q)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return engine.StepsPage{Steps: steps}, nil
+}
+
+// bytesParam parses an optional byte count: 0 when absent.
+func (c *call) bytesParam(name string) (int, error) {
+	n, err := c.uintParam(name)
+	if err != nil {
+		return 0, err
+	}
+	if n > math.MaxInt32 {
+		return 0, fmt.Errorf("%w: query parameter %s=%d is more than %d bytes", engine.ErrInvalidCommand, name, n, math.MaxInt32)
+	}
+	return int(n), nil
 }
 
 func (s *Server) resources(c *call) (any, error) {
@@ -67,9 +95,24 @@ func (s *Server) history(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	maxPayload, err := c.bytesParam("max_payload_bytes")
+	if err != nil {
+		return nil, err
+	}
 	wait, err := c.waitParam(0)
 	if err != nil {
 		return nil, err
+	}
+	if maxPayload > 0 {
+		// A view's read; a worker's long poll needs every payload.
+		if wait > 0 {
+			return nil, fmt.Errorf("%w: query parameter max_payload_bytes is not taken with wait", engine.ErrInvalidCommand)
+		}
+		br, ok := s.cfg.Service.(engine.BoundedReader)
+		if !ok {
+			return nil, fmt.Errorf("%w: this server's service reads no history with payloads left out", ErrNoRoute)
+		}
+		return br.QueryHistory(c.r.Context(), engine.HistoryQuery{Job: id, AfterSeq: after, Limit: limit, MaxPayloadBytes: maxPayload})
 	}
 	if wait > 0 {
 		if !engine.IsStaleRead(c.r.Context()) {

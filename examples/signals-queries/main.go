@@ -91,7 +91,8 @@ func run() (err error) {
 	defer func() { err = errors.Join(err, w.Shutdown(context.Background())) }()
 
 	// Queries are answered by workflow code, which the worker has: the
-	// client asks the worker (over HTTP, httpapi.ServeQueries does this).
+	// client asks the worker (over HTTP, the node brokers the query to a
+	// worker that serves its queue's queries).
 	c := client.NewWithOptions(e, client.Options{Querier: w})
 	opts := client.StartWorkflowOptions{ID: "cart-7", TaskQueue: "carts"}
 	run, err := c.SignalWithStartWorkflow(ctx, "cart-7", "add", Item{"tea", 450}, opts, Cart)

@@ -104,11 +104,7 @@ func TestMachineIsPure(t *testing.T) {
 // TestSDKLinksNoBadger: the workflow authors' packages and replay speak
 // only the contract and link no database.
 func TestSDKLinksNoBadger(t *testing.T) {
-	pkgs := []string{"sdk/workflow", "sdk/activity", "sdk/temporal", "replay"}
-	if _, err := os.Stat(filepath.Join(root(t), "replay")); err != nil {
-		pkgs[3] = "internal/replay" // before replay/ moved to the top level
-	}
-	for _, p := range pkgs {
+	for _, p := range []string{"sdk/workflow", "sdk/activity", "sdk/temporal", "replay"} {
 		forbid(t, p, "links", deps(t, p), "github.com/dgraph-io/badger", mod+"/storage")
 	}
 }
@@ -116,28 +112,14 @@ func TestSDKLinksNoBadger(t *testing.T) {
 // TestHTTPAPIImportsNoSDK: engine/httpapi is transport over the contract;
 // the SDK builds on it, never the other way.
 func TestHTTPAPIImportsNoSDK(t *testing.T) {
-	// Skipped until the track that carries queries as bytes and moves
-	// ErrUnknownQuery into the contract is merged: engine/httpapi
-	// still imports sdk/workflow and sdk/converter for them. Remove this
-	// line then.
-	t.Skip("engine/httpapi still imports sdk/workflow and sdk/converter (queries); enable after the SDK track lands")
 	forbid(t, "engine/httpapi", "links", deps(t, "engine/httpapi"), mod+"/sdk")
 }
 
-// TestNoRegistryInit: no table of the contract, the machine, the runtime or
-// storage is filled by an init function: each is one literal in its owner's
-// file, so that reading the file shows the whole table.
+// TestNoRegistryInit: no table of the contract, the machine, the runtime,
+// storage or replay is filled by an init function: each is one literal in
+// its owner's file, so that reading the file shows the whole table.
 func TestNoRegistryInit(t *testing.T) {
-	noInit(t, "engine", "engine/machine", "engine/embedded", "engine/httpapi", "storage")
-}
-
-// TestNoRegistryInitInReplay is TestNoRegistryInit for replay.
-func TestNoRegistryInitInReplay(t *testing.T) {
-	// Skipped until replay/ moves to the top level: its step
-	// events table is still filled by an init in internal/replay/steps.go.
-	// Remove this line then.
-	t.Skip("internal/replay fills its step events table in init; enable after replay/ moves to the top level")
-	noInit(t, "replay", "internal/replay")
+	noInit(t, "engine", "engine/machine", "engine/embedded", "engine/httpapi", "storage", "replay")
 }
 
 // noInit fails for every init function in the non-test files of dirs (a

@@ -364,3 +364,34 @@ func readLen(b []byte, width int) (int, bool) {
 	}
 	return int(n), true
 }
+
+// ValueLen returns how many bytes the msgpack value at the start of b
+// takes; the bytes after it are not read. It refuses, with an *Error
+// wrapping ErrMalformed, bytes that end inside the value or declare more
+// than they hold. Like Check it is a loop over the bytes, and it keeps
+// only a count of the values still to come, so it bounds no nesting: any
+// depth costs it nothing. It lets a reader step over a value it does not
+// want (a large payload in a record) without decoding or copying it.
+func ValueLen(b []byte) (int, error) {
+	pos := 0
+	for pending := int64(1); pending > 0; pending-- {
+		h, err := ReadHeader(b[pos:])
+		if err != nil {
+			return 0, &Error{Offset: pos, Err: ErrMalformed, Detail: err.Error()}
+		}
+		at := pos
+		pos += h.Size + h.dataBytes()
+		switch h.Kind {
+		case Array:
+			pending += int64(h.Len)
+		case Map:
+			pending += 2 * int64(h.Len)
+		}
+		// Each value still to come takes at least one byte.
+		if left := int64(len(b) - pos); pending-1 > left {
+			return 0, &Error{Offset: at, Err: ErrMalformed,
+				Detail: fmt.Sprintf("%d more values are declared but only %d bytes are left", pending-1, max(left, 0))}
+		}
+	}
+	return pos, nil
+}

@@ -188,3 +188,55 @@ func mustTimeF(f *testing.F) any {
 	}
 	return v
 }
+
+func TestValueLen(t *testing.T) {
+	doc := mustMarshal(t, map[string]any{"a": []any{1, "b", map[string]any{"c": nil}}, "p": bytes.Repeat([]byte{7}, 300)})
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want int
+	}{
+		{"a fixint", []byte{0x01, 0x02}, 1},
+		{"a document then more", append(append([]byte(nil), doc...), 0xc0, 0xc0), len(doc)},
+		{"800,000 nested arrays", nested(800_000), 800_001},
+		{"a bin of 300 bytes", append([]byte{0xc5, 0x01, 0x2c}, make([]byte, 301)...), 303},
+	} {
+		if n, err := ValueLen(c.b); err != nil || n != c.want {
+			t.Errorf("%s: ValueLen = %d, %v; want %d", c.name, n, err, c.want)
+		}
+	}
+	for _, bad := range [][]byte{nil, {0xc1}, {0x92, 0x01}, {0xdd, 0xff, 0xff, 0xff, 0xff, 0xc0}, {0xc6, 0xff, 0xff, 0xff, 0xff}, {0x81, 0xa1}} {
+		if n, err := ValueLen(bad); !errors.Is(err, ErrMalformed) {
+			t.Errorf("ValueLen(% x) = %d, %v; want ErrMalformed", bad, n, err)
+		}
+	}
+}
+
+// FuzzValueLen holds ValueLen to Check: a prefix Check accepts as one
+// value is exactly what ValueLen measures, whatever follows it; ValueLen
+// never panics and never measures past the bytes it has.
+func FuzzValueLen(f *testing.F) {
+	f.Add([]byte{0x93, 0x01, 0xa1, 'a', 0x81, 0xc0, 0xc3, 0xc0})
+	f.Add(nested(300))
+	f.Add([]byte{0xdd, 0xff, 0xff, 0xff, 0xff, 0xc0})
+	f.Add([]byte{0xc6, 0xff, 0xff, 0xff, 0xff})
+	f.Add(append(bytes.Repeat([]byte{0x81, 0x91}, 30), 0xc0, 0xc0, 0x01))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n, err := ValueLen(b)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("ValueLen(% x): unexpected %v", b, err)
+			}
+			if _, cerr := Check(b, Limits{MaxDepth: 1 << 20}); cerr == nil {
+				t.Fatalf("ValueLen refused % x (%v), Check accepts it", b, err)
+			}
+			return
+		}
+		if n < 1 || n > len(b) {
+			t.Fatalf("ValueLen(% x) = %d", b, n)
+		}
+		if _, cerr := Check(b[:n], Limits{MaxDepth: 1 << 20}); cerr != nil {
+			t.Fatalf("ValueLen(% x) = %d, Check refuses that prefix: %v", b, n, cerr)
+		}
+	})
+}

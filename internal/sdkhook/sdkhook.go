@@ -1,10 +1,19 @@
 // Package sdkhook gives the worker and the client the parts of the SDK
-// packages that workflow and activity code must not see.
+// packages that workflow and activity code must not see: hooks, which the
+// SDK packages set in their init functions; the options of workflow
+// commands, from the workflow call to the worker (command.go); and the
+// small types the SDK's packages share (WorkflowInfo, TaskToken, the
+// session names, …). This keeps the plumbing out of the SDK's godoc without
+// moving the SDK's types out of the packages that document them.
 //
-// The SDK packages set these hooks in their init functions, so any program
-// that imports the worker (which imports sdk/workflow) finds them set. This
-// keeps the plumbing out of the SDK's godoc without moving the SDK's types
-// out of the packages that document them.
+// A hook is typed as far as its types can be named here without an import
+// cycle; intercept.go says why the rest are any. A hook is set before
+// anything reads it: every package that reads one imports the package that
+// sets it, so Go initializes the setter first, and a missing hook is never
+// a nil func called at run time. TestHooksAreSetBeforeTheyAreRead checks
+// this of every hook. The one exception is InterceptWorkflow, which
+// sdk/workflow cannot import the setter of and reports as an error when it
+// is not set.
 package sdkhook
 
 import (
@@ -13,7 +22,7 @@ import (
 	"log/slog"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
@@ -55,13 +64,17 @@ type WorkflowInfo struct {
 	// slog.Default()).
 	Logger *slog.Logger
 	// Interceptors are the worker's interceptor.WorkerInterceptor values
-	// (none: the workflow functions call the implementation directly).
+	// (none: the workflow functions call the implementation directly),
+	// which InterceptWorkflow checks; any, as that type is declared in
+	// sdk/interceptor, which imports sdk/workflow.
 	Interceptors []any
 }
 
-// Hooks set by sdk/workflow's init.
+// Hooks set by sdk/workflow's init, read by sdk/worker.
 var (
-	// NewEntry returns the replay.Entry that runs the workflow function fn.
+	// NewEntry returns the replay.Entry that runs the workflow function fn
+	// (a user's function, registered as any, of a signature
+	// RegisterWorkflow checked).
 	NewEntry func(fn any, info WorkflowInfo) replay.Entry
 	// Query calls the query handler of the workflow x runs.
 	Query func(x *replay.Execution, queryType string, args []byte) ([]byte, error)
@@ -69,13 +82,12 @@ var (
 	// for the workflow x runs, writing nothing, and returns the decision (a
 	// workflow.UpdateOutcome).
 	ValidateUpdate func(x *replay.Execution, request []byte) ([]byte, error)
-	// FutureStep returns the step of the activity whose future f is (a
-	// workflow.Future from ExecuteActivity), or "".
-	FutureStep func(f any) string
 )
 
 // Hooks set by sdk/temporal's init: the failure format and the typed
-// errors sdk/temporal exports no constructor for.
+// errors sdk/temporal exports no constructor for. Read by every SDK
+// package (all import sdk/temporal), internal/temporalhistory and
+// cmd/heddle.
 var (
 	// EncodeFailure writes an error and its chain as a failure payload.
 	EncodeFailure func(err error) []byte
@@ -87,7 +99,7 @@ var (
 	// nil).
 	NewTimeoutError func(msg string, tt engine.TimeoutType, details []byte) error
 	// NewPanicError returns a *temporal.PanicError of a panicking
-	// activity.
+	// activity; value is what it panicked with.
 	NewPanicError func(value any, stack string) error
 	// NewTerminatedError returns a *temporal.TerminatedError.
 	NewTerminatedError func(msg string) error
@@ -99,29 +111,6 @@ var (
 	// back into heddle's own form.
 	FailureFromStored func(fc converter.FailureConverter, data []byte) []byte
 )
-
-// ErrorTypeSentinels maps sentinel errors of heddle's packages to the
-// failure type they match: errors.Is(err, sentinel) is true for a
-// *temporal.ApplicationError of that type (workflow.ErrReplan matches
-// "ReplanError"). Written only by package init functions, read afterwards
-// from any goroutine.
-var ErrorTypeSentinels = map[error]string{}
-
-// LocalActivity is the Options of a local activity's command: the
-// workflow.ActivityOptions the worker enforces, and the function to call
-// (nil: the activity's registered function).
-type LocalActivity struct {
-	Options any
-	Fn      any
-}
-
-// External is the Options of an external signal or cancel command: the
-// target run (RunID "" is the workflow id's current run). A signal's name
-// is the command's Name and its argument the command's Input.
-type External struct {
-	WorkflowID string
-	RunID      string
-}
 
 // ChildStarted is the payload of a child_scheduled event: the child's
 // workflow id and run id.

@@ -44,5 +44,7 @@ const (
 )
 
 // WithTestEnv returns the workflow.Context ctx carrying env; set by
-// sdk/workflow's init.
+// sdk/workflow's init, read by sdk/testsuite (which imports it). ctx and
+// the result are any because workflow.Context is declared in
+// sdk/workflow, which imports this package.
 var WithTestEnv func(ctx any, env TestEnv) any

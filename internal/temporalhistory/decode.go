@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/temporal"
 )
@@ -247,7 +246,7 @@ func (d *decoder) event(ev *rawEvent) error {
 			return err
 		}
 		c := d.newCommand(ev.ID, a.ActivityType.Name)
-		d.emit(ev, engine.Event{Type: replay.EventActivityScheduled, Step: c.step, Name: c.name})
+		d.emit(ev, engine.Event{Type: engine.EventActivityScheduled, Step: c.step, Name: c.name})
 	case "ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled":
 		var a activityEndAttrs
 		if err := read(&a); err != nil {
@@ -257,7 +256,7 @@ func (d *decoder) event(ev *rawEvent) error {
 		if err != nil {
 			return err
 		}
-		return d.ended(ev, c, replay.EventActivityCompleted, replay.EventActivityFailed, a.Result, a.Failure, a.Details)
+		return d.ended(ev, c, engine.EventActivityCompleted, engine.EventActivityFailed, a.Result, a.Failure, a.Details)
 	case "TimerStarted":
 		var a timerAttrs
 		if err := read(&a); err != nil {
@@ -265,7 +264,7 @@ func (d *decoder) event(ev *rawEvent) error {
 		}
 		c := d.newCommand(ev.ID, "")
 		d.timers[a.TimerID] = c
-		d.emit(ev, engine.Event{Type: replay.EventTimerScheduled, Step: c.step})
+		d.emit(ev, engine.Event{Type: engine.EventTimerScheduled, Step: c.step})
 	case "TimerFired", "TimerCanceled":
 		var a timerAttrs
 		if err := read(&a); err != nil {
@@ -278,7 +277,7 @@ func (d *decoder) event(ev *rawEvent) error {
 		if ev.Type == "TimerFired" {
 			d.emit(ev, engine.Event{Type: engine.EventTimerFired, Name: c.step})
 		} else {
-			d.emit(ev, engine.Event{Type: replay.EventTimerCanceled, Step: c.step,
+			d.emit(ev, engine.Event{Type: engine.EventTimerCanceled, Step: c.step,
 				Payload: sdkhook.EncodeFailure(temporal.NewCanceledError())})
 		}
 	case "WorkflowExecutionSignaled":
@@ -292,7 +291,7 @@ func (d *decoder) event(ev *rawEvent) error {
 		}
 		d.emit(ev, engine.Event{Type: engine.EventSignalReceived, Name: a.SignalName, Payload: in})
 	case "WorkflowExecutionCancelRequested":
-		d.emit(ev, engine.Event{Type: replay.EventCancelRequested})
+		d.emit(ev, engine.Event{Type: engine.EventCancelRequested})
 	case "MarkerRecorded":
 		var a markerAttrs
 		if err := read(&a); err != nil {
@@ -315,7 +314,7 @@ func (d *decoder) event(ev *rawEvent) error {
 			return err
 		}
 		rec, _ := json.Marshal(sdkhook.ChildStarted{WorkflowID: a.WorkflowExecution.WorkflowID, RunID: a.WorkflowExecution.RunID})
-		d.emit(ev, engine.Event{Type: replay.EventChildScheduled, Step: c.step, Name: c.name, Payload: rec})
+		d.emit(ev, engine.Event{Type: engine.EventChildScheduled, Step: c.step, Name: c.name, Payload: rec})
 	case "StartChildWorkflowExecutionFailed":
 		var a childEventAttrs
 		if err := read(&a); err != nil {
@@ -325,7 +324,7 @@ func (d *decoder) event(ev *rawEvent) error {
 		if err != nil {
 			return err
 		}
-		d.emit(ev, engine.Event{Type: replay.EventChildFailed, Step: c.step, Name: c.name,
+		d.emit(ev, engine.Event{Type: engine.EventChildFailed, Step: c.step, Name: c.name,
 			Payload: sdkhook.EncodeFailure(&temporal.ChildWorkflowExecutionAlreadyStartedError{})})
 	case "ChildWorkflowExecutionCompleted", "ChildWorkflowExecutionFailed", "ChildWorkflowExecutionCanceled",
 		"ChildWorkflowExecutionTimedOut", "ChildWorkflowExecutionTerminated":
@@ -337,7 +336,7 @@ func (d *decoder) event(ev *rawEvent) error {
 		if err != nil {
 			return err
 		}
-		return d.ended(ev, c, replay.EventChildCompleted, replay.EventChildFailed, a.Result, a.Failure, a.Details)
+		return d.ended(ev, c, engine.EventChildCompleted, engine.EventChildFailed, a.Result, a.Failure, a.Details)
 	case "SignalExternalWorkflowExecutionInitiated":
 		var a signalExternalAttrs
 		if err := read(&a); err != nil {
@@ -359,13 +358,13 @@ func (d *decoder) event(ev *rawEvent) error {
 		e := engine.Event{Step: c.step, Name: c.name}
 		switch ev.Type {
 		case "ExternalWorkflowExecutionSignaled":
-			e.Type = replay.EventSignalExternalSent
+			e.Type = engine.EventSignalExternalSent
 		case "ExternalWorkflowExecutionCancelRequested":
-			e.Type = replay.EventCancelExternalRequested
+			e.Type = engine.EventCancelExternalRequested
 		case "SignalExternalWorkflowExecutionFailed":
-			e.Type = replay.EventSignalExternalFailed
+			e.Type = engine.EventSignalExternalFailed
 		default:
-			e.Type = replay.EventCancelExternalFailed
+			e.Type = engine.EventCancelExternalFailed
 		}
 		if strings.HasSuffix(ev.Type, "Failed") {
 			e.Payload = sdkhook.EncodeFailure(&temporal.UnknownExternalWorkflowExecutionError{})

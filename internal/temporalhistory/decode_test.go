@@ -12,7 +12,6 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/temporal"
@@ -67,14 +66,14 @@ func TestDecodeMapsEvents(t *testing.T) {
 		temporalID int64
 	}{
 		{engine.EventJobCreated, "", "W", 1},
-		{replay.EventActivityScheduled, "1", "A", 3},
-		{replay.EventActivityFailed, "1", "A", 5},
-		{replay.EventTimerScheduled, "2", "", 6},
-		{replay.EventTimerCanceled, "2", "", 7},
-		{replay.EventMarkerRecorded, "k:mutable:cfg:3", "mutable_side_effect", 8},
-		{replay.EventCancelRequested, "", "", 9},
-		{replay.EventCancelExternalFailed, "3", "cancel", 11},
-		{replay.EventChildFailed, "4", "C", 13},
+		{engine.EventActivityScheduled, "1", "A", 3},
+		{engine.EventActivityFailed, "1", "A", 5},
+		{engine.EventTimerScheduled, "2", "", 6},
+		{engine.EventTimerCanceled, "2", "", 7},
+		{engine.EventMarkerRecorded, "k:mutable:cfg:3", "mutable_side_effect", 8},
+		{engine.EventCancelRequested, "", "", 9},
+		{engine.EventCancelExternalFailed, "3", "cancel", 11},
+		{engine.EventChildFailed, "4", "C", 13},
 		{engine.EventJobCompleted, "", "", 14},
 	}
 	if len(h.Events) != len(want) {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 )
 
 // The markers of Temporal's Go SDK and what they hold.
@@ -37,7 +36,7 @@ func (d *decoder) marker(ev *rawEvent, a *markerAttrs) error {
 			return fmt.Errorf("side effect data: %w", err)
 		}
 		c := d.newCommand(ev.ID, "side_effect")
-		d.emit(ev, engine.Event{Type: replay.EventMarkerRecorded, Step: c.step, Name: c.name, Payload: data})
+		d.emit(ev, engine.Event{Type: engine.EventMarkerRecorded, Step: c.step, Name: c.name, Payload: data})
 	case markerVersion:
 		idp, err := detail("change-id")
 		if err != nil {
@@ -55,7 +54,7 @@ func (d *decoder) marker(ev *rawEvent, a *markerAttrs) error {
 		if err := oneValue(vp, &version); err != nil {
 			return fmt.Errorf("version marker version: %w", err)
 		}
-		d.emit(ev, engine.Event{Type: replay.EventMarkerRecorded, Step: "k:version:" + changeID, Name: "version",
+		d.emit(ev, engine.Event{Type: engine.EventMarkerRecorded, Step: "k:version:" + changeID, Name: "version",
 			Payload: []byte("[" + strconv.FormatInt(version, 10) + "]")})
 	case markerMutableSideEffect:
 		idp, err := detail("side-effect-id")
@@ -82,7 +81,7 @@ func (d *decoder) marker(ev *rawEvent, a *markerAttrs) error {
 		if err != nil {
 			return fmt.Errorf("mutable side effect data: %w", err)
 		}
-		d.emit(ev, engine.Event{Type: replay.EventMarkerRecorded, Step: fmt.Sprintf("k:mutable:%s:%d", id, calls),
+		d.emit(ev, engine.Event{Type: engine.EventMarkerRecorded, Step: fmt.Sprintf("k:mutable:%s:%d", id, calls),
 			Name: "mutable_side_effect", Payload: data})
 	case markerLocalActivity:
 		dp, err := detail("data")
@@ -101,14 +100,14 @@ func (d *decoder) marker(ev *rawEvent, a *markerAttrs) error {
 			if err != nil {
 				return err
 			}
-			d.emit(ev, engine.Event{Type: replay.EventActivityFailed, Step: c.step, Name: c.name, Payload: p, Commit: true})
+			d.emit(ev, engine.Event{Type: engine.EventActivityFailed, Step: c.step, Name: c.name, Payload: p, Commit: true})
 			return nil
 		}
 		res, err := toJSONArray(a.Details["result"])
 		if err != nil {
 			return fmt.Errorf("local activity result: %w", err)
 		}
-		d.emit(ev, engine.Event{Type: replay.EventActivityCompleted, Step: c.step, Name: c.name, Payload: res, Commit: true})
+		d.emit(ev, engine.Event{Type: engine.EventActivityCompleted, Step: c.step, Name: c.name, Payload: res, Commit: true})
 	default:
 		return unmappable(ev, fmt.Sprintf("marker %q is not one of Temporal's Go SDK markers heddle maps (SideEffect, Version, MutableSideEffect, LocalActivity)", truncate(a.MarkerName)))
 	}

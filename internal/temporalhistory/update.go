@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
@@ -53,7 +52,7 @@ func (d *decoder) updateAccepted(ev *rawEvent, a *updateAcceptedAttrs) error {
 	if err != nil {
 		return err
 	}
-	d.emit(ev, engine.Event{Type: replay.EventMarkerRecorded, Step: "k:" + workflow.UpdateMarkerKey(req.Meta.UpdateID, "decision"),
+	d.emit(ev, engine.Event{Type: engine.EventMarkerRecorded, Step: "k:" + workflow.UpdateMarkerKey(req.Meta.UpdateID, "decision"),
 		Name: "update_decision", Payload: accepted})
 	return nil
 }
@@ -80,7 +79,7 @@ func (d *decoder) updateCompleted(ev *rawEvent, a *updateCompletedAttrs) error {
 	if err != nil {
 		return err
 	}
-	d.emit(ev, engine.Event{Type: replay.EventMarkerRecorded, Step: "k:" + workflow.UpdateMarkerKey(a.Meta.UpdateID, "completed"),
+	d.emit(ev, engine.Event{Type: engine.EventMarkerRecorded, Step: "k:" + workflow.UpdateMarkerKey(a.Meta.UpdateID, "completed"),
 		Name: "update_completed", Payload: payload})
 	return nil
 }

@@ -107,8 +107,9 @@ type Client interface {
 }
 
 // Querier answers queries with workflow code (a worker has it; the engine
-// does not). A worker.Worker is one, and so is an httpapi.Client (it asks
-// the workers of a node).
+// does not). A worker.Worker is one, and so is a Client. A client of a node
+// needs none: it asks the node, which asks the workers that serve its
+// queries.
 type Querier interface {
 	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
 }

@@ -81,8 +81,8 @@ func (c *workflowClient) localQueriers(queue string) ([]Querier, <-chan struct{}
 
 // askWorkers asks a worker with the code of run j to answer a query: a
 // worker of j's queue in this process (reaching heddle through the same
-// service), else, over HTTP, the node (which asks the workers that serve
-// its queries). With none to ask, it waits for one until ctx's deadline
+// service), else, through a service that brokers queries (over HTTP, the
+// node, which asks the workers that serve its queries). With none to ask, it waits for one until ctx's deadline
 // (DefaultQueryWait when ctx has none), as Temporal does, and then fails
 // with an error that matches both ErrNoQuerier and
 // context.DeadlineExceeded.
@@ -103,8 +103,8 @@ func (c *workflowClient) askWorkers(ctx context.Context, j *engine.Job, queryTyp
 			}
 			errs = append(errs, err)
 		}
-		if remote, ok := c.e.(Querier); ok {
-			return remote.QueryWorkflow(ctx, j.WorkflowID, runID, queryType, args...)
+		if qs, ok := c.e.(engine.QueryServer); ok {
+			return askRemote(ctx, qs, j.WorkflowID, runID, queryType, args)
 		}
 		select {
 		case <-changed:
@@ -113,4 +113,20 @@ func (c *workflowClient) askWorkers(ctx context.Context, j *engine.Job, queryTyp
 				ErrNoQuerier, j.Queue, j.Type, ctx.Err()), errors.Join(errs...))
 		}
 	}
+}
+
+// askRemote asks a query through a service that brokers queries to worker
+// processes (engine.QueryServer), which carries the arguments and the
+// answer as bytes.
+func askRemote(ctx context.Context, qs engine.QueryServer, workflowID, runID, queryType string, args []any) (converter.EncodedValue, error) {
+	input, err := converter.Encode(args...)
+	if err != nil {
+		// The words of the HTTP client, which encoded the arguments before.
+		return nil, fmt.Errorf("httpapi: query arguments: %w", err)
+	}
+	out, err := qs.Query(ctx, workflowID, runID, queryType, input)
+	if err != nil {
+		return nil, err
+	}
+	return converter.NewEncodedValue(out), nil
 }

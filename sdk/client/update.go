@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -230,7 +229,7 @@ func (h *updateHandle) wait(ctx context.Context, stage string) (*workflow.Update
 					h.name = req.Name // for the rejection's UpdateName
 				}
 			}
-			if ev.Type == replay.EventMarkerRecorded && ev.Step == step {
+			if ev.Type == engine.EventMarkerRecorded && ev.Step == step {
 				var o workflow.UpdateOutcome
 				if err := json.Unmarshal(ev.Payload, &o); err != nil {
 					return nil, fmt.Errorf("client: update %s: %s marker: %w", h.id, stage, err)

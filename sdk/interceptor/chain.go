@@ -15,7 +15,9 @@ import (
 // The chains are built here, where Temporal's types are, and handed to
 // sdk/workflow and sdk/activity through internal/sdkhook: those packages
 // cannot import this one, so they see the chains through method sets of
-// their own (Go interfaces match by method set).
+// their own (Go interfaces match by method set). The end of a workflow's
+// outbound chain comes with its inbound core (workflowCore.Outbound); that
+// of an activity's from sdk/activity (sdkhook.ActivityOutboundRoot).
 
 func init() {
 	sdkhook.InterceptWorkflow = interceptWorkflow
@@ -141,8 +143,11 @@ func workerInterceptors(list []any) ([]WorkerInterceptor, error) {
 func interceptWorkflow(ctx any, list []any, core any) (any, error) {
 	wctx, ok := ctx.(workflow.Context)
 	c, ok2 := core.(workflowCore)
-	root, ok3 := sdkhook.WorkflowOutboundRoot.(workflowOutboundCalls)
-	if !ok || !ok2 || !ok3 {
+	var root workflowOutboundCalls
+	if ok2 {
+		root, ok2 = c.Outbound().(workflowOutboundCalls)
+	}
+	if !ok || !ok2 {
 		return nil, fmt.Errorf("interceptor: sdk/workflow and sdk/interceptor do not match (%T, %T)", ctx, core)
 	}
 	wis, err := workerInterceptors(list)
@@ -157,12 +162,6 @@ func interceptWorkflow(ctx any, list []any, core any) (any, error) {
 		return nil, err
 	}
 	return workflowInbound{in}, nil
-}
-
-// activityCore is the worker's end of an activity try's inbound chain: it
-// calls the activity function.
-type activityCore interface {
-	ExecuteActivity(ctx context.Context, args []any) (any, error)
 }
 
 // activityOutboundCalls is ActivityOutboundInterceptor without its embed
@@ -183,7 +182,7 @@ func (rootActivityOutbound) mustEmbedActivityOutboundInterceptorBase() {}
 // rootActivityInbound ends an activity try's inbound chain; Init keeps the
 // outbound chain for the worker to put in the activity's context.
 type rootActivityInbound struct {
-	core activityCore
+	core sdkhook.ActivityCall
 	out  ActivityOutboundInterceptor
 }
 
@@ -201,21 +200,22 @@ func (*rootActivityInbound) mustEmbedActivityInboundInterceptorBase() {}
 // activityInbound is the top of the inbound chain as the worker calls it.
 type activityInbound struct{ in ActivityInboundInterceptor }
 
+var _ sdkhook.ActivityCall = activityInbound{}
+
 func (a activityInbound) ExecuteActivity(ctx context.Context, args []any) (any, error) {
 	return a.in.ExecuteActivity(ctx, &ExecuteActivityInput{Args: args})
 }
 
-func interceptActivity(ctx context.Context, list []any, core any) (any, any, error) {
-	c, ok := core.(activityCore)
-	root, ok2 := sdkhook.ActivityOutboundRoot.(activityOutboundCalls)
-	if !ok || !ok2 {
-		return nil, nil, fmt.Errorf("interceptor: sdk/activity and sdk/interceptor do not match (%T)", core)
+func interceptActivity(ctx context.Context, list []any, call sdkhook.ActivityCall) (sdkhook.ActivityCall, any, error) {
+	root, ok := sdkhook.ActivityOutboundRoot.(activityOutboundCalls)
+	if !ok {
+		return nil, nil, fmt.Errorf("interceptor: sdk/activity and sdk/interceptor do not match (%T)", sdkhook.ActivityOutboundRoot)
 	}
 	wis, err := workerInterceptors(list)
 	if err != nil {
 		return nil, nil, err
 	}
-	rootIn := &rootActivityInbound{core: c}
+	rootIn := &rootActivityInbound{core: call}
 	var in ActivityInboundInterceptor = rootIn
 	for i := len(wis) - 1; i >= 0; i-- {
 		in = wis[i].InterceptActivity(ctx, in)

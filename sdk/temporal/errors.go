@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/heddlewf/heddle/internal/sdkhook"
-
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
@@ -144,12 +142,13 @@ func (e *ApplicationError) Details(d ...any) error {
 // Unwrap returns the cause.
 func (e *ApplicationError) Unwrap() error { return e.cause }
 
-// Is matches the sentinels heddle's packages name failure types by
-// (sdkhook.ErrorTypeSentinels): errors.Is(err, workflow.ErrReplan) holds
-// for an error of type "ReplanError", however it crossed the history.
+// Is matches the sentinels that name a failure type, by a method
+// FailureType() string (workflow.ErrReplan is one): errors.Is(err,
+// workflow.ErrReplan) holds for an error of type "ReplanError", however it
+// crossed the history.
 func (e *ApplicationError) Is(target error) bool {
-	t, ok := sdkhook.ErrorTypeSentinels[target]
-	return ok && e.errType != "" && t == e.errType
+	s, ok := target.(interface{ FailureType() string })
+	return ok && e.errType != "" && s.FailureType() == e.errType
 }
 
 // NextRetryDelay returns the delay that replaces the retry policy's, or 0.

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // roundTrip sends err across a history as the worker does.

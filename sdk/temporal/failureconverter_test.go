@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/mock"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/converter"
@@ -218,7 +217,7 @@ func waitUpdateMarker(ctx context.Context, svc engine.Service, job engine.JobID,
 		}
 		for _, ev := range page.Events {
 			after = ev.Seq
-			if ev.Type == replay.EventMarkerRecorded && ev.Step == step {
+			if ev.Type == engine.EventMarkerRecorded && ev.Step == step {
 				var o workflow.UpdateOutcome
 				if err := json.Unmarshal(ev.Payload, &o); err != nil {
 					return nil, fmt.Errorf("the %s marker of update %s: %w", stage, id, err)

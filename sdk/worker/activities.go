@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/temporal"
@@ -49,12 +49,12 @@ type attemptRecord struct {
 func lastDetails(recs []*engine.Event, pending []engine.NewEvent, step string) []byte {
 	var payload []byte
 	for i := len(pending) - 1; i >= 0 && payload == nil; i-- {
-		if pending[i].Type == replay.EventActivityAttemptFailed && pending[i].Step == step {
+		if pending[i].Type == engine.EventActivityAttemptFailed && pending[i].Step == step {
 			payload = pending[i].Payload
 		}
 	}
 	for i := len(recs) - 1; i >= 0 && payload == nil; i-- {
-		if recs[i].Type == replay.EventActivityAttemptFailed {
+		if recs[i].Type == engine.EventActivityAttemptFailed {
 			payload = recs[i].Payload
 		}
 	}
@@ -70,12 +70,12 @@ func lastDetails(recs []*engine.Event, pending []engine.NewEvent, step string) [
 // decides, among the history's records and the ones still pending.
 func retryAt(recs []*engine.Event, pending []engine.NewEvent, step string) (int64, int) {
 	for i := len(pending) - 1; i >= 0; i-- {
-		if pending[i].Type == replay.EventActivityAttemptFailed && pending[i].Step == step {
+		if pending[i].Type == engine.EventActivityAttemptFailed && pending[i].Step == step {
 			return parseRetry(pending[i].Payload)
 		}
 	}
 	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].Type == replay.EventActivityAttemptFailed {
+		if recs[i].Type == engine.EventActivityAttemptFailed {
 			return parseRetry(recs[i].Payload)
 		}
 	}
@@ -94,24 +94,21 @@ func parseRetry(payload []byte) (int64, int) {
 func failedAttempts(recs []*engine.Event) int {
 	n := 0
 	for _, ev := range recs {
-		if ev.Type == replay.EventActivityAttemptFailed {
+		if ev.Type == engine.EventActivityAttemptFailed {
 			n++
 		}
 	}
 	return n
 }
 
-// activityOptions returns the options of an activity command and, for a
-// local activity, the function it calls (nil: its registered one).
+// activityOptions returns the options of activity command c and, for a
+// local activity, the function it calls (nil: its registered one). c is an
+// activity this worker carries out (isInline or createRemote checked its
+// options with activityOf); any other command has none, and gets the zero
+// options.
 func activityOptions(c *replay.Command) (opts workflow.ActivityOptions, localFn any, local bool) {
-	switch o := c.Options.(type) {
-	case workflow.ActivityOptions:
-		return o, nil, false
-	case sdkhook.LocalActivity:
-		opts, _ = o.Options.(workflow.ActivityOptions)
-		return opts, o.Fn, true
-	}
-	return opts, nil, false
+	a, _ := activityOf(c)
+	return a.Options, a.LocalFn, a.Local
 }
 
 // activityFunc returns the options of activity command c, the function
@@ -243,7 +240,7 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 			r.stepRetried(c)
 		}
 		b, _ := json.Marshal(rec)
-		ne := engine.NewEvent{Type: replay.EventActivityAttemptFailed, Step: c.Step, Name: c.Name, Payload: b, StepAttempt: uint32(attempt)}
+		ne := engine.NewEvent{Type: engine.EventActivityAttemptFailed, Step: c.Step, Name: c.Name, Payload: b, StepAttempt: uint32(attempt)}
 		if o.retryAt > 0 {
 			// The record goes with the turn's next write, which sets the
 			// retry timer (an activity task's job is requeued instead).
@@ -557,7 +554,8 @@ func (w *queueWorker) runActivityTask(ctx, actCtx context.Context, cancelAct con
 		_, ferr := w.e.Fail(ctx, engine.Fail{LeaseRef: ref, Error: sdkhook.EncodeFailure(fmt.Errorf("activity task input: %w", err))})
 		return ferr
 	}
-	c := &replay.Command{Step: "1", Kind: replay.KindActivity, Name: name, Input: in.Args, Options: in.Options, IssuedAtMS: in.IssuedAtMS}
+	c := &replay.Command{Step: "1", Kind: replay.KindActivity, Name: name, Input: in.Args, Options: activityCommand{Options: in.Options},
+		IssuedAtMS: in.IssuedAtMS}
 	if w.activityFn(name) == nil {
 		// Another worker of this queue may have the code (this one claims
 		// every type, for a dynamic workflow): give the task back after a

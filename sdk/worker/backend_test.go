@@ -12,6 +12,7 @@ import (
 	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/worker"
 )
 
@@ -87,7 +88,7 @@ func querier(t testing.TB, e *embedded.Engine, queue string, w worker.Worker) cl
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := httpapi.ServeQueries(ctx, c, queue, w); err != nil && ctx.Err() == nil {
+		if err := c.ServeQueries(ctx, queue, answerWith(w)); err != nil && ctx.Err() == nil {
 			t.Errorf("serving queries: %v", err)
 		}
 	}()
@@ -95,5 +96,37 @@ func querier(t testing.TB, e *embedded.Engine, queue string, w worker.Worker) cl
 		cancel()
 		<-done
 	})
-	return c
+	return brokered{c}
+}
+
+// brokered asks queries through a node's query broker, whose client carries
+// them as bytes (engine.QueryServer).
+type brokered struct{ qs engine.QueryServer }
+
+func (b brokered) QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error) {
+	in, err := converter.Encode(args...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := b.qs.Query(ctx, workflowID, runID, queryType, in)
+	if err != nil {
+		return nil, err
+	}
+	return converter.NewEncodedValue(out), nil
+}
+
+// answerWith answers brokered queries with w's workflow code.
+func answerWith(w worker.Worker) engine.QueryFunc {
+	return func(ctx context.Context, workflowID, runID, queryType string, args []byte) ([]byte, error) {
+		vals, err := converter.RawValues(args)
+		if err != nil {
+			return nil, err
+		}
+		in := make([]any, len(vals))
+		for i, v := range vals {
+			in[i] = v
+		}
+		out, err := w.QueryWorkflow(ctx, workflowID, runID, queryType, in...)
+		return converter.DataOf(out), err
+	}
 }

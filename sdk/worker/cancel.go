@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/temporal"
 )
 
@@ -29,7 +29,7 @@ func (r *run) cancels(cmds []*replay.Command) (bool, error) {
 		switch {
 		case c.Kind == replay.KindTimer:
 			c.CancelHandled = true
-			r.pending = append(r.pending, engine.NewEvent{Type: replay.EventTimerCanceled, Step: c.Step})
+			r.pending = append(r.pending, engine.NewEvent{Type: engine.EventTimerCanceled, Step: c.Step})
 			if c.Recorded {
 				r.cancelTimers = append(r.cancelTimers, c.Step)
 			}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/temporal"
@@ -65,14 +64,14 @@ func withDataConverter(e engine.Service, dc converter.DataConverter, fc converte
 
 // failureEvents are the step events whose payload is a failure.
 var failureEvents = map[engine.EventType]bool{
-	replay.EventActivityFailed: true, replay.EventChildFailed: true,
-	replay.EventSignalExternalFailed: true, replay.EventCancelExternalFailed: true,
+	engine.EventActivityFailed: true, engine.EventChildFailed: true,
+	engine.EventSignalExternalFailed: true, engine.EventCancelExternalFailed: true,
 }
 
 // isUpdateMarker reports the markers whose payload is a
 // workflow.UpdateOutcome, whose Failure is a failure.
 func isUpdateMarker(typ engine.EventType, name string) bool {
-	return typ == replay.EventMarkerRecorded && (name == "update_decision" || name == "update_completed")
+	return typ == engine.EventMarkerRecorded && (name == "update_decision" || name == "update_completed")
 }
 
 // toStored turns a failure of heddle's own form into fc's.
@@ -100,7 +99,7 @@ func (c *codecService) failures(typ engine.EventType, name string, b []byte, wri
 			return g(f), nil
 		})
 		return out
-	case typ == replay.EventActivityAttemptFailed && writing:
+	case typ == engine.EventActivityAttemptFailed && writing:
 		var rec attemptRecord
 		if json.Unmarshal(b, &rec) != nil {
 			return b
@@ -116,7 +115,8 @@ func (c *codecService) failures(typ engine.EventType, name string, b []byte, wri
 }
 
 // rawService returns the service a codecService wraps, for the optional
-// interfaces (engine.TaskService, the HTTP client) asked of it.
+// interfaces (engine.TaskService, engine.QueryServer,
+// engine.CancelSafeClaimer) asked of it.
 func rawService(e engine.Service) engine.Service {
 	if c, ok := e.(*codecService); ok {
 		return c.Service
@@ -141,11 +141,11 @@ func (c *codecService) encEvent(what string, typ engine.EventType, name string, 
 // or the one inside the records that hold one.
 func (c *codecService) transform(typ engine.EventType, name string, b []byte, f func([]byte) ([]byte, error)) ([]byte, error) {
 	switch {
-	case typ == replay.EventActivityAttemptFailed:
+	case typ == engine.EventActivityAttemptFailed:
 		return inside(b, func(r *attemptRecord) *[]byte { return &r.Details }, f)
 	case (typ == engine.EventSignalReceived || typ == "") && name == workflow.UpdateSignalName:
 		return inside(b, func(r *workflow.UpdateRequest) *[]byte { return &r.Args }, f)
-	case typ == replay.EventMarkerRecorded && name == "update_completed":
+	case typ == engine.EventMarkerRecorded && name == "update_completed":
 		return inside(b, func(r *workflow.UpdateOutcome) *[]byte { return &r.Result }, f)
 	}
 	return f(b)

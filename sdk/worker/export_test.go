@@ -1,5 +1,7 @@
 package worker
 
+import "sync"
+
 // Every test of this package checks that the events a worker rebuilds after
 // its own writes are exactly the ones the engine stored. Benchmarks turn the
 // check off (it reads the history back, which is what rebuilding saves).
@@ -10,4 +12,16 @@ func SetVerifyOwnEvents(on bool) bool {
 	old := verifyOwnEvents
 	verifyOwnEvents = on
 	return old
+}
+
+// HoldCompletedSessions makes every session creation activity that sees its
+// session completed wait, before it returns, until the function returned is
+// called.
+func HoldCompletedSessions() (release func()) {
+	hold := make(chan struct{})
+	afterSessionDone = func() { <-hold }
+	return sync.OnceFunc(func() {
+		afterSessionDone = nil
+		close(hold)
+	})
 }

@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/temporal"
 )
 
@@ -23,14 +23,17 @@ func (r *run) externals(cmds []*replay.Command) (bool, error) {
 		if c.Kind != replay.KindSignalExternal && c.Kind != replay.KindCancelExternal || c.Recorded || c.CancelRequested {
 			continue
 		}
-		ext, _ := c.Options.(sdkhook.External)
+		ext, ok := c.Options.(sdkhook.External)
+		if !ok {
+			return false, errOptions(c)
+		}
 		t := engine.Target{WorkflowID: ext.WorkflowID}
 		if id, err := strconv.ParseUint(ext.RunID, 10, 64); err == nil && id > 0 {
 			t = engine.Target{Job: engine.JobID(id)}
 		}
 		requestID := fmt.Sprintf("heddle/%d/%s/external", r.job.Job, c.Step)
 		var err error
-		done := replay.EventSignalExternalSent
+		done := engine.EventSignalExternalSent
 		if c.Kind == replay.KindSignalExternal {
 			sig := engine.Signal{Target: t, Name: c.Name, Payload: c.Input}
 			sig.RequestID = requestID
@@ -39,7 +42,7 @@ func (r *run) externals(cmds []*replay.Command) (bool, error) {
 			rc := engine.RequestCancel{Target: t, Reason: fmt.Sprintf("requested by workflow %s (run %d)", r.job.WorkflowID, r.job.Job)}
 			rc.RequestID = requestID
 			_, err = r.w.e.RequestCancel(r.ctx, rc)
-			done = replay.EventCancelExternalRequested
+			done = engine.EventCancelExternalRequested
 		}
 		switch {
 		case err == nil:

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -95,7 +94,7 @@ func testFanOut(t *testing.T, cache int) {
 	}
 	commits := map[string]int{}
 	for _, ev := range hist {
-		if ev.Type == engine.EventType(replay.EventActivityCompleted) && ev.Commit {
+		if ev.Type == engine.EventType(engine.EventActivityCompleted) && ev.Commit {
 			commits[ev.Step]++
 		}
 	}

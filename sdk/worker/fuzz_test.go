@@ -2,11 +2,13 @@ package worker
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/sdk/converter"
 )
 
 // FuzzReadHistoryJSON: the history reader never panics, and a history it
@@ -61,6 +63,43 @@ func FuzzHistoryFromJSON(f *testing.F) {
 			if ev.Seq != uint64(i)+1 {
 				t.Fatalf("accepted event %d has seq %d", i, ev.Seq)
 			}
+		}
+	})
+}
+
+// FuzzQueryArgs (from engine/httpapi, where queryArgs was before queries
+// travelled as bytes): the worker splits query arguments into values that encode
+// back into the same list: the same JSON array, or for an envelope of
+// payloads (a []byte argument) the same payloads.
+func FuzzQueryArgs(f *testing.F) {
+	f.Add([]byte(`[1, "two", {"three": 3}]`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"a": 1}`))
+	f.Add([]byte(`{"heddle_payloads":[{"metadata":{"encoding":"YmluYXJ5L3BsYWlu"},"data":"AAEC"},{"metadata":{"encoding":"anNvbi9wbGFpbg=="},"data":"Mg=="}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		args, err := queryArgs(b)
+		if err != nil || len(args) == 0 {
+			return
+		}
+		again, err := converter.Encode(args...)
+		if converter.IsEnvelope(b) {
+			// An envelope's json/plain payloads may hold bytes that are
+			// not JSON, which Encode refuses; what it writes holds the
+			// same payloads.
+			if err == nil {
+				back, err := queryArgs(again)
+				if err != nil || len(back) != len(args) {
+					t.Fatalf("arguments of %q came back as %q: %v", b, again, err)
+				}
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("arguments of %q do not encode again: %v", b, err)
+		}
+		var x, y any
+		if json.Unmarshal(b, &x) != nil || json.Unmarshal(again, &y) != nil || !reflect.DeepEqual(x, y) {
+			t.Fatalf("%q came back as %q", b, again)
 		}
 	})
 }

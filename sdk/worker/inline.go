@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/temporal"
 )
 
@@ -198,8 +198,7 @@ drain:
 		case o.fault != nil:
 			return o.fault
 		case o.parked:
-			opts, _, _ := activityOptions(o.c)
-			r.parked[o.c.Step] = parked{seq: o.parkSeq, deps: stepDeps(opts)}
+			r.parked[o.c.Step] = parked{seq: o.parkSeq, deps: stepDeps(o.c)}
 			seen = max(seen, o.parkSeq)
 		case o.question != nil:
 			if err := r.askUser(o); err != nil {
@@ -257,10 +256,10 @@ func (r *run) take(o outcome) outcome {
 
 // commitStepOf is the step commit of an activity's outcome.
 func (r *run) commitStepOf(o outcome) engine.CommitStep {
-	cs := engine.CommitStep{LeaseRef: r.ref, Step: o.c.Step, Name: o.c.Name, Type: replay.EventActivityCompleted, Payload: o.result,
+	cs := engine.CommitStep{LeaseRef: r.ref, Step: o.c.Step, Name: o.c.Name, Type: engine.EventActivityCompleted, Payload: o.result,
 		StepAttempt: o.stepAttempt, Decision: o.decision}
 	if o.err != nil {
-		cs.Type, cs.Payload, cs.Failed = replay.EventActivityFailed, sdkhook.EncodeFailure(o.err), true
+		cs.Type, cs.Payload, cs.Failed = engine.EventActivityFailed, sdkhook.EncodeFailure(o.err), true
 		if o.notStarted {
 			cs.Reason = engine.ReasonNotStarted
 		}

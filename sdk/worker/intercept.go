@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 
@@ -60,23 +59,18 @@ func (a activityCall) ExecuteActivity(ctx context.Context, args []any) (any, err
 	return nil, err
 }
 
+var _ sdkhook.ActivityCall = activityCall{}
+
 // callIntercepted runs an activity function (args are its reflect
 // arguments, ctx first when first is 1) through the worker's interceptors,
 // and returns results shaped as the function's own: (result, error) or
 // (error).
+//
+// sdk/interceptor, which this package imports, sets InterceptActivity.
 func callIntercepted(ctx context.Context, list []any, fn reflect.Value, args []reflect.Value, first int) []reflect.Value {
-	if sdkhook.InterceptActivity == nil {
-		return errorResult(fn.Type(), errors.New("worker: interceptors are set but package interceptor is not linked in"))
-	}
-	inbound, outbound, err := sdkhook.InterceptActivity(ctx, list, activityCall{fn: fn, withCtx: first == 1})
+	call, outbound, err := sdkhook.InterceptActivity(ctx, list, activityCall{fn: fn, withCtx: first == 1})
 	if err != nil {
 		return errorResult(fn.Type(), err)
-	}
-	call, ok := inbound.(interface {
-		ExecuteActivity(ctx context.Context, args []any) (any, error)
-	})
-	if !ok {
-		return errorResult(fn.Type(), fmt.Errorf("worker: %T is not an activity inbound chain", inbound))
 	}
 	ctx = context.WithValue(ctx, sdkhook.ActivityOutboundKey{}, outbound)
 	plain := make([]any, 0, len(args)-first)

@@ -11,7 +11,6 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -96,7 +95,7 @@ func TestByteSliceAndProtobufAcrossARun(t *testing.T) {
 	}
 	want := map[engine.EventType][]string{
 		engine.EventJobCreated:        {converter.MetadataEncodingBinary, converter.MetadataEncodingProtoJSON},
-		replay.EventActivityCompleted: {converter.MetadataEncodingBinary},
+		engine.EventActivityCompleted: {converter.MetadataEncodingBinary},
 		engine.EventSignalReceived:    {converter.MetadataEncodingBinary},
 		engine.EventJobCompleted:      {converter.MetadataEncodingBinary},
 	}
@@ -137,7 +136,7 @@ func TestOldByteSliceHistoryReplays(t *testing.T) {
 	hist := []engine.Event{
 		{Seq: 1, Type: engine.EventJobCreated, AtMS: 1_000, Name: "OldBlob", Payload: []byte(`["AQID"]`)},
 		{Seq: 2, Type: engine.EventJobLeased, AtMS: 1_001, Attempt: 1, Name: "w", LeaseExpiryMS: 31_001},
-		{Seq: 3, Type: replay.EventActivityCompleted, AtMS: 1_002, Attempt: 1, Step: "1", Name: "ReverseBlob", Payload: []byte(`["AwIB"]`), Commit: true},
+		{Seq: 3, Type: engine.EventActivityCompleted, AtMS: 1_002, Attempt: 1, Step: "1", Name: "ReverseBlob", Payload: []byte(`["AwIB"]`), Commit: true},
 		{Seq: 4, Type: engine.EventJobCompleted, AtMS: 1_003, Attempt: 1, Payload: []byte(`["AwIB"]`)},
 	}
 	r := worker.NewWorkflowReplayer()

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/temporal"
@@ -129,7 +128,7 @@ func TestFailureConverterOfTheWorkersClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ev := range hist {
-		if ev.Type == replay.EventActivityFailed && (strings.Contains(string(ev.Payload), "Marzipan") || !strings.Contains(string(ev.Payload), converter.EncodedFailureMessage)) {
+		if ev.Type == engine.EventActivityFailed && (strings.Contains(string(ev.Payload), "Marzipan") || !strings.Contains(string(ev.Payload), converter.EncodedFailureMessage)) {
 			t.Fatalf("the activity's failure is stored as %s", ev.Payload)
 		}
 	}

@@ -1,8 +1,8 @@
 package worker
 
 import (
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // probeWait tells the worker's clock that the turn is about to wait in

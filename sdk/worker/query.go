@@ -7,8 +7,8 @@ import (
 	"strconv"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
@@ -95,4 +95,32 @@ func (w *queueWorker) updateRequest(input []byte) ([]byte, error) {
 		return c.transform(engine.EventSignalReceived, workflow.UpdateSignalName, request, c.decode)
 	}
 	return request, nil
+}
+
+// answerQuery is the worker's engine.QueryFunc, for a service that brokers
+// queries to worker processes (engine.QueryServer): the query's arguments
+// arrive as converter.Encode wrote them, and the answer goes back as the
+// handler's encoded result.
+func (w *queueWorker) answerQuery(ctx context.Context, workflowID, runID, queryType string, args []byte) ([]byte, error) {
+	vals, err := queryArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	v, err := w.QueryWorkflow(ctx, workflowID, runID, queryType, vals...)
+	return converter.DataOf(v), err
+}
+
+// queryArgs splits converter.Encode's list (a JSON array, or an envelope of
+// payloads for a []byte or a protobuf message) into one raw value per
+// argument; QueryWorkflow encodes them again into the same list.
+func queryArgs(b []byte) ([]any, error) {
+	vals, err := converter.RawValues(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: query arguments: %v", engine.ErrInvalidCommand, err)
+	}
+	args := make([]any, len(vals))
+	for i, v := range vals {
+		args[i] = v
+	}
+	return args, nil
 }

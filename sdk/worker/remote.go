@@ -8,16 +8,18 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
-// isInline reports whether an activity command runs in this worker.
+// isInline reports whether an activity command runs in this worker. An
+// activity command without the SDK's options does not: createRemote
+// reports it.
 func (r *run) isInline(c *replay.Command) bool {
-	opts, _, local := activityOptions(c)
-	return c.Kind == replay.KindActivity && (local || opts.TaskQueue == "" || opts.TaskQueue == r.w.queue)
+	a, ok := activityOf(c)
+	return ok && (a.Local || a.Options.TaskQueue == "" || a.Options.TaskQueue == r.w.queue)
 }
 
 // isRemote reports whether a command is carried out by a job of its own: a
@@ -31,8 +33,8 @@ func (r *run) isRemote(c *replay.Command) bool {
 // run and the step, so that runs of one workflow id (continue-as-new,
 // retries) never share a child's id.
 func (r *run) remoteID(c *replay.Command) string {
-	if opts, ok := c.Options.(workflow.ChildWorkflowOptions); ok && opts.WorkflowID != "" {
-		return opts.WorkflowID
+	if ch, ok := c.Options.(childCommand); ok && ch.Options.WorkflowID != "" {
+		return ch.Options.WorkflowID
 	}
 	return fmt.Sprintf("%s/%d/%s", r.job.WorkflowID, r.job.Job, c.Step)
 }
@@ -110,7 +112,11 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 	ev := engine.NewEvent{Step: c.Step, Name: c.Name}
 	switch c.Kind {
 	case replay.KindActivity:
-		opts, _, _ := activityOptions(c)
+		a, ok := activityOf(c)
+		if !ok {
+			return false, errOptions(c)
+		}
+		opts := a.Options
 		in, err := json.Marshal(taskInput{Args: c.Input, Options: opts, IssuedAtMS: c.IssuedAtMS,
 			WorkflowID: r.job.WorkflowID, RunID: strconv.FormatUint(uint64(r.job.Job), 10), WorkflowType: r.job.Type})
 		if err != nil {
@@ -134,9 +140,13 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 			left := time.UnixMilli(c.IssuedAtMS).Add(s2s).Sub(r.w.opts.Clock.Now())
 			create.ScheduleToStartTimeoutMS = max(left.Milliseconds(), 1)
 		}
-		ev.Type = replay.EventActivityScheduled
+		ev.Type = engine.EventActivityScheduled
 	case replay.KindChild:
-		opts, _ := c.Options.(workflow.ChildWorkflowOptions)
+		ch, ok := c.Options.(childCommand)
+		if !ok {
+			return false, errOptions(c)
+		}
+		opts := ch.Options
 		create.Type, create.Queue = c.Name, r.w.queue
 		// The engine applies the policy should the parent end without its
 		// code (terminated, timed out); closeChildren applies it when the
@@ -152,7 +162,7 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 		create.ExecutionTimeoutMS = opts.WorkflowExecutionTimeout.Milliseconds()
 		create.RunTimeoutMS = opts.WorkflowRunTimeout.Milliseconds()
 		create.Retry = engineRetryPolicy(opts.RetryPolicy)
-		ev.Type = replay.EventChildScheduled
+		ev.Type = engine.EventChildScheduled
 	}
 	ctx, span, traceParent := r.w.obs.startRemote(r.ctx, c.Kind == replay.KindChild, c.Name)
 	create.TraceParent = traceParent
@@ -245,8 +255,8 @@ func (r *run) ownsRun(id string, c *replay.Command) (engine.JobID, error) {
 // command never started, a child whose id is taken, a timeout).
 func (r *run) commitFailure(c *replay.Command, ferr error) error {
 	typ := map[replay.CommandKind]engine.EventType{
-		replay.KindActivity: replay.EventActivityFailed, replay.KindChild: replay.EventChildFailed,
-		replay.KindSignalExternal: replay.EventSignalExternalFailed, replay.KindCancelExternal: replay.EventCancelExternalFailed,
+		replay.KindActivity: engine.EventActivityFailed, replay.KindChild: engine.EventChildFailed,
+		replay.KindSignalExternal: engine.EventSignalExternalFailed, replay.KindCancelExternal: engine.EventCancelExternalFailed,
 	}[c.Kind]
 	cs := engine.CommitStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, Type: typ, Payload: sdkhook.EncodeFailure(ferr), Failed: true}
 	if c.Kind == replay.KindActivity && r.isInline(c) && r.explicit(c) {
@@ -265,7 +275,11 @@ func (r *run) closeChildren() error {
 		if c.Kind != replay.KindChild || !c.Recorded {
 			continue
 		}
-		opts, _ := c.Options.(workflow.ChildWorkflowOptions)
+		ch, ok := c.Options.(childCommand)
+		if !ok {
+			return errOptions(c)
+		}
+		opts := ch.Options
 		t := engine.Target{WorkflowID: r.remoteID(c)}
 		var err error
 		switch opts.ParentClosePolicy {

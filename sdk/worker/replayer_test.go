@@ -18,7 +18,7 @@ import (
 	"github.com/heddlewf/heddle/engine"
 
 	"github.com/heddlewf/heddle/engine/embedded"
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -345,11 +345,11 @@ func TestReplayDetectsIncompatibleChanges(t *testing.T) {
 		did        string
 	}{
 		// Inline activities record only their result: activity_completed.
-		{"activity renamed", ReplayOrderRenamed, v1History, "3", replay.EventActivityCompleted, "ReplayCharge", `"ReplayChargeCard"`},
-		{"activity inserted", ReplayOrderInserted, v1History, "1", replay.EventActivityCompleted, "ReplayReserve", `"ReplayValidate"`},
-		{"step removed in the middle", ReplayOrderNoCharge, v1History, "3", replay.EventActivityCompleted, "ReplayCharge", `"ReplayShip"`},
-		{"last step removed", ReplayOrderNoShip, v1History, "4", replay.EventActivityCompleted, "ReplayShip", "never issued"},
-		{"timer replaced by activity", ReplayOrderNoSleep, v1History, "2", replay.EventTimerScheduled, "", `activity "ReplayPause"`},
+		{"activity renamed", ReplayOrderRenamed, v1History, "3", engine.EventActivityCompleted, "ReplayCharge", `"ReplayChargeCard"`},
+		{"activity inserted", ReplayOrderInserted, v1History, "1", engine.EventActivityCompleted, "ReplayReserve", `"ReplayValidate"`},
+		{"step removed in the middle", ReplayOrderNoCharge, v1History, "3", engine.EventActivityCompleted, "ReplayCharge", `"ReplayShip"`},
+		{"last step removed", ReplayOrderNoShip, v1History, "4", engine.EventActivityCompleted, "ReplayShip", "never issued"},
+		{"timer replaced by activity", ReplayOrderNoSleep, v1History, "2", engine.EventTimerScheduled, "", `activity "ReplayPause"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := replayer(tc.fn).ReplayWorkflowHistoryFromJSONFile(nil, tc.history)
@@ -426,7 +426,7 @@ func TestReplayVersionedRun(t *testing.T) {
 	hist := recordOrder(t, ReplayOrderVersioned)
 	marker := false
 	for _, ev := range hist {
-		marker = marker || (ev.Type == replay.EventMarkerRecorded && ev.Step == "k:version:validate-first")
+		marker = marker || (ev.Type == engine.EventMarkerRecorded && ev.Step == "k:version:validate-first")
 	}
 	if !marker {
 		// A new run is live from its first event (replay's frontier rule),
@@ -490,7 +490,7 @@ func TestHistoryJSONRoundTrip(t *testing.T) {
 	}
 	var hist []engine.Event
 	for i, p := range payloads {
-		hist = append(hist, engine.Event{Seq: uint64(i + 1), Type: replay.EventMarkerRecorded, AtMS: 1700000000000 + int64(i),
+		hist = append(hist, engine.Event{Seq: uint64(i + 1), Type: engine.EventMarkerRecorded, AtMS: 1700000000000 + int64(i),
 			Attempt: 2, Step: fmt.Sprint(i), Name: "n<&>", Payload: p, Reason: "r", DelayMS: 5, LeaseExpiryMS: 7, Commit: i%2 == 0})
 	}
 	hist = append(hist, engine.Event{Seq: uint64(len(hist) + 1), Type: engine.EventJobWaiting, Wait: &engine.WaitSpec{

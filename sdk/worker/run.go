@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
@@ -209,7 +209,7 @@ func (r *run) drive() (released bool, err error) {
 // outcome marker.
 func answersUpdate(events []engine.NewEvent) bool {
 	for _, ev := range events {
-		if ev.Type == replay.EventMarkerRecorded && strings.HasPrefix(ev.Step, "k:update:") {
+		if ev.Type == engine.EventMarkerRecorded && strings.HasPrefix(ev.Step, "k:update:") {
 			return true
 		}
 	}

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/temporal"
@@ -57,9 +57,21 @@ type sessionHost struct {
 	slots chan struct{}
 
 	mu sync.Mutex
-	// done holds, per open session id, the channel the completion activity
-	// closes.
-	done map[string]chan struct{}
+	// done holds, per open session id, what the completion activity ends.
+	done map[string]openSession
+}
+
+// afterSessionDone, set only by tests, runs in a creation activity that saw
+// its session completed, before the activity returns: it lets a test hold
+// the activity there while the workflow goes on.
+var afterSessionDone func()
+
+// openSession is one session held by its creation activity: done is closed
+// to end the activity, and release gives back the session's slot (once,
+// whichever of the completion and the activity's return comes first).
+type openSession struct {
+	done    chan struct{}
+	release func()
 }
 
 // startSessions starts the session side of a worker with sessions enabled.
@@ -73,7 +85,7 @@ func (w *queueWorker) startSessions() error {
 	}
 	var id [6]byte
 	_, _ = rand.Read(id[:]) // crypto/rand.Read does not fail
-	h := &sessionHost{parent: w, hostName: host, done: map[string]chan struct{}{}}
+	h := &sessionHost{parent: w, hostName: host, done: map[string]openSession{}}
 	// The resource id part makes the queue unique to this worker even
 	// when several workers of one queue share a host (and a process).
 	h.queue = fmt.Sprintf("%s@%s@%x", w.queue, host, id)
@@ -160,10 +172,15 @@ func (h *sessionHost) createActivity(ctx context.Context, sessionID string) erro
 			return ctx.Err()
 		}
 	}
-	defer func() { <-h.slots }()
+	// The completion activity gives the slot back before it returns, so that
+	// a session recreated right after CompleteSession (which waits for that
+	// activity) finds it free; the creation activity returns later, when it
+	// sees done closed.
+	release := sync.OnceFunc(func() { <-h.slots })
+	defer release()
 	done := make(chan struct{})
 	h.mu.Lock()
-	h.done[sessionID] = done
+	h.done[sessionID] = openSession{done: done, release: release}
 	h.mu.Unlock()
 	defer func() {
 		h.mu.Lock()
@@ -195,6 +212,9 @@ func (h *sessionHost) createActivity(ctx context.Context, sessionID string) erro
 		select {
 		case <-done:
 			t.Stop()
+			if afterSessionDone != nil {
+				afterSessionDone()
+			}
 			return nil
 		case <-stop:
 			t.Stop()
@@ -216,8 +236,9 @@ func (h *sessionHost) createActivity(ctx context.Context, sessionID string) erro
 func (h *sessionHost) completeActivity(_ context.Context, sessionID string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if done, ok := h.done[sessionID]; ok {
-		close(done)
+	if s, ok := h.done[sessionID]; ok {
+		close(s.done)
+		s.release()
 		delete(h.done, sessionID)
 	}
 	return nil

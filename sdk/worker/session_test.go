@@ -103,6 +103,33 @@ func SessionRecreated(ctx workflow.Context) ([]string, error) {
 	return []string{w1, w2}, nil
 }
 
+// CompleteSession gives the session's slot back before it returns, as
+// Temporal's does: a session recreated at once on a worker with one slot
+// finds it free, even while the first session's creation activity has not
+// returned yet (held here until the run ends).
+func TestRecreatedSessionFindsTheCompletedOnesSlot(t *testing.T) {
+	release := worker.HoldCompletedSessions()
+	defer release()
+	e := open(t)
+	queue := "sess-slot-back"
+	w := sessionWorker(t, service(t, e), queue, "A", worker.Options{MaxConcurrentSessionExecutionSize: 1})
+	t.Cleanup(func() { release(); stopOK(t, w) })
+	c := client.New(service(t, e))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: queue, TaskQueue: queue}, SessionRecreated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := r.Get(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != got[1] {
+		t.Fatalf("the sessions ran at %q, want both at one worker's session queue", got)
+	}
+}
+
 // A session recreated from another's token runs on the same worker.
 func TestSessionRecreatedOnTheSameWorker(t *testing.T) {
 	forEachCache(t, testSessionRecreatedOnTheSameWorker)

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/temporal"
@@ -71,15 +71,11 @@ type parked struct {
 	deps []string
 }
 
-// stepDeps returns the steps an activity's DependsOn futures name.
-func stepDeps(opts workflow.ActivityOptions) []string {
-	deps := make([]string, 0, len(opts.DependsOn))
-	for _, f := range opts.DependsOn {
-		if s := sdkhook.FutureStep(f); s != "" {
-			deps = append(deps, s)
-		}
-	}
-	return deps
+// stepDeps returns the steps activity c depends on: those its DependsOn
+// futures named when the workflow issued it.
+func stepDeps(c *replay.Command) []string {
+	a, _ := activityOf(c)
+	return append(make([]string, 0, len(a.DependsOn)), a.DependsOn...)
 }
 
 // unpark lets the parked steps that have news run again: an event of the
@@ -97,7 +93,7 @@ func (r *run) unpark() {
 // depFailed reports whether one of the steps deps failed.
 func (r *run) depFailed(deps []string) bool {
 	for _, d := range deps {
-		if dr := r.x.Records(d); len(dr) > 0 && dr[len(dr)-1].Type == replay.EventActivityFailed {
+		if dr := r.x.Records(d); len(dr) > 0 && dr[len(dr)-1].Type == engine.EventActivityFailed {
 			return true
 		}
 	}
@@ -112,8 +108,7 @@ func (r *run) startExplicit(c *replay.Command, recs []*engine.Event) {
 	for i, ev := range recs {
 		evs[i] = *ev
 	}
-	opts, _, _ := activityOptions(c)
-	deps := stepDeps(opts)
+	deps := stepDeps(c)
 	switch st := engine.DeriveStepState(evs).State; {
 	case st == engine.StepNeedsUser, st == engine.StepWaitingDeps && !r.depFailed(deps):
 		r.parked[c.Step] = parked{seq: r.x.LastSeq(), deps: deps}
@@ -203,7 +198,7 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 			return o
 		}
 		res, err := r.w.e.LeaseStep(r.ctx, engine.LeaseStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, LeaseMS: leaseMS,
-			Capabilities: opts.RequiredCapabilities, Selector: opts.LabelSelector, DependsOn: stepDeps(opts),
+			Capabilities: opts.RequiredCapabilities, Selector: opts.LabelSelector, DependsOn: stepDeps(c),
 			TimeoutFatal: opts.TimeoutFatal, Start: true})
 		switch {
 		case errors.Is(err, engine.ErrDependencyFailed):
@@ -489,7 +484,7 @@ func (r *run) answerOf(evs []engine.Event, attempt uint32, known bool) ([]byte, 
 // among a step's events recorded.
 func lastStepDetails(evs []engine.Event) []byte {
 	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Type == replay.EventActivityAttemptFailed {
+		if evs[i].Type == engine.EventActivityAttemptFailed {
 			var rec attemptRecord
 			if json.Unmarshal(evs[i].Payload, &rec) == nil {
 				return rec.Details
@@ -547,7 +542,7 @@ func (r *run) stepRetried(c *replay.Command) {
 // stepEnded records the end of an activity step the turn just committed:
 // how long after its issue, and how.
 func (r *run) stepEnded(cs engine.CommitStep) {
-	if r.w.obs.m == nil || cs.CatchUp || cs.Type != replay.EventActivityCompleted && cs.Type != replay.EventActivityFailed {
+	if r.w.obs.m == nil || cs.CatchUp || cs.Type != engine.EventActivityCompleted && cs.Type != engine.EventActivityFailed {
 		return
 	}
 	for _, c := range r.x.Unresolved() {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/backoff"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -108,11 +108,11 @@ func (w *queueWorker) activityNames() []string {
 func endEvents(k replay.CommandKind) (done, failed engine.EventType) {
 	switch k {
 	case replay.KindChild:
-		return replay.EventChildCompleted, replay.EventChildFailed
+		return engine.EventChildCompleted, engine.EventChildFailed
 	case replay.KindTask:
-		return replay.EventTaskCompleted, replay.EventTaskFailed
+		return engine.EventReviewCompleted, engine.EventReviewFailed
 	}
-	return replay.EventActivityCompleted, replay.EventActivityFailed
+	return engine.EventActivityCompleted, engine.EventActivityFailed
 }
 
 // createTask creates the review task of a workflow.ExecuteTask command;
@@ -124,7 +124,11 @@ func (r *run) createTask(c *replay.Command) (bool, error) {
 	if !ok {
 		return true, r.failTask(c, workflow.NewApplicationError("this worker's service has no review tasks", "NoTasks", true))
 	}
-	opts, _ := c.Options.(workflow.TaskOptions)
+	rc, ok := c.Options.(reviewCommand)
+	if !ok {
+		return false, errOptions(c)
+	}
+	opts := rc.Options
 	ct := engine.CreateTask{
 		Job: opts.Job, Phase: opts.Phase, Description: opts.Description, JobDescription: opts.JobDescription,
 		Queue: opts.TaskQueue, ReviewQueue: opts.ReviewQueue, Type: c.Name, ReviewType: opts.Reviewer,
@@ -158,14 +162,14 @@ func (r *run) createTask(c *replay.Command) (bool, error) {
 		}
 	}
 	c.Started = true
-	r.pending = append(r.pending, engine.NewEvent{Type: replay.EventTaskScheduled, Step: c.Step, Name: c.Name})
+	r.pending = append(r.pending, engine.NewEvent{Type: engine.EventReviewScheduled, Step: c.Step, Name: c.Name})
 	return false, nil
 }
 
 // failTask ends a task command with a failure the worker decided (the
 // service has no tasks, the task is refused or its phase taken).
 func (r *run) failTask(c *replay.Command, ferr error) error {
-	return r.commitStep(engine.CommitStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, Type: replay.EventTaskFailed,
+	return r.commitStep(engine.CommitStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, Type: engine.EventReviewFailed,
 		Payload: sdkhook.EncodeFailure(ferr), Failed: true})
 }
 

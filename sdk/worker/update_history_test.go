@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -109,7 +108,7 @@ func TestReplayUpdateV1History(t *testing.T) {
 	}
 	var rejection, request bool
 	for _, ev := range hist {
-		if ev.Type == replay.EventMarkerRecorded && ev.Step == "k:"+workflow.UpdateMarkerKey("minus", "decision") {
+		if ev.Type == engine.EventMarkerRecorded && ev.Step == "k:"+workflow.UpdateMarkerKey("minus", "decision") {
 			var o workflow.UpdateOutcome
 			rejection = json.Unmarshal(ev.Payload, &o) == nil && o.Failure != nil
 		}

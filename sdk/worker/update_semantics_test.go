@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/converter"
@@ -308,7 +307,7 @@ func testRejectionsLeaveNoTrace(t *testing.T, cache int) {
 				t.Errorf("rejected update %s left event %d (%s %s %s) in the history", id, ev.Seq, ev.Type, ev.Name, ev.Step)
 			}
 		}
-		if ev.Type == replay.EventMarkerRecorded && strings.HasSuffix(ev.Step, ":decision") {
+		if ev.Type == engine.EventMarkerRecorded && strings.HasSuffix(ev.Step, ":decision") {
 			accepted[ev.Step]++
 		}
 		if ev.Type == engine.EventSignalReceived && ev.Name == workflow.UpdateSignalName {

@@ -4,7 +4,7 @@ import (
 	"strconv"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // wait releases the job until something it waits for happens: a timer, a
@@ -24,7 +24,7 @@ func (r *run) wait(cmds []*replay.Command) (woken bool, err error) {
 		case c.Kind == replay.KindTimer:
 			spec.Timers = append(spec.Timers, engine.Timer{ID: c.Step, FireMS: c.FireAt})
 			if !c.Recorded {
-				events = append(events, engine.NewEvent{Type: replay.EventTimerScheduled, Step: c.Step})
+				events = append(events, engine.NewEvent{Type: engine.EventTimerScheduled, Step: c.Step})
 			}
 		case c.Kind == replay.KindActivity && r.isInline(c):
 			if at, attempt := retryAt(r.x.Records(c.Step), r.pending, c.Step); at > 0 {
@@ -64,7 +64,7 @@ func (r *run) setTimers(cmds []*replay.Command) error {
 	for _, c := range cmds {
 		if c.Kind == replay.KindTimer && !c.Recorded && !c.CancelRequested {
 			timers = append(timers, engine.Timer{ID: c.Step, FireMS: c.FireAt})
-			r.pending = append(r.pending, engine.NewEvent{Type: replay.EventTimerScheduled, Step: c.Step})
+			r.pending = append(r.pending, engine.NewEvent{Type: engine.EventTimerScheduled, Step: c.Step})
 		}
 	}
 	if len(timers) == 0 {

@@ -25,12 +25,10 @@ import (
 	"github.com/heddlewf/heddle/engine"
 
 	"github.com/heddlewf/heddle/engine/clock"
-	"github.com/heddlewf/heddle/engine/embedded"
-	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/internal/backoff"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/metrics"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/converter"
@@ -455,11 +453,12 @@ func (w *queueWorker) Start() error {
 	return w.startSessions()
 }
 
-// serveQueries answers, for a worker that reaches a node over HTTP, the
-// queries the node's clients ask of this queue's runs, until the returned
-// function is called.
+// serveQueries answers, for a worker whose service brokers queries to
+// worker processes (engine.QueryServer: a node reached over HTTP), the
+// queries the service's clients ask of this queue's runs, until the
+// returned function is called.
 func (w *queueWorker) serveQueries() func() {
-	hc, ok := rawService(w.e).(*httpapi.Client)
+	qs, ok := rawService(w.e).(engine.QueryServer)
 	if !ok {
 		return func() {}
 	}
@@ -467,7 +466,7 @@ func (w *queueWorker) serveQueries() func() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := httpapi.ServeQueries(ctx, hc, w.queue, w); err != nil && ctx.Err() == nil && w.opts.OnError != nil {
+		if err := qs.ServeQueries(ctx, w.queue, w.answerQuery); err != nil && ctx.Err() == nil && w.opts.OnError != nil {
 			w.opts.OnError(0, fmt.Errorf("worker: serving queries: %w", err))
 		}
 	}()
@@ -607,11 +606,12 @@ func (w *queueWorker) poll() {
 // claimsMayBeLost reports whether a claim cut short by its context may
 // still be applied by the service, its answer lost: over HTTP (a node
 // applies a claim whose request was cut while it was being applied) and
-// through any other service. An embedded engine never loses one: its
-// ClaimWait returns what it claimed even when its context ends meanwhile.
+// through any service that does not say otherwise. An embedded engine
+// never loses one (engine.CancelSafeClaimer): its ClaimWait returns what
+// it claimed even when its context ends meanwhile.
 func (w *queueWorker) claimsMayBeLost() bool {
-	_, inProcess := rawService(w.e).(*embedded.Engine)
-	return !inProcess
+	cs, ok := rawService(w.e).(engine.CancelSafeClaimer)
+	return !ok || !cs.CancelSafeClaims()
 }
 
 // claimRequestID is a fresh request id for one ClaimWait: a retry of the

@@ -7,8 +7,8 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/temporal"
 )
@@ -49,11 +49,13 @@ func executeActivity(ctx Context, activity any, args ...any) Future {
 	if testEnvOf(ctx) != nil {
 		opts.RetryPolicy = testRetryPolicy(opts.RetryPolicy)
 	}
-	return issueActivity(ctx, activity, args, opts, func(o ActivityOptions) any { return o })
+	return issueActivity(ctx, activity, args, sdkhook.Activity[ActivityOptions]{Options: opts})
 }
 
-// issueActivity issues an activity command whose Options wrap returns.
-func issueActivity(ctx Context, activity any, args []any, opts ActivityOptions, wrap func(ActivityOptions) any) Future {
+// issueActivity issues an activity command with the options a: a's
+// Options are checked, and its DependsOn filled in from them.
+func issueActivity(ctx Context, activity any, args []any, a sdkhook.Activity[ActivityOptions]) Future {
+	opts := a.Options
 	st := stateOf(ctx)
 	f, set := newCommandFuture()
 	name, input, err := prepareCommand(ctx, "activity", activity, args)
@@ -69,7 +71,8 @@ func issueActivity(ctx Context, activity any, args []any, opts ActivityOptions, 
 		set(nil, fmt.Errorf("workflow: activity %s: %w", name, err))
 		return f
 	}
-	cmd := st.x.Issue(replay.KindActivity, name, input, wrap(opts), 0, func(r replay.Resolution) {
+	a.Options, a.DependsOn = opts, dependencySteps(opts.DependsOn)
+	cmd := st.x.Issue(replay.KindActivity, name, input, a, 0, func(r replay.Resolution) {
 		if !r.Failed {
 			set(converter.NewEncodedValue(r.Payload), nil)
 			return

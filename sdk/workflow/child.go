@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/temporal"
 )
@@ -141,7 +141,7 @@ func executeChildWorkflow(ctx Context, childWorkflow any, args ...any) ChildWork
 		return cf
 	}
 	started := Execution{ID: opts.WorkflowID}
-	cmd := st.x.Issue(replay.KindChild, name, input, opts, 0, func(r replay.Resolution) {
+	cmd := st.x.Issue(replay.KindChild, name, input, sdkhook.Child[ChildWorkflowOptions]{Options: opts}, 0, func(r replay.Resolution) {
 		step := ""
 		if r.Event != nil {
 			step = r.Event.Step
@@ -165,7 +165,7 @@ func executeChildWorkflow(ctx Context, childWorkflow any, args ...any) ChildWork
 		}
 	})
 	cmd.OnRecord = func(ev *engine.Event) {
-		if ev.Type != replay.EventChildScheduled || cf.execution.ready {
+		if ev.Type != engine.EventChildScheduled || cf.execution.ready {
 			return
 		}
 		var rec sdkhook.ChildStarted

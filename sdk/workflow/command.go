@@ -1,6 +1,6 @@
 package workflow
 
-import "github.com/heddlewf/heddle/internal/replay"
+import "github.com/heddlewf/heddle/replay"
 
 // newCommandFuture returns the future of a command and the function that
 // sets it; setting it again, as a result that arrives after a cancellation

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
@@ -135,7 +135,7 @@ func (w *testWorker) driveEntry(entry replay.Entry, input ...any) ([]byte, error
 		switch {
 		case w.cancelFirst:
 			w.cancelFirst = false
-			next = append(next, w.append(engine.Event{Type: replay.EventCancelRequested}))
+			next = append(next, w.append(engine.Event{Type: engine.EventCancelRequested}))
 		case len(w.signals) > 0 && (w.signalsFirst || len(cmds) == 0):
 			for _, s := range w.signals {
 				next = append(next, w.append(s))
@@ -160,7 +160,7 @@ func (w *testWorker) runCommands(cmds []*replay.Command) []engine.Event {
 	for _, c := range cmds {
 		switch c.Kind {
 		case replay.KindActivity:
-			if _, ok := c.Options.(ActivityOptions); !ok {
+			if _, ok := c.Options.(sdkhook.Activity[ActivityOptions]); !ok {
 				w.t.Fatalf("activity %s has options %T", c.Name, c.Options)
 			}
 			w.executed[c.Name]++
@@ -170,13 +170,13 @@ func (w *testWorker) runCommands(cmds []*replay.Command) []engine.Event {
 			}
 			res, err := fn(c.Input)
 			if err != nil {
-				next = append(next, w.append(engine.Event{Type: replay.EventActivityFailed, Step: c.Step, Name: c.Name, Payload: sdkhook.EncodeFailure(err)}))
+				next = append(next, w.append(engine.Event{Type: engine.EventActivityFailed, Step: c.Step, Name: c.Name, Payload: sdkhook.EncodeFailure(err)}))
 			} else {
-				next = append(next, w.append(engine.Event{Type: replay.EventActivityCompleted, Step: c.Step, Name: c.Name, Payload: res}))
+				next = append(next, w.append(engine.Event{Type: engine.EventActivityCompleted, Step: c.Step, Name: c.Name, Payload: res}))
 			}
 		case replay.KindTimer:
 			if !c.Recorded {
-				next = append(next, w.append(engine.Event{Type: replay.EventTimerScheduled, Step: c.Step}))
+				next = append(next, w.append(engine.Event{Type: engine.EventTimerScheduled, Step: c.Step}))
 			}
 			w.nowMS = max(w.nowMS, c.FireAt)
 			next = append(next, w.append(engine.Event{Type: engine.EventTimerFired, Name: c.Step}))
@@ -246,8 +246,8 @@ func TestOrderWorkflowRunsLiveAndReplays(t *testing.T) {
 	for _, ev := range w.history {
 		types = append(types, ev.Type)
 	}
-	wantTypes := []engine.EventType{engine.EventJobCreated, replay.EventActivityCompleted, replay.EventTimerScheduled,
-		engine.EventTimerFired, engine.EventSignalReceived, replay.EventMarkerRecorded, replay.EventActivityCompleted}
+	wantTypes := []engine.EventType{engine.EventJobCreated, engine.EventActivityCompleted, engine.EventTimerScheduled,
+		engine.EventTimerFired, engine.EventSignalReceived, engine.EventMarkerRecorded, engine.EventActivityCompleted}
 	if !slices.Equal(types, wantTypes) {
 		t.Fatalf("history %v, want %v", types, wantTypes)
 	}

@@ -3,7 +3,7 @@ package workflow
 import (
 	"time"
 
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // execEnv is what the primitives need from the running execution. It is

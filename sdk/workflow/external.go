@@ -3,8 +3,8 @@ package workflow
 import (
 	"errors"
 
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/temporal"
 )
@@ -64,7 +64,8 @@ func external(ctx Context, kind replay.CommandKind, workflowID, runID, name stri
 			return f
 		}
 	}
-	cmd := st.x.Issue(kind, name, input, sdkhook.External{WorkflowID: workflowID, RunID: runID}, 0, func(r replay.Resolution) {
+	target := sdkhook.External{WorkflowID: workflowID, RunID: runID, Cancel: kind == replay.KindCancelExternal}
+	cmd := st.x.Issue(kind, name, input, target, 0, func(r replay.Resolution) {
 		if !r.Failed {
 			set(nil, nil)
 			return

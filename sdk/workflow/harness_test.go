@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // fakeEnv stands in for the replay execution: a dispatcher and a clock the

@@ -1,8 +1,8 @@
 package workflow
 
 import (
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // init hands the worker the plumbing that workflow code must not call.

@@ -6,8 +6,8 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/log"
 )
@@ -81,10 +81,6 @@ type localFnKey struct{}
 type localFn struct {
 	name string
 	fn   any
-}
-
-func init() {
-	sdkhook.WorkflowOutboundRoot = rootOutbound{}
 }
 
 // rootOutbound ends every outbound chain: each method is its workflow
@@ -173,7 +169,8 @@ func (r *interceptRoot) SetOutbound(o any) error {
 	return nil
 }
 
-// Outbound is the end of the outbound chain.
+// Outbound is the end of the outbound chain: sdk/interceptor ends the
+// chain it builds with it.
 func (r *interceptRoot) Outbound() any { return rootOutbound{} }
 
 // ExecuteWorkflow calls the workflow function with args (after ctx), which

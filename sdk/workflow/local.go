@@ -77,7 +77,5 @@ func executeLocalActivity(ctx Context, activity any, args ...any) Future {
 	if v := reflect.ValueOf(activity); v.Kind() == reflect.Func && !v.IsNil() {
 		fn = activity
 	}
-	return issueActivity(ctx, activity, args, opts, func(o ActivityOptions) any {
-		return sdkhook.LocalActivity{Options: o, Fn: fn}
-	})
+	return issueActivity(ctx, activity, args, sdkhook.Activity[ActivityOptions]{Options: opts, Local: true, LocalFn: fn})
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/engine"
 )
 
 // A live run records a marker only when the value changes; a replay returns
@@ -40,7 +40,7 @@ func TestMutableSideEffectRecordsChangesOnly(t *testing.T) {
 	}
 	markers := 0
 	for _, ev := range w.history {
-		if ev.Type == replay.EventMarkerRecorded {
+		if ev.Type == engine.EventMarkerRecorded {
 			markers++
 		}
 	}

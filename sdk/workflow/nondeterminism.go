@@ -1,6 +1,6 @@
 package workflow
 
-import "github.com/heddlewf/heddle/internal/replay"
+import "github.com/heddlewf/heddle/replay"
 
 // NondeterminismError reports workflow code that no longer does what its
 // history recorded: the step (Step), the recorded event (Event), what the

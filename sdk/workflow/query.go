@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/heddlewf/heddle/internal/replay"
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
-// ErrUnknownQuery is returned for a query type the workflow has no handler for.
-var ErrUnknownQuery = errors.New("workflow: unknown query type")
+// ErrUnknownQuery is returned for a query type the workflow has no handler
+// for. It is engine.ErrUnknownQuery, so a query answered over the HTTP API
+// matches it too.
+var ErrUnknownQuery = engine.ErrUnknownQuery
 
 // SetQueryHandler registers handler for queryType. handler is a function
 // func(args...) (T, error) that reads workflow state and returns it; it runs

@@ -3,8 +3,6 @@ package workflow
 import (
 	"errors"
 	"fmt"
-
-	"github.com/heddlewf/heddle/internal/sdkhook"
 )
 
 // ReplanErrorType is the failure type of an activity whose critic decided
@@ -16,16 +14,30 @@ const ReplanErrorType = "ReplanError"
 // decided to replan. The *ActivityError it comes in wraps a
 // *temporal.ApplicationError of type ReplanErrorType whose message is the
 // critic's reason.
-var ErrReplan = errors.New("workflow: the critic asked to replan")
+var ErrReplan error = &typedSentinel{msg: "workflow: the critic asked to replan", failureType: ReplanErrorType}
 
-func init() {
-	sdkhook.ErrorTypeSentinels[ErrReplan] = ReplanErrorType
-	sdkhook.FutureStep = func(f any) string {
-		if fi, ok := f.(*futureImpl); ok {
-			return fi.step
+// typedSentinel is a sentinel error that names a failure type. A
+// *temporal.ApplicationError of that type matches it (errors.Is), however
+// it crossed the history: ApplicationError.Is asks a target for its
+// FailureType.
+type typedSentinel struct{ msg, failureType string }
+
+func (s *typedSentinel) Error() string { return s.msg }
+
+// FailureType is the type of the application errors that match s.
+func (s *typedSentinel) FailureType() string { return s.failureType }
+
+// dependencySteps returns the steps of the activities whose futures deps
+// are (checkStepOptions made sure each is one), for the command's options:
+// the worker leases the step once they all succeeded.
+func dependencySteps(deps []Future) []string {
+	steps := make([]string, 0, len(deps))
+	for _, f := range deps {
+		if fi, ok := f.(*futureImpl); ok && fi.step != "" {
+			steps = append(steps, fi.step)
 		}
-		return ""
 	}
+	return steps
 }
 
 // checkStepOptions refuses step options the engine would refuse later, so

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
@@ -87,7 +87,7 @@ func ExecuteTask(ctx Context, opts TaskOptions, work any, args ...any) Future {
 		set(nil, err)
 		return f
 	}
-	st.x.Issue(replay.KindTask, name, input, opts, 0, func(r replay.Resolution) {
+	st.x.Issue(replay.KindTask, name, input, sdkhook.Review[TaskOptions]{Options: opts}, 0, func(r replay.Resolution) {
 		if !r.Failed {
 			set(converter.NewEncodedValue(r.Payload), nil)
 			return

@@ -3,8 +3,8 @@ package workflow
 import (
 	"time"
 
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // testEnvKey carries the sdk/testsuite environment a test run's code runs

@@ -3,8 +3,8 @@ package workflow
 import (
 	"time"
 
-	"github.com/heddlewf/heddle/internal/replay"
 	"github.com/heddlewf/heddle/internal/sdkhook"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // NewTimer returns a future that becomes ready, with no value, d after the

@@ -26,8 +26,8 @@ type Command struct {
 	Kind    CommandKind
 	Name    string // activity type, child workflow type or marker name
 	Input   []byte
-	Options any   // the SDK's options for the command; opaque to replay
-	FireAt  int64 // a timer's firing time, Unix ms
+	Options CommandOptions // the SDK's options for the command; opaque to replay
+	FireAt  int64          // a timer's firing time, Unix ms
 	// IssuedAtMS is the workflow time when the code issued the command: the
 	// same on every replay, so deadlines measured from it are too.
 	IssuedAtMS int64
@@ -279,7 +279,7 @@ func (x *Execution) apply(ev *engine.Event) error {
 			x.onSignal(ev.Name, ev.Payload)
 		}
 		return nil
-	case EventCancelRequested:
+	case engine.EventCancelRequested:
 		if x.onCancel != nil {
 			x.onCancel()
 		}
@@ -323,13 +323,18 @@ func (x *Execution) run() error {
 // command's step, they must be of the same kind and name, or the execution
 // stops with a NondeterminismError (and the calling coroutine blocks for
 // good). resolve is called, on the worker's goroutine while no coroutine
-// runs, when the command's result event is applied.
-func (x *Execution) Issue(kind CommandKind, name string, input []byte, opts any, fireAt int64, resolve func(Resolution)) *Command {
+// runs, when the command's result event is applied. opts, when not nil, must
+// be options of kind (CommandOptions.CommandKind): other options are a bug
+// of the SDK, and Issue panics.
+func (x *Execution) Issue(kind CommandKind, name string, input []byte, opts CommandOptions, fireAt int64, resolve func(Resolution)) *Command {
+	if opts != nil && opts.CommandKind() != kind {
+		panic(fmt.Sprintf("replay: %T are options of %s commands, not of %s commands", opts, opts.CommandKind(), kind))
+	}
 	x.nextStep++
 	return x.issue(strconv.FormatUint(x.nextStep, 10), kind, name, input, opts, fireAt, resolve)
 }
 
-func (x *Execution) issue(step string, kind CommandKind, name string, input []byte, opts any, fireAt int64, resolve func(Resolution)) *Command {
+func (x *Execution) issue(step string, kind CommandKind, name string, input []byte, opts CommandOptions, fireAt int64, resolve func(Resolution)) *Command {
 	cmd := &Command{Step: step, Kind: kind, Name: name, Input: input, Options: opts, FireAt: fireAt, resolve: resolve,
 		IssuedAtMS: x.nowMS, Where: callerOutsideSDK()}
 	if recs := x.byStep[step]; len(recs) > 0 {
@@ -383,7 +388,7 @@ func (x *Execution) marker(cmd *Command, compute func() ([]byte, error)) ([]byte
 		return nil, err
 	}
 	cmd.Resolved, cmd.Recorded = true, true
-	x.markers = append(x.markers, engine.NewEvent{Type: EventMarkerRecorded, Step: cmd.Step, Name: cmd.Name, Payload: v})
+	x.markers = append(x.markers, engine.NewEvent{Type: engine.EventMarkerRecorded, Step: cmd.Step, Name: cmd.Name, Payload: v})
 	return v, nil
 }
 
@@ -481,7 +486,7 @@ func callerOutsideSDK() string {
 	frames := runtime.CallersFrames(pcs[:n])
 	for {
 		f, more := frames.Next()
-		inSDK := strings.HasPrefix(f.Function, "github.com/heddlewf/heddle/internal/replay.") ||
+		inSDK := strings.HasPrefix(f.Function, "github.com/heddlewf/heddle/replay.") ||
 			strings.HasPrefix(f.Function, "github.com/heddlewf/heddle/sdk/")
 		if !inSDK || strings.HasSuffix(f.File, "_test.go") {
 			return fmt.Sprintf("%s:%d", f.File, f.Line)

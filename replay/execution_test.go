@@ -64,11 +64,11 @@ func (w *fakeWorker) drive(t *testing.T, x *Execution) (string, error) {
 			switch c.Kind {
 			case KindActivity:
 				w.executed[c.Name]++
-				next = append(next, w.append(engine.Event{Type: EventActivityCompleted, Step: c.Step, Name: c.Name,
+				next = append(next, w.append(engine.Event{Type: engine.EventActivityCompleted, Step: c.Step, Name: c.Name,
 					Payload: []byte(c.Name + "-result"), Commit: true}))
 			case KindTimer:
 				if !c.Recorded {
-					next = append(next, w.append(engine.Event{Type: EventTimerScheduled, Step: c.Step}))
+					next = append(next, w.append(engine.Event{Type: engine.EventTimerScheduled, Step: c.Step}))
 				}
 				next = append(next, w.append(engine.Event{Type: engine.EventTimerFired, Name: c.Step}))
 			}
@@ -101,8 +101,8 @@ func TestLiveRunThenReplayExecutesNothing(t *testing.T) {
 	for _, ev := range w.history {
 		types = append(types, ev.Type)
 	}
-	want := []engine.EventType{engine.EventJobCreated, EventActivityCompleted, EventTimerScheduled,
-		engine.EventTimerFired, EventActivityCompleted}
+	want := []engine.EventType{engine.EventJobCreated, engine.EventActivityCompleted, engine.EventTimerScheduled,
+		engine.EventTimerFired, engine.EventActivityCompleted}
 	if !reflect.DeepEqual(types, want) {
 		t.Fatalf("history %v, want %v", types, want)
 	}
@@ -122,7 +122,7 @@ func TestLiveRunThenReplayExecutesNothing(t *testing.T) {
 func TestResumeAfterCrashRunsOnlyTheRest(t *testing.T) {
 	w := newFakeWorker()
 	w.append(engine.Event{Type: engine.EventJobCreated})
-	w.append(engine.Event{Type: EventActivityCompleted, Step: "1", Name: "Reserve", Payload: []byte("R"), Commit: true})
+	w.append(engine.Event{Type: engine.EventActivityCompleted, Step: "1", Name: "Reserve", Payload: []byte("R"), Commit: true})
 	res, err := w.drive(t, NewExecution(1, orderV1))
 	if err != nil || res != "R+Charge-result" {
 		t.Fatalf("resumed run = %q, %v", res, err)
@@ -147,15 +147,15 @@ func TestChangedCodeIsNondeterministic(t *testing.T) {
 		{"activity renamed", func(x *Execution, _ []byte) {
 			activity(x, "Hold") // line that must be named in the error
 			x.Finish(nil, nil)
-		}, "1", `issued activity "Hold"`, EventActivityCompleted},
+		}, "1", `issued activity "Hold"`, engine.EventActivityCompleted},
 		{"timer replaced by activity", func(x *Execution, _ []byte) {
 			activity(x, "Reserve")
 			activity(x, "Charge")
 			x.Finish(nil, nil)
-		}, "2", `issued activity "Charge"`, EventTimerScheduled},
+		}, "2", `issued activity "Charge"`, engine.EventTimerScheduled},
 		{"step dropped", func(x *Execution, _ []byte) {
 			x.Finish(nil, nil)
-		}, "1", "never issued this step", EventActivityCompleted},
+		}, "1", "never issued this step", engine.EventActivityCompleted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -267,7 +267,7 @@ func TestLiveCommandBecomesRecorded(t *testing.T) {
 	if c := x.Unresolved(); len(c) != 1 || c[0].Recorded {
 		t.Fatalf("unresolved %+v, want one unrecorded child", c)
 	}
-	if err := x.Advance([]engine.Event{{Seq: 2, Type: EventChildScheduled, Step: "1", Name: "Child"}}, false); err != nil {
+	if err := x.Advance([]engine.Event{{Seq: 2, Type: engine.EventChildScheduled, Step: "1", Name: "Child"}}, false); err != nil {
 		t.Fatal(err)
 	}
 	if c := x.Unresolved(); len(c) != 1 || !c[0].Recorded {

@@ -1,0 +1,64 @@
+package engine
+
+import "context"
+
+// The optional interfaces of a Service. A Service implements those that fit
+// it, and the SDK finds them by type assertion, as database/sql finds a
+// driver's Pinger: a Service that implements none of them (a test double,
+// a decorator) still works, with the behaviour each one describes for its
+// absence. A decorator that wraps a Service should forward the ones its
+// inner Service implements.
+
+// QueryServer is implemented by a Service whose workflows' queries reach
+// workflow code only through worker processes that serve them:
+// engine/httpapi's Client, whose node brokers each query to a worker of the
+// run's task queue. A client of such a service sends a query with Query when
+// no worker of the run's queue runs in its own process, and a worker made
+// from one serves its queue's queries with ServeQueries for as long as it
+// runs. The embedded *Engine does not implement it: the workers of its own
+// process answer its queries (sdk/client finds them).
+//
+// Queries travel as bytes: a query's arguments and its answer are the SDK's
+// encoded value lists (sdk/converter's Encode), which the service carries
+// without reading them.
+//
+// Both methods may run concurrently with each other and with every method of
+// the Service, from any goroutine.
+type QueryServer interface {
+	// Query asks a worker of the run's task queue to answer queryType with
+	// args, and returns its answer. runID "" is the workflow id's latest
+	// run. It waits up to ctx's deadline for a worker to answer (without
+	// one, the implementation's own wait). Errors: ErrUnknownJob for an
+	// unknown run, ErrUnknownQuery when the workflow has no handler for
+	// queryType, an error matching context.DeadlineExceeded when no worker
+	// answered in time, and otherwise the handler's own error.
+	Query(ctx context.Context, workflowID, runID, queryType string, args []byte) ([]byte, error)
+	// ServeQueries answers the queries of queue's runs with answer until
+	// ctx ends, and then returns ctx's error; it returns earlier only with
+	// an error that retrying cannot fix (refused credentials, a server
+	// without queries). It calls answer from several goroutines at once, a
+	// bounded number of them, each with a context that ends when the
+	// query's asker stops waiting.
+	ServeQueries(ctx context.Context, queue string, answer QueryFunc) error
+}
+
+// QueryFunc answers one query with workflow code: a worker's answer to
+// QueryServer.ServeQueries. args and the answer are the SDK's encoded value
+// lists. An error matching ErrUnknownQuery says the workflow has no handler
+// for queryType; any other error is the handler's, and goes back to the
+// asker as the query's failure.
+type QueryFunc func(ctx context.Context, workflowID, runID, queryType string, args []byte) ([]byte, error)
+
+// CancelSafeClaimer is implemented by a Service whose ClaimWait never loses
+// a claim to its context: *Engine (embedded, or a cluster node's in its own
+// process), whose ClaimWait returns the jobs it claimed even when its
+// context ends while the claim is applied. A
+// worker of any other Service assumes that a claim cut short by its context
+// may still have been applied, its answer lost (a node applies a claim
+// whose request was cut while it was being applied), so it gives each claim
+// a request id and gives back what a cut claim took.
+type CancelSafeClaimer interface {
+	// CancelSafeClaims reports whether ClaimWait is cancel-safe in that
+	// way. It may be called from any goroutine.
+	CancelSafeClaims() bool
+}
