@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/pki"
 	"github.com/heddlewf/heddle/raftfsm"
@@ -47,14 +49,14 @@ type backend struct {
 	// nodes are the cluster's nodes (nil when embedded).
 	nodes []*raftfsm.Node
 	// eng is the embedded engine (nil in a cluster).
-	eng   *engine.Engine
+	eng   *embedded.Engine
 	close func() error
 }
 
 // setup returns an in-process engine for untimed preparation that would
 // take too long through the API (building a million finished jobs): the
 // embedded engine, or the cluster's current leader's.
-func (b *backend) setup() *engine.Engine {
+func (b *backend) setup() *embedded.Engine {
 	if b.eng != nil {
 		return b.eng
 	}
@@ -76,7 +78,7 @@ func openBackend(mode, root string, obs observation) (*backend, error) {
 		if err != nil {
 			return nil, err
 		}
-		e, err := engine.Open(engine.Config{Dir: dir, Storage: storage.Options{Logger: quietLogger{}}, Metrics: m})
+		e, err := embedded.Open(embedded.Config{Dir: dir, Storage: storage.Options{Logger: quietLogger{}}, Metrics: m})
 		if err != nil {
 			return nil, err
 		}

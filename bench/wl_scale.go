@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -91,7 +94,7 @@ func (r *runner) scaleCycles(name string, finished int) (cycles, error) {
 	if err := spread(r.n, 64, func(i int) error {
 		c := engine.CreateJob{WorkflowID: fmt.Sprintf("ready-%s-%d", name, i), Type: "order", Queue: scaleQueue, Input: make([]byte, 64),
 			ReusePolicy: engine.IDReuseReturnExisting}
-		return onLeader(r.b, func(e *engine.Engine, _ bool) error { _, err := e.Create(ctx, c); return err })
+		return onLeader(r.b, func(e *embedded.Engine, _ bool) error { _, err := e.Create(ctx, c); return err })
 	}); err != nil {
 		return cycles{}, err
 	}
@@ -142,7 +145,7 @@ func buildFinished(dir string, n int, bar *progress) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, db.Close()) }()
-	m, err := engine.NewMachine(engine.Limits{})
+	m, err := machine.NewMachine(engine.Limits{})
 	if err != nil {
 		return err
 	}
@@ -215,7 +218,7 @@ func buildFinishedThrough(ctx context.Context, b *backend, n int, bar *progress)
 		// ReturnExisting makes a retried create of an applied one a no-op.
 		c := engine.CreateJob{WorkflowID: fmt.Sprintf("done-%012d", i), Type: "order", Queue: scaleQueue, Input: input,
 			ReusePolicy: engine.IDReuseReturnExisting}
-		err := onLeader(b, func(e *engine.Engine, _ bool) error { _, err := e.Create(ctx, c); return err })
+		err := onLeader(b, func(e *embedded.Engine, _ bool) error { _, err := e.Create(ctx, c); return err })
 		bar.add(1)
 		return err
 	}); err != nil {
@@ -223,7 +226,7 @@ func buildFinishedThrough(ctx context.Context, b *backend, n int, bar *progress)
 	}
 	for done := 0; done < n; {
 		var jobs []engine.ClaimedJob
-		err := onLeader(b, func(e *engine.Engine, _ bool) error {
+		err := onLeader(b, func(e *embedded.Engine, _ bool) error {
 			var err error
 			// A claim applied but unanswered leaves its jobs leased to
 			// nobody until their lease expires and the scheduler hands
@@ -241,7 +244,7 @@ func buildFinishedThrough(ctx context.Context, b *backend, n int, bar *progress)
 		}
 		if err := spread(len(jobs), 256, func(i int) error {
 			c := engine.Complete{LeaseRef: jobs[i].Lease(), Result: []byte("done")}
-			err := onLeader(b, func(e *engine.Engine, retry bool) error {
+			err := onLeader(b, func(e *embedded.Engine, retry bool) error {
 				_, err := e.Complete(ctx, c)
 				if retry && errors.Is(err, engine.ErrStaleAttempt) {
 					return nil // the first try was applied
@@ -262,7 +265,7 @@ func buildFinishedThrough(ctx context.Context, b *backend, n int, bar *progress)
 // for up to a minute while it fails because that node is no longer, or not
 // yet, the leader, or lost its leadership with the command in flight (whose
 // outcome the caller's retry must then tolerate either way).
-func onLeader(b *backend, op func(e *engine.Engine, retry bool) error) error {
+func onLeader(b *backend, op func(e *embedded.Engine, retry bool) error) error {
 	deadline := time.Now().Add(time.Minute)
 	for retry := false; ; retry = true {
 		err := op(b.setup(), retry)

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -24,7 +26,7 @@ type JobHistory struct {
 type StoreReport struct {
 	Jobs       map[string]*JobHistory // by workflow id: its newest run
 	ByID       map[engine.JobID]*JobHistory
-	Violations []error // engine.Verify's findings
+	Violations []error // machine.Verify's findings
 	Hash       string  // SHA-256 over every key and value, in key order
 	Keys       int
 }
@@ -61,7 +63,7 @@ func ReadStore(dir string) (_ *StoreReport, err error) {
 	defer func() { err = errors.Join(err, db.Close()) }()
 	rep := &StoreReport{Jobs: map[string]*JobHistory{}, ByID: map[engine.JobID]*JobHistory{}}
 	err = db.View(func(r *storage.Reader) error {
-		rep.Violations = engine.Verify(r, 100)
+		rep.Violations = machine.Verify(r, 100)
 		h := sha256.New()
 		var n [8]byte
 		if err := r.Scan(nil, nil, true, func(k, v []byte) (bool, error) {
@@ -85,11 +87,11 @@ func ReadStore(dir string) (_ *StoreReport, err error) {
 			return err
 		}
 		for _, id := range ids {
-			j, err := engine.ReadJob(r, id)
+			j, err := machine.ReadJob(r, id)
 			if err != nil {
 				return err
 			}
-			evs, _, err := engine.ReadHistory(r, id, 0, 0)
+			evs, _, err := machine.ReadHistory(r, id, 0, 0)
 			if err != nil {
 				return err
 			}

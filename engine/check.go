@@ -6,8 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-// maxDelayMS bounds a retry delay (100 years) so release times never overflow.
-const maxDelayMS = 100 * 365 * 24 * 3600 * 1000
+// MaxDelayMS bounds every delay, timeout and time span a command carries
+// (100 years), so that release times never overflow.
+const MaxDelayMS = 100 * 365 * 24 * 3600 * 1000
 
 // checker collects the first field error of one command's validation.
 type checker struct {
@@ -31,7 +32,7 @@ func newChecker(c Command, l *Limits) *checker {
 
 func (c *checker) fail(field, reason string) {
 	if c.err == nil {
-		c.err = invalid(c.cmd, field, reason)
+		c.err = InvalidField(c.cmd, field, reason)
 	}
 }
 
@@ -97,8 +98,8 @@ func (c *checker) lease(field string, ms int64) {
 
 // duration checks a timeout or delay: 0 (none) up to 100 years.
 func (c *checker) duration(field string, ms int64) {
-	if ms < 0 || ms > maxDelayMS {
-		c.fail(field, fmt.Sprintf("is %d, not in [0, %d] (100 years)", ms, maxDelayMS))
+	if ms < 0 || ms > MaxDelayMS {
+		c.fail(field, fmt.Sprintf("is %d, not in [0, %d] (100 years)", ms, MaxDelayMS))
 	}
 }
 
@@ -123,7 +124,7 @@ func (c *checker) leaseToken(field, t string) {
 // parent's own.
 func (c *checker) parentLease(h *Header, parent JobID, pl *LeaseRef) {
 	switch {
-	case c.err != nil, legacyParent(h, parent, pl):
+	case c.err != nil, LegacyParent(h, parent, pl):
 	case parent == 0 && pl != nil:
 		c.fail("ParentLease", "is set without a parent")
 	case parent == 0:
@@ -171,7 +172,7 @@ func (c *checker) userEvent(field string, t EventType) {
 	}
 }
 
-func (c *CreateJob) check(l *Limits) error {
+func (c *CreateJob) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.name("WorkflowID", c.WorkflowID, false)
 	ch.name("Type", c.Type, true)
@@ -213,15 +214,15 @@ func (c *CreateJob) check(l *Limits) error {
 	if c.CronFirstNow && c.CronSchedule == "" {
 		ch.fail("CronFirstNow", "needs CronSchedule")
 	}
-	if c.StartDelayMS < 0 || c.StartDelayMS > maxDelayMS {
-		ch.fail("StartDelayMS", fmt.Sprintf("is %d, not in [0, %d] (100 years)", c.StartDelayMS, maxDelayMS))
+	if c.StartDelayMS < 0 || c.StartDelayMS > MaxDelayMS {
+		ch.fail("StartDelayMS", fmt.Sprintf("is %d, not in [0, %d] (100 years)", c.StartDelayMS, MaxDelayMS))
 	} else if c.StartDelayMS > 0 && c.CronSchedule != "" {
 		ch.fail("StartDelayMS", "cannot be combined with CronSchedule")
 	}
 	return ch.err
 }
 
-func (c *Claim) check(l *Limits) error {
+func (c *Claim) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.name("Queue", c.Queue, true)
 	ch.name("Owner", c.Owner, true)
@@ -237,7 +238,7 @@ func (c *Claim) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *Heartbeat) check(l *Limits) error {
+func (c *Heartbeat) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.batch("Leases", len(c.Leases))
 	for _, r := range c.Leases {
@@ -247,7 +248,7 @@ func (c *Heartbeat) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *AppendEvents) check(l *Limits) error {
+func (c *AppendEvents) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
 	switch {
@@ -271,7 +272,7 @@ func (c *AppendEvents) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *CommitStep) check(l *Limits) error {
+func (c *CommitStep) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
 	ch.name("Step", c.Step, true)
@@ -289,7 +290,7 @@ func (c *CommitStep) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *Wait) check(l *Limits) error {
+func (c *Wait) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
 	s := &c.Spec
@@ -321,7 +322,7 @@ func (c *Wait) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *Signal) check(l *Limits) error {
+func (c *Signal) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.target(c.Target)
 	ch.name("Name", c.Name, true)
@@ -329,32 +330,32 @@ func (c *Signal) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *FireTimers) check(l *Limits) error {
+func (c *FireTimers) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.batch("Max", c.Max)
 	return ch.err
 }
 
-func (c *Reclaim) check(l *Limits) error {
+func (c *Reclaim) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.batch("Max", c.Max)
 	return ch.err
 }
 
-func (c *ReleaseDelayed) check(l *Limits) error {
+func (c *ReleaseDelayed) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.batch("Max", c.Max)
 	return ch.err
 }
 
-func (c *Cancel) check(l *Limits) error {
+func (c *Cancel) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.target(c.Target)
 	ch.name("Reason", c.Reason, false)
 	return ch.err
 }
 
-func (c *Terminate) check(l *Limits) error {
+func (c *Terminate) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.target(c.Target)
 	ch.name("Reason", c.Reason, false)
@@ -364,72 +365,101 @@ func (c *Terminate) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *ExpireDeadlines) check(l *Limits) error {
+func (c *ExpireDeadlines) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.batch("Max", c.Max)
 	return ch.err
 }
 
-func (c *Activate) check(l *Limits) error {
+func (c *Activate) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.target(c.Target)
 	return ch.err
 }
 
-func (c *Suspend) check(l *Limits) error {
+func (c *Suspend) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.target(c.Target)
 	ch.name("Reason", c.Reason, false)
 	return ch.err
 }
 
-func (c *Resume) check(l *Limits) error {
+func (c *Resume) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.target(c.Target)
 	return ch.err
 }
 
-func (c *Complete) check(l *Limits) error {
+func (c *Complete) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
 	ch.payload("Result", c.Result)
 	return ch.err
 }
 
-func (c *Fail) check(l *Limits) error {
+func (c *Fail) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
 	ch.payload("Error", c.Error)
 	return ch.err
 }
 
-func (c *Requeue) check(l *Limits) error {
+func (c *Requeue) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	if c.Job == 0 {
 		ch.fail("Job", "is required")
 	}
-	if c.DelayMS < 0 || c.DelayMS > maxDelayMS {
-		ch.fail("DelayMS", fmt.Sprintf("is %d, not in [0, %d] (100 years)", c.DelayMS, maxDelayMS))
+	if c.DelayMS < 0 || c.DelayMS > MaxDelayMS {
+		ch.fail("DelayMS", fmt.Sprintf("is %d, not in [0, %d] (100 years)", c.DelayMS, MaxDelayMS))
 	}
 	ch.name("Reason", c.Reason, false)
 	return ch.err
 }
 
-func (c *RequestCancel) check(l *Limits) error {
+func (c *RequestCancel) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.target(c.Target)
 	ch.name("Reason", c.Reason, false)
 	return ch.err
 }
 
-func (c *ContinueAsNew) check(l *Limits) error {
+func (c *ContinueAsNew) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
 	ch.name("Type", c.Type, false)
 	ch.payload("Input", c.Input)
 	ch.payload("Failure", c.Failure)
-	if c.DelayMS < 0 || c.DelayMS > maxDelayMS {
-		ch.fail("DelayMS", fmt.Sprintf("is %d, not in [0, %d]", c.DelayMS, maxDelayMS))
+	if c.DelayMS < 0 || c.DelayMS > MaxDelayMS {
+		ch.fail("DelayMS", fmt.Sprintf("is %d, not in [0, %d]", c.DelayMS, MaxDelayMS))
 	}
 	return ch.err
 }
+
+// Cron workflows, as Temporal's CronSchedule: a workflow id started with a
+// cron line runs once per time of the line. The engine keeps the chain
+// going so that no worker has to: the first run waits (Retrying) for the
+// line's first time after its start, and a run that completes or fails is
+// ended, in the same command, as the chain's next run is created, held
+// back until the next time after now, with the same input and the last
+// completed run's result on its job_created (Event.LastResult). A run that
+// its run timeout ends is followed too; the chain's execution timeout, a
+// cancel or a terminate end the chain. A retry of a failed
+// run (ContinueAsNew with a failure) stays within the chain's time.
+
+// cron checks a cron line.
+func (c *checker) cron(field, line string) {
+	if c.err != nil || line == "" {
+		return
+	}
+	c.name(field, line, false)
+	if err := ParseCron(line); err != nil && c.err == nil {
+		c.fail(field, err.Error())
+	}
+}
+
+// maxNonceBytes and maxLeaseTokenBytes bound what a command may carry in
+// Header.Nonce and LeaseRef.Token.
+const (
+	maxNonceBytes      = 64
+	maxLeaseTokenBytes = 64
+)

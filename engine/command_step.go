@@ -1,18 +1,8 @@
 package engine
 
-import "fmt"
-
-// Step and resource command kinds. Stored in logs and request records:
-// never reuse a number.
-const (
-	KindLeaseStep      CommandKind = 30
-	KindStepHeartbeat  CommandKind = 31
-	KindEndStepAttempt CommandKind = 32
-	KindAnswerStep     CommandKind = 33
-	KindExpireSteps    CommandKind = 34
-	KindAddResource    CommandKind = 35
-	KindDrainResource  CommandKind = 36
-	KindRemoveResource CommandKind = 37
+import (
+	"fmt"
+	"slices"
 )
 
 // LeaseStep gives a step of a running job (fenced) an explicit step lease
@@ -174,29 +164,6 @@ func (*AddResource) Kind() CommandKind    { return KindAddResource }
 func (*DrainResource) Kind() CommandKind  { return KindDrainResource }
 func (*RemoveResource) Kind() CommandKind { return KindRemoveResource }
 
-// newStepCommand returns an empty step or resource command of kind k.
-func newStepCommand(k CommandKind) (Command, bool) {
-	switch k {
-	case KindLeaseStep:
-		return new(LeaseStep), true
-	case KindStepHeartbeat:
-		return new(StepHeartbeat), true
-	case KindEndStepAttempt:
-		return new(EndStepAttempt), true
-	case KindAnswerStep:
-		return new(AnswerStep), true
-	case KindExpireSteps:
-		return new(ExpireSteps), true
-	case KindAddResource:
-		return new(AddResource), true
-	case KindDrainResource:
-		return new(DrainResource), true
-	case KindRemoveResource:
-		return new(RemoveResource), true
-	}
-	return nil, false
-}
-
 // maxResourceCapacity bounds a resource's units.
 const maxResourceCapacity = 1_000_000
 
@@ -218,7 +185,7 @@ func (c *checker) stepAttempt(n uint32) {
 	}
 }
 
-func (c *LeaseStep) check(l *Limits) error {
+func (c *LeaseStep) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
 	ch.name("Step", c.Step, true)
@@ -229,13 +196,13 @@ func (c *LeaseStep) check(l *Limits) error {
 		ch.err = tooLarge(ch.cmd, "DependsOn", len(c.DependsOn), l.MaxBatch)
 	}
 	ch.names("DependsOn", c.DependsOn)
-	if contains(c.DependsOn, c.Step) {
+	if slices.Contains(c.DependsOn, c.Step) {
 		ch.fail("DependsOn", fmt.Sprintf("names the step %q itself", c.Step))
 	}
 	return ch.err
 }
 
-func (c *StepHeartbeat) check(l *Limits) error {
+func (c *StepHeartbeat) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
 	ch.name("Step", c.Step, true)
@@ -244,7 +211,7 @@ func (c *StepHeartbeat) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *EndStepAttempt) check(l *Limits) error {
+func (c *EndStepAttempt) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.ref(c.LeaseRef)
 	ch.name("Step", c.Step, true)
@@ -279,7 +246,7 @@ func (c *checker) decision(d CriticDecision) {
 	c.fail("Decision", fmt.Sprintf("%q is not a critic decision (accept, retry, switch_resource, replan, needs_user)", d))
 }
 
-func (c *AnswerStep) check(l *Limits) error {
+func (c *AnswerStep) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.target(c.Target)
 	ch.name("Step", c.Step, true)
@@ -287,13 +254,13 @@ func (c *AnswerStep) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *ExpireSteps) check(l *Limits) error {
+func (c *ExpireSteps) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.batch("Max", c.Max)
 	return ch.err
 }
 
-func (c *AddResource) check(l *Limits) error {
+func (c *AddResource) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.name("ID", c.ID, true)
 	ch.requirements(c.Capabilities, nil)
@@ -310,13 +277,13 @@ func (c *AddResource) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *DrainResource) check(l *Limits) error {
+func (c *DrainResource) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.name("ID", c.ID, true)
 	return ch.err
 }
 
-func (c *RemoveResource) check(l *Limits) error {
+func (c *RemoveResource) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.name("ID", c.ID, true)
 	return ch.err

@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/heddlewf/heddle/storage"
 )
 
-// Sentinel errors. Every error Apply, Log and Engine return matches one of
+// Sentinel errors. Every error Apply, a log and the Engine return matches one of
 // these with errors.Is; the typed errors below wrap them and add detail. A
 // command that fails writes nothing.
 var (
@@ -61,16 +59,19 @@ var (
 	ErrInvariant = errors.New("engine: invariant violated")
 	// ErrClosed: the log or engine was closed.
 	ErrClosed = errors.New("engine: closed")
-	// ErrCorrupt: stored bytes did not decode (see storage.CorruptError).
-	ErrCorrupt = storage.ErrCorrupt
-	// ErrStorageRead: the database failed to read what it holds (see
-	// storage.ErrRead); the command was not judged and wrote nothing.
-	ErrStorageRead = storage.ErrRead
+	// ErrCorrupt: stored bytes did not decode. The storage's error is
+	// marked to match it (see MarkError), and errors.As still finds the
+	// storage's *CorruptError with the key and record kind.
+	ErrCorrupt = errors.New("engine: corrupt record")
+	// ErrStorageRead: the database failed to read what it holds (a storage
+	// read error marked to match it); the command was not judged and wrote
+	// nothing.
+	ErrStorageRead = errors.New("engine: storage read failed")
 	// ErrNoSpace: the disk holding the database has less free space than
-	// the reserve (see storage.NoSpaceError, code HDL-STORE-0003), so the
-	// write was refused and nothing of it was stored. Reads go on; writes
-	// are accepted again once space is freed.
-	ErrNoSpace = storage.ErrNoSpace
+	// the reserve (a storage *NoSpaceError marked to match it, code
+	// HDL-STORE-0003), so the write was refused and nothing of it was
+	// stored. Reads go on; writes are accepted again once space is freed.
+	ErrNoSpace = errors.New("engine: not enough free space")
 	// ErrNotLeader: a cluster node that is not the Raft leader was asked to
 	// write or to read linearizably (see NotLeaderError for the leader).
 	ErrNotLeader = errors.New("engine: not the leader")
@@ -91,6 +92,30 @@ var (
 	// is the SDK's, where it was first declared: the HTTP API carries it.
 	ErrUnknownQuery = errors.New("workflow: unknown query type")
 )
+
+// MarkError returns err marked to match sentinel as well: errors.Is(m,
+// sentinel) holds, as does everything errors.Is held of err; errors.As and
+// errors.Unwrap reach err; and the text is err's. It is how an error of a
+// lower layer (storage's corrupt record, failed read, full disk) comes to
+// match this package's sentinel without this package importing that layer
+// (as pebble marks its corruption errors). nil, and an err that matches
+// sentinel already, are returned as they are.
+func MarkError(err, sentinel error) error {
+	if err == nil || errors.Is(err, sentinel) {
+		return err
+	}
+	return &markedError{err: err, mark: sentinel}
+}
+
+// markedError is err matching mark too (MarkError).
+type markedError struct {
+	err  error
+	mark error
+}
+
+func (e *markedError) Error() string        { return e.err.Error() }
+func (e *markedError) Unwrap() error        { return e.err }
+func (e *markedError) Is(target error) bool { return target == e.mark }
 
 // Stable codes, one per typed error, for logs, APIs and tests.
 const (
@@ -113,6 +138,7 @@ func (e *NotLeaderError) Error() string {
 	}
 	return fmt.Sprintf("engine: not the leader (leader %s at %q)", e.LeaderID, e.LeaderHTTP)
 }
+
 func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }
 
 // StaleAttemptError details ErrStaleAttempt.
@@ -142,8 +168,10 @@ func (e *StaleAttemptError) Error() string {
 	return fmt.Sprintf("engine: stale attempt: %s on job %d by attempt %d, job is %s at attempt %d [%s]",
 		e.Command, e.Job, e.Attempt, e.Status, e.Current, StaleAttemptCode)
 }
+
 func (e *StaleAttemptError) Unwrap() error { return ErrStaleAttempt }
-func (e *StaleAttemptError) Code() string  { return StaleAttemptCode }
+
+func (e *StaleAttemptError) Code() string { return StaleAttemptCode }
 
 // TransitionError details ErrIllegalTransition.
 type TransitionError struct {
@@ -155,8 +183,10 @@ type TransitionError struct {
 func (e *TransitionError) Error() string {
 	return fmt.Sprintf("engine: illegal transition: %s on job %d in status %s [%s]", e.Event, e.Job, e.From, TransitionCode)
 }
+
 func (e *TransitionError) Unwrap() error { return ErrIllegalTransition }
-func (e *TransitionError) Code() string  { return TransitionCode }
+
+func (e *TransitionError) Code() string { return TransitionCode }
 
 // FieldError names the command field that was wrong. It wraps
 // ErrInvalidCommand, or ErrPayloadTooLarge for a limit.
@@ -170,10 +200,14 @@ type FieldError struct {
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("%v: %s.%s %s [%s]", e.err, e.Command, e.Field, e.Reason, FieldCode)
 }
-func (e *FieldError) Unwrap() error { return e.err }
-func (e *FieldError) Code() string  { return FieldCode }
 
-func invalid(cmd, field, reason string) error {
+func (e *FieldError) Unwrap() error { return e.err }
+
+func (e *FieldError) Code() string { return FieldCode }
+
+// InvalidField returns the *FieldError, matching ErrInvalidCommand, that
+// refuses field of command cmd for reason.
+func InvalidField(cmd, field, reason string) error {
 	return &FieldError{Command: cmd, Field: field, Reason: reason, err: ErrInvalidCommand}
 }
 
@@ -208,8 +242,10 @@ func (e *StaleStepError) Error() string {
 	return fmt.Sprintf("engine: stale attempt: %s of step %q of job %d by try %d, the step is %s at try %d [%s]",
 		e.Command, e.Step, e.Job, e.Attempt, e.State, e.Current, StaleStepCode)
 }
+
 func (e *StaleStepError) Unwrap() error { return ErrStaleAttempt }
-func (e *StaleStepError) Code() string  { return StaleStepCode }
+
+func (e *StaleStepError) Code() string { return StaleStepCode }
 
 // DependencyCycleError details ErrDependencyFailed for a LeaseStep whose
 // DependsOn would close a cycle among the job's steps (Cycle: the step,
@@ -226,8 +262,10 @@ func (e *DependencyCycleError) Error() string {
 	return fmt.Sprintf("engine: a dependency failed: step %q of job %d cannot depend on its own result: the dependencies %s form a cycle that never resolves [%s]",
 		e.Step, e.Job, strings.Join(e.Cycle, " → "), DependencyCycleCode)
 }
+
 func (e *DependencyCycleError) Unwrap() error { return ErrDependencyFailed }
-func (e *DependencyCycleError) Code() string  { return DependencyCycleCode }
+
+func (e *DependencyCycleError) Code() string { return DependencyCycleCode }
 
 // StepStateError details ErrStepState.
 type StepStateError struct {
@@ -241,8 +279,10 @@ func (e *StepStateError) Error() string {
 	return fmt.Sprintf("engine: step not in a state for this: %s of step %q of job %d in state %s [%s]",
 		e.Command, e.Step, e.Job, e.State, StepStateCode)
 }
+
 func (e *StepStateError) Unwrap() error { return ErrStepState }
-func (e *StepStateError) Code() string  { return StepStateCode }
+
+func (e *StepStateError) Code() string { return StepStateCode }
 
 // NoResourceError details ErrNoResource: what the step needs and the
 // resources it avoids, so an operator sees why nothing fits.
@@ -262,8 +302,10 @@ func (e *NoResourceError) Error() string {
 	return fmt.Sprintf("engine: no resource for step %q of job %d: none offers capabilities %v with labels %v, is not drained and is not avoided %v [%s]",
 		e.Step, e.Job, e.Capabilities, sel, e.Avoid, NoResourceCode)
 }
+
 func (e *NoResourceError) Unwrap() error { return ErrNoResource }
-func (e *NoResourceError) Code() string  { return NoResourceCode }
+
+func (e *NoResourceError) Code() string { return NoResourceCode }
 
 // RequestConflictError details ErrRequestConflict: the request id was
 // recorded for a command of kind First whose body differs from this one's.
@@ -289,4 +331,5 @@ func (e *RequestConflictError) Error() string {
 func (e *RequestConflictError) Unwrap() []error {
 	return []error{ErrRequestConflict, ErrInvalidCommand}
 }
+
 func (e *RequestConflictError) Code() string { return ConflictCode }

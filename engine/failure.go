@@ -3,9 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
-
-	"github.com/heddlewf/heddle/storage"
 )
 
 // Failure is the failure payload the engine writes when it ends a job
@@ -32,6 +29,10 @@ const (
 	FailureTimeout    = "TimeoutError"
 	FailureTerminated = "TerminatedError"
 )
+
+// FailureTaskCanceled is the failure type of a task that ended without
+// SUCCESS, as the effect of its parent's step.
+const FailureTaskCanceled = "TaskCanceledError"
 
 // TimeoutType names the deadline of a TimeoutError, as Temporal does.
 type TimeoutType string
@@ -77,30 +78,13 @@ func encodeFailure(f Failure) []byte {
 	return b
 }
 
-// DecodeFailure decodes a failure payload; malformed bytes give a
-// *storage.CorruptError (ErrCorrupt). Unknown fields are ignored, so it
-// reads the SDK's failures as well as the engine's.
+// DecodeFailure decodes a failure payload; malformed bytes give an error
+// matching ErrCorrupt. Unknown fields are ignored, so it reads the SDK's
+// failures as well as the engine's.
 func DecodeFailure(b []byte) (*Failure, error) {
 	f := new(Failure)
 	if err := json.Unmarshal(b, f); err != nil {
-		return nil, &storage.CorruptError{Kind: storage.KindEvent, Reason: fmt.Sprintf("failure payload: %v", err)}
+		return nil, fmt.Errorf("%w: failure payload: %v", ErrCorrupt, err)
 	}
 	return f, nil
 }
-
-// timeoutFailure is the failure a job's deadline of kind reason writes.
-func timeoutFailure(j *Job, reason string) []byte {
-	tt, what := TimeoutWorkflowRun, "run timeout"
-	switch reason {
-	case ReasonExecutionTimeout:
-		tt, what = TimeoutWorkflowExecution, "execution timeout"
-		if isActivityTask(j) {
-			tt, what = TimeoutScheduleToClose, "schedule-to-close timeout"
-		}
-	case ReasonScheduleToStart:
-		tt, what = TimeoutScheduleToStart, "schedule-to-start timeout"
-	}
-	return EncodeTimeoutFailure(tt, fmt.Sprintf("job %d (workflow id %q, type %q) timed out: its %s passed", j.ID, j.WorkflowID, j.Type, what))
-}
-
-func isActivityTask(j *Job) bool { return strings.HasPrefix(j.Type, ActivityTypePrefix) }

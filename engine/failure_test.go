@@ -1,6 +1,9 @@
 package engine
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // The failure payloads are the SDK's format, byte for byte, with
 // timeout_type added for timeouts.
@@ -30,26 +33,29 @@ func TestFailurePayloadFormat(t *testing.T) {
 	}
 }
 
-// Each deadline names its timeout type; an activity task's execution
-// deadline is its schedule-to-close timeout.
-func TestTimeoutFailureTypes(t *testing.T) {
-	wf := &Job{ID: 1, WorkflowID: "w", Type: "order"}
-	act := &Job{ID: 2, WorkflowID: "a", Type: ActivityTypePrefix + "charge"}
-	tests := []struct {
-		job    *Job
-		reason string
-		want   TimeoutType
-	}{
-		{wf, ReasonExecutionTimeout, TimeoutWorkflowExecution},
-		{wf, ReasonRunTimeout, TimeoutWorkflowRun},
-		{wf, ReasonScheduleToStart, TimeoutScheduleToStart},
-		{act, ReasonExecutionTimeout, TimeoutScheduleToClose},
-		{act, ReasonScheduleToStart, TimeoutScheduleToStart},
+func FuzzDecodeFailure(f *testing.F) {
+	for _, b := range [][]byte{
+		EncodeTimeoutFailure(TimeoutScheduleToStart, "late"),
+		EncodeTerminatedFailure("ops"),
+		[]byte(`{"type":"E","message":"m","nonRetryable":false}`),
+		[]byte(`{"type":1}`), []byte(`null`), []byte(`{`), {},
+	} {
+		f.Add(b)
 	}
-	for _, tt := range tests {
-		f, err := DecodeFailure(timeoutFailure(tt.job, tt.reason))
-		if err != nil || f.Type != FailureTimeout || f.TimeoutType != tt.want || !f.NonRetryable {
-			t.Errorf("%s of %s: %+v, %v; want %s", tt.reason, tt.job.Type, f, err, tt.want)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fl, err := DecodeFailure(data)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("DecodeFailure error %v is not ErrCorrupt", err)
+			}
+			return
 		}
-	}
+		b := encodeFailure(*fl)
+		fl2, err := DecodeFailure(b)
+		if err != nil || *fl2 != *fl {
+			t.Fatalf("round trip of %+v gave %+v, %v", *fl, fl2, err)
+		}
+	})
 }
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

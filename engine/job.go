@@ -1,6 +1,17 @@
 package engine
 
-import "github.com/heddlewf/heddle/storage"
+// Clone returns a copy of j that Apply may change without changing j.
+func (j *Job) Clone() *Job {
+	c := *j
+	c.Timers = append([]Timer(nil), j.Timers...)
+	c.LiveSteps = append([]string(nil), j.LiveSteps...)
+	c.Beats = append([]StepBeat(nil), j.Beats...)
+	if j.Wait != nil {
+		w := *j.Wait
+		c.Wait = &w
+	}
+	return &c
+}
 
 // JobID identifies one job (one workflow run). IDs are assigned by Apply from
 // a counter, in creation order.
@@ -129,33 +140,4 @@ type Effect struct {
 	Attempt      uint64 `json:"attempt,omitempty" msgpack:"a,omitempty"`
 	CommittedSeq uint64 `json:"committed_seq,omitempty" msgpack:"c,omitempty"`
 	AtMS         int64  `json:"at_ms" msgpack:"at"`
-}
-
-const (
-	jobVersion    = 1
-	effectVersion = 1
-)
-
-// EncodeJob returns the stored form of j.
-func EncodeJob(j *Job) []byte { return storage.MustEncode(storage.KindJob, jobVersion, j) }
-
-// DecodeJob decodes a stored job record.
-func DecodeJob(b []byte) (*Job, error) {
-	j := new(Job)
-	if _, err := storage.Decode(b, storage.KindJob, jobVersion, j); err != nil {
-		return nil, err
-	}
-	return j, nil
-}
-
-// EncodeEffect returns the stored form of e.
-func EncodeEffect(e *Effect) []byte { return storage.MustEncode(storage.KindEffect, effectVersion, e) }
-
-// DecodeEffect decodes a stored effect record.
-func DecodeEffect(b []byte) (*Effect, error) {
-	e := new(Effect)
-	if _, err := storage.Decode(b, storage.KindEffect, effectVersion, e); err != nil {
-		return nil, err
-	}
-	return e, nil
 }

@@ -24,7 +24,8 @@ type Limits struct {
 	RequestRetentionMS int64
 }
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults returns l with each zero field set to its default.
+func (l Limits) WithDefaults() Limits {
 	if l.MaxPayloadBytes == 0 {
 		l.MaxPayloadBytes = 1 << 20
 	}

@@ -1,15 +1,9 @@
 package engine
 
-import (
-	"context"
-	"errors"
-	"fmt"
-
-	"github.com/heddlewf/heddle/storage"
-)
+import "context"
 
 // ResourceWaiterReader lists the steps waiting in the resource queue.
-// *Engine implements it; package engine/httpapi serves it (GET
+// *embedded.Engine implements it; package engine/httpapi serves it (GET
 // /v1/resources/waiters) and implements it over HTTP. It is apart from
 // Service so that a Service written before the waiter list still is one.
 // Safe for concurrent use.
@@ -18,8 +12,6 @@ type ResourceWaiterReader interface {
 	// unit (0: MaxPage), first come first.
 	ResourceWaiters(ctx context.Context, limit int) ([]ResourceWaiter, error)
 }
-
-var _ ResourceWaiterReader = (*Engine)(nil)
 
 // ResourceWaiter is one step in the resource waiter queue: what it needs
 // of a resource, and where it stands in the queue.
@@ -43,65 +35,4 @@ type ResourceWaiter struct {
 // ResourceWaitersPage is the HTTP API's answer listing the waiter queue.
 type ResourceWaitersPage struct {
 	Waiters []ResourceWaiter `json:"waiters" msgpack:"w"`
-}
-
-// ResourceWaiters implements ResourceWaiterReader.
-func (e *Engine) ResourceWaiters(ctx context.Context, limit int) ([]ResourceWaiter, error) {
-	if limit < 0 || limit > MaxPage {
-		return nil, fmt.Errorf("%w: limit %d is not in [0, %d]", ErrInvalidCommand, limit, MaxPage)
-	}
-	if limit == 0 {
-		limit = MaxPage
-	}
-	out := []ResourceWaiter{}
-	err := e.view(ctx, func(r *storage.Reader) error {
-		var err error
-		out, err = ReadResourceWaiters(r, limit)
-		return err
-	})
-	return out, err
-}
-
-// ReadResourceWaiters reads up to limit steps of the waiter queue from r,
-// in queue order. The queue keeps the entries of steps that stopped
-// waiting until a freed unit is offered past them; those are skipped: an
-// entry counts while its step record still holds its seq and its job is
-// open.
-func ReadResourceWaiters(r *storage.Reader, limit int) ([]ResourceWaiter, error) {
-	out := []ResourceWaiter{}
-	var low uint64
-	b, err := r.Get(storage.KeyLowWaiter)
-	switch {
-	case err == nil:
-		if low, err = storage.ParseU64(b); err != nil {
-			return nil, err
-		}
-	case !errors.Is(err, storage.ErrNotFound):
-		return nil, err
-	}
-	err = r.Scan(storage.WaiterPrefix, storage.WaiterKey(low, 0, ""), false, func(k, _ []byte) (bool, error) {
-		e, err := storage.ParseWaiterKey(k)
-		if err != nil {
-			return false, err
-		}
-		rec, err := readStep(r.Get, JobID(e.Job), e.Step)
-		if err != nil {
-			return false, err
-		}
-		if rec == nil || rec.WaiterSeq != e.Seq {
-			return true, nil
-		}
-		j, err := ReadJob(r, JobID(e.Job))
-		if err != nil {
-			return false, err
-		}
-		if j.Status.Terminal() {
-			return true, nil
-		}
-		out = append(out, ResourceWaiter{Seq: e.Seq, Job: rec.Job, Step: rec.Step, Activity: rec.Activity,
-			Attempt: rec.Attempt, Capabilities: rec.Capabilities, Selector: rec.Selector, Avoid: rec.Avoid,
-			UpdatedMS: rec.UpdatedMS})
-		return len(out) < limit, nil
-	})
-	return out, err
 }

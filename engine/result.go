@@ -24,7 +24,7 @@ type ClaimedJob struct {
 	// LeaseToken proves the lease: every fenced write of this attempt
 	// carries it (LeaseRef.Token). It is given only here, to the claimer;
 	// the job's record keeps only its digest. "" for a lease issued
-	// without a token (see leasetoken.go).
+	// without a token (see the lease tokens of package engine/machine).
 	LeaseToken string `json:"lease_token,omitempty" msgpack:"tk,omitempty"`
 	// LastSeq is the seq of the job_leased event the claim appended.
 	LastSeq uint64 `json:"last_seq" msgpack:"ls"`
@@ -179,35 +179,3 @@ func (*SignalResult) isResult()    {}
 func (*AppendResult) isResult()    {}
 func (*SweepResult) isResult()     {}
 func (*StatusResult) isResult()    {}
-
-// newResult returns an empty result of the type command kind k answers with.
-func newResult(k CommandKind) Result {
-	if r := newTaskResult(k); r != nil {
-		return r
-	}
-	switch k {
-	case KindCreateJob, KindContinueAsNew:
-		return new(CreateResult)
-	case KindClaim:
-		return new(ClaimResult)
-	case KindHeartbeat:
-		return new(HeartbeatResult)
-	case KindWait:
-		return new(WaitResult)
-	case KindSignal:
-		return new(SignalResult)
-	case KindAppendEvents, KindCommitStep:
-		return new(AppendResult)
-	case KindFireTimers, KindReclaim, KindReleaseDelayed, KindExpireDeadlines:
-		return new(SweepResult)
-	case KindCancel, KindActivate, KindSuspend, KindResume, KindComplete, KindFail, KindRequeue, KindRequestCancel, KindTerminate:
-		return new(StatusResult)
-	case KindLeaseStep, KindStepHeartbeat, KindEndStepAttempt, KindAnswerStep:
-		return new(StepResult)
-	case KindExpireSteps:
-		return new(SweepResult)
-	case KindAddResource, KindDrainResource, KindRemoveResource:
-		return new(ResourceResult)
-	}
-	return newExtResult(k)
-}

@@ -1,8 +1,6 @@
 package engine
 
-import (
-	"fmt"
-)
+import "fmt"
 
 // A schedule is durable engine state that starts workflow runs at the
 // times of its spec (cron expressions and intervals), shaped like Temporal's
@@ -79,12 +77,6 @@ const (
 	// MaxScheduleRunning bounds the open runs a schedule tracks (only
 	// AllowAll can have more: the oldest are dropped from the list).
 	MaxScheduleRunning = 100
-	// maxScheduleStepsPerApply bounds the spec times one schedule goes
-	// through in one command, and maxScheduleStartsPerApply the runs it
-	// starts; a schedule with more due stays due now, and the next sweep
-	// goes on.
-	maxScheduleStepsPerApply  = 1000
-	maxScheduleStartsPerApply = 100
 )
 
 // ScheduleSpec is the set of times a schedule acts at: the union of its
@@ -192,135 +184,6 @@ type Schedule struct {
 	NumSkippedOverlap int64 `json:"num_skipped_overlap,omitempty" msgpack:"nso,omitempty"`
 	CreatedMS         int64 `json:"created_ms" msgpack:"cr"`
 	UpdatedMS         int64 `json:"updated_ms" msgpack:"up"`
-}
-
-// CreateSchedule creates a schedule. TriggerImmediately also takes one
-// action at once, as Temporal's ScheduleOptions.TriggerImmediately.
-type CreateSchedule struct {
-	Header
-	ID                 string         `json:"id" msgpack:"id"`
-	Spec               ScheduleSpec   `json:"spec" msgpack:"sp"`
-	Action             ScheduleAction `json:"action" msgpack:"ac"`
-	Policy             SchedulePolicy `json:"policy,omitempty" msgpack:"po,omitempty"`
-	State              ScheduleState  `json:"state,omitempty" msgpack:"st,omitempty"`
-	TriggerImmediately bool           `json:"trigger_immediately,omitempty" msgpack:"ti,omitempty"`
-}
-
-// UpdateSchedule replaces a schedule's spec, action, policy and state,
-// keeping its counters, open runs and buffered starts; its next time is
-// computed afresh from now.
-type UpdateSchedule struct {
-	Header
-	ID     string         `json:"id" msgpack:"id"`
-	Spec   ScheduleSpec   `json:"spec" msgpack:"sp"`
-	Action ScheduleAction `json:"action" msgpack:"ac"`
-	Policy SchedulePolicy `json:"policy,omitempty" msgpack:"po,omitempty"`
-	State  ScheduleState  `json:"state,omitempty" msgpack:"st,omitempty"`
-}
-
-// PauseSchedule pauses (Paused) or unpauses a schedule and sets its note.
-// A paused schedule takes no spec action; unpaused, it goes on from the
-// first spec time after now (times passed while paused are not caught up).
-type PauseSchedule struct {
-	Header
-	ID     string `json:"id" msgpack:"id"`
-	Paused bool   `json:"paused" msgpack:"pa"`
-	Note   string `json:"note,omitempty" msgpack:"no,omitempty"`
-}
-
-// TriggerSchedule takes one action now (paused or not) under Overlap, or
-// the schedule's policy when Unspecified.
-type TriggerSchedule struct {
-	Header
-	ID      string        `json:"id" msgpack:"id"`
-	Overlap OverlapPolicy `json:"overlap,omitempty" msgpack:"ov,omitempty"`
-}
-
-// DeleteSchedule deletes a schedule; the runs it started go on.
-type DeleteSchedule struct {
-	Header
-	ID string `json:"id" msgpack:"id"`
-}
-
-// FireSchedules acts on up to Max schedules whose due time has come (the
-// scheduler proposes it).
-type FireSchedules struct {
-	Header
-	Max int `json:"max" msgpack:"mx"`
-}
-
-// ScheduleResult answers the schedule commands but FireSchedules: the
-// schedule as written (nil after DeleteSchedule) and the runs the command
-// started.
-type ScheduleResult struct {
-	Schedule *Schedule      `json:"schedule,omitempty" msgpack:"s,omitempty"`
-	Started  []CreateResult `json:"started,omitempty" msgpack:"sr,omitempty"`
-}
-
-func (*ScheduleResult) isResult() {}
-
-// Schedule command kinds.
-const (
-	KindCreateSchedule  CommandKind = 22
-	KindUpdateSchedule  CommandKind = 23
-	KindPauseSchedule   CommandKind = 24
-	KindTriggerSchedule CommandKind = 25
-	KindDeleteSchedule  CommandKind = 26
-	KindFireSchedules   CommandKind = 27
-)
-
-func init() {
-	commandNames[KindCreateSchedule] = "CreateSchedule"
-	commandNames[KindUpdateSchedule] = "UpdateSchedule"
-	commandNames[KindPauseSchedule] = "PauseSchedule"
-	commandNames[KindTriggerSchedule] = "TriggerSchedule"
-	commandNames[KindDeleteSchedule] = "DeleteSchedule"
-	commandNames[KindFireSchedules] = "FireSchedules"
-}
-
-func (*CreateSchedule) Kind() CommandKind  { return KindCreateSchedule }
-func (*UpdateSchedule) Kind() CommandKind  { return KindUpdateSchedule }
-func (*PauseSchedule) Kind() CommandKind   { return KindPauseSchedule }
-func (*TriggerSchedule) Kind() CommandKind { return KindTriggerSchedule }
-func (*DeleteSchedule) Kind() CommandKind  { return KindDeleteSchedule }
-func (*FireSchedules) Kind() CommandKind   { return KindFireSchedules }
-
-// newExtCommand returns an empty schedule or async-completion command of
-// kind k, for decoding.
-func newExtCommand(k CommandKind) (Command, bool) {
-	switch k {
-	case KindCompleteAsync:
-		return new(CompleteAsync), true
-	case KindBackfillSchedule:
-		return new(BackfillSchedule), true
-	case KindCreateSchedule:
-		return new(CreateSchedule), true
-	case KindUpdateSchedule:
-		return new(UpdateSchedule), true
-	case KindPauseSchedule:
-		return new(PauseSchedule), true
-	case KindTriggerSchedule:
-		return new(TriggerSchedule), true
-	case KindDeleteSchedule:
-		return new(DeleteSchedule), true
-	case KindFireSchedules:
-		return new(FireSchedules), true
-	}
-	return nil, false
-}
-
-// newExtResult returns an empty result of a schedule or async-completion
-// command of kind k.
-func newExtResult(k CommandKind) Result {
-	switch k {
-	case KindCompleteAsync:
-		return new(StatusResult)
-	case KindCreateSchedule, KindUpdateSchedule, KindPauseSchedule, KindTriggerSchedule, KindDeleteSchedule, KindBackfillSchedule:
-		return new(ScheduleResult)
-	case KindFireSchedules:
-		return new(SweepResult)
-	}
-	return nil
 }
 
 // MarshalJSON writes p by name ("BufferOne"), as the HTTP API's JSON

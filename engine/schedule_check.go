@@ -5,21 +5,18 @@ import (
 	"fmt"
 )
 
-// scheduleVersion is the version byte of stored schedule records.
-const scheduleVersion = 1
-
 // checkSchedule validates the parts of a schedule a create or an update sets.
 func (ch *checker) schedule(id string, spec *ScheduleSpec, act *ScheduleAction, pol *SchedulePolicy, st *ScheduleState, h Header) {
 	ch.name("ID", id, true)
 	if ch.err != nil {
 		return
 	}
-	if _, field, err := compileSpec(spec); err != nil {
+	if _, field, err := CompileSpec(spec); err != nil {
 		ch.fail(field, err.Error())
 		return
 	}
-	cj := act.createJob(h.NowMS)
-	if err := cj.check(ch.lim); err != nil {
+	cj := act.CreateJob(h.NowMS)
+	if err := cj.Check(ch.lim); err != nil {
 		var fe *FieldError
 		if errors.As(err, &fe) {
 			c := *fe
@@ -42,7 +39,7 @@ func (ch *checker) schedule(id string, spec *ScheduleSpec, act *ScheduleAction, 
 	if pol.Overlap > OverlapAllowAll {
 		ch.fail("Policy.Overlap", fmt.Sprintf("%d is not a policy (1 Skip .. 6 AllowAll)", pol.Overlap))
 	}
-	if pol.CatchupWindowMS != 0 && (pol.CatchupWindowMS < MinCatchupWindowMS || pol.CatchupWindowMS > maxDelayMS) {
+	if pol.CatchupWindowMS != 0 && (pol.CatchupWindowMS < MinCatchupWindowMS || pol.CatchupWindowMS > MaxDelayMS) {
 		ch.fail("Policy.CatchupWindowMS", fmt.Sprintf("is %d, not 0 (one year) or in [%d, 100 years]", pol.CatchupWindowMS, MinCatchupWindowMS))
 	}
 	ch.name("State.Note", st.Note, false)
@@ -51,32 +48,32 @@ func (ch *checker) schedule(id string, spec *ScheduleSpec, act *ScheduleAction, 
 	}
 }
 
-// createJob is the start of a run of the action (without its workflow id).
-func (act *ScheduleAction) createJob(nowMS int64) *CreateJob {
+// CreateJob is the start of a run of the action (without its workflow id).
+func (act *ScheduleAction) CreateJob(nowMS int64) *CreateJob {
 	return &CreateJob{Header: Header{NowMS: nowMS}, Type: act.Type, Queue: act.Queue, Input: act.Input,
 		ExecutionTimeoutMS: act.ExecutionTimeoutMS, RunTimeoutMS: act.RunTimeoutMS, Retry: act.Retry}
 }
 
-func (c *CreateSchedule) check(l *Limits) error {
+func (c *CreateSchedule) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.schedule(c.ID, &c.Spec, &c.Action, &c.Policy, &c.State, c.Header)
 	return ch.err
 }
 
-func (c *UpdateSchedule) check(l *Limits) error {
+func (c *UpdateSchedule) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.schedule(c.ID, &c.Spec, &c.Action, &c.Policy, &c.State, c.Header)
 	return ch.err
 }
 
-func (c *PauseSchedule) check(l *Limits) error {
+func (c *PauseSchedule) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.name("ID", c.ID, true)
 	ch.name("Note", c.Note, false)
 	return ch.err
 }
 
-func (c *TriggerSchedule) check(l *Limits) error {
+func (c *TriggerSchedule) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.name("ID", c.ID, true)
 	if c.Overlap > OverlapAllowAll {
@@ -85,13 +82,13 @@ func (c *TriggerSchedule) check(l *Limits) error {
 	return ch.err
 }
 
-func (c *DeleteSchedule) check(l *Limits) error {
+func (c *DeleteSchedule) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.name("ID", c.ID, true)
 	return ch.err
 }
 
-func (c *FireSchedules) check(l *Limits) error {
+func (c *FireSchedules) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.batch("Max", c.Max)
 	return ch.err

@@ -1,14 +1,8 @@
 package engine
 
-import (
-	"context"
-	"errors"
-	"fmt"
+import "context"
 
-	"github.com/heddlewf/heddle/storage"
-)
-
-// ScheduleService is the schedule half of heddle's API: *Engine implements
+// ScheduleService is the schedule half of heddle's API: *embedded.Engine implements
 // it in-process and engine/httpapi's client over HTTP. It is apart from
 // Service so that a Service implementation without schedules still is one;
 // a client asks for it with a type assertion. Every method is safe for
@@ -24,8 +18,6 @@ type ScheduleService interface {
 	DescribeSchedule(ctx context.Context, id string) (*ScheduleDescription, error)
 	ListSchedules(ctx context.Context, q ScheduleListQuery) (*ScheduleListPage, error)
 }
-
-var _ ScheduleService = (*Engine)(nil)
 
 // ScheduleDescription is a schedule's record and its coming action times.
 type ScheduleDescription struct {
@@ -48,82 +40,4 @@ type ScheduleListPage struct {
 	Schedules []*ScheduleDescription `json:"schedules"`
 	// Next is the cursor of the following page; "" at the end.
 	Next string `json:"next,omitempty"`
-}
-
-// CreateSchedule creates a schedule.
-func (e *Engine) CreateSchedule(ctx context.Context, c CreateSchedule) (*ScheduleResult, error) {
-	return propose[*ScheduleResult](ctx, e, &c)
-}
-
-// UpdateSchedule replaces a schedule's spec, action, policy and state.
-func (e *Engine) UpdateSchedule(ctx context.Context, c UpdateSchedule) (*ScheduleResult, error) {
-	return propose[*ScheduleResult](ctx, e, &c)
-}
-
-// PauseSchedule pauses or unpauses a schedule.
-func (e *Engine) PauseSchedule(ctx context.Context, c PauseSchedule) (*ScheduleResult, error) {
-	return propose[*ScheduleResult](ctx, e, &c)
-}
-
-// TriggerSchedule takes one action of a schedule now.
-func (e *Engine) TriggerSchedule(ctx context.Context, c TriggerSchedule) (*ScheduleResult, error) {
-	return propose[*ScheduleResult](ctx, e, &c)
-}
-
-// DeleteSchedule deletes a schedule.
-func (e *Engine) DeleteSchedule(ctx context.Context, c DeleteSchedule) error {
-	_, err := propose[*ScheduleResult](ctx, e, &c)
-	return err
-}
-
-// DescribeSchedule reads a schedule.
-func (e *Engine) DescribeSchedule(ctx context.Context, id string) (*ScheduleDescription, error) {
-	var d *ScheduleDescription
-	err := e.view(ctx, func(r *storage.Reader) error {
-		key := storage.ScheduleKey(id)
-		b, err := r.Get(key)
-		if errors.Is(err, storage.ErrNotFound) {
-			return fmt.Errorf("%w: %q", ErrUnknownSchedule, id)
-		}
-		if err != nil {
-			return err
-		}
-		s := new(Schedule)
-		if _, err := storage.DecodeAt(key, b, storage.KindSchedule, scheduleVersion, s); err != nil {
-			return err
-		}
-		d = &ScheduleDescription{Schedule: s, NextActionTimesMS: NextActionTimes(s, 10)}
-		return nil
-	})
-	return d, err
-}
-
-// ListSchedules returns a page of schedules in id order.
-func (e *Engine) ListSchedules(ctx context.Context, q ScheduleListQuery) (*ScheduleListPage, error) {
-	if q.Limit < 0 || q.Limit > MaxPage {
-		return nil, fmt.Errorf("%w: list limit %d is not in [0, %d]", ErrInvalidCommand, q.Limit, MaxPage)
-	}
-	if q.Limit == 0 {
-		q.Limit = 100
-	}
-	page := &ScheduleListPage{Schedules: []*ScheduleDescription{}}
-	var start []byte
-	if q.After != "" {
-		start = append(storage.ScheduleKey(q.After), 0) // the smallest key after After's
-	}
-	err := e.view(ctx, func(r *storage.Reader) error {
-		return r.Scan(storage.SchedulePrefix, start, true, func(k, v []byte) (bool, error) {
-			if len(page.Schedules) == q.Limit {
-				page.Next = page.Schedules[len(page.Schedules)-1].Schedule.ID
-				return false, nil
-			}
-			s := new(Schedule)
-			if _, err := storage.DecodeAt(k, v, storage.KindSchedule, scheduleVersion, s); err != nil {
-				return false, err
-			}
-			page.Schedules = append(page.Schedules, &ScheduleDescription{Schedule: s, NextActionTimesMS: NextActionTimes(s, 5)})
-			return true, nil
-		})
-	})
-	return page, err
 }

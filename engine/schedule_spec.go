@@ -9,6 +9,19 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
+// NextCronTime is the first time of line after afterMS, or 0 when it has none.
+func NextCronTime(line string, afterMS int64) (int64, error) {
+	s, err := parseCron(line)
+	if err != nil {
+		return 0, err
+	}
+	t := s.Next(time.UnixMilli(afterMS).UTC())
+	if t.IsZero() {
+		return 0, nil
+	}
+	return t.UnixMilli(), nil
+}
+
 // Cron lines are parsed by robfig/cron/v3's parser, the one Temporal's
 // server and most Go cron users rely on: 5 fields, or 6 with seconds first,
 // and the @ descriptors. Its TZ= and CRON_TZ= prefixes are refused: they
@@ -20,8 +33,8 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 // end of the year 9999, the last an RFC 3339 workflow id can name.
 const maxScheduleTimeMS = 253402300799999
 
-// compiledSpec is a ScheduleSpec ready to give its times.
-type compiledSpec struct {
+// CompiledSpec is a ScheduleSpec ready to give its times.
+type CompiledSpec struct {
 	crons     []cron.Schedule
 	intervals []ScheduleInterval
 	startMS   int64
@@ -47,9 +60,9 @@ func parseCron(expr string) (cron.Schedule, error) {
 	return s, nil
 }
 
-// compileSpec validates s and compiles it. The error names the field.
-func compileSpec(s *ScheduleSpec) (*compiledSpec, string, error) {
-	c := &compiledSpec{intervals: s.Intervals, startMS: s.StartAtMS, endMS: s.EndAtMS, jitterMS: s.JitterMS}
+// CompileSpec validates s and compiles it. The error names the field.
+func CompileSpec(s *ScheduleSpec) (*CompiledSpec, string, error) {
+	c := &CompiledSpec{intervals: s.Intervals, startMS: s.StartAtMS, endMS: s.EndAtMS, jitterMS: s.JitterMS}
 	if len(s.CronExpressions) > MaxScheduleSpecs {
 		return nil, "Spec.CronExpressions", fmt.Errorf("has %d entries, over the limit of %d", len(s.CronExpressions), MaxScheduleSpecs)
 	}
@@ -64,8 +77,8 @@ func compileSpec(s *ScheduleSpec) (*compiledSpec, string, error) {
 		c.crons = append(c.crons, cs)
 	}
 	for i, iv := range s.Intervals {
-		if iv.EveryMS < MinScheduleIntervalMS || iv.EveryMS > maxDelayMS {
-			return nil, fmt.Sprintf("Spec.Intervals[%d].EveryMS", i), fmt.Errorf("is %d, not in [%d, %d]", iv.EveryMS, MinScheduleIntervalMS, int64(maxDelayMS))
+		if iv.EveryMS < MinScheduleIntervalMS || iv.EveryMS > MaxDelayMS {
+			return nil, fmt.Sprintf("Spec.Intervals[%d].EveryMS", i), fmt.Errorf("is %d, not in [%d, %d]", iv.EveryMS, MinScheduleIntervalMS, int64(MaxDelayMS))
 		}
 		if iv.OffsetMS < 0 || iv.OffsetMS >= iv.EveryMS {
 			return nil, fmt.Sprintf("Spec.Intervals[%d].OffsetMS", i), fmt.Errorf("is %d, not in [0, EveryMS)", iv.OffsetMS)
@@ -78,15 +91,15 @@ func compileSpec(s *ScheduleSpec) (*compiledSpec, string, error) {
 		return nil, "Spec.EndAtMS", fmt.Errorf("is %d, after the year 9999", s.EndAtMS)
 	case s.EndAtMS < 0 || (s.EndAtMS > 0 && s.EndAtMS < s.StartAtMS):
 		return nil, "Spec.EndAtMS", fmt.Errorf("is %d, before StartAtMS %d", s.EndAtMS, s.StartAtMS)
-	case s.JitterMS < 0 || s.JitterMS > maxDelayMS:
+	case s.JitterMS < 0 || s.JitterMS > MaxDelayMS:
 		return nil, "Spec.JitterMS", fmt.Errorf("is %d, not in [0, 100 years]", s.JitterMS)
 	}
 	return c, "", nil
 }
 
-// next returns the first spec time strictly after afterMS, or 0 when there
+// Next returns the first spec time strictly after afterMS, or 0 when there
 // is none (past EndAtMS, or a cron line that never matches again).
-func (c *compiledSpec) next(afterMS int64) int64 {
+func (c *CompiledSpec) Next(afterMS int64) int64 {
 	if c.startMS > 0 && afterMS < c.startMS-1 {
 		afterMS = c.startMS - 1
 	}
@@ -157,12 +170,12 @@ func NextActionTimes(s *Schedule, n int) []int64 {
 	if s.State.Paused || s.NextNominalMS == 0 {
 		return nil
 	}
-	c, _, err := compileSpec(&s.Spec)
+	c, _, err := CompileSpec(&s.Spec)
 	if err != nil {
 		return nil
 	}
 	var out []int64
-	for t := s.NextNominalMS; t != 0 && len(out) < n; t = c.next(t) {
+	for t := s.NextNominalMS; t != 0 && len(out) < n; t = c.Next(t) {
 		out = append(out, t+ScheduleJitter(s.ID, t, c.jitterMS))
 	}
 	return out

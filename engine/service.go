@@ -3,12 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
-
-	"github.com/heddlewf/heddle/storage"
 )
 
 // Service is everything a client or worker asks of heddle: the typed
-// commands and the reads. *Engine implements it in-process; package
+// commands and the reads. *embedded.Engine implements it in-process; package
 // engine/httpapi implements it over HTTP against one node or a cluster, so
 // the SDK runs unchanged on either.
 //
@@ -72,53 +70,6 @@ type Service interface {
 	// WaitClosed blocks until the job t names is terminal and returns its
 	// record, or until ctx ends.
 	WaitClosed(ctx context.Context, t Target) (*Job, error)
-}
-
-var _ Service = (*Engine)(nil)
-
-// ClaimWait implements Service: it claims, and while nothing was claimed
-// sleeps until the next commit that wrote something.
-func (e *Engine) ClaimWait(ctx context.Context, c Claim) ([]ClaimedJob, error) {
-	for {
-		changed := e.Committed() // before the look, so no commit is missed
-		ready, err := e.MayHaveReady(c.Queue)
-		if err != nil {
-			return nil, err
-		}
-		if ready {
-			// The claim itself is not cancelled with ctx: a claim applied
-			// after its caller gave up would leave jobs leased to nobody
-			// until their leases expire.
-			jobs, err := e.Claim(context.WithoutCancel(ctx), c)
-			if err != nil || len(jobs) > 0 {
-				return jobs, err
-			}
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// MayHaveReady reports, from the applied state and without a read barrier,
-// whether queue holds a job ready to claim. Waiting claimers ask it before
-// proposing, so an idle queue costs no proposals (in a cluster, no Raft
-// entries). A "no" can be stale by the commits in flight; a caller that
-// took Committed() before asking is woken by them and asks again.
-func (e *Engine) MayHaveReady(queue string) (bool, error) {
-	found := false
-	err := e.store.View(func(r *storage.Reader) error {
-		low, err := storage.ReadU64(r, storage.LowReadyKey(queue))
-		if err != nil {
-			return err
-		}
-		prefix := storage.ReadyPrefix(queue)
-		return r.Scan(prefix, append(append([]byte(nil), prefix...), storage.U64(low)...), false,
-			func([]byte, []byte) (bool, error) { found = true; return false, nil })
-	})
-	return found, err
 }
 
 // HeartbeatOne renews one lease through s and returns ErrStaleAttempt (or

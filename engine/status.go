@@ -1,6 +1,8 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+)
 
 // Status is a job's state, the projection of its history (docs/state-machines.md §1 and §4).
 type Status uint8
@@ -65,51 +67,6 @@ func Statuses() []Status {
 	}
 	return out
 }
-
-// EventType names a history event. The status events below are written only
-// by the commands that own them; every other name is free for the SDK
-// (activity, timer, signal, marker events) and never changes the status.
-type EventType string
-
-// Status events: each one moves the job along the transition table.
-const (
-	EventJobCreated    EventType = "job_created"
-	EventJobQueued     EventType = "job_queued"
-	EventJobRequeued   EventType = "job_requeued"
-	EventJobLeased     EventType = "job_leased"
-	EventJobRunning    EventType = "job_running"
-	EventJobWaiting    EventType = "job_waiting"
-	EventWaitCompleted EventType = "wait_completed"
-	EventJobCompleted  EventType = "job_completed"
-	EventJobFailed     EventType = "job_failed"
-	EventJobCancelled  EventType = "job_cancelled"
-	// The §4 job-level additions.
-	EventJobDrafted   EventType = "job_drafted"
-	EventJobActivated EventType = "job_activated"
-	EventJobSuspended EventType = "job_suspended"
-	EventJobResumed   EventType = "job_resumed"
-	// The engine-owned ends: a deadline passed (ExpireDeadlines), or an
-	// operator ended the run at once (Terminate). Both carry a failure
-	// payload (see failure.go) and are final.
-	EventJobTimedOut   EventType = "job_timed_out"
-	EventJobTerminated EventType = "job_terminated"
-)
-
-// Events the engine itself writes that do not change the status.
-const (
-	EventSignalReceived EventType = "signal_received"
-	EventTimerFired     EventType = "timer_fired"
-	EventStepCommitted  EventType = "step_committed"
-	// EventCancelRequested asks the workflow to cancel itself (RequestCancel);
-	// unlike job_cancelled it does not change the status.
-	EventCancelRequested EventType = "cancel_requested"
-	// EventEffectRecorded tells a parent that is not blocked (so gets no
-	// wait_completed) that a child's or a remote activity's result was
-	// just recorded as the effect of Step: a worker driving the parent
-	// learns of it from the history. It carries no payload; the effect
-	// record has it.
-	EventEffectRecorded EventType = "effect_recorded"
-)
 
 // Reasons recorded on job_requeued and wait_completed events.
 const (

@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // StepState is the state of one step (one activity execution), the 13 of
 // docs/state-machines.md §3. Like a job's status it is a projection of history
@@ -25,10 +28,12 @@ const (
 	StepFailed            StepState = 11
 	StepNeedsUser         StepState = 12
 	StepLeaseTimeout      StepState = 13
-	numStepStates                   = 14
+	// NumStepStates is one more than the largest step state: the length
+	// of an array indexed by StepState.
+	NumStepStates = 14
 )
 
-var stepStateNames = [numStepStates]string{
+var stepStateNames = [NumStepStates]string{
 	"NONE", "PENDING", "WAITING_DEPS", "LEASED", "RUNNING", "SUCCEEDED", "FAILED_RETRYABLE",
 	"RETRYING", "FAILED_RESOURCE", "SWITCHING_RESOURCE", "FAILED_FATAL", "FAILED", "NEEDS_USER", "LEASE_TIMEOUT",
 }
@@ -52,8 +57,8 @@ func ParseStepState(name string) (StepState, error) {
 
 // StepStates lists the 13 states, in numeric order.
 func StepStates() []StepState {
-	out := make([]StepState, 0, numStepStates-1)
-	for s := StepState(1); s < numStepStates; s++ {
+	out := make([]StepState, 0, NumStepStates-1)
+	for s := StepState(1); s < NumStepStates; s++ {
 		out = append(out, s)
 	}
 	return out
@@ -95,48 +100,22 @@ func StepTransitionLegal(from, to StepState) bool {
 			return true
 		}
 	}
-	return to == StepFailedFatal && stepWaits(from)
+	return to == StepFailedFatal && from.Waits()
 }
 
-// stepWaits reports the states in which a step waits for something other
-// than its own run: a resource, a dependency, a retry delay, a person.
-func stepWaits(s StepState) bool {
+// HoldsLease reports whether a step in state s is in a try that holds its
+// step lease (LEASED, RUNNING).
+func (s StepState) HoldsLease() bool { return s == StepLeased || s == StepRunning }
+
+// Waits reports whether a step in state s waits for something other than
+// its own run: a resource, a dependency, a retry delay, a person.
+func (s StepState) Waits() bool {
 	switch s {
 	case StepPending, StepWaitingDeps, StepLeased, StepRetrying, StepSwitchingResource, StepNeedsUser:
 		return true
 	}
 	return false
 }
-
-// The history events of a step (an activity). The activity_* events are the
-// SDK's and existed before step states; the step_* events are the engine's
-// own: only Apply writes them, and a worker may not append them.
-const (
-	EventActivityScheduled     EventType = "activity_scheduled"
-	EventActivityAttemptFailed EventType = "activity_attempt_failed"
-	EventActivityCompleted     EventType = "activity_completed"
-	EventActivityFailed        EventType = "activity_failed"
-
-	// EventStepWaitingDeps: the step waits for the steps it depends on
-	// (LeaseStep.DependsOn) to succeed.
-	EventStepWaitingDeps EventType = "step_waiting_deps"
-	// EventStepLeased: the step took a step lease, with a resource unit
-	// when it needs one (Event.Resource), for try Event.StepAttempt.
-	EventStepLeased EventType = "step_leased"
-	// EventStepStarted: the first heartbeat of a leased try: it runs.
-	EventStepStarted EventType = "step_started"
-	// EventStepLeaseTimeout: the step lease expired (the scheduler's
-	// ExpireSteps), or a newer attempt of the job took the step over.
-	EventStepLeaseTimeout EventType = "step_lease_timeout"
-	// EventStepResourceFailed: the try's resource failed (Event.Resource
-	// joins the step's avoid-list); another one is leased next.
-	EventStepResourceFailed EventType = "step_resource_failed"
-	// EventStepNeedsUser: the try needs a person; the payload is the question.
-	EventStepNeedsUser EventType = "step_needs_user"
-	// EventStepAnswered: a person answered (the payload), or the answer's
-	// timeout passed (Reason ReasonAnswerTimeout, no payload).
-	EventStepAnswered EventType = "step_answered"
-)
 
 // Reasons recorded on step events.
 const (
@@ -192,11 +171,11 @@ var toRunning = map[StepState][]StepState{
 	StepRetrying: {StepRunning},
 }
 
-// stepRoute returns the states a step in from passes through when ev is
+// StepRoute returns the states a step in from passes through when ev is
 // appended, the last being its new state, and whether ev may follow from
 // at all. It is the projection's table: every pair it walks is legal
 // (StepTransitionLegal), which the tests check cell by cell.
-func stepRoute(from StepState, ev *Event) ([]StepState, bool) {
+func StepRoute(from StepState, ev *Event) ([]StepState, bool) {
 	ran := func(then ...StepState) ([]StepState, bool) {
 		p, ok := toRunning[from]
 		if !ok {
@@ -260,7 +239,7 @@ func stepRoute(from StepState, ev *Event) ([]StepState, bool) {
 			return nil, false
 		case ev.Reason == ReasonNotStarted && from == StepNone:
 			return []StepState{StepPending, StepFailedFatal, StepFailed}, true
-		case ev.Reason == ReasonNotStarted && stepWaits(from):
+		case ev.Reason == ReasonNotStarted && from.Waits():
 			return []StepState{StepFailedFatal, StepFailed}, true
 		case from == StepWaitingDeps || from == StepSwitchingResource || from == StepNeedsUser:
 			return []StepState{StepFailedFatal, StepFailed}, true
@@ -298,7 +277,7 @@ func DeriveStepState(events []Event) StepProjection {
 		if !IsStepEvent(ev.Type) {
 			continue
 		}
-		route, ok := stepRoute(p.State, ev)
+		route, ok := StepRoute(p.State, ev)
 		if !ok {
 			route = lenientStepRoute(ev)
 		}
@@ -320,7 +299,7 @@ func DeriveStepState(events []Event) StepProjection {
 		case EventStepLeased:
 			p.Resource = ev.Resource
 		case EventStepResourceFailed:
-			if ev.Resource != "" && !contains(p.Avoid, ev.Resource) {
+			if ev.Resource != "" && !slices.Contains(p.Avoid, ev.Resource) {
 				p.Avoid = append(p.Avoid, ev.Resource)
 			}
 			p.Resource = ""
@@ -339,7 +318,7 @@ func DeriveStepState(events []Event) StepProjection {
 // DeriveStepState total on histories CheckStepHistory rejects.
 func lenientStepRoute(ev *Event) []StepState {
 	for _, from := range append([]StepState{StepNone}, StepStates()...) {
-		if r, ok := stepRoute(from, ev); ok && len(r) > 0 {
+		if r, ok := StepRoute(from, ev); ok && len(r) > 0 {
 			return r[len(r)-1:]
 		}
 	}
@@ -347,7 +326,7 @@ func lenientStepRoute(ev *Event) []StepState {
 }
 
 // CheckStepHistory checks the events of one step against the step state
-// machine: every event may follow the state reached (stepRoute), every
+// machine: every event may follow the state reached (StepRoute), every
 // state it passes through is a legal transition, nothing follows a
 // terminal state, and step attempts never go back (a step_leased or a
 // step_answered starts a newer try than any before).
@@ -362,7 +341,7 @@ func CheckStepHistory(step string, events []Event) error {
 		if s.Terminal() {
 			return &InvariantError{5, ev.Seq, fmt.Sprintf("step %q: %s after the step ended %s", step, ev.Type, s)}
 		}
-		route, ok := stepRoute(s, ev)
+		route, ok := StepRoute(s, ev)
 		if !ok {
 			return &InvariantError{5, ev.Seq, fmt.Sprintf("step %q: %s may not follow %s", step, ev.Type, s)}
 		}

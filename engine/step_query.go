@@ -1,13 +1,11 @@
 package engine
 
 import (
-	"context"
 	"encoding/json"
 	"sort"
 	"strconv"
 
 	"github.com/heddlewf/heddle/internal/payloadview"
-	"github.com/heddlewf/heddle/storage"
 )
 
 // StepInfo is what describe, `heddle step list` and the HTTP API show of
@@ -47,11 +45,6 @@ type StepInfo struct {
 	// Explicit: the step has a step record (a step lease of its own).
 	Explicit  bool  `json:"explicit,omitempty" msgpack:"x,omitempty"`
 	UpdatedMS int64 `json:"updated_ms,omitempty" msgpack:"up,omitempty"`
-}
-
-// Steps returns the activity steps of the job t names, in step order.
-func (e *Engine) Steps(ctx context.Context, t Target) ([]StepInfo, error) {
-	return e.QuerySteps(ctx, StepsQuery{Target: t})
 }
 
 // StepInfos builds the step infos of job j from its history and its step
@@ -104,7 +97,7 @@ func StepInfos(j *Job, hist []Event, recs map[string]*StepRecord) []StepInfo {
 			if len(rec.Question) > 0 {
 				si.Question = jsonOrString(rec.Question)
 			}
-			if holds(rec.State) && !j.Status.Terminal() {
+			if rec.State.HoldsLease() && !j.Status.Terminal() {
 				si.Worker = rec.Owner
 			}
 		} else {
@@ -154,29 +147,4 @@ func stepOrder(a, b string) bool {
 		return false
 	}
 	return a < b
-}
-
-// Resources returns every resource record, in id order.
-func (e *Engine) Resources(ctx context.Context) ([]*Resource, error) {
-	var out []*Resource
-	err := e.view(ctx, func(r *storage.Reader) error {
-		var err error
-		out, err = ReadResources(r)
-		return err
-	})
-	return out, err
-}
-
-// ReadResources reads every resource record from r, in id order.
-func ReadResources(r *storage.Reader) ([]*Resource, error) {
-	var out []*Resource
-	err := r.Scan(storage.ResourcePrefix, nil, true, func(k, v []byte) (bool, error) {
-		rs := new(Resource)
-		if _, err := storage.DecodeAt(k, v, storage.KindResource, resourceVersion, rs); err != nil {
-			return false, err
-		}
-		out = append(out, rs)
-		return true, nil
-	})
-	return out, err
 }

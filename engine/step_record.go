@@ -1,11 +1,8 @@
 package engine
 
 import (
-	"errors"
 	"slices"
 	"sort"
-
-	"github.com/heddlewf/heddle/storage"
 )
 
 // StepRecord is the stored state of a step that left the straight path: it
@@ -67,17 +64,8 @@ type StepRecord struct {
 	UpdatedMS   int64  `json:"updated_ms" msgpack:"up"`
 }
 
-// dueMS is the time of the step's entry in the step deadline index: its
-// answer's timeout while it needs a person, else its lease's expiry; 0
-// when it has neither.
-func (s *StepRecord) dueMS() int64 {
-	if s.State == StepNeedsUser {
-		return s.AnswerDueMS
-	}
-	return s.LeaseExpiryMS
-}
-
-func (s *StepRecord) clone() *StepRecord {
+// Clone returns a copy of s that Apply may change without changing s.
+func (s *StepRecord) Clone() *StepRecord {
 	c := *s
 	c.Avoid = slices.Clone(s.Avoid)
 	c.Capabilities = slices.Clone(s.Capabilities)
@@ -123,7 +111,7 @@ func (r *Resource) Free() int { return max(r.Capacity-len(r.Holders), 0) }
 // of selector with its value.
 func (r *Resource) Offers(caps []string, selector map[string]string) bool {
 	for _, c := range caps {
-		if !contains(r.Capabilities, c) {
+		if !slices.Contains(r.Capabilities, c) {
 			return false
 		}
 	}
@@ -133,91 +121,6 @@ func (r *Resource) Offers(caps []string, selector map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// serves reports whether r may take a new lease of step rec: it offers what
-// the step needs, is not drained and is not on the step's avoid-list.
-func (r *Resource) serves(rec *StepRecord) bool {
-	return !r.Drained && !contains(rec.Avoid, r.ID) && r.Offers(rec.Capabilities, rec.Selector)
-}
-
-func (r *Resource) holder(job JobID, step string) int {
-	for i, h := range r.Holders {
-		if h.Job == job && h.Step == step {
-			return i
-		}
-	}
-	return -1
-}
-
-// needsResource reports whether a step leases a resource unit.
-func (s *StepRecord) needsResource() bool { return len(s.Capabilities) > 0 || len(s.Selector) > 0 }
-
-const (
-	stepVersion     = 1
-	resourceVersion = 1
-)
-
-// EncodeStepRecord returns the stored form of s.
-func EncodeStepRecord(s *StepRecord) []byte {
-	return storage.MustEncode(storage.KindStep, stepVersion, s)
-}
-
-// DecodeStepRecord decodes a stored step record.
-func DecodeStepRecord(b []byte) (*StepRecord, error) {
-	s := new(StepRecord)
-	if _, err := storage.Decode(b, storage.KindStep, stepVersion, s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// EncodeResource returns the stored form of r.
-func EncodeResource(r *Resource) []byte {
-	return storage.MustEncode(storage.KindResource, resourceVersion, r)
-}
-
-// DecodeResource decodes a stored resource record.
-func DecodeResource(b []byte) (*Resource, error) {
-	r := new(Resource)
-	if _, err := storage.Decode(b, storage.KindResource, resourceVersion, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// readStep reads the record of step in job id from r, or nil.
-func readStep(get func([]byte) ([]byte, error), id JobID, step string) (*StepRecord, error) {
-	key := storage.StepKey(uint64(id), step)
-	b, err := get(key)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	s := new(StepRecord)
-	if _, err := storage.DecodeAt(key, b, storage.KindStep, stepVersion, s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// readResource reads resource id, or nil.
-func readResource(get func([]byte) ([]byte, error), id string) (*Resource, error) {
-	key := storage.ResourceKey(id)
-	b, err := get(key)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	r := new(Resource)
-	if _, err := storage.DecodeAt(key, b, storage.KindResource, resourceVersion, r); err != nil {
-		return nil, err
-	}
-	return r, nil
 }
 
 // sortedKeys returns m's keys in order, so that messages naming a selector

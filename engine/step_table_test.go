@@ -86,7 +86,7 @@ func TestStepRoutesWalkLegalCells(t *testing.T) {
 	for _, from := range append([]StepState{StepNone}, StepStates()...) {
 		for _, typ := range allStepEvents {
 			for _, ev := range variants(typ) {
-				route, ok := stepRoute(from, &ev)
+				route, ok := StepRoute(from, &ev)
 				if !ok {
 					continue
 				}
@@ -171,7 +171,7 @@ func TestStepRoutes(t *testing.T) {
 		{StepFailed, Event{Type: EventActivityFailed}, nil},
 	}
 	for _, c := range cases {
-		got, ok := stepRoute(c.from, &c.ev)
+		got, ok := StepRoute(c.from, &c.ev)
 		name := fmt.Sprintf("%s %s %s", c.from, c.ev.Type, c.ev.Reason)
 		switch {
 		case c.want == nil && ok:

@@ -109,34 +109,6 @@ func TaskStates() []TaskState {
 	return out
 }
 
-// TaskEventType names an event of a task's history. Every task event moves
-// the task along one edge of taskEdges (some edges lead back to the same
-// state).
-type TaskEventType string
-
-// Task events.
-const (
-	TaskEventCreated        TaskEventType = "task_created"         // → PENDING
-	TaskEventDrafted        TaskEventType = "task_drafted"         // → DRAFT
-	TaskEventConfigured     TaskEventType = "task_configured"      // DRAFT → DRAFT
-	TaskEventActivated      TaskEventType = "task_activated"       // DRAFT → PENDING
-	TaskEventSuspended      TaskEventType = "task_suspended"       // → SUSPENDED
-	TaskEventResumed        TaskEventType = "task_resumed"         // SUSPENDED → PENDING, PAUSED → RUNNING
-	TaskEventCanceled       TaskEventType = "task_canceled"        // → CANCELED
-	TaskEventStarted        TaskEventType = "task_started"         // PENDING → RUNNING: a worker's lease
-	TaskEventPaused         TaskEventType = "task_paused"          // RUNNING → PAUSED: the worker is rate limited
-	TaskEventOutput         TaskEventType = "task_output"          // RUNNING → REVIEW_REQUIRED, with the output
-	TaskEventReviewStarted  TaskEventType = "task_review_started"  // REVIEW_REQUIRED → REVIEWING (step)
-	TaskEventReviewerLeased TaskEventType = "task_reviewer_leased" // REVIEWING → REVIEWING: a reviewer's lease
-	TaskEventReviewed       TaskEventType = "task_reviewed"        // REVIEWING → APPROVAL_REQUIRED or INTERVENTION_REQUIRED
-	TaskEventApproved       TaskEventType = "task_approved"        // APPROVAL_REQUIRED → SUCCESS
-	TaskEventRejected       TaskEventType = "task_rejected"        // APPROVAL_REQUIRED → PENDING, with feedback
-	TaskEventResubmitted    TaskEventType = "task_resubmitted"     // INTERVENTION_REQUIRED → PENDING
-	TaskEventFixed          TaskEventType = "task_fixed"           // INTERVENTION_REQUIRED → REVIEW_REQUIRED
-	TaskEventTerminated     TaskEventType = "task_terminated"      // INTERVENTION_REQUIRED → CANCELED
-	TaskEventLeaseExpired   TaskEventType = "task_lease_expired"   // RUNNING/PAUSED → PENDING, REVIEWING → REVIEW_REQUIRED
-)
-
 // TaskOp is a command a person (or an operator's tool) gives a task. The
 // names are those of the CLI and the HTTP API.
 type TaskOp string
@@ -169,6 +141,10 @@ var taskOpEvents = map[TaskOp]TaskEventType{
 	TaskOpApprove: TaskEventApproved, TaskOpReject: TaskEventRejected, TaskOpResubmit: TaskEventResubmitted,
 	TaskOpFix: TaskEventFixed, TaskOpTerminate: TaskEventTerminated,
 }
+
+// Event returns the event op writes, or "" for an op this version does not
+// know.
+func (op TaskOp) Event() TaskEventType { return taskOpEvents[op] }
 
 // taskEdge is one legal move: event Event takes a task in From to To.
 type taskEdge struct {
@@ -219,10 +195,10 @@ var taskEdges = func() []taskEdge {
 	return es
 }()
 
-// taskNext returns the state event ev leads to from state from, and whether
+// TaskNext returns the state event ev leads to from state from, and whether
 // that move is legal. For task_reviewed, whose target depends on the
 // verdict, want names the target (TaskNone takes the first legal one).
-func taskNext(from TaskState, ev TaskEventType, want TaskState) (TaskState, bool) {
+func TaskNext(from TaskState, ev TaskEventType, want TaskState) (TaskState, bool) {
 	for _, e := range taskEdges {
 		if e.Event == ev && e.From == from && (want == TaskNone || e.To == want) {
 			return e.To, true
@@ -253,7 +229,7 @@ func TaskTransitions() map[TaskState][]TaskState {
 func LegalTaskOps(s TaskState) []TaskOp {
 	var out []TaskOp
 	for _, op := range TaskOps() {
-		if _, ok := taskNext(s, taskOpEvents[op], TaskNone); ok {
+		if _, ok := TaskNext(s, taskOpEvents[op], TaskNone); ok {
 			out = append(out, op)
 		}
 	}
@@ -267,13 +243,13 @@ func TaskOpTarget(s TaskState, op TaskOp) (TaskState, bool) {
 	if !ok {
 		return s, false
 	}
-	return taskNext(s, ev, TaskNone)
+	return TaskNext(s, ev, TaskNone)
 }
 
-// holdsLease reports whether a task in state s is held by a worker or a
+// HoldsLease reports whether t is held by a worker or a
 // reviewer under a lease (RUNNING, PAUSED, or REVIEWING once a reviewer
 // took it).
-func (t *Task) holdsLease() bool {
+func (t *Task) HoldsLease() bool {
 	switch t.State {
 	case TaskRunning, TaskPaused:
 		return true

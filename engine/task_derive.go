@@ -5,12 +5,12 @@ import (
 	"slices"
 )
 
-// foldTaskEvent moves t along e: the one place that says what each task
+// FoldTaskEvent moves t along e: the one place that says what each task
 // event does to the record, used by Apply as it appends and by ProjectTask
 // as it replays, so the stored record and the history cannot drift apart
 // unless the store is damaged (which Verify then reports).
-func foldTaskEvent(t *Task, e *TaskEvent) {
-	wasActive := t.holdsLease()
+func FoldTaskEvent(t *Task, e *TaskEvent) {
+	wasActive := t.HoldsLease()
 	t.State = e.To
 	t.LastSeq = e.Seq
 	if e.Config != nil {
@@ -56,7 +56,7 @@ func foldTaskEvent(t *Task, e *TaskEvent) {
 	if !keeps {
 		t.LeaseOwner, t.LeaseExpiryMS, t.LeaseDigest = "", 0, nil
 	}
-	isActive := t.holdsLease()
+	isActive := t.HoldsLease()
 	switch {
 	case isActive && !wasActive:
 		t.ActiveSinceMS = e.AtMS
@@ -114,7 +114,7 @@ func CheckTaskHistory(hist []TaskEvent) error {
 		if e.From != state {
 			return bad(1, "%s starts from %s, but the task is %s", e.Type, e.From, state)
 		}
-		if to, ok := taskNext(e.From, e.Type, e.To); !ok || to != e.To {
+		if to, ok := TaskNext(e.From, e.Type, e.To); !ok || to != e.To {
 			return bad(1, "%s from %s to %s is not in the task table", e.Type, e.From, e.To)
 		}
 		switch e.Type {
@@ -146,7 +146,7 @@ func ProjectTask(base *Task, hist []TaskEvent) *Task {
 		ParentJob: base.ParentJob, ParentStep: base.ParentStep,
 	}
 	for i := range hist {
-		foldTaskEvent(t, &hist[i])
+		FoldTaskEvent(t, &hist[i])
 	}
 	if t.LeaseOwner != "" {
 		// The history holds neither a renewal nor the token: they are the

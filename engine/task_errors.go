@@ -33,8 +33,10 @@ func (e *TaskStateError) Error() string {
 	return fmt.Sprintf("engine: illegal task command: %s on task %d in state %s (legal: %s) [%s]",
 		e.Command, e.Task, e.State, l, TaskStateCode)
 }
+
 func (e *TaskStateError) Unwrap() error { return ErrIllegalTaskCommand }
-func (e *TaskStateError) Code() string  { return TaskStateCode }
+
+func (e *TaskStateError) Code() string { return TaskStateCode }
 
 // StaleTaskError details ErrStaleTaskAttempt.
 type StaleTaskError struct {
@@ -56,7 +58,9 @@ func (e *StaleTaskError) Error() string {
 	return fmt.Sprintf("engine: stale task attempt: %s on task %d by attempt %d, task is %s at attempt %d [%s]",
 		e.Command, e.Task, e.Attempt, e.State, e.Current, StaleTaskCode)
 }
+
 func (e *StaleTaskError) Unwrap() error { return ErrStaleTaskAttempt }
-func (e *StaleTaskError) Code() string  { return StaleTaskCode }
+
+func (e *StaleTaskError) Code() string { return StaleTaskCode }
 
 func unknownTask(t TaskTarget) error { return fmt.Errorf("%w: %s", ErrUnknownTask, t) }

@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"slices"
-
-	"github.com/heddlewf/heddle/storage"
-)
+import "slices"
 
 // TaskID identifies one review task; ids are assigned by Apply from a
 // counter of their own, in creation order.
@@ -164,49 +160,11 @@ type TaskEvent struct {
 	Config  *TaskConfig `json:"config,omitempty" msgpack:"cf,omitempty"`
 }
 
-const (
-	taskVersion      = 1
-	taskEventVersion = 1
-)
-
-// EncodeTask returns the stored form of t.
-func EncodeTask(t *Task) []byte { return storage.MustEncode(storage.KindTask, taskVersion, t) }
-
-// DecodeTask decodes a stored task record; failures are *storage.CorruptError.
-func DecodeTask(b []byte) (*Task, error) {
-	t := new(Task)
-	if _, err := storage.Decode(b, storage.KindTask, taskVersion, t); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-// EncodeTaskEvent returns the stored form of e.
-func EncodeTaskEvent(e *TaskEvent) []byte {
-	return storage.MustEncode(storage.KindTaskEvent, taskEventVersion, e)
-}
-
-// DecodeTaskEvent decodes a stored task event; failures are *storage.CorruptError.
-func DecodeTaskEvent(b []byte) (*TaskEvent, error) {
-	e := new(TaskEvent)
-	if _, err := storage.Decode(b, storage.KindTaskEvent, taskEventVersion, e); err != nil {
-		return nil, err
-	}
-	return e, nil
-}
-
-func (t *Task) clone() *Task {
+// Clone returns a copy of t that Apply may change without changing t.
+func (t *Task) Clone() *Task {
 	c := *t
 	c.Deps = slices.Clone(t.Deps)
 	c.Config.Acceptance = slices.Clone(t.Config.Acceptance)
 	c.Review.Recommendations = slices.Clone(t.Review.Recommendations)
 	return &c
-}
-
-// reviewQueue returns the queue reviewers claim the task from.
-func (t *Task) reviewQueue() string {
-	if t.ReviewQueue != "" {
-		return t.ReviewQueue
-	}
-	return t.Queue
 }

@@ -11,21 +11,23 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 )
 
 // store is an engine holding runs of random types, queues, statuses and
 // creation times, and the same runs as a list to filter by brute force.
 type store struct {
-	e    *engine.Engine
+	e    *embedded.Engine
 	jobs []*engine.Job
 }
 
 func newStore(t *testing.T, rng *rand.Rand, n int) *store {
 	t.Helper()
 	clk := clock.NewManual(now.Add(-48 * time.Hour))
-	e, err := engine.Open(engine.Config{InMemory: true, Clock: clk, DisableScheduler: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true, Clock: clk, DisableScheduler: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/internal/metricstest"
 	"github.com/heddlewf/heddle/metrics"
@@ -69,7 +69,7 @@ func TestCountersMoveWithTheWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.Open(engine.Config{Dir: filepath.Join(t.TempDir(), "db"), Metrics: m})
+	e, err := embedded.Open(embedded.Config{Dir: filepath.Join(t.TempDir(), "db"), Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}

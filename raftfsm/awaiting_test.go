@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 )
 
 // approvalTask moves a new task of job to APPROVAL_REQUIRED through the
@@ -16,15 +18,15 @@ func approvalTask(t *testing.T, c *testCluster, job string) engine.TaskID {
 	ctx := context.Background()
 	var id engine.TaskID
 	queue := "q-" + job
-	steps := []func(e *engine.Engine) error{
-		func(e *engine.Engine) error {
+	steps := []func(e *embedded.Engine) error{
+		func(e *embedded.Engine) error {
 			r, err := e.CreateTask(ctx, engine.CreateTask{Header: engine.Header{RequestID: "create-" + job}, Job: job, Phase: "p", Queue: queue, Type: "w", AutoReview: true})
 			if err == nil {
 				id = r.Task
 			}
 			return err
 		},
-		func(e *engine.Engine) error {
+		func(e *embedded.Engine) error {
 			w, err := e.ClaimTasks(ctx, engine.ClaimTasks{Header: engine.Header{RequestID: "work-" + job}, Queue: queue, Owner: "w", Max: 1, LeaseMS: 600_000})
 			if err == nil && len(w) != 1 {
 				return fmt.Errorf("work claim on %s: %+v", queue, w)
@@ -35,7 +37,7 @@ func approvalTask(t *testing.T, c *testCluster, job string) engine.TaskID {
 			}
 			return err
 		},
-		func(e *engine.Engine) error {
+		func(e *embedded.Engine) error {
 			r, err := e.ClaimTasks(ctx, engine.ClaimTasks{Header: engine.Header{RequestID: "review-" + job}, Role: engine.TaskRoleReview, Queue: queue, Owner: "r", Max: 1, LeaseMS: 600_000})
 			if err == nil && len(r) != 1 {
 				return fmt.Errorf("review claim on %s: %+v", queue, r)
@@ -102,7 +104,7 @@ func TestAwaitingIndexAfterSnapshotRestore(t *testing.T) {
 	if got := awaitingOn(t, n); len(got) != 2 || got[0] != first || got[1] != second {
 		t.Fatalf("the restored follower lists %v awaiting, want [%d %d]", got, first, second)
 	}
-	if err := c.do(func(e *engine.Engine) error {
+	if err := c.do(func(e *embedded.Engine) error {
 		_, err := e.TaskCommand(context.Background(), engine.TaskCommand{Header: engine.Header{RequestID: "approve"},
 			TaskTarget: engine.TaskTarget{ID: first}, Op: engine.TaskOpApprove, By: "ann"})
 		return err

@@ -13,7 +13,10 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/internal/loopback"
 	"github.com/heddlewf/heddle/storage"
 )
@@ -198,7 +201,7 @@ func (c *testCluster) waitConverged() {
 }
 
 // hashState hashes every key and value of a node's state.
-func hashState(t testing.TB, v engine.Viewer) string {
+func hashState(t testing.TB, v embedded.Viewer) string {
 	t.Helper()
 	h := sha256.New()
 	err := v.View(func(r *storage.Reader) error {
@@ -229,12 +232,12 @@ func (c *testCluster) assertSameState() string {
 	return first
 }
 
-// verifyAll runs engine.Verify on every live node.
+// verifyAll runs machine.Verify on every live node.
 func (c *testCluster) verifyAll() {
 	c.t.Helper()
 	for id, n := range c.live() {
 		err := n.fsm.View(func(r *storage.Reader) error {
-			for _, err := range engine.Verify(r, 5) {
+			for _, err := range machine.Verify(r, 5) {
 				c.t.Errorf("%s: %v", id, err)
 			}
 			return nil

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
 )
@@ -69,7 +71,7 @@ type Config struct {
 	MaxEntryCommands int
 	MaxEntryBytes    int
 	// SchedulerBatch bounds the jobs of one timer, reclaim, release or
-	// deadline proposal; 0 means engine.DefaultSchedulerBatch, or
+	// deadline proposal; 0 means embedded.DefaultSchedulerBatch, or
 	// Limits.MaxBatch when that is smaller. It must not exceed
 	// Limits.MaxBatch.
 	SchedulerBatch int
@@ -169,7 +171,7 @@ func (c Config) Validate() error {
 	if err := c.Limits.Validate(); err != nil {
 		return err
 	}
-	if _, err := engine.SchedulerBatch(c.SchedulerBatch, c.Limits); err != nil {
+	if _, err := embedded.SchedulerBatch(c.SchedulerBatch, c.Limits); err != nil {
 		return fmt.Errorf("%w: SchedulerBatch: %v", ErrConfig, err)
 	}
 	so := c.Storage

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 )
 
 // do runs op against whichever node leads, retrying while leadership moves
 // or an outcome is unknown. Commands carry request ids, so a retry of a
 // command that was in fact applied returns the first result.
-func (c *testCluster) do(op func(e *engine.Engine) error) error {
+func (c *testCluster) do(op func(e *embedded.Engine) error) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var l *Node
@@ -51,7 +53,7 @@ func TestLeaderKilledDuringClaimsAndCommits(t *testing.T) {
 	const jobs = 60
 	for i := 0; i < jobs; i++ {
 		req := fmt.Sprintf("create-%d", i)
-		if err := c.do(func(e *engine.Engine) error {
+		if err := c.do(func(e *embedded.Engine) error {
 			_, err := e.Create(ctx, engine.CreateJob{Header: engine.Header{RequestID: req}, Type: "t", Queue: "q", WorkflowID: fmt.Sprintf("wf-%d", i)})
 			return err
 		}); err != nil {
@@ -61,7 +63,7 @@ func TestLeaderKilledDuringClaimsAndCommits(t *testing.T) {
 
 	// The job held across the failover by a worker that then goes quiet.
 	var held engine.ClaimedJob
-	if err := c.do(func(e *engine.Engine) error {
+	if err := c.do(func(e *embedded.Engine) error {
 		js, err := e.Claim(ctx, engine.Claim{Header: engine.Header{RequestID: "claim-held"}, Queue: "q", Owner: "old-worker", Max: 1, LeaseMS: 10_000})
 		if err == nil && len(js) == 1 {
 			held = js[0]
@@ -92,7 +94,7 @@ func TestLeaderKilledDuringClaimsAndCommits(t *testing.T) {
 			default:
 			}
 			var js []engine.ClaimedJob
-			err := c.do(func(e *engine.Engine) error {
+			err := c.do(func(e *embedded.Engine) error {
 				var err error
 				js, err = e.Claim(ctx, engine.Claim{Header: engine.Header{RequestID: fmt.Sprintf("claim-%d", i)}, Queue: "q", Owner: "worker", Max: 1, LeaseMS: 60_000})
 				return err
@@ -107,7 +109,7 @@ func TestLeaderKilledDuringClaimsAndCommits(t *testing.T) {
 			}
 			j := js[0]
 			ref := j.Lease()
-			err = c.do(func(e *engine.Engine) error {
+			err = c.do(func(e *embedded.Engine) error {
 				_, err := e.CommitStep(ctx, engine.CommitStep{Header: engine.Header{RequestID: fmt.Sprintf("commit-%d", i)},
 					LeaseRef: ref, Step: "1", Type: "activity_completed", Payload: []byte("done")})
 				return err
@@ -119,7 +121,7 @@ func TestLeaderKilledDuringClaimsAndCommits(t *testing.T) {
 			mu.Lock()
 			committed = append(committed, ack{j.Job, j.Attempt})
 			mu.Unlock()
-			err = c.do(func(e *engine.Engine) error {
+			err = c.do(func(e *embedded.Engine) error {
 				_, err := e.Complete(ctx, engine.Complete{Header: engine.Header{RequestID: fmt.Sprintf("complete-%d", i)}, LeaseRef: ref})
 				return err
 			})
@@ -168,7 +170,7 @@ func TestLeaderKilledDuringClaimsAndCommits(t *testing.T) {
 	c.clock.Advance(30 * time.Second)
 	var again engine.ClaimedJob
 	c.eventually("the held job reclaimed and claimed again", func() bool {
-		err := c.do(func(e *engine.Engine) error {
+		err := c.do(func(e *embedded.Engine) error {
 			js, err := e.Claim(ctx, engine.Claim{Queue: "q", Owner: "new-worker", Max: 1, LeaseMS: 60_000})
 			if err == nil && len(js) == 1 {
 				again = js[0]
@@ -180,7 +182,7 @@ func TestLeaderKilledDuringClaimsAndCommits(t *testing.T) {
 	if again.Job != held.Job || again.Attempt <= held.Attempt {
 		t.Fatalf("claimed job %d attempt %d after the failover, want job %d with an attempt above %d", again.Job, again.Attempt, held.Job, held.Attempt)
 	}
-	err := c.do(func(e *engine.Engine) error {
+	err := c.do(func(e *embedded.Engine) error {
 		_, err := e.CommitStep(ctx, engine.CommitStep{LeaseRef: held.Lease(),
 			Step: "1", Type: "activity_completed", Payload: []byte("late")})
 		return err

@@ -8,6 +8,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -45,14 +47,14 @@ func checkStopped(t *testing.T, sf *StateFailure, index uint64, cause error) {
 // the command as a broken disk would, and afterwards after, which may break
 // the disk (close the database).
 type diskApplier struct {
-	m     *engine.Machine
+	m     *machine.Machine
 	hook  func() error
 	after func()
 }
 
 var errDisk = errors.New("input/output error")
 
-func (a *diskApplier) ApplyNoting(tx *storage.Tx, cmd engine.Command, n *engine.Notes) (engine.Result, error) {
+func (a *diskApplier) ApplyNoting(tx *storage.Tx, cmd engine.Command, n *machine.Notes) (engine.Result, error) {
 	if a.hook != nil {
 		if err := a.hook(); err != nil {
 			return nil, err
@@ -67,7 +69,7 @@ func (a *diskApplier) ApplyNoting(tx *storage.Tx, cmd engine.Command, n *engine.
 
 func newDiskApplier(t *testing.T) *diskApplier {
 	t.Helper()
-	m, err := engine.NewMachine(engine.Limits{})
+	m, err := machine.NewMachine(engine.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

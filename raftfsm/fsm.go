@@ -11,6 +11,9 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -24,7 +27,7 @@ var keyEntryPart = []byte("mraftpart")
 const keyNodePrefix = "mnode/"
 
 // FSM is the replicated state machine: a Badger database that committed log
-// entries are applied to by engine.Apply.
+// entries are applied to by machine.Apply.
 //
 // Raft calls ApplyBatch, Snapshot and Restore from one goroutine; View may
 // run concurrently with all of them. Restore replaces the database under a
@@ -46,7 +49,7 @@ type FSM struct {
 	onApply func(touched []uint64)
 	// meter records the metrics of applying (nil: none). Set before Raft
 	// starts, then used by Raft's applying goroutine alone.
-	meter *engine.Meter
+	meter *embedded.Meter
 	// damaged, when not empty, says that the state database failed its
 	// integrity checks at open and was replaced by an empty one (see
 	// stateDir.open); Node.Open logs it and rebuilds the state.
@@ -55,11 +58,11 @@ type FSM struct {
 
 var _ raft.BatchingFSM = (*FSM)(nil)
 
-// commandApplier is what the FSM applies commands with: *engine.Machine, or
+// commandApplier is what the FSM applies commands with: *machine.Machine, or
 // in tests one that fails like a broken disk. n, when not nil, gets what
-// the metrics count (engine.Notes).
+// the metrics count (machine.Notes).
 type commandApplier interface {
-	ApplyNoting(tx *storage.Tx, cmd engine.Command, n *engine.Notes) (engine.Result, error)
+	ApplyNoting(tx *storage.Tx, cmd engine.Command, n *machine.Notes) (engine.Result, error)
 }
 
 // entryOutcome is what ApplyBatch returns for one log entry: one result or
@@ -89,14 +92,15 @@ func newFSM(state *stateDir, machine commandApplier) (*FSM, error) {
 	return f, nil
 }
 
-// View implements engine.Viewer over the current database.
+// View implements embedded.Viewer over the current database.
 func (f *FSM) View(fn func(r *storage.Reader) error) error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.db.View(fn)
 }
 
-// checkSpace refuses, with engine.ErrNoSpace, while the disk holding the
+// checkSpace refuses, with storage's *NoSpaceError (which the proposer
+// marks to match engine.ErrNoSpace), while the disk holding the
 // state has less free space than its reserve (storage.DB.CheckSpace).
 func (f *FSM) checkSpace() error {
 	f.mu.RLock()
@@ -204,7 +208,7 @@ type batchApplier struct {
 	batch   *storage.Batch
 	changed bool     // a command or node entry wrote something
 	touched []uint64 // job records written, for per-job waiters
-	meter   *engine.Meter
+	meter   *embedded.Meter
 	cmds    int // commands the batch holds, for the metrics
 }
 
@@ -279,7 +283,7 @@ func (a *batchApplier) entry(l *raft.Log) any {
 			out.errs[k] = fmt.Errorf("%w: command %d of log entry %d was applied before this node restarted", engine.ErrUnknownOutcome, k, l.Index)
 			continue
 		}
-		cmd, err := engine.DecodeCommand(raw)
+		cmd, err := machine.DecodeCommand(raw)
 		if err != nil {
 			out.errs[k] = err
 			continue

@@ -10,12 +10,14 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
 func newTestFSM(t *testing.T, opts storage.Options) *FSM {
 	t.Helper()
-	m, err := engine.NewMachine(engine.Limits{})
+	m, err := machine.NewMachine(engine.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ func commandsEntry(t *testing.T, index uint64, cmds ...engine.Command) *raft.Log
 	t.Helper()
 	var raw [][]byte
 	for _, c := range cmds {
-		b, err := engine.EncodeCommand(c)
+		b, err := machine.EncodeCommand(c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +240,7 @@ func mustEntry(t *testing.T, k entryKind, body any) []byte {
 
 func FuzzDecodeEntry(f *testing.F) {
 	good, _ := encodeEntry(entryNode, &nodeBody{ID: "n1", HTTPAddr: "127.0.0.1:1"})
-	cmd, _ := engine.EncodeCommand(&engine.CreateJob{Type: "t", Queue: "q"})
+	cmd, _ := machine.EncodeCommand(&engine.CreateJob{Type: "t", Queue: "q"})
 	cmds, _ := encodeEntry(entryCommands, &commandsBody{Cmds: [][]byte{cmd, cmd}})
 	f.Add(good)
 	f.Add(cmds)

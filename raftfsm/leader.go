@@ -7,6 +7,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 )
 
 // watchLeadership starts the leader's duties when this node wins an
@@ -104,8 +106,8 @@ func (n *Node) lead(ctx context.Context, ready chan struct{}) {
 	if n.cfg.DisableScheduler {
 		return
 	}
-	batch, _ := engine.SchedulerBatch(n.cfg.SchedulerBatch, n.cfg.Limits) // Config.Validate checked it
-	s := engine.NewScheduler(n.prop, n.fsm, n.cfg.Clock, batch)
+	batch, _ := embedded.SchedulerBatch(n.cfg.SchedulerBatch, n.cfg.Limits) // Config.Validate checked it
+	s := embedded.NewScheduler(n.prop, n.fsm, n.cfg.Clock, batch)
 	s.OnError = n.cfg.OnSchedulerError
 	s.Metrics = n.cfg.Metrics
 	s.ReclaimNotBeforeMS = n.cfg.Clock.Now().Add(n.cfg.FailoverGrace).UnixMilli()

@@ -14,6 +14,9 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 )
 
 // Node is one member of a heddle cluster. Its Engine is an engine.Service
@@ -26,7 +29,7 @@ type Node struct {
 	logGuard  *spaceGuard // refuses a follower's appends under the disk reserve
 	fsm       *FSM
 	prop      *proposer
-	eng       *engine.Engine
+	eng       *embedded.Engine
 	store     *raftboltdb.BoltStore
 	snaps     *raft.FileSnapshotStore
 	transport *raft.NetworkTransport
@@ -36,7 +39,7 @@ type Node struct {
 	notify chan bool
 	reads  readIndexer
 	leadMu sync.Mutex
-	sched  atomic.Pointer[engine.Scheduler] // the leader's scheduler, woken by applies
+	sched  atomic.Pointer[embedded.Scheduler] // the leader's scheduler, woken by applies
 	// ready is closed once this node, as leader, has applied everything
 	// committed before its term (its first barrier); nil when not leader.
 	ready      chan struct{}
@@ -60,12 +63,15 @@ type Node struct {
 // Open starts a node: it opens (or creates) its directory, starts the Raft
 // transport and, with Bootstrap and no existing state, makes itself a
 // one-node cluster.
-func Open(cfg Config) (*Node, error) {
+func Open(cfg Config) (_ *Node, err error) {
+	// A storage error opening the state (a full disk, a damaged record)
+	// matches the contract's sentinel too.
+	defer func() { err = machine.MarkStorageError(err) }()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	machine, err := engine.NewMachine(cfg.Limits)
+	m, err := machine.NewMachine(cfg.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -80,10 +86,10 @@ func Open(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, notify: make(chan bool, 16), moved: make(chan struct{})}
 	n.reads.n = n
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	if n.fsm, err = newFSM(state, machine); err != nil {
+	if n.fsm, err = newFSM(state, m); err != nil {
 		return nil, err
 	}
-	n.fsm.meter = engine.NewMeter(cfg.Metrics)
+	n.fsm.meter = embedded.NewMeter(cfg.Metrics)
 	fail := func(err error) (*Node, error) {
 		// err is the news; a failure to let go of what was opened joins it.
 		if n.transport != nil {
@@ -154,7 +160,7 @@ func Open(cfg Config) (*Node, error) {
 	rc.Logger = hclogger(cfg, "raft")
 
 	n.prop = newProposer(n, cfg.Clock, cfg.MaxEntryCommands, cfg.MaxEntryBytes, cfg.ApplyTimeout)
-	n.eng, err = engine.New(engine.Backend{Log: n.prop, Store: n.fsm, ReadBarrier: n.readBarrier, Limits: cfg.Limits})
+	n.eng, err = embedded.New(embedded.Backend{Log: n.prop, Store: n.fsm, ReadBarrier: n.readBarrier, Limits: cfg.Limits})
 	if err != nil {
 		n.prop.close()
 		return fail(err)
@@ -223,7 +229,7 @@ func (n *Node) stateBehind(snaps raft.SnapshotStore) (uint64, error) {
 }
 
 // Engine returns the node's engine.Service.
-func (n *Node) Engine() *engine.Engine { return n.eng }
+func (n *Node) Engine() *embedded.Engine { return n.eng }
 
 // Raft exposes the Raft instance, for status and tests.
 func (n *Node) Raft() *raft.Raft { return n.raft }

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/internal/metricstest"
 	"github.com/heddlewf/heddle/metrics"
@@ -310,7 +312,7 @@ func TestRestoreRecountsOpenJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newTestFSM(t, storage.Options{NoSync: true})
-	f.meter = engine.NewMeter(m)
+	f.meter = embedded.NewMeter(m)
 	other := &engine.CreateJob{Header: engine.Header{NowMS: 1000}, Type: "t", Queue: "other"}
 	f.ApplyBatch([]*raft.Log{commandsEntry(t, 1, other)})
 	gauge := func(queue string) float64 {

@@ -11,10 +11,13 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/heddlewf/heddle/engine"
+
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 )
 
-// proposer is the cluster's engine.Log. On the leader it packs the
+// proposer is the cluster's embedded.Log. On the leader it packs the
 // proposals waiting at one moment into one log entry (the Raft counterpart
 // of the embedded group commit), stamps them with a reading of the leader's
 // clock taken after it collected them, and keeps several entries in flight
@@ -56,7 +59,7 @@ type flight struct {
 	ps  []*proposal
 }
 
-var _ engine.Log = (*proposer)(nil)
+var _ embedded.Log = (*proposer)(nil)
 
 func newProposer(n *Node, clk clock.Clock, maxCmds, maxBytes int, timeout time.Duration) *proposer {
 	p := &proposer{n: n, clock: clk, maxCmds: maxCmds, maxBytes: maxBytes, timeout: timeout,
@@ -67,7 +70,7 @@ func newProposer(n *Node, clk clock.Clock, maxCmds, maxBytes int, timeout time.D
 	return p
 }
 
-// Propose implements engine.Log.
+// Propose implements embedded.Log.
 func (p *proposer) Propose(ctx context.Context, cmd engine.Command) (engine.Result, error) {
 	pr, err := p.submit(ctx, cmd)
 	if err != nil {
@@ -86,7 +89,7 @@ func (p *proposer) submit(ctx context.Context, cmd engine.Command) (*proposal, e
 	// refuses proposals while its own disk is under the reserve. (Each
 	// node enforces the reserve only as leader; see docs/operations.md.)
 	if err := p.n.fsm.checkSpace(); err != nil {
-		return nil, err
+		return nil, machine.MarkStorageError(err)
 	}
 	pr := &proposal{cmd: cmd, reply: make(chan struct{})}
 	p.mu.RLock()
@@ -106,7 +109,9 @@ func (p *proposer) submit(ctx context.Context, cmd engine.Command) (*proposal, e
 func (p *proposer) wait(ctx context.Context, pr *proposal) (engine.Result, error) {
 	select {
 	case <-pr.reply:
-		return pr.res, pr.err
+		// A storage error of the entry's application matches the
+		// contract's sentinel too.
+		return pr.res, machine.MarkStorageError(pr.err)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -161,7 +166,7 @@ func (p *proposer) pack() {
 		size, used := 0, 0
 		for _, pr := range waiting {
 			pr.cmd.Head().NowMS = nowMS
-			data, err := engine.EncodeCommand(pr.cmd)
+			data, err := machine.EncodeCommand(pr.cmd)
 			if err == nil && len(data) > p.maxBytes {
 				err = fmt.Errorf("%w: %s command of %d bytes, over the %d-byte log entry limit", engine.ErrPayloadTooLarge, pr.cmd.Kind(), len(data), p.maxBytes)
 			}

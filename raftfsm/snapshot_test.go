@@ -10,13 +10,16 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
 func createJobs(t *testing.T, c *testCluster, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
-		if err := c.do(func(e *engine.Engine) error {
+		if err := c.do(func(e *embedded.Engine) error {
 			// No request id on purpose: a CreateJob applied twice would make
 			// a second job, so the state hashes catch double application.
 			_, err := e.Create(context.Background(), engine.CreateJob{Type: "t", Queue: "q", Input: []byte(fmt.Sprintf("input-%d", i))})
@@ -120,7 +123,7 @@ func TestWipedFollowerRejoinsFromSnapshot(t *testing.T) {
 			logs = append(logs, &e)
 		}
 	}
-	m, _ := engine.NewMachine(engine.Limits{})
+	m, _ := machine.NewMachine(engine.Limits{})
 	state, err := newStateDir(filepath.Join(t.TempDir(), "replay"), storage.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 )
 
 // A step that needs a person survives a leader failover: its question,
@@ -22,16 +24,16 @@ func TestNeedsUserAcrossLeaderFailover(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	must("add", c.do(func(e *engine.Engine) error {
+	must("add", c.do(func(e *embedded.Engine) error {
 		_, err := e.AddResource(ctx, engine.AddResource{Header: engine.Header{RequestID: "add"}, ID: "phone", Capabilities: []string{"sms"}, Capacity: 1})
 		return err
 	}))
-	must("create", c.do(func(e *engine.Engine) error {
+	must("create", c.do(func(e *embedded.Engine) error {
 		_, err := e.Create(ctx, engine.CreateJob{Header: engine.Header{RequestID: "create"}, Type: "t", Queue: "q", WorkflowID: "ask"})
 		return err
 	}))
 	var j engine.ClaimedJob
-	must("claim", c.do(func(e *engine.Engine) error {
+	must("claim", c.do(func(e *embedded.Engine) error {
 		js, err := e.Claim(ctx, engine.Claim{Header: engine.Header{RequestID: "claim-1"}, Queue: "q", Owner: "w1", Max: 1, LeaseMS: 60_000})
 		if err == nil && len(js) == 1 {
 			j = js[0]
@@ -41,32 +43,32 @@ func TestNeedsUserAcrossLeaderFailover(t *testing.T) {
 		return err
 	}))
 	ref := j.Lease()
-	must("lease", c.do(func(e *engine.Engine) error {
+	must("lease", c.do(func(e *embedded.Engine) error {
 		_, err := e.LeaseStep(ctx, engine.LeaseStep{Header: engine.Header{RequestID: "lease-1"}, LeaseRef: ref, Step: "1", Name: "Confirm",
 			LeaseMS: 30_000, Capabilities: []string{"sms"}, Start: true})
 		return err
 	}))
-	must("ask", c.do(func(e *engine.Engine) error {
+	must("ask", c.do(func(e *embedded.Engine) error {
 		_, err := e.EndStepAttempt(ctx, engine.EndStepAttempt{Header: engine.Header{RequestID: "ask"}, LeaseRef: ref, Step: "1", Name: "Confirm",
 			StepAttempt: 1, Outcome: engine.OutcomeNeedsUser, Payload: []byte(`"which code?"`)})
 		return err
 	}))
 	var seq uint64
-	must("describe", c.do(func(e *engine.Engine) error {
+	must("describe", c.do(func(e *embedded.Engine) error {
 		d, err := e.Describe(ctx, engine.Target{Job: j.Job})
 		if err == nil {
 			seq = d.LastSeq
 		}
 		return err
 	}))
-	must("wait", c.do(func(e *engine.Engine) error {
+	must("wait", c.do(func(e *embedded.Engine) error {
 		_, err := e.Wait(ctx, engine.Wait{Header: engine.Header{RequestID: "wait"}, LeaseRef: ref, Spec: engine.WaitSpec{Steps: []string{"1"}}, SeenSeq: seq})
 		return err
 	}))
 
 	old := c.leader()
 	c.kill(old.cfg.ID)
-	must("steps on the new leader", c.do(func(e *engine.Engine) error {
+	must("steps on the new leader", c.do(func(e *embedded.Engine) error {
 		steps, err := e.Steps(ctx, engine.Target{WorkflowID: "ask"})
 		if err != nil {
 			return err
@@ -80,12 +82,12 @@ func TestNeedsUserAcrossLeaderFailover(t *testing.T) {
 		}
 		return err
 	}))
-	must("answer", c.do(func(e *engine.Engine) error {
+	must("answer", c.do(func(e *embedded.Engine) error {
 		_, err := e.AnswerStep(ctx, engine.AnswerStep{Header: engine.Header{RequestID: "answer"}, Target: engine.Target{WorkflowID: "ask"}, Step: "1", Answer: []byte(`"42"`)})
 		return err
 	}))
 	var again engine.ClaimedJob
-	must("claim again", c.do(func(e *engine.Engine) error {
+	must("claim again", c.do(func(e *embedded.Engine) error {
 		js, err := e.Claim(ctx, engine.Claim{Header: engine.Header{RequestID: "claim-2"}, Queue: "q", Owner: "w2", Max: 1, LeaseMS: 60_000})
 		if err == nil && len(js) == 1 {
 			again = js[0]
@@ -95,7 +97,7 @@ func TestNeedsUserAcrossLeaderFailover(t *testing.T) {
 		return err
 	}))
 	ref2 := again.Lease()
-	must("adopt", c.do(func(e *engine.Engine) error {
+	must("adopt", c.do(func(e *embedded.Engine) error {
 		res, err := e.LeaseStep(ctx, engine.LeaseStep{Header: engine.Header{RequestID: "lease-2"}, LeaseRef: ref2, Step: "1", Name: "Confirm",
 			LeaseMS: 30_000, Capabilities: []string{"sms"}, Start: true})
 		if err == nil && (!res.Granted || res.StepAttempt != 2 || res.Resource != "phone" || res.State != engine.StepRunning) {
@@ -103,12 +105,12 @@ func TestNeedsUserAcrossLeaderFailover(t *testing.T) {
 		}
 		return err
 	}))
-	must("commit", c.do(func(e *engine.Engine) error {
+	must("commit", c.do(func(e *embedded.Engine) error {
 		_, err := e.CommitStep(ctx, engine.CommitStep{Header: engine.Header{RequestID: "commit"}, LeaseRef: ref2, Step: "1", Name: "Confirm",
 			Type: engine.EventActivityCompleted, Payload: []byte(`"ok"`), StepAttempt: 2})
 		return err
 	}))
-	must("resources", c.do(func(e *engine.Engine) error {
+	must("resources", c.do(func(e *embedded.Engine) error {
 		rs, err := e.Resources(ctx)
 		if err == nil && (len(rs) != 1 || len(rs[0].Holders) != 0) {
 			t.Fatalf("the unit was not given back: %+v", rs)
@@ -127,7 +129,7 @@ func TestNeedsUserAcrossLeaderFailover(t *testing.T) {
 func TestResourceExclusivityOnACluster(t *testing.T) {
 	c := newTestCluster(t, 3, nil)
 	ctx := context.Background()
-	if err := c.do(func(e *engine.Engine) error {
+	if err := c.do(func(e *embedded.Engine) error {
 		_, err := e.AddResource(ctx, engine.AddResource{Header: engine.Header{RequestID: "add"}, ID: "gpu", Capabilities: []string{"gpu"}, Capacity: 2})
 		return err
 	}); err != nil {
@@ -140,7 +142,7 @@ func TestResourceExclusivityOnACluster(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- c.do(func(e *engine.Engine) error {
+			errs <- c.do(func(e *embedded.Engine) error {
 				id := fmt.Sprintf("j%d", i)
 				if _, err := e.Create(ctx, engine.CreateJob{Header: engine.Header{RequestID: "create-" + id}, Type: "t", Queue: id, WorkflowID: id}); err != nil {
 					return err
@@ -171,7 +173,7 @@ func TestResourceExclusivityOnACluster(t *testing.T) {
 	c.assertSameState()
 	c.verifyAll()
 	var held int
-	if err := c.do(func(e *engine.Engine) error {
+	if err := c.do(func(e *embedded.Engine) error {
 		rs, err := e.Resources(ctx)
 		if err == nil {
 			held = len(rs[0].Holders)

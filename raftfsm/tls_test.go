@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/pki"
 )
 
@@ -109,7 +111,7 @@ func TestForgedVoteWithoutCertificateIsRefused(t *testing.T) {
 	}()
 	failed := 0
 	for i := range 24 {
-		err := c.do(func(e *engine.Engine) error {
+		err := c.do(func(e *embedded.Engine) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			_, err := e.Create(ctx, engine.CreateJob{Header: engine.Header{RequestID: fmt.Sprintf("rq-%d", i)},

@@ -30,11 +30,6 @@ const (
 	KindTaskEvent Kind = 17
 )
 
-func init() {
-	kindNames[KindTask] = "task"
-	kindNames[KindTaskEvent] = "task event"
-}
-
 // Sub-tags of the task keys.
 const (
 	taskTagRecord = 'r'

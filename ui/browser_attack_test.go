@@ -12,6 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 )
 
@@ -43,7 +45,7 @@ const attackPage = `<!doctype html><title>waiting</title>
 // workflow and the third terminated the run.
 func TestBrowserOtherSitesCannotDriveIt(t *testing.T) {
 	ctx := browser(t, "rebound.test")
-	e, err := engine.Open(engine.Config{Dir: t.TempDir()})
+	e, err := embedded.Open(embedded.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

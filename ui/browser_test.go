@@ -27,6 +27,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/raftfsm"
 	"github.com/heddlewf/heddle/sdk/activity"
@@ -303,14 +305,14 @@ const (
 // node is an engine with its API and UI on a loopback listener, and a
 // worker of the orders queue.
 type node struct {
-	e   *engine.Engine
+	e   *embedded.Engine
 	url string
 	c   client.Client
 }
 
 func startNode(t *testing.T) *node {
 	t.Helper()
-	e, err := engine.Open(engine.Config{Dir: t.TempDir()})
+	e, err := embedded.Open(embedded.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

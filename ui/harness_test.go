@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 )
 
@@ -25,7 +27,7 @@ var t0 = time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
 // node serves them, and a browser-like client with a cookie jar.
 type env struct {
 	t      *testing.T
-	e      *engine.Engine
+	e      *embedded.Engine
 	clk    *clock.Manual
 	srv    *httptest.Server
 	client *http.Client
@@ -52,11 +54,11 @@ type envOptions struct {
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
 	clk := clock.NewManual(t0)
-	ecfg := engine.Config{InMemory: true, Clock: clk, DisableScheduler: true}
+	ecfg := embedded.Config{InMemory: true, Clock: clk, DisableScheduler: true}
 	if o.onDisk {
 		ecfg.InMemory, ecfg.Dir = false, t.TempDir()
 	}
-	e, err := engine.Open(ecfg)
+	e, err := embedded.Open(ecfg)
 	if err != nil {
 		t.Fatal(err)
 	}

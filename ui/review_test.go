@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 )
 
 // awaitTask creates a task of job alone in queue, has a worker record its
@@ -17,7 +19,7 @@ import (
 // holdRun claims the run waiting on queue, as its worker does before it
 // creates the run's tasks (only the holder of a run's lease may), and
 // returns the lease.
-func holdRun(t *testing.T, e *engine.Engine, queue string) *engine.LeaseRef {
+func holdRun(t *testing.T, e *embedded.Engine, queue string) *engine.LeaseRef {
 	t.Helper()
 	jobs, err := e.Claim(context.Background(), engine.Claim{Queue: queue, Owner: "worker-1", Max: 1, LeaseMS: 3_600_000})
 	if err != nil || len(jobs) != 1 {
@@ -27,7 +29,7 @@ func holdRun(t *testing.T, e *engine.Engine, queue string) *engine.LeaseRef {
 	return &ref
 }
 
-func awaitTask(t *testing.T, e *engine.Engine, c engine.CreateTask, v engine.Verdict) engine.TaskID {
+func awaitTask(t *testing.T, e *embedded.Engine, c engine.CreateTask, v engine.Verdict) engine.TaskID {
 	t.Helper()
 	ctx := context.Background()
 	if c.Type == "" {

@@ -13,7 +13,10 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/storage"
@@ -112,7 +115,7 @@ func demoOrders() []demoOrder {
 // demo holds the state shared by the demo's phases.
 type demo struct {
 	cfg    demoConfig
-	e      *engine.Engine
+	e      *embedded.Engine
 	c      client.Client
 	rep    *reporter
 	shop   *shopState
@@ -158,7 +161,7 @@ func runDemo(ctx context.Context, cfg demoConfig) (err error) {
 	}
 	d.rep.plain("heddle demo: order sagas written against sdk/workflow, run by sdk/worker, started by sdk/client")
 	d.rep.plain("database: %s (%s)\n", dir, where)
-	d.e, err = engine.Open(engine.Config{Dir: dir, Clock: cfg.Clock, OnSchedulerError: d.problem})
+	d.e, err = embedded.Open(embedded.Config{Dir: dir, Clock: cfg.Clock, OnSchedulerError: d.problem})
 	if err != nil {
 		return fmt.Errorf("open engine: %w", err)
 	}
@@ -577,13 +580,13 @@ func (d *demo) summary(ctx context.Context) {
 	}
 }
 
-// verifyStore runs engine.Verify over one consistent read of the whole
+// verifyStore runs machine.Verify over one consistent read of the whole
 // store: histories legal, records, indexes and effects all in agreement.
 func (d *demo) verifyStore() error {
 	var problems []error
 	jobs := 0
 	err := d.e.DB().View(func(r *storage.Reader) error {
-		problems = engine.Verify(r, 0)
+		problems = machine.Verify(r, 0)
 		return r.Scan(storage.JobPrefix, nil, false, func(_, _ []byte) (bool, error) {
 			jobs++
 			return true, nil

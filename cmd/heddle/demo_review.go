@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/converter"
@@ -95,7 +97,7 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, cleanup()) }()
-	e, err := engine.Open(engine.Config{Dir: dir})
+	e, err := embedded.Open(embedded.Config{Dir: dir})
 	if err != nil {
 		return err
 	}

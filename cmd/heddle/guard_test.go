@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 )
 
 // hostGet asks url with the Host header host and returns the status and
@@ -39,7 +41,7 @@ func hostGet(t *testing.T, method, url, host, body string) (int, string) {
 // neither the API, nor the UI, nor the metrics, nor pprof. Before, every
 // Host was served, and a page started workflows under its own name.
 func TestLoopbackServerAnswersItsOwnNamesOnly(t *testing.T) {
-	d, err := startDev(engine.Config{Dir: t.TempDir()}, "127.0.0.1:0", &security{allowHosts: []string{"devbox.test"}}, nil)
+	d, err := startDev(embedded.Config{Dir: t.TempDir()}, "127.0.0.1:0", &security{allowHosts: []string{"devbox.test"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
 )
 
 func TestAPICloseAnswersRequestsAndCutsUnusedConnections(t *testing.T) {
-	d, err := startDev(engine.Config{Dir: t.TempDir()}, "127.0.0.1:0", nil, nil)
+	d, err := startDev(embedded.Config{Dir: t.TempDir()}, "127.0.0.1:0", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

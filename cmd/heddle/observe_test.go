@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/internal/metricstest"
 	"github.com/heddlewf/heddle/metrics"
 )
@@ -69,7 +71,7 @@ func TestLogFlagsAreChecked(t *testing.T) {
 
 // "heddle dev" serves its metrics, with the Go runtime's, and the probes.
 func TestDevServesMetricsAndProbes(t *testing.T) {
-	d, err := startDev(engine.Config{Dir: t.TempDir()}, "127.0.0.1:0", &security{token: "tok"}, nil)
+	d, err := startDev(embedded.Config{Dir: t.TempDir()}, "127.0.0.1:0", &security{token: "tok"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,9 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -23,7 +26,7 @@ func crashedDevDir(t *testing.T, n int) string {
 	t.Helper()
 	src := t.TempDir()
 	// Small logs keep the copy small.
-	e, err := engine.Open(engine.Config{Dir: src, DisableScheduler: true, Limits: engine.Limits{MaxPayloadBytes: 64 << 10},
+	e, err := embedded.Open(embedded.Config{Dir: src, DisableScheduler: true, Limits: engine.Limits{MaxPayloadBytes: 64 << 10},
 		Storage: storage.Options{MemTableBytes: 2 << 20, ValueLogFileBytes: 1 << 20}})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +96,7 @@ func TestRepairCommand(t *testing.T) {
 		t.Fatalf("repair of a sound directory: exit %d\n%s", code, out)
 	}
 	flipWAL(t, dir)
-	if _, err := engine.Open(engine.Config{Dir: dir}); !errors.Is(err, storage.ErrDamaged) {
+	if _, err := embedded.Open(embedded.Config{Dir: dir}); !errors.Is(err, storage.ErrDamaged) {
 		t.Fatalf("opening the damaged directory: %v, want ErrDamaged", err)
 	}
 	before := dirDigest(t, dir)
@@ -111,7 +114,7 @@ func TestRepairCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "no damage remains") {
 		t.Fatalf("repair --yes: exit %d\n%s", code, out)
 	}
-	e, err := engine.Open(engine.Config{Dir: dir, DisableScheduler: true})
+	e, err := embedded.Open(embedded.Config{Dir: dir, DisableScheduler: true})
 	if err != nil {
 		t.Fatalf("opening the repaired directory: %v", err)
 	}
@@ -123,7 +126,7 @@ func TestRepairCommand(t *testing.T) {
 	if _, err := e.Describe(context.Background(), engine.Target{WorkflowID: "wf-0"}); err != nil {
 		t.Fatalf("the first start after the repair: %v", err)
 	}
-	err = e.View(context.Background(), func(r *storage.Reader) error { return errors.Join(engine.Verify(r, 5)...) })
+	err = e.View(context.Background(), func(r *storage.Reader) error { return errors.Join(machine.Verify(r, 5)...) })
 	if err != nil {
 		t.Fatalf("the repaired store does not verify: %v", err)
 	}
@@ -138,7 +141,7 @@ func TestRepairCommandRefuses(t *testing.T) {
 	}
 	// A table damaged: nothing a repair can do, and it says what to do.
 	dir := t.TempDir()
-	e, err := engine.Open(engine.Config{Dir: dir, DisableScheduler: true})
+	e, err := embedded.Open(embedded.Config{Dir: dir, DisableScheduler: true})
 	if err != nil {
 		t.Fatal(err)
 	}

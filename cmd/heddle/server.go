@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/metrics"
 	"github.com/spf13/cobra"
@@ -163,7 +163,7 @@ func newDevCommand() *cobra.Command {
 		}
 		ctx, stop := untilSignal()
 		defer stop()
-		d, err := startDev(engine.Config{Dir: dir}, httpAddr, sec, log)
+		d, err := startDev(embedded.Config{Dir: dir}, httpAddr, sec, log)
 		if err != nil {
 			return err
 		}
@@ -191,7 +191,7 @@ func newDevCommand() *cobra.Command {
 
 // devServer is what "heddle dev" runs: an engine and its HTTP API.
 type devServer struct {
-	engine *engine.Engine
+	engine *embedded.Engine
 	api    *apiServer
 }
 
@@ -199,7 +199,7 @@ type devServer struct {
 // secured as sec says (nil: plain HTTP, open to all), with its metrics on
 // /metrics and its logs (Badger's included) to log (nil: none). The tests
 // of the workflow commands start the same server.
-func startDev(cfg engine.Config, httpAddr string, sec *security, log *slog.Logger) (*devServer, error) {
+func startDev(cfg embedded.Config, httpAddr string, sec *security, log *slog.Logger) (*devServer, error) {
 	if sec == nil {
 		sec = &security{}
 	}
@@ -215,7 +215,7 @@ func startDev(cfg engine.Config, httpAddr string, sec *security, log *slog.Logge
 		return nil, err
 	}
 	cfg.Metrics, cfg.Logger = m, log
-	e, err := engine.Open(cfg)
+	e, err := embedded.Open(cfg)
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}

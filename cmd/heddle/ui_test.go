@@ -10,13 +10,15 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 )
 
 // TestDevServesUI signs in to the UI of heddle dev on the API's address and
 // reads the workflows and cluster pages, with the API still answering
 // beside it.
 func TestDevServesUI(t *testing.T) {
-	d, err := startDev(engine.Config{Dir: t.TempDir()}, "127.0.0.1:0", &security{token: "tok"}, nil)
+	d, err := startDev(embedded.Config{Dir: t.TempDir()}, "127.0.0.1:0", &security{token: "tok"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,7 @@ func TestUIURL(t *testing.T) {
 // HTTP/2), so the scheme is decided when the server is made, not read back
 // from it (which raced with Serve and printed https://).
 func TestDevUIURLWhileServing(t *testing.T) {
-	d, err := startDev(engine.Config{Dir: t.TempDir()}, "127.0.0.1:0", nil, nil)
+	d, err := startDev(embedded.Config{Dir: t.TempDir()}, "127.0.0.1:0", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

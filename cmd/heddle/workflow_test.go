@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/converter"
@@ -65,7 +67,7 @@ func wfGate(ctx workflow.Context) (string, error) {
 // also answers queries.
 type wfEnv struct {
 	t    *testing.T
-	e    *engine.Engine
+	e    *embedded.Engine
 	addr string
 }
 
@@ -73,17 +75,17 @@ type wfEnv struct {
 // directory, the HTTP API on a free loopback port) and a worker.
 func newWFEnv(t *testing.T, token string) *wfEnv {
 	t.Helper()
-	return startWFEnv(t, engine.Config{Dir: t.TempDir()}, token)
+	return startWFEnv(t, embedded.Config{Dir: t.TempDir()}, token)
 }
 
 // newWFEnvInMemory is newWFEnv over an in-memory store, for the tests that
 // write a thousand records and would wait on the disk's syncs.
 func newWFEnvInMemory(t *testing.T) *wfEnv {
 	t.Helper()
-	return startWFEnv(t, engine.Config{InMemory: true}, "")
+	return startWFEnv(t, embedded.Config{InMemory: true}, "")
 }
 
-func startWFEnv(t *testing.T, cfg engine.Config, token string) *wfEnv {
+func startWFEnv(t *testing.T, cfg embedded.Config, token string) *wfEnv {
 	t.Helper()
 	t.Setenv("HEDDLE_ADDR", "")
 	t.Setenv("HEDDLE_TOKEN", "")

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -17,7 +19,7 @@ const testToken = "s3cret"
 // badFixture is a store holding one job in each state the bad requests
 // need, behind a server with small limits and a token.
 type badFixture struct {
-	e       *engine.Engine
+	e       *embedded.Engine
 	url     string
 	queued  engine.JobID    // Queued, workflow id "wf-queued"
 	running engine.JobID    // Running at attempt 1, step "s1" committed

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heddlewf/heddle/engine"
+
 	"github.com/heddlewf/heddle/metrics"
 )
 
@@ -109,7 +110,7 @@ type ServerConfig struct {
 	Logger *slog.Logger
 	// Ready decides GET /readyz: nil when the node may be sent work, else
 	// why not. Nil means the Cluster's Ready method (raftfsm.Node has
-	// one), else the Service's (engine.Engine has one), else always
+	// one), else the Service's (embedded.Engine has one), else always
 	// ready. GET /healthz answers whenever the server runs.
 	Ready func(ctx context.Context) error
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -17,7 +19,7 @@ import (
 func TestDiskFullIs507(t *testing.T) {
 	var free atomic.Uint64
 	free.Store(1 << 40)
-	e, err := engine.Open(engine.Config{Dir: t.TempDir(), DisableScheduler: true, Storage: storage.Options{
+	e, err := embedded.Open(embedded.Config{Dir: t.TempDir(), DisableScheduler: true, Storage: storage.Options{
 		ReserveBytes: 1 << 30,
 		FreeBytes:    func(string) (uint64, error) { return free.Load(), nil },
 	}})

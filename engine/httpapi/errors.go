@@ -126,6 +126,12 @@ var wireErrors = []wireError{
 	{"unsupported_media_type", http.StatusUnsupportedMediaType, ErrUnsupportedMediaType},
 	{"cross_origin", http.StatusForbidden, ErrCrossOrigin},
 	{"host_not_allowed", http.StatusForbidden, ErrHostNotAllowed},
+	// The review tasks' errors, after the job errors; they match sentinels
+	// no other entry matches.
+	{"unknown_task", http.StatusNotFound, engine.ErrUnknownTask},
+	{"task_exists", http.StatusConflict, engine.ErrTaskExists},
+	{"illegal_task_command", http.StatusConflict, engine.ErrIllegalTaskCommand},
+	{"stale_task_attempt", http.StatusConflict, engine.ErrStaleTaskAttempt},
 }
 
 // errorFor returns the status and body that answer err.

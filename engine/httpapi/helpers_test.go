@@ -16,14 +16,16 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/storage"
 )
 
 // openEngine opens an in-memory engine without a scheduler, so nothing but
 // the test's own commands ever changes the store.
-func openEngine(t testing.TB, lim engine.Limits) *engine.Engine {
+func openEngine(t testing.TB, lim engine.Limits) *embedded.Engine {
 	t.Helper()
-	e, err := engine.Open(engine.Config{InMemory: true, Limits: lim, DisableScheduler: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true, Limits: lim, DisableScheduler: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func newClient(t testing.TB, cfg ClientConfig) *Client {
 }
 
 // keyspaceHash hashes every key and value in the store.
-func keyspaceHash(t testing.TB, e *engine.Engine) string {
+func keyspaceHash(t testing.TB, e *embedded.Engine) string {
 	t.Helper()
 	h := sha256.New()
 	err := e.View(context.Background(), func(r *storage.Reader) error {

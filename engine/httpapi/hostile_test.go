@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -299,7 +301,7 @@ func TestStoredNonFiniteFloatStillReads(t *testing.T) {
 	j.Retry.BackoffCoefficient = math.NaN()
 	b := e.DB().NewBatch()
 	tx := b.Begin()
-	tx.Set(storage.JobKey(uint64(j.ID)), engine.EncodeJob(j))
+	tx.Set(storage.JobKey(uint64(j.ID)), machine.EncodeJob(j))
 	if err := b.Add(tx); err != nil {
 		t.Fatal(err)
 	}

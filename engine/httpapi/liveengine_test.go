@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/embedded"
 )
 
 // lookingService is countingService that also says, through the engine,
@@ -32,7 +34,7 @@ func (s *lookingService) MayHaveReady(queue string) (bool, error) {
 // commits.
 func TestClaimLongPollWaitsOutADeferral(t *testing.T) {
 	clk := clock.NewManual(time.UnixMilli(5_000_000))
-	e, err := engine.Open(engine.Config{InMemory: true, DisableScheduler: true, Clock: clk})
+	e, err := embedded.Open(embedded.Config{InMemory: true, DisableScheduler: true, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // committer is a Service that can say when something was committed
-// (*engine.Engine is one). A long poll over it re-checks only then, never
+// (*embedded.Engine is one). A long poll over it re-checks only then, never
 // on a timer.
 type committer interface {
 	Committed() <-chan struct{}
@@ -82,7 +82,7 @@ func (s *Server) releaseClaimed(ctx context.Context, jobs []engine.ClaimedJob) {
 	}
 }
 
-// readyChecker is implemented by *engine.Engine: it says from local state
+// readyChecker is implemented by *embedded.Engine: it says from local state
 // whether a claim could find anything.
 type readyChecker interface {
 	MayHaveReady(queue string) (bool, error)

@@ -10,18 +10,20 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 )
 
 // countingService counts the claims the server proposes and reports each
 // empty one, so a test knows the long poll is waiting.
 type countingService struct {
 	engine.Service
-	e       *engine.Engine
+	e       *embedded.Engine
 	claims  atomic.Int64
 	emptied chan struct{} // receives after every claim that found nothing
 }
 
-func newCountingService(e *engine.Engine) *countingService {
+func newCountingService(e *embedded.Engine) *countingService {
 	return &countingService{Service: e, e: e, emptied: make(chan struct{}, 100)}
 }
 

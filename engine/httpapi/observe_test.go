@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/internal/metricstest"
 	"github.com/heddlewf/heddle/metrics"
 )
@@ -55,7 +57,7 @@ func TestProbesNeedNoToken(t *testing.T) {
 // /readyz answers what the engine, the cluster or ServerConfig.Ready say;
 // the client's Ready maps a refusal back to ErrNotReady.
 func TestReadyz(t *testing.T) {
-	e, err := engine.Open(engine.Config{InMemory: true, DisableScheduler: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true, DisableScheduler: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func (s *Server) resources(c *call) (any, error) {
 }
 
 // resourceWaiters answers the resource waiter queue. It needs a Service
-// that also implements engine.ResourceWaiterReader, as *engine.Engine
+// that also implements engine.ResourceWaiterReader, as *embedded.Engine
 // does; with another it answers no_route.
 func (s *Server) resourceWaiters(c *call) (any, error) {
 	wr, ok := s.cfg.Service.(engine.ResourceWaiterReader)

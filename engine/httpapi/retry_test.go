@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -82,7 +84,7 @@ func (h *faultyHandler) requestIDs() []string {
 	return append([]string(nil), h.ids...)
 }
 
-func faultyNode(t *testing.T, e *engine.Engine, faults ...fault) (*faultyHandler, *httptest.Server) {
+func faultyNode(t *testing.T, e *embedded.Engine, faults ...fault) (*faultyHandler, *httptest.Server) {
 	t.Helper()
 	s, err := NewServer(ServerConfig{Service: e})
 	if err != nil {
@@ -97,7 +99,7 @@ func faultyNode(t *testing.T, e *engine.Engine, faults ...fault) (*faultyHandler
 	return h, hs
 }
 
-func countJobs(t *testing.T, e *engine.Engine) int {
+func countJobs(t *testing.T, e *embedded.Engine) int {
 	t.Helper()
 	page, err := e.List(context.Background(), engine.ListQuery{})
 	if err != nil {

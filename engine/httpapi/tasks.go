@@ -12,19 +12,8 @@ import (
 	"github.com/heddlewf/heddle/engine"
 )
 
-// The review tasks' wire errors. They are added to wireErrors here, after
-// the job errors, and match sentinels no other entry matches.
-func init() {
-	wireErrors = append(wireErrors,
-		wireError{"unknown_task", http.StatusNotFound, engine.ErrUnknownTask},
-		wireError{"task_exists", http.StatusConflict, engine.ErrTaskExists},
-		wireError{"illegal_task_command", http.StatusConflict, engine.ErrIllegalTaskCommand},
-		wireError{"stale_task_attempt", http.StatusConflict, engine.ErrStaleTaskAttempt},
-	)
-}
-
 // taskRoutes registers the review task routes (doc.go lists them). They
-// need a Service that also implements engine.TaskService, as *engine.Engine
+// need a Service that also implements engine.TaskService, as *embedded.Engine
 // does; with another the routes answer no_route.
 func (s *Server) taskRoutes() {
 	ts, _ := s.cfg.Service.(engine.TaskService)
@@ -124,7 +113,7 @@ func (s *Server) taskRoutes() {
 	}))
 }
 
-// taskClaimWaiter is implemented by *engine.Engine: a task claim that
+// taskClaimWaiter is implemented by *embedded.Engine: a task claim that
 // waits for commits instead of polling.
 type taskClaimWaiter interface {
 	ClaimTasksWait(context.Context, engine.ClaimTasks) ([]engine.ClaimedTask, error)

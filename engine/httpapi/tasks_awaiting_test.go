@@ -8,11 +8,13 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 )
 
 // awaitingTask moves a new task of job to APPROVAL_REQUIRED (verdict
 // approve) or INTERVENTION_REQUIRED (verdict intervene) on e.
-func awaitingTask(t *testing.T, e *engine.Engine, job, queue string, v engine.Verdict) engine.TaskID {
+func awaitingTask(t *testing.T, e *embedded.Engine, job, queue string, v engine.Verdict) engine.TaskID {
 	t.Helper()
 	ctx := context.Background()
 	res, err := e.CreateTask(ctx, engine.CreateTask{Job: job, Phase: "draft", Queue: queue, Type: "write", AutoReview: true})

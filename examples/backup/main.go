@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -26,7 +29,7 @@ import (
 // backup writes the engine's whole store, as of one moment, to the file at
 // path. The engine goes on applying commands meanwhile; they are not in the
 // backup. The file is synced before backup returns.
-func backup(e *engine.Engine, path string) (info storage.SnapshotInfo, err error) {
+func backup(e *embedded.Engine, path string) (info storage.SnapshotInfo, err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return info, err
@@ -120,7 +123,7 @@ func run() (err error) {
 	}
 	defer func() { err = errors.Join(err, stop(e, w)) }()
 	var problems []error
-	if err := e.View(ctx, func(r *storage.Reader) error { problems = engine.Verify(r, 10); return nil }); err != nil {
+	if err := e.View(ctx, func(r *storage.Reader) error { problems = machine.Verify(r, 10); return nil }); err != nil {
 		return err
 	}
 	if len(problems) > 0 {
@@ -154,8 +157,8 @@ func run() (err error) {
 // short because a backup records leases too: a run that a worker held when
 // the backup was taken is claimed on the restored copy only once that lease
 // has expired.
-func start(dir string) (*engine.Engine, worker.Worker, error) {
-	e, err := engine.Open(engine.Config{Dir: dir})
+func start(dir string) (*embedded.Engine, worker.Worker, error) {
+	e, err := embedded.Open(embedded.Config{Dir: dir})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -167,6 +170,6 @@ func start(dir string) (*engine.Engine, worker.Worker, error) {
 	return e, w, nil
 }
 
-func stop(e *engine.Engine, w worker.Worker) error {
+func stop(e *embedded.Engine, w worker.Worker) error {
 	return errors.Join(w.Shutdown(context.Background()), e.Close())
 }

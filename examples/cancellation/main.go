@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -110,7 +112,7 @@ func scenes() (err error) {
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
 
-	e, err := engine.Open(engine.Config{Dir: dir})
+	e, err := embedded.Open(embedded.Config{Dir: dir})
 	if err != nil {
 		return err
 	}

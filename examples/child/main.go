@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -72,7 +74,7 @@ func run() (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-	e, err := engine.Open(engine.Config{Dir: dir})
+	e, err := embedded.Open(embedded.Config{Dir: dir})
 	if err != nil {
 		return err
 	}

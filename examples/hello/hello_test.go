@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -17,7 +19,7 @@ import (
 // testEnv is an in-memory engine and a worker for Order on one manual
 // clock: durable timers fire only when the test moves the clock.
 type testEnv struct {
-	e     *engine.Engine
+	e     *embedded.Engine
 	c     client.Client
 	clock *clock.Manual
 }
@@ -25,7 +27,7 @@ type testEnv struct {
 func newTestEnv(t *testing.T) *testEnv {
 	t.Helper()
 	clk := clock.NewManual(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
-	e, err := engine.Open(engine.Config{InMemory: true, Clock: clk})
+	e, err := embedded.Open(embedded.Config{InMemory: true, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/temporal"
@@ -65,7 +65,7 @@ func run(dir string) (err error) {
 
 	// The engine lives in this program; client.Dial with a HostPort instead
 	// reaches a heddle node over HTTP.
-	e, err := engine.Open(engine.Config{Dir: dir})
+	e, err := embedded.Open(embedded.Config{Dir: dir})
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/interceptor"
@@ -182,7 +182,7 @@ func main() {
 func run() (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	e, err := engine.Open(engine.Config{InMemory: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true})
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -107,7 +107,7 @@ func run() (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-	e, err := engine.Open(engine.Config{Dir: dir})
+	e, err := embedded.Open(embedded.Config{Dir: dir})
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -84,7 +84,7 @@ func main() {
 func run() (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	e, err := engine.Open(engine.Config{InMemory: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true})
 	if err != nil {
 		return err
 	}

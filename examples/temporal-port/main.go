@@ -16,7 +16,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/examples/temporal-port/childsignal"
 	"github.com/heddlewf/heddle/examples/temporal-port/greetings"
@@ -41,7 +41,7 @@ func main() {
 }
 
 func run() (err error) {
-	e, err := engine.Open(engine.Config{InMemory: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heddlewf/heddle/engine"
+
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/internal/tracing"
@@ -144,7 +145,7 @@ type Options struct {
 	// when Service is set.
 	HostPort string
 	// Service, if set, is what the client talks to instead of HostPort:
-	// an embedded engine (*engine.Engine) or any engine.Service.
+	// an embedded engine (*embedded.Engine) or any engine.Service.
 	Service engine.Service
 	// Namespace must be "" or "default": heddle has no namespaces.
 	Namespace string
@@ -258,7 +259,7 @@ func DialContext(ctx context.Context, options Options) (Client, error) {
 	return NewWithOptions(hc, options), nil
 }
 
-// New returns a client of e: an *engine.Engine in-process, or a remote
+// New returns a client of e: an *embedded.Engine in-process, or a remote
 // service (engine/httpapi) for a node or a cluster.
 func New(e engine.Service) Client { return NewWithOptions(e, Options{}) }
 

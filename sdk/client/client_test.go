@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/temporal"
@@ -35,9 +37,9 @@ func Tally(ctx workflow.Context) (int, error) {
 	}
 }
 
-func openEngine(t *testing.T) *engine.Engine {
+func openEngine(t *testing.T) *embedded.Engine {
 	t.Helper()
-	e, err := engine.Open(engine.Config{InMemory: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func openEngine(t *testing.T) *engine.Engine {
 }
 
 // serve serves e over HTTP and returns the server's URL.
-func serve(t *testing.T, e *engine.Engine) string {
+func serve(t *testing.T, e *embedded.Engine) string {
 	t.Helper()
 	s, err := httpapi.NewServer(httpapi.ServerConfig{Service: e})
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -31,7 +33,7 @@ func Title(ctx context.Context, name string) (string, error) { return "Dr.", nil
 // an engine, a worker that runs the task queue's code, and a client.
 func Example() {
 	ctx := context.Background()
-	e, err := engine.Open(engine.Config{InMemory: true}) // engine.Config{Dir: "data"} keeps it on disk
+	e, err := embedded.Open(embedded.Config{InMemory: true}) // embedded.Config{Dir: "data"} keeps it on disk
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -68,8 +70,8 @@ func Example() {
 
 // setUp opens an in-memory engine with a worker for the "greetings" queue
 // that runs the given workflows and Title, as Example does; stop closes both.
-func setUp(workflows ...any) (e *engine.Engine, w worker.Worker, stop func()) {
-	e, err := engine.Open(engine.Config{InMemory: true})
+func setUp(workflows ...any) (e *embedded.Engine, w worker.Worker, stop func()) {
+	e, err := embedded.Open(embedded.Config{InMemory: true})
 	if err != nil {
 		log.Fatal(err)
 	}

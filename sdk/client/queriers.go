@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/heddlewf/heddle/engine"
+
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/converter"
@@ -39,7 +40,7 @@ type querierKey struct {
 }
 
 // serviceKey is what a client's workers are registered under: the service
-// itself when it can be a map key (an *engine.Engine or an
+// itself when it can be a map key (an *embedded.Engine or an
 // *httpapi.Client are pointers), else the client, whose own workers only
 // then answer its queries.
 func (c *workflowClient) serviceKey() any {

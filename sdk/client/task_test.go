@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/client"
 )
 
@@ -13,7 +15,7 @@ import (
 // illegal approval refused with the state, then canceled; the manifest
 // read back.
 func TestClientTaskCommands(t *testing.T) {
-	e, err := engine.Open(engine.Config{InMemory: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}

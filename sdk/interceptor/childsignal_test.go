@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/interceptor"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -37,7 +37,7 @@ func Signaller(ctx workflow.Context) (string, error) {
 func TestSignalChildWorkflow(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	e, err := engine.Open(engine.Config{InMemory: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/interceptor"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -74,7 +74,7 @@ func GreetOnce(ctx workflow.Context) (string, error) {
 func TestClientInterceptorsReachWorkers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	e, err := engine.Open(engine.Config{InMemory: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 )
 
 // recorded is what the environment keeps of its runs once the engine is
@@ -23,7 +25,7 @@ type recorded struct {
 }
 
 // record reads every job and its history out of e.
-func record(e *engine.Engine) (*recorded, error) {
+func record(e *embedded.Engine) (*recorded, error) {
 	ctx := context.Background()
 	r := &recorded{jobs: map[engine.JobID]*engine.Job{}, histories: map[engine.JobID][]engine.Event{}, latest: map[string]engine.JobID{}}
 	q := engine.ListQuery{Limit: engine.MaxPage}

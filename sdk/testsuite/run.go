@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
@@ -20,9 +22,9 @@ import (
 // liveRun is the engine and the workers of an ExecuteWorkflow in progress.
 // Only the driver's goroutine (and the delayed callbacks it runs) uses it.
 type liveRun struct {
-	eng     *engine.Engine
+	eng     *embedded.Engine
 	cl      client.Client
-	sched   *engine.Scheduler // reads the engine's deadlines; never run
+	sched   *embedded.Scheduler // reads the engine's deadlines; never run
 	workers map[string]worker.Worker
 	queue   string // the root's task queue
 	rootID  string // the root's workflow id
@@ -91,12 +93,12 @@ func (env *TestWorkflowEnvironment) ExecuteWorkflow(workflowFn any, args ...any)
 
 // open opens the in-memory engine on the environment's timeline.
 func (env *TestWorkflowEnvironment) open(queue string) (*liveRun, error) {
-	e, err := engine.Open(engine.Config{InMemory: true, Clock: env.tl, Logger: env.logger,
+	e, err := embedded.Open(embedded.Config{InMemory: true, Clock: env.tl, Logger: env.logger,
 		Limits: engine.Limits{MaxLeaseMS: leaseTTL.Milliseconds()}})
 	if err != nil {
 		return nil, err
 	}
-	return &liveRun{eng: e, cl: client.New(e), sched: engine.NewScheduler(e.Log(), e.DB(), env.tl, 0),
+	return &liveRun{eng: e, cl: client.New(e), sched: embedded.NewScheduler(e.Log(), e.DB(), env.tl, 0),
 		workers: map[string]worker.Worker{}, queue: queue, closing: make(chan struct{})}, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/converter"
@@ -29,12 +31,12 @@ func overHTTP() bool { return os.Getenv(backendEnv) == "http" || overCluster() }
 // a test shares one server (and its query broker).
 var remotes = struct {
 	sync.Mutex
-	m map[*engine.Engine]*httpapi.Client
-}{m: map[*engine.Engine]*httpapi.Client{}}
+	m map[*embedded.Engine]*httpapi.Client
+}{m: map[*embedded.Engine]*httpapi.Client{}}
 
 // service is what the tests give worker.New and client.New: e itself, or,
 // over HTTP, a client of a server serving e.
-func service(t testing.TB, e *engine.Engine) engine.Service {
+func service(t testing.TB, e *embedded.Engine) engine.Service {
 	t.Helper()
 	if !overHTTP() {
 		return e
@@ -45,7 +47,7 @@ func service(t testing.TB, e *engine.Engine) engine.Service {
 // remote returns the HTTP client of e's server, starting the server on
 // first use. The server is shut down by a cleanup registered then: cleanups
 // run last-in first-out, so workers started afterwards stop before it.
-func remote(t testing.TB, e *engine.Engine) *httpapi.Client {
+func remote(t testing.TB, e *embedded.Engine) *httpapi.Client {
 	t.Helper()
 	remotes.Lock()
 	defer remotes.Unlock()
@@ -76,7 +78,7 @@ func remote(t testing.TB, e *engine.Engine) *httpapi.Client {
 // querier is the Querier a test's client asks: the worker itself, or, over
 // HTTP, the remote client, with the worker answering through the server's
 // query broker as a separate worker process would.
-func querier(t testing.TB, e *engine.Engine, queue string, w worker.Worker) client.Querier {
+func querier(t testing.TB, e *embedded.Engine, queue string, w worker.Worker) client.Querier {
 	t.Helper()
 	if !overHTTP() {
 		return w

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -53,18 +55,18 @@ func BenchResume(ctx workflow.Context, n int) (int, error) {
 	return v, nil
 }
 
-func benchEngine(b *testing.B) (*engine.Engine, worker.Worker) {
+func benchEngine(b *testing.B) (*embedded.Engine, worker.Worker) {
 	b.Helper()
 	old := worker.SetVerifyOwnEvents(false) // measure the worker as it ships
 	b.Cleanup(func() { worker.SetVerifyOwnEvents(old) })
-	var e *engine.Engine
+	var e *embedded.Engine
 	if overCluster() {
 		// Three Raft nodes on loopback; the worker and the clients reach
 		// them over HTTP (HEDDLE_SDK_BACKEND=cluster).
 		e = openCluster(b)
 	} else {
 		var err error
-		if e, err = engine.Open(engine.Config{Dir: b.TempDir()}); err != nil {
+		if e, err = embedded.Open(embedded.Config{Dir: b.TempDir()}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -70,7 +70,7 @@ func TwoAtOnce(ctx workflow.Context) (time.Duration, error) {
 // when that clock reads a time long past.
 func TestClockProbeAndScheduleToCloseOnAManualClock(t *testing.T) {
 	clk := &probingClock{Manual: clock.NewManual(time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC))}
-	e, err := engine.Open(engine.Config{InMemory: true, Clock: clk.Manual})
+	e, err := embedded.Open(embedded.Config{InMemory: true, Clock: clk.Manual})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/raftfsm"
 )
@@ -23,7 +25,7 @@ import (
 func overCluster() bool { return os.Getenv(backendEnv) == "cluster" }
 
 // openCluster starts the cluster and registers its client as e's remote.
-func openCluster(t testing.TB) *engine.Engine {
+func openCluster(t testing.TB) *embedded.Engine {
 	t.Helper()
 	root := t.TempDir()
 	var nodes []*raftfsm.Node

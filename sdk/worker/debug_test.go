@@ -5,10 +5,12 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 )
 
 // dumpJobs logs every job and its history, to explain a test that timed out.
-func dumpJobs(t *testing.T, e *engine.Engine) {
+func dumpJobs(t *testing.T, e *embedded.Engine) {
 	t.Helper()
 	page, err := e.List(context.Background(), engine.ListQuery{Limit: 100})
 	if err != nil {

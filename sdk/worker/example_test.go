@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -46,7 +46,7 @@ func Retrying(ctx workflow.Context) (string, error) {
 func ExampleNew() {
 	busyCalls.Store(0)
 	ctx := context.Background()
-	e, err := engine.Open(engine.Config{InMemory: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func ShoutV2(ctx workflow.Context, s string) (string, error) {
 // testdata/, read by ReplayWorkflowHistoryFromJSONFile).
 func ExampleWorkflowReplayer() {
 	ctx := context.Background()
-	e, err := engine.Open(engine.Config{InMemory: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true})
 	if err != nil {
 		log.Fatal(err)
 	}

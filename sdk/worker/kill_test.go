@@ -19,6 +19,9 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -121,7 +124,7 @@ func KillSeq3(ctx workflow.Context) ([]string, error) {
 	return keys, nil
 }
 
-func newKillWorker(t testing.TB, e *engine.Engine, onError func(engine.JobID, error)) (worker.Worker, error) {
+func newKillWorker(t testing.TB, e *embedded.Engine, onError func(engine.JobID, error)) (worker.Worker, error) {
 	w := worker.New(client.New(service(t, e)), killQueue, worker.Options{LeaseTTL: time.Second, OnError: onError})
 	w.RegisterWorkflow(KillSeq3)
 	w.RegisterActivity(KillStep)
@@ -145,7 +148,7 @@ func runKillScenario(t *testing.T, mode string, inFlight int) {
 	killChildAtReady(t, mode, dir, counter)
 
 	setKillConfig(counter, -1, false)
-	e, err := engine.Open(engine.Config{Dir: dir, OnSchedulerError: func(err error) { t.Logf("scheduler: %v", err) }})
+	e, err := embedded.Open(embedded.Config{Dir: dir, OnSchedulerError: func(err error) { t.Logf("scheduler: %v", err) }})
 	if err != nil {
 		t.Fatalf("reopen after SIGKILL: %v", err)
 	}
@@ -194,7 +197,7 @@ func runKillScenario(t *testing.T, mode string, inFlight int) {
 		t.Fatal(err)
 	}
 	var errs []error
-	if err := e.DB().View(func(r *storage.Reader) error { errs = engine.Verify(r, 20); return nil }); err != nil {
+	if err := e.DB().View(func(r *storage.Reader) error { errs = machine.Verify(r, 20); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for _, err := range errs {
@@ -297,7 +300,7 @@ func TestWorkerKillChild(t *testing.T) {
 	default:
 		t.Fatalf("unknown mode %q", mode)
 	}
-	e, err := engine.Open(engine.Config{Dir: dir, OnSchedulerError: func(err error) { fmt.Fprintf(os.Stderr, "scheduler: %v\n", err) }})
+	e, err := embedded.Open(embedded.Config{Dir: dir, OnSchedulerError: func(err error) { fmt.Fprintf(os.Stderr, "scheduler: %v\n", err) }})
 	if err != nil {
 		t.Fatal(err)
 	}

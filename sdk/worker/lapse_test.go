@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
 	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -45,7 +47,7 @@ func LapseWorkflow(ctx workflow.Context) error {
 // cancelled, nothing is committed, and the error says the lease lapsed.
 func TestLeaseLapseStopsTheTurn(t *testing.T) {
 	lapse.started, lapse.cancelled = make(chan struct{}), make(chan struct{})
-	e, err := engine.Open(engine.Config{InMemory: true, DisableScheduler: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true, DisableScheduler: true})
 	if err != nil {
 		t.Fatal(err)
 	}

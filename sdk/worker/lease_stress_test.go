@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -106,12 +108,12 @@ func (s slowBeats) Heartbeat(ctx context.Context, c engine.Heartbeat) (*engine.H
 // openDurable is open with the engine on a directory, so that commits
 // wait for the disk as they do in production (in-process backends only;
 // a cluster is on directories already).
-func openDurable(t *testing.T) *engine.Engine {
+func openDurable(t *testing.T) *embedded.Engine {
 	t.Helper()
 	if overCluster() {
 		return openCluster(t)
 	}
-	e, err := engine.Open(engine.Config{Dir: t.TempDir()})
+	e, err := embedded.Open(embedded.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -203,7 +205,7 @@ func ReplayOrderVersioned(ctx workflow.Context, item string, amount int) (string
 // engine, with the "approve" signal, and returns its history.
 func recordOrder(t *testing.T, fn any) []engine.Event {
 	t.Helper()
-	e, err := engine.Open(engine.Config{InMemory: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -30,7 +32,7 @@ func ChildThenEnd(ctx workflow.Context, key string) error {
 // cannot terminate.
 func TestWorkerTokenClosesItsChildren(t *testing.T) {
 	key := newProbe(t)
-	e, err := engine.Open(engine.Config{InMemory: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -51,7 +53,7 @@ func waitStepState(t *testing.T, svc engine.Service, id, step string, state engi
 
 // stepTypes lists the step events of a workflow's history, as
 // "type@step#attempt[resource]".
-func stepTypes(t *testing.T, e *engine.Engine, id string) []string {
+func stepTypes(t *testing.T, e *embedded.Engine, id string) []string {
 	t.Helper()
 	j, err := e.Describe(context.Background(), engine.Target{WorkflowID: id})
 	if err != nil {
@@ -330,7 +332,7 @@ func CriticFlow(ctx workflow.Context, critic string) (string, error) {
 	return s, err
 }
 
-func startCriticWorker(t *testing.T, e *engine.Engine, queue string, cache int) {
+func startCriticWorker(t *testing.T, e *embedded.Engine, queue string, cache int) {
 	startWorker(t, e, queue, worker.Options{CacheSize: cache}, func(w worker.Worker) {
 		w.RegisterWorkflow(CriticFlow)
 		w.RegisterActivity(Roll)
@@ -433,7 +435,7 @@ func registerConfirm(w worker.Worker) {
 // activity's next try.
 func TestNeedsUserSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	var e *engine.Engine
+	var e *embedded.Engine
 	reopen := func() {
 		if overCluster() {
 			if e == nil {
@@ -445,7 +447,7 @@ func TestNeedsUserSurvivesRestart(t *testing.T) {
 			closeOK(t, e)
 		}
 		var err error
-		if e, err = engine.Open(engine.Config{Dir: dir}); err != nil {
+		if e, err = embedded.Open(embedded.Config{Dir: dir}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -67,7 +70,7 @@ func TaskKillFlow(ctx workflow.Context) (int, error) {
 	return out, err
 }
 
-func newTaskKillWorker(t testing.TB, e *engine.Engine) worker.Worker {
+func newTaskKillWorker(t testing.TB, e *embedded.Engine) worker.Worker {
 	w := worker.New(client.New(e), taskKillQueue, worker.Options{LeaseTTL: time.Second,
 		OnError: func(job engine.JobID, err error) { fmt.Fprintf(os.Stderr, "worker error on job %d: %v\n", job, err) }})
 	w.RegisterWorkflow(TaskKillFlow)
@@ -118,7 +121,7 @@ func runTaskKill(t *testing.T, side string, stuck engine.TaskState) {
 		t.Fatalf("the child ended with %v, not by SIGKILL", werr)
 	}
 
-	e, err := engine.Open(engine.Config{Dir: dir})
+	e, err := embedded.Open(embedded.Config{Dir: dir})
 	if err != nil {
 		t.Fatalf("reopen after SIGKILL: %v", err)
 	}
@@ -153,7 +156,7 @@ func runTaskKill(t *testing.T, side string, stuck engine.TaskState) {
 		t.Fatalf("recovered at %d, before the lease expired at %d", expired[0].AtMS, before.LeaseExpiryMS)
 	}
 	var errs []error
-	if err := e.DB().View(func(r *storage.Reader) error { errs = engine.Verify(r, 20); return nil }); err != nil {
+	if err := e.DB().View(func(r *storage.Reader) error { errs = machine.Verify(r, 20); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for _, err := range errs {
@@ -169,7 +172,7 @@ func TestTaskKillChild(t *testing.T) {
 		t.Skip("run by the task kill tests only")
 	}
 	taskKillBlock = os.Getenv(taskKillModeEnv)
-	e, err := engine.Open(engine.Config{Dir: dir})
+	e, err := embedded.Open(embedded.Config{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heddlewf/heddle/engine"
+
 	"github.com/heddlewf/heddle/engine/clock"
 	"github.com/heddlewf/heddle/internal/backoff"
 	"github.com/heddlewf/heddle/internal/sdkhook"

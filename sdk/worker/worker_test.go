@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -95,12 +98,12 @@ func OrderWorkflow(ctx workflow.Context, item string, amount int) (string, error
 	return fmt.Sprintf("%s %s %s %s %s", r, token, approval, c, s), nil
 }
 
-func open(t *testing.T) *engine.Engine {
+func open(t *testing.T) *embedded.Engine {
 	t.Helper()
 	if overCluster() {
 		return openCluster(t)
 	}
-	e, err := engine.Open(engine.Config{InMemory: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +115,7 @@ func open(t *testing.T) *engine.Engine {
 // whatever register adds before it starts: a test whose job exists before
 // its worker must register its types here, or the worker may claim the job
 // before they are known.
-func startWorker(t *testing.T, e *engine.Engine, queue string, opts worker.Options, register ...func(worker.Worker)) worker.Worker {
+func startWorker(t *testing.T, e *embedded.Engine, queue string, opts worker.Options, register ...func(worker.Worker)) worker.Worker {
 	t.Helper()
 	return startWorkerOn(t, service(t, e), queue, opts, register...)
 }
@@ -143,12 +146,12 @@ func startWorkerOn(t *testing.T, svc engine.Service, queue string, opts worker.O
 	return w
 }
 
-func verify(t *testing.T, e *engine.Engine) {
+func verify(t *testing.T, e *embedded.Engine) {
 	t.Helper()
 	var errs []error
 	// A stale read: on a cluster the leader's own state, which holds every
 	// write the test saw acknowledged.
-	err := e.View(engine.WithStaleRead(context.Background()), func(r *storage.Reader) error { errs = engine.Verify(r, 5); return nil })
+	err := e.View(engine.WithStaleRead(context.Background()), func(r *storage.Reader) error { errs = machine.Verify(r, 5); return nil })
 	if err != nil {
 		t.Fatalf("reading the store to verify it: %v", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -19,7 +19,7 @@ import (
 func runWorkflow(wf any, activities map[string]any, resultPtr any, args ...any) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	e, err := engine.Open(engine.Config{InMemory: true})
+	e, err := embedded.Open(embedded.Config{InMemory: true})
 	if err != nil {
 		return err
 	}

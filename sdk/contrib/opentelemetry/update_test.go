@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/contrib/opentelemetry"
 	"github.com/heddlewf/heddle/sdk/interceptor"
@@ -48,7 +48,7 @@ func TestSignalWithStartAndUpdateSpans(t *testing.T) {
 			tracingInterceptor, rec := newTracing(t, tc.opts)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			e, err := engine.Open(engine.Config{InMemory: true})
+			e, err := embedded.Open(embedded.Config{InMemory: true})
 			if err != nil {
 				t.Fatal(err)
 			}

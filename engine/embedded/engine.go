@@ -1,0 +1,554 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/clock"
+	"github.com/heddlewf/heddle/engine/machine"
+	"github.com/heddlewf/heddle/internal/slogbridge"
+	"github.com/heddlewf/heddle/metrics"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// Config configures Open. The zero value is invalid only in that it names no
+// storage: set Dir, or InMemory for tests. Every other zero field takes its
+// documented default.
+type Config struct {
+	// Dir is the database directory (created if missing).
+	Dir string
+	// InMemory keeps everything in memory; nothing survives Close.
+	InMemory bool
+	// Storage tunes Badger and the free-space reserve below which writes
+	// fail with ErrNoSpace (Storage.ReserveBytes: 0 keeps
+	// storage.DefaultReserveBytes free, -1 turns it off); its Dir and
+	// InMemory are taken from above.
+	Storage storage.Options
+	// Limits bound what one command may carry.
+	Limits engine.Limits
+	// Clock stamps commands and drives the scheduler; nil means clock.Wall().
+	Clock clock.Clock
+	// MaxBatchCommands bounds one group commit; 0 means 1024.
+	MaxBatchCommands int
+	// SchedulerBatch bounds the jobs of one timer, reclaim, release or
+	// deadline proposal; 0 means DefaultSchedulerBatch, or Limits.MaxBatch
+	// when that is smaller. It must not exceed Limits.MaxBatch.
+	SchedulerBatch int
+	// DisableScheduler leaves timers, expired leases, retry delays and job
+	// deadlines to the caller (tests drive them by proposing FireTimers,
+	// Reclaim, ReleaseDelayed, ExpireDeadlines).
+	DisableScheduler bool
+	// OnSchedulerError receives errors the scheduler met; nil drops them.
+	OnSchedulerError func(error)
+	// Metrics, if set, records the engine's metrics (package metrics); nil
+	// records none and costs nothing. Opening counts the open jobs once,
+	// from the status index.
+	Metrics *metrics.Metrics
+	// Logger, if set, receives Badger's logs through log/slog (unless
+	// Storage.Logger is set; Badger's informational lines at Debug) and the
+	// scheduler's errors at Warn (unless OnSchedulerError is set).
+	Logger *slog.Logger
+}
+
+// Validate reports the first invalid field of c.
+func (c Config) Validate() error {
+	so := c.storageOptions()
+	if err := so.Validate(); err != nil {
+		return err
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return err
+	}
+	if c.MaxBatchCommands < 0 || c.SchedulerBatch < 0 {
+		return fmt.Errorf("%w: Config.MaxBatchCommands and SchedulerBatch must not be negative", engine.ErrInvalidCommand)
+	}
+	if _, err := SchedulerBatch(c.SchedulerBatch, c.Limits); err != nil {
+		return err
+	}
+	lim := c.Limits.WithDefaults()
+	if maxBatch := storage.MaxBatchBytes(so); int64(lim.MaxPayloadBytes)*2 > maxBatch {
+		return fmt.Errorf("%w: Limits.MaxPayloadBytes %d does not fit twice into one storage batch of %d bytes (raise Storage.MemTableBytes)",
+			engine.ErrInvalidCommand, lim.MaxPayloadBytes, maxBatch)
+	}
+	return nil
+}
+
+func (c Config) storageOptions() storage.Options {
+	so := c.Storage
+	so.Dir, so.InMemory = c.Dir, c.InMemory
+	if so.Logger == nil && c.Logger != nil {
+		so.Logger = slogbridge.Badger(c.Logger)
+	}
+	return so
+}
+
+// Engine is heddle's command and query surface over a Backend: the
+// embedded one Open builds (a database directory, the local log that applies
+// commands to it, and the scheduler), or a Raft node's (package raftfsm).
+// All methods are safe for concurrent use.
+type Engine struct {
+	db      *storage.DB // the embedded database; nil over another Backend
+	log     Log
+	local   *LocalLog // the embedded log; nil over another Backend
+	store   Viewer
+	barrier func(context.Context) error
+	sched   *Scheduler
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	limits  engine.Limits
+	onClose func() error
+
+	commitMu sync.Mutex
+	commitCh chan struct{} // closed and replaced after every durable batch
+	// jobWaiters are closed when their job's record is written: WaitClosed
+	// of one job wakes for that job's changes only, not for every commit.
+	jobWaiters map[engine.JobID][]chan struct{}
+}
+
+// Viewer gives consistent reads of the applied state. *storage.DB is one;
+// a Raft node's state machine is another (its database may be swapped by a
+// snapshot restore between two calls, never during one).
+type Viewer interface {
+	View(fn func(r *storage.Reader) error) error
+}
+
+// Backend is what New builds an Engine over.
+type Backend struct {
+	// Log applies commands. Required.
+	Log Log
+	// Store reads the state Log's commands were applied to. Required.
+	Store Viewer
+	// ReadBarrier, if set, runs before every read and returns once Store
+	// reflects every command acknowledged before the read began (a Raft
+	// read-index); reads fail with its error. Nil means Store is always
+	// current, as in embedded mode.
+	ReadBarrier func(ctx context.Context) error
+	// Limits are the limits Log's machine enforces (for callers' checks).
+	Limits engine.Limits
+	// OnClose, if set, is called by Close.
+	OnClose func() error
+}
+
+// New returns an Engine over b. It runs no scheduler: the backend owns
+// timers and leases (a Raft node runs one on the leader only). The backend
+// must call NotifyCommitted after every applied batch that wrote something.
+func New(b Backend) (*Engine, error) {
+	if b.Log == nil || b.Store == nil {
+		return nil, fmt.Errorf("%w: engine.Backend needs Log and Store", engine.ErrInvalidCommand)
+	}
+	if err := b.Limits.Validate(); err != nil {
+		return nil, err
+	}
+	return &Engine{log: b.Log, store: b.Store, barrier: b.ReadBarrier, limits: b.Limits.WithDefaults(),
+		onClose: b.OnClose, commitCh: make(chan struct{})}, nil
+}
+
+// NotifyCommitted wakes everything waiting on Committed (and the embedded
+// scheduler), and the waiters on each job whose record is in touched. A
+// Backend calls it after each applied batch that wrote something; touched
+// nil means any job may have changed (a snapshot was restored). It never
+// blocks.
+func (e *Engine) NotifyCommitted(touched []uint64) {
+	if e.sched != nil {
+		e.sched.Wake()
+	}
+	e.commitMu.Lock()
+	close(e.commitCh)
+	e.commitCh = make(chan struct{})
+	if touched == nil {
+		for id, ws := range e.jobWaiters {
+			for _, w := range ws {
+				close(w)
+			}
+			delete(e.jobWaiters, id)
+		}
+	}
+	for _, id := range touched {
+		for _, w := range e.jobWaiters[engine.JobID(id)] {
+			close(w)
+		}
+		delete(e.jobWaiters, engine.JobID(id))
+	}
+	e.commitMu.Unlock()
+}
+
+// jobChanged returns a channel closed at the next write of job id's record.
+func (e *Engine) jobChanged(id engine.JobID) <-chan struct{} {
+	ch := make(chan struct{})
+	e.commitMu.Lock()
+	if e.jobWaiters == nil {
+		e.jobWaiters = map[engine.JobID][]chan struct{}{}
+	}
+	e.jobWaiters[id] = append(e.jobWaiters[id], ch)
+	e.commitMu.Unlock()
+	return ch
+}
+
+// forgetWaiter drops ch from job id's waiters (its waiter gave up).
+func (e *Engine) forgetWaiter(id engine.JobID, ch <-chan struct{}) {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	ws := e.jobWaiters[id]
+	for i, w := range ws {
+		if w == ch {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(e.jobWaiters, id)
+	} else {
+		e.jobWaiters[id] = ws
+	}
+}
+
+// Open opens (or creates) an engine.
+func Open(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := machine.NewMachine(cfg.Limits)
+	if err != nil {
+		return nil, err
+	}
+	db, err := storage.Open(cfg.storageOptions())
+	if err != nil {
+		return nil, machine.MarkStorageError(err)
+	}
+	e := &Engine{db: db, store: db, limits: cfg.Limits.WithDefaults(), commitCh: make(chan struct{})}
+	meter := NewMeter(cfg.Metrics)
+	if err := meter.Count(db); err != nil {
+		return nil, errors.Join(fmt.Errorf("engine: counting the open jobs for the metrics: %w", err), db.Close())
+	}
+	e.local, err = NewLocalLog(LocalLogConfig{DB: db, Machine: m, Clock: cfg.Clock,
+		MaxBatchCommands: cfg.MaxBatchCommands, OnCommit: e.NotifyCommitted, Meter: meter})
+	if err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	e.log = e.local
+	if !cfg.DisableScheduler {
+		batch, _ := SchedulerBatch(cfg.SchedulerBatch, cfg.Limits) // Validate checked it
+		e.sched = NewScheduler(e.log, db, cfg.Clock, batch)
+		e.sched.OnError = cfg.OnSchedulerError
+		if e.sched.OnError == nil && cfg.Logger != nil {
+			e.sched.OnError = func(err error) { cfg.Logger.Warn("scheduler", "error", err) }
+		}
+		e.sched.Metrics = cfg.Metrics
+		ctx, cancel := context.WithCancel(context.Background())
+		e.cancel = cancel
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			_ = e.sched.Run(ctx) // returns ctx's error alone, once Close cancels it
+		}()
+	}
+	return e, nil
+}
+
+// Close stops the scheduler and the log and closes the database. Proposals
+// already accepted are applied first.
+func (e *Engine) Close() error {
+	if e.cancel != nil {
+		e.cancel()
+	}
+	e.wg.Wait()
+	var errs []error
+	if e.local != nil {
+		errs = append(errs, e.local.Close())
+	}
+	if e.onClose != nil {
+		errs = append(errs, e.onClose())
+	}
+	if e.db != nil {
+		errs = append(errs, e.db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// DB exposes the embedded database, for verification and snapshots; it is
+// nil for an Engine over another Backend (use View).
+func (e *Engine) DB() *storage.DB { return e.db }
+
+// View runs fn over a consistent read of the applied state, after the
+// backend's read barrier.
+func (e *Engine) View(ctx context.Context, fn func(r *storage.Reader) error) error {
+	return e.view(ctx, fn)
+}
+
+// Log exposes the engine's log.
+func (e *Engine) Log() Log { return e.log }
+
+// Propose applies cmd through the log. A claim, and a create naming a
+// parent, gets a fresh nonce first (see engine.StampNonce), whatever it carried.
+func (e *Engine) Propose(ctx context.Context, cmd engine.Command) (engine.Result, error) {
+	engine.StampNonce(cmd)
+	return e.log.Propose(ctx, cmd)
+}
+
+func propose[R engine.Result](ctx context.Context, e *Engine, cmd engine.Command) (R, error) {
+	var zero R
+	engine.StampNonce(cmd)
+	res, err := e.log.Propose(ctx, cmd)
+	if err != nil {
+		return zero, err
+	}
+	r, ok := res.(R)
+	if !ok {
+		return zero, fmt.Errorf("engine: %s returned %T", cmd.Kind(), res)
+	}
+	return r, nil
+}
+
+// Create starts a job.
+func (e *Engine) Create(ctx context.Context, c engine.CreateJob) (*engine.CreateResult, error) {
+	return propose[*engine.CreateResult](ctx, e, &c)
+}
+
+// Claim takes ready jobs of a queue, with each job's newest events when
+// c.TailEvents asks for them.
+func (e *Engine) Claim(ctx context.Context, c engine.Claim) ([]engine.ClaimedJob, error) {
+	r, err := propose[*engine.ClaimResult](ctx, e, &c)
+	if err != nil {
+		return nil, err
+	}
+	if c.TailEvents > 0 {
+		e.attachTails(r.Jobs, c.TailEvents)
+	}
+	return r.Jobs, nil
+}
+
+// attachTails gives each claimed job its newest n events up to its claim.
+// They are read from the applied state without a read barrier: the claim
+// was applied to it before Propose returned, so every event up to the
+// claim's LastSeq is there (a Raft leader answers a proposal only once its
+// own state machine applied it). A failed read leaves the events out: they
+// only spare the worker a read, and the claim itself must not be lost.
+func (e *Engine) attachTails(jobs []engine.ClaimedJob, n int) {
+	if len(jobs) == 0 {
+		return
+	}
+	tails := make([][]engine.Event, len(jobs))
+	err := e.store.View(func(r *storage.Reader) error {
+		for i, j := range jobs {
+			after := uint64(0)
+			if j.LastSeq > uint64(n) {
+				after = j.LastSeq - uint64(n)
+			}
+			evs, _, err := machine.ReadHistory(r, j.Job, after, int(j.LastSeq-after))
+			if err != nil {
+				return err
+			}
+			if len(evs) == 0 || evs[len(evs)-1].Seq != j.LastSeq {
+				return fmt.Errorf("engine: job %d's history does not reach its claim at seq %d", j.Job, j.LastSeq)
+			}
+			tails[i] = evs
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	for i := range jobs {
+		jobs[i].Events = tails[i]
+	}
+}
+
+// Heartbeat renews leases; see HeartbeatResult for the refused ones.
+func (e *Engine) Heartbeat(ctx context.Context, c engine.Heartbeat) (*engine.HeartbeatResult, error) {
+	return propose[*engine.HeartbeatResult](ctx, e, &c)
+}
+
+// HeartbeatOne renews one lease; see the package function HeartbeatOne.
+func (e *Engine) HeartbeatOne(ctx context.Context, ref engine.LeaseRef, leaseMS int64) (int64, error) {
+	return engine.HeartbeatOne(ctx, e, ref, leaseMS)
+}
+
+// Append appends events to a running job.
+func (e *Engine) Append(ctx context.Context, c engine.AppendEvents) (*engine.AppendResult, error) {
+	return propose[*engine.AppendResult](ctx, e, &c)
+}
+
+// CommitStep records a step's effect and completion event.
+func (e *Engine) CommitStep(ctx context.Context, c engine.CommitStep) (*engine.AppendResult, error) {
+	return propose[*engine.AppendResult](ctx, e, &c)
+}
+
+// Wait blocks a running job and releases its lease.
+func (e *Engine) Wait(ctx context.Context, c engine.Wait) (*engine.WaitResult, error) {
+	return propose[*engine.WaitResult](ctx, e, &c)
+}
+
+// Signal delivers a signal.
+func (e *Engine) Signal(ctx context.Context, c engine.Signal) (*engine.SignalResult, error) {
+	return propose[*engine.SignalResult](ctx, e, &c)
+}
+
+// Cancel cancels a job.
+func (e *Engine) Cancel(ctx context.Context, c engine.Cancel) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
+}
+
+// Activate moves a Draft job to Queued.
+func (e *Engine) Activate(ctx context.Context, c engine.Activate) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
+}
+
+// Suspend pauses a job.
+func (e *Engine) Suspend(ctx context.Context, c engine.Suspend) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
+}
+
+// Resume requeues a Suspended job.
+func (e *Engine) Resume(ctx context.Context, c engine.Resume) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
+}
+
+// Complete ends a running job successfully.
+func (e *Engine) Complete(ctx context.Context, c engine.Complete) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
+}
+
+// Fail ends a running job with a failure.
+func (e *Engine) Fail(ctx context.Context, c engine.Fail) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
+}
+
+// ContinueAsNew completes a running job and starts its workflow id's next run.
+func (e *Engine) ContinueAsNew(ctx context.Context, c engine.ContinueAsNew) (*engine.CreateResult, error) {
+	return propose[*engine.CreateResult](ctx, e, &c)
+}
+
+// RequestCancel asks a workflow to cancel itself.
+func (e *Engine) RequestCancel(ctx context.Context, c engine.RequestCancel) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
+}
+
+// Terminate ends a job at once as Terminated.
+func (e *Engine) Terminate(ctx context.Context, c engine.Terminate) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
+}
+
+// Committed returns a channel that is closed after the next durable batch
+// that wrote something: waiters re-read what they watch, without polling.
+func (e *Engine) Committed() <-chan struct{} {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	return e.commitCh
+}
+
+// WaitClosed blocks until the job t names is terminal (Completed, Failed,
+// Cancelled, TimedOut or Terminated) and returns its record, or until ctx
+// ends.
+func (e *Engine) WaitClosed(ctx context.Context, t engine.Target) (*engine.Job, error) {
+	if t.Job != 0 {
+		return e.waitJobClosed(ctx, t.Job)
+	}
+	for {
+		changed := e.Committed() // before the read, so no commit is missed
+		j, err := e.Describe(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if j.Status.Terminal() {
+			return j, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// waitJobClosed waits for one job, woken only by writes of its record:
+// with many runs waiting for results, a commit wakes the one it closed
+// instead of all of them.
+func (e *Engine) waitJobClosed(ctx context.Context, id engine.JobID) (*engine.Job, error) {
+	for {
+		changed := e.jobChanged(id) // before the read, so no write is missed
+		j, err := e.Describe(ctx, engine.Target{Job: id})
+		switch {
+		case err != nil:
+			e.forgetWaiter(id, changed)
+			return nil, err
+		case j.Status.Terminal():
+			e.forgetWaiter(id, changed)
+			return j, nil
+		}
+		select {
+		case <-changed: // closed and dropped by NotifyCommitted
+		case <-ctx.Done():
+			e.forgetWaiter(id, changed)
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Requeue puts a job back in its queue, optionally after a retry delay.
+func (e *Engine) Requeue(ctx context.Context, c engine.Requeue) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
+}
+
+// view runs fn over a consistent read of the store, unless ctx is done.
+func (e *Engine) view(ctx context.Context, fn func(r *storage.Reader) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if e.barrier != nil && !engine.IsStaleRead(ctx) {
+		if err := e.barrier(ctx); err != nil {
+			return err
+		}
+	}
+	return machine.MarkStorageError(e.store.View(fn))
+}
+
+// LeaseStep gives a step of a running job an explicit step lease.
+func (e *Engine) LeaseStep(ctx context.Context, c engine.LeaseStep) (*engine.StepResult, error) {
+	return propose[*engine.StepResult](ctx, e, &c)
+}
+
+// StepHeartbeat renews a running step's lease and its job's.
+func (e *Engine) StepHeartbeat(ctx context.Context, c engine.StepHeartbeat) (*engine.StepResult, error) {
+	return propose[*engine.StepResult](ctx, e, &c)
+}
+
+// EndStepAttempt ends a try without ending its step.
+func (e *Engine) EndStepAttempt(ctx context.Context, c engine.EndStepAttempt) (*engine.StepResult, error) {
+	return propose[*engine.StepResult](ctx, e, &c)
+}
+
+// AnswerStep answers a step that needs a person.
+func (e *Engine) AnswerStep(ctx context.Context, c engine.AnswerStep) (*engine.StepResult, error) {
+	return propose[*engine.StepResult](ctx, e, &c)
+}
+
+// AddResource registers a resource.
+func (e *Engine) AddResource(ctx context.Context, c engine.AddResource) (*engine.ResourceResult, error) {
+	return propose[*engine.ResourceResult](ctx, e, &c)
+}
+
+// DrainResource drains (or undrains) a resource.
+func (e *Engine) DrainResource(ctx context.Context, c engine.DrainResource) (*engine.ResourceResult, error) {
+	return propose[*engine.ResourceResult](ctx, e, &c)
+}
+
+// RemoveResource deletes a resource that holds no lease.
+func (e *Engine) RemoveResource(ctx context.Context, c engine.RemoveResource) (*engine.ResourceResult, error) {
+	return propose[*engine.ResourceResult](ctx, e, &c)
+}
+
+// ConfigureJob changes a Draft job's input.
+func (e *Engine) ConfigureJob(ctx context.Context, c engine.ConfigureJob) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
+}
+
+var _ engine.AsyncService = (*Engine)(nil)
+
+// CompleteAsync ends a parked activity task.
+func (e *Engine) CompleteAsync(ctx context.Context, c engine.CompleteAsync) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
+}

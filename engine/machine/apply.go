@@ -1,0 +1,251 @@
+package machine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// Machine applies commands. It holds only the limits, so one Machine may be
+// shared; Apply itself is a pure step function over its transaction.
+type Machine struct {
+	limits engine.Limits
+}
+
+// NewMachine returns a Machine enforcing l (zero fields take their defaults).
+func NewMachine(l engine.Limits) (*Machine, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	return &Machine{limits: l.WithDefaults()}, nil
+}
+
+var defaultMachine = &Machine{limits: engine.Limits{}.WithDefaults()}
+
+// Apply applies cmd with the default limits; see Machine.Apply.
+func Apply(tx *storage.Tx, cmd engine.Command) (engine.Result, error) {
+	return defaultMachine.Apply(tx, cmd)
+}
+
+// Apply validates cmd against the job state machine and the current attempt,
+// and records it in tx: events with the next seqs, the job record, the status
+// projection and every index. It reads no clock (time is cmd's NowMS, kept
+// monotonic), starts no goroutine and does no I/O besides tx. On error tx
+// holds no write of this command, so the caller can drop it and go on with
+// the next command in the same batch.
+func (m *Machine) Apply(tx *storage.Tx, cmd engine.Command) (res engine.Result, err error) {
+	return m.ApplyNoting(tx, cmd, nil)
+}
+
+// ApplyNoting is Apply that also writes down in n (when not nil) what the
+// command changed that the metrics count (see Notes), for a Meter to read.
+// n is emptied first; it describes the command only when Apply succeeds.
+func (m *Machine) ApplyNoting(tx *storage.Tx, cmd engine.Command, n *Notes) (res engine.Result, err error) {
+	defer markStorage(&err)
+	if n != nil {
+		n.reset()
+	}
+	if cmd == nil {
+		return nil, fmt.Errorf("%w: nil command", engine.ErrUnknownCommand)
+	}
+	if _, ok := engine.NewCommand(cmd.Kind()); !ok {
+		return nil, fmt.Errorf("%w: kind %d", engine.ErrUnknownCommand, cmd.Kind())
+	}
+	if err := cmd.Check(&m.limits); err != nil {
+		return nil, err
+	}
+	if tx.Len() != 0 {
+		return nil, errors.New("engine: Apply needs a fresh Tx")
+	}
+	a := &applier{tx: tx, lim: &m.limits, notes: n}
+	h := cmd.Head()
+	if h.RequestID != "" {
+		if res, found, err := a.recordedResult(cmd); found || err != nil {
+			return res, err
+		}
+	}
+	last, err := a.u64(storage.KeyLastNow)
+	if err != nil {
+		return nil, err
+	}
+	a.now = max(h.NowMS, int64(last))
+	res, err = a.dispatch(cmd)
+	if err != nil {
+		return nil, err
+	}
+	// A command that wrote nothing had no effect to duplicate, so its
+	// request id is not used up: a retry runs afresh. This keeps an idle
+	// claim's retry (or the next turn of a long poll with the same id) from
+	// being answered "nothing" forever, and keeps idle polls free of writes.
+	// A claim that took no job but deferred some wrote, yet has nothing a
+	// retry must be given back either: its id stays unused too.
+	if h.RequestID != "" && tx.Len() > 0 && !claimedNothing(res) {
+		if err := a.recordResult(cmd, res); err != nil {
+			return nil, err
+		}
+	}
+	// Time is kept monotonic by remembering the latest Now that wrote
+	// something; a command that wrote nothing (an empty claim or sweep)
+	// leaves the store untouched, so idle polling costs no sync.
+	if tx.Len() > 0 && a.now > int64(last) {
+		tx.Set(storage.KeyLastNow, storage.U64(uint64(a.now)))
+	}
+	a.finishNotes(cmd)
+	return res, nil
+}
+
+// dispatch applies cmd by its kind's entry in applyTable.
+func (a *applier) dispatch(cmd engine.Command) (engine.Result, error) {
+	if k := cmd.Kind(); int(k) < len(applyTable) && applyTable[k] != nil {
+		return applyTable[k](a, cmd)
+	}
+	return nil, fmt.Errorf("%w: %T", engine.ErrUnknownCommand, cmd)
+}
+
+// claimedNothing reports whether res is a claim's result with no job.
+func claimedNothing(res engine.Result) bool {
+	r, ok := res.(*engine.ClaimResult)
+	return ok && len(r.Jobs) == 0
+}
+
+// applier carries one command's state through Apply.
+type applier struct {
+	tx  *storage.Tx
+	lim *engine.Limits
+	now int64
+	// jobs are the jobs this command loaded, by id (see load).
+	jobs map[engine.JobID]*loaded
+	// notes, when not nil, gets what the metrics count (notes.go).
+	notes *Notes
+}
+
+func (a *applier) u64(key []byte) (uint64, error) {
+	b, err := a.tx.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return storage.ParseU64(b)
+}
+
+// recordedResult returns the stored result of cmd's request id, if any. A
+// record of another command (another kind, or the same kind with another
+// digest) refuses cmd with a RequestConflictError: answering it with the
+// first command's result would tell its caller that something happened
+// that did not.
+func (a *applier) recordedResult(cmd engine.Command) (engine.Result, bool, error) {
+	key := storage.RequestKey(cmd.Head().RequestID)
+	b, err := a.tx.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	kind, res, digest, err := decodeRecord(b)
+	if err != nil {
+		return nil, false, err
+	}
+	conflict := &engine.RequestConflictError{RequestID: cmd.Head().RequestID, Command: cmd.Kind(), First: kind}
+	if kind != cmd.Kind() {
+		return nil, false, conflict
+	}
+	if len(digest) > 0 { // records older than the digest have none
+		mine, err := requestDigest(cmd)
+		if err != nil {
+			return nil, false, err
+		}
+		if !bytes.Equal(mine, digest) {
+			return nil, false, conflict
+		}
+	}
+	return res, true, nil
+}
+
+// requestPruneBatch bounds how many expired request records one command
+// removes, so pruning never makes a command expensive.
+const requestPruneBatch = 8
+
+// recordResult keeps res for retries of cmd's request id and prunes a few
+// records older than the retention.
+func (a *applier) recordResult(cmd engine.Command, res engine.Result) error {
+	id := cmd.Head().RequestID
+	digest, err := requestDigest(cmd)
+	if err != nil {
+		return err
+	}
+	b, err := encodeRecord(cmd.Kind(), res, digest)
+	if err != nil {
+		return err
+	}
+	a.tx.Set(storage.RequestKey(id), b)
+	a.tx.Set(storage.RequestAgeKey(a.now, id), nil)
+	cutoff := a.now - a.lim.RequestRetentionMS
+	var expired [][]byte
+	err = a.tx.Scan(storage.ReqAgePrefix, nil, false, func(k, _ []byte) (bool, error) {
+		tk, err := storage.ParseTimeKey(k)
+		if err != nil {
+			return false, err
+		}
+		if tk.AtMS >= cutoff {
+			return false, nil
+		}
+		expired = append(expired, k)
+		return len(expired) < requestPruneBatch, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range expired {
+		tk, _ := storage.ParseTimeKey(k)
+		a.tx.Delete(k)
+		a.tx.Delete(storage.RequestKey(tk.Rest))
+	}
+	return nil
+}
+
+// Outcome names the outcome of a command for the metrics: "ok", or the
+// name of the sentinel its error matches (the HTTP API's names).
+func Outcome(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	for _, o := range outcomeNames {
+		if errors.Is(err, o.err) {
+			return o.name
+		}
+	}
+	return "other"
+}
+
+var outcomeNames = []struct {
+	name string
+	err  error
+}{
+	{"stale_attempt", engine.ErrStaleAttempt},
+	// Before invalid_command, which a reused id of another kind matches
+	// as well.
+	{"request_conflict", engine.ErrRequestConflict},
+	{"unknown_job", engine.ErrUnknownJob},
+	{"illegal_transition", engine.ErrIllegalTransition},
+	{"unknown_command", engine.ErrUnknownCommand},
+	{"payload_too_large", engine.ErrPayloadTooLarge},
+	{"invalid_command", engine.ErrInvalidCommand},
+	{"workflow_exists", engine.ErrWorkflowExists},
+	{"job_closed", engine.ErrJobClosed},
+	{"step_committed", engine.ErrStepCommitted},
+	{"step_state", engine.ErrStepState},
+	{"no_resource", engine.ErrNoResource},
+	{"dependency_failed", engine.ErrDependencyFailed},
+	{"unknown_resource", engine.ErrUnknownResource},
+	{"resource_exists", engine.ErrResourceExists},
+	{"resource_busy", engine.ErrResourceBusy},
+	{"invariant", engine.ErrInvariant},
+	{"corrupt", engine.ErrCorrupt},
+	{"storage_read", engine.ErrStorageRead},
+}
