@@ -2,6 +2,7 @@ package raftfsm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/raft"
@@ -23,12 +24,12 @@ func (n *Node) watchLeadership() {
 			n.leadMu.Lock()
 			if n.stopLeader != nil {
 				n.stopLeader()
-				n.stopLeader, n.ready = nil, nil
+				n.stopLeader, n.ready, n.term = nil, nil, nil
 			}
 			if isLeader {
 				ctx, cancel := context.WithCancel(n.ctx)
 				ready := make(chan struct{})
-				n.stopLeader, n.ready = cancel, ready
+				n.stopLeader, n.ready, n.term = cancel, ready, ctx
 				n.wg.Add(1)
 				go n.lead(ctx, ready)
 			}
@@ -184,14 +185,55 @@ func (n *Node) lastStateIndex(commit uint64) uint64 {
 	return applied
 }
 
+// leading returns a context that ends with ctx or with this node's current
+// term as leader (it steps down, is removed, or closes), and the function
+// that releases it; a node that does not lead gets a not-leader error.
+//
+// A leader's changes wait on hashicorp/raft futures, and Raft leaves some
+// of them unanswered for good when it shuts down: a configuration change
+// already handed to its applying goroutine, an entry or a leadership
+// transfer still queued in a buffered channel. A wait bound only by the
+// request would outlive the node (an HTTP handler stuck after Close); a
+// wait bound by the term ends when the node stops leading.
+func (n *Node) leading(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	n.leadMu.Lock()
+	term := n.term
+	n.leadMu.Unlock()
+	if term == nil || !n.IsLeader() {
+		return nil, nil, n.notLeader()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(term, cancel)
+	return ctx, func() { stop(); cancel() }, nil
+}
+
+// awaitChange waits for f, a change this node makes as leader, within
+// termCtx (from leading, derived from ctx). It returns ctx's error when the
+// caller gave up, ErrUnknownOutcome when the term ended first (the change
+// may have committed), and f's error as applyError maps it.
+func (n *Node) awaitChange(ctx, termCtx context.Context, f raft.Future) error {
+	err := futureError(termCtx, f)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case termCtx.Err() != nil && errors.Is(err, termCtx.Err()):
+		return fmt.Errorf("%w: this node stopped leading before Raft answered the change", engine.ErrUnknownOutcome)
+	}
+	return n.applyError(err)
+}
+
 // Join adds a voter (through the leader) and records its HTTP address.
 func (n *Node) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
 	if id == "" || raftAddr == "" {
 		return fmt.Errorf("%w: join needs an id and a Raft address", engine.ErrInvalidCommand)
 	}
-	if !n.IsLeader() {
-		return n.notLeader()
+	termCtx, stop, err := n.leading(ctx)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	cf := n.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {
 		return n.applyError(err)
@@ -203,43 +245,106 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
 			member = true
 		case s.ID == raft.ServerID(id) || s.Address == raft.ServerAddress(raftAddr):
 			// Same id at a new address, or a new id at an old address:
-			// replace the stale member.
-			if err := n.raft.RemoveServer(s.ID, 0, n.cfg.ApplyTimeout).Error(); err != nil {
-				return n.applyError(err)
+			// replace the stale member. If that member is this leader,
+			// the next one replaces it (see handOff).
+			if s.ID == raft.ServerID(n.cfg.ID) {
+				return n.handOff(ctx, termCtx)
+			}
+			if err := n.awaitChange(ctx, termCtx, n.raft.RemoveServer(s.ID, 0, n.cfg.ApplyTimeout)); err != nil {
+				return err
 			}
 		}
 	}
 	if !member {
-		if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ApplyTimeout).Error(); err != nil {
-			return n.applyError(err)
+		if err := n.awaitChange(ctx, termCtx, n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ApplyTimeout)); err != nil {
+			return err
 		}
 	}
 	if httpAddr != "" {
-		return n.applyNode(ctx, nodeBody{ID: id, HTTPAddr: httpAddr})
+		return n.applyNode(termCtx, nodeBody{ID: id, HTTPAddr: httpAddr})
 	}
 	return nil
 }
 
-// Remove takes a member out of the cluster (through the leader).
+// Remove takes a member out of the cluster (through the leader). Asked to
+// remove itself, the leader hands leadership to another voter and answers
+// not-leader, so the request goes on to the new leader (see handOff).
 func (n *Node) Remove(ctx context.Context, id string) error {
 	if id == "" {
 		return fmt.Errorf("%w: remove needs an id", engine.ErrInvalidCommand)
 	}
-	if !n.IsLeader() {
-		return n.notLeader()
+	termCtx, stop, err := n.leading(ctx)
+	if err != nil {
+		return err
 	}
-	if err := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout).Error(); err != nil {
+	defer stop()
+	if id == n.cfg.ID {
+		return n.handOff(ctx, termCtx)
+	}
+	if err := n.awaitChange(ctx, termCtx, n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout)); err != nil {
+		return err
+	}
+	return n.applyNode(termCtx, nodeBody{ID: id, Remove: true})
+}
+
+// handOff makes another voter the leader and returns a not-leader error
+// naming it (when this node already knows it), so that the HTTP API
+// forwards the request there and a client retries it there: a leader never
+// takes itself out of the configuration. hashicorp/raft shuts a leader down
+// as its own removal commits, and may then leave the change's future
+// unanswered for ever; the removal of its HTTP address never reached the
+// log; and the cluster stood without a leader until an election timed out.
+func (n *Node) handOff(ctx, termCtx context.Context) error {
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
 		return n.applyError(err)
 	}
-	return n.applyNode(ctx, nodeBody{ID: id, Remove: true})
+	others := 0
+	for _, s := range cf.Configuration().Servers {
+		if s.ID != raft.ServerID(n.cfg.ID) && s.Suffrage == raft.Voter {
+			others++
+		}
+	}
+	if others == 0 {
+		return fmt.Errorf("%w: %s is the cluster's only voter: a cluster cannot remove its last voter", engine.ErrInvalidCommand, n.cfg.ID)
+	}
+	if err := n.transfer(ctx, termCtx); err != nil {
+		if errors.Is(err, engine.ErrNotLeader) || ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("raftfsm: %s leads, and handing leadership to another voter before it leaves failed: %w", n.cfg.ID, err)
+	}
+	return n.notLeader()
+}
+
+// transfer hands leadership to another voter and waits until this node no
+// longer leads.
+func (n *Node) transfer(ctx, termCtx context.Context) error {
+	err := futureError(termCtx, n.raft.LeadershipTransfer())
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err == nil, termCtx.Err() != nil:
+		// Raft answers once this node has left its leader loop; the end
+		// of the term may be seen first. Either way it no longer leads.
+		return nil
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return n.notLeader()
+	}
+	return err
 }
 
 // TransferLeader asks the leader to hand leadership to another voter.
 func (n *Node) TransferLeader(ctx context.Context) error {
-	if !n.IsLeader() {
-		return n.notLeader()
+	termCtx, stop, err := n.leading(ctx)
+	if err != nil {
+		return err
 	}
-	if err := n.raft.LeadershipTransfer().Error(); err != nil {
+	defer stop()
+	if err := n.transfer(ctx, termCtx); err != nil {
+		if errors.Is(err, engine.ErrNotLeader) || ctx.Err() != nil {
+			return err
+		}
 		return fmt.Errorf("raftfsm: leadership transfer: %w", err)
 	}
 	return nil

@@ -42,7 +42,12 @@ type Node struct {
 	sched  atomic.Pointer[embedded.Scheduler] // the leader's scheduler, woken by applies
 	// ready is closed once this node, as leader, has applied everything
 	// committed before its term (its first barrier); nil when not leader.
-	ready      chan struct{}
+	ready chan struct{}
+	// term is the context of this node's current term as leader, nil when
+	// not leader; stopLeader ends it. It ends when the node steps down,
+	// is removed, or closes, so the changes a leader makes (membership, a
+	// leadership transfer) stop waiting for answers Raft may never give.
+	term       context.Context
 	stopLeader context.CancelFunc
 
 	// movedMu guards moved, the channel LeaderChanged hands out: it is

@@ -155,17 +155,42 @@ func TestClusterCommands(t *testing.T) {
 		t.Fatalf("after the transfer: %q, %v", got, err)
 	}
 
-	// Remove a member: the others see two.
-	out, errOut, code = runCmd(t, "cluster", "remove", "n3", "--addr", addrs, "-o", "json")
-	if code != 0 || strings.TrimSpace(out) != "{\n  \"removed\": \"n3\"\n}" {
+	// Remove the leader itself: it hands leadership to another member
+	// first, and that member removes it. The two that stay see two members.
+	var leader *clusterNode
+	var stay []*clusterNode
+	for _, n := range nodes {
+		if n.node.IsLeader() {
+			leader = n
+		} else {
+			stay = append(stay, n)
+		}
+	}
+	if leader == nil || len(stay) != 2 {
+		t.Fatalf("after the transfer: no single leader among the three nodes")
+	}
+	out, errOut, code = runCmd(t, "cluster", "remove", leader.node.ID(), "--addr", addrs, "-o", "json")
+	if code != 0 || strings.TrimSpace(out) != "{\n  \"removed\": \""+leader.node.ID()+"\"\n}" {
 		t.Fatalf("remove: exit %d: %s%s", code, out, errOut)
 	}
-	st, err := svc.Status(context.Background())
+	if leader.node.IsLeader() {
+		t.Fatalf("%s still leads after its removal", leader.node.ID())
+	}
+	remaining, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{stay[0].api.addr(), stay[1].api.addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := remaining.Status(context.Background())
 	if err != nil || len(st.Members) != 2 {
 		t.Fatalf("after remove: %+v, %v", st, err)
 	}
+	for _, m := range st.Members {
+		if m.ID == leader.node.ID() {
+			t.Fatalf("after remove: %s is still a member: %+v", m.ID, st)
+		}
+	}
 	// The data is the same on both remaining members.
-	for _, n := range nodes[:2] {
+	for _, n := range stay {
 		j, err := n.node.Engine().Describe(engine.WithStaleRead(context.Background()), engine.Target{WorkflowID: "greet-1"})
 		if n.node.FSM().Applied() == 0 || err != nil || j.Status != engine.StatusCompleted {
 			t.Fatalf("%s: greet-1 = %+v, %v", n.node.ID(), j, err)

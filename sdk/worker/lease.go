@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -82,8 +83,8 @@ func (w *queueWorker) heartbeat(ctx context.Context, cancel, onCancelRequested c
 	clk := w.opts.Clock
 	next := clk.Now().Add(every)
 	beats := make(chan beat, maxBeatsInFlight) // room for every beat out: a sender never blocks
-	out := 0
-	planned := clk.Now() // when this loop meant to wake next
+	var out []time.Time                        // when each renewal on its way was sent, oldest first
+	planned := clk.Now()                       // when this loop meant to wake next
 	var grace time.Time
 	for {
 		now := clk.Now()
@@ -97,11 +98,18 @@ func (w *queueWorker) heartbeat(ctx context.Context, cancel, onCancelRequested c
 			next = now
 		}
 		deadline := l.until()
-		if out > 0 {
-			// A renewal is on its way: its answer, which may come a little
-			// after the trusted time on a busy machine, decides. Half a
-			// period more is what it gets.
-			deadline = deadline.Add(every / 2)
+		for _, sent := range out {
+			// A renewal is on its way: if it succeeds, the lease is
+			// trusted until its sending plus the trust, so until then its
+			// answer, slow as it may be on a busy machine, decides. (After
+			// that, even its success would not make the lease trusted.)
+			// The oldest renewal sent after the trusted one counts: a
+			// later one would stretch the wait further whenever renewals
+			// are lost instead of slow.
+			if t := sent.Add(l.trust); t.After(deadline) {
+				deadline = t
+				break
+			}
 		}
 		if !now.Before(deadline) && !now.Before(grace) {
 			if w.opts.OnError != nil {
@@ -110,8 +118,8 @@ func (w *queueWorker) heartbeat(ctx context.Context, cancel, onCancelRequested c
 			cancel()
 			return
 		}
-		if !now.Before(next) && out < maxBeatsInFlight {
-			out++
+		if !now.Before(next) && len(out) < maxBeatsInFlight {
+			out = append(out, now)
 			// The next beat is due a period after this one was due, not
 			// after it was sent: late wake-ups on a busy machine must not
 			// add up.
@@ -128,7 +136,7 @@ func (w *queueWorker) heartbeat(ctx context.Context, cancel, onCancelRequested c
 		if grace.After(wake) {
 			wake = grace
 		}
-		if out < maxBeatsInFlight && next.Before(wake) {
+		if len(out) < maxBeatsInFlight && next.Before(wake) {
 			wake = next
 		}
 		planned = wake
@@ -143,7 +151,9 @@ func (w *queueWorker) heartbeat(ctx context.Context, cancel, onCancelRequested c
 		case <-t.C():
 		case b := <-beats:
 			t.Stop()
-			out--
+			if i := slices.IndexFunc(out, b.sent.Equal); i >= 0 {
+				out = slices.Delete(out, i, i+1)
+			}
 			if b.err != nil {
 				continue // a transient failure: the next beat tries again
 			}
