@@ -62,5 +62,3 @@ func (e *StaleTaskError) Error() string {
 func (e *StaleTaskError) Unwrap() error { return ErrStaleTaskAttempt }
 
 func (e *StaleTaskError) Code() string { return StaleTaskCode }
-
-func unknownTask(t TaskTarget) error { return fmt.Errorf("%w: %s", ErrUnknownTask, t) }

@@ -207,9 +207,14 @@ func taskOutput(rq *request) (string, []byte, error) {
 func fileSafe(s string) string {
 	b := []byte(s)
 	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+		if !fileSafeByte(c) {
 			b[i] = '_'
 		}
 	}
 	return string(b)
+}
+
+// fileSafeByte reports whether c may stay in a file name as it is.
+func fileSafeByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_'
 }

@@ -79,12 +79,17 @@ func shellQuote(s string) string {
 // shellWord is s bare when it is a plain word of letters, digits, "_" and
 // "-" (a state's name), else shellQuote(s).
 func shellWord(s string) string {
-	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
-	}) && s[0] != '-' {
+	if s != "" && !strings.ContainsFunc(s, needsQuote) && s[0] != '-' {
 		return s
 	}
 	return shellQuote(s)
+}
+
+// needsQuote reports whether r makes a word need quoting: anything but an
+// ASCII letter, digit, underscore or dash.
+func needsQuote(r rune) bool {
+	plain := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
+	return !plain
 }
 
 // needsEscapes reports whether s holds a character shellQuote must not

@@ -20,7 +20,9 @@ func TestWaitClosedWakesOnlyForItsJob(t *testing.T) {
 	defer closeOK(t, e)
 	ctx := context.Background()
 	a, _ := e.Create(ctx, engine.CreateJob{Type: "t", Queue: "a"})
-	e.Create(ctx, engine.CreateJob{Type: "t", Queue: "b"})
+	if _, err := e.Create(ctx, engine.CreateJob{Type: "t", Queue: "b"}); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan *engine.Job, 1)
 	go func() {
 		j, err := e.WaitClosed(ctx, engine.Target{Job: a.Job})

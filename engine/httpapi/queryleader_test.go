@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -250,7 +251,9 @@ func TestQueryAfterLeaderTransferIsAnswered(t *testing.T) {
 	go func() { served <- worker.ServeQueries(sctx, "qq", (&fakeQuerier{}).answer) }()
 	defer func() {
 		stop()
-		<-served
+		if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("serving queries: %v", err)
+		}
 	}()
 	c.waitParked(ctx, l.ID(), "qq", true)
 

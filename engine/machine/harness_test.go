@@ -197,8 +197,6 @@ func sameStore(t testing.TB, before, after map[string]string) {
 
 var bg = context.Background()
 
-func errorsIs(err, target error) bool { return errors.Is(err, target) }
-
 // runningParent starts a run of workflow id wf on the queue "parents" and
 // claims it: a parent whose lease the test holds, so that it may start
 // children and remote activities (CreateJob.ParentLease).

@@ -19,9 +19,10 @@ func SetVerifyOwnEvents(on bool) bool {
 // called.
 func HoldCompletedSessions() (release func()) {
 	hold := make(chan struct{})
-	afterSessionDone = func() { <-hold }
+	wait := func() { <-hold }
+	afterSessionDone.Store(&wait)
 	return sync.OnceFunc(func() {
-		afterSessionDone = nil
+		afterSessionDone.Store(nil)
 		close(hold)
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
@@ -64,7 +65,7 @@ type sessionHost struct {
 // afterSessionDone, set only by tests, runs in a creation activity that saw
 // its session completed, before the activity returns: it lets a test hold
 // the activity there while the workflow goes on.
-var afterSessionDone func()
+var afterSessionDone atomic.Pointer[func()]
 
 // openSession is one session held by its creation activity: done is closed
 // to end the activity, and release gives back the session's slot (once,
@@ -212,8 +213,8 @@ func (h *sessionHost) createActivity(ctx context.Context, sessionID string) erro
 		select {
 		case <-done:
 			t.Stop()
-			if afterSessionDone != nil {
-				afterSessionDone()
+			if hook := afterSessionDone.Load(); hook != nil {
+				(*hook)()
 			}
 			return nil
 		case <-stop:

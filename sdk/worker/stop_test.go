@@ -108,7 +108,7 @@ type lateClaims struct {
 func (s *lateClaims) ClaimWait(ctx context.Context, c engine.Claim) ([]engine.ClaimedJob, error) {
 	s.once.Do(func() { close(s.waiting) })
 	<-ctx.Done()
-	jobs, err := s.Service.Claim(context.Background(), c)
+	jobs, err := s.Claim(context.Background(), c)
 	if err == nil && len(jobs) > 0 {
 		s.landed <- jobs
 	}
