@@ -15,7 +15,7 @@ import (
 	"github.com/heddlewf/heddle/engine"
 
 	"github.com/heddlewf/heddle/engine/embedded"
-	"github.com/heddlewf/heddle/pki"
+	"github.com/heddlewf/heddle/internal/pki"
 )
 
 // testPKI is a CA and the peer TLS configuration of each node it signed.
