@@ -16,7 +16,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
-	"github.com/heddlewf/heddle/pki"
+	"github.com/heddlewf/heddle/internal/pki"
 	"github.com/heddlewf/heddle/raftfsm"
 	"github.com/heddlewf/heddle/storage"
 )

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/heddlewf/heddle/pki"
+	"github.com/heddlewf/heddle/internal/pki"
 )
 
 // runCerts are the certificates of one run's cluster: a CA made for the

@@ -1,7 +1,7 @@
 // Package metrics defines heddle's Prometheus metrics and records them for the engine, the Raft node, the worker and the HTTP API.
 //
 // One *Metrics holds every family, registered on the prometheus.Registerer
-// given to New. Pass it to engine.Config.Metrics, raftfsm.Config.Metrics,
+// given to New. Pass it to embedded.Config.Metrics, raftfsm.Config.Metrics,
 // worker.Options.Metrics and httpapi.ServerConfig.Metrics; a nil *Metrics
 // (the zero value of those fields) records nothing and costs nothing, and
 // every method here is a no-op on a nil receiver.

@@ -87,7 +87,7 @@ type Config struct {
 	Dial func(address string, timeout time.Duration) (net.Conn, error)
 	// TLS, if set, makes every Raft connection mutual TLS with this
 	// configuration, at both ends: it presents this node's certificate and
-	// must refuse a peer whose certificate it does not accept (pki.PeerTLS
+	// must refuse a peer whose certificate it does not accept (PeerTLS
 	// builds one that admits only node certificates of the cluster's CA).
 	// A peer refused in the handshake never reaches Raft. The handshake
 	// runs over the connection Dial opens, so a proxy in between (the

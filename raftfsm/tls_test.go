@@ -15,7 +15,7 @@ import (
 	"github.com/heddlewf/heddle/engine"
 
 	"github.com/heddlewf/heddle/engine/embedded"
-	"github.com/heddlewf/heddle/pki"
+	"github.com/heddlewf/heddle/internal/pki"
 )
 
 // testPKI is a CA and the peer TLS configuration of each node it signed.
@@ -35,7 +35,8 @@ func newTestPKI(t testing.TB) *testPKI {
 	return p
 }
 
-// peer returns node id's peer TLS configuration.
+// peer returns node id's peer TLS configuration, as a program that runs
+// a node builds it (PeerTLS).
 func (p *testPKI) peer(t testing.TB, id string) *tls.Config {
 	t.Helper()
 	is, err := p.ca.NodeCert(id, nil)
@@ -46,7 +47,7 @@ func (p *testPKI) peer(t testing.TB, id string) *tls.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pki.PeerTLS(cert, p.roots)
+	return PeerTLS(cert, p.roots)
 }
 
 // forgeVote sends, from outside the cluster and without a certificate, the

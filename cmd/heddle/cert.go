@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/heddlewf/heddle/engine/httpapi"
-	"github.com/heddlewf/heddle/pki"
+	"github.com/heddlewf/heddle/internal/pki"
 	"github.com/spf13/cobra"
 )
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/pki"
+	"github.com/heddlewf/heddle/internal/pki"
 )
 
 // On a cluster set up as docs/security.md says (TLS, node certificates,

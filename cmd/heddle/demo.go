@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heddlewf/heddle/cmd/heddle/internal/demo"
 	"github.com/heddlewf/heddle/engine"
 
 	"github.com/heddlewf/heddle/engine/clock"
@@ -92,7 +93,7 @@ func newDemoCommand() *cobra.Command {
 
 // demoOrder is one order of the demo, where it runs and what it shows.
 type demoOrder struct {
-	Order
+	demo.Order
 	queue string
 	story string
 	// wantFailed: the order must end Failed (after compensating).
@@ -101,24 +102,24 @@ type demoOrder struct {
 
 func demoOrders() []demoOrder {
 	return []demoOrder{
-		{Order{ID: "order-1", Item: "loom", Qty: 1, Amount: 24900}, recoveryQueue,
+		{demo.Order{ID: "order-1", Item: "loom", Qty: 1, Amount: 24900}, recoveryQueue,
 			"its worker is stopped mid-workflow; a new worker resumes it", false},
-		{Order{ID: "order-2", Item: "shuttle", Qty: 3, Amount: 4500}, ordersQueue,
+		{demo.Order{ID: "order-2", Item: "shuttle", Qty: 3, Amount: 4500}, ordersQueue,
 			"the card network times out once; the retry policy retries", false},
-		{Order{ID: "order-3", Item: "heddle-frame", Qty: 40, Amount: 1299000, NeedsApproval: true}, ordersQueue,
+		{demo.Order{ID: "order-3", Item: "heddle-frame", Qty: 40, Amount: 1299000, NeedsApproval: true}, ordersQueue,
 			"a large order: waits for the signal approved", false},
-		{Order{ID: "order-4", Item: "yarn", Qty: 12, Amount: 3600}, ordersQueue,
+		{demo.Order{ID: "order-4", Item: "yarn", Qty: 12, Amount: 3600}, ordersQueue,
 			"shipping fails for good: the saga compensates and fails", true},
 	}
 }
 
-// demo holds the state shared by the demo's phases.
-type demo struct {
+// demoRun holds the state shared by the demo's phases.
+type demoRun struct {
 	cfg    demoConfig
 	e      *embedded.Engine
 	c      client.Client
 	rep    *reporter
-	shop   *shopState
+	shop   *demo.ShopState
 	orders []demoOrder
 	runs   map[string]client.WorkflowRun
 	// results and errs hold what each run's Get returned.
@@ -135,7 +136,7 @@ type demo struct {
 func runDemo(ctx context.Context, cfg demoConfig) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, demoTimeout)
 	defer cancel()
-	d := &demo{cfg: cfg, rep: newReporter(cfg.Out, cfg.Clock), orders: demoOrders(),
+	d := &demoRun{cfg: cfg, rep: newReporter(cfg.Out, cfg.Clock), orders: demoOrders(),
 		runs: map[string]client.WorkflowRun{}, results: map[string]string{}, errs: map[string]error{}}
 	if !slices.ContainsFunc(d.orders, func(o demoOrder) bool { return o.ID == cfg.Timeline }) {
 		return fmt.Errorf("--timeline %q is not one of the demo's orders (order-1 … order-4)", cfg.Timeline)
@@ -171,10 +172,8 @@ func runDemo(ctx context.Context, cfg demoConfig) (err error) {
 		}
 	}()
 	d.c = client.New(d.e)
-	d.shop = newShopState(d.rep)
-	d.shop.chargeFailures["order-2"] = 1
-	d.shop.shipFails["order-4"] = true
-	d.shop.holdConfirmation = "order-1"
+	d.shop = demo.NewShopState(d.rep.order, demo.Faults{ChargeFailures: map[string]int{"order-2": 1},
+		ShipFails: map[string]bool{"order-4": true}, HoldConfirmation: "order-1"})
 	if err := d.story(ctx); err != nil {
 		return err
 	}
@@ -209,7 +208,7 @@ func demoDir(dir string) (string, func() error, error) {
 	return dir, func() error { return nil }, nil
 }
 
-func (d *demo) problem(err error) {
+func (d *demoRun) problem(err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.problems = append(d.problems, err)
@@ -217,7 +216,7 @@ func (d *demo) problem(err error) {
 
 // newWorker starts a worker of queue with every workflow and activity.
 // worker-a's errors after it is abandoned are expected and only printed.
-func (d *demo) newWorker(name, queue string, lease time.Duration, expectErrors bool) (worker.Worker, error) {
+func (d *demoRun) newWorker(name, queue string, lease time.Duration, expectErrors bool) (worker.Worker, error) {
 	opts := worker.Options{Identity: name, LeaseTTL: lease, Clock: d.cfg.Clock,
 		OnError: func(job engine.JobID, err error) {
 			if expectErrors {
@@ -227,17 +226,7 @@ func (d *demo) newWorker(name, queue string, lease time.Duration, expectErrors b
 			d.problem(fmt.Errorf("%s, job %d: %w", name, job, err))
 		}}
 	w := worker.New(client.New(d.e), queue, opts)
-	w.RegisterWorkflow(OrderWorkflow)
-	w.RegisterWorkflow(ShipmentWorkflow)
-	s := &Shop{st: d.shop, worker: name}
-	w.RegisterActivity(s.ReserveInventory)
-	w.RegisterActivity(s.ChargeCard)
-	w.RegisterActivity(s.SendConfirmation)
-	w.RegisterActivity(s.PackOrder)
-	w.RegisterActivity(s.ShipOrder)
-	w.RegisterActivity(s.RefundCard)
-	w.RegisterActivity(s.ReleaseInventory)
-	d.registerSteps(w, s)
+	demo.NewShop(d.shop, name).Register(w)
 	if err := w.Start(); err != nil {
 		return nil, err
 	}
@@ -248,7 +237,7 @@ func (d *demo) newWorker(name, queue string, lease time.Duration, expectErrors b
 // story starts the workers and the orders, stops worker-a in the middle of
 // order-1 and resumes it on worker-b, approves order-3, and waits for every
 // order to end.
-func (d *demo) story(ctx context.Context) (err error) {
+func (d *demoRun) story(ctx context.Context) (err error) {
 	// stop stops a worker at the end, waiting for its jobs to drain.
 	stop := func(w worker.Worker, name string) {
 		if serr := w.Shutdown(context.Background()); serr != nil {
@@ -266,7 +255,7 @@ func (d *demo) story(ctx context.Context) (err error) {
 	}
 	var wg sync.WaitGroup
 	for _, o := range d.orders {
-		run, err := d.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: o.ID, TaskQueue: o.queue}, OrderWorkflow, o.Order)
+		run, err := d.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: o.ID, TaskQueue: o.queue}, demo.OrderWorkflow, o.Order)
 		if err != nil {
 			return errors.Join(fmt.Errorf("start %s: %w", o.ID, err), wa.Shutdown(context.Background()))
 		}
@@ -291,7 +280,7 @@ func (d *demo) story(ctx context.Context) (err error) {
 	go func() { defer wg.Done(); d.approve(ctx, "order-3") }()
 	listing, err := d.startListing(ctx)
 	if err != nil {
-		return errors.Join(fmt.Errorf("start %s: %w", listingID, err), wa.Shutdown(context.Background()))
+		return errors.Join(fmt.Errorf("start %s: %w", demo.ListingID, err), wa.Shutdown(context.Background()))
 	}
 	wg.Add(2)
 	go func() { defer wg.Done(); d.answerCaptcha(ctx) }()
@@ -300,12 +289,12 @@ func (d *demo) story(ctx context.Context) (err error) {
 		var res string
 		err := listing.Get(ctx, &res)
 		d.mu.Lock()
-		d.results[listingID], d.errs[listingID] = res, err
+		d.results[demo.ListingID], d.errs[demo.ListingID] = res, err
 		d.mu.Unlock()
 		if err != nil {
-			d.rep.order(listingID, "workflow FAILED: %v", err)
+			d.rep.order(demo.ListingID, "workflow FAILED: %v", err)
 		} else {
-			d.rep.order(listingID, "workflow completed: %s", res)
+			d.rep.order(demo.ListingID, "workflow completed: %s", res)
 		}
 	}()
 
@@ -316,7 +305,7 @@ func (d *demo) story(ctx context.Context) (err error) {
 		defer stop(wb, "worker-b")
 	}
 	if recErr != nil {
-		d.shop.releaseHeld()
+		d.shop.ReleaseHeld()
 		cancelled, cancel := context.WithCancel(ctx)
 		cancel()
 		// An ended context abandons worker-a's jobs to their leases,
@@ -332,9 +321,9 @@ func (d *demo) story(ctx context.Context) (err error) {
 // a hung call: the drain cannot finish, so worker-a is abandoned to its
 // lease, and worker-b resumes order-1 once the lease lapses. Only then does
 // the hung call return, and worker-a's late commit is fenced off.
-func (d *demo) recover(ctx context.Context, wa worker.Worker) (worker.Worker, error) {
+func (d *demoRun) recover(ctx context.Context, wa worker.Worker) (worker.Worker, error) {
 	select {
-	case <-d.shop.held:
+	case <-d.shop.Held():
 	case <-ctx.Done():
 		return nil, fmt.Errorf("order-1 never reached SendConfirmation: %w", ctx.Err())
 	}
@@ -381,7 +370,7 @@ func (d *demo) recover(ctx context.Context, wa worker.Worker) (worker.Worker, er
 			return wb, fmt.Errorf("order-1 was never resumed: %w", ctx.Err())
 		}
 	}
-	d.shop.releaseHeld()
+	d.shop.ReleaseHeld()
 	select {
 	case <-stopped:
 	case <-ctx.Done():
@@ -393,7 +382,7 @@ func (d *demo) recover(ctx context.Context, wa worker.Worker) (worker.Worker, er
 
 // approve waits until order-3 has waited out its ship window and waits
 // again (for the signal), then sends the signal after a short pause.
-func (d *demo) approve(ctx context.Context, wf string) {
+func (d *demoRun) approve(ctx context.Context, wf string) {
 	for {
 		changed := d.e.Committed()
 		j, err := d.c.DescribeWorkflow(ctx, wf, "")
@@ -436,7 +425,7 @@ func (d *demo) approve(ctx context.Context, wf string) {
 
 // check verifies what the demo claims, from the runs' results, the
 // activity execution counter and the histories.
-func (d *demo) check(ctx context.Context) error {
+func (d *demoRun) check(ctx context.Context) error {
 	d.rep.plain("")
 	d.rep.plain("checks:")
 	var fails []string
@@ -470,7 +459,7 @@ func (d *demo) check(ctx context.Context) error {
 		}
 	}
 	// the retry
-	if runs, keys := d.shop.executions("order-2", "ChargeCard"); runs == 2 && keys == 1 &&
+	if runs, keys := d.shop.Executions("order-2", "ChargeCard"); runs == 2 && keys == 1 &&
 		countType(hist["order-2"], engine.EventActivityAttemptFailed) == 1 {
 		ok("order-2 ChargeCard retried: 2 executions of one step, 1 activity_attempt_failed event")
 	} else {
@@ -500,34 +489,34 @@ func (d *demo) check(ctx context.Context) error {
 	}
 	ok("every order waited out its ship window (timer_fired) and ran its child ShipmentWorkflow")
 	// the compensation
-	ship, _ := d.shop.executions("order-4", "ShipOrder")
-	refund, _ := d.shop.executions("order-4", "RefundCard")
-	release, _ := d.shop.executions("order-4", "ReleaseInventory")
+	ship, _ := d.shop.Executions("order-4", "ShipOrder")
+	refund, _ := d.shop.Executions("order-4", "RefundCard")
+	release, _ := d.shop.Executions("order-4", "ReleaseInventory")
 	if ship == 1 && refund == 1 && release == 1 && countType(hist["order-4"], engine.EventChildFailed) == 1 {
 		ok("order-4 ShipOrder failed once (non-retryable), child_failed; RefundCard and ReleaseInventory ran once each")
 	} else {
 		fail("order-4: ShipOrder %d, RefundCard %d, ReleaseInventory %d executions", ship, refund, release)
 	}
 	for _, o := range d.orders[:3] {
-		if n, _ := d.shop.executions(o.ID, "RefundCard"); n != 0 {
+		if n, _ := d.shop.Executions(o.ID, "RefundCard"); n != 0 {
 			fail("%s was compensated", o.ID)
 		}
 	}
 	// the steps: a critic, a broken resource, a person
-	if err := d.errs[listingID]; err != nil {
-		fail("%s failed: %v", listingID, err)
+	if err := d.errs[demo.ListingID]; err != nil {
+		fail("%s failed: %v", demo.ListingID, err)
 	}
 	if err := d.checkSteps(ctx, ok, fail); err != nil {
 		return err
 	}
 	// the recovery
-	reserve, _ := d.shop.executions("order-1", "ReserveInventory")
-	charge, _ := d.shop.executions("order-1", "ChargeCard")
-	confirm, confirmKeys := d.shop.executions("order-1", "SendConfirmation")
+	reserve, _ := d.shop.Executions("order-1", "ReserveInventory")
+	charge, _ := d.shop.Executions("order-1", "ChargeCard")
+	confirm, confirmKeys := d.shop.Executions("order-1", "SendConfirmation")
 	requeued := slices.ContainsFunc(hist["order-1"], func(ev engine.Event) bool {
 		return ev.Type == engine.EventJobRequeued && ev.Reason == engine.ReasonLeaseExpired
 	})
-	d.rep.plain("      order-1 executions by idempotency key: %s", strings.Join(d.shop.counts("order-1"), ", "))
+	d.rep.plain("      order-1 executions by idempotency key: %s", strings.Join(d.shop.Counts("order-1"), ", "))
 	if reserve == 1 && charge == 1 && confirm == 2 && confirmKeys == 1 && requeued && d.stopErr != nil {
 		ok("order-1 recovered: lease_expired requeue; worker-b did not re-run ReserveInventory (1 execution) or ChargeCard (1 execution); it re-ran only SendConfirmation, in flight when worker-a was abandoned (2 executions, one idempotency key)")
 	} else {
@@ -554,7 +543,7 @@ func countType(hist []engine.Event, t engine.EventType) int {
 }
 
 // summary prints one line per order: status, attempts, what ran.
-func (d *demo) summary(ctx context.Context) {
+func (d *demoRun) summary(ctx context.Context) {
 	d.rep.plain("")
 	d.rep.plain("summary:")
 	for _, o := range d.orders {
@@ -565,7 +554,7 @@ func (d *demo) summary(ctx context.Context) {
 		}
 		var ran []string
 		for _, act := range []string{"ReserveInventory", "ChargeCard", "SendConfirmation", "PackOrder", "ShipOrder", "RefundCard", "ReleaseInventory"} {
-			if n, _ := d.shop.executions(o.ID, act); n > 0 {
+			if n, _ := d.shop.Executions(o.ID, act); n > 0 {
 				ran = append(ran, fmt.Sprintf("%s×%d", act, n))
 			}
 		}
@@ -582,7 +571,7 @@ func (d *demo) summary(ctx context.Context) {
 
 // verifyStore runs machine.Verify over one consistent read of the whole
 // store: histories legal, records, indexes and effects all in agreement.
-func (d *demo) verifyStore() error {
+func (d *demoRun) verifyStore() error {
 	var problems []error
 	jobs := 0
 	err := d.e.DB().View(func(r *storage.Reader) error {

@@ -4,7 +4,8 @@ package main
 // then implementation, then tests) run by a workflow, each task's output
 // judged by a reviewer and approved by a steward; the steward rejects the
 // implementation once with feedback, the work is redone with it, and only
-// the approval lets the tests start.
+// the approval lets the tests start. The workflow, its agent and its
+// reviewer are in internal/demo/review.go; this file plays the steward.
 
 import (
 	"context"
@@ -15,14 +16,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heddlewf/heddle/cmd/heddle/internal/demo"
 	"github.com/heddlewf/heddle/engine"
 
 	"github.com/heddlewf/heddle/engine/embedded"
-	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/converter"
 	"github.com/heddlewf/heddle/sdk/worker"
-	"github.com/heddlewf/heddle/sdk/workflow"
 	"github.com/spf13/cobra"
 )
 
@@ -48,49 +48,6 @@ func demoArgs(_ *cobra.Command, args []string) error {
 	return usagef("unexpected argument %q", args[1])
 }
 
-// reviewDemoJob is the demo's job id (the manifest's job_id).
-const reviewDemoJob = "email-validation"
-
-// ReviewAgent does a phase's work: what an agent would produce, with the
-// feedback of a rejection taken into account, and the cost it reports.
-func ReviewAgent(ctx context.Context, phase string) (string, error) {
-	info, _ := activity.GetTaskInfo(ctx)
-	activity.ReportCost(ctx, map[string]float64{"requirements": 5, "implementation": 12, "tests": 5}[phase])
-	out := map[string]string{
-		"requirements":   "rules: local@domain, RFC 5322 subset",
-		"implementation": "func Valid(addr string) bool { ... }",
-		"tests":          "42 cases, all passing",
-	}[phase]
-	if info.Feedback != "" {
-		out += " + " + info.Feedback
-	}
-	activity.ReportSummary(ctx, fmt.Sprintf("run %d of %s", info.Run, phase))
-	return out, nil
-}
-
-// ReviewPipeline issues the three tasks at once; the engine holds each
-// until the one it depends on succeeds.
-func ReviewPipeline(ctx workflow.Context) ([]string, error) {
-	phases := []struct{ name, dep string }{{"requirements", ""}, {"implementation", "requirements"}, {"tests", "implementation"}}
-	var fs []workflow.Future
-	for _, p := range phases {
-		o := workflow.TaskOptions{Job: reviewDemoJob, Phase: p.name, AutoReview: true, Reviewer: "critic",
-			JobDescription: "Add e-mail validation, gated by review at each phase",
-			Objective:      "produce the " + p.name}
-		if p.dep != "" {
-			o.DependsOn = []string{p.dep}
-		}
-		fs = append(fs, workflow.ExecuteTask(ctx, o, ReviewAgent, p.name))
-	}
-	out := make([]string, len(fs))
-	for i, f := range fs {
-		if err := f.Get(ctx, &out[i]); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 	dir, cleanup, err := demoDir(dir)
 	if err != nil {
@@ -103,14 +60,7 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 	}
 	defer func() { err = errors.Join(err, e.Close()) }()
 	w := worker.New(client.New(e), "review-demo", worker.Options{LeaseTTL: 5 * time.Second})
-	w.RegisterWorkflow(ReviewPipeline)
-	w.RegisterActivity(ReviewAgent)
-	w.RegisterReviewer("critic", func(_ context.Context, r worker.ReviewRequest) (worker.ReviewResult, error) {
-		var s string
-		_ = converter.Decode(r.Output, &s)
-		return worker.ReviewResult{Approve: true, Summary: fmt.Sprintf("critic: %s looks right (%q)", r.Phase, s),
-			Recommendations: []string{"keep the change small"}}, nil
-	})
+	demo.RegisterReview(w)
 	if err := w.Start(); err != nil {
 		return err
 	}
@@ -121,8 +71,8 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 	// The story is best effort: a closed stdout does not stop the demo,
 	// whose outcome is its error.
 	say := func(format string, a ...any) { _, _ = fmt.Fprintf(out, format+"\n", a...) }
-	say("heddle review demo: job %s, database %s", reviewDemoJob, dir)
-	run, err := client.New(e).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "review-pipeline", TaskQueue: "review-demo"}, ReviewPipeline)
+	say("heddle review demo: job %s, database %s", demo.ReviewJob, dir)
+	run, err := client.New(e).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "review-pipeline", TaskQueue: "review-demo"}, demo.ReviewPipeline)
 	if err != nil {
 		return err
 	}
@@ -130,7 +80,7 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 	wait := func(phase string, s engine.TaskState) (*engine.Task, error) {
 		for {
 			changed := e.Committed()
-			t, err := e.DescribeTask(ctx, engine.TaskTarget{Job: reviewDemoJob, Phase: phase})
+			t, err := e.DescribeTask(ctx, engine.TaskTarget{Job: demo.ReviewJob, Phase: phase})
 			if err == nil && t.State == s {
 				return t, nil
 			}
@@ -145,7 +95,7 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 		}
 	}
 	decide := func(phase string, op engine.TaskOp, reason string) error {
-		res, err := e.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{Job: reviewDemoJob, Phase: phase},
+		res, err := e.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{Job: demo.ReviewJob, Phase: phase},
 			Op: op, By: "steward", Reason: reason})
 		if err != nil {
 			return err
@@ -189,7 +139,7 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 			started := time.Now()
 			for {
 				changed := e.Committed()
-				t, err := e.DescribeTask(ctx, engine.TaskTarget{Job: reviewDemoJob, Phase: next})
+				t, err := e.DescribeTask(ctx, engine.TaskTarget{Job: demo.ReviewJob, Phase: next})
 				if err != nil {
 					return err
 				}
@@ -210,7 +160,7 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 		return err
 	}
 	say("workflow result: %s", strings.Join(results, " | "))
-	m, err := e.TaskManifest(ctx, reviewDemoJob)
+	m, err := e.TaskManifest(ctx, demo.ReviewJob)
 	if err != nil {
 		return err
 	}
@@ -218,7 +168,7 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	say("manifest (heddle task describe %s -o json):\n%s", reviewDemoJob, b)
+	say("manifest (heddle task describe %s -o json):\n%s", demo.ReviewJob, b)
 	if m.Status != engine.TaskSuccess || len(m.History) != 3 {
 		return fmt.Errorf("the job ended %s with %d phases, want SUCCESS with 3", m.Status, len(m.History))
 	}

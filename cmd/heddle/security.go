@@ -13,8 +13,8 @@ import (
 	"net/http"
 
 	"github.com/heddlewf/heddle/engine/httpapi"
-	"github.com/heddlewf/heddle/pki"
-	"github.com/heddlewf/heddle/ui"
+	"github.com/heddlewf/heddle/internal/pki"
+	"github.com/heddlewf/heddle/internal/ui"
 	"github.com/spf13/pflag"
 )
 

@@ -11,7 +11,7 @@ import (
 
 // printTimeline prints one job's whole history as a table: this is the
 // record the engine keeps, and the only thing a recovering worker reads.
-func (d *demo) printTimeline(ctx context.Context) error {
+func (d *demoRun) printTimeline(ctx context.Context) error {
 	wf := d.cfg.Timeline
 	j, err := d.c.DescribeWorkflow(ctx, wf, "")
 	if err != nil {

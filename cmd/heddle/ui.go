@@ -7,7 +7,7 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/heddlewf/heddle/ui"
+	"github.com/heddlewf/heddle/internal/ui"
 )
 
 // withUI returns a handler that serves the UI under ui.Path and everything

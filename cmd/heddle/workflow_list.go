@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/listfilter"
+	"github.com/heddlewf/heddle/internal/listfilter"
 	"github.com/spf13/cobra"
 )
 

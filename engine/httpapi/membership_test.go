@@ -15,7 +15,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
-	"github.com/heddlewf/heddle/pki"
+	"github.com/heddlewf/heddle/internal/pki"
 	"github.com/heddlewf/heddle/raftfsm"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/pki"
+	"github.com/heddlewf/heddle/internal/pki"
 )
 
 // Server serves an engine.Service (and optionally a Cluster) over HTTP. It

@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/heddlewf/heddle/listfilter"
+	"github.com/heddlewf/heddle/internal/listfilter"
 )
 
 // hostileWords are words written to break out of a shell's quotes: to run

@@ -14,7 +14,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
-	"github.com/heddlewf/heddle/pki"
+	"github.com/heddlewf/heddle/internal/pki"
 )
 
 func TestClusterPageAlone(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/listfilter"
+	"github.com/heddlewf/heddle/internal/listfilter"
 )
 
 // The workflow list's page sizes; the first is the default.

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/sdk/activity"
+	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 )
 
-// The demo's workflows: plain Go against sdk/workflow. They never read the
+// The order saga's workflows: plain Go against sdk/workflow. They never read the
 // clock or touch the demo's state; everything with an effect is an
 // activity, run by a worker, whose result the history keeps.
 
@@ -108,40 +109,55 @@ func ShipmentWorkflow(ctx workflow.Context, o Order, reservation string) (string
 	return tracking, nil
 }
 
-// shopState is what the activities of every worker share: the execution
+// Say prints one progress line about the workflow wf. The activities and
+// the critic of every worker call it, concurrently.
+type Say func(wf, format string, a ...any)
+
+// Faults are the failures the demo injects into the shop's activities.
+type Faults struct {
+	// ChargeFailures: ChargeCard fails transiently this many times per order.
+	ChargeFailures map[string]int
+	// ShipFails: ShipOrder fails for good for these orders.
+	ShipFails map[string]bool
+	// HoldConfirmation: the first SendConfirmation of this order blocks
+	// until ReleaseHeld is called; Held is closed when it starts blocking.
+	HoldConfirmation string
+}
+
+// ShopState is what the activities of every worker share: the execution
 // counter and the faults the demo injects.
-type shopState struct {
-	rep *reporter
+type ShopState struct {
+	say Say
 
 	mu sync.Mutex
 	// runs counts executions by idempotency key; what names the key.
 	runs  map[string]int
 	what  map[string]execKey
 	order []string // keys in first-run order
-	// chargeFailures: ChargeCard fails transiently this many times per order.
-	chargeFailures map[string]int
-	// shipFails: ShipOrder fails for good for these orders.
-	shipFails map[string]bool
-	// holdConfirmation: the first SendConfirmation of this order blocks
-	// until release is closed; held is closed when it starts blocking.
-	holdConfirmation  string
+	// faults is only read: it is set before any worker starts.
+	faults            Faults
 	held, release     chan struct{}
 	heldOnce, relOnce sync.Once
 }
 
 type execKey struct{ order, workflowID, activity string }
 
-func newShopState(rep *reporter) *shopState {
-	return &shopState{rep: rep, runs: map[string]int{}, what: map[string]execKey{},
-		chargeFailures: map[string]int{}, shipFails: map[string]bool{},
+// NewShopState returns the shared state of the shop's activities, which
+// print through say and fail as faults says.
+func NewShopState(say Say, faults Faults) *ShopState {
+	return &ShopState{say: say, runs: map[string]int{}, what: map[string]execKey{}, faults: faults,
 		held: make(chan struct{}), release: make(chan struct{})}
 }
 
-// releaseHeld lets the held SendConfirmation (and later ones) go on.
-func (s *shopState) releaseHeld() { s.relOnce.Do(func() { close(s.release) }) }
+// Held is closed once the held SendConfirmation (Faults.HoldConfirmation)
+// has started and blocks.
+func (s *ShopState) Held() <-chan struct{} { return s.held }
+
+// ReleaseHeld lets the held SendConfirmation (and later ones) go on.
+func (s *ShopState) ReleaseHeld() { s.relOnce.Do(func() { close(s.release) }) }
 
 // count records one execution and returns how many the key has had.
-func (s *shopState) count(ctx context.Context, o Order) (activity.Info, int) {
+func (s *ShopState) count(ctx context.Context, o Order) (activity.Info, int) {
 	info := activity.GetInfo(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -154,9 +170,9 @@ func (s *shopState) count(ctx context.Context, o Order) (activity.Info, int) {
 	return info, s.runs[k]
 }
 
-// executions returns how often activity ran for order (summed over keys)
+// Executions returns how often activity ran for order (summed over keys)
 // and under how many keys.
-func (s *shopState) executions(order, act string) (runs, keys int) {
+func (s *ShopState) Executions(order, act string) (runs, keys int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, w := range s.what {
@@ -168,8 +184,8 @@ func (s *shopState) executions(order, act string) (runs, keys int) {
 	return runs, keys
 }
 
-// counts returns "key activity×n" for each key of order, in first-run order.
-func (s *shopState) counts(order string) []string {
+// Counts returns "key activity×n" for each key of order, in first-run order.
+func (s *ShopState) Counts(order string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
@@ -183,8 +199,26 @@ func (s *shopState) counts(order string) []string {
 
 // Shop holds the activities; each worker gets its own, named after it.
 type Shop struct {
-	st     *shopState
+	st     *ShopState
 	worker string
+}
+
+// NewShop returns the activities of the worker named worker, over st.
+func NewShop(st *ShopState, worker string) *Shop { return &Shop{st: st, worker: worker} }
+
+// Register registers every workflow, activity and critic of the demo's
+// order sagas and of its steps scenario on w.
+func (s *Shop) Register(w worker.Worker) {
+	w.RegisterWorkflow(OrderWorkflow)
+	w.RegisterWorkflow(ShipmentWorkflow)
+	w.RegisterActivity(s.ReserveInventory)
+	w.RegisterActivity(s.ChargeCard)
+	w.RegisterActivity(s.SendConfirmation)
+	w.RegisterActivity(s.PackOrder)
+	w.RegisterActivity(s.ShipOrder)
+	w.RegisterActivity(s.RefundCard)
+	w.RegisterActivity(s.ReleaseInventory)
+	s.registerSteps(w)
 }
 
 func (s *Shop) say(info activity.Info, o Order, format string, a ...any) {
@@ -192,7 +226,7 @@ func (s *Shop) say(info activity.Info, o Order, format string, a ...any) {
 	if info.WorkflowID != o.ID {
 		where = " [child " + info.WorkflowID + "]"
 	}
-	s.st.rep.order(o.ID, "%-17s attempt %d %s%s (%s)", info.ActivityType.Name, info.Attempt, fmt.Sprintf(format, a...), where, s.worker)
+	s.st.say(o.ID, "%-17s attempt %d %s%s (%s)", info.ActivityType.Name, info.Attempt, fmt.Sprintf(format, a...), where, s.worker)
 }
 
 // ReserveInventory holds the items.
@@ -206,10 +240,7 @@ func (s *Shop) ReserveInventory(ctx context.Context, o Order) (string, error) {
 // ChargeCard charges the customer; the demo makes it fail transiently.
 func (s *Shop) ChargeCard(ctx context.Context, o Order) (string, error) {
 	info, n := s.st.count(ctx, o)
-	s.st.mu.Lock()
-	fail := n <= s.st.chargeFailures[o.ID]
-	s.st.mu.Unlock()
-	if fail {
+	if n <= s.st.faults.ChargeFailures[o.ID] {
 		s.say(info, o, "FAILED: card network timeout (transient, will be retried)")
 		return "", workflow.NewApplicationError("card network timeout", "NetworkTimeout", false)
 	}
@@ -221,7 +252,7 @@ func (s *Shop) ChargeCard(ctx context.Context, o Order) (string, error) {
 // SendConfirmation mails the customer. The demo holds one order here.
 func (s *Shop) SendConfirmation(ctx context.Context, o Order, charge string) error {
 	info, n := s.st.count(ctx, o)
-	if o.ID == s.st.holdConfirmation && n == 1 {
+	if o.ID == s.st.faults.HoldConfirmation && n == 1 {
 		// A hung call to the mail service: it does not watch ctx, so
 		// only the demo's go ends it.
 		s.say(info, o, "started; the mail service hangs until the demo says go")
@@ -246,10 +277,7 @@ func (s *Shop) PackOrder(ctx context.Context, o Order, reservation string) (stri
 // good for one order.
 func (s *Shop) ShipOrder(ctx context.Context, o Order, parcel string) (string, error) {
 	info, _ := s.st.count(ctx, o)
-	s.st.mu.Lock()
-	fail := s.st.shipFails[o.ID]
-	s.st.mu.Unlock()
-	if fail {
+	if s.st.faults.ShipFails[o.ID] {
 		s.say(info, o, "FAILED: address undeliverable (non-retryable)")
 		return "", workflow.NewApplicationError("address undeliverable", "Undeliverable", true)
 	}
