@@ -67,7 +67,7 @@ func TestBrowserResources(t *testing.T) {
 		chromedp.Navigate(n.url+"/ui/resources"),
 		chromedp.WaitVisible("#token", chromedp.ByQuery),
 		typeInto("#token", browserToken),
-		chromedp.Click("#signin", chromedp.ByQuery),
+		click("#signin"),
 		chromedp.WaitVisible("#role", chromedp.ByQuery),
 		chromedp.Navigate(n.url+"/ui/resources"),
 		chromedp.WaitVisible("#resources", chromedp.ByQuery))
@@ -90,7 +90,7 @@ func TestBrowserResources(t *testing.T) {
 
 	// The lease leads to its run, whose page shows the step's engine state.
 	run(t, ctx, "follow the lease to its run",
-		chromedp.Click(fmt.Sprintf(`tr.lease[data-job="%d"] a`, holder), chromedp.ByQuery),
+		click(fmt.Sprintf(`tr.lease[data-job="%d"] a`, holder)),
 		chromedp.WaitVisible("#pending-steps", chromedp.ByQuery))
 	row := `#pending-steps tr[data-step="1"]`
 	if s := text(t, ctx, row+" td.step-state"); s != "RUNNING" {
@@ -112,7 +112,7 @@ func TestBrowserResources(t *testing.T) {
 	run(t, ctx, "drain chrome-1",
 		chromedp.Navigate(n.url+"/ui/resources"),
 		chromedp.WaitVisible(`tr[data-resource="chrome-1"] button.drain`, chromedp.ByQuery),
-		chromedp.Click(`tr[data-resource="chrome-1"] button.drain`, chromedp.ByQuery),
+		click(`tr[data-resource="chrome-1"] button.drain`),
 		chromedp.WaitVisible(`tr[data-resource="chrome-1"] button.undrain`, chromedp.ByQuery))
 	if s := text(t, ctx, drained); s != "drained" {
 		t.Errorf("chrome-1 after the drain: %q", s)
@@ -125,7 +125,7 @@ func TestBrowserResources(t *testing.T) {
 	}
 	shoot(t, ctx, "ui-resources-drained")
 	run(t, ctx, "undrain chrome-1",
-		chromedp.Click(`tr[data-resource="chrome-1"] button.undrain`, chromedp.ByQuery),
+		click(`tr[data-resource="chrome-1"] button.undrain`),
 		chromedp.WaitVisible(`tr[data-resource="chrome-1"] button.drain`, chromedp.ByQuery))
 	if s := text(t, ctx, drained); s != "taking leases" {
 		t.Errorf("chrome-1 after the undrain: %q", s)

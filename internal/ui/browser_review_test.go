@@ -32,7 +32,7 @@ func TestBrowserReview(t *testing.T) {
 	run(t, ctx, "open the UI", chromedp.Navigate(n.url+"/ui/review"), chromedp.WaitVisible("#token", chromedp.ByQuery))
 	run(t, ctx, "sign in",
 		typeInto("#token", browserToken),
-		chromedp.Click("#signin", chromedp.ByQuery),
+		click("#signin"),
 		chromedp.WaitVisible("#role", chromedp.ByQuery),
 		chromedp.Navigate(n.url+"/ui/review"),
 		chromedp.WaitVisible("#task-1", chromedp.ByQuery))
@@ -58,7 +58,7 @@ func TestBrowserReview(t *testing.T) {
 
 	run(t, ctx, "approve task 1",
 		typeInto("#task-1-approve-form input[name=reason]", "reads well"),
-		chromedp.Click("#task-1-approve", chromedp.ByQuery),
+		click("#task-1-approve"),
 		chromedp.WaitVisible("#flash", chromedp.ByQuery),
 		chromedp.WaitNotPresent("#task-1", chromedp.ByQuery))
 	if f := text(t, ctx, "#flash"); !strings.HasPrefix(f, "Task approved") {

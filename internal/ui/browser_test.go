@@ -166,6 +166,31 @@ func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 	}
 }
 
+// click clicks the element sel, once it is there and shown, in one
+// script. The page's live refresh replaces its content in place, and
+// chromedp's Click finds the node in one call and clicks it in later ones,
+// by which time a refresh may have replaced it ("Could not find node");
+// the script finds and clicks it in one turn of the page's event loop.
+func click(sel string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e || e.getClientRects().length === 0) return false; e.click(); return true; })()`, sel)
+		for {
+			var clicked bool
+			if err := chromedp.Evaluate(js, &clicked).Do(ctx); err != nil {
+				return fmt.Errorf("click %s: %w", sel, err)
+			}
+			if clicked {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("click %s: no such element shown: %w", sel, ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	})
+}
+
 // typeInto focuses the field sel, clears it and types value as keys. The
 // focus and the clearing happen in one script, so the page's live refresh,
 // which leaves a page alone while a field has the focus, cannot swap the
@@ -366,10 +391,10 @@ func startNode(t *testing.T) *node {
 // signInAs signs the browser out, then in with token, and opens path.
 func signInAs(t *testing.T, ctx context.Context, n *node, token, path, waitFor string) {
 	t.Helper()
-	run(t, ctx, "sign out", chromedp.Click("#signout", chromedp.ByQuery), chromedp.WaitVisible("#token", chromedp.ByQuery))
+	run(t, ctx, "sign out", click("#signout"), chromedp.WaitVisible("#token", chromedp.ByQuery))
 	run(t, ctx, "sign in again",
 		typeInto("#token", token),
-		chromedp.Click("#signin", chromedp.ByQuery),
+		click("#signin"),
 		chromedp.WaitVisible("#role", chromedp.ByQuery),
 		chromedp.Navigate(n.url+path),
 		chromedp.WaitVisible(waitFor, chromedp.ByQuery))
@@ -430,7 +455,7 @@ func TestBrowserWorkflows(t *testing.T) {
 	shoot(t, ctx, "ui-signin")
 	run(t, ctx, "sign in",
 		typeInto("#token", browserToken),
-		chromedp.Click("#signin", chromedp.ByQuery),
+		click("#signin"),
 		chromedp.WaitVisible("#runs", chromedp.ByQuery))
 	list := text(t, ctx, "#runs")
 	for _, want := range []string{"order-1001", "order-1002", "invoice-77", "nightly-report-1", "Ship", "@activity:Print", "Waiting", "Completed", "Queued"} {
@@ -444,7 +469,7 @@ func TestBrowserWorkflows(t *testing.T) {
 	run(t, ctx, "filter",
 		choose("#f-status", "Waiting"),
 		typeInto("#f-q", "type=Order,Invoice id!=order-1002"),
-		chromedp.Click("#filter", chromedp.ByQuery),
+		click("#filter"),
 		chromedp.WaitVisible("#cli-query", chromedp.ByQuery))
 	if got, want := text(t, ctx, "#cli-query"), "heddle workflow list --query 'status=Waiting type=Order,Invoice id!=order-1002'"; got != want {
 		t.Errorf("the filter's CLI form: %q, want %q", got, want)
@@ -456,7 +481,7 @@ func TestBrowserWorkflows(t *testing.T) {
 	}
 	run(t, ctx, "a query that is not in the language",
 		typeInto("#f-q", "created=yesterday"),
-		chromedp.Click("#filter", chromedp.ByQuery),
+		click("#filter"),
 		chromedp.WaitVisible("#query-error", chromedp.ByQuery))
 	if msg := text(t, ctx, "#query-error"); !strings.Contains(msg, "created takes the operators > >= < <=, not =") {
 		t.Errorf("the query error says %q", msg)
@@ -465,7 +490,7 @@ func TestBrowserWorkflows(t *testing.T) {
 	// From the list to the run.
 	run(t, ctx, "follow order-1001",
 		chromedp.Navigate(n.url+"/ui/workflows?q=id%3Dorder-1001"),
-		chromedp.Click(`#runs td.id a`, chromedp.ByQuery),
+		click(`#runs td.id a`),
 		chromedp.WaitVisible("#run-status", chromedp.ByQuery))
 	if s := text(t, ctx, "#run-status"); s != "Waiting" {
 		t.Errorf("order-1001 shows %q, want Waiting", s)
@@ -492,17 +517,17 @@ func TestBrowserWorkflows(t *testing.T) {
 	shoot(t, ctx, "ui-run-waiting")
 
 	// The parent and child links go both ways.
-	run(t, ctx, "to the child", chromedp.Click("#linked a.child-link", chromedp.ByQuery), chromedp.WaitVisible("#parent", chromedp.ByQuery))
+	run(t, ctx, "to the child", click("#linked a.child-link"), chromedp.WaitVisible("#parent", chromedp.ByQuery))
 	if p := text(t, ctx, "#parent"); !strings.Contains(p, "order-1001") {
 		t.Errorf("the child's parent link says %q", p)
 	}
-	run(t, ctx, "back to the parent", chromedp.Click("#parent a", chromedp.ByQuery), chromedp.WaitVisible("#signal-form", chromedp.ByQuery))
+	run(t, ctx, "back to the parent", click("#parent a"), chromedp.WaitVisible("#signal-form", chromedp.ByQuery))
 
 	// Signal: the run wakes and runs Notify, which the test holds.
 	run(t, ctx, "send the approve signal",
 		typeInto("#signal-name", "approve"),
 		typeInto("#signal-value", `"ada"`),
-		chromedp.Click("#signal", chromedp.ByQuery),
+		click("#signal"),
 		chromedp.WaitVisible("#flash", chromedp.ByQuery))
 	if f := text(t, ctx, "#flash"); f != "Signal sent." {
 		t.Errorf("flash %q after the signal", f)
@@ -542,7 +567,7 @@ func TestBrowserWorkflows(t *testing.T) {
 		chromedp.Navigate(fmt.Sprintf("%s/ui/runs/%d", n.url, j.ID)),
 		chromedp.WaitVisible("#cancel", chromedp.ByQuery),
 		typeInto(`#cancel-form input[name="reason"]`, "customer changed their mind"),
-		chromedp.Click("#cancel", chromedp.ByQuery),
+		click("#cancel"),
 		chromedp.WaitVisible("#flash", chromedp.ByQuery),
 		chromedp.WaitVisible(`#run-status[data-status="Cancelled"]`, chromedp.ByQuery))
 	if tl := text(t, ctx, "#timeline"); !strings.Contains(tl, "cancel_requested") || !strings.Contains(tl, "customer changed their mind") {
@@ -554,7 +579,7 @@ func TestBrowserWorkflows(t *testing.T) {
 	run(t, ctx, "terminate nightly-report-2",
 		chromedp.Navigate(fmt.Sprintf("%s/ui/runs/%d", n.url, j.ID)),
 		chromedp.WaitVisible("#terminate", chromedp.ByQuery),
-		chromedp.Click("#terminate", chromedp.ByQuery),
+		click("#terminate"),
 		chromedp.WaitVisible(`#run-status[data-status="Terminated"]`, chromedp.ByQuery))
 	if got := n.await(t, "nightly-report-2", engine.StatusTerminated); got.ClosedMS == 0 {
 		t.Error("the terminated run has no closing time")
@@ -594,7 +619,7 @@ func TestBrowserWorkflows(t *testing.T) {
 	}
 	signInAs(t, ctx, n, browserToken, invoice, "#terminate-form")
 
-	run(t, ctx, "sign out", chromedp.Click("#signout", chromedp.ByQuery), chromedp.WaitVisible("#token", chromedp.ByQuery))
+	run(t, ctx, "sign out", click("#signout"), chromedp.WaitVisible("#token", chromedp.ByQuery))
 }
 
 // TestBrowserCluster shows the cluster page of a three-node Raft cluster,
