@@ -113,3 +113,14 @@ func reviewOp(op engine.TaskOp) commandDirective {
 		return c
 	}
 }
+
+// taskLease is jobLease for a review task's lease (task=).
+func (e *traceEnv) taskLease(a *traceArgs) engine.TaskLeaseRef {
+	id := engine.TaskID(a.int("task", 0))
+	if id == 0 {
+		a.td.Fatalf(a.t, "%s: name the task with task=<id>", a.td.Cmd)
+	}
+	b := e.taskBook(id)
+	attempt := uint64(a.int("attempt", int64(b.latest)))
+	return engine.TaskLeaseRef{Task: id, Attempt: attempt, Token: b.token(a, attempt)}
+}

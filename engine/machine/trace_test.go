@@ -5,19 +5,19 @@ package machine_test
 //
 // Each file under testdata/ is a sequence of blocks. A block is a directive
 // (a command, or a look at the store), its arguments, and after "----" what
-// it did:
+// it did (abridged here; docs/testing.md shows a block in full):
 //
-//	claim queue=q owner=w1 max=1 lease=30000 now=1000 nonce=n1
+//	claim queue=q owner=w1 lease=30000 now=1000 nonce=n1
 //	----
-//	result: {Jobs=[{Job=1 WorkflowID=order-1 ...}]}
+//	result: {Jobs=[{Job=1 WorkflowID=a Type=order Attempt=1 LeaseExpiryMS=31000 …}]}
 //	events:
 //	  job 1 #2 job_leased Attempt=1 Name=w1 LeaseExpiryMS=31000 TokenIssued=true
 //	states:
 //	  job 1: Queued → Running
 //	    Attempt: 0 → 1
 //	index:
-//	  - q queue=q ready=1000 job=1
 //	  + l expiry=31000 job=1
+//	  - q queue=q ready=1000 job=1
 //
 // A command directive builds one engine command from its arguments and
 // applies it with machine.Apply in a transaction of its own over an
@@ -292,17 +292,6 @@ func (e *traceEnv) jobLease(a *traceArgs, key string) engine.LeaseRef {
 	b := e.jobBook(id)
 	attempt := uint64(a.int("attempt", int64(b.latest)))
 	return engine.LeaseRef{Job: id, Attempt: attempt, Token: b.token(a, attempt)}
-}
-
-// taskLease is jobLease for a review task's lease (task=).
-func (e *traceEnv) taskLease(a *traceArgs) engine.TaskLeaseRef {
-	id := engine.TaskID(a.int("task", 0))
-	if id == 0 {
-		a.td.Fatalf(a.t, "%s: name the task with task=<id>", a.td.Cmd)
-	}
-	b := e.taskBook(id)
-	attempt := uint64(a.int("attempt", int64(b.latest)))
-	return engine.TaskLeaseRef{Task: id, Attempt: attempt, Token: b.token(a, attempt)}
 }
 
 // target names a job by job=<id> or wf=<workflow id>.
