@@ -54,7 +54,7 @@ const reviewDemoJob = "email-validation"
 // ReviewAgent does a phase's work: what an agent would produce, with the
 // feedback of a rejection taken into account, and the cost it reports.
 func ReviewAgent(ctx context.Context, phase string) (string, error) {
-	info, _ := activity.GetTaskInfo(ctx)
+	info, _ := activity.GetReviewInfo(ctx)
 	activity.ReportCost(ctx, map[string]float64{"requirements": 5, "implementation": 12, "tests": 5}[phase])
 	out := map[string]string{
 		"requirements":   "rules: local@domain, RFC 5322 subset",
@@ -74,13 +74,13 @@ func ReviewPipeline(ctx workflow.Context) ([]string, error) {
 	phases := []struct{ name, dep string }{{"requirements", ""}, {"implementation", "requirements"}, {"tests", "implementation"}}
 	var fs []workflow.Future
 	for _, p := range phases {
-		o := workflow.TaskOptions{Job: reviewDemoJob, Phase: p.name, AutoReview: true, Reviewer: "critic",
+		o := workflow.ReviewOptions{Job: reviewDemoJob, Phase: p.name, AutoReview: true, Reviewer: "critic",
 			JobDescription: "Add e-mail validation, gated by review at each phase",
 			Objective:      "produce the " + p.name}
 		if p.dep != "" {
 			o.DependsOn = []string{p.dep}
 		}
-		fs = append(fs, workflow.ExecuteTask(ctx, o, ReviewAgent, p.name))
+		fs = append(fs, workflow.ExecuteReview(ctx, o, ReviewAgent, p.name))
 	}
 	out := make([]string, len(fs))
 	for i, f := range fs {
@@ -127,14 +127,14 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 		return err
 	}
 	say("started workflow review-pipeline: requirements → implementation → tests, each gated by review and approval")
-	wait := func(phase string, s engine.TaskState) (*engine.Task, error) {
+	wait := func(phase string, s engine.ReviewState) (*engine.Review, error) {
 		for {
 			changed := e.Committed()
-			t, err := e.DescribeTask(ctx, engine.TaskTarget{Job: reviewDemoJob, Phase: phase})
+			t, err := e.DescribeReview(ctx, engine.ReviewTarget{Job: reviewDemoJob, Phase: phase})
 			if err == nil && t.State == s {
 				return t, nil
 			}
-			if err != nil && !errors.Is(err, engine.ErrUnknownTask) {
+			if err != nil && !errors.Is(err, engine.ErrUnknownReview) {
 				return nil, err
 			}
 			select {
@@ -144,8 +144,8 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 			}
 		}
 	}
-	decide := func(phase string, op engine.TaskOp, reason string) error {
-		res, err := e.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{Job: reviewDemoJob, Phase: phase},
+	decide := func(phase string, op engine.ReviewOp, reason string) error {
+		res, err := e.ReviewCommand(ctx, engine.ReviewCommand{ReviewTarget: engine.ReviewTarget{Job: reviewDemoJob, Phase: phase},
 			Op: op, By: "steward", Reason: reason})
 		if err != nil {
 			return err
@@ -158,38 +158,38 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 		return nil
 	}
 	// An illegal command is refused with the state and what is legal.
-	if t, err := wait("implementation", engine.TaskPending); err != nil {
+	if t, err := wait("implementation", engine.ReviewPending); err != nil {
 		return err
-	} else if _, err := e.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: t.ID}, Op: engine.TaskOpApprove, By: "steward"}); err != nil {
-		var se *engine.TaskStateError
+	} else if _, err := e.ReviewCommand(ctx, engine.ReviewCommand{ReviewTarget: engine.ReviewTarget{ID: t.ID}, Op: engine.ReviewOpApprove, By: "steward"}); err != nil {
+		var se *engine.ReviewStateError
 		if !errors.As(err, &se) {
 			return err
 		}
 		say("  steward: approve implementation too early → refused: it is %s; legal now: %v", se.State, se.Legal)
 	}
 	for _, phase := range []string{"requirements", "implementation", "tests"} {
-		t, err := wait(phase, engine.TaskApprovalRequired)
+		t, err := wait(phase, engine.ReviewApprovalRequired)
 		if err != nil {
 			return err
 		}
-		say("%s: run %d, output %s, reviewed: %s", phase, t.Runs, outputText(t.Output), t.Review.Summary)
+		say("%s: run %d, output %s, reviewed: %s", phase, t.Runs, outputText(t.Output), t.Assessment.Summary)
 		if phase == "implementation" && t.Runs == 1 {
-			if err := decide(phase, engine.TaskOpReject, "also accept internationalised domains"); err != nil {
+			if err := decide(phase, engine.ReviewOpReject, "also accept internationalised domains"); err != nil {
 				return err
 			}
-			if t, err = wait(phase, engine.TaskApprovalRequired); err != nil {
+			if t, err = wait(phase, engine.ReviewApprovalRequired); err != nil {
 				return err
 			}
 			say("%s: rework, run %d, output %s", phase, t.Runs, outputText(t.Output))
 		}
-		if err := decide(phase, engine.TaskOpApprove, ""); err != nil {
+		if err := decide(phase, engine.ReviewOpApprove, ""); err != nil {
 			return err
 		}
 		if next := map[string]string{"requirements": "implementation", "implementation": "tests"}[phase]; next != "" {
 			started := time.Now()
 			for {
 				changed := e.Committed()
-				t, err := e.DescribeTask(ctx, engine.TaskTarget{Job: reviewDemoJob, Phase: next})
+				t, err := e.DescribeReview(ctx, engine.ReviewTarget{Job: reviewDemoJob, Phase: next})
 				if err != nil {
 					return err
 				}
@@ -210,7 +210,7 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 		return err
 	}
 	say("workflow result: %s", strings.Join(results, " | "))
-	m, err := e.TaskManifest(ctx, reviewDemoJob)
+	m, err := e.ReviewManifest(ctx, reviewDemoJob)
 	if err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 		return err
 	}
 	say("manifest (heddle task describe %s -o json):\n%s", reviewDemoJob, b)
-	if m.Status != engine.TaskSuccess || len(m.History) != 3 {
+	if m.Status != engine.ReviewSuccess || len(m.History) != 3 {
 		return fmt.Errorf("the job ended %s with %d phases, want SUCCESS with 3", m.Status, len(m.History))
 	}
 	return nil
