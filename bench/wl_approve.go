@@ -13,11 +13,11 @@ import (
 // approveQueue is the task queue of the approve workload.
 const approveQueue = "approve"
 
-// taskClaimer is a TaskService that can wait for claimable tasks (the
+// reviewClaimer is a ReviewService that can wait for claimable tasks (the
 // engine, and the HTTP client with long polls).
-type taskClaimer interface {
-	engine.TaskService
-	ClaimTasksWait(context.Context, engine.ClaimTasks) ([]engine.ClaimedTask, error)
+type reviewClaimer interface {
+	engine.ReviewService
+	ClaimReviewsWait(context.Context, engine.ClaimReviews) ([]engine.ClaimedReview, error)
 }
 
 // runApprove: N jobs of two review tasks, "up" and "down" (down depends on
@@ -30,7 +30,7 @@ func runApprove(r *runner) error {
 	if err := r.open("approve"); err != nil {
 		return err
 	}
-	ts, ok := r.b.svc.Service.(taskClaimer)
+	ts, ok := r.b.svc.Service.(reviewClaimer)
 	if !ok {
 		return fmt.Errorf("bench: the %s backend has no review tasks", r.opts.Mode)
 	}
@@ -69,10 +69,10 @@ func runApprove(r *runner) error {
 	defer loops.Wait()
 	defer cancel()
 	loops.Add(2)
-	loop := func(role engine.TaskRole, handle func(engine.ClaimedTask) error) {
+	loop := func(role engine.ReviewRole, handle func(engine.ClaimedReview) error) {
 		defer loops.Done()
 		for ctx.Err() == nil {
-			got, err := ts.ClaimTasksWait(ctx, engine.ClaimTasks{Role: role, Queue: approveQueue, Owner: "bench-" + role.String(),
+			got, err := ts.ClaimReviewsWait(ctx, engine.ClaimReviews{Role: role, Queue: approveQueue, Owner: "bench-" + role.String(),
 				Max: 16, LeaseMS: 60_000})
 			if err != nil {
 				if ctx.Err() == nil {
@@ -88,15 +88,15 @@ func runApprove(r *runner) error {
 			}
 		}
 	}
-	go loop(engine.TaskRoleWork, func(c engine.ClaimedTask) error {
+	go loop(engine.ReviewRoleWork, func(c engine.ClaimedReview) error {
 		signal(c.Job + "/" + c.Phase + "/running")
-		_, err := ts.TaskReport(context.WithoutCancel(ctx), engine.TaskReport{TaskLeaseRef: c.Lease(),
-			Op: engine.TaskReportOutput, Output: []byte(`"done"`), Cost: 1})
+		_, err := ts.ReviewReport(context.WithoutCancel(ctx), engine.ReviewReport{ReviewLeaseRef: c.Lease(),
+			Op: engine.ReviewReportOutput, Output: []byte(`"done"`), Cost: 1})
 		return err
 	})
-	go loop(engine.TaskRoleReview, func(c engine.ClaimedTask) error {
-		_, err := ts.TaskReport(context.WithoutCancel(ctx), engine.TaskReport{TaskLeaseRef: c.Lease(),
-			Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: engine.VerdictApprove, Summary: "ok"}})
+	go loop(engine.ReviewRoleReview, func(c engine.ClaimedReview) error {
+		_, err := ts.ReviewReport(context.WithoutCancel(ctx), engine.ReviewReport{ReviewLeaseRef: c.Lease(),
+			Op: engine.ReviewReportVerdict, Assessment: &engine.Assessment{Verdict: engine.VerdictApprove, Summary: "ok"}})
 		if err == nil {
 			signal(c.Job + "/" + c.Phase + "/approval")
 		}
@@ -118,11 +118,11 @@ func runApprove(r *runner) error {
 	start := time.Now()
 	for i := range r.n {
 		job := fmt.Sprintf("approve-%d", i)
-		if _, err := ts.CreateTask(ctx, engine.CreateTask{Job: job, Phase: "up", Queue: approveQueue, Type: "w", AutoReview: true}); err != nil {
+		if _, err := ts.CreateReview(ctx, engine.CreateReview{Job: job, Phase: "up", Queue: approveQueue, Type: "w", AutoReview: true}); err != nil {
 			bar.finish()
 			return err
 		}
-		if _, err := ts.CreateTask(ctx, engine.CreateTask{Job: job, Phase: "down", Queue: approveQueue, Type: "w", Deps: []string{"up"}}); err != nil {
+		if _, err := ts.CreateReview(ctx, engine.CreateReview{Job: job, Phase: "down", Queue: approveQueue, Type: "w", Deps: []string{"up"}}); err != nil {
 			bar.finish()
 			return err
 		}
@@ -131,8 +131,8 @@ func runApprove(r *runner) error {
 			return err
 		}
 		t0 := time.Now()
-		res, err := ts.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{Job: job, Phase: "up"}, Op: engine.TaskOpApprove, By: "bench"})
-		if err == nil && res.State != engine.TaskSuccess {
+		res, err := ts.ReviewCommand(ctx, engine.ReviewCommand{ReviewTarget: engine.ReviewTarget{Job: job, Phase: "up"}, Op: engine.ReviewOpApprove, By: "bench"})
+		if err == nil && res.State != engine.ReviewSuccess {
 			err = errors.New("bench: an approval did not reach SUCCESS")
 		}
 		if err == nil {

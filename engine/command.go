@@ -21,7 +21,7 @@ type Header struct {
 	By string `json:"-" msgpack:"by,omitempty"`
 	// Nonce is randomness for Apply, which may draw none itself: the
 	// Engine fills it with fresh random bytes before it proposes a claim
-	// (Claim, ClaimTasks), replacing whatever the caller put there, and
+	// (Claim, ClaimReviews), replacing whatever the caller put there, and
 	// Apply derives the claimed leases' tokens from it (see the lease tokens of package engine/machine).
 	// A create naming a parent gets one too, as the mark of an Engine that
 	// fences parents (LegacyParent). Like NowMS and By it is not part of

@@ -6,49 +6,49 @@ import (
 	"slices"
 )
 
-// TaskTarget names a task by id, or by job and phase when ID is 0.
-type TaskTarget struct {
-	ID    TaskID `json:"task_id,omitempty" msgpack:"id,omitempty"`
-	Job   string `json:"job_id,omitempty" msgpack:"jb,omitempty"`
-	Phase string `json:"phase,omitempty" msgpack:"ph,omitempty"`
+// ReviewTarget names a task by id, or by job and phase when ID is 0.
+type ReviewTarget struct {
+	ID    ReviewID `json:"task_id,omitempty" msgpack:"id,omitempty"`
+	Job   string   `json:"job_id,omitempty" msgpack:"jb,omitempty"`
+	Phase string   `json:"phase,omitempty" msgpack:"ph,omitempty"`
 }
 
-func (t TaskTarget) String() string {
+func (t ReviewTarget) String() string {
 	if t.ID != 0 {
 		return fmt.Sprintf("task %d", t.ID)
 	}
 	return fmt.Sprintf("task %s/%s", t.Job, t.Phase)
 }
 
-// TaskLeaseRef names one lease of one task: the attempt the worker or the
+// ReviewLeaseRef names one lease of one task: the attempt the worker or the
 // reviewer was given. Every write from the holder carries it.
-type TaskLeaseRef struct {
-	Task    TaskID `json:"task_id" msgpack:"t"`
-	Attempt uint64 `json:"attempt" msgpack:"a"`
-	// Token is the lease token the claim returned (ClaimedTask.LeaseToken),
+type ReviewLeaseRef struct {
+	Review  ReviewID `json:"task_id" msgpack:"t"`
+	Attempt uint64   `json:"attempt" msgpack:"a"`
+	// Token is the lease token the claim returned (ClaimedReview.LeaseToken),
 	// as for a job's LeaseRef.Token.
 	Token string `json:"lease_token,omitempty" msgpack:"tk,omitempty"`
 }
 
-// CreateTask creates a review task in Job, named Phase: PENDING
+// CreateReview creates a review task in Job, named Phase: PENDING
 // (task_created), or DRAFT (task_drafted) with Draft. A PENDING task is
 // claimable once every task of Deps (phases of the same job, created
 // before it) has reached SUCCESS.
-type CreateTask struct {
+type CreateReview struct {
 	Header
-	Job            string     `json:"job_id" msgpack:"jb"`
-	Phase          string     `json:"phase" msgpack:"ph"`
-	Description    string     `json:"description,omitempty" msgpack:"ds,omitempty"`
-	JobDescription string     `json:"job_description,omitempty" msgpack:"jd,omitempty"`
-	Queue          string     `json:"queue" msgpack:"qu"`
-	ReviewQueue    string     `json:"review_queue,omitempty" msgpack:"rvq,omitempty"`
-	Type           string     `json:"type" msgpack:"ty"`
-	ReviewType     string     `json:"review_type,omitempty" msgpack:"rt,omitempty"`
-	Deps           []string   `json:"deps,omitempty" msgpack:"dp,omitempty"`
-	Draft          bool       `json:"draft,omitempty" msgpack:"dr,omitempty"`
-	AutoReview     bool       `json:"auto_review,omitempty" msgpack:"ar,omitempty"`
-	AutoApprove    bool       `json:"auto_approve,omitempty" msgpack:"aa,omitempty"`
-	Config         TaskConfig `json:"config" msgpack:"cf"`
+	Job            string       `json:"job_id" msgpack:"jb"`
+	Phase          string       `json:"phase" msgpack:"ph"`
+	Description    string       `json:"description,omitempty" msgpack:"ds,omitempty"`
+	JobDescription string       `json:"job_description,omitempty" msgpack:"jd,omitempty"`
+	Queue          string       `json:"queue" msgpack:"qu"`
+	ReviewQueue    string       `json:"review_queue,omitempty" msgpack:"rvq,omitempty"`
+	Type           string       `json:"type" msgpack:"ty"`
+	ReviewType     string       `json:"review_type,omitempty" msgpack:"rt,omitempty"`
+	Deps           []string     `json:"deps,omitempty" msgpack:"dp,omitempty"`
+	Draft          bool         `json:"draft,omitempty" msgpack:"dr,omitempty"`
+	AutoReview     bool         `json:"auto_review,omitempty" msgpack:"ar,omitempty"`
+	AutoApprove    bool         `json:"auto_approve,omitempty" msgpack:"aa,omitempty"`
+	Config         ReviewConfig `json:"config" msgpack:"cf"`
 	// ParentJob and ParentStep make the task's end the effect of that
 	// workflow step: its output at SUCCESS, a failure at CANCELED.
 	ParentJob  JobID  `json:"parent_job_id,omitempty" msgpack:"pj,omitempty"`
@@ -62,14 +62,14 @@ type CreateTask struct {
 	By string `json:"by,omitempty" msgpack:"tby,omitempty"`
 }
 
-// TaskCommand is a human command on a task (activate, config, suspend,
+// ReviewCommand is a human command on a task (activate, config, suspend,
 // resume, cancel, step, approve, reject, resubmit, fix, terminate). It is
 // legal only in the states the task table allows; otherwise it is refused
-// with a *TaskStateError naming the state and the legal commands.
-type TaskCommand struct {
+// with a *ReviewStateError naming the state and the legal commands.
+type ReviewCommand struct {
 	Header
-	TaskTarget
-	Op TaskOp `json:"op" msgpack:"op"`
+	ReviewTarget
+	Op ReviewOp `json:"op" msgpack:"op"`
 	// By is who decided: required for approve, reject, resubmit, fix and
 	// terminate, recorded for every command.
 	By string `json:"by,omitempty" msgpack:"tby,omitempty"`
@@ -78,99 +78,99 @@ type TaskCommand struct {
 	Reason string `json:"reason,omitempty" msgpack:"r,omitempty"`
 	// Config changes a DRAFT task's configuration (config only); its set
 	// fields replace the task's.
-	Config *TaskConfig `json:"config,omitempty" msgpack:"cf,omitempty"`
+	Config *ReviewConfig `json:"config,omitempty" msgpack:"cf,omitempty"`
 	// Expect, when set, makes the command apply only while the task is in
 	// that state: a person approving what they saw is not surprised by a
 	// change made meanwhile.
-	Expect TaskState `json:"expect,omitempty" msgpack:"ex,omitempty"`
+	Expect ReviewState `json:"expect,omitempty" msgpack:"ex,omitempty"`
 }
 
-// TaskRole says which side of a task a claim takes.
-type TaskRole uint8
+// ReviewRole says which side of a task a claim takes.
+type ReviewRole uint8
 
-// Task roles.
+// Review roles.
 const (
-	// TaskRoleWork claims PENDING tasks whose dependencies are met: PENDING → RUNNING.
-	TaskRoleWork TaskRole = 0
-	// TaskRoleReview claims REVIEWING tasks no reviewer holds.
-	TaskRoleReview TaskRole = 1
+	// ReviewRoleWork claims PENDING tasks whose dependencies are met: PENDING → RUNNING.
+	ReviewRoleWork ReviewRole = 0
+	// ReviewRoleReview claims REVIEWING tasks no reviewer holds.
+	ReviewRoleReview ReviewRole = 1
 )
 
-func (r TaskRole) String() string {
-	if r == TaskRoleReview {
+func (r ReviewRole) String() string {
+	if r == ReviewRoleReview {
 		return "review"
 	}
 	return "work"
 }
 
-// ClaimTasks takes up to Max claimable tasks of Queue for Owner, oldest
+// ClaimReviews takes up to Max claimable tasks of Queue for Owner, oldest
 // first, each with a new attempt and a lease of LeaseMS. Types, when not
 // empty, lists the work (or reviewer) types the claimer runs; other tasks
 // are passed over and stay claimable.
-type ClaimTasks struct {
+type ClaimReviews struct {
 	Header
-	Role    TaskRole `json:"role" msgpack:"ro"`
-	Queue   string   `json:"queue" msgpack:"qu"`
-	Owner   string   `json:"owner" msgpack:"ow"`
-	Max     int      `json:"max" msgpack:"mx"`
-	LeaseMS int64    `json:"lease_ms" msgpack:"ls"`
-	Types   []string `json:"types,omitempty" msgpack:"tys,omitempty"`
+	Role    ReviewRole `json:"role" msgpack:"ro"`
+	Queue   string     `json:"queue" msgpack:"qu"`
+	Owner   string     `json:"owner" msgpack:"ow"`
+	Max     int        `json:"max" msgpack:"mx"`
+	LeaseMS int64      `json:"lease_ms" msgpack:"ls"`
+	Types   []string   `json:"types,omitempty" msgpack:"tys,omitempty"`
 }
 
-// TaskReportOp is what the holder of a task's lease reports.
-type TaskReportOp uint8
+// ReviewReportOp is what the holder of a task's lease reports.
+type ReviewReportOp uint8
 
 // Report ops.
 const (
-	// TaskReportOutput records the work's output, cost and summary:
+	// ReviewReportOutput records the work's output, cost and summary:
 	// RUNNING → REVIEW_REQUIRED (then REVIEWING at once with AutoReview).
-	TaskReportOutput TaskReportOp = 1
-	// TaskReportPause: the work is rate limited (RUNNING → PAUSED); it keeps
+	ReviewReportOutput ReviewReportOp = 1
+	// ReviewReportPause: the work is rate limited (RUNNING → PAUSED); it keeps
 	// its lease and must go on renewing it.
-	TaskReportPause TaskReportOp = 2
-	// TaskReportUnpause: PAUSED → RUNNING.
-	TaskReportUnpause TaskReportOp = 3
-	// TaskReportVerdict records the reviewer's verdict: REVIEWING →
+	ReviewReportPause ReviewReportOp = 2
+	// ReviewReportUnpause: PAUSED → RUNNING.
+	ReviewReportUnpause ReviewReportOp = 3
+	// ReviewReportVerdict records the reviewer's verdict: REVIEWING →
 	// APPROVAL_REQUIRED or INTERVENTION_REQUIRED (then SUCCESS at once for
 	// an approval with AutoApprove).
-	TaskReportVerdict TaskReportOp = 4
+	ReviewReportVerdict ReviewReportOp = 4
 )
 
-// TaskReport is a fenced write by the holder of a task's lease.
-type TaskReport struct {
+// ReviewReport is a fenced write by the holder of a task's lease.
+type ReviewReport struct {
 	Header
-	TaskLeaseRef
-	Op      TaskReportOp `json:"op" msgpack:"op"`
-	Output  []byte       `json:"output,omitempty" msgpack:"ou,omitempty"`
-	Cost    float64      `json:"cost,omitempty" msgpack:"co,omitempty"`
-	Summary string       `json:"summary,omitempty" msgpack:"su,omitempty"`
-	Review  *Review      `json:"review,omitempty" msgpack:"rv,omitempty"`
+	ReviewLeaseRef
+	Op         ReviewReportOp `json:"op" msgpack:"op"`
+	Output     []byte         `json:"output,omitempty" msgpack:"ou,omitempty"`
+	Cost       float64        `json:"cost,omitempty" msgpack:"co,omitempty"`
+	Summary    string         `json:"summary,omitempty" msgpack:"su,omitempty"`
+	Assessment *Assessment    `json:"review,omitempty" msgpack:"rv,omitempty"`
 }
 
-// TaskHeartbeat renews task leases to Now+LeaseMS; each stale one is
+// ReviewHeartbeat renews task leases to Now+LeaseMS; each stale one is
 // refused on its own.
-type TaskHeartbeat struct {
+type ReviewHeartbeat struct {
 	Header
-	Leases  []TaskLeaseRef `json:"leases" msgpack:"ls"`
-	LeaseMS int64          `json:"lease_ms" msgpack:"ms"`
+	Leases  []ReviewLeaseRef `json:"leases" msgpack:"ls"`
+	LeaseMS int64            `json:"lease_ms" msgpack:"ms"`
 }
 
-// ReclaimTasks recovers up to Max tasks whose lease expired by Now:
+// ReclaimReviews recovers up to Max tasks whose lease expired by Now:
 // RUNNING or PAUSED → PENDING, REVIEWING → REVIEW_REQUIRED. It is judged
 // only from the lease index and the records, never from a worker's clock.
-type ReclaimTasks struct {
+type ReclaimReviews struct {
 	Header
 	Max int `json:"max" msgpack:"mx"`
 }
 
-func (*CreateTask) Kind() CommandKind    { return KindCreateTask }
-func (*TaskCommand) Kind() CommandKind   { return KindTaskCommand }
-func (*ClaimTasks) Kind() CommandKind    { return KindClaimTasks }
-func (*TaskReport) Kind() CommandKind    { return KindTaskReport }
-func (*TaskHeartbeat) Kind() CommandKind { return KindTaskHeartbeat }
-func (*ReclaimTasks) Kind() CommandKind  { return KindReclaimTasks }
+func (*CreateReview) Kind() CommandKind    { return KindCreateReview }
+func (*ReviewCommand) Kind() CommandKind   { return KindReviewCommand }
+func (*ClaimReviews) Kind() CommandKind    { return KindClaimReviews }
+func (*ReviewReport) Kind() CommandKind    { return KindReviewReport }
+func (*ReviewHeartbeat) Kind() CommandKind { return KindReviewHeartbeat }
+func (*ReclaimReviews) Kind() CommandKind  { return KindReclaimReviews }
 
-func (c *checker) config(cf *TaskConfig) {
+func (c *checker) config(cf *ReviewConfig) {
 	if cf == nil {
 		return
 	}
@@ -192,7 +192,7 @@ func (c *checker) text(field, s string) {
 	}
 }
 
-func (c *checker) taskTarget(t TaskTarget) {
+func (c *checker) reviewTarget(t ReviewTarget) {
 	if c.err == nil && t.ID == 0 && (t.Job == "" || t.Phase == "") {
 		c.fail("Target", "needs a task id, or a job and a phase")
 	}
@@ -200,7 +200,7 @@ func (c *checker) taskTarget(t TaskTarget) {
 	c.name("Phase", t.Phase, false)
 }
 
-func (c *CreateTask) Check(l *Limits) error {
+func (c *CreateReview) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.name("Job", c.Job, true)
 	ch.name("Phase", c.Phase, true)
@@ -224,27 +224,27 @@ func (c *CreateTask) Check(l *Limits) error {
 	return ch.err
 }
 
-func (c *TaskCommand) Check(l *Limits) error {
+func (c *ReviewCommand) Check(l *Limits) error {
 	ch := newChecker(c, l)
-	ch.taskTarget(c.TaskTarget)
-	if _, ok := taskOpEvents[c.Op]; !ok && ch.err == nil {
-		ch.fail("Op", fmt.Sprintf("%q is not a task command (one of %v)", c.Op, TaskOps()))
+	ch.reviewTarget(c.ReviewTarget)
+	if _, ok := reviewOpEvents[c.Op]; !ok && ch.err == nil {
+		ch.fail("Op", fmt.Sprintf("%q is not a task command (one of %v)", c.Op, ReviewOps()))
 	}
 	ch.name("By", c.By, false)
 	switch c.Op {
-	case TaskOpApprove, TaskOpReject, TaskOpResubmit, TaskOpFix, TaskOpTerminate:
+	case ReviewOpApprove, ReviewOpReject, ReviewOpResubmit, ReviewOpFix, ReviewOpTerminate:
 		if ch.err == nil && c.By == "" {
 			ch.fail("By", fmt.Sprintf("is required for %s: a human decision records who made it", c.Op))
 		}
-	case TaskOpConfig:
+	case ReviewOpConfig:
 		if ch.err == nil && c.Config == nil {
 			ch.fail("Config", "is required for config")
 		}
 	}
-	if c.Op != TaskOpConfig && c.Config != nil && ch.err == nil {
+	if c.Op != ReviewOpConfig && c.Config != nil && ch.err == nil {
 		ch.fail("Config", fmt.Sprintf("is only for config, not %s", c.Op))
 	}
-	if c.Expect >= numTaskStates && ch.err == nil {
+	if c.Expect >= numReviewStates && ch.err == nil {
 		ch.fail("Expect", fmt.Sprintf("%d is not a task state", c.Expect))
 	}
 	ch.text("Reason", c.Reason)
@@ -252,9 +252,9 @@ func (c *TaskCommand) Check(l *Limits) error {
 	return ch.err
 }
 
-func (c *ClaimTasks) Check(l *Limits) error {
+func (c *ClaimReviews) Check(l *Limits) error {
 	ch := newChecker(c, l)
-	if c.Role > TaskRoleReview {
+	if c.Role > ReviewRoleReview {
 		ch.fail("Role", fmt.Sprintf("%d is not a task role (0 work, 1 review)", c.Role))
 	}
 	ch.name("Queue", c.Queue, true)
@@ -268,8 +268,11 @@ func (c *ClaimTasks) Check(l *Limits) error {
 	return ch.err
 }
 
-func (c *checker) taskRef(r TaskLeaseRef) {
-	if c.err == nil && r.Task == 0 {
+// reviewRef checks a review lease. The errors name the fields as they were
+// named before the Go types were renamed from Task to Review ("Task",
+// "Review.Summary"), as the JSON keys still are: the texts are on the wire.
+func (c *checker) reviewRef(r ReviewLeaseRef) {
+	if c.err == nil && r.Review == 0 {
 		c.fail("Task", "is required")
 	}
 	if c.err == nil && r.Attempt == 0 {
@@ -278,10 +281,10 @@ func (c *checker) taskRef(r TaskLeaseRef) {
 	c.leaseToken("Token", r.Token)
 }
 
-func (c *TaskReport) Check(l *Limits) error {
+func (c *ReviewReport) Check(l *Limits) error {
 	ch := newChecker(c, l)
-	ch.taskRef(c.TaskLeaseRef)
-	if ch.err == nil && (c.Op < TaskReportOutput || c.Op > TaskReportVerdict) {
+	ch.reviewRef(c.ReviewLeaseRef)
+	if ch.err == nil && (c.Op < ReviewReportOutput || c.Op > ReviewReportVerdict) {
 		ch.fail("Op", fmt.Sprintf("%d is not a report (1 output, 2 pause, 3 unpause, 4 verdict)", c.Op))
 	}
 	ch.payload("Output", c.Output)
@@ -291,97 +294,97 @@ func (c *TaskReport) Check(l *Limits) error {
 	}
 	switch {
 	case ch.err != nil:
-	case c.Op == TaskReportVerdict && (c.Review == nil || (c.Review.Verdict != VerdictApprove && c.Review.Verdict != VerdictIntervene)):
+	case c.Op == ReviewReportVerdict && (c.Assessment == nil || (c.Assessment.Verdict != VerdictApprove && c.Assessment.Verdict != VerdictIntervene)):
 		ch.fail("Review", "a verdict needs a review whose verdict is 1 (approve) or 2 (intervene)")
-	case c.Op != TaskReportVerdict && c.Review != nil:
+	case c.Op != ReviewReportVerdict && c.Assessment != nil:
 		ch.fail("Review", "is only for a verdict")
-	case c.Op != TaskReportOutput && (c.Output != nil || c.Cost != 0):
+	case c.Op != ReviewReportOutput && (c.Output != nil || c.Cost != 0):
 		ch.fail("Output", "output and cost are only for an output report")
 	}
-	if c.Review != nil && ch.err == nil {
-		ch.text("Review.Summary", c.Review.Summary)
-		if len(c.Review.Recommendations) > l.MaxBatch {
-			ch.err = tooLarge(ch.cmd, "Review.Recommendations", len(c.Review.Recommendations), l.MaxBatch)
+	if c.Assessment != nil && ch.err == nil {
+		ch.text("Review.Summary", c.Assessment.Summary)
+		if len(c.Assessment.Recommendations) > l.MaxBatch {
+			ch.err = tooLarge(ch.cmd, "Review.Recommendations", len(c.Assessment.Recommendations), l.MaxBatch)
 		}
-		for i, r := range c.Review.Recommendations {
+		for i, r := range c.Assessment.Recommendations {
 			ch.text(fmt.Sprintf("Review.Recommendations[%d]", i), r)
 		}
 	}
 	return ch.err
 }
 
-func (c *TaskHeartbeat) Check(l *Limits) error {
+func (c *ReviewHeartbeat) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.batch("Leases", len(c.Leases))
 	for _, r := range c.Leases {
-		ch.taskRef(r)
+		ch.reviewRef(r)
 	}
 	ch.lease("LeaseMS", c.LeaseMS)
 	return ch.err
 }
 
-func (c *ReclaimTasks) Check(l *Limits) error {
+func (c *ReclaimReviews) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.batch("Max", c.Max)
 	return ch.err
 }
 
-// TaskResult answers CreateTask, TaskCommand and TaskReport: the task, its
+// ReviewResult answers CreateReview, ReviewCommand and ReviewReport: the task, its
 // state after the command and the seq of the last event it appended.
-type TaskResult struct {
-	Task  TaskID    `json:"task_id" msgpack:"t"`
-	State TaskState `json:"status" msgpack:"st"`
-	Seq   uint64    `json:"seq" msgpack:"sq"`
+type ReviewResult struct {
+	Review ReviewID    `json:"task_id" msgpack:"t"`
+	State  ReviewState `json:"status" msgpack:"st"`
+	Seq    uint64      `json:"seq" msgpack:"sq"`
 }
 
-// ClaimedTask is one task handed out by ClaimTasks, with what its worker
+// ClaimedReview is one task handed out by ClaimReviews, with what its worker
 // or reviewer needs.
-type ClaimedTask struct {
-	Task          TaskID   `json:"task_id" msgpack:"t"`
-	Job           string   `json:"job_id" msgpack:"jb"`
-	Phase         string   `json:"phase" msgpack:"ph"`
-	Type          string   `json:"type" msgpack:"ty"`
-	Role          TaskRole `json:"role" msgpack:"ro"`
-	Attempt       uint64   `json:"attempt" msgpack:"a"`
-	LeaseExpiryMS int64    `json:"lease_expiry_ms" msgpack:"le"`
+type ClaimedReview struct {
+	Review        ReviewID   `json:"task_id" msgpack:"t"`
+	Job           string     `json:"job_id" msgpack:"jb"`
+	Phase         string     `json:"phase" msgpack:"ph"`
+	Type          string     `json:"type" msgpack:"ty"`
+	Role          ReviewRole `json:"role" msgpack:"ro"`
+	Attempt       uint64     `json:"attempt" msgpack:"a"`
+	LeaseExpiryMS int64      `json:"lease_expiry_ms" msgpack:"le"`
 	// LeaseToken proves the lease: the reports and heartbeats of this
-	// attempt carry it (TaskLeaseRef.Token). "" for a lease issued without
+	// attempt carry it (ReviewLeaseRef.Token). "" for a lease issued without
 	// a token.
-	LeaseToken string     `json:"lease_token,omitempty" msgpack:"tk,omitempty"`
-	Config     TaskConfig `json:"config" msgpack:"cf"`
+	LeaseToken string       `json:"lease_token,omitempty" msgpack:"tk,omitempty"`
+	Config     ReviewConfig `json:"config" msgpack:"cf"`
 	// Output is the latest output (what a reviewer judges, or what a
-	// rework starts from); Feedback and Review the latest rejection's or
+	// rework starts from); Feedback and Assessment the latest rejection's or
 	// review's words, for a rework.
-	Output   []byte `json:"output,omitempty" msgpack:"ou,omitempty"`
-	Feedback string `json:"feedback,omitempty" msgpack:"fb,omitempty"`
-	Review   Review `json:"review" msgpack:"rv"`
-	Runs     uint32 `json:"runs,omitempty" msgpack:"rn,omitempty"`
+	Output     []byte     `json:"output,omitempty" msgpack:"ou,omitempty"`
+	Feedback   string     `json:"feedback,omitempty" msgpack:"fb,omitempty"`
+	Assessment Assessment `json:"review" msgpack:"rv"`
+	Runs       uint32     `json:"runs,omitempty" msgpack:"rn,omitempty"`
 }
 
-// Lease is the TaskLeaseRef of the claimed attempt, token included.
-func (c ClaimedTask) Lease() TaskLeaseRef {
-	return TaskLeaseRef{Task: c.Task, Attempt: c.Attempt, Token: c.LeaseToken}
+// Lease is the ReviewLeaseRef of the claimed attempt, token included.
+func (c ClaimedReview) Lease() ReviewLeaseRef {
+	return ReviewLeaseRef{Review: c.Review, Attempt: c.Attempt, Token: c.LeaseToken}
 }
 
-// ClaimTasksResult answers ClaimTasks; Tasks is empty when none was claimable.
-type ClaimTasksResult struct {
-	Tasks []ClaimedTask `json:"tasks" msgpack:"ts,omitempty"`
+// ClaimReviewsResult answers ClaimReviews; Reviews is empty when none was claimable.
+type ClaimReviewsResult struct {
+	Reviews []ClaimedReview `json:"tasks" msgpack:"ts,omitempty"`
 }
 
-// TaskHeartbeatResult answers TaskHeartbeat.
-type TaskHeartbeatResult struct {
-	LeaseExpiryMS int64          `json:"lease_expiry_ms" msgpack:"le"`
-	Refused       []TaskLeaseRef `json:"refused,omitempty" msgpack:"rf,omitempty"`
+// ReviewHeartbeatResult answers ReviewHeartbeat.
+type ReviewHeartbeatResult struct {
+	LeaseExpiryMS int64            `json:"lease_expiry_ms" msgpack:"le"`
+	Refused       []ReviewLeaseRef `json:"refused,omitempty" msgpack:"rf,omitempty"`
 }
 
-// TaskSweepResult answers ReclaimTasks: the tasks recovered, and whether
+// ReviewSweepResult answers ReclaimReviews: the tasks recovered, and whether
 // more were due than Max allowed.
-type TaskSweepResult struct {
-	Tasks []TaskID `json:"tasks,omitempty" msgpack:"ts,omitempty"`
-	More  bool     `json:"more,omitempty" msgpack:"mo,omitempty"`
+type ReviewSweepResult struct {
+	Reviews []ReviewID `json:"tasks,omitempty" msgpack:"ts,omitempty"`
+	More    bool       `json:"more,omitempty" msgpack:"mo,omitempty"`
 }
 
-func (*TaskResult) isResult()          {}
-func (*ClaimTasksResult) isResult()    {}
-func (*TaskHeartbeatResult) isResult() {}
-func (*TaskSweepResult) isResult()     {}
+func (*ReviewResult) isResult()          {}
+func (*ClaimReviewsResult) isResult()    {}
+func (*ReviewHeartbeatResult) isResult() {}
+func (*ReviewSweepResult) isResult()     {}

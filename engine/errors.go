@@ -25,16 +25,16 @@ var (
 	ErrPayloadTooLarge = errors.New("engine: payload too large")
 	// ErrWorkflowExists: a start refused by the workflow-id reuse policy.
 	ErrWorkflowExists = errors.New("engine: workflow already exists")
-	// ErrUnknownTask: no review task has the given id, or job and phase.
-	ErrUnknownTask = errors.New("engine: unknown task")
-	// ErrTaskExists: the job already has a task of that phase.
-	ErrTaskExists = errors.New("engine: task already exists")
-	// ErrIllegalTaskCommand: the command is not legal in the task's state
-	// (see TaskStateError for the state and the commands legal in it).
-	ErrIllegalTaskCommand = errors.New("engine: illegal task command")
-	// ErrStaleTaskAttempt: a write from a task lease that is not the
-	// task's current one (see StaleTaskError). The holder must stop.
-	ErrStaleTaskAttempt = errors.New("engine: stale task attempt")
+	// ErrUnknownReview: no review task has the given id, or job and phase.
+	ErrUnknownReview = errors.New("engine: unknown task")
+	// ErrReviewExists: the job already has a task of that phase.
+	ErrReviewExists = errors.New("engine: task already exists")
+	// ErrIllegalReviewCommand: the command is not legal in the task's state
+	// (see ReviewStateError for the state and the commands legal in it).
+	ErrIllegalReviewCommand = errors.New("engine: illegal task command")
+	// ErrStaleReviewAttempt: a write from a task lease that is not the
+	// task's current one (see StaleReviewError). The holder must stop.
+	ErrStaleReviewAttempt = errors.New("engine: stale task attempt")
 	// ErrJobClosed: the job is terminal and takes no more signals or writes.
 	ErrJobClosed = errors.New("engine: job closed")
 	// ErrStepCommitted: the step already has a committed result.

@@ -2,7 +2,7 @@ package engine
 
 // The events of histories: a job's (Event, and every EventType the engine
 // gives a meaning to, declared here once) and a review task's
-// (TaskEventType). Their strings are stored: never change one.
+// (ReviewEventType). Their strings are stored: never change one.
 
 // Event is one entry of a job's history. Seq numbers start at 1 and have no
 // gaps. Fields that do not apply to an event's type are left zero.
@@ -162,30 +162,30 @@ const (
 	EventStepAnswered EventType = "step_answered"
 )
 
-// TaskEventType names an event of a task's history. Every task event moves
-// the task along one edge of taskEdges (some edges lead back to the same
+// ReviewEventType names an event of a task's history. Every task event moves
+// the task along one edge of reviewEdges (some edges lead back to the same
 // state).
-type TaskEventType string
+type ReviewEventType string
 
-// Task events.
+// Review events.
 const (
-	TaskEventCreated        TaskEventType = "task_created"         // → PENDING
-	TaskEventDrafted        TaskEventType = "task_drafted"         // → DRAFT
-	TaskEventConfigured     TaskEventType = "task_configured"      // DRAFT → DRAFT
-	TaskEventActivated      TaskEventType = "task_activated"       // DRAFT → PENDING
-	TaskEventSuspended      TaskEventType = "task_suspended"       // → SUSPENDED
-	TaskEventResumed        TaskEventType = "task_resumed"         // SUSPENDED → PENDING, PAUSED → RUNNING
-	TaskEventCanceled       TaskEventType = "task_canceled"        // → CANCELED
-	TaskEventStarted        TaskEventType = "task_started"         // PENDING → RUNNING: a worker's lease
-	TaskEventPaused         TaskEventType = "task_paused"          // RUNNING → PAUSED: the worker is rate limited
-	TaskEventOutput         TaskEventType = "task_output"          // RUNNING → REVIEW_REQUIRED, with the output
-	TaskEventReviewStarted  TaskEventType = "task_review_started"  // REVIEW_REQUIRED → REVIEWING (step)
-	TaskEventReviewerLeased TaskEventType = "task_reviewer_leased" // REVIEWING → REVIEWING: a reviewer's lease
-	TaskEventReviewed       TaskEventType = "task_reviewed"        // REVIEWING → APPROVAL_REQUIRED or INTERVENTION_REQUIRED
-	TaskEventApproved       TaskEventType = "task_approved"        // APPROVAL_REQUIRED → SUCCESS
-	TaskEventRejected       TaskEventType = "task_rejected"        // APPROVAL_REQUIRED → PENDING, with feedback
-	TaskEventResubmitted    TaskEventType = "task_resubmitted"     // INTERVENTION_REQUIRED → PENDING
-	TaskEventFixed          TaskEventType = "task_fixed"           // INTERVENTION_REQUIRED → REVIEW_REQUIRED
-	TaskEventTerminated     TaskEventType = "task_terminated"      // INTERVENTION_REQUIRED → CANCELED
-	TaskEventLeaseExpired   TaskEventType = "task_lease_expired"   // RUNNING/PAUSED → PENDING, REVIEWING → REVIEW_REQUIRED
+	ReviewEventCreated        ReviewEventType = "task_created"         // → PENDING
+	ReviewEventDrafted        ReviewEventType = "task_drafted"         // → DRAFT
+	ReviewEventConfigured     ReviewEventType = "task_configured"      // DRAFT → DRAFT
+	ReviewEventActivated      ReviewEventType = "task_activated"       // DRAFT → PENDING
+	ReviewEventSuspended      ReviewEventType = "task_suspended"       // → SUSPENDED
+	ReviewEventResumed        ReviewEventType = "task_resumed"         // SUSPENDED → PENDING, PAUSED → RUNNING
+	ReviewEventCanceled       ReviewEventType = "task_canceled"        // → CANCELED
+	ReviewEventStarted        ReviewEventType = "task_started"         // PENDING → RUNNING: a worker's lease
+	ReviewEventPaused         ReviewEventType = "task_paused"          // RUNNING → PAUSED: the worker is rate limited
+	ReviewEventOutput         ReviewEventType = "task_output"          // RUNNING → REVIEW_REQUIRED, with the output
+	ReviewEventReviewStarted  ReviewEventType = "task_review_started"  // REVIEW_REQUIRED → REVIEWING (step)
+	ReviewEventReviewerLeased ReviewEventType = "task_reviewer_leased" // REVIEWING → REVIEWING: a reviewer's lease
+	ReviewEventReviewed       ReviewEventType = "task_reviewed"        // REVIEWING → APPROVAL_REQUIRED or INTERVENTION_REQUIRED
+	ReviewEventApproved       ReviewEventType = "task_approved"        // APPROVAL_REQUIRED → SUCCESS
+	ReviewEventRejected       ReviewEventType = "task_rejected"        // APPROVAL_REQUIRED → PENDING, with feedback
+	ReviewEventResubmitted    ReviewEventType = "task_resubmitted"     // INTERVENTION_REQUIRED → PENDING
+	ReviewEventFixed          ReviewEventType = "task_fixed"           // INTERVENTION_REQUIRED → REVIEW_REQUIRED
+	ReviewEventTerminated     ReviewEventType = "task_terminated"      // INTERVENTION_REQUIRED → CANCELED
+	ReviewEventLeaseExpired   ReviewEventType = "task_lease_expired"   // RUNNING/PAUSED → PENDING, REVIEWING → REVIEW_REQUIRED
 )

@@ -27,7 +27,7 @@ const (
 	EventChildFailed EventType = "child_failed"
 
 	// EventReviewScheduled: workflow code created a review task
-	// (workflow.ExecuteTask). The stored word is "task", as in the SDK.
+	// (workflow.ExecuteReview). The stored word is "task", as in the SDK.
 	EventReviewScheduled EventType = "task_scheduled"
 	// EventReviewCompleted: the review task's output was approved
 	// (SUCCESS); the payload is the output.

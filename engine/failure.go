@@ -30,9 +30,9 @@ const (
 	FailureTerminated = "TerminatedError"
 )
 
-// FailureTaskCanceled is the failure type of a task that ended without
+// FailureReviewCanceled is the failure type of a task that ended without
 // SUCCESS, as the effect of its parent's step.
-const FailureTaskCanceled = "TaskCanceledError"
+const FailureReviewCanceled = "TaskCanceledError"
 
 // TimeoutType names the deadline of a TimeoutError, as Temporal does.
 type TimeoutType string

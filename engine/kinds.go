@@ -59,12 +59,12 @@ const (
 
 	// The review task commands. They start at 40, leaving room for other
 	// kinds.
-	KindCreateTask    CommandKind = 40
-	KindTaskCommand   CommandKind = 41
-	KindClaimTasks    CommandKind = 42
-	KindTaskReport    CommandKind = 43
-	KindTaskHeartbeat CommandKind = 44
-	KindReclaimTasks  CommandKind = 45
+	KindCreateReview    CommandKind = 40
+	KindReviewCommand   CommandKind = 41
+	KindClaimReviews    CommandKind = 42
+	KindReviewReport    CommandKind = 43
+	KindReviewHeartbeat CommandKind = 44
+	KindReclaimReviews  CommandKind = 45
 
 	// KindConfigureJob is ConfigureJob's kind, a job command that took the
 	// next number free after the review task commands.
@@ -125,12 +125,17 @@ var commandTable = [...]commandSpec{
 	KindDrainResource:  {"DrainResource", func() Command { return new(DrainResource) }, func() Result { return new(ResourceResult) }},
 	KindRemoveResource: {"RemoveResource", func() Command { return new(RemoveResource) }, func() Result { return new(ResourceResult) }},
 
-	KindCreateTask:    {"CreateTask", func() Command { return new(CreateTask) }, func() Result { return new(TaskResult) }},
-	KindTaskCommand:   {"TaskCommand", func() Command { return new(TaskCommand) }, func() Result { return new(TaskResult) }},
-	KindClaimTasks:    {"ClaimTasks", func() Command { return new(ClaimTasks) }, func() Result { return new(ClaimTasksResult) }},
-	KindTaskReport:    {"TaskReport", func() Command { return new(TaskReport) }, func() Result { return new(TaskResult) }},
-	KindTaskHeartbeat: {"TaskHeartbeat", func() Command { return new(TaskHeartbeat) }, func() Result { return new(TaskHeartbeatResult) }},
-	KindReclaimTasks:  {"ReclaimTasks", func() Command { return new(ReclaimTasks) }, func() Result { return new(TaskSweepResult) }},
+	// The review task commands keep the names they had before their Go
+	// types were renamed from Task to Review: a kind's name is a value of
+	// the metrics' "kind" label and is part of the errors' texts on the
+	// wire ("CreateTask.Phase is required"), so a new name would break
+	// dashboards, alerts and callers matching the texts.
+	KindCreateReview:    {"CreateTask", func() Command { return new(CreateReview) }, func() Result { return new(ReviewResult) }},
+	KindReviewCommand:   {"TaskCommand", func() Command { return new(ReviewCommand) }, func() Result { return new(ReviewResult) }},
+	KindClaimReviews:    {"ClaimTasks", func() Command { return new(ClaimReviews) }, func() Result { return new(ClaimReviewsResult) }},
+	KindReviewReport:    {"TaskReport", func() Command { return new(ReviewReport) }, func() Result { return new(ReviewResult) }},
+	KindReviewHeartbeat: {"TaskHeartbeat", func() Command { return new(ReviewHeartbeat) }, func() Result { return new(ReviewHeartbeatResult) }},
+	KindReclaimReviews:  {"ReclaimTasks", func() Command { return new(ReclaimReviews) }, func() Result { return new(ReviewSweepResult) }},
 
 	KindConfigureJob: {"ConfigureJob", func() Command { return new(ConfigureJob) }, func() Result { return new(StatusResult) }},
 }

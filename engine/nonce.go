@@ -26,13 +26,13 @@ func newNonce() []byte {
 // every command it proposes.
 func StampNonce(cmd Command) {
 	switch c := cmd.(type) {
-	case *Claim, *ClaimTasks:
+	case *Claim, *ClaimReviews:
 		cmd.Head().Nonce = newNonce()
 	case *CreateJob:
 		if c.ParentID != 0 {
 			c.Nonce = newNonce()
 		}
-	case *CreateTask:
+	case *CreateReview:
 		if c.ParentJob != 0 {
 			c.Nonce = newNonce()
 		}

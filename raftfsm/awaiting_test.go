@@ -11,40 +11,40 @@ import (
 	"github.com/heddlewf/heddle/engine/embedded"
 )
 
-// approvalTask moves a new task of job to APPROVAL_REQUIRED through the
+// approvalReview moves a new task of job to APPROVAL_REQUIRED through the
 // leader, as a worker, a reviewer and a person would.
-func approvalTask(t *testing.T, c *testCluster, job string) engine.TaskID {
+func approvalReview(t *testing.T, c *testCluster, job string) engine.ReviewID {
 	t.Helper()
 	ctx := context.Background()
-	var id engine.TaskID
+	var id engine.ReviewID
 	queue := "q-" + job
 	steps := []func(e *embedded.Engine) error{
 		func(e *embedded.Engine) error {
-			r, err := e.CreateTask(ctx, engine.CreateTask{Header: engine.Header{RequestID: "create-" + job}, Job: job, Phase: "p", Queue: queue, Type: "w", AutoReview: true})
+			r, err := e.CreateReview(ctx, engine.CreateReview{Header: engine.Header{RequestID: "create-" + job}, Job: job, Phase: "p", Queue: queue, Type: "w", AutoReview: true})
 			if err == nil {
-				id = r.Task
+				id = r.Review
 			}
 			return err
 		},
 		func(e *embedded.Engine) error {
-			w, err := e.ClaimTasks(ctx, engine.ClaimTasks{Header: engine.Header{RequestID: "work-" + job}, Queue: queue, Owner: "w", Max: 1, LeaseMS: 600_000})
+			w, err := e.ClaimReviews(ctx, engine.ClaimReviews{Header: engine.Header{RequestID: "work-" + job}, Queue: queue, Owner: "w", Max: 1, LeaseMS: 600_000})
 			if err == nil && len(w) != 1 {
 				return fmt.Errorf("work claim on %s: %+v", queue, w)
 			}
 			if err == nil {
-				_, err = e.TaskReport(ctx, engine.TaskReport{Header: engine.Header{RequestID: "out-" + job}, TaskLeaseRef: w[0].Lease(),
-					Op: engine.TaskReportOutput, Output: []byte("x")})
+				_, err = e.ReviewReport(ctx, engine.ReviewReport{Header: engine.Header{RequestID: "out-" + job}, ReviewLeaseRef: w[0].Lease(),
+					Op: engine.ReviewReportOutput, Output: []byte("x")})
 			}
 			return err
 		},
 		func(e *embedded.Engine) error {
-			r, err := e.ClaimTasks(ctx, engine.ClaimTasks{Header: engine.Header{RequestID: "review-" + job}, Role: engine.TaskRoleReview, Queue: queue, Owner: "r", Max: 1, LeaseMS: 600_000})
+			r, err := e.ClaimReviews(ctx, engine.ClaimReviews{Header: engine.Header{RequestID: "review-" + job}, Role: engine.ReviewRoleReview, Queue: queue, Owner: "r", Max: 1, LeaseMS: 600_000})
 			if err == nil && len(r) != 1 {
 				return fmt.Errorf("review claim on %s: %+v", queue, r)
 			}
 			if err == nil {
-				_, err = e.TaskReport(ctx, engine.TaskReport{Header: engine.Header{RequestID: "verdict-" + job}, TaskLeaseRef: r[0].Lease(),
-					Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: engine.VerdictApprove}})
+				_, err = e.ReviewReport(ctx, engine.ReviewReport{Header: engine.Header{RequestID: "verdict-" + job}, ReviewLeaseRef: r[0].Lease(),
+					Op: engine.ReviewReportVerdict, Assessment: &engine.Assessment{Verdict: engine.VerdictApprove}})
 			}
 			return err
 		},
@@ -57,14 +57,14 @@ func approvalTask(t *testing.T, c *testCluster, job string) engine.TaskID {
 	return id
 }
 
-func awaitingOn(t *testing.T, n *Node) []engine.TaskID {
+func awaitingOn(t *testing.T, n *Node) []engine.ReviewID {
 	t.Helper()
-	p, err := n.Engine().ListAwaitingTasks(engine.WithStaleRead(context.Background()), engine.AwaitingQuery{})
+	p, err := n.Engine().ListAwaitingReviews(engine.WithStaleRead(context.Background()), engine.AwaitingQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []engine.TaskID
-	for _, tk := range p.Tasks {
+	var ids []engine.ReviewID
+	for _, tk := range p.Reviews {
 		ids = append(ids, tk.ID)
 	}
 	return ids
@@ -76,7 +76,7 @@ func awaitingOn(t *testing.T, n *Node) []engine.TaskID {
 // the snapshot takes its task off the follower's list too.
 func TestAwaitingIndexAfterSnapshotRestore(t *testing.T) {
 	c := newTestCluster(t, 3, func(cfg *Config) { cfg.TrailingLogs = 5 })
-	first := approvalTask(t, c, "letter-1")
+	first := approvalReview(t, c, "letter-1")
 	l := c.leader()
 	var wiped string
 	for id := range c.live() {
@@ -90,7 +90,7 @@ func TestAwaitingIndexAfterSnapshotRestore(t *testing.T) {
 	if err := os.RemoveAll(c.dirs[wiped]); err != nil {
 		t.Fatal(err)
 	}
-	second := approvalTask(t, c, "letter-2")
+	second := approvalReview(t, c, "letter-2")
 	createJobs(t, c, 0, 10) // more entries than the log keeps after the snapshot
 	if err := l.raft.Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot: %v", err)
@@ -105,8 +105,8 @@ func TestAwaitingIndexAfterSnapshotRestore(t *testing.T) {
 		t.Fatalf("the restored follower lists %v awaiting, want [%d %d]", got, first, second)
 	}
 	if err := c.do(func(e *embedded.Engine) error {
-		_, err := e.TaskCommand(context.Background(), engine.TaskCommand{Header: engine.Header{RequestID: "approve"},
-			TaskTarget: engine.TaskTarget{ID: first}, Op: engine.TaskOpApprove, By: "ann"})
+		_, err := e.ReviewCommand(context.Background(), engine.ReviewCommand{Header: engine.Header{RequestID: "approve"},
+			ReviewTarget: engine.ReviewTarget{ID: first}, Op: engine.ReviewOpApprove, By: "ann"})
 		return err
 	}); err != nil {
 		t.Fatal(err)

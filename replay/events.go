@@ -14,7 +14,7 @@ const (
 	KindActivity CommandKind = 1
 	KindTimer    CommandKind = 2
 	KindChild    CommandKind = 3
-	KindTask     CommandKind = 10 // a review task (workflow.ExecuteTask), numbered apart from the kinds added next
+	KindReview   CommandKind = 10 // a review task (workflow.ExecuteReview), numbered apart from the kinds added next
 	KindMarker   CommandKind = 4
 	// KindSignalExternal signals another workflow; KindCancelExternal asks
 	// another workflow to cancel itself.
@@ -30,7 +30,7 @@ func (k CommandKind) String() string {
 		return "timer"
 	case KindChild:
 		return "child workflow"
-	case KindTask:
+	case KindReview:
 		return "review task"
 	case KindMarker:
 		return "marker"
@@ -85,9 +85,9 @@ var stepEvents = map[engine.EventType]struct {
 	engine.EventChildScheduled:        {KindChild, roleRecord},
 	engine.EventChildCompleted:        {KindChild, roleSucceed},
 	engine.EventChildFailed:           {KindChild, roleFail},
-	engine.EventReviewScheduled:       {KindTask, roleRecord},
-	engine.EventReviewCompleted:       {KindTask, roleSucceed},
-	engine.EventReviewFailed:          {KindTask, roleFail},
+	engine.EventReviewScheduled:       {KindReview, roleRecord},
+	engine.EventReviewCompleted:       {KindReview, roleSucceed},
+	engine.EventReviewFailed:          {KindReview, roleFail},
 	engine.EventMarkerRecorded:        {KindMarker, roleRecord},
 
 	engine.EventSignalExternalSent:      {KindSignalExternal, roleSucceed},

@@ -34,7 +34,7 @@ var kindNames = map[Kind]string{
 	KindKey: "key", KindJob: "job", KindEvent: "event", KindEffect: "effect",
 	KindResult: "result", KindCommand: "command", KindMeta: "meta",
 	KindStep: "step", KindResource: "resource", KindSchedule: "schedule",
-	KindTask: "task", KindTaskEvent: "task event",
+	KindReview: "task", KindReviewEvent: "task event",
 }
 
 func (k Kind) String() string {

@@ -70,9 +70,9 @@ func DescribeKey(k []byte) string {
 		ok = d.tail("schedule")
 	case PrefixSchedDue:
 		ok = d.u64("due") && d.tail("schedule")
-	case PrefixTaskLease:
+	case PrefixReviewLease:
 		ok = d.u64("expiry") && d.u64("task") && d.end()
-	case PrefixTask:
+	case PrefixReview:
 		return d.task()
 	default:
 		return "unknown key " + hex.EncodeToString(k)
@@ -94,7 +94,7 @@ type keyDescriber struct {
 func (d *keyDescriber) field(name, val string) {
 	if d.b.Len() == 0 {
 		d.b.WriteString(string(rune(d.k[0])))
-		if d.k[0] == PrefixTask {
+		if d.k[0] == PrefixReview {
 			d.b.WriteByte(d.k[1])
 		}
 	}
@@ -152,17 +152,17 @@ func (d *keyDescriber) task() string {
 	d.rest = d.k[2:]
 	var ok bool
 	switch d.k[1] {
-	case taskTagRecord, taskTagAwait:
+	case reviewTagRecord, reviewTagAwait:
 		ok = d.u64("task") && d.end()
-	case taskTagEvent:
+	case reviewTagEvent:
 		ok = d.u64("task") && d.u64("seq") && d.end()
-	case taskTagJob:
+	case reviewTagJob:
 		ok = d.str("job") && d.u64("task") && d.end()
-	case taskTagPhase:
+	case reviewTagPhase:
 		ok = d.str("job") && d.tail("phase")
-	case taskTagDep:
+	case reviewTagDep:
 		ok = d.u64("upstream") && d.u64("task") && d.end()
-	case taskTagWork, taskTagReview:
+	case reviewTagWork, reviewTagReview:
 		ok = d.str("queue") && d.u64("ready") && d.u64("task") && d.end()
 	default:
 		return "unknown key " + hex.EncodeToString(d.k)

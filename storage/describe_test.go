@@ -35,22 +35,22 @@ func TestDescribeKey(t *testing.T) {
 		{WaiterKey(1, 7, "a"), "i seq=1 job=7 step=a"},
 		{ScheduleKey("nightly"), "k schedule=nightly"},
 		{SchedDueKey(60000, "nightly"), "z due=60000 schedule=nightly"},
-		{TaskKey(3), "gr task=3"},
-		{TaskEventKey(3, 2), "ge task=3 seq=2"},
-		{TaskJobKey("email", 3), "gj job=email task=3"},
-		{TaskPhaseKey("email", "req"), "gn job=email phase=req"},
-		{TaskDepKey(3, 4), "gd upstream=3 task=4"},
-		{TaskWorkKey("work", 1000, 3), "gq queue=work ready=1000 task=3"},
-		{TaskReviewKey("review", 1000, 3), "gv queue=review ready=1000 task=3"},
-		{TaskAwaitKey(3), "ga task=3"},
-		{TaskLeaseKey(31000, 3), "h expiry=31000 task=3"},
+		{ReviewKey(3), "gr task=3"},
+		{ReviewEventKey(3, 2), "ge task=3 seq=2"},
+		{ReviewJobKey("email", 3), "gj job=email task=3"},
+		{ReviewPhaseKey("email", "req"), "gn job=email phase=req"},
+		{ReviewDepKey(3, 4), "gd upstream=3 task=4"},
+		{ReviewWorkKey("work", 1000, 3), "gq queue=work ready=1000 task=3"},
+		{ReviewReviewKey("review", 1000, 3), "gv queue=review ready=1000 task=3"},
+		{ReviewAwaitKey(3), "ga task=3"},
+		{ReviewLeaseKey(31000, 3), "h expiry=31000 task=3"},
 		{WorkflowKey("a=b\n"), `w workflow="a=b\n"`},
 		{nil, "invalid key (empty)"},
 		{[]byte{PrefixJob, 1, 2}, "invalid key 6a0102"},
 		{append(JobKey(1), 0), "invalid key 6a000000000000000100"},
 		{[]byte{PrefixReady, 0xff, 0xff, 'q'}, "invalid key 71ffff71"},
-		{[]byte{PrefixTask}, "invalid key 67"},
-		{[]byte{PrefixTask, 'z', 1}, "unknown key 677a01"},
+		{[]byte{PrefixReview}, "invalid key 67"},
+		{[]byte{PrefixReview, 'z', 1}, "unknown key 677a01"},
 		{[]byte{'Z', 1}, "unknown key 5a01"},
 	} {
 		if got := DescribeKey(tc.k); got != tc.want {
@@ -65,8 +65,8 @@ func TestDescribeKey(t *testing.T) {
 // from.
 func FuzzDescribeKey(f *testing.F) {
 	f.Add([]byte("q\x00\x01a"), "orders", int64(1000), uint64(7), "t1")
-	f.Add(TaskPhaseKey("job", "phase"), "", int64(-1), uint64(1<<63), "a b")
-	f.Add([]byte{PrefixTask, 'q', 0xff}, "\xff", int64(0), uint64(0), "\n")
+	f.Add(ReviewPhaseKey("job", "phase"), "", int64(-1), uint64(1<<63), "a b")
+	f.Add([]byte{PrefixReview, 'q', 0xff}, "\xff", int64(0), uint64(0), "\n")
 	f.Fuzz(func(t *testing.T, data []byte, s string, at int64, id uint64, rest string) {
 		check := func(k []byte) string {
 			t.Helper()
@@ -92,8 +92,8 @@ func FuzzDescribeKey(f *testing.F) {
 		}{
 			{ReadyKey(s, at, id), []string{"queue=" + describeString(s), "ready=" + num(uint64(at)), "job=" + num(id)}},
 			{TimerKey(at, id, rest), []string{"fire=" + num(uint64(at)), "job=" + num(id), "timer=" + describeString(rest)}},
-			{TaskPhaseKey(s, rest), []string{"job=" + describeString(s), "phase=" + describeString(rest)}},
-			{TaskWorkKey(s, at, id), []string{"gq queue=" + describeString(s), "task=" + num(id)}},
+			{ReviewPhaseKey(s, rest), []string{"job=" + describeString(s), "phase=" + describeString(rest)}},
+			{ReviewWorkKey(s, at, id), []string{"gq queue=" + describeString(s), "task=" + num(id)}},
 			{EventKey(id, uint64(at)), []string{"e job=" + num(id) + " seq=" + num(uint64(at))}},
 		} {
 			d := check(tc.k)

@@ -115,8 +115,8 @@ func FuzzParseKeys(f *testing.F) {
 				rebuilt("ParseTimeKey", RequestAgeKey(tk.AtMS, tk.Rest))
 			case PrefixSchedDue:
 				rebuilt("ParseTimeKey", SchedDueKey(tk.AtMS, tk.Rest))
-			case PrefixTaskLease:
-				rebuilt("ParseTimeKey", TaskLeaseKey(tk.AtMS, tk.Job))
+			case PrefixReviewLease:
+				rebuilt("ParseTimeKey", ReviewLeaseKey(tk.AtMS, tk.Job))
 			case PrefixStepDue:
 				rebuilt("ParseTimeKey", StepDueKey(tk.AtMS, tk.Job, tk.Rest))
 			default:

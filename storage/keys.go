@@ -270,7 +270,7 @@ func ParseTimeKey(k []byte) (TimeKey, error) {
 	tk := TimeKey{AtMS: int64(binary.BigEndian.Uint64(k[1:9]))}
 	// A task lease key (storage/taskkeys.go) is read like a job's, with
 	// the task id in Job.
-	if k[0] == PrefixTaskLease {
+	if k[0] == PrefixReviewLease {
 		if len(k) != 17 {
 			return TimeKey{}, keyError(k, "wrong length for a task lease key")
 		}

@@ -190,11 +190,11 @@ func TestClusterPageOverTLSKeepsThePersonsToken(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("a task created through a follower: HTTP %d %s", code, body)
 	}
-	task, err := nodes[0].node.Engine().DescribeTask(ctx, engine.TaskTarget{Job: "j", Phase: "p"})
+	review, err := nodes[0].node.Engine().DescribeReview(ctx, engine.ReviewTarget{Job: "j", Phase: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hist, err := nodes[0].node.Engine().TaskHistory(ctx, task.ID); err != nil || len(hist) != 1 || hist[0].By != "ops" {
+	if hist, err := nodes[0].node.Engine().ReviewHistory(ctx, review.ID); err != nil || len(hist) != 1 || hist[0].By != "ops" {
 		t.Errorf("the task's creation is recorded as %+v (%v), want by ops", hist, err)
 	}
 }

@@ -77,14 +77,14 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 		return err
 	}
 	say("started workflow review-pipeline: requirements → implementation → tests, each gated by review and approval")
-	wait := func(phase string, s engine.TaskState) (*engine.Task, error) {
+	wait := func(phase string, s engine.ReviewState) (*engine.Review, error) {
 		for {
 			changed := e.Committed()
-			t, err := e.DescribeTask(ctx, engine.TaskTarget{Job: demo.ReviewJob, Phase: phase})
+			t, err := e.DescribeReview(ctx, engine.ReviewTarget{Job: demo.ReviewJob, Phase: phase})
 			if err == nil && t.State == s {
 				return t, nil
 			}
-			if err != nil && !errors.Is(err, engine.ErrUnknownTask) {
+			if err != nil && !errors.Is(err, engine.ErrUnknownReview) {
 				return nil, err
 			}
 			select {
@@ -94,8 +94,8 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 			}
 		}
 	}
-	decide := func(phase string, op engine.TaskOp, reason string) error {
-		res, err := e.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{Job: demo.ReviewJob, Phase: phase},
+	decide := func(phase string, op engine.ReviewOp, reason string) error {
+		res, err := e.ReviewCommand(ctx, engine.ReviewCommand{ReviewTarget: engine.ReviewTarget{Job: demo.ReviewJob, Phase: phase},
 			Op: op, By: "steward", Reason: reason})
 		if err != nil {
 			return err
@@ -108,38 +108,38 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 		return nil
 	}
 	// An illegal command is refused with the state and what is legal.
-	if t, err := wait("implementation", engine.TaskPending); err != nil {
+	if t, err := wait("implementation", engine.ReviewPending); err != nil {
 		return err
-	} else if _, err := e.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: t.ID}, Op: engine.TaskOpApprove, By: "steward"}); err != nil {
-		var se *engine.TaskStateError
+	} else if _, err := e.ReviewCommand(ctx, engine.ReviewCommand{ReviewTarget: engine.ReviewTarget{ID: t.ID}, Op: engine.ReviewOpApprove, By: "steward"}); err != nil {
+		var se *engine.ReviewStateError
 		if !errors.As(err, &se) {
 			return err
 		}
 		say("  steward: approve implementation too early → refused: it is %s; legal now: %v", se.State, se.Legal)
 	}
 	for _, phase := range []string{"requirements", "implementation", "tests"} {
-		t, err := wait(phase, engine.TaskApprovalRequired)
+		t, err := wait(phase, engine.ReviewApprovalRequired)
 		if err != nil {
 			return err
 		}
-		say("%s: run %d, output %s, reviewed: %s", phase, t.Runs, outputText(t.Output), t.Review.Summary)
+		say("%s: run %d, output %s, reviewed: %s", phase, t.Runs, outputText(t.Output), t.Assessment.Summary)
 		if phase == "implementation" && t.Runs == 1 {
-			if err := decide(phase, engine.TaskOpReject, "also accept internationalised domains"); err != nil {
+			if err := decide(phase, engine.ReviewOpReject, "also accept internationalised domains"); err != nil {
 				return err
 			}
-			if t, err = wait(phase, engine.TaskApprovalRequired); err != nil {
+			if t, err = wait(phase, engine.ReviewApprovalRequired); err != nil {
 				return err
 			}
 			say("%s: rework, run %d, output %s", phase, t.Runs, outputText(t.Output))
 		}
-		if err := decide(phase, engine.TaskOpApprove, ""); err != nil {
+		if err := decide(phase, engine.ReviewOpApprove, ""); err != nil {
 			return err
 		}
 		if next := map[string]string{"requirements": "implementation", "implementation": "tests"}[phase]; next != "" {
 			started := time.Now()
 			for {
 				changed := e.Committed()
-				t, err := e.DescribeTask(ctx, engine.TaskTarget{Job: demo.ReviewJob, Phase: next})
+				t, err := e.DescribeReview(ctx, engine.ReviewTarget{Job: demo.ReviewJob, Phase: next})
 				if err != nil {
 					return err
 				}
@@ -160,7 +160,7 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 		return err
 	}
 	say("workflow result: %s", strings.Join(results, " | "))
-	m, err := e.TaskManifest(ctx, demo.ReviewJob)
+	m, err := e.ReviewManifest(ctx, demo.ReviewJob)
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func runReviewDemo(ctx context.Context, dir string, out io.Writer) (err error) {
 		return err
 	}
 	say("manifest (heddle task describe %s -o json):\n%s", demo.ReviewJob, b)
-	if m.Status != engine.TaskSuccess || len(m.History) != 3 {
+	if m.Status != engine.ReviewSuccess || len(m.History) != 3 {
 		return fmt.Errorf("the job ended %s with %d phases, want SUCCESS with 3", m.Status, len(m.History))
 	}
 	return nil

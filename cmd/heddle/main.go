@@ -94,7 +94,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newResourceCommand(),
 		newScheduleCommand(),
 		newChaosCommand(),
-		newTaskCommand(),
+		newReviewCommand(),
 		newBenchCommand(),
 		newRepairCommand(),
 		newVersionCommand(),

@@ -8,12 +8,12 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-// ListAwaitingTasks lists the tasks of every job that await a person, in
+// ListAwaitingReviews lists the tasks of every job that await a person, in
 // creation order. It walks the index of such tasks, which Apply keeps in
 // the transaction of each state change, and filters state, queue and type
 // from the records; so a filtered page reads at most every awaiting task,
 // never the tasks that await nobody.
-func (e *Engine) ListAwaitingTasks(ctx context.Context, q engine.AwaitingQuery) (*engine.AwaitingPage, error) {
+func (e *Engine) ListAwaitingReviews(ctx context.Context, q engine.AwaitingQuery) (*engine.AwaitingPage, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
@@ -23,57 +23,57 @@ func (e *Engine) ListAwaitingTasks(ctx context.Context, q engine.AwaitingQuery) 
 	var page *engine.AwaitingPage
 	err := e.view(ctx, func(r *storage.Reader) error {
 		var err error
-		page, err = machine.ReadAwaitingTasks(r, q)
+		page, err = machine.ReadAwaitingReviews(r, q)
 		return err
 	})
 	return page, err
 }
 
-var _ engine.TaskService = (*Engine)(nil)
+var _ engine.ReviewService = (*Engine)(nil)
 
-// CreateTask creates a review task.
-func (e *Engine) CreateTask(ctx context.Context, c engine.CreateTask) (*engine.TaskResult, error) {
-	return propose[*engine.TaskResult](ctx, e, &c)
+// CreateReview creates a review task.
+func (e *Engine) CreateReview(ctx context.Context, c engine.CreateReview) (*engine.ReviewResult, error) {
+	return propose[*engine.ReviewResult](ctx, e, &c)
 }
 
-// TaskCommand applies a human command to a task.
-func (e *Engine) TaskCommand(ctx context.Context, c engine.TaskCommand) (*engine.TaskResult, error) {
-	return propose[*engine.TaskResult](ctx, e, &c)
+// ReviewCommand applies a human command to a task.
+func (e *Engine) ReviewCommand(ctx context.Context, c engine.ReviewCommand) (*engine.ReviewResult, error) {
+	return propose[*engine.ReviewResult](ctx, e, &c)
 }
 
-// ClaimTasks claims claimable tasks for a worker or a reviewer.
-func (e *Engine) ClaimTasks(ctx context.Context, c engine.ClaimTasks) ([]engine.ClaimedTask, error) {
-	r, err := propose[*engine.ClaimTasksResult](ctx, e, &c)
+// ClaimReviews claims claimable tasks for a worker or a reviewer.
+func (e *Engine) ClaimReviews(ctx context.Context, c engine.ClaimReviews) ([]engine.ClaimedReview, error) {
+	r, err := propose[*engine.ClaimReviewsResult](ctx, e, &c)
 	if err != nil {
 		return nil, err
 	}
-	return r.Tasks, nil
+	return r.Reviews, nil
 }
 
-// TaskReport records a lease holder's report.
-func (e *Engine) TaskReport(ctx context.Context, c engine.TaskReport) (*engine.TaskResult, error) {
-	return propose[*engine.TaskResult](ctx, e, &c)
+// ReviewReport records a lease holder's report.
+func (e *Engine) ReviewReport(ctx context.Context, c engine.ReviewReport) (*engine.ReviewResult, error) {
+	return propose[*engine.ReviewResult](ctx, e, &c)
 }
 
-// TaskHeartbeat renews task leases.
-func (e *Engine) TaskHeartbeat(ctx context.Context, c engine.TaskHeartbeat) (*engine.TaskHeartbeatResult, error) {
-	return propose[*engine.TaskHeartbeatResult](ctx, e, &c)
+// ReviewHeartbeat renews task leases.
+func (e *Engine) ReviewHeartbeat(ctx context.Context, c engine.ReviewHeartbeat) (*engine.ReviewHeartbeatResult, error) {
+	return propose[*engine.ReviewHeartbeatResult](ctx, e, &c)
 }
 
-// ClaimTasksWait is ClaimTasks that, while nothing is claimable, waits for
+// ClaimReviewsWait is ClaimReviews that, while nothing is claimable, waits for
 // the next commit and tries again, until it claims something or ctx ends.
 // It never polls on a fixed tick.
-func (e *Engine) ClaimTasksWait(ctx context.Context, c engine.ClaimTasks) ([]engine.ClaimedTask, error) {
+func (e *Engine) ClaimReviewsWait(ctx context.Context, c engine.ClaimReviews) ([]engine.ClaimedReview, error) {
 	for {
 		changed := e.Committed()
-		ready, err := e.MayHaveTasks(c.Role, c.Queue)
+		ready, err := e.MayHaveReviews(c.Role, c.Queue)
 		if err != nil {
 			return nil, err
 		}
 		if ready {
 			// Not cancelled with ctx: a claim applied after its caller
 			// gave up would hold tasks under leases nobody renews.
-			ts, err := e.ClaimTasks(context.WithoutCancel(ctx), c)
+			ts, err := e.ClaimReviews(context.WithoutCancel(ctx), c)
 			if err != nil || len(ts) > 0 {
 				return ts, err
 			}
@@ -86,58 +86,58 @@ func (e *Engine) ClaimTasksWait(ctx context.Context, c engine.ClaimTasks) ([]eng
 	}
 }
 
-// MayHaveTasks reports, from the applied state and without a read barrier,
+// MayHaveReviews reports, from the applied state and without a read barrier,
 // whether queue's claim index of role holds a task, so that waiting
 // claimers propose nothing (in a cluster, no Raft entry) while it is empty.
-func (e *Engine) MayHaveTasks(role engine.TaskRole, queue string) (bool, error) {
+func (e *Engine) MayHaveReviews(role engine.ReviewRole, queue string) (bool, error) {
 	found := false
 	err := e.store.View(func(r *storage.Reader) error {
 		var err error
-		found, err = machine.HasTasks(r, role, queue)
+		found, err = machine.HasReviews(r, role, queue)
 		return err
 	})
 	return found, machine.MarkStorageError(err)
 }
 
-// DescribeTask returns the record of the task t names.
-func (e *Engine) DescribeTask(ctx context.Context, t engine.TaskTarget) (*engine.Task, error) {
-	var out *engine.Task
+// DescribeReview returns the record of the task t names.
+func (e *Engine) DescribeReview(ctx context.Context, t engine.ReviewTarget) (*engine.Review, error) {
+	var out *engine.Review
 	err := e.view(ctx, func(r *storage.Reader) error {
 		var err error
-		out, err = machine.ReadTaskTarget(r, t)
+		out, err = machine.ReadReviewTarget(r, t)
 		return err
 	})
 	return out, err
 }
 
-// TaskHistory returns the whole history of task id.
-func (e *Engine) TaskHistory(ctx context.Context, id engine.TaskID) ([]engine.TaskEvent, error) {
-	var out []engine.TaskEvent
+// ReviewHistory returns the whole history of task id.
+func (e *Engine) ReviewHistory(ctx context.Context, id engine.ReviewID) ([]engine.ReviewEvent, error) {
+	var out []engine.ReviewEvent
 	err := e.view(ctx, func(r *storage.Reader) error {
-		if _, err := machine.ReadTask(r, id); err != nil {
+		if _, err := machine.ReadReview(r, id); err != nil {
 			return err
 		}
 		var err error
-		out, err = machine.ReadTaskHistory(r, id)
+		out, err = machine.ReadReviewHistory(r, id)
 		return err
 	})
 	return out, err
 }
 
-// ListTasks returns the tasks of job in creation order.
-func (e *Engine) ListTasks(ctx context.Context, job string) ([]engine.Task, error) {
-	var out []engine.Task
+// ListReviews returns the tasks of job in creation order.
+func (e *Engine) ListReviews(ctx context.Context, job string) ([]engine.Review, error) {
+	var out []engine.Review
 	err := e.view(ctx, func(r *storage.Reader) error {
 		var err error
-		out, err = machine.ReadJobTasks(r, job)
+		out, err = machine.ReadJobReviews(r, job)
 		return err
 	})
 	return out, err
 }
 
-// TaskManifest returns the manifest of job, its running spans counted up
+// ReviewManifest returns the manifest of job, its running spans counted up
 // to the engine's latest command time.
-func (e *Engine) TaskManifest(ctx context.Context, job string) (*engine.Manifest, error) {
+func (e *Engine) ReviewManifest(ctx context.Context, job string) (*engine.Manifest, error) {
 	var m *engine.Manifest
 	err := e.view(ctx, func(r *storage.Reader) error {
 		var err error

@@ -101,18 +101,18 @@ var sweeps = []sweepKind{
 	{storage.StepDuePrefix, storage.KeyLowStepDue, func(n int) engine.Command { return &engine.ExpireSteps{Max: n} }, "steps"},
 	{storage.SchedDuePrefix, storage.KeyLowSchedDue, func(n int) engine.Command { return &engine.FireSchedules{Max: n} }, "schedules"},
 	// The review tasks' lease index, swept like the job lease index: the
-	// scheduler proposes ReclaimTasks when its earliest entry falls due.
+	// scheduler proposes ReclaimReviews when its earliest entry falls due.
 	// It comes after the job sweeps, so their positions (and Deadlines)
 	// stay as they were.
-	{storage.TaskLeasePrefix, storage.KeyLowTaskLease, func(n int) engine.Command { return &engine.ReclaimTasks{Max: n} }, taskLeaseSweep},
+	{storage.ReviewLeasePrefix, storage.KeyLowReviewLease, func(n int) engine.Command { return &engine.ReclaimReviews{Max: n} }, reviewLeaseSweep},
 }
 
 // leaseSweep is the index of the lease sweep in sweeps.
 const leaseSweep = 1
 
-// taskLeaseSweep names the task lease sweep; like the job lease sweep it
+// reviewLeaseSweep names the task lease sweep; like the job lease sweep it
 // waits out a new leader's failover grace (Scheduler.ReclaimNotBeforeMS).
-const taskLeaseSweep = "task_leases"
+const reviewLeaseSweep = "task_leases"
 
 // maxSweepsInFlight bounds the proposals of one kind the scheduler makes at
 // once when many entries fall due together.
@@ -250,7 +250,7 @@ func (s *Scheduler) step(ctx context.Context, now time.Time) (time.Duration, err
 		if at == 0 {
 			continue
 		}
-		if i == leaseSweep || sweeps[i].name == taskLeaseSweep {
+		if i == leaseSweep || sweeps[i].name == reviewLeaseSweep {
 			at = max(at, s.ReclaimNotBeforeMS)
 		}
 		if at <= nowMS {

@@ -169,5 +169,25 @@ func typeName(v any) string {
 	if t == nil || t.Name() == "" {
 		return "value"
 	}
+	if n, ok := wireTypeNames[t]; ok {
+		return n
+	}
 	return t.Name()
+}
+
+// wireTypeNames are the names the errors give the review tasks' bodies:
+// those their Go types had before they were renamed from Task to Review.
+// The errors' texts are on the wire, and a Go rename must not change them.
+var wireTypeNames = map[reflect.Type]string{
+	reflect.TypeFor[engine.CreateReview]():          "CreateTask",
+	reflect.TypeFor[engine.ReviewCommand]():         "TaskCommand",
+	reflect.TypeFor[engine.ClaimReviews]():          "ClaimTasks",
+	reflect.TypeFor[engine.ReviewReport]():          "TaskReport",
+	reflect.TypeFor[engine.ReviewHeartbeat]():       "TaskHeartbeat",
+	reflect.TypeFor[engine.ReviewResult]():          "TaskResult",
+	reflect.TypeFor[engine.ClaimReviewsResult]():    "ClaimTasksResult",
+	reflect.TypeFor[engine.ReviewHeartbeatResult](): "TaskHeartbeatResult",
+	reflect.TypeFor[engine.Review]():                "Task",
+	reflect.TypeFor[ReviewList]():                   "TaskList",
+	reflect.TypeFor[ReviewHistory]():                "TaskHistory",
 }

@@ -71,21 +71,21 @@
 //	POST   /v1/cluster/leader/transfer       hand leadership to another member
 //
 //	POST   /v1/jobs/configure                ConfigureJob      -> StatusResult (a Draft job's input)
-//	POST   /v1/tasks                         CreateTask        -> TaskResult (review tasks)
-//	POST   /v1/tasks/{op}                    TaskCommand       -> TaskResult; op is activate, config,
+//	POST   /v1/tasks                         CreateReview      -> ReviewResult (review tasks)
+//	POST   /v1/tasks/{op}                    ReviewCommand     -> ReviewResult; op is activate, config,
 //	                                         suspend, resume, cancel, step, approve, reject,
 //	                                         resubmit, fix or terminate (409 illegal_task_command
 //	                                         with task_state and legal_commands when illegal)
-//	POST   /v1/tasks/claim[?wait=30s]        ClaimTasks        -> ClaimTasksResult (workers, reviewers; long poll with wait)
-//	POST   /v1/tasks/report                  TaskReport        -> TaskResult (the lease holder)
-//	POST   /v1/tasks/heartbeat               TaskHeartbeat     -> TaskHeartbeatResult
-//	GET    /v1/tasks?job=                    the job's tasks   -> TaskList
+//	POST   /v1/tasks/claim[?wait=30s]        ClaimReviews      -> ClaimReviewsResult (workers, reviewers; long poll with wait)
+//	POST   /v1/tasks/report                  ReviewReport      -> ReviewResult (the lease holder)
+//	POST   /v1/tasks/heartbeat               ReviewHeartbeat   -> ReviewHeartbeatResult
+//	GET    /v1/tasks?job=                    the job's tasks   -> ReviewList
 //	GET    /v1/tasks/awaiting?state=&queue=&type=&after=&limit=
 //	                                         tasks awaiting a person, across jobs -> engine.AwaitingPage
-//	GET    /v1/tasks/{task}                  a task by id      -> Task
-//	GET    /v1/tasks/{task}/history          its history       -> TaskHistory
+//	GET    /v1/tasks/{task}                  a task by id      -> Review
+//	GET    /v1/tasks/{task}/history          its history       -> ReviewHistory
 //	GET    /v1/manifests/{job}               the job's manifest -> Manifest
-//	GET    /v1/manifests/{job}/phases/{phase} a task by job and phase -> Task
+//	GET    /v1/manifests/{job}/phases/{phase} a task by job and phase -> Review
 //
 //	GET    /healthz                          -> Health (alive; no token needed)
 //	GET    /readyz                           -> Health, or 503 not_ready (no token needed)

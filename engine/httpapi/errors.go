@@ -63,9 +63,9 @@ type ErrorBody struct {
 	// leader knows of; both may be empty.
 	LeaderID   string `json:"leader_id,omitempty" msgpack:"leader_id,omitempty"`
 	LeaderHTTP string `json:"leader_http,omitempty" msgpack:"leader_http,omitempty"`
-	// TaskState and LegalCommands answer an illegal task command (409
+	// ReviewState and LegalCommands answer an illegal task command (409
 	// illegal_task_command): the task's state and the commands legal in it.
-	TaskState     string   `json:"task_state,omitempty" msgpack:"task_state,omitempty"`
+	ReviewState   string   `json:"task_state,omitempty" msgpack:"task_state,omitempty"`
 	LegalCommands []string `json:"legal_commands,omitempty" msgpack:"legal_commands,omitempty"`
 }
 
@@ -128,10 +128,10 @@ var wireErrors = []wireError{
 	{"host_not_allowed", http.StatusForbidden, ErrHostNotAllowed},
 	// The review tasks' errors, after the job errors; they match sentinels
 	// no other entry matches.
-	{"unknown_task", http.StatusNotFound, engine.ErrUnknownTask},
-	{"task_exists", http.StatusConflict, engine.ErrTaskExists},
-	{"illegal_task_command", http.StatusConflict, engine.ErrIllegalTaskCommand},
-	{"stale_task_attempt", http.StatusConflict, engine.ErrStaleTaskAttempt},
+	{"unknown_task", http.StatusNotFound, engine.ErrUnknownReview},
+	{"task_exists", http.StatusConflict, engine.ErrReviewExists},
+	{"illegal_task_command", http.StatusConflict, engine.ErrIllegalReviewCommand},
+	{"stale_task_attempt", http.StatusConflict, engine.ErrStaleReviewAttempt},
 }
 
 // errorFor returns the status and body that answer err.
@@ -155,7 +155,7 @@ func errorFor(err error) (int, ErrorBody) {
 	if errors.As(err, &nl) {
 		body.LeaderID, body.LeaderHTTP = nl.LeaderID, nl.LeaderHTTP
 	}
-	taskStateDetail(err, &body)
+	reviewStateDetail(err, &body)
 	return status, body
 }
 
@@ -191,7 +191,7 @@ func (e *RemoteError) Unwrap() error {
 	if e.Body.Name == "not_leader" {
 		return &engine.NotLeaderError{LeaderID: e.Body.LeaderID, LeaderHTTP: e.Body.LeaderHTTP}
 	}
-	if se := e.taskStateError(); se != nil {
+	if se := e.reviewStateError(); se != nil {
 		return se
 	}
 	return sentinelNamed(e.Body.Name)

@@ -78,7 +78,7 @@ func TestLeaseTokenOverHTTP(t *testing.T) {
 			t.Fatalf("child with parent lease %+v: %v", pl, err)
 		}
 	}
-	if _, err := app.CreateTask(ctx, engine.CreateTask{Job: "evil", Phase: "p", Queue: "evil", Type: "w", ParentJob: run.Job, ParentStep: "1", ParentLease: &public}); !isWrongToken(err) {
+	if _, err := app.CreateReview(ctx, engine.CreateReview{Job: "evil", Phase: "p", Queue: "evil", Type: "w", ParentJob: run.Job, ParentStep: "1", ParentLease: &public}); !isWrongToken(err) {
 		t.Fatalf("task under the run: %v", err)
 	}
 	if h, err := holder.History(ctx, run.Job, 0, 0); err != nil || len(h.Events) != 2 {

@@ -105,7 +105,7 @@ func (s *Server) routes() {
 	s.scheduleRoutes()
 	s.asyncRoutes()
 	s.healthRoutes()
-	s.taskRoutes()
+	s.reviewRoutes()
 
 	// Everything else, including a known path with another method, gets
 	// the same error body as any other failure rather than the mux's

@@ -68,12 +68,12 @@ var applyTable = [...]applyFunc{
 	engine.KindDrainResource:  on((*applier).drainResource),
 	engine.KindRemoveResource: on((*applier).removeResource),
 
-	engine.KindCreateTask:    on((*applier).createTask),
-	engine.KindTaskCommand:   on((*applier).taskCommand),
-	engine.KindClaimTasks:    on((*applier).claimTasks),
-	engine.KindTaskReport:    on((*applier).taskReport),
-	engine.KindTaskHeartbeat: on((*applier).taskHeartbeat),
-	engine.KindReclaimTasks:  on((*applier).reclaimTasks),
+	engine.KindCreateReview:    on((*applier).createReview),
+	engine.KindReviewCommand:   on((*applier).reviewCommand),
+	engine.KindClaimReviews:    on((*applier).claimReviews),
+	engine.KindReviewReport:    on((*applier).reviewReport),
+	engine.KindReviewHeartbeat: on((*applier).reviewHeartbeat),
+	engine.KindReclaimReviews:  on((*applier).reclaimReviews),
 
 	engine.KindConfigureJob: on((*applier).configureJob),
 }

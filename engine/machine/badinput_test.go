@@ -187,7 +187,7 @@ func TestNamesMustBeUTF8(t *testing.T) {
 		{&engine.AppendEvents{LeaseRef: c.Lease(), Events: []engine.NewEvent{{Type: "marker", Name: bad}}}, "AppendEvents.Events[0].Name"},
 		{&engine.CommitStep{LeaseRef: c.Lease(), Step: bad, Type: "activity_completed"}, "CommitStep.Step"},
 		{&engine.AddResource{ID: bad, Capacity: 1}, "AddResource.ID"},
-		{&engine.CreateTask{Job: bad, Phase: "p", Queue: "q", Type: "w"}, "CreateTask.Job"},
+		{&engine.CreateReview{Job: bad, Phase: "p", Queue: "q", Type: "w"}, "CreateTask.Job"},
 		{&engine.CreateSchedule{ID: bad, Spec: engine.ScheduleSpec{Intervals: []engine.ScheduleInterval{{EveryMS: 60_000}}}, Action: engine.ScheduleAction{Type: "t", Queue: "q"}}, "CreateSchedule.ID"},
 		{&engine.CreateJob{Type: "t", Queue: "q", Header: engine.Header{RequestID: bad}}, "CreateJob.RequestID"},
 	} {

@@ -124,7 +124,7 @@ func requestDigest(cmd engine.Command) ([]byte, error) {
 		c.TraceParent, c.ParentLease = "", nil
 		defer func() { c.TraceParent, c.ParentLease = tp, pl }()
 	}
-	if c, ok := cmd.(*engine.CreateTask); ok && c.ParentLease != nil {
+	if c, ok := cmd.(*engine.CreateReview); ok && c.ParentLease != nil {
 		pl := c.ParentLease
 		c.ParentLease = nil
 		defer func() { c.ParentLease = pl }()

@@ -40,4 +40,6 @@ func markStorage(err *error) { *err = MarkStorageError(*err) }
 
 func unknownJob(id engine.JobID) error { return fmt.Errorf("%w: %d", engine.ErrUnknownJob, id) }
 
-func unknownTask(t engine.TaskTarget) error { return fmt.Errorf("%w: %s", engine.ErrUnknownTask, t) }
+func unknownReview(t engine.ReviewTarget) error {
+	return fmt.Errorf("%w: %s", engine.ErrUnknownReview, t)
+}

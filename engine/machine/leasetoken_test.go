@@ -238,13 +238,13 @@ func TestOnlyTheParentsHolderStartsItsChildren(t *testing.T) {
 	}
 	// The same goes for a review task: its end writes into a step too.
 	for _, pl := range []*engine.LeaseRef{nil, {Job: victim, Attempt: c.Attempt}} {
-		cmd := &engine.CreateTask{Job: "evil", Phase: "p", Queue: "evil", Type: "w", ParentJob: victim, ParentStep: "1", ParentLease: pl}
+		cmd := &engine.CreateReview{Job: "evil", Phase: "p", Queue: "evil", Type: "w", ParentJob: victim, ParentStep: "1", ParentLease: pl}
 		engine.StampNonce(cmd)
 		if _, err := h.apply(cmd); pl == nil && !errors.Is(err, engine.ErrInvalidCommand) || pl != nil && !errors.Is(err, engine.ErrStaleAttempt) {
 			t.Fatalf("task under another's run, lease %+v: %v", pl, err)
 		}
 	}
-	_, err := h.apply(&engine.CreateTask{Job: "evil", Phase: "p", Queue: "evil", Type: "w", ParentJob: victim, ParentStep: "1",
+	_, err := h.apply(&engine.CreateReview{Job: "evil", Phase: "p", Queue: "evil", Type: "w", ParentJob: victim, ParentStep: "1",
 		ParentLease: &engine.LeaseRef{Job: victim, Attempt: c.Attempt}})
 	if !errors.Is(err, engine.ErrStaleAttempt) {
 		t.Fatalf("task under another's run: %v, want ErrStaleAttempt", err)
@@ -330,28 +330,28 @@ func TestCompleteAsyncNeedsTheLeaseToken(t *testing.T) {
 
 // A review task's lease has a token too: a report or heartbeat naming the
 // live attempt without it is refused.
-func TestTaskLeaseTokenFencesReports(t *testing.T) {
+func TestReviewLeaseTokenFencesReports(t *testing.T) {
 	h := newHarness(t)
-	id := h.must(&engine.CreateTask{Job: "j", Phase: "p", Queue: "tq", Type: "w"}).(*engine.TaskResult).Task
-	claim := &engine.ClaimTasks{Role: engine.TaskRoleWork, Queue: "tq", Owner: "w", Max: 1, LeaseMS: 60_000}
+	id := h.must(&engine.CreateReview{Job: "j", Phase: "p", Queue: "tq", Type: "w"}).(*engine.ReviewResult).Review
+	claim := &engine.ClaimReviews{Role: engine.ReviewRoleWork, Queue: "tq", Owner: "w", Max: 1, LeaseMS: 60_000}
 	engine.StampNonce(claim)
-	got := h.must(claim).(*engine.ClaimTasksResult).Tasks
+	got := h.must(claim).(*engine.ClaimReviewsResult).Reviews
 	if len(got) != 1 || got[0].LeaseToken == "" {
 		t.Fatalf("task claim %+v gave no token", got)
 	}
-	forged := engine.TaskLeaseRef{Task: id, Attempt: got[0].Attempt} // the attempt anyone may read
+	forged := engine.ReviewLeaseRef{Review: id, Attempt: got[0].Attempt} // the attempt anyone may read
 	before := h.snapshot()
-	_, err := h.apply(&engine.TaskReport{TaskLeaseRef: forged, Op: engine.TaskReportOutput, Output: []byte("forged")})
-	var se *engine.StaleTaskError
+	_, err := h.apply(&engine.ReviewReport{ReviewLeaseRef: forged, Op: engine.ReviewReportOutput, Output: []byte("forged")})
+	var se *engine.StaleReviewError
 	if !errors.As(err, &se) || !se.WrongToken {
 		t.Fatalf("report without the token: %v", err)
 	}
-	hb := h.must(&engine.TaskHeartbeat{Leases: []engine.TaskLeaseRef{forged}, LeaseMS: 120_000}).(*engine.TaskHeartbeatResult)
+	hb := h.must(&engine.ReviewHeartbeat{Leases: []engine.ReviewLeaseRef{forged}, LeaseMS: 120_000}).(*engine.ReviewHeartbeatResult)
 	if len(hb.Refused) != 1 {
 		t.Fatalf("heartbeat without the token: %+v", hb)
 	}
 	sameStore(t, before, h.snapshot())
-	h.must(&engine.TaskReport{TaskLeaseRef: got[0].Lease(), Op: engine.TaskReportOutput, Output: []byte("ok")})
+	h.must(&engine.ReviewReport{ReviewLeaseRef: got[0].Lease(), Op: engine.ReviewReportOutput, Output: []byte("ok")})
 	h.verify()
 }
 
@@ -366,8 +366,8 @@ func TestChildCreateFromAnOldLogApplies(t *testing.T) {
 	if _, err := h.apply(old); err != nil {
 		t.Fatalf("an old log's child create: %v", err)
 	}
-	oldTask := &engine.CreateTask{Job: "j", Phase: "p", Queue: "tq", Type: "w", ParentJob: parent, ParentStep: "2"}
-	if _, err := h.apply(oldTask); err != nil {
+	oldReview := &engine.CreateReview{Job: "j", Phase: "p", Queue: "tq", Type: "w", ParentJob: parent, ParentStep: "2"}
+	if _, err := h.apply(oldReview); err != nil {
 		t.Fatalf("an old log's task create: %v", err)
 	}
 	h.verify()
@@ -384,7 +384,7 @@ func TestChildCreateFromAnOldLogApplies(t *testing.T) {
 	if _, err := e.Create(bg, engine.CreateJob{Type: "c", Queue: "cq", ParentID: p.Job, ParentStep: "1"}); !errors.Is(err, engine.ErrInvalidCommand) {
 		t.Fatalf("a child create without the parent's lease through the Engine: %v", err)
 	}
-	if _, err := e.CreateTask(bg, engine.CreateTask{Job: "j", Phase: "p", Queue: "tq", Type: "w", ParentJob: p.Job, ParentStep: "2"}); !errors.Is(err, engine.ErrInvalidCommand) {
+	if _, err := e.CreateReview(bg, engine.CreateReview{Job: "j", Phase: "p", Queue: "tq", Type: "w", ParentJob: p.Job, ParentStep: "2"}); !errors.Is(err, engine.ErrInvalidCommand) {
 		t.Fatalf("a task create without the parent's lease through the Engine: %v", err)
 	}
 }

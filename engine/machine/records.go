@@ -150,33 +150,35 @@ func readResource(get func([]byte) ([]byte, error), id string) (*engine.Resource
 }
 
 const (
-	taskVersion      = 1
-	taskEventVersion = 1
+	reviewVersion      = 1
+	reviewEventVersion = 1
 )
 
-// EncodeTask returns the stored form of t.
-func EncodeTask(t *engine.Task) []byte { return storage.MustEncode(storage.KindTask, taskVersion, t) }
+// EncodeReview returns the stored form of t.
+func EncodeReview(t *engine.Review) []byte {
+	return storage.MustEncode(storage.KindReview, reviewVersion, t)
+}
 
-// DecodeTask decodes a stored task record; failures are *storage.CorruptError.
-func DecodeTask(b []byte) (_ *engine.Task, err error) {
+// DecodeReview decodes a stored task record; failures are *storage.CorruptError.
+func DecodeReview(b []byte) (_ *engine.Review, err error) {
 	defer markStorage(&err)
-	t := new(engine.Task)
-	if _, err := storage.Decode(b, storage.KindTask, taskVersion, t); err != nil {
+	t := new(engine.Review)
+	if _, err := storage.Decode(b, storage.KindReview, reviewVersion, t); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// EncodeTaskEvent returns the stored form of e.
-func EncodeTaskEvent(e *engine.TaskEvent) []byte {
-	return storage.MustEncode(storage.KindTaskEvent, taskEventVersion, e)
+// EncodeReviewEvent returns the stored form of e.
+func EncodeReviewEvent(e *engine.ReviewEvent) []byte {
+	return storage.MustEncode(storage.KindReviewEvent, reviewEventVersion, e)
 }
 
-// DecodeTaskEvent decodes a stored task event; failures are *storage.CorruptError.
-func DecodeTaskEvent(b []byte) (_ *engine.TaskEvent, err error) {
+// DecodeReviewEvent decodes a stored task event; failures are *storage.CorruptError.
+func DecodeReviewEvent(b []byte) (_ *engine.ReviewEvent, err error) {
 	defer markStorage(&err)
-	e := new(engine.TaskEvent)
-	if _, err := storage.Decode(b, storage.KindTaskEvent, taskEventVersion, e); err != nil {
+	e := new(engine.ReviewEvent)
+	if _, err := storage.Decode(b, storage.KindReviewEvent, reviewEventVersion, e); err != nil {
 		return nil, err
 	}
 	return e, nil

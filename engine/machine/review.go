@@ -10,32 +10,32 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-// loadedTask is a task as Apply read it, beside the version being changed,
-// so that saveTask moves exactly the index entries that changed.
-type loadedTask struct {
-	old *engine.Task // nil for a task created by this command
-	t   *engine.Task
+// loadedReview is a task as Apply read it, beside the version being changed,
+// so that saveReview moves exactly the index entries that changed.
+type loadedReview struct {
+	old *engine.Review // nil for a task created by this command
+	t   *engine.Review
 }
 
-func (a *applier) loadTask(id engine.TaskID) (*loadedTask, error) {
-	key := storage.TaskKey(uint64(id))
+func (a *applier) loadReview(id engine.ReviewID) (*loadedReview, error) {
+	key := storage.ReviewKey(uint64(id))
 	b, err := a.tx.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, unknownTask(engine.TaskTarget{ID: id})
+		return nil, unknownReview(engine.ReviewTarget{ID: id})
 	}
 	if err != nil {
 		return nil, err
 	}
-	t := new(engine.Task)
-	if _, err := storage.DecodeAt(key, b, storage.KindTask, taskVersion, t); err != nil {
+	t := new(engine.Review)
+	if _, err := storage.DecodeAt(key, b, storage.KindReview, reviewVersion, t); err != nil {
 		return nil, err
 	}
-	return &loadedTask{old: t.Clone(), t: t}, nil
+	return &loadedReview{old: t.Clone(), t: t}, nil
 }
 
-// phaseTask returns the id of job's task named phase, or 0.
-func (a *applier) phaseTask(job, phase string) (engine.TaskID, error) {
-	b, err := a.tx.Get(storage.TaskPhaseKey(job, phase))
+// phaseReview returns the id of job's task named phase, or 0.
+func (a *applier) phaseReview(job, phase string) (engine.ReviewID, error) {
+	b, err := a.tx.Get(storage.ReviewPhaseKey(job, phase))
 	if errors.Is(err, storage.ErrNotFound) {
 		return 0, nil
 	}
@@ -43,48 +43,48 @@ func (a *applier) phaseTask(job, phase string) (engine.TaskID, error) {
 		return 0, err
 	}
 	id, err := storage.ParseU64(b)
-	return engine.TaskID(id), err
+	return engine.ReviewID(id), err
 }
 
-func (a *applier) resolveTask(t engine.TaskTarget) (*loadedTask, error) {
+func (a *applier) resolveReview(t engine.ReviewTarget) (*loadedReview, error) {
 	if t.ID != 0 {
-		return a.loadTask(t.ID)
+		return a.loadReview(t.ID)
 	}
-	id, err := a.phaseTask(t.Job, t.Phase)
+	id, err := a.phaseReview(t.Job, t.Phase)
 	if err != nil {
 		return nil, err
 	}
 	if id == 0 {
-		return nil, unknownTask(t)
+		return nil, unknownReview(t)
 	}
-	return a.loadTask(id)
+	return a.loadReview(id)
 }
 
-// appendTaskEvent checks ev against the task table from the task's state,
+// appendReviewEvent checks ev against the task table from the task's state,
 // numbers and stamps it, stores it and folds it into the record. ev.To
 // selects the target where an event has two (task_reviewed).
-func (a *applier) appendTaskEvent(lt *loadedTask, ev engine.TaskEvent, cmd string) (uint64, error) {
+func (a *applier) appendReviewEvent(lt *loadedReview, ev engine.ReviewEvent, cmd string) (uint64, error) {
 	t := lt.t
-	to, ok := engine.TaskNext(t.State, ev.Type, ev.To)
+	to, ok := engine.ReviewNext(t.State, ev.Type, ev.To)
 	if !ok {
-		return 0, &engine.TaskStateError{Task: t.ID, Command: cmd, State: t.State, Legal: engine.LegalTaskOps(t.State)}
+		return 0, &engine.ReviewStateError{Review: t.ID, Command: cmd, State: t.State, Legal: engine.LegalReviewOps(t.State)}
 	}
 	ev.From, ev.To = t.State, to
 	ev.Seq = t.LastSeq + 1
 	ev.AtMS = a.now
-	a.tx.Set(storage.TaskEventKey(uint64(t.ID), ev.Seq), EncodeTaskEvent(&ev))
-	engine.FoldTaskEvent(t, &ev)
+	a.tx.Set(storage.ReviewEventKey(uint64(t.ID), ev.Seq), EncodeReviewEvent(&ev))
+	engine.FoldReviewEvent(t, &ev)
 	return ev.Seq, nil
 }
 
 // depsMet reports whether every dependency of t has reached SUCCESS.
-func (a *applier) depsMet(t *engine.Task) (bool, error) {
+func (a *applier) depsMet(t *engine.Review) (bool, error) {
 	for _, d := range t.Deps {
-		dl, err := a.loadTask(d)
+		dl, err := a.loadReview(d)
 		if err != nil {
 			return false, err
 		}
-		if dl.t.State != engine.TaskSuccess {
+		if dl.t.State != engine.ReviewSuccess {
 			return false, nil
 		}
 	}
@@ -93,39 +93,39 @@ func (a *applier) depsMet(t *engine.Task) (bool, error) {
 
 // claimable reports whether t belongs in a claim index: PENDING with its
 // dependencies met (work), or REVIEWING with no reviewer (review).
-func (a *applier) claimable(t *engine.Task) (bool, error) {
+func (a *applier) claimable(t *engine.Review) (bool, error) {
 	switch {
-	case t.State == engine.TaskPending:
+	case t.State == engine.ReviewPending:
 		return a.depsMet(t)
-	case t.State == engine.TaskReviewing && t.LeaseOwner == "":
+	case t.State == engine.ReviewReviewing && t.LeaseOwner == "":
 		return true, nil
 	}
 	return false, nil
 }
 
-// taskIndexKeys lists the exact index entries a task record implies; the
+// reviewIndexKeys lists the exact index entries a task record implies; the
 // lease entry, which the sweep drops when stale, is not among them.
-func taskIndexKeys(t *engine.Task) []string {
+func reviewIndexKeys(t *engine.Review) []string {
 	keys := []string{
-		string(storage.TaskJobKey(t.Job, uint64(t.ID))),
+		string(storage.ReviewJobKey(t.Job, uint64(t.ID))),
 	}
 	if t.State.AwaitsPerson() {
-		keys = append(keys, string(storage.TaskAwaitKey(uint64(t.ID))))
+		keys = append(keys, string(storage.ReviewAwaitKey(uint64(t.ID))))
 	}
 	if t.ReadyAtMS != 0 {
-		if t.State == engine.TaskPending {
-			keys = append(keys, string(storage.TaskWorkKey(t.Queue, t.ReadyAtMS, uint64(t.ID))))
+		if t.State == engine.ReviewPending {
+			keys = append(keys, string(storage.ReviewWorkKey(t.Queue, t.ReadyAtMS, uint64(t.ID))))
 		} else {
-			keys = append(keys, string(storage.TaskReviewKey(reviewQueueOf(t), t.ReadyAtMS, uint64(t.ID))))
+			keys = append(keys, string(storage.ReviewReviewKey(reviewQueueOf(t), t.ReadyAtMS, uint64(t.ID))))
 		}
 	}
 	return keys
 }
 
-// saveTask stores the record and moves its index entries: the claim
+// saveReview stores the record and moves its index entries: the claim
 // indexes (the ready time is kept while the task stays claimable the same
 // way, and set to now when it becomes claimable) and the lease index.
-func (a *applier) saveTask(lt *loadedTask) error {
+func (a *applier) saveReview(lt *loadedReview) error {
 	t := lt.t
 	ok, err := a.claimable(t)
 	if err != nil {
@@ -137,12 +137,12 @@ func (a *applier) saveTask(lt *loadedTask) error {
 	case lt.old == nil || lt.old.ReadyAtMS == 0 || lt.old.State != t.State:
 		t.ReadyAtMS = a.now
 	}
-	a.tx.Set(storage.TaskKey(uint64(t.ID)), EncodeTask(t))
+	a.tx.Set(storage.ReviewKey(uint64(t.ID)), EncodeReview(t))
 	var before []string
 	if lt.old != nil {
-		before = taskIndexKeys(lt.old)
+		before = reviewIndexKeys(lt.old)
 	}
-	after := taskIndexKeys(t)
+	after := reviewIndexKeys(t)
 	for _, k := range before {
 		if !slices.Contains(after, k) {
 			a.tx.Delete([]byte(k))
@@ -154,23 +154,23 @@ func (a *applier) saveTask(lt *loadedTask) error {
 		}
 	}
 	if t.LeaseOwner != "" && (lt.old == nil || lt.old.LeaseExpiryMS != t.LeaseExpiryMS) {
-		a.tx.Set(storage.TaskLeaseKey(t.LeaseExpiryMS, uint64(t.ID)), nil)
+		a.tx.Set(storage.ReviewLeaseKey(t.LeaseExpiryMS, uint64(t.ID)), nil)
 	}
 	lt.old = t.Clone()
 	return nil
 }
 
-func (a *applier) createTask(c *engine.CreateTask) (engine.Result, error) {
-	existing, err := a.phaseTask(c.Job, c.Phase)
+func (a *applier) createReview(c *engine.CreateReview) (engine.Result, error) {
+	existing, err := a.phaseReview(c.Job, c.Phase)
 	if err != nil {
 		return nil, err
 	}
 	if existing != 0 {
-		return nil, fmt.Errorf("%w: job %q already has phase %q (task %d)", engine.ErrTaskExists, c.Job, c.Phase, existing)
+		return nil, fmt.Errorf("%w: job %q already has phase %q (task %d)", engine.ErrReviewExists, c.Job, c.Phase, existing)
 	}
-	deps := make([]engine.TaskID, 0, len(c.Deps))
+	deps := make([]engine.ReviewID, 0, len(c.Deps))
 	for _, p := range c.Deps {
-		id, err := a.phaseTask(c.Job, p)
+		id, err := a.phaseReview(c.Job, p)
 		if err != nil {
 			return nil, err
 		}
@@ -191,105 +191,105 @@ func (a *applier) createTask(c *engine.CreateTask) (engine.Result, error) {
 			return nil, err
 		}
 	}
-	next, err := a.u64(storage.KeyNextTask)
+	next, err := a.u64(storage.KeyNextReview)
 	if err != nil {
 		return nil, err
 	}
-	id := engine.TaskID(next + 1)
-	a.tx.Set(storage.KeyNextTask, storage.U64(uint64(id)))
-	lt := &loadedTask{t: &engine.Task{
+	id := engine.ReviewID(next + 1)
+	a.tx.Set(storage.KeyNextReview, storage.U64(uint64(id)))
+	lt := &loadedReview{t: &engine.Review{
 		ID: id, Job: c.Job, Phase: c.Phase, Description: c.Description, JobDescription: c.JobDescription,
 		Queue: c.Queue, ReviewQueue: c.ReviewQueue, Type: c.Type, ReviewType: c.ReviewType, Deps: deps,
 		AutoReview: c.AutoReview, AutoApprove: c.AutoApprove, ParentJob: c.ParentJob, ParentStep: c.ParentStep,
 	}}
-	ev := engine.TaskEvent{Type: engine.TaskEventCreated, By: c.By, Config: &c.Config}
+	ev := engine.ReviewEvent{Type: engine.ReviewEventCreated, By: c.By, Config: &c.Config}
 	if c.Draft {
-		ev.Type = engine.TaskEventDrafted
+		ev.Type = engine.ReviewEventDrafted
 	}
-	seq, err := a.appendTaskEvent(lt, ev, "CreateTask")
+	seq, err := a.appendReviewEvent(lt, ev, "CreateTask")
 	if err != nil {
 		return nil, err
 	}
-	a.tx.Set(storage.TaskPhaseKey(c.Job, c.Phase), storage.U64(uint64(id)))
+	a.tx.Set(storage.ReviewPhaseKey(c.Job, c.Phase), storage.U64(uint64(id)))
 	for _, d := range deps {
-		a.tx.Set(storage.TaskDepKey(uint64(d), uint64(id)), nil)
+		a.tx.Set(storage.ReviewDepKey(uint64(d), uint64(id)), nil)
 	}
-	if err := a.saveTask(lt); err != nil {
+	if err := a.saveReview(lt); err != nil {
 		return nil, err
 	}
-	return &engine.TaskResult{Task: id, State: lt.t.State, Seq: seq}, nil
+	return &engine.ReviewResult{Review: id, State: lt.t.State, Seq: seq}, nil
 }
 
-func (a *applier) taskCommand(c *engine.TaskCommand) (engine.Result, error) {
-	lt, err := a.resolveTask(c.TaskTarget)
+func (a *applier) reviewCommand(c *engine.ReviewCommand) (engine.Result, error) {
+	lt, err := a.resolveReview(c.ReviewTarget)
 	if err != nil {
 		return nil, err
 	}
 	t := lt.t
-	if c.Expect != engine.TaskNone && t.State != c.Expect {
-		return nil, &engine.TaskStateError{Task: t.ID, Command: fmt.Sprintf("%s (expecting %s)", c.Op, c.Expect), State: t.State, Legal: engine.LegalTaskOps(t.State)}
+	if c.Expect != engine.ReviewNone && t.State != c.Expect {
+		return nil, &engine.ReviewStateError{Review: t.ID, Command: fmt.Sprintf("%s (expecting %s)", c.Op, c.Expect), State: t.State, Legal: engine.LegalReviewOps(t.State)}
 	}
-	ev := engine.TaskEvent{Type: c.Op.Event(), By: c.By, Reason: c.Reason, Config: c.Config}
-	seq, err := a.appendTaskEvent(lt, ev, string(c.Op))
+	ev := engine.ReviewEvent{Type: c.Op.Event(), By: c.By, Reason: c.Reason, Config: c.Config}
+	seq, err := a.appendReviewEvent(lt, ev, string(c.Op))
 	if err != nil {
 		return nil, err
 	}
-	if seq, err = a.afterTaskMove(lt, seq); err != nil {
+	if seq, err = a.afterReviewMove(lt, seq); err != nil {
 		return nil, err
 	}
-	if err := a.saveTask(lt); err != nil {
+	if err := a.saveReview(lt); err != nil {
 		return nil, err
 	}
-	return &engine.TaskResult{Task: t.ID, State: t.State, Seq: seq}, nil
+	return &engine.ReviewResult{Review: t.ID, State: t.State, Seq: seq}, nil
 }
 
-// afterTaskMove runs what the task's new state implies: the automatic
+// afterReviewMove runs what the task's new state implies: the automatic
 // step or approval it is configured for, and at an end the release of its
 // dependants and the effect of its parent's step. It returns the seq of the
 // last event written.
-func (a *applier) afterTaskMove(lt *loadedTask, seq uint64) (uint64, error) {
+func (a *applier) afterReviewMove(lt *loadedReview, seq uint64) (uint64, error) {
 	t := lt.t
 	var err error
 	switch {
-	case t.State == engine.TaskReviewRequired && t.AutoReview:
-		seq, err = a.appendTaskEvent(lt, engine.TaskEvent{Type: engine.TaskEventReviewStarted, By: engine.ByAuto}, "step")
-	case t.State == engine.TaskApprovalRequired && t.AutoApprove:
-		seq, err = a.appendTaskEvent(lt, engine.TaskEvent{Type: engine.TaskEventApproved, By: engine.ByAuto}, "approve")
+	case t.State == engine.ReviewReviewRequired && t.AutoReview:
+		seq, err = a.appendReviewEvent(lt, engine.ReviewEvent{Type: engine.ReviewEventReviewStarted, By: engine.ByAuto}, "step")
+	case t.State == engine.ReviewApprovalRequired && t.AutoApprove:
+		seq, err = a.appendReviewEvent(lt, engine.ReviewEvent{Type: engine.ReviewEventApproved, By: engine.ByAuto}, "approve")
 	}
 	if err != nil {
 		return 0, err
 	}
 	if t.State.Terminal() {
-		if err := a.saveTask(lt); err != nil {
+		if err := a.saveReview(lt); err != nil {
 			return 0, err
 		}
-		if err := a.taskEnded(t); err != nil {
+		if err := a.reviewEnded(t); err != nil {
 			return 0, err
 		}
 	}
 	return seq, nil
 }
 
-// taskEnded releases the dependants of a task that succeeded and records
+// reviewEnded releases the dependants of a task that succeeded and records
 // its end as the effect of its parent's step.
-func (a *applier) taskEnded(t *engine.Task) error {
-	if t.State == engine.TaskSuccess {
-		var deps []engine.TaskID
-		err := a.tx.Scan(storage.TaskDepPrefix(uint64(t.ID)), nil, false, func(k, _ []byte) (bool, error) {
+func (a *applier) reviewEnded(t *engine.Review) error {
+	if t.State == engine.ReviewSuccess {
+		var deps []engine.ReviewID
+		err := a.tx.Scan(storage.ReviewDepPrefix(uint64(t.ID)), nil, false, func(k, _ []byte) (bool, error) {
 			id, err := storage.LastU64(k)
-			deps = append(deps, engine.TaskID(id))
+			deps = append(deps, engine.ReviewID(id))
 			return err == nil, err
 		})
 		if err != nil {
 			return err
 		}
 		for _, id := range deps {
-			dl, err := a.loadTask(id)
+			dl, err := a.loadReview(id)
 			if err != nil {
 				return err
 			}
-			if dl.t.State == engine.TaskPending && dl.t.ReadyAtMS == 0 {
-				if err := a.saveTask(dl); err != nil {
+			if dl.t.State == engine.ReviewPending && dl.t.ReadyAtMS == 0 {
+				if err := a.saveReview(dl); err != nil {
 					return err
 				}
 			}
@@ -298,9 +298,9 @@ func (a *applier) taskEnded(t *engine.Task) error {
 	if t.ParentJob == 0 {
 		return nil
 	}
-	payload, failed := t.Output, t.State != engine.TaskSuccess
+	payload, failed := t.Output, t.State != engine.ReviewSuccess
 	if failed {
-		b, err := json.Marshal(engine.Failure{Type: engine.FailureTaskCanceled, NonRetryable: true,
+		b, err := json.Marshal(engine.Failure{Type: engine.FailureReviewCanceled, NonRetryable: true,
 			Message: fmt.Sprintf("task %d (%s/%s) ended %s: %s", t.ID, t.Job, t.Phase, t.State, t.Summary)})
 		if err != nil {
 			return err
@@ -342,42 +342,42 @@ func (a *applier) recordStepEffect(parent engine.JobID, step string, payload []b
 	return nil
 }
 
-// maxTaskClaimScan bounds the claimable tasks one claim looks at beyond
+// maxReviewClaimScan bounds the claimable tasks one claim looks at beyond
 // Max, so that a queue full of other types keeps a claim cheap.
-const maxTaskClaimScan = 256
+const maxReviewClaimScan = 256
 
-func (a *applier) claimTasks(c *engine.ClaimTasks) (engine.Result, error) {
-	prefix := storage.TaskWorkQueuePrefix(c.Queue)
-	ev := engine.TaskEventStarted
-	if c.Role == engine.TaskRoleReview {
-		prefix, ev = storage.TaskReviewQueuePrefix(c.Queue), engine.TaskEventReviewerLeased
+func (a *applier) claimReviews(c *engine.ClaimReviews) (engine.Result, error) {
+	prefix := storage.ReviewWorkQueuePrefix(c.Queue)
+	ev := engine.ReviewEventStarted
+	if c.Role == engine.ReviewRoleReview {
+		prefix, ev = storage.ReviewReviewQueuePrefix(c.Queue), engine.ReviewEventReviewerLeased
 	}
-	var ids []engine.TaskID
+	var ids []engine.ReviewID
 	seen := 0
 	err := a.tx.Scan(prefix, nil, false, func(k, _ []byte) (bool, error) {
 		id, err := storage.LastU64(k)
 		if err != nil {
 			return false, err
 		}
-		ids = append(ids, engine.TaskID(id))
+		ids = append(ids, engine.ReviewID(id))
 		seen++
-		return seen < c.Max+maxTaskClaimScan, nil
+		return seen < c.Max+maxReviewClaimScan, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	res := &engine.ClaimTasksResult{}
+	res := &engine.ClaimReviewsResult{}
 	for _, id := range ids {
-		if len(res.Tasks) == c.Max {
+		if len(res.Reviews) == c.Max {
 			break
 		}
-		lt, err := a.loadTask(id)
+		lt, err := a.loadReview(id)
 		if err != nil {
 			return nil, err
 		}
 		t := lt.t
 		typ := t.Type
-		if c.Role == engine.TaskRoleReview {
+		if c.Role == engine.ReviewRoleReview {
 			typ = t.ReviewType
 		}
 		if len(c.Types) > 0 && typ != "" && !slices.Contains(c.Types, typ) {
@@ -385,58 +385,58 @@ func (a *applier) claimTasks(c *engine.ClaimTasks) (engine.Result, error) {
 		}
 		expiry := a.now + c.LeaseMS
 		token := leaseToken(c.Nonce, "task", uint64(t.ID), t.Attempt+1)
-		if _, err := a.appendTaskEvent(lt, engine.TaskEvent{Type: ev, Attempt: t.Attempt + 1, Owner: c.Owner, LeaseExpiryMS: expiry, TokenIssued: token != ""}, "ClaimTasks"); err != nil {
+		if _, err := a.appendReviewEvent(lt, engine.ReviewEvent{Type: ev, Attempt: t.Attempt + 1, Owner: c.Owner, LeaseExpiryMS: expiry, TokenIssued: token != ""}, "ClaimTasks"); err != nil {
 			return nil, err
 		}
 		t.LeaseDigest = leaseDigest(token)
-		if err := a.saveTask(lt); err != nil {
+		if err := a.saveReview(lt); err != nil {
 			return nil, err
 		}
-		res.Tasks = append(res.Tasks, engine.ClaimedTask{
-			Task: t.ID, Job: t.Job, Phase: t.Phase, Type: typ, Role: c.Role, Attempt: t.Attempt,
+		res.Reviews = append(res.Reviews, engine.ClaimedReview{
+			Review: t.ID, Job: t.Job, Phase: t.Phase, Type: typ, Role: c.Role, Attempt: t.Attempt,
 			LeaseExpiryMS: expiry, LeaseToken: token, Config: t.Config, Output: t.Output, Feedback: t.Feedback,
-			Review: t.Review, Runs: t.Runs,
+			Assessment: t.Assessment, Runs: t.Runs,
 		})
 	}
 	return res, nil
 }
 
-// fencedTask loads a task for a write by the holder of lease ref, and
+// fencedReview loads a task for a write by the holder of lease ref, and
 // refuses it unless ref is the task's current lease, held in one of states.
-func (a *applier) fencedTask(ref engine.TaskLeaseRef, cmd string, states ...engine.TaskState) (*loadedTask, error) {
-	lt, err := a.loadTask(ref.Task)
+func (a *applier) fencedReview(ref engine.ReviewLeaseRef, cmd string, states ...engine.ReviewState) (*loadedReview, error) {
+	lt, err := a.loadReview(ref.Review)
 	if err != nil {
 		return nil, err
 	}
 	t := lt.t
 	if t.Attempt != ref.Attempt || !t.HoldsLease() || !slices.Contains(states, t.State) {
-		return nil, &engine.StaleTaskError{Task: t.ID, Attempt: ref.Attempt, Current: t.Attempt, State: t.State, Command: cmd}
+		return nil, &engine.StaleReviewError{Review: t.ID, Attempt: ref.Attempt, Current: t.Attempt, State: t.State, Command: cmd}
 	}
 	if !tokenMatches(t.LeaseDigest, ref.Token) {
-		return nil, &engine.StaleTaskError{Task: t.ID, Attempt: ref.Attempt, Current: t.Attempt, State: t.State, Command: cmd, WrongToken: true}
+		return nil, &engine.StaleReviewError{Review: t.ID, Attempt: ref.Attempt, Current: t.Attempt, State: t.State, Command: cmd, WrongToken: true}
 	}
 	return lt, nil
 }
 
-func (a *applier) taskReport(c *engine.TaskReport) (engine.Result, error) {
-	var lt *loadedTask
+func (a *applier) reviewReport(c *engine.ReviewReport) (engine.Result, error) {
+	var lt *loadedReview
 	var err error
-	var ev engine.TaskEvent
+	var ev engine.ReviewEvent
 	switch c.Op {
-	case engine.TaskReportOutput:
-		lt, err = a.fencedTask(c.TaskLeaseRef, "TaskReport(output)", engine.TaskRunning)
-		ev = engine.TaskEvent{Type: engine.TaskEventOutput, Output: c.Output, Cost: c.Cost, Summary: c.Summary}
-	case engine.TaskReportPause:
-		lt, err = a.fencedTask(c.TaskLeaseRef, "TaskReport(pause)", engine.TaskRunning)
-		ev = engine.TaskEvent{Type: engine.TaskEventPaused, Summary: c.Summary}
-	case engine.TaskReportUnpause:
-		lt, err = a.fencedTask(c.TaskLeaseRef, "TaskReport(unpause)", engine.TaskPaused)
-		ev = engine.TaskEvent{Type: engine.TaskEventResumed}
-	case engine.TaskReportVerdict:
-		lt, err = a.fencedTask(c.TaskLeaseRef, "TaskReport(verdict)", engine.TaskReviewing)
-		ev = engine.TaskEvent{Type: engine.TaskEventReviewed, Review: c.Review, To: engine.TaskApprovalRequired}
-		if c.Review.Verdict == engine.VerdictIntervene {
-			ev.To = engine.TaskInterventionRequired
+	case engine.ReviewReportOutput:
+		lt, err = a.fencedReview(c.ReviewLeaseRef, "TaskReport(output)", engine.ReviewRunning)
+		ev = engine.ReviewEvent{Type: engine.ReviewEventOutput, Output: c.Output, Cost: c.Cost, Summary: c.Summary}
+	case engine.ReviewReportPause:
+		lt, err = a.fencedReview(c.ReviewLeaseRef, "TaskReport(pause)", engine.ReviewRunning)
+		ev = engine.ReviewEvent{Type: engine.ReviewEventPaused, Summary: c.Summary}
+	case engine.ReviewReportUnpause:
+		lt, err = a.fencedReview(c.ReviewLeaseRef, "TaskReport(unpause)", engine.ReviewPaused)
+		ev = engine.ReviewEvent{Type: engine.ReviewEventResumed}
+	case engine.ReviewReportVerdict:
+		lt, err = a.fencedReview(c.ReviewLeaseRef, "TaskReport(verdict)", engine.ReviewReviewing)
+		ev = engine.ReviewEvent{Type: engine.ReviewEventReviewed, Assessment: c.Assessment, To: engine.ReviewApprovalRequired}
+		if c.Assessment.Verdict == engine.VerdictIntervene {
+			ev.To = engine.ReviewInterventionRequired
 		}
 	}
 	if err != nil {
@@ -444,25 +444,25 @@ func (a *applier) taskReport(c *engine.TaskReport) (engine.Result, error) {
 	}
 	ev.Attempt = c.Attempt
 	ev.Owner = lt.t.LeaseOwner
-	seq, err := a.appendTaskEvent(lt, ev, "TaskReport")
+	seq, err := a.appendReviewEvent(lt, ev, "TaskReport")
 	if err != nil {
 		return nil, err
 	}
-	if seq, err = a.afterTaskMove(lt, seq); err != nil {
+	if seq, err = a.afterReviewMove(lt, seq); err != nil {
 		return nil, err
 	}
-	if err := a.saveTask(lt); err != nil {
+	if err := a.saveReview(lt); err != nil {
 		return nil, err
 	}
-	return &engine.TaskResult{Task: lt.t.ID, State: lt.t.State, Seq: seq}, nil
+	return &engine.ReviewResult{Review: lt.t.ID, State: lt.t.State, Seq: seq}, nil
 }
 
-func (a *applier) taskHeartbeat(c *engine.TaskHeartbeat) (engine.Result, error) {
+func (a *applier) reviewHeartbeat(c *engine.ReviewHeartbeat) (engine.Result, error) {
 	expiry := a.now + c.LeaseMS
-	res := &engine.TaskHeartbeatResult{LeaseExpiryMS: expiry}
+	res := &engine.ReviewHeartbeatResult{LeaseExpiryMS: expiry}
 	for _, ref := range c.Leases {
-		lt, err := a.fencedTask(ref, "TaskHeartbeat", engine.TaskRunning, engine.TaskPaused, engine.TaskReviewing)
-		if errors.Is(err, engine.ErrStaleTaskAttempt) || errors.Is(err, engine.ErrUnknownTask) {
+		lt, err := a.fencedReview(ref, "TaskHeartbeat", engine.ReviewRunning, engine.ReviewPaused, engine.ReviewReviewing)
+		if errors.Is(err, engine.ErrStaleReviewAttempt) || errors.Is(err, engine.ErrUnknownReview) {
 			ref.Token = "" // the answer names the lease, it does not echo its proof
 			res.Refused = append(res.Refused, ref)
 			continue
@@ -473,7 +473,7 @@ func (a *applier) taskHeartbeat(c *engine.TaskHeartbeat) (engine.Result, error) 
 		// A lease only grows: a renewal that arrives late never shortens it.
 		if expiry > lt.t.LeaseExpiryMS {
 			lt.t.LeaseExpiryMS = expiry
-			if err := a.saveTask(lt); err != nil {
+			if err := a.saveReview(lt); err != nil {
 				return nil, err
 			}
 		}
@@ -481,10 +481,10 @@ func (a *applier) taskHeartbeat(c *engine.TaskHeartbeat) (engine.Result, error) 
 	return res, nil
 }
 
-func (a *applier) reclaimTasks(c *engine.ReclaimTasks) (engine.Result, error) {
-	out := &engine.TaskSweepResult{}
-	res, err := a.sweep(storage.TaskLeasePrefix, storage.KeyLowTaskLease, c.Max, func(tk storage.TimeKey, _ []byte, res *engine.SweepResult) error {
-		lt, err := a.loadTask(engine.TaskID(tk.Job))
+func (a *applier) reclaimReviews(c *engine.ReclaimReviews) (engine.Result, error) {
+	out := &engine.ReviewSweepResult{}
+	res, err := a.sweep(storage.ReviewLeasePrefix, storage.KeyLowReviewLease, c.Max, func(tk storage.TimeKey, _ []byte, res *engine.SweepResult) error {
+		lt, err := a.loadReview(engine.ReviewID(tk.Job))
 		if err != nil {
 			return err
 		}
@@ -494,15 +494,15 @@ func (a *applier) reclaimTasks(c *engine.ReclaimTasks) (engine.Result, error) {
 		if !t.HoldsLease() || t.LeaseExpiryMS != tk.AtMS {
 			return nil
 		}
-		seq, err := a.appendTaskEvent(lt, engine.TaskEvent{Type: engine.TaskEventLeaseExpired, Attempt: t.Attempt, Owner: t.LeaseOwner}, "ReclaimTasks")
+		seq, err := a.appendReviewEvent(lt, engine.ReviewEvent{Type: engine.ReviewEventLeaseExpired, Attempt: t.Attempt, Owner: t.LeaseOwner}, "ReclaimTasks")
 		if err != nil {
 			return err
 		}
-		if _, err := a.afterTaskMove(lt, seq); err != nil {
+		if _, err := a.afterReviewMove(lt, seq); err != nil {
 			return err
 		}
-		out.Tasks = append(out.Tasks, t.ID)
-		return a.saveTask(lt)
+		out.Reviews = append(out.Reviews, t.ID)
+		return a.saveReview(lt)
 	})
 	if err != nil {
 		return nil, err
@@ -512,7 +512,7 @@ func (a *applier) reclaimTasks(c *engine.ReclaimTasks) (engine.Result, error) {
 }
 
 // reviewQueueOf returns the queue reviewers claim task t from.
-func reviewQueueOf(t *engine.Task) string {
+func reviewQueueOf(t *engine.Review) string {
 	if t.ReviewQueue != "" {
 		return t.ReviewQueue
 	}

@@ -10,18 +10,18 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-func fuzzSampleTaskCommands() []engine.Command {
+func fuzzSampleReviewCommands() []engine.Command {
 	return []engine.Command{
-		&engine.CreateTask{Header: engine.Header{NowMS: 1, RequestID: "r1"}, Job: "j", Phase: "p", Queue: "q", ReviewQueue: "rq", Type: "w", Deps: []string{"a"},
-			Draft: true, AutoReview: true, Config: engine.TaskConfig{Objective: "o", Acceptance: []string{"x"}, Input: []byte("i")}},
-		&engine.TaskCommand{Header: engine.Header{NowMS: 1, RequestID: "r2"}, TaskTarget: engine.TaskTarget{ID: 1}, Op: engine.TaskOpReject, By: "ann", Reason: "again", Expect: engine.TaskApprovalRequired},
-		&engine.TaskCommand{Header: engine.Header{NowMS: 1}, TaskTarget: engine.TaskTarget{Job: "j", Phase: "p"}, Op: engine.TaskOpConfig, Config: &engine.TaskConfig{Details: "d"}},
-		&engine.ClaimTasks{Header: engine.Header{NowMS: 1}, Role: engine.TaskRoleReview, Queue: "q", Owner: "r", Max: 2, LeaseMS: 1000, Types: []string{"w"}},
-		&engine.TaskReport{Header: engine.Header{NowMS: 1}, TaskLeaseRef: engine.TaskLeaseRef{Task: 1, Attempt: 2}, Op: engine.TaskReportVerdict,
-			Review: &engine.Review{Verdict: engine.VerdictIntervene, Recommendations: []string{"r"}, Summary: "s"}},
-		&engine.TaskReport{Header: engine.Header{NowMS: 1}, TaskLeaseRef: engine.TaskLeaseRef{Task: 1, Attempt: 1}, Op: engine.TaskReportOutput, Output: []byte("o"), Cost: 2.5},
-		&engine.TaskHeartbeat{Header: engine.Header{NowMS: 1}, Leases: []engine.TaskLeaseRef{{Task: 1, Attempt: 1}}, LeaseMS: 1000},
-		&engine.ReclaimTasks{Header: engine.Header{NowMS: 1}, Max: 3},
+		&engine.CreateReview{Header: engine.Header{NowMS: 1, RequestID: "r1"}, Job: "j", Phase: "p", Queue: "q", ReviewQueue: "rq", Type: "w", Deps: []string{"a"},
+			Draft: true, AutoReview: true, Config: engine.ReviewConfig{Objective: "o", Acceptance: []string{"x"}, Input: []byte("i")}},
+		&engine.ReviewCommand{Header: engine.Header{NowMS: 1, RequestID: "r2"}, ReviewTarget: engine.ReviewTarget{ID: 1}, Op: engine.ReviewOpReject, By: "ann", Reason: "again", Expect: engine.ReviewApprovalRequired},
+		&engine.ReviewCommand{Header: engine.Header{NowMS: 1}, ReviewTarget: engine.ReviewTarget{Job: "j", Phase: "p"}, Op: engine.ReviewOpConfig, Config: &engine.ReviewConfig{Details: "d"}},
+		&engine.ClaimReviews{Header: engine.Header{NowMS: 1}, Role: engine.ReviewRoleReview, Queue: "q", Owner: "r", Max: 2, LeaseMS: 1000, Types: []string{"w"}},
+		&engine.ReviewReport{Header: engine.Header{NowMS: 1}, ReviewLeaseRef: engine.ReviewLeaseRef{Review: 1, Attempt: 2}, Op: engine.ReviewReportVerdict,
+			Assessment: &engine.Assessment{Verdict: engine.VerdictIntervene, Recommendations: []string{"r"}, Summary: "s"}},
+		&engine.ReviewReport{Header: engine.Header{NowMS: 1}, ReviewLeaseRef: engine.ReviewLeaseRef{Review: 1, Attempt: 1}, Op: engine.ReviewReportOutput, Output: []byte("o"), Cost: 2.5},
+		&engine.ReviewHeartbeat{Header: engine.Header{NowMS: 1}, Leases: []engine.ReviewLeaseRef{{Review: 1, Attempt: 1}}, LeaseMS: 1000},
+		&engine.ReclaimReviews{Header: engine.Header{NowMS: 1}, Max: 3},
 		&engine.ConfigureJob{Header: engine.Header{NowMS: 1, RequestID: "r3"}, Target: engine.Target{WorkflowID: "wf"}, Input: []byte(`["x"]`)},
 	}
 }
@@ -29,8 +29,8 @@ func fuzzSampleTaskCommands() []engine.Command {
 // The task commands decode from the log form like every command; a decoded
 // one re-encodes to the same bytes, and applying it to a store with tasks
 // either works or is refused, never corrupting what is stored.
-func FuzzDecodeTaskCommand(f *testing.F) {
-	for _, c := range fuzzSampleTaskCommands() {
+func FuzzDecodeReviewCommand(f *testing.F) {
+	for _, c := range fuzzSampleReviewCommands() {
 		b, err := machine.EncodeCommand(c)
 		if err != nil {
 			f.Fatal(err)
@@ -38,9 +38,9 @@ func FuzzDecodeTaskCommand(f *testing.F) {
 		f.Add(b)
 	}
 	h := newHarness(f)
-	h.taskTo("fz-a", engine.TaskRunning)
-	h.taskTo("fz-b", engine.TaskReviewing)
-	h.taskTo("fz-c", engine.TaskDraft)
+	h.reviewTo("fz-a", engine.ReviewRunning)
+	h.reviewTo("fz-b", engine.ReviewReviewing)
+	h.reviewTo("fz-c", engine.ReviewDraft)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := machine.DecodeCommand(data)
 		if err != nil {
@@ -71,27 +71,27 @@ func FuzzDecodeTaskCommand(f *testing.F) {
 
 // Stored task records and events decode or fail as corrupt, and a decoded
 // one re-encodes stably.
-func FuzzDecodeTaskRecords(f *testing.F) {
-	f.Add(machine.EncodeTask(&engine.Task{ID: 1, Job: "j", Phase: "p", State: engine.TaskReviewing, Deps: []engine.TaskID{2}, Review: engine.Review{Verdict: engine.VerdictApprove}}))
-	f.Add(machine.EncodeTaskEvent(&engine.TaskEvent{Seq: 1, Type: engine.TaskEventReviewed, From: engine.TaskReviewing, To: engine.TaskApprovalRequired,
-		Review: &engine.Review{Verdict: engine.VerdictApprove, Summary: "ok"}, Config: &engine.TaskConfig{Objective: "o"}}))
-	for _, b := range fuzzGarbage(storage.KindTask) {
+func FuzzDecodeReviewRecords(f *testing.F) {
+	f.Add(machine.EncodeReview(&engine.Review{ID: 1, Job: "j", Phase: "p", State: engine.ReviewReviewing, Deps: []engine.ReviewID{2}, Assessment: engine.Assessment{Verdict: engine.VerdictApprove}}))
+	f.Add(machine.EncodeReviewEvent(&engine.ReviewEvent{Seq: 1, Type: engine.ReviewEventReviewed, From: engine.ReviewReviewing, To: engine.ReviewApprovalRequired,
+		Assessment: &engine.Assessment{Verdict: engine.VerdictApprove, Summary: "ok"}, Config: &engine.ReviewConfig{Objective: "o"}}))
+	for _, b := range fuzzGarbage(storage.KindReview) {
 		f.Add(b)
 	}
-	for _, b := range fuzzGarbage(storage.KindTaskEvent) {
+	for _, b := range fuzzGarbage(storage.KindReviewEvent) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if tk, err := machine.DecodeTask(data); err != nil {
-			fuzzDecodeErr(t, "DecodeTask", err)
-		} else if back, err := machine.DecodeTask(machine.EncodeTask(tk)); err != nil {
+		if tk, err := machine.DecodeReview(data); err != nil {
+			fuzzDecodeErr(t, "DecodeReview", err)
+		} else if back, err := machine.DecodeReview(machine.EncodeReview(tk)); err != nil {
 			t.Fatalf("task round trip: %v", err)
 		} else {
 			fuzzSameValue(t, "the task", tk, back)
 		}
-		if e, err := machine.DecodeTaskEvent(data); err != nil {
-			fuzzDecodeErr(t, "DecodeTaskEvent", err)
-		} else if back, err := machine.DecodeTaskEvent(machine.EncodeTaskEvent(e)); err != nil {
+		if e, err := machine.DecodeReviewEvent(data); err != nil {
+			fuzzDecodeErr(t, "DecodeReviewEvent", err)
+		} else if back, err := machine.DecodeReviewEvent(machine.EncodeReviewEvent(e)); err != nil {
 			t.Fatalf("task event round trip: %v", err)
 		} else {
 			fuzzSameValue(t, "the task event", e, back)
@@ -101,8 +101,8 @@ func FuzzDecodeTaskRecords(f *testing.F) {
 
 // Every field of every task command survives the log form (a msgpack key
 // shared with the embedded Header would silently drop one).
-func TestTaskCommandsRoundTrip(t *testing.T) {
-	for _, c := range fuzzSampleTaskCommands() {
+func TestReviewCommandsRoundTrip(t *testing.T) {
+	for _, c := range fuzzSampleReviewCommands() {
 		b, err := machine.EncodeCommand(c)
 		if err != nil {
 			t.Fatal(err)

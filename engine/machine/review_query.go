@@ -7,45 +7,45 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-// HasTasks reports whether queue holds a task ready for role.
-func HasTasks(r *storage.Reader, role engine.TaskRole, queue string) (_ bool, err error) {
+// HasReviews reports whether queue holds a task ready for role.
+func HasReviews(r *storage.Reader, role engine.ReviewRole, queue string) (_ bool, err error) {
 	defer markStorage(&err)
-	prefix := storage.TaskWorkQueuePrefix(queue)
-	if role == engine.TaskRoleReview {
-		prefix = storage.TaskReviewQueuePrefix(queue)
+	prefix := storage.ReviewWorkQueuePrefix(queue)
+	if role == engine.ReviewRoleReview {
+		prefix = storage.ReviewReviewQueuePrefix(queue)
 	}
 	found := false
 	err = r.Scan(prefix, nil, false, func([]byte, []byte) (bool, error) { found = true; return false, nil })
 	return found, err
 }
 
-// ReadTask reads one task record.
-func ReadTask(r *storage.Reader, id engine.TaskID) (_ *engine.Task, err error) {
+// ReadReview reads one task record.
+func ReadReview(r *storage.Reader, id engine.ReviewID) (_ *engine.Review, err error) {
 	defer markStorage(&err)
-	key := storage.TaskKey(uint64(id))
+	key := storage.ReviewKey(uint64(id))
 	b, err := r.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, unknownTask(engine.TaskTarget{ID: id})
+		return nil, unknownReview(engine.ReviewTarget{ID: id})
 	}
 	if err != nil {
 		return nil, err
 	}
-	t := new(engine.Task)
-	if _, err := storage.DecodeAt(key, b, storage.KindTask, taskVersion, t); err != nil {
+	t := new(engine.Review)
+	if _, err := storage.DecodeAt(key, b, storage.KindReview, reviewVersion, t); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// ReadTaskTarget reads the task t names.
-func ReadTaskTarget(r *storage.Reader, t engine.TaskTarget) (_ *engine.Task, err error) {
+// ReadReviewTarget reads the task t names.
+func ReadReviewTarget(r *storage.Reader, t engine.ReviewTarget) (_ *engine.Review, err error) {
 	defer markStorage(&err)
 	if t.ID != 0 {
-		return ReadTask(r, t.ID)
+		return ReadReview(r, t.ID)
 	}
-	b, err := r.Get(storage.TaskPhaseKey(t.Job, t.Phase))
+	b, err := r.Get(storage.ReviewPhaseKey(t.Job, t.Phase))
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, unknownTask(t)
+		return nil, unknownReview(t)
 	}
 	if err != nil {
 		return nil, err
@@ -54,16 +54,16 @@ func ReadTaskTarget(r *storage.Reader, t engine.TaskTarget) (_ *engine.Task, err
 	if err != nil {
 		return nil, err
 	}
-	return ReadTask(r, engine.TaskID(id))
+	return ReadReview(r, engine.ReviewID(id))
 }
 
-// ReadTaskHistory reads the whole history of task id.
-func ReadTaskHistory(r *storage.Reader, id engine.TaskID) (_ []engine.TaskEvent, err error) {
+// ReadReviewHistory reads the whole history of task id.
+func ReadReviewHistory(r *storage.Reader, id engine.ReviewID) (_ []engine.ReviewEvent, err error) {
 	defer markStorage(&err)
-	var out []engine.TaskEvent
-	err = r.Scan(storage.TaskEventPrefix(uint64(id)), nil, true, func(k, b []byte) (bool, error) {
-		e := new(engine.TaskEvent)
-		if _, err := storage.DecodeAt(k, b, storage.KindTaskEvent, taskEventVersion, e); err != nil {
+	var out []engine.ReviewEvent
+	err = r.Scan(storage.ReviewEventPrefix(uint64(id)), nil, true, func(k, b []byte) (bool, error) {
+		e := new(engine.ReviewEvent)
+		if _, err := storage.DecodeAt(k, b, storage.KindReviewEvent, reviewEventVersion, e); err != nil {
 			return false, err
 		}
 		out = append(out, *e)
@@ -72,21 +72,21 @@ func ReadTaskHistory(r *storage.Reader, id engine.TaskID) (_ []engine.TaskEvent,
 	return out, err
 }
 
-// ReadJobTasks reads the tasks of job in creation order.
-func ReadJobTasks(r *storage.Reader, job string) (_ []engine.Task, err error) {
+// ReadJobReviews reads the tasks of job in creation order.
+func ReadJobReviews(r *storage.Reader, job string) (_ []engine.Review, err error) {
 	defer markStorage(&err)
-	var ids []engine.TaskID
-	err = r.Scan(storage.TaskJobPrefix(job), nil, false, func(k, _ []byte) (bool, error) {
+	var ids []engine.ReviewID
+	err = r.Scan(storage.ReviewJobPrefix(job), nil, false, func(k, _ []byte) (bool, error) {
 		id, err := storage.LastU64(k)
-		ids = append(ids, engine.TaskID(id))
+		ids = append(ids, engine.ReviewID(id))
 		return err == nil, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]engine.Task, 0, len(ids))
+	out := make([]engine.Review, 0, len(ids))
 	for _, id := range ids {
-		t, err := ReadTask(r, id)
+		t, err := ReadReview(r, id)
 		if err != nil {
 			return nil, err
 		}
@@ -99,12 +99,12 @@ func ReadJobTasks(r *storage.Reader, job string) (_ []engine.Task, err error) {
 // the latest command time applied.
 func ReadManifest(r *storage.Reader, job string) (_ *engine.Manifest, err error) {
 	defer markStorage(&err)
-	ts, err := ReadJobTasks(r, job)
+	ts, err := ReadJobReviews(r, job)
 	if err != nil {
 		return nil, err
 	}
 	if len(ts) == 0 {
-		return nil, unknownTask(engine.TaskTarget{Job: job})
+		return nil, unknownReview(engine.ReviewTarget{Job: job})
 	}
 	now, err := storage.ReadU64(r, storage.KeyLastNow)
 	if err != nil {

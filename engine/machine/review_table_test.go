@@ -11,99 +11,99 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-// wantTaskOps is the human commands' table: the state each command leads
+// wantReviewOps is the human commands' table: the state each command leads
 // to from each state; a state missing from a row is an illegal cell.
-var wantTaskOps = map[engine.TaskOp]map[engine.TaskState]engine.TaskState{
-	engine.TaskOpActivate: {engine.TaskDraft: engine.TaskPending},
-	engine.TaskOpConfig:   {engine.TaskDraft: engine.TaskDraft},
-	engine.TaskOpSuspend: {engine.TaskDraft: engine.TaskSuspended, engine.TaskPending: engine.TaskSuspended, engine.TaskRunning: engine.TaskSuspended, engine.TaskPaused: engine.TaskSuspended,
-		engine.TaskReviewRequired: engine.TaskSuspended, engine.TaskReviewing: engine.TaskSuspended, engine.TaskApprovalRequired: engine.TaskSuspended,
-		engine.TaskInterventionRequired: engine.TaskSuspended},
-	engine.TaskOpResume: {engine.TaskSuspended: engine.TaskPending, engine.TaskPaused: engine.TaskRunning},
-	engine.TaskOpCancel: {engine.TaskDraft: engine.TaskCanceled, engine.TaskPending: engine.TaskCanceled, engine.TaskSuspended: engine.TaskCanceled,
-		engine.TaskRunning: engine.TaskCanceled, engine.TaskPaused: engine.TaskCanceled, engine.TaskReviewRequired: engine.TaskCanceled,
-		engine.TaskReviewing: engine.TaskCanceled, engine.TaskApprovalRequired: engine.TaskCanceled, engine.TaskInterventionRequired: engine.TaskCanceled},
-	engine.TaskOpStep:      {engine.TaskReviewRequired: engine.TaskReviewing},
-	engine.TaskOpApprove:   {engine.TaskApprovalRequired: engine.TaskSuccess},
-	engine.TaskOpReject:    {engine.TaskApprovalRequired: engine.TaskPending},
-	engine.TaskOpResubmit:  {engine.TaskInterventionRequired: engine.TaskPending},
-	engine.TaskOpFix:       {engine.TaskInterventionRequired: engine.TaskReviewRequired},
-	engine.TaskOpTerminate: {engine.TaskInterventionRequired: engine.TaskCanceled},
+var wantReviewOps = map[engine.ReviewOp]map[engine.ReviewState]engine.ReviewState{
+	engine.ReviewOpActivate: {engine.ReviewDraft: engine.ReviewPending},
+	engine.ReviewOpConfig:   {engine.ReviewDraft: engine.ReviewDraft},
+	engine.ReviewOpSuspend: {engine.ReviewDraft: engine.ReviewSuspended, engine.ReviewPending: engine.ReviewSuspended, engine.ReviewRunning: engine.ReviewSuspended, engine.ReviewPaused: engine.ReviewSuspended,
+		engine.ReviewReviewRequired: engine.ReviewSuspended, engine.ReviewReviewing: engine.ReviewSuspended, engine.ReviewApprovalRequired: engine.ReviewSuspended,
+		engine.ReviewInterventionRequired: engine.ReviewSuspended},
+	engine.ReviewOpResume: {engine.ReviewSuspended: engine.ReviewPending, engine.ReviewPaused: engine.ReviewRunning},
+	engine.ReviewOpCancel: {engine.ReviewDraft: engine.ReviewCanceled, engine.ReviewPending: engine.ReviewCanceled, engine.ReviewSuspended: engine.ReviewCanceled,
+		engine.ReviewRunning: engine.ReviewCanceled, engine.ReviewPaused: engine.ReviewCanceled, engine.ReviewReviewRequired: engine.ReviewCanceled,
+		engine.ReviewReviewing: engine.ReviewCanceled, engine.ReviewApprovalRequired: engine.ReviewCanceled, engine.ReviewInterventionRequired: engine.ReviewCanceled},
+	engine.ReviewOpStep:      {engine.ReviewReviewRequired: engine.ReviewReviewing},
+	engine.ReviewOpApprove:   {engine.ReviewApprovalRequired: engine.ReviewSuccess},
+	engine.ReviewOpReject:    {engine.ReviewApprovalRequired: engine.ReviewPending},
+	engine.ReviewOpResubmit:  {engine.ReviewInterventionRequired: engine.ReviewPending},
+	engine.ReviewOpFix:       {engine.ReviewInterventionRequired: engine.ReviewReviewRequired},
+	engine.ReviewOpTerminate: {engine.ReviewInterventionRequired: engine.ReviewCanceled},
 }
 
-// taskTo drives a new task of job j (phase "p") through the engine into
+// reviewTo drives a new task of job j (phase "p") through the engine into
 // state s, with the commands a person, a worker and a reviewer give.
-func (h *harness) taskTo(job string, s engine.TaskState) engine.TaskID {
+func (h *harness) reviewTo(job string, s engine.ReviewState) engine.ReviewID {
 	h.t.Helper()
-	c := &engine.CreateTask{Job: job, Phase: "p", Queue: "tq-" + job, Type: "work", Draft: s == engine.TaskDraft}
-	id := h.must(c).(*engine.TaskResult).Task
-	op := func(o engine.TaskOp) {
-		h.must(&engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: id}, Op: o, By: "ann"})
+	c := &engine.CreateReview{Job: job, Phase: "p", Queue: "tq-" + job, Type: "work", Draft: s == engine.ReviewDraft}
+	id := h.must(c).(*engine.ReviewResult).Review
+	op := func(o engine.ReviewOp) {
+		h.must(&engine.ReviewCommand{ReviewTarget: engine.ReviewTarget{ID: id}, Op: o, By: "ann"})
 	}
-	claim := func(role engine.TaskRole) uint64 {
-		r := h.must(&engine.ClaimTasks{Role: role, Queue: "tq-" + job, Owner: "w", Max: 1, LeaseMS: 10_000}).(*engine.ClaimTasksResult)
-		if len(r.Tasks) != 1 || r.Tasks[0].Task != id {
+	claim := func(role engine.ReviewRole) uint64 {
+		r := h.must(&engine.ClaimReviews{Role: role, Queue: "tq-" + job, Owner: "w", Max: 1, LeaseMS: 10_000}).(*engine.ClaimReviewsResult)
+		if len(r.Reviews) != 1 || r.Reviews[0].Review != id {
 			h.t.Fatalf("claim %s in %s: %+v", role, job, r)
 		}
-		return r.Tasks[0].Attempt
+		return r.Reviews[0].Attempt
 	}
-	report := func(rp engine.TaskReport) { h.must(&rp) }
+	report := func(rp engine.ReviewReport) { h.must(&rp) }
 	switch s {
-	case engine.TaskDraft, engine.TaskPending:
-	case engine.TaskSuspended:
-		op(engine.TaskOpSuspend)
-	case engine.TaskCanceled:
-		op(engine.TaskOpCancel)
+	case engine.ReviewDraft, engine.ReviewPending:
+	case engine.ReviewSuspended:
+		op(engine.ReviewOpSuspend)
+	case engine.ReviewCanceled:
+		op(engine.ReviewOpCancel)
 	default:
-		a := claim(engine.TaskRoleWork)
-		if s == engine.TaskRunning {
+		a := claim(engine.ReviewRoleWork)
+		if s == engine.ReviewRunning {
 			break
 		}
-		if s == engine.TaskPaused {
-			report(engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: id, Attempt: a}, Op: engine.TaskReportPause})
+		if s == engine.ReviewPaused {
+			report(engine.ReviewReport{ReviewLeaseRef: engine.ReviewLeaseRef{Review: id, Attempt: a}, Op: engine.ReviewReportPause})
 			break
 		}
-		report(engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: id, Attempt: a}, Op: engine.TaskReportOutput, Output: []byte("out"), Cost: 1})
-		if s == engine.TaskReviewRequired {
+		report(engine.ReviewReport{ReviewLeaseRef: engine.ReviewLeaseRef{Review: id, Attempt: a}, Op: engine.ReviewReportOutput, Output: []byte("out"), Cost: 1})
+		if s == engine.ReviewReviewRequired {
 			break
 		}
-		op(engine.TaskOpStep)
-		if s == engine.TaskReviewing {
+		op(engine.ReviewOpStep)
+		if s == engine.ReviewReviewing {
 			break
 		}
-		a = claim(engine.TaskRoleReview)
+		a = claim(engine.ReviewRoleReview)
 		v := engine.VerdictApprove
-		if s == engine.TaskInterventionRequired {
+		if s == engine.ReviewInterventionRequired {
 			v = engine.VerdictIntervene
 		}
-		report(engine.TaskReport{TaskLeaseRef: engine.TaskLeaseRef{Task: id, Attempt: a}, Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: v, Summary: "judged"}})
-		if s == engine.TaskSuccess {
-			op(engine.TaskOpApprove)
+		report(engine.ReviewReport{ReviewLeaseRef: engine.ReviewLeaseRef{Review: id, Attempt: a}, Op: engine.ReviewReportVerdict, Assessment: &engine.Assessment{Verdict: v, Summary: "judged"}})
+		if s == engine.ReviewSuccess {
+			op(engine.ReviewOpApprove)
 		}
 	}
-	if got := h.task(id).State; got != s {
+	if got := h.review(id).State; got != s {
 		h.t.Fatalf("driving a task to %s reached %s", s, got)
 	}
 	return id
 }
 
-func (h *harness) task(id engine.TaskID) *engine.Task {
+func (h *harness) review(id engine.ReviewID) *engine.Review {
 	h.t.Helper()
-	var t *engine.Task
+	var t *engine.Review
 	viewOK(h.t, h.db, func(r *storage.Reader) error {
 		var err error
-		t, err = machine.ReadTask(r, id)
+		t, err = machine.ReadReview(r, id)
 		return err
 	})
 	return t
 }
 
-func (h *harness) taskHistory(id engine.TaskID) []engine.TaskEvent {
+func (h *harness) reviewHistory(id engine.ReviewID) []engine.ReviewEvent {
 	h.t.Helper()
-	var evs []engine.TaskEvent
+	var evs []engine.ReviewEvent
 	viewOK(h.t, h.db, func(r *storage.Reader) error {
 		var err error
-		evs, err = machine.ReadTaskHistory(r, id)
+		evs, err = machine.ReadReviewHistory(r, id)
 		return err
 	})
 	return evs
@@ -111,31 +111,31 @@ func (h *harness) taskHistory(id engine.TaskID) []engine.TaskEvent {
 
 // Every (state, command) cell, through the engine: a legal command moves
 // the task to the table's state and records who gave it; an illegal one
-// is refused with a *TaskStateError naming the state and the legal
+// is refused with a *ReviewStateError naming the state and the legal
 // commands, and writes nothing.
-func TestTaskCommandsCellByCell(t *testing.T) {
+func TestReviewCommandsCellByCell(t *testing.T) {
 	h := newHarness(t)
-	for _, s := range engine.TaskStates() {
-		if s == engine.TaskFailed {
-			continue // no command leads there; TestTaskFailedIsTerminal covers it
+	for _, s := range engine.ReviewStates() {
+		if s == engine.ReviewFailed {
+			continue // no command leads there; TestReviewFailedIsTerminal covers it
 		}
-		for _, op := range engine.TaskOps() {
+		for _, op := range engine.ReviewOps() {
 			job := fmt.Sprintf("%s-%s", s, op)
-			id := h.taskTo(job, s)
-			cmd := &engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: id}, Op: op, By: "bob", Reason: "because"}
-			if op == engine.TaskOpConfig {
-				cmd.Config = &engine.TaskConfig{Objective: "new objective"}
+			id := h.reviewTo(job, s)
+			cmd := &engine.ReviewCommand{ReviewTarget: engine.ReviewTarget{ID: id}, Op: op, By: "bob", Reason: "because"}
+			if op == engine.ReviewOpConfig {
+				cmd.Config = &engine.ReviewConfig{Objective: "new objective"}
 			}
-			want, legal := wantTaskOps[op][s]
+			want, legal := wantReviewOps[op][s]
 			before := h.snapshot()
 			res, err := h.apply(cmd)
 			if !legal {
-				var se *engine.TaskStateError
-				if !errors.As(err, &se) || !errors.Is(err, engine.ErrIllegalTaskCommand) {
-					t.Errorf("%s in %s: got %v, want a TaskStateError", op, s, err)
+				var se *engine.ReviewStateError
+				if !errors.As(err, &se) || !errors.Is(err, engine.ErrIllegalReviewCommand) {
+					t.Errorf("%s in %s: got %v, want a ReviewStateError", op, s, err)
 					continue
 				}
-				if se.State != s || !slices.Equal(se.Legal, engine.LegalTaskOps(s)) || se.Code() != engine.TaskStateCode {
+				if se.State != s || !slices.Equal(se.Legal, engine.LegalReviewOps(s)) || se.Code() != engine.ReviewStateCode {
 					t.Errorf("%s in %s: error names state %s, legal %v", op, s, se.State, se.Legal)
 				}
 				sameStore(t, before, h.snapshot())
@@ -145,15 +145,15 @@ func TestTaskCommandsCellByCell(t *testing.T) {
 				t.Errorf("%s in %s: %v, want %s", op, s, err, want)
 				continue
 			}
-			if got := res.(*engine.TaskResult).State; got != want {
+			if got := res.(*engine.ReviewResult).State; got != want {
 				t.Errorf("%s in %s: reached %s, want %s", op, s, got, want)
 			}
-			hist := h.taskHistory(id)
+			hist := h.reviewHistory(id)
 			last := hist[len(hist)-1]
 			if last.By != "bob" || last.Type != op.Event() || last.From != s || last.To != want {
 				t.Errorf("%s in %s: last event %+v", op, s, last)
 			}
-			if op == engine.TaskOpConfig && h.task(id).Config.Objective != "new objective" {
+			if op == engine.ReviewOpConfig && h.review(id).Config.Objective != "new objective" {
 				t.Errorf("config did not change the objective")
 			}
 		}

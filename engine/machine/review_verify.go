@@ -9,21 +9,21 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-// tasks checks every review task: its history is legal (CheckTaskHistory),
+// tasks checks every review task: its history is legal (CheckReviewHistory),
 // its record equals the projection of its history, its phase and job
 // entries exist, it sits in a claim index exactly when it is claimable
 // (PENDING with every dependency SUCCESS, or REVIEWING with no reviewer),
 // it sits in the index of tasks awaiting a person exactly when its state
-// awaits one (TaskState.AwaitsPerson), a held lease has its lease entry, and no task index holds an entry that
+// awaits one (ReviewState.AwaitsPerson), a held lease has its lease entry, and no task index holds an entry that
 // no record implies.
-func (v *verifier) tasks() {
+func (v *verifier) reviews() {
 	want := map[string]bool{}
 	leases := map[string]bool{}
-	byID := map[engine.TaskID]*engine.Task{}
-	var all []*engine.Task
-	err := v.r.Scan(storage.TaskRecordPrefix, nil, true, func(k, b []byte) (bool, error) {
-		t := new(engine.Task)
-		if _, err := storage.DecodeAt(k, b, storage.KindTask, taskVersion, t); err != nil {
+	byID := map[engine.ReviewID]*engine.Review{}
+	var all []*engine.Review
+	err := v.r.Scan(storage.ReviewRecordPrefix, nil, true, func(k, b []byte) (bool, error) {
+		t := new(engine.Review)
+		if _, err := storage.DecodeAt(k, b, storage.KindReview, reviewVersion, t); err != nil {
 			return v.add(err), nil
 		}
 		byID[t.ID] = t
@@ -35,12 +35,12 @@ func (v *verifier) tasks() {
 		return
 	}
 	for _, t := range all {
-		if !v.task(t, byID, want, leases) {
+		if !v.review(t, byID, want, leases) {
 			return
 		}
 	}
-	for _, p := range [][]byte{storage.TaskJobsPrefix, storage.TaskPhasesPrefix, storage.TaskDepsPrefix,
-		storage.TaskWorkPrefix, storage.TaskReviewPrefix, storage.TaskAwaitPrefix} {
+	for _, p := range [][]byte{storage.ReviewJobsPrefix, storage.ReviewPhasesPrefix, storage.ReviewDepsPrefix,
+		storage.ReviewWorkPrefix, storage.ReviewReviewPrefix, storage.ReviewAwaitPrefix} {
 		err := v.r.Scan(p, nil, false, func(k, _ []byte) (bool, error) {
 			if !want[string(k)] {
 				return v.add(fmt.Errorf("task index entry %q is implied by no task record", k)), nil
@@ -66,20 +66,20 @@ func (v *verifier) tasks() {
 	}
 }
 
-func (v *verifier) task(t *engine.Task, byID map[engine.TaskID]*engine.Task, want, leases map[string]bool) bool {
-	hist, err := ReadTaskHistory(v.r, t.ID)
+func (v *verifier) review(t *engine.Review, byID map[engine.ReviewID]*engine.Review, want, leases map[string]bool) bool {
+	hist, err := ReadReviewHistory(v.r, t.ID)
 	if err != nil {
 		return v.add(fmt.Errorf("task %d: %w", t.ID, err))
 	}
-	if err := engine.CheckTaskHistory(hist); err != nil {
+	if err := engine.CheckReviewHistory(hist); err != nil {
 		return v.add(fmt.Errorf("task %d: %w", t.ID, err))
 	}
-	if p := engine.ProjectTask(t, hist); !reflect.DeepEqual(normTask(p), normTask(t)) {
+	if p := engine.ProjectReview(t, hist); !reflect.DeepEqual(normReview(p), normReview(t)) {
 		return v.add(fmt.Errorf("task %d: record %+v is not the projection of its history %+v", t.ID, *t, *p))
 	}
-	want[string(storage.TaskJobKey(t.Job, uint64(t.ID)))] = true
-	want[string(storage.TaskPhaseKey(t.Job, t.Phase))] = true
-	b, err := v.r.Get(storage.TaskPhaseKey(t.Job, t.Phase))
+	want[string(storage.ReviewJobKey(t.Job, uint64(t.ID)))] = true
+	want[string(storage.ReviewPhaseKey(t.Job, t.Phase))] = true
+	b, err := v.r.Get(storage.ReviewPhaseKey(t.Job, t.Phase))
 	if err != nil || !bytes.Equal(b, storage.U64(uint64(t.ID))) {
 		if !v.add(fmt.Errorf("task %d: phase %s/%s does not name it (%v)", t.ID, t.Job, t.Phase, err)) {
 			return false
@@ -87,7 +87,7 @@ func (v *verifier) task(t *engine.Task, byID map[engine.TaskID]*engine.Task, wan
 	}
 	met := true
 	for _, d := range t.Deps {
-		want[string(storage.TaskDepKey(uint64(d), uint64(t.ID)))] = true
+		want[string(storage.ReviewDepKey(uint64(d), uint64(t.ID)))] = true
 		dt := byID[d]
 		if dt == nil {
 			return v.add(fmt.Errorf("task %d: dependency %d does not exist", t.ID, d))
@@ -95,23 +95,23 @@ func (v *verifier) task(t *engine.Task, byID map[engine.TaskID]*engine.Task, wan
 		if dt.ID >= t.ID {
 			return v.add(fmt.Errorf("task %d: dependency %d was not created before it", t.ID, d))
 		}
-		met = met && dt.State == engine.TaskSuccess
+		met = met && dt.State == engine.ReviewSuccess
 	}
-	claimable := (t.State == engine.TaskPending && met) || (t.State == engine.TaskReviewing && t.LeaseOwner == "")
+	claimable := (t.State == engine.ReviewPending && met) || (t.State == engine.ReviewReviewing && t.LeaseOwner == "")
 	if claimable != (t.ReadyAtMS != 0) {
 		return v.add(fmt.Errorf("task %d: %s with dependencies met %v has ready time %d", t.ID, t.State, met, t.ReadyAtMS))
 	}
-	for _, k := range taskIndexKeys(t) {
+	for _, k := range reviewIndexKeys(t) {
 		want[k] = true
 	}
 	if t.HoldsLease() {
-		leases[string(storage.TaskLeaseKey(t.LeaseExpiryMS, uint64(t.ID)))] = true
+		leases[string(storage.ReviewLeaseKey(t.LeaseExpiryMS, uint64(t.ID)))] = true
 	}
 	// A held lease whose claim issued a token keeps its digest; nothing
 	// else holds one.
 	issued := false
 	for i := range hist {
-		if e := &hist[i]; e.Type == engine.TaskEventStarted || e.Type == engine.TaskEventReviewerLeased {
+		if e := &hist[i]; e.Type == engine.ReviewEventStarted || e.Type == engine.ReviewEventReviewerLeased {
 			issued = e.TokenIssued
 		}
 	}
@@ -122,8 +122,8 @@ func (v *verifier) task(t *engine.Task, byID map[engine.TaskID]*engine.Task, wan
 	return true
 }
 
-// normTask makes nil and empty slices compare equal.
-func normTask(t *engine.Task) engine.Task {
+// normReview makes nil and empty slices compare equal.
+func normReview(t *engine.Review) engine.Review {
 	c := *t
 	if len(c.Deps) == 0 {
 		c.Deps = nil
@@ -137,8 +137,8 @@ func normTask(t *engine.Task) engine.Task {
 	if len(c.Output) == 0 {
 		c.Output = nil
 	}
-	if len(c.Review.Recommendations) == 0 {
-		c.Review.Recommendations = nil
+	if len(c.Assessment.Recommendations) == 0 {
+		c.Assessment.Recommendations = nil
 	}
 	return c
 }

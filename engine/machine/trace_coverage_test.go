@@ -28,11 +28,11 @@ type stateEdge struct{ from, to int }
 type traceCoverage struct {
 	jobCells  map[jobCell]bool
 	stepEdges map[stateEdge]bool
-	taskEdges map[stateEdge]bool
+	reviewEdges map[stateEdge]bool
 }
 
 func newTraceCoverage() *traceCoverage {
-	return &traceCoverage{jobCells: map[jobCell]bool{}, stepEdges: map[stateEdge]bool{}, taskEdges: map[stateEdge]bool{}}
+	return &traceCoverage{jobCells: map[jobCell]bool{}, stepEdges: map[stateEdge]bool{}, reviewEdges: map[stateEdge]bool{}}
 }
 
 // untracedJobCells are the legal cells of the job table that no command
@@ -96,16 +96,16 @@ func (c *traceCoverage) check(t *testing.T) {
 			}
 		}
 	}
-	for from, tos := range engine.TaskTransitions() {
+	for from, tos := range engine.ReviewTransitions() {
 		for _, to := range tos {
-			if !c.taskEdges[stateEdge{int(from), int(to)}] {
+			if !c.reviewEdges[stateEdge{int(from), int(to)}] {
 				t.Errorf("review-task table: %s → %s is legal and no trace takes it: add a block under %s/", from, to, traceDir)
 			}
 		}
 	}
-	for e := range c.taskEdges {
-		from, to := engine.TaskState(e.from), engine.TaskState(e.to)
-		if from != engine.TaskNone && from != to && !slices.Contains(engine.TaskTransitions()[from], to) {
+	for e := range c.reviewEdges {
+		from, to := engine.ReviewState(e.from), engine.ReviewState(e.to)
+		if from != engine.ReviewNone && from != to && !slices.Contains(engine.ReviewTransitions()[from], to) {
 			t.Errorf("review-task table: a trace took %s → %s, which the table does not have", from, to)
 		}
 	}

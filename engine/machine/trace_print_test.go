@@ -47,7 +47,7 @@ func collectWrites(t *testing.T, tx *storage.Tx) []traceWrite {
 }
 
 func isHistoryKey(k []byte) bool {
-	return len(k) > 0 && k[0] == storage.PrefixEvent || bytes.HasPrefix(k, storage.TaskEventsPrefix)
+	return len(k) > 0 && k[0] == storage.PrefixEvent || bytes.HasPrefix(k, storage.ReviewEventsPrefix)
 }
 
 // isRecordKey reports the keys whose values are records shown as states.
@@ -59,7 +59,7 @@ func isRecordKey(k []byte) bool {
 	case storage.PrefixJob, storage.PrefixStep, storage.PrefixSchedule, storage.PrefixResource:
 		return true
 	}
-	return bytes.HasPrefix(k, storage.TaskRecordPrefix)
+	return bytes.HasPrefix(k, storage.ReviewRecordPrefix)
 }
 
 func decodeRecord(k, v []byte) (any, error) {
@@ -74,8 +74,8 @@ func decodeRecord(k, v []byte) (any, error) {
 		return machine.DecodeResource(v)
 	case k[0] == storage.PrefixEffect:
 		return machine.DecodeEffect(v)
-	case bytes.HasPrefix(k, storage.TaskRecordPrefix):
-		return machine.DecodeTask(v)
+	case bytes.HasPrefix(k, storage.ReviewRecordPrefix):
+		return machine.DecodeReview(v)
 	}
 	return nil, fmt.Errorf("%s is not a record", storage.DescribeKey(k))
 }
@@ -100,12 +100,12 @@ func (e *traceEnv) printWrites(out *strings.Builder, ws []traceWrite) {
 			}
 			jobEvents[engine.JobID(job)] = append(jobEvents[engine.JobID(job)], *ev)
 			eventLines = append(eventLines, formatEvent(engine.JobID(job), ev))
-		case bytes.HasPrefix(k, storage.TaskEventsPrefix):
-			ev, err := machine.DecodeTaskEvent(w.after)
+		case bytes.HasPrefix(k, storage.ReviewEventsPrefix):
+			ev, err := machine.DecodeReviewEvent(w.after)
 			if err != nil {
 				t.Fatal(err)
 			}
-			eventLines = append(eventLines, formatTaskEvent(engine.TaskID(binary.BigEndian.Uint64(k[2:10])), ev))
+			eventLines = append(eventLines, formatReviewEvent(engine.ReviewID(binary.BigEndian.Uint64(k[2:10])), ev))
 		case isRecordKey(k):
 			records = append(records, w)
 		case bytes.Equal(k, storage.KeyLastNow):
@@ -172,15 +172,15 @@ func (e *traceEnv) stateLines(records []traceWrite, jobEvents map[engine.JobID][
 		}
 		return before, after
 	}
-	taskEvents := map[engine.TaskID][]*engine.TaskEvent{}
+	reviewEvents := map[engine.ReviewID][]*engine.ReviewEvent{}
 	for _, w := range ws {
-		if bytes.HasPrefix(w.key, storage.TaskEventsPrefix) {
-			ev, err := machine.DecodeTaskEvent(w.after)
+		if bytes.HasPrefix(w.key, storage.ReviewEventsPrefix) {
+			ev, err := machine.DecodeReviewEvent(w.after)
 			if err != nil {
 				t.Fatal(err)
 			}
-			id := engine.TaskID(binary.BigEndian.Uint64(w.key[2:10]))
-			taskEvents[id] = append(taskEvents[id], ev)
+			id := engine.ReviewID(binary.BigEndian.Uint64(w.key[2:10]))
+			reviewEvents[id] = append(reviewEvents[id], ev)
 		}
 	}
 	// Steps: those an appended event touched, and those whose record was
@@ -213,10 +213,10 @@ func (e *traceEnv) stateLines(records []traceWrite, jobEvents map[engine.JobID][
 			s := stepRef{engine.JobID(binary.BigEndian.Uint64(w.key[1:9])), string(w.key[9:])}
 			stepRecords[s] = w
 			addStep(s)
-		case bytes.HasPrefix(w.key, storage.TaskRecordPrefix):
-			id := engine.TaskID(binary.BigEndian.Uint64(w.key[2:10]))
+		case bytes.HasPrefix(w.key, storage.ReviewRecordPrefix):
+			id := engine.ReviewID(binary.BigEndian.Uint64(w.key[2:10]))
 			before, after := decode(w)
-			lines = append(lines, e.taskLines(id, before, after, taskEvents[id])...)
+			lines = append(lines, e.reviewLines(id, before, after, reviewEvents[id])...)
 		case w.key[0] == storage.PrefixSchedule:
 			before, after := decode(w)
 			lines = append(lines, recordLines("schedule "+describeString(string(w.key[1:]))+lifeOf(before, after), before, after,
@@ -304,15 +304,15 @@ func (e *traceEnv) jobLines(id engine.JobID, before, after any, appended []engin
 		"ID", "Status", "LastSeq", "CreatedMS", "UpdatedMS", "StartDigest")
 }
 
-// taskLines prints a review task's state path through the events appended
+// reviewLines prints a review task's state path through the events appended
 // to it, and its record's changed fields.
-func (e *traceEnv) taskLines(id engine.TaskID, before, after any, appended []*engine.TaskEvent) []string {
+func (e *traceEnv) reviewLines(id engine.ReviewID, before, after any, appended []*engine.ReviewEvent) []string {
 	path := []string{"(none)"}
 	if before != nil {
-		path[0] = before.(*engine.Task).State.String()
+		path[0] = before.(*engine.Review).State.String()
 	}
 	for _, ev := range appended {
-		e.cov.taskEdges[stateEdge{int(ev.From), int(ev.To)}] = true
+		e.cov.reviewEdges[stateEdge{int(ev.From), int(ev.To)}] = true
 		if ev.To != ev.From || len(path) == 1 && before == nil {
 			path = append(path, ev.To.String())
 		}
@@ -377,7 +377,7 @@ func formatEvent(job engine.JobID, ev *engine.Event) string {
 	return s
 }
 
-func formatTaskEvent(id engine.TaskID, ev *engine.TaskEvent) string {
+func formatReviewEvent(id engine.ReviewID, ev *engine.ReviewEvent) string {
 	s := fmt.Sprintf("task %d #%d %s %s → %s", id, ev.Seq, ev.Type, ev.From, ev.To)
 	if f := formatFields(reflect.ValueOf(ev).Elem(), []string{"Seq", "Type", "AtMS", "From", "To"}); f != "" {
 		s += " " + f
@@ -400,7 +400,7 @@ func valueNote(k, v []byte) string {
 	if len(v) != 8 {
 		return ""
 	}
-	if k[0] == storage.PrefixWorkflow || k[0] == storage.PrefixMeta || bytes.HasPrefix(k, storage.TaskPhasesPrefix) {
+	if k[0] == storage.PrefixWorkflow || k[0] == storage.PrefixMeta || bytes.HasPrefix(k, storage.ReviewPhasesPrefix) {
 		return " = " + strconv.FormatUint(binary.BigEndian.Uint64(v), 10)
 	}
 	return ""

@@ -15,7 +15,7 @@ var reviewDirectives = map[string]commandDirective{
 	//   [deps=(phase,…)] [draft] [auto-review] [auto-approve] [objective=TEXT]
 	//   [parent=ID parent-step=S [parent-lease=none]]; a config as JSON input.
 	"review-create": func(e *traceEnv, a *traceArgs) engine.Command {
-		c := &engine.CreateTask{Job: a.str("job", ""), Phase: a.str("phase", ""), Queue: a.str("queue", "work"),
+		c := &engine.CreateReview{Job: a.str("job", ""), Phase: a.str("phase", ""), Queue: a.str("queue", "work"),
 			Type: a.str("type", "Work"), ReviewQueue: a.str("review-queue", ""), ReviewType: a.str("review-type", ""),
 			Deps: a.list("deps"), Draft: a.flag("draft"), AutoReview: a.flag("auto-review"),
 			AutoApprove: a.flag("auto-approve"), By: a.str("by", "")}
@@ -33,25 +33,25 @@ var reviewDirectives = map[string]commandDirective{
 		}
 		return c
 	},
-	"review-activate":  reviewOp(engine.TaskOpActivate),
-	"review-config":    reviewOp(engine.TaskOpConfig),
-	"review-suspend":   reviewOp(engine.TaskOpSuspend),
-	"review-resume":    reviewOp(engine.TaskOpResume),
-	"review-cancel":    reviewOp(engine.TaskOpCancel),
-	"review-step":      reviewOp(engine.TaskOpStep),
-	"review-approve":   reviewOp(engine.TaskOpApprove),
-	"review-reject":    reviewOp(engine.TaskOpReject),
-	"review-resubmit":  reviewOp(engine.TaskOpResubmit),
-	"review-fix":       reviewOp(engine.TaskOpFix),
-	"review-terminate": reviewOp(engine.TaskOpTerminate),
+	"review-activate":  reviewOp(engine.ReviewOpActivate),
+	"review-config":    reviewOp(engine.ReviewOpConfig),
+	"review-suspend":   reviewOp(engine.ReviewOpSuspend),
+	"review-resume":    reviewOp(engine.ReviewOpResume),
+	"review-cancel":    reviewOp(engine.ReviewOpCancel),
+	"review-step":      reviewOp(engine.ReviewOpStep),
+	"review-approve":   reviewOp(engine.ReviewOpApprove),
+	"review-reject":    reviewOp(engine.ReviewOpReject),
+	"review-resubmit":  reviewOp(engine.ReviewOpResubmit),
+	"review-fix":       reviewOp(engine.ReviewOpFix),
+	"review-terminate": reviewOp(engine.ReviewOpTerminate),
 	// review-claim role=work|review queue=Q owner=O [max=1] lease=MS [types=(t,…)] nonce=TEXT
 	"review-claim": func(e *traceEnv, a *traceArgs) engine.Command {
-		c := &engine.ClaimTasks{Queue: a.str("queue", "work"), Owner: a.str("owner", "w1"), Max: int(a.int("max", 1)),
+		c := &engine.ClaimReviews{Queue: a.str("queue", "work"), Owner: a.str("owner", "w1"), Max: int(a.int("max", 1)),
 			LeaseMS: a.int("lease", 30_000), Types: a.list("types")}
 		switch r := a.str("role", "work"); r {
 		case "work":
 		case "review":
-			c.Role = engine.TaskRoleReview
+			c.Role = engine.ReviewRoleReview
 		default:
 			a.td.Fatalf(a.t, "role=%s: want work or review", r)
 		}
@@ -60,17 +60,17 @@ var reviewDirectives = map[string]commandDirective{
 	// review-report task=ID op=output|pause|unpause|verdict [output=TEXT] [cost=N]
 	//   [summary=TEXT] [verdict=approve|intervene] [recommendations=(…)]
 	"review-report": func(e *traceEnv, a *traceArgs) engine.Command {
-		c := &engine.TaskReport{TaskLeaseRef: e.taskLease(a), Output: a.bytes("output"), Cost: a.float("cost"),
+		c := &engine.ReviewReport{ReviewLeaseRef: e.reviewLease(a), Output: a.bytes("output"), Cost: a.float("cost"),
 			Summary: a.str("summary", "")}
 		switch op := a.str("op", ""); op {
 		case "output":
-			c.Op = engine.TaskReportOutput
+			c.Op = engine.ReviewReportOutput
 		case "pause":
-			c.Op = engine.TaskReportPause
+			c.Op = engine.ReviewReportPause
 		case "unpause":
-			c.Op = engine.TaskReportUnpause
+			c.Op = engine.ReviewReportUnpause
 		case "verdict":
-			c.Op = engine.TaskReportVerdict
+			c.Op = engine.ReviewReportVerdict
 		default:
 			a.td.Fatalf(a.t, "op=%s: want output, pause, unpause or verdict", op)
 		}
@@ -79,32 +79,32 @@ var reviewDirectives = map[string]commandDirective{
 			if a.str("verdict", "") == "intervene" {
 				v = engine.VerdictIntervene
 			}
-			c.Review = &engine.Review{Verdict: v, Recommendations: a.list("recommendations"), Summary: c.Summary}
+			c.Assessment = &engine.Assessment{Verdict: v, Recommendations: a.list("recommendations"), Summary: c.Summary}
 		}
 		return c
 	},
 	// review-heartbeat task=ID [attempt=N] [token=none|wrong] lease=MS
 	"review-heartbeat": func(e *traceEnv, a *traceArgs) engine.Command {
-		return &engine.TaskHeartbeat{Leases: []engine.TaskLeaseRef{e.taskLease(a)}, LeaseMS: a.int("lease", 30_000)}
+		return &engine.ReviewHeartbeat{Leases: []engine.ReviewLeaseRef{e.reviewLease(a)}, LeaseMS: a.int("lease", 30_000)}
 	},
 	"review-reclaim": func(e *traceEnv, a *traceArgs) engine.Command {
-		return &engine.ReclaimTasks{Max: int(a.int("max", 100))}
+		return &engine.ReclaimReviews{Max: int(a.int("max", 100))}
 	},
 }
 
 // reviewOp is the directive of a person's command: task=ID (or job= phase=)
 // [by=WHO] [reason=TEXT] [expect=STATE]; review-config takes the new config
 // as JSON input.
-func reviewOp(op engine.TaskOp) commandDirective {
+func reviewOp(op engine.ReviewOp) commandDirective {
 	return func(e *traceEnv, a *traceArgs) engine.Command {
-		c := &engine.TaskCommand{Op: op, By: a.str("by", ""), Reason: a.str("reason", ""),
-			TaskTarget: engine.TaskTarget{ID: engine.TaskID(a.int("task", 0)), Job: a.str("job", ""), Phase: a.str("phase", "")}}
-		if op == engine.TaskOpConfig {
-			c.Config = new(engine.TaskConfig)
+		c := &engine.ReviewCommand{Op: op, By: a.str("by", ""), Reason: a.str("reason", ""),
+			ReviewTarget: engine.ReviewTarget{ID: engine.ReviewID(a.int("task", 0)), Job: a.str("job", ""), Phase: a.str("phase", "")}}
+		if op == engine.ReviewOpConfig {
+			c.Config = new(engine.ReviewConfig)
 			a.json(c.Config)
 		}
 		if a.has("expect") {
-			s, err := engine.ParseTaskState(a.str("expect", ""))
+			s, err := engine.ParseReviewState(a.str("expect", ""))
 			if err != nil {
 				a.td.Fatalf(a.t, "expect: %v", err)
 			}
@@ -114,13 +114,13 @@ func reviewOp(op engine.TaskOp) commandDirective {
 	}
 }
 
-// taskLease is jobLease for a review task's lease (task=).
-func (e *traceEnv) taskLease(a *traceArgs) engine.TaskLeaseRef {
-	id := engine.TaskID(a.int("task", 0))
+// reviewLease is jobLease for a review task's lease (task=).
+func (e *traceEnv) reviewLease(a *traceArgs) engine.ReviewLeaseRef {
+	id := engine.ReviewID(a.int("task", 0))
 	if id == 0 {
 		a.td.Fatalf(a.t, "%s: name the task with task=<id>", a.td.Cmd)
 	}
-	b := e.taskBook(id)
+	b := e.reviewBook(id)
 	attempt := uint64(a.int("attempt", int64(b.latest)))
-	return engine.TaskLeaseRef{Task: id, Attempt: attempt, Token: b.token(a, attempt)}
+	return engine.ReviewLeaseRef{Review: id, Attempt: attempt, Token: b.token(a, attempt)}
 }

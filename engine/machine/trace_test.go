@@ -100,13 +100,13 @@ func TestTraces(t *testing.T) {
 // its claims handed out, so that fenced writes can present them by naming
 // the job (or task) alone.
 type traceEnv struct {
-	t     *testing.T
-	db    *storage.DB
-	m     *machine.Machine
-	seen  map[engine.CommandKind]bool
-	jobs  map[engine.JobID]*leaseBook
-	tasks map[engine.TaskID]*leaseBook
-	cov   *traceCoverage
+	t       *testing.T
+	db      *storage.DB
+	m       *machine.Machine
+	seen    map[engine.CommandKind]bool
+	jobs    map[engine.JobID]*leaseBook
+	reviews map[engine.ReviewID]*leaseBook
+	cov     *traceCoverage
 }
 
 // leaseBook remembers the tokens of the attempts claimed of one job or task.
@@ -127,7 +127,7 @@ func newTraceEnv(t *testing.T, seen map[engine.CommandKind]bool) *traceEnv {
 	}
 	t.Cleanup(func() { closeOK(t, db) })
 	return &traceEnv{t: t, db: db, m: machine.DefaultMachine, seen: seen, cov: newTraceCoverage(),
-		jobs: map[engine.JobID]*leaseBook{}, tasks: map[engine.TaskID]*leaseBook{}}
+		jobs: map[engine.JobID]*leaseBook{}, reviews: map[engine.ReviewID]*leaseBook{}}
 }
 
 // A commandDirective builds the command a directive names from its
@@ -243,9 +243,9 @@ func (e *traceEnv) remember(res engine.Result) {
 		for _, j := range r.Jobs {
 			e.jobBook(j.Job).add(j.Attempt, j.LeaseToken)
 		}
-	case *engine.ClaimTasksResult:
-		for _, c := range r.Tasks {
-			e.taskBook(c.Task).add(c.Attempt, c.LeaseToken)
+	case *engine.ClaimReviewsResult:
+		for _, c := range r.Reviews {
+			e.reviewBook(c.Review).add(c.Attempt, c.LeaseToken)
 		}
 	}
 }
@@ -257,11 +257,11 @@ func (e *traceEnv) jobBook(id engine.JobID) *leaseBook {
 	return e.jobs[id]
 }
 
-func (e *traceEnv) taskBook(id engine.TaskID) *leaseBook {
-	if e.tasks[id] == nil {
-		e.tasks[id] = &leaseBook{tokens: map[uint64]string{}}
+func (e *traceEnv) reviewBook(id engine.ReviewID) *leaseBook {
+	if e.reviews[id] == nil {
+		e.reviews[id] = &leaseBook{tokens: map[uint64]string{}}
 	}
-	return e.tasks[id]
+	return e.reviews[id]
 }
 
 // token resolves a token= argument against the tokens the book holds for
@@ -455,10 +455,10 @@ var engineSentinels = []struct {
 	{"ErrInvalidCommand", engine.ErrInvalidCommand},
 	{"ErrPayloadTooLarge", engine.ErrPayloadTooLarge},
 	{"ErrWorkflowExists", engine.ErrWorkflowExists},
-	{"ErrUnknownTask", engine.ErrUnknownTask},
-	{"ErrTaskExists", engine.ErrTaskExists},
-	{"ErrIllegalTaskCommand", engine.ErrIllegalTaskCommand},
-	{"ErrStaleTaskAttempt", engine.ErrStaleTaskAttempt},
+	{"ErrUnknownReview", engine.ErrUnknownReview},
+	{"ErrReviewExists", engine.ErrReviewExists},
+	{"ErrIllegalReviewCommand", engine.ErrIllegalReviewCommand},
+	{"ErrStaleReviewAttempt", engine.ErrStaleReviewAttempt},
 	{"ErrJobClosed", engine.ErrJobClosed},
 	{"ErrStepCommitted", engine.ErrStepCommitted},
 	{"ErrStepState", engine.ErrStepState},
@@ -480,13 +480,13 @@ func lookHistory(e *traceEnv, a *traceArgs) string {
 	var out strings.Builder
 	viewOK(e.t, e.db, func(r *storage.Reader) error {
 		if a.has("task") {
-			id := engine.TaskID(a.int("task", 0))
-			evs, err := machine.ReadTaskHistory(r, id)
+			id := engine.ReviewID(a.int("task", 0))
+			evs, err := machine.ReadReviewHistory(r, id)
 			if err != nil {
 				return err
 			}
 			for i := range evs {
-				out.WriteString(formatTaskEvent(id, &evs[i]) + "\n")
+				out.WriteString(formatReviewEvent(id, &evs[i]) + "\n")
 			}
 			return nil
 		}
@@ -513,7 +513,7 @@ func lookDescribe(e *traceEnv, a *traceArgs) string {
 	case a.has("job"):
 		key = storage.JobKey(uint64(a.int("job", 0)))
 	case a.has("task"):
-		key = storage.TaskKey(uint64(a.int("task", 0)))
+		key = storage.ReviewKey(uint64(a.int("task", 0)))
 	case a.has("schedule"):
 		key = storage.ScheduleKey(a.str("schedule", ""))
 	case a.has("resource"):

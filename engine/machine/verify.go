@@ -34,7 +34,7 @@ func Verify(r *storage.Reader, max int) []error {
 			break
 		}
 	}
-	v.tasks()
+	v.reviews()
 	v.workflows()
 	v.schedules()
 	for i, err := range v.errs {

@@ -28,7 +28,7 @@ import (
 // Write does a task's work. A rework sees the reviewer's recommendations
 // and the steward's feedback; it reports what it cost.
 func Write(ctx context.Context, what string) (string, error) {
-	info, _ := activity.GetTaskInfo(ctx)
+	info, _ := activity.GetReviewInfo(ctx)
 	activity.ReportCost(ctx, 1.5)
 	out := what + " v" + fmt.Sprint(info.Run)
 	if len(info.Recommendations) > 0 {
@@ -40,9 +40,9 @@ func Write(ctx context.Context, what string) (string, error) {
 // Feature issues both tasks at once: DependsOn holds the code back in the
 // engine until the spec succeeds.
 func Feature(ctx workflow.Context) (string, error) {
-	spec := workflow.ExecuteTask(ctx, workflow.TaskOptions{Job: "feature-7", Phase: "spec",
+	spec := workflow.ExecuteReview(ctx, workflow.ReviewOptions{Job: "feature-7", Phase: "spec",
 		AutoReview: true, AutoApprove: true, JobDescription: "a small feature, reviewed"}, Write, "spec")
-	code := workflow.ExecuteTask(ctx, workflow.TaskOptions{Job: "feature-7", Phase: "code", DependsOn: []string{"spec"},
+	code := workflow.ExecuteReview(ctx, workflow.ReviewOptions{Job: "feature-7", Phase: "code", DependsOn: []string{"spec"},
 		AutoReview: true}, Write, "code")
 	var s, c string
 	if err := spec.Get(ctx, &s); err != nil {
@@ -94,24 +94,24 @@ func run() (err error) {
 		return err
 	}
 	// The steward: wait for each state a person must act in, and act.
-	code := engine.TaskTarget{Job: "feature-7", Phase: "code"}
+	code := engine.ReviewTarget{Job: "feature-7", Phase: "code"}
 	steps := []struct {
-		state engine.TaskState
-		op    engine.TaskOp
+		state engine.ReviewState
+		op    engine.ReviewOp
 		why   string
 	}{
-		{engine.TaskInterventionRequired, engine.TaskOpResubmit, "tests first, please"},
-		{engine.TaskApprovalRequired, engine.TaskOpApprove, ""},
+		{engine.ReviewInterventionRequired, engine.ReviewOpResubmit, "tests first, please"},
+		{engine.ReviewApprovalRequired, engine.ReviewOpApprove, ""},
 	}
 	for _, s := range steps {
 		for {
 			changed := e.Committed()
-			t, err := e.DescribeTask(ctx, code)
+			t, err := e.DescribeReview(ctx, code)
 			if err == nil && t.State == s.state {
-				fmt.Printf("code is %s after run %d: %s\n", t.State, t.Runs, t.Review.Summary)
+				fmt.Printf("code is %s after run %d: %s\n", t.State, t.Runs, t.Assessment.Summary)
 				break
 			}
-			if err != nil && !errors.Is(err, engine.ErrUnknownTask) {
+			if err != nil && !errors.Is(err, engine.ErrUnknownReview) {
 				return err
 			}
 			select {
@@ -120,7 +120,7 @@ func run() (err error) {
 				return fmt.Errorf("waiting for code to be %s: %w", s.state, ctx.Err())
 			}
 		}
-		res, err := e.TaskCommand(ctx, engine.TaskCommand{TaskTarget: code, Op: s.op, By: "steward", Reason: s.why})
+		res, err := e.ReviewCommand(ctx, engine.ReviewCommand{ReviewTarget: code, Op: s.op, By: "steward", Reason: s.why})
 		if err != nil {
 			return err
 		}
@@ -134,11 +134,11 @@ func run() (err error) {
 	if want := "spec v1 / code v2 (add tests; tests first, please)"; got != want {
 		return fmt.Errorf("result %q, want %q", got, want)
 	}
-	m, err := e.TaskManifest(ctx, "feature-7")
+	m, err := e.ReviewManifest(ctx, "feature-7")
 	if err != nil {
 		return err
 	}
-	if m.Status != engine.TaskSuccess || m.Metrics.CumulativeCost != 4.5 || len(m.History) != 2 {
+	if m.Status != engine.ReviewSuccess || m.Metrics.CumulativeCost != 4.5 || len(m.History) != 2 {
 		return fmt.Errorf("manifest %+v: want SUCCESS, cost 4.5 (three runs), two phases", m)
 	}
 	fmt.Printf("feature-7 %s: cost %g over 3 runs, phases %s %s, %s %s\n", m.Status, m.Metrics.CumulativeCost,

@@ -8,10 +8,10 @@ import "github.com/heddlewf/heddle/replay"
 // (sdk/worker).
 //
 // The SDK's option types (workflow.ActivityOptions, ChildWorkflowOptions,
-// TaskOptions) are declared in sdk/workflow, which imports this package, so
+// ReviewOptions) are declared in sdk/workflow, which imports this package, so
 // these types take them as a type parameter O: sdk/workflow issues, and
 // sdk/worker reads, exactly Activity[workflow.ActivityOptions],
-// Child[workflow.ChildWorkflowOptions] and Review[workflow.TaskOptions]. A
+// Child[workflow.ChildWorkflowOptions] and Review[workflow.ReviewOptions]. A
 // command's options are then one typed value all the way, with no field of
 // type any to assert; the worker checks the one assertion it makes.
 
@@ -41,12 +41,12 @@ type Child[O any] struct{ Options O }
 // CommandKind implements replay.CommandOptions.
 func (Child[O]) CommandKind() replay.CommandKind { return replay.KindChild }
 
-// Review is the options of a review task command (workflow.ExecuteTask):
-// Options is its workflow.TaskOptions.
+// Review is the options of a review task command (workflow.ExecuteReview):
+// Options is its workflow.ReviewOptions.
 type Review[O any] struct{ Options O }
 
 // CommandKind implements replay.CommandOptions.
-func (Review[O]) CommandKind() replay.CommandKind { return replay.KindTask }
+func (Review[O]) CommandKind() replay.CommandKind { return replay.KindReview }
 
 // External is the options of an external signal or cancel command: the
 // target run (RunID "" is the workflow id's current run). A signal's name

@@ -22,9 +22,9 @@ func TestBrowserReview(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	draft := awaitTask(t, n.e, engine.CreateTask{Job: "letter-42", Phase: "draft", Queue: "writers", ParentJob: res.Job, ParentStep: "1", ParentLease: holdRun(t, n.e, "letters"),
-		JobDescription: "a letter to a customer", Config: engine.TaskConfig{Objective: "apologise for the late parcel"}}, engine.VerdictApprove)
-	summary := awaitTask(t, n.e, engine.CreateTask{Job: "letter-42", Phase: "summary", Queue: "summaries"}, engine.VerdictIntervene)
+	draft := awaitReview(t, n.e, engine.CreateReview{Job: "letter-42", Phase: "draft", Queue: "writers", ParentJob: res.Job, ParentStep: "1", ParentLease: holdRun(t, n.e, "letters"),
+		JobDescription: "a letter to a customer", Config: engine.ReviewConfig{Objective: "apologise for the late parcel"}}, engine.VerdictApprove)
+	summary := awaitReview(t, n.e, engine.CreateReview{Job: "letter-42", Phase: "summary", Queue: "summaries"}, engine.VerdictIntervene)
 	if draft != 1 || summary != 2 {
 		t.Fatalf("task ids %d and %d, want 1 and 2", draft, summary)
 	}
@@ -68,9 +68,9 @@ func TestBrowserReview(t *testing.T) {
 	if m := text(t, ctx, "#task-2-manifest"); !strings.Contains(m, "SUCCESS") || !strings.Contains(m, "ada") || !strings.Contains(m, "current phase summary") {
 		t.Errorf("the manifest after the approval:\n%s", m)
 	}
-	task, err := n.e.DescribeTask(context.Background(), engine.TaskTarget{ID: draft})
-	if err != nil || task.State != engine.TaskSuccess || task.DecidedBy != "ada" {
-		t.Fatalf("task 1 after the button: %+v, %v", task, err)
+	review, err := n.e.DescribeReview(context.Background(), engine.ReviewTarget{ID: draft})
+	if err != nil || review.State != engine.ReviewSuccess || review.DecidedBy != "ada" {
+		t.Fatalf("task 1 after the button: %+v, %v", review, err)
 	}
 	shoot(t, ctx, "ui-review-approved")
 

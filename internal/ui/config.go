@@ -151,8 +151,8 @@ func AllowAll() Permissions { return Permissions{all: true} }
 // admin may do everything, terminate and drain included.
 var roleActions = map[string][]Action{
 	"reader": nil,
-	"client": {ActionSignal, ActionCancel, ActionApprove, ActionReject, ActionResubmit, ActionTerminateTask},
-	"worker": {ActionSignal, ActionCancel, ActionApprove, ActionReject, ActionResubmit, ActionTerminateTask},
+	"client": {ActionSignal, ActionCancel, ActionApprove, ActionReject, ActionResubmit, ActionTerminateReview},
+	"worker": {ActionSignal, ActionCancel, ActionApprove, ActionReject, ActionResubmit, ActionTerminateReview},
 }
 
 // ForRole is the permissions of a token with the named role: "reader",

@@ -443,7 +443,7 @@ func TestPermissions(t *testing.T) {
 
 // TestForRole checks the buttons of each role, cell by cell.
 func TestForRole(t *testing.T) {
-	actions := []Action{ActionSignal, ActionCancel, ActionTerminate, ActionApprove, ActionReject, ActionResubmit, ActionTerminateTask}
+	actions := []Action{ActionSignal, ActionCancel, ActionTerminate, ActionApprove, ActionReject, ActionResubmit, ActionTerminateReview}
 	for _, tc := range []struct {
 		role string
 		can  []bool // in the order of actions

@@ -100,7 +100,7 @@ func stepQuestionPath(job engine.JobID, step string) string {
 	return fmt.Sprintf("%s/runs/%d/steps/%s/question", Path, job, url.PathEscape(step))
 }
 
-func taskOutputPath(id engine.TaskID) string {
+func reviewOutputPath(id engine.ReviewID) string {
 	return fmt.Sprintf("%s/review/%d/output", Path, id)
 }
 
@@ -109,7 +109,7 @@ func taskOutputPath(id engine.TaskID) string {
 func (h *Handler) payloadRoutes() {
 	h.bytes("GET "+Path+"/runs/{job}/events/{seq}/payload", eventPayload)
 	h.bytes("GET "+Path+"/runs/{job}/steps/{step}/question", stepQuestion)
-	h.bytes("GET "+Path+"/review/{task}/output", taskOutput)
+	h.bytes("GET "+Path+"/review/{task}/output", reviewOutput)
 }
 
 // bytes registers a route that answers bytes read through the API with the
@@ -189,13 +189,13 @@ func stepQuestion(rq *request) (string, []byte, error) {
 	return "", nil, &pageError{status: http.StatusNotFound, msg: fmt.Sprintf("Step %q of run %d asks nothing.", step, job)}
 }
 
-// taskOutput answers a task's output.
-func taskOutput(rq *request) (string, []byte, error) {
+// reviewOutput answers a task's output.
+func reviewOutput(rq *request) (string, []byte, error) {
 	n, err := strconv.ParseUint(rq.r.PathValue("task"), 10, 64)
 	if err != nil || n == 0 {
 		return "", nil, &pageError{status: http.StatusNotFound, msg: "Tasks are named by a positive number."}
 	}
-	t, err := rq.api.DescribeTask(rq.ctx, engine.TaskTarget{ID: engine.TaskID(n)})
+	t, err := rq.api.DescribeReview(rq.ctx, engine.ReviewTarget{ID: engine.ReviewID(n)})
 	if err != nil {
 		return "", nil, err
 	}

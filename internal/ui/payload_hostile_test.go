@@ -44,7 +44,7 @@ var hostilePayloads = []struct {
 // hostileRun is where storeHostile put a payload.
 type hostileRun struct {
 	open, done engine.JobID
-	task       engine.TaskID
+	review     engine.ReviewID
 	// seqs are the events of open that carry the payload: its input, a
 	// signal and an event its worker appended.
 	seqs []uint64
@@ -99,23 +99,23 @@ func storeHostile(t *testing.T, c *httpapi.Client, p []byte, name string) hostil
 	_, err = c.Complete(ctx, engine.Complete{LeaseRef: jobs[0].Lease(), Result: p})
 	must("complete", err)
 
-	tr, err := c.CreateTask(ctx, engine.CreateTask{Job: name + "-job", Phase: "draft", Queue: "t-" + name, Type: "write"})
+	tr, err := c.CreateReview(ctx, engine.CreateReview{Job: name + "-job", Phase: "draft", Queue: "t-" + name, Type: "write"})
 	must("create a task", err)
-	h.task = tr.Task
-	w, err := c.ClaimTasks(ctx, engine.ClaimTasks{Queue: "t-" + name, Owner: "agent", Max: 1, LeaseMS: 600_000})
+	h.review = tr.Review
+	w, err := c.ClaimReviews(ctx, engine.ClaimReviews{Queue: "t-" + name, Owner: "agent", Max: 1, LeaseMS: 600_000})
 	if err != nil || len(w) != 1 {
 		t.Fatalf("%s: claim the task: %+v, %v", name, w, err)
 	}
-	_, err = c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: w[0].Lease(), Op: engine.TaskReportOutput, Output: p})
+	_, err = c.ReviewReport(ctx, engine.ReviewReport{ReviewLeaseRef: w[0].Lease(), Op: engine.ReviewReportOutput, Output: p})
 	must("report the task's output", err)
-	_, err = c.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: h.task}, Op: engine.TaskOpStep, By: "ann"})
+	_, err = c.ReviewCommand(ctx, engine.ReviewCommand{ReviewTarget: engine.ReviewTarget{ID: h.review}, Op: engine.ReviewOpStep, By: "ann"})
 	must("start the review", err)
-	r, err := c.ClaimTasks(ctx, engine.ClaimTasks{Role: engine.TaskRoleReview, Queue: "t-" + name, Owner: "critic", Max: 1, LeaseMS: 600_000})
+	r, err := c.ClaimReviews(ctx, engine.ClaimReviews{Role: engine.ReviewRoleReview, Queue: "t-" + name, Owner: "critic", Max: 1, LeaseMS: 600_000})
 	if err != nil || len(r) != 1 {
 		t.Fatalf("%s: claim the review: %+v, %v", name, r, err)
 	}
-	_, err = c.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: r[0].Lease(), Op: engine.TaskReportVerdict,
-		Review: &engine.Review{Verdict: engine.VerdictApprove, Summary: "fine"}})
+	_, err = c.ReviewReport(ctx, engine.ReviewReport{ReviewLeaseRef: r[0].Lease(), Op: engine.ReviewReportVerdict,
+		Assessment: &engine.Assessment{Verdict: engine.VerdictApprove, Summary: "fine"}})
 	must("review", err)
 	return h
 }
@@ -180,10 +180,10 @@ func checkHostileViews(t *testing.T, vw viewer, p []byte, h hostileRun) {
 	if code != http.StatusOK {
 		t.Fatalf("the review page: HTTP %d\n%.2000s", code, review)
 	}
-	wantIn(t, "the review page", review, fmt.Sprintf(`href="/ui/review/%d/output"`, h.task))
+	wantIn(t, "the review page", review, fmt.Sprintf(`href="/ui/review/%d/output"`, h.review))
 
 	// The links serve the bytes as they were stored, as a download.
-	for _, path := range []string{fmt.Sprintf("/ui/runs/%d/events/%d/payload", h.open, h.seqs[0]), fmt.Sprintf("/ui/review/%d/output", h.task)} {
+	for _, path := range []string{fmt.Sprintf("/ui/runs/%d/events/%d/payload", h.open, h.seqs[0]), fmt.Sprintf("/ui/review/%d/output", h.review)} {
 		code, body, hdr := vw.get(path)
 		if code != http.StatusOK || body != string(p) || hdr.Get("Content-Type") != "application/octet-stream" || !strings.HasPrefix(hdr.Get("Content-Disposition"), "attachment;") {
 			t.Errorf("%s: HTTP %d, %d bytes of %d, %v", path, code, len(body), len(p), hdr)

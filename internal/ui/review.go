@@ -23,23 +23,23 @@ const (
 	ActionReject Action = "review.reject"
 	// ActionResubmit sends a task in INTERVENTION_REQUIRED back to PENDING.
 	ActionResubmit Action = "review.resubmit"
-	// ActionTerminateTask ends a task in INTERVENTION_REQUIRED: CANCELED.
-	ActionTerminateTask Action = "review.terminate"
+	// ActionTerminateReview ends a task in INTERVENTION_REQUIRED: CANCELED.
+	ActionTerminateReview Action = "review.terminate"
 )
 
 // reviewButtons are the review page's commands in the order of the page,
 // with their action, label, style and, for those that cannot be undone,
 // the question asked first.
 var reviewButtons = []reviewButton{
-	{Op: engine.TaskOpApprove, Action: ActionApprove, Label: "Approve"},
-	{Op: engine.TaskOpReject, Action: ActionReject, Label: "Reject", Class: "warn"},
-	{Op: engine.TaskOpResubmit, Action: ActionResubmit, Label: "Resubmit", Class: "warn"},
-	{Op: engine.TaskOpTerminate, Action: ActionTerminateTask, Label: "Terminate", Class: "danger",
+	{Op: engine.ReviewOpApprove, Action: ActionApprove, Label: "Approve"},
+	{Op: engine.ReviewOpReject, Action: ActionReject, Label: "Reject", Class: "warn"},
+	{Op: engine.ReviewOpResubmit, Action: ActionResubmit, Label: "Resubmit", Class: "warn"},
+	{Op: engine.ReviewOpTerminate, Action: ActionTerminateReview, Label: "Terminate", Class: "danger",
 		Confirm: "Terminate this task? It becomes CANCELED, and the tasks that depend on it never start."},
 }
 
 type reviewButton struct {
-	Op                    engine.TaskOp
+	Op                    engine.ReviewOp
 	Action                Action
 	Label, Class, Confirm string
 }
@@ -55,19 +55,19 @@ const reviewPageSize = 50
 type reviewData struct {
 	// State and Queue are the filter the page was asked for.
 	State, Queue string
-	States       []engine.TaskState
-	Tasks        []reviewTask
+	States       []engine.ReviewState
+	Reviews      []awaitingReview
 	// After is this page's cursor; NextURL the following page's address
 	// ("" on the last page).
-	After   engine.TaskID
+	After   engine.ReviewID
 	NextURL string
 	// Flash is the message of the button that led here.
 	Flash string
 }
 
-// reviewTask is one task awaiting a person, as the page shows it.
-type reviewTask struct {
-	engine.Task
+// awaitingReview is one task awaiting a person, as the page shows it.
+type awaitingReview struct {
+	engine.Review
 	Class string
 	// Buttons are the review buttons legal in the task's state; the
 	// template shows those the person may press.
@@ -84,14 +84,14 @@ type reviewTask struct {
 func loadReview(ctx context.Context, api *backend, r *http.Request) (any, error) {
 	q := r.URL.Query()
 	d := &reviewData{State: q.Get("state"), Queue: strings.TrimSpace(q.Get("queue")), Flash: reviewDone[q.Get("done")]}
-	for _, s := range engine.TaskStates() {
+	for _, s := range engine.ReviewStates() {
 		if s.AwaitsPerson() {
 			d.States = append(d.States, s)
 		}
 	}
 	aq := engine.AwaitingQuery{Queue: d.Queue, Limit: reviewPageSize}
 	if d.State != "" {
-		st, err := engine.ParseTaskState(d.State)
+		st, err := engine.ParseReviewState(d.State)
 		if err != nil || !st.AwaitsPerson() {
 			return nil, &pageError{status: http.StatusBadRequest, msg: fmt.Sprintf("%q is not a state that awaits a person.", d.State)}
 		}
@@ -102,10 +102,10 @@ func loadReview(ctx context.Context, api *backend, r *http.Request) (any, error)
 		if err != nil {
 			return nil, &pageError{status: http.StatusBadRequest, msg: fmt.Sprintf("%q is not a page of this list.", s)}
 		}
-		aq.After = engine.TaskID(n)
+		aq.After = engine.ReviewID(n)
 	}
 	d.After = aq.After
-	p, err := api.ListAwaitingTasks(ctx, aq)
+	p, err := api.ListAwaitingReviews(ctx, aq)
 	if err != nil {
 		return nil, err
 	}
@@ -120,16 +120,16 @@ func loadReview(ctx context.Context, api *backend, r *http.Request) (any, error)
 		d.NextURL = Path + "/review?" + next.Encode()
 	}
 	manifests := map[string]*engine.Manifest{}
-	for _, t := range p.Tasks {
-		rt := reviewTask{Task: t, Class: taskClass(t.State), Output: viewPayload(t.Output, taskOutputPath(t.ID))}
+	for _, t := range p.Reviews {
+		rt := awaitingReview{Review: t, Class: reviewClass(t.State), Output: viewPayload(t.Output, reviewOutputPath(t.ID))}
 		for _, b := range reviewButtons {
-			if _, ok := engine.TaskOpTarget(t.State, b.Op); ok {
+			if _, ok := engine.ReviewOpTarget(t.State, b.Op); ok {
 				rt.Buttons = append(rt.Buttons, b)
 			}
 		}
 		m, seen := manifests[t.Job]
 		if !seen {
-			if m, err = api.TaskManifest(ctx, t.Job); err != nil && !errors.Is(err, engine.ErrUnknownTask) {
+			if m, err = api.ReviewManifest(ctx, t.Job); err != nil && !errors.Is(err, engine.ErrUnknownReview) {
 				return nil, err
 			}
 			manifests[t.Job] = m
@@ -138,17 +138,17 @@ func loadReview(ctx context.Context, api *backend, r *http.Request) (any, error)
 		if t.ParentJob != 0 {
 			rt.Run, _ = api.Describe(ctx, engine.Target{Job: t.ParentJob}) // a run that is gone shows its id only
 		}
-		d.Tasks = append(d.Tasks, rt)
+		d.Reviews = append(d.Reviews, rt)
 	}
 	return d, nil
 }
 
-// taskClass is the CSS class of a task state's badge.
-func taskClass(s engine.TaskState) string {
+// reviewClass is the CSS class of a task state's badge.
+func reviewClass(s engine.ReviewState) string {
 	switch s {
-	case engine.TaskApprovalRequired, engine.TaskReviewRequired:
+	case engine.ReviewApprovalRequired, engine.ReviewReviewRequired:
 		return "st-waiting"
-	case engine.TaskInterventionRequired:
+	case engine.ReviewInterventionRequired:
 		return "st-failed"
 	}
 	return "st-none"
@@ -191,7 +191,7 @@ func (h *Handler) reviewAct(rq *request) (*page, error) {
 	if err != nil || n == 0 {
 		return nil, &pageError{status: http.StatusNotFound, msg: fmt.Sprintf("%q is not a task id: tasks are named by a positive number.", s)}
 	}
-	id := engine.TaskID(n)
+	id := engine.ReviewID(n)
 	b, ok := reviewButtonOf(rq.r.PathValue("op"))
 	if !ok {
 		return nil, &pageError{status: http.StatusNotFound, msg: "There is no such button."}
@@ -208,13 +208,13 @@ func (h *Handler) reviewAct(rq *request) (*page, error) {
 		err = checkReason(reason)
 	}
 	if err == nil {
-		cmd := engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: id}, Op: b.Op, By: reviewDecider, Reason: reason}
+		cmd := engine.ReviewCommand{ReviewTarget: engine.ReviewTarget{ID: id}, Op: b.Op, By: reviewDecider, Reason: reason}
 		if e := formValue(rq.r, "expect"); e != "" {
-			if cmd.Expect, err = engine.ParseTaskState(e); err != nil {
+			if cmd.Expect, err = engine.ParseReviewState(e); err != nil {
 				return nil, &pageError{status: http.StatusBadRequest, msg: "The form names no task state it was shown in."}
 			}
 		}
-		_, err = rq.api.TaskCommand(rq.ctx, cmd)
+		_, err = rq.api.ReviewCommand(rq.ctx, cmd)
 	}
 	if err == nil {
 		return nil, redirect{to: fmt.Sprintf("%s/review?done=%s&task=%d", Path, b.Op, id)}
@@ -231,7 +231,7 @@ func (h *Handler) reviewAct(rq *request) (*page, error) {
 	if errors.As(err, &pe) {
 		p.Error = pe.msg
 	}
-	var se *engine.TaskStateError
+	var se *engine.ReviewStateError
 	if errors.As(err, &se) {
 		p.Status = http.StatusConflict
 		p.Error = fmt.Sprintf("Could not %s task %d: it is %s now, not what the page showed. The list below is current.", b.Op, id, se.State)

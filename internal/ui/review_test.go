@@ -12,7 +12,7 @@ import (
 	"github.com/heddlewf/heddle/engine/embedded"
 )
 
-// awaitTask creates a task of job alone in queue, has a worker record its
+// awaitReview creates a task of job alone in queue, has a worker record its
 // output and a reviewer judge it with v: the task then awaits a person in
 // APPROVAL_REQUIRED (approve) or INTERVENTION_REQUIRED (intervene). With
 // v 0 it stops at REVIEW_REQUIRED.
@@ -29,44 +29,44 @@ func holdRun(t *testing.T, e *embedded.Engine, queue string) *engine.LeaseRef {
 	return &ref
 }
 
-func awaitTask(t *testing.T, e *embedded.Engine, c engine.CreateTask, v engine.Verdict) engine.TaskID {
+func awaitReview(t *testing.T, e *embedded.Engine, c engine.CreateReview, v engine.Verdict) engine.ReviewID {
 	t.Helper()
 	ctx := context.Background()
 	if c.Type == "" {
 		c.Type = "write"
 	}
-	res, err := e.CreateTask(ctx, c)
+	res, err := e.CreateReview(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := e.ClaimTasks(ctx, engine.ClaimTasks{Queue: c.Queue, Owner: "agent-1", Max: 1, LeaseMS: 60_000})
+	w, err := e.ClaimReviews(ctx, engine.ClaimReviews{Queue: c.Queue, Owner: "agent-1", Max: 1, LeaseMS: 60_000})
 	if err != nil || len(w) != 1 {
 		t.Fatalf("work claim: %+v, %v", w, err)
 	}
-	if _, err := e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: w[0].Lease(),
-		Op: engine.TaskReportOutput, Output: []byte(`{"draft":"Dear customer"}`), Cost: 2, Summary: "drafted"}); err != nil {
+	if _, err := e.ReviewReport(ctx, engine.ReviewReport{ReviewLeaseRef: w[0].Lease(),
+		Op: engine.ReviewReportOutput, Output: []byte(`{"draft":"Dear customer"}`), Cost: 2, Summary: "drafted"}); err != nil {
 		t.Fatal(err)
 	}
 	if v == 0 {
-		return res.Task
+		return res.Review
 	}
-	if _, err := e.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: res.Task}, Op: engine.TaskOpStep, By: "ann"}); err != nil {
+	if _, err := e.ReviewCommand(ctx, engine.ReviewCommand{ReviewTarget: engine.ReviewTarget{ID: res.Review}, Op: engine.ReviewOpStep, By: "ann"}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := e.ClaimTasks(ctx, engine.ClaimTasks{Role: engine.TaskRoleReview, Queue: c.Queue, Owner: "critic", Max: 1, LeaseMS: 60_000})
+	r, err := e.ClaimReviews(ctx, engine.ClaimReviews{Role: engine.ReviewRoleReview, Queue: c.Queue, Owner: "critic", Max: 1, LeaseMS: 60_000})
 	if err != nil || len(r) != 1 {
 		t.Fatalf("review claim: %+v, %v", r, err)
 	}
-	if _, err := e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: r[0].Lease(),
-		Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: v, Summary: "critic: " + v.String(), Recommendations: []string{"mind the tone"}}}); err != nil {
+	if _, err := e.ReviewReport(ctx, engine.ReviewReport{ReviewLeaseRef: r[0].Lease(),
+		Op: engine.ReviewReportVerdict, Assessment: &engine.Assessment{Verdict: v, Summary: "critic: " + v.String(), Recommendations: []string{"mind the tone"}}}); err != nil {
 		t.Fatal(err)
 	}
-	return res.Task
+	return res.Review
 }
 
-func (v *env) task(id engine.TaskID) *engine.Task {
+func (v *env) review(id engine.ReviewID) *engine.Review {
 	v.t.Helper()
-	t, err := v.e.DescribeTask(context.Background(), engine.TaskTarget{ID: id})
+	t, err := v.e.DescribeReview(context.Background(), engine.ReviewTarget{ID: id})
 	if err != nil {
 		v.t.Fatal(err)
 	}
@@ -80,11 +80,11 @@ func (v *env) task(id engine.TaskID) *engine.Task {
 func TestReviewPage(t *testing.T) {
 	v := newEnv(t, envOptions{})
 	run := v.create(engine.CreateJob{WorkflowID: "letter-7", Type: "Letter", Queue: "letters"})
-	approve := awaitTask(t, v.e, engine.CreateTask{Job: "letter-7", Phase: "draft", Queue: "qa", ParentJob: run, ParentStep: "2", ParentLease: holdRun(t, v.e, "letters"),
-		JobDescription: "a letter to a customer", Config: engine.TaskConfig{Objective: "write the letter"}}, engine.VerdictApprove)
-	intervene := awaitTask(t, v.e, engine.CreateTask{Job: "memo-1", Phase: "outline", Queue: "qb"}, engine.VerdictIntervene)
-	review := awaitTask(t, v.e, engine.CreateTask{Job: "memo-2", Phase: "outline", Queue: "qc"}, 0)
-	if _, err := v.e.CreateTask(context.Background(), engine.CreateTask{Job: "idle-job", Phase: "p", Queue: "qd", Type: "w"}); err != nil {
+	approve := awaitReview(t, v.e, engine.CreateReview{Job: "letter-7", Phase: "draft", Queue: "qa", ParentJob: run, ParentStep: "2", ParentLease: holdRun(t, v.e, "letters"),
+		JobDescription: "a letter to a customer", Config: engine.ReviewConfig{Objective: "write the letter"}}, engine.VerdictApprove)
+	intervene := awaitReview(t, v.e, engine.CreateReview{Job: "memo-1", Phase: "outline", Queue: "qb"}, engine.VerdictIntervene)
+	review := awaitReview(t, v.e, engine.CreateReview{Job: "memo-2", Phase: "outline", Queue: "qc"}, 0)
+	if _, err := v.e.CreateReview(context.Background(), engine.CreateReview{Job: "idle-job", Phase: "p", Queue: "qd", Type: "w"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -92,7 +92,7 @@ func TestReviewPage(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("review page: HTTP %d\n%s", code, body)
 	}
-	id := func(n engine.TaskID) string { return strconv.FormatUint(uint64(n), 10) }
+	id := func(n engine.ReviewID) string { return strconv.FormatUint(uint64(n), 10) }
 	wantIn(t, "review page", body,
 		`id="task-`+id(approve)+`" data-task="`+id(approve)+`" data-state="APPROVAL_REQUIRED"`,
 		`id="task-`+id(intervene)+`" data-task="`+id(intervene)+`" data-state="INTERVENTION_REQUIRED"`,
@@ -127,7 +127,7 @@ func TestReviewPage(t *testing.T) {
 func TestReviewPaging(t *testing.T) {
 	v := newEnv(t, envOptions{})
 	for i := range reviewPageSize + 1 {
-		awaitTask(t, v.e, engine.CreateTask{Job: "j" + strconv.Itoa(i), Phase: "p", Queue: "q" + strconv.Itoa(i)}, 0)
+		awaitReview(t, v.e, engine.CreateReview{Job: "j" + strconv.Itoa(i), Phase: "p", Queue: "q" + strconv.Itoa(i)}, 0)
 	}
 	_, body, _ := v.get("/ui/review")
 	wantIn(t, "first page", body, `data-task="50"`, `<a href="/ui/review?after=50" id="next-page">`)
@@ -144,38 +144,38 @@ func TestReviewPaging(t *testing.T) {
 // token is refused.
 func TestReviewActions(t *testing.T) {
 	v := newEnv(t, envOptions{})
-	a := awaitTask(t, v.e, engine.CreateTask{Job: "j1", Phase: "p", Queue: "q1"}, engine.VerdictApprove)
-	r := awaitTask(t, v.e, engine.CreateTask{Job: "j2", Phase: "p", Queue: "q2"}, engine.VerdictApprove)
-	s := awaitTask(t, v.e, engine.CreateTask{Job: "j3", Phase: "p", Queue: "q3"}, engine.VerdictIntervene)
-	x := awaitTask(t, v.e, engine.CreateTask{Job: "j4", Phase: "p", Queue: "q4"}, engine.VerdictIntervene)
+	a := awaitReview(t, v.e, engine.CreateReview{Job: "j1", Phase: "p", Queue: "q1"}, engine.VerdictApprove)
+	r := awaitReview(t, v.e, engine.CreateReview{Job: "j2", Phase: "p", Queue: "q2"}, engine.VerdictApprove)
+	s := awaitReview(t, v.e, engine.CreateReview{Job: "j3", Phase: "p", Queue: "q3"}, engine.VerdictIntervene)
+	x := awaitReview(t, v.e, engine.CreateReview{Job: "j4", Phase: "p", Queue: "q4"}, engine.VerdictIntervene)
 	csrf := v.csrf("/ui/review")
-	press := func(id engine.TaskID, op, expect, reason string) (int, string, string) {
+	press := func(id engine.ReviewID, op, expect, reason string) (int, string, string) {
 		t.Helper()
 		return v.post("/ui/review/"+strconv.FormatUint(uint64(id), 10)+"/"+op,
 			url.Values{csrfField: {csrf}, "expect": {expect}, "reason": {reason}})
 	}
 	for _, c := range []struct {
-		id             engine.TaskID
+		id             engine.ReviewID
 		op, expect     string
-		want           engine.TaskState
+		want           engine.ReviewState
 		flash, history string
 	}{
-		{a, "approve", "APPROVAL_REQUIRED", engine.TaskSuccess, "Task approved", ""},
-		{r, "reject", "APPROVAL_REQUIRED", engine.TaskPending, "Task rejected", "use the customer's name"},
-		{s, "resubmit", "INTERVENTION_REQUIRED", engine.TaskPending, "Task resubmitted", "try again"},
-		{x, "terminate", "INTERVENTION_REQUIRED", engine.TaskCanceled, "Task terminated.", ""},
+		{a, "approve", "APPROVAL_REQUIRED", engine.ReviewSuccess, "Task approved", ""},
+		{r, "reject", "APPROVAL_REQUIRED", engine.ReviewPending, "Task rejected", "use the customer's name"},
+		{s, "resubmit", "INTERVENTION_REQUIRED", engine.ReviewPending, "Task resubmitted", "try again"},
+		{x, "terminate", "INTERVENTION_REQUIRED", engine.ReviewCanceled, "Task terminated.", ""},
 	} {
 		code, _, loc := press(c.id, c.op, c.expect, c.history)
 		want := "/ui/review?done=" + c.op + "&task=" + strconv.FormatUint(uint64(c.id), 10)
 		if code != http.StatusSeeOther || loc != want {
 			t.Fatalf("%s: HTTP %d to %q, want 303 to %q", c.op, code, loc, want)
 		}
-		task := v.task(c.id)
-		if task.State != c.want || task.DecidedBy != reviewDecider {
-			t.Errorf("%s: task is %s decided by %q", c.op, task.State, task.DecidedBy)
+		review := v.review(c.id)
+		if review.State != c.want || review.DecidedBy != reviewDecider {
+			t.Errorf("%s: task is %s decided by %q", c.op, review.State, review.DecidedBy)
 		}
-		if c.history != "" && task.Feedback != c.history {
-			t.Errorf("%s: feedback %q, want %q", c.op, task.Feedback, c.history)
+		if c.history != "" && review.Feedback != c.history {
+			t.Errorf("%s: feedback %q, want %q", c.op, review.Feedback, c.history)
 		}
 		_, body, _ := v.get(loc)
 		wantIn(t, c.op+" then the list", body, `id="flash">`+c.flash)
@@ -184,8 +184,8 @@ func TestReviewActions(t *testing.T) {
 
 	// A page shown before someone else decided: the button is refused
 	// with the state now, and nothing is written.
-	b := awaitTask(t, v.e, engine.CreateTask{Job: "j5", Phase: "p", Queue: "q5"}, engine.VerdictApprove)
-	if _, err := v.e.TaskCommand(context.Background(), engine.TaskCommand{TaskTarget: engine.TaskTarget{ID: b}, Op: engine.TaskOpReject, By: "bob", Reason: "no"}); err != nil {
+	b := awaitReview(t, v.e, engine.CreateReview{Job: "j5", Phase: "p", Queue: "q5"}, engine.VerdictApprove)
+	if _, err := v.e.ReviewCommand(context.Background(), engine.ReviewCommand{ReviewTarget: engine.ReviewTarget{ID: b}, Op: engine.ReviewOpReject, By: "bob", Reason: "no"}); err != nil {
 		t.Fatal(err)
 	}
 	code, body, _ := press(b, "approve", "APPROVAL_REQUIRED", "")
@@ -193,11 +193,11 @@ func TestReviewActions(t *testing.T) {
 		t.Errorf("approve of a task rejected meanwhile: HTTP %d", code)
 	}
 	wantIn(t, "approve of a task rejected meanwhile", body, "Could not approve task 5: it is PENDING now, not what the page showed.", `id="no-tasks"`)
-	if task := v.task(b); task.State != engine.TaskPending || task.DecidedBy != "bob" {
-		t.Errorf("the refused approve changed the task: %s by %q", task.State, task.DecidedBy)
+	if review := v.review(b); review.State != engine.ReviewPending || review.DecidedBy != "bob" {
+		t.Errorf("the refused approve changed the task: %s by %q", review.State, review.DecidedBy)
 	}
 	// A button the state never had: the engine names the state.
-	c := awaitTask(t, v.e, engine.CreateTask{Job: "j6", Phase: "p", Queue: "q6"}, engine.VerdictApprove)
+	c := awaitReview(t, v.e, engine.CreateReview{Job: "j6", Phase: "p", Queue: "q6"}, engine.VerdictApprove)
 	code, body, _ = press(c, "terminate", "", "")
 	if code != http.StatusConflict {
 		t.Errorf("terminate of an APPROVAL_REQUIRED task: HTTP %d", code)
@@ -222,8 +222,8 @@ func TestReviewActions(t *testing.T) {
 		}
 		wantIn(t, "POST "+bad.path, body, bad.msg)
 	}
-	if task := v.task(c); task.State != engine.TaskApprovalRequired {
-		t.Errorf("the refused forms moved task %d to %s", c, task.State)
+	if review := v.review(c); review.State != engine.ReviewApprovalRequired {
+		t.Errorf("the refused forms moved task %d to %s", c, review.State)
 	}
 }
 
@@ -232,7 +232,7 @@ func TestReviewActions(t *testing.T) {
 func TestReviewRoles(t *testing.T) {
 	role := "reader"
 	v := newEnv(t, envOptions{permissions: func(context.Context, string) (Permissions, error) { return ForRole(role) }})
-	id := awaitTask(t, v.e, engine.CreateTask{Job: "j", Phase: "p", Queue: "q"}, engine.VerdictApprove)
+	id := awaitReview(t, v.e, engine.CreateReview{Job: "j", Phase: "p", Queue: "q"}, engine.VerdictApprove)
 	_, body, _ := v.get("/ui/review")
 	wantIn(t, "a reader's review page", body, `data-task="1"`, `id="no-review-actions"`, "The reader role may not decide tasks: it can read them only.")
 	wantNotIn(t, "a reader's review page", body, `id="task-1-approve-form"`, `id="task-1-reject-form"`)
@@ -241,8 +241,8 @@ func TestReviewRoles(t *testing.T) {
 		t.Errorf("a reader's approve: HTTP %d", code)
 	}
 	wantIn(t, "a reader's approve", body, "The reader role may not approve tasks.")
-	if task := v.task(id); task.State != engine.TaskApprovalRequired {
-		t.Errorf("a reader's approve moved the task to %s", task.State)
+	if review := v.review(id); review.State != engine.ReviewApprovalRequired {
+		t.Errorf("a reader's approve moved the task to %s", review.State)
 	}
 	role = "client"
 	_, body, _ = v.get("/ui/review")

@@ -97,7 +97,11 @@ type Client interface {
 	// CompleteActivityByID is CompleteActivity by workflow id, run id ("":
 	// the latest) and activity id (its step).
 	CompleteActivityByID(ctx context.Context, namespace, workflowID, runID, activityID string, result any, err error) error
-	// TaskClient holds the human commands and reads of review tasks.
+	// ReviewClient holds the human commands and reads of review tasks.
+	ReviewClient
+	// TaskClient holds the same under their former names.
+	//
+	// Deprecated: use the methods of ReviewClient.
 	TaskClient
 	// StepClient holds the steps' reads and answers and the resource pool.
 	StepClient

@@ -17,23 +17,47 @@ type Client struct {
 	mock.Mock
 }
 
+// ActivateReview records the call and returns what the expectation gives.
+func (_m *Client) ActivateReview(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for ActivateReview")
+	}
+	var r0 engine.ReviewState
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(engine.ReviewState)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
 // ActivateTask records the call and returns what the expectation gives.
-func (_m *Client) ActivateTask(a0 context.Context, a1 client.TaskDecision) (engine.TaskState, error) {
+func (_m *Client) ActivateTask(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
 	ret := _m.Called(a0, a1)
 	if len(ret) == 0 {
 		panic("no return value specified for ActivateTask")
 	}
-	var r0 engine.TaskState
+	var r0 engine.ReviewState
 	var r1 error
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) (engine.TaskState, error)); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
 		return rf(a0, a1)
 	}
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) engine.TaskState); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
 		r0 = rf(a0, a1)
 	} else if ret.Get(0) != nil {
-		r0 = ret.Get(0).(engine.TaskState)
+		r0 = ret.Get(0).(engine.ReviewState)
 	}
-	if rf, ok := ret.Get(1).(func(context.Context, client.TaskDecision) error); ok {
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
 		r1 = rf(a0, a1)
 	} else {
 		r1 = ret.Error(1)
@@ -89,23 +113,71 @@ func (_m *Client) AnswerStep(a0 context.Context, a1 client.StepTarget, a2 []byte
 	return r0, r1
 }
 
+// ApproveReview records the call and returns what the expectation gives.
+func (_m *Client) ApproveReview(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for ApproveReview")
+	}
+	var r0 engine.ReviewState
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(engine.ReviewState)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
 // ApproveTask records the call and returns what the expectation gives.
-func (_m *Client) ApproveTask(a0 context.Context, a1 client.TaskDecision) (engine.TaskState, error) {
+func (_m *Client) ApproveTask(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
 	ret := _m.Called(a0, a1)
 	if len(ret) == 0 {
 		panic("no return value specified for ApproveTask")
 	}
-	var r0 engine.TaskState
+	var r0 engine.ReviewState
 	var r1 error
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) (engine.TaskState, error)); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
 		return rf(a0, a1)
 	}
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) engine.TaskState); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
 		r0 = rf(a0, a1)
 	} else if ret.Get(0) != nil {
-		r0 = ret.Get(0).(engine.TaskState)
+		r0 = ret.Get(0).(engine.ReviewState)
 	}
-	if rf, ok := ret.Get(1).(func(context.Context, client.TaskDecision) error); ok {
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
+// CancelReview records the call and returns what the expectation gives.
+func (_m *Client) CancelReview(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for CancelReview")
+	}
+	var r0 engine.ReviewState
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(engine.ReviewState)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
 		r1 = rf(a0, a1)
 	} else {
 		r1 = ret.Error(1)
@@ -114,22 +186,22 @@ func (_m *Client) ApproveTask(a0 context.Context, a1 client.TaskDecision) (engin
 }
 
 // CancelTask records the call and returns what the expectation gives.
-func (_m *Client) CancelTask(a0 context.Context, a1 client.TaskDecision) (engine.TaskState, error) {
+func (_m *Client) CancelTask(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
 	ret := _m.Called(a0, a1)
 	if len(ret) == 0 {
 		panic("no return value specified for CancelTask")
 	}
-	var r0 engine.TaskState
+	var r0 engine.ReviewState
 	var r1 error
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) (engine.TaskState, error)); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
 		return rf(a0, a1)
 	}
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) engine.TaskState); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
 		r0 = rf(a0, a1)
 	} else if ret.Get(0) != nil {
-		r0 = ret.Get(0).(engine.TaskState)
+		r0 = ret.Get(0).(engine.ReviewState)
 	}
-	if rf, ok := ret.Get(1).(func(context.Context, client.TaskDecision) error); ok {
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
 		r1 = rf(a0, a1)
 	} else {
 		r1 = ret.Error(1)
@@ -187,23 +259,23 @@ func (_m *Client) CompleteActivityByID(a0 context.Context, a1 string, a2 string,
 	return r0
 }
 
-// ConfigureTask records the call and returns what the expectation gives.
-func (_m *Client) ConfigureTask(a0 context.Context, a1 client.TaskDecision, a2 engine.TaskConfig) (engine.TaskState, error) {
+// ConfigureReview records the call and returns what the expectation gives.
+func (_m *Client) ConfigureReview(a0 context.Context, a1 client.ReviewDecision, a2 engine.ReviewConfig) (engine.ReviewState, error) {
 	ret := _m.Called(a0, a1, a2)
 	if len(ret) == 0 {
-		panic("no return value specified for ConfigureTask")
+		panic("no return value specified for ConfigureReview")
 	}
-	var r0 engine.TaskState
+	var r0 engine.ReviewState
 	var r1 error
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision, engine.TaskConfig) (engine.TaskState, error)); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision, engine.ReviewConfig) (engine.ReviewState, error)); ok {
 		return rf(a0, a1, a2)
 	}
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision, engine.TaskConfig) engine.TaskState); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision, engine.ReviewConfig) engine.ReviewState); ok {
 		r0 = rf(a0, a1, a2)
 	} else if ret.Get(0) != nil {
-		r0 = ret.Get(0).(engine.TaskState)
+		r0 = ret.Get(0).(engine.ReviewState)
 	}
-	if rf, ok := ret.Get(1).(func(context.Context, client.TaskDecision, engine.TaskConfig) error); ok {
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision, engine.ReviewConfig) error); ok {
 		r1 = rf(a0, a1, a2)
 	} else {
 		r1 = ret.Error(1)
@@ -211,21 +283,93 @@ func (_m *Client) ConfigureTask(a0 context.Context, a1 client.TaskDecision, a2 e
 	return r0, r1
 }
 
+// ConfigureTask records the call and returns what the expectation gives.
+func (_m *Client) ConfigureTask(a0 context.Context, a1 client.ReviewDecision, a2 engine.ReviewConfig) (engine.ReviewState, error) {
+	ret := _m.Called(a0, a1, a2)
+	if len(ret) == 0 {
+		panic("no return value specified for ConfigureTask")
+	}
+	var r0 engine.ReviewState
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision, engine.ReviewConfig) (engine.ReviewState, error)); ok {
+		return rf(a0, a1, a2)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision, engine.ReviewConfig) engine.ReviewState); ok {
+		r0 = rf(a0, a1, a2)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(engine.ReviewState)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision, engine.ReviewConfig) error); ok {
+		r1 = rf(a0, a1, a2)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
+// DescribeReview records the call and returns what the expectation gives.
+func (_m *Client) DescribeReview(a0 context.Context, a1 string, a2 string) (*engine.Review, error) {
+	ret := _m.Called(a0, a1, a2)
+	if len(ret) == 0 {
+		panic("no return value specified for DescribeReview")
+	}
+	var r0 *engine.Review
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, string, string) (*engine.Review, error)); ok {
+		return rf(a0, a1, a2)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, string, string) *engine.Review); ok {
+		r0 = rf(a0, a1, a2)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*engine.Review)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, string, string) error); ok {
+		r1 = rf(a0, a1, a2)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
+// DescribeReviewJob records the call and returns what the expectation gives.
+func (_m *Client) DescribeReviewJob(a0 context.Context, a1 string) (*engine.Manifest, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for DescribeReviewJob")
+	}
+	var r0 *engine.Manifest
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, string) (*engine.Manifest, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, string) *engine.Manifest); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*engine.Manifest)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, string) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
 // DescribeTask records the call and returns what the expectation gives.
-func (_m *Client) DescribeTask(a0 context.Context, a1 string, a2 string) (*engine.Task, error) {
+func (_m *Client) DescribeTask(a0 context.Context, a1 string, a2 string) (*engine.Review, error) {
 	ret := _m.Called(a0, a1, a2)
 	if len(ret) == 0 {
 		panic("no return value specified for DescribeTask")
 	}
-	var r0 *engine.Task
+	var r0 *engine.Review
 	var r1 error
-	if rf, ok := ret.Get(0).(func(context.Context, string, string) (*engine.Task, error)); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, string, string) (*engine.Review, error)); ok {
 		return rf(a0, a1, a2)
 	}
-	if rf, ok := ret.Get(0).(func(context.Context, string, string) *engine.Task); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, string, string) *engine.Review); ok {
 		r0 = rf(a0, a1, a2)
 	} else if ret.Get(0) != nil {
-		r0 = ret.Get(0).(*engine.Task)
+		r0 = ret.Get(0).(*engine.Review)
 	}
 	if rf, ok := ret.Get(1).(func(context.Context, string, string) error); ok {
 		r1 = rf(a0, a1, a2)
@@ -336,23 +480,47 @@ func (_m *Client) ExecuteWorkflow(a0 context.Context, a1 client.StartWorkflowOpt
 	return r0, r1
 }
 
+// FixReview records the call and returns what the expectation gives.
+func (_m *Client) FixReview(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for FixReview")
+	}
+	var r0 engine.ReviewState
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(engine.ReviewState)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
 // FixTask records the call and returns what the expectation gives.
-func (_m *Client) FixTask(a0 context.Context, a1 client.TaskDecision) (engine.TaskState, error) {
+func (_m *Client) FixTask(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
 	ret := _m.Called(a0, a1)
 	if len(ret) == 0 {
 		panic("no return value specified for FixTask")
 	}
-	var r0 engine.TaskState
+	var r0 engine.ReviewState
 	var r1 error
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) (engine.TaskState, error)); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
 		return rf(a0, a1)
 	}
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) engine.TaskState); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
 		r0 = rf(a0, a1)
 	} else if ret.Get(0) != nil {
-		r0 = ret.Get(0).(engine.TaskState)
+		r0 = ret.Get(0).(engine.ReviewState)
 	}
-	if rf, ok := ret.Get(1).(func(context.Context, client.TaskDecision) error); ok {
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
 		r1 = rf(a0, a1)
 	} else {
 		r1 = ret.Error(1)
@@ -438,6 +606,30 @@ func (_m *Client) ListResources(a0 context.Context) ([]*engine.Resource, error) 
 	return r0, r1
 }
 
+// ListReviews records the call and returns what the expectation gives.
+func (_m *Client) ListReviews(a0 context.Context, a1 string) ([]engine.Review, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for ListReviews")
+	}
+	var r0 []engine.Review
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, string) ([]engine.Review, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, string) []engine.Review); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).([]engine.Review)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, string) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
 // ListSteps records the call and returns what the expectation gives.
 func (_m *Client) ListSteps(a0 context.Context, a1 string, a2 string) ([]engine.StepInfo, error) {
 	ret := _m.Called(a0, a1, a2)
@@ -463,20 +655,20 @@ func (_m *Client) ListSteps(a0 context.Context, a1 string, a2 string) ([]engine.
 }
 
 // ListTasks records the call and returns what the expectation gives.
-func (_m *Client) ListTasks(a0 context.Context, a1 string) ([]engine.Task, error) {
+func (_m *Client) ListTasks(a0 context.Context, a1 string) ([]engine.Review, error) {
 	ret := _m.Called(a0, a1)
 	if len(ret) == 0 {
 		panic("no return value specified for ListTasks")
 	}
-	var r0 []engine.Task
+	var r0 []engine.Review
 	var r1 error
-	if rf, ok := ret.Get(0).(func(context.Context, string) ([]engine.Task, error)); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, string) ([]engine.Review, error)); ok {
 		return rf(a0, a1)
 	}
-	if rf, ok := ret.Get(0).(func(context.Context, string) []engine.Task); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, string) []engine.Review); ok {
 		r0 = rf(a0, a1)
 	} else if ret.Get(0) != nil {
-		r0 = ret.Get(0).([]engine.Task)
+		r0 = ret.Get(0).([]engine.Review)
 	}
 	if rf, ok := ret.Get(1).(func(context.Context, string) error); ok {
 		r1 = rf(a0, a1)
@@ -599,23 +791,47 @@ func (_m *Client) RecordActivityHeartbeatByID(a0 context.Context, a1 string, a2 
 	return r0
 }
 
+// RejectReview records the call and returns what the expectation gives.
+func (_m *Client) RejectReview(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for RejectReview")
+	}
+	var r0 engine.ReviewState
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(engine.ReviewState)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
 // RejectTask records the call and returns what the expectation gives.
-func (_m *Client) RejectTask(a0 context.Context, a1 client.TaskDecision) (engine.TaskState, error) {
+func (_m *Client) RejectTask(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
 	ret := _m.Called(a0, a1)
 	if len(ret) == 0 {
 		panic("no return value specified for RejectTask")
 	}
-	var r0 engine.TaskState
+	var r0 engine.ReviewState
 	var r1 error
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) (engine.TaskState, error)); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
 		return rf(a0, a1)
 	}
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) engine.TaskState); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
 		r0 = rf(a0, a1)
 	} else if ret.Get(0) != nil {
-		r0 = ret.Get(0).(engine.TaskState)
+		r0 = ret.Get(0).(engine.ReviewState)
 	}
-	if rf, ok := ret.Get(1).(func(context.Context, client.TaskDecision) error); ok {
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
 		r1 = rf(a0, a1)
 	} else {
 		r1 = ret.Error(1)
@@ -638,23 +854,71 @@ func (_m *Client) RemoveResource(a0 context.Context, a1 string) error {
 	return r0
 }
 
+// ResubmitReview records the call and returns what the expectation gives.
+func (_m *Client) ResubmitReview(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for ResubmitReview")
+	}
+	var r0 engine.ReviewState
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(engine.ReviewState)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
 // ResubmitTask records the call and returns what the expectation gives.
-func (_m *Client) ResubmitTask(a0 context.Context, a1 client.TaskDecision) (engine.TaskState, error) {
+func (_m *Client) ResubmitTask(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
 	ret := _m.Called(a0, a1)
 	if len(ret) == 0 {
 		panic("no return value specified for ResubmitTask")
 	}
-	var r0 engine.TaskState
+	var r0 engine.ReviewState
 	var r1 error
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) (engine.TaskState, error)); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
 		return rf(a0, a1)
 	}
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) engine.TaskState); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
 		r0 = rf(a0, a1)
 	} else if ret.Get(0) != nil {
-		r0 = ret.Get(0).(engine.TaskState)
+		r0 = ret.Get(0).(engine.ReviewState)
 	}
-	if rf, ok := ret.Get(1).(func(context.Context, client.TaskDecision) error); ok {
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
+// ResumeReview records the call and returns what the expectation gives.
+func (_m *Client) ResumeReview(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for ResumeReview")
+	}
+	var r0 engine.ReviewState
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(engine.ReviewState)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
 		r1 = rf(a0, a1)
 	} else {
 		r1 = ret.Error(1)
@@ -663,22 +927,22 @@ func (_m *Client) ResubmitTask(a0 context.Context, a1 client.TaskDecision) (engi
 }
 
 // ResumeTask records the call and returns what the expectation gives.
-func (_m *Client) ResumeTask(a0 context.Context, a1 client.TaskDecision) (engine.TaskState, error) {
+func (_m *Client) ResumeTask(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
 	ret := _m.Called(a0, a1)
 	if len(ret) == 0 {
 		panic("no return value specified for ResumeTask")
 	}
-	var r0 engine.TaskState
+	var r0 engine.ReviewState
 	var r1 error
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) (engine.TaskState, error)); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
 		return rf(a0, a1)
 	}
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) engine.TaskState); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
 		r0 = rf(a0, a1)
 	} else if ret.Get(0) != nil {
-		r0 = ret.Get(0).(engine.TaskState)
+		r0 = ret.Get(0).(engine.ReviewState)
 	}
-	if rf, ok := ret.Get(1).(func(context.Context, client.TaskDecision) error); ok {
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
 		r1 = rf(a0, a1)
 	} else {
 		r1 = ret.Error(1)
@@ -745,23 +1009,71 @@ func (_m *Client) SignalWorkflow(a0 context.Context, a1 string, a2 string, a3 st
 	return r0
 }
 
+// StepReview records the call and returns what the expectation gives.
+func (_m *Client) StepReview(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for StepReview")
+	}
+	var r0 engine.ReviewState
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(engine.ReviewState)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
 // StepTask records the call and returns what the expectation gives.
-func (_m *Client) StepTask(a0 context.Context, a1 client.TaskDecision) (engine.TaskState, error) {
+func (_m *Client) StepTask(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
 	ret := _m.Called(a0, a1)
 	if len(ret) == 0 {
 		panic("no return value specified for StepTask")
 	}
-	var r0 engine.TaskState
+	var r0 engine.ReviewState
 	var r1 error
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) (engine.TaskState, error)); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
 		return rf(a0, a1)
 	}
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) engine.TaskState); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
 		r0 = rf(a0, a1)
 	} else if ret.Get(0) != nil {
-		r0 = ret.Get(0).(engine.TaskState)
+		r0 = ret.Get(0).(engine.ReviewState)
 	}
-	if rf, ok := ret.Get(1).(func(context.Context, client.TaskDecision) error); ok {
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
+// SuspendReview records the call and returns what the expectation gives.
+func (_m *Client) SuspendReview(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for SuspendReview")
+	}
+	var r0 engine.ReviewState
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(engine.ReviewState)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
 		r1 = rf(a0, a1)
 	} else {
 		r1 = ret.Error(1)
@@ -770,22 +1082,46 @@ func (_m *Client) StepTask(a0 context.Context, a1 client.TaskDecision) (engine.T
 }
 
 // SuspendTask records the call and returns what the expectation gives.
-func (_m *Client) SuspendTask(a0 context.Context, a1 client.TaskDecision) (engine.TaskState, error) {
+func (_m *Client) SuspendTask(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
 	ret := _m.Called(a0, a1)
 	if len(ret) == 0 {
 		panic("no return value specified for SuspendTask")
 	}
-	var r0 engine.TaskState
+	var r0 engine.ReviewState
 	var r1 error
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) (engine.TaskState, error)); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
 		return rf(a0, a1)
 	}
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) engine.TaskState); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
 		r0 = rf(a0, a1)
 	} else if ret.Get(0) != nil {
-		r0 = ret.Get(0).(engine.TaskState)
+		r0 = ret.Get(0).(engine.ReviewState)
 	}
-	if rf, ok := ret.Get(1).(func(context.Context, client.TaskDecision) error); ok {
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
+// TerminateReview records the call and returns what the expectation gives.
+func (_m *Client) TerminateReview(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for TerminateReview")
+	}
+	var r0 engine.ReviewState
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(engine.ReviewState)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
 		r1 = rf(a0, a1)
 	} else {
 		r1 = ret.Error(1)
@@ -794,22 +1130,22 @@ func (_m *Client) SuspendTask(a0 context.Context, a1 client.TaskDecision) (engin
 }
 
 // TerminateTask records the call and returns what the expectation gives.
-func (_m *Client) TerminateTask(a0 context.Context, a1 client.TaskDecision) (engine.TaskState, error) {
+func (_m *Client) TerminateTask(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
 	ret := _m.Called(a0, a1)
 	if len(ret) == 0 {
 		panic("no return value specified for TerminateTask")
 	}
-	var r0 engine.TaskState
+	var r0 engine.ReviewState
 	var r1 error
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) (engine.TaskState, error)); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) (engine.ReviewState, error)); ok {
 		return rf(a0, a1)
 	}
-	if rf, ok := ret.Get(0).(func(context.Context, client.TaskDecision) engine.TaskState); ok {
+	if rf, ok := ret.Get(0).(func(context.Context, client.ReviewDecision) engine.ReviewState); ok {
 		r0 = rf(a0, a1)
 	} else if ret.Get(0) != nil {
-		r0 = ret.Get(0).(engine.TaskState)
+		r0 = ret.Get(0).(engine.ReviewState)
 	}
-	if rf, ok := ret.Get(1).(func(context.Context, client.TaskDecision) error); ok {
+	if rf, ok := ret.Get(1).(func(context.Context, client.ReviewDecision) error); ok {
 		r1 = rf(a0, a1)
 	} else {
 		r1 = ret.Error(1)

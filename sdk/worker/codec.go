@@ -115,7 +115,7 @@ func (c *codecService) failures(typ engine.EventType, name string, b []byte, wri
 }
 
 // rawService returns the service a codecService wraps, for the optional
-// interfaces (engine.TaskService, engine.QueryServer,
+// interfaces (engine.ReviewService, engine.QueryServer,
 // engine.CancelSafeClaimer) asked of it.
 func rawService(e engine.Service) engine.Service {
 	if c, ok := e.(*codecService); ok {

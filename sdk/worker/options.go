@@ -15,7 +15,7 @@ import (
 type (
 	activityCommand = sdkhook.Activity[workflow.ActivityOptions]
 	childCommand    = sdkhook.Child[workflow.ChildWorkflowOptions]
-	reviewCommand   = sdkhook.Review[workflow.TaskOptions]
+	reviewCommand   = sdkhook.Review[workflow.ReviewOptions]
 )
 
 // activityOf returns the options activity command c was issued with, and

@@ -75,8 +75,8 @@ func TestOutsiderCannotWriteIntoARun(t *testing.T) {
 			t.Fatalf("a child of the run with parent lease %+v: %v", pl, err)
 		}
 	}
-	if ts, ok := svc.(engine.TaskService); ok {
-		_, err := ts.CreateTask(ctx, engine.CreateTask{Job: "forged", Phase: "p", Queue: "nobody", Type: "w", ParentJob: victim.ID, ParentStep: "1", ParentLease: public})
+	if ts, ok := svc.(engine.ReviewService); ok {
+		_, err := ts.CreateReview(ctx, engine.CreateReview{Job: "forged", Phase: "p", Queue: "nobody", Type: "w", ParentJob: victim.ID, ParentStep: "1", ParentLease: public})
 		if !errors.Is(err, engine.ErrStaleAttempt) {
 			t.Fatalf("a task under the run: %v", err)
 		}

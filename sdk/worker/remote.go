@@ -25,7 +25,7 @@ func (r *run) isInline(c *replay.Command) bool {
 // isRemote reports whether a command is carried out by a job of its own: a
 // child workflow, or an activity of another task queue.
 func (r *run) isRemote(c *replay.Command) bool {
-	return c.Kind == replay.KindChild || c.Kind == replay.KindTask || (c.Kind == replay.KindActivity && !r.isInline(c))
+	return c.Kind == replay.KindChild || c.Kind == replay.KindReview || (c.Kind == replay.KindActivity && !r.isInline(c))
 }
 
 // remoteID is the workflow id of the job that carries out a remote command:
@@ -101,8 +101,8 @@ func (r *run) startRemote(cmds []*replay.Command) (bool, error) {
 // fails at once with an "already started" error (done reports that this
 // was committed).
 func (r *run) createRemote(c *replay.Command) (done bool, err error) {
-	if c.Kind == replay.KindTask {
-		return r.createTask(c)
+	if c.Kind == replay.KindReview {
+		return r.createReview(c)
 	}
 	parent := r.ref // the engine starts a run's children only for its lease's holder
 	create := engine.CreateJob{

@@ -277,7 +277,7 @@ type queueWorker struct {
 	// claimCancel ends the claim in flight (a registration restarts it).
 	claimCancel context.CancelFunc
 	// tasks holds the reviewers of review tasks (task.go).
-	tasks taskSide
+	reviews reviewSide
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -449,7 +449,7 @@ func (w *queueWorker) Start() error {
 	w.stopServing = w.serveQueries()
 	w.wg.Add(1)
 	go w.poll()
-	w.startTaskPollers()
+	w.startReviewPollers()
 	return w.startSessions()
 }
 

@@ -2,14 +2,14 @@ package engine
 
 import "slices"
 
-// TaskID identifies one review task; ids are assigned by Apply from a
+// ReviewID identifies one review task; ids are assigned by Apply from a
 // counter of their own, in creation order.
-type TaskID uint64
+type ReviewID uint64
 
-// TaskConfig is what a DRAFT task may still have changed (config), and what
+// ReviewConfig is what a DRAFT task may still have changed (config), and what
 // the work reads: the seed's objective, details, acceptance criteria and
 // inputs.
-type TaskConfig struct {
+type ReviewConfig struct {
 	Objective  string   `json:"objective,omitempty" msgpack:"ob,omitempty"`
 	Details    string   `json:"details,omitempty" msgpack:"de,omitempty"`
 	Acceptance []string `json:"acceptance_criteria,omitempty" msgpack:"ac,omitempty"`
@@ -17,7 +17,7 @@ type TaskConfig struct {
 }
 
 // merge returns c with every field set in d replacing it.
-func (c TaskConfig) merge(d TaskConfig) TaskConfig {
+func (c ReviewConfig) merge(d ReviewConfig) ReviewConfig {
 	if d.Objective != "" {
 		c.Objective = d.Objective
 	}
@@ -56,20 +56,20 @@ func (v Verdict) String() string {
 	return "none"
 }
 
-// Review is what a reviewer recorded: the verdict, its recommendations and
+// Assessment is what a reviewer recorded: the verdict, its recommendations and
 // a summary (the manifest's history shows the summary).
-type Review struct {
+type Assessment struct {
 	Verdict         Verdict  `json:"verdict" msgpack:"v"`
 	Recommendations []string `json:"recommendations,omitempty" msgpack:"rc,omitempty"`
 	Summary         string   `json:"summary,omitempty" msgpack:"sm,omitempty"`
 }
 
-// Task is the stored record of a task: its identity, its configuration and
+// Review is the stored record of a review task: its identity, its configuration and
 // the projection of its history (state, lease, metrics, the latest output
-// and review). The history is the truth; ProjectTask rebuilds this record
+// and review). The history is the truth; ProjectReview rebuilds this record
 // from it, and Verify checks that they agree.
-type Task struct {
-	ID TaskID `json:"task_id" msgpack:"id"`
+type Review struct {
+	ID ReviewID `json:"task_id" msgpack:"id"`
 	// Job groups the tasks of one DAG (the manifest's job_id); Phase names
 	// the task within it, uniquely.
 	Job            string `json:"job_id" msgpack:"jb"`
@@ -85,7 +85,7 @@ type Task struct {
 	ReviewType string `json:"review_type,omitempty" msgpack:"rt,omitempty"`
 	// Deps are the tasks (of the same job) that must reach SUCCESS before
 	// this one may run.
-	Deps []TaskID `json:"deps,omitempty" msgpack:"dp,omitempty"`
+	Deps []ReviewID `json:"deps,omitempty" msgpack:"dp,omitempty"`
 	// AutoReview starts the review (step) as soon as the output is
 	// recorded; AutoApprove approves a review whose verdict is approve.
 	AutoReview  bool `json:"auto_review,omitempty" msgpack:"ar,omitempty"`
@@ -95,8 +95,8 @@ type Task struct {
 	ParentJob  JobID  `json:"parent_job_id,omitempty" msgpack:"pj,omitempty"`
 	ParentStep string `json:"parent_step,omitempty" msgpack:"ps,omitempty"`
 
-	Config TaskConfig `json:"config" msgpack:"cf"`
-	State  TaskState  `json:"status" msgpack:"st"`
+	Config ReviewConfig `json:"config" msgpack:"cf"`
+	State  ReviewState  `json:"status" msgpack:"st"`
 	// Attempt counts the leases handed out (to workers and reviewers); the
 	// current lease's writes must carry it.
 	Attempt       uint64 `json:"attempt,omitempty" msgpack:"at,omitempty"`
@@ -112,9 +112,9 @@ type Task struct {
 	LastSeq   uint64 `json:"last_seq" msgpack:"ls"`
 	// Output is the latest output the work recorded; Feedback the latest
 	// rejection's or intervention's words, for the next run.
-	Output   []byte `json:"output,omitempty" msgpack:"ou,omitempty"`
-	Feedback string `json:"feedback,omitempty" msgpack:"fb,omitempty"`
-	Review   Review `json:"review" msgpack:"rv"`
+	Output     []byte     `json:"output,omitempty" msgpack:"ou,omitempty"`
+	Feedback   string     `json:"feedback,omitempty" msgpack:"fb,omitempty"`
+	Assessment Assessment `json:"review" msgpack:"rv"`
 	// Summary is the latest summary of the task (a review's, an output's,
 	// or a person's reason), as the manifest shows it.
 	Summary string `json:"summary,omitempty" msgpack:"su,omitempty"`
@@ -131,14 +131,14 @@ type Task struct {
 	DecidedBy string `json:"decided_by,omitempty" msgpack:"by,omitempty"`
 }
 
-// TaskEvent is one entry of a task's history. Seqs start at 1 without gaps.
-type TaskEvent struct {
-	Seq  uint64        `json:"seq" msgpack:"q"`
-	Type TaskEventType `json:"type" msgpack:"t"`
-	AtMS int64         `json:"at_ms" msgpack:"at"`
+// ReviewEvent is one entry of a task's history. Seqs start at 1 without gaps.
+type ReviewEvent struct {
+	Seq  uint64          `json:"seq" msgpack:"q"`
+	Type ReviewEventType `json:"type" msgpack:"t"`
+	AtMS int64           `json:"at_ms" msgpack:"at"`
 	// From and To are the states the event moved the task between.
-	From TaskState `json:"from" msgpack:"f"`
-	To   TaskState `json:"to" msgpack:"o"`
+	From ReviewState `json:"from" msgpack:"f"`
+	To   ReviewState `json:"to" msgpack:"o"`
 	// By names who decided (a human command, or "auto" for an automatic
 	// step or approval); Owner the worker or reviewer of a lease.
 	By            string `json:"by,omitempty" msgpack:"by,omitempty"`
@@ -150,21 +150,21 @@ type TaskEvent struct {
 	// Reason is a person's words: a reason, or the feedback of a reject,
 	// resubmit or fix.
 	Reason string `json:"reason,omitempty" msgpack:"r,omitempty"`
-	// Output, Cost and Summary come with task_output; Review with
+	// Output, Cost and Summary come with task_output; Assessment with
 	// task_reviewed; Config with task_created, task_drafted and
 	// task_configured.
-	Output  []byte      `json:"output,omitempty" msgpack:"ou,omitempty"`
-	Cost    float64     `json:"cost,omitempty" msgpack:"co,omitempty"`
-	Summary string      `json:"summary,omitempty" msgpack:"su,omitempty"`
-	Review  *Review     `json:"review,omitempty" msgpack:"rv,omitempty"`
-	Config  *TaskConfig `json:"config,omitempty" msgpack:"cf,omitempty"`
+	Output     []byte        `json:"output,omitempty" msgpack:"ou,omitempty"`
+	Cost       float64       `json:"cost,omitempty" msgpack:"co,omitempty"`
+	Summary    string        `json:"summary,omitempty" msgpack:"su,omitempty"`
+	Assessment *Assessment   `json:"review,omitempty" msgpack:"rv,omitempty"`
+	Config     *ReviewConfig `json:"config,omitempty" msgpack:"cf,omitempty"`
 }
 
 // Clone returns a copy of t that Apply may change without changing t.
-func (t *Task) Clone() *Task {
+func (t *Review) Clone() *Review {
 	c := *t
 	c.Deps = slices.Clone(t.Deps)
 	c.Config.Acceptance = slices.Clone(t.Config.Acceptance)
-	c.Review.Recommendations = slices.Clone(t.Review.Recommendations)
+	c.Assessment.Recommendations = slices.Clone(t.Assessment.Recommendations)
 	return &c
 }

@@ -9,10 +9,10 @@ import (
 	"github.com/heddlewf/heddle/sdk/converter"
 )
 
-// TaskOptions configure ExecuteTask: a unit of work whose output must pass a
-// review and an approval before the workflow (and the tasks that depend on
-// it) may go on (docs/state-machines.md §4).
-type TaskOptions struct {
+// ReviewOptions configure ExecuteReview: a review task, a unit of work whose
+// output must pass a review and an approval before the workflow (and the
+// tasks that depend on it) may go on (docs/state-machines.md §4).
+type ReviewOptions struct {
 	// Job groups the tasks of one DAG, and is the manifest's job_id
 	// (`heddle task describe JOB`). Empty: the workflow id.
 	Job string
@@ -50,36 +50,36 @@ type TaskOptions struct {
 	Draft bool
 }
 
-// TaskError is what a task's future returns when the task ended without
-// SUCCESS (canceled, or terminated by a person).
-type TaskError struct {
+// ReviewError is what ExecuteReview's future returns when the review task
+// ended without SUCCESS (canceled, or terminated by a person).
+type ReviewError struct {
 	Phase   string
 	Step    string
 	Message string
 	Cause   error
 }
 
-func (e *TaskError) Error() string {
+func (e *ReviewError) Error() string {
 	return fmt.Sprintf("task %s (step %s) ended without success: %s", e.Phase, e.Step, e.Message)
 }
 
 // Unwrap returns the failure the engine recorded.
-func (e *TaskError) Unwrap() error { return e.Cause }
+func (e *ReviewError) Unwrap() error { return e.Cause }
 
-// ExecuteTask asks for work (an activity function, or its registered name)
+// ExecuteReview asks for work (an activity function, or its registered name)
 // to be done with args as a review task, and returns the future of its
 // output. The work runs on a worker of the task queue that registered it;
 // its output is then reviewed (by a reviewer registered with
 // worker.RegisterReviewer) and approved (by a person, or automatically),
 // and only then does the future resolve: at SUCCESS. A rejection sends the
 // work back with the reviewer's and the person's feedback
-// (activity.GetTaskInfo). A task that ends CANCELED fails the future with a
-// *TaskError.
-func ExecuteTask(ctx Context, opts TaskOptions, work any, args ...any) Future {
+// (activity.GetReviewInfo). A task that ends CANCELED fails the future with a
+// *ReviewError.
+func ExecuteReview(ctx Context, opts ReviewOptions, work any, args ...any) Future {
 	st := stateOf(ctx)
 	f, set := newCommandFuture()
 	if opts.Phase == "" {
-		set(nil, errors.New("workflow: ExecuteTask needs TaskOptions.Phase"))
+		set(nil, errors.New("workflow: ExecuteReview needs ReviewOptions.Phase"))
 		return f
 	}
 	name, input, err := prepareCommand(ctx, "task", work, args)
@@ -87,7 +87,7 @@ func ExecuteTask(ctx Context, opts TaskOptions, work any, args ...any) Future {
 		set(nil, err)
 		return f
 	}
-	st.x.Issue(replay.KindTask, name, input, sdkhook.Review[TaskOptions]{Options: opts}, 0, func(r replay.Resolution) {
+	st.x.Issue(replay.KindReview, name, input, sdkhook.Review[ReviewOptions]{Options: opts}, 0, func(r replay.Resolution) {
 		if !r.Failed {
 			set(converter.NewEncodedValue(r.Payload), nil)
 			return
@@ -97,7 +97,24 @@ func ExecuteTask(ctx Context, opts TaskOptions, work any, args ...any) Future {
 			step = r.Event.Step
 		}
 		cause := sdkhook.DecodeFailure(r.Payload)
-		set(nil, &TaskError{Phase: opts.Phase, Step: step, Message: cause.Error(), Cause: cause})
+		set(nil, &ReviewError{Phase: opts.Phase, Step: step, Message: cause.Error(), Cause: cause})
 	})
 	return f
+}
+
+// TaskOptions is the former name of ReviewOptions.
+//
+// Deprecated: use ReviewOptions.
+type TaskOptions = ReviewOptions
+
+// TaskError is the former name of ReviewError.
+//
+// Deprecated: use ReviewError.
+type TaskError = ReviewError
+
+// ExecuteTask is the former name of ExecuteReview.
+//
+// Deprecated: use ExecuteReview.
+func ExecuteTask(ctx Context, opts ReviewOptions, work any, args ...any) Future {
+	return ExecuteReview(ctx, opts, work, args...)
 }

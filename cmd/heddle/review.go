@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newTaskCommand() *cobra.Command {
+func newReviewCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "task",
 		Short: "read a job's review tasks and approve, reject or otherwise steer them",
@@ -31,27 +31,27 @@ func newTaskCommand() *cobra.Command {
 		RunE: missingCommand,
 	}
 	g := addAPIFlags(cmd)
-	cmd.AddCommand(newTaskDescribeCommand(g), newTaskListCommand(g), newTaskHistoryCommand(g))
-	for _, op := range engine.TaskOps() {
-		cmd.AddCommand(newTaskOpCommand(g, op))
+	cmd.AddCommand(newReviewDescribeCommand(g), newReviewListCommand(g), newReviewHistoryCommand(g))
+	for _, op := range engine.ReviewOps() {
+		cmd.AddCommand(newReviewOpCommand(g, op))
 	}
 	return cmd
 }
 
-// parseTaskTarget reads a TASK argument: an id, or JOB/PHASE (the phase is
+// parseReviewTarget reads a TASK argument: an id, or JOB/PHASE (the phase is
 // what follows the last slash, so a job id may hold slashes).
-func parseTaskTarget(s string) (engine.TaskTarget, error) {
+func parseReviewTarget(s string) (engine.ReviewTarget, error) {
 	if id, err := strconv.ParseUint(s, 10, 64); err == nil && id > 0 {
-		return engine.TaskTarget{ID: engine.TaskID(id)}, nil
+		return engine.ReviewTarget{ID: engine.ReviewID(id)}, nil
 	}
 	i := strings.LastIndex(s, "/")
 	if i <= 0 || i == len(s)-1 {
-		return engine.TaskTarget{}, usagef("TASK %q is neither a task id nor JOB/PHASE", s)
+		return engine.ReviewTarget{}, usagef("TASK %q is neither a task id nor JOB/PHASE", s)
 	}
-	return engine.TaskTarget{Job: s[:i], Phase: s[i+1:]}, nil
+	return engine.ReviewTarget{Job: s[:i], Phase: s[i+1:]}, nil
 }
 
-func newTaskDescribeCommand(g *wfGlobals) *cobra.Command {
+func newReviewDescribeCommand(g *wfGlobals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "describe JOB",
 		Short: "print a job's manifest: status, current phase, cost, time and each phase's summary",
@@ -66,7 +66,7 @@ func newTaskDescribeCommand(g *wfGlobals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		m, err := svc.TaskManifest(c.ctx, args[0])
+		m, err := svc.ReviewManifest(c.ctx, args[0])
 		if err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func newTaskDescribeCommand(g *wfGlobals) *cobra.Command {
 			if h.DecidedBy != "" {
 				by = " (by " + wfCell(h.DecidedBy) + ")"
 			}
-			fmt.Fprintf(&b, "  %-4d %-24s %-22s %s%s\n", h.TaskID, wfCell(h.Phase), h.Status, wfCell(h.Summary), by)
+			fmt.Fprintf(&b, "  %-4d %-24s %-22s %s%s\n", h.ReviewID, wfCell(h.Phase), h.Status, wfCell(h.Summary), by)
 		}
 		_, err = io.WriteString(c.out, b.String())
 		return err
@@ -90,7 +90,7 @@ func newTaskDescribeCommand(g *wfGlobals) *cobra.Command {
 	return cmd
 }
 
-func newTaskListCommand(g *wfGlobals) *cobra.Command {
+func newReviewListCommand(g *wfGlobals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list [JOB] [--state S] [-t QUEUE] [--type TYPE] [--limit N] [--cursor C]",
 		Short: "list a job's tasks, or the tasks of every job awaiting a person, with the commands legal now",
@@ -124,18 +124,18 @@ func newTaskListCommand(g *wfGlobals) *cobra.Command {
 			if state != "" || queue != "" || typ != "" || cursor != "" || cmd.Flags().Changed("limit") {
 				return usagef("--state, --queue, --type, --limit and --cursor list the tasks awaiting a person; with JOB every task of the job is listed")
 			}
-			ts, err := svc.ListTasks(c.ctx, args[0])
+			ts, err := svc.ListReviews(c.ctx, args[0])
 			if err != nil {
 				return err
 			}
-			return printTasks(c, ts, false)
+			return printReviews(c, ts, false)
 		}
 		q := engine.AwaitingQuery{Queue: queue, Type: typ, Limit: limit}
 		if limit < 1 || limit > engine.MaxPage {
 			return usagef("--limit %d is not between 1 and %d", limit, engine.MaxPage)
 		}
 		if state != "" {
-			if q.State, err = engine.ParseTaskState(strings.ToUpper(state)); err != nil || !q.State.AwaitsPerson() {
+			if q.State, err = engine.ParseReviewState(strings.ToUpper(state)); err != nil || !q.State.AwaitsPerson() {
 				return usagef("--state %q is not REVIEW_REQUIRED, APPROVAL_REQUIRED or INTERVENTION_REQUIRED", state)
 			}
 		}
@@ -144,13 +144,13 @@ func newTaskListCommand(g *wfGlobals) *cobra.Command {
 			if err != nil {
 				return usagef("--cursor %q is not a cursor printed by task list", cursor)
 			}
-			q.After = engine.TaskID(n)
+			q.After = engine.ReviewID(n)
 		}
-		page, err := svc.ListAwaitingTasks(c.ctx, q)
+		page, err := svc.ListAwaitingReviews(c.ctx, q)
 		if err != nil {
 			return err
 		}
-		if err := printTasks(c, page.Tasks, true); err != nil {
+		if err := printReviews(c, page.Reviews, true); err != nil {
 			return err
 		}
 		if page.Next != 0 && c.table() {
@@ -161,11 +161,11 @@ func newTaskListCommand(g *wfGlobals) *cobra.Command {
 	return cmd
 }
 
-// printTasks prints task records in the chosen format; the table names
+// printReviews prints task records in the chosen format; the table names
 // each task's job when they come from several.
-func printTasks(c *wfCall, ts []engine.Task, withJob bool) error {
+func printReviews(c *wfCall, ts []engine.Review, withJob bool) error {
 	if ts == nil {
-		ts = []engine.Task{}
+		ts = []engine.Review{}
 	}
 	switch c.format {
 	case formatJSON:
@@ -182,7 +182,7 @@ func printTasks(c *wfCall, ts []engine.Task, withJob bool) error {
 	fmt.Fprintf(&b, "%-5s %-24s %-22s %5s %8s  %s\n", "ID", "PHASE", "STATUS", "RUNS", "COST", "LEGAL COMMANDS")
 	for _, t := range ts {
 		var legal []string
-		for _, op := range engine.LegalTaskOps(t.State) {
+		for _, op := range engine.LegalReviewOps(t.State) {
 			legal = append(legal, string(op))
 		}
 		fmt.Fprintf(&b, "%s%-5d %-24s %-22s %5d %8g  %s\n", job(t.Job), t.ID, wfCell(t.Phase), t.State, t.Runs, t.CostTotal, strings.Join(legal, " "))
@@ -191,7 +191,7 @@ func printTasks(c *wfCall, ts []engine.Task, withJob bool) error {
 	return err
 }
 
-func newTaskHistoryCommand(g *wfGlobals) *cobra.Command {
+func newReviewHistoryCommand(g *wfGlobals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history TASK",
 		Short: "print a task's history: every move, who made it and why",
@@ -201,7 +201,7 @@ func newTaskHistoryCommand(g *wfGlobals) *cobra.Command {
 		Args: exactArgs("TASK"),
 	}
 	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
-		t, err := parseTaskTarget(args[0])
+		t, err := parseReviewTarget(args[0])
 		if err != nil {
 			return err
 		}
@@ -210,18 +210,18 @@ func newTaskHistoryCommand(g *wfGlobals) *cobra.Command {
 			return err
 		}
 		if t.ID == 0 {
-			rec, err := svc.DescribeTask(c.ctx, t)
+			rec, err := svc.DescribeReview(c.ctx, t)
 			if err != nil {
 				return err
 			}
 			t.ID = rec.ID
 		}
-		evs, err := svc.TaskHistory(c.ctx, t.ID)
+		evs, err := svc.ReviewHistory(c.ctx, t.ID)
 		if err != nil {
 			return err
 		}
 		if evs == nil {
-			evs = []engine.TaskEvent{}
+			evs = []engine.ReviewEvent{}
 		}
 		switch c.format {
 		case formatJSON:
@@ -236,8 +236,8 @@ func newTaskHistoryCommand(g *wfGlobals) *cobra.Command {
 				who = e.Owner
 			}
 			note := e.Reason
-			if e.Review != nil {
-				note = e.Review.Summary
+			if e.Assessment != nil {
+				note = e.Assessment.Summary
 			} else if note == "" {
 				note = e.Summary
 			}
@@ -250,35 +250,35 @@ func newTaskHistoryCommand(g *wfGlobals) *cobra.Command {
 	return cmd
 }
 
-// taskOpShort says what each human command does.
-var taskOpShort = map[engine.TaskOp]string{
-	engine.TaskOpActivate:  "activate a DRAFT task: it becomes PENDING and runs once its dependencies succeed",
-	engine.TaskOpConfig:    "configure a DRAFT task: objective, details, acceptance criteria, input",
-	engine.TaskOpSuspend:   "suspend a task: it keeps everything and runs again (from PENDING) when resumed",
-	engine.TaskOpResume:    "resume a SUSPENDED task (to PENDING) or a PAUSED one (to RUNNING)",
-	engine.TaskOpCancel:    "cancel a task: it ends CANCELED and its dependants never start",
-	engine.TaskOpStep:      "start the review of a REVIEW_REQUIRED task (REVIEWING)",
-	engine.TaskOpApprove:   "approve a task's reviewed output: SUCCESS, and its dependants may start",
-	engine.TaskOpReject:    "reject a task's output: it runs again (PENDING) with --reason as its feedback",
-	engine.TaskOpResubmit:  "send a task that needs intervention back to run again (PENDING)",
-	engine.TaskOpFix:       "mark a task that needed intervention fixed: it is reviewed again (REVIEW_REQUIRED)",
-	engine.TaskOpTerminate: "end a task that needs intervention: CANCELED",
+// reviewOpShort says what each human command does.
+var reviewOpShort = map[engine.ReviewOp]string{
+	engine.ReviewOpActivate:  "activate a DRAFT task: it becomes PENDING and runs once its dependencies succeed",
+	engine.ReviewOpConfig:    "configure a DRAFT task: objective, details, acceptance criteria, input",
+	engine.ReviewOpSuspend:   "suspend a task: it keeps everything and runs again (from PENDING) when resumed",
+	engine.ReviewOpResume:    "resume a SUSPENDED task (to PENDING) or a PAUSED one (to RUNNING)",
+	engine.ReviewOpCancel:    "cancel a task: it ends CANCELED and its dependants never start",
+	engine.ReviewOpStep:      "start the review of a REVIEW_REQUIRED task (REVIEWING)",
+	engine.ReviewOpApprove:   "approve a task's reviewed output: SUCCESS, and its dependants may start",
+	engine.ReviewOpReject:    "reject a task's output: it runs again (PENDING) with --reason as its feedback",
+	engine.ReviewOpResubmit:  "send a task that needs intervention back to run again (PENDING)",
+	engine.ReviewOpFix:       "mark a task that needed intervention fixed: it is reviewed again (REVIEW_REQUIRED)",
+	engine.ReviewOpTerminate: "end a task that needs intervention: CANCELED",
 }
 
-// taskOpOutput is a command's JSON document.
-type taskOpOutput struct {
-	TaskID  uint64           `json:"task_id"`
-	Command string           `json:"command"`
-	Status  engine.TaskState `json:"status"`
-	Seq     uint64           `json:"seq"`
-	By      string           `json:"by,omitempty"`
+// reviewOpOutput is a command's JSON document.
+type reviewOpOutput struct {
+	ReviewID uint64             `json:"task_id"`
+	Command  string             `json:"command"`
+	Status   engine.ReviewState `json:"status"`
+	Seq      uint64             `json:"seq"`
+	By       string             `json:"by,omitempty"`
 }
 
-func newTaskOpCommand(g *wfGlobals, op engine.TaskOp) *cobra.Command {
+func newReviewOpCommand(g *wfGlobals, op engine.ReviewOp) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   string(op) + " TASK",
-		Short: taskOpShort[op],
-		Long: strings.ToUpper(taskOpShort[op][:1]) + taskOpShort[op][1:] + ".\n" +
+		Short: reviewOpShort[op],
+		Long: strings.ToUpper(reviewOpShort[op][:1]) + reviewOpShort[op][1:] + ".\n" +
 			"TASK is a task id or JOB/PHASE. Refused, naming the task's state and the commands\n" +
 			"legal in it, when the state does not allow " + string(op) + ".",
 		Args: exactArgs("TASK"),
@@ -289,27 +289,27 @@ func newTaskOpCommand(g *wfGlobals, op engine.TaskOp) *cobra.Command {
 	fs.StringVar(&by, "by", "", "who decides (default $HEDDLE_USER, else $USER)")
 	fs.StringVar(&reason, "reason", "", "why: the feedback the next run reads (reject, resubmit, fix), or a note")
 	fs.StringVar(&expect, "expect", "", "apply only while the task is in this `state` (what you saw), e.g. APPROVAL_REQUIRED")
-	if op == engine.TaskOpConfig {
+	if op == engine.ReviewOpConfig {
 		fs.StringVar(&objective, "objective", "", "the task's objective")
 		fs.StringVar(&details, "details", "", "the task's details")
 		fs.StringArrayVar(&acceptance, "acceptance", nil, "an acceptance criterion (repeat the flag for more; replaces the list)")
 		fs.StringVar(&input, "input", "", "the work's arguments as a JSON array (replaces the input)")
 	}
 	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
-		t, err := parseTaskTarget(args[0])
+		t, err := parseReviewTarget(args[0])
 		if err != nil {
 			return err
 		}
-		tc := engine.TaskCommand{TaskTarget: t, Op: op, By: envDefault(by, "HEDDLE_USER", os.Getenv("USER")), Reason: reason}
+		tc := engine.ReviewCommand{ReviewTarget: t, Op: op, By: envDefault(by, "HEDDLE_USER", os.Getenv("USER")), Reason: reason}
 		if expect != "" {
-			st, err := engine.ParseTaskState(strings.ToUpper(expect))
+			st, err := engine.ParseReviewState(strings.ToUpper(expect))
 			if err != nil {
 				return usagef("--expect %q is not a task state", expect)
 			}
 			tc.Expect = st
 		}
-		if op == engine.TaskOpConfig {
-			cf := &engine.TaskConfig{Objective: objective, Details: details, Acceptance: acceptance}
+		if op == engine.ReviewOpConfig {
+			cf := &engine.ReviewConfig{Objective: objective, Details: details, Acceptance: acceptance}
 			if input != "" {
 				var vals []json.RawMessage
 				if err := json.Unmarshal([]byte(input), &vals); err != nil {
@@ -323,15 +323,15 @@ func newTaskOpCommand(g *wfGlobals, op engine.TaskOp) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		res, err := svc.TaskCommand(c.ctx, tc)
+		res, err := svc.ReviewCommand(c.ctx, tc)
 		if err != nil {
 			return err
 		}
-		out := taskOpOutput{TaskID: uint64(res.Task), Command: string(op), Status: res.State, Seq: res.Seq, By: tc.By}
+		out := reviewOpOutput{ReviewID: uint64(res.Review), Command: string(op), Status: res.State, Seq: res.Seq, By: tc.By}
 		if !c.table() {
 			return c.doc(out)
 		}
-		_, err = fmt.Fprintf(c.out, "Task %d: %s by %s; now %s.\n", out.TaskID, op, wfCell(out.By), out.Status)
+		_, err = fmt.Fprintf(c.out, "Task %d: %s by %s; now %s.\n", out.ReviewID, op, wfCell(out.By), out.Status)
 		return err
 	})
 	return cmd

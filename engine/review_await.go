@@ -2,12 +2,12 @@ package engine
 
 import "fmt"
 
-// AwaitingQuery selects tasks awaiting a person (TaskState.AwaitsPerson)
+// AwaitingQuery selects tasks awaiting a person (ReviewState.AwaitsPerson)
 // across every job. The zero value lists the first 100 of them.
 type AwaitingQuery struct {
-	// State keeps the tasks in that state only; TaskNone keeps every state
+	// State keeps the tasks in that state only; ReviewNone keeps every state
 	// that awaits a person. Any other state is refused.
-	State TaskState
+	State ReviewState
 	// Queue keeps the tasks whose work queue or review queue is Queue; ""
 	// keeps all.
 	Queue string
@@ -15,14 +15,14 @@ type AwaitingQuery struct {
 	// keeps all.
 	Type string
 	// After is the cursor: only tasks with a larger id are listed.
-	After TaskID
+	After ReviewID
 	// Limit bounds the page (0 means 100; at most MaxPage).
 	Limit int
 }
 
 // Validate reports what is wrong with q, naming the field.
 func (q AwaitingQuery) Validate() error {
-	if q.State != TaskNone && !q.State.AwaitsPerson() {
+	if q.State != ReviewNone && !q.State.AwaitsPerson() {
 		return fmt.Errorf("%w: state %s does not await a person (REVIEW_REQUIRED, APPROVAL_REQUIRED or INTERVENTION_REQUIRED)", ErrInvalidCommand, q.State)
 	}
 	if q.Limit < 0 || q.Limit > MaxPage {
@@ -31,10 +31,10 @@ func (q AwaitingQuery) Validate() error {
 	return nil
 }
 
-// AwaitingPage is one page of ListAwaitingTasks, in task-id (creation)
+// AwaitingPage is one page of ListAwaitingReviews, in task-id (creation)
 // order.
 type AwaitingPage struct {
-	Tasks []Task `json:"tasks" msgpack:"tasks"`
+	Reviews []Review `json:"tasks" msgpack:"tasks"`
 	// Next is the cursor of the following page; 0 at the end.
-	Next TaskID `json:"next" msgpack:"next"`
+	Next ReviewID `json:"next" msgpack:"next"`
 }

@@ -8,10 +8,15 @@ import (
 	"github.com/heddlewf/heddle/internal/sdkhook"
 )
 
-// TaskInfo describes one run of a review task's work (workflow.ExecuteTask):
-// which task, which run, and what the previous run's review and rejection
-// said, so a rework can act on them.
-type TaskInfo struct {
+// ReviewInfo describes one run of a review task's work
+// (workflow.ExecuteReview): which task, which run, and what the previous
+// run's review and rejection said, so a rework can act on them.
+type ReviewInfo struct {
+	// Review is the review task's id.
+	Review uint64
+	// Task is Review under its former name.
+	//
+	// Deprecated: use Review.
 	Task  uint64
 	Job   string
 	Phase string
@@ -33,19 +38,19 @@ type TaskInfo struct {
 	PreviousOutput []byte
 }
 
-// taskEnv is what the worker adds to the environment of a task's work.
-type taskEnv interface {
-	TaskInfo() TaskInfo
+// reviewEnv is what the worker adds to the environment of a task's work.
+type reviewEnv interface {
+	ReviewInfo() ReviewInfo
 	AddCost(cost float64)
 }
 
-// GetTaskInfo returns the task the work running under ctx does, and false
+// GetReviewInfo returns the task the work running under ctx does, and false
 // when it is an ordinary activity.
-func GetTaskInfo(ctx context.Context) (TaskInfo, bool) {
-	if e, ok := ctx.Value(sdkhook.ActivityEnvKey{}).(taskEnv); ok {
-		return e.TaskInfo(), true
+func GetReviewInfo(ctx context.Context) (ReviewInfo, bool) {
+	if e, ok := ctx.Value(sdkhook.ActivityEnvKey{}).(reviewEnv); ok {
+		return e.ReviewInfo(), true
 	}
-	return TaskInfo{}, false
+	return ReviewInfo{}, false
 }
 
 // ReportCost adds cost (in whatever unit the job counts: tokens, cents) to
@@ -53,7 +58,7 @@ func GetTaskInfo(ctx context.Context) (TaskInfo, bool) {
 // job's manifest (metrics.cumulative_cost). It reports false, and records
 // nothing, when ctx is not a task's.
 func ReportCost(ctx context.Context, cost float64) bool {
-	if e, ok := ctx.Value(sdkhook.ActivityEnvKey{}).(taskEnv); ok {
+	if e, ok := ctx.Value(sdkhook.ActivityEnvKey{}).(reviewEnv); ok {
 		e.AddCost(cost)
 		return true
 	}
@@ -71,9 +76,9 @@ func ReportSummary(ctx context.Context, summary string) bool {
 	return false
 }
 
-// taskPauser is what the worker adds for a task's work to wait out a rate
+// reviewPauser is what the worker adds for a task's work to wait out a rate
 // limit in PAUSED.
-type taskPauser interface {
+type reviewPauser interface {
 	PauseFor(ctx context.Context, d time.Duration) error
 }
 
@@ -84,10 +89,20 @@ type taskPauser interface {
 // when ctx is not a task's, when the lease was lost (the work must stop),
 // or when ctx ended.
 func RateLimited(ctx context.Context, d time.Duration) error {
-	if p, ok := ctx.Value(sdkhook.ActivityEnvKey{}).(taskPauser); ok {
+	if p, ok := ctx.Value(sdkhook.ActivityEnvKey{}).(reviewPauser); ok {
 		return p.PauseFor(ctx, d)
 	}
-	return errNotTask
+	return errNotReview
 }
 
-var errNotTask = errors.New("activity: the context is not a review task's work")
+var errNotReview = errors.New("activity: the context is not a review task's work")
+
+// TaskInfo is the former name of ReviewInfo.
+//
+// Deprecated: use ReviewInfo.
+type TaskInfo = ReviewInfo
+
+// GetTaskInfo is the former name of GetReviewInfo.
+//
+// Deprecated: use GetReviewInfo.
+func GetTaskInfo(ctx context.Context) (TaskInfo, bool) { return GetReviewInfo(ctx) }

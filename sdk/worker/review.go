@@ -22,10 +22,15 @@ import (
 // ReviewRequest is what a reviewer judges: a task's latest output and its
 // configuration.
 type ReviewRequest struct {
-	Task   engine.TaskID
+	// Review is the review task's id.
+	Review engine.ReviewID
+	// Task is Review under its former name.
+	//
+	// Deprecated: use Review.
+	Task   engine.ReviewID
 	Job    string
 	Phase  string
-	Config engine.TaskConfig
+	Config engine.ReviewConfig
 	// Output is the work's output, as the work function returned it
 	// (decode it with converter.Decode); Summary what the work said of it.
 	Output []byte
@@ -49,29 +54,29 @@ type ReviewResult struct {
 // other reviews and must not keep ctx after it returns.
 type Reviewer func(ctx context.Context, r ReviewRequest) (ReviewResult, error)
 
-// taskSide is the worker's part in review tasks: the reviewers it runs.
-type taskSide struct {
+// reviewSide is the worker's part in review tasks: the reviewers it runs.
+type reviewSide struct {
 	mu        sync.Mutex
 	reviewers map[string]Reviewer
 }
 
 // RegisterReviewer registers a reviewer under name: the worker claims the
 // reviews of its task queue whose task names this reviewer
-// (workflow.TaskOptions.Reviewer), or names none. Register before Start.
+// (workflow.ReviewOptions.Reviewer), or names none. Register before Start.
 func (w *queueWorker) RegisterReviewer(name string, fn Reviewer) {
-	w.tasks.mu.Lock()
-	defer w.tasks.mu.Unlock()
-	if w.tasks.reviewers == nil {
-		w.tasks.reviewers = map[string]Reviewer{}
+	w.reviews.mu.Lock()
+	defer w.reviews.mu.Unlock()
+	if w.reviews.reviewers == nil {
+		w.reviews.reviewers = map[string]Reviewer{}
 	}
-	w.tasks.reviewers[name] = fn
+	w.reviews.reviewers[name] = fn
 }
 
 func (w *queueWorker) reviewerNames() []string {
-	w.tasks.mu.Lock()
-	defer w.tasks.mu.Unlock()
-	out := make([]string, 0, len(w.tasks.reviewers))
-	for n := range w.tasks.reviewers {
+	w.reviews.mu.Lock()
+	defer w.reviews.mu.Unlock()
+	out := make([]string, 0, len(w.reviews.reviewers))
+	for n := range w.reviews.reviewers {
 		out = append(out, n)
 	}
 	slices.Sort(out)
@@ -79,12 +84,12 @@ func (w *queueWorker) reviewerNames() []string {
 }
 
 func (w *queueWorker) reviewer(name string) Reviewer {
-	w.tasks.mu.Lock()
-	defer w.tasks.mu.Unlock()
-	if r, ok := w.tasks.reviewers[name]; ok {
+	w.reviews.mu.Lock()
+	defer w.reviews.mu.Unlock()
+	if r, ok := w.reviews.reviewers[name]; ok {
 		return r
 	}
-	for _, r := range w.tasks.reviewers { // a task naming no reviewer takes any
+	for _, r := range w.reviews.reviewers { // a task naming no reviewer takes any
 		if name == "" {
 			return r
 		}
@@ -109,31 +114,31 @@ func endEvents(k replay.CommandKind) (done, failed engine.EventType) {
 	switch k {
 	case replay.KindChild:
 		return engine.EventChildCompleted, engine.EventChildFailed
-	case replay.KindTask:
+	case replay.KindReview:
 		return engine.EventReviewCompleted, engine.EventReviewFailed
 	}
 	return engine.EventActivityCompleted, engine.EventActivityFailed
 }
 
-// createTask creates the review task of a workflow.ExecuteTask command;
+// createReview creates the review task of a workflow.ExecuteReview command;
 // its SUCCESS (or CANCELED) becomes this job's step effect. The request id
 // is derived from this job and the step, and a task found created by an
 // earlier try (after a crash) is this command's own.
-func (r *run) createTask(c *replay.Command) (bool, error) {
-	ts, ok := rawService(r.w.e).(engine.TaskService)
+func (r *run) createReview(c *replay.Command) (bool, error) {
+	ts, ok := rawService(r.w.e).(engine.ReviewService)
 	if !ok {
-		return true, r.failTask(c, workflow.NewApplicationError("this worker's service has no review tasks", "NoTasks", true))
+		return true, r.failReview(c, workflow.NewApplicationError("this worker's service has no review tasks", "NoTasks", true))
 	}
 	rc, ok := c.Options.(reviewCommand)
 	if !ok {
 		return false, errOptions(c)
 	}
 	opts := rc.Options
-	ct := engine.CreateTask{
+	ct := engine.CreateReview{
 		Job: opts.Job, Phase: opts.Phase, Description: opts.Description, JobDescription: opts.JobDescription,
 		Queue: opts.TaskQueue, ReviewQueue: opts.ReviewQueue, Type: c.Name, ReviewType: opts.Reviewer,
 		Deps: opts.DependsOn, Draft: opts.Draft, AutoReview: opts.AutoReview, AutoApprove: opts.AutoApprove,
-		Config:    engine.TaskConfig{Objective: opts.Objective, Details: opts.Details, Acceptance: opts.AcceptanceCriteria, Input: c.Input},
+		Config:    engine.ReviewConfig{Objective: opts.Objective, Details: opts.Details, Acceptance: opts.AcceptanceCriteria, Input: c.Input},
 		ParentJob: r.job.Job, ParentStep: c.Step, By: r.job.WorkflowID,
 	}
 	parent := r.ref // the engine creates a run's tasks only for its lease's holder
@@ -145,19 +150,19 @@ func (r *run) createTask(c *replay.Command) (bool, error) {
 		ct.Queue = r.w.queue
 	}
 	ct.RequestID = fmt.Sprintf("heddle/%d/%s/task", r.job.Job, c.Step)
-	if _, err := ts.CreateTask(r.ctx, ct); err != nil {
-		if !errors.Is(err, engine.ErrTaskExists) {
+	if _, err := ts.CreateReview(r.ctx, ct); err != nil {
+		if !errors.Is(err, engine.ErrReviewExists) {
 			if errors.Is(err, engine.ErrInvalidCommand) {
-				return true, r.failTask(c, workflow.NewApplicationError(err.Error(), "BadTask", true))
+				return true, r.failReview(c, workflow.NewApplicationError(err.Error(), "BadTask", true))
 			}
 			return false, err
 		}
-		t, derr := ts.DescribeTask(r.ctx, engine.TaskTarget{Job: ct.Job, Phase: ct.Phase})
+		t, derr := ts.DescribeReview(r.ctx, engine.ReviewTarget{Job: ct.Job, Phase: ct.Phase})
 		if derr != nil {
 			return false, derr
 		}
 		if t.ParentJob != r.job.Job || t.ParentStep != c.Step {
-			return true, r.failTask(c, workflow.NewApplicationError(
+			return true, r.failReview(c, workflow.NewApplicationError(
 				fmt.Sprintf("job %q already has a task of phase %q", ct.Job, ct.Phase), sdkhook.FailureAlreadyStarted, true))
 		}
 	}
@@ -166,57 +171,57 @@ func (r *run) createTask(c *replay.Command) (bool, error) {
 	return false, nil
 }
 
-// failTask ends a task command with a failure the worker decided (the
+// failReview ends a task command with a failure the worker decided (the
 // service has no tasks, the task is refused or its phase taken).
-func (r *run) failTask(c *replay.Command, ferr error) error {
+func (r *run) failReview(c *replay.Command, ferr error) error {
 	return r.commitStep(engine.CommitStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, Type: engine.EventReviewFailed,
 		Payload: sdkhook.EncodeFailure(ferr), Failed: true})
 }
 
-// taskPollWait is how long a poller waits between empty claims on a
+// reviewPollWait is how long a poller waits between empty claims on a
 // service that cannot wait for tasks itself (neither the engine nor the
 // HTTP client, which both can, ever gets here).
-const taskPollWait = 200 * time.Millisecond
+const reviewPollWait = 200 * time.Millisecond
 
-// startTaskPollers starts claiming review tasks' work (for the activities
+// startReviewPollers starts claiming review tasks' work (for the activities
 // registered) and reviews (for the reviewers registered), when the
 // service has review tasks.
-func (w *queueWorker) startTaskPollers() {
-	ts, ok := rawService(w.e).(engine.TaskService)
+func (w *queueWorker) startReviewPollers() {
+	ts, ok := rawService(w.e).(engine.ReviewService)
 	if !ok {
 		return
 	}
 	if len(w.activityNames()) > 0 {
 		w.wg.Add(1)
-		go w.pollTasks(ts, engine.TaskRoleWork)
+		go w.pollReviews(ts, engine.ReviewRoleWork)
 	}
 	if len(w.reviewerNames()) > 0 {
 		w.wg.Add(1)
-		go w.pollTasks(ts, engine.TaskRoleReview)
+		go w.pollReviews(ts, engine.ReviewRoleReview)
 	}
 }
 
-// pollTasks claims tasks of one role and runs each on a goroutine of its
+// pollReviews claims tasks of one role and runs each on a goroutine of its
 // own, until the worker stops.
-func (w *queueWorker) pollTasks(ts engine.TaskService, role engine.TaskRole) {
+func (w *queueWorker) pollReviews(ts engine.ReviewService, role engine.ReviewRole) {
 	defer w.wg.Done()
 	waiter, canWait := ts.(interface {
-		ClaimTasksWait(context.Context, engine.ClaimTasks) ([]engine.ClaimedTask, error)
+		ClaimReviewsWait(context.Context, engine.ClaimReviews) ([]engine.ClaimedReview, error)
 	})
 	var bo backoff.Backoff
 	for w.pollCtx.Err() == nil {
 		types := w.activityNames()
-		if role == engine.TaskRoleReview {
+		if role == engine.ReviewRoleReview {
 			types = w.reviewerNames()
 		}
-		cmd := engine.ClaimTasks{Role: role, Queue: w.queue, Owner: w.opts.Identity, Max: 1,
+		cmd := engine.ClaimReviews{Role: role, Queue: w.queue, Owner: w.opts.Identity, Max: 1,
 			LeaseMS: w.opts.LeaseTTL.Milliseconds(), Types: types}
-		var got []engine.ClaimedTask
+		var got []engine.ClaimedReview
 		var err error
 		if canWait {
-			got, err = waiter.ClaimTasksWait(w.pollCtx, cmd)
+			got, err = waiter.ClaimReviewsWait(w.pollCtx, cmd)
 		} else {
-			got, err = ts.ClaimTasks(w.pollCtx, cmd)
+			got, err = ts.ClaimReviews(w.pollCtx, cmd)
 		}
 		if err != nil {
 			if w.pollCtx.Err() != nil {
@@ -232,7 +237,7 @@ func (w *queueWorker) pollTasks(ts engine.TaskService, role engine.TaskRole) {
 		}
 		bo.Reset()
 		if len(got) == 0 {
-			if backoff.Sleep(w.pollCtx, taskPollWait) != nil {
+			if backoff.Sleep(w.pollCtx, reviewPollWait) != nil {
 				return
 			}
 			continue
@@ -241,34 +246,34 @@ func (w *queueWorker) pollTasks(ts engine.TaskService, role engine.TaskRole) {
 			w.wg.Add(1)
 			go func() {
 				defer w.wg.Done()
-				w.runTask(ts, ct)
+				w.runReview(ts, ct)
 			}()
 		}
 	}
 }
 
-// taskRun is one lease of one task held by this worker: its environment
-// for the work (activity.GetTaskInfo, activity.ReportCost) and its lease
+// reviewRun is one lease of one task held by this worker: its environment
+// for the work (activity.GetReviewInfo, activity.ReportCost) and its lease
 // renewal.
-type taskRun struct {
+type reviewRun struct {
 	w    *queueWorker
-	ts   engine.TaskService
-	ct   engine.ClaimedTask
-	ref  engine.TaskLeaseRef
-	info activity.TaskInfo
+	ts   engine.ReviewService
+	ct   engine.ClaimedReview
+	ref  engine.ReviewLeaseRef
+	info activity.ReviewInfo
 
 	mu      sync.Mutex
 	cost    float64
 	summary string
 }
 
-func (t *taskRun) TaskInfo() activity.TaskInfo { return t.info }
-func (t *taskRun) AddCost(c float64) {
+func (t *reviewRun) ReviewInfo() activity.ReviewInfo { return t.info }
+func (t *reviewRun) AddCost(c float64) {
 	t.mu.Lock()
 	t.cost += c
 	t.mu.Unlock()
 }
-func (t *taskRun) SetSummary(s string) {
+func (t *reviewRun) SetSummary(s string) {
 	t.mu.Lock()
 	t.summary = s
 	t.mu.Unlock()
@@ -276,20 +281,20 @@ func (t *taskRun) SetSummary(s string) {
 
 // Info, Heartbeat, HeartbeatDetails and Logger let the work use the
 // activity API as any activity does.
-func (t *taskRun) Info() activity.Info {
+func (t *reviewRun) Info() activity.Info {
 	return activity.Info{ActivityType: activity.Type{Name: t.ct.Type}, ActivityID: t.ct.Phase, WorkflowID: t.ct.Job,
 		Step: t.ct.Phase, Attempt: int32(t.ct.Runs), TaskQueue: t.w.queue, IsLocalActivity: false,
-		IdempotencyKey: fmt.Sprintf("task/%d/%d", t.ct.Task, t.ct.Attempt)}
+		IdempotencyKey: fmt.Sprintf("task/%d/%d", t.ct.Review, t.ct.Attempt)}
 }
-func (t *taskRun) WorkerStop() <-chan struct{} { return t.w.stop }
-func (t *taskRun) HeartbeatDetails() []byte    { return nil }
-func (t *taskRun) Logger() *slog.Logger {
-	return t.w.obs.base.With("task_id", t.ct.Task, "job_id", t.ct.Job, "phase", t.ct.Phase, "attempt", t.ct.Attempt)
+func (t *reviewRun) WorkerStop() <-chan struct{} { return t.w.stop }
+func (t *reviewRun) HeartbeatDetails() []byte    { return nil }
+func (t *reviewRun) Logger() *slog.Logger {
+	return t.w.obs.base.With("task_id", t.ct.Review, "job_id", t.ct.Job, "phase", t.ct.Phase, "attempt", t.ct.Attempt)
 }
 
 // Heartbeat renews the task's lease; a lost lease is found by the renewal
 // loop too, which stops the run.
-func (t *taskRun) Heartbeat([]byte) {
+func (t *reviewRun) Heartbeat([]byte) {
 	if err := t.renew(context.Background()); err != nil {
 		t.Logger().Warn("task heartbeat refused", "error", err)
 	}
@@ -299,11 +304,11 @@ func (t *taskRun) Heartbeat([]byte) {
 // d or until ctx ends while the lease goes on being renewed, and records
 // the end of the pause (PAUSED → RUNNING). A person who resumed the task
 // meanwhile already did the second; a lease found lost is an error.
-func (t *taskRun) PauseFor(ctx context.Context, d time.Duration) error {
-	report := func(op engine.TaskReportOp) (*engine.TaskResult, error) {
-		return t.ts.TaskReport(context.WithoutCancel(ctx), engine.TaskReport{TaskLeaseRef: t.ref, Op: op})
+func (t *reviewRun) PauseFor(ctx context.Context, d time.Duration) error {
+	report := func(op engine.ReviewReportOp) (*engine.ReviewResult, error) {
+		return t.ts.ReviewReport(context.WithoutCancel(ctx), engine.ReviewReport{ReviewLeaseRef: t.ref, Op: op})
 	}
-	if _, err := report(engine.TaskReportPause); err != nil {
+	if _, err := report(engine.ReviewReportPause); err != nil {
 		return err
 	}
 	tm := t.w.opts.Clock.NewTimer(d)
@@ -312,8 +317,8 @@ func (t *taskRun) PauseFor(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		tm.Stop()
 	}
-	_, err := report(engine.TaskReportUnpause)
-	if errors.Is(err, engine.ErrStaleTaskAttempt) {
+	_, err := report(engine.ReviewReportUnpause)
+	if errors.Is(err, engine.ErrStaleReviewAttempt) {
 		// Resumed by a person (the lease is still ours, but the task is
 		// RUNNING already), or the lease is lost: the next write says.
 		if rerr := t.renew(context.WithoutCancel(ctx)); rerr == nil {
@@ -327,28 +332,28 @@ func (t *taskRun) PauseFor(ctx context.Context, d time.Duration) error {
 }
 
 // renew renews the task's lease; an error means the lease is lost.
-func (t *taskRun) renew(ctx context.Context) error {
-	res, err := t.ts.TaskHeartbeat(ctx, engine.TaskHeartbeat{Leases: []engine.TaskLeaseRef{t.ref}, LeaseMS: t.w.opts.LeaseTTL.Milliseconds()})
+func (t *reviewRun) renew(ctx context.Context) error {
+	res, err := t.ts.ReviewHeartbeat(ctx, engine.ReviewHeartbeat{Leases: []engine.ReviewLeaseRef{t.ref}, LeaseMS: t.w.opts.LeaseTTL.Milliseconds()})
 	if err != nil {
 		return err
 	}
 	if len(res.Refused) > 0 {
-		return fmt.Errorf("%w: task %d attempt %d", engine.ErrStaleTaskAttempt, t.ref.Task, t.ref.Attempt)
+		return fmt.Errorf("%w: task %d attempt %d", engine.ErrStaleReviewAttempt, t.ref.Review, t.ref.Attempt)
 	}
 	return nil
 }
 
-// runTask does the work or the review of a claimed task under its lease,
+// runReview does the work or the review of a claimed task under its lease,
 // renewed every third of it, and reports the output or the verdict. A
 // lease found lost stops the run: the engine has given the task back and
 // the report would be refused.
-func (w *queueWorker) runTask(ts engine.TaskService, ct engine.ClaimedTask) {
+func (w *queueWorker) runReview(ts engine.ReviewService, ct engine.ClaimedReview) {
 	ctx, cancel := context.WithCancelCause(w.ctx)
 	defer cancel(nil)
-	t := &taskRun{w: w, ts: ts, ct: ct, ref: ct.Lease(),
-		info: activity.TaskInfo{Task: uint64(ct.Task), Job: ct.Job, Phase: ct.Phase, Run: int(ct.Runs),
+	t := &reviewRun{w: w, ts: ts, ct: ct, ref: ct.Lease(),
+		info: activity.ReviewInfo{Review: uint64(ct.Review), Task: uint64(ct.Review), Job: ct.Job, Phase: ct.Phase, Run: int(ct.Runs),
 			Objective: ct.Config.Objective, Details: ct.Config.Details, AcceptanceCriteria: ct.Config.Acceptance,
-			Feedback: ct.Feedback, Recommendations: ct.Review.Recommendations, ReviewSummary: ct.Review.Summary,
+			Feedback: ct.Feedback, Recommendations: ct.Assessment.Recommendations, ReviewSummary: ct.Assessment.Summary,
 			PreviousOutput: ct.Output}}
 	go func() {
 		for {
@@ -358,19 +363,19 @@ func (w *queueWorker) runTask(ts engine.TaskService, ct engine.ClaimedTask) {
 				tm.Stop()
 				return
 			case <-tm.C():
-				if err := t.renew(ctx); errors.Is(err, engine.ErrStaleTaskAttempt) || errors.Is(err, engine.ErrUnknownTask) {
+				if err := t.renew(ctx); errors.Is(err, engine.ErrStaleReviewAttempt) || errors.Is(err, engine.ErrUnknownReview) {
 					cancel(err)
 					return
 				}
 			}
 		}
 	}()
-	report := engine.TaskReport{TaskLeaseRef: t.ref}
-	report.RequestID = fmt.Sprintf("task/%d/%d/report", ct.Task, ct.Attempt)
-	if ct.Role == engine.TaskRoleWork {
-		out, err := callTaskWork(context.WithValue(ctx, sdkhook.ActivityEnvKey{}, t), w.activityFn(ct.Type), ct.Config.Input, ct.Type)
+	report := engine.ReviewReport{ReviewLeaseRef: t.ref}
+	report.RequestID = fmt.Sprintf("task/%d/%d/report", ct.Review, ct.Attempt)
+	if ct.Role == engine.ReviewRoleWork {
+		out, err := callReviewWork(context.WithValue(ctx, sdkhook.ActivityEnvKey{}, t), w.activityFn(ct.Type), ct.Config.Input, ct.Type)
 		t.mu.Lock()
-		report.Op, report.Output, report.Cost, report.Summary = engine.TaskReportOutput, out, t.cost, t.summary
+		report.Op, report.Output, report.Cost, report.Summary = engine.ReviewReportOutput, out, t.cost, t.summary
 		t.mu.Unlock()
 		if err != nil {
 			// The command-driven model has no FAILED: a failed run is an
@@ -383,15 +388,15 @@ func (w *queueWorker) runTask(ts engine.TaskService, ct engine.ClaimedTask) {
 		if fn == nil {
 			err = fmt.Errorf("no reviewer %q is registered", ct.Type)
 		} else {
-			res, err = fn(ctx, ReviewRequest{Task: ct.Task, Job: ct.Job, Phase: ct.Phase, Config: ct.Config, Output: ct.Output, Run: int(ct.Runs)})
+			res, err = fn(ctx, ReviewRequest{Review: ct.Review, Task: ct.Review, Job: ct.Job, Phase: ct.Phase, Config: ct.Config, Output: ct.Output, Run: int(ct.Runs)})
 		}
-		rv := &engine.Review{Verdict: engine.VerdictIntervene, Recommendations: res.Recommendations, Summary: res.Summary}
+		rv := &engine.Assessment{Verdict: engine.VerdictIntervene, Recommendations: res.Recommendations, Summary: res.Summary}
 		if err != nil {
 			rv.Summary = "the review failed: " + err.Error()
 		} else if res.Approve {
 			rv.Verdict = engine.VerdictApprove
 		}
-		report.Op, report.Review = engine.TaskReportVerdict, rv
+		report.Op, report.Assessment = engine.ReviewReportVerdict, rv
 	}
 	if context.Cause(ctx) != nil && w.ctx.Err() == nil {
 		return // the lease was lost: another run has the task
@@ -399,14 +404,14 @@ func (w *queueWorker) runTask(ts engine.TaskService, ct engine.ClaimedTask) {
 	if w.ctx.Err() != nil {
 		return // stopping without a drain: the lease will expire
 	}
-	if _, err := ts.TaskReport(context.WithoutCancel(ctx), report); err != nil && w.opts.OnError != nil {
-		w.opts.OnError(0, fmt.Errorf("task %d: %w", ct.Task, err))
+	if _, err := ts.ReviewReport(context.WithoutCancel(ctx), report); err != nil && w.opts.OnError != nil {
+		w.opts.OnError(0, fmt.Errorf("task %d: %w", ct.Review, err))
 	}
 }
 
-// callTaskWork calls a task's work function (an activity function) with
+// callReviewWork calls a task's work function (an activity function) with
 // its input, turning a panic into an error.
-func callTaskWork(ctx context.Context, fn any, input []byte, name string) (out []byte, err error) {
+func callReviewWork(ctx context.Context, fn any, input []byte, name string) (out []byte, err error) {
 	if fn == nil {
 		return nil, fmt.Errorf("no activity %q is registered for this task", name)
 	}

@@ -12,43 +12,43 @@ import (
 	"github.com/heddlewf/heddle/engine/embedded"
 )
 
-// awaitingTask moves a new task of job to APPROVAL_REQUIRED (verdict
+// awaitingReview moves a new task of job to APPROVAL_REQUIRED (verdict
 // approve) or INTERVENTION_REQUIRED (verdict intervene) on e.
-func awaitingTask(t *testing.T, e *embedded.Engine, job, queue string, v engine.Verdict) engine.TaskID {
+func awaitingReview(t *testing.T, e *embedded.Engine, job, queue string, v engine.Verdict) engine.ReviewID {
 	t.Helper()
 	ctx := context.Background()
-	res, err := e.CreateTask(ctx, engine.CreateTask{Job: job, Phase: "draft", Queue: queue, Type: "write", AutoReview: true})
+	res, err := e.CreateReview(ctx, engine.CreateReview{Job: job, Phase: "draft", Queue: queue, Type: "write", AutoReview: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := e.ClaimTasks(ctx, engine.ClaimTasks{Queue: queue, Owner: "w", Max: 1, LeaseMS: 60_000})
+	w, err := e.ClaimReviews(ctx, engine.ClaimReviews{Queue: queue, Owner: "w", Max: 1, LeaseMS: 60_000})
 	if err != nil || len(w) != 1 {
 		t.Fatalf("work claim: %+v, %v", w, err)
 	}
-	if _, err := e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: w[0].Lease(),
-		Op: engine.TaskReportOutput, Output: []byte("text")}); err != nil {
+	if _, err := e.ReviewReport(ctx, engine.ReviewReport{ReviewLeaseRef: w[0].Lease(),
+		Op: engine.ReviewReportOutput, Output: []byte("text")}); err != nil {
 		t.Fatal(err)
 	}
-	rv, err := e.ClaimTasks(ctx, engine.ClaimTasks{Role: engine.TaskRoleReview, Queue: queue, Owner: "r", Max: 1, LeaseMS: 60_000})
+	rv, err := e.ClaimReviews(ctx, engine.ClaimReviews{Role: engine.ReviewRoleReview, Queue: queue, Owner: "r", Max: 1, LeaseMS: 60_000})
 	if err != nil || len(rv) != 1 {
 		t.Fatalf("review claim: %+v, %v", rv, err)
 	}
-	if _, err := e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: rv[0].Lease(),
-		Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: v, Summary: "looked"}}); err != nil {
+	if _, err := e.ReviewReport(ctx, engine.ReviewReport{ReviewLeaseRef: rv[0].Lease(),
+		Op: engine.ReviewReportVerdict, Assessment: &engine.Assessment{Verdict: v, Summary: "looked"}}); err != nil {
 		t.Fatal(err)
 	}
-	return res.Task
+	return res.Review
 }
 
 // GET /v1/tasks/awaiting lists the tasks awaiting a person across jobs in
 // snake_case JSON, filtered and paged, to any role that may read and to no
 // caller without a token; a bad filter is a 400 naming it.
-func TestAwaitingTasksRoute(t *testing.T) {
+func TestAwaitingReviewsRoute(t *testing.T) {
 	e := openEngine(t, engine.Limits{})
 	_, hs := serve(t, ServerConfig{Service: e, Tokens: testTokens(t)})
-	a := awaitingTask(t, e, "order-1", "qa", engine.VerdictApprove)
-	b := awaitingTask(t, e, "order-2", "qb", engine.VerdictIntervene)
-	if _, err := e.CreateTask(context.Background(), engine.CreateTask{Job: "order-3", Phase: "p", Queue: "qc", Type: "write"}); err != nil {
+	a := awaitingReview(t, e, "order-1", "qa", engine.VerdictApprove)
+	b := awaitingReview(t, e, "order-2", "qb", engine.VerdictIntervene)
+	if _, err := e.CreateReview(context.Background(), engine.CreateReview{Job: "order-3", Phase: "p", Queue: "qc", Type: "write"}); err != nil {
 		t.Fatal(err)
 	}
 	auth := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
@@ -82,29 +82,29 @@ func TestAwaitingTasksRoute(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		q    engine.AwaitingQuery
-		want []engine.TaskID
-		next engine.TaskID
+		want []engine.ReviewID
+		next engine.ReviewID
 	}{
-		{engine.AwaitingQuery{}, []engine.TaskID{a, b}, 0},
-		{engine.AwaitingQuery{State: engine.TaskInterventionRequired}, []engine.TaskID{b}, 0},
-		{engine.AwaitingQuery{Queue: "qa"}, []engine.TaskID{a}, 0},
+		{engine.AwaitingQuery{}, []engine.ReviewID{a, b}, 0},
+		{engine.AwaitingQuery{State: engine.ReviewInterventionRequired}, []engine.ReviewID{b}, 0},
+		{engine.AwaitingQuery{Queue: "qa"}, []engine.ReviewID{a}, 0},
 		{engine.AwaitingQuery{Type: "nobody"}, nil, 0},
-		{engine.AwaitingQuery{Limit: 1}, []engine.TaskID{a}, a},
-		{engine.AwaitingQuery{Limit: 1, After: a}, []engine.TaskID{b}, 0},
+		{engine.AwaitingQuery{Limit: 1}, []engine.ReviewID{a}, a},
+		{engine.AwaitingQuery{Limit: 1, After: a}, []engine.ReviewID{b}, 0},
 	} {
-		p, err := c.ListAwaitingTasks(ctx, tc.q)
+		p, err := c.ListAwaitingReviews(ctx, tc.q)
 		if err != nil {
 			t.Fatalf("%+v: %v", tc.q, err)
 		}
-		var got []engine.TaskID
-		for _, tk := range p.Tasks {
+		var got []engine.ReviewID
+		for _, tk := range p.Reviews {
 			got = append(got, tk.ID)
 		}
 		if len(got) != len(tc.want) || (len(got) > 0 && (got[0] != tc.want[0] || got[len(got)-1] != tc.want[len(tc.want)-1])) || p.Next != tc.next {
 			t.Errorf("%+v: %v next %d, want %v next %d", tc.q, got, p.Next, tc.want, tc.next)
 		}
 	}
-	if _, err := c.ListAwaitingTasks(ctx, engine.AwaitingQuery{Limit: 5000}); !errors.Is(err, engine.ErrInvalidCommand) {
+	if _, err := c.ListAwaitingReviews(ctx, engine.AwaitingQuery{Limit: 5000}); !errors.Is(err, engine.ErrInvalidCommand) {
 		t.Errorf("limit 5000 through the client: %v", err)
 	}
 }

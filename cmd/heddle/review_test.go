@@ -8,8 +8,8 @@ import (
 	"github.com/heddlewf/heddle/engine"
 )
 
-// taskRun runs "heddle task ARGS... --addr ADDR".
-func (w *wfEnv) taskRun(args ...string) (code int, stdout, stderr string) {
+// reviewRun runs "heddle task ARGS... --addr ADDR".
+func (w *wfEnv) reviewRun(args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
 	code = run(append([]string{"task", "--addr", w.addr}, args...), &out, &errb)
 	return code, out.String(), errb.String()
@@ -19,18 +19,18 @@ func (w *wfEnv) taskRun(args ...string) (code int, stdout, stderr string) {
 // worked and reviewed (by the test, as a worker would), rejected with
 // feedback by --by, and approved; an illegal command exits non-zero naming
 // the state and the legal commands; describe prints the manifest.
-func TestTaskCommands(t *testing.T) {
+func TestReviewCommands(t *testing.T) {
 	w := newWFEnvInMemory(t)
 	t.Setenv("HEDDLE_USER", "")
 	t.Setenv("USER", "ops")
 	ctx := context.Background()
-	if _, err := w.e.CreateTask(ctx, engine.CreateTask{Job: "email", Phase: "spec", Queue: "q", Type: "draft", Draft: true,
+	if _, err := w.e.CreateReview(ctx, engine.CreateReview{Job: "email", Phase: "spec", Queue: "q", Type: "draft", Draft: true,
 		JobDescription: "validate e-mail"}); err != nil {
 		t.Fatal(err)
 	}
 	must := func(args ...string) string {
 		t.Helper()
-		code, out, errs := w.taskRun(args...)
+		code, out, errs := w.reviewRun(args...)
 		if code != 0 {
 			t.Fatalf("task %v: exit %d\n%s%s", args, code, out, errs)
 		}
@@ -39,7 +39,7 @@ func TestTaskCommands(t *testing.T) {
 	must("config", "email/spec", "--objective", "list the rules", "--acceptance", "RFC 5322", "--acceptance", "IDN", "--input", `["x"]`)
 	out := must("activate", "email/spec")
 	wantContains(t, "activate", out, "Task 1: activate by ops; now PENDING.")
-	code, _, errs := w.taskRun("approve", "1", "--by", "ann")
+	code, _, errs := w.reviewRun("approve", "1", "--by", "ann")
 	if code == 0 {
 		t.Fatal("approve of a PENDING task succeeded")
 	}
@@ -47,32 +47,32 @@ func TestTaskCommands(t *testing.T) {
 
 	work := func() {
 		t.Helper()
-		c, err := w.e.ClaimTasks(ctx, engine.ClaimTasks{Queue: "q", Owner: "agent", Max: 1, LeaseMS: 60_000})
+		c, err := w.e.ClaimReviews(ctx, engine.ClaimReviews{Queue: "q", Owner: "agent", Max: 1, LeaseMS: 60_000})
 		if err != nil || len(c) != 1 {
 			t.Fatalf("claim = %+v, %v", c, err)
 		}
-		if _, err := w.e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: c[0].Lease(),
-			Op: engine.TaskReportOutput, Output: []byte(`"rules"`), Cost: 4}); err != nil {
+		if _, err := w.e.ReviewReport(ctx, engine.ReviewReport{ReviewLeaseRef: c[0].Lease(),
+			Op: engine.ReviewReportOutput, Output: []byte(`"rules"`), Cost: 4}); err != nil {
 			t.Fatal(err)
 		}
 		must("step", "email/spec", "--by", "ann")
-		r, err := w.e.ClaimTasks(ctx, engine.ClaimTasks{Role: engine.TaskRoleReview, Queue: "q", Owner: "critic", Max: 1, LeaseMS: 60_000})
+		r, err := w.e.ClaimReviews(ctx, engine.ClaimReviews{Role: engine.ReviewRoleReview, Queue: "q", Owner: "critic", Max: 1, LeaseMS: 60_000})
 		if err != nil || len(r) != 1 {
 			t.Fatalf("review claim = %+v, %v", r, err)
 		}
-		if _, err := w.e.TaskReport(ctx, engine.TaskReport{TaskLeaseRef: r[0].Lease(),
-			Op: engine.TaskReportVerdict, Review: &engine.Review{Verdict: engine.VerdictApprove, Summary: "looks complete"}}); err != nil {
+		if _, err := w.e.ReviewReport(ctx, engine.ReviewReport{ReviewLeaseRef: r[0].Lease(),
+			Op: engine.ReviewReportVerdict, Assessment: &engine.Assessment{Verdict: engine.VerdictApprove, Summary: "looks complete"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	work()
-	var rej taskOpOutput
+	var rej reviewOpOutput
 	wfDecodeOne(t, must("reject", "1", "--by", "ann", "--reason", "add IDN", "--json"), &rej)
-	if rej.Status != engine.TaskPending || rej.By != "ann" || rej.Command != "reject" {
+	if rej.Status != engine.ReviewPending || rej.By != "ann" || rej.Command != "reject" {
 		t.Fatalf("reject = %+v", rej)
 	}
 	work()
-	if code, _, errs := w.taskRun("approve", "email/spec", "--by", "ann", "--expect", "REVIEWING"); code == 0 {
+	if code, _, errs := w.reviewRun("approve", "email/spec", "--by", "ann", "--expect", "REVIEWING"); code == 0 {
 		t.Fatal("approve expecting REVIEWING succeeded on an APPROVAL_REQUIRED task")
 	} else {
 		wantContains(t, "approve --expect", errs, "APPROVAL_REQUIRED")
@@ -89,11 +89,11 @@ func TestTaskCommands(t *testing.T) {
 	if m.JobID != "email" || m.Metrics.CumulativeCost != 8 || len(m.History) != 1 || m.History[0].DecidedBy != "ann" {
 		t.Fatalf("manifest = %+v", m)
 	}
-	task, err := w.e.DescribeTask(ctx, engine.TaskTarget{ID: 1})
-	if err != nil || task.Config.Objective != "list the rules" || len(task.Config.Acceptance) != 2 || string(task.Config.Input) != `["x"]` {
-		t.Fatalf("task = %+v, %v", task, err)
+	review, err := w.e.DescribeReview(ctx, engine.ReviewTarget{ID: 1})
+	if err != nil || review.Config.Objective != "list the rules" || len(review.Config.Acceptance) != 2 || string(review.Config.Input) != `["x"]` {
+		t.Fatalf("task = %+v, %v", review, err)
 	}
-	if code, _, _ := w.taskRun("approve", "no-slash"); code == 0 {
+	if code, _, _ := w.reviewRun("approve", "no-slash"); code == 0 {
 		t.Fatal("a malformed TASK was accepted")
 	}
 }

@@ -5,11 +5,11 @@ import (
 	"slices"
 )
 
-// FoldTaskEvent moves t along e: the one place that says what each task
-// event does to the record, used by Apply as it appends and by ProjectTask
+// FoldReviewEvent moves t along e: the one place that says what each task
+// event does to the record, used by Apply as it appends and by ProjectReview
 // as it replays, so the stored record and the history cannot drift apart
 // unless the store is damaged (which Verify then reports).
-func FoldTaskEvent(t *Task, e *TaskEvent) {
+func FoldReviewEvent(t *Review, e *ReviewEvent) {
 	wasActive := t.HoldsLease()
 	t.State = e.To
 	t.LastSeq = e.Seq
@@ -20,39 +20,39 @@ func FoldTaskEvent(t *Task, e *TaskEvent) {
 		t.DecidedBy = e.By
 	}
 	switch e.Type {
-	case TaskEventStarted, TaskEventReviewerLeased:
+	case ReviewEventStarted, ReviewEventReviewerLeased:
 		t.Attempt, t.LeaseOwner, t.LeaseExpiryMS = e.Attempt, e.Owner, e.LeaseExpiryMS
-		if e.Type == TaskEventStarted {
+		if e.Type == ReviewEventStarted {
 			t.Runs++
 		} else {
 			t.Reviews++
 		}
-	case TaskEventOutput:
+	case ReviewEventOutput:
 		t.Output = slices.Clone(e.Output)
 		t.CostTotal += e.Cost
 		if e.Summary != "" {
 			t.Summary = e.Summary
 		}
-	case TaskEventReviewed:
-		if e.Review != nil {
-			t.Review = *e.Review
-			t.Review.Recommendations = slices.Clone(e.Review.Recommendations)
-			if e.Review.Summary != "" {
-				t.Summary = e.Review.Summary
+	case ReviewEventReviewed:
+		if e.Assessment != nil {
+			t.Assessment = *e.Assessment
+			t.Assessment.Recommendations = slices.Clone(e.Assessment.Recommendations)
+			if e.Assessment.Summary != "" {
+				t.Summary = e.Assessment.Summary
 			}
 		}
-	case TaskEventRejected, TaskEventResubmitted, TaskEventFixed:
+	case ReviewEventRejected, ReviewEventResubmitted, ReviewEventFixed:
 		t.Feedback = e.Reason
 		if e.Reason != "" {
 			t.Summary = e.Reason
 		}
-	case TaskEventSuspended, TaskEventCanceled, TaskEventTerminated:
+	case ReviewEventSuspended, ReviewEventCanceled, ReviewEventTerminated:
 		if e.Reason != "" {
 			t.Summary = e.Reason
 		}
 	}
 	// A lease ends with the state it was held in; PAUSED → RUNNING keeps it.
-	keeps := t.State == TaskRunning || t.State == TaskPaused || (t.State == TaskReviewing && e.Type == TaskEventReviewerLeased)
+	keeps := t.State == ReviewRunning || t.State == ReviewPaused || (t.State == ReviewReviewing && e.Type == ReviewEventReviewerLeased)
 	if !keeps {
 		t.LeaseOwner, t.LeaseExpiryMS, t.LeaseDigest = "", 0, nil
 	}
@@ -70,17 +70,17 @@ func FoldTaskEvent(t *Task, e *TaskEvent) {
 // task configured to (AutoReview, AutoApprove).
 const ByAuto = "auto"
 
-// DeriveTaskState returns the state a task's history leads to: the To of
-// its last event (TaskNone for an empty history). CheckTaskHistory says
+// DeriveReviewState returns the state a task's history leads to: the To of
+// its last event (ReviewNone for an empty history). CheckReviewHistory says
 // whether the history is legal.
-func DeriveTaskState(hist []TaskEvent) TaskState {
+func DeriveReviewState(hist []ReviewEvent) ReviewState {
 	if len(hist) == 0 {
-		return TaskNone
+		return ReviewNone
 	}
 	return hist[len(hist)-1].To
 }
 
-// CheckTaskHistory checks the invariants of a task's history
+// CheckReviewHistory checks the invariants of a task's history
 // (docs/state-machines.md §4) and returns the first one broken, as an
 // *InvariantError:
 //
@@ -92,8 +92,8 @@ func DeriveTaskState(hist []TaskEvent) TaskState {
 //  3. every write of a lease holder (task_output, task_paused,
 //     task_reviewed, a PAUSED task's resume by its worker) carries the
 //     attempt of the lease it was given, and a lease-expiry names it too.
-func CheckTaskHistory(hist []TaskEvent) error {
-	state := TaskNone
+func CheckReviewHistory(hist []ReviewEvent) error {
+	state := ReviewNone
 	var attempt uint64
 	var lastAt int64
 	for i := range hist {
@@ -114,16 +114,16 @@ func CheckTaskHistory(hist []TaskEvent) error {
 		if e.From != state {
 			return bad(1, "%s starts from %s, but the task is %s", e.Type, e.From, state)
 		}
-		if to, ok := TaskNext(e.From, e.Type, e.To); !ok || to != e.To {
+		if to, ok := ReviewNext(e.From, e.Type, e.To); !ok || to != e.To {
 			return bad(1, "%s from %s to %s is not in the task table", e.Type, e.From, e.To)
 		}
 		switch e.Type {
-		case TaskEventStarted, TaskEventReviewerLeased:
+		case ReviewEventStarted, ReviewEventReviewerLeased:
 			if e.Attempt != attempt+1 {
 				return bad(3, "%s gives attempt %d after attempt %d", e.Type, e.Attempt, attempt)
 			}
 			attempt = e.Attempt
-		case TaskEventOutput, TaskEventPaused, TaskEventReviewed, TaskEventLeaseExpired:
+		case ReviewEventOutput, ReviewEventPaused, ReviewEventReviewed, ReviewEventLeaseExpired:
 			if e.Attempt != attempt {
 				return bad(3, "%s by attempt %d while the lease is attempt %d", e.Type, e.Attempt, attempt)
 			}
@@ -133,12 +133,12 @@ func CheckTaskHistory(hist []TaskEvent) error {
 	return nil
 }
 
-// ProjectTask replays hist over the task's identity (the fields CreateTask
+// ProjectReview replays hist over the task's identity (the fields CreateReview
 // set, taken from base) and returns the record the history implies. The
 // lease expiry, which heartbeats renew without an event, and the ready
 // time, which other tasks' ends decide, are taken from base.
-func ProjectTask(base *Task, hist []TaskEvent) *Task {
-	t := &Task{
+func ProjectReview(base *Review, hist []ReviewEvent) *Review {
+	t := &Review{
 		ID: base.ID, Job: base.Job, Phase: base.Phase, Description: base.Description,
 		JobDescription: base.JobDescription, Queue: base.Queue, ReviewQueue: base.ReviewQueue,
 		Type: base.Type, ReviewType: base.ReviewType, Deps: slices.Clone(base.Deps),
@@ -146,7 +146,7 @@ func ProjectTask(base *Task, hist []TaskEvent) *Task {
 		ParentJob: base.ParentJob, ParentStep: base.ParentStep,
 	}
 	for i := range hist {
-		FoldTaskEvent(t, &hist[i])
+		FoldReviewEvent(t, &hist[i])
 	}
 	if t.LeaseOwner != "" {
 		// The history holds neither a renewal nor the token: they are the

@@ -14,12 +14,12 @@ const awaitingPath = "/v1/tasks/awaiting"
 // listAwaiting answers GET /v1/tasks/awaiting: ?state= (a name such as
 // APPROVAL_REQUIRED), ?queue=, ?type=, ?after= and ?limit=, which the
 // engine checks.
-func listAwaiting(ts engine.TaskService, c *call) (any, error) {
+func listAwaiting(ts engine.ReviewService, c *call) (any, error) {
 	q := c.r.URL.Query()
 	aq := engine.AwaitingQuery{Queue: q.Get("queue"), Type: q.Get("type")}
 	if st := q.Get("state"); st != "" {
 		var err error
-		if aq.State, err = engine.ParseTaskState(st); err != nil {
+		if aq.State, err = engine.ParseReviewState(st); err != nil {
 			return nil, err
 		}
 	}
@@ -27,17 +27,17 @@ func listAwaiting(ts engine.TaskService, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	aq.After = engine.TaskID(after)
+	aq.After = engine.ReviewID(after)
 	if aq.Limit, err = c.limitParam(); err != nil {
 		return nil, err
 	}
-	return ts.ListAwaitingTasks(c.r.Context(), aq)
+	return ts.ListAwaitingReviews(c.r.Context(), aq)
 }
 
-// ListAwaitingTasks implements engine.TaskService.
-func (c *Client) ListAwaitingTasks(ctx context.Context, aq engine.AwaitingQuery) (*engine.AwaitingPage, error) {
+// ListAwaitingReviews implements engine.ReviewService.
+func (c *Client) ListAwaitingReviews(ctx context.Context, aq engine.AwaitingQuery) (*engine.AwaitingPage, error) {
 	q := url.Values{}
-	if aq.State != engine.TaskNone {
+	if aq.State != engine.ReviewNone {
 		q.Set("state", aq.State.String())
 	}
 	if aq.Queue != "" {

@@ -21,7 +21,7 @@ import (
 // Draft does a phase's work: it reports a cost and says which run it is
 // and what feedback it had.
 func Draft(ctx context.Context, what string) (string, error) {
-	info, ok := activity.GetTaskInfo(ctx)
+	info, ok := activity.GetReviewInfo(ctx)
 	if !ok {
 		return "", fmt.Errorf("not a task")
 	}
@@ -37,13 +37,13 @@ func Draft(ctx context.Context, what string) (string, error) {
 // one job, all issued at once: the engine holds each until the one before
 // it succeeds.
 func ReviewDAG(ctx workflow.Context) (string, error) {
-	opts := func(phase string, deps ...string) workflow.TaskOptions {
-		return workflow.TaskOptions{Job: "email", Phase: phase, DependsOn: deps, AutoReview: true,
+	opts := func(phase string, deps ...string) workflow.ReviewOptions {
+		return workflow.ReviewOptions{Job: "email", Phase: phase, DependsOn: deps, AutoReview: true,
 			Reviewer: "lint", JobDescription: "validate e-mail addresses"}
 	}
-	req := workflow.ExecuteTask(ctx, opts("requirements"), Draft, "requirements")
-	impl := workflow.ExecuteTask(ctx, opts("implementation", "requirements"), Draft, "implementation")
-	tests := workflow.ExecuteTask(ctx, opts("tests", "implementation"), Draft, "tests")
+	req := workflow.ExecuteReview(ctx, opts("requirements"), Draft, "requirements")
+	impl := workflow.ExecuteReview(ctx, opts("implementation", "requirements"), Draft, "implementation")
+	tests := workflow.ExecuteReview(ctx, opts("tests", "implementation"), Draft, "tests")
 	var out []string
 	for _, f := range []workflow.Future{req, impl, tests} {
 		var s string
@@ -55,12 +55,12 @@ func ReviewDAG(ctx workflow.Context) (string, error) {
 	return strings.Join(out, "; "), nil
 }
 
-// waitTaskState waits until the task of job and phase is in state s.
-func waitTaskState(t *testing.T, ts engine.TaskService, job, phase string, s engine.TaskState) *engine.Task {
+// waitReviewState waits until the task of job and phase is in state s.
+func waitReviewState(t *testing.T, ts engine.ReviewService, job, phase string, s engine.ReviewState) *engine.Review {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		got, err := ts.DescribeTask(context.Background(), engine.TaskTarget{Job: job, Phase: phase})
+		got, err := ts.DescribeReview(context.Background(), engine.ReviewTarget{Job: job, Phase: phase})
 		if err == nil && got.State == s {
 			return got
 		}
@@ -75,7 +75,7 @@ func waitTaskState(t *testing.T, ts engine.TaskService, job, phase string, s eng
 // person (the test) approving, rejecting with feedback, and approving the
 // rework; the dependants start only after each approval, and the workflow
 // gets the approved outputs.
-func TestExecuteTaskDAGThroughReview(t *testing.T) {
+func TestExecuteReviewDAG(t *testing.T) {
 	e := open(t)
 	var mu sync.Mutex
 	var reviewed []string
@@ -90,7 +90,7 @@ func TestExecuteTaskDAGThroughReview(t *testing.T) {
 		})
 	})
 	svc := service(t, e)
-	ts := svc.(engine.TaskService)
+	ts := svc.(engine.ReviewService)
 	c := client.New(svc)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -98,29 +98,29 @@ func TestExecuteTaskDAGThroughReview(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	decide := func(phase string, op engine.TaskOp, reason string) {
+	decide := func(phase string, op engine.ReviewOp, reason string) {
 		t.Helper()
-		if _, err := ts.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{Job: "email", Phase: phase}, Op: op, By: "steward", Reason: reason}); err != nil {
+		if _, err := ts.ReviewCommand(ctx, engine.ReviewCommand{ReviewTarget: engine.ReviewTarget{Job: "email", Phase: phase}, Op: op, By: "steward", Reason: reason}); err != nil {
 			t.Fatalf("%s %s: %v", op, phase, err)
 		}
 	}
-	waitTaskState(t, ts, "email", "requirements", engine.TaskApprovalRequired)
-	if impl := waitTaskState(t, ts, "email", "implementation", engine.TaskPending); impl.Runs != 0 {
+	waitReviewState(t, ts, "email", "requirements", engine.ReviewApprovalRequired)
+	if impl := waitReviewState(t, ts, "email", "implementation", engine.ReviewPending); impl.Runs != 0 {
 		t.Fatalf("the implementation ran before the requirements were approved: %+v", impl)
 	}
-	decide("requirements", engine.TaskOpApprove, "")
-	waitTaskState(t, ts, "email", "implementation", engine.TaskApprovalRequired)
-	decide("implementation", engine.TaskOpReject, "handle IDN")
-	impl := waitTaskState(t, ts, "email", "implementation", engine.TaskApprovalRequired)
+	decide("requirements", engine.ReviewOpApprove, "")
+	waitReviewState(t, ts, "email", "implementation", engine.ReviewApprovalRequired)
+	decide("implementation", engine.ReviewOpReject, "handle IDN")
+	impl := waitReviewState(t, ts, "email", "implementation", engine.ReviewApprovalRequired)
 	if impl.Runs != 2 {
 		t.Fatalf("implementation runs = %d, want 2", impl.Runs)
 	}
-	if tests := waitTaskState(t, ts, "email", "tests", engine.TaskPending); tests.Runs != 0 {
+	if tests := waitReviewState(t, ts, "email", "tests", engine.ReviewPending); tests.Runs != 0 {
 		t.Fatalf("the tests ran before the implementation was approved")
 	}
-	decide("implementation", engine.TaskOpApprove, "")
-	waitTaskState(t, ts, "email", "tests", engine.TaskApprovalRequired)
-	decide("tests", engine.TaskOpApprove, "")
+	decide("implementation", engine.ReviewOpApprove, "")
+	waitReviewState(t, ts, "email", "tests", engine.ReviewApprovalRequired)
+	decide("tests", engine.ReviewOpApprove, "")
 	var got string
 	if err := run.Get(ctx, &got); err != nil {
 		t.Fatal(err)
@@ -128,12 +128,12 @@ func TestExecuteTaskDAGThroughReview(t *testing.T) {
 	if want := "requirements v1; implementation v2 (handle IDN); tests v1"; got != want {
 		t.Fatalf("result %q, want %q", got, want)
 	}
-	m, err := ts.TaskManifest(ctx, "email")
+	m, err := ts.ReviewManifest(ctx, "email")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Four runs at a cost of 2 each.
-	if m.Status != engine.TaskSuccess || m.Metrics.CumulativeCost != 8 || len(m.History) != 3 || m.History[1].Summary != "reviewed implementation" {
+	if m.Status != engine.ReviewSuccess || m.Metrics.CumulativeCost != 8 || len(m.History) != 3 || m.History[1].Summary != "reviewed implementation" {
 		t.Fatalf("manifest = %+v", m)
 	}
 	mu.Lock()
@@ -148,7 +148,7 @@ func TestExecuteTaskDAGThroughReview(t *testing.T) {
 // leader is moved before each approval, and once while a task's work runs
 // under its lease. Every approval is applied exactly once (the client
 // retries with the same request id) and the workflow gets every output.
-func TestTaskApprovalsUnderLeaderFailover(t *testing.T) {
+func TestReviewApprovalsUnderLeaderFailover(t *testing.T) {
 	if !overCluster() {
 		t.Skip("runs against a three-node cluster: HEDDLE_SDK_BACKEND=cluster")
 	}
@@ -186,10 +186,10 @@ func TestTaskApprovalsUnderLeaderFailover(t *testing.T) {
 		}
 	}
 	for _, phase := range []string{"requirements", "implementation", "tests"} {
-		waitTaskState(t, cl, "email", phase, engine.TaskApprovalRequired)
+		waitReviewState(t, cl, "email", phase, engine.ReviewApprovalRequired)
 		transfer()
-		if _, err := cl.TaskCommand(ctx, engine.TaskCommand{TaskTarget: engine.TaskTarget{Job: "email", Phase: phase},
-			Op: engine.TaskOpApprove, By: "steward"}); err != nil {
+		if _, err := cl.ReviewCommand(ctx, engine.ReviewCommand{ReviewTarget: engine.ReviewTarget{Job: "email", Phase: phase},
+			Op: engine.ReviewOpApprove, By: "steward"}); err != nil {
 			t.Fatalf("approve %s after a failover: %v", phase, err)
 		}
 	}
@@ -200,30 +200,30 @@ func TestTaskApprovalsUnderLeaderFailover(t *testing.T) {
 	if !regexp.MustCompile(`^requirements v\d+; implementation v\d+; tests v\d+$`).MatchString(got) {
 		t.Fatalf("result %q, want each phase's output", got)
 	}
-	tasks, err := cl.ListTasks(ctx, "email")
-	if err != nil || len(tasks) != 3 {
-		t.Fatalf("tasks = %+v, %v", tasks, err)
+	reviews, err := cl.ListReviews(ctx, "email")
+	if err != nil || len(reviews) != 3 {
+		t.Fatalf("tasks = %+v, %v", reviews, err)
 	}
-	for _, task := range tasks {
-		hist, err := cl.TaskHistory(ctx, task.ID)
+	for _, review := range reviews {
+		hist, err := cl.ReviewHistory(ctx, review.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		approved, expired := 0, 0
 		for _, ev := range hist {
 			switch ev.Type {
-			case engine.TaskEventApproved:
+			case engine.ReviewEventApproved:
 				approved++
-			case engine.TaskEventLeaseExpired:
+			case engine.ReviewEventLeaseExpired:
 				expired++
 			}
 		}
-		if task.State != engine.TaskSuccess || approved != 1 {
-			t.Errorf("task %s: %s with %d approvals; want SUCCESS with exactly 1", task.Phase, task.State, approved)
+		if review.State != engine.ReviewSuccess || approved != 1 {
+			t.Errorf("task %s: %s with %d approvals; want SUCCESS with exactly 1", review.Phase, review.State, approved)
 		}
 		// A lease may expire when an election outlasts it on a loaded
 		// machine; the task then ran again, which the result shows.
-		t.Logf("task %s: %d runs, %d lease expiries", task.Phase, task.Runs, expired)
+		t.Logf("task %s: %d runs, %d lease expiries", review.Phase, review.Runs, expired)
 	}
 }
 
@@ -237,13 +237,13 @@ func Throttled(ctx context.Context) (string, error) {
 
 func ThrottledFlow(ctx workflow.Context) (string, error) {
 	var out string
-	err := workflow.ExecuteTask(ctx, workflow.TaskOptions{Job: "throttle", Phase: "p", AutoReview: true, AutoApprove: true}, Throttled).Get(ctx, &out)
+	err := workflow.ExecuteReview(ctx, workflow.ReviewOptions{Job: "throttle", Phase: "p", AutoReview: true, AutoApprove: true}, Throttled).Get(ctx, &out)
 	return out, err
 }
 
 // A rate-limited task goes RUNNING → PAUSED → RUNNING under the same lease
 // and then on through its review; outside a task, RateLimited refuses.
-func TestTaskRateLimitPauses(t *testing.T) {
+func TestReviewRateLimitPauses(t *testing.T) {
 	e := open(t)
 	startWorker(t, e, "main", worker.Options{}, func(w worker.Worker) {
 		w.RegisterWorkflow(ThrottledFlow)
@@ -263,12 +263,12 @@ func TestTaskRateLimitPauses(t *testing.T) {
 	if err := run.Get(ctx, &got); err != nil || got != "after the pause" {
 		t.Fatalf("result %q, %v", got, err)
 	}
-	ts := svc.(engine.TaskService)
-	task, err := ts.DescribeTask(ctx, engine.TaskTarget{Job: "throttle", Phase: "p"})
+	ts := svc.(engine.ReviewService)
+	review, err := ts.DescribeReview(ctx, engine.ReviewTarget{Job: "throttle", Phase: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hist, err := ts.TaskHistory(ctx, task.ID)
+	hist, err := ts.ReviewHistory(ctx, review.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestTaskRateLimitPauses(t *testing.T) {
 	if strings.Join(moves, " ") != want {
 		t.Fatalf("moves %v, want %s", moves, want)
 	}
-	if hist[2].Attempt != hist[1].Attempt || hist[3].Type != engine.TaskEventResumed {
+	if hist[2].Attempt != hist[1].Attempt || hist[3].Type != engine.ReviewEventResumed {
 		t.Fatalf("the pause changed the lease: %+v", hist[1:4])
 	}
 	if err := activity.RateLimited(context.Background(), time.Millisecond); err == nil {

@@ -26,7 +26,7 @@ import (
 )
 
 // Review task kill tests: a child process (this test binary, running
-// TestTaskKillChild) starts a workflow with one review task and is
+// TestReviewKillChild) starts a workflow with one review task and is
 // SIGKILLed while its worker does the task's work, or while its reviewer
 // reviews it. The parent opens the same directory with a worker that does
 // not block: the dead holder's lease expires, the scheduler gives the task
@@ -35,21 +35,21 @@ import (
 // guess, only the lease.
 
 const (
-	taskKillDirEnv  = "HEDDLE_TASK_KILL_DIR"
-	taskKillModeEnv = "HEDDLE_TASK_KILL_MODE"
-	taskKillReady   = "TASK-KILL-READY"
-	taskKillQueue   = "task-kill"
+	reviewKillDirEnv  = "HEDDLE_TASK_KILL_DIR"
+	reviewKillModeEnv = "HEDDLE_TASK_KILL_MODE"
+	reviewKillReady   = "TASK-KILL-READY"
+	reviewKillQueue   = "task-kill"
 )
 
-// taskKillBlock is the side ("work" or "review") that blocks in this
-// process, printing taskKillReady first; "" in the parent.
-var taskKillBlock string
+// reviewKillBlock is the side ("work" or "review") that blocks in this
+// process, printing reviewKillReady first; "" in the parent.
+var reviewKillBlock string
 
 func blockForKill(ctx context.Context, side string) {
-	if taskKillBlock != side {
+	if reviewKillBlock != side {
 		return
 	}
-	fmt.Println(taskKillReady)
+	fmt.Println(reviewKillReady)
 	<-ctx.Done() // until SIGKILL
 }
 
@@ -63,17 +63,17 @@ func killableReviewer(ctx context.Context, r worker.ReviewRequest) (worker.Revie
 	return worker.ReviewResult{Approve: true, Summary: "ok after the kill"}, nil
 }
 
-func TaskKillFlow(ctx workflow.Context) (int, error) {
+func ReviewKillFlow(ctx workflow.Context) (int, error) {
 	var out int
-	err := workflow.ExecuteTask(ctx, workflow.TaskOptions{Job: "kill-task", Phase: "only", AutoReview: true, AutoApprove: true},
+	err := workflow.ExecuteReview(ctx, workflow.ReviewOptions{Job: "kill-task", Phase: "only", AutoReview: true, AutoApprove: true},
 		KillableWork, 4).Get(ctx, &out)
 	return out, err
 }
 
-func newTaskKillWorker(t testing.TB, e *embedded.Engine) worker.Worker {
-	w := worker.New(client.New(e), taskKillQueue, worker.Options{LeaseTTL: time.Second,
+func newReviewKillWorker(t testing.TB, e *embedded.Engine) worker.Worker {
+	w := worker.New(client.New(e), reviewKillQueue, worker.Options{LeaseTTL: time.Second,
 		OnError: func(job engine.JobID, err error) { fmt.Fprintf(os.Stderr, "worker error on job %d: %v\n", job, err) }})
-	w.RegisterWorkflow(TaskKillFlow)
+	w.RegisterWorkflow(ReviewKillFlow)
 	w.RegisterActivity(KillableWork)
 	w.RegisterReviewer("any", killableReviewer)
 	if err := w.Start(); err != nil {
@@ -82,17 +82,17 @@ func newTaskKillWorker(t testing.TB, e *embedded.Engine) worker.Worker {
 	return w
 }
 
-func TestTaskWorkerKilledWhileWorking(t *testing.T) { runTaskKill(t, "work", engine.TaskRunning) }
-func TestTaskReviewerKilledWhileReviewing(t *testing.T) {
-	runTaskKill(t, "review", engine.TaskReviewing)
+func TestReviewWorkerKilledWhileWorking(t *testing.T) { runReviewKill(t, "work", engine.ReviewRunning) }
+func TestReviewerKilledWhileReviewing(t *testing.T) {
+	runReviewKill(t, "review", engine.ReviewReviewing)
 }
 
-func runTaskKill(t *testing.T, side string, stuck engine.TaskState) {
+func runReviewKill(t *testing.T, side string, stuck engine.ReviewState) {
 	dir := filepath.Join(t.TempDir(), "db")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTaskKillChild$", "-test.count=1", "-test.timeout=3m")
-	cmd.Env = append(os.Environ(), taskKillDirEnv+"="+dir, taskKillModeEnv+"="+side)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestReviewKillChild$", "-test.count=1", "-test.timeout=3m")
+	cmd.Env = append(os.Environ(), reviewKillDirEnv+"="+dir, reviewKillModeEnv+"="+side)
 	var stderr crashLog
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -105,7 +105,7 @@ func runTaskKill(t *testing.T, side string, stuck engine.TaskState) {
 	killed := false
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) == taskKillReady && !killed {
+		if strings.TrimSpace(sc.Text()) == reviewKillReady && !killed {
 			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
@@ -126,24 +126,24 @@ func runTaskKill(t *testing.T, side string, stuck engine.TaskState) {
 		t.Fatalf("reopen after SIGKILL: %v", err)
 	}
 	defer closeOK(t, e)
-	before, err := e.DescribeTask(ctx, engine.TaskTarget{Job: "kill-task", Phase: "only"})
+	before, err := e.DescribeReview(ctx, engine.ReviewTarget{Job: "kill-task", Phase: "only"})
 	if err != nil || before.State != stuck || before.LeaseOwner == "" {
 		t.Fatalf("after the kill the task is %+v (%v), want %s under the dead holder's lease", before, err, stuck)
 	}
-	w := newTaskKillWorker(t, e)
+	w := newReviewKillWorker(t, e)
 	defer stopOK(t, w)
 	run := client.New(e).GetWorkflow(ctx, "task-kill", "")
 	var got int
 	if err := run.Get(ctx, &got); err != nil || got != 40 {
 		t.Fatalf("result %d, %v; want 40", got, err)
 	}
-	hist, err := e.TaskHistory(ctx, before.ID)
+	hist, err := e.ReviewHistory(ctx, before.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var expired []engine.TaskEvent
+	var expired []engine.ReviewEvent
 	for _, ev := range hist {
-		if ev.Type == engine.TaskEventLeaseExpired {
+		if ev.Type == engine.ReviewEventLeaseExpired {
 			expired = append(expired, ev)
 		}
 	}
@@ -164,22 +164,22 @@ func runTaskKill(t *testing.T, side string, stuck engine.TaskState) {
 	}
 }
 
-// TestTaskKillChild is the child of the task kill tests; it does nothing
+// TestReviewKillChild is the child of the task kill tests; it does nothing
 // unless HEDDLE_TASK_KILL_DIR names its directory, and runs until killed.
-func TestTaskKillChild(t *testing.T) {
-	dir := os.Getenv(taskKillDirEnv)
+func TestReviewKillChild(t *testing.T) {
+	dir := os.Getenv(reviewKillDirEnv)
 	if dir == "" {
 		t.Skip("run by the task kill tests only")
 	}
-	taskKillBlock = os.Getenv(taskKillModeEnv)
+	reviewKillBlock = os.Getenv(reviewKillModeEnv)
 	e, err := embedded.Open(embedded.Config{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	newTaskKillWorker(t, e)
+	newReviewKillWorker(t, e)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := client.New(e).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "task-kill", TaskQueue: taskKillQueue}, TaskKillFlow); err != nil {
+	if _, err := client.New(e).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "task-kill", TaskQueue: reviewKillQueue}, ReviewKillFlow); err != nil {
 		t.Fatal(err)
 	}
 	<-ctx.Done()
