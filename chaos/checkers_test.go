@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -144,5 +145,63 @@ func TestResourceOverleases(t *testing.T) {
 		if n != tc.want || len(problems) != n {
 			t.Errorf("%s: %d over-leases %v, want %d", tc.name, n, problems, tc.want)
 		}
+	}
+}
+
+// A claim whose answer was lost is given back with a job_requeued of
+// reason "released": by the node that applied it, which no client logs,
+// or by the worker, which logs it as a release. ReadOps takes the
+// history's release when no client logged it, and only then, so the next
+// attempt's claim is legal and no release is counted twice.
+func TestReadOpsTakesReleasesFromTheHistory(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, recs ...OpRecord) {
+		t.Helper()
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for _, r := range recs {
+			b, _ := json.Marshal(r)
+			if _, err := f.Write(append(b, '\n')); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Client 0 claimed attempt 2 of job 2 and gave it back itself; the
+	// claim of attempt 1 of job 1 and of attempt 1 of job 2 reached no
+	// client, and the node gave job 1's back.
+	write("ops-a.jsonl",
+		OpRecord{ID: 1, Op: "claim", T: ms(50)}, OpRecord{ID: 1, Ret: true, T: ms(51), Out: OutOK, Claimed: []engine.LeaseRef{{Job: 2, Attempt: 2}}},
+		OpRecord{ID: 2, Op: "release", Job: 2, Att: 2, T: ms(52)}, OpRecord{ID: 2, Ret: true, T: ms(53), Out: OutOK},
+		OpRecord{ID: 3, Op: "claim", T: ms(60)}, OpRecord{ID: 3, Ret: true, T: ms(61), Out: OutOK, Claimed: []engine.LeaseRef{{Job: 1, Attempt: 2}}},
+		OpRecord{ID: 4, Op: "close", Job: 1, Att: 2, T: ms(62)}, OpRecord{ID: 4, Ret: true, T: ms(63), Out: OutOK})
+	jobs := map[engine.JobID]*JobHistory{
+		1: {Events: []engine.Event{
+			{Type: engine.EventJobLeased, Attempt: 1, AtMS: 10},
+			{Type: engine.EventJobRequeued, Attempt: 1, Reason: engine.ReasonReleased, AtMS: 20},
+			{Type: engine.EventJobLeased, Attempt: 2, AtMS: 60}}},
+		2: {Events: []engine.Event{
+			{Type: engine.EventJobLeased, Attempt: 1, AtMS: 10},
+			{Type: engine.EventJobRequeued, Attempt: 1, Reason: engine.ReasonLeaseExpired, AtMS: 40},
+			{Type: engine.EventJobLeased, Attempt: 2, AtMS: 50},
+			{Type: engine.EventJobRequeued, Attempt: 2, Reason: engine.ReasonReleased, AtMS: 52}}},
+	}
+	ops, err := ReadOps(dir, jobs, ms(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	releases := map[engine.JobID]int{}
+	for _, o := range ops {
+		if o.Kind == "release" {
+			releases[o.Job]++
+		}
+	}
+	if releases[1] != 1 || releases[2] != 1 {
+		t.Fatalf("releases by job: %v, want one each", releases)
+	}
+	if ok, msg, err := CheckLinearizable(ops, "", 0); err != nil || !ok {
+		t.Fatalf("a history with releases was refused: %s %v", msg, err)
 	}
 }

@@ -54,7 +54,8 @@ func ReadOps(dir string, jobs map[engine.JobID]*JobHistory, end int64) ([]LinOp,
 	files, _ := filepath.Glob(filepath.Join(dir, "ops-*.jsonl"))
 	sort.Strings(files)
 	var ops []LinOp
-	observed := map[engine.LeaseRef]bool{}
+	observed := map[engine.LeaseRef]bool{} // claims a client saw
+	released := map[engine.LeaseRef]bool{} // releases a client made
 	for client, f := range files {
 		recs, err := readJSONLines[OpRecord](f)
 		if err != nil {
@@ -91,6 +92,9 @@ func ReadOps(dir string, jobs map[engine.JobID]*JobHistory, end int64) ([]LinOp,
 				}
 				continue
 			}
+			if c.Op == "release" && r.Out != OutRefused {
+				released[engine.LeaseRef{Job: engine.JobID(c.Job), Attempt: c.Att}] = true
+			}
 			ops = append(ops, LinOp{Client: client, Job: engine.JobID(c.Job), Kind: c.Op, Att: c.Att, Step: c.Step,
 				Call: c.T, Return: ret, Out: r.Out, Woken: r.Woken})
 		}
@@ -103,6 +107,12 @@ func ReadOps(dir string, jobs map[engine.JobID]*JobHistory, end int64) ([]LinOp,
 				ops = append(ops, LinOp{Client: hist, Job: id, Kind: "claim", Att: ev.Attempt, Call: ev.AtMS * 1e6, Return: end, Out: OutOK})
 			case ev.Type == engine.EventJobRequeued && ev.Reason == engine.ReasonLeaseExpired:
 				ops = append(ops, LinOp{Client: hist, Job: id, Kind: "reclaim", Att: ev.Attempt, Call: ev.AtMS * 1e6, Return: end, Out: OutOK})
+			case ev.Type == engine.EventJobRequeued && ev.Reason == engine.ReasonReleased && !released[engine.LeaseRef{Job: id, Attempt: ev.Attempt}]:
+				// A claim whose answer was lost is given back by the node
+				// that applied it, or by the worker after it asks again
+				// under the claim's request id; no client may have logged
+				// that release, and the history holds it all the same.
+				ops = append(ops, LinOp{Client: hist, Job: id, Kind: "release", Att: ev.Attempt, Call: ev.AtMS * 1e6, Return: end, Out: OutOK})
 			}
 		}
 	}
