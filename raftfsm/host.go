@@ -84,7 +84,11 @@ type Host struct {
 	metaCh   chan struct{} // closed at every change of the metadata group's leader
 
 	balanceWake chan struct{}
-	resumed     chan int // shards whose followers resumed heartbeats
+	// failing holds, by shard, the followers whose heartbeats from this
+	// node (as the shard's leader) fail: leadership is not handed to them.
+	peerMu  sync.Mutex
+	failing map[int]map[string]bool
+	peerGen map[int]uint64 // counts the changes of failing, by shard
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -121,7 +125,7 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 		return nil, fmt.Errorf("%w: RaftAddr %q, but the cluster knows node %q at %q", ErrConfig, cfg.RaftAddr, cfg.ID, self.RaftAddr)
 	}
 	h := &Host{cfg: cfg, local: p, shards: make([]*Node, p.Shards), changeCh: make(chan struct{}), metaCh: make(chan struct{}),
-		balanceWake: make(chan struct{}, 1), resumed: make(chan int, 64)}
+		balanceWake: make(chan struct{}, 1), failing: map[int]map[string]bool{}, peerGen: map[int]uint64{}}
 	h.placement.Store(p)
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	defer func() {
@@ -260,7 +264,7 @@ func (h *Host) openShard(p *Placement, k int) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.watchResumed(n, k)
+	h.watchPeers(n, k)
 	return n, nil
 }
 
@@ -615,14 +619,19 @@ func (h *Host) wakeBalancer() {
 	}
 }
 
-// watchResumed tells the balancer when a follower of shard k, as seen by
-// n while it leads, answers heartbeats again: a desired leader that came
-// back may take its shard back at once.
-func (h *Host) watchResumed(n *Node, k int) {
+// watchPeers keeps, for the balancer, which followers of shard k fail to
+// answer n's heartbeats while n leads it, and wakes the balancer when one
+// answers again: a desired leader that came back takes its shard back at
+// once, and one that is down is not handed a leadership it cannot take
+// (a transfer holds the shard's writes until it times out).
+func (h *Host) watchPeers(n *Node, k int) {
 	ch := make(chan raft.Observation, 16)
 	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
-		_, ok := o.Data.(raft.ResumedHeartbeatObservation)
-		return ok
+		switch o.Data.(type) {
+		case raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation:
+			return true
+		}
+		return false
 	})
 	n.raft.RegisterObserver(obs)
 	h.wg.Add(1)
@@ -633,15 +642,31 @@ func (h *Host) watchResumed(n *Node, k int) {
 			select {
 			case <-h.ctx.Done():
 				return
-			case <-ch:
-				select {
-				case h.resumed <- k:
-				default:
+			case o := <-ch:
+				h.peerMu.Lock()
+				if h.failing[k] == nil {
+					h.failing[k] = map[string]bool{}
 				}
+				switch d := o.Data.(type) {
+				case raft.FailedHeartbeatObservation:
+					h.failing[k][string(d.PeerID)] = true
+				case raft.ResumedHeartbeatObservation:
+					delete(h.failing[k], string(d.PeerID))
+				}
+				h.peerGen[k]++
+				h.peerMu.Unlock()
 				h.wakeBalancer()
 			}
 		}
 	}()
+}
+
+// peerFailing reports whether shard k's follower id fails to answer this
+// node's heartbeats, and how many times the failing followers of k changed.
+func (h *Host) peerFailing(k int, id string) (bool, uint64) {
+	h.peerMu.Lock()
+	defer h.peerMu.Unlock()
+	return h.failing[k][id], h.peerGen[k]
 }
 
 // Bounds of the balancer's backoff after a leadership transfer failed
@@ -654,14 +679,20 @@ const (
 // balance hands the leadership of each shard this node leads to the shard's
 // desired leader, when that is another node (docs/sharding.md,
 // "Placement"). It looks when woken: at a change of leader of a local
-// shard, of the placement, when a follower answers again, and when a
-// failed transfer's backoff ends; it never polls.
+// shard or of the placement, when a follower's heartbeats fail or answer
+// again, and when a wait below ends; it never polls. A node that just won
+// a shard waits one heartbeat timeout before handing it on, so that a
+// desired leader that is down shows as failing first, and it does not hand
+// a shard to a follower that fails its heartbeats.
 func (h *Host) balance() {
 	defer h.wg.Done()
 	type shardState struct {
 		backoff  time.Duration
 		retryAt  time.Time
 		inflight bool
+		leading  bool
+		ledSince time.Time
+		peerGen  uint64 // peerFailing's count when last looked at
 	}
 	st := make([]shardState, len(h.shards))
 	type result struct {
@@ -669,6 +700,8 @@ func (h *Host) balance() {
 		err   error
 	}
 	results := make(chan result, len(h.shards))
+	settle := h.cfg.HeartbeatTimeout
+	log := hclogger(h.cfg.Config, "balance")
 	for {
 		select {
 		case <-h.ctx.Done():
@@ -682,10 +715,10 @@ func (h *Host) balance() {
 			}
 			s.backoff = min(max(2*s.backoff, minBalanceBackoff), maxBalanceBackoff)
 			s.retryAt = time.Now().Add(s.backoff)
+			log.Warn("handing a shard's leadership to its desired leader failed", "shard", r.shard,
+				"to", h.placement.Load().Groups[r.shard].Leader, "error", r.err, "retry_in", s.backoff)
 			time.AfterFunc(s.backoff, h.wakeBalancer)
 			continue
-		case k := <-h.resumed:
-			st[k].backoff, st[k].retryAt = 0, time.Time{}
 		case <-h.balanceWake:
 		}
 		p := h.placement.Load()
@@ -694,13 +727,25 @@ func (h *Host) balance() {
 			if n == nil {
 				continue
 			}
-			want := p.Groups[k].Leader
 			s := &st[k]
-			if want == h.cfg.ID || !n.IsLeader() {
+			leads := n.IsLeader()
+			if leads && !s.leading {
+				s.ledSince = now
+				time.AfterFunc(settle, h.wakeBalancer)
+			}
+			s.leading = leads
+			want := p.Groups[k].Leader
+			if want == h.cfg.ID || !leads {
 				s.backoff, s.retryAt = 0, time.Time{}
 				continue
 			}
-			if s.inflight || now.Before(s.retryAt) {
+			failing, gen := h.peerFailing(k, want)
+			if gen != s.peerGen {
+				// A follower failed or came back: what held the transfer
+				// back may be over.
+				s.peerGen, s.backoff, s.retryAt = gen, 0, time.Time{}
+			}
+			if s.inflight || now.Before(s.retryAt) || now.Sub(s.ledSince) < settle || failing {
 				continue
 			}
 			to, _ := p.node(want)

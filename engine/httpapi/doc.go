@@ -69,6 +69,9 @@
 //	POST   /v1/cluster/members               ClusterMember (join)
 //	DELETE /v1/cluster/members/{id}          remove a member
 //	POST   /v1/cluster/leader/transfer       hand leadership to another member
+//	GET    /v1/cluster/shards                -> ShardMap (a sharded cluster)
+//	POST   /v1/cluster/shards/{shard}/leader ShardLeaderRequest -> PlacementChange
+//	POST   /v1/cluster/shards/rebalance      -> PlacementChange
 //
 //	POST   /v1/jobs/configure                ConfigureJob      -> StatusResult (a Draft job's input)
 //	POST   /v1/tasks                         CreateReview      -> ReviewResult (review tasks)
