@@ -78,6 +78,7 @@ func (c *Client) ClaimWait(ctx context.Context, cmd engine.Claim) ([]engine.Clai
 		// poll returns its jobs.
 		cmd.RequestID = randomID("http-")
 	}
+	c.probeShards(ctx)
 	if view := c.shardView(ctx); view != nil {
 		return c.claimAcross(ctx, view, cmd, true) // a long poll of every node at once
 	}

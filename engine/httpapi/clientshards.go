@@ -2,11 +2,13 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/backoff"
@@ -38,6 +40,9 @@ type shardState struct {
 	stale   bool // fetch the map before the next routed request
 	// refreshing is held while the map is fetched, so only one fetch runs.
 	refreshing sync.Mutex
+	// probed is set once a node answered the client's question whether the
+	// cluster is sharded (probeShards).
+	probed atomic.Bool
 }
 
 func (s *shardState) current() (view *shardView, sharded, stale bool) {
@@ -120,12 +125,21 @@ func (c *Client) refreshShards(ctx context.Context) {
 		return
 	}
 	defer c.shards.refreshing.Unlock()
+	_, _ = c.fetchShards(ctx)
+}
+
+// fetchShards asks any node for the shard map and keeps it when it is one;
+// it returns whether a node answered at all (a node of a cluster of one
+// group answers with an error) and the error.
+func (c *Client) fetchShards(ctx context.Context) (answered bool, err error) {
 	var m engine.ShardMap
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
-	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/cluster/shards", out: &m, noRoute: true})
+	err = c.do(ctx, request{method: http.MethodGet, path: "/v1/cluster/shards", out: &m, noRoute: true})
+	var te *transportError
+	answered = err == nil || (!errors.As(err, &te) && ctx.Err() == nil)
 	if err != nil || m.Shards < 1 || len(m.Leaders) != m.Shards {
-		return // routed requests go through any node meanwhile
+		return answered, err // routed requests go through any node meanwhile
 	}
 	base := c.preferred()
 	v := &shardView{version: m.Version, count: m.Shards, leaders: make([]string, m.Shards)}
@@ -143,7 +157,37 @@ func (c *Client) refreshShards(ctx context.Context) {
 	}
 	c.shards.mu.Lock()
 	c.shards.view, c.shards.stale = v, false
+	if m.Shards > 1 {
+		c.shards.sharded = true
+	}
 	c.shards.mu.Unlock()
+	return true, nil
+}
+
+// probeShards asks, once in a client's life, whether the cluster is
+// sharded, before the client's first long poll for work. A client learns it
+// from the placement header of any answer, but a worker's first request is
+// often its long poll, whose answer comes only when the poll ends: sent to
+// one node of a sharded cluster as to a cluster of one group, it would wait
+// there, blind to the work of the shards other nodes lead, until its wait
+// ran out. A node of a cluster of one group answers the question with an
+// error, after which the client polls as it always did.
+func (c *Client) probeShards(ctx context.Context) {
+	if c.pinned || c.shards.probed.Load() {
+		return
+	}
+	if _, sharded, _ := c.shards.current(); sharded {
+		c.shards.probed.Store(true)
+		return
+	}
+	c.shards.refreshing.Lock()
+	defer c.shards.refreshing.Unlock()
+	if c.shards.probed.Load() {
+		return
+	}
+	if answered, _ := c.fetchShards(ctx); answered {
+		c.shards.probed.Store(true)
+	}
 }
 
 // shardView returns the map when the client routes by shard, else nil.

@@ -261,6 +261,7 @@ func (c *Client) ClaimReviewsWait(ctx context.Context, cmd engine.ClaimReviews) 
 	if cmd.RequestID == "" {
 		cmd.RequestID = randomID("http-")
 	}
+	c.probeShards(ctx)
 	if view := c.shardView(ctx); view != nil {
 		return c.claimReviewsAcross(ctx, view, cmd, true)
 	}

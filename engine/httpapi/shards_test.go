@@ -509,3 +509,29 @@ func TestShardedClusterSurvivesANodeWithSeveralLeaders(t *testing.T) {
 	}
 	c.verify()
 }
+
+// TestNewClientsFirstLongPollSeesEveryShard: a worker's first request to a
+// sharded cluster is often its long poll. Sent to one node as to a cluster
+// of one group, it would wait there, blind to the shards the other nodes
+// lead, until its wait ran out; the client asks first whether the cluster
+// is sharded and polls every node.
+func TestNewClientsFirstLongPollSeesEveryShard(t *testing.T) {
+	const shards = 4
+	c := newShardedCluster(t, 3, shards)
+	c.awaitLeaders(c.desired)
+	ctx := context.Background()
+	// Shard 1 is led by n2; the new client prefers n1.
+	if _, err := c.client("n2").Create(ctx, engine.CreateJob{WorkflowID: wfOn("far", 1, shards), Type: "t", Queue: "first-poll"}); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{c.httpOf("n1"), c.httpOf("n2"), c.httpOf("n3")}, PollWait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	jobs, err := cl.ClaimWait(pollCtx, engine.Claim{Queue: "first-poll", Owner: "w", Max: 1, LeaseMS: 10_000})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("a new client's first long poll: %v, %v; want the job of shard 1", jobs, err)
+	}
+}
