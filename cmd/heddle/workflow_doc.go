@@ -36,12 +36,6 @@ type wfJobDoc struct {
 	ParentJobID     uint64          `json:"parent_job_id,omitempty"`
 	ParentStep      string          `json:"parent_step,omitempty"`
 	CancelRequested bool            `json:"cancel_requested,omitempty"`
-	// ResetNewRunID is the run a reset started in this run's place;
-	// ResetBaseRunID and ResetEventID the run and the point this run was
-	// reset from.
-	ResetNewRunID  uint64 `json:"reset_new_run_id,omitempty"`
-	ResetBaseRunID uint64 `json:"reset_base_run_id,omitempty"`
-	ResetEventID   uint64 `json:"reset_event_id,omitempty"`
 	WaitingFor      *wfWaitDoc      `json:"waiting_for,omitempty"`
 	Timers          []wfTimerDoc    `json:"timers,omitempty"`
 	HistoryLength   uint64          `json:"history_length"`
@@ -53,6 +47,12 @@ type wfJobDoc struct {
 	// Steps are the steps of an open run that have not ended (describe
 	// only): who runs each, its state and last heartbeat.
 	Steps []stepDoc `json:"steps,omitempty"`
+	// ResetNewRunID is the run a reset started in this run's place;
+	// ResetBaseRunID and ResetEventID the run and the point this run was
+	// reset from.
+	ResetNewRunID  uint64 `json:"reset_new_run_id,omitempty"`
+	ResetBaseRunID uint64 `json:"reset_base_run_id,omitempty"`
+	ResetEventID   uint64 `json:"reset_event_id,omitempty"`
 }
 
 // wfWaitDoc is what a waiting run waits for; the first to happen wakes it.
