@@ -122,6 +122,14 @@ func (c *ResetJob) Check(l *Limits) error {
 	return ch.err
 }
 
+// IsResetPoint reports whether an event of type t ends a turn's decisions,
+// so that a run may be reset to it (ResetJob): the run's start (job_created,
+// or a draft's job_activated), after which the first turn begins, or a
+// job_waiting, with which a turn ended blocked.
+func IsResetPoint(t EventType) bool {
+	return t == EventJobCreated || t == EventJobActivated || t == EventJobWaiting
+}
+
 // UpdateSignalName is the signal that carries a workflow update's request
 // (sdk/workflow.UpdateSignalName is this name): a reset tells updates from
 // other signals by it (ResetJob.ExcludeUpdates).

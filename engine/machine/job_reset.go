@@ -19,14 +19,6 @@ const (
 	resetBudgetKeys  = 10_000
 )
 
-// IsResetPoint reports whether an event of type t ends a turn's decisions,
-// so that a run may be reset to it (ResetJob): the run's start (job_created,
-// or a draft's job_activated), after which the first turn begins, or a
-// job_waiting, with which a turn ended blocked.
-func IsResetPoint(t engine.EventType) bool {
-	return t == engine.EventJobCreated || t == engine.EventJobActivated || t == engine.EventJobWaiting
-}
-
 // resetJob applies ResetJob: the new run gets the base run's history up to
 // the reset point (less the events of steps that had not ended by then,
 // which run again), a workflow_reset event, the signals and updates the
@@ -190,7 +182,7 @@ func (a *applier) readEvents(id engine.JobID) ([]engine.Event, error) {
 func resetPoint(job engine.JobID, hist []engine.Event, c *engine.ResetJob) (uint64, error) {
 	var valid []uint64
 	for i := range hist {
-		if IsResetPoint(hist[i].Type) {
+		if engine.IsResetPoint(hist[i].Type) {
 			valid = append(valid, hist[i].Seq)
 		}
 	}
@@ -206,7 +198,7 @@ func resetPoint(job engine.JobID, hist []engine.Event, c *engine.ResetJob) (uint
 	if c.Seq > uint64(len(hist)) {
 		return 0, engine.NewResetPointError(job, c.Seq, "", valid, "")
 	}
-	if ev := &hist[c.Seq-1]; !IsResetPoint(ev.Type) {
+	if ev := &hist[c.Seq-1]; !engine.IsResetPoint(ev.Type) {
 		return 0, engine.NewResetPointError(job, c.Seq, ev.Type, valid, "")
 	}
 	return c.Seq, nil

@@ -73,7 +73,7 @@ func (v *verifier) resetLink(j *engine.Job) error {
 	if err != nil {
 		return err
 	}
-	if !IsResetPoint(pev.Type) {
+	if !engine.IsResetPoint(pev.Type) {
 		return fmt.Errorf("its reset point, event %d of run %d, is a %s, not a turn boundary", j.ResetEventID, b.ID, pev.Type)
 	}
 	hist, _, err := ReadHistory(v.r, j.ID, 0, 0)
