@@ -236,3 +236,56 @@ func TestResetKeepsChildren(t *testing.T) {
 	}
 	verify(t, e)
 }
+
+// An update received after the reset point is applied again in the new
+// run, whose handler runs again from the state at the point (the total
+// before it); left out with ResetReapplyExcludeTypeUpdate, it is not.
+func TestResetReappliesUpdates(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		exclude []client.ResetReapplyExcludeType
+		want    int
+	}{
+		{"reapplied", nil, 5},
+		{"excluded", []client.ResetReapplyExcludeType{client.ResetReapplyExcludeTypeUpdate}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := open(t)
+			startWorker(t, e, "reset-upd", worker.Options{}, func(w worker.Worker) { w.RegisterWorkflow(UpdCounter) })
+			c := client.New(service(t, e))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "reset-counter", TaskQueue: "reset-upd"}, UpdCounter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := waitRun(ctx, t, e, c, "reset-counter", waitsForSignal)
+			point := first.LastSeq // the job_waiting of the first turn
+			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{UpdateID: "a", WorkflowID: "reset-counter", UpdateName: "add",
+				Args: []any{5}, WaitForStage: client.WorkflowUpdateStageCompleted})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got int
+			if err := h.Get(ctx, &got); err != nil || got != 5 {
+				t.Fatalf("the update: %d, %v", got, err)
+			}
+			waitRun(ctx, t, e, c, "reset-counter", waitsForSignal)
+			r, err := c.ResetWorkflowExecution(ctx, &client.ResetWorkflowExecutionRequest{
+				WorkflowExecution:         &workflow.Execution{ID: "reset-counter", RunID: run.GetRunID()},
+				WorkflowTaskFinishEventId: int64(point), Reason: "before the update", ResetReapplyExcludeTypes: tc.exclude})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The workflow id names the new run now: "done" goes to it, after
+			// the update it got again (which its code finishes first).
+			if err := c.SignalWorkflow(ctx, "reset-counter", "", "done", nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.GetWorkflow(ctx, "reset-counter", r.GetRunId()).Get(ctx, &got); err != nil || got != tc.want {
+				t.Fatalf("the reset run returned %d, %v; want %d", got, err, tc.want)
+			}
+			verify(t, e)
+		})
+	}
+}
