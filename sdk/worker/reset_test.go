@@ -164,6 +164,17 @@ func TestResetReplaysAndCompletes(t *testing.T) {
 	if err != nil || last.ResetBaseRunID != failed.ID || last.Status != engine.StatusCompleted {
 		t.Fatalf("the reset run: %+v, %v", last, err)
 	}
+	// The reset run's whole history (the copy, the reset, the turn after
+	// it) replays against the code without nondeterminism.
+	hist, err := c.GetWorkflowHistory(ctx, "reset-order", r2.GetRunId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := worker.NewWorkflowReplayer()
+	rp.RegisterWorkflow(ResetOrder)
+	if err := rp.ReplayWorkflowHistory(nil, hist); err != nil {
+		t.Fatalf("replaying the reset run's history: %v", err)
+	}
 	// A retry of the request answers the same run and resets nothing.
 	again, err := c.ResetWorkflowExecution(ctx, &client.ResetWorkflowExecutionRequest{
 		WorkflowExecution: &workflow.Execution{ID: "reset-order"}, ResetType: client.ResetTypeLastWorkflowTask, Reason: "fixed b", RequestId: "fix-1"})
