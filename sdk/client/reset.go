@@ -155,7 +155,7 @@ func resetCommand(req *ResetWorkflowExecutionRequest) (engine.ResetJob, error) {
 		}
 		cmd.Job = engine.JobID(id)
 	}
-	cmd.Header.RequestID, cmd.Reason = req.RequestId, req.Reason
+	cmd.RequestID, cmd.Reason = req.RequestId, req.Reason
 	cmd.Type, cmd.Seq = req.ResetType, uint64(req.WorkflowTaskFinishEventId)
 	switch req.ResetReapplyType {
 	case ResetReapplyTypeUnspecified, ResetReapplyTypeAllEligible:
