@@ -492,3 +492,47 @@ func (h *harness) putJob(j *engine.Job) {
 		h.t.Fatal(err)
 	}
 }
+
+// The chain fields stand: a reset of a cron chain's run ends the chain's
+// next run, waiting for its time, and the new run, which starts at once,
+// keeps the cron line, so its end makes the chain's next run; a reset of a
+// run that continued as new ends the run it continued as.
+func TestResetChains(t *testing.T) {
+	h := newHarness(t)
+	first := h.must(&engine.CreateJob{WorkflowID: "c", Type: "order", Queue: "q", CronSchedule: "*/5 * * * *", CronFirstNow: true, RunTimeoutMS: 60_000}).(*engine.CreateResult).Job
+	c := h.claimOne(60_000)
+	h.must(&engine.Complete{LeaseRef: c.Lease(), Result: []byte(`"r1"`)})
+	held := h.describeWF("c")
+	if held.ID == first || held.Status != engine.StatusRetrying {
+		t.Fatalf("the chain's next run %+v", held)
+	}
+	h.now += 1000
+	res := h.reset(&engine.ResetJob{Target: engine.Target{Job: first}, Type: engine.ResetFirstWorkflowTask})
+	if len(res.Terminated) != 1 || res.Terminated[0] != held.ID {
+		t.Fatalf("reset terminated %v, want the held-back run %d", res.Terminated, held.ID)
+	}
+	nj := h.job(res.Job)
+	if nj.Status != engine.StatusQueued || nj.CronSchedule != "*/5 * * * *" || nj.RunTimeoutMS != 60_000 || nj.RunDeadlineMS != h.now+60_000 {
+		t.Fatalf("the new cron run %+v", nj)
+	}
+	c = h.claimOne(60_000)
+	if c.Job != res.Job {
+		t.Fatalf("claimed %d, want the new run %d", c.Job, res.Job)
+	}
+	h.must(&engine.Complete{LeaseRef: c.Lease(), Result: []byte(`"r2"`)})
+	if next := h.describeWF("c"); next.ID == res.Job || next.Status != engine.StatusRetrying || next.CronSchedule == "" {
+		t.Errorf("the run after the reset run's end: %+v", next)
+	}
+	h.verify()
+
+	k := h.create("k")
+	c = h.claimOne(60_000)
+	cont := h.must(&engine.ContinueAsNew{LeaseRef: c.Lease(), Input: []byte(`[2]`)}).(*engine.CreateResult).Job
+	res = h.reset(&engine.ResetJob{Target: engine.Target{Job: k}, Type: engine.ResetLastWorkflowTask})
+	if len(res.Terminated) != 1 || res.Terminated[0] != cont || res.Seq != 1 {
+		t.Errorf("reset of a run that continued as new: %+v, want run %d terminated", res, cont)
+	}
+	if j := h.job(k); j.Status != engine.StatusCompleted || j.ResetNewRunID != res.Job {
+		t.Errorf("the continued run after its reset: %s, linked to %d", j.Status, j.ResetNewRunID)
+	}
+}
