@@ -115,14 +115,14 @@ func (a *applier) resetJob(c *engine.ResetJob) (engine.Result, error) {
 	}
 
 	// The runs the new one replaces: the base run, and the workflow id's
-	// current run when that is another.
+	// current run when that is another, open one.
 	cur, err := a.resolve(engine.Target{WorkflowID: b.WorkflowID})
 	if err != nil {
 		return nil, err
 	}
 	ended := []*loaded{base}
-	if cur != base {
-		ended = append(ended, cur)
+	if cur != base && !cur.job.Status.Terminal() {
+		ended = append(ended, cur) // a closed current run is no business of this reset
 	}
 	for _, l := range ended {
 		wasOpen := !l.job.Status.Terminal()

@@ -536,3 +536,27 @@ func TestResetChains(t *testing.T) {
 		t.Errorf("the continued run after its reset: %s, linked to %d", j.Status, j.ResetNewRunID)
 	}
 }
+
+// A reset of an older run leaves the workflow id's current run alone when
+// that has ended: it links nothing to the new run.
+func TestResetOlderRunLeavesClosedCurrent(t *testing.T) {
+	h := newHarness(t)
+	old := h.create("w")
+	h.must(&engine.Complete{LeaseRef: h.claimOne(60_000).Lease()})
+	cur := h.create("w")
+	h.must(&engine.Complete{LeaseRef: h.claimOne(60_000).Lease()})
+	before := h.job(cur)
+	res := h.reset(&engine.ResetJob{Target: engine.Target{Job: old}, Type: engine.ResetFirstWorkflowTask})
+	if len(res.Terminated) != 0 {
+		t.Errorf("reset terminated %v", res.Terminated)
+	}
+	if after := h.job(cur); after.ResetNewRunID != 0 || after.UpdatedMS != before.UpdatedMS {
+		t.Errorf("the closed current run was touched: %+v", after)
+	}
+	if j := h.job(old); j.ResetNewRunID != res.Job {
+		t.Errorf("the base run links to %d, want %d", j.ResetNewRunID, res.Job)
+	}
+	if w := h.describeWF("w"); w.ID != res.Job {
+		t.Errorf("the workflow id names %d, want the new run %d", w.ID, res.Job)
+	}
+}
