@@ -546,6 +546,7 @@ func TestResetOlderRunLeavesClosedCurrent(t *testing.T) {
 	cur := h.create("w")
 	h.must(&engine.Complete{LeaseRef: h.claimOne(60_000).Lease()})
 	before := h.job(cur)
+	h.now += 1000 // a save of the current run would move its UpdatedMS
 	res := h.reset(&engine.ResetJob{Target: engine.Target{Job: old}, Type: engine.ResetFirstWorkflowTask})
 	if len(res.Terminated) != 0 {
 		t.Errorf("reset terminated %v", res.Terminated)
