@@ -104,6 +104,15 @@ type Job struct {
 	ScheduleID string `json:"schedule_id,omitempty" msgpack:"sch,omitempty"`
 	// CronSchedule is the chain's cron line (CreateJob.CronSchedule).
 	CronSchedule string `json:"cron_schedule,omitempty" msgpack:"cron,omitempty"`
+	// ResetNewRunID is the run that a reset (ResetJob) started in this
+	// run's place: set on the base run of the reset (the newest such run
+	// when it was reset more than once), and on the workflow id's open run
+	// that the reset ended when that was another. 0: none.
+	ResetNewRunID JobID `json:"reset_new_run_id,omitempty" msgpack:"rsn,omitempty"`
+	// ResetBaseRunID and ResetEventID, on a run a reset started, name the
+	// run it was reset from and the reset point in that run's numbering.
+	ResetBaseRunID JobID  `json:"reset_base_run_id,omitempty" msgpack:"rsb,omitempty"`
+	ResetEventID   uint64 `json:"reset_event_id,omitempty" msgpack:"rse,omitempty"`
 	// LiveSteps are the steps with a step record that have not ended
 	// (see StepRecord): a job's end releases what they hold, and a step's
 	// success looks among them for steps waiting on it.

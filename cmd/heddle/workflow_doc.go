@@ -47,6 +47,12 @@ type wfJobDoc struct {
 	// Steps are the steps of an open run that have not ended (describe
 	// only): who runs each, its state and last heartbeat.
 	Steps []stepDoc `json:"steps,omitempty"`
+	// ResetNewRunID is the run a reset started in this run's place;
+	// ResetBaseRunID and ResetEventID the run and the point this run was
+	// reset from.
+	ResetNewRunID  uint64 `json:"reset_new_run_id,omitempty"`
+	ResetBaseRunID uint64 `json:"reset_base_run_id,omitempty"`
+	ResetEventID   uint64 `json:"reset_event_id,omitempty"`
 }
 
 // wfWaitDoc is what a waiting run waits for; the first to happen wakes it.
@@ -86,6 +92,12 @@ type wfEventDoc struct {
 	LeaseExpiresAt string          `json:"lease_expires_at,omitempty"`
 	Commit         bool            `json:"commit,omitempty"`
 	Wait           *wfWaitDoc      `json:"wait,omitempty"`
+	// BaseRunID and ResetEventID (a workflow_reset) name the run and the
+	// point the run was reset from; NewRunID (the job_terminated of a run
+	// a reset replaced) the run that replaced it.
+	BaseRunID    uint64 `json:"base_run_id,omitempty"`
+	NewRunID     uint64 `json:"new_run_id,omitempty"`
+	ResetEventID uint64 `json:"reset_event_id,omitempty"`
 }
 
 // wfJobOf builds the document of j; closing, when j is terminal, is its last
@@ -98,6 +110,7 @@ func wfJobOf(j *engine.Job, closing *engine.Event) wfJobDoc {
 		Deadline: wfRFC3339(j.DeadlineMS), RetryAt: wfRFC3339(j.ReleaseAtMS),
 		ParentJobID: uint64(j.ParentID), ParentStep: j.ParentStep, CancelRequested: j.CancelRequested,
 		WaitingFor: wfWaitOf(j.Wait), Timers: wfTimersOf(j.Timers), HistoryLength: j.LastSeq,
+		ResetNewRunID: uint64(j.ResetNewRunID), ResetBaseRunID: uint64(j.ResetBaseRunID), ResetEventID: j.ResetEventID,
 	}
 	if j.Status == engine.StatusRunning {
 		d.LeaseOwner, d.LeaseExpiresAt = j.LeaseOwner, wfRFC3339(j.LeaseExpiryMS)
@@ -159,7 +172,7 @@ func wfTimersOf(ts []engine.Timer) []wfTimerDoc {
 func wfEventOf(ev engine.Event) wfEventDoc {
 	d := wfEventDoc{Seq: ev.Seq, Type: string(ev.Type), At: wfRFC3339(ev.AtMS), Attempt: ev.Attempt, Step: ev.Step,
 		Name: ev.Name, Reason: ev.Reason, DelayMS: ev.DelayMS, LeaseExpiresAt: wfRFC3339(ev.LeaseExpiryMS),
-		Commit: ev.Commit, Wait: wfWaitOf(ev.Wait)}
+		Commit: ev.Commit, Wait: wfWaitOf(ev.Wait), BaseRunID: uint64(ev.BaseRunID), NewRunID: uint64(ev.NewRunID), ResetEventID: ev.ResetEventID}
 	d.Payload, d.PayloadBase64 = wfPayloadFields(ev.Payload)
 	return d
 }

@@ -100,6 +100,12 @@ func wfPrintJob(w io.Writer, d wfJobDoc) error {
 	if d.CancelRequested {
 		kv("Cancel", "requested")
 	}
+	if d.ResetBaseRunID != 0 {
+		kv("Reset from", fmt.Sprintf("run %d at event %d", d.ResetBaseRunID, d.ResetEventID))
+	}
+	if d.ResetNewRunID != 0 {
+		kv("Reset to", fmt.Sprintf("run %d (a reset started it in this run's place)", d.ResetNewRunID))
+	}
 	if d.WaitingFor != nil {
 		kv("Waiting for", wfWaitText(d.WaitingFor, wfRelRFC))
 	}

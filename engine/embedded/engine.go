@@ -432,6 +432,12 @@ func (e *Engine) Terminate(ctx context.Context, c engine.Terminate) (*engine.Sta
 	return propose[*engine.StatusResult](ctx, e, &c)
 }
 
+// Reset starts a new run of a run's workflow id from a turn boundary of
+// its history (see engine.ResetJob).
+func (e *Engine) Reset(ctx context.Context, c engine.ResetJob) (*engine.ResetResult, error) {
+	return propose[*engine.ResetResult](ctx, e, &c)
+}
+
 // Committed returns a channel that is closed after the next durable batch
 // that wrote something: waiters re-read what they watch, without polling.
 func (e *Engine) Committed() <-chan struct{} {

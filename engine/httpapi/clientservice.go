@@ -165,6 +165,11 @@ func (c *Client) Terminate(ctx context.Context, cmd engine.Terminate) (*engine.S
 	return send[engine.StatusResult](ctx, c, "/v1/jobs/terminate", &cmd, &cmd.Header)
 }
 
+// Reset implements engine.Service.
+func (c *Client) Reset(ctx context.Context, cmd engine.ResetJob) (*engine.ResetResult, error) {
+	return send[engine.ResetResult](ctx, c, "/v1/jobs/reset", &cmd, &cmd.Header)
+}
+
 // ContinueAsNew implements engine.Service.
 func (c *Client) ContinueAsNew(ctx context.Context, cmd engine.ContinueAsNew) (*engine.CreateResult, error) {
 	return send[engine.CreateResult](ctx, c, "/v1/jobs/continue-as-new", &cmd, &cmd.Header)

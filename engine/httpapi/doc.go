@@ -23,6 +23,7 @@
 //	POST   /v1/jobs/request-cancel           RequestCancel     -> StatusResult
 //	POST   /v1/jobs/continue-as-new          ContinueAsNew     -> CreateResult
 //	POST   /v1/jobs/terminate                Terminate         -> StatusResult
+//	POST   /v1/jobs/reset                    ResetJob          -> ResetResult (admin)
 //	POST   /v1/jobs/lease-step               LeaseStep         -> StepResult
 //	POST   /v1/jobs/step-heartbeat           StepHeartbeat     -> StepResult
 //	POST   /v1/jobs/end-step-attempt         EndStepAttempt    -> StepResult
@@ -107,8 +108,8 @@
 // role must reach the route's (else 403 forbidden): reader for the GETs,
 // client for starting, signalling, querying, cancelling, suspending,
 // resuming and activating, worker for the routes a worker drives a job
-// with and the query poll and answer, admin for terminate and the cluster
-// changes. A worker may terminate only a child of the run whose lease it
+// with and the query poll and answer, admin for terminate, reset and the
+// cluster changes. A worker may terminate only a child of the run whose lease it
 // holds (Terminate.ByParent, its parent-close policy). Server.routes holds
 // the table. With ServerConfig.ClientCAs, a
 // request without a token may authenticate with a client or node

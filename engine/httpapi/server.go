@@ -71,6 +71,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/jobs/request-cancel", RoleClient, command(svc.RequestCancel))
 	s.handle("POST /v1/jobs/continue-as-new", RoleWorker, command(svc.ContinueAsNew))
 	s.handle("POST /v1/jobs/terminate", RoleWorker, s.terminate)
+	s.handle("POST /v1/jobs/reset", RoleAdmin, command(svc.Reset))
 	s.handle("POST /v1/jobs/lease-step", RoleWorker, command(svc.LeaseStep))
 	s.handle("POST /v1/jobs/step-heartbeat", RoleWorker, command(svc.StepHeartbeat))
 	s.handle("POST /v1/jobs/end-step-attempt", RoleWorker, command(svc.EndStepAttempt))

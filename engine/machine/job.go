@@ -318,12 +318,7 @@ func (a *applier) effect(id engine.JobID, step string) (*engine.Effect, error) {
 // parent ended by Terminate or a timeout: a terminated child's own children
 // follow in turn. Children are visited in job id order.
 func (a *applier) closeChildren(parent *engine.Job) error {
-	var ids []engine.JobID
-	err := a.tx.Scan(storage.ChildPrefix(uint64(parent.ID)), nil, false, func(k, _ []byte) (bool, error) {
-		id, err := storage.ParseChildKey(k)
-		ids = append(ids, engine.JobID(id))
-		return err == nil, err
-	})
+	ids, err := a.openChildren(parent.ID)
 	if err != nil {
 		return err
 	}
@@ -332,32 +327,54 @@ func (a *applier) closeChildren(parent *engine.Job) error {
 		if err != nil {
 			return err
 		}
-		if c.job.Status.Terminal() {
-			continue
+		if err := a.closeChild(parent, c); err != nil {
+			return err
 		}
-		reason := "parent " + parent.WorkflowID + " ended"
-		switch c.job.ParentClosePolicy {
-		case engine.ParentCloseTerminate:
-			ev := engine.Event{Type: engine.EventJobTerminated, Attempt: c.job.Attempt, Reason: reason, Payload: engine.EncodeTerminatedFailure(reason)}
-			if _, err := a.appendEvent(c, ev); err != nil {
-				return err
-			}
-			if err := a.closed(c, &ev); err != nil {
-				return err
-			}
-		case engine.ParentCloseRequestCancel:
-			c.job.CancelRequested = true
-			if _, err := a.appendEvent(c, engine.Event{Type: engine.EventCancelRequested, Reason: reason}); err != nil {
-				return err
-			}
-			if _, err := a.wake(c, "cancel", ""); err != nil {
-				return err
-			}
-		default:
-			continue // abandoned
-		}
-		a.save(c)
 	}
+	return nil
+}
+
+// openChildren returns the ids of the open children of a job, in job id
+// order.
+func (a *applier) openChildren(parent engine.JobID) ([]engine.JobID, error) {
+	var ids []engine.JobID
+	err := a.tx.Scan(storage.ChildPrefix(uint64(parent)), nil, false, func(k, _ []byte) (bool, error) {
+		id, err := storage.ParseChildKey(k)
+		ids = append(ids, engine.JobID(id))
+		return err == nil, err
+	})
+	return ids, err
+}
+
+// closeChild applies c's parent-close policy after its parent ended by
+// Terminate, a timeout or a reset; a child that ended already is left
+// alone.
+func (a *applier) closeChild(parent *engine.Job, c *loaded) error {
+	if c.job.Status.Terminal() {
+		return nil
+	}
+	reason := "parent " + parent.WorkflowID + " ended"
+	switch c.job.ParentClosePolicy {
+	case engine.ParentCloseTerminate:
+		ev := engine.Event{Type: engine.EventJobTerminated, Attempt: c.job.Attempt, Reason: reason, Payload: engine.EncodeTerminatedFailure(reason)}
+		if _, err := a.appendEvent(c, ev); err != nil {
+			return err
+		}
+		if err := a.closed(c, &ev); err != nil {
+			return err
+		}
+	case engine.ParentCloseRequestCancel:
+		c.job.CancelRequested = true
+		if _, err := a.appendEvent(c, engine.Event{Type: engine.EventCancelRequested, Reason: reason}); err != nil {
+			return err
+		}
+		if _, err := a.wake(c, "cancel", ""); err != nil {
+			return err
+		}
+	default:
+		return nil // abandoned
+	}
+	a.save(c)
 	return nil
 }
 

@@ -22,6 +22,7 @@ import (
 func Verify(r *storage.Reader, max int) []error {
 	v := &verifier{r: r, max: max, want: map[string]bool{}, latest: map[string]engine.JobID{}, claims: map[holderKey]uint32{}}
 	v.jobs()
+	v.resetLinks()
 	for _, p := range [][]byte{{storage.PrefixStatus}, {storage.PrefixType}, {storage.PrefixQueue},
 		{storage.PrefixReady}, {storage.PrefixChild}, storage.DelayedPrefix, storage.LeasePrefix, storage.TimerPrefix, storage.DeadlinePrefix,
 		storage.StepDuePrefix} {
@@ -55,6 +56,8 @@ type verifier struct {
 	// waiting are the steps waiting for a unit, by waiter seq.
 	waiting map[uint64]*engine.StepRecord
 	pool    []*engine.Resource
+	// reset are the jobs whose records hold a reset link, for resetLinks.
+	reset []*engine.Job
 }
 
 func (v *verifier) add(err error) bool {
@@ -112,6 +115,9 @@ func (v *verifier) job(j *engine.Job) bool {
 	}
 	if j.ID > v.latest[j.WorkflowID] {
 		v.latest[j.WorkflowID] = j.ID
+	}
+	if j.ResetNewRunID != 0 || j.ResetBaseRunID != 0 || j.ResetEventID != 0 {
+		v.reset = append(v.reset, j)
 	}
 	return v.effects(j, hist) && v.steps(j, hist)
 }

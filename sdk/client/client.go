@@ -68,6 +68,11 @@ type Client interface {
 	CancelWorkflow(ctx context.Context, workflowID, runID string) error
 	// TerminateWorkflow ends a run at once, without running workflow code.
 	TerminateWorkflow(ctx context.Context, workflowID, runID, reason string, details ...any) error
+	// ResetWorkflowExecution resets a run to a turn boundary of its
+	// history: a new run of the workflow id replays the history up to the
+	// point with the signals and updates received after it, and goes on;
+	// the run it replaces, if open, ends as Terminated (reset.go).
+	ResetWorkflowExecution(ctx context.Context, request *ResetWorkflowExecutionRequest) (*ResetWorkflowExecutionResponse, error)
 	// QueryWorkflow asks a run for its state through a query handler.
 	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
 	// DescribeWorkflow returns a run's record.

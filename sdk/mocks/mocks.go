@@ -854,6 +854,30 @@ func (_m *Client) RemoveResource(a0 context.Context, a1 string) error {
 	return r0
 }
 
+// ResetWorkflowExecution records the call and returns what the expectation gives.
+func (_m *Client) ResetWorkflowExecution(a0 context.Context, a1 *client.ResetWorkflowExecutionRequest) (*client.ResetWorkflowExecutionResponse, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for ResetWorkflowExecution")
+	}
+	var r0 *client.ResetWorkflowExecutionResponse
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, *client.ResetWorkflowExecutionRequest) (*client.ResetWorkflowExecutionResponse, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, *client.ResetWorkflowExecutionRequest) *client.ResetWorkflowExecutionResponse); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*client.ResetWorkflowExecutionResponse)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, *client.ResetWorkflowExecutionRequest) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
 // ResubmitReview records the call and returns what the expectation gives.
 func (_m *Client) ResubmitReview(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
 	ret := _m.Called(a0, a1)
