@@ -34,6 +34,8 @@ const (
 	maxPanelPayloadBytes = 64 << 10
 	// maxQuestionBytes: the questions of the steps waiting for a person.
 	maxQuestionBytes = 16 << 10
+	// maxRunsShown: the runs of the workflow id the page lists.
+	maxRunsShown = 10
 )
 
 // runData is the run page's.
@@ -46,6 +48,12 @@ type runData struct {
 	Outcome      *payloadView
 	OutcomeLabel string
 	Parent       *engine.Job
+	// Runs are the newest runs of the run's workflow id (this one among
+	// them), up to maxRunsShown; MoreRuns says more exist, which RunsLink
+	// lists.
+	Runs     []*engine.Job
+	MoreRuns bool
+	RunsLink string
 	// Task is the workflow task in progress, while the run is Running.
 	Task *taskView
 	// Waits says what a Waiting or Parked run waits for.
@@ -122,6 +130,11 @@ func (h *Handler) run(rq *request) (*page, error) {
 			return nil, err
 		}
 	}
+	runs, err := rq.api.List(rq.ctx, engine.ListQuery{WorkflowID: j.WorkflowID, Limit: maxRunsShown})
+	if err != nil {
+		return nil, err
+	}
+	d.Runs, d.MoreRuns, d.RunsLink = runs.Jobs, runs.NextPageToken != "", runsOfPath(j.WorkflowID)
 	if j.Status == engine.StatusRunning {
 		d.Task = &taskView{Worker: j.LeaseOwner, Attempt: j.Attempt, LeaseExpiryMS: j.LeaseExpiryMS, LastSeenMS: j.UpdatedMS}
 	}
