@@ -3,6 +3,7 @@ package listfilter
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,7 +106,7 @@ func Compile(lq engine.ListQuery, now time.Time) (*Query, error) {
 	}
 	statusOnly := q.Expr == nil || q.statusOnly
 	if lq.Status != engine.StatusNone {
-		if lq.Status.String() == fmt.Sprintf("Status(%d)", uint8(lq.Status)) {
+		if !slices.Contains(engine.Statuses(), lq.Status) {
 			return nil, fmt.Errorf("%w: list status %d is not a status", engine.ErrInvalidCommand, uint8(lq.Status))
 		}
 		set := bitOf(lq.Status)
@@ -147,7 +148,7 @@ func Compile(lq engine.ListQuery, now time.Time) (*Query, error) {
 		out.Expr = flattenAnd(terms)
 	}
 	switch {
-	case lq.Order >= engine.ListOrder(5):
+	case lq.Order > engine.ListCloseAsc:
 		return nil, fmt.Errorf("%w: list order %d is not an order", engine.ErrInvalidCommand, uint8(lq.Order))
 	case lq.After != 0 && lq.PageToken != "":
 		return nil, fmt.Errorf("%w: a list takes After or a PageToken, not both", engine.ErrInvalidCommand)
