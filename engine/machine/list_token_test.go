@@ -22,6 +22,7 @@ func TestPageTokenRoundTrip(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "x", strings.Repeat("A", 38), strings.Repeat("!", 38),
+		"AQMA00000000000AA000000000000000000000", // trailing bits set: another spelling of a valid token
 		pageToken{order: engine.ListStartDesc, pos: listPos{seg: segOpen, id: 1}}.encode(),             // no open segment in a start order
 		pageToken{order: engine.ListStartDesc, pos: listPos{atMS: 5, id: 1}}.encode(),                  // a closing time in a start order
 		pageToken{order: engine.ListCloseDesc, pos: listPos{seg: segOpen, atMS: 5, id: 1}}.encode(),    // a closing time among open runs
@@ -43,6 +44,7 @@ func FuzzPageToken(f *testing.F) {
 	f.Add(pageToken{order: engine.ListStartAsc, pos: listPos{id: 3}}.encode())
 	f.Add("")
 	f.Add(strings.Repeat("_", 38))
+	f.Add("AQMA00000000000AA000000000000000000000")
 	f.Fuzz(func(t *testing.T, s string) {
 		tok, err := decodePageToken(s)
 		if err != nil {

@@ -32,7 +32,7 @@ func Verify(r *storage.Reader, max int) []error {
 	v.resources()
 	v.waiters()
 	for k := range v.want {
-		if !v.add(fmt.Errorf("index entry %q is missing", k)) {
+		if !v.add(fmt.Errorf("index entry %q is missing (%s)", k, storage.DescribeKey([]byte(k)))) {
 			break
 		}
 	}
@@ -307,7 +307,7 @@ func (v *verifier) index(prefix []byte) {
 			if swept {
 				return true, nil // stale, removed when its time comes
 			}
-			return v.add(fmt.Errorf("index entry %q is implied by no job record", k)), nil
+			return v.add(fmt.Errorf("index entry %q is implied by no job record (%s)", k, storage.DescribeKey(k))), nil
 		}
 		delete(v.want, string(k))
 		return true, nil
