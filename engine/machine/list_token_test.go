@@ -22,7 +22,7 @@ func TestPageTokenRoundTrip(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "x", strings.Repeat("A", 38), strings.Repeat("!", 38),
-		"AQMA00000000000AA000000000000000000000", // trailing bits set: another spelling of a valid token
+		"AQMA00000000000AA000000000000000000000",                                                       // trailing bits set: another spelling of a valid token
 		pageToken{order: engine.ListStartDesc, pos: listPos{seg: segOpen, id: 1}}.encode(),             // no open segment in a start order
 		pageToken{order: engine.ListStartDesc, pos: listPos{atMS: 5, id: 1}}.encode(),                  // a closing time in a start order
 		pageToken{order: engine.ListCloseDesc, pos: listPos{seg: segOpen, atMS: 5, id: 1}}.encode(),    // a closing time among open runs
