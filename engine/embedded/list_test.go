@@ -135,6 +135,32 @@ func TestListScanBudget(t *testing.T) {
 	if len(p.Jobs) != 1 || p.Jobs[0].WorkflowID != "needle-0" || p.Cut || p.Scanned != 50 || p.NextPageToken != "" || p.PrevPageToken == "" {
 		t.Fatalf("second page: %d runs, cut %v, scanned %d, next %q", len(p.Jobs), p.Cut, p.Scanned, p.NextPageToken)
 	}
+	// Oldest first, by the first cursor, a page that finds nothing before
+	// its budget runs out still says where to go on.
+	p, err = e.List(ctx, engine.ListQuery{Query: `WorkflowId STARTS_WITH "needle-"`, After: 1, Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Jobs) != 0 || !p.Cut || p.Next != engine.JobID(engine.MaxListScan+1) || p.NextPageToken == "" {
+		t.Fatalf("oldest first after run 1: %d runs, cut %v, next %d", len(p.Jobs), p.Cut, p.Next)
+	}
+	// And back: the page before the last run finds the first needle past
+	// the budget, from where it stopped.
+	q = engine.ListQuery{Query: `WorkflowId STARTS_WITH "needle-"`, Limit: 5}
+	last, err := e.List(ctx, engine.ListQuery{Query: `WorkflowId STARTS_WITH "needle-"`, Limit: 1, Order: engine.ListStartAsc, After: engine.JobID(n - 1)})
+	if err != nil || len(last.Jobs) != 1 || last.PrevPageToken == "" {
+		t.Fatalf("the last needle: %+v, %v", last, err)
+	}
+	q.Order, q.PageToken = engine.ListStartAsc, last.PrevPageToken
+	back, err := e.List(ctx, q)
+	if err != nil || len(back.Jobs) != 0 || !back.Cut || back.PrevPageToken == "" || back.NextPageToken == "" {
+		t.Fatalf("back from the last needle: %+v, %v", back, err)
+	}
+	q.PageToken = back.PrevPageToken
+	back, err = e.List(ctx, q)
+	if err != nil || len(back.Jobs) != 1 || back.Jobs[0].WorkflowID != "needle-0" || back.PrevPageToken != "" {
+		t.Fatalf("back again: %+v, %v", back, err)
+	}
 }
 
 // TestListRefuses: what List refuses, as invalid commands.

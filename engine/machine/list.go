@@ -523,11 +523,12 @@ func ListJobs(r *storage.Reader, q engine.ListQuery, f *listfilter.Query) (_ *en
 		default:
 			page.PrevPageToken = tok(*start, true, !inclusive)
 		}
-		if order == engine.ListStartAsc && onward != "" {
+		switch {
+		case order != engine.ListStartAsc:
+		case more:
 			page.Next = engine.JobID(places[len(places)-1].id)
-			if !more {
-				page.Next = engine.JobID(last.id)
-			}
+		case cut && last != nil:
+			page.Next = engine.JobID(last.id)
 		}
 		return page, nil
 	}
