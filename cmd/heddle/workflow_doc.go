@@ -23,6 +23,7 @@ type wfJobDoc struct {
 	Type            string          `json:"type"`
 	Queue           string          `json:"queue"`
 	Status          string          `json:"status"`
+	ExecutionStatus string          `json:"execution_status"`
 	Attempt         uint64          `json:"attempt"`
 	RunAttempt      int32           `json:"run_attempt,omitempty"`
 	Retries         uint32          `json:"retries,omitempty"`
@@ -33,6 +34,9 @@ type wfJobDoc struct {
 	RetryAt         string          `json:"retry_at,omitempty"`
 	LeaseOwner      string          `json:"lease_owner,omitempty"`
 	LeaseExpiresAt  string          `json:"lease_expires_at,omitempty"`
+	PrevRunID       uint64          `json:"prev_run_id,omitempty"`
+	NextRunID       uint64          `json:"next_run_id,omitempty"`
+	NextRunReason   string          `json:"next_run_reason,omitempty"`
 	ParentJobID     uint64          `json:"parent_job_id,omitempty"`
 	ParentStep      string          `json:"parent_step,omitempty"`
 	CancelRequested bool            `json:"cancel_requested,omitempty"`
@@ -105,6 +109,7 @@ type wfEventDoc struct {
 func wfJobOf(j *engine.Job, closing *engine.Event) wfJobDoc {
 	d := wfJobDoc{
 		WorkflowID: j.WorkflowID, JobID: uint64(j.ID), Type: j.Type, Queue: j.Queue, Status: j.Status.String(),
+		ExecutionStatus: j.ExecutionStatus(), PrevRunID: uint64(j.PrevRunID), NextRunID: uint64(j.NextRunID), NextRunReason: j.NextRunReason,
 		Attempt: j.Attempt, RunAttempt: j.RunAttempt, Retries: j.Retries,
 		CreatedAt: wfRFC3339(j.CreatedMS), UpdatedAt: wfRFC3339(j.UpdatedMS), ClosedAt: wfRFC3339(j.ClosedMS),
 		Deadline: wfRFC3339(j.DeadlineMS), RetryAt: wfRFC3339(j.ReleaseAtMS),

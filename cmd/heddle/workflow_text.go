@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/heddlewf/heddle/engine"
 )
 
 // Payloads are cut in text output: a whole order in every table row hides
@@ -73,6 +75,12 @@ func wfPrintJob(w io.Writer, d wfJobDoc) error {
 	kv("Type", wfCell(d.Type))
 	kv("Queue", wfCell(d.Queue))
 	kv("Status", d.Status)
+	if d.NextRunID != 0 {
+		kv("Next run", fmt.Sprintf("%s → run %d", engine.NextRunText(d.NextRunReason), d.NextRunID))
+	}
+	if d.PrevRunID != 0 {
+		kv("Previous run", fmt.Sprintf("run %d", d.PrevRunID))
+	}
 	kv("Attempt", fmt.Sprint(d.Attempt))
 	if d.RunAttempt > 1 { // the first run of every workflow is run 1
 		kv("Run attempt", fmt.Sprint(d.RunAttempt))

@@ -101,6 +101,9 @@ type Engine struct {
 	wg      sync.WaitGroup
 	limits  engine.Limits
 	onClose func() error
+	// clock is what a list's relative times ("-24h") count back from when
+	// the query names no time; nil means the wall clock.
+	clock clock.Clock
 
 	commitMu sync.Mutex
 	commitCh chan struct{} // closed and replaced after every durable batch
@@ -219,7 +222,7 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, machine.MarkStorageError(err)
 	}
-	e := &Engine{db: db, store: db, limits: cfg.Limits.WithDefaults(), commitCh: make(chan struct{})}
+	e := &Engine{db: db, store: db, limits: cfg.Limits.WithDefaults(), commitCh: make(chan struct{}), clock: cfg.Clock}
 	meter := NewMeter(cfg.Metrics)
 	if err := meter.Count(db); err != nil {
 		return nil, errors.Join(fmt.Errorf("engine: counting the open jobs for the metrics: %w", err), db.Close())

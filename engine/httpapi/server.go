@@ -81,6 +81,9 @@ func (s *Server) routes() {
 	s.handle("POST /v1/resources/remove", RoleAdmin, command(svc.RemoveResource))
 
 	s.handle("GET /v1/jobs", RoleReader, s.list)
+	if wc, ok := svc.(engine.WorkflowCounter); ok {
+		s.handle("GET /v1/jobs/count", RoleReader, count(wc))
+	}
 	s.handle("GET /v1/jobs/{job}", RoleReader, s.describe)
 	s.handle("GET /v1/workflows/{workflow}", RoleReader, s.describe)
 	s.handle("GET /v1/jobs/{job}/history", RoleReader, s.history)

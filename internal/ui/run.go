@@ -37,6 +37,8 @@ const (
 	// maxResetPointsOffered: the newest reset points the reset form lists
 	// by event id (any other is typed in).
 	maxResetPointsOffered = 10
+	// maxRunsShown: the runs of the workflow id the page lists.
+	maxRunsShown = 10
 )
 
 // runData is the run page's.
@@ -49,6 +51,12 @@ type runData struct {
 	Outcome      *payloadView
 	OutcomeLabel string
 	Parent       *engine.Job
+	// Runs are the newest runs of the run's workflow id (this one among
+	// them), up to maxRunsShown; MoreRuns says more exist, which RunsLink
+	// lists.
+	Runs     []*engine.Job
+	MoreRuns bool
+	RunsLink string
 	// Task is the workflow task in progress, while the run is Running.
 	Task *taskView
 	// Waits says what a Waiting or Parked run waits for.
@@ -144,6 +152,11 @@ func (h *Handler) run(rq *request) (*page, error) {
 			return nil, err
 		}
 	}
+	runs, err := rq.api.List(rq.ctx, engine.ListQuery{WorkflowID: j.WorkflowID, Limit: maxRunsShown})
+	if err != nil {
+		return nil, err
+	}
+	d.Runs, d.MoreRuns, d.RunsLink = runs.Jobs, runs.NextPageToken != "", runsOfPath(j.WorkflowID)
 	if j.Status == engine.StatusRunning {
 		d.Task = &taskView{Worker: j.LeaseOwner, Attempt: j.Attempt, LeaseExpiryMS: j.LeaseExpiryMS, LastSeenMS: j.UpdatedMS}
 	}

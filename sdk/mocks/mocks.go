@@ -307,6 +307,30 @@ func (_m *Client) ConfigureTask(a0 context.Context, a1 client.ReviewDecision, a2
 	return r0, r1
 }
 
+// CountWorkflow records the call and returns what the expectation gives.
+func (_m *Client) CountWorkflow(a0 context.Context, a1 *client.CountWorkflowExecutionsRequest) (*client.CountWorkflowExecutionsResponse, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for CountWorkflow")
+	}
+	var r0 *client.CountWorkflowExecutionsResponse
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, *client.CountWorkflowExecutionsRequest) (*client.CountWorkflowExecutionsResponse, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, *client.CountWorkflowExecutionsRequest) *client.CountWorkflowExecutionsResponse); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*client.CountWorkflowExecutionsResponse)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, *client.CountWorkflowExecutionsRequest) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
 // DescribeReview records the call and returns what the expectation gives.
 func (_m *Client) DescribeReview(a0 context.Context, a1 string, a2 string) (*engine.Review, error) {
 	ret := _m.Called(a0, a1, a2)
@@ -671,6 +695,30 @@ func (_m *Client) ListTasks(a0 context.Context, a1 string) ([]engine.Review, err
 		r0 = ret.Get(0).([]engine.Review)
 	}
 	if rf, ok := ret.Get(1).(func(context.Context, string) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
+// ListWorkflow records the call and returns what the expectation gives.
+func (_m *Client) ListWorkflow(a0 context.Context, a1 *client.ListWorkflowExecutionsRequest) (*client.ListWorkflowExecutionsResponse, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for ListWorkflow")
+	}
+	var r0 *client.ListWorkflowExecutionsResponse
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, *client.ListWorkflowExecutionsRequest) (*client.ListWorkflowExecutionsResponse, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, *client.ListWorkflowExecutionsRequest) *client.ListWorkflowExecutionsResponse); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*client.ListWorkflowExecutionsResponse)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, *client.ListWorkflowExecutionsRequest) error); ok {
 		r1 = rf(a0, a1)
 	} else {
 		r1 = ret.Error(1)
