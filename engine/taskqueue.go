@@ -123,6 +123,18 @@ func (p *TaskQueuePoller) Serves(jobType string) bool {
 	return slices.Contains(p.WorkflowTypes, jobType)
 }
 
+// RunsWorkflows reports whether p runs workflows (it names a workflow type,
+// or may run any type).
+func (p *TaskQueuePoller) RunsWorkflows() bool {
+	return len(p.WorkflowTypes) > 0 || p.AnyType || p.TypesTruncated
+}
+
+// RunsActivities reports whether p runs activity tasks (it names an
+// activity type, or may run any type).
+func (p *TaskQueuePoller) RunsActivities() bool {
+	return len(p.ActivityTypes) > 0 || p.AnyType || p.TypesTruncated
+}
+
 // TaskQueueStats are a queue's backlog and rates: Temporal's
 // TaskQueueStats, with the jobs not yet claimable counted apart.
 type TaskQueueStats struct {

@@ -47,6 +47,17 @@ type wfJobDoc struct {
 	// Steps are the steps of an open run that have not ended (describe
 	// only): who runs each, its state and last heartbeat.
 	Steps []stepDoc `json:"steps,omitempty"`
+	// QueuedReason says why a Queued run has not been claimed (describe
+	// only).
+	QueuedReason *wfQueuedReasonDoc `json:"queued_reason,omitempty"`
+}
+
+// wfQueuedReasonDoc is engine.QueuedReason: its code (no_poller,
+// no_poller_for_type, no_free_slot, deferred, dispatching) and what it
+// says.
+type wfQueuedReasonDoc struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // wfWaitDoc is what a waiting run waits for; the first to happen wakes it.

@@ -68,6 +68,10 @@ type runData struct {
 	Truncated  bool
 	MaxHistory int
 	Signal     signalForm
+	// Queued says why a Queued run has not started (nil: it is not
+	// Queued, or the API cannot say); QueueLink is its queue's page.
+	Queued    *engine.QueuedReason
+	QueueLink string
 }
 
 // taskView is the workflow task a worker holds.
@@ -127,6 +131,12 @@ func (h *Handler) run(rq *request) (*page, error) {
 	}
 	if j.Status == engine.StatusWaiting || j.Status == engine.StatusParked {
 		d.Waits = describeWait(j.Wait, j.Timers)
+	}
+	d.QueueLink = taskQueueLink(j.Queue)
+	if j.Status == engine.StatusQueued {
+		if d.Queued, err = queuedReason(rq.ctx, rq.api, j.ID); err != nil {
+			return nil, err
+		}
 	}
 	if d.Input, d.Outcome, d.OutcomeLabel, err = startAndEnd(rq, j, sc); err != nil {
 		return nil, err

@@ -77,11 +77,7 @@ func (c *workflowClient) DescribeTaskQueue(ctx context.Context, taskQueue string
 	}
 	kept := d.Pollers[:0]
 	for _, p := range d.Pollers {
-		runs := len(p.WorkflowTypes) > 0
-		if taskQueueType == TaskQueueTypeActivity {
-			runs = len(p.ActivityTypes) > 0
-		}
-		if runs || p.AnyType || p.TypesTruncated {
+		if (taskQueueType == TaskQueueTypeWorkflow && p.RunsWorkflows()) || (taskQueueType == TaskQueueTypeActivity && p.RunsActivities()) {
 			kept = append(kept, p)
 		}
 	}
