@@ -303,3 +303,33 @@ func (l *recordingLog) Propose(ctx context.Context, cmd engine.Command) (engine.
 	l.cmds = append(l.cmds, cmd)
 	return l.inner.Propose(ctx, cmd)
 }
+
+// ListTaskQueues names every queue that ever held a job, finished or not,
+// and every queue polled lately, in name order, each once.
+func TestListTaskQueuesNamesEveryQueue(t *testing.T) {
+	e, _ := openQueueEngine(t, false)
+	for _, q := range []string{"b", "ab", "a", "c"} {
+		mustCreate(t, e, "w-"+q, "T", q)
+	}
+	jobs, err := e.Claim(bg, engine.Claim{Queue: "c", Owner: "w", Max: 1, LeaseMS: 1000})
+	if err != nil || len(jobs) != 1 {
+		t.Fatal(jobs, err)
+	}
+	if _, err := e.Complete(bg, engine.Complete{LeaseRef: jobs[0].Lease()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Claim(bg, engine.Claim{Queue: "polled-only", Owner: "w", Max: 1, LeaseMS: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := e.ListTaskQueues(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, q := range l.Queues {
+		got = append(got, fmt.Sprintf("%s:%d/%d", q.Name, q.Stats.BacklogCount, len(q.Pollers)))
+	}
+	if want := "[a:1/0 ab:1/0 b:1/0 c:0/1 polled-only:0/1]"; fmt.Sprint(got) != want || l.Truncated {
+		t.Errorf("list = %v (truncated %v), want %s", got, l.Truncated, want)
+	}
+}

@@ -97,6 +97,28 @@ func TestTaskQueuesMergeEveryMembersPolls(t *testing.T) {
 		t.Errorf("the run on the unpolled queue: %+v", r)
 	}
 
+	// A run of a misspelled type on "shop", whose worker polls f2 (its
+	// claim is forwarded to the leader, which passes the run over): asked
+	// of f1, the run's reason names what the worker runs.
+	if _, err := lc.Create(ctx, engine.CreateJob{WorkflowID: "typo", Type: "Ordr", Queue: "shop"}); err != nil {
+		t.Fatal(err)
+	}
+	shopCtx, stopShop := context.WithCancel(ctx)
+	shopDone := make(chan error, 1)
+	go func() {
+		_, err := at(f2).ClaimWait(shopCtx, engine.Claim{Queue: "shop", Owner: "shop-worker", Max: 1, LeaseMS: 30_000, Types: []string{"Order"}})
+		shopDone <- err
+	}()
+	defer func() { stopShop(); <-shopDone }()
+	var typo *engine.QueuedReason
+	c.eventually("the shop worker seen", func() bool {
+		typo, err = at(f1).QueuedReason(ctx, engine.Target{WorkflowID: "typo"})
+		return err == nil && typo.Code == engine.QueuedNoPollerForType
+	})
+	if !strings.Contains(typo.Message, `no poller of task queue "shop" serves workflow type "Ordr" (they serve workflow types Order); did you mean "Order"?`) {
+		t.Errorf("the misspelled run: %+v", typo)
+	}
+
 	// A claim sent to f2 is forwarded to the leader, which claims: both
 	// saw the worker, and every member counted the dispatch.
 	if _, err := lc.Create(ctx, engine.CreateJob{WorkflowID: "work", Type: "Order", Queue: "work"}); err != nil {
