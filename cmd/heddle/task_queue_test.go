@@ -5,6 +5,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/heddlewf/heddle/engine/httpapi"
+	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/worker"
 )
 
 // tqRun runs "heddle task-queue ARGS... --addr ADDR".
@@ -67,5 +72,58 @@ func TestTaskQueueCommands(t *testing.T) {
 		if code, _, errs := w.tqRun(args...); code != 2 || !strings.Contains(errs, "Usage:") {
 			t.Errorf("task-queue %v: exit %d, stderr %q", args, code, errs)
 		}
+	}
+}
+
+// On a three-node cluster a worker polls a follower; asked of the leader,
+// task-queue describe lists it with the member it polled, and asked of
+// the other follower, workflow describe says why a run of a misspelled
+// type waits.
+func TestTaskQueueCommandsOnACluster(t *testing.T) {
+	nodes, _ := startTestCluster(t)
+	var leader, followers []string
+	for _, n := range nodes {
+		if n.node.IsLeader() {
+			leader = append(leader, n.api.addr())
+		} else {
+			followers = append(followers, n.node.ID()+"="+n.api.addr())
+		}
+	}
+	if len(leader) != 1 || len(followers) != 2 {
+		t.Fatalf("leader %v, followers %v", leader, followers)
+	}
+	f1ID, f1, _ := strings.Cut(followers[0], "=")
+	_, f2, _ := strings.Cut(followers[1], "=")
+	hc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{f1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := worker.New(client.New(hc), "greet", worker.Options{Identity: "greeter-1", BuildID: "v7"})
+	w.RegisterWorkflowWithName(wfGreet, "Greet")
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, errOut, code := runCmd(t, "workflow", "start", "--addr", leader[0], "--type", "Gret", "-t", "greet", "-w", "typo"); code != 0 {
+		t.Fatalf("start: exit %d: %s", code, errOut)
+	}
+	// The worker's first long poll reaches f1 as it starts; the describe
+	// may come before it.
+	var out string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var code int
+		out, _, code = runCmd(t, "workflow", "describe", "typo", "--addr", f2)
+		if code == 0 && strings.Contains(out, "no poller of task queue") || time.Now().After(deadline) {
+			break
+		}
+	}
+	wantContains(t, "workflow describe on a follower", out,
+		`Why queued   no poller of task queue "greet" serves workflow type "Gret" (they serve workflow types Greet); did you mean "Greet"?`)
+	out, errOut, code := runCmd(t, "task-queue", "describe", "-t", "greet", "--addr", leader[0])
+	if code != 0 {
+		t.Fatalf("task-queue describe: exit %d: %s", code, errOut)
+	}
+	if !regexp.MustCompile(`(?m)^greeter-1 +(just now|\S+ ago) +(yes|no) +v7 +Greet +- +\S+ +\S*` + f1ID + `\S*$`).MatchString(out) {
+		t.Errorf("task-queue describe on the leader lacks the poller at %s:\n%s", f1ID, out)
 	}
 }
