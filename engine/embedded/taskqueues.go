@@ -66,10 +66,14 @@ type queueView struct {
 
 // pollerView is one worker polling one queue.
 type pollerView struct {
-	identity       string
-	buildID        string
-	workflowTypes  []string
-	activityTypes  []string
+	identity string
+	buildID  string
+	// types are the types as its last claim named them (up to
+	// maxTypeBytes of them: typesTruncated), split into workflow and
+	// activity types only when described. A worker names the same types,
+	// in the same order, in every claim, so one comparison tells that
+	// nothing changed.
+	types          []string
 	anyType        bool
 	typesTruncated bool
 	lastAccessMS   int64
@@ -173,56 +177,41 @@ func (t *TaskQueues) dropOldest(q *queueView) {
 	}
 }
 
-// setTypes keeps the types a claim names, split into workflow and activity
-// types, unless they are those kept already (a worker names the same types
-// in every claim).
+// setTypes keeps the types a claim names, unless they are those of its
+// last claim.
 func (p *pollerView) setTypes(types []string) {
 	if len(types) == 0 {
-		p.anyType, p.workflowTypes, p.activityTypes, p.typesTruncated = true, nil, nil, false
+		p.anyType, p.types, p.typesTruncated = true, nil, false
 		return
 	}
-	if !p.anyType && p.sameTypes(types) {
+	if !p.anyType && !p.typesTruncated && slices.Equal(types, p.types) {
 		return
 	}
 	p.anyType, p.typesTruncated = false, false
-	p.workflowTypes, p.activityTypes = p.workflowTypes[:0], p.activityTypes[:0]
+	p.types = p.types[:0]
 	size := 0
 	for _, ty := range types {
 		if size += len(ty); size > maxTypeBytes {
 			p.typesTruncated = true
 			break
 		}
-		if name, ok := strings.CutPrefix(ty, engine.ActivityTypePrefix); ok {
-			p.activityTypes = append(p.activityTypes, strings.Clone(name))
-		} else {
-			p.workflowTypes = append(p.workflowTypes, strings.Clone(ty))
-		}
+		p.types = append(p.types, strings.Clone(ty))
 	}
-	slices.Sort(p.workflowTypes)
-	slices.Sort(p.activityTypes)
-	p.workflowTypes, p.activityTypes = slices.Compact(p.workflowTypes), slices.Compact(p.activityTypes)
 }
 
-// sameTypes reports whether types are exactly the types p keeps.
-func (p *pollerView) sameTypes(types []string) bool {
-	if p.typesTruncated || len(types) != len(p.workflowTypes)+len(p.activityTypes) {
-		return false
-	}
-	w, a := 0, 0
+// splitTypes returns the workflow and the activity types of types, each
+// sorted and without repeats.
+func splitTypes(types []string) (wf, act []string) {
 	for _, ty := range types {
 		if name, ok := strings.CutPrefix(ty, engine.ActivityTypePrefix); ok {
-			if !slices.Contains(p.activityTypes, name) {
-				return false
-			}
-			a++
+			act = append(act, name)
 		} else {
-			if !slices.Contains(p.workflowTypes, ty) {
-				return false
-			}
-			w++
+			wf = append(wf, ty)
 		}
 	}
-	return w == len(p.workflowTypes) && a == len(p.activityTypes)
+	slices.Sort(wf)
+	slices.Sort(act)
+	return slices.Compact(wf), slices.Compact(act)
 }
 
 // BeginPoll records that c's claimer polls c.Queue from now until end is
@@ -387,9 +376,9 @@ func (q *queueView) describe(name string, nowMS int64) engine.TaskQueueDescripti
 
 func (p *pollerView) describe(nowMS int64) engine.TaskQueuePoller {
 	out := engine.TaskQueuePoller{Identity: p.identity, LastAccessMS: p.lastAccessMS, Polling: p.polling > 0,
-		WorkflowTypes: slices.Clone(p.workflowTypes), ActivityTypes: slices.Clone(p.activityTypes),
 		AnyType: p.anyType, TypesTruncated: p.typesTruncated, BuildID: p.buildID,
 		DispatchRate: p.dispatched.rate(nowMS)}
+	out.WorkflowTypes, out.ActivityTypes = splitTypes(p.types)
 	if out.Polling {
 		out.LastAccessMS = nowMS
 	}
