@@ -7,18 +7,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
 	"github.com/heddlewf/heddle/engine/machine"
+	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
 )
 
 // openQueueEngine opens an in-memory engine with a manual clock and no
 // scheduler, its task queue view on unless off.
 func openQueueEngine(t *testing.T, off bool) (*Engine, *clock.Manual) {
+	return openQueueEngineWith(t, Config{DisableQueueView: off})
+}
+
+// openQueueEngineWith is openQueueEngine with cfg's other fields (its
+// metrics).
+func openQueueEngineWith(t *testing.T, cfg Config) (*Engine, *clock.Manual) {
 	t.Helper()
 	clk := clock.NewManual(time.UnixMilli(schedT0))
-	e, err := Open(Config{InMemory: true, Clock: clk, DisableScheduler: true, DisableQueueView: off})
+	cfg.InMemory, cfg.Clock, cfg.DisableScheduler = true, clk, true
+	e, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,9 +173,26 @@ func TestClaimWaitIsListedWhilePolling(t *testing.T) {
 
 // The backlog counts the ready jobs and the delayed ones apart, its age is
 // the oldest ready job's, and the rates count what became ready and what
-// was claimed over the last minute.
+// was claimed over the last minute: with metrics (the view reads the
+// Meter's notes) and without (the log notes for the view alone).
 func TestDescribeTaskQueueBacklogAndRates(t *testing.T) {
-	e, clk := openQueueEngine(t, false)
+	for _, metered := range []bool{false, true} {
+		t.Run(fmt.Sprint("metrics=", metered), func(t *testing.T) {
+			var cfg Config
+			if metered {
+				m, err := metrics.New(prometheus.NewRegistry())
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.Metrics = m
+			}
+			testBacklogAndRates(t, cfg)
+		})
+	}
+}
+
+func testBacklogAndRates(t *testing.T, cfg Config) {
+	e, clk := openQueueEngineWith(t, cfg)
 	for i := range 3 {
 		mustCreate(t, e, fmt.Sprint("r", i), "T", "q")
 		clk.Advance(10 * time.Second)
