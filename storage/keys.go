@@ -346,6 +346,18 @@ func ParseReadyKey(k []byte) (ReadyEntry, error) {
 	}, nil
 }
 
+// ParseQueueKey returns the queue a queue visibility key (QueueKey) names.
+func ParseQueueKey(k []byte) (string, error) {
+	if len(k) < 3 || k[0] != PrefixQueue {
+		return "", keyError(k, "not a queue key")
+	}
+	n := int(binary.BigEndian.Uint16(k[1:3]))
+	if len(k) != 3+n+8 {
+		return "", keyError(k, "wrong length for a queue key")
+	}
+	return string(k[3 : 3+n]), nil
+}
+
 // TrailingJob returns the job id in the last 8 bytes of an index key (ready,
 // status, type, queue, runs and closing-time keys all end with one).
 func TrailingJob(k []byte) (uint64, error) {

@@ -57,6 +57,17 @@ type wfJobDoc struct {
 	ResetNewRunID  uint64 `json:"reset_new_run_id,omitempty"`
 	ResetBaseRunID uint64 `json:"reset_base_run_id,omitempty"`
 	ResetEventID   uint64 `json:"reset_event_id,omitempty"`
+	// QueuedReason says why a Queued run has not been claimed (describe
+	// only).
+	QueuedReason *wfQueuedReasonDoc `json:"queued_reason,omitempty"`
+}
+
+// wfQueuedReasonDoc is engine.QueuedReason: its code (no_poller,
+// no_poller_for_type, no_free_slot, deferred, dispatching) and what it
+// says.
+type wfQueuedReasonDoc struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // wfWaitDoc is what a waiting run waits for; the first to happen wakes it.

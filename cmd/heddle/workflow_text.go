@@ -117,6 +117,9 @@ func wfPrintJob(w io.Writer, d wfJobDoc) error {
 	if d.WaitingFor != nil {
 		kv("Waiting for", wfWaitText(d.WaitingFor, wfRelRFC))
 	}
+	if d.QueuedReason != nil {
+		kv("Why queued", wfCell(d.QueuedReason.Message))
+	}
 	for _, t := range d.Timers {
 		kv("Timer", fmt.Sprintf("%s fires %s", wfCell(t.ID), wfRelRFC(t.FireAt)))
 	}

@@ -52,6 +52,11 @@
 //	                                         QuerySteps (one step; long questions left out) -> StepsPage
 //	GET    /v1/resources                     Resources        -> ResourcesPage
 //	GET    /v1/resources/waiters?limit=      ResourceWaiters  -> ResourceWaitersPage
+//	GET    /v1/task-queues                   ListTaskQueues   -> TaskQueueList (every member's pollers merged)
+//	GET    /v1/task-queues/{queue}           DescribeTaskQueue -> TaskQueueDescription
+//	GET    /v1/jobs/{job}/queued-reason      QueuedReason     -> QueuedReason
+//	GET    /v1/workflows/{workflow}/queued-reason              -> QueuedReason
+//	GET    /v1/node/task-queues              this node's own view (what members merge) -> TaskQueueList
 //
 //	POST   /v1/schedules                     CreateSchedule    -> ScheduleResult
 //	POST   /v1/schedules/update              UpdateSchedule    -> ScheduleResult

@@ -110,6 +110,7 @@ func (s *Server) routes() {
 	s.asyncRoutes()
 	s.healthRoutes()
 	s.reviewRoutes()
+	s.taskQueueRoutes()
 
 	// Everything else, including a known path with another method, gets
 	// the same error body as any other failure rather than the mux's

@@ -88,6 +88,10 @@ type runData struct {
 	// count from: the run's creation, or for a run a reset made, the time
 	// of the first event it copied.
 	startMS int64
+	// Queued says why a Queued run has not started (nil: it is not
+	// Queued, or the API cannot say); QueueLink is its queue's page.
+	Queued    *engine.QueuedReason
+	QueueLink string
 }
 
 // resetForm keeps what was typed into the reset form when it failed.
@@ -162,6 +166,12 @@ func (h *Handler) run(rq *request) (*page, error) {
 	}
 	if j.Status == engine.StatusWaiting || j.Status == engine.StatusParked {
 		d.Waits = describeWait(j.Wait, j.Timers)
+	}
+	d.QueueLink = taskQueueLink(j.Queue)
+	if j.Status == engine.StatusQueued {
+		if d.Queued, err = queuedReason(rq.ctx, rq.api, j.ID); err != nil {
+			return nil, err
+		}
 	}
 	if d.Input, d.Outcome, d.OutcomeLabel, err = startAndEnd(rq, j, sc); err != nil {
 		return nil, err

@@ -117,6 +117,9 @@ type Client interface {
 	TaskClient
 	// StepClient holds the steps' reads and answers and the resource pool.
 	StepClient
+	// TaskQueueClient describes task queues: pollers, backlog, rates, and
+	// why a Queued run waits.
+	TaskQueueClient
 	// Close releases the client; calls after it fail with ErrClientClosed.
 	// An engine given as Options.Service stays open: it is the caller's.
 	Close()

@@ -427,6 +427,30 @@ func (_m *Client) DescribeTaskJob(a0 context.Context, a1 string) (*engine.Manife
 	return r0, r1
 }
 
+// DescribeTaskQueue records the call and returns what the expectation gives.
+func (_m *Client) DescribeTaskQueue(a0 context.Context, a1 string, a2 client.TaskQueueType) (*engine.TaskQueueDescription, error) {
+	ret := _m.Called(a0, a1, a2)
+	if len(ret) == 0 {
+		panic("no return value specified for DescribeTaskQueue")
+	}
+	var r0 *engine.TaskQueueDescription
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, string, client.TaskQueueType) (*engine.TaskQueueDescription, error)); ok {
+		return rf(a0, a1, a2)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, string, client.TaskQueueType) *engine.TaskQueueDescription); ok {
+		r0 = rf(a0, a1, a2)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*engine.TaskQueueDescription)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, string, client.TaskQueueType) error); ok {
+		r1 = rf(a0, a1, a2)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
 // DescribeWorkflow records the call and returns what the expectation gives.
 func (_m *Client) DescribeWorkflow(a0 context.Context, a1 string, a2 string) (*engine.Job, error) {
 	ret := _m.Called(a0, a1, a2)
@@ -442,6 +466,30 @@ func (_m *Client) DescribeWorkflow(a0 context.Context, a1 string, a2 string) (*e
 		r0 = rf(a0, a1, a2)
 	} else if ret.Get(0) != nil {
 		r0 = ret.Get(0).(*engine.Job)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, string, string) error); ok {
+		r1 = rf(a0, a1, a2)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
+// DescribeWorkflowQueuedReason records the call and returns what the expectation gives.
+func (_m *Client) DescribeWorkflowQueuedReason(a0 context.Context, a1 string, a2 string) (*engine.QueuedReason, error) {
+	ret := _m.Called(a0, a1, a2)
+	if len(ret) == 0 {
+		panic("no return value specified for DescribeWorkflowQueuedReason")
+	}
+	var r0 *engine.QueuedReason
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, string, string) (*engine.QueuedReason, error)); ok {
+		return rf(a0, a1, a2)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, string, string) *engine.QueuedReason); ok {
+		r0 = rf(a0, a1, a2)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*engine.QueuedReason)
 	}
 	if rf, ok := ret.Get(1).(func(context.Context, string, string) error); ok {
 		r1 = rf(a0, a1, a2)
@@ -672,6 +720,30 @@ func (_m *Client) ListSteps(a0 context.Context, a1 string, a2 string) ([]engine.
 	}
 	if rf, ok := ret.Get(1).(func(context.Context, string, string) error); ok {
 		r1 = rf(a0, a1, a2)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
+// ListTaskQueues records the call and returns what the expectation gives.
+func (_m *Client) ListTaskQueues(a0 context.Context) (*engine.TaskQueueList, error) {
+	ret := _m.Called(a0)
+	if len(ret) == 0 {
+		panic("no return value specified for ListTaskQueues")
+	}
+	var r0 *engine.TaskQueueList
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context) (*engine.TaskQueueList, error)); ok {
+		return rf(a0)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context) *engine.TaskQueueList); ok {
+		r0 = rf(a0)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*engine.TaskQueueList)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context) error); ok {
+		r1 = rf(a0)
 	} else {
 		r1 = ret.Error(1)
 	}
