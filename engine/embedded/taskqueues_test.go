@@ -165,7 +165,7 @@ func TestClaimWaitIsListedWhilePolling(t *testing.T) {
 	}
 	eventually(t, "the waiting claimer is listed as polling", polling)
 	cancel()
-	<-done
+	_ = <-done // the claim's own end (cancelled, or nothing to claim) is not what this test is about
 	if polling() {
 		t.Fatal("still polling after ClaimWait returned")
 	}

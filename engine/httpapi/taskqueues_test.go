@@ -46,7 +46,7 @@ func TestTaskQueuesMergeEveryMembersPolls(t *testing.T) {
 			Types: []string{"Order", engine.ActivityTypePrefix + "Charge"}, BuildID: "b2"})
 		polled <- err
 	}()
-	defer func() { stopPoll(); <-polled }()
+	defer func() { stopPoll(); _ = <-polled }() // the poll ends cancelled
 	c.eventually("f1 seeing the poll", func() bool {
 		for _, v := range c.nodes[f1].Engine().TaskQueueViews() {
 			if v.Name == "idle" && len(v.Pollers) == 1 && v.Pollers[0].Polling {
@@ -109,7 +109,7 @@ func TestTaskQueuesMergeEveryMembersPolls(t *testing.T) {
 		_, err := at(f2).ClaimWait(shopCtx, engine.Claim{Queue: "shop", Owner: "shop-worker", Max: 1, LeaseMS: 30_000, Types: []string{"Order"}})
 		shopDone <- err
 	}()
-	defer func() { stopShop(); <-shopDone }()
+	defer func() { stopShop(); _ = <-shopDone }() // the poll ends cancelled
 	var typo *engine.QueuedReason
 	c.eventually("the shop worker seen", func() bool {
 		typo, err = at(f1).QueuedReason(ctx, engine.Target{WorkflowID: "typo"})

@@ -3,7 +3,6 @@ package listfilter
 import (
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
@@ -444,5 +443,3 @@ func quote(s string) string {
 // Quote returns s as a value the language reads back as s, in double
 // quotes.
 func Quote(s string) string { return quote(s) }
-
-func formatID(id engine.JobID) string { return strconv.FormatUint(uint64(id), 10) }
