@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -46,7 +47,7 @@ func TestTaskQueuesMergeEveryMembersPolls(t *testing.T) {
 			Types: []string{"Order", engine.ActivityTypePrefix + "Charge"}, BuildID: "b2"})
 		polled <- err
 	}()
-	defer func() { stopPoll(); _ = <-polled }() // the poll ends cancelled
+	defer func() { stopPoll(); endedCancelled(t, <-polled) }()
 	c.eventually("f1 seeing the poll", func() bool {
 		for _, v := range c.nodes[f1].Engine().TaskQueueViews() {
 			if v.Name == "idle" && len(v.Pollers) == 1 && v.Pollers[0].Polling {
@@ -109,7 +110,7 @@ func TestTaskQueuesMergeEveryMembersPolls(t *testing.T) {
 		_, err := at(f2).ClaimWait(shopCtx, engine.Claim{Queue: "shop", Owner: "shop-worker", Max: 1, LeaseMS: 30_000, Types: []string{"Order"}})
 		shopDone <- err
 	}()
-	defer func() { stopShop(); _ = <-shopDone }() // the poll ends cancelled
+	defer func() { stopShop(); endedCancelled(t, <-shopDone) }()
 	var typo *engine.QueuedReason
 	c.eventually("the shop worker seen", func() bool {
 		typo, err = at(f1).QueuedReason(ctx, engine.Target{WorkflowID: "typo"})
@@ -176,4 +177,13 @@ type fakeCluster struct {
 
 func (f fakeCluster) Status(context.Context) (ClusterStatus, error) {
 	return ClusterStatus{ID: f.members[0].ID, LeaderID: f.members[0].ID, Members: f.members}, nil
+}
+
+// endedCancelled fails t unless err is what a poll cut short by its
+// context returns: nothing, or the cancellation.
+func endedCancelled(t *testing.T, err error) {
+	t.Helper()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("the cancelled poll: %v", err)
+	}
 }
