@@ -69,6 +69,9 @@ const (
 	// KindConfigureJob is ConfigureJob's kind, a job command that took the
 	// next number free after the review task commands.
 	KindConfigureJob CommandKind = 46
+
+	// KindResetJob is ResetJob's kind (Temporal's ResetWorkflowExecution).
+	KindResetJob CommandKind = 47
 )
 
 // commandSpec is what the contract knows of one command kind: its name
@@ -138,6 +141,8 @@ var commandTable = [...]commandSpec{
 	KindReclaimReviews:  {"ReclaimTasks", func() Command { return new(ReclaimReviews) }, func() Result { return new(ReviewSweepResult) }},
 
 	KindConfigureJob: {"ConfigureJob", func() Command { return new(ConfigureJob) }, func() Result { return new(StatusResult) }},
+
+	KindResetJob: {"ResetJob", func() Command { return new(ResetJob) }, func() Result { return new(ResetResult) }},
 }
 
 // spec returns k's entry in commandTable, or nil for a kind this version

@@ -331,6 +331,10 @@ func ShardOfCommand(cmd Command, count int) (int, ShardRoute) {
 		return target(c.Target)
 	case *Terminate:
 		return target(c.Target)
+	case *ResetJob:
+		// The new run has the base run's workflow id, so it is created on
+		// the base run's shard.
+		return target(c.Target)
 	case *AnswerStep:
 		return target(c.Target)
 	case *ConfigureJob:

@@ -131,7 +131,7 @@ func IsStatusEvent(t EventType) bool { return statusEventSet[t] }
 // nobody sent.
 func IsEngineEvent(t EventType) bool {
 	switch t {
-	case EventSignalReceived, EventTimerFired, EventStepCommitted, EventCancelRequested, EventEffectRecorded:
+	case EventSignalReceived, EventTimerFired, EventStepCommitted, EventCancelRequested, EventEffectRecorded, EventWorkflowReset:
 		return true
 	}
 	return IsStatusEvent(t)

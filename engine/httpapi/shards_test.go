@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -373,7 +374,11 @@ func TestShardedClusterRoutesFromAnyNode(t *testing.T) {
 	var listed []engine.JobID
 	var after engine.JobID
 	for {
-		page, err := c.client("n2").List(ctx, engine.ListQuery{After: after, Limit: 4})
+		q := engine.ListQuery{After: after, Limit: 4}
+		if after == 0 {
+			q.Order = engine.ListStartAsc // the first page; After sets the order of the next
+		}
+		page, err := c.client("n2").List(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -387,6 +392,60 @@ func TestShardedClusterRoutesFromAnyNode(t *testing.T) {
 	}
 	if !slices.Equal(listed, runs) {
 		t.Fatalf("listed %v, want %v", listed, runs)
+	}
+
+	// Newest first (the default order), by page tokens: shard by shard,
+	// each shard's runs newest first; a token back returns the page before
+	// within a shard; the count is every shard's.
+	var want []engine.JobID
+	for k := range shards {
+		var of []engine.JobID
+		for _, id := range runs {
+			if engine.ShardOfJob(id) == k {
+				of = append(of, id)
+			}
+		}
+		slices.Reverse(of)
+		want = append(want, of...)
+	}
+	listed = nil
+	var pages []*engine.ListPage
+	var token string
+	for range len(runs) + shards + 1 {
+		page, err := c.client("n3").List(ctx, engine.ListQuery{PageToken: token, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, page)
+		for _, j := range page.Jobs {
+			listed = append(listed, j.ID)
+		}
+		if token = page.NextPageToken; token == "" {
+			break
+		}
+	}
+	if !slices.Equal(listed, want) {
+		t.Fatalf("listed newest first by tokens %v, want %v", listed, want)
+	}
+	if pages[1].PrevPageToken == "" || engine.ShardOfJob(pages[1].Jobs[0].ID) != engine.ShardOfJob(pages[0].Jobs[1].ID) {
+		t.Fatalf("the second page (%+v) has no way back within the shard of the first", pages[1])
+	}
+	back, err := c.client("n1").List(ctx, engine.ListQuery{PageToken: pages[1].PrevPageToken, Limit: 2})
+	if err != nil || len(back.Jobs) != 2 || back.Jobs[0].ID != pages[0].Jobs[0].ID || back.Jobs[1].ID != pages[0].Jobs[1].ID {
+		t.Fatalf("back from the second page: %+v, %v; want the first page %v", back, err, listed[:2])
+	}
+	for _, bad := range []string{"9.", "x.", "0~", "01.", strings.Repeat("0", 200)} {
+		if _, err := c.client("n1").List(ctx, engine.ListQuery{PageToken: bad}); !errors.Is(err, engine.ErrInvalidCommand) {
+			t.Errorf("page token %q: %v, want ErrInvalidCommand", bad, err)
+		}
+	}
+	n, err := c.client("n2").Count(ctx, engine.ListQuery{})
+	if err != nil || n.Count != uint64(len(runs)) {
+		t.Fatalf("count: %+v, %v; want %d", n, err, len(runs))
+	}
+	one, err := c.client("n1").List(ctx, engine.ListQuery{WorkflowID: parentWF})
+	if err != nil || len(one.Jobs) != 1 || one.Jobs[0].ID != parent.Job {
+		t.Fatalf("the runs of %s: %+v, %v", parentWF, one, err)
 	}
 	c.verify()
 }

@@ -76,4 +76,6 @@ var applyTable = [...]applyFunc{
 	engine.KindReclaimReviews:  on((*applier).reclaimReviews),
 
 	engine.KindConfigureJob: on((*applier).configureJob),
+
+	engine.KindResetJob: on((*applier).resetJob),
 }

@@ -127,6 +127,9 @@ const (
 	ActionCancel Action = "cancel"
 	// ActionTerminate ends a run at once.
 	ActionTerminate Action = "terminate"
+	// ActionReset resets a run to a turn boundary as a new run of its
+	// workflow id (the API lets admins only, as terminate).
+	ActionReset Action = "reset"
 	// ActionDrain drains a resource (it takes no new leases) or undrains
 	// it; the API lets admins only.
 	ActionDrain Action = "drain"
@@ -148,7 +151,7 @@ func AllowAll() Permissions { return Permissions{all: true} }
 // reads; a client starts, signals, asks to cancel and decides review
 // tasks (the API's task commands are a client's); a worker runs work and
 // may terminate only its own run's children, which no button does; an
-// admin may do everything, terminate and drain included.
+// admin may do everything, terminate, reset and drain included.
 var roleActions = map[string][]Action{
 	"reader": nil,
 	"client": {ActionSignal, ActionCancel, ActionApprove, ActionReject, ActionResubmit, ActionTerminateReview},

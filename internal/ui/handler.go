@@ -57,9 +57,11 @@ func (h *Handler) routes() {
 	h.page("POST "+Path+"/runs/{job}/signal", h.signal)
 	h.page("POST "+Path+"/runs/{job}/cancel", h.cancel)
 	h.page("POST "+Path+"/runs/{job}/terminate", h.terminate)
+	h.page("POST "+Path+"/runs/{job}/reset", h.reset)
 	h.page("GET "+Path+"/cluster", h.cluster)
 	h.page("POST "+Path+"/resources/drain", h.drainResource)
 	h.page("POST "+Path+"/review/{task}/{op}", h.reviewAct)
+	h.page("GET "+Path+"/task-queues/{queue}", h.taskQueue)
 	for _, f := range features {
 		h.page("GET "+Path+"/"+f.Path, h.feature(f))
 	}
