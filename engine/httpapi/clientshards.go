@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/backoff"
@@ -255,7 +256,7 @@ func shardOfRequest(rq request, count int) (int, bool) {
 // anyway is given back by its node; what two polls answered together, over
 // cmd.Max, the client gives back itself.
 func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Claim, wait bool) ([]engine.ClaimedJob, error) {
-	got, err := fanOut(ctx, c, view, "/v1/jobs/claim", &cmd, wait, func(r *engine.ClaimResult) []engine.ClaimedJob { return r.Jobs })
+	got, cut, err := fanOut(ctx, c, view, "/v1/jobs/claim", &cmd, wait, func(r *engine.ClaimResult) []engine.ClaimedJob { return r.Jobs })
 	seen := map[engine.JobID]bool{}
 	var jobs, surplus []engine.ClaimedJob
 	for _, j := range got {
@@ -269,6 +270,10 @@ func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Cl
 			surplus = append(surplus, j)
 		}
 		seen[j.Job] = true
+	}
+	if len(got) > 0 {
+		// seen is the recall's from here on: no one else touches it.
+		c.recallLater(cut, cmd, seen)
 	}
 	if len(surplus) > 0 {
 		c.releaseSurplus(context.WithoutCancel(ctx), surplus)
@@ -292,7 +297,7 @@ func (c *Client) releaseSurplus(ctx context.Context, jobs []engine.ClaimedJob) {
 
 // claimReviewsAcross is claimAcross for review tasks.
 func (c *Client) claimReviewsAcross(ctx context.Context, view *shardView, cmd engine.ClaimReviews, wait bool) ([]engine.ClaimedReview, error) {
-	got, err := fanOut(ctx, c, view, "/v1/tasks/claim", &cmd, wait, func(r *engine.ClaimReviewsResult) []engine.ClaimedReview { return r.Reviews })
+	got, _, err := fanOut(ctx, c, view, "/v1/tasks/claim", &cmd, wait, func(r *engine.ClaimReviewsResult) []engine.ClaimedReview { return r.Reviews })
 	seen := map[engine.ReviewID]bool{}
 	var out []engine.ClaimedReview
 	for _, t := range got {
@@ -311,19 +316,20 @@ func (c *Client) claimReviewsAcross(ctx context.Context, view *shardView, cmd en
 // (wait) or once, until one answers with items; then it cuts the others,
 // waits for them and returns every item answered. It returns an error only
 // when no node answered with items: the first one no retry can fix, or
-// ctx's.
-func fanOut[R, T any](ctx context.Context, c *Client, view *shardView, path string, body any, wait bool, items func(*R) []T) ([]T, error) {
-	ctx, cancel := context.WithCancel(ctx)
+// ctx's. It also returns the nodes whose polls it cut after an answer.
+func fanOut[R, T any](ctx context.Context, c *Client, view *shardView, path string, body any, wait bool, items func(*R) []T) (_ []T, cut []string, _ error) {
+	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type answer struct {
+		base  string
 		items []T
 		err   error
 	}
 	answers := make(chan answer, len(view.nodes))
 	for _, base := range view.nodes {
 		go func() {
-			got, err := pollNode(ctx, c, base, path, body, wait, items)
-			answers <- answer{got, err}
+			got, err := pollNode(pctx, c, base, path, body, wait, items)
+			answers <- answer{base, got, err}
 		}()
 	}
 	var out []T
@@ -335,18 +341,67 @@ func fanOut[R, T any](ctx context.Context, c *Client, view *shardView, path stri
 			cancel()
 			continue
 		}
+		if a.err != nil && isContextError(a.err) && ctx.Err() == nil {
+			cut = append(cut, a.base)
+		}
 		if a.err != nil && firstErr == nil && !isContextError(a.err) {
 			firstErr = a.err
 			cancel()
 		}
 	}
 	if len(out) > 0 {
-		return out, nil
+		return out, cut, nil
 	}
 	if firstErr != nil {
-		return nil, firstErr
+		return nil, nil, firstErr
 	}
-	return nil, ctx.Err()
+	return nil, nil, ctx.Err()
+}
+
+// recallDelay is how long after cutting a node's long poll the client asks
+// that node what the poll took anyway: long enough for a claim the node
+// was applying at the cut to be applied (a Raft commit), short against a
+// lease.
+const recallDelay = 500 * time.Millisecond
+
+// recallLater asks, recallDelay from now, each node at bases whose long
+// poll claimAcross cut, what the claims under cmd's request id took there
+// (POST /v1/jobs/claim?recall=1, a read), and gives back every such job
+// that want does not hold (fenced by its lease, so a job its node gave
+// back itself, or that was claimed again since, is left alone). A poll cut
+// just after its node applied a claim may have been answered into a closed
+// connection, and its jobs would otherwise wait out their leases. A node
+// that cannot be asked is left to the leases.
+func (c *Client) recallLater(bases []string, cmd engine.Claim, want map[engine.JobID]bool) {
+	if len(bases) == 0 || cmd.RequestID == "" {
+		return
+	}
+	payload, err := encodeRequestBody(&cmd)
+	if err != nil {
+		return
+	}
+	time.AfterFunc(recallDelay, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		var back []engine.ClaimedJob
+		for _, base := range bases {
+			var r engine.ClaimResult
+			rq := request{method: http.MethodPost, path: "/v1/jobs/claim", body: &cmd, out: &r, command: true, noRoute: true,
+				query: url.Values{"recall": {"1"}}}
+			if _, err := c.try(ctx, base, rq, payload); err != nil {
+				continue
+			}
+			for _, j := range r.Jobs {
+				if !want[j.Job] {
+					back = append(back, j)
+					want[j.Job] = true
+				}
+			}
+		}
+		if len(back) > 0 {
+			c.releaseSurplus(ctx, back)
+		}
+	})
 }
 
 // pollNode asks one node, at base, until it answers with items (with wait:

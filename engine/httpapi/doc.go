@@ -8,6 +8,7 @@
 //
 //	POST   /v1/jobs                          CreateJob         -> CreateResult
 //	POST   /v1/jobs/claim[?wait=30s]         Claim             -> ClaimResult (long poll with wait)
+//	POST   /v1/jobs/claim?recall=1           Claim             -> ClaimResult (a sharded node: what the claims under its request id took)
 //	POST   /v1/jobs/heartbeat                Heartbeat         -> HeartbeatResult
 //	POST   /v1/jobs/append                   AppendEvents      -> AppendResult
 //	POST   /v1/jobs/commit-step              CommitStep        -> AppendResult

@@ -747,6 +747,28 @@ func (r *ShardRouter) claimLocal(ctx context.Context, c engine.Claim, look bool)
 	return out, asked, nil
 }
 
+// RecallClaim returns the jobs the claims under requestID took on the
+// shards this node holds (a replica's record of a claim its leader
+// applied), claiming nothing (claimRecaller).
+func (r *ShardRouter) RecallClaim(requestID string) ([]engine.ClaimedJob, error) {
+	type recorder interface {
+		RecordedClaim(requestID string) ([]engine.ClaimedJob, error)
+	}
+	var out []engine.ClaimedJob
+	for k := range r.count {
+		rec, ok := r.set.ShardEngine(k).(recorder)
+		if !ok {
+			continue
+		}
+		jobs, err := rec.RecordedClaim(requestID)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, jobs...)
+	}
+	return out, nil
+}
+
 // startShard is where a claim starts looking: a hash of its request id, or
 // shard 0 without one.
 func (r *ShardRouter) startShard(requestID string) int {

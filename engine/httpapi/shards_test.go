@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -592,5 +593,56 @@ func TestNewClientsFirstLongPollSeesEveryShard(t *testing.T) {
 	jobs, err := cl.ClaimWait(pollCtx, engine.Claim{Queue: "first-poll", Owner: "w", Max: 1, LeaseMS: 10_000})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("a new client's first long poll: %v, %v; want the job of shard 1", jobs, err)
+	}
+}
+
+// TestRecallClaim: POST /v1/jobs/claim?recall=1 answers what the claims
+// under a request id took on the node's shards, claiming nothing: the Go
+// client asks it of the nodes whose long polls it cut, and gives back what
+// such a poll took anyway (docs/sharding.md, "Claims").
+func TestRecallClaim(t *testing.T) {
+	const shards = 4
+	c := newShardedCluster(t, 3, shards)
+	c.awaitLeaders(c.desired)
+	ctx := context.Background()
+	for i := range 2 {
+		if _, err := c.client("n2").Create(ctx, engine.CreateJob{WorkflowID: wfOn(fmt.Sprintf("recall-%d-", i), 1, shards), Type: "t", Queue: "recall"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post := func(node, query, body string) (int, engine.ClaimResult) {
+		t.Helper()
+		resp, err := http.Post("http://"+c.httpOf(node)+"/v1/jobs/claim"+query, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var r engine.ClaimResult
+		if resp.StatusCode == http.StatusOK {
+			if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return resp.StatusCode, r
+	}
+	claim := `{"queue":"recall","owner":"w","max":1,"lease_ms":60000,"request_id":"cut-poll-1"}`
+	if code, r := post("n2", "?recall=1", claim); code != http.StatusOK || len(r.Jobs) != 0 {
+		t.Fatalf("recall before any claim: %d, %+v; want nothing", code, r)
+	}
+	code, took := post("n2", "", claim)
+	if code != http.StatusOK || len(took.Jobs) != 1 {
+		t.Fatalf("claim on n2: %d, %+v", code, took)
+	}
+	code, r := post("n2", "?recall=1", claim)
+	if code != http.StatusOK || len(r.Jobs) != 1 || r.Jobs[0].Job != took.Jobs[0].Job || r.Jobs[0].Lease() != took.Jobs[0].Lease() {
+		t.Fatalf("recall on n2: %d, %+v; want the job the claim took, %+v", code, r, took)
+	}
+	// The recall claimed nothing: the other job is still there to claim.
+	code, next := post("n2", "", `{"queue":"recall","owner":"w","max":5,"lease_ms":60000}`)
+	if code != http.StatusOK || len(next.Jobs) != 1 || next.Jobs[0].Job == took.Jobs[0].Job {
+		t.Fatalf("the claim after the recall: %d, %+v; want the other job", code, next)
+	}
+	if code, _ := post("n2", "?recall=1", `{"queue":"recall","owner":"w","max":1,"lease_ms":60000}`); code != http.StatusBadRequest && code != http.StatusUnprocessableEntity {
+		t.Fatalf("recall without a request id: %d, want it refused", code)
 	}
 }
