@@ -65,7 +65,8 @@ func (e *CrossShardError) Error() string {
 		where = fmt.Sprintf("would not all live on shard %d", e.From)
 	}
 	return fmt.Sprintf("engine: crosses shards: %s: %s %s; "+
-		"a sharded cluster does not deliver this across shards yet (docs/sharding.md, \"Cross-shard work\") [%s]",
+		"a sharded cluster does not deliver this across shards yet: ids that share a hash tag, such as "+
+		"order-{42} and order-{42}-payment, live on one shard (docs/sharding.md, \"Cross-shard work\") [%s]",
 		e.Command, e.What, where, CrossShardCode)
 }
 

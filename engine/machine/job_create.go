@@ -13,7 +13,11 @@ import (
 // started only by the holder of the parent's lease: its end becomes the
 // effect of one of the parent's steps, which nobody else may write.
 func (a *applier) create(c *engine.CreateJob) (engine.Result, error) {
-	if err := a.jobOnShard("CreateJob", "parent job", c.ParentID); err != nil {
+	what := "parent job"
+	if c.WorkflowID != "" {
+		what = fmt.Sprintf("the parent job of the run with workflow id %q,", c.WorkflowID)
+	}
+	if err := a.jobOnShard("CreateJob", what, c.ParentID); err != nil {
 		return nil, err
 	}
 	if c.ParentID != 0 && !engine.LegacyParent(&c.Header, c.ParentID, c.ParentLease) {

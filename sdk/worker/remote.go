@@ -182,7 +182,8 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 			// task on another shard than its parent's yet: the step fails
 			// at once, saying so, rather than the turn retrying what
 			// cannot succeed (docs/sharding.md, "Cross-shard work").
-			return true, r.commitFailure(c, temporal.NewNonRetryableApplicationError(err.Error(), "CrossShard", nil))
+			msg := fmt.Sprintf("workflow %q cannot start %q: %v", r.job.WorkflowID, create.WorkflowID, err)
+			return true, r.commitFailure(c, temporal.NewNonRetryableApplicationError(msg, "CrossShard", nil))
 		}
 		if !errors.Is(err, engine.ErrWorkflowExists) && !errors.Is(err, engine.ErrRequestConflict) {
 			return false, err
