@@ -16,6 +16,9 @@ type ListQuery struct {
 	Status Status
 	Type   string
 	Queue  string
+	// Paused keeps only the open runs that are paused (Job.Paused: an
+	// operator's Pause, or an activity task its run's pause holds).
+	Paused bool
 	// CreatedFromMS and CreatedBeforeMS keep the jobs created in
 	// [CreatedFromMS, CreatedBeforeMS), in Unix ms; 0 leaves that side open.
 	CreatedFromMS   int64

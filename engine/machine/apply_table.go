@@ -76,4 +76,11 @@ var applyTable = [...]applyFunc{
 	engine.KindReclaimReviews:  on((*applier).reclaimReviews),
 
 	engine.KindConfigureJob: on((*applier).configureJob),
+
+	engine.KindPause:                 on((*applier).pause),
+	engine.KindUnpause:               on((*applier).unpause),
+	engine.KindPauseActivity:         on((*applier).pauseActivity),
+	engine.KindUnpauseActivity:       on((*applier).unpauseActivity),
+	engine.KindResetActivity:         on((*applier).resetActivity),
+	engine.KindUpdateActivityOptions: on((*applier).updateActivityOptions),
 }

@@ -146,7 +146,12 @@ func exactIndexKeys(j *engine.Job) []string {
 	if j.ParentID != 0 && !j.Status.Terminal() {
 		keys = append(keys, string(storage.ChildKey(uint64(j.ParentID), id)))
 	}
+	if j.Paused() && !j.Status.Terminal() {
+		keys = append(keys, string(storage.PausedKey(id)))
+	}
 	switch {
+	case j.Status == engine.StatusQueued && j.Paused():
+		// Held by a pause: in no claim index until it is unpaused.
 	case j.Status == engine.StatusQueued && j.DeferredUntilMS > 0:
 		// Passed over by a claimer that does not run its type: held back
 		// in the delayed index until its backoff ends.

@@ -95,13 +95,15 @@ func ReadEffect(r *storage.Reader, id engine.JobID, step string) (_ *engine.Effe
 }
 
 // ListJobs reads the page of jobs q asks for (its Limit set, 1 to
-// MaxPage). It walks the most selective index the query names (status,
-// then type, then queue) and filters the rest from the records. The page
+// MaxPage). It walks the most selective index the query names (paused,
+// status, then type, then queue) and filters the rest from the records. The page
 // is not nil even with an error: it holds the jobs read before it.
 func ListJobs(r *storage.Reader, q engine.ListQuery) (_ *engine.ListPage, err error) {
 	defer markStorage(&err)
 	var prefix []byte
 	switch {
+	case q.Paused:
+		prefix = storage.PausedPrefix
 	case q.Status != engine.StatusNone:
 		prefix = storage.StatusPrefix(byte(q.Status))
 	case q.Type != "":
@@ -127,7 +129,7 @@ func ListJobs(r *storage.Reader, q engine.ListQuery) (_ *engine.ListPage, err er
 			return false, err
 		}
 		if (q.Status != engine.StatusNone && j.Status != q.Status) || (q.Type != "" && j.Type != q.Type) ||
-			(q.Queue != "" && j.Queue != q.Queue) || !createdIn(&q, j) {
+			(q.Queue != "" && j.Queue != q.Queue) || !createdIn(&q, j) || (q.Paused && (!j.Paused() || j.Status.Terminal())) {
 			return true, nil
 		}
 		if len(page.Jobs) == q.Limit {
