@@ -140,6 +140,13 @@ func (s *Server) effect(c *call) (any, error) {
 func (s *Server) list(c *call) (any, error) {
 	q := c.r.URL.Query()
 	lq := engine.ListQuery{Type: q.Get("type"), Queue: q.Get("queue")}
+	switch p := q.Get("paused"); p {
+	case "", "0", "false":
+	case "1", "true":
+		lq.Paused = true
+	default:
+		return nil, fmt.Errorf("%w: paused=%q: want true or false", engine.ErrInvalidCommand, p)
+	}
 	if st := q.Get("status"); st != "" {
 		var err error
 		if lq.Status, err = parseStatus(st); err != nil {

@@ -188,6 +188,20 @@ func stepNews(ev *engine.Event) bool {
 	return ev.Type == engine.EventStepLeased && ev.Attempt == 0 || ev.Type == engine.EventStepAnswered || ev.Type == engine.EventStepLeaseTimeout
 }
 
+// operatorNews reports an operator's command that may let the run start
+// what it held back: its unpause, or an activity's unpause, reset or new
+// options. The worker must see it before it waits, as an unpause or a
+// reset of a waiting run wakes it.
+func operatorNews(ev *engine.Event) bool {
+	switch ev.Type {
+	case engine.EventActivityUnpaused, engine.EventActivityReset, engine.EventActivityOptionsUpdated:
+		return true
+	case engine.EventWorkflowUnpaused:
+		return ev.Name != engine.PauseParent
+	}
+	return false
+}
+
 // alreadyHappened reports whether something spec waits for happened after
 // seenSeq: a matching signal or timer_fired event, news of a step it waits
 // for (stepNews), or a recorded effect of a step. A timer that is merely
@@ -214,7 +228,8 @@ func (a *applier) alreadyHappened(j *engine.Job, spec *engine.WaitSpec, seenSeq 
 		found = (ev.Type == engine.EventSignalReceived && waitsForSignal(spec, ev.Name)) ||
 			(ev.Type == engine.EventTimerFired && waitsForTimer(spec, ev.Name)) ||
 			(stepNews(ev) && waitsForStep(spec, ev.Step)) ||
-			ev.Type == engine.EventCancelRequested // the workflow must see it before waiting
+			ev.Type == engine.EventCancelRequested || // the workflow must see it before waiting
+			operatorNews(ev)
 		return !found, nil
 	})
 	return found, err

@@ -105,6 +105,9 @@ type Client interface {
 	TaskClient
 	// StepClient holds the steps' reads and answers and the resource pool.
 	StepClient
+	// PauseClient holds the pause of a run and the operations on its
+	// activities (pause.go).
+	PauseClient
 	// Close releases the client; calls after it fail with ErrClientClosed.
 	// An engine given as Options.Service stays open: it is the caller's.
 	Close()
