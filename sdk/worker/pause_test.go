@@ -413,7 +413,9 @@ func testActivityPauseStopsRetries(t *testing.T, cache int) {
 // A reset makes an activity waiting out a long retry delay try again at
 // once, as its first attempt; new options (a longer start-to-close
 // timeout) apply from its next try.
-func TestActivityResetAndUpdateOptions(t *testing.T) { forEachCache(t, testActivityResetAndUpdateOptions) }
+func TestActivityResetAndUpdateOptions(t *testing.T) {
+	forEachCache(t, testActivityResetAndUpdateOptions)
+}
 
 func testActivityResetAndUpdateOptions(t *testing.T, cache int) {
 	e := open(t)
