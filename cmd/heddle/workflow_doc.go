@@ -36,6 +36,9 @@ type wfJobDoc struct {
 	ParentJobID     uint64          `json:"parent_job_id,omitempty"`
 	ParentStep      string          `json:"parent_step,omitempty"`
 	CancelRequested bool            `json:"cancel_requested,omitempty"`
+	// Paused is set while the run is paused: by an operator (Pause), or
+	// for an activity task, by its run's pause (held_by_parent).
+	Paused          *wfPauseDoc     `json:"paused,omitempty"`
 	WaitingFor      *wfWaitDoc      `json:"waiting_for,omitempty"`
 	Timers          []wfTimerDoc    `json:"timers,omitempty"`
 	HistoryLength   uint64          `json:"history_length"`
@@ -47,6 +50,26 @@ type wfJobDoc struct {
 	// Steps are the steps of an open run that have not ended (describe
 	// only): who runs each, its state and last heartbeat.
 	Steps []stepDoc `json:"steps,omitempty"`
+}
+
+// wfPauseDoc is a pause: since when, by whom and why.
+type wfPauseDoc struct {
+	At           string `json:"at,omitempty"`
+	By           string `json:"by,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	HeldByParent bool   `json:"held_by_parent,omitempty"`
+}
+
+// wfPauseOf is the pause of an open run j, or nil.
+func wfPauseOf(j *engine.Job) *wfPauseDoc {
+	if !j.Paused() || j.Status.Terminal() {
+		return nil
+	}
+	d := &wfPauseDoc{HeldByParent: j.HeldByParent}
+	if p := j.Pause; p != nil {
+		d.At, d.By, d.Reason = wfRFC3339(p.AtMS), p.By, p.Reason
+	}
+	return d
 }
 
 // wfWaitDoc is what a waiting run waits for; the first to happen wakes it.
@@ -97,7 +120,7 @@ func wfJobOf(j *engine.Job, closing *engine.Event) wfJobDoc {
 		CreatedAt: wfRFC3339(j.CreatedMS), UpdatedAt: wfRFC3339(j.UpdatedMS), ClosedAt: wfRFC3339(j.ClosedMS),
 		Deadline: wfRFC3339(j.DeadlineMS), RetryAt: wfRFC3339(j.ReleaseAtMS),
 		ParentJobID: uint64(j.ParentID), ParentStep: j.ParentStep, CancelRequested: j.CancelRequested,
-		WaitingFor: wfWaitOf(j.Wait), Timers: wfTimersOf(j.Timers), HistoryLength: j.LastSeq,
+		WaitingFor: wfWaitOf(j.Wait), Timers: wfTimersOf(j.Timers), HistoryLength: j.LastSeq, Paused: wfPauseOf(j),
 	}
 	if j.Status == engine.StatusRunning {
 		d.LeaseOwner, d.LeaseExpiresAt = j.LeaseOwner, wfRFC3339(j.LeaseExpiryMS)

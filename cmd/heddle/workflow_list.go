@@ -147,6 +147,7 @@ const wfQueryHelp = "--query takes terms separated by spaces, all of which must 
 	"  status=Running,Waiting   status!=Completed     (= any of, != none of; any case)\n" +
 	"  type=Order  queue=orders  id=order-*           (a trailing * matches a prefix)\n" +
 	"  created>2026-11-01T00:00Z  created>=-24h  closed<now-7d   (> >= < <=)\n" +
+	"  paused=true                                    (open runs an operator paused)\n" +
 	"Times are RFC 3339, a date, Unix ms, now, or back from now (-90m, -24h, -7d); UTC\n" +
 	"without a zone. Quote values with spaces or commas: type=\"Nightly report\". The web\n" +
 	"UI's workflow filter is the same language."
@@ -163,8 +164,12 @@ func wfPrintList(w io.Writer, out wfListOutput) error {
 			if d.ClosedAt != "" {
 				closed = wfRelRFC(d.ClosedAt)
 			}
+			status := d.Status
+			if d.Paused != nil {
+				status += " (paused)"
+			}
 			tw.row(wfCell(wfTruncate(d.WorkflowID, wfCellWidth)), fmt.Sprint(d.JobID), wfCell(wfTruncate(d.Type, wfCellWidth)),
-				wfCell(wfTruncate(d.Queue, wfCellWidth)), d.Status, fmt.Sprint(d.Attempt), wfRelRFC(d.CreatedAt), closed)
+				wfCell(wfTruncate(d.Queue, wfCellWidth)), status, fmt.Sprint(d.Attempt), wfRelRFC(d.CreatedAt), closed)
 		}
 		if err := tw.flush(); err != nil {
 			return err

@@ -18,6 +18,7 @@
 //	id        = !=            a workflow id
 //	created   > >= < <=       a time: when the run was created
 //	closed    > >= < <=       a time: when the run ended (open runs never match)
+//	paused    = !=            true or false: the run is open and paused
 //
 // "workflow_id" is another name of id and "task_queue" of queue; ":" is
 // another spelling of "=". The fields of = and != take a list of values

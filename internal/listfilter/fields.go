@@ -13,6 +13,9 @@ const (
 	FieldID      Field = "id"
 	FieldCreated Field = "created"
 	FieldClosed  Field = "closed"
+	// FieldPaused is true of an open run that is paused (an operator's
+	// pause, or an activity task its run's pause holds).
+	FieldPaused Field = "paused"
 )
 
 // Op is a term's comparison.
@@ -35,6 +38,7 @@ const (
 	kindText   kind = iota // = and !=, a list of strings, "*" prefixes
 	kindStatus             // = and !=, a list of status names
 	kindTime               // > >= < <=, one time
+	kindBool               // = and !=, true or false
 )
 
 // fieldKinds is the language's table of fields: every field, its kind.
@@ -45,6 +49,7 @@ var fieldKinds = map[Field]kind{
 	FieldID:      kindText,
 	FieldCreated: kindTime,
 	FieldClosed:  kindTime,
+	FieldPaused:  kindBool,
 }
 
 // fieldAliases are the other names a field is written by.
@@ -58,11 +63,12 @@ var kindOps = map[kind][]Op{
 	kindText:   {OpEq, OpNe},
 	kindStatus: {OpEq, OpNe},
 	kindTime:   {OpGt, OpGe, OpLt, OpLe},
+	kindBool:   {OpEq, OpNe},
 }
 
 // Fields lists the fields in the order the documentation gives them.
 func Fields() []Field {
-	return []Field{FieldStatus, FieldType, FieldQueue, FieldID, FieldCreated, FieldClosed}
+	return []Field{FieldStatus, FieldType, FieldQueue, FieldID, FieldCreated, FieldClosed, FieldPaused}
 }
 
 // lookupField returns the field a name (any case) stands for.

@@ -19,6 +19,8 @@ type Term struct {
 	statuses []engine.Status
 	// atMS is a time term's value, in Unix milliseconds.
 	atMS int64
+	// truth is a boolean term's value.
+	truth bool
 }
 
 // Value is one value of a term.
@@ -236,6 +238,16 @@ func (p *parser) check(t *Term, k kind, v Value, pos int) error {
 			return p.errAt(pos, fmt.Sprintf("%q is not a status: want one of %s", v.Text, statusNames()))
 		}
 		t.statuses = append(t.statuses, s)
+	case kindBool:
+		switch {
+		case len(t.Values) > 0:
+			return p.errAt(pos, fmt.Sprintf("%s takes true or false, not a list", t.Field))
+		case strings.EqualFold(v.Text, "true") && !v.Prefix:
+			t.truth = true
+		case strings.EqualFold(v.Text, "false") && !v.Prefix:
+		default:
+			return p.errAt(pos, fmt.Sprintf("%q is not true or false", v.Text))
+		}
 	case kindTime:
 		if v.Prefix {
 			return p.errAt(pos, "a time takes no \"*\"")
@@ -256,6 +268,8 @@ func example(f Field) string {
 		return "status=Running"
 	case kindTime:
 		return string(f) + ">-24h"
+	case kindBool:
+		return string(f) + "=true"
 	}
 	return string(f) + "=value"
 }

@@ -58,6 +58,10 @@ func TestParse(t *testing.T) {
 		{"created>=NOW-90m", "created>=NOW-90m", engine.ListQuery{CreatedFromMS: ms("2026-11-02T10:30:00Z")}, true},
 		{"created>1000 created>2000 created<9000 created<5000", "created>1000 created>2000 created<9000 created<5000",
 			engine.ListQuery{CreatedFromMS: 2001, CreatedBeforeMS: 5000}, true},
+		{"paused=true", "paused=true", engine.ListQuery{Paused: true}, true},
+		{"paused=TRUE status=Waiting", "paused=TRUE status=Waiting", engine.ListQuery{Paused: true, Status: engine.StatusWaiting}, true},
+		{"paused=false", "paused=false", engine.ListQuery{}, false},
+		{"paused!=true", "paused!=true", engine.ListQuery{}, false},
 		{"created>2026-11-01T10:30", "created>2026-11-01T10:30", engine.ListQuery{CreatedFromMS: ms("2026-11-01T10:30:00Z") + 1}, true},
 		{"closed>-1h", "closed>-1h", engine.ListQuery{}, false},
 		{"  status=Failed\t\tqueue=x  ", "status=Failed queue=x", engine.ListQuery{Status: engine.StatusFailed, Queue: "x"}, true},
@@ -97,7 +101,10 @@ func TestParseErrors(t *testing.T) {
 		{"Running", 1, `"Running" is not a term`},
 		{"status = Running", 1, `"status" is not a term`},
 		{"=Running", 1, `"=Running" is not a term`},
-		{"state=Running", 1, `unknown field "state": want one of status, type, queue, id, created, closed`},
+		{"state=Running", 1, `unknown field "state": want one of status, type, queue, id, created, closed, paused`},
+		{"paused=yes", 8, `"yes" is not true or false`},
+		{"paused=true,false", 13, "paused takes true or false, not a list"},
+		{"paused>true", 7, "paused takes the operators = !=, not >"},
 		{"status=Runing", 8, `"Runing" is not a status: want one of Queued, Running`},
 		{"status>Running", 7, "status takes the operators = !=, not >"},
 		{"created=2026-11-01", 8, "created takes the operators > >= < <=, not ="},
@@ -144,7 +151,8 @@ func TestMatch(t *testing.T) {
 	job := &engine.Job{ID: 7, WorkflowID: "order-42", Type: "Order", Queue: "orders", Status: engine.StatusCompleted,
 		CreatedMS: ms("2026-11-01T10:00:00Z"), ClosedMS: ms("2026-11-01T11:00:00Z")}
 	open := &engine.Job{ID: 8, WorkflowID: "order-43", Type: "Order", Queue: "orders", Status: engine.StatusRunning,
-		CreatedMS: ms("2026-11-01T10:00:00Z")}
+		CreatedMS: ms("2026-11-01T10:00:00Z"), Pause: &engine.PauseInfo{AtMS: 1}}
+	job.Pause = &engine.PauseInfo{AtMS: 1}
 	for _, tc := range []struct {
 		query     string
 		job, open bool
@@ -176,6 +184,10 @@ func TestMatch(t *testing.T) {
 		{"closed<2026-11-01T11:00Z", false, false},
 		{"created>-30h", true, true},
 		{"created>-24h", false, false},
+		// The open run is paused: a pause of a closed run holds nothing.
+		{"paused=true", false, true},
+		{"paused=false", true, false},
+		{"paused!=true", true, false},
 	} {
 		q, err := Parse(tc.query, now)
 		if err != nil {

@@ -39,6 +39,9 @@ func (t *Term) match(j *engine.Job) bool {
 	case FieldClosed:
 		// An open run has no closing time, and so matches no bound.
 		return j.ClosedMS != 0 && t.matchTime(j.ClosedMS)
+	case FieldPaused:
+		paused := j.Paused() && !j.Status.Terminal()
+		return (paused == t.truth) == (t.Op == OpEq)
 	}
 	return false
 }
@@ -78,6 +81,8 @@ func (t *Term) serverSide() bool {
 		return single
 	case FieldCreated:
 		return true
+	case FieldPaused:
+		return t.Op == OpEq && t.truth
 	}
 	return false
 }
@@ -109,6 +114,8 @@ func (q *Query) ListQuery() engine.ListQuery {
 			if lq.Queue == "" {
 				lq.Queue = t.Values[0].Text
 			}
+		case FieldPaused:
+			lq.Paused = true
 		case FieldCreated:
 			from, before := t.bounds()
 			if from != 0 && from > lq.CreatedFromMS {
@@ -181,6 +188,9 @@ func FromListQuery(lq engine.ListQuery) *Query {
 	}
 	if lq.Queue != "" {
 		q.Terms = append(q.Terms, Term{Field: FieldQueue, Op: OpEq, Values: []Value{{Text: lq.Queue, Quoted: needsQuotes(lq.Queue)}}})
+	}
+	if lq.Paused {
+		q.Terms = append(q.Terms, Term{Field: FieldPaused, Op: OpEq, Values: []Value{{Text: "true"}}, truth: true})
 	}
 	return q
 }
