@@ -18,35 +18,35 @@ import (
 // wfJobDoc is one run: what describe prints, list prints for each run and
 // start --wait prints as the outcome.
 type wfJobDoc struct {
-	WorkflowID      string          `json:"workflow_id"`
-	JobID           uint64          `json:"job_id"`
-	Type            string          `json:"type"`
-	Queue           string          `json:"queue"`
-	Status          string          `json:"status"`
-	Attempt         uint64          `json:"attempt"`
-	RunAttempt      int32           `json:"run_attempt,omitempty"`
-	Retries         uint32          `json:"retries,omitempty"`
-	CreatedAt       string          `json:"created_at"`
-	UpdatedAt       string          `json:"updated_at"`
-	ClosedAt        string          `json:"closed_at,omitempty"`
-	Deadline        string          `json:"deadline,omitempty"`
-	RetryAt         string          `json:"retry_at,omitempty"`
-	LeaseOwner      string          `json:"lease_owner,omitempty"`
-	LeaseExpiresAt  string          `json:"lease_expires_at,omitempty"`
-	ParentJobID     uint64          `json:"parent_job_id,omitempty"`
-	ParentStep      string          `json:"parent_step,omitempty"`
-	CancelRequested bool            `json:"cancel_requested,omitempty"`
+	WorkflowID      string `json:"workflow_id"`
+	JobID           uint64 `json:"job_id"`
+	Type            string `json:"type"`
+	Queue           string `json:"queue"`
+	Status          string `json:"status"`
+	Attempt         uint64 `json:"attempt"`
+	RunAttempt      int32  `json:"run_attempt,omitempty"`
+	Retries         uint32 `json:"retries,omitempty"`
+	CreatedAt       string `json:"created_at"`
+	UpdatedAt       string `json:"updated_at"`
+	ClosedAt        string `json:"closed_at,omitempty"`
+	Deadline        string `json:"deadline,omitempty"`
+	RetryAt         string `json:"retry_at,omitempty"`
+	LeaseOwner      string `json:"lease_owner,omitempty"`
+	LeaseExpiresAt  string `json:"lease_expires_at,omitempty"`
+	ParentJobID     uint64 `json:"parent_job_id,omitempty"`
+	ParentStep      string `json:"parent_step,omitempty"`
+	CancelRequested bool   `json:"cancel_requested,omitempty"`
 	// Paused is set while the run is paused: by an operator (Pause), or
 	// for an activity task, by its run's pause (held_by_parent).
-	Paused          *wfPauseDoc     `json:"paused,omitempty"`
-	WaitingFor      *wfWaitDoc      `json:"waiting_for,omitempty"`
-	Timers          []wfTimerDoc    `json:"timers,omitempty"`
-	HistoryLength   uint64          `json:"history_length"`
-	CloseEvent      string          `json:"close_event,omitempty"`
-	CloseReason     string          `json:"close_reason,omitempty"`
-	Result          json.RawMessage `json:"result,omitempty"`
-	ResultBase64    []byte          `json:"result_base64,omitempty"`
-	Failure         *wfFailureDoc   `json:"failure,omitempty"`
+	Paused        *wfPauseDoc     `json:"paused,omitempty"`
+	WaitingFor    *wfWaitDoc      `json:"waiting_for,omitempty"`
+	Timers        []wfTimerDoc    `json:"timers,omitempty"`
+	HistoryLength uint64          `json:"history_length"`
+	CloseEvent    string          `json:"close_event,omitempty"`
+	CloseReason   string          `json:"close_reason,omitempty"`
+	Result        json.RawMessage `json:"result,omitempty"`
+	ResultBase64  []byte          `json:"result_base64,omitempty"`
+	Failure       *wfFailureDoc   `json:"failure,omitempty"`
 	// Steps are the steps of an open run that have not ended (describe
 	// only): who runs each, its state and last heartbeat.
 	Steps []stepDoc `json:"steps,omitempty"`
