@@ -248,6 +248,13 @@ func (a *applier) appendEvent(l *loaded, ev engine.Event) (uint64, error) {
 				return 0, err
 			}
 		}
+		if to.Terminal() && j.Pause != nil {
+			// A paused run that ended holds its activity tasks no more:
+			// held, they would wait for an unpause that cannot come.
+			if err := a.holdTasks(j, false, ""); err != nil {
+				return 0, err
+			}
+		}
 	}
 	return ev.Seq, nil
 }

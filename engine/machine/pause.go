@@ -155,7 +155,10 @@ func (a *applier) holdTasks(p *engine.Job, on bool, by string) error {
 func (a *applier) hold(t *loaded, p *engine.Job, on bool, by string) error {
 	ev := engine.Event{Type: engine.EventWorkflowPaused, Attempt: t.job.Attempt, Name: engine.PauseParent, By: by,
 		Reason: fmt.Sprintf("run %d (workflow id %q) is paused", p.ID, p.WorkflowID)}
-	if !on {
+	switch {
+	case !on && p.Status.Terminal():
+		ev.Type, ev.Reason = engine.EventWorkflowUnpaused, fmt.Sprintf("run %d (workflow id %q) ended", p.ID, p.WorkflowID)
+	case !on:
 		ev.Type, ev.Reason = engine.EventWorkflowUnpaused, fmt.Sprintf("run %d (workflow id %q) is unpaused", p.ID, p.WorkflowID)
 	}
 	if _, err := a.appendEvent(t, ev); err != nil {
