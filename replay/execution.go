@@ -83,12 +83,14 @@ type Execution struct {
 	// re-executes decisions the history already holds: it is replaying.
 	frontier uint64
 	nextStep uint64
-	// paused: the last pause event applied paused the run (Paused).
-	paused  bool
-	cmds    map[string]*Command
-	open    map[string]*Command        // the unresolved non-marker commands, for Unresolved
-	byStep  map[string][]*engine.Event // the known history, by step
-	markers []engine.NewEvent
+	// paused: the last pause event applied paused the run (Paused);
+	// unpausedSeq is the seq of the last unpause applied.
+	paused      bool
+	unpausedSeq uint64
+	cmds        map[string]*Command
+	open        map[string]*Command        // the unresolved non-marker commands, for Unresolved
+	byStep      map[string][]*engine.Event // the known history, by step
+	markers     []engine.NewEvent
 
 	onSignal func(name string, payload []byte)
 	onCancel func()
@@ -291,6 +293,9 @@ func (x *Execution) apply(ev *engine.Event) error {
 	case engine.EventWorkflowPaused, engine.EventWorkflowUnpaused:
 		if ev.Name != engine.PauseParent {
 			x.paused = ev.Type == engine.EventWorkflowPaused
+			if !x.paused {
+				x.unpausedSeq = ev.Seq
+			}
 		}
 		return nil
 	}
@@ -493,6 +498,10 @@ func (x *Execution) Finished() (done bool, result []byte, err error) {
 // by an operator (workflow_paused): its worker starts nothing more and ends
 // the turn. The code itself does not see it.
 func (x *Execution) Paused() bool { return x.paused }
+
+// UnpausedSeq returns the seq of the last unpause of the run applied so
+// far (0: none).
+func (x *Execution) UnpausedSeq() uint64 { return x.unpausedSeq }
 
 // Fault returns the error that stopped the execution, if any.
 func (x *Execution) Fault() error { return x.fault }

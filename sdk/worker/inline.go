@@ -51,6 +51,8 @@ type outcome struct {
 	// last seq when it parked.
 	parked  bool
 	parkSeq uint64
+	// parkedPaused: it parked because it or its run is paused.
+	parkedPaused bool
 	// question: a try that ran under the job's lease needs a person.
 	question []byte
 	// fault is an engine error that ends the turn.
@@ -223,7 +225,7 @@ drain:
 		case o.fault != nil:
 			return o.fault
 		case o.parked:
-			r.parked[o.c.Step] = parked{seq: o.parkSeq, deps: stepDeps(o.c)}
+			r.parked[o.c.Step] = parked{seq: o.parkSeq, deps: stepDeps(o.c), paused: o.parkedPaused}
 			seen = max(seen, o.parkSeq)
 		case o.question != nil:
 			if err := r.askUser(o); err != nil {

@@ -689,3 +689,85 @@ func TestPauseSurvivesRestart(t *testing.T) {
 	}
 	verify(t, e2)
 }
+
+var explicitTries atomic.Int32
+
+// ExplicitFlaky fails its first try; it heartbeats, so it runs on the
+// explicit path (a step lease per try).
+func ExplicitFlaky(ctx context.Context) (string, error) {
+	activity.RecordHeartbeat(ctx)
+	if explicitTries.Add(1) == 1 {
+		return "", errors.New("first try fails")
+	}
+	return "ok", nil
+}
+
+// CallsExplicit runs ExplicitFlaky with a heartbeat timeout.
+func CallsExplicit(ctx workflow.Context) (string, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{HeartbeatTimeout: 10 * time.Second,
+		RetryPolicy: &workflow.RetryPolicy{InitialInterval: time.Millisecond, MaximumAttempts: 3}})
+	var s string
+	err := workflow.ExecuteActivity(ctx, ExplicitFlaky).Get(ctx, &s)
+	return s, err
+}
+
+// pauseAroundLease pauses the run just before the second LeaseStep (the
+// retry's) and unpauses it right after the engine refused the lease as
+// paused, before the worker sees either: the step parks on a pause that
+// is already over.
+type pauseAroundLease struct {
+	engine.Service
+	e     *embedded.Engine
+	calls atomic.Int32
+	t     *testing.T
+}
+
+func (s *pauseAroundLease) LeaseStep(ctx context.Context, c engine.LeaseStep) (*engine.StepResult, error) {
+	if s.calls.Add(1) != 2 {
+		return s.Service.LeaseStep(ctx, c)
+	}
+	if _, err := s.e.Pause(ctx, engine.Pause{Target: engine.Target{Job: c.Job}}); err != nil {
+		s.t.Errorf("pause: %v", err)
+	}
+	res, err := s.Service.LeaseStep(ctx, c)
+	if err == nil && !res.Paused {
+		s.t.Errorf("a lease of a paused run was not refused: %+v", res)
+	}
+	if _, err := s.e.Unpause(ctx, engine.Unpause{Target: engine.Target{Job: c.Job}}); err != nil {
+		s.t.Errorf("unpause: %v", err)
+	}
+	return res, err
+}
+
+// A step refused its lease because its run was paused is tried again once
+// the run is unpaused, even when the unpause came before the worker saw
+// the pause: the unpause is news to the parked step, and the run does not
+// wait for ever.
+func TestStepParkedOnAPauseThatIsOver(t *testing.T) {
+	if overCluster() {
+		t.Skip("pauses through the first node's engine, which a cluster's follower may be")
+	}
+	e := open(t)
+	explicitTries.Store(0)
+	svc := &pauseAroundLease{Service: service(t, e), e: e, t: t}
+	startWorkerOn(t, svc, "park", worker.Options{}, func(w worker.Worker) {
+		w.RegisterWorkflow(CallsExplicit)
+		w.RegisterActivity(ExplicitFlaky)
+	})
+	c := client.New(service(t, e))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "parked-on-pause", TaskQueue: "park"}, CallsExplicit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := run.Get(ctx, &got); err != nil || got != "ok" {
+		dumpJobs(t, e)
+		t.Fatalf("result %q, %v", got, err)
+	}
+	if n := svc.calls.Load(); n < 3 {
+		t.Fatalf("%d step leases, want the refused one and another", n)
+	}
+	verify(t, e)
+}

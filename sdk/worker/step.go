@@ -69,6 +69,10 @@ type parked struct {
 	// step is someone else's news (a grant, an answer, a timeout).
 	seq  uint64
 	deps []string
+	// paused: it parked because it or its run is paused; an unpause of
+	// the run after seq is news too (the activity's own unpause is an
+	// event of the step).
+	paused bool
 }
 
 // stepDeps returns the steps activity c depends on: those its DependsOn
@@ -84,7 +88,7 @@ func stepDeps(c *replay.Command) []string {
 func (r *run) unpark() {
 	for step, p := range r.parked {
 		recs := r.x.Records(step)
-		if len(recs) > 0 && recs[len(recs)-1].Seq > p.seq || r.depFailed(p.deps) {
+		if len(recs) > 0 && recs[len(recs)-1].Seq > p.seq || r.depFailed(p.deps) || p.paused && r.x.UnpausedSeq() > p.seq {
 			delete(r.parked, step)
 		}
 	}
@@ -232,6 +236,7 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 			o.stepAttempt = res.StepAttempt
 			return o
 		case !res.Granted:
+			o.parkedPaused = res.Paused
 			return parkStep(ctx, o, res.JobSeq)
 		}
 		attempt := res.StepAttempt
