@@ -157,16 +157,16 @@ func TestReadOpsTakesReleasesFromTheHistory(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, recs ...OpRecord) {
 		t.Helper()
-		f, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
+		var lines []byte
 		for _, r := range recs {
-			b, _ := json.Marshal(r)
-			if _, err := f.Write(append(b, '\n')); err != nil {
+			b, err := json.Marshal(r)
+			if err != nil {
 				t.Fatal(err)
 			}
+			lines = append(append(lines, b...), '\n')
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), lines, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 	// Client 0 claimed attempt 2 of job 2 and gave it back itself; the

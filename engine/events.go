@@ -51,6 +51,14 @@ type Event struct {
 	// LastResult, on the job_created of a cron run, is the result of the
 	// chain's last run that completed (Temporal's last completion result).
 	LastResult []byte `json:"last_result,omitempty" msgpack:"lr,omitempty"`
+	// BaseRunID, NewRunID and ResetEventID link the runs of a reset
+	// (ResetJob): the new run's workflow_reset names the run it was reset
+	// from (BaseRunID) and the point in that run's numbering
+	// (ResetEventID); the job_terminated of a run the reset ended names the
+	// new run (NewRunID).
+	BaseRunID    JobID  `json:"base_run_id,omitempty" msgpack:"brn,omitempty"`
+	NewRunID     JobID  `json:"new_run_id,omitempty" msgpack:"nrn,omitempty"`
+	ResetEventID uint64 `json:"reset_event_id,omitempty" msgpack:"rse,omitempty"`
 	// ElidedPayloadBytes and ElidedLastResultBytes are set only on an event
 	// a history read returned without its Payload or LastResult, because it
 	// was longer than the read's HistoryQuery.MaxPayloadBytes: they are the

@@ -70,6 +70,9 @@ const (
 	// next number free after the review task commands.
 	KindConfigureJob CommandKind = 46
 
+	// KindResetJob is ResetJob's kind (Temporal's ResetWorkflowExecution).
+	KindResetJob CommandKind = 47
+
 	// The pause family: a run's pause and the activity operations. They
 	// start at 60, leaving room for other kinds.
 	KindPause                 CommandKind = 60
@@ -147,6 +150,8 @@ var commandTable = [...]commandSpec{
 	KindReclaimReviews:  {"ReclaimTasks", func() Command { return new(ReclaimReviews) }, func() Result { return new(ReviewSweepResult) }},
 
 	KindConfigureJob: {"ConfigureJob", func() Command { return new(ConfigureJob) }, func() Result { return new(StatusResult) }},
+
+	KindResetJob: {"ResetJob", func() Command { return new(ResetJob) }, func() Result { return new(ResetResult) }},
 
 	KindPause:                 {"Pause", func() Command { return new(Pause) }, func() Result { return new(StatusResult) }},
 	KindUnpause:               {"Unpause", func() Command { return new(Unpause) }, func() Result { return new(StatusResult) }},

@@ -39,6 +39,10 @@ type Service interface {
 	// Terminate ends a run at once as Terminated (an operator's terminate).
 	Terminate(ctx context.Context, c Terminate) (*StatusResult, error)
 	ContinueAsNew(ctx context.Context, c ContinueAsNew) (*CreateResult, error)
+	// Reset starts a new run of a run's workflow id from a turn boundary of
+	// its history and ends the runs it replaces (Temporal's
+	// ResetWorkflowExecution; see ResetJob).
+	Reset(ctx context.Context, c ResetJob) (*ResetResult, error)
 
 	// Pause holds a run and Unpause lets it go on; the activity commands
 	// pause, unpause, reset and change the options of a run's pending

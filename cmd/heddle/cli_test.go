@@ -104,7 +104,7 @@ func TestCompletion(t *testing.T) {
 		want []string
 	}{
 		{[]string{"__complete", "workflow", "s"}, []string{"start", "signal"}},
-		{[]string{"__complete", "workflow", "list", "--status", "C"}, []string{"Completed", "Cancelled"}},
+		{[]string{"__complete", "workflow", "list", "--status", "C"}, []string{"Completed", "ContinuedAsNew", "Canceled", "Closed"}},
 		{[]string{"__complete", "workflow", "list", "-o", ""}, []string{"table", "json", "jsonl"}},
 		{[]string{"__complete", "help", "clu"}, []string{"cluster"}},
 	} {

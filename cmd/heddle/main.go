@@ -94,6 +94,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newActivityCommand(),
 		newResourceCommand(),
 		newScheduleCommand(),
+		newTaskQueueCommand(),
 		newChaosCommand(),
 		newReviewCommand(),
 		newBenchCommand(),

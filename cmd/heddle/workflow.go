@@ -27,7 +27,7 @@ const wfDefaultRetry = 10 * time.Second
 func newWorkflowCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workflow",
-		Short: "start, list, count, describe, show, query, signal, cancel, terminate, pause or unpause workflows",
+		Short: "start, list, count, describe, show, query, signal, cancel, terminate, reset, pause or unpause workflows",
 		Long: "Manages the workflows of a heddle node or cluster through its HTTP API.\n\n" +
 			"An ID argument is a workflow id (its current run), or a numeric job (run) id;\n" +
 			"-w/--workflow-id and -r/--run-id name a run without that guess.\n\n" +
@@ -50,6 +50,7 @@ func newWorkflowCommand() *cobra.Command {
 		newWFCancelCommand(g, true),
 		newWFPauseCommand(g, false),
 		newWFPauseCommand(g, true),
+		newWFResetCommand(g),
 	)
 	return cmd
 }

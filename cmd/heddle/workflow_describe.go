@@ -6,9 +6,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/spf13/cobra"
 )
 
@@ -18,7 +20,9 @@ func newWFDescribeCommand(g *wfGlobals) *cobra.Command {
 		Short: "show one run: status, type, queue, attempt, times, steps, result or failure",
 		Long: "Shows one run: status, type, queue, attempt, times, what it waits for, the steps\n" +
 			"of an open run that have not ended (who runs each, its state and last heartbeat),\n" +
-			"and the result or failure of a closed run. A workflow id shows its current run.",
+			"and the result or failure of a closed run. A workflow id shows its current run.\n" +
+			"For a Queued run it says why no worker has taken it: no worker polls its task\n" +
+			"queue, none runs its type, or they have no free slot (see heddle task-queue).",
 		Args: cobra.ArbitraryArgs,
 	}
 	target := addTargetFlags(cmd.Flags())
@@ -49,6 +53,17 @@ func newWFDescribeCommand(g *wfGlobals) *cobra.Command {
 				if !s.State.Terminal() {
 					doc.Steps = append(doc.Steps, stepDocOf(s))
 				}
+			}
+		}
+		if j.Status == engine.StatusQueued {
+			// Why it waits; a node without the task queue view (an
+			// older one) answers no_route, and describe goes on without.
+			r, err := svc.QueuedReason(c.ctx, engine.Target{Job: j.ID})
+			switch {
+			case err == nil && r.Queued:
+				doc.QueuedReason = &wfQueuedReasonDoc{Code: r.Code, Message: r.Message}
+			case err != nil && !errors.Is(err, httpapi.ErrNoRoute):
+				return err
 			}
 		}
 		if !c.table() {

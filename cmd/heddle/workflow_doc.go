@@ -23,6 +23,7 @@ type wfJobDoc struct {
 	Type            string `json:"type"`
 	Queue           string `json:"queue"`
 	Status          string `json:"status"`
+	ExecutionStatus string `json:"execution_status"`
 	Attempt         uint64 `json:"attempt"`
 	RunAttempt      int32  `json:"run_attempt,omitempty"`
 	Retries         uint32 `json:"retries,omitempty"`
@@ -33,6 +34,9 @@ type wfJobDoc struct {
 	RetryAt         string `json:"retry_at,omitempty"`
 	LeaseOwner      string `json:"lease_owner,omitempty"`
 	LeaseExpiresAt  string `json:"lease_expires_at,omitempty"`
+	PrevRunID       uint64 `json:"prev_run_id,omitempty"`
+	NextRunID       uint64 `json:"next_run_id,omitempty"`
+	NextRunReason   string `json:"next_run_reason,omitempty"`
 	ParentJobID     uint64 `json:"parent_job_id,omitempty"`
 	ParentStep      string `json:"parent_step,omitempty"`
 	CancelRequested bool   `json:"cancel_requested,omitempty"`
@@ -50,6 +54,23 @@ type wfJobDoc struct {
 	// Steps are the steps of an open run that have not ended (describe
 	// only): who runs each, its state and last heartbeat.
 	Steps []stepDoc `json:"steps,omitempty"`
+	// ResetNewRunID is the run a reset started in this run's place;
+	// ResetBaseRunID and ResetEventID the run and the point this run was
+	// reset from.
+	ResetNewRunID  uint64 `json:"reset_new_run_id,omitempty"`
+	ResetBaseRunID uint64 `json:"reset_base_run_id,omitempty"`
+	ResetEventID   uint64 `json:"reset_event_id,omitempty"`
+	// QueuedReason says why a Queued run has not been claimed (describe
+	// only).
+	QueuedReason *wfQueuedReasonDoc `json:"queued_reason,omitempty"`
+}
+
+// wfQueuedReasonDoc is engine.QueuedReason: its code (no_poller,
+// no_poller_for_type, no_free_slot, deferred, dispatching) and what it
+// says.
+type wfQueuedReasonDoc struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // wfPauseDoc is a pause: since when, by whom and why.
@@ -109,6 +130,12 @@ type wfEventDoc struct {
 	LeaseExpiresAt string          `json:"lease_expires_at,omitempty"`
 	Commit         bool            `json:"commit,omitempty"`
 	Wait           *wfWaitDoc      `json:"wait,omitempty"`
+	// BaseRunID and ResetEventID (a workflow_reset) name the run and the
+	// point the run was reset from; NewRunID (the job_terminated of a run
+	// a reset replaced) the run that replaced it.
+	BaseRunID    uint64 `json:"base_run_id,omitempty"`
+	NewRunID     uint64 `json:"new_run_id,omitempty"`
+	ResetEventID uint64 `json:"reset_event_id,omitempty"`
 }
 
 // wfJobOf builds the document of j; closing, when j is terminal, is its last
@@ -116,11 +143,13 @@ type wfEventDoc struct {
 func wfJobOf(j *engine.Job, closing *engine.Event) wfJobDoc {
 	d := wfJobDoc{
 		WorkflowID: j.WorkflowID, JobID: uint64(j.ID), Type: j.Type, Queue: j.Queue, Status: j.Status.String(),
+		ExecutionStatus: j.ExecutionStatus(), PrevRunID: uint64(j.PrevRunID), NextRunID: uint64(j.NextRunID), NextRunReason: j.NextRunReason,
 		Attempt: j.Attempt, RunAttempt: j.RunAttempt, Retries: j.Retries,
 		CreatedAt: wfRFC3339(j.CreatedMS), UpdatedAt: wfRFC3339(j.UpdatedMS), ClosedAt: wfRFC3339(j.ClosedMS),
 		Deadline: wfRFC3339(j.DeadlineMS), RetryAt: wfRFC3339(j.ReleaseAtMS),
 		ParentJobID: uint64(j.ParentID), ParentStep: j.ParentStep, CancelRequested: j.CancelRequested,
 		WaitingFor: wfWaitOf(j.Wait), Timers: wfTimersOf(j.Timers), HistoryLength: j.LastSeq, Paused: wfPauseOf(j),
+		ResetNewRunID: uint64(j.ResetNewRunID), ResetBaseRunID: uint64(j.ResetBaseRunID), ResetEventID: j.ResetEventID,
 	}
 	if j.Status == engine.StatusRunning {
 		d.LeaseOwner, d.LeaseExpiresAt = j.LeaseOwner, wfRFC3339(j.LeaseExpiryMS)
@@ -182,7 +211,7 @@ func wfTimersOf(ts []engine.Timer) []wfTimerDoc {
 func wfEventOf(ev engine.Event) wfEventDoc {
 	d := wfEventDoc{Seq: ev.Seq, Type: string(ev.Type), At: wfRFC3339(ev.AtMS), Attempt: ev.Attempt, Step: ev.Step,
 		Name: ev.Name, Reason: ev.Reason, DelayMS: ev.DelayMS, LeaseExpiresAt: wfRFC3339(ev.LeaseExpiryMS),
-		Commit: ev.Commit, Wait: wfWaitOf(ev.Wait)}
+		Commit: ev.Commit, Wait: wfWaitOf(ev.Wait), BaseRunID: uint64(ev.BaseRunID), NewRunID: uint64(ev.NewRunID), ResetEventID: ev.ResetEventID}
 	d.Payload, d.PayloadBase64 = wfPayloadFields(ev.Payload)
 	return d
 }

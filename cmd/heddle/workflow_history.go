@@ -147,6 +147,12 @@ func wfEventDetails(ev engine.Event, base int64, width int) string {
 	if ev.Reason != "" {
 		parts = append(parts, "reason "+wfCell(ev.Reason))
 	}
+	if ev.BaseRunID != 0 {
+		parts = append(parts, fmt.Sprintf("reset from run %d at event %d", ev.BaseRunID, ev.ResetEventID))
+	}
+	if ev.NewRunID != 0 {
+		parts = append(parts, fmt.Sprintf("continues as run %d", ev.NewRunID))
+	}
 	if ev.DelayMS != 0 {
 		parts = append(parts, "delay "+strings.TrimPrefix(wfOffset(ev.DelayMS), "+"))
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/heddlewf/heddle/engine"
 )
 
 // Payloads are cut in text output: a whole order in every table row hides
@@ -76,6 +78,12 @@ func wfPrintJob(w io.Writer, d wfJobDoc) error {
 	if d.Paused != nil {
 		kv("Paused", wfPauseText(d.Paused))
 	}
+	if d.NextRunID != 0 {
+		kv("Next run", fmt.Sprintf("%s → run %d", engine.NextRunText(d.NextRunReason), d.NextRunID))
+	}
+	if d.PrevRunID != 0 {
+		kv("Previous run", fmt.Sprintf("run %d", d.PrevRunID))
+	}
 	kv("Attempt", fmt.Sprint(d.Attempt))
 	if d.RunAttempt > 1 { // the first run of every workflow is run 1
 		kv("Run attempt", fmt.Sprint(d.RunAttempt))
@@ -103,8 +111,17 @@ func wfPrintJob(w io.Writer, d wfJobDoc) error {
 	if d.CancelRequested {
 		kv("Cancel", "requested")
 	}
+	if d.ResetBaseRunID != 0 {
+		kv("Reset from", fmt.Sprintf("run %d at event %d", d.ResetBaseRunID, d.ResetEventID))
+	}
+	if d.ResetNewRunID != 0 {
+		kv("Reset to", fmt.Sprintf("run %d (a reset started it in this run's place)", d.ResetNewRunID))
+	}
 	if d.WaitingFor != nil {
 		kv("Waiting for", wfWaitText(d.WaitingFor, wfRelRFC))
+	}
+	if d.QueuedReason != nil {
+		kv("Why queued", wfCell(d.QueuedReason.Message))
 	}
 	for _, t := range d.Timers {
 		kv("Timer", fmt.Sprintf("%s fires %s", wfCell(t.ID), wfRelRFC(t.FireAt)))

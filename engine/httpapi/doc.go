@@ -29,6 +29,7 @@
 //	POST   /v1/jobs/request-cancel           RequestCancel     -> StatusResult
 //	POST   /v1/jobs/continue-as-new          ContinueAsNew     -> CreateResult
 //	POST   /v1/jobs/terminate                Terminate         -> StatusResult
+//	POST   /v1/jobs/reset                    ResetJob          -> ResetResult (admin)
 //	POST   /v1/jobs/lease-step               LeaseStep         -> StepResult
 //	POST   /v1/jobs/step-heartbeat           StepHeartbeat     -> StepResult
 //	POST   /v1/jobs/end-step-attempt         EndStepAttempt    -> StepResult
@@ -38,8 +39,10 @@
 //	POST   /v1/resources/remove              RemoveResource    -> ResourceResult
 //	POST   /v1/jobs/complete-async           CompleteAsync     -> StatusResult
 //
-//	GET    /v1/jobs?status=&type=&queue=&paused=&created_from_ms=&created_before_ms=&after=&limit=
-//	                                         List -> ListPage
+//	GET    /v1/jobs?query=&order=&page_token=&limit=&status=&execution_status=&type=&queue=
+//	             &workflow_id=&paused=&created_from_ms=&created_before_ms=&now_ms=&after=
+//	                                         List -> ListPage (newest first by default)
+//	GET    /v1/jobs/count?(list's filters)  Count -> CountResult
 //	GET    /v1/jobs/{job}                    Describe by job id       -> Job
 //	GET    /v1/workflows/{workflow}          Describe the current run -> Job
 //	GET    /v1/jobs/{job}/history?after=&limit=               History -> HistoryPage
@@ -55,6 +58,11 @@
 //	                                         QuerySteps (one step; long questions left out) -> StepsPage
 //	GET    /v1/resources                     Resources        -> ResourcesPage
 //	GET    /v1/resources/waiters?limit=      ResourceWaiters  -> ResourceWaitersPage
+//	GET    /v1/task-queues                   ListTaskQueues   -> TaskQueueList (every member's pollers merged)
+//	GET    /v1/task-queues/{queue}           DescribeTaskQueue -> TaskQueueDescription
+//	GET    /v1/jobs/{job}/queued-reason      QueuedReason     -> QueuedReason
+//	GET    /v1/workflows/{workflow}/queued-reason              -> QueuedReason
+//	GET    /v1/node/task-queues              this node's own view (what members merge) -> TaskQueueList
 //
 //	POST   /v1/schedules                     CreateSchedule    -> ScheduleResult
 //	POST   /v1/schedules/update              UpdateSchedule    -> ScheduleResult
@@ -113,8 +121,8 @@
 // role must reach the route's (else 403 forbidden): reader for the GETs,
 // client for starting, signalling, querying, cancelling, suspending,
 // resuming and activating, worker for the routes a worker drives a job
-// with and the query poll and answer, admin for terminate and the cluster
-// changes. A worker may terminate only a child of the run whose lease it
+// with and the query poll and answer, admin for terminate, reset and the
+// cluster changes. A worker may terminate only a child of the run whose lease it
 // holds (Terminate.ByParent, its parent-close policy). Server.routes holds
 // the table. With ServerConfig.ClientCAs, a
 // request without a token may authenticate with a client or node

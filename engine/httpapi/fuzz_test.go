@@ -25,6 +25,7 @@ func bodyTypes() []any {
 		new(engine.WaitResult), new(engine.SignalResult), new(engine.StatusResult), new(engine.Job),
 		new(engine.HistoryPage), new(engine.ListPage), new(*engine.Effect), new(QueryResult), new(QueryPollResult),
 		new(QueryAnswerResult), new(ClusterStatus), new(ErrorBody), new(engine.ResourceWaitersPage),
+		new(engine.ResetJob), new(engine.ResetResult),
 	}
 }
 
@@ -60,6 +61,8 @@ func fuzzSeeds(f *testing.F) {
 	f.Add(uint8(0), false, append(append([]byte(`{"input":`), bytes.Repeat([]byte("["), 300)...), bytes.Repeat([]byte("]"), 300)...))
 	f.Add(uint8(0), false, []byte(`{"type": 7}`))
 	f.Add(uint8(0), false, []byte(`{"type": "T", "queue": "q", "reuse_policy": "no-such-policy"}`))
+	f.Add(uint8(len(bodyTypes())-2), false, []byte(`{"workflow_id": "a", "reset_type": "LastWorkflowTask", "exclude_signals": true}`))
+	f.Add(uint8(len(bodyTypes())-2), false, []byte(`{"workflow_id": "a", "reset_type": 200}`))
 }
 
 // FuzzDecodeBody: no body, however malformed, makes the request or answer

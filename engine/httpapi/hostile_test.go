@@ -179,7 +179,7 @@ func TestHostileRequestsAreRefused(t *testing.T) {
 	work := []route{{"POST", "/v1/jobs/claim"}, {"POST", "/v1/jobs/heartbeat"}, {"POST", "/v1/jobs/append"}, {"POST", "/v1/jobs/commit-step"},
 		{"POST", "/v1/jobs/wait"}, {"POST", "/v1/jobs/complete"}, {"POST", "/v1/jobs/fail"}, {"POST", "/v1/jobs/requeue"},
 		{"POST", "/v1/jobs/continue-as-new"}, {"POST", "/v1/query/poll"}, {"POST", "/v1/query/answer"}}
-	admin := []route{{"POST", "/v1/cluster/members"}, {"DELETE", "/v1/cluster/members/n1"}, {"POST", "/v1/cluster/leader/transfer"}}
+	admin := []route{{"POST", "/v1/cluster/members"}, {"DELETE", "/v1/cluster/members/n1"}, {"POST", "/v1/cluster/leader/transfer"}, {"POST", "/v1/jobs/reset"}}
 	// Terminate is a worker's route, for its own run's children; the
 	// worker's other terminations are refused below.
 	terminate := route{"POST", "/v1/jobs/terminate"}
@@ -187,7 +187,7 @@ func TestHostileRequestsAreRefused(t *testing.T) {
 	forbidden(clientToken, "client", append(append([]route{terminate}, work...), admin...)...)
 	forbidden(workerToken, "worker", admin...)
 	// A worker cannot write what only the engine writes.
-	for _, typ := range []engine.EventType{engine.EventSignalReceived, engine.EventCancelRequested, engine.EventTimerFired, engine.EventStepCommitted, engine.EventEffectRecorded, engine.EventJobCompleted,
+	for _, typ := range []engine.EventType{engine.EventSignalReceived, engine.EventCancelRequested, engine.EventTimerFired, engine.EventStepCommitted, engine.EventEffectRecorded, engine.EventWorkflowReset, engine.EventJobCompleted,
 		engine.EventWorkflowPaused, engine.EventWorkflowUnpaused, engine.EventActivityPaused, engine.EventActivityReset, engine.EventActivityOptionsUpdated} {
 		cases = append(cases, tc{"forged " + string(typ), workerToken, "POST", "/v1/jobs/append", "", appendEv(typ), 400, "invalid_command", string(typ)})
 	}

@@ -77,6 +77,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/jobs/request-cancel", RoleClient, command(svc.RequestCancel))
 	s.handle("POST /v1/jobs/continue-as-new", RoleWorker, command(svc.ContinueAsNew))
 	s.handle("POST /v1/jobs/terminate", RoleWorker, s.terminate)
+	s.handle("POST /v1/jobs/reset", RoleAdmin, command(svc.Reset))
 	s.handle("POST /v1/jobs/lease-step", RoleWorker, command(svc.LeaseStep))
 	s.handle("POST /v1/jobs/step-heartbeat", RoleWorker, command(svc.StepHeartbeat))
 	s.handle("POST /v1/jobs/end-step-attempt", RoleWorker, command(svc.EndStepAttempt))
@@ -86,6 +87,9 @@ func (s *Server) routes() {
 	s.handle("POST /v1/resources/remove", RoleAdmin, command(svc.RemoveResource))
 
 	s.handle("GET /v1/jobs", RoleReader, s.list)
+	if wc, ok := svc.(engine.WorkflowCounter); ok {
+		s.handle("GET /v1/jobs/count", RoleReader, count(wc))
+	}
 	s.handle("GET /v1/jobs/{job}", RoleReader, s.describe)
 	s.handle("GET /v1/workflows/{workflow}", RoleReader, s.describe)
 	s.handle("GET /v1/jobs/{job}/history", RoleReader, s.history)
@@ -112,6 +116,7 @@ func (s *Server) routes() {
 	s.asyncRoutes()
 	s.healthRoutes()
 	s.reviewRoutes()
+	s.taskQueueRoutes()
 
 	// Everything else, including a known path with another method, gets
 	// the same error body as any other failure rather than the mux's

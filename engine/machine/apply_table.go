@@ -77,6 +77,8 @@ var applyTable = [...]applyFunc{
 
 	engine.KindConfigureJob: on((*applier).configureJob),
 
+	engine.KindResetJob: on((*applier).resetJob),
+
 	engine.KindPause:                 on((*applier).pause),
 	engine.KindUnpause:               on((*applier).unpause),
 	engine.KindPauseActivity:         on((*applier).pauseActivity),

@@ -118,6 +118,8 @@ func fuzzSampleCommands() []engine.Command {
 			Outcome: engine.OutcomeRetry, Payload: []byte(`{"attempt":1}`)},
 		&engine.AnswerStep{Header: engine.Header{NowMS: 2_000_000}, Target: engine.Target{WorkflowID: "wf-run"}, Step: "s3", Answer: []byte(`"42"`)},
 		&engine.ExpireSteps{Header: engine.Header{NowMS: 9_000_000}, Max: 10},
+		&engine.ResetJob{Header: engine.Header{NowMS: 2_000_000}, Target: engine.Target{WorkflowID: "wf-wait"}, Type: engine.ResetLastWorkflowTask, Reason: "ops"},
+		&engine.ResetJob{Header: engine.Header{RequestID: "rq-reset", NowMS: 2_000_000}, Target: engine.Target{Job: 3}, Seq: 1, ExcludeSignals: true, ExcludeUpdates: true},
 		&engine.AddResource{Header: engine.Header{NowMS: 2_000_000}, ID: "b3", Capabilities: []string{"browser"}, Labels: map[string]string{"region": "eu"}, Capacity: 2},
 		&engine.DrainResource{Header: engine.Header{NowMS: 2_000_000}, ID: "b1"},
 		&engine.DrainResource{Header: engine.Header{NowMS: 2_000_000}, ID: "b9", Undrain: true},
@@ -344,6 +346,7 @@ func fuzzSampleResults() map[engine.CommandKind]engine.Result {
 		engine.KindAddResource:    &engine.ResourceResult{Resource: &engine.Resource{ID: "b1", Capabilities: []string{"x"}, Capacity: 2, Holders: []engine.ResourceHolder{{Job: 1, Step: "s", StepAttempt: 1}}}, Granted: 1},
 		engine.KindRemoveResource: &engine.ResourceResult{},
 		engine.KindExpireSteps:    &engine.SweepResult{Jobs: []engine.JobID{3}},
+		engine.KindResetJob:       &engine.ResetResult{Job: 9, WorkflowID: "wf", BaseJob: 3, Seq: 4, CopiedEvents: 3, Terminated: []engine.JobID{3}, Reapplied: 1},
 	}
 }
 

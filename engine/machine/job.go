@@ -133,16 +133,22 @@ func containsKey(keys []string, k string) bool {
 	return false
 }
 
-// exactIndexKeys lists the entries of the exact indexes a job record implies.
-// The workflow-id key is not among them: it names the latest run and holds a
-// value.
+// exactIndexKeys lists the entries of the exact indexes a job record implies:
+// the list's (status, type, queue, the runs of its workflow id, and the
+// closing time of a run that ended), a parent's open children, and the
+// ready and delayed queues. The workflow-id key is not among them: it names
+// the latest run and holds a value.
 func exactIndexKeys(j *engine.Job) []string {
 	id := uint64(j.ID)
-	keys := make([]string, 0, 4)
+	keys := make([]string, 0, 6)
 	keys = append(keys,
 		string(storage.StatusKey(byte(j.Status), id)),
 		string(storage.TypeKey(j.Type, id)),
-		string(storage.QueueKey(j.Queue, id)))
+		string(storage.QueueKey(j.Queue, id)),
+		string(storage.RunsKey(j.WorkflowID, id)))
+	if j.Status.Terminal() {
+		keys = append(keys, string(storage.ClosedKey(j.ClosedMS, id)))
+	}
 	if j.ParentID != 0 && !j.Status.Terminal() {
 		keys = append(keys, string(storage.ChildKey(uint64(j.ParentID), id)))
 	}
@@ -289,6 +295,16 @@ func (a *applier) enter(j *engine.Job, to engine.Status, ev *engine.Event) {
 	}
 }
 
+// linkRuns records that next continued prev (prev ended and next took its
+// place as the run of its workflow id), and how: one of the reasons of
+// Job.NextRunReason. Both records are saved.
+func (a *applier) linkRuns(prev, next *loaded, reason string) {
+	prev.job.NextRunID, prev.job.NextRunReason = next.job.ID, reason
+	next.job.PrevRunID = prev.job.ID
+	a.save(prev)
+	a.save(next)
+}
+
 // nextJobID takes the next job id from the counter.
 func (a *applier) nextJobID() (engine.JobID, error) {
 	n, err := a.u64(storage.KeyNextJob)
@@ -330,12 +346,7 @@ func (a *applier) effect(id engine.JobID, step string) (*engine.Effect, error) {
 // parent ended by Terminate or a timeout: a terminated child's own children
 // follow in turn. Children are visited in job id order.
 func (a *applier) closeChildren(parent *engine.Job) error {
-	var ids []engine.JobID
-	err := a.tx.Scan(storage.ChildPrefix(uint64(parent.ID)), nil, false, func(k, _ []byte) (bool, error) {
-		id, err := storage.ParseChildKey(k)
-		ids = append(ids, engine.JobID(id))
-		return err == nil, err
-	})
+	ids, err := a.openChildren(parent.ID)
 	if err != nil {
 		return err
 	}
@@ -344,32 +355,54 @@ func (a *applier) closeChildren(parent *engine.Job) error {
 		if err != nil {
 			return err
 		}
-		if c.job.Status.Terminal() {
-			continue
+		if err := a.closeChild(parent, c); err != nil {
+			return err
 		}
-		reason := "parent " + parent.WorkflowID + " ended"
-		switch c.job.ParentClosePolicy {
-		case engine.ParentCloseTerminate:
-			ev := engine.Event{Type: engine.EventJobTerminated, Attempt: c.job.Attempt, Reason: reason, Payload: engine.EncodeTerminatedFailure(reason)}
-			if _, err := a.appendEvent(c, ev); err != nil {
-				return err
-			}
-			if err := a.closed(c, &ev); err != nil {
-				return err
-			}
-		case engine.ParentCloseRequestCancel:
-			c.job.CancelRequested = true
-			if _, err := a.appendEvent(c, engine.Event{Type: engine.EventCancelRequested, Reason: reason}); err != nil {
-				return err
-			}
-			if _, err := a.wake(c, "cancel", ""); err != nil {
-				return err
-			}
-		default:
-			continue // abandoned
-		}
-		a.save(c)
 	}
+	return nil
+}
+
+// openChildren returns the ids of the open children of a job, in job id
+// order.
+func (a *applier) openChildren(parent engine.JobID) ([]engine.JobID, error) {
+	var ids []engine.JobID
+	err := a.tx.Scan(storage.ChildPrefix(uint64(parent)), nil, false, func(k, _ []byte) (bool, error) {
+		id, err := storage.ParseChildKey(k)
+		ids = append(ids, engine.JobID(id))
+		return err == nil, err
+	})
+	return ids, err
+}
+
+// closeChild applies c's parent-close policy after its parent ended by
+// Terminate, a timeout or a reset; a child that ended already is left
+// alone.
+func (a *applier) closeChild(parent *engine.Job, c *loaded) error {
+	if c.job.Status.Terminal() {
+		return nil
+	}
+	reason := "parent " + parent.WorkflowID + " ended"
+	switch c.job.ParentClosePolicy {
+	case engine.ParentCloseTerminate:
+		ev := engine.Event{Type: engine.EventJobTerminated, Attempt: c.job.Attempt, Reason: reason, Payload: engine.EncodeTerminatedFailure(reason)}
+		if _, err := a.appendEvent(c, ev); err != nil {
+			return err
+		}
+		if err := a.closed(c, &ev); err != nil {
+			return err
+		}
+	case engine.ParentCloseRequestCancel:
+		c.job.CancelRequested = true
+		if _, err := a.appendEvent(c, engine.Event{Type: engine.EventCancelRequested, Reason: reason}); err != nil {
+			return err
+		}
+		if _, err := a.wake(c, "cancel", ""); err != nil {
+			return err
+		}
+	default:
+		return nil // abandoned
+	}
+	a.save(c)
 	return nil
 }
 

@@ -77,7 +77,7 @@ func referenceDiff(t testing.TB, tx *storage.Tx, cmd engine.Command, res engine.
 		}
 		out = append(out, machine.JobChange{Status: j.Status, Queue: j.Queue, Delta: 1})
 	}
-	return machine.MeterDiff{Changes: out, Steps: referenceStepDiff(t, tx)}
+	return machine.MeterDiff{Changes: out, Steps: referenceStepDiff(t, tx, res)}
 }
 
 // refJob reads job id with get, failing the test if it cannot.
@@ -98,8 +98,13 @@ func refJob(t testing.TB, get func([]byte) ([]byte, error), id uint64) *engine.J
 // referenceStepDiff reads the step changes from a command's buffered
 // writes: the route of every step event it wrote, each step starting from
 // its record before the command, and the gauge moves of every step record
-// it wrote.
-func referenceStepDiff(t testing.TB, tx *storage.Tx) []machine.StepChange {
+// it wrote. The events a reset copies into its new run are history, not
+// transitions: they are left out.
+func referenceStepDiff(t testing.TB, tx *storage.Tx, res engine.Result) []machine.StepChange {
+	copied := func(job, seq uint64) bool {
+		r, ok := res.(*engine.ResetResult)
+		return ok && job == uint64(r.Job) && seq <= r.CopiedEvents
+	}
 	t.Helper()
 	type jobEvent struct {
 		job uint64
@@ -111,9 +116,12 @@ func referenceStepDiff(t testing.TB, tx *storage.Tx) []machine.StepChange {
 		switch {
 		case deleted:
 		case key[0] == storage.PrefixEvent:
-			job, _, err := storage.ParseEventKey(key)
+			job, seq, err := storage.ParseEventKey(key)
 			if err != nil {
 				t.Fatalf("reference: event key %x: %v", key, err)
+			}
+			if copied(job, seq) {
+				return
 			}
 			ev, err := machine.DecodeEvent(val)
 			if err != nil {

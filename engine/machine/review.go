@@ -166,6 +166,9 @@ func (a *applier) createReview(c *engine.CreateReview) (engine.Result, error) {
 		return nil, err
 	}
 	if existing != 0 {
+		if res, ok, err := a.reviewOfResetRun(c, existing); ok || err != nil {
+			return res, err
+		}
 		return nil, fmt.Errorf("%w: job %q already has phase %q (task %d)", engine.ErrReviewExists, c.Job, c.Phase, existing)
 	}
 	deps := make([]engine.ReviewID, 0, len(c.Deps))
@@ -298,6 +301,12 @@ func (a *applier) reviewEnded(t *engine.Review) error {
 	if t.ParentJob == 0 {
 		return nil
 	}
+	return a.recordReviewEffect(t)
+}
+
+// recordReviewEffect records the end of task t as the effect of its
+// parent's step: its output when it succeeded, a failure when not.
+func (a *applier) recordReviewEffect(t *engine.Review) error {
 	payload, failed := t.Output, t.State != engine.ReviewSuccess
 	if failed {
 		b, err := json.Marshal(engine.Failure{Type: engine.FailureReviewCanceled, NonRetryable: true,
@@ -308,6 +317,43 @@ func (a *applier) reviewEnded(t *engine.Review) error {
 		payload = b
 	}
 	return a.recordStepEffect(t.ParentJob, t.ParentStep, payload, failed)
+}
+
+// reviewOfResetRun answers the creation of a review task that exists
+// already, when its parent run is one that the creating run was reset from
+// and it is for the same step: a reset does not make the task again (the
+// people and agents working on it go on), but hands it to the new run.
+// The task's parent becomes the creating run, and a task that ended
+// already records its end as the effect of that run's step at once. It
+// reports false, with nothing written, for any other existing task.
+func (a *applier) reviewOfResetRun(c *engine.CreateReview, existing engine.ReviewID) (engine.Result, bool, error) {
+	if c.ParentJob == 0 || engine.LegacyParent(&c.Header, c.ParentJob, c.ParentLease) {
+		return nil, false, nil
+	}
+	lt, err := a.loadReview(existing)
+	if err != nil {
+		return nil, false, err
+	}
+	t := lt.t
+	if t.ParentJob == 0 || t.ParentJob == c.ParentJob || t.ParentStep != c.ParentStep {
+		return nil, false, nil
+	}
+	if ok, err := a.resetAncestor(c.ParentJob, t.ParentJob); !ok || err != nil {
+		return nil, false, err
+	}
+	if _, err := a.parentHeld(c.ParentLease, "CreateTask"); err != nil {
+		return nil, false, err
+	}
+	t.ParentJob = c.ParentJob
+	if err := a.saveReview(lt); err != nil {
+		return nil, false, err
+	}
+	if t.State.Terminal() {
+		if err := a.recordReviewEffect(t); err != nil {
+			return nil, false, err
+		}
+	}
+	return &engine.ReviewResult{Review: t.ID, State: t.State}, true, nil
 }
 
 // recordStepEffect records payload as the effect of step of job parent (the

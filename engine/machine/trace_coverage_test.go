@@ -26,8 +26,8 @@ func (c jobCell) String() string { return fmt.Sprintf("%s + %s", c.from, c.ev) }
 type stateEdge struct{ from, to int }
 
 type traceCoverage struct {
-	jobCells  map[jobCell]bool
-	stepEdges map[stateEdge]bool
+	jobCells    map[jobCell]bool
+	stepEdges   map[stateEdge]bool
 	reviewEdges map[stateEdge]bool
 }
 

@@ -109,6 +109,31 @@ var jobDirectives = map[string]commandDirective{
 		}
 		return c
 	},
+	// reset job=ID|wf=ID [event=SEQ] [type=first|last] [reason=TEXT]
+	//   [exclude=(signals,updates)]: Temporal's ResetWorkflowExecution.
+	"reset": func(e *traceEnv, a *traceArgs) engine.Command {
+		c := &engine.ResetJob{Target: target(a), Seq: uint64(a.int("event", 0)), Reason: a.str("reason", "")}
+		switch t := a.str("type", ""); t {
+		case "":
+		case "first":
+			c.Type = engine.ResetFirstWorkflowTask
+		case "last":
+			c.Type = engine.ResetLastWorkflowTask
+		default:
+			a.td.Fatalf(a.t, "type=%s: want first or last", t)
+		}
+		for _, x := range a.list("exclude") {
+			switch x {
+			case "signals":
+				c.ExcludeSignals = true
+			case "updates":
+				c.ExcludeUpdates = true
+			default:
+				a.td.Fatalf(a.t, "exclude=%s: want signals or updates", x)
+			}
+		}
+		return c
+	},
 	"release-delayed": func(e *traceEnv, a *traceArgs) engine.Command {
 		return &engine.ReleaseDelayed{Max: int(a.int("max", 100))}
 	},

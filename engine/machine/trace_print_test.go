@@ -521,7 +521,8 @@ func formatBytes(b []byte) string {
 // word, quoted otherwise.
 func describeString(s string) string {
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-:/@", r)) {
+		plain := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-:/@", r)
+		if !plain {
 			return strconv.Quote(s)
 		}
 	}

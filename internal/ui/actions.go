@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
@@ -61,6 +62,44 @@ func (h *Handler) terminate(rq *request) (*page, error) {
 		_, err := rq.api.Terminate(rq.ctx, engine.Terminate{Target: engine.Target{Job: id}, Reason: reason})
 		return err
 	}, signalForm{})
+}
+
+// reset starts a new run of the run's workflow id from the point the form
+// names (Temporal's reset): a reset type or an event id. Done, it shows the
+// new run's page; refused, the run's page with the error, which names the
+// valid points.
+func (h *Handler) reset(rq *request) (*page, error) {
+	form := resetForm{Point: formValue(rq.r, "point"), Reason: formValue(rq.r, "reason")}
+	var newRun engine.JobID
+	p, err := h.act(rq, ActionReset, func(id engine.JobID) error {
+		if err := checkReason(form.Reason); err != nil {
+			return err
+		}
+		if form.Reason == "" {
+			return &pageError{status: http.StatusBadRequest, msg: "A reset needs a reason: say why, for whoever reads the history."}
+		}
+		c := engine.ResetJob{Target: engine.Target{Job: id}, Reason: form.Reason,
+			ExcludeSignals: formValue(rq.r, "exclude_signals") != "", ExcludeUpdates: formValue(rq.r, "exclude_updates") != ""}
+		if n, err := strconv.ParseUint(form.Point, 10, 64); err == nil && n > 0 {
+			c.Seq = n
+		} else if c.Type, err = engine.ParseResetType(form.Point); err != nil || c.Type == engine.ResetToEvent {
+			return &pageError{status: http.StatusBadRequest,
+				msg: fmt.Sprintf("The reset point %q is neither FirstWorkflowTask, LastWorkflowTask nor an event id.", form.Point)}
+		}
+		res, err := rq.api.Reset(rq.ctx, c)
+		if err == nil {
+			newRun = res.Job
+		}
+		return err
+	}, signalForm{})
+	if p != nil {
+		p.Data.(*runData).Reset = form
+	}
+	var done redirect
+	if errors.As(err, &done) && newRun != 0 {
+		return nil, redirect{to: fmt.Sprintf("%s?done=%s", runPath(newRun), ActionReset)}
+	}
+	return p, err
 }
 
 func checkReason(reason string) error {

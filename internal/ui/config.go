@@ -133,6 +133,9 @@ const (
 	// ActionActivity pauses, unpauses or resets an activity of a run (the
 	// API's activity commands, a client's).
 	ActionActivity Action = "activity"
+	// ActionReset resets a run to a turn boundary as a new run of its
+	// workflow id (the API lets admins only, as terminate).
+	ActionReset Action = "reset"
 	// ActionDrain drains a resource (it takes no new leases) or undrains
 	// it; the API lets admins only.
 	ActionDrain Action = "drain"
@@ -155,7 +158,7 @@ func AllowAll() Permissions { return Permissions{all: true} }
 // activities and decides review tasks (the API's task commands are a
 // client's); a worker runs work and
 // may terminate only its own run's children, which no button does; an
-// admin may do everything, terminate and drain included.
+// admin may do everything, terminate, reset and drain included.
 var roleActions = map[string][]Action{
 	"reader": nil,
 	"client": {ActionSignal, ActionCancel, ActionPause, ActionActivity, ActionApprove, ActionReject, ActionResubmit, ActionTerminateReview},

@@ -27,6 +27,9 @@
 //	POST /ui/runs/{job}/signal       name, value (JSON)
 //	POST /ui/runs/{job}/cancel       reason: a cancel request, which the workflow handles
 //	POST /ui/runs/{job}/terminate    reason: ends the run at once
+//	POST /ui/runs/{job}/reset        point (FirstWorkflowTask, LastWorkflowTask or an event id),
+//	                                 reason, exclude_signals, exclude_updates: a new run from the
+//	                                 point (admins); shows the new run's page
 //	GET  /ui/cluster                 members, leader, term, indexes, readiness
 //	GET  /ui/resources               pools, leases and their steps, waiters, drained resources
 //	POST /ui/resources/drain         id, undrain: drain a resource, or undrain it (admins)
@@ -50,7 +53,7 @@
 // CSRF token that must equal a second cookie's. Which buttons a page shows
 // follows the token's role, which the API tells (GET /v1/whoami): a reader
 // gets none, a client or a worker signal, cancel and decide review tasks,
-// an admin terminate runs too. Config.Permissions replaces that lookup for an embedding program
+// an admin terminate and reset runs too. Config.Permissions replaces that lookup for an embedding program
 // with its own idea of who may do what; the API still refuses what the
 // token may not do.
 //

@@ -20,6 +20,7 @@ var funcs = template.FuncMap{
 	"add":         func(a, b int) int { return a + b },
 	"shellQuote":  shellQuote,
 	"shellWord":   shellWord,
+	"nextRunText": engine.NextRunText,
 }
 
 // fmtTime writes Unix ms as a UTC time to the millisecond; 0 is "—".

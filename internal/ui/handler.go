@@ -60,9 +60,11 @@ func (h *Handler) routes() {
 	h.page("POST "+Path+"/runs/{job}/pause", h.pause)
 	h.page("POST "+Path+"/runs/{job}/unpause", h.unpause)
 	h.page("POST "+Path+"/runs/{job}/activity", h.activityAct)
+	h.page("POST "+Path+"/runs/{job}/reset", h.reset)
 	h.page("GET "+Path+"/cluster", h.cluster)
 	h.page("POST "+Path+"/resources/drain", h.drainResource)
 	h.page("POST "+Path+"/review/{task}/{op}", h.reviewAct)
+	h.page("GET "+Path+"/task-queues/{queue}", h.taskQueue)
 	for _, f := range features {
 		h.page("GET "+Path+"/"+f.Path, h.feature(f))
 	}

@@ -33,6 +33,10 @@ func linkSteps(ctx context.Context, api engine.Service, j *engine.Job, steps []*
 	return nil
 }
 
+// maxResetHops bounds the runs a reset run's links are followed back
+// through to find its steps' jobs.
+const maxResetHops = 8
+
 // findStepJob finds the job that runs step s of run j, or nil. The SDK
 // gives such a job the workflow id "<parent workflow id>/<parent job>/<step>"
 // unless the code chose one; either way the job names its parent and step,
@@ -46,6 +50,26 @@ func findStepJob(ctx context.Context, api engine.Service, j *engine.Job, s *step
 		return c, nil
 	case err != nil && !errors.Is(err, engine.ErrUnknownJob):
 		return nil, err
+	}
+	// A run a reset made holds the steps of the run it was reset from: a
+	// child that run started has that run's id in its workflow id, and
+	// names it as its parent, or this run once the reset reconnected it.
+	for base, hops := j.ResetBaseRunID, 0; base != 0 && hops < maxResetHops; hops++ {
+		c, err := api.Describe(ctx, engine.Target{WorkflowID: fmt.Sprintf("%s/%d/%s", j.WorkflowID, base, s.Step)})
+		switch {
+		case err == nil && c.ParentStep == s.Step && (c.ParentID == j.ID || c.ParentID == base):
+			return c, nil
+		case err != nil && !errors.Is(err, engine.ErrUnknownJob):
+			return nil, err
+		}
+		b, err := api.Describe(ctx, engine.Target{Job: base})
+		if errors.Is(err, engine.ErrUnknownJob) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		base = b.ResetBaseRunID
 	}
 	typ := s.Name
 	if s.Kind == "activity" {

@@ -34,6 +34,11 @@ const (
 	maxPanelPayloadBytes = 64 << 10
 	// maxQuestionBytes: the questions of the steps waiting for a person.
 	maxQuestionBytes = 16 << 10
+	// maxResetPointsOffered: the newest reset points the reset form lists
+	// by event id (any other is typed in).
+	maxResetPointsOffered = 10
+	// maxRunsShown: the runs of the workflow id the page lists.
+	maxRunsShown = 10
 )
 
 // runData is the run page's.
@@ -46,6 +51,12 @@ type runData struct {
 	Outcome      *payloadView
 	OutcomeLabel string
 	Parent       *engine.Job
+	// Runs are the newest runs of the run's workflow id (this one among
+	// them), up to maxRunsShown; MoreRuns says more exist, which RunsLink
+	// lists.
+	Runs     []*engine.Job
+	MoreRuns bool
+	RunsLink string
 	// Task is the workflow task in progress, while the run is Running.
 	Task *taskView
 	// Waits says what a Waiting or Parked run waits for.
@@ -68,7 +79,23 @@ type runData struct {
 	Truncated  bool
 	MaxHistory int
 	Signal     signalForm
+	// ResetPoints are the turn boundaries the reset form offers by event
+	// id (those of the events read), newest first; Reset is what was typed
+	// into it when it failed.
+	ResetPoints []uint64
+	Reset       resetForm
+	// startMS is when the history begins, which the timeline's offsets
+	// count from: the run's creation, or for a run a reset made, the time
+	// of the first event it copied.
+	startMS int64
+	// Queued says why a Queued run has not started (nil: it is not
+	// Queued, or the API cannot say); QueueLink is its queue's page.
+	Queued    *engine.QueuedReason
+	QueueLink string
 }
+
+// resetForm keeps what was typed into the reset form when it failed.
+type resetForm struct{ Point, Reason string }
 
 // taskView is the workflow task a worker holds.
 type taskView struct {
@@ -88,6 +115,7 @@ var doneMessages = map[string]string{
 	"signal":           "Signal sent.",
 	"cancel":           "Cancel requested: the workflow's code decides how the run ends.",
 	"terminate":        "Run terminated.",
+	"reset":            "Reset: this run goes on from the point of the run it replaces.",
 	"pause":            "Run paused: a turn that runs finishes, and no new one starts until it is unpaused.",
 	"unpause":          "Run unpaused.",
 	"activity.pause":   "Activity paused: no try of it starts until it is unpaused.",
@@ -111,7 +139,13 @@ func (h *Handler) run(rq *request) (*page, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &runData{Job: j, Open: !j.Status.Terminal(), Truncated: sc.truncated, MaxHistory: maxHistory}
+	d := &runData{Job: j, Open: !j.Status.Terminal(), Truncated: sc.truncated, MaxHistory: maxHistory, startMS: j.CreatedMS}
+	if sc.firstMS > 0 && sc.firstMS < d.startMS {
+		d.startMS = sc.firstMS
+	}
+	for i := len(sc.points) - 1; i >= 0 && len(d.ResetPoints) < maxResetPointsOffered; i-- {
+		d.ResetPoints = append(d.ResetPoints, sc.points[i])
+	}
 	infos, err := readStepInfos(rq.ctx, rq.api, j.ID)
 	if err != nil {
 		return nil, err
@@ -127,11 +161,22 @@ func (h *Handler) run(rq *request) (*page, error) {
 			return nil, err
 		}
 	}
+	runs, err := rq.api.List(rq.ctx, engine.ListQuery{WorkflowID: j.WorkflowID, Limit: maxRunsShown})
+	if err != nil {
+		return nil, err
+	}
+	d.Runs, d.MoreRuns, d.RunsLink = runs.Jobs, runs.NextPageToken != "", runsOfPath(j.WorkflowID)
 	if j.Status == engine.StatusRunning {
 		d.Task = &taskView{Worker: j.LeaseOwner, Attempt: j.Attempt, LeaseExpiryMS: j.LeaseExpiryMS, LastSeenMS: j.UpdatedMS}
 	}
 	if j.Status == engine.StatusWaiting || j.Status == engine.StatusParked {
 		d.Waits = describeWait(j.Wait, j.Timers)
+	}
+	d.QueueLink = taskQueueLink(j.Queue)
+	if j.Status == engine.StatusQueued {
+		if d.Queued, err = queuedReason(rq.ctx, rq.api, j.ID); err != nil {
+			return nil, err
+		}
 	}
 	if d.Input, d.Outcome, d.OutcomeLabel, err = startAndEnd(rq, j, sc); err != nil {
 		return nil, err
@@ -176,6 +221,10 @@ type historyScan struct {
 	// is its input; status the seq of the newest status event (0: none).
 	created, status uint64
 	truncated       bool
+	// points are the run's reset points (engine.IsResetPoint), oldest
+	// first; firstMS is the time of its first event.
+	points  []uint64
+	firstMS int64
 }
 
 // scanHistory reads run j's history for its steps, its input and its
@@ -200,6 +249,12 @@ func scanHistory(rq *request, j *engine.Job) (*historyScan, error) {
 			}
 			if engine.IsStatusEvent(ev.Type) {
 				sc.status = ev.Seq
+			}
+			if engine.IsResetPoint(ev.Type) {
+				sc.points = append(sc.points, ev.Seq)
+			}
+			if ev.Seq == 1 {
+				sc.firstMS = ev.AtMS
 			}
 		}
 		read += len(page.Events)
@@ -242,7 +297,7 @@ func (d *runData) window(rq *request) error {
 		return err
 	}
 	for _, ev := range page.Events {
-		d.Events = append(d.Events, viewEvent(d.Job.ID, ev, d.Job.CreatedMS))
+		d.Events = append(d.Events, viewEvent(d.Job.ID, ev, d.startMS))
 	}
 	if n := len(page.Events); n > 0 {
 		d.FirstShown, d.LastShown = page.Events[0].Seq, page.Events[n-1].Seq

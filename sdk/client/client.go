@@ -68,14 +68,26 @@ type Client interface {
 	CancelWorkflow(ctx context.Context, workflowID, runID string) error
 	// TerminateWorkflow ends a run at once, without running workflow code.
 	TerminateWorkflow(ctx context.Context, workflowID, runID, reason string, details ...any) error
+	// ResetWorkflowExecution resets a run to a turn boundary of its
+	// history: a new run of the workflow id replays the history up to the
+	// point with the signals and updates received after it, and goes on;
+	// the run it replaces, if open, ends as Terminated (reset.go).
+	ResetWorkflowExecution(ctx context.Context, request *ResetWorkflowExecutionRequest) (*ResetWorkflowExecutionResponse, error)
 	// QueryWorkflow asks a run for its state through a query handler.
 	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
 	// DescribeWorkflow returns a run's record.
 	DescribeWorkflow(ctx context.Context, workflowID, runID string) (*engine.Job, error)
 	// GetWorkflowHistory returns a run's whole history.
 	GetWorkflowHistory(ctx context.Context, workflowID, runID string) ([]engine.Event, error)
-	// ListWorkflows returns one page of runs matching q.
+	// ListWorkflows returns one page of runs matching q, in heddle's
+	// shapes (engine.ListQuery: filters, a list-filter Query, an order, page
+	// tokens both ways).
 	ListWorkflows(ctx context.Context, q engine.ListQuery) (*engine.ListPage, error)
+	// ListWorkflow and CountWorkflow are Temporal's: one page of the runs a
+	// list-filter query matches (newest first), and how many match
+	// (list.go).
+	ListWorkflow(ctx context.Context, request *ListWorkflowExecutionsRequest) (*ListWorkflowExecutionsResponse, error)
+	CountWorkflow(ctx context.Context, request *CountWorkflowExecutionsRequest) (*CountWorkflowExecutionsResponse, error)
 	// UpdateWorkflow sends an update to a run and waits for the stage
 	// options.WaitForStage names.
 	UpdateWorkflow(ctx context.Context, options UpdateWorkflowOptions) (WorkflowUpdateHandle, error)
@@ -108,6 +120,9 @@ type Client interface {
 	// PauseClient holds the pause of a run and the operations on its
 	// activities (pause.go).
 	PauseClient
+	// TaskQueueClient describes task queues: pollers, backlog, rates, and
+	// why a Queued run waits.
+	TaskQueueClient
 	// Close releases the client; calls after it fail with ErrClientClosed.
 	// An engine given as Options.Service stays open: it is the caller's.
 	Close()

@@ -25,7 +25,7 @@ import (
 
 // waitRun waits until the run of wf satisfies ok, woken by each commit
 // rather than by a clock, and returns its record.
-func waitRun(t *testing.T, ctx context.Context, e *embedded.Engine, c client.Client, wf, what string, ok func(*engine.Job) bool) *engine.Job {
+func waitRunIs(t *testing.T, ctx context.Context, e *embedded.Engine, c client.Client, wf, what string, ok func(*engine.Job) bool) *engine.Job {
 	t.Helper()
 	for {
 		changed := e.Committed() // before the read, or a commit in between is missed
@@ -252,7 +252,7 @@ func testPauseWhileRunning(t *testing.T, cache int) {
 	}
 	pauseRun(t, ctx, c, wf)
 	close(pauseGates.of(wf)) // the running activity finishes
-	j := waitRun(t, ctx, e, c, wf, "paused and released", func(j *engine.Job) bool {
+	j := waitRunIs(t, ctx, e, c, wf, "paused and released", func(j *engine.Job) bool {
 		return j.Status != engine.StatusRunning && j.Pause != nil
 	})
 	types := historyTypes(t, ctx, c, wf)
@@ -285,9 +285,9 @@ func testPauseWhileWaitingTimerFires(t *testing.T, cache int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitRun(t, ctx, e, c, wf, "Waiting", func(j *engine.Job) bool { return j.Status == engine.StatusWaiting })
+	waitRunIs(t, ctx, e, c, wf, "Waiting", func(j *engine.Job) bool { return j.Status == engine.StatusWaiting })
 	pauseRun(t, ctx, c, wf)
-	j := waitRun(t, ctx, e, c, wf, "woken by its timer, and held", func(j *engine.Job) bool {
+	j := waitRunIs(t, ctx, e, c, wf, "woken by its timer, and held", func(j *engine.Job) bool {
 		return j.Status == engine.StatusQueued
 	})
 	types := historyTypes(t, ctx, c, wf)
@@ -383,14 +383,14 @@ func testActivityPauseStopsRetries(t *testing.T, cache int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitRun(t, ctx, e, c, wf, "retrying", func(*engine.Job) bool { return triesOf(wf) >= 2 })
+	waitRunIs(t, ctx, e, c, wf, "retrying", func(*engine.Job) bool { return triesOf(wf) >= 2 })
 	res, err := c.PauseActivity(ctx, client.PauseActivityOptions{ActivitySelector: client.ActivitySelector{WorkflowID: wf, ActivityType: "Unreliable"},
 		Reason: "upstream down", RequestID: "pa-" + wf})
 	if err != nil || len(res.Steps) != 1 {
 		t.Fatalf("PauseActivity = %+v, %v", res, err)
 	}
 	// The worker stops trying: the run waits for the activity's news.
-	waitRun(t, ctx, e, c, wf, "Waiting", func(j *engine.Job) bool { return j.Status == engine.StatusWaiting })
+	waitRunIs(t, ctx, e, c, wf, "Waiting", func(j *engine.Job) bool { return j.Status == engine.StatusWaiting })
 	held := triesOf(wf)
 	si := stepOf(t, ctx, c, wf)
 	if si.Pause == nil || si.Pause.Reason != "upstream down" || !si.Explicit || si.State != engine.StepRetrying {
@@ -433,7 +433,7 @@ func testActivityResetAndUpdateOptions(t *testing.T, cache int) {
 		t.Fatal(err)
 	}
 	// The first try failed; the next waits an hour.
-	waitRun(t, ctx, e, c, wf, "waiting for its retry", func(j *engine.Job) bool { return j.Status == engine.StatusWaiting && triesOf(wf) == 1 })
+	waitRunIs(t, ctx, e, c, wf, "waiting for its retry", func(j *engine.Job) bool { return j.Status == engine.StatusWaiting && triesOf(wf) == 1 })
 	sel := client.ActivitySelector{WorkflowID: wf, MatchAll: true}
 	if _, err := c.UpdateActivityOptions(ctx, client.UpdateActivityOptionsRequest{ActivitySelector: sel, StartToCloseTimeout: 20 * time.Second,
 		RequestID: "uo-" + wf}); err != nil {
@@ -503,7 +503,7 @@ func TestRemoteActivityPauseAndReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	taskID := ""
-	waitRun(t, ctx, e, c, "remote-pause", "its activity task waiting for its retry", func(*engine.Job) bool {
+	waitRunIs(t, ctx, e, c, "remote-pause", "its activity task waiting for its retry", func(*engine.Job) bool {
 		page, err := c.ListWorkflows(ctx, engine.ListQuery{Queue: "pause-remote", Status: engine.StatusRetrying})
 		if err == nil && len(page.Jobs) == 1 {
 			taskID = page.Jobs[0].WorkflowID
@@ -619,7 +619,7 @@ func TestPauseUnderLeaderFailover(t *testing.T) {
 	close(pauseGates.of(wf))
 	// The turn finishes on the new leader; e (the first leader's engine)
 	// still applies every write, so its commits pace the wait.
-	waitRun(t, ctx, e, c, wf, "paused and released", func(j *engine.Job) bool {
+	waitRunIs(t, ctx, e, c, wf, "paused and released", func(j *engine.Job) bool {
 		return j.Status != engine.StatusRunning && j.Pause != nil
 	})
 	transfer()
@@ -656,9 +656,9 @@ func TestPauseSurvivesRestart(t *testing.T) {
 	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wf, TaskQueue: "prs"}, SleepThenAct, 200*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	waitRun(t, ctx, e, c, wf, "Waiting", func(j *engine.Job) bool { return j.Status == engine.StatusWaiting })
+	waitRunIs(t, ctx, e, c, wf, "Waiting", func(j *engine.Job) bool { return j.Status == engine.StatusWaiting })
 	pauseRun(t, ctx, c, wf)
-	waitRun(t, ctx, e, c, wf, "woken by its timer, and held", func(j *engine.Job) bool { return j.Status == engine.StatusQueued })
+	waitRunIs(t, ctx, e, c, wf, "woken by its timer, and held", func(j *engine.Job) bool { return j.Status == engine.StatusQueued })
 	stopOK(t, w)
 	closeOK(t, e)
 

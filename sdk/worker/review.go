@@ -351,10 +351,11 @@ func (w *queueWorker) runReview(ts engine.ReviewService, ct engine.ClaimedReview
 	ctx, cancel := context.WithCancelCause(w.ctx)
 	defer cancel(nil)
 	t := &reviewRun{w: w, ts: ts, ct: ct, ref: ct.Lease(),
-		info: activity.ReviewInfo{Review: uint64(ct.Review), Task: uint64(ct.Review), Job: ct.Job, Phase: ct.Phase, Run: int(ct.Runs),
+		info: activity.ReviewInfo{Review: uint64(ct.Review), Job: ct.Job, Phase: ct.Phase, Run: int(ct.Runs),
 			Objective: ct.Config.Objective, Details: ct.Config.Details, AcceptanceCriteria: ct.Config.Acceptance,
 			Feedback: ct.Feedback, Recommendations: ct.Assessment.Recommendations, ReviewSummary: ct.Assessment.Summary,
 			PreviousOutput: ct.Output}}
+	t.info.Task = t.info.Review //nolint:staticcheck // the deprecated field is filled for the code that still reads it
 	go func() {
 		for {
 			tm := w.opts.Clock.NewTimer(w.opts.LeaseTTL / 3)

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sort"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/replay"
 	"github.com/heddlewf/heddle/sdk/converter"
@@ -28,8 +29,9 @@ import (
 // *temporal.PanicError. On replay the recorded decision stands and the
 // validator does not run.
 
-// UpdateSignalName is the signal that carries update requests.
-const UpdateSignalName = "heddle.update"
+// UpdateSignalName is the signal that carries update requests (the
+// engine's name, by which a reset tells updates from other signals).
+const UpdateSignalName = engine.UpdateSignalName
 
 // ValidateUpdateQuery is the query type under which a client asks a worker
 // to validate an update before it is admitted: the query's one argument

@@ -25,7 +25,7 @@ const (
 // ReviewAgent does a phase's work: what an agent would produce, with the
 // feedback of a rejection taken into account, and the cost it reports.
 func ReviewAgent(ctx context.Context, phase string) (string, error) {
-	info, _ := activity.GetTaskInfo(ctx)
+	info, _ := activity.GetReviewInfo(ctx)
 	activity.ReportCost(ctx, map[string]float64{"requirements": 5, "implementation": 12, "tests": 5}[phase])
 	out := map[string]string{
 		"requirements":   "rules: local@domain, RFC 5322 subset",
@@ -45,13 +45,13 @@ func ReviewPipeline(ctx workflow.Context) ([]string, error) {
 	phases := []struct{ name, dep string }{{"requirements", ""}, {"implementation", "requirements"}, {"tests", "implementation"}}
 	var fs []workflow.Future
 	for _, p := range phases {
-		o := workflow.TaskOptions{Job: ReviewJob, Phase: p.name, AutoReview: true, Reviewer: Reviewer,
+		o := workflow.ReviewOptions{Job: ReviewJob, Phase: p.name, AutoReview: true, Reviewer: Reviewer,
 			JobDescription: "Add e-mail validation, gated by review at each phase",
 			Objective:      "produce the " + p.name}
 		if p.dep != "" {
 			o.DependsOn = []string{p.dep}
 		}
-		fs = append(fs, workflow.ExecuteTask(ctx, o, ReviewAgent, p.name))
+		fs = append(fs, workflow.ExecuteReview(ctx, o, ReviewAgent, p.name))
 	}
 	out := make([]string, len(fs))
 	for i, f := range fs {
