@@ -216,6 +216,38 @@ func TestPauseWhileQueued(t *testing.T) {
 	if err != nil || len(page.Jobs) != 1 || page.Jobs[0].WorkflowID != "pq-paused" {
 		t.Fatalf("paused runs = %+v, %v", page, err)
 	}
+	// A pause is a flag beside the status: the paused run is in the open
+	// group (Temporal's Running) too, and both filter spellings find it.
+	ids := func(lq engine.ListQuery) string {
+		t.Helper()
+		page, err := c.ListWorkflows(ctx, lq)
+		if err != nil {
+			t.Fatalf("list %+v: %v", lq, err)
+		}
+		var out []string
+		for _, j := range page.Jobs {
+			out = append(out, j.WorkflowID)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, tc := range []struct {
+		lq   engine.ListQuery
+		want string
+	}{
+		{engine.ListQuery{ExecutionStatus: "open"}, "pq-paused"},
+		{engine.ListQuery{ExecutionStatus: "Running"}, "pq-paused"},
+		{engine.ListQuery{Query: `ExecutionStatus = "Paused"`}, "pq-paused"},
+		{engine.ListQuery{Query: "paused=true ORDER BY StartTime ASC"}, "pq-paused"},
+		{engine.ListQuery{Query: "paused=false"}, "pq-other"},
+		{engine.ListQuery{Query: `ExecutionStatus = "Completed" OR Paused = true`}, "pq-other pq-paused"},
+	} {
+		if got := ids(tc.lq); got != tc.want {
+			t.Errorf("list %+v = %q, want %q", tc.lq, got, tc.want)
+		}
+	}
+	if n, err := c.CountWorkflow(ctx, &client.CountWorkflowExecutionsRequest{Query: `ExecutionStatus = "Paused"`}); err != nil || n.Count != 1 {
+		t.Errorf("count of the paused runs = %+v, %v; want 1", n, err)
+	}
 	if got := historyTypes(t, ctx, c, "pq-paused"); strings.Join(got, " ") != "job_created workflow_paused" {
 		t.Fatalf("history of the paused run: %v", got)
 	}
