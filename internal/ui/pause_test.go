@@ -41,6 +41,19 @@ func TestPauseActions(t *testing.T) {
 		"Run paused: a turn that runs finishes")
 	wantNotIn(t, "the paused run's page", body, `id="pause-form"`)
 
+	// The list marks it, and its status menu's Paused (Temporal's
+	// ExecutionStatus = "Paused") and heddle's paused=true both find it; a
+	// paused run stays in the open group.
+	wf := v.describe(parent).WorkflowID
+	for _, q := range []string{"status=Paused", "q=paused%3Dtrue", "status=Open", "status=Running"} {
+		_, list, _ := v.get("/ui/workflows?" + q)
+		wantIn(t, "the list "+q, list, wf, `class="badge st-paused"`)
+	}
+	_, list, _ := v.get("/ui/workflows?q=paused%3Dfalse")
+	wantNotIn(t, "the list of runs that are not paused", list, `class="badge st-paused"`)
+	_, list, _ = v.get("/ui/workflows")
+	wantIn(t, "the status menu", list, `<option>Paused</option>`)
+
 	// The activity of step 2 failed a try: pause it, then reset it.
 	code, _, loc = v.post(path+"/activity", url.Values{"step": {"2"}, "op": {"pause"}, csrfField: {csrf}})
 	if code != http.StatusSeeOther || loc != path+"?done=activity.pause" {
