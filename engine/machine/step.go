@@ -138,7 +138,7 @@ func (a *applier) leaseStep(c *engine.LeaseStep) (engine.Result, error) {
 	}
 	r := s.rec
 	res, before := stepResult(l, c.Step)
-	if (l.job.Paused() || r.Pause != nil) && !(r.State.HoldsLease() && r.JobAttempt == c.Attempt) {
+	if (l.job.Paused() || r.Pause != nil) && (!r.State.HoldsLease() || r.JobAttempt != c.Attempt) {
 		// A paused activity (or an activity of a paused run) starts no
 		// try: nothing is leased or written, and the worker parks the step
 		// until news of it (its unpause) wakes the job. A lease the

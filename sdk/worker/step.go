@@ -206,9 +206,6 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 	}
 	proj := engine.DeriveStepState(evs)
 	options(proj.Options)
-	// base is the tries made before an operator's last reset: the retry
-	// policy, and the activity's Info.Attempt, count the tries after it.
-	base := proj.AttemptBase
 	details := lastStepDetails(evs)
 	answerKnown := engine.DeriveStepState(evs).State != engine.StepNeedsUser
 	for {
@@ -242,7 +239,10 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 		attempt := res.StepAttempt
 		o.stepAttempt = attempt
 		options(res.Options)
-		base = min(res.AttemptBase, attempt-1)
+		// base is the tries made before an operator's last reset: the
+		// retry policy, and the activity's Info.Attempt, count the tries
+		// after it.
+		base := min(res.AttemptBase, attempt-1)
 		tries := int(attempt - base) // the policy's count: 1 after a reset
 		answer, timedOut, err := r.answerOf(evs, attempt, answerKnown)
 		if err != nil {
