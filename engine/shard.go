@@ -332,6 +332,20 @@ func ShardOfCommand(cmd Command, count int) (int, ShardRoute) {
 		return target(c.Target)
 	case *Terminate:
 		return target(c.Target)
+	case *Pause:
+		return target(c.Target)
+	case *Unpause:
+		return target(c.Target)
+	case *PauseActivity:
+		// A run's activity tasks live on its shard (phase 1 refuses one
+		// elsewhere), so the activity commands reach them there.
+		return target(c.Target)
+	case *UnpauseActivity:
+		return target(c.Target)
+	case *ResetActivity:
+		return target(c.Target)
+	case *UpdateActivityOptions:
+		return target(c.Target)
 	case *ResetJob:
 		// The new run has the base run's workflow id, so it is created on
 		// the base run's shard.

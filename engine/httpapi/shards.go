@@ -259,6 +259,36 @@ func (r *ShardRouter) Terminate(ctx context.Context, c engine.Terminate) (*engin
 	return route(r, &c, func(s engine.Service) (*engine.StatusResult, error) { return s.Terminate(ctx, c) })
 }
 
+// Pause implements engine.Service.
+func (r *ShardRouter) Pause(ctx context.Context, c engine.Pause) (*engine.StatusResult, error) {
+	return route(r, &c, func(s engine.Service) (*engine.StatusResult, error) { return s.Pause(ctx, c) })
+}
+
+// Unpause implements engine.Service.
+func (r *ShardRouter) Unpause(ctx context.Context, c engine.Unpause) (*engine.StatusResult, error) {
+	return route(r, &c, func(s engine.Service) (*engine.StatusResult, error) { return s.Unpause(ctx, c) })
+}
+
+// PauseActivity implements engine.Service.
+func (r *ShardRouter) PauseActivity(ctx context.Context, c engine.PauseActivity) (*engine.ActivityResult, error) {
+	return route(r, &c, func(s engine.Service) (*engine.ActivityResult, error) { return s.PauseActivity(ctx, c) })
+}
+
+// UnpauseActivity implements engine.Service.
+func (r *ShardRouter) UnpauseActivity(ctx context.Context, c engine.UnpauseActivity) (*engine.ActivityResult, error) {
+	return route(r, &c, func(s engine.Service) (*engine.ActivityResult, error) { return s.UnpauseActivity(ctx, c) })
+}
+
+// ResetActivity implements engine.Service.
+func (r *ShardRouter) ResetActivity(ctx context.Context, c engine.ResetActivity) (*engine.ActivityResult, error) {
+	return route(r, &c, func(s engine.Service) (*engine.ActivityResult, error) { return s.ResetActivity(ctx, c) })
+}
+
+// UpdateActivityOptions implements engine.Service.
+func (r *ShardRouter) UpdateActivityOptions(ctx context.Context, c engine.UpdateActivityOptions) (*engine.ActivityResult, error) {
+	return route(r, &c, func(s engine.Service) (*engine.ActivityResult, error) { return s.UpdateActivityOptions(ctx, c) })
+}
+
 // Reset implements engine.Service: the new run lives on the base run's
 // shard, since it keeps the base run's workflow id.
 func (r *ShardRouter) Reset(ctx context.Context, c engine.ResetJob) (*engine.ResetResult, error) {
