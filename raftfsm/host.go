@@ -109,7 +109,7 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.Config = cfg.Config.withDefaults()
+	cfg.Config = cfg.withDefaults()
 	if _, err := os.Stat(filepath.Join(cfg.Dir, "raft")); err == nil {
 		return nil, fmt.Errorf("%w: %s holds a node of a cluster of one Raft group, not of a sharded cluster", ErrConfig, cfg.Dir)
 	}
