@@ -40,7 +40,7 @@ type Coroutine struct {
 	name   string
 	resume chan resumeMsg // run on, exit (the dispatcher is closing), or report the stack
 	yield  chan yieldMsg  // the coroutine hands control back (room for one)
-	cond   func() bool   // what the coroutine waits for; nil while running
+	cond   func() bool    // what the coroutine waits for; nil while running
 	done   atomic.Bool
 	err    error // a panic in the coroutine's code
 }
