@@ -47,6 +47,13 @@ type wfJobDoc struct {
 	// Steps are the steps of an open run that have not ended (describe
 	// only): who runs each, its state and last heartbeat.
 	Steps []stepDoc `json:"steps,omitempty"`
+	// PendingActivities are the activities of an open run that have not
+	// ended (describe only), as Temporal's describe lists them: the try,
+	// the last try's failure, when the next try starts. PendingTruncated:
+	// the run's history is longer than describe reads, so activities of
+	// its later events may be missing.
+	PendingActivities []wfPendingActivityDoc `json:"pending_activities,omitempty"`
+	PendingTruncated  bool                   `json:"pending_activities_truncated,omitempty"`
 	// ResetNewRunID is the run a reset started in this run's place;
 	// ResetBaseRunID and ResetEventID the run and the point this run was
 	// reset from.
