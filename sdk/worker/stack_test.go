@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
@@ -104,5 +106,35 @@ func TestStackTraceQuery(t *testing.T) {
 	var got string
 	if err := run.Get(ctx, &got); err != nil || got != "done" {
 		t.Fatalf("result %q, %v", got, err)
+	}
+}
+
+// A wait names the signals the code reads (its signal channels, and
+// updates when it has handlers), so that people see what the run waits
+// for; a run that reads none names none. Any signal still wakes the run
+// (AnySignal), as before.
+func TestWaitNamesTheSignalsRead(t *testing.T) {
+	e := open(t)
+	w := startWorker(t, e, "waits", worker.Options{})
+	w.RegisterWorkflow(Stuck)
+	w.RegisterWorkflowWithName(func(ctx workflow.Context) error { return workflow.Sleep(ctx, time.Hour) }, "Sleeper")
+	c := client.New(service(t, e))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		id, typ string
+		want    []string
+	}{{"reads-go", "Stuck", []string{"go"}}, {"reads-none", "Sleeper", nil}} {
+		if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: tc.id, TaskQueue: "waits"}, tc.typ); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, ctx, c, tc.id, engine.StatusWaiting)
+		j, err := c.DescribeWorkflow(ctx, tc.id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Wait == nil || !j.Wait.AnySignal || !slices.Equal(j.Wait.Signals, tc.want) {
+			t.Errorf("%s waits for %+v; want the signals %q and AnySignal", tc.id, j.Wait, tc.want)
+		}
 	}
 }
