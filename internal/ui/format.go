@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"html/template"
+	"net/url"
 	"strings"
 	"time"
 
@@ -20,6 +21,9 @@ var funcs = template.FuncMap{
 	"add":         func(a, b int) int { return a + b },
 	"shellQuote":  shellQuote,
 	"shellWord":   shellWord,
+	// pathEscape writes a name (a schedule id, a step) as one segment of
+	// a page's path: a "/" in it does not make two.
+	"pathEscape": url.PathEscape,
 }
 
 // fmtTime writes Unix ms as a UTC time to the millisecond; 0 is "—".
