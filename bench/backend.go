@@ -78,7 +78,8 @@ func openBackend(mode, root string, obs observation) (*backend, error) {
 		if err != nil {
 			return nil, err
 		}
-		e, err := embedded.Open(embedded.Config{Dir: dir, Storage: storage.Options{Logger: quietLogger{}}, Metrics: m})
+		e, err := embedded.Open(embedded.Config{Dir: dir, Storage: storage.Options{Logger: quietLogger{}}, Metrics: m,
+			DisableQueueView: obs.queueViewOff})
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +143,7 @@ func openCluster(root string, obs observation, secure bool) (*backend, error) {
 			return fail(errors.Join(err, ln.Close()))
 		}
 		rc := raftfsm.Config{ID: id, Dir: dir, RaftAddr: "127.0.0.1:0", HTTPAddr: ln.Addr().String(),
-			Bootstrap: i == 1, Storage: storage.Options{Logger: quietLogger{}}, Metrics: m}
+			Bootstrap: i == 1, Storage: storage.Options{Logger: quietLogger{}}, Metrics: m, DisableQueueView: obs.queueViewOff}
 		sc := httpapi.ServerConfig{Metrics: m, TracerProvider: obs.tracer}
 		if certs != nil {
 			node, err := certs.node(id)

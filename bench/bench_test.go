@@ -14,7 +14,7 @@ import (
 
 // tinyN sizes every workload so the whole suite takes seconds.
 var tinyN = map[string]int{"seq3": 20, "start": 50, "timer": 10, "fanout": 20, "signal": 10,
-	"replay": 40, "scale": 20, "idle": 100, "race": 10, "cancel": 6, "observe": 20, "resources": 20}
+	"replay": 40, "scale": 20, "idle": 100, "race": 10, "cancel": 6, "observe": 20, "queueview": 20, "resources": 20}
 
 func tinyRun(t *testing.T, workload, mode string) *Result {
 	t.Helper()
@@ -63,8 +63,8 @@ func TestSeq3ClusterMTLS(t *testing.T) {
 // throughputWorkloads report workflows per second; activityWorkloads also
 // activities per second.
 var (
-	workflowWorkloads = map[string]bool{"seq3": true, "start": true, "timer": true, "fanout": true, "idle": true, "observe": true}
-	activityWorkloads = map[string]bool{"seq3": true, "fanout": true, "observe": true}
+	workflowWorkloads = map[string]bool{"seq3": true, "start": true, "timer": true, "fanout": true, "idle": true, "observe": true, "queueview": true}
+	activityWorkloads = map[string]bool{"seq3": true, "fanout": true, "observe": true, "queueview": true}
 )
 
 func checkResult(t *testing.T, res *Result) {
@@ -129,6 +129,12 @@ func checkResult(t *testing.T, res *Result) {
 		// the mean.
 		if f := res.Extra["fairness_max_over_mean"]; !(f >= 1) || res.Extra["wait_mean_ms"] <= 0 || res.Extra["units"] != resourceUnits {
 			t.Errorf("resources extras: %v", res.Extra)
+		}
+	}
+	if res.Workload == "queueview" {
+		on, off := res.Extra["view_on_workflows_per_s"], res.Extra["view_off_workflows_per_s"]
+		if !(on > 0) || !(off > 0) || res.Extra["rounds"] < 1 || math.IsNaN(res.Extra["queue_view_overhead_pct"]) {
+			t.Errorf("queueview extras: %v", res.Extra)
 		}
 	}
 	if n := res.Extra["worker_errors"]; n > 0 {
@@ -209,4 +215,16 @@ func TestRunRejectsBadOptions(t *testing.T) {
 			t.Errorf("Run(%+v) succeeded", o)
 		}
 	}
+}
+
+// --no-queue-view runs seq3 with the view off, and the result says so.
+func TestSeq3WithoutQueueView(t *testing.T) {
+	res, err := Run(Options{Workload: "seq3", N: 20, Dir: t.TempDir(), CeilingDuration: 200 * time.Millisecond, NoQueueView: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.QueueViewOff {
+		t.Errorf("queue_view_off not set: %+v", res)
+	}
+	checkResult(t, res)
 }

@@ -45,6 +45,9 @@ type Result struct {
 	// workers issued per unit of Value's numerator (per workflow, per
 	// start, per cycle), as counted in this run.
 	CommandsPerUnit float64 `json:"commands_per_unit,omitempty"`
+	// QueueViewOff: the run's engine or nodes kept no task queue view
+	// (Options.NoQueueView).
+	QueueViewOff bool `json:"queue_view_off,omitempty"`
 	// Extra holds the workload's further figures, named with their units.
 	Extra    map[string]float64 `json:"extra,omitempty"`
 	ElapsedS float64            `json:"elapsed_s"`
@@ -145,4 +148,15 @@ func peakRSSBytes() int64 {
 		return int64(ru.Maxrss) << 10
 	}
 	return 0
+}
+
+// processCPU is the user and system time this process has used, every
+// goroutine's (0 where getrusage fails). On a shared machine the CPU a
+// unit of work costs moves far less with the load than its wall time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -37,6 +37,10 @@ type Options struct {
 	// Log receives one line per phase (setup, measuring, ceiling); nil
 	// means none.
 	Log io.Writer
+	// NoQueueView turns the task queue view of the engine or of every node
+	// off (embedded.Config.DisableQueueView): no poller is recorded and no
+	// rate counted. The queueview workload compares the two itself.
+	NoQueueView bool
 }
 
 // DefaultFinished is how many finished jobs scale stores by default.
@@ -63,6 +67,7 @@ var workloads = []workload{
 	{"cancel", 200, "N workflows one at a time, each cancelled while its activity runs (half in-process, half remote); cancellation latency", runCancel},
 	{"approve", 300, "N jobs of two review tasks, one at a time: the upstream approved, until the dependant runs; approval latency", runApprove},
 	{"observe", 2000, "seq3 of N workflows in rounds with nothing observed, with metrics, and with metrics and tracing; the overhead of each", runObserve},
+	{"queueview", 2000, "seq3 of N workflows in rounds with the task queue view on and off, alternately; the view's overhead", runQueueView},
 	{"resources", 1000, "N workflows of one step each contending for 4 resource units, 32 concurrent starters; steps/s, wait fairness (max/mean)", runResources},
 }
 
@@ -151,7 +156,10 @@ func Run(opts Options) (_ *Result, err error) {
 	if resetPeakRSS() {
 		res.PeakRSSScope = "process during this workload"
 	}
-	r := &runner{opts: opts, root: root, n: opts.N, res: res}
+	r := &runner{opts: opts, root: root, n: opts.N, res: res, obs: observation{queueViewOff: opts.NoQueueView}}
+	if opts.NoQueueView {
+		res.QueueViewOff = true
+	}
 	defer func() {
 		if cerr := r.closeBackend(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("bench %s (%s): closing the backend: %w", w.name, opts.Mode, cerr))

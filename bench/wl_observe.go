@@ -28,6 +28,9 @@ type observation struct {
 	metrics bool
 	tracer  trace.TracerProvider
 	regs    *registries
+	// queueViewOff turns the task queue view off
+	// (embedded.Config.DisableQueueView, raftfsm.Config.DisableQueueView).
+	queueViewOff bool
 }
 
 // registries are the registries a round created, for its scraper.
@@ -124,7 +127,7 @@ func runObserve(r *runner) error {
 	for round := range rounds {
 		for k := range observeSettings {
 			s := observeSettings[(round+k)%len(observeSettings)]
-			obs := observation{name: s.name, metrics: s.metrics, regs: &registries{}}
+			obs := observation{name: s.name, metrics: s.metrics, regs: &registries{}, queueViewOff: r.opts.NoQueueView}
 			var tp *sdktrace.TracerProvider
 			if s.tracing {
 				tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
@@ -150,7 +153,7 @@ func runObserve(r *runner) error {
 			}
 		}
 	}
-	r.obs = observation{}
+	r.obs = observation{queueViewOff: r.opts.NoQueueView}
 	ceil, err := r.ceiling(commandPayloadBytes, starters, 0)
 	if err != nil {
 		return err

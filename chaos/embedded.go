@@ -218,7 +218,7 @@ func checkAcked(ctx context.Context, svc engine.Service, acks []Ack, sigs []sign
 	listed := map[engine.JobID]string{}
 	var after engine.JobID
 	for {
-		page, err := svc.List(ctx, engine.ListQuery{Queue: Queue, After: after, Limit: 1000})
+		page, err := svc.List(ctx, engine.ListQuery{Queue: Queue, After: after, Limit: 1000, Order: engine.ListStartAsc})
 		if err != nil {
 			return append(missing, fmt.Sprintf("listing jobs after a restart: %v", err))
 		}

@@ -232,6 +232,7 @@ func (c *Claim) Check(l *Limits) error {
 		ch.err = tooLarge(ch.cmd, "Types", len(c.Types), l.MaxBatch)
 	}
 	ch.names("Types", c.Types)
+	ch.name("BuildID", c.BuildID, false)
 	if c.TailEvents < 0 || c.TailEvents > MaxTailEvents {
 		ch.fail("TailEvents", fmt.Sprintf("is %d, not in [0, %d]", c.TailEvents, MaxTailEvents))
 	}

@@ -165,6 +165,11 @@ type Claim struct {
 	// ignores it: Engine.Claim reads them from the applied state once the
 	// claim is applied, and the recorded result of a request id holds none.
 	TailEvents int `json:"tail_events,omitempty" msgpack:"te,omitempty"`
+	// BuildID names the claimer's build (worker.Options.BuildID), for the
+	// task queue view (TaskQueuePoller.BuildID). Like TailEvents it is
+	// the serving node's and never replicated: Engine.Claim records it and
+	// proposes the claim without it.
+	BuildID string `json:"build_id,omitempty" msgpack:"bid,omitempty"`
 }
 
 // MaxTailEvents bounds Claim.TailEvents.

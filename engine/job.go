@@ -124,6 +124,57 @@ type Job struct {
 	CreatedMS int64      `json:"created_ms" msgpack:"cr"`
 	UpdatedMS int64      `json:"updated_ms" msgpack:"up"`
 	ClosedMS  int64      `json:"closed_ms,omitempty" msgpack:"cl,omitempty"`
+	// PrevRunID and NextRunID link the runs of one workflow id that
+	// follow one another: the run this one continues, and the run that
+	// continued this one after it ended. NextRunReason says how this run
+	// led to the next: ReasonContinuedAsNew (the workflow continued as
+	// new), ReasonRetried (the workflow's retry policy started it again
+	// after a failure), ReasonCronNext (the next run of a cron chain),
+	// ReasonReset (a reset started the next run in place of this one, the
+	// workflow id's current run then; the next run's ResetBaseRunID names
+	// the run whose history it took, which may be an older one). Runs started on their own (a start after the last run
+	// ended) are not linked; List with a WorkflowID lists them all.
+	PrevRunID     JobID  `json:"prev_run_id,omitempty" msgpack:"prv,omitempty"`
+	NextRunID     JobID  `json:"next_run_id,omitempty" msgpack:"nxr,omitempty"`
+	NextRunReason string `json:"next_run_reason,omitempty" msgpack:"nxw,omitempty"`
+}
+
+// ContinuedAsNew reports whether j ended by continuing as a new run
+// (Temporal's ContinuedAsNew status; heddle records it as Completed).
+func (j *Job) ContinuedAsNew() bool {
+	return j.Status == StatusCompleted && j.NextRunID != 0 && j.NextRunReason == ReasonContinuedAsNew
+}
+
+// NextRunText says in words how a run led to the next one of its chain
+// (Job.NextRunReason), for people: "Continued as new", "Retried", "Next
+// cron run"; any other reason as it is recorded.
+func NextRunText(reason string) string {
+	switch reason {
+	case ReasonContinuedAsNew:
+		return "Continued as new"
+	case ReasonRetried:
+		return "Retried"
+	case ReasonCronNext:
+		return "Next cron run"
+	case ReasonReset:
+		return "Reset"
+	}
+	return reason
+}
+
+// ExecutionStatus names j's status as Temporal's ExecutionStatus does:
+// Running for every open status, ContinuedAsNew for a run that continued
+// as new, Canceled for Cancelled, and the other ends by their names.
+func (j *Job) ExecutionStatus() string {
+	switch {
+	case !j.Status.Terminal():
+		return "Running"
+	case j.ContinuedAsNew():
+		return "ContinuedAsNew"
+	case j.Status == StatusCancelled:
+		return "Canceled"
+	}
+	return j.Status.String()
 }
 
 // StepBeat is the last heartbeat of one try of a step the job's lease covers.

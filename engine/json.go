@@ -82,6 +82,28 @@ func (s *Status) UnmarshalJSON(b []byte) error {
 	}, `a status is a name such as "Running"`)
 }
 
+// MarshalJSON writes o by name ("start_desc"; "" for ListOrderDefault).
+func (o ListOrder) MarshalJSON() ([]byte, error) {
+	if o < numListOrders {
+		return json.Marshal(listOrderNames[o])
+	}
+	return json.Marshal(uint8(o))
+}
+
+// UnmarshalJSON reads an order by name.
+func (o *ListOrder) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err != nil {
+		return fmt.Errorf("engine: a list order is a name such as \"start_desc\": %w", err)
+	}
+	v, err := ParseListOrder(name)
+	if err != nil {
+		return err
+	}
+	*o = v
+	return nil
+}
+
 var reusePolicyNames = map[IDReusePolicy]string{
 	IDReuseAllowAfterTerminal: "allow-after-terminal",
 	IDReuseRejectDuplicate:    "reject-duplicate",

@@ -106,6 +106,9 @@ type Config struct {
 	// routes hashicorp/raft's go-metrics to it (see
 	// metrics.Metrics.BridgeRaft). Nil records none.
 	Metrics *metrics.Metrics
+	// DisableQueueView turns off the node's view of its task queues'
+	// pollers and rates (embedded.Config.DisableQueueView).
+	DisableQueueView bool
 	// ReadyMaxLag is how many entries the applied index may trail the
 	// commit index for Ready to pass; 0 means DefaultReadyMaxLag.
 	ReadyMaxLag uint64

@@ -50,6 +50,12 @@ type FSM struct {
 	// meter records the metrics of applying (nil: none). Set before Raft
 	// starts, then used by Raft's applying goroutine alone.
 	meter *embedded.Meter
+	// queues is the node's task queue view, which the applied commands'
+	// notes count into (nil: none). Set before Raft starts.
+	queues *embedded.TaskQueues
+	// notes are the notes Apply writes when queues needs them and meter
+	// has none of its own; Raft's applying goroutine alone uses them.
+	notes machine.Notes
 	// damaged, when not empty, says that the state database failed its
 	// integrity checks at open and was replaced by an empty one (see
 	// stateDir.open); Node.Open logs it and rebuilds the state.
@@ -241,12 +247,14 @@ func (a *batchApplier) commit(index uint64) {
 	start := a.meter.Start()
 	if err := a.batch.Commit(); err != nil {
 		a.meter.Discard()
+		a.f.queues.Discard()
 		stop(index, "committing applied log entries", err)
 	}
 	if a.cmds > 0 {
 		// Unsynced: the Raft log is the durable record.
 		a.meter.Committed(a.cmds, start, false)
 	}
+	a.f.queues.Committed()
 	a.cmds = 0
 }
 
@@ -290,7 +298,7 @@ func (a *batchApplier) entry(l *raft.Log) any {
 		}
 		tx := a.batch.Begin()
 		start := a.meter.Start()
-		res, err := a.f.machine.ApplyNoting(tx, cmd, a.meter.Notes())
+		res, err := a.f.machine.ApplyNoting(tx, cmd, a.f.applyNotes())
 		a.meter.Applied(cmd, res, err, start)
 		if errors.Is(err, storage.ErrRead) {
 			// The command was not judged: this node could not read its
@@ -314,10 +322,25 @@ func (a *batchApplier) entry(l *raft.Log) any {
 			continue
 		}
 		a.meter.Stage(diff)
+		if a.f.queues != nil {
+			a.f.queues.Stage(a.f.applyNotes())
+		}
 		a.cmds++
 		out.results[k] = res
 	}
 	return out
+}
+
+// applyNotes returns the notes Apply writes for the next command: the
+// meter's, else the FSM's own when the task queue view needs them, else nil.
+func (f *FSM) applyNotes() *machine.Notes {
+	if n := f.meter.Notes(); n != nil {
+		return n
+	}
+	if f.queues != nil {
+		return &f.notes
+	}
+	return nil
 }
 
 // partDone returns how many commands of the entry at index are already in

@@ -95,6 +95,9 @@ func Open(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.fsm.meter = embedded.NewMeter(cfg.Metrics)
+	if !cfg.DisableQueueView {
+		n.fsm.queues = embedded.NewTaskQueues(cfg.Clock)
+	}
 	fail := func(err error) (*Node, error) {
 		// err is the news; a failure to let go of what was opened joins it.
 		if n.transport != nil {
@@ -165,7 +168,8 @@ func Open(cfg Config) (_ *Node, err error) {
 	rc.Logger = hclogger(cfg, "raft")
 
 	n.prop = newProposer(n, cfg.Clock, cfg.MaxEntryCommands, cfg.MaxEntryBytes, cfg.ApplyTimeout)
-	n.eng, err = embedded.New(embedded.Backend{Log: n.prop, Store: n.fsm, ReadBarrier: n.readBarrier, Limits: cfg.Limits})
+	n.eng, err = embedded.New(embedded.Backend{Log: n.prop, Store: n.fsm, ReadBarrier: n.readBarrier, Limits: cfg.Limits,
+		TaskQueues: n.fsm.queues, Clock: cfg.Clock})
 	if err != nil {
 		n.prop.close()
 		return fail(err)

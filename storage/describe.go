@@ -56,6 +56,10 @@ func DescribeKey(k []byte) string {
 		ok = d.str("type") && d.u64("job") && d.end()
 	case PrefixQueue:
 		ok = d.str("queue") && d.u64("job") && d.end()
+	case PrefixClosed:
+		ok = d.u64("closed") && d.u64("job") && d.end()
+	case PrefixRuns:
+		ok = d.str("workflow") && d.u64("job") && d.end()
 	case PrefixRequest:
 		ok = d.tail("request")
 	case PrefixReqAge:

@@ -27,6 +27,8 @@ func TestDescribeKey(t *testing.T) {
 		{StatusKey(2, 7), "s status=2 job=7"},
 		{TypeKey("order", 7), "y type=order job=7"},
 		{QueueKey("", 7), `u queue="" job=7`},
+		{ClosedKey(9000, 7), "C closed=9000 job=7"},
+		{RunsKey("order-1", 7), "W workflow=order-1 job=7"},
 		{RequestKey("req-1"), "r request=req-1"},
 		{RequestAgeKey(1000, "req-1"), "a at=1000 request=req-1"},
 		{StepKey(7, "a"), "p job=7 step=a"},
@@ -95,6 +97,8 @@ func FuzzDescribeKey(f *testing.F) {
 			{ReviewPhaseKey(s, rest), []string{"job=" + describeString(s), "phase=" + describeString(rest)}},
 			{ReviewWorkKey(s, at, id), []string{"gq queue=" + describeString(s), "task=" + num(id)}},
 			{EventKey(id, uint64(at)), []string{"e job=" + num(id) + " seq=" + num(uint64(at))}},
+			{ClosedKey(at, id), []string{"C closed=" + num(uint64(at)) + " job=" + num(id)}},
+			{RunsKey(s, id), []string{"W workflow=" + describeString(s), "job=" + num(id)}},
 		} {
 			d := check(tc.k)
 			for _, w := range tc.want {

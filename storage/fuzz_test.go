@@ -77,6 +77,7 @@ func FuzzParseKeys(f *testing.F) {
 	f.Add(StepDueKey(7, 3, "1"), "", int64(7), uint64(3), uint64(0), "1")
 	f.Add(WaiterKey(2, 3, "1"), "", int64(0), uint64(3), uint64(2), "1")
 	f.Add([]byte{PrefixReady, 0xff, 0xff}, "", int64(0), uint64(0), uint64(0), "")
+	f.Add(QueueKey("orders", 7), "orders", int64(0), uint64(7), uint64(0), "")
 
 	f.Fuzz(func(t *testing.T, data []byte, queue string, at int64, id, seq uint64, rest string) {
 		// Arbitrary bytes: every parser either fails with a key error or
@@ -123,6 +124,9 @@ func FuzzParseKeys(f *testing.F) {
 				t.Fatalf("ParseTimeKey accepted prefix %q", data[0])
 			}
 		}
+		if q, err := ParseQueueKey(data); checkErr("ParseQueueKey", err) {
+			rebuilt("ParseQueueKey", QueueKey(q, binary.BigEndian.Uint64(data[len(data)-8:])))
+		}
 		if w, err := ParseWaiterKey(data); checkErr("ParseWaiterKey", err) {
 			rebuilt("ParseWaiterKey", WaiterKey(w.Seq, w.Job, w.Step))
 		}
@@ -142,6 +146,9 @@ func FuzzParseKeys(f *testing.F) {
 		}
 		if e, err := ParseReadyKey(ReadyKey(queue, at, id)); err != nil || e != (ReadyEntry{queue, at, id}) {
 			t.Fatalf("ReadyKey(%q, %d, %d) parses as %+v, %v", queue, at, id, e, err)
+		}
+		if q, err := ParseQueueKey(QueueKey(queue, id)); err != nil || q != queue {
+			t.Fatalf("QueueKey(%q, %d) parses as %q, %v", queue, id, q, err)
 		}
 		for _, tc := range []struct {
 			k    []byte

@@ -32,6 +32,8 @@ import (
 //	i<seq:8><job:8><step>             steps waiting for a resource unit, first come first served
 //	k<scheduleID>                     schedule record
 //	z<dueAt:8><scheduleID>            schedules due for a look (fire times, closed runs)
+//	C<closedAt:8><job:8>              visibility by closing time: the runs that ended
+//	W<workflowID:len><job:8>          visibility by workflow id: every run of an id
 const (
 	PrefixMeta     byte = 'm'
 	PrefixJob      byte = 'j'
@@ -55,6 +57,10 @@ const (
 	PrefixWaiter   byte = 'i'
 	PrefixSchedule byte = 'k'
 	PrefixSchedDue byte = 'z'
+	// The list's indexes beside status, type and queue (capitals, so
+	// that they never take a letter another index may want).
+	PrefixClosed byte = 'C'
+	PrefixRuns   byte = 'W'
 )
 
 // Meta keys.
@@ -182,6 +188,31 @@ func QueuePrefix(queue string) []byte { return appendStr(key(PrefixQueue, 2+len(
 
 // QueueKey places job id in the visibility index of its queue.
 func QueueKey(queue string, id uint64) []byte { return appendU64(QueuePrefix(queue), id) }
+
+// ClosedPrefix is the prefix of the visibility index by closing time.
+var ClosedPrefix = []byte{PrefixClosed}
+
+// ClosedKey places job id, which ended at closedMS, in the visibility
+// index by closing time.
+func ClosedKey(closedMS int64, id uint64) []byte {
+	return appendU64(appendU64(key(PrefixClosed, 16), uint64(closedMS)), id)
+}
+
+// ParseClosedKey decodes a ClosedKey.
+func ParseClosedKey(k []byte) (closedMS int64, id uint64, err error) {
+	if len(k) != 17 || k[0] != PrefixClosed {
+		return 0, 0, keyError(k, "not a closing-time key")
+	}
+	return int64(binary.BigEndian.Uint64(k[1:9])), binary.BigEndian.Uint64(k[9:]), nil
+}
+
+// RunsPrefix is the prefix of the visibility index of workflow id's runs.
+func RunsPrefix(workflowID string) []byte {
+	return appendStr(key(PrefixRuns, 2+len(workflowID)+8), workflowID)
+}
+
+// RunsKey places job id among the runs of its workflow id.
+func RunsKey(workflowID string, id uint64) []byte { return appendU64(RunsPrefix(workflowID), id) }
 
 // RequestKey holds the recorded result of a request id.
 func RequestKey(requestID string) []byte {
@@ -315,8 +346,20 @@ func ParseReadyKey(k []byte) (ReadyEntry, error) {
 	}, nil
 }
 
+// ParseQueueKey returns the queue a queue visibility key (QueueKey) names.
+func ParseQueueKey(k []byte) (string, error) {
+	if len(k) < 3 || k[0] != PrefixQueue {
+		return "", keyError(k, "not a queue key")
+	}
+	n := int(binary.BigEndian.Uint16(k[1:3]))
+	if len(k) != 3+n+8 {
+		return "", keyError(k, "wrong length for a queue key")
+	}
+	return string(k[3 : 3+n]), nil
+}
+
 // TrailingJob returns the job id in the last 8 bytes of an index key (ready,
-// status, type and queue keys all end with one).
+// status, type, queue, runs and closing-time keys all end with one).
 func TrailingJob(k []byte) (uint64, error) {
 	if len(k) < 9 {
 		return 0, keyError(k, "too short to end in a job id")

@@ -103,6 +103,55 @@ func (r *Reader) Scan(prefix, start []byte, withValues bool, fn func(key, val []
 	return nil
 }
 
+// ScanReverse calls fn for every key with the given prefix that sorts
+// below before (before nil: every key of the prefix), in descending key
+// order, without values: it is for walking an index from its newest entry
+// back. fn returns false to stop; the key passed to fn is a copy the
+// callee may keep.
+func (r *Reader) ScanReverse(prefix, before []byte, fn func(key []byte) (bool, error)) (err error) {
+	var inFn bool
+	defer recoverRead(&err, "scanning back prefix", prefix, &inFn)
+	// No opts.Prefix: with one, Badger's Valid is false on the first key
+	// outside the prefix, which a reverse seek to the bound may land on.
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = false
+	opts.Reverse = true
+	it := r.txn.NewIterator(opts)
+	defer it.Close()
+	// A reverse Seek lands on the largest key at or below its argument.
+	// The bound is exclusive, so a key equal to it (or, with no bound, the
+	// first key past the prefix) is stepped over below.
+	upper := before
+	if upper == nil || !bytes.HasPrefix(upper, prefix) && bytes.Compare(upper, prefix) > 0 {
+		upper = PrefixEnd(prefix)
+	}
+	if upper != nil && bytes.Compare(upper, prefix) <= 0 {
+		return nil // nothing of the prefix sorts below before
+	}
+	if upper == nil {
+		it.Rewind() // the prefix is all 0xff bytes: start from the last key
+	} else {
+		it.Seek(upper)
+	}
+	for ; it.Valid(); it.Next() {
+		item := it.Item()
+		k := item.Key()
+		if upper != nil && bytes.Compare(k, upper) >= 0 {
+			continue
+		}
+		if !bytes.HasPrefix(k, prefix) {
+			return nil // below the prefix's range: done
+		}
+		inFn = true
+		more, err := fn(item.KeyCopy(nil))
+		inFn = false
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
 // ScanValues is Scan with values, without copying them: fn's val is
 // Badger's own buffer (a mapped value log, or the item's buffer), valid
 // only until fn returns, and fn must keep neither it nor any slice of it.

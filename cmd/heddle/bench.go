@@ -38,7 +38,7 @@ func newBenchCommand() *cobra.Command {
 		workload, mode, jsonPath, plotPath, dir string
 		n, finished                             int
 		ceiling                                 time.Duration
-		quiet                                   bool
+		quiet, noQueueView                      bool
 	)
 	fs.StringVar(&workload, "workload", "", "the `workloads` to run: "+strings.Join(bench.Workloads(), ", ")+
 		"; several separated by commas, or \"all\" (required)")
@@ -53,6 +53,8 @@ func newBenchCommand() *cobra.Command {
 	fs.DurationVar(&ceiling, "ceiling-duration", 2*time.Second, "how long each ceiling loop runs")
 	fs.StringVar(&dir, "dir", "", "parent `directory` of the run's temporary data directories (default: the system's temp directory)")
 	fs.BoolVar(&quiet, "quiet", false, "draw no progress bar (none is drawn when stderr is not a terminal)")
+	fs.BoolVar(&noQueueView, "no-queue-view", false, "turn the task queue view (pollers, rates) off in the engine or nodes; the queueview workload compares\n"+
+		"on and off in one run by itself")
 	// -o prints the results on stdout; --json, here older than -o, names a
 	// file, so only -o/--output is defined.
 	format := new(outputFormat)
@@ -89,7 +91,7 @@ func newBenchCommand() *cobra.Command {
 		for _, name := range names {
 			for _, mode := range modes {
 				res, err := bench.Run(bench.Options{Workload: name, Mode: mode, N: n, Finished: finished, Dir: dir,
-					CeilingDuration: ceiling, Progress: bar})
+					CeilingDuration: ceiling, Progress: bar, NoQueueView: noQueueView})
 				if err != nil {
 					return err
 				}

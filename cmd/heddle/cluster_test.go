@@ -140,6 +140,16 @@ func TestClusterCommands(t *testing.T) {
 		t.Fatalf("workflow start through a follower: exit %d\n%s%s", code, out, errOut)
 	}
 
+	// Lists and counts answer through a follower too, in Temporal's syntax.
+	out, errOut, code = runCmd(t, "workflow", "list", "--addr", follower, "--query", `WorkflowId = "greet-1" AND ExecutionStatus = "Completed"`, "-o", "json")
+	if code != 0 || !strings.Contains(out, `"workflow_id": "greet-1"`) || !strings.Contains(out, `"order": "start_desc"`) {
+		t.Fatalf("workflow list through a follower: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runCmd(t, "workflow", "count", "--addr", follower, "--status", "Closed", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"count": 1`) {
+		t.Fatalf("workflow count through a follower: exit %d\n%s%s", code, out, errOut)
+	}
+
 	// Leadership moves, and the client follows it.
 	_, errOut, code = runCmd(t, "cluster", "transfer-leader", "--addr", addrs)
 	if code != 0 {

@@ -95,6 +95,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newStepCommand(),
 		newResourceCommand(),
 		newScheduleCommand(),
+		newTaskQueueCommand(),
 		newChaosCommand(),
 		newReviewCommand(),
 		newBenchCommand(),

@@ -1,10 +1,10 @@
 package main
 
 // This file is "heddle workflow count": how many runs match the filters of
-// list, and how many of them are in each status. The HTTP API has no count
-// route, so the command pages through the list API, engine.MaxPage runs a
-// request; on a store of millions of runs that is thousands of requests,
-// which the help says.
+// list, and how many of them are in each status. The node counts them
+// (GET /v1/jobs/count, Temporal's CountWorkflow): a count of statuses alone
+// reads only the status indexes, any other filter each run its indexes
+// allow.
 
 import (
 	"fmt"
@@ -25,15 +25,16 @@ type wfCountOutput struct {
 
 func newWFCountCommand(g *wfGlobals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "count [--query Q] [--status S] [--type TYPE] [-t QUEUE]",
+		Use:   "count [--query Q] [--status S] [--type TYPE] [-t QUEUE] [-w ID]",
 		Short: "count workflow runs, filtered as list filters them, per status",
-		Long: fmt.Sprintf("Counts the runs that match the filters, which are list's, in all and per status.\n"+
-			"It reads every matching run through the list API, %d a request.\n\n", engine.MaxPage) + wfQueryHelp,
+		Long: "Counts the runs that match the filters, which are list's, in all and per heddle status.\n" +
+			"A filter of statuses alone is counted from the status indexes; any other reads every\n" +
+			"run the filter's indexes allow.\n\n" + wfQueryHelp,
 		Args: noArgs,
 	}
 	filter := addListFilterFlags(cmd)
 	cmd.RunE = g.runE(func(c *wfCall, _ []string) error {
-		q, err := filter.filter(time.Now())
+		lq, err := filter.listQuery(time.Now())
 		if err != nil {
 			return err
 		}
@@ -41,14 +42,13 @@ func newWFCountCommand(g *wfGlobals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		out := wfCountOutput{ByStatus: map[string]uint64{}}
-		err = q.All(c.ctx, svc, func(j *engine.Job) error {
-			out.Count++
-			out.ByStatus[j.Status.String()]++
-			return nil
-		})
+		res, err := svc.Count(c.ctx, lq)
 		if err != nil {
 			return err
+		}
+		out := wfCountOutput{Count: res.Count, ByStatus: res.ByStatus}
+		if out.ByStatus == nil {
+			out.ByStatus = map[string]uint64{}
 		}
 		if !c.table() {
 			return c.doc(out)

@@ -6,9 +6,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/spf13/cobra"
 )
 
@@ -20,7 +22,9 @@ func newWFDescribeCommand(g *wfGlobals) *cobra.Command {
 			"of an open run that have not ended (who runs each, its state and last heartbeat),\n" +
 			"its pending activities (the try, the last try's failure, when the next try\n" +
 			"starts), and the result or failure of a closed run. A workflow id shows its\n" +
-			"current run.",
+			"current run. For a Queued run it says why no worker has taken it: no worker\n" +
+			"polls its task queue, none runs its type, or they have no free slot (see\n" +
+			"heddle task-queue).",
 		Args: cobra.ArbitraryArgs,
 	}
 	target := addTargetFlags(cmd.Flags())
@@ -53,6 +57,17 @@ func newWFDescribeCommand(g *wfGlobals) *cobra.Command {
 				}
 			}
 			if doc.PendingActivities, doc.PendingTruncated, err = wfPendingActivities(c.ctx, svc, j, steps); err != nil {
+				return err
+			}
+		}
+		if j.Status == engine.StatusQueued {
+			// Why it waits; a node without the task queue view (an
+			// older one) answers no_route, and describe goes on without.
+			r, err := svc.QueuedReason(c.ctx, engine.Target{Job: j.ID})
+			switch {
+			case err == nil && r.Queued:
+				doc.QueuedReason = &wfQueuedReasonDoc{Code: r.Code, Message: r.Message}
+			case err != nil && !errors.Is(err, httpapi.ErrNoRoute):
 				return err
 			}
 		}

@@ -23,6 +23,7 @@ type wfJobDoc struct {
 	Type            string          `json:"type"`
 	Queue           string          `json:"queue"`
 	Status          string          `json:"status"`
+	ExecutionStatus string          `json:"execution_status"`
 	Attempt         uint64          `json:"attempt"`
 	RunAttempt      int32           `json:"run_attempt,omitempty"`
 	Retries         uint32          `json:"retries,omitempty"`
@@ -33,6 +34,9 @@ type wfJobDoc struct {
 	RetryAt         string          `json:"retry_at,omitempty"`
 	LeaseOwner      string          `json:"lease_owner,omitempty"`
 	LeaseExpiresAt  string          `json:"lease_expires_at,omitempty"`
+	PrevRunID       uint64          `json:"prev_run_id,omitempty"`
+	NextRunID       uint64          `json:"next_run_id,omitempty"`
+	NextRunReason   string          `json:"next_run_reason,omitempty"`
 	ParentJobID     uint64          `json:"parent_job_id,omitempty"`
 	ParentStep      string          `json:"parent_step,omitempty"`
 	CancelRequested bool            `json:"cancel_requested,omitempty"`
@@ -60,6 +64,17 @@ type wfJobDoc struct {
 	ResetNewRunID  uint64 `json:"reset_new_run_id,omitempty"`
 	ResetBaseRunID uint64 `json:"reset_base_run_id,omitempty"`
 	ResetEventID   uint64 `json:"reset_event_id,omitempty"`
+	// QueuedReason says why a Queued run has not been claimed (describe
+	// only).
+	QueuedReason *wfQueuedReasonDoc `json:"queued_reason,omitempty"`
+}
+
+// wfQueuedReasonDoc is engine.QueuedReason: its code (no_poller,
+// no_poller_for_type, no_free_slot, deferred, dispatching) and what it
+// says.
+type wfQueuedReasonDoc struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // wfWaitDoc is what a waiting run waits for; the first to happen wakes it.
@@ -112,6 +127,7 @@ type wfEventDoc struct {
 func wfJobOf(j *engine.Job, closing *engine.Event) wfJobDoc {
 	d := wfJobDoc{
 		WorkflowID: j.WorkflowID, JobID: uint64(j.ID), Type: j.Type, Queue: j.Queue, Status: j.Status.String(),
+		ExecutionStatus: j.ExecutionStatus(), PrevRunID: uint64(j.PrevRunID), NextRunID: uint64(j.NextRunID), NextRunReason: j.NextRunReason,
 		Attempt: j.Attempt, RunAttempt: j.RunAttempt, Retries: j.Retries,
 		CreatedAt: wfRFC3339(j.CreatedMS), UpdatedAt: wfRFC3339(j.UpdatedMS), ClosedAt: wfRFC3339(j.ClosedMS),
 		Deadline: wfRFC3339(j.DeadlineMS), RetryAt: wfRFC3339(j.ReleaseAtMS),

@@ -1,9 +1,11 @@
 package main
 
-// This file is "heddle workflow list": one page of runs in creation order,
-// as a table, with the cursor of the next page. Paging is explicit (unlike
-// history) because a store may hold millions of runs; --limit and --cursor
-// map to the API's limit and after.
+// This file is "heddle workflow list": one page of runs, newest first
+// unless --order or the query's ORDER BY says otherwise, as a table, with
+// the page tokens of the pages after and before it. Paging is explicit
+// (unlike history) because a store may hold millions of runs; --limit and
+// --page-token map to the API's limit and page_token. The filters are the
+// engine's (internal/listfilter): Temporal's syntax or heddle's terms.
 
 import (
 	"errors"
@@ -21,55 +23,79 @@ import (
 // wfListOutput is list's JSON document.
 type wfListOutput struct {
 	Workflows []wfJobDoc `json:"workflows"`
-	// NextCursor is --cursor for the following page; absent on the last.
+	// Order is the page's order: start_desc (the default), start_asc,
+	// close_desc or close_asc.
+	Order string `json:"order"`
+	// NextPageToken and PrevPageToken are --page-token for the pages after
+	// and before this one; absent at either end.
+	NextPageToken string `json:"next_page_token,omitempty"`
+	PrevPageToken string `json:"prev_page_token,omitempty"`
+	// NextCursor is --cursor for the following page when paging with
+	// --cursor (oldest first, as list did before page tokens).
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 func newWFListCommand(g *wfGlobals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "list [--query Q] [--status S] [--type TYPE] [-t QUEUE] [--limit N] [--cursor C]",
-		Short: "list workflow runs, filtered by status, type, queue, id or time",
-		Long: "Lists runs, oldest first, one page at a time; when more match, says the cursor of\n" +
-			"the next page (on stderr with -o jsonl, which prints one run per line). Filters combine.\n\n" +
+		Use:   "list [--query Q] [--status S] [--type TYPE] [-t QUEUE] [-w ID] [--order O] [--limit N] [--page-token T]",
+		Short: "list workflow runs, newest first, filtered by status, type, queue, id or time",
+		Long: "Lists runs one page at a time, newest first (--order, or ORDER BY in --query, sorts\n" +
+			"by start or closing time either way), and says the --page-token of the page after\n" +
+			"and of the page before (on stderr with -o jsonl, which prints one run per line).\n" +
+			"-w ID lists every run of a workflow id: a continue-as-new chain, retries, later\n" +
+			"starts, each linked to the run that followed it. Filters combine.\n\n" +
 			wfQueryHelp,
 		Args: noArgs,
 	}
 	filter := addListFilterFlags(cmd)
 	var (
-		limit  int
-		cursor string
+		limit                int
+		order, token, cursor string
 	)
-	cmd.Flags().IntVar(&limit, "limit", 100, fmt.Sprintf("most runs to print, `N` from 1 to %d", engine.MaxPage))
-	cmd.Flags().StringVar(&cursor, "cursor", "", "start after this `cursor`, as printed by the previous page")
+	fs := cmd.Flags()
+	fs.IntVar(&limit, "limit", 100, fmt.Sprintf("most runs to print, `N` from 1 to %d", engine.MaxPage))
+	fs.StringVar(&order, "order", "", "sort by `order`: start_desc (newest first, the default), start_asc, close_desc, close_asc")
+	fs.StringVar(&token, "page-token", "", "the page after or before a page: a `token` list printed")
+	fs.StringVar(&cursor, "cursor", "", "start after this `cursor`, oldest first (before page tokens)")
+	_ = fs.MarkHidden("cursor")
+	_ = cmd.RegisterFlagCompletionFunc("order", func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return completeWords([]string{"start_desc", "start_asc", "close_desc", "close_asc"}, prefix), cobra.ShellCompDirectiveNoFileComp
+	})
 	cmd.RunE = g.runE(func(c *wfCall, _ []string) error {
-		q, err := filter.filter(time.Now())
+		lq, err := filter.listQuery(time.Now())
 		if err != nil {
 			return err
 		}
 		if limit < 1 || limit > engine.MaxPage {
 			return usagef("--limit %d is not between 1 and %d", limit, engine.MaxPage)
 		}
-		var after engine.JobID
+		lq.Limit, lq.PageToken = limit, token
+		if lq.Order, err = engine.ParseListOrder(order); err != nil {
+			return usagef("--order %q is not an order: want start_desc, start_asc, close_desc or close_asc", order)
+		}
 		if cursor != "" {
 			n, err := strconv.ParseUint(cursor, 10, 64)
 			if err != nil {
 				return usagef("--cursor %q is not a cursor printed by list", cursor)
 			}
-			after = engine.JobID(n)
+			if token != "" {
+				return usagef("--cursor and --page-token both say where to start: give one")
+			}
+			lq.After = engine.JobID(n)
 		}
 		svc, err := c.client()
 		if err != nil {
 			return err
 		}
-		page, err := q.Page(c.ctx, svc, after, limit, 0)
+		page, err := svc.List(c.ctx, lq)
 		if err != nil {
 			return err
 		}
-		out := wfListOutput{Workflows: []wfJobDoc{}}
+		out := wfListOutput{Workflows: []wfJobDoc{}, Order: page.Order.String(), NextPageToken: page.NextPageToken, PrevPageToken: page.PrevPageToken}
 		for _, j := range page.Jobs {
 			out.Workflows = append(out.Workflows, wfJobOf(j, nil))
 		}
-		if page.Next != 0 {
+		if cursor != "" && page.Next != 0 {
 			out.NextCursor = strconv.FormatUint(uint64(page.Next), 10)
 		}
 		if page.Cut {
@@ -86,10 +112,9 @@ func newWFListCommand(g *wfGlobals) *cobra.Command {
 			if err := printLines(c.out, out.Workflows); err != nil {
 				return err
 			}
-			if out.NextCursor != "" {
-				_, err = fmt.Fprintf(c.err, "More runs match: next page with --cursor %s\n", out.NextCursor)
-			}
-			return err
+			p := newPrinter(c.err)
+			wfPrintPaging(p, out)
+			return p.err()
 		}
 		return wfPrintList(c.out, out)
 	})
@@ -98,98 +123,127 @@ func newWFListCommand(g *wfGlobals) *cobra.Command {
 
 // wfListFilter is the filters list and count share.
 type wfListFilter struct {
-	status, typ, queue, query string
+	status, typ, queue, workflowID, query string
 }
 
 func addListFilterFlags(cmd *cobra.Command) *wfListFilter {
 	f := &wfListFilter{}
 	fs := cmd.Flags()
-	fs.StringVarP(&f.query, "query", "q", "", "only runs that match this filter `query`, such as 'status=Running created>-24h'")
-	fs.StringVar(&f.status, "status", "", "only runs in this `status`: "+wfStatusNames())
+	fs.StringVarP(&f.query, "query", "q", "", "only runs that match this filter `query`: 'WorkflowType = \"order\" AND StartTime > \"-24h\"', or 'type=order created>-24h'")
+	fs.StringVar(&f.status, "status", "", "only runs in this `status`, as Temporal names them (Running: every open run): "+strings.Join(listfilter.ExecutionStatusNames(), ", "))
 	fs.StringVar(&f.typ, "type", "", "only runs of this workflow `type`")
 	fs.StringVarP(&f.queue, "task-queue", "t", "", "only runs on this task `queue` (also --queue)")
 	fs.StringVar(&f.queue, "queue", "", "the same as --task-queue")
 	_ = fs.MarkHidden("queue")
+	fs.StringVarP(&f.workflowID, "workflow-id", "w", "", "only the runs of this workflow `id`: every run, the current one and those before it")
 	_ = cmd.RegisterFlagCompletionFunc("status", func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		var names []string
-		for _, s := range engine.Statuses() {
-			names = append(names, s.String())
-		}
-		return completeWords(names, prefix), cobra.ShellCompDirectiveNoFileComp
+		return completeWords(listfilter.ExecutionStatusNames(), prefix), cobra.ShellCompDirectiveNoFileComp
 	})
 	return f
 }
 
-// filter is --query and the other filter flags as one query, relative
-// times counted back from now.
-func (f *wfListFilter) filter(now time.Time) (*listfilter.Query, error) {
-	lq := engine.ListQuery{Type: f.typ, Queue: f.queue}
+// listQuery is the filter flags as a list query. The query is parsed here
+// too (relative times counted back from now), so that a mistake is a usage
+// error naming where it is before anything is sent; the server parses it
+// again.
+func (f *wfListFilter) listQuery(now time.Time) (engine.ListQuery, error) {
+	lq := engine.ListQuery{Type: f.typ, Queue: f.queue, WorkflowID: f.workflowID, Query: f.query}
 	if f.status != "" {
-		s, ok := wfParseStatus(f.status)
-		if !ok {
-			return nil, usagef("--status %q is not a status; want one of %s", f.status, wfStatusNames())
+		if !listfilter.ValidExecutionStatus(f.status) {
+			return lq, usagef("--status %q is not a status; want one of %s (heddle's exact statuses: --query 'HeddleStatus=Running')",
+				f.status, strings.Join(listfilter.ExecutionStatusNames(), ", "))
 		}
-		lq.Status = s
+		lq.ExecutionStatus = f.status
 	}
-	q, err := listfilter.Parse(f.query, now)
-	if err != nil {
+	if _, err := listfilter.Parse(f.query, now); err != nil {
 		var se *listfilter.SyntaxError
 		if errors.As(err, &se) {
-			return nil, usagef("--query %q, at column %d: %s", se.Query, se.Col, se.Msg)
+			at := "at the end"
+			if se.Token != "" {
+				at = fmt.Sprintf("at %q", se.Token)
+			}
+			return lq, usagef("--query %q, column %d, %s: %s", se.Query, se.Col, at, se.Msg)
 		}
-		return nil, usagef("--query: %v", err)
+		return lq, usagef("--query: %v", err)
 	}
-	return q.And(listfilter.FromListQuery(lq)), nil
+	return lq, nil
 }
 
 // wfQueryHelp describes --query in the help of list and count.
-const wfQueryHelp = "--query takes terms separated by spaces, all of which must hold:\n" +
-	"  status=Running,Waiting   status!=Completed     (= any of, != none of; any case)\n" +
-	"  type=Order  queue=orders  id=order-*           (a trailing * matches a prefix)\n" +
-	"  created>2026-11-01T00:00Z  created>=-24h  closed<now-7d   (> >= < <=)\n" +
-	"Times are RFC 3339, a date, Unix ms, now, or back from now (-90m, -24h, -7d); UTC\n" +
-	"without a zone. Quote values with spaces or commas: type=\"Nightly report\". The web\n" +
+const wfQueryHelp = "--query takes Temporal's list filter, or heddle's shorter terms, or both:\n" +
+	"  WorkflowType = \"Order\" AND ExecutionStatus = \"Running\"\n" +
+	"  (WorkflowId = \"a\" OR WorkflowId STARTS_WITH \"order-\") AND StartTime > \"2026-11-01T00:00:00Z\"\n" +
+	"  ExecutionStatus IN (\"Failed\", \"TimedOut\") ORDER BY CloseTime DESC\n" +
+	"  StartTime BETWEEN \"2026-11-01\" AND \"2026-11-02\"     TaskQueue != \"orders\"   RunId = 42\n" +
+	"  status=Running,Waiting type=Order id=order-* created>-24h closed<now-7d\n" +
+	"Fields: ExecutionStatus (status), WorkflowType (type), TaskQueue (queue), WorkflowId\n" +
+	"(id), RunId, StartTime (created), CloseTime (closed), HeddleStatus. A space between\n" +
+	"two comparisons is an AND; AND binds tighter than OR. Statuses are Temporal's: Running\n" +
+	"is every open run (heddle's Queued, Running, Waiting, Parked, Retrying, Draft,\n" +
+	"Suspended), Completed leaves out ContinuedAsNew; also Open, Closed, and heddle's open\n" +
+	"statuses by name. HeddleStatus=Running is a run a worker holds now. Times are RFC 3339,\n" +
+	"a date, Unix ms, now, or back from now (-90m, -24h, -7d); UTC without a zone. The web\n" +
 	"UI's workflow filter is the same language."
+
+// wfPrintPaging says the tokens of the pages around this one.
+func wfPrintPaging(p *printer, out wfListOutput) {
+	if out.NextPageToken != "" {
+		p.printf("Next page: --page-token %s\n", out.NextPageToken)
+	}
+	if out.PrevPageToken != "" {
+		p.printf("Previous page: --page-token %s\n", out.PrevPageToken)
+	}
+	if out.NextCursor != "" {
+		p.printf("More runs match: next page with --cursor %s\n", out.NextCursor)
+	}
+}
 
 func wfPrintList(w io.Writer, out wfListOutput) error {
 	p := newPrinter(w)
 	if len(out.Workflows) == 0 {
 		p.println("No workflows.")
 	} else {
+		// A page that holds a run a later run continued says which.
+		chained := false
+		for _, d := range out.Workflows {
+			chained = chained || d.NextRunID != 0
+		}
 		tw := newWFTable(p)
-		tw.row("WORKFLOW ID", "JOB", "TYPE", "QUEUE", "STATUS", "ATTEMPT", "CREATED", "CLOSED")
+		header := []string{"WORKFLOW ID", "JOB", "TYPE", "QUEUE", "STATUS", "ATTEMPT", "CREATED", "CLOSED"}
+		if chained {
+			header = append(header, "NEXT RUN")
+		}
+		tw.row(header...)
 		for _, d := range out.Workflows {
 			closed := "-"
 			if d.ClosedAt != "" {
 				closed = wfRelRFC(d.ClosedAt)
 			}
-			tw.row(wfCell(wfTruncate(d.WorkflowID, wfCellWidth)), fmt.Sprint(d.JobID), wfCell(wfTruncate(d.Type, wfCellWidth)),
-				wfCell(wfTruncate(d.Queue, wfCellWidth)), d.Status, fmt.Sprint(d.Attempt), wfRelRFC(d.CreatedAt), closed)
+			row := []string{wfCell(wfTruncate(d.WorkflowID, wfCellWidth)), fmt.Sprint(d.JobID), wfCell(wfTruncate(d.Type, wfCellWidth)),
+				wfCell(wfTruncate(d.Queue, wfCellWidth)), wfStatusCell(d), fmt.Sprint(d.Attempt), wfRelRFC(d.CreatedAt), closed}
+			if chained {
+				next := "-"
+				if d.NextRunID != 0 {
+					next = fmt.Sprintf("%s → %d", engine.NextRunText(d.NextRunReason), d.NextRunID)
+				}
+				row = append(row, next)
+			}
+			tw.row(row...)
 		}
 		if err := tw.flush(); err != nil {
 			return err
 		}
 	}
-	if out.NextCursor != "" {
-		p.printf("More runs match: next page with --cursor %s\n", out.NextCursor)
-	}
+	wfPrintPaging(p, out)
 	return p.err()
 }
 
-// wfParseStatus matches a status name, ignoring case ("completed").
-func wfParseStatus(name string) (engine.Status, bool) {
-	for _, s := range engine.Statuses() {
-		if strings.EqualFold(s.String(), name) {
-			return s, true
-		}
+// wfStatusCell is a run's status in a table: heddle's, except that a run
+// that continued as new says so (Temporal's ContinuedAsNew) rather than a
+// bare Completed.
+func wfStatusCell(d wfJobDoc) string {
+	if d.ExecutionStatus == "ContinuedAsNew" {
+		return d.ExecutionStatus
 	}
-	return engine.StatusNone, false
-}
-
-func wfStatusNames() string {
-	var names []string
-	for _, s := range engine.Statuses() {
-		names = append(names, s.String())
-	}
-	return strings.Join(names, ", ")
+	return d.Status
 }

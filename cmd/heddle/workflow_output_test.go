@@ -103,9 +103,9 @@ func TestWorkflowJSONLMatchesJSON(t *testing.T) {
 			t.Errorf("history line %d:\n%s\nwant\n%s", i+1, got[i], compact(ev))
 		}
 	}
-	// The cursor of the next page goes to stderr, not into the rows.
+	// The token of the next page goes to stderr, not into the rows.
 	code, out, errs := w.run("list", "--limit", "1", "-o", "jsonl")
-	if code != 0 || len(lines(out)) != 1 || !strings.Contains(errs, "next page with --cursor 1") {
+	if code != 0 || len(lines(out)) != 1 || !strings.Contains(errs, "Next page: --page-token ") {
 		t.Errorf("list --limit 1 -o jsonl: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	code, out, errs = w.run("history", "greet-1", "--limit", "2", "-o", "jsonl")

@@ -397,7 +397,7 @@ func TestWorkflowCancelAndTerminate(t *testing.T) {
 	// A closed run refuses both, with the server's message.
 	for _, verb := range []string{"cancel", "terminate"} {
 		code, _, errs := w.run(verb, "idle-2")
-		if code != 1 || !strings.Contains(errs, "heddle workflow "+verb+": ") || !strings.Contains(errs, "closed") && !strings.Contains(errs, "illegal transition") {
+		if code != 1 || !strings.Contains(errs, "heddle workflow "+verb+": ") || !strings.Contains(errs, "already ended Terminated: only an open run can be") {
 			t.Errorf("%s of a closed run: exit %d, stderr %q", verb, code, errs)
 		}
 	}
@@ -486,12 +486,12 @@ func TestWorkflowList(t *testing.T) {
 
 	out := w.ok("list")
 	wantContains(t, "list", out, "WORKFLOW ID", "STATUS", "CREATED", "greet-1", "greet-2", "idle-1", "Completed", "Queued")
-	if strings.Contains(out, "More runs match") {
-		t.Errorf("a short list printed a cursor:\n%s", out)
+	if strings.Contains(out, "page-token") || strings.Index(out, "idle-1") > strings.Index(out, "greet-1") {
+		t.Errorf("a short list, newest first, printed a page token or another order:\n%s", out)
 	}
 	var l wfListOutput
 	w.json(&l, "list", "--status", "completed")
-	if len(l.Workflows) != 2 || l.NextCursor != "" {
+	if len(l.Workflows) != 2 || l.NextPageToken != "" || l.Order != "start_desc" {
 		t.Fatalf("list --status completed = %+v", l)
 	}
 	for _, d := range l.Workflows {
@@ -505,49 +505,60 @@ func TestWorkflowList(t *testing.T) {
 		t.Errorf("list --queue idle = %+v", l)
 	}
 
-	// Paging: each page names the cursor of the next.
-	var seen []string
-	cursor := ""
-	for range 10 {
-		args := []string{"--type", "Greet", "--limit", "1"}
-		if cursor != "" {
-			args = append(args, "--cursor", cursor)
-		}
+	// Paging: each page names the tokens of the pages after and before it.
+	page := func(args ...string) wfListOutput {
 		var p wfListOutput
 		w.json(&p, "list", args...)
+		return p
+	}
+	ids := func(p wfListOutput) (s []string) {
 		for _, d := range p.Workflows {
-			seen = append(seen, d.WorkflowID)
+			s = append(s, d.WorkflowID)
 		}
-		if cursor = p.NextCursor; cursor == "" {
+		return s
+	}
+	var seen []string
+	var pages []wfListOutput
+	for p := page("--type", "Greet", "--limit", "1"); ; p = page("--type", "Greet", "--limit", "1", "--page-token", p.NextPageToken) {
+		pages = append(pages, p)
+		seen = append(seen, ids(p)...)
+		if p.NextPageToken == "" {
 			break
 		}
 	}
-	if strings.Join(seen, ",") != "greet-1,greet-2" {
-		t.Errorf("paging by one saw %v", seen)
+	if strings.Join(seen, ",") != "greet-2,greet-1" || pages[0].PrevPageToken != "" || pages[1].PrevPageToken == "" {
+		t.Errorf("paging by one, newest first, saw %v (%+v)", seen, pages)
+	}
+	back := page("--type", "Greet", "--limit", "1", "--page-token", pages[1].PrevPageToken)
+	if strings.Join(ids(back), ",") != "greet-2" || back.PrevPageToken != "" || back.NextPageToken == "" {
+		t.Errorf("back a page: %+v", back)
 	}
 	out = w.ok("list", "--limit", "1")
-	wantContains(t, "list --limit 1", out, "More runs match: next page with --cursor ")
-
-	// --query joins the other filters; its paging goes on where a page
-	// filtered after the list API stopped.
-	seen = nil
-	cursor = ""
-	for range 10 {
-		args := []string{"--query", "id=greet-*,idle-1 status!=Queued", "--limit", "1"}
-		if cursor != "" {
-			args = append(args, "--cursor", cursor)
-		}
-		var p wfListOutput
-		w.json(&p, "list", args...)
-		for _, d := range p.Workflows {
-			seen = append(seen, d.WorkflowID)
-		}
-		if cursor = p.NextCursor; cursor == "" {
-			break
-		}
+	wantContains(t, "list --limit 1", out, "idle-1", "Next page: --page-token ")
+	next := out[strings.Index(out, "--page-token ")+len("--page-token "):]
+	next = strings.TrimSpace(next)
+	out = w.ok("list", "--limit", "1", "--page-token", next)
+	wantContains(t, "list --limit 1, page 2", out, "greet-2", "Next page: --page-token ", "Previous page: --page-token ")
+	// The first cursor (a job id) still pages oldest first.
+	oldest := page("--type", "Greet", "--limit", "1", "--order", "start_asc")
+	after := page("--type", "Greet", "--limit", "1", "--cursor", strconv.FormatUint(oldest.Workflows[0].JobID, 10))
+	if strings.Join(append(ids(oldest), ids(after)...), ",") != "greet-1,greet-2" || after.NextCursor != "" {
+		t.Errorf("paging oldest first: %+v then %+v", oldest, after)
 	}
-	if strings.Join(seen, ",") != "greet-1,greet-2" {
-		t.Errorf("paging --query by one saw %v", seen)
+
+	// --query joins the other filters, in heddle's terms or Temporal's.
+	for _, q := range []string{"id=greet-*,idle-1 status!=Running", `WorkflowId STARTS_WITH "greet-" AND ExecutionStatus != "Running"`,
+		`(WorkflowId = "greet-1" OR WorkflowId = "greet-2") AND ExecutionStatus = "Completed" ORDER BY StartTime ASC`} {
+		seen = nil
+		for p := page("--query", q, "--limit", "1", "--order", "start_asc"); ; p = page("--query", q, "--limit", "1", "--order", "start_asc", "--page-token", p.NextPageToken) {
+			seen = append(seen, ids(p)...)
+			if p.NextPageToken == "" {
+				break
+			}
+		}
+		if strings.Join(seen, ",") != "greet-1,greet-2" {
+			t.Errorf("paging --query %s by one saw %v", q, seen)
+		}
 	}
 	out = w.ok("list", "-q", "queue="+wfIdleQueue+" created>=-1h", "--type", "Gate")
 	wantContains(t, "list -q", out, "idle-1")
@@ -615,8 +626,8 @@ func TestWorkflowBadInput(t *testing.T) {
 		{[]string{"list", "--status", "Done"}, 2, []string{`--status "Done" is not a status`, "Completed"}},
 		{[]string{"list", "--limit", "0"}, 2, []string{"--limit 0 is not between 1 and 1000"}},
 		{[]string{"list", "--cursor", "abc"}, 2, []string{`--cursor "abc"`}},
-		{[]string{"list", "--query", "status=Done"}, 2, []string{`--query "status=Done", at column 8: "Done" is not a status`}},
-		{[]string{"count", "-q", "created=2026-11-01"}, 2, []string{"--query", "column 8", "created takes the operators > >= < <=, not ="}},
+		{[]string{"list", "--query", "status=Done"}, 2, []string{`--query "status=Done", column 8, at "Done": "Done" is not a status`}},
+		{[]string{"count", "-q", "created~2026-11-01"}, 2, []string{"--query", "column 8", `at "~2026-11-01": after created comes an operator`}},
 		{[]string{"signal", "greet-1"}, 2, []string{"missing argument NAME"}},
 		{[]string{"signal", "greet-1", ""}, 2, []string{"NAME must not be empty"}},
 		{[]string{"signal", "greet-1", "go", "--input", "1", "--input", "2"}, 2, []string{"-input", "given more than once"}},

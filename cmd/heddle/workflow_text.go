@@ -84,6 +84,12 @@ func wfPrintJob(w io.Writer, d wfJobDoc) error {
 	kv("Type", wfCell(d.Type))
 	kv("Queue", wfCell(d.Queue))
 	kv("Status", d.Status)
+	if d.NextRunID != 0 {
+		kv("Next run", fmt.Sprintf("%s → run %d", engine.NextRunText(d.NextRunReason), d.NextRunID))
+	}
+	if d.PrevRunID != 0 {
+		kv("Previous run", fmt.Sprintf("run %d", d.PrevRunID))
+	}
 	// The run's attempt counts the workflow's retries (Temporal's
 	// attempt); the task attempt counts the workers' claims of this run
 	// (each turn, and each lease that expired), which the engine fences by.
@@ -121,6 +127,9 @@ func wfPrintJob(w io.Writer, d wfJobDoc) error {
 	if d.WaitingFor != nil {
 		kv("Waiting for", wfWaitText(d.WaitingFor, wfRelRFC, names))
 	}
+	if d.QueuedReason != nil {
+		kv("Why queued", wfCell(d.QueuedReason.Message))
+	}
 	for _, t := range d.Timers {
 		kv("Timer", fmt.Sprintf("%s fires %s", wfTimerLabel(t.ID, names), wfRelRFC(t.FireAt)))
 	}
@@ -133,7 +142,10 @@ func wfPrintJob(w io.Writer, d wfJobDoc) error {
 		kv("Activities", fmt.Sprintf("(those of the first %d events; the history is longer)", wfPendingMaxEvents))
 	}
 	for _, s := range d.Steps {
-		if !shown[s.Step] {
+		// A pending activity's line says its try and failure; its step's
+		// line is shown too when it says more: the question it asks a
+		// person, or the resource it holds.
+		if !shown[s.Step] || len(s.question()) > 0 || s.Resource != "" {
 			kv("Step "+wfCell(s.Step), stepLine(s))
 		}
 	}

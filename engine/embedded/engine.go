@@ -48,6 +48,11 @@ type Config struct {
 	// records none and costs nothing. Opening counts the open jobs once,
 	// from the status index.
 	Metrics *metrics.Metrics
+	// DisableQueueView turns off the node's view of its task queues'
+	// pollers and rates (TaskQueues): claims record no poller and applying
+	// counts nothing. DescribeTaskQueue then shows the backlog alone, and
+	// QueuedReason cannot say who polls. For measuring what the view costs.
+	DisableQueueView bool
 	// Logger, if set, receives Badger's logs through log/slog (unless
 	// Storage.Logger is set; Badger's informational lines at Debug) and the
 	// scheduler's errors at Warn (unless OnSchedulerError is set).
@@ -101,6 +106,11 @@ type Engine struct {
 	wg      sync.WaitGroup
 	limits  engine.Limits
 	onClose func() error
+	// clock is what a list's relative times ("-24h") count back from when
+	// the query names no time, and what the task queue view's ages and
+	// rates are read with.
+	clock  clock.Clock
+	queues *TaskQueues // nil: no task queue view
 
 	commitMu sync.Mutex
 	commitCh chan struct{} // closed and replaced after every durable batch
@@ -131,6 +141,12 @@ type Backend struct {
 	Limits engine.Limits
 	// OnClose, if set, is called by Close.
 	OnClose func() error
+	// TaskQueues, if set, is the node's view of its task queues, which
+	// Log's applier counts into (see TaskQueues); the Engine records its
+	// claims' polls in it. Nil: no view.
+	TaskQueues *TaskQueues
+	// Clock tells the time of the views' ages; nil means clock.Wall().
+	Clock clock.Clock
 }
 
 // New returns an Engine over b. It runs no scheduler: the backend owns
@@ -143,8 +159,12 @@ func New(b Backend) (*Engine, error) {
 	if err := b.Limits.Validate(); err != nil {
 		return nil, err
 	}
+	clk := b.Clock
+	if clk == nil {
+		clk = clock.Wall()
+	}
 	return &Engine{log: b.Log, store: b.Store, barrier: b.ReadBarrier, limits: b.Limits.WithDefaults(),
-		onClose: b.OnClose, commitCh: make(chan struct{})}, nil
+		onClose: b.OnClose, commitCh: make(chan struct{}), queues: b.TaskQueues, clock: clk}, nil
 }
 
 // NotifyCommitted wakes everything waiting on Committed (and the embedded
@@ -219,13 +239,20 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, machine.MarkStorageError(err)
 	}
-	e := &Engine{db: db, store: db, limits: cfg.Limits.WithDefaults(), commitCh: make(chan struct{})}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.Wall()
+	}
+	e := &Engine{db: db, store: db, limits: cfg.Limits.WithDefaults(), commitCh: make(chan struct{}), clock: clk}
+	if !cfg.DisableQueueView {
+		e.queues = NewTaskQueues(clk)
+	}
 	meter := NewMeter(cfg.Metrics)
 	if err := meter.Count(db); err != nil {
 		return nil, errors.Join(fmt.Errorf("engine: counting the open jobs for the metrics: %w", err), db.Close())
 	}
 	e.local, err = NewLocalLog(LocalLogConfig{DB: db, Machine: m, Clock: cfg.Clock,
-		MaxBatchCommands: cfg.MaxBatchCommands, OnCommit: e.NotifyCommitted, Meter: meter})
+		MaxBatchCommands: cfg.MaxBatchCommands, OnCommit: e.NotifyCommitted, Meter: meter, TaskQueues: e.queues})
 	if err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
@@ -311,10 +338,13 @@ func (e *Engine) Create(ctx context.Context, c engine.CreateJob) (*engine.Create
 // Claim takes ready jobs of a queue, with each job's newest events when
 // c.TailEvents asks for them.
 func (e *Engine) Claim(ctx context.Context, c engine.Claim) ([]engine.ClaimedJob, error) {
+	poll := c
+	c.BuildID = "" // the view's, not the log's (Claim.BuildID)
 	r, err := propose[*engine.ClaimResult](ctx, e, &c)
 	if err != nil {
 		return nil, err
 	}
+	e.queues.Claimed(&poll, len(r.Jobs))
 	if c.TailEvents > 0 {
 		e.attachTails(r.Jobs, c.TailEvents)
 	}

@@ -302,8 +302,8 @@ func TestGroupCommitEachCallerGetsItsOwnResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(page.Jobs); n != engine.MaxPage || page.Next == 0 {
-		t.Fatalf("list: %d jobs, next %d; want a full page and more", n, page.Next)
+	if n := len(page.Jobs); n != engine.MaxPage || page.NextPageToken == "" {
+		t.Fatalf("list: %d jobs, next %q; want a full page and more", n, page.NextPageToken)
 	}
 	glVerify(t, e.DB())
 }

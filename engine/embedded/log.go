@@ -45,6 +45,8 @@ type LocalLog struct {
 	closed    bool
 	onCommit  func([]uint64) // called after each durable batch (the scheduler's wake-up)
 	meter     *Meter         // nil: no metrics
+	queues    *TaskQueues    // nil: no task queue view
+	notes     machine.Notes  // the notes of a log without a Meter that counts for queues
 	synced    bool           // each commit syncs to disk
 }
 
@@ -71,6 +73,9 @@ type LocalLogConfig struct {
 	OnCommit func(touched []uint64)
 	// Meter, if set, records the metrics of applying and committing.
 	Meter *Meter
+	// TaskQueues, if set, counts the jobs that become ready on each queue
+	// and those claimed, for its rates.
+	TaskQueues *TaskQueues
 }
 
 // NewLocalLog starts a LocalLog; Close stops it.
@@ -82,7 +87,7 @@ func NewLocalLog(cfg LocalLogConfig) (*LocalLog, error) {
 		return nil, fmt.Errorf("engine: LocalLogConfig.MaxBatchCommands %d is negative", cfg.MaxBatchCommands)
 	}
 	l := &LocalLog{db: cfg.DB, machine: cfg.Machine, clock: cfg.Clock, maxCmds: cfg.MaxBatchCommands,
-		proposals: make(chan *proposal, 1024), done: make(chan struct{}), onCommit: cfg.OnCommit, meter: cfg.Meter}
+		proposals: make(chan *proposal, 1024), done: make(chan struct{}), onCommit: cfg.OnCommit, meter: cfg.Meter, queues: cfg.TaskQueues}
 	so := cfg.DB.Options()
 	l.synced = !so.NoSync && !so.InMemory
 	if l.machine == nil {
@@ -182,8 +187,10 @@ func (l *LocalLog) applyBatch(ps []*proposal) {
 		case !wrote:
 		case err == nil:
 			l.meter.Committed(len(waiting), start, l.synced)
+			l.queues.Committed()
 		default:
 			l.meter.Discard()
+			l.queues.Discard()
 		}
 		for _, p := range waiting {
 			if err != nil && p.err == nil {
@@ -200,7 +207,7 @@ func (l *LocalLog) applyBatch(ps []*proposal) {
 		p.cmd.Head().NowMS = nowMS
 		tx := batch.Begin()
 		start := l.meter.Start()
-		p.res, p.err = l.machine.ApplyNoting(tx, p.cmd, l.meter.Notes())
+		p.res, p.err = l.machine.ApplyNoting(tx, p.cmd, l.applyNotes())
 		l.meter.Applied(p.cmd, p.res, p.err, start)
 		if p.err != nil {
 			// Nothing of this command reached the batch, but its error was
@@ -219,8 +226,24 @@ func (l *LocalLog) applyBatch(ps []*proposal) {
 			p.res, p.err = nil, fmt.Errorf("%w: %v", engine.ErrPayloadTooLarge, err)
 		} else {
 			l.meter.Stage(diff)
+			if l.queues != nil {
+				l.queues.Stage(l.applyNotes())
+			}
 		}
 		waiting = append(waiting, p)
 	}
 	commit()
+}
+
+// applyNotes returns the notes Apply writes for the next command: the
+// Meter's, else the log's own when the task queue view needs them, else
+// nil (nothing is noted).
+func (l *LocalLog) applyNotes() *machine.Notes {
+	if n := l.meter.Notes(); n != nil {
+		return n
+	}
+	if l.queues != nil {
+		return &l.notes
+	}
+	return nil
 }

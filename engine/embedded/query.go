@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/machine"
+	"github.com/heddlewf/heddle/internal/listfilter"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -57,8 +59,9 @@ func (e *Engine) Effect(ctx context.Context, id engine.JobID, step string) (*eng
 	return eff, err
 }
 
-// List returns jobs matching q. It walks the most selective index the query
-// names (status, then type, then queue) and filters the rest from the records.
+// List returns one page of the runs q matches, in q's order (newest
+// first by default): the machine walks the narrowest index the filter
+// allows and checks each run it reads (machine.ListJobs).
 func (e *Engine) List(ctx context.Context, q engine.ListQuery) (*engine.ListPage, error) {
 	if q.Limit < 0 || q.Limit > engine.MaxPage {
 		return nil, fmt.Errorf("%w: list limit %d is not in [0, %d]", engine.ErrInvalidCommand, q.Limit, engine.MaxPage)
@@ -66,17 +69,47 @@ func (e *Engine) List(ctx context.Context, q engine.ListQuery) (*engine.ListPage
 	if q.Limit == 0 {
 		q.Limit = 100
 	}
+	f, err := listfilter.Compile(q, e.now())
+	if err != nil {
+		return nil, err
+	}
 	if q.After == math.MaxUint64 {
 		// No id is larger, and After+1 would wrap around to the first page.
-		return &engine.ListPage{}, nil
+		return &engine.ListPage{Jobs: []*engine.Job{}, Order: f.Order}, nil
 	}
 	page := &engine.ListPage{}
-	err := e.view(ctx, func(r *storage.Reader) error {
-		p, err := machine.ListJobs(r, q)
+	err = e.view(ctx, func(r *storage.Reader) error {
+		p, err := machine.ListJobs(r, q, f)
 		*page = *p
 		return err
 	})
 	return page, err
+}
+
+var _ engine.WorkflowCounter = (*Engine)(nil)
+
+// Count implements engine.WorkflowCounter.
+func (e *Engine) Count(ctx context.Context, q engine.ListQuery) (*engine.CountResult, error) {
+	q.Order, q.PageToken, q.After, q.Limit = engine.ListOrderDefault, "", 0, 0
+	f, err := listfilter.Compile(q, e.now())
+	if err != nil {
+		return nil, err
+	}
+	var res *engine.CountResult
+	err = e.view(ctx, func(r *storage.Reader) error {
+		var err error
+		res, err = machine.CountJobs(r, f)
+		return err
+	})
+	return res, err
+}
+
+// now is the engine's clock's time.
+func (e *Engine) now() time.Time {
+	if e.clock != nil {
+		return e.clock.Now()
+	}
+	return time.Now()
 }
 
 var _ engine.ResourceWaiterReader = (*Engine)(nil)

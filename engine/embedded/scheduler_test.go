@@ -254,7 +254,9 @@ func TestHistoryAndListPaging(t *testing.T) {
 	if _, err := e.History(bg, 99, 0, 0); !errorsIs(err, engine.ErrUnknownJob) {
 		t.Fatalf("history of unknown job: %v", err)
 	}
+	// Paged by the first cursor, After: oldest first.
 	list := func(q engine.ListQuery) []engine.JobID {
+		q.Order = engine.ListStartAsc
 		var ids []engine.JobID
 		for {
 			p, err := e.List(bg, q)

@@ -13,6 +13,7 @@ var _ engine.Service = (*Engine)(nil)
 // ClaimWait implements Service: it claims, and while nothing was claimed
 // sleeps until the next commit that wrote something.
 func (e *Engine) ClaimWait(ctx context.Context, c engine.Claim) ([]engine.ClaimedJob, error) {
+	defer e.BeginPoll(c)()
 	for {
 		changed := e.Committed() // before the look, so no commit is missed
 		ready, err := e.MayHaveReady(c.Queue)

@@ -338,21 +338,40 @@ func (c *Client) Effect(ctx context.Context, id engine.JobID, step string) (*eng
 
 // List implements engine.Service.
 func (c *Client) List(ctx context.Context, lq engine.ListQuery) (*engine.ListPage, error) {
+	return read[engine.ListPage](ctx, c, "/v1/jobs", listValues(lq))
+}
+
+var _ engine.WorkflowCounter = (*Client)(nil)
+
+// Count implements engine.WorkflowCounter.
+func (c *Client) Count(ctx context.Context, lq engine.ListQuery) (*engine.CountResult, error) {
+	lq.Order, lq.PageToken, lq.After, lq.Limit = engine.ListOrderDefault, "", 0, 0
+	return read[engine.CountResult](ctx, c, "/v1/jobs/count", listValues(lq))
+}
+
+// listValues are the URL parameters of a list query. Status goes by
+// number: by name, the server reads Running as every open run.
+func listValues(lq engine.ListQuery) url.Values {
 	q := url.Values{}
 	if lq.Status != engine.StatusNone {
 		q.Set("status", strconv.Itoa(int(lq.Status)))
 	}
-	if lq.Type != "" {
-		q.Set("type", lq.Type)
+	for k, v := range map[string]string{"type": lq.Type, "queue": lq.Queue, "workflow_id": lq.WorkflowID,
+		"query": lq.Query, "page_token": lq.PageToken} {
+		if v != "" {
+			q.Set(k, v)
+		}
 	}
-	if lq.Queue != "" {
-		q.Set("queue", lq.Queue)
+	if lq.ExecutionStatus != "" {
+		q.Set("execution_status", lq.ExecutionStatus)
 	}
-	if lq.CreatedFromMS != 0 {
-		q.Set("created_from_ms", strconv.FormatInt(lq.CreatedFromMS, 10))
+	if lq.Order != engine.ListOrderDefault {
+		q.Set("order", lq.Order.String())
 	}
-	if lq.CreatedBeforeMS != 0 {
-		q.Set("created_before_ms", strconv.FormatInt(lq.CreatedBeforeMS, 10))
+	for k, v := range map[string]int64{"created_from_ms": lq.CreatedFromMS, "created_before_ms": lq.CreatedBeforeMS, "now_ms": lq.NowMS} {
+		if v != 0 {
+			q.Set(k, strconv.FormatInt(v, 10))
+		}
 	}
 	if lq.After != 0 {
 		q.Set("after", strconv.FormatUint(uint64(lq.After), 10))
@@ -360,7 +379,7 @@ func (c *Client) List(ctx context.Context, lq engine.ListQuery) (*engine.ListPag
 	if lq.Limit != 0 {
 		q.Set("limit", strconv.Itoa(lq.Limit))
 	}
-	return read[engine.ListPage](ctx, c, "/v1/jobs", q)
+	return q
 }
 
 // WaitClosed implements engine.Service with long polls, asking again while

@@ -33,8 +33,10 @@
 //	POST   /v1/resources/remove              RemoveResource    -> ResourceResult
 //	POST   /v1/jobs/complete-async           CompleteAsync     -> StatusResult
 //
-//	GET    /v1/jobs?status=&type=&queue=&created_from_ms=&created_before_ms=&after=&limit=
-//	                                         List -> ListPage
+//	GET    /v1/jobs?query=&order=&page_token=&limit=&status=&execution_status=&type=&queue=
+//	             &workflow_id=&created_from_ms=&created_before_ms=&now_ms=&after=
+//	                                         List -> ListPage (newest first by default)
+//	GET    /v1/jobs/count?(list's filters)  Count -> CountResult
 //	GET    /v1/jobs/{job}                    Describe by job id       -> Job
 //	GET    /v1/workflows/{workflow}          Describe the current run -> Job
 //	GET    /v1/jobs/{job}/history?after=&limit=               History -> HistoryPage
@@ -50,6 +52,11 @@
 //	                                         QuerySteps (one step; long questions left out) -> StepsPage
 //	GET    /v1/resources                     Resources        -> ResourcesPage
 //	GET    /v1/resources/waiters?limit=      ResourceWaiters  -> ResourceWaitersPage
+//	GET    /v1/task-queues                   ListTaskQueues   -> TaskQueueList (every member's pollers merged)
+//	GET    /v1/task-queues/{queue}           DescribeTaskQueue -> TaskQueueDescription
+//	GET    /v1/jobs/{job}/queued-reason      QueuedReason     -> QueuedReason
+//	GET    /v1/workflows/{workflow}/queued-reason              -> QueuedReason
+//	GET    /v1/node/task-queues              this node's own view (what members merge) -> TaskQueueList
 //
 //	POST   /v1/schedules                     CreateSchedule    -> ScheduleResult
 //	POST   /v1/schedules/update              UpdateSchedule    -> ScheduleResult

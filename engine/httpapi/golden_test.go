@@ -177,8 +177,8 @@ func TestCursorAtTheTopOfTheRange(t *testing.T) {
 		}
 	}
 	for path, want := range map[string]string{
-		"/v1/jobs?after=18446744073709551615":           `{"jobs":[],"next":0}` + "\n",
-		"/v1/jobs?after=18446744073709551615&status=1":  `{"jobs":[],"next":0}` + "\n",
+		"/v1/jobs?after=18446744073709551615":           `{"jobs":[],"next":0,"order":"start_asc"}` + "\n",
+		"/v1/jobs?after=18446744073709551615&status=1":  `{"jobs":[],"next":0,"order":"start_asc"}` + "\n",
 		"/v1/jobs/1/history?after=18446744073709551615": `{"events":[],"next":0}` + "\n",
 	} {
 		r := doRaw(t, "GET", hs.URL+path, nil, nil)

@@ -40,6 +40,10 @@ func (s *Server) claim(c *call) (any, error) {
 	if err := c.decode(&cmd); err != nil {
 		return nil, err
 	}
+	// The poll is this node's to record, also while it waits here
+	// without proposing (a follower's poll reaches the leader only when
+	// there is work): see taskqueues.go.
+	defer s.beginPoll(cmd)()
 	wait, err := c.waitParam(0)
 	if err != nil {
 		return nil, err

@@ -138,29 +138,68 @@ func (s *Server) effect(c *call) (any, error) {
 }
 
 func (s *Server) list(c *call) (any, error) {
-	q := c.r.URL.Query()
-	lq := engine.ListQuery{Type: q.Get("type"), Queue: q.Get("queue")}
-	if st := q.Get("status"); st != "" {
-		var err error
-		if lq.Status, err = parseStatus(st); err != nil {
+	lq, err := c.listQuery()
+	if err != nil {
+		return nil, err
+	}
+	return s.cfg.Service.List(c.r.Context(), lq)
+}
+
+// count answers GET /v1/jobs/count, with list's filters; the route is
+// there when the Service counts (engine.WorkflowCounter).
+func count(wc engine.WorkflowCounter) handler {
+	return func(c *call) (any, error) {
+		lq, err := c.listQuery()
+		if err != nil {
 			return nil, err
+		}
+		return wc.Count(c.r.Context(), lq)
+	}
+}
+
+// listQuery reads the parameters of a list (and a count). status takes a
+// number (heddle's exact status, as Client.List sends it) or a name in the
+// list's vocabulary, where Running means every open run as in Temporal
+// (engine.ListQuery.ExecutionStatus).
+func (c *call) listQuery() (engine.ListQuery, error) {
+	q := c.r.URL.Query()
+	lq := engine.ListQuery{Type: q.Get("type"), Queue: q.Get("queue"), WorkflowID: q.Get("workflow_id"),
+		Query: q.Get("query"), PageToken: q.Get("page_token"), ExecutionStatus: q.Get("execution_status")}
+	if st := q.Get("status"); st != "" {
+		if _, err := strconv.ParseUint(st, 10, 8); err == nil {
+			var err error
+			if lq.Status, err = parseStatus(st); err != nil {
+				return lq, err
+			}
+		} else if lq.ExecutionStatus == "" {
+			lq.ExecutionStatus = st
+		} else {
+			return lq, fmt.Errorf("%w: status=%q and execution_status=%q: name the status once", engine.ErrInvalidCommand, st, lq.ExecutionStatus)
+		}
+	}
+	if o := q.Get("order"); o != "" {
+		var err error
+		if lq.Order, err = engine.ParseListOrder(o); err != nil {
+			return lq, err
 		}
 	}
 	after, err := c.uintParam("after")
 	if err != nil {
-		return nil, err
+		return lq, err
 	}
 	lq.After = engine.JobID(after)
-	if lq.CreatedFromMS, err = c.msParam("created_from_ms"); err != nil {
-		return nil, err
-	}
-	if lq.CreatedBeforeMS, err = c.msParam("created_before_ms"); err != nil {
-		return nil, err
+	for _, p := range []struct {
+		name string
+		to   *int64
+	}{{"created_from_ms", &lq.CreatedFromMS}, {"created_before_ms", &lq.CreatedBeforeMS}, {"now_ms", &lq.NowMS}} {
+		if *p.to, err = c.msParam(p.name); err != nil {
+			return lq, err
+		}
 	}
 	if lq.Limit, err = c.limitParam(); err != nil {
-		return nil, err
+		return lq, err
 	}
-	return s.cfg.Service.List(c.r.Context(), lq)
+	return lq, nil
 }
 
 // parseStatus reads a status by name ("Running") or by number ("2").

@@ -81,6 +81,9 @@ func (s *Server) routes() {
 	s.handle("POST /v1/resources/remove", RoleAdmin, command(svc.RemoveResource))
 
 	s.handle("GET /v1/jobs", RoleReader, s.list)
+	if wc, ok := svc.(engine.WorkflowCounter); ok {
+		s.handle("GET /v1/jobs/count", RoleReader, count(wc))
+	}
 	s.handle("GET /v1/jobs/{job}", RoleReader, s.describe)
 	s.handle("GET /v1/workflows/{workflow}", RoleReader, s.describe)
 	s.handle("GET /v1/jobs/{job}/history", RoleReader, s.history)
@@ -107,6 +110,7 @@ func (s *Server) routes() {
 	s.asyncRoutes()
 	s.healthRoutes()
 	s.reviewRoutes()
+	s.taskQueueRoutes()
 
 	// Everything else, including a known path with another method, gets
 	// the same error body as any other failure rather than the mux's

@@ -109,7 +109,7 @@ func TestClientCoversTheService(t *testing.T) {
 	if len(lp.Jobs) != 1 || lp.Jobs[0].ID != next.Job {
 		t.Fatalf("list of failed jobs %+v", lp)
 	}
-	lp, err = s.List(ctx, engine.ListQuery{Limit: 1})
+	lp, err = s.List(ctx, engine.ListQuery{Limit: 1, Order: engine.ListStartAsc})
 	must(err)
 	if len(lp.Jobs) != 1 || lp.Next != cr.Job {
 		t.Fatalf("first page %+v", lp)

@@ -3,8 +3,10 @@ package machine
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/listfilter"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -83,7 +85,12 @@ func TestQueriesMarkStorageErrors(t *testing.T) {
 	db := errStore(t)
 	_, err := ReadJob(failingReader(db), 1)
 	wantMarked(t, "ReadJob over a failed read", err, storage.ErrRead, engine.ErrStorageRead)
-	_, err = ListJobs(failingReader(db), engine.ListQuery{Limit: 10})
+	lq := engine.ListQuery{Limit: 10}
+	f, err := listfilter.Compile(lq, time.UnixMilli(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ListJobs(failingReader(db), lq, f)
 	wantMarked(t, "ListJobs over a failed read", err, storage.ErrRead, engine.ErrStorageRead)
 	damage(t, db)
 	err = db.View(func(r *storage.Reader) error {

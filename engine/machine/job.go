@@ -133,16 +133,22 @@ func containsKey(keys []string, k string) bool {
 	return false
 }
 
-// exactIndexKeys lists the entries of the exact indexes a job record implies.
-// The workflow-id key is not among them: it names the latest run and holds a
-// value.
+// exactIndexKeys lists the entries of the exact indexes a job record implies:
+// the list's (status, type, queue, the runs of its workflow id, and the
+// closing time of a run that ended), a parent's open children, and the
+// ready and delayed queues. The workflow-id key is not among them: it names
+// the latest run and holds a value.
 func exactIndexKeys(j *engine.Job) []string {
 	id := uint64(j.ID)
-	keys := make([]string, 0, 4)
+	keys := make([]string, 0, 6)
 	keys = append(keys,
 		string(storage.StatusKey(byte(j.Status), id)),
 		string(storage.TypeKey(j.Type, id)),
-		string(storage.QueueKey(j.Queue, id)))
+		string(storage.QueueKey(j.Queue, id)),
+		string(storage.RunsKey(j.WorkflowID, id)))
+	if j.Status.Terminal() {
+		keys = append(keys, string(storage.ClosedKey(j.ClosedMS, id)))
+	}
 	if j.ParentID != 0 && !j.Status.Terminal() {
 		keys = append(keys, string(storage.ChildKey(uint64(j.ParentID), id)))
 	}
@@ -275,6 +281,16 @@ func (a *applier) enter(j *engine.Job, to engine.Status, ev *engine.Event) {
 		j.ClosedMS = a.now
 		j.Timers = nil
 	}
+}
+
+// linkRuns records that next continued prev (prev ended and next took its
+// place as the run of its workflow id), and how: one of the reasons of
+// Job.NextRunReason. Both records are saved.
+func (a *applier) linkRuns(prev, next *loaded, reason string) {
+	prev.job.NextRunID, prev.job.NextRunReason = next.job.ID, reason
+	next.job.PrevRunID = prev.job.ID
+	a.save(prev)
+	a.save(next)
 }
 
 // nextJobID takes the next job id from the counter.

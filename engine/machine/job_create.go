@@ -160,7 +160,9 @@ func (a *applier) continueAsNew(c *engine.ContinueAsNew) (engine.Result, error) 
 	old := l.job
 	end := engine.Event{Type: engine.EventJobCompleted, Attempt: c.Attempt, Reason: engine.ReasonContinuedAsNew}
 	runAttempt := int32(1)
+	link := engine.ReasonContinuedAsNew
 	if c.Failure != nil {
+		link = engine.ReasonRetried
 		end = engine.Event{Type: engine.EventJobFailed, Attempt: c.Attempt, Reason: engine.ReasonRetried, Payload: c.Failure}
 		runAttempt = old.RunAttempt + 1
 	}
@@ -196,7 +198,7 @@ func (a *applier) continueAsNew(c *engine.ContinueAsNew) (engine.Result, error) 
 			return nil, err
 		}
 	}
-	a.save(nl)
+	a.linkRuns(l, nl, link)
 	return res, nil
 }
 

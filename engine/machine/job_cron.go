@@ -75,7 +75,7 @@ func (a *applier) cronNext(l *loaded, ref engine.LeaseRef, ev engine.Event) (eng
 		return nil, err
 	}
 	a.save(l)
-	if err := a.cronFollow(old, first, last); err != nil {
+	if err := a.cronFollow(l, first, last); err != nil {
 		return nil, err
 	}
 	return &engine.StatusResult{Job: old.ID, Status: old.Status, Seq: seq}, nil
@@ -89,12 +89,13 @@ func (a *applier) cronTimedOut(l *loaded) error {
 	if err != nil {
 		return err
 	}
-	return a.cronFollow(l.job, first, first.LastResult)
+	return a.cronFollow(l, first, first.LastResult)
 }
 
 // cronFollow creates the next run of old's chain, with old's first input
 // and last as its last completion result.
-func (a *applier) cronFollow(old *engine.Job, first *engine.Event, last []byte) error {
+func (a *applier) cronFollow(l *loaded, first *engine.Event, last []byte) error {
+	old := l.job
 	next := &engine.CreateJob{Header: engine.Header{NowMS: a.now}, WorkflowID: old.WorkflowID, Type: old.Type, Queue: old.Queue, Input: first.Payload,
 		ParentID: old.ParentID, ParentStep: old.ParentStep, ParentClosePolicy: old.ParentClosePolicy, Retry: old.Retry,
 		RunTimeoutMS: old.RunTimeoutMS, TraceParent: old.TraceParent, CronSchedule: old.CronSchedule}
@@ -107,6 +108,6 @@ func (a *applier) cronFollow(old *engine.Job, first *engine.Event, last []byte) 
 		return err
 	}
 	nl.job.DeadlineMS, nl.job.ScheduleID = old.DeadlineMS, old.ScheduleID
-	a.save(nl)
+	a.linkRuns(l, nl, engine.ReasonCronNext)
 	return nil
 }

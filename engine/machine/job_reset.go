@@ -120,6 +120,9 @@ func (a *applier) resetJob(c *engine.ResetJob) (engine.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The new run follows the id's current run in its chain when the reset
+	// replaces that run: it is the base, or an open run the reset ends.
+	follows := cur == base || !cur.job.Status.Terminal()
 	ended := []*loaded{base}
 	if cur != base && !cur.job.Status.Terminal() {
 		ended = append(ended, cur) // a closed current run is no business of this reset
@@ -132,6 +135,11 @@ func (a *applier) resetJob(c *engine.ResetJob) (engine.Result, error) {
 		if wasOpen {
 			res.Terminated = append(res.Terminated, l.job.ID)
 		}
+	}
+	// As a continued run does: the current run was the id's newest, so it
+	// names no next run yet.
+	if follows && cur.job.NextRunID == 0 {
+		a.linkRuns(cur, nl, engine.ReasonReset)
 	}
 	a.save(nl)
 	a.tx.Set(storage.WorkflowKey(b.WorkflowID), storage.U64(uint64(id)))

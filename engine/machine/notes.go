@@ -180,3 +180,14 @@ func (a *applier) jobStatusNoted(job engine.JobID) (from, to engine.Status, ok b
 	}
 	return l.old.Status, l.old.Status, true
 }
+
+// JobMoves calls fn for each job whose record the noted command saved, with
+// its queue, the status it had before the command (StatusNone for a job the
+// command created) and the status it was saved in. The task queue view
+// counts from them the jobs that became ready to claim and those claimed
+// (embedded.TaskQueues). Call it only after the command succeeded.
+func (n *Notes) JobMoves(fn func(queue string, from, to engine.Status)) {
+	for _, j := range n.jobs {
+		fn(j.queue, j.from, j.to)
+	}
+}

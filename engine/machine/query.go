@@ -94,58 +94,6 @@ func ReadEffect(r *storage.Reader, id engine.JobID, step string) (_ *engine.Effe
 	return eff, nil
 }
 
-// ListJobs reads the page of jobs q asks for (its Limit set, 1 to
-// MaxPage). It walks the most selective index the query names (status,
-// then type, then queue) and filters the rest from the records. The page
-// is not nil even with an error: it holds the jobs read before it.
-func ListJobs(r *storage.Reader, q engine.ListQuery) (_ *engine.ListPage, err error) {
-	defer markStorage(&err)
-	var prefix []byte
-	switch {
-	case q.Status != engine.StatusNone:
-		prefix = storage.StatusPrefix(byte(q.Status))
-	case q.Type != "":
-		prefix = storage.TypePrefix(q.Type)
-	case q.Queue != "":
-		prefix = storage.QueuePrefix(q.Queue)
-	default:
-		prefix = storage.JobPrefix
-	}
-	page := &engine.ListPage{}
-	if q.After == math.MaxUint64 {
-		// No id is larger, and After+1 would wrap around to the first page.
-		return page, nil
-	}
-	start := append(append([]byte(nil), prefix...), storage.U64(uint64(q.After)+1)...)
-	err = r.Scan(prefix, start, false, func(k, _ []byte) (bool, error) {
-		id, err := storage.TrailingJob(k)
-		if err != nil {
-			return false, err
-		}
-		j, err := ReadJob(r, engine.JobID(id))
-		if err != nil {
-			return false, err
-		}
-		if (q.Status != engine.StatusNone && j.Status != q.Status) || (q.Type != "" && j.Type != q.Type) ||
-			(q.Queue != "" && j.Queue != q.Queue) || !createdIn(&q, j) {
-			return true, nil
-		}
-		if len(page.Jobs) == q.Limit {
-			page.Next = page.Jobs[len(page.Jobs)-1].ID
-			return false, nil
-		}
-		page.Jobs = append(page.Jobs, j)
-		return true, nil
-	})
-	return page, err
-}
-
-// createdIn reports whether j was created in q's time range.
-func createdIn(q *engine.ListQuery, j *engine.Job) bool {
-	return (q.CreatedFromMS == 0 || j.CreatedMS >= q.CreatedFromMS) &&
-		(q.CreatedBeforeMS == 0 || j.CreatedMS < q.CreatedBeforeMS)
-}
-
 // HasReady reports whether queue holds a job ready to claim.
 func HasReady(r *storage.Reader, queue string) (_ bool, err error) {
 	defer markStorage(&err)

@@ -15,15 +15,17 @@ import (
 // every committed effect points at its event, every step's events follow the
 // step state machine and its step record equals their projection, no
 // resource has more units leased than its capacity and each leased unit
-// belongs to a live step lease, and no step waits for a unit while one it
-// could use is free. It reads everything; it is
+// belongs to a live step lease, no step waits for a unit while one it
+// could use is free, runs start in the order of their ids (List's start
+// order rests on it), and the links between the runs of a chain (PrevRunID,
+// NextRunID) agree at both ends. It reads everything; it is
 // for tests, chaos checkers and operators, never for a hot path. It returns
 // all problems found, up to max (0 means no bound).
 func Verify(r *storage.Reader, max int) []error {
 	v := &verifier{r: r, max: max, want: map[string]bool{}, latest: map[string]engine.JobID{}, claims: map[holderKey]uint32{}}
 	v.jobs()
 	v.resetLinks()
-	for _, p := range [][]byte{{storage.PrefixStatus}, {storage.PrefixType}, {storage.PrefixQueue},
+	for _, p := range [][]byte{{storage.PrefixStatus}, {storage.PrefixType}, {storage.PrefixQueue}, {storage.PrefixRuns}, storage.ClosedPrefix,
 		{storage.PrefixReady}, {storage.PrefixChild}, storage.DelayedPrefix, storage.LeasePrefix, storage.TimerPrefix, storage.DeadlinePrefix,
 		storage.StepDuePrefix} {
 		v.index(p)
@@ -31,7 +33,7 @@ func Verify(r *storage.Reader, max int) []error {
 	v.resources()
 	v.waiters()
 	for k := range v.want {
-		if !v.add(fmt.Errorf("index entry %q is missing", k)) {
+		if !v.add(fmt.Errorf("index entry %q is missing (%s)", k, storage.DescribeKey([]byte(k)))) {
 			break
 		}
 	}
@@ -84,6 +86,49 @@ func (v *verifier) jobs() {
 	for _, j := range jobs {
 		if !v.job(j) {
 			return
+		}
+	}
+	v.runOrder(jobs)
+}
+
+// runOrder checks what List's orders rest on, over jobs in id order: a
+// run starts no earlier than the run before it, and the runs of a chain
+// name each other.
+func (v *verifier) runOrder(jobs []*engine.Job) {
+	byID := make(map[engine.JobID]*engine.Job, len(jobs))
+	for i, j := range jobs {
+		byID[j.ID] = j
+		if i > 0 && j.CreatedMS < jobs[i-1].CreatedMS {
+			if !v.add(fmt.Errorf("job %d started at %d, before job %d at %d: start order is not id order", j.ID, j.CreatedMS, jobs[i-1].ID, jobs[i-1].CreatedMS)) {
+				return
+			}
+		}
+	}
+	for _, j := range jobs {
+		fail := func(format string, a ...any) bool {
+			return v.add(fmt.Errorf("job %d: "+format, append([]any{j.ID}, a...)...))
+		}
+		if j.NextRunID != 0 {
+			next := byID[j.NextRunID]
+			switch {
+			case !j.Status.Terminal() || j.NextRunReason == "":
+				if !fail("%s record names next run %d with reason %q", j.Status, j.NextRunID, j.NextRunReason) {
+					return
+				}
+			case next == nil || next.ID <= j.ID || next.WorkflowID != j.WorkflowID || next.PrevRunID != j.ID:
+				if !fail("next run %d does not continue it (%+v)", j.NextRunID, next) {
+					return
+				}
+			}
+		} else if j.NextRunReason != "" && !fail("no next run, but a reason %q for one", j.NextRunReason) {
+			return
+		}
+		if j.PrevRunID != 0 {
+			if prev := byID[j.PrevRunID]; prev == nil || prev.NextRunID != j.ID {
+				if !fail("previous run %d does not name it as its next", j.PrevRunID) {
+					return
+				}
+			}
 		}
 	}
 }
@@ -268,7 +313,7 @@ func (v *verifier) index(prefix []byte) {
 			if swept {
 				return true, nil // stale, removed when its time comes
 			}
-			return v.add(fmt.Errorf("index entry %q is implied by no job record", k)), nil
+			return v.add(fmt.Errorf("index entry %q is implied by no job record (%s)", k, storage.DescribeKey(k))), nil
 		}
 		delete(v.want, string(k))
 		return true, nil

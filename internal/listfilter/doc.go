@@ -1,44 +1,71 @@
-// Package listfilter parses the filter language of workflow lists, which "heddle workflow list --query" and the web UI share, and pages through the list API with it.
+// Package listfilter parses the filter language of workflow lists: the
+// Query of engine.ListQuery, which "heddle workflow list --query", the web
+// UI, the HTTP API's query parameter and the Go client's ListWorkflow
+// share. The engine evaluates it (engine/machine walks the index the
+// filter allows and checks each run with Match).
 //
 // # Language
 //
-// A query is a list of terms separated by spaces; a run is listed when every
-// term holds (there is no OR across terms). The empty query lists every run.
+// Temporal's list filter is accepted as Temporal writes it, and heddle's
+// shorter terms beside it, in one query if need be:
 //
-//	status=Running type=Order queue=orders created>2026-11-01T00:00Z
-//	status=Running,Waiting id=order-* created>-24h
-//	status!=Completed type="Nightly report" closed<=2026-11-02
+//	WorkflowType = "Order" AND ExecutionStatus = "Running"
+//	(WorkflowId = "a" OR WorkflowId STARTS_WITH "order-") AND StartTime > "2026-11-01T00:00:00Z"
+//	ExecutionStatus IN ("Failed", "TimedOut") ORDER BY CloseTime DESC
+//	StartTime BETWEEN "2026-11-01" AND "2026-11-02"
+//	status=Running,Waiting type=Order id=order-* created>-24h
 //
-// A term is field, operator, value:
+// A query is comparisons joined by AND and OR (AND binds tighter; a space
+// between two comparisons is an AND, as in heddle's terms), grouped with
+// parentheses, and an optional ORDER BY StartTime or CloseTime, ASC (the
+// default, as in SQL) or DESC. Keywords are read in any case.
 //
-//	field     operators       value
-//	status    = !=            a status name, any case (Running, waiting)
-//	type      = !=            a workflow type
-//	queue     = !=            a task queue
-//	id        = !=            a workflow id
-//	created   > >= < <=       a time: when the run was created
-//	closed    > >= < <=       a time: when the run ended (open runs never match)
+//	field            other names                 operators
+//	ExecutionStatus  status, execution_status    = != IN, NOT IN
+//	WorkflowType     type, workflow_type         = != IN, NOT IN, STARTS_WITH, NOT STARTS_WITH
+//	TaskQueue        queue, task_queue           (as WorkflowType)
+//	WorkflowId       id, workflow_id             (as WorkflowType)
+//	RunId            run, run_id, job            = != IN, NOT IN
+//	StartTime        created, start_time         = != > >= < <= BETWEEN … AND …, NOT BETWEEN
+//	CloseTime        closed, close_time          (as StartTime)
+//	HeddleStatus     heddle_status               = != IN, NOT IN
 //
-// "workflow_id" is another name of id and "task_queue" of queue; ":" is
-// another spelling of "=". The fields of = and != take a list of values
-// separated by commas, of which any one matches (= ) or none may (!=):
-// status=Running,Waiting. A bare value ending in "*" matches every value
-// that starts with what comes before the star (id=order-*); a quoted value
-// is matched as written. A value holding spaces, commas or quotes is
-// written in double quotes, with \" and \\ inside.
+// Field names are read in any case; ":" is another spelling of "=", and
+// "<>" of "!=".
+//
+// A value is quoted ("…" or '…', where a backslash escapes the quote and
+// itself) or bare (up to a space, a comma or a parenthesis). After = and
+// !=, heddle's forms work too: a list of values separated by commas, any
+// one of which matches (=) or none of which may (!=): status=Running,Waiting;
+// and a bare value ending in "*" matches every value that starts with what
+// comes before the star (id=order-*). A quoted value is matched as written.
+//
+// # Statuses
+//
+// ExecutionStatus (and heddle's status) takes Temporal's statuses:
+// Running is every run that has not ended (Queued, Running, Waiting,
+// Parked, Retrying, Draft and Suspended in heddle), Completed a run that
+// completed without continuing as new, ContinuedAsNew one that did,
+// Failed, Canceled (or Cancelled), Terminated and TimedOut; and beside
+// them Open and Closed, and heddle's own open statuses by name (Queued,
+// Waiting, Parked, Retrying, Draft, Suspended). HeddleStatus takes heddle's
+// statuses exactly as describe shows them, where Running is a run whose
+// lease a worker holds now and Completed includes the runs that continued
+// as new, and Open and Closed.
+//
+// # Times
 //
 // A time is RFC 3339 ("2026-11-01T10:30:00Z", "2026-11-01T10:30Z",
 // "2026-11-01T10:30:00+02:00"), a date or a time without a zone, read as UTC
 // ("2026-11-01", "2026-11-01T10:30"), a count of Unix milliseconds, "now",
 // or a duration back from now: "-90m", "now-24h", "-7d" (d is 24 hours).
-// Relative times are fixed when the query is parsed.
+// Relative times are fixed when the query is parsed. CloseTime compares
+// with nothing on a run that has not ended, as SQL's NULL: every
+// comparison of it keeps only runs that ended.
 //
-// # Where the filtering happens
+// # Bounds
 //
-// The list API filters by one status, one type, one queue and a creation
-// time range itself (Query.ListQuery). Everything else (several statuses,
-// !=, prefixes, workflow ids, closing times) is checked on the runs the API
-// returns (Query.Match), and Query.Page reads on until a page is full or a
-// scan budget is spent, so a page is always a run of matching runs in
-// creation order with a cursor that goes on where it stopped.
+// Parse reads at most 4096 characters, parentheses 32 deep, 256
+// comparisons and 256 values in a list, and says what is wrong with a
+// *SyntaxError naming the column and the token found there.
 package listfilter

@@ -1,248 +1,207 @@
 package listfilter
 
 import (
+	"fmt"
+	"hash/fnv"
+	"slices"
 	"strings"
-	"unicode"
+	"time"
 
 	"github.com/heddlewf/heddle/engine"
 )
 
-// Match reports whether job j passes every term of q.
+// Query is a parsed filter: an expression and an order.
+type Query struct {
+	// Expr is the filter; nil matches every run.
+	Expr Expr
+	// Order is the ORDER BY of the text (ListOrderDefault without one);
+	// Compile resolves it.
+	Order engine.ListOrder
+	// statusOnly: Expr tests statuses and nothing else.
+	statusOnly bool
+}
+
+// Match reports whether run j passes q's filter.
 func (q *Query) Match(j *engine.Job) bool {
-	if q == nil {
+	return q == nil || q.Expr == nil || q.Expr.Match(j)
+}
+
+// Bounds is the bounds of q's filter (Any for none).
+func (q *Query) Bounds() Bounds {
+	if q == nil || q.Expr == nil {
+		return Any()
+	}
+	return q.Expr.Bounds()
+}
+
+// StatusOnly reports whether q's filter tests the runs' statuses and
+// nothing else, in a way their heddle statuses alone decide, so that a
+// count can read the status indexes instead of the runs' records.
+func (q *Query) StatusOnly() bool {
+	if q == nil || q.Expr == nil {
 		return true
 	}
-	for i := range q.Terms {
-		if !q.Terms[i].match(j) {
-			return false
-		}
-	}
-	return true
+	return q.statusOnly && q.Bounds().statusesExact()
 }
 
-func (t *Term) match(j *engine.Job) bool {
-	switch t.Field {
-	case FieldStatus:
-		in := false
-		for _, s := range t.statuses {
-			in = in || j.Status == s
-		}
-		return in == (t.Op == OpEq)
-	case FieldType:
-		return t.matchText(j.Type)
-	case FieldQueue:
-		return t.matchText(j.Queue)
-	case FieldID:
-		return t.matchText(j.WorkflowID)
-	case FieldCreated:
-		return t.matchTime(j.CreatedMS)
-	case FieldClosed:
-		// An open run has no closing time, and so matches no bound.
-		return j.ClosedMS != 0 && t.matchTime(j.ClosedMS)
-	}
-	return false
-}
-
-func (t *Term) matchText(s string) bool {
-	in := false
-	for _, v := range t.Values {
-		if v.Prefix {
-			in = in || strings.HasPrefix(s, v.Text)
-		} else {
-			in = in || s == v.Text
-		}
-	}
-	return in == (t.Op == OpEq)
-}
-
-func (t *Term) matchTime(ms int64) bool {
-	switch t.Op {
-	case OpGt:
-		return ms > t.atMS
-	case OpGe:
-		return ms >= t.atMS
-	case OpLt:
-		return ms < t.atMS
-	case OpLe:
-		return ms <= t.atMS
-	}
-	return false
-}
-
-// serverSide reports whether the list API applies t itself (ListQuery
-// carries it), so that a page of the API's needs no filtering after.
-func (t *Term) serverSide() bool {
-	single := t.Op == OpEq && len(t.Values) == 1 && !t.Values[0].Prefix
-	switch t.Field {
-	case FieldStatus, FieldType, FieldQueue:
-		return single
-	case FieldCreated:
-		return true
-	}
-	return false
-}
-
-// ListQuery returns the part of q the list API filters by itself: the
-// first status, type and queue terms that name one value exactly, and the
-// narrowest creation time range. Match checks the rest; a run the API
-// returns for it may still fail Match.
-func (q *Query) ListQuery() engine.ListQuery {
-	var lq engine.ListQuery
-	if q == nil {
-		return lq
-	}
-	for i := range q.Terms {
-		t := &q.Terms[i]
-		if !t.serverSide() {
-			continue
-		}
-		switch t.Field {
-		case FieldStatus:
-			if lq.Status == engine.StatusNone {
-				lq.Status = t.statuses[0]
-			}
-		case FieldType:
-			if lq.Type == "" {
-				lq.Type = t.Values[0].Text
-			}
-		case FieldQueue:
-			if lq.Queue == "" {
-				lq.Queue = t.Values[0].Text
-			}
-		case FieldCreated:
-			from, before := t.bounds()
-			if from != 0 && from > lq.CreatedFromMS {
-				lq.CreatedFromMS = from
-			}
-			if before != 0 && (lq.CreatedBeforeMS == 0 || before < lq.CreatedBeforeMS) {
-				lq.CreatedBeforeMS = before
-			}
-		}
-	}
-	return lq
-}
-
-// bounds returns a time term as the list API's range: an inclusive lower
-// bound or an exclusive upper bound in Unix ms (0: none).
-func (t *Term) bounds() (fromMS, beforeMS int64) {
-	switch t.Op {
-	case OpGt:
-		return t.atMS + 1, 0
-	case OpGe:
-		return t.atMS, 0
-	case OpLt:
-		return 0, t.atMS
-	case OpLe:
-		return 0, t.atMS + 1
-	}
-	return 0, 0
-}
-
-// exact reports whether the list API applies every term of q itself.
-func (q *Query) exact() bool {
-	if q == nil {
-		return true
-	}
-	seen := map[Field]bool{}
-	for i := range q.Terms {
-		t := &q.Terms[i]
-		// A second term of a field the API filters by once is checked here.
-		if !t.serverSide() || (t.Field != FieldCreated && seen[t.Field]) {
-			return false
-		}
-		seen[t.Field] = true
-	}
-	return true
-}
-
-// And returns a query whose terms are q's and then o's.
-func (q *Query) And(o *Query) *Query {
-	out := &Query{}
-	if q != nil {
-		out.Terms = append(out.Terms, q.Terms...)
-	}
-	if o != nil {
-		out.Terms = append(out.Terms, o.Terms...)
-	}
-	return out
-}
-
-// FromListQuery returns the terms that say what lq's status, type and
-// queue say (its cursor, limit and time range are left out), so that the
-// CLI's --status, --type and --queue flags join a --query.
-func FromListQuery(lq engine.ListQuery) *Query {
-	q := &Query{}
-	if lq.Status != engine.StatusNone {
-		q.Terms = append(q.Terms, Term{Field: FieldStatus, Op: OpEq,
-			Values: []Value{{Text: lq.Status.String()}}, statuses: []engine.Status{lq.Status}})
-	}
-	if lq.Type != "" {
-		q.Terms = append(q.Terms, Term{Field: FieldType, Op: OpEq, Values: []Value{{Text: lq.Type, Quoted: needsQuotes(lq.Type)}}})
-	}
-	if lq.Queue != "" {
-		q.Terms = append(q.Terms, Term{Field: FieldQueue, Op: OpEq, Values: []Value{{Text: lq.Queue, Quoted: needsQuotes(lq.Queue)}}})
-	}
-	return q
-}
-
-// String writes q back in the language, one space between terms; Parse
-// reads it as the same query (relative times as they were written: the
-// Values keep the text).
+// String writes q in Temporal's syntax (field names, quoted values, AND,
+// OR, IN, BETWEEN, STARTS_WITH, ORDER BY); Parse reads it back as the same
+// query, relative times as they were written.
 func (q *Query) String() string {
 	if q == nil {
 		return ""
 	}
-	parts := make([]string, len(q.Terms))
-	for i := range q.Terms {
-		parts[i] = q.Terms[i].String()
-	}
-	return strings.Join(parts, " ")
-}
-
-func (t *Term) String() string {
-	vals := make([]string, len(t.Values))
-	for i, v := range t.Values {
-		vals[i] = v.String()
-	}
-	return string(t.Field) + string(t.Op) + strings.Join(vals, ",")
-}
-
-func (v Value) String() string {
-	switch {
-	case v.Prefix:
-		return v.Text + "*"
-	case v.Quoted || needsQuotes(v.Text):
-		return quote(v.Text)
-	}
-	return v.Text
-}
-
-// needsQuotes reports whether a bare s would read differently.
-func needsQuotes(s string) bool {
-	return s == "" || strings.HasSuffix(s, "*") || strings.ContainsFunc(s, func(r rune) bool {
-		return r == '"' || r == ',' || r == '\\' || r <= ' ' || r == 0x7f || unicode.IsSpace(r)
-	})
-}
-
-// quote writes s as a quoted value of the language.
-func quote(s string) string {
 	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		if r == '"' || r == '\\' {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
+	if q.Expr != nil {
+		q.Expr.write(&b, false)
 	}
-	b.WriteByte('"')
+	if q.Order != engine.ListOrderDefault {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString("ORDER BY ")
+		b.WriteString(orderText(q.Order))
+	}
 	return b.String()
 }
 
-// Quote returns s as a value the language reads back as s: bare when it
-// can be, else in double quotes.
-func Quote(s string) string {
-	if needsQuotes(s) {
-		return quote(s)
+func orderText(o engine.ListOrder) string {
+	switch o {
+	case engine.ListStartAsc:
+		return "StartTime ASC"
+	case engine.ListCloseDesc:
+		return "CloseTime DESC"
+	case engine.ListCloseAsc:
+		return "CloseTime ASC"
 	}
-	return s
+	return "StartTime DESC"
+}
+
+// Digest fingerprints q (its text and order), so that a page token made
+// for one query is not taken by another.
+func (q *Query) Digest() uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(q.String()))
+	h.Write([]byte{0, byte(q.Order)})
+	return h.Sum64()
+}
+
+// Compile is the filter and the order of a ListQuery: its Query parsed
+// (relative times counting back from lq.NowMS, or now when it is 0), its
+// filter fields added as predicates that every run must also pass, and
+// its order resolved: Order, else the Query's ORDER BY, else oldest first
+// when After is set, else newest first. A bad query or field is an error
+// that matches engine.ErrInvalidCommand (and ErrSyntax for the text).
+func Compile(lq engine.ListQuery, now time.Time) (*Query, error) {
+	if lq.NowMS != 0 {
+		now = time.UnixMilli(lq.NowMS)
+	}
+	q, err := Parse(lq.Query, now)
+	if err != nil {
+		return nil, err
+	}
+	var terms And
+	if q.Expr != nil {
+		terms = append(terms, q.Expr)
+	}
+	statusOnly := q.Expr == nil || q.statusOnly
+	if lq.Status != engine.StatusNone {
+		if !slices.Contains(engine.Statuses(), lq.Status) {
+			return nil, fmt.Errorf("%w: list status %d is not a status", engine.ErrInvalidCommand, uint8(lq.Status))
+		}
+		set := bitOf(lq.Status)
+		if lq.Status == engine.StatusCompleted {
+			set |= 1 << continuedBit
+		}
+		terms = append(terms, &Pred{Field: FieldHeddleStatus, Op: OpEq, Values: []string{lq.Status.String()}, statuses: set})
+	}
+	if lq.ExecutionStatus != "" {
+		set, ok := statusNamed(FieldExecutionStatus, lq.ExecutionStatus)
+		if !ok {
+			return nil, fmt.Errorf("%w: %q is not a status: want one of %s", engine.ErrInvalidCommand, lq.ExecutionStatus, statusNames(FieldExecutionStatus))
+		}
+		terms = append(terms, &Pred{Field: FieldExecutionStatus, Op: OpEq, Values: []string{canonicalStatus(FieldExecutionStatus, lq.ExecutionStatus)}, statuses: set})
+	}
+	for _, f := range []struct {
+		field Field
+		v     string
+	}{{FieldWorkflowType, lq.Type}, {FieldTaskQueue, lq.Queue}, {FieldWorkflowID, lq.WorkflowID}} {
+		if f.v != "" {
+			terms = append(terms, &Pred{Field: f.field, Op: OpEq, Values: []string{f.v}})
+			statusOnly = false
+		}
+	}
+	if lq.CreatedFromMS != 0 {
+		terms = append(terms, &Pred{Field: FieldStartTime, Op: OpGe, Values: []string{fmt.Sprint(lq.CreatedFromMS)}, timesMS: []int64{lq.CreatedFromMS}})
+		statusOnly = false
+	}
+	if lq.CreatedBeforeMS != 0 {
+		terms = append(terms, &Pred{Field: FieldStartTime, Op: OpLt, Values: []string{fmt.Sprint(lq.CreatedBeforeMS)}, timesMS: []int64{lq.CreatedBeforeMS}})
+		statusOnly = false
+	}
+	out := &Query{statusOnly: statusOnly}
+	switch len(terms) {
+	case 0:
+	case 1:
+		out.Expr = terms[0]
+	default:
+		out.Expr = flattenAnd(terms)
+	}
+	switch {
+	case lq.Order > engine.ListCloseAsc:
+		return nil, fmt.Errorf("%w: list order %d is not an order", engine.ErrInvalidCommand, uint8(lq.Order))
+	case lq.After != 0 && lq.PageToken != "":
+		return nil, fmt.Errorf("%w: a list takes After or a PageToken, not both", engine.ErrInvalidCommand)
+	case lq.Order != engine.ListOrderDefault && q.Order != engine.ListOrderDefault && lq.Order != q.Order:
+		return nil, fmt.Errorf("%w: the list's order %s and the query's ORDER BY %s disagree", engine.ErrInvalidCommand, lq.Order, orderText(q.Order))
+	case lq.Order != engine.ListOrderDefault:
+		out.Order = lq.Order
+	case q.Order != engine.ListOrderDefault:
+		out.Order = q.Order
+	case lq.After != 0:
+		out.Order = engine.ListStartAsc
+	default:
+		out.Order = engine.ListStartDesc
+	}
+	if lq.After != 0 && out.Order != engine.ListStartAsc {
+		return nil, fmt.Errorf("%w: After pages oldest first by start time, not %s: page with the PageToken of a page", engine.ErrInvalidCommand, out.Order)
+	}
+	return out, nil
+}
+
+// flattenAnd merges the Ands among terms into one.
+func flattenAnd(terms And) And {
+	var out And
+	for _, t := range terms {
+		if a, ok := t.(And); ok {
+			out = append(out, a...)
+		} else {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// canonicalStatus is a status name as the vocabulary of f spells it.
+func canonicalStatus(f Field, name string) string {
+	if f == FieldHeddleStatus {
+		for _, s := range engine.Statuses() {
+			if strings.EqualFold(name, s.String()) {
+				return s.String()
+			}
+		}
+		if strings.EqualFold(name, "open") {
+			return "Open"
+		}
+		return "Closed"
+	}
+	for _, e := range executionStatuses {
+		if strings.EqualFold(name, e.name) {
+			if e.name == "Cancelled" {
+				return "Canceled"
+			}
+			return e.name
+		}
+	}
+	return name
 }

@@ -192,7 +192,7 @@ func TestBrowserRunForms(t *testing.T) {
 			t.Errorf("the compact history shows %q:\n%s", not, compact)
 		}
 	}
-	if s := text(t, ctx, "#run-attempt"); !strings.HasPrefix(s, "1 (not retried)") {
+	if s := text(t, ctx, "#run-attempt"); !strings.HasPrefix(s, "1 (the run's try under its workflow retry policy; not retried)") {
 		t.Errorf("the order's attempt: %q", s)
 	}
 	shoot(t, ctx, "ui-run-compact")

@@ -39,6 +39,9 @@ var features = []feature{
 	{Path: "resources", Title: "Resources", Template: "resources.html", Load: loadResources,
 		About:     "The resource pools, the leases steps hold on them, the steps waiting for a unit, and the resources drained.",
 		Meanwhile: "This server's API has no routes for resources. Until it has, heddle resource list shows the pool."},
+	{Path: "task-queues", Title: "Task queues", Template: "taskqueues.html", Load: loadTaskQueues,
+		About:     "The task queues: the workers polling each (who, when last, which workflow and activity types they run), the runs waiting and how long, and the rates.",
+		Meanwhile: "This server's API has no task queue routes (GET /v1/task-queues). Until it has, heddle workflow list --status Queued shows the waiting runs."},
 }
 
 // unavailableData is the "not available" page's.

@@ -21,6 +21,7 @@ var funcs = template.FuncMap{
 	"add":         func(a, b int) int { return a + b },
 	"shellQuote":  shellQuote,
 	"shellWord":   shellWord,
+	"nextRunText": engine.NextRunText,
 	// pathEscape writes a name (a schedule id, a step) as one segment of
 	// a page's path: a "/" in it does not make two.
 	"pathEscape": url.PathEscape,

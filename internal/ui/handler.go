@@ -65,6 +65,7 @@ func (h *Handler) routes() {
 	h.page("GET "+Path+"/cluster", h.cluster)
 	h.page("POST "+Path+"/resources/drain", h.drainResource)
 	h.page("POST "+Path+"/review/{task}/{op}", h.reviewAct)
+	h.page("GET "+Path+"/task-queues/{queue}", h.taskQueue)
 	for _, f := range features {
 		h.page("GET "+Path+"/"+f.Path, h.feature(f))
 	}

@@ -65,21 +65,32 @@ func TestWorkflowsPage(t *testing.T) {
 	seedList(v)
 	for _, tc := range []struct {
 		query string
-		rows  string
-		cli   string // the filter the page says the CLI takes
+		rows  string // newest first
+		cli   string // the command line the page says lists the same
 	}{
-		{"", "wf-1,wf-2,wf-3,wf-4,wf-5,wf-6", ""},
-		{"status=Queued", "wf-1,wf-2,wf-3,wf-4", "status=Queued"},
-		{"status=Terminated&type=Refund", "wf-6", "status=Terminated type=Refund"},
-		{"queue=orders", "wf-1,wf-3,wf-5", "queue=orders"},
-		{"type=Ref*", "wf-2,wf-4,wf-6", "type=Ref*"},
-		{"q=" + url.QueryEscape("status!=Terminated id=wf-1,wf-2,wf-5"), "wf-1,wf-2", "status!=Terminated id=wf-1,wf-2,wf-5"},
-		// Created from 12:01 (inclusive) to 12:03 (exclusive), UTC, as
+		{"", "wf-6,wf-5,wf-4,wf-3,wf-2,wf-1", ""},
+		{"status=Queued", "wf-4,wf-3,wf-2,wf-1", "--query 'status=Queued'"},
+		// Running is every open run, as in Temporal.
+		{"status=Running", "wf-4,wf-3,wf-2,wf-1", "--query 'status=Running'"},
+		{"q=" + url.QueryEscape("HeddleStatus=Running"), "", "--query 'HeddleStatus=Running'"},
+		{"status=Terminated&type=Refund", "wf-6", "--query 'status=Terminated type=Refund'"},
+		{"queue=orders", "wf-5,wf-3,wf-1", "--query 'queue=orders'"},
+		{"type=Ref*", "wf-6,wf-4,wf-2", "--query 'type=Ref*'"},
+		{"q=" + url.QueryEscape("status!=Terminated id=wf-1,wf-2,wf-5"), "wf-2,wf-1", "--query 'status!=Terminated id=wf-1,wf-2,wf-5'"},
+		// Temporal's syntax, and a form field beside a query with OR.
+		{"q=" + url.QueryEscape(`WorkflowType = "Refund" AND ExecutionStatus = "Running"`), "wf-4,wf-2", `--query 'WorkflowType = "Refund" AND ExecutionStatus = "Running"'`},
+		{"queue=orders&q=" + url.QueryEscape(`WorkflowId = "wf-1" OR WorkflowId = "wf-2" ORDER BY StartTime`), "wf-1",
+			`--query 'queue=orders (WorkflowId = "wf-1" OR WorkflowId = "wf-2") ORDER BY StartTime'`},
+		// Started from 12:01 (inclusive) to 12:03 (exclusive), UTC, as
 		// the form's datetime-local fields send them.
-		{"from=2026-11-02T12:01&to=2026-11-02T12:03", "wf-2,wf-3", "created>=2026-11-02T12:01 created<2026-11-02T12:03"},
-		{"q=" + url.QueryEscape("created>-3m"), "wf-5,wf-6", "created>-3m"},
-		{"q=" + url.QueryEscape("closed>=2026-11-02T12:00Z"), "wf-5,wf-6", "closed>=2026-11-02T12:00Z"},
-		{"type=Nothing", "", "type=Nothing"},
+		{"from=2026-11-02T12:01&to=2026-11-02T12:03", "wf-3,wf-2", "--query 'created>=2026-11-02T12:01 created<2026-11-02T12:03'"},
+		{"q=" + url.QueryEscape("created>-3m"), "wf-6,wf-5", "--query 'created>-3m'"},
+		{"q=" + url.QueryEscape("closed>=2026-11-02T12:00Z"), "wf-6,wf-5", "--query 'closed>=2026-11-02T12:00Z'"},
+		{"type=Nothing", "", "--query 'type=Nothing'"},
+		// The sort: oldest first, and the runs that ended first.
+		{"sort=start_asc", "wf-1,wf-2,wf-3,wf-4,wf-5,wf-6", "--order start_asc"},
+		{"sort=close_desc", "wf-6,wf-5,wf-4,wf-3,wf-2,wf-1", "--order close_desc"},
+		{"sort=close_asc&type=Refund", "wf-6,wf-2,wf-4", "--query 'type=Refund' --order close_asc"},
 	} {
 		code, body, _ := v.get("/ui/workflows?" + tc.query)
 		if code != http.StatusOK {
@@ -90,7 +101,7 @@ func TestWorkflowsPage(t *testing.T) {
 			t.Errorf("?%s lists %q, want %q", tc.query, got, tc.rows)
 		}
 		if tc.cli != "" {
-			wantIn(t, "?"+tc.query, body, "heddle workflow list --query '"+tc.cli+"'")
+			wantIn(t, "?"+tc.query, body, "heddle workflow list "+tc.cli+"</code>")
 		}
 		if tc.rows == "" {
 			wantIn(t, "?"+tc.query, body, "No runs match.")
@@ -101,8 +112,11 @@ func TestWorkflowsPage(t *testing.T) {
 	if code != http.StatusBadRequest {
 		t.Errorf("a bad query: HTTP %d, want 400", code)
 	}
-	wantIn(t, "a bad query", body, `At column 8: "Done" is not a status`)
+	wantIn(t, "a bad query", body, `At column 8, at "Done": "Done" is not a status of ExecutionStatus`)
 	wantNotIn(t, "a bad query", body, `<table class="runs"`)
+	if code, _, _ := v.get("/ui/workflows?sort=newest"); code != http.StatusBadRequest {
+		t.Errorf("a bad sort: HTTP %d, want 400", code)
+	}
 }
 
 func TestWorkflowsPaging(t *testing.T) {
@@ -110,36 +124,52 @@ func TestWorkflowsPaging(t *testing.T) {
 	for i := 1; i <= 30; i++ {
 		v.create(engine.CreateJob{WorkflowID: fmt.Sprintf("run-%02d", i), Type: "T", Queue: "q"})
 	}
-	// Page through by the page's own "next" links: 25, then 5, then the
-	// way back to the first page.
+	newest := func(from, to int) string {
+		var ids []string
+		for i := from; i >= to; i-- {
+			ids = append(ids, fmt.Sprintf("run-%02d", i))
+		}
+		return strings.Join(ids, ",")
+	}
+	// Page through by the page's own links: 25 newest, then 5, and back.
 	code, body, _ := v.get("/ui/workflows")
-	if code != http.StatusOK || strings.Count(rows(body), ",") != 24 || strings.Contains(body, "first-page") {
+	if code != http.StatusOK || rows(body) != newest(30, 6) || strings.Contains(body, "first-page") || strings.Contains(body, "prev-page") {
 		t.Fatalf("first page: HTTP %d, rows %q", code, rows(body))
 	}
-	next := link(t, body, "next-page")
-	if !strings.Contains(next, "after=25") {
-		t.Errorf("next link %q does not go on after run 25", next)
-	}
-	_, body, _ = v.get(next)
-	if got := rows(body); got != "run-26,run-27,run-28,run-29,run-30" || strings.Contains(body, "next-page") {
+	_, body, _ = v.get(link(t, body, "next-page"))
+	if got := rows(body); got != newest(5, 1) || strings.Contains(body, "next-page") {
 		t.Errorf("second page lists %q (next link: %v)", got, strings.Contains(body, "next-page"))
 	}
 	if first := link(t, body, "first-page"); first != "/ui/workflows?" {
 		t.Errorf("first page link %q", first)
 	}
-	// With a filter the API cannot apply, the page is filled from the
-	// runs after the last one shown, and the links keep the filter.
-	_, body, _ = v.get("/ui/workflows?limit=50&q=" + url.QueryEscape("id=run-1*,run-3*"))
+	_, body, _ = v.get(link(t, body, "prev-page"))
+	if got := rows(body); got != newest(30, 6) || strings.Contains(body, "prev-page") || !strings.Contains(body, "next-page") {
+		t.Errorf("back to the first page: %q", got)
+	}
+	// A filter no index answers, its sort and page size kept by the links.
+	_, body, _ = v.get("/ui/workflows?limit=50&sort=start_asc&q=" + url.QueryEscape("id=run-1*,run-3*"))
 	if got := rows(body); got != "run-10,run-11,run-12,run-13,run-14,run-15,run-16,run-17,run-18,run-19,run-30" {
 		t.Errorf("id filter lists %q", got)
 	}
-	_, body, _ = v.get("/ui/workflows?limit=25&q=" + url.QueryEscape("id=run-2*,run-30"))
-	if got := rows(body); got != "run-20,run-21,run-22,run-23,run-24,run-25,run-26,run-27,run-28,run-29,run-30" {
+	_, body, _ = v.get("/ui/workflows?limit=5&q=" + url.QueryEscape("id=run-2*,run-30"))
+	if got := rows(body); got != "run-30,run-29,run-28,run-27,run-26" {
 		t.Errorf("id filter lists %q", got)
 	}
-	code, _, _ = v.get("/ui/workflows?after=x")
-	if code != http.StatusBadRequest {
-		t.Errorf("after=x: HTTP %d, want 400", code)
+	next := link(t, body, "next-page")
+	if !strings.Contains(next, "limit=5") || !strings.Contains(next, "q=") {
+		t.Errorf("next link %q lost the filter", next)
+	}
+	_, body, _ = v.get(next)
+	if got := rows(body); got != "run-25,run-24,run-23,run-22,run-21" {
+		t.Errorf("id filter, second page %q", got)
+	}
+	// A page link of another filter, or no link at all, is refused.
+	if code, _, _ = v.get("/ui/workflows?q=type%3DU&" + next[strings.Index(next, "page="):]); code != http.StatusBadRequest {
+		t.Errorf("a page link with another filter: HTTP %d, want 400", code)
+	}
+	if code, _, _ = v.get("/ui/workflows?page=x"); code != http.StatusBadRequest {
+		t.Errorf("page=x: HTTP %d, want 400", code)
 	}
 }
 
@@ -199,7 +229,7 @@ func TestRunPage(t *testing.T) {
 		// child (found and linked), a timer with its time
 		"Waits for: timer of step 4 at 2026-11-02 14:00:00.000Z.",
 		// the attempt counts retries (none), the workflow tasks leases
-		`<dd id="run-attempt">1 <span class="note">(not retried)</span></dd>`, `<dd id="run-tasks">1 <span class="note">`,
+		`<dd id="run-attempt">1 <span class="note">(the run's try under its workflow retry policy; not retried)</span></dd>`, `<dd id="run-tasks">1 <span class="note">`,
 		`<tr data-step="2">`, "Charge", "try 1 failed: card declined; next try in 1h00m",
 		`<tr data-step="3">`, fmt.Sprintf(`<a href="/ui/runs/%d"><span class="badge st-queued">Queued</span></a>`, child),
 		`<tr data-step="4">`, "fires 2026-11-02 14:00:00.000Z (in 2h00m)",

@@ -38,6 +38,8 @@ const (
 	// maxResetPointsOffered: the newest reset points the reset form lists
 	// by event id (any other is typed in).
 	maxResetPointsOffered = 10
+	// maxRunsShown: the runs of the workflow id the page lists.
+	maxRunsShown = 10
 )
 
 // runData is the run page's.
@@ -50,6 +52,12 @@ type runData struct {
 	Outcome      *payloadView
 	OutcomeLabel string
 	Parent       *engine.Job
+	// Runs are the newest runs of the run's workflow id (this one among
+	// them), up to maxRunsShown; MoreRuns says more exist, which RunsLink
+	// lists.
+	Runs     []*engine.Job
+	MoreRuns bool
+	RunsLink string
 	// Task is the workflow task in progress, while the run is Running.
 	Task *taskView
 	// Waits says what a Waiting or Parked run waits for.
@@ -98,10 +106,15 @@ type runData struct {
 	// OutcomeFailure is a failed run's failure as text, its stack trace
 	// as lines, when the outcome is one of the SDK's failures.
 	OutcomeFailure *failureView
-	// Attempt is the run's try as a person counts them, from 1: one more
-	// than the retries after a failure (Job.Retries). Job.Attempt counts
-	// leases (each time a worker took the run), which is not that.
-	Attempt uint32
+	// Attempt is the run's try under its workflow retry policy, from 1, as
+	// Temporal counts a workflow's attempt (and heddle workflow describe's
+	// "Run attempt"). Job.Attempt counts leases (each time a worker took
+	// the run), which is not that.
+	Attempt int32
+	// Queued says why a Queued run has not started (nil: it is not
+	// Queued, or the API cannot say); QueueLink is its queue's page.
+	Queued    *engine.QueuedReason
+	QueueLink string
 }
 
 // resetForm keeps what was typed into the reset form when it failed.
@@ -157,7 +170,7 @@ func (h *Handler) run(rq *request) (*page, error) {
 	for i := range d.Groups {
 		d.Groups[i].OffsetMS = d.Groups[i].AtMS - d.startMS
 	}
-	d.Attempt = j.Retries + 1
+	d.Attempt = max(j.RunAttempt, 1)
 	for i := len(sc.points) - 1; i >= 0 && len(d.ResetPoints) < maxResetPointsOffered; i-- {
 		d.ResetPoints = append(d.ResetPoints, sc.points[i])
 	}
@@ -176,12 +189,23 @@ func (h *Handler) run(rq *request) (*page, error) {
 			return nil, err
 		}
 	}
+	runs, err := rq.api.List(rq.ctx, engine.ListQuery{WorkflowID: j.WorkflowID, Limit: maxRunsShown})
+	if err != nil {
+		return nil, err
+	}
+	d.Runs, d.MoreRuns, d.RunsLink = runs.Jobs, runs.NextPageToken != "", runsOfPath(j.WorkflowID)
 	if j.Status == engine.StatusRunning {
 		d.Task = &taskView{Worker: j.LeaseOwner, Attempt: j.Attempt, LeaseExpiryMS: j.LeaseExpiryMS, LastSeenMS: j.UpdatedMS}
 	}
 	d.names = stepNames(steps)
 	if j.Status == engine.StatusWaiting || j.Status == engine.StatusParked {
 		d.Waits = describeWait(j.Wait, j.Timers, d.names)
+	}
+	d.QueueLink = taskQueueLink(j.Queue)
+	if j.Status == engine.StatusQueued {
+		if d.Queued, err = queuedReason(rq.ctx, rq.api, j.ID); err != nil {
+			return nil, err
+		}
 	}
 	if d.Input, d.Outcome, d.OutcomeLabel, d.OutcomeFailure, err = startAndEnd(rq, j, sc); err != nil {
 		return nil, err

@@ -84,8 +84,15 @@ type Client interface {
 	DescribeWorkflow(ctx context.Context, workflowID, runID string) (*engine.Job, error)
 	// GetWorkflowHistory returns a run's whole history.
 	GetWorkflowHistory(ctx context.Context, workflowID, runID string) ([]engine.Event, error)
-	// ListWorkflows returns one page of runs matching q.
+	// ListWorkflows returns one page of runs matching q, in heddle's
+	// shapes (engine.ListQuery: filters, a list-filter Query, an order, page
+	// tokens both ways).
 	ListWorkflows(ctx context.Context, q engine.ListQuery) (*engine.ListPage, error)
+	// ListWorkflow and CountWorkflow are Temporal's: one page of the runs a
+	// list-filter query matches (newest first), and how many match
+	// (list.go).
+	ListWorkflow(ctx context.Context, request *ListWorkflowExecutionsRequest) (*ListWorkflowExecutionsResponse, error)
+	CountWorkflow(ctx context.Context, request *CountWorkflowExecutionsRequest) (*CountWorkflowExecutionsResponse, error)
 	// UpdateWorkflow sends an update to a run and waits for the stage
 	// options.WaitForStage names.
 	UpdateWorkflow(ctx context.Context, options UpdateWorkflowOptions) (WorkflowUpdateHandle, error)
@@ -115,6 +122,9 @@ type Client interface {
 	TaskClient
 	// StepClient holds the steps' reads and answers and the resource pool.
 	StepClient
+	// TaskQueueClient describes task queues: pollers, backlog, rates, and
+	// why a Queued run waits.
+	TaskQueueClient
 	// Close releases the client; calls after it fail with ErrClientClosed.
 	// An engine given as Options.Service stays open: it is the caller's.
 	Close()

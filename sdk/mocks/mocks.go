@@ -307,6 +307,30 @@ func (_m *Client) ConfigureTask(a0 context.Context, a1 client.ReviewDecision, a2
 	return r0, r1
 }
 
+// CountWorkflow records the call and returns what the expectation gives.
+func (_m *Client) CountWorkflow(a0 context.Context, a1 *client.CountWorkflowExecutionsRequest) (*client.CountWorkflowExecutionsResponse, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for CountWorkflow")
+	}
+	var r0 *client.CountWorkflowExecutionsResponse
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, *client.CountWorkflowExecutionsRequest) (*client.CountWorkflowExecutionsResponse, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, *client.CountWorkflowExecutionsRequest) *client.CountWorkflowExecutionsResponse); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*client.CountWorkflowExecutionsResponse)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, *client.CountWorkflowExecutionsRequest) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
 // DescribeReview records the call and returns what the expectation gives.
 func (_m *Client) DescribeReview(a0 context.Context, a1 string, a2 string) (*engine.Review, error) {
 	ret := _m.Called(a0, a1, a2)
@@ -403,6 +427,30 @@ func (_m *Client) DescribeTaskJob(a0 context.Context, a1 string) (*engine.Manife
 	return r0, r1
 }
 
+// DescribeTaskQueue records the call and returns what the expectation gives.
+func (_m *Client) DescribeTaskQueue(a0 context.Context, a1 string, a2 client.TaskQueueType) (*engine.TaskQueueDescription, error) {
+	ret := _m.Called(a0, a1, a2)
+	if len(ret) == 0 {
+		panic("no return value specified for DescribeTaskQueue")
+	}
+	var r0 *engine.TaskQueueDescription
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, string, client.TaskQueueType) (*engine.TaskQueueDescription, error)); ok {
+		return rf(a0, a1, a2)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, string, client.TaskQueueType) *engine.TaskQueueDescription); ok {
+		r0 = rf(a0, a1, a2)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*engine.TaskQueueDescription)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, string, client.TaskQueueType) error); ok {
+		r1 = rf(a0, a1, a2)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
 // DescribeWorkflow records the call and returns what the expectation gives.
 func (_m *Client) DescribeWorkflow(a0 context.Context, a1 string, a2 string) (*engine.Job, error) {
 	ret := _m.Called(a0, a1, a2)
@@ -418,6 +466,30 @@ func (_m *Client) DescribeWorkflow(a0 context.Context, a1 string, a2 string) (*e
 		r0 = rf(a0, a1, a2)
 	} else if ret.Get(0) != nil {
 		r0 = ret.Get(0).(*engine.Job)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, string, string) error); ok {
+		r1 = rf(a0, a1, a2)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
+// DescribeWorkflowQueuedReason records the call and returns what the expectation gives.
+func (_m *Client) DescribeWorkflowQueuedReason(a0 context.Context, a1 string, a2 string) (*engine.QueuedReason, error) {
+	ret := _m.Called(a0, a1, a2)
+	if len(ret) == 0 {
+		panic("no return value specified for DescribeWorkflowQueuedReason")
+	}
+	var r0 *engine.QueuedReason
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, string, string) (*engine.QueuedReason, error)); ok {
+		return rf(a0, a1, a2)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, string, string) *engine.QueuedReason); ok {
+		r0 = rf(a0, a1, a2)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*engine.QueuedReason)
 	}
 	if rf, ok := ret.Get(1).(func(context.Context, string, string) error); ok {
 		r1 = rf(a0, a1, a2)
@@ -654,6 +726,30 @@ func (_m *Client) ListSteps(a0 context.Context, a1 string, a2 string) ([]engine.
 	return r0, r1
 }
 
+// ListTaskQueues records the call and returns what the expectation gives.
+func (_m *Client) ListTaskQueues(a0 context.Context) (*engine.TaskQueueList, error) {
+	ret := _m.Called(a0)
+	if len(ret) == 0 {
+		panic("no return value specified for ListTaskQueues")
+	}
+	var r0 *engine.TaskQueueList
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context) (*engine.TaskQueueList, error)); ok {
+		return rf(a0)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context) *engine.TaskQueueList); ok {
+		r0 = rf(a0)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*engine.TaskQueueList)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context) error); ok {
+		r1 = rf(a0)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
 // ListTasks records the call and returns what the expectation gives.
 func (_m *Client) ListTasks(a0 context.Context, a1 string) ([]engine.Review, error) {
 	ret := _m.Called(a0, a1)
@@ -671,6 +767,30 @@ func (_m *Client) ListTasks(a0 context.Context, a1 string) ([]engine.Review, err
 		r0 = ret.Get(0).([]engine.Review)
 	}
 	if rf, ok := ret.Get(1).(func(context.Context, string) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
+// ListWorkflow records the call and returns what the expectation gives.
+func (_m *Client) ListWorkflow(a0 context.Context, a1 *client.ListWorkflowExecutionsRequest) (*client.ListWorkflowExecutionsResponse, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for ListWorkflow")
+	}
+	var r0 *client.ListWorkflowExecutionsResponse
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, *client.ListWorkflowExecutionsRequest) (*client.ListWorkflowExecutionsResponse, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, *client.ListWorkflowExecutionsRequest) *client.ListWorkflowExecutionsResponse); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*client.ListWorkflowExecutionsResponse)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, *client.ListWorkflowExecutionsRequest) error); ok {
 		r1 = rf(a0, a1)
 	} else {
 		r1 = ret.Error(1)

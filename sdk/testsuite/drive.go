@@ -252,7 +252,7 @@ func (env *TestWorkflowEnvironment) look(ctx context.Context) (state, error) {
 // listAll lists every job in status st.
 func listAll(ctx context.Context, svc engine.Service, st engine.Status) ([]*engine.Job, error) {
 	var out []*engine.Job
-	q := engine.ListQuery{Status: st, Limit: engine.MaxPage}
+	q := engine.ListQuery{Status: st, Limit: engine.MaxPage, Order: engine.ListStartAsc}
 	for {
 		page, err := svc.List(ctx, q)
 		if err != nil {

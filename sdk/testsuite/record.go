@@ -28,7 +28,7 @@ type recorded struct {
 func record(e *embedded.Engine) (*recorded, error) {
 	ctx := context.Background()
 	r := &recorded{jobs: map[engine.JobID]*engine.Job{}, histories: map[engine.JobID][]engine.Event{}, latest: map[string]engine.JobID{}}
-	q := engine.ListQuery{Limit: engine.MaxPage}
+	q := engine.ListQuery{Limit: engine.MaxPage, Order: engine.ListStartAsc}
 	for {
 		page, err := e.List(ctx, q)
 		if err != nil {

@@ -54,7 +54,7 @@ func TestCronScheduleLikeTemporal(t *testing.T) {
 	var runs []*engine.Job
 	for len(runs) < 3 {
 		time.Sleep(100 * time.Millisecond)
-		page, err := c.ListWorkflows(ctx, engine.ListQuery{Type: "CronCount", Status: engine.StatusCompleted})
+		page, err := c.ListWorkflows(ctx, engine.ListQuery{Type: "CronCount", Status: engine.StatusCompleted, Order: engine.ListStartAsc})
 		if err != nil {
 			t.Fatal(err)
 		}

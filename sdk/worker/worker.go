@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -41,6 +42,10 @@ import (
 type Options struct {
 	// Identity names the worker in leases; "" means "worker-<queue>".
 	Identity string
+	// BuildID names the build of the worker's code, as Temporal's does:
+	// the task queue view lists it beside the worker's identity (heddle
+	// does not route work by it). "" names none.
+	BuildID string
 	// MaxConcurrentJobs bounds the jobs (workflow runs and remote activity
 	// tasks) driven at once; 0 means 64.
 	MaxConcurrentJobs int
@@ -133,6 +138,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("worker: Options.MaxConcurrentActivityExecutionSize %d is negative", o.MaxConcurrentActivityExecutionSize)
 	case o.MaxConcurrentSessionExecutionSize < 0:
 		return fmt.Errorf("worker: Options.MaxConcurrentSessionExecutionSize %d is negative", o.MaxConcurrentSessionExecutionSize)
+	case len(o.BuildID) > maxBuildIDBytes || !utf8.ValidString(o.BuildID):
+		return fmt.Errorf("worker: Options.BuildID %q is not UTF-8 text of at most %d bytes", o.BuildID, maxBuildIDBytes)
 	}
 	for i, ic := range o.Interceptors {
 		if ic == nil {
@@ -141,6 +148,10 @@ func (o Options) Validate() error {
 	}
 	return nil
 }
+
+// maxBuildIDBytes bounds Options.BuildID: a name, as the engine's names
+// are (engine.Limits.MaxNameBytes by default).
+const maxBuildIDBytes = 256
 
 func (o Options) withDefaults(queue string) Options {
 	if o.Identity == "" {
@@ -555,7 +566,7 @@ func (w *queueWorker) poll() {
 		}
 		claimCtx, types := w.claimContext()
 		claim := engine.Claim{Queue: w.queue, Owner: w.opts.Identity, Max: free,
-			LeaseMS: w.opts.LeaseTTL.Milliseconds(), Types: types, TailEvents: claimTailEvents}
+			LeaseMS: w.opts.LeaseTTL.Milliseconds(), Types: types, TailEvents: claimTailEvents, BuildID: w.opts.BuildID}
 		lossy := w.claimsMayBeLost()
 		if lossy {
 			claim.RequestID = claimRequestID()

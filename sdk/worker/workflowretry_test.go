@@ -47,7 +47,7 @@ func testWorkflowRetry(t *testing.T, cache int) {
 	if err := run.Get(ctx, &got); err != nil || got != "done with input" {
 		t.Fatalf("Get = %q, %v; want the third run's result", got, err)
 	}
-	page, err := c.ListWorkflows(ctx, engine.ListQuery{Type: "FailsTwice"})
+	page, err := c.ListWorkflows(ctx, engine.ListQuery{Type: "FailsTwice", Order: engine.ListStartAsc})
 	if err != nil {
 		t.Fatal(err)
 	}
