@@ -178,7 +178,7 @@ func TestCompactHistory(t *testing.T) {
 	page := fmt.Sprintf("/ui/runs/%d", id)
 	_, full, _ := v.get(page)
 	wantIn(t, "the full history", full, `id="view-full" aria-current="page"`, `href="`+page+`?view=compact" id="view-compact"`,
-		`data-type="job_leased"`, `data-type="job_waiting"`, `data-type="timer_fired"`, `<span class="tag name">retry:1:2</span>`,
+		`data-type="job_leased"`, `data-type="job_waiting"`, `data-type="timer_fired"`, `<span class="tag name" title="timer retry:1:2">retry of activity Charge, try 3</span>`,
 		"retry of activity Charge, try 3,")
 	_, compact, _ := v.get(page + "?view=compact")
 	wantIn(t, "the compact history", compact, `id="view-compact" aria-current="page"`, `id="compact"`,

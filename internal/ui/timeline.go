@@ -24,6 +24,10 @@ type eventView struct {
 	// Failure is a failure event's chain of errors when one of them
 	// carries a stack trace (a panic's), shown as text.
 	Failure *failureView
+	// TimerLabel names a fired timer for people ("retry of activity
+	// Charge, try 3,"): the event's Name is its id ("retry:1:2"), which
+	// the label's title keeps.
+	TimerLabel string
 }
 
 // eventClasses is the timeline's colour of each event type the engine and
@@ -59,9 +63,15 @@ func viewEvent(job engine.JobID, ev engine.Event, firstMS int64, names map[strin
 		v.Class = c
 	} else if engine.IsStatusEvent(ev.Type) {
 		v.Class = "status"
-		if isFailureEvent(ev.Type) {
+		if ev.Type == engine.EventTimerFired && ev.Name != "" {
+		v.TimerLabel = strings.TrimSuffix(timerLabel(ev.Name, names), ",")
+	}
+	if isFailureEvent(ev.Type) {
 			v.Class = "bad"
 		}
+	}
+	if ev.Type == engine.EventTimerFired && ev.Name != "" {
+		v.TimerLabel = strings.TrimSuffix(timerLabel(ev.Name, names), ",")
 	}
 	if isFailureEvent(ev.Type) {
 		v.Message = failureMessage(ev.Payload)
