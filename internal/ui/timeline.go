@@ -63,9 +63,6 @@ func viewEvent(job engine.JobID, ev engine.Event, firstMS int64, names map[strin
 		v.Class = c
 	} else if engine.IsStatusEvent(ev.Type) {
 		v.Class = "status"
-		if ev.Type == engine.EventTimerFired && ev.Name != "" {
-			v.TimerLabel = strings.TrimSuffix(timerLabel(ev.Name, names), ",")
-		}
 		if isFailureEvent(ev.Type) {
 			v.Class = "bad"
 		}
