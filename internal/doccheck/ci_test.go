@@ -69,8 +69,10 @@ func ciSlowTests(lines []string) (map[string]*regexp.Regexp, []string) {
 		case in && l != "" && !strings.HasPrefix(l, "#"):
 			pkg, pattern, ok := strings.Cut(strings.Trim(l, `"`), " ")
 			re, err := regexp.Compile(pattern)
-			if !ok || err != nil || !strings.HasPrefix(pkg, "./") {
-				problems = append(problems, "SLOW_TESTS entry "+l+` is not "./dir REGEXP"`)
+			// Anchored: the script runs the union of the patterns over all
+			// their packages, where "." would run every test of each.
+			if !ok || err != nil || !strings.HasPrefix(pkg, "./") || !strings.HasPrefix(pattern, "^") || !strings.HasSuffix(pattern, "$") {
+				problems = append(problems, "SLOW_TESTS entry "+l+` is not "./dir ^REGEXP$"`)
 				continue
 			}
 			slow[strings.TrimPrefix(pkg, "./")] = re
