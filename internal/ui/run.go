@@ -430,7 +430,14 @@ func describeWait(w *engine.WaitSpec, timers []engine.Timer, names map[string]st
 		out = append(out, fmt.Sprintf("%s at %s", timerLabel(t.ID, names), fmtTime(t.FireMS)))
 	}
 	if len(w.Steps) > 0 {
-		out = append(out, "the result of step "+strings.Join(w.Steps, ", "))
+		steps := make([]string, len(w.Steps))
+		for i, st := range w.Steps {
+			steps[i] = st
+			if name := names[st]; name != "" {
+				steps[i] += " (" + name + ")"
+			}
+		}
+		out = append(out, "the result of step "+strings.Join(steps, ", "))
 	}
 	if len(out) == 0 && w.AnySignal {
 		out = append(out, "any signal")

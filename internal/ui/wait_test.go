@@ -27,6 +27,7 @@ func TestDescribeWait(t *testing.T) {
 			"retry of step 7, try 2, at 2026-11-02 12:00:00.000Z"},
 		{engine.WaitSpec{AnySignal: true, Steps: []string{"2"}}, []engine.Timer{{ID: "3", FireMS: t0.UnixMilli()}},
 			"timer of step 3 at 2026-11-02 12:00:00.000Z; the result of step 2"},
+		{engine.WaitSpec{AnySignal: true, Steps: []string{"1", "2"}}, nil, "the result of step 1 (Charge), 2"},
 	} {
 		if got := strings.Join(describeWait(&c.w, c.timers, names), "; "); got != c.want {
 			t.Errorf("%+v %v:\n got %q\nwant %q", c.w, c.timers, got, c.want)
