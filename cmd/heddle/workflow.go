@@ -37,7 +37,7 @@ const wfDefaultRetry = 10 * time.Second
 func newWorkflowCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workflow",
-		Short: "start, execute, list, describe, query, signal, update, cancel, terminate or reset workflows",
+		Short: "start, execute, list, count, describe, show, query, signal, update, cancel, terminate, reset, pause or unpause workflows",
 		Long: "Manages the workflows of a heddle node or cluster through its HTTP API.\n\n" +
 			"An ID argument is a workflow id (its current run), or a numeric job (run) id;\n" +
 			"-w/--workflow-id and -r/--run-id name a run without that guess.\n\n" +
@@ -62,6 +62,8 @@ func newWorkflowCommand() *cobra.Command {
 		newWFUpdateCommand(g),
 		newWFCancelCommand(g, false),
 		newWFCancelCommand(g, true),
+		newWFPauseCommand(g, false),
+		newWFPauseCommand(g, true),
 		newWFResetCommand(g),
 	)
 	return cmd

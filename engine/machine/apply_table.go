@@ -78,4 +78,11 @@ var applyTable = [...]applyFunc{
 	engine.KindConfigureJob: on((*applier).configureJob),
 
 	engine.KindResetJob: on((*applier).resetJob),
+
+	engine.KindPause:                 on((*applier).pause),
+	engine.KindUnpause:               on((*applier).unpause),
+	engine.KindPauseActivity:         on((*applier).pauseActivity),
+	engine.KindUnpauseActivity:       on((*applier).unpauseActivity),
+	engine.KindResetActivity:         on((*applier).resetActivity),
+	engine.KindUpdateActivityOptions: on((*applier).updateActivityOptions),
 }

@@ -139,7 +139,7 @@ type lookDirective func(e *traceEnv, a *traceArgs) string
 
 // commandDirectives are the directives of every family, by name.
 var commandDirectives = mergeDirectives(leaseDirectives, jobDirectives, turnDirectives,
-	stepDirectives, reviewDirectives, scheduleDirectives)
+	stepDirectives, reviewDirectives, scheduleDirectives, pauseDirectives)
 
 var lookDirectives = map[string]lookDirective{
 	"history":  lookHistory,
@@ -473,6 +473,7 @@ var engineSentinels = []struct {
 	{"ErrUnknownSchedule", engine.ErrUnknownSchedule},
 	{"ErrScheduleExists", engine.ErrScheduleExists},
 	{"ErrRequestConflict", engine.ErrRequestConflict},
+	{"ErrUnknownActivity", engine.ErrUnknownActivity},
 }
 
 // lookHistory prints the whole history of job=<id> or task=<id>.

@@ -227,8 +227,8 @@ func TestBrowserRunForms(t *testing.T) {
 	second := n.await(t, "delivery-10", engine.StatusWaiting)
 	signInAs(t, ctx, n, clientToken, fmt.Sprintf("/ui/runs/%d", second.ID), "#answer-form-1")
 	var forms []string
-	run(t, ctx, "the client's forms", chromedp.Evaluate(`[...document.querySelectorAll('main form')].map(f => f.id)`, &forms))
-	if got := strings.Join(forms, ","); got != "signal-form,cancel-form,query-form,answer-form-1" {
+	run(t, ctx, "the client's forms", chromedp.Evaluate(`[...document.querySelectorAll('main form[id]')].map(f => f.id)`, &forms))
+	if got := strings.Join(forms, ","); got != "signal-form,cancel-form,pause-form,query-form,answer-form-1" {
 		t.Errorf("a client's run page has the forms %s", got)
 	}
 	// A reader: none.
