@@ -67,6 +67,9 @@ type wfJobDoc struct {
 	ResetNewRunID  uint64 `json:"reset_new_run_id,omitempty"`
 	ResetBaseRunID uint64 `json:"reset_base_run_id,omitempty"`
 	ResetEventID   uint64 `json:"reset_event_id,omitempty"`
+	// ScheduleID names the schedule that started the run (Temporal's
+	// TemporalScheduledById search attribute).
+	ScheduleID string `json:"schedule_id,omitempty"`
 	// QueuedReason says why a Queued run has not been claimed (describe
 	// only).
 	QueuedReason *wfQueuedReasonDoc `json:"queued_reason,omitempty"`
@@ -157,6 +160,7 @@ func wfJobOf(j *engine.Job, closing *engine.Event) wfJobDoc {
 		ParentJobID: uint64(j.ParentID), ParentStep: j.ParentStep, CancelRequested: j.CancelRequested,
 		WaitingFor: wfWaitOf(j.Wait), Timers: wfTimersOf(j.Timers), HistoryLength: j.LastSeq, Paused: wfPauseOf(j),
 		ResetNewRunID: uint64(j.ResetNewRunID), ResetBaseRunID: uint64(j.ResetBaseRunID), ResetEventID: j.ResetEventID,
+		ScheduleID: j.ScheduleID,
 	}
 	if j.Status == engine.StatusRunning {
 		d.LeaseOwner, d.LeaseExpiresAt = j.LeaseOwner, wfRFC3339(j.LeaseExpiryMS)

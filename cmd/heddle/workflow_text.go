@@ -118,6 +118,9 @@ func wfPrintJob(w io.Writer, d wfJobDoc) error {
 	if d.ParentJobID != 0 {
 		kv("Parent", fmt.Sprintf("job %d, step %s", d.ParentJobID, wfCell(d.ParentStep)))
 	}
+	if d.ScheduleID != "" {
+		kv("Schedule", wfCell(d.ScheduleID)+" started it (heddle schedule describe shows it)")
+	}
 	if d.CancelRequested {
 		kv("Cancel", "requested")
 	}
