@@ -157,6 +157,27 @@ func TestSchedulePages(t *testing.T) {
 	wantIn(t, "an unknown schedule", body, `There is no schedule "nope".`)
 }
 
+// TestScheduleIDWithSlash: a schedule id may hold a "/"; its links and
+// forms name it as one segment of the path.
+func TestScheduleIDWithSlash(t *testing.T) {
+	v := newEnv(t, envOptions{})
+	hourly(t, v, "team/nightly")
+	_, body, _ := v.get("/ui/schedules")
+	wantIn(t, "the schedules page", body, `<a href="/ui/schedules/team%2Fnightly">team/nightly</a>`)
+	code, body, _ := v.get("/ui/schedules/team%2Fnightly")
+	if code != http.StatusOK {
+		t.Fatalf("the schedule's page: HTTP %d\n%s", code, body)
+	}
+	wantIn(t, "the schedule's page", body, `action="/ui/schedules/team%2Fnightly/pause"`)
+	code, _, loc := v.post("/ui/schedules/team%2Fnightly/pause", url.Values{csrfField: {v.csrf("/ui/schedules/team%2Fnightly")}})
+	if code != http.StatusSeeOther || loc != "/ui/schedules/team%2Fnightly?done=pause" {
+		t.Fatalf("pause: HTTP %d to %q", code, loc)
+	}
+	if !v.schedule("team/nightly").Schedule.State.Paused {
+		t.Error("the schedule is not paused")
+	}
+}
+
 // TestScheduleRoles shows a reader the schedule without its buttons and
 // refuses its forms; a client gets them.
 func TestScheduleRoles(t *testing.T) {
