@@ -72,6 +72,12 @@ const (
 
 	// KindResetJob is ResetJob's kind (Temporal's ResetWorkflowExecution).
 	KindResetJob CommandKind = 47
+
+	// The batch operation commands. They start at 70, leaving room for
+	// other kinds.
+	KindStartBatch   CommandKind = 70
+	KindAdvanceBatch CommandKind = 71
+	KindStopBatch    CommandKind = 72
 )
 
 // commandSpec is what the contract knows of one command kind: its name
@@ -143,6 +149,10 @@ var commandTable = [...]commandSpec{
 	KindConfigureJob: {"ConfigureJob", func() Command { return new(ConfigureJob) }, func() Result { return new(StatusResult) }},
 
 	KindResetJob: {"ResetJob", func() Command { return new(ResetJob) }, func() Result { return new(ResetResult) }},
+
+	KindStartBatch:   {"StartBatch", func() Command { return new(StartBatch) }, func() Result { return new(BatchResult) }},
+	KindAdvanceBatch: {"AdvanceBatch", func() Command { return new(AdvanceBatch) }, func() Result { return new(BatchResult) }},
+	KindStopBatch:    {"StopBatch", func() Command { return new(StopBatch) }, func() Result { return new(BatchResult) }},
 }
 
 // spec returns k's entry in commandTable, or nil for a kind this version

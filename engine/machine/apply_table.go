@@ -78,4 +78,8 @@ var applyTable = [...]applyFunc{
 	engine.KindConfigureJob: on((*applier).configureJob),
 
 	engine.KindResetJob: on((*applier).resetJob),
+
+	engine.KindStartBatch:   on((*applier).startBatch),
+	engine.KindAdvanceBatch: on((*applier).advanceBatch),
+	engine.KindStopBatch:    on((*applier).stopBatch),
 }
