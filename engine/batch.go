@@ -189,8 +189,8 @@ type Batch struct {
 	ID string `json:"batch_id" msgpack:"id"`
 	BatchSpec
 	// By names who started it (the token's name), StopBy who stopped it.
-	By     string `json:"by,omitempty" msgpack:"b,omitempty"`
-	StopBy string `json:"stopped_by,omitempty" msgpack:"sb,omitempty"`
+	By     string     `json:"by,omitempty" msgpack:"b,omitempty"`
+	StopBy string     `json:"stopped_by,omitempty" msgpack:"sb,omitempty"`
 	State  BatchState `json:"state" msgpack:"st"`
 	// MaxJob is the largest run id when the batch started: runs started
 	// after it are never acted on.

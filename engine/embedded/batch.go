@@ -22,7 +22,8 @@ import (
 // log to live traffic, as Temporal's batcher does with its own default.
 const DefaultBatchRunsPerSecond = 100
 
-// batchPage is how many runs one AdvanceBatch records as pending, and
+// batchPage is how many runs one AdvanceBatch records as pending (fewer
+// when the rate is below it: a page is at most a second's runs), and
 // batchParallel how many of their commands are in flight at once (they
 // share group commits).
 const (
@@ -126,6 +127,8 @@ type BatchRunner struct {
 	runsPerSecond int
 	// OnError receives the errors the runner met; nil drops them.
 	OnError func(error)
+	// due is, by batch, when its next page may go out (its rate).
+	due map[string]time.Time
 }
 
 // NewBatchRunner returns the runner of e's batches, acting on at most
@@ -138,7 +141,7 @@ func NewBatchRunner(e *Engine, clk clock.Clock, runsPerSecond int) *BatchRunner 
 	if runsPerSecond <= 0 {
 		runsPerSecond = DefaultBatchRunsPerSecond
 	}
-	return &BatchRunner{e: e, clock: clk, runsPerSecond: runsPerSecond}
+	return &BatchRunner{e: e, clock: clk, runsPerSecond: runsPerSecond, due: map[string]time.Time{}}
 }
 
 // Run works until ctx ends, then returns ctx's error. With no batch
@@ -226,17 +229,28 @@ func transient(err error) bool {
 	return false
 }
 
-// step moves batch b one page on: it acts on the pending page (each run's
-// command under its batch request id, so a page acted on before a crash
-// is answered from the log), lists the next page and records both with
-// AdvanceBatch, then waits out the batch's rate.
+// step moves batch b one page on: it waits for the batch's rate, acts on
+// the pending page (each run's command under its batch request id, so a
+// page acted on before a crash is answered from the log), lists the next
+// page and records both with AdvanceBatch.
 func (br *BatchRunner) step(ctx context.Context, b *engine.Batch) error {
-	started := br.clock.Now()
+	// The rate is kept before the page's commands go out, so that even
+	// the first page of a batch waits its turn behind the one before.
+	if err := br.sleep(ctx, br.due[b.ID].Sub(br.clock.Now())); err != nil {
+		return err
+	}
+	rate := b.RunsPerSecond
+	if rate <= 0 {
+		rate = br.runsPerSecond
+	}
+	if n := len(b.Pending); n > 0 {
+		br.due[b.ID] = br.clock.Now().Add(time.Duration(float64(n) / float64(rate) * float64(time.Second)))
+	}
 	done, failed, lastErr, err := br.act(ctx, b)
 	if err != nil {
 		return err
 	}
-	next, to, finished, err := br.e.batchPage(ctx, b)
+	next, to, finished, err := br.e.batchPage(ctx, b, min(batchPage, rate))
 	if err != nil {
 		return err
 	}
@@ -245,19 +259,15 @@ func (br *BatchRunner) step(ctx context.Context, b *engine.Batch) error {
 	if lastErr != nil {
 		adv.LastError = engine.TruncateBatchError(lastErr.Error(), br.e.limits)
 	}
+	if adv.Finished {
+		delete(br.due, b.ID)
+	}
 	if _, err := br.e.Propose(ctx, adv); err != nil {
 		if errors.Is(err, engine.ErrIllegalTransition) {
+			delete(br.due, b.ID)
 			return nil // stopped, or another runner moved it on: read it again
 		}
 		return err
-	}
-	rate := b.RunsPerSecond
-	if rate <= 0 {
-		rate = br.runsPerSecond
-	}
-	if n := len(b.Pending); n > 0 {
-		due := time.Duration(float64(n) / float64(rate) * float64(time.Second))
-		return br.sleep(ctx, due-br.clock.Now().Sub(started))
 	}
 	return nil
 }
@@ -308,7 +318,7 @@ func (br *BatchRunner) act(ctx context.Context, b *engine.Batch) (done, failed u
 // order: the runs the query matches now, among those that existed when
 // the batch started (id at most MaxJob). to is the new cursor; finished
 // says no run is left after it.
-func (e *Engine) batchPage(ctx context.Context, b *engine.Batch) (next []engine.JobID, to engine.JobID, finished bool, err error) {
+func (e *Engine) batchPage(ctx context.Context, b *engine.Batch, limit int) (next []engine.JobID, to engine.JobID, finished bool, err error) {
 	f, err := listfilter.Compile(engine.ListQuery{Query: b.Query, NowMS: b.CreatedMS}, time.UnixMilli(b.CreatedMS))
 	if err != nil {
 		return nil, 0, false, err
@@ -323,7 +333,7 @@ func (e *Engine) batchPage(ctx context.Context, b *engine.Batch) (next []engine.
 	var page *engine.ListPage
 	err = e.view(ctx, func(r *storage.Reader) error {
 		var err error
-		page, err = machine.ListJobs(r, engine.ListQuery{After: b.Cursor, Limit: batchPage, Order: engine.ListStartAsc}, f)
+		page, err = machine.ListJobs(r, engine.ListQuery{After: b.Cursor, Limit: limit, Order: engine.ListStartAsc}, f)
 		return err
 	})
 	if err != nil {
