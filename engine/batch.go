@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -138,18 +139,23 @@ func (s BatchState) String() string {
 	return fmt.Sprintf("BatchState(%d)", uint8(s))
 }
 
-// MarshalText writes the state's name, as the HTTP API shows it.
-func (s BatchState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+// MarshalJSON writes the state's name, as the HTTP API shows it; the
+// stored (msgpack) form is the number.
+func (s BatchState) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
 
-// UnmarshalText reads a state's name (any case).
-func (s *BatchState) UnmarshalText(b []byte) error {
+// UnmarshalJSON reads a state's name (any case).
+func (s *BatchState) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err != nil {
+		return fmt.Errorf("%w: a batch state is a name: %v", ErrInvalidCommand, err)
+	}
 	for i, n := range batchStateNames {
-		if n != "" && strings.EqualFold(n, string(b)) {
+		if n != "" && strings.EqualFold(n, name) {
 			*s = BatchState(i)
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: %q is not a batch state", ErrInvalidCommand, b)
+	return fmt.Errorf("%w: %q is not a batch state", ErrInvalidCommand, name)
 }
 
 // BatchSpec is what a batch does: its operation, the runs it acts on and
