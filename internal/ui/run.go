@@ -116,6 +116,9 @@ var doneMessages = map[string]string{
 	"cancel":    "Cancel requested: the workflow's code decides how the run ends.",
 	"terminate": "Run terminated.",
 	"reset":     "Reset: this run goes on from the point of the run it replaces.",
+	// The batch operations' (batches.go).
+	"batch-started": "Batch started: the server acts on the matching runs at its rate; this page follows its progress.",
+	"batch-stopped": "Batch stopped: it acts on no more runs; those it acted on stay so.",
 }
 
 func (h *Handler) run(rq *request) (*page, error) {
