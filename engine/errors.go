@@ -95,6 +95,10 @@ var (
 	// (QueryServer.Query; workflow.ErrUnknownQuery is this error). Its text
 	// is the SDK's, where it was first declared: the HTTP API carries it.
 	ErrUnknownQuery = errors.New("workflow: unknown query type")
+	// ErrUnknownActivity: an activity command (PauseActivity, …) found no
+	// pending activity of the run that its selector names: none has that
+	// id or type, or its result is recorded already.
+	ErrUnknownActivity = errors.New("engine: unknown activity")
 )
 
 // MarkError returns err marked to match sentinel as well: errors.Is(m,

@@ -135,6 +135,38 @@ const (
 	EventEffectRecorded EventType = "effect_recorded"
 )
 
+// The events of pause (docs/state-machines.md §6). None changes a status:
+// a pause is a flag beside the status, and the history is its truth.
+const (
+	// EventWorkflowPaused: an operator paused the run (Pause; Temporal's
+	// WorkflowExecutionPaused), with Reason and By. Name "parent" marks the
+	// hold of an activity task whose run was paused instead.
+	EventWorkflowPaused EventType = "workflow_paused"
+	// EventWorkflowUnpaused: the pause ended (Unpause), with Reason and By;
+	// Name "parent" ends an activity task's hold.
+	EventWorkflowUnpaused EventType = "workflow_unpaused"
+
+	// EventActivityPaused: an operator paused the activity of Step
+	// (PauseActivity): no new try starts until it is unpaused.
+	EventActivityPaused EventType = "activity_paused"
+	// EventActivityUnpaused: the activity's pause ended (UnpauseActivity).
+	EventActivityUnpaused EventType = "activity_unpaused"
+	// EventActivityReset: the activity's attempts start again from 1 and
+	// its next try is due at once (ResetActivity); StepAttempt is the
+	// number of tries made before it.
+	EventActivityReset EventType = "activity_reset"
+	// EventActivityOptionsUpdated: the activity's options changed
+	// (UpdateActivityOptions); the payload is the JSON of the operator's
+	// options now in force (ActivityOptions), empty when the workflow's own
+	// options are restored.
+	EventActivityOptionsUpdated EventType = "activity_options_updated"
+)
+
+// PauseParent is the Name of the workflow_paused and workflow_unpaused
+// events that hold an activity task while its run is paused, and release
+// it (Job.HeldByParent).
+const PauseParent = "parent"
+
 // EventJobConfigured records a Draft job's new input (ConfigureJob). It is
 // not a status event: the job stays Draft. The SDK's replay runs the
 // workflow with the input of the last one written before the activation.

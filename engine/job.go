@@ -10,6 +10,8 @@ func (j *Job) Clone() *Job {
 		w := *j.Wait
 		c.Wait = &w
 	}
+	c.Pause = clonePause(j.Pause)
+	c.ActivityOptions = j.ActivityOptions.Clone()
 	return &c
 }
 
@@ -120,10 +122,24 @@ type Job struct {
 	// Beats are the last heartbeats of the steps running under the job's
 	// own lease (without a step record), for describe; a step's commit
 	// and every status change clear them.
-	Beats     []StepBeat `json:"beats,omitempty" msgpack:"bt,omitempty"`
-	CreatedMS int64      `json:"created_ms" msgpack:"cr"`
-	UpdatedMS int64      `json:"updated_ms" msgpack:"up"`
-	ClosedMS  int64      `json:"closed_ms,omitempty" msgpack:"cl,omitempty"`
+	Beats []StepBeat `json:"beats,omitempty" msgpack:"bt,omitempty"`
+	// Pause is set while an operator holds the run (Pause): it is not
+	// claimed, and its worker starts nothing more. HeldByParent: the job
+	// is an activity task of a paused run, held the same way until the
+	// run is unpaused. Both are the projection of the history's
+	// workflow_paused and workflow_unpaused events (DerivePause).
+	Pause        *PauseInfo `json:"pause,omitempty" msgpack:"pz,omitempty"`
+	HeldByParent bool       `json:"held_by_parent,omitempty" msgpack:"hbp,omitempty"`
+	// AttemptBase and ActivityOptions are an activity task's (a job that
+	// runs an activity of another queue's workflow): the job attempts made
+	// before its activity's last reset (ResetActivity), from which its
+	// tries count again, and the options an operator laid over the
+	// workflow's (UpdateActivityOptions).
+	AttemptBase     uint64           `json:"attempt_base,omitempty" msgpack:"ab,omitempty"`
+	ActivityOptions *ActivityOptions `json:"activity_options,omitempty" msgpack:"ao,omitempty"`
+	CreatedMS       int64            `json:"created_ms" msgpack:"cr"`
+	UpdatedMS       int64            `json:"updated_ms" msgpack:"up"`
+	ClosedMS        int64            `json:"closed_ms,omitempty" msgpack:"cl,omitempty"`
 	// PrevRunID and NextRunID link the runs of one workflow id that
 	// follow one another: the run this one continues, and the run that
 	// continued this one after it ended. NextRunReason says how this run

@@ -73,6 +73,15 @@ const (
 	// KindResetJob is ResetJob's kind (Temporal's ResetWorkflowExecution).
 	KindResetJob CommandKind = 47
 
+	// The pause family: a run's pause and the activity operations. They
+	// start at 60, leaving room for other kinds.
+	KindPause                 CommandKind = 60
+	KindUnpause               CommandKind = 61
+	KindPauseActivity         CommandKind = 62
+	KindUnpauseActivity       CommandKind = 63
+	KindResetActivity         CommandKind = 64
+	KindUpdateActivityOptions CommandKind = 65
+
 	// The batch operation commands. They start at 70, leaving room for
 	// other kinds.
 	KindStartBatch   CommandKind = 70
@@ -149,6 +158,13 @@ var commandTable = [...]commandSpec{
 	KindConfigureJob: {"ConfigureJob", func() Command { return new(ConfigureJob) }, func() Result { return new(StatusResult) }},
 
 	KindResetJob: {"ResetJob", func() Command { return new(ResetJob) }, func() Result { return new(ResetResult) }},
+
+	KindPause:                 {"Pause", func() Command { return new(Pause) }, func() Result { return new(StatusResult) }},
+	KindUnpause:               {"Unpause", func() Command { return new(Unpause) }, func() Result { return new(StatusResult) }},
+	KindPauseActivity:         {"PauseActivity", func() Command { return new(PauseActivity) }, func() Result { return new(ActivityResult) }},
+	KindUnpauseActivity:       {"UnpauseActivity", func() Command { return new(UnpauseActivity) }, func() Result { return new(ActivityResult) }},
+	KindResetActivity:         {"ResetActivity", func() Command { return new(ResetActivity) }, func() Result { return new(ActivityResult) }},
+	KindUpdateActivityOptions: {"UpdateActivityOptions", func() Command { return new(UpdateActivityOptions) }, func() Result { return new(ActivityResult) }},
 
 	KindStartBatch:   {"StartBatch", func() Command { return new(StartBatch) }, func() Result { return new(BatchResult) }},
 	KindAdvanceBatch: {"AdvanceBatch", func() Command { return new(AdvanceBatch) }, func() Result { return new(BatchResult) }},

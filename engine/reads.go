@@ -27,14 +27,18 @@ type ListQuery struct {
 	// Temporal names one (docs/concepts.md, "Statuses in lists"): "open"
 	// or Temporal's "Running" for every run that has not ended, "closed"
 	// for every one that has, Temporal's Completed, ContinuedAsNew,
-	// Failed, Canceled, Terminated and TimedOut, or one of heddle's own
-	// open statuses (Queued, Waiting, ...); any case.
+	// Failed, Canceled, Terminated and TimedOut, Temporal's Paused (the
+	// open runs that are paused), or one of heddle's own open statuses
+	// (Queued, Waiting, ...); any case.
 	ExecutionStatus string
 	Type            string
 	Queue           string
 	// WorkflowID keeps every run of one workflow id: the current one and
 	// the ones before it (a continue-as-new chain, retries, later starts).
 	WorkflowID string
+	// Paused keeps only the open runs that are paused (Job.Paused: an
+	// operator's Pause, or an activity task its run's pause holds).
+	Paused bool
 	// CreatedFromMS and CreatedBeforeMS keep the jobs created in
 	// [CreatedFromMS, CreatedBeforeMS), in Unix ms; 0 leaves that side open.
 	CreatedFromMS   int64

@@ -45,6 +45,11 @@ type ClaimedJob struct {
 	// CronSchedule is the cron line of a cron chain's run ("" for other
 	// jobs), for the run's code (Temporal's Info.CronSchedule).
 	CronSchedule string `json:"cron_schedule,omitempty" msgpack:"cr,omitempty"`
+	// AttemptBase and ActivityOptions are an activity task's (Job's):
+	// the attempts before its activity's last reset, and the operator's
+	// options to lay over the workflow's.
+	AttemptBase     uint64           `json:"attempt_base,omitempty" msgpack:"ab,omitempty"`
+	ActivityOptions *ActivityOptions `json:"activity_options,omitempty" msgpack:"ao,omitempty"`
 }
 
 // Lease is the LeaseRef of the claimed attempt, token included: what the
@@ -77,6 +82,9 @@ type HeartbeatResult struct {
 	// CancelRequested lists the renewed jobs whose workflow was asked to
 	// cancel: the worker cancels the activities it runs for them.
 	CancelRequested []JobID `json:"cancel_requested,omitempty" msgpack:"cq,omitempty"`
+	// Paused lists the renewed jobs that are paused (Job.Paused): the
+	// worker starts no new try for them and ends the turn.
+	Paused []JobID `json:"paused,omitempty" msgpack:"pz,omitempty"`
 }
 
 // AppendResult answers AppendEvents and CommitStep: the seqs written.
@@ -159,6 +167,16 @@ type StepResult struct {
 	// its dependencies or a person) knows that any later event of the step
 	// is someone else's news.
 	JobSeq uint64 `json:"job_seq,omitempty" msgpack:"js,omitempty"`
+	// Paused: the step (PauseActivity) or its run (Pause) is paused, so
+	// LeaseStep granted nothing; the worker parks the step until news of it
+	// (an unpause) wakes the job. On a heartbeat's answer it tells a running
+	// try that no try follows it until then.
+	Paused bool `json:"paused,omitempty" msgpack:"pz,omitempty"`
+	// AttemptBase is the tries made before the step's last reset: the
+	// retry policy counts StepAttempt-AttemptBase. Options are the
+	// options an operator laid over the workflow's.
+	AttemptBase uint32           `json:"attempt_base,omitempty" msgpack:"ab,omitempty"`
+	Options     *ActivityOptions `json:"options,omitempty" msgpack:"op,omitempty"`
 }
 
 // ResourceResult answers AddResource, DrainResource and RemoveResource:

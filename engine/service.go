@@ -44,6 +44,17 @@ type Service interface {
 	// ResetWorkflowExecution; see ResetJob).
 	Reset(ctx context.Context, c ResetJob) (*ResetResult, error)
 
+	// Pause holds a run and Unpause lets it go on; the activity commands
+	// pause, unpause, reset and change the options of a run's pending
+	// activities (docs/state-machines.md §6). People's commands, like
+	// Suspend.
+	Pause(ctx context.Context, c Pause) (*StatusResult, error)
+	Unpause(ctx context.Context, c Unpause) (*StatusResult, error)
+	PauseActivity(ctx context.Context, c PauseActivity) (*ActivityResult, error)
+	UnpauseActivity(ctx context.Context, c UnpauseActivity) (*ActivityResult, error)
+	ResetActivity(ctx context.Context, c ResetActivity) (*ActivityResult, error)
+	UpdateActivityOptions(ctx context.Context, c UpdateActivityOptions) (*ActivityResult, error)
+
 	// The step commands (see LeaseStep and the commands after it) and the
 	// resource pool's.
 	LeaseStep(ctx context.Context, c LeaseStep) (*StepResult, error)

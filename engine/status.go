@@ -124,14 +124,15 @@ func IsStatusEvent(t EventType) bool { return statusEventSet[t] }
 
 // IsEngineEvent reports whether only the engine writes events of type t:
 // every status event, and the events it appends for signals, fired
-// timers, committed steps, cancel requests and recorded effects. A worker
-// may not append one (AppendEvents, Wait.Events) or commit a step with
-// one (CommitStep.Type): a forged cancel_requested would wake the job's
-// next Wait, a forged signal_received would hand the workflow a signal
-// nobody sent.
+// timers, committed steps, cancel requests, recorded effects, resets and
+// pauses. A worker may not append one (AppendEvents, Wait.Events) or
+// commit a step with one (CommitStep.Type): a forged cancel_requested
+// would wake the job's next Wait, a forged signal_received would hand the
+// workflow a signal nobody sent.
 func IsEngineEvent(t EventType) bool {
 	switch t {
-	case EventSignalReceived, EventTimerFired, EventStepCommitted, EventCancelRequested, EventEffectRecorded, EventWorkflowReset:
+	case EventSignalReceived, EventTimerFired, EventStepCommitted, EventCancelRequested, EventEffectRecorded, EventWorkflowReset,
+		EventWorkflowPaused, EventWorkflowUnpaused:
 		return true
 	}
 	return IsStatusEvent(t)

@@ -142,6 +142,7 @@ var stepEventSet = map[EventType]bool{
 	EventActivityScheduled: true, EventActivityAttemptFailed: true, EventActivityCompleted: true, EventActivityFailed: true,
 	EventStepWaitingDeps: true, EventStepLeased: true, EventStepStarted: true, EventStepLeaseTimeout: true,
 	EventStepResourceFailed: true, EventStepNeedsUser: true, EventStepAnswered: true,
+	EventActivityPaused: true, EventActivityUnpaused: true, EventActivityReset: true, EventActivityOptionsUpdated: true,
 }
 
 // IsStepEvent reports whether t is an event of a step's projection.
@@ -152,7 +153,8 @@ func IsStepEvent(t EventType) bool { return stepEventSet[t] }
 func IsEngineStepEvent(t EventType) bool {
 	switch t {
 	case EventStepWaitingDeps, EventStepLeased, EventStepStarted, EventStepLeaseTimeout,
-		EventStepResourceFailed, EventStepNeedsUser, EventStepAnswered:
+		EventStepResourceFailed, EventStepNeedsUser, EventStepAnswered,
+		EventActivityPaused, EventActivityUnpaused, EventActivityReset, EventActivityOptionsUpdated:
 		return true
 	}
 	return false
@@ -182,6 +184,17 @@ func StepRoute(from StepState, ev *Event) ([]StepState, bool) {
 			return nil, false
 		}
 		return append(append([]StepState(nil), p...), then...), true
+	}
+	if IsActivityControlEvent(ev.Type) {
+		// An operator's command on the activity changes no state; on a
+		// step nothing was recorded of yet, it records the step as issued.
+		switch {
+		case from == StepNone:
+			return []StepState{StepPending}, true
+		case from.Terminal():
+			return nil, false
+		}
+		return []StepState{}, true
 	}
 	switch ev.Type {
 	case EventActivityScheduled:
@@ -262,6 +275,11 @@ type StepProjection struct {
 	Avoid []string
 	// Path lists every state the step passed through, from the first.
 	Path []StepState
+	// Pause, AttemptBase and Options are what the operator's activity
+	// commands left (the activity_* control events): see StepRecord.
+	Pause       *PauseInfo
+	AttemptBase uint32
+	Options     *ActivityOptions
 }
 
 // DeriveStepState projects the history events of one step (in seq order;
@@ -288,6 +306,7 @@ func DeriveStepState(events []Event) StepProjection {
 		if ev.StepAttempt > p.Attempt {
 			p.Attempt = ev.StepAttempt
 		}
+		p.activityControl(ev)
 		switch {
 		case ev.Type == EventActivityAttemptFailed:
 			failed++

@@ -43,8 +43,15 @@ type StepInfo struct {
 	// Decision is the critic's last decision on the step.
 	Decision CriticDecision `json:"decision,omitempty" msgpack:"dc,omitempty"`
 	// Explicit: the step has a step record (a step lease of its own).
-	Explicit  bool  `json:"explicit,omitempty" msgpack:"x,omitempty"`
-	UpdatedMS int64 `json:"updated_ms,omitempty" msgpack:"up,omitempty"`
+	Explicit bool `json:"explicit,omitempty" msgpack:"x,omitempty"`
+	// Pause is set while an operator holds the activity (PauseActivity);
+	// AttemptBase is the tries made before its last reset, and Options
+	// the options an operator laid over the workflow's
+	// (docs/state-machines.md §6).
+	Pause       *PauseInfo       `json:"pause,omitempty" msgpack:"pz,omitempty"`
+	AttemptBase uint32           `json:"attempt_base,omitempty" msgpack:"ab,omitempty"`
+	Options     *ActivityOptions `json:"options,omitempty" msgpack:"op,omitempty"`
+	UpdatedMS   int64            `json:"updated_ms,omitempty" msgpack:"up,omitempty"`
 }
 
 // StepInfos builds the step infos of job j from its history and its step
@@ -69,7 +76,8 @@ func StepInfos(j *Job, hist []Event, recs map[string]*StepRecord) []StepInfo {
 	out := make([]StepInfo, 0, len(byStep))
 	for name, evs := range byStep {
 		p := DeriveStepState(evs)
-		si := StepInfo{Step: name, State: p.State, Attempt: p.Attempt, Resource: p.Resource, Avoid: p.Avoid}
+		si := StepInfo{Step: name, State: p.State, Attempt: p.Attempt, Resource: p.Resource, Avoid: p.Avoid,
+			Pause: p.Pause, AttemptBase: p.AttemptBase, Options: p.Options}
 		if si.Avoid == nil {
 			si.Avoid = []string{}
 		}
@@ -84,6 +92,7 @@ func StepInfos(j *Job, hist []Event, recs map[string]*StepRecord) []StepInfo {
 		}
 		if rec := recs[name]; rec != nil {
 			si.Explicit, si.Activity = true, rec.Activity
+			si.Pause, si.AttemptBase, si.Options = rec.Pause, rec.AttemptBase, rec.Options
 			if si.State == StepNone {
 				si.State = rec.State
 			}

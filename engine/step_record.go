@@ -61,7 +61,22 @@ type StepRecord struct {
 	// answer times out (0: never).
 	Question    []byte `json:"question,omitempty" msgpack:"q,omitempty"`
 	AnswerDueMS int64  `json:"answer_due_ms,omitempty" msgpack:"ad,omitempty"`
-	UpdatedMS   int64  `json:"updated_ms" msgpack:"up"`
+	// Pause is set while an operator holds the activity (PauseActivity): no
+	// step lease is granted. AttemptBase is the tries made before its last
+	// reset (ResetActivity): its retry policy counts the tries after it.
+	// Options are the options an operator laid over the workflow's
+	// (UpdateActivityOptions). All three are the projection of the step's
+	// activity_* control events.
+	Pause       *PauseInfo       `json:"pause,omitempty" msgpack:"pz,omitempty"`
+	AttemptBase uint32           `json:"attempt_base,omitempty" msgpack:"ab,omitempty"`
+	Options     *ActivityOptions `json:"options,omitempty" msgpack:"op,omitempty"`
+	// Straight: the record was made by an operator's command for a step
+	// that ran under the job's lease. Until the step takes a step lease of
+	// its own, the try after Attempt, which may still be running under the
+	// job's lease, may end it (commit, record its failure, ask a person):
+	// a try that ran when the operator acted finishes.
+	Straight  bool  `json:"straight,omitempty" msgpack:"sp,omitempty"`
+	UpdatedMS int64 `json:"updated_ms" msgpack:"up"`
 }
 
 // Clone returns a copy of s that Apply may change without changing s.
@@ -71,6 +86,8 @@ func (s *StepRecord) Clone() *StepRecord {
 	c.Capabilities = slices.Clone(s.Capabilities)
 	c.DependsOn = slices.Clone(s.DependsOn)
 	c.Question = slices.Clone(s.Question)
+	c.Pause = clonePause(s.Pause)
+	c.Options = s.Options.Clone()
 	if s.Selector != nil {
 		c.Selector = make(map[string]string, len(s.Selector))
 		for k, v := range s.Selector {

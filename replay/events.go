@@ -102,6 +102,14 @@ var stepEvents = map[engine.EventType]struct {
 	engine.EventStepResourceFailed: {KindActivity, roleRecord},
 	engine.EventStepNeedsUser:      {KindActivity, roleRecord},
 	engine.EventStepAnswered:       {KindActivity, roleRecord},
+
+	// An operator's commands on an activity (pause, unpause, reset, new
+	// options) are records of its step too; workflow code did not make
+	// them, so they neither resolve it nor decide whether code replays.
+	engine.EventActivityPaused:         {KindActivity, roleRecord},
+	engine.EventActivityUnpaused:       {KindActivity, roleRecord},
+	engine.EventActivityReset:          {KindActivity, roleRecord},
+	engine.EventActivityOptionsUpdated: {KindActivity, roleRecord},
 }
 
 // RetryTimerPrefix starts the ids of the durable timers a worker sets to

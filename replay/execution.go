@@ -83,10 +83,14 @@ type Execution struct {
 	// re-executes decisions the history already holds: it is replaying.
 	frontier uint64
 	nextStep uint64
-	cmds     map[string]*Command
-	open     map[string]*Command        // the unresolved non-marker commands, for Unresolved
-	byStep   map[string][]*engine.Event // the known history, by step
-	markers  []engine.NewEvent
+	// paused: the last pause event applied paused the run (Paused);
+	// unpausedSeq is the seq of the last unpause applied.
+	paused      bool
+	unpausedSeq uint64
+	cmds        map[string]*Command
+	open        map[string]*Command        // the unresolved non-marker commands, for Unresolved
+	byStep      map[string][]*engine.Event // the known history, by step
+	markers     []engine.NewEvent
 
 	onSignal func(name string, payload []byte)
 	onCancel func()
@@ -198,7 +202,9 @@ func (x *Execution) Advance(events []engine.Event, replaying bool) error {
 		// issue a step whose record lies ahead of the event being applied.
 		if step := stepOf(ev); step != "" {
 			x.byStep[step] = append(x.byStep[step], ev)
-			x.frontier = ev.Seq
+			if !engine.IsActivityControlEvent(ev.Type) {
+				x.frontier = ev.Seq
+			}
 		}
 		if decidedByCode(ev.Type) {
 			x.frontier = ev.Seq
@@ -284,6 +290,14 @@ func (x *Execution) apply(ev *engine.Event) error {
 			x.onCancel()
 		}
 		return nil
+	case engine.EventWorkflowPaused, engine.EventWorkflowUnpaused:
+		if ev.Name != engine.PauseParent {
+			x.paused = ev.Type == engine.EventWorkflowPaused
+			if !x.paused {
+				x.unpausedSeq = ev.Seq
+			}
+		}
+		return nil
 	}
 	step := stepOf(ev)
 	if step == "" {
@@ -337,8 +351,7 @@ func (x *Execution) Issue(kind CommandKind, name string, input []byte, opts Comm
 func (x *Execution) issue(step string, kind CommandKind, name string, input []byte, opts CommandOptions, fireAt int64, resolve func(Resolution)) *Command {
 	cmd := &Command{Step: step, Kind: kind, Name: name, Input: input, Options: opts, FireAt: fireAt, resolve: resolve,
 		IssuedAtMS: x.nowMS, Where: callerOutsideSDK()}
-	if recs := x.byStep[step]; len(recs) > 0 {
-		rec := recs[0]
+	if rec := firstOwnRecord(x.byStep[step]); rec != nil {
 		if stepEvents[rec.Type].kind != kind || (kind != KindTimer && rec.Name != name) {
 			x.stop(&NondeterminismError{Step: step, Event: rec, Did: fmt.Sprintf("issued %s %q", kind, name), Where: cmd.Where})
 		}
@@ -349,6 +362,19 @@ func (x *Execution) issue(step string, kind CommandKind, name string, input []by
 		x.open[step] = cmd
 	}
 	return cmd
+}
+
+// firstOwnRecord returns the first of a step's records that the worker or
+// the engine wrote for the command, skipping an operator's commands on the
+// activity, which may come first and may not know its name; nil when
+// there is none.
+func firstOwnRecord(recs []*engine.Event) *engine.Event {
+	for _, r := range recs {
+		if !engine.IsActivityControlEvent(r.Type) {
+			return r
+		}
+	}
+	return nil
 }
 
 // RequestCancel marks cmd as cancelled by workflow code. It must be called
@@ -467,6 +493,15 @@ func (x *Execution) Finish(result []byte, err error) {
 func (x *Execution) Finished() (done bool, result []byte, err error) {
 	return x.finished, x.result, x.failure
 }
+
+// Paused reports whether the events applied so far leave the run paused
+// by an operator (workflow_paused): its worker starts nothing more and ends
+// the turn. The code itself does not see it.
+func (x *Execution) Paused() bool { return x.paused }
+
+// UnpausedSeq returns the seq of the last unpause of the run applied so
+// far (0: none).
+func (x *Execution) UnpausedSeq() uint64 { return x.unpausedSeq }
 
 // Fault returns the error that stopped the execution, if any.
 func (x *Execution) Fault() error { return x.fault }

@@ -30,7 +30,7 @@ func DescribeKey(k []byte) string {
 	switch k[0] {
 	case PrefixMeta:
 		return "m " + describeString(string(k[1:]))
-	case PrefixJob:
+	case PrefixJob, PrefixPaused:
 		ok = d.u64("job") && d.end()
 	case PrefixEvent:
 		ok = d.u64("job") && d.u64("seq") && d.end()

@@ -37,6 +37,8 @@ func TestDescribeKey(t *testing.T) {
 		{WaiterKey(1, 7, "a"), "i seq=1 job=7 step=a"},
 		{ScheduleKey("nightly"), "k schedule=nightly"},
 		{SchedDueKey(60000, "nightly"), "z due=60000 schedule=nightly"},
+		{PausedKey(7), "f job=7"},
+		{[]byte{PrefixPaused, 1}, "invalid key 6601"},
 		{ReviewKey(3), "gr task=3"},
 		{ReviewEventKey(3, 2), "ge task=3 seq=2"},
 		{ReviewJobKey("email", 3), "gj job=email task=3"},
@@ -99,6 +101,7 @@ func FuzzDescribeKey(f *testing.F) {
 			{EventKey(id, uint64(at)), []string{"e job=" + num(id) + " seq=" + num(uint64(at))}},
 			{ClosedKey(at, id), []string{"C closed=" + num(uint64(at)) + " job=" + num(id)}},
 			{RunsKey(s, id), []string{"W workflow=" + describeString(s), "job=" + num(id)}},
+			{PausedKey(id), []string{"f job=" + num(id)}},
 		} {
 			d := check(tc.k)
 			for _, w := range tc.want {

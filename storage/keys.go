@@ -32,6 +32,7 @@ import (
 //	i<seq:8><job:8><step>             steps waiting for a resource unit, first come first served
 //	k<scheduleID>                     schedule record
 //	z<dueAt:8><scheduleID>            schedules due for a look (fire times, closed runs)
+//	f<job:8>                          paused jobs (an operator's pause, or an activity task held by its run's)
 //	C<closedAt:8><job:8>              visibility by closing time: the runs that ended
 //	W<workflowID:len><job:8>          visibility by workflow id: every run of an id
 //	B<batchID>                        batch operation record
@@ -58,6 +59,7 @@ const (
 	PrefixWaiter   byte = 'i'
 	PrefixSchedule byte = 'k'
 	PrefixSchedDue byte = 'z'
+	PrefixPaused   byte = 'f'
 	// The list's indexes beside status, type and queue (capitals, so
 	// that they never take a letter another index may want).
 	PrefixClosed byte = 'C'
@@ -155,6 +157,12 @@ func DelayedKey(releaseAtMS int64, id uint64) []byte {
 func DeadlineKey(dueAtMS int64, id uint64) []byte {
 	return appendU64(appendU64(key(PrefixDeadline, 16), uint64(dueAtMS)), id)
 }
+
+// PausedPrefix is where the paused jobs are listed, in job id order.
+var PausedPrefix = []byte{PrefixPaused}
+
+// PausedKey lists job id as paused.
+func PausedKey(id uint64) []byte { return appendU64(key(PrefixPaused, 8), id) }
 
 // ChildPrefix is where the open children of job parent are listed.
 func ChildPrefix(parent uint64) []byte { return appendU64(key(PrefixChild, 16), parent) }

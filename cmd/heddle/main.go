@@ -91,6 +91,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newTokenCommand(),
 		newWorkflowCommand(),
 		newStepCommand(),
+		newActivityCommand(),
 		newResourceCommand(),
 		newScheduleCommand(),
 		newTaskQueueCommand(),

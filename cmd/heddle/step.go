@@ -55,8 +55,15 @@ type stepDoc struct {
 	AnswerDueAt    string `json:"answer_due_at,omitempty"`
 	Decision       string `json:"decision,omitempty"`
 	// Explicit: the step holds a step lease of its own (a step record).
-	Explicit  bool   `json:"explicit,omitempty"`
-	UpdatedAt string `json:"updated_at,omitempty"`
+	Explicit bool `json:"explicit,omitempty"`
+	// Paused is set while an operator holds the activity (heddle activity
+	// pause); AttemptBase is the tries made before its last reset, and
+	// Options the options an operator gave it (heddle activity
+	// update-options).
+	Paused      *wfPauseDoc             `json:"paused,omitempty"`
+	AttemptBase uint32                  `json:"attempt_base,omitempty"`
+	Options     *engine.ActivityOptions `json:"options,omitempty"`
+	UpdatedAt   string                  `json:"updated_at,omitempty"`
 }
 
 // question is what the step asks, in whichever field it is.
@@ -79,7 +86,11 @@ func stepDocOf(s engine.StepInfo) stepDoc {
 		Worker: s.Worker, LastHeartbeatAt: wfRFC3339(s.LastHeartbeatMS), LeaseExpiresAt: wfRFC3339(s.LeaseExpiryMS),
 		Avoid: s.Avoid, Capabilities: s.Capabilities, Selector: s.Selector, DependsOn: s.DependsOn,
 		WaitingForUnit: s.WaitingForResource, AnswerDueAt: wfRFC3339(s.AnswerDueMS),
-		Decision: string(s.Decision), Explicit: s.Explicit, UpdatedAt: wfRFC3339(s.UpdatedMS)}
+		Decision: string(s.Decision), Explicit: s.Explicit, UpdatedAt: wfRFC3339(s.UpdatedMS),
+		AttemptBase: s.AttemptBase, Options: s.Options}
+	if p := s.Pause; p != nil {
+		d.Paused = &wfPauseDoc{At: wfRFC3339(p.AtMS), By: p.By, Reason: p.Reason}
+	}
 	d.Question, d.QuestionBase64 = wfPayloadFields(s.Question)
 	if d.Avoid == nil {
 		d.Avoid = []string{}
@@ -143,7 +154,11 @@ func stepPrintList(w io.Writer, d stepListDoc) error {
 	t.row("STEP", "ACTIVITY", "STATE", "ATTEMPT", "RESOURCE", "WORKER", "HEARTBEAT", "AVOID")
 	var asks []stepDoc
 	for _, s := range d.Steps {
-		t.row(wfCell(s.Step), wfCell(s.Activity), s.State, stepNum(s.Attempt), stepDash(wfCell(s.Resource)),
+		state := s.State
+		if s.Paused != nil {
+			state += " (paused)"
+		}
+		t.row(wfCell(s.Step), wfCell(s.Activity), state, stepNum(s.Attempt), stepDash(wfCell(s.Resource)),
 			stepDash(wfCell(s.Worker)), stepDash(wfRelRFC(s.LastHeartbeatAt)), stepDash(wfCell(strings.Join(s.Avoid, ","))))
 		if len(s.question()) > 0 {
 			asks = append(asks, s)
@@ -167,6 +182,9 @@ func stepPrintList(w io.Writer, d stepListDoc) error {
 // on b2, by w1, heartbeat 3s ago".
 func stepLine(s stepDoc) string {
 	parts := []string{wfCell(s.Activity) + " " + s.State}
+	if s.Paused != nil {
+		parts[0] += " (paused)"
+	}
 	if s.Attempt > 0 {
 		parts = append(parts, "attempt "+fmt.Sprint(s.Attempt))
 	}

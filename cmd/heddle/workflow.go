@@ -27,7 +27,7 @@ const wfDefaultRetry = 10 * time.Second
 func newWorkflowCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workflow",
-		Short: "start, list, count, describe, show, query, signal, cancel, terminate or reset workflows",
+		Short: "start, list, count, describe, show, query, signal, cancel, terminate, reset, pause or unpause workflows",
 		Long: "Manages the workflows of a heddle node or cluster through its HTTP API.\n\n" +
 			"An ID argument is a workflow id (its current run), or a numeric job (run) id;\n" +
 			"-w/--workflow-id and -r/--run-id name a run without that guess.\n\n" +
@@ -48,6 +48,8 @@ func newWorkflowCommand() *cobra.Command {
 		newWFSignalCommand(g),
 		newWFCancelCommand(g, false),
 		newWFCancelCommand(g, true),
+		newWFPauseCommand(g, false),
+		newWFPauseCommand(g, true),
 		newWFResetCommand(g),
 	)
 	return cmd

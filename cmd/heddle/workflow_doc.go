@@ -18,36 +18,39 @@ import (
 // wfJobDoc is one run: what describe prints, list prints for each run and
 // start --wait prints as the outcome.
 type wfJobDoc struct {
-	WorkflowID      string          `json:"workflow_id"`
-	JobID           uint64          `json:"job_id"`
-	Type            string          `json:"type"`
-	Queue           string          `json:"queue"`
-	Status          string          `json:"status"`
-	ExecutionStatus string          `json:"execution_status"`
-	Attempt         uint64          `json:"attempt"`
-	RunAttempt      int32           `json:"run_attempt,omitempty"`
-	Retries         uint32          `json:"retries,omitempty"`
-	CreatedAt       string          `json:"created_at"`
-	UpdatedAt       string          `json:"updated_at"`
-	ClosedAt        string          `json:"closed_at,omitempty"`
-	Deadline        string          `json:"deadline,omitempty"`
-	RetryAt         string          `json:"retry_at,omitempty"`
-	LeaseOwner      string          `json:"lease_owner,omitempty"`
-	LeaseExpiresAt  string          `json:"lease_expires_at,omitempty"`
-	PrevRunID       uint64          `json:"prev_run_id,omitempty"`
-	NextRunID       uint64          `json:"next_run_id,omitempty"`
-	NextRunReason   string          `json:"next_run_reason,omitempty"`
-	ParentJobID     uint64          `json:"parent_job_id,omitempty"`
-	ParentStep      string          `json:"parent_step,omitempty"`
-	CancelRequested bool            `json:"cancel_requested,omitempty"`
-	WaitingFor      *wfWaitDoc      `json:"waiting_for,omitempty"`
-	Timers          []wfTimerDoc    `json:"timers,omitempty"`
-	HistoryLength   uint64          `json:"history_length"`
-	CloseEvent      string          `json:"close_event,omitempty"`
-	CloseReason     string          `json:"close_reason,omitempty"`
-	Result          json.RawMessage `json:"result,omitempty"`
-	ResultBase64    []byte          `json:"result_base64,omitempty"`
-	Failure         *wfFailureDoc   `json:"failure,omitempty"`
+	WorkflowID      string `json:"workflow_id"`
+	JobID           uint64 `json:"job_id"`
+	Type            string `json:"type"`
+	Queue           string `json:"queue"`
+	Status          string `json:"status"`
+	ExecutionStatus string `json:"execution_status"`
+	Attempt         uint64 `json:"attempt"`
+	RunAttempt      int32  `json:"run_attempt,omitempty"`
+	Retries         uint32 `json:"retries,omitempty"`
+	CreatedAt       string `json:"created_at"`
+	UpdatedAt       string `json:"updated_at"`
+	ClosedAt        string `json:"closed_at,omitempty"`
+	Deadline        string `json:"deadline,omitempty"`
+	RetryAt         string `json:"retry_at,omitempty"`
+	LeaseOwner      string `json:"lease_owner,omitempty"`
+	LeaseExpiresAt  string `json:"lease_expires_at,omitempty"`
+	PrevRunID       uint64 `json:"prev_run_id,omitempty"`
+	NextRunID       uint64 `json:"next_run_id,omitempty"`
+	NextRunReason   string `json:"next_run_reason,omitempty"`
+	ParentJobID     uint64 `json:"parent_job_id,omitempty"`
+	ParentStep      string `json:"parent_step,omitempty"`
+	CancelRequested bool   `json:"cancel_requested,omitempty"`
+	// Paused is set while the run is paused: by an operator (Pause), or
+	// for an activity task, by its run's pause (held_by_parent).
+	Paused        *wfPauseDoc     `json:"paused,omitempty"`
+	WaitingFor    *wfWaitDoc      `json:"waiting_for,omitempty"`
+	Timers        []wfTimerDoc    `json:"timers,omitempty"`
+	HistoryLength uint64          `json:"history_length"`
+	CloseEvent    string          `json:"close_event,omitempty"`
+	CloseReason   string          `json:"close_reason,omitempty"`
+	Result        json.RawMessage `json:"result,omitempty"`
+	ResultBase64  []byte          `json:"result_base64,omitempty"`
+	Failure       *wfFailureDoc   `json:"failure,omitempty"`
 	// Steps are the steps of an open run that have not ended (describe
 	// only): who runs each, its state and last heartbeat.
 	Steps []stepDoc `json:"steps,omitempty"`
@@ -68,6 +71,26 @@ type wfJobDoc struct {
 type wfQueuedReasonDoc struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+}
+
+// wfPauseDoc is a pause: since when, by whom and why.
+type wfPauseDoc struct {
+	At           string `json:"at,omitempty"`
+	By           string `json:"by,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	HeldByParent bool   `json:"held_by_parent,omitempty"`
+}
+
+// wfPauseOf is the pause of an open run j, or nil.
+func wfPauseOf(j *engine.Job) *wfPauseDoc {
+	if !j.Paused() || j.Status.Terminal() {
+		return nil
+	}
+	d := &wfPauseDoc{HeldByParent: j.HeldByParent}
+	if p := j.Pause; p != nil {
+		d.At, d.By, d.Reason = wfRFC3339(p.AtMS), p.By, p.Reason
+	}
+	return d
 }
 
 // wfWaitDoc is what a waiting run waits for; the first to happen wakes it.
@@ -125,7 +148,7 @@ func wfJobOf(j *engine.Job, closing *engine.Event) wfJobDoc {
 		CreatedAt: wfRFC3339(j.CreatedMS), UpdatedAt: wfRFC3339(j.UpdatedMS), ClosedAt: wfRFC3339(j.ClosedMS),
 		Deadline: wfRFC3339(j.DeadlineMS), RetryAt: wfRFC3339(j.ReleaseAtMS),
 		ParentJobID: uint64(j.ParentID), ParentStep: j.ParentStep, CancelRequested: j.CancelRequested,
-		WaitingFor: wfWaitOf(j.Wait), Timers: wfTimersOf(j.Timers), HistoryLength: j.LastSeq,
+		WaitingFor: wfWaitOf(j.Wait), Timers: wfTimersOf(j.Timers), HistoryLength: j.LastSeq, Paused: wfPauseOf(j),
 		ResetNewRunID: uint64(j.ResetNewRunID), ResetBaseRunID: uint64(j.ResetBaseRunID), ResetEventID: j.ResetEventID,
 	}
 	if j.Status == engine.StatusRunning {

@@ -177,13 +177,15 @@ const wfQueryHelp = "--query takes Temporal's list filter, or heddle's shorter t
 	"  StartTime BETWEEN \"2026-11-01\" AND \"2026-11-02\"     TaskQueue != \"orders\"   RunId = 42\n" +
 	"  status=Running,Waiting type=Order id=order-* created>-24h closed<now-7d\n" +
 	"Fields: ExecutionStatus (status), WorkflowType (type), TaskQueue (queue), WorkflowId\n" +
-	"(id), RunId, StartTime (created), CloseTime (closed), HeddleStatus. A space between\n" +
-	"two comparisons is an AND; AND binds tighter than OR. Statuses are Temporal's: Running\n" +
-	"is every open run (heddle's Queued, Running, Waiting, Parked, Retrying, Draft,\n" +
-	"Suspended), Completed leaves out ContinuedAsNew; also Open, Closed, and heddle's open\n" +
-	"statuses by name. HeddleStatus=Running is a run a worker holds now. Times are RFC 3339,\n" +
-	"a date, Unix ms, now, or back from now (-90m, -24h, -7d); UTC without a zone. The web\n" +
-	"UI's workflow filter is the same language."
+	"(id), RunId, StartTime (created), CloseTime (closed), HeddleStatus, Paused (paused).\n" +
+	"A space between two comparisons is an AND; AND binds tighter than OR. Statuses are\n" +
+	"Temporal's: Running is every open run (heddle's Queued, Running, Waiting, Parked,\n" +
+	"Retrying, Draft, Suspended), Completed leaves out ContinuedAsNew; also Open, Closed,\n" +
+	"and heddle's open statuses by name. HeddleStatus=Running is a run a worker holds now.\n" +
+	"paused=true (or Temporal's ExecutionStatus = \"Paused\") keeps the open runs that are\n" +
+	"paused; a paused run keeps its status, so Running and Open include it. Times are\n" +
+	"RFC 3339, a date, Unix ms, now, or back from now (-90m, -24h, -7d); UTC without a\n" +
+	"zone. The web UI's workflow filter is the same language."
 
 // wfPrintPaging says the tokens of the pages around this one.
 func wfPrintPaging(p *printer, out wfListOutput) {
@@ -244,6 +246,9 @@ func wfPrintList(w io.Writer, out wfListOutput) error {
 func wfStatusCell(d wfJobDoc) string {
 	if d.ExecutionStatus == "ContinuedAsNew" {
 		return d.ExecutionStatus
+	}
+	if d.Paused != nil {
+		return d.Status + " (paused)"
 	}
 	return d.Status
 }

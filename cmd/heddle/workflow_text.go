@@ -75,6 +75,9 @@ func wfPrintJob(w io.Writer, d wfJobDoc) error {
 	kv("Type", wfCell(d.Type))
 	kv("Queue", wfCell(d.Queue))
 	kv("Status", d.Status)
+	if d.Paused != nil {
+		kv("Paused", wfPauseText(d.Paused))
+	}
 	if d.NextRunID != 0 {
 		kv("Next run", fmt.Sprintf("%s → run %d", engine.NextRunText(d.NextRunReason), d.NextRunID))
 	}
@@ -140,6 +143,25 @@ func wfPrintJob(w io.Writer, d wfJobDoc) error {
 		kv("Failure", wfCell(wfTruncate(wfFailureText(f), wfResultWidth)))
 	}
 	return p.err()
+}
+
+// wfPauseText says since when a run is paused, by whom and why, and what
+// lets it go on.
+func wfPauseText(p *wfPauseDoc) string {
+	if p.At == "" {
+		return "held while its workflow's run is paused"
+	}
+	s := "since " + wfRelRFC(p.At)
+	if p.By != "" {
+		s += " by " + wfCell(p.By)
+	}
+	if p.Reason != "" {
+		s += ": " + wfCell(p.Reason)
+	}
+	if p.HeldByParent {
+		s += "; also held while its workflow's run is paused"
+	}
+	return s + " (heddle workflow unpause)"
 }
 
 func wfFailureText(f *wfFailureDoc) string {

@@ -480,6 +480,37 @@ func (e *Engine) Terminate(ctx context.Context, c engine.Terminate) (*engine.Sta
 	return propose[*engine.StatusResult](ctx, e, &c)
 }
 
+// Pause holds a run (docs/state-machines.md §6).
+func (e *Engine) Pause(ctx context.Context, c engine.Pause) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
+}
+
+// Unpause lets a paused run go on.
+func (e *Engine) Unpause(ctx context.Context, c engine.Unpause) (*engine.StatusResult, error) {
+	return propose[*engine.StatusResult](ctx, e, &c)
+}
+
+// PauseActivity pauses pending activities of a run.
+func (e *Engine) PauseActivity(ctx context.Context, c engine.PauseActivity) (*engine.ActivityResult, error) {
+	return propose[*engine.ActivityResult](ctx, e, &c)
+}
+
+// UnpauseActivity ends the pause of pending activities of a run.
+func (e *Engine) UnpauseActivity(ctx context.Context, c engine.UnpauseActivity) (*engine.ActivityResult, error) {
+	return propose[*engine.ActivityResult](ctx, e, &c)
+}
+
+// ResetActivity starts the attempts of pending activities of a run over.
+func (e *Engine) ResetActivity(ctx context.Context, c engine.ResetActivity) (*engine.ActivityResult, error) {
+	return propose[*engine.ActivityResult](ctx, e, &c)
+}
+
+// UpdateActivityOptions changes the timeouts and retry policy of pending
+// activities of a run.
+func (e *Engine) UpdateActivityOptions(ctx context.Context, c engine.UpdateActivityOptions) (*engine.ActivityResult, error) {
+	return propose[*engine.ActivityResult](ctx, e, &c)
+}
+
 // Reset starts a new run of a run's workflow id from a turn boundary of
 // its history (see engine.ResetJob).
 func (e *Engine) Reset(ctx context.Context, c engine.ResetJob) (*engine.ResetResult, error) {

@@ -140,6 +140,36 @@ func (c *Client) Resume(ctx context.Context, cmd engine.Resume) (*engine.StatusR
 	return send[engine.StatusResult](ctx, c, "/v1/jobs/resume", &cmd, &cmd.Header)
 }
 
+// Pause implements engine.Service.
+func (c *Client) Pause(ctx context.Context, cmd engine.Pause) (*engine.StatusResult, error) {
+	return send[engine.StatusResult](ctx, c, "/v1/jobs/pause", &cmd, &cmd.Header)
+}
+
+// Unpause implements engine.Service.
+func (c *Client) Unpause(ctx context.Context, cmd engine.Unpause) (*engine.StatusResult, error) {
+	return send[engine.StatusResult](ctx, c, "/v1/jobs/unpause", &cmd, &cmd.Header)
+}
+
+// PauseActivity implements engine.Service.
+func (c *Client) PauseActivity(ctx context.Context, cmd engine.PauseActivity) (*engine.ActivityResult, error) {
+	return send[engine.ActivityResult](ctx, c, "/v1/jobs/pause-activity", &cmd, &cmd.Header)
+}
+
+// UnpauseActivity implements engine.Service.
+func (c *Client) UnpauseActivity(ctx context.Context, cmd engine.UnpauseActivity) (*engine.ActivityResult, error) {
+	return send[engine.ActivityResult](ctx, c, "/v1/jobs/unpause-activity", &cmd, &cmd.Header)
+}
+
+// ResetActivity implements engine.Service.
+func (c *Client) ResetActivity(ctx context.Context, cmd engine.ResetActivity) (*engine.ActivityResult, error) {
+	return send[engine.ActivityResult](ctx, c, "/v1/jobs/reset-activity", &cmd, &cmd.Header)
+}
+
+// UpdateActivityOptions implements engine.Service.
+func (c *Client) UpdateActivityOptions(ctx context.Context, cmd engine.UpdateActivityOptions) (*engine.ActivityResult, error) {
+	return send[engine.ActivityResult](ctx, c, "/v1/jobs/update-activity-options", &cmd, &cmd.Header)
+}
+
 // Complete implements engine.Service.
 func (c *Client) Complete(ctx context.Context, cmd engine.Complete) (*engine.StatusResult, error) {
 	return send[engine.StatusResult](ctx, c, "/v1/jobs/complete", &cmd, &cmd.Header)
@@ -364,6 +394,9 @@ func listValues(lq engine.ListQuery) url.Values {
 	}
 	if lq.ExecutionStatus != "" {
 		q.Set("execution_status", lq.ExecutionStatus)
+	}
+	if lq.Paused {
+		q.Set("paused", "true")
 	}
 	if lq.Order != engine.ListOrderDefault {
 		q.Set("order", lq.Order.String())

@@ -17,6 +17,12 @@
 //	POST   /v1/jobs/activate                 Activate          -> StatusResult
 //	POST   /v1/jobs/suspend                  Suspend           -> StatusResult
 //	POST   /v1/jobs/resume                   Resume            -> StatusResult
+//	POST   /v1/jobs/pause                    Pause             -> StatusResult (a run's pause)
+//	POST   /v1/jobs/unpause                  Unpause           -> StatusResult
+//	POST   /v1/jobs/pause-activity           PauseActivity     -> ActivityResult
+//	POST   /v1/jobs/unpause-activity         UnpauseActivity   -> ActivityResult
+//	POST   /v1/jobs/reset-activity           ResetActivity     -> ActivityResult
+//	POST   /v1/jobs/update-activity-options  UpdateActivityOptions -> ActivityResult
 //	POST   /v1/jobs/complete                 Complete          -> StatusResult
 //	POST   /v1/jobs/fail                     Fail              -> StatusResult
 //	POST   /v1/jobs/requeue                  Requeue           -> StatusResult
@@ -34,7 +40,7 @@
 //	POST   /v1/jobs/complete-async           CompleteAsync     -> StatusResult
 //
 //	GET    /v1/jobs?query=&order=&page_token=&limit=&status=&execution_status=&type=&queue=
-//	             &workflow_id=&created_from_ms=&created_before_ms=&now_ms=&after=
+//	             &workflow_id=&paused=&created_from_ms=&created_before_ms=&now_ms=&after=
 //	                                         List -> ListPage (newest first by default)
 //	GET    /v1/jobs/count?(list's filters)  Count -> CountResult
 //	GET    /v1/jobs/{job}                    Describe by job id       -> Job

@@ -115,6 +115,7 @@ var wireErrors = []wireError{
 	{"schedule_exists", http.StatusConflict, engine.ErrScheduleExists},
 	{"unknown_batch", http.StatusNotFound, engine.ErrUnknownBatch},
 	{"batch_exists", http.StatusConflict, engine.ErrBatchExists},
+	{"unknown_activity", http.StatusNotFound, engine.ErrUnknownActivity},
 	{"invariant", http.StatusInternalServerError, engine.ErrInvariant},
 	{"corrupt", http.StatusInternalServerError, engine.ErrCorrupt},
 	{"storage_read", http.StatusInternalServerError, engine.ErrStorageRead},

@@ -173,7 +173,9 @@ func TestHostileRequestsAreRefused(t *testing.T) {
 	}
 	type route = struct{ method, path string }
 	writes := []route{{"POST", "/v1/jobs"}, {"POST", "/v1/jobs/signal"}, {"POST", "/v1/jobs/cancel"}, {"POST", "/v1/jobs/request-cancel"},
-		{"POST", "/v1/jobs/suspend"}, {"POST", "/v1/jobs/resume"}, {"POST", "/v1/jobs/activate"}, {"POST", "/v1/query"}}
+		{"POST", "/v1/jobs/suspend"}, {"POST", "/v1/jobs/resume"}, {"POST", "/v1/jobs/activate"}, {"POST", "/v1/query"},
+		{"POST", "/v1/jobs/pause"}, {"POST", "/v1/jobs/unpause"}, {"POST", "/v1/jobs/pause-activity"}, {"POST", "/v1/jobs/unpause-activity"},
+		{"POST", "/v1/jobs/reset-activity"}, {"POST", "/v1/jobs/update-activity-options"}}
 	work := []route{{"POST", "/v1/jobs/claim"}, {"POST", "/v1/jobs/heartbeat"}, {"POST", "/v1/jobs/append"}, {"POST", "/v1/jobs/commit-step"},
 		{"POST", "/v1/jobs/wait"}, {"POST", "/v1/jobs/complete"}, {"POST", "/v1/jobs/fail"}, {"POST", "/v1/jobs/requeue"},
 		{"POST", "/v1/jobs/continue-as-new"}, {"POST", "/v1/query/poll"}, {"POST", "/v1/query/answer"}}
@@ -185,7 +187,8 @@ func TestHostileRequestsAreRefused(t *testing.T) {
 	forbidden(clientToken, "client", append(append([]route{terminate}, work...), admin...)...)
 	forbidden(workerToken, "worker", admin...)
 	// A worker cannot write what only the engine writes.
-	for _, typ := range []engine.EventType{engine.EventSignalReceived, engine.EventCancelRequested, engine.EventTimerFired, engine.EventStepCommitted, engine.EventEffectRecorded, engine.EventWorkflowReset, engine.EventJobCompleted} {
+	for _, typ := range []engine.EventType{engine.EventSignalReceived, engine.EventCancelRequested, engine.EventTimerFired, engine.EventStepCommitted, engine.EventEffectRecorded, engine.EventWorkflowReset, engine.EventJobCompleted,
+		engine.EventWorkflowPaused, engine.EventWorkflowUnpaused, engine.EventActivityPaused, engine.EventActivityReset, engine.EventActivityOptionsUpdated} {
 		cases = append(cases, tc{"forged " + string(typ), workerToken, "POST", "/v1/jobs/append", "", appendEv(typ), 400, "invalid_command", string(typ)})
 	}
 	cases = append(cases,
@@ -224,6 +227,14 @@ func TestHostileRequestsAreRefused(t *testing.T) {
 		tc{"cursor past the largest id", readerToken, "GET", "/v1/jobs?after=18446744073709551616", "", nil, 400, "invalid_command", "after="},
 		tc{"negative wait", readerToken, "GET", "/v1/jobs/1/history?wait=-1s", "", nil, 400, "invalid_command", "wait="},
 		tc{"stale=maybe", readerToken, "GET", "/v1/jobs?stale=maybe", "", nil, 400, "invalid_command", "stale="},
+		tc{"paused=maybe", readerToken, "GET", "/v1/jobs?paused=maybe", "", nil, 400, "invalid_command", "paused="},
+		// The activity commands name their activities one way, and
+		// update-options changes something.
+		tc{"activity pause naming nothing", clientToken, "POST", "/v1/jobs/pause-activity", "", []byte(`{"workflow_id":"wf-queued"}`), 400, "invalid_command", "exactly one of ActivityID, ActivityType and MatchAll"},
+		tc{"activity pause naming two ways", clientToken, "POST", "/v1/jobs/pause-activity", "", []byte(`{"workflow_id":"wf-queued","activity_id":"1","match_all":true}`), 400, "invalid_command", "exactly one of"},
+		tc{"update-options changing nothing", clientToken, "POST", "/v1/jobs/update-activity-options", "", []byte(`{"workflow_id":"wf-queued","match_all":true,"options":{}}`), 400, "invalid_command", "changes nothing"},
+		tc{"update-options with a backoff below 1", clientToken, "POST", "/v1/jobs/update-activity-options", "", []byte(`{"workflow_id":"wf-queued","match_all":true,"options":{"retry_policy":{"initial_interval_ms":0,"backoff_coefficient":0.5}}}`), 400, "invalid_command", "at least 1"},
+		tc{"activity pause of a run with no activity", clientToken, "POST", "/v1/jobs/pause-activity", "", []byte(`{"workflow_id":"wf-queued","match_all":true}`), 404, "unknown_activity", "has no pending activities"},
 		tc{"claim with a client token", clientToken, "POST", "/v1/jobs/claim", "", claim, 403, "forbidden", "needs the worker role"},
 		tc{"create with a reader token", readerToken, "POST", "/v1/jobs", "", create, 403, "forbidden", "needs the client role"},
 	)

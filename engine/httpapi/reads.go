@@ -165,6 +165,13 @@ func (c *call) listQuery() (engine.ListQuery, error) {
 	q := c.r.URL.Query()
 	lq := engine.ListQuery{Type: q.Get("type"), Queue: q.Get("queue"), WorkflowID: q.Get("workflow_id"),
 		Query: q.Get("query"), PageToken: q.Get("page_token"), ExecutionStatus: q.Get("execution_status")}
+	switch p := q.Get("paused"); p {
+	case "", "0", "false":
+	case "1", "true":
+		lq.Paused = true
+	default:
+		return lq, fmt.Errorf("%w: paused=%q: want true or false", engine.ErrInvalidCommand, p)
+	}
 	if st := q.Get("status"); st != "" {
 		if _, err := strconv.ParseUint(st, 10, 8); err == nil {
 			var err error

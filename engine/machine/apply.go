@@ -245,6 +245,7 @@ var outcomeNames = []struct {
 	{"unknown_resource", engine.ErrUnknownResource},
 	{"resource_exists", engine.ErrResourceExists},
 	{"resource_busy", engine.ErrResourceBusy},
+	{"unknown_activity", engine.ErrUnknownActivity},
 	{"invariant", engine.ErrInvariant},
 	{"corrupt", engine.ErrCorrupt},
 	{"storage_read", engine.ErrStorageRead},

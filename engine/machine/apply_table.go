@@ -79,6 +79,13 @@ var applyTable = [...]applyFunc{
 
 	engine.KindResetJob: on((*applier).resetJob),
 
+	engine.KindPause:                 on((*applier).pause),
+	engine.KindUnpause:               on((*applier).unpause),
+	engine.KindPauseActivity:         on((*applier).pauseActivity),
+	engine.KindUnpauseActivity:       on((*applier).unpauseActivity),
+	engine.KindResetActivity:         on((*applier).resetActivity),
+	engine.KindUpdateActivityOptions: on((*applier).updateActivityOptions),
+
 	engine.KindStartBatch:   on((*applier).startBatch),
 	engine.KindAdvanceBatch: on((*applier).advanceBatch),
 	engine.KindStopBatch:    on((*applier).stopBatch),

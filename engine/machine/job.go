@@ -152,7 +152,12 @@ func exactIndexKeys(j *engine.Job) []string {
 	if j.ParentID != 0 && !j.Status.Terminal() {
 		keys = append(keys, string(storage.ChildKey(uint64(j.ParentID), id)))
 	}
+	if j.Paused() && !j.Status.Terminal() {
+		keys = append(keys, string(storage.PausedKey(id)))
+	}
 	switch {
+	case j.Status == engine.StatusQueued && j.Paused():
+		// Held by a pause: in no claim index until it is unpaused.
 	case j.Status == engine.StatusQueued && j.DeferredUntilMS > 0:
 		// Passed over by a claimer that does not run its type: held back
 		// in the delayed index until its backoff ends.
@@ -246,6 +251,13 @@ func (a *applier) appendEvent(l *loaded, ev engine.Event) (uint64, error) {
 		a.enter(j, to, &ev)
 		if to.Terminal() && len(j.LiveSteps) > 0 {
 			if err := a.endSteps(l); err != nil {
+				return 0, err
+			}
+		}
+		if to.Terminal() && j.Pause != nil {
+			// A paused run that ended holds its activity tasks no more:
+			// held, they would wait for an unpause that cannot come.
+			if err := a.holdTasks(j, false, ""); err != nil {
 				return 0, err
 			}
 		}

@@ -85,6 +85,7 @@ func (a *applier) claim(c *engine.Claim) (engine.Result, error) {
 			TraceParent: j.TraceParent, ParentID: j.ParentID, RunAttempt: j.RunAttempt,
 		}
 		cj.CronSchedule = j.CronSchedule
+		cj.AttemptBase, cj.ActivityOptions = j.AttemptBase, j.ActivityOptions.Clone()
 		if j.ParentID != 0 {
 			// The child's code may ask for its parent (GetInfo); a parent
 			// whose record is gone leaves the workflow id empty.
@@ -129,6 +130,9 @@ func (a *applier) heartbeat(c *engine.Heartbeat) (engine.Result, error) {
 		}
 		if l.job.CancelRequested {
 			res.CancelRequested = append(res.CancelRequested, l.job.ID)
+		}
+		if l.job.Paused() {
+			res.Paused = append(res.Paused, l.job.ID)
 		}
 		// A lease only grows: a heartbeat with a shorter lease than the
 		// one held keeps the longer expiry.

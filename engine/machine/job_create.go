@@ -50,6 +50,7 @@ func (a *applier) createRun(c *engine.CreateJob, lastResult []byte) (engine.Resu
 			}
 		}
 	}
+	var parent *loaded
 	if c.ParentID != 0 {
 		p, err := a.load(c.ParentID)
 		if err != nil {
@@ -58,6 +59,7 @@ func (a *applier) createRun(c *engine.CreateJob, lastResult []byte) (engine.Resu
 		if p.job.Status.Terminal() {
 			return nil, fmt.Errorf("%w: parent job %d is %s", engine.ErrJobClosed, p.job.ID, p.job.Status)
 		}
+		parent = p
 	}
 	id, err := a.nextJobID()
 	if err != nil {
@@ -90,6 +92,13 @@ func (a *applier) createRun(c *engine.CreateJob, lastResult []byte) (engine.Resu
 	}
 	if _, err := a.appendEvent(l, ev); err != nil {
 		return nil, err
+	}
+	if parent != nil && parent.job.Pause != nil && isActivityTask(l.job) {
+		// An activity a paused run sends to another queue is created held:
+		// the run starts no activity until it is unpaused.
+		if err := a.hold(l, parent.job, true, c.By); err != nil {
+			return nil, err
+		}
 	}
 	if c.CronFirstNow {
 		l.job.CronSchedule = c.CronSchedule // a chain whose first run starts now

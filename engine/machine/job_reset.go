@@ -240,8 +240,14 @@ func planReset(prefix []engine.Event) *resetPlan {
 // step the worker runs itself (its tries, its step lease, its question)
 // or of a review task, when the step had not ended by the point. Such a
 // step runs again in the new run from its first try, and its review task
-// is asked for again (and found: see createReview).
+// is asked for again (and found: see createReview). The run's own pause
+// and unpause are left out too: a pause holds the run it was given to, as
+// Temporal's holds one run, so the new run starts unpaused
+// (docs/state-machines.md §6, "Reset and pause").
 func (p *resetPlan) drop(ev *engine.Event) bool {
+	if ev.Type == engine.EventWorkflowPaused || ev.Type == engine.EventWorkflowUnpaused {
+		return true
+	}
 	if ev.Step == "" || p.committed[ev.Step] || p.remote[ev.Step] {
 		return false
 	}

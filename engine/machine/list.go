@@ -24,7 +24,7 @@ import (
 //
 // A run-id segment walks the narrowest index the filter's bounds allow:
 // the run ids it names, else the runs of the workflow ids it names, else
-// the status indexes of the statuses it allows (when that is not all of
+// the paused index when only paused runs can match, else the status indexes of the statuses it allows (when that is not all of
 // them), else the type or queue index of the values it names, else every
 // run. Several indexes of one field (two workflow ids, the seven open
 // statuses) are merged in id order, reading a few keys of each at a time.
@@ -148,6 +148,11 @@ func idSources(b listfilter.Bounds, statuses []engine.Status, all bool) ([][]byt
 				prefixes = append(prefixes, storage.RunsPrefix(wf))
 			}
 		}
+	case b.Paused:
+		// The paused index holds only the open runs that are paused
+		// (and the activity tasks their runs' pauses hold): few, as a
+		// rule, and in run-id order as every run-id segment walks.
+		prefixes = [][]byte{storage.PausedPrefix}
 	case !all:
 		for _, s := range statuses {
 			prefixes = append(prefixes, storage.StatusPrefix(byte(s)))

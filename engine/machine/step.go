@@ -70,6 +70,11 @@ func (a *applier) stepEvent(l *loaded, s *step, ev engine.Event, cmd string) (ui
 	if !ok {
 		return 0, &engine.StepStateError{Job: r.Job, Step: r.Step, State: r.State, Command: cmd}
 	}
+	if r.Activity == "" {
+		// A record an operator's command made from a heartbeat alone
+		// learns its activity's name from the step's first own event.
+		r.Activity = ev.Name
+	}
 	ev.Step, ev.Name = r.Step, r.Activity
 	if ev.StepAttempt == 0 {
 		ev.StepAttempt = r.Attempt
@@ -98,7 +103,9 @@ func (a *applier) finishStep(res *engine.StepResult, l *loaded, s *step, before 
 		res.State, res.StepAttempt, res.Resource = s.rec.State, s.rec.Attempt, s.rec.Resource
 		res.StepLeaseExpiryMS = s.rec.LeaseExpiryMS
 		res.Queued, res.WaitingDeps = s.rec.WaiterSeq != 0, s.rec.State == engine.StepWaitingDeps
+		res.Paused, res.AttemptBase, res.Options = s.rec.Pause != nil, s.rec.AttemptBase, s.rec.Options.Clone()
 	}
+	res.Paused = res.Paused || l.job.Paused()
 	if l.job.LastSeq > before {
 		res.FirstSeq, res.LastSeq, res.AtMS = before+1, l.job.LastSeq, a.now
 	}
@@ -131,6 +138,18 @@ func (a *applier) leaseStep(c *engine.LeaseStep) (engine.Result, error) {
 	}
 	r := s.rec
 	res, before := stepResult(l, c.Step)
+	if (l.job.Paused() || r.Pause != nil) && (!r.State.HoldsLease() || r.JobAttempt != c.Attempt) {
+		// A paused activity (or an activity of a paused run) starts no
+		// try: nothing is leased or written, and the worker parks the step
+		// until news of it (its unpause) wakes the job. A lease the
+		// attempt already holds stays its own.
+		if s.isNew {
+			s = nil
+		}
+		a.finishStep(res, l, s, before)
+		res.Paused = true
+		return res, nil
+	}
 	if r.State.HoldsLease() && r.JobAttempt != 0 && r.JobAttempt != c.Attempt {
 		// An older attempt of the job leased it and is fenced out: its
 		// lease ends now, not when it would have run out.
@@ -350,6 +369,7 @@ func (a *applier) grant(l *loaded, s *step, rs *engine.Resource, jobAttempt uint
 	}
 	r.Resource, r.Released = ev.Resource, false
 	r.JobAttempt, r.Owner, r.WaiterSeq = jobAttempt, "", 0
+	r.Straight = false // a try of its own now: a try under the job's lease is stale
 	if jobAttempt != 0 {
 		r.Owner = l.job.LeaseOwner
 	}
@@ -595,6 +615,12 @@ func (a *applier) stepHeartbeat(c *engine.StepHeartbeat) (engine.Result, error) 
 			return nil, err
 		}
 		res.State, res.StepAttempt = engine.StepRunning, c.StepAttempt
+	} else if straightTry(s, c.StepAttempt) {
+		// The try under the job's lease that ran when an operator gave the
+		// step its record: it runs on, and its heartbeat is noted there.
+		s.rec.LastHeartbeatMS = a.now
+		a.saveStep(l, s)
+		res.State, res.StepAttempt = engine.StepRunning, c.StepAttempt
 	} else {
 		r := s.rec
 		if r.Attempt != c.StepAttempt || !r.State.HoldsLease() || r.JobAttempt != 0 && r.JobAttempt != c.Attempt {
@@ -615,7 +641,11 @@ func (a *applier) stepHeartbeat(c *engine.StepHeartbeat) (engine.Result, error) 
 		j.LeaseExpiryMS = exp
 	}
 	a.save(l)
+	state, attempt := res.State, res.StepAttempt
 	a.finishStep(res, l, s, before)
+	if s != nil && s.rec.Straight {
+		res.State, res.StepAttempt = state, attempt // the straight try's, not the record's
+	}
 	res.LeaseExpiryMS, res.CancelRequested = j.LeaseExpiryMS, j.CancelRequested
 	return res, nil
 }
@@ -678,6 +708,10 @@ func (a *applier) endStepAttempt(c *engine.EndStepAttempt) (engine.Result, error
 		// first try, or one after tries recorded as failed).
 		s = newStep(j.ID, c.Step, c.Name, engine.StepRunning)
 		s.rec.Attempt = c.StepAttempt
+	} else if straightTry(s, c.StepAttempt) {
+		// The try that ran under the job's lease when an operator gave the
+		// step its record ends as it would have without one.
+		s.rec.Straight = false
 	} else if r := s.rec; r.Attempt != c.StepAttempt || !r.State.HoldsLease() || r.JobAttempt != 0 && r.JobAttempt != c.Attempt {
 		return nil, staleStep(j.ID, c.Step, c.StepAttempt, s, "EndStepAttempt")
 	}
@@ -818,18 +852,42 @@ func (a *applier) expireSteps(c *engine.ExpireSteps) (engine.Result, error) {
 	})
 }
 
-// noStepRecord refuses an activity event a worker appends for a step that
-// has a step record: its tries are recorded by EndStepAttempt, which keeps
-// the record and the history together.
-func (a *applier) noStepRecord(id engine.JobID, t engine.EventType, name string) error {
-	if !engine.IsStepEvent(t) || name == "" {
-		return nil
+// workerEvent appends an event a worker wrote (AppendEvents, Wait.Events).
+// An activity event of a step that has a step record is refused: its
+// tries are recorded by EndStepAttempt, which keeps the record and the
+// history together. The one exception is the failed try of a Straight
+// record's step (an operator gave it the record while the try ran under
+// the job's lease): its record goes through the step record, and ends the
+// exception. A failed try of any other try of such a step is stale.
+func (a *applier) workerEvent(l *loaded, ev engine.Event, cmd string) error {
+	if engine.IsStepEvent(ev.Type) && ev.Step != "" {
+		s, err := a.loadStep(l.job.ID, ev.Step)
+		if err != nil {
+			return err
+		}
+		switch {
+		case s == nil:
+		case ev.Type == engine.EventActivityAttemptFailed && straightTry(s, ev.StepAttempt):
+			s.rec.Straight = false
+			if _, err := a.stepEvent(l, s, ev, cmd); err != nil {
+				return err
+			}
+			a.saveStep(l, s)
+			return nil
+		case ev.Type == engine.EventActivityAttemptFailed:
+			return staleStep(l.job.ID, ev.Step, ev.StepAttempt, s, cmd)
+		default:
+			return engine.InvalidField(cmd, "Events", fmt.Sprintf("step %q has a step record: record its tries with EndStepAttempt", ev.Step))
+		}
 	}
-	s, err := a.loadStep(id, name)
-	if err != nil || s == nil {
-		return err
-	}
-	return engine.InvalidField("AppendEvents", "Events", fmt.Sprintf("step %q has a step record: record its tries with EndStepAttempt", name))
+	_, err := a.appendEvent(l, ev)
+	return err
+}
+
+// straightTry reports whether attempt is the try of a Straight record's
+// step that may still end it: the one after the tries its record counts.
+func straightTry(s *step, attempt uint32) bool {
+	return s != nil && s.rec.Straight && attempt == s.rec.Attempt+1
 }
 
 // commitAllowed checks a step commit against the step's live try: a step
@@ -847,6 +905,8 @@ func (a *applier) commitAllowed(j *engine.Job, s *step, c *engine.CommitStep) er
 	switch {
 	case c.CatchUp:
 		return nil
+	case straightTry(s, c.StepAttempt) && c.Reason != engine.ReasonNotStarted:
+		return nil // the try that ran when an operator gave the step its record
 	case c.Reason == engine.ReasonNotStarted:
 		// Not from an older try, one never leased, or one a person's
 		// answer replaced; and never while a try runs, whose own end
@@ -899,8 +959,8 @@ func (a *applier) promoteDependents(l *loaded, done string) error {
 		if err != nil {
 			return err
 		}
-		if s == nil || s.rec.State != engine.StepWaitingDeps || !slices.Contains(s.rec.DependsOn, done) {
-			continue
+		if s == nil || s.rec.State != engine.StepWaitingDeps || !slices.Contains(s.rec.DependsOn, done) || s.rec.Pause != nil {
+			continue // a paused step is leased by its worker once unpaused
 		}
 		ok, err := a.depsDone(l.job.ID, s.rec)
 		if err != nil || !ok {

@@ -454,17 +454,21 @@ func TestResourceDrainRemove(t *testing.T) {
 }
 
 // Engine-owned step events cannot be appended by a worker, and a step with
-// a record records its tries through EndStepAttempt only.
+// a record records its tries through EndStepAttempt only: a failed try
+// recorded the straight way is a try that is not the step's live one.
 func TestStepEventsAreTheEngines(t *testing.T) {
 	h := newStepH(t)
 	ref := h.running("a")
 	for _, typ := range []engine.EventType{engine.EventStepLeased, engine.EventStepStarted, engine.EventStepLeaseTimeout, engine.EventStepResourceFailed,
-		engine.EventStepNeedsUser, engine.EventStepAnswered, engine.EventStepWaitingDeps} {
+		engine.EventStepNeedsUser, engine.EventStepAnswered, engine.EventStepWaitingDeps,
+		engine.EventActivityPaused, engine.EventActivityUnpaused, engine.EventActivityReset, engine.EventActivityOptionsUpdated,
+		engine.EventWorkflowPaused, engine.EventWorkflowUnpaused} {
 		h.mustFail(&engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: typ, Step: "1"}}}, engine.ErrInvalidCommand)
 		h.mustFail(&engine.CommitStep{LeaseRef: ref, Step: "1", Type: typ}, engine.ErrInvalidCommand)
 	}
 	h.lease(ref, "1")
-	h.mustFail(&engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: engine.EventActivityAttemptFailed, Step: "1"}}}, engine.ErrInvalidCommand)
+	h.mustFail(&engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: engine.EventActivityAttemptFailed, Step: "1"}}}, engine.ErrStaleAttempt)
+	h.mustFail(&engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: engine.EventActivityCompleted, Step: "1"}}}, engine.ErrInvalidCommand)
 	h.must(&engine.AppendEvents{LeaseRef: ref, Events: []engine.NewEvent{{Type: engine.EventActivityAttemptFailed, Step: "2", StepAttempt: 1}}})
 	h.verify()
 }

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/heddlewf/heddle/engine"
@@ -100,6 +101,14 @@ func (v *verifier) stepRecord(j *engine.Job, rec *engine.StepRecord, evs []engin
 		return fmt.Errorf("record released a unit of no resource")
 	case rec.JobAttempt > j.Attempt:
 		return fmt.Errorf("record's lease belongs to job attempt %d, the job's newest is %d", rec.JobAttempt, j.Attempt)
+	case !reflect.DeepEqual(rec.Pause, p.Pause):
+		return fmt.Errorf("record's pause %+v, its history's %+v", rec.Pause, p.Pause)
+	case rec.AttemptBase != p.AttemptBase || !reflect.DeepEqual(rec.Options, p.Options):
+		return fmt.Errorf("record's attempt base %d and options %+v, its history's %d and %+v", rec.AttemptBase, rec.Options, p.AttemptBase, p.Options)
+	case rec.Pause != nil && rec.WaiterSeq != 0:
+		return fmt.Errorf("paused record waits for a resource unit (seq %d)", rec.WaiterSeq)
+	case rec.Straight && slices.ContainsFunc(evs, func(ev engine.Event) bool { return ev.Type == engine.EventStepLeased }):
+		return fmt.Errorf("record is marked straight, yet its step took a step lease")
 	}
 	open := !j.Status.Terminal()
 	if due := stepDueMS(rec); due > 0 {

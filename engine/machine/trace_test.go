@@ -140,7 +140,7 @@ type lookDirective func(e *traceEnv, a *traceArgs) string
 
 // commandDirectives are the directives of every family, by name.
 var commandDirectives = mergeDirectives(leaseDirectives, jobDirectives, turnDirectives,
-	stepDirectives, reviewDirectives, scheduleDirectives, batchDirectives)
+	stepDirectives, reviewDirectives, scheduleDirectives, pauseDirectives, batchDirectives)
 
 var lookDirectives = map[string]lookDirective{
 	"history":  lookHistory,
@@ -476,6 +476,7 @@ var engineSentinels = []struct {
 	{"ErrUnknownBatch", engine.ErrUnknownBatch},
 	{"ErrBatchExists", engine.ErrBatchExists},
 	{"ErrRequestConflict", engine.ErrRequestConflict},
+	{"ErrUnknownActivity", engine.ErrUnknownActivity},
 }
 
 // lookHistory prints the whole history of job=<id> or task=<id>.

@@ -18,17 +18,14 @@ func (a *applier) appendEvents(c *engine.AppendEvents) (engine.Result, error) {
 	}
 	res := &engine.AppendResult{AtMS: a.now}
 	for _, ne := range c.Events {
-		if err := a.noStepRecord(l.job.ID, ne.Type, ne.Step); err != nil {
-			return nil, err
-		}
-		seq, err := a.appendEvent(l, engine.Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload, StepAttempt: ne.StepAttempt})
-		if err != nil {
+		ev := engine.Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload, StepAttempt: ne.StepAttempt}
+		if err := a.workerEvent(l, ev, "AppendEvents"); err != nil {
 			return nil, err
 		}
 		if res.FirstSeq == 0 {
-			res.FirstSeq = seq
+			res.FirstSeq = l.job.LastSeq
 		}
-		res.LastSeq = seq
+		res.LastSeq = l.job.LastSeq
 	}
 	for _, id := range c.CancelTimers {
 		cancelTimer(l.job, id)
@@ -123,15 +120,12 @@ func (a *applier) wait(c *engine.Wait) (engine.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if woken {
+	if woken && !j.Paused() {
 		return &engine.WaitResult{Woken: true, Status: j.Status, Seq: j.LastSeq}, nil
 	}
 	for _, ne := range c.Events {
-		if err := a.noStepRecord(j.ID, ne.Type, ne.Step); err != nil {
-			return nil, err
-		}
 		ev := engine.Event{Type: ne.Type, Attempt: c.Attempt, Step: ne.Step, Name: ne.Name, Payload: ne.Payload, StepAttempt: ne.StepAttempt}
-		if _, err := a.appendEvent(l, ev); err != nil {
+		if err := a.workerEvent(l, ev, "Wait"); err != nil {
 			return nil, err
 		}
 	}
@@ -146,6 +140,14 @@ func (a *applier) wait(c *engine.Wait) (engine.Result, error) {
 	j.Timers = nil
 	for _, t := range allTimers(&spec) {
 		setTimer(j, t)
+	}
+	if woken {
+		// A paused run takes no new turn: the wait that something already
+		// ended is taken and ended at once, and the run waits, Queued and
+		// unclaimable, for its unpause.
+		if seq, err = a.appendEvent(l, engine.Event{Type: engine.EventWaitCompleted, Reason: ReasonAlreadyHappened}); err != nil {
+			return nil, err
+		}
 	}
 	a.save(l)
 	return &engine.WaitResult{Status: j.Status, Seq: seq}, nil
@@ -186,6 +188,20 @@ func stepNews(ev *engine.Event) bool {
 	return ev.Type == engine.EventStepLeased && ev.Attempt == 0 || ev.Type == engine.EventStepAnswered || ev.Type == engine.EventStepLeaseTimeout
 }
 
+// operatorNews reports an operator's command that may let the run start
+// what it held back: its unpause, or an activity's unpause, reset or new
+// options. The worker must see it before it waits, as an unpause or a
+// reset of a waiting run wakes it.
+func operatorNews(ev *engine.Event) bool {
+	switch ev.Type {
+	case engine.EventActivityUnpaused, engine.EventActivityReset, engine.EventActivityOptionsUpdated:
+		return true
+	case engine.EventWorkflowUnpaused:
+		return ev.Name != engine.PauseParent
+	}
+	return false
+}
+
 // alreadyHappened reports whether something spec waits for happened after
 // seenSeq: a matching signal or timer_fired event, news of a step it waits
 // for (stepNews), or a recorded effect of a step. A timer that is merely
@@ -212,7 +228,8 @@ func (a *applier) alreadyHappened(j *engine.Job, spec *engine.WaitSpec, seenSeq 
 		found = (ev.Type == engine.EventSignalReceived && waitsForSignal(spec, ev.Name)) ||
 			(ev.Type == engine.EventTimerFired && waitsForTimer(spec, ev.Name)) ||
 			(stepNews(ev) && waitsForStep(spec, ev.Step)) ||
-			ev.Type == engine.EventCancelRequested // the workflow must see it before waiting
+			ev.Type == engine.EventCancelRequested || // the workflow must see it before waiting
+			operatorNews(ev)
 		return !found, nil
 	})
 	return found, err

@@ -3,6 +3,7 @@ package machine
 import (
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/storage"
@@ -26,7 +27,7 @@ func Verify(r *storage.Reader, max int) []error {
 	v.jobs()
 	v.resetLinks()
 	for _, p := range [][]byte{{storage.PrefixStatus}, {storage.PrefixType}, {storage.PrefixQueue}, {storage.PrefixRuns}, storage.ClosedPrefix,
-		{storage.PrefixReady}, {storage.PrefixChild}, storage.DelayedPrefix, storage.LeasePrefix, storage.TimerPrefix, storage.DeadlinePrefix,
+		{storage.PrefixReady}, {storage.PrefixChild}, storage.PausedPrefix, storage.DelayedPrefix, storage.LeasePrefix, storage.TimerPrefix, storage.DeadlinePrefix,
 		storage.StepDuePrefix} {
 		v.index(p)
 	}
@@ -172,9 +173,14 @@ func (v *verifier) job(j *engine.Job) bool {
 func recordMatchesHistory(j *engine.Job, hist []engine.Event) error {
 	var last, leased *engine.Event
 	var attempt uint64
+	var unpausedMS int64 // the last unpause after the last status event
 	for i := range hist {
 		if engine.IsStatusEvent(hist[i].Type) {
 			last = &hist[i]
+			unpausedMS = 0
+		}
+		if hist[i].Type == engine.EventWorkflowUnpaused {
+			unpausedMS = hist[i].AtMS
 		}
 		if hist[i].Type == engine.EventJobLeased && hist[i].Attempt > attempt {
 			attempt, leased = hist[i].Attempt, &hist[i]
@@ -206,10 +212,20 @@ func recordMatchesHistory(j *engine.Job, hist []engine.Event) error {
 		}
 	case engine.StatusQueued:
 		// A deferred job writes no event: released, it is ready from its
-		// release, after its last status event.
-		if j.ReadyAtMS != last.AtMS && (j.Deferrals == 0 || j.ReadyAtMS < last.AtMS) {
+		// release, after its last status event. An unpaused one is ready
+		// from its unpause.
+		if j.ReadyAtMS != last.AtMS && j.ReadyAtMS != unpausedMS && (j.Deferrals == 0 || j.ReadyAtMS < last.AtMS) {
 			return fmt.Errorf("ready at %d, last status event at %d (%d deferrals)", j.ReadyAtMS, last.AtMS, j.Deferrals)
 		}
+	}
+	pp := engine.DerivePause(hist)
+	switch {
+	case !reflect.DeepEqual(pp.Pause, j.Pause) || pp.HeldByParent != j.HeldByParent:
+		return fmt.Errorf("record's pause %+v (held by its run: %v) disagrees with its history's %+v (held: %v)", j.Pause, j.HeldByParent, pp.Pause, pp.HeldByParent)
+	case pp.AttemptBase != j.AttemptBase || !reflect.DeepEqual(pp.Options, j.ActivityOptions):
+		return fmt.Errorf("record's activity attempt base %d and options %+v disagree with its history's %d and %+v", j.AttemptBase, j.ActivityOptions, pp.AttemptBase, pp.Options)
+	case j.Paused() && j.DeferredUntilMS != 0:
+		return fmt.Errorf("paused record is deferred until %d", j.DeferredUntilMS)
 	}
 	if j.DeferredUntilMS != 0 && (j.Status != engine.StatusQueued || j.Deferrals == 0 || j.DeferredReason == "") {
 		return fmt.Errorf("%s record deferred until %d with %d deferrals and reason %q", j.Status, j.DeferredUntilMS, j.Deferrals, j.DeferredReason)

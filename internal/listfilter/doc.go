@@ -29,6 +29,7 @@
 //	StartTime        created, start_time         = != > >= < <= BETWEEN … AND …, NOT BETWEEN
 //	CloseTime        closed, close_time          (as StartTime)
 //	HeddleStatus     heddle_status               = != IN, NOT IN
+//	Paused           paused, is_paused           = != (true or false)
 //
 // Field names are read in any case; ":" is another spelling of "=", and
 // "<>" of "!=".
@@ -52,6 +53,12 @@
 // statuses exactly as describe shows them, where Running is a run whose
 // lease a worker holds now and Completed includes the runs that continued
 // as new, and Open and Closed.
+//
+// Pause is a flag beside a run's status, not a status: a paused run keeps
+// its status (Waiting, Queued, ...) and so is Running in Temporal's sense
+// and in the Open group. ExecutionStatus = "Paused" (Temporal's way) and
+// Paused = true (heddle's) both keep the open runs that are paused;
+// ExecutionStatus != "Paused" and Paused = false the others.
 //
 // # Times
 //

@@ -104,6 +104,8 @@ type Pred struct {
 	timesMS []int64
 	// ids is a run-id predicate's values.
 	ids []engine.JobID
+	// truth is a boolean predicate's value.
+	truth bool
 }
 
 // Match implements Expr.
@@ -124,6 +126,8 @@ func (p *Pred) Match(j *engine.Job) bool {
 	case kindRunID:
 		in := slices.Contains(p.ids, j.ID)
 		return in == (p.Op == OpEq || p.Op == OpIn)
+	case kindBool:
+		return (isPaused(j) == p.truth) == (p.Op == OpEq)
 	}
 	s := p.text(j)
 	switch p.Op {
@@ -174,10 +178,20 @@ func (p *Pred) Bounds() Bounds {
 	pos := p.Op == OpEq || p.Op == OpIn
 	switch kindOf(p.Field) {
 	case kindStatus:
-		if pos {
+		switch {
+		case pos && p.statuses&pausedSet != 0:
+			// A paused run may be in any open status; only Paused alone
+			// keeps the paused runs and nothing else.
+			b.statuses = p.statuses&^pausedSet | openSet
+			b.Paused = p.statuses == pausedSet
+		case pos:
 			b.statuses = p.statuses
-		} else {
+		default:
 			b.statuses = allStatuses &^ p.statuses
+		}
+	case kindBool:
+		if (p.Op == OpEq) == p.truth {
+			b.statuses, b.Paused = openSet, true
 		}
 	case kindRunID:
 		if pos {
@@ -277,6 +291,9 @@ type Bounds struct {
 	// Close bounds the closing time of the runs that ended; a bound on it
 	// also keeps only the runs that ended (see Statuses).
 	Close TimeRange
+	// Paused keeps only the open runs that are paused, which the paused
+	// index holds.
+	Paused bool
 }
 
 // Any is the bounds of an expression that may match every run.
@@ -318,13 +335,13 @@ func (b Bounds) Empty() bool {
 func (b Bounds) and(o Bounds) Bounds {
 	return Bounds{statuses: b.statuses & o.statuses, WorkflowIDs: b.WorkflowIDs.and(o.WorkflowIDs),
 		Types: b.Types.and(o.Types), Queues: b.Queues.and(o.Queues), RunIDs: b.RunIDs.and(o.RunIDs),
-		Start: b.Start.and(o.Start), Close: b.Close.and(o.Close)}
+		Start: b.Start.and(o.Start), Close: b.Close.and(o.Close), Paused: b.Paused || o.Paused}
 }
 
 func (b Bounds) or(o Bounds) Bounds {
 	return Bounds{statuses: b.statuses | o.statuses, WorkflowIDs: b.WorkflowIDs.or(o.WorkflowIDs),
 		Types: b.Types.or(o.Types), Queues: b.Queues.or(o.Queues), RunIDs: b.RunIDs.or(o.RunIDs),
-		Start: b.Start.or(o.Start), Close: b.Close.or(o.Close)}
+		Start: b.Start.or(o.Start), Close: b.Close.or(o.Close), Paused: b.Paused && o.Paused}
 }
 
 // TextSet is the values a text field may have: All, or one of Values

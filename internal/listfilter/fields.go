@@ -20,6 +20,12 @@ const (
 	FieldHeddleStatus    Field = "HeddleStatus"
 	FieldStartTime       Field = "StartTime"
 	FieldCloseTime       Field = "CloseTime"
+	// FieldPaused is heddle's: true of a run that has not ended and is
+	// paused (an operator's pause, or an activity task its run's pause
+	// holds). Pause is a flag beside the status, not a status: a paused
+	// run keeps its status and stays in the open group. Temporal writes
+	// the same test ExecutionStatus = "Paused".
+	FieldPaused Field = "Paused"
 )
 
 // kind groups the fields that take the same operators and values.
@@ -30,6 +36,7 @@ const (
 	kindStatus             // = != IN, NOT IN over status names and groups
 	kindTime               // = != > >= < <= BETWEEN, NOT BETWEEN over one time
 	kindRunID              // = != IN, NOT IN over run (job) ids
+	kindBool               // = != over true or false
 )
 
 // fields is the language's table: every field in the order the
@@ -48,6 +55,7 @@ var fields = []struct {
 	{FieldStartTime, kindTime, []string{"created", "start_time"}},
 	{FieldCloseTime, kindTime, []string{"closed", "close_time"}},
 	{FieldHeddleStatus, kindStatus, []string{"heddle_status"}},
+	{FieldPaused, kindBool, []string{"paused", "is_paused"}},
 }
 
 func kindOf(f Field) kind {
@@ -79,7 +87,7 @@ func fieldNames() string {
 	for _, e := range fields {
 		names = append(names, string(e.f))
 	}
-	return strings.Join(names, ", ") + " (or heddle's status, type, queue, id, created, closed)"
+	return strings.Join(names, ", ") + " (or heddle's status, type, queue, id, created, closed, paused)"
 }
 
 // Op is a predicate's comparison.
@@ -108,6 +116,7 @@ var kindOps = map[kind][]Op{
 	kindStatus: {OpEq, OpNe, OpIn, OpNotIn},
 	kindTime:   {OpEq, OpNe, OpGt, OpGe, OpLt, OpLe, OpBetween, OpNotBetween},
 	kindRunID:  {OpEq, OpNe, OpIn, OpNotIn},
+	kindBool:   {OpEq, OpNe},
 }
 
 func (k kind) takes(op Op) bool {
@@ -130,10 +139,16 @@ func (k kind) opNames() string {
 // The statuses of the language. A run's place among them is one bit: its
 // heddle status, except that a Completed run that continued as new has a
 // bit of its own (Temporal's ContinuedAsNew), so that Temporal's Completed
-// leaves it out and heddle's Completed takes it in.
+// leaves it out and heddle's Completed takes it in. An open run that is
+// paused has one more bit beside its status's (Temporal's Paused): it is
+// still Running (open) as well, since pause is a flag, not a status.
 type statusSet uint32
 
-const continuedBit = 31
+const (
+	continuedBit = 31
+	pausedBit    = 30
+	pausedSet    = statusSet(1) << pausedBit
+)
 
 func bitOf(s engine.Status) statusSet { return 1 << uint(s) }
 
@@ -145,13 +160,21 @@ var (
 	allStatuses = openSet | closedSet
 )
 
-// statusBit is where j stands among the statuses.
+// statusBit is where j stands among the statuses: one bit, and the paused
+// bit beside it when j is an open run that is paused.
 func statusBit(j *engine.Job) statusSet {
 	if j.ContinuedAsNew() {
 		return 1 << continuedBit
 	}
+	if isPaused(j) {
+		return bitOf(j.Status) | pausedSet
+	}
 	return bitOf(j.Status)
 }
+
+// isPaused reports whether j is paused: a pause of a run that ended holds
+// nothing, and so counts as none.
+func isPaused(j *engine.Job) bool { return j.Paused() && !j.Status.Terminal() }
 
 // executionStatuses are the names ExecutionStatus (and heddle's status)
 // takes: Temporal's, where Running is every open status, and heddle's own
@@ -168,6 +191,7 @@ var executionStatuses = []struct {
 	{"Cancelled", bitOf(engine.StatusCancelled)},
 	{"Terminated", bitOf(engine.StatusTerminated)},
 	{"TimedOut", bitOf(engine.StatusTimedOut)},
+	{"Paused", pausedSet},
 	{"Open", openSet},
 	{"Closed", closedSet},
 	{"Queued", bitOf(engine.StatusQueued)},

@@ -374,14 +374,19 @@ func (p *parser) pred() (Expr, bool, error) {
 			if p.peek() != ',' {
 				break
 			}
-			if op != OpEq && op != OpNe || k == kindTime {
+			if op != OpEq && op != OpNe || k == kindTime || k == kindBool {
 				return nil, false, p.errAt(p.pos, fmt.Sprintf("%s %s takes one value, not a list", field, op))
 			}
 			p.pos++
 		}
 	}
 	e, err := p.build(field, op, vals)
-	return e, k == kindStatus, err
+	// A status predicate that names Paused tests more than a status.
+	statusOnly := k == kindStatus
+	if pr, ok := e.(*Pred); ok && pr.statuses&pausedSet != 0 {
+		statusOnly = false
+	}
+	return e, statusOnly, err
 }
 
 // operator reads an operator: a symbol or a keyword.
@@ -521,6 +526,10 @@ func (p *parser) check(field Field, v value) error {
 		if n, err := strconv.ParseUint(v.text, 10, 64); err != nil || n == 0 {
 			return p.errAt(v.pos, fmt.Sprintf("%q is not a run id: run ids are numbers from 1", v.text))
 		}
+	case kindBool:
+		if _, ok := parseBool(v.text); !ok {
+			return p.errAt(v.pos, fmt.Sprintf("%q is not true or false", v.text))
+		}
 	}
 	return nil
 }
@@ -544,6 +553,9 @@ func (p *parser) build(field Field, op Op, vals []value) (Expr, error) {
 			case kindRunID:
 				n, _ := strconv.ParseUint(text, 10, 64)
 				pr.ids = append(pr.ids, engine.JobID(n))
+			case kindBool:
+				pr.truth, _ = parseBool(text)
+				text = strconv.FormatBool(pr.truth)
 			}
 			pr.Values = append(pr.Values, text)
 		}
@@ -617,4 +629,15 @@ func (p *parser) orderBy() (engine.ListOrder, error) {
 		return engine.ListCloseDesc, nil
 	}
 	return engine.ListCloseAsc, nil
+}
+
+// parseBool reads true or false, any case.
+func parseBool(text string) (bool, bool) {
+	switch {
+	case strings.EqualFold(text, "true"):
+		return true, true
+	case strings.EqualFold(text, "false"):
+		return false, true
+	}
+	return false, false
 }

@@ -73,6 +73,12 @@ func TestParse(t *testing.T) {
 		{"  status=Failed\t\tqueue=x  ", `ExecutionStatus = "Failed" AND TaskQueue = "x"`},
 		{"id=ünï", `WorkflowId = "ünï"`},
 		{"run=7", `RunId = "7"`},
+		// Pause: heddle's field, and Temporal's status.
+		{"paused=true", `Paused = "true"`},
+		{"Paused = FALSE", `Paused = "false"`},
+		{"is_paused!=true status=Waiting", `Paused != "true" AND ExecutionStatus = "Waiting"`},
+		{`ExecutionStatus = "paused"`, `ExecutionStatus = "Paused"`},
+		{`ExecutionStatus IN ("Paused", "Failed")`, `ExecutionStatus IN ("Paused", "Failed")`},
 		// Both at once.
 		{`status=Running AND (type=a OR WorkflowType = "b") ORDER BY CloseTime`, `ExecutionStatus = "Running" AND (WorkflowType = "a" OR WorkflowType = "b") ORDER BY CloseTime ASC`},
 	} {
@@ -129,6 +135,12 @@ func TestParseErrors(t *testing.T) {
 		{"created>2026-11-01,2026-11-02", 19, ",", "takes one value, not a list"},
 		{"created>99999999999999999999", 9, "99999999999999999999", "too large for Unix milliseconds"},
 		{"run=0", 5, "0", "not a run id"},
+		{"paused=yes", 8, "yes", `"yes" is not true or false`},
+		{"paused=true,false", 12, ",", "Paused = takes one value, not a list"},
+		{"paused>true", 7, ">", "Paused takes the operators =, !=, not >"},
+		{"paused IN (true)", 8, "IN", "Paused takes the operators =, !=, not IN"},
+		{"paused=tr*", 8, "tr", "matched in full"},
+		{`HeddleStatus = "Paused"`, 16, `"Paused"`, "is not a status of HeddleStatus"},
 		{"run=x", 5, "x", "not a run id"},
 		{`StartTime BETWEEN "2026-11-02" AND "2026-11-01"`, 19, `"2026-11-02"`, "the earlier time first"},
 		{`StartTime BETWEEN "2026-11-02"`, 31, "", "two times joined by AND"},
@@ -300,6 +312,60 @@ func TestBounds(t *testing.T) {
 	}
 }
 
+// Pause is a flag beside the status: a paused open run is Paused, and
+// Running and Open too, in its own status as well; a run that ended with
+// its pause record still set is not paused.
+func TestMatchPaused(t *testing.T) {
+	pause := &engine.PauseInfo{AtMS: 1}
+	paused := &engine.Job{ID: 10, WorkflowID: "p", Type: "Order", Status: engine.StatusWaiting, CreatedMS: 1, Pause: pause}
+	held := &engine.Job{ID: 11, WorkflowID: "h", Type: "Charge", Status: engine.StatusQueued, CreatedMS: 1, HeldByParent: true}
+	ended := &engine.Job{ID: 12, WorkflowID: "e", Type: "Order", Status: engine.StatusTerminated, CreatedMS: 1, ClosedMS: 2, Pause: pause}
+	for _, tc := range []struct {
+		query                     string
+		paused, held, ended, open bool
+		onlyPaused                bool // the bounds name the paused index
+	}{
+		{"paused=true", true, true, false, false, true},
+		{`ExecutionStatus = "Paused"`, true, true, false, false, true},
+		{"paused!=false", true, true, false, false, true},
+		{"paused=false", false, false, true, true, false},
+		{"paused!=true", false, false, true, true, false},
+		{`ExecutionStatus != "Paused"`, false, false, true, true, false},
+		{`ExecutionStatus = "Running"`, true, true, false, true, false},
+		{"status=open", true, true, false, true, false},
+		{"status=Waiting", true, false, false, true, false},
+		{"status=Waiting paused=true", true, false, false, false, true},
+		{`ExecutionStatus IN ("Paused", "Terminated")`, true, true, true, false, false},
+		{`ExecutionStatus NOT IN ("Paused", "Running")`, false, false, true, false, false},
+		{"paused=true OR type=Order", true, true, true, true, false},
+		{"paused=true type=Order", true, false, false, false, true},
+	} {
+		q, err := Parse(tc.query, now)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tc.query, err)
+		}
+		b := q.Bounds()
+		if b.Paused != tc.onlyPaused {
+			t.Errorf("%q: bounds keep only paused runs: %v, want %v", tc.query, b.Paused, tc.onlyPaused)
+		}
+		for _, c := range []struct {
+			name string
+			j    *engine.Job
+			want bool
+		}{{"paused", paused, tc.paused}, {"held", held, tc.held}, {"ended", ended, tc.ended}, {"open", openJob, tc.open}} {
+			if got := q.Match(c.j); got != c.want {
+				t.Errorf("%q matches the %s run: %v, want %v", tc.query, c.name, got, c.want)
+			}
+			if c.want && (!inBounds(b, c.j) || (b.Paused && !isPaused(c.j))) {
+				t.Errorf("%q: its bounds leave out the %s run it matches: %+v", tc.query, c.name, b)
+			}
+		}
+		if strings.Contains(strings.ToLower(tc.query), "paused") && q.StatusOnly() {
+			t.Errorf("%q: a pause is no status: it cannot be counted from the status indexes", tc.query)
+		}
+	}
+}
+
 func textEq(a, b TextSet) bool { return a.All == b.All && slices.Equal(a.Values, b.Values) }
 
 func TestCompile(t *testing.T) {
@@ -323,6 +389,7 @@ func TestCompile(t *testing.T) {
 		{engine.ListQuery{After: 3, Order: engine.ListStartDesc}, "", 0, "After pages oldest first"},
 		{engine.ListQuery{Order: engine.ListStartAsc, Query: "ORDER BY CloseTime"}, "", 0, "disagree"},
 		{engine.ListQuery{Query: "type="}, "", 0, "missing value"},
+		{engine.ListQuery{Paused: true, ExecutionStatus: "Running"}, `ExecutionStatus = "Running" AND Paused = "true"`, engine.ListStartDesc, ""},
 	} {
 		q, err := Compile(tc.lq, now)
 		if tc.err != "" {
@@ -359,6 +426,10 @@ func TestCompile(t *testing.T) {
 		{engine.ListQuery{Query: "HeddleStatus=Completed"}, true},
 		{engine.ListQuery{Query: "status=Running type=x"}, false},
 		{engine.ListQuery{Type: "x"}, false},
+		{engine.ListQuery{Paused: true}, false},
+		{engine.ListQuery{Query: `ExecutionStatus = "Paused"`}, false},
+		{engine.ListQuery{Query: `ExecutionStatus != "Paused"`}, false},
+		{engine.ListQuery{ExecutionStatus: "Paused"}, false},
 	} {
 		q, err := Compile(tc.lq, now)
 		if err != nil || q.StatusOnly() != tc.only {

@@ -121,6 +121,9 @@ func Compile(lq engine.ListQuery, now time.Time) (*Query, error) {
 			return nil, fmt.Errorf("%w: %q is not a status: want one of %s", engine.ErrInvalidCommand, lq.ExecutionStatus, statusNames(FieldExecutionStatus))
 		}
 		terms = append(terms, &Pred{Field: FieldExecutionStatus, Op: OpEq, Values: []string{canonicalStatus(FieldExecutionStatus, lq.ExecutionStatus)}, statuses: set})
+		if set&pausedSet != 0 {
+			statusOnly = false // a pause is a flag the status indexes do not hold
+		}
 	}
 	for _, f := range []struct {
 		field Field
@@ -130,6 +133,10 @@ func Compile(lq engine.ListQuery, now time.Time) (*Query, error) {
 			terms = append(terms, &Pred{Field: f.field, Op: OpEq, Values: []string{f.v}})
 			statusOnly = false
 		}
+	}
+	if lq.Paused {
+		terms = append(terms, &Pred{Field: FieldPaused, Op: OpEq, Values: []string{"true"}, truth: true})
+		statusOnly = false
 	}
 	if lq.CreatedFromMS != 0 {
 		terms = append(terms, &Pred{Field: FieldStartTime, Op: OpGe, Values: []string{fmt.Sprint(lq.CreatedFromMS)}, timesMS: []int64{lq.CreatedFromMS}})

@@ -114,6 +114,13 @@ func checkReason(reason string) error {
 // again); refused, it shows the run's page with the error and what was
 // typed.
 func (h *Handler) act(rq *request, a Action, do func(engine.JobID) error, typed signalForm) (*page, error) {
+	return h.actAs(rq, a, string(a), string(a)+" runs", string(a), do, typed)
+}
+
+// actAs is act whose done message (the flash after the redirect) is
+// done's, whose refusal for the role says what it may not do ("pause
+// runs"), and whose failure what could not be done ("reset the activity").
+func (h *Handler) actAs(rq *request, a Action, done, mayNot, what string, do func(engine.JobID) error, typed signalForm) (*page, error) {
 	id, err := jobParam(rq.r)
 	if err != nil {
 		return nil, err
@@ -123,12 +130,12 @@ func (h *Handler) act(rq *request, a Action, do func(engine.JobID) error, typed 
 		if r := rq.can.Role(); r != "" {
 			who = "The " + r + " role"
 		}
-		err = &pageError{status: http.StatusForbidden, msg: fmt.Sprintf("%s may not %s runs.", who, a)}
+		err = &pageError{status: http.StatusForbidden, msg: fmt.Sprintf("%s may not %s.", who, mayNot)}
 	} else {
 		err = do(id)
 	}
 	if err == nil {
-		return nil, redirect{to: fmt.Sprintf("%s?done=%s", runPath(id), a)}
+		return nil, redirect{to: fmt.Sprintf("%s?done=%s", runPath(id), done)}
 	}
 	if errors.Is(err, httpapi.ErrUnauthorized) {
 		return nil, err // to the sign-in page
@@ -137,11 +144,56 @@ func (h *Handler) act(rq *request, a Action, do func(engine.JobID) error, typed 
 	if perr != nil {
 		return nil, err // the run itself cannot be shown: the action's error says why
 	}
-	p.Status, p.Error = statusOf(err), fmt.Sprintf("Could not %s: %v", a, err)
+	p.Status, p.Error = statusOf(err), fmt.Sprintf("Could not %s: %v", what, err)
 	var pe *pageError
 	if errors.As(err, &pe) {
 		p.Error = pe.msg
 	}
 	p.Data.(*runData).Signal = typed
 	return p, nil
+}
+
+// pause holds the run (the API's pause): a turn that runs finishes, and no
+// new one starts until it is unpaused.
+func (h *Handler) pause(rq *request) (*page, error) {
+	reason := formValue(rq.r, "reason")
+	return h.actAs(rq, ActionPause, "pause", "pause runs", "pause", func(id engine.JobID) error {
+		if err := checkReason(reason); err != nil {
+			return err
+		}
+		_, err := rq.api.Pause(rq.ctx, engine.Pause{Target: engine.Target{Job: id}, Reason: reason})
+		return err
+	}, signalForm{})
+}
+
+// unpause lets the run go on.
+func (h *Handler) unpause(rq *request) (*page, error) {
+	return h.actAs(rq, ActionPause, "unpause", "unpause runs", "unpause", func(id engine.JobID) error {
+		_, err := rq.api.Unpause(rq.ctx, engine.Unpause{Target: engine.Target{Job: id}})
+		return err
+	}, signalForm{})
+}
+
+// activityAct pauses, unpauses or resets one activity of the run: the
+// form's step and op (pause, unpause, reset).
+func (h *Handler) activityAct(rq *request) (*page, error) {
+	step, op := formValue(rq.r, "step"), formValue(rq.r, "op")
+	return h.actAs(rq, ActionActivity, "activity."+op, "pause, unpause or reset activities", op+" the activity", func(id engine.JobID) error {
+		if step == "" {
+			return &pageError{status: http.StatusBadRequest, msg: "The form names no activity."}
+		}
+		t, sel := engine.Target{Job: id}, engine.ActivitySelector{ActivityID: step}
+		var err error
+		switch op {
+		case "pause":
+			_, err = rq.api.PauseActivity(rq.ctx, engine.PauseActivity{Target: t, ActivitySelector: sel})
+		case "unpause":
+			_, err = rq.api.UnpauseActivity(rq.ctx, engine.UnpauseActivity{Target: t, ActivitySelector: sel})
+		case "reset":
+			_, err = rq.api.ResetActivity(rq.ctx, engine.ResetActivity{Target: t, ActivitySelector: sel})
+		default:
+			return &pageError{status: http.StatusBadRequest, msg: fmt.Sprintf("%q is not an activity operation: want pause, unpause or reset.", op)}
+		}
+		return err
+	}, signalForm{})
 }

@@ -614,8 +614,8 @@ func TestBrowserWorkflows(t *testing.T) {
 	signInAs(t, ctx, n, clientToken, invoice, "#cancel-form")
 	var ids2 []string
 	run(t, ctx, "the client's forms", chromedp.Evaluate(`[...document.querySelectorAll('#actions form')].map(f => f.id)`, &ids2))
-	if strings.Join(ids2, ",") != "signal-form,cancel-form" {
-		t.Errorf("a client's run page has the forms %v, want signal and cancel", ids2)
+	if strings.Join(ids2, ",") != "signal-form,cancel-form,pause-form" {
+		t.Errorf("a client's run page has the forms %v, want signal, cancel and pause", ids2)
 	}
 	signInAs(t, ctx, n, browserToken, invoice, "#terminate-form")
 

@@ -127,6 +127,12 @@ const (
 	ActionCancel Action = "cancel"
 	// ActionTerminate ends a run at once.
 	ActionTerminate Action = "terminate"
+	// ActionPause pauses a run or unpauses it (the API's pause and
+	// unpause, a client's).
+	ActionPause Action = "pause"
+	// ActionActivity pauses, unpauses or resets an activity of a run (the
+	// API's activity commands, a client's).
+	ActionActivity Action = "activity"
 	// ActionReset resets a run to a turn boundary as a new run of its
 	// workflow id (the API lets admins only, as terminate).
 	ActionReset Action = "reset"
@@ -148,14 +154,15 @@ func AllowAll() Permissions { return Permissions{all: true} }
 
 // roleActions are the buttons of each role of the HTTP API's tokens. The
 // roles are ordered, each allowed what the ones before it are: a reader
-// reads; a client starts, signals, asks to cancel and decides review
-// tasks (the API's task commands are a client's); a worker runs work and
+// reads; a client starts, signals, asks to cancel, pauses runs and their
+// activities and decides review tasks (the API's task commands are a
+// client's); a worker runs work and
 // may terminate only its own run's children, which no button does; an
 // admin may do everything, terminate, reset and drain included.
 var roleActions = map[string][]Action{
 	"reader": nil,
-	"client": {ActionSignal, ActionCancel, ActionApprove, ActionReject, ActionResubmit, ActionTerminateReview},
-	"worker": {ActionSignal, ActionCancel, ActionApprove, ActionReject, ActionResubmit, ActionTerminateReview},
+	"client": {ActionSignal, ActionCancel, ActionPause, ActionActivity, ActionApprove, ActionReject, ActionResubmit, ActionTerminateReview},
+	"worker": {ActionSignal, ActionCancel, ActionPause, ActionActivity, ActionApprove, ActionReject, ActionResubmit, ActionTerminateReview},
 }
 
 // ForRole is the permissions of a token with the named role: "reader",

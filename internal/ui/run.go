@@ -112,10 +112,15 @@ type signalForm struct{ Name, Value string }
 
 // The flash messages of the actions, by the done= they redirect with.
 var doneMessages = map[string]string{
-	"signal":    "Signal sent.",
-	"cancel":    "Cancel requested: the workflow's code decides how the run ends.",
-	"terminate": "Run terminated.",
-	"reset":     "Reset: this run goes on from the point of the run it replaces.",
+	"signal":           "Signal sent.",
+	"cancel":           "Cancel requested: the workflow's code decides how the run ends.",
+	"terminate":        "Run terminated.",
+	"reset":            "Reset: this run goes on from the point of the run it replaces.",
+	"pause":            "Run paused: a turn that runs finishes, and no new one starts until it is unpaused.",
+	"unpause":          "Run unpaused.",
+	"activity.pause":   "Activity paused: no try of it starts until it is unpaused.",
+	"activity.unpause": "Activity unpaused.",
+	"activity.reset":   "Activity reset: its attempts start from 1 again, its next try at once.",
 	// The batch operations' (batches.go).
 	"batch-started": "Batch started: the server acts on the matching runs at its rate; this page follows its progress.",
 	"batch-stopped": "Batch stopped: it acts on no more runs; those it acted on stay so.",

@@ -117,6 +117,9 @@ type Client interface {
 	TaskClient
 	// StepClient holds the steps' reads and answers and the resource pool.
 	StepClient
+	// PauseClient holds the pause of a run and the operations on its
+	// activities (pause.go).
+	PauseClient
 	// TaskQueueClient describes task queues: pollers, backlog, rates, and
 	// why a Queued run waits.
 	TaskQueueClient

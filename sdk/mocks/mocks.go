@@ -890,6 +890,45 @@ func (_m *Client) NewWithStartWorkflowOperation(a0 client.StartWorkflowOptions, 
 	return r0
 }
 
+// PauseActivity records the call and returns what the expectation gives.
+func (_m *Client) PauseActivity(a0 context.Context, a1 client.PauseActivityOptions) (*engine.ActivityResult, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for PauseActivity")
+	}
+	var r0 *engine.ActivityResult
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.PauseActivityOptions) (*engine.ActivityResult, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.PauseActivityOptions) *engine.ActivityResult); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*engine.ActivityResult)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.PauseActivityOptions) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
+// PauseWorkflowExecution records the call and returns what the expectation gives.
+func (_m *Client) PauseWorkflowExecution(a0 context.Context, a1 client.PauseWorkflowExecutionOptions) error {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for PauseWorkflowExecution")
+	}
+	var r0 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.PauseWorkflowExecutionOptions) error); ok {
+		r0 = rf(a0, a1)
+	} else {
+		r0 = ret.Error(0)
+	}
+	return r0
+}
+
 // QueryWorkflow records the call and returns what the expectation gives.
 func (_m *Client) QueryWorkflow(a0 context.Context, a1 string, a2 string, a3 string, a4 ...any) (converter.EncodedValue, error) {
 	_ca := make([]any, 0, 4+len(a4))
@@ -1020,6 +1059,30 @@ func (_m *Client) RemoveResource(a0 context.Context, a1 string) error {
 		r0 = ret.Error(0)
 	}
 	return r0
+}
+
+// ResetActivity records the call and returns what the expectation gives.
+func (_m *Client) ResetActivity(a0 context.Context, a1 client.ResetActivityOptions) (*engine.ActivityResult, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for ResetActivity")
+	}
+	var r0 *engine.ActivityResult
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.ResetActivityOptions) (*engine.ActivityResult, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.ResetActivityOptions) *engine.ActivityResult); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*engine.ActivityResult)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.ResetActivityOptions) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
 }
 
 // ResetWorkflowExecution records the call and returns what the expectation gives.
@@ -1402,6 +1465,69 @@ func (_m *Client) TerminateWorkflow(a0 context.Context, a1 string, a2 string, a3
 		r0 = ret.Error(0)
 	}
 	return r0
+}
+
+// UnpauseActivity records the call and returns what the expectation gives.
+func (_m *Client) UnpauseActivity(a0 context.Context, a1 client.UnpauseActivityOptions) (*engine.ActivityResult, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for UnpauseActivity")
+	}
+	var r0 *engine.ActivityResult
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.UnpauseActivityOptions) (*engine.ActivityResult, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.UnpauseActivityOptions) *engine.ActivityResult); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*engine.ActivityResult)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.UnpauseActivityOptions) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
+// UnpauseWorkflowExecution records the call and returns what the expectation gives.
+func (_m *Client) UnpauseWorkflowExecution(a0 context.Context, a1 client.UnpauseWorkflowExecutionOptions) error {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for UnpauseWorkflowExecution")
+	}
+	var r0 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.UnpauseWorkflowExecutionOptions) error); ok {
+		r0 = rf(a0, a1)
+	} else {
+		r0 = ret.Error(0)
+	}
+	return r0
+}
+
+// UpdateActivityOptions records the call and returns what the expectation gives.
+func (_m *Client) UpdateActivityOptions(a0 context.Context, a1 client.UpdateActivityOptionsRequest) (*engine.ActivityResult, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for UpdateActivityOptions")
+	}
+	var r0 *engine.ActivityResult
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.UpdateActivityOptionsRequest) (*engine.ActivityResult, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.UpdateActivityOptionsRequest) *engine.ActivityResult); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*engine.ActivityResult)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.UpdateActivityOptionsRequest) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
 }
 
 // UpdateWithStartWorkflow records the call and returns what the expectation gives.

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
@@ -54,6 +55,9 @@ func lastDetails(recs []*engine.Event, pending []engine.NewEvent, step string) [
 		}
 	}
 	for i := len(recs) - 1; i >= 0 && payload == nil; i-- {
+		if recs[i].Type == engine.EventActivityReset {
+			return nil // a reset drops the details of the tries before it
+		}
 		if recs[i].Type == engine.EventActivityAttemptFailed {
 			payload = recs[i].Payload
 		}
@@ -75,7 +79,10 @@ func retryAt(recs []*engine.Event, pending []engine.NewEvent, step string) (int6
 		}
 	}
 	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].Type == engine.EventActivityAttemptFailed {
+		switch recs[i].Type {
+		case engine.EventActivityReset:
+			return 0, 0 // an operator's reset: the next try is due at once
+		case engine.EventActivityAttemptFailed:
 			return parseRetry(recs[i].Payload)
 		}
 	}
@@ -161,9 +168,16 @@ type callerInfo struct {
 // retry timer.
 //
 // ctx is the activity's own context: cancelled when the workflow cancels
-// the activity, when the turn ends, or when the attempt turns stale.
-func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, details []byte) outcome {
+// the activity, when the turn ends, or when the attempt turns stale. hold,
+// once true, stops the retries in the worker: the run (or the activity
+// task) was paused, or an operator acted on the activity, whose next try
+// is the loop's to start (on the explicit path). The try that runs
+// finishes; a failure to retry is given back as a durable retry.
+// override, when not nil, is laid over the activity's options (an
+// activity task's operator options).
+func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, details []byte, hold *atomic.Bool, override *engine.ActivityOptions) outcome {
 	opts, fn, local := r.activityFunc(c)
+	opts = overlay(opts, override)
 	o := outcome{c: c}
 	if fn == nil {
 		o.err = temporal.NewApplicationErrorWithOptions(fmt.Sprintf("activity %q is not registered on queue %q", c.Name, r.w.queue),
@@ -232,7 +246,7 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 			return o
 		}
 		rec := attemptRecord{Attempt: attempt, Message: err.Error(), Details: details}
-		if delay > r.w.opts.RetryInlineThreshold {
+		if delay > r.w.opts.RetryInlineThreshold || hold.Load() {
 			rec.RetryAtMS = r.w.opts.Clock.Now().Add(delay).UnixMilli()
 			o.retryAt = rec.RetryAtMS
 		}
@@ -250,7 +264,13 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 		if r.x != nil {
 			// The step is RETRYING while the worker sleeps out the delay:
 			// the record is written now, so that its state says so.
-			if _, err := r.w.e.Append(r.ctx, engine.AppendEvents{LeaseRef: r.ref, Events: []engine.NewEvent{ne}}); err != nil {
+			if _, err := r.w.e.Append(r.ctx, engine.AppendEvents{LeaseRef: r.ref, Events: []engine.NewEvent{ne}}); isStaleStep(err) {
+				// An operator gave the step a record meanwhile and an
+				// earlier try ended its straight path: this try is not the
+				// step's any more. The loop starts its next one.
+				o.retryAt = max(r.w.opts.Clock.Now().UnixMilli(), 1)
+				return o
+			} else if err != nil {
 				o.fault = err
 				return o
 			}
@@ -262,8 +282,49 @@ func (r *run) execute(ctx context.Context, c *replay.Command, attempt int, detai
 			t.Stop()
 			return o
 		}
+		if hold.Load() {
+			// Held while it slept: the next try is the loop's to start,
+			// due now (its failure is recorded already).
+			o.retryAt = max(r.w.opts.Clock.Now().UnixMilli(), 1)
+			return o
+		}
 	}
 	return o
+}
+
+// overlay lays an operator's options (UpdateActivityOptions) over the
+// options the workflow gave an activity: each non-zero field replaces
+// the workflow's.
+func overlay(opts workflow.ActivityOptions, o *engine.ActivityOptions) workflow.ActivityOptions {
+	if o == nil {
+		return opts
+	}
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	set := func(dst *time.Duration, v int64) {
+		if v != 0 {
+			*dst = ms(v)
+		}
+	}
+	set(&opts.ScheduleToCloseTimeout, o.ScheduleToCloseTimeoutMS)
+	set(&opts.ScheduleToStartTimeout, o.ScheduleToStartTimeoutMS)
+	set(&opts.StartToCloseTimeout, o.StartToCloseTimeoutMS)
+	set(&opts.HeartbeatTimeout, o.HeartbeatTimeoutMS)
+	if p := o.RetryPolicy; p != nil {
+		rp := workflow.RetryPolicy{}
+		if opts.RetryPolicy != nil {
+			rp = *opts.RetryPolicy
+		}
+		set(&rp.InitialInterval, p.InitialIntervalMS)
+		set(&rp.MaximumInterval, p.MaximumIntervalMS)
+		if p.BackoffCoefficient != 0 {
+			rp.BackoffCoefficient = p.BackoffCoefficient
+		}
+		if p.MaximumAttempts != 0 {
+			rp.MaximumAttempts = p.MaximumAttempts
+		}
+		opts.RetryPolicy = &rp
+	}
+	return opts
 }
 
 // retryable applies Temporal's rules (temporal.IsRetryable) with the
@@ -565,7 +626,9 @@ func (w *queueWorker) runActivityTask(ctx, actCtx context.Context, cancelAct con
 	}
 	r := &run{w: w, ctx: ctx, job: j, ref: ref, lease: l, taskCancel: cancelAct,
 		caller: callerInfo{workflowID: in.WorkflowID, runID: in.RunID, workflowType: in.WorkflowType}}
-	o := r.execute(actCtx, c, int(j.Attempt), nil)
+	// An operator's reset starts the task's tries over from its attempt
+	// then; its options lay over the workflow's.
+	o := r.execute(actCtx, c, int(j.Attempt-j.AttemptBase), nil, &l.paused, j.ActivityOptions)
 	if errors.Is(o.err, activity.ErrResultPending) {
 		return w.parkForCompletion(ctx, j, ref)
 	}

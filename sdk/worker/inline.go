@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
@@ -23,6 +25,10 @@ type inflight struct {
 	// running under it (step.go).
 	explicit bool
 	try      tryLease
+	// hold, set by the loop, stops the retries of a try on the straight
+	// path: the run was paused, or an operator acted on the activity
+	// (whose next try then takes a step lease).
+	hold atomic.Bool
 }
 
 // outcome is how one activity's run in this worker ended.
@@ -45,6 +51,8 @@ type outcome struct {
 	// last seq when it parked.
 	parked  bool
 	parkSeq uint64
+	// parkedPaused: it parked because it or its run is paused.
+	parkedPaused bool
 	// question: a try that ran under the job's lease needs a person.
 	question []byte
 	// fault is an engine error that ends the turn.
@@ -60,6 +68,9 @@ func (r *run) startInline(cmds []*replay.Command) (bool, error) {
 	now := r.w.opts.Clock.Now()
 	r.unpark()
 	r.leasesLost()
+	if r.x.Paused() {
+		return false, nil // a paused run starts no activity
+	}
 	for _, c := range cmds {
 		if !r.isInline(c) || c.CancelRequested || r.acts[c.Step] != nil {
 			continue
@@ -82,10 +93,11 @@ func (r *run) startInline(cmds []*replay.Command) (bool, error) {
 			continue
 		}
 		ctx, cancel := context.WithCancel(r.ctx)
-		r.acts[c.Step] = &inflight{cancel: cancel}
+		a := &inflight{cancel: cancel}
+		r.acts[c.Step] = a
 		details := lastDetails(recs, r.pending, c.Step)
 		go func(c *replay.Command, attempt int) {
-			o := r.execute(ctx, c, attempt, details)
+			o := r.execute(ctx, c, attempt, details, &a.hold, nil)
 			select {
 			case r.results <- o:
 			case <-r.turnDone: // the turn ended: nobody wants the outcome
@@ -93,6 +105,21 @@ func (r *run) startInline(cmds []*replay.Command) (bool, error) {
 		}(c, failed+1)
 	}
 	return false, nil
+}
+
+// holdActs stops the retries in the worker of the straight tries that run
+// when the run is paused, or when an operator acted on their activity
+// (paused, reset or changed it): their next try is the loop's to start,
+// on the explicit path, where the engine may refuse it.
+func (r *run) holdActs() {
+	for step, a := range r.acts {
+		if a.explicit {
+			continue
+		}
+		if r.x.Paused() || slices.ContainsFunc(r.x.Records(step), func(ev *engine.Event) bool { return engine.IsActivityControlEvent(ev.Type) }) {
+			a.hold.Store(true)
+		}
+	}
 }
 
 // nextRetry returns the earliest time an inline activity waiting for a
@@ -198,7 +225,7 @@ drain:
 		case o.fault != nil:
 			return o.fault
 		case o.parked:
-			r.parked[o.c.Step] = parked{seq: o.parkSeq, deps: stepDeps(o.c)}
+			r.parked[o.c.Step] = parked{seq: o.parkSeq, deps: stepDeps(o.c), paused: o.parkedPaused}
 			seen = max(seen, o.parkSeq)
 		case o.question != nil:
 			if err := r.askUser(o); err != nil {

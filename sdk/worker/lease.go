@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
@@ -21,6 +22,11 @@ type lease struct {
 
 	mu         sync.Mutex
 	validUntil time.Time
+
+	// paused: the last renewal said the job is paused (an operator's
+	// pause, or an activity task held by its run's): an activity task
+	// starts no new try, and gives its job back at the next one.
+	paused atomic.Bool
 }
 
 // newLease starts trusting a lease just claimed: the claim counts as a
@@ -162,6 +168,7 @@ func (w *queueWorker) heartbeat(ctx context.Context, cancel, onCancelRequested c
 				return
 			}
 			l.renewed(b.sent)
+			l.paused.Store(len(b.res.Paused) > 0)
 			if len(b.res.CancelRequested) > 0 && onCancelRequested != nil {
 				onCancelRequested()
 			}

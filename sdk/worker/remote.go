@@ -50,8 +50,8 @@ func (r *run) startRemote(cmds []*replay.Command) (bool, error) {
 			continue
 		}
 		if !c.Recorded {
-			if c.Started {
-				continue // created; its scheduled record is pending
+			if c.Started || r.x.Paused() {
+				continue // created, its scheduled record pending; or the run is paused
 			}
 			done, err := r.createRemote(c)
 			if err != nil {

@@ -166,6 +166,7 @@ func (r *run) drive() (released bool, err error) {
 			return false, r.finish(result, err)
 		}
 		cmds := r.x.Unresolved()
+		r.holdActs()
 		// Cancellations first, so nothing cancelled is started; then remote
 		// work (children, other queues' activities), so that it proceeds in
 		// parallel with the inline activities started last.

@@ -69,6 +69,10 @@ type parked struct {
 	// step is someone else's news (a grant, an answer, a timeout).
 	seq  uint64
 	deps []string
+	// paused: it parked because it or its run is paused; an unpause of
+	// the run after seq is news too (the activity's own unpause is an
+	// event of the step).
+	paused bool
 }
 
 // stepDeps returns the steps activity c depends on: those its DependsOn
@@ -84,7 +88,7 @@ func stepDeps(c *replay.Command) []string {
 func (r *run) unpark() {
 	for step, p := range r.parked {
 		recs := r.x.Records(step)
-		if len(recs) > 0 && recs[len(recs)-1].Seq > p.seq || r.depFailed(p.deps) {
+		if len(recs) > 0 && recs[len(recs)-1].Seq > p.seq || r.depFailed(p.deps) || p.paused && r.x.UnpausedSeq() > p.seq {
 			delete(r.parked, step)
 		}
 	}
@@ -171,23 +175,37 @@ func (r *run) leasesLost() {
 // the loop's but what it returns; evs are the step's events the loop knew
 // when it started.
 func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs []engine.Event) outcome {
-	opts, fn, local := r.activityFunc(c)
+	given, fn, local := r.activityFunc(c)
 	o := outcome{c: c}
-	policy := opts.RetryPolicy
-	if policy == nil {
-		policy = &workflow.RetryPolicy{}
+	var (
+		opts     workflow.ActivityOptions
+		policy   *workflow.RetryPolicy
+		deadline time.Time
+		leaseMS  int64
+	)
+	// options puts in force the workflow's options with an operator's laid
+	// over them (UpdateActivityOptions): known from the step's events when
+	// the drive starts, and from each lease's answer after.
+	options := func(override *engine.ActivityOptions) {
+		opts = overlay(given, override)
+		policy = opts.RetryPolicy
+		if policy == nil {
+			policy = &workflow.RetryPolicy{}
+		}
+		deadline = time.Time{}
+		if opts.ScheduleToCloseTimeout > 0 {
+			deadline = time.UnixMilli(c.IssuedAtMS).Add(opts.ScheduleToCloseTimeout)
+		}
+		leaseMS = r.w.opts.LeaseTTL.Milliseconds()
+		if opts.HeartbeatTimeout > 0 {
+			// Only the activity's heartbeats renew the lease. The worker's own
+			// watchdog ends a silent try at HeartbeatTimeout; the engine ends
+			// the lease a timeout later, when the worker is gone or cut off.
+			leaseMS = max(2*opts.HeartbeatTimeout.Milliseconds(), 1)
+		}
 	}
-	var deadline time.Time
-	if opts.ScheduleToCloseTimeout > 0 {
-		deadline = time.UnixMilli(c.IssuedAtMS).Add(opts.ScheduleToCloseTimeout)
-	}
-	leaseMS := r.w.opts.LeaseTTL.Milliseconds()
-	if opts.HeartbeatTimeout > 0 {
-		// Only the activity's heartbeats renew the lease. The worker's own
-		// watchdog ends a silent try at HeartbeatTimeout; the engine ends
-		// the lease a timeout later, when the worker is gone or cut off.
-		leaseMS = max(2*opts.HeartbeatTimeout.Milliseconds(), 1)
-	}
+	proj := engine.DeriveStepState(evs)
+	options(proj.Options)
 	details := lastStepDetails(evs)
 	answerKnown := engine.DeriveStepState(evs).State != engine.StepNeedsUser
 	for {
@@ -215,10 +233,17 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 			o.stepAttempt = res.StepAttempt
 			return o
 		case !res.Granted:
+			o.parkedPaused = res.Paused
 			return parkStep(ctx, o, res.JobSeq)
 		}
 		attempt := res.StepAttempt
 		o.stepAttempt = attempt
+		options(res.Options)
+		// base is the tries made before an operator's last reset: the
+		// retry policy, and the activity's Info.Attempt, count the tries
+		// after it.
+		base := min(res.AttemptBase, attempt-1)
+		tries := int(attempt - base) // the policy's count: 1 after a reset
 		answer, timedOut, err := r.answerOf(evs, attempt, answerKnown)
 		if err != nil {
 			o.fault = err
@@ -234,9 +259,9 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 			o.err = workflow.NewApplicationError(fmt.Sprintf("activity %q is not registered on queue %q", c.Name, r.w.queue), "ActivityNotRegistered", false)
 			return o
 		}
-		info := r.activityInfo(c, opts, r.ownCaller(), int(attempt), local)
+		info := r.activityInfo(c, opts, r.ownCaller(), tries, local)
 		info.Resource, info.ResourceLabels, info.Answer = res.Resource, res.Labels, answer
-		try := r.runTry(ctx, a, c, fn, opts, info, details, deadline, leaseMS)
+		try := r.runTry(ctx, a, c, fn, opts, info, attempt, details, deadline, leaseMS)
 		result, tryErr := try.result, try.err
 		details = try.details
 		if ctx.Err() != nil {
@@ -251,18 +276,18 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 		if try.leaseLost {
 			// The engine ended the try (step_lease_timeout) and recorded
 			// how: a retry, or a fatal timeout.
-			if opts.TimeoutFatal || !policy.HasAttemptsLeft(int(attempt)) {
+			if opts.TimeoutFatal || !policy.HasAttemptsLeft(tries) {
 				o.err, o.notStarted = timeoutError(c.Name, "its step lease ran out", true), !opts.TimeoutFatal
 				return o
 			}
 			r.stepRetried(c)
-			if !r.sleep(ctx, min(policy.Delay(int(attempt)), r.w.opts.RetryInlineThreshold)) {
+			if !r.sleep(ctx, min(policy.Delay(tries), r.w.opts.RetryInlineThreshold)) {
 				o.err, o.notStarted = context.Cause(ctx), true
 				return o
 			}
 			continue
 		}
-		in := CriticInput{ActivityType: c.Name, WorkflowID: r.job.WorkflowID, Step: c.Step, Attempt: int(attempt),
+		in := CriticInput{ActivityType: c.Name, WorkflowID: r.job.WorkflowID, Step: c.Step, Attempt: tries,
 			Err: tryErr, Resource: res.Resource, Answer: answer}
 		if tryErr == nil {
 			in.Result = converter.NewEncodedValue(result)
@@ -285,7 +310,7 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 		var delay time.Duration
 		switch n.state {
 		case engine.StepFailedRetryable:
-			delay = policy.Delay(int(attempt))
+			delay = policy.Delay(tries)
 			if !deadline.IsZero() && !r.w.opts.Clock.Now().Add(delay).Before(deadline) {
 				o.err = errors.Join(workflow.NewApplicationError(fmt.Sprintf("activity %s: schedule-to-close timeout of %v", c.Name, opts.ScheduleToCloseTimeout),
 					sdkhook.FailureTimeout, true), n.err)
@@ -360,13 +385,13 @@ type tryEnd struct {
 // renewal every third of the lease unless the activity's own heartbeats
 // must keep it (HeartbeatTimeout), and a cancellation when the lease ends.
 func (r *run) runTry(ctx context.Context, a *inflight, c *replay.Command, fn any, opts workflow.ActivityOptions, info activity.Info,
-	details []byte, deadline time.Time, leaseMS int64) tryEnd {
+	stepAttempt uint32, details []byte, deadline time.Time, leaseMS int64) tryEnd {
 	tryCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	a.try.set(uint32(info.Attempt), cancel)
+	a.try.set(stepAttempt, cancel)
 	defer a.try.set(0, nil)
 	env := &activityEnv{w: r.w, info: info, lease: r.lease, prev: details, beats: make(chan struct{}, 1),
-		step: c.Step, stepAttempt: uint32(info.Attempt), onStale: func() { cancel(errStepLeaseLost) }}
+		step: c.Step, stepAttempt: stepAttempt, onStale: func() { cancel(errStepLeaseLost) }}
 	if opts.HeartbeatTimeout == 0 {
 		stop := r.renewStep(tryCtx, env, time.Duration(leaseMS)*time.Millisecond, cancel)
 		defer stop()
@@ -484,6 +509,9 @@ func (r *run) answerOf(evs []engine.Event, attempt uint32, known bool) ([]byte, 
 // among a step's events recorded.
 func lastStepDetails(evs []engine.Event) []byte {
 	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == engine.EventActivityReset {
+			return nil // a reset drops the details of the tries before it
+		}
 		if evs[i].Type == engine.EventActivityAttemptFailed {
 			var rec attemptRecord
 			if json.Unmarshal(evs[i].Payload, &rec) == nil {
