@@ -10,7 +10,8 @@ import (
 )
 
 // A batch operation (Temporal's batch job) applies one operation — cancel,
-// terminate, signal, reset — to every run a list query matches. It is a
+// terminate, signal, reset, pause, unpause — to every run a list query
+// matches. It is a
 // durable record (Batch) that the log changes through three commands:
 // StartBatch records it, AdvanceBatch moves it one page on, StopBatch ends
 // it early. The runtime's batch runner (package engine/embedded; on a
@@ -39,6 +40,11 @@ const (
 	BatchSignal BatchOperation = "signal"
 	// BatchReset resets each run to its first or last turn (ResetJob).
 	BatchReset BatchOperation = "reset"
+	// BatchPause pauses each run (Pause): it takes no new turn until
+	// unpaused.
+	BatchPause BatchOperation = "pause"
+	// BatchUnpause ends each run's pause (Unpause).
+	BatchUnpause BatchOperation = "unpause"
 )
 
 // batchOp is one operation's row: the command it proposes for one run, and
@@ -69,6 +75,12 @@ var batchOps = map[BatchOperation]batchOp{
 			ch.payload("SignalPayload", s.SignalPayload)
 		},
 	},
+	BatchPause: {
+		command: func(b *Batch, job JobID) Command { return &Pause{Target: Target{Job: job}, Reason: b.Reason} },
+	},
+	BatchUnpause: {
+		command: func(b *Batch, job JobID) Command { return &Unpause{Target: Target{Job: job}, Reason: b.Reason} },
+	},
 	BatchReset: {
 		command: func(b *Batch, job JobID) Command {
 			return &ResetJob{Target: Target{Job: job}, Type: b.ResetType, Reason: b.Reason,
@@ -84,7 +96,7 @@ var batchOps = map[BatchOperation]batchOp{
 
 // BatchOperations lists the operations a batch may do, in name order.
 func BatchOperations() []BatchOperation {
-	return []BatchOperation{BatchCancel, BatchReset, BatchSignal, BatchTerminate}
+	return []BatchOperation{BatchCancel, BatchPause, BatchReset, BatchSignal, BatchTerminate, BatchUnpause}
 }
 
 // ParseBatchOperation returns the operation named s (any case).

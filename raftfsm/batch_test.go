@@ -84,14 +84,30 @@ func TestBatchOperationsOnCluster(t *testing.T) {
 	for _, tc := range []struct {
 		spec  engine.BatchSpec
 		event engine.EventType
+		// paused starts the runs paused (for unpause).
+		paused bool
 	}{
-		{engine.BatchSpec{Operation: engine.BatchSignal, SignalName: "poke"}, engine.EventSignalReceived},
-		{engine.BatchSpec{Operation: engine.BatchCancel, Reason: "r"}, engine.EventCancelRequested},
-		{engine.BatchSpec{Operation: engine.BatchReset, Reason: "r", ResetType: engine.ResetFirstWorkflowTask}, engine.EventJobTerminated},
-		{engine.BatchSpec{Operation: engine.BatchTerminate, Reason: "r"}, engine.EventJobTerminated},
+		{engine.BatchSpec{Operation: engine.BatchPause, Reason: "r"}, engine.EventWorkflowPaused, false},
+		{engine.BatchSpec{Operation: engine.BatchUnpause, Reason: "r"}, engine.EventWorkflowUnpaused, true},
+		{engine.BatchSpec{Operation: engine.BatchSignal, SignalName: "poke"}, engine.EventSignalReceived, false},
+		{engine.BatchSpec{Operation: engine.BatchCancel, Reason: "r"}, engine.EventCancelRequested, false},
+		{engine.BatchSpec{Operation: engine.BatchReset, Reason: "r", ResetType: engine.ResetFirstWorkflowTask}, engine.EventJobTerminated, false},
+		{engine.BatchSpec{Operation: engine.BatchTerminate, Reason: "r"}, engine.EventJobTerminated, false},
 	} {
 		typ := "t-" + string(tc.spec.Operation)
 		ids := batchRuns(t, c, typ, 12)
+		for _, id := range ids {
+			if !tc.paused {
+				break
+			}
+			err := c.do(func(e *embedded.Engine) error {
+				_, err := e.Pause(ctx, engine.Pause{Header: engine.Header{RequestID: fmt.Sprintf("pause-%d", id)}, Target: engine.Target{Job: id}})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 		other := batchRuns(t, c, "x-"+string(tc.spec.Operation), 2)
 		spec := tc.spec
 		spec.Query = "type=" + typ

@@ -19,13 +19,14 @@ import (
 func newBatchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "batch",
-		Short: "list, describe or terminate batch operations (workflow cancel|terminate|signal|reset --query)",
+		Short: "list, describe or terminate batch operations (workflow cancel|terminate|signal|reset|pause|unpause --query)",
 		Long: "Shows and stops the batch operations of a heddle node or cluster through its HTTP\n" +
 			"API. A batch acts on every run a list filter matched when it started (heddle\n" +
-			"workflow cancel, terminate, signal or reset with --query starts one); the server\n" +
-			"runs it at a bounded rate, survives restarts and leader changes, and acts on each\n" +
-			"run once. Its progress counts the runs done, failed (with the last error) and,\n" +
-			"once it completed, skipped: those that no longer matched when it reached them.",
+			"workflow cancel, terminate, signal, reset, pause or unpause with --query starts one);\n" +
+			"the server runs it at a bounded rate, survives restarts and leader changes, and\n" +
+			"acts on each run once. Its progress counts the runs done, failed (with the last\n" +
+			"error) and, once it completed, skipped: those that no longer matched when it\n" +
+			"reached them.",
 		Args: unknownCommandArgs,
 		RunE: missingCommand,
 	}

@@ -123,6 +123,30 @@ func TestWorkflowBatchByQuery(t *testing.T) {
 		}
 	}
 
+	w.gates("pau", 2)
+	var pb wfBatchOutput
+	w.json(&pb, "pause", "--query", `WorkflowId STARTS_WITH "pau-"`, "--reason", "incident", "--yes")
+	if b := w.waitBatchDone(pb.BatchID); b.Done != 2 || b.Operation != engine.BatchPause {
+		t.Fatalf("pause batch ended %+v", b)
+	}
+	for i := range 2 {
+		if j := w.waitFor(fmt.Sprintf("pau-%d", i), func(j *engine.Job) bool { return j.Pause != nil }); j.Pause.Reason != "incident" {
+			t.Fatalf("pau-%d's pause: %+v", i, j.Pause)
+		}
+	}
+	code, _, errs = w.run("unpause", "--query", "paused=true", "--request-id", "x", "--yes")
+	if code != 2 || !strings.Contains(errs, "--request-id names one run's command") {
+		t.Fatalf("unpause --query --request-id: %d %q", code, errs)
+	}
+	var ub wfBatchOutput
+	w.json(&ub, "unpause", "--query", "paused=true", "--yes")
+	if b := w.waitBatchDone(ub.BatchID); b.Done != 2 || b.Operation != engine.BatchUnpause {
+		t.Fatalf("unpause batch ended %+v", b)
+	}
+	for i := range 2 {
+		w.waitFor(fmt.Sprintf("pau-%d", i), func(j *engine.Job) bool { return j.Pause == nil })
+	}
+
 	w.gates("res", 2)
 	var rb wfBatchOutput
 	w.json(&rb, "reset", "--query", `WorkflowId STARTS_WITH "res-"`, "-t", "FirstWorkflowTask", "--reason", "redo", "--yes")

@@ -123,6 +123,51 @@ func TestBatchOperations(t *testing.T) {
 	}
 }
 
+// TestBatchPauseUnpause pauses the runs of a query with one batch, and
+// unpauses the paused ones with another: each run is paused and unpaused
+// once, and a run the first query leaves out is neither.
+func TestBatchPauseUnpause(t *testing.T) {
+	e, err := Open(Config{InMemory: true, BatchRunsPerSecond: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, e)
+	ids := startRuns(t, e, "order", 120)
+	other := startRuns(t, e, "other", 2)
+	res, err := e.StartBatch(bg, engine.StartBatch{ID: "p", BatchSpec: engine.BatchSpec{Operation: engine.BatchPause, Query: "type=order", Reason: "incident"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := waitBatch(t, e, res.Batch.ID); b.State != engine.BatchCompleted || b.Done != 120 {
+		t.Fatalf("pause batch ended %+v", b)
+	}
+	for _, id := range ids {
+		j, err := e.Describe(bg, engine.Target{Job: id})
+		if err != nil || j.Pause == nil || countEvents(t, e, id, engine.EventWorkflowPaused) != 1 {
+			t.Fatalf("run %d after the pause batch: %+v %v", id, j, err)
+		}
+	}
+	res, err = e.StartBatch(bg, engine.StartBatch{ID: "u", BatchSpec: engine.BatchSpec{Operation: engine.BatchUnpause, Query: "paused=true"}})
+	if err != nil || res.Batch.Total != 120 {
+		t.Fatalf("unpause batch: %+v %v", res, err)
+	}
+	if b := waitBatch(t, e, res.Batch.ID); b.State != engine.BatchCompleted || b.Done != 120 {
+		t.Fatalf("unpause batch ended %+v", b)
+	}
+	for _, id := range ids {
+		j, err := e.Describe(bg, engine.Target{Job: id})
+		if err != nil || j.Pause != nil || countEvents(t, e, id, engine.EventWorkflowUnpaused) != 1 {
+			t.Fatalf("run %d after the unpause batch: %+v %v", id, j, err)
+		}
+	}
+	for _, id := range other {
+		if n := countEvents(t, e, id, engine.EventWorkflowPaused); n != 0 {
+			t.Fatalf("run %d, which the query leaves out, was paused", id)
+		}
+	}
+	verifyOK(t, e)
+}
+
 // TestBatchReset resets the failed runs of a query to their first turn.
 func TestBatchReset(t *testing.T) {
 	e, err := Open(Config{InMemory: true, BatchRunsPerSecond: 100000})

@@ -15,7 +15,8 @@ import (
 )
 
 // Batch operations in the console: the workflow list's Batch panel acts on
-// every run its filter matches (cancel, terminate, signal, reset), through
+// every run its filter matches (cancel, terminate, signal, reset, pause,
+// unpause), through
 // a page (/ui/batch-confirm, a GET) that says how many runs match and whose
 // button posts the batch (POST /ui/batches); the Batches
 // page lists the batches and their progress, a batch's page describes one
@@ -27,7 +28,8 @@ import (
 const ActionBatch Action = "batch"
 
 // batchOps are the operations the Batch panel offers, in its order.
-var batchOps = []engine.BatchOperation{engine.BatchCancel, engine.BatchTerminate, engine.BatchSignal, engine.BatchReset}
+var batchOps = []engine.BatchOperation{engine.BatchCancel, engine.BatchTerminate, engine.BatchSignal, engine.BatchReset,
+	engine.BatchPause, engine.BatchUnpause}
 
 // batchForm is the Batch panel's form, as the browser sent it.
 type batchForm struct {
@@ -59,7 +61,7 @@ func (f batchForm) spec() (engine.BatchSpec, error) {
 	bad := func(msg string) error { return &pageError{status: http.StatusBadRequest, msg: msg} }
 	op, err := engine.ParseBatchOperation(f.Op)
 	if err != nil {
-		return engine.BatchSpec{}, bad(fmt.Sprintf("%q is not a batch operation: choose cancel, terminate, signal or reset.", f.Op))
+		return engine.BatchSpec{}, bad(fmt.Sprintf("%q is not a batch operation: choose cancel, terminate, signal, reset, pause or unpause.", f.Op))
 	}
 	if err := checkReason(f.Reason); err != nil {
 		return engine.BatchSpec{}, err

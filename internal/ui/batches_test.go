@@ -24,7 +24,7 @@ func TestBatchActions(t *testing.T) {
 	list := "/ui/workflows?" + url.Values{"q": {`WorkflowId STARTS_WITH "bulk-"`}}.Encode()
 	_, body, _ := v.get(list)
 	wantIn(t, "the workflow list", body, `id="batch-form"`, `action="/ui/batch-confirm"`, `name="q" value="WorkflowId STARTS_WITH "bulk-""`,
-		`<option>terminate</option>`, `<option>reset</option>`)
+		`<option>terminate</option>`, `<option>reset</option>`, `<option>pause</option>`, `<option>unpause</option>`)
 
 	code, body, _ := v.get("/ui/batch-confirm?" + url.Values{"op": {"explode"}}.Encode())
 	if code != http.StatusBadRequest || !strings.Contains(body, `"explode" is not a batch operation`) {
