@@ -1,6 +1,7 @@
 package machine_test
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -62,4 +63,37 @@ func TestVerifyBatches(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzDecodeBatch: a stored batch record decodes into a value that
+// encodes again to the same bytes, or fails as corrupt; never a panic.
+func FuzzDecodeBatch(f *testing.F) {
+	for _, b := range []*engine.Batch{
+		{ID: "b1", BatchSpec: engine.BatchSpec{Operation: engine.BatchSignal, Query: `WorkflowType = "x"`, SignalName: "go",
+			SignalPayload: []byte(`1`), RunsPerSecond: 5}, State: engine.BatchRunning, MaxJob: 9, Total: 4, Done: 1,
+			Cursor: 3, Pending: []engine.JobID{2, 3}, CreatedMS: 1, UpdatedMS: 2},
+		{ID: "b2", BatchSpec: engine.BatchSpec{Operation: engine.BatchReset, ResetType: engine.ResetLastWorkflowTask},
+			State: engine.BatchCompleted, Total: 1, Skipped: 1, ClosedMS: 3},
+	} {
+		f.Add(machine.EncodeBatch(b))
+	}
+	for _, b := range fuzzGarbage(storage.KindBatch) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := machine.DecodeBatch(data)
+		if err != nil {
+			fuzzDecodeErr(t, "DecodeBatch", err)
+			return
+		}
+		enc := machine.EncodeBatch(b)
+		b2, err := machine.DecodeBatch(enc)
+		if err != nil {
+			t.Fatalf("decoding the re-encoding of %+v: %v", *b, err)
+		}
+		fuzzSameValue(t, "the batch", b, b2)
+		if enc2 := machine.EncodeBatch(b2); !bytes.Equal(enc, enc2) {
+			t.Fatalf("encoding is not stable: % x, then % x", enc, enc2)
+		}
+	})
 }
