@@ -95,6 +95,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newResourceCommand(),
 		newScheduleCommand(),
 		newTaskQueueCommand(),
+		newBatchCommand(),
 		newChaosCommand(),
 		newReviewCommand(),
 		newBenchCommand(),
