@@ -97,6 +97,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newResourceCommand(),
 		newScheduleCommand(),
 		newTaskQueueCommand(),
+		newBatchCommand(),
 		newChaosCommand(),
 		newReviewCommand(),
 		newBenchCommand(),

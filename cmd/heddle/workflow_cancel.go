@@ -28,24 +28,35 @@ type wfStopOutput struct {
 // newWFCancelCommand is cancel, or terminate when terminate is set.
 func newWFCancelCommand(g *wfGlobals, terminate bool) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "cancel {ID | -w WORKFLOW-ID | -r RUN-ID} [--reason TEXT]",
+		Use:   "cancel {ID | -w WORKFLOW-ID | -r RUN-ID | -q QUERY [--yes]} [--reason TEXT]",
 		Short: "ask a run to cancel itself (its workflow code decides how to end)",
 		Long: "Asks a run to cancel itself: its workflow code sees its context cancelled and\n" +
-			"decides how to end. A workflow id names its current run.",
+			"decides how to end. A workflow id names its current run.\n\n" + wfBatchQueryHelp,
 		Args: cobra.ArbitraryArgs,
 	}
 	if terminate {
-		cmd.Use = "terminate {ID | -w WORKFLOW-ID | -r RUN-ID} [--reason TEXT]"
+		cmd.Use = "terminate {ID | -w WORKFLOW-ID | -r RUN-ID | -q QUERY [--yes]} [--reason TEXT]"
 		cmd.Short = "end a run at once as Terminated, without running workflow code"
 		cmd.Long = "Ends a run at once as Terminated, without running workflow code (no cleanup, no\n" +
 			"compensation): for a run that is stuck or whose code is gone. Its children end as\n" +
 			"their parent-close policy says. \"heddle workflow cancel\" asks the code to end\n" +
-			"instead. A workflow id names its current run."
+			"instead. A workflow id names its current run.\n\n" + wfBatchQueryHelp
 	}
 	target := addTargetFlags(cmd.Flags())
 	var reason string
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the run's history")
+	verb, op := "cancel", engine.BatchCancel
+	if terminate {
+		verb, op = "terminate", engine.BatchTerminate
+	}
+	query := addQueryFlags(cmd, verb)
 	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
+		if query.given(cmd) {
+			if err := noTargetWithQuery(target, args); err != nil {
+				return err
+			}
+			return query.start(c, engine.BatchSpec{Operation: op, Reason: reason})
+		}
 		id, _, err := target.args(args)
 		if err != nil {
 			return err

@@ -113,6 +113,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/cluster/leader/transfer", RoleAdmin, s.clusterTransfer)
 
 	s.scheduleRoutes()
+	s.batchRoutes()
 	s.asyncRoutes()
 	s.healthRoutes()
 	s.reviewRoutes()

@@ -42,6 +42,9 @@ var features = []feature{
 	{Path: "task-queues", Title: "Task queues", Template: "taskqueues.html", Load: loadTaskQueues,
 		About:     "The task queues: the workers polling each (who, when last, which workflow and activity types they run), the runs waiting and how long, and the rates.",
 		Meanwhile: "This server's API has no task queue routes (GET /v1/task-queues). Until it has, heddle workflow list --status Queued shows the waiting runs."},
+	{Path: "batches", Title: "Batches", Template: "batches.html", Load: loadBatches,
+		About:     "The batch operations: cancel, terminate, signal or reset of every run a filter matched, with their progress.",
+		Meanwhile: "This server's API has no batch routes (GET /v1/batches). Until it has, act on runs one by one from their pages."},
 }
 
 // unavailableData is the "not available" page's.

@@ -69,6 +69,10 @@ func (h *Handler) routes() {
 	h.page("POST "+Path+"/resources/drain", h.drainResource)
 	h.page("POST "+Path+"/review/{task}/{op}", h.reviewAct)
 	h.page("GET "+Path+"/task-queues/{queue}", h.taskQueue)
+	h.page("GET "+Path+"/batch-confirm", h.confirmBatch)
+	h.page("POST "+Path+"/batches", h.startBatch)
+	h.page("GET "+Path+"/batches/{batch}", h.batch)
+	h.page("POST "+Path+"/batches/{batch}/stop", h.stopBatch)
 	for _, f := range features {
 		h.page("GET "+Path+"/"+f.Path, h.feature(f))
 	}

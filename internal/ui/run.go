@@ -145,6 +145,9 @@ var doneMessages = map[string]string{
 	"activity.unpause": "Activity unpaused.",
 	"activity.reset":   "Activity reset: its attempts start from 1 again, its next try at once.",
 	"answer":           "Answer sent: the step's activity runs again with it.",
+	// The batch operations' (batches.go).
+	"batch-started": "Batch started: the server acts on the matching runs at its rate; this page follows its progress.",
+	"batch-stopped": "Batch stopped: it acts on no more runs; those it acted on stay so.",
 }
 
 func (h *Handler) run(rq *request) (*page, error) {

@@ -128,6 +128,8 @@ type Client interface {
 	// TaskQueueClient describes task queues: pollers, backlog, rates, and
 	// why a Queued run waits.
 	TaskQueueClient
+	// BatchClient runs batch operations over the runs a query matches.
+	BatchClient
 	// Close releases the client; calls after it fail with ErrClientClosed.
 	// An engine given as Options.Service stays open: it is the caller's.
 	Close()
