@@ -3,10 +3,11 @@ package main
 // This file is "heddle workflow cancel" and "heddle workflow terminate", the
 // two ways to stop a run. Cancel asks: the workflow code sees its context
 // cancelled and may clean up (compensate, release) before it ends. Terminate
-// ends the run at once as Cancelled, running no code: for a run that is stuck
-// or whose code is gone.
+// ends the run at once as Terminated, running no code: for a run that is
+// stuck or whose code is gone.
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/heddlewf/heddle/engine"
@@ -18,7 +19,7 @@ type wfStopOutput struct {
 	WorkflowID string `json:"workflow_id"`
 	JobID      uint64 `json:"job_id"`
 	// Status is the run's status right after the command: still open after
-	// a cancel request, Cancelled after terminate.
+	// a cancel request, Terminated after terminate.
 	Status string `json:"status"`
 	// Seq is the seq of the event the command appended.
 	Seq uint64 `json:"seq"`
@@ -35,9 +36,11 @@ func newWFCancelCommand(g *wfGlobals, terminate bool) *cobra.Command {
 	}
 	if terminate {
 		cmd.Use = "terminate {ID | -w WORKFLOW-ID | -r RUN-ID | -q QUERY [--yes]} [--reason TEXT]"
-		cmd.Short = "end a run at once as Cancelled, without running workflow code"
-		cmd.Long = "Ends a run at once as Cancelled, without running workflow code (no cleanup).\n" +
-			"A workflow id names its current run.\n\n" + wfBatchQueryHelp
+		cmd.Short = "end a run at once as Terminated, without running workflow code"
+		cmd.Long = "Ends a run at once as Terminated, without running workflow code (no cleanup, no\n" +
+			"compensation): for a run that is stuck or whose code is gone. Its children end as\n" +
+			"their parent-close policy says. \"heddle workflow cancel\" asks the code to end\n" +
+			"instead. A workflow id names its current run.\n\n" + wfBatchQueryHelp
 	}
 	target := addTargetFlags(cmd.Flags())
 	var reason string
@@ -71,6 +74,16 @@ func newWFCancelCommand(g *wfGlobals, terminate bool) *cobra.Command {
 			res, err = svc.Terminate(c.ctx, engine.Terminate{Target: t, Reason: reason})
 		} else {
 			res, err = svc.RequestCancel(c.ctx, engine.RequestCancel{Target: t, Reason: reason})
+		}
+		if errors.Is(err, engine.ErrJobClosed) || errors.Is(err, engine.ErrIllegalTransition) {
+			// Say it in the words of the run, not of the engine's tables.
+			if j, derr := svc.Describe(c.ctx, t); derr == nil && j.Status.Terminal() {
+				verb := "cancelled"
+				if terminate {
+					verb = "terminated"
+				}
+				return fmt.Errorf("workflow %s (job %d) already ended %s: only an open run can be %s", j.WorkflowID, j.ID, j.Status, verb)
+			}
 		}
 		if err != nil {
 			return err

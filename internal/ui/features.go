@@ -30,9 +30,12 @@ type feature struct {
 
 // features are the optional pages, in the order of the bar.
 var features = []feature{
+	{Path: "schedules", Title: "Schedules", Template: "schedules.html", Load: loadSchedules,
+		About:     "The schedules that start workflow runs (cron expressions and intervals), with pause, unpause, trigger and backfill buttons and the runs each started.",
+		Meanwhile: "This server's API has no schedule routes. Until it has, heddle schedule list, describe, pause, unpause, trigger and backfill act on them."},
 	{Path: "review", Title: "Review", Template: "review.html", Load: loadReview,
-		About:     "Tasks awaiting a person's review, approval or intervention, with approve, reject, resubmit and terminate buttons and the manifest.",
-		Meanwhile: "This server's API has no list of the tasks awaiting people across jobs (GET /v1/tasks/awaiting). Until it has, heddle task list, describe, approve, reject, resubmit and terminate act on them."},
+		About:     "Tasks awaiting a person's review, approval or intervention, with approve, reject, resubmit, fix and terminate buttons and the manifest.",
+		Meanwhile: "This server's API has no list of the tasks awaiting people across jobs (GET /v1/tasks/awaiting). Until it has, heddle task list, describe, approve, reject, resubmit, fix and terminate act on them."},
 	{Path: "resources", Title: "Resources", Template: "resources.html", Load: loadResources,
 		About:     "The resource pools, the leases steps hold on them, the steps waiting for a unit, and the resources drained.",
 		Meanwhile: "This server's API has no routes for resources. Until it has, heddle resource list shows the pool."},

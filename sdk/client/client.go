@@ -44,6 +44,11 @@ const DefaultHostPort = "localhost:7280"
 // DefaultNamespace is the only namespace heddle has.
 const DefaultNamespace = "default"
 
+// QueryTypeStackTrace is the query every workflow answers, as in Temporal:
+// where each of its coroutines blocks, as text, in the workflow code's own
+// files and lines ("heddle workflow stack" asks it).
+const QueryTypeStackTrace = workflow.StackTraceQuery
+
 // Client talks to heddle: an embedded engine or a node over HTTP. It is
 // Temporal's client.Client with the methods heddle has, plus
 // DescribeWorkflow, GetWorkflowHistory and ListWorkflows in heddle's
