@@ -37,7 +37,7 @@ const wfDefaultRetry = 10 * time.Second
 func newWorkflowCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workflow",
-		Short: "start, execute, list, count, describe, show, query, signal, update, cancel, terminate, reset, pause or unpause workflows",
+		Short: "start, execute, list, count, describe, query, signal, update, cancel, terminate, reset, pause or unpause workflows, and read their history and stack",
 		Long: "Manages the workflows of a heddle node or cluster through its HTTP API.\n\n" +
 			"An ID argument is a workflow id (its current run), or a numeric job (run) id;\n" +
 			"-w/--workflow-id and -r/--run-id name a run without that guess.\n\n" +
