@@ -14,7 +14,7 @@ import (
 
 // tinyN sizes every workload so the whole suite takes seconds.
 var tinyN = map[string]int{"seq3": 20, "start": 50, "timer": 10, "fanout": 20, "signal": 10,
-	"replay": 40, "scale": 20, "idle": 100, "race": 10, "cancel": 6, "observe": 20, "queueview": 20, "resources": 20}
+	"replay": 40, "scale": 20, "idle": 100, "race": 10, "cancel": 6, "observe": 20, "queueview": 20, "resources": 20, "batchterminate": 50}
 
 func tinyRun(t *testing.T, workload, mode string) *Result {
 	t.Helper()
@@ -130,6 +130,9 @@ func checkResult(t *testing.T, res *Result) {
 		if f := res.Extra["fairness_max_over_mean"]; !(f >= 1) || res.Extra["wait_mean_ms"] <= 0 || res.Extra["units"] != resourceUnits {
 			t.Errorf("resources extras: %v", res.Extra)
 		}
+	}
+	if res.Workload == "batchterminate" && res.Extra["default_batch_runs_per_s"] <= 0 {
+		t.Errorf("batchterminate extras: %v", res.Extra)
 	}
 	if res.Workload == "queueview" {
 		on, off := res.Extra["view_on_workflows_per_s"], res.Extra["view_off_workflows_per_s"]

@@ -73,6 +73,7 @@ var workloads = []workload{
 	{"observe", 2000, "seq3 of N workflows in rounds with nothing observed, with metrics, and with metrics and tracing; the overhead of each", runObserve},
 	{"queueview", 2000, "seq3 of N workflows in rounds with the task queue view on and off, alternately; the view's overhead", runQueueView},
 	{"resources", 1000, "N workflows of one step each contending for 4 resource units, 32 concurrent starters; steps/s, wait fairness (max/mean)", runResources},
+	{"batchterminate", 10000, "N runs terminated by one batch operation over a query that matches them all; runs/s", runBatchTerminate},
 }
 
 // Workloads returns the workloads' names in the order they are listed.

@@ -79,6 +79,10 @@ var (
 	ErrUnknownSchedule = errors.New("engine: unknown schedule")
 	// ErrScheduleExists: a schedule of that id already exists.
 	ErrScheduleExists = errors.New("engine: schedule already exists")
+	// ErrUnknownBatch: no batch operation has the given id.
+	ErrUnknownBatch = errors.New("engine: unknown batch")
+	// ErrBatchExists: a batch operation of that id already exists.
+	ErrBatchExists = errors.New("engine: batch already exists")
 	// ErrUnknownOutcome: a proposal may or may not have been applied (the
 	// leader lost its leadership or the node died before answering).
 	// Retrying with the same request id is safe.

@@ -81,6 +81,12 @@ const (
 	KindUnpauseActivity       CommandKind = 63
 	KindResetActivity         CommandKind = 64
 	KindUpdateActivityOptions CommandKind = 65
+
+	// The batch operation commands. They start at 70, leaving room for
+	// other kinds.
+	KindStartBatch   CommandKind = 70
+	KindAdvanceBatch CommandKind = 71
+	KindStopBatch    CommandKind = 72
 )
 
 // commandSpec is what the contract knows of one command kind: its name
@@ -159,6 +165,10 @@ var commandTable = [...]commandSpec{
 	KindUnpauseActivity:       {"UnpauseActivity", func() Command { return new(UnpauseActivity) }, func() Result { return new(ActivityResult) }},
 	KindResetActivity:         {"ResetActivity", func() Command { return new(ResetActivity) }, func() Result { return new(ActivityResult) }},
 	KindUpdateActivityOptions: {"UpdateActivityOptions", func() Command { return new(UpdateActivityOptions) }, func() Result { return new(ActivityResult) }},
+
+	KindStartBatch:   {"StartBatch", func() Command { return new(StartBatch) }, func() Result { return new(BatchResult) }},
+	KindAdvanceBatch: {"AdvanceBatch", func() Command { return new(AdvanceBatch) }, func() Result { return new(BatchResult) }},
+	KindStopBatch:    {"StopBatch", func() Command { return new(StopBatch) }, func() Result { return new(BatchResult) }},
 }
 
 // spec returns k's entry in commandTable, or nil for a kind this version

@@ -275,8 +275,13 @@ const (
 	// split by shard, each part sent to its shard.
 	RouteSplit
 	// RouteInternal: the sweeps a shard's leader proposes to its own group
-	// (timers, reclaims, deadlines, schedules); never routed.
+	// (timers, reclaims, deadlines, schedules, a batch's pages); never
+	// routed.
 	RouteInternal
+	// RouteUnsharded: not served by a sharded cluster yet. A batch
+	// operation acts on the runs a query finds on every shard; a sharded
+	// node serves no batch routes (phase 3 runs a batch on each shard).
+	RouteUnsharded
 )
 
 // ShardOfCommand returns how cmd routes among count shards and, for
@@ -374,8 +379,10 @@ func ShardOfCommand(cmd Command, count int) (int, ShardRoute) {
 		return ShardOfReviewTarget(c.ReviewTarget, count), RouteOne
 	case *ReviewReport:
 		return ShardOfReview(c.Review), RouteOne
-	case *FireTimers, *Reclaim, *ReleaseDelayed, *ExpireDeadlines, *FireSchedules, *ExpireSteps, *ReclaimReviews:
+	case *FireTimers, *Reclaim, *ReleaseDelayed, *ExpireDeadlines, *FireSchedules, *ExpireSteps, *ReclaimReviews, *AdvanceBatch:
 		return 0, RouteInternal
+	case *StartBatch, *StopBatch:
+		return 0, RouteUnsharded
 	}
 	return 0, RouteNone
 }

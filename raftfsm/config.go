@@ -77,8 +77,13 @@ type Config struct {
 	// Limits.MaxBatch when that is smaller. It must not exceed
 	// Limits.MaxBatch.
 	SchedulerBatch int
-	// DisableScheduler leaves timers and leases to the caller (tests).
+	// DisableScheduler leaves timers and leases to the caller (tests), and
+	// runs no batch operation.
 	DisableScheduler bool
+	// BatchRunsPerSecond bounds how many runs a second the leader's batch
+	// runner acts on for a batch that names no rate; 0 means
+	// embedded.DefaultBatchRunsPerSecond.
+	BatchRunsPerSecond int
 	// OnSchedulerError receives the errors of the leader's background work
 	// (the scheduler's proposals, the recording of the leader's HTTP
 	// address); nil drops them.
@@ -193,6 +198,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxEntryBytes %d is not in [0, 64 MiB]", ErrConfig, c.MaxEntryBytes)
 	case c.SchedulerBatch < 0:
 		return fmt.Errorf("%w: SchedulerBatch %d is negative", ErrConfig, c.SchedulerBatch)
+	case c.BatchRunsPerSecond < 0:
+		return fmt.Errorf("%w: BatchRunsPerSecond %d is negative", ErrConfig, c.BatchRunsPerSecond)
 	}
 	if err := c.Limits.Validate(); err != nil {
 		return err

@@ -91,7 +91,8 @@ func (n *Node) watchLeader() {
 
 // lead runs while this node leads: a barrier first (so reads see all that
 // earlier leaders committed), then the node's HTTP address into the log,
-// then the scheduler, whose lease reclaims wait out the failover grace.
+// then the scheduler, whose lease reclaims wait out the failover grace, and
+// the batch runner.
 func (n *Node) lead(ctx context.Context, ready chan struct{}) {
 	defer n.wg.Done()
 	if err := futureError(ctx, n.raft.Barrier(n.cfg.ApplyTimeout)); err != nil {
@@ -117,8 +118,17 @@ func (n *Node) lead(ctx context.Context, ready chan struct{}) {
 	s.ReclaimNotBeforeMS = n.cfg.Clock.Now().Add(n.cfg.FailoverGrace).UnixMilli()
 	n.sched.Store(s)
 	defer n.sched.CompareAndSwap(s, nil)
+	// The batch runner works for this term only, as the scheduler: the
+	// next leader's goes on from each batch's record, and the request ids
+	// of the runs' commands make the page it repeats a no-op.
+	br := embedded.NewBatchRunner(n.eng, n.cfg.Clock, n.cfg.BatchRunsPerSecond)
+	br.OnError = n.cfg.OnSchedulerError
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		_ = br.Run(ctx) // returns ctx's error alone, when the leadership ends
+	}()
 	_ = s.Run(ctx) // returns ctx's error alone, when the leadership ends
-
 }
 
 // applyNode replicates a member's HTTP address (or its removal).

@@ -38,16 +38,31 @@ type Dispatcher struct {
 type Coroutine struct {
 	d      *Dispatcher
 	name   string
-	resume chan bool     // true: run on; false: exit (the dispatcher is closing)
-	yield  chan yieldMsg // the coroutine hands control back (room for one)
-	cond   func() bool   // what the coroutine waits for; nil while running
+	resume chan resumeMsg // run on, exit (the dispatcher is closing), or report the stack
+	yield  chan yieldMsg  // the coroutine hands control back (room for one)
+	cond   func() bool    // what the coroutine waits for; nil while running
 	done   atomic.Bool
 	err    error // a panic in the coroutine's code
 }
 
 type yieldMsg struct {
 	progressed bool // it ran past a Block (or exited) since the resume
+	// stack answers resumeStack: the coroutine's frames where it waits.
+	stack []runtime.Frame
 }
+
+// resumeMsg is what the dispatcher hands a waiting coroutine.
+type resumeMsg uint8
+
+const (
+	// resumeRun gives the coroutine its turn.
+	resumeRun resumeMsg = iota
+	// resumeExit unwinds it: the dispatcher is closing.
+	resumeExit
+	// resumeStack asks for its stack where it waits, and leaves it waiting
+	// (the __stack_trace query); nothing of the workflow runs.
+	resumeStack
+)
 
 // errExit unwinds a coroutine's stack when the dispatcher closes.
 var errExit = errors.New("replay: coroutine exit")
@@ -107,7 +122,7 @@ func (d *Dispatcher) Go(name string, fn func()) *Coroutine {
 		name = fmt.Sprintf("coroutine-%d", d.nextID)
 	}
 	d.nextID++
-	c := &Coroutine{d: d, name: name, resume: make(chan bool), yield: make(chan yieldMsg, 1)}
+	c := &Coroutine{d: d, name: name, resume: make(chan resumeMsg), yield: make(chan yieldMsg, 1)}
 	d.coroutines = append(d.coroutines, c)
 	go c.start(fn)
 	return c
@@ -126,10 +141,27 @@ func (c *Coroutine) start(fn func()) {
 		// a coroutine the dispatcher abandoned after a deadlock.
 		c.yield <- yieldMsg{progressed: true}
 	}()
-	if !<-c.resume {
+	if c.wait() == resumeExit {
 		panic(errExit)
 	}
 	fn()
+}
+
+// wait parks the coroutine until the dispatcher gives it its turn or
+// closes, answering the requests for its stack meanwhile. A coroutine
+// that has not run yet answers with no frames.
+func (c *Coroutine) wait() resumeMsg {
+	for {
+		m := <-c.resume
+		if m != resumeStack {
+			return m
+		}
+		var stack []runtime.Frame
+		if c.cond != nil {
+			stack = callerFrames()
+		}
+		c.yield <- yieldMsg{stack: stack}
+	}
 }
 
 // Block makes the running coroutine wait until cond holds. cond is evaluated
@@ -149,7 +181,7 @@ func (d *Dispatcher) Block(cond func() bool) {
 	c.cond = cond
 	c.yield <- yieldMsg{progressed: true}
 	for {
-		if !<-c.resume {
+		if c.wait() == resumeExit {
 			panic(errExit)
 		}
 		if cond() {
@@ -182,7 +214,7 @@ func (d *Dispatcher) ExecuteUntilAllBlocked() error {
 				continue
 			}
 			d.running = c
-			c.resume <- true
+			c.resume <- resumeRun
 			msg, err := d.await(c, timeout)
 			d.running = nil
 			if err != nil {
@@ -269,7 +301,7 @@ func (d *Dispatcher) Close() {
 		// Both waits are bounded: a deferred function that blocks outside
 		// the SDK while unwinding must not hang the worker.
 		select {
-		case c.resume <- false:
+		case c.resume <- resumeExit:
 			select {
 			case <-c.yield:
 			case <-time.After(100 * time.Millisecond):

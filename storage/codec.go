@@ -28,12 +28,15 @@ const (
 	// KindResource is a resource record: a named pool member with its
 	// capabilities, labels, capacity and the units leased.
 	KindResource Kind = 9
+	// KindBatch is a batch operation's record.
+	KindBatch Kind = 18
 )
 
 var kindNames = map[Kind]string{
 	KindKey: "key", KindJob: "job", KindEvent: "event", KindEffect: "effect",
 	KindResult: "result", KindCommand: "command", KindMeta: "meta",
 	KindStep: "step", KindResource: "resource", KindSchedule: "schedule",
+	KindBatch:  "batch",
 	KindReview: "task", KindReviewEvent: "task event",
 }
 

@@ -72,6 +72,8 @@ func DescribeKey(k []byte) string {
 		ok = d.u64("seq") && d.u64("job") && d.tail("step")
 	case PrefixSchedule:
 		ok = d.tail("schedule")
+	case PrefixBatch:
+		ok = d.tail("batch")
 	case PrefixSchedDue:
 		ok = d.u64("due") && d.tail("schedule")
 	case PrefixReviewLease:

@@ -35,6 +35,7 @@ import (
 //	f<job:8>                          paused jobs (an operator's pause, or an activity task held by its run's)
 //	C<closedAt:8><job:8>              visibility by closing time: the runs that ended
 //	W<workflowID:len><job:8>          visibility by workflow id: every run of an id
+//	B<batchID>                        batch operation record
 const (
 	PrefixMeta     byte = 'm'
 	PrefixJob      byte = 'j'
@@ -63,6 +64,9 @@ const (
 	// that they never take a letter another index may want).
 	PrefixClosed byte = 'C'
 	PrefixRuns   byte = 'W'
+	// PrefixBatch holds the batch operations' records (a capital, as the
+	// list's indexes: the lower-case letters are wanted by job indexes).
+	PrefixBatch byte = 'B'
 )
 
 // Meta keys.
@@ -266,6 +270,12 @@ func ParseWaiterKey(k []byte) (WaiterEntry, error) {
 	}
 	return WaiterEntry{Seq: binary.BigEndian.Uint64(k[1:9]), Job: binary.BigEndian.Uint64(k[9:17]), Step: string(k[17:])}, nil
 }
+
+// BatchKey is the key of batch id's record.
+func BatchKey(id string) []byte { return append(key(PrefixBatch, len(id)), id...) }
+
+// BatchPrefix is where the batch records are, in id order.
+var BatchPrefix = []byte{PrefixBatch}
 
 // ScheduleKey is the key of schedule id's record.
 func ScheduleKey(id string) []byte { return append(key(PrefixSchedule, len(id)), id...) }

@@ -115,7 +115,7 @@ func unknownCommandArgs(cmd *cobra.Command, args []string) error {
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 		msg += "; did you mean " + strings.Join(s, " or ") + "?"
 	}
-	return &usageError{msg: msg}
+	return &usageError{msg: msg, listCommands: true}
 }
 
 // missingCommand is the RunE of a command with subcommands, run when none
@@ -290,4 +290,53 @@ func takesNextArg(fs *pflag.FlagSet, a string) bool {
 		}
 	}
 	return false
+}
+
+// suggestFlag is "; did you mean --type?" for an unknown long flag that is
+// near one cmd has: a typo ("--stauts") or another tool's name of it
+// ("--workflow-type"); "" when none is near.
+func suggestFlag(cmd *cobra.Command, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok || name == "" {
+		return ""
+	}
+	best, bestDist := "", 3 // at most two edits away
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Hidden || f.Name == "help" {
+			return
+		}
+		d := editDistance(name, f.Name)
+		if len(f.Name) >= 4 && (strings.HasSuffix(name, "-"+f.Name) || strings.HasPrefix(name, f.Name+"-")) ||
+			len(name) >= 3 && strings.HasPrefix(f.Name, name+"-") {
+			d = 1 // --workflow-type for --type, --status-name for --status, --run for --run-id
+		}
+		if d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	if best == "" {
+		return ""
+	}
+	return "; did you mean --" + best + "?"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

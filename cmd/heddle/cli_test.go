@@ -21,7 +21,7 @@ func TestExitStatuses(t *testing.T) {
 		code           int
 		stdout, stderr []string
 	}{
-		{args: []string{"wokflow"}, code: 2, stderr: []string{`heddle: unknown command "wokflow"; did you mean workflow?`, "Usage: heddle <command> [flags]"}},
+		{args: []string{"wokflow"}, code: 2, stderr: []string{`heddle: unknown command "wokflow"; did you mean workflow?`, "Usage:\n  heddle <command> [flags]", "Available Commands:", "  workflow    start, execute,"}},
 		{args: []string{"help", "frob"}, code: 2, stderr: []string{`heddle help: unknown command "frob"`}},
 		{args: []string{"help", "workflow", "frob"}, code: 2, stderr: []string{`unknown command "workflow frob"`}},
 		{args: []string{"cluster", "status", "extra"}, code: 2, stderr: []string{`heddle cluster status: unexpected argument "extra"`, "Usage: heddle cluster status [flags]"}},
@@ -103,7 +103,7 @@ func TestCompletion(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"__complete", "workflow", "s"}, []string{"start", "signal"}},
+		{[]string{"__complete", "workflow", "s"}, []string{"start", "stack", "signal"}},
 		{[]string{"__complete", "workflow", "list", "--status", "C"}, []string{"Completed", "ContinuedAsNew", "Canceled", "Closed"}},
 		{[]string{"__complete", "workflow", "list", "-o", ""}, []string{"table", "json", "jsonl"}},
 		{[]string{"__complete", "help", "clu"}, []string{"cluster"}},

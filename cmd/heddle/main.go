@@ -80,7 +80,9 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.SetVersionTemplate("{{.Version}}")
 	root.SetUsageTemplate(usageTemplate)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &usageError{msg: err.Error() + suggestFlag(cmd, err)}
+	})
 	root.AddCommand(
 		newDemoCommand(),
 		newServerCommand(),
@@ -95,6 +97,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newResourceCommand(),
 		newScheduleCommand(),
 		newTaskQueueCommand(),
+		newBatchCommand(),
 		newChaosCommand(),
 		newReviewCommand(),
 		newBenchCommand(),
@@ -107,7 +110,23 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	adoptCobraCommands(childNamed(root, "completion"))
 	root.SetHelpCommand(newHelpCommand(root))
 	root.InitDefaultHelpCmd()
+	reportUnknownCommandsFirst(root)
 	return root
+}
+
+// reportUnknownCommandsFirst lets every command with subcommands take flags
+// it does not know, so that a word naming no subcommand is reported as the
+// unknown command it is ("heddle workflow exec --type X" would otherwise
+// say "unknown flag: --type", as the flags are parsed before the word is
+// looked at). Its subcommands still refuse unknown flags.
+func reportUnknownCommandsFirst(cmd *cobra.Command) {
+	if !cmd.HasSubCommands() {
+		return
+	}
+	cmd.FParseErrWhitelist.UnknownFlags = true
+	for _, c := range cmd.Commands() {
+		reportUnknownCommandsFirst(c)
+	}
 }
 
 // adoptCobraCommands makes the commands cobra builds (completion and its

@@ -39,6 +39,14 @@ func TestScheduleCommands(t *testing.T) {
 	if j := w.closed(d.Recent[0].WorkflowID); j.Status.String() != "Completed" {
 		t.Fatalf("the triggered run ended %s", j.Status)
 	}
+	// The run links back to the schedule that started it.
+	wantContains(t, "describe of a scheduled run", w.ok("describe", d.Recent[0].WorkflowID),
+		"Schedule     nightly started it (heddle schedule describe shows it)")
+	var run wfJobDoc
+	w.json(&run, "describe", d.Recent[0].WorkflowID)
+	if run.ScheduleID != "nightly" {
+		t.Errorf("describe -o json of a scheduled run: schedule_id %q", run.ScheduleID)
+	}
 
 	out = w.schedOK("pause", "nightly", "--note", "maintenance")
 	wantContains(t, "pause", out, "Schedule nightly paused.", "State:", "paused", "maintenance")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,14 +45,15 @@ func TestTaskQueueCommands(t *testing.T) {
 	golden(t, "output/task_queue_list.json", normalizeTQ(w.tqOK("list", "--json")))
 	var doc tqDoc
 	wfDecodeOne(t, w.tqOK("describe", "-t", wfTestQueue, "--task-queue-type", "activity", "--json"), &doc)
-	if len(doc.Pollers) != 0 {
-		t.Errorf("the test worker runs no activity, yet it is listed: %+v", doc.Pollers)
+	// The test worker runs one activity (Charge, of the parity tests).
+	if len(doc.Pollers) != 1 || !slices.Equal(doc.Pollers[0].ActivityTypes, []string{"Charge"}) {
+		t.Errorf("the activity pollers of the test worker: %+v", doc.Pollers)
 	}
 
 	out := w.tqOK("describe", "-t", wfTestQueue)
 	wantContains(t, "task-queue describe", out, "Task queue   wfq\n", "Backlog      0 ready\n", "Last poll    ",
-		"Pollers:\nIDENTITY    LAST ACCESS  POLLING  BUILD  WORKFLOW TYPES     ACTIVITY TYPES  DISPATCH/S  NODES\n",
-		"worker-wfq  just now     yes      -      Gate,Greet,Refuse  -  ")
+		"Pollers:\nIDENTITY    LAST ACCESS  POLLING  BUILD  WORKFLOW TYPES                   ACTIVITY TYPES  DISPATCH/S  NODES\n",
+		"worker-wfq  just now     yes      -      Counter,Flaky,Gate,Greet,Refuse  Charge  ")
 	out = w.tqOK("describe", "-t", wfIdleQueue)
 	wantContains(t, "task-queue describe of a queue nobody polls", out, "Backlog      1 ready, the oldest waiting ",
 		"Last poll    never (since this node started)\n", "No worker has polled task queue idle in the last 5m0s.\n")
@@ -66,7 +68,7 @@ func TestTaskQueueCommands(t *testing.T) {
 	w.ok("start", "--type", "Greeet", "-t", wfTestQueue, "-w", "typo-1")
 	out = w.ok("describe", "typo-1")
 	wantContains(t, "workflow describe of a misspelled type", out,
-		`Why queued   no poller of task queue "wfq" serves workflow type "Greeet" (they serve workflow types Gate, Greet, Refuse); did you mean "Greet"?`)
+		`Why queued   no poller of task queue "wfq" serves workflow type "Greeet" (they serve workflow types Counter, Flaky, Gate, Greet, Refuse, activity types Charge); did you mean "Greet"?`)
 
 	for _, args := range [][]string{{"describe"}, {"describe", "-t", "q", "--task-queue-type", "nexus"}, {"list", "extra"}} {
 		if code, _, errs := w.tqRun(args...); code != 2 || !strings.Contains(errs, "Usage:") {

@@ -17,12 +17,14 @@ import (
 func newWFDescribeCommand(g *wfGlobals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "describe {ID | -w WORKFLOW-ID | -r RUN-ID}",
-		Short: "show one run: status, type, queue, attempt, times, steps, result or failure",
+		Short: "show one run: status, type, queue, attempt, times, pending activities, result or failure",
 		Long: "Shows one run: status, type, queue, attempt, times, what it waits for, the steps\n" +
 			"of an open run that have not ended (who runs each, its state and last heartbeat),\n" +
-			"and the result or failure of a closed run. A workflow id shows its current run.\n" +
-			"For a Queued run it says why no worker has taken it: no worker polls its task\n" +
-			"queue, none runs its type, or they have no free slot (see heddle task-queue).",
+			"its pending activities (the try, the last try's failure, when the next try\n" +
+			"starts), and the result or failure of a closed run. A workflow id shows its\n" +
+			"current run. For a Queued run it says why no worker has taken it: no worker\n" +
+			"polls its task queue, none runs its type, or they have no free slot (see\n" +
+			"heddle task-queue).",
 		Args: cobra.ArbitraryArgs,
 	}
 	target := addTargetFlags(cmd.Flags())
@@ -53,6 +55,9 @@ func newWFDescribeCommand(g *wfGlobals) *cobra.Command {
 				if !s.State.Terminal() {
 					doc.Steps = append(doc.Steps, stepDocOf(s))
 				}
+			}
+			if doc.PendingActivities, doc.PendingTruncated, err = wfPendingActivities(c.ctx, svc, j, steps); err != nil {
+				return err
 			}
 		}
 		if j.Status == engine.StatusQueued {

@@ -54,12 +54,22 @@ type wfJobDoc struct {
 	// Steps are the steps of an open run that have not ended (describe
 	// only): who runs each, its state and last heartbeat.
 	Steps []stepDoc `json:"steps,omitempty"`
+	// PendingActivities are the activities of an open run that have not
+	// ended (describe only), as Temporal's describe lists them: the try,
+	// the last try's failure, when the next try starts. PendingTruncated:
+	// the run's history is longer than describe reads, so activities of
+	// its later events may be missing.
+	PendingActivities []wfPendingActivityDoc `json:"pending_activities,omitempty"`
+	PendingTruncated  bool                   `json:"pending_activities_truncated,omitempty"`
 	// ResetNewRunID is the run a reset started in this run's place;
 	// ResetBaseRunID and ResetEventID the run and the point this run was
 	// reset from.
 	ResetNewRunID  uint64 `json:"reset_new_run_id,omitempty"`
 	ResetBaseRunID uint64 `json:"reset_base_run_id,omitempty"`
 	ResetEventID   uint64 `json:"reset_event_id,omitempty"`
+	// ScheduleID names the schedule that started the run (Temporal's
+	// TemporalScheduledById search attribute).
+	ScheduleID string `json:"schedule_id,omitempty"`
 	// QueuedReason says why a Queued run has not been claimed (describe
 	// only).
 	QueuedReason *wfQueuedReasonDoc `json:"queued_reason,omitempty"`
@@ -150,6 +160,7 @@ func wfJobOf(j *engine.Job, closing *engine.Event) wfJobDoc {
 		ParentJobID: uint64(j.ParentID), ParentStep: j.ParentStep, CancelRequested: j.CancelRequested,
 		WaitingFor: wfWaitOf(j.Wait), Timers: wfTimersOf(j.Timers), HistoryLength: j.LastSeq, Paused: wfPauseOf(j),
 		ResetNewRunID: uint64(j.ResetNewRunID), ResetBaseRunID: uint64(j.ResetBaseRunID), ResetEventID: j.ResetEventID,
+		ScheduleID: j.ScheduleID,
 	}
 	if j.Status == engine.StatusRunning {
 		d.LeaseOwner, d.LeaseExpiresAt = j.LeaseOwner, wfRFC3339(j.LeaseExpiryMS)

@@ -161,7 +161,7 @@ func wfEventDetails(ev engine.Event, base int64, width int) string {
 	}
 	if ev.Wait != nil {
 		at := func(rfc string) string { return "at " + wfOffset(wfParseRFC(rfc)-base) }
-		parts = append(parts, "waits for "+wfWaitText(wfWaitOf(ev.Wait), at))
+		parts = append(parts, "waits for "+wfWaitText(wfWaitOf(ev.Wait), at, nil))
 	}
 	return strings.Join(parts, "  ")
 }

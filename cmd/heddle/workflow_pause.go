@@ -30,28 +30,42 @@ type wfPauseOutput struct {
 // newWFPauseCommand is pause, or unpause when unpause is set.
 func newWFPauseCommand(g *wfGlobals, unpause bool) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "pause {ID | -w WORKFLOW-ID | -r RUN-ID} [--reason TEXT]",
+		Use:   "pause {ID | -w WORKFLOW-ID | -r RUN-ID | -q QUERY [--yes]} [--reason TEXT]",
 		Short: "pause a run: it takes no new turn and starts no activity until unpaused",
 		Long: "Pauses a run (Temporal's workflow pause). It keeps its status, timers and steps:\n" +
 			"a turn that runs finishes (its running activities end, no new one starts), and the\n" +
 			"run is not taken by a worker again until it is unpaused. Timers fire and signals\n" +
 			"arrive while it is paused, and are recorded; its timeouts keep running. Its\n" +
 			"activities on other task queues are held too. Pausing a paused run changes\n" +
-			"nothing. A workflow id names its current run.",
+			"nothing. A workflow id names its current run.\n\n" + wfBatchQueryHelp,
 		Args: cobra.ArbitraryArgs,
 	}
 	if unpause {
-		cmd.Use = "unpause {ID | -w WORKFLOW-ID | -r RUN-ID} [--reason TEXT]"
+		cmd.Use = "unpause {ID | -w WORKFLOW-ID | -r RUN-ID | -q QUERY [--yes]} [--reason TEXT]"
 		cmd.Short = "let a paused run go on"
 		cmd.Long = "Unpauses a run (Temporal's workflow unpause): a worker takes it again, and it\n" +
 			"starts what the pause held back. Unpausing a run that is not paused changes\n" +
-			"nothing. A workflow id names its current run."
+			"nothing. A workflow id names its current run.\n\n" + wfBatchQueryHelp
 	}
 	target := addTargetFlags(cmd.Flags())
 	var reason, requestID string
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the run's history")
 	cmd.Flags().StringVar(&requestID, "request-id", "", "an `id` that makes the command idempotent: sent again, it changes nothing more")
+	verb, op := "pause", engine.BatchPause
+	if unpause {
+		verb, op = "unpause", engine.BatchUnpause
+	}
+	query := addQueryFlags(cmd, verb)
 	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
+		if query.given(cmd) {
+			if err := noTargetWithQuery(target, args); err != nil {
+				return err
+			}
+			if requestID != "" {
+				return usagef("--request-id names one run's command: a batch gives each run's its own")
+			}
+			return query.start(c, engine.BatchSpec{Operation: op, Reason: reason})
+		}
 		id, _, err := target.args(args)
 		if err != nil {
 			return err

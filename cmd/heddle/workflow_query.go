@@ -15,8 +15,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/httpapi"
 	"github.com/heddlewf/heddle/sdk/converter"
+	"github.com/heddlewf/heddle/sdk/workflow"
 	"github.com/spf13/cobra"
 )
 
@@ -83,19 +85,8 @@ func newWFQueryCommand(g *wfGlobals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		ctx, cancel := context.WithTimeout(c.ctx, timeout)
-		defer cancel()
-		encoded, err := converter.Encode(queryArgs...)
+		data, err := wfAsk(c, svc, j, name, queryArgs, timeout)
 		if err != nil {
-			// The words of the HTTP client, which encoded them before
-			// queries travelled as bytes.
-			return fmt.Errorf("httpapi: query arguments: %w", err)
-		}
-		data, err := svc.Query(ctx, j.WorkflowID, strconv.FormatUint(uint64(j.ID), 10), name, encoded)
-		switch {
-		case errors.Is(err, httpapi.ErrQueryTimeout), err != nil && c.ctx.Err() == nil && ctx.Err() != nil:
-			return fmt.Errorf("no worker of queue %q answered query %q within %v: is one running and serving queries?", j.Queue, name, timeout)
-		case err != nil:
 			return err
 		}
 		out := wfQueryOutput{WorkflowID: j.WorkflowID, JobID: uint64(j.ID), Query: name}
@@ -121,4 +112,27 @@ func newWFQueryCommand(g *wfGlobals) *cobra.Command {
 		return p.err()
 	})
 	return cmd
+}
+
+// wfAsk asks run j's workflow code query name with args through the node,
+// which hands it to a worker of j's queue that serves queries, and returns
+// the encoded answer; a worker that does not answer within timeout is
+// reported with what to check.
+func wfAsk(c *wfCall, svc *httpapi.Client, j *engine.Job, name string, args []any, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, timeout)
+	defer cancel()
+	encoded, err := converter.Encode(args...)
+	if err != nil {
+		// The words of the HTTP client, which encoded them before
+		// queries travelled as bytes.
+		return nil, fmt.Errorf("httpapi: query arguments: %w", err)
+	}
+	data, err := svc.Query(ctx, j.WorkflowID, strconv.FormatUint(uint64(j.ID), 10), name, encoded)
+	switch {
+	case errors.Is(err, httpapi.ErrQueryTimeout), err != nil && c.ctx.Err() == nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("no worker of queue %q answered query %q within %v: is one running and serving queries? (\"heddle worker\" and workers made with sdk/worker over HTTP do)", j.Queue, name, timeout)
+	case errors.Is(err, engine.ErrUnknownQuery) && name == workflow.StackTraceQuery:
+		return nil, fmt.Errorf("the worker of queue %q does not answer the stack trace query: it runs a heddle release before the query was added (%w)", j.Queue, err)
+	}
+	return data, err
 }

@@ -36,7 +36,7 @@ var resetTypes = []string{"FirstWorkflowTask", "LastWorkflowTask"}
 
 func newWFResetCommand(g *wfGlobals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "reset {ID | -w WORKFLOW-ID | -r RUN-ID} {-t TYPE | -e EVENT-ID} --reason TEXT",
+		Use:   "reset {ID | -w WORKFLOW-ID | -r RUN-ID | -q QUERY [--yes]} {-t TYPE | -e EVENT-ID} --reason TEXT",
 		Short: "start a run again from a turn boundary of its history, as a new run",
 		Long: "Resets a run (Temporal's workflow reset): a new run of its workflow id gets the\n" +
 			"history up to a reset point, with the signals and updates the run received after\n" +
@@ -46,7 +46,8 @@ func newWFResetCommand(g *wfGlobals) *cobra.Command {
 			"A reset point is a turn boundary: the run's job_created (its first turn) or a\n" +
 			"job_waiting (the end of a turn at which the code blocked). --type FirstWorkflowTask\n" +
 			"is the first; --type LastWorkflowTask the last the run completed; --event-id names\n" +
-			"one (`heddle workflow history` shows them). A workflow id names its current run.",
+			"one (`heddle workflow history` shows them). A workflow id names its current run.\n\n" +
+			wfBatchQueryHelp + " A batch reset takes -t/--type.",
 		Args: cobra.ArbitraryArgs,
 	}
 	target := addTargetFlags(cmd.Flags())
@@ -61,13 +62,25 @@ func newWFResetCommand(g *wfGlobals) *cobra.Command {
 	fs.StringVar(&reason, "reason", "", "why, recorded in the new run's history and on the end of the run it replaces (required)")
 	fs.StringSliceVar(&excludes, "reapply-exclude", nil, "`kinds` of event received after the point not to reapply: Signal, Update or All (comma-separated)")
 	fs.StringVar(&reapplyType, "reapply-type", "", "what to reapply, Temporal's older flag: All (the default), Signal or None; use --reapply-exclude")
+	query := addQueryFlags(cmd, "reset")
 	_ = cmd.RegisterFlagCompletionFunc("type", func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return completeWords(resetTypes, prefix), cobra.ShellCompDirectiveNoFileComp
 	})
 	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
-		id, _, err := target.args(args)
-		if err != nil {
-			return err
+		if query.given(cmd) {
+			if err := noTargetWithQuery(target, args); err != nil {
+				return err
+			}
+			if eventID != 0 {
+				return usagef("--event-id names a point of one run: with --query give -t/--type (%s)", strings.Join(resetTypes, ", "))
+			}
+		}
+		var id string
+		var err error
+		if !query.given(cmd) {
+			if id, _, err = target.args(args); err != nil {
+				return err
+			}
 		}
 		rc := engine.ResetJob{Reason: reason, Seq: eventID}
 		switch {
@@ -87,6 +100,10 @@ func newWFResetCommand(g *wfGlobals) *cobra.Command {
 		}
 		if rc.ExcludeSignals, rc.ExcludeUpdates, err = resetReapply(reapplyType, excludes); err != nil {
 			return err
+		}
+		if query.given(cmd) {
+			return query.start(c, engine.BatchSpec{Operation: engine.BatchReset, Reason: reason, ResetType: rc.Type,
+				ExcludeSignals: rc.ExcludeSignals, ExcludeUpdates: rc.ExcludeUpdates})
 		}
 		svc, err := c.client()
 		if err != nil {

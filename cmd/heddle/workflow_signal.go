@@ -25,10 +25,10 @@ type wfSignalOutput struct {
 
 func newWFSignalCommand(g *wfGlobals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "signal {ID | -w WORKFLOW-ID | -r RUN-ID} {NAME | --name NAME} [--input JSON]",
+		Use:   "signal {ID | -w WORKFLOW-ID | -r RUN-ID | -q QUERY [--yes]} {NAME | --name NAME} [--input JSON]",
 		Short: "send a signal to a run",
 		Long: "Sends signal NAME to a run, with one JSON value (null without --input).\n" +
-			"A workflow id signals its current run.",
+			"A workflow id signals its current run.\n\n" + wfBatchQueryHelp,
 		Args: cobra.ArbitraryArgs,
 	}
 	target := addTargetFlags(cmd.Flags())
@@ -36,7 +36,11 @@ func newWFSignalCommand(g *wfGlobals) *cobra.Command {
 	var name string
 	cmd.Flags().StringVar(&name, "name", "", "the signal's `name`, instead of the NAME argument")
 	cmd.Flags().Var(&input, "input", "the signal's value as `JSON` (strings quoted: '\"x\"')")
+	query := addQueryFlags(cmd, "signal")
 	cmd.RunE = g.runE(func(c *wfCall, args []string) error {
+		if query.given(cmd) {
+			return signalByQuery(c, query, target, args, name, cmd.Flags().Changed("name"), &input)
+		}
 		var rest []string
 		if !cmd.Flags().Changed("name") {
 			rest = []string{"NAME"}

@@ -1,9 +1,11 @@
 package main
 
-// This file is "heddle workflow start": it creates a run as the SDK client's
-// ExecuteWorkflow does (arguments encoded by the SDK's converter, so workers
-// decode them unchanged) and, with --wait, waits for the workflow's outcome.
-// A run that did not complete exits 1, so scripts can chain on success.
+// This file is "heddle workflow start" and "heddle workflow execute": it
+// creates a run as the SDK client's ExecuteWorkflow does (arguments encoded
+// by the SDK's converter, so workers decode them unchanged) and, with
+// --wait (execute always), waits for the workflow's outcome, as Temporal's
+// "workflow execute" does. A run that did not complete exits 1, so scripts
+// can chain on success.
 
 import (
 	"errors"
@@ -44,14 +46,25 @@ func wfReusePolicyNames() string {
 	return strings.Join(names, ", ")
 }
 
-func newWFStartCommand(g *wfGlobals) *cobra.Command {
+// newWFStartCommand is start, or execute (start and wait) when execute is set.
+func newWFStartCommand(g *wfGlobals, execute bool) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "start --type TYPE -t QUEUE [-w ID] [--input JSON]... [--wait]",
 		Short: "start a workflow run (optionally wait for its result)",
 		Long: "Starts a run of workflow type TYPE on task queue QUEUE and prints its workflow id\n" +
 			"and job (run) id. With --wait it then waits for the workflow to end and prints its\n" +
-			"result; the exit status is 1 when the workflow failed or was cancelled.",
+			"result (as \"heddle workflow execute\" does); the exit status is 1 when the workflow\n" +
+			"did not complete.",
 		Args: noArgs,
+	}
+	if execute {
+		cmd.Use = "execute --type TYPE -t QUEUE [-w ID] [--input JSON]..."
+		cmd.Short = "start a workflow run and wait for its result"
+		cmd.Long = "Starts a run of workflow type TYPE on task queue QUEUE, waits for the workflow to\n" +
+			"end (following continue-as-new and retries to its last run) and prints its result:\n" +
+			"\"heddle workflow start --wait\". The exit status is 1 when the workflow did not\n" +
+			"complete (failed, cancelled, terminated or timed out). Ctrl-C stops the wait, not\n" +
+			"the run; \"heddle workflow result\" waits for it again."
 	}
 	fs := cmd.Flags()
 	var (
@@ -92,7 +105,11 @@ func newWFStartCommand(g *wfGlobals) *cobra.Command {
 		timeout = d
 		return nil
 	})
-	fs.BoolVar(&wait, "wait", false, "wait for the workflow to end and print its result")
+	if execute {
+		wait = true
+	} else {
+		fs.BoolVar(&wait, "wait", false, "wait for the workflow to end and print its result (as execute does)")
+	}
 	_ = cmd.RegisterFlagCompletionFunc("reuse-policy", func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		var names []string
 		for _, p := range wfReusePolicies {
@@ -134,22 +151,7 @@ func newWFStartCommand(g *wfGlobals) *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("workflow %s started as job %d, but waiting for it failed: %w", res.WorkflowID, res.Job, err)
 		}
-		doc := wfJobOf(j, last)
-		out.Outcome = &doc
-		if c.table() {
-			err = wfPrintOutcome(c.out, out)
-		} else {
-			err = c.doc(out)
-		}
-		if err != nil {
-			return err
-		}
-		if j.Status != engine.StatusCompleted {
-			// Exit status 1 says it already; the line only says how it ended.
-			_, _ = fmt.Fprintf(c.err, "%s: workflow %s ended %s\n", c.path, j.WorkflowID, j.Status)
-			return exitError{code: 1}
-		}
-		return nil
+		return wfReportOutcome(c, out, j, last)
 	})
 	return cmd
 }

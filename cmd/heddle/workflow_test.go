@@ -63,6 +63,50 @@ func wfGate(ctx workflow.Context) (string, error) {
 	return got, nil
 }
 
+// startWFWorker starts a worker of wfTestQueue through c with the test
+// workflows, which also answers the queries the nodes at addrs broker, as
+// a worker process ("heddle worker") does; the test's cleanup stops it.
+func startWFWorker(t *testing.T, c client.Client, addrs []string, token string) worker.Worker {
+	t.Helper()
+	w := worker.New(c, wfTestQueue, worker.Options{OnError: func(job engine.JobID, err error) {
+		t.Errorf("worker, job %d: %v", job, err)
+	}})
+	w.RegisterWorkflowWithName(wfGreet, "Greet")
+	w.RegisterWorkflowWithName(wfRefuse, "Refuse")
+	w.RegisterWorkflowWithName(wfGate, "Gate")
+	registerParityWorkflows(w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Queries reach the worker through the API, as they reach a remote
+	// worker process ("heddle worker").
+	qc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qctx, stopQueries := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		// Until the test ends, ServeQueries may only return its context's
+		// error; t.Errorf is safe from this goroutine, which ends before
+		// the test does.
+		if err := qc.ServeQueries(qctx, wfTestQueue, wfAnswerWith(w)); qctx.Err() == nil || !errors.Is(err, context.Canceled) {
+			t.Errorf("ServeQueries: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		stopQueries()
+		<-served
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := w.Shutdown(ctx); err != nil {
+			t.Errorf("stop the worker: %v", err)
+		}
+	})
+	return w
+}
+
 // wfEnv is a node serving the HTTP API, with a worker on wfTestQueue that
 // also answers queries.
 type wfEnv struct {
@@ -98,41 +142,7 @@ func startWFEnv(t *testing.T, cfg embedded.Config, token string) *wfEnv {
 			t.Errorf("close the dev server: %v", err)
 		}
 	})
-	w := worker.New(client.New(d.engine), wfTestQueue, worker.Options{OnError: func(job engine.JobID, err error) {
-		t.Errorf("worker, job %d: %v", job, err)
-	}})
-	w.RegisterWorkflowWithName(wfGreet, "Greet")
-	w.RegisterWorkflowWithName(wfRefuse, "Refuse")
-	w.RegisterWorkflowWithName(wfGate, "Gate")
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Queries reach the worker through the API, as they reach a remote
-	// worker process ("heddle worker").
-	qc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{d.api.addr()}, Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	qctx, stopQueries := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		// Until the test ends, ServeQueries may only return its context's
-		// error; t.Errorf is safe from this goroutine, which ends before
-		// the test does.
-		if err := qc.ServeQueries(qctx, wfTestQueue, wfAnswerWith(w)); qctx.Err() == nil || !errors.Is(err, context.Canceled) {
-			t.Errorf("ServeQueries: %v", err)
-		}
-	}()
-	t.Cleanup(func() {
-		stopQueries()
-		<-served
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := w.Shutdown(ctx); err != nil {
-			t.Errorf("stop the worker: %v", err)
-		}
-	})
+	startWFWorker(t, client.New(d.engine), []string{d.api.addr()}, token)
 	return &wfEnv{t: t, e: d.engine, addr: d.api.addr()}
 }
 
@@ -262,7 +272,7 @@ func TestWorkflowDescribe(t *testing.T) {
 	// Flags may come before or after ID.
 	out := w.ok("describe", "greet-1")
 	wantContains(t, "describe", out, "Workflow ID  greet-1\n", "Type         Greet\n", "Queue        wfq\n",
-		"Status       Completed\n", "Attempt      1\n", "Created      ", "Closed       ", `Result       "hello, ada"`)
+		"Status       Completed\n", "Run attempt  1\n", "Task attempt 1 (claims of this run by a worker)\n", "Created      ", "Closed       ", `Result       "hello, ada"`)
 	var d wfJobDoc
 	w.json(&d, "describe", "greet-1")
 	if d.WorkflowID != "greet-1" || d.Type != "Greet" || d.Queue != wfTestQueue || d.Status != "Completed" ||
@@ -288,7 +298,7 @@ func TestWorkflowDescribe(t *testing.T) {
 		t.Errorf("describe of numeric workflow id 4711 = %+v", numeric)
 	}
 	out = w.ok("describe", "4711")
-	wantContains(t, "describe of a queued run", out, "Status       Queued\n", "Attempt      0\n")
+	wantContains(t, "describe of a queued run", out, "Status       Queued\n", "Task attempt 0 ")
 	if strings.Contains(out, "Result") || strings.Contains(out, "Closed") {
 		t.Errorf("an open run shows a result or a close:\n%s", out)
 	}
@@ -387,7 +397,7 @@ func TestWorkflowCancelAndTerminate(t *testing.T) {
 	// A closed run refuses both, with the server's message.
 	for _, verb := range []string{"cancel", "terminate"} {
 		code, _, errs := w.run(verb, "idle-2")
-		if code != 1 || !strings.Contains(errs, "heddle workflow "+verb+": ") || !strings.Contains(errs, "closed") && !strings.Contains(errs, "illegal transition") {
+		if code != 1 || !strings.Contains(errs, "heddle workflow "+verb+": ") || !strings.Contains(errs, "already ended Terminated: only an open run can be") {
 			t.Errorf("%s of a closed run: exit %d, stderr %q", verb, code, errs)
 		}
 	}

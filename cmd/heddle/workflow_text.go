@@ -8,11 +8,13 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // Payloads are cut in text output: a whole order in every table row hides
@@ -70,6 +72,13 @@ func wfKV(p *printer, k, v string) { p.printf("%-13s%s\n", k, v) }
 func wfPrintJob(w io.Writer, d wfJobDoc) error {
 	p := newPrinter(w)
 	kv := func(k, v string) { wfKV(p, k, v) }
+	names := map[string]string{}
+	for _, s := range d.Steps {
+		names[s.Step] = s.Activity
+	}
+	for _, a := range d.PendingActivities {
+		names[a.ActivityID] = a.ActivityType
+	}
 	kv("Workflow ID", wfCell(d.WorkflowID))
 	kv("Job ID", fmt.Sprint(d.JobID))
 	kv("Type", wfCell(d.Type))
@@ -84,10 +93,11 @@ func wfPrintJob(w io.Writer, d wfJobDoc) error {
 	if d.PrevRunID != 0 {
 		kv("Previous run", fmt.Sprintf("run %d", d.PrevRunID))
 	}
-	kv("Attempt", fmt.Sprint(d.Attempt))
-	if d.RunAttempt > 1 { // the first run of every workflow is run 1
-		kv("Run attempt", fmt.Sprint(d.RunAttempt))
-	}
+	// The run's attempt counts the workflow's retries (Temporal's
+	// attempt); the task attempt counts the workers' claims of this run
+	// (each turn, and each lease that expired), which the engine fences by.
+	kv("Run attempt", fmt.Sprint(max(d.RunAttempt, 1)))
+	kv("Task attempt", fmt.Sprintf("%d (claims of this run by a worker)", d.Attempt))
 	if d.Retries > 0 {
 		kv("Retries", fmt.Sprint(d.Retries))
 	}
@@ -108,6 +118,9 @@ func wfPrintJob(w io.Writer, d wfJobDoc) error {
 	if d.ParentJobID != 0 {
 		kv("Parent", fmt.Sprintf("job %d, step %s", d.ParentJobID, wfCell(d.ParentStep)))
 	}
+	if d.ScheduleID != "" {
+		kv("Schedule", wfCell(d.ScheduleID)+" started it (heddle schedule describe shows it)")
+	}
 	if d.CancelRequested {
 		kv("Cancel", "requested")
 	}
@@ -118,16 +131,29 @@ func wfPrintJob(w io.Writer, d wfJobDoc) error {
 		kv("Reset to", fmt.Sprintf("run %d (a reset started it in this run's place)", d.ResetNewRunID))
 	}
 	if d.WaitingFor != nil {
-		kv("Waiting for", wfWaitText(d.WaitingFor, wfRelRFC))
+		kv("Waiting for", wfWaitText(d.WaitingFor, wfRelRFC, names))
 	}
 	if d.QueuedReason != nil {
 		kv("Why queued", wfCell(d.QueuedReason.Message))
 	}
 	for _, t := range d.Timers {
-		kv("Timer", fmt.Sprintf("%s fires %s", wfCell(t.ID), wfRelRFC(t.FireAt)))
+		kv("Timer", fmt.Sprintf("%s fires %s", wfTimerLabel(t.ID, names), wfRelRFC(t.FireAt)))
+	}
+	shown := map[string]bool{}
+	for _, a := range d.PendingActivities {
+		kv("Activity "+wfCell(a.ActivityID), wfPendingLine(a))
+		shown[a.ActivityID] = true
+	}
+	if d.PendingTruncated {
+		kv("Activities", fmt.Sprintf("(those of the first %d events; the history is longer)", wfPendingMaxEvents))
 	}
 	for _, s := range d.Steps {
-		kv("Step "+wfCell(s.Step), stepLine(s))
+		// A pending activity's line says its try and failure; its step's
+		// line is shown too when it says more: the question it asks a
+		// person, or the resource it holds.
+		if !shown[s.Step] || len(s.question()) > 0 || s.Resource != "" {
+			kv("Step "+wfCell(s.Step), stepLine(s))
+		}
 	}
 	kv("History", fmt.Sprintf("%d events", d.HistoryLength))
 	if d.CloseReason != "" {
@@ -176,20 +202,24 @@ func wfFailureText(f *wfFailureDoc) string {
 }
 
 // wfWaitText says what a wait waits for: "signal approved, or timer t1 in
-// 5s"; when formats a timer's fire time.
-func wfWaitText(w *wfWaitDoc, when func(rfc3339 string) string) string {
+// 5s"; when formats a timer's fire time, names gives the activity of a step
+// (nil: none known), so that a retry's timer reads as the retry it is.
+// "any signal" is said only when the wait names nothing else: the SDK's
+// waits all let any signal wake the run, and name the signals its code
+// reads.
+func wfWaitText(w *wfWaitDoc, when func(rfc3339 string) string, names map[string]string) string {
 	var parts []string
-	if w.AnySignal {
-		parts = append(parts, "any signal")
-	}
 	for _, s := range w.Signals {
-		parts = append(parts, "signal "+wfCell(s))
+		parts = append(parts, wfSignalLabel(s))
 	}
 	for _, s := range w.Steps {
 		parts = append(parts, "step "+wfCell(s))
 	}
 	for _, t := range w.Timers {
-		parts = append(parts, fmt.Sprintf("timer %s %s", wfCell(t.ID), when(t.FireAt)))
+		parts = append(parts, fmt.Sprintf("%s %s", wfTimerLabel(t.ID, names), when(t.FireAt)))
+	}
+	if len(parts) == 0 && w.AnySignal {
+		parts = append(parts, "any signal")
 	}
 	s := strings.Join(parts, ", or ")
 	if s == "" {
@@ -199,6 +229,37 @@ func wfWaitText(w *wfWaitDoc, when func(rfc3339 string) string) string {
 		s += " (parked)"
 	}
 	return s
+}
+
+// wfSignalLabel names a signal a wait names, the engine's own in words.
+func wfSignalLabel(name string) string {
+	switch name {
+	case engine.UpdateSignalName:
+		return "an update"
+	case engine.AsyncCompletionSignal:
+		return "its asynchronous completion"
+	}
+	return "signal " + wfCell(name)
+}
+
+// wfTimerLabel names a timer for people: "retry of activity Charge, try 3"
+// for the SDK's retry timer "retry:<step>:<failed try>", "timer (step 4)"
+// for a workflow timer; names maps steps to their activities.
+func wfTimerLabel(id string, names map[string]string) string {
+	if rest, ok := strings.CutPrefix(id, replay.RetryTimerPrefix); ok {
+		step, tried, ok := strings.Cut(rest, ":")
+		if n, err := strconv.Atoi(tried); ok && err == nil {
+			what := "step " + wfCell(step)
+			if name := names[step]; name != "" {
+				what = "activity " + wfCell(name)
+			}
+			return fmt.Sprintf("retry of %s, try %d", what, n+1)
+		}
+	}
+	if _, err := strconv.ParseUint(id, 10, 64); err == nil {
+		return "timer (step " + id + ")"
+	}
+	return "timer " + wfCell(id)
 }
 
 // wfWhenRFC and wfRelRFC format a document's RFC 3339 time for people.

@@ -53,6 +53,11 @@ type Config struct {
 	// counts nothing. DescribeTaskQueue then shows the backlog alone, and
 	// QueuedReason cannot say who polls. For measuring what the view costs.
 	DisableQueueView bool
+	// BatchRunsPerSecond bounds how many runs a second a batch operation
+	// acts on when the batch names no rate of its own; 0 means
+	// DefaultBatchRunsPerSecond. The runner works unless DisableScheduler
+	// is set.
+	BatchRunsPerSecond int
 	// Logger, if set, receives Badger's logs through log/slog (unless
 	// Storage.Logger is set; Badger's informational lines at Debug) and the
 	// scheduler's errors at Warn (unless OnSchedulerError is set).
@@ -70,6 +75,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBatchCommands < 0 || c.SchedulerBatch < 0 {
 		return fmt.Errorf("%w: Config.MaxBatchCommands and SchedulerBatch must not be negative", engine.ErrInvalidCommand)
+	}
+	if c.BatchRunsPerSecond < 0 {
+		return fmt.Errorf("%w: Config.BatchRunsPerSecond %d is negative (0 means %d a second)", engine.ErrInvalidCommand, c.BatchRunsPerSecond, DefaultBatchRunsPerSecond)
 	}
 	if _, err := SchedulerBatch(c.SchedulerBatch, c.Limits); err != nil {
 		return err
@@ -111,6 +119,8 @@ type Engine struct {
 	// rates are read with.
 	clock  clock.Clock
 	queues *TaskQueues // nil: no task queue view
+	// batchWake tells the batch runner that a batch was started.
+	batchWake chan struct{}
 
 	commitMu sync.Mutex
 	commitCh chan struct{} // closed and replaced after every durable batch
@@ -164,7 +174,7 @@ func New(b Backend) (*Engine, error) {
 		clk = clock.Wall()
 	}
 	return &Engine{log: b.Log, store: b.Store, barrier: b.ReadBarrier, limits: b.Limits.WithDefaults(),
-		onClose: b.OnClose, commitCh: make(chan struct{}), queues: b.TaskQueues, clock: clk}, nil
+		onClose: b.OnClose, commitCh: make(chan struct{}), queues: b.TaskQueues, clock: clk, batchWake: make(chan struct{}, 1)}, nil
 }
 
 // NotifyCommitted wakes everything waiting on Committed (and the embedded
@@ -243,7 +253,8 @@ func Open(cfg Config) (*Engine, error) {
 	if clk == nil {
 		clk = clock.Wall()
 	}
-	e := &Engine{db: db, store: db, limits: cfg.Limits.WithDefaults(), commitCh: make(chan struct{}), clock: clk}
+	e := &Engine{db: db, store: db, limits: cfg.Limits.WithDefaults(), commitCh: make(chan struct{}), clock: clk,
+		batchWake: make(chan struct{}, 1)}
 	if !cfg.DisableQueueView {
 		e.queues = NewTaskQueues(clk)
 	}
@@ -271,6 +282,13 @@ func Open(cfg Config) (*Engine, error) {
 		go func() {
 			defer e.wg.Done()
 			_ = e.sched.Run(ctx) // returns ctx's error alone, once Close cancels it
+		}()
+		br := NewBatchRunner(e, cfg.Clock, cfg.BatchRunsPerSecond)
+		br.OnError = e.sched.OnError
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			_ = br.Run(ctx) // returns ctx's error alone, once Close cancels it
 		}()
 	}
 	return e, nil

@@ -61,6 +61,13 @@ type ClientConfig struct {
 	// after its first failure (no connection, a timeout, a 503). 0 means
 	// DefaultRetryTimeout (30 s).
 	RetryTimeout time.Duration
+	// OnRetry, if set, is called when a try of a call failed in a way that
+	// is retried (no answer, or a node without a leader), before the next
+	// try, with the address the try went to and its error. An error it
+	// returns ends the call with that error instead: a command-line tool
+	// fails at once when nothing listens, and says so. It may be called
+	// concurrently.
+	OnRetry func(addr string, err error) error
 	// RequestTimeout bounds one try, beyond a long poll's wait. 0 means
 	// DefaultRequestTimeout (10 s).
 	RequestTimeout time.Duration

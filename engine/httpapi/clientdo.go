@@ -94,6 +94,11 @@ func (c *Client) do(ctx context.Context, rq request) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if c.cfg.OnRetry != nil {
+			if stop := c.cfg.OnRetry(base, err); stop != nil {
+				return stop
+			}
+		}
 		now := time.Now()
 		if giveUpAt.IsZero() {
 			giveUpAt = now.Add(c.cfg.RetryTimeout)

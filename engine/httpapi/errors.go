@@ -114,6 +114,8 @@ var wireErrors = []wireError{
 	{"resource_busy", http.StatusConflict, engine.ErrResourceBusy},
 	{"unknown_schedule", http.StatusNotFound, engine.ErrUnknownSchedule},
 	{"schedule_exists", http.StatusConflict, engine.ErrScheduleExists},
+	{"unknown_batch", http.StatusNotFound, engine.ErrUnknownBatch},
+	{"batch_exists", http.StatusConflict, engine.ErrBatchExists},
 	{"unknown_activity", http.StatusNotFound, engine.ErrUnknownActivity},
 	{"invariant", http.StatusInternalServerError, engine.ErrInvariant},
 	{"corrupt", http.StatusInternalServerError, engine.ErrCorrupt},

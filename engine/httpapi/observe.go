@@ -96,14 +96,16 @@ func injectTrace(ctx context.Context, h http.Header) {
 }
 
 // logFailure logs a failed answer: server errors (5xx but the retryable
-// 503s, which clients retry) at Error, the rest at Debug.
+// 503s, which clients retry, and the 501s of routes this node does not
+// serve, such as the cluster's on a node that runs alone, which the web
+// console asks on every view) at Error, the rest at Debug.
 func (c *call) logFailure(status int, body ErrorBody) {
 	l := c.s.cfg.Logger
 	if l == nil {
 		return
 	}
 	level := slog.LevelDebug
-	if status >= http.StatusInternalServerError && status != http.StatusServiceUnavailable {
+	if status >= http.StatusInternalServerError && status != http.StatusServiceUnavailable && status != http.StatusNotImplemented {
 		level = slog.LevelError
 	}
 	l.LogAttrs(c.r.Context(), level, "request failed", slog.String("method", c.r.Method), slog.String("path", c.r.URL.Path),

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -168,6 +169,49 @@ func TestForwardCarriesTheTrace(t *testing.T) {
 	for _, tp := range seen {
 		if len(tp) != 55 || tp[3:35] != trace || !ids[tp[36:52]] {
 			t.Errorf("forwarded traceparent %q, want one of the follower's spans %v in trace %s", tp, ids, trace)
+		}
+	}
+}
+
+// recordLevels is a slog handler that keeps the levels of what is logged.
+type recordLevels struct {
+	mu     sync.Mutex
+	levels []slog.Level
+}
+
+func (r *recordLevels) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recordLevels) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.levels = append(r.levels, rec.Level)
+	return nil
+}
+func (r *recordLevels) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *recordLevels) WithGroup(string) slog.Handler      { return r }
+
+// A cluster route asked of a node that runs alone answers 501, which is no
+// failure of the server: it is logged at Debug, not Error (the web
+// console's cluster page asks it on every view of heddle dev, which logged
+// an ERROR each time).
+func TestNoClusterIsNotLoggedAsAnError(t *testing.T) {
+	rec := &recordLevels{}
+	_, hs := serve(t, ServerConfig{Service: openEngine(t, engine.Limits{}), Logger: slog.New(rec)})
+	resp, err := http.Get(hs.URL + "/v1/cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNotImplemented {
+		t.Fatalf("GET /v1/cluster: %d", resp.StatusCode)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.levels) == 0 {
+		t.Fatal("the 501 was not logged at all")
+	}
+	for _, l := range rec.levels {
+		if l >= slog.LevelError {
+			t.Errorf("the 501 was logged at %v", l)
 		}
 	}
 }

@@ -119,6 +119,7 @@ func (s *Server) routes() {
 	s.shardRoutes()
 
 	s.scheduleRoutes()
+	s.batchRoutes()
 	s.asyncRoutes()
 	s.healthRoutes()
 	s.reviewRoutes()

@@ -85,4 +85,8 @@ var applyTable = [...]applyFunc{
 	engine.KindUnpauseActivity:       on((*applier).unpauseActivity),
 	engine.KindResetActivity:         on((*applier).resetActivity),
 	engine.KindUpdateActivityOptions: on((*applier).updateActivityOptions),
+
+	engine.KindStartBatch:   on((*applier).startBatch),
+	engine.KindAdvanceBatch: on((*applier).advanceBatch),
+	engine.KindStopBatch:    on((*applier).stopBatch),
 }

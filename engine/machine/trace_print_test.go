@@ -56,7 +56,7 @@ func isRecordKey(k []byte) bool {
 		return false
 	}
 	switch k[0] {
-	case storage.PrefixJob, storage.PrefixStep, storage.PrefixSchedule, storage.PrefixResource:
+	case storage.PrefixJob, storage.PrefixStep, storage.PrefixSchedule, storage.PrefixResource, storage.PrefixBatch:
 		return true
 	}
 	return bytes.HasPrefix(k, storage.ReviewRecordPrefix)
@@ -72,6 +72,8 @@ func decodeRecord(k, v []byte) (any, error) {
 		return machine.DecodeSchedule(v)
 	case k[0] == storage.PrefixResource:
 		return machine.DecodeResource(v)
+	case k[0] == storage.PrefixBatch:
+		return machine.DecodeBatch(v)
 	case k[0] == storage.PrefixEffect:
 		return machine.DecodeEffect(v)
 	case bytes.HasPrefix(k, storage.ReviewRecordPrefix):
@@ -220,6 +222,10 @@ func (e *traceEnv) stateLines(records []traceWrite, jobEvents map[engine.JobID][
 		case w.key[0] == storage.PrefixSchedule:
 			before, after := decode(w)
 			lines = append(lines, recordLines("schedule "+describeString(string(w.key[1:]))+lifeOf(before, after), before, after,
+				"ID", "CreatedMS", "UpdatedMS")...)
+		case w.key[0] == storage.PrefixBatch:
+			before, after := decode(w)
+			lines = append(lines, recordLines("batch "+describeString(string(w.key[1:]))+lifeOf(before, after), before, after,
 				"ID", "CreatedMS", "UpdatedMS")...)
 		case w.key[0] == storage.PrefixResource:
 			before, after := decode(w)

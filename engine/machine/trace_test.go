@@ -35,7 +35,8 @@ package machine_test
 // The driver, the arguments and the common directives are in this file;
 // the printing in trace_print_test.go; each family of commands has its own
 // handler file (trace_lease_test.go, trace_job_test.go, trace_turn_test.go,
-// trace_step_test.go, trace_review_test.go, trace_schedule_test.go).
+// trace_step_test.go, trace_review_test.go, trace_schedule_test.go,
+// trace_batch_test.go).
 //
 // Rewrite the expected outputs after a deliberate change with
 //
@@ -139,7 +140,7 @@ type lookDirective func(e *traceEnv, a *traceArgs) string
 
 // commandDirectives are the directives of every family, by name.
 var commandDirectives = mergeDirectives(leaseDirectives, jobDirectives, turnDirectives,
-	stepDirectives, reviewDirectives, scheduleDirectives, pauseDirectives)
+	stepDirectives, reviewDirectives, scheduleDirectives, pauseDirectives, batchDirectives)
 
 var lookDirectives = map[string]lookDirective{
 	"history":  lookHistory,
@@ -472,6 +473,8 @@ var engineSentinels = []struct {
 	{"ErrStorageRead", engine.ErrStorageRead},
 	{"ErrUnknownSchedule", engine.ErrUnknownSchedule},
 	{"ErrScheduleExists", engine.ErrScheduleExists},
+	{"ErrUnknownBatch", engine.ErrUnknownBatch},
+	{"ErrBatchExists", engine.ErrBatchExists},
 	{"ErrRequestConflict", engine.ErrRequestConflict},
 	{"ErrUnknownActivity", engine.ErrUnknownActivity},
 }

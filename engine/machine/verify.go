@@ -41,6 +41,7 @@ func Verify(r *storage.Reader, max int) []error {
 	v.reviews()
 	v.workflows()
 	v.schedules()
+	v.batches()
 	for i, err := range v.errs {
 		v.errs[i] = MarkStorageError(err)
 	}

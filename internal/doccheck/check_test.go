@@ -114,13 +114,14 @@ func TestCheckIncludes(t *testing.T) {
 }
 
 func TestCheckQuickStart(t *testing.T) {
-	good := "# x\n\n## Quick start\n\nYou need Go.\n\n```sh\ngo run ./cmd/heddle demo\ngo test ./...\n```\n\n## Next\n"
+	good := "# x\n\n## Quick start\n\nYou need Go.\n\n```sh\ngo run ./cmd/heddle demo\ngo test -short ./...\n```\n\n## Next\n"
 	tests := []struct {
 		name, doc string
 		want      []string
 	}{
 		{"exact", good, nil},
-		{"a third command", strings.Replace(good, "go test ./...\n", "go test ./...\nmake\n", 1), []string{"want exactly"}},
+		{"a third command", strings.Replace(good, "go test -short ./...\n", "go test -short ./...\nmake\n", 1), []string{"want exactly"}},
+		{"the slow test command", strings.Replace(good, "go test -short ./...\n", "go test ./...\n", 1), []string{"want exactly"}},
 		{"no block", "## Quick start\n\ntext\n\n## Next\n\n```sh\ngo test ./...\n```\n", []string{"no code block"}},
 		{"no section", "# x\n", []string{"no \"## Quick start\" section"}},
 	}

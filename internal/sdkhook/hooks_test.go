@@ -19,6 +19,7 @@ var hookSetters = map[string]string{
 	"NewEntry":             "sdk/workflow",
 	"Query":                "sdk/workflow",
 	"ValidateUpdate":       "sdk/workflow",
+	"SignalsRead":          "sdk/workflow",
 	"WithTestEnv":          "sdk/workflow",
 	"EncodeFailure":        "sdk/temporal",
 	"DecodeFailure":        "sdk/temporal",

@@ -82,6 +82,11 @@ var (
 	// for the workflow x runs, writing nothing, and returns the decision (a
 	// workflow.UpdateOutcome).
 	ValidateUpdate func(x *replay.Execution, request []byte) ([]byte, error)
+	// SignalsRead returns the names of the signals the workflow x runs
+	// reads (its signal channels, and engine.UpdateSignalName when it has
+	// update handlers), sorted; a wait names them, so that people see
+	// what the run waits for.
+	SignalsRead func(x *replay.Execution) []string
 )
 
 // Hooks set by sdk/temporal's init: the failure format and the typed

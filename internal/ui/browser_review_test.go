@@ -51,7 +51,7 @@ func TestBrowserReview(t *testing.T) {
 	}
 	var forms []string
 	run(t, ctx, "the forms", chromedp.Evaluate(`[...document.querySelectorAll('.review-task form')].map(f => f.id)`, &forms))
-	if got := strings.Join(forms, ","); got != "task-1-approve-form,task-1-reject-form,task-2-resubmit-form,task-2-terminate-form" {
+	if got := strings.Join(forms, ","); got != "task-1-approve-form,task-1-reject-form,task-2-resubmit-form,task-2-fix-form,task-2-terminate-form" {
 		t.Errorf("the review page has the forms %s", got)
 	}
 	shoot(t, ctx, "ui-review")
@@ -74,13 +74,31 @@ func TestBrowserReview(t *testing.T) {
 	}
 	shoot(t, ctx, "ui-review-approved")
 
+	// Fix (document 004): the person fixed what the review found, and
+	// the task is reviewed again, with what they did as its feedback.
+	run(t, ctx, "fix task 2",
+		typeInto("#task-2-fix-form input[name=reason]", "added the tracking number"),
+		click("#task-2-fix"),
+		chromedp.WaitVisible(`#task-2[data-state="REVIEW_REQUIRED"]`, chromedp.ByQuery))
+	if f := text(t, ctx, "#flash"); !strings.HasPrefix(f, "Task marked fixed") {
+		t.Errorf("flash %q after the fix", f)
+	}
+	if s := text(t, ctx, "#task-2"); !strings.Contains(s, "added the tracking number") || !strings.Contains(s, "heddle task step 2") {
+		t.Errorf("task 2 after the fix:\n%s", s)
+	}
+	review, err = n.e.DescribeReview(context.Background(), engine.ReviewTarget{ID: summary})
+	if err != nil || review.State != engine.ReviewReviewRequired || review.Feedback != "added the tracking number" {
+		t.Fatalf("task 2 after the fix: %+v, %v", review, err)
+	}
+	shoot(t, ctx, "ui-review-fixed")
+
 	// A reader sees the tasks and no button.
 	signInAs(t, ctx, n, readerToken, "/ui/review", "#no-review-actions")
 	run(t, ctx, "the reader's forms", chromedp.Evaluate(`[...document.querySelectorAll('.review-task form')].map(f => f.id)`, &forms))
 	if len(forms) != 0 {
 		t.Errorf("a reader's review page has the forms %v", forms)
 	}
-	if s := text(t, ctx, "#task-2-state"); s != "INTERVENTION_REQUIRED" {
+	if s := text(t, ctx, "#task-2-state"); s != "REVIEW_REQUIRED" {
 		t.Errorf("the reader sees task 2 as %q", s)
 	}
 }

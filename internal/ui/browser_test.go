@@ -375,6 +375,8 @@ func startNode(t *testing.T) *node {
 	w.RegisterActivityWithName(reserveActivity, "Reserve")
 	w.RegisterActivityWithName(labelActivity, "Label")
 	w.RegisterActivityWithName(notifyActivity, "Notify")
+	w.RegisterWorkflowWithName(paymentWorkflow, "Payment")
+	w.RegisterActivityWithName(chargeActivity, "Charge")
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -139,6 +139,14 @@ const (
 	// ActionDrain drains a resource (it takes no new leases) or undrains
 	// it; the API lets admins only.
 	ActionDrain Action = "drain"
+	// ActionAnswer answers a step that waits for a person (NEEDS_USER).
+	ActionAnswer Action = "answer"
+	// ActionQuery asks a run's workflow code a query (the stack trace
+	// among them); it changes nothing, but the API lets clients only, as a
+	// query runs workflow code on a worker.
+	ActionQuery Action = "query"
+	// ActionSchedule pauses, unpauses, triggers and backfills schedules.
+	ActionSchedule Action = "schedule"
 )
 
 // Permissions is the set of actions a token may take, and the name of its
@@ -161,9 +169,14 @@ func AllowAll() Permissions { return Permissions{all: true} }
 // admin may do everything, terminate, reset and drain included.
 var roleActions = map[string][]Action{
 	"reader": nil,
-	"client": {ActionSignal, ActionCancel, ActionPause, ActionActivity, ActionApprove, ActionReject, ActionResubmit, ActionTerminateReview},
-	"worker": {ActionSignal, ActionCancel, ActionPause, ActionActivity, ActionApprove, ActionReject, ActionResubmit, ActionTerminateReview},
+	"client": clientActions,
+	"worker": clientActions,
 }
+
+// clientActions are the buttons of a client (and of a worker, which may do
+// what a client does): the API's routes of the client role.
+var clientActions = []Action{ActionSignal, ActionCancel, ActionPause, ActionActivity, ActionApprove, ActionReject, ActionResubmit,
+	ActionFixReview, ActionTerminateReview, ActionAnswer, ActionQuery, ActionSchedule}
 
 // ForRole is the permissions of a token with the named role: "reader",
 // "client", "worker" or "admin". Pages name the role beside the sign-out

@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"html/template"
+	"net/url"
 	"strings"
 	"time"
 
@@ -21,6 +22,9 @@ var funcs = template.FuncMap{
 	"shellQuote":  shellQuote,
 	"shellWord":   shellWord,
 	"nextRunText": engine.NextRunText,
+	// pathEscape writes a name (a schedule id, a step) as one segment of
+	// a page's path: a "/" in it does not make two.
+	"pathEscape": url.PathEscape,
 }
 
 // fmtTime writes Unix ms as a UTC time to the millisecond; 0 is "—".

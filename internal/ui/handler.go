@@ -61,10 +61,18 @@ func (h *Handler) routes() {
 	h.page("POST "+Path+"/runs/{job}/unpause", h.unpause)
 	h.page("POST "+Path+"/runs/{job}/activity", h.activityAct)
 	h.page("POST "+Path+"/runs/{job}/reset", h.reset)
+	h.page("POST "+Path+"/runs/{job}/query", h.query)
+	h.page("POST "+Path+"/runs/{job}/steps/{step}/answer", h.answer)
+	h.page("GET "+Path+"/schedules/{id}", h.schedule)
+	h.page("POST "+Path+"/schedules/{id}/{op}", h.scheduleAct)
 	h.page("GET "+Path+"/cluster", h.cluster)
 	h.page("POST "+Path+"/resources/drain", h.drainResource)
 	h.page("POST "+Path+"/review/{task}/{op}", h.reviewAct)
 	h.page("GET "+Path+"/task-queues/{queue}", h.taskQueue)
+	h.page("GET "+Path+"/batch-confirm", h.confirmBatch)
+	h.page("POST "+Path+"/batches", h.startBatch)
+	h.page("GET "+Path+"/batches/{batch}", h.batch)
+	h.page("POST "+Path+"/batches/{batch}/stop", h.stopBatch)
 	for _, f := range features {
 		h.page("GET "+Path+"/"+f.Path, h.feature(f))
 	}
@@ -116,6 +124,12 @@ type page struct {
 	Flash  string
 	Error  string
 	Data   any
+	// NoRefresh: the page does not refresh itself (it shows the answer to
+	// a form that a refresh would lose).
+	NoRefresh bool
+	// NoToken: the server took this page's requests without a token, and
+	// no Config.Permissions tells tokens apart: the bar offers no sign-in.
+	NoToken bool
 
 	// Filled in by the handler for the layout.
 	SignedIn  bool
@@ -167,6 +181,8 @@ func (h *Handler) page(pattern string, fn func(*request) (*page, error)) {
 			h.fail(rq, err)
 			return
 		}
+		// The API answered this page without a token: it asks for none.
+		p.NoToken = rq.token == "" && h.cfg.Permissions == nil
 		h.render(rq, p)
 	})
 }
@@ -232,7 +248,7 @@ func (h *Handler) render(rq *request, p *page) {
 	p.Now = rq.now
 	p.Features = features
 	p.Static = staticVersion
-	if h.cfg.Refresh > 0 {
+	if h.cfg.Refresh > 0 && !p.NoRefresh {
 		p.RefreshMS = h.cfg.Refresh.Milliseconds()
 	}
 	t, ok := h.pages[p.Template]

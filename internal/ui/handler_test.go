@@ -227,7 +227,9 @@ func TestRunPage(t *testing.T) {
 		"[\n  {\n    \"sku\": \"A-1\",\n    \"qty\": 2\n  }\n]",
 		// what it waits for, and the pending steps: a try that failed, a
 		// child (found and linked), a timer with its time
-		"Waits for: any signal; timer 4 at 2026-11-02 14:00:00.000Z.",
+		"Waits for: timer of step 4 at 2026-11-02 14:00:00.000Z.",
+		// the attempt counts retries (none), the workflow tasks leases
+		`<dd id="run-attempt">1 <span class="note">(the run's try under its workflow retry policy; not retried)</span></dd>`, `<dd id="run-tasks">1 <span class="note">`,
 		`<tr data-step="2">`, "Charge", "try 1 failed: card declined; next try in 1h00m",
 		`<tr data-step="3">`, fmt.Sprintf(`<a href="/ui/runs/%d"><span class="badge st-queued">Queued</span></a>`, child),
 		`<tr data-step="4">`, "fires 2026-11-02 14:00:00.000Z (in 2h00m)",

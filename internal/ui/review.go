@@ -14,8 +14,8 @@ import (
 )
 
 // The review page's buttons: the human commands of a task awaiting a
-// person that the page offers. Step, fix, suspend and cancel stay with
-// heddle task.
+// person that the page offers. Step, suspend and cancel stay with heddle
+// task.
 const (
 	// ActionApprove approves a task in APPROVAL_REQUIRED: SUCCESS.
 	ActionApprove Action = "review.approve"
@@ -23,6 +23,9 @@ const (
 	ActionReject Action = "review.reject"
 	// ActionResubmit sends a task in INTERVENTION_REQUIRED back to PENDING.
 	ActionResubmit Action = "review.resubmit"
+	// ActionFixReview marks a task in INTERVENTION_REQUIRED fixed by a
+	// person: it is reviewed again (REVIEW_REQUIRED).
+	ActionFixReview Action = "review.fix"
 	// ActionTerminateReview ends a task in INTERVENTION_REQUIRED: CANCELED.
 	ActionTerminateReview Action = "review.terminate"
 )
@@ -34,6 +37,7 @@ var reviewButtons = []reviewButton{
 	{Op: engine.ReviewOpApprove, Action: ActionApprove, Label: "Approve"},
 	{Op: engine.ReviewOpReject, Action: ActionReject, Label: "Reject", Class: "warn"},
 	{Op: engine.ReviewOpResubmit, Action: ActionResubmit, Label: "Resubmit", Class: "warn"},
+	{Op: engine.ReviewOpFix, Action: ActionFixReview, Label: "Mark fixed"},
 	{Op: engine.ReviewOpTerminate, Action: ActionTerminateReview, Label: "Terminate", Class: "danger",
 		Confirm: "Terminate this task? It becomes CANCELED, and the tasks that depend on it never start."},
 }
@@ -169,6 +173,7 @@ var reviewDone = map[string]string{
 	"approve":   "Task approved: it succeeded, and the tasks that depend on it may start.",
 	"reject":    "Task rejected: it runs again with the reason as feedback.",
 	"resubmit":  "Task resubmitted: it runs again.",
+	"fix":       "Task marked fixed: its output is reviewed again.",
 	"terminate": "Task terminated.",
 }
 

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -211,7 +212,7 @@ func TestReviewActions(t *testing.T) {
 		msg  string
 	}{
 		{"/ui/review/6/approve", url.Values{"expect": {"APPROVAL_REQUIRED"}}, http.StatusForbidden, "This form has expired"},
-		{"/ui/review/6/fix", url.Values{csrfField: {csrf}}, http.StatusNotFound, "There is no such button."},
+		{"/ui/review/6/step", url.Values{csrfField: {csrf}}, http.StatusNotFound, "There is no such button."},
 		{"/ui/review/x/approve", url.Values{csrfField: {csrf}}, http.StatusNotFound, `"x" is not a task id`},
 		{"/ui/review/99/approve", url.Values{csrfField: {csrf}}, http.StatusNotFound, "Could not approve task 99"},
 		{"/ui/review/6/approve", url.Values{csrfField: {csrf}, "expect": {"LATE"}}, http.StatusBadRequest, "names no task state"},
@@ -225,6 +226,27 @@ func TestReviewActions(t *testing.T) {
 	if review := v.review(c); review.State != engine.ReviewApprovalRequired {
 		t.Errorf("the refused forms moved task %d to %s", c, review.State)
 	}
+
+	// Fix (document 004: a person fixed what the review found) sends a
+	// task in INTERVENTION_REQUIRED to be reviewed again, with the
+	// person's words as its feedback; the list shows it REVIEW_REQUIRED,
+	// waiting for a review to start, with no buttons.
+	f := awaitReview(t, v.e, engine.CreateReview{Job: "j7", Phase: "p", Queue: "q7"}, engine.VerdictIntervene)
+	_, body, _ = v.get("/ui/review")
+	wantIn(t, "the list with a task to fix", body, fmt.Sprintf(`id="task-%d-fix-form"`, f), fmt.Sprintf(`id="task-%d-fix"`, f), "Mark fixed")
+	wantNotIn(t, "the list with a task to fix", body, fmt.Sprintf(`id="task-%d-fix-form"`, c)) // APPROVAL_REQUIRED: no fix
+	code, _, loc := press(f, "fix", "INTERVENTION_REQUIRED", "renamed the file the review could not find")
+	if want := fmt.Sprintf("/ui/review?done=fix&task=%d", f); code != http.StatusSeeOther || loc != want {
+		t.Fatalf("fix: HTTP %d to %q, want 303 to %q", code, loc, want)
+	}
+	review := v.review(f)
+	if review.State != engine.ReviewReviewRequired || review.DecidedBy != reviewDecider || review.Feedback != "renamed the file the review could not find" {
+		t.Errorf("fix: the task is %s decided by %q with feedback %q", review.State, review.DecidedBy, review.Feedback)
+	}
+	_, body, _ = v.get(loc)
+	wantIn(t, "fix then the list", body, `id="flash">Task marked fixed`, fmt.Sprintf(`id="task-%d-state">REVIEW_REQUIRED`, f),
+		fmt.Sprintf("heddle task step %d", f))
+	wantNotIn(t, "fix then the list", body, fmt.Sprintf(`id="task-%d-fix-form"`, f))
 }
 
 // TestReviewRoles shows a reader the tasks without buttons, and refuses

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/replay"
 )
 
 // What a run page reads. A run holds any number of events, each with a
@@ -88,6 +89,28 @@ type runData struct {
 	// count from: the run's creation, or for a run a reset made, the time
 	// of the first event it copied.
 	startMS int64
+	// names maps the run's steps to their activities' names.
+	names map[string]string
+	// Answer is what was typed into a step's answer form when it failed.
+	Answer answerForm
+	// Query is the query form's: what was asked, and the answer or why
+	// there is none, once asked (the page then does not refresh itself).
+	Query queryForm
+	// Compact: the history is shown compact (Groups), with an activity's
+	// tries as one entry and no lease or wait events; else in full
+	// (Events). CompactURL and FullURL switch between them.
+	Compact             bool
+	Groups              []historyGroup
+	GroupsCut           int
+	CompactURL, FullURL string
+	// OutcomeFailure is a failed run's failure as text, its stack trace
+	// as lines, when the outcome is one of the SDK's failures.
+	OutcomeFailure *failureView
+	// Attempt is the run's try under its workflow retry policy, from 1, as
+	// Temporal counts a workflow's attempt (and heddle workflow describe's
+	// "Run attempt"). Job.Attempt counts leases (each time a worker took
+	// the run), which is not that.
+	Attempt int32
 	// Queued says why a Queued run has not started (nil: it is not
 	// Queued, or the API cannot say); QueueLink is its queue's page.
 	Queued    *engine.QueuedReason
@@ -121,6 +144,10 @@ var doneMessages = map[string]string{
 	"activity.pause":   "Activity paused: no try of it starts until it is unpaused.",
 	"activity.unpause": "Activity unpaused.",
 	"activity.reset":   "Activity reset: its attempts start from 1 again, its next try at once.",
+	"answer":           "Answer sent: the step's activity runs again with it.",
+	// The batch operations' (batches.go).
+	"batch-started": "Batch started: the server acts on the matching runs at its rate; this page follows its progress.",
+	"batch-stopped": "Batch stopped: it acts on no more runs; those it acted on stay so.",
 }
 
 func (h *Handler) run(rq *request) (*page, error) {
@@ -135,14 +162,23 @@ func (h *Handler) run(rq *request) (*page, error) {
 		}
 		return nil, err
 	}
-	sc, err := scanHistory(rq, j)
+	compact := rq.r.URL.Query().Get("view") == "compact"
+	sc, err := scanHistory(rq, j, compact)
 	if err != nil {
 		return nil, err
 	}
-	d := &runData{Job: j, Open: !j.Status.Terminal(), Truncated: sc.truncated, MaxHistory: maxHistory, startMS: j.CreatedMS}
+	d := &runData{Job: j, Open: !j.Status.Terminal(), Truncated: sc.truncated, MaxHistory: maxHistory, startMS: j.CreatedMS,
+		Compact: compact, CompactURL: runPath(j.ID) + "?view=compact", FullURL: runPath(j.ID)}
+	if compact {
+		d.Groups, d.GroupsCut = sc.compact.result()
+	}
 	if sc.firstMS > 0 && sc.firstMS < d.startMS {
 		d.startMS = sc.firstMS
 	}
+	for i := range d.Groups {
+		d.Groups[i].OffsetMS = d.Groups[i].AtMS - d.startMS
+	}
+	d.Attempt = max(j.RunAttempt, 1)
 	for i := len(sc.points) - 1; i >= 0 && len(d.ResetPoints) < maxResetPointsOffered; i-- {
 		d.ResetPoints = append(d.ResetPoints, sc.points[i])
 	}
@@ -169,8 +205,9 @@ func (h *Handler) run(rq *request) (*page, error) {
 	if j.Status == engine.StatusRunning {
 		d.Task = &taskView{Worker: j.LeaseOwner, Attempt: j.Attempt, LeaseExpiryMS: j.LeaseExpiryMS, LastSeenMS: j.UpdatedMS}
 	}
+	d.names = stepNames(steps)
 	if j.Status == engine.StatusWaiting || j.Status == engine.StatusParked {
-		d.Waits = describeWait(j.Wait, j.Timers)
+		d.Waits = describeWait(j.Wait, j.Timers, d.names)
 	}
 	d.QueueLink = taskQueueLink(j.Queue)
 	if j.Status == engine.StatusQueued {
@@ -178,7 +215,7 @@ func (h *Handler) run(rq *request) (*page, error) {
 			return nil, err
 		}
 	}
-	if d.Input, d.Outcome, d.OutcomeLabel, err = startAndEnd(rq, j, sc); err != nil {
+	if d.Input, d.Outcome, d.OutcomeLabel, d.OutcomeFailure, err = startAndEnd(rq, j, sc); err != nil {
 		return nil, err
 	}
 	for _, s := range d.Pending {
@@ -190,8 +227,10 @@ func (h *Handler) run(rq *request) (*page, error) {
 			s.Question = viewInline(s.Engine.Question, stepQuestionPath(j.ID, s.Step))
 		}
 	}
-	if err := d.window(rq); err != nil {
-		return nil, err
+	if !compact {
+		if err := d.window(rq); err != nil {
+			return nil, err
+		}
 	}
 	title := j.WorkflowID
 	if title == "" {
@@ -225,12 +264,18 @@ type historyScan struct {
 	// first; firstMS is the time of its first event.
 	points  []uint64
 	firstMS int64
+	// compact, when asked for, builds the compact history.
+	compact *compactBuilder
 }
 
 // scanHistory reads run j's history for its steps, its input and its
-// outcome, a page of events at a time.
-func scanHistory(rq *request, j *engine.Job) (*historyScan, error) {
+// outcome, and with compact its compact history, a page of events at a
+// time.
+func scanHistory(rq *request, j *engine.Job, compact bool) (*historyScan, error) {
 	sc := &historyScan{steps: newStepDeriver()}
+	if compact {
+		sc.compact = newCompactBuilder()
+	}
 	var after uint64
 	for read := 0; ; {
 		if read >= maxHistory {
@@ -244,6 +289,9 @@ func scanHistory(rq *request, j *engine.Job) (*historyScan, error) {
 		for i := range page.Events {
 			ev := &page.Events[i]
 			sc.steps.add(ev)
+			if sc.compact != nil {
+				sc.compact.add(ev)
+			}
 			if sc.created == 0 && (ev.Type == engine.EventJobCreated || ev.Type == engine.EventJobDrafted) {
 				sc.created = ev.Seq
 			}
@@ -297,7 +345,7 @@ func (d *runData) window(rq *request) error {
 		return err
 	}
 	for _, ev := range page.Events {
-		d.Events = append(d.Events, viewEvent(d.Job.ID, ev, d.startMS))
+		d.Events = append(d.Events, viewEvent(d.Job.ID, ev, d.startMS, d.names))
 	}
 	if n := len(page.Events); n > 0 {
 		d.FirstShown, d.LastShown = page.Events[0].Seq, page.Events[n-1].Seq
@@ -317,23 +365,23 @@ func (d *runData) window(rq *request) error {
 
 // startAndEnd returns a run's input (its creation event's payload) and,
 // when it is closed, its outcome: the payload of its last status event.
-func startAndEnd(rq *request, j *engine.Job, sc *historyScan) (input, outcome *payloadView, label string, err error) {
+func startAndEnd(rq *request, j *engine.Job, sc *historyScan) (input, outcome *payloadView, label string, failure *failureView, err error) {
 	created, err := readEvent(rq, j.ID, sc.created, maxPanelPayloadBytes)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", nil, err
 	}
 	if created != nil {
 		input = viewEventPayload(created, maxPanelPayloadBytes, pageLimits, eventPayloadPath(j.ID, created.Seq))
 	}
 	if !j.Status.Terminal() {
-		return input, nil, "", nil
+		return input, nil, "", nil, nil
 	}
 	var end *engine.Event
 	if sc.truncated {
 		// The status event is past what the scan read: it is most likely
 		// the last.
 		if end, err = readEvent(rq, j.ID, j.LastSeq, maxPanelPayloadBytes); err != nil {
-			return nil, nil, "", err
+			return nil, nil, "", nil, err
 		}
 		if end != nil && !engine.IsStatusEvent(end.Type) {
 			end = nil
@@ -341,36 +389,101 @@ func startAndEnd(rq *request, j *engine.Job, sc *historyScan) (input, outcome *p
 	}
 	if end == nil {
 		if end, err = readEvent(rq, j.ID, sc.status, maxPanelPayloadBytes); err != nil || end == nil {
-			return input, nil, "", err
+			return input, nil, "", nil, err
 		}
 	}
 	label = "Failure"
 	if j.Status == engine.StatusCompleted {
 		label = "Result"
 	}
-	return input, viewEventPayload(end, maxPanelPayloadBytes, pageLimits, eventPayloadPath(j.ID, end.Seq)), label, nil
+	if label == "Failure" && end.ElidedPayloadBytes == 0 {
+		failure = viewFailure(end.Payload)
+	}
+	return input, viewEventPayload(end, maxPanelPayloadBytes, pageLimits, eventPayloadPath(j.ID, end.Seq)), label, failure, nil
 }
 
-// describeWait says in words what a waiting run waits for.
-func describeWait(w *engine.WaitSpec, timers []engine.Timer) []string {
+// describeWait says in words what a waiting run waits for; names gives the
+// activity of a step (nil: none known), so that a retry's timer reads as
+// the retry it is. "any signal" is said only when the wait names nothing
+// else: every wait of the SDK's lets any signal wake the run, and names
+// the signals its code reads.
+func describeWait(w *engine.WaitSpec, timers []engine.Timer, names map[string]string) []string {
 	if w == nil {
 		return nil
 	}
 	var out []string
-	if w.AnySignal {
-		out = append(out, "any signal")
+	var signals []string
+	updates := false
+	for _, s := range w.Signals {
+		switch s {
+		case engine.UpdateSignalName:
+			updates = true
+		case engine.AsyncCompletionSignal:
+			out = append(out, "its completion by a client (an asynchronous activity)")
+		default:
+			signals = append(signals, s)
+		}
 	}
-	if len(w.Signals) > 0 {
-		out = append(out, "signal "+strings.Join(w.Signals, ", "))
+	switch len(signals) {
+	case 0:
+	case 1:
+		out = append(out, "signal "+signals[0])
+	default:
+		out = append(out, "signals "+strings.Join(signals, ", "))
+	}
+	if updates {
+		out = append(out, "an update")
 	}
 	for _, t := range timers {
-		out = append(out, fmt.Sprintf("timer %s at %s", t.ID, fmtTime(t.FireMS)))
+		out = append(out, fmt.Sprintf("%s at %s", timerLabel(t.ID, names), fmtTime(t.FireMS)))
 	}
 	if len(w.Steps) > 0 {
-		out = append(out, "the result of step "+strings.Join(w.Steps, ", "))
+		steps := make([]string, len(w.Steps))
+		for i, st := range w.Steps {
+			steps[i] = st
+			if name := names[st]; name != "" {
+				steps[i] += " (" + name + ")"
+			}
+		}
+		out = append(out, "the result of step "+strings.Join(steps, ", "))
+	}
+	if len(out) == 0 && w.AnySignal {
+		out = append(out, "any signal")
 	}
 	if w.Park {
 		out = append(out, "(a long wait: parked)")
 	}
 	return out
+}
+
+// timerLabel names a timer for people: "the retry of activity Charge (try
+// 3)" for the SDK's retry timer "retry:<step>:<failed try>", "timer of step
+// 4" for a workflow timer; names maps steps to their activities.
+func timerLabel(id string, names map[string]string) string {
+	if rest, ok := strings.CutPrefix(id, replay.RetryTimerPrefix); ok {
+		step, tried, ok := strings.Cut(rest, ":")
+		if n, err := strconv.Atoi(tried); ok && err == nil {
+			what := "step " + step
+			if name := names[step]; name != "" {
+				what = "activity " + name
+			}
+			return fmt.Sprintf("retry of %s, try %d,", what, n+1)
+		}
+	}
+	if _, err := strconv.ParseUint(id, 10, 64); err == nil {
+		return "timer of step " + id
+	}
+	return "timer " + id
+}
+
+// stepNames maps the steps of a run to their activities' (or children's)
+// names.
+func stepNames(steps []*stepView) map[string]string {
+	names := map[string]string{}
+	for _, s := range steps {
+		if s.Name != "" {
+			names[s.Step] = s.Name
+		}
+	}
+	return names
 }

@@ -137,12 +137,31 @@ var crossOrigin = http.NewCrossOriginProtection()
 type signinData struct {
 	Next    string
 	Refused bool
+	// NoToken: the server asks for no token (heddle dev), and the page
+	// says so instead of asking for one.
+	NoToken bool
 }
 
 func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
 	rq := &request{w: w, r: r, token: readToken(r), csrf: h.ensureCSRF(w, r), can: AllowAll(), now: h.cfg.Now()}
-	h.render(rq, &page{Template: "signin.html", Title: "Sign in", Nav: "signin",
-		Data: signinData{Next: safeNext(r.URL.Query().Get("next")), Refused: r.URL.Query().Get("refused") != ""}})
+	d := signinData{Next: safeNext(r.URL.Query().Get("next")), Refused: r.URL.Query().Get("refused") != ""}
+	d.NoToken = rq.token == "" && h.needsNoToken(r)
+	h.render(rq, &page{Template: "signin.html", Title: "Sign in", Nav: "signin", NoToken: d.NoToken, Data: d})
+}
+
+// needsNoToken reports whether the API takes requests without a token (a
+// server with none, as heddle dev's), and no Config.Permissions tells
+// people apart by the token they sign in with: a token then means
+// nothing, and the pages ask for none.
+func (h *Handler) needsNoToken(r *http.Request) bool {
+	if h.cfg.Permissions != nil {
+		return false
+	}
+	api, err := h.newBackend(r, "")
+	if err == nil {
+		_, err = api.List(r.Context(), engine.ListQuery{Limit: 1})
+	}
+	return err == nil
 }
 
 // signin checks the token against the API before it keeps it.

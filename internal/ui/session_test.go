@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/cookiejar"
@@ -159,5 +160,33 @@ func TestCookiesOverTLS(t *testing.T) {
 	other.plant(&http.Cookie{Name: tokenCookie, Value: "dG9r", Path: Path})
 	if code, _, loc := other.get("/ui/workflows"); code != http.StatusSeeOther || !strings.HasPrefix(loc, "/ui/signin") {
 		t.Fatalf("a page with an unprefixed token cookie: HTTP %d to %q", code, loc)
+	}
+}
+
+// TestSigninWithoutToken: on a server that asks for no token (heddle dev)
+// the sign-in page asks for none and says why, and the bar offers no
+// sign-in; a server with a token, or a UI whose Config.Permissions tells
+// people apart by their token, still asks for one.
+func TestSigninWithoutToken(t *testing.T) {
+	open := newEnv(t, envOptions{})
+	code, body, _ := open.get("/ui/signin?next=%2Fui%2Fschedules")
+	if code != http.StatusOK {
+		t.Fatalf("the sign-in page: HTTP %d", code)
+	}
+	wantIn(t, "a tokenless server's sign-in page", body, `id="no-token-needed"`, "This server asks for no token",
+		`<a href="/ui/schedules" id="go-on">`)
+	wantNotIn(t, "a tokenless server's sign-in page", body, `id="token"`, "asks for a bearer token")
+	_, body, _ = open.get("/ui/workflows")
+	wantIn(t, "a tokenless server's list", body, `id="no-token"`, "no sign-in needed")
+	wantNotIn(t, "a tokenless server's list", body, `id="signin-link"`)
+
+	for name, o := range map[string]envOptions{
+		"a server with a token":        {token: "s3cret"},
+		"a UI that tells tokens apart": {permissions: func(context.Context, string) (Permissions, error) { return ForRole("reader") }},
+	} {
+		v := newEnv(t, o)
+		_, body, _ := v.get("/ui/signin")
+		wantIn(t, name+"'s sign-in page", body, `id="token"`, "asks for a bearer token")
+		wantNotIn(t, name+"'s sign-in page", body, `id="no-token-needed"`)
 	}
 }

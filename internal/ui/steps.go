@@ -188,3 +188,9 @@ func remoteSteps(steps []*stepView) []*stepView {
 	}
 	return out
 }
+
+// NeedsAnswer reports whether the step waits for a person's answer
+// (NEEDS_USER): the run page offers its answer form.
+func (s *stepView) NeedsAnswer() bool {
+	return s.Engine != nil && s.Engine.State == engine.StepNeedsUser
+}

@@ -21,6 +21,13 @@ type eventView struct {
 	// Message is a failure event's error message, shown beside it so that
 	// a person sees why without opening the payload.
 	Message string
+	// Failure is a failure event's chain of errors when one of them
+	// carries a stack trace (a panic's), shown as text.
+	Failure *failureView
+	// TimerLabel names a fired timer for people ("retry of activity
+	// Charge, try 3,"): the event's Name is its id ("retry:1:2"), which
+	// the label's title keeps.
+	TimerLabel string
 }
 
 // eventClasses is the timeline's colour of each event type the engine and
@@ -45,8 +52,8 @@ var eventClasses = map[engine.EventType]string{
 
 // viewEvent is an event of run job, read with its payload when that is at
 // most maxEventPayloadBytes long, for the timeline; firstMS is when the run
-// began.
-func viewEvent(job engine.JobID, ev engine.Event, firstMS int64) eventView {
+// began, names the activities of its steps.
+func viewEvent(job engine.JobID, ev engine.Event, firstMS int64, names map[string]string) eventView {
 	v := eventView{Event: ev, OffsetMS: ev.AtMS - firstMS, Class: "other",
 		Payload: viewEventPayload(&ev, maxEventPayloadBytes, eventLimits, eventPayloadPath(job, ev.Seq))}
 	// The view keeps the rendering; the event's own bytes are not needed
@@ -60,13 +67,19 @@ func viewEvent(job engine.JobID, ev engine.Event, firstMS int64) eventView {
 			v.Class = "bad"
 		}
 	}
+	if ev.Type == engine.EventTimerFired && ev.Name != "" {
+		v.TimerLabel = strings.TrimSuffix(timerLabel(ev.Name, names), ",")
+	}
 	if isFailureEvent(ev.Type) {
 		v.Message = failureMessage(ev.Payload)
+		if f := viewFailure(ev.Payload); f != nil && f.HasStack() {
+			v.Failure = f
+		}
 	}
 	if ev.Wait != nil {
-		v.Waits = describeWait(ev.Wait, ev.Wait.Timers)
+		v.Waits = describeWait(ev.Wait, ev.Wait.Timers, names)
 		if ev.Wait.TimerAtMS != 0 {
-			v.Waits = append(v.Waits, "timer "+ev.Wait.TimerID+" at "+fmtTime(ev.Wait.TimerAtMS))
+			v.Waits = append(v.Waits, timerLabel(ev.Wait.TimerID, names)+" at "+fmtTime(ev.Wait.TimerAtMS))
 		}
 	}
 	return v

@@ -151,11 +151,13 @@ type workflowsData struct {
 	// Cut: the page stopped at the scan budget, Scanned runs read.
 	Cut     bool
 	Scanned int
+	// BatchOps are the Batch panel's operations.
+	BatchOps []engine.BatchOperation
 }
 
 func (h *Handler) workflows(rq *request) (*page, error) {
 	f := readListForm(rq.r)
-	d := &workflowsData{Form: f, Sizes: pageSizes, Sorts: sortChoices, Statuses: listfilter.ExecutionStatusNames()}
+	d := &workflowsData{Form: f, Sizes: pageSizes, Sorts: sortChoices, Statuses: listfilter.ExecutionStatusNames(), BatchOps: batchOps}
 	p := &page{Template: "workflows.html", Title: "Workflows", Nav: "workflows", Data: d}
 	d.Query = f.text()
 	order, err := engine.ParseListOrder(f.Sort)

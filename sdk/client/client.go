@@ -44,6 +44,11 @@ const DefaultHostPort = "localhost:7280"
 // DefaultNamespace is the only namespace heddle has.
 const DefaultNamespace = "default"
 
+// QueryTypeStackTrace is the query every workflow answers, as in Temporal:
+// where each of its coroutines blocks, as text, in the workflow code's own
+// files and lines ("heddle workflow stack" asks it).
+const QueryTypeStackTrace = workflow.StackTraceQuery
+
 // Client talks to heddle: an embedded engine or a node over HTTP. It is
 // Temporal's client.Client with the methods heddle has, plus
 // DescribeWorkflow, GetWorkflowHistory and ListWorkflows in heddle's
@@ -123,6 +128,8 @@ type Client interface {
 	// TaskQueueClient describes task queues: pollers, backlog, rates, and
 	// why a Queued run waits.
 	TaskQueueClient
+	// BatchClient runs batch operations over the runs a query matches.
+	BatchClient
 	// Close releases the client; calls after it fail with ErrClientClosed.
 	// An engine given as Options.Service stays open: it is the caller's.
 	Close()

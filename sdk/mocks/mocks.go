@@ -331,6 +331,30 @@ func (_m *Client) CountWorkflow(a0 context.Context, a1 *client.CountWorkflowExec
 	return r0, r1
 }
 
+// DescribeBatchOperation records the call and returns what the expectation gives.
+func (_m *Client) DescribeBatchOperation(a0 context.Context, a1 string) (*engine.Batch, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for DescribeBatchOperation")
+	}
+	var r0 *engine.Batch
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, string) (*engine.Batch, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, string) *engine.Batch); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*engine.Batch)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, string) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
 // DescribeReview records the call and returns what the expectation gives.
 func (_m *Client) DescribeReview(a0 context.Context, a1 string, a2 string) (*engine.Review, error) {
 	ret := _m.Called(a0, a1, a2)
@@ -652,6 +676,30 @@ func (_m *Client) GetWorkflowUpdateHandle(a0 client.GetWorkflowUpdateHandleOptio
 		r0 = ret.Get(0).(client.WorkflowUpdateHandle)
 	}
 	return r0
+}
+
+// ListBatchOperations records the call and returns what the expectation gives.
+func (_m *Client) ListBatchOperations(a0 context.Context, a1 client.ListBatchOperationsRequest) (*client.ListBatchOperationsResponse, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for ListBatchOperations")
+	}
+	var r0 *client.ListBatchOperationsResponse
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.ListBatchOperationsRequest) (*client.ListBatchOperationsResponse, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.ListBatchOperationsRequest) *client.ListBatchOperationsResponse); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*client.ListBatchOperationsResponse)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.ListBatchOperationsRequest) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
 }
 
 // ListResources records the call and returns what the expectation gives.
@@ -1216,6 +1264,30 @@ func (_m *Client) SignalWorkflow(a0 context.Context, a1 string, a2 string, a3 st
 	return r0
 }
 
+// StartBatchOperation records the call and returns what the expectation gives.
+func (_m *Client) StartBatchOperation(a0 context.Context, a1 client.StartBatchOperationRequest) (*engine.Batch, error) {
+	ret := _m.Called(a0, a1)
+	if len(ret) == 0 {
+		panic("no return value specified for StartBatchOperation")
+	}
+	var r0 *engine.Batch
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context, client.StartBatchOperationRequest) (*engine.Batch, error)); ok {
+		return rf(a0, a1)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context, client.StartBatchOperationRequest) *engine.Batch); ok {
+		r0 = rf(a0, a1)
+	} else if ret.Get(0) != nil {
+		r0 = ret.Get(0).(*engine.Batch)
+	}
+	if rf, ok := ret.Get(1).(func(context.Context, client.StartBatchOperationRequest) error); ok {
+		r1 = rf(a0, a1)
+	} else {
+		r1 = ret.Error(1)
+	}
+	return r0, r1
+}
+
 // StepReview records the call and returns what the expectation gives.
 func (_m *Client) StepReview(a0 context.Context, a1 client.ReviewDecision) (engine.ReviewState, error) {
 	ret := _m.Called(a0, a1)
@@ -1262,6 +1334,21 @@ func (_m *Client) StepTask(a0 context.Context, a1 client.ReviewDecision) (engine
 		r1 = ret.Error(1)
 	}
 	return r0, r1
+}
+
+// StopBatchOperation records the call and returns what the expectation gives.
+func (_m *Client) StopBatchOperation(a0 context.Context, a1 string, a2 string) error {
+	ret := _m.Called(a0, a1, a2)
+	if len(ret) == 0 {
+		panic("no return value specified for StopBatchOperation")
+	}
+	var r0 error
+	if rf, ok := ret.Get(0).(func(context.Context, string, string) error); ok {
+		r0 = rf(a0, a1, a2)
+	} else {
+		r0 = ret.Error(0)
+	}
+	return r0
 }
 
 // SuspendReview records the call and returns what the expectation gives.

@@ -2,8 +2,10 @@ package worker
 
 import (
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/sdkhook"
 	"github.com/heddlewf/heddle/replay"
 )
 
@@ -39,6 +41,7 @@ func (r *run) wait(cmds []*replay.Command) (woken bool, err error) {
 			spec.Steps = append(spec.Steps, c.Step)
 		}
 	}
+	spec.Signals = waitSignals(r.x, len(spec.Timers)+len(spec.Steps))
 	res, err := r.w.e.Wait(r.ctx, engine.Wait{LeaseRef: r.ref, Spec: spec, SeenSeq: r.x.LastSeq(), Events: events})
 	if err != nil {
 		return false, err
@@ -71,4 +74,30 @@ func (r *run) setTimers(cmds []*replay.Command) error {
 		return nil
 	}
 	return r.appendOwn(timers)
+}
+
+// The bounds of the signal names a wait carries: they only tell people
+// what the run reads (AnySignal wakes it whatever the signal), so names
+// that could exceed the engine's limits are left out rather than risk the
+// wait.
+const (
+	maxWaitSignals     = 16
+	maxWaitSignalBytes = 64
+	maxWaitNames       = 1000 // Limits.MaxBatch's default
+)
+
+// waitSignals returns the names of the signals the workflow of x reads,
+// for its wait's Signals, within the bounds above; others is how many
+// timers and steps the wait names already.
+func waitSignals(x *replay.Execution, others int) []string {
+	var out []string
+	for _, name := range sdkhook.SignalsRead(x) {
+		if len(out) == maxWaitSignals || others+len(out) >= maxWaitNames {
+			break
+		}
+		if name != "" && len(name) <= maxWaitSignalBytes && utf8.ValidString(name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }

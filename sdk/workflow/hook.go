@@ -12,6 +12,7 @@ func init() {
 	}
 	sdkhook.Query = runQuery
 	sdkhook.ValidateUpdate = validateUpdate
+	sdkhook.SignalsRead = signalsRead
 }
 
 // infoOf turns what the worker knows of a run into the Info workflow code

@@ -15,6 +15,12 @@ import (
 // matches it too.
 var ErrUnknownQuery = engine.ErrUnknownQuery
 
+// StackTraceQuery is the query every workflow answers with where each of
+// its coroutines blocks, in the workflow code's own files and lines: one
+// text, as Temporal's "__stack_trace" (client.QueryTypeStackTrace). The
+// name is reserved: a handler registered for it is never called.
+const StackTraceQuery = "__stack_trace"
+
 // SetQueryHandler registers handler for queryType. handler is a function
 // func(args...) (T, error) that reads workflow state and returns it; it runs
 // while the workflow's coroutines are all blocked, so it sees a consistent
@@ -46,6 +52,13 @@ func runQuery(x *replay.Execution, queryType string, args []byte) ([]byte, error
 	st, ok := x.Local().(*state)
 	if !ok {
 		return nil, errors.New("workflow: the execution has not started its workflow")
+	}
+	if queryType == StackTraceQuery {
+		trace, err := x.Dispatcher().StackTrace()
+		if err != nil {
+			return nil, err
+		}
+		return converter.Encode(trace)
 	}
 	handler, ok := st.queries[queryType]
 	if !ok {
