@@ -16,6 +16,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
+	lb "github.com/heddlewf/heddle/internal/loopback"
 	"github.com/heddlewf/heddle/internal/pki"
 	"github.com/heddlewf/heddle/raftfsm"
 	"github.com/heddlewf/heddle/storage"
@@ -46,8 +47,10 @@ type backend struct {
 	svc *counting
 	// dirs are the data directories, measured for disk per workflow.
 	dirs []string
-	// nodes are the cluster's nodes (nil when embedded).
+	// nodes are the cluster's nodes (nil when embedded or sharded).
 	nodes []*raftfsm.Node
+	// hosts are a sharded cluster's nodes.
+	hosts []*raftfsm.Host
 	// eng is the embedded engine (nil in a cluster).
 	eng   *embedded.Engine
 	close func() error
@@ -60,6 +63,11 @@ func (b *backend) setup() *embedded.Engine {
 	if b.eng != nil {
 		return b.eng
 	}
+	for _, h := range b.hosts {
+		if h.LeadsShard(0) {
+			return h.Engines()[0]
+		}
+	}
 	for _, n := range b.nodes {
 		if n.IsLeader() {
 			return n.Engine()
@@ -70,7 +78,10 @@ func (b *backend) setup() *embedded.Engine {
 
 // openBackend opens a backend of mode in a new directory under root,
 // observed as obs says (the zero observation: not at all).
-func openBackend(mode, root string, obs observation) (*backend, error) {
+func openBackend(mode, root string, obs observation, shards int) (*backend, error) {
+	if shards > 1 && clustered(mode) {
+		return openShardedCluster(root, obs, mode == ModeClusterMTLS, shards)
+	}
 	switch mode {
 	case ModeEmbedded:
 		dir := filepath.Join(root, "engine")
@@ -196,6 +207,132 @@ func openCluster(root string, obs observation, secure bool) (*backend, error) {
 	}
 	b.svc = &counting{Service: c}
 	return b, nil
+}
+
+// openShardedCluster is openCluster for a sharded cluster of shards shards
+// (docs/sharding.md): three raftfsm Hosts started with the same peers,
+// each serving the API through an httpapi.ShardRouter, and an
+// httpapi.Client of all three that routes by the shard map.
+func openShardedCluster(root string, obs observation, secure bool, shards int) (*backend, error) {
+	b := &backend{mode: ModeCluster}
+	var certs *benchCerts
+	if secure {
+		b.mode = ModeClusterMTLS
+		var err error
+		if certs, err = newBenchCerts(); err != nil {
+			return nil, err
+		}
+	}
+	var servers []*http.Server
+	var apis []*httpapi.Server
+	b.close = func() error {
+		for _, s := range apis {
+			s.Close()
+		}
+		var errs []error
+		for _, s := range servers {
+			errs = append(errs, s.Close())
+		}
+		for _, h := range b.hosts {
+			errs = append(errs, h.Close())
+		}
+		return errors.Join(errs...)
+	}
+	fail := func(err error) (*backend, error) {
+		return nil, errors.Join(err, b.close())
+	}
+	// Every node is started knowing every node's addresses: the HTTP
+	// listeners are opened first, the Raft addresses reserved.
+	var peers []raftfsm.PlacementNode
+	var lns []net.Listener
+	for i := 1; i <= 3; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fail(err)
+		}
+		lns = append(lns, ln)
+		raftAddr, err := lb.Reserve()
+		if err != nil {
+			return fail(errors.Join(err, ln.Close()))
+		}
+		peers = append(peers, raftfsm.PlacementNode{ID: fmt.Sprintf("n%d", i), RaftAddr: raftAddr, HTTPAddr: ln.Addr().String()})
+	}
+	var addrs []string
+	for i, p := range peers {
+		ln := lns[i]
+		dir := filepath.Join(root, p.ID)
+		// Metrics are not recorded per shard yet (raftfsm.HostConfig).
+		rc := raftfsm.Config{ID: p.ID, Dir: dir, RaftAddr: p.RaftAddr, HTTPAddr: p.HTTPAddr,
+			Storage: storage.Options{Logger: quietLogger{}}, DisableQueueView: obs.queueViewOff}
+		sc := httpapi.ServerConfig{TracerProvider: obs.tracer}
+		if certs != nil {
+			node, err := certs.node(p.ID)
+			if err != nil {
+				return fail(errors.Join(err, ln.Close()))
+			}
+			rc.TLS = pki.PeerTLS(node, certs.roots)
+			sc.ClientCAs, sc.ForwardScheme = certs.roots, "https"
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.TLSClientConfig = pki.ClientTLS(certs.roots, nil)
+			sc.ForwardClient = &http.Client{Transport: t}
+			ln = tls.NewListener(ln, pki.ServerTLS(node, certs.roots))
+		}
+		h, err := raftfsm.OpenHost(raftfsm.HostConfig{Config: rc, Peers: peers, Shards: shards})
+		if err != nil {
+			return fail(errors.Join(err, ln.Close()))
+		}
+		b.hosts = append(b.hosts, h)
+		b.dirs = append(b.dirs, dir)
+		sc.Service, sc.Cluster = httpapi.NewShardRouter(h), h
+		api, err := httpapi.NewServer(sc)
+		if err != nil {
+			return fail(errors.Join(err, ln.Close()))
+		}
+		apis = append(apis, api)
+		srv := api.HTTPServer()
+		servers = append(servers, srv)
+		go func() { _ = srv.Serve(ln) }()
+		addrs = append(addrs, ln.Addr().String())
+	}
+	if err := waitHostsReady(b.hosts, shards); err != nil {
+		return fail(err)
+	}
+	cc := httpapi.ClientConfig{Addrs: addrs}
+	if certs != nil {
+		cc.TLS = pki.ClientTLS(certs.roots, nil)
+	}
+	c, err := httpapi.NewClient(cc)
+	if err != nil {
+		return fail(err)
+	}
+	b.svc = &counting{Service: c}
+	return b, nil
+}
+
+// waitHostsReady waits until every host is ready and every shard is led
+// by the node the placement wants, so the run starts with the leaders
+// spread.
+func waitHostsReady(hosts []*raftfsm.Host, shards int) error {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		ok := true
+		for _, h := range hosts {
+			if h.Ready(context.Background()) != nil {
+				ok = false
+			}
+		}
+		p := hosts[0].Placement()
+		for k := 0; ok && k < shards; k++ {
+			led := false
+			for _, h := range hosts {
+				led = led || (h.ID() == p.Groups[k].Leader && h.LeadsShard(k))
+			}
+			ok = led
+		}
+		if ok {
+			return nil
+		}
+	}
+	return errors.New("bench: the sharded cluster's shards never all had their desired leaders")
 }
 
 // waitServing waits until n leads and serves linearizable reads.

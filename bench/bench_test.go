@@ -213,7 +213,8 @@ func TestPercentile(t *testing.T) {
 }
 
 func TestRunRejectsBadOptions(t *testing.T) {
-	for _, o := range []Options{{Workload: "nope"}, {Workload: "seq3", Mode: "cloud"}, {Workload: "seq3", N: -1}} {
+	for _, o := range []Options{{Workload: "nope"}, {Workload: "seq3", Mode: "cloud"}, {Workload: "seq3", N: -1},
+		{Workload: "seq3", Mode: ModeEmbedded, Shards: 2}, {Workload: "seq3", Mode: ModeCluster, Shards: -1}, {Workload: "seq3", Mode: ModeCluster, Shards: 5000}} {
 		if _, err := Run(o); err == nil {
 			t.Errorf("Run(%+v) succeeded", o)
 		}
@@ -228,6 +229,20 @@ func TestSeq3WithoutQueueView(t *testing.T) {
 	}
 	if !res.QueueViewOff {
 		t.Errorf("queue_view_off not set: %+v", res)
+	}
+	checkResult(t, res)
+}
+
+// seq3 runs on a sharded cluster (docs/sharding.md): its workflows spread
+// over the shards, the ceiling is as many bare Raft groups, and the result
+// carries the shard count and the CPU each workflow cost.
+func TestSeq3ShardedCluster(t *testing.T) {
+	res, err := Run(Options{Workload: "seq3", Mode: ModeCluster, Shards: 4, N: 40, Dir: t.TempDir(), CeilingDuration: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Shards != 4 || res.CPUMSPerUnit <= 0 || res.CeilingLoop.Kind != "4-groups-raft3-badger-apply" {
+		t.Errorf("shards %d, CPU %.3f ms per workflow, ceiling %q: want 4 shards, the CPU, 4 bare groups", res.Shards, res.CPUMSPerUnit, res.CeilingLoop.Kind)
 	}
 	checkResult(t, res)
 }

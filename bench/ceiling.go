@@ -34,7 +34,9 @@ type Ceiling struct {
 
 // measureCeiling runs the raw loop of mode for about d (or, with
 // maxWrites > 0, for exactly maxWrites writes) in a new directory under root.
-func measureCeiling(mode, root string, payloadBytes, concurrency int, d time.Duration, maxWrites int) (Ceiling, error) {
+// A cluster of several shards is set against as many bare groups in
+// parallel (groups > 1).
+func measureCeiling(mode, root string, payloadBytes, concurrency int, d time.Duration, maxWrites, groups int) (Ceiling, error) {
 	payload := make([]byte, payloadBytes)
 	for i := range payload {
 		payload[i] = byte('a' + i%26)
@@ -45,7 +47,7 @@ func measureCeiling(mode, root string, payloadBytes, concurrency int, d time.Dur
 	case ModeCluster, ModeClusterMTLS:
 		// The bare loop is the same for both: the ratio of the secured
 		// cluster to it includes what TLS costs.
-		return raftCeiling(filepath.Join(root, "ceiling"), payload, concurrency, d, maxWrites)
+		return raftCeiling(filepath.Join(root, "ceiling"), payload, concurrency, d, maxWrites, max(groups, 1))
 	}
 	return Ceiling{}, fmt.Errorf("bench: unknown mode %q", mode)
 }
@@ -199,86 +201,32 @@ func (f *bareFSM) ApplyBatch(logs []*raft.Log) []any {
 func (f *bareFSM) Snapshot() (raft.FSMSnapshot, error) { return nil, fmt.Errorf("bench: no snapshots") }
 func (f *bareFSM) Restore(io.ReadCloser) error         { return fmt.Errorf("bench: no snapshots") }
 
-// raftCeiling is three bare hashicorp/raft nodes on loopback, configured
-// like heddle's (the same BoltDB log store, log cache, batching and default
-// timeouts), each applying entries into Badger: what any Raft + Badger
-// system can do here. The writers apply on the leader.
-func raftCeiling(root string, payload []byte, concurrency int, d time.Duration, maxWrites int) (_ Ceiling, err error) {
-	type node struct {
-		raft  *raft.Raft
-		db    *storage.DB
-		store *raftboltdb.BoltStore
-		trans *raft.NetworkTransport
-	}
-	var nodes []*node
-	defer func() {
-		for _, n := range nodes {
-			if n.raft != nil {
-				err = errors.Join(err, n.raft.Shutdown().Error())
-			}
-			err = errors.Join(err, n.trans.Close(), n.store.Close(), n.db.Close())
-		}
-	}()
-	var servers []raft.Server
+// raftCeiling is groups bare Raft groups of three hashicorp/raft nodes on
+// loopback, configured like heddle's (the same BoltDB log store, log
+// cache, batching and default timeouts), each node applying entries into
+// Badger: what any Raft + Badger system can do here. The writers apply on
+// the groups' leaders, writer i's writes going to group i mod groups; every
+// group runs its own transport, as a deployment of separate groups would.
+func raftCeiling(root string, payload []byte, concurrency int, d time.Duration, maxWrites, groups int) (_ Ceiling, err error) {
+	var leaders []*raft.Raft
 	var dirs []string
-	for i := 1; i <= 3; i++ {
-		dir := filepath.Join(root, fmt.Sprintf("n%d", i))
-		dirs = append(dirs, dir)
-		db, err := storage.Open(storage.Options{Dir: filepath.Join(dir, "state"), NoSync: true, Logger: quietLogger{}})
+	for g := range groups {
+		dir := root
+		if groups > 1 {
+			dir = filepath.Join(root, fmt.Sprintf("g%d", g))
+		}
+		leader, gdirs, closeGroup, err := bareRaftGroup(dir)
+		if closeGroup != nil {
+			defer func() { err = errors.Join(err, closeGroup()) }()
+		}
 		if err != nil {
 			return Ceiling{}, err
 		}
-		store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
-		if err != nil {
-			return Ceiling{}, errors.Join(err, db.Close())
-		}
-		trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 10*time.Second, io.Discard)
-		if err != nil {
-			return Ceiling{}, errors.Join(err, store.Close(), db.Close())
-		}
-		nodes = append(nodes, &node{db: db, store: store, trans: trans})
-		servers = append(servers, raft.Server{ID: raft.ServerID(fmt.Sprintf("n%d", i)), Address: trans.LocalAddr(), Suffrage: raft.Voter})
+		leaders = append(leaders, leader)
+		dirs = append(dirs, gdirs...)
 	}
-	for i, n := range nodes {
-		snaps, err := raft.NewFileSnapshotStore(dirs[i], 1, io.Discard)
-		if err != nil {
-			return Ceiling{}, err
-		}
-		rc := raft.DefaultConfig()
-		rc.LocalID = servers[i].ID
-		rc.BatchApplyCh = true
-		rc.MaxAppendEntries = 256
-		rc.SnapshotThreshold = 1 << 40
-		rc.LogOutput = io.Discard
-		logs, err := raft.NewLogCache(1024, n.store)
-		if err != nil {
-			return Ceiling{}, err
-		}
-		if n.raft, err = raft.NewRaft(rc, &bareFSM{n.db}, logs, n.store, snaps, n.trans); err != nil {
-			return Ceiling{}, err
-		}
-	}
-	for _, n := range nodes {
-		if err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
-			return Ceiling{}, err
-		}
-	}
-	var leader *raft.Raft
-	for deadline := time.Now().Add(time.Minute); leader == nil; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return Ceiling{}, fmt.Errorf("bench: the bare Raft cluster elected no leader")
-		}
-		for _, n := range nodes {
-			if n.raft.State() == raft.Leader {
-				leader = n.raft
-			}
-		}
-	}
-	if err := leader.Barrier(10 * time.Second).Error(); err != nil {
-		return Ceiling{}, err
-	}
-	lat, elapsed, err := writeLoop(concurrency, d, maxWrites, func(int64) error {
-		f := leader.Apply(payload, 10*time.Second)
+	lat, elapsed, err := writeLoop(concurrency, d, maxWrites, func(i int64) error {
+		f := leaders[int(i%int64(len(leaders)))].Apply(payload, 10*time.Second)
 		if err := f.Error(); err != nil {
 			return err
 		}
@@ -290,5 +238,91 @@ func raftCeiling(root string, payload []byte, concurrency int, d time.Duration, 
 	if err != nil {
 		return Ceiling{}, err
 	}
-	return ceilingOf("raft3-badger-apply", payload, concurrency, lat, elapsed, dirs...), nil
+	kind := "raft3-badger-apply"
+	if groups > 1 {
+		kind = fmt.Sprintf("%d-groups-raft3-badger-apply", groups)
+	}
+	return ceilingOf(kind, payload, concurrency, lat, elapsed, dirs...), nil
+}
+
+// bareRaftGroup starts one bare group of three nodes under root and returns
+// its leader, its nodes' directories and how to close it (set whenever
+// anything was opened).
+func bareRaftGroup(root string) (_ *raft.Raft, _ []string, closeAll func() error, err error) {
+	type node struct {
+		raft  *raft.Raft
+		db    *storage.DB
+		store *raftboltdb.BoltStore
+		trans *raft.NetworkTransport
+	}
+	var nodes []*node
+	closeAll = func() error {
+		var errs []error
+		for _, n := range nodes {
+			if n.raft != nil {
+				errs = append(errs, n.raft.Shutdown().Error())
+			}
+			errs = append(errs, n.trans.Close(), n.store.Close(), n.db.Close())
+		}
+		return errors.Join(errs...)
+	}
+	var servers []raft.Server
+	var dirs []string
+	for i := 1; i <= 3; i++ {
+		dir := filepath.Join(root, fmt.Sprintf("n%d", i))
+		dirs = append(dirs, dir)
+		db, err := storage.Open(storage.Options{Dir: filepath.Join(dir, "state"), NoSync: true, Logger: quietLogger{}})
+		if err != nil {
+			return nil, nil, closeAll, err
+		}
+		store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+		if err != nil {
+			return nil, nil, closeAll, errors.Join(err, db.Close())
+		}
+		trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 10*time.Second, io.Discard)
+		if err != nil {
+			return nil, nil, closeAll, errors.Join(err, store.Close(), db.Close())
+		}
+		nodes = append(nodes, &node{db: db, store: store, trans: trans})
+		servers = append(servers, raft.Server{ID: raft.ServerID(fmt.Sprintf("n%d", i)), Address: trans.LocalAddr(), Suffrage: raft.Voter})
+	}
+	for i, n := range nodes {
+		snaps, err := raft.NewFileSnapshotStore(dirs[i], 1, io.Discard)
+		if err != nil {
+			return nil, nil, closeAll, err
+		}
+		rc := raft.DefaultConfig()
+		rc.LocalID = servers[i].ID
+		rc.BatchApplyCh = true
+		rc.MaxAppendEntries = 256
+		rc.SnapshotThreshold = 1 << 40
+		rc.LogOutput = io.Discard
+		logs, err := raft.NewLogCache(1024, n.store)
+		if err != nil {
+			return nil, nil, closeAll, err
+		}
+		if n.raft, err = raft.NewRaft(rc, &bareFSM{n.db}, logs, n.store, snaps, n.trans); err != nil {
+			return nil, nil, closeAll, err
+		}
+	}
+	for _, n := range nodes {
+		if err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+			return nil, nil, closeAll, err
+		}
+	}
+	var leader *raft.Raft
+	for deadline := time.Now().Add(time.Minute); leader == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return nil, nil, closeAll, fmt.Errorf("bench: the bare Raft cluster elected no leader")
+		}
+		for _, n := range nodes {
+			if n.raft.State() == raft.Leader {
+				leader = n.raft
+			}
+		}
+	}
+	if err := leader.Barrier(10 * time.Second).Error(); err != nil {
+		return nil, nil, closeAll, err
+	}
+	return leader, dirs, closeAll, nil
 }

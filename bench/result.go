@@ -48,6 +48,13 @@ type Result struct {
 	// QueueViewOff: the run's engine or nodes kept no task queue view
 	// (Options.NoQueueView).
 	QueueViewOff bool `json:"queue_view_off,omitempty"`
+	// Shards is the shard count of a sharded cluster's run (Options.Shards);
+	// absent for a cluster of one group.
+	Shards int `json:"shards,omitempty"`
+	// CPUMSPerUnit is the CPU time (user and system) the whole process
+	// spent during the measured phase, over its units: the nodes, the
+	// workers and the clients together, as they share the process.
+	CPUMSPerUnit float64 `json:"cpu_ms_per_unit,omitempty"`
 	// Extra holds the workload's further figures, named with their units.
 	Extra    map[string]float64 `json:"extra,omitempty"`
 	ElapsedS float64            `json:"elapsed_s"`

@@ -41,6 +41,10 @@ type Options struct {
 	// off (embedded.Config.DisableQueueView): no poller is recorded and no
 	// rate counted. The queueview workload compares the two itself.
 	NoQueueView bool
+	// Shards, above 1, runs a cluster mode as a sharded cluster of this
+	// many shards on its three nodes (docs/sharding.md), set against as
+	// many bare Raft groups in parallel; 0 or 1 is a cluster of one group.
+	Shards int
 }
 
 // DefaultFinished is how many finished jobs scale stores by default.
@@ -129,6 +133,12 @@ func Run(opts Options) (_ *Result, err error) {
 	if opts.Mode != ModeEmbedded && !clustered(opts.Mode) {
 		return nil, fmt.Errorf("bench: unknown mode %q", opts.Mode)
 	}
+	if opts.Shards < 0 || opts.Shards > engine.MaxShards {
+		return nil, fmt.Errorf("bench: shards %d is not in [1, %d]", opts.Shards, engine.MaxShards)
+	}
+	if opts.Shards > 1 && !clustered(opts.Mode) {
+		return nil, fmt.Errorf("bench: shards %d needs a cluster mode, not %s", opts.Shards, opts.Mode)
+	}
 	if opts.N < 0 {
 		return nil, fmt.Errorf("bench: n %d is negative", opts.N)
 	}
@@ -160,6 +170,9 @@ func Run(opts Options) (_ *Result, err error) {
 	r := &runner{opts: opts, root: root, n: opts.N, res: res, obs: observation{queueViewOff: opts.NoQueueView}}
 	if opts.NoQueueView {
 		res.QueueViewOff = true
+	}
+	if opts.Shards > 1 {
+		res.Shards = opts.Shards
 	}
 	defer func() {
 		if cerr := r.closeBackend(); cerr != nil {
@@ -194,7 +207,7 @@ func (r *runner) open(name string) error {
 	if err != nil {
 		return err
 	}
-	r.b, err = openBackend(r.opts.Mode, dir, r.obs)
+	r.b, err = openBackend(r.opts.Mode, dir, r.obs, r.opts.Shards)
 	return err
 }
 
@@ -264,7 +277,7 @@ func (r *runner) ceiling(payloadBytes, concurrency, maxWrites int) (Ceiling, err
 	r.logf("measuring the ceiling: %d-byte writes from %d writers", payloadBytes, concurrency)
 	bar := r.bar("ceiling", int(r.opts.CeilingDuration/time.Second))
 	defer bar.finish()
-	c, err := measureCeiling(r.opts.Mode, r.root, payloadBytes, concurrency, r.opts.CeilingDuration, maxWrites)
+	c, err := measureCeiling(r.opts.Mode, r.root, payloadBytes, concurrency, r.opts.CeilingDuration, maxWrites, r.opts.Shards)
 	r.res.CeilingLoop = c
 	return c, err
 }

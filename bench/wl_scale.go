@@ -77,7 +77,7 @@ func (r *runner) scaleCycles(name string, finished int) (cycles, error) {
 		r.res.Extra["build_s"] = time.Since(t0).Seconds()
 	}
 	r.logf("starting the %s backend (%s)", r.opts.Mode, name)
-	if r.b, err = openBackend(r.opts.Mode, dir, r.obs); err != nil {
+	if r.b, err = openBackend(r.opts.Mode, dir, r.obs, r.opts.Shards); err != nil {
 		return cycles{}, err
 	}
 	ctx := context.Background()

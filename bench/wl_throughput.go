@@ -47,6 +47,7 @@ func runSeq3(r *runner) error {
 	r.throughput("workflows/s", r.n, t.elapsed, t.commands, ceil)
 	r.res.WorkflowsPerS = ptr(r.res.Value)
 	r.res.ActivitiesPerS = ptr(3 * float64(r.n) / t.elapsed.Seconds())
+	r.res.CPUMSPerUnit = float64(t.cpu) / float64(time.Millisecond) / float64(r.n)
 	r.samples(t.lat, "start to result of one workflow", t.m, t.elapsed)
 	return nil
 }
@@ -84,6 +85,8 @@ type timedRun struct {
 	start    time.Time
 	elapsed  time.Duration
 	commands int64
+	// cpu is the process's CPU time during the run (processCPU).
+	cpu time.Duration
 }
 
 // timed runs op for i in [0, r.n) from the concurrent starters behind a
@@ -93,6 +96,7 @@ func (r *runner) timed(what string, op func(i int) error) (timedRun, error) {
 	bar := r.bar(what, r.n)
 	t.m = newMeter(bar)
 	before := r.b.svc.commands.Load()
+	cpu0 := processCPU()
 	t.start = time.Now()
 	err := spread(r.n, starters, func(i int) error {
 		t0 := time.Now()
@@ -104,6 +108,7 @@ func (r *runner) timed(what string, op func(i int) error) (timedRun, error) {
 		return nil
 	})
 	t.elapsed = time.Since(t.start)
+	t.cpu = processCPU() - cpu0
 	bar.finish()
 	t.commands = r.b.svc.commands.Load() - before
 	return t, err

@@ -8,6 +8,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/heddlewf/heddle/engine"
 
 	"github.com/heddlewf/heddle/engine/clock"
@@ -120,6 +122,27 @@ type Config struct {
 	// ReadyMaxContact is how long a follower may go without hearing from
 	// the leader for Ready to pass; 0 means twice HeartbeatTimeout.
 	ReadyMaxContact time.Duration
+
+	// group is set by a Host for the node of one shard (host.go); the
+	// zero value is a node of a cluster of one Raft group.
+	group groupOptions
+}
+
+// groupOptions make a Node one shard's group of a sharded node (Host): its
+// transport is a layer of the Host's multiplexer, its machine the shard's,
+// and its first start bootstraps the group with all its replicas.
+type groupOptions struct {
+	// layer is the group's stream layer; nil: the node listens on
+	// RaftAddr itself.
+	layer raft.StreamLayer
+	// shard is the shard the node's machine applies to.
+	shard engine.ShardLayout
+	// peers, when set, are the group's members a Bootstrap makes.
+	peers []raft.Server
+	// onCommit, when set, is called after every applied batch that wrote
+	// something, and onLeader at every change of the leader this node
+	// knows of; neither may block.
+	onCommit, onLeader func()
 }
 
 func (c Config) withDefaults() Config {

@@ -59,6 +59,9 @@ func (n *Node) leaderMoved() {
 	close(n.moved)
 	n.moved = make(chan struct{})
 	n.movedMu.Unlock()
+	if n.cfg.group.onLeader != nil {
+		n.cfg.group.onLeader()
+	}
 }
 
 // watchLeader wakes LeaderChanged's waiters at every change of leader Raft

@@ -76,7 +76,7 @@ func Open(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	m, err := machine.NewMachine(cfg.Limits)
+	m, err := machine.NewShardMachine(cfg.Limits, cfg.group.shard)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +179,9 @@ func Open(cfg Config) (_ *Node, err error) {
 		if s := n.sched.Load(); s != nil {
 			s.Wake()
 		}
+		if cfg.group.onCommit != nil {
+			cfg.group.onCommit()
+		}
 	}
 
 	hasState, err := raft.HasExistingState(logs, n.store, snaps)
@@ -195,8 +198,11 @@ func Open(cfg Config) (_ *Node, err error) {
 	follows := func() bool { return r.State() != raft.Leader }
 	logs.follows.Store(&follows)
 	if cfg.Bootstrap && !hasState {
-		f := n.raft.BootstrapCluster(raft.Configuration{Servers: []raft.Server{
-			{ID: rc.LocalID, Address: n.transport.LocalAddr(), Suffrage: raft.Voter}}})
+		servers := []raft.Server{{ID: rc.LocalID, Address: n.transport.LocalAddr(), Suffrage: raft.Voter}}
+		if len(cfg.group.peers) > 0 {
+			servers = cfg.group.peers
+		}
+		f := n.raft.BootstrapCluster(raft.Configuration{Servers: servers})
 		if err := f.Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			return nil, errors.Join(fmt.Errorf("raftfsm: bootstrap: %w", err), n.Close())
 		}

@@ -102,8 +102,12 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	return tc, nil
 }
 
-// newTransport listens on cfg.RaftAddr and returns the network transport.
+// newTransport returns the network transport: over the group's layer of a
+// sharded node's multiplexer, or listening on cfg.RaftAddr.
 func newTransport(cfg Config) (*raft.NetworkTransport, error) {
+	if cfg.group.layer != nil {
+		return networkTransport(cfg, cfg.group.layer), nil
+	}
 	addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: RaftAddr %q: %v", ErrConfig, cfg.RaftAddr, err)
@@ -115,13 +119,18 @@ func newTransport(cfg Config) (*raft.NetworkTransport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: Raft transport on %s: %w", cfg.RaftAddr, err)
 	}
-	layer := &streamLayer{Listener: ln, dial: cfg.Dial, tls: cfg.TLS}
+	return networkTransport(cfg, &streamLayer{Listener: ln, dial: cfg.Dial, tls: cfg.TLS}), nil
+}
+
+// networkTransport is hashicorp/raft's transport over layer, as every
+// group of heddle configures it.
+func networkTransport(cfg Config, layer raft.StreamLayer) *raft.NetworkTransport {
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  layer,
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  hclogger(cfg, "raft-net"),
-	}), nil
+	})
 }
 
 func logOutput(w io.Writer) io.Writer {

@@ -8,10 +8,12 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/heddlewf/heddle/bench"
+	"github.com/heddlewf/heddle/engine"
 	"github.com/spf13/cobra"
 )
 
@@ -39,6 +41,7 @@ func newBenchCommand() *cobra.Command {
 		n, finished                             int
 		ceiling                                 time.Duration
 		quiet, noQueueView                      bool
+		shardList                               string
 	)
 	fs.StringVar(&workload, "workload", "", "the `workloads` to run: "+strings.Join(bench.Workloads(), ", ")+
 		"; several separated by commas, or \"all\" (required)")
@@ -55,6 +58,8 @@ func newBenchCommand() *cobra.Command {
 	fs.BoolVar(&quiet, "quiet", false, "draw no progress bar (none is drawn when stderr is not a terminal)")
 	fs.BoolVar(&noQueueView, "no-queue-view", false, "turn the task queue view (pollers, rates) off in the engine or nodes; the queueview workload compares\n"+
 		"on and off in one run by itself")
+	fs.StringVar(&shardList, "shards", "", "run the cluster modes as sharded clusters of these shard `counts` (comma-separated, e.g. 1,2,4,8; 1 is a cluster\n"+
+		"of one Raft group), each set against as many bare Raft groups in parallel; the table then compares each count with the first")
 	// -o prints the results on stdout; --json, here older than -o, names a
 	// file, so only -o/--output is defined.
 	format := new(outputFormat)
@@ -83,6 +88,17 @@ func newBenchCommand() *cobra.Command {
 		case ceiling <= 0:
 			return usagef("--ceiling-duration %v must be positive", ceiling)
 		}
+		shardCounts := []int{0}
+		if shardList != "" {
+			if shardCounts, err = parseShardCounts(shardList); err != nil {
+				return usagef("--shards: %v", err)
+			}
+			for _, m := range modes {
+				if m == bench.ModeEmbedded && slices.ContainsFunc(shardCounts, func(s int) bool { return s > 1 }) {
+					return usagef("--shards: the embedded mode is one shard; shard counts above 1 need --mode cluster or cluster-mtls")
+				}
+			}
+		}
 		var bar io.Writer
 		if !quiet && benchIsTerminal(stderr) {
 			bar = stderr
@@ -90,27 +106,34 @@ func newBenchCommand() *cobra.Command {
 		results := []*bench.Result{}
 		for _, name := range names {
 			for _, mode := range modes {
-				res, err := bench.Run(bench.Options{Workload: name, Mode: mode, N: n, Finished: finished, Dir: dir,
-					CeilingDuration: ceiling, Progress: bar, NoQueueView: noQueueView})
-				if err != nil {
-					return err
-				}
-				switch *format {
-				case formatTable:
-					if err := printBenchResult(stdout, res); err != nil {
+				for _, shards := range shardCounts {
+					res, err := bench.Run(bench.Options{Workload: name, Mode: mode, N: n, Finished: finished, Dir: dir,
+						CeilingDuration: ceiling, Progress: bar, NoQueueView: noQueueView, Shards: shards})
+					if err != nil {
 						return err
 					}
-				case formatJSONL:
-					if err := bench.WriteJSON(stdout, []*bench.Result{res}); err != nil {
-						return err
+					switch *format {
+					case formatTable:
+						if err := printBenchResult(stdout, res); err != nil {
+							return err
+						}
+					case formatJSONL:
+						if err := bench.WriteJSON(stdout, []*bench.Result{res}); err != nil {
+							return err
+						}
 					}
+					results = append(results, res)
 				}
-				results = append(results, res)
 			}
 		}
 		if *format == formatTable {
 			if err := printMTLSRatios(stdout, results); err != nil {
 				return err
+			}
+			if len(shardCounts) > 1 {
+				if err := printShardRatios(stdout, results); err != nil {
+					return err
+				}
 			}
 		}
 		if *format == formatJSON {
@@ -155,7 +178,11 @@ func benchWorkloads(arg string) ([]string, error) {
 // printBenchResult prints one workload's figures as a short block a person reads.
 func printBenchResult(w io.Writer, r *bench.Result) error {
 	p := newPrinter(w)
-	p.printf("%s (%s) n=%d: %.4g %s; ceiling %.4g; ratio %.3f\n", r.Workload, r.Mode, r.N, r.Value, r.Figure, r.Ceiling, r.RatioToCeiling)
+	mode := r.Mode
+	if r.Shards > 1 {
+		mode += fmt.Sprintf(", %d shards", r.Shards)
+	}
+	p.printf("%s (%s) n=%d: %.4g %s; ceiling %.4g; ratio %.3f\n", r.Workload, mode, r.N, r.Value, r.Figure, r.Ceiling, r.RatioToCeiling)
 	p.printf("  ceiling: %s (%d-byte writes, %d writers: %.0f writes/s, p50 %.2f ms, p99 %.2f ms)\n", r.CeilingBasis,
 		r.CeilingLoop.PayloadBytes, r.CeilingLoop.Concurrency, r.CeilingLoop.WritesPerS, r.CeilingLoop.LatencyMS.P50, r.CeilingLoop.LatencyMS.P99)
 	if r.WorkflowsPerS != nil {
@@ -168,6 +195,9 @@ func printBenchResult(w io.Writer, r *bench.Result) error {
 		p.printf("  activities/s %.4g\n", *r.ActivitiesPerS)
 	}
 	p.printf("  latency (%s): p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", r.LatencyOf, r.LatencyMS.P50, r.LatencyMS.P99, r.LatencyMS.Max)
+	if r.CPUMSPerUnit > 0 {
+		p.printf("  CPU %.3f ms per unit (the whole process: nodes, workers, clients)\n", r.CPUMSPerUnit)
+	}
 	if len(r.Extra) > 0 {
 		keys := make([]string, 0, len(r.Extra))
 		for k := range r.Extra {
@@ -182,6 +212,44 @@ func printBenchResult(w io.Writer, r *bench.Result) error {
 	}
 	p.printf("  %.1f s; peak RSS %.0f MiB (%s); %d cores, %s, commit %.12s\n", r.ElapsedS,
 		float64(r.PeakRSSBytes)/(1<<20), r.PeakRSSScope, r.Cores, r.GoVersion, r.Commit)
+	return p.err()
+}
+
+// parseShardCounts reads --shards: shard counts, comma-separated.
+func parseShardCounts(arg string) ([]int, error) {
+	var out []int
+	for _, f := range splitAddrs(arg) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > engine.MaxShards {
+			return nil, fmt.Errorf("%q is not a shard count in [1, %d]", f, engine.MaxShards)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("names no shard count")
+	}
+	return out, nil
+}
+
+// printShardRatios sets each workload's run of each shard count against
+// its first run in the same mode: throughput and CPU per unit.
+func printShardRatios(w io.Writer, results []*bench.Result) error {
+	p := newPrinter(w)
+	first := map[string]*bench.Result{}
+	for _, r := range results {
+		key := r.Workload + "/" + r.Mode
+		base, ok := first[key]
+		if !ok {
+			first[key] = r
+			continue
+		}
+		if base.Value <= 0 || base.CPUMSPerUnit <= 0 {
+			continue
+		}
+		p.printf("%s (%s): %d shards / %d: %s %.2fx (%.4g / %.4g), CPU per unit %.2fx (%.3f / %.3f ms)\n", r.Workload, r.Mode,
+			max(r.Shards, 1), max(base.Shards, 1), r.Figure, r.Value/base.Value, r.Value, base.Value,
+			r.CPUMSPerUnit/base.CPUMSPerUnit, r.CPUMSPerUnit, base.CPUMSPerUnit)
+	}
 	return p.err()
 }
 

@@ -23,6 +23,9 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"--workload", "seq3", "--n", "0"}, "--n"},
 		{[]string{"--workload", "seq3", "--n", "-5"}, "--n"},
 		{[]string{"--workload", "scale", "--finished", "-1"}, "--finished"},
+		{[]string{"--workload", "seq3", "--mode", "cluster", "--shards", "0"}, "--shards"},
+		{[]string{"--workload", "seq3", "--mode", "cluster", "--shards", "1,x"}, "--shards"},
+		{[]string{"--workload", "seq3", "--shards", "2"}, "--shards: the embedded mode is one shard"},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer

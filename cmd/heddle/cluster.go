@@ -29,6 +29,7 @@ func newClusterCommand() *cobra.Command {
 		RunE:  missingCommand,
 	}
 	cmd.AddCommand(newClusterStatusCommand(), newClusterRemoveCommand(), newClusterTransferCommand(), newClusterUpCommand())
+	cmd.AddCommand(newClusterShardLeaderCommand(), newClusterRebalanceCommand())
 	return cmd
 }
 
@@ -97,6 +98,12 @@ type clusterStatusDoc struct {
 	AppliedIndex uint64             `json:"applied_index"`
 	LastIndex    uint64             `json:"last_index,omitempty"`
 	Members      []clusterMemberDoc `json:"members,omitempty"`
+	// A sharded cluster: the shard count, the placement's version and
+	// the shards this member holds (the fields above are then the
+	// metadata group's).
+	ShardCount       int              `json:"shard_count,omitempty"`
+	PlacementVersion uint64           `json:"placement_version,omitempty"`
+	Shards           []shardStatusDoc `json:"shards,omitempty"`
 }
 
 type clusterMemberDoc struct {
@@ -109,7 +116,8 @@ type clusterMemberDoc struct {
 
 func clusterStatusOf(s httpapi.ClusterStatus) *clusterStatusDoc {
 	d := &clusterStatusDoc{ID: s.ID, State: s.State, Term: s.Term, LeaderID: s.LeaderID, LeaderHTTP: s.LeaderHTTP,
-		CommitIndex: s.CommitIndex, AppliedIndex: s.AppliedIndex, LastIndex: s.LastIndex}
+		CommitIndex: s.CommitIndex, AppliedIndex: s.AppliedIndex, LastIndex: s.LastIndex,
+		ShardCount: s.ShardCount, PlacementVersion: s.PlacementVersion, Shards: shardStatusOf(s)}
 	for _, m := range s.Members {
 		d.Members = append(d.Members, clusterMemberDoc{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Voter: m.Voter, Leader: m.Leader})
 	}
@@ -192,6 +200,7 @@ func printClusterStatus(w io.Writer, format outputFormat, views []clusterView) e
 		}
 		p.printf("%s\t%s\t%s\t%d\t%d\t%s\t%d\t%s\n", v.Addr, s.ID, s.State, s.Term, s.AppliedIndex, s.LeaderID, len(s.Members), ready)
 	}
+	printShards(p, views)
 	if err := p.err(); err != nil {
 		return err
 	}
@@ -259,18 +268,22 @@ func newClusterTransferCommand() *cobra.Command {
 // --dir a second run restarts the same cluster from its directories.
 func newClusterUpCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "up --dir DIR [--nodes N] [--base-port PORT]",
+		Use:   "up --dir DIR [--nodes N] [--shards S] [--base-port PORT]",
 		Short: "run a local cluster of N nodes in this process",
 		Long: "Runs a local cluster of N nodes in this process until it is interrupted. Node i\n" +
-			"keeps its data in DIR/n<i>; run again with the same --dir to restart the same cluster.",
+			"keeps its data in DIR/n<i>; run again with the same --dir to restart the same cluster.\n" +
+			"With --shards S above 1 the cluster is sharded: S Raft groups, their leaders spread\n" +
+			"over the nodes (docs/sharding.md).",
 		Args: noArgs,
 	}
 	fs := cmd.Flags()
 	var (
-		nodes, base      int
-		dir, host, token string
+		nodes, base, shards, replicas int
+		dir, host, token              string
 	)
 	fs.IntVar(&nodes, "nodes", 3, "number of nodes, `N` from 1 to 9")
+	fs.IntVar(&shards, "shards", 1, "number of shards, `S` from 1 to 4096; 1 is a cluster of one Raft group")
+	fs.IntVar(&replicas, "replicas", 0, "replicas `R` of each shard, with --shards above 1 (default min(3, N))")
 	fs.StringVar(&dir, "dir", "", "parent `directory` of the nodes' directories (required)")
 	fs.IntVar(&base, "base-port", defaultHTTPPort, "HTTP `port` of node 1; node i uses base+2(i-1) for HTTP and the next port for Raft")
 	fs.StringVar(&host, "host", "127.0.0.1", "the `address` the nodes listen on")
@@ -293,12 +306,28 @@ func newClusterUpCommand() *cobra.Command {
 			return usagef("--nodes %d is not in [1, 9]", nodes)
 		case base < 1 || base+2*nodes > 65535:
 			return usagef("--base-port %d leaves no room for %d nodes", base, nodes)
+		case shards < 1 || shards > 4096:
+			return usagef("--shards %d is not in [1, 4096]", shards)
+		case replicas < 0 || replicas > nodes:
+			return usagef("--replicas %d is not in [1, %d]", replicas, nodes)
+		case replicas > 0 && shards == 1:
+			return usagef("--replicas needs --shards above 1")
+		}
+		// A directory that holds a sharded cluster restarts it: its nodes
+		// keep the shard count they were created with, and a --shards that
+		// differs is refused by the nodes.
+		restartSharded := hasPlacement(filepath.Join(dir, "n1"))
+		if restartSharded && !fs.Changed("shards") {
+			shards = 0
 		}
 		pp, err := startPprof(obs.pprofAddr, log)
 		if err != nil {
 			return err
 		}
 		defer pp.close()
+		if shards > 1 || restartSharded {
+			return clusterUpSharded(cmd.OutOrStdout(), log, dir, host, envDefault(token, "HEDDLE_TOKEN", ""), nodes, base, shards, replicas)
+		}
 		return clusterUp(cmd.OutOrStdout(), log, dir, host, envDefault(token, "HEDDLE_TOKEN", ""), nodes, base)
 	}
 	return cmd
@@ -335,7 +364,7 @@ func clusterUp(w io.Writer, log *slog.Logger, dir, host, token string, nodes, ba
 		}
 		running = append(running, n)
 		httpAddrs = append(httpAddrs, n.api.addr())
-		stdout.printf("node %s: http=%s raft=%s dir=%s\n", o.id, n.api.addr(), n.node.RaftAddr(), o.dir)
+		stdout.printf("node %s: http=%s raft=%s dir=%s\n", o.id, n.api.addr(), n.raftAddr(), o.dir)
 	}
 	stdout.printf("cluster up: %d nodes; HEDDLE_ADDR=%s\n", nodes, strings.Join(httpAddrs, ","))
 	<-ctx.Done()

@@ -222,6 +222,16 @@ func TestServerCommandBadInput(t *testing.T) {
 		{[]string{"cluster", "remove"}, "missing argument ID"},
 		{[]string{"cluster", "up"}, "--dir is required"},
 		{[]string{"cluster", "up", "--dir", "d", "--nodes", "0"}, "--nodes 0 is not in [1, 9]"},
+		{[]string{"cluster", "up", "--dir", "d", "--shards", "0"}, "--shards 0 is not in [1, 4096]"},
+		{[]string{"cluster", "up", "--dir", "d", "--shards", "4097"}, "--shards 4097 is not in [1, 4096]"},
+		{[]string{"cluster", "up", "--dir", "d", "--nodes", "3", "--shards", "4", "--replicas", "4"}, "--replicas 4 is not in [1, 3]"},
+		{[]string{"cluster", "up", "--dir", "d", "--replicas", "2"}, "--replicas needs --shards above 1"},
+		{[]string{"cluster", "shard-leader", "x", "n1"}, `SHARD "x" is not a shard number`},
+		{[]string{"cluster", "shard-leader", "1"}, "missing argument NODE"},
+		{[]string{"server", "--id", "n1", "--dir", "d", "--peers", "n1=a:1/b:2"}, "--peers needs --shards"},
+		{[]string{"server", "--id", "n1", "--dir", "d", "--shards", "4"}, "--shards needs --peers"},
+		{[]string{"server", "--id", "n1", "--dir", "d", "--shards", "4", "--peers", "n1=a:1/b:2", "--bootstrap"}, "needs neither --bootstrap nor --join"},
+		{[]string{"server", "--id", "n1", "--dir", "d", "--shards", "4", "--peers", "n1"}, "is not id=raft-addr/http-addr"},
 		{[]string{"worker", "--concurrency", "0"}, "--concurrency 0 must be at least 1"},
 	} {
 		_, errOut, code := runCmd(t, tc.args...)

@@ -161,10 +161,20 @@ func (s *apiServer) awaitRequests(ctx context.Context) error {
 	}
 }
 
-// clusterNode is a Raft node with its HTTP API.
+// clusterNode is a Raft node with its HTTP API: a node of a cluster of
+// one group, or (host) a node of a sharded cluster.
 type clusterNode struct {
-	node *raftfsm.Node
+	node *raftfsm.Node // nil on a sharded node
+	host *raftfsm.Host // nil on a node of one group
 	api  *apiServer
+}
+
+// raftAddr is the node's Raft address.
+func (c *clusterNode) raftAddr() string {
+	if c.host != nil {
+		return c.host.RaftAddr()
+	}
+	return c.node.RaftAddr()
 }
 
 type nodeOptions struct {
@@ -179,6 +189,11 @@ type nodeOptions struct {
 	chaosProxy string // route Raft dials through this proxy (chaos tests)
 	// wrap, if set, wraps the node's HTTP handler (tests only).
 	wrap func(http.Handler) http.Handler
+	// shards, replicas and peers make the node one of a sharded cluster
+	// (cluster_shards.go); a directory that holds a sharded node's
+	// placement does too.
+	shards, replicas int
+	peers            []raftfsm.PlacementNode
 }
 
 // startNode opens a Raft node, serves its API and, when asked, joins it to
@@ -194,6 +209,9 @@ func startNode(ctx context.Context, o nodeOptions) (*clusterNode, error) {
 	m, _, err := metrics.NewRegistry()
 	if err != nil {
 		return nil, err
+	}
+	if o.sharded() {
+		return startHost(o, log, m)
 	}
 	ln, err := listen(o.httpAddr)
 	if err != nil {
@@ -220,6 +238,9 @@ func startNode(ctx context.Context, o nodeOptions) (*clusterNode, error) {
 
 // close stops the API, then the node, and reports what failed.
 func (c *clusterNode) close() error {
+	if c.host != nil {
+		return errors.Join(c.api.close(), c.host.Close())
+	}
 	return errors.Join(c.api.close(), c.node.Close())
 }
 

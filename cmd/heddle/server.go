@@ -30,11 +30,12 @@ const tokenUsage = "a bearer `token` the API accepts, with the admin role (defau
 
 func newServerCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "server --id ID --dir DIR [--bootstrap | --join ADDR]",
+		Use:   "server --id ID --dir DIR [--bootstrap | --join ADDR | --shards S --peers PEERS]",
 		Short: "run one node of a cluster (Raft and the HTTP API)",
 		Long: "Runs one node of a heddle cluster: a Raft member with the HTTP API, and the web UI\n" +
 			"at /ui/ on the same address. Start the first node with --bootstrap, the others with\n" +
-			"--join pointing at it.",
+			"--join pointing at it. A node of a sharded cluster is started instead with --shards and\n" +
+			"--peers, the same on every node (docs/sharding.md); restarted, it reads them from --dir.",
 		Args: noArgs,
 	}
 	fs := cmd.Flags()
@@ -48,6 +49,10 @@ func newServerCommand() *cobra.Command {
 	fs.StringVar(&o.httpAddr, "http-addr", defaultHTTPAddr, "`host:port` for the HTTP API")
 	fs.BoolVar(&o.bootstrap, "bootstrap", false, "start a new cluster with this node as its first member")
 	fs.StringVar(&join, "join", "", "HTTP `addresses` of any members to join through, comma-separated")
+	var peers string
+	fs.IntVar(&o.shards, "shards", 0, "a sharded cluster's shard count `S` (1 to 4096, fixed when it is created); with --peers")
+	fs.IntVar(&o.replicas, "replicas", 0, "a sharded cluster's replicas `R` of each shard (default min(3, nodes))")
+	fs.StringVar(&peers, "peers", "", "a sharded cluster's nodes, the same on every node: `PEERS` as id=raft-addr/http-addr, comma-separated")
 	var sf secFlags
 	addSecFlags(fs, &sf, true)
 	fs.DurationVar(&o.grace, "failover-grace", 5*time.Second, "how long a new leader waits before reclaiming expired leases")
@@ -63,6 +68,18 @@ func newServerCommand() *cobra.Command {
 			return usagef("--dir is required")
 		case o.bootstrap && join != "":
 			return usagef("--bootstrap and --join exclude each other")
+		case peers != "" && (o.bootstrap || join != ""):
+			return usagef("--peers starts a sharded cluster, which needs neither --bootstrap nor --join")
+		case peers != "" && o.shards == 0:
+			return usagef("--peers needs --shards")
+		case o.shards != 0 && peers == "" && !hasPlacement(o.dir):
+			return usagef("--shards needs --peers, unless --dir holds a node of a sharded cluster")
+		}
+		if peers != "" {
+			var err error
+			if o.peers, err = parsePeers(peers); err != nil {
+				return err
+			}
 		}
 		stdout, stderr := newPrinter(cmd.OutOrStdout()), newPrinter(cmd.ErrOrStderr())
 		if verbose && !cmd.Flags().Changed("log-level") {
@@ -96,10 +113,10 @@ func newServerCommand() *cobra.Command {
 			return errors.Join(err, n.close())
 		}
 		defer pp.close()
-		o.logger.Info("serving", "http", n.api.addr(), "raft", n.node.RaftAddr(), "dir", o.dir)
+		o.logger.Info("serving", "http", n.api.addr(), "raft", n.raftAddr(), "dir", o.dir)
 		// A line that could not be printed does not stop a serving node;
 		// it makes the exit status say so once the node has stopped.
-		stdout.printf("heddle server %s: http=%s raft=%s dir=%s ui=%s\n", o.id, n.api.addr(), n.node.RaftAddr(), o.dir, n.api.uiURL())
+		stdout.printf("heddle server %s: http=%s raft=%s dir=%s ui=%s\n", o.id, n.api.addr(), n.raftAddr(), o.dir, n.api.uiURL())
 		select {
 		case <-ctx.Done():
 		case err := <-n.api.done:

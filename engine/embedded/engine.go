@@ -369,6 +369,19 @@ func (e *Engine) Claim(ctx context.Context, c engine.Claim) ([]engine.ClaimedJob
 	return r.Jobs, nil
 }
 
+// RecordedClaim returns the jobs a Claim under requestID took, from this
+// replica's applied state (machine.RecordedClaim): no barrier, since the
+// node that answered the claim applied it before answering.
+func (e *Engine) RecordedClaim(requestID string) ([]engine.ClaimedJob, error) {
+	var jobs []engine.ClaimedJob
+	err := e.store.View(func(r *storage.Reader) error {
+		var err error
+		jobs, _, err = machine.RecordedClaim(r, requestID)
+		return err
+	})
+	return jobs, machine.MarkStorageError(err)
+}
+
 // attachTails gives each claimed job its newest n events up to its claim.
 // They are read from the applied state without a read barrier: the claim
 // was applied to it before Propose returned, so every event up to the

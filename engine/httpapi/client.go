@@ -168,6 +168,12 @@ type Client struct {
 
 	mu     sync.Mutex
 	prefer string // the base URL of the node that answered last
+
+	// shards is how the client routes on a sharded cluster
+	// (clientshards.go); pinned clients (a node's reader of one shard)
+	// never route.
+	shards shardState
+	pinned bool
 }
 
 // NewClient returns a client for cfg.

@@ -30,6 +30,10 @@ type request struct {
 	// command marks a write: when a try breaks off, the write may or may
 	// not have been applied.
 	command bool
+	// noRoute sends the request to the node the client prefers even on
+	// a sharded cluster (the shard map's own fetch, a poll of one node);
+	// routed says do sent it to its shard's leader by the map.
+	noRoute, routed bool
 }
 
 // transportError is a try that got no answer: no connection, a broken one,
@@ -60,23 +64,32 @@ func retryable(err error) bool {
 
 // do makes the call, retrying as the Client's doc describes.
 func (c *Client) do(ctx context.Context, rq request) error {
-	var payload []byte
-	if rq.body != nil {
-		var err error
-		if payload, err = msgpack.Marshal(rq.body); err != nil {
-			return fmt.Errorf("httpapi: encoding %s: %w", typeName(rq.body), err)
-		}
+	payload, err := encodeRequestBody(rq.body)
+	if err != nil {
+		return err
 	}
 	base := c.preferred()
+	if leader, _ := c.routeOf(ctx, rq); leader != "" {
+		// On a sharded cluster the shard's leader, by the map; a stale map
+		// costs one forward.
+		base, rq.routed = leader, true
+	}
 	var giveUpAt time.Time
 	bo := newBackoff()
 	for {
 		hint, err := c.try(ctx, base, rq, payload)
 		if err == nil || !retryable(err) {
-			if err == nil || errors.As(err, new(*RemoteError)) {
+			if rq.routed {
+				// The preferred node is the one unrouted requests go to;
+				// a shard's leader answering says nothing of it.
+			} else if err == nil || errors.As(err, new(*RemoteError)) {
 				c.setPreferred(base) // it answered: ask it first next time
 			}
 			return err
+		}
+		if rq.routed {
+			c.shards.markStale() // the map led to a node that did not answer
+			rq.routed = false
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -102,6 +115,18 @@ func (c *Client) do(ctx context.Context, rq request) error {
 			return err
 		}
 	}
+}
+
+// encodeRequestBody returns a request body's msgpack bytes, nil for no body.
+func encodeRequestBody(body any) ([]byte, error) {
+	if body == nil {
+		return nil, nil
+	}
+	b, err := msgpack.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: encoding %s: %w", typeName(body), err)
+	}
+	return b, nil
 }
 
 // giveUp is the error of a call whose every try failed: the last answer,
@@ -155,6 +180,7 @@ func (c *Client) try(ctx context.Context, base string, rq request, payload []byt
 	// The body is read to its end or to the limit below; a failure to close
 	// it only costs the connection, which the transport then drops.
 	defer func() { _ = resp.Body.Close() }()
+	c.shards.noteHeaders(resp.Header, rq.routed)
 	b, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxResponseBytes+1))
 	if err != nil {
 		return "", &transportError{addr: base, err: err}

@@ -33,6 +33,12 @@ func read[R any](ctx context.Context, c *Client, path string, q url.Values) (*R,
 		}
 		q.Set("stale", "1")
 	}
+	if k, ok := pinnedShard(ctx); ok {
+		if q == nil {
+			q = url.Values{}
+		}
+		q.Set("shard", strconv.Itoa(k))
+	}
 	r := new(R)
 	if err := c.do(ctx, request{method: http.MethodGet, path: path, query: q, out: r}); err != nil {
 		return nil, err
@@ -54,6 +60,9 @@ func (c *Client) Claim(ctx context.Context, cmd engine.Claim) ([]engine.ClaimedJ
 	if cmd.RequestID == "" {
 		cmd.RequestID = randomID("http-")
 	}
+	if view := c.shardView(ctx); view != nil {
+		return c.claimAcross(ctx, view, cmd, false) // each node claims from the shards it leads
+	}
 	var r engine.ClaimResult
 	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs/claim", body: &cmd, out: &r, command: true})
 	return r.Jobs, err
@@ -68,6 +77,10 @@ func (c *Client) ClaimWait(ctx context.Context, cmd engine.Claim) ([]engine.Clai
 		// something the id is unused, and once one has, a retry of that
 		// poll returns its jobs.
 		cmd.RequestID = randomID("http-")
+	}
+	c.probeShards(ctx)
+	if view := c.shardView(ctx); view != nil {
+		return c.claimAcross(ctx, view, cmd, true) // a long poll of every node at once
 	}
 	return longPoll(ctx, c, "/v1/jobs/claim", &cmd, func(r *engine.ClaimResult) []engine.ClaimedJob { return r.Jobs })
 }
@@ -97,6 +110,11 @@ func longPoll[R, T any](ctx context.Context, c *Client, path string, body any, i
 
 // Heartbeat implements engine.Service.
 func (c *Client) Heartbeat(ctx context.Context, cmd engine.Heartbeat) (*engine.HeartbeatResult, error) {
+	if view := c.shardView(ctx); view != nil {
+		if _, route := engine.ShardOfCommand(&cmd, view.count); route == engine.RouteSplit {
+			return c.splitHeartbeat(ctx, cmd)
+		}
+	}
 	return send[engine.HeartbeatResult](ctx, c, "/v1/jobs/heartbeat", &cmd, &cmd.Header)
 }
 

@@ -8,6 +8,7 @@
 //
 //	POST   /v1/jobs                          CreateJob         -> CreateResult
 //	POST   /v1/jobs/claim[?wait=30s]         Claim             -> ClaimResult (long poll with wait)
+//	POST   /v1/jobs/claim?recall=1           Claim             -> ClaimResult (a sharded node: what the claims under its request id took)
 //	POST   /v1/jobs/heartbeat                Heartbeat         -> HeartbeatResult
 //	POST   /v1/jobs/append                   AppendEvents      -> AppendResult
 //	POST   /v1/jobs/commit-step              CommitStep        -> AppendResult
@@ -83,6 +84,9 @@
 //	POST   /v1/cluster/members               ClusterMember (join)
 //	DELETE /v1/cluster/members/{id}          remove a member
 //	POST   /v1/cluster/leader/transfer       hand leadership to another member
+//	GET    /v1/cluster/shards                -> ShardMap (a sharded cluster)
+//	POST   /v1/cluster/shards/{shard}/leader ShardLeaderRequest -> PlacementChange
+//	POST   /v1/cluster/shards/rebalance      -> PlacementChange
 //
 //	POST   /v1/jobs/configure                ConfigureJob      -> StatusResult (a Draft job's input)
 //	POST   /v1/tasks                         CreateReview      -> ReviewResult (review tasks)

@@ -95,6 +95,7 @@ var wireErrors = []wireError{
 	{"query_failed", http.StatusUnprocessableEntity, ErrQueryFailed},
 	{"unknown_query", http.StatusBadRequest, engine.ErrUnknownQuery},
 	{"request_conflict", http.StatusConflict, engine.ErrRequestConflict},
+	{"cross_shard", http.StatusUnprocessableEntity, engine.ErrCrossShard},
 	{"stale_attempt", http.StatusConflict, engine.ErrStaleAttempt},
 	{"unknown_job", http.StatusNotFound, engine.ErrUnknownJob},
 	{"illegal_transition", http.StatusConflict, engine.ErrIllegalTransition},

@@ -28,7 +28,7 @@ func TestEverySentinelRoundTrips(t *testing.T) {
 			}
 		}
 	}
-	if got := len(wireErrors); got != 46 {
+	if got := len(wireErrors); got != 47 {
 		t.Errorf("%d wire errors; a new sentinel needs a row here and a test", got)
 	}
 }
@@ -44,6 +44,11 @@ func TestTypedErrorsKeepCodeAndLeader(t *testing.T) {
 	var nl *engine.NotLeaderError
 	if status != http.StatusServiceUnavailable || !errors.As(re, &nl) || nl.LeaderHTTP != "10.0.0.2:8080" || !errors.Is(re, engine.ErrNotLeader) {
 		t.Fatalf("not leader: %d %+v", status, body)
+	}
+	status, body = errorFor(&engine.CrossShardError{Command: "CreateJob", What: "parent job 7", From: 1, To: 0})
+	re = &RemoteError{Status: status, Body: body}
+	if status != http.StatusUnprocessableEntity || re.Code() != engine.CrossShardCode || !errors.Is(re, engine.ErrCrossShard) {
+		t.Fatalf("cross shard: %d %+v", status, body)
 	}
 	status, body = errorFor(errors.New("disk on fire"))
 	if status != http.StatusInternalServerError || body.Name != nameInternal {

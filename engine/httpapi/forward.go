@@ -57,6 +57,7 @@ func (c *call) forward(nl *engine.NotLeaderError) {
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		c.w.Header().Set("Content-Type", ct)
 	}
+	c.w.Header().Set(forwardedByHeader, nl.LeaderID)
 	c.w.WriteHeader(resp.StatusCode)
 	_, _ = c.w.Write(body) // the client may be gone; nothing more can be done
 }

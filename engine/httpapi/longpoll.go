@@ -40,6 +40,9 @@ func (s *Server) claim(c *call) (any, error) {
 	if err := c.decode(&cmd); err != nil {
 		return nil, err
 	}
+	if c.r.URL.Query().Get("recall") == "1" {
+		return s.recallClaim(c, cmd)
+	}
 	// The poll is this node's to record, also while it waits here
 	// without proposing (a follower's poll reaches the leader only when
 	// there is work): see taskqueues.go.
@@ -60,6 +63,36 @@ func (s *Server) claim(c *call) (any, error) {
 	}
 	if jobs == nil {
 		jobs = []engine.ClaimedJob{} // JSON readers see [], not null
+	}
+	return &engine.ClaimResult{Jobs: jobs}, nil
+}
+
+// claimRecaller is a sharded node's Service (*ShardRouter): it says what
+// a claim under a request id took on the shards this node holds.
+type claimRecaller interface {
+	RecallClaim(requestID string) ([]engine.ClaimedJob, error)
+}
+
+// recallClaim answers POST /v1/jobs/claim?recall=1: the jobs the claims
+// under cmd's request id took on this node, claiming nothing. A client
+// that cut this node's long poll (it polls every node of a sharded cluster
+// and keeps the first answer) asks it, since a claim applied just before
+// the cut may have been answered into a closed connection; the client
+// gives such jobs back at once instead of leaving them to their leases.
+func (s *Server) recallClaim(c *call, cmd engine.Claim) (any, error) {
+	rc, ok := s.cfg.Service.(claimRecaller)
+	if !ok {
+		return nil, fmt.Errorf("%w: recall=1 is asked of a node of a sharded cluster only", engine.ErrInvalidCommand)
+	}
+	if cmd.RequestID == "" {
+		return nil, fmt.Errorf("%w: recall=1 needs the claim's request id", engine.ErrInvalidCommand)
+	}
+	jobs, err := rc.RecallClaim(cmd.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	if jobs == nil {
+		jobs = []engine.ClaimedJob{}
 	}
 	return &engine.ClaimResult{Jobs: jobs}, nil
 }

@@ -239,6 +239,12 @@ func (c *Client) ReviewCommand(ctx context.Context, cmd engine.ReviewCommand) (*
 
 // ClaimReviews implements engine.ReviewService.
 func (c *Client) ClaimReviews(ctx context.Context, cmd engine.ClaimReviews) ([]engine.ClaimedReview, error) {
+	if view := c.shardView(ctx); view != nil {
+		if cmd.RequestID == "" {
+			cmd.RequestID = randomID("http-")
+		}
+		return c.claimReviewsAcross(ctx, view, cmd, false)
+	}
 	r, err := send[engine.ClaimReviewsResult](ctx, c, "/v1/tasks/claim", &cmd, &cmd.Header)
 	if err != nil {
 		return nil, err
@@ -255,6 +261,10 @@ func (c *Client) ClaimReviewsWait(ctx context.Context, cmd engine.ClaimReviews) 
 	if cmd.RequestID == "" {
 		cmd.RequestID = randomID("http-")
 	}
+	c.probeShards(ctx)
+	if view := c.shardView(ctx); view != nil {
+		return c.claimReviewsAcross(ctx, view, cmd, true)
+	}
 	return longPoll(ctx, c, "/v1/tasks/claim", &cmd, func(r *engine.ClaimReviewsResult) []engine.ClaimedReview { return r.Reviews })
 }
 
@@ -270,6 +280,11 @@ func (c *Client) ReviewReport(ctx context.Context, cmd engine.ReviewReport) (*en
 
 // ReviewHeartbeat implements engine.ReviewService.
 func (c *Client) ReviewHeartbeat(ctx context.Context, cmd engine.ReviewHeartbeat) (*engine.ReviewHeartbeatResult, error) {
+	if view := c.shardView(ctx); view != nil {
+		if _, route := engine.ShardOfCommand(&cmd, view.count); route == engine.RouteSplit {
+			return c.splitReviewHeartbeat(ctx, cmd)
+		}
+	}
 	return send[engine.ReviewHeartbeatResult](ctx, c, "/v1/tasks/heartbeat", &cmd, &cmd.Header)
 }
 

@@ -40,6 +40,11 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s := &Server{cfg: cfg.withDefaults(), mux: http.NewServeMux(), broker: newBroker(), tokens: tokens}
 	s.budget = newBodyBudget(s.cfg.MaxInflightBodyBytes)
 	s.closing, s.close = context.WithCancel(context.Background())
+	if sr, ok := s.cfg.Service.(*ShardRouter); ok {
+		// A sharded node reads the shards it follows at their leaders,
+		// with this server's forwarding client.
+		sr.remote = &shardReaders{s: s}
+	}
 	s.routes()
 	s.handler = instrument(s.cfg, http.HandlerFunc(s.serve))
 	return s, nil
@@ -111,6 +116,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/cluster/members", RoleAdmin, s.clusterJoin)
 	s.handle("DELETE /v1/cluster/members/{id}", RoleAdmin, s.clusterRemove)
 	s.handle("POST /v1/cluster/leader/transfer", RoleAdmin, s.clusterTransfer)
+	s.shardRoutes()
 
 	s.scheduleRoutes()
 	s.batchRoutes()
@@ -270,8 +276,13 @@ func (s *Server) handle(pattern string, role Role, h handler) {
 			c.fail(fmt.Errorf("%w: stale=%q: want 1, true, 0 or false", engine.ErrInvalidCommand, r.URL.Query().Get("stale")))
 			return
 		}
+		r, perr := s.shardContext(r)
 		c := &call{s: s, w: w, r: r, out: responseFormat(r)}
 		defer c.release()
+		if perr != nil {
+			c.fail(perr)
+			return
+		}
 		if err := c.readBody(); err != nil {
 			c.fail(err)
 			return
@@ -285,6 +296,7 @@ func (s *Server) handle(pattern string, role Role, h handler) {
 			}
 		}
 		s.extendDeadlines(w)
+		s.notePlacement(w.Header())
 		if engine.IsStaleRead(r.Context()) {
 			s.markStale(w.Header())
 		}

@@ -9,10 +9,16 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-// Machine applies commands. It holds only the limits, so one Machine may be
-// shared; Apply itself is a pure step function over its transaction.
+// Machine applies commands. It holds only the limits and the shard its
+// store holds, so one Machine may be shared by the stores of one shard;
+// Apply itself is a pure step function over its transaction.
 type Machine struct {
 	limits engine.Limits
+	// shard is the shard of a sharded cluster whose store this machine
+	// applies to (zero: unsharded). It decides the high bits of the job
+	// and review ids it assigns and refuses what would cross shards
+	// (shard.go).
+	shard engine.ShardLayout
 }
 
 // NewMachine returns a Machine enforcing l (zero fields take their defaults).
@@ -22,6 +28,25 @@ func NewMachine(l engine.Limits) (*Machine, error) {
 	}
 	return &Machine{limits: l.WithDefaults()}, nil
 }
+
+// NewShardMachine returns a Machine enforcing l for the store of shard s of
+// a sharded cluster (docs/sharding.md). Every replica of a shard must use
+// the same s, since what Apply writes depends on it. The zero s is
+// NewMachine's.
+func NewShardMachine(l engine.Limits, s engine.ShardLayout) (*Machine, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := NewMachine(l)
+	if err != nil {
+		return nil, err
+	}
+	m.shard = s
+	return m, nil
+}
+
+// Shard returns the shard the machine applies to (zero: unsharded).
+func (m *Machine) Shard() engine.ShardLayout { return m.shard }
 
 var defaultMachine = &Machine{limits: engine.Limits{}.WithDefaults()}
 
@@ -60,7 +85,7 @@ func (m *Machine) ApplyNoting(tx *storage.Tx, cmd engine.Command, n *Notes) (res
 	if tx.Len() != 0 {
 		return nil, errors.New("engine: Apply needs a fresh Tx")
 	}
-	a := &applier{tx: tx, lim: &m.limits, notes: n}
+	a := &applier{tx: tx, lim: &m.limits, notes: n, shard: m.shard}
 	h := cmd.Head()
 	if h.RequestID != "" {
 		if res, found, err := a.recordedResult(cmd); found || err != nil {
@@ -120,6 +145,8 @@ type applier struct {
 	jobs map[engine.JobID]*loaded
 	// notes, when not nil, gets what the metrics count (notes.go).
 	notes *Notes
+	// shard is the Machine's (shard.go).
+	shard engine.ShardLayout
 }
 
 func (a *applier) u64(key []byte) (uint64, error) {

@@ -305,15 +305,20 @@ func (a *applier) linkRuns(prev, next *loaded, reason string) {
 	a.save(next)
 }
 
-// nextJobID takes the next job id from the counter.
+// nextJobID takes the next job id from the counter; a shard of a sharded
+// cluster puts its index in the id's high bits (shard.go).
 func (a *applier) nextJobID() (engine.JobID, error) {
 	n, err := a.u64(storage.KeyNextJob)
 	if err != nil {
 		return 0, err
 	}
 	n++
+	id, err := a.shardID(n, "job")
+	if err != nil {
+		return 0, err
+	}
 	a.tx.Set(storage.KeyNextJob, storage.U64(n))
-	return engine.JobID(n), nil
+	return engine.JobID(id), nil
 }
 
 // wake ends a job's wait with wait_completed when it is Waiting or Parked.

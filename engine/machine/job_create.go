@@ -13,6 +13,13 @@ import (
 // started only by the holder of the parent's lease: its end becomes the
 // effect of one of the parent's steps, which nobody else may write.
 func (a *applier) create(c *engine.CreateJob) (engine.Result, error) {
+	what := "parent job"
+	if c.WorkflowID != "" {
+		what = fmt.Sprintf("the parent job of the run with workflow id %q,", c.WorkflowID)
+	}
+	if err := a.jobOnShard("CreateJob", what, c.ParentID); err != nil {
+		return nil, err
+	}
 	if c.ParentID != 0 && !engine.LegacyParent(&c.Header, c.ParentID, c.ParentLease) {
 		if _, err := a.parentHeld(c.ParentLease, "CreateJob"); err != nil {
 			return nil, err
@@ -37,6 +44,9 @@ func (a *applier) parentHeld(ref *engine.LeaseRef, cmd string) (*loaded, error) 
 // createRun starts a run; lastResult goes on its job_created (a cron run's
 // last completion result).
 func (a *applier) createRun(c *engine.CreateJob, lastResult []byte) (engine.Result, error) {
+	if err := a.workflowOnShard("CreateJob", c.WorkflowID); err != nil {
+		return nil, err
+	}
 	digest := startDigest(c)
 	if c.WorkflowID != "" {
 		cur, err := a.resolve(engine.Target{WorkflowID: c.WorkflowID})

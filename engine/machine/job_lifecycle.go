@@ -64,6 +64,9 @@ func (a *applier) terminate(c *engine.Terminate) (engine.Result, error) {
 // child at all (ErrUnknownJob): a workflow id its child had may since
 // name another workflow's run, which the parent must leave alone.
 func (a *applier) childOf(t engine.Target, parent engine.LeaseRef) error {
+	if err := a.jobOnShard("Terminate", "parent job", parent.Job); err != nil {
+		return err
+	}
 	if _, err := a.fenced(parent, "Terminate"); err != nil {
 		return err
 	}

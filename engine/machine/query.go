@@ -107,3 +107,29 @@ func HasReady(r *storage.Reader, queue string) (_ bool, err error) {
 		func([]byte, []byte) (bool, error) { found = true; return false, nil })
 	return found, err
 }
+
+// RecordedClaim returns the jobs a Claim under requestID took, as its
+// request record keeps them, and whether there is such a record (of a
+// Claim). A sharded cluster's client uses it to find what a long poll it
+// cut took anyway (docs/sharding.md, "Claims"); it reads, never writes.
+func RecordedClaim(r *storage.Reader, requestID string) ([]engine.ClaimedJob, bool, error) {
+	if requestID == "" {
+		return nil, false, nil
+	}
+	b, err := r.Get(storage.RequestKey(requestID))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	kind, res, _, err := decodeRecord(b)
+	if err != nil {
+		return nil, false, err
+	}
+	cr, ok := res.(*engine.ClaimResult)
+	if kind != engine.KindClaim || !ok {
+		return nil, false, nil
+	}
+	return cr.Jobs, true, nil
+}

@@ -9,6 +9,9 @@ import (
 )
 
 func (a *applier) addResource(c *engine.AddResource) (engine.Result, error) {
+	if err := a.resourcesHere("AddResource", "the resource pool"); err != nil {
+		return nil, err
+	}
 	old, err := readResource(a.tx.Get, c.ID)
 	if err != nil {
 		return nil, err
@@ -29,6 +32,9 @@ func (a *applier) addResource(c *engine.AddResource) (engine.Result, error) {
 }
 
 func (a *applier) drainResource(c *engine.DrainResource) (engine.Result, error) {
+	if err := a.resourcesHere("DrainResource", "the resource pool"); err != nil {
+		return nil, err
+	}
 	rs, err := a.resource(c.ID)
 	if err != nil {
 		return nil, err
@@ -46,6 +52,9 @@ func (a *applier) drainResource(c *engine.DrainResource) (engine.Result, error) 
 }
 
 func (a *applier) removeResource(c *engine.RemoveResource) (engine.Result, error) {
+	if err := a.resourcesHere("RemoveResource", "the resource pool"); err != nil {
+		return nil, err
+	}
 	rs, err := a.resource(c.ID)
 	if err != nil {
 		return nil, err

@@ -161,6 +161,9 @@ func (a *applier) saveReview(lt *loadedReview) error {
 }
 
 func (a *applier) createReview(c *engine.CreateReview) (engine.Result, error) {
+	if err := a.reviewOnShard(c); err != nil {
+		return nil, err
+	}
 	existing, err := a.phaseReview(c.Job, c.Phase)
 	if err != nil {
 		return nil, err
@@ -198,8 +201,12 @@ func (a *applier) createReview(c *engine.CreateReview) (engine.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := engine.ReviewID(next + 1)
-	a.tx.Set(storage.KeyNextReview, storage.U64(uint64(id)))
+	n, err := a.shardID(next+1, "task")
+	if err != nil {
+		return nil, err
+	}
+	id := engine.ReviewID(n)
+	a.tx.Set(storage.KeyNextReview, storage.U64(next+1))
 	lt := &loadedReview{t: &engine.Review{
 		ID: id, Job: c.Job, Phase: c.Phase, Description: c.Description, JobDescription: c.JobDescription,
 		Queue: c.Queue, ReviewQueue: c.ReviewQueue, Type: c.Type, ReviewType: c.ReviewType, Deps: deps,

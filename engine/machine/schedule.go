@@ -38,6 +38,9 @@ func (a *applier) saveSchedule(s *engine.Schedule, liveDueMS int64) {
 }
 
 func (a *applier) createSchedule(c *engine.CreateSchedule) (engine.Result, error) {
+	if err := a.scheduleOnShard("CreateSchedule", c.ID, c.Action); err != nil {
+		return nil, err
+	}
 	if _, err := a.loadSchedule(c.ID); err == nil {
 		return nil, fmt.Errorf("%w: %q", engine.ErrScheduleExists, c.ID)
 	} else if !errors.Is(err, engine.ErrUnknownSchedule) {
@@ -57,6 +60,9 @@ func (a *applier) createSchedule(c *engine.CreateSchedule) (engine.Result, error
 }
 
 func (a *applier) updateSchedule(c *engine.UpdateSchedule) (engine.Result, error) {
+	if err := a.scheduleOnShard("UpdateSchedule", c.ID, c.Action); err != nil {
+		return nil, err
+	}
 	s, err := a.loadSchedule(c.ID)
 	if err != nil {
 		return nil, err

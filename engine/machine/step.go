@@ -113,6 +113,11 @@ func (a *applier) finishStep(res *engine.StepResult, l *loaded, s *step, before 
 }
 
 func (a *applier) leaseStep(c *engine.LeaseStep) (engine.Result, error) {
+	if len(c.Capabilities) > 0 || len(c.Selector) > 0 {
+		if err := a.resourcesHere("LeaseStep", fmt.Sprintf("the resource pool step %q asks a unit of", c.Step)); err != nil {
+			return nil, err
+		}
+	}
 	l, err := a.fenced(c.LeaseRef, "LeaseStep")
 	if err != nil {
 		return nil, err

@@ -177,6 +177,14 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 		// trace parent is a new span), and the engine refuses it as a
 		// conflict: the job exists, as when the request record has gone
 		// and the workflow id is taken.
+		if errors.Is(err, engine.ErrCrossShard) {
+			// A sharded cluster does not start a child or an activity
+			// task on another shard than its parent's yet: the step fails
+			// at once, saying so, rather than the turn retrying what
+			// cannot succeed (docs/sharding.md, "Cross-shard work").
+			msg := fmt.Sprintf("workflow %q cannot start %q: %v", r.job.WorkflowID, create.WorkflowID, err)
+			return true, r.commitFailure(c, temporal.NewNonRetryableApplicationError(msg, "CrossShard", nil))
+		}
 		if !errors.Is(err, engine.ErrWorkflowExists) && !errors.Is(err, engine.ErrRequestConflict) {
 			return false, err
 		}

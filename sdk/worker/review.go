@@ -152,6 +152,11 @@ func (r *run) createReview(c *replay.Command) (bool, error) {
 	ct.RequestID = fmt.Sprintf("heddle/%d/%s/task", r.job.Job, c.Step)
 	if _, err := ts.CreateReview(r.ctx, ct); err != nil {
 		if !errors.Is(err, engine.ErrReviewExists) {
+			if errors.Is(err, engine.ErrCrossShard) {
+				// A task whose review job lives on another shard than its
+				// run (docs/sharding.md, "Cross-shard work").
+				return true, r.failReview(c, workflow.NewApplicationError(err.Error(), "CrossShard", true))
+			}
 			if errors.Is(err, engine.ErrInvalidCommand) {
 				return true, r.failReview(c, workflow.NewApplicationError(err.Error(), "BadTask", true))
 			}

@@ -1,0 +1,529 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/backoff"
+)
+
+// How a Client routes on a sharded cluster (docs/sharding.md, "Routing"):
+// a node's answer carries the placement header; from then on the client
+// keeps the cluster's shard map (GET /v1/cluster/shards) and sends each
+// request that belongs to one shard straight to that shard's leader. The
+// map is fetched again before the next routed request when a node names a
+// newer placement, when a routed request had to be forwarded, or when a
+// routed try failed. Claims go to every node at once.
+
+// shardView is what a Client knows of a sharded cluster's placement.
+type shardView struct {
+	version uint64
+	count   int
+	// nodes are the nodes' base URLs, in the placement's order.
+	nodes []string
+	// leaders holds each shard's leader's base URL ("" unknown).
+	leaders []string
+}
+
+// shardState is a Client's routing state; the zero value routes nothing.
+type shardState struct {
+	mu      sync.Mutex // guards view
+	view    *shardView
+	sharded bool // a node said the cluster is sharded
+	stale   bool // fetch the map before the next routed request
+	// refreshing is held while the map is fetched, so only one fetch runs.
+	refreshing sync.Mutex
+	// probed is set once a node answered the client's question whether the
+	// cluster is sharded (probeShards).
+	probed atomic.Bool
+}
+
+func (s *shardState) current() (view *shardView, sharded, stale bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.view, s.sharded, s.stale
+}
+
+func (s *shardState) markStale() {
+	s.mu.Lock()
+	s.stale = true
+	s.mu.Unlock()
+}
+
+// noteHeaders reads what an answer says of the placement: the placement
+// header (the cluster is sharded; a newer version makes the map stale),
+// and, for a request routed by the map, whether a node forwarded it.
+func (s *shardState) noteHeaders(h http.Header, routed bool) {
+	v := h.Get(placementHeader)
+	forwarded := routed && h.Get(forwardedByHeader) != ""
+	if v == "" && !forwarded {
+		return
+	}
+	count, version, ok := parsePlacementHeader(v)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ok && count > 1 {
+		s.sharded = true
+		if s.view == nil || version > s.view.version {
+			s.stale = true
+		}
+	}
+	if forwarded {
+		s.stale = true
+	}
+}
+
+// parsePlacementHeader reads "<shards> <version>".
+func parsePlacementHeader(v string) (count int, version uint64, ok bool) {
+	a, b, found := strings.Cut(v, " ")
+	if !found {
+		return 0, 0, false
+	}
+	n, err1 := strconv.Atoi(a)
+	ver, err2 := strconv.ParseUint(b, 10, 64)
+	if err1 != nil || err2 != nil || n < 1 || n > engine.MaxShards {
+		return 0, 0, false
+	}
+	return n, ver, true
+}
+
+// routeOf returns the base URL of the leader of rq's shard when the client
+// routes by shard and rq belongs to one shard whose leader it knows, and
+// the shard (-1: not routed). It fetches the map first when it is stale.
+func (c *Client) routeOf(ctx context.Context, rq request) (string, int) {
+	if rq.noRoute || c.pinned {
+		return "", -1
+	}
+	view, sharded, stale := c.shards.current()
+	if !sharded {
+		return "", -1
+	}
+	if stale || view == nil {
+		c.refreshShards(ctx)
+		view, _, _ = c.shards.current()
+	}
+	if view == nil {
+		return "", -1
+	}
+	k, ok := shardOfRequest(rq, view.count)
+	if !ok || view.leaders[k] == "" {
+		return "", -1
+	}
+	return view.leaders[k], k
+}
+
+// refreshShards fetches the shard map, unless another call is fetching it.
+func (c *Client) refreshShards(ctx context.Context) {
+	if !c.shards.refreshing.TryLock() {
+		return
+	}
+	defer c.shards.refreshing.Unlock()
+	_, _ = c.fetchShards(ctx)
+}
+
+// fetchShards asks any node for the shard map and keeps it when it is one;
+// it returns whether a node answered at all (a node of a cluster of one
+// group answers with an error) and the error.
+func (c *Client) fetchShards(ctx context.Context) (answered bool, err error) {
+	var m engine.ShardMap
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	err = c.do(ctx, request{method: http.MethodGet, path: "/v1/cluster/shards", out: &m, noRoute: true})
+	var te *transportError
+	answered = err == nil || (!errors.As(err, &te) && ctx.Err() == nil)
+	if err != nil || m.Shards < 1 || len(m.Leaders) != m.Shards {
+		return answered, err // routed requests go through any node meanwhile
+	}
+	base := c.preferred()
+	v := &shardView{version: m.Version, count: m.Shards, leaders: make([]string, m.Shards)}
+	byID := map[string]string{}
+	for _, n := range m.Nodes {
+		if n.HTTPAddr == "" {
+			continue
+		}
+		u := hintURL(base, n.HTTPAddr)
+		byID[n.ID] = u
+		v.nodes = append(v.nodes, u)
+	}
+	for k, id := range m.Leaders {
+		v.leaders[k] = byID[id]
+	}
+	c.shards.mu.Lock()
+	c.shards.view, c.shards.stale = v, false
+	if m.Shards > 1 {
+		c.shards.sharded = true
+	}
+	c.shards.mu.Unlock()
+	return true, nil
+}
+
+// probeShards asks, once in a client's life, whether the cluster is
+// sharded, before the client's first long poll for work. A client learns it
+// from the placement header of any answer, but a worker's first request is
+// often its long poll, whose answer comes only when the poll ends: sent to
+// one node of a sharded cluster as to a cluster of one group, it would wait
+// there, blind to the work of the shards other nodes lead, until its wait
+// ran out. A node of a cluster of one group answers the question with an
+// error, after which the client polls as it always did.
+func (c *Client) probeShards(ctx context.Context) {
+	if c.pinned || c.shards.probed.Load() {
+		return
+	}
+	if _, sharded, _ := c.shards.current(); sharded {
+		c.shards.probed.Store(true)
+		return
+	}
+	c.shards.refreshing.Lock()
+	defer c.shards.refreshing.Unlock()
+	if c.shards.probed.Load() {
+		return
+	}
+	if answered, _ := c.fetchShards(ctx); answered {
+		c.shards.probed.Store(true)
+	}
+}
+
+// shardView returns the map when the client routes by shard, else nil.
+func (c *Client) shardView(ctx context.Context) *shardView {
+	if c.pinned {
+		return nil
+	}
+	view, sharded, stale := c.shards.current()
+	if !sharded {
+		return nil
+	}
+	if stale || view == nil {
+		c.refreshShards(ctx)
+		view, _, _ = c.shards.current()
+	}
+	return view
+}
+
+// shardOfRequest returns the shard rq belongs to: a command's
+// (engine.ShardOfCommand), or a read's by its path.
+func shardOfRequest(rq request, count int) (int, bool) {
+	if cmd, ok := rq.body.(engine.Command); ok {
+		k, route := engine.ShardOfCommand(cmd, count)
+		return k, route == engine.RouteOne && k >= 0 && k < count
+	}
+	if rq.method != http.MethodGet {
+		return 0, false
+	}
+	rest, ok := strings.CutPrefix(rq.path, "/v1/")
+	if !ok {
+		return 0, false
+	}
+	kind, rest, _ := strings.Cut(rest, "/")
+	seg, _, _ := strings.Cut(rest, "/")
+	if seg == "" {
+		return 0, false
+	}
+	name, err := url.PathUnescape(seg)
+	if err != nil {
+		return 0, false
+	}
+	var k int
+	switch kind {
+	case "jobs", "tasks":
+		n, err := strconv.ParseUint(name, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		k = engine.ShardOfJob(engine.JobID(n))
+	case "workflows", "schedules", "manifests":
+		k = engine.ShardOfKey(name, count)
+	default:
+		return 0, false
+	}
+	return k, k < count
+}
+
+// Fan-out of claims over the nodes of a sharded cluster: each node claims
+// from the shards it leads, so a worker polls every node at once, and its
+// cost grows with the nodes, not with the shards.
+
+// claimAcross long-polls (with wait) or asks once (without) every node in
+// view for cmd and answers with what the first non-empty answer took,
+// after the others ended: they are cut at once, and what a cut poll took
+// anyway is given back by its node; what two polls answered together, over
+// cmd.Max, the client gives back itself.
+func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Claim, wait bool) ([]engine.ClaimedJob, error) {
+	got, cut, err := fanOut(ctx, c, view, "/v1/jobs/claim", &cmd, wait, func(r *engine.ClaimResult) []engine.ClaimedJob { return r.Jobs })
+	seen := map[engine.JobID]bool{}
+	var jobs, surplus []engine.ClaimedJob
+	for _, j := range got {
+		switch {
+		case seen[j.Job]:
+			// The same claim answered twice (a shard's leadership moved
+			// between two nodes' polls under one request id).
+		case len(jobs) < max(cmd.Max, 1):
+			jobs = append(jobs, j)
+		default:
+			surplus = append(surplus, j)
+		}
+		seen[j.Job] = true
+	}
+	if len(got) > 0 {
+		// seen is the recall's from here on: no one else touches it.
+		c.recallLater(cut, cmd, seen)
+	}
+	if len(surplus) > 0 {
+		c.releaseSurplus(context.WithoutCancel(ctx), surplus)
+	}
+	if len(jobs) > 0 {
+		return jobs, nil
+	}
+	return nil, err
+}
+
+// releaseSurplus requeues jobs claimed beyond what the caller asked for,
+// fenced by their leases, as the server gives back a cut claim's.
+func (c *Client) releaseSurplus(ctx context.Context, jobs []engine.ClaimedJob) {
+	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	defer cancel()
+	for _, j := range jobs {
+		// A refusal means the lease moved on already; nothing is left to do.
+		_, _ = c.Requeue(ctx, engine.Requeue{LeaseRef: j.Lease(), Reason: engine.ReasonReleased})
+	}
+}
+
+// claimReviewsAcross is claimAcross for review tasks.
+func (c *Client) claimReviewsAcross(ctx context.Context, view *shardView, cmd engine.ClaimReviews, wait bool) ([]engine.ClaimedReview, error) {
+	got, _, err := fanOut(ctx, c, view, "/v1/tasks/claim", &cmd, wait, func(r *engine.ClaimReviewsResult) []engine.ClaimedReview { return r.Reviews })
+	seen := map[engine.ReviewID]bool{}
+	var out []engine.ClaimedReview
+	for _, t := range got {
+		if !seen[t.Review] {
+			out = append(out, t)
+		}
+		seen[t.Review] = true
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	return nil, err
+}
+
+// fanOut posts body to path at every node of view, each as long polls
+// (wait) or once, until one answers with items; then it cuts the others,
+// waits for them and returns every item answered. It returns an error only
+// when no node answered with items: the first one no retry can fix, or
+// ctx's. It also returns the nodes whose polls it cut after an answer.
+func fanOut[R, T any](ctx context.Context, c *Client, view *shardView, path string, body any, wait bool, items func(*R) []T) (_ []T, cut []string, _ error) {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		base  string
+		items []T
+		err   error
+	}
+	answers := make(chan answer, len(view.nodes))
+	for _, base := range view.nodes {
+		go func() {
+			got, err := pollNode(pctx, c, base, path, body, wait, items)
+			answers <- answer{base, got, err}
+		}()
+	}
+	var out []T
+	var firstErr error
+	for range view.nodes {
+		a := <-answers
+		if len(a.items) > 0 {
+			out = append(out, a.items...)
+			cancel()
+			continue
+		}
+		if a.err != nil && isContextError(a.err) && ctx.Err() == nil {
+			cut = append(cut, a.base)
+		}
+		if a.err != nil && firstErr == nil && !isContextError(a.err) {
+			firstErr = a.err
+			cancel()
+		}
+	}
+	if len(out) > 0 {
+		return out, cut, nil
+	}
+	if firstErr != nil {
+		return nil, nil, firstErr
+	}
+	return nil, nil, ctx.Err()
+}
+
+// recallDelay is how long after cutting a node's long poll the client asks
+// that node what the poll took anyway: long enough for a claim the node
+// was applying at the cut to be applied (a Raft commit), short against a
+// lease.
+const recallDelay = 500 * time.Millisecond
+
+// recallLater asks, recallDelay from now, each node at bases whose long
+// poll claimAcross cut, what the claims under cmd's request id took there
+// (POST /v1/jobs/claim?recall=1, a read), and gives back every such job
+// that want does not hold (fenced by its lease, so a job its node gave
+// back itself, or that was claimed again since, is left alone). A poll cut
+// just after its node applied a claim may have been answered into a closed
+// connection, and its jobs would otherwise wait out their leases. A node
+// that cannot be asked is left to the leases.
+func (c *Client) recallLater(bases []string, cmd engine.Claim, want map[engine.JobID]bool) {
+	if len(bases) == 0 || cmd.RequestID == "" {
+		return
+	}
+	payload, err := encodeRequestBody(&cmd)
+	if err != nil {
+		return
+	}
+	time.AfterFunc(recallDelay, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		var back []engine.ClaimedJob
+		for _, base := range bases {
+			var r engine.ClaimResult
+			rq := request{method: http.MethodPost, path: "/v1/jobs/claim", body: &cmd, out: &r, command: true, noRoute: true,
+				query: url.Values{"recall": {"1"}}}
+			if _, err := c.try(ctx, base, rq, payload); err != nil {
+				continue
+			}
+			for _, j := range r.Jobs {
+				if !want[j.Job] {
+					back = append(back, j)
+					want[j.Job] = true
+				}
+			}
+		}
+		if len(back) > 0 {
+			c.releaseSurplus(ctx, back)
+		}
+	})
+}
+
+// pollNode asks one node, at base, until it answers with items (with wait:
+// long polls one after another), or ctx ends, or it answers an error no
+// retry can fix. A node that cannot be reached is asked again after a
+// backoff: the other nodes are asked meanwhile by their own polls.
+func pollNode[R, T any](ctx context.Context, c *Client, base, path string, body any, wait bool, items func(*R) []T) ([]T, error) {
+	var payload []byte
+	bo := backoff.Backoff{Initial: minBackoff, Max: maxBackoff}
+	for {
+		rq := request{method: http.MethodPost, path: path, body: body, command: true, noRoute: true}
+		if wait {
+			w := c.pollWait(ctx)
+			if w == 0 {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			rq.query, rq.wait = waitQuery(w), w
+		}
+		var r R
+		rq.out = &r
+		if payload == nil {
+			var err error
+			if payload, err = encodeRequestBody(rq.body); err != nil {
+				return nil, err
+			}
+		}
+		_, err := c.try(ctx, base, rq, payload)
+		if got := items(&r); err == nil && len(got) > 0 {
+			return got, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		switch {
+		case err == nil:
+			if !wait {
+				return nil, nil
+			}
+			bo.Reset()
+			continue
+		case !retryable(err):
+			return nil, err
+		}
+		if serr := backoff.Sleep(ctx, bo.Next()); serr != nil {
+			return nil, serr
+		}
+		if !wait {
+			return nil, err
+		}
+	}
+}
+
+// splitHeartbeat sends a heartbeat naming leases of several shards as one
+// heartbeat per shard, each to its shard's leader, and merges the answers.
+func (c *Client) splitHeartbeat(ctx context.Context, cmd engine.Heartbeat) (*engine.HeartbeatResult, error) {
+	parts := map[int][]engine.LeaseRef{}
+	for _, l := range cmd.Leases {
+		parts[engine.ShardOfJob(l.Job)] = append(parts[engine.ShardOfJob(l.Job)], l)
+	}
+	out := &engine.HeartbeatResult{}
+	for _, k := range sortedKeys(parts) {
+		part := cmd
+		part.Leases = parts[k]
+		part.RequestID = ""
+		res, err := send[engine.HeartbeatResult](ctx, c, "/v1/jobs/heartbeat", &part, &part.Header)
+		if err != nil {
+			return nil, err
+		}
+		if out.LeaseExpiryMS == 0 || res.LeaseExpiryMS < out.LeaseExpiryMS {
+			out.LeaseExpiryMS = res.LeaseExpiryMS
+		}
+		out.Refused = append(out.Refused, res.Refused...)
+		out.CancelRequested = append(out.CancelRequested, res.CancelRequested...)
+	}
+	return out, nil
+}
+
+// splitReviewHeartbeat is splitHeartbeat for review task leases.
+func (c *Client) splitReviewHeartbeat(ctx context.Context, cmd engine.ReviewHeartbeat) (*engine.ReviewHeartbeatResult, error) {
+	parts := map[int][]engine.ReviewLeaseRef{}
+	for _, l := range cmd.Leases {
+		parts[engine.ShardOfReview(l.Review)] = append(parts[engine.ShardOfReview(l.Review)], l)
+	}
+	out := &engine.ReviewHeartbeatResult{}
+	for _, k := range sortedKeys(parts) {
+		part := cmd
+		part.Leases = parts[k]
+		part.RequestID = ""
+		res, err := send[engine.ReviewHeartbeatResult](ctx, c, "/v1/tasks/heartbeat", &part, &part.Header)
+		if err != nil {
+			return nil, err
+		}
+		if out.LeaseExpiryMS == 0 || res.LeaseExpiryMS < out.LeaseExpiryMS {
+			out.LeaseExpiryMS = res.LeaseExpiryMS
+		}
+		out.Refused = append(out.Refused, res.Refused...)
+	}
+	return out, nil
+}
+
+// ShardMap returns the cluster's shard map as the node the client asks
+// knows it (GET /v1/cluster/shards); ErrNoCluster from a node that is not
+// one of a sharded cluster.
+func (c *Client) ShardMap(ctx context.Context) (engine.ShardMap, error) {
+	var m engine.ShardMap
+	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/cluster/shards", out: &m, noRoute: true})
+	return m, err
+}
+
+// SetShardLeader makes node the desired leader of shard (any node forwards
+// it to the metadata group's leader) and returns the new placement version.
+func (c *Client) SetShardLeader(ctx context.Context, shard int, node string) (uint64, error) {
+	var r PlacementChange
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/cluster/shards/" + strconv.Itoa(shard) + "/leader", command: true,
+		body: &ShardLeaderRequest{Node: node}, out: &r, noRoute: true})
+	return r.Version, err
+}
+
+// RebalanceLeaders sets every shard's desired leader back to the spread.
+func (c *Client) RebalanceLeaders(ctx context.Context) (uint64, error) {
+	var r PlacementChange
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/cluster/shards/rebalance", command: true, out: &r, noRoute: true})
+	return r.Version, err
+}

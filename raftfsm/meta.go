@@ -1,0 +1,359 @@
+package raftfsm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/msgpackscan"
+)
+
+// The metadata group (group 0 of a sharded node) replicates the cluster's
+// Placement. Its state is small and lives in memory; the Raft log and its
+// snapshots are its durable record, and a node also keeps the newest
+// placement it applied in its directory (host.go), so that it can open its
+// shards before the group has a leader.
+
+// metaEntryVersion is the first byte of a metadata entry.
+const metaEntryVersion = 1
+
+type metaKind byte
+
+const (
+	// metaCreate writes the first placement; a later one is ignored (every
+	// node's first leadership proposes the one it computed).
+	metaCreate metaKind = 1
+	// metaSetLeader sets one shard's desired leader.
+	metaSetLeader metaKind = 2
+	// metaRebalance sets every shard's desired leader back to the spread
+	// NewPlacement makes.
+	metaRebalance metaKind = 3
+)
+
+// maxMetaEntryBytes bounds a metadata entry: a create carries a placement.
+const maxMetaEntryBytes = maxPlacementBytes + 64
+
+type setLeaderBody struct {
+	Shard  int    `msgpack:"s"`
+	Leader string `msgpack:"l"`
+}
+
+func encodeMetaEntry(k metaKind, body any) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte(metaEntryVersion)
+	buf.WriteByte(byte(k))
+	switch b := body.(type) {
+	case *Placement:
+		pb, err := encodePlacement(b)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(pb)
+	default:
+		if err := msgpack.NewEncoder(&buf).Encode(body); err != nil {
+			return nil, fmt.Errorf("raftfsm: encoding a metadata entry: %w", err)
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+// metaEntry is one decoded metadata entry.
+type metaEntry struct {
+	kind      metaKind
+	placement *Placement     // metaCreate
+	setLeader *setLeaderBody // metaSetLeader
+}
+
+// decodeMetaEntry parses a metadata log entry, bounded like decodeEntry.
+func decodeMetaEntry(b []byte) (metaEntry, error) {
+	var e metaEntry
+	switch {
+	case len(b) < 2 || len(b) > maxMetaEntryBytes:
+		return e, &EntryError{Reason: fmt.Sprintf("metadata entry of %d bytes, not in [2, %d]", len(b), maxMetaEntryBytes)}
+	case b[0] != metaEntryVersion:
+		return e, &EntryError{Reason: fmt.Sprintf("metadata entry version %d, this node reads %d", b[0], metaEntryVersion)}
+	}
+	e.kind = metaKind(b[1])
+	body := b[2:]
+	switch e.kind {
+	case metaCreate:
+		p, err := decodePlacement(body)
+		if err != nil {
+			return e, &EntryError{Reason: "metadata create: " + err.Error()}
+		}
+		e.placement = p
+	case metaSetLeader:
+		if _, err := msgpackscan.Check(body, msgpackscan.Limits{MaxDepth: 1, MaxValues: 5}); err != nil {
+			return e, &EntryError{Reason: "metadata set-leader: " + err.Error()}
+		}
+		var s setLeaderBody
+		if err := msgpack.Unmarshal(body, &s); err != nil {
+			return e, &EntryError{Reason: "metadata set-leader: " + err.Error()}
+		}
+		e.setLeader = &s
+	case metaRebalance:
+		if _, err := msgpackscan.Check(body, msgpackscan.Limits{MaxDepth: 1, MaxValues: 1}); err != nil {
+			return e, &EntryError{Reason: "metadata rebalance: " + err.Error()}
+		}
+	default:
+		return e, &EntryError{Reason: fmt.Sprintf("unknown metadata entry kind %d", b[1])}
+	}
+	return e, nil
+}
+
+// metaFSM is the metadata group's state machine: the placement.
+type metaFSM struct {
+	mu sync.RWMutex
+	p  *Placement // nil until created
+	// onChange is called (on Raft's applying goroutine) with each new
+	// placement; it must not block for long.
+	onChange func(*Placement)
+}
+
+var _ raft.FSM = (*metaFSM)(nil)
+
+func (f *metaFSM) placement() *Placement {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.p
+}
+
+// metaOutcome answers an applied metadata entry.
+type metaOutcome struct {
+	version uint64
+	err     error
+}
+
+// Apply implements raft.FSM.
+func (f *metaFSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	e, err := decodeMetaEntry(l.Data)
+	if err != nil {
+		var ee *EntryError
+		if errors.As(err, &ee) {
+			ee.Index = l.Index
+		}
+		return &metaOutcome{err: err}
+	}
+	f.mu.Lock()
+	next, err := applyMeta(f.p, e)
+	changed := err == nil && next != f.p
+	if changed {
+		f.p = next
+	}
+	f.mu.Unlock()
+	if err != nil {
+		return &metaOutcome{err: err}
+	}
+	if changed && f.onChange != nil {
+		f.onChange(next)
+	}
+	return &metaOutcome{version: next.Version}
+}
+
+// applyMeta returns the placement after e, or cur when e changes nothing.
+// It never modifies cur.
+func applyMeta(cur *Placement, e metaEntry) (*Placement, error) {
+	if e.kind == metaCreate {
+		if cur != nil {
+			return cur, nil
+		}
+		return e.placement, nil
+	}
+	if cur == nil {
+		return nil, fmt.Errorf("%w: the cluster's placement is not written yet", engine.ErrInvalidCommand)
+	}
+	next := *cur
+	next.Groups = append([]ShardPlacement(nil), cur.Groups...)
+	switch e.kind {
+	case metaSetLeader:
+		s := e.setLeader
+		if s.Shard < 0 || s.Shard >= cur.Shards {
+			return nil, fmt.Errorf("%w: shard %d is not in [0, %d)", engine.ErrInvalidCommand, s.Shard, cur.Shards)
+		}
+		g := next.Groups[s.Shard]
+		ok := false
+		for _, r := range g.Replicas {
+			ok = ok || r == s.Leader
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: node %q holds no replica of shard %d (replicas %v)", engine.ErrInvalidCommand, s.Leader, s.Shard, g.Replicas)
+		}
+		if g.Leader == s.Leader {
+			return cur, nil
+		}
+		g.Leader = s.Leader
+		next.Groups[s.Shard] = g
+	case metaRebalance:
+		for k := range next.Groups {
+			g := next.Groups[k]
+			g.Leader = g.Replicas[0]
+			next.Groups[k] = g
+		}
+	}
+	next.Version++
+	return &next, nil
+}
+
+// Snapshot implements raft.FSM: the placement's bytes (none before it is
+// created).
+func (f *metaFSM) Snapshot() (raft.FSMSnapshot, error) {
+	p := f.placement()
+	if p == nil {
+		return metaSnapshot(nil), nil
+	}
+	b, err := encodePlacement(p)
+	if err != nil {
+		return nil, err
+	}
+	return metaSnapshot(b), nil
+}
+
+// Restore implements raft.FSM.
+func (f *metaFSM) Restore(rc io.ReadCloser) error {
+	defer func() { _ = rc.Close() }()
+	b, err := io.ReadAll(io.LimitReader(rc, maxPlacementBytes+1))
+	if err != nil {
+		return fmt.Errorf("raftfsm: reading a metadata snapshot: %w", err)
+	}
+	var p *Placement
+	if len(b) > 0 {
+		if p, err = decodePlacement(b); err != nil {
+			return err
+		}
+	}
+	f.mu.Lock()
+	f.p = p
+	f.mu.Unlock()
+	if p != nil && f.onChange != nil {
+		f.onChange(p)
+	}
+	return nil
+}
+
+type metaSnapshot []byte
+
+func (s metaSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s); err != nil {
+		return errors.Join(err, sink.Cancel())
+	}
+	return sink.Close()
+}
+
+func (metaSnapshot) Release() {}
+
+// metaGroup is the metadata group's Raft member on this node.
+type metaGroup struct {
+	raft      *raft.Raft
+	fsm       *metaFSM
+	store     *raftboltdb.BoltStore
+	transport *raft.NetworkTransport
+	notify    chan bool
+	applyTO   time.Duration
+}
+
+// openMeta opens the metadata group in dir over layer, bootstrapping it
+// with p's nodes when dir holds no state.
+func openMeta(cfg Config, dir string, layer raft.StreamLayer, p *Placement, fsm *metaFSM) (_ *metaGroup, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("raftfsm: %w", err)
+	}
+	g := &metaGroup{fsm: fsm, notify: make(chan bool, 16), applyTO: cfg.ApplyTimeout}
+	defer func() {
+		if err != nil {
+			if g.transport != nil {
+				err = errors.Join(err, g.transport.Close())
+			}
+			if g.store != nil {
+				err = errors.Join(err, g.store.Close())
+			}
+		}
+	}()
+	if g.store, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")}); err != nil {
+		return nil, fmt.Errorf("raftfsm: opening the metadata group's log: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hclogger(cfg, "meta-snap"))
+	if err != nil {
+		return nil, err
+	}
+	g.transport = networkTransport(cfg, layer)
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.SnapshotThreshold = 64 // the state is one small record
+	rc.TrailingLogs = 64
+	rc.NotifyCh = g.notify
+	rc.Logger = hclogger(cfg, "meta-raft")
+	has, err := raft.HasExistingState(g.store, g.store, snaps)
+	if err != nil {
+		return nil, err
+	}
+	if g.raft, err = raft.NewRaft(rc, fsm, g.store, g.store, snaps, g.transport); err != nil {
+		return nil, fmt.Errorf("raftfsm: starting the metadata group: %w", err)
+	}
+	if !has {
+		var servers []raft.Server
+		for i, n := range p.Nodes {
+			s := raft.Server{ID: raft.ServerID(n.ID), Address: raft.ServerAddress(n.RaftAddr), Suffrage: raft.Voter}
+			if i >= p.metaVoters() {
+				s.Suffrage = raft.Nonvoter
+			}
+			servers = append(servers, s)
+		}
+		if err := g.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			return nil, errors.Join(fmt.Errorf("raftfsm: bootstrapping the metadata group: %w", err), g.raft.Shutdown().Error())
+		}
+	}
+	return g, nil
+}
+
+// apply proposes a metadata entry through this node, which must lead the
+// group, and returns the placement version it made.
+func (g *metaGroup) apply(ctx context.Context, k metaKind, body any) (uint64, error) {
+	if g.raft.State() != raft.Leader {
+		return 0, g.notLeader()
+	}
+	data, err := encodeMetaEntry(k, body)
+	if err != nil {
+		return 0, err
+	}
+	f := g.raft.Apply(data, g.applyTO)
+	if err := futureError(ctx, f); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return 0, fmt.Errorf("%w: the metadata group's leadership moved while the change was proposed", engine.ErrUnknownOutcome)
+		}
+		return 0, err
+	}
+	out, _ := f.Response().(*metaOutcome)
+	if out == nil {
+		return 0, errors.New("raftfsm: the metadata group answered nothing")
+	}
+	return out.version, out.err
+}
+
+// notLeader is the error of a metadata change asked of a follower.
+func (g *metaGroup) notLeader() error {
+	_, id := g.raft.LeaderWithID()
+	return &engine.NotLeaderError{LeaderID: string(id)}
+}
+
+func (g *metaGroup) close() error {
+	err := g.raft.Shutdown().Error()
+	return errors.Join(err, g.transport.Close(), g.store.Close())
+}
