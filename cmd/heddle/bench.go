@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -41,7 +42,7 @@ func newBenchCommand() *cobra.Command {
 		n, finished                             int
 		ceiling                                 time.Duration
 		quiet, noQueueView                      bool
-		shardList                               string
+		shardList, cpuProfile                   string
 	)
 	fs.StringVar(&workload, "workload", "", "the `workloads` to run: "+strings.Join(bench.Workloads(), ", ")+
 		"; several separated by commas, or \"all\" (required)")
@@ -65,6 +66,10 @@ func newBenchCommand() *cobra.Command {
 	format := new(outputFormat)
 	*format = formatTable
 	fs.VarP(formatValue{format}, "output", "o", "output `format` of the results on stdout: table, json (one document) or jsonl (one JSON object per workload)")
+	// --cpuprofile is for finding where a workload's CPU goes (docs/sharding.md,
+	// "Measured"); hidden, as it is an engineer's tool, not an operator's.
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the whole run to this `file`")
+	_ = fs.MarkHidden("cpuprofile")
 	completeOutput(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -98,6 +103,19 @@ func newBenchCommand() *cobra.Command {
 					return usagef("--shards: the embedded mode is one shard; shard counts above 1 need --mode cluster or cluster-mtls")
 				}
 			}
+		}
+		if cpuProfile != "" {
+			f, err := os.Create(cpuProfile)
+			if err != nil {
+				return fmt.Errorf("--cpuprofile: %w", err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return errors.Join(fmt.Errorf("--cpuprofile: %w", err), f.Close())
+			}
+			defer func() {
+				pprof.StopCPUProfile()
+				_ = f.Close()
+			}()
 		}
 		var bar io.Writer
 		if !quiet && benchIsTerminal(stderr) {

@@ -91,6 +91,31 @@ func TestBenchWritesJSONAndPlot(t *testing.T) {
 	}
 }
 
+// The hidden --cpuprofile writes a Go CPU profile of the run: a
+// gzip-compressed profile (runtime/pprof's format), which go tool pprof
+// reads.
+func TestBenchCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "cpu.prof")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"bench", "--workload", "start", "--n", "10", "--ceiling-duration", "100ms",
+		"--dir", dir, "--cpuprofile", prof}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	b, err := os.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("--cpuprofile wrote %d bytes that are not a gzip-compressed profile", len(b))
+	}
+	code = run([]string{"bench", "--workload", "start", "--n", "10", "--cpuprofile", filepath.Join(dir, "no", "such", "dir", "p")}, &stdout, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "--cpuprofile") {
+		t.Errorf("an unwritable --cpuprofile: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
 // -o jsonl prints each workload's result as one JSON line on stdout, the
 // lines --json writes to a file.
 func TestBenchOutputJSONL(t *testing.T) {
