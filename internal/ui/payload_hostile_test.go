@@ -8,6 +8,8 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -215,6 +217,10 @@ func viewAlloc(t *testing.T, vw viewer, p []byte, h hostileRun) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
+// hostileChildEnv marks the process TestHostilePayloadsInTheUI starts to
+// measure in.
+const hostileChildEnv = "HEDDLE_UI_HOSTILE_ALLOC_CHILD"
+
 // TestHostilePayloadsInTheUI stores each hostile payload everywhere the UI
 // shows one and opens the pages. Reading a history through the API in
 // the process (JSON, base64, decoded again) costs some times the bytes
@@ -227,6 +233,21 @@ func viewAlloc(t *testing.T, vw viewer, p []byte, h hostileRun) uint64 {
 // with "fatal error: stack overflow", and the second and third failed the
 // allocation check (536 MB and 1.5 GB for one rendering).
 func TestHostilePayloadsInTheUI(t *testing.T) {
+	// TotalAlloc counts the whole process: goroutines the package's earlier
+	// tests left winding down (a cluster's heartbeats, a browser's
+	// connections) add to whichever view is measured. So the measurement
+	// runs in a process of its own, this test binary run again for this
+	// test alone.
+	if os.Getenv(hostileChildEnv) == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHostilePayloadsInTheUI$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), hostileChildEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		t.Logf("the measuring process said:\n%s", out)
+		if err != nil {
+			t.Fatalf("the measuring process failed: %v", err)
+		}
+		return
+	}
 	// Eight renderings of the payload (input, signal, event, question,
 	// result, output, and the review's), each bounded by payloadview to
 	// about a megabyte.
