@@ -227,7 +227,11 @@ const hostileChildEnv = "HEDDLE_UI_HOSTILE_ALLOC_CHILD"
 // read, whatever they hold; so each hostile payload's views are measured
 // against those of as many plain bytes (0xff: not text, so that the API
 // quotes the question as it quotes msgpack), and may cost at most
-// renderAllowance more.
+// renderAllowance more, plus readAllowance copies of the payload: how much
+// the store allocates to read the same bytes depends on where they are
+// when read (Badger's memtable, or a table written by a flush whose moment
+// the test does not choose), and between two runs the same views measured
+// 124 and 153 MiB for the same 800 KB.
 //
 // On the code before payloadview the first case crashed the test binary
 // with "fatal error: stack overflow", and the second and third failed the
@@ -252,6 +256,7 @@ func TestHostilePayloadsInTheUI(t *testing.T) {
 	// result, output, and the review's), each bounded by payloadview to
 	// about a megabyte.
 	const renderAllowance = 16 << 20
+	const readAllowance = 64
 	// The times each view is measured.
 	const allocTries = 3
 	v := newEnv(t, envOptions{})
@@ -275,7 +280,7 @@ func TestHostilePayloadsInTheUI(t *testing.T) {
 		}
 		t.Logf("%s (%d bytes): the pages of the runs, the review page and three downloads allocated %d MiB; for as many plain bytes %d MiB",
 			hp.name, len(hp.payload), alloc>>20, base>>20)
-		if alloc > base+renderAllowance {
+		if alloc > base+renderAllowance+readAllowance*uint64(len(hp.payload)) {
 			t.Errorf("%s: the views allocated %d MiB, those of as many plain bytes %d MiB", hp.name, alloc>>20, base>>20)
 		}
 	}
