@@ -13,8 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"image/png"
-	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -30,7 +28,6 @@ import (
 
 	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/httpapi"
-	"github.com/heddlewf/heddle/raftfsm"
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -628,55 +625,7 @@ func TestBrowserWorkflows(t *testing.T) {
 // each node serving its API and the UI on loopback.
 func TestBrowserCluster(t *testing.T) {
 	ctx := browser(t)
-	root := t.TempDir()
-	urls := map[string]string{}
-	nodes := map[string]*raftfsm.Node{}
-	for i := 1; i <= 3; i++ {
-		id := fmt.Sprintf("n%d", i)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		nd, err := raftfsm.Open(raftfsm.Config{ID: id, Dir: filepath.Join(root, id), RaftAddr: "127.0.0.1:0", HTTPAddr: ln.Addr().String(),
-			Bootstrap: i == 1, HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
-			LeaderLeaseTimeout: 150 * time.Millisecond, FailoverGrace: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[id] = nd
-		api, err := httpapi.NewServer(httpapi.ServerConfig{Service: nd.Engine(), Cluster: nd})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := New(Config{API: api})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := &http.Server{Handler: mount(h, api), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = srv.Serve(ln) }() // ends with Close below
-		t.Cleanup(func() {
-			api.Close()
-			if err := srv.Close(); err != nil {
-				t.Error(err)
-			}
-			if err := nd.Close(); err != nil {
-				t.Error(err)
-			}
-		})
-		urls[id] = "http://" + ln.Addr().String()
-		if i == 1 {
-			waitCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_, err := nd.WaitLeader(waitCtx)
-			cancel()
-			if err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := nodes["n1"].Join(context.Background(), id, nd.RaftAddr(), ln.Addr().String()); err != nil {
-			t.Fatalf("join %s: %v", id, err)
-		}
-	}
+	nodes, urls := uiCluster(t)
 	// Some work, so that the indexes move.
 	c := client.New(nodes["n1"].Engine())
 	for i := range 5 {
