@@ -5,6 +5,7 @@ package main
 // errors a newcomer meets, against a dev node and a three-node cluster.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,10 +108,20 @@ func TestWorkflowExecuteAndResult(t *testing.T) {
 		out, err string
 	}
 	done := make(chan answer, 1)
+	// The signal goes only once result says it waits: sent earlier, it
+	// could end the run before result asks, and result would answer at
+	// once without waiting.
+	errw := &markWriter{mark: "Waiting for workflow res-1", seen: make(chan struct{})}
 	go func() {
-		code, out, errs := w.run("result", "res-1")
-		done <- answer{code, out, errs}
+		var out bytes.Buffer
+		code := run([]string{"workflow", "result", "--addr", w.addr, "res-1"}, &out, errw)
+		done <- answer{code, out.String(), errw.String()}
 	}()
+	select {
+	case <-errw.seen:
+	case a := <-done:
+		t.Fatalf("result of a waiting run ended without saying it waits: exit %d\n%s%s", a.code, a.out, a.err)
+	}
 	w.ok("signal", "res-1", "go", "--input", `"open"`)
 	a := <-done
 	if a.code != 0 || !strings.Contains(a.out, `Result       "open"`) || !strings.Contains(a.err, "Waiting for workflow res-1") {
@@ -350,4 +362,30 @@ func TestWorkflowParityOnCluster(t *testing.T) {
 	wf("signal", "c-cnt", "done")
 	out, _ = wf("result", "c-cnt")
 	wantContains(t, "result of the counter", out, "Result       4")
+}
+
+// markWriter is a goroutine-safe buffer that closes seen once what was
+// written holds mark.
+type markWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	mark string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (m *markWriter) Write(p []byte) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, err := m.buf.Write(p)
+	if strings.Contains(m.buf.String(), m.mark) {
+		m.once.Do(func() { close(m.seen) })
+	}
+	return n, err
+}
+
+func (m *markWriter) String() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.buf.String()
 }
