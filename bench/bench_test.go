@@ -14,7 +14,7 @@ import (
 
 // tinyN sizes every workload so the whole suite takes seconds.
 var tinyN = map[string]int{"seq3": 20, "start": 50, "timer": 10, "fanout": 20, "signal": 10,
-	"replay": 40, "scale": 20, "idle": 100, "race": 10, "cancel": 6, "observe": 20, "queueview": 20, "resources": 20, "batchterminate": 50}
+	"replay": 40, "scale": 20, "idle": 100, "race": 10, "cancel": 6, "observe": 20, "queueview": 20, "resources": 20, "batchterminate": 50, "groupcost": 50}
 
 func tinyRun(t *testing.T, workload, mode string) *Result {
 	t.Helper()
@@ -243,6 +243,30 @@ func TestSeq3ShardedCluster(t *testing.T) {
 	}
 	if res.Shards != 4 || res.CPUMSPerUnit <= 0 || res.CeilingLoop.Kind != "4-groups-raft3-badger-apply" {
 		t.Errorf("shards %d, CPU %.3f ms per workflow, ceiling %q: want 4 shards, the CPU, 4 bare groups", res.Shards, res.CPUMSPerUnit, res.CeilingLoop.Kind)
+	}
+	checkResult(t, res)
+}
+
+// groupcost on a sharded cluster counts every node's replica of each shard
+// and of the metadata group, and polls every node per claim.
+func TestGroupCostShardedCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a sharded cluster idles for seconds")
+	}
+	res, err := Run(Options{Workload: "groupcost", Mode: ModeCluster, Shards: 4, N: 40, Dir: t.TempDir(), CeilingDuration: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Extra["group_replicas"]; got != 15 {
+		t.Errorf("group replicas %v, want 15 (3 nodes × (4 shards + the metadata group))", got)
+	}
+	if got := res.Extra["nodes_polled_per_claim"]; got != 3 {
+		t.Errorf("nodes polled per claim %v, want 3", got)
+	}
+	for _, k := range []string{"cut_poll_cpu_ms", "empty_claim_cpu_ms", "idle_cpu_cores_per_group_replica"} {
+		if v, ok := res.Extra[k]; !ok || v <= 0 {
+			t.Errorf("%s = %v (present %v), want a positive figure", k, v, ok)
+		}
 	}
 	checkResult(t, res)
 }

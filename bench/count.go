@@ -16,6 +16,10 @@ import (
 type counting struct {
 	engine.Service
 	commands atomic.Int64
+	// claims counts the claims that returned jobs (a worker's long polls
+	// that ended empty are not counted): what the scaling model multiplies
+	// by the nodes each claim polls.
+	claims atomic.Int64
 }
 
 func (c *counting) add() { c.commands.Add(1) }
@@ -36,6 +40,7 @@ func (c *counting) ClaimWait(ctx context.Context, x engine.Claim) ([]engine.Clai
 	jobs, err := c.Service.ClaimWait(ctx, x)
 	if len(jobs) > 0 {
 		c.add()
+		c.claims.Add(1)
 	}
 	return jobs, err
 }

@@ -30,6 +30,7 @@ func runSeq3(r *runner) error {
 	}
 	c := r.client()
 	ctx := context.Background()
+	claims0 := r.b.svc.claims.Load()
 	t, err := r.timed("workflows", func(i int) error {
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("seq3-%d", i), TaskQueue: queue}, Seq3)
 		if err == nil {
@@ -40,6 +41,7 @@ func runSeq3(r *runner) error {
 	if err != nil {
 		return err
 	}
+	r.res.Extra["claims_per_workflow"] = float64(r.b.svc.claims.Load()-claims0) / float64(r.n)
 	ceil, err := r.ceiling(commandPayloadBytes, starters, 0)
 	if err != nil {
 		return err
@@ -83,6 +85,7 @@ type timedRun struct {
 	lat      []time.Duration
 	m        *meter
 	start    time.Time
+	cpu0     time.Duration // processCPU at start
 	elapsed  time.Duration
 	commands int64
 	// cpu is the process's CPU time during the run (processCPU).
@@ -96,7 +99,7 @@ func (r *runner) timed(what string, op func(i int) error) (timedRun, error) {
 	bar := r.bar(what, r.n)
 	t.m = newMeter(bar)
 	before := r.b.svc.commands.Load()
-	cpu0 := processCPU()
+	t.cpu0 = processCPU()
 	t.start = time.Now()
 	err := spread(r.n, starters, func(i int) error {
 		t0 := time.Now()
@@ -108,7 +111,7 @@ func (r *runner) timed(what string, op func(i int) error) (timedRun, error) {
 		return nil
 	})
 	t.elapsed = time.Since(t.start)
-	t.cpu = processCPU() - cpu0
+	t.cpu = processCPU() - t.cpu0
 	bar.finish()
 	t.commands = r.b.svc.commands.Load() - before
 	return t, err

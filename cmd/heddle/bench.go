@@ -71,6 +71,7 @@ func newBenchCommand() *cobra.Command {
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the whole run to this `file`")
 	_ = fs.MarkHidden("cpuprofile")
 	completeOutput(cmd)
+	cmd.AddCommand(newBenchModelCommand())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		names, err := benchWorkloads(workload)

@@ -151,3 +151,55 @@ func TestBenchMTLSRatios(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// heddle bench model prints the docs' table from its defaults, recomputes
+// it from the flags, and refuses what it cannot model by name.
+func TestBenchModel(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"bench", "model"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var want strings.Builder
+	rows, err := bench.Scale(bench.DefaultScalingInputs, []int{3, 9, 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bench.WriteScalingTable(&want, bench.DefaultScalingInputs, rows); err != nil {
+		t.Fatal(err)
+	}
+	if stdout.String() != want.String() {
+		t.Errorf("heddle bench model printed\n%s\nwant\n%s", stdout.String(), want.String())
+	}
+	// The docs show the defaults' table as the command prints it.
+	doc, err := os.ReadFile("../../docs/sharding.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), want.String()) {
+		t.Errorf("docs/sharding.md does not hold the table `heddle bench model` prints:\n%s", want.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"bench", "model", "--machines", "3,6", "--cut-poll-ms", "0"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "| 6 |") || strings.Contains(stdout.String(), "| 9 |") {
+		t.Errorf("--machines 3,6 printed\n%s", stdout.String())
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--machines", "0"}, "--machines"},
+		{[]string{"--machines", "3,x"}, "--machines"},
+		{[]string{"--cpu-ms", "-1"}, "CPUMSPerWorkflow"},
+		{[]string{"--cut-poll-ms", "100"}, "cost more than the whole workflow"},
+	} {
+		stderr.Reset()
+		if code := run(append([]string{"bench", "model"}, c.args...), &stdout, &stderr); code != 2 {
+			t.Errorf("heddle bench model %v: exit %d, want 2", c.args, code)
+		}
+		if !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("heddle bench model %v: stderr does not name %s:\n%s", c.args, c.want, stderr.String())
+		}
+	}
+}
