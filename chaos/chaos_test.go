@@ -42,6 +42,12 @@ func TestChaosClusterShort(t *testing.T) {
 	runShort(t, RunCluster, Options{Duration: 40 * time.Second})
 }
 
+// A sharded cluster of four shards on the three nodes: the faults hit the
+// node leading the most shards, and every shard is checked on its own.
+func TestChaosShardedShort(t *testing.T) {
+	runShort(t, RunCluster, Options{Duration: 25 * time.Second, Shards: 4})
+}
+
 func TestChaosEmbeddedShort(t *testing.T) {
 	runShort(t, RunEmbedded, Options{Kills: 30})
 }

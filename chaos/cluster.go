@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/heddlewf/heddle/engine/httpapi"
@@ -30,14 +32,18 @@ type cluster struct {
 	proxy *Proxy
 	nodes []*node
 	certs *runCerts
+	// shards is the shard count of a sharded cluster (docs/sharding.md),
+	// 0 for a cluster of one Raft group. Every node holds a replica of
+	// every shard (three nodes, three replicas).
+	shards int
 }
 
-func startCluster(ctx context.Context, bin, dir, logs string, ps *procs) (*cluster, error) {
+func startCluster(ctx context.Context, bin, dir, logs string, ps *procs, shards int) (*cluster, error) {
 	certs, err := makeCerts(filepath.Join(dir, "certs"), "n1", "n2", "n3")
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{bin: bin, logs: logs, ps: ps, certs: certs}
+	c := &cluster{bin: bin, logs: logs, ps: ps, certs: certs, shards: shards}
 	targets := map[string]string{}
 	for i := 1; i <= 3; i++ {
 		h, err := freePort()
@@ -58,6 +64,24 @@ func startCluster(ctx context.Context, bin, dir, logs string, ps *procs) (*clust
 	}
 	if c.proxy, err = NewProxy("127.0.0.1:0", targets); err != nil {
 		return nil, err
+	}
+	if shards > 0 {
+		// A sharded cluster's nodes start together, each knowing them all.
+		var peers []string
+		for _, n := range c.nodes {
+			peers = append(peers, n.id+"="+n.raft+"/"+n.http)
+		}
+		for _, n := range c.nodes {
+			if err := c.start(n, "--shards", strconv.Itoa(shards), "--peers", strings.Join(peers, ",")); err != nil {
+				return c, err
+			}
+		}
+		for _, n := range c.nodes {
+			if err := c.waitMember(ctx, n); err != nil {
+				return c, err
+			}
+		}
+		return c, nil
 	}
 	for i, n := range c.nodes {
 		var extra []string
@@ -97,7 +121,7 @@ func (c *cluster) waitMember(ctx context.Context, n *node) error {
 			return fmt.Errorf("chaos: node %s exited while starting (see %s.log)", n.id, n.id)
 		}
 		st, err := c.status(ctx, n)
-		if err == nil && st.LeaderID != "" && len(st.Members) >= 1 {
+		if err == nil && st.LeaderID != "" && len(st.Members) >= 1 && c.shardsLed(st) {
 			for _, m := range st.Members {
 				if m.ID == n.id {
 					return nil
@@ -117,8 +141,49 @@ func (c *cluster) status(ctx context.Context, n *node) (httpapi.ClusterStatus, e
 	return n.status.Status(ctx)
 }
 
-// leader returns the node that reports itself the leader, or nil.
+// shardsLed reports whether st, a node's status, names a leader for every
+// shard of a sharded cluster (always true of a cluster of one group).
+func (c *cluster) shardsLed(st httpapi.ClusterStatus) bool {
+	if c.shards == 0 {
+		return true
+	}
+	led := 0
+	for _, s := range st.Shards {
+		if s.LeaderID != "" {
+			led++
+		}
+	}
+	return len(st.Shards) == c.shards && led == c.shards
+}
+
+// leader returns the node that reports itself the leader, or nil. In a
+// sharded cluster that is the node leading the most shards (the metadata
+// group's leader among equals): the faults aimed at "the leader" then hit
+// a node holding several leaders at once.
 func (c *cluster) leader(ctx context.Context) *node {
+	if c.shards > 0 {
+		var best *node
+		most := -1
+		for _, n := range c.nodes {
+			if n.paused || n.proc == nil || n.proc.exited() {
+				continue
+			}
+			st, err := c.status(ctx, n)
+			if err != nil {
+				continue
+			}
+			led := 0
+			for _, s := range st.Shards {
+				if s.State == "Leader" {
+					led++
+				}
+			}
+			if led > most || (led == most && st.State == "Leader") {
+				best, most = n, led
+			}
+		}
+		return best
+	}
 	for _, n := range c.nodes {
 		if n.paused || n.proc == nil || n.proc.exited() {
 			continue
@@ -134,15 +199,23 @@ func (c *cluster) leader(ctx context.Context) *node {
 // leader.
 func (c *cluster) healthy(ctx context.Context) bool {
 	lead := ""
+	shardLead := map[int]string{}
 	for _, n := range c.nodes {
 		if n.paused || n.proc.exited() {
 			return false
 		}
 		st, err := c.status(ctx, n)
-		if err != nil || st.LeaderID == "" || (lead != "" && st.LeaderID != lead) {
+		if err != nil || st.LeaderID == "" || (lead != "" && st.LeaderID != lead) || !c.shardsLed(st) {
 			return false
 		}
 		lead = st.LeaderID
+		// In a sharded cluster every shard's replicas name one leader too.
+		for _, s := range st.Shards {
+			if l, ok := shardLead[s.Shard]; ok && l != s.LeaderID {
+				return false
+			}
+			shardLead[s.Shard] = s.LeaderID
+		}
 	}
 	return true
 }

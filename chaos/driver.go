@@ -19,6 +19,8 @@ type driver struct {
 	c    client.Client
 	svc  engine.Service
 	seed uint64
+	// shards is the cluster's shard count (0: one group).
+	shards int
 
 	mu        sync.Mutex
 	next      int
@@ -72,6 +74,10 @@ func (d *driver) startOne(ctx context.Context, r *rand.Rand) (Ack, bool) {
 	d.mu.Unlock()
 	in := FlowInput{SleepMS: 100 + r.IntN(900), WorkMS: 20 + r.IntN(300), RaceMS: 20 + r.IntN(200), CancelMS: r.IntN(100)}
 	wf := fmt.Sprintf("wf-%d", i)
+	// The resource pool lives on one shard, and a step elsewhere cannot
+	// lease from it yet (docs/sharding.md, "Cross-shard work"): only the
+	// runs of that shard take the resource step.
+	in.NoSlot = d.shards > 1 && engine.ShardOfKey(wf, d.shards) != engine.ResourceHomeShard
 	opts := client.StartWorkflowOptions{ID: wf, TaskQueue: Queue, RequestID: fmt.Sprintf("start-%d-%d", d.seed, i)}
 	for ctx.Err() == nil {
 		run, err := d.c.ExecuteWorkflow(ctx, opts, "ChaosFlow", in)

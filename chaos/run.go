@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,6 +33,9 @@ type Options struct {
 	Starters int
 	// Kills is the embedded scenario's number of SIGKILLs (0: 100).
 	Kills int
+	// Shards, above 0, runs the cluster scenario on a sharded cluster of
+	// this many shards (docs/sharding.md); 0 is a cluster of one group.
+	Shards int
 }
 
 func (o Options) say(format string, args ...any) {
@@ -73,9 +77,16 @@ func (o *Options) prepare(name string) (cleanup func(ok bool), err error) {
 
 // RunCluster runs the three-node scenario and its checkers.
 func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
-	sum, det := Summary{Seed: o.Seed}, Details{Scenario: "cluster"}
+	sum, det := Summary{Seed: o.Seed, Shards: o.Shards}, Details{Scenario: "cluster"}
+	if o.Shards > 0 {
+		det.Scenario = fmt.Sprintf("cluster of %d shards", o.Shards)
+	}
 	o.say("seed %d", o.Seed)
-	cleanup, err := o.prepare("cluster")
+	name := "cluster"
+	if o.Shards > 0 {
+		name = fmt.Sprintf("cluster-%dshards", o.Shards)
+	}
+	cleanup, err := o.prepare(name)
 	if err != nil {
 		return sum, det, err
 	}
@@ -86,7 +97,7 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 	defer ps.killAll()
 	began := time.Now()
 
-	cl, err := startCluster(ctx, o.Bin, filepath.Join(o.Dir, "nodes"), logs, ps)
+	cl, err := startCluster(ctx, o.Bin, filepath.Join(o.Dir, "nodes"), logs, ps, o.Shards)
 	if cl != nil && cl.proxy != nil {
 		defer func() {
 			if err := cl.proxy.Close(); err != nil {
@@ -111,7 +122,7 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 	if err := AddSlots(ctx, svc); err != nil {
 		return sum, det, err
 	}
-	drv := &driver{c: client.New(svc), svc: svc, seed: o.Seed}
+	drv := &driver{c: client.New(svc), svc: svc, seed: o.Seed, shards: o.Shards}
 	starters := o.Starters
 	if starters == 0 {
 		starters = 16
@@ -188,7 +199,11 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 
 	var reps []*StoreReport
 	for _, n := range cl.nodes {
-		rep, err := ReadStore(n.dir)
+		read := ReadStore
+		if cl.shards > 0 {
+			read = func(dir string) (*StoreReport, error) { return ReadShardedNode(dir, cl.shards) }
+		}
+		rep, err := read(n.dir)
 		if err != nil {
 			return sum, det, err
 		}
@@ -260,30 +275,66 @@ const quiesceAfterDrain = 10 * time.Second
 
 // waitConverged waits until the three nodes report the same applied index
 // on two reads in a row, and returns it (0 if they never did).
+//
+// In a sharded cluster the index compared is each shard's, and the one
+// returned their sum: every shard's replicas must agree.
 func (c *cluster) waitConverged(ctx context.Context, d time.Duration) uint64 {
 	deadline := time.Now().Add(d)
-	var last uint64
+	var last []uint64
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		idx, same := uint64(0), true
+		var idx []uint64
+		same := true
 		for i, n := range c.nodes {
 			st, err := c.status(ctx, n)
-			if err != nil || (i > 0 && st.AppliedIndex != idx) {
+			if err != nil {
 				same = false
 				break
 			}
-			idx = st.AppliedIndex
+			got := c.appliedIndexes(st)
+			if i > 0 && !slices.Equal(got, idx) {
+				same = false
+				break
+			}
+			idx = got
 		}
-		if same && idx > 0 && idx == last {
-			return idx
+		if same && idx != nil && slices.Equal(idx, last) {
+			var sum uint64
+			for _, x := range idx {
+				sum += x
+			}
+			return sum
 		}
 		if same {
 			last = idx
 		} else {
-			last = 0
+			last = nil
 		}
 		sleepCtx(ctx, 500*time.Millisecond)
 	}
 	return 0
+}
+
+// appliedIndexes is what a node's status says it applied: its one group's
+// index, or in a sharded cluster each shard's in shard order (nil while
+// it does not report every shard, or one has applied nothing).
+func (c *cluster) appliedIndexes(st httpapi.ClusterStatus) []uint64 {
+	if c.shards == 0 {
+		if st.AppliedIndex == 0 {
+			return nil
+		}
+		return []uint64{st.AppliedIndex}
+	}
+	out := make([]uint64, c.shards)
+	for _, s := range st.Shards {
+		if s.Shard < 0 || s.Shard >= c.shards {
+			return nil
+		}
+		out[s.Shard] = s.AppliedIndex
+	}
+	if slices.Contains(out, 0) {
+		return nil
+	}
+	return out
 }
 
 // writeFaults keeps the faults next to the other logs, one JSON line each,

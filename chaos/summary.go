@@ -9,7 +9,9 @@ import (
 // Summary is the outcome of one run; its JSON form is what `heddle chaos
 // --json` prints.
 type Summary struct {
-	Seed               uint64  `json:"seed"`
+	Seed uint64 `json:"seed"`
+	// Shards is the shard count of a sharded cluster's run (0: one group).
+	Shards             int     `json:"shards,omitempty"`
 	DurationS          float64 `json:"duration_s"`
 	Kills              int     `json:"kills"`
 	Pauses             int     `json:"pauses"`

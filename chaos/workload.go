@@ -35,6 +35,9 @@ type FlowInput struct {
 	// activity runs before its workflow cancels it.
 	RaceMS   int `json:"race_ms,omitempty"`
 	CancelMS int `json:"cancel_ms,omitempty"`
+	// NoSlot leaves out the step on a resource unit: on a sharded cluster
+	// only the runs of the pool's shard take it.
+	NoSlot bool `json:"no_slot,omitempty"`
 }
 
 // ChaosFlow is the workflow the workers run: an activity, a durable timer,
@@ -77,8 +80,10 @@ func ChaosFlow(ctx workflow.Context, in FlowInput) (int, error) {
 	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
 		RequiredCapabilities: []string{SlotCapability},
 		RetryPolicy:          &workflow.RetryPolicy{InitialInterval: 100 * time.Millisecond, MaximumAttempts: 100}})
-	if err := run(workflow.ExecuteActivity(sctx, "ChaosSlot", in.WorkMS)); err != nil {
-		return 0, err
+	if !in.NoSlot {
+		if err := run(workflow.ExecuteActivity(sctx, "ChaosSlot", in.WorkMS)); err != nil {
+			return 0, err
+		}
 	}
 	var sig string
 	workflow.GetSignalChannel(ctx, SignalName).Receive(ctx, &sig)

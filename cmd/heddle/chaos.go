@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/chaos"
+	"github.com/heddlewf/heddle/engine"
 	"github.com/spf13/cobra"
 )
 
 func newChaosCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "chaos [--seed N] [--duration D] [--dir DIR] [--embedded [--kills N]]",
+		Use:   "chaos [--seed N] [--duration D] [--dir DIR] [--shards S] [--embedded [--kills N]]",
 		Short: "kill, pause and partition a local cluster under load, then check nothing was lost or done twice",
 		Long: "Builds heddle, starts three server processes behind a fault-injecting proxy and\n" +
 			"worker processes, kills, pauses and partitions them under load, then checks that\n" +
@@ -29,6 +30,7 @@ func newChaosCommand() *cobra.Command {
 		dir      string
 		embedded bool
 		kills    int
+		shards   int
 	)
 	fs.Uint64Var(&seed, "seed", 0, "the `seed` every fault and workload choice derives from (0: from the clock); replay a failing run with its seed")
 	fs.DurationVar(&duration, "duration", 60*time.Second, "how long faults are injected (cluster scenario)")
@@ -37,6 +39,7 @@ func newChaosCommand() *cobra.Command {
 	fs.StringVar(&dir, "dir", "", "keep the nodes' data and every log under this `directory` (default: a temporary one, removed after a passing run)")
 	fs.BoolVar(&embedded, "embedded", false, "run the embedded scenario: one process on one Badger directory, killed --kills times")
 	fs.IntVar(&kills, "kills", 100, "SIGKILLs of the embedded scenario")
+	fs.IntVar(&shards, "shards", 0, "run the cluster scenario on a sharded cluster of `S` shards (docs/sharding.md); 0: one Raft group")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if seed == 0 {
@@ -49,7 +52,13 @@ func newChaosCommand() *cobra.Command {
 		}
 		ctx, stop := untilSignal()
 		defer stop()
-		opts := chaos.Options{Seed: seed, Duration: duration, Dir: dir, Log: stderr, Kills: kills}
+		switch {
+		case shards < 0 || shards > engine.MaxShards:
+			return usagef("--shards %d is not in [0, %d]", shards, engine.MaxShards)
+		case shards > 0 && embedded:
+			return usagef("--shards runs the cluster scenario; the embedded one is one shard")
+		}
+		opts := chaos.Options{Seed: seed, Duration: duration, Dir: dir, Log: stderr, Kills: kills, Shards: shards}
 		run := chaos.RunCluster
 		if embedded {
 			run = chaos.RunEmbedded
