@@ -64,6 +64,10 @@ type ListQuery struct {
 	After JobID
 	// Limit bounds the page (0 means 100; at most MaxPage).
 	Limit int
+	// Places asks for ListPage.Places: the place of each run of the page,
+	// as a page token. A sharded cluster's router asks it of each shard to
+	// merge their pages into one order; other callers leave it false.
+	Places bool
 }
 
 // ListOrder is the order of a List page.
@@ -136,6 +140,12 @@ type ListPage struct {
 	// the last run read, so later pages may still hold matches.
 	Scanned int  `json:"scanned,omitempty" msgpack:"Scanned,omitempty"`
 	Cut     bool `json:"cut,omitempty" msgpack:"Cut,omitempty"`
+	// Places, when ListQuery.Places asked for them, holds one page token
+	// per run of Jobs, in the page's direction: on a page read forward (no
+	// token, or a NextPageToken) the token of the runs after Jobs[i], as if
+	// the page had ended there; on a page read back (a PrevPageToken) the
+	// token of the runs before Jobs[i].
+	Places []string `json:"places,omitempty" msgpack:"Places,omitempty"`
 }
 
 // MaxListScan bounds the run records one List page reads looking for

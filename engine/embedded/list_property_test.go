@@ -304,7 +304,7 @@ func TestListMatchesReference(t *testing.T) {
 			rq = refQuery{"", func(*engine.Job) bool { return true }}
 		}
 		order := orders[rng.IntN(len(orders))]
-		lq := engine.ListQuery{Query: rq.text, Limit: 1 + rng.IntN(40)}
+		lq := engine.ListQuery{Query: rq.text, Limit: 1 + rng.IntN(40), Places: true}
 		if order != engine.ListOrderDefault && rng.IntN(2) == 0 {
 			lq.Query += " " + orderBy[order]
 		} else {
@@ -346,6 +346,40 @@ func TestListMatchesReference(t *testing.T) {
 		if !slices.Equal(ids(got), ids(want)) {
 			t.Fatalf("%s:\n got %v\nwant %v", what, ids(got), ids(want))
 		}
+		// Each run's place (ListQuery.Places) goes on with the run after it
+		// going forward, and with the run before it going back.
+		at := map[engine.JobID]int{}
+		for i, j := range want {
+			at[j.ID] = i
+		}
+		checkPlaces := func(p *engine.ListPage, forward bool) {
+			t.Helper()
+			if len(p.Places) != len(p.Jobs) {
+				t.Fatalf("%s: %d places for %d runs", what, len(p.Places), len(p.Jobs))
+			}
+			if len(p.Jobs) == 0 {
+				return
+			}
+			i := rng.IntN(len(p.Jobs))
+			next, err := e.List(ctx, engine.ListQuery{Query: lq.Query, Order: lq.Order, PageToken: p.Places[i], Limit: 1})
+			if err != nil {
+				t.Fatalf("%s: from the place of %d: %v", what, p.Jobs[i].ID, err)
+			}
+			k := at[p.Jobs[i].ID] + 1
+			if !forward {
+				k -= 2
+			}
+			var wantNext []engine.JobID
+			if k >= 0 && k < len(want) {
+				wantNext = []engine.JobID{want[k].ID}
+			}
+			if !slices.Equal(ids(next.Jobs), wantNext) {
+				t.Fatalf("%s: from the place of %d (forward %v): %v, want %v", what, p.Jobs[i].ID, forward, ids(next.Jobs), wantNext)
+			}
+		}
+		for _, p := range pages {
+			checkPlaces(p, true)
+		}
 		// And back from the last page to the first.
 		back := slices.Clone(pages[len(pages)-1].Jobs)
 		tok := pages[len(pages)-1].PrevPageToken
@@ -361,6 +395,7 @@ func TestListMatchesReference(t *testing.T) {
 			if p.NextPageToken == "" {
 				t.Fatalf("%s: a page reached going back has no next token", what)
 			}
+			checkPlaces(p, false)
 			back = append(slices.Clone(p.Jobs), back...)
 			tok = p.PrevPageToken
 		}

@@ -430,6 +430,9 @@ func listValues(lq engine.ListQuery) url.Values {
 	if lq.Limit != 0 {
 		q.Set("limit", strconv.Itoa(lq.Limit))
 	}
+	if lq.Places {
+		q.Set("places", "true")
+	}
 	return q
 }
 

@@ -172,6 +172,13 @@ func (c *call) listQuery() (engine.ListQuery, error) {
 	default:
 		return lq, fmt.Errorf("%w: paused=%q: want true or false", engine.ErrInvalidCommand, p)
 	}
+	switch p := q.Get("places"); p {
+	case "", "0", "false":
+	case "1", "true":
+		lq.Places = true
+	default:
+		return lq, fmt.Errorf("%w: places=%q: want true or false", engine.ErrInvalidCommand, p)
+	}
 	if st := q.Get("status"); st != "" {
 		if _, err := strconv.ParseUint(st, 10, 8); err == nil {
 			var err error

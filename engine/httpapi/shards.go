@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"github.com/heddlewf/heddle/engine"
@@ -514,13 +512,12 @@ func (r *ShardRouter) pinned(ctx context.Context, k int) (engine.Service, error)
 }
 
 // List implements engine.Service (docs/sharding.md, "Visibility"). The
-// runs of one workflow id live on its shard, which answers alone. Otherwise
-// the shards answer one after another, shard 0 first, each sorted as the
-// query asks: with the After cursor (oldest first), that is job-id order,
-// as ids carry their shard; in the other orders a page is sorted within
-// each shard, not across them. The page tokens of such a listing are the
-// router's own (shardPageToken): the shard to go on in and that shard's
-// token. Paging back stops at the first page of a shard.
+// runs of one workflow id live on its shard, which answers alone. With the
+// After cursor (oldest first by id) the shards answer one after another,
+// shard 0 first, which is job-id order, as ids carry their shard.
+// Otherwise every shard's page is merged into the query's order
+// (listMerged), and the page tokens, both ways, are the router's own
+// (mergedToken): where each shard's part of the listing stands.
 func (r *ShardRouter) List(ctx context.Context, q engine.ListQuery) (*engine.ListPage, error) {
 	if q.Limit < 0 || q.Limit > engine.MaxPage {
 		return nil, fmt.Errorf("%w: list limit %d is not in [0, %d]", engine.ErrInvalidCommand, q.Limit, engine.MaxPage)
@@ -549,49 +546,7 @@ func (r *ShardRouter) List(ctx context.Context, q engine.ListQuery) (*engine.Lis
 		}
 		return r.listAfter(ctx, q, limit)
 	}
-	start, inner, back, err := parseShardPageToken(q.PageToken, r.count)
-	if err != nil {
-		return nil, err
-	}
-	page := &engine.ListPage{Jobs: []*engine.Job{}}
-	for k := start; k < r.count; k++ {
-		sq := q
-		sq.Limit = limit - len(page.Jobs)
-		sq.PageToken = ""
-		if k == start {
-			sq.PageToken = inner
-		}
-		svc, rctx, err := r.reader(ctx, k)
-		if err != nil {
-			return nil, err
-		}
-		p, err := svc.List(rctx, sq)
-		if err != nil {
-			return nil, err
-		}
-		page.Jobs = append(page.Jobs, p.Jobs...)
-		page.Order, page.Scanned = p.Order, page.Scanned+p.Scanned
-		if k == start && p.PrevPageToken != "" {
-			page.PrevPageToken = shardPageToken(k, p.PrevPageToken, true)
-		}
-		// A page back, one cut short by its scan budget or one that is
-		// full ends here; the next goes on in this shard when it has more.
-		if back || p.Cut || len(page.Jobs) >= limit {
-			page.Cut = p.Cut
-			switch {
-			case p.NextPageToken != "":
-				page.NextPageToken = shardPageToken(k, p.NextPageToken, false)
-			case k+1 < r.count:
-				page.NextPageToken = shardPageToken(k+1, "", false)
-			}
-			if page.NextPageToken != "" && page.Order == engine.ListStartAsc && len(page.Jobs) > 0 {
-				// Oldest first is job-id order: the After cursor goes on too.
-				page.Next = page.Jobs[len(page.Jobs)-1].ID
-			}
-			return page, nil
-		}
-	}
-	return page, nil
+	return r.listMerged(ctx, q, limit)
 }
 
 // listAfter is List with the After cursor: job-id order, shard by shard.
@@ -626,53 +581,6 @@ func (r *ShardRouter) listAfter(ctx context.Context, q engine.ListQuery, limit i
 		}
 	}
 	return page, nil
-}
-
-// A sharded cluster's page token is "<shard>.<token>" going on, or
-// "<shard>~<token>" going back: the shard the next page starts in and that
-// shard's own page token there ("" from the shard's start). A shard's
-// token is base64url, which holds neither separator.
-const (
-	shardTokenForward = '.'
-	shardTokenBack    = '~'
-	// maxShardPageToken bounds a token read from outside: a shard number
-	// and a shard's token, far shorter than this.
-	maxShardPageToken = 128
-)
-
-func shardPageToken(k int, inner string, back bool) string {
-	sep := string(shardTokenForward)
-	if back {
-		sep = string(shardTokenBack)
-	}
-	return strconv.Itoa(k) + sep + inner
-}
-
-// parseShardPageToken reads a page token of a sharded cluster of count
-// shards: "" starts at shard 0.
-func parseShardPageToken(tok string, count int) (k int, inner string, back bool, err error) {
-	if tok == "" {
-		return 0, "", false, nil
-	}
-	bad := func(why string) (int, string, bool, error) {
-		return 0, "", false, fmt.Errorf("%w: the page token is not one this sharded cluster's List gave (%s)", engine.ErrInvalidCommand, why)
-	}
-	if len(tok) > maxShardPageToken {
-		return bad(fmt.Sprintf("%d bytes, at most %d", len(tok), maxShardPageToken))
-	}
-	i := strings.IndexAny(tok, string(shardTokenForward)+string(shardTokenBack))
-	if i < 1 || i > 4 {
-		return bad("no shard number")
-	}
-	n, perr := strconv.Atoi(tok[:i])
-	if perr != nil || n < 0 || n >= count || strconv.Itoa(n) != tok[:i] {
-		return bad(fmt.Sprintf("shard %q of %d", tok[:i], count))
-	}
-	back = tok[i] == shardTokenBack
-	if back && tok[i+1:] == "" {
-		return bad("a way back from nowhere")
-	}
-	return n, tok[i+1:], back, nil
 }
 
 var _ engine.WorkflowCounter = (*ShardRouter)(nil)

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -370,70 +371,69 @@ func TestShardedClusterRoutesFromAnyNode(t *testing.T) {
 	}
 	runs = append(runs, child.Job)
 
-	// The list pages through every shard, in id order.
+	// With the After cursor the list pages through every shard in id
+	// order, shard 0 first.
 	slices.Sort(runs)
 	var listed []engine.JobID
-	var after engine.JobID
-	for {
-		q := engine.ListQuery{After: after, Limit: 4}
-		if after == 0 {
-			q.Order = engine.ListStartAsc // the first page; After sets the order of the next
-		}
-		page, err := c.client("n2").List(ctx, q)
+	for after := runs[0]; after != 0; {
+		page, err := c.client("n2").List(ctx, engine.ListQuery{After: after, Limit: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, j := range page.Jobs {
 			listed = append(listed, j.ID)
-		}
-		if page.Next == 0 {
-			break
 		}
 		after = page.Next
 	}
-	if !slices.Equal(listed, runs) {
-		t.Fatalf("listed %v, want %v", listed, runs)
+	if !slices.Equal(listed, runs[1:]) {
+		t.Fatalf("listed after %d: %v, want %v", runs[0], listed, runs[1:])
 	}
 
-	// Newest first (the default order), by page tokens: shard by shard,
-	// each shard's runs newest first; a token back returns the page before
-	// within a shard; the count is every shard's.
-	var want []engine.JobID
-	for k := range shards {
-		var of []engine.JobID
-		for _, id := range runs {
-			if engine.ShardOfJob(id) == k {
-				of = append(of, id)
-			}
-		}
-		slices.Reverse(of)
-		want = append(want, of...)
-	}
-	listed = nil
-	var pages []*engine.ListPage
-	var token string
-	for range len(runs) + shards + 1 {
-		page, err := c.client("n3").List(ctx, engine.ListQuery{PageToken: token, Limit: 2})
+	// By page tokens the shards' runs are merged in the query's order:
+	// newest first by default (start time, then id), oldest first, and by
+	// closing time; a token back returns the page before; the count is
+	// every shard's.
+	byID := map[engine.JobID]*engine.Job{}
+	for _, id := range runs {
+		j, err := c.client("n1").Describe(ctx, engine.Target{Job: id})
 		if err != nil {
 			t.Fatal(err)
 		}
-		pages = append(pages, page)
-		for _, j := range page.Jobs {
-			listed = append(listed, j.ID)
+		byID[id] = j
+	}
+	for _, order := range []engine.ListOrder{engine.ListOrderDefault, engine.ListStartAsc, engine.ListCloseDesc} {
+		want := slices.Clone(runs)
+		cmpOrder := order
+		if cmpOrder == engine.ListOrderDefault {
+			cmpOrder = engine.ListStartDesc
 		}
-		if token = page.NextPageToken; token == "" {
-			break
+		slices.SortFunc(want, func(a, b engine.JobID) int { return refOrder(cmpOrder, byID[a], byID[b]) })
+		listed = nil
+		var pages []*engine.ListPage
+		var token string
+		for range len(runs) + 1 {
+			page, err := c.client("n3").List(ctx, engine.ListQuery{PageToken: token, Limit: 2, Order: order})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages = append(pages, page)
+			for _, j := range page.Jobs {
+				listed = append(listed, j.ID)
+			}
+			if token = page.NextPageToken; token == "" {
+				break
+			}
 		}
-	}
-	if !slices.Equal(listed, want) {
-		t.Fatalf("listed newest first by tokens %v, want %v", listed, want)
-	}
-	if pages[1].PrevPageToken == "" || engine.ShardOfJob(pages[1].Jobs[0].ID) != engine.ShardOfJob(pages[0].Jobs[1].ID) {
-		t.Fatalf("the second page (%+v) has no way back within the shard of the first", pages[1])
-	}
-	back, err := c.client("n1").List(ctx, engine.ListQuery{PageToken: pages[1].PrevPageToken, Limit: 2})
-	if err != nil || len(back.Jobs) != 2 || back.Jobs[0].ID != pages[0].Jobs[0].ID || back.Jobs[1].ID != pages[0].Jobs[1].ID {
-		t.Fatalf("back from the second page: %+v, %v; want the first page %v", back, err, listed[:2])
+		if !slices.Equal(listed, want) {
+			t.Fatalf("listed in order %v by tokens %v, want %v", order, listed, want)
+		}
+		if pages[1].PrevPageToken == "" {
+			t.Fatalf("order %v: the second page (%+v) has no way back", order, pages[1])
+		}
+		back, err := c.client("n1").List(ctx, engine.ListQuery{PageToken: pages[1].PrevPageToken, Limit: 2, Order: order})
+		if err != nil || !slices.Equal(jobIDs(back.Jobs), jobIDs(pages[0].Jobs)) {
+			t.Fatalf("order %v: back from the second page: %+v, %v; want the first page %v", order, back, err, jobIDs(pages[0].Jobs))
+		}
 	}
 	for _, bad := range []string{"9.", "x.", "0~", "01.", strings.Repeat("0", 200)} {
 		if _, err := c.client("n1").List(ctx, engine.ListQuery{PageToken: bad}); !errors.Is(err, engine.ErrInvalidCommand) {
@@ -649,4 +649,39 @@ func TestRecallClaim(t *testing.T) {
 	if code, _ := post("n2", "?recall=1", `{"queue":"recall","owner":"w","max":1,"lease_ms":60000}`); code != http.StatusBadRequest && code != http.StatusUnprocessableEntity {
 		t.Fatalf("recall without a request id: %d, want it refused", code)
 	}
+}
+
+func jobIDs(jobs []*engine.Job) []engine.JobID {
+	out := make([]engine.JobID, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.ID
+	}
+	return out
+}
+
+// refOrder is the order a merged list must have, written out: by start
+// time and then id; in a closing-time order the ended runs first, by
+// closing time and then id, then the open ones by start time and id;
+// descending orders reverse each key but keep the open runs last.
+func refOrder(order engine.ListOrder, a, b *engine.Job) int {
+	desc := order == engine.ListStartDesc || order == engine.ListCloseDesc
+	keys := func(j *engine.Job) (group int, at int64) {
+		if order == engine.ListCloseDesc || order == engine.ListCloseAsc {
+			if j.Status.Terminal() {
+				return 0, j.ClosedMS
+			}
+			return 1, j.CreatedMS
+		}
+		return 0, j.CreatedMS
+	}
+	ga, ta := keys(a)
+	gb, tb := keys(b)
+	if ga != gb {
+		return ga - gb
+	}
+	c := cmp.Or(cmp.Compare(ta, tb), cmp.Compare(a.ID, b.ID))
+	if desc {
+		return -c
+	}
+	return c
 }

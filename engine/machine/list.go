@@ -520,6 +520,12 @@ func ListJobs(r *storage.Reader, q engine.ListQuery, f *listfilter.Query) (_ *en
 	}
 	if forward {
 		page.Jobs = found
+		if q.Places {
+			page.Places = make([]string, len(places))
+			for i, pos := range places {
+				page.Places[i] = tok(pos, false, false)
+			}
+		}
 		page.NextPageToken = onward
 		switch {
 		case start == nil:
@@ -540,6 +546,9 @@ func ListJobs(r *storage.Reader, q engine.ListQuery, f *listfilter.Query) (_ *en
 	page.PrevPageToken = onward
 	for i := len(found) - 1; i >= 0; i-- {
 		page.Jobs = append(page.Jobs, found[i])
+		if q.Places {
+			page.Places = append(page.Places, tok(places[i], true, false))
+		}
 	}
 	if len(found) > 0 {
 		page.NextPageToken = tok(places[0], false, false)
