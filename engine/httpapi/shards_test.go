@@ -685,3 +685,92 @@ func refOrder(order engine.ListOrder, a, b *engine.Job) int {
 	}
 	return c
 }
+
+// TestShardedTaskQueueView: on a 3-node cluster of 4 shards, a task
+// queue's backlog is the sum of every shard's, whichever node is asked;
+// a worker's long poll, which reaches every node, shows as one poller
+// seen by all three; the queue list names the queue with its backlog; a
+// claim lowers the backlog and counts in the dispatch rate; and a queued
+// run's reason is given. (Before, a sharded node served no task queue
+// route.)
+func TestShardedTaskQueueView(t *testing.T) {
+	const shards = 4
+	c := newShardedCluster(t, 3, shards)
+	c.awaitLeaders(c.desired)
+	ctx := context.Background()
+	cl := c.client()
+	var created []engine.JobID
+	for k := range shards {
+		for i := range 2 {
+			res, err := cl.Create(ctx, engine.CreateJob{WorkflowID: wfOn(fmt.Sprintf("tq-%d-", i), k, shards), Type: "T", Queue: "tq"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			created = append(created, res.Job)
+		}
+	}
+	for _, n := range []string{"n1", "n2", "n3"} {
+		d, err := c.client(n).DescribeTaskQueue(ctx, "tq")
+		if err != nil {
+			t.Fatalf("describe from %s: %v", n, err)
+		}
+		if d.Stats.BacklogCount != 2*shards {
+			t.Fatalf("describe from %s: backlog %d, want %d (every shard's)", n, d.Stats.BacklogCount, 2*shards)
+		}
+	}
+	l, err := c.client("n2").ListTaskQueues(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(l.Queues, func(d engine.TaskQueueDescription) bool { return d.Name == "tq" }); i < 0 || l.Queues[i].Stats.BacklogCount != 2*shards {
+		t.Fatalf("the list %+v does not name tq with its backlog %d", l.Queues, 2*shards)
+	}
+
+	// A worker long-polls another queue; every node records its poll.
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = cl.ClaimWait(pollCtx, engine.Claim{Queue: "idle-q", Owner: "poller-1", Max: 1, LeaseMS: 30_000})
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		d, err := c.client("n3").DescribeTaskQueue(ctx, "idle-q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Pollers) == 1 && d.Pollers[0].Identity == "poller-1" && d.Pollers[0].Polling && len(d.Pollers[0].Nodes) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the poller never showed as polling on all three nodes: %+v", d.Pollers)
+		}
+		time.Sleep(10 * time.Millisecond) // a poll's record is no event a test can wait on
+	}
+	stopPoll()
+	<-done
+
+	claimed, err := cl.Claim(ctx, engine.Claim{Queue: "tq", Owner: "w", Max: 3, LeaseMS: 60_000})
+	if err != nil || len(claimed) == 0 {
+		t.Fatalf("claim: %v, %v", claimed, err)
+	}
+	// What the claim's polls of other nodes took is given back (the
+	// client's fan-out), so the backlog settles at what this claim holds.
+	want := int64(2*shards - len(claimed))
+	var d *engine.TaskQueueDescription
+	c.await(fmt.Sprintf("a backlog of %d after claiming %d", want, len(claimed)), func() bool {
+		d, err = c.client("n1").DescribeTaskQueue(ctx, "tq")
+		return err == nil && d.Stats.BacklogCount == want
+	})
+	if d.Stats.DispatchRate <= 0 {
+		t.Fatalf("after claiming %d: dispatch rate %v, want above 0", len(claimed), d.Stats.DispatchRate)
+	}
+	queued := created[slices.IndexFunc(created, func(id engine.JobID) bool {
+		return !slices.ContainsFunc(claimed, func(j engine.ClaimedJob) bool { return j.Job == id })
+	})]
+	why, err := c.client("n2").QueuedReason(ctx, engine.Target{Job: queued})
+	if err != nil || !why.Queued || why.Queue != "tq" || why.Code == "" {
+		t.Fatalf("queued reason of %d: %+v, %v", queued, why, err)
+	}
+	c.verify()
+}

@@ -173,10 +173,12 @@ func mergeInto(d *engine.TaskQueueDescription, views map[string][]engine.TaskQue
 
 // clusterViews returns every member's own view of its queues by member id,
 // this node's among them, each poller naming its member, and the members
-// that could not be asked. Outside a cluster it returns none.
+// that could not be asked. Outside a cluster it returns none, and so it
+// does for a read of one shard (?shard=k): another node of a sharded
+// cluster asks for that shard's backlog alone and merges the views itself.
 func (s *Server) clusterViews(c *call) (map[string][]engine.TaskQueueDescription, []string) {
 	viewer, ok := s.cfg.Service.(taskQueueViewer)
-	if !ok || s.cfg.Cluster == nil {
+	if _, pinned := pinnedShard(c.r.Context()); !ok || pinned || s.cfg.Cluster == nil {
 		return nil, nil
 	}
 	ctx := c.r.Context()
