@@ -143,6 +143,11 @@ type groupOptions struct {
 	// something, and onLeader at every change of the leader this node
 	// knows of; neither may block.
 	onCommit, onLeader func()
+	// log, when set, is the Host's node log, and the group keeps its Raft
+	// log and stable store in log's view of group number logGroup instead
+	// of a raft.db of its own (nodelog.go).
+	log      *nodeLog
+	logGroup uint32
 }
 
 func (c Config) withDefaults() Config {

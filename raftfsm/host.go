@@ -67,6 +67,8 @@ type Host struct {
 	mux    *muxListener
 	meta   *metaGroup
 	metaFS *metaFSM
+	// log holds the Raft logs of every group of the node (nodelog.go).
+	log *nodeLog
 	// shards holds this node's replica of each shard, nil where it has
 	// none.
 	shards []*Node
@@ -113,6 +115,9 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	if _, err := os.Stat(filepath.Join(cfg.Dir, "raft")); err == nil {
 		return nil, fmt.Errorf("%w: %s holds a node of a cluster of one Raft group, not of a sharded cluster", ErrConfig, cfg.Dir)
 	}
+	if err := refuseGroupLogs(cfg.Dir); err != nil {
+		return nil, err
+	}
 	p, err := hostPlacement(cfg)
 	if err != nil {
 		return nil, err
@@ -143,8 +148,11 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	for _, k := range mine {
 		h.mux.layer(uint16(k + 1))
 	}
+	if h.log, err = openNodeLog(filepath.Join(cfg.Dir, nodeLogDir, nodeLogFile)); err != nil {
+		return nil, err
+	}
 	h.metaFS = &metaFSM{onChange: h.placementApplied}
-	if h.meta, err = openMeta(cfg.Config, filepath.Join(cfg.Dir, "meta", "raft"), metaLayer, p, h.metaFS); err != nil {
+	if h.meta, err = openMeta(cfg.Config, filepath.Join(cfg.Dir, "meta", "raft"), h.log, metaLayer, p, h.metaFS); err != nil {
 		return nil, err
 	}
 	for _, k := range mine {
@@ -157,6 +165,33 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	go h.balance()
 	h.watchMetaLeader()
 	return h, nil
+}
+
+// refuseGroupLogs returns an error when dir holds a Raft log of a group
+// of its own (a raft.db under meta/raft or shards/NNNN/raft): the layout
+// of sharded nodes before they kept one node log for all their groups.
+// Sharded clusters were not released with that layout, so it is refused
+// rather than migrated.
+func refuseGroupLogs(dir string) error {
+	found, err := filepath.Glob(filepath.Join(dir, "shards", "*", "raft", "raft.db"))
+	if err != nil {
+		return fmt.Errorf("raftfsm: %w", err)
+	}
+	if meta := filepath.Join(dir, "meta", "raft", "raft.db"); fileExists(meta) {
+		found = append([]string{meta}, found...)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is a Raft log of one group, from an earlier development version of sharded clusters: "+
+		"the layout changed, and a sharded node now keeps the logs of all its groups in %s; "+
+		"this directory cannot be opened (there is no migration): create the cluster again in empty directories",
+		ErrConfig, found[0], filepath.Join(dir, nodeLogDir, nodeLogFile))
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // hostPlacement returns the placement this node starts with: its
@@ -254,6 +289,8 @@ func (h *Host) openShard(p *Placement, k int) (*Node, error) {
 		peers = append(peers, raft.Server{ID: raft.ServerID(id), Address: raft.ServerAddress(n.RaftAddr), Suffrage: raft.Voter})
 	}
 	c.group = groupOptions{
+		log:      h.log,
+		logGroup: uint32(k + 1),
 		layer:    h.mux.layer(uint16(k + 1)),
 		shard:    engine.ShardLayout{Index: k, Count: p.Shards},
 		peers:    peers,
@@ -299,6 +336,10 @@ func (h *Host) Close() error {
 		}
 		if h.mux != nil {
 			errs = append(errs, h.mux.close())
+		}
+		// Last: every group that appends to the node log is closed.
+		if h.log != nil {
+			errs = append(errs, h.log.Close())
 		}
 		h.closeErr = errors.Join(errs...)
 	})

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -383,5 +384,51 @@ func TestHostRefusesAnotherLayout(t *testing.T) {
 	cfg.Dir = one
 	if _, err := OpenHost(cfg); !errors.Is(err, ErrConfig) {
 		t.Fatalf("a one-group directory: %v", err)
+	}
+}
+
+// TestHostKeepsOneNodeLog: a sharded node keeps the Raft logs of its
+// metadata group and of every shard in one node log, each group in its own
+// buckets, and no raft.db per group; a directory of the earlier layout
+// (a raft.db per group) is refused, naming the file.
+func TestHostKeepsOneNodeLog(t *testing.T) {
+	c := newTestHosts(t, 1, 2)
+	c.awaitDesiredLeaders()
+	dir := c.dirs["n1"]
+	h := c.live()["n1"]
+	for g := uint32(0); g <= 2; g++ {
+		last, err := h.log.group(g).LastIndex()
+		if err != nil || last == 0 {
+			t.Fatalf("group %d's log in the node log: last index %d, %v", g, last, err)
+		}
+	}
+	c.kill("n1")
+	if _, err := os.Stat(filepath.Join(dir, nodeLogDir, nodeLogFile)); err != nil {
+		t.Fatalf("the node log: %v", err)
+	}
+	if old, _ := filepath.Glob(filepath.Join(dir, "*", "*", "raft", "raft.db")); len(old) > 0 {
+		t.Fatalf("per-group logs beside the node log: %v", old)
+	}
+	if old, _ := filepath.Glob(filepath.Join(dir, "meta", "raft", "raft.db")); len(old) > 0 {
+		t.Fatalf("a per-group log beside the node log: %v", old)
+	}
+	c.start("n1", false)
+	c.awaitDesiredLeaders()
+	c.kill("n1")
+
+	for _, old := range []string{filepath.Join("meta", "raft", "raft.db"), filepath.Join("shards", "0001", "raft", "raft.db")} {
+		phase1 := t.TempDir()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(phase1, old)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(phase1, old), []byte("bolt"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg := c.config("n1", true)
+		cfg.Dir = phase1
+		_, err := OpenHost(cfg)
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), filepath.Join(phase1, old)) || !strings.Contains(err.Error(), "layout changed") {
+			t.Fatalf("a directory with %s: %v", old, err)
+		}
 	}
 }

@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/heddlewf/heddle/engine"
@@ -259,15 +257,15 @@ func (metaSnapshot) Release() {}
 type metaGroup struct {
 	raft      *raft.Raft
 	fsm       *metaFSM
-	store     *raftboltdb.BoltStore
+	store     raftStore // the group's view of the node log
 	transport *raft.NetworkTransport
 	notify    chan bool
 	applyTO   time.Duration
 }
 
-// openMeta opens the metadata group in dir over layer, bootstrapping it
-// with p's nodes when dir holds no state.
-func openMeta(cfg Config, dir string, layer raft.StreamLayer, p *Placement, fsm *metaFSM) (_ *metaGroup, err error) {
+// openMeta opens the metadata group over layer, its log in log and its
+// snapshots in dir, bootstrapping it with p's nodes when it holds no state.
+func openMeta(cfg Config, dir string, log *nodeLog, layer raft.StreamLayer, p *Placement, fsm *metaFSM) (_ *metaGroup, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("raftfsm: %w", err)
 	}
@@ -282,9 +280,7 @@ func openMeta(cfg Config, dir string, layer raft.StreamLayer, p *Placement, fsm 
 			}
 		}
 	}()
-	if g.store, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")}); err != nil {
-		return nil, fmt.Errorf("raftfsm: opening the metadata group's log: %w", err)
-	}
+	g.store = log.group(metaGroupNumber)
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hclogger(cfg, "meta-snap"))
 	if err != nil {
 		return nil, err

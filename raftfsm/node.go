@@ -30,7 +30,7 @@ type Node struct {
 	fsm       *FSM
 	prop      *proposer
 	eng       *embedded.Engine
-	store     *raftboltdb.BoltStore
+	store     raftStore
 	snaps     *raft.FileSnapshotStore
 	transport *raft.NetworkTransport
 	// unobserve stops what observe started (metrics).
@@ -63,6 +63,15 @@ type Node struct {
 
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// raftStore is a node's Raft log and stable store: a raft-boltdb file of
+// its own in a cluster of one group, a view of the Host's node log in a
+// sharded one.
+type raftStore interface {
+	raft.LogStore
+	raft.StableStore
+	Close() error
 }
 
 // Open starts a node: it opens (or creates) its directory, starts the Raft
@@ -108,9 +117,14 @@ func Open(cfg Config) (_ *Node, err error) {
 		}
 		return nil, errors.Join(err, n.fsm.close())
 	}
-	n.store, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(raftDir, "raft.db")})
-	if err != nil {
-		return fail(fmt.Errorf("raftfsm: opening the Raft log: %w", err))
+	if cfg.group.log != nil {
+		n.store = cfg.group.log.group(cfg.group.logGroup)
+	} else {
+		store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(raftDir, "raft.db")})
+		if err != nil {
+			return fail(fmt.Errorf("raftfsm: opening the Raft log: %w", err))
+		}
+		n.store = store
 	}
 	if err := n.fsm.meter.Count(n.fsm); err != nil {
 		return fail(fmt.Errorf("raftfsm: counting the open jobs for the metrics: %w", err))
