@@ -29,6 +29,14 @@ type Options struct {
 	// every other queue are counted under queue="_other" (OtherQueue).
 	// 0 means DefaultMaxQueues; it must not be negative.
 	MaxQueues int
+	// Sharded is for a node of a sharded cluster (docs/sharding.md): the
+	// families of one engine and its Raft group (heddle_engine_*, and
+	// heddle_raft_* but for heddle_raft_op_seconds and
+	// heddle_raft_events_total, which hashicorp/raft reports for the whole
+	// process) are not registered here but by each shard's Metrics, which
+	// ForShard makes, with a shard label. False (the zero value): one
+	// engine or one Raft group, no shard label.
+	Sharded bool
 }
 
 // Validate reports an invalid field.

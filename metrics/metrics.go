@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +17,14 @@ import (
 // concurrent use and do nothing on a nil *Metrics.
 type Metrics struct {
 	handler http.Handler
+	// reg is the registerer New was given, scope which families this
+	// Metrics registers on it, and opts its options.
+	reg   prometheus.Registerer
+	scope scope
+	opts  Options
+	// shards are the Metrics ForShard made, by shard name.
+	shardsMu sync.Mutex
+	shards   map[string]*Metrics
 
 	counters   map[string]*prometheus.CounterVec
 	gauges     map[string]*prometheus.GaugeVec
@@ -61,6 +71,51 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 
 // NewWithOptions is New with Options.
 func NewWithOptions(reg prometheus.Registerer, o Options) (*Metrics, error) {
+	sc := scopeAll
+	if o.Sharded {
+		sc = scopeNode
+	}
+	return newScoped(reg, o, sc)
+}
+
+// scope says which families a Metrics registers: every family (one
+// engine or group), a sharded node's own (scopeNode), or one shard's
+// (scopeShard). A Metrics builds every family either way, so that
+// recording into one it does not register costs nothing and breaks
+// nothing; only what it registers is exported.
+type scope uint8
+
+const (
+	scopeAll scope = iota
+	scopeNode
+	scopeShard
+)
+
+// shardScoped reports whether the family name belongs to one shard: an
+// engine's and its Raft group's, but for the two that hashicorp/raft
+// reports for the whole process.
+func shardScoped(name string) bool {
+	switch {
+	case name == RaftOpSeconds || name == RaftEvents:
+		return false
+	case strings.HasPrefix(name, "heddle_engine_"), strings.HasPrefix(name, "heddle_raft_"):
+		return true
+	}
+	return false
+}
+
+// registers reports whether a Metrics of scope s registers family name.
+func (s scope) registers(name string) bool {
+	switch s {
+	case scopeNode:
+		return !shardScoped(name)
+	case scopeShard:
+		return shardScoped(name)
+	}
+	return true
+}
+
+func newScoped(reg prometheus.Registerer, o Options, sc scope) (*Metrics, error) {
 	if reg == nil {
 		return nil, errors.New("metrics: New needs a prometheus.Registerer")
 	}
@@ -69,7 +124,8 @@ func NewWithOptions(reg prometheus.Registerer, o Options) (*Metrics, error) {
 	}
 	o = o.withDefaults()
 	m := &Metrics{counters: map[string]*prometheus.CounterVec{}, gauges: map[string]*prometheus.GaugeVec{},
-		histograms: map[string]*prometheus.HistogramVec{}, jobCounts: newJobCounts(o.MaxQueues)}
+		histograms: map[string]*prometheus.HistogramVec{}, jobCounts: newJobCounts(o.MaxQueues),
+		reg: reg, scope: sc, opts: o}
 	raft := newRaftCollector(m)
 	var cs []prometheus.Collector
 	for _, f := range families {
@@ -103,8 +159,13 @@ func NewWithOptions(reg prometheus.Registerer, o Options) (*Metrics, error) {
 		default:
 			return nil, fmt.Errorf("metrics: family %s has unknown type %q", f.Name, f.Type)
 		}
+		if !sc.registers(f.Name) {
+			cs = cs[:len(cs)-1] // built, not registered
+		}
 	}
-	cs = append(cs, raft, m.jobCounts)
+	if sc != scopeNode {
+		cs = append(cs, raft, m.jobCounts)
+	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: registering: %w", err)
@@ -117,10 +178,44 @@ func NewWithOptions(reg prometheus.Registerer, o Options) (*Metrics, error) {
 	return m, nil
 }
 
+// ForShard returns the Metrics of shard name (its index in decimal) of a
+// sharded node's Metrics (Options.Sharded): the engine's and the Raft
+// group's families, registered on m's registerer with the label
+// shard=name. It returns the same Metrics for the same name, so a shard
+// closed and opened again on the node (a replica moved back) records into
+// its series as before.
+func (m *Metrics) ForShard(name string) (*Metrics, error) {
+	if m == nil {
+		return nil, nil
+	}
+	if m.scope != scopeNode {
+		return nil, errors.New("metrics: ForShard needs the Metrics of a sharded node (Options.Sharded)")
+	}
+	m.shardsMu.Lock()
+	defer m.shardsMu.Unlock()
+	if s := m.shards[name]; s != nil {
+		return s, nil
+	}
+	s, err := newScoped(prometheus.WrapRegistererWith(prometheus.Labels{"shard": name}, m.reg), m.opts, scopeShard)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: shard %s: %w", name, err)
+	}
+	if m.shards == nil {
+		m.shards = map[string]*Metrics{}
+	}
+	m.shards[name] = s
+	return s, nil
+}
+
 // NewRegistry returns a fresh registry holding heddle's families and the Go
 // runtime's and the process's collectors, and the Metrics recording into
 // it: what a heddle server serves on /metrics.
 func NewRegistry() (*Metrics, *prometheus.Registry, error) {
+	return NewRegistryWithOptions(Options{})
+}
+
+// NewRegistryWithOptions is NewRegistry with Options.
+func NewRegistryWithOptions(o Options) (*Metrics, *prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {
 		return nil, nil, err
@@ -128,7 +223,7 @@ func NewRegistry() (*Metrics, *prometheus.Registry, error) {
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return nil, nil, err
 	}
-	m, err := New(reg)
+	m, err := NewWithOptions(reg, o)
 	return m, reg, err
 }
 

@@ -141,7 +141,9 @@ var bridge struct {
 // registry the first time it is called in the process, replacing any
 // other: a program with its own go-metrics sink should not enable it.
 func (m *Metrics) BridgeRaft() (release func()) {
-	if m == nil {
+	// A shard's Metrics registers no family the bridge records: its
+	// node's Metrics bridges Raft for the whole process.
+	if m == nil || m.scope == scopeShard {
 		return func() {}
 	}
 	bridge.once.Do(func() {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,9 +23,11 @@ import (
 // node runs (the metadata group and one per shard it holds): ID, Dir,
 // RaftAddr (the node's one Raft port), HTTPAddr, TLS, Dial, the timeouts,
 // Storage, Limits, Clock and Logger. Its Bootstrap is ignored: a node
-// creates its groups on its first start, from Peers. Its Metrics are not
-// recorded yet: the engine's metrics of several shards would overwrite
-// each other's gauges (phase 3 adds a shard label).
+// creates its groups on its first start, from Peers. Its Metrics, if set,
+// must be made with metrics.Options.Sharded: each shard records the
+// engine's and its Raft group's families with a shard label
+// (metrics.Metrics.ForShard), and the Host bridges hashicorp/raft's
+// process-wide timings into the node's own.
 type HostConfig struct {
 	Config
 	// Peers are the cluster's nodes, this one included, in the order the
@@ -76,6 +79,9 @@ type Host struct {
 	// placement the newest the metadata group applied (local until then).
 	local     *Placement
 	placement atomic.Pointer[Placement]
+	// releaseBridge undoes the bridge of hashicorp/raft's own timings into
+	// the node's Metrics (nil until OpenHost succeeded).
+	releaseBridge func()
 	// mismatch, when set, says that the metadata group holds another
 	// layout than this node's directory: the node is not ready.
 	mismatch atomic.Pointer[error]
@@ -160,6 +166,7 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 			return nil, fmt.Errorf("raftfsm: shard %d: %w", k, err)
 		}
 	}
+	h.releaseBridge = cfg.Metrics.BridgeRaft()
 	h.wg.Add(2)
 	go h.leadMeta()
 	go h.balance()
@@ -279,7 +286,14 @@ func (h *Host) openShard(p *Placement, k int) (*Node, error) {
 	c := h.cfg.Config
 	c.Dir = filepath.Join(h.cfg.Dir, "shards", fmt.Sprintf("%04d", k))
 	c.Bootstrap = true
-	c.Metrics = nil
+	// Each shard records the engine's and its group's metrics with its
+	// shard label (metrics.Metrics.ForShard); the Host's own Metrics must
+	// be a sharded node's.
+	m, err := h.cfg.Metrics.ForShard(strconv.Itoa(k))
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: %w", err)
+	}
+	c.Metrics = m
 	if c.Logger != nil {
 		c.Logger = c.Logger.With("shard", k)
 	}
@@ -310,6 +324,9 @@ func (h *Host) Close() error {
 	h.closeOnce.Do(func() {
 		if h.cancel != nil {
 			h.cancel()
+		}
+		if h.releaseBridge != nil {
+			h.releaseBridge()
 		}
 		var errs []error
 		var wg sync.WaitGroup

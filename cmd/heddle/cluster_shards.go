@@ -64,7 +64,7 @@ func startHost(o nodeOptions, log *slog.Logger, m *metrics.Metrics) (*clusterNod
 		return nil, err
 	}
 	h, err := raftfsm.OpenHost(raftfsm.HostConfig{Config: raftfsm.Config{ID: o.id, Dir: o.dir, RaftAddr: o.raftAddr,
-		HTTPAddr: ln.Addr().String(), FailoverGrace: o.grace, Logger: log, Dial: chaosDialer(o.chaosProxy, o.id),
+		HTTPAddr: ln.Addr().String(), FailoverGrace: o.grace, Logger: log, Metrics: m, Dial: chaosDialer(o.chaosProxy, o.id),
 		TLS: o.sec.peerTLS(), OnSchedulerError: func(err error) { log.Warn("leader's background work", "error", err) }},
 		Peers: o.peers, Shards: o.shards, Replicas: o.replicas})
 	if err != nil {

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/heddlewf/heddle/internal/metricstest"
+	"github.com/heddlewf/heddle/metrics"
+	"net/http"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -237,6 +240,21 @@ func TestShardedClusterCommands(t *testing.T) {
 		if code != 0 || !strings.Contains(out, `"hello, friend ada"`) {
 			t.Fatalf("workflow %s (shard %d): exit %d\n%s%s", id, k, code, out, errOut)
 		}
+	}
+
+	// Each node's metrics carry every shard it holds under its own label,
+	// and its HTTP requests without one.
+	fs, err := metricstest.Scrape(http.DefaultClient, "http://"+nodes[0].api.addr()+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	labelled := fs.LabelValues(metrics.EngineCommands, "shard")
+	slices.Sort(labelled)
+	if labelled = slices.Compact(labelled); !reflect.DeepEqual(labelled, []string{"0", "1", "2", "3"}) {
+		t.Fatalf("heddle_engine_commands_total has shards %v, want 0 to 3", labelled)
+	}
+	if fs.Series(metrics.RaftIsLeader, "shard", "0") != 1 || fs.Value(metrics.HTTPRequests) == 0 || len(fs.LabelValues(metrics.HTTPRequests, "shard")) != 0 {
+		t.Fatal("the exposition lacks shard 0's Raft gauges or the HTTP requests, or gives the requests a shard")
 	}
 
 	// A child on another shard fails; beside its parent (a hash tag), it runs.

@@ -206,7 +206,9 @@ func startNode(ctx context.Context, o nodeOptions) (*clusterNode, error) {
 	if log == nil {
 		log = discardLogger()
 	}
-	m, _, err := metrics.NewRegistry()
+	// A sharded node's metrics carry each shard's engine and group under
+	// a shard label (metrics.Options.Sharded).
+	m, _, err := metrics.NewRegistryWithOptions(metrics.Options{Sharded: o.sharded()})
 	if err != nil {
 		return nil, err
 	}
