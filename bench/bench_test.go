@@ -14,7 +14,7 @@ import (
 
 // tinyN sizes every workload so the whole suite takes seconds.
 var tinyN = map[string]int{"seq3": 20, "start": 50, "timer": 10, "fanout": 20, "signal": 10,
-	"replay": 40, "scale": 20, "idle": 100, "race": 10, "cancel": 6, "observe": 20, "queueview": 20, "resources": 20, "batchterminate": 50, "groupcost": 50}
+	"replay": 40, "scale": 20, "idle": 100, "race": 10, "cancel": 6, "observe": 20, "queueview": 20, "resources": 20, "batchterminate": 50, "groupcost": 50, "children": 20}
 
 func tinyRun(t *testing.T, workload, mode string) *Result {
 	t.Helper()
@@ -63,7 +63,7 @@ func TestSeq3ClusterMTLS(t *testing.T) {
 // throughputWorkloads report workflows per second; activityWorkloads also
 // activities per second.
 var (
-	workflowWorkloads = map[string]bool{"seq3": true, "start": true, "timer": true, "fanout": true, "idle": true, "observe": true, "queueview": true}
+	workflowWorkloads = map[string]bool{"seq3": true, "children": true, "start": true, "timer": true, "fanout": true, "idle": true, "observe": true, "queueview": true}
 	activityWorkloads = map[string]bool{"seq3": true, "fanout": true, "observe": true, "queueview": true}
 )
 

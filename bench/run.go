@@ -73,6 +73,7 @@ var workloads = []workload{
 	{"observe", 2000, "seq3 of N workflows in rounds with nothing observed, with metrics, and with metrics and tracing; the overhead of each", runObserve},
 	{"queueview", 2000, "seq3 of N workflows in rounds with the task queue view on and off, alternately; the view's overhead", runQueueView},
 	{"resources", 1000, "N workflows of one step each contending for 4 resource units, 32 concurrent starters; steps/s, wait fairness (max/mean)", runResources},
+	{"children", 1000, "N parents each starting one child and waiting for it, 32 starters, first with every child on its parent's shard, then with half on another shard; workflows/s of each", runChildren},
 	{"groupcost", 20000, "an idle backend's CPU per Raft group replica, then N empty claims by 32 pollers: the CPU of one poll of one node (scaling model inputs)", runGroupCost},
 	{"batchterminate", 10000, "N runs terminated by one batch operation over a query that matches them all; runs/s", runBatchTerminate},
 }

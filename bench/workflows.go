@@ -32,6 +32,18 @@ func Seq3(ctx workflow.Context) error {
 	return nil
 }
 
+// ParentOfOne starts one child workflow of the given workflow id, which
+// runs one no-op activity, and returns once the child has ended.
+func ParentOfOne(ctx workflow.Context, childID string) error {
+	ctx = workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: childID})
+	return workflow.ExecuteChildWorkflow(ctx, Child).Get(ctx, nil)
+}
+
+// Child runs one no-op activity.
+func Child(ctx workflow.Context) error {
+	return workflow.ExecuteActivity(withActivityOptions(ctx), Noop).Get(ctx, nil)
+}
+
 // Sleeper marks the time, sleeps until untilMS (Unix ms) and reports the
 // time it woke: the activities "Mark" and "Woke" stamp the wall clock for
 // workflow i. Every run of the timer workload sleeps until the same instant,
@@ -114,6 +126,8 @@ func Idler(ctx workflow.Context) error {
 
 func registerWorkflows(w worker.Worker) {
 	w.RegisterWorkflow(Seq3)
+	w.RegisterWorkflow(ParentOfOne)
+	w.RegisterWorkflow(Child)
 	w.RegisterWorkflow(Sleeper)
 	w.RegisterWorkflow(Fanout)
 	w.RegisterWorkflow(Pinger)
