@@ -68,8 +68,11 @@ type Host struct {
 	meta   *metaGroup
 	metaFS *metaFSM
 	// shards holds this node's replica of each shard, nil where it has
-	// none.
-	shards []*Node
+	// none. Only OpenHost and reconcile store into it (a replica arrives
+	// or leaves with a move); everything else loads.
+	shards []atomic.Pointer[Node]
+	// rpc is the multiplexer's layer of host calls (hostrpc.go).
+	rpc *groupLayer
 	// local is the placement this node started with (its directory's);
 	// placement the newest the metadata group applied (local until then).
 	local     *Placement
@@ -83,7 +86,8 @@ type Host struct {
 	metaMu   sync.Mutex
 	metaCh   chan struct{} // closed at every change of the metadata group's leader
 
-	balanceWake chan struct{}
+	balanceWake   chan struct{}
+	reconcileWake chan struct{}
 	// failing holds, by shard, the followers whose heartbeats from this
 	// node (as the shard's leader) fail: leadership is not handed to them.
 	peerMu  sync.Mutex
@@ -124,8 +128,8 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	if self.RaftAddr != cfg.RaftAddr {
 		return nil, fmt.Errorf("%w: RaftAddr %q, but the cluster knows node %q at %q", ErrConfig, cfg.RaftAddr, cfg.ID, self.RaftAddr)
 	}
-	h := &Host{cfg: cfg, local: p, shards: make([]*Node, p.Shards), changeCh: make(chan struct{}), metaCh: make(chan struct{}),
-		balanceWake: make(chan struct{}, 1), failing: map[int]map[string]bool{}, peerGen: map[int]uint64{}}
+	h := &Host{cfg: cfg, local: p, shards: make([]atomic.Pointer[Node], p.Shards), changeCh: make(chan struct{}), metaCh: make(chan struct{}),
+		balanceWake: make(chan struct{}, 1), reconcileWake: make(chan struct{}, 1), failing: map[int]map[string]bool{}, peerGen: map[int]uint64{}}
 	h.placement.Store(p)
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	defer func() {
@@ -139,24 +143,59 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	// Every group's layer exists before any group starts, so a peer's
 	// first connection to a group finds it.
 	metaLayer := h.mux.layer(metaGroupNumber)
+	h.rpc = h.mux.layer(hostRPCGroup)
 	mine := p.ShardsOf(cfg.ID)
 	for _, k := range mine {
 		h.mux.layer(uint16(k + 1))
+	}
+	if err := h.removeLeftShards(p); err != nil {
+		return nil, err
 	}
 	h.metaFS = &metaFSM{onChange: h.placementApplied}
 	if h.meta, err = openMeta(cfg.Config, filepath.Join(cfg.Dir, "meta", "raft"), metaLayer, p, h.metaFS); err != nil {
 		return nil, err
 	}
 	for _, k := range mine {
-		if h.shards[k], err = h.openShard(p, k); err != nil {
+		n, err := h.openShard(p, k)
+		if err != nil {
 			return nil, fmt.Errorf("raftfsm: shard %d: %w", k, err)
 		}
+		h.shards[k].Store(n)
 	}
-	h.wg.Add(2)
+	h.wg.Add(4)
 	go h.leadMeta()
 	go h.balance()
+	go h.reconcile()
+	go h.serveHostCalls(h.rpc)
 	h.watchMetaLeader()
 	return h, nil
+}
+
+// shardDir is the directory of this node's replica of shard k.
+func (h *Host) shardDir(k int) string {
+	return filepath.Join(h.cfg.Dir, "shards", fmt.Sprintf("%04d", k))
+}
+
+// removeLeftShards removes the directories of the shards p does not place
+// on this node: a replica moved away, whose node stopped after it applied
+// the move's end and before it removed the replica.
+func (h *Host) removeLeftShards(p *Placement) error {
+	entries, err := os.ReadDir(filepath.Join(h.cfg.Dir, "shards"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("raftfsm: %w", err)
+	}
+	for _, e := range entries {
+		var k int
+		if _, err := fmt.Sscanf(e.Name(), "%04d", &k); err != nil || len(e.Name()) != 4 || k < 0 || k >= p.Shards || p.Groups[k].holds(h.cfg.ID) {
+			continue
+		}
+		if err := os.RemoveAll(h.shardDir(k)); err != nil {
+			return fmt.Errorf("raftfsm: removing the replica of shard %d that moved away: %w", k, err)
+		}
+	}
+	return nil
 }
 
 // hostPlacement returns the placement this node starts with: its
@@ -174,12 +213,17 @@ func hostPlacement(cfg HostConfig) (*Placement, error) {
 			return nil, fmt.Errorf("%w: Shards %d, but %s holds a cluster of %d shards (the count is fixed when a cluster is created)", ErrConfig, cfg.Shards, cfg.Dir, p.Shards)
 		}
 		if len(cfg.Peers) > 0 {
+			// The shards' replicas may have moved since the cluster was
+			// created: the peers and replicas given must name the same
+			// nodes and replica count, and the directory says where the
+			// replicas are now.
 			want, err := NewPlacement(cfg.Peers, p.Shards, cfg.Replicas)
 			if err != nil {
 				return nil, err
 			}
-			if !want.equalLayout(p) {
-				return nil, fmt.Errorf("%w: the peers and replicas given place the shards otherwise than %s does (moving them is not supported yet)", ErrConfig, path)
+			if want.Replicas != p.Replicas || !slices.Equal(want.Nodes, p.Nodes) {
+				return nil, fmt.Errorf("%w: the peers and replicas given (%d replicas on %v) differ from the cluster's in %s (%d replicas on %v)",
+					ErrConfig, want.Replicas, nodeIDs(&want), path, p.Replicas, nodeIDs(p))
 			}
 		}
 		return p, nil
@@ -242,8 +286,10 @@ func nodeIDs(p *Placement) []string {
 // openShard opens this node's replica of shard k.
 func (h *Host) openShard(p *Placement, k int) (*Node, error) {
 	c := h.cfg.Config
-	c.Dir = filepath.Join(h.cfg.Dir, "shards", fmt.Sprintf("%04d", k))
-	c.Bootstrap = true
+	c.Dir = h.shardDir(k)
+	// Only the replicas a shard was created with start its group; a
+	// replica a move brings joins the group when its leader adds it.
+	c.Bootstrap = p.Groups[k].Moves == 0 && slices.Contains(p.Groups[k].Replicas, h.cfg.ID)
 	c.Metrics = nil
 	if c.Logger != nil {
 		c.Logger = c.Logger.With("shard", k)
@@ -274,10 +320,17 @@ func (h *Host) Close() error {
 		if h.cancel != nil {
 			h.cancel()
 		}
+		// The node's goroutines stop first: reconcile opens and closes
+		// replicas, and no host call is answered past this point.
+		if h.rpc != nil {
+			_ = h.rpc.Close()
+		}
+		h.wg.Wait()
 		var errs []error
 		var wg sync.WaitGroup
 		var mu sync.Mutex
-		for _, n := range h.shards {
+		for k := range h.shards {
+			n := h.shards[k].Load()
 			if n == nil {
 				continue
 			}
@@ -293,7 +346,6 @@ func (h *Host) Close() error {
 			}()
 		}
 		wg.Wait()
-		h.wg.Wait()
 		if h.meta != nil {
 			errs = append(errs, h.meta.close())
 		}
@@ -325,7 +377,7 @@ func (h *Host) Shard(k int) *Node {
 	if k < 0 || k >= len(h.shards) {
 		return nil
 	}
-	return h.shards[k]
+	return h.shards[k].Load()
 }
 
 // ShardEngine returns the engine of this node's replica of shard k, or
@@ -399,20 +451,35 @@ func (h *Host) ShardMap() engine.ShardMap {
 
 // placementApplied runs on the metadata group's applying goroutine with
 // each placement it applies.
+//
+// A placement older than the one this node holds is one the group replays
+// at start, before it reaches the newest: it is passed over, so that a
+// replica that moved here is not closed, nor one that moved away opened,
+// for the time of the replay. One of the same version must be the same
+// placement: another means that this node was started with other peers,
+// shards or replicas than the node that created the cluster, and the node
+// stays not ready.
 func (h *Host) placementApplied(p *Placement) {
-	if !p.equalLayout(h.local) {
+	if h.mismatch.Load() != nil {
+		return
+	}
+	cur := h.placement.Load()
+	switch {
+	case p.Version < cur.Version:
+		return
+	case p.Version == cur.Version && !p.equalLayout(cur):
 		err := fmt.Errorf("the metadata group holds a placement of %d shards with %d replicas on %v that differs from this node's (%d shards, %d replicas on %v): "+
-			"every node of a new cluster must be started with the same peers, shards and replicas", p.Shards, p.Replicas, nodeIDs(p), h.local.Shards, h.local.Replicas, nodeIDs(h.local))
+			"every node of a new cluster must be started with the same peers, shards and replicas", p.Shards, p.Replicas, nodeIDs(p), cur.Shards, cur.Replicas, nodeIDs(cur))
 		h.mismatch.Store(&err)
 		return
 	}
-	h.mismatch.Store(nil)
 	h.placement.Store(p)
 	if err := writePlacement(h.cfg.Dir, p); err != nil && h.cfg.OnSchedulerError != nil {
 		h.cfg.OnSchedulerError(err)
 	}
 	h.changed()
 	h.wakeBalancer()
+	h.wakeReconcile()
 }
 
 // leadMeta writes the first placement when this node wins the metadata
@@ -514,7 +581,8 @@ func (h *Host) Status(ctx context.Context) (engine.ClusterStatus, error) {
 		st.Members = append(st.Members, engine.ClusterMember{ID: string(s.ID), RaftAddr: string(s.Address), HTTPAddr: n.HTTPAddr,
 			Voter: s.Suffrage == raft.Voter, Leader: string(s.ID) == st.LeaderID})
 	}
-	for k, n := range h.shards {
+	for k := range h.shards {
+		n := h.Shard(k)
 		if n == nil {
 			continue
 		}
@@ -589,7 +657,8 @@ func (h *Host) Ready(ctx context.Context) error {
 	if id, _ := h.metaLeader(); id == "" {
 		return fmt.Errorf("%w: the metadata group knows no leader (this node is %s in it)", ErrNotReady, h.meta.raft.State())
 	}
-	for k, n := range h.shards {
+	for k := range h.shards {
+		n := h.Shard(k)
 		if n == nil {
 			continue
 		}
@@ -604,8 +673,8 @@ func (h *Host) Ready(ctx context.Context) error {
 // where it holds none), for tests and in-process tools.
 func (h *Host) Engines() []*embedded.Engine {
 	out := make([]*embedded.Engine, len(h.shards))
-	for k, n := range h.shards {
-		if n != nil {
+	for k := range h.shards {
+		if n := h.Shard(k); n != nil {
 			out[k] = n.Engine()
 		}
 	}
@@ -641,6 +710,8 @@ func (h *Host) watchPeers(n *Node, k int) {
 		for {
 			select {
 			case <-h.ctx.Done():
+				return
+			case <-n.ctx.Done(): // the replica moved away
 				return
 			case o := <-ch:
 				h.peerMu.Lock()
@@ -697,6 +768,7 @@ func (h *Host) balance() {
 	st := make([]shardState, len(h.shards))
 	type result struct {
 		shard int
+		move  bool // a step of a move, not a leadership transfer
 		err   error
 	}
 	results := make(chan result, len(h.shards))
@@ -715,15 +787,21 @@ func (h *Host) balance() {
 			}
 			s.backoff = min(max(2*s.backoff, minBalanceBackoff), maxBalanceBackoff)
 			s.retryAt = time.Now().Add(s.backoff)
-			log.Warn("handing a shard's leadership to its desired leader failed", "shard", r.shard,
-				"to", h.placement.Load().Groups[r.shard].Leader, "error", r.err, "retry_in", s.backoff)
+			if r.move {
+				log.Warn("moving a shard's replica failed; it resumes where it stopped", "shard", r.shard,
+					"error", r.err, "retry_in", s.backoff)
+			} else {
+				log.Warn("handing a shard's leadership to its desired leader failed", "shard", r.shard,
+					"to", h.placement.Load().Groups[r.shard].Leader, "error", r.err, "retry_in", s.backoff)
+			}
 			time.AfterFunc(s.backoff, h.wakeBalancer)
 			continue
 		case <-h.balanceWake:
 		}
 		p := h.placement.Load()
 		now := time.Now()
-		for k, n := range h.shards {
+		for k := range h.shards {
+			n := h.Shard(k)
 			if n == nil {
 				continue
 			}
@@ -734,6 +812,16 @@ func (h *Host) balance() {
 				time.AfterFunc(settle, h.wakeBalancer)
 			}
 			s.leading = leads
+			if m := p.Groups[k].Move; m != nil {
+				// The shard's leader carries a move out; leadership
+				// follows the move, not the desired leader, until it ends.
+				if leads && !s.inflight && !now.Before(s.retryAt) {
+					s.inflight = true
+					mv := *m
+					go func() { results <- result{shard: k, move: true, err: h.driveMove(n, k, mv)} }()
+				}
+				continue
+			}
 			want := p.Groups[k].Leader
 			if want == h.cfg.ID || !leads {
 				s.backoff, s.retryAt = 0, time.Time{}
@@ -756,4 +844,174 @@ func (h *Host) balance() {
 			}()
 		}
 	}
+}
+
+func (h *Host) wakeReconcile() {
+	select {
+	case h.reconcileWake <- struct{}{}:
+	default:
+	}
+}
+
+// reconcile opens this node's replica of each shard the placement puts
+// here and does not run yet (a move brings one), and closes and removes
+// each one it no longer puts here (a move ended, taking it away). It runs
+// at every new placement; the metadata group's applying goroutine only
+// wakes it, since opening and closing a group takes a while.
+func (h *Host) reconcile() {
+	defer h.wg.Done()
+	log := hclogger(h.cfg.Config, "placement")
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-h.reconcileWake:
+		}
+		p := h.placement.Load()
+		for k := range h.shards {
+			n := h.Shard(k)
+			switch holds := p.Groups[k].holds(h.cfg.ID); {
+			case holds && n == nil:
+				n, err := h.openShard(p, k)
+				if err != nil {
+					log.Error("opening a replica that moves to this node failed; trying again", "shard", k, "error", err)
+					time.AfterFunc(time.Second, h.wakeReconcile)
+					continue
+				}
+				h.shards[k].Store(n)
+				h.changed()
+				h.wakeBalancer()
+			case !holds && n != nil:
+				// The move's end is committed, so the shard's group no
+				// longer counts this replica: closing it loses nothing.
+				h.shards[k].Store(nil)
+				h.changed()
+				err := n.Close()
+				if err == nil {
+					err = os.RemoveAll(h.shardDir(k))
+				}
+				if err != nil {
+					log.Error("removing a replica that moved away", "shard", k, "error", err)
+				} else {
+					log.Info("removed a replica that moved away", "shard", k)
+				}
+				h.changed()
+			}
+		}
+	}
+}
+
+// Bounds of a move's wait for the arriving replica to catch up.
+const (
+	catchUpPoll    = 50 * time.Millisecond
+	catchUpTimeout = 10 * time.Minute
+)
+
+// driveMove carries out a move of shard k's replica on n, which leads the
+// shard (docs/sharding.md, "Moving a replica"). Every step looks at the
+// group's configuration first, so that a move stopped anywhere (a crash,
+// a lost leadership) resumes at the step it had reached, on whichever
+// node leads the shard next: add the arriving node as a non-voter, wait
+// until it has applied what the leader had when it was added, make it a
+// voter, hand leadership over if this node is the one leaving, remove the
+// leaving node, and commit the move's end in the metadata group.
+func (h *Host) driveMove(n *Node, k int, m ShardMove) error {
+	ctx := h.ctx
+	to, ok := h.placement.Load().node(m.To)
+	if !ok {
+		return fmt.Errorf("raftfsm: node %q is not in the placement", m.To)
+	}
+	member := func() (raft.Server, bool, error) {
+		f := n.raft.GetConfiguration()
+		if err := futureError(ctx, f); err != nil {
+			return raft.Server{}, false, err
+		}
+		for _, s := range f.Configuration().Servers {
+			if string(s.ID) == m.To {
+				return s, true, nil
+			}
+		}
+		return raft.Server{}, false, nil
+	}
+	s, in, err := member()
+	if err != nil {
+		return err
+	}
+	if !in {
+		if err := futureError(ctx, n.raft.AddNonvoter(raft.ServerID(to.ID), raft.ServerAddress(to.RaftAddr), 0, h.cfg.ApplyTimeout)); err != nil {
+			return fmt.Errorf("adding %s to shard %d's group as a non-voter: %w", m.To, k, err)
+		}
+		s.Suffrage = raft.Nonvoter
+	}
+	if s.Suffrage != raft.Voter {
+		if err := h.awaitCaughtUp(ctx, n, k, m.To); err != nil {
+			return err
+		}
+		if err := futureError(ctx, n.raft.AddVoter(raft.ServerID(to.ID), raft.ServerAddress(to.RaftAddr), 0, h.cfg.ApplyTimeout)); err != nil {
+			return fmt.Errorf("making %s a voter of shard %d: %w", m.To, k, err)
+		}
+	}
+	f := n.raft.GetConfiguration()
+	if err := futureError(ctx, f); err != nil {
+		return err
+	}
+	leaving := false
+	for _, s := range f.Configuration().Servers {
+		leaving = leaving || string(s.ID) == m.From
+	}
+	if leaving && m.From == h.cfg.ID {
+		// The leaving node leads: the arriving one, caught up, takes over
+		// and goes on with the move.
+		if err := futureError(ctx, n.raft.LeadershipTransferToServer(raft.ServerID(to.ID), raft.ServerAddress(to.RaftAddr))); err != nil {
+			return fmt.Errorf("handing shard %d's leadership to %s: %w", k, m.To, err)
+		}
+		return nil
+	}
+	if leaving {
+		if err := futureError(ctx, n.raft.RemoveServer(raft.ServerID(m.From), 0, h.cfg.ApplyTimeout)); err != nil {
+			return fmt.Errorf("removing %s from shard %d's group: %w", m.From, k, err)
+		}
+	}
+	if _, err := h.proposeMeta(ctx, metaMoveDone, &moveBody{Shard: k, From: m.From, To: m.To}); err != nil {
+		return fmt.Errorf("committing the end of shard %d's move: %w", k, err)
+	}
+	return nil
+}
+
+// awaitCaughtUp waits until node id's replica of shard k has applied the
+// index n's log had when the wait began, asking that node (a leader of
+// hashicorp/raft does not say how far a non-voter has replicated).
+func (h *Host) awaitCaughtUp(ctx context.Context, n *Node, k int, id string) error {
+	target := n.raft.LastIndex()
+	ctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
+	defer cancel()
+	t := time.NewTicker(catchUpPoll)
+	defer t.Stop()
+	for {
+		applied, err := h.shardAppliedOn(ctx, id, k)
+		if err == nil && applied >= target {
+			return nil
+		}
+		if n.raft.State() != raft.Leader {
+			return fmt.Errorf("%w: this node lost shard %d's leadership while %s caught up", engine.ErrNotLeader, k, id)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s to catch up with shard %d (applied %d of %d): %w", id, k, applied, target, errors.Join(ctx.Err(), err))
+		case <-t.C:
+		}
+	}
+}
+
+// MoveReplica moves shard's replica on node from to node to, which holds
+// none (through the metadata group's leader; another node answers
+// not-leader naming it). It records the move and returns that placement's
+// version; the shard's leader then carries the move out, and the
+// placement's next version without the move says it ended.
+func (h *Host) MoveReplica(ctx context.Context, shard int, from, to string) (uint64, error) {
+	v, err := h.meta.apply(ctx, metaMoveStart, &moveBody{Shard: shard, From: from, To: to})
+	if errors.Is(err, engine.ErrNotLeader) {
+		return 0, h.metaNotLeader()
+	}
+	return v, err
 }

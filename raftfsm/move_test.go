@@ -1,0 +1,343 @@
+package raftfsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
+)
+
+// onShard runs op against the engine of shard k's leader, whichever live
+// node that is, retrying while leadership moves, a replica closes or an
+// outcome is unknown. Commands carry request ids, so a retry of a command
+// that was in fact applied returns the first result.
+func (c *testHosts) onShard(k int, op func(e *embedded.Engine) error) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var err error = engine.ErrNotLeader
+		for _, h := range c.live() {
+			if n := h.Shard(k); n != nil && n.IsLeader() {
+				err = op(n.Engine())
+				break
+			}
+		}
+		retry := errors.Is(err, engine.ErrNotLeader) || errors.Is(err, engine.ErrUnknownOutcome) || errors.Is(err, engine.ErrClosed)
+		if !retry {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no leader of shard %d took the command: %w", k, err)
+		}
+		c.nextChange(50 * time.Millisecond)
+	}
+}
+
+// nextChange waits for the next commit, leader change or placement change
+// of any live node, or d at most (a retry after a refusal no event follows).
+func (c *testHosts) nextChange(d time.Duration) {
+	cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(time.After(d))}}
+	for _, h := range c.live() {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(h.ShardsChanged())})
+	}
+	reflect.Select(cases)
+}
+
+// metaLeader waits for the metadata group's leader and returns it.
+func (c *testHosts) metaLeader() *Host {
+	c.t.Helper()
+	var l *Host
+	c.await("a metadata leader", func() bool {
+		for _, h := range c.live() {
+			if id, _ := h.metaLeader(); id == h.ID() {
+				l = h
+				return true
+			}
+		}
+		return false
+	})
+	return l
+}
+
+// moveLoad is a workload on one shard: runs created, and a worker that
+// claims each, commits a step and completes it, counting its completions
+// by job.
+type moveLoad struct {
+	c     *testHosts
+	shard int
+	mu    sync.Mutex
+	jobs  []engine.JobID
+	done  map[engine.JobID]int
+	errs  chan error
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	n     int // runs created so far
+	total int // runs the workload creates
+}
+
+func startMoveLoad(c *testHosts, shard, before, total int) *moveLoad {
+	l := &moveLoad{c: c, shard: shard, done: map[engine.JobID]int{}, errs: make(chan error, 4), stop: make(chan struct{}), total: total}
+	l.create(before)
+	l.wg.Add(1)
+	go l.work()
+	return l
+}
+
+// create creates n more runs on the shard.
+func (l *moveLoad) create(n int) {
+	for range n {
+		l.mu.Lock()
+		i := l.n
+		l.n++
+		l.mu.Unlock()
+		wf := keyOn(fmt.Sprintf("move-%d-", i), l.shard, l.c.shards)
+		err := l.c.onShard(l.shard, func(e *embedded.Engine) error {
+			res, err := e.Create(context.Background(), engine.CreateJob{Header: engine.Header{RequestID: "create-" + wf}, WorkflowID: wf, Type: "t", Queue: "q"})
+			if err == nil {
+				l.mu.Lock()
+				if !slices.Contains(l.jobs, res.Job) {
+					l.jobs = append(l.jobs, res.Job)
+				}
+				l.mu.Unlock()
+			}
+			return err
+		})
+		if err != nil {
+			l.errs <- fmt.Errorf("create %s: %w", wf, err)
+			return
+		}
+	}
+}
+
+func (l *moveLoad) completed() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.done)
+}
+
+// work claims, commits and completes until every run of the workload is
+// complete.
+func (l *moveLoad) work() {
+	defer l.wg.Done()
+	ctx := context.Background()
+	for i := 0; ; i++ {
+		l.mu.Lock()
+		finished := len(l.done) == l.total
+		l.mu.Unlock()
+		if finished {
+			return
+		}
+		var js []engine.ClaimedJob
+		err := l.c.onShard(l.shard, func(e *embedded.Engine) error {
+			var err error
+			js, err = e.Claim(ctx, engine.Claim{Header: engine.Header{RequestID: fmt.Sprintf("claim-%d", i)}, Queue: "q", Owner: "worker", Max: 1, LeaseMS: 600_000})
+			return err
+		})
+		if err != nil {
+			l.errs <- fmt.Errorf("claim: %w", err)
+			return
+		}
+		if len(js) == 0 {
+			l.c.nextChange(50 * time.Millisecond)
+			continue
+		}
+		j := js[0]
+		ref := j.Lease()
+		for _, op := range []func(e *embedded.Engine) error{
+			func(e *embedded.Engine) error {
+				_, err := e.CommitStep(ctx, engine.CommitStep{Header: engine.Header{RequestID: fmt.Sprintf("commit-%d", j.Job)},
+					LeaseRef: ref, Step: "1", Type: "activity_completed", Payload: []byte("done")})
+				return err
+			},
+			func(e *embedded.Engine) error {
+				_, err := e.Complete(ctx, engine.Complete{Header: engine.Header{RequestID: fmt.Sprintf("complete-%d", j.Job)}, LeaseRef: ref})
+				return err
+			},
+		} {
+			if err := l.c.onShard(l.shard, op); err != nil {
+				l.errs <- fmt.Errorf("job %d: %w", j.Job, err)
+				return
+			}
+		}
+		l.mu.Lock()
+		l.done[j.Job]++
+		l.mu.Unlock()
+	}
+}
+
+// finish waits for the worker and checks that every run completed exactly
+// once: one completion acknowledged, one job_completed event in its
+// history, as the shard's leader reads it.
+func (l *moveLoad) finish(t *testing.T) {
+	t.Helper()
+	wait := make(chan struct{})
+	go func() { l.wg.Wait(); close(wait) }()
+	select {
+	case err := <-l.errs:
+		t.Fatal(err)
+	case <-wait:
+	}
+	select {
+	case err := <-l.errs:
+		t.Fatal(err)
+	default:
+	}
+	if len(l.jobs) != l.total {
+		t.Fatalf("%d runs created, want %d", len(l.jobs), l.total)
+	}
+	for _, j := range l.jobs {
+		if l.done[j] != 1 {
+			t.Errorf("run %d completed %d times by the worker, want once", j, l.done[j])
+		}
+		err := l.c.onShard(l.shard, func(e *embedded.Engine) error {
+			page, err := e.History(context.Background(), j, 0, 1000)
+			if err != nil {
+				return err
+			}
+			ends := 0
+			for _, ev := range page.Events {
+				if ev.Type == engine.EventJobCompleted {
+					ends++
+				}
+			}
+			if ends != 1 {
+				return fmt.Errorf("run %d has %d job_completed events, want 1", j, ends)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// shardMembers returns shard k's Raft configuration as its leader holds
+// it: each member's id and whether it votes.
+func (c *testHosts) shardMembers(k int) map[string]bool {
+	c.t.Helper()
+	var out map[string]bool
+	err := c.onShard(k, func(*embedded.Engine) error {
+		for _, h := range c.live() {
+			n := h.Shard(k)
+			if n == nil || !n.IsLeader() {
+				continue
+			}
+			f := n.raft.GetConfiguration()
+			if err := f.Error(); err != nil {
+				return err
+			}
+			out = map[string]bool{}
+			for _, s := range f.Configuration().Servers {
+				out[string(s.ID)] = s.Suffrage == raft.Voter
+			}
+			return nil
+		}
+		return engine.ErrNotLeader
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return out
+}
+
+// awaitMoveEnd waits until every live node applied a placement in which
+// shard k moved moves times and no move is under way, and returns it.
+func (c *testHosts) awaitMoveEnd(k int, moves uint32) Placement {
+	c.t.Helper()
+	var p Placement
+	c.await(fmt.Sprintf("shard %d's move %d ended everywhere", k, moves), func() bool {
+		for _, h := range c.live() {
+			p = h.Placement()
+			if g := p.Groups[k]; g.Move != nil || g.Moves != moves {
+				return false
+			}
+		}
+		return true
+	})
+	return p
+}
+
+// TestHostMoveReplicaWhileRunsAreActive: on 4 nodes with 3 replicas a
+// shard's replica moves off its leader to the node that held none, then a
+// follower's replica moves back, while a worker claims, commits and
+// completes the shard's runs and more are created. Every run completes
+// exactly once, the group's members and the placement end as asked, the
+// leaving node removes its replica, and every replica verifies.
+func TestHostMoveReplicaWhileRunsAreActive(t *testing.T) {
+	c := newTestHosts(t, 4, 2)
+	c.awaitDesiredLeaders()
+	meta := c.metaLeader()
+	ctx := context.Background()
+
+	// Bad requests are refused, naming what is wrong.
+	for _, bad := range []struct {
+		shard    int
+		from, to string
+	}{{2, "n1", "n4"}, {-1, "n1", "n4"}, {0, "n9", "n4"}, {0, "n1", "n9"}, {0, "n1", "n2"}, {0, "n4", "n1"}, {0, "n1", "n1"}} {
+		if _, err := meta.MoveReplica(ctx, bad.shard, bad.from, bad.to); !errors.Is(err, engine.ErrInvalidCommand) {
+			t.Errorf("MoveReplica(%d, %s, %s): %v, want ErrInvalidCommand", bad.shard, bad.from, bad.to, err)
+		}
+	}
+	for _, h := range c.live() {
+		if h != meta {
+			if _, err := h.MoveReplica(ctx, 0, "n1", "n4"); !errors.Is(err, engine.ErrNotLeader) {
+				t.Fatalf("a follower of the metadata group moved a replica: %v", err)
+			}
+			break
+		}
+	}
+
+	// Shard 0 is on n1, n2, n3, led by n1; n4 holds none of it.
+	if p := meta.Placement(); !reflect.DeepEqual(p.Groups[0].Replicas, []string{"n1", "n2", "n3"}) || p.Groups[0].Leader != "n1" {
+		t.Fatalf("shard 0 placed %+v", p.Groups[0])
+	}
+	load := startMoveLoad(c, 0, 30, 60)
+	c.await("ten runs completed", func() bool { return load.completed() >= 10 })
+	before := meta.PlacementVersion()
+	v, err := meta.MoveReplica(ctx, 0, "n1", "n4")
+	if err != nil || v != before+1 {
+		t.Fatalf("MoveReplica: version %d, %v; want %d", v, err, before+1)
+	}
+	if _, err := meta.MoveReplica(ctx, 0, "n2", "n4"); !errors.Is(err, engine.ErrInvalidCommand) {
+		t.Fatalf("a second move of shard 0 while one is under way: %v", err)
+	}
+	if again, err := meta.MoveReplica(ctx, 0, "n1", "n4"); err != nil || again != v {
+		t.Fatalf("the same move asked again: version %d, %v; want %d", again, err, v)
+	}
+	load.create(30) // runs created while the replica moves
+	p := c.awaitMoveEnd(0, 1)
+	if g := p.Groups[0]; !reflect.DeepEqual(g.Replicas, []string{"n4", "n2", "n3"}) || g.Leader != "n4" {
+		t.Fatalf("shard 0 placed %+v after the move, want replicas [n4 n2 n3] led by n4", g)
+	}
+	if got := c.shardMembers(0); !reflect.DeepEqual(got, map[string]bool{"n2": true, "n3": true, "n4": true}) {
+		t.Fatalf("shard 0's group is %v after the move, want voters n2, n3, n4", got)
+	}
+	c.await("n1 closed its replica of shard 0 and removed its directory", func() bool {
+		_, err := os.Stat(c.live()["n1"].shardDir(0))
+		return c.live()["n1"].Shard(0) == nil && errors.Is(err, os.ErrNotExist)
+	})
+	c.await("shard 0 led by n4", func() bool { return c.leaders()[0] == "n4" })
+
+	// A follower's replica moves back to n1, the runs still going.
+	if _, err := meta.MoveReplica(ctx, 0, "n3", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	p = c.awaitMoveEnd(0, 2)
+	if g := p.Groups[0]; !reflect.DeepEqual(g.Replicas, []string{"n4", "n2", "n1"}) || g.Leader != "n4" {
+		t.Fatalf("shard 0 placed %+v after the second move", g)
+	}
+	if got := c.shardMembers(0); !reflect.DeepEqual(got, map[string]bool{"n1": true, "n2": true, "n4": true}) {
+		t.Fatalf("shard 0's group is %v after the second move", got)
+	}
+	load.finish(t)
+	c.verifyShards()
+}
