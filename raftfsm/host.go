@@ -589,6 +589,9 @@ func (h *Host) Status(ctx context.Context) (engine.ClusterStatus, error) {
 		ss := engine.ShardStatus{Shard: k, State: n.raft.State().String(), Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(),
 			AppliedIndex: n.fsm.Applied(), LastIndex: n.raft.LastIndex(), Replicas: slices.Clone(p.Groups[k].Replicas),
 			DesiredLeader: p.Groups[k].Leader}
+		if m := p.Groups[k].Move; m != nil {
+			ss.MoveFrom, ss.MoveTo = m.From, m.To
+		}
 		ss.LeaderID, ss.LeaderHTTP = h.ShardLeader(k)
 		st.Shards = append(st.Shards, ss)
 	}
