@@ -148,8 +148,8 @@ type shardRow struct {
 	replicas        []string
 	// moveFrom and moveTo are set while a replica moves.
 	moveFrom, moveTo string
-	term            uint64
-	commit          uint64
+	term             uint64
+	commit           uint64
 	// leaderApplied is the last entry the leader applied to its state,
 	// applied each replica's (by member).
 	leaderApplied uint64
