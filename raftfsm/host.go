@@ -946,6 +946,9 @@ func (h *Host) driveMove(n *Node, k int, m ShardMove) error {
 		}
 		s.Suffrage = raft.Nonvoter
 	}
+	if hook := moveStepHook.Load(); hook != nil {
+		(*hook)(ctx, h.cfg.ID, k, "nonvoter")
+	}
 	if s.Suffrage != raft.Voter {
 		if err := h.awaitCaughtUp(ctx, n, k, m.To); err != nil {
 			return err
@@ -980,6 +983,11 @@ func (h *Host) driveMove(n *Node, k int, m ShardMove) error {
 	}
 	return nil
 }
+
+// moveStepHook, when set (by a test), is called by a move's driver after
+// each step named: a test holds the driver there to stop its node in the
+// middle of a move.
+var moveStepHook atomic.Pointer[func(ctx context.Context, node string, shard int, step string)]
 
 // awaitCaughtUp waits until node id's replica of shard k has applied the
 // index n's log had when the wait began, asking that node (a leader of

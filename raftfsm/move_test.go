@@ -341,3 +341,50 @@ func TestHostMoveReplicaWhileRunsAreActive(t *testing.T) {
 	load.finish(t)
 	c.verifyShards()
 }
+
+// TestHostMoveResumesAfterItsDriverStops: shard 0's leader, n1, is also
+// the node its replica moves off; it is stopped once it added n4 as a
+// non-voter, while runs go on. The next leader resumes the move where it
+// stopped (n4 caught up and made a voter, n1 removed, the end committed);
+// n1, restarted, learns the end from the metadata group and removes its
+// replica; every run completes once and every replica verifies.
+func TestHostMoveResumesAfterItsDriverStops(t *testing.T) {
+	c := newTestHosts(t, 4, 2)
+	c.awaitDesiredLeaders()
+	reached := make(chan struct{}, 1)
+	hook := func(ctx context.Context, node string, shard int, step string) {
+		if node == "n1" && shard == 0 && step == "nonvoter" {
+			select {
+			case reached <- struct{}{}:
+			default:
+			}
+			<-ctx.Done() // held until n1 stops
+		}
+	}
+	moveStepHook.Store(&hook)
+	t.Cleanup(func() { moveStepHook.Store(nil) })
+
+	load := startMoveLoad(c, 0, 20, 40)
+	c.await("five runs completed", func() bool { return load.completed() >= 5 })
+	if _, err := c.metaLeader().MoveReplica(context.Background(), 0, "n1", "n4"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reached:
+	case <-time.After(60 * time.Second):
+		t.Fatal("n1 never added n4 to shard 0's group")
+	}
+	c.kill("n1")
+	load.create(20)
+	c.awaitMoveEnd(0, 1)
+	if got := c.shardMembers(0); !reflect.DeepEqual(got, map[string]bool{"n2": true, "n3": true, "n4": true}) {
+		t.Fatalf("shard 0's group is %v after the move, want voters n2, n3, n4", got)
+	}
+	n1 := c.start("n1", false)
+	c.await("n1 applied the move's end and removed its replica", func() bool {
+		_, err := os.Stat(n1.shardDir(0))
+		return n1.Placement().Groups[0].Moves == 1 && n1.Shard(0) == nil && errors.Is(err, os.ErrNotExist)
+	})
+	load.finish(t)
+	c.verifyShards()
+}
