@@ -388,3 +388,44 @@ func TestHostMoveResumesAfterItsDriverStops(t *testing.T) {
 	load.finish(t)
 	c.verifyShards()
 }
+
+// TestHostReplacedMachineCatchesUp: n4, which holds shard 1 from the start
+// and shard 0 by a move, loses its directory and starts again with the
+// cluster's peers and shards, as a new machine in its place does
+// (docs/operations.md, "Replace a machine of a sharded cluster"): it
+// learns the placement from the metadata group, opens both shards, and
+// their leaders catch it up; every replica verifies.
+func TestHostReplacedMachineCatchesUp(t *testing.T) {
+	c := newTestHosts(t, 4, 2)
+	c.awaitDesiredLeaders()
+	ctx := context.Background()
+	for k := range 2 {
+		if err := c.onShard(k, func(e *embedded.Engine) error {
+			_, err := e.Create(ctx, engine.CreateJob{Header: engine.Header{RequestID: fmt.Sprint("before-", k)}, WorkflowID: keyOn("before-", k, 2), Type: "t", Queue: "q"})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.metaLeader().MoveReplica(ctx, 0, "n1", "n4"); err != nil {
+		t.Fatal(err)
+	}
+	c.awaitMoveEnd(0, 1)
+	c.kill("n4")
+	if err := os.RemoveAll(c.dirs["n4"]); err != nil {
+		t.Fatal(err)
+	}
+	for k := range 2 {
+		if err := c.onShard(k, func(e *embedded.Engine) error {
+			_, err := e.Create(ctx, engine.CreateJob{Header: engine.Header{RequestID: fmt.Sprint("while-", k)}, WorkflowID: keyOn("while-", k, 2), Type: "t", Queue: "q"})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n4 := c.start("n4", true)
+	c.await("n4 holding shards 0 and 1 again", func() bool {
+		return n4.Placement().Groups[0].Moves == 1 && n4.Shard(0) != nil && n4.Shard(1) != nil && n4.Ready(ctx) == nil
+	})
+	c.verifyShards()
+}
