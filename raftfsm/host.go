@@ -39,6 +39,13 @@ type HostConfig struct {
 	// Replicas is the number of replicas of each shard; 0 means
 	// min(3, len(Peers)).
 	Replicas int
+	// Join makes a new node of a cluster that runs already: it starts no
+	// group, holds no shard, and learns the placement from the metadata
+	// group once an admin added it (AddNode, POST /v1/cluster/members)
+	// and the group's leader made it a member. It needs Shards, the
+	// cluster's count; Peers are not needed. Ignored once the node's
+	// directory holds a placement that names it.
+	Join bool
 }
 
 // Validate reports the first invalid field.
@@ -80,6 +87,9 @@ type Host struct {
 	// mismatch, when set, says that the metadata group holds another
 	// layout than this node's directory: the node is not ready.
 	mismatch atomic.Pointer[error]
+	// metaWake wakes leadMeta to add the placement's new nodes to the
+	// metadata group, when this node leads it.
+	metaWake chan struct{}
 
 	changeMu sync.Mutex
 	changeCh chan struct{} // closed at every commit or leader change of a local shard
@@ -129,7 +139,7 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 		return nil, fmt.Errorf("%w: RaftAddr %q, but the cluster knows node %q at %q", ErrConfig, cfg.RaftAddr, cfg.ID, self.RaftAddr)
 	}
 	h := &Host{cfg: cfg, local: p, shards: make([]atomic.Pointer[Node], p.Shards), changeCh: make(chan struct{}), metaCh: make(chan struct{}),
-		balanceWake: make(chan struct{}, 1), reconcileWake: make(chan struct{}, 1), failing: map[int]map[string]bool{}, peerGen: map[int]uint64{}}
+		balanceWake: make(chan struct{}, 1), reconcileWake: make(chan struct{}, 1), metaWake: make(chan struct{}, 1), failing: map[int]map[string]bool{}, peerGen: map[int]uint64{}}
 	h.placement.Store(p)
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	defer func() {
@@ -212,6 +222,11 @@ func hostPlacement(cfg HostConfig) (*Placement, error) {
 		if cfg.Shards != 0 && cfg.Shards != p.Shards {
 			return nil, fmt.Errorf("%w: Shards %d, but %s holds a cluster of %d shards (the count is fixed when a cluster is created)", ErrConfig, cfg.Shards, cfg.Dir, p.Shards)
 		}
+		if _, ok := p.node(cfg.ID); !ok && cfg.Join {
+			// Stopped while it learned the placements before the one that
+			// added it.
+			return joiningPlacement(cfg, p.Shards), nil
+		}
 		if len(cfg.Peers) > 0 {
 			// The shards' replicas may have moved since the cluster was
 			// created: the peers and replicas given must name the same
@@ -221,7 +236,8 @@ func hostPlacement(cfg HostConfig) (*Placement, error) {
 			if err != nil {
 				return nil, err
 			}
-			if want.Replicas != p.Replicas || !slices.Equal(want.Nodes, p.Nodes) {
+			added := len(want.Nodes) <= len(p.Nodes) && slices.Equal(want.Nodes, p.Nodes[:len(want.Nodes)])
+			if want.Replicas != p.Replicas || !added {
 				return nil, fmt.Errorf("%w: the peers and replicas given (%d replicas on %v) differ from the cluster's in %s (%d replicas on %v)",
 					ErrConfig, want.Replicas, nodeIDs(&want), path, p.Replicas, nodeIDs(p))
 			}
@@ -229,6 +245,12 @@ func hostPlacement(cfg HostConfig) (*Placement, error) {
 		return p, nil
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("raftfsm: %w", err)
+	}
+	if cfg.Join {
+		if cfg.Shards == 0 {
+			return nil, fmt.Errorf("%w: a node joining a sharded cluster needs Shards, the cluster's shard count", ErrConfig)
+		}
+		return joiningPlacement(cfg, cfg.Shards), nil
 	}
 	if len(cfg.Peers) == 0 || cfg.Shards == 0 {
 		return nil, fmt.Errorf("%w: %s holds no cluster: a new node needs Peers and Shards", ErrConfig, cfg.Dir)
@@ -241,6 +263,14 @@ func hostPlacement(cfg HostConfig) (*Placement, error) {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// joiningPlacement is what a joining node starts with (HostConfig.Join):
+// version 0, which every placement of the metadata group replaces, this
+// node alone, and no shard. It is neither valid nor written.
+func joiningPlacement(cfg HostConfig, shards int) *Placement {
+	return &Placement{Shards: shards, Nodes: []PlacementNode{{ID: cfg.ID, RaftAddr: cfg.RaftAddr, HTTPAddr: cfg.HTTPAddr}},
+		Groups: make([]ShardPlacement, shards)}
 }
 
 // writePlacement writes p to dir's placement file, atomically: a new file
@@ -460,6 +490,10 @@ func (h *Host) ShardMap() engine.ShardMap {
 // shards or replicas than the node that created the cluster, and the node
 // stays not ready.
 func (h *Host) placementApplied(p *Placement) {
+	select {
+	case h.metaWake <- struct{}{}:
+	default:
+	}
 	if h.mismatch.Load() != nil {
 		return
 	}
@@ -490,8 +524,25 @@ func (h *Host) leadMeta() {
 		select {
 		case <-h.ctx.Done():
 			return
+		case <-h.metaWake:
+			if err := h.addMetaMembers(); err != nil && h.ctx.Err() == nil {
+				hclogger(h.cfg.Config, "meta").Warn("adding a new node to the metadata group failed; trying again", "error", err)
+				time.AfterFunc(time.Second, func() {
+					select {
+					case h.metaWake <- struct{}{}:
+					default:
+					}
+				})
+			}
+			continue
 		case leads := <-h.meta.notify:
 			h.metaMoved()
+			if leads && h.metaFS.placement() != nil {
+				select {
+				case h.metaWake <- struct{}{}:
+				default:
+				}
+			}
 			if !leads || h.metaFS.placement() != nil {
 				continue
 			}
@@ -503,6 +554,38 @@ func (h *Host) leadMeta() {
 			}
 		}
 	}
+}
+
+// addMetaMembers adds to the metadata group, when this node leads it, the
+// placement's nodes it does not have yet (added by AddNode): as voters
+// while the group has fewer than five, else as non-voters, as a new
+// cluster's group is made.
+func (h *Host) addMetaMembers() error {
+	p := h.metaFS.placement()
+	if p == nil || h.meta.raft.State() != raft.Leader {
+		return nil
+	}
+	f := h.meta.raft.GetConfiguration()
+	if err := futureError(h.ctx, f); err != nil {
+		return err
+	}
+	in := map[string]bool{}
+	for _, s := range f.Configuration().Servers {
+		in[string(s.ID)] = true
+	}
+	for i, n := range p.Nodes {
+		if in[n.ID] {
+			continue
+		}
+		add := h.meta.raft.AddVoter
+		if i >= p.metaVoters() {
+			add = h.meta.raft.AddNonvoter
+		}
+		if err := futureError(h.ctx, add(raft.ServerID(n.ID), raft.ServerAddress(n.RaftAddr), 0, h.cfg.ApplyTimeout)); err != nil {
+			return fmt.Errorf("adding node %s to the metadata group: %w", n.ID, err)
+		}
+	}
+	return nil
 }
 
 // watchMetaLeader wakes LeaderChanged's waiters at every change of the
@@ -598,9 +681,25 @@ func (h *Host) Status(ctx context.Context) (engine.ClusterStatus, error) {
 	return st, ctx.Err()
 }
 
-// Join implements httpapi.Cluster: nodes do not join a sharded cluster yet.
-func (h *Host) Join(context.Context, string, string, string) error {
-	return fmt.Errorf("%w: nodes cannot join a sharded cluster yet: its nodes are fixed when it is created (docs/sharding.md)", engine.ErrInvalidCommand)
+// Join implements httpapi.Cluster: it adds a node to a sharded cluster
+// (AddNode). The node was started with HostConfig.Join.
+func (h *Host) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
+	_, err := h.AddNode(ctx, PlacementNode{ID: id, RaftAddr: raftAddr, HTTPAddr: httpAddr})
+	return err
+}
+
+// AddNode adds a node to the cluster's nodes, through the metadata group's
+// leader (another node answers not-leader naming it), and returns the new
+// placement version. The node holds no replica until one moves to it
+// (MoveReplica); the group's leader makes it a member of the metadata
+// group, from which it learns the placement. Adding the same node again
+// changes nothing.
+func (h *Host) AddNode(ctx context.Context, n PlacementNode) (uint64, error) {
+	v, err := h.meta.apply(ctx, metaAddNode, &n)
+	if errors.Is(err, engine.ErrNotLeader) {
+		return 0, h.metaNotLeader()
+	}
+	return v, err
 }
 
 // Remove implements httpapi.Cluster: nodes do not leave a sharded cluster

@@ -46,6 +46,9 @@ const (
 	// metaMoveDone ends a move the shard's group carried out: the arriving
 	// node replaces the leaving one among the shard's replicas.
 	metaMoveDone metaKind = 5
+	// metaAddNode adds a node to the cluster's nodes, holding no replica
+	// yet; the metadata group's leader then adds it to the group.
+	metaAddNode metaKind = 6
 )
 
 // maxMetaEntryBytes bounds a metadata entry: a create carries a placement.
@@ -88,6 +91,7 @@ type metaEntry struct {
 	placement *Placement     // metaCreate
 	setLeader *setLeaderBody // metaSetLeader
 	move      *moveBody      // metaMoveStart, metaMoveDone
+	addNode   *PlacementNode // metaAddNode
 }
 
 // decodeMetaEntry parses a metadata log entry, bounded like decodeEntry.
@@ -133,6 +137,18 @@ func decodeMetaEntry(b []byte) (metaEntry, error) {
 			return e, &EntryError{Reason: "metadata move: " + err.Error()}
 		}
 		e.move = &m
+	case metaAddNode:
+		if max := maxNodeIDBytes + 2*maxAddrBytes + 32; len(body) > max {
+			return e, &EntryError{Reason: fmt.Sprintf("metadata add-node of %d bytes, more than %d", len(body), max)}
+		}
+		if _, err := msgpackscan.Check(body, msgpackscan.Limits{MaxDepth: 1, MaxValues: 7}); err != nil {
+			return e, &EntryError{Reason: "metadata add-node: " + err.Error()}
+		}
+		var n PlacementNode
+		if err := msgpack.Unmarshal(body, &n); err != nil {
+			return e, &EntryError{Reason: "metadata add-node: " + err.Error()}
+		}
+		e.addNode = &n
 	default:
 		return e, &EntryError{Reason: fmt.Sprintf("unknown metadata entry kind %d", b[1])}
 	}
@@ -251,6 +267,23 @@ func applyMeta(cur *Placement, e metaEntry) (*Placement, error) {
 		}
 		g.Move = &ShardMove{From: m.From, To: m.To}
 		next.Groups[m.Shard] = g
+	case metaAddNode:
+		n := *e.addNode
+		if old, ok := cur.node(n.ID); ok {
+			if old == n {
+				return cur, nil // the same request again
+			}
+			return nil, fmt.Errorf("%w: node %q is one of the cluster's nodes already, at %s", engine.ErrInvalidCommand, n.ID, old.RaftAddr)
+		}
+		for _, o := range cur.Nodes {
+			if o.RaftAddr == n.RaftAddr {
+				return nil, fmt.Errorf("%w: node %q has the Raft address %s already", engine.ErrInvalidCommand, o.ID, n.RaftAddr)
+			}
+		}
+		next.Nodes = append(slices.Clone(cur.Nodes), n)
+		if err := next.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: adding node %q: %v", engine.ErrInvalidCommand, n.ID, err)
+		}
 	case metaMoveDone:
 		m := e.move
 		if err := checkMove(cur, m); err != nil {
@@ -389,7 +422,9 @@ func openMeta(cfg Config, dir string, layer raft.StreamLayer, p *Placement, fsm 
 	if g.raft, err = raft.NewRaft(rc, fsm, g.store, g.store, snaps, g.transport); err != nil {
 		return nil, fmt.Errorf("raftfsm: starting the metadata group: %w", err)
 	}
-	if !has {
+	// A node joining a cluster (its placement's version 0, see
+	// HostConfig.Join) does not start the group: its leader adds it.
+	if !has && p.Version > 0 {
 		var servers []raft.Server
 		for i, n := range p.Nodes {
 			s := raft.Server{ID: raft.ServerID(n.ID), Address: raft.ServerAddress(n.RaftAddr), Suffrage: raft.Voter}

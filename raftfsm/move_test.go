@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sync"
@@ -428,4 +429,75 @@ func TestHostReplacedMachineCatchesUp(t *testing.T) {
 		return n4.Placement().Groups[0].Moves == 1 && n4.Shard(0) != nil && n4.Shard(1) != nil && n4.Ready(ctx) == nil
 	})
 	c.verifyShards()
+}
+
+// TestHostJoinsAndTakesAReplica: a fourth node joins a cluster of three
+// (started with Join, then added by an admin through the metadata group's
+// leader), learns the placement from the metadata group, and then takes
+// shard 0's replica off the shard's leader while runs go on.
+func TestHostJoinsAndTakesAReplica(t *testing.T) {
+	c := newTestHosts(t, 3, 2)
+	c.awaitDesiredLeaders()
+	ctx := context.Background()
+	n4 := PlacementNode{ID: "n4", RaftAddr: freeAddr(t), HTTPAddr: "http-n4"}
+	c.peers = append(c.peers, n4)
+	c.dirs["n4"] = filepath.Join(t.TempDir(), "n4")
+	cfg := c.config("n4", false)
+	cfg.Join, cfg.Shards = true, 2
+	h4, err := OpenHost(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	c.hosts["n4"] = h4
+	c.mu.Unlock()
+
+	meta := c.metaLeader()
+	if _, err := meta.MoveReplica(ctx, 0, "n1", "n4"); !errors.Is(err, engine.ErrInvalidCommand) {
+		t.Fatalf("a move to a node not added yet: %v", err)
+	}
+	if _, err := meta.AddNode(ctx, PlacementNode{ID: "n1", RaftAddr: n4.RaftAddr}); !errors.Is(err, engine.ErrInvalidCommand) {
+		t.Fatalf("adding a node whose id is taken: %v", err)
+	}
+	v, err := meta.AddNode(ctx, n4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := meta.AddNode(ctx, n4); err != nil || again != v {
+		t.Fatalf("adding the same node again: %d, %v; want %d", again, err, v)
+	}
+	c.awaitPlacement(v)
+	c.await("n4 a voter of the metadata group, knowing its leader", func() bool {
+		st, err := h4.Status(ctx)
+		if err != nil || st.LeaderID == "" {
+			return false
+		}
+		for _, m := range st.Members {
+			if m.ID == "n4" {
+				return m.Voter
+			}
+		}
+		return false
+	})
+	if p4 := h4.Placement(); len(p4.Nodes) != 4 || len(p4.ShardsOf("n4")) != 0 {
+		t.Fatalf("n4's placement: %+v", p4)
+	}
+
+	load := startMoveLoad(c, 0, 20, 40)
+	c.await("five runs completed", func() bool { return load.completed() >= 5 })
+	if _, err := meta.MoveReplica(ctx, 0, "n1", "n4"); err != nil {
+		t.Fatal(err)
+	}
+	load.create(20)
+	p := c.awaitMoveEnd(0, 1)
+	if g := p.Groups[0]; !reflect.DeepEqual(g.Replicas, []string{"n4", "n2", "n3"}) || g.Leader != "n4" {
+		t.Fatalf("shard 0 placed %+v", g)
+	}
+	load.finish(t)
+	c.verifyShards()
+
+	// Restarted from its directory, without Join, n4 is a node as any.
+	c.kill("n4")
+	c.start("n4", false)
+	c.awaitDesiredLeaders()
 }
