@@ -6,6 +6,7 @@ package main
 // commands ("heddle cluster shard-leader", "heddle cluster rebalance").
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -58,7 +59,10 @@ func parsePeers(s string) ([]raftfsm.PlacementNode, error) {
 
 // startHost opens a node of a sharded cluster and serves its API, whose
 // service routes every request to its shard.
-func startHost(o nodeOptions, log *slog.Logger, m *metrics.Metrics) (*clusterNode, error) {
+// With --join, the node is new to a cluster that runs: it asks a member to
+// add it (POST /v1/cluster/members, which the metadata group's leader
+// answers) once its API serves.
+func startHost(ctx context.Context, o nodeOptions, log *slog.Logger, m *metrics.Metrics) (*clusterNode, error) {
 	ln, err := listen(o.httpAddr)
 	if err != nil {
 		return nil, err
@@ -66,7 +70,7 @@ func startHost(o nodeOptions, log *slog.Logger, m *metrics.Metrics) (*clusterNod
 	h, err := raftfsm.OpenHost(raftfsm.HostConfig{Config: raftfsm.Config{ID: o.id, Dir: o.dir, RaftAddr: o.raftAddr,
 		HTTPAddr: ln.Addr().String(), FailoverGrace: o.grace, Logger: log, Dial: chaosDialer(o.chaosProxy, o.id),
 		TLS: o.sec.peerTLS(), OnSchedulerError: func(err error) { log.Warn("leader's background work", "error", err) }},
-		Peers: o.peers, Shards: o.shards, Replicas: o.replicas})
+		Peers: o.peers, Shards: o.shards, Replicas: o.replicas, Join: len(o.join) > 0})
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
@@ -75,7 +79,13 @@ func startHost(o nodeOptions, log *slog.Logger, m *metrics.Metrics) (*clusterNod
 	if err != nil {
 		return nil, errors.Join(err, h.Close())
 	}
-	return &clusterNode{host: h, api: api}, nil
+	cn := &clusterNode{host: h, api: api}
+	if len(o.join) > 0 {
+		if err := joinCluster(ctx, o, h.RaftAddr(), api.addr()); err != nil {
+			return nil, errors.Join(err, cn.close())
+		}
+	}
+	return cn, nil
 }
 
 // clusterUpSharded is clusterUp for a sharded cluster: every node is
