@@ -25,7 +25,7 @@ import (
 func (c *testHosts) onShard(k int, op func(e *embedded.Engine) error) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		var err error = engine.ErrNotLeader
+		err := engine.ErrNotLeader
 		for _, h := range c.live() {
 			if n := h.Shard(k); n != nil && n.IsLeader() {
 				err = op(n.Engine())
