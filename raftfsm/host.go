@@ -748,7 +748,8 @@ func (h *Host) RebalanceLeaders(ctx context.Context) (uint64, error) {
 
 // Ready reports whether the node should be sent work: the metadata group
 // knows a leader and agrees with this node's placement, and every shard
-// this node holds passes its Node's Ready.
+// this node holds passes its Node's Ready, but for a replica a move brings
+// here, which is still catching up.
 func (h *Host) Ready(ctx context.Context) error {
 	if h.ctx.Err() != nil {
 		return ErrClosed
@@ -759,9 +760,15 @@ func (h *Host) Ready(ctx context.Context) error {
 	if id, _ := h.metaLeader(); id == "" {
 		return fmt.Errorf("%w: the metadata group knows no leader (this node is %s in it)", ErrNotReady, h.meta.raft.State())
 	}
+	p := h.placement.Load()
 	for k := range h.shards {
 		n := h.Shard(k)
 		if n == nil {
+			continue
+		}
+		if m := p.Groups[k].Move; m != nil && m.To == h.cfg.ID {
+			// A replica moving here catches up from nothing, and serves
+			// nobody until it has: the node's other shards are ready.
 			continue
 		}
 		if err := n.Ready(ctx); err != nil {
@@ -1019,6 +1026,9 @@ const (
 // leaving node, and commit the move's end in the metadata group.
 func (h *Host) driveMove(n *Node, k int, m ShardMove) error {
 	ctx := h.ctx
+	if hook := moveStepHook.Load(); hook != nil {
+		(*hook)(ctx, h.cfg.ID, k, "start")
+	}
 	to, ok := h.placement.Load().node(m.To)
 	if !ok {
 		return fmt.Errorf("raftfsm: node %q is not in the placement", m.To)

@@ -501,3 +501,47 @@ func TestHostJoinsAndTakesAReplica(t *testing.T) {
 	c.start("n4", false)
 	c.awaitDesiredLeaders()
 }
+
+// TestHostReadyWhileAReplicaArrives: the node a replica moves to opens the
+// shard's group empty, which knows no leader until the shard's leader adds
+// it; the node stays ready meanwhile (its other shards serve), and the
+// move then ends.
+func TestHostReadyWhileAReplicaArrives(t *testing.T) {
+	c := newTestHosts(t, 4, 2)
+	c.awaitDesiredLeaders()
+	reached, release := make(chan struct{}, 1), make(chan struct{})
+	hook := func(ctx context.Context, node string, shard int, step string) {
+		if shard == 0 && step == "start" {
+			select {
+			case reached <- struct{}{}:
+			default:
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+	}
+	moveStepHook.Store(&hook)
+	t.Cleanup(func() { moveStepHook.Store(nil) })
+	ctx := context.Background()
+	if _, err := c.metaLeader().MoveReplica(ctx, 0, "n1", "n4"); err != nil {
+		t.Fatal(err)
+	}
+	n4 := c.live()["n4"]
+	c.await("n4 opened shard 0's group", func() bool { return n4.Shard(0) != nil })
+	select {
+	case <-reached:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the move's driver never started")
+	}
+	if err := n4.Shard(0).Ready(ctx); err == nil {
+		t.Fatal("shard 0's empty replica on n4 says it is ready before it joined the group")
+	}
+	if err := n4.Ready(ctx); err != nil {
+		t.Fatalf("n4, receiving a replica, is not ready: %v", err)
+	}
+	close(release)
+	c.awaitMoveEnd(0, 1)
+	c.await("n4 ready with shard 0", func() bool { return n4.Ready(ctx) == nil })
+}
