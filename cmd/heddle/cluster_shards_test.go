@@ -474,3 +474,23 @@ func TestShardedClusterJoinAndMoveShard(t *testing.T) {
 		t.Fatalf("cluster status does not show shard 0 on n4, led by it:\n%s", out)
 	}
 }
+
+// TestPrintShardsShowsAMove: while shard 0's replica moves from n1 to n4,
+// "cluster status" lists n4 with its lag after the shard's replicas and
+// says which move is under way.
+func TestPrintShardsShowsAMove(t *testing.T) {
+	sh := func(id, state string, applied uint64) clusterView {
+		return clusterView{Status: &clusterStatusDoc{ID: id, Shards: []shardStatusDoc{{Shard: 0, State: state, Term: 2, CommitIndex: 40,
+			AppliedIndex: applied, Replicas: []string{"n1", "n2", "n3"}, DesiredLeader: "n1", MoveFrom: "n1", MoveTo: "n4"}}}}
+	}
+	var buf strings.Builder
+	p := newPrinter(&buf)
+	printShards(p, []clusterView{sh("n1", "Leader", 40), sh("n2", "Follower", 40), sh("n3", "Follower", 39), sh("n4", "Follower", 12)})
+	if err := p.err(); err != nil {
+		t.Fatal(err)
+	}
+	want := "0\tn1\tn1\t2\t40\tn1:0 n2:0 n3:1 n4:28 (moving n1 to n4)\n"
+	if !strings.Contains(buf.String(), want) {
+		t.Fatalf("printShards wrote\n%q\nwant a line\n%q", buf.String(), want)
+	}
+}
