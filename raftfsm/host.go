@@ -133,7 +133,7 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	}
 	self, ok := p.node(cfg.ID)
 	if !ok {
-		return nil, fmt.Errorf("%w: node %q is not one of the cluster's nodes %v", ErrConfig, cfg.ID, nodeIDs(p))
+		return nil, fmt.Errorf("%w: node %q is not one of the cluster's nodes %v (a new node is started with Join, --join, until the cluster added it)", ErrConfig, cfg.ID, nodeIDs(p))
 	}
 	if self.RaftAddr != cfg.RaftAddr {
 		return nil, fmt.Errorf("%w: RaftAddr %q, but the cluster knows node %q at %q", ErrConfig, cfg.RaftAddr, cfg.ID, self.RaftAddr)
@@ -499,12 +499,20 @@ func (h *Host) placementApplied(p *Placement) {
 	}
 	cur := h.placement.Load()
 	switch {
+	case p.Shards != h.local.Shards:
+		// Only a node started with Join can see this: the others wrote
+		// the cluster's count in their directory, or made the placement.
+		err := fmt.Errorf("the cluster has %d shards, but this node was started with %d: start it again with the cluster's count", p.Shards, h.local.Shards)
+		h.mismatch.Store(&err)
+		h.changed() // Ready's watchers look again
+		return
 	case p.Version < cur.Version:
 		return
 	case p.Version == cur.Version && !p.equalLayout(cur):
 		err := fmt.Errorf("the metadata group holds a placement of %d shards with %d replicas on %v that differs from this node's (%d shards, %d replicas on %v): "+
 			"every node of a new cluster must be started with the same peers, shards and replicas", p.Shards, p.Replicas, nodeIDs(p), cur.Shards, cur.Replicas, nodeIDs(cur))
 		h.mismatch.Store(&err)
+		h.changed() // Ready's watchers look again
 		return
 	}
 	h.placement.Store(p)

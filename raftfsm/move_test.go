@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -544,4 +545,31 @@ func TestHostReadyWhileAReplicaArrives(t *testing.T) {
 	close(release)
 	c.awaitMoveEnd(0, 1)
 	c.await("n4 ready with shard 0", func() bool { return n4.Ready(ctx) == nil })
+}
+
+// TestHostJoinWithAnotherShardCount: a node joining with a shard count
+// other than the cluster's is not ready, and says why, rather than opening
+// shards by the wrong count.
+func TestHostJoinWithAnotherShardCount(t *testing.T) {
+	c := newTestHosts(t, 3, 2)
+	c.awaitDesiredLeaders()
+	n4 := PlacementNode{ID: "n4", RaftAddr: freeAddr(t), HTTPAddr: "http-n4"}
+	c.peers = append(c.peers, n4)
+	c.dirs["n4"] = filepath.Join(t.TempDir(), "n4")
+	cfg := c.config("n4", false)
+	cfg.Join, cfg.Shards = true, 3
+	h4, err := OpenHost(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	c.hosts["n4"] = h4
+	c.mu.Unlock()
+	if _, err := c.metaLeader().AddNode(context.Background(), n4); err != nil {
+		t.Fatal(err)
+	}
+	c.await("n4 saying it has the wrong shard count", func() bool {
+		err := h4.Ready(context.Background())
+		return err != nil && strings.Contains(err.Error(), "the cluster has 2 shards, but this node was started with 3")
+	})
 }
