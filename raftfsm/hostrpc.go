@@ -169,7 +169,7 @@ func (h *Host) callHost(ctx context.Context, raftAddr string, op byte, body []by
 	ctx, cancel := context.WithTimeout(ctx, hostCallTimeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	c, err := h.mux.layer(hostRPCGroup).Dial(raft.ServerAddress(raftAddr), time.Until(deadline))
+	c, err := h.rpc.Dial(raft.ServerAddress(raftAddr), time.Until(deadline))
 	if err != nil {
 		return 0, nil, fmt.Errorf("raftfsm: calling %s: %w", raftAddr, err)
 	}
