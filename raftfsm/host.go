@@ -1106,11 +1106,14 @@ func (h *Host) driveMove(n *Node, k int, m ShardMove) error {
 // middle of a move.
 var moveStepHook atomic.Pointer[func(ctx context.Context, node string, shard int, step string)]
 
-// awaitCaughtUp waits until node id's replica of shard k has applied the
-// index n's log had when the wait began, asking that node (a leader of
-// hashicorp/raft does not say how far a non-voter has replicated).
+// awaitCaughtUp waits until node id's replica of shard k has applied what
+// n's state had applied when the wait began, asking that node (a leader of
+// hashicorp/raft does not say how far a non-voter has replicated). The
+// states' applied indexes are compared, not the log's last index: an entry
+// the state machine never sees (a new term's no-op, a configuration) may
+// end the log until the next command.
 func (h *Host) awaitCaughtUp(ctx context.Context, n *Node, k int, id string) error {
-	target := n.raft.LastIndex()
+	target := n.fsm.Applied()
 	ctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
 	defer cancel()
 	t := time.NewTicker(catchUpPoll)
