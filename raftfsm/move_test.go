@@ -573,3 +573,61 @@ func TestHostJoinWithAnotherShardCount(t *testing.T) {
 		return err != nil && strings.Contains(err.Error(), "the cluster has 2 shards, but this node was started with 3")
 	})
 }
+
+// TestHostMoveEndsWhenTheMetadataLeaderStops: the metadata group's leader
+// stops while shard 1's leader carries a move out (held after adding the
+// arriving node); the shard's leader commits the move's end through the
+// next metadata leader, asked over a host call when it is another node.
+func TestHostMoveEndsWhenTheMetadataLeaderStops(t *testing.T) {
+	c := newTestHosts(t, 4, 2)
+	c.awaitDesiredLeaders() // shard 1 on n2, n3, n4, led by n2
+	ctx := context.Background()
+	meta := c.metaLeader()
+	for meta.ID() == "n2" || meta.ID() == "n1" {
+		// The metadata leader to stop must be neither the shard's leader
+		// nor the node the replica moves to.
+		if err := meta.TransferLeader(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.await("another metadata leader", func() bool { id, _ := meta.metaLeader(); return id != "" && id != meta.ID() })
+		meta = c.metaLeader()
+	}
+	reached, release := make(chan struct{}, 1), make(chan struct{})
+	hook := func(ctx context.Context, node string, shard int, step string) {
+		if shard == 1 && step == "nonvoter" {
+			select {
+			case reached <- struct{}{}:
+			default:
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+	}
+	moveStepHook.Store(&hook)
+	t.Cleanup(func() { moveStepHook.Store(nil) })
+	load := startMoveLoad(c, 1, 10, 20)
+	if _, err := meta.MoveReplica(ctx, 1, "n3", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reached:
+	case <-time.After(60 * time.Second):
+		t.Fatal("shard 1's leader never added n1")
+	}
+	stopped := meta.ID()
+	c.kill(stopped)
+	close(release)
+	load.create(10)
+	p := c.awaitMoveEnd(1, 1)
+	if g := p.Groups[1]; !reflect.DeepEqual(g.Replicas, []string{"n2", "n1", "n4"}) || g.Leader != "n2" {
+		t.Fatalf("shard 1 placed %+v after the move", g)
+	}
+	if got := c.shardMembers(1); !reflect.DeepEqual(got, map[string]bool{"n1": true, "n2": true, "n4": true}) {
+		t.Fatalf("shard 1's group is %v after the move", got)
+	}
+	c.start(stopped, false)
+	load.finish(t)
+	c.verifyShards()
+}
