@@ -54,13 +54,14 @@ func (c *testHosts) nextChange(d time.Duration) {
 	reflect.Select(cases)
 }
 
-// metaLeader waits for the metadata group's leader and returns it.
+// metaLeader waits for the metadata group's leader, once it has written
+// the cluster's placement, and returns it.
 func (c *testHosts) metaLeader() *Host {
 	c.t.Helper()
 	var l *Host
 	c.await("a metadata leader", func() bool {
 		for _, h := range c.live() {
-			if id, _ := h.metaLeader(); id == h.ID() {
+			if id, _ := h.metaLeader(); id == h.ID() && h.metaFS.placement() != nil {
 				l = h
 				return true
 			}
