@@ -276,7 +276,9 @@ func (c *testHosts) verifyShards() {
 		// applies, or a barrier that ends, wakes the wait.
 		var behind []string
 		var barrier atomic.Bool
-		c.awaitSaying(func() string { return fmt.Sprintf("every replica of shard %d applied %d (behind: %v)", k, target, behind) }, func() bool {
+		c.awaitSaying(func() string {
+			return fmt.Sprintf("every replica of shard %d applied %d (behind: %v)", k, target, behind)
+		}, func() bool {
 			behind = behind[:0]
 			for id, h := range c.live() {
 				if n := h.Shard(k); n != nil && n.fsm.Applied() < target {

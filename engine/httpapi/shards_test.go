@@ -255,6 +255,11 @@ func (c *shardedCluster) verify() {
 		c.await(fmt.Sprintf("every replica of shard %d applied %d", k, target), func() bool {
 			for _, h := range c.live() {
 				if n := h.Shard(k); n != nil && n.FSM().Applied() < target {
+					// The barrier may have gone to this follower before
+					// the leader knew the entries under it committed:
+					// another one, sent after, tells it, and its apply
+					// wakes the wait.
+					_ = leader.Raft().Barrier(10 * time.Second).Error()
 					return false
 				}
 			}
