@@ -54,6 +54,11 @@ type ShardStatus struct {
 	// nodes); the nodes hand leadership there when they can.
 	Replicas      []string `json:"replicas,omitempty" msgpack:"replicas,omitempty"`
 	DesiredLeader string   `json:"desired_leader,omitempty" msgpack:"desired_leader,omitempty"`
+	// MoveFrom and MoveTo are set while a replica of the shard moves from
+	// one node to another (docs/sharding.md, "Moving a replica"); MoveTo's
+	// replica is not in Replicas until the move ends.
+	MoveFrom string `json:"move_from,omitempty" msgpack:"move_from,omitempty"`
+	MoveTo   string `json:"move_to,omitempty" msgpack:"move_to,omitempty"`
 }
 
 // ShardMap is what a client needs to route by shard (GET

@@ -42,6 +42,13 @@ type HostConfig struct {
 	// Replicas is the number of replicas of each shard; 0 means
 	// min(3, len(Peers)).
 	Replicas int
+	// Join makes a new node of a cluster that runs already: it starts no
+	// group, holds no shard, and learns the placement from the metadata
+	// group once an admin added it (AddNode, POST /v1/cluster/members)
+	// and the group's leader made it a member. It needs Shards, the
+	// cluster's count; Peers are not needed. Ignored once the node's
+	// directory holds a placement that names it.
+	Join bool
 }
 
 // Validate reports the first invalid field.
@@ -73,8 +80,11 @@ type Host struct {
 	// log holds the Raft logs of every group of the node (nodelog.go).
 	log *nodeLog
 	// shards holds this node's replica of each shard, nil where it has
-	// none.
-	shards []*Node
+	// none. Only OpenHost and reconcile store into it (a replica arrives
+	// or leaves with a move); everything else loads.
+	shards []atomic.Pointer[Node]
+	// rpc is the multiplexer's layer of host calls (hostrpc.go).
+	rpc *groupLayer
 	// local is the placement this node started with (its directory's);
 	// placement the newest the metadata group applied (local until then).
 	local     *Placement
@@ -85,13 +95,17 @@ type Host struct {
 	// mismatch, when set, says that the metadata group holds another
 	// layout than this node's directory: the node is not ready.
 	mismatch atomic.Pointer[error]
+	// metaWake wakes leadMeta to add the placement's new nodes to the
+	// metadata group, when this node leads it.
+	metaWake chan struct{}
 
 	changeMu sync.Mutex
 	changeCh chan struct{} // closed at every commit or leader change of a local shard
 	metaMu   sync.Mutex
 	metaCh   chan struct{} // closed at every change of the metadata group's leader
 
-	balanceWake chan struct{}
+	balanceWake   chan struct{}
+	reconcileWake chan struct{}
 	// failing holds, by shard, the followers whose heartbeats from this
 	// node (as the shard's leader) fail: leadership is not handed to them.
 	peerMu  sync.Mutex
@@ -130,13 +144,13 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	}
 	self, ok := p.node(cfg.ID)
 	if !ok {
-		return nil, fmt.Errorf("%w: node %q is not one of the cluster's nodes %v", ErrConfig, cfg.ID, nodeIDs(p))
+		return nil, fmt.Errorf("%w: node %q is not one of the cluster's nodes %v (a new node is started with Join, --join, until the cluster added it)", ErrConfig, cfg.ID, nodeIDs(p))
 	}
 	if self.RaftAddr != cfg.RaftAddr {
 		return nil, fmt.Errorf("%w: RaftAddr %q, but the cluster knows node %q at %q", ErrConfig, cfg.RaftAddr, cfg.ID, self.RaftAddr)
 	}
-	h := &Host{cfg: cfg, local: p, shards: make([]*Node, p.Shards), changeCh: make(chan struct{}), metaCh: make(chan struct{}),
-		balanceWake: make(chan struct{}, 1), failing: map[int]map[string]bool{}, peerGen: map[int]uint64{}}
+	h := &Host{cfg: cfg, local: p, shards: make([]atomic.Pointer[Node], p.Shards), changeCh: make(chan struct{}), metaCh: make(chan struct{}),
+		balanceWake: make(chan struct{}, 1), reconcileWake: make(chan struct{}, 1), metaWake: make(chan struct{}, 1), failing: map[int]map[string]bool{}, peerGen: map[int]uint64{}}
 	h.placement.Store(p)
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	defer func() {
@@ -150,6 +164,7 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	// Every group's layer exists before any group starts, so a peer's
 	// first connection to a group finds it.
 	metaLayer := h.mux.layer(metaGroupNumber)
+	h.rpc = h.mux.layer(hostRPCGroup)
 	mine := p.ShardsOf(cfg.ID)
 	for _, k := range mine {
 		h.mux.layer(uint16(k + 1))
@@ -157,19 +172,26 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	if h.log, err = openNodeLog(filepath.Join(cfg.Dir, nodeLogDir, nodeLogFile)); err != nil {
 		return nil, err
 	}
+	if err := h.removeLeftShards(p); err != nil {
+		return nil, err
+	}
 	h.metaFS = &metaFSM{onChange: h.placementApplied}
 	if h.meta, err = openMeta(cfg.Config, filepath.Join(cfg.Dir, "meta", "raft"), h.log, metaLayer, p, h.metaFS); err != nil {
 		return nil, err
 	}
 	for _, k := range mine {
-		if h.shards[k], err = h.openShard(p, k); err != nil {
+		n, err := h.openShard(p, k)
+		if err != nil {
 			return nil, fmt.Errorf("raftfsm: shard %d: %w", k, err)
 		}
+		h.shards[k].Store(n)
 	}
 	h.releaseBridge = cfg.Metrics.BridgeRaft()
-	h.wg.Add(2)
+	h.wg.Add(4)
 	go h.leadMeta()
 	go h.balance()
+	go h.reconcile()
+	go h.serveHostCalls(h.rpc)
 	h.watchMetaLeader()
 	return h, nil
 }
@@ -201,6 +223,47 @@ func fileExists(path string) bool {
 	return err == nil
 }
 
+// shardDir is the directory of this node's replica of shard k.
+func (h *Host) shardDir(k int) string {
+	return filepath.Join(h.cfg.Dir, "shards", fmt.Sprintf("%04d", k))
+}
+
+// removeLeftShards removes the directories of the shards p does not place
+// on this node: a replica moved away, whose node stopped after it applied
+// the move's end and before it removed the replica.
+func (h *Host) removeLeftShards(p *Placement) error {
+	entries, err := os.ReadDir(filepath.Join(h.cfg.Dir, "shards"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("raftfsm: %w", err)
+	}
+	for _, e := range entries {
+		var k int
+		if _, err := fmt.Sscanf(e.Name(), "%04d", &k); err != nil || len(e.Name()) != 4 || k < 0 || k >= p.Shards || p.Groups[k].holds(h.cfg.ID) {
+			continue
+		}
+		if err := h.removeReplica(k); err != nil {
+			return fmt.Errorf("raftfsm: removing the replica of shard %d that moved away: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// removeReplica removes what this node kept of its closed replica of
+// shard k: the group's Raft log and stable state in the node log first,
+// then the shard's directory (its state and snapshots). In that order, a
+// stop between the two leaves the directory, which removeLeftShards finds
+// at the next start and removes again. A replica that moves back later
+// starts from nothing, as a replica a move brings must: a log or a vote
+// left from its earlier time in the group would contradict the group.
+func (h *Host) removeReplica(k int) error {
+	if err := h.log.dropGroup(uint32(k + 1)); err != nil {
+		return err
+	}
+	return os.RemoveAll(h.shardDir(k))
+}
+
 // hostPlacement returns the placement this node starts with: its
 // directory's, else the one cfg.Peers makes (written to the directory).
 func hostPlacement(cfg HostConfig) (*Placement, error) {
@@ -215,18 +278,35 @@ func hostPlacement(cfg HostConfig) (*Placement, error) {
 		if cfg.Shards != 0 && cfg.Shards != p.Shards {
 			return nil, fmt.Errorf("%w: Shards %d, but %s holds a cluster of %d shards (the count is fixed when a cluster is created)", ErrConfig, cfg.Shards, cfg.Dir, p.Shards)
 		}
+		if _, ok := p.node(cfg.ID); !ok && cfg.Join {
+			// Stopped while it learned the placements before the one that
+			// added it.
+			return joiningPlacement(cfg, p.Shards), nil
+		}
 		if len(cfg.Peers) > 0 {
+			// The shards' replicas may have moved since the cluster was
+			// created: the peers and replicas given must name the same
+			// nodes and replica count, and the directory says where the
+			// replicas are now.
 			want, err := NewPlacement(cfg.Peers, p.Shards, cfg.Replicas)
 			if err != nil {
 				return nil, err
 			}
-			if !want.equalLayout(p) {
-				return nil, fmt.Errorf("%w: the peers and replicas given place the shards otherwise than %s does (moving them is not supported yet)", ErrConfig, path)
+			added := len(want.Nodes) <= len(p.Nodes) && slices.Equal(want.Nodes, p.Nodes[:len(want.Nodes)])
+			if want.Replicas != p.Replicas || !added {
+				return nil, fmt.Errorf("%w: the peers and replicas given (%d replicas on %v) differ from the cluster's in %s (%d replicas on %v)",
+					ErrConfig, want.Replicas, nodeIDs(&want), path, p.Replicas, nodeIDs(p))
 			}
 		}
 		return p, nil
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("raftfsm: %w", err)
+	}
+	if cfg.Join {
+		if cfg.Shards == 0 {
+			return nil, fmt.Errorf("%w: a node joining a sharded cluster needs Shards, the cluster's shard count", ErrConfig)
+		}
+		return joiningPlacement(cfg, cfg.Shards), nil
 	}
 	if len(cfg.Peers) == 0 || cfg.Shards == 0 {
 		return nil, fmt.Errorf("%w: %s holds no cluster: a new node needs Peers and Shards", ErrConfig, cfg.Dir)
@@ -239,6 +319,14 @@ func hostPlacement(cfg HostConfig) (*Placement, error) {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// joiningPlacement is what a joining node starts with (HostConfig.Join):
+// version 0, which every placement of the metadata group replaces, this
+// node alone, and no shard. It is neither valid nor written.
+func joiningPlacement(cfg HostConfig, shards int) *Placement {
+	return &Placement{Shards: shards, Nodes: []PlacementNode{{ID: cfg.ID, RaftAddr: cfg.RaftAddr, HTTPAddr: cfg.HTTPAddr}},
+		Groups: make([]ShardPlacement, shards)}
 }
 
 // writePlacement writes p to dir's placement file, atomically: a new file
@@ -284,8 +372,10 @@ func nodeIDs(p *Placement) []string {
 // openShard opens this node's replica of shard k.
 func (h *Host) openShard(p *Placement, k int) (*Node, error) {
 	c := h.cfg.Config
-	c.Dir = filepath.Join(h.cfg.Dir, "shards", fmt.Sprintf("%04d", k))
-	c.Bootstrap = true
+	c.Dir = h.shardDir(k)
+	// Only the replicas a shard was created with start its group; a
+	// replica a move brings joins the group when its leader adds it.
+	c.Bootstrap = p.Groups[k].Moves == 0 && slices.Contains(p.Groups[k].Replicas, h.cfg.ID)
 	// Each shard records the engine's and its group's metrics with its
 	// shard label (metrics.Metrics.ForShard); the Host's own Metrics must
 	// be a sharded node's.
@@ -328,10 +418,17 @@ func (h *Host) Close() error {
 		if h.releaseBridge != nil {
 			h.releaseBridge()
 		}
+		// The node's goroutines stop first: reconcile opens and closes
+		// replicas, and no host call is answered past this point.
+		if h.rpc != nil {
+			_ = h.rpc.Close()
+		}
+		h.wg.Wait()
 		var errs []error
 		var wg sync.WaitGroup
 		var mu sync.Mutex
-		for _, n := range h.shards {
+		for k := range h.shards {
+			n := h.shards[k].Load()
 			if n == nil {
 				continue
 			}
@@ -347,7 +444,6 @@ func (h *Host) Close() error {
 			}()
 		}
 		wg.Wait()
-		h.wg.Wait()
 		if h.meta != nil {
 			errs = append(errs, h.meta.close())
 		}
@@ -383,7 +479,7 @@ func (h *Host) Shard(k int) *Node {
 	if k < 0 || k >= len(h.shards) {
 		return nil
 	}
-	return h.shards[k]
+	return h.shards[k].Load()
 }
 
 // ShardEngine returns the engine of this node's replica of shard k, or
@@ -457,20 +553,47 @@ func (h *Host) ShardMap() engine.ShardMap {
 
 // placementApplied runs on the metadata group's applying goroutine with
 // each placement it applies.
+//
+// A placement older than the one this node holds is one the group replays
+// at start, before it reaches the newest: it is passed over, so that a
+// replica that moved here is not closed, nor one that moved away opened,
+// for the time of the replay. One of the same version must be the same
+// placement: another means that this node was started with other peers,
+// shards or replicas than the node that created the cluster, and the node
+// stays not ready.
 func (h *Host) placementApplied(p *Placement) {
-	if !p.equalLayout(h.local) {
-		err := fmt.Errorf("the metadata group holds a placement of %d shards with %d replicas on %v that differs from this node's (%d shards, %d replicas on %v): "+
-			"every node of a new cluster must be started with the same peers, shards and replicas", p.Shards, p.Replicas, nodeIDs(p), h.local.Shards, h.local.Replicas, nodeIDs(h.local))
-		h.mismatch.Store(&err)
+	select {
+	case h.metaWake <- struct{}{}:
+	default:
+	}
+	if h.mismatch.Load() != nil {
 		return
 	}
-	h.mismatch.Store(nil)
+	cur := h.placement.Load()
+	switch {
+	case p.Shards != h.local.Shards:
+		// Only a node started with Join can see this: the others wrote
+		// the cluster's count in their directory, or made the placement.
+		err := fmt.Errorf("the cluster has %d shards, but this node was started with %d: start it again with the cluster's count", p.Shards, h.local.Shards)
+		h.mismatch.Store(&err)
+		h.changed() // Ready's watchers look again
+		return
+	case p.Version < cur.Version:
+		return
+	case p.Version == cur.Version && !p.equalLayout(cur):
+		err := fmt.Errorf("the metadata group holds a placement of %d shards with %d replicas on %v that differs from this node's (%d shards, %d replicas on %v): "+
+			"every node of a new cluster must be started with the same peers, shards and replicas", p.Shards, p.Replicas, nodeIDs(p), cur.Shards, cur.Replicas, nodeIDs(cur))
+		h.mismatch.Store(&err)
+		h.changed() // Ready's watchers look again
+		return
+	}
 	h.placement.Store(p)
 	if err := writePlacement(h.cfg.Dir, p); err != nil && h.cfg.OnSchedulerError != nil {
 		h.cfg.OnSchedulerError(err)
 	}
 	h.changed()
 	h.wakeBalancer()
+	h.wakeReconcile()
 }
 
 // leadMeta writes the first placement when this node wins the metadata
@@ -481,8 +604,25 @@ func (h *Host) leadMeta() {
 		select {
 		case <-h.ctx.Done():
 			return
+		case <-h.metaWake:
+			if err := h.addMetaMembers(); err != nil && h.ctx.Err() == nil {
+				hclogger(h.cfg.Config, "meta").Warn("adding a new node to the metadata group failed; trying again", "error", err)
+				time.AfterFunc(time.Second, func() {
+					select {
+					case h.metaWake <- struct{}{}:
+					default:
+					}
+				})
+			}
+			continue
 		case leads := <-h.meta.notify:
 			h.metaMoved()
+			if leads && h.metaFS.placement() != nil {
+				select {
+				case h.metaWake <- struct{}{}:
+				default:
+				}
+			}
 			if !leads || h.metaFS.placement() != nil {
 				continue
 			}
@@ -494,6 +634,38 @@ func (h *Host) leadMeta() {
 			}
 		}
 	}
+}
+
+// addMetaMembers adds to the metadata group, when this node leads it, the
+// placement's nodes it does not have yet (added by AddNode): as voters
+// while the group has fewer than five, else as non-voters, as a new
+// cluster's group is made.
+func (h *Host) addMetaMembers() error {
+	p := h.metaFS.placement()
+	if p == nil || h.meta.raft.State() != raft.Leader {
+		return nil
+	}
+	f := h.meta.raft.GetConfiguration()
+	if err := futureError(h.ctx, f); err != nil {
+		return err
+	}
+	in := map[string]bool{}
+	for _, s := range f.Configuration().Servers {
+		in[string(s.ID)] = true
+	}
+	for i, n := range p.Nodes {
+		if in[n.ID] {
+			continue
+		}
+		add := h.meta.raft.AddVoter
+		if i >= p.metaVoters() {
+			add = h.meta.raft.AddNonvoter
+		}
+		if err := futureError(h.ctx, add(raft.ServerID(n.ID), raft.ServerAddress(n.RaftAddr), 0, h.cfg.ApplyTimeout)); err != nil {
+			return fmt.Errorf("adding node %s to the metadata group: %w", n.ID, err)
+		}
+	}
+	return nil
 }
 
 // watchMetaLeader wakes LeaderChanged's waiters at every change of the
@@ -572,22 +744,42 @@ func (h *Host) Status(ctx context.Context) (engine.ClusterStatus, error) {
 		st.Members = append(st.Members, engine.ClusterMember{ID: string(s.ID), RaftAddr: string(s.Address), HTTPAddr: n.HTTPAddr,
 			Voter: s.Suffrage == raft.Voter, Leader: string(s.ID) == st.LeaderID})
 	}
-	for k, n := range h.shards {
+	for k := range h.shards {
+		n := h.Shard(k)
 		if n == nil {
 			continue
 		}
 		ss := engine.ShardStatus{Shard: k, State: n.raft.State().String(), Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(),
 			AppliedIndex: n.fsm.Applied(), LastIndex: n.raft.LastIndex(), Replicas: slices.Clone(p.Groups[k].Replicas),
 			DesiredLeader: p.Groups[k].Leader}
+		if m := p.Groups[k].Move; m != nil {
+			ss.MoveFrom, ss.MoveTo = m.From, m.To
+		}
 		ss.LeaderID, ss.LeaderHTTP = h.ShardLeader(k)
 		st.Shards = append(st.Shards, ss)
 	}
 	return st, ctx.Err()
 }
 
-// Join implements httpapi.Cluster: nodes do not join a sharded cluster yet.
-func (h *Host) Join(context.Context, string, string, string) error {
-	return fmt.Errorf("%w: nodes cannot join a sharded cluster yet: its nodes are fixed when it is created (docs/sharding.md)", engine.ErrInvalidCommand)
+// Join implements httpapi.Cluster: it adds a node to a sharded cluster
+// (AddNode). The node was started with HostConfig.Join.
+func (h *Host) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
+	_, err := h.AddNode(ctx, PlacementNode{ID: id, RaftAddr: raftAddr, HTTPAddr: httpAddr})
+	return err
+}
+
+// AddNode adds a node to the cluster's nodes, through the metadata group's
+// leader (another node answers not-leader naming it), and returns the new
+// placement version. The node holds no replica until one moves to it
+// (MoveReplica); the group's leader makes it a member of the metadata
+// group, from which it learns the placement. Adding the same node again
+// changes nothing.
+func (h *Host) AddNode(ctx context.Context, n PlacementNode) (uint64, error) {
+	v, err := h.meta.apply(ctx, metaAddNode, &n)
+	if errors.Is(err, engine.ErrNotLeader) {
+		return 0, h.metaNotLeader()
+	}
+	return v, err
 }
 
 // Remove implements httpapi.Cluster: nodes do not leave a sharded cluster
@@ -636,7 +828,8 @@ func (h *Host) RebalanceLeaders(ctx context.Context) (uint64, error) {
 
 // Ready reports whether the node should be sent work: the metadata group
 // knows a leader and agrees with this node's placement, and every shard
-// this node holds passes its Node's Ready.
+// this node holds passes its Node's Ready, but for a replica a move brings
+// here, which is still catching up.
 func (h *Host) Ready(ctx context.Context) error {
 	if h.ctx.Err() != nil {
 		return ErrClosed
@@ -647,8 +840,15 @@ func (h *Host) Ready(ctx context.Context) error {
 	if id, _ := h.metaLeader(); id == "" {
 		return fmt.Errorf("%w: the metadata group knows no leader (this node is %s in it)", ErrNotReady, h.meta.raft.State())
 	}
-	for k, n := range h.shards {
+	p := h.placement.Load()
+	for k := range h.shards {
+		n := h.Shard(k)
 		if n == nil {
+			continue
+		}
+		if m := p.Groups[k].Move; m != nil && m.To == h.cfg.ID {
+			// A replica moving here catches up from nothing, and serves
+			// nobody until it has: the node's other shards are ready.
 			continue
 		}
 		if err := n.Ready(ctx); err != nil {
@@ -662,8 +862,8 @@ func (h *Host) Ready(ctx context.Context) error {
 // where it holds none), for tests and in-process tools.
 func (h *Host) Engines() []*embedded.Engine {
 	out := make([]*embedded.Engine, len(h.shards))
-	for k, n := range h.shards {
-		if n != nil {
+	for k := range h.shards {
+		if n := h.Shard(k); n != nil {
 			out[k] = n.Engine()
 		}
 	}
@@ -699,6 +899,8 @@ func (h *Host) watchPeers(n *Node, k int) {
 		for {
 			select {
 			case <-h.ctx.Done():
+				return
+			case <-n.ctx.Done(): // the replica moved away
 				return
 			case o := <-ch:
 				h.peerMu.Lock()
@@ -755,6 +957,7 @@ func (h *Host) balance() {
 	st := make([]shardState, len(h.shards))
 	type result struct {
 		shard int
+		move  bool // a step of a move, not a leadership transfer
 		err   error
 	}
 	results := make(chan result, len(h.shards))
@@ -773,15 +976,21 @@ func (h *Host) balance() {
 			}
 			s.backoff = min(max(2*s.backoff, minBalanceBackoff), maxBalanceBackoff)
 			s.retryAt = time.Now().Add(s.backoff)
-			log.Warn("handing a shard's leadership to its desired leader failed", "shard", r.shard,
-				"to", h.placement.Load().Groups[r.shard].Leader, "error", r.err, "retry_in", s.backoff)
+			if r.move {
+				log.Warn("moving a shard's replica failed; it resumes where it stopped", "shard", r.shard,
+					"error", r.err, "retry_in", s.backoff)
+			} else {
+				log.Warn("handing a shard's leadership to its desired leader failed", "shard", r.shard,
+					"to", h.placement.Load().Groups[r.shard].Leader, "error", r.err, "retry_in", s.backoff)
+			}
 			time.AfterFunc(s.backoff, h.wakeBalancer)
 			continue
 		case <-h.balanceWake:
 		}
 		p := h.placement.Load()
 		now := time.Now()
-		for k, n := range h.shards {
+		for k := range h.shards {
+			n := h.Shard(k)
 			if n == nil {
 				continue
 			}
@@ -792,6 +1001,16 @@ func (h *Host) balance() {
 				time.AfterFunc(settle, h.wakeBalancer)
 			}
 			s.leading = leads
+			if m := p.Groups[k].Move; m != nil {
+				// The shard's leader carries a move out; leadership
+				// follows the move, not the desired leader, until it ends.
+				if leads && !s.inflight && !now.Before(s.retryAt) {
+					s.inflight = true
+					mv := *m
+					go func() { results <- result{shard: k, move: true, err: h.driveMove(n, k, mv)} }()
+				}
+				continue
+			}
 			want := p.Groups[k].Leader
 			if want == h.cfg.ID || !leads {
 				s.backoff, s.retryAt = 0, time.Time{}
@@ -814,4 +1033,188 @@ func (h *Host) balance() {
 			}()
 		}
 	}
+}
+
+func (h *Host) wakeReconcile() {
+	select {
+	case h.reconcileWake <- struct{}{}:
+	default:
+	}
+}
+
+// reconcile opens this node's replica of each shard the placement puts
+// here and does not run yet (a move brings one), and closes and removes
+// each one it no longer puts here (a move ended, taking it away). It runs
+// at every new placement; the metadata group's applying goroutine only
+// wakes it, since opening and closing a group takes a while.
+func (h *Host) reconcile() {
+	defer h.wg.Done()
+	log := hclogger(h.cfg.Config, "placement")
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-h.reconcileWake:
+		}
+		p := h.placement.Load()
+		for k := range h.shards {
+			n := h.Shard(k)
+			switch holds := p.Groups[k].holds(h.cfg.ID); {
+			case holds && n == nil:
+				n, err := h.openShard(p, k)
+				if err != nil {
+					log.Error("opening a replica that moves to this node failed; trying again", "shard", k, "error", err)
+					time.AfterFunc(time.Second, h.wakeReconcile)
+					continue
+				}
+				h.shards[k].Store(n)
+				h.changed()
+				h.wakeBalancer()
+			case !holds && n != nil:
+				// The move's end is committed, so the shard's group no
+				// longer counts this replica: closing it loses nothing.
+				h.shards[k].Store(nil)
+				h.changed()
+				err := n.Close()
+				if err == nil {
+					err = h.removeReplica(k)
+				}
+				if err != nil {
+					log.Error("removing a replica that moved away", "shard", k, "error", err)
+				} else {
+					log.Info("removed a replica that moved away", "shard", k)
+				}
+				h.changed()
+			}
+		}
+	}
+}
+
+// Bounds of a move's wait for the arriving replica to catch up.
+const (
+	catchUpPoll    = 50 * time.Millisecond
+	catchUpTimeout = 10 * time.Minute
+)
+
+// driveMove carries out a move of shard k's replica on n, which leads the
+// shard (docs/sharding.md, "Moving a replica"). Every step looks at the
+// group's configuration first, so that a move stopped anywhere (a crash,
+// a lost leadership) resumes at the step it had reached, on whichever
+// node leads the shard next: add the arriving node as a non-voter, wait
+// until it has applied what the leader had when it was added, make it a
+// voter, hand leadership over if this node is the one leaving, remove the
+// leaving node, and commit the move's end in the metadata group.
+func (h *Host) driveMove(n *Node, k int, m ShardMove) error {
+	ctx := h.ctx
+	if hook := moveStepHook.Load(); hook != nil {
+		(*hook)(ctx, h.cfg.ID, k, "start")
+	}
+	to, ok := h.placement.Load().node(m.To)
+	if !ok {
+		return fmt.Errorf("raftfsm: node %q is not in the placement", m.To)
+	}
+	member := func() (raft.Server, bool, error) {
+		f := n.raft.GetConfiguration()
+		if err := futureError(ctx, f); err != nil {
+			return raft.Server{}, false, err
+		}
+		for _, s := range f.Configuration().Servers {
+			if string(s.ID) == m.To {
+				return s, true, nil
+			}
+		}
+		return raft.Server{}, false, nil
+	}
+	s, in, err := member()
+	if err != nil {
+		return err
+	}
+	if !in {
+		if err := futureError(ctx, n.raft.AddNonvoter(raft.ServerID(to.ID), raft.ServerAddress(to.RaftAddr), 0, h.cfg.ApplyTimeout)); err != nil {
+			return fmt.Errorf("adding %s to shard %d's group as a non-voter: %w", m.To, k, err)
+		}
+		s.Suffrage = raft.Nonvoter
+	}
+	if hook := moveStepHook.Load(); hook != nil {
+		(*hook)(ctx, h.cfg.ID, k, "nonvoter")
+	}
+	if s.Suffrage != raft.Voter {
+		if err := h.awaitCaughtUp(ctx, n, k, m.To); err != nil {
+			return err
+		}
+		if err := futureError(ctx, n.raft.AddVoter(raft.ServerID(to.ID), raft.ServerAddress(to.RaftAddr), 0, h.cfg.ApplyTimeout)); err != nil {
+			return fmt.Errorf("making %s a voter of shard %d: %w", m.To, k, err)
+		}
+	}
+	f := n.raft.GetConfiguration()
+	if err := futureError(ctx, f); err != nil {
+		return err
+	}
+	leaving := false
+	for _, s := range f.Configuration().Servers {
+		leaving = leaving || string(s.ID) == m.From
+	}
+	if leaving && m.From == h.cfg.ID {
+		// The leaving node leads: the arriving one, caught up, takes over
+		// and goes on with the move.
+		if err := futureError(ctx, n.raft.LeadershipTransferToServer(raft.ServerID(to.ID), raft.ServerAddress(to.RaftAddr))); err != nil {
+			return fmt.Errorf("handing shard %d's leadership to %s: %w", k, m.To, err)
+		}
+		return nil
+	}
+	if leaving {
+		if err := futureError(ctx, n.raft.RemoveServer(raft.ServerID(m.From), 0, h.cfg.ApplyTimeout)); err != nil {
+			return fmt.Errorf("removing %s from shard %d's group: %w", m.From, k, err)
+		}
+	}
+	if _, err := h.proposeMeta(ctx, metaMoveDone, &moveBody{Shard: k, From: m.From, To: m.To}); err != nil {
+		return fmt.Errorf("committing the end of shard %d's move: %w", k, err)
+	}
+	return nil
+}
+
+// moveStepHook, when set (by a test), is called by a move's driver after
+// each step named: a test holds the driver there to stop its node in the
+// middle of a move.
+var moveStepHook atomic.Pointer[func(ctx context.Context, node string, shard int, step string)]
+
+// awaitCaughtUp waits until node id's replica of shard k has applied what
+// n's state had applied when the wait began, asking that node (a leader of
+// hashicorp/raft does not say how far a non-voter has replicated). The
+// states' applied indexes are compared, not the log's last index: an entry
+// the state machine never sees (a new term's no-op, a configuration) may
+// end the log until the next command.
+func (h *Host) awaitCaughtUp(ctx context.Context, n *Node, k int, id string) error {
+	target := n.fsm.Applied()
+	ctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
+	defer cancel()
+	t := time.NewTicker(catchUpPoll)
+	defer t.Stop()
+	for {
+		applied, err := h.shardAppliedOn(ctx, id, k)
+		if err == nil && applied >= target {
+			return nil
+		}
+		if n.raft.State() != raft.Leader {
+			return fmt.Errorf("%w: this node lost shard %d's leadership while %s caught up", engine.ErrNotLeader, k, id)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s to catch up with shard %d (applied %d of %d): %w", id, k, applied, target, errors.Join(ctx.Err(), err))
+		case <-t.C:
+		}
+	}
+}
+
+// MoveReplica moves shard's replica on node from to node to, which holds
+// none (through the metadata group's leader; another node answers
+// not-leader naming it). It records the move and returns that placement's
+// version; the shard's leader then carries the move out, and the
+// placement's next version without the move says it ended.
+func (h *Host) MoveReplica(ctx context.Context, shard int, from, to string) (uint64, error) {
+	v, err := h.meta.apply(ctx, metaMoveStart, &moveBody{Shard: shard, From: from, To: to})
+	if errors.Is(err, engine.ErrNotLeader) {
+		return 0, h.metaNotLeader()
+	}
+	return v, err
 }

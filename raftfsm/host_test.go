@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,6 +114,12 @@ func (c *testHosts) closeAll() {
 // timer); the bound only catches a stuck cluster.
 func (c *testHosts) await(what string, cond func() bool) {
 	c.t.Helper()
+	c.awaitSaying(func() string { return what }, cond)
+}
+
+// awaitSaying is await, with what to say on a time-out made then.
+func (c *testHosts) awaitSaying(what func() string, cond func() bool) {
+	c.t.Helper()
 	deadline := time.After(60 * time.Second)
 	for {
 		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(deadline)}}
@@ -124,7 +131,7 @@ func (c *testHosts) await(what string, cond func() bool) {
 			return
 		}
 		if i, _, _ := reflect.Select(cases); i == 0 {
-			c.t.Fatalf("timed out waiting for %s", what)
+			c.t.Fatalf("timed out waiting for %s", what())
 		}
 	}
 }
@@ -247,29 +254,48 @@ func (c *testHosts) verifyShards() {
 	c.t.Helper()
 	for k := range c.shards {
 		var leader *Node
-		c.await(fmt.Sprintf("a leader of shard %d with its barrier done", k), func() bool {
+		// A barrier entry commits everything before it on the followers
+		// too: hashicorp/raft's pipelined replication tells a follower
+		// the leader's commit index only with a later entry. A barrier
+		// refused while the leadership moves (the balancer handing it to
+		// the desired leader) is asked again of the next leader.
+		c.await(fmt.Sprintf("a leader of shard %d with its barriers done", k), func() bool {
 			for _, h := range c.live() {
-				if n := h.Shard(k); n != nil && n.IsLeader() && barrierWithin(n, time.Second) == nil {
+				if n := h.Shard(k); n != nil && n.IsLeader() && barrierWithin(n, time.Second) == nil &&
+					n.raft.Barrier(10*time.Second).Error() == nil {
 					leader = n
 					return true
 				}
 			}
 			return false
 		})
-		// A barrier entry commits everything before it on the followers
-		// too: hashicorp/raft's pipelined replication tells a follower
-		// the leader's commit index only with a later entry.
-		if err := leader.raft.Barrier(10 * time.Second).Error(); err != nil {
-			c.t.Fatalf("barrier of shard %d: %v", k, err)
-		}
 		target := leader.fsm.Applied()
-		c.await(fmt.Sprintf("every replica of shard %d applied %d", k, target), func() bool {
-			for _, h := range c.live() {
+		// The barrier may itself have gone to a follower in the batch
+		// before the leader knew the entries under it committed, and a
+		// heartbeat does not carry the commit index: while a replica is
+		// behind, another barrier (one at a time) tells it. A replica that
+		// applies, or a barrier that ends, wakes the wait.
+		var behind []string
+		var barrier atomic.Bool
+		c.awaitSaying(func() string {
+			return fmt.Sprintf("every replica of shard %d applied %d (behind: %v)", k, target, behind)
+		}, func() bool {
+			behind = behind[:0]
+			for id, h := range c.live() {
 				if n := h.Shard(k); n != nil && n.fsm.Applied() < target {
-					return false
+					behind = append(behind, fmt.Sprintf("%s at %d, %s, leader %q", id, n.fsm.Applied(), n.raft.State(), h.ShardMap().Leaders[k]))
 				}
 			}
-			return true
+			if len(behind) > 0 && barrier.CompareAndSwap(false, true) {
+				go func() {
+					_ = leader.raft.Barrier(10 * time.Second).Error()
+					barrier.Store(false)
+					for _, h := range c.live() {
+						h.changed() // look again, and send another if need be
+					}
+				}()
+			}
+			return len(behind) == 0
 		})
 		for id, h := range c.live() {
 			n := h.Shard(k)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,6 +38,15 @@ const (
 	// metaRebalance sets every shard's desired leader back to the spread
 	// NewPlacement makes.
 	metaRebalance metaKind = 3
+	// metaMoveStart records the intent of a move of a shard's replica
+	// (docs/sharding.md, "Moving a replica"): the shard's Move is set.
+	metaMoveStart metaKind = 4
+	// metaMoveDone ends a move the shard's group carried out: the arriving
+	// node replaces the leaving one among the shard's replicas.
+	metaMoveDone metaKind = 5
+	// metaAddNode adds a node to the cluster's nodes, holding no replica
+	// yet; the metadata group's leader then adds it to the group.
+	metaAddNode metaKind = 6
 )
 
 // maxMetaEntryBytes bounds a metadata entry: a create carries a placement.
@@ -45,6 +55,13 @@ const maxMetaEntryBytes = maxPlacementBytes + 64
 type setLeaderBody struct {
 	Shard  int    `msgpack:"s"`
 	Leader string `msgpack:"l"`
+}
+
+// moveBody is the body of metaMoveStart and metaMoveDone.
+type moveBody struct {
+	Shard int    `msgpack:"s"`
+	From  string `msgpack:"f"`
+	To    string `msgpack:"t"`
 }
 
 func encodeMetaEntry(k metaKind, body any) ([]byte, error) {
@@ -71,6 +88,8 @@ type metaEntry struct {
 	kind      metaKind
 	placement *Placement     // metaCreate
 	setLeader *setLeaderBody // metaSetLeader
+	move      *moveBody      // metaMoveStart, metaMoveDone
+	addNode   *PlacementNode // metaAddNode
 }
 
 // decodeMetaEntry parses a metadata log entry, bounded like decodeEntry.
@@ -104,6 +123,30 @@ func decodeMetaEntry(b []byte) (metaEntry, error) {
 		if _, err := msgpackscan.Check(body, msgpackscan.Limits{MaxDepth: 1, MaxValues: 1}); err != nil {
 			return e, &EntryError{Reason: "metadata rebalance: " + err.Error()}
 		}
+	case metaMoveStart, metaMoveDone:
+		if len(body) > 2*maxNodeIDBytes+32 {
+			return e, &EntryError{Reason: fmt.Sprintf("metadata move of %d bytes, more than %d", len(body), 2*maxNodeIDBytes+32)}
+		}
+		if _, err := msgpackscan.Check(body, msgpackscan.Limits{MaxDepth: 1, MaxValues: 7}); err != nil {
+			return e, &EntryError{Reason: "metadata move: " + err.Error()}
+		}
+		var m moveBody
+		if err := msgpack.Unmarshal(body, &m); err != nil {
+			return e, &EntryError{Reason: "metadata move: " + err.Error()}
+		}
+		e.move = &m
+	case metaAddNode:
+		if max := maxNodeIDBytes + 2*maxAddrBytes + 32; len(body) > max {
+			return e, &EntryError{Reason: fmt.Sprintf("metadata add-node of %d bytes, more than %d", len(body), max)}
+		}
+		if _, err := msgpackscan.Check(body, msgpackscan.Limits{MaxDepth: 1, MaxValues: 7}); err != nil {
+			return e, &EntryError{Reason: "metadata add-node: " + err.Error()}
+		}
+		var n PlacementNode
+		if err := msgpack.Unmarshal(body, &n); err != nil {
+			return e, &EntryError{Reason: "metadata add-node: " + err.Error()}
+		}
+		e.addNode = &n
 	default:
 		return e, &EntryError{Reason: fmt.Sprintf("unknown metadata entry kind %d", b[1])}
 	}
@@ -201,9 +244,81 @@ func applyMeta(cur *Placement, e metaEntry) (*Placement, error) {
 			g.Leader = g.Replicas[0]
 			next.Groups[k] = g
 		}
+	case metaMoveStart:
+		m := e.move
+		if err := checkMove(cur, m); err != nil {
+			return nil, err
+		}
+		g := next.Groups[m.Shard]
+		if g.Move != nil {
+			if *g.Move == (ShardMove{From: m.From, To: m.To}) {
+				return cur, nil // the same request again
+			}
+			return nil, fmt.Errorf("%w: shard %d is moving a replica from %s to %s already; a shard moves one replica at a time",
+				engine.ErrInvalidCommand, m.Shard, g.Move.From, g.Move.To)
+		}
+		if !slices.Contains(g.Replicas, m.From) {
+			return nil, fmt.Errorf("%w: node %q holds no replica of shard %d (replicas %v)", engine.ErrInvalidCommand, m.From, m.Shard, g.Replicas)
+		}
+		if slices.Contains(g.Replicas, m.To) {
+			return nil, fmt.Errorf("%w: node %q holds a replica of shard %d already (replicas %v)", engine.ErrInvalidCommand, m.To, m.Shard, g.Replicas)
+		}
+		g.Move = &ShardMove{From: m.From, To: m.To}
+		next.Groups[m.Shard] = g
+	case metaAddNode:
+		n := *e.addNode
+		if old, ok := cur.node(n.ID); ok {
+			if old == n {
+				return cur, nil // the same request again
+			}
+			return nil, fmt.Errorf("%w: node %q is one of the cluster's nodes already, at %s", engine.ErrInvalidCommand, n.ID, old.RaftAddr)
+		}
+		for _, o := range cur.Nodes {
+			if o.RaftAddr == n.RaftAddr {
+				return nil, fmt.Errorf("%w: node %q has the Raft address %s already", engine.ErrInvalidCommand, o.ID, n.RaftAddr)
+			}
+		}
+		next.Nodes = append(slices.Clone(cur.Nodes), n)
+		if err := next.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: adding node %q: %v", engine.ErrInvalidCommand, n.ID, err)
+		}
+	case metaMoveDone:
+		m := e.move
+		if err := checkMove(cur, m); err != nil {
+			return nil, err
+		}
+		g := next.Groups[m.Shard]
+		if g.Move == nil || *g.Move != (ShardMove{From: m.From, To: m.To}) {
+			return cur, nil // ended already: a driver's retry
+		}
+		g.Replicas = slices.Clone(g.Replicas)
+		g.Replicas[slices.Index(g.Replicas, m.From)] = m.To
+		if g.Leader == m.From {
+			g.Leader = m.To // the desired leader moves with its replica
+		}
+		g.Move = nil
+		g.Moves++
+		next.Groups[m.Shard] = g
 	}
 	next.Version++
 	return &next, nil
+}
+
+// checkMove checks what a move names against the placement: a shard, two
+// different nodes.
+func checkMove(p *Placement, m *moveBody) error {
+	switch {
+	case m.Shard < 0 || m.Shard >= p.Shards:
+		return fmt.Errorf("%w: shard %d is not in [0, %d)", engine.ErrInvalidCommand, m.Shard, p.Shards)
+	case m.From == m.To:
+		return fmt.Errorf("%w: a replica moves from %q to the same node", engine.ErrInvalidCommand, m.From)
+	}
+	for _, id := range []string{m.From, m.To} {
+		if _, ok := p.node(id); !ok {
+			return fmt.Errorf("%w: node %q is not one of the cluster's nodes %v", engine.ErrInvalidCommand, id, nodeIDs(p))
+		}
+	}
+	return nil
 }
 
 // Snapshot implements raft.FSM: the placement's bytes (none before it is
@@ -303,7 +418,9 @@ func openMeta(cfg Config, dir string, log *nodeLog, layer raft.StreamLayer, p *P
 	if g.raft, err = raft.NewRaft(rc, fsm, g.store, g.store, snaps, g.transport); err != nil {
 		return nil, fmt.Errorf("raftfsm: starting the metadata group: %w", err)
 	}
-	if !has {
+	// A node joining a cluster (its placement's version 0, see
+	// HostConfig.Join) does not start the group: its leader adds it.
+	if !has && p.Version > 0 {
 		var servers []raft.Server
 		for i, n := range p.Nodes {
 			s := raft.Server{ID: raft.ServerID(n.ID), Address: raft.ServerAddress(n.RaftAddr), Suffrage: raft.Voter}

@@ -36,8 +36,9 @@ const muxHeaderLen = 8
 // k+1.
 const metaGroupNumber = 0
 
-// maxGroup is the largest group number: the last shard's.
-const maxGroup = MaxShardGroups
+// maxGroup is the largest group number: that of host calls (hostrpc.go),
+// after the last shard's.
+const maxGroup = hostRPCGroup
 
 // MaxShardGroups is the number of shard groups a node may serve, and so
 // the largest group number (engine.MaxShards).

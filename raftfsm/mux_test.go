@@ -107,7 +107,7 @@ func isTimeout(err error) bool {
 }
 
 func TestMuxHeaderRoundTrip(t *testing.T) {
-	for _, g := range []uint16{0, 1, 4096} {
+	for _, g := range []uint16{0, 1, 4096, hostRPCGroup} {
 		h := encodeMuxHeader(g)
 		got, err := decodeMuxHeader(h[:])
 		if err != nil || got != g {
@@ -120,7 +120,7 @@ func TestMuxHeaderRoundTrip(t *testing.T) {
 		"magic":     append([]byte("HTTP"), bad[4:]...),
 		"version":   {'H', 'D', 'M', 'X', 2, 0, 0, 1},
 		"flags":     {'H', 'D', 'M', 'X', 1, 1, 0, 1},
-		"big group": {'H', 'D', 'M', 'X', 1, 0, 0x10, 0x01},
+		"big group": {'H', 'D', 'M', 'X', 1, 0, 0x10, 0x02},
 	} {
 		if _, err := decodeMuxHeader(b); !errors.Is(err, ErrMuxHeader) {
 			t.Errorf("%s: %v, want ErrMuxHeader", name, err)

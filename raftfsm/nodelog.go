@@ -145,6 +145,22 @@ func (l *nodeLog) Close() error {
 	return nil
 }
 
+// dropGroup removes every entry and stable value of group g (a replica
+// that left the node); none of its views may be in use. A group with
+// nothing stored is no error.
+func (l *nodeLog) dropGroup(g uint32) error {
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(groupBucketName(g)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("raftfsm: node log %s: removing group %d: %w", l.path, g, err)
+	}
+	return nil
+}
+
 // group returns the view of group g (0 the metadata group, k+1 shard k, as
 // the multiplexer numbers them).
 func (l *nodeLog) group(g uint32) *groupLog {

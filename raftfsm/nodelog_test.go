@@ -563,3 +563,57 @@ func FuzzDecodeLogEntry(f *testing.F) {
 		}
 	})
 }
+
+// groupStored reports whether the node log holds anything of group g.
+func groupStored(l *nodeLog, g uint32) bool {
+	stored := false
+	_ = l.db.View(func(tx *bolt.Tx) error {
+		stored = tx.Bucket(groupBucketName(g)) != nil
+		return nil
+	})
+	return stored
+}
+
+// dropGroup removes one group's log and stable values and nothing of the
+// others'; dropping it again, or a group never stored, is no error.
+func TestNodeLogDropGroup(t *testing.T) {
+	l, err := openNodeLog(filepath.Join(t.TempDir(), "log.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := l.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, g := range []uint32{1, 2} {
+		v := l.group(g)
+		if err := v.StoreLogs([]*raft.Log{{Index: 1, Term: 1, Data: []byte("x")}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.SetUint64([]byte("CurrentTerm"), 7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.dropGroup(1); err != nil {
+		t.Fatal(err)
+	}
+	if groupStored(l, 1) || !groupStored(l, 2) {
+		t.Fatalf("after dropping group 1: group 1 stored %v, group 2 stored %v", groupStored(l, 1), groupStored(l, 2))
+	}
+	if last, err := l.group(1).LastIndex(); err != nil || last != 0 {
+		t.Fatalf("group 1's last index %d, %v; want 0", last, err)
+	}
+	if _, err := l.group(1).GetUint64([]byte("CurrentTerm")); err == nil {
+		t.Fatal("group 1's term survived the drop")
+	}
+	if term, err := l.group(2).GetUint64([]byte("CurrentTerm")); err != nil || term != 7 {
+		t.Fatalf("group 2's term %d, %v; want 7", term, err)
+	}
+	if err := l.dropGroup(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.dropGroup(9); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -40,6 +40,28 @@ type PlacementNode struct {
 type ShardPlacement struct {
 	Replicas []string `msgpack:"r"`
 	Leader   string   `msgpack:"l"`
+	// Move, when set, is a move of one of the shard's replicas under way
+	// (docs/sharding.md, "Moving a replica"): Replicas still names the
+	// leaving node, and the arriving node holds a replica too, which joins
+	// the shard's Raft group. The move's last step clears it.
+	Move *ShardMove `msgpack:"m,omitempty"`
+	// Moves counts the moves of the shard's replicas that ended. A node
+	// bootstraps a shard's group only while it is 0: once a replica moved,
+	// a replica with no state is a new member that the group adds, never
+	// the start of a group.
+	Moves uint32 `msgpack:"mv,omitempty"`
+}
+
+// ShardMove is a move of one replica of a shard from one node to another.
+type ShardMove struct {
+	From string `msgpack:"f"`
+	To   string `msgpack:"t"`
+}
+
+// holds reports whether node id holds a replica of the shard, counting
+// the node a move brings it to.
+func (g *ShardPlacement) holds(id string) bool {
+	return slices.Contains(g.Replicas, id) || (g.Move != nil && g.Move.To == id)
 }
 
 // Bounds of a placement, which also bound what its decoder accepts.
@@ -130,6 +152,16 @@ func (p *Placement) Validate() error {
 		if !slices.Contains(g.Replicas, g.Leader) {
 			return bad("shard %d's desired leader %q holds none of its replicas", k, g.Leader)
 		}
+		if m := g.Move; m != nil {
+			switch {
+			case !slices.Contains(g.Replicas, m.From):
+				return bad("shard %d moves a replica from %q, which holds none", k, m.From)
+			case !ids[m.To]:
+				return bad("shard %d moves a replica to %q, which is not a node", k, m.To)
+			case slices.Contains(g.Replicas, m.To):
+				return bad("shard %d moves a replica to %q, which holds one already", k, m.To)
+			}
+		}
 	}
 	return nil
 }
@@ -144,11 +176,12 @@ func (p *Placement) node(id string) (PlacementNode, bool) {
 	return PlacementNode{}, false
 }
 
-// ShardsOf returns the shards with a replica on node id, in order.
+// ShardsOf returns the shards with a replica on node id, in order, a
+// replica a move brings there included.
 func (p *Placement) ShardsOf(id string) []int {
 	var out []int
 	for k, g := range p.Groups {
-		if slices.Contains(g.Replicas, id) {
+		if g.holds(id) {
 			out = append(out, k)
 		}
 	}
@@ -201,7 +234,9 @@ func (p *Placement) equalLayout(q *Placement) bool {
 		return false
 	}
 	for k := range p.Groups {
-		if !slices.Equal(p.Groups[k].Replicas, q.Groups[k].Replicas) {
+		a, b := p.Groups[k], q.Groups[k]
+		if !slices.Equal(a.Replicas, b.Replicas) || a.Moves != b.Moves || (a.Move == nil) != (b.Move == nil) ||
+			(a.Move != nil && *a.Move != *b.Move) {
 			return false
 		}
 	}

@@ -129,6 +129,10 @@ func FuzzDecodeMetaEntry(f *testing.F) {
 	f.Add(create)
 	f.Add(set)
 	f.Add(re)
+	mv, _ := encodeMetaEntry(metaMoveStart, &moveBody{Shard: 1, From: "n2", To: "n4"})
+	done, _ := encodeMetaEntry(metaMoveDone, &moveBody{Shard: 1, From: "n2", To: "n4"})
+	f.Add(mv)
+	f.Add(done)
 	f.Add([]byte{metaEntryVersion, byte(metaSetLeader), 0xdf, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := decodeMetaEntry(b)
@@ -138,9 +142,98 @@ func FuzzDecodeMetaEntry(f *testing.F) {
 			}
 			return
 		}
-		// Applying what decodes never panics either.
-		cur, _ := NewPlacement(threeNodes(), 2, 0)
-		_, _ = applyMeta(&cur, e)
+		// Applying what decodes never panics either, and what it makes is
+		// a valid placement.
+		cur, _ := NewPlacement(fourNodes(), 2, 0)
+		for range 2 { // a move's end applies to a placement its start made
+			next, err := applyMeta(&cur, e)
+			if err != nil {
+				return
+			}
+			if err := next.Validate(); err != nil {
+				t.Fatalf("applying %+v made an invalid placement: %v", e, err)
+			}
+			cur = *next
+		}
+	})
+}
+
+func fourNodes() []PlacementNode {
+	return append(threeNodes(), PlacementNode{ID: "n4", RaftAddr: "10.0.0.4:7281", HTTPAddr: "10.0.0.4:7280"})
+}
+
+// TestApplyMetaMove: a move's start records it, its end replaces the
+// leaving replica in place and moves the desired leader with it; what a
+// move may not do is refused, naming why; the old placement never changes,
+// and a move round-trips through the placement's bytes.
+func TestApplyMetaMove(t *testing.T) {
+	p, _ := NewPlacement(fourNodes(), 2, 0) // shard 0 on n1 n2 n3, led by n1
+	start := metaEntry{kind: metaMoveStart, move: &moveBody{Shard: 0, From: "n1", To: "n4"}}
+	q, err := applyMeta(&p, start)
+	if err != nil || q.Version != 2 || q.Groups[0].Move == nil || *q.Groups[0].Move != (ShardMove{From: "n1", To: "n4"}) || p.Groups[0].Move != nil {
+		t.Fatalf("move start: %+v, %v", q, err)
+	}
+	if !reflect.DeepEqual(q.ShardsOf("n4"), []int{0, 1}) {
+		t.Fatalf("n4 holds shards %v while shard 0 moves there, want [0 1]", q.ShardsOf("n4"))
+	}
+	b, _ := encodePlacement(q)
+	if back, err := decodePlacement(b); err != nil || !reflect.DeepEqual(back, q) {
+		t.Fatalf("a placement with a move round trip: %+v, %v", back, err)
+	}
+	if same, err := applyMeta(q, start); err != nil || same != q {
+		t.Fatalf("the same move again: %v", err)
+	}
+	for _, m := range []moveBody{{Shard: 0, From: "n2", To: "n4"}, {Shard: 2, From: "n1", To: "n4"}, {Shard: 0, From: "n9", To: "n4"},
+		{Shard: 0, From: "n1", To: "n1"}} {
+		if _, err := applyMeta(q, metaEntry{kind: metaMoveStart, move: &m}); !errors.Is(err, engine.ErrInvalidCommand) {
+			t.Errorf("move %+v during a move: %v", m, err)
+		}
+	}
+	for _, m := range []moveBody{{Shard: 0, From: "n4", To: "n1"}, {Shard: 0, From: "n1", To: "n2"}} {
+		if _, err := applyMeta(&p, metaEntry{kind: metaMoveStart, move: &m}); !errors.Is(err, engine.ErrInvalidCommand) {
+			t.Errorf("move %+v: %v", m, err)
+		}
+	}
+	r, err := applyMeta(q, metaEntry{kind: metaMoveDone, move: &moveBody{Shard: 0, From: "n1", To: "n4"}})
+	if err != nil || r.Version != 3 || r.Groups[0].Move != nil || r.Groups[0].Moves != 1 ||
+		!reflect.DeepEqual(r.Groups[0].Replicas, []string{"n4", "n2", "n3"}) || r.Groups[0].Leader != "n4" {
+		t.Fatalf("move end: %+v, %v", r.Groups[0], err)
+	}
+	if !reflect.DeepEqual(q.Groups[0].Replicas, []string{"n1", "n2", "n3"}) {
+		t.Fatalf("the move's end changed the placement before it: %v", q.Groups[0].Replicas)
+	}
+	if same, err := applyMeta(r, metaEntry{kind: metaMoveDone, move: &moveBody{Shard: 0, From: "n1", To: "n4"}}); err != nil || same != r {
+		t.Fatalf("the same end again: %v", err)
+	}
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzHostFrame: the reader of a host call's frames never panics, fails
+// only with ErrHostFrame, never reads a body past its bound, and what it
+// reads round-trips.
+func FuzzHostFrame(f *testing.F) {
+	var buf bytes.Buffer
+	_ = writeHostFrame(&buf, hostOpShardApplied, []byte{0, 1})
+	f.Add(buf.Bytes())
+	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{1, 0, 0, 0, 3, 'a'})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		kind, body, err := readHostFrame(bytes.NewReader(b))
+		if err != nil {
+			if !errors.Is(err, ErrHostFrame) {
+				t.Fatalf("error %v is not ErrHostFrame", err)
+			}
+			return
+		}
+		if len(body) > maxHostFrameBody {
+			t.Fatalf("read a body of %d bytes", len(body))
+		}
+		var again bytes.Buffer
+		if err := writeHostFrame(&again, kind, body); err != nil || !bytes.Equal(again.Bytes(), b[:5+len(body)]) {
+			t.Fatalf("round trip: %x, %v", again.Bytes(), err)
+		}
 	})
 }
 

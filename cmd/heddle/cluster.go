@@ -29,7 +29,7 @@ func newClusterCommand() *cobra.Command {
 		RunE:  missingCommand,
 	}
 	cmd.AddCommand(newClusterStatusCommand(), newClusterRemoveCommand(), newClusterTransferCommand(), newClusterUpCommand())
-	cmd.AddCommand(newClusterShardLeaderCommand(), newClusterRebalanceCommand())
+	cmd.AddCommand(newClusterShardLeaderCommand(), newClusterRebalanceCommand(), newClusterMoveShardCommand())
 	return cmd
 }
 

@@ -6,6 +6,7 @@ package main
 // commands ("heddle cluster shard-leader", "heddle cluster rebalance").
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -58,7 +59,10 @@ func parsePeers(s string) ([]raftfsm.PlacementNode, error) {
 
 // startHost opens a node of a sharded cluster and serves its API, whose
 // service routes every request to its shard.
-func startHost(o nodeOptions, log *slog.Logger, m *metrics.Metrics) (*clusterNode, error) {
+// With --join, the node is new to a cluster that runs: it asks a member to
+// add it (POST /v1/cluster/members, which the metadata group's leader
+// answers) once its API serves.
+func startHost(ctx context.Context, o nodeOptions, log *slog.Logger, m *metrics.Metrics) (*clusterNode, error) {
 	ln, err := listen(o.httpAddr)
 	if err != nil {
 		return nil, err
@@ -66,7 +70,7 @@ func startHost(o nodeOptions, log *slog.Logger, m *metrics.Metrics) (*clusterNod
 	h, err := raftfsm.OpenHost(raftfsm.HostConfig{Config: raftfsm.Config{ID: o.id, Dir: o.dir, RaftAddr: o.raftAddr,
 		HTTPAddr: ln.Addr().String(), FailoverGrace: o.grace, Logger: log, Metrics: m, Dial: chaosDialer(o.chaosProxy, o.id),
 		TLS: o.sec.peerTLS(), OnSchedulerError: func(err error) { log.Warn("leader's background work", "error", err) }},
-		Peers: o.peers, Shards: o.shards, Replicas: o.replicas})
+		Peers: o.peers, Shards: o.shards, Replicas: o.replicas, Join: len(o.join) > 0})
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
@@ -75,7 +79,13 @@ func startHost(o nodeOptions, log *slog.Logger, m *metrics.Metrics) (*clusterNod
 	if err != nil {
 		return nil, errors.Join(err, h.Close())
 	}
-	return &clusterNode{host: h, api: api}, nil
+	cn := &clusterNode{host: h, api: api}
+	if len(o.join) > 0 {
+		if err := joinCluster(ctx, o, h.RaftAddr(), api.addr()); err != nil {
+			return nil, errors.Join(err, cn.close())
+		}
+	}
+	return cn, nil
 }
 
 // clusterUpSharded is clusterUp for a sharded cluster: every node is
@@ -128,13 +138,16 @@ type shardStatusDoc struct {
 	AppliedIndex  uint64   `json:"applied_index"`
 	Replicas      []string `json:"replicas,omitempty"`
 	DesiredLeader string   `json:"desired_leader,omitempty"`
+	MoveFrom      string   `json:"move_from,omitempty"`
+	MoveTo        string   `json:"move_to,omitempty"`
 }
 
 func shardStatusOf(s httpapi.ClusterStatus) []shardStatusDoc {
 	var out []shardStatusDoc
 	for _, sh := range s.Shards {
 		out = append(out, shardStatusDoc{Shard: sh.Shard, State: sh.State, Term: sh.Term, LeaderID: sh.LeaderID,
-			CommitIndex: sh.CommitIndex, AppliedIndex: sh.AppliedIndex, Replicas: sh.Replicas, DesiredLeader: sh.DesiredLeader})
+			CommitIndex: sh.CommitIndex, AppliedIndex: sh.AppliedIndex, Replicas: sh.Replicas, DesiredLeader: sh.DesiredLeader,
+			MoveFrom: sh.MoveFrom, MoveTo: sh.MoveTo})
 	}
 	return out
 }
@@ -143,8 +156,10 @@ func shardStatusOf(s httpapi.ClusterStatus) []shardStatusDoc {
 type shardRow struct {
 	leader, desired string
 	replicas        []string
-	term            uint64
-	commit          uint64
+	// moveFrom and moveTo are set while a replica moves.
+	moveFrom, moveTo string
+	term             uint64
+	commit           uint64
 	// leaderApplied is the last entry the leader applied to its state,
 	// applied each replica's (by member).
 	leaderApplied uint64
@@ -172,7 +187,7 @@ func printShards(p *printer, views []clusterView) {
 				rows[sh.Shard] = r
 			}
 			r.applied[v.Status.ID] = sh.AppliedIndex
-			r.replicas, r.desired = sh.Replicas, sh.DesiredLeader
+			r.replicas, r.desired, r.moveFrom, r.moveTo = sh.Replicas, sh.DesiredLeader, sh.MoveFrom, sh.MoveTo
 			r.term = max(r.term, sh.Term)
 			if sh.State == "Leader" {
 				r.leader, r.commit, r.leaderApplied, r.seenLeader = v.Status.ID, sh.CommitIndex, sh.AppliedIndex, true
@@ -198,7 +213,11 @@ func printShards(p *printer, views []clusterView) {
 	for _, k := range shards {
 		r := rows[k]
 		var reps []string
-		for _, id := range r.replicas {
+		ids := r.replicas
+		if r.moveTo != "" {
+			ids = append(slices.Clone(ids), r.moveTo)
+		}
+		for _, id := range ids {
 			lag := "?"
 			if a, ok := r.applied[id]; ok {
 				lag = strconv.FormatUint(r.leaderApplied-min(a, r.leaderApplied), 10)
@@ -209,7 +228,11 @@ func printShards(p *printer, views []clusterView) {
 		if leader == "" {
 			leader = "-"
 		}
-		p.printf("%d\t%s\t%s\t%d\t%d\t%s\n", k, leader, r.desired, r.term, r.commit, strings.Join(reps, " "))
+		moving := ""
+		if r.moveTo != "" {
+			moving = fmt.Sprintf(" (moving %s to %s)", r.moveFrom, r.moveTo)
+		}
+		p.printf("%d\t%s\t%s\t%d\t%d\t%s%s\n", k, leader, r.desired, r.term, r.commit, strings.Join(reps, " "), moving)
 	}
 }
 
@@ -236,6 +259,36 @@ func newClusterShardLeaderCommand() *cobra.Command {
 			return err
 		}
 		return printPlacementChange(cmd.OutOrStdout(), *f.format, v, fmt.Sprintf("shard %d: desired leader %s", shard, args[1]))
+	}
+	return cmd
+}
+
+func newClusterMoveShardCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "move-shard SHARD FROM TO",
+		Short: "move SHARD's replica from node FROM to node TO (a sharded cluster)",
+		Long: "Records the move in the placement, through the metadata group's leader, and returns; the shard's\n" +
+			"leader then adds TO to the shard's Raft group, waits until it has caught up, makes it a voter, hands\n" +
+			"leadership over if FROM leads, and removes FROM, whose node then deletes its replica. The shard\n" +
+			"keeps serving meanwhile. \"heddle cluster status\" shows the move until it ends. TO must hold no\n" +
+			"replica of SHARD, and a shard moves one replica at a time.",
+		Args: exactArgs("SHARD", "FROM", "TO"),
+	}
+	f := addClusterFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		shard, err := strconv.Atoi(args[0])
+		if err != nil || shard < 0 {
+			return usagef("SHARD %q is not a shard number", args[0])
+		}
+		cl, err := f.client()
+		if err != nil {
+			return err
+		}
+		v, err := cl.MoveReplica(cmd.Context(), shard, args[1], args[2])
+		if err != nil {
+			return err
+		}
+		return printPlacementChange(cmd.OutOrStdout(), *f.format, v, fmt.Sprintf("shard %d: moving its replica from %s to %s", shard, args[1], args[2]))
 	}
 	return cmd
 }

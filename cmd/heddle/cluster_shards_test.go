@@ -438,3 +438,77 @@ func TestParsePeers(t *testing.T) {
 		}
 	}
 }
+
+// TestShardedClusterJoinAndMoveShard: a fourth node started with --shards
+// and --join joins a sharded cluster of three, holding no shard; "cluster
+// move-shard" moves shard 0's replica off n1 to it, "cluster status"
+// shows shard 0 on n4, and a move the placement forbids is refused with
+// its reason.
+func TestShardedClusterJoinAndMoveShard(t *testing.T) {
+	c := newShardedTestCluster(t, 2)
+	raftAddr, err := lb.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpAddr, err := lb.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := c.addrs()
+	n4, err := startNode(context.Background(), nodeOptions{id: "n4", dir: filepath.Join(c.root, "n4"), httpAddr: httpAddr, raftAddr: raftAddr,
+		grace: time.Second, shards: 2, join: strings.Split(addrs, ",")[:1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.peers = append(c.peers, raftfsm.PlacementNode{ID: "n4", RaftAddr: raftAddr, HTTPAddr: httpAddr})
+	c.nodes = append(c.nodes, n4)
+	awaitHosts(t, c.live(), "n4 knowing the cluster", func() bool {
+		p := n4.host.Placement()
+		return len(p.Nodes) == 4 && n4.host.Ready(context.Background()) == nil
+	})
+	if _, errOut, code := runCmd(t, "cluster", "move-shard", "0", "n1", "n2", "--addr", addrs); code == 0 || !strings.Contains(errOut, `node "n2" holds a replica of shard 0 already`) {
+		t.Fatalf("a move to a node that holds a replica: exit %d: %s", code, errOut)
+	}
+	out, errOut, code := runCmd(t, "cluster", "move-shard", "0", "n1", "n4", "--addr", addrs)
+	if code != 0 || !strings.Contains(out, "shard 0: moving its replica from n1 to n4") {
+		t.Fatalf("move-shard: exit %d: %s%s", code, out, errOut)
+	}
+	awaitHosts(t, c.live(), "shard 0's move ended", func() bool {
+		for _, n := range c.live() {
+			if g := n.host.Placement().Groups[0]; g.Move != nil || g.Moves != 1 {
+				return false
+			}
+		}
+		return n4.host.LeadsShard(0)
+	})
+	out, _, _ = runCmd(t, "cluster", "status", "--addr", c.addrs())
+	found := false
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 8 && f[0] == "0" && f[1] == "n4" && strings.HasPrefix(f[5], "n4:") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("cluster status does not show shard 0 on n4, led by it:\n%s", out)
+	}
+}
+
+// TestPrintShardsShowsAMove: while shard 0's replica moves from n1 to n4,
+// "cluster status" lists n4 with its lag after the shard's replicas and
+// says which move is under way.
+func TestPrintShardsShowsAMove(t *testing.T) {
+	sh := func(id, state string, applied uint64) clusterView {
+		return clusterView{Status: &clusterStatusDoc{ID: id, Shards: []shardStatusDoc{{Shard: 0, State: state, Term: 2, CommitIndex: 40,
+			AppliedIndex: applied, Replicas: []string{"n1", "n2", "n3"}, DesiredLeader: "n1", MoveFrom: "n1", MoveTo: "n4"}}}}
+	}
+	var buf strings.Builder
+	p := newPrinter(&buf)
+	printShards(p, []clusterView{sh("n1", "Leader", 40), sh("n2", "Follower", 40), sh("n3", "Follower", 39), sh("n4", "Follower", 12)})
+	if err := p.err(); err != nil {
+		t.Fatal(err)
+	}
+	want := "0\tn1\tn1\t2\t40\tn1:0 n2:0 n3:1 n4:28 (moving n1 to n4)\n"
+	if !strings.Contains(buf.String(), want) {
+		t.Fatalf("printShards wrote\n%q\nwant a line\n%q", buf.String(), want)
+	}
+}

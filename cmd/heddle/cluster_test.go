@@ -228,6 +228,8 @@ func TestServerCommandBadInput(t *testing.T) {
 		{[]string{"cluster", "up", "--dir", "d", "--replicas", "2"}, "--replicas needs --shards above 1"},
 		{[]string{"cluster", "shard-leader", "x", "n1"}, `SHARD "x" is not a shard number`},
 		{[]string{"cluster", "shard-leader", "1"}, "missing argument NODE"},
+		{[]string{"cluster", "move-shard", "x", "n1", "n4"}, `SHARD "x" is not a shard number`},
+		{[]string{"cluster", "move-shard", "1", "n1"}, "missing argument TO"},
 		{[]string{"server", "--id", "n1", "--dir", "d", "--peers", "n1=a:1/b:2"}, "--peers needs --shards"},
 		{[]string{"server", "--id", "n1", "--dir", "d", "--shards", "4"}, "--shards needs --peers"},
 		{[]string{"server", "--id", "n1", "--dir", "d", "--shards", "4", "--peers", "n1=a:1/b:2", "--bootstrap"}, "needs neither --bootstrap nor --join"},

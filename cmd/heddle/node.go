@@ -213,7 +213,7 @@ func startNode(ctx context.Context, o nodeOptions) (*clusterNode, error) {
 		return nil, err
 	}
 	if o.sharded() {
-		return startHost(o, log, m)
+		return startHost(ctx, o, log, m)
 	}
 	ln, err := listen(o.httpAddr)
 	if err != nil {

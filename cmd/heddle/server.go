@@ -30,12 +30,14 @@ const tokenUsage = "a bearer `token` the API accepts, with the admin role (defau
 
 func newServerCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "server --id ID --dir DIR [--bootstrap | --join ADDR | --shards S --peers PEERS]",
+		Use:   "server --id ID --dir DIR [--bootstrap | --join ADDR | --shards S --peers PEERS | --shards S --join ADDR]",
 		Short: "run one node of a cluster (Raft and the HTTP API)",
 		Long: "Runs one node of a heddle cluster: a Raft member with the HTTP API, and the web UI\n" +
 			"at /ui/ on the same address. Start the first node with --bootstrap, the others with\n" +
 			"--join pointing at it. A node of a sharded cluster is started instead with --shards and\n" +
-			"--peers, the same on every node (docs/sharding.md); restarted, it reads them from --dir.",
+			"--peers, the same on every node (docs/sharding.md); restarted, it reads them from --dir. A new\n" +
+			"node joins a sharded cluster with --shards (the cluster's count) and --join; it holds no shard\n" +
+			"until one moves to it (heddle cluster move-shard).",
 		Args: noArgs,
 	}
 	fs := cmd.Flags()
@@ -69,11 +71,11 @@ func newServerCommand() *cobra.Command {
 		case o.bootstrap && join != "":
 			return usagef("--bootstrap and --join exclude each other")
 		case peers != "" && (o.bootstrap || join != ""):
-			return usagef("--peers starts a sharded cluster, which needs neither --bootstrap nor --join")
+			return usagef("--peers starts a sharded cluster, which needs neither --bootstrap nor --join (a new node joins with --shards and --join)")
 		case peers != "" && o.shards == 0:
 			return usagef("--peers needs --shards")
-		case o.shards != 0 && peers == "" && !hasPlacement(o.dir):
-			return usagef("--shards needs --peers, unless --dir holds a node of a sharded cluster")
+		case o.shards != 0 && peers == "" && join == "" && !hasPlacement(o.dir):
+			return usagef("--shards needs --peers (a new cluster) or --join (a new node of one), unless --dir holds a node of a sharded cluster")
 		}
 		if peers != "" {
 			var err error

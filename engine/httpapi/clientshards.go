@@ -527,3 +527,14 @@ func (c *Client) RebalanceLeaders(ctx context.Context) (uint64, error) {
 	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/cluster/shards/rebalance", command: true, out: &r, noRoute: true})
 	return r.Version, err
 }
+
+// MoveReplica moves shard's replica on node from to node to (any node
+// forwards it to the metadata group's leader) and returns the placement
+// version that records the move; the shard's leader carries it out, and
+// the shard's replicas in the cluster's status show when it ended.
+func (c *Client) MoveReplica(ctx context.Context, shard int, from, to string) (uint64, error) {
+	var r PlacementChange
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/cluster/shards/" + strconv.Itoa(shard) + "/move", command: true,
+		body: &MoveReplicaRequest{From: from, To: to}, out: &r, noRoute: true})
+	return r.Version, err
+}

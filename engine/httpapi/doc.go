@@ -87,6 +87,7 @@
 //	GET    /v1/cluster/shards                -> ShardMap (a sharded cluster)
 //	POST   /v1/cluster/shards/{shard}/leader ShardLeaderRequest -> PlacementChange
 //	POST   /v1/cluster/shards/rebalance      -> PlacementChange
+//	POST   /v1/cluster/shards/{shard}/move   MoveReplicaRequest -> PlacementChange
 //
 //	POST   /v1/jobs/configure                ConfigureJob      -> StatusResult (a Draft job's input)
 //	POST   /v1/tasks                         CreateReview      -> ReviewResult (review tasks)

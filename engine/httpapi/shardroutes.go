@@ -40,6 +40,16 @@ type placementSource interface {
 type ShardAdmin interface {
 	SetShardLeader(ctx context.Context, shard int, node string) (uint64, error)
 	RebalanceLeaders(ctx context.Context) (uint64, error)
+	// MoveReplica records a move of shard's replica on node from to node
+	// to; the shard's leader carries it out (docs/sharding.md, "Moving a
+	// replica").
+	MoveReplica(ctx context.Context, shard int, from, to string) (uint64, error)
+}
+
+// MoveReplicaRequest is the body of POST /v1/cluster/shards/{shard}/move.
+type MoveReplicaRequest struct {
+	From string `json:"from" msgpack:"from"`
+	To   string `json:"to" msgpack:"to"`
 }
 
 // ShardLeaderRequest is the body of POST /v1/cluster/shards/{shard}/leader.
@@ -56,6 +66,7 @@ func (s *Server) shardRoutes() {
 	s.handle("GET /v1/cluster/shards", RoleReader, s.shardMap)
 	s.handle("POST /v1/cluster/shards/{shard}/leader", RoleAdmin, s.setShardLeader)
 	s.handle("POST /v1/cluster/shards/rebalance", RoleAdmin, s.rebalanceLeaders)
+	s.handle("POST /v1/cluster/shards/{shard}/move", RoleAdmin, s.moveReplica)
 }
 
 // notePlacement sets the placement header of a sharded node's answer.
@@ -99,6 +110,32 @@ func (s *Server) setShardLeader(c *call) (any, error) {
 		return nil, fieldMissing("ShardLeaderRequest", "node")
 	}
 	v, err := a.SetShardLeader(c.r.Context(), shard, req.Node)
+	if err != nil {
+		return nil, err
+	}
+	return &PlacementChange{Version: v}, nil
+}
+
+func (s *Server) moveReplica(c *call) (any, error) {
+	a, err := s.shardAdmin()
+	if err != nil {
+		return nil, err
+	}
+	shard, err := strconv.Atoi(c.r.PathValue("shard"))
+	if err != nil || shard < 0 {
+		return nil, fmt.Errorf("%w: shard %q in the path is not a shard number", engine.ErrInvalidCommand, c.r.PathValue("shard"))
+	}
+	var req MoveReplicaRequest
+	if err := c.decode(&req); err != nil {
+		return nil, err
+	}
+	switch {
+	case req.From == "":
+		return nil, fieldMissing("MoveReplicaRequest", "from")
+	case req.To == "":
+		return nil, fieldMissing("MoveReplicaRequest", "to")
+	}
+	v, err := a.MoveReplica(c.r.Context(), shard, req.From, req.To)
 	if err != nil {
 		return nil, err
 	}

@@ -256,6 +256,11 @@ func (c *shardedCluster) verify() {
 		c.await(fmt.Sprintf("every replica of shard %d applied %d", k, target), func() bool {
 			for _, h := range c.live() {
 				if n := h.Shard(k); n != nil && n.FSM().Applied() < target {
+					// The barrier may have gone to this follower before
+					// the leader knew the entries under it committed:
+					// another one, sent after, tells it, and its apply
+					// wakes the wait.
+					_ = leader.Raft().Barrier(10 * time.Second).Error()
 					return false
 				}
 			}
@@ -509,6 +514,80 @@ func TestClientRoutesByTheShardMap(t *testing.T) {
 	if n := forwards() - before; n != 0 {
 		t.Fatalf("after fetching the map again, a command was forwarded %d times", n)
 	}
+}
+
+// TestClientRoutesAfterAReplicaMoved: a client's map names n1 as shard 0's
+// leader; shard 0's replica then moves off n1 to n4 (through the HTTP API,
+// with the runs created before it readable after it). The next command the
+// stale map sends to n1, which holds no replica of shard 0 any more, is
+// answered correctly through one forward, the client fetches the map
+// again, and the command after goes straight to n4.
+func TestClientRoutesAfterAReplicaMoved(t *testing.T) {
+	const shards = 2
+	c := newShardedCluster(t, 4, shards)
+	c.awaitLeaders(c.desired)
+	ctx := context.Background()
+	cl := c.client("n2")
+	forwards := func() int64 {
+		var n int64
+		for _, f := range c.forwarded {
+			n += f.Load()
+		}
+		return n
+	}
+	first, err := cl.Create(ctx, engine.CreateJob{WorkflowID: wfOn("before-", 0, shards), Type: "t", Queue: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := forwards()
+	if _, err := cl.Create(ctx, engine.CreateJob{WorkflowID: wfOn("routed-", 0, shards), Type: "t", Queue: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := forwards() - before; n != 0 {
+		t.Fatalf("a command routed by a fresh map was forwarded %d times", n)
+	}
+
+	if _, err := c.client("n3").MoveReplica(ctx, 0, "n1", "n4"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.client("n3").MoveReplica(ctx, 0, "n1", "n4")
+	if err != nil {
+		t.Fatalf("the same move asked again: %v", err)
+	}
+	if _, err := c.client("n3").MoveReplica(ctx, 0, "n2", "n9"); !errors.Is(err, engine.ErrInvalidCommand) || !strings.Contains(err.Error(), "n9") {
+		t.Fatalf("a move to a node that does not exist: %v, want an invalid command naming it", err)
+	}
+	c.await("shard 0's replica moved to n4 and led there", func() bool {
+		for _, h := range c.live() {
+			if g := h.Placement().Groups[0]; g.Move != nil || g.Moves != 1 {
+				return false
+			}
+		}
+		return c.leaderOf(0) == "n4" && c.live()["n1"].Shard(0) == nil && c.ready()
+	})
+	before = forwards()
+	res, err := cl.Create(ctx, engine.CreateJob{WorkflowID: wfOn("stale-", 0, shards), Type: "t", Queue: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if engine.ShardOfJob(res.Job) != 0 {
+		t.Fatalf("the run got id %d, of shard %d", res.Job, engine.ShardOfJob(res.Job))
+	}
+	if n := forwards() - before; n != 1 {
+		t.Fatalf("the command sent by the stale map was forwarded %d times, want once", n)
+	}
+	before = forwards()
+	if _, err := cl.Create(ctx, engine.CreateJob{WorkflowID: wfOn("fresh-", 0, shards), Type: "t", Queue: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	j, err := cl.Describe(ctx, engine.Target{Job: first.Job})
+	if err != nil || j.ID != first.Job {
+		t.Fatalf("the run created before the move: %+v, %v", j, err)
+	}
+	if n := forwards() - before; n != 0 {
+		t.Fatalf("after fetching the map again, commands were forwarded %d times", n)
+	}
+	c.verify()
 }
 
 // TestShardedClusterSurvivesANodeWithSeveralLeaders: n1 leads shards 0 and
