@@ -278,10 +278,10 @@ const (
 	// (timers, reclaims, deadlines, schedules, a batch's pages); never
 	// routed.
 	RouteInternal
-	// RouteUnsharded: not served by a sharded cluster yet. A batch
-	// operation acts on the runs a query finds on every shard; a sharded
-	// node serves no batch routes (phase 3 runs a batch on each shard).
-	RouteUnsharded
+	// RouteEvery: a batch operation, which acts on the runs a query finds
+	// on every shard: the router starts (or stops) the batch on each shard
+	// under one batch id, and each shard's leader runs its part.
+	RouteEvery
 )
 
 // ShardOfCommand returns how cmd routes among count shards and, for
@@ -382,7 +382,7 @@ func ShardOfCommand(cmd Command, count int) (int, ShardRoute) {
 	case *FireTimers, *Reclaim, *ReleaseDelayed, *ExpireDeadlines, *FireSchedules, *ExpireSteps, *ReclaimReviews, *AdvanceBatch:
 		return 0, RouteInternal
 	case *StartBatch, *StopBatch:
-		return 0, RouteUnsharded
+		return 0, RouteEvery
 	}
 	return 0, RouteNone
 }

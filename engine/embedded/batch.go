@@ -48,7 +48,9 @@ func (e *Engine) StartBatch(ctx context.Context, c engine.StartBatch) (*engine.B
 		return nil, err
 	}
 	err = e.view(ctx, func(r *storage.Reader) error {
-		last, err := storage.ReadU64(r, storage.KeyNextJob)
+		// The largest run id, not the count of runs: on a shard of a
+		// sharded cluster the ids carry the shard above the count.
+		last, err := machine.LastJobID(r)
 		if err != nil {
 			return err
 		}
@@ -56,7 +58,7 @@ func (e *Engine) StartBatch(ctx context.Context, c engine.StartBatch) (*engine.B
 		if err != nil {
 			return err
 		}
-		c.MaxJob, c.Total = engine.JobID(last), n.Count
+		c.MaxJob, c.Total = last, n.Count
 		return nil
 	})
 	if err != nil {

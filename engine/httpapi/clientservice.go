@@ -18,8 +18,14 @@ func send[R any](ctx context.Context, c *Client, path string, cmd any, h *engine
 	if h.RequestID == "" {
 		h.RequestID = randomID("http-")
 	}
+	var q url.Values
+	if k, ok := pinnedShard(ctx); ok {
+		// A sharded node's router sending one shard's part of a command
+		// that goes to every shard (a batch) to that shard's leader.
+		q = url.Values{"shard": {strconv.Itoa(k)}}
+	}
 	r := new(R)
-	if err := c.do(ctx, request{method: http.MethodPost, path: path, body: cmd, out: r, command: true}); err != nil {
+	if err := c.do(ctx, request{method: http.MethodPost, path: path, query: q, body: cmd, out: r, command: true}); err != nil {
 		return nil, err
 	}
 	return r, nil

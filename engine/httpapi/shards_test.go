@@ -853,3 +853,59 @@ func TestShardedTaskQueueView(t *testing.T) {
 	}
 	c.verify()
 }
+
+// TestShardedBatch: on a 3-node cluster of 4 shards, a batch that
+// terminates the runs a query finds, started through any node, acts on the
+// runs of every shard once; it is described and listed as one batch whose
+// parts' counts add up. (Before, a sharded node served no batch route.)
+func TestShardedBatch(t *testing.T) {
+	const shards = 4
+	c := newShardedCluster(t, 3, shards)
+	c.awaitLeaders(c.desired)
+	ctx := context.Background()
+	cl := c.client()
+	var runs []engine.JobID
+	for k := range shards {
+		for i := range 3 {
+			res, err := cl.Create(ctx, engine.CreateJob{WorkflowID: wfOn(fmt.Sprintf("b-%d-", i), k, shards), Type: "Doomed", Queue: "bq"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, res.Job)
+		}
+	}
+	keep, err := cl.Create(ctx, engine.CreateJob{WorkflowID: "keeper", Type: "Kept", Queue: "bq"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := c.client("n2").StartBatch(ctx, engine.StartBatch{ID: "doom", BatchSpec: engine.BatchSpec{
+		Operation: engine.BatchTerminate, Query: `WorkflowType = "Doomed"`, Reason: "test", RunsPerSecond: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if started.Batch.ID != "doom" || started.Batch.Total != uint64(len(runs)) {
+		t.Fatalf("started %+v, want batch doom over %d runs", started.Batch, len(runs))
+	}
+	var b *engine.Batch
+	c.await("the batch completed on every shard", func() bool {
+		b, err = c.client("n3").DescribeBatch(ctx, "doom")
+		return err == nil && b.State == engine.BatchCompleted
+	})
+	if b.Total != uint64(len(runs)) || b.Done != uint64(len(runs)) || b.Failed != 0 {
+		t.Fatalf("batch %+v: want %d runs, all done", b, len(runs))
+	}
+	for _, id := range runs {
+		j, err := cl.Describe(ctx, engine.Target{Job: id})
+		if err != nil || j.Status != engine.StatusTerminated {
+			t.Fatalf("run %d: %+v, %v; want terminated", id, j, err)
+		}
+	}
+	if j, err := cl.Describe(ctx, engine.Target{Job: keep.Job}); err != nil || j.Status.Terminal() {
+		t.Fatalf("the run the query does not match: %+v, %v; want it open", j, err)
+	}
+	page, err := c.client("n1").ListBatches(ctx, engine.BatchListQuery{})
+	if err != nil || len(page.Batches) != 1 || page.Batches[0].ID != "doom" || page.Batches[0].Done != uint64(len(runs)) {
+		t.Fatalf("list: %+v, %v; want batch doom once, its parts joined", page, err)
+	}
+	c.verify()
+}

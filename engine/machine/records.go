@@ -183,3 +183,20 @@ func DecodeReviewEvent(b []byte) (_ *engine.ReviewEvent, err error) {
 	}
 	return e, nil
 }
+
+// LastJobID returns the largest run id r holds, 0 when it holds none: the
+// last run started, also on a shard, whose ids carry the shard above the
+// count of its runs (so the count of runs, storage.KeyNextJob, is not an
+// id there).
+func LastJobID(r *storage.Reader) (engine.JobID, error) {
+	var last engine.JobID
+	err := r.ScanReverse(storage.JobPrefix, nil, func(k []byte) (bool, error) {
+		id, err := storage.ParseJobKey(k)
+		if err != nil {
+			return false, err
+		}
+		last = engine.JobID(id)
+		return false, nil
+	})
+	return last, MarkStorageError(err)
+}
