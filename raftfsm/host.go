@@ -636,11 +636,23 @@ func (h *Host) leadMeta() {
 	}
 }
 
-// addMetaMembers adds to the metadata group, when this node leads it, the
-// placement's nodes it does not have yet (added by AddNode): as voters
-// while the group has fewer than five, else as non-voters, as a new
-// cluster's group is made.
+// addMetaMembers makes the metadata group's members the placement's nodes,
+// when this node leads it: it adds the nodes it does not have yet (added
+// by AddNode), as voters while the group has fewer than five, else as
+// non-voters, as a new cluster's group is made; it promotes a non-voter
+// that is now among the first five; and it removes the members that are no
+// longer nodes (RemoveNode), itself last, once the others are done (a
+// leader that removes itself steps down, and the next leader goes on).
 func (h *Host) addMetaMembers() error {
+	if err := h.addMetaNodes(); err != nil {
+		return err
+	}
+	return h.removeMetaNodes()
+}
+
+// removeMetaNodes removes from the metadata group, when this node leads it,
+// the members the placement no longer lists.
+func (h *Host) removeMetaNodes() error {
 	p := h.metaFS.placement()
 	if p == nil || h.meta.raft.State() != raft.Leader {
 		return nil
@@ -649,16 +661,52 @@ func (h *Host) addMetaMembers() error {
 	if err := futureError(h.ctx, f); err != nil {
 		return err
 	}
-	in := map[string]bool{}
+	var gone []raft.ServerID
 	for _, s := range f.Configuration().Servers {
-		in[string(s.ID)] = true
+		if _, ok := p.node(string(s.ID)); !ok {
+			gone = append(gone, s.ID)
+		}
+	}
+	// Itself last: after that it leads no more.
+	slices.SortStableFunc(gone, func(a, b raft.ServerID) int {
+		switch {
+		case a == raft.ServerID(h.cfg.ID):
+			return 1
+		case b == raft.ServerID(h.cfg.ID):
+			return -1
+		}
+		return 0
+	})
+	for _, id := range gone {
+		if err := futureError(h.ctx, h.meta.raft.RemoveServer(id, 0, h.cfg.ApplyTimeout)); err != nil {
+			return fmt.Errorf("removing node %s from the metadata group: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// addMetaNodes is addMetaMembers' adding and promoting.
+func (h *Host) addMetaNodes() error {
+	p := h.metaFS.placement()
+	if p == nil || h.meta.raft.State() != raft.Leader {
+		return nil
+	}
+	f := h.meta.raft.GetConfiguration()
+	if err := futureError(h.ctx, f); err != nil {
+		return err
+	}
+	in := map[string]raft.ServerSuffrage{}
+	for _, s := range f.Configuration().Servers {
+		in[string(s.ID)] = s.Suffrage
 	}
 	for i, n := range p.Nodes {
-		if in[n.ID] {
+		suffrage, member := in[n.ID]
+		voter := i < p.metaVoters()
+		if member && (suffrage == raft.Voter || !voter) {
 			continue
 		}
-		add := h.meta.raft.AddVoter
-		if i >= p.metaVoters() {
+		add := h.meta.raft.AddVoter // adds, or promotes a non-voter
+		if !voter {
 			add = h.meta.raft.AddNonvoter
 		}
 		if err := futureError(h.ctx, add(raft.ServerID(n.ID), raft.ServerAddress(n.RaftAddr), 0, h.cfg.ApplyTimeout)); err != nil {
@@ -782,10 +830,23 @@ func (h *Host) AddNode(ctx context.Context, n PlacementNode) (uint64, error) {
 	return v, err
 }
 
-// Remove implements httpapi.Cluster: nodes do not leave a sharded cluster
-// yet.
-func (h *Host) Remove(context.Context, string) error {
-	return fmt.Errorf("%w: nodes cannot leave a sharded cluster yet: its nodes are fixed when it is created (docs/sharding.md)", engine.ErrInvalidCommand)
+// Remove implements httpapi.Cluster: RemoveNode.
+func (h *Host) Remove(ctx context.Context, id string) error {
+	_, err := h.RemoveNode(ctx, id)
+	return err
+}
+
+// RemoveNode takes a node out of the cluster's nodes, through the metadata
+// group's leader (another node answers not-leader naming it), and returns
+// the new placement version. The node must hold no replica: its replicas
+// move first (MoveReplica). The group's leader then removes it from the
+// metadata group.
+func (h *Host) RemoveNode(ctx context.Context, id string) (uint64, error) {
+	v, err := h.meta.apply(ctx, metaRemoveNode, &removeNodeBody{ID: id})
+	if errors.Is(err, engine.ErrNotLeader) {
+		return 0, h.metaNotLeader()
+	}
+	return v, err
 }
 
 // TransferLeader implements httpapi.Cluster: it hands the metadata group's
@@ -841,6 +902,10 @@ func (h *Host) Ready(ctx context.Context) error {
 		return fmt.Errorf("%w: the metadata group knows no leader (this node is %s in it)", ErrNotReady, h.meta.raft.State())
 	}
 	p := h.placement.Load()
+	if _, ok := p.node(h.cfg.ID); !ok {
+		return fmt.Errorf("%w: node %s is not one of the cluster's nodes %v: it is joining, or it was removed (heddle cluster remove) and can be stopped",
+			ErrNotReady, h.cfg.ID, nodeIDs(p))
+	}
 	for k := range h.shards {
 		n := h.Shard(k)
 		if n == nil {

@@ -47,7 +47,16 @@ const (
 	// metaAddNode adds a node to the cluster's nodes, holding no replica
 	// yet; the metadata group's leader then adds it to the group.
 	metaAddNode metaKind = 6
+	// metaRemoveNode takes a node that holds no replica out of the
+	// cluster's nodes; the metadata group's leader then removes it from
+	// the group.
+	metaRemoveNode metaKind = 7
 )
+
+// removeNodeBody is the body of metaRemoveNode.
+type removeNodeBody struct {
+	ID string `msgpack:"id"`
+}
 
 // maxMetaEntryBytes bounds a metadata entry: a create carries a placement.
 const maxMetaEntryBytes = maxPlacementBytes + 64
@@ -90,6 +99,7 @@ type metaEntry struct {
 	setLeader *setLeaderBody // metaSetLeader
 	move      *moveBody      // metaMoveStart, metaMoveDone
 	addNode   *PlacementNode // metaAddNode
+	remove    *removeNodeBody // metaRemoveNode
 }
 
 // decodeMetaEntry parses a metadata log entry, bounded like decodeEntry.
@@ -147,6 +157,18 @@ func decodeMetaEntry(b []byte) (metaEntry, error) {
 			return e, &EntryError{Reason: "metadata add-node: " + err.Error()}
 		}
 		e.addNode = &n
+	case metaRemoveNode:
+		if max := maxNodeIDBytes + 16; len(body) > max {
+			return e, &EntryError{Reason: fmt.Sprintf("metadata remove-node of %d bytes, more than %d", len(body), max)}
+		}
+		if _, err := msgpackscan.Check(body, msgpackscan.Limits{MaxDepth: 1, MaxValues: 3}); err != nil {
+			return e, &EntryError{Reason: "metadata remove-node: " + err.Error()}
+		}
+		var r removeNodeBody
+		if err := msgpack.Unmarshal(body, &r); err != nil {
+			return e, &EntryError{Reason: "metadata remove-node: " + err.Error()}
+		}
+		e.remove = &r
 	default:
 		return e, &EntryError{Reason: fmt.Sprintf("unknown metadata entry kind %d", b[1])}
 	}
@@ -281,6 +303,25 @@ func applyMeta(cur *Placement, e metaEntry) (*Placement, error) {
 		next.Nodes = append(slices.Clone(cur.Nodes), n)
 		if err := next.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: adding node %q: %v", engine.ErrInvalidCommand, n.ID, err)
+		}
+	case metaRemoveNode:
+		id := e.remove.ID
+		if _, ok := cur.node(id); !ok {
+			return nil, fmt.Errorf("%w: node %q is not one of the cluster's nodes %v (removed already?)", engine.ErrInvalidCommand, id, nodeIDs(cur))
+		}
+		var held []int
+		for k, g := range cur.Groups {
+			if slices.Contains(g.Replicas, id) || g.Move != nil && g.Move.To == id {
+				held = append(held, k)
+			}
+		}
+		if len(held) > 0 {
+			return nil, fmt.Errorf("%w: node %q holds replicas of shards %v (or receives one): move them to other nodes first "+
+				"(heddle cluster move-shard SHARD %s TO)", engine.ErrInvalidCommand, id, held, id)
+		}
+		next.Nodes = slices.DeleteFunc(slices.Clone(cur.Nodes), func(n PlacementNode) bool { return n.ID == id })
+		if err := next.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: removing node %q: %v", engine.ErrInvalidCommand, id, err)
 		}
 	case metaMoveDone:
 		m := e.move

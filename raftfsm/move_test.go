@@ -632,3 +632,69 @@ func TestHostMoveEndsWhenTheMetadataLeaderStops(t *testing.T) {
 	load.finish(t)
 	c.verifyShards()
 }
+
+// TestHostRemovesANode: a node that holds a replica cannot be removed
+// (the error names the shards to move); once its replicas moved away it
+// is removed from the nodes and from the metadata group, it says it is
+// not ready because it was removed, and the other nodes serve on.
+func TestHostRemovesANode(t *testing.T) {
+	c := newTestHosts(t, 4, 2)
+	c.awaitDesiredLeaders()
+	ctx := context.Background()
+	meta := c.metaLeader()
+	p0 := c.live()["n4"].Placement()
+	held := p0.ShardsOf("n4")
+	if len(held) == 0 {
+		t.Fatal("n4 holds no replica to begin with")
+	}
+	if _, err := meta.RemoveNode(ctx, "n4"); !errors.Is(err, engine.ErrInvalidCommand) || !strings.Contains(err.Error(), "move them to other nodes first") {
+		t.Fatalf("removing n4, which holds replicas of %v: %v", held, err)
+	}
+	if _, err := meta.RemoveNode(ctx, "n9"); !errors.Is(err, engine.ErrInvalidCommand) {
+		t.Fatalf("removing an unknown node: %v", err)
+	}
+	for _, k := range held {
+		p := c.live()["n4"].Placement()
+		to := ""
+		for _, n := range []string{"n1", "n2", "n3"} {
+			if !slices.Contains(p.Groups[k].Replicas, n) {
+				to = n
+			}
+		}
+		if _, err := c.metaLeader().MoveReplica(ctx, k, "n4", to); err != nil {
+			t.Fatal(err)
+		}
+		c.awaitMoveEnd(k, p.Groups[k].Moves+1)
+	}
+	v, err := c.metaLeader().RemoveNode(ctx, "n4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.awaitPlacement(v)
+	c.await("n4 out of the metadata group", func() bool {
+		st, err := c.metaLeader().Status(ctx)
+		if err != nil {
+			return false
+		}
+		for _, m := range st.Members {
+			if m.ID == "n4" {
+				return false
+			}
+		}
+		return len(st.Members) == 3
+	})
+	if p := c.live()["n1"].Placement(); len(p.Nodes) != 3 || slices.ContainsFunc(p.Nodes, func(n PlacementNode) bool { return n.ID == "n4" }) {
+		t.Fatalf("the placement after the removal: %+v", p.Nodes)
+	}
+	if err := c.live()["n4"].Ready(ctx); !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "removed") {
+		t.Fatalf("n4's readiness after its removal: %v", err)
+	}
+	if _, err := c.metaLeader().RemoveNode(ctx, "n4"); !errors.Is(err, engine.ErrInvalidCommand) || !strings.Contains(err.Error(), "removed already") {
+		t.Fatalf("removing n4 again: %v", err)
+	}
+	c.kill("n4")
+	for _, id := range []string{"n1", "n2", "n3"} {
+		c.await(id+" ready without n4", func() bool { return c.live()[id].Ready(ctx) == nil })
+	}
+	c.verifyShards()
+}
