@@ -95,10 +95,10 @@ func encodeMetaEntry(k metaKind, body any) ([]byte, error) {
 // metaEntry is one decoded metadata entry.
 type metaEntry struct {
 	kind      metaKind
-	placement *Placement     // metaCreate
-	setLeader *setLeaderBody // metaSetLeader
-	move      *moveBody      // metaMoveStart, metaMoveDone
-	addNode   *PlacementNode // metaAddNode
+	placement *Placement      // metaCreate
+	setLeader *setLeaderBody  // metaSetLeader
+	move      *moveBody       // metaMoveStart, metaMoveDone
+	addNode   *PlacementNode  // metaAddNode
 	remove    *removeNodeBody // metaRemoveNode
 }
 
