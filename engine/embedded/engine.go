@@ -348,9 +348,16 @@ func propose[R engine.Result](ctx context.Context, e *Engine, cmd engine.Command
 	return r, nil
 }
 
-// Create starts a job.
+// Create starts a job. On a shard of a sharded cluster, a child whose
+// workflow id routes to another shard is created there through this
+// shard's outbox: Create waits for the entry's acknowledgement and answers
+// the child's job id (awaitRemoteChild).
 func (e *Engine) Create(ctx context.Context, c engine.CreateJob) (*engine.CreateResult, error) {
-	return propose[*engine.CreateResult](ctx, e, &c)
+	r, err := propose[*engine.CreateResult](ctx, e, &c)
+	if err != nil || r.Delivery == nil {
+		return r, err
+	}
+	return e.awaitRemoteChild(ctx, c.ParentID, c.ParentStep, *r.Delivery)
 }
 
 // Claim takes ready jobs of a queue, with each job's newest events when

@@ -1,0 +1,60 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// RemoteChildWait bounds how long Create waits for the acknowledgement of a
+// child's create delivered to another shard when its context sets no
+// deadline: the create is written, and a retry with the same request id
+// answers the child's job id once it is known.
+const RemoteChildWait = time.Minute
+
+// awaitRemoteChild waits until the link of step of job parent to its child
+// on another shard holds the child's job id (or the target's refusal), as
+// the acknowledgement of entry ref writes it, and answers it. It reads the
+// shard's state after each commit, never on a timer. Its context ending
+// first gives ErrUnknownOutcome: the create is on its way, and its retry is
+// safe.
+func (e *Engine) awaitRemoteChild(ctx context.Context, parent engine.JobID, step string, ref engine.DeliveryRef) (*engine.CreateResult, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, RemoteChildWait)
+		defer cancel()
+	}
+	// The acknowledgement is applied by this shard's group, so this
+	// replica's own state, read after each of its commits, shows it.
+	read := engine.WithStaleRead(ctx)
+	for {
+		changed := e.Committed() // before the read, so no commit is missed
+		var link *engine.RemoteChild
+		err := e.view(read, func(r *storage.Reader) error {
+			var err error
+			link, err = machine.ReadRemoteChild(r, parent, step)
+			return err
+		})
+		switch {
+		case err != nil:
+			return nil, err
+		case link == nil:
+			// The create wrote it, and nothing deletes it.
+			return nil, fmt.Errorf("%w: job %d step %q has no link to the child its create sent (%s)", engine.ErrInvariant, parent, step, ref)
+		case link.Child != 0:
+			return &engine.CreateResult{Job: link.Child, WorkflowID: link.WorkflowID}, nil
+		case link.Error != "":
+			return nil, machine.DeliveryError(link.Outcome, link.Error)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: the create of the child of job %d step %q is written and on its way to shard %d (%s): %v; retry with the same request id",
+				engine.ErrUnknownOutcome, parent, step, ref.Target, ref, ctx.Err())
+		}
+	}
+}
