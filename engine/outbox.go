@@ -197,8 +197,8 @@ type RemoteChild struct {
 	// end.
 	ClosePolicy ParentClosePolicy `json:"parent_close_policy,omitempty" msgpack:"pc,omitempty"`
 	// Closed says that the child's end reached the parent.
-	Closed bool `json:"closed,omitempty" msgpack:"cl,omitempty"`
-	CreatedMS   int64             `json:"created_ms" msgpack:"at"`
+	Closed    bool  `json:"closed,omitempty" msgpack:"cl,omitempty"`
+	CreatedMS int64 `json:"created_ms" msgpack:"at"`
 }
 
 // Pending reports whether the link waits for its entry's acknowledgement.
