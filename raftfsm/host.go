@@ -39,6 +39,10 @@ type HostConfig struct {
 	// Replicas is the number of replicas of each shard; 0 means
 	// min(3, len(Peers)).
 	Replicas int
+	// DeliverTo sends the node's cross-shard deliveries to another node
+	// (deliverer.go), speaking as this node. Nil: the node delivers only to
+	// the shards it leads itself, and entries for others wait.
+	DeliverTo DeliverFunc
 }
 
 // Validate reports the first invalid field.
@@ -84,6 +88,8 @@ type Host struct {
 	metaCh   chan struct{} // closed at every change of the metadata group's leader
 
 	balanceWake chan struct{}
+	// delivery is the deliverer's state (deliverer.go).
+	delivery *deliverer
 	// failing holds, by shard, the followers whose heartbeats from this
 	// node (as the shard's leader) fail: leadership is not handed to them.
 	peerMu  sync.Mutex
@@ -152,9 +158,11 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 			return nil, fmt.Errorf("raftfsm: shard %d: %w", k, err)
 		}
 	}
-	h.wg.Add(2)
+	h.delivery = &deliverer{h: h, retry: map[pairKey]pairRetry{}, delivered: map[pairKey]uint64{}}
+	h.wg.Add(3)
 	go h.leadMeta()
 	go h.balance()
+	go h.deliverLoop()
 	h.watchMetaLeader()
 	return h, nil
 }

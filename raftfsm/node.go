@@ -305,6 +305,11 @@ func (n *Node) Close() error {
 		if n.raft != nil {
 			errs = append(errs, n.raft.Shutdown().Error())
 		}
+		if n.eng != nil {
+			// Whoever waits for a commit (a create waiting for its
+			// child's acknowledgement) looks again and finds Raft gone.
+			n.eng.NotifyCommitted(nil)
+		}
 		n.prop.close()
 		n.wg.Wait()
 		errs = append(errs, n.transport.Close(), n.store.Close(), n.fsm.close())

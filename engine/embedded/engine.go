@@ -300,6 +300,9 @@ func (e *Engine) Close() error {
 	if e.cancel != nil {
 		e.cancel()
 	}
+	// Waiters on the next commit look again, and find the engine gone
+	// (a create waiting for its child's acknowledgement: outbox.go).
+	e.NotifyCommitted(nil)
 	e.wg.Wait()
 	var errs []error
 	if e.local != nil {

@@ -28,9 +28,10 @@ func (e *Engine) awaitRemoteChild(ctx context.Context, parent engine.JobID, step
 		ctx, cancel = context.WithTimeout(ctx, RemoteChildWait)
 		defer cancel()
 	}
-	// The acknowledgement is applied by this shard's group, so this
-	// replica's own state, read after each of its commits, shows it.
-	read := engine.WithStaleRead(ctx)
+	// The acknowledgement is applied by this shard's group: each read is
+	// linearizable, so that a replica that lost its leadership (or closed)
+	// answers so instead of waiting for commits it will not see.
+	read := ctx
 	for {
 		changed := e.Committed() // before the read, so no commit is missed
 		var link *engine.RemoteChild

@@ -56,6 +56,7 @@ func (s *Server) shardRoutes() {
 	s.handle("GET /v1/cluster/shards", RoleReader, s.shardMap)
 	s.handle("POST /v1/cluster/shards/{shard}/leader", RoleAdmin, s.setShardLeader)
 	s.handle("POST /v1/cluster/shards/rebalance", RoleAdmin, s.rebalanceLeaders)
+	s.handle("POST "+pathDeliver, RoleAdmin, s.deliver)
 }
 
 // notePlacement sets the placement header of a sharded node's answer.

@@ -1,0 +1,272 @@
+package raftfsm
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// deliverTo is the test cluster's HostConfig.DeliverTo: node from's
+// delivery to node to, applied by to's replica of the target shard in
+// process (a real node POSTs it: httpapi.NodeSender), after the hook.
+func (c *testHosts) deliverTo(ctx context.Context, from, to string, d *engine.Deliver) (*engine.DeliverResult, error) {
+	c.mu.Lock()
+	hook := c.deliverHook
+	c.mu.Unlock()
+	if hook != nil {
+		if res, err, done := hook(from, to, d); done {
+			return res, err
+		}
+	}
+	return c.applyDeliver(ctx, to, d)
+}
+
+// applyDeliver proposes d on node to's replica of its target shard.
+func (c *testHosts) applyDeliver(ctx context.Context, to string, d *engine.Deliver) (*engine.DeliverResult, error) {
+	h := c.live()[to]
+	if h == nil {
+		return nil, errors.New("connection refused: node " + to + " is down")
+	}
+	n := h.Shard(d.Target)
+	if n == nil {
+		return nil, &engine.NotLeaderError{}
+	}
+	res, err := n.Engine().Propose(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	return res.(*engine.DeliverResult), nil
+}
+
+// shardLeader returns the engine of shard k's leader among the live hosts,
+// waiting for one.
+func (c *testHosts) shardLeader(k int) (string, *embedded.Engine) {
+	c.t.Helper()
+	var id string
+	var eng *embedded.Engine
+	c.await("a leader of the shard", func() bool {
+		for hid, h := range c.live() {
+			if n := h.Shard(k); n != nil && n.IsLeader() {
+				id, eng = hid, n.Engine()
+				return true
+			}
+		}
+		return false
+	})
+	return id, eng
+}
+
+// TestCrossShardChildDeliveredOnce: a parent on shard 0 starts a child
+// whose workflow id routes to shard 1 (phase 1 refused it with
+// ErrCrossShard); the create answers the child's job id, the child runs
+// and completes on shard 1, and its result becomes the parent's step's
+// effect, once. The same with the source shard's leader killed after the
+// child is created on the target and before the acknowledgement, and with
+// the target shard's leader killed just after it applied the delivery and
+// before it answered. Each ends with the child existing once, the effect
+// recorded once, no entry pending on any shard, and VerifyShard clean on
+// every replica of every shard.
+func TestCrossShardChildDeliveredOnce(t *testing.T) {
+	for _, kill := range []string{"none", "source", "target"} {
+		t.Run("kill="+kill, func(t *testing.T) { crossShardChild(t, kill) })
+	}
+}
+
+func crossShardChild(t *testing.T, kill string) {
+	c := newTestHosts(t, 3, 2)
+	c.awaitDesiredLeaders() // n1 leads shard 0, n2 shard 1
+	ctx := context.Background()
+	parentWF, childWF := keyOn("parent-", 0, 2), keyOn("child-", 1, 2)
+	_, eng0 := c.shardLeader(0)
+	p, err := eng0.Create(ctx, engine.CreateJob{WorkflowID: parentWF, Type: "parent", Queue: "parents"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := eng0.Claim(ctx, engine.Claim{Queue: "parents", Owner: "pw", LeaseMS: 600_000, Max: 1})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim the parent: %v %v", claimed, err)
+	}
+	lease := &engine.LeaseRef{Job: p.Job, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}
+
+	var once sync.Once
+	hit := make(chan struct{})
+	switch kill {
+	case "source":
+		// The first delivery is applied on the target, then its answer
+		// never comes back: the source's leader dies before it can
+		// acknowledge.
+		c.mu.Lock()
+		c.deliverHook = func(from, to string, d *engine.Deliver) (*engine.DeliverResult, error, bool) {
+			first := false
+			once.Do(func() { first = true })
+			if !first {
+				return nil, nil, false
+			}
+			_, err := c.applyDeliver(ctx, to, d)
+			close(hit)
+			<-c.live()[from].ctx.Done() // until the test kills the node
+			return nil, errors.Join(errors.New("connection reset"), err), true
+		}
+		c.mu.Unlock()
+	case "target":
+		// The target's leader applies the first delivery and dies before
+		// it answers.
+		c.mu.Lock()
+		c.deliverHook = func(from, to string, d *engine.Deliver) (*engine.DeliverResult, error, bool) {
+			first := false
+			once.Do(func() { first = true })
+			if !first {
+				return nil, nil, false
+			}
+			if _, err := c.applyDeliver(ctx, to, d); err != nil {
+				t.Errorf("the first delivery: %v", err)
+			}
+			c.kill(to)
+			close(hit)
+			return nil, errors.New("connection reset by peer"), true
+		}
+		c.mu.Unlock()
+	}
+
+	create := engine.CreateJob{Header: engine.Header{RequestID: "start-child"}, WorkflowID: childWF, Type: "child", Queue: "kids",
+		ParentID: p.Job, ParentStep: "s1", ParentLease: lease}
+	type answer struct {
+		res *engine.CreateResult
+		err error
+	}
+	first := make(chan answer, 1)
+	go func() {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		res, err := eng0.Create(cctx, create)
+		first <- answer{res, err}
+	}()
+	var res *engine.CreateResult
+	switch kill {
+	case "source":
+		<-hit
+		c.kill("n1")
+		a := <-first
+		if a.err == nil {
+			t.Fatalf("the create on the killed leader answered %+v", a.res)
+		}
+		// The caller retries with the same request id at the shard's new
+		// leader, which delivers the entry again and acknowledges it.
+		_, eng0 = c.shardLeader(0)
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		for {
+			res, err = eng0.Create(cctx, create)
+			if !errors.Is(err, engine.ErrNotLeader) {
+				break
+			}
+			_, eng0 = c.shardLeader(0)
+		}
+		if err != nil {
+			t.Fatalf("the retried create: %v", err)
+		}
+	default:
+		a := <-first
+		if a.err != nil {
+			t.Fatalf("the create: %v", a.err)
+		}
+		res = a.res
+		if kill == "target" {
+			<-hit
+		}
+	}
+	if res.Job == 0 || engine.ShardOfJob(res.Job) != 1 || res.WorkflowID != childWF || res.Delivery != nil {
+		t.Fatalf("the create answered %+v, want a job of shard 1 named %q", res, childWF)
+	}
+
+	// The child runs on shard 1 and completes.
+	_, eng1 := c.shardLeader(1)
+	var kids []engine.ClaimedJob
+	for len(kids) == 0 {
+		kids, err = eng1.Claim(ctx, engine.Claim{Queue: "kids", Owner: "kw", LeaseMS: 600_000, Max: 1})
+		if errors.Is(err, engine.ErrNotLeader) {
+			_, eng1 = c.shardLeader(1)
+			continue
+		}
+		if err != nil || len(kids) != 1 || kids[0].Job != res.Job {
+			t.Fatalf("claim the child: %v %v", kids, err)
+		}
+	}
+	if _, err := eng1.Complete(ctx, engine.Complete{LeaseRef: engine.LeaseRef{Job: res.Job, Attempt: kids[0].Attempt, Token: kids[0].LeaseToken},
+		Result: []byte(`"done"`)}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The child's end reaches the parent, and nothing stays pending.
+	c.await("the child's result on its parent's step, and no entry pending", func() bool {
+		for _, h := range c.live() {
+			for k := range c.shards {
+				n := h.Shard(k)
+				if n == nil {
+					continue
+				}
+				pending := 0
+				_ = n.Engine().View(engine.WithStaleRead(ctx), func(r *storage.Reader) error {
+					es, err := machine.PendingEntries(r, 0)
+					pending = len(es)
+					return err
+				})
+				if pending > 0 {
+					return false
+				}
+			}
+		}
+		_, e0 := c.shardLeaderNow(0)
+		if e0 == nil {
+			return false
+		}
+		eff, err := e0.Effect(engine.WithStaleRead(ctx), p.Job, "s1")
+		return err == nil && eff != nil
+	})
+	_, eng0 = c.shardLeader(0)
+	eff, err := eng0.Effect(ctx, p.Job, "s1")
+	if err != nil || string(eff.Payload) != `"done"` || eff.Failed {
+		t.Fatalf("the parent's effect of s1: %+v %v", eff, err)
+	}
+	hist, err := eng0.History(ctx, p.Job, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := 0
+	for _, ev := range hist.Events {
+		if ev.Type == engine.EventEffectRecorded && ev.Step == "s1" {
+			recorded++
+		}
+	}
+	if recorded != 1 {
+		t.Fatalf("the parent's history records the effect of s1 %d times, want once: %+v", recorded, hist.Events)
+	}
+	_, eng1 = c.shardLeader(1)
+	runs := 0
+	if err := eng1.View(ctx, func(r *storage.Reader) error {
+		return r.Scan(storage.RunsPrefix(childWF), nil, false, func([]byte, []byte) (bool, error) { runs++; return true, nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if runs != 1 {
+		t.Fatalf("the child's workflow id has %d runs on shard 1, want 1", runs)
+	}
+	c.verifyShards()
+}
+
+// shardLeaderNow returns shard k's leader among the live hosts, or nil.
+func (c *testHosts) shardLeaderNow(k int) (string, *embedded.Engine) {
+	for id, h := range c.live() {
+		if n := h.Shard(k); n != nil && n.IsLeader() {
+			return id, n.Engine()
+		}
+	}
+	return "", nil
+}
