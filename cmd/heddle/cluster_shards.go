@@ -66,7 +66,7 @@ func startHost(o nodeOptions, log *slog.Logger, m *metrics.Metrics) (*clusterNod
 	h, err := raftfsm.OpenHost(raftfsm.HostConfig{Config: raftfsm.Config{ID: o.id, Dir: o.dir, RaftAddr: o.raftAddr,
 		HTTPAddr: ln.Addr().String(), FailoverGrace: o.grace, Logger: log, Dial: chaosDialer(o.chaosProxy, o.id),
 		TLS: o.sec.peerTLS(), OnSchedulerError: func(err error) { log.Warn("leader's background work", "error", err) }},
-		Peers: o.peers, Shards: o.shards, Replicas: o.replicas})
+		Peers: o.peers, Shards: o.shards, Replicas: o.replicas, DeliverTo: o.sec.deliverTo()})
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
