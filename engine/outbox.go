@@ -34,6 +34,12 @@ type Deliver struct {
 	// Command is the log form of the command to apply (the machine's
 	// EncodeCommand): a CreateJob of a child, a ChildClosed, a CloseChild.
 	Command []byte `json:"command" msgpack:"c"`
+	// AckedBelow says that every entry of Source for Target with a
+	// sequence below it is acknowledged, so none will be delivered again
+	// by a leader that knows it: the target drops their delivered records
+	// and answers a late repeat of one (from a deposed leader) as a
+	// duplicate without applying it. 0: nothing said.
+	AckedBelow uint64 `json:"acked_below,omitempty" msgpack:"ab,omitempty"`
 }
 
 // DeliverResult is the outcome of a delivered command on its target: the
@@ -118,6 +124,8 @@ func (c *Deliver) Check(l *Limits) error {
 	ch.delivery(c.DeliveryRef)
 	switch {
 	case ch.err != nil:
+	case c.AckedBelow > c.Seq:
+		ch.fail("AckedBelow", fmt.Sprintf("is %d, after the entry's own sequence %d, which is not acknowledged", c.AckedBelow, c.Seq))
 	case len(c.Command) == 0:
 		ch.fail("Command", "is required")
 	case len(c.Command) > l.MaxPayloadBytes+maxDeliveredCommandBytes:

@@ -154,7 +154,9 @@ func (d *deliverer) shard(k int, n *Node) time.Time {
 func (d *deliverer) one(ctx context.Context, n *Node, e *engine.OutboxEntry) error {
 	ctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 	defer cancel()
-	ans, err := d.send(ctx, &engine.Deliver{DeliveryRef: e.DeliveryRef, Command: e.Command})
+	// The entries of this pair before e are acknowledged: they went
+	// first, in order (shard), or are gone from the outbox.
+	ans, err := d.send(ctx, &engine.Deliver{DeliveryRef: e.DeliveryRef, Command: e.Command, AckedBelow: e.Seq})
 	switch {
 	case err == nil:
 		a := *ans

@@ -50,6 +50,7 @@ func TestDescribeKey(t *testing.T) {
 		{ReviewLeaseKey(31000, 3), "h expiry=31000 task=3"},
 		{OutboxEntryKey(2, 5), "Oe target=2 seq=5"},
 		{OutboxNextKey(2), "On target=2"},
+		{AckedBelowKey(1), "Ow source=1"},
 		{DeliveredKey(1, 5), "Od source=1 seq=5"},
 		{RemoteChildKey(7, "a1"), "Oc parent=7 step=a1"},
 		{[]byte{PrefixOutbox, 'e', 1}, "invalid key 4f6501"},

@@ -14,6 +14,7 @@ import (
 //	On<target:8>            the last sequence given to an entry for shard target
 //	Od<source:8><seq:8>     delivered record: entry seq of shard source was applied here, and its outcome
 //	Oc<parent:8><step>      a parent's step whose child runs on another shard: the child's job id once known
+//	Ow<source:8>            every entry of shard source below this sequence is acknowledged: their delivered records are gone
 const PrefixOutbox byte = 'O'
 
 // Record kinds of the outbox; the numbers are stored and never reused.
@@ -29,6 +30,7 @@ const (
 	outboxTagNext      = 'n'
 	outboxTagDelivered = 'd'
 	outboxTagChild     = 'c'
+	outboxTagAcked     = 'w'
 )
 
 // Prefixes of the outbox key kinds, for scans.
@@ -74,6 +76,10 @@ func RemoteChildKey(parent uint64, step string) []byte {
 	return append(RemoteChildJobPrefix(parent), step...)
 }
 
+// AckedBelowKey holds the sequence below which every entry of shard source
+// is acknowledged, as its deliveries said (engine.Deliver.AckedBelow).
+func AckedBelowKey(source int) []byte { return appendU64(outboxKey(outboxTagAcked, 8), uint64(source)) }
+
 // OutboxPair is the (shard, seq) of an entry or delivered key.
 type OutboxPair struct {
 	Shard int
@@ -113,6 +119,8 @@ func (d *keyDescriber) outbox() string {
 		ok = d.u64("target") && d.u64("seq") && d.end()
 	case outboxTagNext:
 		ok = d.u64("target") && d.end()
+	case outboxTagAcked:
+		ok = d.u64("source") && d.end()
 	case outboxTagDelivered:
 		ok = d.u64("source") && d.u64("seq") && d.end()
 	case outboxTagChild:

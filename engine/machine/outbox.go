@@ -281,6 +281,23 @@ func (a *applier) deliver(c *engine.Deliver) (engine.Result, error) {
 	case c.Source >= a.shard.Count:
 		return nil, engine.InvalidField("Deliver", "Source", fmt.Sprintf("is %d, not a shard of %d", c.Source, a.shard.Count))
 	}
+	acked, err := a.u64(storage.AckedBelowKey(c.Source))
+	if err != nil {
+		return nil, err
+	}
+	if c.Seq < acked {
+		// A late repeat of an entry acknowledged long ago (from a leader
+		// that was deposed meanwhile): its delivered record is gone with
+		// the acknowledgement, and nothing is applied.
+		inner, err := DecodeCommand(c.Command)
+		if err != nil {
+			return nil, fmt.Errorf("Deliver.Command: %w", err)
+		}
+		return &engine.DeliverResult{Kind: inner.Kind(), Duplicate: true}, nil
+	}
+	if err := a.pruneDelivered(c.Source, acked, c.AckedBelow); err != nil {
+		return nil, err
+	}
 	key := storage.DeliveredKey(c.Source, c.Seq)
 	b, err := a.tx.Get(key)
 	switch {
@@ -330,6 +347,33 @@ func (a *applier) deliver(c *engine.Deliver) (engine.Result, error) {
 	ans := engine.DeliverResult{Kind: inner.Kind(), Result: body}
 	a.tx.Set(key, EncodeDelivered(&engine.DeliveredRecord{DeliveryRef: ref, Answer: ans, AtMS: a.now}))
 	return &ans, nil
+}
+
+// deliveredPruneBatch bounds the delivered records one Deliver removes.
+const deliveredPruneBatch = 64
+
+// pruneDelivered drops the delivered records of source's entries from
+// acked (the watermark so far) up to below, which its deliverer says are
+// acknowledged, and moves the watermark to where it stopped: at most
+// deliveredPruneBatch records a command, so the watermark may trail below
+// and catch up with the next deliveries. Every record under the watermark
+// is gone.
+func (a *applier) pruneDelivered(source int, acked, below uint64) error {
+	if below <= acked {
+		return nil
+	}
+	to := min(below, acked+deliveredPruneBatch)
+	for seq := acked; seq < to; seq++ {
+		key := storage.DeliveredKey(source, seq)
+		switch ok, err := a.tx.Has(key); {
+		case err != nil:
+			return err
+		case ok:
+			a.tx.Delete(key)
+		}
+	}
+	a.tx.Set(storage.AckedBelowKey(source), storage.U64(to))
+	return nil
 }
 
 // ackDelivery deletes an entry its target answered and writes what the

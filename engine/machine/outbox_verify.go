@@ -91,6 +91,11 @@ func (v *verifier) outbox(l engine.ShardLayout, wrong func(format string, a ...a
 		case d.Answer.Kind == 0 || len(d.Answer.Result) == 0:
 			return wrong("delivered record %s holds no result", d.DeliveryRef), nil
 		}
+		if acked, err := v.u64(storage.AckedBelowKey(d.Source)); err != nil {
+			return v.add(err), nil
+		} else if d.Seq < acked {
+			return wrong("delivered record %s is below the acknowledged sequence %d of its source", d.DeliveryRef, acked), nil
+		}
 		return true, nil
 	})
 	if err != nil {

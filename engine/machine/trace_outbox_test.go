@@ -5,7 +5,8 @@ package machine_test
 // the store of the shard the last shard directive chose:
 //
 //	shard index=N count=M          apply what follows to shard N's store, of M shards
-//	deliver source=N target=M seq=S  Deliver the pending entry S of shard N for M (read from N's store)
+//	deliver source=N target=M seq=S [acked-below=A]
+//	                               Deliver the pending entry S of shard N for M (read from N's store)
 //	ack source=N target=M seq=S [error=TEXT outcome=NAME]
 //	                               AckDelivery with the answer the last deliver of the entry got,
 //	                               or a refusal
@@ -29,16 +30,25 @@ var outboxDirectives = map[string]commandDirective{
 		if db == nil {
 			a.td.Fatalf(a.t, "deliver: shard %d has no store in this trace", ref.Source)
 		}
-		var entry *engine.OutboxEntry
-		viewOK(e.t, db, func(r *storage.Reader) error {
-			b, err := r.Get(storage.OutboxEntryKey(ref.Target, ref.Seq))
-			if err != nil {
-				return fmt.Errorf("%s: %w", ref, err)
-			}
-			entry, err = machine.DecodeOutboxEntry(b)
-			return err
-		})
-		return &engine.Deliver{DeliveryRef: ref, Command: entry.Command}
+		// An entry acknowledged already is delivered again with the command
+		// an earlier deliver of this trace read (a deposed leader's late
+		// repeat).
+		cmd, ok := e.sent[ref]
+		if !ok {
+			viewOK(e.t, db, func(r *storage.Reader) error {
+				b, err := r.Get(storage.OutboxEntryKey(ref.Target, ref.Seq))
+				if err != nil {
+					return fmt.Errorf("%s: %w", ref, err)
+				}
+				entry, err := machine.DecodeOutboxEntry(b)
+				if err == nil {
+					cmd = entry.Command
+					e.sent[ref] = cmd
+				}
+				return err
+			})
+		}
+		return &engine.Deliver{DeliveryRef: ref, Command: cmd, AckedBelow: uint64(a.int("acked-below", 0))}
 	},
 	"ack": func(e *traceEnv, a *traceArgs) engine.Command {
 		ref := deliveryRef(a)
@@ -75,6 +85,7 @@ func (e *traceEnv) switchShard(a *traceArgs) string {
 	if e.shards == nil {
 		e.shards = map[int]*storage.DB{}
 		e.delivered = map[engine.DeliveryRef]engine.DeliverResult{}
+		e.sent = map[engine.DeliveryRef][]byte{}
 	}
 	db := e.shards[l.Index]
 	if db == nil {

@@ -114,6 +114,7 @@ type traceEnv struct {
 	layout    engine.ShardLayout
 	shards    map[int]*storage.DB
 	delivered map[engine.DeliveryRef]engine.DeliverResult
+	sent      map[engine.DeliveryRef][]byte
 }
 
 // leaseBook remembers the tokens of the attempts claimed of one job or task.
