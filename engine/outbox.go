@@ -40,6 +40,13 @@ type Deliver struct {
 	// and answers a late repeat of one (from a deposed leader) as a
 	// duplicate without applying it. 0: nothing said.
 	AckedBelow uint64 `json:"acked_below,omitempty" msgpack:"ab,omitempty"`
+	// Refusal, when set, is the target's refusal of Command met by an
+	// earlier Deliver of the entry, which wrote nothing: this one records
+	// it as the entry's outcome, applying nothing, unless an outcome is
+	// recorded already (then it answers that). So a refusal is as final as
+	// a success: a deposed leader's late repeat cannot apply the command
+	// after its refusal was acknowledged.
+	Refusal *DeliverResult `json:"refusal,omitempty" msgpack:"rf,omitempty"`
 }
 
 // DeliverResult is the outcome of a delivered command on its target: the
@@ -102,6 +109,9 @@ func (*AckDelivery) Kind() CommandKind { return KindAckDelivery }
 func (*ChildClosed) Kind() CommandKind { return KindChildClosed }
 func (*CloseChild) Kind() CommandKind  { return KindCloseChild }
 
+// maxRefusalBytes bounds the text of a refusal a delivery records.
+const maxRefusalBytes = 4 << 10
+
 // maxDeliveredCommandBytes is how much larger than a payload a delivered
 // command may be: the command's other fields around its payload.
 const maxDeliveredCommandBytes = 64 << 10
@@ -130,6 +140,13 @@ func (c *Deliver) Check(l *Limits) error {
 		ch.fail("Command", "is required")
 	case len(c.Command) > l.MaxPayloadBytes+maxDeliveredCommandBytes:
 		ch.err = tooLarge(ch.cmd, "Command", len(c.Command), l.MaxPayloadBytes+maxDeliveredCommandBytes)
+	case c.Refusal != nil && (c.Refusal.Error == "" || len(c.Refusal.Result) > 0):
+		ch.fail("Refusal", "needs the refusal's error, and no result")
+	case c.Refusal != nil && len(c.Refusal.Error) > maxRefusalBytes:
+		ch.err = tooLarge(ch.cmd, "Refusal.Error", len(c.Refusal.Error), maxRefusalBytes)
+	}
+	if c.Refusal != nil {
+		ch.name("Refusal.Outcome", c.Refusal.Outcome, false)
 	}
 	return ch.err
 }

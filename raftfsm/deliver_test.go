@@ -270,3 +270,50 @@ func (c *testHosts) shardLeaderNow(k int) (string, *embedded.Engine) {
 	}
 	return "", nil
 }
+
+// TestCrossShardChildRefused: the child's shard refuses the create (its
+// workflow id has an open run and the policy rejects duplicates); the
+// refusal is recorded there as the entry's outcome, acknowledged, and the
+// create answers it, matching the sentinel; nothing stays pending.
+func TestCrossShardChildRefused(t *testing.T) {
+	c := newTestHosts(t, 3, 2)
+	c.awaitDesiredLeaders()
+	ctx := context.Background()
+	parentWF, childWF := keyOn("parent-", 0, 2), keyOn("child-", 1, 2)
+	_, eng1 := c.shardLeader(1)
+	if _, err := eng1.Create(ctx, engine.CreateJob{WorkflowID: childWF, Type: "other", Queue: "kids"}); err != nil {
+		t.Fatal(err)
+	}
+	_, eng0 := c.shardLeader(0)
+	p, err := eng0.Create(ctx, engine.CreateJob{WorkflowID: parentWF, Type: "parent", Queue: "parents"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := eng0.Claim(ctx, engine.Claim{Queue: "parents", Owner: "pw", LeaseMS: 600_000, Max: 1})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim the parent: %v %v", claimed, err)
+	}
+	lease := &engine.LeaseRef{Job: p.Job, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err = eng0.Create(cctx, engine.CreateJob{WorkflowID: childWF, Type: "child", Queue: "kids", ReusePolicy: engine.IDReuseRejectDuplicate,
+		ParentID: p.Job, ParentStep: "s1", ParentLease: lease})
+	if !errors.Is(err, engine.ErrWorkflowExists) {
+		t.Fatalf("a child whose workflow id is taken on its shard: %v, want ErrWorkflowExists", err)
+	}
+	var rec *engine.DeliveredRecord
+	if err := eng1.View(ctx, func(r *storage.Reader) error {
+		b, err := r.Get(storage.DeliveredKey(0, 1))
+		if err != nil {
+			return err
+		}
+		rec, err = machine.DecodeDelivered(b)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Answer.Error == "" || rec.Answer.Outcome != "workflow_exists" {
+		t.Fatalf("the delivered record: %+v, want the refusal", rec.Answer)
+	}
+	c.verifyShards()
+}

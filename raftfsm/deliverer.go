@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -163,9 +164,22 @@ func (d *deliverer) one(ctx context.Context, n *Node, e *engine.OutboxEntry) err
 		a.Duplicate = false
 		ans = &a
 	case refusal(err):
-		// The target refused the command for good: its refusal is the
-		// answer (a child whose workflow id is taken, a run gone).
-		ans = &engine.DeliverResult{Kind: e.Kind, Error: err.Error(), Outcome: machine.Outcome(err)}
+		// The target refused the command for good (a child whose workflow
+		// id is taken, a run gone), writing nothing: the refusal is
+		// recorded there as the entry's outcome, first outcome wins, and
+		// what is recorded is the answer.
+		msg, outcome := err.Error(), machine.Outcome(err)
+		if len(msg) > 4<<10 {
+			msg = msg[:4<<10]
+		}
+		refused := &engine.DeliverResult{Kind: e.Kind, Error: strings.ToValidUTF8(msg, "?"), Outcome: outcome}
+		ans, err = d.send(ctx, &engine.Deliver{DeliveryRef: e.DeliveryRef, Command: e.Command, AckedBelow: e.Seq, Refusal: refused})
+		if err != nil {
+			return err
+		}
+		a := *ans
+		a.Duplicate = false
+		ans = &a
 	default:
 		return err
 	}

@@ -270,7 +270,9 @@ func (a *applier) notSharded(cmd string) error {
 // deliver applies, on this shard, the command an outbox entry of another
 // shard carries, once: the first outcome is kept in the delivered record,
 // and a repeated delivery answers it. A command the machine refuses writes
-// nothing, as any refused command: its deliverer acknowledges the refusal.
+// nothing, as any refused command; its deliverer then delivers the entry
+// again with the refusal (Deliver.Refusal), which records it as the
+// outcome, and acknowledges what that answers.
 func (a *applier) deliver(c *engine.Deliver) (engine.Result, error) {
 	if err := a.notSharded("Deliver"); err != nil {
 		return nil, err
@@ -315,6 +317,14 @@ func (a *applier) deliver(c *engine.Deliver) (engine.Result, error) {
 	inner, err := DecodeCommand(c.Command)
 	if err != nil {
 		return nil, fmt.Errorf("Deliver.Command: %w", err)
+	}
+	if c.Refusal != nil {
+		// An earlier Deliver of the entry was refused and wrote nothing:
+		// the refusal becomes the entry's outcome, as final as a success.
+		ans := *c.Refusal
+		ans.Kind, ans.Duplicate = inner.Kind(), false
+		a.tx.Set(key, EncodeDelivered(&engine.DeliveredRecord{DeliveryRef: c.DeliveryRef, Answer: ans, AtMS: a.now}))
+		return &ans, nil
 	}
 	h := inner.Head()
 	h.NowMS, h.Nonce, h.RequestID = a.now, nil, ""

@@ -88,8 +88,8 @@ func (v *verifier) outbox(l engine.ShardLayout, wrong func(format string, a ...a
 			return wrong("delivered record %s is stored under source %d seq %d", d.DeliveryRef, at.Shard, at.Seq), nil
 		case d.Source >= l.Count || d.Source == l.Index:
 			return wrong("delivered record %s names source shard %d, not another shard of %d", d.DeliveryRef, d.Source, l.Count), nil
-		case d.Answer.Kind == 0 || len(d.Answer.Result) == 0:
-			return wrong("delivered record %s holds no result", d.DeliveryRef), nil
+		case d.Answer.Kind == 0 || (len(d.Answer.Result) == 0) == (d.Answer.Error == ""):
+			return wrong("delivered record %s holds neither a result nor a refusal, or both", d.DeliveryRef), nil
 		}
 		if acked, err := v.u64(storage.AckedBelowKey(d.Source)); err != nil {
 			return v.add(err), nil

@@ -5,8 +5,9 @@ package machine_test
 // the store of the shard the last shard directive chose:
 //
 //	shard index=N count=M          apply what follows to shard N's store, of M shards
-//	deliver source=N target=M seq=S [acked-below=A]
-//	                               Deliver the pending entry S of shard N for M (read from N's store)
+//	deliver source=N target=M seq=S [acked-below=A] [refusal=TEXT outcome=NAME]
+//	                               Deliver the pending entry S of shard N for M (read from N's store),
+//	                               or record its refusal
 //	ack source=N target=M seq=S [error=TEXT outcome=NAME]
 //	                               AckDelivery with the answer the last deliver of the entry got,
 //	                               or a refusal
@@ -48,7 +49,11 @@ var outboxDirectives = map[string]commandDirective{
 				return err
 			})
 		}
-		return &engine.Deliver{DeliveryRef: ref, Command: cmd, AckedBelow: uint64(a.int("acked-below", 0))}
+		d := &engine.Deliver{DeliveryRef: ref, Command: cmd, AckedBelow: uint64(a.int("acked-below", 0))}
+		if a.has("refusal") {
+			d.Refusal = &engine.DeliverResult{Error: a.str("refusal", ""), Outcome: a.str("outcome", "")}
+		}
+		return d
 	},
 	"ack": func(e *traceEnv, a *traceArgs) engine.Command {
 		ref := deliveryRef(a)
