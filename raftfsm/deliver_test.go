@@ -259,6 +259,24 @@ func crossShardChild(t *testing.T, kill string) {
 		t.Fatalf("the child's workflow id has %d runs on shard 1, want 1", runs)
 	}
 	c.verifyShards()
+	c.verifyAcross()
+}
+
+// verifyAcross runs machine.VerifyAcrossShards over the shards' leaders'
+// stores (after verifyShards: every replica holds one state).
+func (c *testHosts) verifyAcross() {
+	c.t.Helper()
+	errs := machine.VerifyAcrossShards(c.shards, func(k int, fn func(r *storage.Reader) error) error {
+		for _, h := range c.live() {
+			if n := h.Shard(k); n != nil && n.IsLeader() {
+				return n.fsm.View(fn)
+			}
+		}
+		return errors.New("no leader")
+	}, 10)
+	for _, err := range errs {
+		c.t.Errorf("across shards: %v", err)
+	}
 }
 
 // shardLeaderNow returns shard k's leader among the live hosts, or nil.
@@ -316,4 +334,5 @@ func TestCrossShardChildRefused(t *testing.T) {
 		t.Fatalf("the delivered record: %+v, want the refusal", rec.Answer)
 	}
 	c.verifyShards()
+	c.verifyAcross()
 }

@@ -116,3 +116,49 @@ func TestVerifyShardOutbox(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyAcrossShards: a child on shard 1 whose parent's shard holds no
+// link to it, and a link on shard 0 naming a child shard 1 does not hold,
+// are both found; the same stores with the link right are clean.
+func TestVerifyAcrossShards(t *testing.T) {
+	parent, child := engine.JobIDOf(0, 1), engine.JobIDOf(1, 1)
+	open := func() *storage.DB {
+		db, err := storage.Open(storage.Options{InMemory: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closeOK(t, db) })
+		return db
+	}
+	put := func(db *storage.DB, key, val []byte) {
+		b := db.NewBatch()
+		tx := b.Begin()
+		tx.Set(key, val)
+		if err := b.Add(tx); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(dbs []*storage.DB) []error {
+		return machine.VerifyAcrossShards(len(dbs), func(k int, fn func(r *storage.Reader) error) error { return dbs[k].View(fn) }, 0)
+	}
+	s0, s1 := open(), open()
+	put(s1, storage.JobKey(uint64(child)), machine.EncodeJob(&engine.Job{ID: child, WorkflowID: "son", Status: engine.StatusQueued, ParentID: parent, ParentStep: "s1"}))
+	if errs := check([]*storage.DB{s0, s1}); len(errs) != 1 || !strings.Contains(errs[0].Error(), "has no link to it") {
+		t.Fatalf("a child without its parent's link: %v", errs)
+	}
+	put(s0, storage.RemoteChildKey(uint64(parent), "s2"), machine.EncodeRemoteChild(&engine.RemoteChild{Parent: parent, Step: "s2", WorkflowID: "kid",
+		Delivery: engine.DeliveryRef{Source: 0, Target: 1, Seq: 2}, Child: child + 1}))
+	if errs := check([]*storage.DB{s0, s1}); len(errs) != 2 || !strings.Contains(errs[0].Error()+errs[1].Error(), "does not hold") {
+		t.Fatalf("a link naming a child that does not exist: %v", errs)
+	}
+	s0, s1 = open(), open()
+	put(s1, storage.JobKey(uint64(child)), machine.EncodeJob(&engine.Job{ID: child, WorkflowID: "son", Status: engine.StatusQueued, ParentID: parent, ParentStep: "s1"}))
+	put(s0, storage.RemoteChildKey(uint64(parent), "s1"), machine.EncodeRemoteChild(&engine.RemoteChild{Parent: parent, Step: "s1", WorkflowID: "son",
+		Delivery: engine.DeliveryRef{Source: 0, Target: 1, Seq: 1}, Child: child}))
+	if errs := check([]*storage.DB{s0, s1}); len(errs) != 0 {
+		t.Fatalf("sound stores: %v", errs)
+	}
+}

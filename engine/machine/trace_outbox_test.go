@@ -14,6 +14,7 @@ package machine_test
 //	child-closed parent=ID step=S child=ID [failed]   (refused: only inside a Deliver)
 //	close-child child=ID parent=ID                    (refused: only inside a Deliver)
 //	outbox                         the pending entries of the current shard, and its remote child links
+//	verify-across                  machine.VerifyAcrossShards over every shard's store
 
 import (
 	"fmt"
@@ -74,7 +75,29 @@ var outboxDirectives = map[string]commandDirective{
 	},
 }
 
-func init() { lookDirectives["outbox"] = lookOutbox }
+func init() {
+	lookDirectives["outbox"] = lookOutbox
+	lookDirectives["verify-across"] = lookVerifyAcross
+}
+
+// lookVerifyAcross runs machine.VerifyAcrossShards over the trace's shards.
+func lookVerifyAcross(e *traceEnv, a *traceArgs) string {
+	errs := machine.VerifyAcrossShards(e.layout.Count, func(k int, fn func(r *storage.Reader) error) error {
+		db := e.shards[k]
+		if db == nil {
+			return nil
+		}
+		return db.View(fn)
+	}, 0)
+	if len(errs) == 0 {
+		return "ok\n"
+	}
+	var out strings.Builder
+	for _, err := range errs {
+		out.WriteString(err.Error() + "\n")
+	}
+	return out.String()
+}
 
 func deliveryRef(a *traceArgs) engine.DeliveryRef {
 	return engine.DeliveryRef{Source: int(a.int("source", 0)), Target: int(a.int("target", 0)), Seq: uint64(a.int("seq", 0))}

@@ -141,7 +141,19 @@ func TestChildWorkflowsAcrossShards(t *testing.T) {
 	if crossed == 0 {
 		t.Fatalf("no child of the parent (shard %d) ran on another shard: %+v", parentShard, page.Jobs)
 	}
-	// Every shard's leader: nothing pending, and its store verifies.
+	// Every shard's leader: nothing pending, its store verifies, and so
+	// do the links between the shards.
+	errs := machine.VerifyAcrossShards(shards, func(k int, fn func(r *storage.Reader) error) error {
+		for _, h := range hosts {
+			if n := h.Shard(k); n != nil && n.IsLeader() {
+				return n.Engine().View(ctx, fn)
+			}
+		}
+		return fmt.Errorf("shard %d has no leader", k)
+	}, 10)
+	for _, err := range errs {
+		t.Errorf("across shards: %v", err)
+	}
 	for k := range shards {
 		for _, h := range hosts {
 			n := h.Shard(k)
