@@ -228,3 +228,17 @@ type RemoteChild struct {
 
 // Pending reports whether the link waits for its entry's acknowledgement.
 func (c *RemoteChild) Pending() bool { return c.Child == 0 && c.Error == "" }
+
+// DeliveryBacklog is what one shard's outbox holds for one target shard, as
+// a replica of the source shard sees it: how many entries are pending, the
+// first of them, and when it was written.
+type DeliveryBacklog struct {
+	Source    int    `json:"source" msgpack:"source"`
+	Target    int    `json:"target" msgpack:"target"`
+	Pending   uint64 `json:"pending" msgpack:"pending"`
+	FirstSeq  uint64 `json:"first_seq" msgpack:"first_seq"`
+	OldestMS  int64  `json:"oldest_created_ms" msgpack:"oldest_created_ms"`
+	LastSeq   uint64 `json:"last_seq" msgpack:"last_seq"`
+	Stale     bool   `json:"stale,omitempty" msgpack:"stale,omitempty"`
+	ReplicaOf string `json:"replica_of,omitempty" msgpack:"replica_of,omitempty"`
+}

@@ -59,3 +59,16 @@ func (e *Engine) awaitRemoteChild(ctx context.Context, parent engine.JobID, step
 		}
 	}
 }
+
+// DeliveryBacklog returns what this shard's outbox holds for each target
+// shard (machine.OutboxBacklog), read from this replica's own state: on a
+// follower it may trail the leader's by a few entries.
+func (e *Engine) DeliveryBacklog(ctx context.Context, source int) ([]engine.DeliveryBacklog, error) {
+	var out []engine.DeliveryBacklog
+	err := e.view(engine.WithStaleRead(ctx), func(r *storage.Reader) error {
+		var err error
+		out, err = machine.OutboxBacklog(r, source)
+		return err
+	})
+	return out, err
+}

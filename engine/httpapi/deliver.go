@@ -133,3 +133,62 @@ func (n NodeSender) Deliver(ctx context.Context, httpAddr string, d *engine.Deli
 	}
 	return out, nil
 }
+
+// DeliveriesReport answers GET /v1/cluster/deliveries: what the outboxes of
+// the shards this node holds a replica of have pending, per source and
+// target shard (Stale: read from this node's replica, which does not lead
+// the shard and may trail its leader), and the shards it holds none of.
+type DeliveriesReport struct {
+	Backlog []engine.DeliveryBacklog `json:"backlog" msgpack:"backlog"`
+	Unread  []int                    `json:"unread_shards,omitempty" msgpack:"unread_shards,omitempty"`
+}
+
+// backlogReader is a shard's engine that reads its outbox (embedded.Engine).
+type backlogReader interface {
+	DeliveryBacklog(ctx context.Context, source int) ([]engine.DeliveryBacklog, error)
+}
+
+// DeliveryBacklog reads the outbox of every shard this node holds a
+// replica of.
+func (r *ShardRouter) DeliveryBacklog(ctx context.Context) (*DeliveriesReport, error) {
+	out := &DeliveriesReport{Backlog: []engine.DeliveryBacklog{}}
+	for k := 0; k < r.count; k++ {
+		svc := r.set.ShardEngine(k)
+		if svc == nil {
+			out.Unread = append(out.Unread, k)
+			continue
+		}
+		br, err := optional[backlogReader](svc)
+		if err != nil {
+			return nil, err
+		}
+		b, err := br.DeliveryBacklog(ctx, k)
+		if err != nil {
+			return nil, fmt.Errorf("shard %d: %w", k, err)
+		}
+		stale := !r.set.LeadsShard(k)
+		for i := range b {
+			b[i].Stale = stale
+		}
+		out.Backlog = append(out.Backlog, b...)
+	}
+	return out, nil
+}
+
+func (s *Server) deliveries(c *call) (any, error) {
+	sr, ok := s.cfg.Service.(*ShardRouter)
+	if !ok {
+		return nil, fmt.Errorf("%w: this node serves no sharded cluster", ErrNoCluster)
+	}
+	return sr.DeliveryBacklog(c.r.Context())
+}
+
+// DeliveryBacklog asks the node the client prefers what the outboxes of
+// the shards it holds have pending (GET /v1/cluster/deliveries).
+func (c *Client) DeliveryBacklog(ctx context.Context) (*DeliveriesReport, error) {
+	out := new(DeliveriesReport)
+	err := c.do(ctx, request{method: http.MethodGet, path: pathDeliveries, out: out, noRoute: true})
+	return out, err
+}
+
+const pathDeliveries = "/v1/cluster/deliveries"

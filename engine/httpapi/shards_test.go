@@ -369,6 +369,19 @@ func TestShardedClusterRoutesFromAnyNode(t *testing.T) {
 		t.Fatalf("a child on shard 1 of a parent on shard 2: %+v, %v", remote, err)
 	}
 	runs = append(runs, remote.Job)
+	// Its entry was acknowledged before the create answered: the leader of
+	// the parent's shard (n3) holds nothing pending; a follower's replica
+	// may still show the entry, marked stale, until it applies the
+	// acknowledgement.
+	if rep, err := c.client("n3").DeliveryBacklog(ctx); err != nil || len(rep.Unread) != 0 {
+		t.Fatalf("the deliveries pending after the create: %+v, %v", rep, err)
+	} else {
+		for _, b := range rep.Backlog {
+			if !b.Stale {
+				t.Fatalf("the leader of shard %d still holds %d entries for shard %d after the create answered", b.Source, b.Pending, b.Target)
+			}
+		}
+	}
 	child, err := cl.Create(ctx, engine.CreateJob{WorkflowID: fmt.Sprintf("%s/%d/a2", parentWF, parent.Job), Type: "c", Queue: "q",
 		ParentID: parent.Job, ParentStep: "a2", ParentLease: &lease})
 	if err != nil || engine.ShardOfJob(child.Job) != 2 {

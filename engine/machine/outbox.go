@@ -510,3 +510,28 @@ func (a *applier) closeChildOf(c *engine.CloseChild) (engine.Result, error) {
 	}
 	return &engine.StatusResult{Job: l.job.ID, Status: l.job.Status, Seq: l.job.LastSeq}, nil
 }
+
+// OutboxBacklog returns, for each target shard with entries pending in the
+// store of shard source, how many there are and the first one's sequence
+// and time, in target order. It decodes only each target's first entry.
+func OutboxBacklog(r *storage.Reader, source int) ([]engine.DeliveryBacklog, error) {
+	var out []engine.DeliveryBacklog
+	err := r.Scan(storage.OutboxEntryPrefix, nil, true, func(k, b []byte) (bool, error) {
+		at, err := storage.ParseOutboxPair(k)
+		if err != nil {
+			return false, MarkStorageError(err)
+		}
+		if n := len(out); n > 0 && out[n-1].Target == at.Shard {
+			out[n-1].Pending++
+			out[n-1].LastSeq = at.Seq
+			return true, nil
+		}
+		e := new(engine.OutboxEntry)
+		if _, err := storage.DecodeAt(k, b, storage.KindOutboxEntry, outboxEntryVersion, e); err != nil {
+			return false, MarkStorageError(err)
+		}
+		out = append(out, engine.DeliveryBacklog{Source: source, Target: at.Shard, Pending: 1, FirstSeq: at.Seq, LastSeq: at.Seq, OldestMS: e.CreatedMS})
+		return true, nil
+	})
+	return out, err
+}

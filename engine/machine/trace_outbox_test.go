@@ -15,6 +15,7 @@ package machine_test
 //	close-child child=ID parent=ID                    (refused: only inside a Deliver)
 //	outbox                         the pending entries of the current shard, and its remote child links
 //	verify-across                  machine.VerifyAcrossShards over every shard's store
+//	backlog                        machine.OutboxBacklog of the current shard
 
 import (
 	"fmt"
@@ -78,6 +79,23 @@ var outboxDirectives = map[string]commandDirective{
 func init() {
 	lookDirectives["outbox"] = lookOutbox
 	lookDirectives["verify-across"] = lookVerifyAcross
+	lookDirectives["backlog"] = lookBacklog
+}
+
+// lookBacklog prints machine.OutboxBacklog of the current shard.
+func lookBacklog(e *traceEnv, a *traceArgs) string {
+	var out strings.Builder
+	viewOK(e.t, e.db, func(r *storage.Reader) error {
+		bs, err := machine.OutboxBacklog(r, e.layout.Index)
+		for _, b := range bs {
+			out.WriteString(formatValue(b) + "\n")
+		}
+		return err
+	})
+	if out.Len() == 0 {
+		return "(empty)\n"
+	}
+	return out.String()
 }
 
 // lookVerifyAcross runs machine.VerifyAcrossShards over the trace's shards.
