@@ -93,14 +93,18 @@ type ChildClosed struct {
 }
 
 // CloseChild applies a parent-close policy to a child that runs on
-// another shard than its parent: Policy is the child's own, ParentWorkflow
-// the parent's workflow id (named in the child's history). It is applied
-// only as a delivered command (Deliver).
+// another shard than its parent: the child's own policy, after its parent
+// was ended by the engine; or, with Terminate, a terminate the parent's
+// worker asked for (Terminate.ByParent) as its parent ended, for Reason.
+// ParentWorkflow is the parent's workflow id (named in the child's
+// history). It is applied only as a delivered command (Deliver).
 type CloseChild struct {
 	Header
 	Child          JobID  `json:"child_id" msgpack:"c"`
 	Parent         JobID  `json:"parent_id" msgpack:"p"`
 	ParentWorkflow string `json:"parent_workflow_id" msgpack:"pw"`
+	Terminate      bool   `json:"terminate,omitempty" msgpack:"t,omitempty"`
+	Reason         string `json:"reason,omitempty" msgpack:"r,omitempty"`
 }
 
 // Kind implementations.
@@ -177,6 +181,7 @@ func (c *CloseChild) Check(l *Limits) error {
 		ch.fail("Parent", "and Child are required")
 	}
 	ch.name("ParentWorkflow", c.ParentWorkflow, false)
+	ch.name("Reason", c.Reason, false)
 	return ch.err
 }
 

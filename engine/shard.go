@@ -340,6 +340,12 @@ func ShardOfCommand(cmd Command, count int) (int, ShardRoute) {
 	case *RequestCancel:
 		return target(c.Target)
 	case *Terminate:
+		if c.ByParent != nil {
+			// A parent's worker terminating its child as the parent ends:
+			// the parent's shard checks its lease, and reaches a child on
+			// another shard through its outbox.
+			return job(c.ByParent.Job)
+		}
 		return target(c.Target)
 	case *Pause:
 		return target(c.Target)

@@ -505,6 +505,13 @@ func (a *applier) closeChildOf(c *engine.CloseChild) (engine.Result, error) {
 	if l.job.ParentID != c.Parent {
 		return nil, engine.InvalidField("CloseChild", "Parent", fmt.Sprintf("is %d, but job %d's parent is %d", c.Parent, c.Child, l.job.ParentID))
 	}
+	if c.Terminate {
+		if l.job.Status.Terminal() {
+			return &engine.StatusResult{Job: l.job.ID, Status: l.job.Status, Seq: l.job.LastSeq}, nil
+		}
+		return a.lifecycle(engine.Target{Job: c.Child}, engine.Event{Type: engine.EventJobTerminated, Reason: c.Reason,
+			Payload: engine.EncodeTerminatedFailure(c.Reason), By: c.By})
+	}
 	if err := a.closeChild(&engine.Job{ID: c.Parent, WorkflowID: c.ParentWorkflow}, l); err != nil {
 		return nil, err
 	}
@@ -534,4 +541,59 @@ func OutboxBacklog(r *storage.Reader, source int) ([]engine.DeliveryBacklog, err
 		return true, nil
 	})
 	return out, err
+}
+
+// remoteChildTarget reports whether t names a run on another shard (by its
+// job id, or its workflow id's route).
+func (a *applier) remoteChildTarget(t engine.Target) bool {
+	if t.Job != 0 {
+		return a.remoteJob(t.Job)
+	}
+	return a.remoteWorkflow(t.WorkflowID)
+}
+
+// terminateRemoteChild is Terminate by a parent's worker (ByParent) of its
+// child on another shard: on the parent's shard, after the parent's lease
+// is checked, the terminate goes to the child's shard through the outbox
+// (CloseChild with Terminate). A run that is not the parent's child on
+// another shard is, for that parent, no child at all (ErrUnknownJob); one
+// whose end reached the parent is gone already (ErrJobClosed).
+func (a *applier) terminateRemoteChild(c *engine.Terminate) (engine.Result, error) {
+	p, err := a.fenced(*c.ByParent, "Terminate")
+	if err != nil {
+		return nil, err
+	}
+	var link *engine.RemoteChild
+	err = a.tx.Scan(storage.RemoteChildJobPrefix(uint64(p.job.ID)), nil, true, func(k, b []byte) (bool, error) {
+		l := new(engine.RemoteChild)
+		if _, err := storage.DecodeAt(k, b, storage.KindRemoteChild, remoteChildVersion, l); err != nil {
+			return false, err
+		}
+		if l.Child != 0 && (c.Target.Job == l.Child || c.Target.Job == 0 && c.Target.WorkflowID == l.WorkflowID) {
+			link = l
+		}
+		return link == nil, nil
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case link == nil:
+		return nil, fmt.Errorf("%w: %s is not a child of job %d on another shard", engine.ErrUnknownJob, targetText(c.Target), p.job.ID)
+	case link.Closed:
+		return nil, fmt.Errorf("%w: the child %d of job %d ended", engine.ErrJobClosed, link.Child, p.job.ID)
+	}
+	cmd := &engine.CloseChild{Child: link.Child, Parent: p.job.ID, ParentWorkflow: p.job.WorkflowID, Terminate: true, Reason: c.Reason}
+	cmd.By = c.By
+	if _, err := a.send(link.Delivery.Target, cmd, 0, ""); err != nil {
+		return nil, err
+	}
+	return &engine.StatusResult{Job: link.Child}, nil
+}
+
+// targetText names a target in an error.
+func targetText(t engine.Target) string {
+	if t.Job != 0 {
+		return fmt.Sprintf("job %d", t.Job)
+	}
+	return fmt.Sprintf("workflow id %q", t.WorkflowID)
 }

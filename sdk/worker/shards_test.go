@@ -15,6 +15,7 @@ import (
 	"github.com/heddlewf/heddle/raftfsm"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/worker"
+	"github.com/heddlewf/heddle/sdk/workflow"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -173,5 +174,46 @@ func TestChildWorkflowsAcrossShards(t *testing.T) {
 				t.Error(err)
 			}
 		}
+	}
+}
+
+// LeavesChild starts a child that waits for ever, sees it started, and
+// ends: its parent-close policy (terminate, the default) ends the child.
+func LeavesChild(ctx workflow.Context) error {
+	f := workflow.ExecuteChildWorkflow(ctx, Sleeper)
+	return f.GetChildWorkflowExecution().Get(ctx, nil)
+}
+
+// TestParentClosePolicyAcrossShards: a parent without a hash tag ends while
+// its child, on another shard, still runs; the worker terminates the child
+// as its parent, through the parent's shard's outbox (phase 1 refused the
+// child; a terminate naming a parent on another shard was refused too).
+func TestParentClosePolicyAcrossShards(t *testing.T) {
+	const shards = 4
+	svc, _ := openShardedCluster(t, shards)
+	w := startWorkerOn(t, svc, "main", worker.Options{})
+	w.RegisterWorkflow(LeavesChild)
+	w.RegisterWorkflow(Sleeper)
+	c := client.New(svc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "leaver", TaskQueue: "main"}, LeavesChild)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.ListWorkflows(ctx, engine.ListQuery{Type: "Sleeper", Limit: 10})
+	if err != nil || len(page.Jobs) != 1 {
+		t.Fatalf("the child: %+v, %v", page, err)
+	}
+	child := page.Jobs[0]
+	if engine.ShardOfJob(child.ID) == engine.ShardOfKey("leaver", shards) {
+		t.Fatalf("the child %q landed on its parent's shard; pick ids that hash apart", child.WorkflowID)
+	}
+	j, err := svc.WaitClosed(ctx, engine.Target{Job: child.ID})
+	if err != nil || j.Status != engine.StatusTerminated {
+		t.Fatalf("the child after its parent ended: %+v, %v", j, err)
 	}
 }
