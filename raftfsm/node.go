@@ -307,8 +307,8 @@ func (n *Node) Close() error {
 		}
 		if n.eng != nil {
 			// Whoever waits for a commit (a create waiting for its
-			// child's acknowledgement) looks again and finds Raft gone.
-			n.eng.NotifyCommitted(nil)
+			// child's acknowledgement) gives up.
+			n.eng.StopWaiting()
 		}
 		n.prop.close()
 		n.wg.Wait()

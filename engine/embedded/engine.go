@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
@@ -124,6 +125,9 @@ type Engine struct {
 
 	commitMu sync.Mutex
 	commitCh chan struct{} // closed and replaced after every durable batch
+	// stopped is set by StopWaiting: the backend is going away, and
+	// waiters for a commit give up (outbox.go).
+	stopped atomic.Bool
 	// jobWaiters are closed when their job's record is written: WaitClosed
 	// of one job wakes for that job's changes only, not for every commit.
 	jobWaiters map[engine.JobID][]chan struct{}
@@ -300,9 +304,7 @@ func (e *Engine) Close() error {
 	if e.cancel != nil {
 		e.cancel()
 	}
-	// Waiters on the next commit look again, and find the engine gone
-	// (a create waiting for its child's acknowledgement: outbox.go).
-	e.NotifyCommitted(nil)
+	e.StopWaiting()
 	e.wg.Wait()
 	var errs []error
 	if e.local != nil {

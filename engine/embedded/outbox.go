@@ -28,11 +28,18 @@ func (e *Engine) awaitRemoteChild(ctx context.Context, parent engine.JobID, step
 		ctx, cancel = context.WithTimeout(ctx, RemoteChildWait)
 		defer cancel()
 	}
-	// The acknowledgement is applied by this shard's group: each read is
-	// linearizable, so that a replica that lost its leadership (or closed)
-	// answers so instead of waiting for commits it will not see.
-	read := ctx
+	// The acknowledgement is applied by this shard's group, so this
+	// replica's own state shows it once applied: read after each commit
+	// (a linearizable read each time would cost a round of heartbeats per
+	// commit and waiter). A replica that lost its leadership still applies
+	// the new leader's acknowledgement; one whose backend goes away stops
+	// waiting (StopWaiting).
+	read := engine.WithStaleRead(ctx)
 	for {
+		if e.stopped.Load() {
+			return nil, fmt.Errorf("%w: the engine closed while the create of the child of job %d step %q was on its way (%s); retry with the same request id",
+				engine.ErrUnknownOutcome, parent, step, ref)
+		}
 		changed := e.Committed() // before the read, so no commit is missed
 		var link *engine.RemoteChild
 		err := e.view(read, func(r *storage.Reader) error {
@@ -71,4 +78,12 @@ func (e *Engine) DeliveryBacklog(ctx context.Context, source int) ([]engine.Deli
 		return err
 	})
 	return out, err
+}
+
+// StopWaiting tells the Engine that its backend is going away (a Raft node
+// closing): whoever waits for a commit in it looks again and gives up.
+// Close calls it.
+func (e *Engine) StopWaiting() {
+	e.stopped.Store(true)
+	e.NotifyCommitted(nil)
 }
