@@ -564,12 +564,13 @@ func (a *applier) terminateRemoteChild(c *engine.Terminate) (engine.Result, erro
 		return nil, err
 	}
 	var link *engine.RemoteChild
+	t := c.Target
 	err = a.tx.Scan(storage.RemoteChildJobPrefix(uint64(p.job.ID)), nil, true, func(k, b []byte) (bool, error) {
 		l := new(engine.RemoteChild)
 		if _, err := storage.DecodeAt(k, b, storage.KindRemoteChild, remoteChildVersion, l); err != nil {
 			return false, err
 		}
-		if l.Child != 0 && (c.Target.Job == l.Child || c.Target.Job == 0 && c.Target.WorkflowID == l.WorkflowID) {
+		if l.Child != 0 && (t.Job == l.Child || t.Job == 0 && t.WorkflowID == l.WorkflowID) {
 			link = l
 		}
 		return link == nil, nil
@@ -578,7 +579,7 @@ func (a *applier) terminateRemoteChild(c *engine.Terminate) (engine.Result, erro
 	case err != nil:
 		return nil, err
 	case link == nil:
-		return nil, fmt.Errorf("%w: %s is not a child of job %d on another shard", engine.ErrUnknownJob, targetText(c.Target), p.job.ID)
+		return nil, fmt.Errorf("%w: %s is not a child of job %d on another shard", engine.ErrUnknownJob, targetText(t), p.job.ID)
 	case link.Closed:
 		return nil, fmt.Errorf("%w: the child %d of job %d ended", engine.ErrJobClosed, link.Child, p.job.ID)
 	}
