@@ -3,6 +3,7 @@ package raftfsm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -335,4 +336,96 @@ func TestCrossShardChildRefused(t *testing.T) {
 	}
 	c.verifyShards()
 	c.verifyAcross()
+}
+
+// TestDeliveriesInOrderAfterFailures: while the target's node cannot be
+// reached, three children's creates wait in the parent shard's outbox and
+// the deliverer keeps trying only the first (one pair's entries go in
+// order); once it is reached, they are delivered in the order written, each
+// once, and every create answers its child.
+func TestDeliveriesInOrderAfterFailures(t *testing.T) {
+	c := newTestHosts(t, 3, 2)
+	c.awaitDesiredLeaders()
+	ctx := context.Background()
+	_, eng0 := c.shardLeader(0)
+	p, err := eng0.Create(ctx, engine.CreateJob{WorkflowID: keyOn("parent-", 0, 2), Type: "parent", Queue: "parents"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := eng0.Claim(ctx, engine.Claim{Queue: "parents", Owner: "pw", LeaseMS: 600_000, Max: 1})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim the parent: %v %v", claimed, err)
+	}
+	lease := &engine.LeaseRef{Job: p.Job, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}
+	var mu sync.Mutex
+	reachable := false
+	var tried, delivered []uint64
+	failedTwice := make(chan struct{})
+	c.mu.Lock()
+	c.deliverHook = func(from, to string, d *engine.Deliver) (*engine.DeliverResult, error, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !reachable {
+			tried = append(tried, d.Seq)
+			if len(tried) == 2 {
+				close(failedTwice)
+			}
+			return nil, errors.New("connection refused"), true
+		}
+		delivered = append(delivered, d.Seq)
+		return nil, nil, false
+	}
+	c.mu.Unlock()
+	type answer struct {
+		res *engine.CreateResult
+		err error
+	}
+	answers := make(chan answer, 3)
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// The three creates are written one after the other, so their entries
+	// are 1, 2, 3.
+	for i := 1; i <= 3; i++ {
+		create := engine.CreateJob{WorkflowID: keyOn(fmt.Sprintf("kid%d-", i), 1, 2), Type: "child", Queue: "kids",
+			ParentID: p.Job, ParentStep: fmt.Sprintf("s%d", i), ParentLease: lease}
+		written := make(chan struct{})
+		go func() {
+			res, err := eng0.Create(cctx, create)
+			answers <- answer{res, err}
+		}()
+		c.await(fmt.Sprintf("entry %d written", i), func() bool {
+			var es []*engine.OutboxEntry
+			_ = eng0.View(engine.WithStaleRead(ctx), func(r *storage.Reader) error {
+				var err error
+				es, err = machine.PendingEntries(r, 0)
+				return err
+			})
+			if len(es) == i {
+				close(written)
+				return true
+			}
+			return false
+		})
+		<-written
+	}
+	<-failedTwice
+	mu.Lock()
+	reachable = true
+	for _, s := range tried {
+		if s != 1 {
+			t.Errorf("while the target was unreachable the deliverer tried entry %d, not only the first: %v", s, tried)
+		}
+	}
+	mu.Unlock()
+	for range 3 {
+		a := <-answers
+		if a.err != nil || engine.ShardOfJob(a.res.Job) != 1 {
+			t.Fatalf("a create: %+v, %v", a.res, a.err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(delivered) != 3 || delivered[0] != 1 || delivered[1] != 2 || delivered[2] != 3 {
+		t.Fatalf("delivered %v, want [1 2 3]", delivered)
+	}
 }
