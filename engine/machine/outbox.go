@@ -447,6 +447,10 @@ func (a *applier) ackDelivery(c *engine.AckDelivery) (engine.Result, error) {
 	return &engine.AckResult{Acked: true}, nil
 }
 
+// maxChainHops bounds how many runs of a chain CloseChild follows to its
+// latest, so a corrupt link cannot loop.
+const maxChainHops = 1 << 16
+
 // delivered refuses a command that only a Deliver may carry, applied on
 // its own.
 func (a *applier) delivered(cmd string) error {
@@ -502,6 +506,14 @@ func (a *applier) closeChildOf(c *engine.CloseChild) (engine.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The link names the chain's first run; a run continued as new (or
+	// retried, or reset) passed the child on to the next, which keeps the
+	// parent.
+	for hops := 0; l.job.Status.Terminal() && l.job.NextRunID != 0 && hops < maxChainHops; hops++ {
+		if l, err = a.load(l.job.NextRunID); err != nil {
+			return nil, err
+		}
+	}
 	if l.job.ParentID != c.Parent {
 		return nil, engine.InvalidField("CloseChild", "Parent", fmt.Sprintf("is %d, but job %d's parent is %d", c.Parent, c.Child, l.job.ParentID))
 	}
@@ -509,7 +521,7 @@ func (a *applier) closeChildOf(c *engine.CloseChild) (engine.Result, error) {
 		if l.job.Status.Terminal() {
 			return &engine.StatusResult{Job: l.job.ID, Status: l.job.Status, Seq: l.job.LastSeq}, nil
 		}
-		return a.lifecycle(engine.Target{Job: c.Child}, engine.Event{Type: engine.EventJobTerminated, Reason: c.Reason,
+		return a.lifecycle(engine.Target{Job: l.job.ID}, engine.Event{Type: engine.EventJobTerminated, Reason: c.Reason,
 			Payload: engine.EncodeTerminatedFailure(c.Reason), By: c.By})
 	}
 	if err := a.closeChild(&engine.Job{ID: c.Parent, WorkflowID: c.ParentWorkflow}, l); err != nil {
