@@ -61,6 +61,11 @@ type deliverer struct {
 	// delivered counts the entries this node acknowledged, for tests and
 	// metrics.
 	delivered map[pairKey]uint64
+	// scanned is, by shard this node leads, the applied index its outbox
+	// was last read at: a commit of another shard wakes the deliverer, and
+	// a shard that applied nothing since (and has no retry due) is not read
+	// again. Used by the loop's goroutine only.
+	scanned map[int]uint64
 }
 
 // deliverLoop runs the deliverer until the node closes.
@@ -97,15 +102,48 @@ func (h *Host) deliverLoop() {
 // when the next retry is due (zero: none).
 func (d *deliverer) pass() time.Time {
 	var next time.Time
-	for k, n := range d.h.shards {
-		if n == nil || !n.IsLeader() || d.h.ctx.Err() != nil {
-			continue
-		}
-		if at := d.shard(k, n); !at.IsZero() && (next.IsZero() || at.Before(next)) {
+	earliest := func(at time.Time) {
+		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
 			next = at
 		}
 	}
+	for k, n := range d.h.shards {
+		if n == nil || !n.IsLeader() || d.h.ctx.Err() != nil {
+			delete(d.scanned, k) // read afresh when it leads again
+			continue
+		}
+		applied := n.fsm.Applied()
+		if last, ok := d.scanned[k]; ok && last == applied {
+			if at, due := d.retryOf(k); !due {
+				earliest(at)
+				continue
+			}
+		}
+		d.scanned[k] = applied
+		earliest(d.shard(k, n))
+	}
 	return next
+}
+
+// retryOf returns the earliest retry time of shard k's pairs in backoff,
+// and whether one is due now.
+func (d *deliverer) retryOf(k int) (time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var at time.Time
+	now := time.Now()
+	for p, r := range d.retry {
+		if p.source != k {
+			continue
+		}
+		if !now.Before(r.at) {
+			return r.at, true
+		}
+		if at.IsZero() || r.at.Before(at) {
+			at = r.at
+		}
+	}
+	return at, false
 }
 
 // shard delivers shard k's pending entries, in order per target.
