@@ -429,3 +429,59 @@ func TestDeliveriesInOrderAfterFailures(t *testing.T) {
 		t.Fatalf("delivered %v, want [1 2 3]", delivered)
 	}
 }
+
+// TestHungTargetHoldsOnlyItsPair: while deliveries to shard 1 hang (a
+// partitioned node: each try waits), a child on shard 2 of the same parent
+// is still created at once; released, the child on shard 1 is created too.
+func TestHungTargetHoldsOnlyItsPair(t *testing.T) {
+	c := newTestHosts(t, 3, 3)
+	c.awaitDesiredLeaders()
+	ctx := context.Background()
+	_, eng0 := c.shardLeader(0)
+	p, err := eng0.Create(ctx, engine.CreateJob{WorkflowID: keyOn("parent-", 0, 3), Type: "parent", Queue: "parents"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := eng0.Claim(ctx, engine.Claim{Queue: "parents", Owner: "pw", LeaseMS: 600_000, Max: 1})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim the parent: %v %v", claimed, err)
+	}
+	lease := &engine.LeaseRef{Job: p.Job, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}
+	release := make(chan struct{})
+	hung := make(chan struct{}, 16)
+	c.mu.Lock()
+	c.deliverHook = func(from, to string, d *engine.Deliver) (*engine.DeliverResult, error, bool) {
+		if d.Target != 1 {
+			return nil, nil, false
+		}
+		select {
+		case <-release:
+			return nil, nil, false
+		default:
+		}
+		hung <- struct{}{}
+		<-release
+		return nil, errors.New("i/o timeout"), true
+	}
+	c.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	first := make(chan error, 1)
+	go func() {
+		_, err := eng0.Create(cctx, engine.CreateJob{WorkflowID: keyOn("kid-a-", 1, 3), Type: "child", Queue: "kids",
+			ParentID: p.Job, ParentStep: "a", ParentLease: lease})
+		first <- err
+	}()
+	<-hung // the delivery to shard 1 is stuck
+	res, err := eng0.Create(cctx, engine.CreateJob{WorkflowID: keyOn("kid-b-", 2, 3), Type: "child", Queue: "kids",
+		ParentID: p.Job, ParentStep: "b", ParentLease: lease})
+	if err != nil || engine.ShardOfJob(res.Job) != 2 {
+		t.Fatalf("the child on shard 2 while shard 1's deliveries hang: %+v, %v", res, err)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("the child on shard 1 once released: %v", err)
+	}
+	c.verifyShards()
+	c.verifyAcross()
+}

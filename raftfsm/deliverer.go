@@ -16,13 +16,17 @@ import (
 // The deliverer of a sharded node (docs/sharding.md, "Cross-shard work"):
 // for each shard this node leads, it delivers the shard's pending outbox
 // entries to their target shards (Deliver), then acknowledges each to the
-// shard's own group (AckDelivery), which deletes the entry. Entries from
-// one shard to one target go in the order written, one at a time: a
-// target that fails holds back that pair's later entries, not the other
-// pairs'. A failed delivery is tried again after a backoff that doubles
-// from deliverBackoffMin to deliverBackoffMax. It wakes at every commit and
-// leadership change of the node's shards (Host.ShardsChanged), and on a
-// timer only while a retry is due: with nothing pending it does nothing.
+// shard's own group (AckDelivery), which deletes the entry. Each pair of
+// source and target shards has a worker of its own, so a target that
+// cannot be reached (a partitioned node, each try waiting out its timeout)
+// holds back only its own pair. A worker delivers its pair's entries one at
+// a time in the order written; a failure stops it, and it tries again
+// after a backoff that doubles from deliverBackoffMin to deliverBackoffMax.
+// The node's loop wakes at every commit and leadership change of its
+// shards (Host.ShardsChanged), looks at the outbox of each shard it leads
+// that applied something since its last look, and wakes the workers of
+// the pairs with entries pending: with nothing pending nothing runs, and
+// only a worker in backoff waits on a timer.
 //
 // A target shard this node leads is delivered to in process; another
 // node's through HostConfig.DeliverTo, the node speaking as itself. A new
@@ -35,8 +39,8 @@ const (
 	deliverBackoffMax = 5 * time.Second
 	// deliverTimeout bounds one delivery or acknowledgement.
 	deliverTimeout = 10 * time.Second
-	// deliverBatch bounds the entries of one shard read per pass.
-	deliverBatch = 256
+	// deliverBatch bounds the entries of one pair read at a time.
+	deliverBatch = 64
 )
 
 // DeliverFunc sends a Deliver to node (whose HTTP address is httpAddr),
@@ -47,146 +51,148 @@ type DeliverFunc func(ctx context.Context, node, httpAddr string, d *engine.Deli
 // pairKey names the entries from one shard to another.
 type pairKey struct{ source, target int }
 
-// pairRetry is a pair's backoff after a failed delivery.
-type pairRetry struct {
-	delay time.Duration
-	at    time.Time
-}
-
-// deliverer holds the retry state of a node's pairs.
+// deliverer is a node's delivery state.
 type deliverer struct {
-	h     *Host
-	mu    sync.Mutex
-	retry map[pairKey]pairRetry
-	// delivered counts the entries this node acknowledged, for tests and
-	// metrics.
+	h  *Host
+	mu sync.Mutex
+	// workers are the pairs' workers, started at a pair's first entry.
+	workers map[pairKey]chan struct{}
+	// delivered counts the entries this node acknowledged, by pair.
 	delivered map[pairKey]uint64
 	// scanned is, by shard this node leads, the applied index its outbox
-	// was last read at: a commit of another shard wakes the deliverer, and
-	// a shard that applied nothing since (and has no retry due) is not read
-	// again. Used by the loop's goroutine only.
+	// was last looked at: a shard that applied nothing since is not looked
+	// at again. Used by the loop's goroutine only.
 	scanned map[int]uint64
 }
 
-// deliverLoop runs the deliverer until the node closes.
+// deliverLoop runs the node's loop until the node closes.
 func (h *Host) deliverLoop() {
 	defer h.wg.Done()
 	d := h.delivery
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
 	for {
-		changed := h.ShardsChanged() // before the pass, so no commit is missed
-		next := d.pass()
-		var due <-chan time.Time
-		if !next.IsZero() {
-			timer.Reset(time.Until(next))
-			due = timer.C
-		}
+		changed := h.ShardsChanged() // before the look, so no commit is missed
+		d.pass()
 		select {
 		case <-h.ctx.Done():
-			timer.Stop()
 			return
 		case <-changed:
-		case <-due:
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
 		}
 	}
 }
 
-// pass delivers what every shard this node leads has pending, and returns
-// when the next retry is due (zero: none).
-func (d *deliverer) pass() time.Time {
-	var next time.Time
-	earliest := func(at time.Time) {
-		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
-			next = at
-		}
-	}
+// pass wakes the workers of the pairs with entries pending in the shards
+// this node leads.
+func (d *deliverer) pass() {
 	for k, n := range d.h.shards {
 		if n == nil || !n.IsLeader() || d.h.ctx.Err() != nil {
-			delete(d.scanned, k) // read afresh when it leads again
+			delete(d.scanned, k) // looked at afresh when it leads again
 			continue
 		}
 		applied := n.fsm.Applied()
 		if last, ok := d.scanned[k]; ok && last == applied {
-			if at, due := d.retryOf(k); !due {
-				earliest(at)
-				continue
-			}
+			continue
 		}
 		d.scanned[k] = applied
-		earliest(d.shard(k, n))
-	}
-	return next
-}
-
-// retryOf returns the earliest retry time of shard k's pairs in backoff,
-// and whether one is due now.
-func (d *deliverer) retryOf(k int) (time.Time, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var at time.Time
-	now := time.Now()
-	for p, r := range d.retry {
-		if p.source != k {
+		var backlog []engine.DeliveryBacklog
+		err := n.Engine().View(engine.WithStaleRead(d.h.ctx), func(r *storage.Reader) error {
+			var err error
+			backlog, err = machine.OutboxBacklog(r, k)
+			return err
+		})
+		if err != nil {
+			d.h.report(fmt.Errorf("shard %d: reading the outbox: %w", k, err))
+			delete(d.scanned, k)
 			continue
 		}
-		if !now.Before(r.at) {
-			return r.at, true
-		}
-		if at.IsZero() || r.at.Before(at) {
-			at = r.at
+		for _, b := range backlog {
+			d.wake(pairKey{k, b.Target})
 		}
 	}
-	return at, false
 }
 
-// shard delivers shard k's pending entries, in order per target.
-func (d *deliverer) shard(k int, n *Node) time.Time {
+// wake wakes pair p's worker, starting it first if needed.
+func (d *deliverer) wake(p pairKey) {
+	d.mu.Lock()
+	ch, ok := d.workers[p]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		d.workers[p] = ch
+		d.h.wg.Add(1)
+		go d.work(p, ch)
+	}
+	d.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+	default: // already woken
+	}
+}
+
+// work is pair p's worker: at each wake it delivers the pair's pending
+// entries in order while this node leads the source shard, backing off
+// after a failure.
+func (d *deliverer) work(p pairKey, wake <-chan struct{}) {
+	defer d.h.wg.Done()
 	ctx := d.h.ctx
+	var delay time.Duration
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		}
+		for {
+			n := d.h.Shard(p.source)
+			if n == nil || !n.IsLeader() || ctx.Err() != nil {
+				break
+			}
+			done, err := d.drain(ctx, n, p)
+			if err == nil {
+				delay = 0
+				if done {
+					break
+				}
+				continue
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			delay = min(max(2*delay, deliverBackoffMin), deliverBackoffMax)
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}
+}
+
+// drain delivers and acknowledges up to deliverBatch pending entries of
+// pair p, in order, stopping at the first failure; done says that none
+// were left.
+func (d *deliverer) drain(ctx context.Context, n *Node, p pairKey) (done bool, err error) {
 	var entries []*engine.OutboxEntry
-	err := n.Engine().View(engine.WithStaleRead(ctx), func(r *storage.Reader) error {
-		var err error
-		entries, err = machine.PendingEntries(r, deliverBatch)
-		return err
+	err = n.Engine().View(engine.WithStaleRead(ctx), func(r *storage.Reader) error {
+		return r.Scan(storage.OutboxTargetPrefix(p.target), nil, true, func(k, b []byte) (bool, error) {
+			e, err := machine.DecodeOutboxEntry(b)
+			if err != nil {
+				return false, err
+			}
+			entries = append(entries, e)
+			return len(entries) < deliverBatch, nil
+		})
 	})
 	if err != nil {
-		d.h.report(fmt.Errorf("shard %d: reading the outbox: %w", k, err))
-		return time.Now().Add(deliverBackoffMax)
+		d.h.report(fmt.Errorf("shard %d: reading the outbox: %w", p.source, err))
+		return false, err
 	}
-	var next time.Time
-	blocked := map[int]bool{}
 	for _, e := range entries {
-		p := pairKey{k, e.Target}
-		if blocked[e.Target] {
-			continue
-		}
-		if at, ok := d.waiting(p); ok {
-			blocked[e.Target] = true
-			if next.IsZero() || at.Before(next) {
-				next = at
-			}
-			continue
-		}
 		if err := d.one(ctx, n, e); err != nil {
-			if ctx.Err() != nil || errors.Is(err, engine.ErrNotLeader) && !n.IsLeader() {
-				return time.Time{} // closing, or no longer this shard's leader
-			}
-			blocked[e.Target] = true
-			at := d.failed(p)
-			if next.IsZero() || at.Before(next) {
-				next = at
-			}
-			continue
+			return false, err
 		}
-		d.succeeded(p)
 	}
-	return next
+	return len(entries) == 0, nil
 }
 
 // one delivers entry e of shard n and acknowledges it.
@@ -266,32 +272,6 @@ func refusal(err error) bool {
 		return false
 	}
 	return true
-}
-
-func (d *deliverer) waiting(p pairKey) (time.Time, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	r, ok := d.retry[p]
-	if !ok || !time.Now().Before(r.at) {
-		return time.Time{}, false
-	}
-	return r.at, true
-}
-
-func (d *deliverer) failed(p pairKey) time.Time {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	r := d.retry[p]
-	r.delay = min(max(2*r.delay, deliverBackoffMin), deliverBackoffMax)
-	r.at = time.Now().Add(r.delay)
-	d.retry[p] = r
-	return r.at
-}
-
-func (d *deliverer) succeeded(p pairKey) {
-	d.mu.Lock()
-	delete(d.retry, p)
-	d.mu.Unlock()
 }
 
 // Delivered returns how many outbox entries of shard source for shard

@@ -158,7 +158,7 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 			return nil, fmt.Errorf("raftfsm: shard %d: %w", k, err)
 		}
 	}
-	h.delivery = &deliverer{h: h, retry: map[pairKey]pairRetry{}, delivered: map[pairKey]uint64{}, scanned: map[int]uint64{}}
+	h.delivery = &deliverer{h: h, workers: map[pairKey]chan struct{}{}, delivered: map[pairKey]uint64{}, scanned: map[int]uint64{}}
 	h.wg.Add(3)
 	go h.leadMeta()
 	go h.balance()
