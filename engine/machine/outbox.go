@@ -297,9 +297,10 @@ func (a *applier) deliver(c *engine.Deliver) (engine.Result, error) {
 		}
 		return &engine.DeliverResult{Kind: inner.Kind(), Duplicate: true}, nil
 	}
-	if err := a.pruneDelivered(c.Source, acked, c.AckedBelow); err != nil {
-		return nil, err
-	}
+	// The delivered records c says are no longer needed go once the entry
+	// is answered (prune, on every path that answers): a refused command
+	// writes nothing.
+	prune := func() error { return a.pruneDelivered(c.Source, acked, c.AckedBelow) }
 	key := storage.DeliveredKey(c.Source, c.Seq)
 	b, err := a.tx.Get(key)
 	switch {
@@ -310,7 +311,7 @@ func (a *applier) deliver(c *engine.Deliver) (engine.Result, error) {
 		}
 		ans := d.Answer
 		ans.Duplicate = true
-		return &ans, nil
+		return &ans, prune()
 	case !errors.Is(err, storage.ErrNotFound):
 		return nil, err
 	}
@@ -324,7 +325,7 @@ func (a *applier) deliver(c *engine.Deliver) (engine.Result, error) {
 		ans := *c.Refusal
 		ans.Kind, ans.Duplicate = inner.Kind(), false
 		a.tx.Set(key, EncodeDelivered(&engine.DeliveredRecord{DeliveryRef: c.DeliveryRef, Answer: ans, AtMS: a.now}))
-		return &ans, nil
+		return &ans, prune()
 	}
 	h := inner.Head()
 	h.NowMS, h.Nonce, h.RequestID = a.now, nil, ""
@@ -356,7 +357,7 @@ func (a *applier) deliver(c *engine.Deliver) (engine.Result, error) {
 	}
 	ans := engine.DeliverResult{Kind: inner.Kind(), Result: body}
 	a.tx.Set(key, EncodeDelivered(&engine.DeliveredRecord{DeliveryRef: ref, Answer: ans, AtMS: a.now}))
-	return &ans, nil
+	return &ans, prune()
 }
 
 // deliveredPruneBatch bounds the delivered records one Deliver removes.
