@@ -113,7 +113,7 @@ func (a *applier) reviewOnShard(c *engine.CreateReview) error {
 // carries the shard's index, every run's workflow id, every review job and
 // every schedule id routes to it, a run's parent on another shard lives on
 // a shard of the cluster, a resource pool lives only on the home shard, and
-// the outbox's records are well-formed (verifyOutbox). With an unsharded l it
+// the outbox's records are well-formed (outbox_verify.go). With an unsharded l it
 // is Verify.
 func VerifyShard(r *storage.Reader, max int, l engine.ShardLayout) []error {
 	errs := Verify(r, max)
