@@ -277,7 +277,22 @@ func openShardedCluster(root string, obs observation, secure bool, shards int) (
 			sc.ForwardClient = &http.Client{Transport: t}
 			ln = tls.NewListener(ln, pki.ServerTLS(node, certs.roots))
 		}
-		h, err := raftfsm.OpenHost(raftfsm.HostConfig{Config: rc, Peers: peers, Shards: shards})
+		// Cross-shard deliveries go to the other nodes' APIs, as the node
+		// (its certificate under mutual TLS).
+		sender := httpapi.NodeSender{}
+		if certs != nil {
+			node, err := certs.node(p.ID)
+			if err != nil {
+				return fail(errors.Join(err, ln.Close()))
+			}
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.TLSClientConfig = pki.ClientTLS(certs.roots, &node)
+			sender = httpapi.NodeSender{Client: &http.Client{Transport: t}, Scheme: "https"}
+		}
+		deliverTo := func(ctx context.Context, _, httpAddr string, d *engine.Deliver) (*engine.DeliverResult, error) {
+			return sender.Deliver(ctx, httpAddr, d)
+		}
+		h, err := raftfsm.OpenHost(raftfsm.HostConfig{Config: rc, Peers: peers, Shards: shards, DeliverTo: deliverTo})
 		if err != nil {
 			return fail(errors.Join(err, ln.Close()))
 		}

@@ -87,6 +87,14 @@ const (
 	KindStartBatch   CommandKind = 70
 	KindAdvanceBatch CommandKind = 71
 	KindStopBatch    CommandKind = 72
+
+	// The cross-shard delivery commands (docs/sharding.md, "Cross-shard
+	// work"). They start at 80, leaving room for other kinds. ChildClosed
+	// and CloseChild are applied only inside a Deliver.
+	KindDeliver     CommandKind = 80
+	KindAckDelivery CommandKind = 81
+	KindChildClosed CommandKind = 82
+	KindCloseChild  CommandKind = 83
 )
 
 // commandSpec is what the contract knows of one command kind: its name
@@ -169,6 +177,11 @@ var commandTable = [...]commandSpec{
 	KindStartBatch:   {"StartBatch", func() Command { return new(StartBatch) }, func() Result { return new(BatchResult) }},
 	KindAdvanceBatch: {"AdvanceBatch", func() Command { return new(AdvanceBatch) }, func() Result { return new(BatchResult) }},
 	KindStopBatch:    {"StopBatch", func() Command { return new(StopBatch) }, func() Result { return new(BatchResult) }},
+
+	KindDeliver:     {"Deliver", func() Command { return new(Deliver) }, func() Result { return new(DeliverResult) }},
+	KindAckDelivery: {"AckDelivery", func() Command { return new(AckDelivery) }, func() Result { return new(AckResult) }},
+	KindChildClosed: {"ChildClosed", func() Command { return new(ChildClosed) }, func() Result { return new(StatusResult) }},
+	KindCloseChild:  {"CloseChild", func() Command { return new(CloseChild) }, func() Result { return new(StatusResult) }},
 }
 
 // spec returns k's entry in commandTable, or nil for a kind this version

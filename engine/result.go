@@ -12,6 +12,11 @@ type CreateResult struct {
 	WorkflowID string `json:"workflow_id" msgpack:"wf"`
 	// Existing is true when IDReuseReturnExisting returned an open run.
 	Existing bool `json:"existing,omitempty" msgpack:"ex,omitempty"`
+	// Delivery, on a sharded cluster, names the outbox entry that carries
+	// a child's create to its own shard: the machine of the parent's shard
+	// answers so, and the engine waits for the entry's acknowledgement and
+	// answers the child's job id instead. A caller never sees it set.
+	Delivery *DeliveryRef `json:"delivery,omitempty" msgpack:"dl,omitempty"`
 }
 
 // ClaimedJob is one job handed out by Claim.
@@ -190,6 +195,8 @@ type ResourceResult struct {
 func (*StepResult) isResult()      {}
 func (*ResourceResult) isResult()  {}
 func (*CreateResult) isResult()    {}
+func (*DeliverResult) isResult()   {}
+func (*AckResult) isResult()       {}
 func (*ClaimResult) isResult()     {}
 func (*HeartbeatResult) isResult() {}
 func (*WaitResult) isResult()      {}

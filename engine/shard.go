@@ -238,19 +238,23 @@ func ShardOfReviewTarget(t ReviewTarget, count int) int {
 	return ShardOfKey(t.Job, count)
 }
 
-// ShardOfCreate returns the shard a CreateJob goes to: its workflow id's;
-// without one, its parent's (a child without an id of its own stays beside
-// its parent); without either, the shard its request id hashes to, so that
-// a retry lands where the first try did. It returns -1 for a create that
+// ShardOfCreate returns the shard a CreateJob goes to: its parent's when it
+// names one (the parent's shard checks the parent's lease, and delivers a
+// child whose workflow id routes to another shard through its outbox);
+// else its workflow id's; without either, the shard its request id hashes
+// to, so that a retry lands where the first try did. It returns -1 for a create that
 // has none of the three: the router picks a shard.
 func ShardOfCreate(c *CreateJob, count int) int {
 	switch {
 	case count <= 1:
 		return 0
+	case c.ParentID != 0:
+		// A child goes to its parent's shard, which checks the parent's
+		// lease; one whose workflow id routes elsewhere is delivered from
+		// there through the parent shard's outbox (phase 2).
+		return ShardOfJob(c.ParentID)
 	case c.WorkflowID != "":
 		return ShardOfKey(c.WorkflowID, count)
-	case c.ParentID != 0:
-		return ShardOfJob(c.ParentID)
 	case c.RequestID != "":
 		return int(hashKey(c.RequestID) % uint64(count))
 	}
@@ -336,6 +340,12 @@ func ShardOfCommand(cmd Command, count int) (int, ShardRoute) {
 	case *RequestCancel:
 		return target(c.Target)
 	case *Terminate:
+		if c.ByParent != nil {
+			// A parent's worker terminating its child as the parent ends:
+			// the parent's shard checks its lease, and reaches a child on
+			// another shard through its outbox.
+			return job(c.ByParent.Job)
+		}
 		return target(c.Target)
 	case *Pause:
 		return target(c.Target)
@@ -383,6 +393,13 @@ func ShardOfCommand(cmd Command, count int) (int, ShardRoute) {
 		return 0, RouteInternal
 	case *StartBatch, *StopBatch:
 		return 0, RouteEvery
+	case *Deliver:
+		// A node delivers an outbox entry to the entry's target shard.
+		return c.Target, RouteOne
+	case *AckDelivery, *ChildClosed, *CloseChild:
+		// The source's leader acknowledges to its own group; the two
+		// others travel only inside a Deliver.
+		return 0, RouteInternal
 	}
 	return 0, RouteNone
 }

@@ -106,6 +106,11 @@ func TestShardOfCommand(t *testing.T) {
 	}{
 		{&CreateJob{WorkflowID: "order-{42}"}, 3, RouteOne},
 		{&CreateJob{ParentID: j}, 2, RouteOne},
+		// A child goes to its parent's shard, whatever its workflow id:
+		// that shard checks the lease and delivers it where its id routes.
+		{&CreateJob{ParentID: j, WorkflowID: "order-{42}"}, 2, RouteOne},
+		{&Deliver{DeliveryRef: DeliveryRef{Source: 2, Target: 1, Seq: 1}}, 1, RouteOne},
+		{&AckDelivery{DeliveryRef: DeliveryRef{Source: 2, Target: 1, Seq: 1}}, 0, RouteInternal},
 		{&CreateJob{Header: Header{RequestID: "r"}}, 1, RouteOne}, // "r" hashes to 1 of 4
 		{&CreateJob{}, -1, RouteOne},
 		{&Complete{LeaseRef: LeaseRef{Job: j}}, 2, RouteOne},

@@ -49,6 +49,10 @@ type HostConfig struct {
 	// cluster's count; Peers are not needed. Ignored once the node's
 	// directory holds a placement that names it.
 	Join bool
+	// DeliverTo sends the node's cross-shard deliveries to another node
+	// (deliverer.go), speaking as this node. Nil: the node delivers only to
+	// the shards it leads itself, and entries for others wait.
+	DeliverTo DeliverFunc
 }
 
 // Validate reports the first invalid field.
@@ -106,6 +110,8 @@ type Host struct {
 
 	balanceWake   chan struct{}
 	reconcileWake chan struct{}
+	// delivery is the deliverer's state (deliverer.go).
+	delivery *deliverer
 	// failing holds, by shard, the followers whose heartbeats from this
 	// node (as the shard's leader) fail: leadership is not handed to them.
 	peerMu  sync.Mutex
@@ -187,11 +193,13 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 		h.shards[k].Store(n)
 	}
 	h.releaseBridge = cfg.Metrics.BridgeRaft()
-	h.wg.Add(4)
+	h.delivery = &deliverer{h: h, workers: map[pairKey]chan struct{}{}, delivered: map[pairKey]uint64{}, scanned: map[int]uint64{}}
+	h.wg.Add(5)
 	go h.leadMeta()
 	go h.balance()
 	go h.reconcile()
 	go h.serveHostCalls(h.rpc)
+	go h.deliverLoop()
 	h.watchMetaLeader()
 	return h, nil
 }

@@ -29,6 +29,9 @@ type testHosts struct {
 	dirs   map[string]string
 	mu     sync.Mutex
 	hosts  map[string]*Host
+	// deliverHook, when set, sees each delivery a node sends to another
+	// (deliver_test.go); nil delivers it.
+	deliverHook func(from, to string, d *engine.Deliver) (*engine.DeliverResult, error, bool)
 }
 
 func newTestHosts(t testing.TB, nodes, shards int) *testHosts {
@@ -61,6 +64,9 @@ func (c *testHosts) config(id string, withPeers bool) HostConfig {
 		Storage: storage.Options{MemTableBytes: 4 << 20, BlockCacheBytes: 4 << 20}}}
 	if withPeers {
 		cfg.Peers, cfg.Shards = c.peers, c.shards
+	}
+	cfg.DeliverTo = func(ctx context.Context, node, _ string, d *engine.Deliver) (*engine.DeliverResult, error) {
+		return c.deliverTo(ctx, id, node, d)
 	}
 	if testing.Verbose() {
 		cfg.LogOutput = os.Stderr

@@ -319,6 +319,11 @@ func (n *Node) Close() error {
 		if n.raft != nil {
 			errs = append(errs, n.raft.Shutdown().Error())
 		}
+		if n.eng != nil {
+			// Whoever waits for a commit (a create waiting for its
+			// child's acknowledgement) gives up.
+			n.eng.StopWaiting()
+		}
 		n.prop.close()
 		n.wg.Wait()
 		errs = append(errs, n.transport.Close(), n.store.Close(), n.fsm.close())

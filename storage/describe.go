@@ -80,6 +80,8 @@ func DescribeKey(k []byte) string {
 		ok = d.u64("expiry") && d.u64("task") && d.end()
 	case PrefixReview:
 		return d.task()
+	case PrefixOutbox:
+		return d.outbox()
 	default:
 		return "unknown key " + hex.EncodeToString(k)
 	}
@@ -100,7 +102,7 @@ type keyDescriber struct {
 func (d *keyDescriber) field(name, val string) {
 	if d.b.Len() == 0 {
 		d.b.WriteString(string(rune(d.k[0])))
-		if d.k[0] == PrefixReview {
+		if d.k[0] == PrefixReview || d.k[0] == PrefixOutbox {
 			d.b.WriteByte(d.k[1])
 		}
 	}

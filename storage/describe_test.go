@@ -48,6 +48,13 @@ func TestDescribeKey(t *testing.T) {
 		{ReviewReviewKey("review", 1000, 3), "gv queue=review ready=1000 task=3"},
 		{ReviewAwaitKey(3), "ga task=3"},
 		{ReviewLeaseKey(31000, 3), "h expiry=31000 task=3"},
+		{OutboxEntryKey(2, 5), "Oe target=2 seq=5"},
+		{OutboxNextKey(2), "On target=2"},
+		{AckedBelowKey(1), "Ow source=1"},
+		{DeliveredKey(1, 5), "Od source=1 seq=5"},
+		{RemoteChildKey(7, "a1"), "Oc parent=7 step=a1"},
+		{[]byte{PrefixOutbox, 'e', 1}, "invalid key 4f6501"},
+		{[]byte{PrefixOutbox, 'z'}, "unknown key 4f7a"},
 		{WorkflowKey("a=b\n"), `w workflow="a=b\n"`},
 		{nil, "invalid key (empty)"},
 		{[]byte{PrefixJob, 1, 2}, "invalid key 6a0102"},
@@ -71,6 +78,7 @@ func FuzzDescribeKey(f *testing.F) {
 	f.Add([]byte("q\x00\x01a"), "orders", int64(1000), uint64(7), "t1")
 	f.Add(ReviewPhaseKey("job", "phase"), "", int64(-1), uint64(1<<63), "a b")
 	f.Add([]byte{PrefixReview, 'q', 0xff}, "\xff", int64(0), uint64(0), "\n")
+	f.Add([]byte{PrefixOutbox, 'd', 0xff}, "", int64(0), uint64(0), "")
 	f.Fuzz(func(t *testing.T, data []byte, s string, at int64, id uint64, rest string) {
 		check := func(k []byte) string {
 			t.Helper()

@@ -36,6 +36,7 @@ import (
 //	C<closedAt:8><job:8>              visibility by closing time: the runs that ended
 //	W<workflowID:len><job:8>          visibility by workflow id: every run of an id
 //	B<batchID>                        batch operation record
+//	O<tag><…>                         cross-shard outbox: entries, delivered records, remote children (outboxkeys.go)
 const (
 	PrefixMeta     byte = 'm'
 	PrefixJob      byte = 'j'

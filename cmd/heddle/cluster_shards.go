@@ -70,7 +70,7 @@ func startHost(ctx context.Context, o nodeOptions, log *slog.Logger, m *metrics.
 	h, err := raftfsm.OpenHost(raftfsm.HostConfig{Config: raftfsm.Config{ID: o.id, Dir: o.dir, RaftAddr: o.raftAddr,
 		HTTPAddr: ln.Addr().String(), FailoverGrace: o.grace, Logger: log, Metrics: m, Dial: chaosDialer(o.chaosProxy, o.id),
 		TLS: o.sec.peerTLS(), OnSchedulerError: func(err error) { log.Warn("leader's background work", "error", err) }},
-		Peers: o.peers, Shards: o.shards, Replicas: o.replicas, Join: len(o.join) > 0})
+		Peers: o.peers, Shards: o.shards, Replicas: o.replicas, Join: len(o.join) > 0, DeliverTo: o.sec.deliverTo()})
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
@@ -124,6 +125,9 @@ type Engine struct {
 
 	commitMu sync.Mutex
 	commitCh chan struct{} // closed and replaced after every durable batch
+	// stopped is set by StopWaiting: the backend is going away, and
+	// waiters for a commit give up (outbox.go).
+	stopped atomic.Bool
 	// jobWaiters are closed when their job's record is written: WaitClosed
 	// of one job wakes for that job's changes only, not for every commit.
 	jobWaiters map[engine.JobID][]chan struct{}
@@ -300,6 +304,7 @@ func (e *Engine) Close() error {
 	if e.cancel != nil {
 		e.cancel()
 	}
+	e.StopWaiting()
 	e.wg.Wait()
 	var errs []error
 	if e.local != nil {
@@ -348,9 +353,16 @@ func propose[R engine.Result](ctx context.Context, e *Engine, cmd engine.Command
 	return r, nil
 }
 
-// Create starts a job.
+// Create starts a job. On a shard of a sharded cluster, a child whose
+// workflow id routes to another shard is created there through this
+// shard's outbox: Create waits for the entry's acknowledgement and answers
+// the child's job id (awaitRemoteChild).
 func (e *Engine) Create(ctx context.Context, c engine.CreateJob) (*engine.CreateResult, error) {
-	return propose[*engine.CreateResult](ctx, e, &c)
+	r, err := propose[*engine.CreateResult](ctx, e, &c)
+	if err != nil || r.Delivery == nil {
+		return r, err
+	}
+	return e.awaitRemoteChild(ctx, c.ParentID, c.ParentStep, *r.Delivery)
 }
 
 // Claim takes ready jobs of a queue, with each job's newest events when

@@ -67,6 +67,8 @@ func (s *Server) shardRoutes() {
 	s.handle("POST /v1/cluster/shards/{shard}/leader", RoleAdmin, s.setShardLeader)
 	s.handle("POST /v1/cluster/shards/rebalance", RoleAdmin, s.rebalanceLeaders)
 	s.handle("POST /v1/cluster/shards/{shard}/move", RoleAdmin, s.moveReplica)
+	s.handle("POST "+pathDeliver, RoleAdmin, s.deliver)
+	s.handle("GET "+pathDeliveries, RoleReader, s.deliveries)
 }
 
 // notePlacement sets the placement header of a sharded node's answer.

@@ -147,6 +147,9 @@ type applier struct {
 	notes *Notes
 	// shard is the Machine's (shard.go).
 	shard engine.ShardLayout
+	// delivery, while a Deliver applies the command its entry carries,
+	// names that entry (outbox.go): the command came from another shard.
+	delivery *engine.DeliveryRef
 }
 
 func (a *applier) u64(key []byte) (uint64, error) {

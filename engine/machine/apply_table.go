@@ -89,4 +89,9 @@ var applyTable = [...]applyFunc{
 	engine.KindStartBatch:   on((*applier).startBatch),
 	engine.KindAdvanceBatch: on((*applier).advanceBatch),
 	engine.KindStopBatch:    on((*applier).stopBatch),
+
+	engine.KindDeliver:     on((*applier).deliver),
+	engine.KindAckDelivery: on((*applier).ackDelivery),
+	engine.KindChildClosed: on((*applier).childClosed),
+	engine.KindCloseChild:  on((*applier).closeChildOf),
 }

@@ -351,6 +351,11 @@ func (a *applier) effect(id engine.JobID, step string) (*engine.Effect, error) {
 // parent ended by Terminate or a timeout: a terminated child's own children
 // follow in turn. Children are visited in job id order.
 func (a *applier) closeChildren(parent *engine.Job) error {
+	// The children on other shards first: their policies travel through
+	// the outbox (outbox.go).
+	if err := a.closeRemoteChildren(parent); err != nil {
+		return err
+	}
 	ids, err := a.openChildren(parent.ID)
 	if err != nil {
 		return err
@@ -433,25 +438,41 @@ func (a *applier) closed(l *loaded, ev *engine.Event) error {
 	if j.ParentID == 0 {
 		return nil
 	}
+	failed := ev.Type != engine.EventJobCompleted
+	if a.remoteJob(j.ParentID) {
+		// The parent lives on another shard: the effect travels there
+		// through this shard's outbox, written in this transaction.
+		return a.sendChildClosed(j, ev.Payload, failed)
+	}
 	p, err := a.load(j.ParentID)
 	if errors.Is(err, engine.ErrUnknownJob) {
 		return nil
 	}
-	if err != nil || p.job.Status.Terminal() {
+	if err != nil {
 		return err
 	}
-	if e, err := a.effect(p.job.ID, j.ParentStep); err != nil || e != nil {
+	return a.recordChildEffect(p, j.ParentStep, ev.Payload, failed)
+}
+
+// recordChildEffect writes a child's end as the effect of step of its
+// parent p and wakes p, as closed describes; a parent that ended, or a step
+// whose effect is recorded already, takes nothing.
+func (a *applier) recordChildEffect(p *loaded, step string, payload []byte, failed bool) error {
+	if p.job.Status.Terminal() {
+		return nil
+	}
+	if e, err := a.effect(p.job.ID, step); err != nil || e != nil {
 		return err
 	}
-	eff := &engine.Effect{Step: j.ParentStep, Payload: ev.Payload, Failed: ev.Type != engine.EventJobCompleted, AtMS: a.now}
-	a.tx.Set(storage.EffectKey(uint64(p.job.ID), j.ParentStep), EncodeEffect(eff))
+	eff := &engine.Effect{Step: step, Payload: payload, Failed: failed, AtMS: a.now}
+	a.tx.Set(storage.EffectKey(uint64(p.job.ID), step), EncodeEffect(eff))
 	switch s := p.job.Status; {
-	case waitsForStep(p.job.Wait, j.ParentStep):
-		if _, err := a.wake(p, "step", j.ParentStep); err != nil {
+	case waitsForStep(p.job.Wait, step):
+		if _, err := a.wake(p, "step", step); err != nil {
 			return err
 		}
 	case s != engine.StatusWaiting && s != engine.StatusParked:
-		if _, err := a.appendEvent(p, engine.Event{Type: engine.EventEffectRecorded, Step: j.ParentStep}); err != nil {
+		if _, err := a.appendEvent(p, engine.Event{Type: engine.EventEffectRecorded, Step: step}); err != nil {
 			return err
 		}
 	default:

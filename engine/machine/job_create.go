@@ -17,8 +17,17 @@ func (a *applier) create(c *engine.CreateJob) (engine.Result, error) {
 	if c.WorkflowID != "" {
 		what = fmt.Sprintf("the parent job of the run with workflow id %q,", c.WorkflowID)
 	}
+	if a.delivery != nil && c.ParentID != 0 && engine.ShardOfJob(c.ParentID) == a.delivery.Source {
+		// A child delivered from its parent's shard, which checked the
+		// parent's lease when it wrote the entry: the delivery is the
+		// create's provenance (outbox.go).
+		return a.createRun(c, nil)
+	}
 	if err := a.jobOnShard("CreateJob", what, c.ParentID); err != nil {
 		return nil, err
+	}
+	if c.ParentID != 0 && a.remoteWorkflow(c.WorkflowID) {
+		return a.createRemoteChild(c)
 	}
 	if c.ParentID != 0 && !engine.LegacyParent(&c.Header, c.ParentID, c.ParentLease) {
 		if _, err := a.parentHeld(c.ParentLease, "CreateJob"); err != nil {
@@ -61,7 +70,7 @@ func (a *applier) createRun(c *engine.CreateJob, lastResult []byte) (engine.Resu
 		}
 	}
 	var parent *loaded
-	if c.ParentID != 0 {
+	if c.ParentID != 0 && !a.remoteJob(c.ParentID) {
 		p, err := a.load(c.ParentID)
 		if err != nil {
 			return nil, fmt.Errorf("CreateJob.ParentID: %w", err)

@@ -50,6 +50,9 @@ func (a *applier) resume(c *engine.Resume) (engine.Result, error) {
 // terminate ends a job as Terminated (Terminate), after checking, for a
 // parent's terminate of its child, that the parent holds its lease.
 func (a *applier) terminate(c *engine.Terminate) (engine.Result, error) {
+	if c.ByParent != nil && a.remoteChildTarget(c.Target) {
+		return a.terminateRemoteChild(c)
+	}
 	if c.ByParent != nil {
 		if err := a.childOf(c.Target, *c.ByParent); err != nil {
 			return nil, err

@@ -111,8 +111,9 @@ func (a *applier) reviewOnShard(c *engine.CreateReview) error {
 // also checks that the store holds only what routes to that shard (the
 // checks above, made of what is stored): every job and review task id
 // carries the shard's index, every run's workflow id, every review job and
-// every schedule id routes to it, no run's parent lives on another shard,
-// and a resource pool lives only on the home shard. With an unsharded l it
+// every schedule id routes to it, a run's parent on another shard lives on
+// a shard of the cluster, a resource pool lives only on the home shard, and
+// the outbox's records are well-formed (outbox_verify.go). With an unsharded l it
 // is Verify.
 func VerifyShard(r *storage.Reader, max int, l engine.ShardLayout) []error {
 	errs := Verify(r, max)
@@ -140,8 +141,10 @@ func VerifyShard(r *storage.Reader, max int, l engine.ShardLayout) []error {
 		if s := engine.ShardOfKey(j.WorkflowID, l.Count); s != l.Index && ok {
 			ok = wrong("job %d has workflow id %q, which routes to shard %d", j.ID, j.WorkflowID, s)
 		}
-		if s := engine.ShardOfJob(j.ParentID); j.ParentID != 0 && s != l.Index && ok {
-			ok = wrong("job %d has parent %d, of shard %d", j.ID, j.ParentID, s)
+		// A parent on another shard is one the child was delivered from
+		// (outbox.go); it must be a shard of the cluster.
+		if s := engine.ShardOfJob(j.ParentID); j.ParentID != 0 && s >= l.Count && ok {
+			ok = wrong("job %d has parent %d, of shard %d, which the cluster does not have", j.ID, j.ParentID, s)
 		}
 		return ok
 	})
@@ -169,6 +172,7 @@ func VerifyShard(r *storage.Reader, max int, l engine.ShardLayout) []error {
 		}
 		return true
 	})
+	v.outbox(l, wrong)
 	if l.Index != engine.ResourceHomeShard {
 		pool, err := ReadResources(r)
 		if err != nil {

@@ -108,6 +108,13 @@ type traceEnv struct {
 	jobs    map[engine.JobID]*leaseBook
 	reviews map[engine.ReviewID]*leaseBook
 	cov     *traceCoverage
+	// layout is the shard the store is (the shard directive); shards
+	// holds each shard's store of a sharded trace, and delivered the
+	// answers of its deliveries, by entry (trace_outbox_test.go).
+	layout    engine.ShardLayout
+	shards    map[int]*storage.DB
+	delivered map[engine.DeliveryRef]engine.DeliverResult
+	sent      map[engine.DeliveryRef][]byte
 }
 
 // leaseBook remembers the tokens of the attempts claimed of one job or task.
@@ -140,7 +147,7 @@ type lookDirective func(e *traceEnv, a *traceArgs) string
 
 // commandDirectives are the directives of every family, by name.
 var commandDirectives = mergeDirectives(leaseDirectives, jobDirectives, turnDirectives,
-	stepDirectives, reviewDirectives, scheduleDirectives, pauseDirectives, batchDirectives)
+	stepDirectives, reviewDirectives, scheduleDirectives, pauseDirectives, batchDirectives, outboxDirectives)
 
 var lookDirectives = map[string]lookDirective{
 	"history":  lookHistory,
@@ -164,6 +171,11 @@ func mergeDirectives(families ...map[string]commandDirective) map[string]command
 func (e *traceEnv) handle(t *testing.T, td *datadriven.TestData) string {
 	e.t = t
 	a := &traceArgs{t: t, td: td, used: map[string]bool{}}
+	if td.Cmd == "shard" {
+		out := e.switchShard(a)
+		a.done()
+		return out
+	}
 	if look, ok := lookDirectives[td.Cmd]; ok {
 		out := look(e, a)
 		a.done()
@@ -211,6 +223,7 @@ func (e *traceEnv) apply(cmd engine.Command) string {
 	}
 	e.seen[cmd.Kind()] = true // applied, not refused: a trace of what it writes
 	e.remember(res)
+	e.rememberDelivery(cmd, res)
 	var out strings.Builder
 	out.WriteString("result: " + formatResult(res) + "\n")
 	if tx.Len() == 0 {
@@ -303,7 +316,7 @@ func target(a *traceArgs) engine.Target {
 // verify fails the test on any problem machine.Verify finds in the store.
 func (e *traceEnv) verify() {
 	viewOK(e.t, e.db, func(r *storage.Reader) error {
-		for _, err := range machine.Verify(r, 10) {
+		for _, err := range machine.VerifyShard(r, 10, e.layout) {
 			e.t.Errorf("after this command the store breaks an invariant: %v", err)
 		}
 		return nil

@@ -178,10 +178,12 @@ func (r *run) createRemote(c *replay.Command) (done bool, err error) {
 		// conflict: the job exists, as when the request record has gone
 		// and the workflow id is taken.
 		if errors.Is(err, engine.ErrCrossShard) {
-			// A sharded cluster does not start a child or an activity
-			// task on another shard than its parent's yet: the step fails
-			// at once, saying so, rather than the turn retrying what
-			// cannot succeed (docs/sharding.md, "Cross-shard work").
+			// A sharded cluster creates a child or an activity task whose
+			// workflow id routes to another shard through its parent
+			// shard's outbox (phase 2); a node that still refuses it (one
+			// of an older version, or what phase 2 does not deliver) fails
+			// the step at once, saying so, rather than the turn retrying
+			// what cannot succeed (docs/sharding.md, "Cross-shard work").
 			msg := fmt.Sprintf("workflow %q cannot start %q: %v", r.job.WorkflowID, create.WorkflowID, err)
 			return true, r.commitFailure(c, temporal.NewNonRetryableApplicationError(msg, "CrossShard", nil))
 		}

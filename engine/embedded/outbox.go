@@ -1,0 +1,89 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// RemoteChildWait bounds how long Create waits for the acknowledgement of a
+// child's create delivered to another shard when its context sets no
+// deadline: the create is written, and a retry with the same request id
+// answers the child's job id once it is known.
+const RemoteChildWait = time.Minute
+
+// awaitRemoteChild waits until the link of step of job parent to its child
+// on another shard holds the child's job id (or the target's refusal), as
+// the acknowledgement of entry ref writes it, and answers it. It reads the
+// shard's state after each commit, never on a timer. Its context ending
+// first gives ErrUnknownOutcome: the create is on its way, and its retry is
+// safe.
+func (e *Engine) awaitRemoteChild(ctx context.Context, parent engine.JobID, step string, ref engine.DeliveryRef) (*engine.CreateResult, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, RemoteChildWait)
+		defer cancel()
+	}
+	// The acknowledgement is applied by this shard's group, so this
+	// replica's own state shows it once applied: read after each commit
+	// (a linearizable read each time would cost a round of heartbeats per
+	// commit and waiter). A replica that lost its leadership still applies
+	// the new leader's acknowledgement; one whose backend goes away stops
+	// waiting (StopWaiting).
+	read := engine.WithStaleRead(ctx)
+	for {
+		if e.stopped.Load() {
+			return nil, fmt.Errorf("%w: the engine closed while the create of the child of job %d step %q was on its way (%s); retry with the same request id",
+				engine.ErrUnknownOutcome, parent, step, ref)
+		}
+		changed := e.Committed() // before the read, so no commit is missed
+		var link *engine.RemoteChild
+		err := e.view(read, func(r *storage.Reader) error {
+			var err error
+			link, err = machine.ReadRemoteChild(r, parent, step)
+			return err
+		})
+		switch {
+		case err != nil:
+			return nil, err
+		case link == nil:
+			// The create wrote it, and nothing deletes it.
+			return nil, fmt.Errorf("%w: job %d step %q has no link to the child its create sent (%s)", engine.ErrInvariant, parent, step, ref)
+		case link.Child != 0:
+			return &engine.CreateResult{Job: link.Child, WorkflowID: link.WorkflowID}, nil
+		case link.Error != "":
+			return nil, machine.DeliveryError(link.Outcome, link.Error)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: the create of the child of job %d step %q is written and on its way to shard %d (%s): %v; retry with the same request id",
+				engine.ErrUnknownOutcome, parent, step, ref.Target, ref, ctx.Err())
+		}
+	}
+}
+
+// DeliveryBacklog returns what this shard's outbox holds for each target
+// shard (machine.OutboxBacklog), read from this replica's own state: on a
+// follower it may trail the leader's by a few entries.
+func (e *Engine) DeliveryBacklog(ctx context.Context, source int) ([]engine.DeliveryBacklog, error) {
+	var out []engine.DeliveryBacklog
+	err := e.view(engine.WithStaleRead(ctx), func(r *storage.Reader) error {
+		var err error
+		out, err = machine.OutboxBacklog(r, source)
+		return err
+	})
+	return out, err
+}
+
+// StopWaiting tells the Engine that its backend is going away (a Raft node
+// closing): whoever waits for a commit in it looks again and gives up.
+// Close calls it.
+func (e *Engine) StopWaiting() {
+	e.stopped.Store(true)
+	e.NotifyCommitted(nil)
+}

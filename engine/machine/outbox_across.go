@@ -1,0 +1,138 @@
+package machine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// VerifyAcrossShards checks what links the shards of a sharded cluster of
+// count shards (docs/sharding.md, "Cross-shard work"), beyond what
+// VerifyShard checks of each alone. view reads shard k's store (its
+// leader's, every shard at one moment: a quiet cluster, or a restored
+// backup). It checks that:
+//
+//   - a parent's link to a child on another shard that names the child
+//     finds it there, a run of the link's workflow id naming the parent and
+//     its step;
+//   - a run whose parent lives on another shard has its parent's link, not
+//     a refused one, for its workflow id;
+//   - a child that ended (the last run of its chain) has its end recorded
+//     on its parent's link, or on its way there (a pending entry on its
+//     shard);
+//   - a link the child's end reached has the effect on the parent's step,
+//     unless the parent ended.
+//
+// It returns the problems found, up to max (0: no bound).
+func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) error) error, max int) []error {
+	v := &verifier{max: max}
+	type link struct {
+		shard int
+		c     *engine.RemoteChild
+	}
+	links := map[string]link{} // by parent and step
+	linkKey := func(parent engine.JobID, step string) string { return fmt.Sprintf("%d/%s", parent, step) }
+	type child struct {
+		shard int
+		j     *engine.Job
+	}
+	var children []child
+	jobs := map[engine.JobID]*engine.Job{}
+	// closing holds the children whose end is on its way: a pending
+	// ChildClosed entry, by parent and step.
+	closing := map[string]bool{}
+	effects := map[string]bool{}
+	for k := 0; k < count; k++ {
+		err := view(k, func(r *storage.Reader) error {
+			if err := r.Scan(storage.RemoteChildPrefix, nil, true, func(key, b []byte) (bool, error) {
+				c := new(engine.RemoteChild)
+				if _, err := storage.DecodeAt(key, b, storage.KindRemoteChild, remoteChildVersion, c); err != nil {
+					return v.add(err), nil
+				}
+				links[linkKey(c.Parent, c.Step)] = link{k, c}
+				e, err := r.Get(storage.EffectKey(uint64(c.Parent), c.Step))
+				switch {
+				case err == nil && len(e) > 0:
+					effects[linkKey(c.Parent, c.Step)] = true
+				case err != nil && !errors.Is(err, storage.ErrNotFound):
+					return false, err
+				}
+				return true, nil
+			}); err != nil {
+				return err
+			}
+			if err := r.Scan(storage.JobPrefix, nil, true, func(key, b []byte) (bool, error) {
+				j := new(engine.Job)
+				if _, err := storage.DecodeAt(key, b, storage.KindJob, jobVersion, j); err != nil {
+					return v.add(err), nil
+				}
+				jobs[j.ID] = j
+				if j.ParentID != 0 && engine.ShardOfJob(j.ParentID) != k {
+					children = append(children, child{k, j})
+				}
+				return true, nil
+			}); err != nil {
+				return err
+			}
+			return r.Scan(storage.OutboxEntryPrefix, nil, true, func(key, b []byte) (bool, error) {
+				e := new(engine.OutboxEntry)
+				if _, err := storage.DecodeAt(key, b, storage.KindOutboxEntry, outboxEntryVersion, e); err != nil {
+					return v.add(err), nil
+				}
+				if e.Kind != engine.KindChildClosed {
+					return true, nil
+				}
+				cmd, err := DecodeCommand(e.Command)
+				if err != nil {
+					return v.add(err), nil
+				}
+				if cc, ok := cmd.(*engine.ChildClosed); ok {
+					closing[linkKey(cc.Parent, cc.Step)] = true
+				}
+				return true, nil
+			})
+		})
+		if err != nil {
+			v.add(fmt.Errorf("reading shard %d: %w", k, err))
+		}
+	}
+	for key, l := range links {
+		c := l.c
+		if c.Child != 0 {
+			j := jobs[c.Child]
+			switch {
+			case j == nil:
+				v.add(fmt.Errorf("job %d step %q on shard %d links child %d, which shard %d does not hold", c.Parent, c.Step, l.shard, c.Child, c.Delivery.Target))
+			case j.ParentID != c.Parent || j.ParentStep != c.Step || j.WorkflowID != c.WorkflowID:
+				v.add(fmt.Errorf("job %d step %q links child %d, whose parent is %d step %q and workflow id %q", c.Parent, c.Step, c.Child, j.ParentID, j.ParentStep, j.WorkflowID))
+			}
+		}
+		if c.Closed {
+			if p := jobs[c.Parent]; p != nil && !p.Status.Terminal() && !effects[key] {
+				v.add(fmt.Errorf("job %d step %q: its child's end arrived, but the step has no effect", c.Parent, c.Step))
+			}
+		}
+	}
+	for _, ch := range children {
+		j := ch.j
+		key := linkKey(j.ParentID, j.ParentStep)
+		l, ok := links[key]
+		switch {
+		case !ok:
+			v.add(fmt.Errorf("job %d on shard %d has parent %d step %q, which has no link to it", j.ID, ch.shard, j.ParentID, j.ParentStep))
+			continue
+		case l.c.Error != "":
+			v.add(fmt.Errorf("job %d on shard %d exists, but its parent's link %d step %q says its create was refused (%s)", j.ID, ch.shard, j.ParentID, j.ParentStep, l.c.Error))
+			continue
+		case l.c.WorkflowID != j.WorkflowID:
+			v.add(fmt.Errorf("job %d on shard %d has workflow id %q, but its parent's link names %q", j.ID, ch.shard, j.WorkflowID, l.c.WorkflowID))
+			continue
+		}
+		if j.Status.Terminal() && j.NextRunID == 0 && !l.c.Closed && !closing[key] {
+			v.add(fmt.Errorf("job %d on shard %d ended, but its end is neither on its parent's link %d step %q nor on its way", j.ID, ch.shard, j.ParentID, j.ParentStep))
+		}
+	}
+	return v.errs
+}

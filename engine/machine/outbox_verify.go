@@ -1,0 +1,160 @@
+package machine
+
+import (
+	"errors"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// outbox checks the outbox's records of shard l (VerifyShard): every
+// pending entry was written by this shard, for another shard of the
+// cluster, under the key of its target and sequence, no later than the
+// sequence its target's counter gave, carries a command of its kind, and
+// has a live source record (the job whose step or end it carries); every
+// delivered record names another shard of the cluster as its source and
+// this one as its target, under its key; every remote child link belongs
+// to a job of this shard, and one still pending has its entry.
+func (v *verifier) outbox(l engine.ShardLayout, wrong func(format string, a ...any) bool) {
+	jobExists := func(id engine.JobID) bool {
+		ok, err := v.has(storage.JobKey(uint64(id)))
+		if err != nil {
+			v.add(err)
+		}
+		return ok || err != nil
+	}
+	err := v.r.Scan(storage.OutboxEntryPrefix, nil, true, func(k, b []byte) (bool, error) {
+		e := new(engine.OutboxEntry)
+		if _, err := storage.DecodeAt(k, b, storage.KindOutboxEntry, outboxEntryVersion, e); err != nil {
+			return v.add(err), nil
+		}
+		at, err := storage.ParseOutboxPair(k)
+		if err != nil {
+			return v.add(err), nil
+		}
+		next, err := v.u64(storage.OutboxNextKey(at.Shard))
+		if err != nil {
+			return v.add(err), nil
+		}
+		switch {
+		case e.Source != l.Index:
+			return wrong("outbox entry %s was written by shard %d", e.DeliveryRef, e.Source), nil
+		case e.Target != at.Shard || e.Seq != at.Seq:
+			return wrong("outbox entry %s is stored under target %d seq %d", e.DeliveryRef, at.Shard, at.Seq), nil
+		case e.Target >= l.Count || e.Target == l.Index:
+			return wrong("outbox entry %s names shard %d, not another shard of %d", e.DeliveryRef, e.Target, l.Count), nil
+		case e.Seq == 0 || e.Seq > next:
+			return wrong("outbox entry %s is beyond the last sequence %d given for shard %d", e.DeliveryRef, next, e.Target), nil
+		}
+		cmd, err := DecodeCommand(e.Command)
+		if err != nil {
+			return wrong("outbox entry %s: its command: %v", e.DeliveryRef, err), nil
+		}
+		var source engine.JobID
+		switch c := cmd.(type) {
+		case *engine.CreateJob:
+			source = c.ParentID
+			if e.Parent != c.ParentID || e.Step != c.ParentStep {
+				return wrong("outbox entry %s creates a child of job %d step %q but links job %d step %q", e.DeliveryRef, c.ParentID, c.ParentStep, e.Parent, e.Step), nil
+			}
+		case *engine.ChildClosed:
+			source = c.Child
+		case *engine.CloseChild:
+			source = c.Parent
+		default:
+			return wrong("outbox entry %s carries a %s, which is not delivered", e.DeliveryRef, cmd.Kind()), nil
+		}
+		if cmd.Kind() != e.Kind {
+			return wrong("outbox entry %s says it carries a %s but carries a %s", e.DeliveryRef, e.Kind, cmd.Kind()), nil
+		}
+		if source == 0 || !jobExists(source) {
+			return wrong("outbox entry %s: its source job %d does not exist", e.DeliveryRef, source), nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		v.add(err)
+	}
+	err = v.r.Scan(storage.OutboxDeliveredPrefix, nil, true, func(k, b []byte) (bool, error) {
+		d := new(engine.DeliveredRecord)
+		if _, err := storage.DecodeAt(k, b, storage.KindDelivered, deliveredVersion, d); err != nil {
+			return v.add(err), nil
+		}
+		at, err := storage.ParseOutboxPair(k)
+		switch {
+		case err != nil:
+			return v.add(err), nil
+		case d.Source != at.Shard || d.Seq != at.Seq || d.Target != l.Index:
+			return wrong("delivered record %s is stored under source %d seq %d", d.DeliveryRef, at.Shard, at.Seq), nil
+		case d.Source >= l.Count || d.Source == l.Index:
+			return wrong("delivered record %s names source shard %d, not another shard of %d", d.DeliveryRef, d.Source, l.Count), nil
+		case d.Answer.Kind == 0 || (len(d.Answer.Result) == 0) == (d.Answer.Error == ""):
+			return wrong("delivered record %s holds neither a result nor a refusal, or both", d.DeliveryRef), nil
+		}
+		if acked, err := v.u64(storage.AckedBelowKey(d.Source)); err != nil {
+			return v.add(err), nil
+		} else if d.Seq < acked {
+			return wrong("delivered record %s is below the acknowledged sequence %d of its source", d.DeliveryRef, acked), nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		v.add(err)
+	}
+	err = v.r.Scan(storage.RemoteChildPrefix, nil, true, func(k, b []byte) (bool, error) {
+		c := new(engine.RemoteChild)
+		if _, err := storage.DecodeAt(k, b, storage.KindRemoteChild, remoteChildVersion, c); err != nil {
+			return v.add(err), nil
+		}
+		parent, step, err := storage.ParseRemoteChildKey(k)
+		switch {
+		case err != nil:
+			return v.add(err), nil
+		case uint64(c.Parent) != parent || c.Step != step:
+			return wrong("remote child link of job %d step %q is stored under job %d step %q", c.Parent, c.Step, parent, step), nil
+		case !jobExists(c.Parent):
+			return wrong("remote child link of job %d step %q: the job does not exist", c.Parent, c.Step), nil
+		case c.Delivery.Source != l.Index || c.Delivery.Target >= l.Count || c.Delivery.Target == l.Index:
+			return wrong("remote child link of job %d step %q names %s", c.Parent, c.Step, c.Delivery), nil
+		case c.Child != 0 && engine.ShardOfJob(c.Child) != c.Delivery.Target:
+			return wrong("remote child link of job %d step %q names child %d, not of shard %d", c.Parent, c.Step, c.Child, c.Delivery.Target), nil
+		}
+		if c.Closed && c.Child == 0 {
+			return wrong("remote child link of job %d step %q is closed without a child", c.Parent, c.Step), nil
+		}
+		if c.Pending() {
+			ok, err := v.has(storage.OutboxEntryKey(c.Delivery.Target, c.Delivery.Seq))
+			if err != nil {
+				return v.add(err), nil
+			}
+			if !ok {
+				return wrong("remote child link of job %d step %q waits for %s, which is not pending", c.Parent, c.Step, c.Delivery), nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		v.add(err)
+	}
+}
+
+// u64 reads a counter, 0 when absent.
+func (v *verifier) u64(key []byte) (uint64, error) {
+	b, err := v.r.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return storage.ParseU64(b)
+}
+
+// has reports whether key is stored.
+func (v *verifier) has(key []byte) (bool, error) {
+	_, err := v.r.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}

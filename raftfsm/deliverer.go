@@ -1,0 +1,291 @@
+package raftfsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// The deliverer of a sharded node (docs/sharding.md, "Cross-shard work"):
+// for each shard this node leads, it delivers the shard's pending outbox
+// entries to their target shards (Deliver), then acknowledges each to the
+// shard's own group (AckDelivery), which deletes the entry. Each pair of
+// source and target shards has a worker of its own, so a target that
+// cannot be reached (a partitioned node, each try waiting out its timeout)
+// holds back only its own pair. A worker delivers its pair's entries one at
+// a time in the order written; a failure stops it, and it tries again
+// after a backoff that doubles from deliverBackoffMin to deliverBackoffMax.
+// The node's loop wakes at every commit and leadership change of its
+// shards (Host.ShardsChanged), looks at the outbox of each shard it leads
+// that applied something since its last look, and wakes the workers of
+// the pairs with entries pending: with nothing pending nothing runs, and
+// only a worker in backoff waits on a timer.
+//
+// A target shard this node leads is delivered to in process; another
+// node's through HostConfig.DeliverTo, the node speaking as itself. A new
+// leader of a shard finds the entries in the shard's state and delivers
+// them again: the target's delivered record answers a repeat with the
+// first outcome, so the effect lands once.
+
+const (
+	deliverBackoffMin = 20 * time.Millisecond
+	deliverBackoffMax = 5 * time.Second
+	// deliverTimeout bounds one delivery or acknowledgement.
+	deliverTimeout = 10 * time.Second
+	// deliverBatch bounds the entries of one pair read at a time.
+	deliverBatch = 64
+)
+
+// DeliverFunc sends a Deliver to node (whose HTTP address is httpAddr),
+// the target shard's leader, and returns its answer. httpapi.NodeSender's
+// Deliver is one.
+type DeliverFunc func(ctx context.Context, node, httpAddr string, d *engine.Deliver) (*engine.DeliverResult, error)
+
+// pairKey names the entries from one shard to another.
+type pairKey struct{ source, target int }
+
+// deliverer is a node's delivery state.
+type deliverer struct {
+	h  *Host
+	mu sync.Mutex
+	// workers are the pairs' workers, started at a pair's first entry.
+	workers map[pairKey]chan struct{}
+	// delivered counts the entries this node acknowledged, by pair.
+	delivered map[pairKey]uint64
+	// scanned is, by shard this node leads, the applied index its outbox
+	// was last looked at: a shard that applied nothing since is not looked
+	// at again. Used by the loop's goroutine only.
+	scanned map[int]uint64
+}
+
+// deliverLoop runs the node's loop until the node closes.
+func (h *Host) deliverLoop() {
+	defer h.wg.Done()
+	d := h.delivery
+	for {
+		changed := h.ShardsChanged() // before the look, so no commit is missed
+		d.pass()
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-changed:
+		}
+	}
+}
+
+// pass wakes the workers of the pairs with entries pending in the shards
+// this node leads.
+func (d *deliverer) pass() {
+	for k := range d.h.shards {
+		n := d.h.Shard(k)
+		if n == nil || !n.IsLeader() || d.h.ctx.Err() != nil {
+			delete(d.scanned, k) // looked at afresh when it leads again
+			continue
+		}
+		applied := n.fsm.Applied()
+		if last, ok := d.scanned[k]; ok && last == applied {
+			continue
+		}
+		d.scanned[k] = applied
+		var backlog []engine.DeliveryBacklog
+		err := n.Engine().View(engine.WithStaleRead(d.h.ctx), func(r *storage.Reader) error {
+			var err error
+			backlog, err = machine.OutboxBacklog(r, k)
+			return err
+		})
+		if err != nil {
+			d.h.report(fmt.Errorf("shard %d: reading the outbox: %w", k, err))
+			delete(d.scanned, k)
+			continue
+		}
+		for _, b := range backlog {
+			d.wake(pairKey{k, b.Target})
+		}
+	}
+}
+
+// wake wakes pair p's worker, starting it first if needed.
+func (d *deliverer) wake(p pairKey) {
+	d.mu.Lock()
+	ch, ok := d.workers[p]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		d.workers[p] = ch
+		d.h.wg.Add(1)
+		go d.work(p, ch)
+	}
+	d.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+	default: // already woken
+	}
+}
+
+// work is pair p's worker: at each wake it delivers the pair's pending
+// entries in order while this node leads the source shard, backing off
+// after a failure.
+func (d *deliverer) work(p pairKey, wake <-chan struct{}) {
+	defer d.h.wg.Done()
+	ctx := d.h.ctx
+	var delay time.Duration
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		}
+		for {
+			n := d.h.Shard(p.source)
+			if n == nil || !n.IsLeader() || ctx.Err() != nil {
+				break
+			}
+			done, err := d.drain(ctx, n, p)
+			if err == nil {
+				delay = 0
+				if done {
+					break
+				}
+				continue
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			delay = min(max(2*delay, deliverBackoffMin), deliverBackoffMax)
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}
+}
+
+// drain delivers and acknowledges up to deliverBatch pending entries of
+// pair p, in order, stopping at the first failure; done says that none
+// were left.
+func (d *deliverer) drain(ctx context.Context, n *Node, p pairKey) (done bool, err error) {
+	var entries []*engine.OutboxEntry
+	err = n.Engine().View(engine.WithStaleRead(ctx), func(r *storage.Reader) error {
+		return r.Scan(storage.OutboxTargetPrefix(p.target), nil, true, func(k, b []byte) (bool, error) {
+			e, err := machine.DecodeOutboxEntry(b)
+			if err != nil {
+				return false, err
+			}
+			entries = append(entries, e)
+			return len(entries) < deliverBatch, nil
+		})
+	})
+	if err != nil {
+		d.h.report(fmt.Errorf("shard %d: reading the outbox: %w", p.source, err))
+		return false, err
+	}
+	for _, e := range entries {
+		if err := d.one(ctx, n, e); err != nil {
+			return false, err
+		}
+	}
+	return len(entries) == 0, nil
+}
+
+// one delivers entry e of shard n and acknowledges it.
+func (d *deliverer) one(ctx context.Context, n *Node, e *engine.OutboxEntry) error {
+	ctx, cancel := context.WithTimeout(ctx, deliverTimeout)
+	defer cancel()
+	// The entries of this pair before e are acknowledged: they went
+	// first, in order (shard), or are gone from the outbox.
+	ans, err := d.send(ctx, &engine.Deliver{DeliveryRef: e.DeliveryRef, Command: e.Command, AckedBelow: e.Seq})
+	switch {
+	case err == nil:
+		a := *ans
+		a.Duplicate = false
+		ans = &a
+	case refusal(err):
+		// The target refused the command for good (a child whose workflow
+		// id is taken, a run gone), writing nothing: the refusal is
+		// recorded there as the entry's outcome, first outcome wins, and
+		// what is recorded is the answer.
+		msg, outcome := err.Error(), machine.Outcome(err)
+		if len(msg) > 4<<10 {
+			msg = msg[:4<<10]
+		}
+		refused := &engine.DeliverResult{Kind: e.Kind, Error: strings.ToValidUTF8(msg, "?"), Outcome: outcome}
+		ans, err = d.send(ctx, &engine.Deliver{DeliveryRef: e.DeliveryRef, Command: e.Command, AckedBelow: e.Seq, Refusal: refused})
+		if err != nil {
+			return err
+		}
+		a := *ans
+		a.Duplicate = false
+		ans = &a
+	default:
+		return err
+	}
+	_, err = n.Engine().Propose(ctx, &engine.AckDelivery{DeliveryRef: e.DeliveryRef, Answer: *ans})
+	if err == nil {
+		d.mu.Lock()
+		d.delivered[pairKey{e.Source, e.Target}]++
+		d.mu.Unlock()
+	}
+	return err
+}
+
+// send proposes del to its target shard's leader: in process when this
+// node leads it, else through DeliverTo.
+func (d *deliverer) send(ctx context.Context, del *engine.Deliver) (*engine.DeliverResult, error) {
+	if t := d.h.Shard(del.Target); t != nil && t.IsLeader() {
+		res, err := t.Engine().Propose(ctx, del)
+		if err != nil {
+			return nil, err
+		}
+		out, ok := res.(*engine.DeliverResult)
+		if !ok {
+			return nil, fmt.Errorf("%w: Deliver returned %T", engine.ErrInvariant, res)
+		}
+		return out, nil
+	}
+	id, addr := d.h.ShardLeader(del.Target)
+	switch {
+	case id == "" || id == d.h.ID():
+		return nil, &engine.NotLeaderError{}
+	case d.h.cfg.DeliverTo == nil:
+		return nil, fmt.Errorf("%w: shard %d is led by node %s, and this node has no way to deliver to another node (HostConfig.DeliverTo)", engine.ErrNotLeader, del.Target, id)
+	}
+	return d.h.cfg.DeliverTo(ctx, id, addr, del)
+}
+
+// refusal reports whether err is the target's refusal of the delivered
+// command itself (one that a retry would meet again), not a failure to
+// reach the target's leader or to apply there.
+func refusal(err error) bool {
+	if errors.Is(err, engine.ErrNotLeader) || errors.Is(err, engine.ErrUnknownOutcome) || errors.Is(err, engine.ErrClosed) {
+		return false
+	}
+	switch machine.Outcome(err) {
+	case "other", "storage_read", "corrupt", "invariant":
+		return false
+	}
+	return true
+}
+
+// Delivered returns how many outbox entries of shard source for shard
+// target this node acknowledged since it started.
+func (h *Host) Delivered(source, target int) uint64 {
+	h.delivery.mu.Lock()
+	defer h.delivery.mu.Unlock()
+	return h.delivery.delivered[pairKey{source, target}]
+}
+
+// report passes a background error to OnSchedulerError, if set.
+func (h *Host) report(err error) {
+	if h.cfg.OnSchedulerError != nil && h.ctx.Err() == nil {
+		h.cfg.OnSchedulerError(err)
+	}
+}

@@ -1,0 +1,135 @@
+package storage
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+)
+
+// The outbox's keyspace (docs/sharding.md, "Cross-shard work"): what a shard
+// of a sharded cluster sends to another, and what it received. One prefix
+// byte (a capital, as the list's indexes) with a sub-tag byte per kind of
+// key, as the review tasks have.
+//
+//	Oe<target:8><seq:8>     outbox entry: a command for shard target, in the order written
+//	On<target:8>            the last sequence given to an entry for shard target
+//	Od<source:8><seq:8>     delivered record: entry seq of shard source was applied here, and its outcome
+//	Oc<parent:8><step>      a parent's step whose child runs on another shard: the child's job id once known
+//	Ow<source:8>            every entry of shard source below this sequence is acknowledged: their delivered records are gone
+const PrefixOutbox byte = 'O'
+
+// Record kinds of the outbox; the numbers are stored and never reused.
+const (
+	KindOutboxEntry Kind = 19
+	KindDelivered   Kind = 20
+	KindRemoteChild Kind = 21
+)
+
+// Sub-tags of the outbox keys.
+const (
+	outboxTagEntry     = 'e'
+	outboxTagNext      = 'n'
+	outboxTagDelivered = 'd'
+	outboxTagChild     = 'c'
+	outboxTagAcked     = 'w'
+)
+
+// Prefixes of the outbox key kinds, for scans.
+var (
+	OutboxEntryPrefix     = []byte{PrefixOutbox, outboxTagEntry}
+	OutboxNextPrefix      = []byte{PrefixOutbox, outboxTagNext}
+	OutboxDeliveredPrefix = []byte{PrefixOutbox, outboxTagDelivered}
+	RemoteChildPrefix     = []byte{PrefixOutbox, outboxTagChild}
+)
+
+func outboxKey(tag byte, capacity int) []byte {
+	b := make([]byte, 2, 2+capacity)
+	b[0], b[1] = PrefixOutbox, tag
+	return b
+}
+
+// OutboxTargetPrefix is where the entries for shard target are, in order.
+func OutboxTargetPrefix(target int) []byte {
+	return appendU64(outboxKey(outboxTagEntry, 16), uint64(target))
+}
+
+// OutboxEntryKey is the key of entry seq for shard target.
+func OutboxEntryKey(target int, seq uint64) []byte { return appendU64(OutboxTargetPrefix(target), seq) }
+
+// OutboxNextKey holds the last sequence given to an entry for shard target.
+func OutboxNextKey(target int) []byte { return appendU64(outboxKey(outboxTagNext, 8), uint64(target)) }
+
+// DeliveredKey is the key of the record of entry seq of shard source,
+// applied on this shard.
+func DeliveredKey(source int, seq uint64) []byte {
+	return appendU64(appendU64(outboxKey(outboxTagDelivered, 16), uint64(source)), seq)
+}
+
+// RemoteChildPrefix is where the steps of job parent whose children run on
+// other shards are.
+func RemoteChildJobPrefix(parent uint64) []byte {
+	return appendU64(outboxKey(outboxTagChild, 8+16), parent)
+}
+
+// RemoteChildKey is the key of the link of step of job parent to a child
+// on another shard.
+func RemoteChildKey(parent uint64, step string) []byte {
+	return append(RemoteChildJobPrefix(parent), step...)
+}
+
+// AckedBelowKey holds the sequence below which every entry of shard source
+// is acknowledged, as its deliveries said (engine.Deliver.AckedBelow).
+func AckedBelowKey(source int) []byte { return appendU64(outboxKey(outboxTagAcked, 8), uint64(source)) }
+
+// OutboxPair is the (shard, seq) of an entry or delivered key.
+type OutboxPair struct {
+	Shard int
+	Seq   uint64
+}
+
+// ParseOutboxPair decodes an entry key (its target and seq) or a delivered
+// key (its source and seq).
+func ParseOutboxPair(k []byte) (OutboxPair, error) {
+	if len(k) != 18 || k[0] != PrefixOutbox || (k[1] != outboxTagEntry && k[1] != outboxTagDelivered) {
+		return OutboxPair{}, keyError(k, "not an outbox entry or delivered key")
+	}
+	s := binary.BigEndian.Uint64(k[2:10])
+	if s > 1<<16 {
+		return OutboxPair{}, keyError(k, "names no shard")
+	}
+	return OutboxPair{Shard: int(s), Seq: binary.BigEndian.Uint64(k[10:18])}, nil
+}
+
+// ParseRemoteChildKey decodes a remote child link's key.
+func ParseRemoteChildKey(k []byte) (parent uint64, step string, err error) {
+	if len(k) < 10 || k[0] != PrefixOutbox || k[1] != outboxTagChild {
+		return 0, "", keyError(k, "not a remote child key")
+	}
+	return binary.BigEndian.Uint64(k[2:10]), string(k[10:]), nil
+}
+
+// outbox describes an outbox key (DescribeKey).
+func (d *keyDescriber) outbox() string {
+	if len(d.k) < 2 {
+		return "invalid key " + hex.EncodeToString(d.k)
+	}
+	d.rest = d.k[2:]
+	var ok bool
+	switch d.k[1] {
+	case outboxTagEntry:
+		ok = d.u64("target") && d.u64("seq") && d.end()
+	case outboxTagNext:
+		ok = d.u64("target") && d.end()
+	case outboxTagAcked:
+		ok = d.u64("source") && d.end()
+	case outboxTagDelivered:
+		ok = d.u64("source") && d.u64("seq") && d.end()
+	case outboxTagChild:
+		ok = d.u64("parent") && d.tail("step")
+	default:
+		return "unknown key " + hex.EncodeToString(d.k)
+	}
+	if !ok {
+		return "invalid key " + hex.EncodeToString(d.k)
+	}
+	return d.b.String()
+}
