@@ -109,7 +109,7 @@ func TestStoreCheckers(t *testing.T) {
 	if n, _ := DuplicateCommits(jobs); n != 1 {
 		t.Fatalf("DuplicateCommits = %d, want 1", n)
 	}
-	lost := Lost([]Ack{{"a", 1}, {"b", 2}, {"c", 3}}, jobs)
+	lost := Lost([]Ack{{"a", 1, ""}, {"b", 2, ""}, {"c", 3, ""}}, jobs)
 	if len(lost) != 2 {
 		t.Fatalf("Lost = %v, want the open job and the missing one", lost)
 	}
@@ -203,5 +203,28 @@ func TestReadOpsTakesReleasesFromTheHistory(t *testing.T) {
 	}
 	if ok, msg, err := CheckLinearizable(ops, "", 0); err != nil || !ok {
 		t.Fatalf("a history with releases was refused: %s %v", msg, err)
+	}
+}
+
+// CrossShardChildren counts a child created twice for one step as
+// duplicated, and a child never created or never ended as lost.
+func TestCrossShardChildren(t *testing.T) {
+	job := func(id, parent engine.JobID, wf, step string, st engine.Status) *JobHistory {
+		return &JobHistory{Job: &engine.Job{ID: id, ParentID: parent, ParentStep: step, WorkflowID: wf, Status: st}}
+	}
+	jobs := map[engine.JobID]*JobHistory{
+		1:  job(1, 0, "a", "", engine.StatusCompleted),
+		2:  job(2, 0, "b", "", engine.StatusCompleted),
+		3:  job(3, 0, "c", "", engine.StatusCompleted),
+		4:  job(4, 0, "d", "", engine.StatusCompleted),
+		11: job(11, 1, "a-child", "c1", engine.StatusCompleted),
+		12: job(12, 2, "b-child", "c1", engine.StatusCompleted),
+		13: job(13, 2, "b-child", "c1", engine.StatusCompleted),
+		14: job(14, 3, "c-child", "c1", engine.StatusRunning),
+	}
+	acks := []Ack{{"a", 1, "a-child"}, {"b", 2, "b-child"}, {"c", 3, "c-child"}, {"d", 4, "d-child"}, {"e", 5, ""}}
+	children, dup, lost, problems := CrossShardChildren(acks, jobs)
+	if children != 4 || dup != 1 || lost != 2 || len(problems) != 3 {
+		t.Fatalf("children %d, duplicated %d, lost %d, problems %q; want 4, 1, 2 and three lines", children, dup, lost, problems)
 	}
 }

@@ -33,19 +33,31 @@ type cluster struct {
 	nodes []*node
 	certs *runCerts
 	// shards is the shard count of a sharded cluster (docs/sharding.md),
-	// 0 for a cluster of one Raft group. Every node holds a replica of
-	// every shard (three nodes, three replicas).
+	// 0 for a cluster of one Raft group. A sharded cluster has four nodes,
+	// each shard three replicas on three of them, so that a replica can
+	// move to the fourth during the run.
 	shards int
 }
 
+// shardedNodes is the node count of a sharded chaos cluster.
+const shardedNodes = 4
+
 func startCluster(ctx context.Context, bin, dir, logs string, ps *procs, shards int) (*cluster, error) {
-	certs, err := makeCerts(filepath.Join(dir, "certs"), "n1", "n2", "n3")
+	count := 3
+	if shards > 0 {
+		count = shardedNodes
+	}
+	var ids []string
+	for i := 1; i <= count; i++ {
+		ids = append(ids, fmt.Sprintf("n%d", i))
+	}
+	certs, err := makeCerts(filepath.Join(dir, "certs"), ids...)
 	if err != nil {
 		return nil, err
 	}
 	c := &cluster{bin: bin, logs: logs, ps: ps, certs: certs, shards: shards}
 	targets := map[string]string{}
-	for i := 1; i <= 3; i++ {
+	for i := 1; i <= count; i++ {
 		h, err := freePort()
 		if err != nil {
 			return nil, err
@@ -142,18 +154,21 @@ func (c *cluster) status(ctx context.Context, n *node) (httpapi.ClusterStatus, e
 }
 
 // shardsLed reports whether st, a node's status, names a leader for every
-// shard of a sharded cluster (always true of a cluster of one group).
+// shard the node holds a replica of (always true of a cluster of one
+// group), and no move is under way.
 func (c *cluster) shardsLed(st httpapi.ClusterStatus) bool {
 	if c.shards == 0 {
 		return true
 	}
-	led := 0
+	if st.ShardCount != c.shards {
+		return false
+	}
 	for _, s := range st.Shards {
-		if s.LeaderID != "" {
-			led++
+		if s.LeaderID == "" || s.MoveTo != "" {
+			return false
 		}
 	}
-	return len(st.Shards) == c.shards && led == c.shards
+	return true
 }
 
 // leader returns the node that reports itself the leader, or nil. In a
@@ -217,7 +232,7 @@ func (c *cluster) healthy(ctx context.Context) bool {
 			shardLead[s.Shard] = s.LeaderID
 		}
 	}
-	return true
+	return len(shardLead) == c.shards
 }
 
 // waitHealthy waits up to d for healthy.

@@ -78,6 +78,16 @@ func (d *driver) startOne(ctx context.Context, r *rand.Rand) (Ack, bool) {
 	// lease from it yet (docs/sharding.md, "Cross-shard work"): only the
 	// runs of that shard take the resource step.
 	in.NoSlot = d.shards > 1 && engine.ShardOfKey(wf, d.shards) != engine.ResourceHomeShard
+	// On a sharded cluster every other run starts a child on another
+	// shard: its create and its result cross shards through the outbox.
+	if d.shards > 1 && i%2 == 0 {
+		home := engine.ShardOfKey(wf, d.shards)
+		for n := 0; in.ChildID == ""; n++ {
+			if id := fmt.Sprintf("%s-child-%d", wf, n); engine.ShardOfKey(id, d.shards) != home {
+				in.ChildID = id
+			}
+		}
+	}
 	opts := client.StartWorkflowOptions{ID: wf, TaskQueue: Queue, RequestID: fmt.Sprintf("start-%d-%d", d.seed, i)}
 	for ctx.Err() == nil {
 		run, err := d.c.ExecuteWorkflow(ctx, opts, "ChaosFlow", in)
@@ -85,7 +95,7 @@ func (d *driver) startOne(ctx context.Context, r *rand.Rand) (Ack, bool) {
 			// The run id is the job id in decimal; a run id that is not
 			// one leaves Job 0, which the checkers report as lost.
 			job, _ := strconv.ParseUint(run.GetRunID(), 10, 64)
-			a := Ack{WorkflowID: wf, Job: engine.JobID(job)}
+			a := Ack{WorkflowID: wf, Job: engine.JobID(job), ChildID: in.ChildID}
 			d.mu.Lock()
 			d.acks = append(d.acks, a)
 			d.mu.Unlock()

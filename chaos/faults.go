@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/heddlewf/heddle/engine/httpapi"
 )
 
 // faultLog counts and records the faults of a run.
@@ -14,6 +17,7 @@ type faultLog struct {
 	mu                                                  sync.Mutex
 	faults                                              []Fault
 	kills, leaderKills, pauses, partitions, workerKills int
+	moves                                               int
 }
 
 func (l *faultLog) add(f Fault) {
@@ -52,13 +56,21 @@ func (c *cluster) nodeFaults(ctx context.Context, r *rand.Rand, log *faultLog, s
 		if lead == nil {
 			continue
 		}
-		other := c.nodes[r.IntN(3)]
+		other := c.nodes[r.IntN(len(c.nodes))]
 		for other == lead {
-			other = c.nodes[r.IntN(3)]
+			other = c.nodes[r.IntN(len(c.nodes))]
 		}
 		hold := between(r, 1500*time.Millisecond, 4*time.Second)
 		f := Fault{Start: time.Now().UnixNano()}
 		switch p := r.IntN(100); {
+		case c.shards > 0 && p < 15:
+			f.Kind, f.Target = c.moveReplica(ctx, r, say)
+			if f.Kind == "" {
+				continue // no move could be asked now
+			}
+			log.mu.Lock()
+			log.moves++
+			log.mu.Unlock()
 		case p < 52:
 			f.Kind, f.Target = "kill-leader", lead.id
 			c.killRestart(ctx, lead, between(r, 200*time.Millisecond, 2*time.Second))
@@ -160,4 +172,80 @@ func (c *cluster) partition(ctx context.Context, r *rand.Rand, p int, lead, othe
 		}
 		return "flap", lead.id + "<->" + other.id
 	}
+}
+
+// moveReplica moves a replica of a random shard, its leader's half the
+// time, to the node that holds none of it, and waits (up to a minute) for
+// the move to end. It returns the fault's kind and target, or "" when no
+// node could be asked or the move was refused.
+func (c *cluster) moveReplica(ctx context.Context, r *rand.Rand, say func(string, ...any)) (string, string) {
+	var st httpapi.ClusterStatus
+	var asked *node
+	for _, n := range c.nodes {
+		if n.paused || n.proc == nil || n.proc.exited() {
+			continue
+		}
+		var err error
+		if st, err = c.status(ctx, n); err == nil && len(st.Shards) > 0 {
+			asked = n
+			break
+		}
+	}
+	if asked == nil {
+		return "", ""
+	}
+	s := st.Shards[r.IntN(len(st.Shards))]
+	if len(s.Replicas) == 0 || s.MoveTo != "" {
+		return "", ""
+	}
+	from := s.Replicas[r.IntN(len(s.Replicas))]
+	if r.IntN(2) == 0 && s.LeaderID != "" {
+		from = s.LeaderID
+	}
+	to := ""
+	for _, n := range c.nodes {
+		if !slices.Contains(s.Replicas, n.id) {
+			to = n.id
+		}
+	}
+	if to == "" {
+		return "", ""
+	}
+	mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err := asked.status.MoveReplica(mctx, s.Shard, from, to)
+	cancel()
+	if err != nil {
+		say("moving shard %d from %s to %s was refused: %v", s.Shard, from, to, err)
+		return "", ""
+	}
+	target := fmt.Sprintf("shard %d %s->%s", s.Shard, from, to)
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if done := c.moved(ctx, s.Shard, to); done {
+			return "move", target
+		}
+		sleepCtx(ctx, 200*time.Millisecond)
+	}
+	say("the move of %s had not ended after a minute; going on", target)
+	return "move", target
+}
+
+// moved reports whether some node's status shows shard k on node to with
+// no move under way.
+func (c *cluster) moved(ctx context.Context, k int, to string) bool {
+	for _, n := range c.nodes {
+		if n.paused || n.proc == nil || n.proc.exited() {
+			continue
+		}
+		st, err := c.status(ctx, n)
+		if err != nil {
+			continue
+		}
+		for _, s := range st.Shards {
+			if s.Shard == k && s.MoveTo == "" && slices.Contains(s.Replicas, to) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -194,7 +195,7 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 
 	acks := drv.acked()
 	sum.WorkflowsStarted = len(acks)
-	sum.Kills, sum.Pauses, sum.Partitions = flog.kills, flog.pauses, flog.partitions
+	sum.Kills, sum.Pauses, sum.Partitions, sum.Moves = flog.kills, flog.pauses, flog.partitions, flog.moves
 	det.LeaderKills, det.WorkerKills = flog.leaderKills, flog.workerKills
 
 	var reps []*StoreReport
@@ -217,11 +218,16 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 		sum.DuplicateCommits = max(sum.DuplicateCommits, d)
 		det.Problems = append(det.Problems, where...)
 	}
-	sum.NodesConverged = applied > 0 && reps[0].Hash == reps[1].Hash && reps[1].Hash == reps[2].Hash
+	sum.NodesConverged = applied > 0 && sameReplicas(reps)
 	if !sum.NodesConverged {
 		det.Problems = append(det.Problems, fmt.Sprintf("state hashes differ or indexes never matched: %v (applied %d)", det.Hashes, applied))
 	}
-	jobs := reps[0].ByID
+	// Every run, from the replicas that hold it (in a sharded cluster of
+	// four nodes a node holds three shards of four).
+	jobs := map[engine.JobID]*JobHistory{}
+	for i := len(reps) - 1; i >= 0; i-- {
+		maps.Copy(jobs, reps[i].ByID)
+	}
 	lost := Lost(acks, jobs)
 	sum.Lost = len(lost)
 	det.Problems = append(det.Problems, lost...)
@@ -239,9 +245,56 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 	}
 	sum.ReexecutionsAfterCommit, sum.Linearizable = checkLogs(&det, logs, jobs, flog.all(), end)
 	checkResources(&sum, &det, logs, flog.all(), end)
+	if cl.shards > 0 {
+		var problems []string
+		sum.CrossShardChildren, sum.DeliveriesDuplicated, sum.DeliveriesLost, problems = CrossShardChildren(acks, jobs)
+		det.Problems = append(det.Problems, problems...)
+		// A pending entry is in every replica of its shard: counted once.
+		pending := map[int]int{}
+		for _, rep := range reps {
+			for k, n := range rep.Pending {
+				pending[k] = max(pending[k], n)
+			}
+		}
+		for _, n := range pending {
+			sum.DeliveriesPending += n
+		}
+		var dirs []string
+		for _, n := range cl.nodes {
+			dirs = append(dirs, n.dir)
+		}
+		for _, err := range VerifyAcrossShards(dirs, cl.shards) {
+			sum.InvariantViolations++
+			det.Problems = append(det.Problems, "across shards: "+err.Error())
+		}
+	}
 	sum.DurationS = time.Since(began).Seconds()
 	ok = sum.OK()
 	return sum, det, nil
+}
+
+// sameReplicas reports whether every replica of each group holds the same
+// state: the one group's on every node, or each shard's on the nodes that
+// hold it.
+func sameReplicas(reps []*StoreReport) bool {
+	if reps[0].ShardHashes == nil {
+		for _, r := range reps[1:] {
+			if r.Hash != reps[0].Hash {
+				return false
+			}
+		}
+		return true
+	}
+	seen := map[int]string{}
+	for _, r := range reps {
+		for k, h := range r.ShardHashes {
+			if first, ok := seen[k]; ok && first != h {
+				return false
+			}
+			seen[k] = h
+		}
+	}
+	return true
 }
 
 // checkLogs runs the checkers over the workers' logs and the histories.
@@ -282,22 +335,9 @@ func (c *cluster) waitConverged(ctx context.Context, d time.Duration) uint64 {
 	deadline := time.Now().Add(d)
 	var last []uint64
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		var idx []uint64
-		same := true
-		for i, n := range c.nodes {
-			st, err := c.status(ctx, n)
-			if err != nil {
-				same = false
-				break
-			}
-			got := c.appliedIndexes(st)
-			if i > 0 && !slices.Equal(got, idx) {
-				same = false
-				break
-			}
-			idx = got
-		}
-		if same && idx != nil && slices.Equal(idx, last) {
+		idx := c.appliedIndexes(ctx)
+		same := idx != nil
+		if same && slices.Equal(idx, last) {
 			var sum uint64
 			for _, x := range idx {
 				sum += x
@@ -314,22 +354,31 @@ func (c *cluster) waitConverged(ctx context.Context, d time.Duration) uint64 {
 	return 0
 }
 
-// appliedIndexes is what a node's status says it applied: its one group's
-// index, or in a sharded cluster each shard's in shard order (nil while
-// it does not report every shard, or one has applied nothing).
-func (c *cluster) appliedIndexes(st httpapi.ClusterStatus) []uint64 {
-	if c.shards == 0 {
-		if st.AppliedIndex == 0 {
+// appliedIndexes is what the nodes' statuses say they applied: the one
+// group's index, or in a sharded cluster each shard's in shard order, when
+// every replica of it reports the same (nil while they differ, a node does
+// not answer, or a shard has applied nothing).
+func (c *cluster) appliedIndexes(ctx context.Context) []uint64 {
+	n := max(c.shards, 1)
+	out := make([]uint64, n)
+	for _, node := range c.nodes {
+		st, err := c.status(ctx, node)
+		if err != nil {
 			return nil
 		}
-		return []uint64{st.AppliedIndex}
-	}
-	out := make([]uint64, c.shards)
-	for _, s := range st.Shards {
-		if s.Shard < 0 || s.Shard >= c.shards {
-			return nil
+		if c.shards == 0 {
+			st.Shards = []engine.ShardStatus{{Shard: 0, AppliedIndex: st.AppliedIndex}}
 		}
-		out[s.Shard] = s.AppliedIndex
+		for _, s := range st.Shards {
+			switch {
+			case s.Shard < 0 || s.Shard >= n:
+				return nil
+			case out[s.Shard] == 0:
+				out[s.Shard] = s.AppliedIndex
+			case out[s.Shard] != s.AppliedIndex:
+				return nil
+			}
+		}
 	}
 	if slices.Contains(out, 0) {
 		return nil

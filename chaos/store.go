@@ -30,6 +30,12 @@ type StoreReport struct {
 	Violations []error // machine.Verify's findings
 	Hash       string  // SHA-256 over every key and value, in key order
 	Keys       int
+	// Pending counts the outbox entries not yet delivered, by shard (a
+	// sharded node's).
+	Pending map[int]int
+	// ShardHashes are the hashes of the shards a sharded node holds, by
+	// shard (nil for a node of one group).
+	ShardHashes map[int]string
 }
 
 // statePath returns the live state database of a node directory: the one
@@ -56,20 +62,29 @@ func ReadStore(dir string) (*StoreReport, error) {
 	return readStore(dir, engine.ShardLayout{})
 }
 
-// ReadShardedNode reads every shard of a sharded node's directory (its
+// ReadShardedNode reads every shard a sharded node's directory holds (its
 // shards/NNNN directories) as ReadStore reads one group's, each verified
 // as its shard (machine.VerifyShard), and joins them: the jobs of every
 // shard (their ids are unique across shards), every shard's violations
-// named by shard, and a hash over the shards' hashes in shard order, so
-// that two nodes' hashes are equal exactly when each of their shards is.
+// named by shard, each shard's hash (ShardHashes), and a hash over them in
+// shard order.
 func ReadShardedNode(dir string, shards int) (*StoreReport, error) {
-	all := &StoreReport{Jobs: map[string]*JobHistory{}, ByID: map[engine.JobID]*JobHistory{}}
+	all := &StoreReport{Jobs: map[string]*JobHistory{}, ByID: map[engine.JobID]*JobHistory{}, ShardHashes: map[int]string{}}
 	h := sha256.New()
 	for k := range shards {
-		rep, err := readStore(filepath.Join(dir, "shards", fmt.Sprintf("%04d", k)), engine.ShardLayout{Index: k, Count: shards})
+		sdir := filepath.Join(dir, "shards", fmt.Sprintf("%04d", k))
+		if _, err := os.Stat(sdir); errors.Is(err, os.ErrNotExist) {
+			continue // no replica of this shard here
+		}
+		rep, err := readStore(sdir, engine.ShardLayout{Index: k, Count: shards})
 		if err != nil {
 			return nil, err
 		}
+		all.ShardHashes[k] = rep.Hash
+		if all.Pending == nil {
+			all.Pending = map[int]int{}
+		}
+		all.Pending[k] = rep.Pending[k]
 		// A hash's Write never fails.
 		_, _ = fmt.Fprintf(h, "shard %d %s\n", k, rep.Hash)
 		all.Keys += rep.Keys
@@ -98,6 +113,16 @@ func readStore(dir string, layout engine.ShardLayout) (_ *StoreReport, err error
 	rep := &StoreReport{Jobs: map[string]*JobHistory{}, ByID: map[engine.JobID]*JobHistory{}}
 	err = db.View(func(r *storage.Reader) error {
 		rep.Violations = machine.VerifyShard(r, 100, layout)
+		if layout.Sharded() {
+			backlog, err := machine.OutboxBacklog(r, layout.Index)
+			if err != nil {
+				return err
+			}
+			rep.Pending = map[int]int{}
+			for _, b := range backlog {
+				rep.Pending[layout.Index] += int(b.Pending)
+			}
+		}
 		h := sha256.New()
 		var n [8]byte
 		if err := r.Scan(nil, nil, true, func(k, v []byte) (bool, error) {
@@ -169,6 +194,9 @@ func DuplicateCommits(jobs map[engine.JobID]*JobHistory) (int, []string) {
 type Ack struct {
 	WorkflowID string       `json:"wf"`
 	Job        engine.JobID `json:"job"`
+	// ChildID is the workflow id of the child the run starts (FlowInput),
+	// "" for none.
+	ChildID string `json:"child,omitempty"`
 }
 
 // Lost lists the acknowledged starts that are missing from the store or
@@ -201,4 +229,79 @@ func CommitTimes(jobs map[engine.JobID]*JobHistory) map[string]int64 {
 		}
 	}
 	return out
+}
+
+// CrossShardChildren checks the children the acknowledged runs started
+// (Ack.ChildID) in jobs, the runs of every shard: each must exist once,
+// as the child of its parent's step, and have ended. It returns how many
+// children there were, the ones created more than once for one parent step
+// (duplicated) and the ones missing or never ended (lost), with a line for
+// each finding.
+func CrossShardChildren(acks []Ack, jobs map[engine.JobID]*JobHistory) (children, duplicated, lost int, problems []string) {
+	type step struct {
+		parent engine.JobID
+		name   string
+	}
+	of := map[step][]*engine.Job{}
+	byWF := map[string][]*engine.Job{}
+	for _, jh := range jobs {
+		if jh.Job.ParentID != 0 {
+			k := step{jh.Job.ParentID, jh.Job.ParentStep}
+			of[k] = append(of[k], jh.Job)
+			byWF[jh.Job.WorkflowID] = append(byWF[jh.Job.WorkflowID], jh.Job)
+		}
+	}
+	for k, js := range of {
+		if len(js) > 1 && jobs[k.parent] != nil {
+			duplicated += len(js) - 1
+			problems = append(problems, fmt.Sprintf("job %d step %q has %d children", k.parent, k.name, len(js)))
+		}
+	}
+	for _, a := range acks {
+		if a.ChildID == "" {
+			continue
+		}
+		children++
+		var mine []*engine.Job
+		for _, j := range byWF[a.ChildID] {
+			if j.ParentID == a.Job {
+				mine = append(mine, j)
+			}
+		}
+		switch {
+		case len(mine) == 0:
+			lost++
+			problems = append(problems, fmt.Sprintf("workflow %s (job %d): its child %s was never created", a.WorkflowID, a.Job, a.ChildID))
+		case !mine[len(mine)-1].Status.Terminal():
+			lost++
+			problems = append(problems, fmt.Sprintf("workflow %s (job %d): its child %s is still %s", a.WorkflowID, a.Job, a.ChildID, mine[len(mine)-1].Status))
+		}
+	}
+	return children, duplicated, lost, problems
+}
+
+// VerifyAcrossShards runs machine.VerifyAcrossShards over the stopped
+// nodes' directories: each shard read from the first node that holds a
+// replica of it (the replicas converged, which the run checks apart).
+func VerifyAcrossShards(dirs []string, shards int) []error {
+	view := func(k int, fn func(r *storage.Reader) error) (err error) {
+		for _, dir := range dirs {
+			sdir := filepath.Join(dir, "shards", fmt.Sprintf("%04d", k))
+			if _, err := os.Stat(sdir); err != nil {
+				continue
+			}
+			path, err := statePath(sdir)
+			if err != nil {
+				return err
+			}
+			db, err := storage.Open(storage.Options{Dir: path})
+			if err != nil {
+				return fmt.Errorf("chaos: opening shard %d of %s: %w", k, dir, err)
+			}
+			defer func() { err = errors.Join(err, db.Close()) }()
+			return db.View(fn)
+		}
+		return fmt.Errorf("chaos: no node holds a replica of shard %d", k)
+	}
+	return machine.VerifyAcrossShards(shards, view, 100)
 }

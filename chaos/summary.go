@@ -11,13 +11,15 @@ import (
 type Summary struct {
 	Seed uint64 `json:"seed"`
 	// Shards is the shard count of a sharded cluster's run (0: one group).
-	Shards             int     `json:"shards,omitempty"`
-	DurationS          float64 `json:"duration_s"`
-	Kills              int     `json:"kills"`
-	Pauses             int     `json:"pauses"`
-	Partitions         int     `json:"partitions"`
-	WorkflowsStarted   int     `json:"workflows_started"`
-	WorkflowsCompleted int     `json:"workflows_completed"`
+	Shards     int     `json:"shards,omitempty"`
+	DurationS  float64 `json:"duration_s"`
+	Kills      int     `json:"kills"`
+	Pauses     int     `json:"pauses"`
+	Partitions int     `json:"partitions"`
+	// Moves counts the shard replicas moved during the run (sharded).
+	Moves              int `json:"moves,omitempty"`
+	WorkflowsStarted   int `json:"workflows_started"`
+	WorkflowsCompleted int `json:"workflows_completed"`
 	// WorkflowsFailed counts the runs that ended Failed: the workload never
 	// fails on its own, so each is a finding (its checks of the race and
 	// the cancellation, or an engine bug).
@@ -31,6 +33,15 @@ type Summary struct {
 	// ResourceOverleases counts the moments more activity tries used a
 	// resource than it has units (CheckResourceOverleases).
 	ResourceOverleases int `json:"resource_overleases"`
+	// On a sharded cluster: the children started on another shard than
+	// their parent's (CrossShardChildren), the deliveries still pending in
+	// the shards' outboxes once the run drained, the children created more
+	// than once for one step (duplicated) and the ones never created or
+	// never ended (lost).
+	CrossShardChildren   int `json:"cross_shard_children,omitempty"`
+	DeliveriesPending    int `json:"deliveries_pending"`
+	DeliveriesDuplicated int `json:"deliveries_duplicated"`
+	DeliveriesLost       int `json:"deliveries_lost"`
 }
 
 // Details are the counts and findings the JSON summary leaves out.
@@ -52,7 +63,8 @@ type Details struct {
 // OK reports whether every check passed.
 func (s Summary) OK() bool {
 	return s.Lost == 0 && s.WorkflowsFailed == 0 && s.DuplicateCommits == 0 && s.InvariantViolations == 0 &&
-		s.ReexecutionsAfterCommit == 0 && s.Linearizable && s.NodesConverged && s.ResourceOverleases == 0
+		s.ReexecutionsAfterCommit == 0 && s.Linearizable && s.NodesConverged && s.ResourceOverleases == 0 &&
+		s.DeliveriesDuplicated == 0 && s.DeliveriesLost == 0
 }
 
 // Print writes the human summary; it returns w's error.
@@ -63,8 +75,12 @@ func Print(w io.Writer, s Summary, d Details) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "chaos %s: %s (seed %d, %.0fs)\n", d.Scenario, verdict, s.Seed, s.DurationS)
-	fmt.Fprintf(&b, "  faults: %d node kills (%d of the leader), %d pauses, %d partitions, %d worker kills\n",
+	fmt.Fprintf(&b, "  faults: %d node kills (%d of the leader), %d pauses, %d partitions, %d worker kills",
 		s.Kills, d.LeaderKills, s.Pauses, s.Partitions, d.WorkerKills)
+	if s.Shards > 0 {
+		fmt.Fprintf(&b, ", %d replica moves", s.Moves)
+	}
+	b.WriteString("\n")
 	if d.Restarts > 0 {
 		fmt.Fprintf(&b, "  restarts checked: %d, acknowledged commands present after each: %d\n", d.Restarts, d.AckedCommands)
 	}
@@ -72,6 +88,10 @@ func Print(w io.Writer, s Summary, d Details) error {
 	fmt.Fprintf(&b, "  activities: %d executions, %d repeats (%d with no fault to explain them), %d after their commit\n",
 		d.Executions, d.Reexecuted, len(d.Unexplained), s.ReexecutionsAfterCommit)
 	fmt.Fprintf(&b, "  resources: %d tries on units, %d over-leases\n", d.ResourceTries, s.ResourceOverleases)
+	if s.Shards > 0 {
+		fmt.Fprintf(&b, "  across shards: %d children, deliveries %d pending, %d duplicated, %d lost\n",
+			s.CrossShardChildren, s.DeliveriesPending, s.DeliveriesDuplicated, s.DeliveriesLost)
+	}
 	fmt.Fprintf(&b, "  store: %d duplicate commits, %d invariant violations, linearizable=%v, converged=%v (applied index %d)\n",
 		s.DuplicateCommits, s.InvariantViolations, s.Linearizable, s.NodesConverged, d.AppliedIndex)
 	for i, p := range d.Problems {

@@ -38,9 +38,24 @@ type FlowInput struct {
 	// NoSlot leaves out the step on a resource unit: on a sharded cluster
 	// only the runs of the pool's shard take it.
 	NoSlot bool `json:"no_slot,omitempty"`
+	// ChildID, when set, is the workflow id of a child workflow the run
+	// starts after its first activity and waits for (ChaosChild): on a
+	// sharded cluster the driver names it on another shard, so its start
+	// and its result cross shards through the outbox.
+	ChildID string `json:"child_id,omitempty"`
 }
 
-// ChaosFlow is the workflow the workers run: an activity, a durable timer,
+// ChaosChild is the child workflow of a chaos run: one activity.
+func ChaosChild(ctx workflow.Context, workMS int) (int, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &workflow.RetryPolicy{InitialInterval: 100 * time.Millisecond, MaximumAttempts: 100}})
+	var n int
+	err := workflow.ExecuteActivity(ctx, "ChaosStep", workMS).Get(ctx, &n)
+	return n, err
+}
+
+// ChaosFlow is the workflow the workers run: an activity, a child workflow
+// when the input names one, a durable timer,
 // a race and a cancellation (raceAndCancel), two activities in parallel, an
 // activity on a unit of a resource, a wait for a signal, a last activity.
 func ChaosFlow(ctx workflow.Context, in FlowInput) (int, error) {
@@ -57,6 +72,12 @@ func ChaosFlow(ctx workflow.Context, in FlowInput) (int, error) {
 	}
 	if err := run(workflow.ExecuteActivity(ctx, "ChaosStep", in.WorkMS)); err != nil {
 		return 0, err
+	}
+	if in.ChildID != "" {
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: in.ChildID})
+		if err := run(workflow.ExecuteChildWorkflow(cctx, "ChaosChild", in.WorkMS)); err != nil {
+			return 0, err
+		}
 	}
 	if err := workflow.Sleep(ctx, time.Duration(in.SleepMS)*time.Millisecond); err != nil {
 		return 0, err
@@ -208,6 +229,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (err error) {
 			fmt.Fprintf(os.Stderr, "chaos worker %s: job %d: %v\n", cfg.Name, job, err)
 		}})
 	w.RegisterWorkflowWithName(ChaosFlow, "ChaosFlow")
+	w.RegisterWorkflowWithName(ChaosChild, "ChaosChild")
 	w.RegisterActivityWithName(step, "ChaosStep")
 	w.RegisterActivityWithName(func(ctx context.Context) error {
 		if err := log.record(ctx); err != nil {
