@@ -270,3 +270,22 @@ func TestGroupCostShardedCluster(t *testing.T) {
 	}
 	checkResult(t, res)
 }
+
+// children on a sharded cluster: half the children land on another shard
+// and are delivered through the outbox; every parent gets its child's end.
+func TestChildrenShardedCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a sharded cluster runs twice N parents")
+	}
+	res, err := Run(Options{Workload: "children", Mode: ModeCluster, Shards: 4, N: 20, Dir: t.TempDir(), CeilingDuration: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Extra["children_across_shards"]; got != 10 {
+		t.Errorf("children across shards %v, want 10 of 20", got)
+	}
+	if res.Extra["within_shard_workflows_per_s"] <= 0 || res.Extra["half_across_over_within"] <= 0 {
+		t.Errorf("extras %v: want the within-shard figures", res.Extra)
+	}
+	checkResult(t, res)
+}
