@@ -70,8 +70,11 @@ type nodeLog struct {
 	queue      []*logWrite
 	committing bool
 
-	// commits counts the committer's transactions, for tests.
+	// commits counts the committer's transactions and appends the
+	// appends (StoreLogs calls) they carried: their ratio is how much
+	// group commit gathers (NodeLogCounts).
 	commits atomic.Uint64
+	appends atomic.Uint64
 	// Test hooks, nil outside tests: testQueued is called when an append
 	// joins the queue behind a commit in progress, testBeforeCommit with
 	// the groups of each batch before its transaction.
@@ -240,10 +243,25 @@ func (l *nodeLog) commit(batch []*logWrite) error {
 		return nil
 	})
 	l.commits.Add(1)
+	l.appends.Add(uint64(len(batch)))
 	if err != nil {
 		return fmt.Errorf("raftfsm: appending to the node log %s: %w", l.path, err)
 	}
 	return nil
+}
+
+// NodeLogCounts is what a node log's committer has done since the node
+// opened it: its transactions (each synced once) and the appends they
+// carried, one per StoreLogs call of any of the node's groups.
+type NodeLogCounts struct {
+	Commits uint64
+	Appends uint64
+}
+
+// NodeLogCounts reports the node log's commits and appends so far, to
+// measure how much group commit gathers (bench prints appends per commit).
+func (h *Host) NodeLogCounts() NodeLogCounts {
+	return NodeLogCounts{Commits: h.log.commits.Load(), Appends: h.log.appends.Load()}
 }
 
 // groupBucket returns group g's bucket sub (logBucket or stableBucket),
