@@ -40,10 +40,10 @@ func (s *Server) claim(c *call) (any, error) {
 	if err := c.decode(&cmd); err != nil {
 		return nil, err
 	}
-	if c.r.URL.Query().Get("recall") == "1" {
+	switch q := c.r.URL.Query(); {
+	case q.Get("recall") == "1":
 		return s.recallClaim(c, cmd)
-	}
-	if c.r.URL.Query().Get("cut") == "1" {
+	case q.Get("cut") == "1":
 		return s.cutClaim(cmd)
 	}
 	// The poll is this node's to record, also while it waits here
