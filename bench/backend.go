@@ -327,6 +327,18 @@ func openShardedCluster(root string, obs observation, secure bool, shards int) (
 // waitHostsReady waits until every host is ready and every shard is led
 // by the node the placement wants, so the run starts with the leaders
 // spread.
+// nodeLogCounts sums a sharded cluster's node logs' commits and appends
+// (zero for other backends, which have no node log).
+func (b *backend) nodeLogCounts() raftfsm.NodeLogCounts {
+	var c raftfsm.NodeLogCounts
+	for _, h := range b.hosts {
+		n := h.NodeLogCounts()
+		c.Commits += n.Commits
+		c.Appends += n.Appends
+	}
+	return c
+}
+
 func waitHostsReady(hosts []*raftfsm.Host, shards int) error {
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		ok := true

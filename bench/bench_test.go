@@ -244,6 +244,11 @@ func TestSeq3ShardedCluster(t *testing.T) {
 	if res.Shards != 4 || res.CPUMSPerUnit <= 0 || res.CeilingLoop.Kind != "4-groups-raft3-badger-apply" {
 		t.Errorf("shards %d, CPU %.3f ms per workflow, ceiling %q: want 4 shards, the CPU, 4 bare groups", res.Shards, res.CPUMSPerUnit, res.CeilingLoop.Kind)
 	}
+	// Every commit of a node log carries at least one append, and a
+	// workflow's commands cost some.
+	if a, c := res.Extra["log_appends_per_commit"], res.Extra["log_commits_per_workflow"]; !(a >= 1) || !(c > 0) {
+		t.Errorf("log_appends_per_commit %v, log_commits_per_workflow %v: want at least 1, and some", a, c)
+	}
 	checkResult(t, res)
 }
 

@@ -31,6 +31,7 @@ func runSeq3(r *runner) error {
 	c := r.client()
 	ctx := context.Background()
 	claims0 := r.b.svc.claims.Load()
+	log0 := r.b.nodeLogCounts()
 	t, err := r.timed("workflows", func(i int) error {
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("seq3-%d", i), TaskQueue: queue}, Seq3)
 		if err == nil {
@@ -42,6 +43,12 @@ func runSeq3(r *runner) error {
 		return err
 	}
 	r.res.Extra["claims_per_workflow"] = float64(r.b.svc.claims.Load()-claims0) / float64(r.n)
+	if log1 := r.b.nodeLogCounts(); log1.Commits > log0.Commits {
+		// A sharded cluster's node logs: how many appends (of all of a
+		// node's groups) one commit and sync carried, over the nodes.
+		r.res.Extra["log_appends_per_commit"] = float64(log1.Appends-log0.Appends) / float64(log1.Commits-log0.Commits)
+		r.res.Extra["log_commits_per_workflow"] = float64(log1.Commits-log0.Commits) / float64(r.n)
+	}
 	ceil, err := r.ceiling(commandPayloadBytes, starters, 0)
 	if err != nil {
 		return err

@@ -251,12 +251,24 @@ func shardOfRequest(rq request, count int) (int, bool) {
 // cost grows with the nodes, not with the shards.
 
 // claimAcross long-polls (with wait) or asks once (without) every node in
-// view for cmd and answers with what the first non-empty answer took,
-// after the others ended: they are cut at once, and what a cut poll took
-// anyway is given back by its node; what two polls answered together, over
-// cmd.Max, the client gives back itself.
+// view for cmd and answers with what the first non-empty answer took.
+//
+// Without wait the others are cancelled at once and waited for; what a
+// cancelled claim took anyway is given back by its node, and what two
+// answered together, over cmd.Max, the client gives back itself. With wait
+// the others are cut on their nodes (POST /v1/jobs/claim?cut=1), so that
+// they answer over connections that stay open, and claimAcross returns
+// without waiting for them: what they answer is given back in the
+// background, and a node whose poll did not answer (the cut failed, or
+// took longer than cutGrace, and the poll was cancelled) is asked what it
+// took (recallLater).
 func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Claim, wait bool) ([]engine.ClaimedJob, error) {
-	got, cut, err := fanOut(ctx, c, view, "/v1/jobs/claim", &cmd, wait, func(r *engine.ClaimResult) []engine.ClaimedJob { return r.Jobs })
+	items := func(r *engine.ClaimResult) []engine.ClaimedJob { return r.Jobs }
+	var cut func(string) error
+	if wait && cmd.RequestID != "" {
+		cut = func(base string) error { return c.cutPoll(ctx, base, cmd) }
+	}
+	got, rest, err := fanOut(ctx, c, view, "/v1/jobs/claim", &cmd, wait, items, cut)
 	seen := map[engine.JobID]bool{}
 	var jobs, surplus []engine.ClaimedJob
 	for _, j := range got {
@@ -271,9 +283,22 @@ func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Cl
 		}
 		seen[j.Job] = true
 	}
-	if len(got) > 0 {
-		// seen is the recall's from here on: no one else touches it.
-		c.recallLater(cut, cmd, seen)
+	if rest != nil {
+		// seen is the background's from here on: no one else touches it.
+		go func() {
+			r := <-rest
+			var back []engine.ClaimedJob
+			for _, j := range r.items {
+				if !seen[j.Job] {
+					back = append(back, j)
+					seen[j.Job] = true
+				}
+			}
+			if len(back) > 0 {
+				c.releaseSurplus(context.WithoutCancel(ctx), back)
+			}
+			c.recallLater(r.unsure, cmd, seen)
+		}()
 	}
 	if len(surplus) > 0 {
 		c.releaseSurplus(context.WithoutCancel(ctx), surplus)
@@ -282,6 +307,32 @@ func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Cl
 		return jobs, nil
 	}
 	return nil, err
+}
+
+// cutGrace is how long a client waits for the long polls it cut on their
+// nodes to answer before it cancels them (closing their connections) and
+// leaves what they took to recallLater. A cut is one round trip.
+const cutGrace = 2 * time.Second
+
+// cutPoll asks the node at base to end its long polls under cmd's request
+// id (POST /v1/jobs/claim?cut=1), which then answer over their own
+// connections. A node of an older version, which does not know cut=1,
+// claims without a wait instead: what such an answer holds is given back.
+func (c *Client) cutPoll(ctx context.Context, base string, cmd engine.Claim) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cutGrace)
+	defer cancel()
+	payload, err := encodeRequestBody(&cmd)
+	if err != nil {
+		return err
+	}
+	var r engine.ClaimResult
+	rq := request{method: http.MethodPost, path: "/v1/jobs/claim", body: &cmd, out: &r, command: true, noRoute: true,
+		query: url.Values{"cut": {"1"}}}
+	_, err = c.try(ctx, base, rq, payload)
+	if len(r.Jobs) > 0 {
+		c.releaseSurplus(ctx, r.Jobs)
+	}
+	return err
 }
 
 // releaseSurplus requeues jobs claimed beyond what the caller asked for,
@@ -297,7 +348,7 @@ func (c *Client) releaseSurplus(ctx context.Context, jobs []engine.ClaimedJob) {
 
 // claimReviewsAcross is claimAcross for review tasks.
 func (c *Client) claimReviewsAcross(ctx context.Context, view *shardView, cmd engine.ClaimReviews, wait bool) ([]engine.ClaimedReview, error) {
-	got, _, err := fanOut(ctx, c, view, "/v1/tasks/claim", &cmd, wait, func(r *engine.ClaimReviewsResult) []engine.ClaimedReview { return r.Reviews })
+	got, _, err := fanOut(ctx, c, view, "/v1/tasks/claim", &cmd, wait, func(r *engine.ClaimReviewsResult) []engine.ClaimedReview { return r.Reviews }, nil)
 	seen := map[engine.ReviewID]bool{}
 	var out []engine.ClaimedReview
 	for _, t := range got {
@@ -312,50 +363,137 @@ func (c *Client) claimReviewsAcross(ctx context.Context, view *shardView, cmd en
 	return nil, err
 }
 
+// lateAnswers is what the polls fanOut cut on their nodes answered after
+// it returned: their items, and the nodes whose polls ended without an
+// answer (what those took is unknown).
+type lateAnswers[T any] struct {
+	items  []T
+	unsure []string
+}
+
+// pollAnswer is how one node's poll of fanOut ended.
+type pollAnswer[T any] struct {
+	base  string
+	items []T
+	err   error
+}
+
 // fanOut posts body to path at every node of view, each as long polls
-// (wait) or once, until one answers with items; then it cuts the others,
-// waits for them and returns every item answered. It returns an error only
-// when no node answered with items: the first one no retry can fix, or
-// ctx's. It also returns the nodes whose polls it cut after an answer.
-func fanOut[R, T any](ctx context.Context, c *Client, view *shardView, path string, body any, wait bool, items func(*R) []T) (_ []T, cut []string, _ error) {
-	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type answer struct {
-		base  string
-		items []T
-		err   error
+// (wait) or once, until one answers with items.
+//
+// With cut (a claim's long polls), it then asks cut of every node whose
+// poll is still open, and returns at once what answered: the rest ends in
+// the background, and rest receives, once, what those polls answered and
+// which of them ended without an answer (a failed cut, or a poll still
+// open cutGrace later, is cancelled).
+//
+// Without cut it cancels the others, waits for them and returns every
+// item answered; rest is nil.
+//
+// It returns an error only when no node answered with items: the first
+// one no retry can fix, or ctx's.
+func fanOut[R, T any](ctx context.Context, c *Client, view *shardView, path string, body any, wait bool, items func(*R) []T, cut func(base string) error) (_ []T, rest <-chan lateAnswers[T], _ error) {
+	// The polls end with ctx until one answered; after that, the ones cut
+	// end by their cuts alone (or cutGrace), also when the caller, who
+	// has its answer, ends ctx: cancelling them would close their
+	// connections.
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	if d, ok := ctx.Deadline(); ok {
+		// Each poll asks its node for a wait that ends by ctx's deadline.
+		pctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), d)
 	}
-	answers := make(chan answer, len(view.nodes))
+	unfollow := context.AfterFunc(ctx, cancel)
+	defer unfollow()
+	answers := make(chan pollAnswer[T], len(view.nodes))
+	// cutting tells the polls not to poll again once their poll answered:
+	// a poll that answered empty after the cut is over.
+	var cutting atomic.Bool
+	stops := make(map[string]context.CancelFunc, len(view.nodes))
 	for _, base := range view.nodes {
+		nctx, stop := context.WithCancel(pctx)
+		stops[base] = stop
 		go func() {
-			got, err := pollNode(pctx, c, base, path, body, wait, items)
-			answers <- answer{base, got, err}
+			got, err := pollNode(nctx, c, base, path, body, wait, items, &cutting)
+			answers <- pollAnswer[T]{base, got, err}
 		}()
+	}
+	pending := make(map[string]bool, len(view.nodes))
+	for _, base := range view.nodes {
+		pending[base] = true
 	}
 	var out []T
 	var firstErr error
-	for range view.nodes {
+	var cancelled []string
+	for len(pending) > 0 {
 		a := <-answers
+		delete(pending, a.base)
 		if len(a.items) > 0 {
 			out = append(out, a.items...)
+			if cut != nil && len(pending) > 0 {
+				cutting.Store(true)
+				unfollow()
+				late := make(chan lateAnswers[T], 1)
+				go cutRest(pending, answers, stops, cancel, cut, late)
+				return out, late, nil
+			}
 			cancel()
 			continue
 		}
 		if a.err != nil && isContextError(a.err) && ctx.Err() == nil {
-			cut = append(cut, a.base)
+			cancelled = append(cancelled, a.base)
 		}
 		if a.err != nil && firstErr == nil && !isContextError(a.err) {
 			firstErr = a.err
 			cancel()
 		}
 	}
+	cancel()
 	if len(out) > 0 {
-		return out, cut, nil
+		if len(cancelled) > 0 {
+			// The polls cancelled after an answer may have claimed at the
+			// moment of the cancel: their nodes are asked (recallLater).
+			late := make(chan lateAnswers[T], 1)
+			late <- lateAnswers[T]{unsure: cancelled}
+			return out, late, nil
+		}
+		return out, nil, nil
 	}
 	if firstErr != nil {
 		return nil, nil, firstErr
 	}
 	return nil, nil, ctx.Err()
+}
+
+// cutRest is fanOut's background once one poll answered: it cuts the
+// polls of pending on their nodes, gathers their answers from answers, and
+// sends them on late. A poll whose cut failed, or that is still open
+// cutGrace later, is cancelled, and its node counted unsure.
+func cutRest[T any](pending map[string]bool, answers <-chan pollAnswer[T], stops map[string]context.CancelFunc,
+	cancel context.CancelFunc, cut func(string) error, late chan<- lateAnswers[T]) {
+	defer cancel()
+	for base := range pending {
+		go func() {
+			if err := cut(base); err != nil {
+				stops[base]()
+			}
+		}()
+	}
+	grace := time.NewTimer(cutGrace)
+	defer grace.Stop()
+	var r lateAnswers[T]
+	for n := len(pending); n > 0; {
+		select {
+		case a := <-answers:
+			n--
+			r.items = append(r.items, a.items...)
+			if a.err != nil {
+				r.unsure = append(r.unsure, a.base)
+			}
+		case <-grace.C:
+			cancel()
+		}
+	}
+	late <- r
 }
 
 // recallDelay is how long after cutting a node's long poll the client asks
@@ -408,7 +546,10 @@ func (c *Client) recallLater(bases []string, cmd engine.Claim, want map[engine.J
 // long polls one after another), or ctx ends, or it answers an error no
 // retry can fix. A node that cannot be reached is asked again after a
 // backoff: the other nodes are asked meanwhile by their own polls.
-func pollNode[R, T any](ctx context.Context, c *Client, base, path string, body any, wait bool, items func(*R) []T) ([]T, error) {
+//
+// Once cutting is set (fanOut cut the polls after another node answered),
+// a poll that answers is not followed by another.
+func pollNode[R, T any](ctx context.Context, c *Client, base, path string, body any, wait bool, items func(*R) []T, cutting *atomic.Bool) ([]T, error) {
 	var payload []byte
 	bo := backoff.Backoff{Initial: minBackoff, Max: maxBackoff}
 	for {
@@ -438,12 +579,12 @@ func pollNode[R, T any](ctx context.Context, c *Client, base, path string, body 
 		}
 		switch {
 		case err == nil:
-			if !wait {
+			if !wait || cutting.Load() {
 				return nil, nil
 			}
 			bo.Reset()
 			continue
-		case !retryable(err):
+		case !retryable(err) || cutting.Load():
 			return nil, err
 		}
 		if serr := backoff.Sleep(ctx, bo.Next()); serr != nil {

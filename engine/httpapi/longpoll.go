@@ -40,8 +40,11 @@ func (s *Server) claim(c *call) (any, error) {
 	if err := c.decode(&cmd); err != nil {
 		return nil, err
 	}
-	if c.r.URL.Query().Get("recall") == "1" {
+	switch q := c.r.URL.Query(); {
+	case q.Get("recall") == "1":
 		return s.recallClaim(c, cmd)
+	case q.Get("cut") == "1":
+		return s.cutClaim(cmd)
 	}
 	// The poll is this node's to record, also while it waits here
 	// without proposing (a follower's poll reaches the leader only when
@@ -51,7 +54,15 @@ func (s *Server) claim(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := s.claimWait(c.r.Context(), cmd, wait)
+	ctx := c.r.Context()
+	if _, sharded := s.cfg.Service.(claimRecaller); sharded && wait > 0 && cmd.RequestID != "" {
+		// The client of a sharded cluster may end this wait with a cut
+		// (cutClaim) rather than by closing its connection.
+		var end func()
+		ctx, end = s.cuts.begin(ctx, cmd.RequestID)
+		defer end()
+	}
+	jobs, err := s.claimWait(ctx, cmd, wait)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,8 @@ type Server struct {
 	close   context.CancelFunc
 	// handler is serve, wrapped with the metrics and spans cfg asks for.
 	handler http.Handler
+	// cuts are the claim long polls a client may cut (a sharded node's).
+	cuts *pollCuts
 }
 
 // NewServer returns a Server for cfg.
@@ -37,7 +39,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg.withDefaults(), mux: http.NewServeMux(), broker: newBroker(), tokens: tokens}
+	s := &Server{cfg: cfg.withDefaults(), mux: http.NewServeMux(), broker: newBroker(), tokens: tokens, cuts: newPollCuts()}
 	s.budget = newBodyBudget(s.cfg.MaxInflightBodyBytes)
 	s.closing, s.close = context.WithCancel(context.Background())
 	if sr, ok := s.cfg.Service.(*ShardRouter); ok {

@@ -1,0 +1,126 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/httpapi"
+)
+
+// TestCutClaimEndsALongPoll: POST /v1/jobs/claim?cut=1 with a claim's
+// request id ends that node's long poll under the id, which answers empty
+// over its own connection (docs/sharding.md, "Claims"); a cut that comes
+// before its poll ends that poll once it arrives.
+func TestCutClaimEndsALongPoll(t *testing.T) {
+	const shards = 4
+	c := newShardedCluster(t, 3, shards)
+	c.awaitLeaders(c.desired)
+	hc := &http.Client{Timeout: 30 * time.Second} // a poll the cut missed waits a minute: fail first
+	post := func(query, body string) (int, engine.ClaimResult) {
+		t.Helper()
+		resp, err := hc.Post("http://"+c.httpOf("n2")+"/v1/jobs/claim"+query, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return 0, engine.ClaimResult{}
+		}
+		defer func() { _ = resp.Body.Close() }()
+		var r engine.ClaimResult
+		if resp.StatusCode == http.StatusOK {
+			if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+				t.Error(err)
+			}
+		}
+		return resp.StatusCode, r
+	}
+	claim := func(id string) string {
+		return fmt.Sprintf(`{"queue":"cut","owner":"w","max":1,"lease_ms":60000,"request_id":%q}`, id)
+	}
+	type answer struct {
+		code int
+		r    engine.ClaimResult
+	}
+	polled := make(chan answer, 1)
+	go func() {
+		code, r := post("?wait=60s", claim("poll-1"))
+		polled <- answer{code, r}
+	}()
+	// Cut until the poll has answered: a cut before the poll reached the
+	// node is kept for it, one after ends its wait.
+	for answered := false; !answered; {
+		if code, r := post("?cut=1", claim("poll-1")); code != http.StatusOK || len(r.Jobs) != 0 {
+			t.Fatalf("cut: %d, %+v; want 200 and nothing claimed", code, r)
+		}
+		select {
+		case a := <-polled:
+			if a.code != http.StatusOK || len(a.r.Jobs) != 0 {
+				t.Fatalf("the cut poll answered %d, %+v; want 200, empty", a.code, a.r)
+			}
+			answered = true
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	// A cut first: the poll under its id ends at once.
+	if code, _ := post("?cut=1", claim("poll-2")); code != http.StatusOK {
+		t.Fatalf("cut: %d", code)
+	}
+	if code, r := post("?wait=60s", claim("poll-2")); code != http.StatusOK || len(r.Jobs) != 0 {
+		t.Fatalf("a poll after its cut answered %d, %+v; want 200, empty", code, r)
+	}
+	if code, _ := post("?cut=1", `{"queue":"cut","owner":"w","max":1,"lease_ms":60000}`); code != http.StatusBadRequest && code != http.StatusUnprocessableEntity {
+		t.Fatalf("cut without a request id: %d, want it refused", code)
+	}
+}
+
+// TestClaimFanOutKeepsConnections: a client's long polls of a sharded
+// cluster, cut after another node answered, leave their connections open
+// for the next claims: claim after claim opens no new connections, where
+// cancelling the cut polls closed two a claim. Every claim gets its job.
+func TestClaimFanOutKeepsConnections(t *testing.T) {
+	const shards, claims = 4, 15
+	c := newShardedCluster(t, 3, shards)
+	c.awaitLeaders(c.desired)
+	ctx := context.Background()
+	var dials atomic.Int64
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	var d net.Dialer
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return d.DialContext(ctx, network, addr)
+	}
+	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{c.httpOf("n1"), c.httpOf("n2"), c.httpOf("n3")},
+		HTTPClient: &http.Client{Transport: tr}, PollWait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creator := c.client("n2")
+	seen := map[engine.JobID]bool{}
+	for i := range claims {
+		// Shard 1 is led by n2: the polls of n1 and n3 are cut.
+		if _, err := creator.Create(ctx, engine.CreateJob{WorkflowID: wfOn(fmt.Sprintf("keep-%d-", i), 1, shards), Type: "t", Queue: "keep"}); err != nil {
+			t.Fatal(err)
+		}
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		jobs, err := cl.ClaimWait(pctx, engine.Claim{Queue: "keep", Owner: "w", Max: 1, LeaseMS: 60_000})
+		cancel()
+		if err != nil || len(jobs) != 1 || seen[jobs[0].Job] {
+			t.Fatalf("claim %d: %+v, %v; want one new job", i, jobs, err)
+		}
+		seen[jobs[0].Job] = true
+	}
+	// Three nodes, a connection or two each; the polls still ending when
+	// the next claim starts may add one.
+	if n := dials.Load(); n > 2*3+3 {
+		t.Fatalf("%d connections opened for %d claims of 3 nodes; want the cut polls' connections reused", n, claims)
+	}
+	if left, err := cl.Claim(ctx, engine.Claim{Queue: "keep", Owner: "w", Max: 10, LeaseMS: 60_000}); err != nil || len(left) != 0 {
+		t.Fatalf("after the claims: %+v, %v; want nothing left", left, err)
+	}
+}
