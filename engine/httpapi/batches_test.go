@@ -61,6 +61,10 @@ func TestClientCoversTheBatches(t *testing.T) {
 	}
 	var b *engine.Batch
 	for {
+		// The commit channel is taken before the read: a batch that
+		// completes between the two closes it, where one taken after the
+		// read would wait for a commit that never comes.
+		committed := e.Committed()
 		if b, err = reader.DescribeBatch(ctx, "b1"); err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +72,7 @@ func TestClientCoversTheBatches(t *testing.T) {
 			break
 		}
 		select {
-		case <-e.Committed():
+		case <-committed:
 		case <-ctx.Done():
 			t.Fatalf("batch still running: %+v", b)
 		}

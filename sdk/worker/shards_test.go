@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -186,8 +187,33 @@ func TestChildWorkflowsAcrossShards(t *testing.T) {
 			t.Fatalf("%d deliveries still pending", pending)
 		}
 	}
+	// Each shard is read at its leader; under load a leadership may move
+	// meanwhile, so a read that finds no leader, or loses it, waits for
+	// the next change and reads again.
+	view := func(k int, fn func(r *storage.Reader) error) error {
+		for {
+			var changed []<-chan struct{}
+			for _, h := range hosts {
+				changed = append(changed, h.ShardsChanged())
+			}
+			n := leaderOf(k)
+			if n != nil {
+				err := n.Engine().View(ctx, fn)
+				if !errors.Is(err, engine.ErrNotLeader) {
+					return err
+				}
+			}
+			select {
+			case <-changed[0]:
+			case <-changed[1]:
+			case <-changed[2]:
+			case <-ctx.Done():
+				return fmt.Errorf("shard %d has no leader: %w", k, ctx.Err())
+			}
+		}
+	}
 	for k := range shards {
-		if err := leaderOf(k).Engine().View(ctx, func(r *storage.Reader) error {
+		if err := view(k, func(r *storage.Reader) error {
 			for _, err := range machine.VerifyShard(r, 5, engine.ShardLayout{Index: k, Count: shards}) {
 				t.Errorf("shard %d: %v", k, err)
 			}
@@ -196,12 +222,7 @@ func TestChildWorkflowsAcrossShards(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	errs := machine.VerifyAcrossShards(shards, func(k int, fn func(r *storage.Reader) error) error {
-		if n := leaderOf(k); n != nil {
-			return n.Engine().View(ctx, fn)
-		}
-		return fmt.Errorf("shard %d has no leader", k)
-	}, 10)
+	errs := machine.VerifyAcrossShards(shards, view, 10)
 	for _, err := range errs {
 		t.Errorf("across shards: %v", err)
 	}
