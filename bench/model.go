@@ -52,12 +52,12 @@ type ScalingInputs struct {
 // gives each figure's command), for machines of the same shape holding
 // four shard replicas each.
 var DefaultScalingInputs = ScalingInputs{
-	CPUMSPerWorkflow:         7.30,
+	CPUMSPerWorkflow:         5.60,
 	MeasuredNodes:            3,
-	ClaimsPerWorkflow:        0.59,
+	ClaimsPerWorkflow:        0.45,
 	CutPollCPUMS:             0.14,
-	IdleCoresPerGroupReplica: 0.003,
-	LogBytesPerWorkflow:      5.6 * commandPayloadBytes,
+	IdleCoresPerGroupReplica: 0.0028,
+	LogBytesPerWorkflow:      5.45 * commandPayloadBytes,
 	CoresPerMachine:          2,
 	NICBytesPerS:             125e6, // 1 Gbit/s
 	ReplicasPerMachine:       5,
