@@ -906,13 +906,20 @@ func (h *Host) Ready(ctx context.Context) error {
 	if e := h.mismatch.Load(); e != nil {
 		return fmt.Errorf("%w: %v", ErrNotReady, *e)
 	}
-	if id, _ := h.metaLeader(); id == "" {
-		return fmt.Errorf("%w: the metadata group knows no leader (this node is %s in it)", ErrNotReady, h.meta.raft.State())
-	}
+	// A node removed from the cluster says so first: the metadata group
+	// shut its replica down when it left, and knows no leader here.
 	p := h.placement.Load()
 	if _, ok := p.node(h.cfg.ID); !ok {
 		return fmt.Errorf("%w: node %s is not one of the cluster's nodes %v: it is joining, or it was removed (heddle cluster remove) and can be stopped",
 			ErrNotReady, h.cfg.ID, nodeIDs(p))
+	}
+	if h.meta.raft.State() == raft.Shutdown {
+		// hashicorp/raft shuts a member down once a configuration without
+		// it is committed, which may reach it before the placement does.
+		return fmt.Errorf("%w: node %s was removed from the metadata group (heddle cluster remove) and can be stopped", ErrNotReady, h.cfg.ID)
+	}
+	if id, _ := h.metaLeader(); id == "" {
+		return fmt.Errorf("%w: the metadata group knows no leader (this node is %s in it)", ErrNotReady, h.meta.raft.State())
 	}
 	for k := range h.shards {
 		n := h.Shard(k)

@@ -686,9 +686,10 @@ func TestHostRemovesANode(t *testing.T) {
 	if p := c.live()["n1"].Placement(); len(p.Nodes) != 3 || slices.ContainsFunc(p.Nodes, func(n PlacementNode) bool { return n.ID == "n4" }) {
 		t.Fatalf("the placement after the removal: %+v", p.Nodes)
 	}
-	if err := c.live()["n4"].Ready(ctx); !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "removed") {
-		t.Fatalf("n4's readiness after its removal: %v", err)
-	}
+	c.await("n4 applied its removal and says so", func() bool {
+		err := c.live()["n4"].Ready(ctx)
+		return errors.Is(err, ErrNotReady) && strings.Contains(err.Error(), "removed")
+	})
 	if _, err := c.metaLeader().RemoveNode(ctx, "n4"); !errors.Is(err, engine.ErrInvalidCommand) || !strings.Contains(err.Error(), "removed already") {
 		t.Fatalf("removing n4 again: %v", err)
 	}
