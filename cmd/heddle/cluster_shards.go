@@ -246,9 +246,9 @@ func newClusterShardLeaderCommand() *cobra.Command {
 	}
 	f := addClusterFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		shard, err := strconv.Atoi(args[0])
-		if err != nil || shard < 0 {
-			return usagef("SHARD %q is not a shard number", args[0])
+		shard, err := parseShardArg(args[0])
+		if err != nil {
+			return err
 		}
 		cl, err := f.client()
 		if err != nil {
@@ -276,9 +276,9 @@ func newClusterMoveShardCommand() *cobra.Command {
 	}
 	f := addClusterFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		shard, err := strconv.Atoi(args[0])
-		if err != nil || shard < 0 {
-			return usagef("SHARD %q is not a shard number", args[0])
+		shard, err := parseShardArg(args[0])
+		if err != nil {
+			return err
 		}
 		cl, err := f.client()
 		if err != nil {
@@ -328,4 +328,13 @@ func printPlacementChange(w io.Writer, format outputFormat, version uint64, line
 		return err
 	}
 	return tw.Flush()
+}
+
+// parseShardArg reads a command's SHARD argument.
+func parseShardArg(arg string) (int, error) {
+	shard, err := strconv.Atoi(arg)
+	if err != nil || shard < 0 {
+		return 0, usagef("SHARD %q is not a shard number", arg)
+	}
+	return shard, nil
 }

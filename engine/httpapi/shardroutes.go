@@ -95,14 +95,23 @@ func (s *Server) shardAdmin() (ShardAdmin, error) {
 	return nil, fmt.Errorf("%w: this node serves no sharded cluster", ErrNoCluster)
 }
 
+// shardParam reads the {shard} of a route's path.
+func (c *call) shardParam() (int, error) {
+	shard, err := strconv.Atoi(c.r.PathValue("shard"))
+	if err != nil || shard < 0 {
+		return 0, fmt.Errorf("%w: shard %q in the path is not a shard number", engine.ErrInvalidCommand, c.r.PathValue("shard"))
+	}
+	return shard, nil
+}
+
 func (s *Server) setShardLeader(c *call) (any, error) {
 	a, err := s.shardAdmin()
 	if err != nil {
 		return nil, err
 	}
-	shard, err := strconv.Atoi(c.r.PathValue("shard"))
-	if err != nil || shard < 0 {
-		return nil, fmt.Errorf("%w: shard %q in the path is not a shard number", engine.ErrInvalidCommand, c.r.PathValue("shard"))
+	shard, err := c.shardParam()
+	if err != nil {
+		return nil, err
 	}
 	var req ShardLeaderRequest
 	if err := c.decode(&req); err != nil {
@@ -123,9 +132,9 @@ func (s *Server) moveReplica(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	shard, err := strconv.Atoi(c.r.PathValue("shard"))
-	if err != nil || shard < 0 {
-		return nil, fmt.Errorf("%w: shard %q in the path is not a shard number", engine.ErrInvalidCommand, c.r.PathValue("shard"))
+	shard, err := c.shardParam()
+	if err != nil {
+		return nil, err
 	}
 	var req MoveReplicaRequest
 	if err := c.decode(&req); err != nil {

@@ -195,27 +195,10 @@ func (r *ShardRouter) ListBatches(ctx context.Context, q engine.BatchListQuery) 
 	return page, nil
 }
 
-// eachShardBatches calls read with each shard's batch service at its
-// leader; a pinned read (another node's router asking) reads its shard
-// alone.
+// eachShardBatches calls read with each shard's batch service, read as
+// List reads a shard (eachShardService).
 func (r *ShardRouter) eachShardBatches(ctx context.Context, read func(engine.BatchService, context.Context) error) error {
-	if k, ok := pinnedShard(ctx); ok {
-		bs, err := r.pinnedBatches(ctx, k)
-		if err != nil {
-			return err
-		}
-		return read(bs, ctx)
-	}
-	for k := range r.count {
-		bs, kctx, err := r.batchesAt(ctx, k)
-		if err != nil {
-			return err
-		}
-		if err := read(bs, kctx); err != nil {
-			return err
-		}
-	}
-	return nil
+	return eachShardService(r, ctx, read)
 }
 
 // joinBatches joins the parts of one batch, one per shard: counts added,

@@ -92,31 +92,39 @@ func (r *ShardRouter) QueuedReason(ctx context.Context, t engine.Target) (*engin
 	return engine.ExplainQueued(j, d, engine.PolledQueues(r.TaskQueueViews())), nil
 }
 
-// eachShardQueues calls read with each shard's task queue reader: this
-// node's replica, or the shard's leader; a read pinned to one shard
-// (?shard=k, another node's router asking) reads that shard alone.
+// eachShardQueues calls read with each shard's task queue reader
+// (eachShardService).
 func (r *ShardRouter) eachShardQueues(ctx context.Context, read func(engine.TaskQueueReader, context.Context) error) error {
+	return eachShardService(r, ctx, read)
+}
+
+// eachShardService calls read with each shard's service I at the shard's
+// leader: this node's engine where it leads, else the leader's API with
+// the shard pinned, as the other shards' reads are made; a read pinned to
+// one shard (?shard=k, another node's router asking) reads that shard
+// alone.
+func eachShardService[I any](r *ShardRouter, ctx context.Context, read func(I, context.Context) error) error {
 	if k, ok := pinnedShard(ctx); ok {
 		svc, err := r.pinned(ctx, k)
 		if err != nil {
 			return err
 		}
-		tq, err := optional[engine.TaskQueueReader](svc)
+		i, err := optional[I](svc)
 		if err != nil {
 			return err
 		}
-		return read(tq, ctx)
+		return read(i, ctx)
 	}
 	for k := range r.count {
 		svc, rctx, err := r.reader(ctx, k)
 		if err != nil {
 			return err
 		}
-		tq, err := optional[engine.TaskQueueReader](svc)
+		i, err := optional[I](svc)
 		if err != nil {
 			return err
 		}
-		if err := read(tq, rctx); err != nil {
+		if err := read(i, rctx); err != nil {
 			return err
 		}
 	}
