@@ -131,36 +131,44 @@ type due struct {
 // stale (a lease or timer no longer needed), in which case the sweep just
 // removes it.
 func (s *Scheduler) look(nowMS int64, limit int) ([]due, error) {
-	out := make([]due, len(sweeps))
+	var out []due
 	err := s.db.View(func(r *storage.Reader) error {
-		for i, sw := range sweeps {
-			low, err := storage.ReadU64(r, sw.low)
-			if err != nil {
-				return err
-			}
-			d := &out[i]
-			err = r.Scan(sw.prefix, append(append([]byte(nil), sw.prefix...), storage.U64(low)...), false,
-				func(key, _ []byte) (bool, error) {
-					tk, err := storage.ParseTimeKey(key)
-					if err != nil {
-						return false, err
-					}
-					if d.nextMS == 0 {
-						d.nextMS = tk.AtMS
-					}
-					if tk.AtMS > nowMS {
-						return false, nil
-					}
-					d.count++
-					return d.count < limit, nil
-				})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		out, err = lookIn(r, nowMS, limit)
+		return err
 	})
 	return out, err
+}
+
+// lookIn is look over the read r.
+func lookIn(r *storage.Reader, nowMS int64, limit int) ([]due, error) {
+	out := make([]due, len(sweeps))
+	for i, sw := range sweeps {
+		low, err := storage.ReadU64(r, sw.low)
+		if err != nil {
+			return nil, err
+		}
+		d := &out[i]
+		err = r.Scan(sw.prefix, append(append([]byte(nil), sw.prefix...), storage.U64(low)...), false,
+			func(key, _ []byte) (bool, error) {
+				tk, err := storage.ParseTimeKey(key)
+				if err != nil {
+					return false, err
+				}
+				if d.nextMS == 0 {
+					d.nextMS = tk.AtMS
+				}
+				if tk.AtMS > nowMS {
+					return false, nil
+				}
+				d.count++
+				return d.count < limit, nil
+			})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Deadlines returns the earliest due time (Unix ms) of each index, 0 when
@@ -168,7 +176,21 @@ func (s *Scheduler) look(nowMS int64, limit int) ([]due, error) {
 // deadlines, step deadlines, schedules.
 func (s *Scheduler) Deadlines() ([6]int64, error) {
 	var out [6]int64
-	ds, err := s.look(0, 1)
+	err := s.db.View(func(r *storage.Reader) error {
+		var err error
+		out, err = ReadDeadlines(r)
+		return err
+	})
+	return out, err
+}
+
+// ReadDeadlines is Deadlines over the read r, for a caller that must read
+// them in one consistent view with other state (Engine.View): a test
+// environment deciding whether it may move its clock judges the
+// deadlines and the jobs' states of one instant.
+func ReadDeadlines(r *storage.Reader) ([6]int64, error) {
+	var out [6]int64
+	ds, err := lookIn(r, 0, 1)
 	for i := range min(len(out), len(ds)) {
 		out[i] = ds[i].nextMS
 	}

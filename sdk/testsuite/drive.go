@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/engine/machine"
+	"github.com/heddlewf/heddle/internal/listfilter"
+	"github.com/heddlewf/heddle/storage"
 )
 
 // drive runs the workflow until the root run ends. Each round it looks at
@@ -61,7 +65,10 @@ func (env *TestWorkflowEnvironment) drive() {
 		}
 		if s.quiet && !s.next.IsZero() {
 			// Only a look that nothing changed under is a sound reason to
-			// move the clock; after a change, look again.
+			// move the clock; after a change, look again. (The look reads
+			// the engine in one view, so a commit whose notification is
+			// still on its way cannot make it see a state that never was;
+			// this check is for what the workers reported before it.)
 			if !changedSince(committed, env.notify) {
 				env.advance(s.next)
 				lastProgress = time.Now()
@@ -131,8 +138,8 @@ type state struct {
 	// busy: activity code is running.
 	busy bool
 	// next is the earliest deadline ahead of the clock: an engine timer,
-	// retry delay or job deadline, a turn's retry delay, a mocked call's
-	// After, a delayed callback. Zero: none.
+	// retry delay, job deadline or step deadline, a turn's retry delay, a
+	// mocked call's After, a delayed callback. Zero: none.
 	next time.Time
 	// why says what kept the look from being quiet, for the stuck message.
 	why []string
@@ -174,30 +181,44 @@ func (env *TestWorkflowEnvironment) look(ctx context.Context) (state, error) {
 	}
 	env.mu.Unlock()
 
-	nowMS := env.tl.Now().UnixMilli()
-	ds, err := env.run.sched.Deadlines()
-	if err != nil {
+	// The engine's side is read in one consistent view. Separate reads
+	// could straddle a commit whose notification (Committed) comes after
+	// its data can be read, which changedSince then misses: deadlines read
+	// during a turn (no timer yet) and the jobs read after its Wait (the
+	// run Waiting) make an idle-looking state that never was, with only
+	// the run timeout ahead.
+	var ev engineView
+	if err := env.run.eng.View(ctx, func(r *storage.Reader) error {
+		var err error
+		ev, err = readEngine(r, env.run.root, env.tl.Now())
+		return err
+	}); err != nil {
 		return s, err
 	}
-	// Timers, retry delays (and deferrals), job deadlines; not leases: a
-	// job holding one is Running and judged below, and the lease index
-	// keeps stale entries of jobs that moved on.
-	for i, what := range []string{"a timer", "", "a retry delay", "a job deadline"} {
-		if what == "" || ds[i] == 0 {
+	if !ev.rootOpen {
+		// The run ended (or was retried) since drive read it: nothing is
+		// left to skip time for.
+		s.notQuiet("run %d is not open", env.run.root)
+	}
+	nowMS := env.tl.Now().UnixMilli()
+	// Timers, retry delays (and deferrals), job deadlines and step
+	// deadlines (a step lease's expiry, the timeout of a person's answer);
+	// not leases: a job holding one is Running and judged below, and the
+	// lease index keeps stale entries of jobs that moved on. A stale step
+	// deadline only makes the clock stop early, and the scheduler's sweep
+	// drops it once due. Schedules (the last index) are not the
+	// environment's: nothing in it creates one.
+	for i, what := range []string{"a timer", "", "a retry delay", "a job deadline", "a step deadline"} {
+		if what == "" || ev.deadlines[i] == 0 {
 			continue
 		}
-		if ds[i] <= nowMS {
+		if ev.deadlines[i] <= nowMS {
 			s.notQuiet("%s is due", what)
 			continue
 		}
-		s.earliest(time.UnixMilli(ds[i]))
+		s.earliest(time.UnixMilli(ev.deadlines[i]))
 	}
-
-	queued, err := listAll(ctx, env.run.eng, engine.StatusQueued)
-	if err != nil {
-		return s, err
-	}
-	for _, j := range queued {
+	for _, j := range ev.queued {
 		if j.DeferredReason != "" {
 			s.fatal = fmt.Sprintf("testsuite: job %d (%s) cannot run: %s; %s", j.ID, j.Type, j.DeferredReason, cannotRunHint(j.Type))
 			return s, nil
@@ -207,17 +228,13 @@ func (env *TestWorkflowEnvironment) look(ctx context.Context) (state, error) {
 			s.unserved = append(s.unserved, j.Queue)
 		}
 	}
-	runningJobs, err := listAll(ctx, env.run.eng, engine.StatusRunning)
-	if err != nil {
-		return s, err
-	}
 	// A Running job is idle when its turn waits having seen its whole
 	// history, with every inline activity it started inside its function
 	// and waiting for the clock; or, for an activity on another queue,
 	// when its call waits for the clock. Calls of functions that take no
 	// context name no run: they make up what the turns' counts lack.
 	unnamed := 0
-	for _, j := range runningJobs {
+	for _, j := range ev.running {
 		id := runID(j.ID)
 		t, ok := turns[uint64(j.ID)]
 		switch {
@@ -247,6 +264,67 @@ func (env *TestWorkflowEnvironment) look(ctx context.Context) (state, error) {
 		}
 	}
 	return s, nil
+}
+
+// engineView is what a look reads of the engine, from one view of it.
+type engineView struct {
+	// deadlines are the scheduler's earliest deadlines
+	// (embedded.ReadDeadlines).
+	deadlines [6]int64
+	// queued and running are the jobs in those states.
+	queued, running []*engine.Job
+	// rootOpen: the workflow's run is not closed.
+	rootOpen bool
+}
+
+// readEngine reads an engineView through r; root is the workflow's run
+// and now the clock's time (for the list filters).
+func readEngine(r *storage.Reader, root engine.JobID, now time.Time) (engineView, error) {
+	var v engineView
+	var err error
+	if v.deadlines, err = embedded.ReadDeadlines(r); err != nil {
+		return v, err
+	}
+	if lookBetweenReads != nil {
+		lookBetweenReads()
+	}
+	if v.queued, err = listIn(r, engine.StatusQueued, now); err != nil {
+		return v, err
+	}
+	if v.running, err = listIn(r, engine.StatusRunning, now); err != nil {
+		return v, err
+	}
+	j, err := machine.ReadJob(r, root)
+	if err != nil {
+		return v, err
+	}
+	v.rootOpen = !j.Status.Terminal()
+	return v, nil
+}
+
+// lookBetweenReads, when set (by tests), runs between a look's reads of
+// the engine: a commit there must not be seen by the reads after it.
+var lookBetweenReads func()
+
+// listIn lists every job in status st through r.
+func listIn(r *storage.Reader, st engine.Status, now time.Time) ([]*engine.Job, error) {
+	q := engine.ListQuery{Status: st, Limit: engine.MaxPage, Order: engine.ListStartAsc}
+	f, err := listfilter.Compile(q, now)
+	if err != nil {
+		return nil, err
+	}
+	var out []*engine.Job
+	for {
+		page, err := machine.ListJobs(r, q, f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Jobs...)
+		if page.Next == 0 {
+			return out, nil
+		}
+		q.After = page.Next
+	}
 }
 
 // listAll lists every job in status st.

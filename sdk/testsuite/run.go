@@ -24,7 +24,6 @@ import (
 type liveRun struct {
 	eng     *embedded.Engine
 	cl      client.Client
-	sched   *embedded.Scheduler // reads the engine's deadlines; never run
 	workers map[string]worker.Worker
 	queue   string // the root's task queue
 	rootID  string // the root's workflow id
@@ -98,7 +97,7 @@ func (env *TestWorkflowEnvironment) open(queue string) (*liveRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &liveRun{eng: e, cl: client.New(e), sched: embedded.NewScheduler(e.Log(), e.DB(), env.tl, 0),
+	return &liveRun{eng: e, cl: client.New(e),
 		workers: map[string]worker.Worker{}, queue: queue, closing: make(chan struct{})}, nil
 }
 
