@@ -328,7 +328,20 @@ func (c *Signal) Check(l *Limits) error {
 	ch.target(c.Target)
 	ch.name("Name", c.Name, true)
 	ch.payload("Payload", c.Payload)
+	ch.sender(c.Sender)
 	return ch.err
+}
+
+// sender checks the sender step of a Signal or RequestCancel, when given.
+func (ch *checker) sender(s *SenderStep) {
+	if s == nil || ch.err != nil {
+		return
+	}
+	if s.Job == 0 || s.Attempt == 0 {
+		ch.fail("Sender", "needs the sending run's job and attempt")
+		return
+	}
+	ch.name("Sender.Step", s.Step, true)
 }
 
 func (c *FireTimers) Check(l *Limits) error {
@@ -421,6 +434,7 @@ func (c *RequestCancel) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.target(c.Target)
 	ch.name("Reason", c.Reason, false)
+	ch.sender(c.Sender)
 	return ch.err
 }
 
