@@ -182,6 +182,7 @@ func (c *CreateJob) Check(l *Limits) error {
 		ch.fail("ReusePolicy", fmt.Sprintf("%d is not a known policy", c.ReusePolicy))
 	}
 	ch.name("ParentStep", c.ParentStep, c.ParentID != 0)
+	ch.name("ParentWorkflowID", c.ParentWorkflowID, false)
 	ch.duration("ExecutionTimeoutMS", c.ExecutionTimeoutMS)
 	ch.duration("RunTimeoutMS", c.RunTimeoutMS)
 	ch.duration("ScheduleToStartTimeoutMS", c.ScheduleToStartTimeoutMS)

@@ -54,6 +54,11 @@ type CreateJob struct {
 	// a later attempt of the parent retrying the create under the same
 	// request id gets the first answer.
 	ParentLease *LeaseRef `json:"parent_lease,omitempty" msgpack:"pl,omitempty"`
+	// ParentWorkflowID is the parent's workflow id, which the parent's
+	// shard gives a create it delivers to another shard (the child's code
+	// asks for it, and the child's shard does not hold the parent). Any
+	// other create that sets it is refused.
+	ParentWorkflowID string `json:"parent_workflow_id,omitempty" msgpack:"pw,omitempty"`
 	// ParentClosePolicy says what happens to this job, still open, when its
 	// parent ends by Terminate or a timeout (when the parent's code ends,
 	// its worker applies the policy itself).

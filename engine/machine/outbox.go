@@ -175,7 +175,7 @@ func (a *applier) createRemoteChild(c *engine.CreateJob) (engine.Result, error) 
 	}
 	inner := *c
 	inner.Header = engine.Header{By: c.By}
-	inner.ParentLease = nil
+	inner.ParentLease, inner.ParentWorkflowID = nil, p.job.WorkflowID
 	target := engine.ShardOfKey(c.WorkflowID, a.shard.Count)
 	ref, err := a.send(target, &inner, c.ParentID, c.ParentStep)
 	if err != nil {

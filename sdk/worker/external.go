@@ -81,19 +81,15 @@ func (r *run) sendExternal(c *replay.Command) (sent bool, err error) {
 	if id, err := strconv.ParseUint(ext.RunID, 10, 64); err == nil && id > 0 {
 		t = engine.Target{Job: engine.JobID(id)}
 	}
+	// No request id: sending again, whether a retry of a lost answer or a
+	// later attempt of the run after a crash (with a lease of its own), is
+	// idempotent by the step, whose effect or delivery the engine finds.
 	sender := &engine.SenderStep{LeaseRef: r.ref, Step: c.Step}
-	// The request id lets a retry of this very request (a lost answer)
-	// find its first outcome; a send after a crash is made idempotent by
-	// the engine, which finds the step's effect or delivery.
-	requestID := fmt.Sprintf("heddle/%d/%s/external", r.job.Job, c.Step)
 	if c.Kind == replay.KindSignalExternal {
-		sig := engine.Signal{Target: t, Name: c.Name, Payload: c.Input, Sender: sender}
-		sig.RequestID = requestID
-		_, err = r.w.e.Signal(r.ctx, sig)
+		_, err = r.w.e.Signal(r.ctx, engine.Signal{Target: t, Name: c.Name, Payload: c.Input, Sender: sender})
 	} else {
-		rc := engine.RequestCancel{Target: t, Reason: fmt.Sprintf("requested by workflow %s (run %d)", r.job.WorkflowID, r.job.Job), Sender: sender}
-		rc.RequestID = requestID
-		_, err = r.w.e.RequestCancel(r.ctx, rc)
+		reason := fmt.Sprintf("requested by workflow %s (run %d)", r.job.WorkflowID, r.job.Job)
+		_, err = r.w.e.RequestCancel(r.ctx, engine.RequestCancel{Target: t, Reason: reason, Sender: sender})
 	}
 	switch {
 	case err == nil:

@@ -356,3 +356,50 @@ func TestSignalsAndCancelsAcrossShards(t *testing.T) {
 	}
 	verifyQuietShards(ctx, t, hosts, shards)
 }
+
+// SignallingChild signals its parent ("child", carrying its workflow id)
+// and ends.
+func SignallingChild(ctx workflow.Context) error {
+	info := workflow.GetInfo(ctx)
+	return workflow.SignalExternalWorkflow(ctx, info.ParentWorkflowExecution.ID, "", "child", info.WorkflowExecution.ID).Get(ctx, nil)
+}
+
+// SignalledParent starts SignallingChild with the given id, waits for it,
+// and then for its signal, which the child sent before it ended.
+func SignalledParent(ctx workflow.Context, childID string) (string, error) {
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: childID})
+	if err := workflow.ExecuteChildWorkflow(cctx, SignallingChild).Get(ctx, nil); err != nil {
+		return "", err
+	}
+	var from string
+	workflow.GetSignalChannel(ctx, "child").Receive(ctx, &from)
+	return from, nil
+}
+
+// TestChildSignalsParentAcrossShards: a child on another shard signals its
+// parent before it ends; the signal and the child's end both cross back
+// through the child's shard's outbox, in the order sent.
+func TestChildSignalsParentAcrossShards(t *testing.T) {
+	const shards = 4
+	svc, hosts := openShardedCluster(t, shards)
+	w := startWorkerOn(t, svc, "kin", worker.Options{})
+	w.RegisterWorkflow(SignalledParent)
+	w.RegisterWorkflow(SignallingChild)
+	c := client.New(svc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	parent := idOn("parent-", 0, shards)
+	child := idOn("child-", 2, shards)
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: parent, TaskQueue: "kin"}, SignalledParent, child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := run.Get(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got != child {
+		t.Fatalf("the parent got the signal of %q, want %q", got, child)
+	}
+	verifyQuietShards(ctx, t, hosts, shards)
+}
