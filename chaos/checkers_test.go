@@ -228,3 +228,29 @@ func TestCrossShardChildren(t *testing.T) {
 		t.Fatalf("children %d, duplicated %d, lost %d, problems %q; want 4, 1, 2 and three lines", children, dup, lost, problems)
 	}
 }
+
+// CrossShardSignals counts a child's signal received twice as duplicated,
+// and the signal of a completed child that never arrived as lost; a child
+// that has not completed may not have signalled yet.
+func TestCrossShardSignals(t *testing.T) {
+	sig := engine.Event{Type: engine.EventSignalReceived, Name: ChildSignalName}
+	other := engine.Event{Type: engine.EventSignalReceived, Name: SignalName}
+	job := func(id, parent engine.JobID, wf string, st engine.Status, evs ...engine.Event) *JobHistory {
+		return &JobHistory{Job: &engine.Job{ID: id, ParentID: parent, WorkflowID: wf, Status: st}, Events: evs}
+	}
+	jobs := map[engine.JobID]*JobHistory{
+		1:  job(1, 0, "a", engine.StatusCompleted, sig, other),
+		2:  job(2, 0, "b", engine.StatusRunning, sig, sig),
+		3:  job(3, 0, "c", engine.StatusRunning, other),
+		4:  job(4, 0, "d", engine.StatusRunning),
+		11: job(11, 1, "a-child", engine.StatusCompleted),
+		12: job(12, 2, "b-child", engine.StatusCompleted),
+		13: job(13, 3, "c-child", engine.StatusCompleted),
+		14: job(14, 4, "d-child", engine.StatusRunning),
+	}
+	acks := []Ack{{"a", 1, "a-child"}, {"b", 2, "b-child"}, {"c", 3, "c-child"}, {"d", 4, "d-child"}, {"e", 5, ""}}
+	signals, dup, lost, problems := CrossShardSignals(acks, jobs)
+	if signals != 2 || dup != 1 || lost != 1 || len(problems) != 2 {
+		t.Fatalf("signals %d, duplicated %d, lost %d, problems %q; want 2, 1, 1 and two lines", signals, dup, lost, problems)
+	}
+}

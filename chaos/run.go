@@ -249,6 +249,11 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 		var problems []string
 		sum.CrossShardChildren, sum.DeliveriesDuplicated, sum.DeliveriesLost, problems = CrossShardChildren(acks, jobs)
 		det.Problems = append(det.Problems, problems...)
+		var dup, lost int
+		sum.CrossShardSignals, dup, lost, problems = CrossShardSignals(acks, jobs)
+		sum.DeliveriesDuplicated += dup
+		sum.DeliveriesLost += lost
+		det.Problems = append(det.Problems, problems...)
 		// A pending entry is in every replica of its shard: counted once.
 		pending := map[int]int{}
 		for _, rep := range reps {

@@ -280,6 +280,48 @@ func CrossShardChildren(acks []Ack, jobs map[engine.JobID]*JobHistory) (children
 	return children, duplicated, lost, problems
 }
 
+// CrossShardSignals checks the signals the children of the acknowledged
+// runs (Ack.ChildID) sent their parents (ChildSignalName) in jobs, the
+// runs of every shard: a parent run whose child ended holds the signal
+// once, whether the parent ended or not. It returns how many signals
+// there were, the ones received more than once (duplicated) and the ones
+// a child sent that never arrived (lost), with a line for each finding.
+func CrossShardSignals(acks []Ack, jobs map[engine.JobID]*JobHistory) (signals, duplicated, lost int, problems []string) {
+	for _, a := range acks {
+		if a.ChildID == "" {
+			continue
+		}
+		p := jobs[a.Job]
+		if p == nil {
+			continue // a lost parent is counted with the runs
+		}
+		got := 0
+		for _, ev := range p.Events {
+			if ev.Type == engine.EventSignalReceived && ev.Name == ChildSignalName {
+				got++
+			}
+		}
+		sent := false
+		for _, jh := range jobs {
+			if jh.Job.ParentID == a.Job && jh.Job.WorkflowID == a.ChildID && jh.Job.Status == engine.StatusCompleted {
+				sent = true // a completed child signalled first
+			}
+		}
+		switch {
+		case got > 1:
+			signals++
+			duplicated += got - 1
+			problems = append(problems, fmt.Sprintf("workflow %s (job %d): its child's signal arrived %d times", a.WorkflowID, a.Job, got))
+		case got == 1:
+			signals++
+		case sent:
+			lost++
+			problems = append(problems, fmt.Sprintf("workflow %s (job %d): its child %s completed, but its signal never arrived", a.WorkflowID, a.Job, a.ChildID))
+		}
+	}
+	return signals, duplicated, lost, problems
+}
+
 // VerifyAcrossShards runs machine.VerifyAcrossShards over the stopped
 // nodes' directories: each shard read from the first node that holds a
 // replica of it (the replicas converged, which the run checks apart).

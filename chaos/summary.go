@@ -34,11 +34,14 @@ type Summary struct {
 	// resource than it has units (CheckResourceOverleases).
 	ResourceOverleases int `json:"resource_overleases"`
 	// On a sharded cluster: the children started on another shard than
-	// their parent's (CrossShardChildren), the deliveries still pending in
-	// the shards' outboxes once the run drained, the children created more
-	// than once for one step (duplicated) and the ones never created or
-	// never ended (lost).
+	// their parent's (CrossShardChildren), the signals those children sent
+	// their parents (CrossShardSignals), the deliveries still pending in
+	// the shards' outboxes once the run drained, the children created and
+	// the signals received more than once (duplicated), and the children
+	// never created or never ended and the signals a completed child sent
+	// that never arrived (lost).
 	CrossShardChildren   int `json:"cross_shard_children,omitempty"`
+	CrossShardSignals    int `json:"cross_shard_signals,omitempty"`
 	DeliveriesPending    int `json:"deliveries_pending"`
 	DeliveriesDuplicated int `json:"deliveries_duplicated"`
 	DeliveriesLost       int `json:"deliveries_lost"`
@@ -89,8 +92,8 @@ func Print(w io.Writer, s Summary, d Details) error {
 		d.Executions, d.Reexecuted, len(d.Unexplained), s.ReexecutionsAfterCommit)
 	fmt.Fprintf(&b, "  resources: %d tries on units, %d over-leases\n", d.ResourceTries, s.ResourceOverleases)
 	if s.Shards > 0 {
-		fmt.Fprintf(&b, "  across shards: %d children, deliveries %d pending, %d duplicated, %d lost\n",
-			s.CrossShardChildren, s.DeliveriesPending, s.DeliveriesDuplicated, s.DeliveriesLost)
+		fmt.Fprintf(&b, "  across shards: %d children, %d signals, deliveries %d pending, %d duplicated, %d lost\n",
+			s.CrossShardChildren, s.CrossShardSignals, s.DeliveriesPending, s.DeliveriesDuplicated, s.DeliveriesLost)
 	}
 	fmt.Fprintf(&b, "  store: %d duplicate commits, %d invariant violations, linearizable=%v, converged=%v (applied index %d)\n",
 		s.DuplicateCommits, s.InvariantViolations, s.Linearizable, s.NodesConverged, d.AppliedIndex)

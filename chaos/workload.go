@@ -25,6 +25,11 @@ const Queue = "chaos"
 // SignalName is the signal every chaos workflow waits for.
 const SignalName = "go"
 
+// ChildSignalName is the signal a chaos child sends its parent before it
+// ends: on a sharded cluster the child lives on another shard, so the
+// signal crosses shards through the child's shard's outbox.
+const ChildSignalName = "child"
+
 // FlowInput parameterises one workflow: how long its timer sleeps and how
 // long each activity works, so kills land in the middle of things.
 type FlowInput struct {
@@ -45,17 +50,26 @@ type FlowInput struct {
 	ChildID string `json:"child_id,omitempty"`
 }
 
-// ChaosChild is the child workflow of a chaos run: one activity.
+// ChaosChild is the child workflow of a chaos run: one activity, then a
+// signal to its parent (ChildSignalName, carrying the child's workflow id).
 func ChaosChild(ctx workflow.Context, workMS int) (int, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy: &workflow.RetryPolicy{InitialInterval: 100 * time.Millisecond, MaximumAttempts: 100}})
 	var n int
-	err := workflow.ExecuteActivity(ctx, "ChaosStep", workMS).Get(ctx, &n)
-	return n, err
+	if err := workflow.ExecuteActivity(ctx, "ChaosStep", workMS).Get(ctx, &n); err != nil {
+		return 0, err
+	}
+	info := workflow.GetInfo(ctx)
+	if p := info.ParentWorkflowExecution; p != nil {
+		if err := workflow.SignalExternalWorkflow(ctx, p.ID, "", ChildSignalName, info.WorkflowExecution.ID).Get(ctx, nil); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }
 
 // ChaosFlow is the workflow the workers run: an activity, a child workflow
-// when the input names one, a durable timer,
+// when the input names one (and the signal the child sends), a durable timer,
 // a race and a cancellation (raceAndCancel), two activities in parallel, an
 // activity on a unit of a resource, a wait for a signal, a last activity.
 func ChaosFlow(ctx workflow.Context, in FlowInput) (int, error) {
@@ -77,6 +91,13 @@ func ChaosFlow(ctx workflow.Context, in FlowInput) (int, error) {
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: in.ChildID})
 		if err := run(workflow.ExecuteChildWorkflow(cctx, "ChaosChild", in.WorkMS)); err != nil {
 			return 0, err
+		}
+		// The child signalled before it ended, and its signal and its end
+		// travel in order: the signal is here.
+		var from string
+		workflow.GetSignalChannel(ctx, ChildSignalName).Receive(ctx, &from)
+		if from != in.ChildID {
+			return 0, fmt.Errorf("chaos: the signal of child %q came from %q", in.ChildID, from)
 		}
 	}
 	if err := workflow.Sleep(ctx, time.Duration(in.SleepMS)*time.Millisecond); err != nil {

@@ -182,6 +182,7 @@ func (c *CreateJob) Check(l *Limits) error {
 		ch.fail("ReusePolicy", fmt.Sprintf("%d is not a known policy", c.ReusePolicy))
 	}
 	ch.name("ParentStep", c.ParentStep, c.ParentID != 0)
+	ch.name("ParentWorkflowID", c.ParentWorkflowID, false)
 	ch.duration("ExecutionTimeoutMS", c.ExecutionTimeoutMS)
 	ch.duration("RunTimeoutMS", c.RunTimeoutMS)
 	ch.duration("ScheduleToStartTimeoutMS", c.ScheduleToStartTimeoutMS)
@@ -328,7 +329,20 @@ func (c *Signal) Check(l *Limits) error {
 	ch.target(c.Target)
 	ch.name("Name", c.Name, true)
 	ch.payload("Payload", c.Payload)
+	ch.sender(c.Sender)
 	return ch.err
+}
+
+// sender checks the sender step of a Signal or RequestCancel, when given.
+func (ch *checker) sender(s *SenderStep) {
+	if s == nil || ch.err != nil {
+		return
+	}
+	if s.Job == 0 || s.Attempt == 0 {
+		ch.fail("Sender", "needs the sending run's job and attempt")
+		return
+	}
+	ch.name("Sender.Step", s.Step, true)
 }
 
 func (c *FireTimers) Check(l *Limits) error {
@@ -421,6 +435,7 @@ func (c *RequestCancel) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	ch.target(c.Target)
 	ch.name("Reason", c.Reason, false)
+	ch.sender(c.Sender)
 	return ch.err
 }
 

@@ -54,6 +54,11 @@ type CreateJob struct {
 	// a later attempt of the parent retrying the create under the same
 	// request id gets the first answer.
 	ParentLease *LeaseRef `json:"parent_lease,omitempty" msgpack:"pl,omitempty"`
+	// ParentWorkflowID is the parent's workflow id, which the parent's
+	// shard gives a create it delivers to another shard (the child's code
+	// asks for it, and the child's shard does not hold the parent). Any
+	// other create that sets it is refused.
+	ParentWorkflowID string `json:"parent_workflow_id,omitempty" msgpack:"pw,omitempty"`
 	// ParentClosePolicy says what happens to this job, still open, when its
 	// parent ends by Terminate or a timeout (when the parent's code ends,
 	// its worker applies the policy itself).
@@ -278,6 +283,10 @@ type RequestCancel struct {
 	Header
 	Target
 	Reason string `json:"reason,omitempty" msgpack:"r,omitempty"`
+	// Sender, when set, names the workflow command on whose behalf a
+	// run's worker asks (workflow.RequestCancelExternalWorkflow): see
+	// SenderStep.
+	Sender *SenderStep `json:"sender,omitempty" msgpack:"sd,omitempty"`
 }
 
 // Signal delivers a named signal to a job; it wakes the job if it waits for that name.
@@ -286,6 +295,28 @@ type Signal struct {
 	Target
 	Name    string `json:"name" msgpack:"n"`
 	Payload []byte `json:"payload,omitempty" msgpack:"p,omitempty"`
+	// Sender, when set, names the workflow command on whose behalf a
+	// run's worker signals (workflow.SignalExternalWorkflow): see
+	// SenderStep.
+	Sender *SenderStep `json:"sender,omitempty" msgpack:"sd,omitempty"`
+}
+
+// SenderStep names the step of a running workflow whose command signals
+// another run or asks it to cancel. A Signal or RequestCancel that carries
+// one is applied on the sender's shard, under the sender's lease, and its
+// outcome becomes the step's effect, which the sender's worker catches up
+// (CommitStep.CatchUp) as signal_external_sent or cancel_external_requested,
+// or as their failed events when the target is unknown or closed
+// (FailureUnknownExternal) or refuses the command (FailureInvalidExternal).
+// So the command lands once, and its outcome with it, without relying on
+// request ids, which expire. A target on the sender's shard is signalled in
+// the same transaction; one on another shard through the sender's outbox
+// (docs/sharding.md, "Cross-shard work"), and the effect is recorded when
+// the target's answer is acknowledged. Sending again for a step that has
+// its effect, or whose delivery is on its way, sends nothing.
+type SenderStep struct {
+	LeaseRef
+	Step string `json:"step" msgpack:"st"`
 }
 
 // FireTimers fires up to Max timers due at Now.

@@ -30,6 +30,21 @@ const (
 	FailureTerminated = "TerminatedError"
 )
 
+// The failure types of a signal or cancel request a run sent on behalf of
+// a step (SenderStep): the target is unknown or closed, as Temporal's
+// UnknownExternalWorkflowExecutionError; or the target refused the command
+// (a malformed one), which no retry can mend.
+const (
+	FailureUnknownExternal = "UnknownExternalWorkflowExecutionError"
+	FailureInvalidExternal = "InvalidExternalCommand"
+)
+
+// EncodeExternalFailure returns the payload of a failed signal or cancel
+// request of type typ (FailureUnknownExternal or FailureInvalidExternal).
+func EncodeExternalFailure(typ, message string) []byte {
+	return encodeFailure(Failure{Type: typ, Message: message, NonRetryable: true})
+}
+
 // FailureReviewCanceled is the failure type of a task that ended without
 // SUCCESS, as the effect of its parent's step.
 const FailureReviewCanceled = "TaskCanceledError"

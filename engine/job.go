@@ -62,6 +62,9 @@ type Job struct {
 	// whose effect its result becomes.
 	ParentID   JobID  `json:"parent_job_id,omitempty" msgpack:"pi,omitempty"`
 	ParentStep string `json:"parent_step,omitempty" msgpack:"ps,omitempty"`
+	// ParentWorkflowID is the parent's workflow id when the parent lives on
+	// another shard (its record is not in this store); "" otherwise.
+	ParentWorkflowID string `json:"parent_workflow_id,omitempty" msgpack:"pw,omitempty"`
 	// ParentClosePolicy applies while the job is open when its parent ends
 	// by Terminate or a timeout.
 	ParentClosePolicy ParentClosePolicy `json:"parent_close_policy,omitempty" msgpack:"pcp,omitempty"`

@@ -32,7 +32,9 @@ type Deliver struct {
 	Header
 	DeliveryRef
 	// Command is the log form of the command to apply (the machine's
-	// EncodeCommand): a CreateJob of a child, a ChildClosed, a CloseChild.
+	// EncodeCommand): a CreateJob of a child, a ChildClosed, a CloseChild,
+	// or a Signal or RequestCancel a run sent on behalf of a step (without
+	// its Sender).
 	Command []byte `json:"command" msgpack:"c"`
 	// AckedBelow says that every entry of Source for Target with a
 	// sequence below it is acknowledged, so none will be delivered again

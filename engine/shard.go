@@ -328,6 +328,13 @@ func ShardOfCommand(cmd Command, count int) (int, ShardRoute) {
 	case *CompleteAsync:
 		return job(c.Job)
 	case *Signal:
+		if c.Sender != nil {
+			// A run's worker signalling on behalf of its step: the
+			// sender's shard checks its lease, records the outcome as the
+			// step's effect, and reaches a target elsewhere through its
+			// outbox.
+			return job(c.Sender.Job)
+		}
 		return target(c.Target)
 	case *Cancel:
 		return target(c.Target)
@@ -338,6 +345,9 @@ func ShardOfCommand(cmd Command, count int) (int, ShardRoute) {
 	case *Resume:
 		return target(c.Target)
 	case *RequestCancel:
+		if c.Sender != nil {
+			return job(c.Sender.Job) // as a Signal's Sender
+		}
 		return target(c.Target)
 	case *Terminate:
 		if c.ByParent != nil {

@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 )
 
 // The outbox's keyspace (docs/sharding.md, "Cross-shard work"): what a shard
@@ -14,6 +15,7 @@ import (
 //	On<target:8>            the last sequence given to an entry for shard target
 //	Od<source:8><seq:8>     delivered record: entry seq of shard source was applied here, and its outcome
 //	Oc<parent:8><step>      a parent's step whose child runs on another shard: the child's job id once known
+//	Os<job:8><step>         a run's step whose signal or cancel request is on its way to another shard: the entry's target and seq
 //	Ow<source:8>            every entry of shard source below this sequence is acknowledged: their delivered records are gone
 const PrefixOutbox byte = 'O'
 
@@ -31,6 +33,7 @@ const (
 	outboxTagDelivered = 'd'
 	outboxTagChild     = 'c'
 	outboxTagAcked     = 'w'
+	outboxTagSending   = 's'
 )
 
 // Prefixes of the outbox key kinds, for scans.
@@ -39,6 +42,7 @@ var (
 	OutboxNextPrefix      = []byte{PrefixOutbox, outboxTagNext}
 	OutboxDeliveredPrefix = []byte{PrefixOutbox, outboxTagDelivered}
 	RemoteChildPrefix     = []byte{PrefixOutbox, outboxTagChild}
+	SendingPrefix         = []byte{PrefixOutbox, outboxTagSending}
 )
 
 func outboxKey(tag byte, capacity int) []byte {
@@ -74,6 +78,38 @@ func RemoteChildJobPrefix(parent uint64) []byte {
 // on another shard.
 func RemoteChildKey(parent uint64, step string) []byte {
 	return append(RemoteChildJobPrefix(parent), step...)
+}
+
+// SendingKey is the key of the mark of step of job whose signal or cancel
+// request (engine.SenderStep) is on its way to another shard.
+func SendingKey(job uint64, step string) []byte {
+	return append(appendU64(outboxKey(outboxTagSending, 8+16), job), step...)
+}
+
+// ParseSendingKey decodes a sending mark's key.
+func ParseSendingKey(k []byte) (job uint64, step string, err error) {
+	if len(k) < 10 || k[0] != PrefixOutbox || k[1] != outboxTagSending {
+		return 0, "", keyError(k, "not a sending key")
+	}
+	return binary.BigEndian.Uint64(k[2:10]), string(k[10:]), nil
+}
+
+// SendingValue is the stored form of a sending mark: the pending entry's
+// target shard and sequence.
+func SendingValue(p OutboxPair) []byte {
+	return appendU64(appendU64(make([]byte, 0, 16), uint64(p.Shard)), p.Seq)
+}
+
+// ParseSendingValue decodes a sending mark.
+func ParseSendingValue(b []byte) (OutboxPair, error) {
+	if len(b) != 16 {
+		return OutboxPair{}, fmt.Errorf("%w: a sending mark of %d bytes, want 16", ErrCorrupt, len(b))
+	}
+	s := binary.BigEndian.Uint64(b[:8])
+	if s > 1<<16 {
+		return OutboxPair{}, fmt.Errorf("%w: a sending mark names shard %d", ErrCorrupt, s)
+	}
+	return OutboxPair{Shard: int(s), Seq: binary.BigEndian.Uint64(b[8:])}, nil
 }
 
 // AckedBelowKey holds the sequence below which every entry of shard source
@@ -125,6 +161,8 @@ func (d *keyDescriber) outbox() string {
 		ok = d.u64("source") && d.u64("seq") && d.end()
 	case outboxTagChild:
 		ok = d.u64("parent") && d.tail("step")
+	case outboxTagSending:
+		ok = d.u64("job") && d.tail("step")
 	default:
 		return "unknown key " + hex.EncodeToString(d.k)
 	}

@@ -86,7 +86,10 @@ func (a *applier) claim(c *engine.Claim) (engine.Result, error) {
 		}
 		cj.CronSchedule = j.CronSchedule
 		cj.AttemptBase, cj.ActivityOptions = j.AttemptBase, j.ActivityOptions.Clone()
-		if j.ParentID != 0 {
+		switch {
+		case j.ParentWorkflowID != "":
+			cj.ParentWorkflowID = j.ParentWorkflowID // a parent on another shard
+		case j.ParentID != 0:
 			// The child's code may ask for its parent (GetInfo); a parent
 			// whose record is gone leaves the workflow id empty.
 			if p, err := a.load(j.ParentID); err == nil {

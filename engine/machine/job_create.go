@@ -23,6 +23,9 @@ func (a *applier) create(c *engine.CreateJob) (engine.Result, error) {
 		// create's provenance (outbox.go).
 		return a.createRun(c, nil)
 	}
+	if c.ParentWorkflowID != "" {
+		return nil, engine.InvalidField("CreateJob", "ParentWorkflowID", "is given only by the parent's shard, to a child it delivers to another shard")
+	}
 	if err := a.jobOnShard("CreateJob", what, c.ParentID); err != nil {
 		return nil, err
 	}
@@ -92,7 +95,8 @@ func (a *applier) createRun(c *engine.CreateJob, lastResult []byte) (engine.Resu
 	}
 	l := &loaded{job: &engine.Job{
 		ID: id, WorkflowID: wf, Type: c.Type, Queue: c.Queue,
-		StartDigest: digest, ParentID: c.ParentID, ParentStep: c.ParentStep, ParentClosePolicy: c.ParentClosePolicy, CreatedMS: a.now,
+		StartDigest: digest, ParentID: c.ParentID, ParentStep: c.ParentStep, ParentWorkflowID: c.ParentWorkflowID,
+		ParentClosePolicy: c.ParentClosePolicy, CreatedMS: a.now,
 		Retry: c.Retry, RunAttempt: 1, TraceParent: c.TraceParent, TimeoutOnLeaseExpiry: c.TimeoutOnLeaseExpiry,
 	}}
 	a.remember(l)
@@ -203,7 +207,8 @@ func (a *applier) continueAsNew(c *engine.ContinueAsNew) (engine.Result, error) 
 		typ = old.Type
 	}
 	next := &engine.CreateJob{WorkflowID: old.WorkflowID, Type: typ, Queue: old.Queue, Input: c.Input,
-		ParentID: old.ParentID, ParentStep: old.ParentStep, ParentClosePolicy: old.ParentClosePolicy, Retry: old.Retry, RunTimeoutMS: old.RunTimeoutMS,
+		ParentID: old.ParentID, ParentStep: old.ParentStep, ParentWorkflowID: old.ParentWorkflowID, ParentClosePolicy: old.ParentClosePolicy,
+		Retry: old.Retry, RunTimeoutMS: old.RunTimeoutMS,
 		TraceParent: old.TraceParent}
 	next.Header = c.Header
 	carried, err := a.cronCarry(old)

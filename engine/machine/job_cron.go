@@ -97,7 +97,7 @@ func (a *applier) cronTimedOut(l *loaded) error {
 func (a *applier) cronFollow(l *loaded, first *engine.Event, last []byte) error {
 	old := l.job
 	next := &engine.CreateJob{Header: engine.Header{NowMS: a.now}, WorkflowID: old.WorkflowID, Type: old.Type, Queue: old.Queue, Input: first.Payload,
-		ParentID: old.ParentID, ParentStep: old.ParentStep, ParentClosePolicy: old.ParentClosePolicy, Retry: old.Retry,
+		ParentID: old.ParentID, ParentStep: old.ParentStep, ParentWorkflowID: old.ParentWorkflowID, ParentClosePolicy: old.ParentClosePolicy, Retry: old.Retry,
 		RunTimeoutMS: old.RunTimeoutMS, TraceParent: old.TraceParent, CronSchedule: old.CronSchedule}
 	res, err := a.createRun(next, last)
 	if err != nil {

@@ -71,7 +71,7 @@ func (a *applier) resetJob(c *engine.ResetJob) (engine.Result, error) {
 	}
 	nl := &loaded{job: &engine.Job{
 		ID: id, WorkflowID: b.WorkflowID, Type: b.Type, Queue: b.Queue, StartDigest: b.StartDigest,
-		ParentID: b.ParentID, ParentStep: b.ParentStep, ParentClosePolicy: b.ParentClosePolicy,
+		ParentID: b.ParentID, ParentStep: b.ParentStep, ParentWorkflowID: b.ParentWorkflowID, ParentClosePolicy: b.ParentClosePolicy,
 		Retry: b.Retry, RunAttempt: b.RunAttempt, TraceParent: b.TraceParent, TimeoutOnLeaseExpiry: b.TimeoutOnLeaseExpiry,
 		ScheduleID: b.ScheduleID, CronSchedule: b.CronSchedule,
 		// The chain's execution deadline stands, as for a continued run;

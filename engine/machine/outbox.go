@@ -14,9 +14,10 @@ import (
 // source's leader delivers it (Deliver, on the target) and acknowledges it
 // (AckDelivery, here). The target keeps a delivered record per entry, so a
 // second delivery of an entry answers the first outcome and applies
-// nothing, whenever it comes: the effect lands once. Three things travel so
+// nothing, whenever it comes: the effect lands once. Five things travel so
 // today: a child's create (from its parent's shard), a child's end (to its
-// parent's shard) and a parent-close policy (to a child's shard).
+// parent's shard), a parent-close policy (to a child's shard), and a
+// signal or cancel request a run sends on behalf of a step (external.go).
 
 // The versions of the outbox's records.
 const (
@@ -174,7 +175,7 @@ func (a *applier) createRemoteChild(c *engine.CreateJob) (engine.Result, error) 
 	}
 	inner := *c
 	inner.Header = engine.Header{By: c.By}
-	inner.ParentLease = nil
+	inner.ParentLease, inner.ParentWorkflowID = nil, p.job.WorkflowID
 	target := engine.ShardOfKey(c.WorkflowID, a.shard.Count)
 	ref, err := a.send(target, &inner, c.ParentID, c.ParentStep)
 	if err != nil {
@@ -344,6 +345,18 @@ func (a *applier) deliver(c *engine.Deliver) (engine.Result, error) {
 		res, err = a.childClosed(x)
 	case *engine.CloseChild:
 		res, err = a.closeChildOf(x)
+	case *engine.Signal:
+		if x.Sender != nil {
+			err = engine.InvalidField("Deliver", "Command", "is a Signal with a sender: its sender's shard applies the sender's part")
+			break
+		}
+		res, err = a.signal(x)
+	case *engine.RequestCancel:
+		if x.Sender != nil {
+			err = engine.InvalidField("Deliver", "Command", "is a RequestCancel with a sender: its sender's shard applies the sender's part")
+			break
+		}
+		res, err = a.requestCancel(x)
 	default:
 		err = engine.InvalidField("Deliver", "Command", fmt.Sprintf("is a %s, which is not delivered across shards", inner.Kind()))
 	}
@@ -414,6 +427,9 @@ func (a *applier) ackDelivery(c *engine.AckDelivery) (engine.Result, error) {
 		return nil, engine.InvalidField("AckDelivery", "Answer.Kind", fmt.Sprintf("is %s, but the entry carries a %s", c.Answer.Kind, e.Kind))
 	}
 	a.tx.Delete(key)
+	if e.Kind == engine.KindSignal || e.Kind == engine.KindRequestCancel {
+		return &engine.AckResult{Acked: true}, a.externalAnswered(e, c.Answer)
+	}
 	if e.Parent == 0 {
 		return &engine.AckResult{Acked: true}, nil
 	}

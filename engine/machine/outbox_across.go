@@ -23,7 +23,9 @@ import (
 //     on its parent's link, or on its way there (a pending entry on its
 //     shard);
 //   - a link the child's end reached has the effect on the parent's step,
-//     unless the parent ended.
+//     unless the parent ended;
+//   - no entry is still pending on its source that its target was told is
+//     acknowledged (below the target's acknowledged mark for the source).
 //
 // It returns the problems found, up to max (0: no bound).
 func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) error) error, max int) []error {
@@ -44,8 +46,26 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 	// ChildClosed entry, by parent and step.
 	closing := map[string]bool{}
 	effects := map[string]bool{}
+	var pending []engine.DeliveryRef
+	ackedBelow := map[[2]int]uint64{} // by target and source
 	for k := 0; k < count; k++ {
 		err := view(k, func(r *storage.Reader) error {
+			for s := 0; s < count; s++ {
+				if s == k {
+					continue
+				}
+				b, err := r.Get(storage.AckedBelowKey(s))
+				switch {
+				case err == nil:
+					n, err := storage.ParseU64(b)
+					if err != nil {
+						return err
+					}
+					ackedBelow[[2]int{k, s}] = n
+				case !errors.Is(err, storage.ErrNotFound):
+					return err
+				}
+			}
 			if err := r.Scan(storage.RemoteChildPrefix, nil, true, func(key, b []byte) (bool, error) {
 				c := new(engine.RemoteChild)
 				if _, err := storage.DecodeAt(key, b, storage.KindRemoteChild, remoteChildVersion, c); err != nil {
@@ -81,6 +101,7 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 				if _, err := storage.DecodeAt(key, b, storage.KindOutboxEntry, outboxEntryVersion, e); err != nil {
 					return v.add(err), nil
 				}
+				pending = append(pending, e.DeliveryRef)
 				if e.Kind != engine.KindChildClosed {
 					return true, nil
 				}
@@ -96,6 +117,11 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 		})
 		if err != nil {
 			v.add(fmt.Errorf("reading shard %d: %w", k, err))
+		}
+	}
+	for _, e := range pending {
+		if below := ackedBelow[[2]int{e.Target, e.Source}]; e.Seq < below {
+			v.add(fmt.Errorf("%s is pending on its source, but shard %d was told every entry of shard %d below %d is acknowledged", e, e.Target, e.Source, below))
 		}
 	}
 	for key, l := range links {

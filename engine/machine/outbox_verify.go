@@ -14,7 +14,9 @@ import (
 // has a live source record (the job whose step or end it carries); every
 // delivered record names another shard of the cluster as its source and
 // this one as its target, under its key; every remote child link belongs
-// to a job of this shard, and one still pending has its entry.
+// to a job of this shard, and one still pending has its entry; every
+// pending signal or cancel request a step sent has its sending mark, and
+// every sending mark its entry (sendingMarks).
 func (v *verifier) outbox(l engine.ShardLayout, wrong func(format string, a ...any) bool) {
 	jobExists := func(id engine.JobID) bool {
 		ok, err := v.has(storage.JobKey(uint64(id)))
@@ -61,6 +63,13 @@ func (v *verifier) outbox(l engine.ShardLayout, wrong func(format string, a ...a
 			source = c.Child
 		case *engine.CloseChild:
 			source = c.Parent
+		case *engine.Signal, *engine.RequestCancel:
+			// A run's step signalled, or asked to cancel, a run on another
+			// shard: its sending mark names this entry.
+			source = e.Parent
+			if sent := v.sendingMark(e.Parent, e.Step); sent != (storage.OutboxPair{Shard: e.Target, Seq: e.Seq}) {
+				return wrong("outbox entry %s carries a %s of job %d step %q, whose sending mark names %+v", e.DeliveryRef, cmd.Kind(), e.Parent, e.Step, sent), nil
+			}
 		default:
 			return wrong("outbox entry %s carries a %s, which is not delivered", e.DeliveryRef, cmd.Kind()), nil
 		}
@@ -130,6 +139,63 @@ func (v *verifier) outbox(l engine.ShardLayout, wrong func(format string, a ...a
 			if !ok {
 				return wrong("remote child link of job %d step %q waits for %s, which is not pending", c.Parent, c.Step, c.Delivery), nil
 			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		v.add(err)
+	}
+}
+
+// sendingMark returns the entry the sending mark of job's step names, the
+// zero pair when there is none.
+func (v *verifier) sendingMark(job engine.JobID, step string) storage.OutboxPair {
+	if job == 0 || step == "" {
+		return storage.OutboxPair{}
+	}
+	b, err := v.r.Get(storage.SendingKey(uint64(job), step))
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.OutboxPair{}
+	}
+	if err != nil {
+		v.add(err)
+		return storage.OutboxPair{}
+	}
+	p, err := storage.ParseSendingValue(b)
+	if err != nil {
+		v.add(err)
+	}
+	return p
+}
+
+// sendingMarks checks that every sending mark belongs to a job of this
+// shard and names a pending entry that carries that job's step.
+func (v *verifier) sendingMarks(l engine.ShardLayout, wrong func(format string, a ...any) bool) {
+	err := v.r.Scan(storage.SendingPrefix, nil, true, func(k, b []byte) (bool, error) {
+		job, step, err := storage.ParseSendingKey(k)
+		if err != nil {
+			return v.add(err), nil
+		}
+		at, err := storage.ParseSendingValue(b)
+		if err != nil {
+			return v.add(err), nil
+		}
+		if l.Sharded() && engine.ShardOfJob(engine.JobID(job)) != l.Index {
+			return wrong("the sending mark of job %d step %q belongs to shard %d", job, step, engine.ShardOfJob(engine.JobID(job))), nil
+		}
+		eb, err := v.r.Get(storage.OutboxEntryKey(at.Shard, at.Seq))
+		if errors.Is(err, storage.ErrNotFound) {
+			return wrong("the sending mark of job %d step %q names entry %d→%d #%d, which is not pending", job, step, l.Index, at.Shard, at.Seq), nil
+		}
+		if err != nil {
+			return v.add(err), nil
+		}
+		e := new(engine.OutboxEntry)
+		if _, err := storage.DecodeAt(storage.OutboxEntryKey(at.Shard, at.Seq), eb, storage.KindOutboxEntry, outboxEntryVersion, e); err != nil {
+			return v.add(err), nil
+		}
+		if uint64(e.Parent) != job || e.Step != step || (e.Kind != engine.KindSignal && e.Kind != engine.KindRequestCancel) {
+			return wrong("the sending mark of job %d step %q names %s, a %s of job %d step %q", job, step, e.DeliveryRef, e.Kind, e.Parent, e.Step), nil
 		}
 		return true, nil
 	})

@@ -173,6 +173,7 @@ func VerifyShard(r *storage.Reader, max int, l engine.ShardLayout) []error {
 		return true
 	})
 	v.outbox(l, wrong)
+	v.sendingMarks(l, wrong)
 	if l.Index != engine.ResourceHomeShard {
 		pool, err := ReadResources(r)
 		if err != nil {

@@ -78,8 +78,10 @@ var jobDirectives = map[string]commandDirective{
 		}
 		return c
 	},
+	// request-cancel job=ID|wf=ID [reason=TEXT] [sender=ID sender-step=S]:
+	// with a sender, a run's step asks on its behalf, under its lease.
 	"request-cancel": func(e *traceEnv, a *traceArgs) engine.Command {
-		return &engine.RequestCancel{Target: target(a), Reason: a.str("reason", "")}
+		return &engine.RequestCancel{Target: target(a), Reason: a.str("reason", ""), Sender: e.sender(a)}
 	},
 	// complete job=ID [result=TEXT], fail job=ID [error=TEXT]: the worker's
 	// end of the run, fenced by its lease.

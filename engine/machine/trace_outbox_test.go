@@ -13,7 +13,7 @@ package machine_test
 //	                               or a refusal
 //	child-closed parent=ID step=S child=ID [failed]   (refused: only inside a Deliver)
 //	close-child child=ID parent=ID                    (refused: only inside a Deliver)
-//	outbox                         the pending entries of the current shard, and its remote child links
+//	outbox                         the pending entries of the current shard, its remote child links and sending marks
 //	verify-across                  machine.VerifyAcrossShards over every shard's store
 //	backlog                        machine.OutboxBacklog of the current shard
 
@@ -176,12 +176,27 @@ func lookOutbox(e *traceEnv, a *traceArgs) string {
 			cmd.Head().NowMS = 0
 			fmt.Fprintf(&out, "entry %s: %s %s\n", en.DeliveryRef, cmd.Kind(), formatValue(cmd))
 		}
-		return r.Scan(storage.RemoteChildPrefix, nil, true, func(k, b []byte) (bool, error) {
+		err = r.Scan(storage.RemoteChildPrefix, nil, true, func(k, b []byte) (bool, error) {
 			c, err := machine.DecodeRemoteChild(b)
 			if err != nil {
 				return false, err
 			}
 			fmt.Fprintf(&out, "link job %d step %s: %s\n", c.Parent, c.Step, formatValue(c))
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		return r.Scan(storage.SendingPrefix, nil, true, func(k, b []byte) (bool, error) {
+			job, step, err := storage.ParseSendingKey(k)
+			if err != nil {
+				return false, err
+			}
+			at, err := storage.ParseSendingValue(b)
+			if err != nil {
+				return false, err
+			}
+			fmt.Fprintf(&out, "sending job %d step %s: to shard %d #%d\n", job, step, at.Shard, at.Seq)
 			return true, nil
 		})
 	})

@@ -51,13 +51,23 @@ var turnDirectives = map[string]commandDirective{
 		}
 		return w
 	},
-	// signal job=ID|wf=ID name=N [payload=TEXT]
+	// signal job=ID|wf=ID name=N [payload=TEXT] [sender=ID sender-step=S]:
+	// with a sender, a run's step signals on its behalf, under its lease.
 	"signal": func(e *traceEnv, a *traceArgs) engine.Command {
-		return &engine.Signal{Target: target(a), Name: a.str("name", ""), Payload: a.bytes("payload")}
+		return &engine.Signal{Target: target(a), Name: a.str("name", ""), Payload: a.bytes("payload"), Sender: e.sender(a)}
 	},
 	"fire-timers": func(e *traceEnv, a *traceArgs) engine.Command {
 		return &engine.FireTimers{Max: int(a.int("max", 100))}
 	},
+}
+
+// sender is the sender step a signal or cancel request names, if any: the
+// lease of job sender= and the step sender-step=.
+func (e *traceEnv) sender(a *traceArgs) *engine.SenderStep {
+	if !a.has("sender") {
+		return nil
+	}
+	return &engine.SenderStep{LeaseRef: e.jobLease(a, "sender"), Step: a.str("sender-step", "")}
 }
 
 // inputEvents reads the block's input as events, one a line: the type,

@@ -236,6 +236,9 @@ func (a *applier) alreadyHappened(j *engine.Job, spec *engine.WaitSpec, seenSeq 
 }
 
 func (a *applier) signal(c *engine.Signal) (engine.Result, error) {
+	if c.Sender != nil {
+		return a.sendExternal(c, c.Target, *c.Sender)
+	}
 	l, err := a.resolve(c.Target)
 	if err != nil {
 		return nil, err
@@ -297,6 +300,9 @@ func removeTimer(j *engine.Job, t engine.Timer) bool {
 }
 
 func (a *applier) requestCancel(c *engine.RequestCancel) (engine.Result, error) {
+	if c.Sender != nil {
+		return a.sendExternal(c, c.Target, *c.Sender)
+	}
 	l, err := a.resolve(c.Target)
 	if err != nil {
 		return nil, err

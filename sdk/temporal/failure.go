@@ -132,7 +132,7 @@ func nodeFailure(err error) *failure {
 	case *ChildWorkflowExecutionAlreadyStartedError:
 		f.Kind, f.Type, f.NonRetryable = kindAlreadyStarted, sdkhook.FailureAlreadyStarted, true
 	case *UnknownExternalWorkflowExecutionError:
-		f.Kind, f.Type, f.NonRetryable = kindUnknownExternal, "UnknownExternalWorkflowExecutionError", true
+		f.Kind, f.Type, f.NonRetryable = kindUnknownExternal, engine.FailureUnknownExternal, true
 	case *WorkflowExecutionError:
 		f.Kind, f.Type, f.WorkflowID, f.RunID, f.WorkflowType = kindWorkflowExecuted, "WorkflowExecutionError", e.workflowID, e.runID, e.workflowType
 	}
@@ -210,6 +210,8 @@ func kindOf(f *failure) string {
 		return kindTerminated
 	case sdkhook.FailureAlreadyStarted:
 		return kindAlreadyStarted
+	case engine.FailureUnknownExternal:
+		return kindUnknownExternal
 	}
 	return kindApplication
 }

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/worker"
@@ -201,4 +203,84 @@ func TestChildTimeout(t *testing.T) {
 	if err := run.Get(ctx, &got); err != nil || got != "WorkflowRun" {
 		t.Fatalf("Get = %q, %v; want the child's WorkflowRun timeout", got, err)
 	}
+}
+
+// answerLost is a service whose first signal sent on behalf of a step is
+// applied but answers an error, as when the connection dropped after the
+// engine committed it: the run's turn fails, and a later attempt of the
+// run, holding a lease of its own, sends the signal again.
+type answerLost struct {
+	engine.Service
+	once sync.Once
+}
+
+func (s *answerLost) Signal(ctx context.Context, c engine.Signal) (*engine.SignalResult, error) {
+	res, err := s.Service.Signal(ctx, c)
+	lost := false
+	if c.Sender != nil && err == nil {
+		s.once.Do(func() { lost = true })
+	}
+	if lost {
+		return nil, errors.New("connection reset by peer")
+	}
+	return res, err
+}
+
+// A signal whose answer was lost is sent again by the run's next attempt:
+// the engine finds the step's effect, the target gets the signal once, and
+// the sender goes on (a request id derived from the step, which the old
+// worker used, conflicts with the first one's body, which holds the first
+// attempt's lease).
+func TestSignalSentAgainByALaterAttempt(t *testing.T) {
+	e := open(t)
+	svc := &answerLost{Service: service(t, e)}
+	var errMu sync.Mutex
+	var errs []error
+	w := worker.New(client.New(svc), "ext-again", worker.Options{CacheSize: -1, LeaseTTL: 2 * time.Second,
+		OnError: func(_ engine.JobID, err error) { errMu.Lock(); errs = append(errs, err); errMu.Unlock() }})
+	w.RegisterWorkflow(Pinged)
+	w.RegisterWorkflow(Pinger)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopOK(t, w) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := client.New(service(t, e))
+	target, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "target", TaskQueue: "ext-again"}, Pinged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "victim", TaskQueue: "ext-again"}, Pinged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "pinger", TaskQueue: "ext-again"}, Pinger, "target", "victim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := run.Get(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "<nil> true <nil> true" {
+		t.Fatalf("Pinger reported %q", got)
+	}
+	if err := target.Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = victim.Get(ctx, nil)
+	hist, err := c.GetWorkflowHistory(ctx, "target", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(eventTypes(hist), "signal_received"); n != 1 {
+		t.Fatalf("the target's history %s holds %d signals, want 1", eventTypes(hist), n)
+	}
+	errMu.Lock()
+	defer errMu.Unlock()
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "connection reset") {
+		t.Fatalf("worker errors %v, want the one lost answer", errs)
+	}
+	verify(t, e)
 }

@@ -186,10 +186,11 @@ func (r *run) await(cmds []*replay.Command) error {
 }
 
 // expectsEvents reports whether the workflow waits for something only
-// others write to its history: a timer or a remote command's result.
+// others write to its history: a timer, a remote command's result, or the
+// outcome of a signal or cancel request on its way to another shard.
 func (r *run) expectsEvents(cmds []*replay.Command) bool {
 	for _, c := range cmds {
-		if c.Kind == replay.KindTimer || r.isRemote(c) {
+		if c.Kind == replay.KindTimer || r.isRemote(c) || c.Started && (c.Kind == replay.KindSignalExternal || c.Kind == replay.KindCancelExternal) {
 			return true
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/heddlewf/heddle/internal/loopback"
 	"github.com/heddlewf/heddle/raftfsm"
 	"github.com/heddlewf/heddle/sdk/client"
+	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 	"github.com/heddlewf/heddle/storage"
@@ -145,9 +147,15 @@ func TestChildWorkflowsAcrossShards(t *testing.T) {
 	}
 	// The children's ends reached the parent before it could finish, but
 	// their acknowledgements on the children's shards may still be on
-	// their way: wait (at each commit of a node's shards) until no outbox
-	// holds anything, then every shard's store verifies, and so do the
-	// links between the shards.
+	// their way.
+	verifyQuietShards(ctx, t, hosts, shards)
+}
+
+// verifyQuietShards waits (at each commit of a node's shards) until no
+// outbox holds anything; then every shard's store verifies, and so do the
+// links between the shards.
+func verifyQuietShards(ctx context.Context, t *testing.T, hosts []*raftfsm.Host, shards int) {
+	t.Helper()
 	leaderOf := func(k int) *raftfsm.Node {
 		for _, h := range hosts {
 			if n := h.Shard(k); n != nil && n.IsLeader() {
@@ -267,4 +275,131 @@ func TestParentClosePolicyAcrossShards(t *testing.T) {
 	if err != nil || j.Status != engine.StatusTerminated {
 		t.Fatalf("the child after its parent ended: %+v, %v", j, err)
 	}
+}
+
+// idOn returns the first of prefix0, prefix1, … that routes to shard k of
+// count.
+func idOn(prefix string, k, count int) string {
+	for i := 0; ; i++ {
+		if id := fmt.Sprintf("%s%d", prefix, i); engine.ShardOfKey(id, count) == k {
+			return id
+		}
+	}
+}
+
+// TestSignalsAndCancelsAcrossShards runs Pinger of
+// TestSignalAndCancelExternalWorkflows on a cluster of four shards, with
+// its target, its victim and the id nobody holds on other shards than its
+// own: the signal, the cancel request and the failed signal go through
+// the sender's shard's outbox, and their outcomes come back as the steps'
+// effects (phase 1 sent them as the worker's own commands, not with the
+// run). Each landed once, every shard's store verifies, and no delivery
+// is left pending.
+func TestSignalsAndCancelsAcrossShards(t *testing.T) {
+	const shards = 4
+	svc, hosts := openShardedCluster(t, shards)
+	w := startWorkerOn(t, svc, "ext", worker.Options{})
+	w.RegisterWorkflow(Pinged)
+	w.RegisterWorkflow(Pinger)
+	c := client.New(svc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nobody := engine.ShardOfKey("nobody-home", shards) // Pinger's unknown target
+	senderShard := (nobody + 1) % shards
+	sender := idOn("pinger-", senderShard, shards)
+	target := idOn("target-", (senderShard+2)%shards, shards)
+	victim := idOn("victim-", (senderShard+3)%shards, shards)
+	targetRun, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: target, TaskQueue: "ext"}, Pinged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victimRun, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: victim, TaskQueue: "ext"}, Pinged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: sender, TaskQueue: "ext"}, Pinger, target, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := run.Get(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "<nil> true <nil> true" {
+		t.Fatalf("Pinger reported %q", got)
+	}
+	var pinged string
+	if err := targetRun.Get(ctx, &pinged); err != nil || pinged != "pinged hello" {
+		t.Fatalf("target: %q, %v", pinged, err)
+	}
+	if err := victimRun.Get(ctx, nil); !temporal.IsCanceledError(err) {
+		t.Fatalf("victim ended with %v, want cancelled", err)
+	}
+	// Each outcome is in the sender's history once, and the target got the
+	// signal once.
+	hist, err := c.GetWorkflowHistory(ctx, sender, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := eventTypes(hist)
+	for _, want := range []string{"signal_external_sent", "signal_external_failed", "cancel_external_requested"} {
+		if strings.Count(types, want) != 1 {
+			t.Fatalf("history %s: want one %s", types, want)
+		}
+	}
+	thist, err := c.GetWorkflowHistory(ctx, target, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(eventTypes(thist), "signal_received"); n != 1 {
+		t.Fatalf("the target's history %s holds %d signals, want 1", eventTypes(thist), n)
+	}
+	verifyQuietShards(ctx, t, hosts, shards)
+}
+
+// SignallingChild signals its parent ("child", carrying its workflow id)
+// and ends.
+func SignallingChild(ctx workflow.Context) error {
+	info := workflow.GetInfo(ctx)
+	return workflow.SignalExternalWorkflow(ctx, info.ParentWorkflowExecution.ID, "", "child", info.WorkflowExecution.ID).Get(ctx, nil)
+}
+
+// SignalledParent starts SignallingChild with the given id, waits for it,
+// and then for its signal, which the child sent before it ended.
+func SignalledParent(ctx workflow.Context, childID string) (string, error) {
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: childID})
+	if err := workflow.ExecuteChildWorkflow(cctx, SignallingChild).Get(ctx, nil); err != nil {
+		return "", err
+	}
+	var from string
+	workflow.GetSignalChannel(ctx, "child").Receive(ctx, &from)
+	return from, nil
+}
+
+// TestChildSignalsParentAcrossShards: a child on another shard signals its
+// parent before it ends; the signal and the child's end both cross back
+// through the child's shard's outbox, in the order sent.
+func TestChildSignalsParentAcrossShards(t *testing.T) {
+	const shards = 4
+	svc, hosts := openShardedCluster(t, shards)
+	w := startWorkerOn(t, svc, "kin", worker.Options{})
+	w.RegisterWorkflow(SignalledParent)
+	w.RegisterWorkflow(SignallingChild)
+	c := client.New(svc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	parent := idOn("parent-", 0, shards)
+	child := idOn("child-", 2, shards)
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: parent, TaskQueue: "kin"}, SignalledParent, child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := run.Get(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got != child {
+		t.Fatalf("the parent got the signal of %q, want %q", got, child)
+	}
+	verifyQuietShards(ctx, t, hosts, shards)
 }
