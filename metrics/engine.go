@@ -75,6 +75,24 @@ func (m *Metrics) SchedulerLag(sweep string, lag time.Duration) {
 	m.schedulerLag.WithLabelValues(sweep).Observe(lag.Seconds())
 }
 
+// OutboxPending sets how many outbox entries of this shard for shard
+// target are not yet acknowledged.
+func (m *Metrics) OutboxPending(target string, n int) {
+	if m == nil {
+		return
+	}
+	m.outboxPending.WithLabelValues(target).Set(float64(n))
+}
+
+// OutboxAcknowledged counts an outbox entry of this shard for shard target
+// that this node delivered and acknowledged.
+func (m *Metrics) OutboxAcknowledged(target string) {
+	if m == nil {
+		return
+	}
+	m.outboxAcked.WithLabelValues(target).Inc()
+}
+
 // The series of one set of labels, for a caller that records into the
 // same ones again and again (the engine's Meter, once per command): it
 // resolves them once and records with no label lookup. On a nil *Metrics

@@ -40,6 +40,8 @@ const (
 	EngineStaleAttempts   = "heddle_engine_stale_attempts_total"
 	EngineTimerLateness   = "heddle_engine_timer_lateness_seconds"
 	EngineSchedulerLag    = "heddle_engine_scheduler_lag_seconds"
+	EngineOutboxPending   = "heddle_engine_outbox_pending"
+	EngineOutboxAcked     = "heddle_engine_outbox_acknowledged_total"
 	RaftLeaderChanges     = "heddle_raft_leader_changes_total"
 	RaftIsLeader          = "heddle_raft_is_leader"
 	RaftTerm              = "heddle_raft_term"
@@ -94,6 +96,10 @@ var families = []Family{
 		"How late a durable timer fired: the firing command's time less the timer's due time.", lagSeconds},
 	{EngineSchedulerLag, "histogram", []string{"sweep"},
 		"How late the scheduler proposed a sweep (timers, leases or delayed): the proposal's time less the earliest due time.", lagSeconds},
+	{EngineOutboxPending, "gauge", []string{"target"},
+		"Outbox entries of this shard not yet acknowledged, by target shard, as this node last read them while it led the shard (0 when it does not lead it); a sharded node only.", nil},
+	{EngineOutboxAcked, "counter", []string{"target"},
+		"Outbox entries of this shard this node delivered to their target shard and acknowledged, by target shard; a sharded node only.", nil},
 
 	{RaftLeaderChanges, "counter", nil,
 		"Changes of leader this node observed (including to no leader).", nil},

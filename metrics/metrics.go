@@ -34,6 +34,8 @@ type Metrics struct {
 	commands, staleAttempts, reclaims, commits, syncs *prometheus.CounterVec
 	applySeconds, commitSeconds, batchCommands        *prometheus.HistogramVec
 	timerLateness, schedulerLag                       *prometheus.HistogramVec
+	outboxPending                                     *prometheus.GaugeVec
+	outboxAcked                                       *prometheus.CounterVec
 	// jobCounts holds the job families by status and queue.
 	jobCounts *jobCounts
 	// The series of the engine's families without labels, resolved once.
@@ -244,6 +246,7 @@ func (m *Metrics) bind() {
 	m.reclaims, m.commits, m.syncs = c[EngineReclaims], c[EngineCommits], c[EngineSyncs]
 	m.applySeconds, m.commitSeconds, m.batchCommands = h[EngineApplySeconds], h[EngineCommitSeconds], h[EngineBatchCommands]
 	m.timerLateness, m.schedulerLag = h[EngineTimerLateness], h[EngineSchedulerLag]
+	m.outboxPending, m.outboxAcked = g[EngineOutboxPending], c[EngineOutboxAcked]
 	m.leaderChanges, m.raftEvents, m.raftOps = c[RaftLeaderChanges], c[RaftEvents], h[RaftOpSeconds]
 	m.turnSeconds, m.activitySeconds = h[WorkerTurnSeconds], h[WorkerActivitySecs]
 	m.turnErrors, m.activities = c[WorkerTurnErrors], c[WorkerActivities]

@@ -131,6 +131,8 @@ func TestNilMetricsRecordsNothing(t *testing.T) {
 	m.StaleAttempt("Complete")
 	m.TimerLateness(time.Second)
 	m.SchedulerLag("timers", time.Second)
+	m.OutboxPending("1", 3)
+	m.OutboxAcknowledged("1")
 	m.LeaderChange()
 	m.SetRaftSource(func() RaftStats { return RaftStats{} })
 	m.BridgeRaft()()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/machine"
+	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -128,6 +129,10 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 		for range 3 {
 			<-refused // the deliverer tried, and tries again after its backoff
 		}
+		// The source's leader counts the entry pending for the target.
+		if got := c.gather("n1").Value(metrics.EngineOutboxPending, "shard", "0", "target", "1"); got != 1 {
+			t.Errorf("n1's pending gauge for shard 0 → 1 is %v while the entry is stuck, want 1", got)
+		}
 		close(heal)
 	}
 
@@ -175,6 +180,16 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 	}
 	if n := countEvents(t, eng1, target.Job, want); n != 1 {
 		t.Fatalf("the target's history has %d %s events, want 1", n, want)
+	}
+	if fault == "partition" {
+		// The acknowledgement that drained the pair is counted, and the
+		// gauge follows the outbox back to 0 at the next look.
+		c.await("n1's pending gauge back to 0", func() bool {
+			return c.gather("n1").Value(metrics.EngineOutboxPending, "shard", "0", "target", "1") == 0
+		})
+		if got := c.gather("n1").Value(metrics.EngineOutboxAcked, "shard", "0", "target", "1"); got != 1 {
+			t.Errorf("n1 acknowledged %v entries of shard 0 → 1, want 1", got)
+		}
 	}
 	c.verifyShards()
 	c.verifyAcross()

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/machine"
+	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -63,6 +65,36 @@ type deliverer struct {
 	// was last looked at: a shard that applied nothing since is not looked
 	// at again. Used by the loop's goroutine only.
 	scanned map[int]uint64
+	// gauged are the pairs whose pending gauge this node last set above
+	// 0, to set back to 0 when they drain or the node stops leading their
+	// source. Used by the loop's goroutine only.
+	gauged map[pairKey]bool
+}
+
+// shardMetrics returns the Metrics of shard k's series on this node (nil
+// when the node records none).
+func (d *deliverer) shardMetrics(k int) *metrics.Metrics {
+	m, err := d.h.cfg.Metrics.ForShard(strconv.Itoa(k))
+	if err != nil {
+		return nil // the node's Metrics is not a sharded node's: openShard refused it already
+	}
+	return m
+}
+
+// gauge sets the pending gauges of source shard k's pairs: n by target,
+// and 0 for every pair set before that has none now.
+func (d *deliverer) gauge(k int, pending map[int]int) {
+	m := d.shardMetrics(k)
+	for p := range d.gauged {
+		if p.source == k && pending[p.target] == 0 {
+			m.OutboxPending(strconv.Itoa(p.target), 0)
+			delete(d.gauged, p)
+		}
+	}
+	for t, n := range pending {
+		m.OutboxPending(strconv.Itoa(t), n)
+		d.gauged[pairKey{k, t}] = true
+	}
 }
 
 // deliverLoop runs the node's loop until the node closes.
@@ -87,6 +119,7 @@ func (d *deliverer) pass() {
 		n := d.h.Shard(k)
 		if n == nil || !n.IsLeader() || d.h.ctx.Err() != nil {
 			delete(d.scanned, k) // looked at afresh when it leads again
+			d.gauge(k, nil)      // its leader counts its entries
 			continue
 		}
 		applied := n.fsm.Applied()
@@ -105,9 +138,12 @@ func (d *deliverer) pass() {
 			delete(d.scanned, k)
 			continue
 		}
+		pending := map[int]int{}
 		for _, b := range backlog {
+			pending[b.Target] = int(b.Pending)
 			d.wake(pairKey{k, b.Target})
 		}
+		d.gauge(k, pending)
 	}
 }
 
@@ -233,6 +269,7 @@ func (d *deliverer) one(ctx context.Context, n *Node, e *engine.OutboxEntry) err
 		d.mu.Lock()
 		d.delivered[pairKey{e.Source, e.Target}]++
 		d.mu.Unlock()
+		d.shardMetrics(e.Source).OutboxAcknowledged(strconv.Itoa(e.Target))
 	}
 	return err
 }

@@ -193,7 +193,8 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 		h.shards[k].Store(n)
 	}
 	h.releaseBridge = cfg.Metrics.BridgeRaft()
-	h.delivery = &deliverer{h: h, workers: map[pairKey]chan struct{}{}, delivered: map[pairKey]uint64{}, scanned: map[int]uint64{}}
+	h.delivery = &deliverer{h: h, workers: map[pairKey]chan struct{}{}, delivered: map[pairKey]uint64{}, scanned: map[int]uint64{},
+		gauged: map[pairKey]bool{}}
 	h.wg.Add(5)
 	go h.leadMeta()
 	go h.balance()

@@ -16,7 +16,10 @@ import (
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
 	"github.com/heddlewf/heddle/engine/machine"
+	"github.com/heddlewf/heddle/internal/metricstest"
+	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // testHosts is an in-process sharded cluster: hosts on loopback with real
@@ -32,12 +35,29 @@ type testHosts struct {
 	// deliverHook, when set, sees each delivery a node sends to another
 	// (deliver_test.go); nil delivers it.
 	deliverHook func(from, to string, d *engine.Deliver) (*engine.DeliverResult, error, bool)
+	// regs are the hosts' metric registries, by node id: each node records
+	// into its own, across restarts.
+	regs    map[string]*prometheus.Registry
+	metrics map[string]*metrics.Metrics
+}
+
+// gather reads node id's metrics.
+func (c *testHosts) gather(id string) metricstest.Families {
+	c.t.Helper()
+	c.mu.Lock()
+	reg := c.regs[id]
+	c.mu.Unlock()
+	fs, err := metricstest.Gather(reg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return fs
 }
 
 func newTestHosts(t testing.TB, nodes, shards int) *testHosts {
 	t.Helper()
 	c := &testHosts{t: t, clock: clock.NewManual(time.Unix(1_700_000_000, 0)), shards: shards,
-		dirs: map[string]string{}, hosts: map[string]*Host{}}
+		dirs: map[string]string{}, hosts: map[string]*Host{}, regs: map[string]*prometheus.Registry{}, metrics: map[string]*metrics.Metrics{}}
 	root := t.TempDir()
 	t.Cleanup(c.closeAll)
 	for i := 1; i <= nodes; i++ {
@@ -65,6 +85,18 @@ func (c *testHosts) config(id string, withPeers bool) HostConfig {
 	if withPeers {
 		cfg.Peers, cfg.Shards = c.peers, c.shards
 	}
+	c.mu.Lock()
+	if c.metrics[id] == nil {
+		reg := prometheus.NewRegistry()
+		m, err := metrics.NewWithOptions(reg, metrics.Options{Sharded: true})
+		if err != nil {
+			c.mu.Unlock()
+			c.t.Fatal(err)
+		}
+		c.regs[id], c.metrics[id] = reg, m
+	}
+	cfg.Metrics = c.metrics[id]
+	c.mu.Unlock()
 	cfg.DeliverTo = func(ctx context.Context, node, _ string, d *engine.Deliver) (*engine.DeliverResult, error) {
 		return c.deliverTo(ctx, id, node, d)
 	}
