@@ -183,6 +183,7 @@ func (c *CreateJob) Check(l *Limits) error {
 	}
 	ch.name("ParentStep", c.ParentStep, c.ParentID != 0)
 	ch.name("ParentWorkflowID", c.ParentWorkflowID, false)
+	ch.name("ScheduleID", c.ScheduleID, false)
 	ch.duration("ExecutionTimeoutMS", c.ExecutionTimeoutMS)
 	ch.duration("RunTimeoutMS", c.RunTimeoutMS)
 	ch.duration("ScheduleToStartTimeoutMS", c.ScheduleToStartTimeoutMS)

@@ -59,6 +59,11 @@ type CreateJob struct {
 	// asks for it, and the child's shard does not hold the parent). Any
 	// other create that sets it is refused.
 	ParentWorkflowID string `json:"parent_workflow_id,omitempty" msgpack:"pw,omitempty"`
+	// ScheduleID names the schedule that starts the run, which the
+	// schedule's shard gives a create it delivers to another shard (the
+	// run's end goes back to the schedule: ScheduleRunClosed). Any other
+	// create that sets it is refused.
+	ScheduleID string `json:"schedule_id,omitempty" msgpack:"sch,omitempty"`
 	// ParentClosePolicy says what happens to this job, still open, when its
 	// parent ends by Terminate or a timeout (when the parent's code ends,
 	// its worker applies the policy itself).

@@ -95,6 +95,9 @@ const (
 	KindAckDelivery CommandKind = 81
 	KindChildClosed CommandKind = 82
 	KindCloseChild  CommandKind = 83
+	// KindScheduleRunClosed tells a schedule's shard that a run it
+	// started on another shard ended (applied only inside a Deliver).
+	KindScheduleRunClosed CommandKind = 84
 )
 
 // commandSpec is what the contract knows of one command kind: its name
@@ -182,6 +185,8 @@ var commandTable = [...]commandSpec{
 	KindAckDelivery: {"AckDelivery", func() Command { return new(AckDelivery) }, func() Result { return new(AckResult) }},
 	KindChildClosed: {"ChildClosed", func() Command { return new(ChildClosed) }, func() Result { return new(StatusResult) }},
 	KindCloseChild:  {"CloseChild", func() Command { return new(CloseChild) }, func() Result { return new(StatusResult) }},
+
+	KindScheduleRunClosed: {"ScheduleRunClosed", func() Command { return new(ScheduleRunClosed) }, func() Result { return new(ScheduleResult) }},
 }
 
 // spec returns k's entry in commandTable, or nil for a kind this version

@@ -109,11 +109,27 @@ type CloseChild struct {
 	Reason         string `json:"reason,omitempty" msgpack:"r,omitempty"`
 }
 
+// ScheduleRunClosed records, on a schedule's shard, the end of a run the
+// schedule started on another shard (the last run of its chain: a run
+// continued as new, retried or cron's next is not the end): the schedule
+// forgets it, pauses when it failed and its policy says so, and is due at
+// once, so that a start its overlap policy held back goes. It is applied
+// only as a delivered command (Deliver).
+type ScheduleRunClosed struct {
+	Header
+	Schedule   string `json:"schedule_id" msgpack:"sc"`
+	WorkflowID string `json:"workflow_id" msgpack:"wf"`
+	Job        JobID  `json:"job_id" msgpack:"j"`
+	Status     Status `json:"status" msgpack:"s"`
+}
+
 // Kind implementations.
 func (*Deliver) Kind() CommandKind     { return KindDeliver }
 func (*AckDelivery) Kind() CommandKind { return KindAckDelivery }
 func (*ChildClosed) Kind() CommandKind { return KindChildClosed }
 func (*CloseChild) Kind() CommandKind  { return KindCloseChild }
+
+func (*ScheduleRunClosed) Kind() CommandKind { return KindScheduleRunClosed }
 
 // maxRefusalBytes bounds the text of a refusal a delivery records.
 const maxRefusalBytes = 4 << 10
@@ -177,6 +193,16 @@ func (c *ChildClosed) Check(l *Limits) error {
 	return ch.err
 }
 
+func (c *ScheduleRunClosed) Check(l *Limits) error {
+	ch := newChecker(c, l)
+	ch.name("Schedule", c.Schedule, true)
+	ch.name("WorkflowID", c.WorkflowID, true)
+	if ch.err == nil && (c.Job == 0 || !c.Status.Terminal()) {
+		ch.fail("Job", fmt.Sprintf("and Status are required, a closed run (job %d, %s)", c.Job, c.Status))
+	}
+	return ch.err
+}
+
 func (c *CloseChild) Check(l *Limits) error {
 	ch := newChecker(c, l)
 	if c.Parent == 0 || c.Child == 0 {
@@ -195,11 +221,14 @@ func (c *CloseChild) Check(l *Limits) error {
 type OutboxEntry struct {
 	DeliveryRef
 	// Kind is the kind of Command, the command the target applies.
-	Kind      CommandKind `json:"kind" msgpack:"k"`
-	Command   []byte      `json:"command" msgpack:"c"`
-	Parent    JobID       `json:"parent_id,omitempty" msgpack:"p,omitempty"`
-	Step      string      `json:"step,omitempty" msgpack:"st,omitempty"`
-	CreatedMS int64       `json:"created_ms" msgpack:"at"`
+	Kind    CommandKind `json:"kind" msgpack:"k"`
+	Command []byte      `json:"command" msgpack:"c"`
+	Parent  JobID       `json:"parent_id,omitempty" msgpack:"p,omitempty"`
+	Step    string      `json:"step,omitempty" msgpack:"st,omitempty"`
+	// Schedule names the schedule whose run the entry creates on another
+	// shard: its acknowledgement gives the schedule the run's job id.
+	Schedule  string `json:"schedule_id,omitempty" msgpack:"sc,omitempty"`
+	CreatedMS int64  `json:"created_ms" msgpack:"at"`
 }
 
 // DeliveredRecord is kept by a target shard for each entry it applied: the

@@ -147,6 +147,10 @@ type ScheduleState struct {
 type ScheduleRun struct {
 	WorkflowID string `json:"workflow_id" msgpack:"wf"`
 	Job        JobID  `json:"job_id" msgpack:"j"`
+	// Delivery, on a sharded cluster, is the create of a run whose
+	// workflow id routes to another shard, on its way there through the
+	// schedule's shard's outbox: Job is 0 until it is acknowledged.
+	Delivery *DeliveryRef `json:"delivery,omitempty" msgpack:"dv,omitempty"`
 	// NominalMS is the spec time (or the trigger's time) the run is for,
 	// ActualMS when it started (the nominal time plus jitter, or later).
 	NominalMS int64 `json:"nominal_ms" msgpack:"nm"`

@@ -3,6 +3,7 @@ package raftfsm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -24,7 +25,20 @@ import (
 // step's effect recorded once, no entry or sending mark pending, and
 // VerifyShard and VerifyAcrossShards clean.
 func TestCrossShardSignalAndCancelLandOnce(t *testing.T) {
-	for _, kind := range []string{"signal", "cancel"} {
+	crossShardFaults(t, "signal", "cancel")
+}
+
+// TestCrossShardScheduleStartsOnce: a schedule on shard 0 starts a run
+// whose workflow id routes to shard 1 (TriggerSchedule), under the same
+// faults as TestCrossShardSignalAndCancelLandOnce. Each ends with the run
+// created once on shard 1, the schedule knowing its job id, and nothing
+// pending; completed, the run's end reaches the schedule, which forgets it.
+func TestCrossShardScheduleStartsOnce(t *testing.T) {
+	crossShardFaults(t, "schedule")
+}
+
+func crossShardFaults(t *testing.T, kinds ...string) {
+	for _, kind := range kinds {
 		for _, fault := range []string{"source", "target", "partition"} {
 			t.Run(kind+"/"+fault, func(t *testing.T) { crossShardExternal(t, kind, fault) })
 		}
@@ -94,8 +108,34 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 	}
 	c.mu.Unlock()
 
+	var schedule, runWF string
+	if kind == "schedule" {
+		// The run of a trigger at the clock's time routes to shard 1.
+		schedule = keyOn("sched-", 0, 2)
+		nowMS := c.clock.Now().UnixMilli()
+		for i := 0; runWF == ""; i++ {
+			base := fmt.Sprintf("rep%d", i)
+			if id := engine.ScheduleWorkflowID(&engine.Schedule{Action: engine.ScheduleAction{WorkflowID: base}}, nowMS); engine.ShardOfKey(id, 2) == 1 {
+				runWF = id
+				_, err := eng0.CreateSchedule(ctx, engine.CreateSchedule{ID: schedule, Spec: engine.ScheduleSpec{
+					Intervals: []engine.ScheduleInterval{{EveryMS: 24 * 3600_000}}},
+					Action: engine.ScheduleAction{WorkflowID: base, Type: "report", Queue: "reports"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
 	propose := func() error {
 		var err error
+		if kind == "schedule" {
+			var res *engine.ScheduleResult
+			if res, err = eng0.TriggerSchedule(ctx, engine.TriggerSchedule{ID: schedule}); err == nil &&
+				(len(res.Started) != 1 || res.Started[0].WorkflowID != runWF || res.Started[0].Delivery == nil) {
+				t.Fatalf("the trigger started %+v, want %q on its way to shard 1", res.Started, runWF)
+			}
+			return err
+		}
 		if kind == "signal" {
 			_, err = eng0.Signal(ctx, engine.Signal{Target: engine.Target{WorkflowID: targetWF}, Name: "ping", Payload: []byte(`"hi"`), Sender: sender})
 		} else {
@@ -112,8 +152,10 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 		c.kill("n1")
 		// The sender's worker, not knowing whether its command landed,
 		// sends again at the shard's new leader: the sending mark answers,
-		// and nothing is sent twice.
-		for {
+		// and nothing is sent twice. (A schedule's start is the schedule
+		// shard's own: its entry is in the shard's state, and the new
+		// leader delivers it.)
+		for kind != "schedule" {
 			_, eng0 = c.shardLeader(0)
 			err := propose()
 			if err == nil {
@@ -137,7 +179,7 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 	}
 
 	// The outcome reaches the sender's step, and nothing stays pending.
-	c.await("the step's effect, and no entry or mark pending", func() bool {
+	c.await("the outcome (the step's effect, or the schedule's run's job id), and no entry or mark pending", func() bool {
 		for _, h := range c.live() {
 			for k := range c.shards {
 				n := h.Shard(k)
@@ -162,9 +204,18 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 		if e0 == nil {
 			return false
 		}
+		if kind == "schedule" {
+			// The acknowledgement gave the schedule its run's job id.
+			d, err := e0.DescribeSchedule(engine.WithStaleRead(ctx), schedule)
+			return err == nil && len(d.Schedule.Running) == 1 && d.Schedule.Running[0].Job != 0
+		}
 		eff, err := e0.Effect(engine.WithStaleRead(ctx), s.Job, "s1")
 		return err == nil && eff != nil
 	})
+	if kind == "schedule" {
+		scheduleRanOnce(t, c, schedule, runWF)
+		return
+	}
 	_, eng0 = c.shardLeader(0)
 	eff, err := eng0.Effect(ctx, s.Job, "s1")
 	if err != nil || eff.Failed {
@@ -191,6 +242,58 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 			t.Errorf("n1 acknowledged %v entries of shard 0 → 1, want 1", got)
 		}
 	}
+	c.verifyShards()
+	c.verifyAcross()
+}
+
+// scheduleRanOnce checks that schedule's run runWF exists once on shard 1
+// and that the schedule knows its job id; then completes it and waits
+// until the schedule forgets it, and verifies both shards.
+func scheduleRanOnce(t *testing.T, c *testHosts, schedule, runWF string) {
+	t.Helper()
+	ctx := context.Background()
+	_, eng1 := c.shardLeader(1)
+	var runs []uint64
+	if err := eng1.View(ctx, func(r *storage.Reader) error {
+		return r.Scan(storage.RunsPrefix(runWF), nil, false, func(k, _ []byte) (bool, error) { runs = append(runs, 0); return true, nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 {
+		t.Fatalf("the schedule's run %q has %d runs on shard 1, want 1", runWF, len(runs))
+	}
+	run, err := eng1.Describe(ctx, engine.Target{WorkflowID: runWF})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, eng0 := c.shardLeader(0)
+	d, err := eng0.DescribeSchedule(ctx, schedule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := d.Schedule; len(s.Running) != 1 || s.Running[0].Job != run.ID || s.Running[0].Delivery != nil || s.NumActions != 1 {
+		t.Fatalf("the schedule runs %+v (%d actions), want run %d of %q once", s.Running, s.NumActions, run.ID, runWF)
+	}
+	// The run ends on shard 1; its end reaches the schedule.
+	var claimed []engine.ClaimedJob
+	for len(claimed) == 0 {
+		_, eng1 = c.shardLeader(1)
+		claimed, err = eng1.Claim(ctx, engine.Claim{Queue: "reports", Owner: "rw", LeaseMS: 600_000, Max: 1})
+		if err != nil && !errors.Is(err, engine.ErrNotLeader) {
+			t.Fatal(err)
+		}
+	}
+	if _, err := eng1.Complete(ctx, engine.Complete{LeaseRef: engine.LeaseRef{Job: run.ID, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}}); err != nil {
+		t.Fatal(err)
+	}
+	c.await("the schedule to forget its ended run", func() bool {
+		_, e0 := c.shardLeaderNow(0)
+		if e0 == nil {
+			return false
+		}
+		d, err := e0.DescribeSchedule(engine.WithStaleRead(ctx), schedule)
+		return err == nil && len(d.Schedule.Running) == 0
+	})
 	c.verifyShards()
 	c.verifyAcross()
 }

@@ -72,15 +72,32 @@ type schedDoc struct {
 }
 
 type schedRunDoc struct {
-	WorkflowID    string `json:"workflow_id"`
-	JobID         uint64 `json:"job_id"`
-	ScheduledTime string `json:"scheduled_time"`
-	ActualTime    string `json:"actual_time"`
+	WorkflowID string `json:"workflow_id"`
+	JobID      uint64 `json:"job_id"`
+	// StartingOnShard is the shard of a sharded cluster a run's create is
+	// on its way to (its job id is not known yet).
+	StartingOnShard *int   `json:"starting_on_shard,omitempty"`
+	ScheduledTime   string `json:"scheduled_time"`
+	ActualTime      string `json:"actual_time"`
+}
+
+// jobText names a schedule's run: its job, or the shard its create is on
+// its way to.
+func (r schedRunDoc) jobText() string {
+	if r.JobID == 0 && r.StartingOnShard != nil {
+		return fmt.Sprintf("starting on shard %d", *r.StartingOnShard)
+	}
+	return fmt.Sprintf("job %d", r.JobID)
 }
 
 type schedStartDoc struct {
-	WorkflowID string `json:"workflow_id"`
-	JobID      uint64 `json:"job_id"`
+	WorkflowID      string `json:"workflow_id"`
+	JobID           uint64 `json:"job_id"`
+	StartingOnShard *int   `json:"starting_on_shard,omitempty"`
+}
+
+func (s schedStartDoc) jobText() string {
+	return schedRunDoc{JobID: s.JobID, StartingOnShard: s.StartingOnShard}.jobText()
 }
 
 func durString(ms int64) string {
@@ -111,7 +128,11 @@ func newSchedDoc(s *engine.Schedule, next []int64) schedDoc {
 		d.Intervals = append(d.Intervals, v)
 	}
 	run := func(r engine.ScheduleRun) schedRunDoc {
-		return schedRunDoc{WorkflowID: r.WorkflowID, JobID: uint64(r.Job), ScheduledTime: wfRFC3339(r.NominalMS), ActualTime: wfRFC3339(r.ActualMS)}
+		d := schedRunDoc{WorkflowID: r.WorkflowID, JobID: uint64(r.Job), ScheduledTime: wfRFC3339(r.NominalMS), ActualTime: wfRFC3339(r.ActualMS)}
+		if r.Job == 0 && r.Delivery != nil {
+			d.StartingOnShard = &r.Delivery.Target
+		}
+		return d
 	}
 	for _, r := range s.Running {
 		d.Running = append(d.Running, run(r))
@@ -155,14 +176,14 @@ func printSchedDoc(w io.Writer, d schedDoc) error {
 	row("Actions", fmt.Sprintf("%d taken, %d skipped by overlap, %d missed the catch-up window, %d buffered",
 		d.NumActions, d.NumSkippedOverlap, d.NumMissedCatchup, d.Buffered))
 	for i, r := range d.Running {
-		row(map[bool]string{true: "Running", false: ""}[i == 0], fmt.Sprintf("%s (job %d)", wfCell(r.WorkflowID), r.JobID))
+		row(map[bool]string{true: "Running", false: ""}[i == 0], fmt.Sprintf("%s (%s)", wfCell(r.WorkflowID), r.jobText()))
 	}
 	for i, r := range d.Recent {
-		row(map[bool]string{true: "Recent", false: ""}[i == 0], fmt.Sprintf("%s (job %d) at %s", wfCell(r.WorkflowID), r.JobID, r.ActualTime))
+		row(map[bool]string{true: "Recent", false: ""}[i == 0], fmt.Sprintf("%s (%s) at %s", wfCell(r.WorkflowID), r.jobText(), r.ActualTime))
 	}
 	row("Next", strings.Join(d.NextActionTimes, ", "))
 	for _, s := range d.Started {
-		row("Started", fmt.Sprintf("%s (job %d)", wfCell(s.WorkflowID), s.JobID))
+		row("Started", fmt.Sprintf("%s (%s)", wfCell(s.WorkflowID), s.jobText()))
 	}
 	return tw.Flush()
 }
@@ -171,7 +192,11 @@ func printSchedDoc(w io.Writer, d schedDoc) error {
 func (c *wfCall) schedResult(res *engine.ScheduleResult, what string) error {
 	d := newSchedDoc(res.Schedule, engine.NextActionTimes(res.Schedule, 3))
 	for _, s := range res.Started {
-		d.Started = append(d.Started, schedStartDoc{WorkflowID: s.WorkflowID, JobID: uint64(s.Job)})
+		started := schedStartDoc{WorkflowID: s.WorkflowID, JobID: uint64(s.Job)}
+		if s.Job == 0 && s.Delivery != nil {
+			started.StartingOnShard = &s.Delivery.Target
+		}
+		d.Started = append(d.Started, started)
 	}
 	if !c.table() {
 		return c.doc(d)

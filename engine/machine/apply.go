@@ -98,6 +98,9 @@ func (m *Machine) ApplyNoting(tx *storage.Tx, cmd engine.Command, n *Notes) (res
 	}
 	a.now = max(h.NowMS, int64(last))
 	res, err = a.dispatch(cmd)
+	if err == nil {
+		err = a.sendScheduleEnds()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +153,10 @@ type applier struct {
 	// delivery, while a Deliver applies the command its entry carries,
 	// names that entry (outbox.go): the command came from another shard.
 	delivery *engine.DeliveryRef
+	// scheduleEnds are the runs this command closed that a schedule on
+	// another shard started: their ends are sent once the command is done,
+	// when the run turned out to be its chain's last (schedule_shards.go).
+	scheduleEnds []engine.JobID
 }
 
 func (a *applier) u64(key []byte) (uint64, error) {

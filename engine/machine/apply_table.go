@@ -94,4 +94,6 @@ var applyTable = [...]applyFunc{
 	engine.KindAckDelivery: on((*applier).ackDelivery),
 	engine.KindChildClosed: on((*applier).childClosed),
 	engine.KindCloseChild:  on((*applier).closeChildOf),
+
+	engine.KindScheduleRunClosed: on((*applier).scheduleRunClosedHere),
 }

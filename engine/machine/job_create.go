@@ -26,6 +26,9 @@ func (a *applier) create(c *engine.CreateJob) (engine.Result, error) {
 	if c.ParentWorkflowID != "" {
 		return nil, engine.InvalidField("CreateJob", "ParentWorkflowID", "is given only by the parent's shard, to a child it delivers to another shard")
 	}
+	if c.ScheduleID != "" && a.delivery == nil {
+		return nil, engine.InvalidField("CreateJob", "ScheduleID", "is given only by a schedule's shard, to a run it delivers to another shard")
+	}
 	if err := a.jobOnShard("CreateJob", what, c.ParentID); err != nil {
 		return nil, err
 	}
@@ -96,7 +99,7 @@ func (a *applier) createRun(c *engine.CreateJob, lastResult []byte) (engine.Resu
 	l := &loaded{job: &engine.Job{
 		ID: id, WorkflowID: wf, Type: c.Type, Queue: c.Queue,
 		StartDigest: digest, ParentID: c.ParentID, ParentStep: c.ParentStep, ParentWorkflowID: c.ParentWorkflowID,
-		ParentClosePolicy: c.ParentClosePolicy, CreatedMS: a.now,
+		ParentClosePolicy: c.ParentClosePolicy, CreatedMS: a.now, ScheduleID: c.ScheduleID,
 		Retry: c.Retry, RunAttempt: 1, TraceParent: c.TraceParent, TimeoutOnLeaseExpiry: c.TimeoutOnLeaseExpiry,
 	}}
 	a.remember(l)

@@ -121,6 +121,12 @@ func (a *applier) remoteWorkflow(wf string) bool {
 // order from this shard to it; parent and step name the remote child link
 // its acknowledgement fills (a child's create), else are empty.
 func (a *applier) send(target int, cmd engine.Command, parent engine.JobID, step string) (engine.DeliveryRef, error) {
+	return a.sendEntry(target, cmd, engine.OutboxEntry{Parent: parent, Step: step})
+}
+
+// sendEntry is send with the entry's links (Parent and Step, or Schedule)
+// taken from links.
+func (a *applier) sendEntry(target int, cmd engine.Command, links engine.OutboxEntry) (engine.DeliveryRef, error) {
 	if target < 0 || target >= a.shard.Count || target == a.shard.Index {
 		return engine.DeliveryRef{}, fmt.Errorf("%w: an outbox entry of shard %d for shard %d of %d", engine.ErrInvariant, a.shard.Index, target, a.shard.Count)
 	}
@@ -140,7 +146,7 @@ func (a *applier) send(target int, cmd engine.Command, parent engine.JobID, step
 	ref := engine.DeliveryRef{Source: a.shard.Index, Target: target, Seq: last + 1}
 	a.tx.Set(storage.OutboxNextKey(target), storage.U64(ref.Seq))
 	a.tx.Set(storage.OutboxEntryKey(target, ref.Seq), EncodeOutboxEntry(&engine.OutboxEntry{
-		DeliveryRef: ref, Kind: cmd.Kind(), Command: body, Parent: parent, Step: step, CreatedMS: a.now}))
+		DeliveryRef: ref, Kind: cmd.Kind(), Command: body, Parent: links.Parent, Step: links.Step, Schedule: links.Schedule, CreatedMS: a.now}))
 	return ref, nil
 }
 
@@ -345,6 +351,14 @@ func (a *applier) deliver(c *engine.Deliver) (engine.Result, error) {
 		res, err = a.childClosed(x)
 	case *engine.CloseChild:
 		res, err = a.closeChildOf(x)
+	case *engine.ScheduleRunClosed:
+		res, err = a.scheduleRunClosedHere(x)
+	case *engine.Terminate:
+		if x.ByParent != nil {
+			err = engine.InvalidField("Deliver", "Command", "is a Terminate by a parent: its parent's shard sends a CloseChild")
+			break
+		}
+		res, err = a.terminate(x)
 	case *engine.Signal:
 		if x.Sender != nil {
 			err = engine.InvalidField("Deliver", "Command", "is a Signal with a sender: its sender's shard applies the sender's part")
@@ -427,6 +441,9 @@ func (a *applier) ackDelivery(c *engine.AckDelivery) (engine.Result, error) {
 		return nil, engine.InvalidField("AckDelivery", "Answer.Kind", fmt.Sprintf("is %s, but the entry carries a %s", c.Answer.Kind, e.Kind))
 	}
 	a.tx.Delete(key)
+	if e.Schedule != "" {
+		return &engine.AckResult{Acked: true}, a.scheduleRunAnswered(e, c.Answer)
+	}
 	if e.Kind == engine.KindSignal || e.Kind == engine.KindRequestCancel {
 		return &engine.AckResult{Acked: true}, a.externalAnswered(e, c.Answer)
 	}

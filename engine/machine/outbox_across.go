@@ -25,7 +25,9 @@ import (
 //   - a link the child's end reached has the effect on the parent's step,
 //     unless the parent ended;
 //   - no entry is still pending on its source that its target was told is
-//     acknowledged (below the target's acknowledged mark for the source).
+//     acknowledged (below the target's acknowledged mark for the source);
+//   - a schedule's running run on another shard whose job id it knows is
+//     there, a run of its workflow id started by that schedule.
 //
 // It returns the problems found, up to max (0: no bound).
 func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) error) error, max int) []error {
@@ -47,6 +49,12 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 	closing := map[string]bool{}
 	effects := map[string]bool{}
 	var pending []engine.DeliveryRef
+	type scheduleRun struct {
+		shard    int
+		schedule string
+		run      engine.ScheduleRun
+	}
+	var scheduleRuns []scheduleRun
 	ackedBelow := map[[2]int]uint64{} // by target and source
 	for k := 0; k < count; k++ {
 		err := view(k, func(r *storage.Reader) error {
@@ -78,6 +86,20 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 					effects[linkKey(c.Parent, c.Step)] = true
 				case err != nil && !errors.Is(err, storage.ErrNotFound):
 					return false, err
+				}
+				return true, nil
+			}); err != nil {
+				return err
+			}
+			if err := r.Scan(storage.SchedulePrefix, nil, true, func(key, b []byte) (bool, error) {
+				s := new(engine.Schedule)
+				if _, err := storage.DecodeAt(key, b, storage.KindSchedule, scheduleVersion, s); err != nil {
+					return v.add(err), nil
+				}
+				for _, r := range s.Running {
+					if r.Job != 0 && engine.ShardOfJob(r.Job) != k {
+						scheduleRuns = append(scheduleRuns, scheduleRun{k, s.ID, r})
+					}
 				}
 				return true, nil
 			}); err != nil {
@@ -122,6 +144,17 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 	for _, e := range pending {
 		if below := ackedBelow[[2]int{e.Target, e.Source}]; e.Seq < below {
 			v.add(fmt.Errorf("%s is pending on its source, but shard %d was told every entry of shard %d below %d is acknowledged", e, e.Target, e.Source, below))
+		}
+	}
+	for _, sr := range scheduleRuns {
+		j := jobs[sr.run.Job]
+		switch {
+		case j == nil:
+			v.add(fmt.Errorf("schedule %q on shard %d runs job %d (%q), which shard %d does not hold", sr.schedule, sr.shard, sr.run.Job,
+				sr.run.WorkflowID, engine.ShardOfJob(sr.run.Job)))
+		case j.WorkflowID != sr.run.WorkflowID || j.ScheduleID != sr.schedule:
+			v.add(fmt.Errorf("schedule %q runs job %d as %q, but the job is %q of schedule %q", sr.schedule, sr.run.Job, sr.run.WorkflowID,
+				j.WorkflowID, j.ScheduleID))
 		}
 	}
 	for key, l := range links {

@@ -53,7 +53,31 @@ func (v *verifier) outbox(l engine.ShardLayout, wrong func(format string, a ...a
 			return wrong("outbox entry %s: its command: %v", e.DeliveryRef, err), nil
 		}
 		var source engine.JobID
+		if e.Schedule != "" {
+			// A schedule's: a run's create, or an overlap policy's cancel
+			// request or terminate; the schedule lives here.
+			switch c := cmd.(type) {
+			case *engine.CreateJob:
+				if c.ScheduleID != e.Schedule {
+					return wrong("outbox entry %s of schedule %q creates a run of schedule %q", e.DeliveryRef, e.Schedule, c.ScheduleID), nil
+				}
+			case *engine.RequestCancel, *engine.Terminate:
+			default:
+				return wrong("outbox entry %s of schedule %q carries a %s", e.DeliveryRef, e.Schedule, cmd.Kind()), nil
+			}
+			if cmd.Kind() != e.Kind {
+				return wrong("outbox entry %s says it carries a %s but carries a %s", e.DeliveryRef, e.Kind, cmd.Kind()), nil
+			}
+			// The schedule may have been deleted since: the entry is
+			// delivered all the same, and its answer changes nothing.
+			if engine.ShardOfKey(e.Schedule, l.Count) != l.Index {
+				return wrong("outbox entry %s names schedule %q, which lives on shard %d", e.DeliveryRef, e.Schedule, engine.ShardOfKey(e.Schedule, l.Count)), nil
+			}
+			return true, nil
+		}
 		switch c := cmd.(type) {
+		case *engine.ScheduleRunClosed:
+			source = c.Job
 		case *engine.CreateJob:
 			source = c.ParentID
 			if e.Parent != c.ParentID || e.Step != c.ParentStep {

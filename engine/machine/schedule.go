@@ -38,7 +38,7 @@ func (a *applier) saveSchedule(s *engine.Schedule, liveDueMS int64) {
 }
 
 func (a *applier) createSchedule(c *engine.CreateSchedule) (engine.Result, error) {
-	if err := a.scheduleOnShard("CreateSchedule", c.ID, c.Action); err != nil {
+	if err := a.scheduleOnShard("CreateSchedule", c.ID); err != nil {
 		return nil, err
 	}
 	if _, err := a.loadSchedule(c.ID); err == nil {
@@ -60,7 +60,7 @@ func (a *applier) createSchedule(c *engine.CreateSchedule) (engine.Result, error
 }
 
 func (a *applier) updateSchedule(c *engine.UpdateSchedule) (engine.Result, error) {
-	if err := a.scheduleOnShard("UpdateSchedule", c.ID, c.Action); err != nil {
+	if err := a.scheduleOnShard("UpdateSchedule", c.ID); err != nil {
 		return nil, err
 	}
 	s, err := a.loadSchedule(c.ID)
@@ -292,6 +292,12 @@ func (a *applier) reschedule(s *engine.Schedule, oldDueMS int64, res *engine.Sch
 func (a *applier) refreshRunning(s *engine.Schedule) {
 	open := s.Running[:0]
 	for _, r := range s.Running {
+		if a.remoteWorkflow(r.WorkflowID) {
+			// On another shard: its end is delivered here
+			// (ScheduleRunClosed), which forgets it.
+			open = append(open, r)
+			continue
+		}
 		l, err := a.resolve(engine.Target{WorkflowID: r.WorkflowID})
 		if err != nil || l.job.Status.Terminal() {
 			if err == nil && s.Policy.PauseOnFailure && (l.job.Status == engine.StatusFailed || l.job.Status == engine.StatusTimedOut) {
@@ -341,6 +347,13 @@ func (a *applier) act(s *engine.Schedule, nominalMS, actualMS int64, p engine.Ov
 		}
 	case engine.OverlapCancelOther:
 		for _, r := range s.Running {
+			if a.remoteWorkflow(r.WorkflowID) {
+				if err := a.sendToRun(s, r, &engine.RequestCancel{Target: engine.Target{WorkflowID: r.WorkflowID},
+					Reason: "schedule " + s.ID + ": overlap policy CancelOther"}); err != nil {
+					return err
+				}
+				continue
+			}
 			l, err := a.resolve(engine.Target{WorkflowID: r.WorkflowID})
 			if err != nil {
 				return err
@@ -358,6 +371,12 @@ func (a *applier) act(s *engine.Schedule, nominalMS, actualMS int64, p engine.Ov
 	case engine.OverlapTerminateOther:
 		for _, r := range s.Running {
 			reason := "schedule " + s.ID + ": overlap policy TerminateOther"
+			if a.remoteWorkflow(r.WorkflowID) {
+				if err := a.sendToRun(s, r, &engine.Terminate{Target: engine.Target{WorkflowID: r.WorkflowID}, Reason: reason}); err != nil {
+					return err
+				}
+				continue
+			}
 			_, err := a.lifecycle(engine.Target{WorkflowID: r.WorkflowID},
 				engine.Event{Type: engine.EventJobTerminated, Reason: reason, Payload: engine.EncodeTerminatedFailure(reason)})
 			if err != nil {
@@ -375,6 +394,9 @@ func (a *applier) act(s *engine.Schedule, nominalMS, actualMS int64, p engine.Ov
 // open (two triggers in one second) makes it count as skipped.
 func (a *applier) start(s *engine.Schedule, nominalMS int64, res *engine.ScheduleResult) error {
 	wf := engine.ScheduleWorkflowID(s, nominalMS)
+	if a.remoteWorkflow(wf) {
+		return a.startElsewhere(s, wf, nominalMS, res)
+	}
 	cur, err := a.resolve(engine.Target{WorkflowID: wf})
 	switch {
 	case errors.Is(err, engine.ErrUnknownJob):
@@ -397,7 +419,13 @@ func (a *applier) start(s *engine.Schedule, nominalMS int64, res *engine.Schedul
 	}
 	l.job.ScheduleID = s.ID
 	a.save(l)
-	run := engine.ScheduleRun{WorkflowID: wf, Job: cr.Job, NominalMS: nominalMS, ActualMS: a.now}
+	recordStart(s, engine.ScheduleRun{WorkflowID: wf, Job: cr.Job, NominalMS: nominalMS, ActualMS: a.now}, cr, res)
+	return nil
+}
+
+// recordStart records run, which s just started, among its running and
+// recent runs and in res.
+func recordStart(s *engine.Schedule, run engine.ScheduleRun, cr *engine.CreateResult, res *engine.ScheduleResult) {
 	s.Running = append(s.Running, run)
 	if n := len(s.Running); n > engine.MaxScheduleRunning {
 		// Only AllowAll gets here: its runs need no tracking to decide.
@@ -409,15 +437,19 @@ func (a *applier) start(s *engine.Schedule, nominalMS int64, res *engine.Schedul
 	}
 	s.NumActions++
 	res.Started = append(res.Started, *cr)
-	return nil
 }
 
 // scheduleRunClosed puts the schedule that started j (if any) in the
 // schedule-due index at now, so that a start its overlap policy held back
 // goes at once. Only the index entry is written: the schedule record may be
-// the one this very command is changing.
+// the one this very command is changing. A schedule on another shard is
+// sent the end instead, once the command is done (sendScheduleEnds).
 func (a *applier) scheduleRunClosed(j *engine.Job) {
-	if j.ScheduleID != "" {
+	switch {
+	case j.ScheduleID == "":
+	case a.remoteSchedule(j.ScheduleID):
+		a.scheduleEnds = append(a.scheduleEnds, j.ID)
+	default:
 		a.tx.Set(storage.SchedDueKey(a.now, j.ScheduleID), nil)
 	}
 }

@@ -22,6 +22,18 @@ func (v *verifier) schedules() {
 		if _, field, err := engine.CompileSpec(&s.Spec); err != nil {
 			return v.add(fmt.Errorf("schedule %q: %s %v", s.ID, field, err)), nil
 		}
+		for _, r := range s.Running {
+			if d := r.Delivery; d != nil {
+				// A run on another shard whose create is on its way.
+				ok, err := v.has(storage.OutboxEntryKey(d.Target, d.Seq))
+				if err != nil {
+					return false, err
+				}
+				if !ok || r.Job != 0 {
+					return v.add(fmt.Errorf("schedule %q: run %q waits for %s, which is not pending (or names job %d)", s.ID, r.WorkflowID, d, r.Job)), nil
+				}
+			}
+		}
 		if s.DueMS != 0 {
 			_, err := v.r.Get(storage.SchedDueKey(s.DueMS, s.ID))
 			if err != nil && !errors.Is(err, storage.ErrNotFound) {

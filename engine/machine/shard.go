@@ -58,30 +58,15 @@ func (a *applier) jobOnShard(cmd, what string, id engine.JobID) error {
 	return nil
 }
 
-// scheduleOnShard refuses a schedule that routes to another shard, or whose
-// runs would: its runs' workflow ids are its action's workflow id (or its
-// own id) with the nominal time after it, which routes to one shard only
-// through a hash tag. Phase 2 starts runs on other shards; until then a
-// schedule on a sharded cluster gives its id, or its action's workflow id,
-// a hash tag of its own shard.
-func (a *applier) scheduleOnShard(cmd, id string, action engine.ScheduleAction) error {
+// scheduleOnShard refuses a schedule that routes to another shard.
+func (a *applier) scheduleOnShard(cmd, id string) error {
 	if !a.shard.Sharded() {
 		return nil
 	}
+	// Its runs may live on any shard: those elsewhere start, and report
+	// their ends, through the outbox (schedule_shards.go).
 	if s := engine.ShardOfKey(id, a.shard.Count); s != a.shard.Index {
 		return a.crossShard(cmd, fmt.Sprintf("schedule %q", id), s)
-	}
-	base := action.WorkflowID
-	if base == "" {
-		base = id
-	}
-	s, fixed := engine.ShardOfPrefix(base, a.shard.Count)
-	switch {
-	case !fixed:
-		return a.crossShard(cmd, fmt.Sprintf("the runs of schedule %q (workflow ids %q-<time>, spread over every shard; "+
-			"give the schedule id and its action's workflow id one hash tag, such as {%s})", id, base, id), -1)
-	case s != a.shard.Index:
-		return a.crossShard(cmd, fmt.Sprintf("the runs of schedule %q (workflow ids %q-<time>)", id, base), s)
 	}
 	return nil
 }

@@ -99,13 +99,19 @@ func newScheduleView(sd *engine.ScheduleDescription) scheduleView {
 	for i := len(s.Running) - 1; i >= 0; i-- {
 		v.Running = append(v.Running, scheduleRunView{ScheduleRun: s.Running[i]})
 	}
-	// Recent holds the open runs too: each run is listed once.
-	open := map[engine.JobID]bool{}
+	// Recent holds the open runs too: each run is listed once (a run on
+	// its way to another shard has no job id yet: it is known by its
+	// workflow id and time).
+	type runKey struct {
+		wf        string
+		nominalMS int64
+	}
+	open := map[runKey]bool{}
 	for _, r := range s.Running {
-		open[r.Job] = true
+		open[runKey{r.WorkflowID, r.NominalMS}] = true
 	}
 	for i := len(s.Recent) - 1; i >= 0; i-- {
-		if !open[s.Recent[i].Job] {
+		if r := s.Recent[i]; !open[runKey{r.WorkflowID, r.NominalMS}] {
 			v.Recent = append(v.Recent, scheduleRunView{ScheduleRun: s.Recent[i]})
 		}
 	}
@@ -165,6 +171,9 @@ func (h *Handler) schedule(rq *request) (*page, error) {
 		for i := range runs {
 			if read == maxScheduleRunsRead {
 				break
+			}
+			if runs[i].Job == 0 {
+				continue // on its way to another shard
 			}
 			read++
 			j, err := rq.api.Describe(rq.ctx, engine.Target{Job: runs[i].Job})

@@ -540,19 +540,31 @@ func fromEngineSchedule(d *engine.ScheduleDescription) *ScheduleDescription {
 			NumActionsSkippedOverlap: int(s.NumSkippedOverlap), CreatedAt: fromUnixMS(s.CreatedMS), LastUpdateAt: fromUnixMS(s.UpdatedMS)},
 	}
 	for _, r := range s.Running {
-		out.Info.RunningWorkflows = append(out.Info.RunningWorkflows, ScheduleWorkflowExecution{WorkflowID: r.WorkflowID, FirstExecutionRunID: fmt.Sprint(r.Job)})
+		out.Info.RunningWorkflows = append(out.Info.RunningWorkflows, scheduleExecution(r))
 	}
 	for _, r := range s.Recent {
 		scheduled := r.NominalMS // a trigger's: no jitter
 		if r.ActualMS != r.NominalMS {
 			scheduled += engine.ScheduleJitter(s.ID, r.NominalMS, s.Spec.JitterMS)
 		}
+		started := scheduleExecution(r)
 		out.Info.RecentActions = append(out.Info.RecentActions, ScheduleActionResult{
 			ScheduleTime: fromUnixMS(scheduled), ActualTime: fromUnixMS(r.ActualMS),
-			StartWorkflowResult: &ScheduleWorkflowExecution{WorkflowID: r.WorkflowID, FirstExecutionRunID: fmt.Sprint(r.Job)}})
+			StartWorkflowResult: &started})
 	}
 	for _, at := range d.NextActionTimesMS {
 		out.Info.NextActionTimes = append(out.Info.NextActionTimes, fromUnixMS(at))
 	}
 	return out
+}
+
+// scheduleExecution is a schedule's run as Temporal's client shows it. A
+// run on its way to another shard of a sharded cluster has no run id yet:
+// it shows none, as a run Temporal's server has not started.
+func scheduleExecution(r engine.ScheduleRun) ScheduleWorkflowExecution {
+	e := ScheduleWorkflowExecution{WorkflowID: r.WorkflowID}
+	if r.Job != 0 {
+		e.FirstExecutionRunID = fmt.Sprint(r.Job)
+	}
+	return e
 }
