@@ -313,26 +313,20 @@ func listIn(r *storage.Reader, st engine.Status, now time.Time) ([]*engine.Job, 
 	if err != nil {
 		return nil, err
 	}
-	var out []*engine.Job
-	for {
-		page, err := machine.ListJobs(r, q, f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page.Jobs...)
-		if page.Next == 0 {
-			return out, nil
-		}
-		q.After = page.Next
-	}
+	return allPages(q, func(q engine.ListQuery) (*engine.ListPage, error) { return machine.ListJobs(r, q, f) })
 }
 
 // listAll lists every job in status st.
 func listAll(ctx context.Context, svc engine.Service, st engine.Status) ([]*engine.Job, error) {
-	var out []*engine.Job
 	q := engine.ListQuery{Status: st, Limit: engine.MaxPage, Order: engine.ListStartAsc}
+	return allPages(q, func(q engine.ListQuery) (*engine.ListPage, error) { return svc.List(ctx, q) })
+}
+
+// allPages gathers the jobs of every page of q, each read by list.
+func allPages(q engine.ListQuery, list func(engine.ListQuery) (*engine.ListPage, error)) ([]*engine.Job, error) {
+	var out []*engine.Job
 	for {
-		page, err := svc.List(ctx, q)
+		page, err := list(q)
 		if err != nil {
 			return nil, err
 		}

@@ -63,32 +63,7 @@ func TestSignalAndCancelExternalWorkflows(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		c := client.New(service(t, e))
-		target, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "target", TaskQueue: "ext"}, Pinged)
-		if err != nil {
-			t.Fatal(err)
-		}
-		victim, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "victim", TaskQueue: "ext"}, Pinged)
-		if err != nil {
-			t.Fatal(err)
-		}
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "pinger", TaskQueue: "ext"}, Pinger, "target", "victim")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got string
-		if err := run.Get(ctx, &got); err != nil {
-			t.Fatal(err)
-		}
-		if got != "<nil> true <nil> true" {
-			t.Fatalf("Pinger reported %q", got)
-		}
-		var pinged string
-		if err := target.Get(ctx, &pinged); err != nil || pinged != "pinged hello" {
-			t.Fatalf("target: %q, %v", pinged, err)
-		}
-		if err := victim.Get(ctx, nil); !temporal.IsCanceledError(err) {
-			t.Fatalf("victim ended with %v, want cancelled", err)
-		}
+		runPinger(ctx, t, c, "ext", "pinger", "target", "victim")
 		hist, err := c.GetWorkflowHistory(ctx, "pinger", "")
 		if err != nil {
 			t.Fatal(err)
@@ -107,6 +82,36 @@ func TestSignalAndCancelExternalWorkflows(t *testing.T) {
 		}
 		verify(t, e)
 	})
+}
+
+// runPinger starts Pinged as target and victim and Pinger as sender on
+// queue, and checks how each ended: Pinger reports the signal sent, the
+// unknown run's failure and the cancel requested; the target was pinged,
+// the victim cancelled.
+func runPinger(ctx context.Context, t *testing.T, c client.Client, queue, sender, target, victim string) {
+	t.Helper()
+	start := func(id string, wf any, args ...any) client.WorkflowRun {
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, wf, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	targetRun, victimRun := start(target, Pinged), start(victim, Pinged)
+	var got string
+	if err := start(sender, Pinger, target, victim).Get(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "<nil> true <nil> true" {
+		t.Fatalf("Pinger reported %q", got)
+	}
+	var pinged string
+	if err := targetRun.Get(ctx, &pinged); err != nil || pinged != "pinged hello" {
+		t.Fatalf("target: %q, %v", pinged, err)
+	}
+	if err := victimRun.Get(ctx, nil); !temporal.IsCanceledError(err) {
+		t.Fatalf("victim ended with %v, want cancelled", err)
+	}
 }
 
 // SignalledChild waits for "go" and returns its value doubled.
@@ -247,29 +252,7 @@ func TestSignalSentAgainByALaterAttempt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := client.New(service(t, e))
-	target, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "target", TaskQueue: "ext-again"}, Pinged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	victim, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "victim", TaskQueue: "ext-again"}, Pinged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "pinger", TaskQueue: "ext-again"}, Pinger, "target", "victim")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got string
-	if err := run.Get(ctx, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got != "<nil> true <nil> true" {
-		t.Fatalf("Pinger reported %q", got)
-	}
-	if err := target.Get(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	_ = victim.Get(ctx, nil)
+	runPinger(ctx, t, c, "ext-again", "pinger", "target", "victim")
 	hist, err := c.GetWorkflowHistory(ctx, "target", "")
 	if err != nil {
 		t.Fatal(err)

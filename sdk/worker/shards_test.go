@@ -16,7 +16,6 @@ import (
 	"github.com/heddlewf/heddle/internal/loopback"
 	"github.com/heddlewf/heddle/raftfsm"
 	"github.com/heddlewf/heddle/sdk/client"
-	"github.com/heddlewf/heddle/sdk/temporal"
 	"github.com/heddlewf/heddle/sdk/worker"
 	"github.com/heddlewf/heddle/sdk/workflow"
 	"github.com/heddlewf/heddle/storage"
@@ -309,32 +308,7 @@ func TestSignalsAndCancelsAcrossShards(t *testing.T) {
 	sender := idOn("pinger-", senderShard, shards)
 	target := idOn("target-", (senderShard+2)%shards, shards)
 	victim := idOn("victim-", (senderShard+3)%shards, shards)
-	targetRun, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: target, TaskQueue: "ext"}, Pinged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	victimRun, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: victim, TaskQueue: "ext"}, Pinged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: sender, TaskQueue: "ext"}, Pinger, target, victim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got string
-	if err := run.Get(ctx, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got != "<nil> true <nil> true" {
-		t.Fatalf("Pinger reported %q", got)
-	}
-	var pinged string
-	if err := targetRun.Get(ctx, &pinged); err != nil || pinged != "pinged hello" {
-		t.Fatalf("target: %q, %v", pinged, err)
-	}
-	if err := victimRun.Get(ctx, nil); !temporal.IsCanceledError(err) {
-		t.Fatalf("victim ended with %v, want cancelled", err)
-	}
+	runPinger(ctx, t, c, "ext", sender, target, victim)
 	// Each outcome is in the sender's history once, and the target got the
 	// signal once.
 	hist, err := c.GetWorkflowHistory(ctx, sender, "")
