@@ -78,9 +78,12 @@ type nodeLog struct {
 	appends atomic.Uint64
 	// Test hooks, nil outside tests: testQueued is called when an append
 	// joins the queue behind a commit in progress, testBeforeCommit with
-	// the groups of each batch before its transaction.
+	// the groups of each batch before its transaction, and testYield in
+	// place of the committer's yield (what others do meanwhile is the
+	// test's to decide, not the Go scheduler's).
 	testQueued       func(group uint32)
 	testBeforeCommit func(groups []uint32)
+	testYield        func()
 }
 
 // logWrite is one StoreLogs call waiting in the committer's queue.
@@ -224,6 +227,10 @@ func (l *nodeLog) submit(w *logWrite) error {
 		// a timer: with nothing else ready it returns at once, so a lone
 		// append on an idle node still commits without delay.
 		for range commitYields {
+			if l.testYield != nil {
+				l.testYield()
+				continue
+			}
 			runtime.Gosched()
 		}
 	}

@@ -2,32 +2,43 @@ package raftfsm
 
 import (
 	"path/filepath"
-	"runtime"
 	"slices"
 	"testing"
 )
 
 // TestNodeLogCommitterYields: a caller that finds no commit in progress
-// yields before it takes the queue, so an append that was ready to run
-// joins its commit. With one processor, the second append's goroutine is
-// ready (started, not yet run) when the first caller becomes the
-// committer: it runs during the yield, queues, and both go into one
-// transaction. Without the yield the first commit would hold one group.
+// yields before it takes the queue, so an append that comes meanwhile
+// joins its commit. The test stands in for the Go scheduler at the yield
+// (testYield): there, another group's append arrives and queues, and both
+// go into one transaction. Without the yield the first commit would hold
+// one group, and the test would find the yield never taken. (It ran with
+// one processor and runtime.Gosched before, which a runnable goroutine
+// of another test, or the scheduler's fairness check, could take from
+// the append it waited for.)
 func TestNodeLogCommitterYields(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	l := openTestNodeLog(t, filepath.Join(t.TempDir(), "log.db"))
 	defer func() { _ = l.Close() }()
 	var batches [][]uint32
 	l.testBeforeCommit = func(groups []uint32) { batches = append(batches, slices.Clone(groups)) }
-	errs := make(chan error, 2)
-	go func() {
-		go func() { errs <- l.group(2).StoreLogs(testEntries(2, 1, 2)) }()
-		errs <- l.group(1).StoreLogs(testEntries(1, 1, 2))
-	}()
-	for range 2 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+	queued := make(chan uint32, 1)
+	l.testQueued = func(g uint32) { queued <- g }
+	second := make(chan error, 1)
+	yields := 0
+	l.testYield = func() {
+		yields++
+		go func() { second <- l.group(2).StoreLogs(testEntries(2, 1, 2)) }()
+		if g := <-queued; g != 2 {
+			t.Errorf("group %d queued during the yield, want 2", g)
 		}
+	}
+	if err := l.group(1).StoreLogs(testEntries(1, 1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if yields != 1 {
+		t.Fatalf("the committer yielded %d times, want once (commitYields)", yields)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
 	}
 	if len(batches) != 1 || len(batches[0]) != 2 {
 		t.Fatalf("commits held groups %v; want one commit of both appends", batches)
