@@ -2,8 +2,10 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -198,4 +200,44 @@ func TestScheduleRoles(t *testing.T) {
 	role = "client"
 	_, body, _ = v.get("/ui/schedules/hourly")
 	wantIn(t, "a client's schedule page", body, `id="pause-form"`, `id="trigger-form"`, `id="backfill-form"`)
+}
+
+// A schedule's run on its way to another shard of a sharded cluster has no
+// job id yet: the schedule's page says it is starting there, and links no
+// run (the API is wrapped to answer such a run, as a sharded node would
+// between the create's delivery and its acknowledgement).
+func TestScheduleRunStartingOnAnotherShard(t *testing.T) {
+	pending := engine.ScheduleRun{WorkflowID: "nightly-2026-11-02T12:00:00Z", NominalMS: t0.UnixMilli(), ActualMS: t0.UnixMilli(),
+		Delivery: &engine.DeliveryRef{Source: 0, Target: 3, Seq: 7}}
+	v := newEnv(t, envOptions{wrapAPI: func(api http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet || r.URL.Path != "/v1/schedules/nightly" {
+				api.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			r.Header.Del("Accept") // JSON, which the UI's client reads as well
+			api.ServeHTTP(rec, r)
+			var sd engine.ScheduleDescription
+			if err := json.Unmarshal(rec.Body.Bytes(), &sd); err != nil || sd.Schedule == nil {
+				t.Errorf("the schedule's description: %v\n%s", err, rec.Body)
+				api.ServeHTTP(w, r)
+				return
+			}
+			sd.Schedule.Running = append(sd.Schedule.Running, pending)
+			sd.Schedule.Recent = append(sd.Schedule.Recent, pending)
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(&sd)
+		})
+	}})
+	hourly(t, v, "nightly")
+	code, body, _ := v.get("/ui/schedules/nightly")
+	if code != http.StatusOK {
+		t.Fatalf("the schedule's page: HTTP %d\n%s", code, body)
+	}
+	wantIn(t, "the schedule's page", body, "nightly-2026-11-02T12:00:00Z", "starting on shard 3")
+	wantNotIn(t, "the schedule's page", body, `href="/ui/runs/0"`, "No runs yet.")
+	if n := strings.Count(body, "starting on shard 3"); n != 1 {
+		t.Errorf("the starting run is listed %d times, want once (open runs are not listed again as recent)", n)
+	}
 }
