@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
-	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
 )
@@ -180,25 +179,8 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 
 	// The outcome reaches the sender's step, and nothing stays pending.
 	c.await("the outcome (the step's effect, or the schedule's run's job id), and no entry or mark pending", func() bool {
-		for _, h := range c.live() {
-			for k := range c.shards {
-				n := h.Shard(k)
-				if n == nil {
-					continue
-				}
-				pending := 0
-				_ = n.Engine().View(engine.WithStaleRead(ctx), func(r *storage.Reader) error {
-					es, err := machine.PendingEntries(r, 0)
-					pending = len(es)
-					if err != nil {
-						return err
-					}
-					return r.Scan(storage.SendingPrefix, nil, true, func([]byte, []byte) (bool, error) { pending++; return true, nil })
-				})
-				if pending > 0 {
-					return false
-				}
-			}
+		if !c.nothingPending(ctx) {
+			return false
 		}
 		_, e0 := c.shardLeaderNow(0)
 		if e0 == nil {

@@ -207,22 +207,8 @@ func crossShardChild(t *testing.T, kill string) {
 
 	// The child's end reaches the parent, and nothing stays pending.
 	c.await("the child's result on its parent's step, and no entry pending", func() bool {
-		for _, h := range c.live() {
-			for k := range c.shards {
-				n := h.Shard(k)
-				if n == nil {
-					continue
-				}
-				pending := 0
-				_ = n.Engine().View(engine.WithStaleRead(ctx), func(r *storage.Reader) error {
-					es, err := machine.PendingEntries(r, 0)
-					pending = len(es)
-					return err
-				})
-				if pending > 0 {
-					return false
-				}
-			}
+		if !c.nothingPending(ctx) {
+			return false
 		}
 		_, e0 := c.shardLeaderNow(0)
 		if e0 == nil {
@@ -278,6 +264,32 @@ func (c *testHosts) verifyAcross() {
 	for _, err := range errs {
 		c.t.Errorf("across shards: %v", err)
 	}
+}
+
+// nothingPending reports whether no live replica of any shard holds an
+// outbox entry or a sending mark (each read as the replica stands).
+func (c *testHosts) nothingPending(ctx context.Context) bool {
+	for _, h := range c.live() {
+		for k := range c.shards {
+			n := h.Shard(k)
+			if n == nil {
+				continue
+			}
+			pending := 0
+			err := n.Engine().View(engine.WithStaleRead(ctx), func(r *storage.Reader) error {
+				es, err := machine.PendingEntries(r, 0)
+				pending = len(es)
+				if err != nil {
+					return err
+				}
+				return r.Scan(storage.SendingPrefix, nil, true, func([]byte, []byte) (bool, error) { pending++; return true, nil })
+			})
+			if err != nil || pending > 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // shardLeaderNow returns shard k's leader among the live hosts, or nil.
