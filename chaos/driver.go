@@ -74,10 +74,6 @@ func (d *driver) startOne(ctx context.Context, r *rand.Rand) (Ack, bool) {
 	d.mu.Unlock()
 	in := FlowInput{SleepMS: 100 + r.IntN(900), WorkMS: 20 + r.IntN(300), RaceMS: 20 + r.IntN(200), CancelMS: r.IntN(100)}
 	wf := fmt.Sprintf("wf-%d", i)
-	// The resource pool lives on one shard, and a step elsewhere cannot
-	// lease from it yet (docs/sharding.md, "Cross-shard work"): only the
-	// runs of that shard take the resource step.
-	in.NoSlot = d.shards > 1 && engine.ShardOfKey(wf, d.shards) != engine.ResourceHomeShard
 	// On a sharded cluster every other run starts a child on another
 	// shard: its create and its result cross shards through the outbox.
 	if d.shards > 1 && i%2 == 0 {

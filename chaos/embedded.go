@@ -173,7 +173,7 @@ func RunEmbedded(ctx context.Context, o Options) (Summary, Details, error) {
 	det.Executions, det.Reexecuted = rx.Executions, rx.Reexecuted
 	sum.ReexecutionsAfterCommit = len(rx.AfterCommit)
 	det.Problems = append(det.Problems, rx.AfterCommit...)
-	checkResources(&sum, &det, logs, nil, time.Now().UnixNano())
+	checkResources(&sum, &det, logs, nil, time.Now().UnixNano(), 0)
 	sum.DurationS = time.Since(began).Seconds()
 	ok = sum.OK()
 	return sum, det, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/heddlewf/heddle/engine"
 )
@@ -90,7 +91,7 @@ func CheckResourceOverleases(execs []Execution, faults []Fault, capacity map[str
 
 // checkResources reads the activity logs in logs and counts the
 // over-leases into sum and det.
-func checkResources(sum *Summary, det *Details, logs string, faults []Fault, end int64) {
+func checkResources(sum *Summary, det *Details, logs string, faults []Fault, end int64, shards int) {
 	execs, err := ReadExecutions(logs)
 	if err != nil {
 		det.Problems = append(det.Problems, err.Error())
@@ -98,6 +99,10 @@ func checkResources(sum *Summary, det *Details, logs string, faults []Fault, end
 	for _, e := range execs {
 		if e.Resource != "" && !e.End {
 			det.ResourceTries++
+			// The key is "<workflow id>/<job>/<step>".
+			if wf, _, ok := strings.Cut(e.Key, "/"); ok && shards > 1 && engine.ShardOfKey(wf, shards) != engine.ResourceHomeShard {
+				det.ResourceTriesAcross++
+			}
 		}
 	}
 	n, problems := CheckResourceOverleases(execs, faults, Slots, end)

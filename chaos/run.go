@@ -244,7 +244,7 @@ func RunCluster(ctx context.Context, o Options) (Summary, Details, error) {
 		o.say("could not keep the faults: %v", err)
 	}
 	sum.ReexecutionsAfterCommit, sum.Linearizable = checkLogs(&det, logs, jobs, flog.all(), end)
-	checkResources(&sum, &det, logs, flog.all(), end)
+	checkResources(&sum, &det, logs, flog.all(), end, cl.shards)
 	if cl.shards > 0 {
 		var problems []string
 		sum.CrossShardChildren, sum.DeliveriesDuplicated, sum.DeliveriesLost, problems = CrossShardChildren(acks, jobs)

@@ -61,6 +61,9 @@ type Details struct {
 	Restarts      int // embedded scenario: restarts checked
 	AckedCommands int // embedded scenario: commands checked after restarts
 	ResourceTries int // tries that ran on a resource unit
+	// ResourceTriesAcross are those of runs on another shard than the
+	// resource pool's, whose units were leased across shards.
+	ResourceTriesAcross int
 }
 
 // OK reports whether every check passed.
@@ -90,7 +93,7 @@ func Print(w io.Writer, s Summary, d Details) error {
 	fmt.Fprintf(&b, "  workflows: %d started, %d completed (%d failed), %d lost\n", s.WorkflowsStarted, s.WorkflowsCompleted, s.WorkflowsFailed, s.Lost)
 	fmt.Fprintf(&b, "  activities: %d executions, %d repeats (%d with no fault to explain them), %d after their commit\n",
 		d.Executions, d.Reexecuted, len(d.Unexplained), s.ReexecutionsAfterCommit)
-	fmt.Fprintf(&b, "  resources: %d tries on units, %d over-leases\n", d.ResourceTries, s.ResourceOverleases)
+	fmt.Fprintf(&b, "  resources: %d tries on units (%d across shards), %d over-leases\n", d.ResourceTries, d.ResourceTriesAcross, s.ResourceOverleases)
 	if s.Shards > 0 {
 		fmt.Fprintf(&b, "  across shards: %d children, %d signals, deliveries %d pending, %d duplicated, %d lost\n",
 			s.CrossShardChildren, s.CrossShardSignals, s.DeliveriesPending, s.DeliveriesDuplicated, s.DeliveriesLost)

@@ -40,9 +40,6 @@ type FlowInput struct {
 	// activity runs before its workflow cancels it.
 	RaceMS   int `json:"race_ms,omitempty"`
 	CancelMS int `json:"cancel_ms,omitempty"`
-	// NoSlot leaves out the step on a resource unit: on a sharded cluster
-	// only the runs of the pool's shard take it.
-	NoSlot bool `json:"no_slot,omitempty"`
 	// ChildID, when set, is the workflow id of a child workflow the run
 	// starts after its first activity and waits for (ChaosChild): on a
 	// sharded cluster the driver names it on another shard, so its start
@@ -118,14 +115,13 @@ func ChaosFlow(ctx workflow.Context, in FlowInput) (int, error) {
 	}
 	// A step on a unit of a small resource pool (Slots): the workflows
 	// contend for the units, and the checks count any moment more tries
-	// used a resource than it has units.
+	// used a resource than it has units. On a sharded cluster the runs of
+	// every shard but the pool's lease their units across shards.
 	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
 		RequiredCapabilities: []string{SlotCapability},
 		RetryPolicy:          &workflow.RetryPolicy{InitialInterval: 100 * time.Millisecond, MaximumAttempts: 100}})
-	if !in.NoSlot {
-		if err := run(workflow.ExecuteActivity(sctx, "ChaosSlot", in.WorkMS)); err != nil {
-			return 0, err
-		}
+	if err := run(workflow.ExecuteActivity(sctx, "ChaosSlot", in.WorkMS)); err != nil {
+		return 0, err
 	}
 	var sig string
 	workflow.GetSignalChannel(ctx, SignalName).Receive(ctx, &sig)

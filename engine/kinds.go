@@ -98,6 +98,11 @@ const (
 	// KindScheduleRunClosed tells a schedule's shard that a run it
 	// started on another shard ended (applied only inside a Deliver).
 	KindScheduleRunClosed CommandKind = 84
+	// The resource unit commands of a step on another shard than the
+	// pool's (outbox_unit.go), applied only inside a Deliver.
+	KindAskUnit     CommandKind = 85
+	KindUnitGranted CommandKind = 86
+	KindReleaseUnit CommandKind = 87
 )
 
 // commandSpec is what the contract knows of one command kind: its name
@@ -187,6 +192,9 @@ var commandTable = [...]commandSpec{
 	KindCloseChild:  {"CloseChild", func() Command { return new(CloseChild) }, func() Result { return new(StatusResult) }},
 
 	KindScheduleRunClosed: {"ScheduleRunClosed", func() Command { return new(ScheduleRunClosed) }, func() Result { return new(ScheduleResult) }},
+	KindAskUnit:           {"AskUnit", func() Command { return new(AskUnit) }, func() Result { return new(UnitResult) }},
+	KindUnitGranted:       {"UnitGranted", func() Command { return new(UnitGranted) }, func() Result { return new(UnitResult) }},
+	KindReleaseUnit:       {"ReleaseUnit", func() Command { return new(ReleaseUnit) }, func() Result { return new(UnitResult) }},
 }
 
 // spec returns k's entry in commandTable, or nil for a kind this version

@@ -406,7 +406,7 @@ func ShardOfCommand(cmd Command, count int) (int, ShardRoute) {
 	case *Deliver:
 		// A node delivers an outbox entry to the entry's target shard.
 		return c.Target, RouteOne
-	case *AckDelivery, *ChildClosed, *CloseChild, *ScheduleRunClosed:
+	case *AckDelivery, *ChildClosed, *CloseChild, *ScheduleRunClosed, *AskUnit, *UnitGranted, *ReleaseUnit:
 		// The source's leader acknowledges to its own group; the two
 		// others travel only inside a Deliver.
 		return 0, RouteInternal

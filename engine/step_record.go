@@ -57,6 +57,18 @@ type StepRecord struct {
 	// WaiterSeq is the step's place in the resource waiter queue while it
 	// waits for a unit (0: it does not).
 	WaiterSeq uint64 `json:"waiter_seq,omitempty" msgpack:"w,omitempty"`
+	// UnitTry is, on a shard other than the resource pool's, the try the
+	// step asked the pool's shard for a unit for (AskUnit): while Resource
+	// is empty it still waits, and once Resource is set the unit was
+	// granted to that try, which the pool lists it under. 0: the step has
+	// asked nothing of another shard. UnitLabels are the labels of the
+	// resource granted so, which this shard does not hold.
+	UnitTry    uint32            `json:"unit_try,omitempty" msgpack:"ut,omitempty"`
+	UnitLabels map[string]string `json:"unit_labels,omitempty" msgpack:"ul,omitempty"`
+	// UnitRefusal is the pool's shard's refusal of the step's ask (no
+	// resource can serve it, as NoResourceError), which the step's next
+	// LeaseStep answers: its outcome name and text.
+	UnitRefusal *UnitRefusal `json:"unit_refusal,omitempty" msgpack:"urf,omitempty"`
 	// Question is what a NEEDS_USER step asks, and AnswerDueMS when its
 	// answer times out (0: never).
 	Question    []byte `json:"question,omitempty" msgpack:"q,omitempty"`
@@ -88,6 +100,16 @@ func (s *StepRecord) Clone() *StepRecord {
 	c.Question = slices.Clone(s.Question)
 	c.Pause = clonePause(s.Pause)
 	c.Options = s.Options.Clone()
+	if s.UnitRefusal != nil {
+		r := *s.UnitRefusal
+		c.UnitRefusal = &r
+	}
+	if s.UnitLabels != nil {
+		c.UnitLabels = make(map[string]string, len(s.UnitLabels))
+		for k, v := range s.UnitLabels {
+			c.UnitLabels[k] = v
+		}
+	}
 	if s.Selector != nil {
 		c.Selector = make(map[string]string, len(s.Selector))
 		for k, v := range s.Selector {
@@ -95,6 +117,13 @@ func (s *StepRecord) Clone() *StepRecord {
 		}
 	}
 	return &c
+}
+
+// UnitRefusal is the resource pool's shard's refusal of a step's ask for a
+// unit: the outcome name of its error and its text.
+type UnitRefusal struct {
+	Outcome string `json:"outcome" msgpack:"o"`
+	Error   string `json:"error" msgpack:"e"`
 }
 
 // Resource is a named member of a resource pool: a browser, a phone, a GPU,

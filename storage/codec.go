@@ -38,7 +38,7 @@ var kindNames = map[Kind]string{
 	KindStep: "step", KindResource: "resource", KindSchedule: "schedule",
 	KindBatch:  "batch",
 	KindReview: "task", KindReviewEvent: "task event",
-	KindOutboxEntry: "outbox entry", KindDelivered: "delivered", KindRemoteChild: "remote child",
+	KindOutboxEntry: "outbox entry", KindDelivered: "delivered", KindRemoteChild: "remote child", KindRemoteUnit: "remote unit",
 }
 
 func (k Kind) String() string {

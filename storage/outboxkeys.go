@@ -16,6 +16,7 @@ import (
 //	Od<source:8><seq:8>     delivered record: entry seq of shard source was applied here, and its outcome
 //	Oc<parent:8><step>      a parent's step whose child runs on another shard: the child's job id once known
 //	Os<job:8><step>         a run's step whose signal or cancel request is on its way to another shard: the entry's target and seq
+//	Ou<job:8><step>         on the resource pool's shard: a unit a step of another shard asked for, waiting or granted
 //	Ow<source:8>            every entry of shard source below this sequence is acknowledged: their delivered records are gone
 const PrefixOutbox byte = 'O'
 
@@ -24,6 +25,8 @@ const (
 	KindOutboxEntry Kind = 19
 	KindDelivered   Kind = 20
 	KindRemoteChild Kind = 21
+	// KindRemoteUnit is 23: 22 is left to the review tasks' links.
+	KindRemoteUnit Kind = 23
 )
 
 // Sub-tags of the outbox keys.
@@ -34,6 +37,7 @@ const (
 	outboxTagChild     = 'c'
 	outboxTagAcked     = 'w'
 	outboxTagSending   = 's'
+	outboxTagUnit      = 'u'
 )
 
 // Prefixes of the outbox key kinds, for scans.
@@ -43,6 +47,7 @@ var (
 	OutboxDeliveredPrefix = []byte{PrefixOutbox, outboxTagDelivered}
 	RemoteChildPrefix     = []byte{PrefixOutbox, outboxTagChild}
 	SendingPrefix         = []byte{PrefixOutbox, outboxTagSending}
+	RemoteUnitPrefix      = []byte{PrefixOutbox, outboxTagUnit}
 )
 
 func outboxKey(tag byte, capacity int) []byte {
@@ -84,6 +89,12 @@ func RemoteChildKey(parent uint64, step string) []byte {
 // request (engine.SenderStep) is on its way to another shard.
 func SendingKey(job uint64, step string) []byte {
 	return append(appendU64(outboxKey(outboxTagSending, 8+16), job), step...)
+}
+
+// RemoteUnitKey is the key, on the resource pool's shard, of the unit step
+// of job (a run of another shard) asked for.
+func RemoteUnitKey(job uint64, step string) []byte {
+	return append(appendU64(outboxKey(outboxTagUnit, 8+16), job), step...)
 }
 
 // ParseSendingKey decodes a sending mark's key.
@@ -135,6 +146,14 @@ func ParseOutboxPair(k []byte) (OutboxPair, error) {
 	return OutboxPair{Shard: int(s), Seq: binary.BigEndian.Uint64(k[10:18])}, nil
 }
 
+// ParseRemoteUnitKey decodes a remote unit record's key.
+func ParseRemoteUnitKey(k []byte) (job uint64, step string, err error) {
+	if len(k) < 10 || k[0] != PrefixOutbox || k[1] != outboxTagUnit {
+		return 0, "", keyError(k, "not a remote unit key")
+	}
+	return binary.BigEndian.Uint64(k[2:10]), string(k[10:]), nil
+}
+
 // ParseRemoteChildKey decodes a remote child link's key.
 func ParseRemoteChildKey(k []byte) (parent uint64, step string, err error) {
 	if len(k) < 10 || k[0] != PrefixOutbox || k[1] != outboxTagChild {
@@ -161,7 +180,7 @@ func (d *keyDescriber) outbox() string {
 		ok = d.u64("source") && d.u64("seq") && d.end()
 	case outboxTagChild:
 		ok = d.u64("parent") && d.tail("step")
-	case outboxTagSending:
+	case outboxTagSending, outboxTagUnit:
 		ok = d.u64("job") && d.tail("step")
 	default:
 		return "unknown key " + hex.EncodeToString(d.k)

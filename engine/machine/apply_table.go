@@ -96,4 +96,7 @@ var applyTable = [...]applyFunc{
 	engine.KindCloseChild:  on((*applier).closeChildOf),
 
 	engine.KindScheduleRunClosed: on((*applier).scheduleRunClosedHere),
+	engine.KindAskUnit:           on((*applier).askUnitHere),
+	engine.KindUnitGranted:       on((*applier).unitGrantedHere),
+	engine.KindReleaseUnit:       on((*applier).releaseUnitHere),
 }

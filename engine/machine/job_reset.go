@@ -329,7 +329,7 @@ func (a *applier) copyStepState(baseID engine.JobID, nl *loaded, plan *resetPlan
 			continue // not ended by the point: it starts over, with no record
 		}
 		r.Job, r.JobAttempt, r.LeaseExpiryMS, r.AnswerDueMS, r.WaiterSeq = id, 0, 0, 0, 0
-		r.Released = false
+		r.Released, r.UnitTry, r.UnitLabels, r.UnitRefusal = false, 0, nil, nil
 		a.saveStep(nl, &step{rec: r, isNew: true})
 	}
 	return nil

@@ -353,6 +353,12 @@ func (a *applier) deliver(c *engine.Deliver) (engine.Result, error) {
 		res, err = a.closeChildOf(x)
 	case *engine.ScheduleRunClosed:
 		res, err = a.scheduleRunClosedHere(x)
+	case *engine.AskUnit:
+		res, err = a.askUnitHere(x)
+	case *engine.UnitGranted:
+		res, err = a.unitGrantedHere(x)
+	case *engine.ReleaseUnit:
+		res, err = a.releaseUnitHere(x)
 	case *engine.Terminate:
 		if x.ByParent != nil {
 			err = engine.InvalidField("Deliver", "Command", "is a Terminate by a parent: its parent's shard sends a CloseChild")
@@ -446,6 +452,9 @@ func (a *applier) ackDelivery(c *engine.AckDelivery) (engine.Result, error) {
 	}
 	if e.Kind == engine.KindSignal || e.Kind == engine.KindRequestCancel {
 		return &engine.AckResult{Acked: true}, a.externalAnswered(e, c.Answer)
+	}
+	if unitKind(e.Kind) {
+		return &engine.AckResult{Acked: true}, a.unitAnswered(e, c.Answer)
 	}
 	if e.Parent == 0 {
 		return &engine.AckResult{Acked: true}, nil

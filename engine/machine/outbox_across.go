@@ -27,7 +27,13 @@ import (
 //   - no entry is still pending on its source that its target was told is
 //     acknowledged (below the target's acknowledged mark for the source);
 //   - a schedule's running run on another shard whose job id it knows is
-//     there, a run of its workflow id started by that schedule.
+//     there, a run of its workflow id started by that schedule;
+//   - a step that holds a unit of the pool on another shard is counted by
+//     the pool's shard (its remote unit record for that try, for that
+//     resource), a step that asks for one has its ask there or on its way,
+//     and every remote unit record of the pool's shard is of a step that
+//     holds or asks for it, or has a grant, release or ask about it on its
+//     way: no unit is leaked or leased twice.
 //
 // It returns the problems found, up to max (0: no bound).
 func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) error) error, max int) []error {
@@ -56,6 +62,12 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 	}
 	var scheduleRuns []scheduleRun
 	ackedBelow := map[[2]int]uint64{} // by target and source
+	// The unit checks: the steps holding or asking for a unit of the pool
+	// on another shard, the pool shard's records of them, and the unit
+	// commands on their way, all by job and step.
+	unitSteps := map[string]*engine.StepRecord{}
+	units := map[string]*engine.RemoteUnit{}
+	unitsMoving := map[string]bool{}
 	for k := 0; k < count; k++ {
 		err := view(k, func(r *storage.Reader) error {
 			for s := 0; s < count; s++ {
@@ -105,6 +117,25 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 			}); err != nil {
 				return err
 			}
+			if err := r.Scan([]byte{storage.PrefixStep}, nil, true, func(key, b []byte) (bool, error) {
+				rec := new(engine.StepRecord)
+				if _, err := storage.DecodeAt(key, b, storage.KindStep, stepVersion, rec); err != nil {
+					return v.add(err), nil
+				}
+				if rec.UnitTry != 0 {
+					unitSteps[linkKey(rec.Job, rec.Step)] = rec
+				}
+				return true, nil
+			}); err != nil {
+				return err
+			}
+			rus, err := ReadRemoteUnits(r)
+			if err != nil {
+				return err
+			}
+			for _, u := range rus {
+				units[linkKey(u.Job, u.Step)] = u
+			}
 			if err := r.Scan(storage.JobPrefix, nil, true, func(key, b []byte) (bool, error) {
 				j := new(engine.Job)
 				if _, err := storage.DecodeAt(key, b, storage.KindJob, jobVersion, j); err != nil {
@@ -124,15 +155,22 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 					return v.add(err), nil
 				}
 				pending = append(pending, e.DeliveryRef)
-				if e.Kind != engine.KindChildClosed {
+				if e.Kind != engine.KindChildClosed && !unitKind(e.Kind) {
 					return true, nil
 				}
 				cmd, err := DecodeCommand(e.Command)
 				if err != nil {
 					return v.add(err), nil
 				}
-				if cc, ok := cmd.(*engine.ChildClosed); ok {
-					closing[linkKey(cc.Parent, cc.Step)] = true
+				switch c := cmd.(type) {
+				case *engine.ChildClosed:
+					closing[linkKey(c.Parent, c.Step)] = true
+				case *engine.AskUnit:
+					unitsMoving[linkKey(c.Job, c.Step)] = true
+				case *engine.UnitGranted:
+					unitsMoving[linkKey(c.Job, c.Step)] = true
+				case *engine.ReleaseUnit:
+					unitsMoving[linkKey(c.Job, c.Step)] = true
 				}
 				return true, nil
 			})
@@ -144,6 +182,26 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 	for _, e := range pending {
 		if below := ackedBelow[[2]int{e.Target, e.Source}]; e.Seq < below {
 			v.add(fmt.Errorf("%s is pending on its source, but shard %d was told every entry of shard %d below %d is acknowledged", e, e.Target, e.Source, below))
+		}
+	}
+	for key, rec := range unitSteps {
+		u := units[key]
+		switch {
+		case !asking(rec) && (u == nil || u.StepAttempt != rec.UnitTry || u.Resource != rec.Resource):
+			v.add(fmt.Errorf("step %q of job %d holds a unit of %q granted to try %d, which the pool's shard does not count (its record: %v)",
+				rec.Step, rec.Job, rec.Resource, rec.UnitTry, u))
+		case asking(rec) && (u == nil || u.StepAttempt != rec.UnitTry) && !unitsMoving[key]:
+			v.add(fmt.Errorf("step %q of job %d asks for a unit for try %d, but the pool's shard has no such ask, nor is one on its way",
+				rec.Step, rec.Job, rec.UnitTry))
+		}
+	}
+	for key, u := range units {
+		rec := unitSteps[key]
+		if rec != nil && rec.UnitTry == u.StepAttempt && (u.Resource != "" || asking(rec)) {
+			continue // held, or asked for (and perhaps granted, on its way)
+		}
+		if !unitsMoving[key] {
+			v.add(fmt.Errorf("the pool's shard counts a unit (or an ask) of %s, which its step neither holds nor asks for, and nothing about it is on its way", u))
 		}
 	}
 	for _, sr := range scheduleRuns {

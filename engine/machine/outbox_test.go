@@ -10,8 +10,8 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-// FuzzDecodeOutboxEntry: a stored outbox entry, delivered record or remote
-// child link decodes into a value that encodes again to the same bytes, or
+// FuzzDecodeOutboxEntry: a stored outbox entry, delivered record, remote
+// child link or remote unit record decodes into a value that encodes again to the same bytes, or
 // fails as corrupt; never a panic. The first byte of the input picks the
 // record.
 func FuzzDecodeOutboxEntry(f *testing.F) {
@@ -23,7 +23,9 @@ func FuzzDecodeOutboxEntry(f *testing.F) {
 	f.Add(append([]byte{0}, machine.EncodeOutboxEntry(&engine.OutboxEntry{DeliveryRef: ref, Kind: engine.KindCreateJob, Command: cmd, Parent: 1, Step: "s", CreatedMS: 5})...))
 	f.Add(append([]byte{1}, machine.EncodeDelivered(&engine.DeliveredRecord{DeliveryRef: ref, Answer: engine.DeliverResult{Kind: engine.KindCreateJob, Result: []byte{4, 1, 0x90}}, AtMS: 9})...))
 	f.Add(append([]byte{2}, machine.EncodeRemoteChild(&engine.RemoteChild{Parent: 1, Step: "s", WorkflowID: "son", Delivery: ref, Child: 99, ClosePolicy: engine.ParentCloseAbandon})...))
-	for i, k := range []storage.Kind{storage.KindOutboxEntry, storage.KindDelivered, storage.KindRemoteChild} {
+	f.Add(append([]byte{3}, machine.EncodeRemoteUnit(&engine.RemoteUnit{Job: 1, Step: "s", StepAttempt: 2, Capabilities: []string{"gpu"},
+		Selector: map[string]string{"zone": "a"}, Avoid: []string{"gpu-2"}, WaiterSeq: 4, AskedMS: 5})...))
+	for i, k := range []storage.Kind{storage.KindOutboxEntry, storage.KindDelivered, storage.KindRemoteChild, storage.KindRemoteUnit} {
 		for _, b := range fuzzGarbage(k) {
 			f.Add(append([]byte{byte(i)}, b...))
 		}
@@ -32,7 +34,7 @@ func FuzzDecodeOutboxEntry(f *testing.F) {
 		if len(data) == 0 {
 			return
 		}
-		pick, data := data[0]%3, data[1:]
+		pick, data := data[0]%4, data[1:]
 		roundTrip := func(what string, decode func([]byte) (any, error), encode func(any) []byte) {
 			v, err := decode(data)
 			if err != nil {
@@ -56,6 +58,9 @@ func FuzzDecodeOutboxEntry(f *testing.F) {
 		case 1:
 			roundTrip("DecodeDelivered", func(b []byte) (any, error) { return machine.DecodeDelivered(b) },
 				func(v any) []byte { return machine.EncodeDelivered(v.(*engine.DeliveredRecord)) })
+		case 3:
+			roundTrip("DecodeRemoteUnit", func(b []byte) (any, error) { return machine.DecodeRemoteUnit(b) },
+				func(v any) []byte { return machine.EncodeRemoteUnit(v.(*engine.RemoteUnit)) })
 		default:
 			roundTrip("DecodeRemoteChild", func(b []byte) (any, error) { return machine.DecodeRemoteChild(b) },
 				func(v any) []byte { return machine.EncodeRemoteChild(v.(*engine.RemoteChild)) })
@@ -160,5 +165,65 @@ func TestVerifyAcrossShards(t *testing.T) {
 		Delivery: engine.DeliveryRef{Source: 0, Target: 1, Seq: 1}, Child: child}))
 	if errs := check([]*storage.DB{s0, s1}); len(errs) != 0 {
 		t.Fatalf("sound stores: %v", errs)
+	}
+}
+
+// TestVerifyAcrossShardsFindsUnits: a unit the pool's shard counts for a
+// step of another shard that neither holds nor asks for it (leaked), and a
+// unit a step holds that the pool does not count (leased twice, in
+// effect), are both found; the two sides agreeing are clean.
+func TestVerifyAcrossShardsFindsUnits(t *testing.T) {
+	job := engine.JobIDOf(1, 1)
+	unit := &engine.RemoteUnit{Job: job, Step: "s", StepAttempt: 1, Capabilities: []string{"gpu"}, Resource: "gpu-1", AskedMS: 1}
+	holding := &engine.StepRecord{Job: job, Step: "s", Activity: "a", State: engine.StepLeased, Attempt: 1, Resource: "gpu-1",
+		Capabilities: []string{"gpu"}, UnitTry: 1}
+	cases := []struct {
+		name string
+		unit *engine.RemoteUnit
+		step *engine.StepRecord
+		want string
+	}{
+		{"leaked", unit, nil, "neither holds nor asks"},
+		{"uncounted", nil, holding, "does not count"},
+		{"agreeing", unit, holding, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dbs := []*storage.DB{memDB(t), memDB(t)}
+			if c.unit != nil {
+				putRaw(t, dbs[0], storage.RemoteUnitKey(uint64(job), "s"), machine.EncodeRemoteUnit(c.unit))
+			}
+			if c.step != nil {
+				putRaw(t, dbs[1], storage.StepKey(uint64(job), "s"), machine.EncodeStepRecord(c.step))
+			}
+			errs := machine.VerifyAcrossShards(2, func(k int, fn func(r *storage.Reader) error) error { return dbs[k].View(fn) }, 0)
+			switch {
+			case c.want == "" && len(errs) != 0:
+				t.Fatalf("sound stores: %v", errs)
+			case c.want != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), c.want)):
+				t.Fatalf("want one problem saying %q, got %v", c.want, errs)
+			}
+		})
+	}
+}
+
+func memDB(t *testing.T) *storage.DB {
+	db, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, db) })
+	return db
+}
+
+func putRaw(t *testing.T, db *storage.DB, key, val []byte) {
+	b := db.NewBatch()
+	tx := b.Begin()
+	tx.Set(key, val)
+	if err := b.Add(tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -94,6 +94,28 @@ func (v *verifier) outbox(l engine.ShardLayout, wrong func(format string, a ...a
 			if sent := v.sendingMark(e.Parent, e.Step); sent != (storage.OutboxPair{Shard: e.Target, Seq: e.Seq}) {
 				return wrong("outbox entry %s carries a %s of job %d step %q, whose sending mark names %+v", e.DeliveryRef, cmd.Kind(), e.Parent, e.Step, sent), nil
 			}
+		case *engine.AskUnit, *engine.ReleaseUnit:
+			// A step of this shard asked the pool's shard for a unit, or
+			// gave one back.
+			if e.Target != engine.ResourceHomeShard {
+				return wrong("outbox entry %s carries a %s for shard %d, which does not hold the resource pool", e.DeliveryRef, cmd.Kind(), e.Target), nil
+			}
+			if c, ok := cmd.(*engine.AskUnit); ok {
+				source = c.Job
+			} else {
+				source = cmd.(*engine.ReleaseUnit).Job
+			}
+		case *engine.UnitGranted:
+			// The pool granted a unit to a step of the target shard; the
+			// record of the grant is its remote unit record, until the step
+			// gives the unit back or declines it.
+			if e.Target != engine.ShardOfJob(c.Job) || l.Index != engine.ResourceHomeShard {
+				return wrong("outbox entry %s grants a unit to job %d, which is not a run of shard %d", e.DeliveryRef, c.Job, e.Target), nil
+			}
+			if cmd.Kind() != e.Kind {
+				return wrong("outbox entry %s says it carries a %s but carries a %s", e.DeliveryRef, e.Kind, cmd.Kind()), nil
+			}
+			return true, nil
 		default:
 			return wrong("outbox entry %s carries a %s, which is not delivered", e.DeliveryRef, cmd.Kind()), nil
 		}

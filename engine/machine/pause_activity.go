@@ -277,6 +277,12 @@ func (a *applier) pauseActivity(c *engine.PauseActivity) (engine.Result, error) 
 			a.tx.Delete(storage.WaiterKey(r.WaiterSeq, uint64(r.Job), r.Step))
 			r.WaiterSeq = 0
 		}
+		if asking(r) {
+			// So with its ask on the pool's shard.
+			if err := a.giveUnitBack(r); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return a.activityDone(l, ps, before, "")
 }

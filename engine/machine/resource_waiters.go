@@ -11,7 +11,8 @@ import (
 // in queue order. The queue keeps the entries of steps that stopped
 // waiting until a freed unit is offered past them; those are skipped: an
 // entry counts while its step record still holds its seq and its job is
-// open.
+// open. A step of another shard (its remote unit record) counts while the
+// record holds its seq.
 func ReadResourceWaiters(r *storage.Reader, limit int) (_ []engine.ResourceWaiter, err error) {
 	defer markStorage(&err)
 	out := []engine.ResourceWaiter{}
@@ -34,7 +35,17 @@ func ReadResourceWaiters(r *storage.Reader, limit int) (_ []engine.ResourceWaite
 		if err != nil {
 			return false, err
 		}
-		if rec == nil || rec.WaiterSeq != e.Seq {
+		if rec == nil {
+			// A step of another shard waits through its remote unit record.
+			u, err := readRemoteUnit(r.Get, engine.JobID(e.Job), e.Step)
+			if err != nil || u == nil || u.WaiterSeq != e.Seq {
+				return err == nil, err
+			}
+			out = append(out, engine.ResourceWaiter{Seq: e.Seq, Job: u.Job, Step: u.Step, Activity: u.Activity,
+				Attempt: u.StepAttempt, Capabilities: u.Capabilities, Selector: u.Selector, Avoid: u.Avoid, UpdatedMS: u.AskedMS})
+			return len(out) < limit, nil
+		}
+		if rec.WaiterSeq != e.Seq {
 			return true, nil
 		}
 		j, err := ReadJob(r, engine.JobID(e.Job))

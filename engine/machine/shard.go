@@ -11,10 +11,11 @@ import (
 // store holds only what routes to it: runs whose workflow id hashes to it,
 // schedules whose id does and whose runs will, review tasks of the review
 // jobs that hash to it, and (on the resource home shard) the resource pool.
-// A command that would link this shard to another (a child on another
-// shard, a task of a run elsewhere, a step leasing from the pool on another
-// shard) is refused with an *engine.CrossShardError until phase 2 delivers
-// it; it writes nothing. On an unsharded store (embedded, or a cluster of
+// A command that would link this shard to another without a delivery (a
+// task of a run elsewhere, a resource command off the pool's shard) is
+// refused with an *engine.CrossShardError; it writes nothing. What phase 2
+// delivers (children, signals, schedules' runs, resource units) goes
+// through the outbox instead. On an unsharded store (embedded, or a cluster of
 // one group) none of this applies and ids are what they always were.
 
 // shardID is the id a shard assigns as the n-th of its kind (jobs,
@@ -71,8 +72,9 @@ func (a *applier) scheduleOnShard(cmd, id string) error {
 	return nil
 }
 
-// resourcesHere refuses a resource command, or a step asking for a
-// resource, on a shard that does not hold the resource pool.
+// resourcesHere refuses a resource command on a shard that does not hold
+// the resource pool (a step there asks the pool's shard for its unit:
+// resource_shards.go).
 func (a *applier) resourcesHere(cmd, what string) error {
 	if !a.shard.Sharded() || a.shard.Index == engine.ResourceHomeShard {
 		return nil

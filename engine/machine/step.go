@@ -102,7 +102,7 @@ func (a *applier) finishStep(res *engine.StepResult, l *loaded, s *step, before 
 	if s != nil {
 		res.State, res.StepAttempt, res.Resource = s.rec.State, s.rec.Attempt, s.rec.Resource
 		res.StepLeaseExpiryMS = s.rec.LeaseExpiryMS
-		res.Queued, res.WaitingDeps = s.rec.WaiterSeq != 0, s.rec.State == engine.StepWaitingDeps
+		res.Queued, res.WaitingDeps = s.rec.WaiterSeq != 0 || asking(s.rec), s.rec.State == engine.StepWaitingDeps
 		res.Paused, res.AttemptBase, res.Options = s.rec.Pause != nil, s.rec.AttemptBase, s.rec.Options.Clone()
 	}
 	res.Paused = res.Paused || l.job.Paused()
@@ -113,11 +113,6 @@ func (a *applier) finishStep(res *engine.StepResult, l *loaded, s *step, before 
 }
 
 func (a *applier) leaseStep(c *engine.LeaseStep) (engine.Result, error) {
-	if len(c.Capabilities) > 0 || len(c.Selector) > 0 {
-		if err := a.resourcesHere("LeaseStep", fmt.Sprintf("the resource pool step %q asks a unit of", c.Step)); err != nil {
-			return nil, err
-		}
-	}
 	l, err := a.fenced(c.LeaseRef, "LeaseStep")
 	if err != nil {
 		return nil, err
@@ -177,8 +172,13 @@ func (a *applier) leaseStep(c *engine.LeaseStep) (engine.Result, error) {
 		// nothing to lease, and the answer's State says why.
 	case r.State.Terminal():
 		return nil, &engine.StepStateError{Job: id, Step: c.Step, State: r.State, Command: "LeaseStep"}
-	case r.WaiterSeq != 0:
-		// Still waiting for a unit, in its place in the queue.
+	case r.WaiterSeq != 0 || asking(r):
+		// Still waiting for a unit, in its place in the queue (here, or
+		// on the pool's shard).
+	case r.UnitRefusal != nil:
+		// The pool's shard found no resource that could serve it: the
+		// refusal LeaseStep would have met here.
+		return nil, DeliveryError(r.UnitRefusal.Outcome, r.UnitRefusal.Error)
 	default:
 		r.Activity, r.LeaseMS, r.TimeoutFatal = c.Name, c.LeaseMS, c.TimeoutFatal
 		r.Capabilities, r.Selector, r.DependsOn = slices.Clone(c.Capabilities), cloneLabels(c.Selector), slices.Clone(c.DependsOn)
@@ -217,7 +217,7 @@ func (a *applier) leaseStep(c *engine.LeaseStep) (engine.Result, error) {
 	a.save(l)
 	a.finishStep(res, l, s, before)
 	if res.Granted {
-		if err := a.labelsOf(res); err != nil {
+		if err := a.labelsOf(res, s.rec); err != nil {
 			return nil, err
 		}
 	}
@@ -235,9 +235,14 @@ func cloneLabels(m map[string]string) map[string]string {
 	return c
 }
 
-// labelsOf fills in the labels of the resource a granted step holds.
-func (a *applier) labelsOf(res *engine.StepResult) error {
+// labelsOf fills in the labels of the resource a granted step (record r)
+// holds: the pool's, or those its shard sent with the grant.
+func (a *applier) labelsOf(res *engine.StepResult, r *engine.StepRecord) error {
 	if res.Resource == "" {
+		return nil
+	}
+	if r.UnitTry != 0 {
+		res.Labels = cloneLabels(r.UnitLabels)
 		return nil
 	}
 	rs, err := readResource(a.tx.Get, res.Resource)
@@ -309,6 +314,25 @@ func (a *applier) acquire(l *loaded, s *step, jobAttempt uint64) (bool, error) {
 	if !needsResource(r) {
 		return true, a.grant(l, s, nil, jobAttempt)
 	}
+	if !a.poolHere() {
+		return false, a.askUnit(l, s)
+	}
+	best, err := a.bestResource(r)
+	switch {
+	case err != nil:
+		return false, err
+	case best.Free() == 0:
+		// The invariant that no waiter could use a free unit makes joining
+		// the back of the queue first come, first served.
+		return false, a.enqueue(l, s)
+	}
+	return true, a.grant(l, s, best, jobAttempt)
+}
+
+// bestResource returns the resource serving r with the most free units
+// (perhaps none); a pool where no resource serves r refuses it with a
+// *NoResourceError.
+func (a *applier) bestResource(r *engine.StepRecord) (*engine.Resource, error) {
 	var best *engine.Resource
 	found := false
 	err := a.eachResource(func(rs *engine.Resource) (bool, error) {
@@ -323,16 +347,12 @@ func (a *applier) acquire(l *loaded, s *step, jobAttempt uint64) (bool, error) {
 	})
 	switch {
 	case err != nil:
-		return false, err
+		return nil, err
 	case !found:
-		return false, &engine.NoResourceError{Job: r.Job, Step: r.Step, Capabilities: slices.Clone(r.Capabilities),
+		return nil, &engine.NoResourceError{Job: r.Job, Step: r.Step, Capabilities: slices.Clone(r.Capabilities),
 			Selector: cloneLabels(r.Selector), Avoid: slices.Clone(r.Avoid)}
-	case best.Free() == 0:
-		// The invariant that no waiter could use a free unit makes joining
-		// the back of the queue first come, first served.
-		return false, a.enqueue(l, s)
 	}
-	return true, a.grant(l, s, best, jobAttempt)
+	return best, nil
 }
 
 // eachResource calls fn with every resource record, in id order.
@@ -361,14 +381,23 @@ func (a *applier) eachResource(fn func(*engine.Resource) (bool, error)) error {
 // rs is not nil, and writes step_leased. A grant the engine makes on its
 // own (jobAttempt 0) wakes the job if it waits for the step.
 func (a *applier) grant(l *loaded, s *step, rs *engine.Resource, jobAttempt uint64) error {
-	r := s.rec
-	next := r.Attempt + 1
-	ev := engine.Event{Type: engine.EventStepLeased, Attempt: jobAttempt, StepAttempt: next, LeaseExpiryMS: a.now + r.LeaseMS}
+	resource := ""
 	if rs != nil {
-		ev.Resource = rs.ID
-		rs.Holders = append(rs.Holders, engine.ResourceHolder{Job: r.Job, Step: r.Step, StepAttempt: next, SinceMS: a.now})
+		r := s.rec
+		resource = rs.ID
+		rs.Holders = append(rs.Holders, engine.ResourceHolder{Job: r.Job, Step: r.Step, StepAttempt: r.Attempt + 1, SinceMS: a.now})
 		a.saveResource(rs)
 	}
+	return a.lease(l, s, resource, jobAttempt)
+}
+
+// lease gives step s a step lease for its next try, on a unit of resource
+// when it is not empty (leased already, here or by the pool's shard), and
+// writes step_leased.
+func (a *applier) lease(l *loaded, s *step, resource string, jobAttempt uint64) error {
+	r := s.rec
+	ev := engine.Event{Type: engine.EventStepLeased, Attempt: jobAttempt, StepAttempt: r.Attempt + 1, LeaseExpiryMS: a.now + r.LeaseMS,
+		Resource: resource}
 	if _, err := a.stepEvent(l, s, ev, "LeaseStep"); err != nil {
 		return err
 	}
@@ -397,19 +426,29 @@ func (a *applier) wakeForStep(l *loaded, name string) error {
 
 // enqueue puts step s at the back of the resource waiter queue.
 func (a *applier) enqueue(l *loaded, s *step) error {
-	n, err := a.u64(storage.KeyNextWaiter)
+	n, err := a.nextWaiter(s.rec.Job, s.rec.Step)
 	if err != nil {
 		return err
 	}
-	n++
-	a.tx.Set(storage.KeyNextWaiter, storage.U64(n))
-	a.tx.Set(storage.WaiterKey(n, uint64(s.rec.Job), s.rec.Step), nil)
 	s.rec.WaiterSeq = n
 	if s.rec.State == engine.StepNone {
 		s.rec.State = engine.StepPending // issued, nothing recorded yet
 	}
 	a.saveStep(l, s)
 	return nil
+}
+
+// nextWaiter writes the entry of step of job at the back of the resource
+// waiter queue and returns its place.
+func (a *applier) nextWaiter(job engine.JobID, step string) (uint64, error) {
+	n, err := a.u64(storage.KeyNextWaiter)
+	if err != nil {
+		return 0, err
+	}
+	n++
+	a.tx.Set(storage.KeyNextWaiter, storage.U64(n))
+	a.tx.Set(storage.WaiterKey(n, uint64(job), step), nil)
+	return n, nil
 }
 
 func (a *applier) saveResource(rs *engine.Resource) {
@@ -421,6 +460,11 @@ func (a *applier) saveResource(rs *engine.Resource) {
 // waiters it may go to.
 func (a *applier) release(s *step) error {
 	r := s.rec
+	if r.UnitTry != 0 {
+		// The unit (or the ask) is the pool's shard's to take back.
+		r.Resource, r.Released = "", false
+		return a.giveUnitBack(r)
+	}
 	id := r.Resource
 	r.Resource, r.Released = "", false
 	if id == "" {
@@ -504,6 +548,9 @@ func (a *applier) serveWaiters(rs *engine.Resource) (int, error) {
 // serveWaiter leases a unit of rs to the waiter e when rs serves it. gone
 // reports an entry of a step that no longer waits.
 func (a *applier) serveWaiter(e storage.WaiterEntry, rs *engine.Resource) (gone, took bool, err error) {
+	if a.remoteJob(engine.JobID(e.Job)) {
+		return a.serveRemoteWaiter(e, rs)
+	}
 	s, err := a.loadStep(engine.JobID(e.Job), e.Step)
 	if err != nil || s == nil || s.rec.WaiterSeq != e.Seq {
 		return true, false, err
@@ -564,6 +611,13 @@ func (a *applier) endSteps(l *loaded) error {
 		if r.WaiterSeq != 0 {
 			a.tx.Delete(storage.WaiterKey(r.WaiterSeq, uint64(r.Job), r.Step))
 			r.WaiterSeq = 0
+		}
+		if r.UnitTry != 0 {
+			// The pool's shard takes back the unit, or the ask.
+			r.Released = r.Resource != ""
+			if err := a.giveUnitBack(r); err != nil {
+				return err
+			}
 		}
 		if r.Resource != "" && !r.Released {
 			rs, err := readResource(a.tx.Get, r.Resource)
@@ -946,7 +1000,7 @@ func (a *applier) commitExplicit(l *loaded, s *step, ev engine.Event) (uint64, e
 		a.tx.Delete(storage.WaiterKey(r.WaiterSeq, uint64(r.Job), r.Step))
 		r.WaiterSeq = 0
 	}
-	r.LeaseExpiryMS, r.AnswerDueMS, r.JobAttempt, r.Question = 0, 0, 0, nil
+	r.LeaseExpiryMS, r.AnswerDueMS, r.JobAttempt, r.Question, r.UnitRefusal = 0, 0, 0, nil, nil
 	if err := a.release(s); err != nil {
 		return 0, err
 	}

@@ -139,9 +139,79 @@ func (v *verifier) stepRecord(j *engine.Job, rec *engine.StepRecord, evs []engin
 		if !rec.State.HoldsLease() && rec.State != engine.StepNeedsUser {
 			return fmt.Errorf("record holds a unit of %q in state %s", rec.Resource, rec.State)
 		}
-		v.claims[holderKey{rec.Resource, j.ID, rec.Step}] = rec.Attempt
+		if rec.UnitTry == 0 {
+			// A unit of the pool on another shard is checked across
+			// shards (VerifyAcrossShards).
+			v.claims[holderKey{rec.Resource, j.ID, rec.Step}] = rec.Attempt
+		}
 	}
-	return nil
+	return unitAskOK(rec, open)
+}
+
+// unitAskOK checks what a step record says of a unit it asked the pool's
+// shard for.
+func unitAskOK(rec *engine.StepRecord, open bool) error {
+	switch {
+	case rec.UnitTry != 0 && rec.UnitRefusal != nil:
+		return fmt.Errorf("record asks for a unit for try %d, yet holds the refusal of an ask", rec.UnitTry)
+	case rec.UnitTry != 0 && rec.Released:
+		return fmt.Errorf("record asked a unit for try %d of the pool's shard, yet marks it released", rec.UnitTry)
+	case rec.UnitTry == 0 && len(rec.UnitLabels) > 0:
+		return fmt.Errorf("record keeps the labels of a unit it does not hold")
+	case !asking(rec):
+		if rec.UnitTry > rec.Attempt {
+			return fmt.Errorf("record holds a unit granted to try %d, after its newest try %d", rec.UnitTry, rec.Attempt)
+		}
+		return nil
+	case !open:
+		return fmt.Errorf("record of a closed job asks for a unit for try %d", rec.UnitTry)
+	case rec.WaiterSeq != 0 || rec.Pause != nil:
+		return fmt.Errorf("record asks the pool's shard for a unit while it waits here (seq %d) or is paused", rec.WaiterSeq)
+	case rec.UnitTry != rec.Attempt+1:
+		return fmt.Errorf("record asks for a unit for try %d, but its next try is %d", rec.UnitTry, rec.Attempt+1)
+	}
+	switch rec.State {
+	case engine.StepPending, engine.StepRetrying, engine.StepSwitchingResource:
+		return nil
+	}
+	return fmt.Errorf("record asks for a unit in state %s", rec.State)
+}
+
+// remoteUnits checks the records of the units steps of other shards asked
+// this shard's pool for: each waits in the queue or holds a unit (which
+// the resource must list, as resources checks), never both.
+func (v *verifier) remoteUnits() {
+	units, err := ReadRemoteUnits(v.r)
+	if err != nil {
+		v.add(err)
+		return
+	}
+	for _, u := range units {
+		var bad error
+		switch {
+		case u.Job == 0 || u.Step == "" || u.StepAttempt == 0:
+			bad = fmt.Errorf("names no job, step or try")
+		case (u.WaiterSeq == 0) == (u.Resource == ""):
+			bad = fmt.Errorf("waits (seq %d) and holds a unit of %q: exactly one is right", u.WaiterSeq, u.Resource)
+		case len(u.Capabilities) == 0 && len(u.Selector) == 0:
+			bad = fmt.Errorf("asks for nothing a resource offers")
+		}
+		if bad != nil {
+			if !v.add(fmt.Errorf("remote unit of %s: %w", u, bad)) {
+				return
+			}
+			continue
+		}
+		if u.WaiterSeq != 0 {
+			v.want[string(storage.WaiterKey(u.WaiterSeq, uint64(u.Job), u.Step))] = true
+			if v.waiting == nil {
+				v.waiting = map[uint64]*engine.StepRecord{}
+			}
+			v.waiting[u.WaiterSeq] = unitWants(u)
+			continue
+		}
+		v.claims[holderKey{u.Resource, u.Job, u.Step}] = u.StepAttempt
+	}
 }
 
 // resources checks the resource pool: no resource has more units leased

@@ -13,7 +13,8 @@ package machine_test
 //	                               or a refusal
 //	child-closed parent=ID step=S child=ID [failed]   (refused: only inside a Deliver)
 //	close-child child=ID parent=ID                    (refused: only inside a Deliver)
-//	outbox                         the pending entries of the current shard, its remote child links and sending marks
+//	outbox                         the pending entries of the current shard, its remote child links, remote unit records
+//	                               and sending marks
 //	verify-across                  machine.VerifyAcrossShards over every shard's store
 //	backlog                        machine.OutboxBacklog of the current shard
 
@@ -70,6 +71,10 @@ var outboxDirectives = map[string]commandDirective{
 	"child-closed": func(e *traceEnv, a *traceArgs) engine.Command {
 		return &engine.ChildClosed{Parent: engine.JobID(a.int("parent", 0)), Step: a.str("step", ""),
 			Child: engine.JobID(a.int("child", 0)), Failed: a.flag("failed")}
+	},
+	// release-unit job=ID step=S step-attempt=N   (refused: only inside a Deliver)
+	"release-unit": func(e *traceEnv, a *traceArgs) engine.Command {
+		return &engine.ReleaseUnit{Job: engine.JobID(a.int("job", 0)), Step: a.str("step", ""), StepAttempt: uint32(a.int("step-attempt", 0))}
 	},
 	"close-child": func(e *traceEnv, a *traceArgs) engine.Command {
 		return &engine.CloseChild{Child: engine.JobID(a.int("child", 0)), Parent: engine.JobID(a.int("parent", 0))}
@@ -186,6 +191,13 @@ func lookOutbox(e *traceEnv, a *traceArgs) string {
 		})
 		if err != nil {
 			return err
+		}
+		units, err := machine.ReadRemoteUnits(r)
+		if err != nil {
+			return err
+		}
+		for _, u := range units {
+			fmt.Fprintf(&out, "unit job %d step %s: %s\n", u.Job, u.Step, formatValue(u))
 		}
 		return r.Scan(storage.SendingPrefix, nil, true, func(k, b []byte) (bool, error) {
 			job, step, err := storage.ParseSendingKey(k)

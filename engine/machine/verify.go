@@ -31,6 +31,7 @@ func Verify(r *storage.Reader, max int) []error {
 		storage.StepDuePrefix} {
 		v.index(p)
 	}
+	v.remoteUnits()
 	v.resources()
 	v.waiters()
 	for k := range v.want {

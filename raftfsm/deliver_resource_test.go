@@ -1,0 +1,170 @@
+package raftfsm
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/storage"
+)
+
+// TestCrossShardResourceLeasedOnce: a step of a run on shard 1 needs a
+// unit of the resource pool, which lives on shard 0. Its ask goes through
+// shard 1's outbox; the one unit is leased to it on shard 0 and the grant
+// comes back in the answer. Each is run with the source shard's leader
+// (shard 1's) killed after the pool applied the ask and before the
+// acknowledgement, with the pool's leader killed after it applied the ask
+// and before it answered, and with every delivery between the two failing
+// until healed. Each ends with the step leased on that unit once (one
+// step_leased event, the pool listing it once), and, once the step
+// succeeds, the unit back in the pool; VerifyShard and VerifyAcrossShards
+// are clean throughout.
+func TestCrossShardResourceLeasedOnce(t *testing.T) {
+	for _, fault := range []string{"source", "target", "partition"} {
+		t.Run(fault, func(t *testing.T) { crossShardResource(t, fault) })
+	}
+}
+
+func crossShardResource(t *testing.T, fault string) {
+	c := newTestHosts(t, 3, 2)
+	c.awaitDesiredLeaders() // n1 leads shard 0 (the pool's), n2 shard 1
+	ctx := context.Background()
+	_, eng0 := c.shardLeader(0)
+	if _, err := eng0.AddResource(ctx, engine.AddResource{ID: "gpu-1", Capabilities: []string{"gpu"}, Capacity: 1,
+		Labels: map[string]string{"zone": "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, eng1 := c.shardLeader(1)
+	run, err := eng1.Create(ctx, engine.CreateJob{WorkflowID: keyOn("render-", 1, 2), Type: "render", Queue: "renders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := eng1.Claim(ctx, engine.Claim{Queue: "renders", Owner: "rw", LeaseMS: 600_000, Max: 1})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim the run: %v %v", claimed, err)
+	}
+	ref := engine.LeaseRef{Job: run.Job, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}
+
+	var once sync.Once
+	hit := make(chan struct{})
+	heal := make(chan struct{})
+	refused := make(chan struct{}, 64)
+	c.mu.Lock()
+	c.deliverHook = func(from, to string, d *engine.Deliver) (*engine.DeliverResult, error, bool) {
+		if d.Source != 1 {
+			return nil, nil, false
+		}
+		if fault == "partition" {
+			select {
+			case <-heal:
+				return nil, nil, false
+			default:
+			}
+			select {
+			case refused <- struct{}{}:
+			default:
+			}
+			return nil, errors.New("connect: no route to host " + to), true
+		}
+		first := false
+		once.Do(func() { first = true })
+		if !first {
+			return nil, nil, false
+		}
+		if _, err := c.applyDeliver(ctx, to, d); err != nil {
+			t.Errorf("the first delivery: %v", err)
+		}
+		switch fault {
+		case "source":
+			// Applied on the pool's shard; the answer never comes back:
+			// the source's leader dies before it can acknowledge.
+			close(hit)
+			<-c.live()[from].ctx.Done() // until the test kills the node
+		case "target":
+			// The pool's leader applied it and dies before it answers.
+			c.kill(to)
+			close(hit)
+		}
+		return nil, errors.New("connection reset by peer"), true
+	}
+	c.mu.Unlock()
+
+	lease := func() (*engine.StepResult, error) {
+		_, eng1 = c.shardLeader(1)
+		return eng1.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: "s1", Name: "Render", LeaseMS: 600_000,
+			Capabilities: []string{"gpu"}, Start: true})
+	}
+	res, err := lease()
+	if err != nil || res.Granted || !res.Queued {
+		t.Fatalf("the first lease: %+v %v, want the step queued while it asks shard 0", res, err)
+	}
+	switch fault {
+	case "source", "target":
+		<-hit
+		if fault == "source" {
+			c.kill("n2")
+		}
+	case "partition":
+		for range 3 {
+			<-refused // the deliverer tried, and tries again after its backoff
+		}
+		close(heal)
+	}
+
+	// The worker leases the step again until the grant has reached it.
+	c.await("the step leased on the pool's unit", func() bool {
+		res, err = lease()
+		return err == nil && res.Granted
+	})
+	if res.Resource != "gpu-1" || res.Labels["zone"] != "a" || res.StepAttempt != 1 {
+		t.Fatalf("the lease: %+v, want try 1 on gpu-1 with its labels", res)
+	}
+	c.await("no entry pending", func() bool { return c.nothingPending(ctx) })
+	_, eng1 = c.shardLeader(1)
+	if n := countEvents(t, eng1, run.Job, engine.EventStepLeased); n != 1 {
+		t.Fatalf("the run's history has %d step_leased events, want 1", n)
+	}
+	holders := func() []engine.ResourceHolder {
+		_, eng0 := c.shardLeader(0)
+		rs, err := eng0.Resources(ctx)
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("the pool: %v %v", rs, err)
+		}
+		return rs[0].Holders
+	}
+	if h := holders(); len(h) != 1 || h[0].Job != run.Job || h[0].Step != "s1" || h[0].StepAttempt != 1 {
+		t.Fatalf("gpu-1 is held by %+v, want try 1 of step s1 of job %d once", h, run.Job)
+	}
+	c.verifyShards()
+	c.verifyAcross()
+
+	// The step succeeds: its unit goes back to the pool.
+	if _, err := eng1.CommitStep(ctx, engine.CommitStep{LeaseRef: ref, Step: "s1", Type: engine.EventActivityCompleted,
+		StepAttempt: 1, Payload: []byte(`"ok"`)}); err != nil {
+		t.Fatal(err)
+	}
+	c.await("the unit back in the pool, and nothing pending", func() bool {
+		return c.nothingPending(ctx) && len(holders()) == 0
+	})
+	if err := eng0View(c, ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.verifyShards()
+	c.verifyAcross()
+}
+
+// eng0View checks that the pool's shard keeps no record of the unit a
+// step of shard 1 gave back.
+func eng0View(c *testHosts, ctx context.Context) error {
+	_, eng0 := c.shardLeader(0)
+	return eng0.View(ctx, func(r *storage.Reader) error {
+		n := 0
+		err := r.Scan(storage.RemoteUnitPrefix, nil, true, func([]byte, []byte) (bool, error) { n++; return true, nil })
+		if err == nil && n != 0 {
+			err = errors.New("the pool's shard still keeps a remote unit record")
+		}
+		return err
+	})
+}
