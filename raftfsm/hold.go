@@ -314,3 +314,17 @@ func (h *Host) OpenShardCopy(ctx context.Context, k int, token string) (*ShardCo
 	}
 	return c, nil
 }
+
+// StreamShardCopy opens a copy of shard k under the hold token
+// (OpenShardCopy) and streams it to the writer begin returns, which it
+// calls once with the copy's applied index. It makes a Host an
+// httpapi.ShardBackup.
+func (h *Host) StreamShardCopy(ctx context.Context, k int, token string, begin func(appliedIndex uint64) io.Writer) error {
+	c, err := h.OpenShardCopy(ctx, k, token)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = c.Stream(begin(c.AppliedIndex))
+	return err
+}
