@@ -51,6 +51,12 @@ const (
 // Deliver is one.
 type DeliverFunc func(ctx context.Context, node, httpAddr string, d *engine.Deliver) (*engine.DeliverResult, error)
 
+// seenHold is a shard's hold (nil: none) as read at an applied index.
+type seenHold struct {
+	applied uint64
+	held    *DeliveryHold
+}
+
 // pairKey names the entries from one shard to another.
 type pairKey struct{ source, target int }
 
@@ -71,6 +77,9 @@ type deliverer struct {
 	heldSkips uint64
 	// heldCh is closed (and replaced) at every held skip.
 	heldCh chan struct{}
+	// holds caches, by shard this node leads, the hold its state held at
+	// an applied index. Used by the loop's goroutine only.
+	holds map[int]seenHold
 	// releasing are the shards whose expired hold this node is releasing.
 	releasing map[int]bool
 	// gauged are the pairs whose pending gauge this node last set above
@@ -144,13 +153,24 @@ func (d *deliverer) expireHolds() time.Time {
 	for k := range d.h.shards {
 		n := d.h.Shard(k)
 		if n == nil || !n.IsLeader() || d.h.ctx.Err() != nil {
+			delete(d.holds, k)
 			continue
 		}
-		held, err := n.deliveryHold()
-		if err != nil {
-			d.h.report(fmt.Errorf("shard %d: reading the delivery hold: %w", k, err))
-			continue
+		// The hold is read again only when the shard applied something
+		// since the last look: a pass runs at every commit of any shard.
+		applied := n.fsm.Applied()
+		seen, ok := d.holds[k]
+		if !ok || seen.applied != applied {
+			held, err := n.deliveryHold()
+			if err != nil {
+				d.h.report(fmt.Errorf("shard %d: reading the delivery hold: %w", k, err))
+				delete(d.holds, k)
+				continue
+			}
+			seen = seenHold{applied: applied, held: held}
+			d.holds[k] = seen
 		}
+		held := seen.held
 		if held == nil {
 			continue
 		}
