@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/clock"
 	"github.com/heddlewf/heddle/engine/machine"
 	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
@@ -50,6 +51,12 @@ const (
 // Deliver is one.
 type DeliverFunc func(ctx context.Context, node, httpAddr string, d *engine.Deliver) (*engine.DeliverResult, error)
 
+// seenHold is a shard's hold (nil: none) as read at an applied index.
+type seenHold struct {
+	applied uint64
+	held    *DeliveryHold
+}
+
 // pairKey names the entries from one shard to another.
 type pairKey struct{ source, target int }
 
@@ -65,6 +72,16 @@ type deliverer struct {
 	// was last looked at: a shard that applied nothing since is not looked
 	// at again. Used by the loop's goroutine only.
 	scanned map[int]uint64
+	// heldSkips counts the times a worker found its source shard's
+	// deliveries held and proposed nothing (for tests and the curious).
+	heldSkips uint64
+	// heldCh is closed (and replaced) at every held skip.
+	heldCh chan struct{}
+	// holds caches, by shard this node leads, the hold its state held at
+	// an applied index. Used by the loop's goroutine only.
+	holds map[int]seenHold
+	// releasing are the shards whose expired hold this node is releasing.
+	releasing map[int]bool
 	// gauged are the pairs whose pending gauge this node last set above
 	// 0, to set back to 0 when they drain or the node stops leading their
 	// source. Used by the loop's goroutine only.
@@ -104,12 +121,89 @@ func (h *Host) deliverLoop() {
 	for {
 		changed := h.ShardsChanged() // before the look, so no commit is missed
 		d.pass()
+		// A hold's expiry is a time, not a commit: the loop wakes at the
+		// first one to release it (expireHolds).
+		var expiry <-chan time.Time
+		var t clock.Timer
+		if next := d.expireHolds(); !next.IsZero() {
+			t = h.cfg.Clock.NewTimer(next.Sub(h.cfg.Clock.Now()))
+			expiry = t.C()
+		}
 		select {
 		case <-h.ctx.Done():
-			return
 		case <-changed:
+		case <-expiry:
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if h.ctx.Err() != nil {
+			return
 		}
 	}
+}
+
+// expireHolds releases, through the log, the delivery holds past their
+// expiry of the shards this node leads (hold.go): a backup that died
+// holding stops deliveries only until then. It returns the earliest expiry
+// still to come (zero: none).
+func (d *deliverer) expireHolds() time.Time {
+	var next time.Time
+	now := d.h.cfg.Clock.Now()
+	for k := range d.h.shards {
+		n := d.h.Shard(k)
+		if n == nil || !n.IsLeader() || d.h.ctx.Err() != nil {
+			delete(d.holds, k)
+			continue
+		}
+		// The hold is read again only when the shard applied something
+		// since the last look: a pass runs at every commit of any shard.
+		applied := n.fsm.Applied()
+		seen, ok := d.holds[k]
+		if !ok || seen.applied != applied {
+			held, err := n.deliveryHold()
+			if err != nil {
+				d.h.report(fmt.Errorf("shard %d: reading the delivery hold: %w", k, err))
+				delete(d.holds, k)
+				continue
+			}
+			seen = seenHold{applied: applied, held: held}
+			d.holds[k] = seen
+		}
+		held := seen.held
+		if held == nil {
+			continue
+		}
+		at := time.UnixMilli(held.ExpiresMS)
+		if at.After(now) {
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+			continue
+		}
+		d.mu.Lock()
+		busy := d.releasing[k]
+		d.releasing[k] = true
+		d.mu.Unlock()
+		if busy {
+			continue
+		}
+		d.h.wg.Add(1)
+		go func() {
+			defer d.h.wg.Done()
+			ctx, cancel := context.WithTimeout(d.h.ctx, deliverTimeout)
+			defer cancel()
+			err := n.applyHoldEntry(ctx, holdBody{Token: held.Token, Release: true})
+			if err != nil && !errors.Is(err, ErrNotHeld) {
+				d.h.report(fmt.Errorf("shard %d: releasing the expired delivery hold %q of %s: %w", k, held.Token, held.Owner, err))
+			}
+			d.mu.Lock()
+			delete(d.releasing, k)
+			d.mu.Unlock()
+			// Its commit wakes the loop again (or, failed, the next one).
+		}()
+	}
+	return next
 }
 
 // pass wakes the workers of the pairs with entries pending in the shards
@@ -225,6 +319,19 @@ func (d *deliverer) drain(ctx context.Context, n *Node, p pairKey) (done bool, e
 		return false, err
 	}
 	for _, e := range entries {
+		// A held source proposes nothing (its state machine would refuse
+		// the acknowledgement anyway): the worker waits for the release,
+		// whose commit wakes it.
+		if held, err := n.deliveryHold(); err != nil || held != nil {
+			if held != nil {
+				d.mu.Lock()
+				d.heldSkips++
+				close(d.heldCh)
+				d.heldCh = make(chan struct{})
+				d.mu.Unlock()
+			}
+			return err == nil, err
+		}
 		if err := d.one(ctx, n, e); err != nil {
 			return false, err
 		}
@@ -318,6 +425,14 @@ func (h *Host) Delivered(source, target int) uint64 {
 	h.delivery.mu.Lock()
 	defer h.delivery.mu.Unlock()
 	return h.delivery.delivered[pairKey{source, target}]
+}
+
+// heldSkipped returns how many times a worker of this node found its
+// source held, and a channel closed at the next time.
+func (d *deliverer) heldSkipped() (uint64, <-chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.heldSkips, d.heldCh
 }
 
 // report passes a background error to OnSchedulerError, if set.

@@ -22,6 +22,8 @@ const (
 	// entryNode records (or removes) a member's HTTP address, so every node
 	// can send clients to the leader.
 	entryNode entryKind = 2
+	// entryHold sets or releases the shard's delivery hold (hold.go).
+	entryHold entryKind = 3
 )
 
 // maxEntryCommands bounds the commands one entry may carry, so a corrupt
@@ -53,11 +55,13 @@ func encodeEntry(k entryKind, body any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// decodedEntry is one decoded log entry: exactly one of cmds and node is set.
+// decodedEntry is one decoded log entry: exactly one of cmds, node and
+// hold is set.
 type decodedEntry struct {
 	kind entryKind
 	cmds [][]byte
 	node *nodeBody
+	hold *holdBody
 }
 
 // decodeEntry parses a log entry. It never panics and never allocates much
@@ -100,6 +104,18 @@ func decodeEntry(b []byte) (decodedEntry, error) {
 			return e, &EntryError{Reason: "node entry without an id"}
 		}
 		e.node = &n
+	case entryHold:
+		if len(body) > maxHoldBodyBytes {
+			return e, &EntryError{Reason: fmt.Sprintf("hold body of %d bytes, more than %d", len(body), maxHoldBodyBytes)}
+		}
+		var h holdBody
+		if err := dec.Decode(&h); err != nil {
+			return e, &EntryError{Reason: "hold body: " + err.Error()}
+		}
+		if err := checkHold(&h); err != nil {
+			return e, &EntryError{Reason: err.Error()}
+		}
+		e.hold = &h
 	default:
 		return e, &EntryError{Reason: fmt.Sprintf("unknown kind %d", b[1])}
 	}

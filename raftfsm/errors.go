@@ -15,12 +15,22 @@ var (
 	// ErrStateFailed: the state database failed while applying committed
 	// log entries, and the node stopped (see StateFailure).
 	ErrStateFailed = errors.New("raftfsm: state database failed")
+	// ErrDeliveriesHeld: a shard refused a Deliver, an AckDelivery or a
+	// hold because a delivery hold is set (see HeldError).
+	ErrDeliveriesHeld = errors.New("raftfsm: deliveries held")
+	// ErrNotHeld: a release, or a backup's copy, found no delivery hold
+	// for its token: it expired and the shard's leader released it.
+	ErrNotHeld = errors.New("raftfsm: no delivery hold")
+	// ErrBackup: a backup directory is unusable (see BackupError).
+	ErrBackup = errors.New("raftfsm: bad backup")
 )
 
 // Stable codes of this package's typed errors.
 const (
 	BadEntryCode     = "HDL-RAFT-0001"
 	StateFailureCode = "HDL-RAFT-0002"
+	HeldCode         = "HDL-RAFT-0003"
+	BackupCode       = "HDL-RAFT-0004"
 )
 
 // EntryError details ErrBadEntry.

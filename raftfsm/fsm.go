@@ -60,6 +60,9 @@ type FSM struct {
 	// integrity checks at open and was replaced by an empty one (see
 	// stateDir.open); Node.Open logs it and rebuilds the state.
 	damaged string
+	// shard is the index of the shard the FSM holds, for the errors it
+	// answers with (0 in a cluster of one group).
+	shard int
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -284,6 +287,20 @@ func (a *batchApplier) entry(l *raft.Log) any {
 		a.changed = true
 		return &entryOutcome{results: []engine.Result{nil}, errs: []error{nil}}
 	}
+	if e.kind == entryHold {
+		tx := a.batch.Begin()
+		if err := applyHold(tx, a.f.shard, e.hold); err != nil {
+			if errors.Is(err, storage.ErrRead) {
+				stop(l.Index, "reading the delivery hold", err)
+			}
+			return &entryOutcome{errs: []error{err}}
+		}
+		if err := a.add(l.Index, tx); err != nil {
+			return &entryOutcome{errs: []error{err}}
+		}
+		a.changed = true
+		return &entryOutcome{results: []engine.Result{nil}, errs: []error{nil}}
+	}
 	done := a.partDone(l.Index)
 	out := &entryOutcome{results: make([]engine.Result, len(e.cmds)), errs: make([]error, len(e.cmds))}
 	for k, raw := range e.cmds {
@@ -297,6 +314,22 @@ func (a *batchApplier) entry(l *raft.Log) any {
 			continue
 		}
 		tx := a.batch.Begin()
+		if isDelivery(cmd) {
+			// A delivery hold (hold.go) refuses it here, where it would
+			// take effect, whoever proposed it and whenever.
+			held, err := readHold(tx.Get)
+			if errors.Is(err, storage.ErrRead) {
+				stop(l.Index, "reading the delivery hold", err)
+			}
+			if err == nil && held != nil {
+				err = &HeldError{Shard: a.f.shard, Token: held.Token, Owner: held.Owner, ExpiresMS: held.ExpiresMS, What: cmd.Kind().String()}
+			}
+			if err != nil {
+				out.errs[k] = err
+				a.cmds++
+				continue
+			}
+		}
 		start := a.meter.Start()
 		res, err := a.f.machine.ApplyNoting(tx, cmd, a.f.applyNotes())
 		a.meter.Applied(cmd, res, err, start)

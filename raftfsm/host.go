@@ -194,7 +194,7 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	}
 	h.releaseBridge = cfg.Metrics.BridgeRaft()
 	h.delivery = &deliverer{h: h, workers: map[pairKey]chan struct{}{}, delivered: map[pairKey]uint64{}, scanned: map[int]uint64{},
-		gauged: map[pairKey]bool{}}
+		gauged: map[pairKey]bool{}, releasing: map[int]bool{}, holds: map[int]seenHold{}, heldCh: make(chan struct{})}
 	h.wg.Add(5)
 	go h.leadMeta()
 	go h.balance()

@@ -103,6 +103,7 @@ func Open(cfg Config) (_ *Node, err error) {
 	if n.fsm, err = newFSM(state, m); err != nil {
 		return nil, err
 	}
+	n.fsm.shard = cfg.group.shard.Index
 	n.fsm.meter = embedded.NewMeter(cfg.Metrics)
 	if !cfg.DisableQueueView {
 		n.fsm.queues = embedded.NewTaskQueues(cfg.Clock)

@@ -30,7 +30,7 @@ func newClusterCommand() *cobra.Command {
 	}
 	cmd.AddCommand(newClusterStatusCommand(), newClusterRemoveCommand(), newClusterTransferCommand(), newClusterUpCommand())
 	cmd.AddCommand(newClusterShardLeaderCommand(), newClusterRebalanceCommand(), newClusterMoveShardCommand())
-	cmd.AddCommand(newClusterDeliveriesCommand())
+	cmd.AddCommand(newClusterDeliveriesCommand(), newClusterBackupCommand(), newClusterRestoreCommand())
 	return cmd
 }
 

@@ -94,12 +94,7 @@ func startHost(ctx context.Context, o nodeOptions, log *slog.Logger, m *metrics.
 func clusterUpSharded(w io.Writer, log *slog.Logger, dir, host, token string, nodes, base, shards, replicas int) (err error) {
 	ctx, stop := untilSignal()
 	defer stop()
-	addr := func(port int) string { return host + ":" + strconv.Itoa(port) }
-	var peers []raftfsm.PlacementNode
-	for i := 1; i <= nodes; i++ {
-		peers = append(peers, raftfsm.PlacementNode{ID: "n" + strconv.Itoa(i),
-			RaftAddr: addr(base + 2*(i-1) + 1), HTTPAddr: addr(base + 2*(i-1))})
-	}
+	peers := localPeers(host, nodes, base)
 	var running []*clusterNode
 	defer func() {
 		for i := len(running) - 1; i >= 0; i-- {
@@ -126,6 +121,18 @@ func clusterUpSharded(w io.Writer, log *slog.Logger, dir, host, token string, no
 	<-ctx.Done()
 	stdout.println("cluster up: stopping")
 	return stdout.err()
+}
+
+// localPeers are the nodes of a local cluster (cluster up): node i is
+// n<i>, with HTTP on base+2(i-1) and Raft on the next port.
+func localPeers(host string, nodes, base int) []raftfsm.PlacementNode {
+	addr := func(port int) string { return host + ":" + strconv.Itoa(port) }
+	var peers []raftfsm.PlacementNode
+	for i := 1; i <= nodes; i++ {
+		peers = append(peers, raftfsm.PlacementNode{ID: "n" + strconv.Itoa(i),
+			RaftAddr: addr(base + 2*(i-1) + 1), HTTPAddr: addr(base + 2*(i-1))})
+	}
+	return peers
 }
 
 // shardStatusDoc is one shard as one member sees it, in "cluster status".

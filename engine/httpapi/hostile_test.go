@@ -179,7 +179,8 @@ func TestHostileRequestsAreRefused(t *testing.T) {
 	work := []route{{"POST", "/v1/jobs/claim"}, {"POST", "/v1/jobs/heartbeat"}, {"POST", "/v1/jobs/append"}, {"POST", "/v1/jobs/commit-step"},
 		{"POST", "/v1/jobs/wait"}, {"POST", "/v1/jobs/complete"}, {"POST", "/v1/jobs/fail"}, {"POST", "/v1/jobs/requeue"},
 		{"POST", "/v1/jobs/continue-as-new"}, {"POST", "/v1/query/poll"}, {"POST", "/v1/query/answer"}}
-	admin := []route{{"POST", "/v1/cluster/members"}, {"DELETE", "/v1/cluster/members/n1"}, {"POST", "/v1/cluster/leader/transfer"}, {"POST", "/v1/jobs/reset"}}
+	admin := []route{{"POST", "/v1/cluster/members"}, {"DELETE", "/v1/cluster/members/n1"}, {"POST", "/v1/cluster/leader/transfer"}, {"POST", "/v1/jobs/reset"},
+		{"POST", "/v1/cluster/shards/0/hold"}, {"POST", "/v1/cluster/shards/0/hold/release"}, {"GET", "/v1/cluster/shards/0/copy"}}
 	// Terminate is a worker's route, for its own run's children; the
 	// worker's other terminations are refused below.
 	terminate := route{"POST", "/v1/jobs/terminate"}

@@ -119,6 +119,7 @@ func (s *Server) routes() {
 	s.handle("DELETE /v1/cluster/members/{id}", RoleAdmin, s.clusterRemove)
 	s.handle("POST /v1/cluster/leader/transfer", RoleAdmin, s.clusterTransfer)
 	s.shardRoutes()
+	s.backupRoutes()
 
 	s.scheduleRoutes()
 	s.batchRoutes()
