@@ -72,6 +72,11 @@ var (
 	// HDL-STORE-0003), so the write was refused and nothing of it was
 	// stored. Reads go on; writes are accepted again once space is freed.
 	ErrNoSpace = errors.New("engine: not enough free space")
+	// ErrDeliveriesHeld: a shard of a sharded cluster refused a delivery
+	// between shards (Deliver, AckDelivery) while a backup holds its
+	// deliveries; nothing was applied, and the delivery is tried again
+	// once the hold ends.
+	ErrDeliveriesHeld = errors.New("engine: deliveries held")
 	// ErrNotLeader: a cluster node that is not the Raft leader was asked to
 	// write or to read linearizably (see NotLeaderError for the leader).
 	ErrNotLeader = errors.New("engine: not the leader")

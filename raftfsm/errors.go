@@ -1,6 +1,10 @@
 package raftfsm
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/heddlewf/heddle/engine"
+)
 
 // Sentinel errors, matched with errors.Is. Errors about leadership and
 // unknown outcomes are the engine's (engine.ErrNotLeader,
@@ -16,8 +20,10 @@ var (
 	// log entries, and the node stopped (see StateFailure).
 	ErrStateFailed = errors.New("raftfsm: state database failed")
 	// ErrDeliveriesHeld: a shard refused a Deliver, an AckDelivery or a
-	// hold because a delivery hold is set (see HeldError).
-	ErrDeliveriesHeld = errors.New("raftfsm: deliveries held")
+	// hold because a delivery hold is set (see HeldError). It is the
+	// engine's sentinel, so that the HTTP API answers it by name and a
+	// deliverer on another node knows it.
+	ErrDeliveriesHeld = engine.ErrDeliveriesHeld
 	// ErrNotHeld: a release, or a backup's copy, found no delivery hold
 	// for its token: it expired and the shard's leader released it.
 	ErrNotHeld = errors.New("raftfsm: no delivery hold")

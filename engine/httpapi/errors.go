@@ -121,6 +121,7 @@ var wireErrors = []wireError{
 	{"corrupt", http.StatusInternalServerError, engine.ErrCorrupt},
 	{"storage_read", http.StatusInternalServerError, engine.ErrStorageRead},
 	{"no_space", http.StatusInsufficientStorage, engine.ErrNoSpace},
+	{"deliveries_held", http.StatusServiceUnavailable, engine.ErrDeliveriesHeld},
 	{"unknown_outcome", http.StatusServiceUnavailable, engine.ErrUnknownOutcome},
 	{"not_leader", http.StatusServiceUnavailable, engine.ErrNotLeader},
 	{"closed", http.StatusServiceUnavailable, engine.ErrClosed},
