@@ -59,6 +59,9 @@ type ShardStatus struct {
 	// replica is not in Replicas until the move ends.
 	MoveFrom string `json:"move_from,omitempty" msgpack:"move_from,omitempty"`
 	MoveTo   string `json:"move_to,omitempty" msgpack:"move_to,omitempty"`
+	// MoveCancelling: an operator cancelled the move, and the shard's
+	// leader is taking MoveTo out of the group again.
+	MoveCancelling bool `json:"move_cancelling,omitempty" msgpack:"move_cancelling,omitempty"`
 }
 
 // ShardMap is what a client needs to route by shard (GET

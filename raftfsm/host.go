@@ -810,7 +810,7 @@ func (h *Host) Status(ctx context.Context) (engine.ClusterStatus, error) {
 			AppliedIndex: n.fsm.Applied(), LastIndex: n.raft.LastIndex(), Replicas: slices.Clone(p.Groups[k].Replicas),
 			DesiredLeader: p.Groups[k].Leader}
 		if m := p.Groups[k].Move; m != nil {
-			ss.MoveFrom, ss.MoveTo = m.From, m.To
+			ss.MoveFrom, ss.MoveTo, ss.MoveCancelling = m.From, m.To, m.Cancel
 		}
 		ss.LeaderID, ss.LeaderHTTP = h.ShardLeader(k)
 		st.Shards = append(st.Shards, ss)
@@ -1051,8 +1051,12 @@ func (h *Host) balance() {
 		case r := <-results:
 			s := &st[r.shard]
 			s.inflight = false
-			if r.err == nil {
+			if r.err == nil || errors.Is(r.err, errMoveCancelled) {
+				// A cancelled move's driver runs again at once, to undo it.
 				s.backoff, s.retryAt = 0, time.Time{}
+				if r.err != nil {
+					h.wakeBalancer()
+				}
 				continue
 			}
 			s.backoff = min(max(2*s.backoff, minBalanceBackoff), maxBalanceBackoff)
@@ -1187,6 +1191,9 @@ const (
 // leaving node, and commit the move's end in the metadata group.
 func (h *Host) driveMove(n *Node, k int, m ShardMove) error {
 	ctx := h.ctx
+	if m.Cancel {
+		return h.driveCancel(n, k, m)
+	}
 	if hook := moveStepHook.Load(); hook != nil {
 		(*hook)(ctx, h.cfg.ID, k, "start")
 	}
@@ -1220,7 +1227,7 @@ func (h *Host) driveMove(n *Node, k int, m ShardMove) error {
 		(*hook)(ctx, h.cfg.ID, k, "nonvoter")
 	}
 	if s.Suffrage != raft.Voter {
-		if err := h.awaitCaughtUp(ctx, n, k, m.To); err != nil {
+		if err := h.awaitCaughtUp(ctx, n, k, m); err != nil {
 			return err
 		}
 		if err := futureError(ctx, n.raft.AddVoter(raft.ServerID(to.ID), raft.ServerAddress(to.RaftAddr), 0, h.cfg.ApplyTimeout)); err != nil {
@@ -1254,18 +1261,91 @@ func (h *Host) driveMove(n *Node, k int, m ShardMove) error {
 	return nil
 }
 
+// driveCancel undoes move m of shard k's replica, cancelled by an
+// operator, on n, which leads the shard: it takes the arriving node out of
+// the group (handing leadership to the leaving one first if the arriving
+// one leads) and commits the move's end with the replicas as they were.
+// A move whose leaving node is out of the group already cannot be undone
+// (its replicas are the move's): it is completed instead. Like driveMove,
+// each step reads the group's configuration first, so a driver stopped
+// anywhere resumes on the shard's next leader.
+func (h *Host) driveCancel(n *Node, k int, m ShardMove) error {
+	ctx := h.ctx
+	log := hclogger(h.cfg.Config, "balance")
+	f := n.raft.GetConfiguration()
+	if err := futureError(ctx, f); err != nil {
+		return err
+	}
+	var from, to bool
+	for _, s := range f.Configuration().Servers {
+		from = from || string(s.ID) == m.From
+		to = to || string(s.ID) == m.To
+	}
+	if !from {
+		log.Warn("a move's cancel came after the leaving node left the shard's group; the move ends as a move",
+			"shard", k, "from", m.From, "to", m.To)
+		if _, err := h.proposeMeta(ctx, metaMoveDone, &moveBody{Shard: k, From: m.From, To: m.To}); err != nil {
+			return fmt.Errorf("committing the end of shard %d's move: %w", k, err)
+		}
+		return nil
+	}
+	if to && m.To == h.cfg.ID {
+		// This node is the one the move brought: the leaving node, still
+		// a member, takes over and goes on with the cancel.
+		fromNode, ok := h.placement.Load().node(m.From)
+		if !ok {
+			return fmt.Errorf("raftfsm: node %q is not in the placement", m.From)
+		}
+		if err := futureError(ctx, n.raft.LeadershipTransferToServer(raft.ServerID(fromNode.ID), raft.ServerAddress(fromNode.RaftAddr))); err != nil {
+			return fmt.Errorf("handing shard %d's leadership to %s to cancel its move: %w", k, m.From, err)
+		}
+		return nil
+	}
+	if to {
+		if err := futureError(ctx, n.raft.RemoveServer(raft.ServerID(m.To), 0, h.cfg.ApplyTimeout)); err != nil {
+			return fmt.Errorf("removing %s from shard %d's group to cancel its move: %w", m.To, k, err)
+		}
+	}
+	if _, err := h.proposeMeta(ctx, metaMoveCancelled, &moveBody{Shard: k, From: m.From, To: m.To}); err != nil {
+		return fmt.Errorf("committing the cancel of shard %d's move: %w", k, err)
+	}
+	log.Info("cancelled a move", "shard", k, "from", m.From, "to", m.To)
+	return nil
+}
+
+// CancelMove cancels shard's move under way (through the metadata group's
+// leader; another node answers not-leader naming it). It records the
+// cancel and returns that placement's version; the shard's leader then
+// takes the arriving node out of the group, and the placement's next
+// version without the move says the cancel ended. A move whose leaving
+// node already left the group completes instead.
+func (h *Host) CancelMove(ctx context.Context, shard int) (uint64, error) {
+	v, err := h.meta.apply(ctx, metaMoveCancel, &moveBody{Shard: shard})
+	if errors.Is(err, engine.ErrNotLeader) {
+		return 0, h.metaNotLeader()
+	}
+	return v, err
+}
+
 // moveStepHook, when set (by a test), is called by a move's driver after
 // each step named: a test holds the driver there to stop its node in the
 // middle of a move.
 var moveStepHook atomic.Pointer[func(ctx context.Context, node string, shard int, step string)]
 
-// awaitCaughtUp waits until node id's replica of shard k has applied what
-// n's state had applied when the wait began, asking that node (a leader of
-// hashicorp/raft does not say how far a non-voter has replicated). The
-// states' applied indexes are compared, not the log's last index: an entry
-// the state machine never sees (a new term's no-op, a configuration) may
-// end the log until the next command.
-func (h *Host) awaitCaughtUp(ctx context.Context, n *Node, k int, id string) error {
+// errMoveCancelled ends a move's wait when an operator cancels the move:
+// the driver runs again and undoes it.
+var errMoveCancelled = errors.New("raftfsm: the move was cancelled")
+
+// awaitCaughtUp waits until the arriving node of move m has applied, in
+// its replica of shard k, what n's state had applied when the wait began,
+// asking that node (a leader of hashicorp/raft does not say how far a
+// non-voter has replicated). The states' applied indexes are compared, not
+// the log's last index: an entry the state machine never sees (a new
+// term's no-op, a configuration) may end the log until the next command.
+// A cancel of the move ends the wait (errMoveCancelled): a node that is
+// down would otherwise hold it for catchUpTimeout.
+func (h *Host) awaitCaughtUp(ctx context.Context, n *Node, k int, m ShardMove) error {
+	id := m.To
 	target := n.fsm.Applied()
 	ctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
 	defer cancel()
@@ -1278,6 +1358,9 @@ func (h *Host) awaitCaughtUp(ctx context.Context, n *Node, k int, id string) err
 		}
 		if n.raft.State() != raft.Leader {
 			return fmt.Errorf("%w: this node lost shard %d's leadership while %s caught up", engine.ErrNotLeader, k, id)
+		}
+		if cur := h.placement.Load().Groups[k].Move; cur != nil && cur.Cancel {
+			return fmt.Errorf("shard %d's move to %s: %w", k, id, errMoveCancelled)
 		}
 		select {
 		case <-ctx.Done():

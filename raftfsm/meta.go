@@ -51,6 +51,14 @@ const (
 	// cluster's nodes; the metadata group's leader then removes it from
 	// the group.
 	metaRemoveNode metaKind = 7
+	// metaMoveCancel asks to cancel the shard's move under way (its
+	// body's From and To are empty): the move's Cancel is set, and the
+	// shard's leader undoes what the move did.
+	metaMoveCancel metaKind = 8
+	// metaMoveCancelled ends a cancelled move with the shard's replicas as
+	// they were: the shard's leader took the arriving node out of the
+	// group first.
+	metaMoveCancelled metaKind = 9
 )
 
 // removeNodeBody is the body of metaRemoveNode.
@@ -97,7 +105,7 @@ type metaEntry struct {
 	kind      metaKind
 	placement *Placement      // metaCreate
 	setLeader *setLeaderBody  // metaSetLeader
-	move      *moveBody       // metaMoveStart, metaMoveDone
+	move      *moveBody       // metaMoveStart, metaMoveDone, metaMoveCancel, metaMoveCancelled
 	addNode   *PlacementNode  // metaAddNode
 	remove    *removeNodeBody // metaRemoveNode
 }
@@ -133,7 +141,7 @@ func decodeMetaEntry(b []byte) (metaEntry, error) {
 		if _, err := msgpackscan.Check(body, msgpackscan.Limits{MaxDepth: 1, MaxValues: 1}); err != nil {
 			return e, &EntryError{Reason: "metadata rebalance: " + err.Error()}
 		}
-	case metaMoveStart, metaMoveDone:
+	case metaMoveStart, metaMoveDone, metaMoveCancel, metaMoveCancelled:
 		if len(body) > 2*maxNodeIDBytes+32 {
 			return e, &EntryError{Reason: fmt.Sprintf("metadata move of %d bytes, more than %d", len(body), 2*maxNodeIDBytes+32)}
 		}
@@ -329,9 +337,11 @@ func applyMeta(cur *Placement, e metaEntry) (*Placement, error) {
 			return nil, err
 		}
 		g := next.Groups[m.Shard]
-		if g.Move == nil || *g.Move != (ShardMove{From: m.From, To: m.To}) {
+		if g.Move == nil || g.Move.From != m.From || g.Move.To != m.To {
 			return cur, nil // ended already: a driver's retry
 		}
+		// A move whose cancel came after the leaving node left the group
+		// ends as a move: the group is what the move made it.
 		g.Replicas = slices.Clone(g.Replicas)
 		g.Replicas[slices.Index(g.Replicas, m.From)] = m.To
 		if g.Leader == m.From {
@@ -339,6 +349,33 @@ func applyMeta(cur *Placement, e metaEntry) (*Placement, error) {
 		}
 		g.Move = nil
 		g.Moves++
+		next.Groups[m.Shard] = g
+	case metaMoveCancel:
+		m := e.move
+		if m.Shard < 0 || m.Shard >= cur.Shards {
+			return nil, fmt.Errorf("%w: shard %d is not in [0, %d)", engine.ErrInvalidCommand, m.Shard, cur.Shards)
+		}
+		g := next.Groups[m.Shard]
+		switch {
+		case g.Move == nil:
+			return nil, fmt.Errorf("%w: shard %d has no move under way to cancel (it ended, or was cancelled)", engine.ErrInvalidCommand, m.Shard)
+		case g.Move.Cancel:
+			return cur, nil // asked already
+		}
+		mv := *g.Move
+		mv.Cancel = true
+		g.Move = &mv
+		next.Groups[m.Shard] = g
+	case metaMoveCancelled:
+		m := e.move
+		if err := checkMove(cur, m); err != nil {
+			return nil, err
+		}
+		g := next.Groups[m.Shard]
+		if g.Move == nil || *g.Move != (ShardMove{From: m.From, To: m.To, Cancel: true}) {
+			return cur, nil // ended already: a driver's retry
+		}
+		g.Move = nil
 		next.Groups[m.Shard] = g
 	}
 	next.Version++

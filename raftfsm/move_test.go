@@ -711,3 +711,55 @@ func TestHostRemovesANode(t *testing.T) {
 	}
 	c.verifyShards()
 }
+
+// TestHostCancelsAMoveToADeadNode: a move of shard 0's replica to n4,
+// which is down, waits for n4 to catch up; cancelled, the shard's leader
+// takes n4 out of the group again and the move ends with the replicas as
+// they were, the shard serving throughout. A second cancel finds no move;
+// n4, started again, opens no replica of shard 0.
+func TestHostCancelsAMoveToADeadNode(t *testing.T) {
+	c := newTestHosts(t, 4, 2)
+	c.awaitDesiredLeaders()
+	ctx := context.Background()
+	c.kill("n4")
+	meta := c.metaLeader()
+	if _, err := meta.CancelMove(ctx, 0); !errors.Is(err, engine.ErrInvalidCommand) {
+		t.Fatalf("cancelling with no move under way: %v", err)
+	}
+	if _, err := meta.MoveReplica(ctx, 0, "n1", "n4"); err != nil {
+		t.Fatal(err)
+	}
+	c.await("n4 added to shard 0's group as a non-voter, its catch-up waited for", func() bool {
+		voter, in := c.shardMembers(0)["n4"]
+		return in && !voter
+	})
+	v, err := c.metaLeader().CancelMove(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := c.metaLeader().CancelMove(ctx, 0); err != nil && !errors.Is(err, engine.ErrInvalidCommand) || err == nil && again != v {
+		t.Fatalf("cancelling again: %d, %v; want %d, or no move left", again, err, v)
+	}
+	p := c.awaitMoveEnd(0, 0)
+	if g := p.Groups[0]; !reflect.DeepEqual(g.Replicas, []string{"n1", "n2", "n3"}) || g.Leader != "n1" {
+		t.Fatalf("shard 0 placed %+v after the cancel, want its replicas as they were", g)
+	}
+	if got := c.shardMembers(0); !reflect.DeepEqual(got, map[string]bool{"n1": true, "n2": true, "n3": true}) {
+		t.Fatalf("shard 0's group is %v after the cancel, want voters n1, n2, n3", got)
+	}
+	if _, err := c.metaLeader().CancelMove(ctx, 0); !errors.Is(err, engine.ErrInvalidCommand) {
+		t.Fatalf("cancelling a cancelled move: %v", err)
+	}
+	if err := c.onShard(0, func(e *embedded.Engine) error {
+		_, err := e.Create(ctx, engine.CreateJob{WorkflowID: keyOn("after-cancel-", 0, 2), Type: "t", Queue: "q"})
+		return err
+	}); err != nil {
+		t.Fatalf("shard 0 after the cancel: %v", err)
+	}
+	n4 := c.start("n4", false)
+	c.await("n4 applied the cancel, holding shard 1 and not shard 0", func() bool {
+		g := n4.Placement().Groups[0]
+		return g.Move == nil && n4.Shard(0) == nil && n4.Shard(1) != nil
+	})
+	c.verifyShards()
+}

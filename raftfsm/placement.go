@@ -56,6 +56,11 @@ type ShardPlacement struct {
 type ShardMove struct {
 	From string `msgpack:"f"`
 	To   string `msgpack:"t"`
+	// Cancel: an operator asked to cancel the move (metaMoveCancel); the
+	// shard's leader takes the arriving node out of the group and ends
+	// the move with the replicas as they were (metaMoveCancelled), or,
+	// when the leaving node is out of the group already, completes it.
+	Cancel bool `msgpack:"c,omitempty"`
 }
 
 // holds reports whether node id holds a replica of the shard, counting

@@ -264,3 +264,57 @@ func TestApplyMeta(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyMetaMoveCancel: a cancel marks the move under way (again: no
+// change), the cancelled end drops it with the replicas as they were, and
+// a cancel that came too late lets the move's own end complete it.
+func TestApplyMetaMoveCancel(t *testing.T) {
+	p, _ := NewPlacement(fourNodes(), 2, 0) // shard 0 on n1 n2 n3, led by n1
+	cancel := metaEntry{kind: metaMoveCancel, move: &moveBody{Shard: 0}}
+	if _, err := applyMeta(&p, cancel); !errors.Is(err, engine.ErrInvalidCommand) {
+		t.Fatalf("a cancel with no move: %v", err)
+	}
+	if _, err := applyMeta(&p, metaEntry{kind: metaMoveCancel, move: &moveBody{Shard: 7}}); !errors.Is(err, engine.ErrInvalidCommand) {
+		t.Fatalf("a cancel of a shard that does not exist: %v", err)
+	}
+	q, err := applyMeta(&p, metaEntry{kind: metaMoveStart, move: &moveBody{Shard: 0, From: "n1", To: "n4"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := applyMeta(q, cancel)
+	if err != nil || c.Groups[0].Move == nil || *c.Groups[0].Move != (ShardMove{From: "n1", To: "n4", Cancel: true}) || q.Groups[0].Move.Cancel {
+		t.Fatalf("cancel: %+v, %v", c.Groups[0], err)
+	}
+	if same, err := applyMeta(c, cancel); err != nil || same != c {
+		t.Fatalf("the same cancel again: %v", err)
+	}
+	b, _ := encodePlacement(c)
+	if back, err := decodePlacement(b); err != nil || !reflect.DeepEqual(back, c) {
+		t.Fatalf("a placement with a cancelled move round trip: %+v, %v", back, err)
+	}
+	ended := metaEntry{kind: metaMoveCancelled, move: &moveBody{Shard: 0, From: "n1", To: "n4"}}
+	if same, err := applyMeta(q, ended); err != nil || same != q {
+		t.Fatalf("a cancelled end of a move not cancelled: %v", err)
+	}
+	r, err := applyMeta(c, ended)
+	if err != nil || r.Groups[0].Move != nil || r.Groups[0].Moves != 0 || !reflect.DeepEqual(r.Groups[0].Replicas, []string{"n1", "n2", "n3"}) ||
+		r.Groups[0].Leader != "n1" {
+		t.Fatalf("cancelled end: %+v, %v", r.Groups[0], err)
+	}
+	if !reflect.DeepEqual(r.ShardsOf("n4"), []int{1}) {
+		t.Fatalf("n4 holds shards %v after the cancel, want [1]", r.ShardsOf("n4"))
+	}
+	d, err := applyMeta(c, metaEntry{kind: metaMoveDone, move: &moveBody{Shard: 0, From: "n1", To: "n4"}})
+	if err != nil || d.Groups[0].Move != nil || d.Groups[0].Moves != 1 || !reflect.DeepEqual(d.Groups[0].Replicas, []string{"n4", "n2", "n3"}) {
+		t.Fatalf("a move's end after a cancel that came too late: %+v, %v", d.Groups[0], err)
+	}
+	for _, e := range []metaEntry{cancel, ended} {
+		b, err := encodeMetaEntry(e.kind, e.move)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := decodeMetaEntry(b); err != nil || back.kind != e.kind || *back.move != *e.move {
+			t.Fatalf("entry %d round trip: %+v, %v", e.kind, back, err)
+		}
+	}
+}

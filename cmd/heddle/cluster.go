@@ -29,7 +29,7 @@ func newClusterCommand() *cobra.Command {
 		RunE:  missingCommand,
 	}
 	cmd.AddCommand(newClusterStatusCommand(), newClusterRemoveCommand(), newClusterTransferCommand(), newClusterUpCommand())
-	cmd.AddCommand(newClusterShardLeaderCommand(), newClusterRebalanceCommand(), newClusterMoveShardCommand())
+	cmd.AddCommand(newClusterShardLeaderCommand(), newClusterRebalanceCommand(), newClusterMoveShardCommand(), newClusterCancelMoveCommand())
 	cmd.AddCommand(newClusterDeliveriesCommand(), newClusterBackupCommand(), newClusterRestoreCommand())
 	return cmd
 }

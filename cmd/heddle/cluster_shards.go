@@ -147,6 +147,8 @@ type shardStatusDoc struct {
 	DesiredLeader string   `json:"desired_leader,omitempty"`
 	MoveFrom      string   `json:"move_from,omitempty"`
 	MoveTo        string   `json:"move_to,omitempty"`
+	// MoveCancelling: the move was cancelled and is being undone.
+	MoveCancelling bool `json:"move_cancelling,omitempty"`
 }
 
 func shardStatusOf(s httpapi.ClusterStatus) []shardStatusDoc {
@@ -154,7 +156,7 @@ func shardStatusOf(s httpapi.ClusterStatus) []shardStatusDoc {
 	for _, sh := range s.Shards {
 		out = append(out, shardStatusDoc{Shard: sh.Shard, State: sh.State, Term: sh.Term, LeaderID: sh.LeaderID,
 			CommitIndex: sh.CommitIndex, AppliedIndex: sh.AppliedIndex, Replicas: sh.Replicas, DesiredLeader: sh.DesiredLeader,
-			MoveFrom: sh.MoveFrom, MoveTo: sh.MoveTo})
+			MoveFrom: sh.MoveFrom, MoveTo: sh.MoveTo, MoveCancelling: sh.MoveCancelling})
 	}
 	return out
 }
@@ -163,8 +165,10 @@ func shardStatusOf(s httpapi.ClusterStatus) []shardStatusDoc {
 type shardRow struct {
 	leader, desired string
 	replicas        []string
-	// moveFrom and moveTo are set while a replica moves.
+	// moveFrom and moveTo are set while a replica moves, and cancelling
+	// once the move was cancelled and is being undone.
 	moveFrom, moveTo string
+	cancelling       bool
 	term             uint64
 	commit           uint64
 	// leaderApplied is the last entry the leader applied to its state,
@@ -194,7 +198,7 @@ func printShards(p *printer, views []clusterView) {
 				rows[sh.Shard] = r
 			}
 			r.applied[v.Status.ID] = sh.AppliedIndex
-			r.replicas, r.desired, r.moveFrom, r.moveTo = sh.Replicas, sh.DesiredLeader, sh.MoveFrom, sh.MoveTo
+			r.replicas, r.desired, r.moveFrom, r.moveTo, r.cancelling = sh.Replicas, sh.DesiredLeader, sh.MoveFrom, sh.MoveTo, sh.MoveCancelling
 			r.term = max(r.term, sh.Term)
 			if sh.State == "Leader" {
 				r.leader, r.commit, r.leaderApplied, r.seenLeader = v.Status.ID, sh.CommitIndex, sh.AppliedIndex, true
@@ -236,7 +240,10 @@ func printShards(p *printer, views []clusterView) {
 			leader = "-"
 		}
 		moving := ""
-		if r.moveTo != "" {
+		switch {
+		case r.moveTo != "" && r.cancelling:
+			moving = fmt.Sprintf(" (cancelling the move of %s to %s)", r.moveFrom, r.moveTo)
+		case r.moveTo != "":
 			moving = fmt.Sprintf(" (moving %s to %s)", r.moveFrom, r.moveTo)
 		}
 		p.printf("%d\t%s\t%s\t%d\t%d\t%s%s\n", k, leader, r.desired, r.term, r.commit, strings.Join(reps, " "), moving)
@@ -296,6 +303,36 @@ func newClusterMoveShardCommand() *cobra.Command {
 			return err
 		}
 		return printPlacementChange(cmd.OutOrStdout(), *f.format, v, fmt.Sprintf("shard %d: moving its replica from %s to %s", shard, args[1], args[2]))
+	}
+	return cmd
+}
+
+func newClusterCancelMoveCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cancel-move SHARD",
+		Short: "cancel SHARD's move of a replica under way (a sharded cluster)",
+		Long: "Records the cancel in the placement, through the metadata group's leader, and returns; the shard's\n" +
+			"leader then takes the arriving node out of the shard's Raft group and ends the move with the\n" +
+			"replicas as they were. Use it for a move to a node that is down or cannot catch up, which would\n" +
+			"otherwise wait for it. A move whose leaving node already left the group cannot be undone and\n" +
+			"completes instead. \"heddle cluster status\" shows the cancel until it ends.",
+		Args: exactArgs("SHARD"),
+	}
+	f := addClusterFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		shard, err := parseShardArg(args[0])
+		if err != nil {
+			return err
+		}
+		cl, err := f.client()
+		if err != nil {
+			return err
+		}
+		v, err := cl.CancelMove(cmd.Context(), shard)
+		if err != nil {
+			return err
+		}
+		return printPlacementChange(cmd.OutOrStdout(), *f.format, v, fmt.Sprintf("shard %d: cancelling its move", shard))
 	}
 	return cmd
 }

@@ -514,3 +514,19 @@ func TestPrintShardsShowsAMove(t *testing.T) {
 		t.Fatalf("printShards wrote\n%q\nwant a line\n%q", buf.String(), want)
 	}
 }
+
+// TestPrintShardsShowsACancel: a move that was cancelled shows as being
+// undone until it ends.
+func TestPrintShardsShowsACancel(t *testing.T) {
+	view := clusterView{Status: &clusterStatusDoc{ID: "n1", Shards: []shardStatusDoc{{Shard: 0, State: "Leader", Term: 2, CommitIndex: 40,
+		AppliedIndex: 40, Replicas: []string{"n1", "n2", "n3"}, DesiredLeader: "n1", MoveFrom: "n1", MoveTo: "n4", MoveCancelling: true}}}}
+	var buf strings.Builder
+	p := newPrinter(&buf)
+	printShards(p, []clusterView{view})
+	if err := p.err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "(cancelling the move of n1 to n4)\n"; !strings.Contains(buf.String(), want) || strings.Contains(buf.String(), "(moving") {
+		t.Fatalf("printShards wrote\n%q\nwant a line ending %q", buf.String(), want)
+	}
+}

@@ -662,6 +662,17 @@ func (c *Client) SetShardLeader(ctx context.Context, shard int, node string) (ui
 	return r.Version, err
 }
 
+// CancelMove cancels shard's move under way (any node forwards it to the
+// metadata group's leader) and returns the placement version that records
+// the cancel; the shard's leader then undoes the move, and the shard's
+// replicas in the cluster's status show when that ended.
+func (c *Client) CancelMove(ctx context.Context, shard int) (uint64, error) {
+	var r PlacementChange
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/cluster/shards/" + strconv.Itoa(shard) + "/move/cancel", command: true,
+		out: &r, noRoute: true})
+	return r.Version, err
+}
+
 // RebalanceLeaders sets every shard's desired leader back to the spread.
 func (c *Client) RebalanceLeaders(ctx context.Context) (uint64, error) {
 	var r PlacementChange

@@ -88,6 +88,7 @@
 //	POST   /v1/cluster/shards/{shard}/leader ShardLeaderRequest -> PlacementChange
 //	POST   /v1/cluster/shards/rebalance      -> PlacementChange
 //	POST   /v1/cluster/shards/{shard}/move   MoveReplicaRequest -> PlacementChange
+//	POST   /v1/cluster/shards/{shard}/move/cancel               -> PlacementChange
 //	POST   /v1/cluster/shards/{shard}/hold   HoldRequest -> HoldAnswer (a backup's delivery hold)
 //	POST   /v1/cluster/shards/{shard}/hold/release ReleaseRequest -> HoldAnswer
 //	GET    /v1/cluster/shards/{shard}/copy?token=T -> the shard's state, streamed (its leader; admin)

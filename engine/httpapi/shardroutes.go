@@ -44,6 +44,10 @@ type ShardAdmin interface {
 	// to; the shard's leader carries it out (docs/sharding.md, "Moving a
 	// replica").
 	MoveReplica(ctx context.Context, shard int, from, to string) (uint64, error)
+	// CancelMove cancels shard's move under way: the shard's leader takes
+	// the arriving node out of the group again (or completes a move whose
+	// leaving node left already).
+	CancelMove(ctx context.Context, shard int) (uint64, error)
 }
 
 // MoveReplicaRequest is the body of POST /v1/cluster/shards/{shard}/move.
@@ -67,6 +71,7 @@ func (s *Server) shardRoutes() {
 	s.handle("POST /v1/cluster/shards/{shard}/leader", RoleAdmin, s.setShardLeader)
 	s.handle("POST /v1/cluster/shards/rebalance", RoleAdmin, s.rebalanceLeaders)
 	s.handle("POST /v1/cluster/shards/{shard}/move", RoleAdmin, s.moveReplica)
+	s.handle("POST /v1/cluster/shards/{shard}/move/cancel", RoleAdmin, s.cancelMove)
 	s.handle("POST "+pathDeliver, RoleAdmin, s.deliver)
 	s.handle("GET "+pathDeliveries, RoleReader, s.deliveries)
 }
@@ -147,6 +152,22 @@ func (s *Server) moveReplica(c *call) (any, error) {
 		return nil, fieldMissing("MoveReplicaRequest", "to")
 	}
 	v, err := a.MoveReplica(c.r.Context(), shard, req.From, req.To)
+	if err != nil {
+		return nil, err
+	}
+	return &PlacementChange{Version: v}, nil
+}
+
+func (s *Server) cancelMove(c *call) (any, error) {
+	a, err := s.shardAdmin()
+	if err != nil {
+		return nil, err
+	}
+	shard, err := c.shardParam()
+	if err != nil {
+		return nil, err
+	}
+	v, err := a.CancelMove(c.r.Context(), shard)
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,10 @@ type shardView struct {
 	// reported, when the leader did not answer).
 	Commit   uint64
 	Replicas []replicaView
+	// MoveFrom and MoveTo name a move of a replica under way, and
+	// MoveCancelling says it was cancelled and is being undone.
+	MoveFrom, MoveTo string
+	MoveCancelling   bool
 	// Answered: some replica of the shard answered.
 	Answered bool
 
@@ -181,6 +185,9 @@ func (d *clusterData) shardRows(from string) {
 			}
 			if sh.DesiredLeader != "" {
 				r.Desired = sh.DesiredLeader
+			}
+			if sh.MoveTo != "" {
+				r.MoveFrom, r.MoveTo, r.MoveCancelling = sh.MoveFrom, sh.MoveTo, sh.MoveCancelling
 			}
 			r.Term = max(r.Term, sh.Term)
 			if sh.State == "Leader" {

@@ -221,7 +221,8 @@ func TestClusterPageShards(t *testing.T) {
 	n2 := fakeMember(t, engine.ClusterStatus{ID: "n2", State: "Follower", Term: 2, LeaderID: "n1", ShardCount: 4, Shards: []engine.ShardStatus{
 		{Shard: 0, State: "Follower", Term: 3, LeaderID: "n1", CommitIndex: 10, AppliedIndex: 8, Replicas: replicas, DesiredLeader: "n1"},
 		{Shard: 1, State: "Follower", Term: 5, LeaderID: "n1", CommitIndex: 5, AppliedIndex: 5, Replicas: replicas, DesiredLeader: "n2"},
-		{Shard: 2, State: "Follower", Term: 4, LeaderID: "n3", CommitIndex: 7, AppliedIndex: 6, Replicas: replicas, DesiredLeader: "n3"},
+		{Shard: 2, State: "Follower", Term: 4, LeaderID: "n3", CommitIndex: 7, AppliedIndex: 6, Replicas: replicas, DesiredLeader: "n3",
+			MoveFrom: "n2", MoveTo: "n4", MoveCancelling: true},
 	}}, true, &tokens)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -240,8 +241,10 @@ func TestClusterPageShards(t *testing.T) {
 		},
 		Shards: []engine.ShardStatus{
 			{Shard: 0, State: "Leader", Term: 3, LeaderID: "n1", CommitIndex: 10, AppliedIndex: 10, Replicas: replicas, DesiredLeader: "n1"},
-			{Shard: 1, State: "Leader", Term: 5, LeaderID: "n1", CommitIndex: 6, AppliedIndex: 5, Replicas: replicas, DesiredLeader: "n2"},
-			{Shard: 2, State: "Follower", Term: 4, LeaderID: "n3", CommitIndex: 7, AppliedIndex: 7, Replicas: replicas, DesiredLeader: "n3"},
+			{Shard: 1, State: "Leader", Term: 5, LeaderID: "n1", CommitIndex: 6, AppliedIndex: 5, Replicas: replicas, DesiredLeader: "n2",
+				MoveFrom: "n1", MoveTo: "n4"},
+			{Shard: 2, State: "Follower", Term: 4, LeaderID: "n3", CommitIndex: 7, AppliedIndex: 7, Replicas: replicas, DesiredLeader: "n3",
+				MoveFrom: "n2", MoveTo: "n4", MoveCancelling: true},
 		}}
 	v.signIn("tok")
 	code, body, _ := v.get("/ui/cluster")
@@ -256,6 +259,9 @@ func TestClusterPageShards(t *testing.T) {
 	wantIn(t, "shard 2, whose leader did not answer", shardRow(t, body, 2), `<td class="leader">n3</td>`, `<td class="desired">n3</td>`,
 		`<td class="num">4</td><td class="num">7</td>`, ">n1:0<", ">n2:1<", ">n3:?<")
 	wantNotIn(t, "shard 0's desired leader", shardRow(t, body, 0), "not the leader")
+	wantIn(t, "shard 1, moving a replica", shardRow(t, body, 1), "moving n1 to n4</span>")
+	wantIn(t, "shard 2, cancelling a move", shardRow(t, body, 2), "cancelling the move of n2 to n4</span>")
+	wantNotIn(t, "shard 0, moving nothing", shardRow(t, body, 0), "moving", "cancelling")
 	wantIn(t, "shard 3, whose replicas did not answer", shardRow(t, body, 3), "no replica answered")
 	wantNotIn(t, "a page of four shards", body, `id="next-shards"`, `id="prev-shards"`)
 	if tok, ok := tokens.Load("n2"); !ok || tok != "" {
