@@ -962,12 +962,13 @@ func (h *Host) wakeBalancer() {
 // answer n's heartbeats while n leads it, and wakes the balancer when one
 // answers again: a desired leader that came back takes its shard back at
 // once, and one that is down is not handed a leadership it cannot take
-// (a transfer holds the shard's writes until it times out).
+// (a transfer holds the shard's writes until it times out). A member
+// added to or removed from the group wakes ShardsChanged's watchers.
 func (h *Host) watchPeers(n *Node, k int) {
 	ch := make(chan raft.Observation, 16)
 	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
 		switch o.Data.(type) {
-		case raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation:
+		case raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation, raft.PeerObservation:
 			return true
 		}
 		return false
@@ -984,6 +985,13 @@ func (h *Host) watchPeers(n *Node, k int) {
 			case <-n.ctx.Done(): // the replica moved away
 				return
 			case o := <-ch:
+				if _, ok := o.Data.(raft.PeerObservation); ok {
+					// A member joined or left the group (a move's step):
+					// the shard's status changed, which no commit of its
+					// state says.
+					h.changed()
+					continue
+				}
 				h.peerMu.Lock()
 				if h.failing[k] == nil {
 					h.failing[k] = map[string]bool{}

@@ -129,7 +129,7 @@ func (h *Host) hostCall(op byte, body []byte) (byte, []byte) {
 		if err != nil {
 			return hostInvalid, []byte(err.Error())
 		}
-		if e.kind != metaMoveDone {
+		if e.kind != metaMoveDone && e.kind != metaMoveCancelled {
 			return hostInvalid, []byte(fmt.Sprintf("metadata entries of kind %d are not proposed through another node", e.kind))
 		}
 		if h.meta.raft.State() != raft.Leader {
