@@ -98,6 +98,9 @@ const (
 	// KindScheduleRunClosed tells a schedule's shard that a run it
 	// started on another shard ended (applied only inside a Deliver).
 	KindScheduleRunClosed CommandKind = 84
+	// KindReviewClosed tells a run's shard that a review task of one of its
+	// steps, on another shard, ended (applied only inside a Deliver).
+	KindReviewClosed CommandKind = 88
 )
 
 // commandSpec is what the contract knows of one command kind: its name
@@ -187,6 +190,8 @@ var commandTable = [...]commandSpec{
 	KindCloseChild:  {"CloseChild", func() Command { return new(CloseChild) }, func() Result { return new(StatusResult) }},
 
 	KindScheduleRunClosed: {"ScheduleRunClosed", func() Command { return new(ScheduleRunClosed) }, func() Result { return new(ScheduleResult) }},
+
+	KindReviewClosed: {"ReviewClosed", func() Command { return new(ReviewClosed) }, func() Result { return new(StatusResult) }},
 }
 
 // spec returns k's entry in commandTable, or nil for a kind this version

@@ -96,4 +96,6 @@ var applyTable = [...]applyFunc{
 	engine.KindCloseChild:  on((*applier).closeChildOf),
 
 	engine.KindScheduleRunClosed: on((*applier).scheduleRunClosedHere),
+
+	engine.KindReviewClosed: on((*applier).reviewClosed),
 }

@@ -27,7 +27,11 @@ import (
 //   - no entry is still pending on its source that its target was told is
 //     acknowledged (below the target's acknowledged mark for the source);
 //   - a schedule's running run on another shard whose job id it knows is
-//     there, a run of its workflow id started by that schedule.
+//     there, a run of its workflow id started by that schedule;
+//   - the same of a workflow step's review task on another shard as of a
+//     child (reviewsAcross.check): the link and the task name each other,
+//     an ended task's end is on the link or on its way, and a link it
+//     reached has the step's effect.
 //
 // It returns the problems found, up to max (0: no bound).
 func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) error) error, max int) []error {
@@ -56,6 +60,7 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 	}
 	var scheduleRuns []scheduleRun
 	ackedBelow := map[[2]int]uint64{} // by target and source
+	reviews := newReviewsAcross()
 	for k := 0; k < count; k++ {
 		err := view(k, func(r *storage.Reader) error {
 			for s := 0; s < count; s++ {
@@ -91,6 +96,9 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 			}); err != nil {
 				return err
 			}
+			if err := reviews.read(k, r, v); err != nil {
+				return err
+			}
 			if err := r.Scan(storage.SchedulePrefix, nil, true, func(key, b []byte) (bool, error) {
 				s := new(engine.Schedule)
 				if _, err := storage.DecodeAt(key, b, storage.KindSchedule, scheduleVersion, s); err != nil {
@@ -124,6 +132,9 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 					return v.add(err), nil
 				}
 				pending = append(pending, e.DeliveryRef)
+				if e.Kind == engine.KindReviewClosed {
+					return reviews.entry(e, v), nil
+				}
 				if e.Kind != engine.KindChildClosed {
 					return true, nil
 				}
@@ -193,5 +204,6 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 			v.add(fmt.Errorf("job %d on shard %d ended, but its end is neither on its parent's link %d step %q nor on its way", j.ID, ch.shard, j.ParentID, j.ParentStep))
 		}
 	}
+	reviews.check(v, jobs)
 	return v.errs
 }
