@@ -1,7 +1,5 @@
 package engine
 
-import "fmt"
-
 // A review task of a workflow step whose review job lives on another shard
 // than the step's run (docs/sharding.md, "Cross-shard work"). The task's
 // CreateReview routes to the run's shard (ShardOfCommand), which checks
@@ -63,7 +61,3 @@ type RemoteReview struct {
 
 // Pending reports whether the link waits for its entry's acknowledgement.
 func (r *RemoteReview) Pending() bool { return r.Review == 0 && r.Error == "" }
-
-func (r *RemoteReview) String() string {
-	return fmt.Sprintf("job %d step %q's task %s/%s on shard %d", r.Parent, r.Step, r.Job, r.Phase, r.Delivery.Target)
-}

@@ -10,8 +10,8 @@ import (
 	"github.com/heddlewf/heddle/storage"
 )
 
-// FuzzDecodeOutboxEntry: a stored outbox entry, delivered record or remote
-// child link decodes into a value that encodes again to the same bytes, or
+// FuzzDecodeOutboxEntry: a stored outbox entry, delivered record, remote
+// child link or remote review link decodes into a value that encodes again to the same bytes, or
 // fails as corrupt; never a panic. The first byte of the input picks the
 // record.
 func FuzzDecodeOutboxEntry(f *testing.F) {
@@ -23,7 +23,9 @@ func FuzzDecodeOutboxEntry(f *testing.F) {
 	f.Add(append([]byte{0}, machine.EncodeOutboxEntry(&engine.OutboxEntry{DeliveryRef: ref, Kind: engine.KindCreateJob, Command: cmd, Parent: 1, Step: "s", CreatedMS: 5})...))
 	f.Add(append([]byte{1}, machine.EncodeDelivered(&engine.DeliveredRecord{DeliveryRef: ref, Answer: engine.DeliverResult{Kind: engine.KindCreateJob, Result: []byte{4, 1, 0x90}}, AtMS: 9})...))
 	f.Add(append([]byte{2}, machine.EncodeRemoteChild(&engine.RemoteChild{Parent: 1, Step: "s", WorkflowID: "son", Delivery: ref, Child: 99, ClosePolicy: engine.ParentCloseAbandon})...))
-	for i, k := range []storage.Kind{storage.KindOutboxEntry, storage.KindDelivered, storage.KindRemoteChild} {
+	f.Add(append([]byte{3}, machine.EncodeRemoteReview(&engine.RemoteReview{Parent: 1, Step: "s", Job: "letter", Phase: "p", Delivery: ref, Review: 99, Closed: true})...))
+	f.Add(append([]byte{3}, machine.EncodeRemoteReview(&engine.RemoteReview{Parent: 1, Step: "s", Job: "letter", Phase: "p", Delivery: ref, Error: "taken", Outcome: "task_exists"})...))
+	for i, k := range []storage.Kind{storage.KindOutboxEntry, storage.KindDelivered, storage.KindRemoteChild, storage.KindRemoteReview} {
 		for _, b := range fuzzGarbage(k) {
 			f.Add(append([]byte{byte(i)}, b...))
 		}
@@ -32,7 +34,7 @@ func FuzzDecodeOutboxEntry(f *testing.F) {
 		if len(data) == 0 {
 			return
 		}
-		pick, data := data[0]%3, data[1:]
+		pick, data := data[0]%4, data[1:]
 		roundTrip := func(what string, decode func([]byte) (any, error), encode func(any) []byte) {
 			v, err := decode(data)
 			if err != nil {
@@ -56,9 +58,12 @@ func FuzzDecodeOutboxEntry(f *testing.F) {
 		case 1:
 			roundTrip("DecodeDelivered", func(b []byte) (any, error) { return machine.DecodeDelivered(b) },
 				func(v any) []byte { return machine.EncodeDelivered(v.(*engine.DeliveredRecord)) })
-		default:
+		case 2:
 			roundTrip("DecodeRemoteChild", func(b []byte) (any, error) { return machine.DecodeRemoteChild(b) },
 				func(v any) []byte { return machine.EncodeRemoteChild(v.(*engine.RemoteChild)) })
+		default:
+			roundTrip("DecodeRemoteReview", func(b []byte) (any, error) { return machine.DecodeRemoteReview(b) },
+				func(v any) []byte { return machine.EncodeRemoteReview(v.(*engine.RemoteReview)) })
 		}
 	})
 }

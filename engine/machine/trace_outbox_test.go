@@ -13,7 +13,8 @@ package machine_test
 //	                               or a refusal
 //	child-closed parent=ID step=S child=ID [failed]   (refused: only inside a Deliver)
 //	close-child child=ID parent=ID                    (refused: only inside a Deliver)
-//	outbox                         the pending entries of the current shard, its remote child links and sending marks
+//	review-closed parent=ID step=S task=ID [failed]   (refused: only inside a Deliver)
+//	outbox                         the pending entries of the current shard, its remote child and review links and sending marks
 //	verify-across                  machine.VerifyAcrossShards over every shard's store
 //	backlog                        machine.OutboxBacklog of the current shard
 
@@ -70,6 +71,10 @@ var outboxDirectives = map[string]commandDirective{
 	"child-closed": func(e *traceEnv, a *traceArgs) engine.Command {
 		return &engine.ChildClosed{Parent: engine.JobID(a.int("parent", 0)), Step: a.str("step", ""),
 			Child: engine.JobID(a.int("child", 0)), Failed: a.flag("failed")}
+	},
+	"review-closed": func(e *traceEnv, a *traceArgs) engine.Command {
+		return &engine.ReviewClosed{Parent: engine.JobID(a.int("parent", 0)), Step: a.str("step", ""),
+			Review: engine.ReviewID(a.int("task", 0)), Failed: a.flag("failed")}
 	},
 	"close-child": func(e *traceEnv, a *traceArgs) engine.Command {
 		return &engine.CloseChild{Child: engine.JobID(a.int("child", 0)), Parent: engine.JobID(a.int("parent", 0))}
@@ -160,7 +165,7 @@ func (e *traceEnv) rememberDelivery(cmd engine.Command, res engine.Result) {
 }
 
 // lookOutbox prints the current shard's pending entries (with the command
-// each carries) and remote child links.
+// each carries), remote child and review links and sending marks.
 func lookOutbox(e *traceEnv, a *traceArgs) string {
 	var out strings.Builder
 	viewOK(e.t, e.db, func(r *storage.Reader) error {
@@ -182,6 +187,17 @@ func lookOutbox(e *traceEnv, a *traceArgs) string {
 				return false, err
 			}
 			fmt.Fprintf(&out, "link job %d step %s: %s\n", c.Parent, c.Step, formatValue(c))
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		err = r.Scan(storage.RemoteReviewPrefix, nil, true, func(k, b []byte) (bool, error) {
+			l, err := machine.DecodeRemoteReview(b)
+			if err != nil {
+				return false, err
+			}
+			fmt.Fprintf(&out, "review link job %d step %s: %s\n", l.Parent, l.Step, formatValue(l))
 			return true, nil
 		})
 		if err != nil {
