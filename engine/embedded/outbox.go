@@ -87,3 +87,46 @@ func (e *Engine) StopWaiting() {
 	e.stopped.Store(true)
 	e.NotifyCommitted(nil)
 }
+
+// awaitRemoteReview waits, as awaitRemoteChild, until the link of step of
+// job parent to its review task on another shard holds the task's id (or
+// the target's refusal), as the acknowledgement of entry ref writes it,
+// and answers it.
+func (e *Engine) awaitRemoteReview(ctx context.Context, parent engine.JobID, step string, ref engine.DeliveryRef) (*engine.ReviewResult, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, RemoteChildWait)
+		defer cancel()
+	}
+	read := engine.WithStaleRead(ctx)
+	for {
+		if e.stopped.Load() {
+			return nil, fmt.Errorf("%w: the engine closed while the create of the task of job %d step %q was on its way (%s); retry with the same request id",
+				engine.ErrUnknownOutcome, parent, step, ref)
+		}
+		changed := e.Committed() // before the read, so no commit is missed
+		var link *engine.RemoteReview
+		err := e.view(read, func(r *storage.Reader) error {
+			var err error
+			link, err = machine.ReadRemoteReview(r, parent, step)
+			return err
+		})
+		switch {
+		case err != nil:
+			return nil, err
+		case link == nil:
+			// The create wrote it, and nothing deletes it.
+			return nil, fmt.Errorf("%w: job %d step %q has no link to the task its create sent (%s)", engine.ErrInvariant, parent, step, ref)
+		case link.Review != 0:
+			return &engine.ReviewResult{Review: link.Review}, nil
+		case link.Error != "":
+			return nil, machine.DeliveryError(link.Outcome, link.Error)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: the create of the task of job %d step %q is written and on its way to shard %d (%s): %v; retry with the same request id",
+				engine.ErrUnknownOutcome, parent, step, ref.Target, ref, ctx.Err())
+		}
+	}
+}
