@@ -99,24 +99,44 @@ func crossShardReview(t *testing.T, leg engine.CommandKind, fault string) {
 	c.deliverHook = hook
 	c.mu.Unlock()
 	// strike waits for the fault armed for the delivery now on its way,
-	// and plays the test's part in it.
+	// and plays the test's part in it. The wait is bounded, and cut short
+	// by an answer to the create (which must wait for the delivery): a
+	// delivery that never comes fails the test rather than hanging it.
+	type answer struct {
+		res *engine.ReviewResult
+		err error
+	}
+	created := make(chan answer, 1)
+	bound, cancelBound := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelBound()
+	await := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case a := <-created:
+			t.Fatalf("the create answered %+v (%v) before %s", a.res, a.err, what)
+		case <-bound.Done():
+			t.Fatalf("no %s", what)
+		}
+	}
 	strike := func(source int) {
+		t.Helper()
 		switch fault {
-		case "source":
-			<-hit
-			id, _ := c.shardLeader(source)
-			c.kill(id)
-		case "target":
-			<-hit
+		case "source", "target":
+			await(hit, "delivery of the "+leg.String()+" met its fault")
 		case "partition":
 			for range 3 {
-				<-refused // the deliverer tried, and tries again after its backoff
+				await(refused, "delivery of the "+leg.String()+" refused") // the deliverer tried, and tries again after its backoff
 			}
 			id, _ := c.shardLeader(source)
 			if got := c.gather(id).Value(metrics.EngineOutboxPending, "shard", strconv.Itoa(source), "target", strconv.Itoa(1-source)); got != 1 {
 				t.Errorf("%s's pending gauge for shard %d → %d is %v while the entry is stuck, want 1", id, source, 1-source, got)
 			}
 			close(heal)
+		}
+		if fault == "source" {
+			id, _ := c.shardLeader(source)
+			c.kill(id)
 		}
 	}
 
@@ -125,11 +145,6 @@ func crossShardReview(t *testing.T, leg engine.CommandKind, fault string) {
 	}
 	create := engine.CreateReview{Header: engine.Header{RequestID: "letter-task"}, Job: job, Phase: "draft", Queue: "writers", Type: "write",
 		AutoReview: true, AutoApprove: true, ParentJob: p.Job, ParentStep: "s1", ParentLease: lease}
-	type answer struct {
-		res *engine.ReviewResult
-		err error
-	}
-	created := make(chan answer, 1)
 	go func() {
 		// The caller, not knowing whether its create landed, retries it
 		// with the same request id at the shard's leader, whichever node
@@ -212,41 +227,63 @@ func crossShardReview(t *testing.T, leg engine.CommandKind, fault string) {
 		eff, err := e0.Effect(engine.WithStaleRead(ctx), p.Job, "s1")
 		return err == nil && eff != nil
 	})
-	_, eng0 = c.shardLeader(0)
-	eff, err := eng0.Effect(ctx, p.Job, "s1")
-	if err != nil || eff.Failed || string(eff.Payload) != `"dear reader"` {
-		t.Fatalf("the run's effect of s1: %+v %v", eff, err)
-	}
-	if n := countEvents(t, eng0, p.Job, engine.EventEffectRecorded); n != 1 {
-		t.Fatalf("the run's history records the effect of s1 %d times, want once", n)
-	}
+	// Read at each shard's leader, whichever node that is now (a kill
+	// above may have moved it, and a read meets the move).
+	var eff *engine.Effect
+	var hist *engine.HistoryPage
 	var link *engine.RemoteReview
-	if err := eng0.View(ctx, func(r *storage.Reader) error {
-		link, err = machine.ReadRemoteReview(r, p.Job, "s1")
-		return err
+	if err := c.onShard(0, func(e *embedded.Engine) (err error) {
+		if eff, err = e.Effect(ctx, p.Job, "s1"); err != nil {
+			return err
+		}
+		if hist, err = e.History(ctx, p.Job, 0, 1000); err != nil {
+			return err
+		}
+		return e.View(ctx, func(r *storage.Reader) error {
+			link, err = machine.ReadRemoteReview(r, p.Job, "s1")
+			return err
+		})
 	}); err != nil {
 		t.Fatal(err)
+	}
+	if eff == nil || eff.Failed || string(eff.Payload) != `"dear reader"` {
+		t.Fatalf("the run's effect of s1: %+v", eff)
+	}
+	recorded := 0
+	for _, ev := range hist.Events {
+		if ev.Type == engine.EventEffectRecorded && ev.Step == "s1" {
+			recorded++
+		}
+	}
+	if recorded != 1 {
+		t.Fatalf("the run's history records the effect of s1 %d times, want once", recorded)
 	}
 	if link == nil || link.Review != id || !link.Closed {
 		t.Fatalf("the step's link is %+v, want task %d, closed", link, id)
 	}
-	_, eng1 := c.shardLeader(1)
 	var tasks []engine.ReviewID
-	if err := eng1.View(ctx, func(r *storage.Reader) error {
-		return r.Scan(storage.ReviewJobPrefix(job), nil, false, func(k, _ []byte) (bool, error) {
-			n, err := storage.LastU64(k)
-			tasks = append(tasks, engine.ReviewID(n))
-			return err == nil, err
-		})
+	var task *engine.Review
+	if err := c.onShard(1, func(e *embedded.Engine) (err error) {
+		tasks = nil
+		if err := e.View(ctx, func(r *storage.Reader) error {
+			return r.Scan(storage.ReviewJobPrefix(job), nil, false, func(k, _ []byte) (bool, error) {
+				n, err := storage.LastU64(k)
+				tasks = append(tasks, engine.ReviewID(n))
+				return err == nil, err
+			})
+		}); err != nil {
+			return err
+		}
+		task, err = e.DescribeReview(ctx, engine.ReviewTarget{ID: id})
+		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if len(tasks) != 1 || tasks[0] != id {
 		t.Fatalf("review job %q holds tasks %v on shard 1, want task %d once", job, tasks, id)
 	}
-	task, err := eng1.DescribeReview(ctx, engine.ReviewTarget{ID: id})
-	if err != nil || task.ParentJob != p.Job || task.ParentStep != "s1" || task.State != engine.ReviewSuccess {
-		t.Fatalf("task %d: %+v %v, want SUCCESS of job %d step s1", id, task, err, p.Job)
+	if task.ParentJob != p.Job || task.ParentStep != "s1" || task.State != engine.ReviewSuccess {
+		t.Fatalf("task %d: %+v, want SUCCESS of job %d step s1", id, task, p.Job)
 	}
 	c.verifyShards()
 	c.verifyAcross()
