@@ -335,6 +335,12 @@ type ReviewResult struct {
 	Review ReviewID    `json:"task_id" msgpack:"t"`
 	State  ReviewState `json:"status" msgpack:"st"`
 	Seq    uint64      `json:"seq" msgpack:"sq"`
+	// Delivery, on a sharded cluster, names the outbox entry that carries
+	// a workflow step's task to the shard of its review job: the machine
+	// of the run's shard answers so, and the engine waits for the entry's
+	// acknowledgement and answers the task's id instead. A caller never
+	// sees it set.
+	Delivery *DeliveryRef `json:"delivery,omitempty" msgpack:"dl,omitempty"`
 }
 
 // ClaimedReview is one task handed out by ClaimReviews, with what its worker

@@ -103,6 +103,9 @@ const (
 	KindAskUnit     CommandKind = 85
 	KindUnitGranted CommandKind = 86
 	KindReleaseUnit CommandKind = 87
+	// KindReviewClosed tells a run's shard that a review task of one of its
+	// steps, on another shard, ended (applied only inside a Deliver).
+	KindReviewClosed CommandKind = 88
 )
 
 // commandSpec is what the contract knows of one command kind: its name
@@ -195,6 +198,7 @@ var commandTable = [...]commandSpec{
 	KindAskUnit:           {"AskUnit", func() Command { return new(AskUnit) }, func() Result { return new(UnitResult) }},
 	KindUnitGranted:       {"UnitGranted", func() Command { return new(UnitGranted) }, func() Result { return new(UnitResult) }},
 	KindReleaseUnit:       {"ReleaseUnit", func() Command { return new(ReleaseUnit) }, func() Result { return new(UnitResult) }},
+	KindReviewClosed:      {"ReviewClosed", func() Command { return new(ReviewClosed) }, func() Result { return new(StatusResult) }},
 }
 
 // spec returns k's entry in commandTable, or nil for a kind this version

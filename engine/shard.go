@@ -394,6 +394,12 @@ func ShardOfCommand(cmd Command, count int) (int, ShardRoute) {
 	case *BackfillSchedule:
 		return key(c.ID)
 	case *CreateReview:
+		if c.ParentJob != 0 {
+			// A workflow step's task goes to its run's shard, which checks
+			// the run's lease; one whose review job routes elsewhere is
+			// delivered from there through that shard's outbox.
+			return job(c.ParentJob)
+		}
 		return key(c.Job)
 	case *ReviewCommand:
 		return ShardOfReviewTarget(c.ReviewTarget, count), RouteOne
@@ -406,9 +412,9 @@ func ShardOfCommand(cmd Command, count int) (int, ShardRoute) {
 	case *Deliver:
 		// A node delivers an outbox entry to the entry's target shard.
 		return c.Target, RouteOne
-	case *AckDelivery, *ChildClosed, *CloseChild, *ScheduleRunClosed, *AskUnit, *UnitGranted, *ReleaseUnit:
-		// The source's leader acknowledges to its own group; the two
-		// others travel only inside a Deliver.
+	case *AckDelivery, *ChildClosed, *CloseChild, *ScheduleRunClosed, *AskUnit, *UnitGranted, *ReleaseUnit, *ReviewClosed:
+		// The source's leader acknowledges to its own group; the others
+		// travel only inside a Deliver.
 		return 0, RouteInternal
 	}
 	return 0, RouteNone

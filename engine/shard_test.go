@@ -122,6 +122,12 @@ func TestShardOfCommand(t *testing.T) {
 		{&AddResource{ID: "gpu"}, ResourceHomeShard, RouteOne},
 		{&CreateSchedule{ID: "42"}, 3, RouteOne},
 		{&FireTimers{}, 0, RouteInternal},
+		// A workflow step's review task goes to its run's shard, which
+		// delivers it where its review job routes; one of no run goes
+		// there directly.
+		{&CreateReview{Job: "42"}, 3, RouteOne},
+		{&CreateReview{Job: "42", ParentJob: j, ParentStep: "s"}, 2, RouteOne},
+		{&ReviewClosed{Parent: j, Step: "s", Review: 1}, 0, RouteInternal},
 	} {
 		s, r := ShardOfCommand(tc.cmd, 4)
 		if s != tc.shard || r != tc.route {

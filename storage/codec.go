@@ -39,6 +39,7 @@ var kindNames = map[Kind]string{
 	KindBatch:  "batch",
 	KindReview: "task", KindReviewEvent: "task event",
 	KindOutboxEntry: "outbox entry", KindDelivered: "delivered", KindRemoteChild: "remote child", KindRemoteUnit: "remote unit",
+	KindRemoteReview: "remote review",
 }
 
 func (k Kind) String() string {

@@ -53,6 +53,7 @@ func TestDescribeKey(t *testing.T) {
 		{AckedBelowKey(1), "Ow source=1"},
 		{DeliveredKey(1, 5), "Od source=1 seq=5"},
 		{RemoteChildKey(7, "a1"), "Oc parent=7 step=a1"},
+		{RemoteReviewKey(7, "a2"), "Ot parent=7 step=a2"},
 		{[]byte{PrefixOutbox, 'e', 1}, "invalid key 4f6501"},
 		{[]byte{PrefixOutbox, 'z'}, "unknown key 4f7a"},
 		{WorkflowKey("a=b\n"), `w workflow="a=b\n"`},

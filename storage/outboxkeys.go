@@ -15,6 +15,7 @@ import (
 //	On<target:8>            the last sequence given to an entry for shard target
 //	Od<source:8><seq:8>     delivered record: entry seq of shard source was applied here, and its outcome
 //	Oc<parent:8><step>      a parent's step whose child runs on another shard: the child's job id once known
+//	Ot<parent:8><step>      a parent's step whose review task lives on another shard: the task's id once known
 //	Os<job:8><step>         a run's step whose signal or cancel request is on its way to another shard: the entry's target and seq
 //	Ou<job:8><step>         on the resource pool's shard: a unit a step of another shard asked for, waiting or granted
 //	Ow<source:8>            every entry of shard source below this sequence is acknowledged: their delivered records are gone
@@ -25,7 +26,11 @@ const (
 	KindOutboxEntry Kind = 19
 	KindDelivered   Kind = 20
 	KindRemoteChild Kind = 21
-	// KindRemoteUnit is 23: 22 is left to the review tasks' links.
+	// KindRemoteReview is the link of a run's step to its review task on
+	// another shard (engine.RemoteReview).
+	KindRemoteReview Kind = 22
+	// KindRemoteUnit is the pool shard's record of a unit a step of
+	// another shard asked for (engine.RemoteUnit).
 	KindRemoteUnit Kind = 23
 )
 
@@ -38,6 +43,7 @@ const (
 	outboxTagAcked     = 'w'
 	outboxTagSending   = 's'
 	outboxTagUnit      = 'u'
+	outboxTagReview    = 't'
 )
 
 // Prefixes of the outbox key kinds, for scans.
@@ -48,6 +54,7 @@ var (
 	RemoteChildPrefix     = []byte{PrefixOutbox, outboxTagChild}
 	SendingPrefix         = []byte{PrefixOutbox, outboxTagSending}
 	RemoteUnitPrefix      = []byte{PrefixOutbox, outboxTagUnit}
+	RemoteReviewPrefix    = []byte{PrefixOutbox, outboxTagReview}
 )
 
 func outboxKey(tag byte, capacity int) []byte {
@@ -83,6 +90,20 @@ func RemoteChildJobPrefix(parent uint64) []byte {
 // on another shard.
 func RemoteChildKey(parent uint64, step string) []byte {
 	return append(RemoteChildJobPrefix(parent), step...)
+}
+
+// RemoteReviewKey is the key of the link of step of job parent to its
+// review task on another shard.
+func RemoteReviewKey(parent uint64, step string) []byte {
+	return append(appendU64(outboxKey(outboxTagReview, 8+16), parent), step...)
+}
+
+// ParseRemoteReviewKey decodes a remote review link's key.
+func ParseRemoteReviewKey(k []byte) (parent uint64, step string, err error) {
+	if len(k) < 10 || k[0] != PrefixOutbox || k[1] != outboxTagReview {
+		return 0, "", keyError(k, "not a remote review key")
+	}
+	return binary.BigEndian.Uint64(k[2:10]), string(k[10:]), nil
 }
 
 // SendingKey is the key of the mark of step of job whose signal or cancel
@@ -182,6 +203,8 @@ func (d *keyDescriber) outbox() string {
 		ok = d.u64("parent") && d.tail("step")
 	case outboxTagSending, outboxTagUnit:
 		ok = d.u64("job") && d.tail("step")
+	case outboxTagReview:
+		ok = d.u64("parent") && d.tail("step")
 	default:
 		return "unknown key " + hex.EncodeToString(d.k)
 	}

@@ -31,9 +31,16 @@ func (e *Engine) ListAwaitingReviews(ctx context.Context, q engine.AwaitingQuery
 
 var _ engine.ReviewService = (*Engine)(nil)
 
-// CreateReview creates a review task.
+// CreateReview creates a review task. On a shard of a sharded cluster, a
+// workflow step's task whose review job routes to another shard is created
+// there through this shard's outbox: CreateReview waits for the entry's
+// acknowledgement and answers the task's id (awaitRemoteReview).
 func (e *Engine) CreateReview(ctx context.Context, c engine.CreateReview) (*engine.ReviewResult, error) {
-	return propose[*engine.ReviewResult](ctx, e, &c)
+	r, err := propose[*engine.ReviewResult](ctx, e, &c)
+	if err != nil || r.Delivery == nil {
+		return r, err
+	}
+	return e.awaitRemoteReview(ctx, c.ParentJob, c.ParentStep, *r.Delivery)
 }
 
 // ReviewCommand applies a human command to a task.

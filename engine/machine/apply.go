@@ -286,4 +286,9 @@ var outcomeNames = []struct {
 	{"invariant", engine.ErrInvariant},
 	{"corrupt", engine.ErrCorrupt},
 	{"storage_read", engine.ErrStorageRead},
+	// The review tasks' refusals, by the HTTP API's names: a task's create
+	// delivered to another shard is refused for good with them
+	// (raftfsm's deliverer takes an "other" outcome for a failure to retry).
+	{"unknown_task", engine.ErrUnknownReview},
+	{"task_exists", engine.ErrReviewExists},
 }

@@ -99,4 +99,5 @@ var applyTable = [...]applyFunc{
 	engine.KindAskUnit:           on((*applier).askUnitHere),
 	engine.KindUnitGranted:       on((*applier).unitGrantedHere),
 	engine.KindReleaseUnit:       on((*applier).releaseUnitHere),
+	engine.KindReviewClosed:      on((*applier).reviewClosed),
 }

@@ -359,6 +359,8 @@ func (a *applier) deliver(c *engine.Deliver) (engine.Result, error) {
 		res, err = a.unitGrantedHere(x)
 	case *engine.ReleaseUnit:
 		res, err = a.releaseUnitHere(x)
+	case *engine.CreateReview, *engine.ReviewClosed:
+		res, err = a.deliverReview(x)
 	case *engine.Terminate:
 		if x.ByParent != nil {
 			err = engine.InvalidField("Deliver", "Command", "is a Terminate by a parent: its parent's shard sends a CloseChild")
@@ -449,6 +451,9 @@ func (a *applier) ackDelivery(c *engine.AckDelivery) (engine.Result, error) {
 	a.tx.Delete(key)
 	if e.Schedule != "" {
 		return &engine.AckResult{Acked: true}, a.scheduleRunAnswered(e, c.Answer)
+	}
+	if e.Kind == engine.KindCreateReview {
+		return &engine.AckResult{Acked: true}, a.remoteReviewAnswered(e, c.Answer)
 	}
 	if e.Kind == engine.KindSignal || e.Kind == engine.KindRequestCancel {
 		return &engine.AckResult{Acked: true}, a.externalAnswered(e, c.Answer)

@@ -33,7 +33,11 @@ import (
 //     resource), a step that asks for one has its ask there or on its way,
 //     and every remote unit record of the pool's shard is of a step that
 //     holds or asks for it, or has a grant, release or ask about it on its
-//     way: no unit is leaked or leased twice.
+//     way: no unit is leaked or leased twice;
+//   - the same of a workflow step's review task on another shard as of a
+//     child (reviewsAcross.check): the link and the task name each other,
+//     an ended task's end is on the link or on its way, and a link it
+//     reached has the step's effect.
 //
 // It returns the problems found, up to max (0: no bound).
 func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) error) error, max int) []error {
@@ -68,6 +72,7 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 	unitSteps := map[string]*engine.StepRecord{}
 	units := map[string]*engine.RemoteUnit{}
 	unitsMoving := map[string]bool{}
+	reviews := newReviewsAcross()
 	for k := 0; k < count; k++ {
 		err := view(k, func(r *storage.Reader) error {
 			for s := 0; s < count; s++ {
@@ -101,6 +106,9 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 				}
 				return true, nil
 			}); err != nil {
+				return err
+			}
+			if err := reviews.read(k, r, v); err != nil {
 				return err
 			}
 			if err := r.Scan(storage.SchedulePrefix, nil, true, func(key, b []byte) (bool, error) {
@@ -155,6 +163,9 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 					return v.add(err), nil
 				}
 				pending = append(pending, e.DeliveryRef)
+				if e.Kind == engine.KindReviewClosed {
+					return reviews.entry(e, v), nil
+				}
 				if e.Kind != engine.KindChildClosed && !unitKind(e.Kind) {
 					return true, nil
 				}
@@ -251,5 +262,6 @@ func VerifyAcrossShards(count int, view func(k int, fn func(r *storage.Reader) e
 			v.add(fmt.Errorf("job %d on shard %d ended, but its end is neither on its parent's link %d step %q nor on its way", j.ID, ch.shard, j.ParentID, j.ParentStep))
 		}
 	}
+	reviews.check(v, jobs)
 	return v.errs
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // FuzzDecodeOutboxEntry: a stored outbox entry, delivered record, remote
-// child link or remote unit record decodes into a value that encodes again to the same bytes, or
+// child link, remote review link or remote unit record decodes into a value that encodes again to the same bytes, or
 // fails as corrupt; never a panic. The first byte of the input picks the
 // record.
 func FuzzDecodeOutboxEntry(f *testing.F) {
@@ -23,9 +23,11 @@ func FuzzDecodeOutboxEntry(f *testing.F) {
 	f.Add(append([]byte{0}, machine.EncodeOutboxEntry(&engine.OutboxEntry{DeliveryRef: ref, Kind: engine.KindCreateJob, Command: cmd, Parent: 1, Step: "s", CreatedMS: 5})...))
 	f.Add(append([]byte{1}, machine.EncodeDelivered(&engine.DeliveredRecord{DeliveryRef: ref, Answer: engine.DeliverResult{Kind: engine.KindCreateJob, Result: []byte{4, 1, 0x90}}, AtMS: 9})...))
 	f.Add(append([]byte{2}, machine.EncodeRemoteChild(&engine.RemoteChild{Parent: 1, Step: "s", WorkflowID: "son", Delivery: ref, Child: 99, ClosePolicy: engine.ParentCloseAbandon})...))
-	f.Add(append([]byte{3}, machine.EncodeRemoteUnit(&engine.RemoteUnit{Job: 1, Step: "s", StepAttempt: 2, Capabilities: []string{"gpu"},
+	f.Add(append([]byte{3}, machine.EncodeRemoteReview(&engine.RemoteReview{Parent: 1, Step: "s", Job: "letter", Phase: "p", Delivery: ref, Review: 99, Closed: true})...))
+	f.Add(append([]byte{3}, machine.EncodeRemoteReview(&engine.RemoteReview{Parent: 1, Step: "s", Job: "letter", Phase: "p", Delivery: ref, Error: "taken", Outcome: "task_exists"})...))
+	f.Add(append([]byte{4}, machine.EncodeRemoteUnit(&engine.RemoteUnit{Job: 1, Step: "s", StepAttempt: 2, Capabilities: []string{"gpu"},
 		Selector: map[string]string{"zone": "a"}, Avoid: []string{"gpu-2"}, WaiterSeq: 4, AskedMS: 5})...))
-	for i, k := range []storage.Kind{storage.KindOutboxEntry, storage.KindDelivered, storage.KindRemoteChild, storage.KindRemoteUnit} {
+	for i, k := range []storage.Kind{storage.KindOutboxEntry, storage.KindDelivered, storage.KindRemoteChild, storage.KindRemoteReview, storage.KindRemoteUnit} {
 		for _, b := range fuzzGarbage(k) {
 			f.Add(append([]byte{byte(i)}, b...))
 		}
@@ -34,7 +36,7 @@ func FuzzDecodeOutboxEntry(f *testing.F) {
 		if len(data) == 0 {
 			return
 		}
-		pick, data := data[0]%4, data[1:]
+		pick, data := data[0]%5, data[1:]
 		roundTrip := func(what string, decode func([]byte) (any, error), encode func(any) []byte) {
 			v, err := decode(data)
 			if err != nil {
@@ -58,12 +60,15 @@ func FuzzDecodeOutboxEntry(f *testing.F) {
 		case 1:
 			roundTrip("DecodeDelivered", func(b []byte) (any, error) { return machine.DecodeDelivered(b) },
 				func(v any) []byte { return machine.EncodeDelivered(v.(*engine.DeliveredRecord)) })
-		case 3:
+		case 2:
+			roundTrip("DecodeRemoteChild", func(b []byte) (any, error) { return machine.DecodeRemoteChild(b) },
+				func(v any) []byte { return machine.EncodeRemoteChild(v.(*engine.RemoteChild)) })
+		case 4:
 			roundTrip("DecodeRemoteUnit", func(b []byte) (any, error) { return machine.DecodeRemoteUnit(b) },
 				func(v any) []byte { return machine.EncodeRemoteUnit(v.(*engine.RemoteUnit)) })
 		default:
-			roundTrip("DecodeRemoteChild", func(b []byte) (any, error) { return machine.DecodeRemoteChild(b) },
-				func(v any) []byte { return machine.EncodeRemoteChild(v.(*engine.RemoteChild)) })
+			roundTrip("DecodeRemoteReview", func(b []byte) (any, error) { return machine.DecodeRemoteReview(b) },
+				func(v any) []byte { return machine.EncodeRemoteReview(v.(*engine.RemoteReview)) })
 		}
 	})
 }

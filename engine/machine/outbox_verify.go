@@ -85,6 +85,19 @@ func (v *verifier) outbox(l engine.ShardLayout, wrong func(format string, a ...a
 			}
 		case *engine.ChildClosed:
 			source = c.Child
+		case *engine.CreateReview:
+			source = c.ParentJob
+			if ok, cont := v.reviewEntry(e, c, l, wrong); !ok {
+				return cont, nil
+			}
+		case *engine.ReviewClosed:
+			// Its source is a task of this shard, not a job
+			// (review_shards.go).
+			if cmd.Kind() != e.Kind {
+				return wrong("outbox entry %s says it carries a %s but carries a %s", e.DeliveryRef, e.Kind, cmd.Kind()), nil
+			}
+			_, cont := v.reviewClosedEntry(e, c, wrong)
+			return cont, nil
 		case *engine.CloseChild:
 			source = c.Parent
 		case *engine.Signal, *engine.RequestCancel:

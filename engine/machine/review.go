@@ -161,16 +161,25 @@ func (a *applier) saveReview(lt *loadedReview) error {
 }
 
 func (a *applier) createReview(c *engine.CreateReview) (engine.Result, error) {
-	if err := a.reviewOnShard(c); err != nil {
+	target, err := a.reviewOnShard(c)
+	if err != nil {
 		return nil, err
 	}
+	if target >= 0 {
+		return a.createRemoteReview(c, target)
+	}
+	delivered := a.deliveredReview(c)
 	existing, err := a.phaseReview(c.Job, c.Phase)
 	if err != nil {
 		return nil, err
 	}
 	if existing != 0 {
-		if res, ok, err := a.reviewOfResetRun(c, existing); ok || err != nil {
-			return res, err
+		// A task delivered from its run's shard is never a reset run's
+		// (createRemoteReview refuses that).
+		if !delivered {
+			if res, ok, err := a.reviewOfResetRun(c, existing); ok || err != nil {
+				return res, err
+			}
 		}
 		return nil, fmt.Errorf("%w: job %q already has phase %q (task %d)", engine.ErrReviewExists, c.Job, c.Phase, existing)
 	}
@@ -188,6 +197,8 @@ func (a *applier) createReview(c *engine.CreateReview) (engine.Result, error) {
 		}
 	}
 	switch {
+	case delivered:
+		// Its run's shard checked the run's lease when it sent it.
 	case engine.LegacyParent(&c.Header, c.ParentJob, c.ParentLease):
 		if _, err := a.load(c.ParentJob); err != nil {
 			return nil, err
@@ -322,6 +333,9 @@ func (a *applier) recordReviewEffect(t *engine.Review) error {
 			return err
 		}
 		payload = b
+	}
+	if a.remoteJob(t.ParentJob) {
+		return a.sendReviewClosed(t, payload, failed)
 	}
 	return a.recordStepEffect(t.ParentJob, t.ParentStep, payload, failed)
 }

@@ -83,15 +83,25 @@ func (a *applier) resourcesHere(cmd, what string) error {
 }
 
 // reviewOnShard refuses a review task whose job routes to another shard, or
-// whose parent run lives on another.
-func (a *applier) reviewOnShard(c *engine.CreateReview) error {
+// whose parent run lives on another, unless it crosses shards through the
+// outbox: it returns the review job's shard when the task is a workflow
+// step's of a run here whose review job routes elsewhere (its create is
+// delivered there: review_shards.go), else -1. A task naming a run of
+// another shard is taken only delivered from that run's shard.
+func (a *applier) reviewOnShard(c *engine.CreateReview) (int, error) {
 	if !a.shard.Sharded() {
-		return nil
+		return -1, nil
 	}
-	if s := engine.ShardOfKey(c.Job, a.shard.Count); s != a.shard.Index {
-		return a.crossShard("CreateTask", fmt.Sprintf("review job %q", c.Job), s)
+	s := engine.ShardOfKey(c.Job, a.shard.Count)
+	switch {
+	case a.deliveredReview(c) && s == a.shard.Index:
+		return -1, nil
+	case s != a.shard.Index && a.delivery == nil && c.ParentJob != 0 && engine.ShardOfJob(c.ParentJob) == a.shard.Index:
+		return s, nil
+	case s != a.shard.Index:
+		return -1, a.crossShard("CreateTask", fmt.Sprintf("review job %q", c.Job), s)
 	}
-	return a.jobOnShard("CreateTask", "parent job", c.ParentJob)
+	return -1, a.jobOnShard("CreateTask", "parent job", c.ParentJob)
 }
 
 // VerifyShard is Verify for the store of shard l of a sharded cluster: it
@@ -147,6 +157,11 @@ func VerifyShard(r *storage.Reader, max int, l engine.ShardLayout) []error {
 		if s := engine.ShardOfKey(t.Job, l.Count); s != l.Index && ok {
 			ok = wrong("task %d belongs to review job %q, which routes to shard %d", t.ID, t.Job, s)
 		}
+		// A parent on another shard is one the task was delivered from
+		// (review_shards.go); it must be a shard of the cluster.
+		if s := engine.ShardOfJob(t.ParentJob); t.ParentJob != 0 && s >= l.Count && ok {
+			ok = wrong("task %d has parent %d, of shard %d, which the cluster does not have", t.ID, t.ParentJob, s)
+		}
 		return ok
 	})
 	scan(storage.SchedulePrefix, func(k, b []byte) bool {
@@ -161,6 +176,7 @@ func VerifyShard(r *storage.Reader, max int, l engine.ShardLayout) []error {
 	})
 	v.outbox(l, wrong)
 	v.sendingMarks(l, wrong)
+	v.remoteReviews(l, wrong)
 	if l.Index != engine.ResourceHomeShard {
 		pool, err := ReadResources(r)
 		if err != nil {

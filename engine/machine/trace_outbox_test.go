@@ -13,8 +13,9 @@ package machine_test
 //	                               or a refusal
 //	child-closed parent=ID step=S child=ID [failed]   (refused: only inside a Deliver)
 //	close-child child=ID parent=ID                    (refused: only inside a Deliver)
-//	outbox                         the pending entries of the current shard, its remote child links, remote unit records
-//	                               and sending marks
+//	review-closed parent=ID step=S task=ID [failed]   (refused: only inside a Deliver)
+//	outbox                         the pending entries of the current shard, its remote child and review links, remote unit
+//	                               records and sending marks
 //	verify-across                  machine.VerifyAcrossShards over every shard's store
 //	backlog                        machine.OutboxBacklog of the current shard
 
@@ -75,6 +76,10 @@ var outboxDirectives = map[string]commandDirective{
 	// release-unit job=ID step=S step-attempt=N   (refused: only inside a Deliver)
 	"release-unit": func(e *traceEnv, a *traceArgs) engine.Command {
 		return &engine.ReleaseUnit{Job: engine.JobID(a.int("job", 0)), Step: a.str("step", ""), StepAttempt: uint32(a.int("step-attempt", 0))}
+	},
+	"review-closed": func(e *traceEnv, a *traceArgs) engine.Command {
+		return &engine.ReviewClosed{Parent: engine.JobID(a.int("parent", 0)), Step: a.str("step", ""),
+			Review: engine.ReviewID(a.int("task", 0)), Failed: a.flag("failed")}
 	},
 	"close-child": func(e *traceEnv, a *traceArgs) engine.Command {
 		return &engine.CloseChild{Child: engine.JobID(a.int("child", 0)), Parent: engine.JobID(a.int("parent", 0))}
@@ -165,7 +170,7 @@ func (e *traceEnv) rememberDelivery(cmd engine.Command, res engine.Result) {
 }
 
 // lookOutbox prints the current shard's pending entries (with the command
-// each carries) and remote child links.
+// each carries), remote child and review links and sending marks.
 func lookOutbox(e *traceEnv, a *traceArgs) string {
 	var out strings.Builder
 	viewOK(e.t, e.db, func(r *storage.Reader) error {
@@ -198,6 +203,17 @@ func lookOutbox(e *traceEnv, a *traceArgs) string {
 		}
 		for _, u := range units {
 			fmt.Fprintf(&out, "unit job %d step %s: %s\n", u.Job, u.Step, formatValue(u))
+		}
+		err = r.Scan(storage.RemoteReviewPrefix, nil, true, func(k, b []byte) (bool, error) {
+			l, err := machine.DecodeRemoteReview(b)
+			if err != nil {
+				return false, err
+			}
+			fmt.Fprintf(&out, "review link job %d step %s: %s\n", l.Parent, l.Step, formatValue(l))
+			return true, nil
+		})
+		if err != nil {
+			return err
 		}
 		return r.Scan(storage.SendingPrefix, nil, true, func(k, b []byte) (bool, error) {
 			job, step, err := storage.ParseSendingKey(k)

@@ -153,8 +153,13 @@ func (r *run) createReview(c *replay.Command) (bool, error) {
 	if _, err := ts.CreateReview(r.ctx, ct); err != nil {
 		if !errors.Is(err, engine.ErrReviewExists) {
 			if errors.Is(err, engine.ErrCrossShard) {
-				// A task whose review job lives on another shard than its
-				// run (docs/sharding.md, "Cross-shard work").
+				// A sharded cluster creates a task whose review job lives on
+				// another shard than its run through the run's shard's
+				// outbox, and answers its id once there (phase 2); a node
+				// that still refuses it (one of an older version) fails the
+				// step at once, saying so, rather than the turn retrying
+				// what cannot succeed (docs/sharding.md, "Cross-shard
+				// work").
 				return true, r.failReview(c, workflow.NewApplicationError(err.Error(), "CrossShard", true))
 			}
 			if errors.Is(err, engine.ErrInvalidCommand) {
