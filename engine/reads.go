@@ -16,6 +16,13 @@ type HistoryPage struct {
 // MaxPage bounds the size of one History or List page.
 const MaxPage = 1000
 
+// MaxPageBytes bounds the payload bytes of one History page: a page ends
+// before the event that would take it past this many (its Next says where
+// the next page starts), and always holds at least one event, which
+// Limits.MaxPayloadBytes bounds. Without it a page of MaxPage events of
+// the largest payloads would be a gigabyte a node reads into memory.
+const MaxPageBytes = 4 << 20
+
 // ListQuery filters, sorts and pages List. Zero fields do not filter; the
 // zero ListQuery lists every run, newest first. The filters combine: a run
 // is listed when it passes every one of them.

@@ -186,3 +186,64 @@ func TestQueryStepsLeavesOutLargeQuestions(t *testing.T) {
 		t.Errorf("a negative bound: %v", err)
 	}
 }
+
+// A History page ends before its payloads pass engine.MaxPageBytes, with a
+// Next to go on from, so no request reads a gigabyte of payloads at once;
+// paging reads every event once, in order, and a page always holds one
+// event however large. QueryHistory's pages are bounded the same way.
+func TestHistoryPagesAreBoundedInBytes(t *testing.T) {
+	e, err := Open(Config{Dir: t.TempDir(), DisableScheduler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, e) })
+	cr, err := e.Create(bg, engine.CreateJob{WorkflowID: "wf", Type: "t", Queue: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte{0xab}, 900<<10)
+	const signals = 12
+	for i := range signals {
+		if _, err := e.Signal(bg, engine.Signal{Target: engine.Target{Job: cr.Job}, Name: fmt.Sprint(i), Payload: big}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(page func(after uint64) (*engine.HistoryPage, error)) (seqs []uint64, pages int) {
+		t.Helper()
+		for after := uint64(0); ; {
+			p, err := page(after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			size := 0
+			for i, ev := range p.Events {
+				seqs = append(seqs, ev.Seq)
+				if i > 0 {
+					size += len(ev.Payload)
+				}
+			}
+			if len(p.Events) == 0 || size > engine.MaxPageBytes {
+				t.Fatalf("page %d after %d: %d events, %d payload bytes past its first", pages, after, len(p.Events), size)
+			}
+			if p.Next == 0 {
+				return seqs, pages
+			}
+			after = p.Next
+		}
+	}
+	want := make([]uint64, signals+1)
+	for i := range want {
+		want[i] = uint64(i + 1)
+	}
+	seqs, pages := read(func(after uint64) (*engine.HistoryPage, error) { return e.History(bg, cr.Job, after, engine.MaxPage) })
+	if !reflect.DeepEqual(seqs, want) || pages < 3 {
+		t.Fatalf("History read %v in %d pages, want %v in at least 3", seqs, pages, want)
+	}
+	seqs, _ = read(func(after uint64) (*engine.HistoryPage, error) {
+		return e.QueryHistory(bg, engine.HistoryQuery{Job: cr.Job, AfterSeq: after, Limit: engine.MaxPage, MaxPayloadBytes: 1 << 20})
+	})
+	if !reflect.DeepEqual(seqs, want) {
+		t.Fatalf("QueryHistory read %v, want %v", seqs, want)
+	}
+}

@@ -38,7 +38,7 @@ func (e *Engine) History(ctx context.Context, id engine.JobID, afterSeq uint64, 
 		if _, err := machine.ReadJob(r, id); err != nil {
 			return err
 		}
-		evs, more, err := machine.ReadHistory(r, id, afterSeq, limit)
+		evs, more, err := machine.ReadHistoryPage(r, id, afterSeq, limit, engine.MaxPageBytes)
 		page.Events = evs
 		if more && len(evs) > 0 {
 			page.Next = evs[len(evs)-1].Seq

@@ -11,8 +11,9 @@ import (
 
 // ReadHistoryBounded reads one page of a job's history as ReadHistory
 // does, with every Payload and LastResult longer than q.MaxPayloadBytes
-// left out and its length told (see engine.HistoryQuery). q's bounds are
-// the caller's to check; a Limit of 0 reads 100 events.
+// left out and its length told (see engine.HistoryQuery), and the page
+// ending before the payloads it holds pass engine.MaxPageBytes. q's bounds
+// are the caller's to check; a Limit of 0 reads 100 events.
 func ReadHistoryBounded(r *storage.Reader, q engine.HistoryQuery) (_ *engine.HistoryPage, err error) {
 	defer markStorage(&err)
 	if q.Limit == 0 {
@@ -23,8 +24,10 @@ func ReadHistoryBounded(r *storage.Reader, q engine.HistoryQuery) (_ *engine.His
 		return nil, err
 	}
 	more := false
+	bytes := 0
 	err = scanEvents(r, q.Job, q.AfterSeq, q.MaxPayloadBytes, func(ev engine.Event) (bool, error) {
-		if len(page.Events) == q.Limit {
+		bytes += len(ev.Payload) + len(ev.LastResult)
+		if len(page.Events) == q.Limit || bytes > engine.MaxPageBytes && len(page.Events) > 0 {
 			more = true
 			return false, nil
 		}

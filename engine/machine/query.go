@@ -53,16 +53,25 @@ func ReadTarget(r *storage.Reader, t engine.Target) (_ *engine.Job, err error) {
 
 // ReadHistory reads up to limit events (limit 0: all) of job id after afterSeq,
 // and whether more follow.
-func ReadHistory(r *storage.Reader, id engine.JobID, afterSeq uint64, limit int) (_ []engine.Event, _ bool, err error) {
+func ReadHistory(r *storage.Reader, id engine.JobID, afterSeq uint64, limit int) ([]engine.Event, bool, error) {
+	return ReadHistoryPage(r, id, afterSeq, limit, 0)
+}
+
+// ReadHistoryPage is ReadHistory ending, too, before the event that would
+// take the events' stored bytes past maxBytes (0: no bound); the first
+// event is read whatever its size.
+func ReadHistoryPage(r *storage.Reader, id engine.JobID, afterSeq uint64, limit, maxBytes int) (_ []engine.Event, _ bool, err error) {
 	defer markStorage(&err)
 	if afterSeq == math.MaxUint64 {
 		return nil, false, nil // no seq follows; afterSeq+1 would wrap to the start
 	}
 	var evs []engine.Event
 	more := false
+	bytes := 0
 	start := storage.EventKey(uint64(id), afterSeq+1)
 	err = r.Scan(storage.EventPrefix(uint64(id)), start, true, func(k, v []byte) (bool, error) {
-		if limit > 0 && len(evs) == limit {
+		bytes += len(v)
+		if limit > 0 && len(evs) == limit || maxBytes > 0 && bytes > maxBytes && len(evs) > 0 {
 			more = true
 			return false, nil
 		}

@@ -287,12 +287,22 @@ func (r *run) advanceOwn(res *engine.AppendResult, evs []engine.Event) error {
 var verifyOwnEvents = false
 
 func (r *run) compareStored(evs []engine.Event) error {
-	page, err := r.w.e.History(r.ctx, r.job.Job, evs[0].Seq-1, len(evs))
-	if err != nil {
-		return err
+	// A page may end early at engine.MaxPageBytes: read on until the
+	// stored events cover the rebuilt ones.
+	var stored []engine.Event
+	for after := evs[0].Seq - 1; len(stored) < len(evs); {
+		page, err := r.w.e.History(r.ctx, r.job.Job, after, len(evs)-len(stored))
+		if err != nil {
+			return err
+		}
+		stored = append(stored, page.Events...)
+		if page.Next == 0 {
+			break
+		}
+		after = page.Next
 	}
-	if !reflect.DeepEqual(page.Events, evs) {
-		return fmt.Errorf("worker: rebuilt events %+v differ from the stored %+v", evs, page.Events)
+	if !reflect.DeepEqual(stored, evs) {
+		return fmt.Errorf("worker: rebuilt events %+v differ from the stored %+v", evs, stored)
 	}
 	return nil
 }
