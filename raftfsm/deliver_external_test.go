@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
@@ -65,47 +64,7 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 	}
 	sender := &engine.SenderStep{LeaseRef: engine.LeaseRef{Job: s.Job, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}, Step: "s1"}
 
-	var once sync.Once
-	hit := make(chan struct{})
-	heal := make(chan struct{})
-	refused := make(chan struct{}, 64)
-	c.mu.Lock()
-	c.deliverHook = func(from, to string, d *engine.Deliver) (*engine.DeliverResult, error, bool) {
-		if fault == "partition" {
-			select {
-			case <-heal:
-				return nil, nil, false
-			default:
-			}
-			select {
-			case refused <- struct{}{}:
-			default:
-			}
-			return nil, errors.New("connect: no route to host " + to), true
-		}
-		first := false
-		once.Do(func() { first = true })
-		if !first {
-			return nil, nil, false
-		}
-		_, aerr := c.applyDeliver(ctx, to, d)
-		if aerr != nil {
-			t.Errorf("the first delivery: %v", aerr)
-		}
-		switch fault {
-		case "source":
-			// Applied on the target; its answer never comes back: the
-			// source's leader dies before it can acknowledge.
-			close(hit)
-			<-c.live()[from].ctx.Done() // until the test kills the node
-		case "target":
-			// The target's leader applied it and dies before it answers.
-			c.kill(to)
-			close(hit)
-		}
-		return nil, errors.New("connection reset by peer"), true
-	}
-	c.mu.Unlock()
+	f := c.injectDeliveryFault(fault, func(*engine.Deliver) bool { return true })
 
 	var schedule, runWF string
 	if kind == "schedule" {
@@ -147,7 +106,7 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 	}
 	switch fault {
 	case "source":
-		<-hit
+		<-f.hit
 		c.kill("n1")
 		// The sender's worker, not knowing whether its command landed,
 		// sends again at the shard's new leader: the sending mark answers,
@@ -165,16 +124,16 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 			}
 		}
 	case "target":
-		<-hit
+		<-f.hit
 	case "partition":
 		for range 3 {
-			<-refused // the deliverer tried, and tries again after its backoff
+			<-f.refused // the deliverer tried, and tries again after its backoff
 		}
 		// The source's leader counts the entry pending for the target.
 		if got := c.gather("n1").Value(metrics.EngineOutboxPending, "shard", "0", "target", "1"); got != 1 {
 			t.Errorf("n1's pending gauge for shard 0 → 1 is %v while the entry is stuck, want 1", got)
 		}
-		close(heal)
+		close(f.heal)
 	}
 
 	// The outcome reaches the sender's step, and nothing stays pending.

@@ -3,7 +3,6 @@ package raftfsm
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
@@ -47,49 +46,8 @@ func crossShardResource(t *testing.T, fault string) {
 	}
 	ref := engine.LeaseRef{Job: run.Job, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}
 
-	var once sync.Once
-	hit := make(chan struct{})
-	heal := make(chan struct{})
-	refused := make(chan struct{}, 64)
-	c.mu.Lock()
-	c.deliverHook = func(from, to string, d *engine.Deliver) (*engine.DeliverResult, error, bool) {
-		if d.Source != 1 {
-			return nil, nil, false
-		}
-		if fault == "partition" {
-			select {
-			case <-heal:
-				return nil, nil, false
-			default:
-			}
-			select {
-			case refused <- struct{}{}:
-			default:
-			}
-			return nil, errors.New("connect: no route to host " + to), true
-		}
-		first := false
-		once.Do(func() { first = true })
-		if !first {
-			return nil, nil, false
-		}
-		if _, err := c.applyDeliver(ctx, to, d); err != nil {
-			t.Errorf("the first delivery: %v", err)
-		}
-		switch fault {
-		case "source":
-			// Applied on the pool's shard; the answer never comes back:
-			// the source's leader dies before it can acknowledge.
-			close(hit)
-			<-c.live()[from].ctx.Done() // until the test kills the node
-		case "target":
-			// The pool's leader applied it and dies before it answers.
-			c.kill(to)
-			close(hit)
-		}
-		return nil, errors.New("connection reset by peer"), true
-	}
-	c.mu.Unlock()
+	// The asks of shard 1 meet the fault; the grants of shard 0 do not.
+	f := c.injectDeliveryFault(fault, func(d *engine.Deliver) bool { return d.Source == 1 })
 
 	lease := func() (*engine.StepResult, error) {
 		_, eng1 = c.shardLeader(1)
@@ -102,15 +60,15 @@ func crossShardResource(t *testing.T, fault string) {
 	}
 	switch fault {
 	case "source", "target":
-		<-hit
+		<-f.hit
 		if fault == "source" {
 			c.kill("n2")
 		}
 	case "partition":
 		for range 3 {
-			<-refused // the deliverer tried, and tries again after its backoff
+			<-f.refused // the deliverer tried, and tries again after its backoff
 		}
-		close(heal)
+		close(f.heal)
 	}
 
 	// The worker leases the step again until the grant has reached it.

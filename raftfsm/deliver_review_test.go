@@ -2,9 +2,7 @@ package raftfsm
 
 import (
 	"context"
-	"errors"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -53,51 +51,19 @@ func crossShardReview(t *testing.T, leg engine.CommandKind, fault string) {
 
 	// The fault meets the first delivery of kind leg; a partition fails
 	// every delivery from when it is armed until it heals.
-	var once sync.Once
-	hit := make(chan struct{})
-	heal := make(chan struct{})
 	armed := make(chan struct{})
-	refused := make(chan struct{}, 64)
-	hook := func(from, to string, d *engine.Deliver) (*engine.DeliverResult, error, bool) {
+	f := c.injectDeliveryFault(fault, func(d *engine.Deliver) bool {
 		if fault == "partition" {
 			select {
-			case <-heal:
-				return nil, nil, false
 			case <-armed:
+				return true
 			default:
-				return nil, nil, false
+				return false
 			}
-			select {
-			case refused <- struct{}{}:
-			default:
-			}
-			return nil, errors.New("connect: no route to host " + to), true
 		}
 		cmd, err := machine.DecodeCommand(d.Command)
-		if err != nil || cmd.Kind() != leg {
-			return nil, nil, false
-		}
-		first := false
-		once.Do(func() { first = true })
-		if !first {
-			return nil, nil, false
-		}
-		if _, err := c.applyDeliver(ctx, to, d); err != nil {
-			t.Errorf("the first delivery of the %s: %v", leg, err)
-		}
-		switch fault {
-		case "source":
-			close(hit)
-			<-c.live()[from].ctx.Done() // until the test kills the node
-		case "target":
-			c.kill(to)
-			close(hit)
-		}
-		return nil, errors.New("connection reset by peer"), true
-	}
-	c.mu.Lock()
-	c.deliverHook = hook
-	c.mu.Unlock()
+		return err == nil && cmd.Kind() == leg
+	})
 	// strike waits for the fault armed for the delivery now on its way,
 	// and plays the test's part in it. The wait is bounded, and cut short
 	// by an answer to the create (which must wait for the delivery): a
@@ -123,16 +89,16 @@ func crossShardReview(t *testing.T, leg engine.CommandKind, fault string) {
 		t.Helper()
 		switch fault {
 		case "source", "target":
-			await(hit, "delivery of the "+leg.String()+" met its fault")
+			await(f.hit, "delivery of the "+leg.String()+" met its fault")
 		case "partition":
 			for range 3 {
-				await(refused, "delivery of the "+leg.String()+" refused") // the deliverer tried, and tries again after its backoff
+				await(f.refused, "delivery of the "+leg.String()+" refused") // the deliverer tried, and tries again after its backoff
 			}
 			id, _ := c.shardLeader(source)
 			if got := c.gather(id).Value(metrics.EngineOutboxPending, "shard", strconv.Itoa(source), "target", strconv.Itoa(1-source)); got != 1 {
 				t.Errorf("%s's pending gauge for shard %d → %d is %v while the entry is stuck, want 1", id, source, 1-source, got)
 			}
-			close(heal)
+			close(f.heal)
 		}
 		if fault == "source" {
 			id, _ := c.shardLeader(source)

@@ -30,6 +30,65 @@ func (c *testHosts) deliverTo(ctx context.Context, from, to string, d *engine.De
 }
 
 // applyDeliver proposes d on node to's replica of its target shard.
+// deliveryFault is a fault c's deliveries meet (injectDeliveryFault): hit
+// is closed once the first matching delivery met a "source" or "target"
+// fault; a "partition" fails every matching delivery, telling refused of
+// each try, until heal is closed.
+type deliveryFault struct {
+	hit, heal chan struct{}
+	refused   chan struct{}
+}
+
+// injectDeliveryFault arms c's deliveries that match with fault:
+//   - "source": the first is applied on its target, and its answer never
+//     comes back: the source's leader hangs until the test kills it;
+//   - "target": the first is applied, and the target's leader is killed
+//     before it answers;
+//   - "partition": every one fails to reach its target until heal.
+//
+// Deliveries that do not match go through.
+func (c *testHosts) injectDeliveryFault(fault string, match func(d *engine.Deliver) bool) *deliveryFault {
+	f := &deliveryFault{hit: make(chan struct{}), heal: make(chan struct{}), refused: make(chan struct{}, 64)}
+	var once sync.Once
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deliverHook = func(from, to string, d *engine.Deliver) (*engine.DeliverResult, error, bool) {
+		if !match(d) {
+			return nil, nil, false
+		}
+		if fault == "partition" {
+			select {
+			case <-f.heal:
+				return nil, nil, false
+			default:
+			}
+			select {
+			case f.refused <- struct{}{}:
+			default:
+			}
+			return nil, errors.New("connect: no route to host " + to), true
+		}
+		first := false
+		once.Do(func() { first = true })
+		if !first {
+			return nil, nil, false
+		}
+		if _, err := c.applyDeliver(context.Background(), to, d); err != nil {
+			c.t.Errorf("the first delivery (%s): %v", d.DeliveryRef, err)
+		}
+		switch fault {
+		case "source":
+			close(f.hit)
+			<-c.live()[from].ctx.Done() // until the test kills the node
+		case "target":
+			c.kill(to)
+			close(f.hit)
+		}
+		return nil, errors.New("connection reset by peer"), true
+	}
+	return f
+}
+
 func (c *testHosts) applyDeliver(ctx context.Context, to string, d *engine.Deliver) (*engine.DeliverResult, error) {
 	h := c.live()[to]
 	if h == nil {
