@@ -159,6 +159,13 @@ type StepResult struct {
 	// covers the step); LeaseExpiryMS the job's lease, after a heartbeat.
 	StepLeaseExpiryMS int64 `json:"step_lease_expiry_ms,omitempty" msgpack:"sle,omitempty"`
 	LeaseExpiryMS     int64 `json:"lease_expiry_ms,omitempty" msgpack:"le,omitempty"`
+	// StepLeaseRemainingMS is how long the step lease had left when the
+	// command was applied. A worker measures it from when it sent the
+	// command, on its own clock: an answer that took longer than that to
+	// arrive may hold a lease that is over (the engine expired it while
+	// the answer was on its way, across a leader's failover), and a try
+	// started on it could run beside the next try on the same resource.
+	StepLeaseRemainingMS int64 `json:"step_lease_remaining_ms,omitempty" msgpack:"slr,omitempty"`
 	// CancelRequested: the workflow was asked to cancel (a heartbeat's
 	// answer, as Heartbeat gives it).
 	CancelRequested bool `json:"cancel_requested,omitempty" msgpack:"cq,omitempty"`

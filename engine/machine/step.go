@@ -102,6 +102,9 @@ func (a *applier) finishStep(res *engine.StepResult, l *loaded, s *step, before 
 	if s != nil {
 		res.State, res.StepAttempt, res.Resource = s.rec.State, s.rec.Attempt, s.rec.Resource
 		res.StepLeaseExpiryMS = s.rec.LeaseExpiryMS
+		if s.rec.LeaseExpiryMS > 0 {
+			res.StepLeaseRemainingMS = max(s.rec.LeaseExpiryMS-a.now, 0)
+		}
 		res.Queued, res.WaitingDeps = s.rec.WaiterSeq != 0 || asking(s.rec), s.rec.State == engine.StepWaitingDeps
 		res.Paused, res.AttemptBase, res.Options = s.rec.Pause != nil, s.rec.AttemptBase, s.rec.Options.Clone()
 	}

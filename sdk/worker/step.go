@@ -215,9 +215,18 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 			o.notStarted = true
 			return o
 		}
+		asked := r.w.opts.Clock.Now()
 		res, err := r.w.e.LeaseStep(r.ctx, engine.LeaseStep{LeaseRef: r.ref, Step: c.Step, Name: c.Name, LeaseMS: leaseMS,
 			Capabilities: opts.RequiredCapabilities, Selector: opts.LabelSelector, DependsOn: stepDeps(c),
 			TimeoutFatal: opts.TimeoutFatal, Start: true})
+		if err == nil && res.Granted && res.StepLeaseRemainingMS > 0 &&
+			r.w.opts.Clock.Now().Sub(asked) >= time.Duration(res.StepLeaseRemainingMS)*time.Millisecond {
+			// The answer came later than the lease it grants could last:
+			// the lease may have ended on its way, and the step's next try
+			// may run already. Ask again: a lease still this try's is
+			// granted again, with the time it has left.
+			continue
+		}
 		switch {
 		case errors.Is(err, engine.ErrDependencyFailed):
 			o.err, o.notStarted = workflow.NewApplicationError(err.Error(), "DependencyFailed", true), true
