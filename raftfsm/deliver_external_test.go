@@ -54,15 +54,7 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 		t.Fatal(err)
 	}
 	_, eng0 := c.shardLeader(0)
-	s, err := eng0.Create(ctx, engine.CreateJob{WorkflowID: senderWF, Type: "sender", Queue: "senders"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := eng0.Claim(ctx, engine.Claim{Queue: "senders", Owner: "sw", LeaseMS: 600_000, Max: 1})
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim the sender: %v %v", claimed, err)
-	}
-	sender := &engine.SenderStep{LeaseRef: engine.LeaseRef{Job: s.Job, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}, Step: "s1"}
+	sender := &engine.SenderStep{LeaseRef: c.runningOn(0, senderWF, "sender", "senders"), Step: "s1"}
 
 	f := c.injectDeliveryFault(fault, func(*engine.Deliver) bool { return true })
 
@@ -150,7 +142,7 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 			d, err := e0.DescribeSchedule(engine.WithStaleRead(ctx), schedule)
 			return err == nil && len(d.Schedule.Running) == 1 && d.Schedule.Running[0].Job != 0
 		}
-		eff, err := e0.Effect(engine.WithStaleRead(ctx), s.Job, "s1")
+		eff, err := e0.Effect(engine.WithStaleRead(ctx), sender.Job, "s1")
 		return err == nil && eff != nil
 	})
 	if kind == "schedule" {
@@ -158,11 +150,11 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 		return
 	}
 	_, eng0 = c.shardLeader(0)
-	eff, err := eng0.Effect(ctx, s.Job, "s1")
+	eff, err := eng0.Effect(ctx, sender.Job, "s1")
 	if err != nil || eff.Failed {
 		t.Fatalf("the sender's effect of s1: %+v %v", eff, err)
 	}
-	if n := countEvents(t, eng0, s.Job, engine.EventEffectRecorded); n != 1 {
+	if n := countEvents(t, eng0, sender.Job, engine.EventEffectRecorded); n != 1 {
 		t.Fatalf("the sender's history records the effect of s1 %d times, want once", n)
 	}
 	_, eng1 = c.shardLeader(1)

@@ -35,22 +35,13 @@ func crossShardResource(t *testing.T, fault string) {
 		Labels: map[string]string{"zone": "a"}}); err != nil {
 		t.Fatal(err)
 	}
-	_, eng1 := c.shardLeader(1)
-	run, err := eng1.Create(ctx, engine.CreateJob{WorkflowID: keyOn("render-", 1, 2), Type: "render", Queue: "renders"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := eng1.Claim(ctx, engine.Claim{Queue: "renders", Owner: "rw", LeaseMS: 600_000, Max: 1})
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim the run: %v %v", claimed, err)
-	}
-	ref := engine.LeaseRef{Job: run.Job, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}
+	ref := c.runningOn(1, keyOn("render-", 1, 2), "render", "renders")
 
 	// The asks of shard 1 meet the fault; the grants of shard 0 do not.
 	f := c.injectDeliveryFault(fault, func(d *engine.Deliver) bool { return d.Source == 1 })
 
 	lease := func() (*engine.StepResult, error) {
-		_, eng1 = c.shardLeader(1)
+		_, eng1 := c.shardLeader(1)
 		return eng1.LeaseStep(ctx, engine.LeaseStep{LeaseRef: ref, Step: "s1", Name: "Render", LeaseMS: 600_000,
 			Capabilities: []string{"gpu"}, Start: true})
 	}
@@ -80,8 +71,8 @@ func crossShardResource(t *testing.T, fault string) {
 		t.Fatalf("the lease: %+v, want try 1 on gpu-1 with its labels", res)
 	}
 	c.await("no entry pending", func() bool { return c.nothingPending(ctx) })
-	_, eng1 = c.shardLeader(1)
-	if n := countEvents(t, eng1, run.Job, engine.EventStepLeased); n != 1 {
+	_, eng1 := c.shardLeader(1)
+	if n := countEvents(t, eng1, ref.Job, engine.EventStepLeased); n != 1 {
 		t.Fatalf("the run's history has %d step_leased events, want 1", n)
 	}
 	holders := func() []engine.ResourceHolder {
@@ -92,8 +83,8 @@ func crossShardResource(t *testing.T, fault string) {
 		}
 		return rs[0].Holders
 	}
-	if h := holders(); len(h) != 1 || h[0].Job != run.Job || h[0].Step != "s1" || h[0].StepAttempt != 1 {
-		t.Fatalf("gpu-1 is held by %+v, want try 1 of step s1 of job %d once", h, run.Job)
+	if h := holders(); len(h) != 1 || h[0].Job != ref.Job || h[0].Step != "s1" || h[0].StepAttempt != 1 {
+		t.Fatalf("gpu-1 is held by %+v, want try 1 of step s1 of job %d once", h, ref.Job)
 	}
 	c.verifyShards()
 	c.verifyAcross()

@@ -38,16 +38,8 @@ func crossShardReview(t *testing.T, leg engine.CommandKind, fault string) {
 	c.awaitDesiredLeaders() // n1 leads shard 0, n2 shard 1
 	ctx := context.Background()
 	parentWF, job := keyOn("author-", 0, 2), keyOn("letter-", 1, 2)
-	_, eng0 := c.shardLeader(0)
-	p, err := eng0.Create(ctx, engine.CreateJob{WorkflowID: parentWF, Type: "author", Queue: "authors"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := eng0.Claim(ctx, engine.Claim{Queue: "authors", Owner: "aw", LeaseMS: 600_000, Max: 1})
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim the run: %v %v", claimed, err)
-	}
-	lease := &engine.LeaseRef{Job: p.Job, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}
+	leaseRef := c.runningOn(0, parentWF, "author", "authors")
+	lease := &leaseRef
 
 	// The fault meets the first delivery of kind leg; a partition fails
 	// every delivery from when it is armed until it heals.
@@ -110,7 +102,7 @@ func crossShardReview(t *testing.T, leg engine.CommandKind, fault string) {
 		close(armed)
 	}
 	create := engine.CreateReview{Header: engine.Header{RequestID: "letter-task"}, Job: job, Phase: "draft", Queue: "writers", Type: "write",
-		AutoReview: true, AutoApprove: true, ParentJob: p.Job, ParentStep: "s1", ParentLease: lease}
+		AutoReview: true, AutoApprove: true, ParentJob: lease.Job, ParentStep: "s1", ParentLease: lease}
 	go func() {
 		// The caller, not knowing whether its create landed, retries it
 		// with the same request id at the shard's leader, whichever node
@@ -190,7 +182,7 @@ func crossShardReview(t *testing.T, leg engine.CommandKind, fault string) {
 		if e0 == nil {
 			return false
 		}
-		eff, err := e0.Effect(engine.WithStaleRead(ctx), p.Job, "s1")
+		eff, err := e0.Effect(engine.WithStaleRead(ctx), lease.Job, "s1")
 		return err == nil && eff != nil
 	})
 	// Read at each shard's leader, whichever node that is now (a kill
@@ -199,14 +191,14 @@ func crossShardReview(t *testing.T, leg engine.CommandKind, fault string) {
 	var hist *engine.HistoryPage
 	var link *engine.RemoteReview
 	if err := c.onShard(0, func(e *embedded.Engine) (err error) {
-		if eff, err = e.Effect(ctx, p.Job, "s1"); err != nil {
+		if eff, err = e.Effect(ctx, lease.Job, "s1"); err != nil {
 			return err
 		}
-		if hist, err = e.History(ctx, p.Job, 0, 1000); err != nil {
+		if hist, err = e.History(ctx, lease.Job, 0, 1000); err != nil {
 			return err
 		}
 		return e.View(ctx, func(r *storage.Reader) error {
-			link, err = machine.ReadRemoteReview(r, p.Job, "s1")
+			link, err = machine.ReadRemoteReview(r, lease.Job, "s1")
 			return err
 		})
 	}); err != nil {
@@ -248,8 +240,8 @@ func crossShardReview(t *testing.T, leg engine.CommandKind, fault string) {
 	if len(tasks) != 1 || tasks[0] != id {
 		t.Fatalf("review job %q holds tasks %v on shard 1, want task %d once", job, tasks, id)
 	}
-	if task.ParentJob != p.Job || task.ParentStep != "s1" || task.State != engine.ReviewSuccess {
-		t.Fatalf("task %d: %+v, want SUCCESS of job %d step s1", id, task, p.Job)
+	if task.ParentJob != lease.Job || task.ParentStep != "s1" || task.State != engine.ReviewSuccess {
+		t.Fatalf("task %d: %+v, want SUCCESS of job %d step s1", id, task, lease.Job)
 	}
 	c.verifyShards()
 	c.verifyAcross()

@@ -89,6 +89,23 @@ func (c *testHosts) injectDeliveryFault(fault string, match func(d *engine.Deliv
 	return f
 }
 
+// runningOn creates a run of workflow id wf, of type typ on queue, at shard
+// k's leader, claims it there, and returns the lease the claim took.
+func (c *testHosts) runningOn(k int, wf, typ, queue string) engine.LeaseRef {
+	c.t.Helper()
+	ctx := context.Background()
+	_, e := c.shardLeader(k)
+	res, err := e.Create(ctx, engine.CreateJob{WorkflowID: wf, Type: typ, Queue: queue})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	claimed, err := e.Claim(ctx, engine.Claim{Queue: queue, Owner: "w-" + queue, LeaseMS: 600_000, Max: 1})
+	if err != nil || len(claimed) != 1 {
+		c.t.Fatalf("claim %s: %v %v", wf, claimed, err)
+	}
+	return engine.LeaseRef{Job: res.Job, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}
+}
+
 func (c *testHosts) applyDeliver(ctx context.Context, to string, d *engine.Deliver) (*engine.DeliverResult, error) {
 	h := c.live()[to]
 	if h == nil {
@@ -145,15 +162,8 @@ func crossShardChild(t *testing.T, kill string) {
 	ctx := context.Background()
 	parentWF, childWF := keyOn("parent-", 0, 2), keyOn("child-", 1, 2)
 	_, eng0 := c.shardLeader(0)
-	p, err := eng0.Create(ctx, engine.CreateJob{WorkflowID: parentWF, Type: "parent", Queue: "parents"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := eng0.Claim(ctx, engine.Claim{Queue: "parents", Owner: "pw", LeaseMS: 600_000, Max: 1})
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim the parent: %v %v", claimed, err)
-	}
-	lease := &engine.LeaseRef{Job: p.Job, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}
+	leaseRef := c.runningOn(0, parentWF, "parent", "parents")
+	lease := &leaseRef
 
 	var once sync.Once
 	hit := make(chan struct{})
@@ -196,7 +206,7 @@ func crossShardChild(t *testing.T, kill string) {
 	}
 
 	create := engine.CreateJob{Header: engine.Header{RequestID: "start-child"}, WorkflowID: childWF, Type: "child", Queue: "kids",
-		ParentID: p.Job, ParentStep: "s1", ParentLease: lease}
+		ParentID: lease.Job, ParentStep: "s1", ParentLease: lease}
 	type answer struct {
 		res *engine.CreateResult
 		err error
@@ -208,7 +218,10 @@ func crossShardChild(t *testing.T, kill string) {
 		res, err := eng0.Create(cctx, create)
 		first <- answer{res, err}
 	}()
-	var res *engine.CreateResult
+	var (
+		res *engine.CreateResult
+		err error
+	)
 	switch kill {
 	case "source":
 		<-hit
@@ -273,15 +286,15 @@ func crossShardChild(t *testing.T, kill string) {
 		if e0 == nil {
 			return false
 		}
-		eff, err := e0.Effect(engine.WithStaleRead(ctx), p.Job, "s1")
+		eff, err := e0.Effect(engine.WithStaleRead(ctx), lease.Job, "s1")
 		return err == nil && eff != nil
 	})
 	_, eng0 = c.shardLeader(0)
-	eff, err := eng0.Effect(ctx, p.Job, "s1")
+	eff, err := eng0.Effect(ctx, lease.Job, "s1")
 	if err != nil || string(eff.Payload) != `"done"` || eff.Failed {
 		t.Fatalf("the parent's effect of s1: %+v %v", eff, err)
 	}
-	hist, err := eng0.History(ctx, p.Job, 0, 100)
+	hist, err := eng0.History(ctx, lease.Job, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,19 +388,12 @@ func TestCrossShardChildRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, eng0 := c.shardLeader(0)
-	p, err := eng0.Create(ctx, engine.CreateJob{WorkflowID: parentWF, Type: "parent", Queue: "parents"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := eng0.Claim(ctx, engine.Claim{Queue: "parents", Owner: "pw", LeaseMS: 600_000, Max: 1})
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim the parent: %v %v", claimed, err)
-	}
-	lease := &engine.LeaseRef{Job: p.Job, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}
+	leaseRef := c.runningOn(0, parentWF, "parent", "parents")
+	lease := &leaseRef
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_, err = eng0.Create(cctx, engine.CreateJob{WorkflowID: childWF, Type: "child", Queue: "kids", ReusePolicy: engine.IDReuseRejectDuplicate,
-		ParentID: p.Job, ParentStep: "s1", ParentLease: lease})
+	_, err := eng0.Create(cctx, engine.CreateJob{WorkflowID: childWF, Type: "child", Queue: "kids", ReusePolicy: engine.IDReuseRejectDuplicate,
+		ParentID: lease.Job, ParentStep: "s1", ParentLease: lease})
 	if !errors.Is(err, engine.ErrWorkflowExists) {
 		t.Fatalf("a child whose workflow id is taken on its shard: %v, want ErrWorkflowExists", err)
 	}
@@ -419,15 +425,8 @@ func TestDeliveriesInOrderAfterFailures(t *testing.T) {
 	c.awaitDesiredLeaders()
 	ctx := context.Background()
 	_, eng0 := c.shardLeader(0)
-	p, err := eng0.Create(ctx, engine.CreateJob{WorkflowID: keyOn("parent-", 0, 2), Type: "parent", Queue: "parents"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := eng0.Claim(ctx, engine.Claim{Queue: "parents", Owner: "pw", LeaseMS: 600_000, Max: 1})
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim the parent: %v %v", claimed, err)
-	}
-	lease := &engine.LeaseRef{Job: p.Job, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}
+	leaseRef := c.runningOn(0, keyOn("parent-", 0, 2), "parent", "parents")
+	lease := &leaseRef
 	var mu sync.Mutex
 	reachable := false
 	var tried, delivered []uint64
@@ -458,7 +457,7 @@ func TestDeliveriesInOrderAfterFailures(t *testing.T) {
 	// are 1, 2, 3.
 	for i := 1; i <= 3; i++ {
 		create := engine.CreateJob{WorkflowID: keyOn(fmt.Sprintf("kid%d-", i), 1, 2), Type: "child", Queue: "kids",
-			ParentID: p.Job, ParentStep: fmt.Sprintf("s%d", i), ParentLease: lease}
+			ParentID: lease.Job, ParentStep: fmt.Sprintf("s%d", i), ParentLease: lease}
 		written := make(chan struct{})
 		go func() {
 			res, err := eng0.Create(cctx, create)
@@ -509,15 +508,8 @@ func TestHungTargetHoldsOnlyItsPair(t *testing.T) {
 	c.awaitDesiredLeaders()
 	ctx := context.Background()
 	_, eng0 := c.shardLeader(0)
-	p, err := eng0.Create(ctx, engine.CreateJob{WorkflowID: keyOn("parent-", 0, 3), Type: "parent", Queue: "parents"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := eng0.Claim(ctx, engine.Claim{Queue: "parents", Owner: "pw", LeaseMS: 600_000, Max: 1})
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim the parent: %v %v", claimed, err)
-	}
-	lease := &engine.LeaseRef{Job: p.Job, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}
+	leaseRef := c.runningOn(0, keyOn("parent-", 0, 3), "parent", "parents")
+	lease := &leaseRef
 	release := make(chan struct{})
 	hung := make(chan struct{}, 16)
 	c.mu.Lock()
@@ -540,12 +532,12 @@ func TestHungTargetHoldsOnlyItsPair(t *testing.T) {
 	first := make(chan error, 1)
 	go func() {
 		_, err := eng0.Create(cctx, engine.CreateJob{WorkflowID: keyOn("kid-a-", 1, 3), Type: "child", Queue: "kids",
-			ParentID: p.Job, ParentStep: "a", ParentLease: lease})
+			ParentID: lease.Job, ParentStep: "a", ParentLease: lease})
 		first <- err
 	}()
 	<-hung // the delivery to shard 1 is stuck
 	res, err := eng0.Create(cctx, engine.CreateJob{WorkflowID: keyOn("kid-b-", 2, 3), Type: "child", Queue: "kids",
-		ParentID: p.Job, ParentStep: "b", ParentLease: lease})
+		ParentID: lease.Job, ParentStep: "b", ParentLease: lease})
 	if err != nil || engine.ShardOfJob(res.Job) != 2 {
 		t.Fatalf("the child on shard 2 while shard 1's deliveries hang: %+v, %v", res, err)
 	}
