@@ -49,6 +49,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -70,6 +71,9 @@ func TestTraces(t *testing.T) {
 	cov := newTraceCoverage()
 	ran := 0
 	datadriven.Walk(t, traceDir, func(t *testing.T, path string) {
+		if strings.HasPrefix(path, filepath.Join(traceDir, "fuzz")+string(filepath.Separator)) {
+			t.Skip("a fuzz target's corpus, not a trace")
+		}
 		ran++
 		e := newTraceEnv(t, seen)
 		e.cov = cov
