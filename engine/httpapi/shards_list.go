@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/heddlewf/heddle/engine"
 )
@@ -77,8 +78,9 @@ func decodeMergedToken(s string, count int) (mergedToken, error) {
 	if len(s) > maxMergedTokenLen(count) {
 		return bad(fmt.Sprintf("%d characters, at most %d for %d shards", len(s), maxMergedTokenLen(count), count))
 	}
+	// The decoder skips \r and \n, which no token this node wrote holds.
 	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	if err != nil || len(b) < 2 {
+	if err != nil || len(b) < 2 || strings.ContainsAny(s, "\r\n") {
 		return bad("not base64url")
 	}
 	if b[0] != mergedTokenVersion {
