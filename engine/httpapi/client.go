@@ -174,6 +174,9 @@ type Client struct {
 	// never route.
 	shards shardState
 	pinned bool
+	// kept holds the jobs cut polls answered with, for the next claim of
+	// the same claimer (clientkept.go).
+	kept keptClaims
 }
 
 // NewClient returns a client for cfg.

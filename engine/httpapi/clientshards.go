@@ -268,7 +268,8 @@ func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Cl
 	if wait && cmd.RequestID != "" {
 		cut = func(base string) error { return c.cutPoll(ctx, base, cmd) }
 	}
-	got, rest, err := fanOut(ctx, c, view, "/v1/jobs/claim", &cmd, wait, items, cut)
+	kept := func() ([]engine.ClaimedJob, <-chan struct{}) { return c.takeKept(cmd, max(cmd.Max, 1)) }
+	got, rest, err := fanOut(ctx, c, view, "/v1/jobs/claim", &cmd, wait, items, cut, kept)
 	seen := map[engine.JobID]bool{}
 	var jobs, surplus []engine.ClaimedJob
 	for _, j := range got {
@@ -294,15 +295,11 @@ func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Cl
 					seen[j.Job] = true
 				}
 			}
-			if len(back) > 0 {
-				c.releaseSurplus(context.WithoutCancel(ctx), back)
-			}
+			c.keep(cmd, back)
 			c.recallLater(r.unsure, cmd, seen)
 		}()
 	}
-	if len(surplus) > 0 {
-		c.releaseSurplus(context.WithoutCancel(ctx), surplus)
-	}
+	c.keep(cmd, surplus)
 	if len(jobs) > 0 {
 		return jobs, nil
 	}
@@ -329,9 +326,7 @@ func (c *Client) cutPoll(ctx context.Context, base string, cmd engine.Claim) err
 	rq := request{method: http.MethodPost, path: "/v1/jobs/claim", body: &cmd, out: &r, command: true, noRoute: true,
 		query: url.Values{"cut": {"1"}}}
 	_, err = c.try(ctx, base, rq, payload)
-	if len(r.Jobs) > 0 {
-		c.releaseSurplus(ctx, r.Jobs)
-	}
+	c.keep(cmd, r.Jobs)
 	return err
 }
 
@@ -348,7 +343,7 @@ func (c *Client) releaseSurplus(ctx context.Context, jobs []engine.ClaimedJob) {
 
 // claimReviewsAcross is claimAcross for review tasks.
 func (c *Client) claimReviewsAcross(ctx context.Context, view *shardView, cmd engine.ClaimReviews, wait bool) ([]engine.ClaimedReview, error) {
-	got, _, err := fanOut(ctx, c, view, "/v1/tasks/claim", &cmd, wait, func(r *engine.ClaimReviewsResult) []engine.ClaimedReview { return r.Reviews }, nil)
+	got, _, err := fanOut(ctx, c, view, "/v1/tasks/claim", &cmd, wait, func(r *engine.ClaimReviewsResult) []engine.ClaimedReview { return r.Reviews }, nil, nil)
 	seen := map[engine.ReviewID]bool{}
 	var out []engine.ClaimedReview
 	for _, t := range got {
@@ -390,9 +385,22 @@ type pollAnswer[T any] struct {
 // Without cut it cancels the others, waits for them and returns every
 // item answered; rest is nil.
 //
+// With kept (a claim's), items kept from earlier polls stand in for an
+// answer: kept gives them, or a channel closed once there may be some. With
+// some at the start fanOut polls no node.
+//
 // It returns an error only when no node answered with items: the first
 // one no retry can fix, or ctx's.
-func fanOut[R, T any](ctx context.Context, c *Client, view *shardView, path string, body any, wait bool, items func(*R) []T, cut func(base string) error) (_ []T, rest <-chan lateAnswers[T], _ error) {
+func fanOut[R, T any](ctx context.Context, c *Client, view *shardView, path string, body any, wait bool, items func(*R) []T, cut func(base string) error,
+	kept func() ([]T, <-chan struct{})) (_ []T, rest <-chan lateAnswers[T], _ error) {
+	var keptCh <-chan struct{}
+	if kept != nil {
+		got, ch := kept()
+		if len(got) > 0 {
+			return got, nil, nil
+		}
+		keptCh = ch
+	}
 	// The polls end with ctx until one answered; after that, the ones cut
 	// end by their cuts alone (or cutGrace), also when the caller, who
 	// has its answer, ends ctx: cancelling them would close their
@@ -425,8 +433,15 @@ func fanOut[R, T any](ctx context.Context, c *Client, view *shardView, path stri
 	var firstErr error
 	var cancelled []string
 	for len(pending) > 0 {
-		a := <-answers
-		delete(pending, a.base)
+		var a pollAnswer[T]
+		select {
+		case a = <-answers:
+			delete(pending, a.base)
+		case <-keptCh:
+			// Items were kept meanwhile (a cut poll of an earlier claim
+			// answered): they answer this one, as a node's would.
+			a.items, keptCh = kept()
+		}
 		if len(a.items) > 0 {
 			out = append(out, a.items...)
 			if cut != nil && len(pending) > 0 {
@@ -536,9 +551,7 @@ func (c *Client) recallLater(bases []string, cmd engine.Claim, want map[engine.J
 				}
 			}
 		}
-		if len(back) > 0 {
-			c.releaseSurplus(ctx, back)
-		}
+		c.keep(cmd, back)
 	})
 }
 

@@ -29,6 +29,7 @@ const forwardedByHeader = "X-Heddle-Forwarded-By"
 // placementSource is a Service of a sharded node (ShardRouter).
 type placementSource interface {
 	ShardMap() engine.ShardMap
+	ShardCount() int
 	PlacementVersion() uint64
 }
 
@@ -79,8 +80,9 @@ func (s *Server) shardRoutes() {
 // notePlacement sets the placement header of a sharded node's answer.
 func (s *Server) notePlacement(h http.Header) {
 	if ps, ok := s.cfg.Service.(placementSource); ok {
-		m := ps.ShardMap()
-		h.Set(placementHeader, strconv.Itoa(m.Shards)+" "+strconv.FormatUint(m.Version, 10))
+		// Not ShardMap: every answer carries the header, and the map
+		// reads each shard leader's address from its state.
+		h.Set(placementHeader, strconv.Itoa(ps.ShardCount())+" "+strconv.FormatUint(ps.PlacementVersion(), 10))
 	}
 }
 

@@ -74,6 +74,9 @@ func NewShardRouter(set ShardSet) *ShardRouter {
 // when its map is stale.
 func (r *ShardRouter) PlacementVersion() uint64 { return r.set.PlacementVersion() }
 
+// ShardCount is the cluster's number of shards, fixed at its creation.
+func (r *ShardRouter) ShardCount() int { return r.count }
+
 // ShardMap is the set's (GET /v1/cluster/shards).
 func (r *ShardRouter) ShardMap() engine.ShardMap { return r.set.ShardMap() }
 
