@@ -49,6 +49,16 @@ type Options struct {
 	// MaxConcurrentJobs bounds the jobs (workflow runs and remote activity
 	// tasks) driven at once; 0 means 64.
 	MaxConcurrentJobs int
+	// MaxConcurrentWorkflowTaskPollers and MaxConcurrentActivityTaskPollers
+	// are Temporal's poller counts. A heddle poller claims workflow and
+	// activity work alike, so the worker runs as many pollers as the larger
+	// of the two; 0 for both means one. (Temporal's default is two of each
+	// kind, but a Temporal poll takes one task where a heddle claim takes
+	// up to every free slot.) Each poller claims for at most its share of
+	// MaxConcurrentJobs, so that one poller's claim does not hold every
+	// free slot while the others wait for one.
+	MaxConcurrentWorkflowTaskPollers int
+	MaxConcurrentActivityTaskPollers int
 	// LeaseTTL is the lease a claim takes and each heartbeat renews; 0
 	// means 30 s. Heartbeats go out every third of it.
 	LeaseTTL time.Duration
@@ -128,6 +138,10 @@ func (o Options) Validate() error {
 	switch {
 	case o.MaxConcurrentJobs < 0:
 		return fmt.Errorf("worker: Options.MaxConcurrentJobs %d is negative", o.MaxConcurrentJobs)
+	case o.MaxConcurrentWorkflowTaskPollers < 0:
+		return fmt.Errorf("worker: Options.MaxConcurrentWorkflowTaskPollers %d is negative", o.MaxConcurrentWorkflowTaskPollers)
+	case o.MaxConcurrentActivityTaskPollers < 0:
+		return fmt.Errorf("worker: Options.MaxConcurrentActivityTaskPollers %d is negative", o.MaxConcurrentActivityTaskPollers)
 	case o.LeaseTTL < 0 || (o.LeaseTTL > 0 && o.LeaseTTL < 100*time.Millisecond):
 		return fmt.Errorf("worker: Options.LeaseTTL %v must be 0 or at least 100ms", o.LeaseTTL)
 	case o.RetryInlineThreshold < 0:
@@ -159,6 +173,9 @@ func (o Options) withDefaults(queue string) Options {
 	}
 	if o.MaxConcurrentJobs == 0 {
 		o.MaxConcurrentJobs = 64
+	}
+	if o.MaxConcurrentWorkflowTaskPollers == 0 && o.MaxConcurrentActivityTaskPollers == 0 {
+		o.MaxConcurrentWorkflowTaskPollers = defaultPollers
 	}
 	if o.LeaseTTL == 0 {
 		o.LeaseTTL = 30 * time.Second
@@ -285,8 +302,9 @@ type queueWorker struct {
 	// dynWorkflow and dynActivity run the types registered under no name.
 	dynWorkflow any
 	dynActivity any
-	// claimCancel ends the claim in flight (a registration restarts it).
-	claimCancel context.CancelFunc
+	// claimCancels end the claims in flight, one per poller (a
+	// registration restarts them).
+	claimCancels []context.CancelFunc
 	// tasks holds the reviewers of review tasks (task.go).
 	reviews reviewSide
 
@@ -369,8 +387,10 @@ func InterruptCh() <-chan any {
 // new type that a claim passed over just before waits out its deferral.
 // w.mu is held.
 func (w *queueWorker) typesChanged() {
-	if w.claimCancel != nil {
-		w.claimCancel()
+	for _, cancel := range w.claimCancels {
+		if cancel != nil {
+			cancel()
+		}
 	}
 }
 
@@ -379,16 +399,16 @@ func (w *queueWorker) typesChanged() {
 // a child's result to go on without reading its history first.
 const claimTailEvents = 8
 
-// claimContext returns the context of the next claim, which a
+// claimContext returns the context of poller's next claim, which a
 // registration cancels, and the types it claims.
-func (w *queueWorker) claimContext() (context.Context, []string) {
+func (w *queueWorker) claimContext(poller int) (context.Context, []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.claimCancel != nil {
-		w.claimCancel()
+	if cancel := w.claimCancels[poller]; cancel != nil {
+		cancel()
 	}
 	var ctx context.Context
-	ctx, w.claimCancel = context.WithCancel(w.pollCtx)
+	ctx, w.claimCancels[poller] = context.WithCancel(w.pollCtx)
 	return ctx, w.types()
 }
 
@@ -458,8 +478,15 @@ func (w *queueWorker) Start() error {
 	}
 	w.unregister = w.backend.AddQuerier(w.queue, w)
 	w.stopServing = w.serveQueries()
-	w.wg.Add(1)
-	go w.poll()
+	pollers := w.opts.pollers()
+	w.mu.Lock()
+	w.claimCancels = make([]context.CancelFunc, pollers)
+	w.mu.Unlock()
+	share := max(w.opts.MaxConcurrentJobs/pollers, 1)
+	for i := range pollers {
+		w.wg.Add(1)
+		go w.poll(i, share)
+	}
 	w.startReviewPollers()
 	return w.startSessions()
 }
@@ -497,6 +524,21 @@ func (w *queueWorker) Run(interruptCh <-chan any) error {
 // defaultWorkerStopTimeout is the drain of Stop when
 // Options.WorkerStopTimeout is 0.
 const defaultWorkerStopTimeout = 10 * time.Second
+
+// defaultPollers is how many pollers a worker runs when its options ask
+// for none. One: a heddle claim takes a batch of jobs, up to every free
+// slot, where a Temporal poll takes one task. Measured with seq3 (bench),
+// a second poller cost a cluster of one Raft group about 5% more CPU a
+// workflow, and gained a sharded one nothing beyond a run's noise.
+const defaultPollers = 1
+
+// pollers is how many pollers the worker runs: the larger of the two
+// poller counts, and never more than MaxConcurrentJobs, since a poller
+// claims for one free slot at least.
+func (o Options) pollers() int {
+	n := max(o.MaxConcurrentWorkflowTaskPollers, o.MaxConcurrentActivityTaskPollers, 1)
+	return min(n, max(o.MaxConcurrentJobs, 1))
+}
 
 // Stop drains the worker, up to Options.WorkerStopTimeout.
 func (w *queueWorker) Stop() {
@@ -537,9 +579,10 @@ func (w *queueWorker) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// poll claims jobs while there are free slots, and sleeps until the next
-// commit when the queue is empty: it never spins.
-func (w *queueWorker) poll() {
+// poll is one of the worker's pollers: it claims jobs while there are free
+// slots, at most share of them a claim, and sleeps until the next commit
+// when the queue is empty: it never spins.
+func (w *queueWorker) poll(poller, share int) {
 	defer w.wg.Done()
 	defer w.pollCancel()
 	// The jittered backoff keeps many workers that lost the service
@@ -547,7 +590,7 @@ func (w *queueWorker) poll() {
 	var bo backoff.Backoff
 	for {
 		free := 0
-		for free < cap(w.slots) {
+		for free < share {
 			select {
 			case w.slots <- struct{}{}:
 				free++
@@ -564,7 +607,7 @@ func (w *queueWorker) poll() {
 				return
 			}
 		}
-		claimCtx, types := w.claimContext()
+		claimCtx, types := w.claimContext(poller)
 		claim := engine.Claim{Queue: w.queue, Owner: w.opts.Identity, Max: free,
 			LeaseMS: w.opts.LeaseTTL.Milliseconds(), Types: types, TailEvents: claimTailEvents, BuildID: w.opts.BuildID}
 		lossy := w.claimsMayBeLost()
