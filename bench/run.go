@@ -45,7 +45,18 @@ type Options struct {
 	// many shards on its three nodes (docs/sharding.md), set against as
 	// many bare Raft groups in parallel; 0 or 1 is a cluster of one group.
 	Shards int
+	// Starters is how many goroutines start workflows at once (and wait
+	// for them) in the workloads that have starters (seq3, start,
+	// resources, children, ...), and the ceiling's writers beside them; 0
+	// means DefaultStarters. A run with a fixed number of starters is a
+	// closed loop: its throughput is the starters over the latency, so it
+	// measures a backend's capacity only with enough of them to keep it
+	// busy (a sharded cluster needs more than one Raft group does).
+	Starters int
 }
+
+// DefaultStarters is how many starters the workloads run by default.
+const DefaultStarters = 32
 
 // DefaultFinished is how many finished jobs scale stores by default.
 const DefaultFinished = 1_000_000
@@ -59,8 +70,8 @@ type workload struct {
 }
 
 var workloads = []workload{
-	{"seq3", 2000, "N workflows of three sequential no-op activities, 32 concurrent starters; workflows/s, activities/s, start-to-result latency", runSeq3},
-	{"start", 5000, "N starts by 32 concurrent starters, no worker running; starts/s and start latency", runStart},
+	{"seq3", 2000, "N workflows of three sequential no-op activities, 32 concurrent starters (--starters); workflows/s, activities/s, start-to-result latency", runSeq3},
+	{"start", 5000, "N starts by 32 concurrent starters (--starters), no worker running; starts/s and start latency", runStart},
 	{"timer", 1000, "N workflows each sleeping 1 s at once; lateness of each wake-up", runTimer},
 	{"fanout", 1000, "one workflow running N activities in parallel and joining them, three times; activities/s", runFanout},
 	{"signal", 500, "N signal round trips to one waiting workflow, one at a time; signal-to-code latency", runSignal},
@@ -72,8 +83,8 @@ var workloads = []workload{
 	{"approve", 300, "N jobs of two review tasks, one at a time: the upstream approved, until the dependant runs; approval latency", runApprove},
 	{"observe", 2000, "seq3 of N workflows in rounds with nothing observed, with metrics, and with metrics and tracing; the overhead of each", runObserve},
 	{"queueview", 2000, "seq3 of N workflows in rounds with the task queue view on and off, alternately; the view's overhead", runQueueView},
-	{"resources", 1000, "N workflows of one step each contending for 4 resource units, 32 concurrent starters; steps/s, wait fairness (max/mean)", runResources},
-	{"children", 1000, "N parents each starting one child and waiting for it, 32 starters, first with every child on its parent's shard, then with half on another shard; workflows/s of each", runChildren},
+	{"resources", 1000, "N workflows of one step each contending for 4 resource units, 32 concurrent starters (--starters); steps/s, wait fairness (max/mean)", runResources},
+	{"children", 1000, "N parents each starting one child and waiting for it, 32 starters (--starters), first with every child on its parent's shard, then with half on another shard; workflows/s of each", runChildren},
 	{"groupcost", 20000, "an idle backend's CPU per Raft group replica, then N empty claims by 32 pollers: the CPU of one poll of one node (scaling model inputs)", runGroupCost},
 	{"batchterminate", 10000, "N runs terminated by one batch operation over a query that matches them all; runs/s", runBatchTerminate},
 }
@@ -102,7 +113,9 @@ type runner struct {
 	opts Options
 	root string
 	n    int
-	res  *Result
+	// starters is Options.Starters, its default applied.
+	starters int
+	res      *Result
 	// b is the backend the workload runs on, opened by open.
 	b *backend
 	// workerErrors counts the errors that ended a job's turn in a worker
@@ -144,6 +157,12 @@ func Run(opts Options) (_ *Result, err error) {
 	if opts.N < 0 {
 		return nil, fmt.Errorf("bench: n %d is negative", opts.N)
 	}
+	if opts.Starters < 0 || opts.Starters > maxStarters {
+		return nil, fmt.Errorf("bench: starters %d is not in [1, %d]", opts.Starters, maxStarters)
+	}
+	if opts.Starters == 0 {
+		opts.Starters = DefaultStarters
+	}
 	if opts.N == 0 {
 		opts.N = w.defaultN
 	}
@@ -169,7 +188,7 @@ func Run(opts Options) (_ *Result, err error) {
 	if resetPeakRSS() {
 		res.PeakRSSScope = "process during this workload"
 	}
-	r := &runner{opts: opts, root: root, n: opts.N, res: res, obs: observation{queueViewOff: opts.NoQueueView}}
+	r := &runner{opts: opts, root: root, n: opts.N, res: res, obs: observation{queueViewOff: opts.NoQueueView}, starters: opts.Starters}
 	if opts.NoQueueView {
 		res.QueueViewOff = true
 	}
@@ -322,3 +341,7 @@ func (r *runner) samples(lat []time.Duration, of string, m *meter, elapsed time.
 		r.res.Timeline, r.res.BucketS = m.timeline(elapsed)
 	}
 }
+
+// maxStarters bounds Options.Starters: each is a goroutine holding a
+// workflow open, and the ceiling runs as many writers.
+const maxStarters = 4096

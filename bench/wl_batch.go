@@ -30,7 +30,7 @@ func runBatchTerminate(r *runner) error {
 	ctx := context.Background()
 	bar := r.bar("starts", r.n)
 	m := newMeter(bar)
-	err := spread(r.n, starters, func(i int) error {
+	err := spread(r.n, r.starters, func(i int) error {
 		_, err := r.b.svc.Create(ctx, engine.CreateJob{WorkflowID: fmt.Sprintf("batch-%d", i), Type: "BatchBench", Queue: "nobody"})
 		m.done()
 		return err
@@ -75,7 +75,7 @@ func runBatchTerminate(r *runner) error {
 		return errors.New("bench: the batch ended " + b.State.String() + fmt.Sprintf(" with %d done and %d failed of %d", b.Done, b.Failed, r.n))
 	}
 	commands := int64(r.n) + int64(r.n+99)/100 + 2 // the terminates, the page records, the start and the last record
-	ceil, err := r.ceiling(commandPayloadBytes, starters, 0)
+	ceil, err := r.ceiling(commandPayloadBytes, r.starters, 0)
 	if err != nil {
 		return err
 	}

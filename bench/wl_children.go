@@ -58,7 +58,7 @@ func runChildren(r *runner) error {
 	if err != nil {
 		return err
 	}
-	ceil, err := r.ceiling(commandPayloadBytes, starters, 0)
+	ceil, err := r.ceiling(commandPayloadBytes, r.starters, 0)
 	if err != nil {
 		return err
 	}

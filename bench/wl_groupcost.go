@@ -94,7 +94,7 @@ func runGroupCost(r *runner) error {
 		return err
 	}
 	claimCPU := t.cpu
-	ceil, err := r.ceiling(commandPayloadBytes, starters, 0)
+	ceil, err := r.ceiling(commandPayloadBytes, r.starters, 0)
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func runIdle(r *runner) error {
 	// The ceiling writes exactly as many payloads as the workload issued
 	// commands, so its disk per workflow is what those commands' bytes
 	// take in a bare store.
-	ceil, err := r.ceiling(commandPayloadBytes, starters, int(commands))
+	ceil, err := r.ceiling(commandPayloadBytes, r.starters, int(commands))
 	if err != nil {
 		return err
 	}

@@ -65,13 +65,13 @@ func runTimer(r *runner) error {
 	runs := make([]client.WorkflowRun, r.n)
 	start := time.Now()
 	until := start.Add(timerLead(r.n)).Truncate(time.Millisecond)
-	err := spread(r.n, starters, func(i int) error {
+	err := spread(r.n, r.starters, func(i int) error {
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("timer-%d", i), TaskQueue: queue}, Sleeper, i, until.UnixMilli())
 		runs[i] = run
 		return err
 	})
 	if err == nil {
-		err = spread(r.n, starters, func(i int) error { return runs[i].Get(ctx, nil) })
+		err = spread(r.n, r.starters, func(i int) error { return runs[i].Get(ctx, nil) })
 	}
 	elapsed := time.Since(start)
 	bar.finish()

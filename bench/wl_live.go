@@ -85,13 +85,13 @@ func runRace(r *runner) error {
 	ctx := context.Background()
 	runs := make([]client.WorkflowRun, r.n)
 	start := time.Now()
-	err := spread(r.n, starters, func(i int) error {
+	err := spread(r.n, r.starters, func(i int) error {
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("race-%d", i), TaskQueue: queue}, Racer, i)
 		runs[i] = run
 		return err
 	})
 	if err == nil {
-		err = spread(r.n, starters, func(i int) error { return runs[i].Get(ctx, nil) })
+		err = spread(r.n, r.starters, func(i int) error { return runs[i].Get(ctx, nil) })
 	}
 	elapsed := time.Since(start)
 	bar.finish()
@@ -102,7 +102,7 @@ func runRace(r *runner) error {
 	for i := range took {
 		took[i] = wakes[i].Sub(marks[i])
 	}
-	ceil, err := r.ceiling(commandPayloadBytes, starters, 0)
+	ceil, err := r.ceiling(commandPayloadBytes, r.starters, 0)
 	if err != nil {
 		return err
 	}

@@ -154,7 +154,7 @@ func runObserve(r *runner) error {
 		}
 	}
 	r.obs = observation{queueViewOff: r.opts.NoQueueView}
-	ceil, err := r.ceiling(commandPayloadBytes, starters, 0)
+	ceil, err := r.ceiling(commandPayloadBytes, r.starters, 0)
 	if err != nil {
 		return err
 	}

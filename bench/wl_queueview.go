@@ -47,7 +47,7 @@ func runQueueView(r *runner) error {
 		cpuRatios = append(cpuRatios, cpu["view-on"][round]/cpu["view-off"][round])
 	}
 	r.obs = observation{}
-	ceil, err := r.ceiling(commandPayloadBytes, starters, 0)
+	ceil, err := r.ceiling(commandPayloadBytes, r.starters, 0)
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func runResources(r *runner) error {
 		waits[i] = ran[i].Sub(started[i])
 		sum += waits[i]
 	}
-	ceil, err := r.ceiling(commandPayloadBytes, starters, 0)
+	ceil, err := r.ceiling(commandPayloadBytes, r.starters, 0)
 	if err != nil {
 		return err
 	}

@@ -14,12 +14,9 @@ import (
 // few bytes.
 const commandPayloadBytes = 256
 
-// starters is how many goroutines start workflows at once.
-const starters = 32
-
 const queue = "bench"
 
-// runSeq3: N workflows of three sequential no-op activities, started by 32
+// runSeq3: N workflows of three sequential no-op activities, started by the
 // concurrent starters that each wait for their workflow's result.
 func runSeq3(r *runner) error {
 	if err := r.open("seq3"); err != nil {
@@ -49,7 +46,7 @@ func runSeq3(r *runner) error {
 		r.res.Extra["log_appends_per_commit"] = float64(log1.Appends-log0.Appends) / float64(log1.Commits-log0.Commits)
 		r.res.Extra["log_commits_per_workflow"] = float64(log1.Commits-log0.Commits) / float64(r.n)
 	}
-	ceil, err := r.ceiling(commandPayloadBytes, starters, 0)
+	ceil, err := r.ceiling(commandPayloadBytes, r.starters, 0)
 	if err != nil {
 		return err
 	}
@@ -76,7 +73,7 @@ func runStart(r *runner) error {
 	if err != nil {
 		return err
 	}
-	ceil, err := r.ceiling(commandPayloadBytes, starters, 0)
+	ceil, err := r.ceiling(commandPayloadBytes, r.starters, 0)
 	if err != nil {
 		return err
 	}
@@ -108,7 +105,7 @@ func (r *runner) timed(what string, op func(i int) error) (timedRun, error) {
 	before := r.b.svc.commands.Load()
 	t.cpu0 = processCPU()
 	t.start = time.Now()
-	err := spread(r.n, starters, func(i int) error {
+	err := spread(r.n, r.starters, func(i int) error {
 		t0 := time.Now()
 		if err := op(i); err != nil {
 			return err

@@ -39,7 +39,7 @@ func newBenchCommand() *cobra.Command {
 	fs := cmd.Flags()
 	var (
 		workload, mode, jsonPath, plotPath, dir string
-		n, finished                             int
+		n, finished, starters                   int
 		ceiling                                 time.Duration
 		quiet, noQueueView                      bool
 		shardList, cpuProfile                   string
@@ -50,6 +50,8 @@ func newBenchCommand() *cobra.Command {
 		"or cluster-mtls (the same with mutual TLS between the nodes and TLS to the API); several `modes` separated by commas run one after\n"+
 		"the other, and each workload run in both cluster modes prints the ratio of its cluster-mtls figure to its cluster one")
 	fs.IntVar(&n, "n", 0, "the size of the workload (default: the workload's own, listed above)")
+	fs.IntVar(&starters, "starters", bench.DefaultStarters, "how many goroutines start workflows at once and wait for them, in the workloads with starters, and the ceiling's\n"+
+		"writers beside them: a closed loop, whose throughput is the starters over the latency, so raise it to measure a backend's capacity")
 	fs.IntVar(&finished, "finished", bench.DefaultFinished, "scale: finished jobs stored before the second measurement; building 1,000,000 takes several minutes\n"+
 		"(embedded: written straight into the store, then compacted; cluster: through Raft, much slower, so use 200000 there)")
 	fs.StringVar(&jsonPath, "json", "", "write the results to this `file`, one JSON object per workload per line")
@@ -89,6 +91,8 @@ func newBenchCommand() *cobra.Command {
 			return usagef("--mode names no mode")
 		case fs.Changed("n") && n <= 0:
 			return usagef("--n %d must be positive", n)
+		case starters <= 0:
+			return usagef("--starters %d must be positive", starters)
 		case finished < 0:
 			return usagef("--finished %d must not be negative", finished)
 		case ceiling <= 0:
@@ -127,7 +131,7 @@ func newBenchCommand() *cobra.Command {
 			for _, mode := range modes {
 				for _, shards := range shardCounts {
 					res, err := bench.Run(bench.Options{Workload: name, Mode: mode, N: n, Finished: finished, Dir: dir,
-						CeilingDuration: ceiling, Progress: bar, NoQueueView: noQueueView, Shards: shards})
+						CeilingDuration: ceiling, Progress: bar, NoQueueView: noQueueView, Shards: shards, Starters: starters})
 					if err != nil {
 						return err
 					}

@@ -203,3 +203,22 @@ func TestBenchModel(t *testing.T) {
 		}
 	}
 }
+
+// --starters sets how many starters a workload runs, and its ceiling's
+// writers beside them; a count that is not positive is refused.
+func TestBenchStarters(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"bench", "--workload", "start", "--n", "10", "--ceiling-duration", "100ms", "--starters", "3",
+		"--dir", t.TempDir(), "-o", "jsonl"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	var res bench.Result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.CeilingLoop.Concurrency != 3 {
+		t.Fatalf("bench --starters 3 printed (%v):\n%s\nwant a ceiling of 3 writers", err, stdout.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"bench", "--workload", "start", "--starters", "0"}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "--starters") {
+		t.Errorf("--starters 0: exit %d, stderr %q; want it refused, naming the flag", code, stderr.String())
+	}
+}
