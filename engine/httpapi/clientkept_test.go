@@ -33,9 +33,16 @@ type fakeClaimNodes struct {
 
 func newFakeClaimNodes(t *testing.T) *fakeClaimNodes {
 	t.Helper()
+	return newFakeClaimNodesOf(t, engine.ClaimedJob{Job: 1<<engine.ShardIDShift | 1, Attempt: 1}, engine.ClaimedJob{Job: 2<<engine.ShardIDShift | 1, Attempt: 1})
+}
+
+// newFakeClaimNodesOf is newFakeClaimNodes with the jobs node a and node b
+// answer.
+func newFakeClaimNodesOf(t *testing.T, ofA, ofB engine.ClaimedJob) *fakeClaimNodes {
+	t.Helper()
 	f := &fakeClaimNodes{requeued: make(chan engine.JobID, 16), polls: map[string]int{}, cut: make(chan struct{}), done: make(chan struct{})}
-	f.a = httptest.NewServer(f.handler("a", 1<<engine.ShardIDShift|1))
-	f.b = httptest.NewServer(f.handler("b", 2<<engine.ShardIDShift|1))
+	f.a = httptest.NewServer(f.handler("a", ofA))
+	f.b = httptest.NewServer(f.handler("b", ofB))
 	t.Cleanup(func() {
 		close(f.done)
 		f.a.CloseClientConnections()
@@ -46,14 +53,16 @@ func newFakeClaimNodes(t *testing.T) *fakeClaimNodes {
 	return f
 }
 
-func (f *fakeClaimNodes) handler(name string, job engine.JobID) http.Handler {
+func (f *fakeClaimNodes) handler(name string, job engine.ClaimedJob) http.Handler {
 	answer := func(w http.ResponseWriter, v any) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Heddle-Placement", "3 1")
 		_ = json.NewEncoder(w).Encode(v)
 	}
 	claimed := func() engine.ClaimResult {
-		return engine.ClaimResult{Jobs: []engine.ClaimedJob{{Job: job, Type: "t", Attempt: 1, LeaseExpiryMS: 1}}}
+		j := job
+		j.Type, j.LeaseExpiryMS = "t", 1
+		return engine.ClaimResult{Jobs: []engine.ClaimedJob{j}}
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/cluster/shards", func(w http.ResponseWriter, _ *http.Request) {
@@ -161,5 +170,27 @@ func TestClaimGivesBackWhatNoClaimTook(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the kept job was never given back")
+	}
+}
+
+// TestClaimKeepsTheNextAttemptOfAJobItTook: a cut poll that claimed the
+// next attempt of a job the claim took (the job's turn ended, and it was
+// ready again before the cut reached that node) answers a lease of its
+// own: it is kept for the next claim, not dropped as the same answer twice
+// and left leased to nobody until its lease ran out (a 30 s stall).
+func TestClaimKeepsTheNextAttemptOfAJobItTook(t *testing.T) {
+	const job = 1<<engine.ShardIDShift | 7
+	f := newFakeClaimNodesOf(t, engine.ClaimedJob{Job: job, Attempt: 1}, engine.ClaimedJob{Job: job, Attempt: 2})
+	cl := f.client(t)
+	claim := engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	first, err := cl.ClaimWait(ctx, claim)
+	if err != nil || len(first) != 1 || first[0].Attempt != 1 {
+		t.Fatalf("first claim: %+v, %v; want attempt 1", first, err)
+	}
+	second, err := cl.ClaimWait(ctx, claim)
+	if err != nil || len(second) != 1 || second[0].Job != job || second[0].Attempt != 2 {
+		t.Fatalf("second claim: %+v, %v; want attempt 2 of the same job, which node b's cut poll took", second, err)
 	}
 }

@@ -270,11 +270,15 @@ func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Cl
 	}
 	kept := func() ([]engine.ClaimedJob, <-chan struct{}) { return c.takeKept(cmd, max(cmd.Max, 1)) }
 	got, rest, err := fanOut(ctx, c, view, "/v1/jobs/claim", &cmd, wait, items, cut, kept)
-	seen := map[engine.JobID]bool{}
+	// seen holds each lease answered, by job and attempt: a cut poll may
+	// claim the next attempt of a job this claim took (the job's turn
+	// ended and it became ready again before the cut reached that node),
+	// and that lease is a job of its own to hand on.
+	seen := map[claimedLease]bool{}
 	var jobs, surplus []engine.ClaimedJob
 	for _, j := range got {
 		switch {
-		case seen[j.Job]:
+		case seen[leaseOf(j)]:
 			// The same claim answered twice (a shard's leadership moved
 			// between two nodes' polls under one request id).
 		case len(jobs) < max(cmd.Max, 1):
@@ -282,7 +286,7 @@ func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Cl
 		default:
 			surplus = append(surplus, j)
 		}
-		seen[j.Job] = true
+		seen[leaseOf(j)] = true
 	}
 	if rest != nil {
 		// seen is the background's from here on: no one else touches it.
@@ -290,9 +294,9 @@ func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Cl
 			r := <-rest
 			var back []engine.ClaimedJob
 			for _, j := range r.items {
-				if !seen[j.Job] {
+				if !seen[leaseOf(j)] {
 					back = append(back, j)
-					seen[j.Job] = true
+					seen[leaseOf(j)] = true
 				}
 			}
 			c.keep(cmd, back)
@@ -305,6 +309,14 @@ func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Cl
 	}
 	return nil, err
 }
+
+// claimedLease names one lease a claim answered: a job and its attempt.
+type claimedLease struct {
+	job     engine.JobID
+	attempt uint64
+}
+
+func leaseOf(j engine.ClaimedJob) claimedLease { return claimedLease{j.Job, j.Attempt} }
 
 // cutGrace is how long a client waits for the long polls it cut on their
 // nodes to answer before it cancels them (closing their connections) and
@@ -525,7 +537,7 @@ const recallDelay = 500 * time.Millisecond
 // just after its node applied a claim may have been answered into a closed
 // connection, and its jobs would otherwise wait out their leases. A node
 // that cannot be asked is left to the leases.
-func (c *Client) recallLater(bases []string, cmd engine.Claim, want map[engine.JobID]bool) {
+func (c *Client) recallLater(bases []string, cmd engine.Claim, want map[claimedLease]bool) {
 	if len(bases) == 0 || cmd.RequestID == "" {
 		return
 	}
@@ -545,9 +557,9 @@ func (c *Client) recallLater(bases []string, cmd engine.Claim, want map[engine.J
 				continue
 			}
 			for _, j := range r.Jobs {
-				if !want[j.Job] {
+				if !want[leaseOf(j)] {
 					back = append(back, j)
-					want[j.Job] = true
+					want[leaseOf(j)] = true
 				}
 			}
 		}
