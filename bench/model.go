@@ -52,9 +52,9 @@ type ScalingInputs struct {
 // gives each figure's command), for machines of the same shape holding
 // four shard replicas each.
 var DefaultScalingInputs = ScalingInputs{
-	CPUMSPerWorkflow:         5.60,
+	CPUMSPerWorkflow:         2.96,
 	MeasuredNodes:            3,
-	ClaimsPerWorkflow:        0.45,
+	ClaimsPerWorkflow:        0.34,
 	CutPollCPUMS:             0.14,
 	IdleCoresPerGroupReplica: 0.0028,
 	LogBytesPerWorkflow:      5.45 * commandPayloadBytes,
