@@ -62,3 +62,16 @@ type CancelSafeClaimer interface {
 	// way. It may be called from any goroutine.
 	CancelSafeClaims() bool
 }
+
+// KeptClaimReleaser is a Service that may hold jobs claimed for a worker
+// between the worker's long polls (the HTTP client of a sharded cluster
+// keeps what a cut long poll took, for the next one). The Service owns
+// those jobs until a ClaimWait of the same claimer returns them.
+type KeptClaimReleaser interface {
+	// ReleaseKept gives back every job held for claims of queue by owner,
+	// fenced by its lease, and gives back at once whatever would be held
+	// for them later, until their next ClaimWait. A worker calls it once
+	// its pollers have ended, so that nothing claimed for it waits out a
+	// lease. It may be called from any goroutine.
+	ReleaseKept(ctx context.Context, queue, owner string)
+}

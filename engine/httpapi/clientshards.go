@@ -255,20 +255,28 @@ func shardOfRequest(rq request, count int) (int, bool) {
 //
 // Without wait the others are cancelled at once and waited for; what a
 // cancelled claim took anyway is given back by its node, and what two
-// answered together, over cmd.Max, the client gives back itself. With wait
-// the others are cut on their nodes (POST /v1/jobs/claim?cut=1), so that
-// they answer over connections that stay open, and claimAcross returns
-// without waiting for them: what they answer is given back in the
-// background, and a node whose poll did not answer (the cut failed, or
-// took longer than cutGrace, and the poll was cancelled) is asked what it
-// took (recallLater).
+// answered together, over cmd.Max, the client keeps for the claimer's next
+// long poll (clientkept.go). With wait it first takes what is kept for the
+// claimer; the other polls are cut on their nodes (POST
+// /v1/jobs/claim?cut=1), so that they answer over connections that stay
+// open, and claimAcross returns without waiting for them: what they answer
+// is kept in the background, and a node whose poll did not answer (the cut
+// failed, or took longer than cutGrace, and the poll was cancelled) is
+// asked what it took (recallLater).
 func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Claim, wait bool) ([]engine.ClaimedJob, error) {
 	items := func(r *engine.ClaimResult) []engine.ClaimedJob { return r.Jobs }
-	var cut func(string) error
+	var cut func(string) ([]engine.ClaimedJob, error)
 	if wait && cmd.RequestID != "" {
-		cut = func(base string) error { return c.cutPoll(ctx, base, cmd) }
+		cut = func(base string) ([]engine.ClaimedJob, error) { return c.cutPoll(ctx, base, cmd) }
 	}
-	kept := func() ([]engine.ClaimedJob, <-chan struct{}) { return c.takeKept(cmd, max(cmd.Max, 1)) }
+	// Only a long poll takes kept jobs: a claim without a wait may be a
+	// retry under a request id (a worker finding out what a claim cut
+	// short took), which must get that claim's jobs, not others.
+	var kept func() ([]engine.ClaimedJob, <-chan struct{})
+	if wait {
+		kept = func() ([]engine.ClaimedJob, <-chan struct{}) { return c.takeKept(cmd, max(cmd.Max, 1)) }
+	}
+	asked := time.Now() // no lease this claim's polls take began before
 	got, rest, err := fanOut(ctx, c, view, "/v1/jobs/claim", &cmd, wait, items, cut, kept)
 	// seen holds each lease answered, by job and attempt: a cut poll may
 	// claim the next attempt of a job this claim took (the job's turn
@@ -299,11 +307,11 @@ func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Cl
 					seen[leaseOf(j)] = true
 				}
 			}
-			c.keep(cmd, back)
+			c.keep(cmd, back, asked)
 			c.recallLater(r.unsure, cmd, seen)
 		}()
 	}
-	c.keep(cmd, surplus)
+	c.keep(cmd, surplus, asked)
 	if len(jobs) > 0 {
 		return jobs, nil
 	}
@@ -326,20 +334,21 @@ const cutGrace = 2 * time.Second
 // cutPoll asks the node at base to end its long polls under cmd's request
 // id (POST /v1/jobs/claim?cut=1), which then answer over their own
 // connections. A node of an older version, which does not know cut=1,
-// claims without a wait instead: what such an answer holds is given back.
-func (c *Client) cutPoll(ctx context.Context, base string, cmd engine.Claim) error {
+// claims without a wait instead: it returns what such an answer holds, for
+// the caller to tell apart from what the polls took (it may be the same
+// claim, replayed under its request id).
+func (c *Client) cutPoll(ctx context.Context, base string, cmd engine.Claim) ([]engine.ClaimedJob, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cutGrace)
 	defer cancel()
 	payload, err := encodeRequestBody(&cmd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var r engine.ClaimResult
 	rq := request{method: http.MethodPost, path: "/v1/jobs/claim", body: &cmd, out: &r, command: true, noRoute: true,
 		query: url.Values{"cut": {"1"}}}
 	_, err = c.try(ctx, base, rq, payload)
-	c.keep(cmd, r.Jobs)
-	return err
+	return r.Jobs, err
 }
 
 // releaseSurplus requeues jobs claimed beyond what the caller asked for,
@@ -403,7 +412,7 @@ type pollAnswer[T any] struct {
 //
 // It returns an error only when no node answered with items: the first
 // one no retry can fix, or ctx's.
-func fanOut[R, T any](ctx context.Context, c *Client, view *shardView, path string, body any, wait bool, items func(*R) []T, cut func(base string) error,
+func fanOut[R, T any](ctx context.Context, c *Client, view *shardView, path string, body any, wait bool, items func(*R) []T, cut func(base string) ([]T, error),
 	kept func() ([]T, <-chan struct{})) (_ []T, rest <-chan lateAnswers[T], _ error) {
 	var keptCh <-chan struct{}
 	if kept != nil {
@@ -496,14 +505,24 @@ func fanOut[R, T any](ctx context.Context, c *Client, view *shardView, path stri
 // sends them on late. A poll whose cut failed, or that is still open
 // cutGrace later, is cancelled, and its node counted unsure.
 func cutRest[T any](pending map[string]bool, answers <-chan pollAnswer[T], stops map[string]context.CancelFunc,
-	cancel context.CancelFunc, cut func(string) error, late chan<- lateAnswers[T]) {
+	cancel context.CancelFunc, cut func(string) ([]T, error), late chan<- lateAnswers[T]) {
 	defer cancel()
+	// A cut may answer items too (a node of an older version claims under
+	// the request id instead): they join the polls' late answers, so the
+	// caller tells them apart from what it has already.
+	var cutsMu sync.Mutex
+	var cutItems []T
+	var cuts sync.WaitGroup
 	for base := range pending {
-		go func() {
-			if err := cut(base); err != nil {
+		cuts.Go(func() {
+			got, err := cut(base)
+			if err != nil {
 				stops[base]()
 			}
-		}()
+			cutsMu.Lock()
+			cutItems = append(cutItems, got...)
+			cutsMu.Unlock()
+		})
 	}
 	grace := time.NewTimer(cutGrace)
 	defer grace.Stop()
@@ -520,6 +539,8 @@ func cutRest[T any](pending map[string]bool, answers <-chan pollAnswer[T], stops
 			cancel()
 		}
 	}
+	cuts.Wait() // each ends within cutGrace
+	r.items = append(r.items, cutItems...)
 	late <- r
 }
 
@@ -533,7 +554,9 @@ const recallDelay = 500 * time.Millisecond
 // poll claimAcross cut, what the claims under cmd's request id took there
 // (POST /v1/jobs/claim?recall=1, a read), and gives back every such job
 // that want does not hold (fenced by its lease, so a job its node gave
-// back itself, or that was claimed again since, is left alone). A poll cut
+// back itself, or that was claimed again since, is left alone). They are
+// given back, never kept: a cancelled poll's node may have given them back
+// already, so their leases may be over. A poll cut
 // just after its node applied a claim may have been answered into a closed
 // connection, and its jobs would otherwise wait out their leases. A node
 // that cannot be asked is left to the leases.
@@ -563,7 +586,10 @@ func (c *Client) recallLater(bases []string, cmd engine.Claim, want map[claimedL
 				}
 			}
 		}
-		c.keep(cmd, back)
+		// Not kept: a poll that was cancelled may have been given back
+		// by its node already (its caller went away), so these leases
+		// may be over; the fence sorts that out.
+		c.releaseSurplus(ctx, back)
 	})
 }
 

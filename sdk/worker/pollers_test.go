@@ -112,3 +112,34 @@ func TestWorkerPollersValidate(t *testing.T) {
 		}
 	}
 }
+
+// keptReleaser records the ReleaseKept calls of a worker's service.
+type keptReleaser struct {
+	engine.Service
+	mu    sync.Mutex
+	calls []string
+}
+
+func (k *keptReleaser) ReleaseKept(_ context.Context, queue, owner string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.calls = append(k.calls, queue+"/"+owner)
+}
+
+// A worker that stops has its service give back what it holds for the
+// worker's next claims (engine.KeptClaimReleaser), once its pollers ended:
+// no claim of it is to come, and those jobs would wait out their leases.
+func TestWorkerStopReleasesKeptJobs(t *testing.T) {
+	e := open(t)
+	svc := &keptReleaser{Service: service(t, e)}
+	w := startWorkerOn(t, svc, "kept", worker.Options{Identity: "w-1", MaxConcurrentActivityTaskPollers: 2})
+	svc.mu.Lock()
+	before := len(svc.calls)
+	svc.mu.Unlock()
+	w.Stop()
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if before != 0 || len(svc.calls) != 1 || svc.calls[0] != "kept/w-1" {
+		t.Fatalf("ReleaseKept calls: %d before Stop, %q after; want one, for kept/w-1, at Stop", before, svc.calls)
+	}
+}

@@ -52,7 +52,7 @@ type Options struct {
 	// MaxConcurrentWorkflowTaskPollers and MaxConcurrentActivityTaskPollers
 	// are Temporal's poller counts. A heddle poller claims workflow and
 	// activity work alike, so the worker runs as many pollers as the larger
-	// of the two; 0 for both means one. (Temporal's default is two of each
+	// of the two, at most MaxConcurrentJobs; 0 for both means one. (Temporal's default is two of each
 	// kind, but a Temporal poll takes one task where a heddle claim takes
 	// up to every free slot.) Each poller claims for at most its share of
 	// MaxConcurrentJobs, so that one poller's claim does not hold every
@@ -317,7 +317,9 @@ type queueWorker struct {
 	stop       chan struct{}
 	stopped    atomic.Bool
 	wg         sync.WaitGroup
-	slots      chan struct{}
+	// pollersWG counts the pollers alone (wg counts the jobs in hand too).
+	pollersWG sync.WaitGroup
+	slots     chan struct{}
 	// unregister removes the worker from its client's queriers;
 	// stopServing ends the query serving of a worker over HTTP.
 	unregister  func()
@@ -485,6 +487,7 @@ func (w *queueWorker) Start() error {
 	share := max(w.opts.MaxConcurrentJobs/pollers, 1)
 	for i := range pollers {
 		w.wg.Add(1)
+		w.pollersWG.Add(1)
 		go w.poll(i, share)
 	}
 	w.startReviewPollers()
@@ -559,6 +562,7 @@ func (w *queueWorker) Shutdown(ctx context.Context) error {
 	}
 	close(w.stop)
 	w.pollCancel()
+	w.releaseKept(ctx)
 	w.unregister()
 	sessionsDone := w.shutdownSessions(ctx)
 	done := make(chan struct{})
@@ -579,11 +583,31 @@ func (w *queueWorker) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// releaseKept waits for the pollers to end, then has the service give back
+// what it holds for this worker's next claims (engine.KeptClaimReleaser):
+// with no claim to come, those jobs would wait out their leases.
+func (w *queueWorker) releaseKept(ctx context.Context) {
+	r, ok := rawService(w.e).(engine.KeptClaimReleaser)
+	if !ok {
+		return
+	}
+	ended := make(chan struct{})
+	go func() { w.pollersWG.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-ctx.Done():
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseLostTimeout)
+	defer cancel()
+	r.ReleaseKept(rctx, w.queue, w.opts.Identity)
+}
+
 // poll is one of the worker's pollers: it claims jobs while there are free
 // slots, at most share of them a claim, and sleeps until the next commit
 // when the queue is empty: it never spins.
 func (w *queueWorker) poll(poller, share int) {
 	defer w.wg.Done()
+	defer w.pollersWG.Done()
 	defer w.pollCancel()
 	// The jittered backoff keeps many workers that lost the service
 	// together from retrying together against it when it comes back.
