@@ -16,8 +16,11 @@ const maxKeyBytes = 65000
 //
 // A Batch is driven by a single goroutine.
 type Batch struct {
-	db           *DB
-	txn          *badger.Txn
+	db  *DB
+	txn *badger.Txn
+	// pending holds the writes added, which txn receives at Commit (see
+	// pending for why not before).
+	pending      *pending
 	bytes, count int64
 	// touched lists the job records written, so waiters on one job are
 	// woken by its changes alone.
@@ -26,11 +29,11 @@ type Batch struct {
 
 // NewBatch starts a batch.
 func (db *DB) NewBatch() *Batch {
-	return &Batch{db: db, txn: db.bdb.NewTransaction(true)}
+	return &Batch{db: db, txn: db.bdb.NewTransaction(true), pending: newPending()}
 }
 
 // Begin returns a Tx for one command over this batch.
-func (b *Batch) Begin() *Tx { return NewTx(&Reader{txn: b.txn}) }
+func (b *Batch) Begin() *Tx { return NewTx(&Reader{txn: b.txn, pending: b.pending}) }
 
 // TouchedJobs returns the ids of the job records the batch writes (with
 // repeats), never nil.
@@ -71,17 +74,7 @@ func (b *Batch) Add(tx *Tx) error {
 		if len(k) == 9 && k[0] == PrefixJob {
 			b.touched = append(b.touched, binary.BigEndian.Uint64([]byte(k[1:])))
 		}
-		var err error
-		if w.deleted {
-			err = b.txn.Delete([]byte(k))
-		} else {
-			err = b.txn.Set([]byte(k), w.val)
-		}
-		if err != nil {
-			// Our accounting keeps us below Badger's limits, so this is an
-			// internal error; the batch is no longer trustworthy.
-			return fmt.Errorf("storage: adding writes to batch: %w", err)
-		}
+		b.pending.put(pendingWrite{key: k, val: w.val, deleted: w.deleted})
 	}
 	b.count += n
 	b.bytes += size
@@ -94,6 +87,18 @@ func (b *Batch) Commit() error {
 	if b.count == 0 {
 		b.txn.Discard()
 		return nil
+	}
+	err := b.pending.each(func(w pendingWrite) error {
+		if w.deleted {
+			return b.txn.Delete([]byte(w.key))
+		}
+		return b.txn.Set([]byte(w.key), w.val)
+	})
+	if err != nil {
+		// Our accounting keeps us below Badger's limits, so this is an
+		// internal error, and nothing of the batch is written.
+		b.txn.Discard()
+		return fmt.Errorf("storage: handing the batch's writes to Badger: %w", err)
 	}
 	return b.txn.Commit()
 }

@@ -13,6 +13,9 @@ import (
 // so a Scan callback must not start another Scan on the same Reader.
 type Reader struct {
 	txn *badger.Txn
+	// pending is the writes of the batch this Reader reads through, which
+	// its transaction does not hold yet (see pending); nil outside a batch.
+	pending *pending
 }
 
 // NewReader wraps a Badger transaction, for callers that manage their own.
@@ -20,6 +23,14 @@ func NewReader(txn *badger.Txn) *Reader { return &Reader{txn: txn} }
 
 // Get returns a copy of the value at key, or ErrNotFound.
 func (r *Reader) Get(key []byte) (_ []byte, err error) {
+	if r.pending != nil {
+		if w, ok := r.pending.get(key); ok {
+			if w.deleted {
+				return nil, ErrNotFound
+			}
+			return append([]byte(nil), w.val...), nil
+		}
+	}
 	defer recoverRead(&err, "reading key", key, nil)
 	item, err := r.txn.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
@@ -82,25 +93,73 @@ func (r *Reader) Scan(prefix, start []byte, withValues bool, fn func(key, val []
 	if start != nil && bytes.Compare(start, prefix) > 0 {
 		seek = start
 	}
-	for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
-		item := it.Item()
-		key := item.KeyCopy(nil)
-		var val []byte
-		if withValues {
-			v, err := valueCopy(item)
-			if err != nil {
-				return readError("reading the value of key", key, err)
-			}
-			val = v
-		}
+	it.Seek(seek)
+	pc := r.pending.cursor(prefix, seek, false)
+	defer pc.release()
+	call := func(key, val []byte) (bool, error) {
+		// Not deferred: a panic in fn must leave inFn set (recoverRead).
 		inFn = true
 		more, err := fn(key, val)
 		inFn = false
-		if err != nil || !more {
+		return more, err
+	}
+	return merge(it, func() bool { return it.ValidForPrefix(prefix) }, pc,
+		func(item *badger.Item) (bool, error) {
+			key := item.KeyCopy(nil)
+			var val []byte
+			if withValues {
+				v, err := valueCopy(item)
+				if err != nil {
+					return false, readError("reading the value of key", key, err)
+				}
+				val = v
+			}
+			return call(key, val)
+		},
+		func(w pendingWrite) (bool, error) {
+			var val []byte
+			if withValues {
+				val = append([]byte(nil), w.val...)
+			}
+			return call([]byte(w.key), val)
+		})
+}
+
+// merge walks the stored keys and a batch's pending writes together, in
+// the walk's order: it (positioned at the walk's first key) while
+// storeValid holds, and pc. A pending write replaces the stored value of
+// its key, or hides the key when it deletes it. onStored is called for a
+// stored key no write replaces, onPending for a write that does not
+// delete; either returns false to stop the walk.
+func merge(it *badger.Iterator, storeValid func() bool, pc *pendingCursor,
+	onStored func(item *badger.Item) (bool, error), onPending func(w pendingWrite) (bool, error)) error {
+	for {
+		var k []byte
+		if storeValid() {
+			k = it.Item().Key()
+		}
+		if first, same := pc.comesFirst(k); first {
+			w := pc.item()
+			pc.next()
+			if same {
+				it.Next()
+			}
+			if w.deleted {
+				continue
+			}
+			if more, err := onPending(w); err != nil || !more {
+				return err
+			}
+			continue
+		}
+		if k == nil {
+			return nil
+		}
+		if more, err := onStored(it.Item()); err != nil || !more {
 			return err
 		}
+		it.Next()
 	}
-	return nil
 }
 
 // ScanReverse calls fn for every key with the given prefix that sorts
@@ -133,23 +192,24 @@ func (r *Reader) ScanReverse(prefix, before []byte, fn func(key []byte) (bool, e
 	} else {
 		it.Seek(upper)
 	}
-	for ; it.Valid(); it.Next() {
-		item := it.Item()
-		k := item.Key()
-		if upper != nil && bytes.Compare(k, upper) >= 0 {
-			continue
+	pc := r.pending.cursor(prefix, upper, true)
+	defer pc.release()
+	storeValid := func() bool {
+		for it.Valid() && upper != nil && bytes.Compare(it.Item().Key(), upper) >= 0 {
+			it.Next()
 		}
-		if !bytes.HasPrefix(k, prefix) {
-			return nil // below the prefix's range: done
-		}
-		inFn = true
-		more, err := fn(item.KeyCopy(nil))
-		inFn = false
-		if err != nil || !more {
-			return err
-		}
+		// A key below the prefix's range ends the walk.
+		return it.Valid() && bytes.HasPrefix(it.Item().Key(), prefix)
 	}
-	return nil
+	call := func(key []byte) (bool, error) {
+		inFn = true
+		more, err := fn(key)
+		inFn = false
+		return more, err
+	}
+	return merge(it, storeValid, pc,
+		func(item *badger.Item) (bool, error) { return call(item.KeyCopy(nil)) },
+		func(w pendingWrite) (bool, error) { return call([]byte(w.key)) })
 }
 
 // ScanValues is Scan with values, without copying them: fn's val is
@@ -171,28 +231,34 @@ func (r *Reader) ScanValues(prefix, start []byte, fn func(key, val []byte) (bool
 	if start != nil && bytes.Compare(start, prefix) > 0 {
 		seek = start
 	}
-	for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
-		item := it.Item()
-		key := item.KeyCopy(nil)
-		var more bool
-		var fnErr error
-		err := item.Value(func(v []byte) error {
-			if len(v) == 0 && item.ValueSize() > 0 {
-				return errValueLost // as valueCopy
-			}
-			inFn = true
-			more, fnErr = fn(key, v)
-			inFn = false
-			return nil
-		})
-		if err != nil {
-			return readError("reading the value of key", key, err)
-		}
-		if fnErr != nil || !more {
-			return fnErr
-		}
+	it.Seek(seek)
+	pc := r.pending.cursor(prefix, seek, false)
+	defer pc.release()
+	call := func(key, val []byte) (bool, error) {
+		// Not deferred: a panic in fn must leave inFn set (recoverRead).
+		inFn = true
+		more, err := fn(key, val)
+		inFn = false
+		return more, err
 	}
-	return nil
+	return merge(it, func() bool { return it.ValidForPrefix(prefix) }, pc,
+		func(item *badger.Item) (bool, error) {
+			key := item.KeyCopy(nil)
+			var more bool
+			var fnErr error
+			err := item.Value(func(v []byte) error {
+				if len(v) == 0 && item.ValueSize() > 0 {
+					return errValueLost // as valueCopy
+				}
+				more, fnErr = call(key, v)
+				return nil
+			})
+			if err != nil {
+				return false, readError("reading the value of key", key, err)
+			}
+			return more, fnErr
+		},
+		func(w pendingWrite) (bool, error) { return call([]byte(w.key), w.val) })
 }
 
 // recoverRead, deferred around reads through Badger, turns a panic of
