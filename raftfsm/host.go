@@ -175,7 +175,7 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	for _, k := range mine {
 		h.mux.layer(uint16(k + 1))
 	}
-	if h.log, err = openNodeLog(filepath.Join(cfg.Dir, nodeLogDir, nodeLogFile)); err != nil {
+	if h.log, err = openNodeLog(filepath.Join(cfg.Dir, nodeLogDir)); err != nil {
 		return nil, err
 	}
 	if err := h.removeLeftShards(p); err != nil {
@@ -224,7 +224,7 @@ func refuseGroupLogs(dir string) error {
 	return fmt.Errorf("%w: %s is a Raft log of one group, from an earlier development version of sharded clusters: "+
 		"the layout changed, and a sharded node now keeps the logs of all its groups in %s; "+
 		"this directory cannot be opened (there is no migration): create the cluster again in empty directories",
-		ErrConfig, found[0], filepath.Join(dir, nodeLogDir, nodeLogFile))
+		ErrConfig, found[0], filepath.Join(dir, nodeLogDir))
 }
 
 func fileExists(path string) bool {

@@ -467,7 +467,7 @@ func TestHostKeepsOneNodeLog(t *testing.T) {
 		}
 	}
 	c.kill("n1")
-	if _, err := os.Stat(filepath.Join(dir, nodeLogDir, nodeLogFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, nodeLogDir, nodeLogSegments)); err != nil {
 		t.Fatalf("the node log: %v", err)
 	}
 	if old, _ := filepath.Glob(filepath.Join(dir, "*", "*", "raft", "raft.db")); len(old) > 0 {

@@ -8,44 +8,40 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/raft"
-	bolt "go.etcd.io/bbolt"
 )
 
 // A sharded node (Host) keeps the Raft logs of all its groups, the
-// metadata group and every shard it holds, in one bbolt file, the node
-// log, as CockroachDB and TiKV keep one engine per store for all their
-// ranges. Each group appends through its own view (groupLog), which is a
-// raft.LogStore and a raft.StableStore over buckets of its own. The point
-// is the sync: appends that different groups make while one commit is
-// being written and synced go together into the next transaction, one
-// commit and one sync for all of them (group commit), where one store per
-// group synced each group's appends alone (docs/sharding.md, "Measured").
+// metadata group and every shard it holds, in one log, the node log, as
+// CockroachDB and TiKV keep one engine per store for all their ranges.
+// Each group appends through its own view (groupLog), which is a
+// raft.LogStore and a raft.StableStore. The point is the sync: appends
+// that different groups make while one commit is being written and synced
+// go together into the next commit, one write and one fdatasync for all
+// of them (group commit), where one store per group synced each group's
+// appends alone (docs/sharding.md, "Measured").
 //
-// The file holds a top-level bucket nodeLogInfoBucket, with the layout's
-// version, and one top-level bucket per group, named by groupBucketName,
-// holding two buckets: logBucket (the big-endian index → the entry in the
-// layout of nodelog_codec.go) and stableBucket (raft's stable keys → their
-// values).
+// The log is a directory of append-only segments (nodelog_wal.go has
+// their layout). In memory, the node log holds each group's stable values
+// and, for each entry, where its bytes are; an entry is read back from
+// its segment. Earlier versions kept the node log in a bbolt file, which
+// costs two fdatasyncs and a copy-on-write of B-tree pages a commit; such
+// a file is moved into segments at open (nodelog_migrate.go).
 
-// Where a sharded node keeps its node log, under its directory.
+// Where a sharded node keeps its node log, under its directory: the
+// segments are in nodeLogSegments, which is created whole (written under
+// nodeLogSegmentsNew, then renamed), and nodeLogBoltFile is the layout of
+// earlier versions.
 const (
-	nodeLogDir  = "raftlog"
-	nodeLogFile = "log.db"
-)
-
-// nodeLogVersion is the version of the node log's bucket layout, stored
-// under nodeLogInfoBucket/"version".
-const nodeLogVersion = 1
-
-var (
-	nodeLogInfoBucket = []byte("heddle-node-log")
-	logBucket         = []byte("logs")
-	stableBucket      = []byte("stable")
+	nodeLogDir          = "raftlog"
+	nodeLogSegments     = "wal"
+	nodeLogSegmentsNew  = "wal.new"
+	nodeLogBoltFile     = "log.db"
+	nodeLogLockFileName = "LOCK"
 )
 
 // errStableKeyNotFound is what Get and GetUint64 answer for a key never
@@ -55,45 +51,81 @@ var (
 // and any other error would stop the group from starting.
 var errStableKeyNotFound = errors.New("not found")
 
-// nodeLogOpenTimeout bounds the wait for the file's lock: a second process
-// opening the same directory fails with a clear error instead of waiting
-// for ever.
-const nodeLogOpenTimeout = 2 * time.Second
+// errNodeLogFailed is what every write answers once a write or a sync of
+// the node log failed: after a failed fdatasync the file's contents are
+// unknown (the kernel may have dropped the pages it could not write), so
+// the node log takes no more writes until the node is restarted and the
+// segments are read again.
+var errNodeLogFailed = errors.New("raftfsm: an earlier write of the node log failed; restart the node")
 
-// nodeLog is a node's Raft log database, shared by its groups.
+// nodeLog is a node's Raft log, shared by its groups.
 type nodeLog struct {
-	db   *bolt.DB
-	path string
+	dir          string
+	segmentBytes int64
+	unlock       func()
 
-	// mu guards queue and committing: the appends waiting for a commit,
+	// state guards segs, groups and failed. The committer holds it to
+	// apply what it synced; readers hold it shared while they read.
+	state  sync.RWMutex
+	segs   []*segment // the oldest first; the newest takes the appends
+	groups map[uint32]*groupState
+	failed error
+
+	// mu guards queue and committing: the writes waiting for a commit,
 	// and whether a caller is committing now (the committer; see submit).
 	mu         sync.Mutex
 	queue      []*logWrite
 	committing bool
 
-	// commits counts the committer's transactions and appends the
-	// appends (StoreLogs calls) they carried: their ratio is how much
-	// group commit gathers (NodeLogCounts).
+	// commits counts the committer's commits (each synced once) and
+	// appends the appends (StoreLogs calls) they carried: their ratio is
+	// how much group commit gathers (NodeLogCounts).
 	commits atomic.Uint64
 	appends atomic.Uint64
-	// Test hooks, nil outside tests: testQueued is called when an append
+	// Test hooks, nil outside tests: testQueued is called when a write
 	// joins the queue behind a commit in progress, testBeforeCommit with
-	// the groups of each batch before its transaction, and testYield in
-	// place of the committer's yield (what others do meanwhile is the
-	// test's to decide, not the Go scheduler's).
+	// the groups of each batch before its commit, and testYield in place
+	// of the committer's yield (what others do meanwhile is the test's to
+	// decide, not the Go scheduler's).
 	testQueued       func(group uint32)
 	testBeforeCommit func(groups []uint32)
 	testYield        func()
 }
 
-// logWrite is one StoreLogs call waiting in the committer's queue.
+// groupState is what the node log holds of one group.
+type groupState struct {
+	entries     map[uint64]entryLoc
+	first, last uint64 // 0 when entries is empty
+	stable      map[string][]byte
+}
+
+// entryLoc is where an entry's bytes are.
+type entryLoc struct {
+	seg *segment
+	off int64
+	n   uint32
+}
+
+// logWrite is one write waiting in the committer's queue: its records,
+// framed already by the caller, and the offsets of its entries' bytes in
+// them.
 type logWrite struct {
 	group   uint32
-	indexes []uint64
-	values  [][]byte
+	appends bool // a StoreLogs call
+	recs    []walRecord
+	framed  []byte
+	// entryAt[i] is where recs[i]'s entry starts in framed (recEntry).
+	entryAt []int64
 	// out receives exactly one logTurn: the outcome of the commit that
 	// took this write, or the turn to commit.
 	out chan logTurn
+}
+
+// add frames r into w.
+func (w *logWrite) add(r walRecord) {
+	w.entryAt = append(w.entryAt, int64(len(w.framed))+recEntryPrefix)
+	w.framed = appendRecord(w.framed, &r)
+	w.recs = append(w.recs, r)
 }
 
 type logTurn struct {
@@ -101,53 +133,274 @@ type logTurn struct {
 	err  error
 }
 
-// openNodeLog opens (or creates) the node log at path.
-func openNodeLog(path string) (*nodeLog, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+// nodeLogOpenOptions are openNodeLog's settings; the zero value is the
+// default.
+type nodeLogOpenOptions struct {
+	// segmentBytes is the size past which a new segment is started;
+	// 0 means defaultSegmentBytes.
+	segmentBytes int64
+}
+
+// openNodeLog opens (or creates) the node log in dir: it takes the
+// directory's lock, moves a bbolt node log of an earlier version into
+// segments, and reads the segments back.
+func openNodeLog(dir string) (*nodeLog, error) { return openNodeLogWith(dir, nodeLogOpenOptions{}) }
+
+func openNodeLogWith(dir string, o nodeLogOpenOptions) (_ *nodeLog, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("raftfsm: %w", err)
 	}
-	// The freelist is not written at each commit (bbolt rebuilds it by
-	// scanning the file at open): a log's commits free pages all the
-	// time, and writing the list back each time is a share of every
-	// append's I/O, for an open that only a restart pays.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: nodeLogOpenTimeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, fmt.Errorf("raftfsm: opening the node log %s: another process holds it (is another heddle node running in this directory?)", path)
-	}
+	unlock, err := lockNodeLog(dir)
 	if err != nil {
-		return nil, fmt.Errorf("raftfsm: opening the node log %s: %w", path, err)
+		return nil, err
 	}
-	l := &nodeLog{db: db, path: path}
-	if err := db.Update(l.initialize); err != nil {
-		return nil, errors.Join(fmt.Errorf("raftfsm: node log %s: %w", path, err), db.Close())
+	l := &nodeLog{dir: dir, segmentBytes: o.segmentBytes, unlock: unlock, groups: map[uint32]*groupState{}}
+	if l.segmentBytes <= 0 {
+		l.segmentBytes = defaultSegmentBytes
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, l.closeFiles())
+		}
+	}()
+	segs := filepath.Join(dir, nodeLogSegments)
+	if !fileExists(segs) {
+		if err := l.create(segs); err != nil {
+			return nil, fmt.Errorf("raftfsm: creating the node log in %s: %w", dir, err)
+		}
+	}
+	// A crash may have left the layout being written, or the bbolt file
+	// already moved: the segments are the log now.
+	if err := errors.Join(os.RemoveAll(filepath.Join(dir, nodeLogSegmentsNew)), os.RemoveAll(filepath.Join(dir, nodeLogBoltFile))); err != nil {
+		return nil, fmt.Errorf("raftfsm: node log %s: removing what an earlier start left: %w", dir, err)
+	}
+	if err := l.replay(segs); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
 
-// initialize writes the layout's version into a new file and checks it in
-// an existing one.
-func (l *nodeLog) initialize(tx *bolt.Tx) error {
-	if info := tx.Bucket(nodeLogInfoBucket); info != nil {
-		v := info.Get([]byte("version"))
-		if len(v) != 1 || v[0] != nodeLogVersion {
-			return fmt.Errorf("%w: the node log's layout version is %v, this node reads %d", ErrConfig, v, nodeLogVersion)
+// create writes a new node log's segments directory: empty, or holding
+// what a bbolt node log of an earlier version holds. It writes it whole
+// under another name and renames it, so a crash leaves either no
+// segments or all of them.
+func (l *nodeLog) create(segs string) error {
+	tmp := filepath.Join(l.dir, nodeLogSegmentsNew)
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return err
+	}
+	var first []byte
+	if bolt := filepath.Join(l.dir, nodeLogBoltFile); fileExists(bolt) {
+		b, err := readBoltNodeLog(bolt)
+		if err != nil {
+			return err
 		}
-		return nil
+		first = b
 	}
-	if k, _ := tx.Cursor().First(); k != nil {
-		return fmt.Errorf("%w: the file is a bbolt database but not a heddle node log (it has a bucket %q)", ErrConfig, k)
-	}
-	info, err := tx.CreateBucket(nodeLogInfoBucket)
+	s, err := createSegment(tmp, 1, first)
 	if err != nil {
 		return err
 	}
-	return info.Put([]byte("version"), []byte{nodeLogVersion})
+	if err := s.f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, segs); err != nil {
+		return err
+	}
+	return syncDir(l.dir)
 }
 
-// Close closes the file. Every group using it must be closed first.
+// replay reads the segments in dir into memory. A bad record ends the
+// newest segment: it is a write a crash cut short, which was never
+// acknowledged, and the file is cut back to the record before it. A bad
+// record in an older segment is damage, and the node log does not open.
+func (l *nodeLog) replay(dir string) error {
+	seqs, err := listSegments(dir)
+	if err != nil {
+		return err
+	}
+	if len(seqs) == 0 {
+		return fmt.Errorf("%w: node log %s holds no segment", ErrBadEntry, dir)
+	}
+	for i, seq := range seqs {
+		newest := i == len(seqs)-1
+		path := filepath.Join(dir, segmentName(seq))
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("raftfsm: reading the node log: %w", err)
+		}
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("raftfsm: opening the node log: %w", err)
+		}
+		s := &segment{seq: seq, path: path, f: f}
+		l.segs = append(l.segs, s)
+		good, err := parseSegment(b, seq, func(r *walRecord, entryOff int64) error {
+			l.apply(r, s, entryOff)
+			return nil
+		})
+		var re *RecordError
+		if errors.As(err, &re) && newest && good == 0 && len(seqs) > 1 {
+			// A crash came while this segment was being started, before
+			// its header was synced: nothing in it was acknowledged.
+			l.segs = l.segs[:len(l.segs)-1]
+			if err := errors.Join(f.Close(), os.Remove(path), syncDir(dir)); err != nil {
+				return fmt.Errorf("raftfsm: node log %s: removing a segment a crash left unstarted: %w", path, err)
+			}
+			break
+		}
+		if errors.As(err, &re) && newest && good >= segmentHeaderBytes {
+			// Cut short by a crash: what follows the last good record was
+			// never synced, so never acknowledged.
+			if err := f.Truncate(good); err != nil {
+				return fmt.Errorf("raftfsm: node log %s: cutting the end a crash left: %w", path, err)
+			}
+			if err := datasync(f); err != nil {
+				return fmt.Errorf("raftfsm: node log %s: %w", path, err)
+			}
+			err = nil
+		}
+		if err != nil {
+			if errors.As(err, &re) {
+				re.Segment = path
+			}
+			return err
+		}
+		s.size = good
+	}
+	return l.removeSegments(l.gc())
+}
+
+// Close closes the files and lets go of the directory. Every group using
+// the node log must be closed first.
 func (l *nodeLog) Close() error {
-	if err := l.db.Close(); err != nil {
-		return fmt.Errorf("raftfsm: closing the node log %s: %w", l.path, err)
+	if err := l.closeFiles(); err != nil {
+		return fmt.Errorf("raftfsm: closing the node log %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+func (l *nodeLog) closeFiles() error {
+	l.state.Lock()
+	defer l.state.Unlock()
+	var errs []error
+	for _, s := range l.segs {
+		errs = append(errs, s.f.Close())
+	}
+	l.segs = nil
+	if l.unlock != nil {
+		l.unlock()
+		l.unlock = nil
+	}
+	return errors.Join(errs...)
+}
+
+// apply makes r, stored in s, part of the node log's memory. entryOff is
+// where r's entry starts in s (recEntry). The caller holds state.
+func (l *nodeLog) apply(r *walRecord, s *segment, entryOff int64) {
+	g := l.groups[r.group]
+	switch r.kind {
+	case recEntry:
+		if g == nil {
+			g = &groupState{entries: map[uint64]entryLoc{}, stable: map[string][]byte{}}
+			l.groups[r.group] = g
+		}
+		if old, ok := g.entries[r.index]; ok {
+			old.seg.live--
+		}
+		g.entries[r.index] = entryLoc{seg: s, off: entryOff, n: uint32(len(r.entry))}
+		s.live++
+		if len(g.entries) == 1 || r.index < g.first {
+			g.first = r.index
+		}
+		if len(g.entries) == 1 || r.index > g.last {
+			g.last = r.index
+		}
+	case recDelete:
+		if g != nil {
+			g.deleteRange(r.min, r.max)
+		}
+	case recStable:
+		if g == nil {
+			g = &groupState{entries: map[uint64]entryLoc{}, stable: map[string][]byte{}}
+			l.groups[r.group] = g
+		}
+		g.stable[string(r.key)] = bytes.Clone(r.val)
+	case recDrop:
+		if g != nil {
+			for _, loc := range g.entries {
+				loc.seg.live--
+			}
+			delete(l.groups, r.group)
+		}
+	}
+}
+
+// deleteRange removes the entries from lo to hi, both included.
+func (g *groupState) deleteRange(lo, hi uint64) {
+	if len(g.entries) == 0 || lo > hi || hi < g.first || lo > g.last {
+		return
+	}
+	lo, hi = max(lo, g.first), min(hi, g.last)
+	if hi-lo < uint64(len(g.entries)) {
+		for i := lo; ; i++ {
+			if loc, ok := g.entries[i]; ok {
+				loc.seg.live--
+				delete(g.entries, i)
+			}
+			if i == hi {
+				break
+			}
+		}
+	} else {
+		// A range wider than the entries (the log has a gap, after a
+		// snapshot was installed): walk the entries instead.
+		for i, loc := range g.entries {
+			if i >= lo && i <= hi {
+				loc.seg.live--
+				delete(g.entries, i)
+			}
+		}
+	}
+	g.first, g.last = 0, 0
+	for i := range g.entries {
+		if g.first == 0 || i < g.first {
+			g.first = i
+		}
+		if i > g.last {
+			g.last = i
+		}
+	}
+}
+
+// gc takes the oldest segments out of the node log while no live entry
+// is left in them (never the newest, which takes the appends), and
+// returns them, for removeSegments. The caller holds state.
+func (l *nodeLog) gc() []*segment {
+	var dead []*segment
+	for len(l.segs) > 1 && l.segs[0].live <= 0 {
+		dead = append(dead, l.segs[0])
+		l.segs = l.segs[1:]
+	}
+	return dead
+}
+
+// removeSegments removes the files of segments gc took out, oldest first,
+// each removal durable before the next: the segments left are always
+// consecutive, so a segment missing between two is damage (listSegments).
+// A segment that a crash brings back (its removal was not yet durable) is
+// replayed before the segments whose deletes and drops emptied it, which
+// empty it again, and it is removed again.
+//
+// Only the committer, or openNodeLog before anyone else, calls it.
+func (l *nodeLog) removeSegments(dead []*segment) error {
+	for _, s := range dead {
+		if err := errors.Join(s.f.Close(), os.Remove(s.path), syncDir(filepath.Dir(s.path))); err != nil {
+			return fmt.Errorf("raftfsm: node log %s: removing a segment no entry needs: %w", l.dir, err)
+		}
 	}
 	return nil
 }
@@ -156,14 +409,10 @@ func (l *nodeLog) Close() error {
 // that left the node); none of its views may be in use. A group with
 // nothing stored is no error.
 func (l *nodeLog) dropGroup(g uint32) error {
-	err := l.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(groupBucketName(g)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("raftfsm: node log %s: removing group %d: %w", l.path, g, err)
+	w := &logWrite{group: g}
+	w.add(walRecord{kind: recDrop, group: g})
+	if err := l.submit(w); err != nil {
+		return fmt.Errorf("raftfsm: node log %s: removing group %d: %w", l.dir, g, err)
 	}
 	return nil
 }
@@ -171,19 +420,7 @@ func (l *nodeLog) dropGroup(g uint32) error {
 // group returns the view of group g (0 the metadata group, k+1 shard k, as
 // the multiplexer numbers them).
 func (l *nodeLog) group(g uint32) *groupLog {
-	return &groupLog{log: l, group: g, name: groupBucketName(g)}
-}
-
-func groupBucketName(g uint32) []byte {
-	b := []byte("group-....")
-	binary.BigEndian.PutUint32(b[len(b)-4:], g)
-	return b
-}
-
-func indexKey(i uint64) []byte {
-	var k [8]byte
-	binary.BigEndian.PutUint64(k[:], i)
-	return k[:]
+	return &groupLog{log: l, group: g}
 }
 
 // commitYields is how many times a caller that finds no commit in progress
@@ -257,7 +494,8 @@ func (l *nodeLog) submit(w *logWrite) error {
 	return err
 }
 
-// commit writes a batch of appends in one transaction, synced once.
+// commit writes a batch of writes with one write and one fdatasync, then
+// makes them part of the node log's memory.
 func (l *nodeLog) commit(batch []*logWrite) error {
 	if l.testBeforeCommit != nil {
 		groups := make([]uint32, len(batch))
@@ -266,29 +504,102 @@ func (l *nodeLog) commit(batch []*logWrite) error {
 		}
 		l.testBeforeCommit(groups)
 	}
-	err := l.db.Update(func(tx *bolt.Tx) error {
-		for _, w := range batch {
-			b, err := groupBucket(tx, w.group, logBucket, true)
-			if err != nil {
-				return err
-			}
-			// A log appends at its end: full pages waste less of the
-			// file than bbolt's default half-full split.
-			b.FillPercent = 0.9
-			for i, v := range w.values {
-				if err := b.Put(indexKey(w.indexes[i]), v); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
 	l.commits.Add(1)
-	l.appends.Add(uint64(len(batch)))
-	if err != nil {
-		return fmt.Errorf("raftfsm: appending to the node log %s: %w", l.path, err)
+	size := 0
+	for _, w := range batch {
+		if w.appends {
+			l.appends.Add(1)
+		}
+		size += len(w.framed)
 	}
+	l.state.RLock()
+	failed := l.failed
+	cur := l.segs[len(l.segs)-1]
+	l.state.RUnlock()
+	if failed != nil {
+		return fmt.Errorf("%w (%w)", errNodeLogFailed, failed)
+	}
+	if cur.size > segmentHeaderBytes && cur.size+int64(size) > l.segmentBytes {
+		var err error
+		if cur, err = l.rotate(cur); err != nil {
+			return l.fail(fmt.Errorf("raftfsm: node log %s: starting a segment: %w", l.dir, err))
+		}
+	}
+	buf := batch[0].framed
+	if len(batch) > 1 {
+		buf = make([]byte, 0, size)
+		for _, w := range batch {
+			buf = append(buf, w.framed...)
+		}
+	}
+	base := cur.size
+	if _, err := cur.f.WriteAt(buf, base); err != nil {
+		return l.fail(fmt.Errorf("raftfsm: appending to the node log %s: %w", cur.path, err))
+	}
+	if err := datasync(cur.f); err != nil {
+		return l.fail(fmt.Errorf("raftfsm: syncing the node log %s: %w", cur.path, err))
+	}
+	l.state.Lock()
+	cur.size += int64(len(buf))
+	at, removed := base, false
+	for _, w := range batch {
+		for i := range w.recs {
+			l.apply(&w.recs[i], cur, at+w.entryAt[i])
+			removed = removed || w.recs[i].kind != recEntry
+		}
+		at += int64(len(w.framed))
+	}
+	var dead []*segment
+	if removed {
+		dead = l.gc()
+	}
+	l.state.Unlock()
+	// The writes are durable and applied; a segment that could not be
+	// removed costs space, not correctness, so its error is not theirs.
+	// It is removed again at the next start.
+	_ = l.removeSegments(dead)
 	return nil
+}
+
+// rotate starts the segment after cur, beginning with every group's
+// stable values (so that no older segment is needed for them), and
+// returns it.
+func (l *nodeLog) rotate(cur *segment) (*segment, error) {
+	l.state.RLock()
+	groups := make([]uint32, 0, len(l.groups))
+	for g := range l.groups {
+		groups = append(groups, g)
+	}
+	slices.Sort(groups)
+	var first []byte
+	for _, g := range groups {
+		st := l.groups[g].stable
+		keys := make([]string, 0, len(st))
+		for k := range st {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			first = appendRecord(first, &walRecord{kind: recStable, group: g, key: []byte(k), val: st[k]})
+		}
+	}
+	l.state.RUnlock()
+	s, err := createSegment(filepath.Dir(cur.path), cur.seq+1, first)
+	if err != nil {
+		return nil, err
+	}
+	l.state.Lock()
+	l.segs = append(l.segs, s)
+	l.state.Unlock()
+	return s, nil
+}
+
+// fail makes err the node log's last write: see errNodeLogFailed.
+func (l *nodeLog) fail(err error) error {
+	l.state.Lock()
+	l.failed = err
+	l.state.Unlock()
+	return err
 }
 
 // NodeLogCounts is what a node log's committer has done since the node
@@ -305,30 +616,11 @@ func (h *Host) NodeLogCounts() NodeLogCounts {
 	return NodeLogCounts{Commits: h.log.commits.Load(), Appends: h.log.appends.Load()}
 }
 
-// groupBucket returns group g's bucket sub (logBucket or stableBucket),
-// creating it when create is set and tx writable; nil when absent.
-func groupBucket(tx *bolt.Tx, g uint32, sub []byte, create bool) (*bolt.Bucket, error) {
-	name := groupBucketName(g)
-	if !create {
-		top := tx.Bucket(name)
-		if top == nil {
-			return nil, nil
-		}
-		return top.Bucket(sub), nil
-	}
-	top, err := tx.CreateBucketIfNotExists(name)
-	if err != nil {
-		return nil, err
-	}
-	return top.CreateBucketIfNotExists(sub)
-}
-
 // groupLog is one group's view of the node log: its raft.LogStore and
-// raft.StableStore. A group sees only its own buckets.
+// raft.StableStore. A group sees only its own entries and values.
 type groupLog struct {
 	log    *nodeLog
 	group  uint32
-	name   []byte
 	closed atomic.Bool
 }
 
@@ -351,25 +643,23 @@ func (g *groupLog) check() error {
 	return nil
 }
 
-// view runs fn over the group's bucket sub, nil when it does not exist.
-func (g *groupLog) view(sub []byte, fn func(*bolt.Bucket) error) error {
+// read runs fn over the group's state (nil when the node log holds
+// nothing of it), with the node log's state held shared.
+func (g *groupLog) read(fn func(st *groupState) error) error {
 	if err := g.check(); err != nil {
 		return err
 	}
-	return g.log.db.View(func(tx *bolt.Tx) error {
-		b, _ := groupBucket(tx, g.group, sub, false)
-		return fn(b)
-	})
+	g.log.state.RLock()
+	defer g.log.state.RUnlock()
+	return fn(g.log.groups[g.group])
 }
 
 // FirstIndex implements raft.LogStore: 0 when the log is empty.
 func (g *groupLog) FirstIndex() (uint64, error) {
 	var i uint64
-	err := g.view(logBucket, func(b *bolt.Bucket) error {
-		if b != nil {
-			if k, _ := b.Cursor().First(); len(k) == 8 {
-				i = binary.BigEndian.Uint64(k)
-			}
+	err := g.read(func(st *groupState) error {
+		if st != nil {
+			i = st.first
 		}
 		return nil
 	})
@@ -379,11 +669,9 @@ func (g *groupLog) FirstIndex() (uint64, error) {
 // LastIndex implements raft.LogStore: 0 when the log is empty.
 func (g *groupLog) LastIndex() (uint64, error) {
 	var i uint64
-	err := g.view(logBucket, func(b *bolt.Bucket) error {
-		if b != nil {
-			if k, _ := b.Cursor().Last(); len(k) == 8 {
-				i = binary.BigEndian.Uint64(k)
-			}
+	err := g.read(func(st *groupState) error {
+		if st != nil {
+			i = st.last
 		}
 		return nil
 	})
@@ -393,26 +681,36 @@ func (g *groupLog) LastIndex() (uint64, error) {
 // GetLog implements raft.LogStore: raft.ErrLogNotFound when the group has
 // no entry at index.
 func (g *groupLog) GetLog(index uint64, out *raft.Log) error {
-	return g.view(logBucket, func(b *bolt.Bucket) error {
-		var v []byte
-		if b != nil {
-			v = b.Get(indexKey(index))
+	var v []byte
+	err := g.read(func(st *groupState) error {
+		var loc entryLoc
+		ok := false
+		if st != nil {
+			loc, ok = st.entries[index]
 		}
-		if v == nil {
+		if !ok {
 			return raft.ErrLogNotFound
 		}
-		if err := decodeLogEntry(v, out); err != nil {
-			var ee *EntryError
-			if errors.As(err, &ee) {
-				ee.Index = index
-			}
-			return err
-		}
-		if out.Index != index {
-			return &EntryError{Index: index, Reason: fmt.Sprintf("node log entry stored at index %d says index %d", index, out.Index)}
+		v = make([]byte, loc.n)
+		if _, err := loc.seg.f.ReadAt(v, loc.off); err != nil {
+			return fmt.Errorf("raftfsm: reading entry %d of group %d from %s: %w", index, g.group, loc.seg.path, err)
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	if err := decodeLogEntry(v, out); err != nil {
+		var ee *EntryError
+		if errors.As(err, &ee) {
+			ee.Index = index
+		}
+		return err
+	}
+	if out.Index != index {
+		return &EntryError{Index: index, Reason: fmt.Sprintf("node log entry stored at index %d says index %d", index, out.Index)}
+	}
+	return nil
 }
 
 // StoreLog implements raft.LogStore.
@@ -420,9 +718,10 @@ func (g *groupLog) StoreLog(l *raft.Log) error {
 	return g.StoreLogs([]*raft.Log{l})
 }
 
-// StoreLogs implements raft.LogStore: the entries are encoded here, on the
-// caller's goroutine, then committed with other groups' appends (submit).
-// It returns once they are synced, or with the error of their commit.
+// StoreLogs implements raft.LogStore: the entries are encoded and framed
+// here, on the caller's goroutine, then committed with other groups'
+// writes (submit). It returns once they are synced, or with the error of
+// their commit.
 func (g *groupLog) StoreLogs(logs []*raft.Log) error {
 	if err := g.check(); err != nil {
 		return err
@@ -430,27 +729,21 @@ func (g *groupLog) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
 	}
-	w := &logWrite{group: g.group, indexes: make([]uint64, len(logs)), values: make([][]byte, len(logs))}
-	for i, l := range logs {
+	w := &logWrite{group: g.group, appends: true, recs: make([]walRecord, 0, len(logs)), entryAt: make([]int64, 0, len(logs))}
+	for _, l := range logs {
 		v, err := encodeLogEntry(l)
 		if err != nil {
 			return err
 		}
-		w.indexes[i], w.values[i] = l.Index, v
+		w.add(walRecord{kind: recEntry, group: g.group, index: l.Index, entry: v})
 	}
 	return g.log.submit(w)
 }
 
 // DeleteRange implements raft.LogStore: it removes the entries from min to
-// max, both included.
-//
-// It is a transaction of its own, not the committer's: Raft deletes
-// rarely (compacting after a snapshot, or a follower dropping a
-// conflicting suffix before it appends the leader's entries), so there is
-// nothing to gain from batching it, and since it returns only once synced,
-// a follower's delete-then-append stays in that order on disk. bbolt runs
-// one write transaction at a time, so it simply waits for a commit in
-// progress.
+// max, both included. Like an append, it returns once synced, so a
+// follower's delete-then-append stays in that order on disk (the
+// committer writes in the order it was handed writes).
 func (g *groupLog) DeleteRange(minIndex, maxIndex uint64) error {
 	if err := g.check(); err != nil {
 		return err
@@ -458,66 +751,48 @@ func (g *groupLog) DeleteRange(minIndex, maxIndex uint64) error {
 	if minIndex > maxIndex {
 		return nil
 	}
-	return g.update(logBucket, func(b *bolt.Bucket) error {
-		// The keys are gathered first and then deleted: deleting under a
-		// moving cursor is where bbolt's cursors have skipped keys.
-		var keys [][]byte
-		c := b.Cursor()
-		maxKey := indexKey(maxIndex)
-		for k, _ := c.Seek(indexKey(minIndex)); k != nil && bytes.Compare(k, maxKey) <= 0; k, _ = c.Next() {
-			keys = append(keys, bytes.Clone(k))
-		}
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	w := &logWrite{group: g.group}
+	w.add(walRecord{kind: recDelete, group: g.group, min: minIndex, max: maxIndex})
+	return g.log.submit(w)
 }
 
-// update runs fn in a transaction of its own over the group's bucket sub,
-// created if absent.
-//
-// The stable store's writes (Raft's current term and vote, written at
-// elections) take this path too rather than the committer's: they are
-// rare, Raft needs each durable before it goes on, and keeping them out
-// of the committer keeps its queue to appends alone.
-func (g *groupLog) update(sub []byte, fn func(*bolt.Bucket) error) error {
-	err := g.log.db.Update(func(tx *bolt.Tx) error {
-		b, err := groupBucket(tx, g.group, sub, true)
-		if err != nil {
-			return err
-		}
-		return fn(b)
-	})
-	if err != nil {
-		return fmt.Errorf("raftfsm: node log %s, group %d: %w", g.log.path, g.group, err)
-	}
-	return nil
-}
+// maxStableKeyBytes bounds a stable key (its length is two bytes in a
+// record); Raft's keys are a few bytes.
+const maxStableKeyBytes = 1 << 10
 
-// Set implements raft.StableStore.
+// Set implements raft.StableStore. Raft's current term and vote, written
+// at elections, are durable when it returns, as Raft needs.
 func (g *groupLog) Set(key, val []byte) error {
 	if err := g.check(); err != nil {
 		return err
 	}
-	return g.update(stableBucket, func(b *bolt.Bucket) error { return b.Put(key, val) })
+	if len(key) > maxStableKeyBytes || len(val) > maxRecordBytes/2 {
+		return fmt.Errorf("%w: a stable key of %d bytes with a value of %d bytes (limits %d and %d)", ErrConfig, len(key), len(val), maxStableKeyBytes, maxRecordBytes/2)
+	}
+	w := &logWrite{group: g.group}
+	w.add(walRecord{kind: recStable, group: g.group, key: key, val: val})
+	if err := g.log.submit(w); err != nil {
+		return fmt.Errorf("raftfsm: node log %s, group %d: %w", g.log.dir, g.group, err)
+	}
+	return nil
 }
 
 // Get implements raft.StableStore: errStableKeyNotFound for a key never
 // set.
 func (g *groupLog) Get(key []byte) ([]byte, error) {
 	var out []byte
-	err := g.view(stableBucket, func(b *bolt.Bucket) error {
-		var v []byte
-		if b != nil {
-			v = b.Get(key)
+	err := g.read(func(st *groupState) error {
+		v, ok := []byte(nil), false
+		if st != nil {
+			v, ok = st.stable[string(key)]
 		}
-		if v == nil {
+		if !ok {
 			return errStableKeyNotFound
 		}
 		out = bytes.Clone(v)
+		if out == nil {
+			out = []byte{}
+		}
 		return nil
 	})
 	return out, err
@@ -525,7 +800,7 @@ func (g *groupLog) Get(key []byte) ([]byte, error) {
 
 // SetUint64 implements raft.StableStore.
 func (g *groupLog) SetUint64(key []byte, val uint64) error {
-	return g.Set(key, indexKey(val))
+	return g.Set(key, binary.BigEndian.AppendUint64(nil, val))
 }
 
 // GetUint64 implements raft.StableStore: errStableKeyNotFound for a key
@@ -536,7 +811,7 @@ func (g *groupLog) GetUint64(key []byte) (uint64, error) {
 		return 0, err
 	}
 	if len(v) != 8 {
-		return 0, fmt.Errorf("raftfsm: node log %s, group %d: stable key %q holds %d bytes, not a uint64's 8", g.log.path, g.group, key, len(v))
+		return 0, fmt.Errorf("raftfsm: node log %s, group %d: stable key %q holds %d bytes, not a uint64's 8", g.log.dir, g.group, key, len(v))
 	}
 	return binary.BigEndian.Uint64(v), nil
 }

@@ -16,7 +16,7 @@ import (
 func BenchmarkGroupAppends(b *testing.B) {
 	for _, groups := range []int{1, 5, 15} {
 		b.Run(fmt.Sprintf("nodelog/groups=%d", groups), func(b *testing.B) {
-			l := openTestNodeLog(b, filepath.Join(b.TempDir(), "log.db"))
+			l := openTestNodeLog(b, b.TempDir())
 			defer func() { _ = l.Close() }()
 			stores := make([]raft.LogStore, groups)
 			for g := range stores {

@@ -2,8 +2,10 @@ package raftfsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -92,7 +94,7 @@ func wantNoLog(t *testing.T, s raft.LogStore, i uint64) {
 // raft.StableStore's contract, including what hashicorp/raft expects of a
 // new group (no entries, stable keys "not found").
 func TestNodeLogGroupContract(t *testing.T) {
-	l := openTestNodeLog(t, filepath.Join(t.TempDir(), "log.db"))
+	l := openTestNodeLog(t, t.TempDir())
 	defer func() { _ = l.Close() }()
 	g := l.group(3)
 
@@ -187,7 +189,7 @@ func TestNodeLogGroupContract(t *testing.T) {
 // TestNodeLogGroupsIsolated: groups of one node log see only their own
 // entries and stable keys, at the same indexes and under the same keys.
 func TestNodeLogGroupsIsolated(t *testing.T) {
-	l := openTestNodeLog(t, filepath.Join(t.TempDir(), "log.db"))
+	l := openTestNodeLog(t, t.TempDir())
 	defer func() { _ = l.Close() }()
 	a, b, c := l.group(0), l.group(1), l.group(256)
 	ea, eb := testEntries(0, 1, 20), testEntries(1, 5, 30)
@@ -220,7 +222,7 @@ func TestNodeLogGroupsIsolated(t *testing.T) {
 // TestNodeLogDurableAcrossReopen: what a group stored is there after the
 // node log is closed and opened again.
 func TestNodeLogDurableAcrossReopen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "raftlog", "log.db")
+	path := filepath.Join(t.TempDir(), "raftlog")
 	l := openTestNodeLog(t, path)
 	for g := uint32(0); g < 3; g++ {
 		if err := l.group(g).StoreLogs(testEntries(g, 1, 50)); err != nil {
@@ -251,22 +253,68 @@ func TestNodeLogDurableAcrossReopen(t *testing.T) {
 	}
 }
 
-// TestNodeLogRefusesOtherFiles: a bbolt file that is not a node log, or a
-// node log of another layout version, is refused at open.
+// TestNodeLogRefusesOtherFiles: a bbolt file that is not a node log, a
+// bbolt node log of another layout version, or a segment of another
+// layout version is refused at open, and nothing of it is removed.
 func TestNodeLogRefusesOtherFiles(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "log.db")
-	l := openTestNodeLog(t, path)
-	if err := l.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(nodeLogInfoBucket).Put([]byte("version"), []byte{9})
-	}); err != nil {
+	t.Run("bbolt file of another kind", func(t *testing.T) {
+		dir := t.TempDir()
+		writeBoltNodeLog(t, dir, func(tx *bolt.Tx) error {
+			_, err := tx.CreateBucket([]byte("other"))
+			return err
+		})
+		if _, err := openNodeLog(dir); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "not a heddle node log") {
+			t.Fatalf("a bbolt file of another kind: %v", err)
+		}
+		if !fileExists(filepath.Join(dir, nodeLogBoltFile)) || fileExists(filepath.Join(dir, nodeLogSegments)) {
+			t.Fatal("the refused file was removed, or segments were made of it")
+		}
+	})
+	t.Run("bbolt node log of another version", func(t *testing.T) {
+		dir := t.TempDir()
+		writeBoltNodeLog(t, dir, func(tx *bolt.Tx) error {
+			b, err := tx.CreateBucket(boltNodeLogInfoBucket)
+			if err != nil {
+				return err
+			}
+			return b.Put([]byte("version"), []byte{9})
+		})
+		if _, err := openNodeLog(dir); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "version") {
+			t.Fatalf("a node log of another version: %v", err)
+		}
+	})
+	t.Run("segment of another version", func(t *testing.T) {
+		dir := t.TempDir()
+		l := openTestNodeLog(t, dir)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		seg := filepath.Join(dir, nodeLogSegments, segmentName(1))
+		b := appendRecord(nil, &walRecord{kind: recHeader, seq: 1})
+		b[recFrameBytes+1] = walVersion + 1
+		binary.BigEndian.PutUint32(b[4:], crc32.Checksum(b[recFrameBytes:], castagnoli))
+		if err := os.WriteFile(seg, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := openNodeLog(dir); !errors.Is(err, ErrBadEntry) || !strings.Contains(err.Error(), "layout version") {
+			t.Fatalf("a segment of another version: %v", err)
+		}
+	})
+}
+
+// writeBoltNodeLog writes a bbolt file where a node log of an earlier
+// version was kept, with fn's buckets.
+func writeBoltNodeLog(t *testing.T, dir string, fn func(tx *bolt.Tx) error) {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, nodeLogBoltFile), 0o600, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Close(); err != nil {
+	if err := db.Update(fn); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openNodeLog(path); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "version") {
-		t.Fatalf("a node log of another version: %v", err)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -277,9 +325,11 @@ type nodeLogModel struct {
 	stable map[uint32]map[string]uint64
 }
 
-// TestNodeLogMatchesModel: random appends, deletes, stable writes and
-// reopenings over several groups leave the node log as a map per group
-// says. The seed is printed; HEDDLE_SEED replays one.
+// TestNodeLogMatchesModel: random appends, deletes, stable writes, drops
+// and reopenings over several groups leave the node log as a map per group
+// says. Segments are small, so the log starts new ones and removes old
+// ones all along; some reopenings come after a crash that left half a
+// record at the end. The seed is printed; HEDDLE_SEED replays one.
 func TestNodeLogMatchesModel(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("HEDDLE_SEED"); s != "" {
@@ -291,9 +341,18 @@ func TestNodeLogMatchesModel(t *testing.T) {
 	}
 	t.Logf("seed %d (HEDDLE_SEED=%d replays it)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	path := filepath.Join(t.TempDir(), "log.db")
-	l := openTestNodeLog(t, path)
+	path := t.TempDir()
+	open := func() *nodeLog {
+		t.Helper()
+		l, err := openNodeLogWith(path, nodeLogOpenOptions{segmentBytes: 2 << 10})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		return l
+	}
+	l := open()
 	defer func() { _ = l.Close() }()
+	var reopens, torn int
 	const groups = 4
 	m := nodeLogModel{logs: map[uint32]map[uint64]*raft.Log{}, stable: map[uint32]map[string]uint64{}}
 	next := map[uint32]uint64{}
@@ -378,17 +437,58 @@ func TestNodeLogMatchesModel(t *testing.T) {
 				t.Fatalf("seed %d step %d: %v", seed, step, err)
 			}
 			m.stable[g][key] = val
+		case op < 10 && rng.IntN(3) > 0:
+			if err := l.dropGroup(g); err != nil {
+				t.Fatalf("seed %d step %d: %v", seed, step, err)
+			}
+			m.logs[g], m.stable[g] = map[uint64]*raft.Log{}, map[string]uint64{}
 		default:
+			newest := l.segs[len(l.segs)-1].path
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
-			l = openTestNodeLog(t, path)
+			reopens++
+			if rng.IntN(2) == 0 {
+				// A crash in the middle of a commit's write: the start of
+				// a record, cut anywhere.
+				rec := appendRecord(nil, &walRecord{kind: recEntry, group: g, index: 1 << 40, entry: mustEncode(t, g, 1<<40)})
+				f, err := os.OpenFile(newest, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.Write(rec[:1+rng.IntN(len(rec)-1)]); err != nil {
+					t.Fatal(err)
+				}
+				if err := f.Close(); err != nil {
+					t.Fatal(err)
+				}
+				torn++
+			}
+			l = open()
 		}
 		if step%20 == 0 {
 			check(step)
 		}
 	}
 	check(400)
+	seq := l.segs[len(l.segs)-1].seq
+	files, err := listSegments(filepath.Join(path, nodeLogSegments))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seq < 10 || len(files) >= int(seq) || len(files) != len(l.segs) {
+		t.Fatalf("seed %d: %d segments were started and %d are left (%d open): the test did not start and remove segments as it should", seed, seq, len(files), len(l.segs))
+	}
+	t.Logf("%d segments started, %d left; %d reopenings, %d after a torn write", seq, len(files), reopens, torn)
+}
+
+func mustEncode(t *testing.T, g uint32, i uint64) []byte {
+	t.Helper()
+	v, err := encodeLogEntry(testEntries(g, i, i)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // TestNodeLogGroupCommit: appends of several groups that arrive while a
@@ -396,7 +496,7 @@ func TestNodeLogMatchesModel(t *testing.T) {
 // and each caller returns once its entries are stored. A test hook holds
 // the first commit until the others have queued behind it.
 func TestNodeLogGroupCommit(t *testing.T) {
-	l := openTestNodeLog(t, filepath.Join(t.TempDir(), "log.db"))
+	l := openTestNodeLog(t, t.TempDir())
 	defer func() { _ = l.Close() }()
 	const others = 5
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -460,7 +560,7 @@ func TestNodeLogGroupCommit(t *testing.T) {
 // TestNodeLogConcurrentGroups: groups appending at once each find all of
 // their entries, whatever commits took them (run with -race).
 func TestNodeLogConcurrentGroups(t *testing.T) {
-	l := openTestNodeLog(t, filepath.Join(t.TempDir(), "log.db"))
+	l := openTestNodeLog(t, t.TempDir())
 	defer func() { _ = l.Close() }()
 	const groups, rounds = 6, 30
 	var wg sync.WaitGroup
@@ -566,18 +666,15 @@ func FuzzDecodeLogEntry(f *testing.F) {
 
 // groupStored reports whether the node log holds anything of group g.
 func groupStored(l *nodeLog, g uint32) bool {
-	stored := false
-	_ = l.db.View(func(tx *bolt.Tx) error {
-		stored = tx.Bucket(groupBucketName(g)) != nil
-		return nil
-	})
-	return stored
+	l.state.RLock()
+	defer l.state.RUnlock()
+	return l.groups[g] != nil
 }
 
 // dropGroup removes one group's log and stable values and nothing of the
 // others'; dropping it again, or a group never stored, is no error.
 func TestNodeLogDropGroup(t *testing.T) {
-	l, err := openNodeLog(filepath.Join(t.TempDir(), "log.db"))
+	l, err := openNodeLog(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

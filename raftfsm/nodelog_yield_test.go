@@ -1,7 +1,6 @@
 package raftfsm
 
 import (
-	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -16,7 +15,7 @@ import (
 // of another test, or the scheduler's fairness check, could take from
 // the append it waited for.)
 func TestNodeLogCommitterYields(t *testing.T) {
-	l := openTestNodeLog(t, filepath.Join(t.TempDir(), "log.db"))
+	l := openTestNodeLog(t, t.TempDir())
 	defer func() { _ = l.Close() }()
 	var batches [][]uint32
 	l.testBeforeCommit = func(groups []uint32) { batches = append(batches, slices.Clone(groups)) }

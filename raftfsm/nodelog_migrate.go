@@ -1,0 +1,103 @@
+package raftfsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Earlier versions kept the node log in one bbolt file (layout 1): a
+// top-level bucket boltNodeLogInfoBucket holding the layout's version
+// under "version", and one top-level bucket per group, named "group-"
+// and the group's number in 4 big-endian bytes, holding two buckets:
+// "logs" (the big-endian index → the entry, in nodelog_codec.go's layout)
+// and "stable" (Raft's stable keys → their values). openNodeLog moves
+// such a file into segments, once, and removes it.
+var (
+	boltNodeLogInfoBucket = []byte("heddle-node-log")
+	boltLogBucket         = []byte("logs")
+	boltStableBucket      = []byte("stable")
+)
+
+// nodeLogLockTimeout bounds the wait for a bbolt file's lock: a second
+// process opening the same directory fails with a clear error instead of
+// waiting for ever.
+const nodeLogLockTimeout = 2 * time.Second
+
+// boltNodeLogVersion is the only layout a bbolt node log was written in.
+const boltNodeLogVersion = 1
+
+// readBoltNodeLog returns what the bbolt node log at path holds, as the
+// records that hold it in a segment: every group's stable values, then
+// its entries in index order.
+func readBoltNodeLog(path string) ([]byte, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: nodeLogLockTimeout, ReadOnly: true})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("raftfsm: opening the node log %s: another process holds it (is another heddle node running in this directory?)", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: opening the node log %s of an earlier version: %w", path, err)
+	}
+	var out []byte
+	err = db.View(func(tx *bolt.Tx) error {
+		info := tx.Bucket(boltNodeLogInfoBucket)
+		if info == nil {
+			return fmt.Errorf("%w: %s is a bbolt database but not a heddle node log", ErrConfig, path)
+		}
+		if v := info.Get([]byte("version")); len(v) != 1 || v[0] != boltNodeLogVersion {
+			return fmt.Errorf("%w: the node log %s has layout version %v, this node reads %d", ErrConfig, path, v, boltNodeLogVersion)
+		}
+		return tx.ForEach(func(name []byte, top *bolt.Bucket) error {
+			if string(name) == string(boltNodeLogInfoBucket) {
+				return nil
+			}
+			if len(name) != len("group-")+4 || string(name[:len("group-")]) != "group-" {
+				return fmt.Errorf("%w: the node log %s has a bucket %q, which is not a group's", ErrConfig, path, name)
+			}
+			g := binary.BigEndian.Uint32(name[len("group-"):])
+			if b := top.Bucket(boltStableBucket); b != nil {
+				if err := b.ForEach(func(k, v []byte) error {
+					out = appendRecord(out, &walRecord{kind: recStable, group: g, key: k, val: v})
+					return nil
+				}); err != nil {
+					return err
+				}
+			}
+			if b := top.Bucket(boltLogBucket); b != nil {
+				return b.ForEach(func(k, v []byte) error {
+					if len(k) != 8 {
+						return fmt.Errorf("%w: the node log %s holds a key of %d bytes among group %d's entries", ErrBadEntry, path, len(k), g)
+					}
+					if err := checkStoredEntry(binary.BigEndian.Uint64(k), v); err != nil {
+						return fmt.Errorf("raftfsm: the node log %s, group %d: %w", path, g, err)
+					}
+					out = appendRecord(out, &walRecord{kind: recEntry, group: g, index: binary.BigEndian.Uint64(k), entry: v})
+					return nil
+				})
+			}
+			return nil
+		})
+	})
+	return out, errors.Join(err, db.Close())
+}
+
+// checkStoredEntry checks an encoded entry before it is moved: it
+// decodes, and it is the entry of the index it is stored at.
+func checkStoredEntry(index uint64, v []byte) error {
+	var l raft.Log
+	if err := decodeLogEntry(v, &l); err != nil {
+		var ee *EntryError
+		if errors.As(err, &ee) {
+			ee.Index = index
+		}
+		return err
+	}
+	if l.Index != index {
+		return &EntryError{Index: index, Reason: fmt.Sprintf("node log entry stored at index %d says index %d", index, l.Index)}
+	}
+	return nil
+}
