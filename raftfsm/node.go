@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/heddlewf/heddle/engine"
 
@@ -31,6 +30,7 @@ type Node struct {
 	prop      *proposer
 	eng       *embedded.Engine
 	store     raftStore
+	ownLog    *nodeLog // the node log of a node of one group; nil in a sharded node
 	snaps     *raft.FileSnapshotStore
 	transport *raft.NetworkTransport
 	// unobserve stops what observe started (metrics).
@@ -65,9 +65,9 @@ type Node struct {
 	closeErr  error
 }
 
-// raftStore is a node's Raft log and stable store: a raft-boltdb file of
-// its own in a cluster of one group, a view of the Host's node log in a
-// sharded one.
+// raftStore is a node's Raft log and stable store: a view of a node log,
+// its own in a cluster of one group (ownLog), the Host's in a sharded
+// one.
 type raftStore interface {
 	raft.LogStore
 	raft.StableStore
@@ -116,16 +116,23 @@ func Open(cfg Config) (_ *Node, err error) {
 		if n.store != nil {
 			err = errors.Join(err, n.store.Close())
 		}
+		if n.ownLog != nil {
+			err = errors.Join(err, n.ownLog.Close())
+		}
 		return nil, errors.Join(err, n.fsm.close())
 	}
 	if cfg.group.log != nil {
 		n.store = cfg.group.log.group(cfg.group.logGroup)
 	} else {
-		store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(raftDir, "raft.db")})
+		// A node of one group keeps a node log of its own, its group as
+		// group 0, beside its snapshots: the same log a sharded node
+		// keeps, with one sync a commit.
+		l, err := openNodeLogWith(raftDir, nodeLogOpenOptions{legacy: raftBoltFile, readLegacy: readRaftBoltLog})
 		if err != nil {
 			return fail(fmt.Errorf("raftfsm: opening the Raft log: %w", err))
 		}
-		n.store = store
+		n.ownLog = l
+		n.store = l.group(0)
 	}
 	if err := n.fsm.meter.Count(n.fsm); err != nil {
 		return fail(fmt.Errorf("raftfsm: counting the open jobs for the metrics: %w", err))
@@ -328,6 +335,9 @@ func (n *Node) Close() error {
 		n.prop.close()
 		n.wg.Wait()
 		errs = append(errs, n.transport.Close(), n.store.Close(), n.fsm.close())
+		if n.ownLog != nil {
+			errs = append(errs, n.ownLog.Close())
+		}
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr

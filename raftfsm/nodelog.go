@@ -133,18 +133,27 @@ type logTurn struct {
 	err  error
 }
 
-// nodeLogOpenOptions are openNodeLog's settings; the zero value is the
-// default.
+// nodeLogOpenOptions are openNodeLogWith's settings; the zero value is
+// valid: default segments, and no log of an earlier version to move.
 type nodeLogOpenOptions struct {
 	// segmentBytes is the size past which a new segment is started;
 	// 0 means defaultSegmentBytes.
 	segmentBytes int64
+	// legacy names, in the node log's directory, the file where an
+	// earlier version kept the same log, and readLegacy returns its
+	// contents as segment records. When the directory has no segments
+	// yet, the file's contents become the first segment; once the
+	// segments exist, the file is removed. Empty: there is none.
+	legacy     string
+	readLegacy func(path string) ([]byte, error)
 }
 
-// openNodeLog opens (or creates) the node log in dir: it takes the
-// directory's lock, moves a bbolt node log of an earlier version into
-// segments, and reads the segments back.
-func openNodeLog(dir string) (*nodeLog, error) { return openNodeLogWith(dir, nodeLogOpenOptions{}) }
+// openNodeLog opens (or creates) a sharded node's node log in dir: it
+// takes the directory's lock, moves a bbolt node log of an earlier
+// version into segments, and reads the segments back.
+func openNodeLog(dir string) (*nodeLog, error) {
+	return openNodeLogWith(dir, nodeLogOpenOptions{legacy: nodeLogBoltFile, readLegacy: readBoltNodeLog})
+}
 
 func openNodeLogWith(dir string, o nodeLogOpenOptions) (_ *nodeLog, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -165,14 +174,20 @@ func openNodeLogWith(dir string, o nodeLogOpenOptions) (_ *nodeLog, err error) {
 	}()
 	segs := filepath.Join(dir, nodeLogSegments)
 	if !fileExists(segs) {
-		if err := l.create(segs); err != nil {
+		if err := l.create(segs, o); err != nil {
 			return nil, fmt.Errorf("raftfsm: creating the node log in %s: %w", dir, err)
 		}
 	}
-	// A crash may have left the layout being written, or the bbolt file
-	// already moved: the segments are the log now.
-	if err := errors.Join(os.RemoveAll(filepath.Join(dir, nodeLogSegmentsNew)), os.RemoveAll(filepath.Join(dir, nodeLogBoltFile))); err != nil {
-		return nil, fmt.Errorf("raftfsm: node log %s: removing what an earlier start left: %w", dir, err)
+	// A crash may have left the segments being written, or the earlier
+	// version's file moved already: the segments are the log now.
+	leftovers := []string{filepath.Join(dir, nodeLogSegmentsNew)}
+	if o.legacy != "" {
+		leftovers = append(leftovers, filepath.Join(dir, o.legacy))
+	}
+	for _, p := range leftovers {
+		if err := os.RemoveAll(p); err != nil {
+			return nil, fmt.Errorf("raftfsm: node log %s: removing what an earlier start left: %w", dir, err)
+		}
 	}
 	if err := l.replay(segs); err != nil {
 		return nil, err
@@ -181,10 +196,10 @@ func openNodeLogWith(dir string, o nodeLogOpenOptions) (_ *nodeLog, err error) {
 }
 
 // create writes a new node log's segments directory: empty, or holding
-// what a bbolt node log of an earlier version holds. It writes it whole
+// what the log of an earlier version holds (o.legacy). It writes it whole
 // under another name and renames it, so a crash leaves either no
 // segments or all of them.
-func (l *nodeLog) create(segs string) error {
+func (l *nodeLog) create(segs string, o nodeLogOpenOptions) error {
 	tmp := filepath.Join(l.dir, nodeLogSegmentsNew)
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
@@ -193,8 +208,8 @@ func (l *nodeLog) create(segs string) error {
 		return err
 	}
 	var first []byte
-	if bolt := filepath.Join(l.dir, nodeLogBoltFile); fileExists(bolt) {
-		b, err := readBoltNodeLog(bolt)
+	if o.legacy != "" && fileExists(filepath.Join(l.dir, o.legacy)) {
+		b, err := o.readLegacy(filepath.Join(l.dir, o.legacy))
 		if err != nil {
 			return err
 		}

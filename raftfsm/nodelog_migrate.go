@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	bolt "go.etcd.io/bbolt"
 )
 
-// Earlier versions kept the node log in one bbolt file (layout 1): a
+// Earlier versions kept a sharded node's node log in one bbolt file
+// (layout 1): a
 // top-level bucket boltNodeLogInfoBucket holding the layout's version
 // under "version", and one top-level bucket per group, named "group-"
 // and the group's number in 4 big-endian bytes, holding two buckets:
@@ -100,4 +102,63 @@ func checkStoredEntry(index uint64, v []byte) error {
 		return &EntryError{Index: index, Reason: fmt.Sprintf("node log entry stored at index %d says index %d", index, l.Index)}
 	}
 	return nil
+}
+
+// raftBoltFile is where a node of a cluster of one Raft group kept its
+// Raft log in earlier versions, under its raft directory: a raft-boltdb
+// store. Such a node now keeps a node log of its own there, with its one
+// group as group 0, and moves the file into it at start, once.
+const raftBoltFile = "raft.db"
+
+// raftStableKeys are the stable keys hashicorp/raft writes: its current
+// term, and the term and candidate of its last vote.
+var raftStableKeys = []string{"CurrentTerm", "LastVoteTerm", "LastVoteCand"}
+
+// readRaftBoltLog returns what the raft-boltdb store at path holds, as
+// the records that hold it in a segment, for group 0: its stable values,
+// then its entries in index order.
+func readRaftBoltLog(path string) (_ []byte, err error) {
+	store, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bolt.Options{Timeout: nodeLogLockTimeout}})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("raftfsm: opening the Raft log %s: another process holds it (is another heddle node running in this directory?)", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: opening the Raft log %s of an earlier version: %w", path, err)
+	}
+	defer func() { err = errors.Join(err, store.Close()) }()
+	var out []byte
+	for _, k := range raftStableKeys {
+		v, err := store.Get([]byte(k))
+		if err != nil && err.Error() == errStableKeyNotFound.Error() {
+			continue // never set
+		}
+		if err != nil {
+			return nil, fmt.Errorf("raftfsm: reading %s from the Raft log %s: %w", k, path, err)
+		}
+		out = appendRecord(out, &walRecord{kind: recStable, group: 0, key: []byte(k), val: v})
+	}
+	first, err := store.FirstIndex()
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: the Raft log %s: %w", path, err)
+	}
+	last, err := store.LastIndex()
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: the Raft log %s: %w", path, err)
+	}
+	for i := first; first > 0 && i <= last; i++ {
+		var e raft.Log
+		err := store.GetLog(i, &e)
+		if errors.Is(err, raft.ErrLogNotFound) {
+			continue // a gap the log had (entries before a snapshot it installed)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("raftfsm: reading entry %d from the Raft log %s: %w", i, path, err)
+		}
+		v, err := encodeLogEntry(&e)
+		if err != nil {
+			return nil, err
+		}
+		out = appendRecord(out, &walRecord{kind: recEntry, group: 0, index: i, entry: v})
+	}
+	return out, nil
 }
