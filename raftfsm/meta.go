@@ -546,5 +546,6 @@ func (g *metaGroup) notLeader() error {
 
 func (g *metaGroup) close() error {
 	err := g.raft.Shutdown().Error()
+	g.transport.CloseStreams() // as Node.Close: the pool's connections
 	return errors.Join(err, g.transport.Close(), g.store.Close())
 }

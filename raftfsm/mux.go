@@ -135,7 +135,7 @@ func (m *muxListener) layer(g uint16) *groupLayer {
 	if l, ok := m.groups[g]; ok {
 		return l
 	}
-	l := &groupLayer{mux: m, group: g, conns: make(chan net.Conn, 16), done: make(chan struct{})}
+	l := &groupLayer{mux: m, group: g, conns: make(chan net.Conn, 16), done: make(chan struct{}), accepted: map[*layerConn]struct{}{}}
 	m.groups[g] = l
 	return l
 }
@@ -239,6 +239,30 @@ type groupLayer struct {
 	conns chan net.Conn
 	once  sync.Once
 	done  chan struct{}
+
+	// accepted holds the connections Accept handed to the group's
+	// transport and not closed since, for Close to close: hashicorp/raft's
+	// transport closes its listener at shutdown but not the connections
+	// it accepted, whose goroutines would wait on their reads until the
+	// peer closed them, holding the group's memory.
+	acceptedMu sync.Mutex
+	accepted   map[*layerConn]struct{}
+}
+
+// layerConn is a connection the layer accepted; closing it forgets it.
+type layerConn struct {
+	net.Conn
+	l    *groupLayer
+	once sync.Once
+}
+
+func (c *layerConn) Close() error {
+	c.once.Do(func() {
+		c.l.acceptedMu.Lock()
+		delete(c.l.accepted, c)
+		c.l.acceptedMu.Unlock()
+	})
+	return c.Conn.Close()
 }
 
 var _ raft.StreamLayer = (*groupLayer)(nil)
@@ -250,7 +274,18 @@ var errLayerClosed = errors.New("raftfsm: the group's transport is closed")
 func (l *groupLayer) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.conns:
-		return c, nil
+		lc := &layerConn{Conn: c, l: l}
+		l.acceptedMu.Lock()
+		defer l.acceptedMu.Unlock()
+		select {
+		case <-l.done:
+			// Closed meanwhile: Close has closed the ones it found.
+			_ = c.Close()
+			return nil, errLayerClosed
+		default:
+		}
+		l.accepted[lc] = struct{}{}
+		return lc, nil
 	case <-l.done:
 		return nil, errLayerClosed
 	}
@@ -266,6 +301,15 @@ func (l *groupLayer) Close() error {
 			delete(l.mux.groups, l.group)
 		}
 		l.mux.mu.Unlock()
+		l.acceptedMu.Lock()
+		open := make([]*layerConn, 0, len(l.accepted))
+		for c := range l.accepted {
+			open = append(open, c)
+		}
+		l.acceptedMu.Unlock()
+		for _, c := range open {
+			_ = c.Close()
+		}
 		for {
 			select {
 			case c := <-l.conns:

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,4 +150,39 @@ func FuzzMuxHeader(f *testing.F) {
 			t.Fatalf("accepted %x, which re-encodes as %x", b, again)
 		}
 	})
+}
+
+// raftConnGoroutines counts the goroutines serving a Raft connection
+// (hashicorp/raft's NetworkTransport.handleConn).
+func raftConnGoroutines() int {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return strings.Count(string(buf), "raft.(*NetworkTransport).handleConn(")
+}
+
+// TestClosedHostsLeaveNoRaftConnections: once every node of a sharded
+// cluster is closed, no goroutine serves a Raft connection of theirs: each
+// group's layer closes the connections it accepted, and each group's
+// transport the ones it dialed. Before, some of them (4 here, 15 after a
+// four-shard bench run) waited on their reads for ever, holding the
+// groups' memory.
+func TestClosedHostsLeaveNoRaftConnections(t *testing.T) {
+	before := raftConnGoroutines()
+	c := newTestHosts(t, 3, 2)
+	c.awaitDesiredLeaders()
+	during := raftConnGoroutines()
+	if during <= before {
+		t.Fatalf("%d goroutines serve Raft connections with the cluster up, %d before: the test sees none of the cluster's", during, before)
+	}
+	for id := range c.live() {
+		c.kill(id)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for raftConnGoroutines() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines still serve Raft connections after every node closed (%d before it started, %d while it ran)",
+				raftConnGoroutines(), before, during)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

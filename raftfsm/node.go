@@ -334,6 +334,9 @@ func (n *Node) Close() error {
 		}
 		n.prop.close()
 		n.wg.Wait()
+		// The transport's Close leaves the connections it dialed open in
+		// its pool; closing them ends the peers' goroutines serving them.
+		n.transport.CloseStreams()
 		errs = append(errs, n.transport.Close(), n.store.Close(), n.fsm.close())
 		if n.ownLog != nil {
 			errs = append(errs, n.ownLog.Close())
