@@ -715,6 +715,13 @@ func (g *groupLog) GetLog(index uint64, out *raft.Log) error {
 	if err != nil {
 		return err
 	}
+	return decodeStoredEntry(index, v, out)
+}
+
+// decodeStoredEntry decodes v, stored at index, into out: an entry that
+// does not decode, or that says another index, is an *EntryError naming
+// index.
+func decodeStoredEntry(index uint64, v []byte, out *raft.Log) error {
 	if err := decodeLogEntry(v, out); err != nil {
 		var ee *EntryError
 		if errors.As(err, &ee) {

@@ -91,17 +91,7 @@ func readBoltNodeLog(path string) ([]byte, error) {
 // decodes, and it is the entry of the index it is stored at.
 func checkStoredEntry(index uint64, v []byte) error {
 	var l raft.Log
-	if err := decodeLogEntry(v, &l); err != nil {
-		var ee *EntryError
-		if errors.As(err, &ee) {
-			ee.Index = index
-		}
-		return err
-	}
-	if l.Index != index {
-		return &EntryError{Index: index, Reason: fmt.Sprintf("node log entry stored at index %d says index %d", index, l.Index)}
-	}
-	return nil
+	return decodeStoredEntry(index, v, &l)
 }
 
 // raftBoltFile is where a node of a cluster of one Raft group kept its

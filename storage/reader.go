@@ -82,27 +82,14 @@ func (r *Reader) Scan(prefix, start []byte, withValues bool, fn func(key, val []
 	var inFn bool
 	defer recoverRead(&err, "scanning prefix", prefix, &inFn)
 	opts := badger.DefaultIteratorOptions
-	opts.Prefix = prefix
 	opts.PrefetchValues = withValues
 	if withValues {
 		opts.PrefetchSize = 16
 	}
-	it := r.txn.NewIterator(opts)
+	it, pc := r.forward(opts, prefix, start)
 	defer it.Close()
-	seek := prefix
-	if start != nil && bytes.Compare(start, prefix) > 0 {
-		seek = start
-	}
-	it.Seek(seek)
-	pc := r.pending.cursor(prefix, seek, false)
 	defer pc.release()
-	call := func(key, val []byte) (bool, error) {
-		// Not deferred: a panic in fn must leave inFn set (recoverRead).
-		inFn = true
-		more, err := fn(key, val)
-		inFn = false
-		return more, err
-	}
+	call := tracked(fn, &inFn)
 	return merge(it, func() bool { return it.ValidForPrefix(prefix) }, pc,
 		func(item *badger.Item) (bool, error) {
 			key := item.KeyCopy(nil)
@@ -123,6 +110,32 @@ func (r *Reader) Scan(prefix, start []byte, withValues bool, fn func(key, val []
 			}
 			return call([]byte(w.key), val)
 		})
+}
+
+// forward opens an iterator with opts over prefix, at the first key at or
+// after start (start nil: the prefix's first), and a cursor over the
+// batch's pending writes of the same range. The caller closes both.
+func (r *Reader) forward(opts badger.IteratorOptions, prefix, start []byte) (*badger.Iterator, *pendingCursor) {
+	opts.Prefix = prefix
+	it := r.txn.NewIterator(opts)
+	seek := prefix
+	if start != nil && bytes.Compare(start, prefix) > 0 {
+		seek = start
+	}
+	it.Seek(seek)
+	return it, r.pending.cursor(prefix, seek, false)
+}
+
+// tracked returns fn, setting *inFn while it runs. Not deferred: a panic
+// in fn must leave *inFn set, for recoverRead to pass it on as the
+// caller's.
+func tracked(fn func(key, val []byte) (bool, error), inFn *bool) func(key, val []byte) (bool, error) {
+	return func(key, val []byte) (bool, error) {
+		*inFn = true
+		more, err := fn(key, val)
+		*inFn = false
+		return more, err
+	}
 }
 
 // merge walks the stored keys and a batch's pending writes together, in
@@ -201,15 +214,10 @@ func (r *Reader) ScanReverse(prefix, before []byte, fn func(key []byte) (bool, e
 		// A key below the prefix's range ends the walk.
 		return it.Valid() && bytes.HasPrefix(it.Item().Key(), prefix)
 	}
-	call := func(key []byte) (bool, error) {
-		inFn = true
-		more, err := fn(key)
-		inFn = false
-		return more, err
-	}
+	call := tracked(func(key, _ []byte) (bool, error) { return fn(key) }, &inFn)
 	return merge(it, storeValid, pc,
-		func(item *badger.Item) (bool, error) { return call(item.KeyCopy(nil)) },
-		func(w pendingWrite) (bool, error) { return call([]byte(w.key)) })
+		func(item *badger.Item) (bool, error) { return call(item.KeyCopy(nil), nil) },
+		func(w pendingWrite) (bool, error) { return call([]byte(w.key), nil) })
 }
 
 // ScanValues is Scan with values, without copying them: fn's val is
@@ -222,25 +230,12 @@ func (r *Reader) ScanValues(prefix, start []byte, fn func(key, val []byte) (bool
 	var inFn bool
 	defer recoverRead(&err, "scanning prefix", prefix, &inFn)
 	opts := badger.DefaultIteratorOptions
-	opts.Prefix = prefix
 	// Prefetching would copy every value ahead of fn.
 	opts.PrefetchValues = false
-	it := r.txn.NewIterator(opts)
+	it, pc := r.forward(opts, prefix, start)
 	defer it.Close()
-	seek := prefix
-	if start != nil && bytes.Compare(start, prefix) > 0 {
-		seek = start
-	}
-	it.Seek(seek)
-	pc := r.pending.cursor(prefix, seek, false)
 	defer pc.release()
-	call := func(key, val []byte) (bool, error) {
-		// Not deferred: a panic in fn must leave inFn set (recoverRead).
-		inFn = true
-		more, err := fn(key, val)
-		inFn = false
-		return more, err
-	}
+	call := tracked(fn, &inFn)
 	return merge(it, func() bool { return it.ValidForPrefix(prefix) }, pc,
 		func(item *badger.Item) (bool, error) {
 			key := item.KeyCopy(nil)
