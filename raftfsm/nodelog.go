@@ -90,6 +90,9 @@ type nodeLog struct {
 	testQueued       func(group uint32)
 	testBeforeCommit func(groups []uint32)
 	testYield        func()
+	// testRemove, when set, removes a segment's file in place of
+	// os.Remove (a test makes removals fail).
+	testRemove func(path string) error
 }
 
 // groupState is what the node log holds of one group.
@@ -104,6 +107,13 @@ type entryLoc struct {
 	seg *segment
 	off int64
 	n   uint32
+}
+
+// forget takes the entry at loc out of its segment's live counts: it was
+// deleted, dropped, or written again elsewhere.
+func (loc entryLoc) forget() {
+	loc.seg.live--
+	loc.seg.liveBytes -= int64(loc.n)
 }
 
 // logWrite is one write waiting in the committer's queue: its records,
@@ -159,6 +169,11 @@ func openNodeLogWith(dir string, o nodeLogOpenOptions) (_ *nodeLog, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("raftfsm: %w", err)
 	}
+	// The directory's own name must be durable before the first write in
+	// it is acknowledged (a new node's first term and vote).
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		return nil, fmt.Errorf("raftfsm: node log %s: %w", dir, err)
+	}
 	unlock, err := lockNodeLog(dir)
 	if err != nil {
 		return nil, err
@@ -181,6 +196,11 @@ func openNodeLogWith(dir string, o nodeLogOpenOptions) (_ *nodeLog, err error) {
 	// A crash may have left the segments being written, or the earlier
 	// version's file moved already: the segments are the log now.
 	leftovers := []string{filepath.Join(dir, nodeLogSegmentsNew)}
+	unstarted, err := filepath.Glob(filepath.Join(segs, "*.seg"+segmentNewSuffix))
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: %w", err)
+	}
+	leftovers = append(leftovers, unstarted...) // segments a crash cut while they were created
 	if o.legacy != "" {
 		leftovers = append(leftovers, filepath.Join(dir, o.legacy))
 	}
@@ -286,7 +306,10 @@ func (l *nodeLog) replay(dir string) error {
 		}
 		s.size = good
 	}
-	return l.removeSegments(l.gc())
+	// A segment that cannot be removed now stays, and is tried again at
+	// the next commit that frees one: it costs space, not correctness.
+	_ = l.removeSegments(l.gc())
+	return nil
 }
 
 // Close closes the files and lets go of the directory. Every group using
@@ -324,10 +347,11 @@ func (l *nodeLog) apply(r *walRecord, s *segment, entryOff int64) {
 			l.groups[r.group] = g
 		}
 		if old, ok := g.entries[r.index]; ok {
-			old.seg.live--
+			old.forget()
 		}
 		g.entries[r.index] = entryLoc{seg: s, off: entryOff, n: uint32(len(r.entry))}
 		s.live++
+		s.liveBytes += int64(len(r.entry))
 		if len(g.entries) == 1 || r.index < g.first {
 			g.first = r.index
 		}
@@ -347,7 +371,7 @@ func (l *nodeLog) apply(r *walRecord, s *segment, entryOff int64) {
 	case recDrop:
 		if g != nil {
 			for _, loc := range g.entries {
-				loc.seg.live--
+				loc.forget()
 			}
 			delete(l.groups, r.group)
 		}
@@ -363,7 +387,7 @@ func (g *groupState) deleteRange(lo, hi uint64) {
 	if hi-lo < uint64(len(g.entries)) {
 		for i := lo; ; i++ {
 			if loc, ok := g.entries[i]; ok {
-				loc.seg.live--
+				loc.forget()
 				delete(g.entries, i)
 			}
 			if i == hi {
@@ -375,7 +399,7 @@ func (g *groupState) deleteRange(lo, hi uint64) {
 		// snapshot was installed): walk the entries instead.
 		for i, loc := range g.entries {
 			if i >= lo && i <= hi {
-				loc.seg.live--
+				loc.forget()
 				delete(g.entries, i)
 			}
 		}
@@ -410,12 +434,33 @@ func (l *nodeLog) gc() []*segment {
 // replayed before the segments whose deletes and drops emptied it, which
 // empty it again, and it is removed again.
 //
+// When a removal fails, the segments not removed go back to the front of
+// the node log's segments, in order, and the next gc tries them again
+// first: a newer segment is never removed while an older one is left.
+//
 // Only the committer, or openNodeLog before anyone else, calls it.
 func (l *nodeLog) removeSegments(dead []*segment) error {
-	for _, s := range dead {
-		if err := errors.Join(s.f.Close(), os.Remove(s.path), syncDir(filepath.Dir(s.path))); err != nil {
-			return fmt.Errorf("raftfsm: node log %s: removing a segment no entry needs: %w", l.dir, err)
+	remove := os.Remove
+	if l.testRemove != nil {
+		remove = l.testRemove
+	}
+	for i, s := range dead {
+		err := remove(s.path)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			// Once this sync returns, the removal is durable, and so is
+			// every earlier one.
+			err = syncDir(filepath.Dir(s.path))
+			if err == nil {
+				_ = s.f.Close() // nothing reads it: it held no live entry
+				continue
+			}
+			i++ // its name is gone; a crash may bring it back, as the oldest
+			_ = s.f.Close()
 		}
+		l.state.Lock()
+		l.segs = append(slices.Clone(dead[i:]), l.segs...)
+		l.state.Unlock()
+		return fmt.Errorf("raftfsm: node log %s: removing a segment no entry needs: %w", l.dir, err)
 	}
 	return nil
 }
@@ -556,18 +601,16 @@ func (l *nodeLog) commit(batch []*logWrite) error {
 	}
 	l.state.Lock()
 	cur.size += int64(len(buf))
-	at, removed := base, false
+	at := base
 	for _, w := range batch {
 		for i := range w.recs {
 			l.apply(&w.recs[i], cur, at+w.entryAt[i])
-			removed = removed || w.recs[i].kind != recEntry
 		}
 		at += int64(len(w.framed))
 	}
-	var dead []*segment
-	if removed {
-		dead = l.gc()
-	}
+	// Deletes, drops and a rotation's copies empty segments; gc looks at
+	// the oldest alone, so asking at every commit costs nothing.
+	dead := l.gc()
 	l.state.Unlock()
 	// The writes are durable and applied; a segment that could not be
 	// removed costs space, not correctness, so its error is not theirs.
@@ -577,10 +620,48 @@ func (l *nodeLog) commit(batch []*logWrite) error {
 }
 
 // rotate starts the segment after cur, beginning with every group's
-// stable values (so that no older segment is needed for them), and
-// returns it.
+// stable values (so that no older segment is needed for them) and, when
+// they are few, copies of the oldest segment's live entries (so that it
+// empties; see the layout in nodelog_wal.go), and returns it.
 func (l *nodeLog) rotate(cur *segment) (*segment, error) {
 	l.state.RLock()
+	first, copied, err := l.rotationRecords()
+	l.state.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	s, err := createSegment(filepath.Dir(cur.path), cur.seq+1, first)
+	if err != nil {
+		return nil, err
+	}
+	l.state.Lock()
+	defer l.state.Unlock()
+	l.segs = append(l.segs, s)
+	for _, c := range copied {
+		l.apply(&c.rec, s, c.entryAt)
+	}
+	return s, nil
+}
+
+// copyShare bounds the live bytes of the oldest segment that a rotation
+// copies forward, as a share of a segment: a segment held by a few
+// entries of an idle group is copied, one most of whose entries are still
+// live (a busy group that has not compacted yet) waits.
+const copyShare = 4
+
+// copiedEntry is an entry a rotation copies, and where it starts in the
+// new segment.
+type copiedEntry struct {
+	rec     walRecord
+	entryAt int64
+}
+
+// rotationRecords returns the records a new segment begins with, after
+// its header: every group's stable values, then the oldest segment's live
+// entries when they are at most 1/copyShare of a segment (and that
+// segment is not the newest), with where each copied entry starts in the
+// new segment. The caller holds state, shared.
+func (l *nodeLog) rotationRecords() ([]byte, []copiedEntry, error) {
 	groups := make([]uint32, 0, len(l.groups))
 	for g := range l.groups {
 		groups = append(groups, g)
@@ -598,15 +679,32 @@ func (l *nodeLog) rotate(cur *segment) (*segment, error) {
 			first = appendRecord(first, &walRecord{kind: recStable, group: g, key: []byte(k), val: st[k]})
 		}
 	}
-	l.state.RUnlock()
-	s, err := createSegment(filepath.Dir(cur.path), cur.seq+1, first)
-	if err != nil {
-		return nil, err
+	oldest := l.segs[0]
+	if len(l.segs) < 2 || oldest.live == 0 || oldest.liveBytes > l.segmentBytes/copyShare {
+		return first, nil, nil
 	}
-	l.state.Lock()
-	l.segs = append(l.segs, s)
-	l.state.Unlock()
-	return s, nil
+	var copied []copiedEntry
+	for _, g := range groups {
+		st := l.groups[g]
+		indexes := make([]uint64, 0)
+		for i, loc := range st.entries {
+			if loc.seg == oldest {
+				indexes = append(indexes, i)
+			}
+		}
+		slices.Sort(indexes)
+		for _, i := range indexes {
+			loc := st.entries[i]
+			v := make([]byte, loc.n)
+			if _, err := loc.seg.f.ReadAt(v, loc.off); err != nil {
+				return nil, nil, fmt.Errorf("reading entry %d of group %d from %s to copy it: %w", i, g, loc.seg.path, err)
+			}
+			r := walRecord{kind: recEntry, group: g, index: i, entry: v}
+			copied = append(copied, copiedEntry{rec: r, entryAt: segmentHeaderBytes + int64(len(first)) + recEntryPrefix})
+			first = appendRecord(first, &r)
+		}
+	}
+	return first, copied, nil
 }
 
 // fail makes err the node log's last write: see errNodeLogFailed.

@@ -38,7 +38,11 @@ import (
 // live: its deletes and drops then concern only segments removed before
 // it (segments go oldest first), and its stable values were written again
 // at the start of the next segment (see rotate), which begins with every
-// group's stable values as they stood.
+// group's stable values as they stood. So that a group that stopped
+// writing (an idle shard) cannot hold the oldest segment, and every
+// segment after it, for ever, a new segment also begins with copies of the
+// live entries of the oldest one when they are few (rotate): the copies
+// replace them, and the oldest segment empties.
 const (
 	recHeader byte = 1
 	recEntry  byte = 2
@@ -232,9 +236,11 @@ type segment struct {
 	f    *os.File
 	// size is the offset of the next record: what was written and synced.
 	size int64
-	// live counts the entries it holds that no delete or drop removed
-	// since; at 0 it holds nothing a replay needs (see the layout above).
-	live int
+	// live counts the entries it holds that no delete, drop or later copy
+	// removed since, and liveBytes their bytes; at 0 it holds nothing a
+	// replay needs (see the layout above).
+	live      int
+	liveBytes int64
 }
 
 func segmentName(seq uint64) string { return fmt.Sprintf("%016x.seg", seq) }
@@ -264,12 +270,17 @@ func listSegments(dir string) ([]uint64, error) {
 	return seqs, nil
 }
 
-// createSegment creates segment seq in dir with its header and the
-// records of first, synced, and syncs dir, so that the segment's name is
-// durable before anything in it is acknowledged.
+// createSegment creates segment seq in dir holding its header and the
+// records of first. The segment appears whole or not at all: it is
+// written and synced under a name listSegments does not read
+// (segmentNewSuffix), then renamed, and dir is synced, so that a crash
+// never leaves a segment whose first records (a rotation's stable values
+// and copied entries) are cut, and its name is durable before anything in
+// it is acknowledged.
 func createSegment(dir string, seq uint64, first []byte) (*segment, error) {
 	path := filepath.Join(dir, segmentName(seq))
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	tmp := path + segmentNewSuffix
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -281,11 +292,18 @@ func createSegment(dir string, seq uint64, first []byte) (*segment, error) {
 	if err := datasync(f); err != nil {
 		return nil, errors.Join(err, f.Close())
 	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
 	if err := syncDir(dir); err != nil {
 		return nil, errors.Join(err, f.Close())
 	}
 	return &segment{seq: seq, path: path, f: f, size: int64(len(buf))}, nil
 }
+
+// segmentNewSuffix marks a segment being created (createSegment); one
+// left by a crash is removed at open.
+const segmentNewSuffix = ".new"
 
 // syncDir makes the names in dir durable.
 func syncDir(dir string) error {

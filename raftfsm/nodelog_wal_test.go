@@ -382,3 +382,140 @@ func FuzzNodeLogSegment(f *testing.F) {
 		}
 	})
 }
+
+// TestNodeLogIdleGroupHoldsNoSegments: a group that stopped writing (an
+// idle shard) does not keep the oldest segment, and every one after it,
+// while a busy group writes and compacts: a new segment begins with copies
+// of the oldest one's few live entries, and the oldest empties. The idle
+// group's entries and term survive, also across a reopening.
+func TestNodeLogIdleGroupHoldsNoSegments(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *nodeLog {
+		l, err := openNodeLogWith(dir, nodeLogOpenOptions{segmentBytes: 2 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l := open()
+	idle, busy := l.group(1), l.group(2)
+	if err := idle.StoreLogs(testEntries(1, 1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := idle.SetUint64([]byte("CurrentTerm"), 4); err != nil {
+		t.Fatal(err)
+	}
+	most := 0
+	for i := uint64(1); i <= 2000; i += 10 {
+		if err := busy.StoreLogs(testEntries(2, i, i+9)); err != nil {
+			t.Fatal(err)
+		}
+		if i > 100 {
+			if err := busy.DeleteRange(1, i-100); err != nil { // compaction, keeping 100
+				t.Fatal(err)
+			}
+		}
+		most = max(most, len(l.segs))
+	}
+	started := l.segs[len(l.segs)-1].seq
+	if started < 20 || most > 8 {
+		t.Fatalf("%d segments started, at most %d at once: the idle group held them (or the test wrote too little)", started, most)
+	}
+	check := func(l *nodeLog) {
+		t.Helper()
+		wantIndexes(t, l.group(1), 1, 3)
+		for _, e := range testEntries(1, 1, 3) {
+			wantLog(t, l.group(1), e)
+		}
+		if term, err := l.group(1).GetUint64([]byte("CurrentTerm")); err != nil || term != 4 {
+			t.Fatalf("the idle group's term: %d, %v", term, err)
+		}
+		wantIndexes(t, l.group(2), 1892, 2000) // the last compaction kept from 1991-99
+	}
+	check(l)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = open()
+	defer func() { _ = l.Close() }()
+	check(l)
+	files, err := listSegments(filepath.Join(dir, nodeLogSegments))
+	if err != nil || len(files) > 8 {
+		t.Fatalf("%d segment files after reopening (%v)", len(files), err)
+	}
+}
+
+// TestNodeLogUnstartedSegmentIgnored: a segment a crash cut while it was
+// being created (still under its temporary name) is not read, and is
+// removed at open.
+func TestNodeLogUnstartedSegmentIgnored(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestNodeLog(t, dir)
+	if err := l.group(0).StoreLogs(testEntries(0, 1, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, nodeLogSegments, segmentName(2)+segmentNewSuffix)
+	if err := os.WriteFile(cut, appendRecord(nil, &walRecord{kind: recHeader, seq: 2})[:7], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestNodeLog(t, dir)
+	defer func() { _ = l.Close() }()
+	if fileExists(cut) {
+		t.Fatal("the cut segment is still there")
+	}
+	wantIndexes(t, l.group(0), 1, 5)
+	if err := l.group(0).StoreLogs(testEntries(0, 6, 6)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNodeLogFailedRemovalKeepsOrder: when the removal of an empty segment
+// fails, it and the empty segments after it stay in the node log, and the
+// next removals take them first: no newer segment is removed while an
+// older one is left, so the segments on disk stay consecutive and the
+// node log opens again.
+func TestNodeLogFailedRemovalKeepsOrder(t *testing.T) {
+	dir := t.TempDir()
+	l, err := openNodeLogWith(dir, nodeLogOpenOptions{segmentBytes: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := l.group(0)
+	for i := uint64(1); i <= 80; i += 10 {
+		if err := g.StoreLogs(testEntries(0, i, i+9)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failing := true
+	var tried []string
+	l.testRemove = func(path string) error {
+		tried = append(tried, filepath.Base(path))
+		if failing {
+			return errors.New("injected: the disk refused")
+		}
+		return os.Remove(path)
+	}
+	oldest := l.segs[0].seq
+	if err := g.DeleteRange(1, 60); err != nil {
+		t.Fatalf("a delete whose segments could not be removed: %v", err)
+	}
+	if len(tried) != 1 || l.segs[0].seq != oldest {
+		t.Fatalf("after a failed removal: tried %v, the oldest segment is %d (was %d)", tried, l.segs[0].seq, oldest)
+	}
+	failing = false
+	if err := g.StoreLogs(testEntries(0, 81, 81)); err != nil {
+		t.Fatal(err)
+	}
+	if len(tried) < 3 || tried[1] != segmentName(oldest) {
+		t.Fatalf("removals after the failure: %v; the first must be segment %d again", tried, oldest)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestNodeLog(t, dir)
+	defer func() { _ = l.Close() }()
+	wantIndexes(t, l.group(0), 61, 81)
+}
