@@ -19,10 +19,11 @@ import (
 
 // proposer is the cluster's embedded.Log. On the leader it packs the
 // proposals waiting at one moment into one log entry (the Raft counterpart
-// of the embedded group commit), stamps them with a reading of the leader's
-// clock taken after it collected them, and keeps several entries in flight
-// so replication is pipelined. Elsewhere it
-// refuses with engine.NotLeaderError.
+// of the embedded group commit) and stamps them with a reading of the
+// leader's clock taken after it collected them. While an entry is in
+// flight, it hands Raft another only once that one is full: until then,
+// proposals gather for the next entry (see pack). Elsewhere it refuses
+// with engine.NotLeaderError.
 //
 // Apply keeps Now monotonic from the stored last Now, so a new leader whose
 // clock is behind the old one's cannot move time backwards.
@@ -36,13 +37,30 @@ type proposer struct {
 	in       chan *proposal
 	inflight chan *flight
 	done     chan struct{}
-	wg       sync.WaitGroup
+	// flying counts the entries handed to Raft and not yet settled, and
+	// settled is signalled (without blocking) each time one is, so a
+	// packer holding a batch back looks again (see pack).
+	flying  atomic.Int64
+	settled chan struct{}
+
+	// hooks, nil outside tests, is read by the packer (see proposerHooks).
+	hooks atomic.Pointer[proposerHooks]
+	wg    sync.WaitGroup
 
 	mu     sync.RWMutex
 	closed bool
 
 	// commands counts the commands handed to Raft, for tests and stats.
 	commands atomic.Uint64
+}
+
+// proposerHooks let a test follow the packer: held is called each time a
+// held-back batch (of waiting commands) waits for more proposals or for
+// the entries in flight, and sent with the number of commands each time
+// an entry goes to Raft. Both run on the packer's goroutine.
+type proposerHooks struct {
+	held func(waiting int)
+	sent func(cmds int)
 }
 
 type proposal struct {
@@ -63,7 +81,8 @@ var _ embedded.Log = (*proposer)(nil)
 
 func newProposer(n *Node, clk clock.Clock, maxCmds, maxBytes int, timeout time.Duration) *proposer {
 	p := &proposer{n: n, clock: clk, maxCmds: maxCmds, maxBytes: maxBytes, timeout: timeout,
-		in: make(chan *proposal, 4096), inflight: make(chan *flight, 64), done: make(chan struct{})}
+		in: make(chan *proposal, 4096), inflight: make(chan *flight, 64), done: make(chan struct{}),
+		settled: make(chan struct{}, 1)}
 	p.wg.Add(2)
 	go p.pack()
 	go p.settle()
@@ -134,12 +153,25 @@ func (p *proposer) close() {
 // later reading, so no command is ever stamped earlier than it was
 // proposed. Collected proposals that do not fit into the entry's bytes
 // stay, in order, for the next one.
+//
+// While an entry is in flight, a batch that is not full is held back,
+// and collects what arrives, until the entries in flight have settled
+// (Nagle's rule, and what etcd-io/raft's users get by proposing between
+// Ready cycles). Each Raft round costs the same fixed work whatever it
+// carries: the leader's append, an AppendEntries to each follower and
+// their appends, and an apply on every node. Entries sent the moment
+// anything waits carry a few commands each under load; held back, they
+// carry what arrived during a whole round (docs/sharding.md, "Measured").
+// A proposal arriving at an idle group goes at once, and full batches
+// still go back to back, so replication stays pipelined when a round
+// cannot carry the load.
 func (p *proposer) pack() {
 	defer p.wg.Done()
 	defer close(p.inflight)
 	var waiting []*proposal // collected, in arrival order, not yet in an entry
 	var batch []*proposal
 	open := true
+	overflow := false // waiting holds what did not fit into the last entry's bytes
 	for {
 		if len(waiting) == 0 {
 			pr, ok := <-p.in
@@ -159,6 +191,22 @@ func (p *proposer) pack() {
 				waiting = append(waiting, pr)
 			default:
 				break collect
+			}
+		}
+		hooks := p.hooks.Load()
+	hold:
+		for open && !overflow && len(waiting) < p.maxCmds && p.flying.Load() > 0 {
+			if hooks != nil && hooks.held != nil {
+				hooks.held(len(waiting))
+			}
+			select {
+			case pr, ok := <-p.in:
+				if !ok {
+					open = false
+					break hold
+				}
+				waiting = append(waiting, pr)
+			case <-p.settled:
 			}
 		}
 		nowMS := p.clock.Now().UnixMilli()
@@ -187,6 +235,7 @@ func (p *proposer) pack() {
 		n := copy(waiting, waiting[used:])
 		clear(waiting[n:]) // answered or in flight: not ours to keep alive
 		waiting = waiting[:n]
+		overflow = n > 0
 		if len(batch) == 0 {
 			continue
 		}
@@ -201,7 +250,12 @@ func (p *proposer) pack() {
 			continue
 		}
 		p.commands.Add(uint64(len(ps)))
-		p.inflight <- &flight{fut: p.n.raft.Apply(data, p.timeout), ps: ps}
+		p.flying.Add(1)
+		fut := p.n.raft.Apply(data, p.timeout)
+		if hooks != nil && hooks.sent != nil {
+			hooks.sent(len(ps))
+		}
+		p.inflight <- &flight{fut: fut, ps: ps}
 	}
 }
 
@@ -211,7 +265,13 @@ func (p *proposer) pack() {
 func (p *proposer) settle() {
 	defer p.wg.Done()
 	for f := range p.inflight {
-		if err := futureError(p.n.ctx, f.fut); err != nil {
+		err := futureError(p.n.ctx, f.fut)
+		p.flying.Add(-1)
+		select {
+		case p.settled <- struct{}{}:
+		default: // a signal is waiting already
+		}
+		if err != nil {
 			answer(f.ps, nil, p.n.applyError(err))
 			continue
 		}

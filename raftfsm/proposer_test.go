@@ -199,6 +199,7 @@ func TestCloseDoesNotWaitForUnansweredEntries(t *testing.T) {
 	c := newTestCluster(t, 1, nil)
 	l := c.leader()
 	pr := &proposal{cmd: &engine.CreateJob{Type: "t", Queue: "q"}, reply: make(chan struct{})}
+	l.prop.flying.Add(1)
 	l.prop.inflight <- &flight{fut: stuckFuture{}, ps: []*proposal{pr}}
 	closed := make(chan struct{})
 	go func() {
@@ -215,5 +216,179 @@ func TestCloseDoesNotWaitForUnansweredEntries(t *testing.T) {
 	<-pr.reply
 	if !errors.Is(pr.err, engine.ErrUnknownOutcome) {
 		t.Fatalf("the proposer of the unanswered entry got %v, want ErrUnknownOutcome", pr.err)
+	}
+}
+
+// heldFuture is a Raft future answered when its channel closes: an entry
+// a test keeps in flight as long as it likes.
+type heldFuture struct{ done chan struct{} }
+
+func (f heldFuture) Error() error { <-f.done; return nil }
+func (f heldFuture) Response() any {
+	return &entryOutcome{errs: []error{nil}, results: []engine.Result{nil}}
+}
+func (f heldFuture) Index() uint64 { return 0 }
+
+// packerTrace records what the packer does, through its hooks, in order.
+type packerTrace struct{ events chan packerEvent }
+
+// packerEvent is a held-back batch of n (held), or an entry of n commands
+// sent to Raft.
+type packerEvent struct {
+	held bool
+	n    int
+}
+
+func tracePacker(p *proposer) *packerTrace {
+	tr := &packerTrace{events: make(chan packerEvent, 256)}
+	p.hooks.Store(&proposerHooks{
+		held: func(n int) { tr.events <- packerEvent{held: true, n: n} },
+		sent: func(n int) { tr.events <- packerEvent{n: n} },
+	})
+	return tr
+}
+
+// next returns the packer's next event, or fails the test once ctx ends.
+func (tr *packerTrace) next(ctx context.Context, t *testing.T) packerEvent {
+	t.Helper()
+	select {
+	case e := <-tr.events:
+		return e
+	case <-ctx.Done():
+		t.Fatalf("waiting for the packer: %v", ctx.Err())
+		return packerEvent{}
+	}
+}
+
+// awaitHeld waits until the packer holds back a batch of n, and fails the
+// test if it sends an entry first.
+func (tr *packerTrace) awaitHeld(ctx context.Context, t *testing.T, n int) {
+	t.Helper()
+	for {
+		e := tr.next(ctx, t)
+		if !e.held {
+			t.Fatalf("an entry of %d commands went to Raft while another was in flight; want a batch of %d held", e.n, n)
+		}
+		if e.n == n {
+			return
+		}
+	}
+}
+
+// awaitSent waits for the next entry sent to Raft and returns its command
+// count. Batches held meanwhile are skipped when skipHeld is set, and
+// fail the test otherwise.
+func (tr *packerTrace) awaitSent(ctx context.Context, t *testing.T, skipHeld bool) int {
+	t.Helper()
+	for {
+		e := tr.next(ctx, t)
+		if !e.held {
+			return e.n
+		}
+		if !skipHeld {
+			t.Fatalf("a batch of %d was held back; want an entry sent at once", e.n)
+		}
+	}
+}
+
+// inFlight puts an entry in l's proposer's flight, answered once the
+// returned channel is closed.
+func inFlight(l *Node) chan struct{} {
+	f := heldFuture{done: make(chan struct{})}
+	earlier := &proposal{cmd: &engine.CreateJob{Type: "t", Queue: "q"}, reply: make(chan struct{})}
+	l.prop.flying.Add(1)
+	l.prop.inflight <- &flight{fut: f, ps: []*proposal{earlier}}
+	return f.done
+}
+
+// While an entry is in flight, the leader holds back a batch that is not
+// full: proposals arriving meanwhile wait, and all go in one entry once
+// the entry in flight has settled, so a Raft round carries what arrived
+// during the one before (each round costs the same whatever it carries).
+// Sent the moment they came, they would have made three entries.
+func TestProposerHoldsABatchWhileAnEntryIsInFlight(t *testing.T) {
+	c := newTestCluster(t, 1, nil)
+	l := c.leader()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tr := tracePacker(l.prop)
+
+	release := inFlight(l)
+	before := l.raft.LastIndex()
+	var prs []*proposal
+	for i := range 3 {
+		pr, err := l.prop.submit(ctx, &engine.CreateJob{WorkflowID: fmt.Sprintf("held-%d", i), Type: "t", Queue: "q"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prs = append(prs, pr)
+		tr.awaitHeld(ctx, t, i+1) // the packer has it, held with the ones before
+	}
+	close(release)
+	if n := tr.awaitSent(ctx, t, true); n != 3 {
+		t.Fatalf("the held batch went as an entry of %d commands, want 3", n)
+	}
+	for i, pr := range prs {
+		if _, err := l.prop.wait(ctx, pr); err != nil {
+			t.Fatalf("held-%d: %v", i, err)
+		}
+	}
+	if got := l.raft.LastIndex() - before; got != 1 {
+		t.Fatalf("%d log entries for the three proposals, want 1", got)
+	}
+}
+
+// A full batch is not held back: with an entry in flight, a batch that
+// reaches the entry's command limit goes at once, and so do the commands
+// that did not fit into the entry before theirs, so under a load that one
+// round cannot carry, replication stays pipelined. A proposal at an idle
+// leader is not held either.
+func TestProposerSendsAFullBatchWhileAnEntryIsInFlight(t *testing.T) {
+	c := newTestCluster(t, 1, func(cfg *Config) { cfg.MaxEntryCommands = 2 })
+	l := c.leader()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tr := tracePacker(l.prop)
+
+	if _, err := l.prop.Propose(ctx, &engine.CreateJob{WorkflowID: "alone", Type: "t", Queue: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.awaitSent(ctx, t, false); n != 1 {
+		t.Fatalf("the lone proposal went as an entry of %d commands, want 1", n)
+	}
+
+	// Full by count: the second proposal fills the batch.
+	release := inFlight(l)
+	defer close(release)
+	for i := range 2 {
+		if _, err := l.prop.submit(ctx, &engine.CreateJob{WorkflowID: fmt.Sprintf("full-%d", i), Type: "t", Queue: "q"}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			tr.awaitHeld(ctx, t, 1)
+		}
+	}
+	if n := tr.awaitSent(ctx, t, true); n != 2 {
+		t.Fatalf("the full batch went as an entry of %d commands, want 2", n)
+	}
+
+	// Full by bytes: of three big commands held together, two fill an
+	// entry, and the third goes next without being held.
+	c2 := newTestCluster(t, 1, func(cfg *Config) { cfg.MaxEntryBytes = 4096 })
+	l2 := c2.leader()
+	tr2 := tracePacker(l2.prop)
+	release2 := inFlight(l2)
+	for i := range 3 {
+		if _, err := l2.prop.submit(ctx, &engine.CreateJob{WorkflowID: fmt.Sprintf("big-%d", i), Type: "t", Queue: "q", Input: make([]byte, 1500)}); err != nil {
+			t.Fatal(err)
+		}
+		tr2.awaitHeld(ctx, t, i+1)
+	}
+	close(release2)
+	if n := tr2.awaitSent(ctx, t, true); n != 2 {
+		t.Fatalf("the first entry of the big commands has %d, want 2", n)
+	}
+	if n := tr2.awaitSent(ctx, t, false); n != 1 {
+		t.Fatalf("the second entry of the big commands has %d, want 1", n)
 	}
 }
