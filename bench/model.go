@@ -52,12 +52,12 @@ type ScalingInputs struct {
 // gives each figure's command), for machines of the same shape holding
 // four shard replicas each.
 var DefaultScalingInputs = ScalingInputs{
-	CPUMSPerWorkflow:         2.96,
+	CPUMSPerWorkflow:         2.73,
 	MeasuredNodes:            3,
-	ClaimsPerWorkflow:        0.34,
+	ClaimsPerWorkflow:        0.32,
 	CutPollCPUMS:             0.14,
-	IdleCoresPerGroupReplica: 0.0028,
-	LogBytesPerWorkflow:      5.45 * commandPayloadBytes,
+	IdleCoresPerGroupReplica: 0.0025,
+	LogBytesPerWorkflow:      5.32 * commandPayloadBytes,
 	CoresPerMachine:          2,
 	NICBytesPerS:             125e6, // 1 Gbit/s
 	ReplicasPerMachine:       5,
