@@ -20,10 +20,10 @@ import (
 // proposer is the cluster's embedded.Log. On the leader it packs the
 // proposals waiting at one moment into one log entry (the Raft counterpart
 // of the embedded group commit) and stamps them with a reading of the
-// leader's clock taken after it collected them. While an entry is in
-// flight, it hands Raft another only once that one is full: until then,
-// proposals gather for the next entry (see pack). Elsewhere it refuses
-// with engine.NotLeaderError.
+// leader's clock taken after it collected them. While entries are in
+// flight, it holds the next batch back until they have settled or the
+// batch is full, and proposals arriving meanwhile join it (see pack).
+// Elsewhere it refuses with engine.NotLeaderError.
 //
 // Apply keeps Now monotonic from the stored last Now, so a new leader whose
 // clock is behind the old one's cannot move time backwards.
@@ -159,12 +159,17 @@ func (p *proposer) close() {
 // (Nagle's rule, and what etcd-io/raft's users get by proposing between
 // Ready cycles). Each Raft round costs the same fixed work whatever it
 // carries: the leader's append, an AppendEntries to each follower and
-// their appends, and an apply on every node. Entries sent the moment
-// anything waits carry a few commands each under load; held back, they
-// carry what arrived during a whole round (docs/sharding.md, "Measured").
-// A proposal arriving at an idle group goes at once, and full batches
-// still go back to back, so replication stays pipelined when a round
-// cannot carry the load.
+// their appends, and an apply on every node. Raft groups the entries
+// queued at one moment into one round, but entries sent the moment
+// anything waited still made rounds of a few commands each under load;
+// held back, a round carries what arrived during the one before
+// (docs/sharding.md, "Measured"). A proposal arriving at an idle group
+// goes at once. A batch of maxCmds goes at once too, as do the commands
+// that did not fit into the entry before theirs, so replication stays
+// pipelined when a round cannot carry the load. A batch is not weighed
+// in bytes before it is stamped and encoded, so one that is full by
+// bytes alone waits for the round in flight like any other, and then
+// goes as several entries back to back.
 func (p *proposer) pack() {
 	defer p.wg.Done()
 	defer close(p.inflight)

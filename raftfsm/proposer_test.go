@@ -307,7 +307,11 @@ func inFlight(l *Node) chan struct{} {
 // during the one before (each round costs the same whatever it carries).
 // Sent the moment they came, they would have made three entries.
 func TestProposerHoldsABatchWhileAnEntryIsInFlight(t *testing.T) {
-	c := newTestCluster(t, 1, nil)
+	var clk *clock.Manual
+	c := newTestCluster(t, 1, func(cfg *Config) {
+		clk = cfg.Clock.(*clock.Manual)
+		cfg.DisableScheduler = true // no proposals but the test's
+	})
 	l := c.leader()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -316,12 +320,19 @@ func TestProposerHoldsABatchWhileAnEntryIsInFlight(t *testing.T) {
 	release := inFlight(l)
 	before := l.raft.LastIndex()
 	var prs []*proposal
+	var cmds []*engine.CreateJob
+	var proposedMS []int64
 	for i := range 3 {
-		pr, err := l.prop.submit(ctx, &engine.CreateJob{WorkflowID: fmt.Sprintf("held-%d", i), Type: "t", Queue: "q"})
+		// Time passes while the batch is held: each command must still be
+		// stamped no earlier than it was proposed.
+		clk.Advance(time.Second)
+		cmd := &engine.CreateJob{WorkflowID: fmt.Sprintf("held-%d", i), Type: "t", Queue: "q"}
+		proposedMS = append(proposedMS, clk.Now().UnixMilli())
+		pr, err := l.prop.submit(ctx, cmd)
 		if err != nil {
 			t.Fatal(err)
 		}
-		prs = append(prs, pr)
+		prs, cmds = append(prs, pr), append(cmds, cmd)
 		tr.awaitHeld(ctx, t, i+1) // the packer has it, held with the ones before
 	}
 	close(release)
@@ -331,6 +342,9 @@ func TestProposerHoldsABatchWhileAnEntryIsInFlight(t *testing.T) {
 	for i, pr := range prs {
 		if _, err := l.prop.wait(ctx, pr); err != nil {
 			t.Fatalf("held-%d: %v", i, err)
+		}
+		if cmds[i].NowMS < proposedMS[i] {
+			t.Errorf("held-%d was stamped %d, %d ms before it was proposed", i, cmds[i].NowMS, proposedMS[i]-cmds[i].NowMS)
 		}
 	}
 	if got := l.raft.LastIndex() - before; got != 1 {
@@ -344,7 +358,10 @@ func TestProposerHoldsABatchWhileAnEntryIsInFlight(t *testing.T) {
 // round cannot carry, replication stays pipelined. A proposal at an idle
 // leader is not held either.
 func TestProposerSendsAFullBatchWhileAnEntryIsInFlight(t *testing.T) {
-	c := newTestCluster(t, 1, func(cfg *Config) { cfg.MaxEntryCommands = 2 })
+	c := newTestCluster(t, 1, func(cfg *Config) {
+		cfg.MaxEntryCommands = 2
+		cfg.DisableScheduler = true
+	})
 	l := c.leader()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -374,7 +391,10 @@ func TestProposerSendsAFullBatchWhileAnEntryIsInFlight(t *testing.T) {
 
 	// Full by bytes: of three big commands held together, two fill an
 	// entry, and the third goes next without being held.
-	c2 := newTestCluster(t, 1, func(cfg *Config) { cfg.MaxEntryBytes = 4096 })
+	c2 := newTestCluster(t, 1, func(cfg *Config) {
+		cfg.MaxEntryBytes = 4096
+		cfg.DisableScheduler = true
+	})
 	l2 := c2.leader()
 	tr2 := tracePacker(l2.prop)
 	release2 := inFlight(l2)
@@ -390,5 +410,27 @@ func TestProposerSendsAFullBatchWhileAnEntryIsInFlight(t *testing.T) {
 	}
 	if n := tr2.awaitSent(ctx, t, false); n != 1 {
 		t.Fatalf("the second entry of the big commands has %d, want 1", n)
+	}
+}
+
+// Closing the node answers a batch it holds back: the packer stops
+// holding once no more proposals can come, and the proposal learns that
+// the node closed instead of waiting for ever.
+func TestProposerAnswersAHeldBatchAtClose(t *testing.T) {
+	c := newTestCluster(t, 1, func(cfg *Config) { cfg.DisableScheduler = true })
+	l := c.leader()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tr := tracePacker(l.prop)
+	release := inFlight(l) // never answered: the close must not wait for it
+	defer close(release)
+	pr, err := l.prop.submit(ctx, &engine.CreateJob{WorkflowID: "held", Type: "t", Queue: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.awaitHeld(ctx, t, 1)
+	c.kill(l.ID())
+	if _, err := l.prop.wait(ctx, pr); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the held proposal after the node closed: %v, want the close's error", err)
 	}
 }
