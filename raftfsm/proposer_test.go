@@ -413,9 +413,12 @@ func TestProposerSendsAFullBatchWhileAnEntryIsInFlight(t *testing.T) {
 	}
 }
 
-// Closing the node answers a batch it holds back: the packer stops
-// holding once no more proposals can come, and the proposal learns that
-// the node closed instead of waiting for ever.
+// Closing the node answers a batch it holds back, behind an entry Raft
+// never answers: the close ends the node's context, so the entry in
+// flight settles with an unknown outcome, the hold ends, and the held
+// proposal learns that the node closed instead of waiting for ever. (The
+// packer also stops holding once its input is closed; a close ends the
+// context first, so this test does not reach that branch.)
 func TestProposerAnswersAHeldBatchAtClose(t *testing.T) {
 	c := newTestCluster(t, 1, func(cfg *Config) { cfg.DisableScheduler = true })
 	l := c.leader()
