@@ -44,9 +44,10 @@ type FSM struct {
 	appliedCh chan struct{} // closed and replaced whenever applied advances
 
 	// onApply is called after a batch that wrote something (the engine's
-	// commit notification) with the job records it wrote, nil after a
-	// restore (anything may have changed); it must not block.
-	onApply func(touched []uint64)
+	// commit notification) with the job records it wrote and the jobs it
+	// closed, nil after a restore (anything may have changed); it must not
+	// block.
+	onApply func(touched, closed []uint64)
 	// meter records the metrics of applying (nil: none). Set before Raft
 	// starts, then used by Raft's applying goroutine alone.
 	meter *embedded.Meter
@@ -166,7 +167,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	f.mu.RLock() // Restore never runs concurrently; this only pairs with View
 	db := f.db
 	f.mu.RUnlock()
-	a := &batchApplier{f: f, db: db, batch: db.NewBatch(), touched: []uint64{}, meter: f.meter}
+	a := &batchApplier{f: f, db: db, batch: db.NewBatch(), touched: []uint64{}, closed: []uint64{}, meter: f.meter}
 	// changed: some command or node entry wrote, so waiters should look.
 	last := f.applied.Load()
 	for i, l := range logs {
@@ -194,7 +195,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		f.setApplied(last)
 	}
 	if a.changed && f.onApply != nil {
-		f.onApply(a.touched)
+		f.onApply(a.touched, a.closed)
 	}
 	return out
 }
@@ -217,6 +218,7 @@ type batchApplier struct {
 	batch   *storage.Batch
 	changed bool     // a command or node entry wrote something
 	touched []uint64 // job records written, for per-job waiters
+	closed  []uint64 // jobs closed, for the waiters for their results
 	meter   *embedded.Meter
 	cmds    int // commands the batch holds, for the metrics
 }
@@ -247,6 +249,7 @@ func (a *batchApplier) commit(index uint64) {
 		return
 	}
 	a.touched = append(a.touched, a.batch.TouchedJobs()...)
+	a.closed = append(a.closed, a.batch.ClosedJobs()...)
 	start := a.meter.Start()
 	if err := a.batch.Commit(); err != nil {
 		a.meter.Discard()
@@ -443,7 +446,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	// leaves it as it was: the metrics are wrong, the state is not.
 	_ = f.meter.Count(f)
 	if f.onApply != nil {
-		f.onApply(nil)
+		f.onApply(nil, nil)
 	}
 	return nil
 }

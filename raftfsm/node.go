@@ -196,8 +196,8 @@ func Open(cfg Config) (_ *Node, err error) {
 		n.prop.close()
 		return fail(err)
 	}
-	n.fsm.onApply = func(touched []uint64) {
-		n.eng.NotifyCommitted(touched)
+	n.fsm.onApply = func(touched, closed []uint64) {
+		n.eng.NotifyCommitted(touched, closed)
 		if s := n.sched.Load(); s != nil {
 			s.Wake()
 		}

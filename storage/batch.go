@@ -23,8 +23,9 @@ type Batch struct {
 	pending      *pending
 	bytes, count int64
 	// touched lists the job records written, so waiters on one job are
-	// woken by its changes alone.
-	touched []uint64
+	// woken by its changes alone, and closed the jobs that closed (see
+	// ClosedJobs).
+	touched, closed []uint64
 }
 
 // NewBatch starts a batch.
@@ -42,6 +43,18 @@ func (b *Batch) TouchedJobs() []uint64 {
 		return []uint64{}
 	}
 	return b.touched
+}
+
+// ClosedJobs returns the ids of the jobs the batch closed (with repeats),
+// never nil: those whose entry in the index by closing time it writes.
+// A record is listed there only once it is terminal, and the entry is
+// written when it turns terminal, so a waiter for a job's end needs no
+// other wake-up.
+func (b *Batch) ClosedJobs() []uint64 {
+	if b.closed == nil {
+		return []uint64{}
+	}
+	return b.closed
 }
 
 // Empty reports whether no writes were added.
@@ -71,8 +84,11 @@ func (b *Batch) Add(tx *Tx) error {
 	}
 	for _, k := range tx.order {
 		w := tx.writes[k]
-		if len(k) == 9 && k[0] == PrefixJob {
+		switch {
+		case len(k) == 9 && k[0] == PrefixJob:
 			b.touched = append(b.touched, binary.BigEndian.Uint64([]byte(k[1:])))
+		case len(k) == 17 && k[0] == PrefixClosed && !w.deleted:
+			b.closed = append(b.closed, binary.BigEndian.Uint64([]byte(k[9:])))
 		}
 		b.pending.put(pendingWrite{key: k, val: w.val, deleted: w.deleted})
 	}

@@ -24,8 +24,8 @@ func TestDeferredJobIsReleasedOnTimeAndWakesClaimers(t *testing.T) {
 	defer closeOK(t, db)
 	var e *Engine
 	var sched *Scheduler
-	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk, OnCommit: func(touched []uint64) {
-		e.NotifyCommitted(touched)
+	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk, OnCommit: func(touched, closed []uint64) {
+		e.NotifyCommitted(touched, closed)
 		sched.Wake()
 	}})
 	if err != nil {

@@ -128,9 +128,11 @@ type Engine struct {
 	// stopped is set by StopWaiting: the backend is going away, and
 	// waiters for a commit give up (outbox.go).
 	stopped atomic.Bool
-	// jobWaiters are closed when their job's record is written: WaitClosed
-	// of one job wakes for that job's changes only, not for every commit.
-	jobWaiters map[engine.JobID][]chan struct{}
+	// changeWaiters are woken when their job's record is written
+	// (WatchHistory), and closeWaiters when their job closes (WaitClosed):
+	// each wakes for its own job only, not for every commit, and a run's
+	// result waiter does not read the run again at each of its turns.
+	changeWaiters, closeWaiters jobWaiters
 }
 
 // Viewer gives consistent reads of the applied state. *storage.DB is one;
@@ -182,62 +184,53 @@ func New(b Backend) (*Engine, error) {
 }
 
 // NotifyCommitted wakes everything waiting on Committed (and the embedded
-// scheduler), and the waiters on each job whose record is in touched. A
-// Backend calls it after each applied batch that wrote something; touched
-// nil means any job may have changed (a snapshot was restored). It never
-// blocks.
-func (e *Engine) NotifyCommitted(touched []uint64) {
+// scheduler), the waiters on each job whose record is in touched, and the
+// waiters for the close of each job in closed. A Backend calls it after
+// each applied batch that wrote something, with the batch's
+// storage.Batch.TouchedJobs and ClosedJobs; touched nil means any job may
+// have changed or closed (a snapshot was restored). It never blocks.
+func (e *Engine) NotifyCommitted(touched, closed []uint64) {
 	if e.sched != nil {
 		e.sched.Wake()
 	}
 	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
 	close(e.commitCh)
 	e.commitCh = make(chan struct{})
 	if touched == nil {
-		for id, ws := range e.jobWaiters {
-			for _, w := range ws {
-				close(w)
-			}
-			delete(e.jobWaiters, id)
-		}
+		e.changeWaiters.wakeAll()
+		e.closeWaiters.wakeAll()
+		return
 	}
-	for _, id := range touched {
-		for _, w := range e.jobWaiters[engine.JobID(id)] {
-			close(w)
-		}
-		delete(e.jobWaiters, engine.JobID(id))
-	}
-	e.commitMu.Unlock()
+	e.changeWaiters.wake(touched)
+	e.closeWaiters.wake(closed)
 }
 
 // jobChanged returns a channel closed at the next write of job id's record.
+// Its caller drops it with forgetWaiter when it stops waiting.
 func (e *Engine) jobChanged(id engine.JobID) <-chan struct{} {
-	ch := make(chan struct{})
 	e.commitMu.Lock()
-	if e.jobWaiters == nil {
-		e.jobWaiters = map[engine.JobID][]chan struct{}{}
-	}
-	e.jobWaiters[id] = append(e.jobWaiters[id], ch)
-	e.commitMu.Unlock()
-	return ch
+	defer e.commitMu.Unlock()
+	return e.changeWaiters.add(id)
 }
 
-// forgetWaiter drops ch from job id's waiters (its waiter gave up).
+// jobClosing returns a channel closed when a batch closes job id (writes
+// its entry in the index by closing time, which only a record that turned
+// terminal gets). Its caller drops it with forgetWaiter when it stops
+// waiting.
+func (e *Engine) jobClosing(id engine.JobID) <-chan struct{} {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	return e.closeWaiters.add(id)
+}
+
+// forgetWaiter drops ch, returned by jobChanged or jobClosing, from job
+// id's waiters (its waiter gave up or has its answer).
 func (e *Engine) forgetWaiter(id engine.JobID, ch <-chan struct{}) {
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
-	ws := e.jobWaiters[id]
-	for i, w := range ws {
-		if w == ch {
-			ws = append(ws[:i], ws[i+1:]...)
-			break
-		}
-	}
-	if len(ws) == 0 {
-		delete(e.jobWaiters, id)
-	} else {
-		e.jobWaiters[id] = ws
-	}
+	e.changeWaiters.forget(id, ch)
+	e.closeWaiters.forget(id, ch)
 }
 
 // Open opens (or creates) an engine.
@@ -574,12 +567,12 @@ func (e *Engine) WaitClosed(ctx context.Context, t engine.Target) (*engine.Job, 
 	}
 }
 
-// waitJobClosed waits for one job, woken only by writes of its record:
-// with many runs waiting for results, a commit wakes the one it closed
-// instead of all of them.
+// waitJobClosed waits for one job, woken only when a batch closes it: with
+// many runs waiting for results, a commit wakes the one it closed instead
+// of all of them, and a run's turns before its close wake nobody.
 func (e *Engine) waitJobClosed(ctx context.Context, id engine.JobID) (*engine.Job, error) {
 	for {
-		changed := e.jobChanged(id) // before the read, so no write is missed
+		changed := e.jobClosing(id) // before the read, so no close is missed
 		j, err := e.Describe(ctx, engine.Target{Job: id})
 		switch {
 		case err != nil:

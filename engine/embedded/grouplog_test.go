@@ -60,7 +60,7 @@ func newGatedLog(t testing.TB, so storage.Options, lim engine.Limits, maxCmds in
 	return g
 }
 
-func (g *gatedLog) onCommit([]uint64) {
+func (g *gatedLog) onCommit(_, _ []uint64) {
 	g.commits.Add(1)
 	g.mu.Lock()
 	gate, entered := g.gate, g.entered

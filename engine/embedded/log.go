@@ -43,11 +43,11 @@ type LocalLog struct {
 	closeOnce sync.Once
 	mu        sync.RWMutex // guards closed against concurrent Propose
 	closed    bool
-	onCommit  func([]uint64) // called after each durable batch (the scheduler's wake-up)
-	meter     *Meter         // nil: no metrics
-	queues    *TaskQueues    // nil: no task queue view
-	notes     machine.Notes  // the notes of a log without a Meter that counts for queues
-	synced    bool           // each commit syncs to disk
+	onCommit  func(touched, closed []uint64) // called after each durable batch (the scheduler's wake-up)
+	meter     *Meter                         // nil: no metrics
+	queues    *TaskQueues                    // nil: no task queue view
+	notes     machine.Notes                  // the notes of a log without a Meter that counts for queues
+	synced    bool                           // each commit syncs to disk
 }
 
 type proposal struct {
@@ -69,8 +69,9 @@ type LocalLogConfig struct {
 	MaxBatchCommands int
 	// OnCommit, if set, is called (from the log's goroutine) after each
 	// durable batch that wrote something, with the ids of the job records
-	// the batch wrote (never nil). It must not block.
-	OnCommit func(touched []uint64)
+	// the batch wrote and of the jobs it closed (storage.Batch.TouchedJobs
+	// and ClosedJobs, never nil). It must not block.
+	OnCommit func(touched, closed []uint64)
 	// Meter, if set, records the metrics of applying and committing.
 	Meter *Meter
 	// TaskQueues, if set, counts the jobs that become ready on each queue
@@ -170,7 +171,7 @@ func (l *LocalLog) applyBatch(ps []*proposal) {
 	var waiting []*proposal // applied, answered after the commit
 	commit := func() {
 		wrote := !batch.Empty()
-		touched := batch.TouchedJobs()
+		touched, closed := batch.TouchedJobs(), batch.ClosedJobs()
 		start := l.meter.Start()
 		var err error
 		if wrote {
@@ -200,7 +201,7 @@ func (l *LocalLog) applyBatch(ps []*proposal) {
 		}
 		waiting = waiting[:0]
 		if err == nil && wrote && l.onCommit != nil {
-			l.onCommit(touched)
+			l.onCommit(touched, closed)
 		}
 	}
 	for _, p := range ps {

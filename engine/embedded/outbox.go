@@ -128,5 +128,5 @@ func (e *Engine) DeliveryBacklog(ctx context.Context, source int) ([]engine.Deli
 // Close calls it.
 func (e *Engine) StopWaiting() {
 	e.stopped.Store(true)
-	e.NotifyCommitted(nil)
+	e.NotifyCommitted(nil, nil)
 }

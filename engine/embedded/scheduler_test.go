@@ -57,7 +57,7 @@ func TestSchedulerProposesExactlyWhenDue(t *testing.T) {
 	}
 	defer closeOK(t, db)
 	var sched *Scheduler
-	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk, OnCommit: func([]uint64) {
+	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk, OnCommit: func(_, _ []uint64) {
 		if sched != nil {
 			sched.Wake()
 		}
@@ -387,7 +387,7 @@ func TestSchedulerProposesSweepsForEverythingDueAtOnce(t *testing.T) {
 	}
 	defer closeOK(t, db)
 	var sched *Scheduler
-	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk, OnCommit: func([]uint64) {
+	local, err := NewLocalLog(LocalLogConfig{DB: db, Clock: clk, OnCommit: func(_, _ []uint64) {
 		if sched != nil {
 			sched.Wake()
 		}

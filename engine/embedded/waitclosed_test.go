@@ -9,9 +9,11 @@ import (
 	"github.com/heddlewf/heddle/engine/clock"
 )
 
-// WaitClosed on one job is woken by writes to that job only: commits to
+// WaitClosed on one job is woken by that job's close only: commits to
 // other jobs leave its waiter asleep (with many runs waiting for results,
-// each commit wakes one reader, not all), and the job's completion wakes it.
+// each commit wakes one reader, not all), so do writes to the job that do
+// not close it (a run's turns before its end), and the job's completion
+// wakes it.
 func TestWaitClosedWakesOnlyForItsJob(t *testing.T) {
 	e, err := Open(Config{InMemory: true, DisableScheduler: true})
 	if err != nil {
@@ -34,7 +36,7 @@ func TestWaitClosedWakesOnlyForItsJob(t *testing.T) {
 	waiter := func() <-chan struct{} {
 		e.commitMu.Lock()
 		defer e.commitMu.Unlock()
-		if ws := e.jobWaiters[a.Job]; len(ws) == 1 {
+		if ws := e.closeWaiters[a.Job]; len(ws) == 1 {
 			return ws[0]
 		}
 		return nil
@@ -56,7 +58,23 @@ func TestWaitClosedWakesOnlyForItsJob(t *testing.T) {
 		t.Fatal("the waiter on job a was replaced without a write to a")
 	}
 
+	// Job a is claimed and heartbeaten: its record is written twice, and
+	// it is still open, so its waiter sleeps on.
 	jobs, _ = e.Claim(ctx, engine.Claim{Queue: "a", Owner: "w", Max: 1, LeaseMS: 60_000})
+	if len(jobs) != 1 {
+		t.Fatalf("claimed %d jobs of queue a, want 1", len(jobs))
+	}
+	if _, err := e.Heartbeat(ctx, engine.Heartbeat{Leases: []engine.LeaseRef{jobs[0].Lease()}, LeaseMS: 60_000}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+		t.Fatal("writes that left job a open woke its waiter")
+	default:
+	}
+	if waiter() != ch {
+		t.Fatal("the waiter on job a was replaced before a closed")
+	}
 	if _, err := e.Complete(ctx, engine.Complete{LeaseRef: jobs[0].Lease()}); err != nil {
 		t.Fatal(err)
 	}
