@@ -362,21 +362,61 @@ func (c *Client) releaseSurplus(ctx context.Context, jobs []engine.ClaimedJob) {
 	}
 }
 
-// claimReviewsAcross is claimAcross for review tasks.
+// claimReviewsAcross is claimAcross for review tasks, which are not kept
+// for a next claim (a task has no command that gives it back, so none
+// could be given back when no claim took it): it answers every task its
+// polls took, which may be more than cmd.Max, all leased to the caller.
+// With a wait, once a node answered, the others' polls are cut on their
+// nodes, as claimAcross cuts them, and it waits for their answers (a
+// round trip; at most cutGrace), so that a task a node claimed as the cut
+// came is answered rather than left held by nobody until its lease ends.
+// A node whose poll did not answer (its cut failed or took longer than
+// cutGrace) is left to the leases of whatever it took.
 func (c *Client) claimReviewsAcross(ctx context.Context, view *shardView, cmd engine.ClaimReviews, wait bool) ([]engine.ClaimedReview, error) {
-	got, _, err := fanOut(ctx, c, view, "/v1/tasks/claim", &cmd, wait, func(r *engine.ClaimReviewsResult) []engine.ClaimedReview { return r.Reviews }, nil, nil)
-	seen := map[engine.ReviewID]bool{}
+	var cut func(string) ([]engine.ClaimedReview, error)
+	if wait && cmd.RequestID != "" {
+		cut = func(base string) ([]engine.ClaimedReview, error) { return c.cutReviewPoll(ctx, base, cmd) }
+	}
+	got, rest, err := fanOut(ctx, c, view, "/v1/tasks/claim", &cmd, wait, func(r *engine.ClaimReviewsResult) []engine.ClaimedReview { return r.Reviews }, cut, nil)
+	if rest != nil {
+		got = append(got, (<-rest).items...)
+	}
+	// A task answered twice is one lease: the same claim answered by two
+	// nodes under one request id (a shard's leadership moved between
+	// their polls). Its next attempt is a lease of its own.
+	type lease struct {
+		review  engine.ReviewID
+		attempt uint64
+	}
+	seen := map[lease]bool{}
 	var out []engine.ClaimedReview
 	for _, t := range got {
-		if !seen[t.Review] {
+		if l := (lease{t.Review, t.Attempt}); !seen[l] {
 			out = append(out, t)
+			seen[l] = true
 		}
-		seen[t.Review] = true
 	}
 	if len(out) > 0 {
 		return out, nil
 	}
 	return nil, err
+}
+
+// cutReviewPoll is cutPoll for task claims (POST /v1/tasks/claim?cut=1).
+// A node of an older version, which does not know cut=1 there, claims
+// without a wait instead: what it answers is the caller's too.
+func (c *Client) cutReviewPoll(ctx context.Context, base string, cmd engine.ClaimReviews) ([]engine.ClaimedReview, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cutGrace)
+	defer cancel()
+	payload, err := encodeRequestBody(&cmd)
+	if err != nil {
+		return nil, err
+	}
+	var r engine.ClaimReviewsResult
+	rq := request{method: http.MethodPost, path: "/v1/tasks/claim", body: &cmd, out: &r, command: true, noRoute: true,
+		query: url.Values{"cut": {"1"}}}
+	_, err = c.try(ctx, base, rq, payload)
+	return r.Reviews, err
 }
 
 // lateAnswers is what the polls fanOut cut on their nodes answered after

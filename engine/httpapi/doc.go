@@ -9,6 +9,7 @@
 //	POST   /v1/jobs                          CreateJob         -> CreateResult
 //	POST   /v1/jobs/claim[?wait=30s]         Claim             -> ClaimResult (long poll with wait)
 //	POST   /v1/jobs/claim?recall=1           Claim             -> ClaimResult (a sharded node: what the claims under its request id took)
+//	POST   /v1/jobs/claim?cut=1              Claim             -> ClaimResult (a sharded node: ends its long polls under the request id)
 //	POST   /v1/jobs/heartbeat                Heartbeat         -> HeartbeatResult
 //	POST   /v1/jobs/append                   AppendEvents      -> AppendResult
 //	POST   /v1/jobs/commit-step              CommitStep        -> AppendResult
@@ -100,6 +101,7 @@
 //	                                         resubmit, fix or terminate (409 illegal_task_command
 //	                                         with task_state and legal_commands when illegal)
 //	POST   /v1/tasks/claim[?wait=30s]        ClaimReviews      -> ClaimReviewsResult (workers, reviewers; long poll with wait)
+//	POST   /v1/tasks/claim?cut=1             ClaimReviews      -> ClaimReviewsResult (a sharded node: ends its long polls under the request id)
 //	POST   /v1/tasks/report                  ReviewReport      -> ReviewResult (the lease holder)
 //	POST   /v1/tasks/heartbeat               ReviewHeartbeat   -> ReviewHeartbeatResult
 //	GET    /v1/tasks?job=                    the job's tasks   -> ReviewList

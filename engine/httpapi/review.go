@@ -65,11 +65,22 @@ func (s *Server) reviewRoutes() {
 		if err := c.decode(&cmd); err != nil {
 			return nil, err
 		}
+		if c.r.URL.Query().Get("cut") == "1" {
+			return s.cutReviewClaim(cmd)
+		}
 		wait, err := c.waitParam(0)
 		if err != nil {
 			return nil, err
 		}
-		reviews, err := s.claimReviewsWait(c.r.Context(), ts, cmd, wait)
+		ctx := c.r.Context()
+		if _, sharded := s.cfg.Service.(claimRecaller); sharded && wait > 0 && cmd.RequestID != "" {
+			// The client of a sharded cluster may end this wait with a cut
+			// (cutReviewClaim) rather than by closing its connection.
+			var end func()
+			ctx, end = s.taskCuts.begin(ctx, cmd.RequestID)
+			defer end()
+		}
+		reviews, err := s.claimReviewsWait(ctx, ts, cmd, wait)
 		if reviews == nil {
 			reviews = []engine.ClaimedReview{} // JSON readers see [], not null
 		}
@@ -133,6 +144,20 @@ func (s *Server) claimReviewsWait(ctx context.Context, ts engine.ReviewService, 
 		return nil, s.pollEnded()
 	}
 	return reviews, err
+}
+
+// cutReviewClaim answers POST /v1/tasks/claim?cut=1: it ends this node's
+// task long polls waiting under cmd's request id, as cutClaim does for
+// jobs' (pollcut.go). It claims nothing and answers an empty claim result.
+func (s *Server) cutReviewClaim(cmd engine.ClaimReviews) (any, error) {
+	if _, ok := s.cfg.Service.(claimRecaller); !ok {
+		return nil, fmt.Errorf("%w: cut=1 is asked of a node of a sharded cluster only", engine.ErrInvalidCommand)
+	}
+	if cmd.RequestID == "" {
+		return nil, fmt.Errorf("%w: cut=1 needs the claim's request id", engine.ErrInvalidCommand)
+	}
+	s.taskCuts.cut(cmd.RequestID)
+	return &engine.ClaimReviewsResult{Reviews: []engine.ClaimedReview{}}, nil
 }
 
 // reviewAccess says who may call a task route: a person steering tasks (or
@@ -256,7 +281,9 @@ func (c *Client) ClaimReviews(ctx context.Context, cmd engine.ClaimReviews) ([]e
 // task is claimed or the poll's wait ends, and the next one follows at once
 // until ctx ends. One request id serves every poll of the call: it is used
 // up only by a poll that claimed something, whose retry then gets those
-// tasks back.
+// tasks back. On a sharded cluster it polls every node, and answers every
+// task their polls took: possibly more than cmd.Max, all leased to the
+// caller.
 func (c *Client) ClaimReviewsWait(ctx context.Context, cmd engine.ClaimReviews) ([]engine.ClaimedReview, error) {
 	if cmd.RequestID == "" {
 		cmd.RequestID = randomID("http-")

@@ -26,8 +26,9 @@ type Server struct {
 	close   context.CancelFunc
 	// handler is serve, wrapped with the metrics and spans cfg asks for.
 	handler http.Handler
-	// cuts are the claim long polls a client may cut (a sharded node's).
-	cuts *pollCuts
+	// cuts and taskCuts are the job and task claim long polls a client
+	// may cut (a sharded node's).
+	cuts, taskCuts *pollCuts
 }
 
 // NewServer returns a Server for cfg.
@@ -39,7 +40,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg.withDefaults(), mux: http.NewServeMux(), broker: newBroker(), tokens: tokens, cuts: newPollCuts()}
+	s := &Server{cfg: cfg.withDefaults(), mux: http.NewServeMux(), broker: newBroker(), tokens: tokens, cuts: newPollCuts(), taskCuts: newPollCuts()}
 	s.budget = newBodyBudget(s.cfg.MaxInflightBodyBytes)
 	s.closing, s.close = context.WithCancel(context.Background())
 	if sr, ok := s.cfg.Service.(*ShardRouter); ok {

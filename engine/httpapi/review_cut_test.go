@@ -1,0 +1,252 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/httpapi"
+)
+
+// fakeTaskNodes are two nodes of a sharded cluster, as far as a client's
+// task claims see them. Node a answers the first long poll with task 1 at
+// once; node b holds its first poll until the client cuts it, and then
+// answers it with task 2, as a node does that was applying a claim when the
+// cut came. A poll that ends by its request instead is counted.
+type fakeTaskNodes struct {
+	a, b      *httptest.Server
+	cut       chan struct{}
+	cutOnce   sync.Once
+	cancelled atomic.Int64 // polls of node b that ended by their request, unanswered
+	done      chan struct{}
+}
+
+func newFakeTaskNodes(t *testing.T) *fakeTaskNodes {
+	t.Helper()
+	f := &fakeTaskNodes{cut: make(chan struct{}), done: make(chan struct{})}
+	f.a = httptest.NewServer(f.handler("a", engine.ClaimedReview{Review: 1<<engine.ShardIDShift | 1, Attempt: 1}))
+	f.b = httptest.NewServer(f.handler("b", engine.ClaimedReview{Review: 2<<engine.ShardIDShift | 1, Attempt: 1}))
+	t.Cleanup(func() {
+		close(f.done)
+		f.a.CloseClientConnections()
+		f.b.CloseClientConnections()
+		f.a.Close()
+		f.b.Close()
+	})
+	return f
+}
+
+func (f *fakeTaskNodes) handler(name string, task engine.ClaimedReview) http.Handler {
+	answer := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Heddle-Placement", "3 1")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	task.Type, task.LeaseExpiryMS = "write", 1
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/cluster/shards", func(w http.ResponseWriter, _ *http.Request) {
+		answer(w, engine.ShardMap{Version: 1, Shards: 3, Leaders: []string{"a", "a", "b"},
+			Nodes: []engine.ShardNode{{ID: "a", HTTPAddr: f.a.Listener.Addr().String()}, {ID: "b", HTTPAddr: f.b.Listener.Addr().String()}}})
+	})
+	var polls atomic.Int64 // this node's long polls
+	mux.HandleFunc("POST /v1/tasks/claim", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("cut") == "1" {
+			if name == "b" {
+				f.cutOnce.Do(func() { close(f.cut) })
+			}
+			answer(w, engine.ClaimReviewsResult{})
+			return
+		}
+		n := polls.Add(1)
+		switch {
+		case n == 1 && name == "a":
+			answer(w, engine.ClaimReviewsResult{Reviews: []engine.ClaimedReview{task}})
+		case n == 1 && name == "b":
+			select {
+			case <-f.cut:
+				answer(w, engine.ClaimReviewsResult{Reviews: []engine.ClaimedReview{task}})
+			case <-r.Context().Done():
+				f.cancelled.Add(1)
+			case <-f.done:
+			}
+		default:
+			select {
+			case <-r.Context().Done():
+			case <-f.done:
+			}
+		}
+	})
+	return mux
+}
+
+// TestReviewClaimAnswersWhatACutPollTook: a task long poll of a sharded
+// cluster cuts the other nodes' polls on their nodes once one answered, and
+// answers what a cut poll took as well (claimed as the cut came): a task
+// has no command that gives it back, so a task answered into a cancelled
+// poll would be held by nobody until its lease ran out.
+func TestReviewClaimAnswersWhatACutPollTook(t *testing.T) {
+	f := newFakeTaskNodes(t)
+	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{f.a.Listener.Addr().String(), f.b.Listener.Addr().String()}, PollWait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got, err := cl.ClaimReviewsWait(ctx, engine.ClaimReviews{Role: engine.ReviewRoleWork, Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []engine.ReviewID
+	for _, r := range got {
+		ids = append(ids, r.Review)
+	}
+	slices.Sort(ids)
+	if want := []engine.ReviewID{1<<engine.ShardIDShift | 1, 2<<engine.ShardIDShift | 1}; !slices.Equal(ids, want) {
+		t.Fatalf("claimed %v; want node a's task and the one node b's cut poll took, %v", ids, want)
+	}
+	if n := f.cancelled.Load(); n != 0 {
+		t.Fatalf("%d polls of node b were cancelled; want them cut on their node", n)
+	}
+}
+
+// TestCutReviewClaimEndsALongPoll: POST /v1/tasks/claim?cut=1 with a task
+// claim's request id ends that node's task long poll under the id, which
+// answers empty over its own connection, as a job claim's cut does; a cut
+// that comes before its poll ends that poll once it arrives. A cut without
+// a request id is refused.
+func TestCutReviewClaimEndsALongPoll(t *testing.T) {
+	c := newShardedCluster(t, 3, 4)
+	c.awaitLeaders(c.desired)
+	hc := &http.Client{Timeout: 30 * time.Second} // a poll the cut missed waits a minute: fail first
+	post := func(query, body string) (int, engine.ClaimReviewsResult) {
+		t.Helper()
+		resp, err := hc.Post("http://"+c.httpOf("n2")+"/v1/tasks/claim"+query, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return 0, engine.ClaimReviewsResult{}
+		}
+		defer func() { _ = resp.Body.Close() }()
+		var r engine.ClaimReviewsResult
+		if resp.StatusCode == http.StatusOK {
+			if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+				t.Error(err)
+			}
+		}
+		return resp.StatusCode, r
+	}
+	claim := func(id string) string {
+		return fmt.Sprintf(`{"queue":"cut","owner":"w","max":1,"lease_ms":60000,"request_id":%q}`, id)
+	}
+	type answer struct {
+		code int
+		r    engine.ClaimReviewsResult
+	}
+	polled := make(chan answer, 1)
+	go func() {
+		code, r := post("?wait=60s", claim("task-poll-1"))
+		polled <- answer{code, r}
+	}()
+	// Cut until the poll has answered: a cut before the poll reached the
+	// node is kept for it, one after ends its wait.
+	for answered := false; !answered; {
+		if code, r := post("?cut=1", claim("task-poll-1")); code != http.StatusOK || len(r.Reviews) != 0 {
+			t.Fatalf("cut: %d, %+v; want 200 and nothing claimed", code, r)
+		}
+		select {
+		case a := <-polled:
+			if a.code != http.StatusOK || len(a.r.Reviews) != 0 {
+				t.Fatalf("the cut poll answered %d, %+v; want 200, empty", a.code, a.r)
+			}
+			answered = true
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if code, _ := post("?cut=1", claim("task-poll-2")); code != http.StatusOK {
+		t.Fatalf("cut: %d", code)
+	}
+	if code, r := post("?wait=60s", claim("task-poll-2")); code != http.StatusOK || len(r.Reviews) != 0 {
+		t.Fatalf("a poll after its cut answered %d, %+v; want 200, empty", code, r)
+	}
+	if code, _ := post("?cut=1", `{"queue":"cut","owner":"w","max":1,"lease_ms":60000}`); code != http.StatusBadRequest && code != http.StatusUnprocessableEntity {
+		t.Fatalf("cut without a request id: %d, want it refused", code)
+	}
+}
+
+// TestReviewClaimFanOutKeepsConnections: on a 3-node cluster of 4 shards,
+// task long polls cut after another node answered leave their connections
+// open for the next claims, and every claim's tasks are the caller's: each
+// task is claimed once, and none is left held by nobody. Each round puts
+// a task on a shard n1 leads and one on a shard n2 leads, so two nodes'
+// polls may claim at once.
+func TestReviewClaimFanOutKeepsConnections(t *testing.T) {
+	const shards, rounds = 4, 8
+	c := newShardedCluster(t, 3, shards)
+	c.awaitLeaders(c.desired)
+	var onN1, onN2 int
+	for k := range shards {
+		switch c.desired(k) {
+		case "n1":
+			onN1 = k
+		case "n2":
+			onN2 = k
+		}
+	}
+	ctx := context.Background()
+	var dials atomic.Int64
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	var d net.Dialer
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return d.DialContext(ctx, network, addr)
+	}
+	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{c.httpOf("n1"), c.httpOf("n2"), c.httpOf("n3")},
+		HTTPClient: &http.Client{Transport: tr}, PollWait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creator := c.client("n3")
+	claimed := map[engine.ReviewID]bool{}
+	created := 0
+	for i := range rounds {
+		for _, k := range []int{onN1, onN2} {
+			if _, err := creator.CreateReview(ctx, engine.CreateReview{Job: wfOn(fmt.Sprintf("task-%d-", i), k, shards), Phase: "p", Queue: "fan", Type: "write"}); err != nil {
+				t.Fatal(err)
+			}
+			created++
+		}
+		for len(claimed) < created {
+			pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			got, err := cl.ClaimReviewsWait(pctx, engine.ClaimReviews{Queue: "fan", Owner: "w", Max: 1, LeaseMS: 60_000})
+			cancel()
+			if err != nil || len(got) == 0 {
+				t.Fatalf("round %d: claimed %+v, %v; want a task", i, got, err)
+			}
+			for _, r := range got {
+				if claimed[r.Review] {
+					t.Fatalf("round %d: task %d claimed twice", i, r.Review)
+				}
+				claimed[r.Review] = true
+			}
+		}
+	}
+	// Every task created was answered to the claimer: none is left running
+	// under a lease nobody holds, and none is left to claim.
+	if left, err := cl.ClaimReviews(ctx, engine.ClaimReviews{Queue: "fan", Owner: "w", Max: 10, LeaseMS: 60_000}); err != nil || len(left) != 0 {
+		t.Fatalf("after the claims: %+v, %v; want nothing left", left, err)
+	}
+	// Three nodes, a connection or two each; the polls still ending when
+	// the next claim starts may add one.
+	if n := dials.Load(); n > 2*3+3 {
+		t.Fatalf("%d connections opened for the claims of %d tasks on 3 nodes; want the cut polls' connections reused", n, created)
+	}
+}
