@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -265,4 +266,40 @@ func FuzzDecodeEntry(f *testing.F) {
 			t.Fatalf("round trip: %v", err)
 		}
 	})
+}
+
+// Applying tells the engine (onApply) the job records each batch wrote
+// and the jobs it closed, for the waiters on a run's changes and on its
+// result: a run's creation writes its record and closes nothing; a run's
+// termination writes it and closes it, beside another run's creation in
+// the same batch.
+func TestApplyTellsTheJobsItClosed(t *testing.T) {
+	f := newTestFSM(t, storage.Options{NoSync: true})
+	type call struct{ touched, closed []uint64 }
+	var calls []call
+	f.onApply = func(touched, closed []uint64) { calls = append(calls, call{touched, closed}) }
+	out := f.ApplyBatch([]*raft.Log{commandsEntry(t, 1, creates(2, 1)...)})[0].(*entryOutcome)
+	if out.errs[0] != nil || out.errs[1] != nil {
+		t.Fatalf("creating: %v", out.errs)
+	}
+	a, b := out.results[0].(*engine.CreateResult).Job, out.results[1].(*engine.CreateResult).Job
+	if len(calls) != 1 || !slices.Equal(calls[0].touched, []uint64{uint64(a), uint64(b)}) || len(calls[0].closed) != 0 {
+		t.Fatalf("after the creates: onApply calls %+v; want one, touching %d and %d, closing none", calls, a, b)
+	}
+	calls = nil
+	out2 := f.ApplyBatch([]*raft.Log{
+		commandsEntry(t, 2, creates(1, 1)...),
+		commandsEntry(t, 3, &engine.Terminate{Header: engine.Header{NowMS: 2000}, Target: engine.Target{Job: b}, Reason: "test"}),
+	})
+	if err := out2[1].(*entryOutcome).errs[0]; err != nil {
+		t.Fatalf("terminating: %v", err)
+	}
+	if err := out2[0].(*entryOutcome).errs[0]; err != nil {
+		t.Fatalf("creating: %v", err)
+	}
+	c := out2[0].(*entryOutcome).results[0].(*engine.CreateResult).Job
+	if len(calls) != 1 || !slices.Contains(calls[0].touched, uint64(b)) || !slices.Contains(calls[0].touched, uint64(c)) ||
+		!slices.Equal(calls[0].closed, []uint64{uint64(b)}) {
+		t.Fatalf("after the termination: onApply calls %+v; want one, touching %d and %d, closing %d alone", calls, b, c, b)
+	}
 }

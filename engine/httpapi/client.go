@@ -175,8 +175,10 @@ type Client struct {
 	shards shardState
 	pinned bool
 	// kept holds the jobs cut polls answered with, for the next claim of
-	// the same claimer (clientkept.go).
-	kept keptClaims
+	// the same claimer (clientkept.go), and keptTasks the tasks
+	// (clientkept_tasks.go).
+	kept      keptClaims
+	keptTasks keptTaskClaims
 }
 
 // NewClient returns a client for cfg.

@@ -362,49 +362,75 @@ func (c *Client) releaseSurplus(ctx context.Context, jobs []engine.ClaimedJob) {
 	}
 }
 
-// claimReviewsAcross is claimAcross for review tasks, which are not kept
-// for a next claim (a task has no command that gives it back, so none
-// could be given back when no claim took it): it answers every task its
-// polls took, which may be more than cmd.Max, all leased to the caller.
-// With a wait, once a node answered, the others' polls are cut on their
-// nodes, as claimAcross cuts them, and it waits for their answers (a
-// round trip; at most cutGrace), so that a task a node claimed as the cut
-// came is answered rather than left held by nobody until its lease ends.
-// A node whose poll did not answer (its cut failed or took longer than
-// cutGrace) is left to the leases of whatever it took.
+// claimReviewsAcross is claimAcross for review tasks: with a wait, once a
+// node answered, the others' polls are cut on their nodes, and what they
+// answer after the claim returned is kept for the claimer's next long poll
+// (clientkept_tasks.go), as are the tasks beyond cmd.Max. A node whose poll
+// did not answer (its cut failed or took longer than cutGrace, and the poll
+// was cancelled) is left to the leases of whatever it took: a task has no
+// command that gives it back, and none recalls it.
 func (c *Client) claimReviewsAcross(ctx context.Context, view *shardView, cmd engine.ClaimReviews, wait bool) ([]engine.ClaimedReview, error) {
 	var cut func(string) ([]engine.ClaimedReview, error)
 	if wait && cmd.RequestID != "" {
 		cut = func(base string) ([]engine.ClaimedReview, error) { return c.cutReviewPoll(ctx, base, cmd) }
 	}
-	got, rest, err := fanOut(ctx, c, view, "/v1/tasks/claim", &cmd, wait, func(r *engine.ClaimReviewsResult) []engine.ClaimedReview { return r.Reviews }, cut, nil)
-	if rest != nil {
-		got = append(got, (<-rest).items...)
+	// Only a long poll takes kept tasks, as only one takes kept jobs: a
+	// claim without a wait may be a retry under a request id.
+	var kept func() ([]engine.ClaimedReview, <-chan struct{})
+	if wait {
+		kept = func() ([]engine.ClaimedReview, <-chan struct{}) { return c.takeKeptTasks(cmd, max(cmd.Max, 1)) }
 	}
-	// A task answered twice is one lease: the same claim answered by two
-	// nodes under one request id (a shard's leadership moved between
-	// their polls). Its next attempt is a lease of its own.
-	type lease struct {
-		review  engine.ReviewID
-		attempt uint64
-	}
-	seen := map[lease]bool{}
-	var out []engine.ClaimedReview
+	asked := time.Now() // no lease this claim's polls take began before
+	got, rest, err := fanOut(ctx, c, view, "/v1/tasks/claim", &cmd, wait, func(r *engine.ClaimReviewsResult) []engine.ClaimedReview { return r.Reviews }, cut, kept)
+	// seen holds each lease answered, by task and attempt: the same claim
+	// answered by two nodes under one request id (a shard's leadership
+	// moved between their polls) is one lease; a task's next attempt is a
+	// lease of its own.
+	seen := map[reviewLease]bool{}
+	var out, surplus []engine.ClaimedReview
 	for _, t := range got {
-		if l := (lease{t.Review, t.Attempt}); !seen[l] {
+		switch {
+		case seen[leaseOfReview(t)]:
+		case len(out) < max(cmd.Max, 1):
 			out = append(out, t)
-			seen[l] = true
+		default:
+			surplus = append(surplus, t)
 		}
+		seen[leaseOfReview(t)] = true
 	}
+	if rest != nil {
+		// seen is the background's from here on: no one else touches it.
+		go func() {
+			r := <-rest
+			var late []engine.ClaimedReview
+			for _, t := range r.items {
+				if !seen[leaseOfReview(t)] {
+					late = append(late, t)
+					seen[leaseOfReview(t)] = true
+				}
+			}
+			c.keepTasks(cmd, late, asked)
+		}()
+	}
+	c.keepTasks(cmd, surplus, asked)
 	if len(out) > 0 {
 		return out, nil
 	}
 	return nil, err
 }
 
+// reviewLease names one task lease a claim answered: a task and its attempt.
+type reviewLease struct {
+	review  engine.ReviewID
+	attempt uint64
+}
+
+func leaseOfReview(t engine.ClaimedReview) reviewLease { return reviewLease{t.Review, t.Attempt} }
+
 // cutReviewPoll is cutPoll for task claims (POST /v1/tasks/claim?cut=1).
 // A node of an older version, which does not know cut=1 there, claims
-// without a wait instead: what it answers is the caller's too.
+// without a wait instead: what it answers joins the cut polls' late
+// answers, kept for the claimer like them.
 func (c *Client) cutReviewPoll(ctx context.Context, base string, cmd engine.ClaimReviews) ([]engine.ClaimedReview, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cutGrace)
 	defer cancel()

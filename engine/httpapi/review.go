@@ -281,9 +281,7 @@ func (c *Client) ClaimReviews(ctx context.Context, cmd engine.ClaimReviews) ([]e
 // task is claimed or the poll's wait ends, and the next one follows at once
 // until ctx ends. One request id serves every poll of the call: it is used
 // up only by a poll that claimed something, whose retry then gets those
-// tasks back. On a sharded cluster it polls every node, and answers every
-// task their polls took: possibly more than cmd.Max, all leased to the
-// caller.
+// tasks back.
 func (c *Client) ClaimReviewsWait(ctx context.Context, cmd engine.ClaimReviews) ([]engine.ClaimedReview, error) {
 	if cmd.RequestID == "" {
 		cmd.RequestID = randomID("http-")
