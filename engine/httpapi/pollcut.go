@@ -32,6 +32,12 @@ const (
 	// past it the oldest are forgotten (their polls, if they come, wait
 	// out their wait, or are cancelled by their client).
 	maxEarlyCuts = 4096
+	// maxCutIDBytes bounds the request id a cut names: the longest name
+	// any engine's Limits allow (Limits.MaxNameBytes is at most 4096), so
+	// no claim under a longer id can exist to cut. Without it an early
+	// cut would keep whatever the body held (up to MaxBodyBytes) for each
+	// of maxEarlyCuts ids, gigabytes in all.
+	maxCutIDBytes = 4096
 )
 
 // pollCuts is a Server's registry of the claim polls waiting under each
@@ -137,9 +143,23 @@ func (s *Server) cutClaim(cmd engine.Claim) (any, error) {
 	if _, ok := s.cfg.Service.(claimRecaller); !ok {
 		return nil, fmt.Errorf("%w: cut=1 is asked of a node of a sharded cluster only", engine.ErrInvalidCommand)
 	}
-	if cmd.RequestID == "" {
-		return nil, fmt.Errorf("%w: cut=1 needs the claim's request id", engine.ErrInvalidCommand)
+	if err := checkCutID("Claim", cmd.RequestID); err != nil {
+		return nil, err
 	}
 	s.cuts.cut(cmd.RequestID)
 	return &engine.ClaimResult{Jobs: []engine.ClaimedJob{}}, nil
+}
+
+// checkCutID refuses the request id of a cut of cmd's claims (Claim or
+// ClaimReviews) that is missing or longer than maxCutIDBytes.
+func checkCutID(cmd, id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: cut=1 needs the claim's request id", engine.ErrInvalidCommand)
+	case len(id) > maxCutIDBytes:
+		// As the engine refuses a claim's over-long name: 413, naming it.
+		return fmt.Errorf("%w: %s.RequestID is %d bytes, over the limit of %d (no claim has a longer one to cut)",
+			engine.ErrPayloadTooLarge, cmd, len(id), maxCutIDBytes)
+	}
+	return nil
 }

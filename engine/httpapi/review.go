@@ -153,8 +153,8 @@ func (s *Server) cutReviewClaim(cmd engine.ClaimReviews) (any, error) {
 	if _, ok := s.cfg.Service.(claimRecaller); !ok {
 		return nil, fmt.Errorf("%w: cut=1 is asked of a node of a sharded cluster only", engine.ErrInvalidCommand)
 	}
-	if cmd.RequestID == "" {
-		return nil, fmt.Errorf("%w: cut=1 needs the claim's request id", engine.ErrInvalidCommand)
+	if err := checkCutID("ClaimTasks", cmd.RequestID); err != nil {
+		return nil, err
 	}
 	s.taskCuts.cut(cmd.RequestID)
 	return &engine.ClaimReviewsResult{Reviews: []engine.ClaimedReview{}}, nil

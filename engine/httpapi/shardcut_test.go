@@ -124,3 +124,29 @@ func TestClaimFanOutKeepsConnections(t *testing.T) {
 		t.Fatalf("after the claims: %+v, %v; want nothing left", left, err)
 	}
 }
+
+// TestCutRefusesAnOverlongRequestID: a cut (of a job or a task claim)
+// whose request id is longer than any claim's is refused with 413 naming
+// the field, not kept: a node keeps up to 4,096 early cuts, and ids of
+// megabytes each would hold gigabytes.
+func TestCutRefusesAnOverlongRequestID(t *testing.T) {
+	c := newShardedCluster(t, 1, 2)
+	c.awaitLeaders(c.desired)
+	long := strings.Repeat("x", 4097)
+	for _, path := range []string{"/v1/jobs/claim", "/v1/tasks/claim"} {
+		body := fmt.Sprintf(`{"queue":"cut","owner":"w","max":1,"lease_ms":60000,"request_id":%q}`, long)
+		resp, err := http.Post("http://"+c.httpOf("n1")+path+"?cut=1", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var eb httpapi.ErrorBody
+		err = json.NewDecoder(resp.Body).Decode(&eb)
+		_ = resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(eb.Message, ".RequestID is 4097 bytes") {
+			t.Errorf("%s?cut=1 with a request id of 4097 bytes: %d %+v; want 413 naming RequestID", path, resp.StatusCode, eb)
+		}
+	}
+}
