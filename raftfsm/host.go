@@ -832,6 +832,10 @@ func (h *Host) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
 // group, from which it learns the placement. Adding the same node again
 // changes nothing.
 func (h *Host) AddNode(ctx context.Context, n PlacementNode) (uint64, error) {
+	if err := checkNodeNames("ClusterMember", nodeName{"id", n.ID, maxNodeIDBytes},
+		nodeName{"raft_addr", n.RaftAddr, maxAddrBytes}, nodeName{"http_addr", n.HTTPAddr, maxAddrBytes}); err != nil {
+		return 0, err
+	}
 	v, err := h.meta.apply(ctx, metaAddNode, &n)
 	if errors.Is(err, engine.ErrNotLeader) {
 		return 0, h.metaNotLeader()
@@ -845,12 +849,38 @@ func (h *Host) Remove(ctx context.Context, id string) error {
 	return err
 }
 
+// checkNodeNames refuses, before anything is proposed, a node id or
+// address of an admin command that is longer than a placement holds.
+// Proposed, such a value went into every node's metadata log, and the
+// entry decoder then refused the entry as malformed (an internal error,
+// HDL-RAFT-0001), or, for a set-leader's node, carried megabytes into the
+// log before the placement refused it. The value is not echoed: it may be
+// megabytes.
+func checkNodeNames(cmd string, names ...nodeName) error {
+	for _, n := range names {
+		if len(n.value) > n.maxBytes {
+			return fmt.Errorf("%w: %s.%s is %d bytes, more than %d", engine.ErrInvalidCommand, cmd, n.field, len(n.value), n.maxBytes)
+		}
+	}
+	return nil
+}
+
+// nodeName is a node id or address an admin command carries, with the
+// request field that carries it and its bound.
+type nodeName struct {
+	field, value string
+	maxBytes     int
+}
+
 // RemoveNode takes a node out of the cluster's nodes, through the metadata
 // group's leader (another node answers not-leader naming it), and returns
 // the new placement version. The node must hold no replica: its replicas
 // move first (MoveReplica). The group's leader then removes it from the
 // metadata group.
 func (h *Host) RemoveNode(ctx context.Context, id string) (uint64, error) {
+	if err := checkNodeNames("RemoveNode", nodeName{"id", id, maxNodeIDBytes}); err != nil {
+		return 0, err
+	}
 	v, err := h.meta.apply(ctx, metaRemoveNode, &removeNodeBody{ID: id})
 	if errors.Is(err, engine.ErrNotLeader) {
 		return 0, h.metaNotLeader()
@@ -879,6 +909,9 @@ func (h *Host) TransferLeader(ctx context.Context) error {
 // The shard's current leader then hands leadership over. It returns the
 // new placement version.
 func (h *Host) SetShardLeader(ctx context.Context, shard int, node string) (uint64, error) {
+	if err := checkNodeNames("ShardLeaderRequest", nodeName{"node", node, maxNodeIDBytes}); err != nil {
+		return 0, err
+	}
 	v, err := h.meta.apply(ctx, metaSetLeader, &setLeaderBody{Shard: shard, Leader: node})
 	if errors.Is(err, engine.ErrNotLeader) {
 		return 0, h.metaNotLeader()
@@ -1384,6 +1417,10 @@ func (h *Host) awaitCaughtUp(ctx context.Context, n *Node, k int, m ShardMove) e
 // version; the shard's leader then carries the move out, and the
 // placement's next version without the move says it ended.
 func (h *Host) MoveReplica(ctx context.Context, shard int, from, to string) (uint64, error) {
+	if err := checkNodeNames("MoveReplicaRequest", nodeName{"from", from, maxNodeIDBytes},
+		nodeName{"to", to, maxNodeIDBytes}); err != nil {
+		return 0, err
+	}
 	v, err := h.meta.apply(ctx, metaMoveStart, &moveBody{Shard: shard, From: from, To: to})
 	if errors.Is(err, engine.ErrNotLeader) {
 		return 0, h.metaNotLeader()

@@ -429,6 +429,43 @@ func TestHostSetShardLeader(t *testing.T) {
 	}
 }
 
+// TestHostRefusesOverlongNodeNames: an admin command naming a node id or
+// address longer than a placement holds is refused as invalid, naming the
+// field, before it is proposed; it was written to the metadata log and
+// then refused there as a malformed entry (an internal error).
+func TestHostRefusesOverlongNodeNames(t *testing.T) {
+	c := newTestHosts(t, 1, 2)
+	meta := c.metaLeader()
+	ctx := context.Background()
+	id, addr := strings.Repeat("n", maxNodeIDBytes+1), strings.Repeat("a", maxAddrBytes+1)
+	for _, tc := range []struct {
+		field string
+		do    func() (uint64, error)
+	}{
+		{"ShardLeaderRequest.node", func() (uint64, error) { return meta.SetShardLeader(ctx, 0, id) }},
+		{"MoveReplicaRequest.from", func() (uint64, error) { return meta.MoveReplica(ctx, 0, id, "n1") }},
+		{"MoveReplicaRequest.to", func() (uint64, error) { return meta.MoveReplica(ctx, 0, "n1", id+id+id) }},
+		{"ClusterMember.id", func() (uint64, error) { return meta.AddNode(ctx, PlacementNode{ID: id, RaftAddr: "r"}) }},
+		{"ClusterMember.raft_addr", func() (uint64, error) {
+			return meta.AddNode(ctx, PlacementNode{ID: "n9", RaftAddr: addr + addr + addr})
+		}},
+		{"ClusterMember.http_addr", func() (uint64, error) {
+			return meta.AddNode(ctx, PlacementNode{ID: "n9", RaftAddr: "r", HTTPAddr: addr})
+		}},
+		{"RemoveNode.id", func() (uint64, error) { return meta.RemoveNode(ctx, id+id) }},
+	} {
+		before := meta.meta.raft.LastIndex()
+		_, err := tc.do()
+		var ee *EntryError
+		if !errors.Is(err, engine.ErrInvalidCommand) || errors.As(err, &ee) || !strings.Contains(fmt.Sprint(err), tc.field+" is ") {
+			t.Errorf("%s too long: %v; want ErrInvalidCommand naming it, before the log", tc.field, err)
+		}
+		if after := meta.meta.raft.LastIndex(); after != before {
+			t.Errorf("%s too long: the metadata log went from %d to %d", tc.field, before, after)
+		}
+	}
+}
+
 // TestHostRefusesAnotherLayout: a node's directory fixes its cluster's
 // layout; a restart asking for another shard count, or from a directory of
 // a cluster of one group, is refused.
