@@ -40,10 +40,13 @@ func (s *Server) claim(c *call) (any, error) {
 	if err := c.decode(&cmd); err != nil {
 		return nil, err
 	}
-	switch q := c.r.URL.Query(); {
-	case q.Get("recall") == "1":
+	cut, recall, err := claimParams(c.r.URL.Query(), true)
+	switch {
+	case err != nil:
+		return nil, err
+	case recall:
 		return s.recallClaim(c, cmd)
-	case q.Get("cut") == "1":
+	case cut:
 		return s.cutClaim(cmd)
 	}
 	// The poll is this node's to record, also while it waits here

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"sync"
 	"time"
 
@@ -162,4 +163,35 @@ func checkCutID(cmd, id string) error {
 			engine.ErrPayloadTooLarge, cmd, len(id), maxCutIDBytes)
 	}
 	return nil
+}
+
+// claimParams reads the cut and recall parameters of a claim (recall
+// only where recallServed: job claims). Each is 1, or 0 or absent for a
+// claim. Another value is refused rather than read as absent: a caller
+// that meant a cut or a recall, which claim nothing, would otherwise
+// claim work and hold it under a lease it does not know it has.
+func claimParams(q url.Values, recallServed bool) (cut, recall bool, err error) {
+	flag := func(name string) (bool, error) {
+		switch v := q.Get(name); v {
+		case "", "0":
+			return false, nil
+		case "1":
+			return true, nil
+		default:
+			return false, fmt.Errorf("%w: %s=%q: want 1 (or 0)", engine.ErrInvalidCommand, name, v)
+		}
+	}
+	if cut, err = flag("cut"); err != nil {
+		return false, false, err
+	}
+	if recall, err = flag("recall"); err != nil {
+		return false, false, err
+	}
+	switch {
+	case recall && !recallServed:
+		return false, false, fmt.Errorf("%w: recall=1 is served for job claims (POST /v1/jobs/claim) only", engine.ErrInvalidCommand)
+	case cut && recall:
+		return false, false, fmt.Errorf("%w: cut=1 and recall=1 together: a claim is cut or recalled, not both", engine.ErrInvalidCommand)
+	}
+	return cut, recall, nil
 }

@@ -65,7 +65,11 @@ func (s *Server) reviewRoutes() {
 		if err := c.decode(&cmd); err != nil {
 			return nil, err
 		}
-		if c.r.URL.Query().Get("cut") == "1" {
+		cut, _, err := claimParams(c.r.URL.Query(), false)
+		if err != nil {
+			return nil, err
+		}
+		if cut {
 			return s.cutReviewClaim(cmd)
 		}
 		wait, err := c.waitParam(0)

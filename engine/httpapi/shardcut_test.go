@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -148,5 +149,53 @@ func TestCutRefusesAnOverlongRequestID(t *testing.T) {
 		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(eb.Message, ".RequestID is 4097 bytes") {
 			t.Errorf("%s?cut=1 with a request id of 4097 bytes: %d %+v; want 413 naming RequestID", path, resp.StatusCode, eb)
 		}
+	}
+}
+
+// TestClaimRefusesAnUnknownCutOrRecall: a claim's cut and recall
+// parameters are 1 (or 0, or absent); another value, both at once, or a
+// recall of task claims (not served) is refused naming the parameter. It
+// was read as a plain claim, which took the job a caller meaning a cut or
+// a recall (which claim nothing) did not know it held.
+func TestClaimRefusesAnUnknownCutOrRecall(t *testing.T) {
+	c := newShardedCluster(t, 1, 2)
+	c.awaitLeaders(c.desired)
+	base := "http://" + c.httpOf("n1")
+	post := func(path, body string) (int, string) {
+		t.Helper()
+		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		var b strings.Builder
+		if _, err := io.Copy(&b, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, b.String()
+	}
+	for k := range 2 { // a job on each shard
+		if code, body := post("/v1/jobs", fmt.Sprintf(`{"workflow_id":"cut-%d","type":"t","queue":"cutq"}`, k)); code != http.StatusOK {
+			t.Fatalf("create: %d %s", code, body)
+		}
+	}
+	claim := `{"queue":"cutq","owner":"w","max":10,"lease_ms":60000,"request_id":"r1"}`
+	for _, tc := range []struct{ path, want string }{
+		{"/v1/jobs/claim?cut=true", `cut=\"true\"`},
+		{"/v1/jobs/claim?recall=yes", `recall=\"yes\"`},
+		{"/v1/jobs/claim?cut=1&recall=1", "not both"},
+		{"/v1/tasks/claim?recall=1", "job claims"},
+		{"/v1/tasks/claim?cut=2", `cut=\"2\"`},
+	} {
+		code, body := post(tc.path, claim)
+		if code != http.StatusBadRequest || !strings.Contains(body, tc.want) {
+			t.Errorf("POST %s: %d %s; want 400 naming %s", tc.path, code, body, tc.want)
+		}
+	}
+	// Nothing was claimed: a plain claim takes both jobs.
+	code, body := post("/v1/jobs/claim", `{"queue":"cutq","owner":"w","max":10,"lease_ms":60000,"request_id":"r2"}`)
+	var r engine.ClaimResult
+	if err := json.Unmarshal([]byte(body), &r); code != http.StatusOK || err != nil || len(r.Jobs) != 2 {
+		t.Fatalf("claim after the refused ones: %d %s (%v); want both jobs", code, body, err)
 	}
 }
