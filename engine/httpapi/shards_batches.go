@@ -147,6 +147,11 @@ func (r *ShardRouter) DescribeBatch(ctx context.Context, id string) (*engine.Bat
 // ListBatches implements engine.BatchService: every shard's page after
 // the cursor, merged by id, each batch its parts joined.
 func (r *ShardRouter) ListBatches(ctx context.Context, q engine.BatchListQuery) (*engine.BatchListPage, error) {
+	// As a shard's engine refuses it: a negative limit is not read as the
+	// default.
+	if q.Limit < 0 || q.Limit > engine.MaxPage {
+		return nil, fmt.Errorf("%w: batch list limit %d is not in [0, %d]", engine.ErrInvalidCommand, q.Limit, engine.MaxPage)
+	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 100

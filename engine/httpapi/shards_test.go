@@ -943,3 +943,23 @@ func TestShardedBatch(t *testing.T) {
 	}
 	c.verify()
 }
+
+// TestShardedBatchListRefusesANegativeLimit: a sharded cluster refuses
+// GET /v1/batches?limit=-1 as a cluster of one group does, instead of
+// reading it as the default.
+func TestShardedBatchListRefusesANegativeLimit(t *testing.T) {
+	c := newShardedCluster(t, 1, 2)
+	c.awaitLeaders(c.desired)
+	for _, limit := range []string{"-1", "1001"} {
+		resp, err := http.Get("http://" + c.httpOf("n1") + "/v1/batches?limit=" + limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var eb httpapi.ErrorBody
+		err = json.NewDecoder(resp.Body).Decode(&eb)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || err != nil || !strings.Contains(eb.Message, "batch list limit "+limit) {
+			t.Errorf("GET /v1/batches?limit=%s: %d %+v (%v); want 400 naming the limit", limit, resp.StatusCode, eb, err)
+		}
+	}
+}
