@@ -117,6 +117,9 @@ func (r *ShardRouter) of(cmd engine.Command) (engine.Service, error) {
 		switch cmd.(type) {
 		case *engine.ReviewReport, *engine.ReviewCommand:
 			return nil, fmt.Errorf("%w: its id names shard %d of %d", engine.ErrUnknownReview, k, r.count)
+		case *engine.Deliver:
+			// A delivery names its target shard itself; no job is unknown.
+			return nil, engine.InvalidField("Deliver", "Target", fmt.Sprintf("is %d, not a shard of %d", k, r.count))
 		}
 		return nil, fmt.Errorf("%w: its id names shard %d of %d", engine.ErrUnknownJob, k, r.count)
 	}

@@ -963,3 +963,18 @@ func TestShardedBatchListRefusesANegativeLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestDeliverToAShardOutOfRange: a delivery naming a target shard the
+// cluster does not have is refused as invalid, naming Deliver.Target, as
+// one naming such a source is; it was answered 404 unknown_job, of no job.
+func TestDeliverToAShardOutOfRange(t *testing.T) {
+	c := newShardedCluster(t, 1, 2)
+	c.awaitLeaders(c.desired)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d := &engine.Deliver{DeliveryRef: engine.DeliveryRef{Source: 0, Target: 5, Seq: 1}, Command: []byte{1}}
+	_, err := (httpapi.NodeSender{}).Deliver(ctx, c.httpOf("n1"), d)
+	if !errors.Is(err, engine.ErrInvalidCommand) || !strings.Contains(fmt.Sprint(err), "Deliver.Target") {
+		t.Fatalf("a delivery to shard 5 of 2: %v; want ErrInvalidCommand naming Deliver.Target", err)
+	}
+}
