@@ -29,7 +29,11 @@ func (s *Server) scheduleRoutes() {
 		if err != nil {
 			return nil, err
 		}
-		return ss.ListSchedules(c.r.Context(), engine.ScheduleListQuery{After: c.r.URL.Query().Get("after"), Limit: limit})
+		page, err := ss.ListSchedules(c.r.Context(), engine.ScheduleListQuery{After: c.r.URL.Query().Get("after"), Limit: limit})
+		if page != nil && page.Schedules == nil {
+			page.Schedules = []*engine.ScheduleDescription{} // JSON readers see [], not null
+		}
+		return page, err
 	})
 	s.handle("GET /v1/schedules/{schedule}", RoleReader, func(c *call) (any, error) {
 		id := c.r.PathValue("schedule")
