@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -80,24 +79,5 @@ func TestClientCoversTheSchedules(t *testing.T) {
 	r = doRaw(t, http.MethodGet, hs.URL+"/v1/schedules/missing", nil, nil)
 	if b := errorBodyOf(t, r); r.status != http.StatusNotFound || b.Name != "unknown_schedule" {
 		t.Fatalf("missing schedule: %d %+v", r.status, b)
-	}
-}
-
-// GET /v1/schedules with no schedule answers an empty list, [], as every
-// other list does, not null.
-func TestEmptyScheduleListIsAnEmptyArray(t *testing.T) {
-	e := openEngine(t, engine.Limits{})
-	_, hs := serve(t, ServerConfig{Service: e})
-	resp, err := http.Get(hs.URL + "/v1/schedules")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	var body strings.Builder
-	if _, err := io.Copy(&body, resp.Body); err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK || !strings.Contains(body.String(), `"schedules":[]`) {
-		t.Fatalf("GET /v1/schedules: %d %s; want 200 with \"schedules\":[]", resp.StatusCode, body.String())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -976,5 +977,24 @@ func TestDeliverToAShardOutOfRange(t *testing.T) {
 	_, err := (httpapi.NodeSender{}).Deliver(ctx, c.httpOf("n1"), d)
 	if !errors.Is(err, engine.ErrInvalidCommand) || !strings.Contains(fmt.Sprint(err), "Deliver.Target") {
 		t.Fatalf("a delivery to shard 5 of 2: %v; want ErrInvalidCommand naming Deliver.Target", err)
+	}
+}
+
+// GET /v1/schedules of a sharded cluster with no schedule answers an empty
+// list, [], as a cluster of one group and every other list do, not null.
+func TestShardedEmptyScheduleListIsAnEmptyArray(t *testing.T) {
+	c := newShardedCluster(t, 3, 2)
+	c.awaitLeaders(c.desired)
+	resp, err := http.Get("http://" + c.httpOf("n1") + "/v1/schedules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"schedules":[]`) {
+		t.Fatalf("GET /v1/schedules: %d %s; want 200 with \"schedules\":[]", resp.StatusCode, body)
 	}
 }
