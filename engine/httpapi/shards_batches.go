@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -112,6 +113,7 @@ func (r *ShardRouter) StopBatch(ctx context.Context, c engine.StopBatch) (*engin
 		c.RequestID = randomID("stop-")
 	}
 	parts := make([]*engine.Batch, 0, r.count)
+	var unknown error
 	for k := range r.count {
 		bs, kctx, err := r.batchesAt(ctx, k)
 		if err != nil {
@@ -120,26 +122,48 @@ func (r *ShardRouter) StopBatch(ctx context.Context, c engine.StopBatch) (*engin
 		part := c
 		part.RequestID = shardRequestID(c.RequestID, k)
 		res, err := bs.StopBatch(kctx, part)
-		if err != nil {
+		switch {
+		case errors.Is(err, engine.ErrUnknownBatch):
+			unknown = err // a shard the batch's start did not reach (see DescribeBatch)
+		case err != nil:
 			return nil, fmt.Errorf("stopping batch %q on shard %d of %d: %w", c.ID, k, r.count, err)
+		default:
+			parts = append(parts, res.Batch)
 		}
-		parts = append(parts, res.Batch)
+	}
+	if len(parts) == 0 {
+		return nil, unknown
 	}
 	return &engine.BatchResult{Batch: joinBatches(parts)}, nil
 }
 
 // DescribeBatch implements engine.BatchService: the batch's parts, joined.
+// A batch may have parts on some shards only: its start failed part-way
+// (a retry with the same id starts the others), or an administrator
+// started it on one shard (POST /v1/batches?shard=k, the route the nodes
+// use among themselves). It is described and stopped by the parts it has,
+// as it is listed: a shard that does not know it holds no part of it. It
+// is unknown only when no shard knows it.
 func (r *ShardRouter) DescribeBatch(ctx context.Context, id string) (*engine.Batch, error) {
 	var parts []*engine.Batch
+	var unknown error
 	err := r.eachShardBatches(ctx, func(bs engine.BatchService, ctx context.Context) error {
 		b, err := bs.DescribeBatch(ctx, id)
-		if err == nil {
-			parts = append(parts, b)
+		switch {
+		case errors.Is(err, engine.ErrUnknownBatch):
+			unknown = err // a shard the batch's start did not reach
+			return nil
+		case err != nil:
+			return err
 		}
-		return err
+		parts = append(parts, b)
+		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if len(parts) == 0 {
+		return nil, unknown
 	}
 	return joinBatches(parts), nil
 }

@@ -998,3 +998,49 @@ func TestShardedEmptyScheduleListIsAnEmptyArray(t *testing.T) {
 		t.Fatalf("GET /v1/schedules: %d %s; want 200 with \"schedules\":[]", resp.StatusCode, body)
 	}
 }
+
+// TestShardedBatchOfSomeShards: a batch whose start reached some shards
+// only (one that failed part-way, or one an administrator started on one
+// shard with ?shard=k) is described and stopped by the parts it has, as it
+// is listed; describing or stopping it answered 404 unknown_batch while the
+// list showed it running. A batch no shard knows is still unknown.
+func TestShardedBatchOfSomeShards(t *testing.T) {
+	const shards = 2
+	c := newShardedCluster(t, 3, shards)
+	c.awaitLeaders(c.desired)
+	ctx := context.Background()
+	cl := c.client()
+	for i := range 10 {
+		if _, err := cl.Create(ctx, engine.CreateJob{WorkflowID: wfOn(fmt.Sprintf("slow-%d-", i), 0, shards), Type: "Slow", Queue: "bq"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One run a second over ten runs: the part runs for seconds.
+	body := `{"batch_id":"one-shard","operation":"terminate","query":"WorkflowType = \"Slow\"","reason":"test","rps":1}`
+	resp, err := http.Post("http://"+c.httpOf(c.leaderOf(0))+"/v1/batches?shard=0", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("starting the batch on shard 0: %d", resp.StatusCode)
+	}
+	b, err := c.client("n3").DescribeBatch(ctx, "one-shard")
+	if err != nil || b.ID != "one-shard" || b.Total != 10 {
+		t.Fatalf("describe: %+v, %v; want the batch of shard 0's part, over 10 runs", b, err)
+	}
+	stopped, err := c.client("n2").StopBatch(ctx, engine.StopBatch{ID: "one-shard", Reason: "enough"})
+	if err != nil || stopped.Batch.ID != "one-shard" {
+		t.Fatalf("stop: %+v, %v; want shard 0's part stopped", stopped, err)
+	}
+	c.await("the stopped part ended", func() bool {
+		b, err = c.client("n1").DescribeBatch(ctx, "one-shard")
+		return err == nil && b.State == engine.BatchTerminated
+	})
+	if _, err := cl.DescribeBatch(ctx, "no-such-batch"); !errors.Is(err, engine.ErrUnknownBatch) {
+		t.Fatalf("describing a batch no shard knows: %v; want ErrUnknownBatch", err)
+	}
+	if _, err := cl.StopBatch(ctx, engine.StopBatch{ID: "no-such-batch"}); !errors.Is(err, engine.ErrUnknownBatch) {
+		t.Fatalf("stopping a batch no shard knows: %v; want ErrUnknownBatch", err)
+	}
+}
