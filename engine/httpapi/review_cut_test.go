@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -165,69 +164,6 @@ func TestReviewClaimDoesNotWaitForACut(t *testing.T) {
 	close(hold)
 	if got := claimOne(ctx, t, cl, claim, "second claim"); got != 2<<engine.ShardIDShift|1 {
 		t.Fatalf("second claim: task %d; want the one node b's cut poll took", got)
-	}
-}
-
-// TestCutReviewClaimEndsALongPoll: POST /v1/tasks/claim?cut=1 with a task
-// claim's request id ends that node's task long poll under the id, which
-// answers empty over its own connection, as a job claim's cut does; a cut
-// that comes before its poll ends that poll once it arrives. A cut without
-// a request id is refused.
-func TestCutReviewClaimEndsALongPoll(t *testing.T) {
-	c := newShardedCluster(t, 3, 4)
-	c.awaitLeaders(c.desired)
-	hc := &http.Client{Timeout: 30 * time.Second} // a poll the cut missed waits a minute: fail first
-	post := func(query, body string) (int, engine.ClaimReviewsResult) {
-		t.Helper()
-		resp, err := hc.Post("http://"+c.httpOf("n2")+"/v1/tasks/claim"+query, "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Error(err)
-			return 0, engine.ClaimReviewsResult{}
-		}
-		defer func() { _ = resp.Body.Close() }()
-		var r engine.ClaimReviewsResult
-		if resp.StatusCode == http.StatusOK {
-			if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-				t.Error(err)
-			}
-		}
-		return resp.StatusCode, r
-	}
-	claim := func(id string) string {
-		return fmt.Sprintf(`{"queue":"cut","owner":"w","max":1,"lease_ms":60000,"request_id":%q}`, id)
-	}
-	type answer struct {
-		code int
-		r    engine.ClaimReviewsResult
-	}
-	polled := make(chan answer, 1)
-	go func() {
-		code, r := post("?wait=60s", claim("task-poll-1"))
-		polled <- answer{code, r}
-	}()
-	// Cut until the poll has answered: a cut before the poll reached the
-	// node is kept for it, one after ends its wait.
-	for answered := false; !answered; {
-		if code, r := post("?cut=1", claim("task-poll-1")); code != http.StatusOK || len(r.Reviews) != 0 {
-			t.Fatalf("cut: %d, %+v; want 200 and nothing claimed", code, r)
-		}
-		select {
-		case a := <-polled:
-			if a.code != http.StatusOK || len(a.r.Reviews) != 0 {
-				t.Fatalf("the cut poll answered %d, %+v; want 200, empty", a.code, a.r)
-			}
-			answered = true
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	if code, _ := post("?cut=1", claim("task-poll-2")); code != http.StatusOK {
-		t.Fatalf("cut: %d", code)
-	}
-	if code, r := post("?wait=60s", claim("task-poll-2")); code != http.StatusOK || len(r.Reviews) != 0 {
-		t.Fatalf("a poll after its cut answered %d, %+v; want 200, empty", code, r)
-	}
-	if code, _ := post("?cut=1", `{"queue":"cut","owner":"w","max":1,"lease_ms":60000}`); code != http.StatusBadRequest && code != http.StatusUnprocessableEntity {
-		t.Fatalf("cut without a request id: %d, want it refused", code)
 	}
 }
 

@@ -19,64 +19,67 @@ import (
 // TestCutClaimEndsALongPoll: POST /v1/jobs/claim?cut=1 with a claim's
 // request id ends that node's long poll under the id, which answers empty
 // over its own connection (docs/sharding.md, "Claims"); a cut that comes
-// before its poll ends that poll once it arrives.
+// before its poll ends that poll once it arrives; a cut without a request
+// id is refused. POST /v1/tasks/claim?cut=1 does the same for task claims.
 func TestCutClaimEndsALongPoll(t *testing.T) {
 	const shards = 4
 	c := newShardedCluster(t, 3, shards)
 	c.awaitLeaders(c.desired)
 	hc := &http.Client{Timeout: 30 * time.Second} // a poll the cut missed waits a minute: fail first
-	post := func(query, body string) (int, engine.ClaimResult) {
-		t.Helper()
-		resp, err := hc.Post("http://"+c.httpOf("n2")+"/v1/jobs/claim"+query, "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Error(err)
-			return 0, engine.ClaimResult{}
-		}
-		defer func() { _ = resp.Body.Close() }()
-		var r engine.ClaimResult
-		if resp.StatusCode == http.StatusOK {
-			if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-				t.Error(err)
+	for _, route := range []struct{ path, items string }{{"/v1/jobs/claim", "jobs"}, {"/v1/tasks/claim", "tasks"}} {
+		t.Run(route.items, func(t *testing.T) {
+			// post answers the status and how many items the answer holds.
+			post := func(query, body string) (int, int) {
+				t.Helper()
+				resp, err := hc.Post("http://"+c.httpOf("n2")+route.path+query, "application/json", strings.NewReader(body))
+				if err != nil {
+					t.Error(err)
+					return 0, 0
+				}
+				defer func() { _ = resp.Body.Close() }()
+				var r map[string][]json.RawMessage
+				if resp.StatusCode == http.StatusOK {
+					if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+						t.Error(err)
+					}
+				}
+				return resp.StatusCode, len(r[route.items])
 			}
-		}
-		return resp.StatusCode, r
-	}
-	claim := func(id string) string {
-		return fmt.Sprintf(`{"queue":"cut","owner":"w","max":1,"lease_ms":60000,"request_id":%q}`, id)
-	}
-	type answer struct {
-		code int
-		r    engine.ClaimResult
-	}
-	polled := make(chan answer, 1)
-	go func() {
-		code, r := post("?wait=60s", claim("poll-1"))
-		polled <- answer{code, r}
-	}()
-	// Cut until the poll has answered: a cut before the poll reached the
-	// node is kept for it, one after ends its wait.
-	for answered := false; !answered; {
-		if code, r := post("?cut=1", claim("poll-1")); code != http.StatusOK || len(r.Jobs) != 0 {
-			t.Fatalf("cut: %d, %+v; want 200 and nothing claimed", code, r)
-		}
-		select {
-		case a := <-polled:
-			if a.code != http.StatusOK || len(a.r.Jobs) != 0 {
-				t.Fatalf("the cut poll answered %d, %+v; want 200, empty", a.code, a.r)
+			claim := func(id string) string {
+				return fmt.Sprintf(`{"queue":"cut","owner":"w","max":1,"lease_ms":60000,"request_id":%q}`, id)
 			}
-			answered = true
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	// A cut first: the poll under its id ends at once.
-	if code, _ := post("?cut=1", claim("poll-2")); code != http.StatusOK {
-		t.Fatalf("cut: %d", code)
-	}
-	if code, r := post("?wait=60s", claim("poll-2")); code != http.StatusOK || len(r.Jobs) != 0 {
-		t.Fatalf("a poll after its cut answered %d, %+v; want 200, empty", code, r)
-	}
-	if code, _ := post("?cut=1", `{"queue":"cut","owner":"w","max":1,"lease_ms":60000}`); code != http.StatusBadRequest && code != http.StatusUnprocessableEntity {
-		t.Fatalf("cut without a request id: %d, want it refused", code)
+			type answer struct{ code, items int }
+			polled := make(chan answer, 1)
+			go func() {
+				code, n := post("?wait=60s", claim(route.items+"-poll-1"))
+				polled <- answer{code, n}
+			}()
+			// Cut until the poll has answered: a cut before the poll
+			// reached the node is kept for it, one after ends its wait.
+			for answered := false; !answered; {
+				if code, n := post("?cut=1", claim(route.items+"-poll-1")); code != http.StatusOK || n != 0 {
+					t.Fatalf("cut: %d, %d %s; want 200 and nothing claimed", code, n, route.items)
+				}
+				select {
+				case a := <-polled:
+					if a.code != http.StatusOK || a.items != 0 {
+						t.Fatalf("the cut poll answered %d, %d %s; want 200, empty", a.code, a.items, route.items)
+					}
+					answered = true
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			// A cut first: the poll under its id ends at once.
+			if code, _ := post("?cut=1", claim(route.items+"-poll-2")); code != http.StatusOK {
+				t.Fatalf("cut: %d", code)
+			}
+			if code, n := post("?wait=60s", claim(route.items+"-poll-2")); code != http.StatusOK || n != 0 {
+				t.Fatalf("a poll after its cut answered %d, %d %s; want 200, empty", code, n, route.items)
+			}
+			if code, _ := post("?cut=1", `{"queue":"cut","owner":"w","max":1,"lease_ms":60000}`); code != http.StatusBadRequest && code != http.StatusUnprocessableEntity {
+				t.Fatalf("cut without a request id: %d, want it refused", code)
+			}
+		})
 	}
 }
 
