@@ -2,9 +2,7 @@ package httpapi
 
 import (
 	"context"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
@@ -32,18 +30,8 @@ var _ engine.KeptClaimReleaser = (*Client)(nil)
 // this long is better served by the job going back to its queue.
 const keptMaxFor = 2 * time.Second
 
-// keptClaims holds the jobs of cut polls per claimer. The Client owns it;
-// its methods are safe for concurrent use, and none does I/O under mu.
-type keptClaims struct {
-	mu   sync.Mutex
-	jobs map[claimerKey][]keptJob
-	// wake is closed, and dropped, when jobs are kept for its claimer: a
-	// long poll of that claimer waiting meanwhile takes them then.
-	wake map[claimerKey]chan struct{}
-	// stopped holds the claimers whose worker stopped (ReleaseKept):
-	// what is kept for them is given back at once, until they claim again.
-	stopped map[queueOwner]bool
-}
+// keptClaims holds the jobs of cut polls per claimer. The Client owns it.
+type keptClaims = keptSet[claimerKey, engine.ClaimedJob]
 
 // claimerKey names a claimer: the claims whose jobs may stand in for each
 // other's.
@@ -51,13 +39,6 @@ type claimerKey struct {
 	queue, owner, types, buildID string
 	tailEvents                   int
 	leaseMS                      int64 // so that every job kept for a claimer is kept as long
-}
-
-type queueOwner struct{ queue, owner string }
-
-type keptJob struct {
-	job   engine.ClaimedJob
-	until time.Time // given back at or after this
 }
 
 func claimerOf(c engine.Claim) claimerKey {
@@ -69,9 +50,15 @@ func claimerOf(c engine.Claim) claimerKey {
 // lease, so that a worker that takes one late still has most of the lease
 // before its first heartbeat, and at most keptMaxFor.
 func keptFor(c engine.Claim) time.Duration {
-	lease := time.Duration(c.LeaseMS) * time.Millisecond
+	return keptForLease(c.LeaseMS, 0) // the node's default lease, unknown here: keep nothing
+}
+
+// keptForLease is a quarter of a lease of leaseMS, at most keptMaxFor, and
+// unknown when the lease is the node's default (leaseMS 0).
+func keptForLease(leaseMS int64, unknown time.Duration) time.Duration {
+	lease := time.Duration(leaseMS) * time.Millisecond
 	if lease <= 0 {
-		return 0 // the node's default lease, unknown here: keep nothing
+		return unknown
 	}
 	return min(lease/4, keptMaxFor)
 }
@@ -85,32 +72,16 @@ func (c *Client) keep(claim engine.Claim, jobs []engine.ClaimedJob, asked time.T
 		return
 	}
 	until := asked.Add(keptFor(claim))
-	wait := time.Until(until)
 	key := claimerOf(claim)
-	c.kept.mu.Lock()
-	if wait <= 0 || c.kept.stopped[queueOwner{claim.Queue, claim.Owner}] {
-		c.kept.mu.Unlock()
+	if !c.kept.hold(key, ownerOfClaim(key), jobs, until) {
 		c.releaseSurplus(context.Background(), jobs)
 		return
 	}
-	if c.kept.jobs == nil {
-		c.kept.jobs = map[claimerKey][]keptJob{}
-	}
-	held := c.kept.jobs[key]
-	for _, j := range jobs {
-		held = append(held, keptJob{job: j, until: until})
-	}
-	// Claims answer out of order: keep the oldest deadline first, which
-	// expireKept relies on.
-	slices.SortStableFunc(held, func(a, b keptJob) int { return a.until.Compare(b.until) })
-	c.kept.jobs[key] = held
-	if ch := c.kept.wake[key]; ch != nil {
-		close(ch)
-		delete(c.kept.wake, key)
-	}
-	c.kept.mu.Unlock()
-	time.AfterFunc(wait, func() { c.expireKept(key) })
+	time.AfterFunc(time.Until(until), func() { c.expireKept(key) })
 }
+
+// ownerOfClaim names the worker identity of a job claimer.
+func ownerOfClaim(k claimerKey) queueOwner { return queueOwner{k.queue, k.owner} }
 
 // takeKept returns up to max jobs kept for long polls like claim, the
 // oldest first. With none, it returns a channel closed when some are kept.
@@ -118,51 +89,12 @@ func (c *Client) keep(claim engine.Claim, jobs []engine.ClaimedJob, asked time.T
 // identity runs again.
 func (c *Client) takeKept(claim engine.Claim, max int) ([]engine.ClaimedJob, <-chan struct{}) {
 	key := claimerOf(claim)
-	c.kept.mu.Lock()
-	defer c.kept.mu.Unlock()
-	delete(c.kept.stopped, queueOwner{claim.Queue, claim.Owner})
-	held := c.kept.jobs[key]
-	if len(held) == 0 {
-		if c.kept.wake == nil {
-			c.kept.wake = map[claimerKey]chan struct{}{}
-		}
-		ch := c.kept.wake[key]
-		if ch == nil {
-			ch = make(chan struct{})
-			c.kept.wake[key] = ch
-		}
-		return nil, ch
-	}
-	n := min(max, len(held))
-	out := make([]engine.ClaimedJob, n)
-	for i := range n {
-		out[i] = held[i].job
-	}
-	if rest := held[n:]; len(rest) > 0 {
-		c.kept.jobs[key] = rest
-	} else {
-		delete(c.kept.jobs, key)
-	}
-	return out, nil
+	return c.kept.take(key, ownerOfClaim(key), max)
 }
 
 // expireKept gives back the jobs kept for key whose time ran out.
 func (c *Client) expireKept(key claimerKey) {
-	now := time.Now()
-	var back []engine.ClaimedJob
-	c.kept.mu.Lock()
-	held := c.kept.jobs[key]
-	i := 0
-	for ; i < len(held) && !held[i].until.After(now); i++ {
-		back = append(back, held[i].job)
-	}
-	if rest := held[i:]; len(rest) > 0 {
-		c.kept.jobs[key] = rest
-	} else {
-		delete(c.kept.jobs, key)
-	}
-	c.kept.mu.Unlock()
-	if len(back) > 0 {
+	if back := c.kept.expire(key); len(back) > 0 {
 		c.releaseSurplus(context.Background(), back)
 	}
 }
@@ -172,22 +104,7 @@ func (c *Client) expireKept(key claimerKey) {
 // at once whatever their late answers bring. A worker calls it once its
 // pollers stopped.
 func (c *Client) ReleaseKept(ctx context.Context, queue, owner string) {
-	var back []engine.ClaimedJob
-	c.kept.mu.Lock()
-	if c.kept.stopped == nil {
-		c.kept.stopped = map[queueOwner]bool{}
-	}
-	c.kept.stopped[queueOwner{queue, owner}] = true
-	for key, held := range c.kept.jobs {
-		if key.queue == queue && key.owner == owner {
-			for _, k := range held {
-				back = append(back, k.job)
-			}
-			delete(c.kept.jobs, key)
-		}
-	}
-	c.kept.mu.Unlock()
-	if len(back) > 0 {
+	if back := c.kept.stop(queueOwner{queue, owner}, ownerOfClaim); len(back) > 0 {
 		c.releaseSurplus(ctx, back)
 	}
 }

@@ -50,13 +50,7 @@ func keptNode(t *testing.T) (*Client, chan engine.JobID) {
 }
 
 func keptCount(c *Client) int {
-	c.kept.mu.Lock()
-	defer c.kept.mu.Unlock()
-	n := 0
-	for _, held := range c.kept.jobs {
-		n += len(held)
-	}
-	return n
+	return c.kept.count()
 }
 
 // gaveBack reports the job given back by now: keep and ReleaseKept give

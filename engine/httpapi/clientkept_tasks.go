@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
@@ -18,18 +16,12 @@ import (
 // are kept, as a job claim's are (clientkept.go), and the next long poll of
 // the same claimer (the same role, queue, owner, types and lease) takes
 // them before, or instead of, its polls. Unlike a job, a task has no
-// command that gives it back, so a task no claim takes within keptFor of
+// command that gives it back, so a task no claim takes within keptTaskFor of
 // the claim that took it is dropped, and waits out its lease.
 
 // keptTaskClaims holds the tasks of cut polls per claimer. The Client owns
-// it; its methods are safe for concurrent use.
-type keptTaskClaims struct {
-	mu    sync.Mutex
-	tasks map[taskClaimerKey][]keptTask
-	// wake is closed, and dropped, when tasks are kept for its claimer: a
-	// long poll of that claimer waiting meanwhile takes them then.
-	wake map[taskClaimerKey]chan struct{}
-}
+// it.
+type keptTaskClaims = keptSet[taskClaimerKey, engine.ClaimedReview]
 
 // taskClaimerKey names a task claimer: the claims whose tasks may stand in
 // for each other's.
@@ -38,11 +30,6 @@ type taskClaimerKey struct {
 	queue, owner string
 	types        string
 	leaseMS      int64
-}
-
-type keptTask struct {
-	task  engine.ClaimedReview
-	until time.Time // dropped at or after this
 }
 
 func taskClaimerOf(c engine.ClaimReviews) taskClaimerKey {
@@ -54,11 +41,7 @@ func taskClaimerOf(c engine.ClaimReviews) taskClaimerKey {
 // is the node's default, unknown here (a task kept nowhere would only wait
 // out that lease).
 func keptTaskFor(c engine.ClaimReviews) time.Duration {
-	lease := time.Duration(c.LeaseMS) * time.Millisecond
-	if lease <= 0 {
-		return keptMaxFor
-	}
-	return min(lease/4, keptMaxFor)
+	return keptForLease(c.LeaseMS, keptMaxFor)
 }
 
 // keepTasks holds tasks, which claim took, for the next long poll like
@@ -69,78 +52,16 @@ func (c *Client) keepTasks(claim engine.ClaimReviews, tasks []engine.ClaimedRevi
 		return
 	}
 	until := asked.Add(keptTaskFor(claim))
-	wait := time.Until(until)
-	if wait <= 0 {
-		return
-	}
 	key := taskClaimerOf(claim)
-	k := &c.keptTasks
-	k.mu.Lock()
-	if k.tasks == nil {
-		k.tasks = map[taskClaimerKey][]keptTask{}
+	// A task is not given back (nothing can), so a task claimer is never
+	// stopped: its owner is the zero one.
+	if c.keptTasks.hold(key, queueOwner{}, tasks, until) {
+		time.AfterFunc(time.Until(until), func() { c.keptTasks.expire(key) })
 	}
-	held := k.tasks[key]
-	for _, t := range tasks {
-		held = append(held, keptTask{task: t, until: until})
-	}
-	// Claims answer out of order: keep the oldest deadline first, which
-	// expireKeptTasks relies on.
-	slices.SortStableFunc(held, func(a, b keptTask) int { return a.until.Compare(b.until) })
-	k.tasks[key] = held
-	if ch := k.wake[key]; ch != nil {
-		close(ch)
-		delete(k.wake, key)
-	}
-	k.mu.Unlock()
-	time.AfterFunc(wait, func() { c.expireKeptTasks(key) })
 }
 
 // takeKeptTasks returns up to max tasks kept for long polls like claim, the
 // oldest first. With none, it returns a channel closed when some are kept.
 func (c *Client) takeKeptTasks(claim engine.ClaimReviews, max int) ([]engine.ClaimedReview, <-chan struct{}) {
-	key := taskClaimerOf(claim)
-	k := &c.keptTasks
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	held := k.tasks[key]
-	if len(held) == 0 {
-		if k.wake == nil {
-			k.wake = map[taskClaimerKey]chan struct{}{}
-		}
-		ch := k.wake[key]
-		if ch == nil {
-			ch = make(chan struct{})
-			k.wake[key] = ch
-		}
-		return nil, ch
-	}
-	n := min(max, len(held))
-	out := make([]engine.ClaimedReview, n)
-	for i := range n {
-		out[i] = held[i].task
-	}
-	if rest := held[n:]; len(rest) > 0 {
-		k.tasks[key] = rest
-	} else {
-		delete(k.tasks, key)
-	}
-	return out, nil
-}
-
-// expireKeptTasks drops the tasks kept for key whose time ran out.
-func (c *Client) expireKeptTasks(key taskClaimerKey) {
-	now := time.Now()
-	k := &c.keptTasks
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	held := k.tasks[key]
-	i := 0
-	for i < len(held) && !held[i].until.After(now) {
-		i++
-	}
-	if rest := held[i:]; len(rest) > 0 {
-		k.tasks[key] = rest
-	} else {
-		delete(k.tasks, key)
-	}
+	return c.keptTasks.take(taskClaimerOf(claim), queueOwner{}, max)
 }

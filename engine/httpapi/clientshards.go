@@ -338,17 +338,25 @@ const cutGrace = 2 * time.Second
 // the caller to tell apart from what the polls took (it may be the same
 // claim, replayed under its request id).
 func (c *Client) cutPoll(ctx context.Context, base string, cmd engine.Claim) ([]engine.ClaimedJob, error) {
+	r, err := cutAt[engine.ClaimResult](ctx, c, base, "/v1/jobs/claim", &cmd)
+	return r.Jobs, err
+}
+
+// cutAt posts the cut of a claim's long polls (body, a claim under its
+// request id) to path?cut=1 at the node at base, within cutGrace, and
+// returns the node's answer.
+func cutAt[R any](ctx context.Context, c *Client, base, path string, body any) (R, error) {
+	var r R
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cutGrace)
 	defer cancel()
-	payload, err := encodeRequestBody(&cmd)
+	payload, err := encodeRequestBody(body)
 	if err != nil {
-		return nil, err
+		return r, err
 	}
-	var r engine.ClaimResult
-	rq := request{method: http.MethodPost, path: "/v1/jobs/claim", body: &cmd, out: &r, command: true, noRoute: true,
+	rq := request{method: http.MethodPost, path: path, body: body, out: &r, command: true, noRoute: true,
 		query: url.Values{"cut": {"1"}}}
 	_, err = c.try(ctx, base, rq, payload)
-	return r.Jobs, err
+	return r, err
 }
 
 // releaseSurplus requeues jobs claimed beyond what the caller asked for,
@@ -432,16 +440,7 @@ func leaseOfReview(t engine.ClaimedReview) reviewLease { return reviewLease{t.Re
 // without a wait instead: what it answers joins the cut polls' late
 // answers, kept for the claimer like them.
 func (c *Client) cutReviewPoll(ctx context.Context, base string, cmd engine.ClaimReviews) ([]engine.ClaimedReview, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cutGrace)
-	defer cancel()
-	payload, err := encodeRequestBody(&cmd)
-	if err != nil {
-		return nil, err
-	}
-	var r engine.ClaimReviewsResult
-	rq := request{method: http.MethodPost, path: "/v1/tasks/claim", body: &cmd, out: &r, command: true, noRoute: true,
-		query: url.Values{"cut": {"1"}}}
-	_, err = c.try(ctx, base, rq, payload)
+	r, err := cutAt[engine.ClaimReviewsResult](ctx, c, base, "/v1/tasks/claim", &cmd)
 	return r.Reviews, err
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -187,22 +186,10 @@ func TestReviewClaimFanOutKeepsConnections(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	var dials atomic.Int64
-	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// A claim may start while the polls the last one cut still end, so a
 	// node may hold a few connections at once: they stay idle for reuse
 	// rather than being closed at the default of two.
-	tr.MaxIdleConnsPerHost = 8
-	var d net.Dialer
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		dials.Add(1)
-		return d.DialContext(ctx, network, addr)
-	}
-	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{c.httpOf("n1"), c.httpOf("n2"), c.httpOf("n3")},
-		HTTPClient: &http.Client{Transport: tr}, PollWait: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, dials := c.dialCountingClient(8)
 	creator := c.client("n3")
 	claimed := map[engine.ReviewID]bool{}
 	created := 0

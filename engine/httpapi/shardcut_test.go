@@ -83,6 +83,27 @@ func TestCutClaimEndsALongPoll(t *testing.T) {
 	}
 }
 
+// dialCountingClient returns a Client of the three nodes n1, n2 and n3
+// that long-polls for a minute, and the count of the connections it
+// opened. It keeps up to idlePerNode connections a node idle for reuse.
+func (c *shardedCluster) dialCountingClient(idlePerNode int) (*httpapi.Client, *atomic.Int64) {
+	c.t.Helper()
+	dials := new(atomic.Int64)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = idlePerNode
+	var d net.Dialer
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return d.DialContext(ctx, network, addr)
+	}
+	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{c.httpOf("n1"), c.httpOf("n2"), c.httpOf("n3")},
+		HTTPClient: &http.Client{Transport: tr}, PollWait: time.Minute})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cl, dials
+}
+
 // TestClaimFanOutKeepsConnections: a client's long polls of a sharded
 // cluster, cut after another node answered, leave their connections open
 // for the next claims: claim after claim opens no new connections, where
@@ -92,18 +113,7 @@ func TestClaimFanOutKeepsConnections(t *testing.T) {
 	c := newShardedCluster(t, 3, shards)
 	c.awaitLeaders(c.desired)
 	ctx := context.Background()
-	var dials atomic.Int64
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	var d net.Dialer
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		dials.Add(1)
-		return d.DialContext(ctx, network, addr)
-	}
-	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{c.httpOf("n1"), c.httpOf("n2"), c.httpOf("n3")},
-		HTTPClient: &http.Client{Transport: tr}, PollWait: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, dials := c.dialCountingClient(2)
 	creator := c.client("n2")
 	seen := map[engine.JobID]bool{}
 	for i := range claims {
