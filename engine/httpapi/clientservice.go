@@ -85,8 +85,21 @@ func (c *Client) ClaimWait(ctx context.Context, cmd engine.Claim) ([]engine.Clai
 		cmd.RequestID = randomID("http-")
 	}
 	c.probeShards(ctx)
-	if view := c.shardView(ctx); view != nil {
-		return c.claimAcross(ctx, view, cmd, true) // a long poll of every node at once
+	for {
+		view := c.shardView(ctx)
+		if view == nil {
+			break
+		}
+		jobs, err := c.claimAcross(ctx, view, cmd, true) // a long poll of every node at once
+		if err != nil || len(jobs) > 0 {
+			return jobs, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// Nothing and no error: a node named a newer placement, and the
+		// polls ended so that the nodes that joined, or lead a shard
+		// now, are polled too (fanOut).
 	}
 	return longPoll(ctx, c, "/v1/jobs/claim", &cmd, func(r *engine.ClaimResult) []engine.ClaimedJob { return r.Jobs })
 }

@@ -457,6 +457,9 @@ type pollAnswer[T any] struct {
 	base  string
 	items []T
 	err   error
+	// stale is set when the poll ended because its node named a newer
+	// placement than the one the polls were sent with (pollNode).
+	stale bool
 }
 
 // fanOut posts body to path at every node of view, each as long polls
@@ -474,6 +477,15 @@ type pollAnswer[T any] struct {
 // With kept (a claim's), items kept from earlier polls stand in for an
 // answer: kept gives them, or a channel closed once there may be some. With
 // some at the start fanOut polls no node.
+//
+// With cut, a poll whose node answers empty, naming a newer placement than
+// view's, ends the fan-out as an answer would, with no items: nodes may
+// have joined the cluster or left it since view was read, and a shard's
+// leader moved to a node view does not name would otherwise never be
+// polled by this call, however long it waits (a worker's long poll has no
+// deadline). The other polls are cut as after an answer, and fanOut
+// returns nothing and no error: the caller reads the map again and polls
+// anew (ClaimWait, ClaimReviewsWait).
 //
 // It returns an error only when no node answered with items: the first
 // one no retry can fix, or ctx's.
@@ -507,8 +519,8 @@ func fanOut[R, T any](ctx context.Context, c *Client, view *shardView, path stri
 		nctx, stop := context.WithCancel(pctx)
 		stops[base] = stop
 		go func() {
-			got, err := pollNode(nctx, c, base, path, body, wait, items, &cutting)
-			answers <- pollAnswer[T]{base, got, err}
+			got, stale, err := pollNode(nctx, c, base, path, body, wait, items, &cutting, cut != nil)
+			answers <- pollAnswer[T]{base, got, err, stale}
 		}()
 	}
 	pending := make(map[string]bool, len(view.nodes))
@@ -528,7 +540,7 @@ func fanOut[R, T any](ctx context.Context, c *Client, view *shardView, path stri
 			// answered): they answer this one, as a node's would.
 			a.items, keptCh = kept()
 		}
-		if len(a.items) > 0 {
+		if len(a.items) > 0 || a.stale {
 			out = append(out, a.items...)
 			if cut != nil && len(pending) > 0 {
 				cutting.Store(true)
@@ -665,7 +677,13 @@ func (c *Client) recallLater(bases []string, cmd engine.Claim, want map[claimedL
 //
 // Once cutting is set (fanOut cut the polls after another node answered),
 // a poll that answers is not followed by another.
-func pollNode[R, T any](ctx context.Context, c *Client, base, path string, body any, wait bool, items func(*R) []T, cutting *atomic.Bool) ([]T, error) {
+//
+// With stopOnStale, a long poll that answers empty while the client's map
+// is stale (this answer, or another, named a newer placement) is not
+// followed by another either: pollNode returns stale, for fanOut to end the
+// fan-out and its caller to poll over the new map.
+func pollNode[R, T any](ctx context.Context, c *Client, base, path string, body any, wait bool, items func(*R) []T, cutting *atomic.Bool,
+	stopOnStale bool) (_ []T, stale bool, _ error) {
 	var payload []byte
 	bo := backoff.Backoff{Initial: minBackoff, Max: maxBackoff}
 	for {
@@ -674,7 +692,7 @@ func pollNode[R, T any](ctx context.Context, c *Client, base, path string, body 
 			w := c.pollWait(ctx)
 			if w == 0 {
 				<-ctx.Done()
-				return nil, ctx.Err()
+				return nil, false, ctx.Err()
 			}
 			rq.query, rq.wait = waitQuery(w), w
 		}
@@ -683,31 +701,34 @@ func pollNode[R, T any](ctx context.Context, c *Client, base, path string, body 
 		if payload == nil {
 			var err error
 			if payload, err = encodeRequestBody(rq.body); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		}
 		_, err := c.try(ctx, base, rq, payload)
 		if got := items(&r); err == nil && len(got) > 0 {
-			return got, nil
+			return got, false, nil
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 		switch {
 		case err == nil:
 			if !wait || cutting.Load() {
-				return nil, nil
+				return nil, false, nil
+			}
+			if _, _, stale := c.shards.current(); stopOnStale && stale {
+				return nil, true, nil
 			}
 			bo.Reset()
 			continue
 		case !retryable(err) || cutting.Load():
-			return nil, err
+			return nil, false, err
 		}
 		if serr := backoff.Sleep(ctx, bo.Next()); serr != nil {
-			return nil, serr
+			return nil, false, serr
 		}
 		if !wait {
-			return nil, err
+			return nil, false, err
 		}
 	}
 }

@@ -291,8 +291,20 @@ func (c *Client) ClaimReviewsWait(ctx context.Context, cmd engine.ClaimReviews) 
 		cmd.RequestID = randomID("http-")
 	}
 	c.probeShards(ctx)
-	if view := c.shardView(ctx); view != nil {
-		return c.claimReviewsAcross(ctx, view, cmd, true)
+	for {
+		view := c.shardView(ctx)
+		if view == nil {
+			break
+		}
+		tasks, err := c.claimReviewsAcross(ctx, view, cmd, true)
+		if err != nil || len(tasks) > 0 {
+			return tasks, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// Nothing and no error: the placement changed under the polls
+		// (fanOut); poll again over the new map.
 	}
 	return longPoll(ctx, c, "/v1/tasks/claim", &cmd, func(r *engine.ClaimReviewsResult) []engine.ClaimedReview { return r.Reviews })
 }
