@@ -149,7 +149,12 @@ func errorFor(err error) (int, ErrorBody) {
 			break
 		}
 	}
-	if body.Name == nameInternal && isContextError(err) {
+	// A node that could not reach another node (a sharded node reading a
+	// shard at its leader, which died before this node learned of the
+	// next one) gave up as on a timeout: the caller may try again, and
+	// then finds the shard's new leader.
+	var te *transportError
+	if body.Name == nameInternal && (isContextError(err) || errors.As(err, &te)) {
 		body.Name, status = nameTimeout, http.StatusServiceUnavailable
 	}
 	var coded interface{ Code() string }
