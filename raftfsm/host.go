@@ -303,8 +303,8 @@ func hostPlacement(cfg HostConfig) (*Placement, error) {
 			}
 			added := len(want.Nodes) <= len(p.Nodes) && slices.Equal(want.Nodes, p.Nodes[:len(want.Nodes)])
 			if want.Replicas != p.Replicas || !added {
-				return nil, fmt.Errorf("%w: the peers and replicas given (%d replicas on %v) differ from the cluster's in %s (%d replicas on %v)",
-					ErrConfig, want.Replicas, nodeIDs(&want), path, p.Replicas, nodeIDs(p))
+				return nil, fmt.Errorf("%w: the peers and replicas given differ from the cluster's in %s: %s",
+					ErrConfig, path, layoutDifference(&want, p))
 			}
 		}
 		return p, nil
@@ -368,6 +368,31 @@ func writePlacement(dir string, p *Placement) error {
 		return fmt.Errorf("raftfsm: %w", err)
 	}
 	return errors.Join(d.Sync(), d.Close())
+}
+
+// layoutDifference says how the peers and replicas given (want) differ
+// from a directory's placement (have): the first thing that differs,
+// named as --peers and --replicas name it. Two layouts whose node ids
+// agree may differ in an address only (a restored cluster started on other
+// ports than it was restored for), and a message showing the ids alone
+// would show two equal layouts.
+func layoutDifference(want, have *Placement) string {
+	if want.Replicas != have.Replicas {
+		return fmt.Sprintf("%d replicas given, %d there", want.Replicas, have.Replicas)
+	}
+	if len(want.Nodes) > len(have.Nodes) {
+		return fmt.Sprintf("%d nodes given (%v), %d there (%v)", len(want.Nodes), nodeIDs(want), len(have.Nodes), nodeIDs(have))
+	}
+	for i, n := range want.Nodes {
+		h := have.Nodes[i]
+		if n.ID != h.ID {
+			return fmt.Sprintf("node %d is %s given, %s there (the nodes there: %v)", i+1, n.ID, h.ID, nodeIDs(have))
+		}
+		if n != h {
+			return fmt.Sprintf("node %s is %s/%s given, %s/%s there (raft-addr/http-addr)", n.ID, n.RaftAddr, n.HTTPAddr, h.RaftAddr, h.HTTPAddr)
+		}
+	}
+	return "they agree" // not reached: the caller found a difference
 }
 
 func nodeIDs(p *Placement) []string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
@@ -316,5 +317,50 @@ func TestApplyMetaMoveCancel(t *testing.T) {
 		if back, err := decodeMetaEntry(b); err != nil || back.kind != e.kind || *back.move != *e.move {
 			t.Fatalf("entry %d round trip: %+v, %v", e.kind, back, err)
 		}
+	}
+}
+
+// TestRestartWithOtherPeersNamesWhatDiffers: a node started with --peers
+// that differ from its directory's placement is refused naming what
+// differs. A restored cluster started on other ports than the restore was
+// given (heddle cluster restore --base-port) differs in addresses only,
+// and the message showed the same replicas and ids on both sides (found by
+// a probe).
+func TestRestartWithOtherPeersNamesWhatDiffers(t *testing.T) {
+	dir := t.TempDir()
+	p, err := NewPlacement(threeNodes(), 4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writePlacement(dir, &p); err != nil {
+		t.Fatal(err)
+	}
+	moved := threeNodes()
+	moved[1].RaftAddr, moved[1].HTTPAddr = "10.0.0.2:17281", "10.0.0.2:17280"
+	fewer := threeNodes()[:2]
+	renamed := threeNodes()
+	renamed[2].ID = "n9"
+	for _, tc := range []struct {
+		name     string
+		peers    []PlacementNode
+		replicas int
+		want     []string
+	}{
+		{"addresses", moved, 0, []string{"node n2", "10.0.0.2:17281/10.0.0.2:17280", "10.0.0.2:7281/10.0.0.2:7280"}},
+		{"replicas", threeNodes(), 2, []string{"2 replicas given, 3 there"}},
+		{"ids", renamed, 0, []string{"node 3 is n9 given, n3 there"}},
+		{"fewer nodes, fewer replicas", fewer, 0, []string{"2 replicas given, 3 there"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := hostPlacement(HostConfig{Config: Config{ID: "n1", Dir: dir}, Peers: tc.peers, Shards: 4, Replicas: tc.replicas})
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("started with other peers: %v, want ErrConfig", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the refusal %q does not say %q", err, w)
+				}
+			}
+		})
 	}
 }
