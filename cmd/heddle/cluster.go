@@ -373,6 +373,17 @@ func clusterUp(w io.Writer, log *slog.Logger, dir, host, token string, nodes, ba
 	return stdout.err()
 }
 
+// notReadyReason returns the why of a member's /readyz refusal, "httpapi:
+// not ready: raftfsm: not ready: <why>". A sharded node names the group
+// that is not ready before the why ("shard 2: raftfsm: not ready: this
+// Follower ..."), and the shard is kept: the row's state is the metadata
+// group's, and a why about a shard's group read as the member's own ("n1
+// Leader ... no: this Follower ...").
+func notReadyReason(msg string) string {
+	msg = strings.TrimPrefix(msg, "httpapi: not ready: ")
+	return strings.Replace(msg, "raftfsm: not ready: ", "", 1)
+}
+
 // probeMember asks a member whether it is alive and ready, into v. It
 // returns an error only when the member does not answer as alive; a member
 // that answers "not ready" is shown as such.
@@ -385,12 +396,7 @@ func probeMember(ctx context.Context, c *httpapi.Client, v *clusterView) error {
 	case err == nil:
 		v.Ready = true
 	case errors.Is(err, httpapi.ErrNotReady):
-		// "httpapi: not ready: raftfsm: not ready: <why>": the why.
-		msg := err.Error()
-		if i := strings.LastIndex(msg, "not ready: "); i >= 0 {
-			msg = msg[i+len("not ready: "):]
-		}
-		v.NotReady = msg
+		v.NotReady = notReadyReason(err.Error())
 	default:
 		return err
 	}

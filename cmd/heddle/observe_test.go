@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/httpapi"
 
 	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/internal/metricstest"
@@ -150,5 +154,35 @@ func TestClusterStatusShowsNotReady(t *testing.T) {
 	if len(lines) != 4 || !strings.HasSuffix(lines[1], "yes") ||
 		!strings.HasSuffix(lines[2], "no: no leader is known (this node is Candidate)") || !strings.Contains(lines[3], "unreachable") {
 		t.Fatalf("cluster status table:\n%s", b.String())
+	}
+}
+
+// The READY column keeps the shard a sharded node's refusal names: the
+// row's state is the metadata group's, and "n1 Leader ... no: this
+// Follower last heard from the leader n4" read as the member's own state
+// (found by a probe, during a shard leader's failover).
+func TestClusterStatusKeepsTheShardNotReady(t *testing.T) {
+	for msg, want := range map[string]string{
+		"httpapi: not ready: raftfsm: not ready: no leader is known (this node is Candidate)":                                    "no leader is known (this node is Candidate)",
+		"httpapi: not ready: shard 0: raftfsm: not ready: this Follower last heard from the leader n4 2.023s ago (more than 2s)": "shard 0: this Follower last heard from the leader n4 2.023s ago (more than 2s)",
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if r.URL.Path == "/readyz" {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_ = json.NewEncoder(w).Encode(httpapi.ErrorBody{Name: "not_ready", Message: msg})
+				return
+			}
+			_ = json.NewEncoder(w).Encode(httpapi.Health{Status: "ok"})
+		}))
+		c, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{srv.URL}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v clusterView
+		if err := probeMember(context.Background(), c, &v); err != nil || v.Ready || v.NotReady != want {
+			t.Errorf("a member answering %q: ready %v, why %q, %v; want %q", msg, v.Ready, v.NotReady, err, want)
+		}
+		srv.Close()
 	}
 }
