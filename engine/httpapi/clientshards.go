@@ -519,7 +519,11 @@ func fanOut[R, T any](ctx context.Context, c *Client, view *shardView, path stri
 		nctx, stop := context.WithCancel(pctx)
 		stops[base] = stop
 		go func() {
-			got, stale, err := pollNode(nctx, c, base, path, body, wait, items, &cutting, cut != nil)
+			var since *shardView
+			if cut != nil {
+				since = view // the polls can be cut: end them when the map changes
+			}
+			got, stale, err := pollNode(nctx, c, base, path, body, wait, items, &cutting, since)
 			answers <- pollAnswer[T]{base, got, err, stale}
 		}()
 	}
@@ -678,12 +682,16 @@ func (c *Client) recallLater(bases []string, cmd engine.Claim, want map[claimedL
 // Once cutting is set (fanOut cut the polls after another node answered),
 // a poll that answers is not followed by another.
 //
-// With stopOnStale, a long poll that answers empty while the client's map
-// is stale (this answer, or another, named a newer placement) is not
-// followed by another either: pollNode returns stale, for fanOut to end the
-// fan-out and its caller to poll over the new map.
+// With since (the map the fan-out began with), a long poll that answers
+// empty while the client's map is stale (this answer, or another, named a
+// newer placement) or newer than since is not followed by another either:
+// pollNode returns stale, for fanOut to end the fan-out and its caller to
+// poll over the new map. The map's version is compared, not only the
+// stale mark: another claim of the same client (a worker's task poll
+// beside its job poll) may have read the new map, clearing the mark,
+// before this poll's answer came.
 func pollNode[R, T any](ctx context.Context, c *Client, base, path string, body any, wait bool, items func(*R) []T, cutting *atomic.Bool,
-	stopOnStale bool) (_ []T, stale bool, _ error) {
+	since *shardView) (_ []T, stale bool, _ error) {
 	var payload []byte
 	bo := backoff.Backoff{Initial: minBackoff, Max: maxBackoff}
 	for {
@@ -716,8 +724,10 @@ func pollNode[R, T any](ctx context.Context, c *Client, base, path string, body 
 			if !wait || cutting.Load() {
 				return nil, false, nil
 			}
-			if _, _, stale := c.shards.current(); stopOnStale && stale {
-				return nil, true, nil
+			if since != nil {
+				if now, _, stale := c.shards.current(); stale || (now != nil && now.version > since.version) {
+					return nil, true, nil
+				}
 			}
 			bo.Reset()
 			continue
