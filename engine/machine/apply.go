@@ -204,12 +204,42 @@ func (a *applier) recordedResult(cmd engine.Command) (engine.Result, bool, error
 	return res, true, nil
 }
 
-// requestPruneBatch bounds how many expired request records one command
-// removes, so pruning never makes a command expensive.
-const requestPruneBatch = 8
+// Request records are pruned by a sample of the commands that record one,
+// not by each: a prune opens an iterator over the index by age, which
+// costs more than the rest of the bookkeeping of a command, and after a
+// steady hour it also steps over the tombstones of the records the last
+// prunes removed. One command in requestPruneEvery prunes, up to
+// requestPruneBatch records, so the prunes remove up to eight times as
+// many records as the commands write, and a backlog (after a restart, or
+// a burst) drains; no prune makes its command expensive.
+const (
+	requestPruneShift = 3 // requestPruneEvery is 1<<requestPruneShift
+	requestPruneEvery = 1 << requestPruneShift
+	requestPruneBatch = requestPruneEvery * 8
+)
 
-// recordResult keeps res for retries of cmd's request id and prunes a few
-// records older than the retention.
+// pruneTurn reports whether the command recording requestID at nowMS
+// prunes. It must be deterministic, since every replica applies the same
+// commands and must keep the same records, so it draws on the command
+// alone: an FNV-1a hash of its request id, mixed with its time so that a
+// client choosing its ids cannot keep every command off the sample.
+func pruneTurn(requestID string, nowMS int64) bool {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(requestID); i++ {
+		h ^= uint64(requestID[i])
+		h *= 1099511628211
+	}
+	for i := 0; i < 8; i++ {
+		h ^= uint64(nowMS >> (8 * i) & 0xff)
+		h *= 1099511628211
+	}
+	// The high bits, because FNV's low bits depend only on the low bits of
+	// each byte hashed.
+	return h>>(64-requestPruneShift) == 0
+}
+
+// recordResult keeps res for retries of cmd's request id and, on its
+// prune turn, removes a few records older than the retention.
 func (a *applier) recordResult(cmd engine.Command, res engine.Result) error {
 	id := cmd.Head().RequestID
 	digest, err := requestDigest(cmd)
@@ -222,6 +252,9 @@ func (a *applier) recordResult(cmd engine.Command, res engine.Result) error {
 	}
 	a.tx.Set(storage.RequestKey(id), b)
 	a.tx.Set(storage.RequestAgeKey(a.now, id), nil)
+	if !pruneTurn(id, a.now) {
+		return nil
+	}
 	cutoff := a.now - a.lim.RequestRetentionMS
 	var expired [][]byte
 	err = a.tx.Scan(storage.ReqAgePrefix, nil, false, func(k, _ []byte) (bool, error) {

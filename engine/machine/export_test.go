@@ -14,6 +14,7 @@ var (
 	ReadStep       = readStep
 	ReadResource   = readResource
 	JobQueueStatus = jobQueueStatus
+	PruneTurn      = pruneTurn
 )
 
 const (
@@ -21,6 +22,7 @@ const (
 	DefaultAnswerLeaseMS = defaultAnswerLeaseMS
 	EffectVersion        = effectVersion
 	JobVersion           = jobVersion
+	RequestPruneBatch    = requestPruneBatch
 )
 
 // Envelope is the log form's envelope of a command.

@@ -170,7 +170,7 @@ const (
 	propMaxBatch    = 1000
 	propMaxLeaseMS  = 3600_000
 	propRetentionMS = 3600_000
-	propPruneBatch  = 8
+	propPruneBatch  = machine.RequestPruneBatch
 	propUnknownCode = "unknown_job"
 )
 
@@ -363,9 +363,14 @@ func (m *propModel) apply(cmd engine.Command) (res engine.Result, err error, rep
 	return res, nil, false
 }
 
-// record keeps a request's result and prunes the oldest expired records.
+// record keeps a request's result and, on the command's prune turn (one
+// command in eight, by its request id and time), prunes the oldest expired
+// records.
 func (m *propModel) record(rid string, kind engine.CommandKind, res engine.Result, body []byte) {
 	m.reqs[rid] = &propReq{at: m.now, kind: kind, res: res, body: body}
+	if !machine.PruneTurn(rid, m.now) {
+		return
+	}
 	type aged struct {
 		at  int64
 		rid string

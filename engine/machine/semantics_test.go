@@ -2,10 +2,12 @@ package machine_test
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/machine"
 )
 
 // A retried command with the same request id returns the first result and
@@ -24,11 +26,26 @@ func TestRequestIDMakesCommandsIdempotent(t *testing.T) {
 	sameStore(t, before, h.snapshot())
 	// Reusing the id for another kind of command is an error.
 	h.mustFail(&engine.Cancel{Header: engine.Header{RequestID: "r1"}, Target: engine.Target{Job: 1}}, engine.ErrInvalidCommand)
-	// After the retention, the record is pruned by later requests.
+	// After the retention, the record is pruned by the first later request
+	// whose prune turn it is (one in eight, by its id and time), and kept
+	// by the others.
 	h.now += 3600_000 + 1
-	h.must(&engine.Signal{Header: engine.Header{RequestID: "r3"}, Target: engine.Target{Job: 1}, Name: "x"})
-	if _, err := h.db.Get([]byte("rr1")); err == nil {
-		t.Fatal("request record r1 survived its retention")
+	pruned := false
+	for i := 0; i < 64 && !pruned; i++ {
+		rid := fmt.Sprintf("later-%d", i)
+		h.now++
+		pruned = machine.PruneTurn(rid, h.now)
+		h.must(&engine.Signal{Header: engine.Header{RequestID: rid}, Target: engine.Target{Job: 1}, Name: "x"})
+		_, err := h.db.Get([]byte("rr1"))
+		switch {
+		case pruned && err == nil:
+			t.Fatalf("request record r1 survived its retention past the prune turn of %s", rid)
+		case !pruned && err != nil:
+			t.Fatalf("request record r1 was removed by %s, whose turn it was not to prune: %v", rid, err)
+		}
+	}
+	if !pruned {
+		t.Fatal("none of 64 later requests had a prune turn")
 	}
 	h.verify()
 }
