@@ -305,6 +305,9 @@ func (s *Server) handle(pattern string, role Role, h handler) {
 			s.markStale(w.Header())
 		}
 		res, err := h(c)
+		// Again, after the handler: a long poll may have waited through a
+		// change of placement, which its answer must name.
+		s.notePlacement(w.Header())
 		if err != nil {
 			c.fail(err)
 			return

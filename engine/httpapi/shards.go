@@ -726,12 +726,14 @@ func (r *ShardRouter) startShard(requestID string) int {
 
 // ClaimWait implements engine.Service: Claim that, while nothing was
 // claimed, waits for the next commit or leadership change of any shard this
-// node holds, never on a timer.
+// node holds, never on a timer. It ends empty once the node applied a newer
+// placement than the one it began under (see placementMoved).
 func (r *ShardRouter) ClaimWait(ctx context.Context, c engine.Claim) ([]engine.ClaimedJob, error) {
+	began := r.set.PlacementVersion()
 	for {
 		changed := r.set.ShardsChanged() // before the look, so no change is missed
 		jobs, _, err := r.claimLocal(ctx, c, true)
-		if err != nil || len(jobs) > 0 {
+		if err != nil || len(jobs) > 0 || r.placementMoved(began) {
 			return jobs, err
 		}
 		select {
@@ -740,6 +742,18 @@ func (r *ShardRouter) ClaimWait(ctx context.Context, c engine.Claim) ([]engine.C
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// placementMoved reports whether this node applied a placement newer than
+// version began, the one a long poll began under. The poll then ends
+// empty: its answer names the new version (the Server notes it after the
+// handler ran), so the client reads the new map and polls over it. A quiet
+// worker's long polls are all it sends; were they to go on waiting, a
+// worker would learn of a node that joined, or of a shard whose replica
+// moved to such a node, only when its poll's wait ran out (30 s by
+// default), and would not claim that shard's work before.
+func (r *ShardRouter) placementMoved(began uint64) bool {
+	return r.set.PlacementVersion() > began
 }
 
 // CancelSafeClaims implements engine.CancelSafeClaimer: every claim is
@@ -966,12 +980,13 @@ func (r *ShardRouter) ClaimReviews(ctx context.Context, c engine.ClaimReviews) (
 	return r.claimReviewsLocal(ctx, c, false)
 }
 
-// ClaimReviewsWait is ClaimReviews that waits as ClaimWait does.
+// ClaimReviewsWait is ClaimReviews that waits, and ends, as ClaimWait does.
 func (r *ShardRouter) ClaimReviewsWait(ctx context.Context, c engine.ClaimReviews) ([]engine.ClaimedReview, error) {
+	began := r.set.PlacementVersion()
 	for {
 		changed := r.set.ShardsChanged()
 		got, err := r.claimReviewsLocal(ctx, c, true)
-		if err != nil || len(got) > 0 {
+		if err != nil || len(got) > 0 || r.placementMoved(began) {
 			return got, err
 		}
 		select {
