@@ -9,15 +9,16 @@ import (
 
 // newClusterDeliveriesCommand is "heddle cluster deliveries": the
 // cross-shard deliveries pending in the shards' outboxes, as the node asked
-// sees them (docs/sharding.md, "How phase 2 delivers").
+// reads them (docs/sharding.md, "How phase 2 delivers").
 func newClusterDeliveriesCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "deliveries",
 		Short: "show the cross-shard deliveries pending in each shard's outbox (a sharded cluster)",
-		Long: "Asks one node (the first of --addr that answers) what the outboxes of the shards it holds\n" +
+		Long: "Asks one node (the first of --addr that answers) what the outboxes of the cluster's shards\n" +
 			"have pending: per source and target shard, how many entries, the first and last sequence,\n" +
-			"and when the first was written. A shard the node follows is read from its replica (marked\n" +
-			"stale); an empty table means nothing is waiting to cross shards.",
+			"and when the first was written. The node reads each shard it does not lead at the shard's\n" +
+			"leader; where the leader cannot be asked, from its own replica (READ says replica: it may\n" +
+			"trail the leader). An empty table means nothing is waiting to cross shards.",
 		Args: noArgs,
 	}
 	f := addClusterFlags(cmd)
@@ -44,7 +45,7 @@ func newClusterDeliveriesCommand() *cobra.Command {
 			p.printf("%d\t%d\t%d\t%d\t%d\t%d\t%s\n", b.Source, b.Target, b.Pending, b.FirstSeq, b.LastSeq, b.OldestMS, read)
 		}
 		for _, k := range rep.Unread {
-			p.printf("%s\t-\t?\t\t\t\tnot held by this node\n", strconv.Itoa(k))
+			p.printf("%s\t-\t?\t\t\t\tunread: no leader answered, and this node holds no replica\n", strconv.Itoa(k))
 		}
 		if err := p.err(); err != nil {
 			return err

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
@@ -134,10 +136,10 @@ func (n NodeSender) Deliver(ctx context.Context, httpAddr string, d *engine.Deli
 	return out, nil
 }
 
-// DeliveriesReport answers GET /v1/cluster/deliveries: what the outboxes of
-// the shards this node holds a replica of have pending, per source and
-// target shard (Stale: read from this node's replica, which does not lead
-// the shard and may trail its leader), and the shards it holds none of.
+// DeliveriesReport answers GET /v1/cluster/deliveries: what the outboxes
+// of the cluster's shards have pending, per source and target shard
+// (Stale: read from a replica that does not lead the shard and may trail
+// its leader), and the shards the node could read in no way.
 type DeliveriesReport struct {
 	Backlog []engine.DeliveryBacklog `json:"backlog" msgpack:"backlog"`
 	Unread  []int                    `json:"unread_shards,omitempty" msgpack:"unread_shards,omitempty"`
@@ -148,31 +150,101 @@ type backlogReader interface {
 	DeliveryBacklog(ctx context.Context, source int) ([]engine.DeliveryBacklog, error)
 }
 
-// DeliveryBacklog reads the outbox of every shard this node holds a
-// replica of.
+// DeliveryBacklog reads the outbox of every shard of the cluster: from
+// this node's replica where it leads the shard; else at the shard's
+// leader, speaking for the caller (as the reads of a list are made);
+// else, when the leader cannot be asked or does not answer, from this
+// node's replica, marked stale. A shard read none of these ways is listed
+// in Unread. Pinned to one shard (?shard=k, how another node asks this
+// one as the shard's leader), it reads that shard's replica here alone.
 func (r *ShardRouter) DeliveryBacklog(ctx context.Context) (*DeliveriesReport, error) {
-	out := &DeliveriesReport{Backlog: []engine.DeliveryBacklog{}}
-	for k := 0; k < r.count; k++ {
-		svc := r.set.ShardEngine(k)
-		if svc == nil {
-			out.Unread = append(out.Unread, k)
-			continue
+	if k, ok := pinnedShard(ctx); ok {
+		if k >= r.count {
+			return nil, fmt.Errorf("%w: shard %d is not one of the cluster's %d", engine.ErrInvalidCommand, k, r.count)
 		}
-		br, err := optional[backlogReader](svc)
+		rows, err := r.localBacklog(ctx, k)
 		if err != nil {
 			return nil, err
 		}
-		b, err := br.DeliveryBacklog(ctx, k)
+		if rows == nil {
+			id, httpAddr := r.set.ShardLeader(k)
+			return nil, &engine.NotLeaderError{LeaderID: id, LeaderHTTP: httpAddr}
+		}
+		return &DeliveriesReport{Backlog: rows}, nil
+	}
+	out := &DeliveriesReport{Backlog: []engine.DeliveryBacklog{}}
+	for k := range r.count {
+		if r.set.ShardEngine(k) == nil || !r.set.LeadsShard(k) {
+			if rows, ok := r.leaderBacklog(ctx, k); ok {
+				out.Backlog = append(out.Backlog, rows...)
+				continue
+			}
+		}
+		rows, err := r.localBacklog(ctx, k)
 		if err != nil {
-			return nil, fmt.Errorf("shard %d: %w", k, err)
+			return nil, err
 		}
-		stale := !r.set.LeadsShard(k)
-		for i := range b {
-			b[i].Stale = stale
+		if rows == nil {
+			out.Unread = append(out.Unread, k)
+			continue
 		}
-		out.Backlog = append(out.Backlog, b...)
+		out.Backlog = append(out.Backlog, rows...)
 	}
 	return out, nil
+}
+
+// localBacklog reads shard k's outbox from this node's replica, marked
+// stale unless this node leads the shard; nil, without an error, when the
+// node holds no replica of k.
+func (r *ShardRouter) localBacklog(ctx context.Context, k int) ([]engine.DeliveryBacklog, error) {
+	svc := r.set.ShardEngine(k)
+	if svc == nil {
+		return nil, nil
+	}
+	br, err := optional[backlogReader](svc)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.DeliveryBacklog(ctx, k)
+	if err != nil {
+		return nil, fmt.Errorf("shard %d: %w", k, err)
+	}
+	stale := !r.set.LeadsShard(k)
+	for i := range rows {
+		rows[i].Stale = stale
+	}
+	if rows == nil {
+		rows = []engine.DeliveryBacklog{}
+	}
+	return rows, nil
+}
+
+// leaderBacklog asks shard k's leader for the shard's outbox, speaking for
+// the caller; false when it cannot be asked (no leader known, or a caller
+// authenticated by its certificate) or did not answer.
+func (r *ShardRouter) leaderBacklog(ctx context.Context, k int) ([]engine.DeliveryBacklog, bool) {
+	if r.remote == nil {
+		return nil, false
+	}
+	_, httpAddr := r.set.ShardLeader(k)
+	if httpAddr == "" {
+		return nil, false
+	}
+	c, ok := r.remote.reader(ctx, httpAddr).(*Client)
+	if !ok {
+		return nil, false
+	}
+	rep, err := c.shardBacklog(ctx, k)
+	if err != nil {
+		return nil, false
+	}
+	rows := []engine.DeliveryBacklog{}
+	for _, b := range rep.Backlog {
+		if b.Source == k { // what the leader answered for its shard alone
+			rows = append(rows, b)
+		}
+	}
+	return rows, true
 }
 
 func (s *Server) deliveries(c *call) (any, error) {
@@ -184,10 +256,19 @@ func (s *Server) deliveries(c *call) (any, error) {
 }
 
 // DeliveryBacklog asks the node the client prefers what the outboxes of
-// the shards it holds have pending (GET /v1/cluster/deliveries).
+// the cluster's shards have pending (GET /v1/cluster/deliveries).
 func (c *Client) DeliveryBacklog(ctx context.Context) (*DeliveriesReport, error) {
 	out := new(DeliveriesReport)
 	err := c.do(ctx, request{method: http.MethodGet, path: pathDeliveries, out: out, noRoute: true})
+	return out, err
+}
+
+// shardBacklog asks the node the client prefers for shard k's outbox
+// (GET /v1/cluster/deliveries?shard=k).
+func (c *Client) shardBacklog(ctx context.Context, k int) (*DeliveriesReport, error) {
+	out := new(DeliveriesReport)
+	err := c.do(ctx, request{method: http.MethodGet, path: pathDeliveries, query: url.Values{"shard": {strconv.Itoa(k)}},
+		out: out, noRoute: true})
 	return out, err
 }
 

@@ -91,7 +91,7 @@ func TestLongPollEndsWhenThePlacementMoves(t *testing.T) {
 					done <- answer{err: err}
 					return
 				}
-				defer resp.Body.Close()
+				defer func() { _ = resp.Body.Close() }()
 				a := answer{placement: resp.Header.Get("X-Heddle-Placement")}
 				if resp.StatusCode != http.StatusOK {
 					a.err = &httpStatusError{resp.StatusCode}

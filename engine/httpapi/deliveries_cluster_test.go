@@ -1,0 +1,83 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/heddlewf/heddle/engine"
+)
+
+// TestDeliveriesOfShardsANodeDoesNotHold: on four nodes with three
+// replicas of each shard, a node that holds no replica of shard 1 still
+// reports shard 1's outbox, read at the shard's leader, not stale, and
+// lists no shard as unread. The entry is kept pending by a hold on its
+// target (shard 0), as a backup holds deliveries. Before, the node listed
+// shard 1 as unread, and an operator had to find a node holding it.
+func TestDeliveriesOfShardsANodeDoesNotHold(t *testing.T) {
+	const shards = 2
+	c := newShardedCluster(t, 4, shards)
+	c.awaitLeaders(c.desired)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	outsider := ""
+	for id, h := range c.live() {
+		if h.Shard(1) == nil {
+			outsider = id
+		}
+	}
+	if outsider == "" {
+		t.Fatal("every node holds a replica of shard 1; the test needs one that holds none")
+	}
+	if err := c.live()[c.leaderOf(0)].HoldDeliveries(ctx, 0, "test-hold", "test", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if id := c.leaderOf(0); id != "" {
+			_ = c.live()[id].ReleaseDeliveries(context.Background(), 0, "test-hold")
+		}
+	}()
+
+	cl := c.client()
+	parent, err := cl.Create(ctx, engine.CreateJob{WorkflowID: wfOn("parent-", 1, shards), Type: "p", Queue: "parents"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := cl.ClaimWait(ctx, engine.Claim{Queue: "parents", Owner: "w", Max: 1, LeaseMS: 600_000})
+	if err != nil || len(claimed) != 1 || claimed[0].Job != parent.Job {
+		t.Fatalf("claiming the parent: %v, %v", claimed, err)
+	}
+	lease := claimed[0].Lease()
+	// The child's create goes through the parent's shard's outbox and
+	// answers once delivered: not while shard 0 holds its deliveries.
+	go func() {
+		_, _ = cl.Create(ctx, engine.CreateJob{WorkflowID: wfOn("child-", 0, shards), Type: "c", Queue: "q",
+			ParentID: parent.Job, ParentStep: "a1", ParentLease: &lease})
+	}()
+
+	var last string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s's last report: %s", outsider, last)
+		}
+	})
+	c.await("the outsider's report of shard 1's pending entry", func() bool {
+		rep, err := c.client(outsider).DeliveryBacklog(ctx)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		last = fmt.Sprintf("%+v", *rep)
+		if len(rep.Unread) != 0 {
+			return false
+		}
+		for _, b := range rep.Backlog {
+			if b.Source == 1 && b.Target == 0 && b.Pending == 1 && !b.Stale {
+				return true
+			}
+		}
+		return false
+	})
+}
