@@ -102,6 +102,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newReviewCommand(),
 		newBenchCommand(),
 		newRepairCommand(),
+		newVerifyCommand(),
 		newVersionCommand(),
 	)
 	// Both are added now rather than when cobra first executes, so the tree

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/heddlewf/heddle/raftfsm"
 	"github.com/heddlewf/heddle/storage"
 	"github.com/spf13/cobra"
 )
@@ -111,8 +112,10 @@ func printPlan(out *printer, plan *storage.RepairPlan) {
 }
 
 // databaseDir returns the database directory dir names: dir itself, or
-// for a server node's directory (which holds state/ and raft/) the live
-// state database.
+// for a server node's directory of one Raft group (which holds state/ and
+// raft/) its live state database. A sharded node's directory holds one
+// per shard replica: it is refused, naming them, since a repair acts on
+// one database.
 func databaseDir(dir string) (db string, node bool, err error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -121,19 +124,21 @@ func databaseDir(dir string) (db string, node bool, err error) {
 	if !fi.IsDir() {
 		return "", false, fmt.Errorf("%s is not a directory", dir)
 	}
-	state := filepath.Join(dir, "state")
-	if _, err := os.Stat(filepath.Join(dir, "raft")); err != nil {
+	nd, err := raftfsm.ReadNodeDir(dir)
+	switch {
+	case errors.Is(err, raftfsm.ErrNotNodeDir):
 		return dir, false, nil
-	}
-	// CURRENT names the live generation once a snapshot was restored;
-	// before that it is the first.
-	name := "data-000000"
-	if b, err := os.ReadFile(filepath.Join(state, "CURRENT")); err == nil {
-		name = strings.TrimSpace(string(b))
-	} else if !errors.Is(err, os.ErrNotExist) {
+	case err != nil:
 		return "", false, err
+	case nd.Placement != nil:
+		var each []string
+		for _, k := range nd.Shards() {
+			each = append(each, filepath.Join(dir, "shards", fmt.Sprintf("%04d", k)))
+		}
+		return "", false, fmt.Errorf("%s is a sharded node's directory, with a state database per shard replica: name one shard's directory (%s)",
+			dir, strings.Join(each, ", "))
 	}
-	return filepath.Join(state, name), true, nil
+	return nd.States[0], true, nil
 }
 
 // count spells n things: "1 file", "2 files".
