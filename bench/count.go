@@ -24,6 +24,13 @@ type counting struct {
 
 func (c *counting) add() { c.commands.Add(1) }
 
+// WaitClosing forwards to the inner Service's (engine.ClosingWaiter),
+// which the SDK's wait for a result uses when it has one: a read, not
+// counted.
+func (c *counting) WaitClosing(ctx context.Context, t engine.Target) (*engine.Closing, error) {
+	return engine.WaitClosing(ctx, c.Service, t)
+}
+
 func (c *counting) Create(ctx context.Context, x engine.CreateJob) (*engine.CreateResult, error) {
 	c.add()
 	return c.Service.Create(ctx, x)

@@ -1,6 +1,9 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // The optional interfaces of a Service. A Service implements those that fit
 // it, and the SDK finds them by type assertion, as database/sql finds a
@@ -74,4 +77,53 @@ type KeptClaimReleaser interface {
 	// its pollers have ended, so that nothing claimed for it waits out a
 	// lease. It may be called from any goroutine.
 	ReleaseKept(ctx context.Context, queue, owner string)
+}
+
+// ClosingWaiter is implemented by a Service that answers a run's end in
+// one call: its record and the event that closed it, which says how it
+// ended (its result or failure, and a reason such as continued-as-new).
+// *Engine, the ShardRouter of a sharded node and engine/httpapi's Client
+// implement it; against any other Service the SDK waits with WaitClosed
+// and reads the closing event with History, two calls (two requests and
+// two linearizable reads against a cluster), as Temporal's client reads a
+// result with one long poll of the history's closing event.
+//
+// WaitClosing may run concurrently with every method of the Service.
+type ClosingWaiter interface {
+	// WaitClosing blocks until the run t names is terminal, or until ctx
+	// ends, and returns it: the same record WaitClosed returns, and the
+	// event whose sequence is the record's LastSeq.
+	WaitClosing(ctx context.Context, t Target) (*Closing, error)
+}
+
+// Closing is a run that ended: its record, and the event that closed it.
+type Closing struct {
+	Job   Job   `json:"job" msgpack:"job"`
+	Event Event `json:"event" msgpack:"event"`
+}
+
+// WaitClosing is s's WaitClosing when s is a ClosingWaiter, else WaitClosed
+// followed by a History read of the closing event.
+func WaitClosing(ctx context.Context, s Service, t Target) (*Closing, error) {
+	if cw, ok := s.(ClosingWaiter); ok {
+		return cw.WaitClosing(ctx, t)
+	}
+	j, err := s.WaitClosed(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return ClosingOf(ctx, s, j)
+}
+
+// ClosingOf reads, with s's History, the event that closed the run whose
+// terminal record is j.
+func ClosingOf(ctx context.Context, s Service, j *Job) (*Closing, error) {
+	page, err := s.History(ctx, j.ID, j.LastSeq-1, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(page.Events) != 1 || page.Events[0].Seq != j.LastSeq {
+		return nil, fmt.Errorf("%w: run %d has no event %d, the last its record names", ErrCorrupt, j.ID, j.LastSeq)
+	}
+	return &Closing{Job: *j, Event: page.Events[0]}, nil
 }

@@ -567,6 +567,34 @@ func (e *Engine) WaitClosed(ctx context.Context, t engine.Target) (*engine.Job, 
 	}
 }
 
+// WaitClosing implements engine.ClosingWaiter: WaitClosed, then the
+// closing event, read from the same store without a read barrier of its
+// own. A run's events are only ever appended, so the event at the
+// record's LastSeq is the one that closed it whatever happened since, and
+// this store holds it: WaitClosed's read found the record naming it.
+func (e *Engine) WaitClosing(ctx context.Context, t engine.Target) (*engine.Closing, error) {
+	j, err := e.WaitClosed(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	c := &engine.Closing{Job: *j}
+	err = e.view(engine.WithStaleRead(ctx), func(r *storage.Reader) error {
+		evs, _, err := machine.ReadHistoryPage(r, j.ID, j.LastSeq-1, 1, engine.MaxPageBytes)
+		if err != nil {
+			return err
+		}
+		if len(evs) != 1 || evs[0].Seq != j.LastSeq {
+			return fmt.Errorf("%w: run %d has no event %d, the last its record names", engine.ErrCorrupt, j.ID, j.LastSeq)
+		}
+		c.Event = evs[0]
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // waitJobClosed waits for one job, woken only when a batch closes it: with
 // many runs waiting for results, a commit wakes the one it closed instead
 // of all of them, and a run's turns before its close wake nobody.
@@ -649,7 +677,10 @@ func (e *Engine) ConfigureJob(ctx context.Context, c engine.ConfigureJob) (*engi
 	return propose[*engine.StatusResult](ctx, e, &c)
 }
 
-var _ engine.AsyncService = (*Engine)(nil)
+var (
+	_ engine.AsyncService  = (*Engine)(nil)
+	_ engine.ClosingWaiter = (*Engine)(nil)
+)
 
 // CompleteAsync ends a parked activity task.
 func (e *Engine) CompleteAsync(ctx context.Context, c engine.CompleteAsync) (*engine.StatusResult, error) {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -481,6 +482,42 @@ func (c *Client) WaitClosed(ctx context.Context, t engine.Target) (*engine.Job, 
 	}
 }
 
+// WaitClosing implements engine.ClosingWaiter with long polls of the run's
+// end (GET .../closing), each answering its record and closing event in
+// one request. Against a node of an earlier version, which has no such
+// route, it waits with WaitClosed and reads the event with History.
+func (c *Client) WaitClosing(ctx context.Context, t engine.Target) (*engine.Closing, error) {
+	p, err := targetPath(t)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		wait := c.pollWait(ctx)
+		if wait == 0 {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		var cl engine.Closing
+		err := c.do(ctx, request{method: http.MethodGet, path: p + "/closing", query: waitQuery(wait), out: &cl, wait: wait})
+		if errors.Is(err, ErrNoRoute) {
+			j, err := c.WaitClosed(ctx, t)
+			if err != nil {
+				return nil, err
+			}
+			return engine.ClosingOf(ctx, c, j)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if cl.Job.Status.Terminal() {
+			return &cl, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
 func jobPath(id engine.JobID) string { return "/v1/jobs/" + strconv.FormatUint(uint64(id), 10) }
 
 // targetPath is the path of the job or workflow t names.
@@ -503,3 +540,4 @@ func escapeSegment(s string) string {
 	}
 	return e
 }
+var _ engine.ClosingWaiter = (*Client)(nil)

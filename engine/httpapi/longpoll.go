@@ -213,6 +213,41 @@ func (s *Server) waitClosed(c *call) (any, error) {
 	return s.cfg.Service.Describe(c.r.Context(), t)
 }
 
+// waitClosing answers the run's record and the event that closed it once
+// it is terminal; with a wait that ends first it answers the record as it
+// is then, with no event, and the client sees it still open and asks
+// again.
+func (s *Server) waitClosing(c *call) (any, error) {
+	t, err := c.target()
+	if err != nil {
+		return nil, err
+	}
+	wait, err := c.waitParam(0)
+	if err != nil {
+		return nil, err
+	}
+	ctx := c.r.Context()
+	if wait > 0 {
+		pctx, cancel := s.pollContext(ctx, wait)
+		defer cancel()
+		cl, err := engine.WaitClosing(pctx, s.cfg.Service, t)
+		if err == nil || pctx.Err() == nil || ctx.Err() != nil || !isContextError(err) {
+			return cl, err
+		}
+		if err := s.pollEnded(); err != nil {
+			return nil, err
+		}
+	}
+	j, err := s.cfg.Service.Describe(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if !j.Status.Terminal() {
+		return &engine.Closing{Job: *j}, nil
+	}
+	return engine.ClosingOf(ctx, s.cfg.Service, j)
+}
+
 // watchHistory is a history read with a wait: a long poll that answers as
 // soon as the job has events after after, or an empty page when the wait is
 // over. It is served from this node's own state (Service.WatchHistory), so

@@ -104,6 +104,8 @@ func (s *Server) routes() {
 	s.handle("GET /v1/jobs/{job}/effects/{step...}", RoleReader, s.effect)
 	s.handle("GET /v1/jobs/{job}/closed", RoleReader, s.waitClosed)
 	s.handle("GET /v1/workflows/{workflow}/closed", RoleReader, s.waitClosed)
+	s.handle("GET /v1/jobs/{job}/closing", RoleReader, s.waitClosing)
+	s.handle("GET /v1/workflows/{workflow}/closing", RoleReader, s.waitClosing)
 	s.handle("GET /v1/jobs/{job}/steps", RoleReader, s.steps)
 	s.handle("GET /v1/workflows/{workflow}/steps", RoleReader, s.steps)
 	s.handle("GET /v1/resources", RoleReader, s.resources)

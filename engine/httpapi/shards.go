@@ -62,6 +62,7 @@ var (
 	_ engine.BoundedReader        = (*ShardRouter)(nil)
 	_ engine.ResourceWaiterReader = (*ShardRouter)(nil)
 	_ engine.CancelSafeClaimer    = (*ShardRouter)(nil)
+	_ engine.ClosingWaiter        = (*ShardRouter)(nil)
 )
 
 // NewShardRouter returns the router over set.
@@ -426,6 +427,15 @@ func (r *ShardRouter) WaitClosed(ctx context.Context, t engine.Target) (*engine.
 		return nil, err
 	}
 	return svc.WaitClosed(ctx, t)
+}
+
+// WaitClosing implements engine.ClosingWaiter, at the run's shard.
+func (r *ShardRouter) WaitClosing(ctx context.Context, t engine.Target) (*engine.Closing, error) {
+	svc, err := r.target(t)
+	if err != nil {
+		return nil, err
+	}
+	return engine.WaitClosing(ctx, svc, t)
 }
 
 // QueryHistory implements engine.BoundedReader.

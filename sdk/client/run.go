@@ -66,18 +66,13 @@ func (r *run) GetWithOptions(ctx context.Context, valuePtr any, options Workflow
 	var j *engine.Job
 	var last engine.Event
 	for {
-		var err error
-		if j, err = r.c.e.WaitClosed(ctx, engine.Target{Job: id}); err != nil {
-			return err
-		}
-		page, err := r.c.e.History(ctx, j.ID, j.LastSeq-1, 1)
+		// One call where the engine answers the end and its event together
+		// (engine.ClosingWaiter): against a cluster, one request.
+		closing, err := engine.WaitClosing(ctx, r.c.e, engine.Target{Job: id})
 		if err != nil {
 			return err
 		}
-		if len(page.Events) != 1 {
-			return fmt.Errorf("client: run %d has no closing event", j.ID)
-		}
-		last = page.Events[0]
+		j, last = &closing.Job, closing.Event
 		cronTimedOut := j.CronSchedule != "" && last.Reason == engine.ReasonRunTimeout // the chain goes on
 		if last.Reason != engine.ReasonContinuedAsNew && last.Reason != engine.ReasonRetried && last.Reason != engine.ReasonCronNext && !cronTimedOut {
 			break
