@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -24,7 +25,7 @@ func (s *Server) query(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, err := s.cfg.Service.Describe(c.r.Context(), runTarget(q.WorkflowID, q.RunID))
+	j, err := s.describeRun(c.r.Context(), runTarget(q.WorkflowID, q.RunID))
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +57,17 @@ func (s *Server) query(c *call) (any, error) {
 		return nil, &RemoteError{Body: body}
 	}
 	return &QueryResult{Result: a.Result}, nil
+}
+
+// describeRun resolves the run a query names. The broker lives on the
+// leader of the cluster (of a sharded cluster, its metadata group), which
+// need not lead the run's shard: there the run is read at its shard's
+// leader.
+func (s *Server) describeRun(ctx context.Context, t engine.Target) (*engine.Job, error) {
+	if sr, ok := s.cfg.Service.(*ShardRouter); ok {
+		return sr.describeAtLeader(ctx, t)
+	}
+	return s.cfg.Service.Describe(ctx, t)
 }
 
 // runTarget names a run as sdk/client does: by a decimal run id when one is

@@ -514,6 +514,26 @@ func (r *ShardRouter) reader(ctx context.Context, k int) (engine.Service, contex
 	return local, engine.WithStaleRead(ctx), nil
 }
 
+// describeAtLeader reads the run t names from its shard's leader, wherever
+// that is, as a list reads each shard (reader): this node's engine where it
+// leads the shard, else the leader over HTTP speaking for the caller, else
+// this node's replica as a stale read. The query broker lives on the
+// metadata group's leader, which leads some shards only, and resolves the
+// runs of every shard with it; a plain Describe there answered not-leader,
+// and the query went back and forth between the two leaders until it
+// timed out.
+func (r *ShardRouter) describeAtLeader(ctx context.Context, t engine.Target) (*engine.Job, error) {
+	k := engine.ShardOfTarget(t, r.count)
+	if k >= r.count {
+		return nil, fmt.Errorf("%w: %d (its id names shard %d of %d)", engine.ErrUnknownJob, t.Job, k, r.count)
+	}
+	svc, rctx, err := r.reader(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	return svc.Describe(rctx, t)
+}
+
 // pinned returns the engine of the shard a pinned read (?shard=k) asks
 // for, which this node must lead (or hold, for a stale read).
 func (r *ShardRouter) pinned(ctx context.Context, k int) (engine.Service, error) {
