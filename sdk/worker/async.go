@@ -37,10 +37,18 @@ func (r *run) resultPending(o *outcome) bool {
 		return false
 	}
 	if r.taskCancel == nil {
-		o.err = workflow.NewApplicationError(fmt.Sprintf("activity %s returned ErrResultPending, but runs inside its workflow's worker: "+
-			"give it its own ActivityOptions.TaskQueue to complete it asynchronously", o.c.Name), "ResultPendingInline", true)
+		o.err = resultPendingInline(o.c.Name)
 	}
 	return true
+}
+
+// resultPendingInline is the failure of an activity that returned
+// ErrResultPending inside its workflow's worker: it has no task token, so
+// nobody could complete it, and it fails for good whatever its retry
+// policy says.
+func resultPendingInline(name string) error {
+	return workflow.NewApplicationError(fmt.Sprintf("activity %s returned ErrResultPending, but runs inside its workflow's worker: "+
+		"give it its own ActivityOptions.TaskQueue to complete it asynchronously", name), "ResultPendingInline", true)
 }
 
 // parkForCompletion parks an activity task that returned ErrResultPending:

@@ -32,6 +32,15 @@ func Approval(ctx workflow.Context, queue, what string) (string, error) {
 	return "approval of " + what + ": " + got, err
 }
 
+// ApprovalBeating is Approval with a heartbeat timeout, which gives the
+// activity a step lease of its own (the engine's step path).
+func ApprovalBeating(ctx workflow.Context, what string) (string, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, HeartbeatTimeout: 20 * time.Second})
+	var got string
+	err := workflow.ExecuteActivity(ctx, AwaitApproval, what).Get(ctx, &got)
+	return "approval of " + what + ": " + got, err
+}
+
 // TestAsyncActivityCompletionLikeTemporal: an activity returns
 // ErrResultPending, and a client completes it by its task token, or by id,
 // or fails it; a stale token is refused.
@@ -40,6 +49,7 @@ func TestAsyncActivityCompletionLikeTemporal(t *testing.T) {
 	e := open(t)
 	startWorker(t, e, "async-wf", worker.Options{}, func(w worker.Worker) {
 		w.RegisterWorkflow(Approval)
+		w.RegisterWorkflow(ApprovalBeating)
 		w.RegisterActivity(AwaitApproval)
 	})
 	startWorker(t, e, "async-acts", worker.Options{}, func(w worker.Worker) { w.RegisterActivity(AwaitApproval) })
@@ -121,5 +131,23 @@ func TestAsyncActivityCompletionLikeTemporal(t *testing.T) {
 	}
 	if err := run.Get(ctx, &got); err == nil || !strings.Contains(err.Error(), "ErrResultPending") {
 		t.Fatalf("an inline pending activity: %v", err)
+	}
+	// So it does, at its first try, with a heartbeat timeout, which gives
+	// it a step lease (found by a probe: it was retried for as long as its
+	// policy allowed, for ever by default).
+	run, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "approve-4", TaskQueue: "async-wf"}, ApprovalBeating, "beating")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok := <-tokens; tok != nil {
+		t.Fatalf("an inline activity with a step lease got a task token %q", tok)
+	}
+	if err := run.Get(ctx, &got); err == nil || !strings.Contains(err.Error(), "ErrResultPending") {
+		t.Fatalf("an inline pending activity with a heartbeat timeout: %v", err)
+	}
+	select {
+	case tok := <-tokens:
+		t.Fatalf("the activity was tried again (token %q)", tok)
+	default:
 	}
 }

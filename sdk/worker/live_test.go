@@ -376,6 +376,10 @@ func failureType(err error) string {
 	case temporal.IsCanceledError(err):
 		return "CanceledError"
 	case errors.As(err, new(*temporal.ChildWorkflowExecutionAlreadyStartedError)):
+		if n := strings.Count(err.Error(), "child workflow execution error"); n != 1 {
+			// Its message said the child's ids twice (found by a probe).
+			return fmt.Sprintf("an already-started error naming the child %d times: %v", n, err)
+		}
 		return "ChildWorkflowExecutionAlreadyStartedError"
 	case temporal.IsTimeoutError(err):
 		return "TimeoutError"

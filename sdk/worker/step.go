@@ -273,6 +273,14 @@ func (r *run) driveStep(ctx context.Context, a *inflight, c *replay.Command, evs
 		try := r.runTry(ctx, a, c, fn, opts, info, attempt, details, deadline, leaseMS)
 		result, tryErr := try.result, try.err
 		details = try.details
+		if errors.Is(tryErr, activity.ErrResultPending) && ctx.Err() == nil {
+			// As on the plain path (resultPending): a step runs inside its
+			// workflow's worker, with no task token to complete it by.
+			// Judged as any error, it was retried until its policy ran out,
+			// for ever by default.
+			o.err = resultPendingInline(c.Name)
+			return o
+		}
 		if ctx.Err() != nil {
 			// The workflow cancelled the activity, or the turn ended: what
 			// the try returned is its answer to that (take decides).

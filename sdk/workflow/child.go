@@ -153,7 +153,14 @@ func executeChildWorkflow(ctx Context, childWorkflow any, args ...any) ChildWork
 			if len(r.Payload) > 0 {
 				cause = sdkhook.DecodeFailure(r.Payload)
 			}
-			set(nil, temporal.NewChildWorkflowExecutionError(started.ID, started.RunID, name, step, cause))
+			if ce, ok := cause.(*temporal.ChildWorkflowExecutionError); ok && ce.WorkflowID() == started.ID && ce.Step() == step {
+				// The worker recorded this child's error whole (a child
+				// that could not start: its id is held by an open run);
+				// wrapped again, its message said it twice.
+				set(nil, ce)
+			} else {
+				set(nil, temporal.NewChildWorkflowExecutionError(started.ID, started.RunID, name, step, cause))
+			}
 		}
 		if !cf.execution.ready {
 			// The child ended without a start record: it never started.
