@@ -68,7 +68,7 @@ func (c *Client) Claim(ctx context.Context, cmd engine.Claim) ([]engine.ClaimedJ
 		cmd.RequestID = randomID("http-")
 	}
 	if view := c.shardView(ctx); view != nil {
-		return c.claimAcross(ctx, view, cmd, false) // each node claims from the shards it leads
+		return c.claimAcross(ctx, view, cmd, false, nil) // each node claims from the shards it leads
 	}
 	var r engine.ClaimResult
 	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs/claim", body: &cmd, out: &r, command: true})
@@ -86,12 +86,18 @@ func (c *Client) ClaimWait(ctx context.Context, cmd engine.Claim) ([]engine.Clai
 		cmd.RequestID = randomID("http-")
 	}
 	c.probeShards(ctx)
+	// The rounds share one request id, so that a retry gets what any of
+	// them took, and so one set of the leases answered: a later round's
+	// claim on a node answers, as a retry, what an earlier round's took
+	// there, which that round's cut poll may have kept for the next claim
+	// already. Each lease is handed on once.
+	seen := newLeaseSet[claimedLease]()
 	for {
 		view := c.shardView(ctx)
 		if view == nil {
 			break
 		}
-		jobs, err := c.claimAcross(ctx, view, cmd, true) // a long poll of every node at once
+		jobs, err := c.claimAcross(ctx, view, cmd, true, seen) // a long poll of every node at once
 		if err != nil || len(jobs) > 0 {
 			return jobs, err
 		}

@@ -263,7 +263,13 @@ func shardOfRequest(rq request, count int) (int, bool) {
 // is kept in the background, and a node whose poll did not answer (the cut
 // failed, or took longer than cutGrace, and the poll was cancelled) is
 // asked what it took (recallLater).
-func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Claim, wait bool) ([]engine.ClaimedJob, error) {
+//
+// seen holds the leases answered to the call claimAcross serves (nil: this
+// claim alone): a long poll's call may poll in several rounds under one
+// request id, and a later round's claim under it answers what an earlier
+// round's claim took (it is a retry to its node), which that round's cut
+// polls may have kept already.
+func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Claim, wait bool, seen *leaseSet[claimedLease]) ([]engine.ClaimedJob, error) {
 	items := func(r *engine.ClaimResult) []engine.ClaimedJob { return r.Jobs }
 	var cut func(string) ([]engine.ClaimedJob, error)
 	if wait && cmd.RequestID != "" {
@@ -273,8 +279,17 @@ func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Cl
 	// retry under a request id (a worker finding out what a claim cut
 	// short took), which must get that claim's jobs, not others.
 	var kept func() ([]engine.ClaimedJob, <-chan struct{})
+	// fromKept are the leases taken from the kept jobs: each was kept once,
+	// and added to seen then, so seen does not refuse them.
+	fromKept := map[claimedLease]bool{}
 	if wait {
-		kept = func() ([]engine.ClaimedJob, <-chan struct{}) { return c.takeKept(cmd, max(cmd.Max, 1)) }
+		kept = func() ([]engine.ClaimedJob, <-chan struct{}) {
+			got, ch := c.takeKept(cmd, max(cmd.Max, 1))
+			for _, j := range got {
+				fromKept[leaseOf(j)] = true
+			}
+			return got, ch
+		}
 	}
 	asked := time.Now() // no lease this claim's polls take began before
 	got, rest, err := fanOut(ctx, c, view, "/v1/jobs/claim", &cmd, wait, items, cut, kept)
@@ -282,29 +297,29 @@ func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Cl
 	// claim the next attempt of a job this claim took (the job's turn
 	// ended and it became ready again before the cut reached that node),
 	// and that lease is a job of its own to hand on.
-	seen := map[claimedLease]bool{}
+	if seen == nil {
+		seen = newLeaseSet[claimedLease]()
+	}
 	var jobs, surplus []engine.ClaimedJob
 	for _, j := range got {
 		switch {
-		case seen[leaseOf(j)]:
+		case !seen.add(leaseOf(j)) && !fromKept[leaseOf(j)]:
 			// The same claim answered twice (a shard's leadership moved
-			// between two nodes' polls under one request id).
+			// between two nodes' polls under one request id, or an
+			// earlier round's cut poll answered it).
 		case len(jobs) < max(cmd.Max, 1):
 			jobs = append(jobs, j)
 		default:
 			surplus = append(surplus, j)
 		}
-		seen[leaseOf(j)] = true
 	}
 	if rest != nil {
-		// seen is the background's from here on: no one else touches it.
 		go func() {
 			r := <-rest
 			var back []engine.ClaimedJob
 			for _, j := range r.items {
-				if !seen[leaseOf(j)] {
+				if seen.add(leaseOf(j)) {
 					back = append(back, j)
-					seen[leaseOf(j)] = true
 				}
 			}
 			c.keep(cmd, back, asked)
@@ -325,6 +340,28 @@ type claimedLease struct {
 }
 
 func leaseOf(j engine.ClaimedJob) claimedLease { return claimedLease{j.Job, j.Attempt} }
+
+// leaseSet is the leases the claims of one long poll's call answered
+// (claimAcross's seen), shared by its rounds and by what their cut polls
+// answer later, in the background: safe for concurrent use.
+type leaseSet[L comparable] struct {
+	mu sync.Mutex
+	m  map[L]bool
+}
+
+func newLeaseSet[L comparable]() *leaseSet[L] { return &leaseSet[L]{m: map[L]bool{}} }
+
+// add adds l and reports whether it was new: whether the caller is the
+// one to hand it on.
+func (s *leaseSet[L]) add(l L) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[l] {
+		return false
+	}
+	s.m[l] = true
+	return true
+}
 
 // cutGrace is how long a client waits for the long polls it cut on their
 // nodes to answer before it cancels them (closing their connections) and
@@ -377,7 +414,9 @@ func (c *Client) releaseSurplus(ctx context.Context, jobs []engine.ClaimedJob) {
 // did not answer (its cut failed or took longer than cutGrace, and the poll
 // was cancelled) is left to the leases of whatever it took: a task has no
 // command that gives it back, and none recalls it.
-func (c *Client) claimReviewsAcross(ctx context.Context, view *shardView, cmd engine.ClaimReviews, wait bool) ([]engine.ClaimedReview, error) {
+//
+// seen is as claimAcross's.
+func (c *Client) claimReviewsAcross(ctx context.Context, view *shardView, cmd engine.ClaimReviews, wait bool, seen *leaseSet[reviewLease]) ([]engine.ClaimedReview, error) {
 	var cut func(string) ([]engine.ClaimedReview, error)
 	if wait && cmd.RequestID != "" {
 		cut = func(base string) ([]engine.ClaimedReview, error) { return c.cutReviewPoll(ctx, base, cmd) }
@@ -385,8 +424,15 @@ func (c *Client) claimReviewsAcross(ctx context.Context, view *shardView, cmd en
 	// Only a long poll takes kept tasks, as only one takes kept jobs: a
 	// claim without a wait may be a retry under a request id.
 	var kept func() ([]engine.ClaimedReview, <-chan struct{})
+	fromKept := map[reviewLease]bool{} // as claimAcross's
 	if wait {
-		kept = func() ([]engine.ClaimedReview, <-chan struct{}) { return c.takeKeptTasks(cmd, max(cmd.Max, 1)) }
+		kept = func() ([]engine.ClaimedReview, <-chan struct{}) {
+			got, ch := c.takeKeptTasks(cmd, max(cmd.Max, 1))
+			for _, t := range got {
+				fromKept[leaseOfReview(t)] = true
+			}
+			return got, ch
+		}
 	}
 	asked := time.Now() // no lease this claim's polls take began before
 	got, rest, err := fanOut(ctx, c, view, "/v1/tasks/claim", &cmd, wait, func(r *engine.ClaimReviewsResult) []engine.ClaimedReview { return r.Reviews }, cut, kept)
@@ -394,27 +440,26 @@ func (c *Client) claimReviewsAcross(ctx context.Context, view *shardView, cmd en
 	// answered by two nodes under one request id (a shard's leadership
 	// moved between their polls) is one lease; a task's next attempt is a
 	// lease of its own.
-	seen := map[reviewLease]bool{}
+	if seen == nil {
+		seen = newLeaseSet[reviewLease]()
+	}
 	var out, surplus []engine.ClaimedReview
 	for _, t := range got {
 		switch {
-		case seen[leaseOfReview(t)]:
+		case !seen.add(leaseOfReview(t)) && !fromKept[leaseOfReview(t)]:
 		case len(out) < max(cmd.Max, 1):
 			out = append(out, t)
 		default:
 			surplus = append(surplus, t)
 		}
-		seen[leaseOfReview(t)] = true
 	}
 	if rest != nil {
-		// seen is the background's from here on: no one else touches it.
 		go func() {
 			r := <-rest
 			var late []engine.ClaimedReview
 			for _, t := range r.items {
-				if !seen[leaseOfReview(t)] {
+				if seen.add(leaseOfReview(t)) {
 					late = append(late, t)
-					seen[leaseOfReview(t)] = true
 				}
 			}
 			c.keepTasks(cmd, late, asked)
@@ -641,7 +686,7 @@ const recallDelay = 500 * time.Millisecond
 // just after its node applied a claim may have been answered into a closed
 // connection, and its jobs would otherwise wait out their leases. A node
 // that cannot be asked is left to the leases.
-func (c *Client) recallLater(bases []string, cmd engine.Claim, want map[claimedLease]bool) {
+func (c *Client) recallLater(bases []string, cmd engine.Claim, want *leaseSet[claimedLease]) {
 	if len(bases) == 0 || cmd.RequestID == "" {
 		return
 	}
@@ -661,9 +706,8 @@ func (c *Client) recallLater(bases []string, cmd engine.Claim, want map[claimedL
 				continue
 			}
 			for _, j := range r.Jobs {
-				if !want[leaseOf(j)] {
+				if want.add(leaseOf(j)) {
 					back = append(back, j)
-					want[leaseOf(j)] = true
 				}
 			}
 		}

@@ -272,7 +272,7 @@ func (c *Client) ClaimReviews(ctx context.Context, cmd engine.ClaimReviews) ([]e
 		if cmd.RequestID == "" {
 			cmd.RequestID = randomID("http-")
 		}
-		return c.claimReviewsAcross(ctx, view, cmd, false)
+		return c.claimReviewsAcross(ctx, view, cmd, false, nil)
 	}
 	r, err := send[engine.ClaimReviewsResult](ctx, c, "/v1/tasks/claim", &cmd, &cmd.Header)
 	if err != nil {
@@ -291,12 +291,13 @@ func (c *Client) ClaimReviewsWait(ctx context.Context, cmd engine.ClaimReviews) 
 		cmd.RequestID = randomID("http-")
 	}
 	c.probeShards(ctx)
+	seen := newLeaseSet[reviewLease]() // as ClaimWait's
 	for {
 		view := c.shardView(ctx)
 		if view == nil {
 			break
 		}
-		tasks, err := c.claimReviewsAcross(ctx, view, cmd, true)
+		tasks, err := c.claimReviewsAcross(ctx, view, cmd, true, seen)
 		if err != nil || len(tasks) > 0 {
 			return tasks, err
 		}
