@@ -92,6 +92,19 @@ func (c *Client) takeKept(claim engine.Claim, max int) ([]engine.ClaimedJob, <-c
 	return c.kept.take(key, ownerOfClaim(key), max)
 }
 
+// dropKept removes from the jobs kept for claims like claim those with the
+// leases of jobs.
+func (c *Client) dropKept(claim engine.Claim, jobs []engine.ClaimedJob) {
+	if len(jobs) == 0 {
+		return
+	}
+	leases := make(map[claimedLease]bool, len(jobs))
+	for _, j := range jobs {
+		leases[leaseOf(j)] = true
+	}
+	c.kept.drop(claimerOf(claim), func(j engine.ClaimedJob) bool { return leases[leaseOf(j)] })
+}
+
 // expireKept gives back the jobs kept for key whose time ran out.
 func (c *Client) expireKept(key claimerKey) {
 	if back := c.kept.expire(key); len(back) > 0 {

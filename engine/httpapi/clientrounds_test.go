@@ -35,19 +35,20 @@ type roundNodes struct {
 	aCut    chan struct{} // closed by a's first cut
 	// nextClaim is closed by a's first poll under another request id: the
 	// call returned, and the worker's next claim polls.
-	nextClaim chan struct{}
-	nextOnce  sync.Once
-	once      sync.Once
-	cutOnce   sync.Once
-	mu        sync.Mutex
-	polls     map[string]int
-	rid       string // the request id of a's first poll, which a's later polls under it answer again
-	requeued  chan engine.JobID
-	done      chan struct{}
+	nextClaim  chan struct{}
+	nextOnce   sync.Once
+	lateAtOnce bool // a's first poll answers as soon as it is cut
+	once       sync.Once
+	cutOnce    sync.Once
+	mu         sync.Mutex
+	polls      map[string]int
+	rid        string // the request id of a's first poll, which a's later polls under it answer again
+	requeued   chan engine.JobID
+	done       chan struct{}
 }
 
-func newRoundNodes(t *testing.T) *roundNodes {
-	f := &roundNodes{j: engine.ClaimedJob{Job: 1<<engine.ShardIDShift | 7, Attempt: 1, Type: "t", LeaseExpiryMS: 1},
+func newRoundNodes(t *testing.T, lateAtOnce bool) *roundNodes {
+	f := &roundNodes{lateAtOnce: lateAtOnce, j: engine.ClaimedJob{Job: 1<<engine.ShardIDShift | 7, Attempt: 1, Type: "t", LeaseExpiryMS: 1},
 		aPolled: make(chan struct{}), aCut: make(chan struct{}), nextClaim: make(chan struct{}), polls: map[string]int{}, requeued: make(chan engine.JobID, 16),
 		done: make(chan struct{})}
 	f.version.Store(1)
@@ -119,15 +120,19 @@ func (f *roundNodes) handler(name string) http.Handler {
 			case <-f.done:
 				return
 			}
-			// The cut poll's answer is slow: it comes once the call has
-			// returned the second round's answer and the worker's next
-			// claim polls, the order in which both were handed on.
-			select {
-			case <-f.nextClaim:
-				answer(w, engine.ClaimResult{Jobs: []engine.ClaimedJob{f.j}})
-			case <-r.Context().Done():
-			case <-f.done:
+			// The cut poll's answer is slow, unless lateAtOnce: it comes
+			// once a polls under another request id, the order in which
+			// both were handed on when the rounds shared one id.
+			if !f.lateAtOnce {
+				select {
+				case <-f.nextClaim:
+				case <-r.Context().Done():
+					return
+				case <-f.done:
+					return
+				}
 			}
+			answer(w, engine.ClaimResult{Jobs: []engine.ClaimedJob{f.j}})
 		case replay:
 			answer(w, engine.ClaimResult{Jobs: []engine.ClaimedJob{f.j}})
 		case name == "b" && n == 1:
@@ -150,21 +155,18 @@ func (f *roundNodes) handler(name string) http.Handler {
 }
 
 // TestLongPollRoundsHandOnALeaseOnce: one long poll's call polls in two
-// rounds under one request id (the placement moved under the first), and
-// job J comes back twice: from the first round's cut poll, and from the
-// second round's claim, which its node answers as a retry of the first.
-// The call answers J, and the worker's next claim does not get it again.
-// Before, the first round's late answer was kept for the next claim while
-// the second round handed J on too, and one worker ran the same lease
-// twice at once (found by a ten-minute sharded chaos run: a resource's
-// units over-leased, and the claims not linearizable).
+// rounds (the placement moved under the first), and job J, which the
+// first round's cut poll answers late, is handed on once: the call
+// answers it (kept, then taken), and the worker's next claim does not get
+// it again. Before, every round polled under the call's one request id,
+// node a answered the second round's claim as a retry of the first's, J,
+// and the first round's late J was kept for the next claim as well: one
+// worker ran the same lease twice at once (found by a ten-minute sharded
+// chaos run: a resource's units over-leased, and the claims not
+// linearizable).
 func TestLongPollRoundsHandOnALeaseOnce(t *testing.T) {
-	f := newRoundNodes(t)
-	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{f.a.Listener.Addr().String(), f.b.Listener.Addr().String()},
-		PollWait: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newRoundNodes(t, false)
+	cl := f.client(t)
 	claim := engine.Claim{Queue: "q", Owner: "w", Max: 1, LeaseMS: 60_000}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -186,4 +188,43 @@ func TestLongPollRoundsHandOnALeaseOnce(t *testing.T) {
 		t.Fatalf("job %d was given back while the first claim holds it", j)
 	default:
 	}
+}
+
+// TestLongPollRoundsDoNotSpin: as above, but the first round's late J is
+// given back at once (a claim with the node's default lease keeps
+// nothing). The call polls on, round after round only when the placement
+// moves: here two rounds, then it waits until its deadline. With every
+// round under the call's one request id, node a answered each later
+// round's claim with J again, which the call dropped as a lease handed on
+// already, and the rounds ended empty, at once, one after another (found
+// by a review).
+func TestLongPollRoundsDoNotSpin(t *testing.T) {
+	f := newRoundNodes(t, true)
+	cl := f.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	got, err := cl.ClaimWait(ctx, engine.Claim{Queue: "q", Owner: "w", Max: 1})
+	if len(got) > 0 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the claim: %+v, %v; want nothing by its deadline (job %d was given back)", got, err, f.j.Job)
+	}
+	select {
+	case <-f.requeued:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first round's late job was never given back")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.polls["a"] > 3 || f.polls["b"] > 3 {
+		t.Fatalf("the call polled %v times; want a round per placement, two", f.polls)
+	}
+}
+
+func (f *roundNodes) client(t *testing.T) *httpapi.Client {
+	t.Helper()
+	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{f.a.Listener.Addr().String(), f.b.Listener.Addr().String()},
+		PollWait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/internal/backoff"
 )
 
 var _ engine.Service = (*Client)(nil)
@@ -80,25 +82,28 @@ func (c *Client) Claim(ctx context.Context, cmd engine.Claim) ([]engine.ClaimedJ
 // follows at once until ctx ends.
 func (c *Client) ClaimWait(ctx context.Context, cmd engine.Claim) ([]engine.ClaimedJob, error) {
 	if cmd.RequestID == "" {
-		// One id for every poll of this call: until a poll claims
+		// One id for every poll of a round: until a poll claims
 		// something the id is unused, and once one has, a retry of that
 		// poll returns its jobs.
 		cmd.RequestID = randomID("http-")
 	}
 	c.probeShards(ctx)
-	// The rounds share one request id, so that a retry gets what any of
-	// them took, and so one set of the leases answered: a later round's
-	// claim on a node answers, as a retry, what an earlier round's took
-	// there, which that round's cut poll may have kept for the next claim
-	// already. Each lease is handed on once.
-	seen := newLeaseSet[claimedLease]()
+	var rounds claimRounds[claimedLease]
 	for {
 		view := c.shardView(ctx)
 		if view == nil {
 			break
 		}
-		jobs, err := c.claimAcross(ctx, view, cmd, true, seen) // a long poll of every node at once
+		round := cmd
+		round.RequestID = rounds.next(cmd.RequestID)
+		jobs, err := c.claimAcross(ctx, view, round, true, rounds.seen) // a long poll of every node at once
 		if err != nil || len(jobs) > 0 {
+			if len(jobs) == 0 && ctx.Err() != nil && rounds.n > 1 {
+				// A claim cut short may have been applied, its answer
+				// lost: the caller knows the first round's request id
+				// only, so this round's own are recalled here.
+				c.recallLater(view.nodes, round, rounds.seen)
+			}
 			return jobs, err
 		}
 		if err := ctx.Err(); err != nil {
@@ -107,8 +112,56 @@ func (c *Client) ClaimWait(ctx context.Context, cmd engine.Claim) ([]engine.Clai
 		// Nothing and no error: a node named a newer placement, and the
 		// polls ended so that the nodes that joined, or lead a shard
 		// now, are polled too (fanOut).
+		if err := rounds.pause(ctx, c, view); err != nil {
+			return nil, err
+		}
 	}
 	return longPoll(ctx, c, "/v1/jobs/claim", &cmd, func(r *engine.ClaimResult) []engine.ClaimedJob { return r.Jobs })
+}
+
+// claimRounds are the rounds of one long poll's call on a sharded cluster
+// (ClaimWait, ClaimReviewsWait): a round ends when one poll answers, or
+// when the placement moved under the polls, and the next round polls over
+// the new map.
+type claimRounds[L comparable] struct {
+	n    int
+	seen *leaseSet[L] // the leases answered by every round, kept or given back
+	bo   backoff.Backoff
+}
+
+// next returns the request id of the next round: the call's own for the
+// first, and one of its own, derived from it, for each later one. A node
+// answers a claim under an id it applied as a retry, with the same
+// leases: a later round under the first's id would get again what an
+// earlier round's cut poll answered, which may be kept for the next claim
+// or given back by then, and, dropped as a lease handed on already, it
+// would end its round empty, at once, round after round. The derived id
+// is short whatever the call's, so it passes every node's name limit.
+func (r *claimRounds[L]) next(callID string) string {
+	r.n++
+	if r.seen == nil {
+		r.seen = newLeaseSet[L]()
+	}
+	if r.n == 1 {
+		return callID
+	}
+	sum := sha256.Sum256([]byte(callID))
+	return fmt.Sprintf("round%d-%x", r.n, sum[:12])
+}
+
+// pause waits before the next round when the last one ended empty while
+// the client's map did not move past view's (a round ends empty only when
+// the placement moved, so it should have): a backoff, so that nothing can
+// make the rounds spin.
+func (r *claimRounds[L]) pause(ctx context.Context, c *Client, view *shardView) error {
+	if now, _, stale := c.shards.current(); stale || (now != nil && now.version > view.version) {
+		r.bo.Reset()
+		return nil
+	}
+	if r.bo.Initial == 0 {
+		r.bo = backoff.Backoff{Initial: minBackoff, Max: maxBackoff}
+	}
+	return backoff.Sleep(ctx, r.bo.Next())
 }
 
 // longPoll posts body to path as long polls until one answers with items
@@ -546,4 +599,5 @@ func escapeSegment(s string) string {
 	}
 	return e
 }
+
 var _ engine.ClosingWaiter = (*Client)(nil)

@@ -265,10 +265,9 @@ func shardOfRequest(rq request, count int) (int, bool) {
 // asked what it took (recallLater).
 //
 // seen holds the leases answered to the call claimAcross serves (nil: this
-// claim alone): a long poll's call may poll in several rounds under one
-// request id, and a later round's claim under it answers what an earlier
-// round's claim took (it is a retry to its node), which that round's cut
-// polls may have kept already.
+// claim alone), over all its rounds (claimRounds): each is handed on once,
+// answered, kept or given back, whichever round's poll, cut poll or recall
+// brings it.
 func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Claim, wait bool, seen *leaseSet[claimedLease]) ([]engine.ClaimedJob, error) {
 	items := func(r *engine.ClaimResult) []engine.ClaimedJob { return r.Jobs }
 	var cut func(string) ([]engine.ClaimedJob, error)
@@ -305,8 +304,8 @@ func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Cl
 		switch {
 		case !seen.add(leaseOf(j)) && !fromKept[leaseOf(j)]:
 			// The same claim answered twice (a shard's leadership moved
-			// between two nodes' polls under one request id, or an
-			// earlier round's cut poll answered it).
+			// between two nodes' polls under one request id), or a lease
+			// a recall or a cut poll answered first.
 		case len(jobs) < max(cmd.Max, 1):
 			jobs = append(jobs, j)
 		default:
@@ -325,6 +324,14 @@ func (c *Client) claimAcross(ctx context.Context, view *shardView, cmd engine.Cl
 			c.keep(cmd, back, asked)
 			c.recallLater(r.unsure, cmd, seen)
 		}()
+	}
+	if !wait {
+		// A claim without a wait may be a retry under the request id of
+		// a long poll cut short (a worker finding out what it took, to
+		// give it back): what it answers goes to its caller, so it must
+		// not also wait in the kept set, where a cut poll of that long
+		// poll may have put it, for the claimer's next long poll.
+		c.dropKept(cmd, got)
 	}
 	c.keep(cmd, surplus, asked)
 	if len(jobs) > 0 {

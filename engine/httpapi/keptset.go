@@ -122,6 +122,14 @@ func (s *keptSet[K, T]) stop(owner queueOwner, ownerOf func(K) queueOwner) []T {
 	return out
 }
 
+// drop removes the items kept for key that match.
+func (s *keptSet[K, T]) drop(key K, match func(T) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held := slices.DeleteFunc(s.items[key], func(k keptItem[T]) bool { return match(k.item) })
+	s.keep(key, held)
+}
+
 // count returns how many items are kept.
 func (s *keptSet[K, T]) count() int {
 	s.mu.Lock()

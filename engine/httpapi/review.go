@@ -283,21 +283,23 @@ func (c *Client) ClaimReviews(ctx context.Context, cmd engine.ClaimReviews) ([]e
 
 // ClaimReviewsWait claims with long polls: each waits on the server until a
 // task is claimed or the poll's wait ends, and the next one follows at once
-// until ctx ends. One request id serves every poll of the call: it is used
-// up only by a poll that claimed something, whose retry then gets those
-// tasks back.
+// until ctx ends. One request id serves every poll of a round, as in
+// ClaimWait: it is used up only by a poll that claimed something, whose
+// retry then gets those tasks back.
 func (c *Client) ClaimReviewsWait(ctx context.Context, cmd engine.ClaimReviews) ([]engine.ClaimedReview, error) {
 	if cmd.RequestID == "" {
 		cmd.RequestID = randomID("http-")
 	}
 	c.probeShards(ctx)
-	seen := newLeaseSet[reviewLease]() // as ClaimWait's
+	var rounds claimRounds[reviewLease]
 	for {
 		view := c.shardView(ctx)
 		if view == nil {
 			break
 		}
-		tasks, err := c.claimReviewsAcross(ctx, view, cmd, true, seen)
+		round := cmd
+		round.RequestID = rounds.next(cmd.RequestID)
+		tasks, err := c.claimReviewsAcross(ctx, view, round, true, rounds.seen)
 		if err != nil || len(tasks) > 0 {
 			return tasks, err
 		}
@@ -306,6 +308,9 @@ func (c *Client) ClaimReviewsWait(ctx context.Context, cmd engine.ClaimReviews) 
 		}
 		// Nothing and no error: the placement changed under the polls
 		// (fanOut); poll again over the new map.
+		if err := rounds.pause(ctx, c, view); err != nil {
+			return nil, err
+		}
 	}
 	return longPoll(ctx, c, "/v1/tasks/claim", &cmd, func(r *engine.ClaimReviewsResult) []engine.ClaimedReview { return r.Reviews })
 }
