@@ -1,8 +1,11 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -38,6 +41,11 @@ func Open(opts Options) (*DB, error) {
 		}
 	}
 	bdb, err := openBadger(opts.badgerOptions())
+	// Badger wraps its errors with %+v, not %w, so the sentinel is found
+	// by its text.
+	if opts.ReadOnly && err != nil && (errors.Is(err, badger.ErrTruncateNeeded) || strings.Contains(err.Error(), badger.ErrTruncateNeeded.Error())) {
+		return nil, fmt.Errorf("%w: %q: %v", ErrNeedsRecovery, opts.Dir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", opts.Dir, err)
 	}
@@ -56,7 +64,12 @@ func Open(opts Options) (*DB, error) {
 // checkBeforeOpen runs the integrity and free-space checks on the
 // directory of opts, creating it when it does not exist.
 func checkBeforeOpen(opts Options) error {
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+	if opts.ReadOnly {
+		// Only an existing database opens read-only: nothing is created.
+		if _, err := os.Stat(filepath.Join(opts.Dir, "MANIFEST")); err != nil {
+			return fmt.Errorf("storage: open %q read-only: %w", opts.Dir, err)
+		}
+	} else if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return fmt.Errorf("storage: open %q: %w", opts.Dir, err)
 	}
 	unlock, err := lockDir(opts.Dir)
@@ -72,6 +85,9 @@ func checkBeforeOpen(opts Options) error {
 		d := *insp.damages[0]
 		d.More = n - 1
 		return &d
+	}
+	if opts.ReadOnly {
+		return nil // it writes nothing, so it needs no room
 	}
 	return opts.checkOpenSpace(insp.replayBytes)
 }

@@ -36,6 +36,11 @@ var (
 	// the database has less free space than the reserve (see NoSpaceError).
 	// Reads go on; writes are accepted again once space is freed.
 	ErrNoSpace = errors.New("storage: not enough free space")
+	// ErrNeedsRecovery reports a database that Open with ReadOnly cannot
+	// open: it was not closed cleanly (its process was killed), and
+	// opening it replays and truncates its logs, which is a write. A
+	// read-write Open recovers it; a tool that must not write opens a copy.
+	ErrNeedsRecovery = errors.New("storage: database not closed cleanly: it needs the recovery a read-write open makes")
 )
 
 // Stable codes of this package's typed errors.

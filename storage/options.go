@@ -30,6 +30,10 @@ type Options struct {
 	Dir string
 	// InMemory keeps everything in memory (for tests); nothing survives Close.
 	InMemory bool
+	// ReadOnly opens an existing database without writing to its files: a
+	// tool that reads a stopped node's database (heddle verify) must leave
+	// it as it found it. Writes through it fail. Not with InMemory.
+	ReadOnly bool
 	// NoSync disables the fsync of each commit. The zero value (false) is the
 	// durable default: a commit returns only after its writes reached the disk.
 	NoSync bool
@@ -92,6 +96,8 @@ func (o Options) Validate() error {
 		return bad("Dir", "is empty and InMemory is false")
 	case o.InMemory && o.Dir != "":
 		return bad("Dir", "must be empty when InMemory is true")
+	case o.InMemory && o.ReadOnly:
+		return bad("ReadOnly", "must be false when InMemory is true")
 	case o.MemTableBytes < 0 || (o.MemTableBytes > 0 && o.MemTableBytes < 1<<20):
 		return bad("MemTableBytes", "must be 0 (default) or at least 1 MiB")
 	case o.NumMemtables < 0 || o.NumMemtables == 1:
@@ -116,6 +122,7 @@ func (o Options) Validate() error {
 func (o Options) badgerOptions() badger.Options {
 	bo := badger.DefaultOptions(o.Dir).
 		WithInMemory(o.InMemory).
+		WithReadOnly(o.ReadOnly).
 		WithSyncWrites(!o.NoSync && !o.InMemory).
 		WithMemTableSize(o.MemTableBytes).
 		WithNumMemtables(o.NumMemtables).

@@ -28,6 +28,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// verifyExitUnchecked is verify's exit status when it could not check
+// what it was given (1 says it found problems).
+const verifyExitUnchecked = 3
+
 // defaultVerifyMax is how many problems verify lists per database (and
 // across shards) unless --max says otherwise.
 const defaultVerifyMax = 20
@@ -49,7 +53,10 @@ func newVerifyCommand() *cobra.Command {
 			"cluster is there, checks the links between shards (children, signals, cancels and\n" +
 			"deliveries land once, or wait in their source's outbox), reading each shard from its\n" +
 			"replica that applied the most. A replica that trails its leader is checked alone: what it\n" +
-			"lacks is not a problem. Exit status 0: no problem found; 1: problems found.",
+			"lacks is not a problem. It writes nothing: a database whose process was killed, which\n" +
+			"only a recovery that writes can open, is checked in a temporary copy.\n" +
+			"Exit status 0: no problem found; 1: problems found; 3: it could not check (a directory it\n" +
+			"could not read or open).",
 		Args: noArgs,
 	}
 	fs := cmd.Flags()
@@ -67,7 +74,10 @@ func newVerifyCommand() *cobra.Command {
 		}
 		rep, err := verifyDir(dir, max)
 		if err != nil {
-			return err
+			// Its own status: a script tells "could not check" from
+			// "found problems" (1).
+			_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", cmd.CommandPath(), err)
+			return exitError{code: verifyExitUnchecked}
 		}
 		if *format != formatTable {
 			err = printDoc(cmd.OutOrStdout(), *format, rep)
@@ -157,6 +167,12 @@ func verifyDir(dir string, max int) (*verifyReport, error) {
 	} else if !errors.Is(err, raftfsm.ErrNotNodeDir) {
 		return nil, err
 	} else {
+		if filepath.Base(filepath.Clean(dir)) == "shards" {
+			if _, err := raftfsm.ReadNodeDir(filepath.Dir(filepath.Clean(dir))); err == nil {
+				return nil, fmt.Errorf("%s holds a sharded node's shard replicas: name the node's directory (%s) or one shard's (%s)",
+					dir, filepath.Dir(filepath.Clean(dir)), filepath.Join(dir, "0000"))
+			}
+		}
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return nil, err
@@ -339,13 +355,27 @@ func verifyDatabase(path string, layout engine.ShardLayout, max int) (*verifiedD
 	return db, nil
 }
 
-// viewDatabase opens the database at path, runs fn over one consistent
-// read of it, and closes it.
+// viewDatabase opens the database at path read-only, runs fn over one
+// consistent read of it, and closes it. A database whose process was
+// killed needs a recovery to open, which writes: its copy is opened
+// instead, in a temporary directory removed afterwards, so the check
+// leaves its input as it found it.
 func viewDatabase(path string, fn func(r *storage.Reader) error) (err error) {
 	if _, err := os.Stat(filepath.Join(path, "MANIFEST")); err != nil {
 		return fmt.Errorf("%s holds no database: %w", path, err)
 	}
-	db, err := storage.Open(storage.Options{Dir: path})
+	db, err := storage.Open(storage.Options{Dir: path, ReadOnly: true})
+	if errors.Is(err, storage.ErrNeedsRecovery) {
+		tmp, terr := os.MkdirTemp("", "heddle-verify-")
+		if terr != nil {
+			return terr
+		}
+		defer func() { err = errors.Join(err, os.RemoveAll(tmp)) }()
+		if terr := os.CopyFS(tmp, os.DirFS(path)); terr != nil {
+			return fmt.Errorf("copying %s, which was not closed cleanly, to check it: %w", path, terr)
+		}
+		db, err = storage.Open(storage.Options{Dir: tmp, NoSync: true, ReserveBytes: -1})
+	}
 	if err != nil {
 		return fmt.Errorf("opening %s (is a process still running on it? stop it first): %w", path, err)
 	}

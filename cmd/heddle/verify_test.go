@@ -2,7 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,6 +37,62 @@ func plantKey(t *testing.T, path string, key []byte) {
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// hashTree returns the SHA-256 of every file under dir, by path.
+func hashTree(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	out := map[string][32]byte{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out[path] = sha256.Sum256(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestVerifyCommandUncleanDatabase: a database whose process was killed
+// (here, a copy of the files of one still open) opens read-only only after
+// a recovery that writes: verify checks a temporary copy instead, finds
+// no problem, and leaves every file as it was.
+func TestVerifyCommandUncleanDatabase(t *testing.T) {
+	dir := t.TempDir()
+	e, err := embedded.Open(embedded.Config{Dir: dir, DisableScheduler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, wf := range []string{"a", "b"} {
+		if _, err := e.Create(context.Background(), engine.CreateJob{WorkflowID: wf, Type: "t", Queue: "q"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unclean := t.TempDir()
+	if err := os.CopyFS(unclean, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(unclean, "LOCK")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	before := hashTree(t, unclean)
+	out, errOut, code := runCmd(t, "verify", "--dir", unclean)
+	if code != 0 || !strings.Contains(out, "no problems found") {
+		t.Fatalf("verify of a database not closed cleanly: exit %d\n%s%s", code, out, errOut)
+	}
+	if after := hashTree(t, unclean); !maps.Equal(before, after) {
+		t.Fatalf("verify changed the files it checked: %d files before, %d after", len(before), len(after))
 	}
 }
 
@@ -146,8 +207,12 @@ func TestVerifyCommandShardedCluster(t *testing.T) {
 		c.kill(i)
 	}
 
+	before := hashTree(t, c.root)
 	out, errOut, code := runCmd(t, "verify", "--dir", c.root)
 	t.Logf("heddle verify --dir <cluster>:\n%s", out)
+	if after := hashTree(t, c.root); !maps.Equal(before, after) {
+		t.Fatalf("verify changed the files it checked: %d files before, %d after", len(before), len(after))
+	}
 	if code != 0 || !strings.Contains(out, "across shards: 0 problems") || !strings.Contains(out, "no problems found") {
 		t.Fatalf("verify of a sound cluster: exit %d\n%s%s", code, out, errOut)
 	}
@@ -186,7 +251,11 @@ func TestVerifyCommandShardedCluster(t *testing.T) {
 	if _, errOut, code = runCmd(t, "repair", "--dir", filepath.Join(c.root, "n2")); code == 0 || !strings.Contains(errOut, shard1) {
 		t.Fatalf("repair of a sharded node's directory: exit %d, %s", code, errOut)
 	}
-	if _, errOut, code = runCmd(t, "verify", "--dir", t.TempDir()); code == 0 || !strings.Contains(errOut, "holds no heddle data") {
-		t.Fatalf("verify of an empty directory: exit %d, %s", code, errOut)
+	if _, errOut, code = runCmd(t, "verify", "--dir", t.TempDir()); code != verifyExitUnchecked || !strings.Contains(errOut, "holds no heddle data") {
+		t.Fatalf("verify of an empty directory: exit %d, %s; want %d", code, errOut, verifyExitUnchecked)
+	}
+	shardsDir := filepath.Join(c.root, "n2", "shards")
+	if _, errOut, code = runCmd(t, "verify", "--dir", shardsDir); code != verifyExitUnchecked || !strings.Contains(errOut, "name the node's directory") {
+		t.Fatalf("verify of a node's shards directory: exit %d, %s; want %d", code, errOut, verifyExitUnchecked)
 	}
 }
