@@ -522,23 +522,7 @@ func (c *Client) WaitClosed(ctx context.Context, t engine.Target) (*engine.Job, 
 	if err != nil {
 		return nil, err
 	}
-	for {
-		wait := c.pollWait(ctx)
-		if wait == 0 {
-			<-ctx.Done()
-			return nil, ctx.Err()
-		}
-		var j engine.Job
-		if err := c.do(ctx, request{method: http.MethodGet, path: p + "/closed", query: waitQuery(wait), out: &j, wait: wait}); err != nil {
-			return nil, err
-		}
-		if j.Status.Terminal() {
-			return &j, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-	}
+	return waitTerminal(ctx, c, p+"/closed", func(j *engine.Job) *engine.Job { return j })
 }
 
 // WaitClosing implements engine.ClosingWaiter with long polls of the run's
@@ -550,26 +534,32 @@ func (c *Client) WaitClosing(ctx context.Context, t engine.Target) (*engine.Clos
 	if err != nil {
 		return nil, err
 	}
+	cl, err := waitTerminal(ctx, c, p+"/closing", func(cl *engine.Closing) *engine.Job { return &cl.Job })
+	if errors.Is(err, ErrNoRoute) {
+		j, err := c.WaitClosed(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		return engine.ClosingOf(ctx, c, j)
+	}
+	return cl, err
+}
+
+// waitTerminal long-polls path, asking again while the job its answer (T)
+// holds is still open, until it is terminal or ctx ends.
+func waitTerminal[T any](ctx context.Context, c *Client, path string, job func(*T) *engine.Job) (*T, error) {
 	for {
 		wait := c.pollWait(ctx)
 		if wait == 0 {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
-		var cl engine.Closing
-		err := c.do(ctx, request{method: http.MethodGet, path: p + "/closing", query: waitQuery(wait), out: &cl, wait: wait})
-		if errors.Is(err, ErrNoRoute) {
-			j, err := c.WaitClosed(ctx, t)
-			if err != nil {
-				return nil, err
-			}
-			return engine.ClosingOf(ctx, c, j)
-		}
-		if err != nil {
+		var v T
+		if err := c.do(ctx, request{method: http.MethodGet, path: path, query: waitQuery(wait), out: &v, wait: wait}); err != nil {
 			return nil, err
 		}
-		if cl.Job.Status.Terminal() {
-			return &cl, nil
+		if job(&v).Status.Terminal() {
+			return &v, nil
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
