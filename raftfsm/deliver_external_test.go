@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/metrics"
 	"github.com/heddlewf/heddle/storage"
 )
@@ -48,11 +49,11 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 	c.awaitDesiredLeaders() // n1 leads shard 0, n2 shard 1
 	ctx := context.Background()
 	senderWF, targetWF := keyOn("sender-", 0, 2), keyOn("target-", 1, 2)
-	_, eng1 := c.shardLeader(1)
-	target, err := eng1.Create(ctx, engine.CreateJob{WorkflowID: targetWF, Type: "target", Queue: "targets"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var target *engine.CreateResult
+	c.atLeader(1, func(eng *embedded.Engine) (err error) {
+		target, err = eng.Create(ctx, engine.CreateJob{Header: engine.Header{RequestID: "create-target"}, WorkflowID: targetWF, Type: "target", Queue: "targets"})
+		return err
+	})
 	_, eng0 := c.shardLeader(0)
 	sender := &engine.SenderStep{LeaseRef: c.runningOn(0, senderWF, "sender", "senders"), Step: "s1"}
 
@@ -67,12 +68,12 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 			base := fmt.Sprintf("rep%d", i)
 			if id := engine.ScheduleWorkflowID(&engine.Schedule{Action: engine.ScheduleAction{WorkflowID: base}}, nowMS); engine.ShardOfKey(id, 2) == 1 {
 				runWF = id
-				_, err := eng0.CreateSchedule(ctx, engine.CreateSchedule{ID: schedule, Spec: engine.ScheduleSpec{
-					Intervals: []engine.ScheduleInterval{{EveryMS: 24 * 3600_000}}},
-					Action: engine.ScheduleAction{WorkflowID: base, Type: "report", Queue: "reports"}})
-				if err != nil {
-					t.Fatal(err)
-				}
+				c.atLeader(0, func(eng *embedded.Engine) error {
+					_, err := eng.CreateSchedule(ctx, engine.CreateSchedule{Header: engine.Header{RequestID: "create-" + schedule}, ID: schedule,
+						Spec:   engine.ScheduleSpec{Intervals: []engine.ScheduleInterval{{EveryMS: 24 * 3600_000}}},
+						Action: engine.ScheduleAction{WorkflowID: base, Type: "report", Queue: "reports"}})
+					return err
+				})
 			}
 		}
 	}
@@ -157,7 +158,7 @@ func crossShardExternal(t *testing.T, kind, fault string) {
 	if n := countEvents(t, eng0, sender.Job, engine.EventEffectRecorded); n != 1 {
 		t.Fatalf("the sender's history records the effect of s1 %d times, want once", n)
 	}
-	_, eng1 = c.shardLeader(1)
+	_, eng1 := c.shardLeader(1)
 	want := engine.EventSignalReceived
 	if kind == "cancel" {
 		want = engine.EventCancelRequested
@@ -216,9 +217,10 @@ func scheduleRanOnce(t *testing.T, c *testHosts, schedule, runWF string) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := eng1.Complete(ctx, engine.Complete{LeaseRef: engine.LeaseRef{Job: run.ID, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}}); err != nil {
-		t.Fatal(err)
-	}
+	c.atLeader(1, func(eng *embedded.Engine) error {
+		_, err := eng.Complete(ctx, engine.Complete{LeaseRef: engine.LeaseRef{Job: run.ID, Attempt: claimed[0].Attempt, Token: claimed[0].LeaseToken}})
+		return err
+	})
 	c.await("the schedule to forget its ended run", func() bool {
 		_, e0 := c.shardLeaderNow(0)
 		if e0 == nil {

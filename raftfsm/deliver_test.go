@@ -365,6 +365,25 @@ func (c *testHosts) nothingPending(ctx context.Context) bool {
 }
 
 // shardLeaderNow returns shard k's leader among the live hosts, or nil.
+// atLeader runs fn on the engine of shard k's leader, again at the next
+// leader while it answers not-leader: on a loaded machine a leader the
+// test just found may lose its leadership before fn's command reaches it.
+// fn's commands carry request ids, so a try the old leader applied anyway
+// is answered again, not applied twice.
+func (c *testHosts) atLeader(k int, fn func(eng *embedded.Engine) error) {
+	c.t.Helper()
+	for tries := 0; ; tries++ {
+		_, eng := c.shardLeader(k)
+		err := fn(eng)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, engine.ErrNotLeader) || tries == 100 {
+			c.t.Fatal(err)
+		}
+	}
+}
+
 func (c *testHosts) shardLeaderNow(k int) (string, *embedded.Engine) {
 	for id, h := range c.live() {
 		if n := h.Shard(k); n != nil && n.IsLeader() {
