@@ -598,10 +598,31 @@ func (e *Engine) WaitClosing(ctx context.Context, t engine.Target) (*engine.Clos
 // waitJobClosed waits for one job, woken only when a batch closes it: with
 // many runs waiting for results, a commit wakes the one it closed instead
 // of all of them, and a run's turns before its close wake nobody.
+//
+// Each look reads the node's applied state first, without the read
+// barrier, and answers from it when the job has reached a final end: a
+// committed Completed, Cancelled, TimedOut or Terminated has no way out
+// (engine.Next) and runs are never deleted, so that answer is what a
+// linearizable read would give at any later moment. Only a job that is
+// missing here, open at the first look, or Failed (which a requeue
+// reopens) is read again behind the barrier. A wait that a close ends
+// thus costs one barrier instead of two, and one that finds the job
+// already ended none: on a cluster, each barrier is a heartbeat round of
+// the run's group.
 func (e *Engine) waitJobClosed(ctx context.Context, id engine.JobID) (*engine.Job, error) {
+	stale := engine.WithStaleRead(ctx)
+	confirmed := false // a read of this wait has passed the barrier
 	for {
 		changed := e.jobClosing(id) // before the read, so no close is missed
-		j, err := e.Describe(ctx, engine.Target{Job: id})
+		j, err := e.Describe(stale, engine.Target{Job: id})
+		if err == nil && finalEnd(j.Status) {
+			e.forgetWaiter(id, changed)
+			return j, nil
+		}
+		if !confirmed || err != nil || j.Status.Terminal() {
+			j, err = e.Describe(ctx, engine.Target{Job: id})
+			confirmed = true
+		}
 		switch {
 		case err != nil:
 			e.forgetWaiter(id, changed)
@@ -618,6 +639,10 @@ func (e *Engine) waitJobClosed(ctx context.Context, id engine.JobID) (*engine.Jo
 		}
 	}
 }
+
+// finalEnd reports whether s is an end no event leaves (engine.Next):
+// every end but Failed, which a requeue reopens.
+func finalEnd(s engine.Status) bool { return s.Terminal() && s != engine.StatusFailed }
 
 // Requeue puts a job back in its queue, optionally after a retry delay.
 func (e *Engine) Requeue(ctx context.Context, c engine.Requeue) (*engine.StatusResult, error) {

@@ -2,6 +2,8 @@ package embedded
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,5 +131,101 @@ func TestWaitClosedReturnsATimedOutRun(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("WaitClosed did not return when the run timed out")
 		}
+	}
+}
+
+// WaitClosed on a job id answers a final end (every end but Failed) from
+// the applied state without the read barrier: such an end never changes,
+// so the barrier could not change the answer, and on a cluster each
+// barrier is a heartbeat round of the run's group. A wait that finds the
+// job open passes the barrier once, at its first look (as a node that
+// lost its leadership must refuse to wait, and a lagging one must not
+// answer "not found"), and not again when the close wakes it. Failed,
+// which a requeue reopens, and a missing job are read behind the barrier.
+func TestWaitClosedAsksTheBarrierOnlyWhenItMatters(t *testing.T) {
+	e, err := Open(Config{InMemory: true, DisableScheduler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, e)
+	ctx := context.Background()
+	var barriers atomic.Int64
+	var refuse atomic.Bool
+	errNotLeader := errors.New("not the leader")
+	e.barrier = func(context.Context) error {
+		barriers.Add(1)
+		if refuse.Load() {
+			return errNotLeader
+		}
+		return nil
+	}
+	claim := func(queue string) engine.LeaseRef {
+		t.Helper()
+		jobs, err := e.Claim(ctx, engine.Claim{Queue: queue, Owner: "w", Max: 1, LeaseMS: 60_000})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("claim %s: %d jobs, %v", queue, len(jobs), err)
+		}
+		return jobs[0].Lease()
+	}
+	wait := func(id engine.JobID) (*engine.Job, int64, error) {
+		before := barriers.Load()
+		j, err := e.WaitClosed(ctx, engine.Target{Job: id})
+		return j, barriers.Load() - before, err
+	}
+
+	done, _ := e.Create(ctx, engine.CreateJob{Type: "t", Queue: "done"})
+	if _, err := e.Complete(ctx, engine.Complete{LeaseRef: claim("done")}); err != nil {
+		t.Fatal(err)
+	}
+	j, n, err := wait(done.Job)
+	if err != nil || j.Status != engine.StatusCompleted || n != 0 {
+		t.Fatalf("a completed job: %v, %v after %d barriers, want Completed after 0", j, err, n)
+	}
+	refuse.Store(true)
+	if j, n, err = wait(done.Job); err != nil || j.Status != engine.StatusCompleted || n != 0 {
+		t.Fatalf("a completed job on a node that leads no more: %v, %v after %d barriers, want Completed after 0", j, err, n)
+	}
+
+	open, _ := e.Create(ctx, engine.CreateJob{Type: "t", Queue: "open"})
+	if _, _, err := wait(open.Job); !errors.Is(err, errNotLeader) {
+		t.Fatalf("an open job on a node that leads no more: %v, want the barrier's refusal", err)
+	}
+	refuse.Store(false)
+	type answer struct {
+		j   *engine.Job
+		n   int64
+		err error
+	}
+	got := make(chan answer, 1)
+	before := barriers.Load()
+	go func() {
+		j, err := e.WaitClosed(ctx, engine.Target{Job: open.Job})
+		got <- answer{j, barriers.Load() - before, err}
+	}()
+	eventually(t, "the wait sleeps on the open job", func() bool {
+		e.commitMu.Lock()
+		defer e.commitMu.Unlock()
+		return len(e.closeWaiters[open.Job]) == 1
+	})
+	if _, err := e.Complete(ctx, engine.Complete{LeaseRef: claim("open")}); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-got; a.err != nil || a.j.Status != engine.StatusCompleted || a.n != 1 {
+		t.Fatalf("an open job that completes: %v, %v after %d barriers, want Completed after 1", a.j, a.err, a.n)
+	}
+
+	failed, _ := e.Create(ctx, engine.CreateJob{Type: "t", Queue: "failed"})
+	if _, err := e.Fail(ctx, engine.Fail{LeaseRef: claim("failed")}); err != nil {
+		t.Fatal(err)
+	}
+	if j, n, err := wait(failed.Job); err != nil || j.Status != engine.StatusFailed || n != 1 {
+		t.Fatalf("a failed job: %v, %v after %d barriers, want Failed after 1", j, err, n)
+	}
+	refuse.Store(true)
+	if _, _, err := wait(failed.Job); !errors.Is(err, errNotLeader) {
+		t.Fatalf("a failed job on a node that leads no more: %v, want the barrier's refusal (a requeue may have reopened it)", err)
+	}
+	if _, n, err := wait(failed.Job + 1000); !errors.Is(err, errNotLeader) || n != 1 {
+		t.Fatalf("a job this node does not hold: %v after %d barriers, want the barrier's refusal after 1", err, n)
 	}
 }
