@@ -214,6 +214,12 @@ func openCluster(root string, obs observation, secure bool) (*backend, error) {
 // each serving the API through an httpapi.ShardRouter, and an
 // httpapi.Client of all three that routes by the shard map.
 func openShardedCluster(root string, obs observation, secure bool, shards int) (*backend, error) {
+	// The three nodes run in this process and share its open files.
+	if limit, ok := raftfsm.OpenFileLimit(); ok {
+		if err := raftfsm.CheckReplicaFiles(shards*3, limit); err != nil {
+			return nil, fmt.Errorf("bench: %d shards on three nodes in this process: %w", shards, err)
+		}
+	}
 	b := &backend{mode: ModeCluster}
 	var certs *benchCerts
 	if secure {

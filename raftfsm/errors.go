@@ -29,6 +29,9 @@ var (
 	ErrNotHeld = errors.New("raftfsm: no delivery hold")
 	// ErrBackup: a backup directory is unusable (see BackupError).
 	ErrBackup = errors.New("raftfsm: bad backup")
+	// ErrTooManyReplicas: a node would hold more shard replicas than its
+	// process can keep open (CheckReplicaFiles); nothing was created.
+	ErrTooManyReplicas = errors.New("raftfsm: too many shard replicas for this process")
 )
 
 // Stable codes of this package's typed errors.

@@ -152,6 +152,9 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: node %q is not one of the cluster's nodes %v (a new node is started with Join, --join, until the cluster added it)", ErrConfig, cfg.ID, nodeIDs(p))
 	}
+	if err := checkHostFiles(len(p.ShardsOf(cfg.ID))); err != nil {
+		return nil, err
+	}
 	if self.RaftAddr != cfg.RaftAddr {
 		return nil, fmt.Errorf("%w: RaftAddr %q, but the cluster knows node %q at %q", ErrConfig, cfg.RaftAddr, cfg.ID, self.RaftAddr)
 	}
@@ -322,6 +325,11 @@ func hostPlacement(cfg HostConfig) (*Placement, error) {
 	}
 	p, err := NewPlacement(cfg.Peers, cfg.Shards, cfg.Replicas)
 	if err != nil {
+		return nil, err
+	}
+	// Checked before the placement is written, so that a refused layout
+	// leaves no cluster behind (OpenHost checks a restart's).
+	if err := checkHostFiles(len(p.ShardsOf(cfg.ID))); err != nil {
 		return nil, err
 	}
 	if err := writePlacement(cfg.Dir, &p); err != nil {

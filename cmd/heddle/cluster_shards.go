@@ -92,6 +92,17 @@ func startHost(ctx context.Context, o nodeOptions, log *slog.Logger, m *metrics.
 // started with the same peers, shards and replicas, and they form the
 // groups among themselves.
 func clusterUpSharded(w io.Writer, log *slog.Logger, dir, host, token string, nodes, base, shards, replicas int) (err error) {
+	// Every node runs in this process: their replicas share its limit of
+	// open files, which each node's own check cannot see.
+	r := replicas
+	if r == 0 {
+		r = min(3, nodes)
+	}
+	if limit, ok := processFileLimit(); ok {
+		if err := raftfsm.CheckReplicaFiles(shards*r, limit); err != nil {
+			return fmt.Errorf("%d nodes in this process, %d shards of %d replicas: %w", nodes, shards, r, err)
+		}
+	}
 	ctx, stop := untilSignal()
 	defer stop()
 	peers := localPeers(host, nodes, base)
@@ -122,6 +133,9 @@ func clusterUpSharded(w io.Writer, log *slog.Logger, dir, host, token string, no
 	stdout.println("cluster up: stopping")
 	return stdout.err()
 }
+
+// processFileLimit is raftfsm.OpenFileLimit; tests replace it.
+var processFileLimit = raftfsm.OpenFileLimit
 
 // localPeers are the nodes of a local cluster (cluster up): node i is
 // n<i>, with HTTP on base+2(i-1) and Raft on the next port.

@@ -1,0 +1,77 @@
+package raftfsm
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// CheckReplicaFiles keeps the replicas' files at rest within half of the
+// process's limit: filesPerReplica (10) a replica, so 1,000 files carry
+// 50 replicas and refuse 51.
+func TestCheckReplicaFiles(t *testing.T) {
+	for _, tc := range []struct {
+		replicas int
+		limit    uint64
+		refused  bool
+	}{
+		{0, 0, false},
+		{1, 0, true},
+		{50, 1_000, false},
+		{51, 1_000, true},
+		{768, 20_000, false},   // 256 shards of 3 on three nodes in one process: 7,557 files measured
+		{3072, 20_000, true},   // 1,024 shards of 3: failed after a minute with "too many open files"
+		{4096, 1 << 20, false}, // 4,096 replicas on one node with a limit of 2^20
+	} {
+		err := CheckReplicaFiles(tc.replicas, tc.limit)
+		if got := err != nil; got != tc.refused {
+			t.Errorf("CheckReplicaFiles(%d, %d) = %v, want refused %v", tc.replicas, tc.limit, err, tc.refused)
+		}
+		if err != nil && !errors.Is(err, ErrTooManyReplicas) {
+			t.Errorf("CheckReplicaFiles(%d, %d) = %v, want ErrTooManyReplicas", tc.replicas, tc.limit, err)
+		}
+	}
+	err := CheckReplicaFiles(51, 1_000)
+	for _, want := range []string{"51 shard replicas", "about 510 files", "the 1000 this process may open", "ulimit -n"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+// A node whose replicas would not fit its process's open files is refused
+// before it writes anything: a new cluster's node leaves no placement
+// behind (a later start with more files creates it whole), and a node
+// restarted in a process with fewer files refuses to start rather than
+// fail part-way through opening its shards.
+func TestOpenHostRefusesMoreReplicasThanFiles(t *testing.T) {
+	defer func(f func() (uint64, bool)) { openFileLimit = f }(openFileLimit)
+	openFileLimit = func() (uint64, bool) { return 100, true } // 5 replicas
+	peers := threeNodes()
+	cfg := HostConfig{Config: Config{ID: "n1", Dir: t.TempDir(), RaftAddr: peers[0].RaftAddr, HTTPAddr: peers[0].HTTPAddr},
+		Peers: peers, Shards: 8}
+	if _, err := OpenHost(cfg); !errors.Is(err, ErrTooManyReplicas) || !strings.Contains(err.Error(), "8 shard replicas") {
+		t.Fatalf("OpenHost of a new node holding 8 replicas with 100 files = %v, want ErrTooManyReplicas naming 8 replicas", err)
+	}
+	entries, err := os.ReadDir(cfg.Dir)
+	if err != nil || len(entries) != 0 {
+		t.Fatalf("the refused node's directory holds %v (%v), want nothing", entries, err)
+	}
+
+	p, err := NewPlacement(peers, 8, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writePlacement(cfg.Dir, &p); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Peers, cfg.Shards = nil, 0
+	if _, err := OpenHost(cfg); !errors.Is(err, ErrTooManyReplicas) {
+		t.Fatalf("OpenHost of an existing node holding 8 replicas with 100 files = %v, want ErrTooManyReplicas", err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Dir, "shards")); !os.IsNotExist(err) {
+		t.Fatalf("the refused restart opened shards: %v", err)
+	}
+}
