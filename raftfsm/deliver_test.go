@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -567,4 +568,51 @@ func TestHungTargetHoldsOnlyItsPair(t *testing.T) {
 	}
 	c.verifyShards()
 	c.verifyAcross()
+}
+
+// A node that holds no replica of a delivery's target shard knows only
+// the placement's desired leader of it, which keeps its place while its
+// node is down. Such a node's deliveries go on to the target's other
+// replicas (a real node forwards to the leader; here only the leader's
+// replica takes them): a child started from a shard that node leads is
+// created while the target's desired leader stays down. Before, the
+// deliverer retried the down node until it came back.
+func TestDeliveryReachesATargetWhoseDesiredLeaderIsDown(t *testing.T) {
+	const shards = 4
+	c := newTestHosts(t, 4, shards)
+	c.awaitDesiredLeaders()
+	p := c.live()["n1"].Placement()
+	source, target := -1, -1
+	for s := 0; s < shards && source < 0; s++ {
+		for k := range shards {
+			if k != s && !slices.Contains(p.Groups[k].Replicas, p.Groups[s].Leader) {
+				source, target = s, k
+				break
+			}
+		}
+	}
+	if source < 0 {
+		t.Fatalf("every shard's leader holds a replica of every other shard: %+v", p.Groups)
+	}
+	down := p.Groups[target].Leader
+	lease := c.runningOn(source, keyOn("parent-", source, shards), "parent", "parents")
+	c.kill(down)
+	c.shardLeader(target) // a new leader of the target, on another node
+	if id, _ := c.live()[p.Groups[source].Leader].ShardLeader(target); id != down {
+		t.Fatalf("the source's leader knows %q as the target's leader, want the desired %q (the case this test is for)", id, down)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, eng := c.shardLeader(source)
+	childWF := keyOn("child-", target, shards)
+	res, err := eng.Create(ctx, engine.CreateJob{Header: engine.Header{RequestID: "start-child"}, WorkflowID: childWF, Type: "child",
+		Queue: "kids", ParentID: lease.Job, ParentStep: "s1", ParentLease: &lease})
+	if err != nil {
+		t.Fatalf("starting a child on shard %d while its desired leader %s is down: %v", target, down, err)
+	}
+	if engine.ShardOfJob(res.Job) != target || res.WorkflowID != childWF {
+		t.Fatalf("the create answered %+v, want a job of shard %d named %q", res, target, childWF)
+	}
+	c.await("the delivery acknowledged", func() bool { return c.nothingPending(ctx) })
 }

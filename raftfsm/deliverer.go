@@ -42,6 +42,10 @@ const (
 	deliverBackoffMax = 5 * time.Second
 	// deliverTimeout bounds one delivery or acknowledgement.
 	deliverTimeout = 10 * time.Second
+	// deliverTryTimeout bounds one node's try of a delivery while other
+	// nodes remain to be tried (send): a node that is paused or cut off
+	// would otherwise hold the whole deliverTimeout.
+	deliverTryTimeout = 3 * time.Second
 	// deliverBatch bounds the entries of one pair read at a time.
 	deliverBatch = 64
 )
@@ -402,7 +406,51 @@ func (d *deliverer) send(ctx context.Context, del *engine.Deliver) (*engine.Deli
 	case d.h.cfg.DeliverTo == nil:
 		return nil, fmt.Errorf("%w: shard %d is led by node %s, and this node has no way to deliver to another node (HostConfig.DeliverTo)", engine.ErrNotLeader, del.Target, id)
 	}
+	// The node believed to lead may be down or may lead no more: a node
+	// without a replica of the target knows only the placement's desired
+	// leader, which keeps its place while its node is down. Any node
+	// forwards a request to the shard's leader, so the target's other
+	// replicas are tried in turn; the delivery's reference makes a repeat
+	// a duplicate, answered with the first outcome.
+	others := d.h.otherReplicas(del.Target, id)
+	res, err := d.try(ctx, id, addr, del, len(others) > 0)
+	for i, n := range others {
+		if err == nil || refusal(err) || ctx.Err() != nil {
+			break
+		}
+		res, err = d.try(ctx, n.ID, n.HTTPAddr, del, i < len(others)-1)
+	}
+	return res, err
+}
+
+// try sends del to node id through DeliverTo, within deliverTryTimeout
+// when more nodes remain to be tried.
+func (d *deliverer) try(ctx context.Context, id, addr string, del *engine.Deliver, more bool) (*engine.DeliverResult, error) {
+	if more {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, deliverTryTimeout)
+		defer cancel()
+	}
 	return d.h.cfg.DeliverTo(ctx, id, addr, del)
+}
+
+// otherReplicas returns the nodes holding a replica of shard k, but for
+// node except and this node, in the placement's order.
+func (h *Host) otherReplicas(k int, except string) []PlacementNode {
+	p := h.placement.Load()
+	if k < 0 || k >= p.Shards {
+		return nil
+	}
+	var out []PlacementNode
+	for _, id := range p.Groups[k].Replicas {
+		if id == except || id == h.ID() {
+			continue
+		}
+		if n, ok := p.node(id); ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // refusal reports whether err is the target's refusal of the delivered
