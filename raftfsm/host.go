@@ -560,6 +560,23 @@ func (h *Host) ShardLeader(k int) (id, httpAddr string) {
 	return id, httpAddr
 }
 
+// ShardReplicas implements httpapi.ShardSet: the HTTP addresses of the
+// nodes holding shard k, the leader ShardLeader names first, this node
+// left out.
+func (h *Host) ShardReplicas(k int) []string {
+	id, addr := h.ShardLeader(k)
+	var out []string
+	if addr != "" && id != h.ID() {
+		out = append(out, addr)
+	}
+	for _, n := range h.otherReplicas(k, id) {
+		if n.HTTPAddr != "" {
+			out = append(out, n.HTTPAddr)
+		}
+	}
+	return out
+}
+
 // ShardsChanged returns a channel closed at the next commit, or change of
 // leader, of any shard this node holds: a claim waiting over every shard
 // the node leads looks again then.

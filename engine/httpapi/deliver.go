@@ -223,15 +223,8 @@ func (r *ShardRouter) localBacklog(ctx context.Context, k int) ([]engine.Deliver
 // the caller; false when it cannot be asked (no leader known, or a caller
 // authenticated by its certificate) or did not answer.
 func (r *ShardRouter) leaderBacklog(ctx context.Context, k int) ([]engine.DeliveryBacklog, bool) {
-	if r.remote == nil {
-		return nil, false
-	}
-	_, httpAddr := r.set.ShardLeader(k)
-	if httpAddr == "" {
-		return nil, false
-	}
-	c, ok := r.remote.reader(ctx, httpAddr).(*Client)
-	if !ok {
+	c := r.remoteAt(ctx, k)
+	if c == nil {
 		return nil, false
 	}
 	rep, err := c.shardBacklog(ctx, k)

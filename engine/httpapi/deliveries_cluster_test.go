@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
+	"github.com/heddlewf/heddle/engine/httpapi"
 )
 
 // TestDeliveriesOfShardsANodeDoesNotHold: on four nodes with three
@@ -80,4 +81,52 @@ func TestDeliveriesOfShardsANodeDoesNotHold(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// A node that holds no replica of a shard reads it, for a list, at the
+// leader it knows, the placement's desired leader, which keeps its place
+// while its node is down. The read goes on to the shard's other replicas
+// then (a follower names the leader it knows, and the read follows): a
+// list at that node finds the shard's runs while the desired leader is
+// down. Before, every such list failed after the remote read's 5 s.
+func TestListAtANodeWithoutAReplicaWhileTheDesiredLeaderIsDown(t *testing.T) {
+	const shards = 2
+	c := newShardedCluster(t, 4, shards)
+	c.awaitLeaders(c.desired)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	outsider := ""
+	for id, h := range c.live() {
+		if h.Shard(1) == nil {
+			outsider = id
+		}
+	}
+	if outsider == "" {
+		t.Fatal("every node holds a replica of shard 1; the test needs one that holds none")
+	}
+	wf := wfOn("run-", 1, shards)
+	if _, err := c.client().Create(ctx, engine.CreateJob{WorkflowID: wf, Type: "t", Queue: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	down := c.desired(1)
+	c.kill(down)
+	c.await("a new leader of shard 1", func() bool { id := c.leaderOf(1); return id != "" && id != down })
+	if id, _ := c.live()[outsider].ShardLeader(1); id != down {
+		t.Fatalf("the outsider knows %q as shard 1's leader, want the desired %q (the case this test is for)", id, down)
+	}
+
+	lctx, lcancel := context.WithTimeout(ctx, 4*time.Second)
+	defer lcancel()
+	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{c.httpOf(outsider)}, RetryTimeout: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := cl.List(lctx, engine.ListQuery{WorkflowID: wf, Limit: 10})
+	if err != nil {
+		t.Fatalf("listing shard 1's runs at %s while %s is down: %v", outsider, down, err)
+	}
+	if len(page.Jobs) != 1 || page.Jobs[0].WorkflowID != wf {
+		t.Fatalf("the list at %s = %+v, want the run %q", outsider, page.Jobs, wf)
+	}
 }

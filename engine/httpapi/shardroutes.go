@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -251,7 +252,8 @@ func (s *Server) shardContext(r *http.Request) (*http.Request, error) {
 }
 
 // shardReaders are the clients a sharded node reads other shards' leaders
-// with, one per leader address.
+// with, one per list of addresses (a shard's leader, then its other
+// replicas).
 type shardReaders struct {
 	s  *Server
 	mu sync.Mutex
@@ -263,19 +265,26 @@ type shardReaders struct {
 // client tries the whole read again.
 const remoteReadTimeout = 5 * time.Second
 
-// reader returns an engine.Service reading shard k at its leader httpAddr
-// with the caller's credentials, or nil when the caller cannot be spoken
-// for.
-func (sr *shardReaders) reader(ctx context.Context, httpAddr string) engine.Service {
-	if !callerAuth(ctx).ok || httpAddr == "" {
+// reader returns a client reading a shard at the nodes httpAddrs (its
+// leader first; a client goes on to the next address when one does not
+// answer, and follows a not-leader answer's hint) with the caller's
+// credentials, or nil when there is no address or the caller cannot be
+// spoken for.
+func (sr *shardReaders) reader(ctx context.Context, httpAddrs []string) *Client {
+	if !callerAuth(ctx).ok || len(httpAddrs) == 0 {
 		return nil
 	}
+	key := strings.Join(httpAddrs, " ")
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
-	if c := sr.by[httpAddr]; c != nil {
+	if c := sr.by[key]; c != nil {
 		return c
 	}
-	c, err := NewClient(ClientConfig{Addrs: []string{sr.s.cfg.ForwardScheme + "://" + httpAddr}, HTTPClient: sr.s.cfg.ForwardClient,
+	addrs := make([]string, len(httpAddrs))
+	for i, a := range httpAddrs {
+		addrs[i] = sr.s.cfg.ForwardScheme + "://" + a
+	}
+	c, err := NewClient(ClientConfig{Addrs: addrs, HTTPClient: sr.s.cfg.ForwardClient,
 		RetryTimeout: remoteReadTimeout, RequestTimeout: remoteReadTimeout,
 		Headers: func(ctx context.Context) (map[string]string, error) {
 			h := map[string]string{forwardedHeader: "1"}
@@ -291,6 +300,6 @@ func (sr *shardReaders) reader(ctx context.Context, httpAddr string) engine.Serv
 	if sr.by == nil {
 		sr.by = map[string]*Client{}
 	}
-	sr.by[httpAddr] = c
+	sr.by[key] = c
 	return c
 }

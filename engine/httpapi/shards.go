@@ -26,6 +26,12 @@ type ShardSet interface {
 	// ShardLeader returns the leader of shard k as this node knows it,
 	// with its HTTP address (either may be empty).
 	ShardLeader(k int) (id, httpAddr string)
+	// ShardReplicas returns the HTTP addresses of the nodes holding a
+	// replica of shard k, the leader ShardLeader names first, this node
+	// left out: where a read that the leader does not answer (its node
+	// down, or leading no more) is asked next, since any node forwards
+	// to the shard's leader.
+	ShardReplicas(k int) []string
 	// ShardsChanged returns a channel closed at the next commit or
 	// change of leader of any shard this node holds.
 	ShardsChanged() <-chan struct{}
@@ -501,17 +507,24 @@ func (r *ShardRouter) reader(ctx context.Context, k int) (engine.Service, contex
 	if local != nil && (r.set.LeadsShard(k) || engine.IsStaleRead(ctx)) {
 		return local, ctx, nil
 	}
-	if r.remote != nil {
-		if _, httpAddr := r.set.ShardLeader(k); httpAddr != "" {
-			if svc := r.remote.reader(ctx, httpAddr); svc != nil {
-				return svc, withShardPin(ctx, k), nil
-			}
-		}
+	if svc := r.remoteAt(ctx, k); svc != nil {
+		return svc, withShardPin(ctx, k), nil
 	}
 	if local == nil {
 		return nil, nil, &engine.CrossShardError{Command: "List", What: fmt.Sprintf("shard %d (this node holds no replica of it, and a caller authenticated by its certificate cannot be spoken for at its leader)", k), From: -1, To: k}
 	}
 	return local, engine.WithStaleRead(ctx), nil
+}
+
+// remoteAt returns a client reading shard k at its leader with the
+// caller's credentials, trying the shard's other replicas when the leader
+// this node knows does not answer, or nil when there is none or the
+// caller cannot be spoken for.
+func (r *ShardRouter) remoteAt(ctx context.Context, k int) *Client {
+	if r.remote == nil {
+		return nil
+	}
+	return r.remote.reader(ctx, r.set.ShardReplicas(k))
 }
 
 // describeAtLeader reads the run t names from its shard's leader, wherever

@@ -31,13 +31,9 @@ func (r *ShardRouter) batchesAt(ctx context.Context, k int) (engine.BatchService
 		bs, err := optional[engine.BatchService](svc)
 		return bs, ctx, err
 	}
-	if r.remote != nil {
-		if _, httpAddr := r.set.ShardLeader(k); httpAddr != "" {
-			if svc := r.remote.reader(ctx, httpAddr); svc != nil {
-				bs, err := optional[engine.BatchService](svc)
-				return bs, withShardPin(ctx, k), err
-			}
-		}
+	if svc := r.remoteAt(ctx, k); svc != nil {
+		bs, err := optional[engine.BatchService](engine.Service(svc))
+		return bs, withShardPin(ctx, k), err
 	}
 	id, httpAddr := r.set.ShardLeader(k)
 	if httpAddr == "" {
