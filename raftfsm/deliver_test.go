@@ -604,10 +604,19 @@ func TestDeliveryReachesATargetWhoseDesiredLeaderIsDown(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, eng := c.shardLeader(source)
 	childWF := keyOn("child-", target, shards)
-	res, err := eng.Create(ctx, engine.CreateJob{Header: engine.Header{RequestID: "start-child"}, WorkflowID: childWF, Type: "child",
-		Queue: "kids", ParentID: lease.Job, ParentStep: "s1", ParentLease: &lease})
+	create := engine.CreateJob{Header: engine.Header{RequestID: "start-child"}, WorkflowID: childWF, Type: "child",
+		Queue: "kids", ParentID: lease.Job, ParentStep: "s1", ParentLease: &lease}
+	var res *engine.CreateResult
+	var err error
+	for {
+		// Asked again, under its request id, at the next leader should
+		// the source's leadership move on the way.
+		_, eng := c.shardLeader(source)
+		if res, err = eng.Create(ctx, create); !errors.Is(err, engine.ErrNotLeader) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("starting a child on shard %d while its desired leader %s is down: %v", target, down, err)
 	}
