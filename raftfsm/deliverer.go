@@ -408,10 +408,13 @@ func (d *deliverer) send(ctx context.Context, del *engine.Deliver) (*engine.Deli
 	}
 	// The node believed to lead may be down or may lead no more: a node
 	// without a replica of the target knows only the placement's desired
-	// leader, which keeps its place while its node is down. Any node
-	// forwards a request to the shard's leader, so the target's other
-	// replicas are tried in turn; the delivery's reference makes a repeat
-	// a duplicate, answered with the first outcome.
+	// leader, which keeps its place while its node is down. The target's
+	// other replicas are tried in turn: one leads, and a follower forwards
+	// to the leader it knows (unless the node speaks by its certificate,
+	// which is not forwarded); the delivery's reference makes a repeat a
+	// duplicate, answered with the first outcome. A try cut at
+	// deliverTryTimeout by a slow leader may thus be proposed again
+	// through another replica, which answers it as that duplicate.
 	others := d.h.otherReplicas(del.Target, id)
 	res, err := d.try(ctx, id, addr, del, len(others) > 0)
 	for i, n := range others {

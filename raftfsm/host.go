@@ -144,7 +144,8 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	if err := refuseGroupLogs(cfg.Dir); err != nil {
 		return nil, err
 	}
-	p, err := hostPlacement(cfg)
+	restart := fileExists(filepath.Join(cfg.Dir, placementFile))
+	p, err := hostPlacement(cfg) // a new node's checks its replicas' files
 	if err != nil {
 		return nil, err
 	}
@@ -152,8 +153,12 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: node %q is not one of the cluster's nodes %v (a new node is started with Join, --join, until the cluster added it)", ErrConfig, cfg.ID, nodeIDs(p))
 	}
-	if err := checkHostFiles(len(p.ShardsOf(cfg.ID))); err != nil {
-		return nil, err
+	if err := checkHostFiles(len(p.ShardsOf(cfg.ID))); err != nil && restart {
+		// A node that holds these replicas already starts anyway: refusing
+		// would only keep it down (moves may have brought it past the
+		// limit since it started). Its operator is told how to make room.
+		hclogger(cfg.Config, "host").Warn("this node holds more shard replicas than its process's open files may carry; "+
+			"raise the limit (ulimit -n, LimitNOFILE=) or move replicas to other nodes (heddle cluster move-shard)", "error", err)
 	}
 	if self.RaftAddr != cfg.RaftAddr {
 		return nil, fmt.Errorf("%w: RaftAddr %q, but the cluster knows node %q at %q", ErrConfig, cfg.RaftAddr, cfg.ID, self.RaftAddr)
@@ -328,7 +333,7 @@ func hostPlacement(cfg HostConfig) (*Placement, error) {
 		return nil, err
 	}
 	// Checked before the placement is written, so that a refused layout
-	// leaves no cluster behind (OpenHost checks a restart's).
+	// leaves no cluster behind (a restart is only warned: OpenHost).
 	if err := checkHostFiles(len(p.ShardsOf(cfg.ID))); err != nil {
 		return nil, err
 	}

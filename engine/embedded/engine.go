@@ -602,10 +602,13 @@ func (e *Engine) WaitClosing(ctx context.Context, t engine.Target) (*engine.Clos
 // Each look reads the node's applied state first, without the read
 // barrier, and answers from it when the job has reached a final end: a
 // committed Completed, Cancelled, TimedOut or Terminated has no way out
-// (engine.Next) and runs are never deleted, so that answer is what a
-// linearizable read would give at any later moment. Only a job that is
+// (engine.Next), runs are never deleted, and the closing event never
+// changes, so the end answered is what a linearizable read would give at
+// any later moment. (A reset since may have linked the run to the run it
+// started, ResetNewRunID, which such an answer may not show yet.) Only a job that is
 // missing here, open at the first look, or Failed (which a requeue
-// reopens) is read again behind the barrier. A wait that a close ends
+// reopens), or any job once the backend stopped (StopWaiting), is read
+// again behind the barrier. A wait that a close ends
 // thus costs one barrier instead of two, and one that finds the job
 // already ended none: on a cluster, each barrier is a heartbeat round of
 // the run's group.
@@ -619,7 +622,10 @@ func (e *Engine) waitJobClosed(ctx context.Context, id engine.JobID) (*engine.Jo
 			e.forgetWaiter(id, changed)
 			return j, nil
 		}
-		if !confirmed || err != nil || j.Status.Terminal() {
+		// After StopWaiting (the node is closing) the barrier is passed
+		// again: it refuses, and the caller goes to the shard's leader,
+		// where a wait on this store would sleep until its deadline.
+		if !confirmed || err != nil || j.Status.Terminal() || e.stopped.Load() {
 			j, err = e.Describe(ctx, engine.Target{Job: id})
 			confirmed = true
 		}

@@ -141,7 +141,8 @@ func TestWaitClosedReturnsATimedOutRun(t *testing.T) {
 // job open passes the barrier once, at its first look (as a node that
 // lost its leadership must refuse to wait, and a lagging one must not
 // answer "not found"), and not again when the close wakes it. Failed,
-// which a requeue reopens, and a missing job are read behind the barrier.
+// which a requeue reopens, and a missing job are read behind the barrier,
+// as is every job once the node is closing.
 func TestWaitClosedAsksTheBarrierOnlyWhenItMatters(t *testing.T) {
 	e, err := Open(Config{InMemory: true, DisableScheduler: true})
 	if err != nil {
@@ -227,5 +228,26 @@ func TestWaitClosedAsksTheBarrierOnlyWhenItMatters(t *testing.T) {
 	}
 	if _, n, err := wait(failed.Job + 1000); !errors.Is(err, errNotLeader) || n != 1 {
 		t.Fatalf("a job this node does not hold: %v after %d barriers, want the barrier's refusal after 1", err, n)
+	}
+
+	// A node closing (StopWaiting) wakes its waiters, which pass the
+	// barrier again: it refuses, and they leave for the shard's leader
+	// instead of sleeping on a store no commit will wake.
+	refuse.Store(false)
+	last, _ := e.Create(ctx, engine.CreateJob{Type: "t", Queue: "last"})
+	left := make(chan error, 1)
+	go func() {
+		_, err := e.WaitClosed(ctx, engine.Target{Job: last.Job})
+		left <- err
+	}()
+	eventually(t, "the wait sleeps on the last job", func() bool {
+		e.commitMu.Lock()
+		defer e.commitMu.Unlock()
+		return len(e.closeWaiters[last.Job]) == 1
+	})
+	refuse.Store(true)
+	e.StopWaiting()
+	if err := <-left; !errors.Is(err, errNotLeader) {
+		t.Fatalf("a wait woken by StopWaiting: %v, want the barrier's refusal", err)
 	}
 }

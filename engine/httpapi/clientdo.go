@@ -79,9 +79,13 @@ func (c *Client) do(ctx context.Context, rq request) error {
 	for {
 		hint, err := c.try(ctx, base, rq, payload)
 		if err == nil || !retryable(err) {
-			if rq.routed {
+			if rq.routed || c.pinned {
 				// The preferred node is the one unrouted requests go to;
-				// a shard's leader answering says nothing of it.
+				// a shard's leader answering says nothing of it. A node's
+				// reader of one shard starts every read at the leader it
+				// was made for: a follower that answered once, while the
+				// leader was away, would answer its pinned reads from its
+				// own replica after the leader came back.
 			} else if err == nil || errors.As(err, new(*RemoteError)) {
 				c.setPreferred(base) // it answered: ask it first next time
 			}
