@@ -23,15 +23,7 @@ func TestDeliveriesOfShardsANodeDoesNotHold(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	outsider := ""
-	for id, h := range c.live() {
-		if h.Shard(1) == nil {
-			outsider = id
-		}
-	}
-	if outsider == "" {
-		t.Fatal("every node holds a replica of shard 1; the test needs one that holds none")
-	}
+	outsider := c.outsiderOf(1)
 	if err := c.live()[c.leaderOf(0)].HoldDeliveries(ctx, 0, "test-hold", "test", time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -96,15 +88,7 @@ func TestListAtANodeWithoutAReplicaWhileTheDesiredLeaderIsDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	outsider := ""
-	for id, h := range c.live() {
-		if h.Shard(1) == nil {
-			outsider = id
-		}
-	}
-	if outsider == "" {
-		t.Fatal("every node holds a replica of shard 1; the test needs one that holds none")
-	}
+	outsider := c.outsiderOf(1)
 	wf := wfOn("run-", 1, shards)
 	if _, err := c.client().Create(ctx, engine.CreateJob{WorkflowID: wf, Type: "t", Queue: "q"}); err != nil {
 		t.Fatal(err)
@@ -129,4 +113,17 @@ func TestListAtANodeWithoutAReplicaWhileTheDesiredLeaderIsDown(t *testing.T) {
 	if len(page.Jobs) != 1 || page.Jobs[0].WorkflowID != wf {
 		t.Fatalf("the list at %s = %+v, want the run %q", outsider, page.Jobs, wf)
 	}
+}
+
+// outsiderOf returns a live node that holds no replica of shard k, failing
+// the test when every node holds one.
+func (c *shardedCluster) outsiderOf(k int) string {
+	c.t.Helper()
+	for id, h := range c.live() {
+		if h.Shard(k) == nil {
+			return id
+		}
+	}
+	c.t.Fatalf("every node holds a replica of shard %d; the test needs one that holds none", k)
+	return ""
 }
