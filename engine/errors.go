@@ -143,6 +143,12 @@ const (
 type NotLeaderError struct {
 	LeaderID   string // Raft server id; empty when no leader is known
 	LeaderHTTP string // the leader's HTTP API address (host:port); may be empty
+	// Others are the HTTP addresses of the other nodes that hold the
+	// shard, where a node forwarding the request goes when LeaderHTTP
+	// cannot be reached. A sharded node that holds no replica of the shard
+	// sets it: it knows only the placement's desired leader, which keeps
+	// its place while its node is down. It is not sent to clients.
+	Others []string
 }
 
 func (e *NotLeaderError) Error() string {

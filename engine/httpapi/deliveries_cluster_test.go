@@ -75,13 +75,15 @@ func TestDeliveriesOfShardsANodeDoesNotHold(t *testing.T) {
 	})
 }
 
-// A node that holds no replica of a shard reads it, for a list, at the
-// leader it knows, the placement's desired leader, which keeps its place
-// while its node is down. The read goes on to the shard's other replicas
-// then (a follower names the leader it knows, and the read follows): a
-// list at that node finds the shard's runs while the desired leader is
-// down. Before, every such list failed after the remote read's 5 s.
-func TestListAtANodeWithoutAReplicaWhileTheDesiredLeaderIsDown(t *testing.T) {
+// A node that holds no replica of a shard knows only the placement's
+// desired leader of it, which keeps its place while its node is down. It
+// serves the shard all the same then: a list, read at the shard's leader,
+// goes on to the shard's other replicas (a follower names the leader it
+// knows, and the read follows), and a request it forwards goes to them
+// when the desired leader's node refuses the connection. Before, every
+// such list failed after the remote read's 5 s, and every describe, start
+// or signal answered 503 unknown_outcome until the node came back.
+func TestANodeWithoutAReplicaWhileTheDesiredLeaderIsDown(t *testing.T) {
 	const shards = 2
 	c := newShardedCluster(t, 4, shards)
 	c.awaitLeaders(c.desired)
@@ -112,6 +114,17 @@ func TestListAtANodeWithoutAReplicaWhileTheDesiredLeaderIsDown(t *testing.T) {
 	}
 	if len(page.Jobs) != 1 || page.Jobs[0].WorkflowID != wf {
 		t.Fatalf("the list at %s = %+v, want the run %q", outsider, page.Jobs, wf)
+	}
+	if j, err := cl.Describe(lctx, engine.Target{WorkflowID: wf}); err != nil || j.WorkflowID != wf {
+		t.Fatalf("describing %q at %s while %s is down: %v, %v", wf, outsider, down, j, err)
+	}
+	started := wfOn("started-", 1, shards)
+	res, err := cl.Create(lctx, engine.CreateJob{Header: engine.Header{RequestID: "start-while-down"}, WorkflowID: started, Type: "t", Queue: "q"})
+	if err != nil || engine.ShardOfJob(res.Job) != 1 {
+		t.Fatalf("starting %q at %s while %s is down: %+v, %v", started, outsider, down, res, err)
+	}
+	if _, err := cl.Signal(lctx, engine.Signal{Target: engine.Target{WorkflowID: started}, Name: "ping"}); err != nil {
+		t.Fatalf("signalling %q at %s while %s is down: %v", started, outsider, down, err)
 	}
 }
 

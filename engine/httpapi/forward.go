@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 
@@ -24,15 +26,78 @@ var forwardHeaders = []string{"Content-Type", "Accept", "Authorization"}
 // recorded (a leader writes its own into the Raft log, and only a join,
 // which needs an admin and, with ClientCAs, the joining node's own
 // certificate, writes another's), so the caller's credentials go nowhere
-// an unauthenticated request could have named. When the leader cannot be reached the
-// outcome of a command is unknown (it may have been applied before the
-// connection broke), so the client is told to retry, with the hint.
+// an unauthenticated request could have named. When the leader cannot be
+// reached the outcome of a command is unknown (it may have been applied
+// before the connection broke), so the client is told to retry, with the
+// hint. A node that could not be connected to, or that answers not-leader,
+// took nothing, so the other nodes of the shard that nl names are tried in
+// turn (a sharded node without a replica of the shard names them).
 func (c *call) forward(nl *engine.NotLeaderError) {
-	url := c.s.cfg.ForwardScheme + "://" + nl.LeaderHTTP + c.r.URL.RequestURI()
+	// The leader nl names first, then the other nodes of the shard it
+	// names, one of which leads. A node that answers not-leader applied
+	// nothing (a forwarded request is not forwarded again), so the next is
+	// tried; each address once.
+	queue := append([]string{nl.LeaderHTTP}, nl.Others...)
+	tried := map[string]bool{}
+	var refused *http.Response // the last not-leader answer, relayed when no node takes the request
+	var refusedBody []byte
+	var refusedBy string
+	var dialErr error
+	for len(queue) > 0 {
+		to := queue[0]
+		queue = queue[1:]
+		if to == "" || tried[to] {
+			continue
+		}
+		tried[to] = true
+		resp, body, err := c.send(to)
+		if err != nil {
+			// A dial that failed sent nothing, so another node may take
+			// the request: a node without a replica of the shard knows
+			// only its desired leader, whose node may be down.
+			if dialFailed(err) {
+				dialErr = err
+				continue
+			}
+			c.failForward(nl, err)
+			return
+		}
+		by := ""
+		if to == nl.LeaderHTTP {
+			by = nl.LeaderID
+		}
+		if len(queue) > 0 && resp.StatusCode == http.StatusServiceUnavailable &&
+			decodeError(resp.StatusCode, resp.Header.Get("Content-Type"), body).Body.Name == "not_leader" {
+			refused, refusedBody, refusedBy = resp, body, by
+			continue
+		}
+		c.relay(resp, body, by)
+		return
+	}
+	if refused != nil {
+		c.relay(refused, refusedBody, refusedBy)
+		return
+	}
+	c.failForward(nl, dialErr)
+}
+
+// relay writes a forwarded request's answer, naming the node that gave it.
+func (c *call) relay(resp *http.Response, body []byte, by string) {
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		c.w.Header().Set("Content-Type", ct)
+	}
+	c.w.Header().Set(forwardedByHeader, by)
+	c.w.WriteHeader(resp.StatusCode)
+	_, _ = c.w.Write(body) // the client may be gone; nothing more can be done
+}
+
+// send sends the request, with its buffered body, to the node at addr,
+// marked as forwarded, and returns the answer with its body read.
+func (c *call) send(addr string) (*http.Response, []byte, error) {
+	url := c.s.cfg.ForwardScheme + "://" + addr + c.r.URL.RequestURI()
 	req, err := http.NewRequestWithContext(c.r.Context(), c.r.Method, url, bytes.NewReader(c.body))
 	if err != nil {
-		c.failForward(nl, err)
-		return
+		return nil, nil, err
 	}
 	for _, h := range slices.Concat(forwardHeaders, traceHeaders) {
 		if v := c.r.Header.Get(h); v != "" {
@@ -43,23 +108,23 @@ func (c *call) forward(nl *engine.NotLeaderError) {
 	req.Header.Set(forwardedHeader, "1")
 	resp, err := c.s.cfg.ForwardClient.Do(req)
 	if err != nil {
-		c.failForward(nl, err)
-		return
+		return nil, nil, err
 	}
 	// The body is read to its end; a failure to close it only costs the
 	// connection, which the transport then drops.
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		c.failForward(nl, err)
-		return
+		return nil, nil, err
 	}
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		c.w.Header().Set("Content-Type", ct)
-	}
-	c.w.Header().Set(forwardedByHeader, nl.LeaderID)
-	c.w.WriteHeader(resp.StatusCode)
-	_, _ = c.w.Write(body) // the client may be gone; nothing more can be done
+	return resp, body, nil
+}
+
+// dialFailed reports whether err is a failure to connect: the request
+// was not sent.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // failForward answers a forward that broke off. The not-leader error

@@ -97,7 +97,13 @@ func (r *ShardRouter) at(k int) (engine.Service, error) {
 		return svc, nil
 	}
 	id, httpAddr := r.set.ShardLeader(k)
-	return nil, &engine.NotLeaderError{LeaderID: id, LeaderHTTP: httpAddr}
+	nl := &engine.NotLeaderError{LeaderID: id, LeaderHTTP: httpAddr}
+	for _, a := range r.set.ShardReplicas(k) {
+		if a != httpAddr {
+			nl.Others = append(nl.Others, a)
+		}
+	}
+	return nil, nl
 }
 
 // job returns the engine of the shard of job id.
