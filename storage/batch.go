@@ -34,7 +34,7 @@ func (db *DB) NewBatch() *Batch {
 }
 
 // Begin returns a Tx for one command over this batch.
-func (b *Batch) Begin() *Tx { return NewTx(&Reader{txn: b.txn, pending: b.pending}) }
+func (b *Batch) Begin() *Tx { return NewTx(&Reader{txn: b.txn, pending: b.pending, ks: b.db.ks}) }
 
 // TouchedJobs returns the ids of the job records the batch writes (with
 // repeats), never nil.
@@ -66,7 +66,8 @@ func (b *Batch) Empty() bool { return b.count == 0 }
 // valid, since the committed batch is exactly the state tx read), and
 // ErrTooLarge when they would not fit even into an empty batch.
 func (b *Batch) Add(tx *Tx) error {
-	n, size := int64(tx.Len()), tx.Bytes()
+	// A keyspace's prefix is part of every key Badger stores.
+	n, size := int64(tx.Len()), tx.Bytes()+int64(tx.Len()*len(b.db.ks))
 	if n > b.db.maxCount || size > b.db.maxBytes {
 		return fmt.Errorf("%w: %d keys, %d bytes (limit %d keys, %d bytes)", ErrTooLarge, n, size, b.db.maxCount, b.db.maxBytes)
 	}
@@ -74,7 +75,7 @@ func (b *Batch) Add(tx *Tx) error {
 	// or value only when it meets it, after the earlier writes went in.
 	for _, k := range tx.order {
 		w := tx.writes[k]
-		if len(k) > maxKeyBytes || (!w.deleted && int64(len(w.val)) > b.db.maxValue) {
+		if len(k)+len(b.db.ks) > maxKeyBytes || (!w.deleted && int64(len(w.val)) > b.db.maxValue) {
 			return fmt.Errorf("%w: key of %d bytes with a value of %d bytes (limits %d, %d)",
 				ErrTooLarge, len(k), len(w.val), maxKeyBytes, b.db.maxValue)
 		}
@@ -105,10 +106,12 @@ func (b *Batch) Commit() error {
 		return nil
 	}
 	err := b.pending.each(func(w pendingWrite) error {
+		// Badger keeps the key until the commit: each gets its own slice.
+		key := append(append(make([]byte, 0, len(b.db.ks)+len(w.key)), b.db.ks...), w.key...)
 		if w.deleted {
-			return b.txn.Delete([]byte(w.key))
+			return b.txn.Delete(key)
 		}
-		return b.txn.Set([]byte(w.key), w.val)
+		return b.txn.Set(key, w.val)
 	})
 	if err != nil {
 		// Our accounting keeps us below Badger's limits, so this is an

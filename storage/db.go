@@ -21,6 +21,10 @@ type DB struct {
 	maxBytes, maxCount int64
 	// maxValue is the largest single value Badger accepts here.
 	maxValue int64
+	// ks is the key prefix of a keyspace (see Keyspace), added to every
+	// key this DB reads or writes and taken off every key it returns; nil
+	// for the database itself.
+	ks []byte
 }
 
 // Open opens (creating if needed) the database described by opts.
@@ -105,12 +109,18 @@ func openBadger(bo badger.Options) (bdb *badger.DB, err error) {
 	return badger.Open(bo)
 }
 
-// Close flushes and closes the database.
-func (db *DB) Close() error { return db.bdb.Close() }
+// Close flushes and closes the database. Closing a keyspace does nothing:
+// the database it is part of stays open until its owner closes it.
+func (db *DB) Close() error {
+	if db.ks != nil {
+		return nil
+	}
+	return db.bdb.Close()
+}
 
 // Sync makes every committed write durable, for databases opened with
 // NoSync (a Raft node's state, whose durability is the Raft log's until a
-// snapshot is taken).
+// snapshot is taken). A keyspace's Sync syncs its whole database.
 func (db *DB) Sync() error { return db.bdb.Sync() }
 
 // Badger exposes the underlying database for read-only helpers and tests.
@@ -121,7 +131,7 @@ func (db *DB) Options() Options { return db.opts }
 
 // View runs fn in a read-only transaction over a consistent point in time.
 func (db *DB) View(fn func(r *Reader) error) error {
-	return db.bdb.View(func(txn *badger.Txn) error { return fn(&Reader{txn: txn}) })
+	return db.bdb.View(func(txn *badger.Txn) error { return fn(&Reader{txn: txn, ks: db.ks}) })
 }
 
 // Get reads one key in its own read transaction.

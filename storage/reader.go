@@ -15,7 +15,11 @@ type Reader struct {
 	txn *badger.Txn
 	// pending is the writes of the batch this Reader reads through, which
 	// its transaction does not hold yet (see pending); nil outside a batch.
+	// Its keys are without ks.
 	pending *pending
+	// ks is the keyspace's prefix (see DB.Keyspace), nil for a whole
+	// database; keyBuf holds the last key Get looked up under it.
+	ks, keyBuf []byte
 }
 
 // NewReader wraps a Badger transaction, for callers that manage their own.
@@ -32,7 +36,14 @@ func (r *Reader) Get(key []byte) (_ []byte, err error) {
 		}
 	}
 	defer recoverRead(&err, "reading key", key, nil)
-	item, err := r.txn.Get(key)
+	// Badger keeps the key only in the item, which lives no longer than
+	// this call, so one buffer serves every Get.
+	stored := key
+	if r.ks != nil {
+		r.keyBuf = append(append(r.keyBuf[:0], r.ks...), key...)
+		stored = r.keyBuf
+	}
+	item, err := r.txn.Get(stored)
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, ErrNotFound
 	}
@@ -86,13 +97,13 @@ func (r *Reader) Scan(prefix, start []byte, withValues bool, fn func(key, val []
 	if withValues {
 		opts.PrefetchSize = 16
 	}
-	it, pc := r.forward(opts, prefix, start)
+	it, pc, stored := r.forward(opts, prefix, start)
 	defer it.Close()
 	defer pc.release()
 	call := tracked(fn, &inFn)
-	return merge(it, func() bool { return it.ValidForPrefix(prefix) }, pc,
+	return merge(it, len(r.ks), func() bool { return it.ValidForPrefix(stored) }, pc,
 		func(item *badger.Item) (bool, error) {
-			key := item.KeyCopy(nil)
+			key := item.KeyCopy(nil)[len(r.ks):]
 			var val []byte
 			if withValues {
 				v, err := valueCopy(item)
@@ -115,15 +126,26 @@ func (r *Reader) Scan(prefix, start []byte, withValues bool, fn func(key, val []
 // forward opens an iterator with opts over prefix, at the first key at or
 // after start (start nil: the prefix's first), and a cursor over the
 // batch's pending writes of the same range. The caller closes both.
-func (r *Reader) forward(opts badger.IteratorOptions, prefix, start []byte) (*badger.Iterator, *pendingCursor) {
-	opts.Prefix = prefix
-	it := r.txn.NewIterator(opts)
+// stored is the prefix as Badger stores it (with the keyspace's).
+func (r *Reader) forward(opts badger.IteratorOptions, prefix, start []byte) (it *badger.Iterator, pc *pendingCursor, stored []byte) {
+	stored = r.full(prefix)
+	opts.Prefix = stored
+	it = r.txn.NewIterator(opts)
 	seek := prefix
 	if start != nil && bytes.Compare(start, prefix) > 0 {
 		seek = start
 	}
-	it.Seek(seek)
-	return it, r.pending.cursor(prefix, seek, false)
+	it.Seek(r.full(seek))
+	return it, r.pending.cursor(prefix, seek, false), stored
+}
+
+// full returns key as Badger stores it: with the keyspace's prefix, in a
+// new slice, or key itself outside a keyspace.
+func (r *Reader) full(key []byte) []byte {
+	if r.ks == nil {
+		return key
+	}
+	return append(append(make([]byte, 0, len(r.ks)+len(key)), r.ks...), key...)
 }
 
 // tracked returns fn, setting *inFn while it runs. Not deferred: a panic
@@ -140,16 +162,17 @@ func tracked(fn func(key, val []byte) (bool, error), inFn *bool) func(key, val [
 
 // merge walks the stored keys and a batch's pending writes together, in
 // the walk's order: it (positioned at the walk's first key) while
-// storeValid holds, and pc. A pending write replaces the stored value of
+// storeValid holds, and pc. The stored keys are compared without their
+// first strip bytes (a keyspace's prefix). A pending write replaces the stored value of
 // its key, or hides the key when it deletes it. onStored is called for a
 // stored key no write replaces, onPending for a write that does not
 // delete; either returns false to stop the walk.
-func merge(it *badger.Iterator, storeValid func() bool, pc *pendingCursor,
+func merge(it *badger.Iterator, strip int, storeValid func() bool, pc *pendingCursor,
 	onStored func(item *badger.Item) (bool, error), onPending func(w pendingWrite) (bool, error)) error {
 	for {
 		var k []byte
 		if storeValid() {
-			k = it.Item().Key()
+			k = it.Item().Key()[strip:]
 		}
 		if first, same := pc.comesFirst(k); first {
 			w := pc.item()
@@ -200,23 +223,43 @@ func (r *Reader) ScanReverse(prefix, before []byte, fn func(key []byte) (bool, e
 	if upper != nil && bytes.Compare(upper, prefix) <= 0 {
 		return nil // nothing of the prefix sorts below before
 	}
-	if upper == nil {
+	// Badger's keys carry the keyspace's prefix; upper and the walk's keys
+	// here do not. With no bound the walk starts past the prefix's range.
+	switch {
+	case upper != nil:
+		it.Seek(r.full(upper))
+	case r.ks != nil:
+		// The prefix is all 0xff bytes, but the keyspace's range ends.
+		if end := PrefixEnd(r.ks); end != nil {
+			it.Seek(end)
+		} else {
+			it.Rewind()
+		}
+	default:
 		it.Rewind() // the prefix is all 0xff bytes: start from the last key
-	} else {
-		it.Seek(upper)
 	}
 	pc := r.pending.cursor(prefix, upper, true)
 	defer pc.release()
+	strip := len(r.ks)
 	storeValid := func() bool {
-		for it.Valid() && upper != nil && bytes.Compare(it.Item().Key(), upper) >= 0 {
-			it.Next()
+		for ; it.Valid(); it.Next() {
+			k := it.Item().Key()
+			if !bytes.HasPrefix(k, r.ks) {
+				if bytes.Compare(k, r.ks) < 0 {
+					return false // below the keyspace: the walk is over
+				}
+				continue // the keyspace's end, where a walk without a bound starts
+			}
+			if upper == nil || bytes.Compare(k[strip:], upper) < 0 {
+				break
+			}
 		}
 		// A key below the prefix's range ends the walk.
-		return it.Valid() && bytes.HasPrefix(it.Item().Key(), prefix)
+		return it.Valid() && bytes.HasPrefix(it.Item().Key()[strip:], prefix)
 	}
 	call := tracked(func(key, _ []byte) (bool, error) { return fn(key) }, &inFn)
-	return merge(it, storeValid, pc,
-		func(item *badger.Item) (bool, error) { return call(item.KeyCopy(nil), nil) },
+	return merge(it, strip, storeValid, pc,
+		func(item *badger.Item) (bool, error) { return call(item.KeyCopy(nil)[strip:], nil) },
 		func(w pendingWrite) (bool, error) { return call([]byte(w.key), nil) })
 }
 
@@ -232,13 +275,13 @@ func (r *Reader) ScanValues(prefix, start []byte, fn func(key, val []byte) (bool
 	opts := badger.DefaultIteratorOptions
 	// Prefetching would copy every value ahead of fn.
 	opts.PrefetchValues = false
-	it, pc := r.forward(opts, prefix, start)
+	it, pc, stored := r.forward(opts, prefix, start)
 	defer it.Close()
 	defer pc.release()
 	call := tracked(fn, &inFn)
-	return merge(it, func() bool { return it.ValidForPrefix(prefix) }, pc,
+	return merge(it, len(r.ks), func() bool { return it.ValidForPrefix(stored) }, pc,
 		func(item *badger.Item) (bool, error) {
-			key := item.KeyCopy(nil)
+			key := item.KeyCopy(nil)[len(r.ks):]
 			var more bool
 			var fnErr error
 			err := item.Value(func(v []byte) error {

@@ -97,7 +97,7 @@ func (s *Snapshot) Stream(w io.Writer) (SnapshotInfo, error) {
 	if err := s.db.VerifyTables(); err != nil {
 		return info, fmt.Errorf("storage: write snapshot: %w", err)
 	}
-	applied, err := AppliedIndex(&Reader{txn: txn})
+	applied, err := AppliedIndex(&Reader{txn: txn, ks: s.db.ks})
 	if err != nil {
 		return info, fmt.Errorf("storage: write snapshot: %w", err)
 	}
@@ -106,13 +106,17 @@ func (s *Snapshot) Stream(w io.Writer) (SnapshotInfo, error) {
 	sw := &snapshotWriter{w: bufio.NewWriterSize(w, 64<<10)}
 	sw.write([]byte(snapshotMagic))
 
+	// A keyspace's snapshot holds its keys without the prefix, so that it
+	// loads into any keyspace, or a database of its own.
+	ks := s.db.ks
 	opts := badger.DefaultIteratorOptions
 	opts.AllVersions = false
+	opts.Prefix = ks
 	it := txn.NewIterator(opts)
 	defer it.Close()
-	for it.Rewind(); it.Valid() && sw.err == nil; it.Next() {
+	for it.Rewind(); it.ValidForPrefix(ks) && sw.err == nil; it.Next() {
 		item := it.Item()
-		sw.writeBytes(item.Key())
+		sw.writeBytes(item.Key()[len(ks):])
 		if err := item.Value(func(v []byte) error {
 			if len(v) == 0 && item.ValueSize() > 0 {
 				return errValueLost // see valueCopy
@@ -120,7 +124,7 @@ func (s *Snapshot) Stream(w io.Writer) (SnapshotInfo, error) {
 			sw.writeBytes(v)
 			return nil
 		}); err != nil {
-			return info, fmt.Errorf("storage: write snapshot: reading %q: %w", item.Key(), err)
+			return info, fmt.Errorf("storage: write snapshot: reading %q: %w", item.Key()[len(ks):], err)
 		}
 		info.Keys++
 	}
@@ -177,14 +181,16 @@ func (s *snapshotWriter) writeTrailer() {
 	s.err = err
 }
 
-// LoadSnapshot fills db, which must be empty, with a snapshot written by
+// LoadSnapshot fills db (a database or a keyspace), which must be empty,
+// with a snapshot written by
 // WriteSnapshot. Malformed input (a bad magic, truncation, an oversized or
 // out-of-order key, a count or checksum mismatch, bytes after the trailer)
 // is reported as a *CorruptError.
 //
 // The checksum can only be verified after every record has been written, so
 // on any error db holds part of the snapshot and must be discarded: load into
-// a fresh directory and swap it in only after LoadSnapshot succeeds.
+// a fresh directory (or keyspace) and swap it in only after LoadSnapshot
+// succeeds.
 func (db *DB) LoadSnapshot(r io.Reader) (info SnapshotInfo, err error) {
 	err = db.View(func(rd *Reader) error {
 		_, err := rd.First(nil)
@@ -254,8 +260,8 @@ func (db *DB) LoadSnapshot(r io.Reader) (info SnapshotInfo, err error) {
 			}
 		}
 		// The write batch keeps key and val until it commits, which is why
-		// readN returns fresh slices.
-		if err := wb.Set(key, val); err != nil {
+		// readN returns fresh slices (and a keyspace's key is a new one).
+		if err := wb.Set(db.full(key), val); err != nil {
 			return info, fmt.Errorf("storage: load snapshot: writing %q: %w", key, err)
 		}
 		prev = key

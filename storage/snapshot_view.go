@@ -8,5 +8,5 @@ func (s *Snapshot) View(fn func(r *Reader) error) error {
 	if s.txn == nil {
 		return errors.New("storage: snapshot is closed")
 	}
-	return fn(&Reader{txn: s.txn})
+	return fn(&Reader{txn: s.txn, ks: s.db.ks})
 }
