@@ -14,6 +14,7 @@ import (
 	"github.com/heddlewf/heddle/engine"
 
 	"github.com/heddlewf/heddle/engine/machine"
+	"github.com/heddlewf/heddle/raftfsm"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -59,7 +60,11 @@ func statePath(dir string) (string, error) {
 // ReadStore opens the state database of a node directory whose process
 // has exited, verifies it, hashes it and loads every job's history.
 func ReadStore(dir string) (*StoreReport, error) {
-	return readStore(dir, engine.ShardLayout{})
+	path, err := statePath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: state of %s: %w", dir, err)
+	}
+	return readStore(raftfsm.ReplicaState{Dir: path}, engine.ShardLayout{})
 }
 
 // ReadShardedNode reads every shard a sharded node's directory holds (its
@@ -71,12 +76,16 @@ func ReadStore(dir string) (*StoreReport, error) {
 func ReadShardedNode(dir string, shards int) (*StoreReport, error) {
 	all := &StoreReport{Jobs: map[string]*JobHistory{}, ByID: map[engine.JobID]*JobHistory{}, ShardHashes: map[int]string{}}
 	h := sha256.New()
+	nd, err := raftfsm.ReadNodeDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
 	for k := range shards {
-		sdir := filepath.Join(dir, "shards", fmt.Sprintf("%04d", k))
-		if _, err := os.Stat(sdir); errors.Is(err, os.ErrNotExist) {
+		st, ok := nd.States[k]
+		if !ok {
 			continue // no replica of this shard here
 		}
-		rep, err := readStore(sdir, engine.ShardLayout{Index: k, Count: shards})
+		rep, err := readStore(st, engine.ShardLayout{Index: k, Count: shards})
 		if err != nil {
 			return nil, err
 		}
@@ -98,18 +107,18 @@ func ReadShardedNode(dir string, shards int) (*StoreReport, error) {
 	return all, nil
 }
 
-// readStore is ReadStore of one shard of layout (unsharded: the zero
-// layout).
-func readStore(dir string, layout engine.ShardLayout) (_ *StoreReport, err error) {
-	path, err := statePath(dir)
+// readStore is ReadStore of one replica's state st, of one shard of layout
+// (unsharded: the zero layout).
+func readStore(st raftfsm.ReplicaState, layout engine.ShardLayout) (_ *StoreReport, err error) {
+	whole, err := storage.Open(storage.Options{Dir: st.Dir})
 	if err != nil {
-		return nil, fmt.Errorf("chaos: state of %s: %w", dir, err)
+		return nil, fmt.Errorf("chaos: opening the state %s: %w", st, err)
 	}
-	db, err := storage.Open(storage.Options{Dir: path})
-	if err != nil {
-		return nil, fmt.Errorf("chaos: opening the state of %s: %w", dir, err)
+	defer func() { err = errors.Join(err, whole.Close()) }()
+	db := whole
+	if st.Keyspace != nil {
+		db = whole.Keyspace(st.Keyspace)
 	}
-	defer func() { err = errors.Join(err, db.Close()) }()
 	rep := &StoreReport{Jobs: map[string]*JobHistory{}, ByID: map[engine.JobID]*JobHistory{}}
 	err = db.View(func(r *storage.Reader) error {
 		rep.Violations = machine.VerifyShard(r, 100, layout)
@@ -163,7 +172,7 @@ func readStore(dir string, layout engine.ShardLayout) (_ *StoreReport, err error
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("chaos: reading the state of %s: %w", dir, err)
+		return nil, fmt.Errorf("chaos: reading the state %s: %w", st, err)
 	}
 	return rep, nil
 }
@@ -328,20 +337,23 @@ func CrossShardSignals(acks []Ack, jobs map[engine.JobID]*JobHistory) (signals, 
 func VerifyAcrossShards(dirs []string, shards int) []error {
 	view := func(k int, fn func(r *storage.Reader) error) (err error) {
 		for _, dir := range dirs {
-			sdir := filepath.Join(dir, "shards", fmt.Sprintf("%04d", k))
-			if _, err := os.Stat(sdir); err != nil {
+			nd, err := raftfsm.ReadNodeDir(dir)
+			if err != nil {
+				return fmt.Errorf("chaos: %w", err)
+			}
+			st, ok := nd.States[k]
+			if !ok {
 				continue
 			}
-			path, err := statePath(sdir)
-			if err != nil {
-				return err
-			}
-			db, err := storage.Open(storage.Options{Dir: path})
+			whole, err := storage.Open(storage.Options{Dir: st.Dir})
 			if err != nil {
 				return fmt.Errorf("chaos: opening shard %d of %s: %w", k, dir, err)
 			}
-			defer func() { err = errors.Join(err, db.Close()) }()
-			return db.View(fn)
+			defer func() { err = errors.Join(err, whole.Close()) }()
+			if st.Keyspace != nil {
+				return whole.Keyspace(st.Keyspace).View(fn)
+			}
+			return whole.View(fn)
 		}
 		return fmt.Errorf("chaos: no node holds a replica of shard %d", k)
 	}

@@ -97,7 +97,7 @@ func TestAwaitingIndexAfterSnapshotRestore(t *testing.T) {
 	}
 	n := c.start(wiped, false)
 	c.assertSameState()
-	if n.fsm.state.gen == 0 {
+	if n.fsm.state.generation() == 0 {
 		t.Fatalf("the wiped follower caught up without installing a snapshot")
 	}
 	c.verifyAll()

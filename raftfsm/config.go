@@ -148,6 +148,9 @@ type groupOptions struct {
 	// of a raft.db of its own (nodelog.go).
 	log      *nodeLog
 	logGroup uint32
+	// store, when set, is the Host's state store, and the group's state
+	// is a keyspace of it instead of a database of its own (nodestore.go).
+	store *nodeStore
 }
 
 func (c Config) withDefaults() Config {

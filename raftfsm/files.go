@@ -3,13 +3,13 @@ package raftfsm
 import "fmt"
 
 // filesPerReplica is how many files and sockets one shard replica holds
-// open at rest: its Badger's directory, lock, manifest, key registry,
-// value log and memtable files, and its Raft group's connections to each
-// peer. Measured with `heddle cluster up --nodes 3` at 8, 64 and 256
-// shards: 9.8 to 10.7 a replica, the node logs and listeners included.
-// A replica under load holds more: its Badger's tables as they are
-// written, and more connections.
-const filesPerReplica = 10
+// open at rest: its Raft group's connections to each peer (its state is a
+// keyspace of the node's one store, whose files do not grow with the
+// replicas). Measured with `heddle cluster up --nodes 3` at 64 and 256
+// shards: 3.9 and 3.7 a replica, the node stores, node logs and
+// listeners included (when each replica had a Badger of its own, 10).
+// A replica under load holds more connections.
+const filesPerReplica = 4
 
 // CheckReplicaFiles returns an error matching ErrTooManyReplicas when
 // replicas shard replicas, run in one process that may open limitFiles

@@ -9,8 +9,8 @@ import (
 )
 
 // CheckReplicaFiles keeps the replicas' files at rest within half of the
-// process's limit: filesPerReplica (10) a replica, so 1,000 files carry
-// 50 replicas and refuse 51.
+// process's limit: filesPerReplica (4) a replica, so 1,000 files carry
+// 125 replicas and refuse 126.
 func TestCheckReplicaFiles(t *testing.T) {
 	for _, tc := range []struct {
 		replicas int
@@ -19,10 +19,11 @@ func TestCheckReplicaFiles(t *testing.T) {
 	}{
 		{0, 0, false},
 		{1, 0, true},
-		{50, 1_000, false},
-		{51, 1_000, true},
-		{768, 20_000, false},   // 256 shards of 3 on three nodes in one process: 7,557 files measured
-		{3072, 20_000, true},   // 1,024 shards of 3: failed after a minute with "too many open files"
+		{125, 1_000, false},
+		{126, 1_000, true},
+		{768, 20_000, false},   // 256 shards of 3 on three nodes in one process: 2,821 files measured
+		{1536, 20_000, false},  // 512 shards of 3
+		{3072, 20_000, true},   // 1,024 shards of 3: refused (12,288 at rest, past half of 20,000)
 		{4096, 1 << 20, false}, // 4,096 replicas on one node with a limit of 2^20
 	} {
 		err := CheckReplicaFiles(tc.replicas, tc.limit)
@@ -33,8 +34,8 @@ func TestCheckReplicaFiles(t *testing.T) {
 			t.Errorf("CheckReplicaFiles(%d, %d) = %v, want ErrTooManyReplicas", tc.replicas, tc.limit, err)
 		}
 	}
-	err := CheckReplicaFiles(51, 1_000)
-	for _, want := range []string{"51 shard replicas", "about 510 files", "the 1000 this process may open", "ulimit -n"} {
+	err := CheckReplicaFiles(126, 1_000)
+	for _, want := range []string{"126 shard replicas", "about 504 files", "the 1000 this process may open", "ulimit -n"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
@@ -48,12 +49,12 @@ func TestCheckReplicaFiles(t *testing.T) {
 // may have brought it past the limit): it starts, warning its operator.
 func TestOpenHostRefusesMoreReplicasThanFiles(t *testing.T) {
 	defer func(f func() (uint64, bool)) { openFileLimit = f }(openFileLimit)
-	openFileLimit = func() (uint64, bool) { return 100, true } // 5 replicas
+	openFileLimit = func() (uint64, bool) { return 60, true } // 7 replicas
 	peers := threeNodes()
 	cfg := HostConfig{Config: Config{ID: "n1", Dir: t.TempDir(), RaftAddr: peers[0].RaftAddr, HTTPAddr: peers[0].HTTPAddr},
 		Peers: peers, Shards: 8}
 	if _, err := OpenHost(cfg); !errors.Is(err, ErrTooManyReplicas) || !strings.Contains(err.Error(), "8 shard replicas") {
-		t.Fatalf("OpenHost of a new node holding 8 replicas with 100 files = %v, want ErrTooManyReplicas naming 8 replicas", err)
+		t.Fatalf("OpenHost of a new node holding 8 replicas with 60 files = %v, want ErrTooManyReplicas naming 8 replicas", err)
 	}
 	entries, err := os.ReadDir(cfg.Dir)
 	if err != nil || len(entries) != 0 {
@@ -73,7 +74,7 @@ func TestOpenHostRefusesMoreReplicasThanFiles(t *testing.T) {
 	// It goes on past the check, to open its Raft port, at an address of
 	// another machine here.
 	if _, err := OpenHost(cfg); err == nil || errors.Is(err, ErrTooManyReplicas) {
-		t.Fatalf("OpenHost of an existing node holding 8 replicas with 100 files = %v, want it past the check", err)
+		t.Fatalf("OpenHost of an existing node holding 8 replicas with 60 files = %v, want it past the check", err)
 	}
 	if !strings.Contains(logs.String(), "more shard replicas than its process's open files may carry") ||
 		!strings.Contains(logs.String(), "8 shard replicas") {

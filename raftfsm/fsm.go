@@ -34,7 +34,7 @@ const keyNodePrefix = "mnode/"
 // write lock, so a View sees either the old state or the new one.
 type FSM struct {
 	machine commandApplier
-	state   *stateDir
+	state   replicaState
 
 	mu sync.RWMutex // guards db against Restore's swap
 	db *storage.DB
@@ -83,7 +83,7 @@ type entryOutcome struct {
 	errs    []error
 }
 
-func newFSM(state *stateDir, machine commandApplier) (*FSM, error) {
+func newFSM(state replicaState, machine commandApplier) (*FSM, error) {
 	db, damaged, err := state.open()
 	if err != nil {
 		return nil, err

@@ -172,9 +172,40 @@ func TestBadEntryWritesNothing(t *testing.T) {
 	}
 }
 
-// A corrupt snapshot is refused and the live state stays as it was.
+// A corrupt snapshot is refused and the live state stays as it was, in a
+// directory of its own (a node of one group) and in a keyspace of the
+// node's store (a shard replica of a sharded node).
 func TestCorruptRestoreKeepsState(t *testing.T) {
-	f := newTestFSM(t, storage.Options{NoSync: true})
+	opts := storage.Options{NoSync: true}
+	t.Run("directory", func(t *testing.T) { testCorruptRestoreKeepsState(t, newTestFSM(t, opts)) })
+	t.Run("keyspace", func(t *testing.T) {
+		store := openTestStore(t, opts)
+		m, err := machine.NewMachine(engine.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := newFSM(store.replica(3, ""), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := f.close(); err != nil {
+				t.Errorf("closing the FSM: %v", err)
+			}
+		})
+		testCorruptRestoreKeepsState(t, f)
+		// The old generation is cleared once retired, and the node's store
+		// holds the one live generation alone.
+		if err := f.close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := keyspacesOf(t, store); !slices.Equal(got, []string{"shard 3 generation 1"}) {
+			t.Fatalf("the store holds %v", got)
+		}
+	})
+}
+
+func testCorruptRestoreKeepsState(t *testing.T, f *FSM) {
 	f.ApplyBatch([]*raft.Log{commandsEntry(t, 1, creates(3, 1)...)})
 	want := hashState(t, f)
 	var snap bytes.Buffer
@@ -185,15 +216,15 @@ func TestCorruptRestoreKeepsState(t *testing.T) {
 	if err := f.Restore(nopCloser{bytes.NewReader(bad)}); !errors.Is(err, storage.ErrCorrupt) {
 		t.Fatalf("restore of a truncated snapshot = %v, want ErrCorrupt", err)
 	}
-	if got := hashState(t, f); got != want || f.state.gen != 0 {
-		t.Fatalf("state after a refused restore: %s gen %d, want %s gen 0", got[:12], f.state.gen, want[:12])
+	if got := hashState(t, f); got != want || f.state.generation() != 0 {
+		t.Fatalf("state after a refused restore: %s gen %d, want %s gen 0", got[:12], f.state.generation(), want[:12])
 	}
-	// A good snapshot swaps in a new directory with the same contents.
+	// A good snapshot swaps in a new generation with the same contents.
 	if err := f.Restore(nopCloser{bytes.NewReader(snap.Bytes())}); err != nil {
 		t.Fatal(err)
 	}
-	if got := hashState(t, f); got != want || f.state.gen != 1 || f.Applied() != 1 {
-		t.Fatalf("after restore: %s gen %d applied %d", got[:12], f.state.gen, f.Applied())
+	if got := hashState(t, f); got != want || f.state.generation() != 1 || f.Applied() != 1 {
+		t.Fatalf("after restore: %s gen %d applied %d", got[:12], f.state.generation(), f.Applied())
 	}
 }
 

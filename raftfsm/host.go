@@ -83,6 +83,8 @@ type Host struct {
 	metaFS *metaFSM
 	// log holds the Raft logs of every group of the node (nodelog.go).
 	log *nodeLog
+	// store is the state store of every shard replica the node holds.
+	store *nodeStore
 	// shards holds this node's replica of each shard, nil where it has
 	// none. Only OpenHost and reconcile store into it (a replica arrives
 	// or leaves with a move); everything else loads.
@@ -186,6 +188,9 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	if h.log, err = openNodeLog(filepath.Join(cfg.Dir, nodeLogDir)); err != nil {
 		return nil, err
 	}
+	if h.store, err = openNodeStore(filepath.Join(cfg.Dir, "state"), storeOptions(cfg.Storage, len(mine))); err != nil {
+		return nil, err
+	}
 	if err := h.removeLeftShards(p); err != nil {
 		return nil, err
 	}
@@ -276,6 +281,9 @@ func (h *Host) removeLeftShards(p *Placement) error {
 // left from its earlier time in the group would contradict the group.
 func (h *Host) removeReplica(k int) error {
 	if err := h.log.dropGroup(uint32(k + 1)); err != nil {
+		return err
+	}
+	if err := h.store.dropReplica(uint32(k)); err != nil {
 		return err
 	}
 	return os.RemoveAll(h.shardDir(k))
@@ -442,6 +450,7 @@ func (h *Host) openShard(p *Placement, k int) (*Node, error) {
 	c.group = groupOptions{
 		log:      h.log,
 		logGroup: uint32(k + 1),
+		store:    h.store,
 		layer:    h.mux.layer(uint16(k + 1)),
 		shard:    engine.ShardLayout{Index: k, Count: p.Shards},
 		peers:    peers,
@@ -497,7 +506,11 @@ func (h *Host) Close() error {
 		if h.mux != nil {
 			errs = append(errs, h.mux.close())
 		}
-		// Last: every group that appends to the node log is closed.
+		// Last: every group that appends to the node log, and every
+		// replica whose state is in the node's store, is closed.
+		if h.store != nil {
+			errs = append(errs, h.store.close())
+		}
 		if h.log != nil {
 			errs = append(errs, h.log.Close())
 		}

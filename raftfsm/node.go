@@ -93,8 +93,12 @@ func Open(cfg Config) (_ *Node, err error) {
 	if err := os.MkdirAll(raftDir, 0o755); err != nil {
 		return nil, fmt.Errorf("raftfsm: %w", err)
 	}
-	state, err := newStateDir(filepath.Join(cfg.Dir, "state"), cfg.Storage)
-	if err != nil {
+	var state replicaState
+	if cfg.group.store != nil {
+		// The state directory of the layout before the node store, which
+		// the replica moves into its keyspace at its first start.
+		state = cfg.group.store.replica(cfg.group.shard.Index, filepath.Join(cfg.Dir, "state"))
+	} else if state, err = newStateDir(filepath.Join(cfg.Dir, "state"), cfg.Storage); err != nil {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, notify: make(chan bool, 16), moved: make(chan struct{})}

@@ -11,16 +11,39 @@ import (
 )
 
 // NodeDir is what a stopped node's directory holds, for the tools that
-// read it offline (heddle verify, heddle repair): the state database of
-// each Raft group's replica it holds. It reads the directory's layout
-// only, never a database.
+// read it offline (heddle verify, heddle repair): the state of each Raft
+// group's replica it holds. It reads the directory's layout only, never a
+// database.
 type NodeDir struct {
 	// Placement is a sharded node's placement file (the newest placement
 	// it applied); nil for a node of one Raft group.
 	Placement *Placement
-	// States are the live state databases of the replicas the directory
-	// holds, by shard; a node of one group holds one, as shard 0.
-	States map[int]string
+	// States are the live states of the replicas the directory holds, by
+	// shard; a node of one group holds one, as shard 0.
+	States map[int]ReplicaState
+	// Store is a sharded node's state store, the database that holds its
+	// replicas' states ("" for a node of one group, or a sharded node of
+	// the layout before the store that has not started since).
+	Store string
+}
+
+// ReplicaState is where one replica's state is: a database directory
+// and, in it, the keyspace that holds the replica's keys (nil: the whole
+// database, a node of one group's). Open the directory with storage.Open
+// and read through DB.Keyspace.
+type ReplicaState struct {
+	Dir      string
+	Keyspace []byte
+}
+
+// String names the state for people: the directory, followed by the
+// keyspace's prefix in hex and brackets when there is one (no spaces, so
+// that it stays one column of a table).
+func (s ReplicaState) String() string {
+	if s.Keyspace == nil {
+		return s.Dir
+	}
+	return fmt.Sprintf("%s[%x]", s.Dir, s.Keyspace)
 }
 
 // Shards returns the shards whose replicas the directory holds, in order.
@@ -49,7 +72,16 @@ func ReadNodeDir(dir string) (*NodeDir, error) {
 		if err != nil {
 			return nil, fmt.Errorf("raftfsm: %s: %w", filepath.Join(dir, placementFile), err)
 		}
-		d := &NodeDir{Placement: p, States: map[int]string{}}
+		d := &NodeDir{Placement: p, States: map[int]ReplicaState{}}
+		var gens map[uint32]uint32
+		if _, err := os.Stat(filepath.Join(dir, "state")); err == nil {
+			if d.Store, err = LiveStateDir(filepath.Join(dir, "state")); err != nil {
+				return nil, err
+			}
+			if gens, err = readGenerations(filepath.Join(dir, "state")); err != nil {
+				return nil, err
+			}
+		}
 		entries, err := os.ReadDir(filepath.Join(dir, "shards"))
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("raftfsm: %w", err)
@@ -60,9 +92,18 @@ func ReadNodeDir(dir string) (*NodeDir, error) {
 				return nil, fmt.Errorf("raftfsm: %s holds %q, which names none of the cluster's %d shards",
 					filepath.Join(dir, "shards"), e.Name(), p.Shards)
 			}
-			if d.States[k], err = LiveStateDir(filepath.Join(dir, "shards", e.Name(), "state")); err != nil {
-				return nil, err
+			// A replica not moved into the store yet (nodeStore.moveLegacy)
+			// is still in a directory of its own.
+			legacy := filepath.Join(dir, "shards", e.Name(), "state")
+			if _, moved := gens[uint32(k)]; !moved && fileExists(legacy) || d.Store == "" {
+				live, err := LiveStateDir(legacy)
+				if err != nil {
+					return nil, err
+				}
+				d.States[k] = ReplicaState{Dir: live}
+				continue
 			}
+			d.States[k] = ReplicaState{Dir: d.Store, Keyspace: keyspacePrefix(uint32(k), gens[uint32(k)])}
 		}
 		return d, nil
 	case !errors.Is(err, os.ErrNotExist):
@@ -75,7 +116,7 @@ func ReadNodeDir(dir string) (*NodeDir, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &NodeDir{States: map[int]string{0: state}}, nil
+	return &NodeDir{States: map[int]ReplicaState{0: {Dir: state}}}, nil
 }
 
 // LiveStateDir returns the live database of a replica's state/ directory:

@@ -102,7 +102,7 @@ func TestWipedFollowerRejoinsFromSnapshot(t *testing.T) {
 
 	n := c.start(wiped, false)
 	want := c.assertSameState()
-	if n.fsm.state.gen == 0 {
+	if n.fsm.state.generation() == 0 {
 		t.Fatalf("the wiped follower caught up without installing a snapshot")
 	}
 	c.verifyAll()

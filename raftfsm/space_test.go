@@ -149,13 +149,13 @@ func TestFollowerUnderReserveRefusesASnapshot(t *testing.T) {
 	if err := f.Ready(ctx); !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "under the reserve") {
 		t.Fatalf("Ready on the full follower = %v, want ErrNotReady saying its disk is under the reserve", err)
 	}
-	if got, gen := f.fsm.Applied(), f.fsm.state.gen; got != frozen || gen != 0 {
+	if got, gen := f.fsm.Applied(), f.fsm.state.generation(); got != frozen || gen != 0 {
 		t.Fatalf("the full follower applied %d (generation %d), want it held at %d with no snapshot installed", got, gen, frozen)
 	}
 
 	d.set(f.ID(), false)
 	c.assertSameState()
-	if f.fsm.state.gen == 0 {
+	if f.fsm.state.generation() == 0 {
 		t.Fatalf("the follower caught up without installing the snapshot")
 	}
 	c.verifyAll()

@@ -24,6 +24,12 @@ type stateDir struct {
 	opts storage.Options // Dir is set per data directory
 	gen  int
 
+	snapshotHolds
+}
+
+// snapshotHolds counts the open snapshots of each database of a replica,
+// so that one a restore replaced is let go of only once they are released.
+type snapshotHolds struct {
 	mu    sync.Mutex
 	holds map[*storage.DB]*sync.WaitGroup // open snapshots per database
 	bg    sync.WaitGroup                  // retirements in progress
@@ -33,13 +39,17 @@ type stateDir struct {
 	retireErr error
 }
 
+func newSnapshotHolds() snapshotHolds {
+	return snapshotHolds{holds: map[*storage.DB]*sync.WaitGroup{}}
+}
+
 const currentFile = "CURRENT"
 
 func newStateDir(dir string, opts storage.Options) (*stateDir, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("raftfsm: state directory: %w", err)
 	}
-	s := &stateDir{dir: dir, opts: opts, holds: map[*storage.DB]*sync.WaitGroup{}}
+	s := &stateDir{dir: dir, opts: opts, snapshotHolds: newSnapshotHolds()}
 	b, err := os.ReadFile(filepath.Join(dir, currentFile))
 	switch {
 	case os.IsNotExist(err):
@@ -68,6 +78,8 @@ func newStateDir(dir string, opts storage.Options) (*stateDir, error) {
 	}
 	return s, nil
 }
+
+func (s *stateDir) generation() int { return s.gen }
 
 func dataName(gen int) string { return fmt.Sprintf("data-%06d", gen) }
 
@@ -187,8 +199,8 @@ func (s *stateDir) writeCurrent(gen int) error {
 }
 
 // hold registers an open snapshot of db; the returned func releases it. A
-// retired database is closed only after its snapshots are released.
-func (s *stateDir) hold(db *storage.DB) func() {
+// retired database is let go of only after its snapshots are released.
+func (s *snapshotHolds) hold(db *storage.DB) func() {
 	s.mu.Lock()
 	wg := s.holds[db]
 	if wg == nil {
@@ -201,9 +213,10 @@ func (s *stateDir) hold(db *storage.DB) func() {
 	return func() { once.Do(wg.Done) }
 }
 
-// retire closes a database that a restore replaced, once its snapshots are
-// released, and removes its directory.
-func (s *stateDir) retire(db *storage.DB) {
+// retireWith runs let on db, which a restore replaced, in the background
+// once its snapshots are released. What it returns is reported by
+// closeWith.
+func (s *snapshotHolds) retireWith(db *storage.DB, let func(*storage.DB) error) {
 	s.mu.Lock()
 	wg := s.holds[db]
 	delete(s.holds, db)
@@ -214,21 +227,18 @@ func (s *stateDir) retire(db *storage.DB) {
 		if wg != nil {
 			wg.Wait()
 		}
-		dir := db.Options().Dir
-		err := db.Close()
-		if dir != "" {
-			err = errors.Join(err, os.RemoveAll(dir))
-		}
-		if err != nil {
+		if err := let(db); err != nil {
 			s.mu.Lock()
-			s.retireErr = errors.Join(s.retireErr, fmt.Errorf("raftfsm: retiring the database a restore replaced: %w", err))
+			s.retireErr = errors.Join(s.retireErr, err)
 			s.mu.Unlock()
 		}
 	}()
 }
 
-// closeDB closes the live database at shutdown, after its snapshots.
-func (s *stateDir) closeDB(db *storage.DB) error {
+// closeWith waits, at shutdown, for the snapshots of the live database db
+// and for the retirements in progress, and returns what retirements failed
+// at.
+func (s *snapshotHolds) closeWith(db *storage.DB) error {
 	s.mu.Lock()
 	wg := s.holds[db]
 	s.mu.Unlock()
@@ -237,7 +247,27 @@ func (s *stateDir) closeDB(db *storage.DB) error {
 	}
 	s.bg.Wait()
 	s.mu.Lock()
-	retireErr := s.retireErr
-	s.mu.Unlock()
-	return errors.Join(retireErr, db.Close())
+	defer s.mu.Unlock()
+	return s.retireErr
+}
+
+// retire closes a database that a restore replaced, once its snapshots are
+// released, and removes its directory.
+func (s *stateDir) retire(db *storage.DB) {
+	s.retireWith(db, func(db *storage.DB) error {
+		dir := db.Options().Dir
+		err := db.Close()
+		if dir != "" {
+			err = errors.Join(err, os.RemoveAll(dir))
+		}
+		if err != nil {
+			return fmt.Errorf("raftfsm: retiring the database a restore replaced: %w", err)
+		}
+		return nil
+	})
+}
+
+// closeDB closes the live database at shutdown, after its snapshots.
+func (s *stateDir) closeDB(db *storage.DB) error {
+	return errors.Join(s.closeWith(db), db.Close())
 }

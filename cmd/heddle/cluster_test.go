@@ -251,12 +251,12 @@ func TestServerCommandBadInput(t *testing.T) {
 // files", their directories half created.
 func TestClusterUpRefusesMoreReplicasThanFiles(t *testing.T) {
 	defer func(f func() (uint64, bool)) { processFileLimit = f }(processFileLimit)
-	processFileLimit = func() (uint64, bool) { return 2_000, true } // 100 replicas
+	processFileLimit = func() (uint64, bool) { return 1_000, true } // 125 replicas
 	dir := filepath.Join(t.TempDir(), "c")
 	_, errOut, code := runCmd(t, "cluster", "up", "--dir", dir, "--nodes", "3", "--shards", "64", "--base-port", "17990")
 	if code != 1 || !strings.Contains(errOut, "3 nodes in this process, 64 shards of 3 replicas") ||
-		!strings.Contains(errOut, "192 shard replicas") || !strings.Contains(errOut, "the 2000 this process may open") {
-		t.Fatalf("cluster up of 192 replicas with 2,000 files: exit %d, %q; want exit 1 naming the replicas and the limit", code, errOut)
+		!strings.Contains(errOut, "192 shard replicas") || !strings.Contains(errOut, "the 1000 this process may open") {
+		t.Fatalf("cluster up of 192 replicas with 1,000 files: exit %d, %q; want exit 1 naming the replicas and the limit", code, errOut)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("the refused cluster left %s: %v", dir, err)

@@ -112,10 +112,11 @@ func printPlan(out *printer, plan *storage.RepairPlan) {
 }
 
 // databaseDir returns the database directory dir names: dir itself, or
-// for a server node's directory of one Raft group (which holds state/ and
-// raft/) its live state database. A sharded node's directory holds one
-// per shard replica: it is refused, naming them, since a repair acts on
-// one database.
+// for a server node's directory its live state database: a node of one
+// Raft group's (which holds state/ and raft/), or a sharded node's store,
+// which holds every replica's state. A sharded node of the layout before
+// the store holds one database per shard replica: it is refused, naming
+// them, since a repair acts on one database.
 func databaseDir(dir string) (db string, node bool, err error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -130,6 +131,8 @@ func databaseDir(dir string) (db string, node bool, err error) {
 		return dir, false, nil
 	case err != nil:
 		return "", false, err
+	case nd.Placement != nil && nd.Store != "":
+		return nd.Store, true, nil
 	case nd.Placement != nil:
 		var each []string
 		for _, k := range nd.Shards() {
@@ -138,7 +141,18 @@ func databaseDir(dir string) (db string, node bool, err error) {
 		return "", false, fmt.Errorf("%s is a sharded node's directory, with a state database per shard replica: name one shard's directory (%s)",
 			dir, strings.Join(each, ", "))
 	}
-	return nd.States[0], true, nil
+	if parent := filepath.Dir(filepath.Clean(dir)); filepath.Base(parent) == "shards" {
+		if owner, err := raftfsm.ReadNodeDir(filepath.Dir(parent)); err == nil && owner.Store != "" && !isDir(filepath.Join(dir, "state")) {
+			return "", false, fmt.Errorf("%s is a shard replica's directory, and its node keeps every replica's state in one database: name the node's directory (%s)",
+				dir, filepath.Dir(parent))
+		}
+	}
+	return nd.States[0].Dir, true, nil
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // count spells n things: "1 file", "2 files".

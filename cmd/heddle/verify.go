@@ -110,7 +110,9 @@ type verifiedDB struct {
 	// Node is the node directory's name, when DIR holds several.
 	Node string `json:"node,omitempty"`
 	// Shard is the shard of a sharded node's replica; nil otherwise.
-	Shard   *int   `json:"shard,omitempty"`
+	Shard *int `json:"shard,omitempty"`
+	// Path is the database's directory and, for a sharded node's replica,
+	// the keyspace that holds it.
 	Path    string `json:"path"`
 	Applied uint64 `json:"applied_index,omitempty"`
 	Keys    int    `json:"keys"`
@@ -120,6 +122,7 @@ type verifiedDB struct {
 	Problems []string `json:"problems"`
 	// Found counts the problems, listed or not.
 	Found int `json:"problems_found"`
+	state raftfsm.ReplicaState
 }
 
 // acrossShards is the check between shards.
@@ -143,7 +146,7 @@ func verifyDir(dir string, max int) (*verifyReport, error) {
 	}
 	rep := &verifyReport{Databases: []verifiedDB{}}
 	if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err == nil {
-		db, err := verifyDatabase(dir, engine.ShardLayout{}, max)
+		db, err := verifyDatabase(raftfsm.ReplicaState{Dir: dir}, engine.ShardLayout{}, max)
 		if err != nil {
 			return nil, err
 		}
@@ -152,10 +155,14 @@ func verifyDir(dir string, max int) (*verifyReport, error) {
 	}
 	nodes := map[string]*raftfsm.NodeDir{}
 	if nd, err := raftfsm.ReadNodeDir(dir); err == nil {
-		if layout, ok := shardOfDir(dir); ok && nd.Placement == nil {
+		if layout, owner, ok := shardOfDir(dir); ok && nd.Placement == nil {
 			// One shard's directory of a sharded node: its replica, as
-			// that shard.
-			db, err := verifyDatabase(nd.States[0], layout, max)
+			// that shard, wherever the node keeps its state.
+			st, ok := owner.States[layout.Index]
+			if !ok {
+				return nil, fmt.Errorf("%s holds no state of shard %d", dir, layout.Index)
+			}
+			db, err := verifyDatabase(st, layout, max)
 			if err != nil {
 				return nil, err
 			}
@@ -198,22 +205,23 @@ func verifyDir(dir string, max int) (*verifyReport, error) {
 }
 
 // shardOfDir reports whether dir is the directory of one shard's replica
-// of a sharded node (<node>/shards/NNNN), and its layout.
-func shardOfDir(dir string) (engine.ShardLayout, bool) {
+// of a sharded node (<node>/shards/NNNN), its layout and the node's
+// directory.
+func shardOfDir(dir string) (engine.ShardLayout, *raftfsm.NodeDir, bool) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return engine.ShardLayout{}, false
+		return engine.ShardLayout{}, nil, false
 	}
 	parent := filepath.Dir(abs)
 	k, err := strconv.Atoi(filepath.Base(abs))
 	if err != nil || filepath.Base(parent) != "shards" {
-		return engine.ShardLayout{}, false
+		return engine.ShardLayout{}, nil, false
 	}
 	owner, err := raftfsm.ReadNodeDir(filepath.Dir(parent))
 	if err != nil || owner.Placement == nil || k < 0 || k >= owner.Placement.Shards {
-		return engine.ShardLayout{}, false
+		return engine.ShardLayout{}, nil, false
 	}
-	return engine.ShardLayout{Index: k, Count: owner.Placement.Shards}, true
+	return engine.ShardLayout{Index: k, Count: owner.Placement.Shards}, owner, true
 }
 
 // verifyNodes checks the databases of nodes, by name, then their replicas
@@ -271,7 +279,7 @@ func verifyNodes(rep *verifyReport, nodes map[string]*raftfsm.NodeDir, max int) 
 	if len(across.Missing) == 0 {
 		across.Checked = true
 		view := func(k int, fn func(r *storage.Reader) error) error {
-			return viewDatabase(best[k].Path, fn)
+			return viewDatabase(best[k].state, fn)
 		}
 		for _, err := range machine.VerifyAcrossShards(shards, view, max) {
 			across.Found++
@@ -313,11 +321,11 @@ func (db *verifiedDB) shard() int {
 	return *db.Shard
 }
 
-// verifyDatabase checks the database at path as the shard layout says
+// verifyDatabase checks the replica state st as the shard layout says
 // (the zero layout: a database of one group) and hashes it.
-func verifyDatabase(path string, layout engine.ShardLayout, max int) (*verifiedDB, error) {
-	db := &verifiedDB{Path: path, Problems: []string{}}
-	err := viewDatabase(path, func(r *storage.Reader) error {
+func verifyDatabase(st raftfsm.ReplicaState, layout engine.ShardLayout, max int) (*verifiedDB, error) {
+	db := &verifiedDB{Path: st.String(), Problems: []string{}, state: st}
+	err := viewDatabase(st, func(r *storage.Reader) error {
 		for _, err := range machine.VerifyShard(r, 0, layout) {
 			db.Found++
 			if max == 0 || len(db.Problems) < max {
@@ -355,12 +363,13 @@ func verifyDatabase(path string, layout engine.ShardLayout, max int) (*verifiedD
 	return db, nil
 }
 
-// viewDatabase opens the database at path read-only, runs fn over one
-// consistent read of it, and closes it. A database whose process was
-// killed needs a recovery to open, which writes: its copy is opened
-// instead, in a temporary directory removed afterwards, so the check
-// leaves its input as it found it.
-func viewDatabase(path string, fn func(r *storage.Reader) error) (err error) {
+// viewDatabase opens the database of st read-only, runs fn over one
+// consistent read of st's keyspace, and closes it. A database whose
+// process was killed needs a recovery to open, which writes: its copy is
+// opened instead, in a temporary directory removed afterwards, so the
+// check leaves its input as it found it.
+func viewDatabase(st raftfsm.ReplicaState, fn func(r *storage.Reader) error) (err error) {
+	path := st.Dir
 	if _, err := os.Stat(filepath.Join(path, "MANIFEST")); err != nil {
 		return fmt.Errorf("%s holds no database: %w", path, err)
 	}
@@ -380,7 +389,11 @@ func viewDatabase(path string, fn func(r *storage.Reader) error) (err error) {
 		return fmt.Errorf("opening %s (is a process still running on it? stop it first): %w", path, err)
 	}
 	defer func() { err = errors.Join(err, db.Close()) }()
-	return db.View(fn)
+	view := db
+	if st.Keyspace != nil {
+		view = db.Keyspace(st.Keyspace)
+	}
+	return view.View(fn)
 }
 
 // printVerifyReport prints rep as a table of the databases, then every

@@ -26,13 +26,15 @@ import (
 
 // plantKey writes key into the database at path behind the engine's
 // back, as damage a bug could leave.
-func plantKey(t *testing.T, path string, key []byte) {
+func plantKey(t *testing.T, st raftfsm.ReplicaState, key []byte) {
 	t.Helper()
-	db, err := storage.Open(storage.Options{Dir: path})
+	db, err := storage.Open(storage.Options{Dir: st.Dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Badger().Update(func(txn *badger.Txn) error { return txn.Set(key, []byte{}) }); err != nil {
+	// A replica's key is stored under its keyspace's prefix.
+	full := append(append([]byte(nil), st.Keyspace...), key...)
+	if err := db.Badger().Update(func(txn *badger.Txn) error { return txn.Set(full, []byte{}) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
@@ -118,7 +120,7 @@ func TestVerifyCommandEmbedded(t *testing.T) {
 		t.Fatalf("verify of a sound database: exit %d\n%s%s", code, out, errOut)
 	}
 
-	plantKey(t, dir, storage.StatusKey(byte(engine.StatusRunning), 987654))
+	plantKey(t, raftfsm.ReplicaState{Dir: dir}, storage.StatusKey(byte(engine.StatusRunning), 987654))
 	out, errOut, code = runCmd(t, "verify", "--dir", dir, "-o", "json")
 	if code != 1 {
 		t.Fatalf("verify of a database with a stray index entry: exit %d, want 1\n%s%s", code, out, errOut)
@@ -246,10 +248,15 @@ func TestVerifyCommandShardedCluster(t *testing.T) {
 	if out, errOut, code = runCmd(t, "verify", "--dir", filepath.Join(c.root, "n2", "shards", "0000")); code != 0 {
 		t.Fatalf("verify of n2's replica of shard 0: exit %d\n%s%s", code, out, errOut)
 	}
-	// A repair acts on one database: a sharded node's directory is
-	// refused, naming its shards' directories.
-	if _, errOut, code = runCmd(t, "repair", "--dir", filepath.Join(c.root, "n2")); code == 0 || !strings.Contains(errOut, shard1) {
-		t.Fatalf("repair of a sharded node's directory: exit %d, %s", code, errOut)
+	// A repair acts on one database: a sharded node's is its store, which
+	// holds every replica's state, and a shard's directory, which holds
+	// none, is refused, naming the node's.
+	store := filepath.Join(c.root, "n2", "state", "data-000000")
+	if out, errOut, code = runCmd(t, "repair", "--dir", filepath.Join(c.root, "n2")); code != 0 || !strings.Contains(out, store+": no damage found") {
+		t.Fatalf("repair of a sharded node's directory: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code = runCmd(t, "repair", "--dir", shard1); code == 0 || !strings.Contains(errOut, "name the node's directory ("+filepath.Join(c.root, "n2")+")") {
+		t.Fatalf("repair of a shard's directory: exit %d, %s", code, errOut)
 	}
 	if _, errOut, code = runCmd(t, "verify", "--dir", t.TempDir()); code != verifyExitUnchecked || !strings.Contains(errOut, "holds no heddle data") {
 		t.Fatalf("verify of an empty directory: exit %d, %s; want %d", code, errOut, verifyExitUnchecked)

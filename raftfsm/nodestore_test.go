@@ -1,0 +1,289 @@
+package raftfsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/heddlewf/heddle/storage"
+)
+
+// openTestStore opens a node store in a fresh directory, closed when the
+// test ends (closing twice is harmless).
+func openTestStore(t *testing.T, opts storage.Options) *nodeStore {
+	t.Helper()
+	s, err := openNodeStore(filepath.Join(t.TempDir(), "state"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.db.Close() })
+	return s
+}
+
+// keyspacesOf lists the replica keyspaces that hold keys in s, as "shard
+// K generation G".
+func keyspacesOf(t *testing.T, s *nodeStore) []string {
+	t.Helper()
+	var out []string
+	err := s.db.View(func(r *storage.Reader) error {
+		return r.Scan([]byte{keyspaceTag}, nil, false, func(k, _ []byte) (bool, error) {
+			name := fmt.Sprintf("shard %d generation %d", binary.BigEndian.Uint32(k[1:5]), binary.BigEndian.Uint32(k[5:9]))
+			if len(out) == 0 || out[len(out)-1] != name {
+				out = append(out, name)
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func putKeys(t *testing.T, db *storage.DB, kvs map[string]string) {
+	t.Helper()
+	b := db.NewBatch()
+	tx := b.Begin()
+	for _, k := range slices.Sorted(maps.Keys(kvs)) {
+		tx.Set([]byte(k), []byte(kvs[k]))
+	}
+	if err := b.Add(tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func keysOf(t *testing.T, db *storage.DB) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	if err := db.View(func(r *storage.Reader) error {
+		return r.Scan(nil, nil, true, func(k, v []byte) (bool, error) {
+			out[string(k)] = string(v)
+			return true, nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestNodeStoreGenerations: each replica's state is a keyspace of the
+// node's store; a snapshot loads into the next generation, which
+// GENERATIONS then names, and the old one is cleared once retired; at
+// open, keyspaces no record names as live (a load a crash cut short) are
+// cleared and the live ones kept; a replica dropped (moved away) leaves
+// nothing, and its record goes.
+func TestNodeStoreGenerations(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	opts := storage.Options{NoSync: true}
+	s, err := openNodeStore(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, two := s.replica(1, ""), s.replica(2, "")
+	db1, damaged, err := one.open()
+	if err != nil || damaged != "" {
+		t.Fatalf("open: %v, %q", err, damaged)
+	}
+	db2, _, err := two.open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	putKeys(t, db1, map[string]string{"a": "1", "b": "1"})
+	putKeys(t, db2, map[string]string{"a": "2"})
+	if got := keysOf(t, db1); !maps.Equal(got, map[string]string{"a": "1", "b": "1"}) {
+		t.Fatalf("shard 1 holds %v", got)
+	}
+
+	// A snapshot of other contents replaces shard 1's state.
+	src, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putKeys(t, src, map[string]string{"c": "loaded"})
+	var snap bytes.Buffer
+	if _, err := src.WriteSnapshot(&snap); err != nil {
+		t.Fatal(err)
+	}
+	_ = src.Close()
+	release := one.hold(db1) // an open snapshot delays the old generation's clearing
+	loaded, _, err := one.load(&snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one.retire(db1)
+	if got := keysOf(t, loaded); !maps.Equal(got, map[string]string{"c": "loaded"}) || one.generation() != 1 {
+		t.Fatalf("after the load shard 1 holds %v at generation %d", got, one.generation())
+	}
+	if got := keysOf(t, db1); len(got) != 2 {
+		t.Fatalf("the old generation was cleared while a snapshot held it: %v", got)
+	}
+	release()
+	if err := one.closeDB(loaded); err != nil {
+		t.Fatal(err)
+	}
+	if got := keyspacesOf(t, s); !slices.Equal(got, []string{"shard 1 generation 1", "shard 2 generation 0"}) {
+		t.Fatalf("after the load and retirement the store holds %v", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, generationsFile)); err != nil || string(b) != "1 1\n" {
+		t.Fatalf("GENERATIONS holds %q (%v)", b, err)
+	}
+
+	// What a load cut short by a crash leaves: keys of a generation no
+	// record names.
+	putKeys(t, s.db.Keyspace(keyspacePrefix(2, 1)), map[string]string{"half": "loaded"})
+	putKeys(t, s.db.Keyspace(keyspacePrefix(1, 0)), map[string]string{"old": "generation"})
+	if err := two.closeDB(db2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = openNodeStore(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.close() }()
+	if got := keyspacesOf(t, s); !slices.Equal(got, []string{"shard 1 generation 1", "shard 2 generation 0"}) {
+		t.Fatalf("after a restart the store holds %v", got)
+	}
+	db1, _, err = s.replica(1, "").open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keysOf(t, db1); !maps.Equal(got, map[string]string{"c": "loaded"}) {
+		t.Fatalf("after a restart shard 1 holds %v", got)
+	}
+
+	if err := s.dropReplica(1); err != nil {
+		t.Fatal(err)
+	}
+	if got := keyspacesOf(t, s); !slices.Equal(got, []string{"shard 2 generation 0"}) {
+		t.Fatalf("after dropping shard 1 the store holds %v", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, generationsFile)); err != nil || len(b) != 0 {
+		t.Fatalf("after dropping shard 1 GENERATIONS holds %q (%v)", b, err)
+	}
+}
+
+// TestNodeStoreMovesALegacyReplicaIn: a replica kept in a directory of its
+// own (the layout before the node store) moves into its keyspace at its
+// first open, and the directory goes; one whose move was recorded before a
+// stop only has its directory removed; a damaged one is set aside, beside
+// the store, and the replica starts empty, saying so.
+func TestNodeStoreMovesALegacyReplicaIn(t *testing.T) {
+	root := t.TempDir()
+	s, err := openNodeStore(filepath.Join(root, "state"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.close() }()
+	legacy := func(shard int, kvs map[string]string) string {
+		t.Helper()
+		dir := filepath.Join(root, "shards", fmt.Sprintf("%04d", shard), "state")
+		db, err := storage.Open(storage.Options{Dir: filepath.Join(dir, dataName(0))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		putKeys(t, db, kvs)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+
+	kept := map[string]string{"job/1": "one", "job/2": "two"}
+	dir := legacy(4, kept)
+	db, damaged, err := s.replica(4, dir).open()
+	if err != nil || damaged != "" {
+		t.Fatalf("open: %v, %q", err, damaged)
+	}
+	if got := keysOf(t, db); !maps.Equal(got, kept) {
+		t.Fatalf("shard 4 holds %v after the move, want %v", got, kept)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the legacy directory is still there: %v", err)
+	}
+	if !s.recorded(4) {
+		t.Fatal("the move is not recorded")
+	}
+
+	// Recorded, then stopped before the directory went: the directory is
+	// removed and nothing is copied again.
+	dir = legacy(4, map[string]string{"job/3": "stale"})
+	db, _, err = s.replica(4, dir).open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keysOf(t, db); !maps.Equal(got, kept) {
+		t.Fatalf("shard 4 holds %v after a second open, want %v", got, kept)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the legacy directory is still there: %v", err)
+	}
+
+	// A damaged legacy database is set aside and the replica starts empty.
+	dir = legacy(5, map[string]string{"job/9": "nine"})
+	flipBytes(t, onlySST(t, filepath.Join(dir, dataName(0))))
+	db, damaged, err = s.replica(5, dir).open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if damaged == "" || len(keysOf(t, db)) != 0 {
+		t.Fatalf("a damaged legacy replica: damaged %q, %d keys", damaged, len(keysOf(t, db)))
+	}
+	ents, err := os.ReadDir(filepath.Join(root, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var aside bool
+	for _, e := range ents {
+		aside = aside || strings.HasPrefix(e.Name(), "damaged-shard0005-")
+	}
+	if !aside || !strings.Contains(damaged, "damaged-shard0005-") {
+		t.Fatalf("the damaged database was not set aside beside the store (%v): %s", ents, damaged)
+	}
+}
+
+// TestDamagedNodeStoreRebuildsEveryReplica: a node store that fails its
+// integrity checks at open is moved aside whole, and every replica opened
+// from it says so, to rebuild from its group.
+func TestDamagedNodeStoreRebuildsEveryReplica(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	s, err := openNodeStore(dir, storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 2 {
+		db, _, err := s.replica(k, "").open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		putKeys(t, db, map[string]string{"job": fmt.Sprint(k)})
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	flipBytes(t, onlySST(t, filepath.Join(dir, dataName(0))))
+	if s, err = openNodeStore(dir, storage.Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.close() }()
+	for k := range 2 {
+		db, damaged, err := s.replica(k, "").open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(damaged, "moved it to") || len(keysOf(t, db)) != 0 {
+			t.Fatalf("replica %d of a damaged store: damaged %q, keys %v", k, damaged, keysOf(t, db))
+		}
+	}
+}
