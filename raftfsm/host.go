@@ -188,7 +188,7 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	if h.log, err = openNodeLog(filepath.Join(cfg.Dir, nodeLogDir)); err != nil {
 		return nil, err
 	}
-	if h.store, err = openNodeStore(filepath.Join(cfg.Dir, "state"), storeOptions(cfg.Storage, len(mine))); err != nil {
+	if h.store, err = openNodeStore(filepath.Join(cfg.Dir, "state"), cfg.Storage, len(mine)); err != nil {
 		return nil, err
 	}
 	if err := h.removeLeftShards(p); err != nil {
@@ -250,14 +250,12 @@ func (h *Host) shardDir(k int) string {
 	return filepath.Join(h.cfg.Dir, "shards", fmt.Sprintf("%04d", k))
 }
 
-// removeLeftShards removes the directories of the shards p does not place
-// on this node: a replica moved away, whose node stopped after it applied
-// the move's end and before it removed the replica.
+// removeLeftShards removes the directories and the state of the shards p
+// does not place on this node: a replica moved away, whose node stopped
+// after it applied the move's end and before it removed the replica.
 func (h *Host) removeLeftShards(p *Placement) error {
 	entries, err := os.ReadDir(filepath.Join(h.cfg.Dir, "shards"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	} else if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("raftfsm: %w", err)
 	}
 	for _, e := range entries {
@@ -267,6 +265,20 @@ func (h *Host) removeLeftShards(p *Placement) error {
 		}
 		if err := h.removeReplica(k); err != nil {
 			return fmt.Errorf("raftfsm: removing the replica of shard %d that moved away: %w", k, err)
+		}
+	}
+	// State in the store with no directory left: a removal whose deletes
+	// a crash took back after the directory went.
+	held, err := h.store.shards()
+	if err != nil {
+		return err
+	}
+	for _, k := range held {
+		if int(k) < p.Shards && p.Groups[k].holds(h.cfg.ID) {
+			continue
+		}
+		if err := h.store.dropReplica(k); err != nil {
+			return fmt.Errorf("raftfsm: removing the state of shard %d, which moved away: %w", k, err)
 		}
 	}
 	return nil

@@ -62,8 +62,9 @@ var (
 // replica's live generation (absent: 0). A snapshot loads into the next
 // generation's keyspace; the database is synced, GENERATIONS replaced
 // (written aside, synced, renamed), and the old generation cleared.
-// Keyspaces GENERATIONS does not name as live (a load a crash cut short, a
-// replica that moved away) are cleared at open. The tools that read a
+// Keyspaces GENERATIONS does not name as live (a load a crash cut short)
+// are cleared at open, and Host.removeLeftShards drops the keyspaces of
+// shards the node does not hold (a replica that moved away). The tools that read a
 // stopped node (heddle verify) find a replica's keyspace from the file,
 // without opening the database.
 type nodeStore struct {
@@ -75,6 +76,10 @@ type nodeStore struct {
 
 	mu   sync.Mutex        // guards gens and the writes of GENERATIONS
 	gens map[uint32]uint32 // GENERATIONS: the live generation of shards (absent: 0)
+	// limits are the storage options the node was configured with, whose
+	// batch limits every replica's keyspace keeps (see WithBatchLimits):
+	// the store's own follow its memtables, sized for its replicas.
+	limits storage.Options
 }
 
 const (
@@ -104,9 +109,10 @@ func storeOptions(opts storage.Options, replicas int) storage.Options {
 	return opts
 }
 
-// openNodeStore opens the state store under dir (a node's state/).
-func openNodeStore(dir string, opts storage.Options) (*nodeStore, error) {
-	sd, err := newStateDir(dir, opts)
+// openNodeStore opens the state store under dir (a node's state/) for a
+// node holding replicas shard replicas, configured with opts.
+func openNodeStore(dir string, opts storage.Options, replicas int) (*nodeStore, error) {
+	sd, err := newStateDir(dir, storeOptions(opts, replicas))
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +124,7 @@ func openNodeStore(dir string, opts storage.Options) (*nodeStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &nodeStore{dir: sd, db: db, damaged: damaged, gens: gens}
+	s := &nodeStore{dir: sd, db: db, damaged: damaged, gens: gens, limits: opts}
 	if err := s.clearStale(); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
@@ -127,6 +133,11 @@ func openNodeStore(dir string, opts storage.Options) (*nodeStore, error) {
 
 // close closes the store; every replica's FSM must be closed first.
 func (s *nodeStore) close() error { return s.dir.closeDB(s.db) }
+
+// keyspace returns generation gen of shard's state.
+func (s *nodeStore) keyspace(shard, gen uint32) *storage.DB {
+	return s.db.Keyspace(keyspacePrefix(shard, gen)).WithBatchLimits(s.limits)
+}
 
 func keyspacePrefix(shard, gen uint32) []byte {
 	b := []byte{keyspaceTag}
@@ -240,6 +251,29 @@ func (s *nodeStore) clearStale() error {
 	}
 }
 
+// shards returns the shards whose state the store holds keys of.
+func (s *nodeStore) shards() ([]uint32, error) {
+	var out []uint32
+	start := []byte{keyspaceTag}
+	for {
+		var found []byte
+		err := s.db.View(func(r *storage.Reader) error {
+			return r.Scan([]byte{keyspaceTag}, start, false, func(k, _ []byte) (bool, error) {
+				found = k
+				return false, nil
+			})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("raftfsm: reading the node's state store: %w", err)
+		}
+		if len(found) < 5 {
+			return out, nil
+		}
+		out = append(out, binary.BigEndian.Uint32(found[1:5]))
+		start = storage.PrefixEnd(found[:5])
+	}
+}
+
 // dropReplica clears every generation of shard's replica and then forgets
 // its generation: a replica that comes back starts from nothing.
 func (s *nodeStore) dropReplica(shard uint32) error {
@@ -248,9 +282,12 @@ func (s *nodeStore) dropReplica(shard uint32) error {
 		return fmt.Errorf("raftfsm: clearing shard %d's state: %w", shard, err)
 	}
 	if !s.recorded(shard) {
-		return nil
+		// The store runs without a sync a commit: the deletes are made
+		// durable before the replica's directory, which would bring the
+		// removal back after a crash, goes.
+		return s.db.Sync()
 	}
-	return s.forget(shard)
+	return s.forget(shard) // syncs first
 }
 
 // replicaKeyspace is one shard replica's state in its node's store.
@@ -280,12 +317,12 @@ func (r *replicaKeyspace) open() (*storage.DB, string, error) {
 			damaged = d
 		}
 	}
-	return r.store.db.Keyspace(keyspacePrefix(r.shard, r.gen)), damaged, nil
+	return r.store.keyspace(r.shard, r.gen), damaged, nil
 }
 
 func (r *replicaKeyspace) load(src io.Reader) (*storage.DB, storage.SnapshotInfo, error) {
 	gen := r.gen + 1
-	db := r.store.db.Keyspace(keyspacePrefix(r.shard, gen))
+	db := r.store.keyspace(r.shard, gen)
 	fail := func(err error) (*storage.DB, storage.SnapshotInfo, error) {
 		// The live generation is untouched; what was loaded is cleared
 		// here or, failing that, at the next start.
@@ -301,7 +338,10 @@ func (r *replicaKeyspace) load(src io.Reader) (*storage.DB, storage.SnapshotInfo
 		return fail(err)
 	}
 	if err := r.store.setGeneration(r.shard, gen); err != nil {
-		return fail(err)
+		// Not cleared: the file may name the new generation already (a
+		// rename done, its directory's sync failed), and the next start
+		// goes by what the file says. A later load clears it first.
+		return nil, storage.SnapshotInfo{}, fmt.Errorf("raftfsm: restore snapshot: %w", err)
 	}
 	r.gen = gen
 	return db, info, nil
@@ -333,9 +373,11 @@ func (r *replicaKeyspace) moveLegacy() (damaged string, err error) {
 	} else if err != nil {
 		return "", fmt.Errorf("raftfsm: %w", err)
 	}
-	if r.store.recorded(r.shard) {
+	if r.store.recorded(r.shard) && r.store.damaged == "" {
 		return "", removeDir(r.legacy) // moved in before a stop
 	}
+	// Not recorded, or recorded in a store that was damaged since and set
+	// aside: the directory is the copy to move in.
 	live, err := LiveStateDir(r.legacy)
 	if err != nil {
 		return "", err
@@ -360,9 +402,17 @@ func (r *replicaKeyspace) moveLegacy() (damaged string, err error) {
 		return "", fmt.Errorf("raftfsm: moving %s into the node's state store: %w", r.legacy, err)
 	default:
 		pr, pw := io.Pipe()
-		go func() { _, err := old.WriteSnapshot(pw); pw.CloseWithError(err) }()
+		written := make(chan struct{})
+		go func() {
+			defer close(written)
+			_, err := old.WriteSnapshot(pw)
+			pw.CloseWithError(err)
+		}()
 		_, err = into.LoadSnapshot(pr)
 		pr.CloseWithError(errors.New("raftfsm: the move stopped reading")) // ends the writer after a failed load
+		// The writer's read transaction must end before the database
+		// closes: Badger unmaps its tables at close, iterators or not.
+		<-written
 		if err = errors.Join(err, old.Close()); err != nil {
 			return "", fmt.Errorf("raftfsm: moving %s into the node's state store: %w", r.legacy, errors.Join(err, into.Clear()))
 		}

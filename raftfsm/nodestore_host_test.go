@@ -2,6 +2,7 @@ package raftfsm
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -177,5 +178,49 @@ func TestNodeOfTheLayoutBeforeTheStoreMovesIn(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "shards", fmt.Sprintf("%04d", k), "state")); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("shard %d's directory of the layout before is still there: %v", k, err)
 		}
+	}
+}
+
+// TestNodeDropsTheStateOfShardsItDoesNotHold: state in a node's store of
+// a shard its placement does not put on it (a removal whose deletes a
+// crash took back after the replica's directory went) is dropped at its
+// next start.
+func TestNodeDropsTheStateOfShardsItDoesNotHold(t *testing.T) {
+	c := newTestHosts(t, 4, 2)
+	c.awaitDesiredLeaders()
+	p := c.live()["n1"].Placement()
+	var id string
+	var k int
+	for _, n := range []string{"n1", "n2", "n3", "n4"} {
+		for s := range 2 {
+			if !p.Groups[s].holds(n) {
+				id, k = n, s
+			}
+		}
+	}
+	if id == "" {
+		t.Fatalf("every node holds every shard: %+v", p.Groups)
+	}
+	c.kill(id)
+	nd, err := ReadNodeDir(c.dirs[id])
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := storage.Open(storage.Options{Dir: nd.Store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putKeys(t, whole.Keyspace(keyspacePrefix(uint32(k), 0)), map[string]string{"left": "behind"})
+	if err := whole.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.start(id, false)
+	c.kill(id)
+	if whole, err = storage.Open(storage.Options{Dir: nd.Store}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = whole.Close() }()
+	if got := keysOf(t, whole.Keyspace(binary.BigEndian.AppendUint32([]byte{keyspaceTag}, uint32(k)))); len(got) != 0 {
+		t.Fatalf("%s still holds state of shard %d, which it does not hold: %v", id, k, got)
 	}
 }

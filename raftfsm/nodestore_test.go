@@ -19,7 +19,7 @@ import (
 // test ends (closing twice is harmless).
 func openTestStore(t *testing.T, opts storage.Options) *nodeStore {
 	t.Helper()
-	s, err := openNodeStore(filepath.Join(t.TempDir(), "state"), opts)
+	s, err := openNodeStore(filepath.Join(t.TempDir(), "state"), opts, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func keysOf(t *testing.T, db *storage.DB) map[string]string {
 func TestNodeStoreGenerations(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	opts := storage.Options{NoSync: true}
-	s, err := openNodeStore(dir, opts)
+	s, err := openNodeStore(dir, opts, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestNodeStoreGenerations(t *testing.T) {
 	if err := s.close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = openNodeStore(dir, opts); err != nil {
+	if s, err = openNodeStore(dir, opts, 1); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = s.close() }()
@@ -181,7 +181,7 @@ func TestNodeStoreGenerations(t *testing.T) {
 // the store, and the replica starts empty, saying so.
 func TestNodeStoreMovesALegacyReplicaIn(t *testing.T) {
 	root := t.TempDir()
-	s, err := openNodeStore(filepath.Join(root, "state"), storage.Options{NoSync: true})
+	s, err := openNodeStore(filepath.Join(root, "state"), storage.Options{NoSync: true}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestNodeStoreMovesALegacyReplicaIn(t *testing.T) {
 // from it says so, to rebuild from its group.
 func TestDamagedNodeStoreRebuildsEveryReplica(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	s, err := openNodeStore(dir, storage.Options{NoSync: true})
+	s, err := openNodeStore(dir, storage.Options{NoSync: true}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestDamagedNodeStoreRebuildsEveryReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	flipBytes(t, onlySST(t, filepath.Join(dir, dataName(0))))
-	if s, err = openNodeStore(dir, storage.Options{NoSync: true}); err != nil {
+	if s, err = openNodeStore(dir, storage.Options{NoSync: true}, 1); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = s.close() }()
@@ -285,5 +285,80 @@ func TestDamagedNodeStoreRebuildsEveryReplica(t *testing.T) {
 		if !strings.Contains(damaged, "moved it to") || len(keysOf(t, db)) != 0 {
 			t.Fatalf("replica %d of a damaged store: damaged %q, keys %v", k, damaged, keysOf(t, db))
 		}
+	}
+}
+
+// TestNodeStoreReplicasKeepTheConfiguredBatchLimits: a store's memtables
+// grow with the replicas its node holds, and Badger's transaction limits
+// with them, but every replica's keyspace keeps the limits of the
+// configured options: the replicas of one group, on nodes holding
+// different numbers of replicas, must refuse the same entries.
+func TestNodeStoreReplicasKeepTheConfiguredBatchLimits(t *testing.T) {
+	opts := storage.Options{NoSync: true} // the default memtables: 128 MiB for 8 replicas
+	limit := storage.MaxBatchBytes(opts)
+	for _, replicas := range []int{1, 8} {
+		s, err := openNodeStore(filepath.Join(t.TempDir(), "state"), opts, replicas)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, _, err := s.replica(0, "").open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := db.NewBatch()
+		tx := b.Begin()
+		tx.Set([]byte("k"), make([]byte, limit))
+		if err := b.Add(tx); !errors.Is(err, storage.ErrTooLarge) {
+			t.Errorf("a store for %d replicas took a write past the configured limit of %d bytes: %v", replicas, limit, err)
+		}
+		b.Discard()
+		if err := s.close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDamagedStoreMovesALegacyReplicaInAgain: a replica whose move from
+// the layout before the store was recorded, but whose directory a stop
+// left, moves in again when the store was damaged since (and set aside
+// with the copy it held): the directory is then the only copy.
+func TestDamagedStoreMovesALegacyReplicaInAgain(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "state")
+	legacy := filepath.Join(root, "shards", "0004", "state")
+	makeLegacy := func() {
+		t.Helper()
+		db, err := storage.Open(storage.Options{Dir: filepath.Join(legacy, dataName(0))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		putKeys(t, db, map[string]string{"job/1": "one"})
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	makeLegacy()
+	s, err := openNodeStore(dir, storage.Options{NoSync: true}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.replica(4, legacy).open(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	makeLegacy() // as if the stop came before the directory's removal
+	flipBytes(t, onlySST(t, filepath.Join(dir, dataName(0))))
+	if s, err = openNodeStore(dir, storage.Options{NoSync: true}, 1); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.close() }()
+	db, _, err := s.replica(4, legacy).open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keysOf(t, db); !maps.Equal(got, map[string]string{"job/1": "one"}) {
+		t.Fatalf("after the damaged store, shard 4 holds %v", got)
 	}
 }

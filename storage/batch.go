@@ -75,6 +75,11 @@ func (b *Batch) Add(tx *Tx) error {
 	// or value only when it meets it, after the earlier writes went in.
 	for _, k := range tx.order {
 		w := tx.writes[k]
+		if len(k) == 0 {
+			// Badger refuses it in a whole database; in a keyspace it
+			// would be the prefix alone, which a snapshot cannot carry.
+			return fmt.Errorf("storage: a write of an empty key: %w", badger.ErrEmptyKey)
+		}
 		if len(k)+len(b.db.ks) > maxKeyBytes || (!w.deleted && int64(len(w.val)) > b.db.maxValue) {
 			return fmt.Errorf("%w: key of %d bytes with a value of %d bytes (limits %d, %d)",
 				ErrTooLarge, len(k), len(w.val), maxKeyBytes, b.db.maxValue)

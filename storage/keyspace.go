@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/skl"
 )
 
 // Keyspace returns the part of db under prefix as a database of its own:
@@ -23,6 +24,27 @@ func (db *DB) Keyspace(prefix []byte) *DB {
 	ks := *db
 	ks.ks = append(append(make([]byte, 0, len(db.ks)+len(prefix)), db.ks...), prefix...)
 	return &ks
+}
+
+// WithBatchLimits returns db whose batches keep to the limits of a
+// database opened with o (its transaction's bytes and keys, and its
+// largest value), where those are below db's own. A Raft replica's batch
+// limits decide which entries it applies, so every replica of a group
+// must have the same: a keyspace of a store whose memtables were sized for
+// the replicas it holds takes the limits of the options the node was
+// configured with, which the group's other replicas share.
+func (db *DB) WithBatchLimits(o Options) *DB {
+	limited := *db
+	d := o.withDefaults()
+	mb := maxBatchBytes(d.MemTableBytes)
+	limited.maxBytes = min(db.maxBytes, mb*9/10)
+	limited.maxCount = min(db.maxCount, mb/int64(skl.MaxNodeSize)*9/10)
+	maxValue := d.ValueLogFileBytes
+	if d.InMemory {
+		maxValue = inMemoryValueLimit(d.MemTableBytes)
+	}
+	limited.maxValue = min(db.maxValue, maxValue)
+	return &limited
 }
 
 // KeyspacePrefix returns the prefix of a keyspace (nil for a whole

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // keyspaceSeedEnv replays one run of TestKeyspacesMatchAReferenceModel.
@@ -230,5 +232,58 @@ func TestKeyspaceSnapshotAndClear(t *testing.T) {
 	}
 	if got := dump(t, c); len(got) != 3 {
 		t.Fatalf("c after closing it: %q", got)
+	}
+}
+
+// TestKeyspaceRefusesAnEmptyKey: in a keyspace an empty key would be the
+// prefix alone, which a snapshot cannot carry (a zero length ends its
+// records); it is refused there as Badger refuses it in a whole database.
+func TestKeyspaceRefusesAnEmptyKey(t *testing.T) {
+	db := openMem(t)
+	for name, d := range map[string]*DB{"a whole database": db, "a keyspace": db.Keyspace([]byte("s\x00\x01"))} {
+		b := d.NewBatch()
+		tx := b.Begin()
+		tx.Set(nil, []byte("v"))
+		if err := b.Add(tx); !errors.Is(err, badger.ErrEmptyKey) {
+			t.Errorf("%s: Add of an empty key = %v, want ErrEmptyKey", name, err)
+		}
+		b.Discard()
+		if err := d.View(func(r *Reader) error { _, err := r.Get(nil); return err }); !errors.Is(err, badger.ErrEmptyKey) {
+			t.Errorf("%s: Get of an empty key = %v, want ErrEmptyKey", name, err)
+		}
+	}
+}
+
+// TestWithBatchLimits: a database takes the batch limits of the options
+// given, as a database opened with them would have, where they are lower
+// than its own; a keyspace of a store with larger memtables so refuses
+// what a replica with the configured options refuses.
+func TestWithBatchLimits(t *testing.T) {
+	big, err := Open(Options{InMemory: true, MemTableBytes: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = big.Close() }()
+	small := openMem(t) // 1 MiB memtables
+	limited := big.Keyspace([]byte("s\x00\x01")).WithBatchLimits(small.Options())
+	if limited.maxBytes != small.maxBytes || limited.maxCount != small.maxCount || limited.maxValue != small.maxValue {
+		t.Fatalf("limits %d bytes, %d keys, %d a value; a database of those options has %d, %d, %d",
+			limited.maxBytes, limited.maxCount, limited.maxValue, small.maxBytes, small.maxCount, small.maxValue)
+	}
+	tx := func(db *DB) error {
+		b := db.NewBatch()
+		defer b.Discard()
+		t := b.Begin()
+		t.Set([]byte("k"), make([]byte, small.maxBytes))
+		return b.Add(t)
+	}
+	if err := tx(big); err != nil {
+		t.Fatalf("the large store refused a write within its limits: %v", err)
+	}
+	if err := tx(limited); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("the limited keyspace took what the configured options refuse: %v", err)
+	}
+	if again := limited.WithBatchLimits(Options{InMemory: true, MemTableBytes: 64 << 20}); again.maxBytes != limited.maxBytes {
+		t.Fatalf("larger options raised the limits: %d, was %d", again.maxBytes, limited.maxBytes)
 	}
 }

@@ -35,6 +35,9 @@ func (r *Reader) Get(key []byte) (_ []byte, err error) {
 			return append([]byte(nil), w.val...), nil
 		}
 	}
+	if len(key) == 0 {
+		return nil, badger.ErrEmptyKey // the caller's mistake, in a keyspace too
+	}
 	defer recoverRead(&err, "reading key", key, nil)
 	// Badger keeps the key only in the item, which lives no longer than
 	// this call, so one buffer serves every Get.

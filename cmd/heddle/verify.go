@@ -136,7 +136,9 @@ type acrossShards struct {
 }
 
 // verifyDir finds the databases under dir and checks them.
-func verifyDir(dir string, max int) (*verifyReport, error) {
+func verifyDir(dir string, max int) (_ *verifyReport, err error) {
+	dbs := &databases{}
+	defer func() { err = errors.Join(err, dbs.close()) }()
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
@@ -146,7 +148,7 @@ func verifyDir(dir string, max int) (*verifyReport, error) {
 	}
 	rep := &verifyReport{Databases: []verifiedDB{}}
 	if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err == nil {
-		db, err := verifyDatabase(raftfsm.ReplicaState{Dir: dir}, engine.ShardLayout{}, max)
+		db, err := verifyDatabase(dbs, raftfsm.ReplicaState{Dir: dir}, engine.ShardLayout{}, max)
 		if err != nil {
 			return nil, err
 		}
@@ -162,7 +164,7 @@ func verifyDir(dir string, max int) (*verifyReport, error) {
 			if !ok {
 				return nil, fmt.Errorf("%s holds no state of shard %d", dir, layout.Index)
 			}
-			db, err := verifyDatabase(st, layout, max)
+			db, err := verifyDatabase(dbs, st, layout, max)
 			if err != nil {
 				return nil, err
 			}
@@ -201,7 +203,7 @@ func verifyDir(dir string, max int) (*verifyReport, error) {
 			return nil, fmt.Errorf("%s holds no heddle data: it is neither a database (no MANIFEST), a node's directory, nor a directory of nodes' directories", dir)
 		}
 	}
-	return verifyNodes(rep, nodes, max)
+	return verifyNodes(dbs, rep, nodes, max)
 }
 
 // shardOfDir reports whether dir is the directory of one shard's replica
@@ -227,7 +229,7 @@ func shardOfDir(dir string) (engine.ShardLayout, *raftfsm.NodeDir, bool) {
 // verifyNodes checks the databases of nodes, by name, then their replicas
 // against each other and, for a whole sharded cluster, the shards against
 // each other.
-func verifyNodes(rep *verifyReport, nodes map[string]*raftfsm.NodeDir, max int) (*verifyReport, error) {
+func verifyNodes(dbs *databases, rep *verifyReport, nodes map[string]*raftfsm.NodeDir, max int) (*verifyReport, error) {
 	names := make([]string, 0, len(nodes))
 	for name := range nodes {
 		names = append(names, name)
@@ -252,7 +254,7 @@ func verifyNodes(rep *verifyReport, nodes map[string]*raftfsm.NodeDir, max int) 
 			if shards > 0 {
 				layout = engine.ShardLayout{Index: k, Count: shards}
 			}
-			db, err := verifyDatabase(nd.States[k], layout, max)
+			db, err := verifyDatabase(dbs, nd.States[k], layout, max)
 			if err != nil {
 				return nil, err
 			}
@@ -279,7 +281,7 @@ func verifyNodes(rep *verifyReport, nodes map[string]*raftfsm.NodeDir, max int) 
 	if len(across.Missing) == 0 {
 		across.Checked = true
 		view := func(k int, fn func(r *storage.Reader) error) error {
-			return viewDatabase(best[k].state, fn)
+			return dbs.view(best[k].state, fn)
 		}
 		for _, err := range machine.VerifyAcrossShards(shards, view, max) {
 			across.Found++
@@ -323,9 +325,9 @@ func (db *verifiedDB) shard() int {
 
 // verifyDatabase checks the replica state st as the shard layout says
 // (the zero layout: a database of one group) and hashes it.
-func verifyDatabase(st raftfsm.ReplicaState, layout engine.ShardLayout, max int) (*verifiedDB, error) {
+func verifyDatabase(dbs *databases, st raftfsm.ReplicaState, layout engine.ShardLayout, max int) (*verifiedDB, error) {
 	db := &verifiedDB{Path: st.String(), Problems: []string{}, state: st}
-	err := viewDatabase(st, func(r *storage.Reader) error {
+	err := dbs.view(st, func(r *storage.Reader) error {
 		for _, err := range machine.VerifyShard(r, 0, layout) {
 			db.Found++
 			if max == 0 || len(db.Problems) < max {
@@ -363,37 +365,70 @@ func verifyDatabase(st raftfsm.ReplicaState, layout engine.ShardLayout, max int)
 	return db, nil
 }
 
-// viewDatabase opens the database of st read-only, runs fn over one
-// consistent read of st's keyspace, and closes it. A database whose
-// process was killed needs a recovery to open, which writes: its copy is
-// opened instead, in a temporary directory removed afterwards, so the
-// check leaves its input as it found it.
-func viewDatabase(st raftfsm.ReplicaState, fn func(r *storage.Reader) error) (err error) {
-	path := st.Dir
+// databases opens the databases a verify reads, each directory once
+// (read-only, or a copy), and closes them at the end: a sharded node's
+// store holds every replica's state, and a store whose process was killed
+// would otherwise be copied once for each.
+type databases struct {
+	open map[string]*storage.DB
+	tmp  []string // copies to remove
+}
+
+// view runs fn over one consistent read of st's keyspace. A database
+// whose process was killed needs a recovery to open, which writes: its
+// copy is opened instead, in a temporary directory removed at close, so
+// the check leaves its input as it found it.
+func (d *databases) view(st raftfsm.ReplicaState, fn func(r *storage.Reader) error) error {
+	db, err := d.get(st.Dir)
+	if err != nil {
+		return err
+	}
+	if st.Keyspace != nil {
+		db = db.Keyspace(st.Keyspace)
+	}
+	return db.View(fn)
+}
+
+func (d *databases) get(path string) (*storage.DB, error) {
+	if db := d.open[path]; db != nil {
+		return db, nil
+	}
 	if _, err := os.Stat(filepath.Join(path, "MANIFEST")); err != nil {
-		return fmt.Errorf("%s holds no database: %w", path, err)
+		return nil, fmt.Errorf("%s holds no database: %w", path, err)
 	}
 	db, err := storage.Open(storage.Options{Dir: path, ReadOnly: true})
 	if errors.Is(err, storage.ErrNeedsRecovery) {
 		tmp, terr := os.MkdirTemp("", "heddle-verify-")
 		if terr != nil {
-			return terr
+			return nil, terr
 		}
-		defer func() { err = errors.Join(err, os.RemoveAll(tmp)) }()
+		d.tmp = append(d.tmp, tmp)
 		if terr := os.CopyFS(tmp, os.DirFS(path)); terr != nil {
-			return fmt.Errorf("copying %s, which was not closed cleanly, to check it: %w", path, terr)
+			return nil, fmt.Errorf("copying %s, which was not closed cleanly, to check it: %w", path, terr)
 		}
 		db, err = storage.Open(storage.Options{Dir: tmp, NoSync: true, ReserveBytes: -1})
 	}
 	if err != nil {
-		return fmt.Errorf("opening %s (is a process still running on it? stop it first): %w", path, err)
+		return nil, fmt.Errorf("opening %s (is a process still running on it? stop it first): %w", path, err)
 	}
-	defer func() { err = errors.Join(err, db.Close()) }()
-	view := db
-	if st.Keyspace != nil {
-		view = db.Keyspace(st.Keyspace)
+	if d.open == nil {
+		d.open = map[string]*storage.DB{}
 	}
-	return view.View(fn)
+	d.open[path] = db
+	return db, nil
+}
+
+// close closes every database opened and removes the copies.
+func (d *databases) close() error {
+	var errs []error
+	for _, db := range d.open {
+		errs = append(errs, db.Close())
+	}
+	for _, tmp := range d.tmp {
+		errs = append(errs, os.RemoveAll(tmp))
+	}
+	d.open, d.tmp = nil, nil
+	return errors.Join(errs...)
 }
 
 // printVerifyReport prints rep as a table of the databases, then every
