@@ -82,6 +82,11 @@ type inspection struct {
 	// replayBytes is how many bytes of write-ahead records Badger will
 	// replay at open and flush into new tables.
 	replayBytes int64
+	// memTableFloor is the memtable size the memtables' logs were written
+	// with (a log is twice its memtable), the largest of them: a memtable
+	// replayed into a smaller one overflows it, and Badger then exits the
+	// process.
+	memTableFloor int64
 }
 
 // inspect checks the files of dir, which exists or not (a new database).
@@ -169,6 +174,9 @@ func inspect(dir string) (*inspection, error) {
 		}
 		if strings.HasSuffix(name, ".mem") {
 			insp.replayBytes += max(0, s.validEnd-logHeaderBytes)
+			if fi, err := os.Stat(path); err == nil {
+				insp.memTableFloor = max(insp.memTableFloor, fi.Size()/2)
+			}
 		}
 	}
 	sort.Slice(insp.damages, func(i, j int) bool { return insp.damages[i].File < insp.damages[j].File })

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/skl"
 )
 
 // DB is an open heddle database. It is safe for concurrent use: reads run in
@@ -39,12 +40,22 @@ func Open(opts Options) (*DB, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
+	bo := opts.badgerOptions()
 	if !opts.InMemory {
-		if err := checkBeforeOpen(opts); err != nil {
+		floor, err := checkBeforeOpen(opts)
+		if err != nil {
 			return nil, err
 		}
+		// Memtables written larger than opts says (by a node that held
+		// more replicas, or before MemTableBytes was lowered) replay
+		// into memtables as large: a smaller one would overflow, and
+		// Badger would exit the process. The batch limits stay those of
+		// opts, below.
+		if floor > opts.MemTableBytes {
+			bo = bo.WithMemTableSize(floor)
+		}
 	}
-	bdb, err := openBadger(opts.badgerOptions())
+	bdb, err := openBadger(bo)
 	// Badger wraps its errors with %+v, not %w, so the sentinel is found
 	// by its text.
 	if opts.ReadOnly && err != nil && (errors.Is(err, badger.ErrTruncateNeeded) || strings.Contains(err.Error(), badger.ErrTruncateNeeded.Error())) {
@@ -56,8 +67,9 @@ func Open(opts Options) (*DB, error) {
 	db := &DB{bdb: bdb, opts: opts}
 	// Keep 10% headroom under Badger's limits: its own accounting adds
 	// per-entry overhead that our estimate does not model exactly.
-	db.maxBytes = bdb.MaxBatchSize() * 9 / 10
-	db.maxCount = bdb.MaxBatchCount() * 9 / 10
+	mb := maxBatchBytes(opts.MemTableBytes)
+	db.maxBytes = min(bdb.MaxBatchSize(), mb) * 9 / 10
+	db.maxCount = min(bdb.MaxBatchCount(), mb/int64(skl.MaxNodeSize)) * 9 / 10
 	db.maxValue = opts.ValueLogFileBytes
 	if opts.InMemory {
 		db.maxValue = inMemoryValueLimit(opts.MemTableBytes)
@@ -66,34 +78,35 @@ func Open(opts Options) (*DB, error) {
 }
 
 // checkBeforeOpen runs the integrity and free-space checks on the
-// directory of opts, creating it when it does not exist.
-func checkBeforeOpen(opts Options) error {
+// directory of opts, creating it when it does not exist, and returns the
+// memtable size its memtables' logs need (inspection.memTableFloor).
+func checkBeforeOpen(opts Options) (memTableFloor int64, err error) {
 	if opts.ReadOnly {
 		// Only an existing database opens read-only: nothing is created.
 		if _, err := os.Stat(filepath.Join(opts.Dir, "MANIFEST")); err != nil {
-			return fmt.Errorf("storage: open %q read-only: %w", opts.Dir, err)
+			return 0, fmt.Errorf("storage: open %q read-only: %w", opts.Dir, err)
 		}
 	} else if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return fmt.Errorf("storage: open %q: %w", opts.Dir, err)
+		return 0, fmt.Errorf("storage: open %q: %w", opts.Dir, err)
 	}
 	unlock, err := lockDir(opts.Dir)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	insp, err := inspect(opts.Dir)
 	unlock() // Badger takes the lock again at once
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if n := len(insp.damages); n > 0 {
 		d := *insp.damages[0]
 		d.More = n - 1
-		return &d
+		return 0, &d
 	}
 	if opts.ReadOnly {
-		return nil // it writes nothing, so it needs no room
+		return insp.memTableFloor, nil // it writes nothing, so it needs no room
 	}
-	return opts.checkOpenSpace(insp.replayBytes)
+	return insp.memTableFloor, opts.checkOpenSpace(insp.replayBytes)
 }
 
 // openBadger opens Badger, turning a panic on its own goroutine into a
