@@ -191,6 +191,8 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	if h.store, err = openNodeStore(filepath.Join(cfg.Dir, "state"), cfg.Storage, len(mine)); err != nil {
 		return nil, err
 	}
+	storeLog := hclogger(cfg.Config, "state")
+	h.store.collect(valueLogInterval, func(err error) { storeLog.Warn("collecting the state store's value log failed", "error", err) })
 	if err := h.removeLeftShards(p); err != nil {
 		return nil, err
 	}

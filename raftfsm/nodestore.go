@@ -76,6 +76,9 @@ type nodeStore struct {
 
 	mu   sync.Mutex        // guards gens and the writes of GENERATIONS
 	gens map[uint32]uint32 // GENERATIONS: the live generation of shards (absent: 0)
+	// stopCollect ends the collection of the value log (collect), and
+	// collected is closed once it has.
+	stopCollect, collected chan struct{}
 	// limits are the storage options the node was configured with, whose
 	// batch limits every replica's keyspace keeps (see WithBatchLimits):
 	// the store's own follow its memtables, sized for its replicas.
@@ -132,7 +135,42 @@ func openNodeStore(dir string, opts storage.Options, replicas int) (*nodeStore, 
 }
 
 // close closes the store; every replica's FSM must be closed first.
-func (s *nodeStore) close() error { return s.dir.closeDB(s.db) }
+func (s *nodeStore) close() error {
+	if s.stopCollect != nil {
+		close(s.stopCollect)
+		<-s.collected
+		s.stopCollect = nil
+	}
+	return s.dir.closeDB(s.db)
+}
+
+// valueLogInterval is how often a node store collects its value log.
+const valueLogInterval = 10 * time.Minute
+
+// collect collects the store's value log every interval until close,
+// telling onErr what fails. A replica's values past Badger's value
+// threshold stay in the value log after its keyspace is cleared (a
+// snapshot replaced it, or it moved away), where a directory of its own
+// was removed whole; compactions count them dropped, and a collection
+// gives their space back (storage.DB.CollectValueLog).
+func (s *nodeStore) collect(interval time.Duration, onErr func(error)) {
+	s.stopCollect, s.collected = make(chan struct{}), make(chan struct{})
+	go func(stop <-chan struct{}) {
+		defer close(s.collected)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if _, err := s.db.CollectValueLog(); err != nil {
+					onErr(err)
+				}
+			}
+		}
+	}(s.stopCollect)
+}
 
 // keyspace returns generation gen of shard's state.
 func (s *nodeStore) keyspace(shard, gen uint32) *storage.DB {

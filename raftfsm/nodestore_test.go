@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heddlewf/heddle/storage"
 )
@@ -361,4 +362,63 @@ func TestDamagedStoreMovesALegacyReplicaInAgain(t *testing.T) {
 	if got := keysOf(t, db); !maps.Equal(got, map[string]string{"job/1": "one"}) {
 		t.Fatalf("after the damaged store, shard 4 holds %v", got)
 	}
+}
+
+// TestNodeStoreCollectsItsValueLog: the large values of a replica that
+// moved away stay in the store's value log after its keyspace is
+// cleared; the store's collection gives their space back as compactions
+// count them dropped, while the other replicas go on writing.
+func TestNodeStoreCollectsItsValueLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	s, err := openNodeStore(dir, storage.Options{NoSync: true, MemTableBytes: 1 << 20, ValueLogFileBytes: 1 << 20, ReserveBytes: -1}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.close() }()
+	s.collect(time.Millisecond, func(err error) { t.Errorf("collecting: %v", err) })
+	gone, _, err := s.replica(1, "").open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, _, err := s.replica(2, "").open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vlog := func() int64 {
+		live, err := LiveStateDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ents, err := os.ReadDir(live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, e := range ents {
+			if fi, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".vlog") {
+				n += fi.Size()
+			}
+		}
+		return n
+	}
+	for i := range 60 {
+		putKeys(t, gone, map[string]string{fmt.Sprintf("v%03d", i): strings.Repeat("v", 100<<10)})
+	}
+	full := vlog()
+	if err := s.dropReplica(1); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 500 {
+		for part := range 4 { // a transaction's worth each
+			filler := map[string]string{}
+			for i := range 500 {
+				filler[fmt.Sprintf("f%d-%d-%03d", round%8, part, i)] = strings.Repeat("f", 200)
+			}
+			putKeys(t, kept, filler)
+		}
+		if vlog() < full/2 {
+			return
+		}
+	}
+	t.Fatalf("the value log holds %d bytes of %d after the replica moved away", vlog(), full)
 }
