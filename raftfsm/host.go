@@ -83,8 +83,10 @@ type Host struct {
 	metaFS *metaFSM
 	// log holds the Raft logs of every group of the node (nodelog.go).
 	log *nodeLog
-	// store is the state store of every shard replica the node holds.
-	store *nodeStore
+	// store is the state store of every shard replica the node holds,
+	// and collectTicker ticks its value-log collection.
+	store         *nodeStore
+	collectTicker *time.Ticker
 	// shards holds this node's replica of each shard, nil where it has
 	// none. Only OpenHost and reconcile store into it (a replica arrives
 	// or leaves with a move); everything else loads.
@@ -192,7 +194,12 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 		return nil, err
 	}
 	storeLog := hclogger(cfg.Config, "state")
-	h.store.collect(valueLogInterval, func(err error) { storeLog.Warn("collecting the state store's value log failed", "error", err) })
+	h.collectTicker = time.NewTicker(valueLogInterval)
+	h.store.collect(h.collectTicker.C, func(_ int, err error) {
+		if err != nil {
+			storeLog.Warn("collecting the state store's value log failed", "error", err)
+		}
+	})
 	if err := h.removeLeftShards(p); err != nil {
 		return nil, err
 	}
@@ -523,6 +530,7 @@ func (h *Host) Close() error {
 		// Last: every group that appends to the node log, and every
 		// replica whose state is in the node's store, is closed.
 		if h.store != nil {
+			h.collectTicker.Stop()
 			errs = append(errs, h.store.close())
 		}
 		if h.log != nil {
