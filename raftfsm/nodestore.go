@@ -260,27 +260,32 @@ func (s *nodeStore) writeGenerations(shard uint32, change func(map[uint32]uint32
 	return nil
 }
 
-// clearStale clears every keyspace whose generation is not its shard's
-// live one: what a load that a crash cut short wrote, and what a replica
-// that moved away left.
-func (s *nodeStore) clearStale() error {
-	start := []byte{keyspaceTag}
-	for {
-		var found []byte
-		err := s.db.View(func(r *storage.Reader) error {
-			return r.Scan([]byte{keyspaceTag}, start, false, func(k, _ []byte) (bool, error) {
-				found = k
-				return false, nil
-			})
+// firstKey returns the store's first replica key at or after start, nil
+// when there is none.
+func (s *nodeStore) firstKey(start []byte) ([]byte, error) {
+	var found []byte
+	err := s.db.View(func(r *storage.Reader) error {
+		return r.Scan([]byte{keyspaceTag}, start, false, func(k, _ []byte) (bool, error) {
+			found = k
+			return false, nil
 		})
-		if err != nil {
-			return fmt.Errorf("raftfsm: reading the node's state store: %w", err)
-		}
-		if found == nil {
-			return nil
-		}
-		if len(found) < 9 {
-			return fmt.Errorf("%w: the node's state store holds key %x, which names no replica's state", storage.ErrCorrupt, found)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: reading the node's state store: %w", err)
+	}
+	if found != nil && len(found) < 9 {
+		return nil, fmt.Errorf("%w: the node's state store holds key %x, which names no replica's state", storage.ErrCorrupt, found)
+	}
+	return found, nil
+}
+
+// clearStale clears every keyspace whose generation is not its shard's
+// live one: what a load that a crash cut short wrote.
+func (s *nodeStore) clearStale() error {
+	for start := []byte{keyspaceTag}; ; {
+		found, err := s.firstKey(start)
+		if err != nil || found == nil {
+			return err
 		}
 		shard, gen := binary.BigEndian.Uint32(found[1:5]), binary.BigEndian.Uint32(found[5:9])
 		if gen != s.generation(shard) {
@@ -295,20 +300,10 @@ func (s *nodeStore) clearStale() error {
 // shards returns the shards whose state the store holds keys of.
 func (s *nodeStore) shards() ([]uint32, error) {
 	var out []uint32
-	start := []byte{keyspaceTag}
-	for {
-		var found []byte
-		err := s.db.View(func(r *storage.Reader) error {
-			return r.Scan([]byte{keyspaceTag}, start, false, func(k, _ []byte) (bool, error) {
-				found = k
-				return false, nil
-			})
-		})
-		if err != nil {
-			return nil, fmt.Errorf("raftfsm: reading the node's state store: %w", err)
-		}
-		if len(found) < 5 {
-			return out, nil
+	for start := []byte{keyspaceTag}; ; {
+		found, err := s.firstKey(start)
+		if err != nil || found == nil {
+			return out, err
 		}
 		out = append(out, binary.BigEndian.Uint32(found[1:5]))
 		start = storage.PrefixEnd(found[:5])
