@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -192,24 +193,58 @@ func keyspacePrefix(shard, gen uint32) []byte {
 func readGenerations(dir string) (map[uint32]uint32, error) {
 	path := filepath.Join(dir, generationsFile)
 	b, err := os.ReadFile(path)
-	gens := map[uint32]uint32{}
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return gens, nil
+		return map[uint32]uint32{}, nil
 	case err != nil:
 		return nil, fmt.Errorf("raftfsm: %w", err)
 	}
-	for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		var shard, gen uint32
-		if n, err := fmt.Sscanf(line, "%d %d", &shard, &gen); err != nil || n != 2 || fmt.Sprintf("%d %d", shard, gen) != line {
-			return nil, fmt.Errorf("%w: %s line %d is %q, not a shard and its generation", storage.ErrCorrupt, path, i+1, line)
-		}
-		gens[shard] = gen
+	gens, err := decodeGenerations(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return gens, nil
+}
+
+// decodeGenerations reads GENERATIONS' bytes: a line "shard generation"
+// (decimal, one space, ending in a newline) for at most engine.MaxShards
+// shards, in shard order, each once: the form encodeGenerations writes and
+// nothing else.
+func decodeGenerations(b []byte) (map[uint32]uint32, error) {
+	gens := map[uint32]uint32{}
+	if len(b) == 0 {
+		return gens, nil
+	}
+	if b[len(b)-1] != '\n' {
+		return nil, fmt.Errorf("%w: GENERATIONS does not end in a newline (a write cut short?)", storage.ErrCorrupt)
+	}
+	lines := strings.Split(string(b[:len(b)-1]), "\n")
+	if len(lines) > engine.MaxShards {
+		return nil, fmt.Errorf("%w: GENERATIONS has %d lines, more than the %d shards a cluster may have", storage.ErrCorrupt, len(lines), engine.MaxShards)
+	}
+	var prev uint32
+	for i, line := range lines {
+		var shard, gen uint32
+		n, err := fmt.Sscanf(line, "%d %d", &shard, &gen)
+		if err != nil || n != 2 || fmt.Sprintf("%d %d", shard, gen) != line || shard >= engine.MaxShards {
+			return nil, fmt.Errorf("%w: GENERATIONS line %d is %q, not a shard and its generation", storage.ErrCorrupt, i+1, line)
+		}
+		if i > 0 && shard <= prev {
+			return nil, fmt.Errorf("%w: GENERATIONS line %d names shard %d after shard %d (its lines are in shard order, each shard once)", storage.ErrCorrupt, i+1, shard, prev)
+		}
+		gens[shard], prev = gen, shard
+	}
+	return gens, nil
+}
+
+// encodeGenerations writes gens as decodeGenerations reads them, in shard
+// order.
+func encodeGenerations(gens map[uint32]uint32) []byte {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(gens)) {
+		fmt.Fprintf(&b, "%d %d\n", k, gens[k])
+	}
+	return []byte(b.String())
 }
 
 // generation returns the live generation of shard's replica.
@@ -249,11 +284,7 @@ func (s *nodeStore) writeGenerations(shard uint32, change func(map[uint32]uint32
 	defer s.mu.Unlock()
 	next := maps.Clone(s.gens)
 	change(next)
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(next)) {
-		fmt.Fprintf(&b, "%d %d\n", k, next[k])
-	}
-	if err := writeFileSynced(s.dir.dir, generationsFile, []byte(b.String())); err != nil {
+	if err := writeFileSynced(s.dir.dir, generationsFile, encodeGenerations(next)); err != nil {
 		return fmt.Errorf("raftfsm: recording the generation of shard %d's state: %w", shard, err)
 	}
 	s.gens = next

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/storage"
 )
 
@@ -431,4 +432,33 @@ func TestNodeStoreCollectsItsValueLog(t *testing.T) {
 		}
 	}
 	t.Fatalf("the value log holds %d bytes of %d after the replica moved away", vlog(), full)
+}
+
+// FuzzDecodeGenerations: GENERATIONS is read back from the node's disk,
+// where damage may have changed it. Any bytes decode or are refused with
+// ErrCorrupt, never a panic; what decodes names at most MaxShards shards
+// and is exactly what encodeGenerations writes for it.
+func FuzzDecodeGenerations(f *testing.F) {
+	f.Add([]byte(""))
+	f.Add([]byte("1 1\n"))
+	f.Add([]byte("0 0\n3 7\n4095 4294967295\n"))
+	f.Add([]byte("1 1"))
+	f.Add([]byte("1 1\n1 2\n"))
+	f.Add([]byte("01 1\n"))
+	f.Add([]byte("4096 1\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		gens, err := decodeGenerations(b)
+		if err != nil {
+			if !errors.Is(err, storage.ErrCorrupt) {
+				t.Fatalf("decodeGenerations(%q) = %v, want ErrCorrupt", b, err)
+			}
+			return
+		}
+		if len(gens) > engine.MaxShards {
+			t.Fatalf("decoded %d shards", len(gens))
+		}
+		if got := encodeGenerations(gens); !bytes.Equal(got, b) {
+			t.Fatalf("decodeGenerations(%q) encodes back as %q", b, got)
+		}
+	})
 }
