@@ -33,6 +33,14 @@ type Config struct {
 	Limits engine.Limits
 	// Clock stamps commands and drives the scheduler; nil means clock.Wall().
 	Clock clock.Clock
+	// SchedulerClock, if set, is the time the scheduler judges deadlines
+	// by and sleeps on, in place of Clock. A test clock that moves its time
+	// and fires its timers in two steps, so that work done at the new
+	// instant (a test's callback signalling the run) is stamped with it
+	// before the timers of that instant fire, gives the scheduler the time
+	// of its last firing here: otherwise a scheduler that happens to look
+	// between the two steps fires them first. nil means Clock.
+	SchedulerClock clock.Clock
 	// MaxBatchCommands bounds one group commit; 0 means 1024.
 	MaxBatchCommands int
 	// SchedulerBatch bounds the jobs of one timer, reclaim, release or
@@ -267,7 +275,11 @@ func Open(cfg Config) (*Engine, error) {
 	e.log = e.local
 	if !cfg.DisableScheduler {
 		batch, _ := SchedulerBatch(cfg.SchedulerBatch, cfg.Limits) // Validate checked it
-		e.sched = NewScheduler(e.log, db, cfg.Clock, batch)
+		schedClock := cfg.SchedulerClock
+		if schedClock == nil {
+			schedClock = cfg.Clock
+		}
+		e.sched = NewScheduler(e.log, db, schedClock, batch)
 		e.sched.OnError = cfg.OnSchedulerError
 		if e.sched.OnError == nil && cfg.Logger != nil {
 			e.sched.OnError = func(err error) { cfg.Logger.Warn("scheduler", "error", err) }

@@ -125,9 +125,17 @@ func changedSince(committed <-chan struct{}, notify <-chan struct{}) bool {
 // and then fires the engine's and the workers' timers due by then.
 func (env *TestWorkflowEnvironment) advance(t time.Time) {
 	env.tl.set(t)
+	if advanceBetweenSteps != nil {
+		advanceBetweenSteps()
+	}
 	env.runDueCallbacks()
 	env.tl.fire()
 }
+
+// advanceBetweenSteps, when set (by tests), runs after advance moved the
+// clock and before it runs the callbacks: a scheduler that looks there
+// must not fire the timers of the new instant.
+var advanceBetweenSteps func()
 
 // state is what one look found.
 type state struct {

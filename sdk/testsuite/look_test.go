@@ -12,6 +12,7 @@ import (
 	"github.com/heddlewf/heddle/sdk/activity"
 	"github.com/heddlewf/heddle/sdk/client"
 	"github.com/heddlewf/heddle/sdk/workflow"
+	"github.com/heddlewf/heddle/storage"
 )
 
 // TestLookJudgesOneStateOfTheEngine is the regression test of a flake of
@@ -105,5 +106,58 @@ func TestClockStopsAtAnAnswerTimeout(t *testing.T) {
 	}
 	if waited != "1h0m0s" {
 		t.Fatalf("the step failed after %s of workflow time, want the answer timeout's 1h0m0s", waited)
+	}
+}
+
+// TestSchedulerWaitsForTheCallbacksOfAnInstant is the regression test of a
+// flake of TestCallbackBeforeTimerOfTheSameInstant: the engine's scheduler,
+// woken by the commit before the driver moved the clock, read the moved
+// clock and fired the run's timer before the delayed callback of the same
+// instant had signalled, and the run saw its timer first. Here the
+// scheduler is woken after the clock moved (advanceBetweenSteps) and given
+// time to look; the timer must still be pending, and the signal must win.
+func TestSchedulerWaitsForTheCallbacksOfAnInstant(t *testing.T) {
+	var ts WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	fired := false
+	advanceBetweenSteps = func() {
+		advanceBetweenSteps = nil             // the first move only
+		env.run.eng.NotifyCommitted(nil, nil) // wakes the scheduler
+		// The scheduler firing the timer here is what must not happen, so
+		// the wait is bounded; a slow machine can only hide the bug.
+		for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			var ev engineView
+			if err := env.run.eng.View(context.Background(), func(r *storage.Reader) (err error) {
+				ev, err = readEngine(r, env.run.root, env.tl.Now())
+				return err
+			}); err != nil {
+				t.Errorf("reading the engine: %v", err)
+				return
+			}
+			if ev.deadlines[0] == 0 {
+				fired = true
+				return
+			}
+		}
+	}
+	defer func() { advanceBetweenSteps = nil }()
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow("go", "signal") }, time.Hour)
+	env.ExecuteWorkflow(func(ctx workflow.Context) (string, error) {
+		out := ""
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(workflow.GetSignalChannel(ctx, "go"), func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &out) })
+		sel.AddFuture(workflow.NewTimer(ctx, time.Hour), func(workflow.Future) { out = "timer" })
+		sel.Select(ctx)
+		return out, nil
+	})
+	if fired {
+		t.Fatal("the scheduler fired the timer after the clock moved and before the callback of its instant ran")
+	}
+	var got string
+	if err := env.GetWorkflowResult(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "signal" {
+		t.Fatalf("the run took %q first, want the signal of the callback due with its timer", got)
 	}
 }

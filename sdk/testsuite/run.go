@@ -92,7 +92,7 @@ func (env *TestWorkflowEnvironment) ExecuteWorkflow(workflowFn any, args ...any)
 
 // open opens the in-memory engine on the environment's timeline.
 func (env *TestWorkflowEnvironment) open(queue string) (*liveRun, error) {
-	e, err := embedded.Open(embedded.Config{InMemory: true, Clock: env.tl, Logger: env.logger,
+	e, err := embedded.Open(embedded.Config{InMemory: true, Clock: env.tl, SchedulerClock: env.tl.firedView(), Logger: env.logger,
 		Limits: engine.Limits{MaxLeaseMS: leaseTTL.Milliseconds()}})
 	if err != nil {
 		return nil, err

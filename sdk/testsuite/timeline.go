@@ -16,17 +16,21 @@ import (
 // registered before the workflow started comes first, as in Temporal).
 //
 // The engine gets the timeline itself: its log stamps commands with the
-// timeline's time, so workflow time follows it, and its scheduler sleeps
-// on the timeline's timers.
+// timeline's time, so workflow time follows it. Its scheduler gets the
+// timeline's firing (firedView): the time of the last fire, on whose
+// timers it sleeps. Were the scheduler to read the moved time, one that
+// looked between the two steps (woken by the commit before, say) would
+// sweep the timers of the new instant before the callbacks ran.
 type timeline struct {
 	mu     sync.Mutex
 	now    time.Time
+	fired  time.Time // the time of the last fire; never after now
 	timers []*manualTimer
 }
 
 var _ clock.Clock = (*timeline)(nil)
 
-func newTimeline(start time.Time) *timeline { return &timeline{now: start} }
+func newTimeline(start time.Time) *timeline { return &timeline{now: start, fired: start} }
 
 // Now returns the timeline's time.
 func (tl *timeline) Now() time.Time {
@@ -39,13 +43,52 @@ func (tl *timeline) Now() time.Time {
 func (tl *timeline) NewTimer(d time.Duration) clock.Timer {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	t := &manualTimer{tl: tl, at: tl.now.Add(d), c: make(chan time.Time, 1)}
-	if d <= 0 {
-		t.c <- tl.now
+	return tl.newTimerLocked(tl.now, d)
+}
+
+// newTimerLocked returns a timer due d after from. It fires at once when
+// it is due by the last fire (from may be earlier than that). tl.mu is
+// held.
+func (tl *timeline) newTimerLocked(from time.Time, d time.Duration) clock.Timer {
+	t := &manualTimer{tl: tl, at: from.Add(d), c: make(chan time.Time, 1)}
+	if d <= 0 || !t.at.After(tl.fired) {
+		t.c <- from
 		return t
 	}
 	tl.timers = append(tl.timers, t)
 	return t
+}
+
+// firedView is the timeline as its last fire left it: the engine's
+// scheduler's clock (see timeline). It is the scheduler's alone.
+//
+// Its timers count from the time it last told, not from the time it reads
+// when the timer is made: the scheduler reads the time, looks at its
+// deadlines and sleeps until the next one, and a fire between the read and
+// the timer would otherwise set the timer past the deadline by as much as
+// the fire moved the time (and the test would stall at a deadline due).
+func (tl *timeline) firedView() clock.Clock {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return &firedView{tl: tl, told: tl.fired}
+}
+
+type firedView struct {
+	tl   *timeline
+	told time.Time // the time Now last returned; guarded by tl.mu
+}
+
+func (v *firedView) Now() time.Time {
+	v.tl.mu.Lock()
+	defer v.tl.mu.Unlock()
+	v.told = v.tl.fired
+	return v.told
+}
+
+func (v *firedView) NewTimer(d time.Duration) clock.Timer {
+	v.tl.mu.Lock()
+	defer v.tl.mu.Unlock()
+	return v.tl.newTimerLocked(v.told, d)
 }
 
 // set moves the time forward to t (never back) without firing anything.
@@ -57,10 +100,12 @@ func (tl *timeline) set(t time.Time) {
 	}
 }
 
-// fire fires every timer due by now, in the order of their deadlines.
+// fire fires every timer due by now, in the order of their deadlines, and
+// shows now to the scheduler's view.
 func (tl *timeline) fire() {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
+	tl.fired = tl.now
 	sort.SliceStable(tl.timers, func(i, j int) bool { return tl.timers[i].at.Before(tl.timers[j].at) })
 	keep := tl.timers[:0]
 	for _, t := range tl.timers {
