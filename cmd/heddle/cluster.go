@@ -79,6 +79,9 @@ func (f *clusterFlags) client() (*httpapi.Client, error) {
 // clusterView is one member's answer to "cluster status", as JSON.
 type clusterView struct {
 	Addr string `json:"addr"`
+	// Discovered: --addr did not name the member; another member's list
+	// of members did.
+	Discovered bool `json:"discovered,omitempty"`
 	// Ready is what the member's /readyz answered; NotReady says why not.
 	Ready    bool              `json:"ready"`
 	NotReady string            `json:"not_ready,omitempty"`
@@ -131,11 +134,14 @@ func newClusterStatusCommand() *cobra.Command {
 		Short: "each member, its role, its applied index and whether it is ready",
 		Long: "Asks every member named by --addr whether it is alive (/healthz) and ready\n" +
 			"(/readyz: a known leader, its state caught up) and for its view of the cluster, so\n" +
-			"that a lagging applied index or a node that thinks it leads shows. Exits 1 when\n" +
-			"one does not answer.",
+			"that a lagging applied index or a node that thinks it leads shows. The members the\n" +
+			"answers list and --addr does not name are asked too (unless --named-only), so that\n" +
+			"one address shows the whole cluster: every member and, sharded, every shard. Exits 1\n" +
+			"when one does not answer.",
 		Args: noArgs,
 	}
 	f := addClusterFlags(cmd)
+	namedOnly := cmd.Flags().Bool("named-only", false, "ask only the members --addr names, not the others they list")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		addrs, err := f.addrs()
 		if err != nil {
@@ -146,9 +152,7 @@ func newClusterStatusCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		views := []clusterView{}
-		unreachable := 0
-		for _, a := range addrs {
+		ask := func(a string) clusterView {
 			v := clusterView{Addr: a}
 			one, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: []string{a}, Token: token, TLS: tlsConfig, RetryTimeout: 2 * time.Second})
 			if err == nil {
@@ -162,9 +166,25 @@ func newClusterStatusCommand() *cobra.Command {
 			}
 			if err != nil {
 				v.Error = err.Error()
+			}
+			return v
+		}
+		views := []clusterView{}
+		for _, a := range addrs {
+			views = append(views, ask(a))
+		}
+		if !*namedOnly {
+			for _, a := range unnamedMembers(views) {
+				v := ask(a)
+				v.Discovered = true
+				views = append(views, v)
+			}
+		}
+		unreachable := 0
+		for _, v := range views {
+			if v.Status == nil {
 				unreachable++
 			}
-			views = append(views, v)
 		}
 		if err := printClusterStatus(cmd.OutOrStdout(), *f.format, views); err != nil {
 			return err
@@ -177,6 +197,34 @@ func newClusterStatusCommand() *cobra.Command {
 		return nil
 	}
 	return cmd
+}
+
+// unnamedMembers returns the HTTP addresses of the members that views
+// list and that none of them is: neither asked at that address nor
+// answering with that member's id. A member listed without an address (a
+// node that has not announced one yet) cannot be asked.
+func unnamedMembers(views []clusterView) []string {
+	asked, seen := map[string]bool{}, map[string]bool{}
+	for _, v := range views {
+		asked[v.Addr] = true
+		if v.Status != nil {
+			seen[v.Status.ID] = true
+		}
+	}
+	var out []string
+	for _, v := range views {
+		if v.Status == nil {
+			continue
+		}
+		for _, m := range v.Status.Members {
+			if m.HTTPAddr == "" || seen[m.ID] || asked[m.HTTPAddr] {
+				continue
+			}
+			asked[m.HTTPAddr], seen[m.ID] = true, true
+			out = append(out, m.HTTPAddr)
+		}
+	}
+	return out
 }
 
 func printClusterStatus(w io.Writer, format outputFormat, views []clusterView) error {

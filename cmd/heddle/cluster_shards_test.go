@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -208,6 +209,39 @@ func TestShardedClusterCommands(t *testing.T) {
 		}
 	}
 
+	// One address shows the whole cluster: the members it lists are asked
+	// too, and together they show every shard; --named-only asks it alone.
+	first := strings.Split(addrs, ",")[0]
+	out, errOut, code = runCmd(t, "cluster", "status", "--addr", first, "-o", "json")
+	if code != 0 {
+		t.Fatalf("cluster status --addr %s: exit %d: %s", first, code, errOut)
+	}
+	views = nil
+	if err := json.Unmarshal([]byte(out), &views); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for i, v := range views {
+		if v.Status == nil || v.Discovered != (i > 0) {
+			t.Fatalf("cluster status --addr %s: view %d is %+v; want the named member first, then the discovered ones", first, i, v)
+		}
+		ids[v.Status.ID] = true
+	}
+	if len(views) != len(nodes) || len(ids) != len(nodes) {
+		t.Fatalf("cluster status --addr %s showed members %v; want all %d", first, ids, len(nodes))
+	}
+	out, _, _ = runCmd(t, "cluster", "status", "--addr", first)
+	for k := range shards {
+		if !regexp.MustCompile(`(?m)^` + fmt.Sprint(k) + `\s+n\d`).MatchString(out) {
+			t.Fatalf("cluster status --addr %s does not show shard %d:\n%s", first, k, out)
+		}
+	}
+	out, errOut, code = runCmd(t, "cluster", "status", "--addr", first, "--named-only", "-o", "json")
+	views = nil
+	if err := json.Unmarshal([]byte(out), &views); code != 0 || err != nil || len(views) != 1 {
+		t.Fatalf("cluster status --named-only: exit %d (%s), %d views (%v); want the named member alone", code, errOut, len(views), err)
+	}
+
 	svc, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: strings.Split(addrs, ",")})
 	if err != nil {
 		t.Fatal(err)
@@ -389,11 +423,13 @@ func TestShardedClusterShardLeaderKilled(t *testing.T) {
 		t.Fatalf("the run whose shard leader died: %q, %v", got, err)
 	}
 
-	// The status of the two that live: shard 1 led by the new leader, n2
-	// desired but not answering.
+	// The status asked of the two that live: shard 1 led by the new
+	// leader, n2 desired but not answering. n2, which their answers list,
+	// is asked too, shows as unreachable, and makes the command fail.
 	out, errOut, code := runCmd(t, "cluster", "status", "--addr", c.addrs())
-	if code != 0 {
-		t.Fatalf("cluster status: exit %d: %s", code, errOut)
+	if code != 1 || !strings.Contains(errOut, "1 of 3 members did not answer") ||
+		!regexp.MustCompile(`(?m)^\S+\s+-\s+unreachable`).MatchString(out) {
+		t.Fatalf("cluster status with n2 dead: exit %d, want 1 with n2 unreachable:\n%s%s", code, out, errOut)
 	}
 	var row []string
 	for _, line := range strings.Split(out, "\n") {
