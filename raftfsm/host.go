@@ -16,6 +16,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/embedded"
+	"github.com/heddlewf/heddle/storage"
 )
 
 // HostConfig configures OpenHost, one node of a sharded cluster
@@ -84,9 +85,9 @@ type Host struct {
 	// log holds the Raft logs of every group of the node (nodelog.go).
 	log *nodeLog
 	// store is the state store of every shard replica the node holds,
-	// and collectTicker ticks its value-log collection.
-	store         *nodeStore
-	collectTicker *time.Ticker
+	// and stopTicks stops the ticks of its value-log collection.
+	store     *nodeStore
+	stopTicks func()
 	// shards holds this node's replica of each shard, nil where it has
 	// none. Only OpenHost and reconcile store into it (a replica arrives
 	// or leaves with a move); everything else loads.
@@ -194,8 +195,9 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 		return nil, err
 	}
 	storeLog := hclogger(cfg.Config, "state")
-	h.collectTicker = time.NewTicker(valueLogInterval)
-	h.store.collect(h.collectTicker.C, func(_ int, err error) {
+	var ticks <-chan time.Time
+	ticks, h.stopTicks = valueLogTicks(storage.DefaultValueLogInterval)
+	h.store.collect(ticks, func(_ int, err error) {
 		if err != nil {
 			storeLog.Warn("collecting the state store's value log failed", "error", err)
 		}
@@ -530,7 +532,7 @@ func (h *Host) Close() error {
 		// Last: every group that appends to the node log, and every
 		// replica whose state is in the node's store, is closed.
 		if h.store != nil {
-			h.collectTicker.Stop()
+			h.stopTicks()
 			errs = append(errs, h.store.close())
 		}
 		if h.log != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/heddlewf/heddle/engine/embedded"
 	"github.com/heddlewf/heddle/engine/machine"
+	"github.com/heddlewf/heddle/storage"
 )
 
 // Node is one member of a heddle cluster. Its Engine is an engine.Service
@@ -23,16 +24,19 @@ import (
 // engine.ErrNotLeader on a follower), reads are linearizable unless the
 // context asks for a stale read (engine.WithStaleRead).
 type Node struct {
-	cfg       Config
-	raft      *raft.Raft
-	logGuard  *spaceGuard // refuses a follower's appends under the disk reserve
-	fsm       *FSM
-	prop      *proposer
-	eng       *embedded.Engine
-	store     raftStore
-	ownLog    *nodeLog // the node log of a node of one group; nil in a sharded node
-	snaps     *raft.FileSnapshotStore
-	transport *raft.NetworkTransport
+	cfg      Config
+	raft     *raft.Raft
+	logGuard *spaceGuard // refuses a follower's appends under the disk reserve
+	fsm      *FSM
+	prop     *proposer
+	eng      *embedded.Engine
+	store    raftStore
+	ownLog   *nodeLog // the node log of a node of one group; nil in a sharded node
+	// stopCollect ends the collection of the state's value log, which a
+	// node of one group runs (nil in a sharded node's replicas).
+	stopCollect func()
+	snaps       *raft.FileSnapshotStore
+	transport   *raft.NetworkTransport
 	// unobserve stops what observe started (metrics).
 	unobserve func()
 
@@ -237,6 +241,17 @@ func Open(cfg Config) (_ *Node, err error) {
 	n.watchLeader()
 	n.wg.Add(1)
 	go n.watchLeadership()
+	if cfg.group.store == nil {
+		// A node of one group owns its state's database; a sharded node's
+		// Host collects the store its replicas share.
+		ticks, stopTicks := valueLogTicks(storage.DefaultValueLogInterval)
+		stop := storage.CollectOnTicks(ticks, n.fsm.collectValueLog, func(_ int, err error) {
+			if err != nil {
+				hclogger(cfg, "state").Warn("collecting the state's value log failed", "error", err)
+			}
+		})
+		n.stopCollect = func() { stopTicks(); stop() }
+	}
 	return n, nil
 }
 
@@ -341,6 +356,9 @@ func (n *Node) Close() error {
 		// The transport's Close leaves the connections it dialed open in
 		// its pool; closing them ends the peers' goroutines serving them.
 		n.transport.CloseStreams()
+		if n.stopCollect != nil {
+			n.stopCollect()
+		}
 		errs = append(errs, n.transport.Close(), n.store.Close(), n.fsm.close())
 		if n.ownLog != nil {
 			errs = append(errs, n.ownLog.Close())

@@ -77,9 +77,9 @@ type nodeStore struct {
 
 	mu   sync.Mutex        // guards gens and the writes of GENERATIONS
 	gens map[uint32]uint32 // GENERATIONS: the live generation of shards (absent: 0)
-	// stopCollect ends the collection of the value log (collect), and
-	// collected is closed once it has.
-	stopCollect, collected chan struct{}
+	// stopCollect ends the collection of the value log (collect) and
+	// waits for it; nil when none was started.
+	stopCollect func()
 	// limits are the storage options the node was configured with, whose
 	// batch limits every replica's keyspace keeps (see WithBatchLimits):
 	// the store's own follow its memtables, sized for its replicas.
@@ -138,42 +138,32 @@ func openNodeStore(dir string, opts storage.Options, replicas int) (*nodeStore, 
 // close closes the store; every replica's FSM must be closed first.
 func (s *nodeStore) close() error {
 	if s.stopCollect != nil {
-		close(s.stopCollect)
-		<-s.collected
+		s.stopCollect()
 		s.stopCollect = nil
 	}
 	return s.dir.closeDB(s.db)
 }
 
-// valueLogInterval is how often a node store collects its value log.
-const valueLogInterval = 10 * time.Minute
-
-// collect collects the store's value log at every tick until close, and
-// calls after with what each collection rewrote or failed at. A
-// replica's values past Badger's value threshold stay in the value log
-// after its keyspace is cleared (a snapshot replaced it, or it moved
-// away), where a directory of its own was removed whole; compactions
-// count them dropped, and a collection gives their space back
-// (storage.DB.CollectValueLog). The Host ticks every valueLogInterval.
-//
-// Badger's collection reads the newest memtable's highest version
-// without the lock its writers hold, which the race detector reports when
-// a write runs meanwhile. The read is of one aligned word, and a stale
-// value only makes the collection keep more deletion markers; the tests
-// collect between writes.
+// collect collects the store's value log at every tick until close
+// (storage.CollectOnTicks), and calls after with what each collection
+// rewrote or failed at. A replica's values past Badger's value threshold
+// stay in the value log after its keyspace is cleared (a snapshot
+// replaced it, or it moved away), where a directory of its own was
+// removed whole; compactions count them dropped, and a collection gives
+// their space back (storage.DB.CollectValueLog). The Host ticks every
+// storage.DefaultValueLogInterval.
 func (s *nodeStore) collect(ticks <-chan time.Time, after func(rewritten int, err error)) {
-	s.stopCollect, s.collected = make(chan struct{}), make(chan struct{})
-	go func(stop <-chan struct{}) {
-		defer close(s.collected)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-ticks:
-				after(s.db.CollectValueLog())
-			}
-		}
-	}(s.stopCollect)
+	s.stopCollect = storage.CollectOnTicks(ticks, s.db.CollectValueLog, after)
+}
+
+// valueLogTicks returns the ticks of a value log's collection every
+// interval and a function that stops them; tests replace it to tick the
+// collection themselves.
+var valueLogTicks = defaultValueLogTicks
+
+func defaultValueLogTicks(interval time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(interval)
+	return t.C, t.Stop
 }
 
 // keyspace returns generation gen of shard's state.

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -461,4 +463,46 @@ func FuzzDecodeGenerations(f *testing.F) {
 			t.Fatalf("decodeGenerations(%q) encodes back as %q", b, got)
 		}
 	})
+}
+
+// A node of one group owns its state's database and collects its value
+// log on its ticks (every storage.DefaultValueLogInterval) until it
+// closes; the collection itself is storage's (TestCollectValueLog*).
+func TestNodeOfOneGroupCollectsItsValueLog(t *testing.T) {
+	type asked struct {
+		interval time.Duration
+		ticks    chan time.Time
+		stopped  *atomic.Bool
+	}
+	var mu sync.Mutex
+	var calls []asked
+	valueLogTicks = func(d time.Duration) (<-chan time.Time, func()) {
+		a := asked{interval: d, ticks: make(chan time.Time), stopped: new(atomic.Bool)}
+		mu.Lock()
+		calls = append(calls, a)
+		mu.Unlock()
+		return a.ticks, func() { a.stopped.Store(true) }
+	}
+	defer func() { valueLogTicks = defaultValueLogTicks }()
+	c := newTestCluster(t, 1, nil)
+	mu.Lock()
+	got := slices.Clone(calls)
+	mu.Unlock()
+	if len(got) != 1 || got[0].interval != storage.DefaultValueLogInterval {
+		t.Fatalf("the node asked for the ticks of %d collections (%+v); want one every storage.DefaultValueLogInterval", len(got), got)
+	}
+	for range 2 {
+		got[0].ticks <- time.Time{} // taken: the collection runs on it
+	}
+	if err := c.nodes["n1"].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !got[0].stopped.Load() {
+		t.Fatal("Close did not stop the collection's ticks")
+	}
+	select {
+	case got[0].ticks <- time.Time{}:
+		t.Fatal("a tick was taken after Close")
+	default:
+	}
 }

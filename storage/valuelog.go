@@ -3,6 +3,8 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -33,5 +35,45 @@ func (db *DB) CollectValueLog() (int, error) {
 		case err != nil:
 			return n, fmt.Errorf("storage: collecting the value log: %w", err)
 		}
+	}
+}
+
+// DefaultValueLogInterval is how often the owners of a database on disk
+// (the embedded engine, a cluster node's state) collect its value log.
+// Collecting finds nothing to rewrite until a value-log file is half
+// garbage, so running it often costs little; running it seldom lets the
+// garbage of a busy database grow by as much as it writes meanwhile.
+const DefaultValueLogInterval = 10 * time.Minute
+
+// CollectOnTicks runs collect (a database's CollectValueLog, or one that
+// finds the database it collects) at every tick of ticks, one at a time,
+// and hands after what each returned. It returns stop, which ends the
+// collecting and waits for a collection under way to end: call it before
+// closing the database. Ticks that come during a collection are dropped,
+// as a time.Ticker drops them.
+//
+// Badger's collection reads the newest memtable's highest version without
+// the lock its writers hold, which the race detector reports when a write
+// runs meanwhile. The read is of one aligned word, and a stale value only
+// makes the collection keep more deletion markers; tests that collect
+// beside writes give ticks between their writes.
+func CollectOnTicks(ticks <-chan time.Time, collect func() (int, error), after func(rewritten int, err error)) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ticks:
+				n, err := collect()
+				after(n, err)
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(quit) })
+		<-done
 	}
 }

@@ -1,11 +1,14 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // valueLogBytes returns the bytes of dir's value-log files.
@@ -71,4 +74,44 @@ func TestCollectValueLogGivesBackAClearedKeyspace(t *testing.T) {
 		}
 	}
 	t.Fatalf("the value log still holds %d bytes of %d after the keyspace was cleared", valueLogBytes(t, dir), full)
+}
+
+// CollectOnTicks collects once a tick, hands after each outcome, and its
+// stop waits for a collection under way and may be called twice.
+func TestCollectOnTicks(t *testing.T) {
+	ticks := make(chan time.Time)
+	inside, release := make(chan struct{}), make(chan struct{})
+	calls := 0
+	collect := func() (int, error) {
+		calls++
+		if calls == 2 {
+			inside <- struct{}{}
+			<-release
+			return 0, errors.New("disk on fire")
+		}
+		return calls, nil
+	}
+	var got []string
+	stop := CollectOnTicks(ticks, collect, func(n int, err error) { got = append(got, fmt.Sprint(n, err)) })
+	ticks <- time.Time{}
+	ticks <- time.Time{}
+	<-inside // the second collection is under way
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	select {
+	case <-stopped:
+		t.Fatal("stop returned while a collection was under way")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(release)
+	<-stopped
+	stop()
+	if want := []string{"1 <nil>", "0 disk on fire"}; !slices.Equal(got, want) {
+		t.Fatalf("after got %q, want %q", got, want)
+	}
+	select {
+	case ticks <- time.Time{}:
+		t.Fatal("a tick was taken after stop")
+	default:
+	}
 }

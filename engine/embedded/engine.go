@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/heddlewf/heddle/engine"
 	"github.com/heddlewf/heddle/engine/clock"
@@ -67,6 +68,13 @@ type Config struct {
 	// DefaultBatchRunsPerSecond. The runner works unless DisableScheduler
 	// is set.
 	BatchRunsPerSecond int
+	// ValueLogInterval is how often the engine gives back the disk space of
+	// deleted and overwritten values past Badger's value threshold
+	// (storage.DB.CollectValueLog): without it, a database whose runs
+	// carry large payloads and are deleted after their retention grows
+	// for as long as it runs. 0 means storage.DefaultValueLogInterval; a
+	// negative interval turns the collection off. Ignored when InMemory.
+	ValueLogInterval time.Duration
 	// Logger, if set, receives Badger's logs through log/slog (unless
 	// Storage.Logger is set; Badger's informational lines at Debug) and the
 	// scheduler's errors at Warn (unless OnSchedulerError is set).
@@ -121,8 +129,10 @@ type Engine struct {
 	sched   *Scheduler
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	limits  engine.Limits
-	onClose func() error
+	// stopCollect ends the value log's collection (nil: none runs).
+	stopCollect func()
+	limits      engine.Limits
+	onClose     func() error
 	// clock is what a list's relative times ("-24h") count back from when
 	// the query names no time, and what the task queue view's ages and
 	// rates are read with.
@@ -300,7 +310,30 @@ func Open(cfg Config) (*Engine, error) {
 			_ = br.Run(ctx) // returns ctx's error alone, once Close cancels it
 		}()
 	}
+	if !cfg.InMemory && cfg.ValueLogInterval >= 0 {
+		interval := cfg.ValueLogInterval
+		if interval == 0 {
+			interval = storage.DefaultValueLogInterval
+		}
+		ticks, stopTicks := valueLogTicks(interval)
+		stop := storage.CollectOnTicks(ticks, db.CollectValueLog, func(_ int, err error) {
+			if err != nil && cfg.Logger != nil {
+				cfg.Logger.Warn("collecting the value log", "error", err)
+			}
+		})
+		e.stopCollect = func() { stopTicks(); stop() }
+	}
 	return e, nil
+}
+
+// valueLogTicks returns the ticks of the value log's collection every
+// interval and a function that stops them; tests replace it to collect
+// between their writes (see storage.CollectOnTicks on Badger's race).
+var valueLogTicks = defaultValueLogTicks
+
+func defaultValueLogTicks(interval time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(interval)
+	return t.C, t.Stop
 }
 
 // Close stops the scheduler and the log and closes the database. Proposals
@@ -311,6 +344,9 @@ func (e *Engine) Close() error {
 	}
 	e.StopWaiting()
 	e.wg.Wait()
+	if e.stopCollect != nil {
+		e.stopCollect()
+	}
 	var errs []error
 	if e.local != nil {
 		errs = append(errs, e.local.Close())
