@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -182,11 +183,18 @@ func keyspacePrefix(shard, gen uint32) []byte {
 // own.
 func readGenerations(dir string) (map[uint32]uint32, error) {
 	path := filepath.Join(dir, generationsFile)
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return map[uint32]uint32{}, nil
 	case err != nil:
+		return nil, fmt.Errorf("raftfsm: %w", err)
+	}
+	defer func() { _ = f.Close() }() // read only: closing cannot lose anything
+	// A damaged file may be of any size: read no more than one byte past
+	// the largest a node writes, which decodeGenerations refuses.
+	b, err := io.ReadAll(io.LimitReader(f, int64(maxGenerationsBytes)+1))
+	if err != nil {
 		return nil, fmt.Errorf("raftfsm: %w", err)
 	}
 	gens, err := decodeGenerations(b)
@@ -196,6 +204,10 @@ func readGenerations(dir string) (map[uint32]uint32, error) {
 	return gens, nil
 }
 
+// maxGenerationsBytes bounds the size of GENERATIONS: a line of the
+// longest shard and generation for each of engine.MaxShards shards.
+var maxGenerationsBytes = engine.MaxShards * len(fmt.Sprintf("%d %d\n", engine.MaxShards-1, uint32(math.MaxUint32)))
+
 // decodeGenerations reads GENERATIONS' bytes: a line "shard generation"
 // (decimal, one space, ending in a newline) for at most engine.MaxShards
 // shards, in shard order, each once: the form encodeGenerations writes and
@@ -204,6 +216,9 @@ func decodeGenerations(b []byte) (map[uint32]uint32, error) {
 	gens := map[uint32]uint32{}
 	if len(b) == 0 {
 		return gens, nil
+	}
+	if len(b) > maxGenerationsBytes {
+		return nil, fmt.Errorf("%w: GENERATIONS holds more than the %d bytes of %d shards' lines", storage.ErrCorrupt, maxGenerationsBytes, engine.MaxShards)
 	}
 	if b[len(b)-1] != '\n' {
 		return nil, fmt.Errorf("%w: GENERATIONS does not end in a newline (a write cut short?)", storage.ErrCorrupt)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -504,5 +505,32 @@ func TestNodeOfOneGroupCollectsItsValueLog(t *testing.T) {
 	case got[0].ticks <- time.Time{}:
 		t.Fatal("a tick was taken after Close")
 	default:
+	}
+}
+
+// A GENERATIONS of any size is read only up to the largest a node writes,
+// and past it refused as damaged.
+func TestReadGenerationsBoundsTheFile(t *testing.T) {
+	dir := t.TempDir()
+	largest := map[uint32]uint32{}
+	for k := range uint32(engine.MaxShards) {
+		largest[k] = math.MaxUint32
+	}
+	b := encodeGenerations(largest)
+	if len(b) > maxGenerationsBytes {
+		t.Fatalf("the largest GENERATIONS is %d bytes, past maxGenerationsBytes %d", len(b), maxGenerationsBytes)
+	}
+	path := filepath.Join(dir, generationsFile)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if gens, err := readGenerations(dir); err != nil || len(gens) != engine.MaxShards {
+		t.Fatalf("the largest GENERATIONS read as %d shards, %v", len(gens), err)
+	}
+	if err := os.WriteFile(path, bytes.Repeat([]byte("0 1\n"), 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readGenerations(dir); !errors.Is(err, storage.ErrCorrupt) {
+		t.Fatalf("a 4 MiB GENERATIONS read with %v, want ErrCorrupt", err)
 	}
 }
