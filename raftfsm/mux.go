@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -252,11 +253,26 @@ type groupLayer struct {
 // layerConn is a connection the layer accepted; closing it forgets it.
 type layerConn struct {
 	net.Conn
-	l    *groupLayer
-	once sync.Once
+	l      *groupLayer
+	once   sync.Once
+	closed atomic.Bool
+}
+
+// Read reads the connection. Once this side closed it, a read fails with
+// io.EOF, an ended stream, instead of the closed socket's error:
+// hashicorp/raft's transport logs every error of a read but io.EOF, and a
+// node that stops closes every connection its groups accepted, which
+// logged one error a connection at each clean stop.
+func (c *layerConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && c.closed.Load() {
+		err = io.EOF
+	}
+	return n, err
 }
 
 func (c *layerConn) Close() error {
+	c.closed.Store(true)
 	c.once.Do(func() {
 		c.l.acceptedMu.Lock()
 		delete(c.l.accepted, c)

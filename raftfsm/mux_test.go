@@ -186,3 +186,41 @@ func TestClosedHostsLeaveNoRaftConnections(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A connection a group accepted and this node then closed (a node stops)
+// reads as an ended stream, io.EOF, which hashicorp/raft's transport
+// takes quietly: the closed socket's own error was logged as an error,
+// one for every connection, at each clean stop.
+func TestAcceptedConnClosedHereReadsEOF(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = peer.Close() }()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &groupLayer{accepted: map[*layerConn]struct{}{}}
+	lc := &layerConn{Conn: c, l: l}
+	l.accepted[lc] = struct{}{}
+	read := make(chan error, 1)
+	go func() {
+		_, err := lc.Read(make([]byte, 1))
+		read <- err
+	}()
+	if err := lc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-read; err != io.EOF {
+		t.Fatalf("a read of a connection closed here failed with %v, want io.EOF", err)
+	}
+	if len(l.accepted) != 0 {
+		t.Fatal("the closed connection is still counted as accepted")
+	}
+}
