@@ -10,9 +10,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -69,7 +72,8 @@ func (f *clusterFlags) client() (*httpapi.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs, Token: envDefault(f.token, "HEDDLE_TOKEN", ""), TLS: tlsConfig, RetryTimeout: 10 * time.Second})
+	c, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs, Token: envDefault(f.token, "HEDDLE_TOKEN", ""), TLS: tlsConfig,
+		RetryTimeout: 10 * time.Second, OnRetry: stopWhenAllRefuse(addrs)})
 	if err != nil {
 		return nil, usagef("--addr %q: %v", f.addr, err)
 	}
@@ -197,6 +201,31 @@ func newClusterStatusCommand() *cobra.Command {
 		return nil
 	}
 	return cmd
+}
+
+// stopWhenAllRefuse is an API client's OnRetry that ends the call at once,
+// with the addresses tried, when every one of addrs refused the connection
+// (no node runs there: nothing was sent) or names a host that does not
+// exist; other failures are retried until the client's RetryTimeout (a
+// leader being elected).
+func stopWhenAllRefuse(addrs []string) func(addr string, err error) error {
+	var mu sync.Mutex
+	refused := map[string]bool{}
+	return func(addr string, err error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		var dns *net.DNSError
+		if errors.As(err, &dns) && dns.IsNotFound {
+			return &wfNoNodeError{addrs: addrs, err: err, unknownHost: true, noRetryFlag: true}
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			refused[addr] = true
+			if len(refused) >= len(addrs) {
+				return &wfNoNodeError{addrs: addrs, refused: true, err: err, noRetryFlag: true}
+			}
+		}
+		return nil
+	}
 }
 
 // unnamedMembers returns the HTTP addresses of the members that views

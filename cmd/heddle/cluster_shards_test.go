@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/heddlewf/heddle/internal/metricstest"
 	"github.com/heddlewf/heddle/metrics"
+	"net"
 	"net/http"
 	"path/filepath"
 	"reflect"
@@ -564,5 +565,33 @@ func TestPrintShardsShowsACancel(t *testing.T) {
 	}
 	if want := "(cancelling the move of n1 to n4)\n"; !strings.Contains(buf.String(), want) || strings.Contains(buf.String(), "(moving") {
 		t.Fatalf("printShards wrote\n%q\nwant a line ending %q", buf.String(), want)
+	}
+}
+
+// The cluster's admin commands at addresses where nothing listens fail at
+// once, naming the addresses, and do not claim that the command may have
+// been applied: a refused connection sent nothing.
+func TestClusterCommandsNoNodeFailAtOnce(t *testing.T) {
+	t.Setenv("HEDDLE_ADDR", "")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	_ = ln.Close()
+	for _, args := range [][]string{
+		{"cluster", "rebalance"},
+		{"cluster", "move-shard", "1", "n1", "n2"},
+		{"cluster", "remove", "n3"},
+	} {
+		start := time.Now()
+		out, errs, code := runCmd(t, append(args, "--addr", dead)...)
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%v took %v to fail", args, took)
+		}
+		if code != 1 || out != "" || !strings.Contains(errs, "no heddle node listens at "+dead+" (connection refused)") ||
+			strings.Contains(errs, "outcome unknown") || strings.Contains(errs, "--retry-timeout") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 naming %s, refused, no outcome unknown", args, code, out, errs, dead)
+		}
 	}
 }

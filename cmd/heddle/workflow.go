@@ -161,6 +161,8 @@ type wfNoNodeError struct {
 	unknownHost bool
 	retry       time.Duration
 	err         error
+	// noRetryFlag: the command has no --retry-timeout to suggest.
+	noRetryFlag bool
 }
 
 func (e *wfNoNodeError) Error() string {
@@ -177,8 +179,11 @@ func (e *wfNoNodeError) Error() string {
 	if errors.Is(e.err, engine.ErrUnknownOutcome) {
 		what += ".\nThe command may or may not have been applied: look (describe, history) before sending it again"
 	}
-	return what + ".\nStart one with \"heddle dev\" (or \"heddle server\"), or name the nodes with --addr host:port\n" +
-		"(or $HEDDLE_ADDR); --retry-timeout waits longer for nodes that are starting."
+	what += ".\nStart one with \"heddle dev\" (or \"heddle server\"), or name the nodes with --addr host:port\n(or $HEDDLE_ADDR)"
+	if e.noRetryFlag {
+		return what + "."
+	}
+	return what + "; --retry-timeout waits longer for nodes that are starting."
 }
 
 func (e *wfNoNodeError) Unwrap() error { return e.err }

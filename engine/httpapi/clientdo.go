@@ -76,6 +76,10 @@ func (c *Client) do(ctx context.Context, rq request) error {
 	}
 	var giveUpAt time.Time
 	bo := newBackoff()
+	// mayHaveLanded: some try failed after its request may have left (a
+	// broken or timed-out exchange, an answer that the outcome is
+	// unknown), not before it (a connection refused).
+	mayHaveLanded := false
 	for {
 		hint, err := c.try(ctx, base, rq, payload)
 		if err == nil || !retryable(err) {
@@ -90,6 +94,9 @@ func (c *Client) do(ctx context.Context, rq request) error {
 				c.setPreferred(base) // it answered: ask it first next time
 			}
 			return err
+		}
+		if !notSent(err) {
+			mayHaveLanded = true
 		}
 		if rq.routed {
 			c.shards.markStale() // the map led to a node that did not answer
@@ -108,7 +115,7 @@ func (c *Client) do(ctx context.Context, rq request) error {
 			giveUpAt = now.Add(c.cfg.RetryTimeout)
 		}
 		if !now.Before(giveUpAt) {
-			return giveUp(rq, err)
+			return giveUp(rq, err, mayHaveLanded)
 		}
 		if hint != "" {
 			base = hint
@@ -134,14 +141,31 @@ func encodeRequestBody(body any) ([]byte, error) {
 }
 
 // giveUp is the error of a call whose every try failed: the last answer,
-// or, when the last try got none, ErrUnknownOutcome for a command (it may
-// have been applied) and the transport error for a read.
-func giveUp(rq request, err error) error {
+// or, when the last try got none, ErrUnknownOutcome for a command that
+// some try may have delivered (mayHaveLanded), and the transport error
+// for a read or for a command that never left (every node refused the
+// connection: nothing was applied, and sending it again is safe).
+func giveUp(rq request, err error, mayHaveLanded bool) error {
 	var te *transportError
-	if rq.command && errors.As(err, &te) {
+	if rq.command && mayHaveLanded && errors.As(err, &te) {
 		return fmt.Errorf("%w: %s %s: %w", engine.ErrUnknownOutcome, rq.method, rq.path, err)
 	}
 	return err
+}
+
+// notSent reports whether a try's request was certainly not applied: it
+// failed before it could leave (the connection was never made: refused,
+// no route, an unknown host), or a node answered that it does not lead
+// (a forwarded request is not forwarded again, so whatever node answered
+// not-leader applied nothing). Anything else, a TLS handshake that failed
+// included, counts as possibly applied.
+func notSent(err error) bool {
+	var te *transportError
+	if errors.As(err, &te) {
+		return dialFailed(te.err)
+	}
+	var re *RemoteError
+	return errors.As(err, &re) && errors.Is(re, engine.ErrNotLeader)
 }
 
 // try makes one attempt at base. It returns the leader a node named, if any.

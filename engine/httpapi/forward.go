@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/heddlewf/heddle/engine"
 )
@@ -78,7 +80,16 @@ func (c *call) forward(nl *engine.NotLeaderError) {
 		c.relay(refused, refusedBody, refusedBy)
 		return
 	}
-	c.failForward(nl, dialErr)
+	// No node could be connected to: the request went nowhere, so this
+	// node answers what it is, not the leader of the shard, and names the
+	// nodes it tried, not only the leader it knows of.
+	why := "no address of its nodes is known"
+	if dialErr != nil {
+		why = fmt.Sprintf("%s could not be connected to (the last: %v)", strings.Join(slices.Sorted(maps.Keys(tried)), ", "), dialErr)
+	}
+	status, body := errorFor(fmt.Errorf("%w: forwarding %s %s to the shard's nodes: %s; nothing was sent",
+		nl, c.r.Method, c.r.URL.Path, why))
+	c.reply(status, body)
 }
 
 // relay writes a forwarded request's answer, naming the node that gave it.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -155,8 +156,10 @@ func TestForwardedRequestIsNotForwardedAgain(t *testing.T) {
 	}
 }
 
-// When the leader cannot be reached the forward's outcome is unknown; the
-// answer says so and still names the leader.
+// When the leader refuses the connection, nothing was sent: the node
+// answers that it does not lead, naming the leader and the nodes it
+// tried. When the leader took the request and the connection broke, the
+// outcome is unknown; the answer says so and still names the leader.
 func TestForwardToUnreachableLeader(t *testing.T) {
 	dead := deadAddr(t)
 	f := &follower{}
@@ -164,7 +167,16 @@ func TestForwardToUnreachableLeader(t *testing.T) {
 	_, fol := node(t, f)
 	r := postJSON(t, fol.URL+"/v1/jobs", engine.CreateJob{Type: "T", Queue: "q"}, nil)
 	body := errorBodyOf(t, r)
-	if r.status != http.StatusServiceUnavailable || body.Name != "unknown_outcome" || body.LeaderHTTP != dead {
-		t.Fatalf("%d %+v, want 503 unknown_outcome naming %s", r.status, body, dead)
+	if r.status != http.StatusServiceUnavailable || body.Name != "not_leader" || body.LeaderHTTP != dead ||
+		!strings.Contains(body.Message, dead+" could not be connected to") || !strings.Contains(body.Message, "nothing was sent") {
+		t.Fatalf("%d %+v, want 503 not_leader naming %s, tried, and nothing sent", r.status, body, dead)
+	}
+
+	dropping := droppingAddr(t)
+	f.setLeader(dropping)
+	r = postJSON(t, fol.URL+"/v1/jobs", engine.CreateJob{Type: "T", Queue: "q"}, nil)
+	body = errorBodyOf(t, r)
+	if r.status != http.StatusServiceUnavailable || body.Name != "unknown_outcome" || body.LeaderHTTP != dropping {
+		t.Fatalf("%d %+v, want 503 unknown_outcome naming %s", r.status, body, dropping)
 	}
 }

@@ -52,6 +52,29 @@ func deadAddr(t testing.TB) string {
 	return addr
 }
 
+// droppingAddr returns the address of a listener that reads what it is
+// sent and closes the connection without an answer: a node that may have
+// applied the request before the connection broke. It closes with the test.
+func droppingAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = conn.Read(make([]byte, 64<<10)) // the request, then nothing
+			_ = conn.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
 // serve starts a Server for cfg on 127.0.0.1 and returns it with its base URL.
 func serve(t testing.TB, cfg ServerConfig) (*Server, *httptest.Server) {
 	t.Helper()

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -200,13 +201,15 @@ func TestClientFollowsLeaderHint(t *testing.T) {
 	}
 }
 
-// When no try gets an answer, a command's outcome is unknown; a read just fails.
+// When no try gets an answer, a command that some try may have delivered
+// has an unknown outcome; one that never left (every node refused the
+// connection) and a read just fail, with the connection's error.
 func TestClientGivesUpAfterRetryTimeout(t *testing.T) {
 	dead := deadAddr(t)
 	c := newClient(t, ClientConfig{Addrs: []string{dead}, RetryTimeout: 50 * time.Millisecond})
 	_, err := c.Create(context.Background(), engine.CreateJob{Type: "T", Queue: "q"})
-	if !errors.Is(err, engine.ErrUnknownOutcome) {
-		t.Fatalf("Create = %v, want ErrUnknownOutcome", err)
+	if err == nil || errors.Is(err, engine.ErrUnknownOutcome) || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("Create at a refused address = %v, want the refused connection, not ErrUnknownOutcome", err)
 	}
 	_, err = c.Describe(context.Background(), engine.Target{Job: 1})
 	if err == nil || errors.Is(err, engine.ErrUnknownOutcome) {
@@ -216,6 +219,18 @@ func TestClientGivesUpAfterRetryTimeout(t *testing.T) {
 	cancel()
 	if _, err := c.Create(ctx, engine.CreateJob{Type: "T", Queue: "q"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Create with a cancelled context = %v", err)
+	}
+
+	// A node that takes the request and drops the connection may have
+	// applied it, whatever the tries after it met.
+	dropping := droppingAddr(t)
+	c = newClient(t, ClientConfig{Addrs: []string{dropping}, RetryTimeout: 50 * time.Millisecond})
+	if _, err := c.Create(context.Background(), engine.CreateJob{Type: "T", Queue: "q"}); !errors.Is(err, engine.ErrUnknownOutcome) {
+		t.Fatalf("Create at a node that dropped the connection = %v, want ErrUnknownOutcome", err)
+	}
+	c = newClient(t, ClientConfig{Addrs: []string{dropping, dead}, RetryTimeout: 50 * time.Millisecond})
+	if _, err := c.Create(context.Background(), engine.CreateJob{Type: "T", Queue: "q"}); !errors.Is(err, engine.ErrUnknownOutcome) {
+		t.Fatalf("Create at a dropping node, then a refused one = %v, want ErrUnknownOutcome", err)
 	}
 }
 
