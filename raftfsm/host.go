@@ -92,6 +92,9 @@ type Host struct {
 	// none. Only OpenHost and reconcile store into it (a replica arrives
 	// or leaves with a move); everything else loads.
 	shards []atomic.Pointer[Node]
+	// learned holds, for each shard this node holds no replica of, the
+	// node last seen leading it (NoteShardLeader); nil until one was.
+	learned []atomic.Pointer[string]
 	// rpc is the multiplexer's layer of host calls (hostrpc.go).
 	rpc *groupLayer
 	// local is the placement this node started with (its directory's);
@@ -168,7 +171,7 @@ func OpenHost(cfg HostConfig) (_ *Host, err error) {
 	if self.RaftAddr != cfg.RaftAddr {
 		return nil, fmt.Errorf("%w: RaftAddr %q, but the cluster knows node %q at %q", ErrConfig, cfg.RaftAddr, cfg.ID, self.RaftAddr)
 	}
-	h := &Host{cfg: cfg, local: p, shards: make([]atomic.Pointer[Node], p.Shards), changeCh: make(chan struct{}), metaCh: make(chan struct{}),
+	h := &Host{cfg: cfg, local: p, shards: make([]atomic.Pointer[Node], p.Shards), learned: make([]atomic.Pointer[string], p.Shards), changeCh: make(chan struct{}), metaCh: make(chan struct{}),
 		balanceWake: make(chan struct{}, 1), reconcileWake: make(chan struct{}, 1), metaWake: make(chan struct{}, 1), failing: map[int]map[string]bool{}, peerGen: map[int]uint64{}}
 	h.placement.Store(p)
 	h.ctx, h.cancel = context.WithCancel(context.Background())
@@ -592,6 +595,8 @@ func (h *Host) ShardLeader(k int) (id, httpAddr string) {
 	}
 	if n := h.Shard(k); n != nil {
 		id, httpAddr = n.Leader()
+	} else if l := h.learned[k].Load(); l != nil && slices.Contains(p.Groups[k].Replicas, *l) {
+		id = *l
 	} else {
 		id = p.Groups[k].Leader
 	}
@@ -600,6 +605,25 @@ func (h *Host) ShardLeader(k int) (id, httpAddr string) {
 		httpAddr = node.HTTPAddr
 	}
 	return id, httpAddr
+}
+
+// NoteShardLeader implements httpapi.ShardSet: the node at httpAddr took,
+// as the leader, a request this node forwarded for shard k. A node that
+// holds a replica of k knows its leader from Raft, and an address that
+// names no node of the placement is not kept. ShardLeader names the
+// learned node only while the placement keeps it a replica of k.
+func (h *Host) NoteShardLeader(k int, httpAddr string) {
+	p := h.placement.Load()
+	if k < 0 || k >= len(h.learned) || h.Shard(k) != nil {
+		return
+	}
+	for _, n := range p.Nodes {
+		if n.HTTPAddr == httpAddr && slices.Contains(p.Groups[k].Replicas, n.ID) {
+			id := n.ID
+			h.learned[k].Store(&id)
+			return
+		}
+	}
 }
 
 // ShardReplicas implements httpapi.ShardSet: the HTTP addresses of the

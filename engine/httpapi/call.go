@@ -193,7 +193,9 @@ func (c *call) write(status int, b []byte) {
 func (c *call) fail(err error) {
 	var nl *engine.NotLeaderError
 	if errors.As(err, &nl) && nl.LeaderHTTP != "" && c.r.Header.Get(forwardedHeader) == "" && !c.noForward && !callerOf(c.r).byCert {
-		c.forward(nl)
+		var unheld *unheldShardError
+		errors.As(err, &unheld)
+		c.forward(nl, unheld)
 		return
 	}
 	status, body := errorFor(err)

@@ -126,6 +126,17 @@ func TestANodeWithoutAReplicaWhileTheDesiredLeaderIsDown(t *testing.T) {
 	if _, err := cl.Signal(lctx, engine.Signal{Target: engine.Target{WorkflowID: started}, Name: "ping"}); err != nil {
 		t.Fatalf("signalling %q at %s while %s is down: %v", started, outsider, down, err)
 	}
+	// The outsider learned the shard's leader from the node that took the
+	// start: it names it from then on, to its forwards and in the map a
+	// client routes by, instead of the desired leader that is down.
+	// (Not compared with the leader now: an election since would move it.)
+	id, _ := c.live()[outsider].ShardLeader(1)
+	if _, live := c.live()[id]; !live || id == down {
+		t.Fatalf("after forwarding to it, the outsider knows %q as shard 1's leader, want the live node that took the start (not %q)", id, down)
+	}
+	if m := c.live()[outsider].ShardMap(); m.Leaders[1] != id {
+		t.Fatalf("the outsider's shard map names %q as shard 1's leader, want %q", m.Leaders[1], id)
+	}
 }
 
 // outsiderOf returns a live node that holds no replica of shard k, failing

@@ -33,8 +33,10 @@ var forwardHeaders = []string{"Content-Type", "Accept", "Authorization"}
 // before the connection broke), so the client is told to retry, with the
 // hint. A node that could not be connected to, or that answers not-leader,
 // took nothing, so the other nodes of the shard that nl names are tried in
-// turn (a sharded node without a replica of the shard names them).
-func (c *call) forward(nl *engine.NotLeaderError) {
+// turn (a sharded node without a replica of the shard names them). Such a
+// node (unheld is not nil) learns the shard's leader from the node that
+// takes the request.
+func (c *call) forward(nl *engine.NotLeaderError, unheld *unheldShardError) {
 	// The leader nl names first, then the other nodes of the shard it
 	// names, one of which leads. A node that answers not-leader applied
 	// nothing (a forwarded request is not forwarded again), so the next is
@@ -72,6 +74,14 @@ func (c *call) forward(nl *engine.NotLeaderError) {
 			decodeError(resp.StatusCode, resp.Header.Get("Content-Type"), body).Body.Name == "not_leader" {
 			refused, refusedBody, refusedBy = resp, body, by
 			continue
+		}
+		if unheld != nil && resp.StatusCode == http.StatusOK && !engine.IsStaleRead(c.r.Context()) {
+			// A forwarded request is served by the shard's leader alone (a
+			// follower answers it not-leader), unless it is a stale read,
+			// which any replica answers: the node at to leads.
+			if sr, ok := c.s.cfg.Service.(*ShardRouter); ok && to != nl.LeaderHTTP {
+				sr.set.NoteShardLeader(unheld.shard, to)
+			}
 		}
 		c.relay(resp, body, by)
 		return

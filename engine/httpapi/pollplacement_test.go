@@ -37,6 +37,7 @@ func (s *placementOnlySet) ShardEngine(int) engine.Service   { return nil }
 func (s *placementOnlySet) LeadsShard(int) bool              { return false }
 func (s *placementOnlySet) ShardLeader(int) (string, string) { return "", "" }
 func (s *placementOnlySet) ShardReplicas(int) []string       { return nil }
+func (s *placementOnlySet) NoteShardLeader(int, string)      {}
 func (s *placementOnlySet) PlacementVersion() uint64         { return s.version.Load() }
 
 func (s *placementOnlySet) ShardMap() engine.ShardMap {

@@ -32,6 +32,13 @@ type ShardSet interface {
 	// down, or leading no more) is asked next, since any node forwards
 	// to the shard's leader.
 	ShardReplicas(k int) []string
+	// NoteShardLeader records that the node at httpAddr answered, as the
+	// leader, a request this node forwarded for shard k, of which this
+	// node holds no replica; ShardLeader and ShardMap name it from then
+	// on. (Such a node knows no leader of k but the placement's desired
+	// one, which keeps its place while its node is down.) It must not
+	// block; the Server calls it from its handlers, concurrently.
+	NoteShardLeader(k int, httpAddr string)
 	// ShardsChanged returns a channel closed at the next commit or
 	// change of leader of any shard this node holds.
 	ShardsChanged() <-chan struct{}
@@ -103,8 +110,19 @@ func (r *ShardRouter) at(k int) (engine.Service, error) {
 			nl.Others = append(nl.Others, a)
 		}
 	}
-	return nil, nl
+	return nil, &unheldShardError{shard: k, nl: nl}
 }
+
+// unheldShardError is the not-leader error of a shard this node holds no
+// replica of. The Server forwards the request as for any not-leader error,
+// and tells the set which node answered (ShardSet.NoteShardLeader).
+type unheldShardError struct {
+	shard int
+	nl    *engine.NotLeaderError
+}
+
+func (e *unheldShardError) Error() string { return e.nl.Error() }
+func (e *unheldShardError) Unwrap() error { return e.nl }
 
 // job returns the engine of the shard of job id.
 func (r *ShardRouter) job(id engine.JobID) (engine.Service, error) {
