@@ -164,7 +164,7 @@ func openCluster(root string, obs observation, secure bool) (*backend, error) {
 			rc.TLS = pki.PeerTLS(node, certs.roots)
 			sc.ClientCAs, sc.ForwardScheme = certs.roots, "https"
 			// The same transport as the plain cluster's forwarding, with TLS.
-			t := http.DefaultTransport.(*http.Transport).Clone()
+			t := httpapi.NewTransport(nil)
 			t.TLSClientConfig = pki.ClientTLS(certs.roots, nil)
 			sc.ForwardClient = &http.Client{Transport: t}
 			ln = tls.NewListener(ln, pki.ServerTLS(node, certs.roots))
@@ -278,7 +278,7 @@ func openShardedCluster(root string, obs observation, secure bool, shards int) (
 			}
 			rc.TLS = pki.PeerTLS(node, certs.roots)
 			sc.ClientCAs, sc.ForwardScheme = certs.roots, "https"
-			t := http.DefaultTransport.(*http.Transport).Clone()
+			t := httpapi.NewTransport(nil)
 			t.TLSClientConfig = pki.ClientTLS(certs.roots, nil)
 			sc.ForwardClient = &http.Client{Transport: t}
 			ln = tls.NewListener(ln, pki.ServerTLS(node, certs.roots))
@@ -291,7 +291,7 @@ func openShardedCluster(root string, obs observation, secure bool, shards int) (
 			if err != nil {
 				return fail(errors.Join(err, ln.Close()))
 			}
-			t := http.DefaultTransport.(*http.Transport).Clone()
+			t := httpapi.NewTransport(nil)
 			t.TLSClientConfig = pki.ClientTLS(certs.roots, &node)
 			sender = httpapi.NodeSender{Client: &http.Client{Transport: t}, Scheme: "https"}
 		}

@@ -20,7 +20,7 @@ import (
 func (s *security) deliverTo() raftfsm.DeliverFunc {
 	sender := httpapi.NodeSender{Scheme: "http", Token: s.token}
 	if s.cert != nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
+		t := httpapi.NewTransport(nil)
 		if s.roots != nil {
 			t.TLSClientConfig = pki.ClientTLS(s.roots, s.cert)
 			sender.Token = ""

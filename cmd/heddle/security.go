@@ -134,7 +134,7 @@ func (s *security) probe() (client *http.Client, scheme, token string) {
 	if s.cert == nil {
 		return nil, "http", s.token
 	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
+	t := httpapi.NewTransport(nil)
 	if s.roots != nil {
 		t.TLSClientConfig = pki.ClientTLS(s.roots, s.cert)
 	} else {
@@ -149,7 +149,7 @@ func (s *security) apply(cfg httpapi.ServerConfig) httpapi.ServerConfig {
 	if s.cert != nil {
 		// Forwarded requests carry the caller's token, never this node's
 		// certificate: the leader must not take them for this node's.
-		t := http.DefaultTransport.(*http.Transport).Clone()
+		t := httpapi.NewTransport(nil)
 		t.TLSClientConfig = pki.ClientTLS(s.roots, nil)
 		cfg.ForwardClient, cfg.ForwardScheme = &http.Client{Transport: t}, "https"
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -19,6 +20,31 @@ const (
 	DefaultPollWait         = 30 * time.Second
 	DefaultMaxResponseBytes = 1 << 30
 )
+
+// DefaultDialTimeout bounds the connection of a request to a node. A node
+// whose machine is down answers nothing, not even a refusal, so a
+// connection to it waits for as long as it is allowed to; bounded, the
+// caller moves on to the next node (a client to another address, a node
+// forwarding a request to the shard's next replica) well within one
+// request's timeout. Connections inside a data center take milliseconds.
+const DefaultDialTimeout = 5 * time.Second
+
+// NewTransport returns the HTTP transport of heddle's clients of nodes:
+// the Go client's default, the node's forwards and its cross-shard
+// deliveries. It is net/http's default transport with connections bounded
+// by DefaultDialTimeout, up to 64 idle connections kept for each node
+// rather than 2 (a loaded client or node talks to each node over many
+// connections at once, and those past the kept ones would be closed and
+// opened again), and tlsConfig (cloned) when it is not nil.
+func NewTransport(tlsConfig *tls.Config) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: DefaultDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	t.MaxIdleConnsPerHost = 64
+	if tlsConfig != nil {
+		t.TLSClientConfig = tlsConfig.Clone()
+	}
+	return t
+}
 
 // The backoff between two tries of one call: a random delay under a ceiling
 // that doubles from minBackoff up to maxBackoff (full jitter, so that the
@@ -105,12 +131,7 @@ func (c ClientConfig) Validate() error {
 
 func (c ClientConfig) withDefaults() ClientConfig {
 	if c.HTTPClient == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = 64
-		if c.TLS != nil {
-			t.TLSClientConfig = c.TLS.Clone()
-		}
-		c.HTTPClient = &http.Client{Transport: t}
+		c.HTTPClient = &http.Client{Transport: NewTransport(c.TLS)}
 	}
 	if c.RetryTimeout == 0 {
 		c.RetryTimeout = DefaultRetryTimeout

@@ -88,8 +88,8 @@ type ServerConfig struct {
 	// member without that member's key. Nil: certificates are ignored.
 	ClientCAs *x509.CertPool
 	// ForwardClient sends requests on to the leader. Nil means a client
-	// with no timeout of its own: a forwarded request ends with the
-	// request it forwards. It must not present a certificate of its own,
+	// over NewTransport(nil) with no timeout of its own: a forwarded
+	// request ends with the request it forwards. It must not present a certificate of its own,
 	// or the leader would take a forwarded request for this node's.
 	ForwardClient *http.Client
 	// ForwardScheme is the scheme requests are forwarded to the leader
@@ -159,7 +159,7 @@ func (c ServerConfig) withDefaults() ServerConfig {
 		c.MaxConns = DefaultMaxConns
 	}
 	if c.ForwardClient == nil {
-		c.ForwardClient = &http.Client{}
+		c.ForwardClient = &http.Client{Transport: NewTransport(nil)}
 	}
 	if c.ForwardScheme == "" {
 		c.ForwardScheme = "http"

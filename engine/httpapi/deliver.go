@@ -71,12 +71,16 @@ func (s *Server) deliver(c *call) (any, error) {
 // HostConfig.DeliverTo): over Client, with Scheme ("http" when empty or
 // "https") before each node's HTTP address, and Token, when set, as the
 // node's bearer token (a cluster without node certificates). With mutual
-// TLS, Client carries the node's certificate and Token is empty.
+// TLS, Client carries the node's certificate and Token is empty. A nil
+// Client is one over NewTransport(nil).
 type NodeSender struct {
 	Client *http.Client
 	Scheme string
 	Token  string
 }
+
+// defaultNodeClient is the NodeSender's client when it names none.
+var defaultNodeClient = &http.Client{Transport: NewTransport(nil)}
 
 // maxDeliverAnswerBytes bounds the answer to a delivery: a result is at
 // most a payload and its envelope.
@@ -108,7 +112,7 @@ func (n NodeSender) Deliver(ctx context.Context, httpAddr string, d *engine.Deli
 	}
 	client := n.Client
 	if client == nil {
-		client = http.DefaultClient
+		client = defaultNodeClient
 	}
 	resp, err := client.Do(req)
 	if err != nil {
