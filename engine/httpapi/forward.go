@@ -63,7 +63,7 @@ func (c *call) forward(nl *engine.NotLeaderError, unheld *unheldShardError) {
 				dialErr = err
 				continue
 			}
-			c.failForward(nl, err)
+			c.failForward(nl, to, err)
 			return
 		}
 		by := ""
@@ -148,10 +148,15 @@ func dialFailed(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// failForward answers a forward that broke off. The not-leader error
-// travels along, so the client learns where the leader is.
-func (c *call) failForward(nl *engine.NotLeaderError, err error) {
-	status, body := errorFor(fmt.Errorf("%w: forwarding %s %s to the leader %s at %s failed: %v (%w)",
-		engine.ErrUnknownOutcome, c.r.Method, c.r.URL.Path, nl.LeaderID, nl.LeaderHTTP, err, nl))
+// failForward answers a forward to the node at to that broke off after it
+// was sent: its outcome is unknown. The not-leader error travels along,
+// so the client learns where the leader is.
+func (c *call) failForward(nl *engine.NotLeaderError, to string, err error) {
+	who := "the leader " + nl.LeaderID + " at " + to
+	if to != nl.LeaderHTTP || nl.LeaderID == "" {
+		who = "the shard's node at " + to
+	}
+	status, body := errorFor(fmt.Errorf("%w: forwarding %s %s to %s failed: %v (%w)",
+		engine.ErrUnknownOutcome, c.r.Method, c.r.URL.Path, who, err, nl))
 	c.reply(status, body)
 }

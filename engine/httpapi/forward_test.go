@@ -21,6 +21,7 @@ type follower struct {
 	engine.Service
 	mu         sync.Mutex
 	leaderHTTP string
+	others     []string // the shard's other nodes it names (a node without a replica does)
 }
 
 func (f *follower) setLeader(addr string) {
@@ -32,7 +33,7 @@ func (f *follower) setLeader(addr string) {
 func (f *follower) refuse() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &engine.NotLeaderError{LeaderID: "leader-at-" + f.leaderHTTP, LeaderHTTP: f.leaderHTTP}
+	return &engine.NotLeaderError{LeaderID: "leader-at-" + f.leaderHTTP, LeaderHTTP: f.leaderHTTP, Others: f.others}
 }
 
 func (f *follower) Create(context.Context, engine.CreateJob) (*engine.CreateResult, error) {
@@ -176,7 +177,21 @@ func TestForwardToUnreachableLeader(t *testing.T) {
 	f.setLeader(dropping)
 	r = postJSON(t, fol.URL+"/v1/jobs", engine.CreateJob{Type: "T", Queue: "q"}, nil)
 	body = errorBodyOf(t, r)
-	if r.status != http.StatusServiceUnavailable || body.Name != "unknown_outcome" || body.LeaderHTTP != dropping {
+	if r.status != http.StatusServiceUnavailable || body.Name != "unknown_outcome" || body.LeaderHTTP != dropping ||
+		!strings.Contains(body.Message, "to the leader leader-at-"+dropping+" at "+dropping+" failed") {
 		t.Fatalf("%d %+v, want 503 unknown_outcome naming %s", r.status, body, dropping)
+	}
+
+	// The leader refuses and the shard's next node takes the request and
+	// drops it: the answer names that node, not the leader.
+	f.setLeader(dead)
+	f.mu.Lock()
+	f.others = []string{dropping}
+	f.mu.Unlock()
+	r = postJSON(t, fol.URL+"/v1/jobs", engine.CreateJob{Type: "T", Queue: "q"}, nil)
+	body = errorBodyOf(t, r)
+	if r.status != http.StatusServiceUnavailable || body.Name != "unknown_outcome" ||
+		!strings.Contains(body.Message, "to the shard's node at "+dropping+" failed") {
+		t.Fatalf("%d %+v, want 503 unknown_outcome naming the node at %s", r.status, body, dropping)
 	}
 }
