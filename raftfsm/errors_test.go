@@ -46,3 +46,19 @@ func TestNodeMarksStorageErrors(t *testing.T) {
 	_, err = n.Engine().Signal(ctx, engine.Signal{Target: engine.Target{Job: j.Job}, Name: "s"})
 	check("a signal through the log", err)
 }
+
+// A not-leader error after a committed membership change is an unknown
+// outcome, not a refusal: the change was made.
+func TestAfterChange(t *testing.T) {
+	if err := afterChange(nil); err != nil {
+		t.Fatalf("afterChange(nil) = %v", err)
+	}
+	nl := &engine.NotLeaderError{LeaderID: "n2"}
+	if err := afterChange(nl); !errors.Is(err, engine.ErrUnknownOutcome) || errors.Is(err, engine.ErrNotLeader) {
+		t.Fatalf("afterChange(not leader) = %v, want ErrUnknownOutcome and not ErrNotLeader", err)
+	}
+	other := errors.New("disk on fire")
+	if err := afterChange(other); err != other {
+		t.Fatalf("afterChange(other) = %v, want it unchanged", err)
+	}
+}

@@ -251,7 +251,7 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
 	if err := cf.Error(); err != nil {
 		return n.applyError(err)
 	}
-	member := false
+	member, changed := false, false
 	for _, s := range cf.Configuration().Servers {
 		switch {
 		case s.ID == raft.ServerID(id) && s.Address == raft.ServerAddress(raftAddr):
@@ -266,17 +266,36 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
 			if err := n.awaitChange(ctx, termCtx, n.raft.RemoveServer(s.ID, 0, n.cfg.ApplyTimeout)); err != nil {
 				return err
 			}
+			changed = true
 		}
 	}
 	if !member {
 		if err := n.awaitChange(ctx, termCtx, n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ApplyTimeout)); err != nil {
 			return err
 		}
+		changed = true
 	}
 	if httpAddr != "" {
-		return n.applyNode(termCtx, nodeBody{ID: id, HTTPAddr: httpAddr})
+		err := n.applyNode(termCtx, nodeBody{ID: id, HTTPAddr: httpAddr})
+		if changed {
+			return afterChange(err)
+		}
+		return err
 	}
 	return nil
+}
+
+// afterChange is the error of the write that follows a committed
+// membership change (recording a member's address, or its removal). A
+// not-leader error there would tell the caller that nothing was done, and
+// a client that then found no node would report a command that never
+// left; the change was made, so the outcome is unknown: Join and Remove
+// are idempotent, and sending them again finishes the work.
+func afterChange(err error) error {
+	if errors.Is(err, engine.ErrNotLeader) {
+		return fmt.Errorf("%w: the membership change was committed, and this node stopped leading before it wrote what follows it (%v); send the change again", engine.ErrUnknownOutcome, err)
+	}
+	return err
 }
 
 // Remove takes a member out of the cluster (through the leader). Asked to
@@ -297,7 +316,7 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 	if err := n.awaitChange(ctx, termCtx, n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout)); err != nil {
 		return err
 	}
-	return n.applyNode(termCtx, nodeBody{ID: id, Remove: true})
+	return afterChange(n.applyNode(termCtx, nodeBody{ID: id, Remove: true}))
 }
 
 // handOff makes another voter the leader and returns a not-leader error

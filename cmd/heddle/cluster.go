@@ -10,12 +10,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -72,11 +70,13 @@ func (f *clusterFlags) client() (*httpapi.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	refusals := &nodeRefusals{}
 	c, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs, Token: envDefault(f.token, "HEDDLE_TOKEN", ""), TLS: tlsConfig,
-		RetryTimeout: 10 * time.Second, OnRetry: stopWhenAllRefuse(addrs)})
+		RetryTimeout: 10 * time.Second, OnRetry: stopWhenAllRefuse(addrs, refusals)})
 	if err != nil {
 		return nil, usagef("--addr %q: %v", f.addr, err)
 	}
+	refusals.setNamed(c.Addrs())
 	return c, nil
 }
 
@@ -173,16 +173,25 @@ func newClusterStatusCommand() *cobra.Command {
 			}
 			return v
 		}
-		views := []clusterView{}
-		for _, a := range addrs {
-			views = append(views, ask(a))
-		}
-		if !*namedOnly {
-			for _, a := range unnamedMembers(views) {
-				v := ask(a)
-				v.Discovered = true
-				views = append(views, v)
+		// The members are asked all at once: one that is down costs its
+		// timeout once, not once per member after it.
+		askAll := func(addrs []string, discovered bool) []clusterView {
+			out := make([]clusterView, len(addrs))
+			var wg sync.WaitGroup
+			for i, a := range addrs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					out[i] = ask(a)
+					out[i].Discovered = discovered
+				}()
 			}
+			wg.Wait()
+			return out
+		}
+		views := askAll(addrs, false)
+		if !*namedOnly {
+			views = append(views, askAll(unnamedMembers(views), true)...)
 		}
 		unreachable := 0
 		for _, v := range views {
@@ -204,25 +213,14 @@ func newClusterStatusCommand() *cobra.Command {
 }
 
 // stopWhenAllRefuse is an API client's OnRetry that ends the call at once,
-// with the addresses tried, when every one of addrs refused the connection
-// (no node runs there: nothing was sent) or names a host that does not
-// exist; other failures are retried until the client's RetryTimeout (a
-// leader being elected).
-func stopWhenAllRefuse(addrs []string) func(addr string, err error) error {
-	var mu sync.Mutex
-	refused := map[string]bool{}
+// naming the addresses tried, when every one of addrs refused the
+// connection or names no host before any node answered (nodeRefusals:
+// no node runs there, and nothing was sent); other failures are retried
+// until the client's RetryTimeout (a leader being elected).
+func stopWhenAllRefuse(addrs []string, refusals *nodeRefusals) func(addr string, err error) error {
 	return func(addr string, err error) error {
-		mu.Lock()
-		defer mu.Unlock()
-		var dns *net.DNSError
-		if errors.As(err, &dns) && dns.IsNotFound {
-			return &wfNoNodeError{addrs: addrs, err: err, unknownHost: true, noRetryFlag: true}
-		}
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			refused[addr] = true
-			if len(refused) >= len(addrs) {
-				return &wfNoNodeError{addrs: addrs, refused: true, err: err, noRetryFlag: true}
-			}
+		if allFailed, noHost := refusals.note(addr, err, true); allFailed {
+			return &wfNoNodeError{addrs: addrs, err: err, refused: !noHost, unknownHost: noHost, noRetryFlag: true}
 		}
 		return nil
 	}
@@ -235,7 +233,7 @@ func stopWhenAllRefuse(addrs []string) func(addr string, err error) error {
 func unnamedMembers(views []clusterView) []string {
 	asked, seen := map[string]bool{}, map[string]bool{}
 	for _, v := range views {
-		asked[v.Addr] = true
+		asked[hostPortOf(v.Addr)] = true
 		if v.Status != nil {
 			seen[v.Status.ID] = true
 		}
@@ -246,14 +244,25 @@ func unnamedMembers(views []clusterView) []string {
 			continue
 		}
 		for _, m := range v.Status.Members {
-			if m.HTTPAddr == "" || seen[m.ID] || asked[m.HTTPAddr] {
+			if m.HTTPAddr == "" || seen[m.ID] || asked[hostPortOf(m.HTTPAddr)] {
 				continue
 			}
-			asked[m.HTTPAddr], seen[m.ID] = true, true
+			asked[hostPortOf(m.HTTPAddr)], seen[m.ID] = true, true
 			out = append(out, m.HTTPAddr)
 		}
 	}
 	return out
+}
+
+// hostPortOf returns an address without its scheme and trailing slash:
+// --addr may name a member as http://host:port/ where the members list it
+// as host:port.
+func hostPortOf(addr string) string {
+	a := strings.TrimRight(strings.TrimSpace(addr), "/")
+	if _, rest, ok := strings.Cut(a, "://"); ok {
+		return rest
+	}
+	return a
 }
 
 func printClusterStatus(w io.Writer, format outputFormat, views []clusterView) error {

@@ -20,7 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/heddlewf/heddle/engine"
@@ -136,11 +135,13 @@ func (c *wfCall) client() (*httpapi.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	refusals := &nodeRefusals{}
 	cl, err := httpapi.NewClient(httpapi.ClientConfig{Addrs: addrs, Token: envDefault(c.g.token, "HEDDLE_TOKEN", ""), TLS: tlsConfig,
-		RetryTimeout: c.g.retry, OnRetry: c.onRetry(addrs)})
+		RetryTimeout: c.g.retry, OnRetry: c.onRetry(addrs, refusals)})
 	if err != nil {
 		return nil, usagef("--addr %q: %v", addr, err)
 	}
+	refusals.setNamed(cl.Addrs())
 	return cl, nil
 }
 
@@ -189,27 +190,19 @@ func (e *wfNoNodeError) Error() string {
 func (e *wfNoNodeError) Unwrap() error { return e.err }
 
 // onRetry is the API client's OnRetry for addrs: when every address
-// refused the connection, it ends the command at once (unless
-// --retry-timeout was given: then the nodes may be starting); otherwise it
-// says once on stderr that it keeps trying, so that no wait is silent.
-func (c *wfCall) onRetry(addrs []string) func(addr string, err error) error {
+// refused the connection (unless --retry-timeout was given: then the nodes
+// may be starting) or names no host, before any node answered, it ends
+// the command at once (nodeRefusals); otherwise it says once on stderr
+// that it keeps trying, so that no wait is silent.
+func (c *wfCall) onRetry(addrs []string, refusals *nodeRefusals) func(addr string, err error) error {
 	var mu sync.Mutex
-	refused := map[string]bool{}
 	noted := false
 	return func(addr string, err error) error {
+		if allFailed, noHost := refusals.note(addr, err, !c.retryGiven); allFailed {
+			return &wfNoNodeError{addrs: addrs, err: err, refused: !noHost, unknownHost: noHost}
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		var dns *net.DNSError
-		if errors.As(err, &dns) && dns.IsNotFound {
-			return &wfNoNodeError{addrs: addrs, err: err, unknownHost: true}
-		}
-		if errors.Is(err, syscall.ECONNREFUSED) && !c.retryGiven {
-			refused[addr] = true
-			if len(refused) >= len(addrs) {
-				return &wfNoNodeError{addrs: addrs, refused: true, err: err}
-			}
-			return nil // the next address may answer
-		}
 		if !noted {
 			noted = true
 			_, _ = fmt.Fprintf(c.err, "%s: no answer from %s yet (%v); trying for up to %v (--retry-timeout)\n", c.path, addr, wfShortError(err), c.g.retry)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -215,6 +216,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	c.prefer = c.addrs[0]
 	return c, nil
 }
+
+// Addrs returns the base URLs of the nodes the client was given
+// (ClientConfig.Addrs with their scheme, as OnRetry names them).
+func (c *Client) Addrs() []string { return slices.Clone(c.addrs) }
 
 func (c *Client) preferred() string {
 	c.mu.Lock()
