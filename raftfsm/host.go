@@ -93,7 +93,8 @@ type Host struct {
 	// or leaves with a move); everything else loads.
 	shards []atomic.Pointer[Node]
 	// learned holds, for each shard this node holds no replica of, the
-	// node last seen leading it (NoteShardLeader); nil until one was.
+	// node last seen leading it (NoteShardLeader); nil until one was, and
+	// again after each new placement.
 	learned []atomic.Pointer[string]
 	// rpc is the multiplexer's layer of host calls (hostrpc.go).
 	rpc *groupLayer
@@ -713,6 +714,14 @@ func (h *Host) placementApplied(p *Placement) {
 		return
 	}
 	h.placement.Store(p)
+	if p.Version > cur.Version {
+		// A new placement moves replicas or desired leaders, which a
+		// learned leader predates: the placement speaks until the next
+		// forward teaches this node again.
+		for k := range h.learned {
+			h.learned[k].Store(nil)
+		}
+	}
 	if err := writePlacement(h.cfg.Dir, p); err != nil && h.cfg.OnSchedulerError != nil {
 		h.cfg.OnSchedulerError(err)
 	}

@@ -75,10 +75,11 @@ func (c *call) forward(nl *engine.NotLeaderError, unheld *unheldShardError) {
 			refused, refusedBody, refusedBy = resp, body, by
 			continue
 		}
-		if unheld != nil && resp.StatusCode == http.StatusOK && !engine.IsStaleRead(c.r.Context()) {
-			// A forwarded request is served by the shard's leader alone (a
-			// follower answers it not-leader), unless it is a stale read,
-			// which any replica answers: the node at to leads.
+		if unheld != nil && unheld.teaches && resp.StatusCode == http.StatusOK && c.r.Method != http.MethodGet {
+			// A forwarded command is applied by the shard's leader alone
+			// (a follower answers it not-leader): the node at to leads.
+			// Reads teach nothing: a follower serves some (a stale read, a
+			// history long poll, the wait for a run that has closed).
 			if sr, ok := c.s.cfg.Service.(*ShardRouter); ok && to != nl.LeaderHTTP {
 				sr.set.NoteShardLeader(unheld.shard, to)
 			}

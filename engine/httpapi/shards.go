@@ -110,15 +110,18 @@ func (r *ShardRouter) at(k int) (engine.Service, error) {
 			nl.Others = append(nl.Others, a)
 		}
 	}
-	return nil, &unheldShardError{shard: k, nl: nl}
+	return nil, &unheldShardError{shard: k, nl: nl, teaches: true}
 }
 
 // unheldShardError is the not-leader error of a shard this node holds no
 // replica of. The Server forwards the request as for any not-leader error,
-// and tells the set which node answered (ShardSet.NoteShardLeader).
+// and, when teaches, tells the set which node took it
+// (ShardSet.NoteShardLeader): false when the node it goes to picks the
+// shard anew (a create whose shard is a turn).
 type unheldShardError struct {
-	shard int
-	nl    *engine.NotLeaderError
+	shard   int
+	nl      *engine.NotLeaderError
+	teaches bool
 }
 
 func (e *unheldShardError) Error() string { return e.nl.Error() }
@@ -141,8 +144,15 @@ func (r *ShardRouter) of(cmd engine.Command) (engine.Service, error) {
 	}
 	if k < 0 {
 		// A create that names no workflow id, parent or request id: the
-		// shards take turns.
+		// shards take turns. Forwarded, it takes the turn of the node it
+		// goes to, whose answer says nothing of this shard's leader.
 		k = int(r.next.Add(1) % uint64(r.count))
+		svc, err := r.at(k)
+		var unheld *unheldShardError
+		if errors.As(err, &unheld) {
+			unheld.teaches = false
+		}
+		return svc, err
 	}
 	if k >= r.count {
 		switch cmd.(type) {
