@@ -608,8 +608,8 @@ func (h *Host) ShardLeader(k int) (id, httpAddr string) {
 	return id, httpAddr
 }
 
-// NoteShardLeader implements httpapi.ShardSet: the node at httpAddr took,
-// as the leader, a request this node forwarded for shard k. A node that
+// NoteShardLeader implements httpapi.ShardSet: the node at httpAddr
+// applied, as the leader, a command this node forwarded for shard k. A node that
 // holds a replica of k knows its leader from Raft, and an address that
 // names no node of the placement is not kept. ShardLeader names the
 // learned node only while the placement keeps it a replica of k.

@@ -35,7 +35,7 @@ var forwardHeaders = []string{"Content-Type", "Accept", "Authorization"}
 // took nothing, so the other nodes of the shard that nl names are tried in
 // turn (a sharded node without a replica of the shard names them). Such a
 // node (unheld is not nil) learns the shard's leader from the node that
-// takes the request.
+// applies a forwarded command.
 func (c *call) forward(nl *engine.NotLeaderError, unheld *unheldShardError) {
 	// The leader nl names first, then the other nodes of the shard it
 	// names, one of which leads. A node that answers not-leader applied

@@ -32,9 +32,9 @@ type ShardSet interface {
 	// down, or leading no more) is asked next, since any node forwards
 	// to the shard's leader.
 	ShardReplicas(k int) []string
-	// NoteShardLeader records that the node at httpAddr answered, as the
-	// leader, a request this node forwarded for shard k, of which this
-	// node holds no replica; ShardLeader and ShardMap name it from then
+	// NoteShardLeader records that the node at httpAddr applied a command
+	// this node forwarded for shard k, of which this node holds no
+	// replica, and so leads k; ShardLeader and ShardMap name it from then
 	// on. (Such a node knows no leader of k but the placement's desired
 	// one, which keeps its place while its node is down.) It must not
 	// block; the Server calls it from its handlers, concurrently.
@@ -115,7 +115,7 @@ func (r *ShardRouter) at(k int) (engine.Service, error) {
 
 // unheldShardError is the not-leader error of a shard this node holds no
 // replica of. The Server forwards the request as for any not-leader error,
-// and, when teaches, tells the set which node took it
+// and, when teaches, tells the set which node applied a forwarded command
 // (ShardSet.NoteShardLeader): false when the node it goes to picks the
 // shard anew (a create whose shard is a turn).
 type unheldShardError struct {
