@@ -316,9 +316,12 @@ func Open(cfg Config) (*Engine, error) {
 			interval = storage.DefaultValueLogInterval
 		}
 		ticks, stopTicks := valueLogTicks(interval)
-		stop := storage.CollectOnTicks(ticks, db.CollectValueLog, func(_ int, err error) {
+		stop := storage.CollectOnTicks(ticks, db.CollectValueLog, func(n int, err error) {
 			if err != nil && cfg.Logger != nil {
 				cfg.Logger.Warn("collecting the value log", "error", err)
+			}
+			if valueLogCollected != nil {
+				valueLogCollected(n, err)
 			}
 		})
 		e.stopCollect = func() { stopTicks(); stop() }
@@ -330,6 +333,10 @@ func Open(cfg Config) (*Engine, error) {
 // interval and a function that stops them; tests replace it to collect
 // between their writes (see storage.CollectOnTicks on Badger's race).
 var valueLogTicks = defaultValueLogTicks
+
+// valueLogCollected, when set (by tests), is told what each collection
+// of the value log rewrote or failed at, once it has ended.
+var valueLogCollected func(rewritten int, err error)
 
 func defaultValueLogTicks(interval time.Duration) (<-chan time.Time, func()) {
 	t := time.NewTicker(interval)

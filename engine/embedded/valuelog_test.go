@@ -14,8 +14,9 @@ import (
 )
 
 // An engine on disk gives back the space of deleted large values: it
-// collects its value log on its ticks (here the test's, given between its
-// writes; see storage.CollectOnTicks on Badger's race). Without the
+// collects its value log on its ticks (here the test's, each collection
+// run to its end between the test's writes; see storage.CollectOnTicks on
+// Badger's race). Without the
 // collection the value-log files keep every deleted value.
 func TestEngineCollectsItsValueLog(t *testing.T) {
 	ticks, asked := make(chan time.Time), make(chan time.Duration, 1)
@@ -24,7 +25,9 @@ func TestEngineCollectsItsValueLog(t *testing.T) {
 		asked <- d
 		return ticks, func() { stopped = true }
 	}
-	defer func() { valueLogTicks = defaultValueLogTicks }()
+	collected := make(chan error)
+	valueLogCollected = func(_ int, err error) { collected <- err }
+	defer func() { valueLogTicks, valueLogCollected = defaultValueLogTicks, nil }()
 	dir := filepath.Join(t.TempDir(), "db")
 	e, err := Open(Config{Dir: dir, DisableScheduler: true, Limits: engine.Limits{MaxPayloadBytes: 32 << 10},
 		Storage: storage.Options{NoSync: true, MemTableBytes: 1 << 20, ValueLogFileBytes: 1 << 20, ReserveBytes: -1}})
@@ -89,7 +92,13 @@ func TestEngineCollectsItsValueLog(t *testing.T) {
 			kvs[fmt.Sprintf("f%03d-%04d", round%8, i)] = strings.Repeat("f", 200)
 		}
 		put(filler, kvs)
-		ticks <- time.Time{} // taken once the collection before has ended
+		// The collection runs between writes, never beside them (see
+		// storage.CollectOnTicks on Badger's race): the next write waits
+		// for it to end.
+		ticks <- time.Time{}
+		if err := <-collected; err != nil {
+			t.Fatal(err)
+		}
 		shrunk = vlog() < full/2
 	}
 	if err := e.Close(); err != nil {
